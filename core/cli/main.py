@@ -1,0 +1,65 @@
+"""`spokenbench`: the headless runner. Each command family lives in its own module exposing
+`register(subparsers)`; a handler returns an exit code (or None for 0). User errors become one clear
+message and exit code 2; nothing prints a traceback unless SPOKENBENCH_DEBUG=1."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from spokenbench.core import __version__
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 1
+EXIT_CANCELLED = 130
+
+
+def _command_modules():
+    # Imported here so `spokenbench --help` stays fast and one broken optional module names itself.
+    from spokenbench.core.cli import metrics_commands, project_commands
+
+    return [project_commands, metrics_commands]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spokenbench",
+        description="Build and audit spoken multiple-choice benchmarks (headless runner of SpokenBench Studio).",
+    )
+    parser.add_argument("--version", action="version", version=f"spokenbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in _command_modules():
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.handler(args)
+    except SpokenBenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Cancelled:
+        print("cancelled", file=sys.stderr)
+        return EXIT_CANCELLED
+    except KeyboardInterrupt:
+        print("\ninterrupted; everything reported saved is kept", file=sys.stderr)
+        return EXIT_CANCELLED
+    except Exception as error:  # a bug: say so briefly, keep the traceback for those who ask
+        if os.environ.get("SPOKENBENCH_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"internal error: {type(error).__name__}: {error}\n"
+            "This is a bug in spokenbench. Re-run with SPOKENBENCH_DEBUG=1 to see the traceback.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Errors a user can act on. The CLI turns them into a message and exit code 2, the app into a dialog;
+anything else is a bug and is reported as one."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SpokenBenchError(Exception):
+    """A problem with the user's input or environment, explained in plain words."""
+
+
+class ProjectError(SpokenBenchError):
+    """The project folder is missing, not a project, or from a newer version."""
+
+
+class MissingDependencyError(SpokenBenchError):
+    """An optional package or system library is not installed; the message says what to install."""
+
+
+class Cancelled(Exception):
+    """Raised inside long work when the user cancels; the work stops at a safe point."""
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """One problem in an input file, located as precisely as the format allows."""
+
+    file: str
+    message: str
+    row: int | None = None  # 1-based data row (header not counted)
+    column: str | None = None
+
+    def __str__(self) -> str:
+        where = [self.file]
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.column is not None:
+            where.append(f"column '{self.column}'")
+        return f"{', '.join(where)}: {self.message}"
+
+
+class InputError(SpokenBenchError):
+    """An input file is malformed. Carries every problem found (up to a cap) so users fix them in one pass."""
+
+    MAX_LISTED = 20
+
+    def __init__(self, problems: list[InputProblem] | InputProblem):
+        self.problems = [problems] if isinstance(problems, InputProblem) else list(problems)
+        listed = [str(p) for p in self.problems[: self.MAX_LISTED]]
+        hidden = len(self.problems) - len(listed)
+        if hidden > 0:
+            listed.append(f"... and {hidden} more problem(s)")
+        super().__init__("\n".join(listed))

@@ -1,0 +1,66 @@
+"""One progress/cancel interface for all long work. Core functions take a `Progress`; the CLI backs it with
+a text bar, the app with a Qt signal, tests with a list. Cancellation is cooperative: work calls
+`check_cancelled()` at safe points (between transactions), never mid-write."""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable
+
+from spokenbench.core.errors import Cancelled
+
+ProgressCallback = Callable[[int, int | None, str], None]
+
+
+class Progress:
+    """Reports (done, total, message) and carries a cancel flag that any thread may set."""
+
+    def __init__(self, callback: ProgressCallback | None = None, cancel_event: threading.Event | None = None):
+        self._callback = callback
+        self._cancel_event = cancel_event or threading.Event()
+
+    def report(self, done: int, total: int | None = None, message: str = "") -> None:
+        if self._callback is not None:
+            self._callback(done, total, message)
+
+    def cancel(self) -> None:
+        self._cancel_event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel_event.is_set()
+
+    def check_cancelled(self) -> None:
+        if self._cancel_event.is_set():
+            raise Cancelled()
+
+
+def no_progress() -> Progress:
+    return Progress()
+
+
+def text_progress_bar(stream=None, min_interval_s: float = 0.1) -> Progress:
+    """A progress bar on stderr, drawn only when stderr is a terminal (scripts get clean output)."""
+    out = stream or sys.stderr
+    if not getattr(out, "isatty", lambda: False)():
+        return Progress()
+    last_draw = [0.0]
+
+    def draw(done: int, total: int | None, message: str) -> None:
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if not finished and now - last_draw[0] < min_interval_s:
+            return
+        last_draw[0] = now
+        if total:
+            filled = int(30 * done / total)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {done}/{total}"
+        else:
+            bar = f"{done}"
+        out.write(f"\r{bar} {message[:40]:<40}")
+        if finished:
+            out.write("\n")
+        out.flush()
+
+    return Progress(draw)
