@@ -1,0 +1,46 @@
+"""`spokenbench-studio [PROJECT]`: the desktop app's entry point."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def audio_problem() -> str | None:
+    """What keeps audio from working here, or None. The app starts either way, with audio disabled."""
+    from spokenbench.core.audio_support import sounddevice_support
+
+    problems = []
+    try:
+        import PySide6.QtMultimedia  # noqa: F401
+    except ImportError as error:
+        problems.append(
+            f"Qt Multimedia is unavailable ({error}); install PulseAudio's client library "
+            "(Debian/Ubuntu: apt-get install libpulse0)."
+        )
+    support = sounddevice_support()
+    if not support.available:
+        problems.append(support.message)
+    return " ".join(problems) or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spokenbench-studio", description="SpokenBench Studio desktop app")
+    parser.add_argument("project", nargs="?", help="project folder to open")
+    args = parser.parse_args(argv)
+
+    from PySide6.QtWidgets import QApplication
+
+    from spokenbench.app.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("SpokenBench Studio")
+    window = MainWindow(audio_message=audio_problem())
+    window.show()
+    if args.project:
+        window.open_project(Path(args.project))
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Project commands: init, import, info, items, export, demo. Their names and options are a contract."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from spokenbench.core.cli.output import print_json, print_table
+from spokenbench.core.demo import build_demo
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.exports import EXPORTABLE, export_table
+from spokenbench.core.importers import FORMATS, ImportOptions, import_files
+from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.store import Project, opened
+from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.summary import project_summary
+
+MAPPABLE_FIELDS = ("id", "question", "options", "answer", "language", "subject", "subject_category", "cultural_label",
+                   "category", "orientations")  # fmt: skip
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("init", help="create an empty project folder", description="Create an empty project.")
+    p.add_argument("dir", metavar="DIR", help="new or empty folder")
+    p.set_defaults(handler=cmd_init)
+
+    p = subparsers.add_parser(
+        "import",
+        help="import benchmark items from tables",
+        description="Import items. Every file is validated first; on any problem nothing is imported and each "
+        "problem is listed with its file, row and column.",
+    )
+    p.add_argument("dir", metavar="DIR", help="project folder")
+    p.add_argument("files", metavar="FILE", nargs="+", help="CSV, TSV, JSONL or Parquet files")
+    p.add_argument("--format", required=True, choices=FORMATS, help="gmmlu-lite: Global-MMLU-Lite as published; "
+                   "mcq: any multiple-choice table; gender-probe: paired gender-probe items")
+    p.add_argument("--language", metavar="CODE", help="language of every row (default: a language column, "
+                   "or for gmmlu-lite the file name, e.g. ko.csv)")
+    p.add_argument("--source", help="benchmark name stored with the items (default: the format name)")
+    p.add_argument("--map", dest="mapping", action="append", default=[], metavar="FIELD=COLUMN",
+                   help=f"take FIELD from COLUMN; FIELD is one of {', '.join(MAPPABLE_FIELDS)}; "
+                   "options may list columns: --map options=A,B,C,D")
+    p.add_argument("--skip-existing", action="store_true",
+                   help="skip items already in the project with identical content instead of failing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=cmd_import)
+
+    p = subparsers.add_parser("info", help="counts of what a project holds", description="Show project counts.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_info)
+
+    p = subparsers.add_parser("items", help="list items", description="List a project's items.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--language", metavar="CODE", help="only this language")
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0 = all)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_items)
+
+    p = subparsers.add_parser("export", help="export items, responses or ratings",
+                              description="Export a table; the format follows the extension (.csv, .jsonl, .parquet).")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--what", required=True, choices=EXPORTABLE)
+    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=cmd_export)
+
+    p = subparsers.add_parser("demo", help="build the offline demo project",
+                              description="Build the demo project offline (no network, no API key).")
+    p.add_argument("dir", metavar="DIR", help="new or empty folder")
+    p.add_argument("--json", action="store_true", help="print the project summary as JSON")
+    p.set_defaults(handler=cmd_demo)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    Project.create(args.dir).close()
+    print(f"created project {args.dir}")
+    return 0
+
+
+def parse_mapping(pairs: list[str]) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        field, sep, column = pair.partition("=")
+        field, column = field.strip(), column.strip()
+        if not sep or not field or not column:
+            raise SpokenBenchError(f"--map '{pair}' is not FIELD=COLUMN")
+        if field not in MAPPABLE_FIELDS:
+            raise SpokenBenchError(f"--map: unknown field '{field}'; fields are {', '.join(MAPPABLE_FIELDS)}")
+        mapping[field] = column
+    return mapping
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    options = ImportOptions(language=args.language, source=args.source, mapping=parse_mapping(args.mapping))
+    with opened(args.dir) as project:
+        results = import_files(project, args.files, args.format, options, args.skip_existing, text_progress_bar())
+    if args.json:
+        print_json([vars(r) for r in results])
+    else:
+        for r in results:
+            skipped = f", skipped {r.skipped} already imported" if r.skipped else ""
+            print(f"imported {r.imported} items from {r.file} ({', '.join(r.languages) or '-'}){skipped}")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    with opened(args.dir) as project:
+        summary = project_summary(project.conn)
+    if args.json:
+        print_json(summary)
+        return 0
+    items = summary["items"]
+    print(f"project {Path(args.dir)} (schema {summary['schema_version']})")
+    print(f"items: {items['total']}")
+    for title, key in (("by kind", "by_kind"), ("by language", "by_language"),
+                       ("by cultural label", "by_cultural_label"), ("by category", "by_category")):
+        if items[key]:
+            print(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in items[key].items()))
+    by_status = summary["rewrites"]["by_status"]
+    statuses = f" ({', '.join(f'{k} {v}' for k, v in by_status.items())})" if by_status else ""
+    print(f"rewrites: {summary['rewrites']['total']}{statuses}")
+    print(f"clips: {summary['clips']['total']} ({summary['clips']['failed']} failed)")
+    for key in ("transcripts", "ratings", "speakers", "recordings", "runs", "responses"):
+        print(f"{key}: {summary[key]}")
+    return 0
+
+
+def cmd_items(args: argparse.Namespace) -> int:
+    where, params = ("language = ?", (args.language,)) if args.language else ("1", ())
+    rows = []
+    with opened(args.dir) as project:
+        for item_id, item in iter_items(project.conn, where=where, params=params):
+            if args.limit and len(rows) >= args.limit:
+                break
+            rows.append({
+                "item_id": item_id, "id": item.source_id, "language": item.language, "kind": item.kind,
+                "label": item.cultural_label or item.category or "", "answer": item.answer or "",
+                "question": item.question, "options": [o.text for o in item.options],
+                "orientations": [o.orientation for o in item.options] if item.kind == "gender-probe" else None,
+            })  # fmt: skip
+    if args.json:
+        print_json(rows)
+    else:
+        print_table([{**r, "question": _shorten(r["question"], 70)} for r in rows],
+                    ["item_id", "id", "language", "kind", "label", "answer", "question"])
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with opened(args.dir) as project:
+        count = export_table(project.conn, args.what, args.out)
+    if args.json:
+        print_json({"what": args.what, "rows": count, "out": args.out})
+    else:
+        print(f"exported {count} {args.what} rows to {args.out}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    build_demo(args.dir, text_progress_bar())
+    with opened(args.dir) as project:
+        summary = project_summary(project.conn)
+    if args.json:
+        print_json(summary)
+    else:
+        items = summary["items"]
+        print(f"built demo project {args.dir}: {items['total']} items "
+              f"({', '.join(f'{k} {v}' for k, v in items['by_language'].items())}), "
+              f"{summary['rewrites']['total']} rewrites")
+        print(f"next: spokenbench info {args.dir}   or   spokenbench-studio {args.dir}")
+    return 0
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

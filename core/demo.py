@@ -1,0 +1,74 @@
+"""The offline demo project: a small trilingual benchmark written for this tool, with hand-made
+spoken-readable rewrites, plus gender probes. Later stages (audio, runs, results) add to it."""
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import json
+import os
+import shutil
+from pathlib import Path
+
+from spokenbench.core.errors import ProjectError
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.items import option_part
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.store import Project
+from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.rewrites import add_rewrite
+
+DEMO_MCQ = "demo_mcq.jsonl"
+DEMO_GENDER_PROBES = "demo_gender_probes.jsonl"
+DEMO_SOURCE = "demo"
+DEMO_GENDER_SOURCE = "demo-gender"
+
+
+@contextlib.contextmanager
+def demo_file(name: str):
+    with importlib.resources.as_file(importlib.resources.files("spokenbench.resources") / "demo" / name) as path:
+        yield path
+
+
+def build_demo(path: str | Path, progress: Progress | None = None) -> Path:
+    """Build the demo in a sibling temp folder and rename it into place, so a kill never leaves half a demo."""
+    progress = progress or no_progress()
+    target = Path(path)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ProjectError(f"{target} already exists and is not empty; choose a new folder for the demo")
+    staging = target.with_name(f".{target.name}.building-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with Project.create(staging) as project:
+            _fill(project, progress)
+        if target.exists():
+            target.rmdir()
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _fill(project: Project, progress: Progress) -> None:
+    with demo_file(DEMO_MCQ) as mcq_path, demo_file(DEMO_GENDER_PROBES) as probes_path:
+        progress.report(0, 3, "importing demo questions")
+        import_files(
+            project,
+            [mcq_path],
+            "mcq",
+            ImportOptions(source=DEMO_SOURCE, ignore_columns=frozenset({"rewrite"})),
+        )
+        progress.report(1, 3, "importing gender probes")
+        import_files(project, [probes_path], "gender-probe", ImportOptions(source=DEMO_GENDER_SOURCE))
+        progress.report(2, 3, "adding spoken-readable rewrites")
+        rewrites = {}
+        for line in mcq_path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rewrites[(row["id"], row["language"])] = row["rewrite"]
+    with project.transaction() as conn:
+        for item_id, item in iter_items(conn, where="source = ?", params=(DEMO_SOURCE,)):
+            rewrite = rewrites[(item.source_id, item.language)]
+            add_rewrite(conn, item_id, "question", rewrite["question"], "demo", "accepted", "demo-author")
+            for option, text in zip(item.options, rewrite["options"]):
+                add_rewrite(conn, item_id, option_part(option.letter), text, "demo", "accepted", "demo-author")
+    progress.report(3, 3, "demo ready")

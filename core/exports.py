@@ -1,0 +1,91 @@
+"""Exporting a project's items, responses and ratings as tables (CSV, JSONL or Parquet by extension).
+Item exports re-import with `--format mcq` (or gender-probe); response exports are the metrics' input."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.items import LETTERS
+from spokenbench.core.store.items import iter_items
+from spokenbench.core.tables import table_format, write_table
+
+EXPORTABLE = ("items", "responses", "ratings")
+
+
+def items_frame(conn: sqlite3.Connection) -> pd.DataFrame:
+    rows = []
+    for item_id, item in iter_items(conn):
+        row = {
+            "item_id": item_id,
+            "id": item.source_id,
+            "source": item.source,
+            "language": item.language,
+            "kind": item.kind,
+            "subject": item.subject,
+            "subject_category": item.subject_category,
+            "cultural_label": item.cultural_label,
+            "category": item.category,
+            "question": item.question,
+            "answer": item.answer,
+        }
+        for option in item.options:
+            row[f"option_{option.letter.lower()}"] = option.text
+        if item.kind == "gender-probe":
+            for option in item.options:
+                row[f"orientation_{option.letter.lower()}"] = option.orientation or "none"
+        rows.append(row)
+    return _ordered(pd.DataFrame(rows), "item_id")
+
+
+def responses_frame(conn: sqlite3.Connection) -> pd.DataFrame:
+    """One row per stored answer in the metrics engine's column names, with each condition factor as a column."""
+    query = """
+        SELECT r.id AS response_id, r.run_id, u.name AS run_name, u.model, u.mode, u.prompt,
+               i.source_id AS question_id, i.id AS item_id, i.language, i.subject,
+               i.cultural_label, i.category, i.answer, r.parsed_letter AS prediction, r.option_order,
+               r.mapped_option, r.parse_status, r.condition_key, r.raw_text, r.latency_ms,
+               r.input_tokens, r.output_tokens, r.error, r.created_at
+        FROM responses r JOIN runs u ON u.id = r.run_id JOIN items i ON i.id = r.item_id
+        ORDER BY r.id"""
+    frame = pd.read_sql_query(query, conn)
+    if frame.empty:
+        return frame
+    factors = pd.DataFrame([json.loads(key) for key in frame["condition_key"]], index=frame.index)
+    factors = factors.drop(columns=[c for c in factors.columns if c in frame.columns], errors="ignore")
+    return pd.concat([frame.drop(columns=["condition_key"]), factors], axis=1)
+
+
+def ratings_frame(conn: sqlite3.Connection) -> pd.DataFrame:
+    query = """
+        SELECT g.id AS rating_id, g.clip_id, i.source_id AS question_id, c.language, c.part, c.accent, c.voice,
+               c.speaker_gender, c.backend, c.model AS tts_model, g.annotator, g.rating, g.note, g.created_at
+        FROM ratings g JOIN clips c ON c.id = g.clip_id LEFT JOIN items i ON i.id = c.item_id
+        ORDER BY g.id"""
+    return pd.read_sql_query(query, conn)
+
+
+def export_table(conn: sqlite3.Connection, what: str, out: str | Path) -> int:
+    """Write one of EXPORTABLE to `out`; returns the row count. The file appears whole or not at all."""
+    frames = {"items": items_frame, "responses": responses_frame, "ratings": ratings_frame}
+    if what not in frames:
+        raise SpokenBenchError(f"cannot export '{what}'; choose one of {', '.join(EXPORTABLE)}")
+    table_format(Path(out))  # reject an unknown extension before doing any work
+    frame = frames[what](conn)
+    frame = frame.astype(object).where(frame.notna(), None)
+    write_table(frame.to_dict("records"), out, columns=list(frame.columns))
+    return len(frame)
+
+
+def _ordered(frame: pd.DataFrame, first: str) -> pd.DataFrame:
+    if frame.empty:
+        return frame
+    option_columns = [c for c in frame.columns if c.startswith("option_")]
+    orientation_columns = [c for c in frame.columns if c.startswith("orientation_")]
+    letter_order = {f"option_{l.lower()}": i for i, l in enumerate(LETTERS)}
+    letter_order.update({f"orientation_{l.lower()}": i for i, l in enumerate(LETTERS)})
+    rest = [c for c in frame.columns if c not in option_columns and c not in orientation_columns]
+    return frame[rest + sorted(option_columns, key=letter_order.get) + sorted(orientation_columns, key=letter_order.get)]

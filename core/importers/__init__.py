@@ -1,0 +1,110 @@
+"""Importing benchmarks into a project: every file is read and validated completely first, then all of
+them are written in one transaction, so an import either lands whole or leaves the project unchanged."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_from_path
+from spokenbench.core.items import Item
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.store import Project
+from spokenbench.core.store.items import existing_items, insert_items, record_import
+from spokenbench.core.tables import read_table
+
+FORMATS = tuple(PARSERS)
+
+__all__ = ["FORMATS", "ImportOptions", "ImportedFile", "import_files", "parse_file", "language_from_path"]
+
+
+@dataclass
+class ImportedFile:
+    file: str
+    imported: int
+    skipped: int
+    languages: list[str]
+
+
+def parse_file(path: str | Path, format_name: str, options: ImportOptions) -> list[Item]:
+    if format_name not in PARSERS:
+        raise SpokenBenchError(f"unknown format '{format_name}'; use one of {', '.join(FORMATS)}")
+    return PARSERS[format_name](read_table(path), options)
+
+
+def import_files(
+    project: Project,
+    paths: list[str | Path],
+    format_name: str,
+    options: ImportOptions | None = None,
+    skip_existing: bool = False,
+    progress: Progress | None = None,
+) -> list[ImportedFile]:
+    """Validate all files, then write them in one transaction. With skip_existing, items already in the
+    project with identical content are skipped (re-running an import is harmless); differing ones are errors."""
+    options = options or ImportOptions()
+    progress = progress or no_progress()
+    parsed: list[tuple[str, str, list[Item]]] = []
+    problems: list[InputProblem] = []
+    for done, path in enumerate(paths):
+        progress.check_cancelled()
+        progress.report(done, len(paths), f"reading {Path(path).name}")
+        try:
+            items = parse_file(path, format_name, options)
+        except InputError as error:
+            problems.extend(error.problems)
+            continue
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        parsed.append((str(path), digest, items))
+    if problems:
+        raise InputError(problems)
+
+    problems.extend(_cross_file_duplicates(parsed))
+    keys = {(i.source, i.source_id, i.language) for _, _, items in parsed for i in items}
+    stored = existing_items(project.conn, keys)
+    to_write: list[tuple[str, str, list[Item], int]] = []
+    for file, digest, items in parsed:
+        fresh = []
+        for number, item in enumerate(items, start=1):
+            existing = stored.get((item.source, item.source_id, item.language))
+            if existing is None:
+                fresh.append(item)
+            elif not (skip_existing and existing.same_content(item)):
+                already = f"id '{item.source_id}' ({item.language}, source {item.source}) is already in the project"
+                if skip_existing:
+                    message = f"{already} with different content"
+                else:
+                    message = f"{already}; use --skip-existing to skip items imported before"
+                problems.append(InputProblem(file, message, number))
+        to_write.append((file, digest, fresh, len(items) - len(fresh)))
+    if problems:
+        raise InputError(problems)
+
+    total = sum(len(items) for _, _, items, _ in to_write)
+    results = []
+    written = 0
+    with project.transaction() as conn:
+        for file, digest, items, skipped in to_write:
+            import_id = record_import(conn, file, format_name, digest, len(items))
+            for start in range(0, len(items), 1000):
+                progress.check_cancelled()  # rolls the whole import back
+                insert_items(conn, items[start : start + 1000], import_id)
+                written += len(items[start : start + 1000])
+                progress.report(written, total, f"writing {Path(file).name}")
+            results.append(ImportedFile(file, len(items), skipped, sorted({i.language for i in items})))
+    return results
+
+
+def _cross_file_duplicates(parsed: list[tuple[str, str, list[Item]]]) -> list[InputProblem]:
+    first_file: dict[tuple[str, str, str], str] = {}
+    problems = []
+    for file, _, items in parsed:
+        for number, item in enumerate(items, start=1):
+            key = (item.source, item.source_id, item.language)
+            if key in first_file and first_file[key] != file:
+                problems.append(
+                    InputProblem(file, f"id '{item.source_id}' ({item.language}) is also in {first_file[key]}", number)
+                )
+            first_file.setdefault(key, file)
+    return problems

@@ -1,0 +1,80 @@
+"""Content-addressed audio: a file is named by the sha256 of its bytes (audio/ab/abcd….wav), so equal
+audio is stored once and a name always means the same sound. Writes go to a temp file that is fsynced and
+renamed into place, so a kill at any moment leaves either the whole file or none."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from spokenbench.core.errors import ProjectError
+
+TEMP_DIR_NAME = ".incoming"
+
+
+class AudioStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.temp_dir = self.root / TEMP_DIR_NAME
+
+    def path_for(self, sha256: str, extension: str) -> Path:
+        return self.root / sha256[:2] / f"{sha256}.{extension.lstrip('.')}"
+
+    def put_bytes(self, data: bytes, extension: str) -> str:
+        """Store bytes durably and return their sha256. Storing the same bytes again is a no-op."""
+        if not data:
+            raise ValueError("refusing to store empty audio")
+        sha256 = hashlib.sha256(data).hexdigest()
+        target = self.path_for(sha256, extension)
+        if target.exists() and target.stat().st_size == len(data):
+            return sha256
+        self.temp_dir.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp_name, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name)
+            raise
+        _fsync_directory(target.parent)
+        return sha256
+
+    def read_bytes(self, sha256: str, extension: str) -> bytes:
+        path = self.path_for(sha256, extension)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ProjectError(f"audio file {path} is missing from the project") from None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise ProjectError(f"audio file {path} is damaged: its content no longer matches its name")
+        return data
+
+    def remove_stale_temp_files(self) -> int:
+        """Temp files left by a killed writer are garbage by construction; remove them on open."""
+        if not self.temp_dir.is_dir():
+            return 0
+        removed = 0
+        for leftover in self.temp_dir.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+                removed += 1
+        return removed
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,82 @@
+"""The one way to talk to a project's SQLite database: WAL so a GUI and a headless run can share it,
+foreign keys on, a busy timeout instead of 'database is locked', synchronous=FULL so a committed
+rating survives a power cut, and short explicit transactions."""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+
+from spokenbench.core.errors import ProjectError
+from spokenbench.core.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_MS = 15_000
+
+
+def utc_now() -> str:
+    """Timestamps are ISO-8601 UTC strings: sortable, readable in exports, timezone-safe."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def connect(db_path: Path) -> sqlite3.Connection:
+    """Open a connection with the project's pragmas. Autocommit mode: writes go through `transaction()`."""
+    try:
+        conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    except sqlite3.DatabaseError as error:
+        raise ProjectError(f"{db_path}: not a readable SpokenBench database ({error})") from None
+    if mode.lower() != "wal":
+        raise ProjectError(f"{db_path}: could not switch the database to WAL mode (got {mode!r})")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT: the write lock is taken up front so two writers queue instead of failing
+    halfway; any exception rolls everything back, so a caller never leaves half a change behind."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
+    """Apply missing migrations, each atomically (SQLite DDL is transactional). Backs the database up
+    first when it already holds data, so a failed migration can be undone by hand. Returns the versions applied."""
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise ProjectError(
+            f"{db_path.parent}: this project was written by a newer SpokenBench (schema {current}, "
+            f"this version knows up to {SCHEMA_VERSION}); upgrade spokenbench to open it"
+        )
+    if current == SCHEMA_VERSION:
+        return []
+    if current > 0:
+        backup = db_path.with_name(f"{db_path.stem}.schema{current}.bak{db_path.suffix}")
+        with contextlib.closing(sqlite3.connect(backup)) as target:
+            conn.backup(target)
+    applied = []
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        script = MIGRATIONS[version - 1]
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied

@@ -1,0 +1,186 @@
+"""Forward-only schema migrations. The database's `PRAGMA user_version` is the number of migrations
+applied; opening a project applies the missing ones, each in its own transaction, after backing the
+database up. Later issues append to MIGRATIONS; never edit a migration that has shipped."""
+from __future__ import annotations
+
+MIGRATION_1_FOUNDATION = """
+CREATE TABLE project_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One question of a benchmark in one language. source_id is shared by the translations of a question
+-- (Global-MMLU-Lite's sample_id), so metrics can follow a question across languages.
+CREATE TABLE items (
+    id             INTEGER PRIMARY KEY,
+    source         TEXT NOT NULL,
+    source_id      TEXT NOT NULL,
+    language       TEXT NOT NULL,
+    kind           TEXT NOT NULL DEFAULT 'mcq' CHECK (kind IN ('mcq', 'gender-probe')),
+    subject        TEXT,
+    subject_category TEXT,
+    cultural_label TEXT CHECK (cultural_label IN ('CS', 'CA')),
+    category       TEXT CHECK (category IN ('independent', 'stereotypical', 'dependent')),
+    question       TEXT NOT NULL CHECK (length(trim(question)) > 0),
+    answer         TEXT,               -- gold letter in original order; NULL where there is none (gender probes)
+    extra_json     TEXT,               -- source columns kept verbatim for export
+    import_id      INTEGER REFERENCES imports(id),
+    created_at     TEXT NOT NULL,
+    UNIQUE (source, source_id, language)
+);
+CREATE INDEX items_language ON items(language);
+
+CREATE TABLE options (
+    item_id     INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL CHECK (position >= 0),
+    letter      TEXT NOT NULL,
+    text        TEXT NOT NULL CHECK (length(trim(text)) > 0),
+    orientation TEXT CHECK (orientation IN ('male', 'female', 'neutral')),
+    PRIMARY KEY (item_id, position),
+    UNIQUE (item_id, letter)
+);
+
+-- Every import, so an export can say where items came from.
+CREATE TABLE imports (
+    id         INTEGER PRIMARY KEY,
+    file       TEXT NOT NULL,
+    format     TEXT NOT NULL,
+    sha256     TEXT NOT NULL,
+    item_count INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+
+-- Spoken-readable text per item part ('question', 'option_A', ...), versioned; the newest accepted
+-- version is what TTS reads.
+CREATE TABLE rewrites (
+    id          INTEGER PRIMARY KEY,
+    item_id     INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    part        TEXT NOT NULL,
+    version     INTEGER NOT NULL CHECK (version >= 1),
+    text        TEXT NOT NULL,
+    origin      TEXT NOT NULL,          -- 'llm:<model>', 'manual', 'demo', 'identity'
+    status      TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'flagged', 'accepted', 'edited', 'rejected')),
+    reviewer    TEXT,
+    reviewed_at TEXT,
+    created_at  TEXT NOT NULL,
+    UNIQUE (item_id, part, version)
+);
+
+-- Audio for an item part or for an instruction token (item_id NULL, part = 'token:<label>').
+CREATE TABLE clips (
+    id             INTEGER PRIMARY KEY,
+    item_id        INTEGER REFERENCES items(id) ON DELETE CASCADE,
+    part           TEXT NOT NULL,
+    text           TEXT NOT NULL,
+    language       TEXT NOT NULL,
+    accent         TEXT,
+    voice          TEXT,
+    speaker_gender TEXT CHECK (speaker_gender IN ('male', 'female')),
+    speaker_id     INTEGER REFERENCES speakers(id),
+    backend        TEXT NOT NULL,
+    model          TEXT,
+    prompt         TEXT,
+    cache_key      TEXT NOT NULL UNIQUE,  -- hash of (backend, model, voice, prompt, text): never synthesize twice
+    sha256         TEXT,                  -- audio/<sha[:2]>/<sha>.<ext>; NULL while failed
+    audio_format   TEXT,
+    duration_s     REAL,
+    sample_rate    INTEGER,
+    status         TEXT NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'failed')),
+    failure        TEXT,
+    created_at     TEXT NOT NULL
+);
+CREATE INDEX clips_item ON clips(item_id);
+
+CREATE TABLE transcripts (
+    id          INTEGER PRIMARY KEY,
+    clip_id     INTEGER NOT NULL REFERENCES clips(id) ON DELETE CASCADE,
+    asr         TEXT NOT NULL,
+    model       TEXT,
+    text        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    UNIQUE (clip_id, asr)
+);
+
+CREATE TABLE ratings (
+    id         INTEGER PRIMARY KEY,
+    clip_id    INTEGER NOT NULL REFERENCES clips(id) ON DELETE CASCADE,
+    annotator  TEXT NOT NULL CHECK (length(trim(annotator)) > 0),
+    rating     TEXT NOT NULL CHECK (rating IN ('correct', 'acceptable', 'incorrect')),
+    note       TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX ratings_clip ON ratings(clip_id);
+
+CREATE TABLE speakers (
+    id         INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL UNIQUE,
+    gender     TEXT CHECK (gender IN ('male', 'female')),
+    language   TEXT,
+    accent     TEXT,
+    notes      TEXT,
+    created_at TEXT NOT NULL
+);
+
+-- A recording may only exist under a consent that covers it.
+CREATE TABLE consents (
+    id           INTEGER PRIMARY KEY,
+    speaker_id   INTEGER NOT NULL REFERENCES speakers(id) ON DELETE CASCADE,
+    scope        TEXT NOT NULL,          -- what the speaker agreed to, e.g. 'voice cloning for research'
+    consent_text TEXT NOT NULL,
+    given_at     TEXT NOT NULL,
+    recorded_by  TEXT NOT NULL,
+    withdrawn_at TEXT
+);
+
+CREATE TABLE recordings (
+    id          INTEGER PRIMARY KEY,
+    speaker_id  INTEGER NOT NULL REFERENCES speakers(id) ON DELETE CASCADE,
+    consent_id  INTEGER NOT NULL REFERENCES consents(id),
+    item_id     INTEGER REFERENCES items(id) ON DELETE SET NULL,
+    part        TEXT,
+    text        TEXT,
+    sha256      TEXT NOT NULL,
+    audio_format TEXT NOT NULL,
+    duration_s  REAL NOT NULL,
+    sample_rate INTEGER NOT NULL,
+    created_at  TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    provider    TEXT,
+    mode        TEXT NOT NULL,           -- 'audio', 'pipeline', 'text', 'spoken-question', 'simulated'
+    prompt      TEXT NOT NULL,           -- template name
+    prompt_text TEXT,
+    parameters_json TEXT NOT NULL DEFAULT '{}',
+    status      TEXT NOT NULL DEFAULT 'created'
+                CHECK (status IN ('created', 'running', 'finished', 'cancelled', 'failed')),
+    created_at  TEXT NOT NULL,
+    finished_at TEXT
+);
+
+CREATE TABLE responses (
+    id             INTEGER PRIMARY KEY,
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    item_id        INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    condition_key  TEXT NOT NULL,        -- canonical JSON of the condition's factors
+    option_order   TEXT NOT NULL,        -- original letters in presented order, e.g. 'DCBA'
+    raw_text       TEXT,
+    parsed_letter  TEXT,                 -- as presented
+    parse_status   TEXT CHECK (parse_status IN ('ok', 'failed', 'ambiguous', 'refusal')),
+    mapped_option  TEXT,                 -- original letter the parsed one maps to
+    latency_ms     REAL,
+    input_tokens   INTEGER,
+    output_tokens  INTEGER,
+    error          TEXT,
+    created_at     TEXT NOT NULL,
+    UNIQUE (run_id, item_id, condition_key)
+);
+CREATE INDEX responses_run ON responses(run_id);
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION]
+SCHEMA_VERSION = len(MIGRATIONS)

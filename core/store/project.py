@@ -1,0 +1,90 @@
+"""A project is a folder: `project.sqlite` plus `audio/` (content-addressed). Open one `Project` per
+thread; SQLite's WAL lets the app and a headless run work on the same folder at once."""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+
+from spokenbench.core import __version__
+from spokenbench.core.errors import ProjectError
+from spokenbench.core.store import database
+from spokenbench.core.store.audio_files import AudioStore
+
+DATABASE_NAME = "project.sqlite"
+AUDIO_DIR_NAME = "audio"
+
+
+class Project:
+    def __init__(self, path: Path, conn: sqlite3.Connection):
+        self.path = path
+        self.conn = conn
+        self.audio = AudioStore(path / AUDIO_DIR_NAME)
+
+    @property
+    def db_path(self) -> Path:
+        return self.path / DATABASE_NAME
+
+    @classmethod
+    def create(cls, path: str | Path) -> "Project":
+        """Create a new project in an empty or missing folder; never adopts a folder holding other files."""
+        path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise ProjectError(f"{path} exists and is not a folder")
+        if (path / DATABASE_NAME).exists():
+            raise ProjectError(f"{path} is already a SpokenBench project")
+        if path.is_dir() and any(path.iterdir()):
+            raise ProjectError(f"{path} is not empty; choose a new or empty folder for the project")
+        (path / AUDIO_DIR_NAME).mkdir(parents=True, exist_ok=True)
+        conn = database.connect(path / DATABASE_NAME)
+        database.migrate(conn, path / DATABASE_NAME)
+        with database.transaction(conn):
+            conn.executemany(
+                "INSERT INTO project_meta(key, value) VALUES (?, ?)",
+                [("created_at", database.utc_now()), ("created_by_version", __version__)],
+            )
+        return cls(path, conn)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "Project":
+        path = Path(path)
+        db_path = path / DATABASE_NAME
+        if not path.is_dir():
+            raise ProjectError(f"{path}: no such project folder (create one with `spokenbench init {path}`)")
+        if not db_path.is_file():
+            raise ProjectError(f"{path} is not a SpokenBench project: {DATABASE_NAME} is missing")
+        conn = database.connect(db_path)
+        try:
+            has_schema = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+        except sqlite3.DatabaseError as error:
+            conn.close()
+            raise ProjectError(f"{db_path}: the database is damaged or not SQLite ({error})") from None
+        if not has_schema:
+            conn.close()
+            raise ProjectError(f"{db_path} is empty: not a SpokenBench project")
+        database.migrate(conn, db_path)
+        project = cls(path, conn)
+        project.audio.remove_stale_temp_files()
+        return project
+
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return database.transaction(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Project":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def opened(path: str | Path) -> Iterator[Project]:
+    project = Project.open(path)
+    try:
+        yield project
+    finally:
+        project.close()

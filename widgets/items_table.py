@@ -1,0 +1,128 @@
+"""The item list: a read-only table with a language filter and free-text search."""
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
+
+HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
+
+
+class ItemsTableModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._rows: list[tuple] = []
+
+    def set_rows(self, rows: list[tuple]) -> None:
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        value = self._rows[index.row()][index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return value
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() >= 6:
+            return value
+        return None
+
+    def headerData(self, section: int, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return HEADERS[section]
+        return None
+
+    def languages(self) -> list[str]:
+        return sorted({row[2] for row in self._rows})
+
+
+class ItemFilter(QSortFilterProxyModel):
+    """Matches the search text anywhere in the row and, if chosen, one language."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._language = ""
+        self._text = ""
+
+    def set_language(self, language: str) -> None:
+        self._language = language
+        self.invalidateFilter()
+
+    def set_text(self, text: str) -> None:
+        self._text = text.casefold().strip()
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
+        row = self.sourceModel()._rows[source_row]
+        if self._language and row[2] != self._language:
+            return False
+        return not self._text or any(self._text in str(value).casefold() for value in row)
+
+
+class ItemsPanel(QWidget):
+    ALL_LANGUAGES = "All languages"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model = ItemsTableModel(self)
+        self.proxy = ItemFilter(self)
+        self.proxy.setSourceModel(self.model)
+
+        self.language_box = QComboBox()
+        self.language_box.setAccessibleName("Language filter")
+        self.language_box.currentTextChanged.connect(
+            lambda text: self.proxy.set_language("" if text == self.ALL_LANGUAGES else text)
+        )
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search questions, options, ids…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.proxy.set_text)
+        self.count_label = QLabel()
+        self.proxy.rowsInserted.connect(self._update_count)
+        self.proxy.rowsRemoved.connect(self._update_count)
+        self.proxy.modelReset.connect(self._update_count)
+        self.proxy.layoutChanged.connect(self._update_count)
+
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        for column in range(6):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(7, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(7, 260)
+
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Language:"))
+        bar.addWidget(self.language_box)
+        bar.addWidget(self.search, 1)
+        bar.addWidget(self.count_label)
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        layout.addWidget(self.table)
+        self._update_count()
+
+    def set_rows(self, rows: list[tuple]) -> None:
+        self.model.set_rows(rows)
+        self.language_box.blockSignals(True)
+        self.language_box.clear()
+        self.language_box.addItems([self.ALL_LANGUAGES, *self.model.languages()])
+        self.language_box.blockSignals(False)
+        self.proxy.set_language("")
+        self._update_count()
+
+    def _update_count(self, *args) -> None:
+        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        self.count_label.setText(f"{shown} of {total} items" if shown != total else f"{total} items")
