@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import ctypes.util
+import os
 import sys
 from pathlib import Path
 
@@ -24,10 +26,30 @@ def audio_problem() -> str | None:
     return " ".join(problems) or None
 
 
+# Libraries Qt's X11 plugin loads at start; without them Qt aborts with a cryptic message, so check first.
+X11_LIBRARIES = {"xcb-cursor": "libxcb-cursor0", "xcb-icccm": "libxcb-icccm4", "xcb-keysyms": "libxcb-keysyms1"}
+
+
+def missing_x11_packages() -> list[str]:
+    """Debian packages missing for an X11 session on Linux (empty elsewhere or with another Qt platform)."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM") or not os.environ.get("DISPLAY"):
+        return []
+    return [package for library, package in X11_LIBRARIES.items() if ctypes.util.find_library(library) is None]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spokenbench-studio", description="SpokenBench Studio desktop app")
     parser.add_argument("project", nargs="?", help="project folder to open")
     args = parser.parse_args(argv)
+    missing = missing_x11_packages()
+    if missing:
+        print(
+            "error: the desktop app needs X11 libraries that are not installed: "
+            f"{', '.join(missing)} (Debian/Ubuntu: apt-get install {' '.join(missing)}). "
+            "The headless `spokenbench` command works without them.",
+            file=sys.stderr,
+        )
+        return 2
 
     from PySide6.QtWidgets import QApplication
 

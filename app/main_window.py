@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget,
+    QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget,
 )  # fmt: skip
 
 from spokenbench.app.workers import Task
@@ -32,11 +32,16 @@ def build_demo_and_load(path: Path, progress: Progress) -> tuple[dict, list[tupl
 
 
 class WelcomePage(QWidget):
+    """The empty state: what the app is for and the two ways to start."""
+
     def __init__(self, window: "MainWindow"):
         super().__init__()
+        card = QWidget()
+        card.setFixedWidth(540)
         title = QLabel("<h2>SpokenBench Studio</h2>")
         text = QLabel(
-            "Build and audit spoken multiple-choice benchmarks.<br>"
+            "Build and audit spoken multiple-choice benchmarks: rewrite questions for speech, synthesize "
+            "and rate audio, evaluate audio language models, and read their bias metrics.<br><br>"
             "Open a project folder, or build the offline demo project (no network or API key needed)."
         )
         text.setWordWrap(True)
@@ -44,10 +49,21 @@ class WelcomePage(QWidget):
         open_button.clicked.connect(window.choose_project)
         demo_button = QPushButton("Build demo project…")
         demo_button.clicked.connect(window.choose_demo_folder)
+        buttons = QHBoxLayout()
+        buttons.addWidget(open_button)
+        buttons.addWidget(demo_button)
+        buttons.addStretch(1)
+        card_layout = QVBoxLayout(card)
+        card_layout.addWidget(title)
+        card_layout.addWidget(text)
+        card_layout.addLayout(buttons)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(card)
+        row.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addStretch(1)
-        for widget in (title, text, open_button, demo_button):
-            layout.addWidget(widget, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addLayout(row)
         layout.addStretch(2)
 
 

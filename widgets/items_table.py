@@ -1,8 +1,12 @@
 """The item list: a read-only table with a language filter and free-text search."""
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QSplitter, QTableView, QTextBrowser, QVBoxLayout, QWidget,
+)  # fmt: skip
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 
@@ -27,6 +31,8 @@ class ItemsTableModel(QAbstractTableModel):
         if not index.isValid():
             return None
         value = self._rows[index.row()][index.column()]
+        if isinstance(value, tuple):
+            value = " | ".join(value)
         if role == Qt.ItemDataRole.DisplayRole:
             return value
         if role == Qt.ItemDataRole.ToolTipRole and index.column() >= 6:
@@ -51,18 +57,20 @@ class ItemFilter(QSortFilterProxyModel):
         self._text = ""
 
     def set_language(self, language: str) -> None:
+        self.beginFilterChange()
         self._language = language
-        self.invalidateFilter()
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def set_text(self, text: str) -> None:
+        self.beginFilterChange()
         self._text = text.casefold().strip()
-        self.invalidateFilter()
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
         row = self.sourceModel()._rows[source_row]
         if self._language and row[2] != self._language:
             return False
-        return not self._text or any(self._text in str(value).casefold() for value in row)
+        return not self._text or any(self._text in str(value).casefold() for value in (*row[:7], *row[7]))
 
 
 class ItemsPanel(QWidget):
@@ -104,6 +112,15 @@ class ItemsPanel(QWidget):
         header.setSectionResizeMode(7, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(7, 260)
 
+        self.details = QTextBrowser()
+        self.details.setAccessibleName("Item details")
+        self.details.setPlaceholderText("Select an item to see its full question and options.")
+        self.table.selectionModel().currentRowChanged.connect(self._show_details)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.details)
+        splitter.setSizes([480, 140])
+
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Language:"))
         bar.addWidget(self.language_box)
@@ -111,7 +128,7 @@ class ItemsPanel(QWidget):
         bar.addWidget(self.count_label)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
-        layout.addWidget(self.table)
+        layout.addWidget(splitter)
         self._update_count()
 
     def set_rows(self, rows: list[tuple]) -> None:
@@ -122,6 +139,22 @@ class ItemsPanel(QWidget):
         self.language_box.blockSignals(False)
         self.proxy.set_language("")
         self._update_count()
+
+    def _show_details(self, current: QModelIndex, previous: QModelIndex = QModelIndex()) -> None:
+        if not current.isValid():
+            self.details.clear()
+            return
+        row = self.model._rows[self.proxy.mapToSource(current).row()]
+        item_id, source_id, language, kind, label, answer, question, options = row
+        option_lines = "".join(
+            f"<li><b>{html.escape(text)} ✓</b></li>" if answer and text.startswith(f"{answer}. ")
+            else f"<li>{html.escape(text)}</li>"
+            for text in options
+        )
+        self.details.setHtml(
+            f"<p><b>{html.escape(source_id)}</b> · {language} · {kind} · {html.escape(label)}</p>"
+            f"<p>{html.escape(question)}</p><ul>{option_lines}</ul>"
+        )
 
     def _update_count(self, *args) -> None:
         shown, total = self.proxy.rowCount(), self.model.rowCount()

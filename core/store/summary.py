@@ -1,6 +1,7 @@
 """What a project holds, in numbers: the `info` command and the app's project overview."""
 from __future__ import annotations
 
+import json
 import sqlite3
 
 COUNTED_TABLES = ("items", "rewrites", "clips", "transcripts", "ratings", "speakers", "recordings", "runs", "responses")
@@ -47,11 +48,11 @@ ITEM_ROW_FIELDS = ("item_id", "id", "language", "kind", "label", "answer", "ques
 
 
 def item_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Flat rows for item lists (app table, CLI listing): one query, options joined with ' | '."""
+    """Flat rows for item lists (app table, CLI listing) in one query; options as a tuple of 'A. text'."""
     query = """
         SELECT i.id, i.source_id, i.language, i.kind, coalesce(i.cultural_label, i.category, ''),
                coalesce(i.answer, ''), i.question,
-               (SELECT group_concat(o.letter || '. ' || o.text, ' | ') FROM
+               (SELECT json_group_array(o.letter || '. ' || o.text) FROM
                    (SELECT letter, text FROM options WHERE item_id = i.id ORDER BY position) o)
         FROM items i ORDER BY i.id"""
-    return [tuple(row) for row in conn.execute(query)]
+    return [(*row[:7], tuple(json.loads(row[7]))) for row in conn.execute(query)]

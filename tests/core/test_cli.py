@@ -1,0 +1,140 @@
+import json
+
+import pandas as pd
+import pytest
+
+from support import gmmlu_rows, run_console_script, write_csv
+from spokenbench.core.cli.main import build_parser
+
+
+def test_every_command_has_help(capsys):
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    assert {"init", "import", "info", "export", "demo"} <= set(commands)
+    for name, sub in commands.items():
+        help_text = sub.format_help()
+        assert name in help_text and "usage" in help_text
+
+
+def test_demo_then_info_json(cli, tmp_path):
+    result = cli("demo", tmp_path / "demo-project")
+    assert result.code == 0, result.err
+    info = cli("info", tmp_path / "demo-project", "--json").json()
+    items = info["items"]
+    assert items["by_language"] == {"en": 36, "ko": 24, "zh": 24}
+    assert items["by_kind"] == {"gender-probe": 12, "mcq": 72}
+    assert items["by_cultural_label"] == {"CA": 36, "CS": 36}
+    assert items["by_category"] == {"dependent": 4, "independent": 4, "stereotypical": 4}
+    assert info["rewrites"]["total"] == 72 * 5
+    for key in ("clips", "ratings", "runs", "responses"):
+        assert key in info
+
+
+def test_demo_refuses_an_occupied_folder(cli, tmp_path):
+    target = tmp_path / "taken"
+    target.mkdir()
+    (target / "keep.txt").write_text("precious")
+    result = cli("demo", target)
+    assert result.code == 2 and "not empty" in result.err
+    assert (target / "keep.txt").read_text() == "precious"
+
+
+def test_demo_rewrites_make_items_readable(cli, tmp_path):
+    cli("demo", tmp_path / "d")
+    from spokenbench.core.store import opened
+    from spokenbench.core.store.rewrites import latest_rewrites
+
+    with opened(tmp_path / "d") as project:
+        conn = project.conn
+        item_id = conn.execute(
+            "SELECT id FROM items WHERE source_id = 'demo/001' AND language = 'en'"
+        ).fetchone()[0]
+        question = conn.execute("SELECT question FROM items WHERE id = ?", (item_id,)).fetchone()[0]
+        rewrite = latest_rewrites(conn, item_id)["question"]["text"]
+    assert "^" in question and "^" not in rewrite
+
+
+def test_import_info_export_round_trip(cli, tmp_path):
+    project = tmp_path / "p"
+    assert cli("init", project).code == 0
+    source = write_csv(tmp_path / "en.csv", gmmlu_rows(6))
+    result = cli("import", project, source, "--format", "gmmlu-lite", "--json")
+    assert result.code == 0 and result.json()[0]["imported"] == 6
+    for suffix in ("csv", "jsonl", "parquet"):
+        out = tmp_path / f"items.{suffix}"
+        assert cli("export", project, "--what", "items", "--out", out).code == 0
+        frame = {"csv": pd.read_csv, "jsonl": lambda p: pd.read_json(p, lines=True), "parquet": pd.read_parquet}[suffix](out)
+        assert len(frame) == 6 and {"id", "question", "option_a", "option_d", "answer", "language"} <= set(frame.columns)
+    # an items export re-imports into another project unchanged
+    other = tmp_path / "q"
+    cli("init", other)
+    assert cli("import", other, tmp_path / "items.csv", "--format", "mcq").code == 0
+    again = tmp_path / "again.csv"
+    cli("export", other, "--what", "items", "--out", again)
+    columns = ["id", "language", "question", "option_a", "option_b", "option_c", "option_d", "answer", "cultural_label"]
+    assert pd.read_csv(again)[columns].equals(pd.read_csv(tmp_path / "items.csv")[columns])
+
+
+def test_export_of_empty_responses_and_ratings_writes_headers_only(cli, tmp_path):
+    cli("init", tmp_path / "p")
+    for what in ("responses", "ratings"):
+        out = tmp_path / f"{what}.csv"
+        result = cli("export", tmp_path / "p", "--what", what, "--out", out, "--json")
+        assert result.code == 0 and result.json()["rows"] == 0 and out.exists()
+
+
+def test_export_responses_has_metric_columns(cli, tmp_path):
+    """Responses come out in the metrics engine's column names, one column per condition factor."""
+    cli("demo", tmp_path / "d")
+    from spokenbench.core.store import opened
+
+    with opened(tmp_path / "d") as project, project.transaction() as conn:
+        run_id = conn.execute(
+            "INSERT INTO runs(name, model, mode, prompt, created_at) VALUES ('r', 'simulated', 'simulated', 'standard', 'now')"
+        ).lastrowid
+        item_id = conn.execute("SELECT id FROM items WHERE kind = 'mcq' LIMIT 1").fetchone()[0]
+        conn.execute(
+            "INSERT INTO responses(run_id, item_id, condition_key, option_order, raw_text, parsed_letter, parse_status, "
+            "mapped_option, created_at) VALUES (?, ?, ?, 'DCBA', 'Answer: A', 'A', 'ok', 'D', 'now')",
+            (run_id, item_id, json.dumps({"accent": "american", "gender": "female", "order": "reversed"})),
+        )
+    out = tmp_path / "responses.jsonl"
+    assert cli("export", tmp_path / "d", "--what", "responses", "--out", out).code == 0
+    row = json.loads(out.read_text().splitlines()[0])
+    assert row["model"] == "simulated" and row["prediction"] == "A" and row["option_order"] == "DCBA"
+    assert (row["accent"], row["gender"], row["order"]) == ("american", "female", "reversed")
+    assert row["question_id"] == "demo/001" and row["answer"] in "ABCD"
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["info", "{tmp}/missing"], "no such project folder"),
+        (["import", "{tmp}/p", "{tmp}/nothing.csv", "--format", "mcq"], "nothing.csv: file not found"),
+        (["import", "{tmp}/p", "{tmp}/en.csv", "--format", "gmmlu-lite", "--map", "bogus"], "is not FIELD=COLUMN"),
+        (["import", "{tmp}/p", "{tmp}/en.csv", "--format", "gmmlu-lite", "--map", "colour=x"], "unknown field 'colour'"),
+        (["export", "{tmp}/p", "--what", "items", "--out", "{tmp}/x.xlsx"], "unknown table type"),
+        (["init", "{tmp}/p"], "already a SpokenBench project"),
+    ],
+)
+def test_user_errors_exit_2_with_a_message(cli, tmp_path, args, expected):
+    cli("init", tmp_path / "p")
+    write_csv(tmp_path / "en.csv", gmmlu_rows(2))
+    result = cli(*[a.format(tmp=tmp_path) for a in args])
+    assert result.code == 2 and expected in result.err and "Traceback" not in result.err
+
+
+def test_console_script_reports_malformed_file_without_traceback(tmp_path):
+    """The installed entry point, as outside scripts run it: exit 2, the problem named, nothing imported."""
+    assert run_console_script("init", tmp_path / "p").returncode == 0
+    rows = gmmlu_rows(3)
+    rows[1]["option_c"] = ""
+    write_csv(tmp_path / "en.csv", rows)
+    result = run_console_script("import", tmp_path / "p", tmp_path / "en.csv", "--format", "gmmlu-lite")
+    assert result.returncode == 2
+    assert "en.csv, row 2, column 'option_c': is empty" in result.stderr
+    assert "Traceback" not in result.stderr
+    info = json.loads(run_console_script("info", tmp_path / "p", "--json").stdout)
+    assert info["items"]["total"] == 0
+    bad_args = run_console_script("import", tmp_path / "p")
+    assert bad_args.returncode == 2 and "usage" in bad_args.stderr

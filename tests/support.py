@@ -1,0 +1,56 @@
+"""Helpers shared by tests: table writers and the installed console script."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+GMMLU_COLUMNS = [
+    "sample_id", "subject", "subject_category", "question", "option_a", "option_b", "option_c", "option_d",
+    "answer", "required_knowledge", "time_sensitive", "reference", "culture", "region", "country",
+    "cultural_sensitivity_label", "is_annotated",
+]  # fmt: skip
+
+
+def gmmlu_rows(count: int = 3, language_tag: str = "") -> list[dict]:
+    rows = []
+    for n in range(count):
+        rows.append({
+            "sample_id": f"subject_{n % 5}/test/{n}", "subject": f"subject_{n % 5}", "subject_category": "STEM",
+            "question": f"{language_tag}Question number {n}?", "option_a": f"alpha {n}", "option_b": f"beta {n}",
+            "option_c": f"gamma {n}", "option_d": f"delta {n}", "answer": "ABCD"[n % 4], "required_knowledge": "[]",
+            "time_sensitive": "No", "reference": "", "culture": "", "region": "", "country": "",
+            "cultural_sensitivity_label": "CS" if n % 2 else "CA", "is_annotated": "True",
+        })  # fmt: skip
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict], columns: list[str] | None = None, encoding: str = "utf-8") -> Path:
+    import csv
+
+    columns = columns or list(rows[0])
+    with open(path, "w", newline="", encoding=encoding) as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_parquet(path: Path, rows: list[dict]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def run_console_script(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The installed `spokenbench` entry point, as users and outside scripts run it."""
+    script = Path(sys.executable).with_name("spokenbench")
+    return subprocess.run(
+        [str(script), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )

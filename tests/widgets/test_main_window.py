@@ -1,0 +1,51 @@
+import pytest
+from PySide6.QtWidgets import QMessageBox
+
+from spokenbench.app.main_window import MainWindow
+from spokenbench.core.demo import build_demo
+
+
+@pytest.fixture(scope="module")
+def demo_project(tmp_path_factory):
+    return build_demo(tmp_path_factory.mktemp("demo") / "demo-project")
+
+
+@pytest.fixture
+def window(qtbot):
+    w = MainWindow(audio_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)")
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
+def test_starts_on_the_welcome_page_with_audio_state_explained(window):
+    assert window.pages.currentWidget() is window.welcome
+    assert window.audio_label.text() == "Audio: off"
+    assert "libportaudio2" in window.audio_label.toolTip()
+
+
+def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, demo_project):
+    task = window.open_project(demo_project)
+    with qtbot.waitSignal(task.signals.finished, timeout=10_000):
+        pass
+    qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 84)
+    assert window.pages.currentWidget() is window.items_panel
+    assert "84 items" in window.summary_label.text() and "360 rewrites" in window.summary_label.text()
+    assert window.windowTitle().endswith("demo-project")
+    panel = window.items_panel
+    panel.language_box.setCurrentText("ko")
+    assert panel.proxy.rowCount() == 24 and panel.count_label.text() == "24 of 84 items"
+    panel.language_box.setCurrentText(panel.ALL_LANGUAGES)
+    panel.search.setText("chromosomes")
+    assert panel.proxy.rowCount() == 1
+
+
+def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: shown.append((title, text)))
+    task = window.open_project(tmp_path)
+    with qtbot.waitSignal(task.signals.failed, timeout=10_000):
+        pass
+    qtbot.waitUntil(lambda: bool(shown))
+    assert shown[0][0] == "Cannot open project" and "project.sqlite is missing" in shown[0][1]
+    assert window.pages.currentWidget() is window.welcome
