@@ -182,5 +182,36 @@ CREATE TABLE responses (
 CREATE INDEX responses_run ON responses(run_id);
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION]
+# Audio: each clip's active speech level, and the assembled inputs an evaluated model hears.
+MIGRATION_2_AUDIO = """
+ALTER TABLE clips ADD COLUMN speech_level_db REAL;
+
+CREATE TABLE assembled_inputs (
+    id              INTEGER PRIMARY KEY,
+    item_id         INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    condition_key   TEXT NOT NULL,       -- core.conditions.Condition.key(); the same string as responses.condition_key
+    option_order    TEXT NOT NULL,       -- original letter at each presented letter
+    label_sequence  TEXT NOT NULL,       -- presented letters in spoken order
+    recipe_sha256   TEXT NOT NULL,       -- hash of the source clips and settings: reassembly skips unchanged inputs
+    sha256          TEXT NOT NULL,
+    audio_format    TEXT NOT NULL,
+    duration_s      REAL NOT NULL,
+    sample_rate     INTEGER NOT NULL,
+    clipped_samples INTEGER NOT NULL DEFAULT 0,
+    text_rendering  TEXT NOT NULL,       -- the same condition as text, for text-vs-audio comparisons
+    created_at      TEXT NOT NULL,
+    UNIQUE (item_id, condition_key)
+);
+
+CREATE TABLE input_chunks (
+    input_id    INTEGER NOT NULL REFERENCES assembled_inputs(id) ON DELETE CASCADE,
+    max_seconds REAL NOT NULL,
+    position    INTEGER NOT NULL,
+    sha256      TEXT NOT NULL,
+    duration_s  REAL NOT NULL,
+    PRIMARY KEY (input_id, max_seconds, position)
+);
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION, MIGRATION_2_AUDIO]
 SCHEMA_VERSION = len(MIGRATIONS)
