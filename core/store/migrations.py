@@ -81,7 +81,7 @@ CREATE TABLE clips (
     backend        TEXT NOT NULL,
     model          TEXT,
     prompt         TEXT,
-    cache_key      TEXT NOT NULL UNIQUE,  -- hash of (backend, model, voice, prompt, text): never synthesize twice
+    cache_key      TEXT NOT NULL,         -- hash of (backend, model, voice, prompt, text): never synthesize twice
     sha256         TEXT,                  -- audio/<sha[:2]>/<sha>.<ext>; NULL while failed
     audio_format   TEXT,
     duration_s     REAL,
@@ -91,6 +91,9 @@ CREATE TABLE clips (
     created_at     TEXT NOT NULL
 );
 CREATE INDEX clips_item ON clips(item_id);
+CREATE INDEX clips_cache_key ON clips(cache_key);
+-- one clip per item part and synthesis recipe; instruction tokens (no item) are unique per recipe too
+CREATE UNIQUE INDEX clips_identity ON clips(coalesce(item_id, 0), part, cache_key);
 
 CREATE TABLE transcripts (
     id          INTEGER PRIMARY KEY,
