@@ -45,6 +45,14 @@ def order_strings(order: str, option_count: int) -> tuple[str, str]:
     return permutation, identity
 
 
+def check_order(order: str) -> str:
+    """Reject a misspelt order before any work; a permutation's length is checked per item later."""
+    letters = order.upper()
+    if order in NAMED_ORDERS or (letters.isalpha() and letters.isascii() and len(set(letters)) == len(letters) > 1):
+        return order
+    raise SpokenBenchError(f"order '{order}' is neither one of {', '.join(NAMED_ORDERS)} nor a permutation such as CABD")
+
+
 def cyclic_orders(option_count: int) -> list[str]:
     """The n rotations of the original order (Hearing the Order's cyclic permutations)."""
     identity = LETTERS[:option_count]

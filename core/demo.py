@@ -2,6 +2,7 @@
 spoken-readable rewrites, plus gender probes. Later stages (audio, runs, results) add to it."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.resources
 import json
@@ -9,7 +10,9 @@ import os
 import shutil
 from pathlib import Path
 
-from spokenbench.core.errors import ProjectError
+from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
+from spokenbench.core.audio.tts import get_backend
+from spokenbench.core.errors import ProjectError, SpokenBenchError
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
@@ -50,16 +53,16 @@ def build_demo(path: str | Path, progress: Progress | None = None) -> Path:
 
 def _fill(project: Project, progress: Progress) -> None:
     with demo_file(DEMO_MCQ) as mcq_path, demo_file(DEMO_GENDER_PROBES) as probes_path:
-        progress.report(0, 3, "importing demo questions")
+        progress.report(0, 4, "importing demo questions")
         import_files(
             project,
             [mcq_path],
             "mcq",
             ImportOptions(source=DEMO_SOURCE, ignore_columns=frozenset({"rewrite"})),
         )
-        progress.report(1, 3, "importing gender probes")
+        progress.report(1, 4, "importing gender probes")
         import_files(project, [probes_path], "gender-probe", ImportOptions(source=DEMO_GENDER_SOURCE))
-        progress.report(2, 3, "adding spoken-readable rewrites")
+        progress.report(2, 4, "adding spoken-readable rewrites")
         rewrites = {}
         for line in mcq_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -71,4 +74,15 @@ def _fill(project: Project, progress: Progress) -> None:
             add_rewrite(conn, item_id, "question", rewrite["question"], "demo", "accepted", "demo-author")
             for option, text in zip(item.options, rewrite["options"]):
                 add_rewrite(conn, item_id, option_part(option.letter), text, "demo", "accepted", "demo-author")
-    progress.report(3, 3, "demo ready")
+    progress.report(3, 4, "synthesizing offline speech")
+    _synthesize_offline(project, progress)
+    progress.report(4, 4, "demo ready")
+
+
+def _synthesize_offline(project: Project, progress: Progress) -> None:
+    """espeak-ng audio for every item part and instruction token in every voice available offline."""
+    backend = get_backend("espeak")
+    plan = plan_synthesis(project.conn, backend)
+    report = asyncio.run(run_synthesis(project, plan, progress.sub_task()))
+    if report.failed:
+        raise SpokenBenchError(f"the offline demo audio failed for {report.failed} clips: {report.failures[0]}")

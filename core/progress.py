@@ -24,6 +24,10 @@ class Progress:
         if self._callback is not None:
             self._callback(done, total, message)
 
+    def sub_task(self, callback: ProgressCallback | None = None) -> "Progress":
+        """A progress for one step of a larger job: its own reports (or none), the same cancel flag."""
+        return Progress(callback, self._cancel_event)
+
     def cancel(self) -> None:
         self._cancel_event.set()
 

@@ -3,6 +3,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,19 @@ def cli(capsys):
     return run
 
 
+
+
+@pytest.fixture(scope="session")
+def built_demo(tmp_path_factory):
+    """The demo project, built once per test session (it synthesizes ~1,100 clips); copy it before changing it."""
+    from spokenbench.core.demo import build_demo
+
+    return build_demo(tmp_path_factory.mktemp("demo") / "demo-project")
+
+
+@pytest.fixture
+def demo_copy(built_demo, tmp_path):
+    """A private, writable copy of the demo project."""
+    import shutil
+
+    return Path(shutil.copytree(built_demo, tmp_path / "demo-project"))

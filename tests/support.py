@@ -54,3 +54,32 @@ def run_console_script(*args: str, env: dict | None = None, cwd: Path | None = N
     return subprocess.run(
         [str(script), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
     )
+
+
+# --- audio -------------------------------------------------------------------------------------------------
+
+AUDIO_RATE = 16_000
+
+
+def tone(frequency: float, seconds: float, amplitude: float = 0.5, rate: int = AUDIO_RATE):
+    import numpy as np
+
+    t = np.arange(int(seconds * rate)) / rate
+    return (amplitude * np.sin(2 * np.pi * frequency * t)).astype(np.float32)
+
+
+def pitch(samples, rate: int = AUDIO_RATE) -> float:
+    """Fundamental frequency by autocorrelation, 60–500 Hz."""
+    import numpy as np
+
+    x = samples[: rate // 4] - samples[: rate // 4].mean()
+    ac = np.correlate(x, x, "full")[len(x) - 1 :]
+    low, high = rate // 500, rate // 60
+    return rate / (low + int(np.argmax(ac[low:high])))
+
+
+def dominant_frequency(samples, rate: int = AUDIO_RATE) -> float:
+    import numpy as np
+
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(len(samples))))
+    return float(np.fft.rfftfreq(len(samples), 1 / rate)[int(np.argmax(spectrum))])

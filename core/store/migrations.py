@@ -216,5 +216,36 @@ CREATE TABLE input_chunks (
 );
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION, MIGRATION_2_AUDIO]
+# Evaluation: a response cache keyed by the request's hash (reruns and resumes never pay twice), run
+# progress, budget and cost, and per-response bookkeeping (cache hit, attempts, cost, parse detail).
+MIGRATION_3_EVALUATION = """
+CREATE TABLE response_cache (
+    request_sha256 TEXT PRIMARY KEY,     -- sha256 of (provider, model, endpoint, parameters, prompt, audio sha256s)
+    model          TEXT NOT NULL,        -- 'provider:name'
+    raw_text       TEXT NOT NULL,
+    input_tokens   INTEGER,
+    output_tokens  INTEGER,
+    audio_seconds  REAL,
+    latency_ms     REAL,
+    cost_usd       REAL,
+    finish_reason  TEXT,
+    created_at     TEXT NOT NULL
+);
+
+ALTER TABLE runs ADD COLUMN total_requests INTEGER;
+ALTER TABLE runs ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN budget_usd REAL;
+ALTER TABLE runs ADD COLUMN stop_reason TEXT;   -- why a run ended early: 'budget', 'cancelled', 'auth', 'error'
+ALTER TABLE runs ADD COLUMN updated_at TEXT;
+
+ALTER TABLE responses ADD COLUMN request_sha256 TEXT;
+ALTER TABLE responses ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;   -- 1 = answered from the response cache
+ALTER TABLE responses ADD COLUMN attempts INTEGER;
+ALTER TABLE responses ADD COLUMN cost_usd REAL;
+ALTER TABLE responses ADD COLUMN parse_detail TEXT;  -- 'neutral', 'refusal', 'out of range', ...
+ALTER TABLE responses ADD COLUMN transcript TEXT;    -- pipeline mode: what the ASR step heard
+CREATE INDEX responses_request ON responses(request_sha256);
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION, MIGRATION_2_AUDIO, MIGRATION_3_EVALUATION]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,12 +39,11 @@ def test_demo_refuses_an_occupied_folder(cli, tmp_path):
     assert (target / "keep.txt").read_text() == "precious"
 
 
-def test_demo_rewrites_make_items_readable(cli, tmp_path):
-    cli("demo", tmp_path / "d")
+def test_demo_rewrites_make_items_readable(built_demo):
     from spokenbench.core.store import opened
     from spokenbench.core.store.rewrites import latest_rewrites
 
-    with opened(tmp_path / "d") as project:
+    with opened(built_demo) as project:
         conn = project.conn
         item_id = conn.execute(
             "SELECT id FROM items WHERE source_id = 'demo/001' AND language = 'en'"
@@ -83,12 +82,11 @@ def test_export_of_empty_responses_and_ratings_writes_headers_only(cli, tmp_path
         assert result.code == 0 and result.json()["rows"] == 0 and out.exists()
 
 
-def test_export_responses_has_metric_columns(cli, tmp_path):
+def test_export_responses_has_metric_columns(cli, tmp_path, demo_copy):
     """Responses come out in the metrics engine's column names, one column per condition factor."""
-    cli("demo", tmp_path / "d")
     from spokenbench.core.store import opened
 
-    with opened(tmp_path / "d") as project, project.transaction() as conn:
+    with opened(demo_copy) as project, project.transaction() as conn:
         run_id = conn.execute(
             "INSERT INTO runs(name, model, mode, prompt, created_at) VALUES ('r', 'simulated', 'simulated', 'standard', 'now')"
         ).lastrowid
@@ -99,7 +97,7 @@ def test_export_responses_has_metric_columns(cli, tmp_path):
             (run_id, item_id, json.dumps({"accent": "american", "gender": "female", "order": "reversed"})),
         )
     out = tmp_path / "responses.jsonl"
-    assert cli("export", tmp_path / "d", "--what", "responses", "--out", out).code == 0
+    assert cli("export", demo_copy, "--what", "responses", "--out", out).code == 0
     row = json.loads(out.read_text().splitlines()[0])
     assert row["model"] == "simulated" and row["prediction"] == "A" and row["option_order"] == "DCBA"
     assert (row["accent"], row["gender"], row["order"]) == ("american", "female", "reversed")

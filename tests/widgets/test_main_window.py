@@ -2,12 +2,6 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from spokenbench.app.main_window import MainWindow
-from spokenbench.core.demo import build_demo
-
-
-@pytest.fixture(scope="module")
-def demo_project(tmp_path_factory):
-    return build_demo(tmp_path_factory.mktemp("demo") / "demo-project")
 
 
 @pytest.fixture
@@ -24,8 +18,8 @@ def test_starts_on_the_welcome_page_with_audio_state_explained(window):
     assert "libportaudio2" in window.audio_label.toolTip()
 
 
-def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, demo_project):
-    task = window.open_project(demo_project)
+def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, built_demo):
+    task = window.open_project(built_demo)
     with qtbot.waitSignal(task.signals.finished, timeout=10_000):
         pass
     qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 84)

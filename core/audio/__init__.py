@@ -1,0 +1,1 @@
+"""Audio: decoding and encoding, signal processing, TTS backends, synthesis jobs and condition assembly."""

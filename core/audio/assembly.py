@@ -1,0 +1,323 @@
+"""Condition assembly: the exact audio an evaluated model hears for one item under one condition — the
+"question" token and the question, then label + option segments in the condition's order, separated by fixed
+pauses, every segment brought to one speech level and one sample rate; then speed, volume and noise
+perturbations. Each input is stored with its permutation (so answers map back to original options), its text
+rendering, and optional chunks for models with input limits. Inputs are built one at a time and written to
+disk as they finish, so memory stays bounded, and an input whose recipe is unchanged is never rebuilt."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from spokenbench.core.audio import dsp
+from spokenbench.core.audio.io import AudioError, decode_audio, encode_audio
+from spokenbench.core.audio.tokens import token_part, token_voice_source
+from spokenbench.core.conditions import Condition, check_order, order_strings
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.items import option_part
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.items import iter_items
+
+SEGMENT_CACHE_SIZE = 512
+
+
+@dataclass(frozen=True)
+class AssemblySettings:
+    sample_rate: int = 16_000
+    pause_s: float = 0.5
+    target_level_db: float = -26.0  # leaves ~20 dB of headroom for ×1.5 volume and noise
+    token_language: str = "english"
+    audio_format: str = "wav"
+
+
+@dataclass(frozen=True)
+class ClipRef:
+    sha256: str
+    audio_format: str
+    level_db: float | None
+    text: str
+
+
+@dataclass
+class AssemblyJob:
+    item_id: int
+    label: str
+    condition: Condition
+    option_order: str
+    label_sequence: str
+    segments: list[tuple[str, ClipRef]]  # (role, clip) in spoken order; role 'pause' has no clip
+    text_rendering: str
+    recipe_sha256: str
+
+
+@dataclass
+class AssemblyPlan:
+    jobs: list[AssemblyJob]
+    already_done: int
+    missing: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {"to_assemble": len(self.jobs), "already_done": self.already_done, "missing": self.missing[:50],
+                "missing_count": len(self.missing)}  # fmt: skip
+
+
+@dataclass
+class AssemblyReport:
+    assembled: int = 0
+    limited_inputs: int = 0  # inputs whose peaks had to be limited (volume ×1.5 on loud speech)
+    seconds_of_audio: float = 0.0
+
+
+def _clip_index(conn: sqlite3.Connection, backend: str | None) -> dict[tuple, ClipRef]:
+    """Newest good clip per (item, part, language, accent, voice)."""
+    where = "status = 'ok'" + (" AND backend = ?" if backend else "")
+    rows = conn.execute(
+        f"SELECT coalesce(item_id, 0), part, language, accent, voice, sha256, audio_format, speech_level_db, text, "
+        f"speaker_gender, backend FROM clips WHERE {where} ORDER BY id",
+        (backend,) if backend else (),
+    )
+    index = {}
+    for item_id, part, language, accent, voice, sha, fmt, level, text, gender, clip_backend in rows:
+        index[(item_id, part, language, accent, voice)] = (ClipRef(sha, fmt, level, text), gender, clip_backend)
+    return index
+
+
+def plan_assembly(
+    conn: sqlite3.Connection,
+    orders: list[str],
+    speeds: list[float] = (1.0,),
+    volumes: list[float] = (1.0,),
+    snrs: list[float | None] = (None,),
+    languages: list[str] | None = None,
+    voices: list[str] | None = None,
+    accents: list[str] | None = None,
+    spoken_labels: bool = True,
+    backend: str | None = None,
+    settings: AssemblySettings = AssemblySettings(),
+) -> AssemblyPlan:
+    """One job per item × (accent, voice) with complete clips × order × speed × volume × SNR."""
+    orders = [check_order(order) for order in orders]
+    clips = _clip_index(conn, backend)
+    voice_combos: dict[tuple[str, str | None], set[str]] = {}
+    for (item_id, part, language, accent, voice) in clips:
+        if item_id and part == "question":
+            voice_combos.setdefault((language, accent), set()).add(voice)
+    stored = {(r[0], r[1]): r[2] for r in conn.execute("SELECT item_id, condition_key, recipe_sha256 FROM assembled_inputs")}
+    jobs, missing, already = [], [], 0
+    where = "1" if not languages else f"language IN ({','.join('?' * len(languages))})"
+    for item_id, item in iter_items(conn, where=where, params=tuple(languages or ())):
+        for (language, accent), combo_voices in sorted(voice_combos.items(), key=str):
+            if language != item.language or (accents and accent not in accents):
+                continue
+            for voice in sorted(v for v in combo_voices if not voices or v in voices):
+                resolved = _resolve_segments(clips, item_id, item, language, accent, voice, spoken_labels, settings)
+                if isinstance(resolved, str):
+                    if (item_id, "question", language, accent, voice) in clips:
+                        missing.append(resolved)
+                    continue
+                parts, gender, clip_backend = resolved
+                for order in orders:
+                    option_order, label_sequence = order_strings(order, len(item.options))
+                    for speed in speeds:
+                        for volume in volumes:
+                            for snr in snrs:
+                                condition = Condition(
+                                    language, accent, voice, gender, order, spoken_labels, float(speed), float(volume),
+                                    None if snr is None else float(snr), "cloned" if clip_backend == "clone" else "direct",
+                                )  # fmt: skip
+                                job = _job(item_id, item, condition, option_order, label_sequence, parts, settings)
+                                if stored.get((item_id, condition.key())) == job.recipe_sha256:
+                                    already += 1
+                                else:
+                                    jobs.append(job)
+    return AssemblyPlan(jobs, already, missing)
+
+
+def _resolve_segments(clips, item_id, item, language, accent, voice, spoken_labels, settings):
+    """The clips one item needs in one voice, or a message naming the first missing one."""
+    found = {}
+    gender = backend = None
+    for part in ["question", *(option_part(o.letter) for o in item.options)]:
+        entry = clips.get((item_id, part, language, accent, voice))
+        if entry is None:
+            return f"{item.source_id} ({language}) {accent}/{voice}: no clip for {part}"
+        found[part], gender, backend = entry
+    if spoken_labels:
+        token_lang, token_accent = token_voice_source(language, accent, settings.token_language)
+        for label in ["question", *(o.letter for o in item.options)]:
+            entry = clips.get((0, token_part(label), token_lang, token_accent, voice))
+            if entry is None:
+                return f"{item.source_id} ({language}) {accent}/{voice}: no instruction token '{label}' in {token_lang} ({token_accent})"
+            found[token_part(label)] = entry[0]
+    return found, gender, backend
+
+
+def _job(item_id, item, condition: Condition, option_order, label_sequence, parts, settings) -> AssemblyJob:
+    segments: list[tuple[str, ClipRef | None]] = []
+    lines = []
+    if condition.spoken_labels:
+        segments += [("token", parts[token_part("question")]), ("pause", None)]
+    segments += [("question", parts["question"]), ("pause", None)]
+    lines.append(f"Question: {parts['question'].text}")
+    for presented in label_sequence:
+        original = option_order["ABCDEFGHIJ".index(presented)]
+        option = parts[option_part(original)]
+        if condition.spoken_labels:
+            segments += [("token", parts[token_part(presented)]), ("pause", None)]
+            lines.append(f"{presented}. {option.text}")
+        else:
+            lines.append(f"- {option.text}")
+        segments += [("option", option), ("pause", None)]
+    recipe = json.dumps(
+        [condition.key(), option_order, label_sequence, asdict(settings), [(r, c and c.sha256) for r, c in segments]]
+    )
+    return AssemblyJob(
+        item_id, f"{item.source_id} ({item.language})", condition, option_order, label_sequence, segments,
+        "\n".join(lines), hashlib.sha256(recipe.encode()).hexdigest(),
+    )  # fmt: skip
+
+
+class SegmentCache:
+    """Decoded, resampled, level-matched clips, reused across the many conditions that share them."""
+
+    def __init__(self, project: Project, settings: AssemblySettings, size: int = SEGMENT_CACHE_SIZE):
+        self.project, self.settings, self.size = project, settings, size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def get(self, clip: ClipRef, what: str) -> np.ndarray:
+        cached = self._cache.get(clip.sha256)
+        if cached is not None:
+            self._cache.move_to_end(clip.sha256)
+            return cached
+        audio = decode_audio(self.project.audio.read_bytes(clip.sha256, clip.audio_format), what)
+        samples = dsp.resample(audio.samples, audio.rate, self.settings.sample_rate)
+        samples = dsp.match_level(samples, self.settings.sample_rate, self.settings.target_level_db)
+        self._cache[clip.sha256] = samples
+        if len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return samples
+
+
+def render(job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings) -> tuple[np.ndarray, list[int], np.ndarray, int]:
+    """(final audio, cut points at pause centres, clean audio before noise, limited sample count)."""
+    rate = settings.sample_rate
+    pause = dsp.silence(settings.pause_s, rate)
+    pieces, cuts, position = [], [], 0
+    for role, clip in job.segments:
+        piece = pause if role == "pause" else cache.get(clip, f"{job.label} {role}")
+        if role == "pause":
+            cuts.append(position + len(pause) // 2)
+        pieces.append(piece)
+        position += len(piece)
+    clean = np.concatenate(pieces)
+    condition = job.condition
+    if condition.speed != 1.0:
+        clean = dsp.time_stretch(clean, rate, condition.speed)
+        cuts = [int(c / condition.speed) for c in cuts]
+    clean, limited = dsp.apply_volume(clean, condition.volume) if condition.volume != 1.0 else (clean, 0)
+    final = clean
+    if condition.snr_db is not None:
+        final, more = dsp.limit_peaks(dsp.add_noise(clean, rate, condition.snr_db, seed=job.recipe_sha256))
+        limited += more
+    return final, cuts, clean, limited
+
+
+def chunk_bounds(clean: np.ndarray, rate: int, cuts: list[int], max_seconds: float, what: str) -> list[int]:
+    """Chunk boundaries no further apart than `max_seconds`, at the assembly's own pauses where possible,
+    else at pauses found inside a long segment; never inside a word. Raises if no pause fits."""
+    limit = int(max_seconds * rate)
+    total = len(clean)
+    inner: list[int] | None = None
+    bounds, start = [0], 0
+    while total - start > limit:
+        window = [c for c in cuts if start < c <= start + limit]
+        if not window:
+            if inner is None:
+                inner = _pause_centres(clean, rate)
+            window = [c for c in inner if start < c <= start + limit]
+        if not window:
+            raise AudioError(
+                f"{what}: no pause to split at between {start / rate:.1f} s and {(start + limit) / rate:.1f} s "
+                f"for {max_seconds:g}-second chunks"
+            )
+        start = max(window)
+        bounds.append(start)
+    bounds.append(total)
+    return bounds
+
+
+def _pause_centres(clean: np.ndarray, rate: int) -> list[int]:
+    """Gaps between words, from clear pauses down to the short dips TTS leaves between words."""
+    centres: set[int] = set()
+    for min_pause, floor in ((0.12, -45.0), (0.04, -35.0), (0.03, -30.0)):
+        centres.update((a + b) // 2 for a, b in dsp.find_pauses(clean, rate, min_pause, floor) if 0 < a and b < len(clean))
+    return sorted(centres)
+
+
+def run_assembly(
+    project: Project,
+    plan: AssemblyPlan,
+    chunk_seconds: list[float] = (),
+    settings: AssemblySettings = AssemblySettings(),
+    progress: Progress | None = None,
+) -> AssemblyReport:
+    progress = progress or no_progress()
+    cache = SegmentCache(project, settings)
+    report = AssemblyReport()
+    for done, job in enumerate(plan.jobs, start=1):
+        progress.check_cancelled()
+        final, cuts, clean, limited = render(job, cache, settings)
+        chunks = []
+        for max_seconds in chunk_seconds:
+            bounds = chunk_bounds(clean, settings.sample_rate, cuts, max_seconds, job.label)
+            for position, (a, b) in enumerate(zip(bounds, bounds[1:])):
+                chunk = encode_audio(final[a:b], settings.sample_rate, settings.audio_format)
+                chunks.append((max_seconds, position, project.audio.put_bytes(chunk, settings.audio_format), (b - a) / settings.sample_rate))
+        sha = project.audio.put_bytes(encode_audio(final, settings.sample_rate, settings.audio_format), settings.audio_format)
+        duration = len(final) / settings.sample_rate
+        _store(project, job, sha, duration, limited, chunks, settings)
+        report.assembled += 1
+        report.limited_inputs += int(limited > 0)
+        report.seconds_of_audio += duration
+        progress.report(done, len(plan.jobs), job.label)
+    return report
+
+
+def _store(project: Project, job: AssemblyJob, sha: str, duration: float, limited: int, chunks, settings) -> None:
+    with project.transaction() as conn:
+        conn.execute("DELETE FROM assembled_inputs WHERE item_id = ? AND condition_key = ?", (job.item_id, job.condition.key()))
+        input_id = conn.execute(
+            "INSERT INTO assembled_inputs(item_id, condition_key, option_order, label_sequence, recipe_sha256, sha256, "
+            "audio_format, duration_s, sample_rate, clipped_samples, text_rendering, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (job.item_id, job.condition.key(), job.option_order, job.label_sequence, job.recipe_sha256, sha,
+             settings.audio_format, duration, settings.sample_rate, limited, job.text_rendering, utc_now()),
+        ).lastrowid  # fmt: skip
+        conn.executemany(
+            "INSERT INTO input_chunks(input_id, max_seconds, position, sha256, duration_s) VALUES (?, ?, ?, ?, ?)",
+            [(input_id, m, p, s, d) for m, p, s, d in chunks],
+        )
+
+
+def parse_number_list(text: str | None, what: str, allow_clean: bool = False) -> list:
+    """'0.75,1,1.25' -> [0.75, 1.0, 1.25]; with allow_clean, 'clean' stands for no noise."""
+    if not text:
+        return []
+    values = []
+    for token in text.split(","):
+        token = token.strip()
+        if allow_clean and token.lower() in ("clean", "none"):
+            values.append(None)
+            continue
+        try:
+            values.append(float(token))
+        except ValueError:
+            raise SpokenBenchError(f"{what}: '{token}' is not a number") from None
+    return values

@@ -1,0 +1,234 @@
+"""Synthesis jobs: every (item part | instruction token) × accent × voice a plan asks for, each keyed by its
+recipe (backend, model, voice, prompt, text) so nothing is synthesized — or paid for — twice. Jobs run
+concurrently up to the backend's limit; each clip is checked on arrival and committed in its own short
+transaction, so a killed job resumes where it stopped and a failing clip is recorded as failed, never good."""
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from dataclasses import dataclass, field
+
+from spokenbench.core.audio.checks import check_clip
+from spokenbench.core.audio.io import AudioError, encode_audio
+from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_source
+from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.items import option_part
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy, call_with_retries
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.rewrites import latest_rewrites
+
+PART_KINDS = ("questions", "options", "tokens")
+STORED_FORMAT = "flac"  # lossless and about half the size of WAV
+READY_REWRITE_STATUSES = ("accepted", "edited")
+
+# The accents of the BiasInEar study (its Table 4); a backend lacking one is reported, never substituted.
+ACCENTS_BY_LANGUAGE = {"en": ("american", "british", "indian"), "zh": ("beijing", "northeastern"), "ko": ("seoul", "jeolla")}
+
+
+@dataclass(frozen=True)
+class ClipJob:
+    item_id: int | None  # None for instruction tokens
+    part: str
+    request: SynthesisRequest
+    cache_key: str
+    label: str  # names the clip in messages: "demo/001 (en) option_B, american, espeak-female"
+
+
+@dataclass
+class SynthesisPlan:
+    backend: TTSBackend
+    jobs: list[ClipJob]
+    already_done: int
+    unsupported: list[str] = field(default_factory=list)  # what the backend cannot do, said once each
+
+    @property
+    def characters(self) -> int:
+        return sum(len(job.request.text) for job in self.jobs)
+
+    def summary(self) -> dict:
+        return {
+            "backend": self.backend.name,
+            "model": self.backend.model,
+            "to_synthesize": len(self.jobs),
+            "already_done": self.already_done,
+            "characters": self.characters,
+            "estimated_cost_usd": round(self.backend.estimate_cost(self.characters), 4),
+            "unsupported": self.unsupported,
+        }
+
+
+@dataclass
+class SynthesisReport:
+    synthesized: int = 0
+    reused: int = 0
+    failed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def _part_text(item, part: str, rewrites: dict, use_rewrites: bool) -> str:
+    rewrite = rewrites.get(part)
+    if use_rewrites and rewrite is not None and rewrite["status"] in READY_REWRITE_STATUSES:
+        return rewrite["text"]
+    if part == "question":
+        return item.question
+    letter = part.removeprefix("option_")
+    return next(o.text for o in item.options if o.letter == letter)
+
+
+def plan_synthesis(
+    conn: sqlite3.Connection,
+    backend: TTSBackend,
+    languages: list[str] | None = None,
+    voices: list[str] | None = None,
+    accents: list[str] | None = None,
+    parts: tuple[str, ...] = PART_KINDS,
+    token_language: str = "english",
+    use_rewrites: bool = True,
+) -> SynthesisPlan:
+    """Every clip the selection needs that is not stored yet. Accents the backend lacks are reported, not faked."""
+    unknown = set(parts) - set(PART_KINDS)
+    if unknown:
+        raise SpokenBenchError(f"unknown part kind(s) {', '.join(sorted(unknown))}; use {', '.join(PART_KINDS)}")
+    voice_specs = [backend.voice(v) for v in voices] if voices else list(backend.voices)
+    stored = {(row[0] or 0, row[1], row[2]) for row in conn.execute("SELECT item_id, part, cache_key FROM clips WHERE status = 'ok'")}
+    jobs: dict[tuple, ClipJob] = {}
+    unsupported: set[str] = set()
+    token_sources: set[tuple[str, str | None, int]] = set()
+    project_languages = [r[0] for r in conn.execute("SELECT DISTINCT language FROM items ORDER BY 1")]
+    for language in languages or project_languages:
+        if language not in backend.accents:
+            unsupported.add(f"{backend.name} cannot speak {language}")
+            continue
+        language_accents = backend.accents[language]
+        for missing in set(ACCENTS_BY_LANGUAGE.get(language, ())) - set(language_accents):
+            if not accents or missing in accents:
+                unsupported.add(backend.notes.get(f"{language}:{missing}") or f"{backend.name} has no {missing} accent for {language}")
+        for accent in accents or language_accents:
+            if accent not in language_accents:
+                continue
+            for item_id, item in iter_items(conn, where="language = ?", params=(language,)):
+                rewrites = latest_rewrites(conn, item_id) if use_rewrites else {}
+                wanted = (["question"] if "questions" in parts else []) + (
+                    [option_part(o.letter) for o in item.options] if "options" in parts else []
+                )
+                for voice in voice_specs:
+                    token_sources.add((*token_voice_source(language, accent, token_language), len(item.options)))
+                    for part in wanted:
+                        text = _part_text(item, part, rewrites, use_rewrites)
+                        label = f"{item.source_id} ({language}) {part}, {accent or 'default accent'}, {voice.name}"
+                        _add_job(jobs, stored, backend, item_id, part, text, language, accent, voice, label)
+    if "tokens" in parts:
+        for token_lang, token_accent, option_count in sorted(token_sources, key=str):
+            if token_lang not in backend.accents or token_accent not in backend.accents[token_lang]:
+                unsupported.add(f"{backend.name} cannot speak instruction tokens in {token_lang} ({token_accent})")
+                continue
+            for voice in voice_specs:
+                for label_name, text in token_texts(token_lang, option_count, "native").items():
+                    label = f"token '{label_name}' ({token_lang}, {token_accent or 'default accent'}, {voice.name})"
+                    _add_job(jobs, stored, backend, None, token_part(label_name), text, token_lang, token_accent, voice, label)
+    already = _count_done(stored, jobs)
+    return SynthesisPlan(backend, [j for k, j in jobs.items() if k not in stored], already, sorted(unsupported))
+
+
+
+def _add_job(jobs, stored, backend, item_id, part, text, language, accent, voice, label) -> None:
+    request = SynthesisRequest(text, language, accent, voice, backend.render_prompt(text, language, accent))
+    key = request.cache_key(backend.name, backend.model)
+    jobs.setdefault((item_id or 0, part, key), ClipJob(item_id, part, request, key, label))
+
+
+def _count_done(stored: set, jobs: dict) -> int:
+    return sum(1 for key in jobs if key in stored)
+
+
+async def run_synthesis(
+    project: Project,
+    plan: SynthesisPlan,
+    progress: Progress | None = None,
+    retry_policy: RetryPolicy | None = None,
+) -> SynthesisReport:
+    """Synthesize the plan's jobs within the backend's concurrency and rate limits, retrying 429s, 5xx and
+    timeouts with backoff. Clips whose recipe was already synthesized for another part are reused. An
+    authentication error stops the job (RemoteAuthError); anything else marks just that clip failed."""
+    progress = progress or no_progress()
+    report = SynthesisReport()
+    backend = plan.backend
+    if plan.jobs:
+        backend.prepare()
+    limiter = ProviderLimiter(backend.name, backend.max_concurrency, backend.requests_per_minute)
+    total = len(plan.jobs)
+    done = 0
+
+    async def attempt(group: list[ClipJob]) -> None:
+        """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
+        nonlocal done
+        progress.check_cancelled()
+        first = group[0]
+        stored = _stored_audio(project, first.cache_key)
+        if stored is None:
+            try:
+                data, _ = await call_with_retries(
+                    lambda: backend.synthesize(first.request), limiter, retry_policy, secrets=backend.secrets()
+                )
+                audio, level = check_clip(data, first.request.text, first.label)
+            except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:
+                message = f"{first.label}: {error}" if isinstance(error, RemoteCallFailed) else str(error)
+                _store_rows(project, backend, group, "failed", message, (None,) * 5)
+                report.failed += len(group)
+                report.failures.append(message)
+                done += len(group)
+                progress.report(done, total, first.label)
+                return
+            sha = project.audio.put_bytes(encode_audio(audio.samples, audio.rate, STORED_FORMAT), STORED_FORMAT)
+            stored = (sha, STORED_FORMAT, audio.duration, audio.rate, level)
+            report.synthesized += 1
+            report.reused += len(group) - 1
+        else:
+            report.reused += len(group)
+        _store_rows(project, backend, group, "ok", None, stored)
+        done += len(group)
+        progress.report(done, total, first.label)
+
+    groups: dict[str, list[ClipJob]] = {}
+    for job in plan.jobs:
+        groups.setdefault(job.cache_key, []).append(job)
+    tasks = [asyncio.ensure_future(attempt(group)) for group in groups.values()]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return report
+
+
+def _stored_audio(project: Project, cache_key: str) -> tuple | None:
+    """(sha256, format, duration, rate, level) of a good clip with this recipe, if one exists."""
+    return project.conn.execute(
+        "SELECT sha256, audio_format, duration_s, sample_rate, speech_level_db FROM clips "
+        "WHERE cache_key = ? AND status = 'ok' LIMIT 1",
+        (cache_key,),
+    ).fetchone()
+
+
+def _store_rows(project: Project, backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio) -> None:
+    """One short transaction per recipe; a previous failure of the same clip is replaced."""
+    sha, fmt, duration, rate, level = audio
+    with project.transaction() as conn:
+        for job in jobs:
+            request = job.request
+            conn.execute(
+                "DELETE FROM clips WHERE coalesce(item_id, 0) = ? AND part = ? AND cache_key = ? AND status = 'failed'",
+                (job.item_id or 0, job.part, job.cache_key),
+            )
+            conn.execute(
+                "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
+                "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (job.item_id, job.part, request.text, request.language, request.accent, request.voice.name,
+                 request.voice.gender, backend.name, backend.model, request.prompt, job.cache_key, sha, fmt, duration,
+                 rate, level, status, failure, utc_now()),
+            )  # fmt: skip

@@ -1,0 +1,94 @@
+"""The TTS backend interface. A backend declares what it can speak (languages, accents, voices) and turns one
+`SynthesisRequest` into WAV bytes; jobs, caching, retries and checks live in core.audio.synthesis."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from spokenbench.core.errors import SpokenBenchError
+
+
+@dataclass(frozen=True)
+class VoiceSpec:
+    """One voice as the project names it: the backend's voice id plus the speaker gender it presents."""
+
+    name: str
+    gender: str  # male / female
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    text: str
+    language: str
+    accent: str | None
+    voice: VoiceSpec
+    prompt: str | None = None  # the rendered style prompt, for backends steered by text
+
+    def cache_key(self, backend: str, model: str | None) -> str:
+        """Identity of a clip: equal keys mean identical requests, so the audio is reused, never paid twice."""
+        recipe = [backend, model, self.voice.name, self.language, self.accent, self.prompt, self.text]
+        return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode()).hexdigest()
+
+
+class UnsupportedRequest(SpokenBenchError):
+    """The backend cannot speak this language, accent or voice."""
+
+
+@dataclass
+class TTSBackend:
+    """Subclasses fill the fields and implement `synthesize`; transient failures raise, the job retries."""
+
+    name: str = "base"
+    model: str | None = None
+    output_rate: int = 24_000
+    # language -> accents this backend can render for it (None = the language's default accent)
+    accents: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
+    voices: tuple[VoiceSpec, ...] = ()
+    max_concurrency: int = 1
+    requests_per_minute: int | None = None
+    price_per_million_chars: float = 0.0
+    notes: dict[str, str] = field(default_factory=dict)  # e.g. why an accent is missing
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(self.accents)
+
+    def voice(self, name: str) -> VoiceSpec:
+        for voice in self.voices:
+            if voice.name == name:
+                return voice
+        known = ", ".join(v.name for v in self.voices)
+        raise UnsupportedRequest(f"{self.name} has no voice '{name}'; available: {known}")
+
+    def check(self, request: SynthesisRequest) -> None:
+        if request.language not in self.accents:
+            raise UnsupportedRequest(
+                f"{self.name} cannot speak language '{request.language}'; it speaks {', '.join(self.languages)}"
+            )
+        if request.accent not in self.accents[request.language]:
+            note = self.notes.get(f"{request.language}:{request.accent}", "")
+            offered = ", ".join(a or "default" for a in self.accents[request.language])
+            raise UnsupportedRequest(
+                f"{self.name} has no {request.accent} accent for {request.language} (offers {offered}){'; ' + note if note else ''}"
+            )
+        if not request.text.strip():
+            raise UnsupportedRequest("empty text cannot be synthesized")
+
+    def render_prompt(self, text: str, language: str, accent: str | None) -> str | None:
+        """The style prompt sent with the text (None for backends without one)."""
+        return None
+
+    def prepare(self) -> None:
+        """Fail fast before any job runs (missing key or package), so no clip is marked failed for it."""
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values never to show in messages (the API key), for error redaction."""
+        return ()
+
+    def estimate_cost(self, characters: int) -> float:
+        return characters / 1_000_000 * self.price_per_million_chars
+
+    async def synthesize(self, request: SynthesisRequest) -> bytes:
+        """WAV bytes for the request. Async so API backends overlap requests; local ones run in a thread."""
+        raise NotImplementedError

@@ -1,0 +1,125 @@
+"""Offline TTS: libespeak-ng shipped by the `espeakng-loader` wheel, driven through ctypes (no system
+install). The library is not thread-safe, so every call holds one process-wide lock. It is initialised with
+the shipped data path and the don't-exit option, without which a bad path would end the whole process."""
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import threading
+
+import numpy as np
+
+from spokenbench.core.audio.io import AudioError, encode_wav
+from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
+from spokenbench.core.errors import MissingDependencyError
+
+AUDIO_OUTPUT_SYNCHRONOUS = 2
+ESPEAK_INITIALIZE_DONT_EXIT = 0x8000
+ESPEAK_CHARS_UTF8 = 1
+POSITION_CHARACTER = 1
+EE_OK = 0
+
+# (language, accent) -> espeak-ng voice. There is no Indian-English voice offline, and none is faked.
+ESPEAK_VOICES = {
+    ("en", "american"): "en-us",
+    ("en", "british"): "en-gb-x-rp",
+    ("zh", "beijing"): "cmn",
+    ("ko", "seoul"): "ko",
+}
+VARIANTS = {"espeak-male": ("m3", "male"), "espeak-female": ("f3", "female")}
+MISSING_ACCENT_NOTES = {
+    "en:indian": "espeak-ng has no Indian-English voice; use Gemini or OpenAI TTS for Indian English",
+    "zh:northeastern": "espeak-ng has no Northeastern Mandarin voice; use Gemini TTS",
+    "ko:jeolla": "espeak-ng has no Jeolla Korean voice; use Gemini TTS",
+}
+
+_lock = threading.Lock()
+_engine: "_Engine | None" = None
+
+
+class _Engine:
+    """The loaded library, its sample rate, and the callback collecting samples for the current utterance."""
+
+    def __init__(self):
+        try:
+            import espeakng_loader
+        except ImportError as error:
+            raise MissingDependencyError(f"offline TTS needs espeakng-loader ({error}); pip install espeakng-loader") from None
+        self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
+        self.lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        self.lib.espeak_Initialize.restype = ctypes.c_int
+        self.lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+        self.lib.espeak_SetVoiceByName.restype = ctypes.c_int
+        self.lib.espeak_Synth.argtypes = [
+            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_uint,
+            ctypes.c_void_p, ctypes.c_void_p,
+        ]  # fmt: skip
+        self.lib.espeak_Synth.restype = ctypes.c_int
+        self.lib.espeak_Synchronize.restype = ctypes.c_int
+        data_path = espeakng_loader.get_data_path().encode()
+        self.rate = self.lib.espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, data_path, ESPEAK_INITIALIZE_DONT_EXIT)
+        if self.rate <= 0:
+            raise MissingDependencyError(f"libespeak-ng failed to initialise with data at {data_path.decode()}")
+        self._chunks: list[np.ndarray] = []
+        callback_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+        self._callback = callback_type(self._collect)  # kept referenced for the library's lifetime
+        self.lib.espeak_SetSynthCallback(self._callback)
+
+    def _collect(self, wav, count, events) -> int:
+        if wav and count > 0:
+            self._chunks.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
+        return 0
+
+    def speak(self, text: str, voice: str) -> np.ndarray:
+        """int16 samples; callers hold `_lock`."""
+        status = self.lib.espeak_SetVoiceByName(voice.encode())
+        if status != EE_OK:
+            raise AudioError(f"espeak-ng has no voice '{voice}' (error {status})")
+        self._chunks = []
+        encoded = text.encode("utf-8") + b"\0"
+        status = self.lib.espeak_Synth(encoded, len(encoded), 0, POSITION_CHARACTER, 0, ESPEAK_CHARS_UTF8, None, None)
+        self.lib.espeak_Synchronize()
+        if status != EE_OK:
+            raise AudioError(f"espeak-ng could not synthesize the text (error {status})")
+        return np.concatenate(self._chunks) if self._chunks else np.zeros(0, dtype=np.int16)
+
+
+def _engine_locked() -> _Engine:
+    global _engine
+    if _engine is None:
+        _engine = _Engine()
+    return _engine
+
+
+def espeak_rate() -> int:
+    with _lock:
+        return _engine_locked().rate
+
+
+class EspeakBackend(TTSBackend):
+    def __init__(self, **_ignored):
+        super().__init__(
+            name="espeak",
+            model="espeak-ng",
+            output_rate=22_050,
+            accents={"en": ("american", "british"), "zh": ("beijing",), "ko": ("seoul",)},
+            voices=tuple(VoiceSpec(name, gender) for name, (_, gender) in VARIANTS.items()),
+            max_concurrency=1,
+            notes=MISSING_ACCENT_NOTES,
+        )
+
+    def espeak_voice(self, request: SynthesisRequest) -> str:
+        variant, _ = VARIANTS[request.voice.name]
+        return f"{ESPEAK_VOICES[(request.language, request.accent)]}+{variant}"
+
+    def speak_sync(self, request: SynthesisRequest) -> bytes:
+        self.check(request)
+        voice = self.espeak_voice(request)
+        with _lock:
+            engine = _engine_locked()
+            samples = engine.speak(request.text, voice)
+            rate = engine.rate
+        return encode_wav(samples.astype(np.float32) / 32768.0, rate)
+
+    async def synthesize(self, request: SynthesisRequest) -> bytes:
+        return await asyncio.to_thread(self.speak_sync, request)

@@ -1,0 +1,58 @@
+"""TTS presets (models, prices, limits) and prompt templates, read from resources/tts/ so a retired model or
+a better wording is a data change. A project may override a template (stored in its project_meta)."""
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+
+from spokenbench.core.errors import SpokenBenchError
+
+LANGUAGE_NAMES = {"en": "English", "zh": "Mandarin Chinese", "ko": "Korean"}
+ACCENT_NAMES = {
+    "american": "General American",
+    "british": "British Received Pronunciation",
+    "indian": "Indian English",
+    "beijing": "Beijing Mandarin",
+    "northeastern": "Northeastern (Dongbei) Mandarin",
+    "seoul": "Seoul standard Korean",
+    "jeolla": "Jeolla dialect Korean",
+}
+# BCP-47 codes for the speech config's language field, by (language, accent).
+LANGUAGE_CODES = {
+    ("en", "american"): "en-US", ("en", "british"): "en-GB", ("en", "indian"): "en-IN",
+    ("zh", "beijing"): "cmn-CN", ("zh", "northeastern"): "cmn-CN",
+    ("ko", "seoul"): "ko-KR", ("ko", "jeolla"): "ko-KR",
+}  # fmt: skip
+
+
+def _resource(name: str) -> str:
+    return (importlib.resources.files("spokenbench.resources") / "tts" / name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def tts_presets() -> dict:
+    return json.loads(_resource("presets.json"))
+
+
+def default_template(name: str) -> str:
+    return _resource(name)
+
+
+def model_settings(provider: str, model: str | None) -> tuple[str, dict]:
+    presets = tts_presets()[provider]
+    model = model or presets["default_model"]
+    return model, presets["models"].get(model, {})
+
+
+def render_template(template: str, text: str, language: str, accent: str | None) -> str:
+    try:
+        return template.format(
+            text=text,
+            language_name=LANGUAGE_NAMES.get(language, language),
+            accent_name=ACCENT_NAMES.get(accent or "", accent or "standard"),
+        )
+    except (KeyError, IndexError, ValueError) as error:
+        raise SpokenBenchError(
+            f"the TTS prompt template is invalid ({error}); it may use {{text}}, {{language_name}} and {{accent_name}}"
+        ) from None

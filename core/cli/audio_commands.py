@@ -1,0 +1,126 @@
+"""Audio commands: synthesize and assemble. Both show the plan's counts before working, draw a progress bar,
+and are resumable: rerunning skips every clip or input already stored."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from spokenbench.core.audio.assembly import AssemblySettings, parse_number_list, plan_assembly, run_assembly
+from spokenbench.core.audio.synthesis import PART_KINDS, plan_synthesis, run_synthesis
+from spokenbench.core.audio.tokens import TOKEN_LANGUAGES
+from spokenbench.core.audio.tts import BACKEND_NAMES, get_backend
+from spokenbench.core.cli.output import print_json
+from spokenbench.core.conditions import NAMED_ORDERS
+from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.store import opened
+
+
+def _csv(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "synthesize", help="synthesize speech for items and instruction tokens",
+        description="Synthesize every item part and instruction token in every chosen language, accent and voice. "
+        "Clips are cached by recipe, checked on arrival, and a rerun resumes where the last one stopped.",
+    )  # fmt: skip
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--tts", required=True, choices=BACKEND_NAMES, help="TTS backend (espeak works offline)")
+    p.add_argument("--model", help="backend model (default: the preset's current model)")
+    p.add_argument("--languages", help="comma-separated language codes (default: all in the project)")
+    p.add_argument("--accents", help="comma-separated accents (default: all the backend offers)")
+    p.add_argument("--voices", help="comma-separated voice names (default: the backend's voices)")
+    p.add_argument("--parts", default=",".join(PART_KINDS), help=f"which parts: {', '.join(PART_KINDS)} (default: all)")
+    p.add_argument("--token-language", choices=TOKEN_LANGUAGES, default="english",
+                   help="speak 'question', 'A'..'D' in English for every language as the paper did, or natively")
+    p.add_argument("--original-text", action="store_true", help="speak the original text even where a rewrite is accepted")
+    p.add_argument("--dry-run", action="store_true", help="show the plan and its cost estimate, synthesize nothing")
+    p.add_argument("--json", action="store_true", help="print the plan and result as JSON")
+    p.set_defaults(handler=cmd_synthesize)
+
+    p = subparsers.add_parser(
+        "assemble", help="assemble the audio each evaluation condition presents",
+        description="Assemble question + label + option audio for every item under every condition. Orders: "
+        f"{', '.join(NAMED_ORDERS)}, or explicit permutations such as CABD.",
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--orders", default="original", help="comma-separated orders or permutations (default: original)")
+    p.add_argument("--speed", default="1.0", help="speech rates, e.g. 0.75,1.0,1.25 (pitch preserved)")
+    p.add_argument("--volume", default="1.0", help="loudness factors, e.g. 0.5,1.0,1.5 (peaks limited, never clipped)")
+    p.add_argument("--snr", default="clean", help="additive-noise SNRs in dB, e.g. clean,20,10")
+    p.add_argument("--chunk-seconds", default="", help="also store chunks no longer than this, e.g. 30")
+    p.add_argument("--languages", help="comma-separated language codes")
+    p.add_argument("--accents", help="comma-separated accents")
+    p.add_argument("--voices", help="comma-separated voice names")
+    p.add_argument("--tts", choices=BACKEND_NAMES, help="use only clips from this backend")
+    p.add_argument("--no-labels", action="store_true", help="omit the spoken 'question' and letter tokens")
+    p.add_argument("--token-language", choices=TOKEN_LANGUAGES, default="english")
+    p.add_argument("--rate", type=int, default=16_000, help="output sample rate in Hz (default 16000)")
+    p.add_argument("--pause", type=float, default=0.5, help="pause between segments in seconds (default 0.5)")
+    p.add_argument("--format", choices=("wav", "flac"), default="wav", help="stored audio format (default wav)")
+    p.add_argument("--dry-run", action="store_true", help="show the plan, assemble nothing")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_assemble)
+
+
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    backend = get_backend(args.tts, **({"model": args.model} if args.model else {}))
+    with opened(args.dir) as project:
+        plan = plan_synthesis(
+            project.conn, backend, _csv(args.languages), _csv(args.voices), _csv(args.accents),
+            tuple(_csv(args.parts) or ()), args.token_language, use_rewrites=not args.original_text,
+        )  # fmt: skip
+        summary = plan.summary()
+        if not args.json:
+            print(f"{summary['to_synthesize']} clips to synthesize with {backend.name} ({backend.model}), "
+                  f"{summary['already_done']} already stored; {summary['characters']} characters, "
+                  f"estimated cost ${summary['estimated_cost_usd']:.2f}")
+            for note in plan.unsupported:
+                print(f"note: {note}")
+        if args.dry_run or not plan.jobs:
+            if args.json:
+                print_json({"plan": summary})
+            return 0
+        report = asyncio.run(run_synthesis(project, plan, text_progress_bar()))
+    if args.json:
+        print_json({"plan": summary, "synthesized": report.synthesized, "reused": report.reused,
+                    "failed": report.failed, "failures": report.failures})  # fmt: skip
+    else:
+        print(f"synthesized {report.synthesized}, reused {report.reused}, failed {report.failed}")
+        for failure in report.failures[:10]:
+            print(f"failed: {failure}")
+    return 0 if report.failed == 0 else 1
+
+
+def cmd_assemble(args: argparse.Namespace) -> int:
+    settings = AssemblySettings(args.rate, args.pause, token_language=args.token_language, audio_format=args.format)
+    speeds = parse_number_list(args.speed, "--speed") or [1.0]
+    volumes = parse_number_list(args.volume, "--volume") or [1.0]
+    snrs = parse_number_list(args.snr, "--snr", allow_clean=True) or [None]
+    chunks = parse_number_list(args.chunk_seconds, "--chunk-seconds")
+    with opened(args.dir) as project:
+        plan = plan_assembly(
+            project.conn, _csv(args.orders) or ["original"], speeds, volumes, snrs, _csv(args.languages),
+            _csv(args.voices), _csv(args.accents), not args.no_labels, args.tts, settings,
+        )  # fmt: skip
+        summary = plan.summary()
+        if not args.json:
+            print(f"{summary['to_assemble']} inputs to assemble, {summary['already_done']} already stored")
+            for message in plan.missing[:10]:
+                print(f"skipped: {message}")
+            if len(plan.missing) > 10:
+                print(f"skipped: … and {len(plan.missing) - 10} more (run `spokenbench synthesize` first)")
+        if args.dry_run or not plan.jobs:
+            if args.json:
+                print_json({"plan": summary})
+            return 0
+        report = run_assembly(project, plan, chunks, settings, text_progress_bar())
+    result = {"plan": summary, "assembled": report.assembled, "limited_inputs": report.limited_inputs,
+              "seconds_of_audio": round(report.seconds_of_audio, 1)}  # fmt: skip
+    if args.json:
+        print_json(result)
+    else:
+        print(f"assembled {report.assembled} inputs ({report.seconds_of_audio / 60:.1f} min of audio); "
+              f"{report.limited_inputs} needed peak limiting")
+    return 0

@@ -1,0 +1,56 @@
+import asyncio
+import concurrent.futures
+
+import numpy as np
+import pytest
+
+from spokenbench.core.audio.io import decode_audio
+from spokenbench.core.audio.tts import SynthesisRequest, get_backend
+from spokenbench.core.audio.tts.base import UnsupportedRequest
+from support import pitch
+
+
+@pytest.fixture(scope="module")
+def espeak():
+    return get_backend("espeak")
+
+
+def speak(backend, text, language, accent, voice):
+    return asyncio.run(backend.synthesize(SynthesisRequest(text, language, accent, backend.voice(voice))))
+
+
+@pytest.mark.parametrize(
+    "language, accent, text",
+    [("en", "american", "What is the capital of France?"), ("en", "british", "Which planet is largest?"),
+     ("zh", "beijing", "中国的首都是哪里？"), ("ko", "seoul", "한국의 수도는 어디입니까?")],
+)  # fmt: skip
+def test_every_offline_language_speaks_in_both_voices(espeak, language, accent, text):
+    pitches = {}
+    for voice in ("espeak-male", "espeak-female"):
+        audio = decode_audio(speak(espeak, text, language, accent, voice), f"{language} {voice}")
+        assert audio.rate == espeak.output_rate and 0.5 < audio.duration < 10
+        assert np.abs(audio.samples).max() > 0.05
+        voiced = audio.samples[int(0.2 * audio.rate) :]
+        pitches[voice] = pitch(voiced, audio.rate)
+    assert pitches["espeak-female"] > pitches["espeak-male"] * 1.2
+
+
+def test_missing_accents_and_languages_are_refused_with_a_reason(espeak):
+    with pytest.raises(UnsupportedRequest, match="no Indian-English voice"):
+        speak(espeak, "Hello", "en", "indian", "espeak-male")
+    with pytest.raises(UnsupportedRequest, match="cannot speak language 'fr'"):
+        speak(espeak, "Bonjour", "fr", None, "espeak-male")
+    with pytest.raises(UnsupportedRequest, match="empty text"):
+        speak(espeak, "   ", "en", "american", "espeak-male")
+    with pytest.raises(UnsupportedRequest, match="no voice 'Orus'"):
+        espeak.voice("Orus")
+
+
+def test_concurrent_calls_are_serialized(espeak):
+    """libespeak-ng is not thread-safe: without the process-wide lock, utterances would interleave."""
+    texts = [f"Option number {n} is {'very ' * n}long" for n in range(8)]
+    sequential = [decode_audio(speak(espeak, t, "en", "american", "espeak-male"), t).duration for t in texts]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(lambda t: decode_audio(speak(espeak, t, "en", "american", "espeak-male"), t).duration, texts))
+    assert parallel == pytest.approx(sequential, abs=0.05)
+    assert sorted(sequential) == sequential  # longer text, longer audio: each clip holds its own utterance
