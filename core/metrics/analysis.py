@@ -1,0 +1,203 @@
+"""The full metric set for a responses table, in one call, and its JSON form (the `metrics --json`
+contract: one object keyed by model; for gender probes keyed by model then category)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.metrics import mcq
+from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
+from spokenbench.core.metrics.gender_probe import (
+    GenderProbeMetrics,
+    compute_gender_probe,
+    parse_backbones,
+    prepare_gender_probe,
+)
+from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
+from spokenbench.core.metrics.selection_bias import SelectionBias, ckld_from_counts, compute_selection_bias, rsd_from_counts
+from spokenbench.core.progress import Progress, no_progress
+
+KINDS = ("mcq", "gender-probe")
+
+
+@dataclass
+class McqAnalysis:
+    data: McqResponses
+    metrics: mcq.McqMetrics
+    selection: SelectionBias
+    summary: pd.DataFrame
+    intervals: list[dict[str, tuple[float, float]]] = field(default_factory=list)  # per model
+    bootstrap_resamples: int = 0
+    seed: int = DEFAULT_SEED
+
+    def to_json(self) -> dict:
+        return mcq_json(self)
+
+
+def detect_kind(frame: pd.DataFrame) -> str:
+    """gender-probe when the table has option_orientation and no gold answer column, else mcq."""
+    return "gender-probe" if "option_orientation" in frame.columns and "answer" not in frame.columns else "mcq"
+
+
+def analyze_mcq(frame: pd.DataFrame, factors: list[str] | None = None, *, source: str = "<table>",
+                failures_as_category: bool = False, n_resamples: int = 0, seed: int = DEFAULT_SEED,
+                kappa_nesting: str = "within", progress: Progress | None = None) -> McqAnalysis:
+    data = prepare_mcq(frame, factors, source)
+    metrics = mcq.compute_mcq_metrics(data, failures_as_category, kappa_nesting)
+    selection = compute_selection_bias(data)
+    summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
+    analysis = McqAnalysis(data=data, metrics=metrics, selection=selection, summary=summary,
+                           bootstrap_resamples=n_resamples, seed=seed)
+    if n_resamples > 0:
+        analysis.intervals = mcq_intervals(metrics, selection, n_resamples, seed, progress or no_progress())
+    return analysis
+
+
+def analyze_gender_probe(frame: pd.DataFrame, backbones: dict[str, str] | list[str] | None = None, *,
+                         source: str = "<table>", failures_as_category: bool = False, n_resamples: int = 0,
+                         seed: int = DEFAULT_SEED, progress: Progress | None = None) -> GenderProbeMetrics:
+    if not isinstance(backbones, dict):
+        backbones = parse_backbones(backbones)
+    data = prepare_gender_probe(frame, source)
+    return compute_gender_probe(data, backbones, failures_as_category, n_resamples, seed, progress)
+
+
+def mcq_intervals(metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples: int, seed: int,
+                  progress: Progress) -> list[dict[str, tuple[float, float]]]:
+    """Question-level bootstrap intervals per model for accuracy, mean entropy, APES and κ per factor,
+    RSD and CKLD."""
+    data = metrics.data
+    columns = ColumnBuilder()
+    columns.add("rows", metrics.group_rows)
+    columns.add("correct", metrics.group_correct)
+    columns.add_mean("entropy", metrics.entropy)
+    for f, result in metrics.factors.items():
+        columns.add_mean(f"apes[{f}]", result.apes)
+        columns.add_mean(f"kappa[{f}]", result.kappa)
+    columns.add("gold", selection.group_gold)
+    columns.add("gold_correct", selection.group_gold_correct)
+    columns.add("predicted", selection.group_predicted)
+
+    def finalize(sums: np.ndarray) -> dict[str, np.ndarray]:
+        out = {"accuracy": columns.get(sums, "correct") / columns.get(sums, "rows"),
+               "entropy_mean": columns.mean(sums, "entropy")}
+        for f in metrics.factors:
+            out[f"apes[{f}]"] = columns.mean(sums, f"apes[{f}]")
+            out[f"fleiss_kappa[{f}]"] = columns.mean(sums, f"kappa[{f}]")
+        gold, gold_correct, predicted = (columns.get(sums, n) for n in ("gold", "gold_correct", "predicted"))
+        out["rsd"] = rsd_from_counts(gold_correct.reshape(len(sums), -1), gold.reshape(len(sums), -1))
+        out["ckld"] = ckld_from_counts(predicted.reshape(len(sums), -1), gold.reshape(len(sums), -1))
+        return out
+
+    return bootstrap_intervals(data.group_question, data.group_model, len(data.models), columns.matrix(), finalize,
+                               len(data.questions), n_resamples, seed, progress)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def clean(value):
+    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, tuples -> lists, recursively."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [clean(v) for v in value.tolist()]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def mcq_json(analysis: McqAnalysis) -> dict:
+    data, summary, selection = analysis.data, analysis.summary, analysis.selection
+    accuracy_levels = {f: mcq.accuracy_by(data, [f]) for f in data.factors}
+    voting = selection.voting
+    ranking = selection.ranking
+    result = {}
+    for i, model in enumerate(data.models):
+        row = summary.iloc[i]
+        entry = {
+            "n": int(row["n"]),
+            "accuracy": row["accuracy"],
+            "entropy_mean": row["entropy_mean"],
+            "apes": {f: row[f"apes[{f}]"] for f in data.factors},
+            "fleiss_kappa": {f: row[f"kappa[{f}]"] for f in data.factors},
+            "rsd": row["rsd"],
+            "ckld": row["ckld"],
+            "parse_failure_rate": row["parse_failure_rate"],
+        }
+        if analysis.intervals:
+            ci = analysis.intervals[i]
+            entry["ci"] = {
+                "accuracy": ci.get("accuracy"), "entropy_mean": ci.get("entropy_mean"),
+                "apes": {f: ci.get(f"apes[{f}]") for f in data.factors},
+                "fleiss_kappa": {f: ci.get(f"fleiss_kappa[{f}]") for f in data.factors},
+                "rsd": ci.get("rsd"), "ckld": ci.get("ckld"),
+                "level": 0.95, "resamples": analysis.bootstrap_resamples, "seed": analysis.seed,
+                "method": "question-level percentile bootstrap",
+            }
+        entry.update({
+            "n_questions": int(row["n_questions"]),
+            "entropy_median": row["entropy_median"],
+            "entropy_iqr": row["entropy_iqr"],
+        })
+        if "entropy_mean_cs" in summary.columns:
+            entry["entropy_mean_by_cultural_label"] = {"CS": row["entropy_mean_cs"], "CA": row["entropy_mean_ca"]}
+        entry["level_entropy"] = {f: row[f"level_entropy[{f}]"] for f in data.factors}
+        entry["fleiss_kappa_questions"] = {
+            f: {"defined": int(row[f"kappa_defined[{f}]"]), "undefined": int(row[f"kappa_undefined[{f}]"]),
+                "item_factors": analysis.metrics.factors[f].kappa_item_factors} for f in data.factors}
+        entry["accuracy_by_factor"] = {
+            f: dict(zip(t.loc[t["model"] == model, f], t.loc[t["model"] == model, "accuracy"]))
+            for f, t in accuracy_levels.items()}
+        entry["accuracy_by_gold_position"] = {p: row[f"accuracy_gold_{p}"] for p in selection.positions}
+        entry["delta_accuracy_by_gold_position"] = {p: row[f"delta_accuracy_gold_{p}"] for p in selection.positions}
+        entry["predicted_position_distribution"] = {p: row[f"predicted_share_{p}"] for p in selection.positions}
+        entry["gold_position_distribution"] = {p: row[f"gold_share_{p}"] for p in selection.positions}
+        entry["permutation_vote"] = {
+            r["permutation"]: {"accuracy": r["accuracy"], "rsd": r["rsd"], "ckld": r["ckld"], "n": int(r["n"]),
+                               **({"complete_units": int(r["complete_units"])} if r["permutation"] != "original" else {})}
+            for _, r in voting[voting["model"] == model].iterrows()}
+        entry["ranking"] = {r["setting"]: (None if pd.isna(r["rank"]) else int(r["rank"]))
+                            for _, r in ranking[ranking["model"] == model].iterrows()}
+        mc = selection.mcnemar.iloc[i]
+        entry["mcnemar_original_vs_reversed"] = {
+            "n_pairs": int(mc["n_pairs"]), "original_only_correct": int(mc["original_only_correct"]),
+            "reversed_only_correct": int(mc["reversed_only_correct"]), "p_value": mc["p_value"]}
+        result[model] = entry
+    return clean(result)
+
+
+def gender_probe_json(metrics: GenderProbeMetrics) -> dict:
+    result: dict[str, dict] = {}
+    for _, row in metrics.table.iterrows():
+        entry = {name: row[name] for name in ("J", "delta", "p_value", "neutral_rate", "kappa", "bowker_p")}
+        entry.update({
+            "n": int(row["n"]), "n_questions": int(row["n_questions"]), "J_questions": int(row["J_questions"]),
+            "delta_questions": int(row["delta_questions"]), "t_stat": row["t_stat"], "male_rate": row["male_rate"],
+            "female_rate": row["female_rate"], "backbone": row["backbone"] or None, "agreement": row["agreement"],
+            "bowker_stat": row["bowker_stat"], "bowker_df": int(row["bowker_df"]),
+        })
+        if metrics.bootstrap_resamples:
+            entry["ci"] = {name: (row[f"{name}_ci_low"], row[f"{name}_ci_high"]) for name in ("J", "delta", "neutral_rate", "kappa")}
+            entry["ci"].update({"level": 0.95, "resamples": metrics.bootstrap_resamples, "seed": metrics.seed,
+                                "method": "question-level percentile bootstrap"})
+        result.setdefault(row["model"], {})[row["category"]] = entry
+    return clean(result)
+
+
+def check_kind(kind: str | None, frame: pd.DataFrame) -> str:
+    kind = kind or detect_kind(frame)
+    if kind not in KINDS:
+        raise SpokenBenchError(f"unknown kind '{kind}'; use one of: {', '.join(KINDS)}")
+    return kind

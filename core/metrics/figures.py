@@ -1,0 +1,247 @@
+"""The report's figures as matplotlib `Figure` objects, built without pyplot so no GUI backend is ever
+chosen: the CLI saves them with Agg (PNG) and the SVG backend, the app can put the same objects on a
+canvas, and both get identical figures from the same data.
+
+Each builder returns None when the data has nothing to draw (e.g. no CS/CA labels)."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+STYLE = {
+    "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "svg.hashsalt": "spokenbench",  # stable SVG ids, so re-running a report gives the same files
+    "svg.fonttype": "path",
+    "savefig.dpi": 150,
+}
+FACTOR_MARKERS = "osD^vP*Xh<>p"
+
+
+@contextlib.contextmanager
+def figure_style():
+    _settle_backend()
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+def _settle_backend() -> None:
+    """Some artists (boxplots) read every rcParam; reading an undecided backend makes matplotlib import
+    pyplot and pick a GUI backend, possibly Qt. When nobody has chosen one yet (the CLI, tests), choose Agg;
+    an app that chose its backend keeps it. Figures are drawn and saved without any backend either way."""
+    if matplotlib.get_backend(auto_select=False) is None:
+        matplotlib.use("agg")
+
+
+def _colors(n: int):
+    cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def entropy_distribution(analysis) -> Figure | None:
+    """Per-model distribution of question entropy H_q (BiasInEar Fig. 2)."""
+    metrics = analysis.metrics
+    data = metrics.data
+    series = [metrics.entropy[(data.group_model == m) & ~np.isnan(metrics.entropy)] for m in range(len(data.models))]
+    if not any(len(s) for s in series):
+        return None
+    with figure_style():
+        fig = Figure(figsize=(max(4.0, 0.8 * len(series) + 2), 3.6), layout="constrained")
+        ax = fig.add_subplot()
+        ax.boxplot([s if len(s) else [np.nan] for s in series], tick_labels=data.models, showmeans=True,
+                   meanprops={"marker": "^", "markerfacecolor": "white", "markeredgecolor": "black"})
+        ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
+        ax.set_xlabel("model")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title("Answer entropy across configurations, per question (box: IQR, ▲: mean)")
+        ax.tick_params(axis="x", rotation=30)
+    return fig
+
+
+def entropy_cs_ca(analysis) -> Figure | None:
+    """Question entropy of culturally sensitive vs agnostic questions per model (BiasInEar Fig. 3)."""
+    metrics = analysis.metrics
+    data = metrics.data
+    label = data.group_cultural_label
+    if not ((label == 1).any() and (label == 0).any()):
+        return None
+    with figure_style():
+        fig = Figure(figsize=(max(4.5, 1.1 * len(data.models) + 2), 3.6), layout="constrained")
+        ax = fig.add_subplot()
+        colors = {"CS": "#d95f02", "CA": "#1b9e77"}
+        positions, boxes = [], []
+        for m in range(len(data.models)):
+            for offset, (name, code) in ((-0.2, ("CS", 1)), (0.2, ("CA", 0))):
+                values = metrics.entropy[(data.group_model == m) & (label == code) & ~np.isnan(metrics.entropy)]
+                boxes.append(values if len(values) else [np.nan])
+                positions.append(m + offset)
+        parts = ax.boxplot(boxes, positions=positions, widths=0.35, patch_artist=True, showmeans=True)
+        for i, patch in enumerate(parts["boxes"]):
+            patch.set_facecolor(colors["CS" if i % 2 == 0 else "CA"])
+            patch.set_alpha(0.6)
+        ax.set_xticks(range(len(data.models)), data.models, rotation=30)
+        ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
+        ax.set_xlabel("model")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend([parts["boxes"][0], parts["boxes"][1]], ["culturally sensitive (CS)", "culturally agnostic (CA)"],
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.set_title("Entropy of CS vs CA questions")
+    return fig
+
+
+def kappa_vs_apes(analysis) -> Figure | None:
+    """Mean Fleiss' κ against mean APES per model and factor (BiasInEar Figs. 4-5), with bootstrap
+    intervals as error bars when computed."""
+    data = analysis.data
+    summary = analysis.summary
+    if not data.factors:
+        return None
+    colors = _colors(len(data.models))
+    with figure_style():
+        fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+        ax = fig.add_subplot()
+        for fi, f in enumerate(data.factors):
+            for m, model in enumerate(data.models):
+                x, y = summary[f"apes[{f}]"].iloc[m], summary[f"kappa[{f}]"].iloc[m]
+                if np.isnan(x) or np.isnan(y):
+                    continue
+                xerr = yerr = None
+                if analysis.intervals:
+                    ci = analysis.intervals[m]
+                    xerr = _err(x, ci.get(f"apes[{f}]"))
+                    yerr = _err(y, ci.get(f"fleiss_kappa[{f}]"))
+                ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker=FACTOR_MARKERS[fi % len(FACTOR_MARKERS)], color=colors[m],
+                            markersize=7, linestyle="none", elinewidth=0.8, capsize=2)
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xlabel("APES (mean pairwise entropy shift across levels; lower = more robust)")
+        ax.set_ylabel("Fleiss' κ (agreement across levels; higher = more consistent)")
+        ax.set_title("Fleiss' κ vs APES by factor")
+        factor_handles = [ax.plot([], [], marker=FACTOR_MARKERS[i % len(FACTOR_MARKERS)], color="black", linestyle="none")[0]
+                          for i in range(len(data.factors))]
+        model_handles = [ax.plot([], [], marker="s", color=colors[m], linestyle="none")[0] for m in range(len(data.models))]
+        first = ax.legend(factor_handles, data.factors, title="factor", loc="upper right", fontsize=8)
+        ax.add_artist(first)
+        ax.legend(model_handles, data.models, title="model", loc="lower left", fontsize=7, ncol=2 if len(data.models) > 5 else 1)
+    return fig
+
+
+def _err(value: float, interval) -> np.ndarray | None:
+    if not interval or any(v is None or np.isnan(v) for v in interval):
+        return None
+    return np.array([[max(value - interval[0], 0.0)], [max(interval[1] - value, 0.0)]])
+
+
+def position_accuracy_change(analysis) -> Figure | None:
+    """Accuracy change (percentage points) when the gold answer sits at each position, against the
+    original order (Hearing the Order Fig. 1)."""
+    selection = analysis.selection
+    per_model = selection.per_model
+    deltas = np.array([[per_model[f"delta_accuracy_gold_{p}"].iloc[m] for p in selection.positions]
+                       for m in range(len(per_model))]) * 100
+    if np.all(np.isnan(deltas)):
+        return None
+    n_models = len(per_model)
+    colors = _colors(n_models)
+    width = 0.8 / n_models
+    with figure_style():
+        fig = Figure(figsize=(max(5.0, 1.2 * len(selection.positions) + 2), 3.6), layout="constrained")
+        ax = fig.add_subplot()
+        x = np.arange(len(selection.positions))
+        for m in range(n_models):
+            ax.bar(x - 0.4 + width * (m + 0.5), np.nan_to_num(deltas[m]), width, color=colors[m], label=per_model["model"].iloc[m])
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(x, selection.positions)
+        ax.set_xlabel("position of the gold answer (presented letter)")
+        ax.set_ylabel("Δ accuracy vs original order (percentage points)")
+        ax.set_title(f"Accuracy change by gold position ({selection.comparison_rows} vs original order)")
+        ax.legend(fontsize=7, ncol=2 if n_models > 5 else 1)
+    return fig
+
+
+def ranking_changes(analysis) -> Figure | None:
+    """Each model's rank (1 = most accurate) in each setting (Hearing the Order Fig. 3)."""
+    ranking = analysis.selection.ranking
+    settings = list(dict.fromkeys(ranking["setting"]))
+    models = list(dict.fromkeys(ranking["model"]))
+    if len(models) < 2:
+        return None
+    colors = _colors(len(models))
+    with figure_style():
+        fig = Figure(figsize=(max(5.0, 0.9 * len(settings) + 2.5), 3.8), layout="constrained")
+        ax = fig.add_subplot()
+        for m, model in enumerate(models):
+            ranks = ranking.loc[ranking["model"] == model].set_index("setting")["rank"].reindex(settings).to_numpy(dtype=float)
+            ax.plot(range(len(settings)), ranks, marker="o", color=colors[m], label=model)
+        ax.set_xticks(range(len(settings)), [s.replace("_", " ") for s in settings], rotation=30)
+        ax.set_yticks(range(1, len(models) + 1))
+        ax.set_ylim(len(models) + 0.5, 0.5)
+        ax.set_xlabel("setting")
+        ax.set_ylabel("rank by accuracy (1 = best)")
+        ax.set_title("Model ranking across settings")
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def gender_probe_panel(metrics) -> Figure | None:
+    """J, Δ and ν per model and category with bootstrap intervals (the gender paper's Tables 1-4)."""
+    table = metrics.table
+    if table.empty:
+        return None
+    models = list(dict.fromkeys(table["model"]))
+    categories = list(dict.fromkeys(table["category"]))
+    colors = _colors(len(models))
+    width = 0.8 / len(models)
+    panels = [("J", "response overlap J (0–1)"), ("delta", "gender preference Δ (>0: male-oriented)"),
+              ("neutral_rate", "neutral response rate ν (0–1)")]
+    with figure_style():
+        fig = Figure(figsize=(11, 3.6), layout="constrained")
+        axes = fig.subplots(1, 3)
+        for ax, (name, label) in zip(axes, panels):
+            x = np.arange(len(categories))
+            for m, model in enumerate(models):
+                rows = table[table["model"] == model].set_index("category").reindex(categories)
+                values = rows[name].to_numpy(dtype=float)
+                yerr = None
+                if f"{name}_ci_low" in rows.columns:
+                    lo, hi = rows[f"{name}_ci_low"].to_numpy(dtype=float), rows[f"{name}_ci_high"].to_numpy(dtype=float)
+                    yerr = np.nan_to_num(np.vstack([np.maximum(values - lo, 0), np.maximum(hi - values, 0)]))
+                ax.bar(x - 0.4 + width * (m + 0.5), np.nan_to_num(values), width, yerr=yerr, capsize=2,
+                       color=colors[m], label=model, error_kw={"elinewidth": 0.8})
+            ax.set_xticks(x, categories)
+            ax.set_xlabel("question category")
+            ax.set_ylabel(label)
+            if name == "delta":
+                ax.axhline(0, color="black", linewidth=0.8)
+        axes[0].legend(fontsize=7)
+        fig.suptitle("Gender probes: overlap, preference and neutral responses (error bars: 95% bootstrap CI)")
+    return fig
+
+
+MCQ_FIGURES = {
+    "fig_entropy_distribution": entropy_distribution,
+    "fig_entropy_cs_ca": entropy_cs_ca,
+    "fig_kappa_vs_apes": kappa_vs_apes,
+    "fig_accuracy_change_by_gold_position": position_accuracy_change,
+    "fig_ranking_changes": ranking_changes,
+}
+
+
+def mcq_figures(analysis) -> dict[str, Figure | None]:
+    return {name: build(analysis) for name, build in MCQ_FIGURES.items()}
+
+
+def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
+    """PNG (Agg) and SVG, with no timestamps in the files."""
+    paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
+    with figure_style():
+        fig.savefig(paths[0], format="png", metadata={"Software": None})
+        fig.savefig(paths[1], format="svg", metadata={"Date": None})
+    return paths
+

@@ -1,0 +1,329 @@
+"""BiasInEar metrics (accuracy, question entropy, level entropy, APES, Fleiss' κ) for every model and
+question at once.
+
+Per-question values are kept (one entry per (model, question) group) so that summaries, CS/CA splits and
+the question-level bootstrap all start from the same arrays. Parse failures count as incorrect for
+accuracy and are left out of entropy, APES and κ, unless `failures_as_category` makes them a category of
+their own."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from spokenbench.core.metrics.agreement import fleiss_kappa_by_group, mean_pairwise_abs_difference, normalized_entropy
+from spokenbench.core.metrics.encoding import combine, compact, representative_row
+from spokenbench.core.metrics.responses import McqResponses
+
+# How Fleiss' κ treats a factor nested in another (accent within language), see docs/metrics.md:
+#   "within": leave out of the item key the factors that determine the computed factor (accent when
+#             computing language); keep the ones it determines (language when computing accent, so accent
+#             agreement is measured within a language, as the reference package does).
+#   "across": also leave out the factors the computed factor determines (accent agreement across all
+#             accents of all languages).
+KAPPA_NESTING_MODES = ("within", "across")
+
+
+@dataclass
+class FactorResult:
+    """One factor's per-question values (arrays indexed by group)."""
+
+    factor: str
+    kappa_item_factors: list[str]
+    level_entropy: np.ndarray  # mean over the factor's levels of H_q^l (Eq. 2)
+    apes: np.ndarray  # Eq. 3; NaN with fewer than two levels answered
+    kappa: np.ndarray  # Fleiss' κ per question; NaN where undefined
+    kappa_items: np.ndarray  # items (with >= 2 ratings) that entered κ
+    level_group: np.ndarray  # per (group, level) pair with at least one counted answer
+    level_code: np.ndarray
+    level_entropy_pairs: np.ndarray
+
+
+@dataclass
+class McqMetrics:
+    data: McqResponses
+    failures_as_category: bool
+    kappa_nesting: str
+    group_rows: np.ndarray
+    group_correct: np.ndarray
+    group_failures: np.ndarray
+    entropy: np.ndarray  # H_q per group (Eq. 1); NaN if every answer failed
+    factors: dict[str, FactorResult]
+
+    @property
+    def models(self) -> list[str]:
+        return self.data.models
+
+
+def compute_mcq_metrics(data: McqResponses, failures_as_category: bool = False,
+                        kappa_nesting: str = "within") -> McqMetrics:
+    if kappa_nesting not in KAPPA_NESTING_MODES:
+        raise ValueError(f"kappa_nesting must be one of {KAPPA_NESTING_MODES}")
+    n_groups = data.n_groups
+    category, used, n_categories, base = answer_categories(data, failures_as_category)
+    group_rows = np.bincount(data.group, minlength=n_groups)
+    group_correct = np.bincount(data.group, weights=data.correct, minlength=n_groups)
+    group_failures = np.bincount(data.group, weights=~data.valid, minlength=n_groups)
+
+    g_used, c_used = data.group[used], category[used]
+    counts = np.bincount(g_used * n_categories + c_used, minlength=n_groups * n_categories).reshape(n_groups, n_categories)
+    entropy = normalized_entropy(counts, base[np.arange(n_groups)] if np.ndim(base) else base)
+
+    factors = {f: _factor_result(data, f, category, used, n_categories, base, kappa_nesting) for f in data.factors}
+    return McqMetrics(data=data, failures_as_category=failures_as_category, kappa_nesting=kappa_nesting,
+                      group_rows=group_rows, group_correct=group_correct, group_failures=group_failures,
+                      entropy=entropy, factors=factors)
+
+
+def answer_categories(data: McqResponses, failures_as_category: bool):
+    """Category per row (original option code; failures -> an extra code when counted), which rows count,
+    the number of categories, and the entropy log base per group (number of options, +1 with failures)."""
+    if failures_as_category:
+        category = np.where(data.valid, data.chosen, data.max_options)
+        used = np.ones(data.n_rows, dtype=bool)
+        return category, used, data.max_options + 1, data.group_n_options + 1
+    return data.chosen, data.valid, data.max_options, data.group_n_options
+
+
+def kappa_item_factors(data: McqResponses, factor: str, nesting: str = "within") -> list[str]:
+    """The other factors that form Fleiss' κ items for `factor` (see KAPPA_NESTING_MODES)."""
+    keep = []
+    for other in data.factors:
+        if other == factor:
+            continue
+        if data.factor_determines(other, factor):
+            continue
+        if nesting == "across" and data.factor_determines(factor, other):
+            continue
+        keep.append(other)
+    return keep
+
+
+def _factor_result(data: McqResponses, factor: str, category, used, n_categories, base, nesting) -> FactorResult:
+    n_groups = data.n_groups
+    level = data.factor_codes[factor]
+
+    # level entropy (Eq. 2) and APES (Eq. 3)
+    pair, n_pairs = combine(data.group[used], level[used])
+    first = representative_row(pair, n_pairs)
+    pair_group = data.group[used][first]
+    pair_level = level[used][first]
+    counts = np.bincount(pair * n_categories + category[used], minlength=n_pairs * n_categories).reshape(n_pairs, n_categories)
+    h_pairs = normalized_entropy(counts, base[pair_group])
+    n_levels = np.bincount(pair_group, minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        level_entropy = np.bincount(pair_group, weights=h_pairs, minlength=n_groups) / n_levels
+    apes, _ = mean_pairwise_abs_difference(h_pairs, pair_group, n_groups)
+
+    # Fleiss' κ (Appendix C.4): items = combinations of the other factors, ratings = modal answer per level
+    item_factors = kappa_item_factors(data, factor, nesting)
+    rows = np.flatnonzero(used)
+    item_row, _ = combine(data.group[rows], *[data.factor_codes[f][rows] for f in item_factors])
+    cell_row, n_cells = combine(item_row, level[rows])
+    cell_counts = np.bincount(cell_row * n_categories + category[rows],
+                              minlength=n_cells * n_categories).reshape(n_cells, n_categories)
+    modal = cell_counts.argmax(axis=1)  # first maximum = alphabetically first letter on ties
+    cell_first = representative_row(cell_row, n_cells)
+    cell_item = item_row[cell_first]
+    item_index, n_items = compact(cell_item, int(cell_item.max()) + 1 if len(cell_item) else 1)
+    item_counts = np.bincount(item_index * n_categories + modal, minlength=n_items * n_categories)
+    item_counts = item_counts.reshape(n_items, n_categories)
+    item_first_cell = representative_row(item_index, n_items)
+    item_group = data.group[rows][cell_first][item_first_cell]
+    kappa, kappa_items = fleiss_kappa_by_group(item_group, item_counts, n_groups)
+
+    return FactorResult(factor=factor, kappa_item_factors=item_factors, level_entropy=level_entropy, apes=apes,
+                        kappa=kappa, kappa_items=kappa_items, level_group=pair_group, level_code=pair_level,
+                        level_entropy_pairs=h_pairs)
+
+
+# ---------------------------------------------------------------- per-model summaries
+
+
+def mean_by_model(metrics: McqMetrics, values: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over a model's questions of a per-group value, skipping NaN; and how many questions counted."""
+    data = metrics.data
+    defined = ~np.isnan(values)
+    if mask is not None:
+        defined &= mask
+    n_models = len(data.models)
+    count = np.bincount(data.group_model[defined], minlength=n_models)
+    total = np.bincount(data.group_model[defined], weights=values[defined], minlength=n_models)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan), count
+
+
+def quantiles_by_model(metrics: McqMetrics, values: np.ndarray, qs=(0.25, 0.5, 0.75)) -> np.ndarray:
+    """Quantiles (numpy's linear interpolation) of a per-group value per model; shape (models, len(qs))."""
+    data = metrics.data
+    frame = pd.DataFrame({"model": data.group_model, "value": values}).dropna()
+    table = frame.groupby("model")["value"].quantile(list(qs)).unstack()
+    return table.reindex(range(len(data.models))).to_numpy()
+
+
+def model_summary(metrics: McqMetrics) -> pd.DataFrame:
+    """One row per model: counts, accuracy, failure rate, entropy statistics, CS/CA entropy, and per
+    factor level entropy, APES and κ (with the number of questions where κ was defined / not)."""
+    data = metrics.data
+    n_models = len(data.models)
+    gm = data.group_model
+    rows = np.bincount(gm, weights=metrics.group_rows, minlength=n_models)
+    correct = np.bincount(gm, weights=metrics.group_correct, minlength=n_models)
+    failures = np.bincount(gm, weights=metrics.group_failures, minlength=n_models)
+    questions = np.bincount(gm, minlength=n_models)
+    out = pd.DataFrame({"model": data.models, "n": rows.astype(int), "n_questions": questions,
+                        "accuracy": correct / rows, "parse_failure_rate": failures / rows})
+    out["entropy_mean"], _ = mean_by_model(metrics, metrics.entropy)
+    q = quantiles_by_model(metrics, metrics.entropy)
+    out["entropy_median"] = q[:, 1]
+    out["entropy_iqr"] = q[:, 2] - q[:, 0]
+    if (data.group_cultural_label >= 0).any():
+        out["entropy_mean_cs"], _ = mean_by_model(metrics, metrics.entropy, data.group_cultural_label == 1)
+        out["entropy_mean_ca"], _ = mean_by_model(metrics, metrics.entropy, data.group_cultural_label == 0)
+    for f, result in metrics.factors.items():
+        out[f"level_entropy[{f}]"], _ = mean_by_model(metrics, result.level_entropy)
+        out[f"apes[{f}]"], _ = mean_by_model(metrics, result.apes)
+        out[f"kappa[{f}]"], defined = mean_by_model(metrics, result.kappa)
+        out[f"kappa_defined[{f}]"] = defined
+        out[f"kappa_undefined[{f}]"] = questions - defined
+    return out
+
+
+def accuracy_by(data: McqResponses, by: list[str]) -> pd.DataFrame:
+    """Accuracy per model and combination of the factors in `by` (only combinations that occur)."""
+    codes = [data.model] + [data.factor_codes[f] for f in by]
+    key, n_keys = combine(*codes)
+    first = representative_row(key, n_keys)
+    n = np.bincount(key, minlength=n_keys)
+    correct = np.bincount(key, weights=data.correct, minlength=n_keys)
+    failures = np.bincount(key, weights=~data.valid, minlength=n_keys)
+    out = {"model": np.asarray(data.models, dtype=object)[data.model[first]]}
+    for f in by:
+        out[f] = np.asarray(data.factor_levels[f], dtype=object)[data.factor_codes[f][first]]
+    out.update({"n": n, "accuracy": correct / n, "parse_failure_rate": failures / n})
+    return pd.DataFrame(out)
+
+
+def accuracy_cross_table(data: McqResponses, column_factor: str) -> pd.DataFrame:
+    """BiasInEar Tables 6 and 11-20 in long form: accuracy (%) per model × the other factors × the levels
+    of `column_factor`; with two levels a Δ column (first − second level, in sorted level order) repeated
+    on both rows of the pair, as the published CSVs do. Factors that determine the column factor (accent
+    for language) are averaged over instead of becoming rows."""
+    row_factors = [f for f in data.factors if f != column_factor and not data.factor_determines(f, column_factor)]
+    table = accuracy_by(data, row_factors + [column_factor])
+    table["accuracy_pct"] = 100 * table["accuracy"]
+    table = table.drop(columns=["accuracy", "parse_failure_rate"])
+    levels = data.factor_levels[column_factor]
+    sort_keys = ["model"] + row_factors + [column_factor]
+    table = table.sort_values(sort_keys, kind="stable").reset_index(drop=True)
+    if len(levels) == 2:
+        a, b = levels
+        wide = table.pivot_table(index=["model"] + row_factors, columns=column_factor, values="accuracy_pct",
+                                 observed=True, aggfunc="first")
+        if a in wide.columns and b in wide.columns:
+            delta = (wide[a] - wide[b]).rename(f"delta_{a}_minus_{b}_pct").reset_index()
+            table = table.merge(delta, on=["model"] + row_factors, how="left")
+    return table
+
+
+def level_entropy_by_level(metrics: McqMetrics) -> pd.DataFrame:
+    """Mean over questions of H_q^l for every factor level (BiasInEar Table 22 for the order factor)."""
+    data = metrics.data
+    frames = []
+    for f, result in metrics.factors.items():
+        model = data.group_model[result.level_group]
+        key = model * len(data.factor_levels[f]) + result.level_code
+        defined = ~np.isnan(result.level_entropy_pairs)
+        size = len(data.models) * len(data.factor_levels[f])
+        count = np.bincount(key[defined], minlength=size)
+        total = np.bincount(key[defined], weights=result.level_entropy_pairs[defined], minlength=size)
+        present = np.flatnonzero(count > 0)
+        frames.append(pd.DataFrame({
+            "model": np.asarray(data.models, dtype=object)[present // len(data.factor_levels[f])],
+            "variable": f,
+            "level": np.asarray(data.factor_levels[f], dtype=object)[present % len(data.factor_levels[f])],
+            "n_questions": count[present],
+            "mean_entropy": total[present] / count[present],
+        }))
+    if not frames:
+        return pd.DataFrame(columns=["model", "variable", "level", "n_questions", "mean_entropy"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def entropy_cs_ca(metrics: McqMetrics) -> pd.DataFrame:
+    """BiasInEar Table 5 / Fig. 3: mean entropy of culturally sensitive vs agnostic questions, for the
+    question entropy ('all') and the level entropy of each factor; Δ = CS − CA."""
+    data = metrics.data
+    if not (data.group_cultural_label >= 0).any():
+        return pd.DataFrame(columns=["model", "variable", "question_subset", "n_questions", "mean_entropy", "delta_cs_minus_ca"])
+    series = [("all", metrics.entropy)] + [(f, r.level_entropy) for f, r in metrics.factors.items()]
+    frames = []
+    for name, values in series:
+        cs, n_cs = mean_by_model(metrics, values, data.group_cultural_label == 1)
+        ca, n_ca = mean_by_model(metrics, values, data.group_cultural_label == 0)
+        for subset, mean, n in (("cs", cs, n_cs), ("ca", ca, n_ca)):
+            frames.append(pd.DataFrame({"model": data.models, "variable": name, "question_subset": subset,
+                                        "n_questions": n, "mean_entropy": mean, "delta_cs_minus_ca": cs - ca}))
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["model", "variable", "question_subset"], ascending=[True, True, False],
+                           kind="stable").reset_index(drop=True)
+
+
+def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
+    """APES of each factor recomputed within each level of each other factor that is not nested with it
+    (BiasInEar Table 21: APES of language/accent/gender under original vs reversed order)."""
+    data = metrics.data
+    frames = []
+    for stratum in data.factors:
+        for level_code, level in enumerate(data.factor_levels[stratum]):
+            rows = data.factor_codes[stratum] == level_code
+            subset = _subset(data, rows)
+            sub_metrics = compute_mcq_metrics(subset, metrics.failures_as_category, metrics.kappa_nesting)
+            for f, result in sub_metrics.factors.items():
+                if f == stratum or data.factor_determines(f, stratum) or data.factor_determines(stratum, f):
+                    continue
+                apes, n = mean_by_model(sub_metrics, result.apes)
+                kappa, _ = mean_by_model(sub_metrics, result.kappa)
+                frames.append(pd.DataFrame({"model": subset.models, "variable": f, "stratum_factor": stratum,
+                                            "stratum_level": level, "n_questions": n, "apes": apes, "fleiss_kappa": kappa}))
+    if not frames:
+        return pd.DataFrame(columns=["model", "variable", "stratum_factor", "stratum_level", "n_questions", "apes", "fleiss_kappa"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def per_question_table(metrics: McqMetrics) -> pd.DataFrame:
+    """Every per-question value, one row per (model, question)."""
+    data = metrics.data
+    out = pd.DataFrame({
+        "model": np.asarray(data.models, dtype=object)[data.group_model],
+        "question_id": np.asarray(data.questions, dtype=object)[data.group_question],
+        "n": metrics.group_rows, "accuracy": metrics.group_correct / metrics.group_rows,
+        "parse_failures": metrics.group_failures.astype(int), "entropy": metrics.entropy,
+    })
+    if (data.group_cultural_label >= 0).any():
+        out.insert(2, "cultural_label", np.array(["", "CA", "CS"], dtype=object)[data.group_cultural_label + 1])
+    for f, result in metrics.factors.items():
+        out[f"level_entropy[{f}]"] = result.level_entropy
+        out[f"apes[{f}]"] = result.apes
+        out[f"kappa[{f}]"] = result.kappa
+    return out.sort_values(["model", "question_id"], kind="stable").reset_index(drop=True)
+
+
+def _subset(data: McqResponses, rows: np.ndarray) -> McqResponses:
+    """The same encoded table restricted to some rows (codes and level lists unchanged)."""
+    from dataclasses import replace
+
+    idx = np.flatnonzero(rows)
+    group, n_groups = combine(data.model[idx], data.question[idx])
+    first = representative_row(group, n_groups)
+    row_fields = ("model", "question", "answer", "prediction", "chosen", "gold_position", "n_options", "is_identity",
+                  "is_reversed", "is_cyclic", "order_code", "cultural_label")
+    changes = {name: getattr(data, name)[idx] for name in row_fields}
+    changes["subject"] = data.subject[idx] if data.subject is not None else None
+    changes["factor_codes"] = {f: c[idx] for f, c in data.factor_codes.items()}
+    changes.update(group=group, group_model=data.model[idx][first], group_question=data.question[idx][first],
+                   group_n_options=data.n_options[idx][first], group_cultural_label=data.cultural_label[idx][first])
+    # `dependencies` is carried over: nesting is judged on the full table, so a stratum cannot make
+    # unrelated factors look nested
+    return replace(data, **changes)

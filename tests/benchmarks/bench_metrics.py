@@ -1,0 +1,93 @@
+"""Benchmark of the metrics engine at BiasInEar's full size (not a test: pytest does not collect it).
+
+    /work/venv/bin/python tests/benchmarks/bench_metrics.py [--repeats N]
+
+100,800 responses (400 questions × 28 configurations × 9 models). Prints the median time of
+  1. the full metric set in-process (validation, encoding, accuracy/entropy/APES/κ per factor, selection
+     bias, voting, rankings, McNemar, JSON)                                       target ≤ 0.5 s
+  2. the reference package's Evaluator (biasinear) on the same data, one run per model, and the ratio
+                                                                                   target ≥ 10×
+  3. the full metric set with 1,000 question-level bootstrap resamples           target ≤ 15 s
+Medians, because the machine is shared; each figure states how many runs it is the median of."""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from spokenbench.core.metrics.analysis import analyze_mcq
+from spokenbench.core.metrics.loading import read_responses_file
+from spokenbench.core.metrics.responses import prepare_mcq
+from spokenbench.core.metrics.synthetic import biasinear_like
+
+FACTORS = ["language", "accent", "gender", "order"]
+
+
+def median_time(function, repeats: int) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+def reference_inputs(frame, factors):
+    """The Evaluator takes letters in the original option order: map predictions through option_order
+    first (outside the timing; the Evaluator itself has no notion of option order)."""
+    data = prepare_mcq(frame, factors)
+    chosen = np.where(data.chosen >= 0, np.array(list("ABCD"))[np.maximum(data.chosen, 0)], "")
+    inputs = []
+    for model in data.models:
+        rows = (frame["model"] == model).to_numpy()
+        inputs.append((list(chosen[rows]), list(frame["answer"].to_numpy()[rows]),
+                       list(frame["question_id"].to_numpy()[rows]), {f: list(frame[f].to_numpy()[rows]) for f in factors}))
+    return inputs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=7, help="runs per in-process figure (default 7)")
+    parser.add_argument("--reference-repeats", type=int, default=3, help="runs of the reference Evaluator (default 3)")
+    args = parser.parse_args()
+
+    frame = biasinear_like(n_questions=400, n_models=9, seed=0)
+    print(f"data: {len(frame):,} responses, {frame['question_id'].nunique()} questions, "
+          f"{frame['model'].nunique()} models, factors {', '.join(FACTORS)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "responses.csv"
+        frame.to_csv(path, index=False)
+        load, _ = median_time(lambda: read_responses_file(path), 3)
+        print(f"reading the CSV ({path.stat().st_size / 1e6:.1f} MB): median {load:.3f} s of 3 (not part of the figures below)")
+
+    analyze_mcq(frame, FACTORS).to_json()  # warm-up: imports, caches
+    ours, ours_all = median_time(lambda: analyze_mcq(frame, FACTORS).to_json(), args.repeats)
+    print(f"1. full metric set in-process: median {ours:.3f} s of {args.repeats} "
+          f"(min {min(ours_all):.3f}, max {max(ours_all):.3f}); target ≤ 0.5 s: {'met' if ours <= 0.5 else 'MISSED'}")
+
+    try:
+        from biasinear import Evaluator
+    except ImportError:
+        print("2. reference package biasinear not installed (pip install biasinear): ratio not measured")
+        reference = None
+    else:
+        inputs = reference_inputs(frame, FACTORS)
+        reference, ref_all = median_time(lambda: [Evaluator(*i).run() for i in inputs], args.reference_repeats)
+        ratio = reference / ours
+        print(f"2. reference Evaluator (biasinear) on the same data, 9 models: median {reference:.3f} s of "
+              f"{args.reference_repeats} (min {min(ref_all):.3f}); ours is {ratio:.1f}× faster; "
+              f"target ≥ 10×: {'met' if ratio >= 10 else 'MISSED'}")
+
+    boot, boot_all = median_time(lambda: analyze_mcq(frame, FACTORS, n_resamples=1000).to_json(), max(3, args.repeats // 2))
+    print(f"3. full metric set with 1,000 bootstrap resamples: median {boot:.3f} s of {len(boot_all)} "
+          f"(max {max(boot_all):.3f}); target ≤ 15 s: {'met' if boot <= 15 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
