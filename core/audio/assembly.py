@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from spokenbench.core.audio import dsp
-from spokenbench.core.audio.io import AudioError, decode_audio, encode_audio
+from spokenbench.core.audio.io import AudioError, decode_audio, encode_audio, read_pcm16, write_pcm16_wav
 from spokenbench.core.audio.tokens import token_part, token_voice_source
 from spokenbench.core.conditions import Condition, check_order, order_strings
 from spokenbench.core.errors import SpokenBenchError
@@ -197,26 +197,75 @@ class SegmentCache:
             self._cache.move_to_end(clip.sha256)
             return cached
         audio = decode_audio(self.project.audio.read_bytes(clip.sha256, clip.audio_format), what)
-        samples = dsp.resample(audio.samples, audio.rate, self.settings.sample_rate)
-        samples = dsp.match_level(samples, self.settings.sample_rate, self.settings.target_level_db)
+        samples = prepare_segment(audio.samples, audio.rate, self.settings)
         self._cache[clip.sha256] = samples
         if len(self._cache) > self.size:
             self._cache.popitem(last=False)
         return samples
 
 
+def prepare_segment(samples: np.ndarray, rate: int, settings: AssemblySettings, match_levels: bool = True) -> np.ndarray:
+    """One clip at the output rate and, with match_levels, at the target speech level."""
+    samples = dsp.resample(samples, rate, settings.sample_rate)
+    return dsp.match_level(samples, settings.sample_rate, settings.target_level_db) if match_levels else samples
+
+
+def concatenate(pieces: list[np.ndarray | None], settings: AssemblySettings) -> tuple[np.ndarray, list[int]]:
+    """Join segments, a None standing for the fixed pause; returns the audio and the pause centres."""
+    pause = dsp.silence(settings.pause_s, settings.sample_rate)
+    arrays, cuts, position = [], [], 0
+    for piece in pieces:
+        if piece is None:
+            piece = pause
+            cuts.append(position + len(pause) // 2)
+        arrays.append(piece)
+        position += len(piece)
+    return np.concatenate(arrays), cuts
+
+
+def assemble_wav_bytes(question: bytes, options: list[bytes], labels: list[bytes] | None = None,
+                       settings: AssemblySettings = AssemblySettings(), match_levels: bool = True) -> bytes:  # fmt: skip
+    """The assembly for scripts that hold clips as WAV bytes: [label] question, then label + option pairs in
+    the given order, with the settings' pauses, rate and levels (the same code path the project assembly uses).
+    Without level matching, 16-bit clips already at the output rate are joined as they are, bit for bit."""
+    clips = [question] + [clip for index, option in enumerate(options)
+                          for clip in ((labels[index], option) if labels is not None else (option,))]  # fmt: skip
+    if not match_levels:
+        joined = _join_pcm16(clips, settings)
+        if joined is not None:
+            return joined
+
+    def segment(data: bytes, what: str) -> np.ndarray:
+        audio = decode_audio(data, what)
+        return prepare_segment(audio.samples, audio.rate, settings, match_levels)
+
+    pieces: list[np.ndarray | None] = [segment(question, "question"), None]
+    for index, option in enumerate(options):
+        if labels is not None:
+            pieces += [segment(labels[index], f"label {index + 1}"), None]
+        pieces += [segment(option, f"option {index + 1}"), None]
+    audio, _ = concatenate(pieces, settings)
+    return encode_audio(audio, settings.sample_rate, settings.audio_format)
+
+
+def _join_pcm16(clips: list[bytes], settings: AssemblySettings) -> bytes | None:
+    if settings.audio_format != "wav":
+        return None
+    pause = np.zeros(int(round(settings.pause_s * settings.sample_rate)), dtype=np.int16)
+    pieces = []
+    for index, clip in enumerate(clips):
+        decoded = read_pcm16(clip, f"clip {index + 1}")
+        if decoded is None or decoded[1] != settings.sample_rate:
+            return None
+        pieces += [decoded[0], pause]
+    return write_pcm16_wav(np.concatenate(pieces), settings.sample_rate)
+
+
 def render(job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings) -> tuple[np.ndarray, list[int], np.ndarray, int]:
     """(final audio, cut points at pause centres, clean audio before noise, limited sample count)."""
     rate = settings.sample_rate
-    pause = dsp.silence(settings.pause_s, rate)
-    pieces, cuts, position = [], [], 0
-    for role, clip in job.segments:
-        piece = pause if role == "pause" else cache.get(clip, f"{job.label} {role}")
-        if role == "pause":
-            cuts.append(position + len(pause) // 2)
-        pieces.append(piece)
-        position += len(piece)
-    clean = np.concatenate(pieces)
+    pieces = [None if role == "pause" else cache.get(clip, f"{job.label} {role}") for role, clip in job.segments]
+    clean, cuts = concatenate(pieces, settings)
     condition = job.condition
     if condition.speed != 1.0:
         clean = dsp.time_stretch(clean, rate, condition.speed)
