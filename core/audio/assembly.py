@@ -25,7 +25,7 @@ from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import iter_items
 
-SEGMENT_CACHE_SIZE = 512
+SEGMENT_CACHE_BYTES = 256 * 2**20  # prepared clips kept for reuse; bounds memory whatever the input count
 
 
 @dataclass(frozen=True)
@@ -187,20 +187,26 @@ def _job(item_id, item, condition: Condition, option_order, label_sequence, part
 class SegmentCache:
     """Decoded, resampled, level-matched clips, reused across the many conditions that share them."""
 
-    def __init__(self, project: Project, settings: AssemblySettings, size: int = SEGMENT_CACHE_SIZE):
-        self.project, self.settings, self.size = project, settings, size
+    def __init__(self, project: Project, settings: AssemblySettings, max_bytes: int = SEGMENT_CACHE_BYTES):
+        self.project, self.settings, self.max_bytes = project, settings, max_bytes
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._bytes = 0
 
     def get(self, clip: ClipRef, what: str) -> np.ndarray:
         cached = self._cache.get(clip.sha256)
         if cached is not None:
             self._cache.move_to_end(clip.sha256)
             return cached
-        audio = decode_audio(self.project.audio.read_bytes(clip.sha256, clip.audio_format), what)
+        try:
+            data = self.project.audio.read_bytes(clip.sha256, clip.audio_format)
+        except SpokenBenchError as error:
+            raise AudioError(f"{what}: {error}") from None
+        audio = decode_audio(data, what)
         samples = prepare_segment(audio.samples, audio.rate, self.settings)
         self._cache[clip.sha256] = samples
-        if len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        self._bytes += samples.nbytes
+        while self._bytes > self.max_bytes and len(self._cache) > 1:
+            self._bytes -= self._cache.popitem(last=False)[1].nbytes
         return samples
 
 
@@ -316,9 +322,10 @@ def run_assembly(
     chunk_seconds: list[float] = (),
     settings: AssemblySettings = AssemblySettings(),
     progress: Progress | None = None,
+    cache_bytes: int = SEGMENT_CACHE_BYTES,
 ) -> AssemblyReport:
     progress = progress or no_progress()
-    cache = SegmentCache(project, settings)
+    cache = SegmentCache(project, settings, cache_bytes)
     report = AssemblyReport()
     for done, job in enumerate(plan.jobs, start=1):
         progress.check_cancelled()

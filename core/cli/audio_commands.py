@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 
 from spokenbench.core.audio.assembly import AssemblySettings, parse_number_list, plan_assembly, run_assembly
 from spokenbench.core.audio.synthesis import PART_KINDS, plan_synthesis, run_synthesis
 from spokenbench.core.audio.tokens import TOKEN_LANGUAGES
 from spokenbench.core.audio.tts import BACKEND_NAMES, get_backend
+from spokenbench.core.audio.tts.project_settings import cloning_references, project_prompt_template, save_prompt_template
 from spokenbench.core.cli.output import print_json
 from spokenbench.core.conditions import NAMED_ORDERS
+from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.store import opened
+
+
+def read_text_file(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpokenBenchError(f"{path}: cannot read the prompt file ({error})") from None
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -34,6 +44,10 @@ def register(subparsers) -> None:
     p.add_argument("--parts", default=",".join(PART_KINDS), help=f"which parts: {', '.join(PART_KINDS)} (default: all)")
     p.add_argument("--token-language", choices=TOKEN_LANGUAGES, default="english",
                    help="speak 'question', 'A'..'D' in English for every language as the paper did, or natively")
+    p.add_argument("--prompt-file", metavar="FILE",
+                   help="this project's own style prompt for gemini/openai (placeholders {text}, {language_name}, "
+                   "{accent_name}); saved with the project and used from then on")
+    p.add_argument("--base-url", help="API base URL (an OpenAI-compatible or Gemini-compatible server)")
     p.add_argument("--original-text", action="store_true", help="speak the original text even where a rewrite is accepted")
     p.add_argument("--dry-run", action="store_true", help="show the plan and its cost estimate, synthesize nothing")
     p.add_argument("--json", action="store_true", help="print the plan and result as JSON")
@@ -64,9 +78,21 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_assemble)
 
 
+def _backend_for(args: argparse.Namespace, project):
+    """The chosen backend with the project's settings: its saved prompt template, its cloning references."""
+    if args.tts == "clone":
+        return get_backend("clone", references=cloning_references(project))
+    options = {"model": args.model, "base_url": args.base_url}
+    if args.tts in ("gemini", "openai"):
+        if args.prompt_file:
+            save_prompt_template(project, args.tts, read_text_file(args.prompt_file))
+        options["prompt_template"] = project_prompt_template(project.conn, args.tts)
+    return get_backend(args.tts, **{k: v for k, v in options.items() if v is not None})
+
+
 def cmd_synthesize(args: argparse.Namespace) -> int:
-    backend = get_backend(args.tts, **({"model": args.model} if args.model else {}))
     with opened(args.dir) as project:
+        backend = _backend_for(args, project)
         plan = plan_synthesis(
             project.conn, backend, _csv(args.languages), _csv(args.voices), _csv(args.accents),
             tuple(_csv(args.parts) or ()), args.token_language, use_rewrites=not args.original_text,

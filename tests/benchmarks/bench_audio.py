@@ -14,10 +14,10 @@ for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[variable] = "1"  # one core, as the issue asks
 
 import asyncio
-import resource
 import statistics
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 from spokenbench.core.audio import dsp
@@ -124,17 +124,26 @@ def main() -> None:
         asyncio.run(run_synthesis(project, plan))
         orders = ["original", "reversed", "order-backward", "token-backward", "BCDA"]
         assembly = plan_assembly(project.conn, orders, settings=resampled)  # 20 items x 2 voices x 5 orders
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         start = time.perf_counter()
         report = run_assembly(project, assembly, [30.0], resampled)
         elapsed = time.perf_counter() - start
-        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         per_input = elapsed / report.assembled
         print(f"\n4. project pipeline: {report.assembled} inputs ({report.seconds_of_audio / report.assembled:.1f} s each), "
               f"read from the store, chunked at 30 s, written to disk")
         print(f"   {elapsed:.2f} s -> {per_input * 1000:.1f} ms per input, {report.seconds_of_audio / elapsed:,.0f}x real time")
-        print(f"   peak memory grew by {(rss_after - rss_before) / 1024:.0f} MiB during assembly (inputs streamed to disk)")
         print(f"   BiasInEar's 11,200 inputs at this rate: {11_200 * per_input / 60:.1f} min")
+        cap = 32 * 2**20  # a small clip cache, so that 200 inputs overflow it and any growth would show
+        peaks = {}
+        for count in (20, 200):  # memory must not grow with the number of inputs: they are streamed to disk
+            settings = AssemblySettings(sample_rate=16_000, pause_s=0.4 + count / 1000)  # new recipes, so all rebuild
+            plan = plan_assembly(project.conn, orders, settings=settings)
+            plan.jobs = plan.jobs[:count]
+            tracemalloc.start()
+            run_assembly(project, plan, [30.0], settings, cache_bytes=cap)
+            peaks[count] = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+        print(f"   peak traced memory with a 32 MiB clip cache: {peaks[20]:.0f} MiB for 20 inputs, "
+              f"{peaks[200]:.0f} MiB for 200 (default cache cap 256 MiB)")
         project.close()
 
 

@@ -122,3 +122,55 @@ def test_openai_speech_with_accent_instructions_and_retry_after(mini_project):
     assert sent[-1].headers["authorization"] == f"Bearer {SECRET}"
     gender = mini_project.conn.execute("SELECT DISTINCT speaker_gender FROM clips").fetchone()[0]
     assert gender == "female"
+
+
+def test_project_prompt_template_is_saved_and_used(cli, mini_project, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    template = tmp_path / "prompt.txt"
+    template.write_text("Say it like a newsreader from {accent_name}, in {language_name}: {text}", encoding="utf-8")
+    with StubServer() as server:
+        server.script("POST", GEMINI_ROUTE, pcm_reply(2.5))
+        result = cli("synthesize", mini_project.path, "--tts", "gemini", "--base-url", server.url, "--languages", "en",
+                     "--voices", "Orus", "--accents", "american", "--parts", "questions", "--prompt-file", template)  # fmt: skip
+        first = server.requests_to(GEMINI_ROUTE)[0].json()["contents"][0]["parts"][0]["text"]
+    assert result.code == 0, result.err
+    assert first == "Say it like a newsreader from General American, in English: Which gas do plants take in?"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Read {txt}", encoding="utf-8")
+    refused = cli("synthesize", mini_project.path, "--tts", "gemini", "--prompt-file", bad, "--dry-run")
+    assert refused.code == 2 and "template is invalid" in refused.err
+
+
+def test_clone_without_the_extra_says_what_to_install(cli, mini_project, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "chatterbox", None)
+    monkeypatch.setitem(sys.modules, "chatterbox.mtl_tts", None)
+    from spokenbench.core.audio.tts import get_backend
+
+    backend = get_backend("clone", references={"ana": ("female", mini_project.path / "ref.wav")})
+    with pytest.raises(Exception, match=r"spokenbench-studio\[cloning\]"):
+        backend.prepare()
+
+
+def test_corrupt_or_stereo_audio_from_a_backend_is_named_and_not_stored(mini_project):
+    import io
+
+    import soundfile
+
+    stereo = io.BytesIO()
+    soundfile.write(stereo, np.zeros((24_000, 2), np.float32) + 0.1, 24_000, format="WAV")
+    with StubServer() as server:
+        server.script(
+            "POST", r"/v1/audio/speech",
+            Reply(200, b"RIFF\x00\x00garbage", headers={"Content-Type": "audio/wav"}),
+            Reply(200, stereo.getvalue(), headers={"Content-Type": "audio/wav"}),
+        )  # fmt: skip
+        backend = get_backend("openai", base_url=f"{server.url}/v1", key=SECRET)
+        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["onyx"], accents=["american"], parts=("questions",))
+        report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=FAST_RETRIES))
+    failures = sorted(report.failures)
+    assert report.failed == 2
+    assert any("unreadable or corrupt" in f for f in failures) and any("2 channels" in f for f in failures)
+    assert all("(en) question, american, onyx" in f for f in failures)
+    assert mini_project.conn.execute("SELECT count(*) FROM clips WHERE status = 'ok'").fetchone()[0] == 0
