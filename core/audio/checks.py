@@ -31,9 +31,10 @@ def plausible_duration(text: str) -> tuple[float, float]:
     return max(0.05, units / 40.0), 2.0 + units / 3.0
 
 
-def check_clip(data: bytes, text: str, what: str) -> tuple[Audio, float]:
-    """Decode and vet a clip; returns the audio and its active speech level, or raises AudioError."""
-    audio = decode_audio(data, what)
+def check_clip(data: bytes, text: str, what: str, expected_rate: int | None = None) -> tuple[Audio, float]:
+    """Decode and vet a clip; returns the audio and its active speech level, or raises AudioError. A rate other
+    than the backend's declared one means a changed or misbehaving service, so it is refused, not resampled."""
+    audio = decode_audio(data, what, expected_rate=expected_rate)
     level = speech_level_db(audio.samples, audio.rate)
     if level < SILENT_BELOW_DB:
         raise AudioError(f"{what}: the audio is silent (speech level {level:.0f} dBFS)")

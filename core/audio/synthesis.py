@@ -174,7 +174,7 @@ async def run_synthesis(
                 data, _ = await call_with_retries(
                     lambda: backend.synthesize(first.request), limiter, retry_policy, secrets=backend.secrets()
                 )
-                audio, level = check_clip(data, first.request.text, first.label)
+                audio, level = check_clip(data, first.request.text, first.label, backend.output_rate)
             except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:
                 message = f"{first.label}: {error}" if isinstance(error, RemoteCallFailed) else str(error)
                 _store_rows(project, backend, group, "failed", message, (None,) * 5)

@@ -160,17 +160,21 @@ def test_corrupt_or_stereo_audio_from_a_backend_is_named_and_not_stored(mini_pro
 
     stereo = io.BytesIO()
     soundfile.write(stereo, np.zeros((24_000, 2), np.float32) + 0.1, 24_000, format="WAV")
+    telephone = encode_wav(tone(200, 2.0, 0.3, 8_000), 8_000)
     with StubServer() as server:
         server.script(
             "POST", r"/v1/audio/speech",
             Reply(200, b"RIFF\x00\x00garbage", headers={"Content-Type": "audio/wav"}),
             Reply(200, stereo.getvalue(), headers={"Content-Type": "audio/wav"}),
+            Reply(200, telephone, headers={"Content-Type": "audio/wav"}),
         )  # fmt: skip
         backend = get_backend("openai", base_url=f"{server.url}/v1", key=SECRET)
-        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["onyx"], accents=["american"], parts=("questions",))
+        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["onyx", "nova"], accents=["american"], parts=("questions",))
+        backend.max_concurrency = 1  # replies in script order
         report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=FAST_RETRIES))
-    failures = sorted(report.failures)
-    assert report.failed == 2
-    assert any("unreadable or corrupt" in f for f in failures) and any("2 channels" in f for f in failures)
-    assert all("(en) question, american, onyx" in f for f in failures)
+    failures = report.failures
+    assert report.failed == 4
+    assert "unreadable or corrupt" in failures[0] and "2 channels" in failures[1]
+    assert "sample rate is 8000 Hz; 24000 Hz expected" in failures[2]
+    assert all("(en) question, american, " in f for f in failures)
     assert mini_project.conn.execute("SELECT count(*) FROM clips WHERE status = 'ok'").fetchone()[0] == 0
