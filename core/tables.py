@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from spokenbench.core.errors import InputError, InputProblem
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
@@ -38,8 +40,8 @@ def table_format(path: Path) -> str:
     return fmt
 
 
-def read_table(path: str | Path) -> Table:
-    path = Path(path)
+def _read_bytes(path: Path) -> tuple[str, bytes]:
+    """(format, bytes) after the checks every reader shares: known extension, a readable, non-empty file."""
     name = str(path)
     fmt = table_format(path)
     try:
@@ -52,14 +54,68 @@ def read_table(path: str | Path) -> Table:
         raise InputError(InputProblem(name, f"cannot be read ({error.strerror})")) from None
     if not data.strip():
         raise InputError(InputProblem(name, "the file is empty"))
-    if fmt == "parquet":
-        return _read_parquet(name, data)
-    if data.startswith(PARQUET_MAGIC):
+    if fmt != "parquet" and data.startswith(PARQUET_MAGIC):
         raise InputError(InputProblem(name, f"this is a Parquet file, not {fmt.upper()}; rename it to .parquet"))
+    return fmt, data
+
+
+def read_table(path: str | Path) -> Table:
+    """Rows as dicts with their values as stored, for importers that validate row by row."""
+    path = Path(path)
+    name = str(path)
+    fmt, data = _read_bytes(path)
+    if fmt == "parquet":
+        arrow_table = _parquet(name, data)
+        rows = arrow_table.to_pylist()
+        if not rows:
+            raise InputError(InputProblem(name, "has no rows"))
+        return Table(name, list(arrow_table.column_names), rows)
     text = _decode_text(name, data)
     if fmt == "jsonl":
         return _read_jsonl(name, text)
     return _read_delimited(name, text, "\t" if fmt == "tsv" else ",")
+
+
+def read_frame(path: str | Path) -> pd.DataFrame:
+    """The whole table as a DataFrame of stripped strings ("" for missing), read column-wise by pandas: the
+    form for large tables such as 100,000 model answers. Same file checks and errors as `read_table`."""
+    path = Path(path)
+    name = str(path)
+    fmt, data = _read_bytes(path)
+    if fmt == "parquet":
+        frame = _parquet(name, data).to_pandas()
+    else:
+        text = _decode_text(name, data)
+        if fmt == "jsonl":
+            frame = pd.DataFrame.from_records(_read_jsonl(name, text).rows)
+        else:
+            try:
+                frame = pd.read_csv(io.StringIO(text), sep="\t" if fmt == "tsv" else ",", dtype=str, keep_default_na=False)
+            except pd.errors.ParserError as error:
+                raise InputError(InputProblem(name, f"is not a well-formed table ({error})")) from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if len(frame) == 0:
+        raise InputError(InputProblem(name, "has a header but no data rows"))
+    return as_clean_strings(frame)
+
+
+def as_clean_strings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every column as stripped text, missing values as "". Works on each column's unique values, so it is cheap."""
+    out = {}
+    for column in frame.columns:
+        codes, uniques = pd.factorize(frame[column], use_na_sentinel=True)
+        cleaned = [_cell_text(u) for u in uniques]
+        lookup = pd.Index(cleaned + [""], dtype=object).to_numpy()
+        out[column] = pd.array(lookup[codes], dtype="str")  # code -1 (missing) picks the trailing ""
+    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # ids stored as floats by some writers: 12.0 -> "12"
+    if isinstance(value, (list, dict)) or hasattr(value, "tolist"):
+        return json.dumps(value.tolist() if hasattr(value, "tolist") else value, ensure_ascii=False)
+    return str(value).strip()
 
 
 def _decode_text(name: str, data: bytes) -> str:
@@ -150,20 +206,16 @@ def _read_jsonl(name: str, text: str) -> Table:
     return Table(name, list(columns), rows)
 
 
-def _read_parquet(name: str, data: bytes) -> Table:
+def _parquet(name: str, data: bytes):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not data.startswith(PARQUET_MAGIC):
         raise InputError(InputProblem(name, "is not a Parquet file (no Parquet header); check the extension"))
     try:
-        arrow_table = pq.read_table(pa.BufferReader(data))
+        return pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as error:
         raise InputError(InputProblem(name, f"the Parquet file is damaged or unreadable ({error})")) from None
-    rows = arrow_table.to_pylist()
-    if not rows:
-        raise InputError(InputProblem(name, "has no rows"))
-    return Table(name, list(arrow_table.column_names), rows)
 
 
 def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str] | None = None) -> None:

@@ -57,18 +57,18 @@ def test_empty_file_header_only_and_unknown_type(tmp_path):
         read_responses_file(header)
     other = tmp_path / "r.xlsx"
     other.write_text("x")
-    with pytest.raises(InputError, match="unsupported file type"):
+    with pytest.raises(InputError, match="unknown table type"):
         read_responses_file(other)
-    with pytest.raises(SpokenBenchError, match="no such file"):
+    with pytest.raises(SpokenBenchError, match="file not found"):
         read_responses_file(tmp_path / "missing.csv")
 
 
-def test_bad_encoding_names_the_row(tmp_path):
+def test_bad_encoding_names_the_line(tmp_path):
     path = tmp_path / "latin1.csv"
     path.write_bytes("question_id,model,answer,prediction\nq1,m,A,A\nq2,caf\xe9,A,B\n".encode("latin-1"))
     with pytest.raises(InputError) as caught:
         read_responses_file(path)
-    assert "UTF-8" in str(caught.value) and "row 2" in str(caught.value)
+    assert "UTF-8" in str(caught.value) and "line 3" in str(caught.value)
 
 
 def test_bad_jsonl_line(tmp_path):
@@ -77,7 +77,7 @@ def test_bad_jsonl_line(tmp_path):
     with pytest.raises(InputError) as caught:
         read_responses_file(path)
     assert [(p.row, p.message.split(" (")[0]) for p in caught.value.problems] == [
-        (2, "not valid JSON"), (3, "each line must be one JSON object")]
+        (2, "line 2 is not valid JSON"), (3, "line 3 is not a JSON object")]
 
 
 def test_missing_columns_and_unknown_factors():
