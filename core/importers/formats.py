@@ -94,31 +94,41 @@ def parse_global_mmlu_lite(table: Table, options: ImportOptions) -> list[Item]:
         question = r.text("question")
         texts = [r.text(c) or "" for c in option_columns]
         answer = resolve_answer(r, r.text("answer"), texts, "answer")
-        label = r.text("cultural_sensitivity_label", required=False)
-        if label is not None and label.upper() not in CULTURAL_LABELS:
-            r.fail(f"'{label}' is not a cultural label (CS or CA)", "cultural_sensitivity_label")
+        label = _cultural_label(r, "cultural_sensitivity_label")
         if len(problems) == before:
             check_options(r, texts, "option_a..option_d")
         if len(problems) > before:
             continue
-        parsed.append(
-            (
-                number,
-                Item(
-                    source=source,
-                    source_id=sample_id,
-                    language=lang,
-                    question=question,
-                    options=tuple(Option(LETTERS[i], t) for i, t in enumerate(texts)),
-                    answer=answer,
-                    subject=r.text("subject", required=False),
-                    subject_category=r.text("subject_category", required=False),
-                    cultural_label=label.upper() if label else None,
-                    extra=_extra(row, used | options.ignore_columns),
-                ),
-            )
-        )
+        meta = {"subject": "subject", "subject_category": "subject_category"}
+        item = _mcq_item(r, source, sample_id, lang, question, texts, answer, label, meta, used | options.ignore_columns)
+        parsed.append((number, item))
     return _finish(table, parsed, problems, "sample_id")
+
+
+def _cultural_label(r: RowReader, column: str) -> str | None:
+    if column not in r.table.columns:
+        return None
+    label = r.text(column, required=False)
+    if label is not None and label.upper() not in CULTURAL_LABELS:
+        r.fail(f"'{label}' is not a cultural label (CS or CA)", column)
+        return None
+    return label.upper() if label else None
+
+
+def _mcq_item(r: RowReader, source, source_id, language, question, texts, answer, label, meta: dict, used: set) -> Item:
+    """A validated multiple-choice row as an Item; `meta` maps subject fields to their columns."""
+    return Item(
+        source=source,
+        source_id=source_id,
+        language=language,
+        question=question,
+        options=tuple(Option(LETTERS[i], t) for i, t in enumerate(texts)),
+        answer=answer,
+        subject=r.text(meta["subject"], required=False),
+        subject_category=r.text(meta["subject_category"], required=False),
+        cultural_label=label,
+        extra=_extra(r.row, used),
+    )
 
 
 def _option_columns(table: Table, options: ImportOptions) -> tuple[list[str] | None, str | None]:
@@ -180,31 +190,14 @@ def parse_mcq(table: Table, options: ImportOptions) -> list[Item]:
         texts, options_where = _read_options(r, option_columns, list_column)
         lang = options.language or (r.text(language_column) if language_column in table.columns else None)
         lang = check_language(r, lang, language_column if not options.language else None)
-        label = r.text(optional["cultural_label"], required=False) if optional["cultural_label"] in table.columns else None
-        if label is not None and label.upper() not in CULTURAL_LABELS:
-            r.fail(f"'{label}' is not a cultural label (CS or CA)", optional["cultural_label"])
+        label = _cultural_label(r, optional["cultural_label"])
         if texts is None or not check_options(r, texts, options_where):
             continue
         answer = resolve_answer(r, r.text(answer_column), texts, answer_column)
         if len(problems) > before:
             continue
-        parsed.append(
-            (
-                number,
-                Item(
-                    source=source,
-                    source_id=source_id,
-                    language=lang,
-                    question=question,
-                    options=tuple(Option(LETTERS[i], t) for i, t in enumerate(texts)),
-                    answer=answer,
-                    subject=r.text(optional["subject"], required=False),
-                    subject_category=r.text(optional["subject_category"], required=False),
-                    cultural_label=label.upper() if label else None,
-                    extra=_extra(row, used | options.ignore_columns),
-                ),
-            )
-        )
+        item = _mcq_item(r, source, source_id, lang, question, texts, answer, label, optional, used | options.ignore_columns)
+        parsed.append((number, item))
     return _finish(table, parsed, problems, id_column)
 
 
