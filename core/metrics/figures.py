@@ -60,7 +60,7 @@ def entropy_distribution(analysis) -> Figure | None:
         ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
         ax.set_xlabel("model")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title("Answer entropy across configurations, per question (box: IQR, ▲: mean)")
+        ax.set_title("Answer entropy per question across configurations\n(box: IQR, line: median, △: mean)")
         ax.tick_params(axis="x", rotation=30)
     return fig
 
@@ -160,7 +160,7 @@ def position_accuracy_change(analysis) -> Figure | None:
         ax.set_xticks(x, selection.positions)
         ax.set_xlabel("position of the gold answer (presented letter)")
         ax.set_ylabel("Δ accuracy vs original order (percentage points)")
-        ax.set_title(f"Accuracy change by gold position ({selection.comparison_rows} vs original order)")
+        ax.set_title(f"Accuracy change by gold position\n({selection.comparison_rows} vs original order)")
         ax.legend(fontsize=7, ncol=2 if n_models > 5 else 1)
     return fig
 
