@@ -1,5 +1,6 @@
 """The offline demo project: a small trilingual benchmark written for this tool, with hand-made
-spoken-readable rewrites, plus gender probes. Later stages (audio, runs, results) add to it."""
+spoken-readable rewrites, gender probes, espeak-ng audio in every offline voice, and runs of three simulated
+listeners with different bias profiles — everything the app and the metrics need, with no network."""
 from __future__ import annotations
 
 import asyncio
@@ -13,6 +14,7 @@ from pathlib import Path
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.errors import ProjectError, SpokenBenchError
+from spokenbench.core.evaluation.demo import add_simulated_demo_runs
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
@@ -53,16 +55,16 @@ def build_demo(path: str | Path, progress: Progress | None = None) -> Path:
 
 def _fill(project: Project, progress: Progress) -> None:
     with demo_file(DEMO_MCQ) as mcq_path, demo_file(DEMO_GENDER_PROBES) as probes_path:
-        progress.report(0, 4, "importing demo questions")
+        progress.report(0, 5, "importing demo questions")
         import_files(
             project,
             [mcq_path],
             "mcq",
             ImportOptions(source=DEMO_SOURCE, ignore_columns=frozenset({"rewrite"})),
         )
-        progress.report(1, 4, "importing gender probes")
+        progress.report(1, 5, "importing gender probes")
         import_files(project, [probes_path], "gender-probe", ImportOptions(source=DEMO_GENDER_SOURCE))
-        progress.report(2, 4, "adding spoken-readable rewrites")
+        progress.report(2, 5, "adding spoken-readable rewrites")
         rewrites = {}
         for line in mcq_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -74,9 +76,11 @@ def _fill(project: Project, progress: Progress) -> None:
             add_rewrite(conn, item_id, "question", rewrite["question"], "demo", "accepted", "demo-author")
             for option, text in zip(item.options, rewrite["options"]):
                 add_rewrite(conn, item_id, option_part(option.letter), text, "demo", "accepted", "demo-author")
-    progress.report(3, 4, "synthesizing offline speech")
+    progress.report(3, 5, "synthesizing offline speech")
     _synthesize_offline(project, progress)
-    progress.report(4, 4, "demo ready")
+    progress.report(4, 5, "running three simulated listeners")
+    add_simulated_demo_runs(project, progress.sub_task())
+    progress.report(5, 5, "demo ready")
 
 
 def _synthesize_offline(project: Project, progress: Progress) -> None:

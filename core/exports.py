@@ -47,8 +47,8 @@ def responses_frame(conn: sqlite3.Connection) -> pd.DataFrame:
         SELECT r.id AS response_id, r.run_id, u.name AS run_name, u.model, u.mode, u.prompt,
                i.source_id AS question_id, i.id AS item_id, i.language, i.subject,
                i.cultural_label, i.category, i.answer, r.parsed_letter AS prediction, r.option_order,
-               r.mapped_option, r.parse_status, r.condition_key, r.raw_text, r.latency_ms,
-               r.input_tokens, r.output_tokens, r.error, r.created_at
+               r.mapped_option, r.parse_status, r.parse_detail, r.condition_key, r.raw_text, r.transcript,
+               r.latency_ms, r.input_tokens, r.output_tokens, r.cost_usd, r.cached, r.attempts, r.error, r.created_at
         FROM responses r JOIN runs u ON u.id = r.run_id JOIN items i ON i.id = r.item_id
         ORDER BY r.id"""
     frame = pd.read_sql_query(query, conn)
@@ -56,7 +56,29 @@ def responses_frame(conn: sqlite3.Connection) -> pd.DataFrame:
         return frame
     factors = pd.DataFrame([json.loads(key) for key in frame["condition_key"]], index=frame.index)
     factors = factors.drop(columns=[c for c in factors.columns if c in frame.columns], errors="ignore")
-    return pd.concat([frame.drop(columns=["condition_key"]), factors], axis=1)
+    frame = pd.concat([frame.drop(columns=["condition_key"]), factors], axis=1)
+    return _with_gender_probe_columns(conn, frame)
+
+
+ORIENTATION_CODES = {"male": "M", "female": "F", "neutral": "N", None: "X"}
+
+
+def _with_gender_probe_columns(conn: sqlite3.Connection, frame: pd.DataFrame) -> pd.DataFrame:
+    """The gender-probe metrics' inputs: the voice's gender and each presented option's orientation (M/F/N/X)."""
+    if "gender" in frame.columns:
+        frame["voice_gender"] = frame["gender"]
+    orientation_by_item: dict[int, dict[str, str]] = {}
+    for item_id, letter, orientation in conn.execute(
+        "SELECT o.item_id, o.letter, o.orientation FROM options o JOIN items i ON i.id = o.item_id "
+        "WHERE i.kind = 'gender-probe' ORDER BY o.item_id, o.position"
+    ):
+        orientation_by_item.setdefault(item_id, {})[letter] = ORIENTATION_CODES.get(orientation, "X")
+    if orientation_by_item:
+        frame["option_orientation"] = [
+            "".join(orientation_by_item[item][letter] for letter in order) if item in orientation_by_item else None
+            for item, order in zip(frame["item_id"], frame["option_order"])
+        ]
+    return frame
 
 
 def ratings_frame(conn: sqlite3.Connection) -> pd.DataFrame:

@@ -1,0 +1,292 @@
+"""Model adapters: one request in, one reply out, through the official SDKs (google-genai for Gemini, openai
+for OpenAI, NVIDIA's hosted catalog, Mistral and any OpenAI-compatible server such as vLLM). Adapters do
+no retrying and no rate limiting (core.remote does, once, for every provider) and never see a project.
+
+How audio is put into a request is the preset's `convention` (see presets.CONVENTIONS): the same model on
+a different host may need a different shape, so it is data, not a class."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from spokenbench.core.credentials import api_key
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.evaluation.presets import ModelPreset
+from spokenbench.core.remote import strip_url_credentials
+
+AUDIO_MIME = {"wav": "audio/wav", "mp3": "audio/mp3", "flac": "audio/flac", "ogg": "audio/ogg", "aac": "audio/aac",
+              "aiff": "audio/aiff"}  # fmt: skip
+AUDIO_TOKENS_PER_SECOND = {"gemini": 32.0, "openai-input-audio": 10.0}  # estimates for limits and budget only
+DEFAULT_TIMEOUT_S = 120.0
+CREDENTIAL_PROVIDER = {"gemini": "gemini", "openai": "openai", "nvidia": "nvidia", "mistral": "mistral"}
+
+
+@dataclass(frozen=True)
+class AudioInput:
+    data: bytes = field(repr=False)
+    sha256: str
+    format: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything sent for one answer. `kind` 'transcribe' asks a transcription endpoint instead of chat."""
+
+    system: str | None
+    user: str
+    audio: tuple[AudioInput, ...] = ()
+    kind: str = "chat"
+    language: str | None = None  # hint for transcription endpoints
+    context: dict | None = field(default=None, compare=False, repr=False)  # simulated listener only; never sent
+
+    def fingerprint(self) -> dict:
+        """The request without audio bytes (their hashes stand in): part of the response-cache key."""
+        return {"kind": self.kind, "system": self.system, "user": self.user, "language": self.language,
+                "audio": [[a.sha256, a.format] for a in self.audio]}
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    temperature: float = 0.0
+    max_output_tokens: int = 4096
+    thinking: str | None = None  # None/'off', 'auto', a token budget ('1024'), or a level ('low', 'high')
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def as_dict(self) -> dict:
+        return {"temperature": self.temperature, "max_output_tokens": self.max_output_tokens, "thinking": self.thinking}
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    audio_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+class ModelAdapter:
+    """Base class. Subclasses implement `generate`; `identity` names everything that changes the answer."""
+
+    cacheable = True
+
+    def __init__(self, preset: ModelPreset, params: GenerationParams):
+        self.preset = preset
+        self.params = params
+        self.secrets: tuple[str, ...] = ()
+
+    @property
+    def spec(self) -> str:
+        return self.preset.spec
+
+    @property
+    def limiter_key(self) -> str:
+        return f"{self.preset.provider}@{strip_url_credentials(self.preset.base_url) or 'default'}"
+
+    def identity(self) -> dict:
+        return {"provider": self.preset.provider, "model": self.preset.model,
+                "endpoint": strip_url_credentials(self.preset.base_url), "convention": self.preset.convention,
+                "params": self.params.as_dict()}
+
+    def request_key(self, request: ModelRequest) -> str:
+        blob = json.dumps({"model": self.identity(), "request": request.fingerprint()}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def estimate_tokens(self, request: ModelRequest) -> tuple[int, int]:
+        """(text tokens, audio tokens) before sending: for tokens-per-minute limits and budget reservations."""
+        text = (request.system or "") + request.user
+        text_tokens = len(text.encode("utf-8")) / 3 + 8  # ~4 characters per token in Latin text, ~1 per CJK character
+        per_second = AUDIO_TOKENS_PER_SECOND.get(self.preset.convention, 32.0)
+        return int(text_tokens), int(sum(a.seconds for a in request.audio) * per_second)
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _b64(audio: AudioInput) -> str:
+    return base64.b64encode(audio.data).decode("ascii")
+
+
+class OpenAICompatibleAdapter(ModelAdapter):
+    """OpenAI, NVIDIA's catalog, Mistral, vLLM and other OpenAI-compatible servers via the openai SDK."""
+
+    def __init__(self, preset: ModelPreset, params: GenerationParams, key: str):
+        super().__init__(preset, params)
+        from openai import AsyncOpenAI
+
+        self.secrets = (key,)
+        # max_retries=0: core.remote owns retries (and honours Retry-After once, not twice).
+        self.client = AsyncOpenAI(api_key=key, base_url=preset.base_url, max_retries=0, timeout=params.timeout_s)
+
+    def _messages(self, request: ModelRequest) -> list[dict]:
+        convention = self.preset.convention
+        system, user = request.system, request.user
+        if system and not self.preset.system_role:
+            user, system = f"{system}\n\n{user}", None
+        messages = [{"role": "system", "content": system}] if system else []
+        if convention in ("nvidia-inline-audio", "nvidia-inline-audio-phi"):
+            tags = " ".join(f'<audio src="data:{AUDIO_MIME.get(a.format, "audio/wav")};base64,{_b64(a)}" />'
+                            for a in request.audio)
+            if convention == "nvidia-inline-audio-phi" and request.audio:
+                tags = "".join(f"<|audio_{n}|>" for n in range(1, len(request.audio) + 1)) + " " + tags
+            if self.preset.max_inline_base64_chars and len(tags) > self.preset.max_inline_base64_chars:
+                raise SpokenBenchError(
+                    f"{self.spec}: the inline audio is {len(tags):,} characters of base64, over the host's limit of "
+                    f"{self.preset.max_inline_base64_chars:,}; assemble shorter chunks (spokenbench assemble --chunk-seconds)"
+                )
+            messages.append({"role": "user", "content": f"{tags}\n{user}" if tags else user})
+            return messages
+        parts: list[dict] = []
+        for audio in request.audio:
+            if convention == "openai-input-audio":
+                parts.append({"type": "input_audio", "input_audio": {"data": _b64(audio), "format": audio.format}})
+            elif convention == "mistral-input-audio":
+                parts.append({"type": "input_audio", "input_audio": _b64(audio)})
+            elif convention == "audio-url":
+                url = f"data:{AUDIO_MIME.get(audio.format, 'audio/wav')};base64,{_b64(audio)}"
+                parts.append({"type": "audio_url", "audio_url": {"url": url}})
+            else:
+                raise SpokenBenchError(f"{self.spec}: convention '{convention}' is not an OpenAI-compatible one")
+        parts.append({"type": "text", "text": user})
+        messages.append({"role": "user", "content": parts if request.audio else user})
+        return messages
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        if request.kind == "transcribe":
+            return await self._transcribe(request)
+        body = {"model": self.preset.model, "messages": self._messages(request), "temperature": self.params.temperature,
+                self.preset.max_tokens_param: self.params.max_output_tokens}
+        # The SDK's documented raw `post` (same client, auth, timeouts and error classes as
+        # chat.completions.create) without its recursive TypedDict transform of `messages`, which costs about
+        # 3 ms of CPU per audio request and would make the runner CPU-bound at high concurrency.
+        data = await self.client.post("/chat/completions", cast_to=object, body=body)
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise MalformedReply("the reply has no choices")
+        choice = data["choices"][0] or {}
+        content = (choice.get("message") or {}).get("content")
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        return ModelReply(
+            text=content or "",
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            audio_tokens=details.get("audio_tokens") if isinstance(details, dict) else None,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    async def _transcribe(self, request: ModelRequest) -> ModelReply:
+        texts = []
+        for audio in request.audio:
+            kwargs = {"model": self.preset.model, "file": (f"input.{audio.format}", audio.data, AUDIO_MIME.get(audio.format, "audio/wav"))}
+            if request.language:
+                kwargs["language"] = request.language.split("-")[0]
+            result = await self.client.audio.transcriptions.create(**kwargs)
+            texts.append(result.text if hasattr(result, "text") else str(result))
+        return ModelReply(text=" ".join(t.strip() for t in texts))
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+class GeminiAdapter(ModelAdapter):
+    """Gemini through google-genai's async client. The SDK retries nothing by default; keep it so."""
+
+    def __init__(self, preset: ModelPreset, params: GenerationParams, key: str):
+        super().__init__(preset, params)
+        from google import genai
+        from google.genai import types
+
+        self.secrets = (key,)
+        self._types = types
+        options = types.HttpOptions(base_url=preset.base_url, timeout=int(params.timeout_s * 1000))
+        self.client = genai.Client(api_key=key, http_options=options)
+
+    def _thinking(self):
+        types, thinking, style = self._types, self.params.thinking, self.preset.thinking
+        if thinking is None or style == "none":
+            return None
+        if style == "budget":
+            budget = {"off": 0, "auto": -1, "on": -1}.get(thinking)
+            if budget is None:
+                try:
+                    budget = int(thinking)
+                except ValueError:
+                    raise SpokenBenchError(f"--thinking for {self.spec}: off, on/auto or a token budget, not '{thinking}'") from None
+            return types.ThinkingConfig(thinking_budget=budget)
+        level = {"off": "MINIMAL", "on": "HIGH", "auto": None}.get(thinking, thinking.upper())
+        return types.ThinkingConfig(thinking_level=level) if level else None
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        types = self._types
+        config = types.GenerateContentConfig(
+            temperature=self.params.temperature,
+            max_output_tokens=self.params.max_output_tokens,
+            candidate_count=1,
+            system_instruction=request.system or None,
+            thinking_config=self._thinking(),
+        )
+        user = request.user
+        if request.kind == "transcribe" and not user:
+            user = "Transcribe the audio verbatim."
+        contents = [types.Part.from_bytes(data=a.data, mime_type=AUDIO_MIME.get(a.format, "audio/wav")) for a in request.audio]
+        contents.append(types.Part.from_text(text=user))
+        response = await self.client.aio.models.generate_content(model=self.preset.model, contents=contents, config=config)
+        candidates = response.candidates or []
+        text = "".join(
+            part.text for part in ((candidates[0].content.parts or []) if candidates and candidates[0].content else [])
+            if getattr(part, "text", None) and not getattr(part, "thought", False)
+        )
+        usage = response.usage_metadata
+        audio_tokens = None
+        if usage is not None and usage.prompt_tokens_details:
+            audio_tokens = sum(d.token_count or 0 for d in usage.prompt_tokens_details
+                               if str(getattr(d.modality, "value", d.modality)).upper() == "AUDIO")
+        output_tokens = None
+        if usage is not None and (usage.candidates_token_count is not None or usage.thoughts_token_count is not None):
+            output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)  # thoughts bill as output
+        finish = candidates[0].finish_reason if candidates else None
+        return ModelReply(
+            text=text,
+            input_tokens=usage.prompt_token_count if usage else None,
+            output_tokens=output_tokens,
+            audio_tokens=audio_tokens,
+            finish_reason=str(getattr(finish, "value", finish)) if finish is not None else None,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aio.aclose()
+
+
+class MalformedReply(Exception):
+    """A 200 reply without the expected content; retried like a garbled body."""
+
+
+def create_adapter(preset: ModelPreset, params: GenerationParams, key: str | None = None) -> ModelAdapter:
+    """The adapter for a preset. The key comes from the environment or keyring unless given (tests)."""
+    if preset.provider == "simulated":
+        from spokenbench.core.evaluation.simulated import SimulatedAdapter
+
+        return SimulatedAdapter(preset, params)
+    if key is None:
+        credential = CREDENTIAL_PROVIDER.get(preset.provider)
+        key = api_key(credential) if credential else (_optional_key(preset.provider) or "not-needed")
+    if preset.convention == "gemini":
+        return GeminiAdapter(preset, params, key)
+    return OpenAICompatibleAdapter(preset, params, key)
+
+
+def _optional_key(provider: str) -> str | None:
+    """Self-hosted servers usually need no key; VLLM_API_KEY / OPENAI_COMPATIBLE_API_KEY are used when set."""
+    import os
+
+    variable = {"vllm": "VLLM_API_KEY", "openai-compatible": "OPENAI_COMPATIBLE_API_KEY"}.get(provider)
+    value = os.environ.get(variable, "").strip() if variable else ""
+    return value or None

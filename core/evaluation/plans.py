@@ -1,0 +1,286 @@
+"""Condition plans: which (item, condition) pairs a run asks, counted before anything is sent.
+
+Audio modes ask what was assembled: every assembled presentation (language, accent, voice, speed, ...)
+of an item under every wanted option order. Text modes build conditions from the item's own language.
+Orders are named orders, explicit permutations, and the permutation strategies of "Hearing the Order"
+(gold answer moved to each position, cyclic, full), from core.conditions. Presentations are matched on
+(option_order, label_sequence), so an explicit 'DCBA' finds an input assembled as 'reversed'; each
+response keeps the assembled input's own condition key."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+
+from spokenbench.core.conditions import Condition, cyclic_orders, full_orders, gold_position_orders, order_strings
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.items import Item, LETTERS
+from spokenbench.core.store.items import iter_items
+
+PERMUTATION_STRATEGIES = ("cyclic", "full", "gold-position")
+AUDIO_MODES = ("audio", "pipeline")
+# The BiasInEar design, used by the simulated listener when no audio exists: accents per language and
+# one voice per gender (Gemini TTS voices as in the paper).
+SIMULATED_ACCENTS = {"en": ("american", "british", "indian"), "zh": ("beijing", "northeastern"), "ko": ("seoul", "jeolla")}
+SIMULATED_VOICES = {"female": "Zephyr", "male": "Orus"}
+FACTOR_FILTERS = ("language", "accent", "voice", "gender", "speed", "volume", "snr_db", "voice_source")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    mode: str = "audio"
+    orders: tuple[str, ...] | None = None  # None: audio modes take what is assembled, text modes 'original'
+    permutations: str | None = None
+    identifiers: tuple[bool, ...] = (True,)
+    filters: dict[str, tuple[str, ...]] = field(default_factory=dict)  # factor → allowed levels (as strings)
+    kind: str | None = None  # 'mcq' or 'gender-probe'
+    limit: int | None = None  # first N items (by id) after filtering
+    seed: int = 0
+    simulated: bool = False
+    text_source: str = "original"  # or 'rewritten'
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "orders": list(self.orders) if self.orders else None, "permutations": self.permutations,
+                "identifiers": ["yes" if i else "no" for i in self.identifiers],
+                "filters": {k: list(v) for k, v in sorted(self.filters.items())}, "kind": self.kind,
+                "limit": self.limit, "seed": self.seed, "simulated": self.simulated, "text_source": self.text_source}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PlanOptions":
+        return cls(mode=data["mode"], orders=tuple(data["orders"]) if data.get("orders") else None,
+                   permutations=data.get("permutations"),
+                   identifiers=tuple(v == "yes" for v in data.get("identifiers", ["yes"])),
+                   filters={k: tuple(v) for k, v in data.get("filters", {}).items()}, kind=data.get("kind"),
+                   limit=data.get("limit"), seed=data.get("seed", 0), simulated=data.get("simulated", False),
+                   text_source=data.get("text_source", "original"))
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    item_id: int
+    condition: Condition
+    condition_key: str
+    option_order: str
+    label_sequence: str
+    input_id: int | None = None  # assembled_inputs.id for audio modes
+
+
+@dataclass
+class EvaluationPlan:
+    options: PlanOptions
+    items: dict[int, Item]
+    requests: list[PlannedRequest]
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        """Counts per factor level, for the user to check before paying for anything."""
+        counts: dict[str, Counter] = defaultdict(Counter)
+        for request in self.requests:
+            for factor, level in request.condition.factors().items():
+                counts[factor][str(level)] += 1
+            counts["option_order"][request.option_order] += 1
+        varying = {f: dict(sorted(c.items())) for f, c in counts.items() if len(c) > 1 or f in ("language", "order")}
+        return {"items": len({r.item_id for r in self.requests}), "requests": len(self.requests),
+                "conditions": len({r.condition_key for r in self.requests}), "by_factor": varying,
+                "warnings": self.warnings}
+
+
+def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan:
+    if options.permutations and options.permutations not in PERMUTATION_STRATEGIES:
+        raise SpokenBenchError(f"--permutations must be one of {', '.join(PERMUTATION_STRATEGIES)}")
+    items = _select_items(conn, options)
+    if not items:
+        raise SpokenBenchError("no items match the selection (check --languages, --kind and --limit); import items first")
+    if options.simulated and options.mode in AUDIO_MODES + ("audio+text-options",):
+        requests = _simulated_requests(items, options)
+    elif options.mode in AUDIO_MODES:
+        requests = _assembled_requests(conn, items, options)
+    elif options.mode == "audio+text-options":
+        requests = _spoken_question_requests(conn, items, options)
+    elif options.mode == "text":
+        requests = _text_requests(items, options)
+    else:
+        raise SpokenBenchError(f"unknown mode '{options.mode}'")
+    if not requests:
+        raise SpokenBenchError("the plan is empty: no condition matches the selection")
+    return EvaluationPlan(options, items, requests)
+
+
+def wanted_orders(item: Item, options: PlanOptions) -> list[str]:
+    """The item's orders: explicit ones first, then the permutation strategy's, without duplicates."""
+    count = len(item.options)
+    orders = list(options.orders or [])
+    if options.permutations == "cyclic":
+        orders += cyclic_orders(count)
+    elif options.permutations == "full":
+        orders += full_orders(count)
+    elif options.permutations == "gold-position":
+        if not item.answer:
+            raise SpokenBenchError(f"item {item.source_id} has no gold answer: gold-position permutations need one")
+        orders += gold_position_orders(item.answer, count, f"{options.seed}:{item.source_id}")
+    unique, seen = [], set()
+    for order in orders:
+        strings = order_strings(order, count)
+        if strings not in seen:
+            seen.add(strings)
+            unique.append(order)
+    return unique
+
+
+def _select_items(conn: sqlite3.Connection, options: PlanOptions) -> dict[int, Item]:
+    where, params = ["1"], []
+    languages = options.filters.get("language")
+    if languages:
+        where.append(f"language IN ({','.join('?' * len(languages))})")
+        params += list(languages)
+    if options.kind:
+        where.append("kind = ?")
+        params.append(options.kind)
+    items = {}
+    for item_id, item in iter_items(conn, where=" AND ".join(where), params=tuple(params)):
+        items[item_id] = item
+        if options.limit and len(items) >= options.limit:
+            break
+    return items
+
+
+def _matches(condition: Condition, filters: dict[str, tuple[str, ...]], identifiers: tuple[bool, ...]) -> bool:
+    factors = condition.factors()
+    for factor, allowed in filters.items():
+        if factor == "language":
+            continue  # applied to items
+        value = factors.get(factor)
+        if str(value) not in allowed and not _same_number(value, allowed):
+            return False
+    return condition.spoken_labels in identifiers
+
+
+def _same_number(value, allowed: tuple[str, ...]) -> bool:
+    try:
+        return any(float(value) == float(a) for a in allowed)
+    except (TypeError, ValueError):
+        return False
+
+
+def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
+    rows = conn.execute(
+        "SELECT id, item_id, condition_key, option_order, label_sequence FROM assembled_inputs ORDER BY item_id, id"
+    ).fetchall()
+    by_item: dict[int, list[sqlite3.Row]] = defaultdict(list)
+    for row in rows:
+        if row["item_id"] in items:
+            by_item[row["item_id"]].append(row)
+    if not rows or not by_item:
+        raise SpokenBenchError(
+            f"no assembled audio for the selected items: --mode {options.mode} needs the audio each model hears; "
+            "run `spokenbench assemble DIR --orders ...` first (or use --mode text, or a simulated: model)"
+        )
+    requests, missing = [], []
+    for item_id, item in items.items():
+        available = [(row, Condition.from_key(row["condition_key"])) for row in by_item.get(item_id, [])]
+        available = [(row, c) for row, c in available if _matches(c, options.filters, options.identifiers)]
+        orders = wanted_orders(item, options)
+        if not orders:  # take whatever was assembled
+            requests += [PlannedRequest(item_id, c, row["condition_key"], row["option_order"], row["label_sequence"], row["id"])
+                         for row, c in available]
+            if not available:
+                missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
+            continue
+        presentations: dict[tuple, dict[tuple[str, str], tuple]] = defaultdict(dict)
+        for row, condition in available:
+            base = replace(condition, order="original").key()
+            presentations[base][(row["option_order"], row["label_sequence"])] = (row, condition)
+        if not presentations:
+            missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
+        for base, by_strings in presentations.items():
+            for order in orders:
+                strings = order_strings(order, len(item.options))
+                found = by_strings.get(strings)
+                if found is None:
+                    missing.append(f"item {item.source_id} ({item.language}), order {order}, {_describe(base)}")
+                    continue
+                row, condition = found
+                requests.append(PlannedRequest(item_id, condition, row["condition_key"], row["option_order"],
+                                               row["label_sequence"], row["id"]))
+    if missing:
+        shown = "\n  ".join(missing[:5]) + (f"\n  ... and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise SpokenBenchError(
+            f"{len(missing)} requested condition(s) have no assembled audio:\n  {shown}\n"
+            "run `spokenbench assemble DIR --orders ...` for them first (or narrow --orders / the filters)"
+        )
+    return requests
+
+
+def _describe(base_key: str) -> str:
+    factors = json.loads(base_key)
+    return ", ".join(f"{k} {v}" for k, v in factors.items() if k not in ("order",) and v not in (None, "direct", "clean", 1.0, "yes"))
+
+
+def _spoken_question_requests(conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
+    """The gender paper's setup: the question clip is heard, the options are read. One presentation per
+    question clip (language, accent, voice) of the item."""
+    requests, missing = [], []
+    for item_id, item in items.items():
+        clips = conn.execute(
+            "SELECT id, language, accent, voice, speaker_gender, speaker_id FROM clips "
+            "WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL ORDER BY id",
+            (item_id,),
+        ).fetchall()
+        if not clips:
+            missing.append(f"item {item.source_id} ({item.language})")
+            continue
+        for clip in clips:
+            for order in wanted_orders(item, options) or ["original"]:
+                option_order, label_sequence = order_strings(order, len(item.options))
+                for labelled in options.identifiers:
+                    condition = Condition(language=clip["language"], accent=clip["accent"], voice=clip["voice"],
+                                          gender=clip["speaker_gender"], order=order, spoken_labels=labelled,
+                                          voice_source="cloned" if clip["speaker_id"] else "direct")
+                    if _matches(condition, options.filters, options.identifiers):
+                        requests.append(PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence, clip["id"]))
+    if missing:
+        raise SpokenBenchError(
+            f"{len(missing)} item(s) have no question audio (e.g. {missing[0]}); --mode audio+text-options plays the "
+            "question clip: run `spokenbench synthesize DIR --parts questions` first"
+        )
+    return requests
+
+
+def _text_requests(items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
+    requests = []
+    for item_id, item in items.items():
+        for order in wanted_orders(item, options) or ["original"]:
+            option_order, label_sequence = order_strings(order, len(item.options))
+            for labelled in options.identifiers:
+                condition = Condition(language=item.language, order=order, spoken_labels=labelled)
+                requests.append(PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence))
+    return requests
+
+
+def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
+    """A BiasInEar-like grid from metadata only (no audio): accents of the item's language × both genders."""
+    accents_filter = options.filters.get("accent")
+    genders_filter = options.filters.get("gender")
+    requests = []
+    for item_id, item in items.items():
+        language = item.language.split("-")[0].lower()
+        accents = SIMULATED_ACCENTS.get(language, (None,))
+        if accents_filter:
+            accents = tuple(a for a in accents if a in accents_filter) or tuple(accents_filter)
+        for accent in accents:
+            for gender, voice in SIMULATED_VOICES.items():
+                if genders_filter and gender not in genders_filter:
+                    continue
+                for order in wanted_orders(item, options) or ["original"]:
+                    option_order, label_sequence = order_strings(order, len(item.options))
+                    for labelled in options.identifiers:
+                        condition = Condition(language=item.language, accent=accent, voice=voice, gender=gender,
+                                              order=order, spoken_labels=labelled)
+                        if _matches(condition, {k: v for k, v in options.filters.items() if k not in ("accent", "voice")}, options.identifiers):
+                            requests.append(PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence))
+    return requests
+
+
+def presented_letters(option_order: str) -> str:
+    return LETTERS[: len(option_order)]

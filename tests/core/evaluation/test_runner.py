@@ -1,0 +1,295 @@
+"""The runner end to end against the loopback stub through the official SDKs: modes, cache, resume,
+retries, errors, budget, cancel, input checks."""
+import base64
+import json
+import threading
+import time
+
+import pytest
+from model_stub import Scripted
+
+from conftest import add_assembled, add_items
+from spokenbench.core.conditions import Condition
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.evaluation.adapters import GenerationParams
+from spokenbench.core.evaluation.plans import PlanOptions
+from spokenbench.core.evaluation.presets import Price
+from spokenbench.core.evaluation.runner import RunSettings, evaluate
+from spokenbench.core.progress import Progress
+from spokenbench.core.remote import RemoteAuthError, RetryPolicy
+from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.rewrites import add_rewrite
+
+FAST_RETRY = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.05)
+
+
+def settings(stub, **changes):
+    base = dict(model="openai:gpt-audio-mini", mode="audio", prompt="standard", base_url=stub.openai_url,
+                concurrency=4, retry=FAST_RETRY, params=GenerationParams(timeout_s=5.0))
+    base.update(changes)
+    return RunSettings(**base)
+
+
+def responses(project, run_id=None):
+    query = "SELECT * FROM responses" + (" WHERE run_id = ?" if run_id else "") + " ORDER BY item_id, condition_key"
+    return [dict(r) for r in project.conn.execute(query, (run_id,) if run_id else ())]
+
+
+def test_audio_run_stores_parsed_answers_and_sends_audio(audio_project, stub):
+    summary = evaluate(audio_project, settings(stub))
+    assert summary.status == "finished" and summary.answered == 6 and summary.errors == 0
+    rows = responses(audio_project)
+    assert len(rows) == 6 and all(r["parse_status"] == "ok" for r in rows)
+    for row in rows:
+        assert row["raw_text"].startswith("Answer: [[") and row["input_tokens"] == 100 and row["output_tokens"] == 5
+        # the letter maps back through the stored permutation
+        presented = row["parsed_letter"]
+        assert row["mapped_option"] == row["option_order"]["ABCD".index(presented)]
+        assert Condition.from_key(row["condition_key"]).key() == row["condition_key"]
+    body = stub.answered_bodies()[0]
+    assert body["temperature"] == 0 and body["max_completion_tokens"] == 4096
+    audio_part = body["messages"][1]["content"][0]
+    assert audio_part["type"] == "input_audio" and audio_part["input_audio"]["format"] == "wav"
+    assert base64.b64decode(audio_part["input_audio"]["data"]).startswith(b"RIFF")
+    assert body["messages"][0]["role"] == "system"
+    run = audio_project.conn.execute("SELECT * FROM runs").fetchone()
+    assert run["mode"] == "audio" and run["status"] == "finished" and json.loads(run["parameters_json"])["generation"] == {
+        "temperature": 0.0, "max_output_tokens": 4096, "thinking": None}
+    assert run["cost_usd"] > 0  # gpt-audio-mini has a price in the presets
+
+
+def test_rerun_and_resume_never_pay_twice(audio_project, stub):
+    first = evaluate(audio_project, settings(stub))
+    sent = len(stub.requests)
+    second = evaluate(audio_project, settings(stub))  # a new run: answered from the cache
+    assert len(stub.requests) == sent and second.cache_hits == 6 and second.fresh_requests == 0
+    assert second.run_id != first.run_id and second.cost_usd == 0
+    assert [r["raw_text"] for r in responses(audio_project, first.run_id)] == [r["raw_text"] for r in responses(audio_project, second.run_id)]
+    third = evaluate(audio_project, settings(stub, resume=True))  # resume: nothing left to do
+    assert third.run_id == second.run_id and third.answered == 6 and len(stub.requests) == sent
+
+
+def test_429_with_retry_after_then_success(audio_project, stub):
+    stub.script(Scripted("429", retry_after=0.3), Scripted("500"))
+    started = time.monotonic()
+    summary = evaluate(audio_project, settings(stub, concurrency=1, plan=PlanOptions(limit=1, orders=("original",))))
+    assert summary.answered == 1 and summary.retries == 2 and time.monotonic() - started >= 0.3
+    assert responses(audio_project)[0]["attempts"] == 3
+
+
+def test_gemini_retry_info_delay_is_honoured(audio_project, stub):
+    stub.script(Scripted("429", retry_after=0.4))
+    started = time.monotonic()
+    summary = evaluate(audio_project, settings(stub, model="gemini:gemini-2.5-flash", base_url=stub.gemini_url,
+                                               concurrency=1, plan=PlanOptions(limit=1, orders=("original",))))
+    assert summary.answered == 1 and time.monotonic() - started >= 0.4
+    row = responses(audio_project)[0]
+    assert row["attempts"] == 2 and row["input_tokens"] == 120 and row["output_tokens"] == 6
+    assert summary.cost_usd == pytest.approx((40 * 0.30 + 80 * 1.00 + 6 * 2.50) / 1e6)
+
+
+def test_failures_are_stored_and_retried_on_resume(audio_project, stub):
+    stub.script(*[Scripted("500")] * 4, Scripted("malformed"), Scripted("garbage"))
+    summary = evaluate(audio_project, settings(stub, concurrency=1))
+    assert summary.errors == 1 and summary.answered == 5
+    failed = [r for r in responses(audio_project) if r["error"]]
+    assert len(failed) == 1 and "HTTP 500" in failed[0]["error"] and "4 attempt" in failed[0]["error"]
+    garbage = [r for r in responses(audio_project) if r["raw_text"] and "lorem" in r["raw_text"]]
+    assert len(garbage) == 1 and garbage[0]["parse_status"] == "failed"
+    resumed = evaluate(audio_project, settings(stub, resume=True))
+    assert resumed.run_id == summary.run_id and resumed.errors == 0 and resumed.fresh_requests == 1
+    assert all(r["error"] is None for r in responses(audio_project))
+
+
+def test_timeout_is_retried(audio_project, stub):
+    stub.script(Scripted("timeout", hang_s=1.0))
+    summary = evaluate(audio_project, settings(stub, concurrency=1, params=GenerationParams(timeout_s=0.3),
+                                               plan=PlanOptions(limit=1, orders=("original",))))
+    assert summary.answered == 1 and summary.retries == 1
+
+
+def test_authentication_error_stops_the_run_clearly(audio_project, stub):
+    stub.script(Scripted("401"))
+    with pytest.raises(RemoteAuthError) as caught:
+        evaluate(audio_project, settings(stub, concurrency=1))
+    assert "rejected the API key" in str(caught.value)
+    assert len(stub.requests) == 1  # nothing else was sent
+    run = audio_project.conn.execute("SELECT status, stop_reason FROM runs").fetchone()
+    assert tuple(run) == ("failed", "auth")
+
+
+def test_budget_cap_stops_before_exceeding(audio_project, stub):
+    # worst case per request: 1.5 x estimated input + 50 output tokens at $1/1M each ≈ $0.00006..., actual ≈ $0.000105
+    price = Price(input=1.0, output=1.0)
+    summary = evaluate(audio_project, settings(stub, budget_usd=0.00035, price=price, concurrency=1,
+                                               params=GenerationParams(max_output_tokens=50, timeout_s=5)))
+    assert summary.status == "cancelled" and summary.stop_reason == "budget"
+    assert 0 < summary.answered < 6 and summary.cost_usd <= 0.00035
+    resumed = evaluate(audio_project, settings(stub, resume=True, budget_usd=1.0, price=price,
+                                               params=GenerationParams(max_output_tokens=50, timeout_s=5)))
+    assert resumed.status == "finished" and resumed.answered == 6
+
+
+def test_budget_without_price_is_refused(audio_project, stub):
+    with pytest.raises(SpokenBenchError, match="needs a price"):
+        evaluate(audio_project, settings(stub, model="vllm:some-model", budget_usd=1.0))
+
+
+def test_cancel_stops_within_a_second(audio_project, stub):
+    stub.state.delay_s = 5.0  # every request hangs far longer than the cancel allowance
+    progress = Progress()
+    timer = threading.Timer(0.3, progress.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        evaluate(audio_project, settings(stub), progress)
+    assert time.monotonic() - started < 0.3 + 1.0
+    run = audio_project.conn.execute("SELECT status, stop_reason FROM runs").fetchone()
+    assert tuple(run) == ("cancelled", "cancelled")
+
+
+def test_missing_assembled_audio_says_how_to_make_it(project, stub):
+    add_items(project, 2)
+    with pytest.raises(SpokenBenchError, match="spokenbench assemble"):
+        evaluate(project, settings(stub))
+
+
+def test_missing_order_is_named(audio_project, stub):
+    with pytest.raises(SpokenBenchError, match="token-backward.*|spokenbench assemble") as caught:
+        evaluate(audio_project, settings(stub, plan=PlanOptions(orders=("original", "token-backward"))))
+    assert "spokenbench assemble" in str(caught.value)
+    assert stub.requests == []
+
+
+def test_long_audio_uses_chunks_within_the_model_limit(project, stub):
+    [item_id] = add_items(project, 1)
+    add_assembled(project, item_id, Condition(language="en", order="original"), seconds=40.0,
+                  chunks={30.0: [25.0, 15.0], 60.0: [40.0]})
+    evaluate(project, settings(stub, model="nvidia:gemma-3n-e4b", base_url=stub.openai_url))
+    body = stub.answered_bodies()[0]
+    user = body["messages"][-1]["content"]
+    assert isinstance(user, str) and user.count('<audio src="data:audio/wav;base64,') == 2
+
+
+def test_long_audio_without_chunks_is_refused(project, stub):
+    [item_id] = add_items(project, 1)
+    add_assembled(project, item_id, Condition(language="en", order="original"), seconds=40.0)
+    with pytest.raises(SpokenBenchError, match="--chunk-seconds 30"):
+        evaluate(project, settings(stub, model="nvidia:gemma-3n-e4b", base_url=stub.openai_url))
+
+
+@pytest.mark.parametrize("model, convention_check", [
+    ("mistral:voxtral-small-latest", lambda part: part["type"] == "input_audio" and isinstance(part["input_audio"], str)),
+    ("vllm:Qwen/Qwen2.5-Omni-7B", lambda part: part["type"] == "audio_url" and part["audio_url"]["url"].startswith("data:audio/wav;base64,")),
+])  # fmt: skip
+def test_audio_conventions(audio_project, stub, model, convention_check):
+    evaluate(audio_project, settings(stub, model=model, plan=PlanOptions(limit=1, orders=("original",))))
+    body = stub.answered_bodies()[0]
+    assert convention_check(body["messages"][-1]["content"][0])
+
+
+def test_phi_inline_convention(audio_project, stub):
+    evaluate(audio_project, settings(stub, model="nvidia:phi-4-multimodal", plan=PlanOptions(limit=1, orders=("original",))))
+    content = stub.answered_bodies()[0]["messages"][-1]["content"]
+    assert content.startswith('<|audio_1|> <audio src="data:audio/wav;base64,')
+
+
+def test_text_mode_uses_accepted_rewrites_and_order(project, stub):
+    [item_id] = add_items(project, 1)
+    with project.transaction() as conn:
+        add_rewrite(conn, item_id, "question", "What is zero plus zero, spoken?", "manual", "accepted", "me")
+    evaluate(project, settings(stub, mode="text", plan=PlanOptions(orders=("reversed",), text_source="rewritten")))
+    body = stub.answered_bodies()[0]
+    user = body["messages"][-1]["content"]
+    assert "zero plus zero, spoken" in user
+    assert "A. 3\nB. 2\nC. 0\nD. 1" in user  # reversed: A presents original D
+    assert "Answer: [[X]]" in user
+
+
+def test_text_mode_without_identifiers_parses_echoed_text(project, stub):
+    add_items(project, 1)
+    stub.state.answer_fn = lambda body: "Answer: [[0]]"  # the gold option's text (q0: B = "0")
+    summary = evaluate(project, settings(stub, mode="text", plan=PlanOptions(identifiers=(False,))))
+    row = responses(project)[0]
+    assert summary.answered == 1 and row["parse_status"] == "ok" and row["mapped_option"] == "B"
+    assert "- 1\n- 0" in stub.answered_bodies()[0]["messages"][-1]["content"]
+
+
+def test_neutral_prompt_records_neutral_answers(project, stub):
+    add_items(project, 1)
+    stub.state.answer_fn = lambda body: "Answer: [[E]]"
+    evaluate(project, settings(stub, mode="text", prompt="neutral"))
+    row = responses(project)[0]
+    assert (row["parse_status"], row["parse_detail"], row["parsed_letter"]) == ("refusal", "neutral", None)
+    assert "E. Cannot be determined" in stub.answered_bodies()[0]["messages"][-1]["content"]
+
+
+def test_pipeline_transcribes_then_answers(audio_project, stub):
+    summary = evaluate(audio_project, settings(stub, mode="pipeline", plan=PlanOptions(limit=1, orders=("original",))))
+    assert summary.answered == 1
+    first, second = stub.answered_bodies()
+    assert "Transcribe" in first["messages"][-1]["content"][-1]["text"]
+    assert first["messages"][-1]["content"][0]["type"] == "input_audio"
+    assert isinstance(second["messages"][-1]["content"], str) and "Transcript:" in second["messages"][-1]["content"]
+    row = responses(audio_project)[0]
+    assert row["transcript"].startswith("Answer: [[")  # the stub's reply to the transcription request
+
+
+def test_pipeline_with_a_transcription_endpoint(audio_project, stub):
+    evaluate(audio_project, settings(stub, mode="pipeline", asr="openai:whisper-1", plan=PlanOptions(limit=1, orders=("original",))))
+    paths = [r["path"] for r in stub.requests]
+    assert paths == ["/v1/audio/transcriptions", "/v1/chat/completions"]
+    assert "two plus two" in responses(audio_project)[0]["transcript"]
+
+
+def test_spoken_question_with_text_options_uses_question_clips(project, stub):
+    [item_id] = add_items(project, 1)
+    from conftest import wav_bytes
+
+    sha = project.audio.put_bytes(wav_bytes(0.2), "wav")
+    with project.transaction() as conn:
+        conn.execute("INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, cache_key, "
+                     "sha256, audio_format, duration_s, sample_rate, created_at) VALUES (?, 'question', 'q', 'en', 'american', "
+                     "'Orus', 'male', 'espeak', 'k1', ?, 'wav', 0.2, 16000, ?)", (item_id, sha, utc_now()))
+    evaluate(project, settings(stub, mode="audio+text-options"))
+    body = stub.answered_bodies()[0]
+    parts = body["messages"][-1]["content"]
+    assert parts[0]["type"] == "input_audio" and "Options:\nA. 1\nB. 0" in parts[1]["text"]
+    assert json.loads(responses(project)[0]["condition_key"])["gender"] == "male"
+
+
+def test_retired_model_is_refused_with_its_successor(audio_project, stub):
+    with pytest.raises(SpokenBenchError, match="retired on 2026-05-07; use openai:gpt-audio-mini"):
+        evaluate(audio_project, RunSettings(model="openai:gpt-4o-audio-preview", mode="audio"))
+
+
+def test_identical_requests_share_one_call(project, stub):
+    [item_id] = add_items(project, 1)
+    # two conditions whose audio is byte-identical → the same request → one call
+    add_assembled(project, item_id, Condition(language="en", voice="a", order="original"), frequency=300)
+    add_assembled(project, item_id, Condition(language="en", voice="b", order="original"), frequency=300)
+    summary = evaluate(project, settings(stub))
+    assert summary.answered == 2 and len(stub.requests) == 1 and summary.cache_hits == 1
+
+
+@pytest.mark.parametrize("model, thinking, expected", [
+    ("gemini:gemini-2.5-flash", "off", {"thinkingBudget": 0}),
+    ("gemini:gemini-2.5-flash", "512", {"thinkingBudget": 512}),
+    ("gemini:gemini-2.5-flash", "auto", {"thinkingBudget": -1}),
+    ("gemini:gemini-3.8-flash", "low", {"thinkingLevel": "LOW"}),
+    ("gemini:gemini-2.0-flash", "off", None),  # no thinking on 2.0: nothing is sent
+])  # fmt: skip
+def test_gemini_request_shape_and_thinking(audio_project, stub, model, thinking, expected):
+    evaluate(audio_project, settings(stub, model=model, base_url=stub.gemini_url, plan=PlanOptions(limit=1, orders=("original",)),
+                                     params=GenerationParams(thinking=thinking, timeout_s=5)))
+    body = stub.answered_bodies()[0]
+    config = body["generationConfig"]
+    assert config["temperature"] == 0 and config["maxOutputTokens"] == 4096 and config["candidateCount"] == 1
+    sent = config.get("thinkingConfig", config.get("thinking_config"))
+    normalized = {k.replace("_", "").lower(): v for k, v in sent.items()} if sent else None  # as the SDK spells it
+    assert normalized == ({k.lower(): v for k, v in expected.items()} if expected else None)
+    parts = body["contents"][0]["parts"]
+    inline = parts[0].get("inlineData") or parts[0].get("inline_data")
+    assert (inline.get("mimeType") or inline.get("mime_type")) == "audio/wav" and "Answer: [[X]]" in parts[1]["text"]
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    assert "You will hear" in system["parts"][0]["text"]
