@@ -10,7 +10,6 @@ import hashlib
 import math
 
 import numpy as np
-from scipy.signal import firwin, resample_poly
 
 FRAME_SECONDS = 0.02
 ACTIVE_RANGE_DB = 35.0
@@ -53,6 +52,8 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     it took as long as filtering a 40 s clip)."""
     if from_rate == to_rate:
         return samples
+    from scipy.signal import resample_poly  # imported on first use: scipy.signal alone costs 0.7 s at start-up
+
     divisor = math.gcd(from_rate, to_rate)
     up, down = to_rate // divisor, from_rate // divisor
     return resample_poly(samples, up, down, window=_lowpass(up, down)).astype(np.float32)
@@ -61,6 +62,8 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
 @functools.cache
 def _lowpass(up: int, down: int) -> np.ndarray:
     """The FIR filter resample_poly would design itself (Kaiser window, beta 5, cutoff 1/max(up, down))."""
+    from scipy.signal import firwin
+
     max_rate = max(up, down)
     return firwin(2 * 10 * max_rate + 1, 1.0 / max_rate, window=("kaiser", 5.0)).astype(np.float32)
 
