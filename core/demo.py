@@ -1,6 +1,6 @@
 """The offline demo project: a small trilingual benchmark written for this tool, with hand-made
-spoken-readable rewrites, gender probes, espeak-ng audio in every offline voice, and runs of three simulated
-listeners with different bias profiles — everything the app and the metrics need, with no network."""
+spoken-readable rewrites (a few flagged for review), gender probes, espeak-ng audio in every offline voice, a
+rating queue, and runs of three simulated listeners with different bias profiles — everything the app and the metrics need, with no network."""
 from __future__ import annotations
 
 import asyncio
@@ -15,6 +15,7 @@ from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.errors import ProjectError, SpokenBenchError
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
+from spokenbench.core.qc.demo import add_demo_qc
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
@@ -78,6 +79,7 @@ def _fill(project: Project, progress: Progress) -> None:
                 add_rewrite(conn, item_id, option_part(option.letter), text, "demo", "accepted", "demo-author")
     progress.report(3, 5, "synthesizing offline speech")
     _synthesize_offline(project, progress)
+    add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
     progress.report(4, 5, "running three simulated listeners")
     add_simulated_demo_runs(project, progress.sub_task())
     progress.report(5, 5, "demo ready")

@@ -18,9 +18,9 @@ EXIT_CANCELLED = 130
 
 def _command_modules():
     # Imported here so `spokenbench --help` stays fast and one broken optional module names itself.
-    from spokenbench.core.cli import audio_commands, evaluation_commands, metrics_commands, project_commands
+    from spokenbench.core.cli import audio_commands, evaluation_commands, metrics_commands, project_commands, qc_commands
 
-    return [project_commands, audio_commands, evaluation_commands, metrics_commands]
+    return [project_commands, audio_commands, evaluation_commands, metrics_commands, qc_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -247,5 +247,109 @@ ALTER TABLE responses ADD COLUMN transcript TEXT;    -- pipeline mode: what the 
 CREATE INDEX responses_request ON responses(request_sha256);
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION, MIGRATION_2_AUDIO, MIGRATION_3_EVALUATION]
+# Quality control (BiasInEar 2.1-2.2, App. B): the LLM rewriting cache and outcomes, diff checks and review
+# decisions on rewrites, ASR failures, per-clip screening scores, named rating queues.
+MIGRATION_4_QC = """
+-- Every LLM rewriting answer received, keyed by the hash of its request (model, messages, parameters): a rerun
+-- or a resumed run never asks the same thing twice.
+CREATE TABLE rewrite_requests (
+    request_sha256 TEXT PRIMARY KEY,
+    item_id        INTEGER REFERENCES items(id) ON DELETE SET NULL,
+    model          TEXT NOT NULL,
+    attempt        INTEGER NOT NULL,
+    raw_text       TEXT NOT NULL,
+    input_tokens   INTEGER,
+    output_tokens  INTEGER,
+    latency_ms     REAL,
+    created_at     TEXT NOT NULL
+);
+
+-- How the LLM rewriting of an item ended: 'done' (rewrites stored), 'manual' (no valid answer within the allowed
+-- attempts: rewrite it by hand), 'failed' (the request itself failed; the next run tries again).
+CREATE TABLE rewrite_outcomes (
+    item_id    INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+    status     TEXT NOT NULL CHECK (status IN ('done', 'manual', 'failed')),
+    model      TEXT NOT NULL,
+    attempts   INTEGER NOT NULL,
+    problem    TEXT,
+    updated_at TEXT NOT NULL
+);
+
+-- The diff check of one rewrite version against the original text: both normalized (whitespace removed,
+-- lowercased); flagged = they differ; diff_json lists the character-level differences.
+CREATE TABLE rewrite_checks (
+    rewrite_id          INTEGER PRIMARY KEY REFERENCES rewrites(id) ON DELETE CASCADE,
+    flagged             INTEGER NOT NULL CHECK (flagged IN (0, 1)),
+    original_normalized TEXT NOT NULL,
+    rewrite_normalized  TEXT NOT NULL,
+    diff_json           TEXT NOT NULL,
+    checked_at          TEXT NOT NULL
+);
+
+-- Review decisions, one row each (the newest per version counts). An edit points at the version it created;
+-- rewrite_id is NULL for a hand-written rewrite of a part that had none (an item marked for manual rewriting).
+CREATE TABLE rewrite_reviews (
+    id                INTEGER PRIMARY KEY,
+    item_id           INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    part              TEXT NOT NULL,
+    rewrite_id        INTEGER REFERENCES rewrites(id) ON DELETE CASCADE,
+    decision          TEXT NOT NULL CHECK (decision IN ('accept', 'edit', 'reject')),
+    edited_rewrite_id INTEGER REFERENCES rewrites(id) ON DELETE SET NULL,
+    reviewer          TEXT NOT NULL CHECK (length(trim(reviewer)) > 0),
+    note              TEXT,
+    created_at        TEXT NOT NULL
+);
+CREATE INDEX rewrite_reviews_rewrite ON rewrite_reviews(rewrite_id);
+
+-- The last failure of an ASR system on a clip; listed after a batch, retried by the next run, removed on success.
+CREATE TABLE transcript_failures (
+    clip_id    INTEGER NOT NULL REFERENCES clips(id) ON DELETE CASCADE,
+    asr        TEXT NOT NULL,
+    message    TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (clip_id, asr)
+);
+
+-- ASR screening per clip: the error rate of each transcript against the clip's text, the minimum kept.
+CREATE TABLE clip_screening (
+    clip_id         INTEGER PRIMARY KEY REFERENCES clips(id) ON DELETE CASCADE,
+    metric          TEXT NOT NULL CHECK (metric IN ('wer', 'cer')),
+    errors          INTEGER NOT NULL,
+    reference_units INTEGER NOT NULL,
+    error_rate      REAL NOT NULL,
+    wer_bin         INTEGER NOT NULL CHECK (wer_bin BETWEEN 0 AND 3),   -- 0, (0, 0.2], (0.2, 0.6], > 0.6
+    best_asr        TEXT NOT NULL,
+    asr_count       INTEGER NOT NULL,
+    cer             REAL,                -- also the character error rate where the language reports both (Korean)
+    screened_at     TEXT NOT NULL
+);
+CREATE INDEX clip_screening_bin ON clip_screening(wer_bin);
+
+-- Named rating queues: a stratified sample of clips for human rating, in the order raters see them.
+CREATE TABLE rating_queues (
+    id              INTEGER PRIMARY KEY,
+    name            TEXT NOT NULL UNIQUE CHECK (length(trim(name)) > 0),
+    strategy        TEXT NOT NULL CHECK (strategy IN ('wer-bins', 'unscreened')),
+    seed            INTEGER NOT NULL,
+    per_bin         INTEGER NOT NULL,
+    parameters_json TEXT NOT NULL,
+    created_at      TEXT NOT NULL
+);
+
+CREATE TABLE rating_queue_clips (
+    queue_id   INTEGER NOT NULL REFERENCES rating_queues(id) ON DELETE CASCADE,
+    position   INTEGER NOT NULL,
+    clip_id    INTEGER NOT NULL REFERENCES clips(id) ON DELETE CASCADE,
+    language   TEXT NOT NULL,
+    accent     TEXT,
+    wer_bin    INTEGER,                  -- at sampling time; NULL when sampled without screening
+    error_rate REAL,
+    PRIMARY KEY (queue_id, position),
+    UNIQUE (queue_id, clip_id)
+);
+
+ALTER TABLE ratings ADD COLUMN queue_id INTEGER REFERENCES rating_queues(id) ON DELETE SET NULL;
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION, MIGRATION_2_AUDIO, MIGRATION_3_EVALUATION, MIGRATION_4_QC]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,255 @@
+"""ASR backends for screening synthesized clips, behind one small interface. Named on the command line as
+PROVIDER:MODEL, optionally with an endpoint: `openai:whisper-1`, `gemini:gemini-2.5-flash`,
+`compatible:whisper-large-v3@http://127.0.0.1:8000/v1` (any OpenAI-compatible /audio/transcriptions server),
+`mistral:voxtral-mini-transcribe-latest`, `local:/path/to/faster-whisper-model` (the `local-asr` extra).
+
+Remote backends only make the request; retries, rate limits and error classification are core.remote's."""
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spokenbench.core.asr.normalize import base_language
+from spokenbench.core.credentials import PROVIDER_VARIABLES, api_key
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.optional import import_optional
+from spokenbench.core.remote import strip_url_credentials
+
+PROVIDERS = ("openai", "gemini", "mistral", "compatible", "local")
+DEFAULT_MODELS = {"openai": "whisper-1", "gemini": "gemini-2.5-flash", "mistral": "voxtral-mini-transcribe-latest"}
+DEFAULT_BASE_URLS = {"mistral": "https://api.mistral.ai/v1"}
+AUDIO_MIME = {"wav": "audio/wav", "flac": "audio/flac", "mp3": "audio/mpeg", "ogg": "audio/ogg"}
+LANGUAGE_NAMES = {"en": "English", "zh": "Mandarin Chinese (simplified characters)", "ko": "Korean"}
+GEMINI_TRANSCRIBE_PROMPT = (
+    "Transcribe the speech in this audio exactly as it is spoken, in {language_name}. Output only the transcript, "
+    "with no comments, labels or quotation marks."
+)
+LOCAL_RATE = 16_000
+
+
+class MalformedReply(Exception):
+    """A 200 reply without a usable transcript; core.remote classifies it as retryable."""
+
+
+@dataclass
+class ASRBackend:
+    """One ASR system. `name` is what transcripts are stored under (the `asr` column)."""
+
+    name: str
+    model: str
+    max_concurrency: int = 4
+    requests_per_minute: float | None = None
+    _key: str | None = field(default=None, repr=False)
+
+    def prepare(self) -> None:
+        """Resolve keys and clients before the first request, so a missing key fails before any work."""
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._key,) if self._key else ()
+
+    async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        pass
+
+
+class OpenAITranscriptionBackend(ASRBackend):
+    """OpenAI `audio.transcriptions` (whisper-1, gpt-4o-transcribe, …) and any server with the same route."""
+
+    def __init__(self, name: str, model: str, base_url: str | None, key_provider: str | None,
+                 key: str | None = None, concurrency: int = 8):  # fmt: skip
+        super().__init__(name, model, concurrency, None, key)
+        self.base_url = base_url
+        self.key_provider = key_provider
+        self._client = None
+
+    def prepare(self) -> None:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            if self._key is None:
+                self._key = api_key(self.key_provider) if self.key_provider else "not-needed"
+            # core.remote owns retries (Retry-After honoured, one limiter per provider), so the SDK's are off.
+            self._client = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=300)
+
+    async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
+        self.prepare()
+        result = await self._client.audio.transcriptions.create(
+            model=self.model, file=(f"clip.{audio_format}", audio, AUDIO_MIME.get(audio_format, "application/octet-stream")),
+            language=base_language(language),
+        )  # fmt: skip
+        text = getattr(result, "text", None)
+        if text is None:
+            raise MalformedReply("the transcription reply has no text")
+        return text.strip()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
+class GeminiTranscriptionBackend(ASRBackend):
+    """Gemini as an ASR: the clip inline plus a transcription instruction, thinking off where the model allows."""
+
+    def __init__(self, name: str, model: str, base_url: str | None, key: str | None = None, concurrency: int = 8,
+                 prompt: str = GEMINI_TRANSCRIBE_PROMPT):  # fmt: skip
+        super().__init__(name, model, concurrency, None, key)
+        self.base_url = base_url
+        self.prompt = prompt
+        self._client = None
+
+    def prepare(self) -> None:
+        if self._client is None:
+            from google import genai
+            from google.genai import types
+
+            self._key = self._key or api_key("gemini")
+            options = types.HttpOptions(base_url=self.base_url, timeout=300_000) if self.base_url else types.HttpOptions(timeout=300_000)
+            self._client = genai.Client(api_key=self._key, http_options=options)
+
+    async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
+        from google.genai import types
+
+        self.prepare()
+        code = base_language(language)
+        thinking = types.ThinkingConfig(thinking_budget=0) if self.model.startswith("gemini-2.5-flash") else None
+        config = types.GenerateContentConfig(temperature=0.0, candidate_count=1, thinking_config=thinking)
+        contents = [
+            types.Part.from_bytes(data=audio, mime_type=AUDIO_MIME.get(audio_format, "audio/wav")),
+            types.Part.from_text(text=self.prompt.format(language_name=LANGUAGE_NAMES.get(code, code))),
+        ]
+        response = await self._client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+        candidates = response.candidates or []
+        if not candidates:
+            raise MalformedReply("Gemini returned no candidates (the audio may have been blocked)")
+        parts = (candidates[0].content.parts or []) if candidates[0].content else []
+        texts = [part.text for part in parts if getattr(part, "text", None) and not getattr(part, "thought", False)]
+        return " ".join(t.strip() for t in texts).strip()
+
+
+class LocalWhisperBackend(ASRBackend):
+    """faster-whisper on this machine from a CTranslate2 model directory (the `local-asr` extra). The model is
+    loaded once; clips are decoded, resampled to 16 kHz and transcribed one at a time in a worker thread."""
+
+    def __init__(self, name: str, model_dir: str, device: str = "cpu", compute_type: str = "int8"):
+        super().__init__(name, Path(model_dir).name or model_dir, 1, None, None)
+        self.model_dir = Path(model_dir).expanduser()
+        self.device = device
+        self.compute_type = compute_type
+        self._model = None
+
+    def prepare(self) -> None:
+        if self._model is not None:
+            return
+        module = import_optional("faster_whisper", "local ASR (--asr local:MODEL_DIR)")
+        if not self.model_dir.is_dir():
+            raise SpokenBenchError(
+                f"{self.model_dir}: no such model directory; give a faster-whisper (CTranslate2) model folder, e.g. "
+                "one converted with ct2-transformers-converter or downloaded beforehand"
+            )
+        self._model = module.WhisperModel(str(self.model_dir), device=self.device, compute_type=self.compute_type)
+
+    async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
+        from spokenbench.core.audio.dsp import resample
+        from spokenbench.core.audio.io import decode_audio
+
+        self.prepare()
+        decoded = decode_audio(audio, f"{audio_format} clip")
+        samples = resample(decoded.samples, decoded.rate, LOCAL_RATE) if decoded.rate != LOCAL_RATE else decoded.samples
+        return await asyncio.to_thread(self._run, samples, base_language(language))
+
+    def _run(self, samples, language: str) -> str:
+        segments, _info = self._model.transcribe(samples, language=language, beam_size=5)
+        return " ".join(segment.text.strip() for segment in segments).strip()
+
+
+_SPEC = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)(?::(?P<model>[^@]*))?(?:@(?P<url>\w[\w+.-]*://.+))?$")
+
+
+@dataclass(frozen=True)
+class ASRSpec:
+    provider: str
+    model: str
+    base_url: str | None
+
+    @property
+    def name(self) -> str:
+        """How transcripts are stored: provider and model, never the URL (it may carry credentials)."""
+        return f"{self.provider}:{self.model}"
+
+
+def parse_asr_spec(text: str) -> ASRSpec:
+    match = _SPEC.match(text.strip())
+    if not match or match["provider"] not in PROVIDERS:
+        raise SpokenBenchError(
+            f"--asr '{text}': use PROVIDER:MODEL[@URL] with PROVIDER one of {', '.join(PROVIDERS)} — e.g. "
+            "openai:whisper-1, gemini:gemini-2.5-flash, compatible:whisper-large-v3@http://127.0.0.1:8000/v1, "
+            "local:/models/faster-whisper-large-v3"
+        )
+    provider = match["provider"]
+    model = (match["model"] or "").strip() or DEFAULT_MODELS.get(provider, "")
+    if not model:
+        raise SpokenBenchError(f"--asr '{text}': name the model ({provider}:MODEL)")
+    url = match["url"] or DEFAULT_BASE_URLS.get(provider)
+    if provider == "compatible" and not url:
+        raise SpokenBenchError(f"--asr '{text}': an OpenAI-compatible server needs its URL, e.g. compatible:{model}@http://127.0.0.1:8000/v1")
+    return ASRSpec(provider, model, url)
+
+
+def get_asr_backend(spec: ASRSpec | str, key: str | None = None, concurrency: int | None = None) -> ASRBackend:
+    spec = parse_asr_spec(spec) if isinstance(spec, str) else spec
+    if spec.provider == "local":
+        return LocalWhisperBackend(f"local:{Path(spec.model).name or spec.model}", spec.model)
+    if spec.provider == "gemini":
+        return GeminiTranscriptionBackend(spec.name, spec.model, spec.base_url, key, concurrency or 8)
+    key_provider = spec.provider if spec.provider in PROVIDER_VARIABLES else None
+    return OpenAITranscriptionBackend(spec.name, spec.model, spec.base_url, key_provider, key, concurrency or 8)
+
+
+def describe_endpoint(spec: ASRSpec) -> str:
+    return f"{spec.name} at {strip_url_credentials(spec.base_url)}" if spec.base_url else spec.name
+
+
+def asr_availability() -> list[dict]:
+    """Which ASR backends this machine could use right now (keys set, extra installed): what the app shows
+    when screening is not possible yet."""
+    import importlib.util
+
+    from spokenbench.core.credentials import MissingCredentialError
+
+    found = []
+    for provider, example in (("openai", "openai:whisper-1"), ("gemini", "gemini:gemini-2.5-flash"),
+                              ("mistral", "mistral:voxtral-mini-transcribe-latest")):  # fmt: skip
+        try:
+            api_key(provider)
+            ready, why = True, f"{PROVIDER_VARIABLES[provider]} is set"
+        except MissingCredentialError:
+            ready, why = False, f"set {PROVIDER_VARIABLES[provider]} (or store it in the OS keyring)"
+        found.append({"asr": example, "ready": ready, "why": why})
+    has_local = importlib.util.find_spec("faster_whisper") is not None
+    found.append({"asr": "local:MODEL_DIR", "ready": has_local,
+                  "why": "faster-whisper is installed; give a model directory" if has_local
+                  else "pip install 'spokenbench-studio[local-asr]' and give a faster-whisper model directory"})  # fmt: skip
+    found.append({"asr": "compatible:MODEL@URL", "ready": None, "why": "any OpenAI-compatible transcription server you run"})
+    return found
+
+
+def screening_requirements() -> str:
+    """What screening needs, in words, for the CLI and the app when a project has no transcripts."""
+    ready = [entry["asr"] for entry in asr_availability() if entry["ready"]]
+    lines = [
+        "ASR screening needs transcripts of each clip from two independent ASR systems (the error rate of the "
+        "better one is kept). Get them with one of:",
+        "  spokenbench transcribe DIR --asr openai:whisper-1 --asr gemini:gemini-2.5-flash   "
+        "(needs OPENAI_API_KEY and GEMINI_API_KEY)",
+        "  spokenbench transcribe DIR --asr compatible:MODEL@http://HOST:PORT/v1 ...   (a local whisper server)",
+        "  spokenbench transcribe DIR --asr local:/path/to/faster-whisper-model ...   "
+        "(pip install 'spokenbench-studio[local-asr]')",
+        "  spokenbench import-transcripts DIR FILE --asr NAME   (a CSV/JSONL with clip_id,text from any ASR; "
+        "`spokenbench transcribe DIR --clips-out clips.csv` lists the clips)",
+    ]
+    lines.append(f"Usable on this machine now: {', '.join(ready)}." if ready else "No ASR backend is configured on this machine.")
+    return "\n".join(lines)

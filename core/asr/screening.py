@@ -1,0 +1,202 @@
+"""ASR screening (BiasInEar Section 2.2): every clip's transcripts are scored against the text it was
+synthesized from, the minimum over the ASR systems is kept, and clips fall into the WER intervals 0,
+(0, 0.2], (0.2, 0.6] and > 0.6. Results are stored per clip (clip_screening) with the settings and the state
+of the transcripts they were computed from, so sampling reuses them while they are current."""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.qc.layout import language_sort_key, percent, table_language
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
+
+DEFAULT_MIN_ASR = 2
+META_KEY = "qc_screening"
+TABLE2_COLUMNS = ["wer_interval_order", "wer_interval", "language", "n_samples", "pct_of_language"]
+
+
+@dataclass(frozen=True)
+class ScreeningSettings:
+    min_asr: int = DEFAULT_MIN_ASR  # transcripts a clip needs to be screened (BiasInEar used two systems)
+    metrics: tuple[tuple[str, str], ...] = ()  # per-language metric overrides, e.g. (("ko", "cer"),)
+
+    def as_dict(self) -> dict:
+        return {"min_asr": self.min_asr, "metrics": dict(self.metrics)}
+
+
+@dataclass
+class ScreeningResult:
+    settings: ScreeningSettings
+    scores: dict[int, ClipScore]  # clip id → score
+    languages: dict[int, str]  # clip id → language, for every clip considered
+    too_few_transcripts: dict[int, int] = field(default_factory=dict)  # clip id → transcripts it has (< min_asr)
+    unscorable: list[int] = field(default_factory=list)  # references that normalize to nothing
+    transcript_state: tuple = ()
+    metric_by_language: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def screened(self) -> int:
+        return len(self.scores)
+
+    @property
+    def clips(self) -> int:
+        return len(self.languages)
+
+    def table2(self) -> list[dict]:
+        return table2_rows((self.languages[clip_id], score.bin) for clip_id, score in self.scores.items())
+
+    def summary(self) -> dict:
+        not_screened = Counter(self.languages[c] for c in self.too_few_transcripts)
+        overall = defaultdict(lambda: [0, 0])
+        for clip_id, score in self.scores.items():
+            entry = overall[self.languages[clip_id]]
+            entry[0] += score.errors
+            entry[1] += score.units
+        return {
+            "clips": self.clips,
+            "screened": self.screened,
+            "min_asr": self.settings.min_asr,
+            "metric_by_language": self.metric_by_language,
+            "not_screened_too_few_transcripts": dict(sorted(not_screened.items())),
+            "unscorable": len(self.unscorable),
+            # corpus error rate: total edits over total reference units, not a mean of per-clip rates
+            "corpus_error_rate": {lang: round(e / u, 4) if u else None for lang, (e, u) in sorted(overall.items())},
+        }
+
+
+def table2_rows(language_bins) -> list[dict]:
+    """Table 2's layout from (language, interval index) pairs: one row per (interval, language) with the count
+    and the percentage of the language's screened clips."""
+    counts: Counter = Counter()
+    totals: Counter = Counter()
+    for language, index in language_bins:
+        counts[(index, language)] += 1
+        totals[language] += 1
+    rows = []
+    for index, label in enumerate(WER_BINS):
+        for language in sorted(totals, key=language_sort_key):
+            n = counts[(index, language)]
+            rows.append({"wer_interval_order": index + 1, "wer_interval": label, "language": table_language(language),
+                         "n_samples": n, "pct_of_language": percent(n, totals[language])})  # fmt: skip
+    return rows
+
+
+def stored_table2(conn) -> list[dict]:
+    return table2_rows(conn.execute("SELECT c.language, s.wer_bin FROM clip_screening s JOIN clips c ON c.id = s.clip_id"))
+
+
+def _transcript_state(conn) -> tuple:
+    """Changes whenever a transcript is added, replaced or removed."""
+    return tuple(conn.execute("SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts").fetchone())
+
+
+def compute_screening(conn, settings: ScreeningSettings | None = None, progress: Progress | None = None) -> ScreeningResult:
+    """Score every good item clip that has transcripts (instruction tokens are not screened)."""
+    settings = settings or ScreeningSettings()
+    progress = progress or no_progress()
+    scorer = Scorer(dict(settings.metrics))
+    clips = {row[0]: (row[1], row[2]) for row in conn.execute(
+        "SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL")}  # fmt: skip
+    transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for clip_id, asr, text in conn.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr"):
+        if clip_id in clips:
+            transcripts[clip_id].append((asr, text))
+    result = ScreeningResult(settings, {}, {clip_id: language for clip_id, (language, _) in clips.items()},
+                             transcript_state=_transcript_state(conn))  # fmt: skip
+    total = len(transcripts)
+    for done, (clip_id, heard) in enumerate(transcripts.items(), start=1):
+        language, reference = clips[clip_id]
+        if len(heard) < settings.min_asr:
+            result.too_few_transcripts[clip_id] = len(heard)
+        else:
+            score = scorer.score_clip(language, reference, heard)
+            if score is None:
+                result.unscorable.append(clip_id)
+            else:
+                result.scores[clip_id] = score
+        if done % 2000 == 0:
+            progress.check_cancelled()
+            progress.report(done, total, "scoring transcripts")
+    for clip_id, (language, _) in clips.items():
+        if clip_id not in transcripts:
+            result.too_few_transcripts[clip_id] = 0
+    result.metric_by_language = {lang: scorer.metric_for(lang) for lang in sorted(set(result.languages.values()), key=language_sort_key)}
+    progress.report(total, total, "screened")
+    return result
+
+
+def store_screening(project: Project, result: ScreeningResult) -> None:
+    """Replace the stored per-clip scores with `result` in one transaction."""
+    now = utc_now()
+    rows = [
+        (clip_id, s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
+        for clip_id, s in result.scores.items()
+    ]
+    meta = json.dumps({"settings": result.settings.as_dict(), "transcripts": list(result.transcript_state),
+                       "screened": result.screened, "computed_at": now})  # fmt: skip
+    with project.transaction() as conn:
+        conn.execute("DELETE FROM clip_screening")
+        conn.executemany(
+            "INSERT INTO clip_screening(clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, "
+            "asr_count, cer, screened_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.execute(
+            "INSERT INTO project_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (META_KEY, meta),
+        )
+
+
+def stored_screening_settings(conn) -> ScreeningSettings | None:
+    row = conn.execute("SELECT value FROM project_meta WHERE key = ?", (META_KEY,)).fetchone()
+    if not row:
+        return None
+    settings = json.loads(row[0])["settings"]
+    return ScreeningSettings(settings["min_asr"], tuple(sorted(settings["metrics"].items())))
+
+
+def screening_is_current(conn, settings: ScreeningSettings) -> bool:
+    row = conn.execute("SELECT value FROM project_meta WHERE key = ?", (META_KEY,)).fetchone()
+    if not row:
+        return False
+    meta = json.loads(row[0])
+    return meta["settings"] == settings.as_dict() and tuple(meta["transcripts"]) == _transcript_state(conn)
+
+
+def screen_project(project: Project, settings: ScreeningSettings | None = None, progress: Progress | None = None) -> ScreeningResult:
+    """Compute and store the screening of every clip with transcripts."""
+    result = compute_screening(project.conn, settings, progress)
+    store_screening(project, result)
+    return result
+
+
+def ensure_screening(project: Project, settings: ScreeningSettings | None = None) -> int:
+    """Recompute the stored screening when transcripts or settings changed since it was made. Returns the
+    number of screened clips."""
+    settings = settings or stored_screening_settings(project.conn) or ScreeningSettings()
+    if project.conn.execute("SELECT count(*) FROM transcripts").fetchone()[0] == 0:
+        if project.conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0]:
+            with project.transaction() as conn:  # transcripts were removed: old scores no longer hold
+                conn.execute("DELETE FROM clip_screening")
+                conn.execute("DELETE FROM project_meta WHERE key = ?", (META_KEY,))
+        return 0
+    if not screening_is_current(project.conn, settings):
+        screen_project(project, settings)
+    return project.conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0]
+
+
+def worst_clips(conn, limit: int = 20) -> list[dict]:
+    """The clips with the highest error, with the best transcript, for a look by ear."""
+    rows = conn.execute(
+        """SELECT s.clip_id, c.language, c.accent, c.voice, c.part, i.source_id, s.metric, s.error_rate, s.best_asr,
+                  c.text, t.text AS transcript
+           FROM clip_screening s JOIN clips c ON c.id = s.clip_id LEFT JOIN items i ON i.id = c.item_id
+           LEFT JOIN transcripts t ON t.clip_id = s.clip_id AND t.asr = s.best_asr
+           ORDER BY s.error_rate DESC, s.clip_id LIMIT ?""",
+        (limit,),
+    )
+    return [dict(row) | {"error_rate": round(row["error_rate"], 4)} for row in rows]

@@ -1,0 +1,70 @@
+"""The whole quality-control picture of a project in one report: rewriting (Table 9), ASR screening (Table 2),
+rating queues and rating results (Table 3, per WER interval, agreement, disagreements) — and the CSV files in
+the exact layouts of the published tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from spokenbench.core.asr.backends import screening_requirements
+from spokenbench.core.asr.screening import TABLE2_COLUMNS, ensure_screening, stored_screening_settings, stored_table2
+from spokenbench.core.asr.transcribe import transcript_failures
+from spokenbench.core.qc.queues import list_queues
+from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
+from spokenbench.core.rewriting.llm import manual_items
+from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
+from spokenbench.core.store import Project
+from spokenbench.core.tables import write_table
+
+REPORT_FILES = {
+    "table02_wer_intervals.csv": ("screening", "table2", TABLE2_COLUMNS),
+    "table03_human_ratings.csv": ("ratings", "table3", TABLE3_COLUMNS),
+    "table03_human_ratings_by_wer_interval.csv": ("ratings", "table3_by_wer_interval", TABLE3_BY_BIN_COLUMNS),
+    "table09_rewrite_qc.csv": ("rewriting", "table9", TABLE9_COLUMNS),
+}
+
+
+def screening_section(project: Project) -> dict:
+    conn = project.conn
+    transcripts = conn.execute("SELECT count(*) FROM transcripts").fetchone()[0]
+    asr = [dict(row) for row in conn.execute("SELECT asr, count(*) AS clips FROM transcripts GROUP BY asr ORDER BY asr")]
+    failures = conn.execute("SELECT count(*) FROM transcript_failures").fetchone()[0]
+    if transcripts == 0:
+        return {"screened": 0, "transcripts_by_asr": [], "asr_failures": failures, "table2": [],
+                "needs": screening_requirements()}  # fmt: skip
+    screened = ensure_screening(project)
+    settings = stored_screening_settings(conn)
+    section = {"screened": screened, "transcripts_by_asr": asr, "asr_failures": failures,
+               "settings": settings.as_dict() if settings else None, "table2": stored_table2(conn)}  # fmt: skip
+    if screened == 0:
+        section["needs"] = (f"no clip has transcripts from {settings.min_asr if settings else 2} ASR systems yet; "
+                            "transcribe with a second system or lower --min-asr")  # fmt: skip
+    if failures:
+        section["failures"] = transcript_failures(conn, 20)
+    return section
+
+
+def qc_report(project: Project, queue: str | None = None) -> dict:
+    rewriting = rewrite_qc(project.conn)
+    rewriting["manual_items"] = manual_items(project.conn)
+    return {
+        "rewriting": rewriting,
+        "screening": screening_section(project),
+        "queues": list_queues(project.conn),
+        "ratings": rating_results(project.conn, queue) | {"queue": queue},
+    }
+
+
+def write_report_tables(report: dict, out_dir: str | Path) -> list[Path]:
+    """The paper's tables as CSV files in their published layouts (a table with no rows is written with its
+    header only)."""
+    out_dir = Path(out_dir)
+    written = []
+    for name, (section, key, columns) in REPORT_FILES.items():
+        path = out_dir / name
+        write_table(report[section][key], path, columns)
+        written.append(path)
+    disagreements = report["ratings"]["disagreements"]
+    path = out_dir / "rating_disagreements.csv"
+    write_table(disagreements, path, ["clip_id", "item", "language", "accent", "voice", "part", "wer_interval", "ratings", "notes"])
+    written.append(path)
+    return written

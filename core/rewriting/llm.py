@@ -1,0 +1,276 @@
+"""LLM rewriting (BiasInEar Section 2.1, Appendix B.1): each item's question and options go to an
+OpenAI-compatible chat endpoint (default: NVIDIA's hosted openai/gpt-oss-120b, as in the paper) and come
+back as spoken-readable text in the item's own language.
+
+- Every answer is stored in rewrite_requests under the hash of its request the moment it arrives, so a rerun
+  or a run resumed after a kill asks nothing twice (the base URL is not part of the hash: the model name
+  says what answered).
+- An answer that fails validation (not JSON, wrong option count, an empty option, the wrong script) is handed
+  back with the reason and asked again; after `max_attempts` answers the item is marked for manual rewriting
+  (rewrite_outcomes.status = 'manual') — never stored as a rewrite.
+- 429/5xx/timeouts are retried by core.remote with backoff and Retry-After; a rejected key stops the run.
+- A finished item's rewrites (status 'pending', origin 'llm:<model>') are committed in one short transaction.
+  `spokenbench flag` then checks them against the originals."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+
+from spokenbench.core.credentials import api_key
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.items import Item, option_part
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.remote import ProviderLimiter, RemoteAuthError, RemoteCallFailed, RetryPolicy, call_with_retries, redact
+from spokenbench.core.rewriting.prompts import RewriteTemplate, load_template, render_messages, render_retry
+from spokenbench.core.rewriting.validation import InvalidAnswer, validate_answer
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.rewrites import add_rewrite
+
+DEFAULT_BASE_URL = "https://integrate.api.nvidia.com/v1"
+DEFAULT_MODEL = "openai/gpt-oss-120b"
+DEFAULT_KEY_PROVIDER = "nvidia"
+CHAT_PARAMETERS = frozenset({"temperature", "max_tokens", "max_completion_tokens", "top_p", "seed", "reasoning_effort",
+                             "response_format"})  # fmt: skip
+
+
+class MalformedReply(Exception):
+    """A 200 reply with no choices; core.remote retries it."""
+
+
+@dataclass
+class RewriteSettings:
+    model: str = DEFAULT_MODEL
+    base_url: str | None = DEFAULT_BASE_URL
+    key_provider: str | None = DEFAULT_KEY_PROVIDER  # None: the endpoint needs no key (a local server)
+    key: str | None = None
+    max_attempts: int = 3  # answers per item: the first plus retries after an invalid answer
+    concurrency: int = 8
+    requests_per_minute: float | None = None
+    timeout_s: float = 300.0
+    languages: tuple[str, ...] = ()
+    source: str | None = None
+    limit: int | None = None
+    redo: bool = False  # also items that already have rewrites
+    retry_manual: bool = False  # also items marked for manual rewriting
+
+    @property
+    def origin(self) -> str:
+        return f"llm:{self.model}"
+
+
+@dataclass
+class RewritePlan:
+    items: list[tuple[int, Item]]
+    skipped_existing: int
+    skipped_manual: int
+
+    def summary(self) -> dict:
+        return {"to_rewrite": len(self.items), "skipped_with_rewrites": self.skipped_existing,
+                "skipped_marked_manual": self.skipped_manual}  # fmt: skip
+
+
+@dataclass
+class RewriteReport:
+    rewritten: int = 0
+    manual: int = 0
+    failed: int = 0
+    requests: int = 0  # answers that came over the network
+    cached: int = 0  # answers replayed from rewrite_requests
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"rewritten": self.rewritten, "marked_manual": self.manual, "failed": self.failed,
+                "requests": self.requests, "from_cache": self.cached, "problems": self.problems}  # fmt: skip
+
+
+def plan_rewrites(conn, settings: RewriteSettings) -> RewritePlan:
+    where, params = ["1"], []
+    if settings.languages:
+        where.append(f"language IN ({','.join('?' * len(settings.languages))})")
+        params += list(settings.languages)
+    if settings.source:
+        where.append("source = ?")
+        params.append(settings.source)
+    with_rewrites = {r[0] for r in conn.execute("SELECT DISTINCT item_id FROM rewrites")}
+    manual = {r[0] for r in conn.execute("SELECT item_id FROM rewrite_outcomes WHERE status = 'manual'")}
+    items, existing, skipped_manual = [], 0, 0
+    for item_id, item in iter_items(conn, where=" AND ".join(where), params=tuple(params)):
+        if item_id in manual and not settings.retry_manual:
+            skipped_manual += 1
+        elif item_id in with_rewrites and not settings.redo:
+            existing += 1
+        else:
+            items.append((item_id, item))
+    if settings.limit is not None:
+        items = items[: settings.limit]
+    return RewritePlan(items, existing, skipped_manual)
+
+
+def request_key(model: str, messages: list[dict], parameters: dict) -> str:
+    canonical = json.dumps({"model": model, "messages": messages, "parameters": parameters}, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ChatClient:
+    """The OpenAI SDK against any OpenAI-compatible endpoint, SDK retries off (core.remote retries)."""
+
+    def __init__(self, settings: RewriteSettings, parameters: dict):
+        from openai import AsyncOpenAI
+
+        key = settings.key or (api_key(settings.key_provider) if settings.key_provider else "not-needed")
+        self.secrets = (key,)
+        self.model = settings.model
+        self.kwargs = {k: v for k, v in parameters.items() if k in CHAT_PARAMETERS}
+        extra = {k: v for k, v in parameters.items() if k not in CHAT_PARAMETERS}
+        if extra:
+            self.kwargs["extra_body"] = extra
+        self.client = AsyncOpenAI(api_key=key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s)
+
+    async def complete(self, messages: list[dict]) -> tuple[str, dict]:
+        started = time.perf_counter()
+        response = await self.client.chat.completions.create(model=self.model, messages=messages, **self.kwargs)
+        if not response.choices:
+            raise MalformedReply("the reply has no choices")
+        usage = response.usage
+        return response.choices[0].message.content or "", {
+            "input_tokens": getattr(usage, "prompt_tokens", None),
+            "output_tokens": getattr(usage, "completion_tokens", None),
+            "latency_ms": (time.perf_counter() - started) * 1000,
+        }
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+async def run_rewrites(
+    project: Project,
+    plan: RewritePlan,
+    settings: RewriteSettings,
+    template: RewriteTemplate | None = None,
+    progress: Progress | None = None,
+    retry_policy: RetryPolicy | None = None,
+) -> RewriteReport:
+    """Rewrite the plan's items concurrently. Raises RemoteAuthError (after keeping all finished items) when
+    the endpoint rejects the key."""
+    progress = progress or no_progress()
+    template = template or load_template(project.conn)
+    report = RewriteReport()
+    if not plan.items:
+        return report
+    if settings.max_attempts < 1:
+        raise SpokenBenchError("max_attempts must be at least 1")
+    parameters = dict(template.parameters)
+    client = ChatClient(settings, parameters)
+    limiter = ProviderLimiter(f"rewrite:{settings.model}", settings.concurrency, settings.requests_per_minute)
+    total, done = len(plan.items), 0
+    stopped = asyncio.Event()  # set by a rejected key: requests already queued must not go out
+
+    async def guarded(messages: list[dict]):
+        if stopped.is_set() or progress.cancelled:  # checked after the limiter's wait, right before sending
+            raise asyncio.CancelledError()
+        return await client.complete(messages)
+
+    async def answer(item_id: int, attempt: int, messages: list[dict]) -> str:
+        progress.check_cancelled()
+        key = request_key(settings.model, messages, parameters)
+        row = project.conn.execute("SELECT raw_text FROM rewrite_requests WHERE request_sha256 = ?", (key,)).fetchone()
+        if row is not None:
+            report.cached += 1
+            return row[0]
+        (raw, usage), _ = await call_with_retries(lambda: guarded(messages), limiter, retry_policy, secrets=client.secrets)
+        with project.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO rewrite_requests(request_sha256, item_id, model, attempt, raw_text, input_tokens, "
+                "output_tokens, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, item_id, settings.model, attempt, raw, usage["input_tokens"], usage["output_tokens"],
+                 usage["latency_ms"], utc_now()),
+            )  # fmt: skip
+        report.requests += 1
+        return raw
+
+    async def rewrite(item_id: int, item: Item) -> None:
+        nonlocal done
+        progress.check_cancelled()
+        label = f"{item.source_id} ({item.language})"
+        messages = render_messages(template, item)
+        problem, result, attempts = None, None, 0
+        try:
+            for attempt in range(1, settings.max_attempts + 1):
+                attempts = attempt
+                raw = await answer(item_id, attempt, messages)
+                try:
+                    result = validate_answer(raw, item)
+                    break
+                except InvalidAnswer as error:
+                    problem = str(error)
+                    messages = messages + [{"role": "assistant", "content": raw},
+                                           {"role": "user", "content": render_retry(template, item, problem)}]  # fmt: skip
+        except RemoteAuthError:
+            stopped.set()
+            raise
+        except asyncio.CancelledError:
+            if progress.cancelled:  # the user's cancel, seen mid-request: stop the job as Cancelled, not as a crash
+                raise Cancelled() from None
+            raise
+        except RemoteCallFailed as error:
+            message = redact(str(error), client.secrets)
+            _store_outcome(project, item_id, "failed", settings.model, attempts, message)
+            report.failed += 1
+            report.problems.append(f"{label}: request failed: {message}")
+        else:
+            if result is None:
+                _store_outcome(project, item_id, "manual", settings.model, attempts, problem)
+                report.manual += 1
+                report.problems.append(f"{label}: marked for manual rewriting after {attempts} answers: {problem}")
+            else:
+                _store_rewrites(project, item_id, item, result, settings, attempts)
+                report.rewritten += 1
+        done += 1
+        progress.report(done, total, label)
+
+    tasks = [asyncio.ensure_future(rewrite(item_id, item)) for item_id, item in plan.items]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.aclose()
+    return report
+
+
+def _store_outcome(project: Project, item_id: int, status: str, model: str, attempts: int, problem: str | None) -> None:
+    with project.transaction() as conn:
+        conn.execute(
+            "INSERT INTO rewrite_outcomes(item_id, status, model, attempts, problem, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(item_id) DO UPDATE SET status = excluded.status, model = excluded.model, "
+            "attempts = excluded.attempts, problem = excluded.problem, updated_at = excluded.updated_at",
+            (item_id, status, model, attempts, problem, utc_now()),
+        )
+
+
+def _store_rewrites(project: Project, item_id: int, item: Item, answer, settings: RewriteSettings, attempts: int) -> None:
+    with project.transaction() as conn:
+        add_rewrite(conn, item_id, "question", answer.question, settings.origin)
+        for option, text in zip(item.options, answer.options):
+            add_rewrite(conn, item_id, option_part(option.letter), text, settings.origin)
+        conn.execute(
+            "INSERT INTO rewrite_outcomes(item_id, status, model, attempts, problem, updated_at) VALUES (?, 'done', ?, ?, NULL, ?) "
+            "ON CONFLICT(item_id) DO UPDATE SET status = 'done', model = excluded.model, attempts = excluded.attempts, "
+            "problem = NULL, updated_at = excluded.updated_at",
+            (item_id, settings.model, attempts, utc_now()),
+        )
+
+
+def manual_items(conn) -> list[dict]:
+    """Items whose LLM rewriting gave no usable answer: rewrite them by hand (`spokenbench review --edit`)."""
+    rows = conn.execute(
+        "SELECT o.item_id, i.source_id, i.language, o.attempts, o.problem FROM rewrite_outcomes o "
+        "JOIN items i ON i.id = o.item_id WHERE o.status = 'manual' ORDER BY i.language, o.item_id"
+    )
+    return [dict(row) for row in rows]
