@@ -74,7 +74,8 @@ class StubServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: leaving `with StubServer()` would otherwise wait up to half a second.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def script(self, method: str, path_pattern: str, *replies: Reply) -> None:
         """Replies for requests matching (method, regex on the path), in order; the last one repeats."""

@@ -25,7 +25,8 @@ def test_demo_then_info_json(cli, tmp_path):
     assert items["by_kind"] == {"gender-probe": 12, "mcq": 72}
     assert items["by_cultural_label"] == {"CA": 36, "CS": 36}
     assert items["by_category"] == {"dependent": 4, "independent": 4, "stereotypical": 4}
-    assert info["rewrites"]["total"] == 72 * 5
+    rewrites = info["rewrites"]
+    assert rewrites["total"] >= 72 * 5 and rewrites["by_status"].get("flagged", 0) > 0  # a few flagged for review
     # espeak-ng audio: en items in 2 accents, zh and ko in 1, each in 2 voices, plus instruction tokens
     assert info["clips"]["total"] > 1000 and info["clips"]["failed"] == 0
     assert info["runs"] == 3 and info["responses"] > 0  # three simulated listeners

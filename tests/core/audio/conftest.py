@@ -1,54 +1,13 @@
-import asyncio
-
-import numpy as np
 import pytest
 
-from spokenbench.core.audio.checks import plausible_duration
-from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
+from audio_support import MINI_ITEMS, ToneBackend
 from spokenbench.core.importers import ImportOptions, import_files
-from support import tone, write_jsonl
-
-TONE_RATE = 16_000
-
-
-class ToneBackend(TTSBackend):
-    """A deterministic stand-in for a TTS service: each text becomes a tone whose pitch encodes the text, with a
-    duration plausible for it. Text containing 'SILENT' comes back silent, to exercise the arrival checks."""
-
-    def __init__(self):
-        super().__init__(
-            name="tone", model="tone-1", output_rate=TONE_RATE,
-            accents={"en": ("american", "british"), "ko": ("seoul",)},
-            voices=(VoiceSpec("low", "male"), VoiceSpec("high", "female")), max_concurrency=4,
-        )  # fmt: skip
-        self.calls: list[SynthesisRequest] = []
-
-    def frequency(self, request: SynthesisRequest) -> float:
-        base = 150 if request.voice.name == "low" else 300
-        return base + (sum(map(ord, request.text)) % 40) * 5
-
-    async def synthesize(self, request: SynthesisRequest) -> bytes:
-        self.check(request)
-        self.calls.append(request)
-        await asyncio.sleep(0)
-        seconds = sum(plausible_duration(request.text)) / 4  # a believable speaking rate
-        samples = tone(self.frequency(request), seconds, 0.3, TONE_RATE)
-        if "SILENT" in request.text:
-            samples = np.zeros_like(samples)
-        return encode_wav(samples, TONE_RATE)
+from support import write_jsonl
 
 
 @pytest.fixture
 def tone_backend():
     return ToneBackend()
-
-
-MINI_ITEMS = [
-    {"id": "q1", "language": "en", "question": "Which gas do plants take in?", "options": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"], "answer": "B"},
-    {"id": "q2", "language": "en", "question": "How many legs has a spider?", "options": ["Six", "Eight", "Ten", "Twelve"], "answer": "B"},
-    {"id": "q1", "language": "ko", "question": "식물은 어떤 기체를 흡수합니까?", "options": ["산소", "이산화탄소", "질소", "헬륨"], "answer": "B"},
-]  # fmt: skip
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
@@ -71,7 +70,7 @@ KILLED_SYNTHESIS = textwrap.dedent(
     """
     import asyncio, sys
     sys.path[:0] = [sys.argv[2], sys.argv[3]]
-    from conftest import ToneBackend
+    from audio_support import ToneBackend
     from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
     from spokenbench.core.progress import Progress
     from spokenbench.core.store import Project

@@ -132,9 +132,12 @@ def test_project_prompt_template_is_saved_and_used(cli, mini_project, tmp_path, 
         server.script("POST", GEMINI_ROUTE, pcm_reply(2.5))
         result = cli("synthesize", mini_project.path, "--tts", "gemini", "--base-url", server.url, "--languages", "en",
                      "--voices", "Orus", "--accents", "american", "--parts", "questions", "--prompt-file", template)  # fmt: skip
-        first = server.requests_to(GEMINI_ROUTE)[0].json()["contents"][0]["parts"][0]["text"]
+        sent = sorted(r.json()["contents"][0]["parts"][0]["text"] for r in server.requests_to(GEMINI_ROUTE))
     assert result.code == 0, result.err
-    assert first == "Say it like a newsreader from General American, in English: Which gas do plants take in?"
+    assert sent == [
+        "Say it like a newsreader from General American, in English: How many legs has a spider?",
+        "Say it like a newsreader from General American, in English: Which gas do plants take in?",
+    ]
     bad = tmp_path / "bad.txt"
     bad.write_text("Read {txt}", encoding="utf-8")
     refused = cli("synthesize", mini_project.path, "--tts", "gemini", "--prompt-file", bad, "--dry-run")

@@ -1,7 +1,7 @@
 """The evaluation commands' contract: names, options, exit codes, JSON."""
 import pytest
 
-from conftest import add_items
+from eval_support import add_items
 
 
 def _evaluate(cli, project, stub, *extra):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from model_stub import StubServer
 
-from conftest import add_assembled, add_items
+from eval_support import add_assembled, add_items
 from spokenbench.core.conditions import Condition
 from spokenbench.core.store import Project
 

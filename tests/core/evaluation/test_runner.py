@@ -8,7 +8,7 @@ import time
 import pytest
 from model_stub import Scripted
 
-from conftest import add_assembled, add_items
+from eval_support import add_assembled, add_items
 from spokenbench.core.conditions import Condition
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.evaluation.adapters import GenerationParams
@@ -244,7 +244,7 @@ def test_pipeline_with_a_transcription_endpoint(audio_project, stub):
 
 def test_spoken_question_with_text_options_uses_question_clips(project, stub):
     [item_id] = add_items(project, 1)
-    from conftest import wav_bytes
+    from eval_support import wav_bytes
 
     sha = project.audio.put_bytes(wav_bytes(0.2), "wav")
     with project.transaction() as conn:

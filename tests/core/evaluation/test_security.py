@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from model_stub import Scripted
 
-from conftest import TEST_KEYS
+from eval_support import TEST_KEYS
 
 SECRETS = {name: value for name, value in TEST_KEYS.items() if name in ("OPENAI_API_KEY", "GEMINI_API_KEY")}
 
