@@ -1,7 +1,6 @@
 """Cross-checks on generated data against independent implementations: statsmodels' fleiss_kappa, the
 reference package `biasinear` (its Evaluator, on the same inputs), and the published table layouts."""
 import csv
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,8 +11,9 @@ from metrics_helpers import crossed_design, random_design
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.mcq import accuracy_cross_table, compute_mcq_metrics, model_summary
 from spokenbench.core.metrics.responses import prepare_mcq
+from spokenbench.core.published import published_dir
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "biasinear"
+REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -91,7 +91,7 @@ def test_matches_the_reference_package_when_failures_count_as_a_category():
 
 def _read_reference(name: str) -> list[dict]:
     if not (REFERENCE / name).exists():
-        pytest.skip(f"reference table {name} not found at {REFERENCE}")
+        raise FileNotFoundError(f"reference table {name} is missing from {REFERENCE}")
     with open(REFERENCE / name, encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
 

@@ -1,6 +1,5 @@
 """Diff-based flagging on hand-made cases, review decisions, and Table 9's layout."""
 import csv
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from spokenbench.core.rewriting.flagging import (
 )  # fmt: skip
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
 from spokenbench.core.store.rewrites import add_rewrite, latest_rewrites
+from spokenbench.core.published import published_dir
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "biasinear"
+REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 
 
 def test_normalization_removes_whitespace_and_case_only():

@@ -1,14 +1,14 @@
 """Importing transcripts from any ASR (good and bad input), screening with fixed transcripts, and Table 2's layout."""
 import csv
-from pathlib import Path
 
 import pytest
 
 from qc_support import add_clip, add_transcript, item_id
 from spokenbench.core.asr.screening import TABLE2_COLUMNS, ScreeningSettings, compute_screening, ensure_screening, screen_project
 from support import write_csv, write_jsonl
+from spokenbench.core.published import published_dir
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "biasinear"
+REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 
 
 @pytest.fixture

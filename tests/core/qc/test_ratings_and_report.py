@@ -2,7 +2,6 @@
 disagreement list, the combined qc-report and its CSV files, and the demo's QC content."""
 import csv
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +10,9 @@ from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 from qc_support import add_clip, add_transcript, item_id
 from spokenbench.core.qc.queues import rate_clip, sample_for_rating
 from spokenbench.core.qc.ratings import TABLE3_COLUMNS, consensus, rating_results
+from spokenbench.core.published import published_dir
 
-REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "biasinear"
+REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 CATEGORIES = ("incorrect", "acceptable", "correct")
 
 
