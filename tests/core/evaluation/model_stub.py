@@ -37,6 +37,7 @@ class StubState:
         self.script: collections.deque[Scripted] = collections.deque()
         self.requests: list[dict] = []
         self.answered = 0
+        self.granted = 0  # requests let through while a hold_after quota is set
         self.answer_fn = None  # body dict → reply text, for tests that need specific answers
         self.release = threading.Event()
 
@@ -76,8 +77,9 @@ class Handler(BaseHTTPRequestHandler):
         if state.delay_s:
             time.sleep(state.delay_s)
         if scripted.kind == "ok" and state.hold_after is not None:
-            with state.lock:
-                hold = state.answered >= state.hold_after
+            with state.lock:  # decide and reserve in one step, so concurrent requests cannot overshoot the quota
+                hold = state.granted >= state.hold_after
+                state.granted += 0 if hold else 1
             if hold:
                 state.release.wait()  # never answered: dropped when released
                 entry["status"] = "dropped"
