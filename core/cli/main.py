@@ -46,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     except Cancelled:
         print("cancelled", file=sys.stderr)
         return EXIT_CANCELLED
+    except BrokenPipeError:
+        # The reader went away (`spokenbench … | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("\ninterrupted; everything reported saved is kept", file=sys.stderr)
         return EXIT_CANCELLED

@@ -138,3 +138,15 @@ def test_console_script_reports_malformed_file_without_traceback(tmp_path):
     assert info["items"]["total"] == 0
     bad_args = run_console_script("import", tmp_path / "p")
     assert bad_args.returncode == 2 and "usage" in bad_args.stderr
+
+
+def test_output_cut_short_by_the_reader_is_not_an_error(built_demo):
+    """`spokenbench items DIR | head -1`: the closed pipe ends the command quietly."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("spokenbench")
+    result = subprocess.run(f"'{script}' items '{built_demo}' --limit 0 | head -1", shell=True, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.stdout.startswith("item_id") and "error" not in result.stderr
