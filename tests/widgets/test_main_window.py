@@ -43,3 +43,20 @@ def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, 
     qtbot.waitUntil(lambda: bool(shown))
     assert shown[0][0] == "Cannot open project" and "project.sqlite is missing" in shown[0][1]
     assert window.pages.currentWidget() is window.welcome
+
+
+def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):
+    """Without libpulse0 Qt Multimedia cannot load, without libportaudio2 sounddevice cannot: the app starts
+    with audio off and says what to install."""
+    import sys
+
+    from spokenbench.app import main as app_main
+    from spokenbench.core import audio_support
+
+    monkeypatch.setitem(sys.modules, "PySide6.QtMultimedia", None)
+    monkeypatch.setattr(
+        audio_support, "sounddevice_support",
+        lambda: audio_support.AudioSupport(False, "Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)"),
+    )  # fmt: skip
+    message = app_main.audio_problem()
+    assert "apt-get install libpulse0" in message and "libportaudio2" in message
