@@ -24,12 +24,11 @@ PROJECT_BOOKKEEPING_COLUMNS = ("response_id", "run_id", "run_name", "item_id", "
                                "raw_text", "latency_ms", "input_tokens", "output_tokens", "error", "created_at")
 
 
-def load_project_responses(project_path: str | Path) -> pd.DataFrame:
-    """The multiple-choice responses stored in a project folder, as the table a responses file gives:
-    the store's export (core/exports.py `responses_frame`) without its bookkeeping columns, so the
-    condition factors (and language, mode, prompt) remain as factor columns.
-
-    Gender-probe responses are left out: the export does not carry voice_gender or option_orientation yet."""
+def load_project_responses(project_path: str | Path, kind: str = "mcq") -> pd.DataFrame:
+    """The responses stored in a project folder, as the table a responses file gives: the store's export
+    (core/exports.py `responses_frame`) without its bookkeeping columns, so the condition factors (and language,
+    mode, prompt) remain as factor columns. `kind` picks the multiple-choice items or the gender probes
+    (which keep their category, voice_gender and option_orientation columns)."""
     from spokenbench.core.exports import responses_frame
     from spokenbench.core.store import Project
 
@@ -37,17 +36,18 @@ def load_project_responses(project_path: str | Path) -> pd.DataFrame:
         frame = responses_frame(project.conn)
     if frame.empty:
         raise SpokenBenchError(f"{project_path}: the project has no stored responses yet; run an evaluation first")
-    frame = as_clean_strings(frame.drop(columns=[c for c in PROJECT_BOOKKEEPING_COLUMNS if c in frame.columns]))
-    frame = frame[frame["answer"] != ""].reset_index(drop=True)
+    probes = frame["category"].notna() & (frame["category"].astype(str) != "")
+    frame = frame[probes if kind == "gender-probe" else ~probes]
     if frame.empty:
-        raise SpokenBenchError(f"{project_path}: the project has no multiple-choice responses (gender-probe responses "
-                               "cannot be reported from a project yet: export them with voice_gender and option_orientation)")
-    return frame
+        raise SpokenBenchError(f"{project_path}: the project has no {kind} responses yet")
+    dropped = [c for c in PROJECT_BOOKKEEPING_COLUMNS if c in frame.columns and not (kind == "gender-probe" and c == "category")]
+    return as_clean_strings(frame.drop(columns=dropped)).reset_index(drop=True)
 
 
-def load_responses(source: str | Path) -> pd.DataFrame:
-    """A responses file, or a project folder through `load_project_responses`."""
+def load_responses(source: str | Path, kind: str | None = None) -> pd.DataFrame:
+    """A responses file, or a project folder through `load_project_responses` (multiple choice unless `kind`
+    says gender-probe)."""
     path = Path(source)
     if path.is_dir():
-        return load_project_responses(path)
+        return load_project_responses(path, kind or "mcq")
     return read_responses_file(path)

@@ -39,7 +39,7 @@ def write_report(source: str | Path | pd.DataFrame, out_dir: str | Path, *, kind
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
-    frame = source if isinstance(source, pd.DataFrame) else load_responses(source)
+    frame = source if isinstance(source, pd.DataFrame) else load_responses(source, kind)
     name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
     kind = check_kind(kind, frame)
     out_dir.mkdir(parents=True, exist_ok=True)

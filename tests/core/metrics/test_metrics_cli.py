@@ -175,3 +175,23 @@ def test_the_installed_console_script(mcq_file, tmp_path):
     assert set(json.loads(result.stdout)) == {"m1", "m2"}
     bad = run_console_script("metrics", tmp_path / "missing.csv")
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+
+
+def test_report_of_a_projects_gender_probes(cli, demo_copy, tmp_path):
+    """Gender-probe answers stored in a project carry voice_gender and option_orientation through the export,
+    so `report PROJECT --kind gender-probe` reports them; the multiple-choice report leaves them out."""
+    run = cli("evaluate", demo_copy, "--model", "simulated:steady", "--mode", "audio", "--prompt", "standard",
+              "--kind", "gender-probe")  # fmt: skip
+    assert run.code == 0, run.err
+    result = cli("report", demo_copy, "--out", tmp_path / "gp", "--kind", "gender-probe", "--bootstrap", "0")
+    assert result.code == 0, result.err
+    table = pd.read_csv(tmp_path / "gp" / "gender_probe.csv")
+    assert set(table["category"]) == {"independent", "stereotypical", "dependent"}
+    assert (tmp_path / "gp" / "fig_gender_probe.png").is_file()
+    mcq = cli("report", demo_copy, "--out", tmp_path / "mcq", "--bootstrap", "0")
+    assert mcq.code == 0 and (tmp_path / "mcq" / "accuracy_by_factor_level.csv").is_file()
+
+
+def test_report_of_a_project_without_gender_probe_answers(cli, demo_copy, tmp_path):
+    result = cli("report", demo_copy, "--out", tmp_path / "gp", "--kind", "gender-probe")
+    assert result.code == 2 and "no gender-probe responses" in result.err
