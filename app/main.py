@@ -1,4 +1,5 @@
 """`spokenbench-studio [PROJECT]`: the desktop app's entry point."""
+
 from __future__ import annotations
 
 import argparse

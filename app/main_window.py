@@ -1,13 +1,23 @@
 """The first Studio window: open a project (or build the demo) and browse its items. Disk work runs on
 the worker pool; the UI thread only receives finished rows."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget,
-)  # fmt: skip
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from spokenbench.app.workers import Task
 from spokenbench.core.demo import build_demo
@@ -33,7 +43,7 @@ def build_demo_and_load(path: Path, progress: Progress) -> tuple[dict, list[tupl
 class WelcomePage(QWidget):
     """The empty state: what the app is for and the two ways to start."""
 
-    def __init__(self, window: "MainWindow"):
+    def __init__(self, window: MainWindow):
         super().__init__()
         card = QWidget()
         card.setFixedWidth(540)

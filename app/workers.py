@@ -1,10 +1,12 @@
 """The app's one way to run work off the UI thread. A core function gets a `Progress` whose reports
 arrive as Qt signals on the UI thread; cancelling sets the core's cancel flag, and a cancelled or
 abandoned task's results are dropped instead of touching widgets."""
+
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
@@ -49,6 +51,6 @@ class Task(QRunnable):
         finally:
             self.done.set()
 
-    def start(self, pool: QThreadPool | None = None) -> "Task":
+    def start(self, pool: QThreadPool | None = None) -> Task:
         (pool or QThreadPool.globalInstance()).start(self)
         return self

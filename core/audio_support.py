@@ -1,5 +1,6 @@
 """Which audio I/O this machine can do. Playback and recording need PortAudio (Debian: libportaudio2);
 without it the tool still runs, with audio disabled and this message shown instead of a crash."""
+
 from __future__ import annotations
 
 import functools

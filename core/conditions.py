@@ -12,6 +12,7 @@ Our reading of the BiasInEar order variants (Appendix C.2, D.4):
 | order-backward  | ABCD         | DCBA           | D:optD  C:optC  B:optB  A:optA (pairs read D→A) |
 | token-backward  | DCBA         | DCBA           | D:optA  C:optB  B:optC  A:optD (labels D→A over contents A→D) |
 Any explicit permutation (gold-position moves, cyclic and full permutations) is read in letter order."""
+
 from __future__ import annotations
 
 import itertools
@@ -50,7 +51,9 @@ def check_order(order: str) -> str:
     letters = order.upper()
     if order in NAMED_ORDERS or (letters.isalpha() and letters.isascii() and len(set(letters)) == len(letters) > 1):
         return order
-    raise SpokenBenchError(f"order '{order}' is neither one of {', '.join(NAMED_ORDERS)} nor a permutation such as CABD")
+    raise SpokenBenchError(
+        f"order '{order}' is neither one of {', '.join(NAMED_ORDERS)} nor a permutation such as CABD"
+    )
 
 
 def cyclic_orders(option_count: int) -> list[str]:
@@ -103,7 +106,7 @@ class Condition:
         return factors
 
     @classmethod
-    def from_key(cls, key: str) -> "Condition":
+    def from_key(cls, key: str) -> Condition:
         factors = json.loads(key)
         factors["spoken_labels"] = factors.get("spoken_labels", "yes") == "yes"
         snr = factors.get("snr_db", "clean")

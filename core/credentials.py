@@ -1,5 +1,6 @@
 """API keys come from the environment or the OS keyring, never from a project folder, so a project can be
 shared or archived without leaking a key."""
+
 from __future__ import annotations
 
 import os

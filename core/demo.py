@@ -1,6 +1,7 @@
 """The offline demo project: a small trilingual benchmark written for this tool, with hand-made
 spoken-readable rewrites (a few flagged for review), gender probes, espeak-ng audio in every offline voice, a
 rating queue, and runs of three simulated listeners with different bias profiles — everything the app and the metrics need, with no network."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,10 +16,10 @@ from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.errors import ProjectError, SpokenBenchError
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
-from spokenbench.core.qc.demo import add_demo_qc
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.qc.demo import add_demo_qc
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.store.rewrites import add_rewrite

@@ -1,5 +1,6 @@
 """Errors a user can act on. The CLI turns them into a message and exit code 2, the app into a dialog;
 anything else is a bug and is reported as one."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

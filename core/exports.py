@@ -1,5 +1,6 @@
 """Exporting a project's items, responses and ratings as tables (CSV, JSONL or Parquet by extension).
 Item exports re-import with `--format mcq` (or gender-probe); response exports are the metrics' input."""
+
 from __future__ import annotations
 
 import json
@@ -107,7 +108,9 @@ def _ordered(frame: pd.DataFrame, first: str) -> pd.DataFrame:
         return frame
     option_columns = [c for c in frame.columns if c.startswith("option_")]
     orientation_columns = [c for c in frame.columns if c.startswith("orientation_")]
-    letter_order = {f"option_{l.lower()}": i for i, l in enumerate(LETTERS)}
-    letter_order.update({f"orientation_{l.lower()}": i for i, l in enumerate(LETTERS)})
+    letter_order = {f"option_{letter.lower()}": i for i, letter in enumerate(LETTERS)}
+    letter_order.update({f"orientation_{letter.lower()}": i for i, letter in enumerate(LETTERS)})
     rest = [c for c in frame.columns if c not in option_columns and c not in orientation_columns]
-    return frame[rest + sorted(option_columns, key=letter_order.get) + sorted(orientation_columns, key=letter_order.get)]
+    return frame[
+        rest + sorted(option_columns, key=letter_order.get) + sorted(orientation_columns, key=letter_order.get)
+    ]

@@ -1,4 +1,5 @@
 """The benchmark item as every part of the tool sees it, independent of where it came from."""
+
 from __future__ import annotations
 
 import string
@@ -33,7 +34,7 @@ class Item:
     category: str | None = None
     extra: dict = field(default_factory=dict)
 
-    def same_content(self, other: "Item") -> bool:
+    def same_content(self, other: Item) -> bool:
         return (self.question, self.options, self.answer, self.category) == (
             other.question,
             other.options,

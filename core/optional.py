@@ -1,4 +1,5 @@
 """Optional heavy backends (voice cloning, local ASR) live in extras and are imported only when used."""
+
 from __future__ import annotations
 
 import importlib
@@ -16,4 +17,6 @@ def import_optional(module: str, purpose: str) -> ModuleType:
     except ImportError as error:
         extra = EXTRAS.get(module.split(".")[0])
         how = f"pip install 'spokenbench-studio[{extra}]'" if extra else f"pip install {module.split('.')[0]}"
-        raise MissingDependencyError(f"{purpose} needs the optional package '{module}' ({error}); install it with: {how}") from None
+        raise MissingDependencyError(
+            f"{purpose} needs the optional package '{module}' ({error}); install it with: {how}"
+        ) from None

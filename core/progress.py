@@ -1,12 +1,13 @@
 """One progress/cancel interface for all long work. Core functions take a `Progress`; the CLI backs it with
 a text bar, the app with a Qt signal, tests with a list. Cancellation is cooperative: work calls
 `check_cancelled()` at safe points (between transactions), never mid-write."""
+
 from __future__ import annotations
 
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from spokenbench.core.errors import Cancelled
 
@@ -24,7 +25,7 @@ class Progress:
         if self._callback is not None:
             self._callback(done, total, message)
 
-    def sub_task(self, callback: ProgressCallback | None = None) -> "Progress":
+    def sub_task(self, callback: ProgressCallback | None = None) -> Progress:
         """A progress for one step of a larger job: its own reports (or none), the same cancel flag."""
         return Progress(callback, self._cancel_event)
 

@@ -1,5 +1,6 @@
 """The three papers' published tables (bundled as CSV in resources/published/, see its README): the
 "published results" layer that our own tables are laid out like and compared against."""
+
 from __future__ import annotations
 
 import importlib.resources

@@ -11,6 +11,7 @@ Shared by every part of the tool that talks to a model API (evaluation, TTS, ASR
 The SDKs' own retries are switched off (openai `max_retries=0`; google-genai retries nothing by default)
 so that retries happen here once, with the server's wait honoured. Secrets never appear in an error we
 raise: every message passes through `redact`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,9 @@ import logging
 import random
 import re
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from spokenbench.core.errors import SpokenBenchError
 
@@ -101,8 +103,9 @@ def classify_error(error: BaseException, secrets: Iterable[str] = ()) -> Classif
     for the request (a bug or an unexpected reply must not be retried forever) but never stop a whole job."""
     secrets = tuple(secrets)
 
-    def done(kind: ErrorKind, message: str, status: int | None = None, wait: float | None = None,
-             rate_limited: bool = False) -> ClassifiedError:
+    def done(
+        kind: ErrorKind, message: str, status: int | None = None, wait: float | None = None, rate_limited: bool = False
+    ) -> ClassifiedError:
         return ClassifiedError(kind, redact(_shorten(message), secrets), status, wait, rate_limited)
 
     status = _status_code(error)
@@ -119,10 +122,20 @@ def classify_error(error: BaseException, secrets: Iterable[str] = ()) -> Classif
         return done(ErrorKind.FATAL, text, status)
     if isinstance(error, (asyncio.TimeoutError, TimeoutError)) or _is_named(error, ("Timeout",)):
         return done(ErrorKind.RETRYABLE, f"timed out ({type(error).__name__})")
-    if _is_named(error, ("ConnectionError", "ConnectError", "NetworkError", "ReadError", "WriteError",
-                         "RemoteProtocolError", "ProtocolError", "CloseError", "ServerDisconnected")) or isinstance(
-        error, ConnectionError
-    ):
+    if _is_named(
+        error,
+        (
+            "ConnectionError",
+            "ConnectError",
+            "NetworkError",
+            "ReadError",
+            "WriteError",
+            "RemoteProtocolError",
+            "ProtocolError",
+            "CloseError",
+            "ServerDisconnected",
+        ),
+    ) or isinstance(error, ConnectionError):
         return done(ErrorKind.RETRYABLE, f"connection failed ({type(error).__name__}: {error})")
     if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)) or _is_named(
         error, ("APIResponseValidationError", "ValidationError", "DecodingError", "MalformedReply")

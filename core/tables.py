@@ -1,6 +1,7 @@
 """Reading user tables (CSV, JSON Lines, Parquet) with errors that name the file, row and column.
 Formats are chosen by extension and then checked against the bytes, so a Parquet file named .csv or a
 UTF-16 CSV is reported as such instead of producing garbage rows."""
+
 from __future__ import annotations
 
 import csv
@@ -16,7 +17,14 @@ import pandas as pd
 
 from spokenbench.core.errors import InputError, InputProblem
 
-TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+TABLE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 PARQUET_MAGIC = b"PAR1"
 
 
@@ -90,7 +98,9 @@ def read_frame(path: str | Path) -> pd.DataFrame:
             frame = pd.DataFrame.from_records(_read_jsonl(name, text).rows)
         else:
             try:
-                frame = pd.read_csv(io.StringIO(text), sep="\t" if fmt == "tsv" else ",", dtype=str, keep_default_na=False)
+                frame = pd.read_csv(
+                    io.StringIO(text), sep="\t" if fmt == "tsv" else ",", dtype=str, keep_default_na=False
+                )
             except pd.errors.ParserError as error:
                 raise InputError(InputProblem(name, f"is not a well-formed table ({error})")) from None
     frame.columns = [str(c).strip() for c in frame.columns]
@@ -231,7 +241,9 @@ def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str]
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            arrow_table = pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.string()) for c in columns})
+            arrow_table = (
+                pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.string()) for c in columns})
+            )
             pq.write_table(arrow_table, temp_name)
         elif fmt == "jsonl":
             with open(temp_name, "w", encoding="utf-8") as handle:

@@ -37,8 +37,6 @@ def cli(capsys):
     return run
 
 
-
-
 @pytest.fixture(scope="session")
 def built_demo(tmp_path_factory):
     """The demo project, built once per test session (it synthesizes ~1,100 clips); copy it before changing it."""

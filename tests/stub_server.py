@@ -1,6 +1,7 @@
 """A loopback HTTP server that the real SDKs (openai, google-genai) talk to in tests. Each route answers from a
 script of replies — success, 429 with Retry-After, 5xx, a slow reply, malformed JSON, garbage — so the tests
 exercise the SDKs' real request and error paths without the network and without mocking SDK internals."""
+
 from __future__ import annotations
 
 import json
@@ -98,7 +99,7 @@ class StubServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> "StubServer":
+    def __enter__(self) -> StubServer:
         self._thread.start()
         return self
 

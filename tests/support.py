@@ -1,26 +1,55 @@
 """Helpers shared by tests: table writers and the installed console script."""
+
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 GMMLU_COLUMNS = [
-    "sample_id", "subject", "subject_category", "question", "option_a", "option_b", "option_c", "option_d",
-    "answer", "required_knowledge", "time_sensitive", "reference", "culture", "region", "country",
-    "cultural_sensitivity_label", "is_annotated",
-]  # fmt: skip
+    "sample_id",
+    "subject",
+    "subject_category",
+    "question",
+    "option_a",
+    "option_b",
+    "option_c",
+    "option_d",
+    "answer",
+    "required_knowledge",
+    "time_sensitive",
+    "reference",
+    "culture",
+    "region",
+    "country",
+    "cultural_sensitivity_label",
+    "is_annotated",
+]
 
 
 def gmmlu_rows(count: int = 3, language_tag: str = "") -> list[dict]:
     rows = []
     for n in range(count):
-        rows.append({
-            "sample_id": f"subject_{n % 5}/test/{n}", "subject": f"subject_{n % 5}", "subject_category": "STEM",
-            "question": f"{language_tag}Question number {n}?", "option_a": f"alpha {n}", "option_b": f"beta {n}",
-            "option_c": f"gamma {n}", "option_d": f"delta {n}", "answer": "ABCD"[n % 4], "required_knowledge": "[]",
-            "time_sensitive": "No", "reference": "", "culture": "", "region": "", "country": "",
-            "cultural_sensitivity_label": "CS" if n % 2 else "CA", "is_annotated": "True",
-        })  # fmt: skip
+        rows.append(
+            {
+                "sample_id": f"subject_{n % 5}/test/{n}",
+                "subject": f"subject_{n % 5}",
+                "subject_category": "STEM",
+                "question": f"{language_tag}Question number {n}?",
+                "option_a": f"alpha {n}",
+                "option_b": f"beta {n}",
+                "option_c": f"gamma {n}",
+                "option_d": f"delta {n}",
+                "answer": "ABCD"[n % 4],
+                "required_knowledge": "[]",
+                "time_sensitive": "No",
+                "reference": "",
+                "culture": "",
+                "region": "",
+                "country": "",
+                "cultural_sensitivity_label": "CS" if n % 2 else "CA",
+                "is_annotated": "True",
+            }
+        )
     return rows
 
 
@@ -51,9 +80,7 @@ def write_parquet(path: Path, rows: list[dict]) -> Path:
 def run_console_script(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The installed `spokenbench` entry point, as users and outside scripts run it."""
     script = Path(sys.executable).with_name("spokenbench")
-    return subprocess.run(
-        [str(script), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
-    )
+    return subprocess.run([str(script), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
 
 
 # --- audio -------------------------------------------------------------------------------------------------

@@ -1,12 +1,22 @@
 """The item list: a read-only table with a language filter and free-text search."""
+
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QSplitter, QTableView, QTextBrowser, QVBoxLayout, QWidget,
-)  # fmt: skip
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QSplitter,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 
@@ -147,7 +157,8 @@ class ItemsPanel(QWidget):
         row = self.model._rows[self.proxy.mapToSource(current).row()]
         item_id, source_id, language, kind, label, answer, question, options = row
         option_lines = "".join(
-            f"<li><b>{html.escape(text)} ✓</b></li>" if answer and text.startswith(f"{answer}. ")
+            f"<li><b>{html.escape(text)} ✓</b></li>"
+            if answer and text.startswith(f"{answer}. ")
             else f"<li>{html.escape(text)}</li>"
             for text in options
         )

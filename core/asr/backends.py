@@ -4,6 +4,7 @@ PROVIDER:MODEL, optionally with an endpoint: `openai:whisper-1`, `gemini:gemini-
 `mistral:voxtral-mini-transcribe-latest`, `local:/path/to/faster-whisper-model` (the `local-asr` extra).
 
 Remote backends only make the request; retries, rate limits and error classification are core.remote's."""
+
 from __future__ import annotations
 
 import asyncio
@@ -59,8 +60,15 @@ class ASRBackend:
 class OpenAITranscriptionBackend(ASRBackend):
     """OpenAI `audio.transcriptions` (whisper-1, gpt-4o-transcribe, …) and any server with the same route."""
 
-    def __init__(self, name: str, model: str, base_url: str | None, key_provider: str | None,
-                 key: str | None = None, concurrency: int = 8):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        base_url: str | None,
+        key_provider: str | None,
+        key: str | None = None,
+        concurrency: int = 8,
+    ):
         super().__init__(name, model, concurrency, None, key)
         self.base_url = base_url
         self.key_provider = key_provider
@@ -78,9 +86,10 @@ class OpenAITranscriptionBackend(ASRBackend):
     async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
         self.prepare()
         result = await self._client.audio.transcriptions.create(
-            model=self.model, file=(f"clip.{audio_format}", audio, AUDIO_MIME.get(audio_format, "application/octet-stream")),
+            model=self.model,
+            file=(f"clip.{audio_format}", audio, AUDIO_MIME.get(audio_format, "application/octet-stream")),
             language=base_language(language),
-        )  # fmt: skip
+        )
         text = getattr(result, "text", None)
         if text is None:
             raise MalformedReply("the transcription reply has no text")
@@ -94,8 +103,15 @@ class OpenAITranscriptionBackend(ASRBackend):
 class GeminiTranscriptionBackend(ASRBackend):
     """Gemini as an ASR: the clip inline plus a transcription instruction, thinking off where the model allows."""
 
-    def __init__(self, name: str, model: str, base_url: str | None, key: str | None = None, concurrency: int = 8,
-                 prompt: str = GEMINI_TRANSCRIBE_PROMPT):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        base_url: str | None,
+        key: str | None = None,
+        concurrency: int = 8,
+        prompt: str = GEMINI_TRANSCRIBE_PROMPT,
+    ):
         super().__init__(name, model, concurrency, None, key)
         self.base_url = base_url
         self.prompt = prompt
@@ -107,7 +123,11 @@ class GeminiTranscriptionBackend(ASRBackend):
             from google.genai import types
 
             self._key = self._key or api_key("gemini")
-            options = types.HttpOptions(base_url=self.base_url, timeout=300_000) if self.base_url else types.HttpOptions(timeout=300_000)
+            options = (
+                types.HttpOptions(base_url=self.base_url, timeout=300_000)
+                if self.base_url
+                else types.HttpOptions(timeout=300_000)
+            )
             self._client = genai.Client(api_key=self._key, http_options=options)
 
     async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
@@ -195,7 +215,9 @@ def parse_asr_spec(text: str) -> ASRSpec:
         raise SpokenBenchError(f"--asr '{text}': name the model ({provider}:MODEL)")
     url = match["url"] or DEFAULT_BASE_URLS.get(provider)
     if provider == "compatible" and not url:
-        raise SpokenBenchError(f"--asr '{text}': an OpenAI-compatible server needs its URL, e.g. compatible:{model}@http://127.0.0.1:8000/v1")
+        raise SpokenBenchError(
+            f"--asr '{text}': an OpenAI-compatible server needs its URL, e.g. compatible:{model}@http://127.0.0.1:8000/v1"
+        )
     return ASRSpec(provider, model, url)
 
 
@@ -221,8 +243,11 @@ def asr_availability() -> list[dict]:
     from spokenbench.core.credentials import MissingCredentialError
 
     found = []
-    for provider, example in (("openai", "openai:whisper-1"), ("gemini", "gemini:gemini-2.5-flash"),
-                              ("mistral", "mistral:voxtral-mini-transcribe-latest")):  # fmt: skip
+    for provider, example in (
+        ("openai", "openai:whisper-1"),
+        ("gemini", "gemini:gemini-2.5-flash"),
+        ("mistral", "mistral:voxtral-mini-transcribe-latest"),
+    ):
         try:
             api_key(provider)
             ready, why = True, f"{PROVIDER_VARIABLES[provider]} is set"
@@ -230,10 +255,18 @@ def asr_availability() -> list[dict]:
             ready, why = False, f"set {PROVIDER_VARIABLES[provider]} (or store it in the OS keyring)"
         found.append({"asr": example, "ready": ready, "why": why})
     has_local = importlib.util.find_spec("faster_whisper") is not None
-    found.append({"asr": "local:MODEL_DIR", "ready": has_local,
-                  "why": "faster-whisper is installed; give a model directory" if has_local
-                  else "pip install 'spokenbench-studio[local-asr]' and give a faster-whisper model directory"})  # fmt: skip
-    found.append({"asr": "compatible:MODEL@URL", "ready": None, "why": "any OpenAI-compatible transcription server you run"})
+    found.append(
+        {
+            "asr": "local:MODEL_DIR",
+            "ready": has_local,
+            "why": "faster-whisper is installed; give a model directory"
+            if has_local
+            else "pip install 'spokenbench-studio[local-asr]' and give a faster-whisper model directory",
+        }
+    )
+    found.append(
+        {"asr": "compatible:MODEL@URL", "ready": None, "why": "any OpenAI-compatible transcription server you run"}
+    )
     return found
 
 
@@ -251,5 +284,7 @@ def screening_requirements() -> str:
         "  spokenbench import-transcripts DIR FILE --asr NAME   (a CSV/JSONL with clip_id,text from any ASR; "
         "`spokenbench transcribe DIR --clips-out clips.csv` lists the clips)",
     ]
-    lines.append(f"Usable on this machine now: {', '.join(ready)}." if ready else "No ASR backend is configured on this machine.")
+    lines.append(
+        f"Usable on this machine now: {', '.join(ready)}." if ready else "No ASR backend is configured on this machine."
+    )
     return "\n".join(lines)

@@ -14,6 +14,7 @@ add one. docs/qc.md lists the choices per language and what is deliberately left
 - Other languages: NFKC, case folding, punctuation removed; CER for languages written without spaces
   (ja, th, lo, km, my), WER otherwise.
 """
+
 from __future__ import annotations
 
 import re
@@ -66,12 +67,21 @@ def _finish(text: str) -> NormalizedText:
 # --------------------------------------------------------------------------------------------------
 # English
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-         "sixteen seventeen eighteen nineteen").split()  # fmt: skip
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen"
+).split()
 _TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (10**3, "thousand"))
-_ORDINAL_IRREGULAR = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-                      "nine": "ninth", "twelve": "twelfth"}  # fmt: skip
+_ORDINAL_IRREGULAR = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
 _CURRENCY = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₩": "won"}
 ENGLISH_NUMBER_WORDS = frozenset(_ONES + [t for t in _TENS if t] + ["hundred"] + [name for _, name in _SCALES])
 
@@ -134,10 +144,15 @@ def normalize_english(text: str) -> NormalizedText:
     if "and" in normalized.words:
         words = normalized.words
         kept = [
-            word for i, word in enumerate(words)
-            if not (word == "and" and 0 < i < len(words) - 1 and words[i - 1] in ("hundred", "thousand", "million",
-                    "billion", "trillion") and words[i + 1] in ENGLISH_NUMBER_WORDS)
-        ]  # fmt: skip
+            word
+            for i, word in enumerate(words)
+            if not (
+                word == "and"
+                and 0 < i < len(words) - 1
+                and words[i - 1] in ("hundred", "thousand", "million", "billion", "trillion")
+                and words[i + 1] in ENGLISH_NUMBER_WORDS
+            )
+        ]
         normalized = NormalizedText(tuple(kept), "".join(kept))
     return normalized
 

@@ -1,13 +1,20 @@
 """Error rates of transcripts against the text a clip was synthesized from, computed by jiwer on the
 language-normalized texts, and the BiasInEar WER intervals. Rates are kept as (errors, reference units) so a
 corpus rate is total edits over total units, and bins are decided in exact integer arithmetic."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import jiwer
 
-from spokenbench.core.asr.normalize import BOTH_METRIC_LANGUAGES, NormalizedText, base_language, normalize, primary_metric
+from spokenbench.core.asr.normalize import (
+    BOTH_METRIC_LANGUAGES,
+    NormalizedText,
+    base_language,
+    normalize,
+    primary_metric,
+)
 
 METRICS = ("wer", "cer")
 # The BiasInEar intervals (Section 2.2, Table 2): 0, (0, 0.2], (0.2, 0.6], > 0.6.
@@ -135,5 +142,12 @@ class Scorer:
         cer = None
         if base_language(language) in BOTH_METRIC_LANGUAGES and ref.characters:
             cer = min(self.count(ref, hyp, "cer").rate for _, _, hyp in scored)  # the minimum again, by characters
-        return ClipScore(metric, best.errors, best.units, best_asr, len(scored), cer,
-                         tuple((asr, count.rate) for count, asr, _ in scored))  # fmt: skip
+        return ClipScore(
+            metric,
+            best.errors,
+            best.units,
+            best_asr,
+            len(scored),
+            cer,
+            tuple((asr, count.rate) for count, asr, _ in scored),
+        )

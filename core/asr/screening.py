@@ -2,6 +2,7 @@
 synthesized from, the minimum over the ASR systems is kept, and clips fall into the WER intervals 0,
 (0, 0.2], (0.2, 0.6] and > 0.6. Results are stored per clip (clip_screening) with the settings and the state
 of the transcripts they were computed from, so sampling reuses them while they are current."""
+
 from __future__ import annotations
 
 import json
@@ -80,33 +81,52 @@ def table2_rows(language_bins) -> list[dict]:
     for index, label in enumerate(WER_BINS):
         for language in sorted(totals, key=language_sort_key):
             n = counts[(index, language)]
-            rows.append({"wer_interval_order": index + 1, "wer_interval": label, "language": table_language(language),
-                         "n_samples": n, "pct_of_language": percent(n, totals[language])})  # fmt: skip
+            rows.append(
+                {
+                    "wer_interval_order": index + 1,
+                    "wer_interval": label,
+                    "language": table_language(language),
+                    "n_samples": n,
+                    "pct_of_language": percent(n, totals[language]),
+                }
+            )
     return rows
 
 
 def stored_table2(conn) -> list[dict]:
-    return table2_rows(conn.execute("SELECT c.language, s.wer_bin FROM clip_screening s JOIN clips c ON c.id = s.clip_id"))
+    return table2_rows(
+        conn.execute("SELECT c.language, s.wer_bin FROM clip_screening s JOIN clips c ON c.id = s.clip_id")
+    )
 
 
 def _transcript_state(conn) -> tuple:
     """Changes whenever a transcript is added, replaced or removed."""
-    return tuple(conn.execute("SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts").fetchone())
+    return tuple(
+        conn.execute("SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts").fetchone()
+    )
 
 
-def compute_screening(conn, settings: ScreeningSettings | None = None, progress: Progress | None = None) -> ScreeningResult:
+def compute_screening(
+    conn, settings: ScreeningSettings | None = None, progress: Progress | None = None
+) -> ScreeningResult:
     """Score every good item clip that has transcripts (instruction tokens are not screened)."""
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
     scorer = Scorer(dict(settings.metrics))
-    clips = {row[0]: (row[1], row[2]) for row in conn.execute(
-        "SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL")}  # fmt: skip
+    clips = {
+        row[0]: (row[1], row[2])
+        for row in conn.execute("SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL")
+    }
     transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for clip_id, asr, text in conn.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr"):
         if clip_id in clips:
             transcripts[clip_id].append((asr, text))
-    result = ScreeningResult(settings, {}, {clip_id: language for clip_id, (language, _) in clips.items()},
-                             transcript_state=_transcript_state(conn))  # fmt: skip
+    result = ScreeningResult(
+        settings,
+        {},
+        {clip_id: language for clip_id, (language, _) in clips.items()},
+        transcript_state=_transcript_state(conn),
+    )
     total = len(transcripts)
     for done, (clip_id, heard) in enumerate(transcripts.items(), start=1):
         language, reference = clips[clip_id]
@@ -121,10 +141,12 @@ def compute_screening(conn, settings: ScreeningSettings | None = None, progress:
         if done % 2000 == 0:
             progress.check_cancelled()
             progress.report(done, total, "scoring transcripts")
-    for clip_id, (language, _) in clips.items():
+    for clip_id in clips:
         if clip_id not in transcripts:
             result.too_few_transcripts[clip_id] = 0
-    result.metric_by_language = {lang: scorer.metric_for(lang) for lang in sorted(set(result.languages.values()), key=language_sort_key)}
+    result.metric_by_language = {
+        lang: scorer.metric_for(lang) for lang in sorted(set(result.languages.values()), key=language_sort_key)
+    }
     progress.report(total, total, "screened")
     return result
 
@@ -136,8 +158,14 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
         (clip_id, s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
         for clip_id, s in result.scores.items()
     ]
-    meta = json.dumps({"settings": result.settings.as_dict(), "transcripts": list(result.transcript_state),
-                       "screened": result.screened, "computed_at": now})  # fmt: skip
+    meta = json.dumps(
+        {
+            "settings": result.settings.as_dict(),
+            "transcripts": list(result.transcript_state),
+            "screened": result.screened,
+            "computed_at": now,
+        }
+    )
     with project.transaction() as conn:
         conn.execute("DELETE FROM clip_screening")
         conn.executemany(
@@ -167,7 +195,9 @@ def screening_is_current(conn, settings: ScreeningSettings) -> bool:
     return meta["settings"] == settings.as_dict() and tuple(meta["transcripts"]) == _transcript_state(conn)
 
 
-def screen_project(project: Project, settings: ScreeningSettings | None = None, progress: Progress | None = None) -> ScreeningResult:
+def screen_project(
+    project: Project, settings: ScreeningSettings | None = None, progress: Progress | None = None
+) -> ScreeningResult:
     """Compute and store the screening of every clip with transcripts."""
     result = compute_screening(project.conn, settings, progress)
     store_screening(project, result)

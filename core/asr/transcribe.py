@@ -3,6 +3,7 @@ external ASR. Identical audio (the same recipe reused for several parts) is tran
 Each transcript is committed in its own short transaction, so a killed run resumes where it stopped; a clip
 that fails is recorded in transcript_failures and listed, and never stops the batch — only a rejected API
 key does (every further request would fail the same way)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,14 @@ from spokenbench.core.asr.backends import ASRBackend
 from spokenbench.core.audio.io import AudioError
 from spokenbench.core.errors import Cancelled, InputError, ProjectError, SpokenBenchError
 from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.remote import ProviderLimiter, RemoteAuthError, RemoteCallFailed, RetryPolicy, call_with_retries, redact
+from spokenbench.core.remote import (
+    ProviderLimiter,
+    RemoteAuthError,
+    RemoteCallFailed,
+    RetryPolicy,
+    call_with_retries,
+    redact,
+)
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.tables import read_table
@@ -76,7 +84,9 @@ def plan_transcription(
     """Every (clip, ASR system) pair without a transcript, grouped by identical audio."""
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
-        raise SpokenBenchError(f"the same ASR system is named twice ({', '.join(names)}); screening needs two different ones")
+        raise SpokenBenchError(
+            f"the same ASR system is named twice ({', '.join(names)}); screening needs two different ones"
+        )
     rows = _clip_rows(conn, languages, include_tokens)
     jobs, to_do, done = [], {}, {}
     for backend in backends:
@@ -119,8 +129,9 @@ async def run_transcription(
         backend = by_name[job.asr]
         try:
             audio = project.audio.read_bytes(job.sha256, job.audio_format)
-            text, _attempts = await call_with_retries(lambda: guarded(backend, audio, job), limiters[job.asr],
-                                                      retry_policy, secrets=backend.secrets())  # fmt: skip
+            text, _attempts = await call_with_retries(
+                lambda: guarded(backend, audio, job), limiters[job.asr], retry_policy, secrets=backend.secrets()
+            )
         except RemoteAuthError:
             stopped.set()
             raise
@@ -202,10 +213,12 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
     table = read_table(path)
     missing = [c for c in ("clip_id", "text") if c not in table.columns]
     if missing:
-        raise InputError([
-            table.problem(f"missing column (the file has: {', '.join(table.columns) or 'no columns'})", column=c)
-            for c in missing
-        ])  # fmt: skip
+        raise InputError(
+            [
+                table.problem(f"missing column (the file has: {', '.join(table.columns) or 'no columns'})", column=c)
+                for c in missing
+            ]
+        )
     known = {row[0] for row in project.conn.execute("SELECT id FROM clips")}
     problems, records, seen = [], [], {}
     for number, row in enumerate(table.rows, start=1):
@@ -218,11 +231,15 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
             problems.append(table.problem(f"no clip {clip_id} in this project", number, "clip_id"))
             continue
         if clip_id in seen:
-            problems.append(table.problem(f"clip {clip_id} appears again (first in row {seen[clip_id]})", number, "clip_id"))
+            problems.append(
+                table.problem(f"clip {clip_id} appears again (first in row {seen[clip_id]})", number, "clip_id")
+            )
             continue
         seen[clip_id] = number
         if text is None or not isinstance(text, str):
-            problems.append(table.problem("missing transcript text (an empty string stands for silence)", number, "text"))
+            problems.append(
+                table.problem("missing transcript text (an empty string stands for silence)", number, "text")
+            )
             continue
         row_model = row.get("model")
         records.append((clip_id, str(row_model).strip() if row_model not in (None, "") else model, text.strip()))
@@ -236,7 +253,9 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
             "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, created_at = excluded.created_at",
             [(clip_id, asr, row_model, text, now) for clip_id, row_model, text in records],
         )
-        conn.executemany("DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(r[0], asr) for r in records])
+        conn.executemany(
+            "DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(r[0], asr) for r in records]
+        )
     return TranscriptImport(len(records), sum(1 for r in records if r[0] in existing), asr)
 
 
@@ -252,13 +271,22 @@ def _as_clip_id(value) -> int | None:
     return None
 
 
-def clips_for_transcription(project: Project, languages: list[str] | None = None, include_tokens: bool = False) -> list[dict]:
+def clips_for_transcription(
+    project: Project, languages: list[str] | None = None, include_tokens: bool = False
+) -> list[dict]:
     """The clips screening needs, with their audio files, for transcribing with an ASR outside this tool."""
     rows = []
     for row in _clip_rows(project.conn, languages, include_tokens):
-        rows.append({
-            "clip_id": row["id"], "language": row["language"], "accent": row["accent"], "voice": row["voice"],
-            "item": row["source_id"], "part": row["part"], "reference_text": row["text"],
-            "audio_path": str(project.audio.path_for(row["sha256"], row["audio_format"]).resolve()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "clip_id": row["id"],
+                "language": row["language"],
+                "accent": row["accent"],
+                "voice": row["voice"],
+                "item": row["source_id"],
+                "part": row["part"],
+                "reference_text": row["text"],
+                "audio_path": str(project.audio.path_for(row["sha256"], row["audio_format"]).resolve()),
+            }
+        )
     return rows

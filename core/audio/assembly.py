@@ -4,6 +4,7 @@ pauses, every segment brought to one speech level and one sample rate; then spee
 perturbations. Each input is stored with its permutation (so answers map back to original options), its text
 rendering, and optional chunks for models with input limits. Inputs are built one at a time and written to
 disk as they finish, so memory stays bounded, and an input whose recipe is unchanged is never rebuilt."""
+
 from __future__ import annotations
 
 import hashlib
@@ -64,8 +65,12 @@ class AssemblyPlan:
     missing: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {"to_assemble": len(self.jobs), "already_done": self.already_done, "missing": self.missing[:50],
-                "missing_count": len(self.missing)}  # fmt: skip
+        return {
+            "to_assemble": len(self.jobs),
+            "already_done": self.already_done,
+            "missing": self.missing[:50],
+            "missing_count": len(self.missing),
+        }
 
 
 @dataclass
@@ -106,10 +111,12 @@ def plan_assembly(
     orders = [check_order(order) for order in orders]
     clips = _clip_index(conn, backend)
     voice_combos: dict[tuple[str, str | None], set[str]] = {}
-    for (item_id, part, language, accent, voice) in clips:
+    for item_id, part, language, accent, voice in clips:
         if item_id and part == "question":
             voice_combos.setdefault((language, accent), set()).add(voice)
-    stored = {(r[0], r[1]): r[2] for r in conn.execute("SELECT item_id, condition_key, recipe_sha256 FROM assembled_inputs")}
+    stored = {
+        (r[0], r[1]): r[2] for r in conn.execute("SELECT item_id, condition_key, recipe_sha256 FROM assembled_inputs")
+    }
     jobs, missing, already = [], [], 0
     where = "1" if not languages else f"language IN ({','.join('?' * len(languages))})"
     for item_id, item in iter_items(conn, where=where, params=tuple(languages or ())):
@@ -129,9 +136,17 @@ def plan_assembly(
                         for volume in volumes:
                             for snr in snrs:
                                 condition = Condition(
-                                    language, accent, voice, gender, order, spoken_labels, float(speed), float(volume),
-                                    None if snr is None else float(snr), "cloned" if clip_backend == "clone" else "direct",
-                                )  # fmt: skip
+                                    language,
+                                    accent,
+                                    voice,
+                                    gender,
+                                    order,
+                                    spoken_labels,
+                                    float(speed),
+                                    float(volume),
+                                    None if snr is None else float(snr),
+                                    "cloned" if clip_backend == "clone" else "direct",
+                                )
                                 job = _job(item_id, item, condition, option_order, label_sequence, parts, settings)
                                 if stored.get((item_id, condition.key())) == job.recipe_sha256:
                                     already += 1
@@ -179,9 +194,15 @@ def _job(item_id, item, condition: Condition, option_order, label_sequence, part
         [condition.key(), option_order, label_sequence, asdict(settings), [(r, c and c.sha256) for r, c in segments]]
     )
     return AssemblyJob(
-        item_id, f"{item.source_id} ({item.language})", condition, option_order, label_sequence, segments,
-        "\n".join(lines), hashlib.sha256(recipe.encode()).hexdigest(),
-    )  # fmt: skip
+        item_id,
+        f"{item.source_id} ({item.language})",
+        condition,
+        option_order,
+        label_sequence,
+        segments,
+        "\n".join(lines),
+        hashlib.sha256(recipe.encode()).hexdigest(),
+    )
 
 
 class SegmentCache:
@@ -210,7 +231,9 @@ class SegmentCache:
         return samples
 
 
-def prepare_segment(samples: np.ndarray, rate: int, settings: AssemblySettings, match_levels: bool = True) -> np.ndarray:
+def prepare_segment(
+    samples: np.ndarray, rate: int, settings: AssemblySettings, match_levels: bool = True
+) -> np.ndarray:
     """One clip at the output rate and, with match_levels, at the target speech level."""
     samples = dsp.resample(samples, rate, settings.sample_rate)
     return dsp.match_level(samples, settings.sample_rate, settings.target_level_db) if match_levels else samples
@@ -229,13 +252,21 @@ def concatenate(pieces: list[np.ndarray | None], settings: AssemblySettings) -> 
     return np.concatenate(arrays), cuts
 
 
-def assemble_wav_bytes(question: bytes, options: list[bytes], labels: list[bytes] | None = None,
-                       settings: AssemblySettings = AssemblySettings(), match_levels: bool = True) -> bytes:  # fmt: skip
+def assemble_wav_bytes(
+    question: bytes,
+    options: list[bytes],
+    labels: list[bytes] | None = None,
+    settings: AssemblySettings = AssemblySettings(),
+    match_levels: bool = True,
+) -> bytes:
     """The assembly for scripts that hold clips as WAV bytes: [label] question, then label + option pairs in
     the given order, with the settings' pauses, rate and levels (the same code path the project assembly uses).
     Without level matching, 16-bit clips already at the output rate are joined as they are, bit for bit."""
-    clips = [question] + [clip for index, option in enumerate(options)
-                          for clip in ((labels[index], option) if labels is not None else (option,))]  # fmt: skip
+    clips = [question] + [
+        clip
+        for index, option in enumerate(options)
+        for clip in ((labels[index], option) if labels is not None else (option,))
+    ]
     if not match_levels:
         joined = _join_pcm16(clips, settings)
         if joined is not None:
@@ -267,7 +298,9 @@ def _join_pcm16(clips: list[bytes], settings: AssemblySettings) -> bytes | None:
     return write_pcm16_wav(np.concatenate(pieces), settings.sample_rate)
 
 
-def render(job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings) -> tuple[np.ndarray, list[int], np.ndarray, int]:
+def render(
+    job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings
+) -> tuple[np.ndarray, list[int], np.ndarray, int]:
     """(final audio, cut points at pause centres, clean audio before noise, limited sample count)."""
     rate = settings.sample_rate
     pieces = [None if role == "pause" else cache.get(clip, f"{job.label} {role}") for role, clip in job.segments]
@@ -312,7 +345,9 @@ def _pause_centres(clean: np.ndarray, rate: int) -> list[int]:
     """Gaps between words, from clear pauses down to the short dips TTS leaves between words."""
     centres: set[int] = set()
     for min_pause, floor in ((0.12, -45.0), (0.04, -35.0), (0.03, -30.0)):
-        centres.update((a + b) // 2 for a, b in dsp.find_pauses(clean, rate, min_pause, floor) if 0 < a and b < len(clean))
+        centres.update(
+            (a + b) // 2 for a, b in dsp.find_pauses(clean, rate, min_pause, floor) if 0 < a and b < len(clean)
+        )
     return sorted(centres)
 
 
@@ -335,8 +370,17 @@ def run_assembly(
             bounds = chunk_bounds(clean, settings.sample_rate, cuts, max_seconds, job.label)
             for position, (a, b) in enumerate(zip(bounds, bounds[1:])):
                 chunk = encode_audio(final[a:b], settings.sample_rate, settings.audio_format)
-                chunks.append((max_seconds, position, project.audio.put_bytes(chunk, settings.audio_format), (b - a) / settings.sample_rate))
-        sha = project.audio.put_bytes(encode_audio(final, settings.sample_rate, settings.audio_format), settings.audio_format)
+                chunks.append(
+                    (
+                        max_seconds,
+                        position,
+                        project.audio.put_bytes(chunk, settings.audio_format),
+                        (b - a) / settings.sample_rate,
+                    )
+                )
+        sha = project.audio.put_bytes(
+            encode_audio(final, settings.sample_rate, settings.audio_format), settings.audio_format
+        )
         duration = len(final) / settings.sample_rate
         _store(project, job, sha, duration, limited, chunks, settings)
         report.assembled += 1
@@ -348,14 +392,28 @@ def run_assembly(
 
 def _store(project: Project, job: AssemblyJob, sha: str, duration: float, limited: int, chunks, settings) -> None:
     with project.transaction() as conn:
-        conn.execute("DELETE FROM assembled_inputs WHERE item_id = ? AND condition_key = ?", (job.item_id, job.condition.key()))
+        conn.execute(
+            "DELETE FROM assembled_inputs WHERE item_id = ? AND condition_key = ?", (job.item_id, job.condition.key())
+        )
         input_id = conn.execute(
             "INSERT INTO assembled_inputs(item_id, condition_key, option_order, label_sequence, recipe_sha256, sha256, "
             "audio_format, duration_s, sample_rate, clipped_samples, text_rendering, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (job.item_id, job.condition.key(), job.option_order, job.label_sequence, job.recipe_sha256, sha,
-             settings.audio_format, duration, settings.sample_rate, limited, job.text_rendering, utc_now()),
-        ).lastrowid  # fmt: skip
+            (
+                job.item_id,
+                job.condition.key(),
+                job.option_order,
+                job.label_sequence,
+                job.recipe_sha256,
+                sha,
+                settings.audio_format,
+                duration,
+                settings.sample_rate,
+                limited,
+                job.text_rendering,
+                utc_now(),
+            ),
+        ).lastrowid
         conn.executemany(
             "INSERT INTO input_chunks(input_id, max_seconds, position, sha256, duration_s) VALUES (?, ?, ?, ?, ?)",
             [(input_id, m, p, s, d) for m, p, s, d in chunks],

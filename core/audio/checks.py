@@ -1,5 +1,6 @@
 """Checks every synthesized clip passes before it is stored as good: decodable, not empty, not silent, and
 a duration plausible for its text (catching truncated or runaway TTS output)."""
+
 from __future__ import annotations
 
 import unicodedata

@@ -3,6 +3,7 @@
 Loudness is the active speech level (in the spirit of ITU-T P.56): the mean power of 20 ms frames that are
 within 35 dB of the loudest frame, in dBFS. Unlike whole-file RMS it ignores pauses, and unlike BS.1770
 integrated loudness it works on clips shorter than 400 ms such as a spoken "A"."""
+
 from __future__ import annotations
 
 import functools
@@ -111,7 +112,9 @@ def time_stretch(samples: np.ndarray, rate: int, speed: float) -> np.ndarray:
     window = int(rate * 0.03) // 2 * 2  # 30 ms
     hop = window // 2
     tolerance = int(rate * 0.01)  # ±10 ms search
-    padded = np.concatenate([np.zeros(tolerance + window, np.float32), samples, np.zeros(tolerance + 2 * window, np.float32)])
+    padded = np.concatenate(
+        [np.zeros(tolerance + window, np.float32), samples, np.zeros(tolerance + 2 * window, np.float32)]
+    )
     offset = tolerance + window
     out_length = int(len(samples) / speed)
     frames = out_length // hop + 1
@@ -142,7 +145,9 @@ def time_stretch(samples: np.ndarray, rate: int, speed: float) -> np.ndarray:
     return output[:out_length]
 
 
-def find_pauses(samples: np.ndarray, rate: int, min_pause_s: float = 0.12, floor_db: float = -45.0) -> list[tuple[int, int]]:
+def find_pauses(
+    samples: np.ndarray, rate: int, min_pause_s: float = 0.12, floor_db: float = -45.0
+) -> list[tuple[int, int]]:
     """(start, end) sample ranges of pauses: runs of 10 ms frames quieter than `floor_db` relative to the peak
     frame and at least `min_pause_s` long. Splitting inside such a run never cuts a word."""
     frame = max(1, int(rate * 0.01))

@@ -1,5 +1,6 @@
 """Decoding and encoding audio with checks that name the clip at fault. Internally audio is mono float32
 in [-1, 1]; on disk it is 16-bit PCM WAV."""
+
 from __future__ import annotations
 
 import io

@@ -2,6 +2,7 @@
 recipe (backend, model, voice, prompt, text) so nothing is synthesized — or paid for — twice. Jobs run
 concurrently up to the backend's limit; each clip is checked on arrival and committed in its own short
 transaction, so a killed job resumes where it stopped and a failing clip is recorded as failed, never good."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,11 @@ STORED_FORMAT = "flac"  # lossless and about half the size of WAV
 READY_REWRITE_STATUSES = ("accepted", "edited")
 
 # The accents of the BiasInEar study (its Table 4); a backend lacking one is reported, never substituted.
-ACCENTS_BY_LANGUAGE = {"en": ("american", "british", "indian"), "zh": ("beijing", "northeastern"), "ko": ("seoul", "jeolla")}
+ACCENTS_BY_LANGUAGE = {
+    "en": ("american", "british", "indian"),
+    "zh": ("beijing", "northeastern"),
+    "ko": ("seoul", "jeolla"),
+}
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,10 @@ def plan_synthesis(
     if unknown:
         raise SpokenBenchError(f"unknown part kind(s) {', '.join(sorted(unknown))}; use {', '.join(PART_KINDS)}")
     voice_specs = [backend.voice(v) for v in voices] if voices else list(backend.voices)
-    stored = {(row[0] or 0, row[1], row[2]) for row in conn.execute("SELECT item_id, part, cache_key FROM clips WHERE status = 'ok'")}
+    stored = {
+        (row[0] or 0, row[1], row[2])
+        for row in conn.execute("SELECT item_id, part, cache_key FROM clips WHERE status = 'ok'")
+    }
     jobs: dict[tuple, ClipJob] = {}
     unsupported: set[str] = set()
     token_sources: set[tuple[str, str | None, int]] = set()
@@ -106,7 +114,10 @@ def plan_synthesis(
         language_accents = backend.accents[language]
         for missing in set(ACCENTS_BY_LANGUAGE.get(language, ())) - set(language_accents):
             if not accents or missing in accents:
-                unsupported.add(backend.notes.get(f"{language}:{missing}") or f"{backend.name} has no {missing} accent for {language}")
+                unsupported.add(
+                    backend.notes.get(f"{language}:{missing}")
+                    or f"{backend.name} has no {missing} accent for {language}"
+                )
         for accent in accents or language_accents:
             if accent not in language_accents:
                 continue
@@ -129,10 +140,20 @@ def plan_synthesis(
             for voice in voice_specs:
                 for label_name, text in token_texts(token_lang, option_count, "native").items():
                     label = f"token '{label_name}' ({token_lang}, {token_accent or 'default accent'}, {voice.name})"
-                    _add_job(jobs, stored, backend, None, token_part(label_name), text, token_lang, token_accent, voice, label)
+                    _add_job(
+                        jobs,
+                        stored,
+                        backend,
+                        None,
+                        token_part(label_name),
+                        text,
+                        token_lang,
+                        token_accent,
+                        voice,
+                        label,
+                    )
     already = _count_done(stored, jobs)
     return SynthesisPlan(backend, [j for k, j in jobs.items() if k not in stored], already, sorted(unsupported))
-
 
 
 def _add_job(jobs, stored, backend, item_id, part, text, language, accent, voice, label) -> None:
@@ -214,7 +235,9 @@ def _stored_audio(project: Project, cache_key: str) -> tuple | None:
     ).fetchone()
 
 
-def _store_rows(project: Project, backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio) -> None:
+def _store_rows(
+    project: Project, backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio
+) -> None:
     """One short transaction per recipe; a previous failure of the same clip is replaced."""
     sha, fmt, duration, rate, level = audio
     with project.transaction() as conn:
@@ -228,7 +251,25 @@ def _store_rows(project: Project, backend: TTSBackend, jobs: list[ClipJob], stat
                 "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
                 "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (job.item_id, job.part, request.text, request.language, request.accent, request.voice.name,
-                 request.voice.gender, backend.name, backend.model, request.prompt, job.cache_key, sha, fmt, duration,
-                 rate, level, status, failure, utc_now()),
-            )  # fmt: skip
+                (
+                    job.item_id,
+                    job.part,
+                    request.text,
+                    request.language,
+                    request.accent,
+                    request.voice.name,
+                    request.voice.gender,
+                    backend.name,
+                    backend.model,
+                    request.prompt,
+                    job.cache_key,
+                    sha,
+                    fmt,
+                    duration,
+                    rate,
+                    level,
+                    status,
+                    failure,
+                    utc_now(),
+                ),
+            )

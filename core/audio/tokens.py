@@ -1,6 +1,7 @@
 """Instruction tokens: the spoken labels "question" and "A".."D" that frame each segment (BiasInEar Appendix
 C.2). They are synthesized once per language, accent and voice and reused across all items. The paper spoke
 them in English for every language; `native` uses the item language's own word for "question"."""
+
 from __future__ import annotations
 
 from spokenbench.core.items import LETTERS

@@ -1,5 +1,6 @@
 """Audio commands: synthesize and assemble. Both show the plan's counts before working, draw a progress bar,
 and are resumable: rerunning skips every clip or input already stored."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,11 @@ from spokenbench.core.audio.assembly import AssemblySettings, parse_number_list,
 from spokenbench.core.audio.synthesis import PART_KINDS, plan_synthesis, run_synthesis
 from spokenbench.core.audio.tokens import TOKEN_LANGUAGES
 from spokenbench.core.audio.tts import BACKEND_NAMES, get_backend
-from spokenbench.core.audio.tts.project_settings import cloning_references, project_prompt_template, save_prompt_template
+from spokenbench.core.audio.tts.project_settings import (
+    cloning_references,
+    project_prompt_template,
+    save_prompt_template,
+)
 from spokenbench.core.cli.output import print_json
 from spokenbench.core.conditions import NAMED_ORDERS
 from spokenbench.core.errors import SpokenBenchError
@@ -31,10 +36,11 @@ def _csv(text: str | None) -> list[str] | None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "synthesize", help="synthesize speech for items and instruction tokens",
+        "synthesize",
+        help="synthesize speech for items and instruction tokens",
         description="Synthesize every item part and instruction token in every chosen language, accent and voice. "
         "Clips are cached by recipe, checked on arrival, and a rerun resumes where the last one stopped.",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--tts", required=True, choices=BACKEND_NAMES, help="TTS backend (espeak works offline)")
     p.add_argument("--model", help="backend model (default: the preset's current model)")
@@ -42,19 +48,29 @@ def register(subparsers) -> None:
     p.add_argument("--accents", help="comma-separated accents (default: all the backend offers)")
     p.add_argument("--voices", help="comma-separated voice names (default: the backend's voices)")
     p.add_argument("--parts", default=",".join(PART_KINDS), help=f"which parts: {', '.join(PART_KINDS)} (default: all)")
-    p.add_argument("--token-language", choices=TOKEN_LANGUAGES, default="english",
-                   help="speak 'question', 'A'..'D' in English for every language as the paper did, or natively")
-    p.add_argument("--prompt-file", metavar="FILE",
-                   help="this project's own style prompt for gemini/openai (placeholders {text}, {language_name}, "
-                   "{accent_name}); saved with the project and used from then on")
+    p.add_argument(
+        "--token-language",
+        choices=TOKEN_LANGUAGES,
+        default="english",
+        help="speak 'question', 'A'..'D' in English for every language as the paper did, or natively",
+    )
+    p.add_argument(
+        "--prompt-file",
+        metavar="FILE",
+        help="this project's own style prompt for gemini/openai (placeholders {text}, {language_name}, "
+        "{accent_name}); saved with the project and used from then on",
+    )
     p.add_argument("--base-url", help="API base URL (an OpenAI-compatible or Gemini-compatible server)")
-    p.add_argument("--original-text", action="store_true", help="speak the original text even where a rewrite is accepted")
+    p.add_argument(
+        "--original-text", action="store_true", help="speak the original text even where a rewrite is accepted"
+    )
     p.add_argument("--dry-run", action="store_true", help="show the plan and its cost estimate, synthesize nothing")
     p.add_argument("--json", action="store_true", help="print the plan and result as JSON")
     p.set_defaults(handler=cmd_synthesize)
 
     p = subparsers.add_parser(
-        "assemble", help="assemble the audio each evaluation condition presents",
+        "assemble",
+        help="assemble the audio each evaluation condition presents",
         description="Assemble question + label + option audio for every item under every condition. Orders: "
         f"{', '.join(NAMED_ORDERS)}, or explicit permutations such as CABD.",
     )
@@ -94,14 +110,22 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     with opened(args.dir) as project:
         backend = _backend_for(args, project)
         plan = plan_synthesis(
-            project.conn, backend, _csv(args.languages), _csv(args.voices), _csv(args.accents),
-            tuple(_csv(args.parts) or ()), args.token_language, use_rewrites=not args.original_text,
-        )  # fmt: skip
+            project.conn,
+            backend,
+            _csv(args.languages),
+            _csv(args.voices),
+            _csv(args.accents),
+            tuple(_csv(args.parts) or ()),
+            args.token_language,
+            use_rewrites=not args.original_text,
+        )
         summary = plan.summary()
         if not args.json:
-            print(f"{summary['to_synthesize']} clips to synthesize with {backend.name} ({backend.model}), "
-                  f"{summary['already_done']} already stored; {summary['characters']} characters, "
-                  f"estimated cost ${summary['estimated_cost_usd']:.2f}")
+            print(
+                f"{summary['to_synthesize']} clips to synthesize with {backend.name} ({backend.model}), "
+                f"{summary['already_done']} already stored; {summary['characters']} characters, "
+                f"estimated cost ${summary['estimated_cost_usd']:.2f}"
+            )
             for note in plan.unsupported:
                 print(f"note: {note}")
         if args.dry_run or not plan.jobs:
@@ -110,8 +134,15 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
             return 0
         report = asyncio.run(run_synthesis(project, plan, text_progress_bar()))
     if args.json:
-        print_json({"plan": summary, "synthesized": report.synthesized, "reused": report.reused,
-                    "failed": report.failed, "failures": report.failures})  # fmt: skip
+        print_json(
+            {
+                "plan": summary,
+                "synthesized": report.synthesized,
+                "reused": report.reused,
+                "failed": report.failed,
+                "failures": report.failures,
+            }
+        )
     else:
         print(f"synthesized {report.synthesized}, reused {report.reused}, failed {report.failed}")
         for failure in report.failures[:10]:
@@ -127,9 +158,18 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     chunks = parse_number_list(args.chunk_seconds, "--chunk-seconds")
     with opened(args.dir) as project:
         plan = plan_assembly(
-            project.conn, _csv(args.orders) or ["original"], speeds, volumes, snrs, _csv(args.languages),
-            _csv(args.voices), _csv(args.accents), not args.no_labels, args.tts, settings,
-        )  # fmt: skip
+            project.conn,
+            _csv(args.orders) or ["original"],
+            speeds,
+            volumes,
+            snrs,
+            _csv(args.languages),
+            _csv(args.voices),
+            _csv(args.accents),
+            not args.no_labels,
+            args.tts,
+            settings,
+        )
         summary = plan.summary()
         if not args.json:
             print(f"{summary['to_assemble']} inputs to assemble, {summary['already_done']} already stored")
@@ -142,11 +182,17 @@ def cmd_assemble(args: argparse.Namespace) -> int:
                 print_json({"plan": summary})
             return 0
         report = run_assembly(project, plan, chunks, settings, text_progress_bar())
-    result = {"plan": summary, "assembled": report.assembled, "limited_inputs": report.limited_inputs,
-              "seconds_of_audio": round(report.seconds_of_audio, 1)}  # fmt: skip
+    result = {
+        "plan": summary,
+        "assembled": report.assembled,
+        "limited_inputs": report.limited_inputs,
+        "seconds_of_audio": round(report.seconds_of_audio, 1),
+    }
     if args.json:
         print_json(result)
     else:
-        print(f"assembled {report.assembled} inputs ({report.seconds_of_audio / 60:.1f} min of audio); "
-              f"{report.limited_inputs} needed peak limiting")
+        print(
+            f"assembled {report.assembled} inputs ({report.seconds_of_audio / 60:.1f} min of audio); "
+            f"{report.limited_inputs} needed peak limiting"
+        )
     return 0

@@ -1,4 +1,5 @@
 """Evaluation commands: evaluate, runs, reparse, parse, power. Their names and options are a contract."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,28 +25,54 @@ def _csv(value: str) -> tuple[str, ...]:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "evaluate", help="put assembled conditions to a model and store its answers",
+        "evaluate",
+        help="put assembled conditions to a model and store its answers",
         description="Evaluate one model on the project's items. Every request is cached by (model, parameters, "
         "prompt, audio sha256), so reruns and --resume never pay twice. Use a model 'simulated:PROFILE' "
-        "(steady, order-sensitive, accent-sensitive) for an offline simulated listener.")
+        "(steady, order-sensitive, accent-sensitive) for an offline simulated listener.",
+    )
     p.add_argument("dir", metavar="DIR", help="project folder")
-    p.add_argument("--model", required=True, metavar="PROVIDER:NAME",
-                   help="gemini:gemini-2.5-flash, openai:gpt-audio-mini, nvidia:gemma-3n-e4b, mistral:voxtral-small-latest, "
-                   "vllm:MODEL (with --base-url), simulated:PROFILE; presets in resources/models.json")
+    p.add_argument(
+        "--model",
+        required=True,
+        metavar="PROVIDER:NAME",
+        help="gemini:gemini-2.5-flash, openai:gpt-audio-mini, nvidia:gemma-3n-e4b, mistral:voxtral-small-latest, "
+        "vllm:MODEL (with --base-url), simulated:PROFILE; presets in resources/models.json",
+    )
     p.add_argument("--base-url", metavar="URL", help="API endpoint (an OpenAI-compatible server, a proxy, a test stub)")
     p.add_argument("--convention", help="override how audio goes into the request (see docs/evaluation.md)")
-    p.add_argument("--mode", required=True, choices=MODES, help="audio: end to end; pipeline: transcribe, then answer "
-                   "from text; text: original or rewritten text; audio+text-options: spoken question, written options")
+    p.add_argument(
+        "--mode",
+        required=True,
+        choices=MODES,
+        help="audio: end to end; pipeline: transcribe, then answer "
+        "from text; text: original or rewritten text; audio+text-options: spoken question, written options",
+    )
     p.add_argument("--prompt", required=True, choices=PROMPTS, help="prompt template in resources/prompts/")
-    p.add_argument("--system-prompt", default="separate", choices=SYSTEM_PROMPT_VARIANTS,
-                   help="instructions as a system message (default), inlined into the user message, or left out")
-    p.add_argument("--orders", type=_csv, metavar="ORDER,...",
-                   help="original, reversed, order-backward, token-backward or explicit permutations like CABD "
-                   "(default: audio modes take every assembled order, text modes 'original')")
-    p.add_argument("--permutations", choices=PERMUTATION_STRATEGIES,
-                   help="add the Hearing-the-Order strategy: gold answer at each position, cyclic (n) or full (n!)")
-    p.add_argument("--identifiers", choices=("yes", "no", "both"), default="yes",
-                   help="options with letters (yes), without (no: the model repeats the option text), or both")
+    p.add_argument(
+        "--system-prompt",
+        default="separate",
+        choices=SYSTEM_PROMPT_VARIANTS,
+        help="instructions as a system message (default), inlined into the user message, or left out",
+    )
+    p.add_argument(
+        "--orders",
+        type=_csv,
+        metavar="ORDER,...",
+        help="original, reversed, order-backward, token-backward or explicit permutations like CABD "
+        "(default: audio modes take every assembled order, text modes 'original')",
+    )
+    p.add_argument(
+        "--permutations",
+        choices=PERMUTATION_STRATEGIES,
+        help="add the Hearing-the-Order strategy: gold answer at each position, cyclic (n) or full (n!)",
+    )
+    p.add_argument(
+        "--identifiers",
+        choices=("yes", "no", "both"),
+        default="yes",
+        help="options with letters (yes), without (no: the model repeats the option text), or both",
+    )
     p.add_argument("--languages", type=_csv, metavar="CODE,...", help="only items in these languages")
     p.add_argument("--accents", type=_csv, metavar="ACCENT,...")
     p.add_argument("--voices", type=_csv, metavar="VOICE,...")
@@ -55,24 +82,44 @@ def register(subparsers) -> None:
     p.add_argument("--snr", type=_csv, metavar="clean,20,...", help="noise levels in dB ('clean' = none)")
     p.add_argument("--voice-source", type=_csv, metavar="direct,cloned")
     p.add_argument("--kind", choices=("mcq", "gender-probe"), help="only this kind of item")
-    p.add_argument("--text", dest="text_source", choices=("original", "rewritten"), default="original",
-                   help="text modes: the imported text or the newest accepted spoken-readable rewrite")
-    p.add_argument("--asr", metavar="self|PROVIDER:MODEL", default="self",
-                   help="pipeline mode: who transcribes: the evaluated model itself (default, as in BiasInEar 5.3) "
-                   "or a transcription model such as openai:whisper-1")
-    p.add_argument("--asr-base-url", metavar="URL", help="pipeline mode: the transcription model's endpoint "
-                   "(default: --base-url when it has the same provider)")
+    p.add_argument(
+        "--text",
+        dest="text_source",
+        choices=("original", "rewritten"),
+        default="original",
+        help="text modes: the imported text or the newest accepted spoken-readable rewrite",
+    )
+    p.add_argument(
+        "--asr",
+        metavar="self|PROVIDER:MODEL",
+        default="self",
+        help="pipeline mode: who transcribes: the evaluated model itself (default, as in BiasInEar 5.3) "
+        "or a transcription model such as openai:whisper-1",
+    )
+    p.add_argument(
+        "--asr-base-url",
+        metavar="URL",
+        help="pipeline mode: the transcription model's endpoint (default: --base-url when it has the same provider)",
+    )
     p.add_argument("--limit", type=int, metavar="N", help="only the first N items")
     p.add_argument("--seed", type=int, default=0, help="seed for gold-position shuffles and the simulated listener")
-    p.add_argument("--thinking", metavar="off|on|auto|N|LEVEL", help="Gemini thinking: off, on/auto, a token budget (2.5) "
-                   "or a level such as low/high (3.x); default: the model's own default")
-    p.add_argument("--max-output-tokens", type=int, default=4096, metavar="N", help="default 4096 (recorded with the run)")
+    p.add_argument(
+        "--thinking",
+        metavar="off|on|auto|N|LEVEL",
+        help="Gemini thinking: off, on/auto, a token budget (2.5) "
+        "or a level such as low/high (3.x); default: the model's own default",
+    )
+    p.add_argument(
+        "--max-output-tokens", type=int, default=4096, metavar="N", help="default 4096 (recorded with the run)"
+    )
     p.add_argument("--temperature", type=float, default=0.0, help="default 0 (recorded with the run)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="per-request timeout in seconds")
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests in flight at once (default 8)")
     p.add_argument("--rpm", type=float, metavar="N", help="at most N requests per minute to this provider")
     p.add_argument("--tpm", type=float, metavar="N", help="at most N (estimated) input tokens per minute")
-    p.add_argument("--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)")
+    p.add_argument(
+        "--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)"
+    )
     p.add_argument("--budget", type=float, metavar="USD", help="stop before the run's total cost would exceed this")
     p.add_argument("--price-input", type=float, metavar="USD", help="override: USD per 1M input text tokens")
     p.add_argument("--price-audio-input", type=float, metavar="USD", help="override: USD per 1M input audio tokens")
@@ -90,38 +137,53 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_runs)
 
-    p = subparsers.add_parser("reparse", help="re-parse stored raw answers",
-                              description="Parse every stored raw answer again (after a parser change); asks no model.")
+    p = subparsers.add_parser(
+        "reparse",
+        help="re-parse stored raw answers",
+        description="Parse every stored raw answer again (after a parser change); asks no model.",
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--run", dest="run_id", type=int, metavar="ID", help="only this run")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_reparse)
 
     p = subparsers.add_parser(
-        "parse", help="parse raw answers from elsewhere",
+        "parse",
+        help="parse raw answers from elsewhere",
         description="Read raw_response (and optional option_order, options) per row of a JSONL/CSV/Parquet file; "
         "write the rows with prediction (presented letter) and parse_status (ok, failed, ambiguous, refusal) "
-        "added, plus parse_detail, and mapped_option where option_order is given.")
+        "added, plus parse_detail, and mapped_option where option_order is given.",
+    )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--out", required=True, metavar="FILE")
-    p.add_argument("--letters", default=None, help="answer letters when rows give neither options nor option_order (default ABCD)")
+    p.add_argument(
+        "--letters", default=None, help="answer letters when rows give neither options nor option_order (default ABCD)"
+    )
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.set_defaults(handler=cmd_parse)
 
     p = subparsers.add_parser(
-        "power", help="questions needed to detect a difference (simulated)",
+        "power",
+        help="questions needed to detect a difference (simulated)",
         description="How many questions a benchmark needs to detect an accuracy, APES or kappa difference with the "
-        "given power, estimated by simulation with the simulated listener's answer model (see docs/evaluation.md).")
+        "given power, estimated by simulation with the simulated listener's answer model (see docs/evaluation.md).",
+    )
     p.add_argument("--metric", choices=("accuracy", "apes", "kappa"), default="accuracy")
-    p.add_argument("--effect", type=float, required=True,
-                   help="accuracy: difference in points between the two levels (e.g. -3); apes/kappa: difference of "
-                   "the per-question mean between two listeners (e.g. 0.02)")
+    p.add_argument(
+        "--effect",
+        type=float,
+        required=True,
+        help="accuracy: difference in points between the two levels (e.g. -3); apes/kappa: difference of "
+        "the per-question mean between two listeners (e.g. 0.02)",
+    )
     p.add_argument("--power", type=float, default=0.8)
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--conditions", type=int, default=6, help="combinations of the other factors per level (default 6)")
     p.add_argument("--options", type=int, default=4, help="options per question (default 4)")
     p.add_argument("--base-accuracy", type=float, default=0.7)
-    p.add_argument("--consistency", type=float, default=0.7, help="share of correctness common to a question's conditions")
+    p.add_argument(
+        "--consistency", type=float, default=0.7, help="share of correctness common to a question's conditions"
+    )
     p.add_argument("--simulations", type=int, default=200, help="simulated benchmarks per candidate size")
     p.add_argument("--max-questions", type=int, default=20000)
     p.add_argument("--seed", type=int, default=0)
@@ -131,15 +193,31 @@ def register(subparsers) -> None:
 
 def _plan_options(args: argparse.Namespace) -> PlanOptions:
     filters = {}
-    for factor, value in (("language", args.languages), ("accent", args.accents), ("voice", args.voices),
-                          ("gender", args.genders), ("speed", args.speeds), ("volume", args.volumes),
-                          ("snr_db", args.snr), ("voice_source", args.voice_source)):
+    for factor, value in (
+        ("language", args.languages),
+        ("accent", args.accents),
+        ("voice", args.voices),
+        ("gender", args.genders),
+        ("speed", args.speeds),
+        ("volume", args.volumes),
+        ("snr_db", args.snr),
+        ("voice_source", args.voice_source),
+    ):
         if value:
             filters[factor] = value
     assert set(filters) <= set(FACTOR_FILTERS)
     identifiers = {"yes": (True,), "no": (False,), "both": (True, False)}[args.identifiers]
-    return PlanOptions(mode=args.mode, orders=args.orders or None, permutations=args.permutations, identifiers=identifiers,
-                       filters=filters, kind=args.kind, limit=args.limit, seed=args.seed, text_source=args.text_source)
+    return PlanOptions(
+        mode=args.mode,
+        orders=args.orders or None,
+        permutations=args.permutations,
+        identifiers=identifiers,
+        filters=filters,
+        kind=args.kind,
+        limit=args.limit,
+        seed=args.seed,
+        text_source=args.text_source,
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -147,14 +225,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     price = None
     if any(v is not None for v in (args.price_input, args.price_output, args.price_audio_input)):
-        price = Price(input=args.price_input or 0.0, output=args.price_output or 0.0, audio_input=args.price_audio_input)
+        price = Price(
+            input=args.price_input or 0.0, output=args.price_output or 0.0, audio_input=args.price_audio_input
+        )
     settings = RunSettings(
-        model=args.model, mode=args.mode, prompt=args.prompt, plan=_plan_options(args),
-        params=GenerationParams(temperature=args.temperature, max_output_tokens=args.max_output_tokens,
-                                thinking=args.thinking, timeout_s=args.timeout),
-        system_variant=args.system_prompt, base_url=args.base_url, convention=args.convention, asr=args.asr, asr_base_url=args.asr_base_url,
-        concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, budget_usd=args.budget, price=price,
-        resume=args.resume, run_id=args.run_id, name=args.name, listener_profile_file=args.listener_profile,
+        model=args.model,
+        mode=args.mode,
+        prompt=args.prompt,
+        plan=_plan_options(args),
+        params=GenerationParams(
+            temperature=args.temperature,
+            max_output_tokens=args.max_output_tokens,
+            thinking=args.thinking,
+            timeout_s=args.timeout,
+        ),
+        system_variant=args.system_prompt,
+        base_url=args.base_url,
+        convention=args.convention,
+        asr=args.asr,
+        asr_base_url=args.asr_base_url,
+        concurrency=args.concurrency,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        budget_usd=args.budget,
+        price=price,
+        resume=args.resume,
+        run_id=args.run_id,
+        name=args.name,
+        listener_profile_file=args.listener_profile,
         retry=RetryPolicy(max_attempts=max(1, args.retries)),
     )
     shown = {}
@@ -180,20 +278,29 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print_json(summary.as_dict())
     else:
         parse = ", ".join(f"{k} {v}" for k, v in sorted(summary.parse_counts.items())) or "-"
-        print(f"run {summary.run_id} ({summary.model}, {summary.mode}): {summary.status}"
-              + (f" ({summary.stop_reason})" if summary.stop_reason else ""))
+        print(
+            f"run {summary.run_id} ({summary.model}, {summary.mode}): {summary.status}"
+            + (f" ({summary.stop_reason})" if summary.stop_reason else "")
+        )
         print(f"  answered {summary.answered}/{summary.total}, errors {summary.errors}, parsed: {parse}")
-        print(f"  sent {summary.fresh_requests} request(s), {summary.cache_hits} from cache, {summary.retries} retr(y/ies); "
-              f"{summary.requests_per_s:.1f} req/s; cost so far ${summary.cost_usd:.4f}")
+        print(
+            f"  sent {summary.fresh_requests} request(s), {summary.cache_hits} from cache, {summary.retries} retr(y/ies); "
+            f"{summary.requests_per_s:.1f} req/s; cost so far ${summary.cost_usd:.4f}"
+        )
         if summary.stop_reason == "budget":
-            print("  stopped before exceeding the budget; continue with --resume and a larger --budget", file=sys.stderr)
+            print(
+                "  stopped before exceeding the budget; continue with --resume and a larger --budget", file=sys.stderr
+            )
         elif summary.errors:
             print("  failed requests are kept with their error; `--resume` retries them", file=sys.stderr)
     return EXIT_INCOMPLETE if summary.stop_reason == "budget" else 0
 
 
 def _print_plan(summary: dict, file) -> None:
-    print(f"plan: {summary['requests']} request(s) over {summary['items']} item(s), {summary['conditions']} condition(s)", file=file)
+    print(
+        f"plan: {summary['requests']} request(s) over {summary['items']} item(s), {summary['conditions']} condition(s)",
+        file=file,
+    )
     for factor, levels in summary["by_factor"].items():
         shown = ", ".join(f"{level} {count}" for level, count in list(levels.items())[:12])
         more = f", … ({len(levels)} levels)" if len(levels) > 12 else ""
@@ -213,11 +320,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs yet (spokenbench evaluate DIR --model ... )")
         return 0
-    rows = [{**r, "answers": f"{r['responses'] - r['errors']}/{r['total_requests'] or r['responses']}",
-             "acc": "" if r["accuracy"] is None else f"{r['accuracy']:.3f}",
-             "parse": f"ok {r['parsed_ok']} fail {r['parse_failed']} amb {r['ambiguous']} ref {r['refusals']}",
-             "cost": f"${r['cost_usd']:.4f}", "status": r["status"] + (f" ({r['stop_reason']})" if r["stop_reason"] else "")}
-            for r in runs]
+    rows = [
+        {
+            **r,
+            "answers": f"{r['responses'] - r['errors']}/{r['total_requests'] or r['responses']}",
+            "acc": "" if r["accuracy"] is None else f"{r['accuracy']:.3f}",
+            "parse": f"ok {r['parsed_ok']} fail {r['parse_failed']} amb {r['ambiguous']} ref {r['refusals']}",
+            "cost": f"${r['cost_usd']:.4f}",
+            "status": r["status"] + (f" ({r['stop_reason']})" if r["stop_reason"] else ""),
+        }
+        for r in runs
+    ]
     print_table(rows, ["id", "model", "mode", "prompt", "status", "answers", "errors", "acc", "parse", "cost", "name"])
     return 0
 
@@ -230,8 +343,10 @@ def cmd_reparse(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"re-parsed {result['responses']} stored answer(s) in {result['runs']} run(s): {result['changed']} changed; "
-              + ", ".join(f"{k} {v}" for k, v in sorted(result["parse_counts"].items())))
+        print(
+            f"re-parsed {result['responses']} stored answer(s) in {result['runs']} run(s): {result['changed']} changed; "
+            + ", ".join(f"{k} {v}" for k, v in sorted(result["parse_counts"].items()))
+        )
     return 0
 
 
@@ -243,8 +358,17 @@ def cmd_parse(args: argparse.Namespace) -> int:
     if "raw_response" not in table.columns:
         raise InputError(InputProblem(table.file, "the column 'raw_response' is missing", column="raw_response"))
     rows, counts = parse_rows(table, args.letters)
-    columns = list(dict.fromkeys([*table.columns, "prediction", "parse_status", "parse_detail",
-                                  *(["mapped_option"] if "option_order" in table.columns else [])]))
+    columns = list(
+        dict.fromkeys(
+            [
+                *table.columns,
+                "prediction",
+                "parse_status",
+                "parse_detail",
+                *(["mapped_option"] if "option_order" in table.columns else []),
+            ]
+        )
+    )
     write_table(rows, Path(args.out), columns=columns)
     if args.json:
         print_json({"rows": len(rows), "out": args.out, "parse_counts": counts})
@@ -256,24 +380,39 @@ def cmd_parse(args: argparse.Namespace) -> int:
 def cmd_power(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.power import PowerDesign, questions_needed
 
-    design = PowerDesign(metric=args.metric, effect=args.effect, power=args.power, alpha=args.alpha,
-                         conditions=args.conditions, options=args.options, base_accuracy=args.base_accuracy,
-                         consistency=args.consistency, simulations=args.simulations, max_questions=args.max_questions,
-                         seed=args.seed, position_preference=(1.0,) * args.options)
+    design = PowerDesign(
+        metric=args.metric,
+        effect=args.effect,
+        power=args.power,
+        alpha=args.alpha,
+        conditions=args.conditions,
+        options=args.options,
+        base_accuracy=args.base_accuracy,
+        consistency=args.consistency,
+        simulations=args.simulations,
+        max_questions=args.max_questions,
+        seed=args.seed,
+        position_preference=(1.0,) * args.options,
+    )
     if args.options < 2:
         raise SpokenBenchError("--options must be at least 2")
     result = questions_needed(design, text_progress_bar())
     if args.json:
         print_json(result.as_dict())
         return 0
-    label = {"accuracy": "accuracy difference (points)", "apes": "APES difference", "kappa": "kappa difference"}[args.metric]
+    label = {"accuracy": "accuracy difference (points)", "apes": "APES difference", "kappa": "kappa difference"}[
+        args.metric
+    ]
     if result.questions is None:
         print(f"{label} {args.effect}: {result.note} (power {args.power}, alpha {args.alpha}) — simulated estimate")
         return 0
-    print(f"{label} {args.effect} with power {args.power} at alpha {args.alpha}: about {result.questions} questions "
-          f"(estimated power {result.achieved_power:.2f}; {args.conditions} condition(s) per level)")
-    print(f"  simulated listener: base accuracy {args.base_accuracy}, consistency {args.consistency}; "
-          f"accuracy shift used {result.shift_points:+.1f} points")
+    print(
+        f"{label} {args.effect} with power {args.power} at alpha {args.alpha}: about {result.questions} questions "
+        f"(estimated power {result.achieved_power:.2f}; {args.conditions} condition(s) per level)"
+    )
+    print(
+        f"  simulated listener: base accuracy {args.base_accuracy}, consistency {args.consistency}; "
+        f"accuracy shift used {result.shift_points:+.1f} points"
+    )
     print(f"  {result.note}")
     return 0
-

@@ -1,6 +1,7 @@
 """`spokenbench`: the headless runner. Each command family lives in its own module exposing
 `register(subparsers)`; a handler returns an exit code (or None for 0). User errors become one clear
 message and exit code 2; nothing prints a traceback unless SPOKENBENCH_DEBUG=1."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,13 @@ EXIT_CANCELLED = 130
 
 def _command_modules():
     # Imported here so `spokenbench --help` stays fast and one broken optional module names itself.
-    from spokenbench.core.cli import audio_commands, evaluation_commands, metrics_commands, project_commands, qc_commands
+    from spokenbench.core.cli import (
+        audio_commands,
+        evaluation_commands,
+        metrics_commands,
+        project_commands,
+        qc_commands,
+    )
 
     return [project_commands, audio_commands, evaluation_commands, metrics_commands, qc_commands]
 

@@ -4,6 +4,7 @@
     spokenbench report (FILE|PROJECT) --out DIR
 
 The option names and the --json layout are a contract that outside scripts rely on."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,36 +18,64 @@ DEFAULT_RESAMPLES = 1000
 
 def register(subparsers) -> None:
     metrics = subparsers.add_parser(
-        "metrics", help="bias metrics of a responses table (accuracy, entropy, APES, κ, selection bias, gender probes)",
+        "metrics",
+        help="bias metrics of a responses table (accuracy, entropy, APES, κ, selection bias, gender probes)",
         description="Compute the bias metrics of a responses table (CSV, Parquet or JSONL) per model. "
-                    "Definitions: docs/metrics.md.")
+        "Definitions: docs/metrics.md.",
+    )
     metrics.add_argument("file", metavar="FILE", help="responses table: .csv, .tsv, .parquet or .jsonl")
     _common_options(metrics)
     metrics.add_argument("--json", action="store_true", help="print one JSON object keyed by model (scripts)")
     metrics.set_defaults(handler=run_metrics)
 
     report = subparsers.add_parser(
-        "report", help="write every table (CSV, Markdown, LaTeX) and figure (PNG, SVG) to a folder",
+        "report",
+        help="write every table (CSV, Markdown, LaTeX) and figure (PNG, SVG) to a folder",
         description="Write the metrics report of a responses file or a project folder: tables as CSV, Markdown "
-                    "and LaTeX, figures as PNG and SVG, and an index README.md.")
+        "and LaTeX, figures as PNG and SVG, and an index README.md.",
+    )
     report.add_argument("source", metavar="FILE|PROJECT", help="responses table, or a SpokenBench project folder")
-    report.add_argument("--out", metavar="DIR", required=True, help="folder to write the report into (created if needed)")
+    report.add_argument(
+        "--out", metavar="DIR", required=True, help="folder to write the report into (created if needed)"
+    )
     _common_options(report)
     report.set_defaults(handler=run_report)
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--factors", metavar="A,B,...", type=_factor_list, default=None,
-                        help="factor columns, comma-separated (default: every other column with 2-100 levels and no empty cell)")
-    parser.add_argument("--kind", choices=("mcq", "gender-probe"), default=None,
-                        help="table kind (default: gender-probe if the table has option_orientation and no answer column)")
-    parser.add_argument("--backbone", metavar="SPEECH_MODEL=TEXT_MODEL", action="append", default=None,
-                        help="gender probes: compare a speech model with its text backbone (repeatable)")
-    parser.add_argument("--bootstrap", metavar="N", type=_non_negative_int, default=DEFAULT_RESAMPLES,
-                        help=f"question-level bootstrap resamples for 95%% intervals (default {DEFAULT_RESAMPLES}; 0 = none)")
+    parser.add_argument(
+        "--factors",
+        metavar="A,B,...",
+        type=_factor_list,
+        default=None,
+        help="factor columns, comma-separated (default: every other column with 2-100 levels and no empty cell)",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=("mcq", "gender-probe"),
+        default=None,
+        help="table kind (default: gender-probe if the table has option_orientation and no answer column)",
+    )
+    parser.add_argument(
+        "--backbone",
+        metavar="SPEECH_MODEL=TEXT_MODEL",
+        action="append",
+        default=None,
+        help="gender probes: compare a speech model with its text backbone (repeatable)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        metavar="N",
+        type=_non_negative_int,
+        default=DEFAULT_RESAMPLES,
+        help=f"question-level bootstrap resamples for 95%% intervals (default {DEFAULT_RESAMPLES}; 0 = none)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: a fixed seed)")
-    parser.add_argument("--failures-as-category", action="store_true",
-                        help="count parse failures as an answer category in entropy, APES and κ (default: leave them out)")
+    parser.add_argument(
+        "--failures-as-category",
+        action="store_true",
+        help="count parse failures as an answer category in entropy, APES and κ (default: leave them out)",
+    )
 
 
 def _factor_list(text: str) -> list[str]:
@@ -85,23 +114,52 @@ def run_metrics(args) -> int:
     if kind == "gender-probe":
         if args.factors:
             raise SpokenBenchError("--factors applies to --kind mcq only")
-        result = analyze_gender_probe(frame, args.backbone, source=args.file, failures_as_category=args.failures_as_category,
-                                      n_resamples=args.bootstrap, seed=_seed(args), progress=progress)
+        result = analyze_gender_probe(
+            frame,
+            args.backbone,
+            source=args.file,
+            failures_as_category=args.failures_as_category,
+            n_resamples=args.bootstrap,
+            seed=_seed(args),
+            progress=progress,
+        )
         if args.json:
             print_json(gender_probe_json(result))
         else:
-            rows = [{"model": r.model, "category": r.category, "n": r.n, "J": _num(r.J), "delta": _num(r.delta),
-                     "p_value": _num(r.p_value), "neutral_rate": _num(r.neutral_rate), "backbone": r.backbone,
-                     "kappa": _num(r.kappa), "bowker_p": _num(r.bowker_p)} for r in result.table.itertuples()]
+            rows = [
+                {
+                    "model": r.model,
+                    "category": r.category,
+                    "n": r.n,
+                    "J": _num(r.J),
+                    "delta": _num(r.delta),
+                    "p_value": _num(r.p_value),
+                    "neutral_rate": _num(r.neutral_rate),
+                    "backbone": r.backbone,
+                    "kappa": _num(r.kappa),
+                    "bowker_p": _num(r.bowker_p),
+                }
+                for r in result.table.itertuples()
+            ]
             print_table(rows)
         return 0
 
     if args.backbone:
         raise SpokenBenchError("--backbone applies to --kind gender-probe only")
-    analysis = analyze_mcq(frame, args.factors, source=args.file, failures_as_category=args.failures_as_category,
-                           n_resamples=args.bootstrap, seed=_seed(args), progress=progress)
+    analysis = analyze_mcq(
+        frame,
+        args.factors,
+        source=args.file,
+        failures_as_category=args.failures_as_category,
+        n_resamples=args.bootstrap,
+        seed=_seed(args),
+        progress=progress,
+    )
     for column, reason in analysis.data.ignored_columns.items():
-        print(f"note: column '{column}' not used as a factor ({reason}); name it with --factors to use it", file=sys.stderr)
+        print(
+            f"note: column '{column}' not used as a factor ({reason}); name it with --factors to use it",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(analysis.to_json())
         return 0
@@ -109,22 +167,34 @@ def run_metrics(args) -> int:
     rows = []
     for i, model in enumerate(analysis.data.models):
         ci = analysis.intervals[i] if analysis.intervals else {}
-        rows.append({"model": model, "n": int(summary["n"].iloc[i]),
-                     "accuracy": _num(summary["accuracy"].iloc[i]) + _ci(ci.get("accuracy")),
-                     "entropy_mean": _num(summary["entropy_mean"].iloc[i]), "rsd": _num(summary["rsd"].iloc[i]),
-                     "ckld": _num(summary["ckld"].iloc[i]),
-                     "parse_failures": _num(summary["parse_failure_rate"].iloc[i])})
+        rows.append(
+            {
+                "model": model,
+                "n": int(summary["n"].iloc[i]),
+                "accuracy": _num(summary["accuracy"].iloc[i]) + _ci(ci.get("accuracy")),
+                "entropy_mean": _num(summary["entropy_mean"].iloc[i]),
+                "rsd": _num(summary["rsd"].iloc[i]),
+                "ckld": _num(summary["ckld"].iloc[i]),
+                "parse_failures": _num(summary["parse_failure_rate"].iloc[i]),
+            }
+        )
     print_table(rows)
     if analysis.data.factors:
         print()
         factor_rows = []
         for i, model in enumerate(analysis.data.models):
             for f in analysis.data.factors:
-                factor_rows.append({
-                    "model": model, "factor": f, "level_entropy": _num(summary[f"level_entropy[{f}]"].iloc[i]),
-                    "apes": _num(summary[f"apes[{f}]"].iloc[i]), "fleiss_kappa": _num(summary[f"kappa[{f}]"].iloc[i]),
-                    "kappa_questions": f"{int(summary[f'kappa_defined[{f}]'].iloc[i])} defined, "
-                                       f"{int(summary[f'kappa_undefined[{f}]'].iloc[i])} not"})
+                factor_rows.append(
+                    {
+                        "model": model,
+                        "factor": f,
+                        "level_entropy": _num(summary[f"level_entropy[{f}]"].iloc[i]),
+                        "apes": _num(summary[f"apes[{f}]"].iloc[i]),
+                        "fleiss_kappa": _num(summary[f"kappa[{f}]"].iloc[i]),
+                        "kappa_questions": f"{int(summary[f'kappa_defined[{f}]'].iloc[i])} defined, "
+                        f"{int(summary[f'kappa_undefined[{f}]'].iloc[i])} not",
+                    }
+                )
         print_table(factor_rows)
     return 0
 
@@ -132,9 +202,17 @@ def run_metrics(args) -> int:
 def run_report(args) -> int:
     from spokenbench.core.metrics.report import write_report
 
-    report = write_report(args.source, args.out, kind=args.kind, factors=args.factors, backbones=args.backbone,
-                          n_resamples=args.bootstrap, seed=_seed(args), failures_as_category=args.failures_as_category,
-                          progress=text_progress_bar())
+    report = write_report(
+        args.source,
+        args.out,
+        kind=args.kind,
+        factors=args.factors,
+        backbones=args.backbone,
+        n_resamples=args.bootstrap,
+        seed=_seed(args),
+        failures_as_category=args.failures_as_category,
+        progress=text_progress_bar(),
+    )
     print(f"wrote {len(report.files)} files to {report.out_dir} (index: {report.out_dir / 'README.md'})")
     for note in report.skipped:
         print(f"skipped {note}")

@@ -1,4 +1,5 @@
 """Printing data for people (aligned text) or scripts (--json), the one way every command does it."""
+
 from __future__ import annotations
 
 import json

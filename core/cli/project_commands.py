@@ -1,4 +1,5 @@
 """Project commands: init, import, info, items, export, demo. Their names and options are a contract."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,18 @@ from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.store.summary import project_summary
 
-MAPPABLE_FIELDS = ("id", "question", "options", "answer", "language", "subject", "subject_category", "cultural_label",
-                   "category", "orientations")  # fmt: skip
+MAPPABLE_FIELDS = (
+    "id",
+    "question",
+    "options",
+    "answer",
+    "language",
+    "subject",
+    "subject_category",
+    "cultural_label",
+    "category",
+    "orientations",
+)
 
 
 def register(subparsers) -> None:
@@ -31,16 +42,33 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("files", metavar="FILE", nargs="+", help="CSV, TSV, JSONL or Parquet files")
-    p.add_argument("--format", required=True, choices=FORMATS, help="gmmlu-lite: Global-MMLU-Lite as published; "
-                   "mcq: any multiple-choice table; gender-probe: paired gender-probe items")
-    p.add_argument("--language", metavar="CODE", help="language of every row (default: a language column, "
-                   "or for gmmlu-lite the file name, e.g. ko.csv)")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=FORMATS,
+        help="gmmlu-lite: Global-MMLU-Lite as published; "
+        "mcq: any multiple-choice table; gender-probe: paired gender-probe items",
+    )
+    p.add_argument(
+        "--language",
+        metavar="CODE",
+        help="language of every row (default: a language column, or for gmmlu-lite the file name, e.g. ko.csv)",
+    )
     p.add_argument("--source", help="benchmark name stored with the items (default: the format name)")
-    p.add_argument("--map", dest="mapping", action="append", default=[], metavar="FIELD=COLUMN",
-                   help=f"take FIELD from COLUMN; FIELD is one of {', '.join(MAPPABLE_FIELDS)}; "
-                   "options may list columns: --map options=A,B,C,D")
-    p.add_argument("--skip-existing", action="store_true",
-                   help="skip items already in the project with identical content instead of failing")
+    p.add_argument(
+        "--map",
+        dest="mapping",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help=f"take FIELD from COLUMN; FIELD is one of {', '.join(MAPPABLE_FIELDS)}; "
+        "options may list columns: --map options=A,B,C,D",
+    )
+    p.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="skip items already in the project with identical content instead of failing",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_import)
 
@@ -56,16 +84,22 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_items)
 
-    p = subparsers.add_parser("export", help="export items, responses or ratings",
-                              description="Export a table; the format follows the extension (.csv, .jsonl, .parquet).")
+    p = subparsers.add_parser(
+        "export",
+        help="export items, responses or ratings",
+        description="Export a table; the format follows the extension (.csv, .jsonl, .parquet).",
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--what", required=True, choices=EXPORTABLE)
     p.add_argument("--out", required=True, metavar="FILE")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_export)
 
-    p = subparsers.add_parser("demo", help="build the offline demo project",
-                              description="Build the demo project offline (no network, no API key).")
+    p = subparsers.add_parser(
+        "demo",
+        help="build the offline demo project",
+        description="Build the demo project offline (no network, no API key).",
+    )
     p.add_argument("dir", metavar="DIR", help="new or empty folder")
     p.add_argument("--json", action="store_true", help="print the project summary as JSON")
     p.set_defaults(handler=cmd_demo)
@@ -112,8 +146,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     items = summary["items"]
     print(f"project {Path(args.dir)} (schema {summary['schema_version']})")
     print(f"items: {items['total']}")
-    for title, key in (("by kind", "by_kind"), ("by language", "by_language"),
-                       ("by cultural label", "by_cultural_label"), ("by category", "by_category")):
+    for title, key in (
+        ("by kind", "by_kind"),
+        ("by language", "by_language"),
+        ("by cultural label", "by_cultural_label"),
+        ("by category", "by_category"),
+    ):
         if items[key]:
             print(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in items[key].items()))
     by_status = summary["rewrites"]["by_status"]
@@ -132,17 +170,26 @@ def cmd_items(args: argparse.Namespace) -> int:
         for item_id, item in iter_items(project.conn, where=where, params=params):
             if args.limit and len(rows) >= args.limit:
                 break
-            rows.append({
-                "item_id": item_id, "id": item.source_id, "language": item.language, "kind": item.kind,
-                "label": item.cultural_label or item.category or "", "answer": item.answer or "",
-                "question": item.question, "options": [o.text for o in item.options],
-                "orientations": [o.orientation for o in item.options] if item.kind == "gender-probe" else None,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "item_id": item_id,
+                    "id": item.source_id,
+                    "language": item.language,
+                    "kind": item.kind,
+                    "label": item.cultural_label or item.category or "",
+                    "answer": item.answer or "",
+                    "question": item.question,
+                    "options": [o.text for o in item.options],
+                    "orientations": [o.orientation for o in item.options] if item.kind == "gender-probe" else None,
+                }
+            )
     if args.json:
         print_json(rows)
     else:
-        print_table([{**r, "question": _shorten(r["question"], 70)} for r in rows],
-                    ["item_id", "id", "language", "kind", "label", "answer", "question"])
+        print_table(
+            [{**r, "question": _shorten(r["question"], 70)} for r in rows],
+            ["item_id", "id", "language", "kind", "label", "answer", "question"],
+        )
     return 0
 
 
@@ -164,9 +211,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         items = summary["items"]
-        print(f"built demo project {args.dir}: {items['total']} items "
-              f"({', '.join(f'{k} {v}' for k, v in items['by_language'].items())}), "
-              f"{summary['rewrites']['total']} rewrites")
+        print(
+            f"built demo project {args.dir}: {items['total']} items "
+            f"({', '.join(f'{k} {v}' for k, v in items['by_language'].items())}), "
+            f"{summary['rewrites']['total']} rewrites"
+        )
         print(f"next: spokenbench info {args.dir}   or   spokenbench-studio {args.dir}")
     return 0
 

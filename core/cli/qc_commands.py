@@ -1,5 +1,6 @@
 """Quality-control commands: rewrite, flag, review, transcribe, import-transcripts, screen, sample, qc-report.
 Long ones draw a progress bar and are resumable: a rerun skips everything already stored."""
+
 from __future__ import annotations
 
 import argparse
@@ -35,38 +36,57 @@ def _metric_overrides(values: list[str] | None) -> tuple[tuple[str, str], ...]:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "rewrite", help="rewrite questions and options into spoken-readable text with an LLM",
+        "rewrite",
+        help="rewrite questions and options into spoken-readable text with an LLM",
         description="Rewrite every item without a rewrite through an OpenAI-compatible chat endpoint (default: "
         f"{DEFAULT_MODEL} on NVIDIA's API, key NVIDIA_API_KEY) following the eight rules of BiasInEar Appendix "
         "B.1 (prompt: resources/prompts/rewrite/rewrite.toml). Answers are validated; an invalid one is asked "
         "again, then the item is marked for manual rewriting. Every answer is cached: reruns never pay twice.",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"chat model (default {DEFAULT_MODEL})")
-    p.add_argument("--base-url", default=DEFAULT_BASE_URL, metavar="URL", help=f"OpenAI-compatible endpoint (default {DEFAULT_BASE_URL})")
-    p.add_argument("--key-provider", default=DEFAULT_KEY_PROVIDER, choices=KEY_PROVIDERS,
-                   help="whose API key to send (nvidia = NVIDIA_API_KEY, ...; none for a local server)")
+    p.add_argument(
+        "--base-url",
+        default=DEFAULT_BASE_URL,
+        metavar="URL",
+        help=f"OpenAI-compatible endpoint (default {DEFAULT_BASE_URL})",
+    )
+    p.add_argument(
+        "--key-provider",
+        default=DEFAULT_KEY_PROVIDER,
+        choices=KEY_PROVIDERS,
+        help="whose API key to send (nvidia = NVIDIA_API_KEY, ...; none for a local server)",
+    )
     p.add_argument("--languages", help="only items in these languages (comma-separated)")
     p.add_argument("--source", help="only items from this source")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N items")
     p.add_argument("--redo", action="store_true", help="also items that already have rewrites (adds new versions)")
     p.add_argument("--retry-manual", action="store_true", help="also items marked for manual rewriting")
-    p.add_argument("--attempts", type=int, default=3, metavar="N", help="answers per item before marking it manual (default 3)")
+    p.add_argument(
+        "--attempts", type=int, default=3, metavar="N", help="answers per item before marking it manual (default 3)"
+    )
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests in flight (default 8)")
     p.add_argument("--rpm", type=float, metavar="N", help="at most N requests per minute")
-    p.add_argument("--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)")
+    p.add_argument(
+        "--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)"
+    )
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per-request timeout in seconds")
-    p.add_argument("--prompt-file", metavar="FILE", help="this project's own rewrite prompt (TOML like the bundled one); saved with the project")
+    p.add_argument(
+        "--prompt-file",
+        metavar="FILE",
+        help="this project's own rewrite prompt (TOML like the bundled one); saved with the project",
+    )
     p.add_argument("--dry-run", action="store_true", help="show what would be rewritten")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_rewrite)
 
     p = subparsers.add_parser(
-        "flag", help="diff-check rewrites against the originals and list the flagged ones",
+        "flag",
+        help="diff-check rewrites against the originals and list the flagged ones",
         description="Normalize rewrite and original (whitespace removed, lower case) and flag every difference "
         "with a character-level diff (BiasInEar Section 2.2). Unflagged rewrites are accepted; flagged ones wait "
         "for `spokenbench review`.",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--list", action="store_true", help="list the flagged parts awaiting review, with diffs")
     p.add_argument("--all", action="store_true", help="with --list: also flagged parts already reviewed")
@@ -75,11 +95,12 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_flag)
 
     p = subparsers.add_parser(
-        "review", help="accept, edit or reject a flagged rewrite",
+        "review",
+        help="accept, edit or reject a flagged rewrite",
         description="Record a review decision with reviewer and time. Without --part, --accept/--reject apply to "
         "every part of the item awaiting review. --edit stores a corrected text (also for items marked for "
         "manual rewriting).",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--item", type=int, required=True, metavar="ID", help="item row id (shown by `flag --list`)")
     p.add_argument("--part", help="question, option_A, ... (required for --edit)")
@@ -92,30 +113,40 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_review)
 
     p = subparsers.add_parser(
-        "transcribe", help="transcribe clips with ASR systems for screening",
+        "transcribe",
+        help="transcribe clips with ASR systems for screening",
         description="Transcribe every synthesized item clip with each --asr system (two independent ones for "
         "screening): openai:whisper-1, openai:gpt-4o-transcribe, gemini:gemini-2.5-flash, "
         "mistral:voxtral-mini-transcribe-latest, compatible:MODEL@URL (an OpenAI-compatible server), "
         "local:MODEL_DIR (faster-whisper, the local-asr extra). Append @URL to any to change its endpoint. A "
         "failing clip is listed and retried by the next run; the batch goes on.",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--asr", action="append", metavar="PROVIDER:MODEL[@URL]", help="an ASR system; give it twice for two")
+    p.add_argument(
+        "--asr", action="append", metavar="PROVIDER:MODEL[@URL]", help="an ASR system; give it twice for two"
+    )
     p.add_argument("--languages", help="only clips in these languages")
     p.add_argument("--include-tokens", action="store_true", help="also the instruction-token clips")
     p.add_argument("--concurrency", type=int, metavar="N", help="requests in flight per ASR system (default 8)")
-    p.add_argument("--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)")
-    p.add_argument("--clips-out", metavar="FILE", help="instead: write the clips (id, language, text, audio path) for an external ASR")
+    p.add_argument(
+        "--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)"
+    )
+    p.add_argument(
+        "--clips-out",
+        metavar="FILE",
+        help="instead: write the clips (id, language, text, audio path) for an external ASR",
+    )
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_transcribe)
 
     p = subparsers.add_parser(
-        "import-transcripts", help="import transcripts made by any ASR",
+        "import-transcripts",
+        help="import transcripts made by any ASR",
         description="Import a CSV, TSV, JSONL or Parquet table with columns clip_id and text (optional model) as "
         "the transcripts of ASR system NAME. The whole file is checked first; any problem names file, row and "
         "column and nothing is imported.",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--asr", required=True, metavar="NAME", help="the ASR system's name, e.g. whisper-large-v3")
@@ -124,26 +155,34 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_import_transcripts)
 
     p = subparsers.add_parser(
-        "screen", help="score transcripts against the text and bin clips by WER",
+        "screen",
+        help="score transcripts against the text and bin clips by WER",
         description="Error rate of each transcript against the clip's text (language-aware normalization, see "
         "docs/qc.md), the minimum over the ASR systems, and the BiasInEar intervals 0, (0, 0.2], (0.2, 0.6], "
         "> 0.6 per language (Table 2's layout).",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--min-asr", type=int, default=2, metavar="N", help="transcripts a clip needs (default 2: two ASR systems)")
-    p.add_argument("--metric", action="append", metavar="LANG=wer|cer", help="override a language's metric, e.g. ko=cer")
+    p.add_argument(
+        "--min-asr", type=int, default=2, metavar="N", help="transcripts a clip needs (default 2: two ASR systems)"
+    )
+    p.add_argument(
+        "--metric", action="append", metavar="LANG=wer|cer", help="override a language's metric, e.g. ko=cer"
+    )
     p.add_argument("--worst", type=int, default=0, metavar="N", help="also list the N clips with the highest error")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_screen)
 
     p = subparsers.add_parser(
-        "sample", help="draw a stratified sample of clips into a named rating queue",
+        "sample",
+        help="draw a stratified sample of clips into a named rating queue",
         description="Per language and non-zero WER interval, N clips (BiasInEar Appendix B.4): accent quotas by "
         "largest remainder, one clip per item preferring the question, subjects round-robin, shortfalls filled "
         "from the pool; seeded. Without screening, strata are languages (accent and subject still apply).",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--per-bin", type=int, default=40, metavar="N", help="clips per stratum (default 40, as in the paper)")
+    p.add_argument(
+        "--per-bin", type=int, default=40, metavar="N", help="clips per stratum (default 40, as in the paper)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", required=True, help="the rating queue's name")
     p.add_argument("--replace", action="store_true", help="replace an existing queue of that name")
@@ -151,11 +190,12 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_sample)
 
     p = subparsers.add_parser(
-        "qc-report", help="rewriting, screening and rating results (Tables 9, 2, 3)",
+        "qc-report",
+        help="rewriting, screening and rating results (Tables 9, 2, 3)",
         description="The project's quality control: flagged and verified rewrite errors (Table 9), the WER "
         "distribution (Table 2), rating results per language and WER interval (Table 3), annotator agreement "
         "and disagreements.",
-    )  # fmt: skip
+    )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--queue", help="ratings of this queue only")
     p.add_argument("--out", metavar="FOLDER", help="also write the tables as CSV in the published layouts")
@@ -173,10 +213,19 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
     from spokenbench.core.store import opened
 
     settings = RewriteSettings(
-        model=args.model, base_url=args.base_url, key_provider=None if args.key_provider == "none" else args.key_provider,
-        max_attempts=args.attempts, concurrency=args.concurrency, requests_per_minute=args.rpm, timeout_s=args.timeout,
-        languages=_csv(args.languages), source=args.source, limit=args.limit, redo=args.redo, retry_manual=args.retry_manual,
-    )  # fmt: skip
+        model=args.model,
+        base_url=args.base_url,
+        key_provider=None if args.key_provider == "none" else args.key_provider,
+        max_attempts=args.attempts,
+        concurrency=args.concurrency,
+        requests_per_minute=args.rpm,
+        timeout_s=args.timeout,
+        languages=_csv(args.languages),
+        source=args.source,
+        limit=args.limit,
+        redo=args.redo,
+        retry_manual=args.retry_manual,
+    )
     with opened(args.dir) as project:
         if args.prompt_file and args.dry_run:
             template = parse_template(_read(args.prompt_file), args.prompt_file)  # checked, not stored
@@ -187,19 +236,24 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
         plan = plan_rewrites(project.conn, settings)
         summary = plan.summary() | {"model": settings.model}
         if not args.json:
-            print(f"{summary['to_rewrite']} items to rewrite with {settings.model}; {summary['skipped_with_rewrites']} "
-                  f"already have rewrites, {summary['skipped_marked_manual']} marked for manual rewriting")  # fmt: skip
+            print(
+                f"{summary['to_rewrite']} items to rewrite with {settings.model}; {summary['skipped_with_rewrites']} "
+                f"already have rewrites, {summary['skipped_marked_manual']} marked for manual rewriting"
+            )
         if args.dry_run or not plan.items:
             if args.json:
                 print_json({"plan": summary})
             return 0
-        report = asyncio.run(run_rewrites(project, plan, settings, template, text_progress_bar(),
-                                          RetryPolicy(max_attempts=args.retries)))  # fmt: skip
+        report = asyncio.run(
+            run_rewrites(project, plan, settings, template, text_progress_bar(), RetryPolicy(max_attempts=args.retries))
+        )
     if args.json:
         print_json({"plan": summary, **report.as_dict()})
     else:
-        print(f"rewrote {report.rewritten} items ({report.requests} requests, {report.cached} answers from the cache); "
-              f"{report.manual} marked for manual rewriting, {report.failed} failed")  # fmt: skip
+        print(
+            f"rewrote {report.rewritten} items ({report.requests} requests, {report.cached} answers from the cache); "
+            f"{report.manual} marked for manual rewriting, {report.failed} failed"
+        )
         for problem in report.problems[:20]:
             print(f"  {problem}")
         if report.rewritten:
@@ -222,15 +276,24 @@ def cmd_flag(args: argparse.Namespace) -> int:
     with opened(args.dir) as project:
         report = flag_rewrites(project, text_progress_bar())
         qc = rewrite_qc(project.conn)
-        listed = [f.as_dict() for f in flagged_rewrites(project.conn, not args.all, args.language)] if args.list else None
-    result = {"checked": report.checked, "flagged": report.flagged, "accepted_unchanged": report.accepted_unchanged,
-              "table9": qc["table9"], "by_language": qc["by_language"]}  # fmt: skip
+        listed = (
+            [f.as_dict() for f in flagged_rewrites(project.conn, not args.all, args.language)] if args.list else None
+        )
+    result = {
+        "checked": report.checked,
+        "flagged": report.flagged,
+        "accepted_unchanged": report.accepted_unchanged,
+        "table9": qc["table9"],
+        "by_language": qc["by_language"],
+    }
     if listed is not None:
         result["flagged_rewrites"] = listed
     if args.json:
         print_json(result)
         return 0
-    print(f"checked {report.checked} pending rewrites: {report.flagged} flagged, {report.accepted_unchanged} accepted unchanged")
+    print(
+        f"checked {report.checked} pending rewrites: {report.flagged} flagged, {report.accepted_unchanged} accepted unchanged"
+    )
     print_table(qc["table9"])
     waiting = sum(v["awaiting_review"] for v in qc["by_language"].values())
     if listed:
@@ -238,8 +301,10 @@ def cmd_flag(args: argparse.Namespace) -> int:
             print(f"\nitem {f['item_id']} {f['source_id']} ({f['language']}) {f['part']} [{f['status']}]")
             print(f"  original: {f['original']}\n  rewrite:  {f['rewrite']}\n  diff:     {f['diff']}")
     if waiting:
-        print(f"{waiting} flagged parts await review: spokenbench review DIR --item ID [--part P] --accept|--reject|--edit TEXT --reviewer NAME"
-              + ("" if args.list else "   (list them with --list)"))
+        print(
+            f"{waiting} flagged parts await review: spokenbench review DIR --item ID [--part P] --accept|--reject|--edit TEXT --reviewer NAME"
+            + ("" if args.list else "   (list them with --list)")
+        )
     return 0
 
 
@@ -254,7 +319,9 @@ def cmd_review(args: argparse.Namespace) -> int:
                 raise SpokenBenchError("--edit needs --part (question, option_A, ...)")
             count = review_item(project, args.item, decision, args.reviewer, args.note)
             if count == 0:
-                raise SpokenBenchError(f"item {args.item} has no rewrite awaiting review; name the --part to decide on another")
+                raise SpokenBenchError(
+                    f"item {args.item} has no rewrite awaiting review; name the --part to decide on another"
+                )
             print(f"{decision} recorded for {count} parts of item {args.item} ({args.reviewer})")
         else:
             review_rewrite(project, args.item, args.part, decision, args.reviewer, args.edit, args.note)
@@ -273,34 +340,55 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     with opened(args.dir) as project:
         if args.clips_out:
             rows = clips_for_transcription(project, languages, args.include_tokens)
-            write_table(rows, args.clips_out, ["clip_id", "language", "accent", "voice", "item", "part", "reference_text", "audio_path"])
-            print(f"wrote {len(rows)} clips to {args.clips_out}; import the transcripts with "
-                  "`spokenbench import-transcripts DIR FILE --asr NAME` (columns clip_id,text)")  # fmt: skip
+            write_table(
+                rows,
+                args.clips_out,
+                ["clip_id", "language", "accent", "voice", "item", "part", "reference_text", "audio_path"],
+            )
+            print(
+                f"wrote {len(rows)} clips to {args.clips_out}; import the transcripts with "
+                "`spokenbench import-transcripts DIR FILE --asr NAME` (columns clip_id,text)"
+            )
             return 0
         if not args.asr:
-            raise SpokenBenchError("name the ASR systems with --asr (twice for two), or use --clips-out FILE\n" + screening_requirements())
+            raise SpokenBenchError(
+                "name the ASR systems with --asr (twice for two), or use --clips-out FILE\n" + screening_requirements()
+            )
         specs = [parse_asr_spec(spec) for spec in args.asr]
         backends = [get_asr_backend(spec, concurrency=args.concurrency) for spec in specs]
         plan = plan_transcription(project.conn, backends, languages, args.include_tokens)
-        systems = {r[0] for r in project.conn.execute("SELECT DISTINCT asr FROM transcripts")} | {b.name for b in backends}
+        systems = {r[0] for r in project.conn.execute("SELECT DISTINCT asr FROM transcripts")} | {
+            b.name for b in backends
+        }
         summary = plan.summary()
         if not args.json:
             for spec, backend in zip(specs, backends):
-                print(f"{describe_endpoint(spec)}: {plan.clips_to_do.get(backend.name, 0)} clips to transcribe, "
-                      f"{plan.already_done.get(backend.name, 0)} already done")  # fmt: skip
+                print(
+                    f"{describe_endpoint(spec)}: {plan.clips_to_do.get(backend.name, 0)} clips to transcribe, "
+                    f"{plan.already_done.get(backend.name, 0)} already done"
+                )
             if len(systems) < 2:
                 print("note: screening takes the better of two ASR systems; add a second --asr (or import-transcripts)")
         if args.dry_run or not plan.jobs:
             if args.json:
                 print_json({"plan": summary})
             return 0
-        report = asyncio.run(run_transcription(project, plan, text_progress_bar(), RetryPolicy(max_attempts=args.retries)))
-    result = {"plan": summary, "requests": report.requests, "transcripts": report.transcripts,
-              "failed_clips": report.failed_clips, "failures": report.failures}  # fmt: skip
+        report = asyncio.run(
+            run_transcription(project, plan, text_progress_bar(), RetryPolicy(max_attempts=args.retries))
+        )
+    result = {
+        "plan": summary,
+        "requests": report.requests,
+        "transcripts": report.transcripts,
+        "failed_clips": report.failed_clips,
+        "failures": report.failures,
+    }
     if args.json:
         print_json(result)
     else:
-        print(f"stored {report.transcripts} transcripts ({report.requests} requests); {report.failed_clips} clips failed")
+        print(
+            f"stored {report.transcripts} transcripts ({report.requests} requests); {report.failed_clips} clips failed"
+        )
         for failure in report.failures[:20]:
             print(f"  failed: {failure}")
         if report.failed_clips:
@@ -344,17 +432,42 @@ def cmd_screen(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**summary, "table2": result.table2(), **({"worst": worst} if args.worst else {})})
         return 0
-    print(f"screened {summary['screened']} of {summary['clips']} clips (the better of ≥{settings.min_asr} ASR transcripts; "
-          f"metric per language: {', '.join(f'{k} {v.upper()}' for k, v in summary['metric_by_language'].items())})")  # fmt: skip
+    print(
+        f"screened {summary['screened']} of {summary['clips']} clips (the better of ≥{settings.min_asr} ASR transcripts; "
+        f"metric per language: {', '.join(f'{k} {v.upper()}' for k, v in summary['metric_by_language'].items())})"
+    )
     missing = summary["not_screened_too_few_transcripts"]
     if missing:
-        print(f"not screened (fewer than {settings.min_asr} transcripts): " + ", ".join(f"{k} {v}" for k, v in missing.items()))
+        print(
+            f"not screened (fewer than {settings.min_asr} transcripts): "
+            + ", ".join(f"{k} {v}" for k, v in missing.items())
+        )
     print_table(result.table2())
-    print("corpus error rate (total edits / total reference units): "
-          + ", ".join(f"{k} {v}" for k, v in summary["corpus_error_rate"].items()))  # fmt: skip
+    print(
+        "corpus error rate (total edits / total reference units): "
+        + ", ".join(f"{k} {v}" for k, v in summary["corpus_error_rate"].items())
+    )
     if worst:
         print()
-        print_table([{k: w[k] for k in ("clip_id", "language", "accent", "voice", "part", "error_rate", "best_asr", "text", "transcript")} for w in worst])
+        print_table(
+            [
+                {
+                    k: w[k]
+                    for k in (
+                        "clip_id",
+                        "language",
+                        "accent",
+                        "voice",
+                        "part",
+                        "error_rate",
+                        "best_asr",
+                        "text",
+                        "transcript",
+                    )
+                }
+                for w in worst
+            ]
+        )
     return 0
 
 
@@ -369,13 +482,38 @@ def cmd_sample(args: argparse.Namespace) -> int:
     result = outcome.result
     strata = [s.as_dict() for s in result.strata]
     if args.json:
-        print_json({"queue": outcome.name, "created": outcome.created, "strategy": result.strategy,
-                    "clips": len(result.selected), "note": result.note, "strata": strata})  # fmt: skip
+        print_json(
+            {
+                "queue": outcome.name,
+                "created": outcome.created,
+                "strategy": result.strategy,
+                "clips": len(result.selected),
+                "note": result.note,
+                "strata": strata,
+            }
+        )
         return 0
     if result.note:
         print(f"note: {result.note}")
-    print_table([{k: s[k] for k in ("language", "wer_interval", "pool", "wanted", "selected", "unique_items", "subjects", "filled_from_pool")}
-                 | {"accent_quotas": ", ".join(f"{a or '-'} {q}" for a, q in s["quotas"].items())} for s in strata])  # fmt: skip
+    print_table(
+        [
+            {
+                k: s[k]
+                for k in (
+                    "language",
+                    "wer_interval",
+                    "pool",
+                    "wanted",
+                    "selected",
+                    "unique_items",
+                    "subjects",
+                    "filled_from_pool",
+                )
+            }
+            | {"accent_quotas": ", ".join(f"{a or '-'} {q}" for a, q in s["quotas"].items())}
+            for s in strata
+        ]
+    )
     verb = "created" if outcome.created else "already exists (same sample), unchanged:"
     print(f"rating queue '{outcome.name}' {verb} {len(result.selected)} clips")
     return 0
@@ -409,8 +547,13 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
         print(screening["needs"])
     print("\nRating queues")
     if report["queues"]:
-        print_table([{k: v for k, v in q.items() if k != "rated_by"} | {"rated_by": ", ".join(f"{a} {n}" for a, n in q["rated_by"].items())}
-                     for q in report["queues"]])  # fmt: skip
+        print_table(
+            [
+                {k: v for k, v in q.items() if k != "rated_by"}
+                | {"rated_by": ", ".join(f"{a} {n}" for a, n in q["rated_by"].items())}
+                for q in report["queues"]
+            ]
+        )
     else:
         print("  none (spokenbench sample DIR --name NAME)")
     print(f"\nRatings (Table 3){' of queue ' + args.queue if args.queue else ''}: {ratings['rated_clips']} clips rated")
@@ -420,11 +563,15 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
         print_table(ratings["table3_by_wer_interval"])
         agreement = ratings["agreement"]
         if agreement["clips_rated_by_several"]:
-            print(f"\nagreement over {agreement['clips_rated_by_several']} clips rated by several annotators: "
-                  f"Fleiss' κ = {agreement['fleiss_kappa']}")  # fmt: skip
+            print(
+                f"\nagreement over {agreement['clips_rated_by_several']} clips rated by several annotators: "
+                f"Fleiss' κ = {agreement['fleiss_kappa']}"
+            )
             for pair in agreement["pairs"]:
-                print(f"  {' vs '.join(pair['annotators'])}: Cohen's κ = {pair['cohen_kappa']} "
-                      f"(raw agreement {pair['raw_agreement']}, {pair['shared_clips']} clips)")  # fmt: skip
+                print(
+                    f"  {' vs '.join(pair['annotators'])}: Cohen's κ = {pair['cohen_kappa']} "
+                    f"(raw agreement {pair['raw_agreement']}, {pair['shared_clips']} clips)"
+                )
             print(f"  {len(ratings['disagreements'])} clips with disagreeing ratings")
     for path in written:
         print(f"wrote {path}")

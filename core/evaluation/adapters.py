@@ -4,6 +4,7 @@ no retrying and no rate limiting (core.remote does, once, for every provider) an
 
 How audio is put into a request is the preset's `convention` (see presets.CONVENTIONS): the same model on
 a different host may need a different shape, so it is data, not a class."""
+
 from __future__ import annotations
 
 import base64
@@ -16,8 +17,14 @@ from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.presets import ModelPreset
 from spokenbench.core.remote import strip_url_credentials
 
-AUDIO_MIME = {"wav": "audio/wav", "mp3": "audio/mp3", "flac": "audio/flac", "ogg": "audio/ogg", "aac": "audio/aac",
-              "aiff": "audio/aiff"}  # fmt: skip
+AUDIO_MIME = {
+    "wav": "audio/wav",
+    "mp3": "audio/mp3",
+    "flac": "audio/flac",
+    "ogg": "audio/ogg",
+    "aac": "audio/aac",
+    "aiff": "audio/aiff",
+}
 AUDIO_TOKENS_PER_SECOND = {"gemini": 32.0, "openai-input-audio": 10.0}  # estimates for limits and budget only
 DEFAULT_TIMEOUT_S = 120.0
 CREDENTIAL_PROVIDER = {"gemini": "gemini", "openai": "openai", "nvidia": "nvidia", "mistral": "mistral"}
@@ -44,8 +51,13 @@ class ModelRequest:
 
     def fingerprint(self) -> dict:
         """The request without audio bytes (their hashes stand in): part of the response-cache key."""
-        return {"kind": self.kind, "system": self.system, "user": self.user, "language": self.language,
-                "audio": [[a.sha256, a.format] for a in self.audio]}
+        return {
+            "kind": self.kind,
+            "system": self.system,
+            "user": self.user,
+            "language": self.language,
+            "audio": [[a.sha256, a.format] for a in self.audio],
+        }
 
 
 @dataclass(frozen=True)
@@ -87,12 +99,18 @@ class ModelAdapter:
         return f"{self.preset.provider}@{strip_url_credentials(self.preset.base_url) or 'default'}"
 
     def identity(self) -> dict:
-        return {"provider": self.preset.provider, "model": self.preset.model,
-                "endpoint": strip_url_credentials(self.preset.base_url), "convention": self.preset.convention,
-                "params": self.params.as_dict()}
+        return {
+            "provider": self.preset.provider,
+            "model": self.preset.model,
+            "endpoint": strip_url_credentials(self.preset.base_url),
+            "convention": self.preset.convention,
+            "params": self.params.as_dict(),
+        }
 
     def request_key(self, request: ModelRequest) -> str:
-        blob = json.dumps({"model": self.identity(), "request": request.fingerprint()}, sort_keys=True, ensure_ascii=False)
+        blob = json.dumps(
+            {"model": self.identity(), "request": request.fingerprint()}, sort_keys=True, ensure_ascii=False
+        )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def estimate_tokens(self, request: ModelRequest) -> tuple[int, int]:
@@ -131,8 +149,9 @@ class OpenAICompatibleAdapter(ModelAdapter):
             user, system = f"{system}\n\n{user}", None
         messages = [{"role": "system", "content": system}] if system else []
         if convention in ("nvidia-inline-audio", "nvidia-inline-audio-phi"):
-            tags = " ".join(f'<audio src="data:{AUDIO_MIME.get(a.format, "audio/wav")};base64,{_b64(a)}" />'
-                            for a in request.audio)
+            tags = " ".join(
+                f'<audio src="data:{AUDIO_MIME.get(a.format, "audio/wav")};base64,{_b64(a)}" />' for a in request.audio
+            )
             if convention == "nvidia-inline-audio-phi" and request.audio:
                 tags = "".join(f"<|audio_{n}|>" for n in range(1, len(request.audio) + 1)) + " " + tags
             if self.preset.max_inline_base64_chars and len(tags) > self.preset.max_inline_base64_chars:
@@ -160,8 +179,12 @@ class OpenAICompatibleAdapter(ModelAdapter):
     async def generate(self, request: ModelRequest) -> ModelReply:
         if request.kind == "transcribe":
             return await self._transcribe(request)
-        body = {"model": self.preset.model, "messages": self._messages(request), "temperature": self.params.temperature,
-                self.preset.max_tokens_param: self.params.max_output_tokens}
+        body = {
+            "model": self.preset.model,
+            "messages": self._messages(request),
+            "temperature": self.params.temperature,
+            self.preset.max_tokens_param: self.params.max_output_tokens,
+        }
         # The SDK's documented raw `post` (same client, auth, timeouts and error classes as
         # chat.completions.create) without its recursive TypedDict transform of `messages`, which costs about
         # 3 ms of CPU per audio request and would make the runner CPU-bound at high concurrency.
@@ -185,7 +208,10 @@ class OpenAICompatibleAdapter(ModelAdapter):
     async def _transcribe(self, request: ModelRequest) -> ModelReply:
         texts = []
         for audio in request.audio:
-            kwargs = {"model": self.preset.model, "file": (f"input.{audio.format}", audio.data, AUDIO_MIME.get(audio.format, "audio/wav"))}
+            kwargs = {
+                "model": self.preset.model,
+                "file": (f"input.{audio.format}", audio.data, AUDIO_MIME.get(audio.format, "audio/wav")),
+            }
             if request.language:
                 kwargs["language"] = request.language.split("-")[0]
             result = await self.client.audio.transcriptions.create(**kwargs)
@@ -219,7 +245,9 @@ class GeminiAdapter(ModelAdapter):
                 try:
                     budget = int(thinking)
                 except ValueError:
-                    raise SpokenBenchError(f"--thinking for {self.spec}: off, on/auto or a token budget, not '{thinking}'") from None
+                    raise SpokenBenchError(
+                        f"--thinking for {self.spec}: off, on/auto or a token budget, not '{thinking}'"
+                    ) from None
             return types.ThinkingConfig(thinking_budget=budget)
         level = {"off": "MINIMAL", "on": "HIGH", "auto": None}.get(thinking, thinking.upper())
         return types.ThinkingConfig(thinking_level=level) if level else None
@@ -236,22 +264,32 @@ class GeminiAdapter(ModelAdapter):
         user = request.user
         if request.kind == "transcribe" and not user:
             user = "Transcribe the audio verbatim."
-        contents = [types.Part.from_bytes(data=a.data, mime_type=AUDIO_MIME.get(a.format, "audio/wav")) for a in request.audio]
+        contents = [
+            types.Part.from_bytes(data=a.data, mime_type=AUDIO_MIME.get(a.format, "audio/wav")) for a in request.audio
+        ]
         contents.append(types.Part.from_text(text=user))
-        response = await self.client.aio.models.generate_content(model=self.preset.model, contents=contents, config=config)
+        response = await self.client.aio.models.generate_content(
+            model=self.preset.model, contents=contents, config=config
+        )
         candidates = response.candidates or []
         text = "".join(
-            part.text for part in ((candidates[0].content.parts or []) if candidates and candidates[0].content else [])
+            part.text
+            for part in ((candidates[0].content.parts or []) if candidates and candidates[0].content else [])
             if getattr(part, "text", None) and not getattr(part, "thought", False)
         )
         usage = response.usage_metadata
         audio_tokens = None
         if usage is not None and usage.prompt_tokens_details:
-            audio_tokens = sum(d.token_count or 0 for d in usage.prompt_tokens_details
-                               if str(getattr(d.modality, "value", d.modality)).upper() == "AUDIO")
+            audio_tokens = sum(
+                d.token_count or 0
+                for d in usage.prompt_tokens_details
+                if str(getattr(d.modality, "value", d.modality)).upper() == "AUDIO"
+            )
         output_tokens = None
         if usage is not None and (usage.candidates_token_count is not None or usage.thoughts_token_count is not None):
-            output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)  # thoughts bill as output
+            output_tokens = (usage.candidates_token_count or 0) + (
+                usage.thoughts_token_count or 0
+            )  # thoughts bill as output
         finish = candidates[0].finish_reason if candidates else None
         return ModelReply(
             text=text,

@@ -1,4 +1,5 @@
 """Simulated runs for the demo project: three listeners with different bias profiles, offline, in seconds."""
+
 from __future__ import annotations
 
 from spokenbench.core.evaluation.plans import PlanOptions
@@ -17,8 +18,11 @@ def add_simulated_demo_runs(project: Project, progress: Progress | None = None) 
         progress.check_cancelled()
         progress.report(done, len(DEMO_PROFILES), f"simulated listener {profile}")
         settings = RunSettings(
-            model=f"simulated:{profile}", mode="audio", prompt="standard",
-            plan=PlanOptions(orders=("original", "reversed"), kind="mcq", seed=0), name=f"demo: simulated listener '{profile}'",
+            model=f"simulated:{profile}",
+            mode="audio",
+            prompt="standard",
+            plan=PlanOptions(orders=("original", "reversed"), kind="mcq", seed=0),
+            name=f"demo: simulated listener '{profile}'",
         )
         summaries.append(evaluate(project, settings, progress.sub_task()))
     progress.report(len(DEMO_PROFILES), len(DEMO_PROFILES), "simulated runs ready")

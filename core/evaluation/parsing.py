@@ -14,6 +14,7 @@ Within a tier, several different letters make the answer ambiguous. Text is NFKC
 full-width letters and punctuation (Ｃ, （Ｃ）, 答案：Ｃ) read like ASCII. A letter beyond the options is a
 failure, the neutral option's letter a neutral answer. Letters are presented letters; `map_to_original`
 turns one into the original option through the stored permutation."""
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,8 @@ _ANSWER_PHRASES = re.compile(
     + "|".join(
         [
             # English
-            r"(?i:\b(?:final\s+|correct\s+|best\s+|right\s+)?answer(?:\s+is|\s+would\s+be|\s*[:：\-=])?)" + r"\s*(?i:option|choice|letter)?",
+            r"(?i:\b(?:final\s+|correct\s+|best\s+|right\s+)?answer(?:\s+is|\s+would\s+be|\s*[:：\-=])?)"
+            + r"\s*(?i:option|choice|letter)?",
             r"(?i:\bthe\s+(?:correct\s+|best\s+|right\s+)?(?:option|choice)\s+is)",
             r"(?i:\bI\s+(?:would\s+)?(?:choose|pick|select|go\s+with))\s*(?i:option|choice)?",
             # Chinese
@@ -52,19 +54,60 @@ _ANSWER_PHRASES = re.compile(
 )
 _ALTERNATIVE = re.compile(r"[\*\)\]】」』]*\s*(?:or|/|或者?|또는)\s*" + _DECOR + r"([A-Z])" + _NOT_LETTER_AFTER)
 _KOREAN_SUFFIX = re.compile(_NOT_LETTER_BEFORE + r"([A-Z])\s*(?:번|입니다|이에요|예요)")
-_LETTER_LIST = re.compile(r"^[\*\(\[]*([A-Z])[\*\)\]]*\s*(?:or|and|/|,|或者?|和|또는)\s*[\*\(\[]*([A-Z])[\*\)\]]*[\.。]?$")
+_LETTER_LIST = re.compile(
+    r"^[\*\(\[]*([A-Z])[\*\)\]]*\s*(?:or|and|/|,|或者?|和|또는)\s*[\*\(\[]*([A-Z])[\*\)\]]*[\.。]?$"
+)
 _WHOLE = re.compile(r"^\(?([A-Z])\)?[\.\):]?$")
 _LEADING = re.compile(r"^[\s\*_#>\"'“‘]*\(?([A-Z])(?:[\.\):]|\s*[-–—])\s+\S")
 _EMPHASIS = re.compile(r"\*\*\s*\(?([A-Z])\)?\s*\*\*|" + _NOT_LETTER_BEFORE + r"\(([A-Z])\)|【([A-Z])】|「([A-Z])」")
 
-_NEUTRAL_PHRASES = ("cannot be determined", "can't be determined", "can not be determined", "cannot determine",
-                    "can't determine", "unable to determine", "not possible to determine", "impossible to determine",
-                    "无法确定", "不能确定", "无法判断", "不能判断", "알 수 없", "판단할 수 없", "확인할 수 없")  # fmt: skip
-_REFUSAL_PHRASES = ("i cannot answer", "i can't answer", "i can not answer", "i'm unable", "i am unable",
-                    "i cannot help", "i can't help", "i won't", "i will not", "i cannot choose", "i can't choose",
-                    "i don't know", "i do not know", "none of the options", "i'm sorry", "i am sorry", "as an ai",
-                    "无法回答", "不能回答", "我无法", "我不能", "抱歉", "对不起",
-                    "답변할 수 없", "답할 수 없", "대답할 수 없", "모르겠", "죄송")  # fmt: skip
+_NEUTRAL_PHRASES = (
+    "cannot be determined",
+    "can't be determined",
+    "can not be determined",
+    "cannot determine",
+    "can't determine",
+    "unable to determine",
+    "not possible to determine",
+    "impossible to determine",
+    "无法确定",
+    "不能确定",
+    "无法判断",
+    "不能判断",
+    "알 수 없",
+    "판단할 수 없",
+    "확인할 수 없",
+)
+_REFUSAL_PHRASES = (
+    "i cannot answer",
+    "i can't answer",
+    "i can not answer",
+    "i'm unable",
+    "i am unable",
+    "i cannot help",
+    "i can't help",
+    "i won't",
+    "i will not",
+    "i cannot choose",
+    "i can't choose",
+    "i don't know",
+    "i do not know",
+    "none of the options",
+    "i'm sorry",
+    "i am sorry",
+    "as an ai",
+    "无法回答",
+    "不能回答",
+    "我无法",
+    "我不能",
+    "抱歉",
+    "对不起",
+    "답변할 수 없",
+    "답할 수 없",
+    "대답할 수 없",
+    "모르겠",
+    "죄송",
+)
 
 
 @dataclass(frozen=True)
@@ -179,8 +222,9 @@ def _squash(text: str) -> str:
     return "".join(ch for ch in text if ch.isalnum())
 
 
-def _echoed_option(text: str, option_texts: dict[str, str], neutral_letter: str | None,
-                   neutral_text: str | None) -> ParsedAnswer | None:
+def _echoed_option(
+    text: str, option_texts: dict[str, str], neutral_letter: str | None, neutral_text: str | None
+) -> ParsedAnswer | None:
     bracketed = [m.group(1) for m in _BRACKETED.finditer(text)]
     candidate = bracketed[-1] if bracketed else re.sub(r"(?i)^\W*(?:final\s+)?answer\s*[:：\-]?\s*", "", text)
     target = _squash(candidate)

@@ -6,6 +6,7 @@ Orders are named orders, explicit permutations, and the permutation strategies o
 (gold answer moved to each position, cyclic, full), from core.conditions. Presentations are matched on
 (option_order, label_sequence), so an explicit 'DCBA' finds an input assembled as 'reversed'; each
 response keeps the assembled input's own condition key."""
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,18 @@ from dataclasses import dataclass, field, replace
 
 from spokenbench.core.conditions import Condition, cyclic_orders, full_orders, gold_position_orders, order_strings
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import Item, LETTERS
+from spokenbench.core.items import LETTERS, Item
 from spokenbench.core.store.items import iter_items
 
 PERMUTATION_STRATEGIES = ("cyclic", "full", "gold-position")
 AUDIO_MODES = ("audio", "pipeline")
 # The BiasInEar design, used by the simulated listener when no audio exists: accents per language and
 # one voice per gender (Gemini TTS voices as in the paper).
-SIMULATED_ACCENTS = {"en": ("american", "british", "indian"), "zh": ("beijing", "northeastern"), "ko": ("seoul", "jeolla")}
+SIMULATED_ACCENTS = {
+    "en": ("american", "british", "indian"),
+    "zh": ("beijing", "northeastern"),
+    "ko": ("seoul", "jeolla"),
+}
 SIMULATED_VOICES = {"female": "Zephyr", "male": "Orus"}
 FACTOR_FILTERS = ("language", "accent", "voice", "gender", "speed", "volume", "snr_db", "voice_source")
 
@@ -41,19 +46,33 @@ class PlanOptions:
     text_source: str = "original"  # or 'rewritten'
 
     def as_dict(self) -> dict:
-        return {"mode": self.mode, "orders": list(self.orders) if self.orders else None, "permutations": self.permutations,
-                "identifiers": ["yes" if i else "no" for i in self.identifiers],
-                "filters": {k: list(v) for k, v in sorted(self.filters.items())}, "kind": self.kind,
-                "limit": self.limit, "seed": self.seed, "simulated": self.simulated, "text_source": self.text_source}
+        return {
+            "mode": self.mode,
+            "orders": list(self.orders) if self.orders else None,
+            "permutations": self.permutations,
+            "identifiers": ["yes" if i else "no" for i in self.identifiers],
+            "filters": {k: list(v) for k, v in sorted(self.filters.items())},
+            "kind": self.kind,
+            "limit": self.limit,
+            "seed": self.seed,
+            "simulated": self.simulated,
+            "text_source": self.text_source,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "PlanOptions":
-        return cls(mode=data["mode"], orders=tuple(data["orders"]) if data.get("orders") else None,
-                   permutations=data.get("permutations"),
-                   identifiers=tuple(v == "yes" for v in data.get("identifiers", ["yes"])),
-                   filters={k: tuple(v) for k, v in data.get("filters", {}).items()}, kind=data.get("kind"),
-                   limit=data.get("limit"), seed=data.get("seed", 0), simulated=data.get("simulated", False),
-                   text_source=data.get("text_source", "original"))
+    def from_dict(cls, data: dict) -> PlanOptions:
+        return cls(
+            mode=data["mode"],
+            orders=tuple(data["orders"]) if data.get("orders") else None,
+            permutations=data.get("permutations"),
+            identifiers=tuple(v == "yes" for v in data.get("identifiers", ["yes"])),
+            filters={k: tuple(v) for k, v in data.get("filters", {}).items()},
+            kind=data.get("kind"),
+            limit=data.get("limit"),
+            seed=data.get("seed", 0),
+            simulated=data.get("simulated", False),
+            text_source=data.get("text_source", "original"),
+        )
 
 
 @dataclass(frozen=True)
@@ -81,9 +100,13 @@ class EvaluationPlan:
                 counts[factor][str(level)] += 1
             counts["option_order"][request.option_order] += 1
         varying = {f: dict(sorted(c.items())) for f, c in counts.items() if len(c) > 1 or f in ("language", "order")}
-        return {"items": len({r.item_id for r in self.requests}), "requests": len(self.requests),
-                "conditions": len({r.condition_key for r in self.requests}), "by_factor": varying,
-                "warnings": self.warnings}
+        return {
+            "items": len({r.item_id for r in self.requests}),
+            "requests": len(self.requests),
+            "conditions": len({r.condition_key for r in self.requests}),
+            "by_factor": varying,
+            "warnings": self.warnings,
+        }
 
 
 def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan:
@@ -91,7 +114,9 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
         raise SpokenBenchError(f"--permutations must be one of {', '.join(PERMUTATION_STRATEGIES)}")
     items = _select_items(conn, options)
     if not items:
-        raise SpokenBenchError("no items match the selection (check --languages, --kind and --limit); import items first")
+        raise SpokenBenchError(
+            "no items match the selection (check --languages, --kind and --limit); import items first"
+        )
     if options.simulated and options.mode in AUDIO_MODES + ("audio+text-options",):
         requests = _simulated_requests(items, options)
     elif options.mode in AUDIO_MODES:
@@ -182,8 +207,10 @@ def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], option
         available = [(row, c) for row, c in available if _matches(c, options.filters, options.identifiers)]
         orders = wanted_orders(item, options)
         if not orders:  # take whatever was assembled
-            requests += [PlannedRequest(item_id, c, row["condition_key"], row["option_order"], row["label_sequence"], row["id"])
-                         for row, c in available]
+            requests += [
+                PlannedRequest(item_id, c, row["condition_key"], row["option_order"], row["label_sequence"], row["id"])
+                for row, c in available
+            ]
             if not available:
                 missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
             continue
@@ -201,8 +228,11 @@ def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], option
                     missing.append(f"item {item.source_id} ({item.language}), order {order}, {_describe(base)}")
                     continue
                 row, condition = found
-                requests.append(PlannedRequest(item_id, condition, row["condition_key"], row["option_order"],
-                                               row["label_sequence"], row["id"]))
+                requests.append(
+                    PlannedRequest(
+                        item_id, condition, row["condition_key"], row["option_order"], row["label_sequence"], row["id"]
+                    )
+                )
     if missing:
         shown = "\n  ".join(missing[:5]) + (f"\n  ... and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise SpokenBenchError(
@@ -214,10 +244,14 @@ def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], option
 
 def _describe(base_key: str) -> str:
     factors = json.loads(base_key)
-    return ", ".join(f"{k} {v}" for k, v in factors.items() if k not in ("order",) and v not in (None, "direct", "clean", 1.0, "yes"))
+    return ", ".join(
+        f"{k} {v}" for k, v in factors.items() if k not in ("order",) and v not in (None, "direct", "clean", 1.0, "yes")
+    )
 
 
-def _spoken_question_requests(conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
+def _spoken_question_requests(
+    conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions
+) -> list[PlannedRequest]:
     """The gender paper's setup: the question clip is heard, the options are read. One presentation per
     question clip (language, accent, voice) of the item."""
     requests, missing = [], []
@@ -234,11 +268,21 @@ def _spoken_question_requests(conn: sqlite3.Connection, items: dict[int, Item], 
             for order in wanted_orders(item, options) or ["original"]:
                 option_order, label_sequence = order_strings(order, len(item.options))
                 for labelled in options.identifiers:
-                    condition = Condition(language=clip["language"], accent=clip["accent"], voice=clip["voice"],
-                                          gender=clip["speaker_gender"], order=order, spoken_labels=labelled,
-                                          voice_source="cloned" if clip["speaker_id"] else "direct")
+                    condition = Condition(
+                        language=clip["language"],
+                        accent=clip["accent"],
+                        voice=clip["voice"],
+                        gender=clip["speaker_gender"],
+                        order=order,
+                        spoken_labels=labelled,
+                        voice_source="cloned" if clip["speaker_id"] else "direct",
+                    )
                     if _matches(condition, options.filters, options.identifiers):
-                        requests.append(PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence, clip["id"]))
+                        requests.append(
+                            PlannedRequest(
+                                item_id, condition, condition.key(), option_order, label_sequence, clip["id"]
+                            )
+                        )
     if missing:
         raise SpokenBenchError(
             f"{len(missing)} item(s) have no question audio (e.g. {missing[0]}); --mode audio+text-options plays the "
@@ -275,10 +319,22 @@ def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[Pl
                 for order in wanted_orders(item, options) or ["original"]:
                     option_order, label_sequence = order_strings(order, len(item.options))
                     for labelled in options.identifiers:
-                        condition = Condition(language=item.language, accent=accent, voice=voice, gender=gender,
-                                              order=order, spoken_labels=labelled)
-                        if _matches(condition, {k: v for k, v in options.filters.items() if k not in ("accent", "voice")}, options.identifiers):
-                            requests.append(PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence))
+                        condition = Condition(
+                            language=item.language,
+                            accent=accent,
+                            voice=voice,
+                            gender=gender,
+                            order=order,
+                            spoken_labels=labelled,
+                        )
+                        if _matches(
+                            condition,
+                            {k: v for k, v in options.filters.items() if k not in ("accent", "voice")},
+                            options.identifiers,
+                        ):
+                            requests.append(
+                                PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence)
+                            )
     return requests
 
 

@@ -13,6 +13,7 @@ simulated `simulations` times; power is the share of paired t-tests (two-sided) 
 smallest count reaching the target power is found by bisection. Draws use numpy with the same answer
 model as `simulated.choose` (difficulty, a per-question latent shared across conditions, position
 preference and a favourite distractor); the numbers are estimates with Monte-Carlo error."""
+
 from __future__ import annotations
 
 import math
@@ -73,8 +74,14 @@ class PowerResult:
         return data
 
 
-def simulate_answers(design: PowerDesign, shift_points: float, n_questions: int, n_sims: int,
-                     rng: np.random.Generator, shared: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def simulate_answers(
+    design: PowerDesign,
+    shift_points: float,
+    n_questions: int,
+    n_sims: int,
+    rng: np.random.Generator,
+    shared: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Answers (option index) and gold (index), shaped (sims, questions, 2 levels, conditions).
     `shared` carries question draws so two listeners can be compared on the same questions."""
     k, c = design.options, design.conditions
@@ -94,9 +101,16 @@ def simulate_answers(design: PowerDesign, shift_points: float, n_questions: int,
     correct = z < stats.norm.ppf(p_levels)[..., None]
     gold = shared["gold"]
     favourite = (gold + shared["favourite_offset"]) % k
-    weights = np.tile(np.asarray(design.position_preference[:k] + (1.0,) * max(0, k - len(design.position_preference)),
-                                 dtype=float), (*shape_q, 1))
-    np.put_along_axis(weights, favourite[..., None], np.take_along_axis(weights, favourite[..., None], -1) * (1 + design.distractor_pull), -1)
+    weights = np.tile(
+        np.asarray(design.position_preference[:k] + (1.0,) * max(0, k - len(design.position_preference)), dtype=float),
+        (*shape_q, 1),
+    )
+    np.put_along_axis(
+        weights,
+        favourite[..., None],
+        np.take_along_axis(weights, favourite[..., None], -1) * (1 + design.distractor_pull),
+        -1,
+    )
     np.put_along_axis(weights, gold[..., None], 0.0, -1)
     cumulative = np.cumsum(weights / weights.sum(-1, keepdims=True), -1)  # (s, q, k)
     u = rng.random((*shape_q, 2, c))
@@ -127,7 +141,9 @@ def per_question_metric(metric: str, answers: np.ndarray, gold: np.ndarray, k: i
     return kappa
 
 
-def _metric_difference(design: PowerDesign, shift: float, n_questions: int, n_sims: int, seed: int) -> tuple[np.ndarray, float]:
+def _metric_difference(
+    design: PowerDesign, shift: float, n_questions: int, n_sims: int, seed: int
+) -> tuple[np.ndarray, float]:
     """Per-question differences (sims, questions) that the test sees, and their expected mean."""
     rng = np.random.default_rng(seed)
     if design.metric == "accuracy":
@@ -136,9 +152,11 @@ def _metric_difference(design: PowerDesign, shift: float, n_questions: int, n_si
         return values, float(values.mean())
     answers_ref, gold = simulate_answers(design, 0.0, n_questions, n_sims, rng)
     shared_rng = np.random.default_rng(seed)  # same question draws for the second listener
-    shared = {"difficulty": shared_rng.normal(0, design.difficulty_spread, (n_sims, n_questions)),
-              "gold": shared_rng.integers(0, design.options, (n_sims, n_questions)),
-              "favourite_offset": shared_rng.integers(1, design.options, (n_sims, n_questions))}
+    shared = {
+        "difficulty": shared_rng.normal(0, design.difficulty_spread, (n_sims, n_questions)),
+        "gold": shared_rng.integers(0, design.options, (n_sims, n_questions)),
+        "favourite_offset": shared_rng.integers(1, design.options, (n_sims, n_questions)),
+    }
     answers_alt, _ = simulate_answers(design, shift, n_questions, n_sims, rng, shared)
     ref = per_question_metric(design.metric, answers_ref, gold, design.options)
     alt = per_question_metric(design.metric, answers_alt, gold, design.options)
@@ -202,8 +220,9 @@ def questions_needed(design: PowerDesign, progress: Progress | None = None) -> P
         high *= 2
         if high > design.max_questions:
             if power_at(design.max_questions) < design.power:
-                return PowerResult(design, None, None, shift, sorted(curve),
-                                   f"not reachable with {design.max_questions} questions")
+                return PowerResult(
+                    design, None, None, shift, sorted(curve), f"not reachable with {design.max_questions} questions"
+                )
             high = design.max_questions
             break
     while high - low > max(1, low // 50):  # within 2%
@@ -213,6 +232,8 @@ def questions_needed(design: PowerDesign, progress: Progress | None = None) -> P
         else:
             low = middle
     achieved = next(p for n, p in reversed(curve) if n == high)
-    note = (f"{design.simulations} simulated benchmarks per size; power estimates carry about "
-            f"±{1.96 * math.sqrt(design.power * (1 - design.power) / design.simulations):.2f} Monte-Carlo error")
+    note = (
+        f"{design.simulations} simulated benchmarks per size; power estimates carry about "
+        f"±{1.96 * math.sqrt(design.power * (1 - design.power) / design.simulations):.2f} Monte-Carlo error"
+    )
     return PowerResult(design, high, achieved, shift, sorted(curve), note)

@@ -1,5 +1,6 @@
 """Model presets from `resources/models.json`: which API a model speaks, how audio goes into the request,
 its input limits, prices and retirement date. A model is data, so a retired one is swapped without code."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -99,8 +100,9 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def resolve_model(spec: str, base_url: str | None = None, convention: str | None = None,
-                  today: _dt.date | None = None) -> ModelPreset:
+def resolve_model(
+    spec: str, base_url: str | None = None, convention: str | None = None, today: _dt.date | None = None
+) -> ModelPreset:
     """The preset for PROVIDER:NAME (NAME may be a preset id or the API model name); an unknown model of a
     known provider gets that provider's defaults. A retired preset is refused unless the user points
     --base-url at their own server (a self-hosted copy does not retire)."""
@@ -119,10 +121,16 @@ def resolve_model(spec: str, base_url: str | None = None, convention: str | None
             raise SpokenBenchError(f"unknown audio convention '{convention}'; known: {', '.join(CONVENTIONS)}")
         preset = _replace(preset, convention=convention)
     if provider in ("vllm", "openai-compatible") and not preset.base_url:
-        raise SpokenBenchError(f"--model {spec}: an OpenAI-compatible server needs --base-url (e.g. http://HOST:8000/v1)")
+        raise SpokenBenchError(
+            f"--model {spec}: an OpenAI-compatible server needs --base-url (e.g. http://HOST:8000/v1)"
+        )
     retired = preset.retired_on(today)
     if retired and not base_url:
-        hint = f"; use {preset.successor} instead" if preset.successor else "; choose a current model (see resources/models.json)"
+        hint = (
+            f"; use {preset.successor} instead"
+            if preset.successor
+            else "; choose a current model (see resources/models.json)"
+        )
         raise SpokenBenchError(f"{preset.spec} was retired on {retired}{hint}")
     return preset
 
@@ -144,9 +152,14 @@ def _preset(entry: dict, defaults: dict) -> ModelPreset:
         max_inline_base64_chars=merged.get("max_inline_base64_chars"),
         languages=tuple(merged["languages"]) if merged.get("languages") else None,
         price=Price(
-            input=price.get("input", 0.0), output=price.get("output", 0.0), audio_input=price.get("audio_input"),
-            audio_per_minute=price.get("audio_per_minute"), checked=price.get("price_checked"),
-        ) if price else None,
+            input=price.get("input", 0.0),
+            output=price.get("output", 0.0),
+            audio_input=price.get("audio_input"),
+            audio_per_minute=price.get("audio_per_minute"),
+            checked=price.get("price_checked"),
+        )
+        if price
+        else None,
         retired=merged.get("retired"),
         successor=merged.get("successor"),
         notes=merged.get("notes", ""),

@@ -1,6 +1,7 @@
 """Prompt templates (resources/prompts/*.toml, the one place their wording lives) rendered for one item under
 one condition and mode. A template has a system text and a user text per mode, and an answer instruction
 for lettered or unlabelled options; `inherit` lets cot/neutral/open change only what differs."""
+
 from __future__ import annotations
 
 import functools
@@ -68,8 +69,12 @@ def load_template(name: str) -> PromptTemplate:
 def template_fingerprint(name: str) -> dict:
     """The template's texts, stored with a run so results say exactly what was asked."""
     template = load_template(name)
-    return {"system": template.system, "user": template.user, "answer": template.answer,
-            "neutral_text": template.neutral_text if template.neutral_option else {}}
+    return {
+        "system": template.system,
+        "user": template.user,
+        "answer": template.answer,
+        "neutral_text": template.neutral_text if template.neutral_option else {},
+    }
 
 
 def render_prompt(
@@ -90,7 +95,9 @@ def render_prompt(
     if mode not in _MODE_KEY:
         raise SpokenBenchError(f"unknown mode '{mode}'; modes: {', '.join(MODES)}")
     if system_variant not in SYSTEM_PROMPT_VARIANTS:
-        raise SpokenBenchError(f"unknown system-prompt variant '{system_variant}'; one of {', '.join(SYSTEM_PROMPT_VARIANTS)}")
+        raise SpokenBenchError(
+            f"unknown system-prompt variant '{system_variant}'; one of {', '.join(SYSTEM_PROMPT_VARIANTS)}"
+        )
     template = load_template(template_name)
     count = len(option_order)
     presented = LETTERS[:count]
@@ -98,7 +105,9 @@ def render_prompt(
     neutral_letter = LETTERS[count] if template.neutral_option else None
     neutral_text = None
     if neutral_letter:
-        neutral_text = template.neutral_text.get(language.split("-")[0].lower(), template.neutral_text.get("en", "Cannot be determined"))
+        neutral_text = template.neutral_text.get(
+            language.split("-")[0].lower(), template.neutral_text.get("en", "Cannot be determined")
+        )
     listing_letters = [letter for letter in label_sequence]
     lines = [f"{letter}. {shown[letter]}" if spoken_labels else f"- {shown[letter]}" for letter in listing_letters]
     if neutral_letter:
@@ -115,7 +124,9 @@ def render_prompt(
     answer_key = "letter" if spoken_labels else "text"
     values["answer_instruction"] = _fill(template.answer.get(answer_key, ""), values)
     mode_key = _MODE_KEY[mode]
-    system_key = f"{mode_key}_unlabelled" if not spoken_labels and f"{mode_key}_unlabelled" in template.system else mode_key
+    system_key = (
+        f"{mode_key}_unlabelled" if not spoken_labels and f"{mode_key}_unlabelled" in template.system else mode_key
+    )
     system = _fill(template.system.get(system_key, ""), values).strip() or None
     user = _fill(template.user.get(mode_key, "{answer_instruction}"), values).strip()
     if system_variant == "inline" and system:

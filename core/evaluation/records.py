@@ -1,4 +1,5 @@
 """SQL for runs, responses and the response cache. Callers own transactions; nothing here commits."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,27 @@ from dataclasses import dataclass
 
 from spokenbench.core.store.database import utc_now
 
-RESPONSE_COLUMNS = ("run_id", "item_id", "condition_key", "option_order", "raw_text", "parsed_letter", "parse_status",
-                    "mapped_option", "latency_ms", "input_tokens", "output_tokens", "error", "created_at",
-                    "request_sha256", "cached", "attempts", "cost_usd", "parse_detail", "transcript")  # fmt: skip
+RESPONSE_COLUMNS = (
+    "run_id",
+    "item_id",
+    "condition_key",
+    "option_order",
+    "raw_text",
+    "parsed_letter",
+    "parse_status",
+    "mapped_option",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "error",
+    "created_at",
+    "request_sha256",
+    "cached",
+    "attempts",
+    "cost_usd",
+    "parse_detail",
+    "transcript",
+)
 _UPSERT = (
     f"INSERT INTO responses({', '.join(RESPONSE_COLUMNS)}) VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))}) "
     "ON CONFLICT(run_id, item_id, condition_key) DO UPDATE SET "
@@ -31,8 +50,18 @@ def canonical_json(data) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def create_run(conn: sqlite3.Connection, name: str, model: str, provider: str, mode: str, prompt: str,
-               prompt_text: str, parameters: dict, total: int, budget: float | None) -> int:
+def create_run(
+    conn: sqlite3.Connection,
+    name: str,
+    model: str,
+    provider: str,
+    mode: str,
+    prompt: str,
+    prompt_text: str,
+    parameters: dict,
+    total: int,
+    budget: float | None,
+) -> int:
     now = utc_now()
     cursor = conn.execute(
         "INSERT INTO runs(name, model, provider, mode, prompt, prompt_text, parameters_json, status, created_at, "
@@ -42,15 +71,23 @@ def create_run(conn: sqlite3.Connection, name: str, model: str, provider: str, m
     return cursor.lastrowid
 
 
-def find_resumable_run(conn: sqlite3.Connection, model: str, mode: str, prompt: str, parameters: dict) -> sqlite3.Row | None:
+def find_resumable_run(
+    conn: sqlite3.Connection, model: str, mode: str, prompt: str, parameters: dict
+) -> sqlite3.Row | None:
     return conn.execute(
         "SELECT * FROM runs WHERE model = ? AND mode = ? AND prompt = ? AND parameters_json = ? ORDER BY id DESC LIMIT 1",
         (model, mode, prompt, canonical_json(parameters)),
     ).fetchone()
 
 
-def mark_run(conn: sqlite3.Connection, run_id: int, status: str, stop_reason: str | None = None,
-             total: int | None = None, budget: float | None = None) -> None:
+def mark_run(
+    conn: sqlite3.Connection,
+    run_id: int,
+    status: str,
+    stop_reason: str | None = None,
+    total: int | None = None,
+    budget: float | None = None,
+) -> None:
     finished = utc_now() if status in ("finished", "cancelled", "failed") else None
     conn.execute(
         "UPDATE runs SET status = ?, stop_reason = ?, finished_at = ?, updated_at = ?, "
@@ -78,19 +115,33 @@ def cached_replies(conn: sqlite3.Connection, keys: list[str]) -> dict[str, Cache
     found = {}
     for start in range(0, len(keys), 500):
         batch = keys[start : start + 500]
-        query = (f"SELECT request_sha256, raw_text, input_tokens, output_tokens, audio_seconds, latency_ms, cost_usd "
-                 f"FROM response_cache WHERE request_sha256 IN ({','.join('?' * len(batch))})")
+        query = (
+            f"SELECT request_sha256, raw_text, input_tokens, output_tokens, audio_seconds, latency_ms, cost_usd "
+            f"FROM response_cache WHERE request_sha256 IN ({','.join('?' * len(batch))})"
+        )
         for row in conn.execute(query, batch):
             found[row[0]] = CachedReply(*row[1:])
     return found
 
 
-def store_cached_reply(conn: sqlite3.Connection, key: str, model: str, reply: CachedReply, finish_reason: str | None) -> None:
+def store_cached_reply(
+    conn: sqlite3.Connection, key: str, model: str, reply: CachedReply, finish_reason: str | None
+) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO response_cache(request_sha256, model, raw_text, input_tokens, output_tokens, "
         "audio_seconds, latency_ms, cost_usd, finish_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (key, model, reply.raw_text, reply.input_tokens, reply.output_tokens, reply.audio_seconds, reply.latency_ms,
-         reply.cost_usd, finish_reason, utc_now()),
+        (
+            key,
+            model,
+            reply.raw_text,
+            reply.input_tokens,
+            reply.output_tokens,
+            reply.audio_seconds,
+            reply.latency_ms,
+            reply.cost_usd,
+            finish_reason,
+            utc_now(),
+        ),
     )
 
 

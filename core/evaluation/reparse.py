@@ -1,5 +1,6 @@
 """Parsing stored or foreign raw answers again, without asking any model: after a parser change
 (`spokenbench reparse DIR`) or for outputs produced elsewhere (`spokenbench parse FILE --out FILE`)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,10 @@ from spokenbench.core.tables import Table
 def reparse_project(project: Project, run_id: int | None = None) -> dict:
     """Re-parse every stored raw answer (of one run, or all) with the current parser, in one transaction."""
     conn = project.conn
-    runs = conn.execute("SELECT id, mode, prompt, parameters_json FROM runs" + (" WHERE id = ?" if run_id else ""),
-                        (run_id,) if run_id else ()).fetchall()
+    runs = conn.execute(
+        "SELECT id, mode, prompt, parameters_json FROM runs" + (" WHERE id = ?" if run_id else ""),
+        (run_id,) if run_id else (),
+    ).fetchall()
     if run_id and not runs:
         raise SpokenBenchError(f"no run {run_id} in this project (see `spokenbench runs DIR`)")
     items = {item_id: item for item_id, item in iter_items(conn)}
@@ -36,30 +39,56 @@ def reparse_project(project: Project, run_id: int | None = None) -> dict:
         texts_cache: dict[int, dict] = {}
         rows = conn.execute(
             "SELECT id, item_id, condition_key, option_order, raw_text, parsed_letter, parse_status, parse_detail "
-            "FROM responses WHERE run_id = ? AND raw_text IS NOT NULL", (run["id"],)).fetchall()
+            "FROM responses WHERE run_id = ? AND raw_text IS NOT NULL",
+            (run["id"],),
+        ).fetchall()
         for row in rows:
             item = items.get(row["item_id"])
             if item is None:
                 continue
             if rewritten and row["item_id"] not in texts_cache:
-                texts_cache[row["item_id"]] = {p: r["text"] for p, r in latest_rewrites(conn, row["item_id"]).items()
-                                               if r["status"] in ("accepted", "edited")}
+                texts_cache[row["item_id"]] = {
+                    p: r["text"]
+                    for p, r in latest_rewrites(conn, row["item_id"]).items()
+                    if r["status"] in ("accepted", "edited")
+                }
             texts = texts_cache.get(row["item_id"], {})
             condition = Condition.from_key(row["condition_key"])
             order = row["option_order"]
-            rendered = render_prompt(prompt, mode, texts.get("question", item.question),
-                                     [texts.get(option_part(o.letter), o.text) for o in item.options], order,
-                                     LETTERS[: len(order)], condition.spoken_labels, item.language)
-            parsed = parse_answer(row["raw_text"], rendered.presented_letters, rendered.option_texts,
-                                  rendered.neutral_letter, rendered.neutral_text)
+            rendered = render_prompt(
+                prompt,
+                mode,
+                texts.get("question", item.question),
+                [texts.get(option_part(o.letter), o.text) for o in item.options],
+                order,
+                LETTERS[: len(order)],
+                condition.spoken_labels,
+                item.language,
+            )
+            parsed = parse_answer(
+                row["raw_text"],
+                rendered.presented_letters,
+                rendered.option_texts,
+                rendered.neutral_letter,
+                rendered.neutral_text,
+            )
             total += 1
             counts[parsed.status] += 1
-            if (parsed.letter, parsed.status, parsed.detail) != (row["parsed_letter"], row["parse_status"], row["parse_detail"]):
+            if (parsed.letter, parsed.status, parsed.detail) != (
+                row["parsed_letter"],
+                row["parse_status"],
+                row["parse_detail"],
+            ):
                 changed += 1
-                updates.append((parsed.letter, parsed.status, map_to_original(parsed.letter, order), parsed.detail, row["id"]))
+                updates.append(
+                    (parsed.letter, parsed.status, map_to_original(parsed.letter, order), parsed.detail, row["id"])
+                )
     with project.transaction() as write:
-        write.executemany("UPDATE responses SET parsed_letter = ?, parse_status = ?, mapped_option = ?, parse_detail = ? "
-                          "WHERE id = ?", updates)
+        write.executemany(
+            "UPDATE responses SET parsed_letter = ?, parse_status = ?, mapped_option = ?, parse_detail = ? "
+            "WHERE id = ?",
+            updates,
+        )
     return {"runs": len(runs), "responses": total, "changed": changed, "parse_counts": dict(counts)}
 
 
@@ -86,10 +115,14 @@ def parse_rows(table: Table, letters: str | None = None) -> tuple[list[dict], di
         order = str(row.get("option_order") or "").strip().upper() or None
         count = len(order) if order else len(options) if options else len(letters or "ABCD")
         if order and sorted(order) != list(LETTERS[:count]):
-            problems.append(table.problem(f"'{order}' is not a permutation of {LETTERS[:count]}", number, "option_order"))
+            problems.append(
+                table.problem(f"'{order}' is not a permutation of {LETTERS[:count]}", number, "option_order")
+            )
             continue
         if options and order and len(options) != len(order):
-            problems.append(table.problem(f"{len(options)} options but option_order has {len(order)} letters", number, "options"))
+            problems.append(
+                table.problem(f"{len(options)} options but option_order has {len(order)} letters", number, "options")
+            )
             continue
         presented = (letters or LETTERS[:count]) if not (order or options) else LETTERS[:count]
         shown = {}
@@ -105,6 +138,3 @@ def parse_rows(table: Table, letters: str | None = None) -> tuple[list[dict], di
     if problems:
         raise InputError(problems)
     return out, dict(counts)
-
-
-

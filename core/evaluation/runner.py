@@ -12,6 +12,7 @@ and budget, never paying twice, surviving crashes.
   sending it, so the run stops before the cap is crossed.
 - Cancel (Progress.cancel) is polled every 50 ms and cancels the workers at once; an authentication
   error stops the run with a clear message; any other failure is stored with its response and the run goes on."""
+
 from __future__ import annotations
 
 import asyncio
@@ -147,8 +148,11 @@ def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) ->
     fallbacks = 0
     if options.text_source == "rewritten":
         for item_id in plan.items:
-            rewrites[item_id] = {part: row["text"] for part, row in latest_rewrites(conn, item_id).items()
-                                 if row["status"] in ("accepted", "edited")}
+            rewrites[item_id] = {
+                part: row["text"]
+                for part, row in latest_rewrites(conn, item_id).items()
+                if row["status"] in ("accepted", "edited")
+            }
     audio_rows: dict[int, tuple] = {}
     chunk_rows: dict[int, list[tuple]] = {}
     needs_audio = options.mode in AUDIO_MODES and not options.simulated
@@ -157,18 +161,25 @@ def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) ->
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
-            for row in conn.execute(f"SELECT id, sha256, audio_format, duration_s FROM assembled_inputs WHERE id IN ({marks})", batch):
+            for row in conn.execute(
+                f"SELECT id, sha256, audio_format, duration_s FROM assembled_inputs WHERE id IN ({marks})", batch
+            ):
                 audio_rows[row[0]] = (row[1], row[2], row[3])
             for row in conn.execute(
                 f"SELECT input_id, max_seconds, position, sha256, duration_s FROM input_chunks WHERE input_id IN ({marks}) "
-                "ORDER BY input_id, max_seconds, position", batch):
+                "ORDER BY input_id, max_seconds, position",
+                batch,
+            ):
                 chunk_rows.setdefault(row[0], []).append(tuple(row[1:]))
     clip_rows: dict[int, tuple] = {}
     if options.mode == "audio+text-options" and not options.simulated:
         ids = sorted({r.input_id for r in plan.requests})
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
-            for row in conn.execute(f"SELECT id, sha256, audio_format, duration_s FROM clips WHERE id IN ({','.join('?' * len(batch))})", batch):
+            for row in conn.execute(
+                f"SELECT id, sha256, audio_format, duration_s FROM clips WHERE id IN ({','.join('?' * len(batch))})",
+                batch,
+            ):
                 clip_rows[row[0]] = (row[1], row[2], row[3] or 0.0)
     jobs, too_long = [], []
     limit = preset.max_audio_seconds
@@ -339,9 +350,22 @@ class _Budget:
 class EvaluationRun:
     """One session of one run. Use `evaluate()`; this class holds the session's state."""
 
-    def __init__(self, project: Project, settings: RunSettings, preset: ModelPreset, plan: EvaluationPlan,
-                 jobs: list[Job], run_id: int, already_done: set, spent: float, progress: Progress, key: str | None,
-                 asr_preset: ModelPreset | None, asr_key: str | None, profile=None):
+    def __init__(
+        self,
+        project: Project,
+        settings: RunSettings,
+        preset: ModelPreset,
+        plan: EvaluationPlan,
+        jobs: list[Job],
+        run_id: int,
+        already_done: set,
+        spent: float,
+        progress: Progress,
+        key: str | None,
+        asr_preset: ModelPreset | None,
+        asr_key: str | None,
+        profile=None,
+    ):
         self.project, self.settings, self.preset, self.plan = project, settings, preset, plan
         self.run_id, self.progress, self.key = run_id, progress, key
         self.asr_preset, self.asr_key, self.profile = asr_preset, asr_key, profile
@@ -371,12 +395,20 @@ class EvaluationRun:
             self.adapter = create_adapter(self.preset, self.settings.params, self.key)
         self.asr_adapter: ModelAdapter | None = None
         if self.asr_preset is not None:
-            self.asr_adapter = create_adapter(self.asr_preset, replace(self.settings.params, thinking=None), self.asr_key)
+            self.asr_adapter = create_adapter(
+                self.asr_preset, replace(self.settings.params, thinking=None), self.asr_key
+            )
         limiters: dict[str, ProviderLimiter] = {}
         for adapter in filter(None, (self.adapter, self.asr_adapter)):
-            limiters.setdefault(adapter.limiter_key, ProviderLimiter(
-                adapter.limiter_key, concurrency=self.settings.concurrency,
-                requests_per_minute=self.settings.rpm, tokens_per_minute=self.settings.tpm))
+            limiters.setdefault(
+                adapter.limiter_key,
+                ProviderLimiter(
+                    adapter.limiter_key,
+                    concurrency=self.settings.concurrency,
+                    requests_per_minute=self.settings.rpm,
+                    tokens_per_minute=self.settings.tpm,
+                ),
+            )
         self.limiters = limiters
         self.secrets = tuple(s for s in (self.key, self.asr_key) if s)
 
@@ -393,9 +425,18 @@ class EvaluationRun:
 
     def _render(self, job: Job, mode: str, transcript: str | None = None) -> RenderedPrompt:
         planned = job.planned
-        return render_prompt(self.settings.prompt, mode, job.question, list(job.option_texts), planned.option_order,
-                             planned.label_sequence, planned.condition.spoken_labels, job.item.language,
-                             self.settings.system_variant, transcript)
+        return render_prompt(
+            self.settings.prompt,
+            mode,
+            job.question,
+            list(job.option_texts),
+            planned.option_order,
+            planned.label_sequence,
+            planned.condition.spoken_labels,
+            job.item.language,
+            self.settings.system_variant,
+            transcript,
+        )
 
     def _answer_request(self, job: Job, transcript: str | None = None) -> ModelRequest:
         mode = self.settings.mode
@@ -421,13 +462,24 @@ class EvaluationRun:
         if job.item.cultural_label:
             levels["cultural_label"] = job.item.cultural_label
         levels["language"] = job.item.language
-        question = ListenerQuestion(job.item.source_id, job.item.answer, job.planned.option_order, levels,
-                                    tuple(o.orientation for o in job.item.options), job.planned.condition_key)
-        return {"question": question, "prompt": self.settings.prompt, "labelled": condition.spoken_labels,
-                "option_texts": rendered.option_texts, "neutral_letter": rendered.neutral_letter,
-                "neutral_text": rendered.neutral_text}
+        question = ListenerQuestion(
+            job.item.source_id,
+            job.item.answer,
+            job.planned.option_order,
+            levels,
+            tuple(o.orientation for o in job.item.options),
+            job.planned.condition_key,
+        )
+        return {
+            "question": question,
+            "prompt": self.settings.prompt,
+            "labelled": condition.spoken_labels,
+            "option_texts": rendered.option_texts,
+            "neutral_letter": rendered.neutral_letter,
+            "neutral_text": rendered.neutral_text,
+        }
 
-    @functools.lru_cache(maxsize=64)
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one session object per run, freed with it
     def _audio_bytes(self, sha: str, fmt: str) -> bytes:
         return self.project.audio.read_bytes(sha, fmt)
 
@@ -444,14 +496,22 @@ class EvaluationRun:
         text_est, audio_est = adapter.estimate_tokens(request)
         seconds = sum(a.seconds for a in request.audio)
         if reply is None:  # the worst case, reserved before sending
-            return price.cost(int(text_est * INPUT_RESERVE_FACTOR), int(audio_est * INPUT_RESERVE_FACTOR),
-                              self.settings.params.max_output_tokens, seconds)
-        audio_tokens = reply.audio_tokens if reply.audio_tokens is not None else (audio_est if reply.input_tokens is None else 0)
+            return price.cost(
+                int(text_est * INPUT_RESERVE_FACTOR),
+                int(audio_est * INPUT_RESERVE_FACTOR),
+                self.settings.params.max_output_tokens,
+                seconds,
+            )
+        audio_tokens = (
+            reply.audio_tokens if reply.audio_tokens is not None else (audio_est if reply.input_tokens is None else 0)
+        )
         input_tokens = reply.input_tokens if reply.input_tokens is not None else text_est + audio_est
         text_tokens = max(0, input_tokens - (reply.audio_tokens or 0))
         if reply.audio_tokens is None and reply.input_tokens is None:
             text_tokens = text_est
-        output_tokens = reply.output_tokens if reply.output_tokens is not None else self.settings.params.max_output_tokens
+        output_tokens = (
+            reply.output_tokens if reply.output_tokens is not None else self.settings.params.max_output_tokens
+        )
         return price.cost(text_tokens, audio_tokens, output_tokens, seconds)
 
     async def _obtain(self, adapter: ModelAdapter, request: ModelRequest, record: _Record) -> _Obtained:
@@ -478,8 +538,14 @@ class EvaluationRun:
             started = time.monotonic()
             try:
                 reply, attempts = await call_with_retries(
-                    lambda: adapter.generate(sent), limiter, self.settings.retry, tokens=text_est + audio_est,
-                    secrets=self.secrets, rng=self.rng, on_retry=self._on_retry)
+                    lambda: adapter.generate(sent),
+                    limiter,
+                    self.settings.retry,
+                    tokens=text_est + audio_est,
+                    secrets=self.secrets,
+                    rng=self.rng,
+                    on_retry=self._on_retry,
+                )
             except BaseException:
                 self.budget.settle(reservation, 0.0)
                 raise
@@ -487,11 +553,22 @@ class EvaluationRun:
             cost = self._cost(adapter, request, reply)
             self.budget.settle(reservation, cost)
             record.fresh += 1
-            obtained = _Obtained(reply.text, reply.input_tokens, reply.output_tokens, latency_ms, cost, False, attempts, key,
-                                 sum(a.seconds for a in request.audio), reply.finish_reason)
+            obtained = _Obtained(
+                reply.text,
+                reply.input_tokens,
+                reply.output_tokens,
+                latency_ms,
+                cost,
+                False,
+                attempts,
+                key,
+                sum(a.seconds for a in request.audio),
+                reply.finish_reason,
+            )
             if key is not None:
-                cached = records.CachedReply(reply.text, reply.input_tokens, reply.output_tokens, obtained.audio_seconds,
-                                             latency_ms, cost)
+                cached = records.CachedReply(
+                    reply.text, reply.input_tokens, reply.output_tokens, obtained.audio_seconds, latency_ms, cost
+                )
                 self.cache[key] = cached
                 record.cache_entries.append((key, adapter.spec, cached, reply.finish_reason))
                 self.inflight.pop(key).set_result(obtained)
@@ -537,17 +614,58 @@ class EvaluationRun:
         now = utc_now()
         if obtained is None:
             record.failed = True
-            record.row = (self.run_id, planned.item_id, planned.condition_key, planned.option_order, None, None, None, None,
-                          None, None, None, error_text, now, None, 0, None, record.cost or None, None, transcript)
+            record.row = (
+                self.run_id,
+                planned.item_id,
+                planned.condition_key,
+                planned.option_order,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                error_text,
+                now,
+                None,
+                0,
+                None,
+                record.cost or None,
+                None,
+                transcript,
+            )
         else:
             rendered = self._render(job, self.settings.mode, transcript)
-            parsed = parse_answer(obtained.text, rendered.presented_letters, rendered.option_texts,
-                                  rendered.neutral_letter, rendered.neutral_text)
+            parsed = parse_answer(
+                obtained.text,
+                rendered.presented_letters,
+                rendered.option_texts,
+                rendered.neutral_letter,
+                rendered.neutral_text,
+            )
             record.parse_status = parsed.status
-            record.row = (self.run_id, planned.item_id, planned.condition_key, planned.option_order, obtained.text,
-                          parsed.letter, parsed.status, map_to_original(parsed.letter, planned.option_order),
-                          obtained.latency_ms, obtained.input_tokens, obtained.output_tokens, None, now, obtained.key,
-                          1 if obtained.cached else 0, obtained.attempts, obtained.cost, parsed.detail, transcript)
+            record.row = (
+                self.run_id,
+                planned.item_id,
+                planned.condition_key,
+                planned.option_order,
+                obtained.text,
+                parsed.letter,
+                parsed.status,
+                map_to_original(parsed.letter, planned.option_order),
+                obtained.latency_ms,
+                obtained.input_tokens,
+                obtained.output_tokens,
+                None,
+                now,
+                obtained.key,
+                1 if obtained.cached else 0,
+                obtained.attempts,
+                obtained.cost,
+                parsed.detail,
+                transcript,
+            )
         self.writer.put(record)
 
     def _stop(self, reason: str) -> None:
@@ -611,7 +729,9 @@ class EvaluationRun:
         session_done = handled - (self.total - len(self.jobs))
         rate = session_done / elapsed
         remaining = self.total - handled
-        eta = f"ETA {int(remaining / rate // 60)}:{int(remaining / rate % 60):02d}" if rate > 0 and remaining else "ETA -"
+        eta = (
+            f"ETA {int(remaining / rate // 60)}:{int(remaining / rate % 60):02d}" if rate > 0 and remaining else "ETA -"
+        )
         cost = f" ${self.budget.spent:.4f}" if self.price else ""
         errors = f" {self.errors} err" if self.errors else ""
         self.progress.report(handled, self.total, f"{rate:.1f}/s {eta}{errors}{cost}")
@@ -656,15 +776,22 @@ def run_identity(settings: RunSettings, preset: ModelPreset, asr_preset: ModelPr
     """What makes two sessions the same run (what changes answers), stored as runs.parameters_json.
     Concurrency, rate limits and budget are left out: they change speed and stopping, not answers."""
     identity = {
-        "model": {"provider": preset.provider, "model": preset.model, "convention": preset.convention,
-                  "endpoint": strip_url_credentials(preset.base_url)},
+        "model": {
+            "provider": preset.provider,
+            "model": preset.model,
+            "convention": preset.convention,
+            "endpoint": strip_url_credentials(preset.base_url),
+        },
         "generation": settings.params.as_dict(),
         "system_prompt": settings.system_variant,
         "plan": settings.plan.as_dict(),
     }
     if asr_preset is not None:
-        identity["asr"] = {"provider": asr_preset.provider, "model": asr_preset.model,
-                           "endpoint": strip_url_credentials(asr_preset.base_url)}
+        identity["asr"] = {
+            "provider": asr_preset.provider,
+            "model": asr_preset.model,
+            "endpoint": strip_url_credentials(asr_preset.base_url),
+        }
     elif settings.mode == "pipeline":
         identity["asr"] = "self"
     if profile is not None:
@@ -672,8 +799,7 @@ def run_identity(settings: RunSettings, preset: ModelPreset, asr_preset: ModelPr
     return identity
 
 
-def evaluate(project: Project, settings: RunSettings, progress: Progress | None = None,
-             on_plan=None) -> RunSummary:
+def evaluate(project: Project, settings: RunSettings, progress: Progress | None = None, on_plan=None) -> RunSummary:
     """Plan, check and run (or resume) one evaluation. `on_plan(summary)` sees the plan's counts before
     anything is sent. Raises Cancelled after a cancel, RemoteAuthError after an authentication failure;
     both leave every stored answer in place and the run resumable."""
@@ -696,8 +822,10 @@ def evaluate(project: Project, settings: RunSettings, progress: Progress | None 
         same_host = settings.asr_base_url or (settings.base_url if asr_provider == preset.provider else None)
         asr_preset = resolve_model(settings.asr, same_host)
     if settings.budget_usd is not None and (settings.price or preset.price) is None and not simulated:
-        raise SpokenBenchError(f"--budget needs a price for {preset.spec}; none is in resources/models.json, so give "
-                               "--price-input/--price-output (USD per 1M tokens)")
+        raise SpokenBenchError(
+            f"--budget needs a price for {preset.spec}; none is in resources/models.json, so give "
+            "--price-input/--price-output (USD per 1M tokens)"
+        )
     plan = build_plan(project.conn, settings.plan)
     jobs = prepare_jobs(project, plan, preset)
     if on_plan is not None:
@@ -719,23 +847,36 @@ def evaluate(project: Project, settings: RunSettings, progress: Progress | None 
         if run_row is None:
             raise SpokenBenchError(f"no run {settings.run_id} in this project (see `spokenbench runs DIR`)")
         if run_row["parameters_json"] != records.canonical_json(identity) or run_row["model"] != model_name:
-            raise SpokenBenchError(f"run {settings.run_id} was made with other settings; resume it with the same "
-                                   "--model, --mode, --prompt and plan options, or start a new run")
+            raise SpokenBenchError(
+                f"run {settings.run_id} was made with other settings; resume it with the same "
+                "--model, --mode, --prompt and plan options, or start a new run"
+            )
     elif settings.resume:
         run_row = records.find_resumable_run(project.conn, model_name, run_mode, settings.prompt, identity)
     with project.transaction() as conn:
         if run_row is None:
             name = settings.name or f"{model_name} {settings.mode} {settings.prompt}"
-            run_id = records.create_run(conn, name, model_name, preset.provider, run_mode, settings.prompt, prompt_text,
-                                        identity, len(jobs), settings.budget_usd)
+            run_id = records.create_run(
+                conn,
+                name,
+                model_name,
+                preset.provider,
+                run_mode,
+                settings.prompt,
+                prompt_text,
+                identity,
+                len(jobs),
+                settings.budget_usd,
+            )
             spent = 0.0
         else:
             run_id = run_row["id"]
             spent = run_row["cost_usd"] or 0.0
             records.mark_run(conn, run_id, "running", None, len(jobs), settings.budget_usd)
     already = records.done_keys(project.conn, run_id)
-    session = EvaluationRun(project, settings, preset, plan, jobs, run_id, already, spent, progress, key, asr_preset,
-                            asr_key, profile)
+    session = EvaluationRun(
+        project, settings, preset, plan, jobs, run_id, already, spent, progress, key, asr_preset, asr_key, profile
+    )
     started = time.monotonic()
     try:
         asyncio.run(session.run())
@@ -753,12 +894,29 @@ def evaluate(project: Project, settings: RunSettings, progress: Progress | None 
             records.mark_run(conn, run_id, "failed", "error")
         raise SpokenBenchError(f"storing answers failed: {session.writer.error}")
     stop = session.stop_reason
-    status = {"auth": "failed", "cancelled": "cancelled", EXIT_BUDGET: "cancelled", "error": "failed"}.get(stop, "finished")
+    status = {"auth": "failed", "cancelled": "cancelled", EXIT_BUDGET: "cancelled", "error": "failed"}.get(
+        stop, "finished"
+    )
     with project.transaction() as conn:
         records.mark_run(conn, run_id, status, stop)
     cost = project.conn.execute("SELECT cost_usd FROM runs WHERE id = ?", (run_id,)).fetchone()[0] or 0.0
-    summary = RunSummary(run_id, status, stop, model_name, run_mode, session.total, session.committed, session.errors,
-                         session.fresh, session.hits, session.retries, cost, elapsed, session.parse_counts, plan.summary())
+    summary = RunSummary(
+        run_id,
+        status,
+        stop,
+        model_name,
+        run_mode,
+        session.total,
+        session.committed,
+        session.errors,
+        session.fresh,
+        session.hits,
+        session.retries,
+        cost,
+        elapsed,
+        session.parse_counts,
+        plan.summary(),
+    )
     if stop == "auth":
         raise session.fatal
     if stop == "cancelled":
@@ -768,8 +926,8 @@ def evaluate(project: Project, settings: RunSettings, progress: Progress | None 
 
 def _credential(preset: ModelPreset) -> str | None:
     """The key is read once, kept in memory only, and handed to the SDK client; never stored."""
-    from spokenbench.core.evaluation.adapters import CREDENTIAL_PROVIDER, _optional_key
     from spokenbench.core.credentials import api_key
+    from spokenbench.core.evaluation.adapters import CREDENTIAL_PROVIDER, _optional_key
 
     provider = CREDENTIAL_PROVIDER.get(preset.provider)
     return api_key(provider) if provider else (_optional_key(preset.provider) or "not-needed")

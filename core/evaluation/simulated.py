@@ -11,6 +11,7 @@ Model of one answer, for a question q under condition c:
 - a wrong answer picks a presented position by the profile's position preference, leaning to the
   question's favourite distractor; gender probes pick by position and a male-orientation preference.
 All randomness is a hash of (seed, profile, question, condition): the same run gives the same answers."""
+
 from __future__ import annotations
 
 import hashlib
@@ -58,7 +59,7 @@ class ListenerProfile:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ListenerProfile":
+    def from_dict(cls, data: dict) -> ListenerProfile:
         known = set(cls.__dataclass_fields__)
         unknown = set(data) - known
         if unknown:
@@ -66,28 +67,47 @@ class ListenerProfile:
         data = dict(data)
         if "position_preference" in data:
             data["position_preference"] = tuple(float(w) for w in data["position_preference"])
-        data["shifts"] = {str(f): {str(l): float(v) for l, v in levels.items()} for f, levels in data.get("shifts", {}).items()}
+        data["shifts"] = {
+            str(f): {str(level): float(v) for level, v in levels.items()}
+            for f, levels in data.get("shifts", {}).items()
+        }
         return cls(**data)
 
 
 # Three listeners with different bias profiles (the demo holds one run of each).
 BUILTIN_PROFILES = {
     "steady": ListenerProfile(
-        "steady", base_accuracy=0.82, position_preference=(1.0, 1.0, 1.0, 1.0), consistency=0.85,
+        "steady",
+        base_accuracy=0.82,
+        position_preference=(1.0, 1.0, 1.0, 1.0),
+        consistency=0.85,
         shifts={"order": {"reversed": -1.0}, "language": {"zh": -3.0, "ko": -4.0}},
         description="strong, little bias: a text-pipeline-like listener",
     ),
     "order-sensitive": ListenerProfile(
-        "order-sensitive", base_accuracy=0.70, position_preference=(2.2, 1.0, 0.8, 0.6), consistency=0.6,
-        shifts={"order": {"reversed": -8.0, "token-backward": -6.0, "order-backward": -3.0},
-                "gold_position": {"A": 6.0, "D": -6.0}},
+        "order-sensitive",
+        base_accuracy=0.70,
+        position_preference=(2.2, 1.0, 0.8, 0.6),
+        consistency=0.6,
+        shifts={
+            "order": {"reversed": -8.0, "token-backward": -6.0, "order-backward": -3.0},
+            "gold_position": {"A": 6.0, "D": -6.0},
+        },
         description="prefers early positions; loses accuracy when options are reversed",
     ),
     "accent-sensitive": ListenerProfile(
-        "accent-sensitive", base_accuracy=0.66, position_preference=(1.0, 1.2, 1.0, 0.9), consistency=0.7,
-        shifts={"order": {"reversed": -3.0}, "language": {"ko": -15.0, "zh": -8.0}, "accent": {"indian": -5.0, "jeolla": -4.0},
-                "gender": {"female": -1.0}},
-        male_preference=0.4, neutral_rate=0.05,
+        "accent-sensitive",
+        base_accuracy=0.66,
+        position_preference=(1.0, 1.2, 1.0, 0.9),
+        consistency=0.7,
+        shifts={
+            "order": {"reversed": -3.0},
+            "language": {"ko": -15.0, "zh": -8.0},
+            "accent": {"indian": -5.0, "jeolla": -4.0},
+            "gender": {"female": -1.0},
+        },
+        male_preference=0.4,
+        neutral_rate=0.05,
         description="the issue's example: reversed -3, Korean -15, female -1; some accent effects",
     ),
 }
@@ -107,8 +127,10 @@ def load_profile(name: str, profile_file: str | Path | None = None) -> ListenerP
                 return ListenerProfile.from_dict({**entry, "name": entry.get("name", name)})
         raise SpokenBenchError(f"listener profile file {profile_file} has no profile named '{name}'")
     if name not in BUILTIN_PROFILES:
-        raise SpokenBenchError(f"unknown simulated listener '{name}'; built in: {', '.join(BUILTIN_PROFILES)} "
-                               "(or give --listener-profile FILE.json)")
+        raise SpokenBenchError(
+            f"unknown simulated listener '{name}'; built in: {', '.join(BUILTIN_PROFILES)} "
+            "(or give --listener-profile FILE.json)"
+        )
     return BUILTIN_PROFILES[name]
 
 
@@ -190,8 +212,14 @@ def _pick(weights: list[float], u: float) -> int:
     return max(range(len(weights)), key=lambda i: weights[i])
 
 
-def reply_text(choice: str | None, prompt: str, labelled: bool, option_texts: dict[str, str],
-               neutral_letter: str | None, neutral_text: str | None) -> str:
+def reply_text(
+    choice: str | None,
+    prompt: str,
+    labelled: bool,
+    option_texts: dict[str, str],
+    neutral_letter: str | None,
+    neutral_text: str | None,
+) -> str:
     """The raw text the listener 'says', in the prompt's format, so it goes through the real parser."""
     if choice is None:
         return "Hmm, that is an interesting question."
@@ -214,13 +242,20 @@ class SimulatedAdapter(ModelAdapter):
 
     cacheable = False
 
-    def __init__(self, preset: ModelPreset, params: GenerationParams, profile: ListenerProfile | None = None, seed: int = 0):
+    def __init__(
+        self, preset: ModelPreset, params: GenerationParams, profile: ListenerProfile | None = None, seed: int = 0
+    ):
         super().__init__(preset, params)
         self.profile = profile or load_profile(preset.model)
         self.seed = seed
 
     def identity(self) -> dict:
-        return {"provider": "simulated", "model": self.preset.model, "profile": self.profile.to_dict(), "seed": self.seed}
+        return {
+            "provider": "simulated",
+            "model": self.preset.model,
+            "profile": self.profile.to_dict(),
+            "seed": self.seed,
+        }
 
     def estimate_tokens(self, request: ModelRequest) -> tuple[int, int]:
         return 0, 0
@@ -229,8 +264,14 @@ class SimulatedAdapter(ModelAdapter):
         context = request.context or {}
         question: ListenerQuestion = context["question"]
         choice = choose(self.profile, self.seed, question, context.get("neutral_letter"))
-        text = reply_text(choice, context.get("prompt", "standard"), context.get("labelled", True),
-                          context.get("option_texts", {}), context.get("neutral_letter"), context.get("neutral_text"))
+        text = reply_text(
+            choice,
+            context.get("prompt", "standard"),
+            context.get("labelled", True),
+            context.get("option_texts", {}),
+            context.get("neutral_letter"),
+            context.get("neutral_text"),
+        )
         return ModelReply(text=text, input_tokens=0, output_tokens=0)
 
 
@@ -240,4 +281,3 @@ def simulated_preset(name: str) -> ModelPreset:
 
 def builtin_profiles_json() -> str:
     return json.dumps({name: p.to_dict() for name, p in BUILTIN_PROFILES.items()}, indent=2)
-

@@ -1,5 +1,6 @@
 """Importing benchmarks into a project: every file is read and validated completely first, then all of
 them are written in one transaction, so an import either lands whole or leaves the project unchanged."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """Turning raw table cells into validated values, collecting every problem instead of stopping at the first."""
+
 from __future__ import annotations
 
 import json
@@ -86,7 +87,9 @@ def resolve_answer(reader: RowReader, answer: str | None, options: list[str], co
         return candidate
     if answer in options:
         return letters[options.index(answer)]
-    reader.fail(f"answer '{answer}' is not among the options (a letter {letters[0]}-{letters[-1]} or an option's text)", column)
+    reader.fail(
+        f"answer '{answer}' is not among the options (a letter {letters[0]}-{letters[-1]} or an option's text)", column
+    )
     return None
 
 

@@ -1,11 +1,13 @@
 """The three input formats. Each parser turns a whole `Table` into `Item`s or raises one `InputError`
 listing every problem (file, row, column); nothing is written until a parser has accepted everything."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.importers.fields import (
@@ -19,13 +21,37 @@ from spokenbench.core.importers.fields import (
 from spokenbench.core.items import CULTURAL_LABELS, GENDER_PROBE_CATEGORIES, LETTERS, Item, Option
 from spokenbench.core.tables import Table
 
-GLOBAL_MMLU_LITE_LANGUAGES = {"ar", "bn", "de", "en", "es", "fr", "hi", "id", "it", "ja", "ko", "my", "pt", "sw", "yo", "zh"}
+GLOBAL_MMLU_LITE_LANGUAGES = {
+    "ar",
+    "bn",
+    "de",
+    "en",
+    "es",
+    "fr",
+    "hi",
+    "id",
+    "it",
+    "ja",
+    "ko",
+    "my",
+    "pt",
+    "sw",
+    "yo",
+    "zh",
+}
 ORIENTATION_ALIASES = {
-    "male": "male", "m": "male", "male-oriented": "male",
-    "female": "female", "f": "female", "female-oriented": "female",
-    "neutral": "neutral", "n": "neutral",
-    "none": None, "x": None, "": None,
-}  # fmt: skip
+    "male": "male",
+    "m": "male",
+    "male-oriented": "male",
+    "female": "female",
+    "f": "female",
+    "female-oriented": "female",
+    "neutral": "neutral",
+    "n": "neutral",
+    "none": None,
+    "x": None,
+    "": None,
+}
 
 
 @dataclass
@@ -58,7 +84,7 @@ def _column(options: ImportOptions, field_name: str, default: str) -> str:
 def _finish(table: Table, parsed: list[tuple[int, Item]], problems: list[InputProblem], id_column: str) -> list[Item]:
     problems.extend(check_duplicates(table, parsed, id_column))
     if problems:
-        raise InputError(sorted(problems, key=lambda p: (p.row or 0)))
+        raise InputError(sorted(problems, key=lambda p: p.row or 0))
     return [item for _, item in parsed]
 
 
@@ -75,17 +101,36 @@ def _extra(row: dict[str, Any], used: set[str]) -> dict[str, Any]:
 def parse_global_mmlu_lite(table: Table, options: ImportOptions) -> list[Item]:
     option_columns = ["option_a", "option_b", "option_c", "option_d"]
     require_columns(
-        table, ["sample_id", "subject", "subject_category", "question", *option_columns, "answer", "cultural_sensitivity_label"]
+        table,
+        [
+            "sample_id",
+            "subject",
+            "subject_category",
+            "question",
+            *option_columns,
+            "answer",
+            "cultural_sensitivity_label",
+        ],
     )
     language = options.language or language_from_path(table.file)
     if language is None:
         raise InputError(
-            table.problem("cannot tell the language from the file name; give it with --language (for example --language en)")
+            table.problem(
+                "cannot tell the language from the file name; give it with --language (for example --language en)"
+            )
         )
     source = options.source or "global-mmlu-lite"
     problems: list[InputProblem] = []
     parsed = []
-    used = {"sample_id", "subject", "subject_category", "question", *option_columns, "answer", "cultural_sensitivity_label"}
+    used = {
+        "sample_id",
+        "subject",
+        "subject_category",
+        "question",
+        *option_columns,
+        "answer",
+        "cultural_sensitivity_label",
+    }
     for number, row in enumerate(table.rows, start=1):
         r = RowReader(table, number, row, problems)
         before = len(problems)
@@ -100,7 +145,9 @@ def parse_global_mmlu_lite(table: Table, options: ImportOptions) -> list[Item]:
         if len(problems) > before:
             continue
         meta = {"subject": "subject", "subject_category": "subject_category"}
-        item = _mcq_item(r, source, sample_id, lang, question, texts, answer, label, meta, used | options.ignore_columns)
+        item = _mcq_item(
+            r, source, sample_id, lang, question, texts, answer, label, meta, used | options.ignore_columns
+        )
         parsed.append((number, item))
     return _finish(table, parsed, problems, "sample_id")
 
@@ -157,7 +204,9 @@ def _option_columns(table: Table, options: ImportOptions) -> tuple[list[str] | N
     )
 
 
-def _read_options(r: RowReader, option_columns: list[str] | None, list_column: str | None) -> tuple[list[str] | None, str]:
+def _read_options(
+    r: RowReader, option_columns: list[str] | None, list_column: str | None
+) -> tuple[list[str] | None, str]:
     if list_column is not None:
         return r.text_list(list_column), list_column
     texts = [r.text(c, required=False) or "" for c in option_columns]
@@ -178,7 +227,14 @@ def parse_mcq(table: Table, options: ImportOptions) -> list[Item]:
             table.problem(f"no '{language_column}' column; give the language with --language or --map language=COLUMN")
         )
     optional = {f: _column(options, f, f) for f in ("subject", "subject_category", "cultural_label")}
-    used = {id_column, question_column, answer_column, language_column, *optional.values(), *(option_columns or [list_column])}
+    used = {
+        id_column,
+        question_column,
+        answer_column,
+        language_column,
+        *optional.values(),
+        *(option_columns or [list_column]),
+    }
     source = options.source or "mcq"
     problems: list[InputProblem] = []
     parsed = []
@@ -196,7 +252,9 @@ def parse_mcq(table: Table, options: ImportOptions) -> list[Item]:
         answer = resolve_answer(r, r.text(answer_column), texts, answer_column)
         if len(problems) > before:
             continue
-        item = _mcq_item(r, source, source_id, lang, question, texts, answer, label, optional, used | options.ignore_columns)
+        item = _mcq_item(
+            r, source, source_id, lang, question, texts, answer, label, optional, used | options.ignore_columns
+        )
         parsed.append((number, item))
     return _finish(table, parsed, problems, id_column)
 
@@ -225,7 +283,14 @@ def parse_gender_probes(table: Table, options: ImportOptions) -> list[Item]:
     option_columns, list_column = _option_columns(table, options)
     language_column = _column(options, "language", "language")
     source = options.source or "gender-probe"
-    used = {id_column, question_column, category_column, language_column, "orientations", *(option_columns or [list_column])}
+    used = {
+        id_column,
+        question_column,
+        category_column,
+        language_column,
+        "orientations",
+        *(option_columns or [list_column]),
+    }
     used |= {f"orientation_{c.lower()}" for c in LETTERS}
     problems: list[InputProblem] = []
     parsed = []
@@ -237,7 +302,9 @@ def parse_gender_probes(table: Table, options: ImportOptions) -> list[Item]:
         category = (r.text(category_column) or "").lower()
         if category and category not in GENDER_PROBE_CATEGORIES:
             r.fail(f"'{category}' is not a category ({', '.join(GENDER_PROBE_CATEGORIES)})", category_column)
-        lang = options.language or (r.text(language_column, required=False) if language_column in table.columns else None)
+        lang = options.language or (
+            r.text(language_column, required=False) if language_column in table.columns else None
+        )
         lang = check_language(r, lang or "en", language_column)
         texts, options_where = _read_options(r, option_columns, list_column)
         if texts is None or not check_options(r, texts, options_where):

@@ -7,6 +7,7 @@ differentiation) from a table of model answers, plus bootstrap intervals and sig
     from spokenbench.core.metrics.report import write_report   # tables and figures (imports matplotlib)
 
 Definitions and every choice the papers leave open: docs/metrics.md."""
+
 from spokenbench.core.metrics.analysis import (
     McqAnalysis,
     analyze_gender_probe,

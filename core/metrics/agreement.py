@@ -1,6 +1,7 @@
 """Vectorized building blocks: normalized entropy, the mean pairwise absolute difference (APES), Fleiss' κ
 over many questions at once, Cohen's κ and Bowker's symmetry test. Each works on count arrays and group
 ids, never on rows one at a time."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,9 @@ def normalized_entropy(counts: np.ndarray, base: np.ndarray | float) -> np.ndarr
     return np.where(total > 0, h, np.nan)
 
 
-def mean_pairwise_abs_difference(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def mean_pairwise_abs_difference(
+    values: np.ndarray, groups: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per group: the mean of |x_i - x_j| over all pairs i < j of its values (Eq. 3's APES when the values
     are level entropies), and how many values it had. Groups with fewer than two values get NaN.
 
@@ -41,7 +44,9 @@ def mean_pairwise_abs_difference(values: np.ndarray, groups: np.ndarray, n_group
     return result, count
 
 
-def fleiss_kappa_by_group(item_group: np.ndarray, item_counts: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def fleiss_kappa_by_group(
+    item_group: np.ndarray, item_counts: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Fleiss' κ per group from its items' category counts (BiasInEar Appendix C.4).
 
     Items with fewer than 2 ratings are dropped; P̄ is weighted by n_i (Eq. 7); P_e uses the group's
@@ -57,13 +62,15 @@ def fleiss_kappa_by_group(item_group: np.ndarray, item_counts: np.ndarray, n_gro
     ratings = np.bincount(item_group, weights=n_i, minlength=n_groups)
     agreement = np.bincount(item_group, weights=weighted_agreement, minlength=n_groups)
     k = counts.shape[1]
-    category_totals = np.stack([np.bincount(item_group, weights=counts[:, j], minlength=n_groups) for j in range(k)], axis=1)
-    sum_squares = (category_totals ** 2).sum(axis=1)
+    category_totals = np.stack(
+        [np.bincount(item_group, weights=counts[:, j], minlength=n_groups) for j in range(k)], axis=1
+    )
+    sum_squares = (category_totals**2).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         p_bar = agreement / ratings
-        p_e = sum_squares / ratings ** 2
+        p_e = sum_squares / ratings**2
         # computed from integer counts so that P_e = 1 (one category only) is detected exactly
-        denominator = ratings ** 2 - sum_squares
+        denominator = ratings**2 - sum_squares
         kappa = np.where((n_items > 0) & (denominator > 0), (p_bar - p_e) / (1.0 - p_e), np.nan)
     return kappa, n_items
 
@@ -74,7 +81,7 @@ def cohen_kappa_from_tables(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     total = tables.sum(axis=(-2, -1))
     with np.errstate(divide="ignore", invalid="ignore"):
         observed = np.trace(tables, axis1=-2, axis2=-1) / total
-        expected = (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1) / total ** 2
+        expected = (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1) / total**2
         kappa = np.where((total > 0) & (expected < 1), (observed - expected) / (1 - expected), np.nan)
     return kappa, np.where(total > 0, observed, np.nan)
 
@@ -95,7 +102,9 @@ def bowker_symmetry(table: np.ndarray) -> tuple[float, int, float]:
     return statistic, df, float(stats.chi2.sf(statistic, df))
 
 
-def one_sample_t(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def one_sample_t(
+    values: np.ndarray, groups: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per group: mean, count, and the two-sided one-sample t-test of mean = 0, as
     scipy.stats.ttest_1samp computes it (sd with n-1; zero variance gives ±inf and p = 0, or NaN for a
     zero mean; fewer than 2 values give NaN). Returns (mean, n, t, p)."""

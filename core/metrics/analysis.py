@@ -1,5 +1,6 @@
 """The full metric set for a responses table, in one call, and its JSON form (the `metrics --json`
 contract: one object keyed by model; for gender probes keyed by model then category)."""
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,12 @@ from spokenbench.core.metrics.gender_probe import (
     prepare_gender_probe,
 )
 from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
-from spokenbench.core.metrics.selection_bias import SelectionBias, ckld_from_counts, compute_selection_bias, rsd_from_counts
+from spokenbench.core.metrics.selection_bias import (
+    SelectionBias,
+    ckld_from_counts,
+    compute_selection_bias,
+    rsd_from_counts,
+)
 from spokenbench.core.progress import Progress, no_progress
 
 KINDS = ("mcq", "gender-probe")
@@ -43,31 +49,48 @@ def detect_kind(frame: pd.DataFrame) -> str:
     return "gender-probe" if "option_orientation" in frame.columns and "answer" not in frame.columns else "mcq"
 
 
-def analyze_mcq(frame: pd.DataFrame, factors: list[str] | None = None, *, source: str = "<table>",
-                failures_as_category: bool = False, n_resamples: int = 0, seed: int = DEFAULT_SEED,
-                kappa_nesting: str = "within", progress: Progress | None = None) -> McqAnalysis:
+def analyze_mcq(
+    frame: pd.DataFrame,
+    factors: list[str] | None = None,
+    *,
+    source: str = "<table>",
+    failures_as_category: bool = False,
+    n_resamples: int = 0,
+    seed: int = DEFAULT_SEED,
+    kappa_nesting: str = "within",
+    progress: Progress | None = None,
+) -> McqAnalysis:
     data = prepare_mcq(frame, factors, source)
     metrics = mcq.compute_mcq_metrics(data, failures_as_category, kappa_nesting)
     selection = compute_selection_bias(data)
     summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
-    analysis = McqAnalysis(data=data, metrics=metrics, selection=selection, summary=summary,
-                           bootstrap_resamples=n_resamples, seed=seed)
+    analysis = McqAnalysis(
+        data=data, metrics=metrics, selection=selection, summary=summary, bootstrap_resamples=n_resamples, seed=seed
+    )
     if n_resamples > 0:
         analysis.intervals = mcq_intervals(metrics, selection, n_resamples, seed, progress or no_progress())
     return analysis
 
 
-def analyze_gender_probe(frame: pd.DataFrame, backbones: dict[str, str] | list[str] | None = None, *,
-                         source: str = "<table>", failures_as_category: bool = False, n_resamples: int = 0,
-                         seed: int = DEFAULT_SEED, progress: Progress | None = None) -> GenderProbeMetrics:
+def analyze_gender_probe(
+    frame: pd.DataFrame,
+    backbones: dict[str, str] | list[str] | None = None,
+    *,
+    source: str = "<table>",
+    failures_as_category: bool = False,
+    n_resamples: int = 0,
+    seed: int = DEFAULT_SEED,
+    progress: Progress | None = None,
+) -> GenderProbeMetrics:
     if not isinstance(backbones, dict):
         backbones = parse_backbones(backbones)
     data = prepare_gender_probe(frame, source)
     return compute_gender_probe(data, backbones, failures_as_category, n_resamples, seed, progress)
 
 
-def mcq_intervals(metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples: int, seed: int,
-                  progress: Progress) -> list[dict[str, tuple[float, float]]]:
+def mcq_intervals(
+    metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples: int, seed: int, progress: Progress
+) -> list[dict[str, tuple[float, float]]]:
     """Question-level bootstrap intervals per model for accuracy, mean entropy, APES and κ per factor,
     RSD and CKLD."""
     data = metrics.data
@@ -83,8 +106,10 @@ def mcq_intervals(metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples
     columns.add("predicted", selection.group_predicted)
 
     def finalize(sums: np.ndarray) -> dict[str, np.ndarray]:
-        out = {"accuracy": columns.get(sums, "correct") / columns.get(sums, "rows"),
-               "entropy_mean": columns.mean(sums, "entropy")}
+        out = {
+            "accuracy": columns.get(sums, "correct") / columns.get(sums, "rows"),
+            "entropy_mean": columns.mean(sums, "entropy"),
+        }
         for f in metrics.factors:
             out[f"apes[{f}]"] = columns.mean(sums, f"apes[{f}]")
             out[f"fleiss_kappa[{f}]"] = columns.mean(sums, f"kappa[{f}]")
@@ -93,8 +118,17 @@ def mcq_intervals(metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples
         out["ckld"] = ckld_from_counts(predicted.reshape(len(sums), -1), gold.reshape(len(sums), -1))
         return out
 
-    return bootstrap_intervals(data.group_question, data.group_model, len(data.models), columns.matrix(), finalize,
-                               len(data.questions), n_resamples, seed, progress)
+    return bootstrap_intervals(
+        data.group_question,
+        data.group_model,
+        len(data.models),
+        columns.matrix(),
+        finalize,
+        len(data.questions),
+        n_resamples,
+        seed,
+        progress,
+    )
 
 
 # ---------------------------------------------------------------- JSON
@@ -139,41 +173,64 @@ def mcq_json(analysis: McqAnalysis) -> dict:
         if analysis.intervals:
             ci = analysis.intervals[i]
             entry["ci"] = {
-                "accuracy": ci.get("accuracy"), "entropy_mean": ci.get("entropy_mean"),
+                "accuracy": ci.get("accuracy"),
+                "entropy_mean": ci.get("entropy_mean"),
                 "apes": {f: ci.get(f"apes[{f}]") for f in data.factors},
                 "fleiss_kappa": {f: ci.get(f"fleiss_kappa[{f}]") for f in data.factors},
-                "rsd": ci.get("rsd"), "ckld": ci.get("ckld"),
-                "level": 0.95, "resamples": analysis.bootstrap_resamples, "seed": analysis.seed,
+                "rsd": ci.get("rsd"),
+                "ckld": ci.get("ckld"),
+                "level": 0.95,
+                "resamples": analysis.bootstrap_resamples,
+                "seed": analysis.seed,
                 "method": "question-level percentile bootstrap",
             }
-        entry.update({
-            "n_questions": int(row["n_questions"]),
-            "entropy_median": row["entropy_median"],
-            "entropy_iqr": row["entropy_iqr"],
-        })
+        entry.update(
+            {
+                "n_questions": int(row["n_questions"]),
+                "entropy_median": row["entropy_median"],
+                "entropy_iqr": row["entropy_iqr"],
+            }
+        )
         if "entropy_mean_cs" in summary.columns:
             entry["entropy_mean_by_cultural_label"] = {"CS": row["entropy_mean_cs"], "CA": row["entropy_mean_ca"]}
         entry["level_entropy"] = {f: row[f"level_entropy[{f}]"] for f in data.factors}
         entry["fleiss_kappa_questions"] = {
-            f: {"defined": int(row[f"kappa_defined[{f}]"]), "undefined": int(row[f"kappa_undefined[{f}]"]),
-                "item_factors": analysis.metrics.factors[f].kappa_item_factors} for f in data.factors}
+            f: {
+                "defined": int(row[f"kappa_defined[{f}]"]),
+                "undefined": int(row[f"kappa_undefined[{f}]"]),
+                "item_factors": analysis.metrics.factors[f].kappa_item_factors,
+            }
+            for f in data.factors
+        }
         entry["accuracy_by_factor"] = {
             f: dict(zip(t.loc[t["model"] == model, f], t.loc[t["model"] == model, "accuracy"]))
-            for f, t in accuracy_levels.items()}
+            for f, t in accuracy_levels.items()
+        }
         entry["accuracy_by_gold_position"] = {p: row[f"accuracy_gold_{p}"] for p in selection.positions}
         entry["delta_accuracy_by_gold_position"] = {p: row[f"delta_accuracy_gold_{p}"] for p in selection.positions}
         entry["predicted_position_distribution"] = {p: row[f"predicted_share_{p}"] for p in selection.positions}
         entry["gold_position_distribution"] = {p: row[f"gold_share_{p}"] for p in selection.positions}
         entry["permutation_vote"] = {
-            r["permutation"]: {"accuracy": r["accuracy"], "rsd": r["rsd"], "ckld": r["ckld"], "n": int(r["n"]),
-                               **({"complete_units": int(r["complete_units"])} if r["permutation"] != "original" else {})}
-            for _, r in voting[voting["model"] == model].iterrows()}
-        entry["ranking"] = {r["setting"]: (None if pd.isna(r["rank"]) else int(r["rank"]))
-                            for _, r in ranking[ranking["model"] == model].iterrows()}
+            r["permutation"]: {
+                "accuracy": r["accuracy"],
+                "rsd": r["rsd"],
+                "ckld": r["ckld"],
+                "n": int(r["n"]),
+                **({"complete_units": int(r["complete_units"])} if r["permutation"] != "original" else {}),
+            }
+            for _, r in voting[voting["model"] == model].iterrows()
+        }
+        entry["ranking"] = {
+            r["setting"]: (None if pd.isna(r["rank"]) else int(r["rank"]))
+            for _, r in ranking[ranking["model"] == model].iterrows()
+        }
         mc = selection.mcnemar.iloc[i]
         entry["mcnemar_original_vs_reversed"] = {
-            "n_pairs": int(mc["n_pairs"]), "original_only_correct": int(mc["original_only_correct"]),
-            "reversed_only_correct": int(mc["reversed_only_correct"]), "p_value": mc["p_value"]}
+            "n_pairs": int(mc["n_pairs"]),
+            "original_only_correct": int(mc["original_only_correct"]),
+            "reversed_only_correct": int(mc["reversed_only_correct"]),
+            "p_value": mc["p_value"],
+        }
         result[model] = entry
     return clean(result)
 
@@ -182,16 +239,34 @@ def gender_probe_json(metrics: GenderProbeMetrics) -> dict:
     result: dict[str, dict] = {}
     for _, row in metrics.table.iterrows():
         entry = {name: row[name] for name in ("J", "delta", "p_value", "neutral_rate", "kappa", "bowker_p")}
-        entry.update({
-            "n": int(row["n"]), "n_questions": int(row["n_questions"]), "J_questions": int(row["J_questions"]),
-            "delta_questions": int(row["delta_questions"]), "t_stat": row["t_stat"], "male_rate": row["male_rate"],
-            "female_rate": row["female_rate"], "backbone": row["backbone"] or None, "agreement": row["agreement"],
-            "bowker_stat": row["bowker_stat"], "bowker_df": int(row["bowker_df"]),
-        })
+        entry.update(
+            {
+                "n": int(row["n"]),
+                "n_questions": int(row["n_questions"]),
+                "J_questions": int(row["J_questions"]),
+                "delta_questions": int(row["delta_questions"]),
+                "t_stat": row["t_stat"],
+                "male_rate": row["male_rate"],
+                "female_rate": row["female_rate"],
+                "backbone": row["backbone"] or None,
+                "agreement": row["agreement"],
+                "bowker_stat": row["bowker_stat"],
+                "bowker_df": int(row["bowker_df"]),
+            }
+        )
         if metrics.bootstrap_resamples:
-            entry["ci"] = {name: (row[f"{name}_ci_low"], row[f"{name}_ci_high"]) for name in ("J", "delta", "neutral_rate", "kappa")}
-            entry["ci"].update({"level": 0.95, "resamples": metrics.bootstrap_resamples, "seed": metrics.seed,
-                                "method": "question-level percentile bootstrap"})
+            entry["ci"] = {
+                name: (row[f"{name}_ci_low"], row[f"{name}_ci_high"])
+                for name in ("J", "delta", "neutral_rate", "kappa")
+            }
+            entry["ci"].update(
+                {
+                    "level": 0.95,
+                    "resamples": metrics.bootstrap_resamples,
+                    "seed": metrics.seed,
+                    "method": "question-level percentile bootstrap",
+                }
+            )
         result.setdefault(row["model"], {})[row["category"]] = entry
     return clean(result)
 

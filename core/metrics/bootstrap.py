@@ -4,9 +4,10 @@ Each resample draws the table's questions with replacement (a multinomial count 
 seed). Every headline number is a function of per-question sums (correct answers, entropies, position
 counts, contingency tables), so a resample is one matrix product of the weights with those sums: 1,000
 resamples cost about as much as a few passes over the data, not 1,000 recomputations."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -1,5 +1,6 @@
 """Small vectorized helpers shared by the metric modules: turning text columns into integer codes and
 combining codes into group keys, so every metric is a bincount or a sort instead of a Python loop."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -82,15 +83,15 @@ def determines(a_codes: np.ndarray, b_codes: np.ndarray) -> bool:
     return n_pairs == n_a
 
 
-def row_problems(file: str, rows: np.ndarray, column: str, message: str,
-                 limit: int = MAX_PROBLEMS_PER_CHECK) -> list[InputProblem]:
+def row_problems(
+    file: str, rows: np.ndarray, column: str, message: str, limit: int = MAX_PROBLEMS_PER_CHECK
+) -> list[InputProblem]:
     """One problem per offending row (1-based data rows), capped so a broken column does not flood the output;
     the cap is stated in the last message."""
     rows = np.asarray(rows)
     listed = [InputProblem(file=file, row=int(r) + 1, column=column, message=message) for r in rows[:limit]]
     if len(rows) > limit:
-        listed.append(InputProblem(file=file, column=column,
-                                   message=f"{message} (in {len(rows) - limit} more rows)"))
+        listed.append(InputProblem(file=file, column=column, message=f"{message} (in {len(rows) - limit} more rows)"))
     return listed
 
 

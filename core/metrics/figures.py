@@ -3,6 +3,7 @@ chosen: the CLI saves them with Agg (PNG) and the SVG backend, the app can put t
 canvas, and both get identical figures from the same data.
 
 Each builder returns None when the data has nothing to draw (e.g. no CS/CA labels)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,12 @@ def entropy_distribution(analysis) -> Figure | None:
     with figure_style():
         fig = Figure(figsize=(max(4.0, 0.8 * len(series) + 2), 3.6), layout="constrained")
         ax = fig.add_subplot()
-        ax.boxplot([s if len(s) else [np.nan] for s in series], tick_labels=data.models, showmeans=True,
-                   meanprops={"marker": "^", "markerfacecolor": "white", "markeredgecolor": "black"})
+        ax.boxplot(
+            [s if len(s) else [np.nan] for s in series],
+            tick_labels=data.models,
+            showmeans=True,
+            meanprops={"marker": "^", "markerfacecolor": "white", "markeredgecolor": "black"},
+        )
         ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
         ax.set_xlabel("model")
         ax.set_ylim(-0.02, 1.02)
@@ -78,7 +83,7 @@ def entropy_cs_ca(analysis) -> Figure | None:
         colors = {"CS": "#d95f02", "CA": "#1b9e77"}
         positions, boxes = [], []
         for m in range(len(data.models)):
-            for offset, (name, code) in ((-0.2, ("CS", 1)), (0.2, ("CA", 0))):
+            for offset, (_name, code) in ((-0.2, ("CS", 1)), (0.2, ("CA", 0))):
                 values = metrics.entropy[(data.group_model == m) & (label == code) & ~np.isnan(metrics.entropy)]
                 boxes.append(values if len(values) else [np.nan])
                 positions.append(m + offset)
@@ -90,8 +95,12 @@ def entropy_cs_ca(analysis) -> Figure | None:
         ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
         ax.set_xlabel("model")
         ax.set_ylim(-0.02, 1.02)
-        ax.legend([parts["boxes"][0], parts["boxes"][1]], ["culturally sensitive (CS)", "culturally agnostic (CA)"],
-                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend(
+            [parts["boxes"][0], parts["boxes"][1]],
+            ["culturally sensitive (CS)", "culturally agnostic (CA)"],
+            loc="upper left",
+            bbox_to_anchor=(1.0, 1.0),
+        )
         ax.set_title("Entropy of CS vs CA questions")
     return fig
 
@@ -108,7 +117,7 @@ def kappa_vs_apes(analysis) -> Figure | None:
         fig = Figure(figsize=(6.4, 4.4), layout="constrained")
         ax = fig.add_subplot()
         for fi, f in enumerate(data.factors):
-            for m, model in enumerate(data.models):
+            for m in range(len(data.models)):
                 x, y = summary[f"apes[{f}]"].iloc[m], summary[f"kappa[{f}]"].iloc[m]
                 if np.isnan(x) or np.isnan(y):
                     continue
@@ -117,18 +126,39 @@ def kappa_vs_apes(analysis) -> Figure | None:
                     ci = analysis.intervals[m]
                     xerr = _err(x, ci.get(f"apes[{f}]"))
                     yerr = _err(y, ci.get(f"fleiss_kappa[{f}]"))
-                ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker=FACTOR_MARKERS[fi % len(FACTOR_MARKERS)], color=colors[m],
-                            markersize=7, linestyle="none", elinewidth=0.8, capsize=2)
+                ax.errorbar(
+                    x,
+                    y,
+                    xerr=xerr,
+                    yerr=yerr,
+                    marker=FACTOR_MARKERS[fi % len(FACTOR_MARKERS)],
+                    color=colors[m],
+                    markersize=7,
+                    linestyle="none",
+                    elinewidth=0.8,
+                    capsize=2,
+                )
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xlabel("APES (mean pairwise entropy shift across levels; lower = more robust)")
         ax.set_ylabel("Fleiss' κ (agreement across levels; higher = more consistent)")
         ax.set_title("Fleiss' κ vs APES by factor")
-        factor_handles = [ax.plot([], [], marker=FACTOR_MARKERS[i % len(FACTOR_MARKERS)], color="black", linestyle="none")[0]
-                          for i in range(len(data.factors))]
-        model_handles = [ax.plot([], [], marker="s", color=colors[m], linestyle="none")[0] for m in range(len(data.models))]
+        factor_handles = [
+            ax.plot([], [], marker=FACTOR_MARKERS[i % len(FACTOR_MARKERS)], color="black", linestyle="none")[0]
+            for i in range(len(data.factors))
+        ]
+        model_handles = [
+            ax.plot([], [], marker="s", color=colors[m], linestyle="none")[0] for m in range(len(data.models))
+        ]
         first = ax.legend(factor_handles, data.factors, title="factor", loc="upper right", fontsize=8)
         ax.add_artist(first)
-        ax.legend(model_handles, data.models, title="model", loc="lower left", fontsize=7, ncol=2 if len(data.models) > 5 else 1)
+        ax.legend(
+            model_handles,
+            data.models,
+            title="model",
+            loc="lower left",
+            fontsize=7,
+            ncol=2 if len(data.models) > 5 else 1,
+        )
     return fig
 
 
@@ -143,8 +173,15 @@ def position_accuracy_change(analysis) -> Figure | None:
     original order (Hearing the Order Fig. 1)."""
     selection = analysis.selection
     per_model = selection.per_model
-    deltas = np.array([[per_model[f"delta_accuracy_gold_{p}"].iloc[m] for p in selection.positions]
-                       for m in range(len(per_model))]) * 100
+    deltas = (
+        np.array(
+            [
+                [per_model[f"delta_accuracy_gold_{p}"].iloc[m] for p in selection.positions]
+                for m in range(len(per_model))
+            ]
+        )
+        * 100
+    )
     if np.all(np.isnan(deltas)):
         return None
     n_models = len(per_model)
@@ -155,7 +192,13 @@ def position_accuracy_change(analysis) -> Figure | None:
         ax = fig.add_subplot()
         x = np.arange(len(selection.positions))
         for m in range(n_models):
-            ax.bar(x - 0.4 + width * (m + 0.5), np.nan_to_num(deltas[m]), width, color=colors[m], label=per_model["model"].iloc[m])
+            ax.bar(
+                x - 0.4 + width * (m + 0.5),
+                np.nan_to_num(deltas[m]),
+                width,
+                color=colors[m],
+                label=per_model["model"].iloc[m],
+            )
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(x, selection.positions)
         ax.set_xlabel("position of the gold answer (presented letter)")
@@ -177,7 +220,12 @@ def ranking_changes(analysis) -> Figure | None:
         fig = Figure(figsize=(max(5.0, 0.9 * len(settings) + 2.5), 3.8), layout="constrained")
         ax = fig.add_subplot()
         for m, model in enumerate(models):
-            ranks = ranking.loc[ranking["model"] == model].set_index("setting")["rank"].reindex(settings).to_numpy(dtype=float)
+            ranks = (
+                ranking.loc[ranking["model"] == model]
+                .set_index("setting")["rank"]
+                .reindex(settings)
+                .to_numpy(dtype=float)
+            )
             ax.plot(range(len(settings)), ranks, marker="o", color=colors[m], label=model)
         ax.set_xticks(range(len(settings)), [s.replace("_", " ") for s in settings], rotation=30)
         ax.set_yticks(range(1, len(models) + 1))
@@ -198,8 +246,11 @@ def gender_probe_panel(metrics) -> Figure | None:
     categories = list(dict.fromkeys(table["category"]))
     colors = _colors(len(models))
     width = 0.8 / len(models)
-    panels = [("J", "response overlap J (0–1)"), ("delta", "gender preference Δ (>0: male-oriented)"),
-              ("neutral_rate", "neutral response rate ν (0–1)")]
+    panels = [
+        ("J", "response overlap J (0–1)"),
+        ("delta", "gender preference Δ (>0: male-oriented)"),
+        ("neutral_rate", "neutral response rate ν (0–1)"),
+    ]
     with figure_style():
         fig = Figure(figsize=(11, 3.6), layout="constrained")
         axes = fig.subplots(1, 3)
@@ -212,8 +263,16 @@ def gender_probe_panel(metrics) -> Figure | None:
                 if f"{name}_ci_low" in rows.columns:
                     lo, hi = rows[f"{name}_ci_low"].to_numpy(dtype=float), rows[f"{name}_ci_high"].to_numpy(dtype=float)
                     yerr = np.nan_to_num(np.vstack([np.maximum(values - lo, 0), np.maximum(hi - values, 0)]))
-                ax.bar(x - 0.4 + width * (m + 0.5), np.nan_to_num(values), width, yerr=yerr, capsize=2,
-                       color=colors[m], label=model, error_kw={"elinewidth": 0.8})
+                ax.bar(
+                    x - 0.4 + width * (m + 0.5),
+                    np.nan_to_num(values),
+                    width,
+                    yerr=yerr,
+                    capsize=2,
+                    color=colors[m],
+                    label=model,
+                    error_kw={"elinewidth": 0.8},
+                )
             ax.set_xticks(x, categories)
             ax.set_xlabel("question category")
             ax.set_ylabel(label)
@@ -244,4 +303,3 @@ def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
         fig.savefig(paths[0], format="png", metadata={"Software": None})
         fig.savefig(paths[1], format="svg", metadata={"Date": None})
     return paths
-

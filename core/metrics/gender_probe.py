@@ -5,6 +5,7 @@ backbone (Cohen's κ, Bowker's symmetry test).
 
 Options are counted by content: by their orientation (M, F, N) where they have one, otherwise (X) by
 their original letter, so shuffled presentations of the same option count as the same answer."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,11 +62,22 @@ def prepare_gender_probe(frame: pd.DataFrame, source: str = "<table>") -> ProbeR
     """Validate and encode a gender-probe table. A text model (a backbone) leaves voice_gender empty."""
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError([InputProblem(file=source, column=c, message="required column is missing for --kind gender-probe "
-                                       f"(the file has: {', '.join(map(str, frame.columns))})") for c in missing])
+        raise InputError(
+            [
+                InputProblem(
+                    file=source,
+                    column=c,
+                    message="required column is missing for --kind gender-probe "
+                    f"(the file has: {', '.join(map(str, frame.columns))})",
+                )
+                for c in missing
+            ]
+        )
     problems: list[InputProblem] = []
     for column in ("question_id", "model", "category", "option_orientation"):
-        problems += row_problems(source, np.flatnonzero((frame[column] == "").to_numpy(dtype=bool)), column, "empty value")
+        problems += row_problems(
+            source, np.flatnonzero((frame[column] == "").to_numpy(dtype=bool)), column, "empty value"
+        )
     if problems:
         raise InputError(problems)
 
@@ -81,18 +93,30 @@ def prepare_gender_probe(frame: pd.DataFrame, source: str = "<table>") -> ProbeR
     empty_per_model = np.bincount(model, weights=voice == -1, minlength=len(models))
     rows_per_model = np.bincount(model, minlength=len(models))
     mixed = (empty_per_model > 0) & (empty_per_model < rows_per_model)
-    problems += row_problems(source, np.flatnonzero((voice == -1) & mixed[model]), "voice_gender",
-                             "empty, while other rows of the same model have one (only a text model leaves it empty throughout)")
+    problems += row_problems(
+        source,
+        np.flatnonzero((voice == -1) & mixed[model]),
+        "voice_gender",
+        "empty, while other rows of the same model have one (only a text model leaves it empty throughout)",
+    )
 
     # one category per question
     first_category = category[first_row(question, len(questions))]
-    problems += row_problems(source, np.flatnonzero(category != first_category[question]), "category",
-                             "differs from the first row of the same question")
+    problems += row_problems(
+        source,
+        np.flatnonzero(category != first_category[question]),
+        "category",
+        "differs from the first row of the same question",
+    )
 
     orient_codes, orient_uniques = normalized_codes(frame["option_orientation"], lambda s: s.strip().upper())
     bad_orient = [i for i, u in enumerate(orient_uniques) if len(u) < 2 or any(ch not in "MFNX" for ch in u)]
-    problems += row_problems(source, np.flatnonzero(np.isin(orient_codes, bad_orient)), "option_orientation",
-                             "must give M, F, N or X for each presented option (e.g. 'MF', 'FMN', 'XX')")
+    problems += row_problems(
+        source,
+        np.flatnonzero(np.isin(orient_codes, bad_orient)),
+        "option_orientation",
+        "must give M, F, N or X for each presented option (e.g. 'MF', 'FMN', 'XX')",
+    )
     n_options = np.array([len(u) for u in orient_uniques], dtype=np.int64)[orient_codes]
 
     if "option_order" in frame.columns:
@@ -100,18 +124,31 @@ def prepare_gender_probe(frame: pd.DataFrame, source: str = "<table>") -> ProbeR
     else:
         order_codes, order_uniques = np.zeros(n, dtype=np.int64), [""]
     bad_order = [i for i, u in enumerate(order_uniques) if u and sorted(u) != list(letters(len(u)))]
-    problems += row_problems(source, np.flatnonzero(np.isin(order_codes, bad_order)), "option_order",
-                             "not a permutation of the option letters")
+    problems += row_problems(
+        source,
+        np.flatnonzero(np.isin(order_codes, bad_order)),
+        "option_order",
+        "not a permutation of the option letters",
+    )
     order_len = np.array([len(u) for u in order_uniques], dtype=np.int64)[order_codes]
-    problems += row_problems(source, np.flatnonzero((order_len > 0) & (order_len != n_options)), "option_order",
-                             "has a different number of options than option_orientation")
+    problems += row_problems(
+        source,
+        np.flatnonzero((order_len > 0) & (order_len != n_options)),
+        "option_order",
+        "has a different number of options than option_orientation",
+    )
 
     pred_raw, pred_uniques = pd.factorize(frame["prediction"])
     prediction = np.array([letter_code(str(u).strip().upper()) for u in pred_uniques], dtype=np.int64)[pred_raw]
-    problems += row_problems(source, np.flatnonzero(prediction == -2), "prediction",
-                             "not an option letter (leave the cell empty for a refusal or parse failure)")
-    problems += row_problems(source, np.flatnonzero(prediction >= n_options), "prediction",
-                             "letter outside the presented options")
+    problems += row_problems(
+        source,
+        np.flatnonzero(prediction == -2),
+        "prediction",
+        "not an option letter (leave the cell empty for a refusal or parse failure)",
+    )
+    problems += row_problems(
+        source, np.flatnonzero(prediction >= n_options), "prediction", "letter outside the presented options"
+    )
     if problems:
         raise InputError(problems)
 
@@ -123,12 +160,22 @@ def prepare_gender_probe(frame: pd.DataFrame, source: str = "<table>") -> ProbeR
     for c in range(n_combo):
         orientation = orient_uniques[orient_codes[rep[c]]]
         order = order_uniques[order_codes[rep[c]]] or letters(len(orientation))
-        table[c, :len(orientation)] = [ORIENTED.index(o) if o in ORIENTED else 3 + ord(order[i]) - ord("A")
-                                       for i, o in enumerate(orientation)]
+        table[c, : len(orientation)] = [
+            ORIENTED.index(o) if o in ORIENTED else 3 + ord(order[i]) - ord("A") for i, o in enumerate(orientation)
+        ]
     content = np.where(prediction >= 0, table[combo, np.maximum(prediction, 0)], -1)
-    return ProbeResponses(source=source, models=models, questions=questions, categories=categories, model=model,
-                          question=question, category=category, voice=voice, content=content,
-                          n_contents=3 + max_options)
+    return ProbeResponses(
+        source=source,
+        models=models,
+        questions=questions,
+        categories=categories,
+        model=model,
+        question=question,
+        category=category,
+        voice=voice,
+        content=content,
+        n_contents=3 + max_options,
+    )
 
 
 @dataclass
@@ -153,13 +200,21 @@ def parse_backbones(specs: list[str] | None) -> dict[str, str]:
     return pairs
 
 
-def compute_gender_probe(data: ProbeResponses, backbones: dict[str, str] | None = None, failures_as_category: bool = False,
-                         n_resamples: int = 0, seed: int = DEFAULT_SEED, progress: Progress | None = None) -> GenderProbeMetrics:
+def compute_gender_probe(
+    data: ProbeResponses,
+    backbones: dict[str, str] | None = None,
+    failures_as_category: bool = False,
+    n_resamples: int = 0,
+    seed: int = DEFAULT_SEED,
+    progress: Progress | None = None,
+) -> GenderProbeMetrics:
     backbones = backbones or {}
     unknown = [m for pair in backbones.items() for m in pair if m not in data.models]
     if unknown:
-        raise SpokenBenchError(f"--backbone names model(s) not in {data.source}: {', '.join(sorted(set(unknown)))} "
-                               f"(models in the file: {', '.join(data.models)})")
+        raise SpokenBenchError(
+            f"--backbone names model(s) not in {data.source}: {', '.join(sorted(set(unknown)))} "
+            f"(models in the file: {', '.join(data.models)})"
+        )
     c = data.n_contents + (1 if failures_as_category else 0)
     content = np.where(data.content >= 0, data.content, data.n_contents) if failures_as_category else data.content
     counted = content >= 0
@@ -218,9 +273,15 @@ def compute_gender_probe(data: ProbeResponses, backbones: dict[str, str] | None 
 
     def finalize(s: np.ndarray) -> dict[str, np.ndarray]:
         kappa, agreement = cohen_kappa_from_tables(columns.get(s, "table").reshape(-1, c, c))
-        return {"J": columns.mean(s, "J"), "delta": columns.mean(s, "delta"),
-                "neutral_rate": columns.get(s, "neutral") / columns.get(s, "rows"), "kappa": kappa, "agreement": agreement,
-                "male_rate": columns.mean(s, "male_rate"), "female_rate": columns.mean(s, "female_rate")}
+        return {
+            "J": columns.mean(s, "J"),
+            "delta": columns.mean(s, "delta"),
+            "neutral_rate": columns.get(s, "neutral") / columns.get(s, "rows"),
+            "kappa": kappa,
+            "agreement": agreement,
+            "male_rate": columns.mean(s, "male_rate"),
+            "female_rate": columns.mean(s, "female_rate"),
+        }
 
     with np.errstate(invalid="ignore", divide="ignore"):
         point = finalize(sums)
@@ -231,36 +292,54 @@ def compute_gender_probe(data: ProbeResponses, backbones: dict[str, str] | None 
         used = (tables[u].sum(axis=0) + tables[u].sum(axis=1)) > 0
         bowker.append(bowker_symmetry(tables[u][np.ix_(used, used)]) if tables[u].sum() > 0 else (np.nan, 0, np.nan))
     unit_backbone = backbone_of_group[unit_group]
-    out = pd.DataFrame({
-        "model": np.asarray(data.models, dtype=object)[g_model[unit_group]],
-        "category": np.asarray(data.categories, dtype=object)[g_category[unit_group]],
-        "n": columns.get(sums, "rows").astype(int),
-        "n_questions": np.bincount(unit, minlength=n_units),
-        "J": point["J"], "J_questions": columns.get(sums, "J#count").astype(int),
-        "delta": point["delta"], "delta_questions": n_d.astype(int), "t_stat": t_stat, "p_value": p_value,
-        "male_rate": point["male_rate"], "female_rate": point["female_rate"],
-        "neutral_rate": point["neutral_rate"],
-        "backbone": [data.models[b] if b >= 0 else "" for b in unit_backbone],
-        "agreement": np.where(unit_backbone >= 0, point["agreement"], np.nan),
-        "kappa": np.where(unit_backbone >= 0, point["kappa"], np.nan),
-        "bowker_stat": [b[0] for b in bowker], "bowker_df": [b[1] for b in bowker], "bowker_p": [b[2] for b in bowker],
-    })
+    out = pd.DataFrame(
+        {
+            "model": np.asarray(data.models, dtype=object)[g_model[unit_group]],
+            "category": np.asarray(data.categories, dtype=object)[g_category[unit_group]],
+            "n": columns.get(sums, "rows").astype(int),
+            "n_questions": np.bincount(unit, minlength=n_units),
+            "J": point["J"],
+            "J_questions": columns.get(sums, "J#count").astype(int),
+            "delta": point["delta"],
+            "delta_questions": n_d.astype(int),
+            "t_stat": t_stat,
+            "p_value": p_value,
+            "male_rate": point["male_rate"],
+            "female_rate": point["female_rate"],
+            "neutral_rate": point["neutral_rate"],
+            "backbone": [data.models[b] if b >= 0 else "" for b in unit_backbone],
+            "agreement": np.where(unit_backbone >= 0, point["agreement"], np.nan),
+            "kappa": np.where(unit_backbone >= 0, point["kappa"], np.nan),
+            "bowker_stat": [b[0] for b in bowker],
+            "bowker_df": [b[1] for b in bowker],
+            "bowker_p": [b[2] for b in bowker],
+        }
+    )
     if n_resamples > 0:
-        intervals = bootstrap_intervals(g_question, unit, n_units, columns.matrix(), finalize, len(data.questions),
-                                        n_resamples, seed, progress)
+        intervals = bootstrap_intervals(
+            g_question, unit, n_units, columns.matrix(), finalize, len(data.questions), n_resamples, seed, progress
+        )
         for name in ("J", "delta", "neutral_rate", "kappa"):
             out[f"{name}_ci_low"] = [ci.get(name, (np.nan, np.nan))[0] for ci in intervals]
             out[f"{name}_ci_high"] = [ci.get(name, (np.nan, np.nan))[1] for ci in intervals]
         for name in ("kappa_ci_low", "kappa_ci_high"):
             out[name] = np.where(unit_backbone >= 0, out[name], np.nan)
-    per_question = pd.DataFrame({
-        "model": np.asarray(data.models, dtype=object)[g_model],
-        "category": np.asarray(data.categories, dtype=object)[g_category],
-        "question_id": np.asarray(data.questions, dtype=object)[g_question],
-        "n": rows_per_group, "J": overlap, "p_male_voice_M": np.where(male_den > 0, p_male_m, np.nan),
-        "p_female_voice_F": np.where(female_den > 0, p_female_f, np.nan), "delta": difference,
-        "neutral_or_refusal": neutral_per_group.astype(int),
-    }).sort_values(["model", "category", "question_id"], kind="stable").reset_index(drop=True)
+    per_question = (
+        pd.DataFrame(
+            {
+                "model": np.asarray(data.models, dtype=object)[g_model],
+                "category": np.asarray(data.categories, dtype=object)[g_category],
+                "question_id": np.asarray(data.questions, dtype=object)[g_question],
+                "n": rows_per_group,
+                "J": overlap,
+                "p_male_voice_M": np.where(male_den > 0, p_male_m, np.nan),
+                "p_female_voice_F": np.where(female_den > 0, p_female_f, np.nan),
+                "delta": difference,
+                "neutral_or_refusal": neutral_per_group.astype(int),
+            }
+        )
+        .sort_values(["model", "category", "question_id"], kind="stable")
+        .reset_index(drop=True)
+    )
     out = out.sort_values(["model", "category"], kind="stable").reset_index(drop=True)
     return GenderProbeMetrics(table=out, per_question=per_question, bootstrap_resamples=n_resamples, seed=seed)
-

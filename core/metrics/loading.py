@@ -3,6 +3,7 @@
 Every cell comes back as a stripped string and a missing value as "", so validation has one kind of
 value to look at, whatever the format stored. Problems with the file itself (wrong format, bad encoding,
 ragged rows, no rows) become an `InputError` naming the file and, where known, the row."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,8 +21,21 @@ def read_responses_file(path: str | Path) -> pd.DataFrame:
 
 
 # Columns of the project's responses export that describe the run or the raw answer, not a condition
-PROJECT_BOOKKEEPING_COLUMNS = ("response_id", "run_id", "run_name", "item_id", "category", "mapped_option", "parse_status",
-                               "raw_text", "latency_ms", "input_tokens", "output_tokens", "error", "created_at")
+PROJECT_BOOKKEEPING_COLUMNS = (
+    "response_id",
+    "run_id",
+    "run_name",
+    "item_id",
+    "category",
+    "mapped_option",
+    "parse_status",
+    "raw_text",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "error",
+    "created_at",
+)
 
 
 def load_project_responses(project_path: str | Path, kind: str = "mcq") -> pd.DataFrame:
@@ -40,7 +54,11 @@ def load_project_responses(project_path: str | Path, kind: str = "mcq") -> pd.Da
     frame = frame[probes if kind == "gender-probe" else ~probes]
     if frame.empty:
         raise SpokenBenchError(f"{project_path}: the project has no {kind} responses yet")
-    dropped = [c for c in PROJECT_BOOKKEEPING_COLUMNS if c in frame.columns and not (kind == "gender-probe" and c == "category")]
+    dropped = [
+        c
+        for c in PROJECT_BOOKKEEPING_COLUMNS
+        if c in frame.columns and not (kind == "gender-probe" and c == "category")
+    ]
     return as_clean_strings(frame.drop(columns=dropped)).reset_index(drop=True)
 
 

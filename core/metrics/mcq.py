@@ -5,6 +5,7 @@ Per-question values are kept (one entry per (model, question) group) so that sum
 the question-level bootstrap all start from the same arrays. Parse failures count as incorrect for
 accuracy and are left out of entropy, APES and κ, unless `failures_as_category` makes them a category of
 their own."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,9 @@ class McqMetrics:
         return self.data.models
 
 
-def compute_mcq_metrics(data: McqResponses, failures_as_category: bool = False,
-                        kappa_nesting: str = "within") -> McqMetrics:
+def compute_mcq_metrics(
+    data: McqResponses, failures_as_category: bool = False, kappa_nesting: str = "within"
+) -> McqMetrics:
     if kappa_nesting not in KAPPA_NESTING_MODES:
         raise ValueError(f"kappa_nesting must be one of {KAPPA_NESTING_MODES}")
     n_groups = data.n_groups
@@ -67,13 +69,22 @@ def compute_mcq_metrics(data: McqResponses, failures_as_category: bool = False,
     group_failures = np.bincount(data.group, weights=~data.valid, minlength=n_groups)
 
     g_used, c_used = data.group[used], category[used]
-    counts = np.bincount(g_used * n_categories + c_used, minlength=n_groups * n_categories).reshape(n_groups, n_categories)
+    counts = np.bincount(g_used * n_categories + c_used, minlength=n_groups * n_categories).reshape(
+        n_groups, n_categories
+    )
     entropy = normalized_entropy(counts, base[np.arange(n_groups)] if np.ndim(base) else base)
 
     factors = {f: _factor_result(data, f, category, used, n_categories, base, kappa_nesting) for f in data.factors}
-    return McqMetrics(data=data, failures_as_category=failures_as_category, kappa_nesting=kappa_nesting,
-                      group_rows=group_rows, group_correct=group_correct, group_failures=group_failures,
-                      entropy=entropy, factors=factors)
+    return McqMetrics(
+        data=data,
+        failures_as_category=failures_as_category,
+        kappa_nesting=kappa_nesting,
+        group_rows=group_rows,
+        group_correct=group_correct,
+        group_failures=group_failures,
+        entropy=entropy,
+        factors=factors,
+    )
 
 
 def answer_categories(data: McqResponses, failures_as_category: bool):
@@ -109,7 +120,9 @@ def _factor_result(data: McqResponses, factor: str, category, used, n_categories
     first = representative_row(pair, n_pairs)
     pair_group = data.group[used][first]
     pair_level = level[used][first]
-    counts = np.bincount(pair * n_categories + category[used], minlength=n_pairs * n_categories).reshape(n_pairs, n_categories)
+    counts = np.bincount(pair * n_categories + category[used], minlength=n_pairs * n_categories).reshape(
+        n_pairs, n_categories
+    )
     h_pairs = normalized_entropy(counts, base[pair_group])
     n_levels = np.bincount(pair_group, minlength=n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -121,8 +134,9 @@ def _factor_result(data: McqResponses, factor: str, category, used, n_categories
     rows = np.flatnonzero(used)
     item_row, _ = combine(data.group[rows], *[data.factor_codes[f][rows] for f in item_factors])
     cell_row, n_cells = combine(item_row, level[rows])
-    cell_counts = np.bincount(cell_row * n_categories + category[rows],
-                              minlength=n_cells * n_categories).reshape(n_cells, n_categories)
+    cell_counts = np.bincount(cell_row * n_categories + category[rows], minlength=n_cells * n_categories).reshape(
+        n_cells, n_categories
+    )
     modal = cell_counts.argmax(axis=1)  # first maximum = alphabetically first letter on ties
     cell_first = representative_row(cell_row, n_cells)
     cell_item = item_row[cell_first]
@@ -133,15 +147,25 @@ def _factor_result(data: McqResponses, factor: str, category, used, n_categories
     item_group = data.group[rows][cell_first][item_first_cell]
     kappa, kappa_items = fleiss_kappa_by_group(item_group, item_counts, n_groups)
 
-    return FactorResult(factor=factor, kappa_item_factors=item_factors, level_entropy=level_entropy, apes=apes,
-                        kappa=kappa, kappa_items=kappa_items, level_group=pair_group, level_code=pair_level,
-                        level_entropy_pairs=h_pairs)
+    return FactorResult(
+        factor=factor,
+        kappa_item_factors=item_factors,
+        level_entropy=level_entropy,
+        apes=apes,
+        kappa=kappa,
+        kappa_items=kappa_items,
+        level_group=pair_group,
+        level_code=pair_level,
+        level_entropy_pairs=h_pairs,
+    )
 
 
 # ---------------------------------------------------------------- per-model summaries
 
 
-def mean_by_model(metrics: McqMetrics, values: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def mean_by_model(
+    metrics: McqMetrics, values: np.ndarray, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean over a model's questions of a per-group value, skipping NaN; and how many questions counted."""
     data = metrics.data
     defined = ~np.isnan(values)
@@ -172,8 +196,15 @@ def model_summary(metrics: McqMetrics) -> pd.DataFrame:
     correct = np.bincount(gm, weights=metrics.group_correct, minlength=n_models)
     failures = np.bincount(gm, weights=metrics.group_failures, minlength=n_models)
     questions = np.bincount(gm, minlength=n_models)
-    out = pd.DataFrame({"model": data.models, "n": rows.astype(int), "n_questions": questions,
-                        "accuracy": correct / rows, "parse_failure_rate": failures / rows})
+    out = pd.DataFrame(
+        {
+            "model": data.models,
+            "n": rows.astype(int),
+            "n_questions": questions,
+            "accuracy": correct / rows,
+            "parse_failure_rate": failures / rows,
+        }
+    )
     out["entropy_mean"], _ = mean_by_model(metrics, metrics.entropy)
     q = quantiles_by_model(metrics, metrics.entropy)
     out["entropy_median"] = q[:, 1]
@@ -219,8 +250,9 @@ def accuracy_cross_table(data: McqResponses, column_factor: str) -> pd.DataFrame
     table = table.sort_values(sort_keys, kind="stable").reset_index(drop=True)
     if len(levels) == 2:
         a, b = levels
-        wide = table.pivot_table(index=["model"] + row_factors, columns=column_factor, values="accuracy_pct",
-                                 observed=True, aggfunc="first")
+        wide = table.pivot_table(
+            index=["model"] + row_factors, columns=column_factor, values="accuracy_pct", observed=True, aggfunc="first"
+        )
         if a in wide.columns and b in wide.columns:
             delta = (wide[a] - wide[b]).rename(f"delta_{a}_minus_{b}_pct").reset_index()
             table = table.merge(delta, on=["model"] + row_factors, how="left")
@@ -239,13 +271,17 @@ def level_entropy_by_level(metrics: McqMetrics) -> pd.DataFrame:
         count = np.bincount(key[defined], minlength=size)
         total = np.bincount(key[defined], weights=result.level_entropy_pairs[defined], minlength=size)
         present = np.flatnonzero(count > 0)
-        frames.append(pd.DataFrame({
-            "model": np.asarray(data.models, dtype=object)[present // len(data.factor_levels[f])],
-            "variable": f,
-            "level": np.asarray(data.factor_levels[f], dtype=object)[present % len(data.factor_levels[f])],
-            "n_questions": count[present],
-            "mean_entropy": total[present] / count[present],
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": np.asarray(data.models, dtype=object)[present // len(data.factor_levels[f])],
+                    "variable": f,
+                    "level": np.asarray(data.factor_levels[f], dtype=object)[present % len(data.factor_levels[f])],
+                    "n_questions": count[present],
+                    "mean_entropy": total[present] / count[present],
+                }
+            )
+        )
     if not frames:
         return pd.DataFrame(columns=["model", "variable", "level", "n_questions", "mean_entropy"])
     return pd.concat(frames, ignore_index=True)
@@ -256,18 +292,31 @@ def entropy_cs_ca(metrics: McqMetrics) -> pd.DataFrame:
     question entropy ('all') and the level entropy of each factor; Δ = CS − CA."""
     data = metrics.data
     if not (data.group_cultural_label >= 0).any():
-        return pd.DataFrame(columns=["model", "variable", "question_subset", "n_questions", "mean_entropy", "delta_cs_minus_ca"])
+        return pd.DataFrame(
+            columns=["model", "variable", "question_subset", "n_questions", "mean_entropy", "delta_cs_minus_ca"]
+        )
     series = [("all", metrics.entropy)] + [(f, r.level_entropy) for f, r in metrics.factors.items()]
     frames = []
     for name, values in series:
         cs, n_cs = mean_by_model(metrics, values, data.group_cultural_label == 1)
         ca, n_ca = mean_by_model(metrics, values, data.group_cultural_label == 0)
         for subset, mean, n in (("cs", cs, n_cs), ("ca", ca, n_ca)):
-            frames.append(pd.DataFrame({"model": data.models, "variable": name, "question_subset": subset,
-                                        "n_questions": n, "mean_entropy": mean, "delta_cs_minus_ca": cs - ca}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": data.models,
+                        "variable": name,
+                        "question_subset": subset,
+                        "n_questions": n,
+                        "mean_entropy": mean,
+                        "delta_cs_minus_ca": cs - ca,
+                    }
+                )
+            )
     out = pd.concat(frames, ignore_index=True)
-    return out.sort_values(["model", "variable", "question_subset"], ascending=[True, True, False],
-                           kind="stable").reset_index(drop=True)
+    return out.sort_values(
+        ["model", "variable", "question_subset"], ascending=[True, True, False], kind="stable"
+    ).reset_index(drop=True)
 
 
 def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
@@ -285,22 +334,39 @@ def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
                     continue
                 apes, n = mean_by_model(sub_metrics, result.apes)
                 kappa, _ = mean_by_model(sub_metrics, result.kappa)
-                frames.append(pd.DataFrame({"model": subset.models, "variable": f, "stratum_factor": stratum,
-                                            "stratum_level": level, "n_questions": n, "apes": apes, "fleiss_kappa": kappa}))
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "model": subset.models,
+                            "variable": f,
+                            "stratum_factor": stratum,
+                            "stratum_level": level,
+                            "n_questions": n,
+                            "apes": apes,
+                            "fleiss_kappa": kappa,
+                        }
+                    )
+                )
     if not frames:
-        return pd.DataFrame(columns=["model", "variable", "stratum_factor", "stratum_level", "n_questions", "apes", "fleiss_kappa"])
+        return pd.DataFrame(
+            columns=["model", "variable", "stratum_factor", "stratum_level", "n_questions", "apes", "fleiss_kappa"]
+        )
     return pd.concat(frames, ignore_index=True)
 
 
 def per_question_table(metrics: McqMetrics) -> pd.DataFrame:
     """Every per-question value, one row per (model, question)."""
     data = metrics.data
-    out = pd.DataFrame({
-        "model": np.asarray(data.models, dtype=object)[data.group_model],
-        "question_id": np.asarray(data.questions, dtype=object)[data.group_question],
-        "n": metrics.group_rows, "accuracy": metrics.group_correct / metrics.group_rows,
-        "parse_failures": metrics.group_failures.astype(int), "entropy": metrics.entropy,
-    })
+    out = pd.DataFrame(
+        {
+            "model": np.asarray(data.models, dtype=object)[data.group_model],
+            "question_id": np.asarray(data.questions, dtype=object)[data.group_question],
+            "n": metrics.group_rows,
+            "accuracy": metrics.group_correct / metrics.group_rows,
+            "parse_failures": metrics.group_failures.astype(int),
+            "entropy": metrics.entropy,
+        }
+    )
     if (data.group_cultural_label >= 0).any():
         out.insert(2, "cultural_label", np.array(["", "CA", "CS"], dtype=object)[data.group_cultural_label + 1])
     for f, result in metrics.factors.items():
@@ -317,13 +383,30 @@ def _subset(data: McqResponses, rows: np.ndarray) -> McqResponses:
     idx = np.flatnonzero(rows)
     group, n_groups = combine(data.model[idx], data.question[idx])
     first = representative_row(group, n_groups)
-    row_fields = ("model", "question", "answer", "prediction", "chosen", "gold_position", "n_options", "is_identity",
-                  "is_reversed", "is_cyclic", "order_code", "cultural_label")
+    row_fields = (
+        "model",
+        "question",
+        "answer",
+        "prediction",
+        "chosen",
+        "gold_position",
+        "n_options",
+        "is_identity",
+        "is_reversed",
+        "is_cyclic",
+        "order_code",
+        "cultural_label",
+    )
     changes = {name: getattr(data, name)[idx] for name in row_fields}
     changes["subject"] = data.subject[idx] if data.subject is not None else None
     changes["factor_codes"] = {f: c[idx] for f, c in data.factor_codes.items()}
-    changes.update(group=group, group_model=data.model[idx][first], group_question=data.question[idx][first],
-                   group_n_options=data.n_options[idx][first], group_cultural_label=data.cultural_label[idx][first])
+    changes.update(
+        group=group,
+        group_model=data.model[idx][first],
+        group_question=data.question[idx][first],
+        group_n_options=data.n_options[idx][first],
+        group_cultural_label=data.cultural_label[idx][first],
+    )
     # `dependencies` is carried over: nesting is judged on the full table, so a stratum cannot make
     # unrelated factors look nested
     return replace(data, **changes)

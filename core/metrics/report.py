@@ -1,5 +1,6 @@
 """`report`: every table (CSV, Markdown, LaTeX) and figure (PNG, SVG) for a responses table, in one folder,
 with an index (README.md) saying what each file holds and what was skipped and why."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,10 +30,18 @@ class Report:
     skipped: list[str] = field(default_factory=list)
 
 
-def write_report(source: str | Path | pd.DataFrame, out_dir: str | Path, *, kind: str | None = None,
-                 factors: list[str] | None = None, backbones: list[str] | dict[str, str] | None = None,
-                 n_resamples: int = DEFAULT_REPORT_RESAMPLES, seed: int = DEFAULT_SEED,
-                 failures_as_category: bool = False, progress: Progress | None = None) -> Report:
+def write_report(
+    source: str | Path | pd.DataFrame,
+    out_dir: str | Path,
+    *,
+    kind: str | None = None,
+    factors: list[str] | None = None,
+    backbones: list[str] | dict[str, str] | None = None,
+    n_resamples: int = DEFAULT_REPORT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    failures_as_category: bool = False,
+    progress: Progress | None = None,
+) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
     `out_dir` (created if needed; files of the same names are replaced)."""
     progress = progress or no_progress()
@@ -46,18 +55,35 @@ def write_report(source: str | Path | pd.DataFrame, out_dir: str | Path, *, kind
     report = Report(out_dir=out_dir, kind=kind)
     progress.report(0, None, "computing metrics")
     if kind == "mcq":
-        analysis = analyze_mcq(frame, factors, source=name, failures_as_category=failures_as_category,
-                               n_resamples=n_resamples, seed=seed, progress=progress)
+        analysis = analyze_mcq(
+            frame,
+            factors,
+            source=name,
+            failures_as_category=failures_as_category,
+            n_resamples=n_resamples,
+            seed=seed,
+            progress=progress,
+        )
         progress.check_cancelled()
         _mcq_tables(analysis, report)
         progress.check_cancelled()
         _figures(figures.mcq_figures(analysis), report, MCQ_FIGURE_NOTES)
     else:
-        metrics = analyze_gender_probe(frame, backbones, source=name, failures_as_category=failures_as_category,
-                                       n_resamples=n_resamples, seed=seed, progress=progress)
+        metrics = analyze_gender_probe(
+            frame,
+            backbones,
+            source=name,
+            failures_as_category=failures_as_category,
+            n_resamples=n_resamples,
+            seed=seed,
+            progress=progress,
+        )
         _gender_tables(metrics, report)
-        _figures({"fig_gender_probe": figures.gender_probe_panel(metrics)}, report,
-                 {"fig_gender_probe": "J, Δ and ν per model and category with 95% bootstrap intervals"})
+        _figures(
+            {"fig_gender_probe": figures.gender_probe_panel(metrics)},
+            report,
+            {"fig_gender_probe": "J, Δ and ν per model and category with 95% bootstrap intervals"},
+        )
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
     return report
@@ -79,10 +105,22 @@ MCQ_FIGURE_SKIP_REASONS = {
 }
 
 
-def _add(report: Report, frame: pd.DataFrame, stem: str, description: str, display: pd.DataFrame | None = None,
-         csv_only: bool = False) -> None:
-    report.files += write_table(frame, report.out_dir, stem, caption=description, display=display,
-                                formats=("csv",) if csv_only else ("csv", "md", "tex"))
+def _add(
+    report: Report,
+    frame: pd.DataFrame,
+    stem: str,
+    description: str,
+    display: pd.DataFrame | None = None,
+    csv_only: bool = False,
+) -> None:
+    report.files += write_table(
+        frame,
+        report.out_dir,
+        stem,
+        caption=description,
+        display=display,
+        formats=("csv",) if csv_only else ("csv", "md", "tex"),
+    )
     report.entries.append((stem, description + (" (CSV only)" if csv_only else "")))
 
 
@@ -105,8 +143,18 @@ def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) 
 
 def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
     data, summary, selection = analysis.data, analysis.summary, analysis.selection
-    columns = ["model", "n", "n_questions", "accuracy", "parse_failure_rate", "entropy_mean", "entropy_median",
-               "entropy_iqr", "rsd", "ckld"]
+    columns = [
+        "model",
+        "n",
+        "n_questions",
+        "accuracy",
+        "parse_failure_rate",
+        "entropy_mean",
+        "entropy_median",
+        "entropy_iqr",
+        "rsd",
+        "ckld",
+    ]
     overview = summary[columns].copy()
     for column, key in (("accuracy", "accuracy"), ("entropy_mean", "entropy_mean"), ("rsd", "rsd"), ("ckld", "ckld")):
         _with_ci(overview, analysis, column, key)
@@ -116,38 +164,57 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
     for m, model in enumerate(data.models):
         for f, result in analysis.metrics.factors.items():
             ci = analysis.intervals[m] if analysis.intervals else {}
-            rows.append({"model": model, "factor": f, "level_entropy": summary[f"level_entropy[{f}]"].iloc[m],
-                         "apes": summary[f"apes[{f}]"].iloc[m],
-                         "apes_ci_low": ci.get(f"apes[{f}]", (np.nan, np.nan))[0],
-                         "apes_ci_high": ci.get(f"apes[{f}]", (np.nan, np.nan))[1],
-                         "fleiss_kappa": summary[f"kappa[{f}]"].iloc[m],
-                         "fleiss_kappa_ci_low": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[0],
-                         "fleiss_kappa_ci_high": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[1],
-                         "kappa_questions_defined": int(summary[f"kappa_defined[{f}]"].iloc[m]),
-                         "kappa_questions_undefined": int(summary[f"kappa_undefined[{f}]"].iloc[m]),
-                         "kappa_item_factors": "+".join(result.kappa_item_factors) or "(none)"})
+            rows.append(
+                {
+                    "model": model,
+                    "factor": f,
+                    "level_entropy": summary[f"level_entropy[{f}]"].iloc[m],
+                    "apes": summary[f"apes[{f}]"].iloc[m],
+                    "apes_ci_low": ci.get(f"apes[{f}]", (np.nan, np.nan))[0],
+                    "apes_ci_high": ci.get(f"apes[{f}]", (np.nan, np.nan))[1],
+                    "fleiss_kappa": summary[f"kappa[{f}]"].iloc[m],
+                    "fleiss_kappa_ci_low": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[0],
+                    "fleiss_kappa_ci_high": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[1],
+                    "kappa_questions_defined": int(summary[f"kappa_defined[{f}]"].iloc[m]),
+                    "kappa_questions_undefined": int(summary[f"kappa_undefined[{f}]"].iloc[m]),
+                    "kappa_item_factors": "+".join(result.kappa_item_factors) or "(none)",
+                }
+            )
     if rows:
         factor_table = pd.DataFrame(rows)
         if not analysis.intervals:
             factor_table = factor_table.drop(columns=[c for c in factor_table.columns if "_ci_" in c])
-        _add(report, factor_table, "robustness_by_factor",
-             "Level entropy, APES and Fleiss' κ per model and factor (BiasInEar Eqs. 2-3, App. C.4)")
+        _add(
+            report,
+            factor_table,
+            "robustness_by_factor",
+            "Level entropy, APES and Fleiss' κ per model and factor (BiasInEar Eqs. 2-3, App. C.4)",
+        )
     else:
         report.skipped.append("robustness_by_factor: no factor columns")
 
     if data.factors:
-        long = pd.concat([mcq.accuracy_by(data, [f]).rename(columns={f: "level"}).assign(factor=f) for f in data.factors],
-                         ignore_index=True)[["model", "factor", "level", "n", "accuracy", "parse_failure_rate"]]
+        long = pd.concat(
+            [mcq.accuracy_by(data, [f]).rename(columns={f: "level"}).assign(factor=f) for f in data.factors],
+            ignore_index=True,
+        )[["model", "factor", "level", "n", "accuracy", "parse_failure_rate"]]
         _add(report, long, "accuracy_by_factor_level", "Accuracy and parse-failure rate per factor level")
         for f in data.factors:
             table = mcq.accuracy_cross_table(data, f)
-            _add(report, table, f"accuracy_by_{f}",
-                 f"Accuracy (%) by {f} across the other factors (BiasInEar Tables 6, 11-20)",
-                 display=_wide_cross_table(table, f))
+            _add(
+                report,
+                table,
+                f"accuracy_by_{f}",
+                f"Accuracy (%) by {f} across the other factors (BiasInEar Tables 6, 11-20)",
+                display=_wide_cross_table(table, f),
+            )
     if data.subject is not None:
-        frame = pd.DataFrame({"model": data.model, "subject": data.subject, "correct": data.correct, "failed": ~data.valid})
-        table = frame.groupby(["model", "subject"], sort=True).agg(n=("correct", "size"), accuracy=("correct", "mean"),
-                                                                   parse_failure_rate=("failed", "mean"))
+        frame = pd.DataFrame(
+            {"model": data.model, "subject": data.subject, "correct": data.correct, "failed": ~data.valid}
+        )
+        table = frame.groupby(["model", "subject"], sort=True).agg(
+            n=("correct", "size"), accuracy=("correct", "mean"), parse_failure_rate=("failed", "mean")
+        )
         table = table.reset_index()
         table["model"] = np.asarray(data.models, dtype=object)[table["model"]]
         table["subject"] = np.asarray(data.subjects, dtype=object)[table["subject"]]
@@ -159,31 +226,69 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
     else:
         report.skipped.append("entropy_cs_ca: no cultural_label column")
     if data.factors:
-        _add(report, mcq.level_entropy_by_level(analysis.metrics), "level_entropy_by_level",
-             "Mean level entropy per factor level (BiasInEar Table 22)")
+        _add(
+            report,
+            mcq.level_entropy_by_level(analysis.metrics),
+            "level_entropy_by_level",
+            "Mean level entropy per factor level (BiasInEar Table 22)",
+        )
         strata = mcq.apes_by_stratum(analysis.metrics)
         if len(strata):
-            _add(report, strata, "apes_by_stratum", "APES and κ of each factor within each level of another (BiasInEar Table 21)")
+            _add(
+                report,
+                strata,
+                "apes_by_stratum",
+                "APES and κ of each factor within each level of another (BiasInEar Table 21)",
+            )
 
     positions = []
     for m, model in enumerate(data.models):
         row = selection.per_model.iloc[m]
         for p in selection.positions:
-            positions.append({"model": model, "gold_position": p, "accuracy": row[f"accuracy_gold_{p}"],
-                              "delta_accuracy_vs_original": row[f"delta_accuracy_gold_{p}"],
-                              "predicted_share": row[f"predicted_share_{p}"], "gold_share": row[f"gold_share_{p}"]})
-    _add(report, pd.DataFrame(positions), "selection_bias_by_position",
-         f"Accuracy by gold position, Δ vs the original order ({selection.comparison_rows}), predicted and gold shares (Hearing the Order)")
-    _add(report, selection.voting, "permutation_voting",
-         "Accuracy, RSD and CKLD in the original order and after majority voting over cyclic / full permutations (Hearing the Order Table 3)")
+            positions.append(
+                {
+                    "model": model,
+                    "gold_position": p,
+                    "accuracy": row[f"accuracy_gold_{p}"],
+                    "delta_accuracy_vs_original": row[f"delta_accuracy_gold_{p}"],
+                    "predicted_share": row[f"predicted_share_{p}"],
+                    "gold_share": row[f"gold_share_{p}"],
+                }
+            )
+    _add(
+        report,
+        pd.DataFrame(positions),
+        "selection_bias_by_position",
+        f"Accuracy by gold position, Δ vs the original order ({selection.comparison_rows}), predicted and gold shares (Hearing the Order)",
+    )
+    _add(
+        report,
+        selection.voting,
+        "permutation_voting",
+        "Accuracy, RSD and CKLD in the original order and after majority voting over cyclic / full permutations (Hearing the Order Table 3)",
+    )
     ranks = selection.ranking.pivot(index="model", columns="setting", values="rank")
     ranks = ranks[list(dict.fromkeys(selection.ranking["setting"]))].reset_index()
     ranks.columns.name = None
-    _add(report, selection.ranking, "model_ranking", "Model ranks (1 = most accurate) per setting (Hearing the Order Fig. 3)",
-         display=ranks)
-    _add(report, selection.kendall_tau, "ranking_kendall_tau", "Kendall's τ-b of each setting's accuracies against the original order")
-    _add(report, selection.mcnemar, "mcnemar_original_vs_reversed",
-         "Exact McNemar test of correctness, original vs reversed option order (pairs: same question and configuration)")
+    _add(
+        report,
+        selection.ranking,
+        "model_ranking",
+        "Model ranks (1 = most accurate) per setting (Hearing the Order Fig. 3)",
+        display=ranks,
+    )
+    _add(
+        report,
+        selection.kendall_tau,
+        "ranking_kendall_tau",
+        "Kendall's τ-b of each setting's accuracies against the original order",
+    )
+    _add(
+        report,
+        selection.mcnemar,
+        "mcnemar_original_vs_reversed",
+        "Exact McNemar test of correctness, original vs reversed option order (pairs: same question and configuration)",
+    )
     _add(report, mcq.per_question_table(analysis.metrics), "per_question", "Every per-question value", csv_only=True)
 
 
@@ -201,15 +306,33 @@ def _wide_cross_table(table: pd.DataFrame, factor: str) -> pd.DataFrame:
 
 
 def _gender_tables(metrics: GenderProbeMetrics, report: Report) -> None:
-    _add(report, metrics.table, "gender_probe",
-         "Gender probes per model and category: J, Δ (t-test), ν, Cohen's κ and Bowker's test against the backbone")
-    _add(report, metrics.per_question, "gender_probe_per_question", "Per-question J, preference rates and Δ", csv_only=True)
+    _add(
+        report,
+        metrics.table,
+        "gender_probe",
+        "Gender probes per model and category: J, Δ (t-test), ν, Cohen's κ and Bowker's test against the backbone",
+    )
+    _add(
+        report,
+        metrics.per_question,
+        "gender_probe_per_question",
+        "Per-question J, preference rates and Δ",
+        csv_only=True,
+    )
 
 
 def _write_index(report: Report, source: str, n_resamples: int, seed: int) -> None:
-    lines = ["# SpokenBench metrics report", "", f"- source: `{source}`", f"- kind: {report.kind}",
-             f"- bootstrap: {n_resamples} question-level resamples, seed {seed}" if n_resamples else "- bootstrap: off",
-             "- definitions: docs/metrics.md in the SpokenBench repository", "", "## Files", ""]
+    lines = [
+        "# SpokenBench metrics report",
+        "",
+        f"- source: `{source}`",
+        f"- kind: {report.kind}",
+        f"- bootstrap: {n_resamples} question-level resamples, seed {seed}" if n_resamples else "- bootstrap: off",
+        "- definitions: docs/metrics.md in the SpokenBench repository",
+        "",
+        "## Files",
+        "",
+    ]
     for stem, description in report.entries:
         lines.append(f"- `{stem}`: {description}")
     if report.skipped:

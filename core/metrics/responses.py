@@ -3,9 +3,11 @@
 One row per model answer. Letters are turned into codes once; `chosen` is the original option the model
 picked (through `option_order`), `gold_position` the presented position of the gold answer. Every metric
 works on these arrays. Bad input is reported all at once as an `InputError` (file, row, column)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
@@ -96,8 +98,16 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     problems: list[InputProblem] = []
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError([InputProblem(file=source, column=c, message="required column is missing "
-                                       f"(the file has: {', '.join(map(str, frame.columns))})") for c in missing])
+        raise InputError(
+            [
+                InputProblem(
+                    file=source,
+                    column=c,
+                    message=f"required column is missing (the file has: {', '.join(map(str, frame.columns))})",
+                )
+                for c in missing
+            ]
+        )
     chosen_factors, ignored = _resolve_factors(frame, factors, source)
     n = len(frame)
     if n == 0:
@@ -108,7 +118,9 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
         problems += row_problems(source, empty, column, "empty value")
     for f in chosen_factors:
         empty = np.flatnonzero((frame[f] == "").to_numpy(dtype=bool))
-        problems += row_problems(source, empty, f, "empty factor level; fill it in or leave the factor out with --factors")
+        problems += row_problems(
+            source, empty, f, "empty factor level; fill it in or leave the factor out with --factors"
+        )
     if problems:
         raise InputError(problems)
 
@@ -130,11 +142,13 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     bad_perm = [i for i, u in enumerate(order_uniques) if u and (sorted(u) != list(letters(len(u))) or len(u) < 2)]
     if bad_perm:
         rows = np.flatnonzero(np.isin(order_raw, bad_perm))
-        problems += row_problems(source, rows, "option_order",
-                                 "not a permutation of the option letters (expected e.g. 'ABCD' or 'DCBA')")
+        problems += row_problems(
+            source, rows, "option_order", "not a permutation of the option letters (expected e.g. 'ABCD' or 'DCBA')"
+        )
     wrong_len = np.flatnonzero((order_len > 0) & (order_len != n_options))
-    problems += row_problems(source, wrong_len, "option_order",
-                             "has a different number of options than other rows of the same question")
+    problems += row_problems(
+        source, wrong_len, "option_order", "has a different number of options than other rows of the same question"
+    )
     if problems:
         raise InputError(problems)
 
@@ -152,8 +166,9 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     order_code = key_index.astype(np.int64)
     identity = np.array([name == letters(len(name)) for name in order_names])
     reversed_ = np.array([name == letters(len(name))[::-1] for name in order_names])
-    cyclic = np.array([name in {letters(len(name))[i:] + letters(len(name))[:i] for i in range(len(name))}
-                       for name in order_names])
+    cyclic = np.array(
+        [name in {letters(len(name))[i:] + letters(len(name))[:i] for i in range(len(name))} for name in order_names]
+    )
     inverse_table = np.full_like(perm_table, -1)
     for k in range(len(order_names)):
         count = len(order_names[k])
@@ -165,12 +180,21 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     opt_text = "" if has_order else " (the file has no option_order column, so 4 options A-D are assumed)"
     problems += row_problems(source, np.flatnonzero(answer_code == -1), "answer", "empty gold answer")
     problems += row_problems(source, np.flatnonzero(answer_code == -2), "answer", "not an option letter")
-    problems += row_problems(source, np.flatnonzero(answer_code >= n_options), "answer",
-                             "letter outside the question's options" + opt_text)
-    problems += row_problems(source, np.flatnonzero(prediction_code == -2), "prediction",
-                             "not an option letter (leave the cell empty for a parse failure)")
-    problems += row_problems(source, np.flatnonzero(prediction_code >= n_options), "prediction",
-                             "letter outside the presented options" + opt_text)
+    problems += row_problems(
+        source, np.flatnonzero(answer_code >= n_options), "answer", "letter outside the question's options" + opt_text
+    )
+    problems += row_problems(
+        source,
+        np.flatnonzero(prediction_code == -2),
+        "prediction",
+        "not an option letter (leave the cell empty for a parse failure)",
+    )
+    problems += row_problems(
+        source,
+        np.flatnonzero(prediction_code >= n_options),
+        "prediction",
+        "letter outside the presented options" + opt_text,
+    )
     if problems:
         raise InputError(problems)
 
@@ -185,11 +209,22 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
             for r in rows:
                 seen.setdefault(chr(65 + answer_code[r]), int(r) + 1)
             detail = ", ".join(f"{letter} (row {row})" for letter, row in sorted(seen.items(), key=lambda kv: kv[1]))
-            problems.append(InputProblem(file=source, column="answer", row=int(rows[0]) + 1,
-                                         message=f"question '{questions[q]}' has different gold answers: {detail}"))
+            problems.append(
+                InputProblem(
+                    file=source,
+                    column="answer",
+                    row=int(rows[0]) + 1,
+                    message=f"question '{questions[q]}' has different gold answers: {detail}",
+                )
+            )
         if len(bad_questions) > 20:
-            problems.append(InputProblem(file=source, column="answer",
-                                         message=f"... and {len(bad_questions) - 20} more questions with differing gold answers"))
+            problems.append(
+                InputProblem(
+                    file=source,
+                    column="answer",
+                    message=f"... and {len(bad_questions) - 20} more questions with differing gold answers",
+                )
+            )
         raise InputError(problems)
 
     chosen = np.where(prediction_code >= 0, perm_table[order_code, np.maximum(prediction_code, 0)], -1)
@@ -199,18 +234,20 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     cultural = np.full(n, -1, dtype=np.int64)
     if "cultural_label" in frame.columns:
         codes, uniques = normalized_codes(frame["cultural_label"], lambda s: s.strip().upper())
-        mapping = np.array([CULTURAL_LABELS.index(u) if u in CULTURAL_LABELS else (-1 if u == "" else -2)
-                            for u in uniques], dtype=np.int64)
+        mapping = np.array(
+            [CULTURAL_LABELS.index(u) if u in CULTURAL_LABELS else (-1 if u == "" else -2) for u in uniques],
+            dtype=np.int64,
+        )
         cultural = mapping[codes]
-        problems += row_problems(source, np.flatnonzero(cultural == -2), "cultural_label",
-                                 "must be CS, CA or empty")
+        problems += row_problems(source, np.flatnonzero(cultural == -2), "cultural_label", "must be CS, CA or empty")
         if problems:
             raise InputError(problems)
         label_q = cultural[first_row(question, n_questions)]
         differing = np.flatnonzero(cultural != label_q[question])
         if len(differing):
-            raise InputError(row_problems(source, differing, "cultural_label",
-                                          "differs from the first row of the same question"))
+            raise InputError(
+                row_problems(source, differing, "cultural_label", "differs from the first row of the same question")
+            )
 
     subject = None
     subjects: list[str] = []
@@ -222,20 +259,45 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     for f in chosen_factors:
         factor_codes[f], factor_levels[f] = factorize_sorted(frame[f])
 
-    dependencies = frozenset((a, b) for a in chosen_factors for b in chosen_factors
-                             if a != b and determines(factor_codes[a], factor_codes[b]))
+    dependencies = frozenset(
+        (a, b)
+        for a in chosen_factors
+        for b in chosen_factors
+        if a != b and determines(factor_codes[a], factor_codes[b])
+    )
     group, n_groups = combine(model, question)
     first = representative_row(group, n_groups)
 
     return McqResponses(
-        source=source, models=models, questions=questions, factors=chosen_factors, factor_levels=factor_levels,
-        model=model, question=question, factor_codes=factor_codes, answer=answer_code,
-        prediction=prediction_code, chosen=chosen, gold_position=gold_position, n_options=n_options,
-        is_identity=identity[order_code], is_reversed=reversed_[order_code], is_cyclic=cyclic[order_code],
-        order_code=order_code, orders=order_names, cultural_label=cultural, subject=subject, subjects=subjects,
-        group=group, group_model=model[first], group_question=question[first],
-        group_n_options=n_options[first], group_cultural_label=cultural[first], max_options=max_options,
-        ignored_columns=ignored, dependencies=dependencies,
+        source=source,
+        models=models,
+        questions=questions,
+        factors=chosen_factors,
+        factor_levels=factor_levels,
+        model=model,
+        question=question,
+        factor_codes=factor_codes,
+        answer=answer_code,
+        prediction=prediction_code,
+        chosen=chosen,
+        gold_position=gold_position,
+        n_options=n_options,
+        is_identity=identity[order_code],
+        is_reversed=reversed_[order_code],
+        is_cyclic=cyclic[order_code],
+        order_code=order_code,
+        orders=order_names,
+        cultural_label=cultural,
+        subject=subject,
+        subjects=subjects,
+        group=group,
+        group_model=model[first],
+        group_question=question[first],
+        group_n_options=n_options[first],
+        group_cultural_label=cultural[first],
+        max_options=max_options,
+        ignored_columns=ignored,
+        dependencies=dependencies,
     )
 
 
@@ -251,10 +313,19 @@ def _resolve_factors(frame: pd.DataFrame, factors: list[str] | None, source: str
     if factors is not None:
         unknown = [f for f in factors if f not in frame.columns]
         reserved = [f for f in factors if f in KNOWN_COLUMNS and f != "option_order"]
-        problems = [InputProblem(file=source, column=f, message="unknown factor: no such column "
-                                 f"(candidate factor columns: {', '.join(_candidates(frame)) or 'none'})") for f in unknown]
-        problems += [InputProblem(file=source, column=f, message="this column has a fixed meaning and cannot be a factor")
-                     for f in reserved]
+        problems = [
+            InputProblem(
+                file=source,
+                column=f,
+                message="unknown factor: no such column "
+                f"(candidate factor columns: {', '.join(_candidates(frame)) or 'none'})",
+            )
+            for f in unknown
+        ]
+        problems += [
+            InputProblem(file=source, column=f, message="this column has a fixed meaning and cannot be a factor")
+            for f in reserved
+        ]
         if problems:
             raise InputError(problems)
         return list(dict.fromkeys(factors)), {}
@@ -275,4 +346,3 @@ def _resolve_factors(frame: pd.DataFrame, factors: list[str] | None, source: str
 
 def _candidates(frame: pd.DataFrame) -> list[str]:
     return [str(c) for c in frame.columns if c not in KNOWN_COLUMNS]
-

@@ -2,6 +2,7 @@
 order, RSD and CKLD (its Eq. 1), the distribution of predicted positions, majority voting over cyclic and
 full permutations, model rankings across settings, and a paired McNemar test of original vs reversed
 order. Position metrics use presented letters; voting works on original options."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,6 @@ from scipy import stats
 from spokenbench.core.metrics.agreement import exact_mcnemar_p
 from spokenbench.core.metrics.encoding import combine, letters, representative_row
 from spokenbench.core.metrics.responses import McqResponses
-
 
 FACTORIALS = np.array([float(factorial(n)) for n in range(27)])  # orders of n options (float: 26! > int64)
 
@@ -73,8 +73,10 @@ def compute_selection_bias(data: McqResponses) -> SelectionBias:
     group_predicted = _counts(data.group[valid], data.prediction[valid], n_groups, k)
 
     n_models = len(data.models)
-    by_model = lambda a: np.stack([np.bincount(data.group_model, weights=a[:, i], minlength=n_models)
-                                   for i in range(k)], axis=1)
+
+    def by_model(a):
+        return np.stack([np.bincount(data.group_model, weights=a[:, i], minlength=n_models) for i in range(k)], axis=1)
+
     gold_m, correct_m, pred_m = by_model(group_gold), by_model(group_gold_correct), by_model(group_predicted)
 
     # settings: the original order, and the rows that place the gold answer at each position (rows in a
@@ -82,11 +84,19 @@ def compute_selection_bias(data: McqResponses) -> SelectionBias:
     has_permuted = bool((~data.is_identity).any())
     comparison = ~data.is_identity if has_permuted else np.ones(data.n_rows, dtype=bool)
     original_acc = _accuracy_by_model(data, data.is_identity)
-    position_acc = np.stack([_accuracy_by_model(data, comparison & (data.gold_position == i)) for i in range(k)], axis=1)
+    position_acc = np.stack(
+        [_accuracy_by_model(data, comparison & (data.gold_position == i)) for i in range(k)], axis=1
+    )
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_model = pd.DataFrame({"model": data.models, "rsd": rsd_from_counts(correct_m, gold_m),
-                                  "ckld": ckld_from_counts(pred_m, gold_m), "accuracy_original": original_acc})
+        per_model = pd.DataFrame(
+            {
+                "model": data.models,
+                "rsd": rsd_from_counts(correct_m, gold_m),
+                "ckld": ckld_from_counts(pred_m, gold_m),
+                "accuracy_original": original_acc,
+            }
+        )
         pred_share = pred_m / pred_m.sum(axis=1, keepdims=True)
         gold_share = gold_m / gold_m.sum(axis=1, keepdims=True)
         acc_by_position = np.where(gold_m > 0, correct_m / np.where(gold_m > 0, gold_m, 1), np.nan)
@@ -98,10 +108,18 @@ def compute_selection_bias(data: McqResponses) -> SelectionBias:
 
     voting = _voting(data, original_acc)
     ranking, tau = _rankings(data, original_acc, position_acc, positions, voting)
-    return SelectionBias(positions=positions, group_gold=group_gold, group_gold_correct=group_gold_correct,
-                         group_predicted=group_predicted, per_model=per_model, voting=voting, ranking=ranking,
-                         kendall_tau=tau, mcnemar=_mcnemar(data),
-                         comparison_rows="permuted rows" if has_permuted else "all rows")
+    return SelectionBias(
+        positions=positions,
+        group_gold=group_gold,
+        group_gold_correct=group_gold_correct,
+        group_predicted=group_predicted,
+        per_model=per_model,
+        voting=voting,
+        ranking=ranking,
+        kendall_tau=tau,
+        mcnemar=_mcnemar(data),
+        comparison_rows="permuted rows" if has_permuted else "all rows",
+    )
 
 
 def _counts(groups: np.ndarray, positions: np.ndarray, n_groups: int, k: int) -> np.ndarray:
@@ -150,7 +168,9 @@ def _voting(data: McqResponses, original_acc: np.ndarray) -> pd.DataFrame:
             orders_seen = np.bincount(units[rows][representative_row(pair, n_pairs)], minlength=n_units)
         needed = unit_n_opt if name == "cyclic" else FACTORIALS[unit_n_opt]
         complete = shown & (orders_seen >= needed)
-        frames.append(_vote_metrics(data, name, unit_model[shown], unit_gold[shown], vote_share[shown], complete[shown]))
+        frames.append(
+            _vote_metrics(data, name, unit_model[shown], unit_gold[shown], vote_share[shown], complete[shown])
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -169,8 +189,17 @@ def _original_setting(data: McqResponses) -> pd.DataFrame:
     n = gold.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, correct.sum(axis=1) / n, np.nan)
-    return pd.DataFrame({"model": data.models, "permutation": "original", "n": n, "complete_units": np.nan,
-                         "accuracy": accuracy, "rsd": rsd_from_counts(correct, gold), "ckld": ckld_from_counts(predicted, gold)})
+    return pd.DataFrame(
+        {
+            "model": data.models,
+            "permutation": "original",
+            "n": n,
+            "complete_units": np.nan,
+            "accuracy": accuracy,
+            "rsd": rsd_from_counts(correct, gold),
+            "ckld": ckld_from_counts(predicted, gold),
+        }
+    )
 
 
 def _vote_metrics(data: McqResponses, name: str, model, gold, vote_share, complete) -> pd.DataFrame:
@@ -179,14 +208,23 @@ def _vote_metrics(data: McqResponses, name: str, model, gold, vote_share, comple
     gold_counts = np.bincount(model * k + gold, minlength=n_models * k).reshape(n_models, k)
     right = vote_share[np.arange(len(gold)), gold]
     correct_counts = np.bincount(model * k + gold, weights=right, minlength=n_models * k).reshape(n_models, k)
-    voted_counts = np.stack([np.bincount(model, weights=vote_share[:, i], minlength=n_models) for i in range(k)], axis=1)
+    voted_counts = np.stack(
+        [np.bincount(model, weights=vote_share[:, i], minlength=n_models) for i in range(k)], axis=1
+    )
     n = gold_counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, correct_counts.sum(axis=1) / n, np.nan)
-    return pd.DataFrame({"model": data.models, "permutation": name, "n": n,
-                         "complete_units": np.bincount(model[complete], minlength=n_models),
-                         "accuracy": accuracy, "rsd": rsd_from_counts(correct_counts, gold_counts),
-                         "ckld": ckld_from_counts(voted_counts, gold_counts)})
+    return pd.DataFrame(
+        {
+            "model": data.models,
+            "permutation": name,
+            "n": n,
+            "complete_units": np.bincount(model[complete], minlength=n_models),
+            "accuracy": accuracy,
+            "rsd": rsd_from_counts(correct_counts, gold_counts),
+            "ckld": ckld_from_counts(voted_counts, gold_counts),
+        }
+    )
 
 
 def _rankings(data: McqResponses, original_acc, position_acc, positions, voting) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -208,8 +246,10 @@ def _rankings(data: McqResponses, original_acc, position_acc, positions, voting)
             taus.append((name, int(both.sum()), float(result.statistic), float(result.pvalue)))
         elif name != "original":
             taus.append((name, int(both.sum()), np.nan, np.nan))
-    return (pd.concat(frames, ignore_index=True),
-            pd.DataFrame(taus, columns=["setting", "n_models", "kendall_tau", "p_value"]))
+    return (
+        pd.concat(frames, ignore_index=True),
+        pd.DataFrame(taus, columns=["setting", "n_models", "kendall_tau", "p_value"]),
+    )
 
 
 def _mcnemar(data: McqResponses) -> pd.DataFrame:
@@ -230,5 +270,6 @@ def _mcnemar(data: McqResponses) -> pd.DataFrame:
     b = np.bincount(model[orig & ~rev], minlength=n_models)
     c = np.bincount(model[~orig & rev], minlength=n_models)
     p = np.where(n_pairs > 0, exact_mcnemar_p(b, c), np.nan)
-    return pd.DataFrame({"model": data.models, "n_pairs": n_pairs, "original_only_correct": b,
-                         "reversed_only_correct": c, "p_value": p})
+    return pd.DataFrame(
+        {"model": data.models, "n_pairs": n_pairs, "original_only_correct": b, "reversed_only_correct": c, "p_value": p}
+    )

@@ -3,6 +3,7 @@
 `biasinear_like` builds BiasInEar's design: every question under 28 configurations (language × accent ×
 gender × option order) per model, with answers that depend on the question, the model, the language and a
 position preference, so that every metric has something to measure."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,10 +17,17 @@ ACCENTS = {
 ORDERS = {"original": "ABCD", "reversed": "DCBA"}
 
 
-def biasinear_like(n_questions: int = 400, n_models: int = 9, seed: int = 0, failure_rate: float = 0.01) -> pd.DataFrame:
+def biasinear_like(
+    n_questions: int = 400, n_models: int = 9, seed: int = 0, failure_rate: float = 0.01
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    configs = [(lang, acc, gender, order) for lang, accents in ACCENTS.items() for acc in accents
-               for gender in ("female", "male") for order in ORDERS]
+    configs = [
+        (lang, acc, gender, order)
+        for lang, accents in ACCENTS.items()
+        for acc in accents
+        for gender in ("female", "male")
+        for order in ORDERS
+    ]
     n_cfg = len(configs)
     q = np.repeat(np.arange(n_questions), n_cfg)
     cfg = np.tile(np.arange(n_cfg), n_questions)
@@ -45,25 +53,30 @@ def biasinear_like(n_questions: int = 400, n_models: int = 9, seed: int = 0, fai
         presented = np.where(cfg_reversed[cfg], 3 - chosen, chosen)
         letters = np.array(list("ABCD"), dtype=object)[presented]
         letters[rng.random(len(q)) < failure_rate] = ""
-        frames.append(pd.DataFrame({
-            "question_id": np.char.add("q", np.char.zfill(q.astype(str), 4)),
-            "model": f"model_{m + 1}",
-            "answer": np.array(list("ABCD"), dtype=object)[gold[q]],
-            "prediction": letters,
-            "option_order": np.array([ORDERS[c[3]] for c in configs], dtype=object)[cfg],
-            "cultural_label": np.where(q % 3 == 0, "CS", "CA"),
-            "subject": np.array(["history", "physics", "law", "medicine"], dtype=object)[q % 4],
-            "language": np.array([c[0] for c in configs], dtype=object)[cfg],
-            "accent": np.array([c[1] for c in configs], dtype=object)[cfg],
-            "gender": np.array([c[2] for c in configs], dtype=object)[cfg],
-            "order": np.array([c[3] for c in configs], dtype=object)[cfg],
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "question_id": np.char.add("q", np.char.zfill(q.astype(str), 4)),
+                    "model": f"model_{m + 1}",
+                    "answer": np.array(list("ABCD"), dtype=object)[gold[q]],
+                    "prediction": letters,
+                    "option_order": np.array([ORDERS[c[3]] for c in configs], dtype=object)[cfg],
+                    "cultural_label": np.where(q % 3 == 0, "CS", "CA"),
+                    "subject": np.array(["history", "physics", "law", "medicine"], dtype=object)[q % 4],
+                    "language": np.array([c[0] for c in configs], dtype=object)[cfg],
+                    "accent": np.array([c[1] for c in configs], dtype=object)[cfg],
+                    "gender": np.array([c[2] for c in configs], dtype=object)[cfg],
+                    "order": np.array([c[3] for c in configs], dtype=object)[cfg],
+                }
+            )
+        )
     frame = pd.concat(frames, ignore_index=True)
     return frame.astype("str")
 
 
-def gender_probe_like(n_questions: int = 120, models=("speech_a", "speech_b"), backbone: str | None = "text_a",
-                      seed: int = 0) -> pd.DataFrame:
+def gender_probe_like(
+    n_questions: int = 120, models=("speech_a", "speech_b"), backbone: str | None = "text_a", seed: int = 0
+) -> pd.DataFrame:
     """Questions in three categories answered by 4 male and 4 female voices, plus a text backbone that
     answers each question once. Options carry an orientation (M/F/N/X) and are shuffled per row."""
     rng = np.random.default_rng(seed)
@@ -95,5 +108,16 @@ def gender_probe_like(n_questions: int = 120, models=("speech_a", "speech_b"), b
             original = 0 if rng.random() < 0.6 else 1
             order = "ABC"[: len(orientation)]
             rows.append((f"g{qi:03d}", backbone, cat, "", "", chr(65 + original), orientation, order))
-    return pd.DataFrame(rows, columns=["question_id", "model", "category", "voice_gender", "speaker", "prediction",
-                                       "option_orientation", "option_order"]).astype("str")
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "question_id",
+            "model",
+            "category",
+            "voice_gender",
+            "speaker",
+            "prediction",
+            "option_orientation",
+            "option_order",
+        ],
+    ).astype("str")

@@ -1,5 +1,6 @@
 """Writing one table three ways: CSV (full precision, for scripts), Markdown and LaTeX (rounded, for
 people and papers). Written by hand so no optional pandas extras (tabulate, jinja2) are needed."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def format_cell(value, digits: int = 3) -> str:
@@ -25,7 +36,7 @@ def format_cell(value, digits: int = 3) -> str:
             return ""
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
-        if value != 0 and abs(value) < 10 ** -digits:
+        if value != 0 and abs(value) < 10**-digits:
             return f"{value:.{digits - 1}e}"
         return f"{value:.{digits}f}"
     return str(value)
@@ -34,8 +45,10 @@ def format_cell(value, digits: int = 3) -> str:
 def to_markdown(frame: pd.DataFrame, digits: int = 3) -> str:
     header = [str(c) for c in frame.columns]
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
-    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
-             "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"]
+    lines = [
+        "| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
+        "|" + "|".join("---:" if n else ":---" for n in numeric) + "|",
+    ]
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(format_cell(v, digits).replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines) + "\n"
@@ -48,8 +61,14 @@ def latex_escape(text: str) -> str:
 def to_latex(frame: pd.DataFrame, caption: str = "", label: str = "", digits: int = 3) -> str:
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
     spec = "".join("r" if n else "l" for n in numeric)
-    lines = ["\\begin{table}[ht]", "\\centering", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
-             " & ".join(latex_escape(str(c)) for c in frame.columns) + " \\\\", "\\midrule"]
+    lines = [
+        "\\begin{table}[ht]",
+        "\\centering",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(latex_escape(str(c)) for c in frame.columns) + " \\\\",
+        "\\midrule",
+    ]
     for row in frame.itertuples(index=False):
         lines.append(" & ".join(latex_escape(format_cell(v, digits)) or "--" for v in row) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
@@ -61,8 +80,14 @@ def to_latex(frame: pd.DataFrame, caption: str = "", label: str = "", digits: in
     return "\n".join(lines) + "\n"
 
 
-def write_table(frame: pd.DataFrame, out_dir: Path, name: str, caption: str = "",
-                display: pd.DataFrame | None = None, formats=("csv", "md", "tex")) -> list[Path]:
+def write_table(
+    frame: pd.DataFrame,
+    out_dir: Path,
+    name: str,
+    caption: str = "",
+    display: pd.DataFrame | None = None,
+    formats=("csv", "md", "tex"),
+) -> list[Path]:
     """`frame` goes to CSV as is; `display` (default: `frame`) to Markdown and LaTeX. Returns the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     display = frame if display is None else display

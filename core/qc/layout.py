@@ -1,5 +1,6 @@
 """How the QC tables name and order languages: as the BiasInEar tables do (english, chinese, korean, in that
 order), other language codes after them as they are."""
+
 from __future__ import annotations
 
 LANGUAGE_ORDER = ("en", "zh", "ko")

@@ -1,6 +1,7 @@
 """Named rating queues: the stratified sample a rater works through (the app's rating session opens one by
 name), and ratings committed one at a time. Creating a queue that already exists with the same sample is a
 no-op, so `spokenbench sample` can simply be rerun."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,14 @@ class SampleOutcome:
     screened_clips: int
 
 
-def sample_for_rating(project: Project, name: str, per_bin: int = DEFAULT_PER_BIN, seed: int = 0, replace: bool = False,
-                      screening: ScreeningSettings | None = None) -> SampleOutcome:  # fmt: skip
+def sample_for_rating(
+    project: Project,
+    name: str,
+    per_bin: int = DEFAULT_PER_BIN,
+    seed: int = 0,
+    replace: bool = False,
+    screening: ScreeningSettings | None = None,
+) -> SampleOutcome:
     """Screen (if transcripts changed since the last screening), sample per Appendix B.4, store as queue `name`."""
     name = (name or "").strip()
     if not name:
@@ -51,19 +58,30 @@ def sample_for_rating(project: Project, name: str, per_bin: int = DEFAULT_PER_BI
     if not records:
         raise SpokenBenchError("the project has no synthesized clips to sample; run `spokenbench synthesize` first")
     result = stratified_sample(records, per_bin, seed)
-    parameters = {"per_bin": per_bin, "seed": seed, "strategy": result.strategy,
-                  "strata": [s.as_dict() for s in result.strata], "note": result.note}  # fmt: skip
+    parameters = {
+        "per_bin": per_bin,
+        "seed": seed,
+        "strategy": result.strategy,
+        "strata": [s.as_dict() for s in result.strata],
+        "note": result.note,
+    }
     queue_id, created = create_queue(project, name, result, seed, per_bin, parameters, replace)
     return SampleOutcome(queue_id, name, created, result, screened)
 
 
-def create_queue(project: Project, name: str, result: SampleResult, seed: int, per_bin: int, parameters: dict,
-                 replace: bool = False) -> tuple[int, bool]:  # fmt: skip
+def create_queue(
+    project: Project, name: str, result: SampleResult, seed: int, per_bin: int, parameters: dict, replace: bool = False
+) -> tuple[int, bool]:
     clip_ids = [r.clip_id for r in result.selected]
     with project.transaction() as conn:
         existing = conn.execute("SELECT id FROM rating_queues WHERE name = ?", (name,)).fetchone()
         if existing is not None:
-            stored = [r[0] for r in conn.execute("SELECT clip_id FROM rating_queue_clips WHERE queue_id = ? ORDER BY position", (existing[0],))]
+            stored = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT clip_id FROM rating_queue_clips WHERE queue_id = ? ORDER BY position", (existing[0],)
+                )
+            ]
             if stored == clip_ids and not replace:
                 return existing[0], False
             if not replace:
@@ -80,9 +98,11 @@ def create_queue(project: Project, name: str, result: SampleResult, seed: int, p
         conn.executemany(
             "INSERT INTO rating_queue_clips(queue_id, position, clip_id, language, accent, wer_bin, error_rate) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(queue_id, position, r.clip_id, r.language, r.accent, r.wer_bin, r.error_rate)
-             for position, r in enumerate(result.selected, start=1)],
-        )  # fmt: skip
+            [
+                (queue_id, position, r.clip_id, r.language, r.accent, r.wer_bin, r.error_rate)
+                for position, r in enumerate(result.selected, start=1)
+            ],
+        )
     return queue_id, True
 
 
@@ -90,7 +110,10 @@ def _queue_id(conn, name: str) -> int:
     row = conn.execute("SELECT id FROM rating_queues WHERE name = ?", (name,)).fetchone()
     if row is None:
         known = [r[0] for r in conn.execute("SELECT name FROM rating_queues ORDER BY name")]
-        raise SpokenBenchError(f"no rating queue named '{name}'" + (f"; queues: {', '.join(known)}" if known else "; create one with `spokenbench sample`"))
+        raise SpokenBenchError(
+            f"no rating queue named '{name}'"
+            + (f"; queues: {', '.join(known)}" if known else "; create one with `spokenbench sample`")
+        )
     return row[0]
 
 
@@ -98,11 +121,24 @@ def list_queues(conn) -> list[dict]:
     queues = []
     for row in conn.execute("SELECT id, name, strategy, seed, per_bin, created_at FROM rating_queues ORDER BY id"):
         size = conn.execute("SELECT count(*) FROM rating_queue_clips WHERE queue_id = ?", (row["id"],)).fetchone()[0]
-        by_annotator = dict(conn.execute(
-            "SELECT annotator, count(DISTINCT r.clip_id) FROM ratings r JOIN rating_queue_clips q ON q.clip_id = r.clip_id "
-            "AND q.queue_id = ? GROUP BY annotator ORDER BY annotator", (row["id"],)).fetchall())  # fmt: skip
-        queues.append({"name": row["name"], "strategy": row["strategy"], "seed": row["seed"], "per_bin": row["per_bin"],
-                       "clips": size, "rated_by": by_annotator, "created_at": row["created_at"]})  # fmt: skip
+        by_annotator = dict(
+            conn.execute(
+                "SELECT annotator, count(DISTINCT r.clip_id) FROM ratings r JOIN rating_queue_clips q ON q.clip_id = r.clip_id "
+                "AND q.queue_id = ? GROUP BY annotator ORDER BY annotator",
+                (row["id"],),
+            ).fetchall()
+        )
+        queues.append(
+            {
+                "name": row["name"],
+                "strategy": row["strategy"],
+                "seed": row["seed"],
+                "per_bin": row["per_bin"],
+                "clips": size,
+                "rated_by": by_annotator,
+                "created_at": row["created_at"],
+            }
+        )
     return queues
 
 
@@ -124,8 +160,9 @@ def next_unrated(conn, name: str, annotator: str) -> QueueClip | None:
     return next((clip for clip in queue_clips(conn, name) if clip.clip_id not in rated), None)
 
 
-def rate_clip(project: Project, clip_id: int, annotator: str, rating: str, note: str | None = None,
-              queue: str | None = None) -> int:  # fmt: skip
+def rate_clip(
+    project: Project, clip_id: int, annotator: str, rating: str, note: str | None = None, queue: str | None = None
+) -> int:
     """Store one rating in its own transaction; returns its id. A later rating by the same annotator supersedes
     an earlier one in every report."""
     rating = (rating or "").strip().lower()
@@ -138,9 +175,13 @@ def rate_clip(project: Project, clip_id: int, annotator: str, rating: str, note:
         queue_id = _queue_id(conn, queue) if queue else None
         if conn.execute("SELECT 1 FROM clips WHERE id = ?", (clip_id,)).fetchone() is None:
             raise SpokenBenchError(f"no clip {clip_id} in this project")
-        if queue_id is not None and conn.execute(
-            "SELECT 1 FROM rating_queue_clips WHERE queue_id = ? AND clip_id = ?", (queue_id, clip_id)
-        ).fetchone() is None:
+        if (
+            queue_id is not None
+            and conn.execute(
+                "SELECT 1 FROM rating_queue_clips WHERE queue_id = ? AND clip_id = ?", (queue_id, clip_id)
+            ).fetchone()
+            is None
+        ):
             raise SpokenBenchError(f"clip {clip_id} is not in rating queue '{queue}'")
         cursor = conn.execute(
             "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id) VALUES (?, ?, ?, ?, ?, ?)",

@@ -5,6 +5,7 @@ disagree on.
 Each annotator's newest rating of a clip counts. A clip rated by several annotators is counted once in the
 tables, under its consensus: the majority rating, a tie going to the more severe rating (incorrect before
 acceptable before correct), so a disagreement never makes a clip look better than one rater heard it."""
+
 from __future__ import annotations
 
 import itertools
@@ -19,7 +20,14 @@ from spokenbench.core.qc.layout import language_sort_key, percent, table_languag
 TABLE3_ORDER = ("incorrect", "acceptable", "correct")  # as the paper's Table 3 lists them
 SEVERITY = {rating: index for index, rating in enumerate(TABLE3_ORDER)}
 TABLE3_COLUMNS = ["language", "rating", "n_clips", "pct_of_language"]
-TABLE3_BY_BIN_COLUMNS = ["wer_interval_order", "wer_interval", "language", "rating", "n_clips", "pct_of_language_interval"]
+TABLE3_BY_BIN_COLUMNS = [
+    "wer_interval_order",
+    "wer_interval",
+    "language",
+    "rating",
+    "n_clips",
+    "pct_of_language_interval",
+]
 
 
 def consensus(ratings: list[str]) -> str:
@@ -67,7 +75,14 @@ def rating_results(conn, queue: str | None = None) -> dict:
         total = sum(per_language[language].values())
         for rating in TABLE3_ORDER:
             n = per_language[language][rating]
-            table3.append({"language": table_language(language), "rating": rating, "n_clips": n, "pct_of_language": percent(n, total)})
+            table3.append(
+                {
+                    "language": table_language(language),
+                    "rating": rating,
+                    "n_clips": n,
+                    "pct_of_language": percent(n, total),
+                }
+            )
     by_bin = []
     bins_seen = sorted({b for b, _ in per_bin}, key=lambda b: -1 if b is None else b)
     for wer_bin in bins_seen:
@@ -75,9 +90,16 @@ def rating_results(conn, queue: str | None = None) -> dict:
             counts = per_bin[(wer_bin, language)]
             total = sum(counts.values())
             for rating in TABLE3_ORDER:
-                by_bin.append({"wer_interval_order": None if wer_bin is None else wer_bin + 1,
-                               "wer_interval": bin_label(wer_bin), "language": table_language(language), "rating": rating,
-                               "n_clips": counts[rating], "pct_of_language_interval": percent(counts[rating], total)})  # fmt: skip
+                by_bin.append(
+                    {
+                        "wer_interval_order": None if wer_bin is None else wer_bin + 1,
+                        "wer_interval": bin_label(wer_bin),
+                        "language": table_language(language),
+                        "rating": rating,
+                        "n_clips": counts[rating],
+                        "pct_of_language_interval": percent(counts[rating], total),
+                    }
+                )
     return {
         "rated_clips": len(by_clip),
         "ratings": len(rows),
@@ -98,8 +120,13 @@ def agreement(by_clip: dict[int, list[dict]]) -> dict:
     each pair of annotators on the clips both rated."""
     annotators = sorted({r["annotator"] for rows in by_clip.values() for r in rows})
     shared = {clip: rows for clip, rows in by_clip.items() if len(rows) >= 2}
-    result = {"annotators": annotators, "clips_rated_by_several": len(shared), "fleiss_kappa": None,
-              "fleiss_kappa_by_language": {}, "pairs": []}  # fmt: skip
+    result = {
+        "annotators": annotators,
+        "clips_rated_by_several": len(shared),
+        "fleiss_kappa": None,
+        "fleiss_kappa_by_language": {},
+        "pairs": [],
+    }
     if not shared:
         return result
     languages = sorted({rows[0]["language"] for rows in shared.values()}, key=language_sort_key)
@@ -112,7 +139,9 @@ def agreement(by_clip: dict[int, list[dict]]) -> dict:
     overall, _ = fleiss_kappa_by_group(np.zeros(len(shared), dtype=np.int64), counts, 1)
     by_language, _ = fleiss_kappa_by_group(group, counts, len(languages))
     result["fleiss_kappa"] = _none_if_nan(overall[0])
-    result["fleiss_kappa_by_language"] = {table_language(lang): _none_if_nan(k) for lang, k in zip(languages, by_language)}
+    result["fleiss_kappa_by_language"] = {
+        table_language(lang): _none_if_nan(k) for lang, k in zip(languages, by_language)
+    }
     for a, b in itertools.combinations(annotators, 2):
         table = np.zeros((len(TABLE3_ORDER), len(TABLE3_ORDER)))
         for rows in shared.values():
@@ -121,8 +150,14 @@ def agreement(by_clip: dict[int, list[dict]]) -> dict:
                 table[SEVERITY[given[a]], SEVERITY[given[b]]] += 1
         if table.sum():
             kappa, raw = cohen_kappa_from_tables(table)
-            result["pairs"].append({"annotators": [a, b], "shared_clips": int(table.sum()),
-                                    "cohen_kappa": _none_if_nan(float(kappa)), "raw_agreement": _none_if_nan(float(raw))})  # fmt: skip
+            result["pairs"].append(
+                {
+                    "annotators": [a, b],
+                    "shared_clips": int(table.sum()),
+                    "cohen_kappa": _none_if_nan(float(kappa)),
+                    "raw_agreement": _none_if_nan(float(raw)),
+                }
+            )
     return result
 
 
@@ -132,11 +167,17 @@ def disagreements(by_clip: dict[int, list[dict]]) -> list[dict]:
     for clip_id, rows in sorted(by_clip.items()):
         if len({r["rating"] for r in rows}) > 1:
             first = rows[0]
-            listed.append({
-                "clip_id": clip_id, "item": first["source_id"], "language": first["language"], "accent": first["accent"],
-                "voice": first["voice"], "part": first["part"], "wer_interval": bin_label(first["wer_bin"]),
-                "ratings": {r["annotator"]: r["rating"] for r in rows},
-                "notes": {r["annotator"]: r["note"] for r in rows if r["note"]},
-            })  # fmt: skip
+            listed.append(
+                {
+                    "clip_id": clip_id,
+                    "item": first["source_id"],
+                    "language": first["language"],
+                    "accent": first["accent"],
+                    "voice": first["voice"],
+                    "part": first["part"],
+                    "wer_interval": bin_label(first["wer_bin"]),
+                    "ratings": {r["annotator"]: r["rating"] for r in rows},
+                    "notes": {r["annotator"]: r["note"] for r in rows if r["note"]},
+                }
+            )
     return listed
-

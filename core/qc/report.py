@@ -1,6 +1,7 @@
 """The whole quality-control picture of a project in one report: rewriting (Table 9), ASR screening (Table 2),
 rating queues and rating results (Table 3, per WER interval, agreement, disagreements) — and the CSV files in
 the exact layouts of the published tables."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,18 +27,32 @@ REPORT_FILES = {
 def screening_section(project: Project) -> dict:
     conn = project.conn
     transcripts = conn.execute("SELECT count(*) FROM transcripts").fetchone()[0]
-    asr = [dict(row) for row in conn.execute("SELECT asr, count(*) AS clips FROM transcripts GROUP BY asr ORDER BY asr")]
+    asr = [
+        dict(row) for row in conn.execute("SELECT asr, count(*) AS clips FROM transcripts GROUP BY asr ORDER BY asr")
+    ]
     failures = conn.execute("SELECT count(*) FROM transcript_failures").fetchone()[0]
     if transcripts == 0:
-        return {"screened": 0, "transcripts_by_asr": [], "asr_failures": failures, "table2": [],
-                "needs": screening_requirements()}  # fmt: skip
+        return {
+            "screened": 0,
+            "transcripts_by_asr": [],
+            "asr_failures": failures,
+            "table2": [],
+            "needs": screening_requirements(),
+        }
     screened = ensure_screening(project)
     settings = stored_screening_settings(conn)
-    section = {"screened": screened, "transcripts_by_asr": asr, "asr_failures": failures,
-               "settings": settings.as_dict() if settings else None, "table2": stored_table2(conn)}  # fmt: skip
+    section = {
+        "screened": screened,
+        "transcripts_by_asr": asr,
+        "asr_failures": failures,
+        "settings": settings.as_dict() if settings else None,
+        "table2": stored_table2(conn),
+    }
     if screened == 0:
-        section["needs"] = (f"no clip has transcripts from {settings.min_asr if settings else 2} ASR systems yet; "
-                            "transcribe with a second system or lower --min-asr")  # fmt: skip
+        section["needs"] = (
+            f"no clip has transcripts from {settings.min_asr if settings else 2} ASR systems yet; "
+            "transcribe with a second system or lower --min-asr"
+        )
     if failures:
         section["failures"] = transcript_failures(conn, 20)
     return section
@@ -65,6 +80,10 @@ def write_report_tables(report: dict, out_dir: str | Path) -> list[Path]:
         written.append(path)
     disagreements = report["ratings"]["disagreements"]
     path = out_dir / "rating_disagreements.csv"
-    write_table(disagreements, path, ["clip_id", "item", "language", "accent", "voice", "part", "wer_interval", "ratings", "notes"])
+    write_table(
+        disagreements,
+        path,
+        ["clip_id", "item", "language", "accent", "voice", "part", "wer_interval", "ratings", "notes"],
+    )
     written.append(path)
     return written

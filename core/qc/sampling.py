@@ -16,6 +16,7 @@
 Every random choice comes from a generator seeded by (seed, language, interval, accent), so a sample is
 reproducible and one stratum's draw does not depend on another's. The queue order is shuffled (seeded) so a
 rater cannot tell a clip's interval from its position."""
+
 from __future__ import annotations
 
 import random
@@ -55,9 +56,17 @@ class StratumReport:
     filled: int = 0  # clips taken beyond one per item, because an accent ran out of unused items
 
     def as_dict(self) -> dict:
-        return {"language": self.language, "wer_interval": bin_label(self.wer_bin), "pool": self.pool,
-                "wanted": self.wanted, "quotas": self.quotas, "selected": self.selected,
-                "unique_items": self.unique_items, "subjects": self.subjects, "filled_from_pool": self.filled}  # fmt: skip
+        return {
+            "language": self.language,
+            "wer_interval": bin_label(self.wer_bin),
+            "pool": self.pool,
+            "wanted": self.wanted,
+            "quotas": self.quotas,
+            "selected": self.selected,
+            "unique_items": self.unique_items,
+            "subjects": self.subjects,
+            "filled_from_pool": self.filled,
+        }
 
 
 @dataclass
@@ -70,8 +79,10 @@ class SampleResult:
     @property
     def note(self) -> str:
         if self.strategy == "unscreened":
-            return ("no ASR screening yet: sampled by language, accent and subject only (no WER intervals); "
-                    "transcribe the clips and run `spokenbench screen` to stratify by WER")  # fmt: skip
+            return (
+                "no ASR screening yet: sampled by language, accent and subject only (no WER intervals); "
+                "transcribe the clips and run `spokenbench screen` to stratify by WER"
+            )
         if self.left_out_unscreened:
             return f"{self.left_out_unscreened} clips without a screening score were left out of the WER strata"
         return ""
@@ -111,7 +122,9 @@ def one_per_item(records: list[ClipRecord], rng: random.Random) -> tuple[list[Cl
     return chosen, [r for r in sorted(records, key=lambda r: r.clip_id) if r.clip_id not in taken]
 
 
-def subject_round_robin(records: list[ClipRecord], quota: int, rng: random.Random, questions_first: bool = False) -> list[ClipRecord]:
+def subject_round_robin(
+    records: list[ClipRecord], quota: int, rng: random.Random, questions_first: bool = False
+) -> list[ClipRecord]:
     """Up to `quota` records, one subject at a time in a seeded random subject order, cycling until full."""
     groups: dict[str, list[ClipRecord]] = defaultdict(list)
     for record in sorted(records, key=lambda r: r.clip_id):
@@ -130,7 +143,9 @@ def subject_round_robin(records: list[ClipRecord], quota: int, rng: random.Rando
     return picked
 
 
-def sample_stratum(records: list[ClipRecord], wanted: int, seed: int, language: str, wer_bin: int | None) -> tuple[list[ClipRecord], StratumReport]:
+def sample_stratum(
+    records: list[ClipRecord], wanted: int, seed: int, language: str, wer_bin: int | None
+) -> tuple[list[ClipRecord], StratumReport]:
     by_accent: dict[str, list[ClipRecord]] = defaultdict(list)
     for record in records:
         by_accent[record.accent or NO_ACCENT].append(record)
@@ -170,7 +185,11 @@ def stratified_sample(records: list[ClipRecord], per_bin: int = DEFAULT_PER_BIN,
         for record in screened:
             if record.wer_bin in NONZERO_BINS:
                 strata[(record.language, record.wer_bin)].append(record)
-        keys = [(language, b) for language in sorted({r.language for r in screened}, key=language_sort_key) for b in NONZERO_BINS]
+        keys = [
+            (language, b)
+            for language in sorted({r.language for r in screened}, key=language_sort_key)
+            for b in NONZERO_BINS
+        ]
     else:
         result = SampleResult("unscreened", [])
         strata = defaultdict(list)

@@ -7,6 +7,7 @@ quarter of its parts and confirmed 1-5 % as errors (Table 9). An unflagged rewri
 original and is accepted automatically (reviewer 'auto:diff'); a flagged one waits for a review:
 accept, edit (a corrected version is stored; the flagged one counts as a verified error) or reject (the
 original text is used; also a verified error)."""
+
 from __future__ import annotations
 
 import difflib
@@ -53,7 +54,7 @@ def inline_diff(original: str, rewritten: str, context: int = CONTEXT_CHARS) -> 
             keep_head = 0 if first else context
             keep_tail = 0 if last else context
             if len(chunk) > keep_head + keep_tail + 1:
-                chunk = chunk[:keep_head] + "…" + (chunk[len(chunk) - keep_tail:] if keep_tail else "")
+                chunk = chunk[:keep_head] + "…" + (chunk[len(chunk) - keep_tail :] if keep_tail else "")
             pieces.append(chunk)
         else:
             if i2 > i1:
@@ -67,7 +68,9 @@ def original_text(conn, item_id: int, part: str) -> str:
     if part == "question":
         row = conn.execute("SELECT question FROM items WHERE id = ?", (item_id,)).fetchone()
     else:
-        row = conn.execute("SELECT text FROM options WHERE item_id = ? AND letter = ?", (item_id, part.removeprefix("option_"))).fetchone()
+        row = conn.execute(
+            "SELECT text FROM options WHERE item_id = ? AND letter = ?", (item_id, part.removeprefix("option_"))
+        ).fetchone()
     if row is None:
         raise SpokenBenchError(f"item {item_id} has no part '{part}'")
     return row[0]
@@ -109,15 +112,23 @@ def flag_rewrites(project: Project, progress: Progress | None = None) -> FlagRep
                     "checked_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(rewrite_id) DO UPDATE SET flagged = excluded.flagged, "
                     "original_normalized = excluded.original_normalized, rewrite_normalized = excluded.rewrite_normalized, "
                     "diff_json = excluded.diff_json, checked_at = excluded.checked_at",
-                    (row["id"], int(flagged), original, rewritten,
-                     json.dumps(char_diff(original, rewritten), ensure_ascii=False), now),
-                )  # fmt: skip
+                    (
+                        row["id"],
+                        int(flagged),
+                        original,
+                        rewritten,
+                        json.dumps(char_diff(original, rewritten), ensure_ascii=False),
+                        now,
+                    ),
+                )
                 if flagged:
                     tx.execute("UPDATE rewrites SET status = 'flagged' WHERE id = ?", (row["id"],))
                     report.flagged += 1
                 else:
-                    tx.execute("UPDATE rewrites SET status = 'accepted', reviewer = ?, reviewed_at = ? WHERE id = ?",
-                               (AUTO_REVIEWER, now, row["id"]))  # fmt: skip
+                    tx.execute(
+                        "UPDATE rewrites SET status = 'accepted', reviewer = ?, reviewed_at = ? WHERE id = ?",
+                        (AUTO_REVIEWER, now, row["id"]),
+                    )
                     report.accepted_unchanged += 1
                 report.checked += 1
         progress.report(done, len(by_item), f"item {item_id}")
@@ -145,7 +156,9 @@ def flagged_rewrites(conn, pending_only: bool = True, language: str | None = Non
     where = ["c.flagged = 1"]
     params: list = []
     if pending_only:  # the part's newest version is flagged and undecided
-        where.append("r.status = 'flagged' AND r.version = (SELECT max(version) FROM rewrites x WHERE x.item_id = r.item_id AND x.part = r.part)")
+        where.append(
+            "r.status = 'flagged' AND r.version = (SELECT max(version) FROM rewrites x WHERE x.item_id = r.item_id AND x.part = r.part)"
+        )
     if language:
         where.append("i.language = ?")
         params.append(language)
@@ -153,19 +166,33 @@ def flagged_rewrites(conn, pending_only: bool = True, language: str | None = Non
         f"""SELECT r.id, r.item_id, i.source_id, i.language, r.part, r.text, r.status, c.original_normalized,
                    c.rewrite_normalized
             FROM rewrite_checks c JOIN rewrites r ON r.id = c.rewrite_id JOIN items i ON i.id = r.item_id
-            WHERE {' AND '.join(where)} ORDER BY i.language, r.item_id, r.part, r.version""",
+            WHERE {" AND ".join(where)} ORDER BY i.language, r.item_id, r.part, r.version""",
         params,
     )
     return [
-        FlaggedRewrite(row["id"], row["item_id"], row["source_id"], row["language"], row["part"],
-                       original_text(conn, row["item_id"], row["part"]), row["text"],
-                       inline_diff(row["original_normalized"], row["rewrite_normalized"]), row["status"])
+        FlaggedRewrite(
+            row["id"],
+            row["item_id"],
+            row["source_id"],
+            row["language"],
+            row["part"],
+            original_text(conn, row["item_id"], row["part"]),
+            row["text"],
+            inline_diff(row["original_normalized"], row["rewrite_normalized"]),
+            row["status"],
+        )
         for row in rows
-    ]  # fmt: skip
+    ]
 
 
 def review_rewrite(
-    project: Project, item_id: int, part: str, decision: str, reviewer: str, text: str | None = None, note: str | None = None
+    project: Project,
+    item_id: int,
+    part: str,
+    decision: str,
+    reviewer: str,
+    text: str | None = None,
+    note: str | None = None,
 ) -> int | None:
     """Record one review decision on the newest rewrite of a part, in one transaction, with reviewer and time.
     accept: that version becomes 'accepted'; reject: it becomes 'rejected' (speech uses the original text);
@@ -183,17 +210,24 @@ def review_rewrite(
     with project.transaction() as conn:
         original_text(conn, item_id, part)  # the part must exist
         latest = conn.execute(
-            "SELECT id, status FROM rewrites WHERE item_id = ? AND part = ? ORDER BY version DESC LIMIT 1", (item_id, part)
+            "SELECT id, status FROM rewrites WHERE item_id = ? AND part = ? ORDER BY version DESC LIMIT 1",
+            (item_id, part),
         ).fetchone()
         if latest is None and decision != "edit":
             raise SpokenBenchError(f"item {item_id} {part} has no rewrite to {decision}; give the text with an edit")
         now = utc_now()
         in_force, edited = None, None
         if decision == "accept":
-            conn.execute("UPDATE rewrites SET status = 'accepted', reviewer = ?, reviewed_at = ? WHERE id = ?", (reviewer, now, latest["id"]))
+            conn.execute(
+                "UPDATE rewrites SET status = 'accepted', reviewer = ?, reviewed_at = ? WHERE id = ?",
+                (reviewer, now, latest["id"]),
+            )
             in_force = latest["id"]
         elif decision == "reject":
-            conn.execute("UPDATE rewrites SET status = 'rejected', reviewer = ?, reviewed_at = ? WHERE id = ?", (reviewer, now, latest["id"]))
+            conn.execute(
+                "UPDATE rewrites SET status = 'rejected', reviewer = ?, reviewed_at = ? WHERE id = ?",
+                (reviewer, now, latest["id"]),
+            )
         else:
             edited = in_force = add_rewrite(conn, item_id, part, text.strip(), "manual", "edited", reviewer)
         conn.execute(
@@ -208,15 +242,21 @@ def review_item(project: Project, item_id: int, decision: str, reviewer: str, no
     """Accept or reject every part of an item that awaits review. Returns how many parts were decided."""
     if decision == "edit":
         raise SpokenBenchError("an edit is per part: give the part and its corrected text")
-    parts = [row[0] for row in project.conn.execute(
-        """SELECT r.part FROM rewrites r JOIN (SELECT part, max(version) AS v FROM rewrites WHERE item_id = ? GROUP BY part) m
+    parts = [
+        row[0]
+        for row in project.conn.execute(
+            """SELECT r.part FROM rewrites r JOIN (SELECT part, max(version) AS v FROM rewrites WHERE item_id = ? GROUP BY part) m
            ON m.part = r.part AND m.v = r.version WHERE r.item_id = ? AND r.status = 'flagged' ORDER BY r.part""",
-        (item_id, item_id))]  # fmt: skip
+            (item_id, item_id),
+        )
+    ]
     for part in parts:
         review_rewrite(project, item_id, part, decision, reviewer, note=note)
     return len(parts)
 
 
 def item_parts_of(conn, item_id: int) -> list[str]:
-    letters = [row[0] for row in conn.execute("SELECT letter FROM options WHERE item_id = ? ORDER BY position", (item_id,))]
+    letters = [
+        row[0] for row in conn.execute("SELECT letter FROM options WHERE item_id = ? ORDER BY position", (item_id,))
+    ]
     return ["question", *(option_part(letter) for letter in letters)]

@@ -11,6 +11,7 @@ back as spoken-readable text in the item's own language.
 - 429/5xx/timeouts are retried by core.remote with backoff and Retry-After; a rejected key stops the run.
 - A finished item's rewrites (status 'pending', origin 'llm:<model>') are committed in one short transaction.
   `spokenbench flag` then checks them against the originals."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,7 +24,14 @@ from spokenbench.core.credentials import api_key
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.items import Item, option_part
 from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.remote import ProviderLimiter, RemoteAuthError, RemoteCallFailed, RetryPolicy, call_with_retries, redact
+from spokenbench.core.remote import (
+    ProviderLimiter,
+    RemoteAuthError,
+    RemoteCallFailed,
+    RetryPolicy,
+    call_with_retries,
+    redact,
+)
 from spokenbench.core.rewriting.prompts import RewriteTemplate, load_template, render_messages, render_retry
 from spokenbench.core.rewriting.validation import InvalidAnswer, validate_answer
 from spokenbench.core.store import Project
@@ -34,8 +42,9 @@ from spokenbench.core.store.rewrites import add_rewrite
 DEFAULT_BASE_URL = "https://integrate.api.nvidia.com/v1"
 DEFAULT_MODEL = "openai/gpt-oss-120b"
 DEFAULT_KEY_PROVIDER = "nvidia"
-CHAT_PARAMETERS = frozenset({"temperature", "max_tokens", "max_completion_tokens", "top_p", "seed", "reasoning_effort",
-                             "response_format"})  # fmt: skip
+CHAT_PARAMETERS = frozenset(
+    {"temperature", "max_tokens", "max_completion_tokens", "top_p", "seed", "reasoning_effort", "response_format"}
+)
 
 
 class MalformedReply(Exception):
@@ -70,8 +79,11 @@ class RewritePlan:
     skipped_manual: int
 
     def summary(self) -> dict:
-        return {"to_rewrite": len(self.items), "skipped_with_rewrites": self.skipped_existing,
-                "skipped_marked_manual": self.skipped_manual}  # fmt: skip
+        return {
+            "to_rewrite": len(self.items),
+            "skipped_with_rewrites": self.skipped_existing,
+            "skipped_marked_manual": self.skipped_manual,
+        }
 
 
 @dataclass
@@ -84,8 +96,14 @@ class RewriteReport:
     problems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"rewritten": self.rewritten, "marked_manual": self.manual, "failed": self.failed,
-                "requests": self.requests, "from_cache": self.cached, "problems": self.problems}  # fmt: skip
+        return {
+            "rewritten": self.rewritten,
+            "marked_manual": self.manual,
+            "failed": self.failed,
+            "requests": self.requests,
+            "from_cache": self.cached,
+            "problems": self.problems,
+        }
 
 
 def plan_rewrites(conn, settings: RewriteSettings) -> RewritePlan:
@@ -112,7 +130,9 @@ def plan_rewrites(conn, settings: RewriteSettings) -> RewritePlan:
 
 
 def request_key(model: str, messages: list[dict], parameters: dict) -> str:
-    canonical = json.dumps({"model": model, "messages": messages, "parameters": parameters}, ensure_ascii=False, sort_keys=True)
+    canonical = json.dumps(
+        {"model": model, "messages": messages, "parameters": parameters}, ensure_ascii=False, sort_keys=True
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -182,14 +202,25 @@ async def run_rewrites(
         if row is not None:
             report.cached += 1
             return row[0]
-        (raw, usage), _ = await call_with_retries(lambda: guarded(messages), limiter, retry_policy, secrets=client.secrets)
+        (raw, usage), _ = await call_with_retries(
+            lambda: guarded(messages), limiter, retry_policy, secrets=client.secrets
+        )
         with project.transaction() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO rewrite_requests(request_sha256, item_id, model, attempt, raw_text, input_tokens, "
                 "output_tokens, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, item_id, settings.model, attempt, raw, usage["input_tokens"], usage["output_tokens"],
-                 usage["latency_ms"], utc_now()),
-            )  # fmt: skip
+                (
+                    key,
+                    item_id,
+                    settings.model,
+                    attempt,
+                    raw,
+                    usage["input_tokens"],
+                    usage["output_tokens"],
+                    usage["latency_ms"],
+                    utc_now(),
+                ),
+            )
         report.requests += 1
         return raw
 
@@ -208,8 +239,10 @@ async def run_rewrites(
                     break
                 except InvalidAnswer as error:
                     problem = str(error)
-                    messages = messages + [{"role": "assistant", "content": raw},
-                                           {"role": "user", "content": render_retry(template, item, problem)}]  # fmt: skip
+                    messages = messages + [
+                        {"role": "assistant", "content": raw},
+                        {"role": "user", "content": render_retry(template, item, problem)},
+                    ]
         except RemoteAuthError:
             stopped.set()
             raise
@@ -254,7 +287,9 @@ def _store_outcome(project: Project, item_id: int, status: str, model: str, atte
         )
 
 
-def _store_rewrites(project: Project, item_id: int, item: Item, answer, settings: RewriteSettings, attempts: int) -> None:
+def _store_rewrites(
+    project: Project, item_id: int, item: Item, answer, settings: RewriteSettings, attempts: int
+) -> None:
     with project.transaction() as conn:
         add_rewrite(conn, item_id, "question", answer.question, settings.origin)
         for option, text in zip(item.options, answer.options):

@@ -1,6 +1,7 @@
 """The rewriting prompt: resources/prompts/rewrite/rewrite.toml (the one place its wording lives), or a project's
 own copy stored in project_meta. Placeholders are `$name` (string.Template), so the JSON in the prompt needs
 no brace escaping."""
+
 from __future__ import annotations
 
 import importlib.resources
@@ -33,7 +34,11 @@ class RewriteTemplate:
         return self.language_names.get(language) or self.language_names.get(language.split("-")[0]) or language
 
     def notes(self, language: str) -> str:
-        return self.language_notes.get(language) or self.language_notes.get(language.split("-")[0]) or self.language_notes.get("default", "")
+        return (
+            self.language_notes.get(language)
+            or self.language_notes.get(language.split("-")[0])
+            or self.language_notes.get("default", "")
+        )
 
 
 def parse_template(source: str, origin: str) -> RewriteTemplate:
@@ -51,13 +56,23 @@ def parse_template(source: str, origin: str) -> RewriteTemplate:
         template = string.Template(text)
         unknown = set(template.get_identifiers()) - PLACEHOLDERS
         if unknown or not template.is_valid():
-            what = f"unknown placeholder(s) {', '.join('$' + u for u in sorted(unknown))}" if unknown else "a lone '$' (write $$ for a dollar sign)"
-            raise SpokenBenchError(f"{origin}: {key} has {what}; placeholders: {', '.join('$' + p for p in sorted(PLACEHOLDERS))}")
+            what = (
+                f"unknown placeholder(s) {', '.join('$' + u for u in sorted(unknown))}"
+                if unknown
+                else "a lone '$' (write $$ for a dollar sign)"
+            )
+            raise SpokenBenchError(
+                f"{origin}: {key} has {what}; placeholders: {', '.join('$' + p for p in sorted(PLACEHOLDERS))}"
+            )
     return RewriteTemplate(
-        source=source, system=data["system"], user=data["user"], retry=data["retry"],
-        parameters=dict(data.get("parameters", {})), language_names=dict(data.get("language_names", {})),
+        source=source,
+        system=data["system"],
+        user=data["user"],
+        retry=data["retry"],
+        parameters=dict(data.get("parameters", {})),
+        language_names=dict(data.get("language_names", {})),
         language_notes=dict(data.get("language_notes", {})),
-    )  # fmt: skip
+    )
 
 
 def default_template_source() -> str:
@@ -99,7 +114,9 @@ def _values(template: RewriteTemplate, item: Item, problem: str = "") -> dict[st
         "problem": problem,
     }
     # the notes are a template too ($$ → $, and they may name the language)
-    values["language_notes"] = string.Template(template.notes(item.language)).safe_substitute(values | {"language_notes": ""})
+    values["language_notes"] = string.Template(template.notes(item.language)).safe_substitute(
+        values | {"language_notes": ""}
+    )
     return values
 
 

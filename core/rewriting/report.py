@@ -2,6 +2,7 @@
 parts a reviewer confirmed as errors (decision edit or reject), each as a count and a percentage of the
 language's checked parts. The unit is the item part (question or one option), which is what the paper counts:
 its 2,000 per language are 400 questions × (1 question + 4 options)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -43,14 +44,29 @@ def rewrite_qc(conn) -> dict:
     table = []
     for language in sorted(checked, key=language_sort_key):
         for stage, counts in (("flagged", flagged), ("verified_error", errors)):
-            table.append({"language": table_language(language), "qc_stage": stage, "n_questions": counts[language],
-                          "pct_of_language": percent(counts[language], checked[language])})  # fmt: skip
-    manual = Counter(row[0] for row in conn.execute(
-        "SELECT i.language FROM rewrite_outcomes o JOIN items i ON i.id = o.item_id WHERE o.status = 'manual'"))  # fmt: skip
+            table.append(
+                {
+                    "language": table_language(language),
+                    "qc_stage": stage,
+                    "n_questions": counts[language],
+                    "pct_of_language": percent(counts[language], checked[language]),
+                }
+            )
+    manual = Counter(
+        row[0]
+        for row in conn.execute(
+            "SELECT i.language FROM rewrite_outcomes o JOIN items i ON i.id = o.item_id WHERE o.status = 'manual'"
+        )
+    )
     by_language = {
-        language: {"parts_checked": checked[language], "flagged": flagged[language], "verified_errors": errors[language],
-                   "awaiting_review": pending[language], "accepted_after_review": accepted[language],
-                   "items_marked_manual": manual[language]}
+        language: {
+            "parts_checked": checked[language],
+            "flagged": flagged[language],
+            "verified_errors": errors[language],
+            "awaiting_review": pending[language],
+            "accepted_after_review": accepted[language],
+            "items_marked_manual": manual[language],
+        }
         for language in sorted(set(checked) | set(manual), key=language_sort_key)
-    }  # fmt: skip
+    }
     return {"table9": table, "by_language": by_language}

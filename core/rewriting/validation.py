@@ -1,6 +1,7 @@
 """Checking an LLM's rewrite before it is stored: JSON with a question and exactly as many options as the item,
 none empty, none merged into another, and written in a script plausible for the item's language. A failed
 check is a sentence the retry prompt hands back to the model."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,31 @@ from spokenbench.core.items import Item
 
 # The script(s) a language is written in; Latin is tolerated everywhere for abbreviations (ATP, DNA, x).
 EXPECTED_SCRIPTS = {
-    "en": {"latin"}, "fr": {"latin"}, "de": {"latin"}, "es": {"latin"}, "it": {"latin"}, "pt": {"latin"},
-    "nl": {"latin"}, "sv": {"latin"}, "id": {"latin"}, "vi": {"latin"}, "tr": {"latin"}, "pl": {"latin"},
-    "zh": {"han"}, "ja": {"han", "kana"}, "ko": {"hangul"}, "ru": {"cyrillic"}, "uk": {"cyrillic"},
-    "el": {"greek"}, "ar": {"arabic"}, "fa": {"arabic"}, "he": {"hebrew"}, "hi": {"devanagari"},
-    "bn": {"bengali"}, "th": {"thai"},
-}  # fmt: skip
+    "en": {"latin"},
+    "fr": {"latin"},
+    "de": {"latin"},
+    "es": {"latin"},
+    "it": {"latin"},
+    "pt": {"latin"},
+    "nl": {"latin"},
+    "sv": {"latin"},
+    "id": {"latin"},
+    "vi": {"latin"},
+    "tr": {"latin"},
+    "pl": {"latin"},
+    "zh": {"han"},
+    "ja": {"han", "kana"},
+    "ko": {"hangul"},
+    "ru": {"cyrillic"},
+    "uk": {"cyrillic"},
+    "el": {"greek"},
+    "ar": {"arabic"},
+    "fa": {"arabic"},
+    "he": {"hebrew"},
+    "hi": {"devanagari"},
+    "bn": {"bengali"},
+    "th": {"thai"},
+}
 MIN_SCRIPT_SHARE = 0.5
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?|\n?\s*```\s*$")
 
@@ -124,7 +144,9 @@ def validate_answer(raw: str | None, item: Item) -> RewriteAnswer:
     normalized = [" ".join(o.split()).lower() for o in options]
     for i in range(expected):
         for j in range(i + 1, expected):
-            original_same = " ".join(item.options[i].text.split()).lower() == " ".join(item.options[j].text.split()).lower()
+            original_same = (
+                " ".join(item.options[i].text.split()).lower() == " ".join(item.options[j].text.split()).lower()
+            )
             if normalized[i] == normalized[j] and not original_same:
                 raise InvalidAnswer(f"options {item.options[i].letter} and {item.options[j].letter} became identical")
     problem = script_problem(item.language, item.question, question, "the question")

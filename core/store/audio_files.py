@@ -1,6 +1,7 @@
 """Content-addressed audio: a file is named by the sha256 of its bytes (audio/ab/abcd….wav), so equal
 audio is stored once and a name always means the same sound. Writes go to a temp file that is fsynced and
 renamed into place, so a kill at any moment leaves either the whole file or none."""
+
 from __future__ import annotations
 
 import contextlib

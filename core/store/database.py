@@ -1,13 +1,14 @@
 """The one way to talk to a project's SQLite database: WAL so a GUI and a headless run can share it,
 foreign keys on, a busy timeout instead of 'database is locked', synchronous=FULL so a committed
 rating survives a power cut, and short explicit transactions."""
+
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from spokenbench.core.errors import ProjectError
 from spokenbench.core.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -17,7 +18,7 @@ BUSY_TIMEOUT_MS = 15_000
 
 def utc_now() -> str:
     """Timestamps are ISO-8601 UTC strings: sortable, readable in exports, timezone-safe."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 def connect(db_path: Path) -> sqlite3.Connection:

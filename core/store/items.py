@@ -1,16 +1,15 @@
 """Reading and writing items. Importers hand over fully validated `Item`s; this module only stores them."""
+
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from spokenbench.core.items import Item, Option
 from spokenbench.core.store.database import utc_now
 
-ITEM_COLUMNS = (
-    "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"
-)
+ITEM_COLUMNS = "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"
 
 
 def record_import(conn: sqlite3.Connection, file: str, format_name: str, sha256: str, item_count: int) -> int:
@@ -85,17 +84,20 @@ def iter_items(
     for item_id, letter, text, orientation in option_rows:
         options_by_item.setdefault(item_id, []).append(Option(letter, text, orientation))
     for row in rows:
-        yield row["id"], Item(
-            source=row["source"],
-            source_id=row["source_id"],
-            language=row["language"],
-            question=row["question"],
-            options=tuple(options_by_item.get(row["id"], [])),
-            answer=row["answer"],
-            kind=row["kind"],
-            subject=row["subject"],
-            subject_category=row["subject_category"],
-            cultural_label=row["cultural_label"],
-            category=row["category"],
-            extra=json.loads(row["extra_json"]) if row["extra_json"] else {},
+        yield (
+            row["id"],
+            Item(
+                source=row["source"],
+                source_id=row["source_id"],
+                language=row["language"],
+                question=row["question"],
+                options=tuple(options_by_item.get(row["id"], [])),
+                answer=row["answer"],
+                kind=row["kind"],
+                subject=row["subject"],
+                subject_category=row["subject_category"],
+                cultural_label=row["cultural_label"],
+                category=row["category"],
+                extra=json.loads(row["extra_json"]) if row["extra_json"] else {},
+            ),
         )

@@ -1,6 +1,7 @@
 """Forward-only schema migrations. The database's `PRAGMA user_version` is the number of migrations
 applied; opening a project applies the missing ones, each in its own transaction, after backing the
 database up. Later issues append to MIGRATIONS; never edit a migration that has shipped."""
+
 from __future__ import annotations
 
 MIGRATION_1_FOUNDATION = """

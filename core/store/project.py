@@ -1,11 +1,12 @@
 """A project is a folder: `project.sqlite` plus `audio/` (content-addressed). Open one `Project` per
 thread; SQLite's WAL lets the app and a headless run work on the same folder at once."""
+
 from __future__ import annotations
 
 import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from spokenbench.core import __version__
 from spokenbench.core.errors import ProjectError
@@ -27,7 +28,7 @@ class Project:
         return self.path / DATABASE_NAME
 
     @classmethod
-    def create(cls, path: str | Path) -> "Project":
+    def create(cls, path: str | Path) -> Project:
         """Create a new project in an empty or missing folder; never adopts a folder holding other files."""
         path = Path(path)
         if path.exists() and not path.is_dir():
@@ -47,7 +48,7 @@ class Project:
         return cls(path, conn)
 
     @classmethod
-    def open(cls, path: str | Path) -> "Project":
+    def open(cls, path: str | Path) -> Project:
         path = Path(path)
         db_path = path / DATABASE_NAME
         if not path.is_dir():
@@ -74,7 +75,7 @@ class Project:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Project":
+    def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc) -> None:

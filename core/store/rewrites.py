@@ -1,4 +1,5 @@
 """Versioned spoken-readable text per item part. Adding a rewrite never overwrites an older version."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -9,7 +10,12 @@ REWRITE_STATUSES = ("pending", "flagged", "accepted", "edited", "rejected")
 
 
 def add_rewrite(
-    conn: sqlite3.Connection, item_id: int, part: str, text: str, origin: str, status: str = "pending",
+    conn: sqlite3.Connection,
+    item_id: int,
+    part: str,
+    text: str,
+    origin: str,
+    status: str = "pending",
     reviewer: str | None = None,
 ) -> int:
     """Store the next version of a part's rewrite; the caller owns the transaction."""

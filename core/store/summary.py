@@ -1,4 +1,5 @@
 """What a project holds, in numbers: the `info` command and the app's project overview."""
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,7 @@ def project_summary(conn: sqlite3.Connection) -> dict:
         },
         "rewrites": {
             "total": counts["rewrites"],
-            "by_status": {
-                s: n for s, n in conn.execute("SELECT status, count(*) FROM rewrites GROUP BY 1 ORDER BY 1")
-            },
+            "by_status": {s: n for s, n in conn.execute("SELECT status, count(*) FROM rewrites GROUP BY 1 ORDER BY 1")},
         },
         "clips": {
             "total": counts["clips"],

@@ -8,6 +8,7 @@ Measures, on 200 conditions of about 40 s each built from espeak-ng clips, on on
 4. the project pipeline end to end (clips read from the store, chunked at 30 s, written to disk), its
    peak memory, and what that means for BiasInEar's 11,200 inputs.
 Figures are medians of repeated passes; the machine is shared, so read ratios rather than absolutes."""
+
 import os
 
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -31,13 +32,17 @@ from spokenbench.core.store import Project
 ITEMS = 20
 CONDITIONS = 200
 REPEATS = 3
-QUESTION = ("In a study of {n} coastal towns, researchers compared the average annual rainfall, the number of sunny days, "
-            "the mean summer temperature and the distance to the nearest river delta. Considering all of these "
-            "measurements together, which of the following statements best describes the relationship they found?")
-OPTIONS = ["Rainfall rose steadily with distance from the delta in every town they visited",
-           "Sunny days and summer temperature moved together, but rainfall did not follow either",
-           "None of the measurements showed any consistent pattern across the towns in the sample",
-           "Towns nearest the delta had the most rain and the fewest sunny days of all the towns"]  # fmt: skip
+QUESTION = (
+    "In a study of {n} coastal towns, researchers compared the average annual rainfall, the number of sunny days, "
+    "the mean summer temperature and the distance to the nearest river delta. Considering all of these "
+    "measurements together, which of the following statements best describes the relationship they found?"
+)
+OPTIONS = [
+    "Rainfall rose steadily with distance from the delta in every town they visited",
+    "Sunny days and summer temperature moved together, but rainfall did not follow either",
+    "None of the measurements showed any consistent pattern across the towns in the sample",
+    "Towns nearest the delta had the most rain and the fewest sunny days of all the towns",
+]
 
 
 def median_time(fn, repeats: int = REPEATS) -> float:
@@ -83,10 +88,16 @@ def main() -> None:
     same_rate = AssemblySettings(sample_rate=rate, pause_s=0.5)
     resampled = AssemblySettings(sample_rate=16_000, pause_s=0.5)
     sample = decode_audio(assemble_wav_bytes(*inputs[0], labels, resampled), "sample")
-    audio_seconds = sum(decode_audio(assemble_wav_bytes(q, o, labels, same_rate, False), "x").duration for q, o in inputs)
-    print(f"{CONDITIONS} conditions, {audio_seconds / CONDITIONS:.1f} s each on average ({audio_seconds / 60:.0f} min of audio)")
+    audio_seconds = sum(
+        decode_audio(assemble_wav_bytes(q, o, labels, same_rate, False), "x").duration for q, o in inputs
+    )
+    print(
+        f"{CONDITIONS} conditions, {audio_seconds / CONDITIONS:.1f} s each on average ({audio_seconds / 60:.0f} min of audio)"
+    )
 
-    ours_plain = median_time(lambda: [assemble_wav_bytes(q, o, labels, same_rate, match_levels=False) for q, o in inputs])
+    ours_plain = median_time(
+        lambda: [assemble_wav_bytes(q, o, labels, same_rate, match_levels=False) for q, o in inputs]
+    )
     try:
         from biasinear.utils import concat_audio
 
@@ -106,7 +117,7 @@ def main() -> None:
 
     speeds = {}
     for speed in (0.75, 1.25):
-        seconds = median_time(lambda: dsp.time_stretch(sample.samples, sample.rate, speed), repeats=5)
+        seconds = median_time(lambda speed=speed: dsp.time_stretch(sample.samples, sample.rate, speed), repeats=5)
         speeds[speed] = sample.duration / seconds
     print(f"\n3. speed perturbation, pitch preserved (WSOLA), on a {sample.duration:.0f} s input")
     for speed, factor in speeds.items():
@@ -114,8 +125,16 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         project = Project.create(Path(folder) / "bench")
-        rows = [{"id": f"b{n}", "language": "en", "question": QUESTION.format(n=12 + n),
-                 "options": [f"{o}, case {n}." for o in OPTIONS], "answer": "A"} for n in range(ITEMS)]  # fmt: skip
+        rows = [
+            {
+                "id": f"b{n}",
+                "language": "en",
+                "question": QUESTION.format(n=12 + n),
+                "options": [f"{o}, case {n}." for o in OPTIONS],
+                "answer": "A",
+            }
+            for n in range(ITEMS)
+        ]
         table = Path(folder) / "items.jsonl"
         table.write_text("\n".join(__import__("json").dumps(r) for r in rows))
         import_files(project, [table], "mcq", ImportOptions(source="bench"))
@@ -128,9 +147,13 @@ def main() -> None:
         report = run_assembly(project, assembly, [30.0], resampled)
         elapsed = time.perf_counter() - start
         per_input = elapsed / report.assembled
-        print(f"\n4. project pipeline: {report.assembled} inputs ({report.seconds_of_audio / report.assembled:.1f} s each), "
-              f"read from the store, chunked at 30 s, written to disk")
-        print(f"   {elapsed:.2f} s -> {per_input * 1000:.1f} ms per input, {report.seconds_of_audio / elapsed:,.0f}x real time")
+        print(
+            f"\n4. project pipeline: {report.assembled} inputs ({report.seconds_of_audio / report.assembled:.1f} s each), "
+            f"read from the store, chunked at 30 s, written to disk"
+        )
+        print(
+            f"   {elapsed:.2f} s -> {per_input * 1000:.1f} ms per input, {report.seconds_of_audio / elapsed:,.0f}x real time"
+        )
         print(f"   BiasInEar's 11,200 inputs at this rate: {11_200 * per_input / 60:.1f} min")
         cap = 32 * 2**20  # a small clip cache, so that 200 inputs overflow it and any growth would show
         peaks = {}
@@ -142,8 +165,10 @@ def main() -> None:
             run_assembly(project, plan, [30.0], settings, cache_bytes=cap)
             peaks[count] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
-        print(f"   peak traced memory with a 32 MiB clip cache: {peaks[20]:.0f} MiB for 20 inputs, "
-              f"{peaks[200]:.0f} MiB for 200 (default cache cap 256 MiB)")
+        print(
+            f"   peak traced memory with a 32 MiB clip cache: {peaks[20]:.0f} MiB for 20 inputs, "
+            f"{peaks[200]:.0f} MiB for 200 (default cache cap 256 MiB)"
+        )
         project.close()
 
 

@@ -9,6 +9,7 @@
                                                                                    target ≥ 10×
   3. the full metric set with 1,000 question-level bootstrap resamples           target ≤ 15 s
 Medians, because the machine is shared; each figure states how many runs it is the median of."""
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,14 @@ def reference_inputs(frame, factors):
     inputs = []
     for model in data.models:
         rows = (frame["model"] == model).to_numpy()
-        inputs.append((list(chosen[rows]), list(frame["answer"].to_numpy()[rows]),
-                       list(frame["question_id"].to_numpy()[rows]), {f: list(frame[f].to_numpy()[rows]) for f in factors}))
+        inputs.append(
+            (
+                list(chosen[rows]),
+                list(frame["answer"].to_numpy()[rows]),
+                list(frame["question_id"].to_numpy()[rows]),
+                {f: list(frame[f].to_numpy()[rows]) for f in factors},
+            )
+        )
     return inputs
 
 
@@ -57,18 +64,24 @@ def main() -> int:
     args = parser.parse_args()
 
     frame = biasinear_like(n_questions=400, n_models=9, seed=0)
-    print(f"data: {len(frame):,} responses, {frame['question_id'].nunique()} questions, "
-          f"{frame['model'].nunique()} models, factors {', '.join(FACTORS)}")
+    print(
+        f"data: {len(frame):,} responses, {frame['question_id'].nunique()} questions, "
+        f"{frame['model'].nunique()} models, factors {', '.join(FACTORS)}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "responses.csv"
         frame.to_csv(path, index=False)
         load, _ = median_time(lambda: read_responses_file(path), 3)
-        print(f"reading the CSV ({path.stat().st_size / 1e6:.1f} MB): median {load:.3f} s of 3 (not part of the figures below)")
+        print(
+            f"reading the CSV ({path.stat().st_size / 1e6:.1f} MB): median {load:.3f} s of 3 (not part of the figures below)"
+        )
 
     analyze_mcq(frame, FACTORS).to_json()  # warm-up: imports, caches
     ours, ours_all = median_time(lambda: analyze_mcq(frame, FACTORS).to_json(), args.repeats)
-    print(f"1. full metric set in-process: median {ours:.3f} s of {args.repeats} "
-          f"(min {min(ours_all):.3f}, max {max(ours_all):.3f}); target ≤ 0.5 s: {'met' if ours <= 0.5 else 'MISSED'}")
+    print(
+        f"1. full metric set in-process: median {ours:.3f} s of {args.repeats} "
+        f"(min {min(ours_all):.3f}, max {max(ours_all):.3f}); target ≤ 0.5 s: {'met' if ours <= 0.5 else 'MISSED'}"
+    )
 
     try:
         from biasinear import Evaluator
@@ -79,13 +92,19 @@ def main() -> int:
         inputs = reference_inputs(frame, FACTORS)
         reference, ref_all = median_time(lambda: [Evaluator(*i).run() for i in inputs], args.reference_repeats)
         ratio = reference / ours
-        print(f"2. reference Evaluator (biasinear) on the same data, 9 models: median {reference:.3f} s of "
-              f"{args.reference_repeats} (min {min(ref_all):.3f}); ours is {ratio:.1f}× faster; "
-              f"target ≥ 10×: {'met' if ratio >= 10 else 'MISSED'}")
+        print(
+            f"2. reference Evaluator (biasinear) on the same data, 9 models: median {reference:.3f} s of "
+            f"{args.reference_repeats} (min {min(ref_all):.3f}); ours is {ratio:.1f}× faster; "
+            f"target ≥ 10×: {'met' if ratio >= 10 else 'MISSED'}"
+        )
 
-    boot, boot_all = median_time(lambda: analyze_mcq(frame, FACTORS, n_resamples=1000).to_json(), max(3, args.repeats // 2))
-    print(f"3. full metric set with 1,000 bootstrap resamples: median {boot:.3f} s of {len(boot_all)} "
-          f"(max {max(boot_all):.3f}); target ≤ 15 s: {'met' if boot <= 15 else 'MISSED'}")
+    boot, boot_all = median_time(
+        lambda: analyze_mcq(frame, FACTORS, n_resamples=1000).to_json(), max(3, args.repeats // 2)
+    )
+    print(
+        f"3. full metric set with 1,000 bootstrap resamples: median {boot:.3f} s of {len(boot_all)} "
+        f"(max {max(boot_all):.3f}); target ≤ 15 s: {'met' if boot <= 15 else 'MISSED'}"
+    )
     return 0
 
 

@@ -4,6 +4,7 @@ them. Targets from issue 5: screening ≤ 10 s, sampling ≤ 1 s.
 
     /work/venv/bin/python tests/core/qc/bench_qc.py [--clips 44800] [--exact-share 0.7]
 """
+
 import argparse
 import hashlib
 import random
@@ -17,8 +18,10 @@ from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 
-WORDS = ("the which of is what a an acid mass molar sulfuric holiday november gas plants take in cell energy light "
-         "chemical process called water heated degrees celsius kelvin rise speed ball dropped rest seconds meters").split()  # fmt: skip
+WORDS = (
+    "the which of is what a an acid mass molar sulfuric holiday november gas plants take in cell energy light "
+    "chemical process called water heated degrees celsius kelvin rise speed ball dropped rest seconds meters"
+).split()
 HAN = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研质"
 HANGUL = [chr(c) for c in range(0xAC00, 0xAC00 + 2000, 7)]
 ACCENTS = {"en": ("american", "british", "indian"), "zh": ("beijing", "northeastern"), "ko": ("seoul", "jeolla")}
@@ -34,7 +37,9 @@ def sentence(language: str, rng: random.Random) -> str:
     if language == "zh":
         text = "".join(rng.choice(HAN) for _ in range(rng.randint(8, 30)))
         return text + (f"{rng.randint(2, 99)}米" if rng.random() < 0.3 else "") + "？"
-    return " ".join("".join(rng.choice(HANGUL) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(3, 9))) + "?"
+    return (
+        " ".join("".join(rng.choice(HANGUL) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(3, 9))) + "?"
+    )
 
 
 def heard(text: str, language: str, rng: random.Random, exact_share: float = 0.7) -> str:
@@ -45,7 +50,9 @@ def heard(text: str, language: str, rng: random.Random, exact_share: float = 0.7
     tokens = text.split() if language != "zh" else list(text)
     for _ in range(1 if roll < exact_share + (1 - exact_share) * 2 / 3 else rng.randint(2, 6)):
         if tokens:
-            tokens[rng.randrange(len(tokens))] = rng.choice(WORDS if language == "en" else HAN if language == "zh" else HANGUL)
+            tokens[rng.randrange(len(tokens))] = rng.choice(
+                WORDS if language == "en" else HAN if language == "zh" else HANGUL
+            )
     return (" " if language != "zh" else "").join(tokens)
 
 
@@ -72,7 +79,9 @@ def build(path: Path, clip_count: int, seed: int = 0, exact_share: float = 0.7) 
             part = "question" if part_index == 0 else f"option_{'ABCD'[part_index - 1]}"
             accent = rng.choice(ACCENTS[language])
             key = hashlib.sha256(f"{clip_id}".encode()).hexdigest()
-            clips.append((clip_id, item_ids[(language, n)], part, text, language, accent, f"v{clip_id % 2}", key, key, now))
+            clips.append(
+                (clip_id, item_ids[(language, n)], part, text, language, accent, f"v{clip_id % 2}", key, key, now)
+            )
             transcripts.append((clip_id, "asr-a", heard(text, language, rng, exact_share), now))
             transcripts.append((clip_id, "asr-b", heard(text, language, rng, exact_share), now))
         conn.executemany(
@@ -87,25 +96,37 @@ def build(path: Path, clip_count: int, seed: int = 0, exact_share: float = 0.7) 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clips", type=int, default=44_800)
-    parser.add_argument("--exact-share", type=float, default=0.7,
-                        help="share of transcripts that match their text exactly (0 = every pair scored afresh, the worst case)")
+    parser.add_argument(
+        "--exact-share",
+        type=float,
+        default=0.7,
+        help="share of transcripts that match their text exactly (0 = every pair scored afresh, the worst case)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         project = build(Path(folder) / "bench", args.clips, exact_share=args.exact_share)
-        print(f"built {args.clips} clips with 2 transcripts each in {time.perf_counter() - started:.1f} s (setup, not timed)")
+        print(
+            f"built {args.clips} clips with 2 transcripts each in {time.perf_counter() - started:.1f} s (setup, not timed)"
+        )
         started = time.perf_counter()
         result = screen_project(project)
         screening_s = time.perf_counter() - started
-        print(f"screening: {result.screened} clips, {2 * result.screened} transcripts scored, binned and stored in {screening_s:.2f} s "
-              f"(target ≤ 10 s)")  # fmt: skip
+        print(
+            f"screening: {result.screened} clips, {2 * result.screened} transcripts scored, binned and stored in {screening_s:.2f} s "
+            f"(target ≤ 10 s)"
+        )
         for row in result.table2():
-            print(f"  {row['wer_interval']:>10} {row['language']:<8} {row['n_samples']:>6} {row['pct_of_language']:>6.2f}%")
+            print(
+                f"  {row['wer_interval']:>10} {row['language']:<8} {row['n_samples']:>6} {row['pct_of_language']:>6.2f}%"
+            )
         started = time.perf_counter()
         outcome = sample_for_rating(project, "bench", per_bin=40, seed=0)
         sampling_s = time.perf_counter() - started
-        print(f"sampling: {len(outcome.result.selected)} clips in {len(outcome.result.strata)} strata in {sampling_s:.2f} s "
-              "(target ≤ 1 s; includes the screening freshness check and storing the queue)")  # fmt: skip
+        print(
+            f"sampling: {len(outcome.result.selected)} clips in {len(outcome.result.strata)} strata in {sampling_s:.2f} s "
+            "(target ≤ 1 s; includes the screening freshness check and storing the queue)"
+        )
         project.close()
     return 0 if screening_s <= 10 and sampling_s <= 1 else 1
 

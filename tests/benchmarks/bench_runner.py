@@ -11,6 +11,7 @@ Prints, as medians over the repeats:
   (its OpenAIModel.generate, pointed at the same stub through OPENAI_BASE_URL), in the same run;
 - the ratio of the two.
 Targets from the issue: >= 90 % of ideal, <= 2 ms CPU per request, >= 25x the sequential loop."""
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,17 @@ def build_project(path: Path, requests: int):
     orders = ("original", "reversed", "order-backward", "token-backward")
     project = Project.create(path)
     count = requests // len(orders)
-    items = [Item("bench", f"q{n}", "en", f"Question {n}?", tuple(Option(l, f"option {l} {n}") for l in "ABCD"), "A")
-             for n in range(count)]
+    items = [
+        Item(
+            "bench",
+            f"q{n}",
+            "en",
+            f"Question {n}?",
+            tuple(Option(letter, f"option {letter} {n}") for letter in "ABCD"),
+            "A",
+        )
+        for n in range(count)
+    ]
     with project.transaction() as conn:
         ids = insert_items(conn, items)
     rows = []
@@ -77,7 +87,8 @@ def build_project(path: Path, requests: int):
         conn.executemany(
             "INSERT INTO assembled_inputs(item_id, condition_key, option_order, label_sequence, recipe_sha256, sha256, "
             "audio_format, duration_s, sample_rate, text_rendering, created_at) VALUES (?, ?, ?, ?, ?, ?, 'wav', ?, 16000, '', ?)",
-            rows)
+            rows,
+        )
     return project
 
 
@@ -86,8 +97,14 @@ def run_runner(project, url: str, max_tokens: int) -> tuple[float, float, int]:
     from spokenbench.core.evaluation.adapters import GenerationParams
     from spokenbench.core.evaluation.runner import RunSettings, evaluate
 
-    settings = RunSettings(model="vllm:bench-model", base_url=url, mode="audio", prompt="standard",
-                           concurrency=CONCURRENCY, params=GenerationParams(max_output_tokens=max_tokens))
+    settings = RunSettings(
+        model="vllm:bench-model",
+        base_url=url,
+        mode="audio",
+        prompt="standard",
+        concurrency=CONCURRENCY,
+        params=GenerationParams(max_output_tokens=max_tokens),
+    )
     cpu0, wall0 = time.process_time(), time.perf_counter()
     summary = evaluate(project, settings)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -112,10 +129,23 @@ def run_sdk_floor(url: str, count: int) -> float:
         async def worker(n):
             await asyncio.sleep(n * 0.005)
             for data in pending:
-                await client.post("/chat/completions", cast_to=object, body={"model": "m", "messages": [
-                    {"role": "system", "content": "You will hear a question."},
-                    {"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": data, "format": "wav"}},
-                                                 {"type": "text", "text": "Answer: [[X]]"}]}]})
+                await client.post(
+                    "/chat/completions",
+                    cast_to=object,
+                    body={
+                        "model": "m",
+                        "messages": [
+                            {"role": "system", "content": "You will hear a question."},
+                            {
+                                "role": "user",
+                                "content": [
+                                    {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}},
+                                    {"type": "text", "text": "Answer: [[X]]"},
+                                ],
+                            },
+                        ],
+                    },
+                )
 
         await asyncio.gather(*(worker(n) for n in range(CONCURRENCY)))
         await client.close()
@@ -156,10 +186,16 @@ def main() -> None:
                 rate, cpu, count = run_runner(project, url, 4096 - repeat)  # a new max_tokens = new, uncached requests
                 rates.append(rate)
                 cpus.append(cpu)
-                print(f"  runner repeat {repeat + 1}: {count} requests, {rate:.1f} req/s, {cpu:.2f} ms CPU/request", flush=True)
+                print(
+                    f"  runner repeat {repeat + 1}: {count} requests, {rate:.1f} req/s, {cpu:.2f} ms CPU/request",
+                    flush=True,
+                )
             project.close()
         floors = [run_sdk_floor(url, args.requests) for _ in range(args.repeats)]
-        print(f"  bare SDK at concurrency {CONCURRENCY}: " + ", ".join(f"{f:.2f}" for f in floors) + " ms CPU/request", flush=True)
+        print(
+            f"  bare SDK at concurrency {CONCURRENCY}: " + ", ".join(f"{f:.2f}" for f in floors) + " ms CPU/request",
+            flush=True,
+        )
         sequential = []
         for repeat in range(args.repeats):
             sequential.append(run_sequential(url, args.sequential))
@@ -170,8 +206,12 @@ def main() -> None:
     ideal = CONCURRENCY / DELAY_S
     rate, cpu, seq = statistics.median(rates), statistics.median(cpus), statistics.median(sequential)
     floor = statistics.median(floors)
-    print(f"\nrunner, concurrency {CONCURRENCY}, stub answering after {DELAY_S * 1000:.0f} ms (medians of {args.repeats}):")
-    print(f"  throughput        {rate:7.1f} requests/s = {100 * rate / ideal:5.1f} % of the ideal {ideal:.0f}   (target >= 90 %)")
+    print(
+        f"\nrunner, concurrency {CONCURRENCY}, stub answering after {DELAY_S * 1000:.0f} ms (medians of {args.repeats}):"
+    )
+    print(
+        f"  throughput        {rate:7.1f} requests/s = {100 * rate / ideal:5.1f} % of the ideal {ideal:.0f}   (target >= 90 %)"
+    )
     print(f"  process CPU       {cpu:7.2f} ms per request (runner + openai SDK + HTTP + SQLite)")
     print(f"  bare SDK floor    {floor:7.2f} ms per request (openai SDK alone, same bodies and concurrency)")
     print(f"  runner's own CPU  {cpu - floor:7.2f} ms per request = process - floor     (target <= 2 ms)")

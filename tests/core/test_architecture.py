@@ -1,4 +1,5 @@
 """The design card's rules that a reviewer would otherwise have to remember."""
+
 import ast
 import subprocess
 import sys
@@ -50,9 +51,22 @@ def test_wheel_installs_only_namespaced_packages(tmp_path):
     """`pip install .` must put spokenbench/core, spokenbench/app, … in site-packages, never a bare core/."""
     pytest.importorskip("setuptools")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     [wheel] = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()

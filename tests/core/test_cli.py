@@ -2,8 +2,8 @@ import json
 
 import pandas as pd
 import pytest
-
 from support import gmmlu_rows, run_console_script, write_csv
+
 from spokenbench.core.cli.main import build_parser
 
 
@@ -47,9 +47,7 @@ def test_demo_rewrites_make_items_readable(built_demo):
 
     with opened(built_demo) as project:
         conn = project.conn
-        item_id = conn.execute(
-            "SELECT id FROM items WHERE source_id = 'demo/001' AND language = 'en'"
-        ).fetchone()[0]
+        item_id = conn.execute("SELECT id FROM items WHERE source_id = 'demo/001' AND language = 'en'").fetchone()[0]
         question = conn.execute("SELECT question FROM items WHERE id = ?", (item_id,)).fetchone()[0]
         rewrite = latest_rewrites(conn, item_id)["question"]["text"]
     assert "^" in question and "^" not in rewrite
@@ -64,8 +62,12 @@ def test_import_info_export_round_trip(cli, tmp_path):
     for suffix in ("csv", "jsonl", "parquet"):
         out = tmp_path / f"items.{suffix}"
         assert cli("export", project, "--what", "items", "--out", out).code == 0
-        frame = {"csv": pd.read_csv, "jsonl": lambda p: pd.read_json(p, lines=True), "parquet": pd.read_parquet}[suffix](out)
-        assert len(frame) == 6 and {"id", "question", "option_a", "option_d", "answer", "language"} <= set(frame.columns)
+        frame = {"csv": pd.read_csv, "jsonl": lambda p: pd.read_json(p, lines=True), "parquet": pd.read_parquet}[
+            suffix
+        ](out)
+        assert len(frame) == 6 and {"id", "question", "option_a", "option_d", "answer", "language"} <= set(
+            frame.columns
+        )
     # an items export re-imports into another project unchanged
     other = tmp_path / "q"
     cli("init", other)
@@ -112,7 +114,10 @@ def test_export_responses_has_metric_columns(cli, tmp_path, demo_copy):
         (["info", "{tmp}/missing"], "no such project folder"),
         (["import", "{tmp}/p", "{tmp}/nothing.csv", "--format", "mcq"], "nothing.csv: file not found"),
         (["import", "{tmp}/p", "{tmp}/en.csv", "--format", "gmmlu-lite", "--map", "bogus"], "is not FIELD=COLUMN"),
-        (["import", "{tmp}/p", "{tmp}/en.csv", "--format", "gmmlu-lite", "--map", "colour=x"], "unknown field 'colour'"),
+        (
+            ["import", "{tmp}/p", "{tmp}/en.csv", "--format", "gmmlu-lite", "--map", "colour=x"],
+            "unknown field 'colour'",
+        ),
         (["export", "{tmp}/p", "--what", "items", "--out", "{tmp}/x.xlsx"], "unknown table type"),
         (["init", "{tmp}/p"], "already a SpokenBench project"),
     ],
@@ -157,5 +162,7 @@ def test_output_cut_short_by_the_reader_is_not_an_error(built_demo):
         sys.stderr.write(f"exit={code}")
         """
     )
-    result = subprocess.run([sys.executable, "-c", script, str(built_demo)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(built_demo)], capture_output=True, text=True, timeout=120
+    )
     assert result.stderr.endswith("exit=0") and "internal error" not in result.stderr, result.stderr

@@ -1,5 +1,6 @@
 """SIGKILL at the worst moments: the project must open afterwards and hold all or nothing of what was
 in flight, and never a half-written audio file."""
+
 import os
 import signal
 import subprocess
@@ -7,8 +8,8 @@ import sys
 import textwrap
 
 import pytest
-
 from support import gmmlu_rows, write_csv
+
 from spokenbench.core.store import Project
 
 IMPORT_AND_SIGNAL = textwrap.dedent(
@@ -33,8 +34,11 @@ IMPORT_AND_SIGNAL = textwrap.dedent(
 def run_until_marker(script: str, *args, marker: str) -> subprocess.Popen:
     process = subprocess.Popen(
         [sys.executable, "-c", script, *map(str, args)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = process.stdout.readline()
     assert line.strip() == marker, process.stderr.read()
     return process
@@ -48,7 +52,9 @@ def test_sigkill_in_the_middle_of_a_large_import_keeps_nothing_from_it(tmp_path)
 
         import_files(project, [earlier], "gmmlu-lite")  # reported saved before the crash
     large = write_csv(tmp_path / "en.csv", gmmlu_rows(20_000))
-    process = run_until_marker(IMPORT_AND_SIGNAL.format(kill_after=5_000), tmp_path / "p", large, marker="MID-TRANSACTION")
+    process = run_until_marker(
+        IMPORT_AND_SIGNAL.format(kill_after=5_000), tmp_path / "p", large, marker="MID-TRANSACTION"
+    )
     os.kill(process.pid, signal.SIGKILL)
     process.wait(10)
     assert process.returncode == -signal.SIGKILL
@@ -66,9 +72,19 @@ def test_sigkill_at_any_moment_leaves_all_or_nothing(tmp_path, delay_s):
     Project.create(tmp_path / "p").close()
     large = write_csv(tmp_path / "en.csv", gmmlu_rows(8_000))
     process = subprocess.Popen(
-        [sys.executable, "-m", "spokenbench.core.cli.main", "import", str(tmp_path / "p"), str(large), "--format", "gmmlu-lite"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "spokenbench.core.cli.main",
+            "import",
+            str(tmp_path / "p"),
+            str(large),
+            "--format",
+            "gmmlu-lite",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         process.wait(delay_s)
     except subprocess.TimeoutExpired:

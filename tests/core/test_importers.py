@@ -1,8 +1,8 @@
 import json
 
 import pytest
-
 from support import gmmlu_rows, write_csv, write_jsonl, write_parquet
+
 from spokenbench.core.errors import InputError
 from spokenbench.core.importers import ImportOptions, import_files, language_from_path
 from spokenbench.core.store.items import iter_items
@@ -66,12 +66,21 @@ def test_gmmlu_lite_without_language_is_refused(project, tmp_path):
 @pytest.mark.parametrize(
     "change, expected",
     [
-        (lambda rows: [{k: v for k, v in r.items() if k != "option_c"} for r in rows], "column 'option_c': required column is missing"),
+        (
+            lambda rows: [{k: v for k, v in r.items() if k != "option_c"} for r in rows],
+            "column 'option_c': required column is missing",
+        ),
         (lambda rows: rows[:1] + [{**rows[1], "question": "  "}] + rows[2:], "row 2, column 'question': is empty"),
         (lambda rows: rows[:2] + [{**rows[2], "option_b": ""}] + rows[3:], "row 3, column 'option_b': is empty"),
-        (lambda rows: [{**rows[0], "answer": "E"}] + rows[1:], "row 1, column 'answer': answer 'E' is not among the options"),
+        (
+            lambda rows: [{**rows[0], "answer": "E"}] + rows[1:],
+            "row 1, column 'answer': answer 'E' is not among the options",
+        ),
         (lambda rows: rows + [rows[1]], "row 5, column 'sample_id': duplicate id 'subject_1/test/1'"),
-        (lambda rows: [{**rows[0], "cultural_sensitivity_label": "maybe"}] + rows[1:], "'maybe' is not a cultural label"),
+        (
+            lambda rows: [{**rows[0], "cultural_sensitivity_label": "maybe"}] + rows[1:],
+            "'maybe' is not a cultural label",
+        ),
         (lambda rows: [{**rows[0], "option_d": rows[0]["option_a"]}] + rows[1:], "two options have the same text"),
     ],
 )
@@ -234,9 +243,16 @@ def test_gender_probes_from_lists_and_from_columns(project, tmp_path):
     ]
     import_files(project, [write_jsonl(tmp_path / "p.jsonl", rows)], "gender-probe")
     flat = [
-        {"id": "g4", "category": "dependent", "question": "Which title?", "option_a": "Mr.", "option_b": "Ms.",
-         "orientation_a": "male-oriented", "orientation_b": "female-oriented"},
-    ]  # fmt: skip
+        {
+            "id": "g4",
+            "category": "dependent",
+            "question": "Which title?",
+            "option_a": "Mr.",
+            "option_b": "Ms.",
+            "orientation_a": "male-oriented",
+            "orientation_b": "female-oriented",
+        },
+    ]
     import_files(project, [write_csv(tmp_path / "p.csv", flat)], "gender-probe")
     items = {i.source_id: i for _, i in iter_items(project.conn)}
     assert [o.orientation for o in items["g1"].options] == ["male", "female", "neutral"]
@@ -254,7 +270,10 @@ def test_gender_probes_from_lists_and_from_columns(project, tmp_path):
         ({"orientations": ["male", "female"]}, "gives 2 orientations for 3 options"),
         ({"orientations": ["male", "female", "boy"]}, "'boy' is not an orientation"),
         ({"category": "independent"}, "must not be gender-oriented"),
-        ({"options": ["a", "b", "c", "d"], "orientations": ["male", "female", "neutral", "none"]}, "gender probes have 2 or 3"),
+        (
+            {"options": ["a", "b", "c", "d"], "orientations": ["male", "female", "neutral", "none"]},
+            "gender probes have 2 or 3",
+        ),
         ({"question": ""}, "column 'question': is empty"),
     ],
 )

@@ -36,7 +36,10 @@ def test_create_refuses_non_empty_folder_and_existing_project(tmp_path):
     [
         (lambda d: None, "no such project folder"),
         (lambda d: d.mkdir(), "project.sqlite is missing"),
-        (lambda d: (d.mkdir(), (d / "project.sqlite").write_bytes(b"garbage" * 200)), "damaged or not SQLite|not a readable"),
+        (
+            lambda d: (d.mkdir(), (d / "project.sqlite").write_bytes(b"garbage" * 200)),
+            "damaged or not SQLite|not a readable",
+        ),
         (lambda d: (d.mkdir(), (d / "project.sqlite").write_bytes(b"")), "empty"),
     ],
 )

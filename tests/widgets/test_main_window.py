@@ -55,8 +55,9 @@ def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "PySide6.QtMultimedia", None)
     monkeypatch.setattr(
-        audio_support, "sounddevice_support",
+        audio_support,
+        "sounddevice_support",
         lambda: audio_support.AudioSupport(False, "Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)"),
-    )  # fmt: skip
+    )
     message = app_main.audio_problem()
     assert "apt-get install libpulse0" in message and "libportaudio2" in message

@@ -1,4 +1,5 @@
 """Text-to-speech backends behind one interface (`TTSBackend`), looked up by name."""
+
 from __future__ import annotations
 
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec

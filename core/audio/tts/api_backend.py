@@ -1,10 +1,17 @@
 """What the API-backed TTS services share: presets (model, price, limits), the accents they can be asked
 for, a style-prompt template (the project's own or the bundled one), and a lazily created client whose key
 comes from core.credentials and is redacted from every message."""
+
 from __future__ import annotations
 
 from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
-from spokenbench.core.audio.tts.presets import LANGUAGE_CODES, default_template, model_settings, render_template, tts_presets
+from spokenbench.core.audio.tts.presets import (
+    LANGUAGE_CODES,
+    default_template,
+    model_settings,
+    render_template,
+    tts_presets,
+)
 from spokenbench.core.credentials import api_key
 
 
@@ -20,16 +27,26 @@ class APIBackend(TTSBackend):
     template_file = ""
     voice_genders: dict[str, str] = {}
 
-    def __init__(self, model: str | None, base_url: str | None, prompt_template: str | None,
-                 voices: tuple[str, ...], key: str | None):  # fmt: skip
+    def __init__(
+        self,
+        model: str | None,
+        base_url: str | None,
+        prompt_template: str | None,
+        voices: tuple[str, ...],
+        key: str | None,
+    ):
         model, settings = model_settings(self.provider, model)
         presets = tts_presets()[self.provider]
         super().__init__(
-            name=self.provider, model=model, output_rate=24_000, accents=_prompted_accents(),
+            name=self.provider,
+            model=model,
+            output_rate=24_000,
+            accents=_prompted_accents(),
             voices=tuple(VoiceSpec(v, self.voice_genders[v]) for v in voices),
-            max_concurrency=presets["concurrency"], requests_per_minute=presets["requests_per_minute"],
+            max_concurrency=presets["concurrency"],
+            requests_per_minute=presets["requests_per_minute"],
             price_per_million_chars=settings.get("price_per_million_chars", 0.0),
-        )  # fmt: skip
+        )
         self.base_url = base_url
         self.prompt_template = prompt_template or default_template(self.template_file)
         self._key = key

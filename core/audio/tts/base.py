@@ -1,5 +1,6 @@
 """The TTS backend interface. A backend declares what it can speak (languages, accents, voices) and turns one
 `SynthesisRequest` into WAV bytes; jobs, caching, retries and checks live in core.audio.synthesis."""
+
 from __future__ import annotations
 
 import hashlib

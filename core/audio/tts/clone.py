@@ -1,6 +1,7 @@
 """Voice cloning from a recorded reference speaker with Chatterbox (Resemble AI), as in BiasInEar Section 5.1.
 An optional extra (`pip install 'spokenbench-studio[cloning]'`), imported only when chosen. Voices are the
 project's speakers with a consented reference recording; the caller passes their reference WAV paths."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,10 +20,12 @@ class CloneBackend(TTSBackend):
         """`references`: speaker name -> (gender, reference WAV path)."""
         references = references or {}
         super().__init__(
-            name="clone", model="chatterbox-multilingual", output_rate=24_000,
+            name="clone",
+            model="chatterbox-multilingual",
+            output_rate=24_000,
             accents={language: (None,) for language in CHATTERBOX_LANGUAGES},
             voices=tuple(VoiceSpec(name, gender) for name, (gender, _) in references.items()),
-        )  # fmt: skip
+        )
         self.references = {name: Path(path) for name, (_, path) in references.items()}
         self.device = device
         self._model = None
@@ -44,8 +47,9 @@ class CloneBackend(TTSBackend):
             raise UnsupportedRequest(f"no reference recording for speaker '{request.voice.name}'")
         model = self._loaded_model()
         with self._lock:
-            wav = model.generate(request.text, language_id=CHATTERBOX_LANGUAGES[request.language],
-                                 audio_prompt_path=str(reference))  # fmt: skip
+            wav = model.generate(
+                request.text, language_id=CHATTERBOX_LANGUAGES[request.language], audio_prompt_path=str(reference)
+            )
         return encode_wav(wav.squeeze().cpu().numpy(), model.sr)
 
     async def synthesize(self, request: SynthesisRequest) -> bytes:

@@ -1,6 +1,7 @@
 """Offline TTS: libespeak-ng shipped by the `espeakng-loader` wheel, driven through ctypes (no system
 install). The library is not thread-safe, so every call holds one process-wide lock. It is initialised with
 the shipped data path and the don't-exit option, without which a bad path would end the whole process."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,7 +35,7 @@ MISSING_ACCENT_NOTES = {
 }
 
 _lock = threading.Lock()
-_engine: "_Engine | None" = None
+_engine: _Engine | None = None
 
 
 class _Engine:
@@ -44,16 +45,24 @@ class _Engine:
         try:
             import espeakng_loader
         except ImportError as error:
-            raise MissingDependencyError(f"offline TTS needs espeakng-loader ({error}); pip install espeakng-loader") from None
+            raise MissingDependencyError(
+                f"offline TTS needs espeakng-loader ({error}); pip install espeakng-loader"
+            ) from None
         self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
         self.lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
         self.lib.espeak_Initialize.restype = ctypes.c_int
         self.lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
         self.lib.espeak_SetVoiceByName.restype = ctypes.c_int
         self.lib.espeak_Synth.argtypes = [
-            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint, ctypes.c_uint,
-            ctypes.c_void_p, ctypes.c_void_p,
-        ]  # fmt: skip
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_uint,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
         self.lib.espeak_Synth.restype = ctypes.c_int
         self.lib.espeak_Synchronize.restype = ctypes.c_int
         data_path = espeakng_loader.get_data_path().encode()

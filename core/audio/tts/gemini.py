@@ -1,5 +1,6 @@
 """Gemini TTS through google-genai. Accent and pace are steered by the prompt (a template naming language,
 accent and text); the voice is a prebuilt voice (the BiasInEar paper used Orus = male, Zephyr = female)."""
+
 from __future__ import annotations
 
 import re
@@ -11,13 +12,37 @@ from spokenbench.core.audio.tts.presets import LANGUAGE_CODES
 
 # The prebuilt voices and the speaker gender each presents.
 GEMINI_VOICES = {
-    "Orus": "male", "Zephyr": "female", "Puck": "male", "Charon": "male", "Kore": "female", "Fenrir": "male",
-    "Leda": "female", "Aoede": "female", "Callirrhoe": "female", "Autonoe": "female", "Enceladus": "male",
-    "Iapetus": "male", "Umbriel": "male", "Algieba": "male", "Despina": "female", "Erinome": "female",
-    "Algenib": "male", "Rasalgethi": "male", "Laomedeia": "female", "Achernar": "female", "Alnilam": "male",
-    "Schedar": "male", "Gacrux": "female", "Pulcherrima": "female", "Achird": "male", "Zubenelgenubi": "male",
-    "Vindemiatrix": "female", "Sadachbia": "male", "Sadaltager": "male", "Sulafat": "female",
-}  # fmt: skip
+    "Orus": "male",
+    "Zephyr": "female",
+    "Puck": "male",
+    "Charon": "male",
+    "Kore": "female",
+    "Fenrir": "male",
+    "Leda": "female",
+    "Aoede": "female",
+    "Callirrhoe": "female",
+    "Autonoe": "female",
+    "Enceladus": "male",
+    "Iapetus": "male",
+    "Umbriel": "male",
+    "Algieba": "male",
+    "Despina": "female",
+    "Erinome": "female",
+    "Algenib": "male",
+    "Rasalgethi": "male",
+    "Laomedeia": "female",
+    "Achernar": "female",
+    "Alnilam": "male",
+    "Schedar": "male",
+    "Gacrux": "female",
+    "Pulcherrima": "female",
+    "Achird": "male",
+    "Zubenelgenubi": "male",
+    "Vindemiatrix": "female",
+    "Sadachbia": "male",
+    "Sadaltager": "male",
+    "Sulafat": "female",
+}
 
 
 class GeminiTTSBackend(APIBackend):
@@ -25,8 +50,14 @@ class GeminiTTSBackend(APIBackend):
     template_file = "gemini_prompt.txt"
     voice_genders = GEMINI_VOICES
 
-    def __init__(self, model: str | None = None, base_url: str | None = None, prompt_template: str | None = None,
-                 voices: tuple[str, ...] = ("Orus", "Zephyr"), key: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        prompt_template: str | None = None,
+        voices: tuple[str, ...] = ("Orus", "Zephyr"),
+        key: str | None = None,
+    ):
         super().__init__(model, base_url, prompt_template, voices, key)
 
     def new_client(self, key: str):
@@ -34,7 +65,9 @@ class GeminiTTSBackend(APIBackend):
         from google.genai import types
 
         # No SDK retries: the synthesis job retries, honouring the server's RetryInfo delay.
-        return genai.Client(api_key=key, http_options=types.HttpOptions(base_url=self.base_url) if self.base_url else None)
+        return genai.Client(
+            api_key=key, http_options=types.HttpOptions(base_url=self.base_url) if self.base_url else None
+        )
 
     async def synthesize(self, request: SynthesisRequest) -> bytes:
         from google.genai import types
@@ -44,7 +77,9 @@ class GeminiTTSBackend(APIBackend):
             response_modalities=["AUDIO"],
             speech_config=types.SpeechConfig(
                 language_code=LANGUAGE_CODES.get((request.language, request.accent)),
-                voice_config=types.VoiceConfig(prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=request.voice.name)),
+                voice_config=types.VoiceConfig(
+                    prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=request.voice.name)
+                ),
             ),
         )
         response = await self.client().aio.models.generate_content(

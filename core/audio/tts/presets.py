@@ -1,5 +1,6 @@
 """TTS presets (models, prices, limits) and prompt templates, read from resources/tts/ so a retired model or
 a better wording is a data change. A project may override a template (stored in its project_meta)."""
+
 from __future__ import annotations
 
 import functools
@@ -20,10 +21,14 @@ ACCENT_NAMES = {
 }
 # BCP-47 codes for the speech config's language field, by (language, accent).
 LANGUAGE_CODES = {
-    ("en", "american"): "en-US", ("en", "british"): "en-GB", ("en", "indian"): "en-IN",
-    ("zh", "beijing"): "cmn-CN", ("zh", "northeastern"): "cmn-CN",
-    ("ko", "seoul"): "ko-KR", ("ko", "jeolla"): "ko-KR",
-}  # fmt: skip
+    ("en", "american"): "en-US",
+    ("en", "british"): "en-GB",
+    ("en", "indian"): "en-IN",
+    ("zh", "beijing"): "cmn-CN",
+    ("zh", "northeastern"): "cmn-CN",
+    ("ko", "seoul"): "ko-KR",
+    ("ko", "jeolla"): "ko-KR",
+}
 
 
 def _resource(name: str) -> str:

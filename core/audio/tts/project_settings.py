@@ -1,4 +1,5 @@
 """Per-project TTS settings: a prompt template a project overrides, and the cloning references it holds."""
+
 from __future__ import annotations
 
 import sqlite3

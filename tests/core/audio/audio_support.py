@@ -1,12 +1,13 @@
 """Helpers for the audio tests: a deterministic stand-in TTS backend and a small item set."""
+
 import asyncio
 
 import numpy as np
+from support import tone
 
 from spokenbench.core.audio.checks import plausible_duration
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
-from support import tone
 
 TONE_RATE = 16_000
 
@@ -17,10 +18,13 @@ class ToneBackend(TTSBackend):
 
     def __init__(self):
         super().__init__(
-            name="tone", model="tone-1", output_rate=TONE_RATE,
+            name="tone",
+            model="tone-1",
+            output_rate=TONE_RATE,
             accents={"en": ("american", "british"), "ko": ("seoul",)},
-            voices=(VoiceSpec("low", "male"), VoiceSpec("high", "female")), max_concurrency=4,
-        )  # fmt: skip
+            voices=(VoiceSpec("low", "male"), VoiceSpec("high", "female")),
+            max_concurrency=4,
+        )
         self.calls: list[SynthesisRequest] = []
 
     def frequency(self, request: SynthesisRequest) -> float:
@@ -39,7 +43,25 @@ class ToneBackend(TTSBackend):
 
 
 MINI_ITEMS = [
-    {"id": "q1", "language": "en", "question": "Which gas do plants take in?", "options": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"], "answer": "B"},
-    {"id": "q2", "language": "en", "question": "How many legs has a spider?", "options": ["Six", "Eight", "Ten", "Twelve"], "answer": "B"},
-    {"id": "q1", "language": "ko", "question": "식물은 어떤 기체를 흡수합니까?", "options": ["산소", "이산화탄소", "질소", "헬륨"], "answer": "B"},
-]  # fmt: skip
+    {
+        "id": "q1",
+        "language": "en",
+        "question": "Which gas do plants take in?",
+        "options": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"],
+        "answer": "B",
+    },
+    {
+        "id": "q2",
+        "language": "en",
+        "question": "How many legs has a spider?",
+        "options": ["Six", "Eight", "Ten", "Twelve"],
+        "answer": "B",
+    },
+    {
+        "id": "q1",
+        "language": "ko",
+        "question": "식물은 어떤 기체를 흡수합니까?",
+        "options": ["산소", "이산화탄소", "질소", "헬륨"],
+        "answer": "B",
+    },
+]

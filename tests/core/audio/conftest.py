@@ -1,8 +1,8 @@
 import pytest
-
 from audio_support import MINI_ITEMS, ToneBackend
-from spokenbench.core.importers import ImportOptions, import_files
 from support import write_jsonl
+
+from spokenbench.core.importers import ImportOptions, import_files
 
 
 @pytest.fixture

@@ -3,13 +3,13 @@ import math
 
 import numpy as np
 import pytest
+from support import dominant_frequency
 
 from spokenbench.core.audio import dsp
 from spokenbench.core.audio.assembly import AssemblySettings, chunk_bounds, plan_assembly, run_assembly
 from spokenbench.core.audio.io import AudioError, decode_audio
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.conditions import Condition
-from support import dominant_frequency
 
 SETTINGS = AssemblySettings()
 
@@ -72,7 +72,10 @@ def test_segments_follow_the_order(voiced_project, tone_backend, order, spoken):
     runs = voiced_runs(audio)
     assert len(runs) == 2 + 2 * 4  # "question" token, question, then label + option four times
     heard = [dominant_frequency(r, audio.rate) for r in runs]
-    expected = [expected_frequency(tone_backend, "Question"), expected_frequency(tone_backend, "Which gas do plants take in?")]
+    expected = [
+        expected_frequency(tone_backend, "Question"),
+        expected_frequency(tone_backend, "Which gas do plants take in?"),
+    ]
     for label, option in spoken:
         expected += [expected_frequency(tone_backend, label), expected_frequency(tone_backend, OPTIONS[option])]
     assert heard == pytest.approx(expected, abs=3.0)
@@ -100,7 +103,9 @@ def test_perturbations(voiced_project):
     _, plain = stored_input(voiced_project, "q1", base)
     _, fast = stored_input(voiced_project, "q1", Condition("en", "american", "low", "male", speed=1.25))
     assert fast.duration == pytest.approx(plain.duration / 1.25, abs=0.02)
-    assert dominant_frequency(voiced_runs(fast)[1], 16_000) == pytest.approx(dominant_frequency(voiced_runs(plain)[1], 16_000), abs=3)
+    assert dominant_frequency(voiced_runs(fast)[1], 16_000) == pytest.approx(
+        dominant_frequency(voiced_runs(plain)[1], 16_000), abs=3
+    )
     row, loud = stored_input(voiced_project, "q1", Condition("en", "american", "low", "male", volume=1.5))
     assert np.abs(loud.samples).max() == pytest.approx(1.5 * np.abs(plain.samples).max(), rel=0.01)
     assert row["clipped_samples"] == 0
@@ -125,14 +130,17 @@ def test_chunks_stay_within_the_limit_and_cut_in_pauses(voiced_project):
 
 
 def test_chunking_refuses_to_cut_a_word():
-    speech = np.concatenate([np.zeros(1600, np.float32), np.full(16_000 * 4, 0.3, np.float32), np.zeros(1600, np.float32)])
+    speech = np.concatenate(
+        [np.zeros(1600, np.float32), np.full(16_000 * 4, 0.3, np.float32), np.zeros(1600, np.float32)]
+    )
     with pytest.raises(AudioError, match="q7 .*no pause to split at"):
         chunk_bounds(speech, 16_000, cuts=[], max_seconds=2.0, what="q7 (en)")
 
 
 def test_rerun_skips_unchanged_inputs_and_rebuilds_changed_ones(voiced_project):
-    from spokenbench.core.audio.io import encode_audio
     from support import tone
+
+    from spokenbench.core.audio.io import encode_audio
 
     plan, report = assemble(voiced_project, ["original", "reversed"])
     assert report.assembled == 4
@@ -154,7 +162,14 @@ def test_rerun_skips_unchanged_inputs_and_rebuilds_changed_ones(voiced_project):
 
 
 def test_missing_clips_are_named(mini_project, tone_backend):
-    plan = plan_synthesis(mini_project.conn, tone_backend, languages=["en"], accents=["american"], voices=["low"], parts=("questions", "options"))
+    plan = plan_synthesis(
+        mini_project.conn,
+        tone_backend,
+        languages=["en"],
+        accents=["american"],
+        voices=["low"],
+        parts=("questions", "options"),
+    )
     asyncio.run(run_synthesis(mini_project, plan))
     plan = plan_assembly(mini_project.conn, ["original"], languages=["en"])
     assert plan.jobs == [] and any("no instruction token 'question'" in m for m in plan.missing)

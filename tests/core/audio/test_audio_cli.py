@@ -7,7 +7,9 @@ def test_synthesize_then_assemble_offline(cli, mini_project):
     assert result.code == 0 and result.json()["failed"] == 0
     again = cli("synthesize", project, "--tts", "espeak", "--languages", "en", "--voices", "espeak-female")
     assert again.code == 0 and "0 clips to synthesize" in again.out
-    assembled = cli("assemble", project, "--orders", "original,reversed", "--speed", "1.0,1.25", "--chunk-seconds", "30", "--json")
+    assembled = cli(
+        "assemble", project, "--orders", "original,reversed", "--speed", "1.0,1.25", "--chunk-seconds", "30", "--json"
+    )
     assert assembled.code == 0 and assembled.json()["assembled"] == 2 * 2 * 2 * 2  # items × accents × orders × speeds
     info = cli("info", project, "--json").json()
     assert info["clips"]["total"] == result.json()["synthesized"] + result.json()["reused"]

@@ -2,9 +2,9 @@ import math
 
 import numpy as np
 import pytest
+from support import AUDIO_RATE, pitch, tone
 
 from spokenbench.core.audio import dsp
-from support import AUDIO_RATE, pitch, tone
 
 RATE = AUDIO_RATE
 

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import textwrap
 
-
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.store import Project
@@ -22,7 +21,9 @@ def test_plan_counts_every_part_accent_voice_and_token(mini_project, tone_backen
     # items: en 2 × 5 parts × 2 accents × 2 voices + ko 1 × 5 × 1 × 2; tokens: en american+british, ko→en american
     assert len(plan.jobs) == 2 * 5 * 2 * 2 + 1 * 5 * 1 * 2 + 2 * 5 * 2
     assert "tone has no indian accent for en" in plan.unsupported
-    questions_only = plan_synthesis(mini_project.conn, tone_backend, languages=["en"], voices=["low"], parts=("questions",))
+    questions_only = plan_synthesis(
+        mini_project.conn, tone_backend, languages=["en"], voices=["low"], parts=("questions",)
+    )
     assert len(questions_only.jobs) == 2 * 2
 
 
@@ -33,29 +34,49 @@ def test_synthesis_is_cached_and_resumable(mini_project, tone_backend):
     again, second = synthesize(mini_project, tone_backend)
     assert again.jobs == [] and again.already_done == len(plan.jobs)
     assert len(tone_backend.calls) == calls, "nothing may be synthesized twice"
-    rows = mini_project.conn.execute("SELECT count(*), count(DISTINCT sha256) FROM clips WHERE status = 'ok'").fetchone()
+    rows = mini_project.conn.execute(
+        "SELECT count(*), count(DISTINCT sha256) FROM clips WHERE status = 'ok'"
+    ).fetchone()
     assert rows[0] == len(plan.jobs)
     for sha, fmt in mini_project.conn.execute("SELECT sha256, audio_format FROM clips LIMIT 5"):
         assert mini_project.audio.read_bytes(sha, fmt)  # stored and intact
 
 
 def test_identical_text_is_synthesized_once(mini_project, tone_backend, tmp_path):
-    from spokenbench.core.importers import ImportOptions, import_files
     from support import write_jsonl
 
-    twin = [{"id": "q9", "language": "en", "question": "Which gas do plants take in?",
-             "options": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"], "answer": "B"}]  # fmt: skip
+    from spokenbench.core.importers import ImportOptions, import_files
+
+    twin = [
+        {
+            "id": "q9",
+            "language": "en",
+            "question": "Which gas do plants take in?",
+            "options": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"],
+            "answer": "B",
+        }
+    ]
     import_files(mini_project, [write_jsonl(tmp_path / "twin.jsonl", twin)], "mcq", ImportOptions(source="twin"))
-    plan, report = synthesize(mini_project, tone_backend, languages=["en"], voices=["low"], accents=["american"], parts=("questions", "options"))
+    plan, report = synthesize(
+        mini_project,
+        tone_backend,
+        languages=["en"],
+        voices=["low"],
+        accents=["american"],
+        parts=("questions", "options"),
+    )
     assert len(plan.jobs) == 3 * 5
     assert report.reused == 5 and len(tone_backend.calls) == 2 * 5
 
 
 def test_a_silent_clip_is_marked_failed_never_stored_as_good(project, tone_backend, tmp_path):
-    from spokenbench.core.importers import ImportOptions, import_files
     from support import write_jsonl
 
-    rows = [{"id": "s1", "language": "en", "question": "SILENT question here?", "options": ["yes", "no"], "answer": "A"}]
+    from spokenbench.core.importers import ImportOptions, import_files
+
+    rows = [
+        {"id": "s1", "language": "en", "question": "SILENT question here?", "options": ["yes", "no"], "answer": "A"}
+    ]
     import_files(project, [write_jsonl(tmp_path / "s.jsonl", rows)], "mcq", ImportOptions())
     plan, report = synthesize(project, tone_backend, voices=["low"], accents=["american"], parts=("questions",))
     assert report.failed == 1 and "silent" in report.failures[0] and "s1 (en) question" in report.failures[0]
@@ -91,9 +112,19 @@ KILLED_SYNTHESIS = textwrap.dedent(
 def test_killed_synthesis_resumes_without_redoing_stored_clips(mini_project, tone_backend):
     total = len(plan_synthesis(mini_project.conn, tone_backend).jobs)
     process = subprocess.Popen(
-        [sys.executable, "-c", KILLED_SYNTHESIS, str(mini_project.path), os.path.dirname(__file__), os.path.dirname(os.path.dirname(os.path.dirname(__file__)))],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            KILLED_SYNTHESIS,
+            str(mini_project.path),
+            os.path.dirname(__file__),
+            os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout.readline().strip() == "HALFWAY", process.stderr.read()
     os.kill(process.pid, signal.SIGKILL)
     process.wait(10)

@@ -1,17 +1,18 @@
 """Gemini and OpenAI TTS through the official SDKs, pointed at a loopback stub server."""
+
 import asyncio
 import base64
 
 import numpy as np
 import pytest
+from stub_server import Reply, StubServer
+from support import tone
 
 from spokenbench.core.audio.io import decode_audio, encode_wav
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import SynthesisRequest, get_backend
 from spokenbench.core.credentials import MissingCredentialError
 from spokenbench.core.remote import RemoteAuthError, RetryPolicy
-from stub_server import Reply, StubServer
-from support import tone
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
 GEMINI_ROUTE = r"/models/[^/]+:generateContent"
@@ -32,8 +33,13 @@ def test_gemini_request_carries_voice_language_and_accent_prompt():
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, pcm_reply(1.0))
         backend = gemini(server)
-        request = SynthesisRequest("Which gas do plants take in?", "en", "indian", backend.voice("Orus"),
-                                   backend.render_prompt("Which gas do plants take in?", "en", "indian"))  # fmt: skip
+        request = SynthesisRequest(
+            "Which gas do plants take in?",
+            "en",
+            "indian",
+            backend.voice("Orus"),
+            backend.render_prompt("Which gas do plants take in?", "en", "indian"),
+        )
         audio = decode_audio(asyncio.run(backend.synthesize(request)), "stub")
         [sent] = server.requests_to(GEMINI_ROUTE)
     assert audio.rate == 24_000 and audio.duration == pytest.approx(1.0, abs=0.01)
@@ -50,12 +56,26 @@ def test_gemini_request_carries_voice_language_and_accent_prompt():
 
 
 def test_gemini_429_with_retry_delay_is_retried_then_succeeds(mini_project):
-    retry_info = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota",
-                            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.2s"}]}}  # fmt: skip
+    retry_info = {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "quota",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.2s"}],
+        }
+    }
     with StubServer() as server:
-        server.script("POST", GEMINI_ROUTE, Reply(429, retry_info), Reply(500, {"error": {"code": 500, "message": "boom"}}), pcm_reply(2.5))
+        server.script(
+            "POST",
+            GEMINI_ROUTE,
+            Reply(429, retry_info),
+            Reply(500, {"error": {"code": 500, "message": "boom"}}),
+            pcm_reply(2.5),
+        )
         backend = gemini(server)
-        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["Zephyr"], accents=["american"], parts=("questions",))
+        plan = plan_synthesis(
+            mini_project.conn, backend, languages=["en"], voices=["Zephyr"], accents=["american"], parts=("questions",)
+        )
         report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=FAST_RETRIES))
         attempts = len(server.requests_to(GEMINI_ROUTE))
     assert report.synthesized == 2 and report.failed == 0
@@ -74,7 +94,9 @@ def test_gemini_failures_mark_the_clip_failed_and_never_leak_the_key(mini_projec
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, reply)
         backend = gemini(server)
-        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["Orus"], accents=["british"], parts=("questions",))
+        plan = plan_synthesis(
+            mini_project.conn, backend, languages=["en"], voices=["Orus"], accents=["british"], parts=("questions",)
+        )
         report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=FAST_RETRIES))
     assert report.failed == 2 and report.synthesized == 0
     assert expected in report.failures[0] and "(en) question, british, Orus" in report.failures[0]
@@ -85,7 +107,11 @@ def test_gemini_failures_mark_the_clip_failed_and_never_leak_the_key(mini_projec
 
 def test_gemini_auth_error_stops_the_job(mini_project):
     with StubServer() as server:
-        server.script("POST", GEMINI_ROUTE, Reply(401, {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "bad key"}}))
+        server.script(
+            "POST",
+            GEMINI_ROUTE,
+            Reply(401, {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "bad key"}}),
+        )
         backend = gemini(server)
         plan = plan_synthesis(mini_project.conn, backend, languages=["en"], parts=("questions",))
         with pytest.raises(RemoteAuthError) as caught:
@@ -107,12 +133,15 @@ def test_openai_speech_with_accent_instructions_and_retry_after(mini_project):
     wav = encode_wav(tone(200, 2.0, 0.3, 24_000), 24_000)
     with StubServer() as server:
         server.script(
-            "POST", r"/v1/audio/speech",
+            "POST",
+            r"/v1/audio/speech",
             Reply(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"retry-after": "0.1"}),
             Reply(200, wav, headers={"Content-Type": "audio/wav"}),
-        )  # fmt: skip
+        )
         backend = get_backend("openai", base_url=f"{server.url}/v1", key=SECRET)
-        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["nova"], accents=["british"], parts=("questions",))
+        plan = plan_synthesis(
+            mini_project.conn, backend, languages=["en"], voices=["nova"], accents=["british"], parts=("questions",)
+        )
         report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=FAST_RETRIES))
         sent = server.requests_to(r"/v1/audio/speech")
     assert report.synthesized == 2 and report.failed == 0 and len(sent) == 3
@@ -130,8 +159,24 @@ def test_project_prompt_template_is_saved_and_used(cli, mini_project, tmp_path, 
     template.write_text("Say it like a newsreader from {accent_name}, in {language_name}: {text}", encoding="utf-8")
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, pcm_reply(2.5))
-        result = cli("synthesize", mini_project.path, "--tts", "gemini", "--base-url", server.url, "--languages", "en",
-                     "--voices", "Orus", "--accents", "american", "--parts", "questions", "--prompt-file", template)  # fmt: skip
+        result = cli(
+            "synthesize",
+            mini_project.path,
+            "--tts",
+            "gemini",
+            "--base-url",
+            server.url,
+            "--languages",
+            "en",
+            "--voices",
+            "Orus",
+            "--accents",
+            "american",
+            "--parts",
+            "questions",
+            "--prompt-file",
+            template,
+        )
         sent = sorted(r.json()["contents"][0]["parts"][0]["text"] for r in server.requests_to(GEMINI_ROUTE))
     assert result.code == 0, result.err
     assert sent == [
@@ -166,13 +211,21 @@ def test_corrupt_or_stereo_audio_from_a_backend_is_named_and_not_stored(mini_pro
     telephone = encode_wav(tone(200, 2.0, 0.3, 8_000), 8_000)
     with StubServer() as server:
         server.script(
-            "POST", r"/v1/audio/speech",
+            "POST",
+            r"/v1/audio/speech",
             Reply(200, b"RIFF\x00\x00garbage", headers={"Content-Type": "audio/wav"}),
             Reply(200, stereo.getvalue(), headers={"Content-Type": "audio/wav"}),
             Reply(200, telephone, headers={"Content-Type": "audio/wav"}),
-        )  # fmt: skip
+        )
         backend = get_backend("openai", base_url=f"{server.url}/v1", key=SECRET)
-        plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["onyx", "nova"], accents=["american"], parts=("questions",))
+        plan = plan_synthesis(
+            mini_project.conn,
+            backend,
+            languages=["en"],
+            voices=["onyx", "nova"],
+            accents=["american"],
+            parts=("questions",),
+        )
         backend.max_concurrency = 1  # replies in script order
         report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=FAST_RETRIES))
     failures = report.failures

@@ -3,11 +3,11 @@ import concurrent.futures
 
 import numpy as np
 import pytest
+from support import pitch
 
 from spokenbench.core.audio.io import decode_audio
 from spokenbench.core.audio.tts import SynthesisRequest, get_backend
 from spokenbench.core.audio.tts.base import UnsupportedRequest
-from support import pitch
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +21,13 @@ def speak(backend, text, language, accent, voice):
 
 @pytest.mark.parametrize(
     "language, accent, text",
-    [("en", "american", "What is the capital of France?"), ("en", "british", "Which planet is largest?"),
-     ("zh", "beijing", "中国的首都是哪里？"), ("ko", "seoul", "한국의 수도는 어디입니까?")],
-)  # fmt: skip
+    [
+        ("en", "american", "What is the capital of France?"),
+        ("en", "british", "Which planet is largest?"),
+        ("zh", "beijing", "中国的首都是哪里？"),
+        ("ko", "seoul", "한국의 수도는 어디입니까?"),
+    ],
+)
 def test_every_offline_language_speaks_in_both_voices(espeak, language, accent, text):
     pitches = {}
     for voice in ("espeak-male", "espeak-female"):
@@ -51,6 +55,8 @@ def test_concurrent_calls_are_serialized(espeak):
     texts = [f"Option number {n} is {'very ' * n}long" for n in range(8)]
     sequential = [decode_audio(speak(espeak, t, "en", "american", "espeak-male"), t).duration for t in texts]
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        parallel = list(pool.map(lambda t: decode_audio(speak(espeak, t, "en", "american", "espeak-male"), t).duration, texts))
+        parallel = list(
+            pool.map(lambda t: decode_audio(speak(espeak, t, "en", "american", "espeak-male"), t).duration, texts)
+        )
     assert parallel == pytest.approx(sequential, abs=0.05)
     assert sorted(sequential) == sequential  # longer text, longer audio: each clip holds its own utterance

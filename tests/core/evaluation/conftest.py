@@ -1,9 +1,10 @@
 """Fixtures for the evaluation tests: a loopback model stub, and projects with items and assembled inputs
 written directly (audio assembly itself belongs to core/audio)."""
-import pytest
 
+import pytest
 from eval_support import TEST_KEYS, add_assembled, add_items
 from model_stub import StubServer
+
 from spokenbench.core.conditions import Condition
 
 
@@ -42,5 +43,9 @@ def audio_project(project):
     ids = add_items(project, 3)
     for item_id in ids:
         for order in ("original", "reversed"):
-            add_assembled(project, item_id, Condition(language="en", accent="american", voice="Zephyr", gender="female", order=order))
+            add_assembled(
+                project,
+                item_id,
+                Condition(language="en", accent="american", voice="Zephyr", gender="female", order=order),
+            )
     return project

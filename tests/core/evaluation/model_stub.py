@@ -4,6 +4,7 @@ or Gemini's RetryInfo, 500, 401, a hang past the client's timeout, a 200 with ma
 text) and read back every request it received. Used by the tests and by tests/benchmarks/bench_runner.py.
 
 Run standalone (the SIGKILL test and the benchmark do): python model_stub.py --port-file F [--delay S] [--hold-after N]"""
+
 from __future__ import annotations
 
 import argparse
@@ -68,9 +69,14 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         state = self.state
         path = self.path.split("?")[0]
-        entry = {"path": path, "sha256": hashlib.sha256(body).hexdigest(), "time": time.time(),
-                 "authorization": self.headers.get("Authorization") or self.headers.get("x-goog-api-key"),
-                 "body": body, "status": None}
+        entry = {
+            "path": path,
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "time": time.time(),
+            "authorization": self.headers.get("Authorization") or self.headers.get("x-goog-api-key"),
+            "body": body,
+            "status": None,
+        }
         with state.lock:
             state.requests.append(entry)
         scripted = state.next_script() or Scripted("ok")
@@ -102,11 +108,22 @@ class Handler(BaseHTTPRequestHandler):
             status = int(kind)
             headers = {}
             if gemini:
-                error = {"error": {"code": status, "message": f"stub {kind}", "status": {
-                    429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 401: "UNAUTHENTICATED", 400: "INVALID_ARGUMENT"}[status]}}
+                error = {
+                    "error": {
+                        "code": status,
+                        "message": f"stub {kind}",
+                        "status": {
+                            429: "RESOURCE_EXHAUSTED",
+                            500: "INTERNAL",
+                            401: "UNAUTHENTICATED",
+                            400: "INVALID_ARGUMENT",
+                        }[status],
+                    }
+                }
                 if status == 429 and scripted.retry_after is not None:
-                    error["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                                                  "retryDelay": f"{scripted.retry_after}s"}]
+                    error["error"]["details"] = [
+                        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{scripted.retry_after}s"}
+                    ]
             else:
                 # like some providers and proxies, echo the credential back (the security test needs the worst case)
                 message = f"stub {kind} for {self.headers.get('Authorization', '')}"
@@ -138,14 +155,27 @@ class Handler(BaseHTTPRequestHandler):
         if path.endswith("/audio/transcriptions"):
             payload = {"text": "Question: what is two plus two? A: three. B: four. C: five. D: six."}
         elif gemini:
-            payload = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
-                       "usageMetadata": {"promptTokenCount": 120, "candidatesTokenCount": 6, "totalTokenCount": 126,
-                                         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 40},
-                                                                 {"modality": "AUDIO", "tokenCount": 80}]}}
+            payload = {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+                "usageMetadata": {
+                    "promptTokenCount": 120,
+                    "candidatesTokenCount": 6,
+                    "totalTokenCount": 126,
+                    "promptTokensDetails": [
+                        {"modality": "TEXT", "tokenCount": 40},
+                        {"modality": "AUDIO", "tokenCount": 80},
+                    ],
+                },
+            }
         else:
-            payload = {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}}
+            payload = {
+                "id": "stub",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "stub",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105},
+            }
         self._send(200, json.dumps(payload).encode(), {})
         entry["status"] = 200
         with state.lock:
@@ -169,12 +199,15 @@ class Handler(BaseHTTPRequestHandler):
 class _QuietServer(ThreadingHTTPServer):
     request_queue_size = 256  # the listen backlog: 32+ clients connect at once
     daemon_threads = True
+
     def handle_error(self, request, client_address) -> None:  # a client killed mid-request is expected here
         return
 
 
 class StubServer:
-    def __init__(self, delay_s: float = 0.0, hold_after: int | None = None, log_path: Path | None = None, port: int = 0):
+    def __init__(
+        self, delay_s: float = 0.0, hold_after: int | None = None, log_path: Path | None = None, port: int = 0
+    ):
         self.state = StubState(delay_s, hold_after, log_path)
         self.httpd = _QuietServer(("127.0.0.1", port), Handler)
         self.httpd.state = self.state  # type: ignore[attr-defined]
@@ -204,7 +237,7 @@ class StubServer:
     def answered_bodies(self) -> list[dict]:
         return [json.loads(r["body"]) for r in self.requests if r["status"] == 200 and r["body"].startswith(b"{")]
 
-    def __enter__(self) -> "StubServer":
+    def __enter__(self) -> StubServer:
         self.thread.start()
         return self
 

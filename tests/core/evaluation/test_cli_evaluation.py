@@ -1,12 +1,25 @@
 """The evaluation commands' contract: names, options, exit codes, JSON."""
-import pytest
 
+import pytest
 from eval_support import add_items
 
 
 def _evaluate(cli, project, stub, *extra):
-    return cli("evaluate", project.path, "--model", "openai:gpt-audio-mini", "--base-url", stub.openai_url,
-               "--mode", "audio", "--prompt", "standard", "--retries", "2", *extra)
+    return cli(
+        "evaluate",
+        project.path,
+        "--model",
+        "openai:gpt-audio-mini",
+        "--base-url",
+        stub.openai_url,
+        "--mode",
+        "audio",
+        "--prompt",
+        "standard",
+        "--retries",
+        "2",
+        *extra,
+    )
 
 
 def test_help_lists_the_contract(cli, capsys):
@@ -15,8 +28,24 @@ def test_help_lists_the_contract(cli, capsys):
             cli(command, "--help")
         assert done.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--model", "--base-url", "--mode", "--prompt", "--orders", "--concurrency", "--rpm", "--budget",
-                   "--resume", "--permutations", "--languages", "--accents", "--voices", "--limit", "--seed", "--out"):
+    for option in (
+        "--model",
+        "--base-url",
+        "--mode",
+        "--prompt",
+        "--orders",
+        "--concurrency",
+        "--rpm",
+        "--budget",
+        "--resume",
+        "--permutations",
+        "--languages",
+        "--accents",
+        "--voices",
+        "--limit",
+        "--seed",
+        "--out",
+    ):
         assert option in text
 
 
@@ -43,8 +72,21 @@ def test_evaluate_runs_and_lists(audio_project, stub, cli):
 
 
 def test_budget_stop_exits_3(audio_project, stub, cli):
-    result = _evaluate(cli, audio_project, stub, "--budget", "0.0003", "--price-input", "1", "--price-output", "1",
-                       "--max-output-tokens", "50", "--concurrency", "1")
+    result = _evaluate(
+        cli,
+        audio_project,
+        stub,
+        "--budget",
+        "0.0003",
+        "--price-input",
+        "1",
+        "--price-output",
+        "1",
+        "--max-output-tokens",
+        "50",
+        "--concurrency",
+        "1",
+    )
     assert result.code == 3 and "budget" in result.out
 
 
@@ -64,8 +106,23 @@ def test_bad_model_spec(audio_project, cli):
 
 def test_text_mode_with_permutations(project, stub, cli):
     add_items(project, 2)
-    result = cli("evaluate", project.path, "--model", "vllm:m", "--base-url", stub.openai_url, "--mode", "text",
-                 "--prompt", "cot", "--permutations", "gold-position", "--seed", "3", "--json")
+    result = cli(
+        "evaluate",
+        project.path,
+        "--model",
+        "vllm:m",
+        "--base-url",
+        stub.openai_url,
+        "--mode",
+        "text",
+        "--prompt",
+        "cot",
+        "--permutations",
+        "gold-position",
+        "--seed",
+        "3",
+        "--json",
+    )
     assert result.code == 0, result.err
     assert result.json()["total"] == 8  # 2 items x 4 gold positions
     orders = [r[0] for r in project.conn.execute("SELECT option_order FROM responses WHERE item_id = 1")]

@@ -1,4 +1,5 @@
 """Answer parsing: every phrasing the issue lists, plus the parse and reparse commands."""
+
 import json
 
 import pytest
@@ -8,44 +9,87 @@ from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 OPTIONS = {"A": "Paris", "B": "London", "C": "Berlin", "D": "Madrid"}
 
 
-@pytest.mark.parametrize("raw", [
-    "Answer: [[C]]", "Answer:[[C]]", "Answer: C", "answer: [[c]]", "(C)", "**C**", "C", "C.", "The answer is C.",
-    "The correct answer is (C).", "The answer is **C**", "Final answer: C", "I choose C", "The correct option is C",
-    "C. Berlin", "(C) Berlin", "Answer: **C**",
-    # full-width letters and punctuation
-    "Ｃ", "（Ｃ）", "答案：Ｃ", "Answer：［［Ｃ］］",
-    # Chinese
-    "答案是C", "答案是 C。", "正确答案是C", "答案为C", "我选C", "选C", "选项C", "答案：C",
-    # Korean
-    "정답은 C입니다", "정답: C", "답: C", "C번", "C입니다", "정답은 C번입니다.",
-    # chain of thought ending in an answer
-    "Let's think. Option A is Paris, which is in France. B is London. D is Madrid.\nSo the capital of Germany is Berlin.\nAnswer: [[C]]",
-    "A) is wrong, B) is wrong too.\nTherefore the answer is C.",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Answer: [[C]]",
+        "Answer:[[C]]",
+        "Answer: C",
+        "answer: [[c]]",
+        "(C)",
+        "**C**",
+        "C",
+        "C.",
+        "The answer is C.",
+        "The correct answer is (C).",
+        "The answer is **C**",
+        "Final answer: C",
+        "I choose C",
+        "The correct option is C",
+        "C. Berlin",
+        "(C) Berlin",
+        "Answer: **C**",
+        # full-width letters and punctuation
+        "Ｃ",
+        "（Ｃ）",
+        "答案：Ｃ",
+        "Answer：［［Ｃ］］",
+        # Chinese
+        "答案是C",
+        "答案是 C。",
+        "正确答案是C",
+        "答案为C",
+        "我选C",
+        "选C",
+        "选项C",
+        "答案：C",
+        # Korean
+        "정답은 C입니다",
+        "정답: C",
+        "답: C",
+        "C번",
+        "C입니다",
+        "정답은 C번입니다.",
+        # chain of thought ending in an answer
+        "Let's think. Option A is Paris, which is in France. B is London. D is Madrid.\nSo the capital of Germany is Berlin.\nAnswer: [[C]]",
+        "A) is wrong, B) is wrong too.\nTherefore the answer is C.",
+    ],
+)
 def test_letter_phrasings(raw):
     assert parse_answer(raw, "ABCD", OPTIONS) == parse_answer("Answer: [[C]]", "ABCD", OPTIONS)
     assert parse_answer(raw, "ABCD", OPTIONS).letter == "C"
 
 
-@pytest.mark.parametrize("raw", ["Berlin", "Berlin.", "The answer is Berlin", "Answer: [[Berlin]]", "**berlin**", "柏林"])
+@pytest.mark.parametrize(
+    "raw", ["Berlin", "Berlin.", "The answer is Berlin", "Answer: [[Berlin]]", "**berlin**", "柏林"]
+)
 def test_echoed_option_text(raw):
     options = {**OPTIONS, "C": "Berlin" if raw != "柏林" else "柏林"}
     parsed = parse_answer(raw, "ABCD", options)
     assert (parsed.letter, parsed.status, parsed.detail) == ("C", "ok", "option text")
 
 
-@pytest.mark.parametrize("raw", ["Answer: A or C", "I think (A) or (C)", "答案是A或C", "Answer: A/B", "Paris or London",
-                                 "**A** **C**"])
+@pytest.mark.parametrize(
+    "raw", ["Answer: A or C", "I think (A) or (C)", "答案是A或C", "Answer: A/B", "Paris or London", "**A** **C**"]
+)
 def test_several_letters_are_ambiguous(raw):
     parsed = parse_answer(raw, "ABCD", OPTIONS)
     assert parsed.status == "ambiguous" and parsed.letter is None
 
 
-@pytest.mark.parametrize("raw, detail", [
-    ("I'm sorry, I cannot answer this question.", "refusal"), ("I don't know.", "refusal"), ("我无法回答这个问题。", "refusal"),
-    ("죄송하지만 답변할 수 없습니다.", "refusal"), ("Cannot be determined.", "neutral"), ("无法确定", "neutral"),
-    ("알 수 없습니다", "neutral"), ("It is not possible to determine the answer from the audio.", "neutral"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw, detail",
+    [
+        ("I'm sorry, I cannot answer this question.", "refusal"),
+        ("I don't know.", "refusal"),
+        ("我无法回答这个问题。", "refusal"),
+        ("죄송하지만 답변할 수 없습니다.", "refusal"),
+        ("Cannot be determined.", "neutral"),
+        ("无法确定", "neutral"),
+        ("알 수 없습니다", "neutral"),
+        ("It is not possible to determine the answer from the audio.", "neutral"),
+    ],
+)
 def test_refusals_and_neutral_answers(raw, detail):
     parsed = parse_answer(raw, "ABCD", OPTIONS)
     assert (parsed.status, parsed.detail, parsed.letter) == ("refusal", detail, None)
@@ -57,8 +101,16 @@ def test_neutral_option_letter_and_text():
         assert (parsed.status, parsed.detail) == ("refusal", "neutral")
 
 
-@pytest.mark.parametrize("raw, detail", [("", "empty reply"), ("   ", "empty reply"), (None, "empty reply"),
-                                          ("zxq lorem ipsum 42", "no answer found"), ("Answer: [[E]]", "letter E is not an option")])
+@pytest.mark.parametrize(
+    "raw, detail",
+    [
+        ("", "empty reply"),
+        ("   ", "empty reply"),
+        (None, "empty reply"),
+        ("zxq lorem ipsum 42", "no answer found"),
+        ("Answer: [[E]]", "letter E is not an option"),
+    ],
+)
 def test_failures(raw, detail):
     parsed = parse_answer(raw, "ABCD", OPTIONS)
     assert (parsed.status, parsed.detail) == ("failed", detail)
@@ -69,14 +121,23 @@ def test_an_article_is_not_an_answer():
 
 
 def test_map_to_original_follows_the_permutation():
-    assert map_to_original("A", "DCBA") == "D" and map_to_original("B", "CABD") == "A" and map_to_original(None, "ABCD") is None
+    assert (
+        map_to_original("A", "DCBA") == "D"
+        and map_to_original("B", "CABD") == "A"
+        and map_to_original(None, "ABCD") is None
+    )
 
 
 def test_parse_command_on_outside_outputs(cli, tmp_path):
     rows = [
         {"id": 1, "raw_response": "Answer: [[B]]", "option_order": "DCBA"},
         {"id": 2, "raw_response": "Berlin", "options": ["Paris", "London", "Berlin", "Madrid"]},
-        {"id": 3, "raw_response": "정답은 A입니다", "option_order": "BACD", "options": json.dumps(["x", "y", "z", "w"])},
+        {
+            "id": 3,
+            "raw_response": "정답은 A입니다",
+            "option_order": "BACD",
+            "options": json.dumps(["x", "y", "z", "w"]),
+        },
         {"id": 4, "raw_response": "A or B"},
         {"id": 5, "raw_response": "I cannot help with that."},
         {"id": 6, "raw_response": "no idea lol"},
@@ -88,8 +149,16 @@ def test_parse_command_on_outside_outputs(cli, tmp_path):
     assert result.code == 0, result.err
     parsed = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [(p["id"], p["prediction"], p["parse_status"]) for p in parsed] == [
-        (1, "B", "ok"), (2, "C", "ok"), (3, "A", "ok"), (4, None, "ambiguous"), (5, None, "refusal"), (6, None, "failed")]
-    assert parsed[0]["mapped_option"] == "C" and parsed[2]["mapped_option"] == "B" and parsed[1]["mapped_option"] == "C"  # no permutation: presented = original
+        (1, "B", "ok"),
+        (2, "C", "ok"),
+        (3, "A", "ok"),
+        (4, None, "ambiguous"),
+        (5, None, "refusal"),
+        (6, None, "failed"),
+    ]
+    assert (
+        parsed[0]["mapped_option"] == "C" and parsed[2]["mapped_option"] == "B" and parsed[1]["mapped_option"] == "C"
+    )  # no permutation: presented = original
 
 
 def test_parse_command_reports_bad_rows(cli, tmp_path):
@@ -113,6 +182,8 @@ def test_reparse_updates_stored_answers_without_asking_a_model(audio_project, cl
         conn.execute("UPDATE responses SET parsed_letter = NULL, parse_status = 'failed', mapped_option = NULL")
     result = cli("reparse", audio_project.path, "--json")
     assert result.code == 0 and result.json()["changed"] == 6
-    rows = audio_project.conn.execute("SELECT parsed_letter, parse_status, option_order, mapped_option FROM responses").fetchall()
+    rows = audio_project.conn.execute(
+        "SELECT parsed_letter, parse_status, option_order, mapped_option FROM responses"
+    ).fetchall()
     assert all(r[0] == "B" and r[1] == "ok" and r[3] == r[2][1] for r in rows), [tuple(r) for r in rows]
     assert len(stub.requests) == sent

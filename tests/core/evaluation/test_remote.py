@@ -1,5 +1,6 @@
 """core.remote: error classification of the real SDKs' exceptions (raised by talking to the stub), waits,
 retries and limits."""
+
 import asyncio
 import random
 import time
@@ -59,13 +60,16 @@ def _gemini_error(stub, scripted, timeout_ms=5000):
     return asyncio.run(call())
 
 
-@pytest.mark.parametrize("scripted, kind, status, wait", [
-    (Scripted("429", retry_after=7), ErrorKind.RETRYABLE, 429, 7.0),
-    (Scripted("500"), ErrorKind.RETRYABLE, 500, None),
-    (Scripted("401"), ErrorKind.AUTH, 401, None),
-    (Scripted("400"), ErrorKind.FATAL, 400, None),
-    (Scripted("malformed"), ErrorKind.RETRYABLE, None, None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "scripted, kind, status, wait",
+    [
+        (Scripted("429", retry_after=7), ErrorKind.RETRYABLE, 429, 7.0),
+        (Scripted("500"), ErrorKind.RETRYABLE, 500, None),
+        (Scripted("401"), ErrorKind.AUTH, 401, None),
+        (Scripted("400"), ErrorKind.FATAL, 400, None),
+        (Scripted("malformed"), ErrorKind.RETRYABLE, None, None),
+    ],
+)
 def test_openai_errors(stub, scripted, kind, status, wait):
     classified = classify_error(_openai_error(stub, scripted), secrets=[KEY])
     assert (classified.kind, classified.status, classified.wait_s) == (kind, status, wait)
@@ -73,13 +77,16 @@ def test_openai_errors(stub, scripted, kind, status, wait):
     assert classified.rate_limited == (status == 429)
 
 
-@pytest.mark.parametrize("scripted, kind, status, wait", [
-    (Scripted("429", retry_after=53), ErrorKind.RETRYABLE, 429, 53.0),
-    (Scripted("500"), ErrorKind.RETRYABLE, 500, None),
-    (Scripted("401"), ErrorKind.AUTH, 401, None),
-    (Scripted("400"), ErrorKind.FATAL, 400, None),
-    (Scripted("malformed"), ErrorKind.RETRYABLE, None, None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "scripted, kind, status, wait",
+    [
+        (Scripted("429", retry_after=53), ErrorKind.RETRYABLE, 429, 53.0),
+        (Scripted("500"), ErrorKind.RETRYABLE, 500, None),
+        (Scripted("401"), ErrorKind.AUTH, 401, None),
+        (Scripted("400"), ErrorKind.FATAL, 400, None),
+        (Scripted("malformed"), ErrorKind.RETRYABLE, None, None),
+    ],
+)
 def test_gemini_errors(stub, scripted, kind, status, wait):
     classified = classify_error(_gemini_error(stub, scripted), secrets=[KEY])
     assert (classified.kind, classified.status, classified.wait_s) == (kind, status, wait)
@@ -88,7 +95,9 @@ def test_gemini_errors(stub, scripted, kind, status, wait):
 
 def test_timeouts_are_retryable(stub):
     assert classify_error(_openai_error(stub, Scripted("timeout", hang_s=1.0), timeout=0.2)).kind is ErrorKind.RETRYABLE
-    assert classify_error(_gemini_error(stub, Scripted("timeout", hang_s=1.0), timeout_ms=200)).kind is ErrorKind.RETRYABLE
+    assert (
+        classify_error(_gemini_error(stub, Scripted("timeout", hang_s=1.0), timeout_ms=200)).kind is ErrorKind.RETRYABLE
+    )
 
 
 def test_connection_refused_is_retryable():
@@ -143,15 +152,22 @@ class _Flaky:
 def test_call_with_retries_backs_off_and_honours_the_wait():
     class Status(Exception):
         def __init__(self, code, wait=None):
-            self.status_code, self.response = code, type("R", (), {"headers": {"retry-after": str(wait)} if wait else {}})()
+            self.status_code, self.response = (
+                code,
+                type("R", (), {"headers": {"retry-after": str(wait)} if wait else {}})(),
+            )
 
     flaky = _Flaky([Status(429, 0.2), Status(503)])
     limiter = ProviderLimiter("p", concurrency=2)
     started = time.monotonic()
-    result, attempts = asyncio.run(call_with_retries(flaky, limiter, RetryPolicy(base_delay_s=0.01), rng=random.Random(1)))
+    result, attempts = asyncio.run(
+        call_with_retries(flaky, limiter, RetryPolicy(base_delay_s=0.01), rng=random.Random(1))
+    )
     assert (result, attempts, flaky.calls) == ("ok", 3, 3) and time.monotonic() - started >= 0.2
     with pytest.raises(RemoteCallFailed) as failed:
-        asyncio.run(call_with_retries(_Flaky([Status(500)] * 5), limiter, RetryPolicy(max_attempts=3, base_delay_s=0.001)))
+        asyncio.run(
+            call_with_retries(_Flaky([Status(500)] * 5), limiter, RetryPolicy(max_attempts=3, base_delay_s=0.001))
+        )
     assert failed.value.attempts == 3
     with pytest.raises(RemoteAuthError):
         asyncio.run(call_with_retries(_Flaky([Status(401)]), limiter))

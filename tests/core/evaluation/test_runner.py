@@ -1,14 +1,15 @@
 """The runner end to end against the loopback stub through the official SDKs: modes, cache, resume,
 retries, errors, budget, cancel, input checks."""
+
 import base64
 import json
 import threading
 import time
 
 import pytest
+from eval_support import add_assembled, add_items
 from model_stub import Scripted
 
-from eval_support import add_assembled, add_items
 from spokenbench.core.conditions import Condition
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.evaluation.adapters import GenerationParams
@@ -24,8 +25,15 @@ FAST_RETRY = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.05)
 
 
 def settings(stub, **changes):
-    base = dict(model="openai:gpt-audio-mini", mode="audio", prompt="standard", base_url=stub.openai_url,
-                concurrency=4, retry=FAST_RETRY, params=GenerationParams(timeout_s=5.0))
+    base = dict(
+        model="openai:gpt-audio-mini",
+        mode="audio",
+        prompt="standard",
+        base_url=stub.openai_url,
+        concurrency=4,
+        retry=FAST_RETRY,
+        params=GenerationParams(timeout_s=5.0),
+    )
     base.update(changes)
     return RunSettings(**base)
 
@@ -53,8 +61,12 @@ def test_audio_run_stores_parsed_answers_and_sends_audio(audio_project, stub):
     assert base64.b64decode(audio_part["input_audio"]["data"]).startswith(b"RIFF")
     assert body["messages"][0]["role"] == "system"
     run = audio_project.conn.execute("SELECT * FROM runs").fetchone()
-    assert run["mode"] == "audio" and run["status"] == "finished" and json.loads(run["parameters_json"])["generation"] == {
-        "temperature": 0.0, "max_output_tokens": 4096, "thinking": None}
+    assert (
+        run["mode"] == "audio"
+        and run["status"] == "finished"
+        and json.loads(run["parameters_json"])["generation"]
+        == {"temperature": 0.0, "max_output_tokens": 4096, "thinking": None}
+    )
     assert run["cost_usd"] > 0  # gpt-audio-mini has a price in the presets
 
 
@@ -64,7 +76,9 @@ def test_rerun_and_resume_never_pay_twice(audio_project, stub):
     second = evaluate(audio_project, settings(stub))  # a new run: answered from the cache
     assert len(stub.requests) == sent and second.cache_hits == 6 and second.fresh_requests == 0
     assert second.run_id != first.run_id and second.cost_usd == 0
-    assert [r["raw_text"] for r in responses(audio_project, first.run_id)] == [r["raw_text"] for r in responses(audio_project, second.run_id)]
+    assert [r["raw_text"] for r in responses(audio_project, first.run_id)] == [
+        r["raw_text"] for r in responses(audio_project, second.run_id)
+    ]
     third = evaluate(audio_project, settings(stub, resume=True))  # resume: nothing left to do
     assert third.run_id == second.run_id and third.answered == 6 and len(stub.requests) == sent
 
@@ -80,8 +94,16 @@ def test_429_with_retry_after_then_success(audio_project, stub):
 def test_gemini_retry_info_delay_is_honoured(audio_project, stub):
     stub.script(Scripted("429", retry_after=0.4))
     started = time.monotonic()
-    summary = evaluate(audio_project, settings(stub, model="gemini:gemini-2.5-flash", base_url=stub.gemini_url,
-                                               concurrency=1, plan=PlanOptions(limit=1, orders=("original",))))
+    summary = evaluate(
+        audio_project,
+        settings(
+            stub,
+            model="gemini:gemini-2.5-flash",
+            base_url=stub.gemini_url,
+            concurrency=1,
+            plan=PlanOptions(limit=1, orders=("original",)),
+        ),
+    )
     assert summary.answered == 1 and time.monotonic() - started >= 0.4
     row = responses(audio_project)[0]
     assert row["attempts"] == 2 and row["input_tokens"] == 120 and row["output_tokens"] == 6
@@ -103,8 +125,12 @@ def test_failures_are_stored_and_retried_on_resume(audio_project, stub):
 
 def test_timeout_is_retried(audio_project, stub):
     stub.script(Scripted("timeout", hang_s=1.0))
-    summary = evaluate(audio_project, settings(stub, concurrency=1, params=GenerationParams(timeout_s=0.3),
-                                               plan=PlanOptions(limit=1, orders=("original",))))
+    summary = evaluate(
+        audio_project,
+        settings(
+            stub, concurrency=1, params=GenerationParams(timeout_s=0.3), plan=PlanOptions(limit=1, orders=("original",))
+        ),
+    )
     assert summary.answered == 1 and summary.retries == 1
 
 
@@ -121,12 +147,24 @@ def test_authentication_error_stops_the_run_clearly(audio_project, stub):
 def test_budget_cap_stops_before_exceeding(audio_project, stub):
     # worst case per request: 1.5 x estimated input + 50 output tokens at $1/1M each ≈ $0.00006..., actual ≈ $0.000105
     price = Price(input=1.0, output=1.0)
-    summary = evaluate(audio_project, settings(stub, budget_usd=0.00035, price=price, concurrency=1,
-                                               params=GenerationParams(max_output_tokens=50, timeout_s=5)))
+    summary = evaluate(
+        audio_project,
+        settings(
+            stub,
+            budget_usd=0.00035,
+            price=price,
+            concurrency=1,
+            params=GenerationParams(max_output_tokens=50, timeout_s=5),
+        ),
+    )
     assert summary.status == "cancelled" and summary.stop_reason == "budget"
     assert 0 < summary.answered < 6 and summary.cost_usd <= 0.00035
-    resumed = evaluate(audio_project, settings(stub, resume=True, budget_usd=1.0, price=price,
-                                               params=GenerationParams(max_output_tokens=50, timeout_s=5)))
+    resumed = evaluate(
+        audio_project,
+        settings(
+            stub, resume=True, budget_usd=1.0, price=price, params=GenerationParams(max_output_tokens=50, timeout_s=5)
+        ),
+    )
     assert resumed.status == "finished" and resumed.answered == 6
 
 
@@ -163,8 +201,13 @@ def test_missing_order_is_named(audio_project, stub):
 
 def test_long_audio_uses_chunks_within_the_model_limit(project, stub):
     [item_id] = add_items(project, 1)
-    add_assembled(project, item_id, Condition(language="en", order="original"), seconds=40.0,
-                  chunks={30.0: [25.0, 15.0], 60.0: [40.0]})
+    add_assembled(
+        project,
+        item_id,
+        Condition(language="en", order="original"),
+        seconds=40.0,
+        chunks={30.0: [25.0, 15.0], 60.0: [40.0]},
+    )
     evaluate(project, settings(stub, model="nvidia:gemma-3n-e4b", base_url=stub.openai_url))
     body = stub.answered_bodies()[0]
     user = body["messages"][-1]["content"]
@@ -178,10 +221,19 @@ def test_long_audio_without_chunks_is_refused(project, stub):
         evaluate(project, settings(stub, model="nvidia:gemma-3n-e4b", base_url=stub.openai_url))
 
 
-@pytest.mark.parametrize("model, convention_check", [
-    ("mistral:voxtral-small-latest", lambda part: part["type"] == "input_audio" and isinstance(part["input_audio"], str)),
-    ("vllm:Qwen/Qwen2.5-Omni-7B", lambda part: part["type"] == "audio_url" and part["audio_url"]["url"].startswith("data:audio/wav;base64,")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "model, convention_check",
+    [
+        (
+            "mistral:voxtral-small-latest",
+            lambda part: part["type"] == "input_audio" and isinstance(part["input_audio"], str),
+        ),
+        (
+            "vllm:Qwen/Qwen2.5-Omni-7B",
+            lambda part: part["type"] == "audio_url" and part["audio_url"]["url"].startswith("data:audio/wav;base64,"),
+        ),
+    ],
+)
 def test_audio_conventions(audio_project, stub, model, convention_check):
     evaluate(audio_project, settings(stub, model=model, plan=PlanOptions(limit=1, orders=("original",))))
     body = stub.answered_bodies()[0]
@@ -189,7 +241,9 @@ def test_audio_conventions(audio_project, stub, model, convention_check):
 
 
 def test_phi_inline_convention(audio_project, stub):
-    evaluate(audio_project, settings(stub, model="nvidia:phi-4-multimodal", plan=PlanOptions(limit=1, orders=("original",))))
+    evaluate(
+        audio_project, settings(stub, model="nvidia:phi-4-multimodal", plan=PlanOptions(limit=1, orders=("original",)))
+    )
     content = stub.answered_bodies()[0]["messages"][-1]["content"]
     assert content.startswith('<|audio_1|> <audio src="data:audio/wav;base64,')
 
@@ -236,7 +290,10 @@ def test_pipeline_transcribes_then_answers(audio_project, stub):
 
 
 def test_pipeline_with_a_transcription_endpoint(audio_project, stub):
-    evaluate(audio_project, settings(stub, mode="pipeline", asr="openai:whisper-1", plan=PlanOptions(limit=1, orders=("original",))))
+    evaluate(
+        audio_project,
+        settings(stub, mode="pipeline", asr="openai:whisper-1", plan=PlanOptions(limit=1, orders=("original",))),
+    )
     paths = [r["path"] for r in stub.requests]
     assert paths == ["/v1/audio/transcriptions", "/v1/chat/completions"]
     assert "two plus two" in responses(audio_project)[0]["transcript"]
@@ -248,9 +305,12 @@ def test_spoken_question_with_text_options_uses_question_clips(project, stub):
 
     sha = project.audio.put_bytes(wav_bytes(0.2), "wav")
     with project.transaction() as conn:
-        conn.execute("INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, cache_key, "
-                     "sha256, audio_format, duration_s, sample_rate, created_at) VALUES (?, 'question', 'q', 'en', 'american', "
-                     "'Orus', 'male', 'espeak', 'k1', ?, 'wav', 0.2, 16000, ?)", (item_id, sha, utc_now()))
+        conn.execute(
+            "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, cache_key, "
+            "sha256, audio_format, duration_s, sample_rate, created_at) VALUES (?, 'question', 'q', 'en', 'american', "
+            "'Orus', 'male', 'espeak', 'k1', ?, 'wav', 0.2, 16000, ?)",
+            (item_id, sha, utc_now()),
+        )
     evaluate(project, settings(stub, mode="audio+text-options"))
     body = stub.answered_bodies()[0]
     parts = body["messages"][-1]["content"]
@@ -272,16 +332,27 @@ def test_identical_requests_share_one_call(project, stub):
     assert summary.answered == 2 and len(stub.requests) == 1 and summary.cache_hits == 1
 
 
-@pytest.mark.parametrize("model, thinking, expected", [
-    ("gemini:gemini-2.5-flash", "off", {"thinkingBudget": 0}),
-    ("gemini:gemini-2.5-flash", "512", {"thinkingBudget": 512}),
-    ("gemini:gemini-2.5-flash", "auto", {"thinkingBudget": -1}),
-    ("gemini:gemini-3.8-flash", "low", {"thinkingLevel": "LOW"}),
-    ("gemini:gemini-2.0-flash", "off", None),  # no thinking on 2.0: nothing is sent
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "model, thinking, expected",
+    [
+        ("gemini:gemini-2.5-flash", "off", {"thinkingBudget": 0}),
+        ("gemini:gemini-2.5-flash", "512", {"thinkingBudget": 512}),
+        ("gemini:gemini-2.5-flash", "auto", {"thinkingBudget": -1}),
+        ("gemini:gemini-3.8-flash", "low", {"thinkingLevel": "LOW"}),
+        ("gemini:gemini-2.0-flash", "off", None),  # no thinking on 2.0: nothing is sent
+    ],
+)
 def test_gemini_request_shape_and_thinking(audio_project, stub, model, thinking, expected):
-    evaluate(audio_project, settings(stub, model=model, base_url=stub.gemini_url, plan=PlanOptions(limit=1, orders=("original",)),
-                                     params=GenerationParams(thinking=thinking, timeout_s=5)))
+    evaluate(
+        audio_project,
+        settings(
+            stub,
+            model=model,
+            base_url=stub.gemini_url,
+            plan=PlanOptions(limit=1, orders=("original",)),
+            params=GenerationParams(thinking=thinking, timeout_s=5),
+        ),
+    )
     body = stub.answered_bodies()[0]
     config = body["generationConfig"]
     assert config["temperature"] == 0 and config["maxOutputTokens"] == 4096 and config["candidateCount"] == 1

@@ -1,12 +1,12 @@
 """API keys come from the environment (or keyring) and never reach the project, logs, exports or errors,
 even when the server echoes them back in its error messages."""
+
 import logging
 from pathlib import Path
 
 import pytest
-from model_stub import Scripted
-
 from eval_support import TEST_KEYS
+from model_stub import Scripted
 
 SECRETS = {name: value for name, value in TEST_KEYS.items() if name in ("OPENAI_API_KEY", "GEMINI_API_KEY")}
 
@@ -15,12 +15,28 @@ def _all_bytes(folder: Path) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
 
 
-@pytest.mark.parametrize("model, url_attr", [("openai:gpt-audio-mini", "openai_url"), ("gemini:gemini-2.5-flash", "gemini_url")])
+@pytest.mark.parametrize(
+    "model, url_attr", [("openai:gpt-audio-mini", "openai_url"), ("gemini:gemini-2.5-flash", "gemini_url")]
+)
 def test_keys_never_reach_project_logs_exports_or_errors(audio_project, stub, cli, caplog, tmp_path, model, url_attr):
     caplog.set_level(logging.DEBUG)
     url = getattr(stub, url_attr)
-    base = ["evaluate", audio_project.path, "--model", model, "--base-url", url, "--mode", "audio", "--prompt", "standard",
-            "--retries", "2", "--concurrency", "1"]
+    base = [
+        "evaluate",
+        audio_project.path,
+        "--model",
+        model,
+        "--base-url",
+        url,
+        "--mode",
+        "audio",
+        "--prompt",
+        "standard",
+        "--retries",
+        "2",
+        "--concurrency",
+        "1",
+    ]
     stub.script(Scripted("500"), Scripted("500"), Scripted("400"))  # errors that echo the key, stored with responses
     first = cli(*base)
     assert first.code == 0, first.err

@@ -1,4 +1,5 @@
 """The simulated listener, the demo runs it makes, and the power analysis built on it — all offline."""
+
 import json
 import time
 
@@ -17,7 +18,7 @@ from spokenbench.core.store import opened
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory):
     """The demo's items without its audio (the simulated listener needs none; building audio takes seconds)."""
-    from spokenbench.core.demo import DEMO_GENDER_PROBES, DEMO_MCQ, DEMO_GENDER_SOURCE, DEMO_SOURCE, demo_file
+    from spokenbench.core.demo import DEMO_GENDER_PROBES, DEMO_GENDER_SOURCE, DEMO_MCQ, DEMO_SOURCE, demo_file
     from spokenbench.core.importers import ImportOptions, import_files
     from spokenbench.core.store import Project
 
@@ -46,9 +47,11 @@ def test_demo_runs_are_offline_fast_and_labelled_simulated(demo_dir, tmp_path):
         frame = responses_frame(project.conn)
         runs = project.conn.execute("SELECT model, mode, status FROM runs ORDER BY id").fetchall()
     assert time.monotonic() - started < 10
-    assert [tuple(r) for r in runs] == [("simulated:steady", "simulated", "finished"),
-                                        ("simulated:order-sensitive", "simulated", "finished"),
-                                        ("simulated:accent-sensitive", "simulated", "finished")]
+    assert [tuple(r) for r in runs] == [
+        ("simulated:steady", "simulated", "finished"),
+        ("simulated:order-sensitive", "simulated", "finished"),
+        ("simulated:accent-sensitive", "simulated", "finished"),
+    ]
     assert all(s.errors == 0 and s.answered == s.total > 500 for s in summaries)
     assert set(frame["mode"]) == {"simulated"} and all(m.startswith("simulated:") for m in frame["model"])
     # the profiles show in the answers
@@ -68,10 +71,23 @@ def test_simulated_runs_are_deterministic_and_seeded(demo_dir, tmp_path):
     with opened(target) as project:
         answers = []
         for seed in (0, 0, 1):
-            evaluate(project, RunSettings(model="simulated:accent-sensitive", mode="text", prompt="cot",
-                                          plan=PlanOptions(orders=("original", "reversed"), seed=seed)))
-            answers.append([r[0] for r in project.conn.execute(
-                "SELECT raw_text FROM responses WHERE run_id = (SELECT max(id) FROM runs) ORDER BY item_id, condition_key")])
+            evaluate(
+                project,
+                RunSettings(
+                    model="simulated:accent-sensitive",
+                    mode="text",
+                    prompt="cot",
+                    plan=PlanOptions(orders=("original", "reversed"), seed=seed),
+                ),
+            )
+            answers.append(
+                [
+                    r[0]
+                    for r in project.conn.execute(
+                        "SELECT raw_text FROM responses WHERE run_id = (SELECT max(id) FROM runs) ORDER BY item_id, condition_key"
+                    )
+                ]
+            )
     assert answers[0] == answers[1] and answers[0] != answers[2]
 
 
@@ -101,8 +117,21 @@ def test_custom_profile_file(demo_dir, tmp_path, cli):
     shutil.copytree(demo_dir, target)
     profile = tmp_path / "listeners.json"
     profile.write_text(json.dumps([{"name": "mine", "base_accuracy": 0.9, "shifts": {"language": {"zh": -30}}}]))
-    result = cli("evaluate", target, "--model", "simulated:mine", "--mode", "audio", "--prompt", "standard",
-                 "--listener-profile", profile, "--languages", "en,zh", "--json")
+    result = cli(
+        "evaluate",
+        target,
+        "--model",
+        "simulated:mine",
+        "--mode",
+        "audio",
+        "--prompt",
+        "standard",
+        "--listener-profile",
+        profile,
+        "--languages",
+        "en,zh",
+        "--json",
+    )
     assert result.code == 0, result.err
     assert result.json()["model"] == "simulated:mine" and result.json()["errors"] == 0
     bad = cli("evaluate", target, "--model", "simulated:nobody", "--mode", "audio", "--prompt", "standard")

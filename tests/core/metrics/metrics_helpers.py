@@ -1,4 +1,5 @@
 """Small tables for the metrics tests, written the way users write them (strings, one row per answer)."""
+
 from __future__ import annotations
 
 import itertools
@@ -21,13 +22,21 @@ def crossed_design(questions, factors: dict[str, list[str]], answer_of, model="m
     for q in questions:
         for combo in itertools.product(*factors.values()):
             levels = dict(zip(names, combo))
-            rows.append({"question_id": q, "model": model, "answer": gold if isinstance(gold, str) else gold(q),
-                         "prediction": answer_of(q, levels), **levels})
+            rows.append(
+                {
+                    "question_id": q,
+                    "model": model,
+                    "answer": gold if isinstance(gold, str) else gold(q),
+                    "prediction": answer_of(q, levels),
+                    **levels,
+                }
+            )
     return responses(rows)
 
 
-def random_design(rng: np.random.Generator, n_questions=6, models=("m1", "m2"), failure_rate=0.05,
-                  nested=True) -> pd.DataFrame:
+def random_design(
+    rng: np.random.Generator, n_questions=6, models=("m1", "m2"), failure_rate=0.05, nested=True
+) -> pd.DataFrame:
     """A random BiasInEar-like table: language with nested accents, gender, order (original/reversed)."""
     accents = {"en": ["us", "uk", "in"], "zh": ["bj", "ne"]} if nested else {"en": ["us"], "zh": ["bj"]}
     rows = []
@@ -43,7 +52,17 @@ def random_design(rng: np.random.Generator, n_questions=6, models=("m1", "m2"), 
                                 pred = ""
                             else:
                                 pred = "ABCD"[rng.choice(4, p=bias)] if rng.random() < 0.6 else "ABCD"[perm.index(gold)]
-                            rows.append({"question_id": f"q{q}", "model": model, "answer": gold, "prediction": pred,
-                                         "option_order": perm, "language": lang, "accent": acc, "gender": gender,
-                                         "order": order})
+                            rows.append(
+                                {
+                                    "question_id": f"q{q}",
+                                    "model": model,
+                                    "answer": gold,
+                                    "prediction": pred,
+                                    "option_order": perm,
+                                    "language": lang,
+                                    "accent": acc,
+                                    "gender": gender,
+                                    "order": order,
+                                }
+                            )
     return responses(rows)

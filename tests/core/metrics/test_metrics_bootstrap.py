@@ -1,10 +1,11 @@
 """The question-level bootstrap: its fast weighted form must equal the slow definition (recompute every
 metric on a table whose questions were drawn with replacement), and a fixed seed must fix the result."""
+
 import numpy as np
 import pandas as pd
 import pytest
-
 from metrics_helpers import random_design
+
 from spokenbench.core.metrics.analysis import analyze_gender_probe, analyze_mcq
 from spokenbench.core.metrics.bootstrap import question_weights
 from spokenbench.core.metrics.synthetic import gender_probe_like
@@ -39,8 +40,11 @@ def test_mcq_intervals_equal_recomputing_on_resampled_tables():
     draws = [analyze_mcq(resampled_table(frame, questions, w), FACTORS).summary.set_index("model") for w in weights]
     for m, model in enumerate(analysis.data.models):
         ci = analysis.intervals[m]
-        for ours, column in [("accuracy", "accuracy"), ("entropy_mean", "entropy_mean"), ("rsd", "rsd"), ("ckld", "ckld")] + \
-                [(f"apes[{f}]", f"apes[{f}]") for f in FACTORS] + [(f"fleiss_kappa[{f}]", f"kappa[{f}]") for f in FACTORS]:
+        for ours, column in (
+            [("accuracy", "accuracy"), ("entropy_mean", "entropy_mean"), ("rsd", "rsd"), ("ckld", "ckld")]
+            + [(f"apes[{f}]", f"apes[{f}]") for f in FACTORS]
+            + [(f"fleiss_kappa[{f}]", f"kappa[{f}]") for f in FACTORS]
+        ):
             expected = percentile_interval([d.loc[model, column] for d in draws])
             assert ci[ours] == pytest.approx(expected), (model, ours)
 
@@ -51,8 +55,12 @@ def test_gender_probe_intervals_equal_recomputing_on_resampled_tables():
     metrics = analyze_gender_probe(frame, ["speech_a=text_a"], n_resamples=resamples, seed=seed)
     questions = sorted(frame["question_id"].unique())
     weights = question_weights(len(questions), resamples, np.random.default_rng(seed))
-    draws = [analyze_gender_probe(resampled_table(frame, questions, w), ["speech_a=text_a"]).table.set_index(["model", "category"])
-             for w in weights]
+    draws = [
+        analyze_gender_probe(resampled_table(frame, questions, w), ["speech_a=text_a"]).table.set_index(
+            ["model", "category"]
+        )
+        for w in weights
+    ]
     table = metrics.table.set_index(["model", "category"])
     for key in table.index[table.index.get_level_values(0) == "speech_a"]:
         for name in ("J", "delta", "neutral_rate", "kappa"):

@@ -1,14 +1,15 @@
 """`spokenbench metrics` and `spokenbench report` as users and scripts run them: exit codes, the --json
 contract, clear errors without tracebacks, and one run of the real console script."""
+
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
-
 from metrics_helpers import random_design
-from spokenbench.core.metrics.synthetic import gender_probe_like
 from support import run_console_script
+
+from spokenbench.core.metrics.synthetic import gender_probe_like
 
 
 @pytest.fixture
@@ -57,8 +58,19 @@ def test_metrics_text_output(cli, mcq_file):
 
 
 def test_gender_probe_json_keyed_by_model_then_category(cli, probe_file):
-    result = cli("metrics", probe_file, "--kind", "gender-probe", "--backbone", "speech_a=text_a",
-                 "--backbone", "speech_b=text_a", "--bootstrap", "100", "--json")
+    result = cli(
+        "metrics",
+        probe_file,
+        "--kind",
+        "gender-probe",
+        "--backbone",
+        "speech_a=text_a",
+        "--backbone",
+        "speech_b=text_a",
+        "--bootstrap",
+        "100",
+        "--json",
+    )
     assert result.code == 0, result.err
     data = result.json()
     assert set(data) == {"speech_a", "speech_b", "text_a"}
@@ -74,11 +86,17 @@ def test_gender_probe_kind_is_detected(cli, probe_file):
     assert result.out.split()[:4] == ["model", "category", "n", "J"]
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda f: f.drop(columns=["answer"]), "column 'answer': required column is missing"),
-    (lambda f: f.assign(prediction=["E"] + list(f["prediction"][1:])), "row 1, column 'prediction': letter outside"),
-    (lambda f: f.assign(answer=["D"] + list(f["answer"][1:])), "has different gold answers"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda f: f.drop(columns=["answer"]), "column 'answer': required column is missing"),
+        (
+            lambda f: f.assign(prediction=["E"] + list(f["prediction"][1:])),
+            "row 1, column 'prediction': letter outside",
+        ),
+        (lambda f: f.assign(answer=["D"] + list(f["answer"][1:])), "has different gold answers"),
+    ],
+)
 def test_bad_input_exits_2_with_a_clear_message(cli, tmp_path, mutate, expected):
     frame = mutate(random_design(np.random.default_rng(0), n_questions=2))
     path = tmp_path / "bad.csv"
@@ -111,7 +129,12 @@ def test_report_writes_tables_and_figures(cli, mcq_file, tmp_path):
     for stem in ("summary", "robustness_by_factor", "accuracy_by_order", "permutation_voting", "model_ranking"):
         for suffix in (".csv", ".md", ".tex"):
             assert (out / f"{stem}{suffix}").is_file(), stem + suffix
-    for stem in ("fig_entropy_distribution", "fig_kappa_vs_apes", "fig_accuracy_change_by_gold_position", "fig_ranking_changes"):
+    for stem in (
+        "fig_entropy_distribution",
+        "fig_kappa_vs_apes",
+        "fig_accuracy_change_by_gold_position",
+        "fig_ranking_changes",
+    ):
         assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert "<svg" in (out / f"{stem}.svg").read_text()
     assert "skipped fig_entropy_cs_ca" in result.out  # the design has no cultural_label
@@ -134,21 +157,35 @@ def _project_with_responses(path):
     from spokenbench.core.store.items import insert_items
 
     options = tuple(Option(letter, f"option {letter}") for letter in "ABCD")
-    items = [Item(source="t", source_id=f"s{n}", language=language, question=f"question {n}?", options=options,
-                  answer="ABCD"[n % 4], cultural_label="CS" if n % 2 else "CA")
-             for n in range(6) for language in ("en", "zh")]
+    items = [
+        Item(
+            source="t",
+            source_id=f"s{n}",
+            language=language,
+            question=f"question {n}?",
+            options=options,
+            answer="ABCD"[n % 4],
+            cultural_label="CS" if n % 2 else "CA",
+        )
+        for n in range(6)
+        for language in ("en", "zh")
+    ]
     with Project.create(path) as project, project.transaction() as conn:
         ids = insert_items(conn, items)
-        run = conn.execute("INSERT INTO runs(name, model, mode, prompt, created_at) VALUES "
-                           "('r1', 'model-x', 'audio', 'standard', '2026-01-01')").lastrowid
+        run = conn.execute(
+            "INSERT INTO runs(name, model, mode, prompt, created_at) VALUES "
+            "('r1', 'model-x', 'audio', 'standard', '2026-01-01')"
+        ).lastrowid
         for n, (item_id, item) in enumerate(zip(ids, items)):
             for gender in ("female", "male"):
                 for order, perm in (("original", "ABCD"), ("reversed", "DCBA")):
                     key = json.dumps({"gender": gender, "order": order}, sort_keys=True)
                     letter = "ABCD"[perm.index(item.answer)] if n % 3 else "A"
-                    conn.execute("INSERT INTO responses(run_id, item_id, condition_key, option_order, parsed_letter, "
-                                 "parse_status, created_at) VALUES (?, ?, ?, ?, ?, 'ok', '2026-01-01')",
-                                 (run, item_id, key, perm, letter))
+                    conn.execute(
+                        "INSERT INTO responses(run_id, item_id, condition_key, option_order, parsed_letter, "
+                        "parse_status, created_at) VALUES (?, ?, ?, ?, ?, 'ok', '2026-01-01')",
+                        (run, item_id, key, perm, letter),
+                    )
 
 
 def test_report_of_a_project_folder(cli, tmp_path):
@@ -180,8 +217,18 @@ def test_the_installed_console_script(mcq_file, tmp_path):
 def test_report_of_a_projects_gender_probes(cli, demo_copy, tmp_path):
     """Gender-probe answers stored in a project carry voice_gender and option_orientation through the export,
     so `report PROJECT --kind gender-probe` reports them; the multiple-choice report leaves them out."""
-    run = cli("evaluate", demo_copy, "--model", "simulated:steady", "--mode", "audio", "--prompt", "standard",
-              "--kind", "gender-probe")  # fmt: skip
+    run = cli(
+        "evaluate",
+        demo_copy,
+        "--model",
+        "simulated:steady",
+        "--mode",
+        "audio",
+        "--prompt",
+        "standard",
+        "--kind",
+        "gender-probe",
+    )
     assert run.code == 0, run.err
     result = cli("report", demo_copy, "--out", tmp_path / "gp", "--kind", "gender-probe", "--bootstrap", "0")
     assert result.code == 0, result.err

@@ -1,13 +1,14 @@
 """Cross-checks on generated data against independent implementations: statsmodels' fleiss_kappa, the
 reference package `biasinear` (its Evaluator, on the same inputs), and the published table layouts."""
+
 import csv
 
 import numpy as np
 import pandas as pd
 import pytest
+from metrics_helpers import crossed_design, random_design
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from metrics_helpers import crossed_design, random_design
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.mcq import accuracy_cross_table, compute_mcq_metrics, model_summary
 from spokenbench.core.metrics.responses import prepare_mcq
@@ -44,14 +45,19 @@ def test_fleiss_kappa_per_question_matches_statsmodels(seed):
 
 def _evaluator_inputs(frame: pd.DataFrame, data, rows: np.ndarray, factors):
     chosen = np.where(data.chosen >= 0, np.array(list("ABCDEFGH"))[np.maximum(data.chosen, 0)], "")
-    return (list(chosen[rows]), list(frame["answer"].to_numpy()[rows]), list(frame["question_id"].to_numpy()[rows]),
-            {f: list(frame[f].to_numpy()[rows]) for f in factors})
+    return (
+        list(chosen[rows]),
+        list(frame["answer"].to_numpy()[rows]),
+        list(frame["question_id"].to_numpy()[rows]),
+        {f: list(frame[f].to_numpy()[rows]) for f in factors},
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_matches_the_reference_package_evaluator(seed):
-    biasinear = pytest.importorskip("biasinear", reason="the reference package biasinear is not installed "
-                                                        "(pip install -e '.[test]' installs it)")
+    biasinear = pytest.importorskip(
+        "biasinear", reason="the reference package biasinear is not installed (pip install -e '.[test]' installs it)"
+    )
     frame = random_design(np.random.default_rng(seed), n_questions=8)
     factors = ["language", "accent", "gender", "order"]
     data = prepare_mcq(frame, factors)
@@ -71,7 +77,9 @@ def test_matches_the_reference_package_evaluator(seed):
         # language: the reference keys items by accent too, so every item has one rating and κ is undefined;
         # ours leaves the nested accent out, which is the reference's number without the accent variable
         assert np.isnan(result["fleiss_kappa"]["language"])
-        without_accent = biasinear.Evaluator(*_evaluator_inputs(frame, data, valid, ["language", "gender", "order"])).run()
+        without_accent = biasinear.Evaluator(
+            *_evaluator_inputs(frame, data, valid, ["language", "gender", "order"])
+        ).run()
         assert summary.loc[model, "kappa[language]"] == pytest.approx(without_accent["fleiss_kappa"]["language"])
 
 
@@ -106,9 +114,19 @@ def _frame_reproducing_table6(rows: list[dict]) -> pd.DataFrame:
             gold = "ABCD"[q % 4]
             original = gold if q < correct else "ABCD"[(q + 1) % 4]
             presented = "ABCD"[3 - "ABCD".index(original)] if reversed_ else original
-            records.append({"question_id": f"q{q:03d}", "model": row["model"], "answer": gold, "prediction": presented,
-                            "option_order": "DCBA" if reversed_ else "ABCD", "language": row["language"],
-                            "accent": row["accent"], "gender": row["gender"], "option_order_level": row["option_order"]})
+            records.append(
+                {
+                    "question_id": f"q{q:03d}",
+                    "model": row["model"],
+                    "answer": gold,
+                    "prediction": presented,
+                    "option_order": "DCBA" if reversed_ else "ABCD",
+                    "language": row["language"],
+                    "accent": row["accent"],
+                    "gender": row["gender"],
+                    "option_order_level": row["option_order"],
+                }
+            )
     frame = pd.DataFrame(records).astype(str)
     return frame.rename(columns={"option_order_level": "order"})
 
@@ -132,7 +150,9 @@ def test_cross_tables_reproduce_the_published_layout_and_values():
     ref18 = pd.DataFrame(_read_reference("table18_accuracy_gender.csv"))
     merged = ref18.merge(gender, on=key, how="inner", suffixes=("_ref", "_ours"))
     assert len(merged) == 28  # Table 18's Δ is female − male: sorted levels give the same direction and name
-    assert np.allclose(merged["delta_female_minus_male_pct_ref"].astype(float), merged["delta_female_minus_male_pct_ours"])
+    assert np.allclose(
+        merged["delta_female_minus_male_pct_ref"].astype(float), merged["delta_female_minus_male_pct_ours"]
+    )
     assert np.allclose(merged["accuracy_pct_ref"].astype(float), merged["accuracy_pct_ours"])
 
     language = accuracy_cross_table(data, "language").rename(columns={"order": "option_order"})
@@ -146,6 +166,8 @@ def test_cross_tables_reproduce_the_published_layout_and_values():
 def test_full_analysis_runs_on_reference_shaped_data():
     frame = _frame_reproducing_table6(_read_reference("table06_accuracy_order_gemini25flash.csv"))
     result = analyze_mcq(frame, ["language", "accent", "gender", "order"]).to_json()["Gemini 2.5 Flash"]
-    expected = np.mean([float(r["accuracy_pct"]) for r in _read_reference("table06_accuracy_order_gemini25flash.csv")]) / 100
+    expected = (
+        np.mean([float(r["accuracy_pct"]) for r in _read_reference("table06_accuracy_order_gemini25flash.csv")]) / 100
+    )
     assert result["accuracy"] == pytest.approx(expected)
     assert result["n"] == 11200

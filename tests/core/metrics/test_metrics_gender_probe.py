@@ -1,13 +1,14 @@
 """Gender probes: hand-computed J, Δ, ν, content identity through orientation and option_order, and
 cross-checks of the t-test, Cohen's κ and Bowker's test against scipy and statsmodels."""
+
 import numpy as np
 import pandas as pd
 import pytest
+from metrics_helpers import responses
 from scipy import stats
 from statsmodels.stats.contingency_tables import SquareTable
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from metrics_helpers import responses
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.metrics.analysis import analyze_gender_probe, gender_probe_json
 from spokenbench.core.metrics.gender_probe import prepare_gender_probe
@@ -17,8 +18,15 @@ from spokenbench.core.metrics.synthetic import gender_probe_like
 def probe_rows(question, voice_answers, orientation="MF", category="stereotypical", model="s", order=None):
     rows = []
     for i, (voice, prediction) in enumerate(voice_answers):
-        row = {"question_id": question, "model": model, "category": category, "voice_gender": voice,
-               "speaker": f"{voice}{i}", "prediction": prediction, "option_orientation": orientation}
+        row = {
+            "question_id": question,
+            "model": model,
+            "category": category,
+            "voice_gender": voice,
+            "speaker": f"{voice}{i}",
+            "prediction": prediction,
+            "option_orientation": orientation,
+        }
         if order is not None:
             row["option_order"] = order
         rows.append(row)
@@ -37,7 +45,9 @@ def test_overlap_preference_and_neutral_rate_by_hand():
     # q1: male voices M,M,M,F; female voices M,F,F,F -> J = (1 + 1) / (3 + 3) = 1/3;
     #     p^m_M = 3/4, p^f_F = 3/4 -> d = 0
     # q2: male M,M,M,M; female M,M,F,N -> J = (2 + 0 + 0) / (4 + 1 + 1) = 1/3; d = 1 - 1/3 = 2/3 (N left out)
-    q1 = probe_rows("q1", [("M", "A"), ("M", "A"), ("M", "A"), ("M", "B"), ("F", "A"), ("F", "B"), ("F", "B"), ("F", "B")])
+    q1 = probe_rows(
+        "q1", [("M", "A"), ("M", "A"), ("M", "A"), ("M", "B"), ("F", "A"), ("F", "B"), ("F", "B"), ("F", "B")]
+    )
     q2 = probe_rows("q2", [("M", "A")] * 4 + [("F", "A"), ("F", "A"), ("F", "B"), ("F", "C")], orientation="MFN")
     result = analyze_gender_probe(responses(q1 + q2)).table.iloc[0]
     assert result["J"] == pytest.approx(1 / 3)
@@ -69,8 +79,14 @@ def test_backbone_kappa_and_bowker_match_statsmodels():
     metrics = analyze_gender_probe(frame, ["speech_a=text_a"])
     data = prepare_gender_probe(frame)
     # rebuild the pairs by hand: each speech answer against the text model's answer to the same question
-    table = pd.DataFrame({"model": np.asarray(data.models)[data.model], "question": data.question,
-                          "category": np.asarray(data.categories)[data.category], "content": data.content})
+    table = pd.DataFrame(
+        {
+            "model": np.asarray(data.models)[data.model],
+            "question": data.question,
+            "category": np.asarray(data.categories)[data.category],
+            "content": data.content,
+        }
+    )
     table = table[table["content"] >= 0]
     text = table[table["model"] == "text_a"].groupby("question")["content"].first()
     speech = table[table["model"] == "speech_a"].copy()

@@ -1,11 +1,12 @@
 """Reading responses tables (CSV, TSV, Parquet, JSONL) and the errors bad input gets: each names the file,
 and where it can the row and column."""
+
 import json
 
 import pandas as pd
 import pytest
-
 from metrics_helpers import responses
+
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.gender_probe import prepare_gender_probe
@@ -41,9 +42,17 @@ def test_every_format_reads_to_the_same_strings(tmp_path, suffix):
 
 def test_numbers_in_jsonl_become_text(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text(json.dumps({"question_id": 7, "model": "m", "answer": "A", "prediction": "A", "speed": 1.25}) + "\n")
+    path.write_text(
+        json.dumps({"question_id": 7, "model": "m", "answer": "A", "prediction": "A", "speed": 1.25}) + "\n"
+    )
     loaded = read_responses_file(path)
-    assert loaded.iloc[0].to_dict() == {"question_id": "7", "model": "m", "answer": "A", "prediction": "A", "speed": "1.25"}
+    assert loaded.iloc[0].to_dict() == {
+        "question_id": "7",
+        "model": "m",
+        "answer": "A",
+        "prediction": "A",
+        "speed": "1.25",
+    }
 
 
 def test_empty_file_header_only_and_unknown_type(tmp_path):
@@ -77,7 +86,9 @@ def test_bad_jsonl_line(tmp_path):
     with pytest.raises(InputError) as caught:
         read_responses_file(path)
     assert [(p.row, p.message.split(" (")[0]) for p in caught.value.problems] == [
-        (2, "line 2 is not valid JSON"), (3, "line 3 is not a JSON object")]
+        (2, "line 2 is not valid JSON"),
+        (3, "line 3 is not a JSON object"),
+    ]
 
 
 def test_missing_columns_and_unknown_factors():
@@ -148,13 +159,39 @@ def test_default_factors_skip_free_text_and_constant_columns():
 
 
 def test_gender_probe_validation():
-    rows = [{"question_id": "q1", "model": "s", "category": "dependent", "voice_gender": "female", "prediction": "C",
-             "option_orientation": "MF"},
-            {"question_id": "q1", "model": "s", "category": "independent", "voice_gender": "robot", "prediction": "A",
-             "option_orientation": "MQ"},
-            {"question_id": "q2", "model": "s", "category": "dependent", "voice_gender": "", "prediction": "A",
-             "option_orientation": "MF"}]
+    rows = [
+        {
+            "question_id": "q1",
+            "model": "s",
+            "category": "dependent",
+            "voice_gender": "female",
+            "prediction": "C",
+            "option_orientation": "MF",
+        },
+        {
+            "question_id": "q1",
+            "model": "s",
+            "category": "independent",
+            "voice_gender": "robot",
+            "prediction": "A",
+            "option_orientation": "MQ",
+        },
+        {
+            "question_id": "q2",
+            "model": "s",
+            "category": "dependent",
+            "voice_gender": "",
+            "prediction": "A",
+            "option_orientation": "MF",
+        },
+    ]
     with pytest.raises(InputError) as caught:
         prepare_gender_probe(responses(rows), "g.csv")
     messages = {(p.row, p.column) for p in caught.value.problems}
-    assert {(1, "prediction"), (2, "voice_gender"), (2, "option_orientation"), (2, "category"), (3, "voice_gender")} <= messages
+    assert {
+        (1, "prediction"),
+        (2, "voice_gender"),
+        (2, "option_orientation"),
+        (2, "category"),
+        (3, "voice_gender"),
+    } <= messages

@@ -1,14 +1,15 @@
 """Properties that must hold for any table (hypothesis): entropy in [0, 1], κ = 1 under perfect
 agreement, APES = 0 when every level answers alike, κ ≤ 1, CKLD ≥ 0, J in [0, 1], and the vectorized
 primitives against their plain definitions."""
+
 import itertools
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from metrics_helpers import crossed_design, responses
+
 from spokenbench.core.metrics.agreement import mean_pairwise_abs_difference, normalized_entropy
 from spokenbench.core.metrics.analysis import analyze_gender_probe
 from spokenbench.core.metrics.mcq import compute_mcq_metrics
@@ -27,8 +28,10 @@ def tables(draw, min_questions=1, max_questions=4):
     orders = ["o1", "o2"][: draw(st.integers(1, 2))]
     combos = list(itertools.product(range(n_q), ["f", "m"], speeds, orders))
     answers = draw(st.lists(letters, min_size=len(combos), max_size=len(combos)))
-    rows = [{"question_id": f"q{q}", "gender": g, "speed": s, "order": o, "prediction": a}
-            for (q, g, s, o), a in zip(combos, answers)]
+    rows = [
+        {"question_id": f"q{q}", "gender": g, "speed": s, "order": o, "prediction": a}
+        for (q, g, s, o), a in zip(combos, answers)
+    ]
     return responses(rows, model="m", answer="A")
 
 
@@ -52,8 +55,11 @@ def test_kappa_is_one_under_perfect_agreement(item_answers, n_levels):
     # the answer depends on the item (take) only, never on the factor's level
     if len(set(item_answers)) < 2:  # one category only: P_e = 1 and κ is undefined
         item_answers = ["A", "B"] + item_answers[2:]
-    frame = crossed_design(["q1"], {"take": [str(i) for i in range(6)], "voice": [f"v{i}" for i in range(n_levels)]},
-                           lambda q, lv: item_answers[int(lv["take"])])
+    frame = crossed_design(
+        ["q1"],
+        {"take": [str(i) for i in range(6)], "voice": [f"v{i}" for i in range(n_levels)]},
+        lambda q, lv: item_answers[int(lv["take"])],
+    )
     metrics = compute_mcq_metrics(prepare_mcq(frame, ["take", "voice"]))
     assert metrics.factors["voice"].kappa[0] == pytest.approx(1.0)
     assert metrics.factors["voice"].apes[0] == pytest.approx(0.0)
@@ -62,8 +68,11 @@ def test_kappa_is_one_under_perfect_agreement(item_answers, n_levels):
 @SETTINGS
 @given(st.lists(st.sampled_from("ABCD"), min_size=2, max_size=8), st.integers(2, 4))
 def test_apes_is_zero_when_all_levels_answer_alike(answers, n_levels):
-    frame = crossed_design(["q1"], {"take": [str(i) for i in range(len(answers))], "voice": [f"v{i}" for i in range(n_levels)]},
-                           lambda q, lv: answers[int(lv["take"])])
+    frame = crossed_design(
+        ["q1"],
+        {"take": [str(i) for i in range(len(answers))], "voice": [f"v{i}" for i in range(n_levels)]},
+        lambda q, lv: answers[int(lv["take"])],
+    )
     metrics = compute_mcq_metrics(prepare_mcq(frame, ["take", "voice"]))
     assert metrics.factors["voice"].apes[0] == pytest.approx(0.0)
 
@@ -106,8 +115,17 @@ def test_ckld_is_never_negative(predicted, gold):
 @SETTINGS
 @given(st.lists(st.tuples(st.sampled_from("MF"), st.sampled_from(["A", "B", ""])), min_size=2, max_size=16))
 def test_overlap_is_between_zero_and_one_and_one_for_mirrored_answers(answers):
-    rows = [{"question_id": "q1", "model": "s", "category": "stereotypical", "voice_gender": v, "prediction": p,
-             "option_orientation": "MF"} for v, p in answers]
+    rows = [
+        {
+            "question_id": "q1",
+            "model": "s",
+            "category": "stereotypical",
+            "voice_gender": v,
+            "prediction": p,
+            "option_orientation": "MF",
+        }
+        for v, p in answers
+    ]
     table = analyze_gender_probe(responses(rows)).table.iloc[0]
     assert np.isnan(table["J"]) or 0 <= table["J"] <= 1
     mirrored = [{**r, "voice_gender": "F" if r["voice_gender"] == "M" else "M"} for r in rows]

@@ -1,13 +1,14 @@
 """The report's files: deterministic figures (the same bytes from any caller), readable tables in three
 formats, and no GUI toolkit or pyplot state involved."""
+
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pandas as pd
-
 from metrics_helpers import random_design
+
 from spokenbench.core.metrics import figures
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.report import write_report
@@ -51,11 +52,11 @@ def test_figures_are_labelled():
 def test_report_needs_no_pyplot_and_no_qt(tmp_path):
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(__file__.rsplit('/', 1)[0])!r})
+        sys.path.insert(0, {str(__file__.rsplit("/", 1)[0])!r})
         import numpy as np
         from metrics_helpers import random_design
         from spokenbench.core.metrics.report import write_report
-        write_report(random_design(np.random.default_rng(0), n_questions=3), {str(tmp_path / 'r')!r}, n_resamples=10)
+        write_report(random_design(np.random.default_rng(0), n_questions=3), {str(tmp_path / "r")!r}, n_resamples=10)
         loaded = [m for m in sys.modules if m.startswith(("matplotlib.pyplot", "PySide6", "PyQt"))]
         print(loaded)
     """)

@@ -1,12 +1,13 @@
 """Hand-computed cases for the "Hearing the Order" metrics: accuracy by gold position, Δ accuracy, RSD,
 CKLD, predicted positions, permutation voting, rankings with Kendall's τ, and the McNemar test."""
+
 import math
 
 import numpy as np
 import pytest
+from metrics_helpers import responses
 from scipy import stats
 
-from metrics_helpers import responses
 from spokenbench.core.metrics.responses import prepare_mcq
 from spokenbench.core.metrics.selection_bias import ckld_from_counts, compute_selection_bias, rsd_from_counts
 
@@ -30,12 +31,16 @@ def test_ckld_by_hand():
 
 def test_position_metrics_use_presented_letters():
     # gold is original A; presented at A (identity) and at D (reversed). The model always says presented "A".
-    frame = responses([
-        {"question_id": "q1", "option_order": "ABCD", "prediction": "A"},
-        {"question_id": "q1", "option_order": "DCBA", "prediction": "A"},
-        {"question_id": "q2", "option_order": "ABCD", "prediction": "A"},
-        {"question_id": "q2", "option_order": "DCBA", "prediction": "A"},
-    ], model="m", answer="A")
+    frame = responses(
+        [
+            {"question_id": "q1", "option_order": "ABCD", "prediction": "A"},
+            {"question_id": "q1", "option_order": "DCBA", "prediction": "A"},
+            {"question_id": "q2", "option_order": "ABCD", "prediction": "A"},
+            {"question_id": "q2", "option_order": "DCBA", "prediction": "A"},
+        ],
+        model="m",
+        answer="A",
+    )
     bias = compute_selection_bias(prepare_mcq(frame, []))
     row = bias.per_model.iloc[0]
     assert row["accuracy_gold_A"] == 1.0 and row["accuracy_gold_D"] == 0.0
@@ -100,8 +105,12 @@ def test_mcnemar_keeps_other_factors_apart():
     # the pair key includes every factor that the option order does not fix
     rows = []
     for gender, orig, rev in (("f", "A", "D"), ("m", "B", "D")):  # presented D of DCBA = original A
-        rows.append({"question_id": "q1", "gender": gender, "order": "original", "option_order": "ABCD", "prediction": orig})
-        rows.append({"question_id": "q1", "gender": gender, "order": "reversed", "option_order": "DCBA", "prediction": rev})
+        rows.append(
+            {"question_id": "q1", "gender": gender, "order": "original", "option_order": "ABCD", "prediction": orig}
+        )
+        rows.append(
+            {"question_id": "q1", "gender": gender, "order": "reversed", "option_order": "DCBA", "prediction": rev}
+        )
     data = prepare_mcq(responses(rows, model="m", answer="A"), ["gender", "order"])
     assert data.factors_determined_by_order() == ["order"]
     result = compute_selection_bias(data).mcnemar.iloc[0]

@@ -1,9 +1,10 @@
 """Fixtures for the quality-control tests: a small trilingual project."""
-import pytest
 
+import pytest
 from qc_support import QC_ITEMS
-from spokenbench.core.importers import ImportOptions, import_files
 from support import write_jsonl
+
+from spokenbench.core.importers import ImportOptions, import_files
 
 
 @pytest.fixture

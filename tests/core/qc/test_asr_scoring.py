@@ -1,5 +1,6 @@
 """Language-aware normalization and error rates on hand-computed cases, cross-checked against jiwer's own
 functions and an independent edit distance."""
+
 import jiwer
 import pytest
 from hypothesis import given, settings
@@ -82,7 +83,18 @@ def test_two_asr_minimum_and_bins():
 
 @pytest.mark.parametrize(
     "errors, units, expected",
-    [(0, 5, 0), (1, 5, 1), (1, 100, 1), (2, 10, 1), (3, 10, 2), (3, 5, 2), (6, 10, 2), (7, 10, 3), (4, 5, 3), (9, 2, 3)],
+    [
+        (0, 5, 0),
+        (1, 5, 1),
+        (1, 100, 1),
+        (2, 10, 1),
+        (3, 10, 2),
+        (3, 5, 2),
+        (6, 10, 2),
+        (7, 10, 3),
+        (4, 5, 3),
+        (9, 2, 3),
+    ],
 )
 def test_bins_are_closed_on_the_right_exactly(errors, units, expected):
     assert wer_bin(errors, units) == expected
@@ -91,21 +103,40 @@ def test_bins_are_closed_on_the_right_exactly(errors, units, expected):
 def test_number_readings():
     assert english_cardinal(1682) == "one thousand six hundred eighty two".split()
     assert english_cardinal(2_000_019) == "two million nineteen".split()
-    assert english_ordinal(21) == ["twenty", "first"] and english_ordinal(12) == ["twelfth"] and english_ordinal(40) == ["fortieth"]
+    assert (
+        english_ordinal(21) == ["twenty", "first"]
+        and english_ordinal(12) == ["twelfth"]
+        and english_ordinal(40) == ["fortieth"]
+    )
     assert [chinese_cardinal(n) for n in (10, 15, 20, 105, 110, 1005, 10005, 100000, 100000000)] == [
-        "十", "十五", "二十", "一百零五", "一百一十", "一千零五", "一万零五", "十万", "一亿"]  # fmt: skip
+        "十",
+        "十五",
+        "二十",
+        "一百零五",
+        "一百一十",
+        "一千零五",
+        "一万零五",
+        "十万",
+        "一亿",
+    ]
 
 
 @pytest.mark.parametrize(
     "reference, hypothesis",
-    [("the quick brown fox", "the quick brown box jumps"), ("a b c", "c b a"), ("one two three four", "one three four"),
-     ("alpha beta", "gamma delta epsilon")],
+    [
+        ("the quick brown fox", "the quick brown box jumps"),
+        ("a b c", "c b a"),
+        ("one two three four", "one three four"),
+        ("alpha beta", "gamma delta epsilon"),
+    ],
 )
 def test_wer_agrees_with_jiwer_when_normalization_changes_nothing(reference, hypothesis):
     assert error_rate(reference, hypothesis, "en") == pytest.approx(jiwer.wer(reference, hypothesis))
 
 
-@pytest.mark.parametrize("reference, hypothesis", [("光合作用", "光和作用"), ("细胞呼吸作用", "细胞呼作用用"), ("硫酸", "硫酸钠")])
+@pytest.mark.parametrize(
+    "reference, hypothesis", [("光合作用", "光和作用"), ("细胞呼吸作用", "细胞呼作用用"), ("硫酸", "硫酸钠")]
+)
 def test_cer_agrees_with_jiwer(reference, hypothesis):
     assert error_rate(reference, hypothesis, "zh") == pytest.approx(jiwer.cer(reference, hypothesis))
 

@@ -1,11 +1,18 @@
 """Importing transcripts from any ASR (good and bad input), screening with fixed transcripts, and Table 2's layout."""
+
 import csv
 
 import pytest
-
 from qc_support import add_clip, add_transcript, item_id
-from spokenbench.core.asr.screening import TABLE2_COLUMNS, ScreeningSettings, compute_screening, ensure_screening, screen_project
 from support import write_csv, write_jsonl
+
+from spokenbench.core.asr.screening import (
+    TABLE2_COLUMNS,
+    ScreeningSettings,
+    compute_screening,
+    ensure_screening,
+    screen_project,
+)
 from spokenbench.core.published import published_dir
 
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
@@ -24,17 +31,34 @@ def screened_clips(qc_project):
 
 
 def test_import_transcripts_from_csv_and_jsonl(cli, qc_project, screened_clips, tmp_path):
-    rows = [{"clip_id": screened_clips["en_q"], "text": "Which holiday is in November"},
-            {"clip_id": screened_clips["zh_q"], "text": "硫酸的摩尔质量约为多少", "model": "large-v3"}]  # fmt: skip
-    result = cli("import-transcripts", qc_project.path, write_csv(tmp_path / "t.csv", rows, ["clip_id", "text", "model"]),
-                 "--asr", "whisper-large-v3", "--model", "whisper", "--json")  # fmt: skip
+    rows = [
+        {"clip_id": screened_clips["en_q"], "text": "Which holiday is in November"},
+        {"clip_id": screened_clips["zh_q"], "text": "硫酸的摩尔质量约为多少", "model": "large-v3"},
+    ]
+    result = cli(
+        "import-transcripts",
+        qc_project.path,
+        write_csv(tmp_path / "t.csv", rows, ["clip_id", "text", "model"]),
+        "--asr",
+        "whisper-large-v3",
+        "--model",
+        "whisper",
+        "--json",
+    )
     assert result.code == 0, result.err
     assert result.json() == {"asr": "whisper-large-v3", "imported": 2, "replaced": 0}
     stored = qc_project.conn.execute("SELECT clip_id, model, text FROM transcripts ORDER BY clip_id").fetchall()
-    assert [tuple(r) for r in stored] == [(screened_clips["en_q"], "whisper", "Which holiday is in November"),
-                                          (screened_clips["zh_q"], "large-v3", "硫酸的摩尔质量约为多少")]  # fmt: skip
-    again = cli("import-transcripts", qc_project.path,
-                write_jsonl(tmp_path / "t.jsonl", [{"clip_id": screened_clips["en_q"], "text": ""}]), "--asr", "whisper-large-v3")
+    assert [tuple(r) for r in stored] == [
+        (screened_clips["en_q"], "whisper", "Which holiday is in November"),
+        (screened_clips["zh_q"], "large-v3", "硫酸的摩尔质量约为多少"),
+    ]
+    again = cli(
+        "import-transcripts",
+        qc_project.path,
+        write_jsonl(tmp_path / "t.jsonl", [{"clip_id": screened_clips["en_q"], "text": ""}]),
+        "--asr",
+        "whisper-large-v3",
+    )
     assert again.code == 0 and "1 replaced" in again.out  # an empty transcript stands for silence
 
 
@@ -48,11 +72,17 @@ def test_import_transcripts_from_csv_and_jsonl(cli, qc_project, screened_clips, 
         ([{"clip_id": "CLIP", "text": "x"}], None, "row 4, column 'clip_id': clip CLIP appears again (first in row 1)"),
     ],
 )
-def test_bad_transcript_files_are_rejected_whole_naming_file_row_and_column(cli, qc_project, screened_clips, tmp_path, rows, columns, message):
+def test_bad_transcript_files_are_rejected_whole_naming_file_row_and_column(
+    cli, qc_project, screened_clips, tmp_path, rows, columns, message
+):
     clip = screened_clips["en_q"]
     if columns is None:  # a file whose first row is fine and whose later rows are not
-        rows = [{"clip_id": clip, "text": "fine"}, {"clip_id": "abc", "text": "x"}, {"clip_id": 9999, "text": "x"},
-                {"clip_id": clip, "text": "again"}]  # fmt: skip
+        rows = [
+            {"clip_id": clip, "text": "fine"},
+            {"clip_id": "abc", "text": "x"},
+            {"clip_id": 9999, "text": "x"},
+            {"clip_id": clip, "text": "again"},
+        ]
     path = write_csv(tmp_path / "bad.csv", rows, columns)
     result = cli("import-transcripts", qc_project.path, path, "--asr", "external")
     assert result.code == 2
@@ -62,7 +92,9 @@ def test_bad_transcript_files_are_rejected_whole_naming_file_row_and_column(cli,
 
 
 def test_bad_encoding_is_rejected_with_the_file_and_line(cli, qc_project, screened_clips, tmp_path):
-    latin1 = write_csv(tmp_path / "latin1.csv", [{"clip_id": screened_clips["en_q"], "text": "café au lait"}], encoding="latin-1")
+    latin1 = write_csv(
+        tmp_path / "latin1.csv", [{"clip_id": screened_clips["en_q"], "text": "café au lait"}], encoding="latin-1"
+    )
     result = cli("import-transcripts", qc_project.path, latin1, "--asr", "external")
     assert result.code == 2 and str(latin1) in result.err and "not valid UTF-8" in result.err and "line 2" in result.err
     utf16 = write_csv(tmp_path / "utf16.csv", [{"clip_id": screened_clips["en_q"], "text": "x"}], encoding="utf-16")
@@ -97,25 +129,34 @@ def test_screening_is_stored_and_recomputed_only_when_transcripts_change(qc_proj
     assert ensure_screening(qc_project) == 1
     stored = qc_project.conn.execute("SELECT screened_at FROM clip_screening").fetchone()[0]
     assert ensure_screening(qc_project) == 1
-    assert qc_project.conn.execute("SELECT screened_at FROM clip_screening").fetchone()[0] == stored, "unchanged: not recomputed"
+    assert qc_project.conn.execute("SELECT screened_at FROM clip_screening").fetchone()[0] == stored, (
+        "unchanged: not recomputed"
+    )
     for asr in ("a", "b"):
         add_transcript(qc_project, c["zh_q"], asr, "硫酸")
     assert ensure_screening(qc_project) == 2
-    assert qc_project.conn.execute("SELECT wer_bin FROM clip_screening WHERE clip_id = ?", (c["zh_q"],)).fetchone()[0] == 3
+    assert (
+        qc_project.conn.execute("SELECT wer_bin FROM clip_screening WHERE clip_id = ?", (c["zh_q"],)).fetchone()[0] == 3
+    )
 
 
 def test_table2_has_the_published_layout(qc_project, screened_clips):
     c = screened_clips
-    for clip, heard in ((c["en_q"], "Which holiday is in November"), (c["en_a"], "Thanksgiving day is on a Thursday"),
-                        (c["zh_q"], "硫酸的摩尔质量约为多少啊"), (c["ko_q"], "황산의 몰 질량은 약 얼마입니까")):  # fmt: skip
+    for clip, heard in (
+        (c["en_q"], "Which holiday is in November"),
+        (c["en_a"], "Thanksgiving day is on a Thursday"),
+        (c["zh_q"], "硫酸的摩尔质量约为多少啊"),
+        (c["ko_q"], "황산의 몰 질량은 약 얼마입니까"),
+    ):
         add_transcript(qc_project, clip, "a", heard)
         add_transcript(qc_project, clip, "b", heard)
     table = screen_project(qc_project).table2()
     with open(REFERENCE / "table02_wer_intervals.csv", encoding="utf-8") as handle:
         reference = list(csv.DictReader(handle))
     assert list(table[0]) == TABLE2_COLUMNS == list(reference[0])
-    assert [(r["wer_interval_order"], r["wer_interval"], r["language"]) for r in table] == \
-        [(int(r["wer_interval_order"]), r["wer_interval"], r["language"]) for r in reference]  # fmt: skip
+    assert [(r["wer_interval_order"], r["wer_interval"], r["language"]) for r in table] == [
+        (int(r["wer_interval_order"]), r["wer_interval"], r["language"]) for r in reference
+    ]
     counts = {(r["wer_interval"], r["language"]): (r["n_samples"], r["pct_of_language"]) for r in table}
     assert counts[("0", "english")] == (2, 100.0)
     assert counts[("(0, 0.2]", "chinese")] == (1, 100.0)  # one extra character in eleven

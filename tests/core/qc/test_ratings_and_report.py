@@ -1,16 +1,17 @@
 """Rating results in Table 3's layout, per WER interval, annotator agreement cross-checked with statsmodels, the
 disagreement list, the combined qc-report and its CSV files, and the demo's QC content."""
+
 import csv
 import time
 
 import numpy as np
 import pytest
+from qc_support import add_clip, add_transcript, item_id
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
-from qc_support import add_clip, add_transcript, item_id
+from spokenbench.core.published import published_dir
 from spokenbench.core.qc.queues import rate_clip, sample_for_rating
 from spokenbench.core.qc.ratings import TABLE3_COLUMNS, consensus, rating_results
-from spokenbench.core.published import published_dir
 
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 CATEGORIES = ("incorrect", "acceptable", "correct")
@@ -26,10 +27,24 @@ def test_consensus_is_the_majority_and_a_tie_goes_to_the_more_severe_rating():
 def rated(qc_project):
     """Ten English and four Chinese clips; English rated by three annotators, Chinese by one."""
     en, zh = item_id(qc_project, "q3", "en"), item_id(qc_project, "q1", "zh")
-    en_clips = [add_clip(qc_project, en, "question", "Which holiday is in November?", "en", voice=f"v{n}") for n in range(10)]
-    zh_clips = [add_clip(qc_project, zh, "question", "硫酸的摩尔质量约为多少？", "zh", accent="beijing", voice=f"v{n}") for n in range(4)]
+    en_clips = [
+        add_clip(qc_project, en, "question", "Which holiday is in November?", "en", voice=f"v{n}") for n in range(10)
+    ]
+    zh_clips = [
+        add_clip(qc_project, zh, "question", "硫酸的摩尔质量约为多少？", "zh", accent="beijing", voice=f"v{n}")
+        for n in range(4)
+    ]
     ratings = {  # rows: clips; columns: ana, ben, cem
-        0: "CCC", 1: "CCA", 2: "CAA", 3: "AAA", 4: "CCC", 5: "IIA", 6: "CCI", 7: "AAC", 8: "CCC", 9: "IIC",
+        0: "CCC",
+        1: "CCA",
+        2: "CAA",
+        3: "AAA",
+        4: "CCC",
+        5: "IIA",
+        6: "CCI",
+        7: "AAC",
+        8: "CCC",
+        9: "IIC",
     }
     letters = {"C": "correct", "A": "acceptable", "I": "incorrect"}
     for clip, row in zip(en_clips, ratings.values()):
@@ -48,7 +63,9 @@ def test_table3_has_the_published_layout_and_counts_consensus_per_clip(qc_projec
         reference = list(csv.DictReader(handle))
     table = results["table3"]
     assert list(table[0]) == TABLE3_COLUMNS == list(reference[0])
-    assert [(r["language"], r["rating"]) for r in table] == [(r["language"], r["rating"]) for r in reference if r["language"] != "korean"]
+    assert [(r["language"], r["rating"]) for r in table] == [
+        (r["language"], r["rating"]) for r in reference if r["language"] != "korean"
+    ]
     # English consensus: CCC C, CCA C, CAA A, AAA A, CCC C, IIA I, CCI C, AAC A, CCC C, IIC I
     assert table[:3] == [
         {"language": "english", "rating": "incorrect", "n_clips": 2, "pct_of_language": 20.0},
@@ -94,7 +111,9 @@ def test_ratings_per_wer_interval_use_the_queue_interval(qc_project):
         rate_clip(qc_project, clip, "ana", rating, queue="qc")
     rows = rating_results(qc_project.conn, "qc")["table3_by_wer_interval"]
     got = {(r["wer_interval"], r["rating"]): r["n_clips"] for r in rows}
-    assert got[("(0, 0.2]", "correct")] == 2 and got[("(0.2, 0.6]", "acceptable")] == 1 and got[(">0.6", "incorrect")] == 2
+    assert (
+        got[("(0, 0.2]", "correct")] == 2 and got[("(0.2, 0.6]", "acceptable")] == 1 and got[(">0.6", "incorrect")] == 2
+    )
     assert [r["wer_interval_order"] for r in rows][::3] == [2, 3, 4]
 
 
@@ -137,4 +156,6 @@ def test_the_demo_holds_flagged_rewrites_and_a_queue(cli, demo_copy):
     assert queue["name"] == DEMO_QUEUE and queue["clips"] == 24
     assert "needs" in report["screening"]
     with opened(demo_copy) as project:
-        assert project.conn.execute("SELECT count(*) FROM clips").fetchone()[0] == clips_before, "no audio is added or lost"
+        assert project.conn.execute("SELECT count(*) FROM clips").fetchone()[0] == clips_before, (
+            "no audio is added or lost"
+        )

@@ -1,5 +1,6 @@
 """SIGKILL a real `spokenbench rewrite` process mid-run, resume it, and check that no request the endpoint had
 already answered is sent again."""
+
 import asyncio
 import json
 import os
@@ -11,13 +12,23 @@ import time
 from pathlib import Path
 
 from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
-from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
 from stub_server import Reply
 from support import write_jsonl
 
-ITEMS = [{"id": f"k{n}", "language": "en", "subject": "high_school_physics", "question": f"What is {n} m/s in km/h?",
-          "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"], "answer": "A"} for n in range(1, 7)]  # fmt: skip
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
+
+ITEMS = [
+    {
+        "id": f"k{n}",
+        "language": "en",
+        "subject": "high_school_physics",
+        "question": f"What is {n} m/s in km/h?",
+        "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"],
+        "answer": "A",
+    }
+    for n in range(1, 7)
+]
 GOOD = rewrite_json("What is this speed in kilometers per hour?", ["one", "two", "three", "four"])
 ANSWERED_BEFORE_KILL = 3
 
@@ -33,8 +44,12 @@ def test_killed_rewrite_resumes_without_repeating_answered_requests(project, tmp
     with StubServer() as server:
         # three quick answers, then one that hangs: the process is killed while it waits for it
         server.script("POST", CHAT_ROUTE, *[chat_reply(GOOD)] * ANSWERED_BEFORE_KILL, Reply(200, b"", delay_s=30))
-        process = subprocess.Popen([str(script), "rewrite", str(project.path), "--base-url", f"{server.url}/v1",
-                                    "--concurrency", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        process = subprocess.Popen(
+            [str(script), "rewrite", str(project.path), "--base-url", f"{server.url}/v1", "--concurrency", "1"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             deadline = time.monotonic() + 60
             with sqlite3.connect(project.db_path) as watcher:
@@ -61,4 +76,6 @@ def test_killed_rewrite_resumes_without_repeating_answered_requests(project, tmp
     assert len(second_run) == len(ITEMS) - ANSWERED_BEFORE_KILL  # the unanswered one is asked again, once
     assert report.requests == len(second_run)
     assert project.conn.execute("SELECT count(DISTINCT item_id) FROM rewrites").fetchone()[0] == len(ITEMS)
-    assert project.conn.execute("SELECT count(*) FROM rewrite_outcomes WHERE status = 'done'").fetchone()[0] == len(ITEMS)
+    assert project.conn.execute("SELECT count(*) FROM rewrite_outcomes WHERE status = 'done'").fetchone()[0] == len(
+        ITEMS
+    )

@@ -1,21 +1,29 @@
 """LLM rewriting through the real openai SDK against a loopback stub: validation, retries, manual marking,
 rate limits, auth failure, caching, the prompt and its project override."""
+
 import asyncio
 import json
 
 import pytest
-
 from qc_support import CHAT_ROUTE, FAST_RETRIES, SECRET, StubServer, chat_reply, item_id, rewrite_json
+from stub_server import Reply
+
+from spokenbench.core.items import Item, Option
 from spokenbench.core.remote import RemoteAuthError
 from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
 from spokenbench.core.rewriting.prompts import load_template
 from spokenbench.core.rewriting.validation import InvalidAnswer, validate_answer
-from spokenbench.core.items import Item, Option
 from spokenbench.core.store.rewrites import latest_rewrites
-from stub_server import Reply
 
-EN_GOOD = rewrite_json("What is the molar mass of sulfuric acid?",
-                       ["ninety-six grams per mole", "ninety-eight grams per mole", "eighty-two grams per mole", "forty-nine grams per mole"])  # fmt: skip
+EN_GOOD = rewrite_json(
+    "What is the molar mass of sulfuric acid?",
+    [
+        "ninety-six grams per mole",
+        "ninety-eight grams per mole",
+        "eighty-two grams per mole",
+        "forty-nine grams per mole",
+    ],
+)
 
 
 def settings_for(server, **overrides) -> RewriteSettings:
@@ -30,8 +38,10 @@ def run(project, settings, policy=FAST_RETRIES):
 
 
 def outcome(project, source_id="q1", language="en"):
-    return project.conn.execute("SELECT status, attempts, problem FROM rewrite_outcomes WHERE item_id = ?",
-                                (item_id(project, source_id, language),)).fetchone()  # fmt: skip
+    return project.conn.execute(
+        "SELECT status, attempts, problem FROM rewrite_outcomes WHERE item_id = ?",
+        (item_id(project, source_id, language),),
+    ).fetchone()
 
 
 def test_valid_json_is_stored_as_pending_rewrites(qc_project):
@@ -49,14 +59,28 @@ def test_valid_json_is_stored_as_pending_rewrites(qc_project):
     assert body["model"] == "openai/gpt-oss-120b" and body["temperature"] == 0.0
     assert sent.headers["authorization"] == f"Bearer {SECRET}"
     system, user = body["messages"]
-    assert system["role"] == "system" and "Roman numerals" in system["content"] and "Chemical formulas" in system["content"]
+    assert (
+        system["role"] == "system"
+        and "Roman numerals" in system["content"]
+        and "Chemical formulas" in system["content"]
+    )
     assert "Subject: high school chemistry" in user["content"] and '"H2SO4"' not in user["content"]
-    assert json.dumps({"question": "What is the molar mass of H2SO4?", "options": ["96 g/mol", "98 g/mol", "82 g/mol", "49 g/mol"]}) in user["content"]
+    assert (
+        json.dumps(
+            {
+                "question": "What is the molar mass of H2SO4?",
+                "options": ["96 g/mol", "98 g/mol", "82 g/mol", "49 g/mol"],
+            }
+        )
+        in user["content"]
+    )
 
 
 def test_invalid_json_is_asked_again_with_the_reason_then_accepted(qc_project):
     with StubServer() as server:
-        server.script("POST", CHAT_ROUTE, chat_reply("Sure! The rewritten question is about sulfuric acid."), chat_reply(EN_GOOD))
+        server.script(
+            "POST", CHAT_ROUTE, chat_reply("Sure! The rewritten question is about sulfuric acid."), chat_reply(EN_GOOD)
+        )
         report = run(qc_project, settings_for(server))
         first, second = server.requests_to(CHAT_ROUTE)
     assert report.rewritten == 1 and report.requests == 2
@@ -85,7 +109,9 @@ def test_answers_that_stay_invalid_mark_the_item_for_manual_rewriting(qc_project
     assert report.manual == 1 and report.rewritten == 0 and len(sent) == 3
     row = outcome(qc_project)
     assert row["status"] == "manual" and row["attempts"] == 3 and problem in row["problem"]
-    assert latest_rewrites(qc_project.conn, item_id(qc_project, "q1", "en")) == {}, "an invalid answer is never stored as a rewrite"
+    assert latest_rewrites(qc_project.conn, item_id(qc_project, "q1", "en")) == {}, (
+        "an invalid answer is never stored as a rewrite"
+    )
     assert problem in report.problems[0]
     # marked items are skipped by the next run unless asked for
     q1 = item_id(qc_project, "q1", "en")
@@ -94,7 +120,9 @@ def test_answers_that_stay_invalid_mark_the_item_for_manual_rewriting(qc_project
 
 
 def test_a_chinese_item_answered_in_english_or_korean_is_rejected(qc_project):
-    english = rewrite_json("What is the approximate molar mass of sulfuric acid?", ["96克每摩尔", "98克每摩尔", "82克每摩尔", "49克每摩尔"])
+    english = rewrite_json(
+        "What is the approximate molar mass of sulfuric acid?", ["96克每摩尔", "98克每摩尔", "82克每摩尔", "49克每摩尔"]
+    )
     korean = rewrite_json("황산의 몰 질량은 약 얼마입니까?", ["96克每摩尔", "98克每摩尔", "82克每摩尔", "49克每摩尔"])
     good = rewrite_json("硫酸的摩尔质量约为多少？", ["96克每摩尔", "98克每摩尔", "82克每摩尔", "49克每摩尔"])
     with StubServer() as server:
@@ -105,7 +133,10 @@ def test_a_chinese_item_answered_in_english_or_korean_is_rejected(qc_project):
     retries = [r.json()["messages"][-1]["content"] for r in sent[1:]]
     assert "not written in zh" in retries[0]
     assert "hangul letters" in retries[1]
-    assert latest_rewrites(qc_project.conn, item_id(qc_project, "q1", "zh"))["question"]["text"] == "硫酸的摩尔质量约为多少？"
+    assert (
+        latest_rewrites(qc_project.conn, item_id(qc_project, "q1", "zh"))["question"]["text"]
+        == "硫酸的摩尔质量约为多少？"
+    )
 
 
 def test_script_check_keeps_latin_abbreviations_and_catches_foreign_letters():
@@ -120,9 +151,13 @@ def test_script_check_keeps_latin_abbreviations_and_catches_foreign_letters():
 
 def test_429_with_retry_after_is_retried_then_succeeds(qc_project):
     with StubServer() as server:
-        server.script("POST", CHAT_ROUTE,
-                      Reply(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"retry-after": "0.05"}),
-                      Reply(503, {"error": {"message": "overloaded"}}), chat_reply(EN_GOOD))  # fmt: skip
+        server.script(
+            "POST",
+            CHAT_ROUTE,
+            Reply(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"retry-after": "0.05"}),
+            Reply(503, {"error": {"message": "overloaded"}}),
+            chat_reply(EN_GOOD),
+        )
         report = run(qc_project, settings_for(server))
         sent = server.requests_to(CHAT_ROUTE)
     assert report.rewritten == 1 and len(sent) == 3 and report.requests == 1
@@ -168,8 +203,16 @@ def test_answers_are_cached_so_a_redo_asks_nothing(qc_project):
 
 def test_the_prompt_carries_the_eight_rules_and_per_language_notes():
     template = load_template()
-    for rule in ("Mathematical expressions", "Symbols whose reading depends on the subject", "Numbers and units",
-                 "Parentheses and brackets", "Blanks and placeholders", "Roman numerals", "Chemical formulas", "Change nothing else"):  # fmt: skip
+    for rule in (
+        "Mathematical expressions",
+        "Symbols whose reading depends on the subject",
+        "Numbers and units",
+        "Parentheses and brackets",
+        "Blanks and placeholders",
+        "Roman numerals",
+        "Chemical formulas",
+        "Change nothing else",
+    ):
         assert rule in template.system
     assert "空白" in template.notes("zh") and "빈칸" in template.notes("ko") and "blank" in template.notes("en")
 
@@ -181,8 +224,19 @@ def test_cli_rewrite_with_a_project_prompt_then_flag(cli, qc_project, tmp_path, 
     prompt_file.write_text(prompt, encoding="utf-8")
     with StubServer() as server:
         server.script("POST", CHAT_ROUTE, chat_reply(EN_GOOD))
-        result = cli("rewrite", qc_project.path, "--base-url", f"{server.url}/v1", "--languages", "en", "--limit", "1",
-                     "--prompt-file", prompt_file, "--json")  # fmt: skip
+        result = cli(
+            "rewrite",
+            qc_project.path,
+            "--base-url",
+            f"{server.url}/v1",
+            "--languages",
+            "en",
+            "--limit",
+            "1",
+            "--prompt-file",
+            prompt_file,
+            "--json",
+        )
         [sent] = server.requests_to(CHAT_ROUTE)
     assert result.code == 0, result.err
     assert result.json()["rewritten"] == 1
@@ -211,7 +265,14 @@ def test_cancelling_stops_the_run_and_keeps_finished_items(qc_project):
         server.script("POST", CHAT_ROUTE, chat_reply(EN_GOOD))
         settings = settings_for(server, limit=None)
         with pytest.raises(Cancelled):
-            asyncio.run(run_rewrites(qc_project, plan_rewrites(qc_project.conn, settings), settings, progress=progress,
-                                     retry_policy=FAST_RETRIES))  # fmt: skip
+            asyncio.run(
+                run_rewrites(
+                    qc_project,
+                    plan_rewrites(qc_project.conn, settings),
+                    settings,
+                    progress=progress,
+                    retry_policy=FAST_RETRIES,
+                )
+            )
         assert len(server.requests_to(CHAT_ROUTE)) == 1
     assert qc_project.conn.execute("SELECT count(DISTINCT item_id) FROM rewrites").fetchone()[0] == 1

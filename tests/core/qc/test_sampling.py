@@ -1,10 +1,11 @@
 """Stratified sampling per BiasInEar Appendix B.4: largest-remainder quotas, one clip per question–answer pair
 preferring the question row, subject round-robin, shortfall filled, reproducible with a seed; named queues."""
+
 from collections import Counter
 
 import pytest
-
 from qc_support import add_clip, add_transcript, item_id
+
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc.queues import list_queues, next_unrated, queue_clips, rate_clip, sample_for_rating
 from spokenbench.core.qc.sampling import ClipRecord, largest_remainder, stratified_sample
@@ -26,16 +27,27 @@ def test_largest_remainder_quotas(total, counts, expected):
     assert sum(largest_remainder(total, counts).values()) == min(total, sum(counts.values()))
 
 
-def records(language="en", accents=("american", "british"), items=30, subjects=5, voices=2, options=4, wer_bin=1,
-            start_id=1, start_item=1) -> list[ClipRecord]:  # fmt: skip
+def records(
+    language="en",
+    accents=("american", "british"),
+    items=30,
+    subjects=5,
+    voices=2,
+    options=4,
+    wer_bin=1,
+    start_id=1,
+    start_item=1,
+) -> list[ClipRecord]:
     """Clips of `items` items in every accent and voice: a question row and `options` option rows each."""
     out, clip_id = [], start_id
     for accent in accents:
         for n in range(items):
             item = start_item + n
-            for voice in range(voices):
+            for _voice in range(voices):
                 for part in ["question"] + [f"option_{'ABCD'[k]}" for k in range(options)]:
-                    out.append(ClipRecord(clip_id, language, accent, item, part, f"subject_{item % subjects}", wer_bin, 0.1))
+                    out.append(
+                        ClipRecord(clip_id, language, accent, item, part, f"subject_{item % subjects}", wer_bin, 0.1)
+                    )
                     clip_id += 1
     return out
 
@@ -69,17 +81,24 @@ def test_an_item_without_a_question_row_in_the_interval_contributes_an_option():
 
 
 def test_subjects_are_taken_round_robin():
-    pool = [r for r in records(items=21, subjects=3, accents=("american",)) if not (r.item_id % 3 == 2 and r.item_id > 2)]
+    pool = [
+        r for r in records(items=21, subjects=3, accents=("american",)) if not (r.item_id % 3 == 2 and r.item_id > 2)
+    ]
     # subject_0 and subject_1 have 7 items each, subject_2 only one (item 2)
     counts = Counter(r.subject for r in stratified_sample(pool, 9, seed=0).selected)
     assert counts["subject_2"] == 1 and sorted([counts["subject_0"], counts["subject_1"]]) == [4, 4]
-    balanced = Counter(r.subject for r in stratified_sample(records(items=40, subjects=4, accents=("american",)), 8, seed=5).selected)
+    balanced = Counter(
+        r.subject for r in stratified_sample(records(items=40, subjects=4, accents=("american",)), 8, seed=5).selected
+    )
     assert set(balanced.values()) == {2}
 
 
 def test_accent_quotas_are_proportional_to_clip_counts():
-    pool = (records(accents=("american",), items=30) + records(accents=("british",), items=15, start_id=5_000)
-            + records(accents=("indian",), items=5, start_id=9_000))  # fmt: skip
+    pool = (
+        records(accents=("american",), items=30)
+        + records(accents=("british",), items=15, start_id=5_000)
+        + records(accents=("indian",), items=5, start_id=9_000)
+    )
     result = stratified_sample(pool, 10, seed=0)
     # 300 / 150 / 50 clips → 6 / 3 / 1 of 10
     assert result.strata[0].quotas == {"american": 6, "british": 3, "indian": 1}
@@ -91,7 +110,9 @@ def test_shortfall_is_filled_from_the_remaining_pool_question_rows_first():
     result = stratified_sample(pool, 8, seed=0)
     chosen = result.selected
     assert len(chosen) == 8 and result.strata[0].filled == 5
-    assert Counter(r.part == "question" for r in chosen) == {True: 6, False: 2}, "all six question rows before any option"
+    assert Counter(r.part == "question" for r in chosen) == {True: 6, False: 2}, (
+        "all six question rows before any option"
+    )
     assert len({r.clip_id for r in chosen}) == 8
 
 
@@ -99,19 +120,32 @@ def test_each_language_and_nonzero_interval_is_its_own_stratum():
     pool = []
     for language_index, language in enumerate(("en", "zh", "ko")):
         for wer_bin in (0, 1, 2, 3):
-            pool += records(language=language, accents=("a",), items=3 if wer_bin == 3 else 12, voices=1, wer_bin=wer_bin,
-                            start_id=100_000 * language_index + 10_000 * wer_bin + 1, start_item=1000 * wer_bin)  # fmt: skip
+            pool += records(
+                language=language,
+                accents=("a",),
+                items=3 if wer_bin == 3 else 12,
+                voices=1,
+                wer_bin=wer_bin,
+                start_id=100_000 * language_index + 10_000 * wer_bin + 1,
+                start_item=1000 * wer_bin,
+            )
     result = stratified_sample(pool, 5, seed=0)
     assert result.strategy == "wer-bins"
     assert [(s.language, s.wer_bin, s.selected) for s in result.strata] == [
-        (lang, b, 5) for lang in ("en", "zh", "ko") for b in (1, 2, 3)]
-    assert Counter((r.language, r.wer_bin) for r in result.selected) == {(lang, b): 5 for lang in ("en", "zh", "ko") for b in (1, 2, 3)}
+        (lang, b, 5) for lang in ("en", "zh", "ko") for b in (1, 2, 3)
+    ]
+    assert Counter((r.language, r.wer_bin) for r in result.selected) == {
+        (lang, b): 5 for lang in ("en", "zh", "ko") for b in (1, 2, 3)
+    }
     assert all(r.wer_bin != 0 for r in result.selected)
     assert next(s for s in result.strata if s.wer_bin == 3).filled == 2  # three items for five clips
 
 
 def test_without_screening_strata_are_languages_and_accents_and_subjects_still_apply():
-    pool = [r.__class__(**{**r.__dict__, "wer_bin": None, "error_rate": None}) for r in records(items=20) + records(language="zh", accents=("beijing",), start_id=50_000)]
+    pool = [
+        r.__class__(**{**r.__dict__, "wer_bin": None, "error_rate": None})
+        for r in records(items=20) + records(language="zh", accents=("beijing",), start_id=50_000)
+    ]
     result = stratified_sample(pool, 12, seed=0)
     assert result.strategy == "unscreened" and "no ASR screening" in result.note
     assert [(s.language, s.wer_bin, s.selected) for s in result.strata] == [("en", None, 12), ("zh", None, 12)]
@@ -128,7 +162,11 @@ def _queue_project(qc_project):
         for accent in ("american", "british"):
             for voice in ("v1", "v2"):
                 for part in ("question", "option_A", "option_B"):
-                    clips.append(add_clip(qc_project, item, part, "alpha beta gamma delta epsilon", "en", accent=accent, voice=voice))
+                    clips.append(
+                        add_clip(
+                            qc_project, item, part, "alpha beta gamma delta epsilon", "en", accent=accent, voice=voice
+                        )
+                    )
     return clips
 
 

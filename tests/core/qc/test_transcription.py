@@ -1,18 +1,19 @@
 """Transcription through the real openai and google-genai SDKs against loopback stubs, the local faster-whisper
 glue, failures that do not stop a batch, and the CLI."""
+
 import asyncio
 import base64
 import sys
 import types
 
 import pytest
-
 from qc_support import FAST_RETRIES, StubServer, add_clip, item_id, tone_wav
+from stub_server import Reply
+
 from spokenbench.core.asr.backends import get_asr_backend, parse_asr_spec
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
 from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
 from spokenbench.core.remote import RemoteAuthError
-from stub_server import Reply
 
 OPENAI_ROUTE = r"/v1/audio/transcriptions$"
 GEMINI_ROUTE = r"/models/[^/]+:generateContent"
@@ -20,8 +21,13 @@ KEY = "sk-test-transcribe-key-456"
 
 
 def gemini_text(text: str) -> Reply:
-    return Reply(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
-                       "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 15}})  # fmt: skip
+    return Reply(
+        200,
+        {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 15},
+        },
+    )
 
 
 @pytest.fixture
@@ -32,8 +38,12 @@ def clips(qc_project):
     ids = [
         add_clip(qc_project, en, "question", "Which holiday is in November?", "en", voice="v1", audio=same),
         add_clip(qc_project, en, "option_A", "Thanksgiving", "en", voice="v1", audio=tone_wav(330)),
-        add_clip(qc_project, en, "question", "Which holiday is in November?", "en", accent="british", voice="v2", audio=same),
-        add_clip(qc_project, ko, "question", "황산의 몰 질량은 약 얼마입니까?", "ko", accent="seoul", audio=tone_wav(440)),
+        add_clip(
+            qc_project, en, "question", "Which holiday is in November?", "en", accent="british", voice="v2", audio=same
+        ),
+        add_clip(
+            qc_project, ko, "question", "황산의 몰 질량은 약 얼마입니까?", "ko", accent="seoul", audio=tone_wav(440)
+        ),
     ]
     add_clip(qc_project, en, "option_B", "Easter", "en", status="failed")  # never transcribed
     return ids
@@ -67,8 +77,11 @@ def test_gemini_transcription_sends_inline_audio_and_an_instruction(qc_project, 
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, gemini_text("Thanksgiving"))
         backend = get_asr_backend(f"gemini:gemini-2.5-flash@{server.url}", key=KEY)
-        report = asyncio.run(run_transcription(qc_project, plan_transcription(qc_project.conn, [backend], ["en"]),
-                                               retry_policy=FAST_RETRIES))  # fmt: skip
+        report = asyncio.run(
+            run_transcription(
+                qc_project, plan_transcription(qc_project.conn, [backend], ["en"]), retry_policy=FAST_RETRIES
+            )
+        )
         sent = server.requests_to(GEMINI_ROUTE)
     assert report.transcripts == 3 and len(sent) == 2
     assert "gemini-2.5-flash" in sent[0].path and sent[0].headers["x-goog-api-key"] == KEY
@@ -85,8 +98,12 @@ def test_gemini_transcription_sends_inline_audio_and_an_instruction(qc_project, 
 
 def test_a_failing_clip_is_listed_and_the_batch_goes_on(qc_project, clips):
     with StubServer() as server:
-        server.script("POST", r"/v1/audio/transcriptions$",
-                      Reply(400, {"error": {"message": "audio too short"}}), Reply(200, {"text": "ok"}))  # fmt: skip
+        server.script(
+            "POST",
+            r"/v1/audio/transcriptions$",
+            Reply(400, {"error": {"message": "audio too short"}}),
+            Reply(200, {"text": "ok"}),
+        )
         backend = get_asr_backend(f"compatible:whisper-large-v3@{server.url}/v1")  # a local server: no key needed
         plan = plan_transcription(qc_project.conn, [backend])
         report = asyncio.run(run_transcription(qc_project, plan, retry_policy=FAST_RETRIES))
@@ -99,7 +116,9 @@ def test_a_failing_clip_is_listed_and_the_batch_goes_on(qc_project, clips):
     with StubServer() as server:
         server.script("POST", r"/v1/audio/transcriptions$", Reply(200, {"text": "fixed"}))
         backend = get_asr_backend(f"compatible:whisper-large-v3@{server.url}/v1")
-        report = asyncio.run(run_transcription(qc_project, plan_transcription(qc_project.conn, [backend]), retry_policy=FAST_RETRIES))
+        report = asyncio.run(
+            run_transcription(qc_project, plan_transcription(qc_project.conn, [backend]), retry_policy=FAST_RETRIES)
+        )
     assert report.transcripts == len(failed)
     assert qc_project.conn.execute("SELECT count(*) FROM transcript_failures").fetchone()[0] == 0
 
@@ -110,7 +129,9 @@ def test_missing_audio_file_is_a_clip_failure_not_a_crash(qc_project, clips):
     with StubServer() as server:
         server.script("POST", OPENAI_ROUTE, Reply(200, {"text": "x"}))
         backend = get_asr_backend(f"openai:whisper-1@{server.url}/v1", key=KEY)
-        report = asyncio.run(run_transcription(qc_project, plan_transcription(qc_project.conn, [backend]), retry_policy=FAST_RETRIES))
+        report = asyncio.run(
+            run_transcription(qc_project, plan_transcription(qc_project.conn, [backend]), retry_policy=FAST_RETRIES)
+        )
     assert report.failed_clips == 1 and "missing from the project" in report.failures[0]
 
 
@@ -120,7 +141,9 @@ def test_401_stops_transcription_and_hides_the_key(qc_project, clips):
         backend = get_asr_backend(f"openai:whisper-1@{server.url}/v1", key=KEY)
         backend.max_concurrency = 1
         with pytest.raises(RemoteAuthError) as caught:
-            asyncio.run(run_transcription(qc_project, plan_transcription(qc_project.conn, [backend]), retry_policy=FAST_RETRIES))
+            asyncio.run(
+                run_transcription(qc_project, plan_transcription(qc_project.conn, [backend]), retry_policy=FAST_RETRIES)
+            )
         assert len(server.requests_to(OPENAI_ROUTE)) == 1
     assert KEY not in str(caught.value)
     assert qc_project.conn.execute("SELECT count(*) FROM transcripts").fetchone()[0] == 0
@@ -164,7 +187,10 @@ def test_local_asr_glue_with_a_stand_in_model(qc_project, clips, monkeypatch, tm
     report = asyncio.run(run_transcription(qc_project, plan_transcription(qc_project.conn, [backend])))
     assert backend.name == "local:whisper-small" and report.transcripts == 4
     assert calls["init"] == 1 and calls["path"] == str(model_dir) and calls["device"] == "cpu"
-    assert {(dtype, ndim, language) for dtype, ndim, _, language in calls["audio"]} == {("float32", 1, "en"), ("float32", 1, "ko")}
+    assert {(dtype, ndim, language) for dtype, ndim, _, language in calls["audio"]} == {
+        ("float32", 1, "en"),
+        ("float32", 1, "ko"),
+    }
     assert set(transcripts(qc_project, "local:whisper-small").values()) == {"hello world"}
 
 
@@ -174,8 +200,15 @@ def test_cli_transcribe_two_systems_then_screen(cli, qc_project, clips, monkeypa
     with StubServer() as server:
         server.script("POST", OPENAI_ROUTE, Reply(200, {"text": "Which holiday is in November?"}))
         server.script("POST", GEMINI_ROUTE, gemini_text("Which holiday is in November"))
-        result = cli("transcribe", qc_project.path, "--asr", f"openai:whisper-1@{server.url}/v1",
-                     "--asr", f"gemini:gemini-2.5-flash@{server.url}", "--json")  # fmt: skip
+        result = cli(
+            "transcribe",
+            qc_project.path,
+            "--asr",
+            f"openai:whisper-1@{server.url}/v1",
+            "--asr",
+            f"gemini:gemini-2.5-flash@{server.url}",
+            "--json",
+        )
     assert result.code == 0, result.err
     assert result.json()["transcripts"] == 8
     screened = cli("screen", qc_project.path, "--json").json()
@@ -196,8 +229,14 @@ def test_cli_clips_out_lists_audio_for_an_external_asr(cli, qc_project, clips, t
 
 
 def test_gemini_429_waits_for_retry_info_then_succeeds(qc_project, clips):
-    retry_info = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota",
-                            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.1s"}]}}  # fmt: skip
+    retry_info = {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "quota",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.1s"}],
+        }
+    }
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, Reply(429, retry_info), gemini_text("Thanksgiving"))
         backend = get_asr_backend(f"gemini:gemini-2.5-flash@{server.url}", key=KEY)
