@@ -11,6 +11,7 @@ import traceback
 
 from spokenbench.core import __version__
 from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.jobs import set_invocation
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
@@ -22,12 +23,13 @@ def _command_modules():
     from spokenbench.core.cli import (
         audio_commands,
         evaluation_commands,
+        jobs_commands,
         metrics_commands,
         project_commands,
         qc_commands,
     )
 
-    return [project_commands, audio_commands, evaluation_commands, metrics_commands, qc_commands]
+    return [project_commands, audio_commands, evaluation_commands, metrics_commands, qc_commands, jobs_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    set_invocation(argv)  # every job this command starts can be resumed with the same command
+    try:
+        return _run_handler(args)
+    finally:
+        set_invocation(None)
+
+
+def _run_handler(args) -> int:
     try:
         code = args.handler(args)
     except SpokenBenchError as error:

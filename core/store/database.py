@@ -24,7 +24,7 @@ def utc_now() -> str:
 def connect(db_path: Path) -> sqlite3.Connection:
     """Open a connection with the project's pragmas. Autocommit mode: writes go through `transaction()`."""
     try:
-        conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

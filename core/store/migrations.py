@@ -352,5 +352,63 @@ CREATE TABLE rating_queue_clips (
 ALTER TABLE ratings ADD COLUMN queue_id INTEGER REFERENCES rating_queues(id) ON DELETE SET NULL;
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1_FOUNDATION, MIGRATION_2_AUDIO, MIGRATION_3_EVALUATION, MIGRATION_4_QC]
+# Tables whose changes open screens care about. A trigger per table and statement kind bumps that table's
+# counter, so any process (the app, a CLI run, a colleague's script) can tell what changed since it last
+# looked by reading one small table.
+WATCHED_TABLES = (
+    "items", "rewrites", "rewrite_reviews", "rewrite_outcomes", "clips", "transcripts", "clip_screening",
+    "ratings", "rating_queues", "speakers", "recordings", "runs", "responses", "assembled_inputs", "jobs",
+)  # fmt: skip
+
+
+def _change_triggers(tables: tuple[str, ...]) -> str:
+    statements = []
+    for table in tables:
+        statements.append(f"INSERT INTO change_counters(name, version) VALUES ('{table}', 0);")
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            statements.append(
+                f"CREATE TRIGGER {table}_{event.lower()}_counted AFTER {event} ON {table} BEGIN "
+                f"UPDATE change_counters SET version = version + 1 WHERE name = '{table}'; END;"
+            )
+    return "\n".join(statements)
+
+
+# Jobs every process can see (the app lists CLI runs and can ask them to cancel; a job whose heartbeat stopped
+# shows as interrupted), and per-table change counters that tell open screens what changed.
+MIGRATION_5_JOBS = """
+CREATE TABLE jobs (
+    id               INTEGER PRIMARY KEY,
+    kind             TEXT NOT NULL,          -- 'evaluate', 'synthesize', 'rewrite', 'transcribe', 'assemble', ...
+    label            TEXT NOT NULL,          -- what a person reads in the jobs list
+    claim            TEXT,                   -- the work this job holds; at most one live job per claim
+    project          TEXT NOT NULL,          -- the folder as the job's process saw it
+    pid              INTEGER NOT NULL,
+    host             TEXT NOT NULL,
+    argv_json        TEXT,                   -- the command that started it (without secrets), to resume it
+    started_at       TEXT NOT NULL,
+    heartbeat_at     TEXT NOT NULL,          -- refreshed every second while the job lives
+    finished_at      TEXT,
+    done             INTEGER NOT NULL DEFAULT 0,
+    total            INTEGER,
+    message          TEXT,
+    status           TEXT NOT NULL DEFAULT 'running'
+                     CHECK (status IN ('running', 'finished', 'failed', 'cancelled', 'interrupted')),
+    stop_reason      TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_running_claim ON jobs(claim) WHERE status = 'running';
+
+CREATE TABLE change_counters (
+    name    TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+);
+""" + _change_triggers(WATCHED_TABLES)
+
+MIGRATIONS: list[str] = [
+    MIGRATION_1_FOUNDATION,
+    MIGRATION_2_AUDIO,
+    MIGRATION_3_EVALUATION,
+    MIGRATION_4_QC,
+    MIGRATION_5_JOBS,
+]
 SCHEMA_VERSION = len(MIGRATIONS)

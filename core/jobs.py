@@ -1,0 +1,605 @@
+"""Long work, one way: every job the app or the CLI starts is recorded where every process can see it, and
+runs on one loop.
+
+- `tracked_job(...)` records a job in the project's `jobs` table (kind, claim, pid, host, progress, status),
+  refreshes its heartbeat once a second from a thread of its own, and hands the job a `Progress` that is also
+  cancelled when anyone — the app, `spokenbench jobs --cancel`, a script — sets `cancel_requested`. A job whose
+  heartbeat stopped (killed, machine off) is shown as *interrupted*, and can be resumed with the command that
+  started it. A `claim` names the work a job holds (e.g. `run:3`): a second live job with the same claim is
+  refused, saying who holds it.
+- `JobLoop` is the shared loop for batched remote or local work: a bounded number of asyncio workers take
+  units in order; remote calls go through core.remote (rate limits, retries honouring the server's wait);
+  each finished unit hands back a write, which one writer thread with its own connection commits in batches
+  (so the event loop never waits on a commit and a rating from the app never waits behind a long job);
+  progress counts committed units only, so whatever was reported survives a SIGKILL; cancel is polled every
+  50 ms. Resuming is the plan's business: plans leave out units already stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import json
+import logging
+import os
+import queue
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.remote import ProviderLimiter, RetryPolicy, call_with_retries, strip_url_credentials
+from spokenbench.core.store import database
+from spokenbench.core.store import jobs as job_store
+
+log = logging.getLogger("spokenbench.jobs")
+
+HEARTBEAT_S = 1.0
+STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
+CANCEL_POLL_S = 0.05
+WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
+REPORT_INTERVAL_S = 0.1
+
+JOB_STATUSES = ("running", "finished", "failed", "cancelled", "interrupted")
+_HOST = socket.gethostname()
+
+U = TypeVar("U")
+T = TypeVar("T")
+Write = Callable[[sqlite3.Connection], None]
+
+
+# --------------------------------------------------------------------------------------------------
+# The command that started this process's jobs
+
+
+_invocation: list[str] | None = None
+
+
+def set_invocation(argv: list[str] | None) -> None:
+    """The CLI records its arguments once, so every job it starts can be resumed with the same command."""
+    global _invocation
+    _invocation = None if argv is None else [strip_url_credentials(arg) or arg for arg in argv]
+
+
+# --------------------------------------------------------------------------------------------------
+# What other processes see
+
+
+class JobClaimed(SpokenBenchError):
+    """Another live job already holds this work."""
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    id: int
+    kind: str
+    label: str
+    claim: str | None
+    project: str
+    pid: int
+    host: str
+    argv: list[str] | None
+    started_at: str
+    heartbeat_at: str
+    finished_at: str | None
+    done: int
+    total: int | None
+    message: str | None
+    status: str  # effective: a 'running' row whose process is gone or whose heartbeat is stale is 'interrupted'
+    stop_reason: str | None
+    cancel_requested: bool
+    heartbeat_age_s: float
+
+    @property
+    def is_live(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def resume_argv(self) -> list[str] | None:
+        """The command that continues this job: the same command (plans skip what is stored), with
+        `--resume` for an evaluation. None for a live or finished job, or one started without a command."""
+        if self.argv is None or self.status not in ("interrupted", "cancelled", "failed"):
+            return None
+        argv = list(self.argv)
+        if self.kind == "evaluate" and "--resume" not in argv:
+            argv.append("--resume")
+        return argv
+
+    @property
+    def elapsed_s(self) -> float:
+        end = _parse_time(self.finished_at) if self.finished_at else time.time()
+        return max(0.0, end - _parse_time(self.started_at))
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far; None when it cannot be told."""
+        if not self.is_live or not self.total or self.done <= 0 or self.done >= self.total:
+            return None
+        return (self.total - self.done) * self.elapsed_s / self.done
+
+    def as_dict(self) -> dict:
+        data = dict(self.__dict__)
+        data["resume_argv"] = self.resume_argv
+        data["elapsed_s"] = round(self.elapsed_s, 1)
+        data["heartbeat_age_s"] = round(self.heartbeat_age_s, 1)
+        return data
+
+
+def _parse_time(stamp: str) -> float:
+    return _dt.datetime.fromisoformat(stamp).timestamp()
+
+
+def process_alive(pid: int, host: str) -> bool | None:
+    """Whether the job's process still runs; None when it runs on another machine (only its heartbeat tells)."""
+    if host != _HOST:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed child its parent has not reaped yet still answers kill(0): read its state
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
+    age = max(0.0, now - _parse_time(row["heartbeat_at"]))
+    status = row["status"]
+    if status == "running" and (age > STALE_AFTER_S or process_alive(row["pid"], row["host"]) is False):
+        status = "interrupted"
+    stop_reason = row["stop_reason"]
+    if status == "interrupted" and stop_reason is None:
+        stop_reason = f"stopped without finishing (no heartbeat for {age:.0f} s)"
+    return JobInfo(
+        id=row["id"],
+        kind=row["kind"],
+        label=row["label"],
+        claim=row["claim"],
+        project=row["project"],
+        pid=row["pid"],
+        host=row["host"],
+        argv=json.loads(row["argv_json"]) if row["argv_json"] else None,
+        started_at=row["started_at"],
+        heartbeat_at=row["heartbeat_at"],
+        finished_at=row["finished_at"],
+        done=row["done"],
+        total=row["total"],
+        message=row["message"],
+        status=status,
+        stop_reason=stop_reason,
+        cancel_requested=bool(row["cancel_requested"]),
+        heartbeat_age_s=age,
+    )
+
+
+def list_jobs(conn: sqlite3.Connection, *, limit: int = 200, include_finished: bool = True) -> list[JobInfo]:
+    """Jobs of every process, live ones first, newest first; status is the effective one."""
+    now = time.time()
+    jobs = [_job_info(row, now) for row in job_store.job_rows(conn, limit, include_finished=True)]
+    if not include_finished:
+        jobs = [job for job in jobs if job.is_live]
+    return jobs
+
+
+def get_job(conn: sqlite3.Connection, job_id: int) -> JobInfo | None:
+    row = job_store.job_row(conn, job_id)
+    return None if row is None else _job_info(row, time.time())
+
+
+def request_cancel(conn: sqlite3.Connection, job_id: int) -> bool:
+    """Ask a running job — in this process or any other — to stop at its next safe point (within about a
+    second). False when there is no such running job."""
+    job = get_job(conn, job_id)
+    if job is None:
+        raise SpokenBenchError(f"no job {job_id} in this project (see `spokenbench jobs DIR`)")
+    if not job.is_live:
+        return False
+    return job_store.set_cancel_requested(conn, job_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# Recording a job
+
+
+class _JobState:
+    """The latest progress a job reported; the heartbeat thread writes it at most once a second."""
+
+    def __init__(self, total: int | None):
+        self.lock = threading.Lock()
+        self.done, self.total, self.message = 0, total, None
+        self.outcome: tuple[str, str | None] | None = None
+
+    def update(self, done: int, total: int | None, message: str) -> None:
+        with self.lock:
+            self.done, self.total, self.message = done, total if total is not None else self.total, message
+
+    def snapshot(self) -> tuple[int, int | None, str | None]:
+        with self.lock:
+            return self.done, self.total, self.message
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, db_path: Path, job_id: int, state: _JobState, progress: Progress):
+        super().__init__(name=f"spokenbench-job-{job_id}-heartbeat", daemon=True)
+        self.db_path, self.job_id, self.state, self.progress = db_path, job_id, state, progress
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        conn = database.connect(self.db_path)
+        try:
+            while not self.stopping.wait(HEARTBEAT_S):
+                try:
+                    if job_store.beat(conn, self.job_id, *self.state.snapshot()):
+                        self.progress.cancel()
+                except sqlite3.Error as error:  # a busy or read-only database must not kill the job
+                    log.warning("job %d: heartbeat not written (%s)", self.job_id, error)
+        finally:
+            conn.close()
+
+
+class JobProgress(Progress):
+    """The Progress a tracked job works with: reports go to the caller's progress and to the jobs table;
+    cancelling it (or a cancel request in the table) cancels the caller's progress too."""
+
+    def __init__(self, inner: Progress, state: _JobState, job_id: int):
+        super().__init__(self._forward, inner._cancel_event)
+        self.inner, self.state, self.job_id = inner, state, job_id
+
+    def _forward(self, done: int, total: int | None, message: str) -> None:
+        self.state.update(done, total, message)
+        self.inner.report(done, total, message)
+
+    def set_outcome(self, status: str, stop_reason: str | None) -> None:
+        """Say how the job ended when it returns normally without finishing (e.g. stopped by its budget)."""
+        if status not in JOB_STATUSES:
+            raise ValueError(f"unknown job status {status!r}")
+        self.state.outcome = (status, stop_reason)
+
+
+def _claim_and_insert(db_path: Path, project_path: Path, kind: str, label: str, claim: str | None, argv, total):
+    conn = database.connect(db_path)
+    try:
+        with database.transaction(conn):
+            if claim is not None:
+                now = time.time()
+                for row in job_store.running_jobs_with_claim(conn, claim):
+                    holder = _job_info(row, now)
+                    if holder.is_live:
+                        raise JobClaimed(
+                            f"{claim} is being worked on by job {holder.id} ({holder.label}; pid {holder.pid} on "
+                            f"{holder.host}, started {holder.started_at}); wait for it to finish or cancel it "
+                            f"with `spokenbench jobs {project_path} --cancel {holder.id}`"
+                        )
+                    job_store.mark_interrupted(conn, holder.id, holder.stop_reason)
+            return job_store.insert_job(
+                conn,
+                kind=kind,
+                label=label,
+                claim=claim,
+                project=str(Path(project_path).resolve()),
+                pid=os.getpid(),
+                host=_HOST,
+                argv=argv,
+                total=total,
+            )
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def tracked_job(
+    project_path: str | Path,
+    kind: str,
+    label: str,
+    progress: Progress | None = None,
+    *,
+    claim: str | None = None,
+    argv: list[str] | None = None,
+    total: int | None = None,
+) -> Iterator[JobProgress]:
+    """Record a job for its whole life (see the module docstring). The job's outcome is written on the way
+    out: finished, cancelled (Cancelled, Ctrl-C), or failed with the error's message."""
+    from spokenbench.core.store.project import DATABASE_NAME
+
+    project_path = Path(project_path)
+    db_path = project_path / DATABASE_NAME
+    inner = progress or no_progress()
+    state = _JobState(total)
+    job_id = _claim_and_insert(db_path, project_path, kind, label, claim, argv or _invocation, total)
+    job_progress = JobProgress(inner, state, job_id)
+    heartbeat = _Heartbeat(db_path, job_id, state, job_progress)
+    heartbeat.start()
+    status, reason = "finished", None
+    try:
+        yield job_progress
+        if state.outcome is not None:
+            status, reason = state.outcome
+        elif job_progress.cancelled:  # the job saw the cancel and returned early on its own
+            status, reason = "cancelled", "cancel requested"
+    except Cancelled:
+        status, reason = "cancelled", "cancel requested"
+        raise
+    except KeyboardInterrupt:
+        status, reason = "cancelled", "interrupted (Ctrl-C)"
+        raise
+    except SpokenBenchError as error:
+        status, reason = "failed", str(error)[:500]
+        raise
+    except BaseException as error:
+        status, reason = "failed", f"internal error: {type(error).__name__}: {error}"[:500]
+        raise
+    finally:
+        heartbeat.stopping.set()
+        heartbeat.join()
+        done, total_now, message = state.snapshot()
+        conn = database.connect(db_path)
+        try:
+            job_store.finish_job(conn, job_id, status, reason, done, total_now, message)
+        except sqlite3.Error as error:
+            log.warning("job %d: outcome not recorded (%s)", job_id, error)
+        finally:
+            conn.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# The shared loop
+
+
+class StopLoop(Exception):
+    """Raised by a unit's work to stop the loop gracefully (units in flight finish; no new ones start)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+_STOP = object()
+
+
+class BatchWriter(threading.Thread):
+    """The one writer of a job: its own connection; writes are committed in batches (one fsync for many),
+    and each commit is reported back with the tags of what it committed."""
+
+    def __init__(self, db_path: Path, on_commit: Callable[[list | None], None], max_batch: int = 2000):
+        super().__init__(name="spokenbench-job-writer", daemon=True)
+        self.db_path, self.on_commit, self.max_batch = db_path, on_commit, max_batch
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.error: BaseException | None = None
+
+    def put(self, write: Write | None, tag: Any = None) -> None:
+        self.queue.put((write, tag))
+
+    def run(self) -> None:
+        conn = database.connect(self.db_path)
+        try:
+            stop = False
+            while not stop:
+                batch = [self.queue.get()]
+                time.sleep(WRITER_LINGER_S)  # let a few more arrive: one commit for several
+                while len(batch) < self.max_batch:
+                    try:
+                        batch.append(self.queue.get_nowait())
+                    except queue.Empty:
+                        break
+                stop = any(entry is _STOP for entry in batch)
+                batch = [entry for entry in batch if entry is not _STOP]
+                if not batch:
+                    continue
+                with database.transaction(conn):
+                    for write, _tag in batch:
+                        if write is not None:
+                            write(conn)
+                self.on_commit([tag for _write, tag in batch])
+        except BaseException as error:  # noqa: BLE001 - handed to the loop, which stops and re-raises
+            self.error = error
+            self.on_commit(None)
+        finally:
+            conn.close()
+
+    def finish(self) -> None:
+        self.queue.put(_STOP)
+        self.join()
+
+
+@dataclass
+class LoopResult:
+    completed: int  # units whose writes are committed (this session)
+    stop_reason: str | None  # None when every unit ran; a StopLoop's reason otherwise
+    retries: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What a unit's work may return instead of a bare write: the write plus a tag that `on_committed`
+    receives once the write is committed (e.g. the record, for counting answers and errors)."""
+
+    write: Write | None
+    tag: Any = None
+
+
+class _Done:
+    """Marks the write that completes a unit (journal writes from `save` carry none)."""
+
+    __slots__ = ("label", "tag")
+
+    def __init__(self, label: str, tag: Any):
+        self.label, self.tag = label, tag
+
+
+class JobLoop(Generic[U]):
+    """Runs `work(unit)` for every unit with at most `concurrency` in flight (see the module docstring).
+    `work` returns the write that stores the unit's result (or None), and handles the unit's own failures
+    (storing them as failed); any exception it raises stops the loop and is re-raised once everything
+    already finished is committed — except StopLoop, which ends the loop quietly with its reason."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        progress: Progress | None = None,
+        *,
+        concurrency: int = 8,
+        describe: Callable[[U], str] = str,
+        on_committed: Callable[[list], None] | None = None,  # tags of the units just committed
+    ):
+        self.db_path = Path(db_path)
+        self.progress = progress or no_progress()
+        self.concurrency = max(1, concurrency)
+        self.describe = describe
+        self.on_committed = on_committed
+        self.stop_reason: str | None = None
+        self.completed = 0
+        self.retries = 0
+        self.total: int | None = None
+        self._workers: list[asyncio.Task] = []
+        self._failure: BaseException | None = None
+        self._last_report = 0.0
+        self._started = time.monotonic()
+        self._carried = 0  # units counted as done before this session (resume)
+        self.writer: BatchWriter | None = None
+
+    # -- for work functions ---------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_reason is not None or self.progress.cancelled
+
+    def save(self, write: Write, tag: Any = None) -> None:
+        """Queue a write that does not complete a unit (e.g. a raw answer journalled as soon as it arrives)."""
+        self.writer.put(write, tag)
+
+    async def remote(
+        self,
+        call: Callable[[], Awaitable[T]],
+        limiter: ProviderLimiter,
+        policy: RetryPolicy | None = None,
+        *,
+        secrets: Iterable[str] = (),
+        tokens: float = 0.0,
+    ) -> tuple[T, int]:
+        """A remote call through the provider's limits and the retry policy. Checked right before each
+        attempt is sent (after the limiter's wait): once the job stops, nothing more goes out."""
+
+        async def guarded() -> T:
+            if self.stopping:
+                raise asyncio.CancelledError()
+            return await call()
+
+        def counted(_attempt, _error, _delay) -> None:
+            self.retries += 1
+
+        return await call_with_retries(guarded, limiter, policy, tokens=tokens, secrets=secrets, on_retry=counted)
+
+    # -- running ----------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        units: Iterable[U],
+        work: Callable[[U], Awaitable[Write | UnitResult | None]],
+        *,
+        total: int | None = None,
+        already_done: int = 0,
+    ) -> LoopResult:
+        """Raises Cancelled after a cancel (everything finished before it is committed)."""
+        self.loop = asyncio.get_running_loop()
+        self.total = total if total is not None else (len(units) if hasattr(units, "__len__") else None)
+        self._carried = already_done
+        self._started = time.monotonic()
+        self.writer = BatchWriter(self.db_path, self._on_commit)
+        self.writer.start()
+        shared = iter(units)
+        self._workers = [asyncio.create_task(self._worker(shared, work)) for _ in range(self.concurrency)]
+        watcher = asyncio.create_task(self._watch_cancel())
+        self._report(force=True)
+        try:
+            await asyncio.gather(*self._workers, return_exceptions=True)
+        finally:
+            watcher.cancel()
+            await self.loop.run_in_executor(None, self.writer.finish)
+            await asyncio.sleep(0)  # deliver the writer's last commit callback
+        self._report(force=True)
+        if self.writer.error is not None:
+            raise SpokenBenchError(f"storing results failed: {self.writer.error}") from self.writer.error
+        if self._failure is not None:
+            raise self._failure
+        if self.stop_reason == "cancelled":
+            raise Cancelled()
+        return LoopResult(self.completed, self.stop_reason, self.retries, time.monotonic() - self._started)
+
+    async def _worker(self, shared: Iterator[U], work: Callable[[U], Awaitable[Write | UnitResult | None]]) -> None:
+        for unit in shared:
+            if self.stopping:
+                return
+            try:
+                write = await work(unit)
+            except StopLoop as stop:
+                self._stop(stop.reason)
+                return
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # noqa: BLE001 - the first failure stops the job and is re-raised
+                if self._failure is None:
+                    self._failure = error
+                self._stop("error")
+                self._cancel_workers()
+                return
+            if isinstance(write, UnitResult):
+                self.writer.put(write.write, _Done(self.describe(unit), write.tag))
+            else:
+                self.writer.put(write, _Done(self.describe(unit), None))
+
+    def _stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    def _cancel_workers(self) -> None:
+        for task in self._workers:
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    async def _watch_cancel(self) -> None:
+        while not self.progress.cancelled:
+            await asyncio.sleep(CANCEL_POLL_S)
+        self._stop("cancelled")
+        self._cancel_workers()
+
+    def _on_commit(self, tags: list | None) -> None:
+        """Called in the writer thread after each commit; hops to the event loop."""
+        self.loop.call_soon_threadsafe(self._committed, tags)
+
+    def _committed(self, tags: list | None) -> None:
+        if tags is None:  # the writer died: stop taking work
+            self._stop("error")
+            self._cancel_workers()
+            return
+        finished = [tag for tag in tags if isinstance(tag, _Done)]
+        self.completed += len(finished)
+        if self.on_committed is not None and finished:
+            self.on_committed([tag.tag for tag in finished])
+        if finished:
+            self._report(message=finished[-1].label)
+
+    def _report(self, force: bool = False, message: str = "") -> None:
+        now = time.monotonic()
+        done = self._carried + self.completed
+        finished = self.total is not None and done >= self.total
+        if not force and not finished and now - self._last_report < REPORT_INTERVAL_S:
+            return
+        self._last_report = now
+        rate = self.completed / max(now - self._started, 1e-6)
+        eta = ""
+        if self.total and rate > 0 and done < self.total:
+            left = (self.total - done) / rate
+            eta = f" ETA {int(left // 60)}:{int(left % 60):02d}"
+        self.progress.report(done, self.total, f"{rate:.1f}/s{eta} {message}".strip())

@@ -1,0 +1,17 @@
+"""What changed in a project, as seen from any process. Triggers (migration 5) bump a counter per table on
+every insert, update and delete, whoever writes; a screen keeps the counters it last saw and refreshes only
+the tables whose counter moved. Reading the counters is one query on a tiny table, cheap to poll every second."""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+def table_versions(conn: sqlite3.Connection) -> dict[str, int]:
+    """Each watched table's change counter."""
+    return {name: version for name, version in conn.execute("SELECT name, version FROM change_counters")}
+
+
+def changed_tables(before: dict[str, int], after: dict[str, int]) -> set[str]:
+    """Tables whose counter differs between two readings (a table new in `after` counts as changed)."""
+    return {name for name, version in after.items() if before.get(name) != version}

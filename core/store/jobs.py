@@ -1,0 +1,94 @@
+"""The jobs table's SQL (see core/jobs.py for what jobs are). Every statement is its own short transaction,
+so a heartbeat or a cancel request never waits behind a job's work."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from spokenbench.core.store.database import transaction, utc_now
+
+JOB_COLUMNS = (
+    "id, kind, label, claim, project, pid, host, argv_json, started_at, heartbeat_at, finished_at, done, total, "
+    "message, status, stop_reason, cancel_requested"
+)
+
+
+def running_jobs_with_claim(conn: sqlite3.Connection, claim: str) -> list[sqlite3.Row]:
+    return conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running' AND claim = ?", (claim,)).fetchall()
+
+
+def insert_job(
+    conn: sqlite3.Connection,
+    *,
+    kind: str,
+    label: str,
+    claim: str | None,
+    project: str,
+    pid: int,
+    host: str,
+    argv: list[str] | None,
+    total: int | None = None,
+) -> int:
+    now = utc_now()
+    cursor = conn.execute(
+        "INSERT INTO jobs(kind, label, claim, project, pid, host, argv_json, started_at, heartbeat_at, total) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (kind, label, claim, project, pid, host, json.dumps(argv) if argv is not None else None, now, now, total),
+    )
+    return cursor.lastrowid
+
+
+def beat(conn: sqlite3.Connection, job_id: int, done: int, total: int | None, message: str | None) -> bool:
+    """Refresh the heartbeat and progress; returns whether someone asked this job to cancel."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE jobs SET heartbeat_at = ?, done = ?, total = ?, message = ? WHERE id = ?",
+            (utc_now(), done, total, message, job_id),
+        )
+        row = conn.execute("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    return bool(row and row[0])
+
+
+def finish_job(
+    conn: sqlite3.Connection,
+    job_id: int,
+    status: str,
+    stop_reason: str | None,
+    done: int,
+    total: int | None,
+    message: str | None,
+) -> None:
+    now = utc_now()
+    with transaction(conn):
+        conn.execute(
+            "UPDATE jobs SET status = ?, stop_reason = ?, finished_at = ?, heartbeat_at = ?, done = ?, total = ?, "
+            "message = ? WHERE id = ?",
+            (status, stop_reason, now, now, done, total, message, job_id),
+        )
+
+
+def mark_interrupted(conn: sqlite3.Connection, job_id: int, reason: str) -> None:
+    """Record that a job died without saying so (its heartbeat stopped); the caller holds the transaction."""
+    conn.execute(
+        "UPDATE jobs SET status = 'interrupted', stop_reason = ?, finished_at = heartbeat_at "
+        "WHERE id = ? AND status = 'running'",
+        (reason, job_id),
+    )
+
+
+def job_rows(conn: sqlite3.Connection, limit: int, include_finished: bool) -> list[sqlite3.Row]:
+    where = "" if include_finished else "WHERE status = 'running'"
+    return conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM jobs {where} ORDER BY (status = 'running') DESC, id DESC LIMIT ?", (limit,)
+    ).fetchall()
+
+
+def job_row(conn: sqlite3.Connection, job_id: int) -> sqlite3.Row | None:
+    return conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+
+
+def set_cancel_requested(conn: sqlite3.Connection, job_id: int) -> bool:
+    with transaction(conn):
+        cursor = conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (job_id,))
+    return cursor.rowcount > 0

@@ -1,0 +1,268 @@
+"""Jobs every process can see (core/jobs.py): recording, heartbeat, cancel from elsewhere, interrupted jobs,
+claims, and the shared loop's commit, stop and cancel behaviour."""
+
+import asyncio
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from spokenbench.core import jobs
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.progress import Progress
+from spokenbench.core.store import Project, database
+from spokenbench.core.store.changes import changed_tables, table_versions
+
+HOLD_JOB = textwrap.dedent(
+    """
+    import sys, time
+    from spokenbench.core import jobs
+    jobs.set_invocation(["synthesize", sys.argv[1], "--tts", "espeak"])
+    with jobs.tracked_job(sys.argv[1], "synthesize", "holding", claim="synthesis") as progress:
+        progress.report(2, 5, "working")
+        print("started", flush=True)
+        while not progress.cancelled:
+            time.sleep(0.05)
+        print("cancel seen", flush=True)
+    """
+)
+
+
+def start_holder(project_path) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLD_JOB, str(project_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout.readline().strip() == "started", process.stderr.read()
+    return process
+
+
+def wait_for(condition, timeout=5.0, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not met in time")
+
+
+def test_a_job_is_visible_with_its_progress_and_its_outcome(project):
+    with jobs.tracked_job(project.path, "rewrite", "rewriting 3 items", total=3) as progress:
+        [job] = jobs.list_jobs(project.conn)
+        assert job.status == "running" and job.kind == "rewrite" and job.total == 3 and job.is_live
+        progress.report(2, 3, "item 2")
+        wait_for(lambda: jobs.list_jobs(project.conn)[0].done == 2, timeout=3)
+    [job] = jobs.list_jobs(project.conn)
+    assert job.status == "finished" and job.finished_at and job.resume_argv is None
+
+
+def test_a_failing_job_records_why(project):
+    with pytest.raises(SpokenBenchError), jobs.tracked_job(project.path, "transcribe", "asr"):
+        raise SpokenBenchError("the ASR key was rejected")
+    [job] = jobs.list_jobs(project.conn)
+    assert job.status == "failed" and job.stop_reason == "the ASR key was rejected"
+
+
+def test_a_job_in_another_process_is_seen_cancelled_from_here_and_stops(project):
+    holder = start_holder(project.path)
+    try:
+        [job] = jobs.list_jobs(project.conn, include_finished=False)
+        assert job.pid == holder.pid and job.label == "holding"
+        wait_for(lambda: jobs.list_jobs(project.conn)[0].done == 2, timeout=3)
+        started = time.monotonic()
+        assert jobs.request_cancel(project.conn, job.id)
+        assert holder.stdout.readline().strip() == "cancel seen"
+        assert holder.wait(timeout=5) == 0
+        assert time.monotonic() - started < 2.5, "a cancel request is seen within about a second"
+    finally:
+        holder.kill()
+    [job] = jobs.list_jobs(project.conn)
+    assert job.status == "cancelled"
+    assert not jobs.request_cancel(project.conn, job.id), "a finished job cannot be cancelled"
+
+
+def test_a_killed_job_shows_as_interrupted_and_its_claim_can_be_taken_over(project):
+    holder = start_holder(project.path)
+    with pytest.raises(jobs.JobClaimed, match=f"pid {holder.pid}"):
+        with jobs.tracked_job(project.path, "synthesize", "second", claim="synthesis"):
+            pass
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    [job] = jobs.list_jobs(project.conn)
+    assert job.status == "interrupted" and "no heartbeat" in job.stop_reason
+    assert job.resume_argv == ["synthesize", str(project.path), "--tts", "espeak"]
+    with jobs.tracked_job(project.path, "synthesize", "second", claim="synthesis"):
+        statuses = {j.label: j.status for j in jobs.list_jobs(project.conn)}
+    assert statuses == {"holding": "interrupted", "second": "running"}
+    stored = project.conn.execute("SELECT status FROM jobs WHERE label = 'holding'").fetchone()[0]
+    assert stored == "interrupted", "taking the claim over records the dead job as interrupted"
+
+
+def test_a_job_on_another_machine_is_interrupted_only_when_its_heartbeat_is_stale(project, monkeypatch):
+    with database.transaction(project.conn) as conn:
+        conn.execute(
+            "INSERT INTO jobs(kind, label, project, pid, host, started_at, heartbeat_at) VALUES "
+            "('evaluate', 'remote', '/x', 1, 'another-host', ?, ?)",
+            (database.utc_now(), database.utc_now()),
+        )
+    assert jobs.list_jobs(project.conn)[0].status == "running"
+    monkeypatch.setattr(jobs, "STALE_AFTER_S", -1.0)
+    assert jobs.list_jobs(project.conn)[0].status == "interrupted"
+
+
+def test_evaluation_resume_command_adds_resume(project):
+    jobs.set_invocation(["evaluate", "P", "--model", "simulated:steady", "--base-url", "https://u:secret@h/v1"])
+    try:
+        with pytest.raises(KeyboardInterrupt), jobs.tracked_job(project.path, "evaluate", "run"):
+            raise KeyboardInterrupt
+    finally:
+        jobs.set_invocation(None)
+    [job] = jobs.list_jobs(project.conn)
+    assert job.status == "cancelled" and job.stop_reason == "interrupted (Ctrl-C)"
+    assert job.resume_argv[-1] == "--resume" and "secret" not in json.dumps(job.argv)
+
+
+# --------------------------------------------------------------------------------------------------
+# The shared loop
+
+
+def insert_marker(n):
+    return lambda conn: conn.execute("INSERT INTO project_meta(key, value) VALUES (?, 'unit')", (f"unit-{n}",))
+
+
+def stored_units(project) -> set[str]:
+    return {row[0] for row in project.conn.execute("SELECT key FROM project_meta WHERE value = 'unit'")}
+
+
+def test_the_loop_bounds_concurrency_and_counts_committed_units(project):
+    in_flight, peak, reports = 0, 0, []
+
+    async def work(n):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.002)
+        in_flight -= 1
+        return insert_marker(n)
+
+    loop = jobs.JobLoop(project.db_path, Progress(lambda d, t, m: reports.append((d, t))), concurrency=3)
+    result = asyncio.run(loop.run(range(40), work))
+    assert result.completed == 40 and result.stop_reason is None and peak == 3
+    assert len(stored_units(project)) == 40
+    assert reports[-1] == (40, 40) and all(d <= 40 for d, _ in reports)
+
+
+def test_a_failing_unit_stops_the_loop_after_committing_what_finished(project):
+    async def work(n):
+        if n == 5:
+            await asyncio.sleep(0.05)
+            raise RuntimeError("a bug in unit 5")
+        return insert_marker(n)
+
+    loop = jobs.JobLoop(project.db_path, concurrency=1)
+    with pytest.raises(RuntimeError, match="unit 5"):
+        asyncio.run(loop.run(range(20), work))
+    assert stored_units(project) == {f"unit-{n}" for n in range(5)}
+
+
+def test_stop_loop_ends_quietly_with_its_reason(project):
+    async def work(n):
+        if n == 3:
+            raise jobs.StopLoop("budget")
+        return insert_marker(n)
+
+    result = asyncio.run(jobs.JobLoop(project.db_path, concurrency=1).run(range(10), work))
+    assert result.stop_reason == "budget" and result.completed == 3
+
+
+def test_cancel_stops_within_a_poll_and_keeps_finished_units(project):
+    progress = Progress()
+
+    async def work(n):
+        if n == 10:
+            progress.cancel()
+        await asyncio.sleep(0.01 if n < 10 else 30)
+        return insert_marker(n)
+
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        asyncio.run(jobs.JobLoop(project.db_path, progress, concurrency=2).run(range(100), work))
+    assert time.monotonic() - started < 2
+    assert {f"unit-{n}" for n in range(9)} <= stored_units(project) and len(stored_units(project)) < 12
+
+
+def test_remote_calls_stop_going_out_once_the_job_stops(project):
+    """Unit 1 waits for the provider's only slot while unit 0 is answered and stops the job: unit 1 is never sent."""
+    from spokenbench.core.remote import ProviderLimiter
+
+    sent = []
+
+    async def work(n):
+        async def call():
+            sent.append(n)
+            await asyncio.sleep(0.05)
+            return n
+
+        await loop.remote(call, limiter)
+        if n == 0:
+            raise jobs.StopLoop("budget")
+        return insert_marker(n)
+
+    limiter = ProviderLimiter("stub", concurrency=1)
+    loop = jobs.JobLoop(project.db_path, concurrency=2)
+    result = asyncio.run(loop.run(range(10), work))
+    assert result.stop_reason == "budget" and sent == [0] and result.completed == 0
+
+
+def test_a_write_that_fails_stops_the_job_with_a_clear_error(project):
+    async def work(n):
+        return lambda conn: conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+    with pytest.raises(SpokenBenchError, match="storing results failed"):
+        asyncio.run(jobs.JobLoop(project.db_path, concurrency=1).run(range(3), work))
+
+
+# --------------------------------------------------------------------------------------------------
+# The store across threads and processes
+
+
+def test_a_connection_refuses_use_from_another_thread(project):
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(_try_query(project)))
+    thread.start()
+    thread.join()
+    assert isinstance(errors[0], sqlite3.ProgrammingError)
+
+
+def _try_query(project):
+    try:
+        project.conn.execute("SELECT 1")
+    except sqlite3.ProgrammingError as error:
+        return error
+    return None
+
+
+def test_change_counters_tell_what_another_process_changed(project):
+    before = table_versions(project.conn)
+    code = (
+        "import sys; from spokenbench.core.store import opened\n"
+        "from spokenbench.core.jobs import tracked_job\n"
+        "with tracked_job(sys.argv[1], 'demo', 'x'): pass\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(project.path)], check=True)
+    assert changed_tables(before, table_versions(project.conn)) == {"jobs"}
+    other = Project.open(project.path)
+    try:
+        with other.transaction() as conn:
+            conn.execute(
+                "INSERT INTO items(source, source_id, language, question, created_at) VALUES ('s', '1', 'en', 'q?', 'now')"
+            )
+    finally:
+        other.close()
+    assert "items" in changed_tables(before, table_versions(project.conn))
