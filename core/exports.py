@@ -11,6 +11,7 @@ import pandas as pd
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import LETTERS
+from spokenbench.core.store.export_queries import gender_probe_orientations, ratings_table, responses_table
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.tables import table_format, write_table
 
@@ -44,15 +45,7 @@ def items_frame(conn: sqlite3.Connection) -> pd.DataFrame:
 
 def responses_frame(conn: sqlite3.Connection) -> pd.DataFrame:
     """One row per stored answer in the metrics engine's column names, with each condition factor as a column."""
-    query = """
-        SELECT r.id AS response_id, r.run_id, u.name AS run_name, u.model, u.mode, u.prompt,
-               i.source_id AS question_id, i.id AS item_id, i.language, i.subject,
-               i.cultural_label, i.category, i.answer, r.parsed_letter AS prediction, r.option_order,
-               r.mapped_option, r.parse_status, r.parse_detail, r.condition_key, r.raw_text, r.transcript,
-               r.latency_ms, r.input_tokens, r.output_tokens, r.cost_usd, r.cached, r.attempts, r.error, r.created_at
-        FROM responses r JOIN runs u ON u.id = r.run_id JOIN items i ON i.id = r.item_id
-        ORDER BY r.id"""
-    frame = pd.read_sql_query(query, conn)
+    frame = responses_table(conn)
     if frame.empty:
         return frame
     factors = pd.DataFrame([json.loads(key) for key in frame["condition_key"]], index=frame.index)
@@ -69,10 +62,7 @@ def _with_gender_probe_columns(conn: sqlite3.Connection, frame: pd.DataFrame) ->
     if "gender" in frame.columns:
         frame["voice_gender"] = frame["gender"]
     orientation_by_item: dict[int, dict[str, str]] = {}
-    for item_id, letter, orientation in conn.execute(
-        "SELECT o.item_id, o.letter, o.orientation FROM options o JOIN items i ON i.id = o.item_id "
-        "WHERE i.kind = 'gender-probe' ORDER BY o.item_id, o.position"
-    ):
+    for item_id, letter, orientation in gender_probe_orientations(conn):
         orientation_by_item.setdefault(item_id, {})[letter] = ORIENTATION_CODES.get(orientation, "X")
     if orientation_by_item:
         frame["option_orientation"] = [
@@ -83,12 +73,7 @@ def _with_gender_probe_columns(conn: sqlite3.Connection, frame: pd.DataFrame) ->
 
 
 def ratings_frame(conn: sqlite3.Connection) -> pd.DataFrame:
-    query = """
-        SELECT g.id AS rating_id, g.clip_id, i.source_id AS question_id, c.language, c.part, c.accent, c.voice,
-               c.speaker_gender, c.backend, c.model AS tts_model, g.annotator, g.rating, g.note, g.created_at
-        FROM ratings g JOIN clips c ON c.id = g.clip_id LEFT JOIN items i ON i.id = c.item_id
-        ORDER BY g.id"""
-    return pd.read_sql_query(query, conn)
+    return ratings_table(conn)
 
 
 def export_table(conn: sqlite3.Connection, what: str, out: str | Path) -> int:

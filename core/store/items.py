@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from spokenbench.core.items import Item, Option
 from spokenbench.core.store.database import utc_now
@@ -101,3 +101,38 @@ def iter_items(
                 extra=json.loads(row["extra_json"]) if row["extra_json"] else {},
             ),
         )
+
+
+def items_in_languages(conn: sqlite3.Connection, languages: Sequence[str] | None = None) -> Iterator[tuple[int, Item]]:
+    """The items of the given languages (all items when none are given), in id order: the language filter of
+    listings and plans, without SQL in their code."""
+    if not languages:
+        return iter_items(conn)
+    return iter_items(conn, where=f"language IN ({','.join('?' * len(languages))})", params=tuple(languages))
+
+
+def item_id_by_key(conn: sqlite3.Connection, source: str, source_id: str, language: str) -> int | None:
+    """The row id of the item a (source, source id, language) key names, or None when it was never imported."""
+    row = conn.execute(
+        "SELECT id FROM items WHERE source = ? AND source_id = ? AND language = ?", (source, source_id, language)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def item_part_text(conn: sqlite3.Connection, item_id: int, part: str) -> str | None:
+    """The original text of one item part ('question' or 'option_<letter>'), or None when the item has no such
+    part: what a rewrite of that part is checked against."""
+    if part == "question":
+        row = conn.execute("SELECT question FROM items WHERE id = ?", (item_id,)).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT text FROM options WHERE item_id = ? AND letter = ?", (item_id, part.removeprefix("option_"))
+        ).fetchone()
+    return row[0] if row else None
+
+
+def option_letters(conn: sqlite3.Connection, item_id: int) -> list[str]:
+    """An item's option letters in their original order."""
+    return [
+        row[0] for row in conn.execute("SELECT letter FROM options WHERE item_id = ? ORDER BY position", (item_id,))
+    ]

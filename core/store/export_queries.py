@@ -1,0 +1,43 @@
+"""The queries behind the table exports (core/exports.py): responses and ratings flattened with what they refer
+to, and the option orientations of gender probes. pandas reads the result sets, so an export's column types are
+pandas' own inference from the stored values."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pandas as pd
+
+
+def responses_table(conn: sqlite3.Connection) -> pd.DataFrame:
+    """One row per stored answer, with its run and item, in the metrics engine's column names (the condition is
+    still one JSON column, condition_key)."""
+    query = """
+        SELECT r.id AS response_id, r.run_id, u.name AS run_name, u.model, u.mode, u.prompt,
+               i.source_id AS question_id, i.id AS item_id, i.language, i.subject,
+               i.cultural_label, i.category, i.answer, r.parsed_letter AS prediction, r.option_order,
+               r.mapped_option, r.parse_status, r.parse_detail, r.condition_key, r.raw_text, r.transcript,
+               r.latency_ms, r.input_tokens, r.output_tokens, r.cost_usd, r.cached, r.attempts, r.error, r.created_at
+        FROM responses r JOIN runs u ON u.id = r.run_id JOIN items i ON i.id = r.item_id
+        ORDER BY r.id"""
+    return pd.read_sql_query(query, conn)
+
+
+def ratings_table(conn: sqlite3.Connection) -> pd.DataFrame:
+    """One row per rating, with the rated clip's language, part, voice and TTS model and its item's id."""
+    query = """
+        SELECT g.id AS rating_id, g.clip_id, i.source_id AS question_id, c.language, c.part, c.accent, c.voice,
+               c.speaker_gender, c.backend, c.model AS tts_model, g.annotator, g.rating, g.note, g.created_at
+        FROM ratings g JOIN clips c ON c.id = g.clip_id LEFT JOIN items i ON i.id = c.item_id
+        ORDER BY g.id"""
+    return pd.read_sql_query(query, conn)
+
+
+def gender_probe_orientations(conn: sqlite3.Connection) -> list[tuple[int, str, str | None]]:
+    """(item id, letter, orientation) of every gender-probe option, in option order: the gender-probe metrics
+    need each presented option's orientation."""
+    rows = conn.execute(
+        "SELECT o.item_id, o.letter, o.orientation FROM options o JOIN items i ON i.id = o.item_id "
+        "WHERE i.kind = 'gender-probe' ORDER BY o.item_id, o.position"
+    )
+    return [tuple(row) for row in rows]
