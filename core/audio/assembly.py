@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from spokenbench.core.audio import dsp
+from spokenbench.core.audio import store as audio_store
 from spokenbench.core.audio.io import AudioError, decode_audio, encode_audio, read_pcm16, write_pcm16_wav
 from spokenbench.core.audio.tokens import token_part, token_voice_source
 from spokenbench.core.conditions import Condition, check_order, order_strings
@@ -24,7 +25,7 @@ from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
-from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.items import items_in_languages
 
 SEGMENT_CACHE_BYTES = 256 * 2**20  # prepared clips kept for reuse; bounds memory whatever the input count
 
@@ -82,14 +83,20 @@ class AssemblyReport:
 
 def _clip_index(conn: sqlite3.Connection, backend: str | None) -> dict[tuple, ClipRef]:
     """Newest good clip per (item, part, language, accent, voice)."""
-    where = "status = 'ok'" + (" AND backend = ?" if backend else "")
-    rows = conn.execute(
-        f"SELECT coalesce(item_id, 0), part, language, accent, voice, sha256, audio_format, speech_level_db, text, "
-        f"speaker_gender, backend FROM clips WHERE {where} ORDER BY id",
-        (backend,) if backend else (),
-    )
     index = {}
-    for item_id, part, language, accent, voice, sha, fmt, level, text, gender, clip_backend in rows:
+    for (
+        item_id,
+        part,
+        language,
+        accent,
+        voice,
+        sha,
+        fmt,
+        level,
+        text,
+        gender,
+        clip_backend,
+    ) in audio_store.good_clips_for_assembly(conn, backend):
         index[(item_id, part, language, accent, voice)] = (ClipRef(sha, fmt, level, text), gender, clip_backend)
     return index
 
@@ -114,12 +121,9 @@ def plan_assembly(
     for item_id, part, language, accent, voice in clips:
         if item_id and part == "question":
             voice_combos.setdefault((language, accent), set()).add(voice)
-    stored = {
-        (r[0], r[1]): r[2] for r in conn.execute("SELECT item_id, condition_key, recipe_sha256 FROM assembled_inputs")
-    }
+    stored = audio_store.assembled_recipes(conn)
     jobs, missing, already = [], [], 0
-    where = "1" if not languages else f"language IN ({','.join('?' * len(languages))})"
-    for item_id, item in iter_items(conn, where=where, params=tuple(languages or ())):
+    for item_id, item in items_in_languages(conn, languages):
         for (language, accent), combo_voices in sorted(voice_combos.items(), key=str):
             if language != item.language or (accents and accent not in accents):
                 continue
@@ -392,31 +396,21 @@ def run_assembly(
 
 def _store(project: Project, job: AssemblyJob, sha: str, duration: float, limited: int, chunks, settings) -> None:
     with project.transaction() as conn:
-        conn.execute(
-            "DELETE FROM assembled_inputs WHERE item_id = ? AND condition_key = ?", (job.item_id, job.condition.key())
-        )
-        input_id = conn.execute(
-            "INSERT INTO assembled_inputs(item_id, condition_key, option_order, label_sequence, recipe_sha256, sha256, "
-            "audio_format, duration_s, sample_rate, clipped_samples, text_rendering, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                job.item_id,
-                job.condition.key(),
-                job.option_order,
-                job.label_sequence,
-                job.recipe_sha256,
-                sha,
-                settings.audio_format,
-                duration,
-                settings.sample_rate,
-                limited,
-                job.text_rendering,
-                utc_now(),
-            ),
-        ).lastrowid
-        conn.executemany(
-            "INSERT INTO input_chunks(input_id, max_seconds, position, sha256, duration_s) VALUES (?, ?, ?, ?, ?)",
-            [(input_id, m, p, s, d) for m, p, s, d in chunks],
+        audio_store.replace_assembled_input(
+            conn,
+            job.item_id,
+            job.condition.key(),
+            job.option_order,
+            job.label_sequence,
+            job.recipe_sha256,
+            sha,
+            settings.audio_format,
+            duration,
+            settings.sample_rate,
+            limited,
+            job.text_rendering,
+            utc_now(),
+            chunks,
         )
 
 

@@ -1,0 +1,101 @@
+"""The SQL of the audio stages: synthesized clips (clips), assembled evaluation inputs (assembled_inputs,
+input_chunks) and the recorded speakers cloning may use (speakers, recordings, consents). Audio bytes themselves
+live in the project's content-addressed folder (core/store/audio_files.py); these tables say what they are.
+Functions take an open connection; those that write leave the transaction to the caller."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+# --------------------------------------------------------------------------------------------------
+# Clips
+
+
+def clip_exists(conn: sqlite3.Connection, clip_id: int) -> bool:
+    """Whether the project holds a clip with this id (of any status), before something refers to it."""
+    return conn.execute("SELECT 1 FROM clips WHERE id = ?", (clip_id,)).fetchone() is not None
+
+
+def good_clips_for_assembly(conn: sqlite3.Connection, backend: str | None = None) -> list[tuple]:
+    """Every good clip, oldest first (so a later clip of the same part and voice wins), of one TTS backend when
+    `backend` is given, as (item id or 0 for an instruction token, part, language, accent, voice, sha256, audio
+    format, speech level dB, text, speaker gender, backend)."""
+    where = "status = 'ok'" + (" AND backend = ?" if backend else "")
+    rows = conn.execute(
+        f"SELECT coalesce(item_id, 0), part, language, accent, voice, sha256, audio_format, speech_level_db, text, "
+        f"speaker_gender, backend FROM clips WHERE {where} ORDER BY id",
+        (backend,) if backend else (),
+    )
+    return [tuple(row) for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# Assembled inputs
+
+
+def assembled_recipes(conn: sqlite3.Connection) -> dict[tuple[int, str], str]:
+    """(item id, condition key) → recipe hash of every stored input: an input whose recipe is unchanged is
+    never rebuilt."""
+    rows = conn.execute("SELECT item_id, condition_key, recipe_sha256 FROM assembled_inputs")
+    return {(item_id, condition_key): recipe for item_id, condition_key, recipe in rows}
+
+
+def replace_assembled_input(
+    conn: sqlite3.Connection,
+    item_id: int,
+    condition_key: str,
+    option_order: str,
+    label_sequence: str,
+    recipe_sha256: str,
+    sha256: str,
+    audio_format: str,
+    duration_s: float,
+    sample_rate: int,
+    clipped_samples: int,
+    text_rendering: str,
+    created_at: str,
+    chunks: Iterable[tuple[float, int, str, float]] = (),
+) -> int:
+    """Store the input of one item under one condition, replacing an earlier one (and its chunks), with its
+    chunks as (max seconds, position, sha256, duration s). Returns the new input's id."""
+    conn.execute("DELETE FROM assembled_inputs WHERE item_id = ? AND condition_key = ?", (item_id, condition_key))
+    input_id = conn.execute(
+        "INSERT INTO assembled_inputs(item_id, condition_key, option_order, label_sequence, recipe_sha256, sha256, "
+        "audio_format, duration_s, sample_rate, clipped_samples, text_rendering, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item_id,
+            condition_key,
+            option_order,
+            label_sequence,
+            recipe_sha256,
+            sha256,
+            audio_format,
+            duration_s,
+            sample_rate,
+            clipped_samples,
+            text_rendering,
+            created_at,
+        ),
+    ).lastrowid
+    conn.executemany(
+        "INSERT INTO input_chunks(input_id, max_seconds, position, sha256, duration_s) VALUES (?, ?, ?, ?, ?)",
+        [(input_id, m, p, s, d) for m, p, s, d in chunks],
+    )
+    return input_id
+
+
+# --------------------------------------------------------------------------------------------------
+# Speakers and their recordings (voice cloning)
+
+
+def consented_recordings(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    """(speaker name, gender, sha256, audio format) of every recording whose consent is not withdrawn, oldest
+    first, so a speaker's newest recording comes last: only consented voices may be cloned."""
+    rows = conn.execute(
+        """SELECT s.name, s.gender, r.sha256, r.audio_format FROM recordings r
+           JOIN speakers s ON s.id = r.speaker_id JOIN consents c ON c.id = r.consent_id
+           WHERE c.withdrawn_at IS NULL ORDER BY r.id"""
+    )
+    return [tuple(row) for row in rows]
