@@ -9,11 +9,13 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.qc.layout import language_sort_key, percent, table_language
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 
 DEFAULT_MIN_ASR = 2
 META_KEY = "qc_screening"
@@ -94,16 +96,7 @@ def table2_rows(language_bins) -> list[dict]:
 
 
 def stored_table2(conn) -> list[dict]:
-    return table2_rows(
-        conn.execute("SELECT c.language, s.wer_bin FROM clip_screening s JOIN clips c ON c.id = s.clip_id")
-    )
-
-
-def _transcript_state(conn) -> tuple:
-    """Changes whenever a transcript is added, replaced or removed."""
-    return tuple(
-        conn.execute("SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts").fetchone()
-    )
+    return table2_rows(store.screened_language_bins(conn))
 
 
 def compute_screening(
@@ -113,19 +106,16 @@ def compute_screening(
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
     scorer = Scorer(dict(settings.metrics))
-    clips = {
-        row[0]: (row[1], row[2])
-        for row in conn.execute("SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL")
-    }
+    clips = store.screenable_clips(conn)
     transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for clip_id, asr, text in conn.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr"):
+    for clip_id, asr, text in store.transcripts_in_clip_order(conn):
         if clip_id in clips:
             transcripts[clip_id].append((asr, text))
     result = ScreeningResult(
         settings,
         {},
         {clip_id: language for clip_id, (language, _) in clips.items()},
-        transcript_state=_transcript_state(conn),
+        transcript_state=store.transcript_state(conn),
     )
     total = len(transcripts)
     for done, (clip_id, heard) in enumerate(transcripts.items(), start=1):
@@ -167,32 +157,24 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
         }
     )
     with project.transaction() as conn:
-        conn.execute("DELETE FROM clip_screening")
-        conn.executemany(
-            "INSERT INTO clip_screening(clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, "
-            "asr_count, cer, screened_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        conn.execute(
-            "INSERT INTO project_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (META_KEY, meta),
-        )
+        store.replace_screening_scores(conn, rows)
+        write_meta(conn, META_KEY, meta)
 
 
 def stored_screening_settings(conn) -> ScreeningSettings | None:
-    row = conn.execute("SELECT value FROM project_meta WHERE key = ?", (META_KEY,)).fetchone()
-    if not row:
+    value = read_meta(conn, META_KEY)
+    if value is None:
         return None
-    settings = json.loads(row[0])["settings"]
+    settings = json.loads(value)["settings"]
     return ScreeningSettings(settings["min_asr"], tuple(sorted(settings["metrics"].items())))
 
 
 def screening_is_current(conn, settings: ScreeningSettings) -> bool:
-    row = conn.execute("SELECT value FROM project_meta WHERE key = ?", (META_KEY,)).fetchone()
-    if not row:
+    value = read_meta(conn, META_KEY)
+    if value is None:
         return False
-    meta = json.loads(row[0])
-    return meta["settings"] == settings.as_dict() and tuple(meta["transcripts"]) == _transcript_state(conn)
+    meta = json.loads(value)
+    return meta["settings"] == settings.as_dict() and tuple(meta["transcripts"]) == store.transcript_state(conn)
 
 
 def screen_project(
@@ -208,25 +190,17 @@ def ensure_screening(project: Project, settings: ScreeningSettings | None = None
     """Recompute the stored screening when transcripts or settings changed since it was made. Returns the
     number of screened clips."""
     settings = settings or stored_screening_settings(project.conn) or ScreeningSettings()
-    if project.conn.execute("SELECT count(*) FROM transcripts").fetchone()[0] == 0:
-        if project.conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0]:
+    if store.transcript_count(project.conn) == 0:
+        if store.screened_clip_count(project.conn):
             with project.transaction() as conn:  # transcripts were removed: old scores no longer hold
-                conn.execute("DELETE FROM clip_screening")
-                conn.execute("DELETE FROM project_meta WHERE key = ?", (META_KEY,))
+                store.delete_screening_scores(conn)
+                delete_meta(conn, META_KEY)
         return 0
     if not screening_is_current(project.conn, settings):
         screen_project(project, settings)
-    return project.conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0]
+    return store.screened_clip_count(project.conn)
 
 
 def worst_clips(conn, limit: int = 20) -> list[dict]:
     """The clips with the highest error, with the best transcript, for a look by ear."""
-    rows = conn.execute(
-        """SELECT s.clip_id, c.language, c.accent, c.voice, c.part, i.source_id, s.metric, s.error_rate, s.best_asr,
-                  c.text, t.text AS transcript
-           FROM clip_screening s JOIN clips c ON c.id = s.clip_id LEFT JOIN items i ON i.id = c.item_id
-           LEFT JOIN transcripts t ON t.clip_id = s.clip_id AND t.asr = s.best_asr
-           ORDER BY s.error_rate DESC, s.clip_id LIMIT ?""",
-        (limit,),
-    )
-    return [dict(row) | {"error_rate": round(row["error_rate"], 4)} for row in rows]
+    return [row | {"error_rate": round(row["error_rate"], 4)} for row in store.highest_error_clips(conn, limit)]

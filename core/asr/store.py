@@ -1,0 +1,97 @@
+"""The SQL of ASR screening: transcripts per clip and ASR system (transcripts), the last failure of a system on a
+clip (transcript_failures) and the per-clip screening scores (clip_screening). The screening's settings live in
+project_meta (core/store/meta.py). Functions take an open connection; those that write leave the transaction to
+the caller."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+
+# --------------------------------------------------------------------------------------------------
+# Transcripts
+
+
+def transcript_count(conn: sqlite3.Connection) -> int:
+    """How many transcripts the project holds: none means nothing can be screened yet."""
+    return conn.execute("SELECT count(*) FROM transcripts").fetchone()[0]
+
+
+def transcript_counts_by_asr(conn: sqlite3.Connection) -> list[dict]:
+    """[{asr, clips}] per ASR system, by name: which systems have transcribed how much."""
+    rows = conn.execute("SELECT asr, count(*) AS clips FROM transcripts GROUP BY asr ORDER BY asr")
+    return [dict(row) for row in rows]
+
+
+def asr_systems_with_transcripts(conn: sqlite3.Connection) -> set[str]:
+    """Names of the ASR systems that have transcribed something: screening wants two of them."""
+    return {row[0] for row in conn.execute("SELECT DISTINCT asr FROM transcripts")}
+
+
+def transcript_state(conn: sqlite3.Connection) -> tuple:
+    """(count, newest id, newest time) of the transcripts: changes whenever one is added, replaced or removed,
+    so stored screening results can tell whether they are still current."""
+    return tuple(
+        conn.execute("SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts").fetchone()
+    )
+
+
+def transcripts_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
+    """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many."""
+    rows = conn.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
+    yield from (tuple(row) for row in rows)
+
+
+def transcript_failure_count(conn: sqlite3.Connection) -> int:
+    """How many (clip, ASR system) pairs last failed: the next transcription run retries them."""
+    return conn.execute("SELECT count(*) FROM transcript_failures").fetchone()[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Screening scores
+
+
+def screenable_clips(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+    """clip id → (language, text) of every good item clip: instruction tokens are not screened."""
+    rows = conn.execute("SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL")
+    return {clip_id: (language, text) for clip_id, language, text in rows}
+
+
+def replace_screening_scores(conn: sqlite3.Connection, rows: Iterable[tuple]) -> None:
+    """Replace every stored score with `rows`, each (clip id, metric, errors, reference units, error rate, WER
+    interval, best ASR, ASR count, CER, screened at): a screening is always recomputed whole."""
+    conn.execute("DELETE FROM clip_screening")
+    conn.executemany(
+        "INSERT INTO clip_screening(clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, "
+        "asr_count, cer, screened_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def delete_screening_scores(conn: sqlite3.Connection) -> None:
+    """Forget every score, e.g. once the transcripts they came from are gone."""
+    conn.execute("DELETE FROM clip_screening")
+
+
+def screened_clip_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0]
+
+
+def screened_language_bins(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """(language, WER interval) of every screened clip: what Table 2 counts."""
+    rows = conn.execute("SELECT c.language, s.wer_bin FROM clip_screening s JOIN clips c ON c.id = s.clip_id")
+    return [(language, wer_bin) for language, wer_bin in rows]
+
+
+def highest_error_clips(conn: sqlite3.Connection, limit: int) -> list[dict]:
+    """The `limit` screened clips with the highest error rate, with what they should say and what the best ASR
+    system heard, for a look by ear."""
+    rows = conn.execute(
+        """SELECT s.clip_id, c.language, c.accent, c.voice, c.part, i.source_id, s.metric, s.error_rate, s.best_asr,
+                  c.text, t.text AS transcript
+           FROM clip_screening s JOIN clips c ON c.id = s.clip_id LEFT JOIN items i ON i.id = c.item_id
+           LEFT JOIN transcripts t ON t.clip_id = s.clip_id AND t.asr = s.best_asr
+           ORDER BY s.error_rate DESC, s.clip_id LIMIT ?""",
+        (limit,),
+    )
+    return [dict(row) for row in rows]
