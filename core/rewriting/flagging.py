@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.rewriting import store
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.items import item_part_text, option_letters
 from spokenbench.core.store.rewrites import add_rewrite
 
 AUTO_REVIEWER = "auto:diff"
@@ -65,15 +67,10 @@ def inline_diff(original: str, rewritten: str, context: int = CONTEXT_CHARS) -> 
 
 
 def original_text(conn, item_id: int, part: str) -> str:
-    if part == "question":
-        row = conn.execute("SELECT question FROM items WHERE id = ?", (item_id,)).fetchone()
-    else:
-        row = conn.execute(
-            "SELECT text FROM options WHERE item_id = ? AND letter = ?", (item_id, part.removeprefix("option_"))
-        ).fetchone()
-    if row is None:
+    text = item_part_text(conn, item_id, part)
+    if text is None:
         raise SpokenBenchError(f"item {item_id} has no part '{part}'")
-    return row[0]
+    return text
 
 
 @dataclass
@@ -89,12 +86,7 @@ def flag_rewrites(project: Project, progress: Progress | None = None) -> FlagRep
     still pending, so an interrupted run simply continues."""
     progress = progress or no_progress()
     conn = project.conn
-    rows = conn.execute(
-        """SELECT r.id, r.item_id, r.part, r.text FROM rewrites r
-           JOIN (SELECT item_id, part, max(version) AS v FROM rewrites GROUP BY item_id, part) m
-             ON m.item_id = r.item_id AND m.part = r.part AND m.v = r.version
-           WHERE r.status = 'pending' ORDER BY r.item_id, r.part"""
-    ).fetchall()
+    rows = store.pending_newest_rewrites(conn)
     by_item: dict[int, list] = {}
     for row in rows:
         by_item.setdefault(row["item_id"], []).append(row)
@@ -107,28 +99,20 @@ def flag_rewrites(project: Project, progress: Progress | None = None) -> FlagRep
                 original = normalize_for_diff(original_text(tx, item_id, row["part"]))
                 rewritten = normalize_for_diff(row["text"])
                 flagged = original != rewritten
-                tx.execute(
-                    "INSERT INTO rewrite_checks(rewrite_id, flagged, original_normalized, rewrite_normalized, diff_json, "
-                    "checked_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(rewrite_id) DO UPDATE SET flagged = excluded.flagged, "
-                    "original_normalized = excluded.original_normalized, rewrite_normalized = excluded.rewrite_normalized, "
-                    "diff_json = excluded.diff_json, checked_at = excluded.checked_at",
-                    (
-                        row["id"],
-                        int(flagged),
-                        original,
-                        rewritten,
-                        json.dumps(char_diff(original, rewritten), ensure_ascii=False),
-                        now,
-                    ),
+                store.save_rewrite_check(
+                    tx,
+                    row["id"],
+                    flagged,
+                    original,
+                    rewritten,
+                    json.dumps(char_diff(original, rewritten), ensure_ascii=False),
+                    now,
                 )
                 if flagged:
-                    tx.execute("UPDATE rewrites SET status = 'flagged' WHERE id = ?", (row["id"],))
+                    store.mark_rewrite_flagged(tx, row["id"])
                     report.flagged += 1
                 else:
-                    tx.execute(
-                        "UPDATE rewrites SET status = 'accepted', reviewer = ?, reviewed_at = ? WHERE id = ?",
-                        (AUTO_REVIEWER, now, row["id"]),
-                    )
+                    store.mark_rewrite_reviewed(tx, row["id"], "accepted", AUTO_REVIEWER, now)
                     report.accepted_unchanged += 1
                 report.checked += 1
         progress.report(done, len(by_item), f"item {item_id}")
@@ -153,22 +137,7 @@ class FlaggedRewrite:
 
 def flagged_rewrites(conn, pending_only: bool = True, language: str | None = None) -> list[FlaggedRewrite]:
     """Flagged parts (by default those still awaiting review), with their diffs, in item order."""
-    where = ["c.flagged = 1"]
-    params: list = []
-    if pending_only:  # the part's newest version is flagged and undecided
-        where.append(
-            "r.status = 'flagged' AND r.version = (SELECT max(version) FROM rewrites x WHERE x.item_id = r.item_id AND x.part = r.part)"
-        )
-    if language:
-        where.append("i.language = ?")
-        params.append(language)
-    rows = conn.execute(
-        f"""SELECT r.id, r.item_id, i.source_id, i.language, r.part, r.text, r.status, c.original_normalized,
-                   c.rewrite_normalized
-            FROM rewrite_checks c JOIN rewrites r ON r.id = c.rewrite_id JOIN items i ON i.id = r.item_id
-            WHERE {" AND ".join(where)} ORDER BY i.language, r.item_id, r.part, r.version""",
-        params,
-    )
+    rows = store.flagged_check_rows(conn, pending_only, language)
     return [
         FlaggedRewrite(
             row["id"],
@@ -209,31 +178,20 @@ def review_rewrite(
         raise SpokenBenchError("only an edit takes a text")
     with project.transaction() as conn:
         original_text(conn, item_id, part)  # the part must exist
-        latest = conn.execute(
-            "SELECT id, status FROM rewrites WHERE item_id = ? AND part = ? ORDER BY version DESC LIMIT 1",
-            (item_id, part),
-        ).fetchone()
+        latest = store.newest_rewrite_status(conn, item_id, part)
         if latest is None and decision != "edit":
             raise SpokenBenchError(f"item {item_id} {part} has no rewrite to {decision}; give the text with an edit")
         now = utc_now()
         in_force, edited = None, None
         if decision == "accept":
-            conn.execute(
-                "UPDATE rewrites SET status = 'accepted', reviewer = ?, reviewed_at = ? WHERE id = ?",
-                (reviewer, now, latest["id"]),
-            )
+            store.mark_rewrite_reviewed(conn, latest["id"], "accepted", reviewer, now)
             in_force = latest["id"]
         elif decision == "reject":
-            conn.execute(
-                "UPDATE rewrites SET status = 'rejected', reviewer = ?, reviewed_at = ? WHERE id = ?",
-                (reviewer, now, latest["id"]),
-            )
+            store.mark_rewrite_reviewed(conn, latest["id"], "rejected", reviewer, now)
         else:
             edited = in_force = add_rewrite(conn, item_id, part, text.strip(), "manual", "edited", reviewer)
-        conn.execute(
-            "INSERT INTO rewrite_reviews(item_id, part, rewrite_id, decision, edited_rewrite_id, reviewer, note, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (item_id, part, latest["id"] if latest is not None else None, decision, edited, reviewer, note, now),
+        store.record_review(
+            conn, item_id, part, latest["id"] if latest is not None else None, decision, edited, reviewer, note, now
         )
     return in_force
 
@@ -242,21 +200,11 @@ def review_item(project: Project, item_id: int, decision: str, reviewer: str, no
     """Accept or reject every part of an item that awaits review. Returns how many parts were decided."""
     if decision == "edit":
         raise SpokenBenchError("an edit is per part: give the part and its corrected text")
-    parts = [
-        row[0]
-        for row in project.conn.execute(
-            """SELECT r.part FROM rewrites r JOIN (SELECT part, max(version) AS v FROM rewrites WHERE item_id = ? GROUP BY part) m
-           ON m.part = r.part AND m.v = r.version WHERE r.item_id = ? AND r.status = 'flagged' ORDER BY r.part""",
-            (item_id, item_id),
-        )
-    ]
+    parts = store.parts_awaiting_review(project.conn, item_id)
     for part in parts:
         review_rewrite(project, item_id, part, decision, reviewer, note=note)
     return len(parts)
 
 
 def item_parts_of(conn, item_id: int) -> list[str]:
-    letters = [
-        row[0] for row in conn.execute("SELECT letter FROM options WHERE item_id = ? ORDER BY position", (item_id,))
-    ]
-    return ["question", *(option_part(letter) for letter in letters)]
+    return ["question", *(option_part(letter) for letter in option_letters(conn, item_id))]

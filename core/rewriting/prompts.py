@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import Item
 from spokenbench.core.store import Project
+from spokenbench.core.store.meta import read_meta, write_meta
 
 TEMPLATE_RESOURCE = ("prompts", "rewrite", "rewrite.toml")
 PROJECT_META_KEY = "rewrite_prompt_template"
@@ -85,19 +86,16 @@ def default_template_source() -> str:
 def load_template(conn=None) -> RewriteTemplate:
     """The project's own template when it has one, else the bundled one."""
     if conn is not None:
-        row = conn.execute("SELECT value FROM project_meta WHERE key = ?", (PROJECT_META_KEY,)).fetchone()
-        if row:
-            return parse_template(row[0], "the project's rewrite prompt")
+        source = read_meta(conn, PROJECT_META_KEY)
+        if source is not None:
+            return parse_template(source, "the project's rewrite prompt")
     return parse_template(default_template_source(), "/".join(("resources", *TEMPLATE_RESOURCE)))
 
 
 def save_project_template(project: Project, source: str, origin: str) -> RewriteTemplate:
     template = parse_template(source, origin)
     with project.transaction() as conn:
-        conn.execute(
-            "INSERT INTO project_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (PROJECT_META_KEY, source),
-        )
+        write_meta(conn, PROJECT_META_KEY, source)
     return template
 
 

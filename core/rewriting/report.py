@@ -8,29 +8,16 @@ from __future__ import annotations
 from collections import Counter
 
 from spokenbench.core.qc.layout import language_sort_key, percent, table_language
+from spokenbench.core.rewriting.store import languages_of_manual_items, newest_checked_rewrites
 
 TABLE9_COLUMNS = ["language", "qc_stage", "n_questions", "pct_of_language"]
 ERROR_DECISIONS = ("edit", "reject")
 
 
-def rewrite_check_rows(conn) -> list[dict]:
-    """The newest diff-checked version of every (item, part), with its language, flag and latest review decision."""
-    rows = conn.execute(
-        """WITH latest AS (
-               SELECT r.item_id, r.part, max(r.version) AS v FROM rewrites r
-               JOIN rewrite_checks c ON c.rewrite_id = r.id GROUP BY r.item_id, r.part)
-           SELECT i.language, r.id AS rewrite_id, c.flagged,
-                  (SELECT decision FROM rewrite_reviews v WHERE v.rewrite_id = r.id ORDER BY v.id DESC LIMIT 1) AS decision
-           FROM latest l JOIN rewrites r ON r.item_id = l.item_id AND r.part = l.part AND r.version = l.v
-           JOIN rewrite_checks c ON c.rewrite_id = r.id JOIN items i ON i.id = r.item_id"""
-    )
-    return [dict(row) for row in rows]
-
-
 def rewrite_qc(conn) -> dict:
     """Table 9 rows plus the counts behind them (checked, awaiting review, accepted after review) per language."""
     checked, flagged, errors, pending, accepted = Counter(), Counter(), Counter(), Counter(), Counter()
-    for row in rewrite_check_rows(conn):
+    for row in newest_checked_rewrites(conn):
         language = row["language"]
         checked[language] += 1
         if row["flagged"]:
@@ -52,12 +39,7 @@ def rewrite_qc(conn) -> dict:
                     "pct_of_language": percent(counts[language], checked[language]),
                 }
             )
-    manual = Counter(
-        row[0]
-        for row in conn.execute(
-            "SELECT i.language FROM rewrite_outcomes o JOIN items i ON i.id = o.item_id WHERE o.status = 'manual'"
-        )
-    )
+    manual = Counter(languages_of_manual_items(conn))
     by_language = {
         language: {
             "parts_checked": checked[language],
