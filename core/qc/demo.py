@@ -7,7 +7,9 @@ from __future__ import annotations
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.rewriting.flagging import flag_rewrites, review_rewrite
+from spokenbench.core.rewriting.store import has_rewrites_from
 from spokenbench.core.store import Project
+from spokenbench.core.store.items import item_id_by_key
 from spokenbench.core.store.rewrites import add_rewrite, latest_rewrites
 
 DEMO_SOURCE = "demo"
@@ -43,7 +45,7 @@ def add_demo_qc(project: Project, progress: Progress | None = None) -> dict:
     progress = progress or no_progress()
     progress.report(0, 3, "demo rewrites")
     conn = project.conn
-    if conn.execute("SELECT 1 FROM rewrites WHERE origin = ? LIMIT 1", (DEMO_ORIGIN,)).fetchone():
+    if has_rewrites_from(conn, DEMO_ORIGIN):
         outcome = sample_for_rating(
             project, DEMO_QUEUE, per_bin=DEMO_QUEUE_PER_LANGUAGE, seed=0
         )  # already there: a no-op
@@ -57,12 +59,9 @@ def add_demo_qc(project: Project, progress: Progress | None = None) -> dict:
         }
     wanted = {}
     for source_id, language in DEMO_ITEMS:
-        row = conn.execute(
-            "SELECT id FROM items WHERE source = ? AND source_id = ? AND language = ?",
-            (DEMO_SOURCE, source_id, language),
-        ).fetchone()
-        if row is not None:
-            wanted[row[0]] = (source_id, language)
+        item_id = item_id_by_key(conn, DEMO_SOURCE, source_id, language)
+        if item_id is not None:
+            wanted[item_id] = (source_id, language)
     corrections = []
     with project.transaction() as tx:
         for item_id, (source_id, language) in wanted.items():

@@ -8,7 +8,9 @@ import json
 from dataclasses import dataclass
 
 from spokenbench.core.asr.screening import ScreeningSettings, ensure_screening
+from spokenbench.core.audio.store import clip_exists
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.qc import store
 from spokenbench.core.qc.sampling import DEFAULT_PER_BIN, SampleResult, load_clip_records, stratified_sample
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
@@ -74,89 +76,51 @@ def create_queue(
 ) -> tuple[int, bool]:
     clip_ids = [r.clip_id for r in result.selected]
     with project.transaction() as conn:
-        existing = conn.execute("SELECT id FROM rating_queues WHERE name = ?", (name,)).fetchone()
+        existing = store.queue_id_by_name(conn, name)
         if existing is not None:
-            stored = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT clip_id FROM rating_queue_clips WHERE queue_id = ? ORDER BY position", (existing[0],)
-                )
-            ]
-            if stored == clip_ids and not replace:
-                return existing[0], False
+            if store.queue_clip_ids(conn, existing) == clip_ids and not replace:
+                return existing, False
             if not replace:
                 raise SpokenBenchError(
                     f"a rating queue named '{name}' already exists with a different sample; choose another --name, "
                     "or --replace it (its ratings are kept, no longer tied to the queue)"
                 )
-            conn.execute("DELETE FROM rating_queues WHERE id = ?", (existing[0],))
-        cursor = conn.execute(
-            "INSERT INTO rating_queues(name, strategy, seed, per_bin, parameters_json, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (name, result.strategy, seed, per_bin, json.dumps(parameters, ensure_ascii=False), utc_now()),
-        )
-        queue_id = cursor.lastrowid
-        conn.executemany(
-            "INSERT INTO rating_queue_clips(queue_id, position, clip_id, language, accent, wer_bin, error_rate) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (queue_id, position, r.clip_id, r.language, r.accent, r.wer_bin, r.error_rate)
-                for position, r in enumerate(result.selected, start=1)
-            ],
+            store.delete_queue(conn, existing)
+        queue_id = store.insert_queue(
+            conn,
+            name,
+            result.strategy,
+            seed,
+            per_bin,
+            json.dumps(parameters, ensure_ascii=False),
+            utc_now(),
+            [(r.clip_id, r.language, r.accent, r.wer_bin, r.error_rate) for r in result.selected],
         )
     return queue_id, True
 
 
 def _queue_id(conn, name: str) -> int:
-    row = conn.execute("SELECT id FROM rating_queues WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        known = [r[0] for r in conn.execute("SELECT name FROM rating_queues ORDER BY name")]
+    queue_id = store.queue_id_by_name(conn, name)
+    if queue_id is None:
+        known = store.queue_names(conn)
         raise SpokenBenchError(
             f"no rating queue named '{name}'"
             + (f"; queues: {', '.join(known)}" if known else "; create one with `spokenbench sample`")
         )
-    return row[0]
+    return queue_id
 
 
 def list_queues(conn) -> list[dict]:
-    queues = []
-    for row in conn.execute("SELECT id, name, strategy, seed, per_bin, created_at FROM rating_queues ORDER BY id"):
-        size = conn.execute("SELECT count(*) FROM rating_queue_clips WHERE queue_id = ?", (row["id"],)).fetchone()[0]
-        by_annotator = dict(
-            conn.execute(
-                "SELECT annotator, count(DISTINCT r.clip_id) FROM ratings r JOIN rating_queue_clips q ON q.clip_id = r.clip_id "
-                "AND q.queue_id = ? GROUP BY annotator ORDER BY annotator",
-                (row["id"],),
-            ).fetchall()
-        )
-        queues.append(
-            {
-                "name": row["name"],
-                "strategy": row["strategy"],
-                "seed": row["seed"],
-                "per_bin": row["per_bin"],
-                "clips": size,
-                "rated_by": by_annotator,
-                "created_at": row["created_at"],
-            }
-        )
-    return queues
+    return store.queue_overviews(conn)
 
 
 def queue_clips(conn, name: str) -> list[QueueClip]:
-    queue_id = _queue_id(conn, name)
-    rows = conn.execute(
-        """SELECT q.position, q.clip_id, q.language, q.accent, c.voice, c.part, c.text, i.source_id, c.sha256,
-                  c.audio_format, q.wer_bin, q.error_rate
-           FROM rating_queue_clips q JOIN clips c ON c.id = q.clip_id JOIN items i ON i.id = c.item_id
-           WHERE q.queue_id = ? ORDER BY q.position""",
-        (queue_id,),
-    )
-    return [QueueClip(*row) for row in rows]
+    return [QueueClip(*row) for row in store.queue_clip_rows(conn, _queue_id(conn, name))]
 
 
 def next_unrated(conn, name: str, annotator: str) -> QueueClip | None:
     """The first clip of the queue this annotator has not rated yet (any earlier rating of the clip counts)."""
-    rated = {r[0] for r in conn.execute("SELECT DISTINCT clip_id FROM ratings WHERE annotator = ?", (annotator,))}
+    rated = store.clips_rated_by(conn, annotator)
     return next((clip for clip in queue_clips(conn, name) if clip.clip_id not in rated), None)
 
 
@@ -173,18 +137,8 @@ def rate_clip(
         raise SpokenBenchError("a rating needs the annotator's name")
     with project.transaction() as conn:
         queue_id = _queue_id(conn, queue) if queue else None
-        if conn.execute("SELECT 1 FROM clips WHERE id = ?", (clip_id,)).fetchone() is None:
+        if not clip_exists(conn, clip_id):
             raise SpokenBenchError(f"no clip {clip_id} in this project")
-        if (
-            queue_id is not None
-            and conn.execute(
-                "SELECT 1 FROM rating_queue_clips WHERE queue_id = ? AND clip_id = ?", (queue_id, clip_id)
-            ).fetchone()
-            is None
-        ):
+        if queue_id is not None and not store.queue_has_clip(conn, queue_id, clip_id):
             raise SpokenBenchError(f"clip {clip_id} is not in rating queue '{queue}'")
-        cursor = conn.execute(
-            "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (clip_id, annotator, rating, note, utc_now(), queue_id),
-        )
-    return cursor.lastrowid
+        return store.insert_rating(conn, clip_id, annotator, rating, note, utc_now(), queue_id)

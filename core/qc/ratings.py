@@ -16,6 +16,7 @@ import numpy as np
 from spokenbench.core.asr.scoring import bin_label
 from spokenbench.core.metrics.agreement import cohen_kappa_from_tables, fleiss_kappa_by_group
 from spokenbench.core.qc.layout import language_sort_key, percent, table_language
+from spokenbench.core.qc.store import newest_ratings
 
 TABLE3_ORDER = ("incorrect", "acceptable", "correct")  # as the paper's Table 3 lists them
 SEVERITY = {rating: index for index, rating in enumerate(TABLE3_ORDER)}
@@ -36,30 +37,8 @@ def consensus(ratings: list[str]) -> str:
     return min((r for r, n in counts.items() if n == top), key=SEVERITY.__getitem__)
 
 
-def _latest_ratings(conn, queue: str | None) -> list[dict]:
-    """Newest rating per (clip, annotator), with the clip's language, accent, voice, part and WER interval (the
-    queue's, when a queue is given; else the current screening)."""
-    join, params = "", []
-    bin_source = "s.wer_bin"
-    if queue is not None:
-        join = "JOIN rating_queue_clips q ON q.clip_id = r.clip_id JOIN rating_queues qq ON qq.id = q.queue_id AND qq.name = ?"
-        params.append(queue)
-        bin_source = "q.wer_bin"
-    rows = conn.execute(
-        f"""SELECT r.clip_id, r.annotator, r.rating, r.note, c.language, c.accent, c.voice, c.part, i.source_id,
-                   {bin_source} AS wer_bin
-            FROM ratings r {join}
-            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings GROUP BY clip_id, annotator) newest ON newest.id = r.id
-            JOIN clips c ON c.id = r.clip_id LEFT JOIN items i ON i.id = c.item_id
-            LEFT JOIN clip_screening s ON s.clip_id = r.clip_id
-            ORDER BY r.clip_id, r.annotator""",
-        params,
-    )
-    return [dict(row) for row in rows]
-
-
 def rating_results(conn, queue: str | None = None) -> dict:
-    rows = _latest_ratings(conn, queue)
+    rows = newest_ratings(conn, queue)
     by_clip: dict[int, list[dict]] = defaultdict(list)
     for row in rows:
         by_clip[row["clip_id"]].append(row)

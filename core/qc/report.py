@@ -8,6 +8,7 @@ from pathlib import Path
 
 from spokenbench.core.asr.backends import screening_requirements
 from spokenbench.core.asr.screening import TABLE2_COLUMNS, ensure_screening, stored_screening_settings, stored_table2
+from spokenbench.core.asr.store import transcript_count, transcript_counts_by_asr, transcript_failure_count
 from spokenbench.core.asr.transcribe import transcript_failures
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
@@ -26,11 +27,9 @@ REPORT_FILES = {
 
 def screening_section(project: Project) -> dict:
     conn = project.conn
-    transcripts = conn.execute("SELECT count(*) FROM transcripts").fetchone()[0]
-    asr = [
-        dict(row) for row in conn.execute("SELECT asr, count(*) AS clips FROM transcripts GROUP BY asr ORDER BY asr")
-    ]
-    failures = conn.execute("SELECT count(*) FROM transcript_failures").fetchone()[0]
+    transcripts = transcript_count(conn)
+    asr = transcript_counts_by_asr(conn)
+    failures = transcript_failure_count(conn)
     if transcripts == 0:
         return {
             "screened": 0,

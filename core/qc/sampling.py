@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from spokenbench.core.asr.scoring import NONZERO_BINS, bin_label
 from spokenbench.core.qc.layout import language_sort_key
+from spokenbench.core.qc.store import sampleable_clips
 
 DEFAULT_PER_BIN = 40
 NO_SUBJECT = ""
@@ -208,9 +209,4 @@ def stratified_sample(records: list[ClipRecord], per_bin: int = DEFAULT_PER_BIN,
 
 def load_clip_records(conn) -> list[ClipRecord]:
     """Every good item clip with its item's subject and, where screened, its WER interval."""
-    rows = conn.execute(
-        """SELECT c.id, c.language, c.accent, c.item_id, c.part, i.subject, s.wer_bin, s.error_rate
-           FROM clips c JOIN items i ON i.id = c.item_id LEFT JOIN clip_screening s ON s.clip_id = c.id
-           WHERE c.status = 'ok' ORDER BY c.id"""
-    )
-    return [ClipRecord(*row) for row in rows]
+    return [ClipRecord(*row) for row in sampleable_clips(conn)]

@@ -1,0 +1,168 @@
+"""The SQL of quality control's human side: named rating queues (rating_queues, rating_queue_clips), the ratings
+given to clips, and the clip pool a queue is sampled from. Functions take an open connection; those that write
+leave the transaction to the caller, so one decision is stored whole or not at all."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+# --------------------------------------------------------------------------------------------------
+# The pool a rating queue is sampled from
+
+
+def sampleable_clips(conn: sqlite3.Connection) -> list[tuple]:
+    """Every good item clip as (clip id, language, accent, item id, part, subject, WER interval, error rate), the
+    last two NULL where the clip has not been screened: what stratified sampling draws from."""
+    rows = conn.execute(
+        """SELECT c.id, c.language, c.accent, c.item_id, c.part, i.subject, s.wer_bin, s.error_rate
+           FROM clips c JOIN items i ON i.id = c.item_id LEFT JOIN clip_screening s ON s.clip_id = c.id
+           WHERE c.status = 'ok' ORDER BY c.id"""
+    )
+    return [tuple(row) for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# Rating queues
+
+
+def queue_id_by_name(conn: sqlite3.Connection, name: str) -> int | None:
+    """A queue is addressed by name (the app's session and the CLI open it so); None when there is none."""
+    row = conn.execute("SELECT id FROM rating_queues WHERE name = ?", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def queue_names(conn: sqlite3.Connection) -> list[str]:
+    """Every queue's name, sorted, to tell a user which names exist."""
+    return [row[0] for row in conn.execute("SELECT name FROM rating_queues ORDER BY name")]
+
+
+def queue_clip_ids(conn: sqlite3.Connection, queue_id: int) -> list[int]:
+    """A queue's clips in rating order, to tell whether a new sample equals the stored one."""
+    rows = conn.execute("SELECT clip_id FROM rating_queue_clips WHERE queue_id = ? ORDER BY position", (queue_id,))
+    return [row[0] for row in rows]
+
+
+def delete_queue(conn: sqlite3.Connection, queue_id: int) -> None:
+    """Drop a queue and its clip list; its ratings stay (their queue_id becomes NULL)."""
+    conn.execute("DELETE FROM rating_queues WHERE id = ?", (queue_id,))
+
+
+def insert_queue(
+    conn: sqlite3.Connection,
+    name: str,
+    strategy: str,
+    seed: int,
+    per_bin: int,
+    parameters_json: str,
+    created_at: str,
+    clips: Iterable[tuple[int, str, str | None, int | None, float | None]],
+) -> int:
+    """Store a queue with its clips, each (clip id, language, accent, WER interval, error rate) in rating order;
+    the interval and rate are kept as they were at sampling time. Returns the queue's id."""
+    queue_id = conn.execute(
+        "INSERT INTO rating_queues(name, strategy, seed, per_bin, parameters_json, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (name, strategy, seed, per_bin, parameters_json, created_at),
+    ).lastrowid
+    conn.executemany(
+        "INSERT INTO rating_queue_clips(queue_id, position, clip_id, language, accent, wer_bin, error_rate) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(queue_id, position, *clip) for position, clip in enumerate(clips, start=1)],
+    )
+    return queue_id
+
+
+def queue_overviews(conn: sqlite3.Connection) -> list[dict]:
+    """Every queue in creation order with its size and how many of its clips each annotator has rated: the
+    progress a QC report shows."""
+    queues = []
+    for row in conn.execute("SELECT id, name, strategy, seed, per_bin, created_at FROM rating_queues ORDER BY id"):
+        size = conn.execute("SELECT count(*) FROM rating_queue_clips WHERE queue_id = ?", (row["id"],)).fetchone()[0]
+        by_annotator = dict(
+            conn.execute(
+                "SELECT annotator, count(DISTINCT r.clip_id) FROM ratings r JOIN rating_queue_clips q ON q.clip_id = r.clip_id "
+                "AND q.queue_id = ? GROUP BY annotator ORDER BY annotator",
+                (row["id"],),
+            ).fetchall()
+        )
+        queues.append(
+            {
+                "name": row["name"],
+                "strategy": row["strategy"],
+                "seed": row["seed"],
+                "per_bin": row["per_bin"],
+                "clips": size,
+                "rated_by": by_annotator,
+                "created_at": row["created_at"],
+            }
+        )
+    return queues
+
+
+def queue_clip_rows(conn: sqlite3.Connection, queue_id: int) -> list[tuple]:
+    """A queue's clips in rating order, with what a rater needs to hear and judge them: (position, clip id,
+    language, accent, voice, part, text, item source id, sha256, audio format, WER interval, error rate)."""
+    rows = conn.execute(
+        """SELECT q.position, q.clip_id, q.language, q.accent, c.voice, c.part, c.text, i.source_id, c.sha256,
+                  c.audio_format, q.wer_bin, q.error_rate
+           FROM rating_queue_clips q JOIN clips c ON c.id = q.clip_id JOIN items i ON i.id = c.item_id
+           WHERE q.queue_id = ? ORDER BY q.position""",
+        (queue_id,),
+    )
+    return [tuple(row) for row in rows]
+
+
+def queue_has_clip(conn: sqlite3.Connection, queue_id: int, clip_id: int) -> bool:
+    """Whether a clip belongs to a queue, so a rating cannot be filed under the wrong queue."""
+    row = conn.execute(
+        "SELECT 1 FROM rating_queue_clips WHERE queue_id = ? AND clip_id = ?", (queue_id, clip_id)
+    ).fetchone()
+    return row is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# Ratings
+
+
+def clips_rated_by(conn: sqlite3.Connection, annotator: str) -> set[int]:
+    """Clips this annotator has rated in any queue: a session skips them."""
+    return {row[0] for row in conn.execute("SELECT DISTINCT clip_id FROM ratings WHERE annotator = ?", (annotator,))}
+
+
+def insert_rating(
+    conn: sqlite3.Connection,
+    clip_id: int,
+    annotator: str,
+    rating: str,
+    note: str | None,
+    created_at: str,
+    queue_id: int | None,
+) -> int:
+    """Append one rating (ratings are never overwritten: the newest per annotator counts). Returns its id."""
+    return conn.execute(
+        "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id) VALUES (?, ?, ?, ?, ?, ?)",
+        (clip_id, annotator, rating, note, created_at, queue_id),
+    ).lastrowid
+
+
+def newest_ratings(conn: sqlite3.Connection, queue: str | None = None) -> list[dict]:
+    """Newest rating per (clip, annotator), with the clip's language, accent, voice, part, item and WER interval:
+    the queue's interval at sampling time when `queue` names one (then only its clips), else the current
+    screening's."""
+    join, params = "", []
+    bin_source = "s.wer_bin"
+    if queue is not None:
+        join = "JOIN rating_queue_clips q ON q.clip_id = r.clip_id JOIN rating_queues qq ON qq.id = q.queue_id AND qq.name = ?"
+        params.append(queue)
+        bin_source = "q.wer_bin"
+    rows = conn.execute(
+        f"""SELECT r.clip_id, r.annotator, r.rating, r.note, c.language, c.accent, c.voice, c.part, i.source_id,
+                   {bin_source} AS wer_bin
+            FROM ratings r {join}
+            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings GROUP BY clip_id, annotator) newest ON newest.id = r.id
+            JOIN clips c ON c.id = r.clip_id LEFT JOIN items i ON i.id = c.item_id
+            LEFT JOIN clip_screening s ON s.clip_id = r.clip_id
+            ORDER BY r.clip_id, r.annotator""",
+        params,
+    )
+    return [dict(row) for row in rows]
