@@ -12,7 +12,7 @@ from spokenbench.core.exports import EXPORTABLE, export_table
 from spokenbench.core.importers import FORMATS, ImportOptions, import_files
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.store import Project, opened
-from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.summary import project_summary
 
 MAPPABLE_FIELDS = (
@@ -164,10 +164,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_items(args: argparse.Namespace) -> int:
-    where, params = ("language = ?", (args.language,)) if args.language else ("1", ())
     rows = []
     with opened(args.dir) as project:
-        for item_id, item in iter_items(project.conn, where=where, params=params):
+        for item_id, item in items_in_languages(project.conn, [args.language] if args.language else None):
             if args.limit and len(rows) >= args.limit:
                 break
             rows.append(

@@ -331,6 +331,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from spokenbench.core.asr.backends import describe_endpoint, get_asr_backend, parse_asr_spec, screening_requirements
+    from spokenbench.core.asr.store import asr_systems_with_transcripts
     from spokenbench.core.asr.transcribe import clips_for_transcription, plan_transcription, run_transcription
     from spokenbench.core.remote import RetryPolicy
     from spokenbench.core.store import opened
@@ -357,9 +358,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
         specs = [parse_asr_spec(spec) for spec in args.asr]
         backends = [get_asr_backend(spec, concurrency=args.concurrency) for spec in specs]
         plan = plan_transcription(project.conn, backends, languages, args.include_tokens)
-        systems = {r[0] for r in project.conn.execute("SELECT DISTINCT asr FROM transcripts")} | {
-            b.name for b in backends
-        }
+        systems = asr_systems_with_transcripts(project.conn) | {b.name for b in backends}
         summary = plan.summary()
         if not args.json:
             for spec, backend in zip(specs, backends):
@@ -412,14 +411,14 @@ def cmd_import_transcripts(args: argparse.Namespace) -> int:
 def cmd_screen(args: argparse.Namespace) -> int:
     from spokenbench.core.asr.backends import screening_requirements
     from spokenbench.core.asr.screening import ScreeningSettings, screen_project, worst_clips
+    from spokenbench.core.asr.store import transcript_count
     from spokenbench.core.store import opened
 
     if args.min_asr < 1:
         raise SpokenBenchError("--min-asr must be at least 1")
     settings = ScreeningSettings(args.min_asr, _metric_overrides(args.metric))
     with opened(args.dir) as project:
-        transcripts = project.conn.execute("SELECT count(*) FROM transcripts").fetchone()[0]
-        if transcripts == 0:
+        if transcript_count(project.conn) == 0:
             needs = screening_requirements()
             if args.json:
                 print_json({"screened": 0, "table2": [], "needs": needs})
