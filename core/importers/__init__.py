@@ -1,9 +1,11 @@
-"""Importing benchmarks into a project: every file is read and validated completely first, then all of
-them are written in one transaction, so an import either lands whole or leaves the project unchanged."""
+"""Importing benchmarks into a project: every file is read and validated completely first, then the rows are
+staged beside the project and copied in in one short transaction, so an import either lands whole or leaves the
+project unchanged, and never holds the project's write lock for longer than that copy."""
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_
 from spokenbench.core.items import Item
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.store import Project
-from spokenbench.core.store.items import existing_items, insert_items, record_import
+from spokenbench.core.store.items import ImportStaging, copy_staged_import, existing_items, remove_stale_staging_files
 from spokenbench.core.tables import read_table
 
 FORMATS = tuple(PARSERS)
@@ -42,7 +44,7 @@ def import_files(
     skip_existing: bool = False,
     progress: Progress | None = None,
 ) -> list[ImportedFile]:
-    """Validate all files, then write them in one transaction. With skip_existing, items already in the
+    """Validate all files, then write them all at once (see `_write`). With skip_existing, items already in the
     project with identical content are skipped (re-running an import is harmless); differing ones are errors."""
     options = options or ImportOptions()
     progress = progress or no_progress()
@@ -82,19 +84,41 @@ def import_files(
     if problems:
         raise InputError(problems)
 
+    return _write(project, to_write, format_name, progress)
+
+
+STAGING_BATCH = 1000
+
+
+def _write(
+    project: Project, to_write: list[tuple[str, str, list[Item], int]], format_name: str, progress: Progress
+) -> list[ImportedFile]:
+    """Stage every row in batches outside the project's write lock, then copy them in one short transaction:
+    the import lands whole or not at all, and other writers (a rating in the app) wait at most for the copy."""
+    remove_stale_staging_files(project.path)
     total = sum(len(items) for _, _, items, _ in to_write)
-    results = []
     written = 0
-    with project.transaction() as conn:
-        for file, digest, items, skipped in to_write:
-            import_id = record_import(conn, file, format_name, digest, len(items))
-            for start in range(0, len(items), 1000):
-                progress.check_cancelled()  # rolls the whole import back
-                insert_items(conn, items[start : start + 1000], import_id)
-                written += len(items[start : start + 1000])
+    with ImportStaging(project.path, project.conn) as staging:
+        for file, digest, items, _ in to_write:
+            staged_import_id = staging.add_import(file, format_name, digest, len(items))
+            for start in range(0, len(items), STAGING_BATCH):
+                progress.check_cancelled()  # nothing has reached the project yet
+                staging.add_items(items[start : start + STAGING_BATCH], staged_import_id)
+                written += len(items[start : start + STAGING_BATCH])
                 progress.report(written, total, f"writing {Path(file).name}")
-            results.append(ImportedFile(file, len(items), skipped, sorted({i.language for i in items})))
-    return results
+        progress.check_cancelled()
+        progress.report(written, total, f"saving {written} items")
+        try:
+            copy_staged_import(project.conn, staging)
+        except sqlite3.IntegrityError as error:
+            raise SpokenBenchError(
+                f"another process stored some of these items while this import was being prepared ({error}); "
+                "nothing was imported — run the import again"
+            ) from None
+    return [
+        ImportedFile(file, len(items), skipped, sorted({i.language for i in items}))
+        for file, _, items, skipped in to_write
+    ]
 
 
 def _cross_file_duplicates(parsed: list[tuple[str, str, list[Item]]]) -> list[InputProblem]:

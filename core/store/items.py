@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 from spokenbench.core.items import Item, Option
-from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.database import transaction, utc_now
 
 ITEM_COLUMNS = "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"
 
@@ -136,3 +141,158 @@ def option_letters(conn: sqlite3.Connection, item_id: int) -> list[str]:
     return [
         row[0] for row in conn.execute("SELECT letter FROM options WHERE item_id = ? ORDER BY position", (item_id,))
     ]
+
+
+# --- Import staging ---------------------------------------------------------------------------------------------
+# A large import is written in batches to a throwaway SQLite file next to the project, without the project's write
+# lock, then copied into the project in one short transaction. A kill before that transaction's commit leaves the
+# project unchanged; a kill after it leaves the whole import. A leftover staging file is never read again: it is
+# only disk space, removed by the next import (`remove_stale_staging_files`).
+#
+# The staging file holds `imports`, `items` and `options` created from the project's own CREATE TABLE statements,
+# so every staged row passes exactly the project's CHECK, NOT NULL, foreign-key and within-import UNIQUE rules while
+# it is staged. The copy then skips re-evaluating CHECKs and foreign keys row by row (they cost more than half the
+# locked time): ids are shifted by one offset per table, which keeps every staged reference pointing at its staged
+# parent. UNIQUE constraints against rows already in the project are still enforced by the copy.
+
+STAGING_PREFIX = ".import-staging"
+STAGED_TABLES = ("imports", "items", "options")  # parents first
+# the columns the copy carries over; ids and the parents' ids they reference are shifted, created_at is the copy's
+_ITEM_COPY_COLUMNS = (
+    "source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, "
+    "extra_json"
+)
+
+
+def _staging_owner(path: Path) -> tuple[str, int] | None:
+    """(host, pid) encoded in a staging file's name: `.import-staging.<host>.<pid>.<token>.sqlite`."""
+    parts = path.name.removeprefix(STAGING_PREFIX + ".").split(".")
+    if len(parts) < 4 or not parts[-3].isdigit():
+        return None
+    return ".".join(parts[:-3]), int(parts[-3])
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_staging_files(project_path: Path, max_foreign_age_s: float = 86_400) -> int:
+    """Delete staging files of dead processes on this host (and, from other hosts sharing the folder, those
+    untouched for a day). Returns how many were removed."""
+    removed = 0
+    host = socket.gethostname()
+    for path in Path(project_path).glob(f"{STAGING_PREFIX}.*"):
+        owner = _staging_owner(Path(path.name.removesuffix("-journal")))
+        if owner is None:
+            continue
+        owner_host, pid = owner
+        try:
+            if owner_host == host:
+                stale = not _process_alive(pid)
+            else:
+                stale = time.time() - path.stat().st_mtime > max_foreign_age_s
+            if stale:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+class ImportStaging:
+    """The rows of one import, staged in their own SQLite file (no durability needed: the file is copied before
+    anything relies on it and never trusted after a crash). Use as a context manager; the file is removed at exit."""
+
+    def __init__(self, project_path: Path, project_conn: sqlite3.Connection):
+        token = uuid.uuid4().hex[:8]
+        self.path = Path(project_path) / f"{STAGING_PREFIX}.{socket.gethostname()}.{os.getpid()}.{token}.sqlite"
+        schema = dict(
+            project_conn.execute(
+                f"SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ({','.join('?' * 3)})",
+                STAGED_TABLES,
+            ).fetchall()
+        )
+        self._conn = sqlite3.connect(self.path, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode = OFF")
+        self._conn.execute("PRAGMA synchronous = OFF")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        for table in STAGED_TABLES:
+            self._conn.execute(schema[table])
+        self.item_count = 0
+
+    def add_import(self, file: str, format_name: str, sha256: str, item_count: int) -> int:
+        return self._conn.execute(
+            "INSERT INTO imports(file, format, sha256, item_count, created_at) VALUES (?, ?, ?, ?, ?)",
+            (file, format_name, sha256, item_count, utc_now()),
+        ).lastrowid
+
+    def add_items(self, items: list[Item], import_id: int) -> None:
+        """Stage one batch in one cheap, unsynced transaction of the staging file."""
+        with transaction(self._conn):
+            insert_items(self._conn, items, import_id)
+        self.item_count += len(items)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def remove(self) -> None:
+        self.close()
+        for path in (self.path, self.path.with_name(self.path.name + "-journal")):
+            path.unlink(missing_ok=True)
+
+    def __enter__(self) -> ImportStaging:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def copy_staged_import(conn: sqlite3.Connection, staging: ImportStaging) -> list[int]:
+    """Copy everything staged into the project in ONE transaction, the only time an import holds the write lock.
+    Ids are offset past the current maxima inside that transaction, so concurrent writers never collide. Returns
+    the new import ids in staging order. Raises sqlite3.IntegrityError (nothing copied) when another process
+    stored conflicting items after validation."""
+    staging.close()  # every batch is committed; from here the project connection reads the file
+    foreign_keys = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    conn.execute("ATTACH DATABASE ? AS staging", (str(staging.path),))
+    try:
+        # Both pragmas only apply outside a transaction; both were enforced on every row while it was staged.
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        now = utc_now()
+        with transaction(conn):
+            item_offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.items").fetchone()[0]
+            import_offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.imports").fetchone()[0]
+            conn.execute(
+                "INSERT INTO main.imports(id, file, format, sha256, item_count, created_at) "
+                "SELECT id + ?, file, format, sha256, item_count, ? FROM staging.imports ORDER BY id",
+                (import_offset, now),
+            )
+            conn.execute(
+                f"INSERT INTO main.items(id, {_ITEM_COPY_COLUMNS}, import_id, created_at) "
+                f"SELECT id + ?, {_ITEM_COPY_COLUMNS}, import_id + ?, ? FROM staging.items ORDER BY id",
+                (item_offset, import_offset, now),
+            )
+            conn.execute(
+                "INSERT INTO main.options(item_id, position, letter, text, orientation) "
+                "SELECT item_id + ?, position, letter, text, orientation FROM staging.options "
+                "ORDER BY item_id, position",
+                (item_offset,),
+            )
+            staged_ids = [row[0] for row in conn.execute("SELECT id FROM staging.imports ORDER BY id")]
+    finally:
+        conn.execute("PRAGMA ignore_check_constraints = OFF")
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
+        conn.execute("DETACH DATABASE staging")
+    return [staged_id + import_offset for staged_id in staged_ids]
+
+
+def item_languages(conn: sqlite3.Connection) -> list[str]:
+    """The languages the project's items are in, sorted."""
+    return [row[0] for row in conn.execute("SELECT DISTINCT language FROM items ORDER BY 1")]
