@@ -45,7 +45,6 @@ HEARTBEAT_S = 1.0
 STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
 CANCEL_POLL_S = 0.05
 WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
-REPORT_INTERVAL_S = 0.1
 
 JOB_STATUSES = ("running", "finished", "failed", "cancelled", "interrupted")
 _HOST = socket.gethostname()
@@ -464,7 +463,6 @@ class JobLoop(Generic[U]):
         self.total: int | None = None
         self._workers: list[asyncio.Task] = []
         self._failure: BaseException | None = None
-        self._last_report = 0.0
         self._started = time.monotonic()
         self._carried = 0  # units counted as done before this session (resume)
         self.writer: BatchWriter | None = None
@@ -521,14 +519,14 @@ class JobLoop(Generic[U]):
         shared = iter(units)
         self._workers = [asyncio.create_task(self._worker(shared, work)) for _ in range(self.concurrency)]
         watcher = asyncio.create_task(self._watch_cancel())
-        self._report(force=True)
+        self._report()
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
             watcher.cancel()
             await self.loop.run_in_executor(None, self.writer.finish)
             await asyncio.sleep(0)  # deliver the writer's last commit callback
-        self._report(force=True)
+        self._report()
         if self.writer.error is not None:
             raise SpokenBenchError(f"storing results failed: {self.writer.error}") from self.writer.error
         if self._failure is not None:
@@ -540,6 +538,8 @@ class JobLoop(Generic[U]):
     async def _worker(self, shared: Iterator[U], work: Callable[[U], Awaitable[Write | UnitResult | None]]) -> None:
         for unit in shared:
             if self.stopping:
+                if self.progress.cancelled:
+                    self._stop("cancelled")  # units are left undone: the job did not finish
                 return
             try:
                 write = await work(unit)
@@ -590,13 +590,10 @@ class JobLoop(Generic[U]):
         if finished:
             self._report(message=finished[-1].label)
 
-    def _report(self, force: bool = False, message: str = "") -> None:
+    def _report(self, message: str = "") -> None:
+        """After every commit (commits are batched, so at most about a hundred a second)."""
         now = time.monotonic()
         done = self._carried + self.completed
-        finished = self.total is not None and done >= self.total
-        if not force and not finished and now - self._last_report < REPORT_INTERVAL_S:
-            return
-        self._last_report = now
         rate = self.completed / max(now - self._started, 1e-6)
         eta = ""
         if self.total and rate > 0 and done < self.total:

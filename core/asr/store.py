@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
+from spokenbench.core.store.database import utc_now
+
 # --------------------------------------------------------------------------------------------------
 # Transcripts
 
@@ -94,4 +96,60 @@ def highest_error_clips(conn: sqlite3.Connection, limit: int) -> list[dict]:
            ORDER BY s.error_rate DESC, s.clip_id LIMIT ?""",
         (limit,),
     )
+    return [dict(row) for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# Transcription jobs and imported transcripts
+
+
+def clips_to_transcribe(conn: sqlite3.Connection, languages: list[str] | None, include_tokens: bool) -> list:
+    """Good clips with audio (item clips, and instruction tokens when asked), with their item's id."""
+    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL"]
+    params: list = []
+    if not include_tokens:
+        where.append("c.item_id IS NOT NULL")
+    if languages:
+        where.append(f"c.language IN ({','.join('?' * len(languages))})")
+        params += languages
+    return conn.execute(
+        "SELECT c.id, c.sha256, c.audio_format, c.language, c.accent, c.voice, c.part, c.text, i.source_id "
+        f"FROM clips c LEFT JOIN items i ON i.id = c.item_id WHERE {' AND '.join(where)} ORDER BY c.id",
+        params,
+    ).fetchall()
+
+
+def clips_transcribed_by(conn: sqlite3.Connection, asr: str) -> set[int]:
+    return {row[0] for row in conn.execute("SELECT clip_id FROM transcripts WHERE asr = ?", (asr,))}
+
+
+def all_clip_ids(conn: sqlite3.Connection) -> set[int]:
+    return {row[0] for row in conn.execute("SELECT id FROM clips")}
+
+
+def store_transcripts(conn: sqlite3.Connection, asr: str, rows: Iterable[tuple[int, str | None, str]]) -> None:
+    """(clip id, model, text) transcripts by one ASR system; replaces that system's earlier transcript and
+    failure of the same clip. The caller holds the transaction."""
+    now = utc_now()
+    rows = list(rows)
+    conn.executemany(
+        "INSERT INTO transcripts(clip_id, asr, model, text, created_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, "
+        "created_at = excluded.created_at",
+        [(clip_id, asr, model, text, now) for clip_id, model, text in rows],
+    )
+    conn.executemany("DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(row[0], asr) for row in rows])
+
+
+def store_transcript_failures(conn: sqlite3.Connection, asr: str, clip_ids: Iterable[int], message: str) -> None:
+    now = utc_now()
+    conn.executemany(
+        "INSERT INTO transcript_failures(clip_id, asr, message, created_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(clip_id, asr) DO UPDATE SET message = excluded.message, created_at = excluded.created_at",
+        [(clip_id, asr, message, now) for clip_id in clip_ids],
+    )
+
+
+def transcript_failure_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
+    rows = conn.execute("SELECT clip_id, asr, message FROM transcript_failures ORDER BY asr, clip_id LIMIT ?", (limit,))
     return [dict(row) for row in rows]

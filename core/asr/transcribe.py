@@ -6,24 +6,29 @@ key does (every further request would fail the same way)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.asr.backends import ASRBackend
+from spokenbench.core.asr.store import (
+    all_clip_ids,
+    clips_to_transcribe,
+    clips_transcribed_by,
+    store_transcript_failures,
+    store_transcripts,
+    transcript_failure_rows,
+)
 from spokenbench.core.audio.io import AudioError
-from spokenbench.core.errors import Cancelled, InputError, ProjectError, SpokenBenchError
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.errors import InputError, ProjectError, SpokenBenchError
+from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.progress import Progress
 from spokenbench.core.remote import (
     ProviderLimiter,
-    RemoteAuthError,
     RemoteCallFailed,
     RetryPolicy,
-    call_with_retries,
     redact,
 )
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import utc_now
 from spokenbench.core.tables import read_table
 
 MAX_LISTED_FAILURES = 50
@@ -63,21 +68,6 @@ class TranscriptionReport:
     failures: list[str] = field(default_factory=list)
 
 
-def _clip_rows(conn, languages: list[str] | None, include_tokens: bool):
-    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL"]
-    params: list = []
-    if not include_tokens:
-        where.append("c.item_id IS NOT NULL")
-    if languages:
-        where.append(f"c.language IN ({','.join('?' * len(languages))})")
-        params += languages
-    return conn.execute(
-        "SELECT c.id, c.sha256, c.audio_format, c.language, c.accent, c.voice, c.part, c.text, i.source_id "
-        f"FROM clips c LEFT JOIN items i ON i.id = c.item_id WHERE {' AND '.join(where)} ORDER BY c.id",
-        params,
-    ).fetchall()
-
-
 def plan_transcription(
     conn, backends: list[ASRBackend], languages: list[str] | None = None, include_tokens: bool = False
 ) -> TranscriptionPlan:
@@ -87,10 +77,10 @@ def plan_transcription(
         raise SpokenBenchError(
             f"the same ASR system is named twice ({', '.join(names)}); screening needs two different ones"
         )
-    rows = _clip_rows(conn, languages, include_tokens)
+    rows = clips_to_transcribe(conn, languages, include_tokens)
     jobs, to_do, done = [], {}, {}
     for backend in backends:
-        have = {r[0] for r in conn.execute("SELECT clip_id FROM transcripts WHERE asr = ?", (backend.name,))}
+        have = clips_transcribed_by(conn, backend.name)
         groups: dict[tuple, list] = {}
         for row in rows:
             if row["id"] in have:
@@ -108,88 +98,50 @@ def plan_transcription(
 async def run_transcription(
     project: Project, plan: TranscriptionPlan, progress: Progress | None = None, retry_policy: RetryPolicy | None = None
 ) -> TranscriptionReport:
-    progress = progress or no_progress()
+    """Transcribe the plan's audio on the shared job loop (core.jobs), each ASR system within its own limits.
+    A clip that fails is recorded and listed; a rejected key stops the job (RemoteAuthError)."""
     report = TranscriptionReport()
     by_name = {b.name: b for b in plan.backends}
     for backend in plan.backends:
         if any(job.asr == backend.name for job in plan.jobs):
             backend.prepare()  # a missing key or extra fails here, before any request
     limiters = {b.name: ProviderLimiter(b.name, b.max_concurrency, b.requests_per_minute) for b in plan.backends}
-    total, done = len(plan.jobs), 0
-    stopped = asyncio.Event()  # set by a rejected key: requests already queued must not go out
-
-    async def guarded(backend: ASRBackend, audio: bytes, job: TranscriptionJob) -> str:
-        if stopped.is_set() or progress.cancelled:  # checked after the limiter's wait, right before sending
-            raise asyncio.CancelledError()
-        return await backend.transcribe(audio, job.audio_format, job.language)
-
-    async def attempt(job: TranscriptionJob) -> None:
-        nonlocal done
-        progress.check_cancelled()
-        backend = by_name[job.asr]
-        try:
-            audio = project.audio.read_bytes(job.sha256, job.audio_format)
-            text, _attempts = await call_with_retries(
-                lambda: guarded(backend, audio, job), limiters[job.asr], retry_policy, secrets=backend.secrets()
-            )
-        except RemoteAuthError:
-            stopped.set()
-            raise
-        except asyncio.CancelledError:
-            if progress.cancelled:  # the user's cancel, seen mid-request: stop the job as Cancelled, not as a crash
-                raise Cancelled() from None
-            raise
-        except (RemoteCallFailed, ProjectError, AudioError) as error:
-            message = redact(f"{job.asr}: {job.label}: {error}", backend.secrets())
-            _store_failure(project, job, message)
-            report.failed_clips += len(job.clip_ids)
-            if len(report.failures) < MAX_LISTED_FAILURES:
-                report.failures.append(message)
-        else:
-            _store_transcripts(project, job, backend.model, text)
-            report.requests += 1
-            report.transcripts += len(job.clip_ids)
-        done += 1
-        progress.report(done, total, job.label)
-
-    tasks = [asyncio.ensure_future(attempt(job)) for job in plan.jobs]
+    concurrency = sum(b.max_concurrency for b in plan.backends) or 1
+    label = f"transcribe with {', '.join(by_name)} ({len(plan.jobs)} requests)"
     try:
-        await asyncio.gather(*tasks)
+        with tracked_job(project.path, "transcribe", label, progress, total=len(plan.jobs)) as job_progress:
+            loop = JobLoop(project.db_path, job_progress, concurrency=concurrency, describe=lambda job: job.label)
+
+            async def transcribe(job: TranscriptionJob) -> Write:
+                backend = by_name[job.asr]
+                try:
+                    audio = project.audio.read_bytes(job.sha256, job.audio_format)
+                    text, _attempts = await loop.remote(
+                        lambda: backend.transcribe(audio, job.audio_format, job.language),
+                        limiters[job.asr],
+                        retry_policy,
+                        secrets=backend.secrets(),
+                    )
+                except (RemoteCallFailed, ProjectError, AudioError) as error:
+                    message = redact(f"{job.asr}: {job.label}: {error}", backend.secrets())
+                    report.failed_clips += len(job.clip_ids)
+                    if len(report.failures) < MAX_LISTED_FAILURES:
+                        report.failures.append(message)
+                    return lambda conn: store_transcript_failures(conn, job.asr, job.clip_ids, message)
+                report.requests += 1
+                report.transcripts += len(job.clip_ids)
+                rows = [(clip_id, backend.model, text) for clip_id in job.clip_ids]
+                return lambda conn: store_transcripts(conn, job.asr, rows)
+
+            await loop.run(plan.jobs, transcribe)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         for backend in plan.backends:
             await backend.aclose()
     return report
 
 
-def _store_transcripts(project: Project, job: TranscriptionJob, model: str, text: str) -> None:
-    now = utc_now()
-    with project.transaction() as conn:
-        for clip_id in job.clip_ids:
-            conn.execute(
-                "INSERT INTO transcripts(clip_id, asr, model, text, created_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, "
-                "created_at = excluded.created_at",
-                (clip_id, job.asr, model, text, now),
-            )
-            conn.execute("DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", (clip_id, job.asr))
-
-
-def _store_failure(project: Project, job: TranscriptionJob, message: str) -> None:
-    now = utc_now()
-    with project.transaction() as conn:
-        conn.executemany(
-            "INSERT INTO transcript_failures(clip_id, asr, message, created_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(clip_id, asr) DO UPDATE SET message = excluded.message, created_at = excluded.created_at",
-            [(clip_id, job.asr, message, now) for clip_id in job.clip_ids],
-        )
-
-
 def transcript_failures(conn, limit: int = MAX_LISTED_FAILURES) -> list[dict]:
-    rows = conn.execute("SELECT clip_id, asr, message FROM transcript_failures ORDER BY asr, clip_id LIMIT ?", (limit,))
-    return [dict(row) for row in rows]
+    return transcript_failure_rows(conn, limit)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -219,7 +171,7 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
                 for c in missing
             ]
         )
-    known = {row[0] for row in project.conn.execute("SELECT id FROM clips")}
+    known = all_clip_ids(project.conn)
     problems, records, seen = [], [], {}
     for number, row in enumerate(table.rows, start=1):
         raw_id, text = row.get("clip_id"), row.get("text")
@@ -245,17 +197,9 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
         records.append((clip_id, str(row_model).strip() if row_model not in (None, "") else model, text.strip()))
     if problems:
         raise InputError(problems)
-    now = utc_now()
     with project.transaction() as conn:
-        existing = {r[0] for r in conn.execute("SELECT clip_id FROM transcripts WHERE asr = ?", (asr,))}
-        conn.executemany(
-            "INSERT INTO transcripts(clip_id, asr, model, text, created_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, created_at = excluded.created_at",
-            [(clip_id, asr, row_model, text, now) for clip_id, row_model, text in records],
-        )
-        conn.executemany(
-            "DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(r[0], asr) for r in records]
-        )
+        existing = clips_transcribed_by(conn, asr)
+        store_transcripts(conn, asr, [(clip_id, row_model, text) for clip_id, row_model, text in records])
     return TranscriptImport(len(records), sum(1 for r in records if r[0] in existing), asr)
 
 
@@ -276,7 +220,7 @@ def clips_for_transcription(
 ) -> list[dict]:
     """The clips screening needs, with their audio files, for transcribing with an ASR outside this tool."""
     rows = []
-    for row in _clip_rows(project.conn, languages, include_tokens):
+    for row in clips_to_transcribe(project.conn, languages, include_tokens):
         rows.append(
             {
                 "clip_id": row["id"],

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spokenbench.core.store.database import utc_now
 
 # --------------------------------------------------------------------------------------------------
 # Clips
@@ -99,3 +102,83 @@ def consented_recordings(conn: sqlite3.Connection) -> list[tuple[str, str, str, 
            WHERE c.withdrawn_at IS NULL ORDER BY r.id"""
     )
     return [tuple(row) for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# Synthesis
+
+
+def synthesized_clip_keys(conn: sqlite3.Connection) -> set[tuple[int, str, str]]:
+    """(item id or 0, part, recipe key) of every good clip: what a synthesis plan leaves out."""
+    rows = conn.execute("SELECT coalesce(item_id, 0), part, cache_key FROM clips WHERE status = 'ok'")
+    return {(row[0], row[1], row[2]) for row in rows}
+
+
+def stored_clip_audio(conn: sqlite3.Connection, cache_key: str) -> tuple | None:
+    """(sha256, format, duration, rate, level) of a good clip with this recipe, if one exists: a recipe
+    synthesized once is reused for every part that needs it."""
+    return conn.execute(
+        "SELECT sha256, audio_format, duration_s, sample_rate, speech_level_db FROM clips "
+        "WHERE cache_key = ? AND status = 'ok' LIMIT 1",
+        (cache_key,),
+    ).fetchone()
+
+
+@dataclass(frozen=True)
+class ClipRow:
+    """One synthesized (or failed) clip as stored."""
+
+    item_id: int | None
+    part: str
+    text: str
+    language: str
+    accent: str | None
+    voice: str
+    speaker_gender: str | None
+    backend: str
+    model: str
+    prompt: str | None
+    cache_key: str
+    sha256: str | None
+    audio_format: str | None
+    duration_s: float | None
+    sample_rate: int | None
+    speech_level_db: float | None
+    status: str
+    failure: str | None
+
+
+def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
+    """Store clips; an earlier failure of the same clip is replaced. The caller holds the transaction."""
+    now = utc_now()
+    for row in rows:
+        conn.execute(
+            "DELETE FROM clips WHERE coalesce(item_id, 0) = ? AND part = ? AND cache_key = ? AND status = 'failed'",
+            (row.item_id or 0, row.part, row.cache_key),
+        )
+        conn.execute(
+            "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
+            "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.item_id,
+                row.part,
+                row.text,
+                row.language,
+                row.accent,
+                row.voice,
+                row.speaker_gender,
+                row.backend,
+                row.model,
+                row.prompt,
+                row.cache_key,
+                row.sha256,
+                row.audio_format,
+                row.duration_s,
+                row.sample_rate,
+                row.speech_level_db,
+                row.status,
+                row.failure,
+                now,
+            ),
+        )

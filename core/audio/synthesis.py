@@ -5,21 +5,21 @@ transaction, so a killed job resumes where it stopped and a failing clip is reco
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from dataclasses import dataclass, field
 
 from spokenbench.core.audio.checks import check_clip
 from spokenbench.core.audio.io import AudioError, encode_audio
+from spokenbench.core.audio.store import ClipRow, store_clip_rows, stored_clip_audio, synthesized_clip_keys
 from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_source
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import option_part
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy, call_with_retries
+from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.progress import Progress
+from spokenbench.core.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import utc_now
-from spokenbench.core.store.items import iter_items
+from spokenbench.core.store.items import item_languages, iter_items
 from spokenbench.core.store.rewrites import latest_rewrites
 
 PART_KINDS = ("questions", "options", "tokens")
@@ -99,14 +99,11 @@ def plan_synthesis(
     if unknown:
         raise SpokenBenchError(f"unknown part kind(s) {', '.join(sorted(unknown))}; use {', '.join(PART_KINDS)}")
     voice_specs = [backend.voice(v) for v in voices] if voices else list(backend.voices)
-    stored = {
-        (row[0] or 0, row[1], row[2])
-        for row in conn.execute("SELECT item_id, part, cache_key FROM clips WHERE status = 'ok'")
-    }
+    stored = synthesized_clip_keys(conn)
     jobs: dict[tuple, ClipJob] = {}
     unsupported: set[str] = set()
     token_sources: set[tuple[str, str | None, int]] = set()
-    project_languages = [r[0] for r in conn.execute("SELECT DISTINCT language FROM items ORDER BY 1")]
+    project_languages = item_languages(conn)
     for language in languages or project_languages:
         if language not in backend.accents:
             unsupported.add(f"{backend.name} cannot speak {language}")
@@ -172,104 +169,74 @@ async def run_synthesis(
     progress: Progress | None = None,
     retry_policy: RetryPolicy | None = None,
 ) -> SynthesisReport:
-    """Synthesize the plan's jobs within the backend's concurrency and rate limits, retrying 429s, 5xx and
-    timeouts with backoff. Clips whose recipe was already synthesized for another part are reused. An
-    authentication error stops the job (RemoteAuthError); anything else marks just that clip failed."""
-    progress = progress or no_progress()
+    """Synthesize the plan's clips on the shared job loop (core.jobs), within the backend's concurrency and
+    rate limits, retrying 429s, 5xx and timeouts with backoff. A recipe needed by several parts is
+    synthesized once. An authentication error stops the job (RemoteAuthError); anything else marks just
+    that clip failed. The job is visible to every process (`spokenbench jobs`) and can be cancelled there."""
     report = SynthesisReport()
     backend = plan.backend
     if plan.jobs:
         backend.prepare()
     limiter = ProviderLimiter(backend.name, backend.max_concurrency, backend.requests_per_minute)
-    total = len(plan.jobs)
-    done = 0
+    groups: dict[str, list[ClipJob]] = {}
+    for job in plan.jobs:
+        groups.setdefault(job.cache_key, []).append(job)
+    label = f"synthesize {len(plan.jobs)} clips with {backend.name} ({backend.model})"
+    with tracked_job(project.path, "synthesize", label, progress, total=len(groups)) as job_progress:
+        loop = JobLoop(
+            project.db_path, job_progress, concurrency=backend.max_concurrency, describe=lambda group: group[0].label
+        )
 
-    async def attempt(group: list[ClipJob]) -> None:
-        """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
-        nonlocal done
-        progress.check_cancelled()
-        first = group[0]
-        stored = _stored_audio(project, first.cache_key)
-        if stored is None:
+        async def synthesize(group: list[ClipJob]) -> Write:
+            """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
+            first = group[0]
+            stored = stored_clip_audio(project.conn, first.cache_key)
+            if stored is not None:
+                report.reused += len(group)
+                return _clip_rows_write(backend, group, "ok", None, stored)
             try:
-                data, _ = await call_with_retries(
+                data, _ = await loop.remote(
                     lambda: backend.synthesize(first.request), limiter, retry_policy, secrets=backend.secrets()
                 )
                 audio, level = check_clip(data, first.request.text, first.label, backend.output_rate)
             except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:
                 message = f"{first.label}: {error}" if isinstance(error, RemoteCallFailed) else str(error)
-                _store_rows(project, backend, group, "failed", message, (None,) * 5)
                 report.failed += len(group)
                 report.failures.append(message)
-                done += len(group)
-                progress.report(done, total, first.label)
-                return
+                return _clip_rows_write(backend, group, "failed", message, (None,) * 5)
             sha = project.audio.put_bytes(encode_audio(audio.samples, audio.rate, STORED_FORMAT), STORED_FORMAT)
-            stored = (sha, STORED_FORMAT, audio.duration, audio.rate, level)
             report.synthesized += 1
             report.reused += len(group) - 1
-        else:
-            report.reused += len(group)
-        _store_rows(project, backend, group, "ok", None, stored)
-        done += len(group)
-        progress.report(done, total, first.label)
+            return _clip_rows_write(backend, group, "ok", None, (sha, STORED_FORMAT, audio.duration, audio.rate, level))
 
-    groups: dict[str, list[ClipJob]] = {}
-    for job in plan.jobs:
-        groups.setdefault(job.cache_key, []).append(job)
-    tasks = [asyncio.ensure_future(attempt(group)) for group in groups.values()]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
+        await loop.run(list(groups.values()), synthesize)
     return report
 
 
-def _stored_audio(project: Project, cache_key: str) -> tuple | None:
-    """(sha256, format, duration, rate, level) of a good clip with this recipe, if one exists."""
-    return project.conn.execute(
-        "SELECT sha256, audio_format, duration_s, sample_rate, speech_level_db FROM clips "
-        "WHERE cache_key = ? AND status = 'ok' LIMIT 1",
-        (cache_key,),
-    ).fetchone()
-
-
-def _store_rows(
-    project: Project, backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio
-) -> None:
-    """One short transaction per recipe; a previous failure of the same clip is replaced."""
+def _clip_rows_write(backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio) -> Write:
+    """The rows of one recipe's clips, committed together by the job's writer."""
     sha, fmt, duration, rate, level = audio
-    with project.transaction() as conn:
-        for job in jobs:
-            request = job.request
-            conn.execute(
-                "DELETE FROM clips WHERE coalesce(item_id, 0) = ? AND part = ? AND cache_key = ? AND status = 'failed'",
-                (job.item_id or 0, job.part, job.cache_key),
-            )
-            conn.execute(
-                "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
-                "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job.item_id,
-                    job.part,
-                    request.text,
-                    request.language,
-                    request.accent,
-                    request.voice.name,
-                    request.voice.gender,
-                    backend.name,
-                    backend.model,
-                    request.prompt,
-                    job.cache_key,
-                    sha,
-                    fmt,
-                    duration,
-                    rate,
-                    level,
-                    status,
-                    failure,
-                    utc_now(),
-                ),
-            )
+    rows = [
+        ClipRow(
+            item_id=job.item_id,
+            part=job.part,
+            text=job.request.text,
+            language=job.request.language,
+            accent=job.request.accent,
+            voice=job.request.voice.name,
+            speaker_gender=job.request.voice.gender,
+            backend=backend.name,
+            model=backend.model,
+            prompt=job.request.prompt,
+            cache_key=job.cache_key,
+            sha256=sha,
+            audio_format=fmt,
+            duration_s=duration,
+            sample_rate=rate,
+            speech_level_db=level,
+            status=status,
+            failure=failure,
+        )
+        for job in jobs
+    ]
+    return lambda conn: store_clip_rows(conn, rows)

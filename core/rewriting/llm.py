@@ -14,28 +14,33 @@ back as spoken-readable text in the item's own language.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 
 from spokenbench.core.credentials import api_key
-from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import Item, option_part
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.progress import Progress
 from spokenbench.core.remote import (
     ProviderLimiter,
-    RemoteAuthError,
     RemoteCallFailed,
     RetryPolicy,
-    call_with_retries,
     redact,
 )
 from spokenbench.core.rewriting.prompts import RewriteTemplate, load_template, render_messages, render_retry
+from spokenbench.core.rewriting.store import (
+    cached_rewrite_answers,
+    items_marked_manual,
+    items_with_rewrites,
+    manual_rewrite_items,
+    store_rewrite_answer,
+    store_rewrite_outcome,
+)
 from spokenbench.core.rewriting.validation import InvalidAnswer, validate_answer
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.store.rewrites import add_rewrite
 
@@ -114,8 +119,8 @@ def plan_rewrites(conn, settings: RewriteSettings) -> RewritePlan:
     if settings.source:
         where.append("source = ?")
         params.append(settings.source)
-    with_rewrites = {r[0] for r in conn.execute("SELECT DISTINCT item_id FROM rewrites")}
-    manual = {r[0] for r in conn.execute("SELECT item_id FROM rewrite_outcomes WHERE status = 'manual'")}
+    with_rewrites = items_with_rewrites(conn)
+    manual = items_marked_manual(conn)
     items, existing, skipped_manual = [], 0, 0
     for item_id, item in iter_items(conn, where=" AND ".join(where), params=tuple(params)):
         if item_id in manual and not settings.retry_manual:
@@ -175,9 +180,9 @@ async def run_rewrites(
     progress: Progress | None = None,
     retry_policy: RetryPolicy | None = None,
 ) -> RewriteReport:
-    """Rewrite the plan's items concurrently. Raises RemoteAuthError (after keeping all finished items) when
-    the endpoint rejects the key."""
-    progress = progress or no_progress()
+    """Rewrite the plan's items on the shared job loop (core.jobs). Every answer is journalled the moment it
+    arrives; an item's rewrites are stored when it is finished. Raises RemoteAuthError (after keeping all
+    finished items) when the endpoint rejects the key."""
     template = template or load_template(project.conn)
     report = RewriteReport()
     if not plan.items:
@@ -187,125 +192,77 @@ async def run_rewrites(
     parameters = dict(template.parameters)
     client = ChatClient(settings, parameters)
     limiter = ProviderLimiter(f"rewrite:{settings.model}", settings.concurrency, settings.requests_per_minute)
-    total, done = len(plan.items), 0
-    stopped = asyncio.Event()  # set by a rejected key: requests already queued must not go out
-
-    async def guarded(messages: list[dict]):
-        if stopped.is_set() or progress.cancelled:  # checked after the limiter's wait, right before sending
-            raise asyncio.CancelledError()
-        return await client.complete(messages)
-
-    async def answer(item_id: int, attempt: int, messages: list[dict]) -> str:
-        progress.check_cancelled()
-        key = request_key(settings.model, messages, parameters)
-        row = project.conn.execute("SELECT raw_text FROM rewrite_requests WHERE request_sha256 = ?", (key,)).fetchone()
-        if row is not None:
-            report.cached += 1
-            return row[0]
-        (raw, usage), _ = await call_with_retries(
-            lambda: guarded(messages), limiter, retry_policy, secrets=client.secrets
-        )
-        with project.transaction() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO rewrite_requests(request_sha256, item_id, model, attempt, raw_text, input_tokens, "
-                "output_tokens, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    item_id,
-                    settings.model,
-                    attempt,
-                    raw,
-                    usage["input_tokens"],
-                    usage["output_tokens"],
-                    usage["latency_ms"],
-                    utc_now(),
-                ),
-            )
-        report.requests += 1
-        return raw
-
-    async def rewrite(item_id: int, item: Item) -> None:
-        nonlocal done
-        progress.check_cancelled()
-        label = f"{item.source_id} ({item.language})"
-        messages = render_messages(template, item)
-        problem, result, attempts = None, None, 0
-        try:
-            for attempt in range(1, settings.max_attempts + 1):
-                attempts = attempt
-                raw = await answer(item_id, attempt, messages)
-                try:
-                    result = validate_answer(raw, item)
-                    break
-                except InvalidAnswer as error:
-                    problem = str(error)
-                    messages = messages + [
-                        {"role": "assistant", "content": raw},
-                        {"role": "user", "content": render_retry(template, item, problem)},
-                    ]
-        except RemoteAuthError:
-            stopped.set()
-            raise
-        except asyncio.CancelledError:
-            if progress.cancelled:  # the user's cancel, seen mid-request: stop the job as Cancelled, not as a crash
-                raise Cancelled() from None
-            raise
-        except RemoteCallFailed as error:
-            message = redact(str(error), client.secrets)
-            _store_outcome(project, item_id, "failed", settings.model, attempts, message)
-            report.failed += 1
-            report.problems.append(f"{label}: request failed: {message}")
-        else:
-            if result is None:
-                _store_outcome(project, item_id, "manual", settings.model, attempts, problem)
-                report.manual += 1
-                report.problems.append(f"{label}: marked for manual rewriting after {attempts} answers: {problem}")
-            else:
-                _store_rewrites(project, item_id, item, result, settings, attempts)
-                report.rewritten += 1
-        done += 1
-        progress.report(done, total, label)
-
-    tasks = [asyncio.ensure_future(rewrite(item_id, item)) for item_id, item in plan.items]
+    cache = cached_rewrite_answers(project.conn)
+    label = f"rewrite {len(plan.items)} items with {settings.model}"
     try:
-        await asyncio.gather(*tasks)
+        with tracked_job(project.path, "rewrite", label, progress, total=len(plan.items)) as job_progress:
+            loop = JobLoop(
+                project.db_path,
+                job_progress,
+                concurrency=settings.concurrency,
+                describe=lambda unit: f"{unit[1].source_id} ({unit[1].language})",
+            )
+
+            async def answer(item_id: int, attempt: int, messages: list[dict]) -> str:
+                key = request_key(settings.model, messages, parameters)
+                if key in cache:
+                    report.cached += 1
+                    return cache[key]
+                (raw, usage), _ = await loop.remote(
+                    lambda: client.complete(messages), limiter, retry_policy, secrets=client.secrets
+                )
+                cache[key] = raw
+                loop.save(lambda conn: store_rewrite_answer(conn, key, item_id, settings.model, attempt, raw, usage))
+                report.requests += 1
+                return raw
+
+            async def rewrite(unit: tuple[int, Item]) -> Write:
+                item_id, item = unit
+                label = f"{item.source_id} ({item.language})"
+                messages = render_messages(template, item)
+                problem, result, attempts = None, None, 0
+                try:
+                    for attempt in range(1, settings.max_attempts + 1):
+                        attempts = attempt
+                        raw = await answer(item_id, attempt, messages)
+                        try:
+                            result = validate_answer(raw, item)
+                            break
+                        except InvalidAnswer as error:
+                            problem = str(error)
+                            messages = messages + [
+                                {"role": "assistant", "content": raw},
+                                {"role": "user", "content": render_retry(template, item, problem)},
+                            ]
+                except RemoteCallFailed as error:
+                    message = redact(str(error), client.secrets)
+                    report.failed += 1
+                    report.problems.append(f"{label}: request failed: {message}")
+                    return lambda conn: store_rewrite_outcome(
+                        conn, item_id, "failed", settings.model, attempts, message
+                    )
+                if result is None:
+                    report.manual += 1
+                    report.problems.append(f"{label}: marked for manual rewriting after {attempts} answers: {problem}")
+                    return lambda conn: store_rewrite_outcome(
+                        conn, item_id, "manual", settings.model, attempts, problem
+                    )
+                report.rewritten += 1
+                return lambda conn: _store_rewrites(conn, item_id, item, result, settings, attempts)
+
+            await loop.run(plan.items, rewrite)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         await client.aclose()
     return report
 
 
-def _store_outcome(project: Project, item_id: int, status: str, model: str, attempts: int, problem: str | None) -> None:
-    with project.transaction() as conn:
-        conn.execute(
-            "INSERT INTO rewrite_outcomes(item_id, status, model, attempts, problem, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(item_id) DO UPDATE SET status = excluded.status, model = excluded.model, "
-            "attempts = excluded.attempts, problem = excluded.problem, updated_at = excluded.updated_at",
-            (item_id, status, model, attempts, problem, utc_now()),
-        )
-
-
-def _store_rewrites(
-    project: Project, item_id: int, item: Item, answer, settings: RewriteSettings, attempts: int
-) -> None:
-    with project.transaction() as conn:
-        add_rewrite(conn, item_id, "question", answer.question, settings.origin)
-        for option, text in zip(item.options, answer.options):
-            add_rewrite(conn, item_id, option_part(option.letter), text, settings.origin)
-        conn.execute(
-            "INSERT INTO rewrite_outcomes(item_id, status, model, attempts, problem, updated_at) VALUES (?, 'done', ?, ?, NULL, ?) "
-            "ON CONFLICT(item_id) DO UPDATE SET status = 'done', model = excluded.model, attempts = excluded.attempts, "
-            "problem = NULL, updated_at = excluded.updated_at",
-            (item_id, settings.model, attempts, utc_now()),
-        )
+def _store_rewrites(conn, item_id: int, item: Item, answer, settings: RewriteSettings, attempts: int) -> None:
+    add_rewrite(conn, item_id, "question", answer.question, settings.origin)
+    for option, text in zip(item.options, answer.options):
+        add_rewrite(conn, item_id, option_part(option.letter), text, settings.origin)
+    store_rewrite_outcome(conn, item_id, "done", settings.model, attempts, None)
 
 
 def manual_items(conn) -> list[dict]:
     """Items whose LLM rewriting gave no usable answer: rewrite them by hand (`spokenbench review --edit`)."""
-    rows = conn.execute(
-        "SELECT o.item_id, i.source_id, i.language, o.attempts, o.problem FROM rewrite_outcomes o "
-        "JOIN items i ON i.id = o.item_id WHERE o.status = 'manual' ORDER BY i.language, o.item_id"
-    )
-    return [dict(row) for row in rows]
+    return manual_rewrite_items(conn)

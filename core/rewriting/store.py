@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from spokenbench.core.store.database import utc_now
+
 # --------------------------------------------------------------------------------------------------
 # Rewrite versions as the review workflow sees them
 
@@ -158,3 +160,66 @@ def languages_of_manual_items(conn: sqlite3.Connection) -> list[str]:
         "SELECT i.language FROM rewrite_outcomes o JOIN items i ON i.id = o.item_id WHERE o.status = 'manual'"
     )
     return [row[0] for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# LLM rewriting jobs: the answer cache and each item's outcome
+
+
+def items_with_rewrites(conn: sqlite3.Connection) -> set[int]:
+    return {row[0] for row in conn.execute("SELECT DISTINCT item_id FROM rewrites")}
+
+
+def items_marked_manual(conn: sqlite3.Connection) -> set[int]:
+    return {row[0] for row in conn.execute("SELECT item_id FROM rewrite_outcomes WHERE status = 'manual'")}
+
+
+def cached_rewrite_answer(conn: sqlite3.Connection, request_sha256: str) -> str | None:
+    """The raw answer already received for this exact request: a rerun never asks twice."""
+    row = conn.execute("SELECT raw_text FROM rewrite_requests WHERE request_sha256 = ?", (request_sha256,)).fetchone()
+    return None if row is None else row[0]
+
+
+def cached_rewrite_answers(conn: sqlite3.Connection) -> dict[str, str]:
+    """Every cached raw answer by request hash (loaded once per job)."""
+    return {row[0]: row[1] for row in conn.execute("SELECT request_sha256, raw_text FROM rewrite_requests")}
+
+
+def store_rewrite_answer(
+    conn: sqlite3.Connection, request_sha256: str, item_id: int, model: str, attempt: int, raw: str, usage: dict
+) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO rewrite_requests(request_sha256, item_id, model, attempt, raw_text, input_tokens, "
+        "output_tokens, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            request_sha256,
+            item_id,
+            model,
+            attempt,
+            raw,
+            usage.get("input_tokens"),
+            usage.get("output_tokens"),
+            usage.get("latency_ms"),
+            utc_now(),
+        ),
+    )
+
+
+def store_rewrite_outcome(
+    conn: sqlite3.Connection, item_id: int, status: str, model: str, attempts: int, problem: str | None
+) -> None:
+    """An item's rewriting outcome: 'done', 'manual' (no usable answer) or 'failed' (requests failed)."""
+    conn.execute(
+        "INSERT INTO rewrite_outcomes(item_id, status, model, attempts, problem, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(item_id) DO UPDATE SET status = excluded.status, model = excluded.model, "
+        "attempts = excluded.attempts, problem = excluded.problem, updated_at = excluded.updated_at",
+        (item_id, status, model, attempts, problem, utc_now()),
+    )
+
+
+def manual_rewrite_items(conn: sqlite3.Connection) -> list[dict]:
+    rows = conn.execute(
+        "SELECT o.item_id, i.source_id, i.language, o.attempts, o.problem FROM rewrite_outcomes o "
+        "JOIN items i ON i.id = o.item_id WHERE o.status = 'manual' ORDER BY i.language, o.item_id"
+    )
+    return [dict(row) for row in rows]

@@ -9,6 +9,7 @@ from qc_support import CHAT_ROUTE, FAST_RETRIES, SECRET, StubServer, chat_reply,
 from stub_server import Reply
 
 from spokenbench.core.items import Item, Option
+from spokenbench.core.jobs import list_jobs
 from spokenbench.core.remote import RemoteAuthError
 from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
 from spokenbench.core.rewriting.prompts import load_template
@@ -257,13 +258,20 @@ def test_cli_rewrite_without_a_key_names_the_variable(cli, qc_project, monkeypat
 
 
 def test_cancelling_stops_the_run_and_keeps_finished_items(qc_project):
+    """Cancelled once the first item is stored, while the second item's (slow) request is in flight: the run
+    stops at once, without waiting for that reply, and keeps the finished item."""
+    import dataclasses
+    import time
+
     from spokenbench.core.errors import Cancelled
     from spokenbench.core.progress import Progress
 
-    progress = Progress(lambda done, total, message: progress.cancel() if done == 1 else None)
+    progress = Progress(lambda done, total, message: progress.cancel() if done >= 1 else None)
     with StubServer() as server:
-        server.script("POST", CHAT_ROUTE, chat_reply(EN_GOOD))
+        fast = chat_reply(EN_GOOD)
+        server.script("POST", CHAT_ROUTE, fast, dataclasses.replace(fast, delay_s=5.0))
         settings = settings_for(server, limit=None)
+        started = time.monotonic()
         with pytest.raises(Cancelled):
             asyncio.run(
                 run_rewrites(
@@ -274,5 +282,8 @@ def test_cancelling_stops_the_run_and_keeps_finished_items(qc_project):
                     retry_policy=FAST_RETRIES,
                 )
             )
-        assert len(server.requests_to(CHAT_ROUTE)) == 1
+        assert time.monotonic() - started < 3.0
+        assert len(server.requests_to(CHAT_ROUTE)) == 2
     assert qc_project.conn.execute("SELECT count(DISTINCT item_id) FROM rewrites").fetchone()[0] == 1
+    [job] = list_jobs(qc_project.conn)
+    assert job.kind == "rewrite" and job.status == "cancelled"
