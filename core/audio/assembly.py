@@ -7,6 +7,7 @@ disk as they finish, so memory stays bounded, and an input whose recipe is uncha
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -22,7 +23,8 @@ from spokenbench.core.audio.tokens import token_part, token_voice_source
 from spokenbench.core.conditions import Condition, check_order, order_strings
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import option_part
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import items_in_languages
@@ -363,11 +365,12 @@ def run_assembly(
     progress: Progress | None = None,
     cache_bytes: int = SEGMENT_CACHE_BYTES,
 ) -> AssemblyReport:
-    progress = progress or no_progress()
+    """Build the plan's inputs as a tracked job on the shared loop: audio files are written here, their rows
+    are committed in batches by the job's writer, so a rating saved meanwhile never waits behind assembly."""
     cache = SegmentCache(project, settings, cache_bytes)
     report = AssemblyReport()
-    for done, job in enumerate(plan.jobs, start=1):
-        progress.check_cancelled()
+
+    async def assemble(job: AssemblyJob) -> Write:
         final, cuts, clean, limited = render(job, cache, settings)
         chunks = []
         for max_seconds in chunk_seconds:
@@ -386,32 +389,39 @@ def run_assembly(
             encode_audio(final, settings.sample_rate, settings.audio_format), settings.audio_format
         )
         duration = len(final) / settings.sample_rate
-        _store(project, job, sha, duration, limited, chunks, settings)
         report.assembled += 1
         report.limited_inputs += int(limited > 0)
         report.seconds_of_audio += duration
-        progress.report(done, len(plan.jobs), job.label)
+        return lambda conn: _store(conn, job, sha, duration, limited, chunks, settings)
+
+    async def run_all(job_progress: Progress) -> None:
+        loop = JobLoop(project.db_path, job_progress, concurrency=1, describe=lambda job: job.label)
+        await loop.run(plan.jobs, assemble)
+
+    if plan.jobs:
+        label = f"assemble {len(plan.jobs)} inputs"
+        with tracked_job(project.path, "assemble", label, progress, total=len(plan.jobs)) as job_progress:
+            asyncio.run(run_all(job_progress))
     return report
 
 
-def _store(project: Project, job: AssemblyJob, sha: str, duration: float, limited: int, chunks, settings) -> None:
-    with project.transaction() as conn:
-        audio_store.replace_assembled_input(
-            conn,
-            job.item_id,
-            job.condition.key(),
-            job.option_order,
-            job.label_sequence,
-            job.recipe_sha256,
-            sha,
-            settings.audio_format,
-            duration,
-            settings.sample_rate,
-            limited,
-            job.text_rendering,
-            utc_now(),
-            chunks,
-        )
+def _store(conn, job: AssemblyJob, sha: str, duration: float, limited: int, chunks, settings) -> None:
+    audio_store.replace_assembled_input(
+        conn,
+        job.item_id,
+        job.condition.key(),
+        job.option_order,
+        job.label_sequence,
+        job.recipe_sha256,
+        sha,
+        settings.audio_format,
+        duration,
+        settings.sample_rate,
+        limited,
+        job.text_rendering,
+        utc_now(),
+        chunks,
+    )
 
 
 def parse_number_list(text: str | None, what: str, allow_clean: bool = False) -> list:
