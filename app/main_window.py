@@ -1,41 +1,51 @@
-"""The first Studio window: open a project (or build the demo) and browse its items. Disk work runs on
-the worker pool; the UI thread only receives finished rows."""
+"""The first Studio window: open a project (or build the demo), browse its items, and follow every job —
+this window's and other processes' — in the jobs panel. All disk work runs through `operations`; the items
+view refreshes itself when items, rewrites, clips or runs change, whoever changed them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QDockWidget,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
     QStackedWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from spokenbench.app.workers import Task
+from spokenbench.app.jobs import JobsController
+from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.core.demo import build_demo
-from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.progress import Progress
-from spokenbench.core.store import opened
+from spokenbench.core.store import Project, opened
 from spokenbench.core.store.summary import item_rows, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
+from spokenbench.widgets.jobs_panel import JobsPanel
+
+ProjectView = tuple[dict, list[tuple]]
+ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 
 
-def load_project_view(path: Path, progress: Progress) -> tuple[dict, list[tuple]]:
-    """Runs on a worker thread with its own connection."""
+def read_project_view(project: Project) -> ProjectView:
+    return project_summary(project.conn), item_rows(project.conn)
+
+
+def load_project_view(path: Path, progress: Progress) -> ProjectView:
+    """Open (and migrate, if needed) the project, then read what the window shows. Runs off the UI thread."""
     progress.report(0, None, f"opening {path}")
     with opened(path) as project:
-        return project_summary(project.conn), item_rows(project.conn)
+        return read_project_view(project)
 
 
-def build_demo_and_load(path: Path, progress: Progress) -> tuple[dict, list[tuple]]:
+def build_demo_and_load(path: Path, progress: Progress) -> ProjectView:
     build_demo(path, progress)
     return load_project_view(path, progress)
 
@@ -77,10 +87,14 @@ class WelcomePage(QWidget):
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, audio_message: str | None = None):
+    def __init__(self, audio_message: str | None = None, poll_interval_s: float | None = None):
         super().__init__()
         self.project_path: Path | None = None
-        self._task: Task | None = None
+        self._summary_text = "No project open"
+        self.session: ProjectSession | None = None
+        self.runner = OperationRunner(self)
+        self.runner.error_parent = self
+        self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         self.resize(1100, 700)
 
@@ -90,6 +104,16 @@ class MainWindow(QMainWindow):
         self.pages.addWidget(self.welcome)
         self.pages.addWidget(self.items_panel)
         self.setCentralWidget(self.pages)
+
+        self.jobs_panel = JobsPanel()
+        self.jobs_dock = QDockWidget("Jobs", self)
+        self.jobs_dock.setObjectName("jobsDock")
+        self.jobs_dock.setWidget(self.jobs_panel)
+        self.jobs_dock.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.jobs_dock)
+        self.resizeDocks([self.jobs_dock], [190], Qt.Orientation.Vertical)
+        self.jobs_dock.hide()
+        self.jobs = JobsController(self.runner, self.jobs_panel, self)
 
         file_menu = self.menuBar().addMenu("&File")
         for text, shortcut, slot in (
@@ -102,15 +126,22 @@ class MainWindow(QMainWindow):
                 action.setShortcut(shortcut)
             action.triggered.connect(slot)
             file_menu.addAction(action)
+        view_menu = self.menuBar().addMenu("&View")
+        jobs_action = self.jobs_dock.toggleViewAction()
+        jobs_action.setShortcut(QKeySequence("Ctrl+J"))
+        view_menu.addAction(jobs_action)
 
         self.summary_label = QLabel("No project open")
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setMaximumWidth(200)
-        self.progress_bar.hide()
+        self.jobs_button = QToolButton()
+        self.jobs_button.setAutoRaise(True)
+        self.jobs_button.setDefaultAction(jobs_action)
+        self.jobs_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.jobs.live_count_changed.connect(self._show_job_count)
+        self._show_job_count(0)
         self.audio_label = QLabel("Audio: off" if audio_message else "Audio: ready")
         self.audio_label.setToolTip(audio_message or "Audio playback and recording are available.")
         self.statusBar().addWidget(self.summary_label, 1)
-        self.statusBar().addPermanentWidget(self.progress_bar)
+        self.statusBar().addPermanentWidget(self.jobs_button)
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message
 
@@ -123,58 +154,90 @@ class MainWindow(QMainWindow):
     def choose_demo_folder(self) -> None:
         folder, _ = QFileDialog.getSaveFileName(self, "New folder for the demo project", "demo-project")
         if folder:
-            self._run(build_demo_and_load, Path(folder))
+            self.build_demo(Path(folder))
 
-    def open_project(self, path: Path) -> Task:
-        return self._run(load_project_view, Path(path))
+    def open_project(self, path: Path) -> Operation:
+        path = Path(path)
+        return self._open(path, lambda progress: load_project_view(path, progress), f"Opening {path.name}")
 
-    # --- background work -----------------------------------------------------------------------------------
-    def _run(self, fn, path: Path) -> Task:
-        if self._task is not None:
-            self._task.cancel()
-        task = Task(fn, path)
-        task.signals.progress.connect(self._show_progress)
-        task.signals.finished.connect(lambda result, t=task, p=path: self._loaded(t, p, result))
-        task.signals.failed.connect(lambda error, t=task: self._failed(t, error))
-        task.signals.cancelled.connect(lambda t=task: self._finished(t))
-        self._task = task
-        self.summary_label.setText(f"Opening {path}…")
-        return task.start()
+    def build_demo(self, path: Path) -> Operation:
+        path = Path(path)
+        self.jobs_dock.show()
+        return self._open(path, lambda progress: build_demo_and_load(path, progress), "Building the demo project")
 
-    def _show_progress(self, done: int, total, message: str) -> None:
-        self.progress_bar.show()
-        self.progress_bar.setRange(0, total or 0)
-        self.progress_bar.setValue(done)
-        self.progress_bar.setFormat(message)
-
-    def _finished(self, task: Task) -> bool:
-        """True when `task` is still the current one; results of superseded tasks are dropped."""
-        if task is not self._task:
-            return False
-        self._task = None
-        self.progress_bar.hide()
-        return True
-
-    def _loaded(self, task: Task, path: Path, result: tuple[dict, list[tuple]]) -> None:
-        if not self._finished(task):
-            return
-        summary, rows = result
-        self.project_path = path
-        self.items_panel.set_rows(rows)
-        self.pages.setCurrentWidget(self.items_panel)
-        self.setWindowTitle(f"SpokenBench Studio — {path.name}")
-        items = summary["items"]
-        languages = ", ".join(f"{k} {v}" for k, v in items["by_language"].items()) or "no items yet"
-        self.summary_label.setText(
-            f"{path}  ·  {items['total']} items ({languages})  ·  {summary['rewrites']['total']} rewrites  ·  "
-            f"{summary['clips']['total']} clips  ·  {summary['runs']} runs"
+    def refresh_view(self) -> Operation | None:
+        """Re-read the items and the summary of the open project (a newer refresh supersedes an older one)."""
+        if self.session is None:
+            return None
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: read_project_view(project),
+                label="Refreshing items",
+                parent=self,
+                supersede="project-view",
+            )
+            .success(self._show_view)
+            .run()
         )
 
-    def _failed(self, task: Task, error: Exception) -> None:
-        if not self._finished(task):
-            return
-        self.summary_label.setText("No project open" if self.project_path is None else str(self.project_path))
-        if isinstance(error, SpokenBenchError):
-            QMessageBox.warning(self, "Cannot open project", str(error))
-        else:
-            QMessageBox.critical(self, "Unexpected error", f"{type(error).__name__}: {error}\n\nThis is a bug.")
+    # --- opening -------------------------------------------------------------------------------------------
+    def _open(self, path: Path, fn, label: str) -> Operation:
+        self.summary_label.setText(f"{label}…")
+        return (
+            BackgroundOp(self.runner, fn, label=label, parent=self, supersede="open", error_title="Cannot open project")
+            .success(lambda view: self._opened(path, view))
+            .failure(self._open_failed, dialog=True)
+            .run()
+        )
+
+    def _opened(self, path: Path, view: ProjectView) -> None:
+        self.close_project()
+        self.project_path = path
+        self.session = ProjectSession(path, self.runner, **self._session_options())
+        self.session.changes.changed.connect(self._project_changed)
+        self.jobs.set_session(self.session)
+        self.setWindowTitle(f"SpokenBench Studio — {path.name}")
+        self.pages.setCurrentWidget(self.items_panel)
+        self._show_view(view)
+
+    def _session_options(self) -> dict:
+        return {} if self._poll_interval_s is None else {"poll_interval_s": self._poll_interval_s}
+
+    def _open_failed(self, error: BaseException) -> None:
+        self.summary_label.setText(self._summary_text)
+
+    def _project_changed(self, tables: set[str]) -> None:
+        if tables & ITEM_VIEW_TABLES:
+            self.refresh_view()
+
+    def _show_view(self, view: ProjectView) -> None:
+        summary, rows = view
+        self.items_panel.set_rows(rows)
+        items = summary["items"]
+        languages = ", ".join(f"{k} {v}" for k, v in items["by_language"].items()) or "no items yet"
+        self._summary_text = (
+            f"{self.project_path}  ·  {items['total']} items ({languages})  ·  {summary['rewrites']['total']} "
+            f"rewrites  ·  {summary['clips']['total']} clips  ·  {summary['runs']} runs"
+        )
+        self.summary_label.setText(self._summary_text)
+
+    def _show_job_count(self, live: int) -> None:
+        self.jobs_button.defaultAction().setText(f"Jobs · {live} running" if live else "Jobs")
+
+    # --- closing -------------------------------------------------------------------------------------------
+    def close_project(self) -> None:
+        if self.session is not None:
+            self.jobs.set_session(None)
+            self.session.close()
+            self.session.deleteLater()
+            self.session = None
+
+    def shutdown(self) -> None:
+        """Stop every operation and thread this window started (writes already queued are finished)."""
+        self.close_project()
+        self.runner.shutdown(timeout_s=5.0)
+
+    def closeEvent(self, event) -> None:
+        self.shutdown()
+        super().closeEvent(event)

@@ -6,10 +6,13 @@ from spokenbench.app.main_window import MainWindow
 
 @pytest.fixture
 def window(qtbot):
-    w = MainWindow(audio_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)")
+    w = MainWindow(
+        audio_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)", poll_interval_s=0.2
+    )
     qtbot.addWidget(w)
     w.show()
-    return w
+    yield w
+    w.shutdown()
 
 
 def test_starts_on_the_welcome_page_with_audio_state_explained(window):
@@ -19,10 +22,12 @@ def test_starts_on_the_welcome_page_with_audio_state_explained(window):
 
 
 def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, built_demo):
-    task = window.open_project(built_demo)
-    with qtbot.waitSignal(task.signals.finished, timeout=10_000):
+    operation = window.open_project(built_demo)
+    # `finished` is emitted on the UI thread after the callbacks, so waiting for it cannot miss it
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
         pass
-    qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 84)
+    assert operation.status == "succeeded"
+    assert window.items_panel.model.rowCount() == 84
     assert window.pages.currentWidget() is window.items_panel
     assert "84 items" in window.summary_label.text() and "1140 clips" in window.summary_label.text()
     assert window.windowTitle().endswith("demo-project")
@@ -34,15 +39,29 @@ def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, buil
     assert panel.proxy.rowCount() == 1
 
 
-def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, monkeypatch):
-    shown = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: shown.append((title, text)))
-    task = window.open_project(tmp_path)
-    with qtbot.waitSignal(task.signals.failed, timeout=10_000):
+def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, dialogs):
+    shown = dialogs
+    operation = window.open_project(tmp_path)
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
         pass
-    qtbot.waitUntil(lambda: bool(shown))
-    assert shown[0][0] == "Cannot open project" and "project.sqlite is missing" in shown[0][1]
+    assert operation.status == "failed"
+    [dialog] = shown
+    assert dialog.icon == QMessageBox.Icon.Warning
+    assert dialog.title == "Cannot open project" and "project.sqlite is missing" in dialog.text
     assert window.pages.currentWidget() is window.welcome
+    assert window.summary_label.text() == "No project open"
+
+
+def test_opening_another_project_drops_the_first_ones_result(window, qtbot, built_demo, tmp_path, dialogs):
+    """The newer open supersedes the older: only the newer one's outcome reaches the window."""
+    shown = dialogs
+    first = window.open_project(built_demo)
+    second = window.open_project(tmp_path)  # not a project
+    with qtbot.waitSignals([first.finished, second.finished], timeout=10_000):
+        pass
+    assert first.abandoned == "superseded" and first.result is None
+    assert window.session is None and window.pages.currentWidget() is window.welcome
+    assert [d.title for d in shown] == ["Cannot open project"]
 
 
 def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):

@@ -1,0 +1,573 @@
+"""The one way screens run work off the UI thread (after Anki's QueryOp/CollectionOp): build an operation,
+attach its callbacks, then `run()` it — nothing can finish before its callbacks are attached.
+
+    QueryOp(session, lambda project, progress: item_rows(project.conn), label="Loading items",
+            parent=self, supersede="items").success(self.show_items).run()
+    WriteOp(session, lambda project: rate_clip(project, clip_id, me, "correct"), changes={"ratings"},
+            label="Saving rating", parent=self).success(self.next_clip).run()
+
+- `QueryOp` reads on the thread pool with a connection of its own for that call.
+- `WriteOp` is a short write, run by the project's one writer thread (`store_writer.StoreWriter`).
+- `JobOp` is long work that writes (import, synthesis, evaluation): its own thread and connection, committing
+  in batches or in one short final transaction, recorded in the project's jobs table like a CLI job.
+- `BackgroundOp` is work outside a project (opening one, building the demo).
+
+Every outcome arrives on the UI thread through queued Qt signals. A cancelled operation's result, and every
+result of an abandoned one (superseded by a newer operation with the same `supersede` key, or whose parent
+widget was destroyed), is dropped. A failure becomes a dialog — a `SpokenBenchError` as a warning with its
+message, anything else as "Unexpected error" with the traceback in the details — unless the screen handles it.
+Writes declare the tables they change; after they commit, `ProjectChanges.changed` tells every screen, and the
+session's `ProjectMonitor` sends the same notification for changes made by other processes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import shiboken6
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
+from spokenbench.core import jobs as core_jobs
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.progress import Progress
+from spokenbench.core.store import Project, database
+from spokenbench.core.store.changes import changed_tables, table_versions
+from spokenbench.core.store.project import DATABASE_NAME
+
+log = logging.getLogger("spokenbench.app.operations")
+
+POLL_INTERVAL_S = 0.5  # how often the monitor reads change counters and the jobs table
+
+
+# --------------------------------------------------------------------------------------------------
+# Dialogs
+
+
+def show_error(parent: QWidget | None, error: BaseException, title: str = "SpokenBench Studio") -> QMessageBox:
+    """A readable, non-blocking dialog for a failure: the user's problem as a warning, a bug with its traceback."""
+    if isinstance(error, SpokenBenchError):
+        box = QMessageBox(QMessageBox.Icon.Warning, title, str(error), QMessageBox.StandardButton.Ok, parent)
+    else:
+        box = QMessageBox(
+            QMessageBox.Icon.Critical,
+            "Unexpected error",
+            f"{title}: {type(error).__name__}: {error}\n\nThis is a bug in SpokenBench Studio; the details "
+            "below help to report it. Everything saved before it is kept.",
+            QMessageBox.StandardButton.Ok,
+            parent,
+        )
+        box.setDetailedText("".join(traceback.format_exception(error)))
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box
+
+
+# --------------------------------------------------------------------------------------------------
+# Change notifications
+
+
+class ProjectChanges(QObject):
+    """The hub screens subscribe to: `changed` carries the names of the tables that changed (on the UI thread),
+    whether this app or another process changed them. `notify` may be called from any thread."""
+
+    changed = Signal(object)  # set[str]
+    _incoming = Signal(object)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._incoming.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+
+    def notify(self, tables: Iterable[str]) -> None:
+        tables = frozenset(tables)
+        if tables:
+            self._incoming.emit(tables)
+
+    def _deliver(self, tables: frozenset[str]) -> None:
+        self.changed.emit(set(tables))
+
+
+class ProjectMonitor(threading.Thread):
+    """Polls, with a connection of its own, the per-table change counters (any process bumps them) and the jobs
+    table; reports changed tables and the job list through callbacks, called on this thread."""
+
+    def __init__(
+        self,
+        project_path: Path,
+        on_changes: Callable[[set[str]], None],
+        on_jobs: Callable[[list[core_jobs.JobInfo]], None],
+        interval_s: float = POLL_INTERVAL_S,
+    ):
+        super().__init__(name="spokenbench-project-monitor", daemon=True)
+        self.db_path = Path(project_path) / DATABASE_NAME
+        self.on_changes, self.on_jobs, self.interval_s = on_changes, on_jobs, interval_s
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        conn = None
+        versions: dict[str, int] | None = None
+        failing = False
+        while not self.stopping.is_set():
+            try:
+                conn = conn or database.connect(self.db_path)
+                current = table_versions(conn)
+                if versions is not None and (changed := changed_tables(versions, current)):
+                    self.on_changes(changed)
+                versions = current
+                self.on_jobs(core_jobs.list_jobs(conn, limit=100))
+                failing = False
+            except Exception as error:  # a busy, moved or damaged database: say so once, keep trying
+                if not failing:
+                    log.warning("watching %s failed: %s", self.db_path, error)
+                failing = True
+            self.stopping.wait(self.interval_s)
+        if conn is not None:
+            conn.close()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self.stopping.set()
+        self.join(timeout_s)
+
+
+# --------------------------------------------------------------------------------------------------
+# Where operations run
+
+
+class OperationRunner(QObject):
+    """The app's running operations (the jobs panel lists them) and the pool reads run on."""
+
+    started = Signal(object)  # Operation
+    updated = Signal(object)  # progress or state changed
+    ended = Signal(object)
+
+    def __init__(self, parent: QObject | None = None, max_read_threads: int = 4):
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(max_read_threads)
+        self.running: list[Operation] = []
+        self._ending: list[Operation] = []
+        self.error_parent: QWidget | None = None  # dialogs of operations whose own parent is gone
+
+    def _register(self, operation: Operation) -> None:
+        if operation.supersede is not None:
+            for older in self.running:
+                if older.supersede == operation.supersede and not older.abandoned:
+                    older.abandon("superseded")
+        self.running.append(operation)
+        self.started.emit(operation)
+
+    def _unregister(self, operation: Operation) -> None:
+        if operation in self.running:
+            self.running.remove(operation)
+        # keep it alive until its outcome slot has returned: a QObject must not be deleted inside its own slot
+        self._ending.append(operation)
+        QTimer.singleShot(0, self._forget_ended)
+        self.ended.emit(operation)
+
+    def _forget_ended(self) -> None:
+        self._ending.clear()
+
+    def cancel_all(self) -> None:
+        for operation in list(self.running):
+            operation.abandon("closing")
+
+    def shutdown(self, timeout_s: float = 10.0) -> bool:
+        """Abandon everything and wait (up to the timeout) for the threads to return. True when all did."""
+        self.cancel_all()
+        deadline = time.monotonic() + timeout_s
+        pool_done = self.pool.waitForDone(int(timeout_s * 1000))
+        for operation in list(self.running):
+            operation._join(max(0.0, deadline - time.monotonic()))
+        return pool_done and all(not op._thread_alive() for op in self.running)
+
+
+class ProjectSession(QObject):
+    """An open project: its writer, its change hub and monitor. One per open project; `close()` stops them."""
+
+    jobs_listed = Signal(object)  # list[JobInfo], every poll, on the UI thread
+    _jobs_incoming = Signal(object)
+
+    def __init__(self, path: Path, runner: OperationRunner, poll_interval_s: float = POLL_INTERVAL_S):
+        super().__init__(runner)
+        self.path = Path(path)
+        self.runner = runner
+        self.changes = ProjectChanges(self)
+        self.writer = StoreWriter(self.path)
+        self.jobs: list[core_jobs.JobInfo] = []
+        self._jobs_incoming.connect(self._receive_jobs, Qt.ConnectionType.QueuedConnection)
+        self.monitor = ProjectMonitor(self.path, self.changes.notify, self._jobs_incoming.emit, poll_interval_s)
+        self.monitor.start()
+        self.closed = False
+
+    def _receive_jobs(self, jobs: list[core_jobs.JobInfo]) -> None:
+        if not self.closed:
+            self.jobs = jobs
+            self.jobs_listed.emit(jobs)
+
+    def close(self) -> None:
+        """Stop watching, finish queued writes. Running operations of this project are abandoned."""
+        if self.closed:
+            return
+        self.closed = True
+        for operation in list(self.runner.running):
+            if getattr(operation, "session", None) is self:
+                operation.abandon("project closed")
+        self.monitor.stop()
+        self.writer.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Operations
+
+
+class _Runnable(QRunnable):
+    def __init__(self, work: Callable[[], None]):
+        super().__init__()
+        self.setAutoDelete(False)
+        self._work = work
+
+    def run(self) -> None:
+        self._work()
+
+
+class Operation(QObject):
+    """What every kind of operation shares: callbacks, outcome delivery on the UI thread, progress, cancel."""
+
+    progressed = Signal(int, object, str)  # done, total or None, message — on the UI thread
+    succeeded = Signal(object)
+    failed = Signal(object)
+    cancelled = Signal()
+    finished = Signal()  # after any outcome, dropped ones included
+    _outcome_incoming = Signal(str, object)
+    _progress_incoming = Signal()
+
+    def __init__(
+        self,
+        runner: OperationRunner,
+        *,
+        label: str,
+        parent: QWidget | None = None,
+        supersede: str | None = None,
+        error_title: str | None = None,
+    ):
+        super().__init__()  # no Qt parent: it outlives a destroyed widget until its thread returns
+        self.runner = runner
+        self.label = label
+        self.parent_widget = parent
+        self.supersede = supersede
+        self.error_title = error_title or f"{label} failed"
+        self.status = "new"  # running, cancelling, succeeded, failed, cancelled
+        self.abandoned: str | None = None  # why its outcome will be dropped
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done, self.total, self.message = 0, None, ""
+        self.started_at: float | None = None
+        self.job_id: int | None = None  # its row in the jobs table, for operations recorded there
+        self._cancel_event = threading.Event()
+        self._on_success: list[Callable[[Any], None]] = []
+        self._on_failure: list[Callable[[BaseException], None]] = []
+        self._on_progress: list[Callable[[int, int | None, str], None]] = []
+        self._failure_dialog = True
+        self._latest_progress: tuple[int, int | None, str] | None = None
+        self._progress_pending = threading.Event()
+        self._outcome_incoming.connect(self._receive_outcome, Qt.ConnectionType.QueuedConnection)
+        self._progress_incoming.connect(self._receive_progress, Qt.ConnectionType.QueuedConnection)
+
+    # -- building -------------------------------------------------------------------------------
+
+    def success(self, callback: Callable[[Any], None]) -> Operation:
+        self._on_success.append(callback)
+        return self
+
+    def failure(self, callback: Callable[[BaseException], None], *, dialog: bool = False) -> Operation:
+        """Handle failures yourself; the dialog is shown as well only with dialog=True."""
+        self._on_failure.append(callback)
+        self._failure_dialog = dialog
+        return self
+
+    def on_progress(self, callback: Callable[[int, int | None, str], None]) -> Operation:
+        self._on_progress.append(callback)
+        return self
+
+    def run(self) -> Operation:
+        if self.status != "new":
+            raise RuntimeError(f"operation '{self.label}' was already started")
+        self.status = "running"
+        self.started_at = time.monotonic()
+        if self.parent_widget is not None:
+            self.parent_widget.destroyed.connect(self._parent_destroyed)
+        self.runner._register(self)
+        self._start()
+        return self
+
+    # -- controlling ----------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Ask the work to stop at its next safe point; its result is dropped either way."""
+        self._cancel_event.set()
+        if self.status == "running":
+            self.status = "cancelling"
+            self.runner.updated.emit(self)
+
+    def abandon(self, reason: str) -> None:
+        """Nobody wants the outcome any more (superseded, parent closed): cancel and drop it."""
+        if self.abandoned is None:
+            self.abandoned = reason
+        self.cancel()
+
+    @property
+    def is_running(self) -> bool:
+        return self.status in ("running", "cancelling")
+
+    @property
+    def cancellable(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far; None when it cannot be told."""
+        if not self.total or self.done <= 0 or self.done >= self.total or self.started_at is None:
+            return None
+        elapsed = time.monotonic() - self.started_at
+        return (self.total - self.done) * elapsed / self.done
+
+    # -- for subclasses: the worker side --------------------------------------------------------
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _make_progress(self) -> Progress:
+        return Progress(self._report_from_worker, self._cancel_event)
+
+    def _report_from_worker(self, done: int, total: int | None, message: str) -> None:
+        """Keeps the latest report; at most one progress event waits in the UI queue at a time."""
+        self._latest_progress = (done, total, message)
+        if not self._progress_pending.is_set():
+            self._progress_pending.set()
+            self._progress_incoming.emit()
+
+    def _deliver(self, outcome: str, payload: Any) -> None:
+        """Called once by the worker: outcome is 'ok', 'error' or 'cancelled'."""
+        self._outcome_incoming.emit(outcome, payload)
+
+    def _guarded(self, work: Callable[[], Any]) -> None:
+        """Run `work` on a worker thread and deliver whatever happens."""
+        try:
+            result = work()
+        except Cancelled:
+            self._deliver("cancelled", None)
+        except BaseException as error:  # noqa: BLE001 - reported on the UI thread, never lost
+            self._deliver("error", error)
+        else:
+            self._deliver("ok", result)
+
+    def _join(self, timeout_s: float) -> None:
+        """Wait for a dedicated thread, if the operation has one."""
+
+    def _thread_alive(self) -> bool:
+        return False
+
+    # -- the UI side ----------------------------------------------------------------------------
+
+    def _parent_destroyed(self, *args) -> None:
+        self.parent_widget = None
+        self.abandon("its window was closed")
+
+    def _live_parent(self) -> QWidget | None:
+        parent = self.parent_widget
+        return parent if parent is not None and shiboken6.isValid(parent) else None
+
+    def _receive_progress(self) -> None:
+        self._progress_pending.clear()
+        if self._latest_progress is None or not self.is_running:
+            return
+        self.done, self.total, self.message = self._latest_progress
+        self.runner.updated.emit(self)
+        if self.abandoned is None:
+            self.progressed.emit(self.done, self.total, self.message)
+            for callback in self._on_progress:
+                self._call(callback, self.done, self.total, self.message)
+
+    def _receive_outcome(self, outcome: str, payload: Any) -> None:
+        if outcome == "ok" and self._cancel_event.is_set():
+            outcome = "cancelled"  # a cancelled operation's result is dropped even when the work finished
+        self.status = {"ok": "succeeded", "error": "failed", "cancelled": "cancelled"}[outcome]
+        self.runner._unregister(self)
+        try:
+            if outcome == "error":
+                self.error = payload
+                self._handle_failure(payload)
+            elif self.abandoned is not None:
+                log.debug("dropped the outcome of '%s' (%s)", self.label, self.abandoned)
+            elif outcome == "ok":
+                self.result = payload
+                for callback in self._on_success:
+                    self._call(callback, payload)
+                self.succeeded.emit(payload)
+            else:
+                self.cancelled.emit()
+        finally:
+            self.finished.emit()
+
+    def _handle_failure(self, error: BaseException) -> None:
+        if self.abandoned is not None and not self._failure_matters_when_abandoned():
+            log.info("'%s' failed after it was abandoned (%s): %s", self.label, self.abandoned, error)
+            return
+        parent = self._live_parent()
+        if self.abandoned is None:
+            for callback in self._on_failure:
+                self._call(callback, error)
+            self.failed.emit(error)
+        if self._failure_dialog or self.abandoned is not None:
+            show_error(parent or self.runner.error_parent, error, self.error_title)
+
+    def _failure_matters_when_abandoned(self) -> bool:
+        """A failed write is news even when its screen is gone: what the user did was not saved."""
+        return False
+
+    def _call(self, callback: Callable, *args) -> None:
+        """A screen's callback failing is a bug to show, not to lose in a log."""
+        try:
+            callback(*args)
+        except Exception as error:
+            show_error(self._live_parent() or self.runner.error_parent, error, self.error_title)
+
+
+class BackgroundOp(Operation):
+    """Work outside any project, on a thread of its own: `fn(progress) -> result`."""
+
+    def __init__(self, runner: OperationRunner, fn: Callable[[Progress], Any], **kwargs):
+        super().__init__(runner, **kwargs)
+        self._fn = fn
+        self._thread: threading.Thread | None = None
+
+    def _start(self) -> None:
+        progress = self._make_progress()
+        self._thread = threading.Thread(
+            target=self._guarded, args=(lambda: self._fn(progress),), name=f"op: {self.label}", daemon=True
+        )
+        self._thread.start()
+
+    def _join(self, timeout_s: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _thread_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+
+class QueryOp(Operation):
+    """A read on the thread pool: `fn(project, progress) -> result`, with a connection of its own for the call."""
+
+    def __init__(self, session: ProjectSession, fn: Callable[[Project, Progress], Any], **kwargs):
+        super().__init__(session.runner, **kwargs)
+        self.session = session
+        self._fn = fn
+        self._runnable: _Runnable | None = None
+
+    def _start(self) -> None:
+        progress = self._make_progress()
+
+        def read() -> Any:
+            progress.check_cancelled()
+            project = connect_project(self.session.path)
+            try:
+                return self._fn(project, progress)
+            finally:
+                project.close()
+
+        self._runnable = _Runnable(lambda: self._guarded(read))
+        self.runner.pool.start(self._runnable)
+
+
+class WriteOp(Operation):
+    """A short write, run by the project's writer thread: `fn(project) -> result`, committing its own short
+    transaction (core functions such as `rate_clip` do). `changes` names the tables it changes: screens showing
+    them are told once it has committed."""
+
+    def __init__(self, session: ProjectSession, fn: Callable[[Project], Any], *, changes: Iterable[str], **kwargs):
+        super().__init__(session.runner, **kwargs)
+        self.session = session
+        self.changes = frozenset(changes)
+        self._fn = fn
+        self._request: WriteRequest | None = None
+
+    def _start(self) -> None:
+        self._request = self.session.writer.submit(self._fn, self._written, self.label)
+
+    def cancel(self) -> None:
+        """A write that has not started yet is skipped; one that has is kept (its result is dropped)."""
+        if self._request is not None:
+            self._request.cancelled.set()
+        super().cancel()
+
+    def _written(self, result: Any, error: BaseException | None) -> None:  # on the writer thread
+        if error is None:
+            self.session.changes.notify(self.changes)
+            self._deliver("ok", result)
+        elif isinstance(error, Cancelled):
+            self._deliver("cancelled", None)
+        else:
+            self._deliver("error", error)
+
+    def _failure_matters_when_abandoned(self) -> bool:
+        return True
+
+
+class JobOp(Operation):
+    """Long work that writes — `fn(project, progress) -> result` on a thread and connection of its own, recorded
+    in the jobs table (other processes see it and may ask it to cancel). The work must commit in batches or in
+    one short final transaction so the writer's short writes never wait long. `changes` are announced when it
+    ends, whatever the outcome (batches committed before a failure or cancel are real)."""
+
+    def __init__(
+        self,
+        session: ProjectSession,
+        fn: Callable[[Project, Progress], Any],
+        *,
+        kind: str,
+        changes: Iterable[str],
+        claim: str | None = None,
+        **kwargs,
+    ):
+        super().__init__(session.runner, **kwargs)
+        self.session = session
+        self.kind = kind
+        self.claim = claim
+        self.changes = frozenset(changes)
+        self._fn = fn
+        self._thread: threading.Thread | None = None
+
+    def _start(self) -> None:
+        progress = self._make_progress()
+
+        def work() -> Any:
+            progress.check_cancelled()
+            try:
+                with core_jobs.tracked_job(
+                    self.session.path, self.kind, self.label, progress, claim=self.claim
+                ) as job_progress:
+                    self.job_id = job_progress.job_id
+                    project = connect_project(self.session.path)
+                    try:
+                        return self._fn(project, job_progress)
+                    finally:
+                        project.close()
+            finally:
+                self.session.changes.notify(self.changes)
+
+        self._thread = threading.Thread(target=self._guarded, args=(work,), name=f"job: {self.label}", daemon=True)
+        self._thread.start()
+
+    def _join(self, timeout_s: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _thread_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()

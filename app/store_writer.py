@@ -1,0 +1,114 @@
+"""The app's one writer: a thread that owns the project's write connection and runs the user's writes (a
+rating, a review decision, a cancel request) one at a time, each a short core function taking the writer's
+`Project` and committing its own short transaction. Long jobs never run here — they have their own connection
+and commit in batches — so a rating waits for at most one other short write or one job's short commit.
+
+Qt-free on purpose: `operations.WriteOp` bridges results to the UI thread."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spokenbench.core.errors import Cancelled
+from spokenbench.core.store import Project, database
+from spokenbench.core.store.project import DATABASE_NAME
+
+log = logging.getLogger("spokenbench.app.writer")
+
+WriteFunction = Callable[[Project], Any]
+Done = Callable[[Any, BaseException | None], None]  # (result, error), called on the writer thread
+
+
+def connect_project(path: Path) -> Project:
+    """A `Project` on a fresh connection for the calling thread, without `Project.open`'s once-per-open chores
+    (migration and temp-file cleanup — the session's first open did both, and the cleanup must not run while
+    another process may be writing audio)."""
+    path = Path(path)
+    return Project(path, database.connect(path / DATABASE_NAME))
+
+
+@dataclass
+class WriteRequest:
+    fn: WriteFunction
+    done: Done
+    label: str = ""
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+class LeftTransactionOpen(RuntimeError):
+    """A write function returned with its transaction still open; it was rolled back."""
+
+
+_STOP = object()
+
+
+class StoreWriter:
+    """Runs submitted write functions in order on one thread with one connection."""
+
+    def __init__(self, project_path: Path):
+        self.project_path = Path(project_path)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="spokenbench-store-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: WriteFunction, done: Done, label: str = "") -> WriteRequest:
+        """Queue `fn(project)`; `done(result, error)` is called on the writer thread once it ran (or was
+        skipped because the request was cancelled first: error is then `Cancelled`)."""
+        if self._closed:
+            raise RuntimeError("the project's writer is closed")
+        request = WriteRequest(fn, done, label)
+        self._queue.put(request)
+        return request
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Finish the queued writes, then close the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join(timeout_s)
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def _run(self) -> None:
+        project: Project | None = None
+        open_error: BaseException | None = None
+        try:
+            project = connect_project(self.project_path)
+        except BaseException as error:  # noqa: BLE001 - every request is answered with it
+            open_error = error
+        try:
+            while (request := self._queue.get()) is not _STOP:
+                self._execute(project, open_error, request)
+        finally:
+            if project is not None:
+                project.close()
+
+    @staticmethod
+    def _execute(project: Project | None, open_error: BaseException | None, request: WriteRequest) -> None:
+        result, error = None, None
+        if request.cancelled.is_set():
+            error = Cancelled()
+        elif project is None:
+            error = open_error
+        else:
+            try:
+                result = request.fn(project)
+                if project.conn.in_transaction:
+                    project.conn.rollback()
+                    raise LeftTransactionOpen(f"{request.label or request.fn!r} left its transaction open")
+            except BaseException as caught:  # noqa: BLE001 - handed to the caller, which shows it
+                error = caught
+        try:
+            request.done(result, error)
+        except Exception:  # a broken callback must not stop the writer
+            log.exception("write %s: completion callback failed", request.label)

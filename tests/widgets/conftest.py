@@ -1,0 +1,52 @@
+"""Fixtures for the app's widget tests: captured dialogs, and a session on a private project."""
+
+from dataclasses import dataclass
+
+import pytest
+from PySide6.QtWidgets import QMessageBox
+
+
+@dataclass
+class ShownDialog:
+    icon: QMessageBox.Icon
+    title: str
+    text: str
+    details: str
+
+
+@pytest.fixture
+def dialogs(monkeypatch):
+    """Every message box the app opens, recorded instead of shown."""
+    shown: list[ShownDialog] = []
+
+    def record(box: QMessageBox) -> None:
+        shown.append(ShownDialog(box.icon(), box.windowTitle(), box.text(), box.detailedText()))
+
+    monkeypatch.setattr(QMessageBox, "open", record)
+    return shown
+
+
+@pytest.fixture
+def runner(qapp):
+    from spokenbench.app.operations import OperationRunner
+
+    runner = OperationRunner()
+    yield runner
+    runner.shutdown(timeout_s=10)
+
+
+@pytest.fixture
+def open_session(runner, qtbot):
+    """open_session(path) → a ProjectSession polling every 0.1 s; closed at the end of the test."""
+    from spokenbench.app.operations import ProjectSession
+
+    sessions = []
+
+    def make(path):
+        session = ProjectSession(path, runner, poll_interval_s=0.1)
+        sessions.append(session)
+        return session
+
+    yield make
+    for session in sessions:
+        session.close()

@@ -1,0 +1,194 @@
+"""The jobs panel: this window's operations and every other process's jobs, with Cancel and Resume."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from PySide6.QtCore import Qt
+from support import gmmlu_rows, write_csv
+
+from spokenbench.app import jobs as app_jobs
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.operations import JobOp
+from spokenbench.core.errors import Cancelled
+from spokenbench.core.importers import import_files
+from spokenbench.core.jobs import tracked_job
+from spokenbench.core.store import Project
+from spokenbench.widgets.jobs_panel import JobRow, JobsPanel, progress_text
+
+
+@pytest.fixture
+def studio(qtbot, project):
+    """The main window with an empty project open, polling five times a second."""
+    window = MainWindow(poll_interval_s=0.2)
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
+        pass
+    assert window.session is not None
+    yield window
+    window.shutdown()
+
+
+def card_titled(window, title):
+    return next((card for card in window.jobs_panel.cards.values() if card.row.title == title), None)
+
+
+def test_a_job_started_in_another_thread_appears_within_two_seconds(studio, qtbot, project):
+    stop = threading.Event()
+    started = threading.Event()
+
+    def job():
+        with tracked_job(project.path, "synthesize", "Synthesizing 40 clips", total=40) as progress:
+            progress.report(5, 40, "clip 5 of 40")
+            started.set()
+            while not stop.wait(0.05):
+                pass
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    try:
+        assert started.wait(5)
+        qtbot.waitUntil(lambda: card_titled(studio, "Synthesizing 40 clips") is not None, timeout=2_000)
+        row = card_titled(studio, "Synthesizing 40 clips").row
+        assert row.state == "running" and row.action == "cancel" and row.action_enabled
+        assert row.origin.startswith("synthesize · pid ")
+        qtbot.waitUntil(lambda: "Jobs · 1 running" in studio.jobs_button.text(), timeout=3_000)
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+KILLED_CLI_JOBS = textwrap.dedent(
+    """
+    import sys, time
+    from spokenbench.core import jobs
+    jobs.set_invocation(["synthesize", sys.argv[1], "--tts", "espeak"])
+    with jobs.tracked_job(sys.argv[1], "synthesize", "Synthesizing with espeak", total=100) as progress:
+        progress.report(30, 100, "clip 30")
+        jobs.set_invocation(None)
+        with jobs.tracked_job(sys.argv[1], "custom", "A script's own job"):
+            print("started", flush=True)
+            time.sleep(60)
+    """
+)
+
+
+def test_a_job_whose_process_died_shows_as_interrupted_with_resume(studio, qtbot, project, monkeypatch):
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CLI_JOBS, str(project.path)], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout.readline().strip() == "started"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    qtbot.waitUntil(lambda: card_titled(studio, "A script's own job") is not None, timeout=3_000)
+    qtbot.waitUntil(lambda: card_titled(studio, "Synthesizing with espeak").row.state == "interrupted", timeout=3_000)
+    resumable = card_titled(studio, "Synthesizing with espeak")
+    assert resumable.row.action == "resume" and resumable.button.isEnabled() and resumable.button.text() == "Resume"
+    assert "spokenbench synthesize" in resumable.button.toolTip()
+    script_job = card_titled(studio, "A script's own job")
+    assert script_job.row.state == "interrupted" and not script_job.button.isEnabled()
+    assert "cannot" in script_job.button.toolTip().lower() or "only" in script_job.button.toolTip()
+
+    spawned = []
+    monkeypatch.setattr(app_jobs.subprocess, "Popen", lambda argv, **options: spawned.append((argv, options)))
+    qtbot.mouseClick(resumable.button, Qt.MouseButton.LeftButton)
+    [(argv, options)] = spawned
+    assert argv == [
+        sys.executable,
+        "-m",
+        "spokenbench.core.cli.main",
+        "synthesize",
+        str(project.path),
+        "--tts",
+        "espeak",
+    ]
+    assert options["start_new_session"] is True and options["stdin"] == subprocess.DEVNULL
+    assert card_titled(studio, "Synthesizing with espeak").row.state == "resuming"
+
+
+def test_cancel_in_the_panel_stops_a_job_of_another_thread(studio, qtbot, project):
+    outcome = []
+    steps = []
+
+    def job():
+        try:
+            with tracked_job(project.path, "evaluate", "Evaluating simulated:steady", total=10_000) as progress:
+                for step in range(10_000):
+                    progress.check_cancelled()
+                    progress.report(step, 10_000, f"condition {step}")
+                    steps.append(step)
+                    time.sleep(0.005)
+        except Cancelled:
+            outcome.append("cancelled")
+        else:
+            outcome.append("finished")
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    try:
+        qtbot.waitUntil(lambda: card_titled(studio, "Evaluating simulated:steady") is not None, timeout=3_000)
+        card = card_titled(studio, "Evaluating simulated:steady")
+        qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
+        thread.join(5)
+        assert outcome == ["cancelled"] and len(steps) < 10_000
+    finally:
+        thread.join(10)
+    with Project.open(project.path) as check:
+        row = check.conn.execute("SELECT status, cancel_requested FROM jobs").fetchone()
+    assert tuple(row) == ("cancelled", 1)
+    qtbot.waitUntil(lambda: card_titled(studio, "Evaluating simulated:steady").row.state == "cancelled", timeout=3_000)
+
+
+def test_this_windows_job_is_listed_once_and_cancels_without_importing_anything(studio, qtbot, project, tmp_path):
+    table = write_csv(tmp_path / "en.csv", gmmlu_rows(5_000))
+    writing = threading.Event()
+    cancelled = threading.Event()
+
+    def import_items(project_view, progress):
+        def hold(done, total, message):
+            progress.report(done, total, message)
+            if message.startswith("writing") and done >= 2_000:
+                writing.set()
+                cancelled.wait(10)
+
+        return import_files(project_view, [table], "gmmlu-lite", progress=progress.sub_task(hold))
+
+    operation = JobOp(studio.session, import_items, kind="import", changes={"items"}, label="Importing en.csv")
+    operation.run()
+    qtbot.waitUntil(writing.is_set, timeout=10_000)
+    qtbot.waitUntil(lambda: card_titled(studio, "Importing en.csv") is not None, timeout=2_000)
+    qtbot.wait(600)  # a monitor poll has seen the job's own row in the jobs table
+    titles = [row.title for row in studio.jobs_panel.rows]
+    assert titles.count("Importing en.csv") == 1
+    card = card_titled(studio, "Importing en.csv")
+    assert card.row.origin == "this window" and card.row.total == 5_000
+    qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
+    cancelled.set()
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
+        pass
+    assert operation.status == "cancelled"
+    with Project.open(project.path) as check:
+        assert check.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 0
+    assert not list(project.path.glob(".import-staging*"))
+
+
+def test_the_panel_shows_progress_and_time_left_and_an_empty_state(qtbot):
+    panel = JobsPanel()
+    qtbot.addWidget(panel)
+    assert panel.empty.isVisibleTo(panel)
+    row = JobRow(key="a", title="Importing", done=5_000, total=20_000, eta_s=75, action="cancel")
+    assert progress_text(row) == "5,000 / 20,000 · 25 % · 1:15 left"
+    panel.set_rows([row, JobRow(key="b", title="Old run", state="interrupted", action="resume")])
+    assert [r.key for r in panel.rows] == ["a", "b"] and not panel.empty.isVisibleTo(panel)
+    first_card = panel.cards["a"]
+    panel.set_rows([JobRow(key="a", title="Importing", done=6_000, total=20_000)])
+    assert panel.cards["a"] is first_card and first_card.bar.value() == 6_000  # updated in place
+    assert panel.live_count() == 1
+    panel.set_rows([])
+    assert panel.cards == {} and panel.empty.isVisibleTo(panel)

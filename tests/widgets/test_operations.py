@@ -1,0 +1,181 @@
+"""Operations: callbacks are attached before the work starts, outcomes arrive on the UI thread, cancelled and
+abandoned results are dropped, failures become dialogs."""
+
+import threading
+import time
+
+import pytest
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from spokenbench.app.operations import BackgroundOp, QueryOp
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.store import Project
+
+
+def finish(qtbot, *operations, timeout=5_000):
+    with qtbot.waitSignals([op.finished for op in operations], timeout=timeout):
+        pass
+
+
+def test_callbacks_attached_before_start_see_even_an_instant_result(runner, qtbot):
+    """The old race: work that finished before the caller connected was lost. Here the work may finish at once;
+    its outcome is still delivered to the callbacks attached before run()."""
+    received = []
+    operation = BackgroundOp(runner, lambda progress: 42, label="instant").success(received.append).run()
+    time.sleep(0.2)  # the worker is long done before the UI thread looks
+    finish(qtbot, operation)
+    assert received == [42] and operation.status == "succeeded"
+    assert runner.running == []
+
+
+def test_progress_and_outcome_arrive_on_the_ui_thread(runner, qtbot):
+    threads = []
+
+    def work(progress):
+        for done in range(1, 4):
+            progress.report(done, 3, f"step {done}")
+            time.sleep(0.02)
+        return threading.current_thread()
+
+    operation = (
+        BackgroundOp(runner, work, label="steps")
+        .on_progress(lambda done, total, message: threads.append((threading.current_thread(), done, total)))
+        .success(lambda worker: threads.append(("success", threading.current_thread(), worker)))
+        .run()
+    )
+    finish(qtbot, operation)
+    main = threading.main_thread()
+    assert threads and all(entry[0] is main for entry in threads[:-1])
+    assert threads[-1][:2] == ("success", main) and threads[-1][2] is not main
+    assert threads[-2][1:] == (3, 3) and operation.done == 3
+
+
+def test_a_cancelled_operations_result_is_dropped(runner, qtbot):
+    release = threading.Event()
+    received = []
+
+    def work(progress):
+        release.wait(5)
+        return "too late"  # finishes normally despite the cancel: still dropped
+
+    operation = BackgroundOp(runner, work, label="slow").success(received.append).run()
+    with qtbot.waitSignal(operation.cancelled, timeout=5_000):
+        operation.cancel()
+        release.set()
+    assert received == [] and operation.status == "cancelled" and operation.result is None
+
+
+def test_cancel_stops_cooperative_work_at_its_next_safe_point(runner, qtbot):
+    steps = []
+
+    def work(progress):
+        for step in range(500):
+            progress.check_cancelled()
+            steps.append(step)
+            time.sleep(0.01)
+        return "all done"
+
+    operation = BackgroundOp(runner, work, label="loop").run()
+    qtbot.waitUntil(lambda: len(steps) >= 3, timeout=5_000)
+    operation.cancel()
+    assert operation.status == "cancelling"
+    finish(qtbot, operation)
+    assert operation.status == "cancelled" and len(steps) < 100
+
+
+def test_a_superseded_operations_result_is_dropped(runner, qtbot):
+    release_first = threading.Event()
+    received = []
+
+    def first_work(progress):
+        release_first.wait(5)
+        return "stale"
+
+    first = BackgroundOp(runner, first_work, label="first", supersede="view").success(received.append).run()
+    second = BackgroundOp(runner, lambda progress: "fresh", label="second", supersede="view")
+    second.success(received.append).run()
+    assert first.abandoned == "superseded"
+    finish(qtbot, second)
+    release_first.set()
+    finish(qtbot, first)
+    assert received == ["fresh"]
+
+
+def test_an_operation_whose_parent_widget_is_gone_is_dropped(runner, qtbot, dialogs):
+    parent = QWidget()
+    release = threading.Event()
+    received = []
+
+    def work(progress):
+        release.wait(5)
+        raise RuntimeError("nobody is listening")
+
+    operation = BackgroundOp(runner, work, label="orphan", parent=parent).success(received.append).run()
+    parent.deleteLater()
+    qtbot.waitUntil(lambda: operation.abandoned is not None, timeout=5_000)
+    release.set()
+    finish(qtbot, operation)
+    assert received == [] and dialogs == []  # a read whose window is gone has no one to tell
+
+
+def test_a_users_error_becomes_a_warning_with_its_message(runner, qtbot, dialogs):
+    def work(progress):
+        raise SpokenBenchError("the file has no 'question' column")
+
+    operation = BackgroundOp(runner, work, label="Importing", error_title="Cannot import").run()
+    finish(qtbot, operation)
+    [dialog] = dialogs
+    assert dialog.icon == QMessageBox.Icon.Warning
+    assert (dialog.title, dialog.text) == ("Cannot import", "the file has no 'question' column")
+    assert operation.status == "failed" and isinstance(operation.error, SpokenBenchError)
+
+
+def test_a_bug_becomes_an_unexpected_error_dialog_with_the_traceback(runner, qtbot, dialogs):
+    def broken_helper():
+        return {}["missing"]
+
+    operation = BackgroundOp(runner, lambda progress: broken_helper(), label="Loading").run()
+    finish(qtbot, operation)
+    [dialog] = dialogs
+    assert dialog.icon == QMessageBox.Icon.Critical and dialog.title == "Unexpected error"
+    assert "KeyError" in dialog.text
+    assert "Traceback" in dialog.details and "broken_helper" in dialog.details
+
+
+def test_a_failure_handler_replaces_the_dialog_unless_asked_for_both(runner, qtbot, dialogs):
+    handled = []
+    quiet = BackgroundOp(runner, lambda p: 1 / 0, label="quiet").failure(handled.append).run()
+    loud = BackgroundOp(runner, lambda p: 1 / 0, label="loud").failure(handled.append, dialog=True).run()
+    finish(qtbot, quiet, loud)
+    assert len(handled) == 2 and [d.title for d in dialogs] == ["Unexpected error"]
+
+
+def test_a_screens_failing_callback_is_shown_not_lost(runner, qtbot, dialogs):
+    def broken_callback(result):
+        raise ValueError("screen bug")
+
+    operation = BackgroundOp(runner, lambda p: 1, label="Refreshing").success(broken_callback).run()
+    finish(qtbot, operation)
+    assert [d.title for d in dialogs] == ["Unexpected error"] and "screen bug" in dialogs[0].text
+
+
+def test_an_operation_runs_once(runner, qtbot):
+    operation = BackgroundOp(runner, lambda p: 1, label="once").run()
+    with pytest.raises(RuntimeError):
+        operation.run()
+    finish(qtbot, operation)
+
+
+def test_a_query_reads_with_its_own_connection_on_the_pool(open_session, qtbot, project):
+    session = open_session(project.path)
+    seen = []
+
+    def read(project_view: Project, progress):
+        seen.append((threading.current_thread(), project_view.conn is not project.conn))
+        return project_view.path
+
+    operation = QueryOp(session, read, label="read").run()
+    finish(qtbot, operation)
+    assert operation.result == project.path
+    [(thread, own_connection)] = seen
+    assert thread is not threading.main_thread() and own_connection

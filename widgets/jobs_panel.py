@@ -1,0 +1,239 @@
+"""The jobs list: one card per job — this window's operations and other processes' jobs alike — with its label,
+state, progress bar, rate-based time left and one action (Cancel or Resume). A plain view: it shows the `JobRow`s
+it is given and emits what the user asked for; the app decides what the rows are and what the actions do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QFontMetrics, QPainter
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+# state → (badge text, badge colour); colours read on light and dark palettes
+STATES = {
+    "running": ("Running", "#2f6fdf"),
+    "cancelling": ("Cancelling…", "#7a7a7a"),
+    "resuming": ("Resuming…", "#2f6fdf"),
+    "interrupted": ("Interrupted", "#c77700"),
+    "failed": ("Failed", "#c62828"),
+    "cancelled": ("Cancelled", "#7a7a7a"),
+    "finished": ("Finished", "#2e7d32"),
+}
+LIVE_STATES = ("running", "cancelling", "resuming")
+
+
+@dataclass(frozen=True)
+class JobRow:
+    key: str  # stable across updates: the card is updated in place
+    title: str
+    state: str = "running"  # a key of STATES
+    detail: str = ""  # the job's latest message, or why it stopped
+    origin: str = ""  # who runs it: "this window", "spokenbench · pid 4242"
+    done: int = 0
+    total: int | None = None
+    eta_s: float | None = None
+    action: str | None = None  # "cancel", "resume" or None
+    action_enabled: bool = True
+    action_tooltip: str = ""
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}:{seconds:02d}"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def progress_text(row: JobRow) -> str:
+    """'1,234 / 20,000 · 6 % · 0:42 left'"""
+    if row.total:
+        parts = [f"{row.done:,} / {row.total:,}", f"{100 * row.done / row.total:.0f} %"]
+        if row.eta_s is not None and row.state == "running":
+            parts.append(f"{format_duration(row.eta_s)} left")
+        return " · ".join(parts)
+    return f"{row.done:,} done" if row.done else ""
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that shortens its text with '…' instead of widening the panel; the full text is its tooltip."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(text, parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(40)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(40, super().minimumSizeHint().height())
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        metrics = QFontMetrics(self.font())
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        text = metrics.elidedText(self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width())
+        painter.drawText(self.contentsRect(), int(self.alignment()), text)
+
+
+class JobCard(QFrame):
+    """One job: title and state badge, progress bar, message and progress figures, the action button."""
+
+    def __init__(self, key: str, panel: JobsPanel):
+        super().__init__()
+        self.key = key
+        self.setObjectName("jobCard")
+        self.title = ElidedLabel()
+        self.title.setObjectName("jobTitle")
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.badge = QLabel()
+        self.badge.setObjectName("jobBadge")
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.button = QPushButton()
+        self.button.setMinimumWidth(84)
+        self.button.clicked.connect(lambda: panel._action_clicked(self))
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(False)
+        self.bar.setFixedHeight(8)
+        self.detail = ElidedLabel()
+        self.detail.setObjectName("jobDetail")
+        self.figures = QLabel()
+        self.figures.setObjectName("jobFigures")
+        self.figures.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.origin = QLabel()
+        self.origin.setObjectName("jobOrigin")
+
+        top = QHBoxLayout()
+        top.setSpacing(8)
+        top.addWidget(self.title, 1)
+        top.addWidget(self.badge)
+        top.addWidget(self.button)
+        bottom = QHBoxLayout()
+        bottom.setSpacing(12)
+        bottom.addWidget(self.detail, 1)
+        bottom.addWidget(self.figures)
+        bottom.addWidget(self.origin)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.setSpacing(5)
+        layout.addLayout(top)
+        layout.addWidget(self.bar)
+        layout.addLayout(bottom)
+        self.row: JobRow | None = None
+
+    def show_row(self, row: JobRow) -> None:
+        self.row = row
+        self.title.setText(row.title)
+        text, colour = STATES.get(row.state, (row.state.title(), "#7a7a7a"))
+        self.badge.setText(text)
+        self.badge.setStyleSheet(
+            f"QLabel#jobBadge {{ color: white; background: {colour}; border-radius: 8px; padding: 1px 8px; }}"
+        )
+        if row.total:
+            self.bar.setRange(0, row.total)
+            self.bar.setValue(min(row.done, row.total))
+        elif row.state in LIVE_STATES:
+            self.bar.setRange(0, 0)  # busy indicator: the size of the work is not known yet
+        else:
+            self.bar.setRange(0, 1)
+            self.bar.setValue(1 if row.state == "finished" else 0)
+        self.detail.setText(row.detail)
+        self.figures.setText(progress_text(row))
+        self.origin.setText(row.origin)
+        self.button.setVisible(row.action is not None)
+        self.button.setText({"cancel": "Cancel", "resume": "Resume"}.get(row.action or "", ""))
+        self.button.setEnabled(row.action_enabled)
+        self.button.setToolTip(row.action_tooltip)
+        # a disabled button shows no tooltip on most styles: say it on the card too
+        self.setToolTip("" if row.action_enabled else row.action_tooltip)
+
+
+class JobsPanel(QWidget):
+    """Cards for the given rows, in the given order, updated in place."""
+
+    cancelRequested = Signal(str)  # row key
+    resumeRequested = Signal(str)
+
+    EMPTY_TEXT = (
+        "No jobs. Imports, synthesis, transcription and evaluation runs show here while they run — started in "
+        "this window or with <code>spokenbench</code> on the command line — with their progress and time left."
+    )
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("jobsPanel")
+        self.cards: dict[str, JobCard] = {}
+        self.empty = QLabel(self.EMPTY_TEXT)
+        self.empty.setWordWrap(True)
+        self.empty.setObjectName("jobsEmpty")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._list = QWidget()
+        self._list.setObjectName("jobsList")
+        self._list_layout = QVBoxLayout(self._list)
+        self._list_layout.setContentsMargins(8, 8, 8, 8)
+        self._list_layout.setSpacing(6)
+        self._list_layout.addWidget(self.empty)
+        self._list_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self._list)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+        self.setStyleSheet(
+            "QWidget#jobsList { background: palette(base); }"
+            "QFrame#jobCard { background: palette(window); border: 1px solid palette(mid); border-radius: 6px; }"
+            "QLabel#jobDetail, QLabel#jobOrigin, QLabel#jobFigures { color: palette(dark); }"
+            "QLabel#jobsEmpty { color: palette(dark); padding: 16px; }"
+        )
+
+    def set_rows(self, rows: list[JobRow]) -> None:
+        keys = [row.key for row in rows]
+        for key in list(self.cards):
+            if key not in keys:
+                card = self.cards.pop(key)
+                self._list_layout.removeWidget(card)
+                card.deleteLater()
+        for position, row in enumerate(rows):
+            card = self.cards.get(row.key)
+            if card is None:
+                card = self.cards[row.key] = JobCard(row.key, self)
+            if self._list_layout.indexOf(card) != position:
+                self._list_layout.insertWidget(position, card)
+            card.show_row(row)
+        self.empty.setVisible(not rows)
+
+    @property
+    def rows(self) -> list[JobRow]:
+        ordered = sorted(self.cards.values(), key=self._list_layout.indexOf)
+        return [card.row for card in ordered if card.row is not None]
+
+    def live_count(self) -> int:
+        return sum(1 for row in self.rows if row.state in LIVE_STATES)
+
+    def _action_clicked(self, card: JobCard) -> None:
+        if card.row is None:
+            return
+        if card.row.action == "cancel":
+            self.cancelRequested.emit(card.key)
+        elif card.row.action == "resume":
+            self.resumeRequested.emit(card.key)
