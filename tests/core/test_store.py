@@ -91,11 +91,11 @@ def test_failed_migration_leaves_database_at_previous_version(tmp_path, monkeypa
 def test_two_writers_queue_instead_of_failing(tmp_path):
     """A GUI and a headless run on the same project: the second writer waits for the first."""
     Project.create(tmp_path / "p").close()
-    first, second = Project.open(tmp_path / "p"), Project.open(tmp_path / "p")
+    second = Project.open(tmp_path / "p")
     holding = threading.Event()
 
     def long_write():
-        with first.transaction() as conn:
+        with Project.open(tmp_path / "p") as first, first.transaction() as conn:  # one connection per thread
             conn.execute("INSERT INTO speakers(name, created_at) VALUES ('a', 'now')")
             holding.set()
             time.sleep(0.5)
@@ -108,7 +108,6 @@ def test_two_writers_queue_instead_of_failing(tmp_path):
     thread.join()
     names = [r[0] for r in second.conn.execute("SELECT name FROM speakers ORDER BY id")]
     assert names == ["a", "b"]
-    first.close()
     second.close()
 
 
