@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import queue
-import socket
 import sqlite3
 import threading
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.processes import THIS_HOST, process_alive
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.remote import ProviderLimiter, RetryPolicy, call_with_retries, strip_url_credentials
 from spokenbench.core.store import database
@@ -47,7 +47,6 @@ CANCEL_POLL_S = 0.05
 WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
 
 JOB_STATUSES = ("running", "finished", "failed", "cancelled", "interrupted")
-_HOST = socket.gethostname()
 
 U = TypeVar("U")
 T = TypeVar("T")
@@ -133,23 +132,6 @@ class JobInfo:
 
 def _parse_time(stamp: str) -> float:
     return _dt.datetime.fromisoformat(stamp).timestamp()
-
-
-def process_alive(pid: int, host: str) -> bool | None:
-    """Whether the job's process still runs; None when it runs on another machine (only its heartbeat tells)."""
-    if host != _HOST:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed child its parent has not reaped yet still answers kill(0): read its state
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
 
 
 def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
@@ -288,7 +270,7 @@ def _claim_and_insert(db_path: Path, project_path: Path, kind: str, label: str, 
                 claim=claim,
                 project=str(Path(project_path).resolve()),
                 pid=os.getpid(),
-                host=_HOST,
+                host=THIS_HOST,
                 argv=argv,
                 total=total,
             )

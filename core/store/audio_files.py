@@ -1,6 +1,8 @@
 """Content-addressed audio: a file is named by the sha256 of its bytes (audio/ab/abcd….wav), so equal
 audio is stored once and a name always means the same sound. Writes go to a temp file that is fsynced and
-renamed into place, so a kill at any moment leaves either the whole file or none."""
+renamed into place, so a kill at any moment leaves either the whole file or none. A temp file belongs to the
+process that made it (its name starts with that process's host and pid): another process opening the project
+removes only temp files whose owner is gone, never one still being written."""
 
 from __future__ import annotations
 
@@ -8,11 +10,14 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from spokenbench.core.errors import ProjectError
+from spokenbench.core.processes import owner_tag, tagged_owner_alive
 
 TEMP_DIR_NAME = ".incoming"
+STALE_FOREIGN_TEMP_S = 86_400  # a temp file of unknown owner older than a day is garbage
 
 
 class AudioStore:
@@ -33,7 +38,7 @@ class AudioStore:
             return sha256
         self.temp_dir.mkdir(parents=True, exist_ok=True)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, suffix=".part")
+        fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -57,15 +62,22 @@ class AudioStore:
             raise ProjectError(f"audio file {path} is damaged: its content no longer matches its name")
         return data
 
-    def remove_stale_temp_files(self) -> int:
-        """Temp files left by a killed writer are garbage by construction; remove them on open."""
+    def remove_stale_temp_files(self, foreign_max_age_s: float = STALE_FOREIGN_TEMP_S) -> int:
+        """Remove temp files left by killed writers: those whose owner process is gone, and those of unknown
+        owners (another machine, an older version) once they are older than `foreign_max_age_s`."""
         if not self.temp_dir.is_dir():
             return 0
         removed = 0
+        now = time.time()
         for leftover in self.temp_dir.iterdir():
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-                removed += 1
+            alive = tagged_owner_alive(leftover.name)
+            try:
+                stale = alive is False or (alive is None and now - leftover.stat().st_mtime > foreign_max_age_s)
+                if stale:
+                    leftover.unlink()
+                    removed += 1
+            except OSError:  # gone meanwhile, or a read-only project: nothing to clean here
+                continue
         return removed
 
 

@@ -135,10 +135,58 @@ def test_audio_is_content_addressed_and_verified(project):
         project.audio.put_bytes(b"", "wav")
 
 
-def test_leftover_temp_audio_is_removed_on_open(tmp_path):
+def test_only_temp_audio_whose_writer_is_gone_is_removed_on_open(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from spokenbench.core.processes import owner_tag
+
     Project.create(tmp_path / "p").close()
     incoming = tmp_path / "p" / "audio" / ".incoming"
     incoming.mkdir()
-    (incoming / "tmp123.part").write_bytes(b"half a file")
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = owner_tag().split(".")[0]
+    dead_writer = incoming / f"{host}.{finished.stdout.strip()}.abc.part"
+    live_writer = incoming / f"{owner_tag()}.def.part"
+    old_unknown, new_unknown = incoming / "tmp123.part", incoming / "elsewhere.77.x.part"
+    for path in (dead_writer, live_writer, old_unknown, new_unknown):
+        path.write_bytes(b"half a file")
+    two_days_ago = time.time() - 2 * 86_400
+    os.utime(old_unknown, (two_days_ago, two_days_ago))
     Project.open(tmp_path / "p").close()
-    assert list(incoming.iterdir()) == []
+    assert sorted(p.name for p in incoming.iterdir()) == sorted([live_writer.name, new_unknown.name])
+
+
+def test_a_reader_opening_the_project_in_a_loop_never_breaks_a_writer(tmp_path):
+    """`spokenbench info` in a loop during synthesis used to delete the writer's temp files."""
+    import subprocess
+    import sys
+    import textwrap
+
+    Project.create(tmp_path / "p").close()
+    writer = textwrap.dedent(
+        """
+        import os, sys, time
+        from spokenbench.core.store.audio_files import AudioStore
+        store = AudioStore(sys.argv[1])
+        real_replace = os.replace
+        def slow_replace(src, dst):
+            time.sleep(0.02)  # a window in which another process opens the project
+            real_replace(src, dst)
+        os.replace = slow_replace
+        for n in range(60):
+            store.put_bytes(os.urandom(20_000) + bytes([n]), "wav")
+        print("ok")
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", writer, str(tmp_path / "p" / "audio")], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    opens = 0
+    while process.poll() is None:
+        Project.open(tmp_path / "p").close()
+        opens += 1
+    out, err = process.communicate()
+    assert process.returncode == 0 and out.strip() == b"ok", err.decode()
+    assert opens > 5 and len(list((tmp_path / "p" / "audio").rglob("*.wav"))) == 60

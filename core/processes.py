@@ -1,0 +1,48 @@
+"""Whether a process that left something behind (a job row, a temp file, a staging file) still runs. Files
+and rows carry their owner's host and pid; only the owner may remove them while it lives."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+THIS_HOST = socket.gethostname()
+
+
+def process_alive(pid: int, host: str = THIS_HOST) -> bool | None:
+    """Whether the process runs; None when it runs on another machine (only a heartbeat or age can tell)."""
+    if host != THIS_HOST:
+        return None
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    try:  # a killed child its parent has not reaped yet still answers kill(0): read its state
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+_TAG_HOST = THIS_HOST.replace(".", "_")
+
+
+def owner_tag() -> str:
+    """`host.pid`, the prefix of every temporary name this process creates in a project."""
+    return f"{_TAG_HOST}.{os.getpid()}"
+
+
+def tagged_owner_alive(name: str) -> bool | None:
+    """Whether the process that created a file named `owner_tag()…` still runs; None when that cannot be told
+    (another machine's file, or a name of another shape): then only the file's age can say it is stale."""
+    parts = name.split(".")
+    if len(parts) < 3 or not parts[1].isdigit() or parts[0] != _TAG_HOST:
+        return None
+    return process_alive(int(parts[1]))
