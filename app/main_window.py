@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QPushButton,
@@ -22,8 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.app.jobs import JobsController
-from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, ProjectSession, QueryOp
+from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.core.demo import build_demo
+from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
+from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.summary import item_rows, project_summary
@@ -126,6 +129,11 @@ class MainWindow(QMainWindow):
                 action.setShortcut(shortcut)
             action.triggered.connect(slot)
             file_menu.addAction(action)
+        self.import_action = QAction("&Import Items…", self)
+        self.import_action.setShortcut(QKeySequence("Ctrl+I"))
+        self.import_action.setEnabled(False)
+        self.import_action.triggered.connect(self.choose_import_files)
+        file_menu.insertAction(file_menu.actions()[2], self.import_action)
         view_menu = self.menuBar().addMenu("&View")
         jobs_action = self.jobs_dock.toggleViewAction()
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
@@ -155,6 +163,34 @@ class MainWindow(QMainWindow):
         folder, _ = QFileDialog.getSaveFileName(self, "New folder for the demo project", "demo-project")
         if folder:
             self.build_demo(Path(folder))
+
+    def choose_import_files(self) -> None:
+        if self.session is None:
+            return
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Import items", "", "Tables (*.csv *.tsv *.jsonl *.parquet);;All files (*)"
+        )
+        if not files:
+            return
+        format_name, chosen = QInputDialog.getItem(
+            self, "Import items", "Format of the files:", list(IMPORT_FORMATS), 0, False
+        )
+        if chosen:
+            self.import_items([Path(f) for f in files], format_name)
+
+    def import_items(self, files: list[Path], format_name: str, options: ImportOptions | None = None) -> Operation:
+        """Import on a job thread; the items view refreshes itself once the items are in."""
+        names = ", ".join(f.name for f in files)
+        self.jobs_dock.show()
+        return JobOp(
+            self.session,
+            lambda project, progress: import_files(project, files, format_name, options, progress=progress),
+            kind="import",
+            changes={"items"},
+            label=f"Importing {names}",
+            parent=self,
+            error_title="Cannot import",
+        ).run()
 
     def open_project(self, path: Path) -> Operation:
         path = Path(path)
@@ -197,6 +233,7 @@ class MainWindow(QMainWindow):
         self.session = ProjectSession(path, self.runner, **self._session_options())
         self.session.changes.changed.connect(self._project_changed)
         self.jobs.set_session(self.session)
+        self.import_action.setEnabled(True)
         self.setWindowTitle(f"SpokenBench Studio — {path.name}")
         self.pages.setCurrentWidget(self.items_panel)
         self._show_view(view)
@@ -229,6 +266,7 @@ class MainWindow(QMainWindow):
     def close_project(self) -> None:
         if self.session is not None:
             self.jobs.set_session(None)
+            self.import_action.setEnabled(False)
             self.session.close()
             self.session.deleteLater()
             self.session = None

@@ -21,6 +21,7 @@ session's `ProjectMonitor` sends the same notification for changes made by other
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
@@ -148,11 +149,14 @@ class OperationRunner(QObject):
 
     def __init__(self, parent: QObject | None = None, max_read_threads: int = 4):
         super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(max_read_threads)
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_read_threads, thread_name_prefix="spokenbench-read")
+        self._reads: set[concurrent.futures.Future] = set()
         self.running: list[Operation] = []
         self._ending: list[Operation] = []
+        self._forget_soon = QTimer(self, singleShot=True, interval=0)
+        self._forget_soon.timeout.connect(self._forget_ended)
         self.error_parent: QWidget | None = None  # dialogs of operations whose own parent is gone
+        self.closed = False
 
     def _register(self, operation: Operation) -> None:
         if operation.supersede is not None:
@@ -167,7 +171,7 @@ class OperationRunner(QObject):
             self.running.remove(operation)
         # keep it alive until its outcome slot has returned: a QObject must not be deleted inside its own slot
         self._ending.append(operation)
-        QTimer.singleShot(0, self._forget_ended)
+        self._forget_soon.start()
         self.ended.emit(operation)
 
     def _forget_ended(self) -> None:
@@ -181,10 +185,21 @@ class OperationRunner(QObject):
         """Abandon everything and wait (up to the timeout) for the threads to return. True when all did."""
         self.cancel_all()
         deadline = time.monotonic() + timeout_s
-        pool_done = self.pool.waitForDone(int(timeout_s * 1000))
+        self.closed = True
+        _, reading = concurrent.futures.wait(list(self._reads), timeout_s)  # a copy: workers discard from it
+        self.pool.shutdown(wait=False, cancel_futures=True)
         for operation in list(self.running):
             operation._join(max(0.0, deadline - time.monotonic()))
-        return pool_done and all(not op._thread_alive() for op in self.running)
+        return not reading and all(not op._thread_alive() for op in self.running)
+
+    def submit_read(self, work: Callable[[], None]) -> bool:
+        """Run `work` on the read pool; False once the runner is shut down (the app is closing)."""
+        if self.closed:
+            return False
+        future = self.pool.submit(work)
+        self._reads.add(future)
+        future.add_done_callback(self._reads.discard)
+        return True
 
 
 class ProjectSession(QObject):
@@ -197,13 +212,13 @@ class ProjectSession(QObject):
         super().__init__(runner)
         self.path = Path(path)
         self.runner = runner
+        self.closed = False
         self.changes = ProjectChanges(self)
         self.writer = StoreWriter(self.path)
         self.jobs: list[core_jobs.JobInfo] = []
         self._jobs_incoming.connect(self._receive_jobs, Qt.ConnectionType.QueuedConnection)
         self.monitor = ProjectMonitor(self.path, self.changes.notify, self._jobs_incoming.emit, poll_interval_s)
         self.monitor.start()
-        self.closed = False
 
     def _receive_jobs(self, jobs: list[core_jobs.JobInfo]) -> None:
         if not self.closed:
@@ -224,16 +239,6 @@ class ProjectSession(QObject):
 
 # --------------------------------------------------------------------------------------------------
 # Operations
-
-
-class _Runnable(QRunnable):
-    def __init__(self, work: Callable[[], None]):
-        super().__init__()
-        self.setAutoDelete(False)
-        self._work = work
-
-    def run(self) -> None:
-        self._work()
 
 
 class Operation(QObject):
@@ -469,7 +474,6 @@ class QueryOp(Operation):
         super().__init__(session.runner, **kwargs)
         self.session = session
         self._fn = fn
-        self._runnable: _Runnable | None = None
 
     def _start(self) -> None:
         progress = self._make_progress()
@@ -482,8 +486,8 @@ class QueryOp(Operation):
             finally:
                 project.close()
 
-        self._runnable = _Runnable(lambda: self._guarded(read))
-        self.runner.pool.start(self._runnable)
+        if not self.runner.submit_read(lambda: self._guarded(read)):
+            self._deliver("cancelled", None)
 
 
 class WriteOp(Operation):
@@ -499,6 +503,9 @@ class WriteOp(Operation):
         self._request: WriteRequest | None = None
 
     def _start(self) -> None:
+        if self.session.closed:
+            self._deliver("error", SpokenBenchError(f"{self.label}: the project {self.session.path} was closed"))
+            return
         self._request = self.session.writer.submit(self._fn, self._written, self.label)
 
     def cancel(self) -> None:

@@ -1,5 +1,9 @@
+import subprocess
+import sys
+
 import pytest
 from PySide6.QtWidgets import QMessageBox
+from support import gmmlu_rows, write_csv
 
 from spokenbench.app.main_window import MainWindow
 
@@ -62,6 +66,29 @@ def test_opening_another_project_drops_the_first_ones_result(window, qtbot, buil
     assert first.abandoned == "superseded" and first.result is None
     assert window.session is None and window.pages.currentWidget() is window.welcome
     assert [d.title for d in shown] == ["Cannot open project"]
+
+
+def test_items_imported_by_another_process_appear_without_reopening(window, qtbot, project, tmp_path):
+    with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
+        pass
+    assert window.items_panel.model.rowCount() == 0
+    table = write_csv(tmp_path / "ko.csv", gmmlu_rows(7))
+    command = [sys.executable, "-m", "spokenbench.core.cli.main", "import", str(project.path), str(table)]
+    subprocess.run([*command, "--format", "gmmlu-lite"], check=True, capture_output=True)
+    qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 7, timeout=2_500)
+    assert "7 items (ko 7)" in window.summary_label.text()
+
+
+def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window, qtbot, project, tmp_path):
+    with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
+        pass
+    table = write_csv(tmp_path / "en.csv", gmmlu_rows(1_500))
+    operation = window.import_items([table], "gmmlu-lite")
+    with qtbot.waitSignal(operation.finished, timeout=20_000):
+        pass
+    assert operation.status == "succeeded" and operation.result[0].imported == 1_500
+    qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 1_500, timeout=3_000)
+    assert window.jobs_dock.isVisible()
 
 
 def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):

@@ -179,3 +179,31 @@ def test_a_query_reads_with_its_own_connection_on_the_pool(open_session, qtbot, 
     assert operation.result == project.path
     [(thread, own_connection)] = seen
     assert thread is not threading.main_thread() and own_connection
+
+
+SIGNAL_STORM = """
+import spokenbench.app  # the guard
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+
+class Source(QObject):
+    fired = Signal(object)
+
+app = QCoreApplication([])
+source, calls = Source(), []
+source.fired.connect(calls.append)
+for n in range(30_000):  # PySide6 6.12 drops a reference to True per slot call and to None per singleShot
+    source.fired.emit(None)
+    if n % 10 == 0:
+        QTimer.singleShot(0, lambda: None)
+app.processEvents()
+print(len(calls))
+"""
+
+
+def test_a_long_session_of_signals_does_not_abort_the_interpreter():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", SIGNAL_STORM], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-500:]
+    assert result.stdout.strip() == "30000"

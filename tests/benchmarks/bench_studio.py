@@ -1,0 +1,182 @@
+"""Benchmark (run by hand, prints its figures; not part of the test run): how long a rating saved from the app
+takes while an import of 20,000 items runs in the same app — the Studio foundation's "done when". Ratings go
+through the app's real path (a `WriteOp` submitted on the UI thread, committed by the project's writer thread,
+its success delivered back to the UI thread); the import is a `JobOp` on its own thread and connection. Also
+prints the import's duration and how long it held the project's write lock (the final copy of its staged rows).
+
+    QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_studio.py [--items 20000] [--interval-ms 20]
+        [--single-transaction]   # for comparison: the old import, writing everything inside one transaction
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from support import gmmlu_rows, write_csv
+
+import spokenbench.core.importers as importers
+from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession, WriteOp
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.qc.queues import rate_clip
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.items import insert_items, record_import
+
+CLIPS = 50
+
+
+def build_project(folder: Path) -> tuple[Path, list[int]]:
+    """A project with a few items and clips to rate (clip rows only: rating needs no audio)."""
+    path = folder / "project"
+    table = write_csv(folder / "seed.csv", gmmlu_rows(10))
+    with Project.create(path) as project:
+        import_files(project, [table], "mcq", ImportOptions(source="seed", language="en",
+                     mapping={"id": "sample_id", "options": "option_a,option_b,option_c,option_d"}))  # fmt: skip
+        with project.transaction() as conn:
+            item_id = conn.execute("SELECT min(id) FROM items").fetchone()[0]
+            for n in range(CLIPS):
+                conn.execute(
+                    "INSERT INTO clips(item_id, part, text, language, backend, cache_key, created_at) "
+                    "VALUES (?, 'question', 'q', 'en', 'bench', ?, ?)",
+                    (item_id, f"bench-{n}", utc_now()),
+                )
+        clip_ids = [row[0] for row in project.conn.execute("SELECT id FROM clips ORDER BY id")]
+    return path, clip_ids
+
+
+def single_transaction_write(project, to_write, format_name, progress):
+    """The import's write phase before staging: every row inside one transaction (for --single-transaction)."""
+    total, written, results = sum(len(items) for _, _, items, _ in to_write), 0, []
+    with project.transaction() as conn:
+        for file, digest, items, skipped in to_write:
+            import_id = record_import(conn, file, format_name, digest, len(items))
+            for start in range(0, len(items), 1000):
+                insert_items(conn, items[start : start + 1000], import_id)
+                written += len(items[start : start + 1000])
+                progress.report(written, total, f"writing {Path(file).name}")
+            results.append(importers.ImportedFile(file, len(items), skipped, sorted({i.language for i in items})))
+    return results
+
+
+class RatingProbe:
+    """Saves a rating every `interval_ms` (one in flight at a time) and records each one's latency."""
+
+    def __init__(self, session: ProjectSession, clip_ids: list[int], interval_ms: int):
+        self.session, self.clip_ids = session, clip_ids
+        self.latencies: list[tuple[float, float]] = []  # (submitted at, seconds)
+        self.in_flight = False
+        self.timer = QTimer(interval=interval_ms)
+        self.timer.timeout.connect(self.rate)
+
+    def rate(self) -> None:
+        if self.in_flight:
+            return
+        self.in_flight = True
+        clip_id = self.clip_ids[len(self.latencies) % len(self.clip_ids)]
+        submitted = time.perf_counter()
+
+        def saved(rating_id) -> None:
+            self.latencies.append((submitted, time.perf_counter() - submitted))
+            self.in_flight = False
+
+        WriteOp(
+            self.session,
+            lambda project: rate_clip(project, clip_id, "bench", "correct"),
+            changes={"ratings"},
+            label="rating",
+        ).success(saved).run()
+
+
+def run(items: int, interval_ms: int, single_transaction: bool) -> None:
+    app = QApplication.instance() or QApplication([])
+    folder = Path(tempfile.mkdtemp(prefix="bench-studio-"))
+    path, clip_ids = build_project(folder)
+    table = write_csv(folder / "en.csv", gmmlu_rows(items))
+    locked: list[float] = []
+    if single_transaction:
+        importers._write = single_transaction_write
+    else:
+        copy = importers.copy_staged_import
+
+        def timed_copy(conn, staging):
+            started = time.perf_counter()
+            try:
+                return copy(conn, staging)
+            finally:
+                locked.append(time.perf_counter() - started)
+
+        importers.copy_staged_import = timed_copy
+
+    runner = OperationRunner()
+    session = ProjectSession(path, runner)
+    probe = RatingProbe(session, clip_ids, interval_ms)
+
+    # idle baseline: ratings with nothing else running
+    probe.timer.start()
+    deadline = time.perf_counter() + 1.0
+    while time.perf_counter() < deadline:
+        app.processEvents()
+    probe.timer.stop()
+    while probe.in_flight:
+        app.processEvents()
+    idle = [latency for _, latency in probe.latencies]
+    probe.latencies.clear()
+
+    window: list[float] = []
+    importing = JobOp(
+        session,
+        lambda project, progress: import_files(project, [table], "gmmlu-lite", progress=progress),
+        kind="import",
+        changes={"items"},
+        label=f"Importing {items} items",
+    )
+    importing.finished.connect(lambda: window.append(time.perf_counter()))
+    window.append(time.perf_counter())
+    importing.run()
+    probe.timer.start()
+    while len(window) < 2:
+        app.processEvents()
+    probe.timer.stop()
+    while probe.in_flight:
+        app.processEvents()
+    if importing.status != "succeeded":
+        raise SystemExit(f"the import did not succeed: {importing.status} {importing.error}")
+    started, ended = window
+    duration = ended - started
+    during = [latency for at, latency in probe.latencies if started <= at <= ended]
+    session.close()
+    runner.shutdown()
+
+    def ms(seconds: float) -> str:
+        return f"{1000 * seconds:7.1f} ms"
+
+    mode = "single transaction (old)" if single_transaction else "staged, one short copy"
+    print(f"import of {items:,} items, write phase: {mode}")
+    print(f"  import duration (job start → done on the UI thread): {ms(duration)}")
+    if locked:
+        print(f"  write lock held by the import (final copy):         {ms(locked[0])}")
+    print(f"  ratings while idle:   n={len(idle):3d}  median {ms(statistics.median(idle))}  max {ms(max(idle))}")
+    if during:
+        median, worst = statistics.median(during), max(during)
+        print(f"  ratings during import: n={len(during):3d}  median {ms(median)}  max {ms(worst)}")
+        print(f"  max rating latency / import duration: {worst / duration:.3f}")
+    else:
+        print("  no rating completed during the import")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=20_000)
+    parser.add_argument("--interval-ms", type=int, default=20)
+    parser.add_argument("--single-transaction", action="store_true")
+    args = parser.parse_args()
+    run(args.items, args.interval_ms, args.single_transaction)
