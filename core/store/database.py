@@ -14,6 +14,9 @@ from spokenbench.core.errors import ProjectError
 from spokenbench.core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 15_000
+# Stored in the SQLite header (PRAGMA application_id): says "this file is a SpokenBench project", so a foreign
+# SQLite file named project.sqlite is refused instead of being converted.
+PROJECT_APPLICATION_ID = 0x53424E43  # "SBNC"
 
 
 def utc_now() -> str:
@@ -81,3 +84,19 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
             raise
         applied.append(version)
     return applied
+
+
+def project_marker(conn: sqlite3.Connection) -> str:
+    """'marked' (a SpokenBench project), 'legacy' (made before the marker existed: it has our project_meta with
+    the version that created it) or 'foreign' (any other SQLite database)."""
+    if conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID:
+        return "marked"
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'project_meta'").fetchone()
+    if has_meta and conn.execute("SELECT 1 FROM project_meta WHERE key = 'created_by_version'").fetchone():
+        return "legacy"
+    return "foreign"
+
+
+def mark_as_project(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        conn.execute(f"PRAGMA application_id = {PROJECT_APPLICATION_ID}")

@@ -45,6 +45,7 @@ class Project:
                 "INSERT INTO project_meta(key, value) VALUES (?, ?)",
                 [("created_at", database.utc_now()), ("created_by_version", __version__)],
             )
+        database.mark_as_project(conn)
         return cls(path, conn)
 
     @classmethod
@@ -64,7 +65,17 @@ class Project:
         if not has_schema:
             conn.close()
             raise ProjectError(f"{db_path} is empty: not a SpokenBench project")
+        marker = database.project_marker(conn)
+        if marker == "foreign":
+            conn.close()
+            raise ProjectError(
+                f"{db_path} is an SQLite database of another program, not a SpokenBench project (it carries no "
+                "SpokenBench marker); it was left untouched. Create a project with `spokenbench init DIR` and import "
+                "your items into it."
+            )
         database.migrate(conn, db_path)
+        if marker == "legacy":
+            database.mark_as_project(conn)
         project = cls(path, conn)
         project.audio.remove_stale_temp_files()
         return project

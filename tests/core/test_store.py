@@ -190,3 +190,28 @@ def test_a_reader_opening_the_project_in_a_loop_never_breaks_a_writer(tmp_path):
     out, err = process.communicate()
     assert process.returncode == 0 and out.strip() == b"ok", err.decode()
     assert opens > 5 and len(list((tmp_path / "p" / "audio").rglob("*.wav"))) == 60
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_untouched(tmp_path, cli):
+    folder = tmp_path / "not-ours"
+    folder.mkdir()
+    db = folder / "project.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE project_meta(key TEXT, value TEXT)")  # even a table of the same name
+        conn.execute("INSERT INTO project_meta VALUES ('owner', 'another program')")
+    before = db.read_bytes()
+    with pytest.raises(ProjectError, match="another program, not a SpokenBench project"):
+        Project.open(folder)
+    result = cli("info", folder)
+    assert result.code == 2 and "not a SpokenBench project" in result.err
+    assert db.read_bytes() == before and not (folder / "project.schema0.bak.sqlite").exists()
+
+
+def test_a_project_made_before_the_marker_opens_and_is_marked(tmp_path):
+    from spokenbench.core.store.database import PROJECT_APPLICATION_ID
+
+    Project.create(tmp_path / "p").close()
+    with sqlite3.connect(tmp_path / "p" / "project.sqlite") as conn:
+        conn.execute("PRAGMA application_id = 0")
+    with Project.open(tmp_path / "p") as project:
+        assert project.conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID
