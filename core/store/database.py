@@ -86,15 +86,26 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
     return applied
 
 
-def project_marker(conn: sqlite3.Connection) -> str:
-    """'marked' (a SpokenBench project), 'legacy' (made before the marker existed: it has our project_meta with
-    the version that created it) or 'foreign' (any other SQLite database)."""
-    if conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID:
-        return "marked"
-    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'project_meta'").fetchone()
-    if has_meta and conn.execute("SELECT 1 FROM project_meta WHERE key = 'created_by_version'").fetchone():
-        return "legacy"
-    return "foreign"
+def inspect_project_file(db_path: Path) -> str:
+    """What a project.sqlite is, read without changing a byte: 'marked' (a SpokenBench project), 'legacy' (made
+    before the marker existed: it has our project_meta with the version that created it), 'empty', or 'foreign'
+    (any other SQLite database). Raises ProjectError for a file that is not SQLite or is damaged."""
+    uri = f"{db_path.resolve().as_uri()}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            if conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID:
+                return "marked"
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables:
+                return "empty"
+            if (
+                "project_meta" in tables
+                and conn.execute("SELECT 1 FROM project_meta WHERE key = 'created_by_version'").fetchone()
+            ):
+                return "legacy"
+            return "foreign"
+    except sqlite3.DatabaseError as error:
+        raise ProjectError(f"{db_path}: the database is damaged or not SQLite ({error})") from None
 
 
 def mark_as_project(conn: sqlite3.Connection) -> None:

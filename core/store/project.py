@@ -56,23 +56,16 @@ class Project:
             raise ProjectError(f"{path}: no such project folder (create one with `spokenbench init {path}`)")
         if not db_path.is_file():
             raise ProjectError(f"{path} is not a SpokenBench project: {DATABASE_NAME} is missing")
-        conn = database.connect(db_path)
-        try:
-            has_schema = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
-        except sqlite3.DatabaseError as error:
-            conn.close()
-            raise ProjectError(f"{db_path}: the database is damaged or not SQLite ({error})") from None
-        if not has_schema:
-            conn.close()
+        marker = database.inspect_project_file(db_path)  # read-only: a foreign file must stay byte-identical
+        if marker == "empty":
             raise ProjectError(f"{db_path} is empty: not a SpokenBench project")
-        marker = database.project_marker(conn)
         if marker == "foreign":
-            conn.close()
             raise ProjectError(
                 f"{db_path} is an SQLite database of another program, not a SpokenBench project (it carries no "
                 "SpokenBench marker); it was left untouched. Create a project with `spokenbench init DIR` and import "
                 "your items into it."
             )
+        conn = database.connect(db_path)
         database.migrate(conn, db_path)
         if marker == "legacy":
             database.mark_as_project(conn)
