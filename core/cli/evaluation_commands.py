@@ -13,7 +13,7 @@ from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATE
 from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS
 from spokenbench.core.progress import text_progress_bar
-from spokenbench.core.remote import RetryPolicy
+from spokenbench.core.remote import RetryPolicy, strip_url_credentials
 from spokenbench.core.store import opened
 
 EXIT_INCOMPLETE = 3  # the run stopped at its budget; resume with --resume and a larger --budget
@@ -220,15 +220,15 @@ def _plan_options(args: argparse.Namespace) -> PlanOptions:
     )
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from spokenbench.core.evaluation.runner import RunSettings, evaluate
+def _settings(args: argparse.Namespace):
+    from spokenbench.core.evaluation.preparation import RunSettings
 
     price = None
     if any(v is not None for v in (args.price_input, args.price_output, args.price_audio_input)):
         price = Price(
             input=args.price_input or 0.0, output=args.price_output or 0.0, audio_input=args.price_audio_input
         )
-    settings = RunSettings(
+    return RunSettings(
         model=args.model,
         mode=args.mode,
         prompt=args.prompt,
@@ -255,25 +255,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         listener_profile_file=args.listener_profile,
         retry=RetryPolicy(max_attempts=max(1, args.retries)),
     )
-    shown = {}
 
-    class _DryRun(Exception):
-        pass
 
-    def on_plan(summary: dict) -> None:
-        shown.update(summary)
-        if not args.json:
-            _print_plan(summary, file=sys.stderr)
-        if args.dry_run:
-            raise _DryRun()
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from spokenbench.core.evaluation.preparation import prepare_evaluation
+    from spokenbench.core.evaluation.runner import run_evaluation
 
     with opened(args.dir) as project:
-        try:
-            summary = evaluate(project, settings, text_progress_bar(), on_plan=on_plan)
-        except _DryRun:
+        prepared = prepare_evaluation(project, _settings(args))
+        if args.dry_run:
             if args.json:
-                print_json({"plan": shown})
+                print_json(prepared.as_dict())
+            else:
+                _print_preparation(prepared, file=sys.stdout)
             return 0
+        if not args.json:
+            _print_preparation(prepared, file=sys.stderr)
+        summary = run_evaluation(project, prepared, text_progress_bar())
     if args.json:
         print_json(summary.as_dict())
     else:
@@ -296,7 +294,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return EXIT_INCOMPLETE if summary.stop_reason == "budget" else 0
 
 
-def _print_plan(summary: dict, file) -> None:
+def _print_preparation(prepared, file) -> None:
+    """The prepared plan in words: what is asked, what is reused, what is sent and what it may cost."""
+    summary = prepared.conditions
     print(
         f"plan: {summary['requests']} request(s) over {summary['items']} item(s), {summary['conditions']} condition(s)",
         file=file,
@@ -305,12 +305,45 @@ def _print_plan(summary: dict, file) -> None:
         shown = ", ".join(f"{level} {count}" for level, count in list(levels.items())[:12])
         more = f", … ({len(levels)} levels)" if len(levels) > 12 else ""
         print(f"  {factor}: {shown}{more}", file=file)
-    for warning in summary.get("warnings", []):
+    preset = prepared.preset
+    model = f"model: {prepared.model_name} ({preset.convention}"
+    if preset.base_url:
+        model += f" at {strip_url_credentials(preset.base_url)}"
+    if prepared.asr_preset is not None:
+        model += f"; transcribed by {prepared.asr_preset.spec}"
+    print(model + f"), mode {prepared.settings.mode}, prompt {prepared.settings.prompt}", file=file)
+    if prepared.resume_run_id is None:
+        print("run: a new run", file=file)
+    else:
+        print(
+            f"run: continues run {prepared.resume_run_id} ({prepared.already_stored} of {prepared.request_count} "
+            f"answered, ${prepared.spent_usd:.4f} spent)",
+            file=file,
+        )
+    reused = [f"{prepared.already_cached} from the response cache"]
+    if prepared.already_stored:
+        reused.insert(0, f"{prepared.already_stored} already stored")
+    if prepared.shared:
+        reused.append(f"{prepared.shared} shared with an identical request")
+    print(f"to send: {prepared.requests_to_send} model call(s) ({', '.join(reused)})", file=file)
+    if prepared.simulated:
+        cost = "free (simulated listener, offline)"
+    elif prepared.estimated_cost_usd is None:
+        cost = "not estimated (no price known)"
+    else:
+        cost = (
+            f"at most ${prepared.estimated_cost_usd:.4f} (each call's worst case: 1.5 x the estimated input plus "
+            f"{prepared.settings.params.max_output_tokens} output tokens); the input alone about "
+            f"${prepared.estimated_input_cost_usd:.4f}"
+        )
+    budget = "" if prepared.settings.budget_usd is None else f"; budget ${prepared.settings.budget_usd:g}"
+    print(f"cost: {cost}{budget}", file=file)
+    for warning in prepared.warnings:
         print(f"  warning: {warning}", file=file)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from spokenbench.core.evaluation.records import list_runs
+    from spokenbench.core.evaluation.runner import list_runs
 
     with opened(args.dir) as project:
         runs = list_runs(project.conn)
@@ -332,6 +365,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for r in runs
     ]
     print_table(rows, ["id", "model", "mode", "prompt", "status", "answers", "errors", "acc", "parse", "cost", "name"])
+    if any(r["status"] == "interrupted" for r in runs):
+        print(
+            "interrupted: stopped without finishing (killed, machine off); continue with the same `spokenbench "
+            "evaluate` command and --resume (or --run ID), see `spokenbench jobs DIR`",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -314,11 +314,17 @@ def create_adapter(preset: ModelPreset, params: GenerationParams, key: str | Non
 
         return SimulatedAdapter(preset, params)
     if key is None:
-        credential = CREDENTIAL_PROVIDER.get(preset.provider)
-        key = api_key(credential) if credential else (_optional_key(preset.provider) or "not-needed")
+        key = credential_for(preset)
     if preset.convention == "gemini":
         return GeminiAdapter(preset, params, key)
     return OpenAICompatibleAdapter(preset, params, key)
+
+
+def credential_for(preset: ModelPreset) -> str:
+    """The key for a preset's provider, read from the environment or the OS keyring (raises a clear error when
+    a hosted provider's key is missing). Read once per run, kept in memory only, handed to the SDK client."""
+    credential = CREDENTIAL_PROVIDER.get(preset.provider)
+    return api_key(credential) if credential else (_optional_key(preset.provider) or "not-needed")
 
 
 def _optional_key(provider: str) -> str | None:

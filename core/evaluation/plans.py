@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from spokenbench.core.conditions import Condition, cyclic_orders, full_orders, gold_position_orders, order_strings
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.evaluation import store
 from spokenbench.core.items import LETTERS, Item
 from spokenbench.core.store.items import iter_items
 
@@ -189,9 +190,7 @@ def _same_number(value, allowed: tuple[str, ...]) -> bool:
 
 
 def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
-    rows = conn.execute(
-        "SELECT id, item_id, condition_key, option_order, label_sequence FROM assembled_inputs ORDER BY item_id, id"
-    ).fetchall()
+    rows = store.assembled_input_rows(conn)
     by_item: dict[int, list[sqlite3.Row]] = defaultdict(list)
     for row in rows:
         if row["item_id"] in items:
@@ -256,11 +255,7 @@ def _spoken_question_requests(
     question clip (language, accent, voice) of the item."""
     requests, missing = [], []
     for item_id, item in items.items():
-        clips = conn.execute(
-            "SELECT id, language, accent, voice, speaker_gender, speaker_id FROM clips "
-            "WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL ORDER BY id",
-            (item_id,),
-        ).fetchall()
+        clips = store.question_clips(conn, item_id)
         if not clips:
             missing.append(f"item {item.source_id} ({item.language})")
             continue

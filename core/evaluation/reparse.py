@@ -8,6 +8,7 @@ from collections import Counter
 
 from spokenbench.core.conditions import Condition
 from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.prompts import PROMPTS, render_prompt
 from spokenbench.core.items import LETTERS, option_part
@@ -20,10 +21,7 @@ from spokenbench.core.tables import Table
 def reparse_project(project: Project, run_id: int | None = None) -> dict:
     """Re-parse every stored raw answer (of one run, or all) with the current parser, in one transaction."""
     conn = project.conn
-    runs = conn.execute(
-        "SELECT id, mode, prompt, parameters_json FROM runs" + (" WHERE id = ?" if run_id else ""),
-        (run_id,) if run_id else (),
-    ).fetchall()
+    runs = store.runs_to_reparse(conn, run_id)
     if run_id and not runs:
         raise SpokenBenchError(f"no run {run_id} in this project (see `spokenbench runs DIR`)")
     items = {item_id: item for item_id, item in iter_items(conn)}
@@ -37,11 +35,7 @@ def reparse_project(project: Project, run_id: int | None = None) -> dict:
         prompt = run["prompt"] if run["prompt"] in PROMPTS else "standard"
         rewritten = plan.get("text_source") == "rewritten"
         texts_cache: dict[int, dict] = {}
-        rows = conn.execute(
-            "SELECT id, item_id, condition_key, option_order, raw_text, parsed_letter, parse_status, parse_detail "
-            "FROM responses WHERE run_id = ? AND raw_text IS NOT NULL",
-            (run["id"],),
-        ).fetchall()
+        rows = store.answered_rows(conn, run["id"])
         for row in rows:
             item = items.get(row["item_id"])
             if item is None:
@@ -84,11 +78,7 @@ def reparse_project(project: Project, run_id: int | None = None) -> dict:
                     (parsed.letter, parsed.status, map_to_original(parsed.letter, order), parsed.detail, row["id"])
                 )
     with project.transaction() as write:
-        write.executemany(
-            "UPDATE responses SET parsed_letter = ?, parse_status = ?, mapped_option = ?, parse_detail = ? "
-            "WHERE id = ?",
-            updates,
-        )
+        store.update_parses(write, updates)
     return {"runs": len(runs), "responses": total, "changed": changed, "parse_counts": dict(counts)}
 
 

@@ -95,7 +95,8 @@ def build_project(path: Path, requests: int):
 def run_runner(project, url: str, max_tokens: int) -> tuple[float, float, int]:
     """(requests/s, CPU ms per request, requests) for one fresh (uncached) run."""
     from spokenbench.core.evaluation.adapters import GenerationParams
-    from spokenbench.core.evaluation.runner import RunSettings, evaluate
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import evaluate
 
     settings = RunSettings(
         model="vllm:bench-model",

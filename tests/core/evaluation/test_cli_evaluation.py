@@ -51,12 +51,17 @@ def test_help_lists_the_contract(cli, capsys):
 
 def test_dry_run_shows_counts_and_sends_nothing(audio_project, stub, cli):
     result = _evaluate(cli, audio_project, stub, "--dry-run", "--json")
-    assert result.code == 0
-    plan = result.json()["plan"]
+    assert result.code == 0, result.err
+    prepared = result.json()
+    plan = prepared["plan"]
     assert plan["requests"] == 6 and plan["by_factor"]["order"] == {"original": 3, "reversed": 3}
+    assert prepared["requests_to_send"] == 6 and prepared["already_cached"] == 0 and prepared["resume_run_id"] is None
+    assert prepared["preset"]["spec"] == "openai:gpt-audio-mini" and prepared["estimated_cost_usd"] > 0
     assert stub.requests == [] and audio_project.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     text = _evaluate(cli, audio_project, stub, "--dry-run")
-    assert "plan: 6 request(s) over 3 item(s)" in text.err
+    assert text.code == 0 and "plan: 6 request(s) over 3 item(s)" in text.out
+    assert "to send: 6 model call(s)" in text.out and "cost: at most $" in text.out
+    assert stub.requests == [] and audio_project.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
 
 
 def test_evaluate_runs_and_lists(audio_project, stub, cli):

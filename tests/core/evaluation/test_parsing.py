@@ -173,7 +173,8 @@ def test_parse_command_reports_bad_rows(cli, tmp_path):
 
 
 def test_reparse_updates_stored_answers_without_asking_a_model(audio_project, cli, stub):
-    from spokenbench.core.evaluation.runner import RunSettings, evaluate
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import evaluate
 
     stub.state.answer_fn = lambda body: "The answer is B, I am fairly sure."
     evaluate(audio_project, RunSettings(model="vllm:m", base_url=stub.openai_url, mode="audio"))

@@ -14,8 +14,9 @@ from spokenbench.core.conditions import Condition
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import PlanOptions
+from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.presets import Price
-from spokenbench.core.evaluation.runner import RunSettings, evaluate
+from spokenbench.core.evaluation.runner import evaluate
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import RemoteAuthError, RetryPolicy
 from spokenbench.core.store.database import utc_now

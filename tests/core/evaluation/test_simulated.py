@@ -9,7 +9,8 @@ from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.power import PowerDesign, questions_needed
-from spokenbench.core.evaluation.runner import RunSettings, evaluate
+from spokenbench.core.evaluation.preparation import RunSettings
+from spokenbench.core.evaluation.runner import evaluate
 from spokenbench.core.evaluation.simulated import ListenerProfile, ListenerQuestion, choose
 from spokenbench.core.exports import responses_frame
 from spokenbench.core.store import opened

@@ -1,0 +1,558 @@
+"""Everything that happens before a run: settings checked, presets resolved, the plan built, each planned
+request prepared with its audio, and what running it would reuse, send and cost — without creating a run
+row, sending a request or reading a credential. The app shows an `EvaluationPreparation` before the user
+pays for anything; `spokenbench evaluate --dry-run` prints it; `runner.run_evaluation` runs it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.evaluation import store
+from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
+from spokenbench.core.evaluation.budget import input_cost, worst_case_cost
+from spokenbench.core.evaluation.plans import AUDIO_MODES, EvaluationPlan, PlannedRequest, PlanOptions, build_plan
+from spokenbench.core.evaluation.presets import ModelPreset, Price, resolve_model, transcription_presets
+from spokenbench.core.evaluation.prompts import (
+    MODES,
+    PROMPTS,
+    RenderedPrompt,
+    render_prompt,
+    render_transcription_prompt,
+    template_fingerprint,
+)
+from spokenbench.core.items import Item, option_part
+from spokenbench.core.jobs import list_jobs
+from spokenbench.core.remote import RetryPolicy, strip_url_credentials
+from spokenbench.core.store import Project
+from spokenbench.core.store.rewrites import latest_rewrites
+
+
+@dataclass
+class RunSettings:
+    model: str  # PROVIDER:NAME
+    mode: str = "audio"
+    prompt: str = "standard"
+    plan: PlanOptions = field(default_factory=PlanOptions)
+    params: GenerationParams = field(default_factory=GenerationParams)
+    system_variant: str = "separate"
+    base_url: str | None = None
+    convention: str | None = None
+    asr: str | None = None  # pipeline: 'self' (the evaluated model transcribes) or PROVIDER:MODEL
+    asr_base_url: str | None = None  # default: --base-url when the ASR model has the same provider
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    budget_usd: float | None = None
+    price: Price | None = None  # overrides the preset's price
+    resume: bool = False
+    run_id: int | None = None
+    name: str | None = None
+    listener_profile_file: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One planned (item, condition) with the texts and audio its requests are built from."""
+
+    planned: PlannedRequest
+    item: Item
+    question: str
+    option_texts: tuple[str, ...]  # original order
+    audio: tuple[AudioInput, ...]  # without bytes; loaded when a request is really sent
+
+    @property
+    def key(self) -> tuple[int, str]:
+        """What a stored response is keyed by within a run."""
+        return self.planned.item_id, self.planned.condition_key
+
+
+@dataclass
+class EvaluationPreparation:
+    """A checked, costed plan, ready for `run_evaluation`. A snapshot: run it soon, or prepare again."""
+
+    settings: RunSettings  # as resolved (the plan options carry the mode and whether the model is simulated)
+    preset: ModelPreset
+    asr_preset: ModelPreset | None  # pipeline mode with a separate transcription model
+    profile: object | None  # the simulated listener's ListenerProfile
+    plan: EvaluationPlan = field(repr=False)
+    jobs: list[Job] = field(repr=False)
+    identity: dict  # what makes two sessions the same run (runs.parameters_json)
+    model_name: str  # as stored with the run: PROVIDER:MODEL, or simulated:PROFILE
+    run_mode: str  # as stored with the run ('simulated' for the simulated listener)
+    prompt_text: str
+    price: Price | None
+    resume_run_id: int | None  # the run this continues; None: a new run
+    already_stored: int  # planned requests the resumed run already answered without error
+    already_cached: int  # planned requests answered from the response cache at no cost
+    shared: int  # planned requests answered by an identical request of the same run
+    requests_to_send: int  # model calls expected (pipeline: the transcription and the answer each count)
+    estimated_cost_usd: float | None  # at most this (each call's worst case, what --budget reserves); None: no price
+    estimated_input_cost_usd: float | None  # the input part alone, at our estimate: a floor
+    warnings: list[str]
+    spent_usd: float = 0.0  # what the resumed run has already cost
+    cache_keys: tuple[str, ...] = field(default=(), repr=False)  # response-cache keys the session preloads
+
+    @property
+    def request_count(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def simulated(self) -> bool:
+        return self.preset.provider == "simulated"
+
+    @property
+    def conditions(self) -> dict:
+        """Counts per factor level (items, requests, conditions, by_factor)."""
+        return self.plan.summary()
+
+    def as_dict(self) -> dict:
+        settings = self.settings
+        return {
+            "plan": self.conditions,
+            "model": self.model_name,
+            "mode": settings.mode,
+            "run_mode": self.run_mode,
+            "prompt": settings.prompt,
+            "preset": _preset_dict(self.preset, self.price),
+            "asr_preset": _preset_dict(self.asr_preset, self.asr_preset.price) if self.asr_preset else None,
+            "resume_run_id": self.resume_run_id,
+            "requests": self.request_count,
+            "already_stored": self.already_stored,
+            "already_cached": self.already_cached,
+            "shared": self.shared,
+            "requests_to_send": self.requests_to_send,
+            "estimated_cost_usd": _rounded(self.estimated_cost_usd),
+            "estimated_input_cost_usd": _rounded(self.estimated_input_cost_usd),
+            "budget_usd": settings.budget_usd,
+            "spent_usd": _rounded(self.spent_usd),
+            "warnings": list(self.warnings),
+        }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _preset_dict(preset: ModelPreset, price: Price | None) -> dict:
+    return {
+        "spec": preset.spec,
+        "id": preset.id,
+        "convention": preset.convention,
+        "endpoint": strip_url_credentials(preset.base_url),
+        "max_audio_seconds": preset.max_audio_seconds,
+        "price": None if price is None else {k: v for k, v in price.__dict__.items() if v is not None},
+        "retired": preset.retired,
+        "successor": preset.successor,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Requests
+
+
+def is_transcription_endpoint(preset: ModelPreset) -> bool:
+    names = {entry["model"] for entry in transcription_presets()} | {entry["id"] for entry in transcription_presets()}
+    return preset.model in names or "whisper" in preset.model or "transcribe" in preset.model
+
+
+class RequestBuilder:
+    """How a job becomes the requests sent for it; the same for preparation (cache keys, estimates) and the
+    session (sending, parsing)."""
+
+    def __init__(self, settings: RunSettings, preset: ModelPreset, asr_preset: ModelPreset | None):
+        self.settings, self.preset, self.asr_preset = settings, preset, asr_preset
+        self.simulated = preset.provider == "simulated"
+        self.transcription_endpoint = asr_preset is not None and is_transcription_endpoint(asr_preset)
+
+    def render(self, job: Job, transcript: str | None = None) -> RenderedPrompt:
+        planned = job.planned
+        return render_prompt(
+            self.settings.prompt,
+            self.settings.mode,
+            job.question,
+            list(job.option_texts),
+            planned.option_order,
+            planned.label_sequence,
+            planned.condition.spoken_labels,
+            job.item.language,
+            self.settings.system_variant,
+            transcript,
+        )
+
+    def answer(self, job: Job, transcript: str | None = None) -> ModelRequest:
+        rendered = self.render(job, transcript)
+        audio = job.audio if self.settings.mode in ("audio", "audio+text-options") else ()
+        context = self._listener_context(job, rendered) if self.simulated else None
+        return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
+
+    def transcription(self, job: Job) -> ModelRequest:
+        if self.transcription_endpoint:
+            return ModelRequest(None, "", job.audio, kind="transcribe", language=job.item.language)
+        system, user = render_transcription_prompt(self.settings.system_variant)
+        return ModelRequest(system, user, job.audio, language=job.item.language)
+
+    def _listener_context(self, job: Job, rendered: RenderedPrompt) -> dict:
+        from spokenbench.core.evaluation.simulated import ListenerQuestion
+
+        condition = job.planned.condition
+        levels = {k: str(v) for k, v in condition.factors().items()}
+        if job.item.cultural_label:
+            levels["cultural_label"] = job.item.cultural_label
+        levels["language"] = job.item.language
+        question = ListenerQuestion(
+            job.item.source_id,
+            job.item.answer,
+            job.planned.option_order,
+            levels,
+            tuple(o.orientation for o in job.item.options),
+            job.planned.condition_key,
+        )
+        return {
+            "question": question,
+            "prompt": self.settings.prompt,
+            "labelled": condition.spoken_labels,
+            "option_texts": rendered.option_texts,
+            "neutral_letter": rendered.neutral_letter,
+            "neutral_text": rendered.neutral_text,
+        }
+
+
+def asr_params(params: GenerationParams) -> GenerationParams:
+    """A transcription step never thinks."""
+    return replace(params, thinking=None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Jobs
+
+
+def _unloaded(sha: str, fmt: str, seconds: float) -> AudioInput:
+    return AudioInput(data=b"", sha256=sha, format=fmt, seconds=seconds)
+
+
+def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) -> list[Job]:
+    """The plan's requests with their texts (rewrites where asked) and audio (chunks where the model's limit
+    needs them). Refuses, before anything is sent, inputs the model cannot take whole."""
+    conn, options = project.conn, plan.options
+    rewrites: dict[int, dict] = {}
+    fallbacks = 0
+    if options.text_source == "rewritten":
+        for item_id in plan.items:
+            rewrites[item_id] = {
+                part: row["text"]
+                for part, row in latest_rewrites(conn, item_id).items()
+                if row["status"] in ("accepted", "edited")
+            }
+    audio_rows: dict[int, tuple] = {}
+    chunk_rows: dict[int, list[tuple]] = {}
+    needs_audio = options.mode in AUDIO_MODES and not options.simulated
+    if needs_audio:
+        ids = sorted({r.input_id for r in plan.requests if r.input_id is not None})
+        audio_rows = store.assembled_audio(conn, ids)
+        chunk_rows = store.input_chunks(conn, ids)
+    clip_rows: dict[int, tuple] = {}
+    if options.mode == "audio+text-options" and not options.simulated:
+        clip_rows = store.clip_audio(conn, sorted({r.input_id for r in plan.requests}))
+    jobs, too_long = [], []
+    limit = preset.max_audio_seconds
+    for planned in plan.requests:
+        item = plan.items[planned.item_id]
+        texts = rewrites.get(planned.item_id, {})
+        question = texts.get("question", item.question)
+        option_texts = tuple(texts.get(option_part(o.letter), o.text) for o in item.options)
+        if options.text_source == "rewritten" and (len(texts) < 1 + len(item.options)):
+            fallbacks += 1
+        audio: tuple[AudioInput, ...] = ()
+        if planned.input_id is not None and needs_audio:
+            sha, fmt, seconds = audio_rows[planned.input_id]
+            audio = (_unloaded(sha, fmt, seconds),)
+            if limit and seconds > limit:
+                chunked = _chunks_within(chunk_rows.get(planned.input_id, []), limit)
+                if chunked is None:
+                    too_long.append((item, planned, seconds))
+                else:
+                    audio = tuple(_unloaded(c_sha, fmt, c_seconds) for c_sha, c_seconds in chunked)
+        elif planned.input_id is not None and clip_rows:
+            sha, fmt, seconds = clip_rows[planned.input_id]
+            audio = (_unloaded(sha, fmt, seconds),)
+            if limit and seconds > limit:
+                too_long.append((item, planned, seconds))
+        jobs.append(Job(planned, item, question, option_texts, audio))
+    inline_limit = preset.max_inline_base64_chars
+    if inline_limit:
+        too_big = []
+        for job in jobs:
+            size = sum(_file_size(project, a) for a in job.audio)
+            if (size + 2) // 3 * 4 > inline_limit:
+                too_big.append((job, size))
+        if too_big:
+            job, size = too_big[0]
+            raise SpokenBenchError(
+                f"{len(too_big)} input(s) are too large for {preset.spec}'s inline audio (at most {inline_limit:,} "
+                f"base64 characters, about {inline_limit * 3 // 4 // 1000} kB; e.g. item {job.item.source_id} is "
+                f"{size // 1000} kB): assemble shorter chunks or a lower sample rate, or serve the model yourself "
+                "(--base-url with --convention openai-input-audio)"
+            )
+    if too_long:
+        item, planned, seconds = too_long[0]
+        raise SpokenBenchError(
+            f"{len(too_long)} input(s) are longer than {preset.spec}'s limit of {limit:g} s and have no chunks within it "
+            f"(e.g. item {item.source_id}, {seconds:.1f} s); audio is never cut silently: run "
+            f"`spokenbench assemble DIR --chunk-seconds {int(limit)}` first"
+        )
+    if fallbacks:
+        plan.warnings.append(f"{fallbacks} request(s) use original text where no accepted rewrite exists")
+    return jobs
+
+
+def _file_size(project: Project, audio: AudioInput) -> int:
+    try:
+        return project.audio.path_for(audio.sha256, audio.format).stat().st_size
+    except OSError:
+        return 0
+
+
+def _chunks_within(rows: list[tuple], limit: float) -> list[tuple[str, float]] | None:
+    """The chunk set with the largest max_seconds not above the model's limit."""
+    by_limit: dict[float, list[tuple[str, float]]] = {}
+    for max_seconds, _position, sha, seconds in rows:
+        by_limit.setdefault(max_seconds, []).append((sha, seconds))
+    usable = [m for m in by_limit if m <= limit + 1e-9 and all(s <= limit + 1e-6 for _, s in by_limit[m])]
+    return by_limit[max(usable)] if usable else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Preparing a run
+
+
+def run_identity(settings: RunSettings, preset: ModelPreset, asr_preset: ModelPreset | None, profile) -> dict:
+    """What makes two sessions the same run (what changes answers), stored as runs.parameters_json.
+    Concurrency, rate limits and budget are left out: they change speed and stopping, not answers."""
+    identity = {
+        "model": {
+            "provider": preset.provider,
+            "model": preset.model,
+            "convention": preset.convention,
+            "endpoint": strip_url_credentials(preset.base_url),
+        },
+        "generation": settings.params.as_dict(),
+        "system_prompt": settings.system_variant,
+        "plan": settings.plan.as_dict(),
+    }
+    if asr_preset is not None:
+        identity["asr"] = {
+            "provider": asr_preset.provider,
+            "model": asr_preset.model,
+            "endpoint": strip_url_credentials(asr_preset.base_url),
+        }
+    elif settings.mode == "pipeline":
+        identity["asr"] = "self"
+    if profile is not None:
+        identity["listener_profile"] = profile.to_dict()
+    return identity
+
+
+def run_claim(run_id: int) -> str:
+    """The claim a live job holds on a run while it works on it (core.jobs)."""
+    return f"run:{run_id}"
+
+
+def _check_settings(settings: RunSettings) -> None:
+    if settings.prompt not in PROMPTS:
+        raise SpokenBenchError(f"unknown prompt '{settings.prompt}'; prompts: {', '.join(PROMPTS)}")
+    if settings.mode not in MODES:
+        raise SpokenBenchError(f"unknown mode '{settings.mode}'; modes: {', '.join(MODES)}")
+    if settings.concurrency < 1:
+        raise SpokenBenchError("--concurrency must be at least 1")
+    for option, value in (("--rpm", settings.rpm), ("--tpm", settings.tpm), ("--budget", settings.budget_usd)):
+        if value is not None and value <= 0:
+            raise SpokenBenchError(f"{option} must be positive")
+
+
+def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPreparation:
+    """Check, plan and cost one evaluation (see the module docstring). Raises SpokenBenchError for anything
+    that would make the run fail before its first answer (bad settings, retired model, missing audio, inputs
+    over the model's limits, a budget without a price, a run to resume made with other settings)."""
+    _check_settings(settings)
+    preset = resolve_model(settings.model, settings.base_url, settings.convention)
+    simulated = preset.provider == "simulated"
+    profile = None
+    if simulated:
+        from spokenbench.core.evaluation.simulated import load_profile
+
+        profile = load_profile(preset.model, settings.listener_profile_file)
+    settings = replace(settings, plan=replace(settings.plan, mode=settings.mode, simulated=simulated))
+    asr_preset = None
+    if settings.mode == "pipeline" and not simulated and settings.asr and settings.asr != "self":
+        asr_provider = settings.asr.partition(":")[0].strip().lower()
+        same_host = settings.asr_base_url or (settings.base_url if asr_provider == preset.provider else None)
+        asr_preset = resolve_model(settings.asr, same_host)
+    price = settings.price or preset.price
+    if settings.budget_usd is not None and price is None and not simulated:
+        raise SpokenBenchError(
+            f"--budget needs a price for {preset.spec}; none is in resources/models.json, so give "
+            "--price-input/--price-output (USD per 1M tokens)"
+        )
+    plan = build_plan(project.conn, settings.plan)
+    jobs = prepare_jobs(project, plan, preset)
+    identity = run_identity(settings, preset, asr_preset, profile)
+    if simulated:
+        identity["simulates_mode"] = settings.mode
+    model_name = f"simulated:{preset.model}" if simulated else preset.spec
+    run_mode = "simulated" if simulated else settings.mode
+    resume_row = _run_to_resume(project, settings, identity, model_name, run_mode)
+    stored = store.done_keys(project.conn, resume_row["id"]) if resume_row is not None else set()
+    remaining = [job for job in jobs if job.key not in stored]
+    prepared = EvaluationPreparation(
+        settings=settings,
+        preset=preset,
+        asr_preset=asr_preset,
+        profile=profile,
+        plan=plan,
+        jobs=jobs,
+        identity=identity,
+        model_name=model_name,
+        run_mode=run_mode,
+        prompt_text=store.canonical_json(template_fingerprint(settings.prompt)),
+        price=price,
+        resume_run_id=resume_row["id"] if resume_row is not None else None,
+        already_stored=len(jobs) - len(remaining),
+        already_cached=0,
+        shared=0,
+        requests_to_send=len(remaining),
+        estimated_cost_usd=0.0 if simulated else None,
+        estimated_input_cost_usd=0.0 if simulated else None,
+        warnings=[],
+        spent_usd=(resume_row["cost_usd"] or 0.0) if resume_row is not None else 0.0,
+    )
+    if not simulated:
+        _count_reuse_and_cost(project, prepared, remaining)
+    prepared.warnings = _warnings(prepared, plan)
+    if prepared.resume_run_id is not None:
+        for job in list_jobs(project.conn, include_finished=False):
+            if job.claim == run_claim(prepared.resume_run_id):
+                prepared.warnings.append(
+                    f"run {prepared.resume_run_id} is being worked on by job {job.id} (pid {job.pid} on {job.host}); "
+                    "running it here is refused until that job ends"
+                )
+    return prepared
+
+
+def _run_to_resume(project: Project, settings: RunSettings, identity: dict, model_name: str, run_mode: str):
+    if settings.run_id is not None:
+        row = store.run_row(project.conn, settings.run_id)
+        if row is None:
+            raise SpokenBenchError(f"no run {settings.run_id} in this project (see `spokenbench runs DIR`)")
+        if row["parameters_json"] != store.canonical_json(identity) or row["model"] != model_name:
+            raise SpokenBenchError(
+                f"run {settings.run_id} was made with other settings; resume it with the same "
+                "--model, --mode, --prompt and plan options, or start a new run"
+            )
+        return row
+    if settings.resume:
+        return store.find_resumable_run(project.conn, model_name, run_mode, settings.prompt, identity)
+    return None
+
+
+def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, remaining: list[Job]) -> None:
+    """Which remaining requests the response cache or an identical request answers, how many calls remain,
+    and what they cost at most. Cache keys come from adapters without a client: no credential is read."""
+    settings = prepared.settings
+    builder = RequestBuilder(settings, prepared.preset, prepared.asr_preset)
+    answerer = ModelAdapter(prepared.preset, settings.params)
+    transcriber = ModelAdapter(prepared.asr_preset, asr_params(settings.params)) if prepared.asr_preset else answerer
+    max_output = settings.params.max_output_tokens
+    asr_price = prepared.asr_preset.price if prepared.asr_preset else prepared.price
+    ceiling = floor = 0.0
+    cached = shared = calls = 0
+    seen: set[str] = set()  # requests of this run already counted as sent
+
+    def send(adapter: ModelAdapter, request: ModelRequest, key: str | None, price: Price | None) -> None:
+        nonlocal ceiling, floor, calls
+        if key is not None:
+            seen.add(key)
+        calls += 1
+        ceiling += worst_case_cost(price, adapter, request, max_output)
+        floor += input_cost(price, adapter, request)
+
+    if settings.mode == "pipeline":
+        transcriptions = [builder.transcription(job) for job in remaining]
+        asr_keys = [transcriber.request_key(request) for request in transcriptions]
+        hits = store.cached_replies(project.conn, sorted(set(asr_keys)))
+        answers = []
+        for job, request, key in zip(remaining, transcriptions, asr_keys):
+            heard = hits.get(key)
+            if heard is None:
+                if key not in seen:
+                    send(transcriber, request, key, asr_price)
+                answers.append((job, builder.answer(job), None))  # the answer depends on a transcript not yet made
+            else:
+                answer = builder.answer(job, heard.raw_text)
+                answers.append((job, answer, answerer.request_key(answer)))
+        known = store.cached_replies(project.conn, sorted({key for _job, _request, key in answers if key}))
+        for _job, request, key in answers:
+            if key is not None and key in known:
+                cached += 1
+            elif key is not None and key in seen:
+                shared += 1
+            else:
+                send(answerer, request, key, prepared.price)
+        cache_keys = sorted(set(asr_keys) | {key for _job, _request, key in answers if key})
+    else:
+        requests = [builder.answer(job) for job in remaining]
+        keys = [answerer.request_key(request) for request in requests]
+        known = store.cached_replies(project.conn, sorted(set(keys)))
+        for request, key in zip(requests, keys):
+            if key in known:
+                cached += 1
+            elif key in seen:
+                shared += 1
+            else:
+                send(answerer, request, key, prepared.price)
+        cache_keys = sorted(set(keys))
+    prepared.already_cached, prepared.shared, prepared.requests_to_send = cached, shared, calls
+    prepared.cache_keys = tuple(cache_keys)
+    if prepared.price is not None and asr_price is not None:
+        prepared.estimated_cost_usd, prepared.estimated_input_cost_usd = ceiling, floor
+
+
+def _warnings(prepared: EvaluationPreparation, plan: EvaluationPlan) -> list[str]:
+    """What the user should know before paying: plan fallbacks, model retirement, unknown or old prices, a
+    budget the run may not fit in."""
+    warnings = list(plan.warnings)
+    today = _dt.date.today()
+    for preset in filter(None, (prepared.preset, prepared.asr_preset)):
+        if not preset.retired:
+            continue
+        successor = f" (successor: {preset.successor})" if preset.successor else ""
+        if preset.retired_on(today):
+            warnings.append(
+                f"{preset.spec} was retired by its provider on {preset.retired}{successor}; it is used here only "
+                "because --base-url points at a server of your own"
+            )
+        elif _dt.date.fromisoformat(preset.retired) <= today + _dt.timedelta(days=183):
+            warnings.append(f"{preset.spec} is announced to retire on {preset.retired}{successor}")
+    if prepared.simulated:
+        return warnings
+    if prepared.price is None:
+        warnings.append(
+            f"no price is known for {prepared.preset.spec}: cost is not estimated (give --price-input/--price-output)"
+        )
+    elif prepared.settings.budget_usd is not None:
+        if prepared.price.checked:
+            warnings.append(
+                f"the price of {prepared.preset.spec} was noted by hand in {prepared.price.checked}: check it "
+                "before trusting the budget"
+            )
+        left = prepared.settings.budget_usd - prepared.spent_usd
+        if prepared.estimated_cost_usd is not None and prepared.estimated_cost_usd > left:
+            warnings.append(
+                f"the worst case (${prepared.estimated_cost_usd:.4f}) is above what is left of the budget "
+                f"(${max(left, 0.0):.4f}): the run may stop early (exit code 3); resume with a larger --budget"
+            )
+    if prepared.asr_preset is not None and prepared.asr_preset.price is None and prepared.price is not None:
+        warnings.append(f"no price is known for {prepared.asr_preset.spec}: cost is not estimated")
+    return warnings
