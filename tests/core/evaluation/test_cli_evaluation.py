@@ -64,6 +64,21 @@ def test_dry_run_shows_counts_and_sends_nothing(audio_project, stub, cli):
     assert stub.requests == [] and audio_project.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
 
 
+def test_dry_run_after_a_run_counts_what_is_reused(audio_project, stub, cli):
+    assert _evaluate(cli, audio_project, stub).code == 0
+    again = _evaluate(cli, audio_project, stub, "--dry-run", "--json").json()
+    assert again["already_cached"] == 6 and again["requests_to_send"] == 0 and again["estimated_cost_usd"] == 0
+    resumed = _evaluate(cli, audio_project, stub, "--dry-run", "--resume", "--json").json()
+    assert resumed["resume_run_id"] == 1 and resumed["already_stored"] == 6 and resumed["requests_to_send"] == 0
+
+
+def test_dry_run_needs_no_key(audio_project, stub, cli, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    result = _evaluate(cli, audio_project, stub, "--dry-run")
+    assert result.code == 0, result.err
+
+
 def test_evaluate_runs_and_lists(audio_project, stub, cli):
     result = _evaluate(cli, audio_project, stub, "--json")
     assert result.code == 0, result.err

@@ -1,6 +1,9 @@
-"""A run killed with SIGKILL and resumed repeats no request the stub already answered and ends with the
-same results as an uninterrupted run."""
+"""A run killed with SIGKILL is shown as interrupted (by `spokenbench runs` and `spokenbench jobs`), and resumed
+with the command the jobs table keeps it repeats no request the stub already answered and ends with the same
+results as an uninterrupted run. A run a live process works on cannot be taken by another, and a cancel
+requested from another process stops it."""
 
+import json
 import os
 import shutil
 import signal
@@ -40,6 +43,35 @@ def _evaluate_args(project_dir, url, *extra):
     ]
 
 
+SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))
+
+
+def _cli_json(*args):
+    done = subprocess.run([SPOKENBENCH, *map(str, args), "--json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _statuses(project_dir):
+    return [(run["id"], run["status"], run["recorded_status"]) for run in _cli_json("runs", project_dir)]
+
+
+def _wait_for_answers(process, stub, project_dir, count):
+    """Until the stub has answered `count` requests and the runner has committed them all."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (stub.state.answered >= count and _committed(project_dir) >= count):
+        assert process.poll() is None, process.stderr.read().decode()
+        time.sleep(0.02)
+    assert _committed(project_dir) == count
+
+
+def _wait_until(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
 def _results(project_dir):
     with sqlite3.connect(Path(project_dir) / "project.sqlite") as conn:
         return sorted(
@@ -71,27 +103,31 @@ def test_sigkill_then_resume_repeats_no_answered_request(tmp_path):
         process = subprocess.Popen(
             _evaluate_args(killed_copy, stub.openai_url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        deadline = time.monotonic() + 60
-        # wait until the stub has answered its quota and the runner has committed every answer it got
-        while time.monotonic() < deadline and not (
-            stub.state.answered >= answered_before_kill and _committed(killed_copy) >= answered_before_kill
-        ):
-            assert process.poll() is None, process.stderr.read().decode()
-            time.sleep(0.02)
-        assert _committed(killed_copy) == answered_before_kill
+        _wait_for_answers(process, stub, killed_copy, answered_before_kill)
+        assert _statuses(killed_copy) == [(1, "running", "running")]  # a live job holds it
+        _wait_until(lambda: _cli_json("jobs", killed_copy)[0]["done"] == answered_before_kill)  # its heartbeat
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
         answered_then = {r["sha256"] for r in stub.requests if r["status"] == 200}
         assert len(answered_then) == answered_before_kill
 
+        assert _statuses(killed_copy) == [(1, "interrupted", "running")]
+        listed = subprocess.run([SPOKENBENCH, "runs", str(killed_copy)], capture_output=True, text=True, timeout=60)
+        assert "interrupted" in listed.stdout and "--resume" in listed.stderr
+        [job] = _cli_json("jobs", killed_copy)
+        assert (job["kind"], job["status"], job["claim"], job["pid"]) == (
+            "evaluate",
+            "interrupted",
+            "run:1",
+            process.pid,
+        )
+        assert job["done"] == answered_before_kill and job["total"] == ITEMS * len(ORDERS)
+        assert job["resume_argv"][-1] == "--resume"
+
         stub.state.hold_after = None
         stub.state.release.set()  # the held requests are dropped, never answered
-        resumed = subprocess.run(
-            _evaluate_args(killed_copy, stub.openai_url, "--resume"),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        resumed = subprocess.run(  # the command the jobs table gives for continuing the job
+            [SPOKENBENCH, *job["resume_argv"]], env=env, capture_output=True, text=True, timeout=120
         )
         assert resumed.returncode == 0, resumed.stderr
         answered = [r["sha256"] for r in stub.requests if r["status"] == 200]
@@ -107,6 +143,43 @@ def test_sigkill_then_resume_repeats_no_answered_request(tmp_path):
     killed_results, clean_results = _results(killed_copy), _results(clean_copy)
     assert len(killed_results) == ITEMS * len(ORDERS)
     assert killed_results == clean_results
-    with sqlite3.connect(killed_copy / "project.sqlite") as conn:
-        runs = conn.execute("SELECT id, status FROM runs").fetchall()
-    assert runs == [(1, "finished")]  # the resumed run is the killed one
+    assert _statuses(killed_copy) == [(1, "finished", "finished")]  # the resumed run is the killed one
+    jobs = _cli_json("jobs", killed_copy)
+    assert [(j["status"], j["claim"]) for j in jobs] == [("finished", "run:1"), ("interrupted", "run:1")]
+
+
+def test_a_live_run_cannot_be_taken_and_stops_when_cancelled_from_elsewhere(tmp_path):
+    project_dir = tmp_path / "project"
+    with Project.create(project_dir) as project:
+        for item_id in add_items(project, 4):
+            add_assembled(project, item_id, Condition(language="en", voice="Zephyr", order="original"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    with StubServer(hold_after=2) as stub:
+        holder = subprocess.Popen(
+            _evaluate_args(project_dir, stub.openai_url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        _wait_for_answers(holder, stub, project_dir, 2)
+        sent = len(stub.requests)
+
+        second = subprocess.run(
+            _evaluate_args(project_dir, stub.openai_url, "--resume"),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 2, second.stderr
+        assert "run:1 is being worked on by job 1" in second.stderr and f"pid {holder.pid}" in second.stderr
+        assert len(stub.requests) == sent  # the refused process sent nothing
+
+        [job] = _cli_json("jobs", project_dir)
+        cancel = subprocess.run(
+            [SPOKENBENCH, "jobs", str(project_dir), "--cancel", str(job["id"])], capture_output=True, text=True
+        )
+        assert cancel.returncode == 0, cancel.stderr
+        asked = time.monotonic()
+        assert holder.wait(timeout=10) == 130
+        assert time.monotonic() - asked < 3.0  # the heartbeat sees the request within a second
+    assert _statuses(project_dir) == [(1, "cancelled", "cancelled")]
+    assert _cli_json("jobs", project_dir)[0]["status"] == "cancelled"
+    assert _committed(project_dir) == 2

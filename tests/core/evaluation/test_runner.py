@@ -14,11 +14,13 @@ from spokenbench.core.conditions import Condition
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import PlanOptions
-from spokenbench.core.evaluation.preparation import RunSettings
+from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.evaluation.presets import Price
-from spokenbench.core.evaluation.runner import evaluate
+from spokenbench.core.evaluation.runner import evaluate, list_runs, run_evaluation
+from spokenbench.core.jobs import JobClaimed, list_jobs, request_cancel, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import RemoteAuthError, RetryPolicy
+from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.rewrites import add_rewrite
 
@@ -160,6 +162,8 @@ def test_budget_cap_stops_before_exceeding(audio_project, stub):
     )
     assert summary.status == "cancelled" and summary.stop_reason == "budget"
     assert 0 < summary.answered < 6 and summary.cost_usd <= 0.00035
+    [job] = list_jobs(audio_project.conn)
+    assert job.status == "cancelled" and job.stop_reason.startswith("budget") and job.resume_argv is None  # no CLI
     resumed = evaluate(
         audio_project,
         settings(
@@ -365,3 +369,121 @@ def test_gemini_request_shape_and_thinking(audio_project, stub, model, thinking,
     assert (inline.get("mimeType") or inline.get("mime_type")) == "audio/wav" and "Answer: [[X]]" in parts[1]["text"]
     system = body.get("systemInstruction") or body.get("system_instruction")
     assert "You will hear" in system["parts"][0]["text"]
+
+
+# -- prepare, then run ----------------------------------------------------------------------------------
+
+
+def test_prepare_reads_no_key_creates_nothing_and_sends_nothing(audio_project, stub, monkeypatch):
+    def no_key(provider):
+        raise AssertionError("preparation read a credential")
+
+    monkeypatch.setattr("spokenbench.core.evaluation.adapters.api_key", no_key)
+    prepared = prepare_evaluation(audio_project, settings(stub, budget_usd=1.0))
+    assert (prepared.request_count, prepared.requests_to_send, prepared.already_cached) == (6, 6, 0)
+    assert prepared.resume_run_id is None and prepared.already_stored == 0
+    assert 0 < prepared.estimated_input_cost_usd < prepared.estimated_cost_usd
+    assert prepared.conditions["by_factor"]["order"] == {"original": 3, "reversed": 3}
+    assert "openai:gpt-audio-mini is announced to retire on 2027-01-20" in prepared.warnings
+    assert stub.requests == [] and list_runs(audio_project.conn) == [] and list_jobs(audio_project.conn) == []
+    with pytest.raises(AssertionError, match="read a credential"):  # the key is read by the run, before any row
+        run_evaluation(audio_project, prepared)
+    assert list_runs(audio_project.conn) == [] and stub.requests == []
+
+
+def test_prepared_counts_match_what_the_run_does(audio_project, stub):
+    prepared = prepare_evaluation(audio_project, settings(stub))
+    first = run_evaluation(audio_project, prepared)
+    assert first.fresh_requests == prepared.requests_to_send == 6
+    again = prepare_evaluation(audio_project, settings(stub))
+    assert (again.already_cached, again.requests_to_send, again.estimated_cost_usd) == (6, 0, 0.0)
+    second = run_evaluation(audio_project, again)
+    assert second.cache_hits == 6 and second.fresh_requests == 0
+    resumed = prepare_evaluation(audio_project, settings(stub, resume=True))
+    assert resumed.resume_run_id == second.run_id and resumed.already_stored == 6 and resumed.requests_to_send == 0
+
+
+def test_identical_requests_are_counted_as_shared(project, stub):
+    [item_id] = add_items(project, 1)
+    add_assembled(project, item_id, Condition(language="en", voice="a", order="original"), frequency=300)
+    add_assembled(project, item_id, Condition(language="en", voice="b", order="original"), frequency=300)
+    prepared = prepare_evaluation(project, settings(stub))
+    assert (prepared.requests_to_send, prepared.shared) == (1, 1)
+
+
+def test_pipeline_counts_both_steps(audio_project, stub):
+    prepared = prepare_evaluation(audio_project, settings(stub, mode="pipeline"))
+    assert prepared.requests_to_send == 12  # a transcription and an answer per request
+    run_evaluation(audio_project, prepared)
+    again = prepare_evaluation(audio_project, settings(stub, mode="pipeline"))
+    assert (again.already_cached, again.requests_to_send) == (6, 0)  # both steps come from the cache
+
+
+def test_the_run_is_a_job_holding_its_run(audio_project, stub):
+    summary = evaluate(audio_project, settings(stub))
+    [job] = list_jobs(audio_project.conn)
+    assert (job.kind, job.claim, job.status, job.done, job.total) == (
+        "evaluate",
+        f"run:{summary.run_id}",
+        "finished",
+        6,
+        6,
+    )
+    assert list_runs(audio_project.conn)[0]["status"] == "finished"
+
+
+def test_a_run_held_by_a_live_job_is_refused_before_anything_changes(audio_project, stub):
+    first = evaluate(audio_project, settings(stub, plan=PlanOptions(limit=1)))
+    sent = len(stub.requests)
+    with tracked_job(audio_project.path, "evaluate", "someone else", claim=f"run:{first.run_id}"):
+        prepared = prepare_evaluation(audio_project, settings(stub, resume=True, plan=PlanOptions(limit=1)))
+        assert any(f"run {first.run_id} is being worked on by job 2" in w for w in prepared.warnings)
+        with pytest.raises(JobClaimed, match=f"run:{first.run_id} is being worked on by job 2 \\(someone else"):
+            evaluate(audio_project, settings(stub, resume=True, plan=PlanOptions(limit=1)))
+    assert len(stub.requests) == sent
+    run = audio_project.conn.execute("SELECT status, total_requests FROM runs").fetchone()
+    assert tuple(run) == ("finished", 2)
+
+
+def test_a_cancel_requested_in_the_jobs_table_stops_the_run(audio_project, stub):
+    stub.state.delay_s = 5.0
+
+    def cancel_from_elsewhere():  # another connection, as the app or `spokenbench jobs --cancel` would
+        with Project.open(audio_project.path) as other:
+            deadline = time.monotonic() + 5
+            while not list_jobs(other.conn) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            request_cancel(other.conn, list_jobs(other.conn)[0].id)
+
+    thread = threading.Thread(target=cancel_from_elsewhere)
+    thread.start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        evaluate(audio_project, settings(stub))
+    thread.join()
+    assert time.monotonic() - started < 2.5  # the heartbeat polls once a second, the loop every 50 ms
+    assert list_jobs(audio_project.conn)[0].status == "cancelled"
+    assert list_runs(audio_project.conn)[0]["status"] == "cancelled"
+
+
+def test_a_paid_transcript_survives_a_cancel_before_its_answer(audio_project, stub):
+    stub.script(Scripted("ok"), Scripted("timeout", hang_s=3.0))  # the transcript, then an answer that hangs
+    progress = Progress()
+
+    def cancel_once_the_answer_is_asked():
+        deadline = time.monotonic() + 5
+        while len(stub.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        progress.cancel()
+
+    one = dict(mode="pipeline", concurrency=1, plan=PlanOptions(limit=1, orders=("original",)))
+    threading.Thread(target=cancel_once_the_answer_is_asked).start()
+    with pytest.raises(Cancelled):
+        evaluate(audio_project, settings(stub, **one), progress)
+    assert audio_project.conn.execute("SELECT count(*) FROM response_cache").fetchone()[0] == 1
+    assert responses(audio_project) == []
+    summary = evaluate(audio_project, settings(stub, resume=True, **one))
+    assert summary.answered == 1 and summary.cache_hits == 1 and summary.fresh_requests == 1
+    transcriptions = [r for r in stub.requests if b"Transcribe" in r["body"]]
+    assert len(transcriptions) == 1  # paid once
