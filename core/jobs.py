@@ -419,6 +419,87 @@ class _Done:
         self.label, self.tag = label, tag
 
 
+@dataclass(frozen=True)
+class UnitClaims(Generic[U]):
+    """Lets several processes share one job's units instead of both doing (and paying for) each one: a unit is
+    claimed before it is worked on, a unit claimed by another live job is skipped, a unit already stored
+    (`already_done`, asked inside the claiming transaction) is skipped, and a dead job's claims are taken over.
+    A claim is released in the transaction that commits its unit's result."""
+
+    kind: str
+    key: Callable[[U], str]
+    already_done: Callable[[sqlite3.Connection, list[str]], set[str]] = lambda conn, keys: set()
+
+
+class _ClaimingFeeder(Generic[U]):
+    """Hands workers the units this job holds, claiming them a chunk at a time on a thread (and connection)
+    of its own, so the event loop never waits on the claiming transaction."""
+
+    def __init__(self, units: Iterator[U], claims: UnitClaims[U], job_id: int, db_path: Path, chunk: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.units, self.claims, self.job_id, self.db_path, self.chunk = units, claims, job_id, db_path, chunk
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-claims")
+        self.conn: sqlite3.Connection | None = None
+        self.pending: list[U] = []
+        self.lock = asyncio.Lock()
+        self.exhausted = False
+        self.skipped_stored = 0
+        self.skipped_elsewhere = 0
+
+    def unit_name(self, unit: U) -> str:
+        return f"{self.claims.kind}:{self.claims.key(unit)}"
+
+    async def next(self) -> U | None:
+        async with self.lock:
+            while not self.pending and not self.exhausted:
+                chunk = [unit for _, unit in zip(range(self.chunk), self.units)]
+                if not chunk:
+                    self.exhausted = True
+                    break
+                loop = asyncio.get_running_loop()
+                self.pending.extend(await loop.run_in_executor(self.executor, self._claim, chunk))
+            return self.pending.pop(0) if self.pending else None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self.conn is None:
+            self.conn = database.connect(self.db_path)
+        return self.conn
+
+    def _claim(self, chunk: list[U]) -> list[U]:
+        conn = self._connection()
+        keys = [self.claims.key(unit) for unit in chunk]
+        now = time.time()
+        with database.transaction(conn):
+            done = self.claims.already_done(conn, keys)
+            names = [f"{self.claims.kind}:{key}" for key in keys]
+            holders = job_store.claim_holders(conn, [n for n, k in zip(names, keys) if k not in done])
+            mine, claimed = [], []
+            for unit, key, name in zip(chunk, keys, names):
+                if key in done:
+                    self.skipped_stored += 1
+                    continue
+                holder = holders.get(name)
+                if holder is not None and holder["id"] != self.job_id and _job_info(holder, now).is_live:
+                    self.skipped_elsewhere += 1
+                    continue
+                mine.append(unit)
+                claimed.append(name)
+            job_store.claim_units(conn, claimed, self.job_id)
+        return mine
+
+    def _release_all(self) -> None:
+        try:
+            job_store.release_job_claims(self._connection(), self.job_id)
+        finally:
+            self.conn.close()
+
+    async def close(self) -> None:
+        """Release what this job still holds (units it claimed but did not finish)."""
+        await asyncio.get_running_loop().run_in_executor(self.executor, self._release_all)
+        self.executor.shutdown(wait=False)
+
+
 class JobLoop(Generic[U]):
     """Runs `work(unit)` for every unit with at most `concurrency` in flight (see the module docstring).
     `work` returns the write that stores the unit's result (or None), and handles the unit's own failures
@@ -433,6 +514,8 @@ class JobLoop(Generic[U]):
         concurrency: int = 8,
         describe: Callable[[U], str] = str,
         on_committed: Callable[[list], None] | None = None,  # tags of the units just committed
+        claims: UnitClaims[U] | None = None,
+        claim_chunk: int = 16,
     ):
         self.db_path = Path(db_path)
         self.progress = progress or no_progress()
@@ -448,6 +531,17 @@ class JobLoop(Generic[U]):
         self._started = time.monotonic()
         self._carried = 0  # units counted as done before this session (resume)
         self.writer: BatchWriter | None = None
+        self.claims, self.claim_chunk = claims, max(1, claim_chunk)
+        self._feeder: _ClaimingFeeder[U] | None = None
+        if claims is not None and not isinstance(self.progress, JobProgress):
+            raise ValueError("claiming units needs the JobProgress of a tracked job")
+
+    @property
+    def skipped(self) -> int:
+        """Units left out because they were already stored or another live job was doing them."""
+        if self._feeder is None:
+            return 0
+        return self._feeder.skipped_stored + self._feeder.skipped_elsewhere
 
     # -- for work functions ---------------------------------------------------------------------
 
@@ -499,6 +593,10 @@ class JobLoop(Generic[U]):
         self.writer = BatchWriter(self.db_path, self._on_commit)
         self.writer.start()
         shared = iter(units)
+        if self.claims is not None:
+            self._feeder = _ClaimingFeeder(
+                shared, self.claims, self.progress.job_id, self.db_path, max(self.claim_chunk, self.concurrency)
+            )
         self._workers = [asyncio.create_task(self._worker(shared, work)) for _ in range(self.concurrency)]
         watcher = asyncio.create_task(self._watch_cancel())
         self._report()
@@ -508,6 +606,8 @@ class JobLoop(Generic[U]):
             watcher.cancel()
             await self.loop.run_in_executor(None, self.writer.finish)
             await asyncio.sleep(0)  # deliver the writer's last commit callback
+            if self._feeder is not None:
+                await self._feeder.close()
         self._report()
         if self.writer.error is not None:
             raise SpokenBenchError(f"storing results failed: {self.writer.error}") from self.writer.error
@@ -517,8 +617,13 @@ class JobLoop(Generic[U]):
             raise Cancelled()
         return LoopResult(self.completed, self.stop_reason, self.retries, time.monotonic() - self._started)
 
+    async def _next_unit(self, shared: Iterator[U]) -> U | None:
+        if self._feeder is not None:
+            return await self._feeder.next()
+        return next(shared, None)
+
     async def _worker(self, shared: Iterator[U], work: Callable[[U], Awaitable[Write | UnitResult | None]]) -> None:
-        for unit in shared:
+        while (unit := await self._next_unit(shared)) is not None:
             if self.stopping:
                 if self.progress.cancelled:
                     self._stop("cancelled")  # units are left undone: the job did not finish
@@ -536,10 +641,22 @@ class JobLoop(Generic[U]):
                 self._stop("error")
                 self._cancel_workers()
                 return
-            if isinstance(write, UnitResult):
-                self.writer.put(write.write, _Done(self.describe(unit), write.tag))
-            else:
-                self.writer.put(write, _Done(self.describe(unit), None))
+            tag = write.tag if isinstance(write, UnitResult) else None
+            write = write.write if isinstance(write, UnitResult) else write
+            if self._feeder is not None:
+                write = self._releasing(write, self._feeder.unit_name(unit))
+            self.writer.put(write, _Done(self.describe(unit), tag))
+
+    def _releasing(self, write: Write | None, unit_name: str) -> Write:
+        """The unit's write, releasing its claim in the same transaction."""
+        job_id = self.progress.job_id
+
+        def write_and_release(conn: sqlite3.Connection) -> None:
+            if write is not None:
+                write(conn)
+            job_store.release_claim(conn, unit_name, job_id)
+
+        return write_and_release
 
     def _stop(self, reason: str) -> None:
         if self.stop_reason is None:
@@ -575,7 +692,7 @@ class JobLoop(Generic[U]):
     def _report(self, message: str = "") -> None:
         """After every commit (commits are batched, so at most about a hundred a second)."""
         now = time.monotonic()
-        done = self._carried + self.completed
+        done = self._carried + self.completed + self.skipped
         rate = self.completed / max(now - self._started, 1e-6)
         eta = ""
         if self.total and rate > 0 and done < self.total:

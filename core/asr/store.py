@@ -153,3 +153,12 @@ def store_transcript_failures(conn: sqlite3.Connection, asr: str, clip_ids: Iter
 def transcript_failure_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
     rows = conn.execute("SELECT clip_id, asr, message FROM transcript_failures ORDER BY asr, clip_id LIMIT ?", (limit,))
     return [dict(row) for row in rows]
+
+
+def transcribed_pairs(conn: sqlite3.Connection, pairs: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    """Of (ASR system, clip id) pairs, those that have a transcript now."""
+    return {
+        (asr, clip_id)
+        for asr, clip_id in pairs
+        if conn.execute("SELECT 1 FROM transcripts WHERE asr = ? AND clip_id = ?", (asr, clip_id)).fetchone()
+    }

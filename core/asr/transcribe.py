@@ -16,11 +16,12 @@ from spokenbench.core.asr.store import (
     clips_transcribed_by,
     store_transcript_failures,
     store_transcripts,
+    transcribed_pairs,
     transcript_failure_rows,
 )
 from spokenbench.core.audio.io import AudioError
 from spokenbench.core.errors import InputError, ProjectError, SpokenBenchError
-from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import (
     ProviderLimiter,
@@ -110,7 +111,13 @@ async def run_transcription(
     label = f"transcribe with {', '.join(by_name)} ({len(plan.jobs)} requests)"
     try:
         with tracked_job(project.path, "transcribe", label, progress, total=len(plan.jobs)) as job_progress:
-            loop = JobLoop(project.db_path, job_progress, concurrency=concurrency, describe=lambda job: job.label)
+            loop = JobLoop(
+                project.db_path,
+                job_progress,
+                concurrency=concurrency,
+                describe=lambda job: job.label,
+                claims=UnitClaims("transcribe", key=_claim_key, already_done=_already_transcribed),
+            )
 
             async def transcribe(job: TranscriptionJob) -> Write:
                 backend = by_name[job.asr]
@@ -138,6 +145,15 @@ async def run_transcription(
         for backend in plan.backends:
             await backend.aclose()
     return report
+
+
+def _claim_key(job: TranscriptionJob) -> str:
+    return f"{job.clip_ids[0]}|{job.asr}"
+
+
+def _already_transcribed(conn, keys: list[str]) -> set[str]:
+    pairs = {(asr, int(clip_id)): key for key in keys for clip_id, asr in [key.split("|", 1)]}
+    return {pairs[found] for found in transcribed_pairs(conn, list(pairs))}
 
 
 def transcript_failures(conn, limit: int = MAX_LISTED_FAILURES) -> list[dict]:

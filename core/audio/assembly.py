@@ -23,7 +23,7 @@ from spokenbench.core.audio.tokens import token_part, token_voice_source
 from spokenbench.core.conditions import Condition, check_order, order_strings
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import option_part
-from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
@@ -395,7 +395,13 @@ def run_assembly(
         return lambda conn: _store(conn, job, sha, duration, limited, chunks, settings)
 
     async def run_all(job_progress: Progress) -> None:
-        loop = JobLoop(project.db_path, job_progress, concurrency=1, describe=lambda job: job.label)
+        loop = JobLoop(
+            project.db_path,
+            job_progress,
+            concurrency=1,
+            describe=lambda job: job.label,
+            claims=UnitClaims("assemble", key=_claim_key, already_done=_already_assembled),
+        )
         await loop.run(plan.jobs, assemble)
 
     if plan.jobs:
@@ -403,6 +409,18 @@ def run_assembly(
         with tracked_job(project.path, "assemble", label, progress, total=len(plan.jobs)) as job_progress:
             asyncio.run(run_all(job_progress))
     return report
+
+
+def _claim_key(job: AssemblyJob) -> str:
+    return f"{job.item_id}|{job.recipe_sha256}|{job.condition.key()}"
+
+
+def _already_assembled(conn, keys: list[str]) -> set[str]:
+    wanted = {}
+    for key in keys:
+        item_id, recipe, condition_key = key.split("|", 2)
+        wanted[(int(item_id), condition_key, recipe)] = key
+    return {wanted[found] for found in audio_store.inputs_with_recipes(conn, list(wanted))}
 
 
 def _store(conn, job: AssemblyJob, sha: str, duration: float, limited: int, chunks, settings) -> None:

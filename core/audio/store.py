@@ -149,7 +149,8 @@ class ClipRow:
 
 
 def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
-    """Store clips; an earlier failure of the same clip is replaced. The caller holds the transaction."""
+    """Store clips; an earlier failure of the same clip is replaced, and a clip another process stored meanwhile
+    is kept as it is (never an error). The caller holds the transaction."""
     now = utc_now()
     for row in rows:
         conn.execute(
@@ -159,7 +160,8 @@ def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
         conn.execute(
             "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
             "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             (
                 row.item_id,
                 row.part,
@@ -182,3 +184,17 @@ def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
                 now,
             ),
         )
+
+
+def inputs_with_recipes(conn: sqlite3.Connection, wanted: list[tuple[int, str, str]]) -> set[tuple[int, str, str]]:
+    """Of (item id, condition key, recipe hash) triples, those already stored with exactly that recipe (another
+    process may have assembled them since the plan was made)."""
+    stored = set()
+    for item_id, condition_key, recipe in wanted:
+        row = conn.execute(
+            "SELECT 1 FROM assembled_inputs WHERE item_id = ? AND condition_key = ? AND recipe_sha256 = ?",
+            (item_id, condition_key, recipe),
+        ).fetchone()
+        if row is not None:
+            stored.add((item_id, condition_key, recipe))
+    return stored

@@ -15,7 +15,7 @@ from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_s
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import option_part
-from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy
 from spokenbench.core.store import Project
@@ -184,7 +184,11 @@ async def run_synthesis(
     label = f"synthesize {len(plan.jobs)} clips with {backend.name} ({backend.model})"
     with tracked_job(project.path, "synthesize", label, progress, total=len(groups)) as job_progress:
         loop = JobLoop(
-            project.db_path, job_progress, concurrency=backend.max_concurrency, describe=lambda group: group[0].label
+            project.db_path,
+            job_progress,
+            concurrency=backend.max_concurrency,
+            describe=lambda group: group[0].label,
+            claims=UnitClaims("synthesize", key=lambda group: group[0].cache_key),
         )
 
         async def synthesize(group: list[ClipJob]) -> Write:

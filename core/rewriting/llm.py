@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from spokenbench.core.credentials import api_key
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import Item, option_part
-from spokenbench.core.jobs import JobLoop, Write, tracked_job
+from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import (
     ProviderLimiter,
@@ -34,6 +34,7 @@ from spokenbench.core.rewriting.prompts import RewriteTemplate, load_template, r
 from spokenbench.core.rewriting.store import (
     cached_rewrite_answers,
     items_marked_manual,
+    items_with_outcome_since,
     items_with_rewrites,
     manual_rewrite_items,
     store_rewrite_answer,
@@ -41,6 +42,7 @@ from spokenbench.core.rewriting.store import (
 )
 from spokenbench.core.rewriting.validation import InvalidAnswer, validate_answer
 from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.store.rewrites import add_rewrite
 
@@ -194,6 +196,7 @@ async def run_rewrites(
     limiter = ProviderLimiter(f"rewrite:{settings.model}", settings.concurrency, settings.requests_per_minute)
     cache = cached_rewrite_answers(project.conn)
     label = f"rewrite {len(plan.items)} items with {settings.model}"
+    started = utc_now()  # an item whose outcome is newer was finished by another process meanwhile
     try:
         with tracked_job(project.path, "rewrite", label, progress, total=len(plan.items)) as job_progress:
             loop = JobLoop(
@@ -201,6 +204,13 @@ async def run_rewrites(
                 job_progress,
                 concurrency=settings.concurrency,
                 describe=lambda unit: f"{unit[1].source_id} ({unit[1].language})",
+                claims=UnitClaims(
+                    "rewrite",
+                    key=lambda unit: str(unit[0]),
+                    already_done=lambda conn, keys: {
+                        str(item_id) for item_id in items_with_outcome_since(conn, [int(k) for k in keys], started)
+                    },
+                ),
             )
 
             async def answer(item_id: int, attempt: int, messages: list[dict]) -> str:

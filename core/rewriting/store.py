@@ -223,3 +223,16 @@ def manual_rewrite_items(conn: sqlite3.Connection) -> list[dict]:
         "JOIN items i ON i.id = o.item_id WHERE o.status = 'manual' ORDER BY i.language, o.item_id"
     )
     return [dict(row) for row in rows]
+
+
+def items_with_outcome_since(conn: sqlite3.Connection, item_ids: list[int], since: str) -> set[int]:
+    """Items whose rewriting ended (done, manual or failed) after `since`: another process finished them."""
+    done = set()
+    for start in range(0, len(item_ids), 500):
+        batch = item_ids[start : start + 500]
+        rows = conn.execute(
+            f"SELECT item_id FROM rewrite_outcomes WHERE updated_at >= ? AND item_id IN ({','.join('?' * len(batch))})",
+            [since, *batch],
+        )
+        done.update(row[0] for row in rows)
+    return done

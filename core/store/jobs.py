@@ -92,3 +92,40 @@ def set_cancel_requested(conn: sqlite3.Connection, job_id: int) -> bool:
     with transaction(conn):
         cursor = conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (job_id,))
     return cursor.rowcount > 0
+
+
+# --------------------------------------------------------------------------------------------------
+# Units claimed by running jobs
+
+
+def claim_holders(conn: sqlite3.Connection, units: list[str]) -> dict[str, sqlite3.Row]:
+    """unit → the jobs row of the job holding it, for the units that are claimed."""
+    holders = {}
+    for start in range(0, len(units), 500):
+        batch = units[start : start + 500]
+        rows = conn.execute(
+            f"SELECT c.unit AS unit, {', '.join('j.' + c.strip() for c in JOB_COLUMNS.split(','))} "
+            f"FROM work_claims c JOIN jobs j ON j.id = c.job_id WHERE c.unit IN ({','.join('?' * len(batch))})",
+            batch,
+        )
+        holders.update({row["unit"]: row for row in rows})
+    return holders
+
+
+def claim_units(conn: sqlite3.Connection, units: list[str], job_id: int) -> None:
+    """Claim (or take over) units for a job; the caller holds the transaction and has checked the holders."""
+    now = utc_now()
+    conn.executemany(
+        "INSERT INTO work_claims(unit, job_id, claimed_at) VALUES (?, ?, ?) "
+        "ON CONFLICT(unit) DO UPDATE SET job_id = excluded.job_id, claimed_at = excluded.claimed_at",
+        [(unit, job_id, now) for unit in units],
+    )
+
+
+def release_claim(conn: sqlite3.Connection, unit: str, job_id: int) -> None:
+    conn.execute("DELETE FROM work_claims WHERE unit = ? AND job_id = ?", (unit, job_id))
+
+
+def release_job_claims(conn: sqlite3.Connection, job_id: int) -> None:
+    with transaction(conn):
+        conn.execute("DELETE FROM work_claims WHERE job_id = ?", (job_id,))

@@ -404,11 +404,24 @@ CREATE TABLE change_counters (
 );
 """ + _change_triggers(WATCHED_TABLES)
 
+# Units of work claimed by a running job (a synthesis recipe, an item to rewrite, a clip to transcribe), so
+# two processes doing the same job share the units instead of both doing — and paying for — each one. A claim
+# is released when its unit's result is committed; a dead job's claims are taken over.
+MIGRATION_6_WORK_CLAIMS = """
+CREATE TABLE work_claims (
+    unit       TEXT PRIMARY KEY,          -- '<kind>:<unit key>'
+    job_id     INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    claimed_at TEXT NOT NULL
+);
+CREATE INDEX work_claims_job ON work_claims(job_id);
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
     MIGRATION_3_EVALUATION,
     MIGRATION_4_QC,
     MIGRATION_5_JOBS,
+    MIGRATION_6_WORK_CLAIMS,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -266,3 +266,40 @@ def test_change_counters_tell_what_another_process_changed(project):
     finally:
         other.close()
     assert "items" in changed_tables(before, table_versions(project.conn))
+
+
+def test_claimed_units_of_a_live_job_are_skipped_and_a_dead_jobs_are_taken_over(project):
+    """Units 0-4 are held by a live job elsewhere, 5-9 by a job whose process died; 10-14 are already stored."""
+    holder = start_holder(project.path)
+    try:
+        with database.transaction(project.conn) as conn:
+            live_job = conn.execute("SELECT id FROM jobs WHERE pid = ?", (holder.pid,)).fetchone()[0]
+            conn.execute(
+                "INSERT INTO jobs(kind, label, project, pid, host, started_at, heartbeat_at) "
+                "VALUES ('demo', 'dead', '/x', 999999999, ?, ?, ?)",
+                (jobs.THIS_HOST, database.utc_now(), database.utc_now()),
+            )
+            dead_job = conn.execute("SELECT max(id) FROM jobs").fetchone()[0]
+            conn.executemany(
+                "INSERT INTO work_claims(unit, job_id, claimed_at) VALUES (?, ?, 'now')",
+                [(f"demo:{n}", live_job if n < 5 else dead_job) for n in range(10)],
+            )
+        worked = []
+
+        async def work(n):
+            worked.append(n)
+            return insert_marker(n)
+
+        claims = jobs.UnitClaims(
+            "demo", key=str, already_done=lambda conn, keys: {k for k in keys if 10 <= int(k) < 15}
+        )
+        with jobs.tracked_job(project.path, "demo", "sharing") as progress:
+            loop = jobs.JobLoop(project.db_path, progress, concurrency=2, claims=claims, claim_chunk=4)
+            result = asyncio.run(loop.run(range(20), work))
+        assert sorted(worked) == list(range(5, 10)) + list(range(15, 20))
+        assert result.completed == 10 and loop.skipped == 10
+        held = project.conn.execute("SELECT unit FROM work_claims ORDER BY unit").fetchall()
+        assert [row[0] for row in held] == [f"demo:{n}" for n in range(5)], "only the live job's claims remain"
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,0 +1,107 @@
+"""Two identical jobs on one project share the work: every unit is done — and paid for — once, whichever
+process does it, and neither fails on the other's results (issue: two `synthesize` used to synthesize
+everything twice and then crash on the clips' unique index; two `rewrite` sent every request twice)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
+from support import write_jsonl
+
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.jobs import list_jobs
+
+AUDIO_TESTS = Path(__file__).parent / "audio"
+TESTS = Path(__file__).parents[1]
+
+SLOW_SYNTHESIS = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path[:0] = [sys.argv[2], sys.argv[3]]
+    from audio_support import ToneBackend
+    from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
+    from spokenbench.core.store import Project
+
+    class CountingBackend(ToneBackend):
+        async def synthesize(self, request):
+            with open(sys.argv[4], "a") as calls:  # every paid request, from either process
+                calls.write(request.text.replace("\\n", " ") + "\\n")
+            await asyncio.sleep(0.02)
+            return await super().synthesize(request)
+
+    with Project.open(sys.argv[1]) as project:
+        backend = CountingBackend()
+        report = asyncio.run(run_synthesis(project, plan_synthesis(project.conn, backend)))
+        print(report.synthesized, report.reused, report.failed)
+    """
+)
+
+
+def test_two_identical_synthesis_jobs_synthesize_each_recipe_once(project, tmp_path):
+    from audio_support import MINI_ITEMS, ToneBackend
+
+    from spokenbench.core.audio.synthesis import plan_synthesis
+
+    mini_project = project
+    import_files(project, [write_jsonl(tmp_path / "mini.jsonl", MINI_ITEMS)], "mcq", ImportOptions(source="mini"))
+    plan = plan_synthesis(mini_project.conn, ToneBackend())
+    recipes = len({job.cache_key for job in plan.jobs})
+    calls = tmp_path / "calls.txt"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", SLOW_SYNTHESIS, str(mini_project.path), str(AUDIO_TESTS), str(TESTS), str(calls)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    assert [p.returncode for p in processes] == [0, 0], [err for _, err in outputs]
+    synthesized = [int(out.split()[0]) for out, _ in outputs]
+    assert len(calls.read_text().splitlines()) == recipes, "each recipe was synthesized by exactly one process"
+    assert sum(synthesized) == recipes and min(synthesized) > 0, "both processes shared the work"
+    stored = mini_project.conn.execute("SELECT count(*) FROM clips WHERE status = 'ok'").fetchone()[0]
+    assert stored == len(plan.jobs)
+    assert mini_project.conn.execute("SELECT count(*) FROM work_claims").fetchone()[0] == 0, "claims released"
+    assert [job.status for job in list_jobs(mini_project.conn)] == ["finished", "finished"]
+
+
+ITEMS = [
+    {
+        "id": f"c{n}",
+        "language": "en",
+        "subject": "high_school_physics",
+        "question": f"What is {n} m/s in km/h?",
+        "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"],
+        "answer": "A",
+    }
+    for n in range(1, 13)
+]
+GOOD = rewrite_json("What is this speed in kilometers per hour?", ["one", "two", "three", "four"])
+
+
+def test_two_identical_rewrite_runs_send_each_request_once(project, tmp_path):
+    from dataclasses import replace
+
+    import_files(project, [write_jsonl(tmp_path / "c.jsonl", ITEMS)], "mcq", ImportOptions(source="twice"))
+    script = Path(sys.executable).with_name("spokenbench")
+    env = dict(os.environ, NVIDIA_API_KEY=SECRET)
+    with StubServer() as server:
+        server.script("POST", CHAT_ROUTE, replace(chat_reply(GOOD), delay_s=0.05))
+        command = [str(script), "rewrite", str(project.path), "--base-url", f"{server.url}/v1", "--concurrency", "2"]
+        processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in "ab"]
+        for process in processes:
+            process.wait(timeout=120)
+            time.sleep(0)
+        errors = [process.stderr.read().decode() for process in processes]
+        assert [process.returncode for process in processes] == [0, 0], errors
+        requests = len(server.requests_to(CHAT_ROUTE))
+    assert requests == len(ITEMS), f"{requests} requests for {len(ITEMS)} items"
+    assert project.conn.execute("SELECT count(*) FROM rewrite_outcomes WHERE status = 'done'").fetchone()[0] == len(
+        ITEMS
+    )
