@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -116,7 +117,10 @@ def operation_row(operation: Operation) -> JobRow:
 
 
 def job_row(job: JobInfo, resuming: bool = False) -> JobRow:
-    where = f"pid {job.pid}" + ("" if job.host == HOST else f" on {job.host}")
+    if job.pid == os.getpid() and job.host == HOST:
+        where = "this window"
+    else:
+        where = f"pid {job.pid}" + ("" if job.host == HOST else f" on {job.host}")
     origin = f"{job.kind} · {where}"
     detail = job.message or ""
     if not job.is_live and job.stop_reason:

@@ -35,10 +35,15 @@ from spokenbench.widgets.jobs_panel import JobsPanel
 
 ProjectView = tuple[dict, list[tuple]]
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
+ITEM_ROW_TABLES = frozenset({"items"})  # the rows themselves; the rest only move the summary's counts
 
 
 def read_project_view(project: Project) -> ProjectView:
     return project_summary(project.conn), item_rows(project.conn)
+
+
+def read_summary(project: Project) -> dict:
+    return project_summary(project.conn)
 
 
 def load_project_view(path: Path, progress: Progress) -> ProjectView:
@@ -201,19 +206,24 @@ class MainWindow(QMainWindow):
         self.jobs_dock.show()
         return self._open(path, lambda progress: build_demo_and_load(path, progress), "Building the demo project")
 
-    def refresh_view(self) -> Operation | None:
-        """Re-read the items and the summary of the open project (a newer refresh supersedes an older one)."""
+    def refresh_view(self, rows: bool = True) -> Operation | None:
+        """Re-read the summary of the open project and, unless rows=False, its items. A newer refresh supersedes
+        an older one (a refresh of the summary alone never supersedes one that also reads the rows)."""
         if self.session is None:
             return None
+        if rows:
+            read, show, key = read_project_view, self._show_view, "project-view"
+        else:
+            read, show, key = read_summary, self._show_summary, "project-summary"
         return (
             QueryOp(
                 self.session,
-                lambda project, progress: read_project_view(project),
-                label="Refreshing items",
+                lambda project, progress: read(project),
+                label="Refreshing items" if rows else "Refreshing the summary",
                 parent=self,
-                supersede="project-view",
+                supersede=key,
             )
-            .success(self._show_view)
+            .success(show)
             .run()
         )
 
@@ -246,11 +256,14 @@ class MainWindow(QMainWindow):
 
     def _project_changed(self, tables: set[str]) -> None:
         if tables & ITEM_VIEW_TABLES:
-            self.refresh_view()
+            self.refresh_view(rows=bool(tables & ITEM_ROW_TABLES))
 
     def _show_view(self, view: ProjectView) -> None:
         summary, rows = view
         self.items_panel.set_rows(rows)
+        self._show_summary(summary)
+
+    def _show_summary(self, summary: dict) -> None:
         items = summary["items"]
         languages = ", ".join(f"{k} {v}" for k, v in items["by_language"].items()) or "no items yet"
         self._summary_text = (

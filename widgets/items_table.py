@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -142,13 +142,45 @@ class ItemsPanel(QWidget):
         self._update_count()
 
     def set_rows(self, rows: list[tuple]) -> None:
+        """Show `rows`, keeping the language filter, the selected item and the scroll position when the list is
+        refreshed under the user's eyes (another process added items); identical rows change nothing."""
+        if rows == self.model._rows:
+            return
+        language = self.language_box.currentText()
+        selected = self.selected_item_id()
+        scroll = self.table.verticalScrollBar().value()
         self.model.set_rows(rows)
+        languages = self.model.languages()
+        if language not in languages:
+            language = self.ALL_LANGUAGES
         self.language_box.blockSignals(True)
         self.language_box.clear()
-        self.language_box.addItems([self.ALL_LANGUAGES, *self.model.languages()])
+        self.language_box.addItems([self.ALL_LANGUAGES, *languages])
+        self.language_box.setCurrentText(language)
         self.language_box.blockSignals(False)
-        self.proxy.set_language("")
+        self.proxy.set_language("" if language == self.ALL_LANGUAGES else language)
+        if selected is not None:
+            self.select_item(selected)
+        self.table.verticalScrollBar().setValue(scroll)
         self._update_count()
+
+    def selected_item_id(self) -> int | None:
+        current = self.table.selectionModel().currentIndex()
+        if not current.isValid():
+            return None
+        return self.model._rows[self.proxy.mapToSource(current).row()][0]
+
+    def select_item(self, item_id: int) -> bool:
+        for row, values in enumerate(self.model._rows):
+            if values[0] == item_id:
+                index = self.proxy.mapFromSource(self.model.index(row, 0))
+                if index.isValid():
+                    self.table.selectionModel().setCurrentIndex(
+                        index,
+                        QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+                    )
+                    return True
+        return False
 
     def _show_details(self, current: QModelIndex, previous: QModelIndex = QModelIndex()) -> None:
         if not current.isValid():

@@ -57,7 +57,7 @@ def test_a_job_started_in_another_thread_appears_within_two_seconds(studio, qtbo
         qtbot.waitUntil(lambda: card_titled(studio, "Synthesizing 40 clips") is not None, timeout=2_000)
         row = card_titled(studio, "Synthesizing 40 clips").row
         assert row.state == "running" and row.action == "cancel" and row.action_enabled
-        assert row.origin.startswith("synthesize · pid ")
+        assert row.origin == "synthesize · this window"  # a thread of this process
         qtbot.waitUntil(lambda: "Jobs · 1 running" in studio.jobs_button.text(), timeout=3_000)
     finally:
         stop.set()
@@ -93,6 +93,7 @@ def test_a_job_whose_process_died_shows_as_interrupted_with_resume(studio, qtbot
     assert "spokenbench synthesize" in resumable.button.toolTip()
     script_job = card_titled(studio, "A script's own job")
     assert script_job.row.state == "interrupted" and not script_job.button.isEnabled()
+    assert script_job.row.origin == f"custom · pid {process.pid}"
     assert "cannot" in script_job.button.toolTip().lower() or "only" in script_job.button.toolTip()
 
     spawned = []

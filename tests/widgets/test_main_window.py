@@ -6,6 +6,7 @@ from PySide6.QtWidgets import QMessageBox
 from support import gmmlu_rows, write_csv
 
 from spokenbench.app.main_window import MainWindow
+from spokenbench.core.importers import import_files
 
 
 @pytest.fixture
@@ -77,6 +78,22 @@ def test_items_imported_by_another_process_appear_without_reopening(window, qtbo
     subprocess.run([*command, "--format", "gmmlu-lite"], check=True, capture_output=True)
     qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 7, timeout=2_500)
     assert "7 items (ko 7)" in window.summary_label.text()
+
+
+def test_a_refresh_keeps_the_users_filter_and_selection(window, qtbot, project, tmp_path):
+    table = write_csv(tmp_path / "ko.csv", gmmlu_rows(5))
+    import_files(project, [table], "gmmlu-lite")
+    with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
+        pass
+    panel = window.items_panel
+    panel.language_box.setCurrentText("ko")
+    assert panel.select_item(3) and panel.selected_item_id() == 3
+    operation = window.import_items([write_csv(tmp_path / "zh.csv", gmmlu_rows(4))], "gmmlu-lite")
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
+        pass
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 9, timeout=3_000)
+    assert panel.language_box.currentText() == "ko" and panel.proxy.rowCount() == 5
+    assert panel.selected_item_id() == 3
 
 
 def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window, qtbot, project, tmp_path):
