@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import time
 from dataclasses import dataclass, field, replace
 
@@ -34,7 +33,6 @@ from spokenbench.core.remote import ProviderLimiter, RemoteAuthError, RemoteCall
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 
-log = logging.getLogger("spokenbench.evaluation")
 # The first wave of requests leaves this far apart: the provider never sees the whole concurrency as one
 # burst, and replies do not come back in lock-step waves that queue for the event loop.
 RAMP_STEP_S = 0.005
