@@ -113,19 +113,6 @@ SQL_STATEMENT = re.compile(
     r"\s*(SELECT\s+\S|INSERT\s+(OR\s+[A-Z]+\s+)?INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s"
     r"|CREATE\s+(TEMP\s+|TEMPORARY\s+)?(TABLE|VIEW|TRIGGER|(UNIQUE\s+)?INDEX)\s|WITH\s+\w+\s+AS\s*\()"
 )
-# SQL still being moved by the jobs/evaluation refactor
-SQL_MOVE_IN_PROGRESS = frozenset(
-    {
-        "core/audio/synthesis.py",
-        "core/rewriting/llm.py",
-        "core/asr/transcribe.py",
-        "core/evaluation/plans.py",
-        "core/evaluation/reparse.py",
-        "core/evaluation/runner.py",
-    }
-)
-# Evaluation's SQL module(s): records.py until it is renamed store.py.
-EVALUATION_SQL_MODULES = frozenset({"core/evaluation/records.py", "core/evaluation/store.py"})
 
 
 def _python_files(root: Path, top: str) -> list[Path]:
@@ -206,12 +193,7 @@ def cli_non_public_imports(root: Path) -> list[str]:
 def _may_hold_sql(relative: str) -> bool:
     if relative.startswith("core/cli/") or not relative.startswith("core/"):
         return False  # the CLI, app/ and widgets/ never run SQL themselves
-    return (
-        relative.startswith("core/store/")
-        or relative.endswith("/store.py")
-        or relative in EVALUATION_SQL_MODULES
-        or relative in SQL_MOVE_IN_PROGRESS
-    )
+    return relative.startswith("core/store/") or relative.endswith("/store.py")
 
 
 def _literal_text(node: ast.AST) -> str | None:
