@@ -81,6 +81,7 @@ class AssemblyReport:
     assembled: int = 0
     limited_inputs: int = 0  # inputs whose peaks had to be limited (volume ×1.5 on loud speech)
     seconds_of_audio: float = 0.0
+    skipped: list[str] = field(default_factory=list)  # inputs not built: a source clip is missing or damaged
 
 
 def _clip_index(conn: sqlite3.Connection, backend: str | None) -> dict[tuple, ClipRef]:
@@ -370,8 +371,12 @@ def run_assembly(
     cache = SegmentCache(project, settings, cache_bytes)
     report = AssemblyReport()
 
-    async def assemble(job: AssemblyJob) -> Write:
-        final, cuts, clean, limited = render(job, cache, settings)
+    async def assemble(job: AssemblyJob) -> Write | None:
+        try:
+            final, cuts, clean, limited = render(job, cache, settings)
+        except AudioError as error:  # a missing or damaged clip: this input waits, the others go on
+            report.skipped.append(f"{job.label}: {error}")
+            return None
         chunks = []
         for max_seconds in chunk_seconds:
             bounds = chunk_bounds(clean, settings.sample_rate, cuts, max_seconds, job.label)

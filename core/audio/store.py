@@ -108,12 +108,6 @@ def consented_recordings(conn: sqlite3.Connection) -> list[tuple[str, str, str, 
 # Synthesis
 
 
-def synthesized_clip_keys(conn: sqlite3.Connection) -> set[tuple[int, str, str]]:
-    """(item id or 0, part, recipe key) of every good clip: what a synthesis plan leaves out."""
-    rows = conn.execute("SELECT coalesce(item_id, 0), part, cache_key FROM clips WHERE status = 'ok'")
-    return {(row[0], row[1], row[2]) for row in rows}
-
-
 def stored_clip_audio(conn: sqlite3.Connection, cache_key: str) -> tuple | None:
     """(sha256, format, duration, rate, level) of a good clip with this recipe, if one exists: a recipe
     synthesized once is reused for every part that needs it."""
@@ -149,19 +143,20 @@ class ClipRow:
 
 
 def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
-    """Store clips; an earlier failure of the same clip is replaced, and a clip another process stored meanwhile
-    is kept as it is (never an error). The caller holds the transaction."""
+    """Store clips. A row already there for the same part and recipe is updated in place when it failed or its
+    audio is being replaced (its id — and the transcripts and ratings that refer to it — stay), and kept as it
+    is when another process stored it meanwhile (never an error). The caller holds the transaction."""
     now = utc_now()
-    for row in rows:
-        conn.execute(
-            "DELETE FROM clips WHERE coalesce(item_id, 0) = ? AND part = ? AND cache_key = ? AND status = 'failed'",
-            (row.item_id or 0, row.part, row.cache_key),
-        )
-        conn.execute(
-            "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
-            "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
+    conn.executemany(
+        "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
+        "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(coalesce(item_id, 0), part, cache_key) DO UPDATE SET sha256 = excluded.sha256, "
+        "audio_format = excluded.audio_format, duration_s = excluded.duration_s, sample_rate = excluded.sample_rate, "
+        "speech_level_db = excluded.speech_level_db, status = excluded.status, failure = excluded.failure, "
+        "created_at = excluded.created_at "
+        "WHERE clips.status = 'failed' OR (excluded.status = 'ok' AND clips.sha256 IS NOT excluded.sha256)",
+        [
             (
                 row.item_id,
                 row.part,
@@ -182,8 +177,18 @@ def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
                 row.status,
                 row.failure,
                 now,
-            ),
-        )
+            )
+            for row in rows
+        ],
+    )
+
+
+def clips_with_files(conn: sqlite3.Connection) -> list[tuple[int, str, str, str, str]]:
+    """(item id or 0, part, recipe key, sha256, format) of every good clip: the plan checks each file is there."""
+    rows = conn.execute(
+        "SELECT coalesce(item_id, 0), part, cache_key, sha256, audio_format FROM clips WHERE status = 'ok'"
+    )
+    return [tuple(row) for row in rows]
 
 
 def inputs_with_recipes(conn: sqlite3.Connection, wanted: list[tuple[int, str, str]]) -> set[tuple[int, str, str]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from spokenbench.core.audio.checks import check_clip
 from spokenbench.core.audio.io import AudioError, encode_audio
-from spokenbench.core.audio.store import ClipRow, store_clip_rows, stored_clip_audio, synthesized_clip_keys
+from spokenbench.core.audio.store import ClipRow, clips_with_files, store_clip_rows, stored_clip_audio
 from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_source
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.errors import SpokenBenchError
@@ -19,7 +19,9 @@ from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy
 from spokenbench.core.store import Project
+from spokenbench.core.store.audio_files import AudioStore
 from spokenbench.core.store.items import item_languages, iter_items
+from spokenbench.core.store.project import audio_store_of
 from spokenbench.core.store.rewrites import latest_rewrites
 
 PART_KINDS = ("questions", "options", "tokens")
@@ -93,13 +95,18 @@ def plan_synthesis(
     parts: tuple[str, ...] = PART_KINDS,
     token_language: str = "english",
     use_rewrites: bool = True,
+    audio: AudioStore | None = None,
 ) -> SynthesisPlan:
-    """Every clip the selection needs that is not stored yet. Accents the backend lacks are reported, not faked."""
+    """Every clip the selection needs that is not stored yet (or whose audio file has gone missing). Accents the
+    backend lacks are reported, not faked."""
     unknown = set(parts) - set(PART_KINDS)
     if unknown:
         raise SpokenBenchError(f"unknown part kind(s) {', '.join(sorted(unknown))}; use {', '.join(PART_KINDS)}")
     voice_specs = [backend.voice(v) for v in voices] if voices else list(backend.voices)
-    stored = synthesized_clip_keys(conn)
+    audio = audio or audio_store_of(conn)
+    stored = {  # a good clip whose file was deleted is synthesized again
+        (item_id, part, key) for item_id, part, key, sha, fmt in clips_with_files(conn) if audio.has(sha, fmt)
+    }
     jobs: dict[tuple, ClipJob] = {}
     unsupported: set[str] = set()
     token_sources: set[tuple[str, str | None, int]] = set()
@@ -195,7 +202,7 @@ async def run_synthesis(
             """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
             first = group[0]
             stored = stored_clip_audio(project.conn, first.cache_key)
-            if stored is not None:
+            if stored is not None and project.audio.has(stored[0], stored[1]):
                 report.reused += len(group)
                 return _clip_rows_write(backend, group, "ok", None, stored)
             try:

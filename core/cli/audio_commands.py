@@ -187,6 +187,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
         "assembled": report.assembled,
         "limited_inputs": report.limited_inputs,
         "seconds_of_audio": round(report.seconds_of_audio, 1),
+        "skipped": report.skipped,
     }
     if args.json:
         print_json(result)
@@ -195,4 +196,11 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             f"assembled {report.assembled} inputs ({report.seconds_of_audio / 60:.1f} min of audio); "
             f"{report.limited_inputs} needed peak limiting"
         )
-    return 0
+        for message in report.skipped[:20]:
+            print(f"skipped: {message}")
+        if report.skipped:
+            print(
+                f"{len(report.skipped)} input(s) not built: a source clip is missing or damaged; run "
+                "`spokenbench check DIR --repair`, then `synthesize` and `assemble` again"
+            )
+    return 1 if report.skipped else 0

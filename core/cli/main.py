@@ -22,6 +22,7 @@ def _command_modules():
     # Imported here so `spokenbench --help` stays fast and one broken optional module names itself.
     from spokenbench.core.cli import (
         audio_commands,
+        check_commands,
         evaluation_commands,
         jobs_commands,
         metrics_commands,
@@ -29,7 +30,15 @@ def _command_modules():
         qc_commands,
     )
 
-    return [project_commands, audio_commands, evaluation_commands, metrics_commands, qc_commands, jobs_commands]
+    return [
+        project_commands,
+        audio_commands,
+        evaluation_commands,
+        metrics_commands,
+        qc_commands,
+        jobs_commands,
+        check_commands,
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,8 +34,8 @@ class AudioStore:
             raise ValueError("refusing to store empty audio")
         sha256 = hashlib.sha256(data).hexdigest()
         target = self.path_for(sha256, extension)
-        if target.exists() and target.stat().st_size == len(data):
-            return sha256
+        if target.exists() and target.stat().st_size == len(data) and _file_sha256(target) == sha256:
+            return sha256  # already stored intact (a damaged file of the same size is replaced below)
         self.temp_dir.mkdir(parents=True, exist_ok=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
@@ -51,6 +51,10 @@ class AudioStore:
             raise
         _fsync_directory(target.parent)
         return sha256
+
+    def has(self, sha256: str | None, extension: str | None) -> bool:
+        """Whether the file is there (not whether it is intact: `read_bytes` and `spokenbench check` verify that)."""
+        return bool(sha256 and extension) and self.path_for(sha256, extension).is_file()
 
     def read_bytes(self, sha256: str, extension: str) -> bytes:
         path = self.path_for(sha256, extension)
@@ -91,3 +95,11 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -93,3 +93,9 @@ def opened(path: str | Path) -> Iterator[Project]:
         yield project
     finally:
         project.close()
+
+
+def audio_store_of(conn: sqlite3.Connection) -> AudioStore:
+    """The audio folder of the project whose database `conn` is connected to."""
+    database_file = next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main")
+    return AudioStore(Path(database_file).parent / AUDIO_DIR_NAME)
