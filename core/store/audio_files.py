@@ -36,9 +36,12 @@ class AudioStore:
         target = self.path_for(sha256, extension)
         if target.exists() and target.stat().st_size == len(data) and _file_sha256(target) == sha256:
             return sha256  # already stored intact (a damaged file of the same size is replaced below)
-        self.temp_dir.mkdir(parents=True, exist_ok=True)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
+        try:
+            self.temp_dir.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
+        except OSError as error:  # a read-only project, a full disk: say so, never a traceback
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

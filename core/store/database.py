@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,9 +25,37 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def connect(db_path: Path) -> sqlite3.Connection:
-    """Open a connection with the project's pragmas. Autocommit mode: writes go through `transaction()`."""
+def is_writable(db_path: Path) -> bool:
+    """Whether this process may change the project: its folder and database file are writable (on a read-only
+    file system or without permission, the project is opened read-only instead of failing)."""
+    db_path = Path(db_path)
+    return os.access(db_path.parent, os.W_OK) and (not db_path.exists() or os.access(db_path, os.W_OK))
+
+
+def _read_only_uri(db_path: Path) -> str:
+    """A read-only URI; `immutable` where SQLite could not create the WAL's shared-memory file next to it."""
+    uri = f"{Path(db_path).resolve().as_uri()}?mode=ro"
+    wal_files_present = Path(f"{db_path}-shm").exists() and Path(f"{db_path}-wal").exists()
+    if not os.access(Path(db_path).parent, os.W_OK) and not wal_files_present:
+        uri += "&immutable=1"
+    return uri
+
+
+def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
+    """Open a connection with the project's pragmas. Autocommit mode: writes go through `transaction()`. A
+    project that is not writable is opened read-only (`read_only=None` decides by the file system): reading
+    works, and a write says why it cannot happen."""
+    if read_only is None:
+        read_only = not is_writable(db_path)
     try:
+        if read_only:
+            conn = sqlite3.connect(
+                _read_only_uri(db_path), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA query_only = 1")
+            conn.execute("PRAGMA foreign_keys = ON")
+            return conn
         conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -40,10 +69,26 @@ def connect(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
+def is_read_only(conn: sqlite3.Connection) -> bool:
+    return bool(conn.execute("PRAGMA query_only").fetchone()[0])
+
+
+def read_only_error(conn: sqlite3.Connection) -> ProjectError:
+    database_file = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    folder = Path(database_file).parent if database_file else "the project"
+    return ProjectError(
+        f"{folder} is open read-only (its folder or database is not writable), and this command changes the "
+        "project; reading commands work. Copy the project somewhere writable, or make it writable, to change it."
+    )
+
+
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE … COMMIT: the write lock is taken up front so two writers queue instead of failing
-    halfway; any exception rolls everything back, so a caller never leaves half a change behind."""
+    halfway; any exception rolls everything back, so a caller never leaves half a change behind. On a
+    read-only project it raises a ProjectError saying so before anything is attempted."""
+    if is_read_only(conn):
+        raise read_only_error(conn)
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
@@ -90,7 +135,7 @@ def inspect_project_file(db_path: Path) -> str:
     """What a project.sqlite is, read without changing a byte: 'marked' (a SpokenBench project), 'legacy' (made
     before the marker existed: it has our project_meta with the version that created it), 'empty', or 'foreign'
     (any other SQLite database). Raises ProjectError for a file that is not SQLite or is damaged."""
-    uri = f"{db_path.resolve().as_uri()}?mode=ro"
+    uri = _read_only_uri(db_path)
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
             if conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from spokenbench.core.items import Item, Option
-from spokenbench.core.store.database import transaction, utc_now
+from spokenbench.core.store.database import is_read_only, read_only_error, transaction, utc_now
 
 ITEM_COLUMNS = "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"
 
@@ -210,6 +210,8 @@ class ImportStaging:
     anything relies on it and never trusted after a crash). Use as a context manager; the file is removed at exit."""
 
     def __init__(self, project_path: Path, project_conn: sqlite3.Connection):
+        if is_read_only(project_conn):
+            raise read_only_error(project_conn)
         token = uuid.uuid4().hex[:8]
         self.path = Path(project_path) / f"{STAGING_PREFIX}.{socket.gethostname()}.{os.getpid()}.{token}.sqlite"
         schema = dict(

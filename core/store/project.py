@@ -12,15 +12,17 @@ from spokenbench.core import __version__
 from spokenbench.core.errors import ProjectError
 from spokenbench.core.store import database
 from spokenbench.core.store.audio_files import AudioStore
+from spokenbench.core.store.migrations import SCHEMA_VERSION
 
 DATABASE_NAME = "project.sqlite"
 AUDIO_DIR_NAME = "audio"
 
 
 class Project:
-    def __init__(self, path: Path, conn: sqlite3.Connection):
+    def __init__(self, path: Path, conn: sqlite3.Connection, read_only: bool = False):
         self.path = path
         self.conn = conn
+        self.read_only = read_only  # reading works; writes raise a ProjectError saying why they cannot happen
         self.audio = AudioStore(path / AUDIO_DIR_NAME)
 
     @property
@@ -37,8 +39,11 @@ class Project:
             raise ProjectError(f"{path} is already a SpokenBench project")
         if path.is_dir() and any(path.iterdir()):
             raise ProjectError(f"{path} is not empty; choose a new or empty folder for the project")
-        (path / AUDIO_DIR_NAME).mkdir(parents=True, exist_ok=True)
-        conn = database.connect(path / DATABASE_NAME)
+        try:
+            (path / AUDIO_DIR_NAME).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ProjectError(f"cannot create a project in {path}: {error.strerror or error}") from None
+        conn = database.connect(path / DATABASE_NAME, read_only=False)
         database.migrate(conn, path / DATABASE_NAME)
         with database.transaction(conn):
             conn.executemany(
@@ -65,7 +70,17 @@ class Project:
                 "SpokenBench marker); it was left untouched. Create a project with `spokenbench init DIR` and import "
                 "your items into it."
             )
-        conn = database.connect(db_path)
+        read_only = not database.is_writable(db_path)
+        conn = database.connect(db_path, read_only=read_only)
+        if read_only:
+            version = database.schema_version(conn)
+            if version != SCHEMA_VERSION:
+                conn.close()
+                raise ProjectError(
+                    f"{path} is read-only and its database has schema {version} (this version uses "
+                    f"{SCHEMA_VERSION}); opening it needs a migration, which writes: copy it somewhere writable first"
+                )
+            return cls(path, conn, read_only=True)
         database.migrate(conn, db_path)
         if marker == "legacy":
             database.mark_as_project(conn)

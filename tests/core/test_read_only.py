@@ -1,0 +1,96 @@
+"""A project on a read-only file system (or without write permission) opens read-only: reading commands work,
+writing ones exit 2 saying why, and nothing in the folder changes."""
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from support import write_jsonl
+
+from spokenbench.core.store import Project
+
+
+def folder_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def read_only_copy(source: Path):
+    """A copy of the project that this process cannot write: a tmpfs remounted read-only when running as root
+    (root ignores permissions), the copy's write bits removed otherwise."""
+    base = Path("/tmp") / f"spokenbench-ro-{uuid.uuid4().hex[:8]}"
+    base.mkdir()
+    mounted = False
+    try:
+        if os.geteuid() == 0:
+            if subprocess.run(["mount", "-t", "tmpfs", "none", str(base)], capture_output=True).returncode != 0:
+                pytest.skip("cannot mount a tmpfs here to make a read-only file system")
+            mounted = True
+        copy = base / "project"
+        shutil.copytree(source, copy)
+        if mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(base)], check=True)
+        else:
+            for path in [copy, *copy.rglob("*")]:
+                path.chmod(path.stat().st_mode & ~0o222)
+        yield copy
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(base)], check=False)
+        else:
+            for path in [base, *base.rglob("*")]:
+                with contextlib.suppress(OSError):
+                    path.chmod(path.stat().st_mode | 0o200)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def read_only_demo(built_demo):
+    with read_only_copy(built_demo) as copy:
+        yield copy
+
+
+def test_reading_commands_work_on_a_read_only_project(read_only_demo, cli, tmp_path):
+    before = folder_digest(read_only_demo)
+    info = cli("info", read_only_demo, "--json")
+    assert info.code == 0 and info.json()["items"]["total"] == 84
+    assert cli("items", read_only_demo, "--limit", "3").code == 0
+    assert cli("runs", read_only_demo).code == 0
+    assert cli("jobs", read_only_demo, "--json").code == 0
+    assert cli("check", read_only_demo).code == 0
+    exported = cli("export", read_only_demo, "--what", "responses", "--out", tmp_path / "responses.csv")
+    assert exported.code == 0 and (tmp_path / "responses.csv").stat().st_size > 0
+    assert cli("report", read_only_demo, "--out", tmp_path / "report").code == 0
+    with Project.open(read_only_demo) as project:
+        assert project.read_only
+        assert project.conn.execute("SELECT count(*) FROM clips").fetchone()[0] == 1140
+    assert folder_digest(read_only_demo) == before
+
+
+def test_writing_commands_say_the_project_is_read_only(read_only_demo, cli, tmp_path):
+    before = folder_digest(read_only_demo)
+    extra = write_jsonl(
+        tmp_path / "more.jsonl",
+        [{"id": "x1", "language": "en", "question": "Is this new?", "options": ["Yes", "No"], "answer": "A"}],
+    )
+    for command in (
+        ("import", read_only_demo, extra, "--format", "mcq"),
+        ("sample", read_only_demo, "--per-bin", "2", "--seed", "1", "--name", "read-only-queue"),
+        ("assemble", read_only_demo, "--orders", "original"),
+        ("evaluate", read_only_demo, "--model", "simulated:steady", "--mode", "text", "--prompt", "standard"),
+        ("review", read_only_demo, "--item", "1", "--part", "question", "--edit", "Roots?", "--reviewer", "me"),
+    ):
+        result = cli(*command)
+        assert result.code == 2, (command, result.err)
+        assert "read-only" in result.err and "internal error" not in result.err, (command, result.err)
+    assert folder_digest(read_only_demo) == before
