@@ -468,7 +468,8 @@ class BackgroundOp(Operation):
 
 
 class QueryOp(Operation):
-    """A read on the thread pool: `fn(project, progress) -> result`, with a connection of its own for the call."""
+    """A read on the thread pool: `fn(project, progress) -> result`, with a read-only connection of its own for
+    the call (a write in it fails)."""
 
     def __init__(self, session: ProjectSession, fn: Callable[[Project, Progress], Any], **kwargs):
         super().__init__(session.runner, **kwargs)
@@ -480,7 +481,7 @@ class QueryOp(Operation):
 
         def read() -> Any:
             progress.check_cancelled()
-            project = connect_project(self.session.path)
+            project = connect_project(self.session.path, read_only=True)
             try:
                 return self._fn(project, progress)
             finally:

@@ -25,12 +25,15 @@ WriteFunction = Callable[[Project], Any]
 Done = Callable[[Any, BaseException | None], None]  # (result, error), called on the writer thread
 
 
-def connect_project(path: Path) -> Project:
+def connect_project(path: Path, read_only: bool | None = None) -> Project:
     """A `Project` on a fresh connection for the calling thread, without `Project.open`'s once-per-open chores
     (migration and temp-file cleanup — the session's first open did both, and the cleanup must not run while
-    another process may be writing audio)."""
+    another process may be writing audio). read_only=None: read-only only where the project is not writable."""
     path = Path(path)
-    return Project(path, database.connect(path / DATABASE_NAME))
+    db_path = path / DATABASE_NAME
+    if read_only is None:
+        read_only = not database.is_writable(db_path)
+    return Project(path, database.connect(db_path, read_only=read_only), read_only=read_only)
 
 
 @dataclass

@@ -181,6 +181,19 @@ def test_a_query_reads_with_its_own_connection_on_the_pool(open_session, qtbot, 
     assert thread is not threading.main_thread() and own_connection
 
 
+def test_a_query_cannot_write(open_session, qtbot, project, dialogs):
+    session = open_session(project.path)
+
+    def sneaky_write(project_view: Project, progress):
+        with project_view.transaction() as conn:
+            conn.execute("INSERT INTO project_meta(key, value) VALUES ('sneaky', 'write')")
+
+    operation = QueryOp(session, sneaky_write, label="Reading").run()
+    finish(qtbot, operation)
+    assert operation.status == "failed" and "readonly" in str(operation.error).replace("-", "").lower()
+    assert project.conn.execute("SELECT count(*) FROM project_meta WHERE key = 'sneaky'").fetchone()[0] == 0
+
+
 SIGNAL_STORM = """
 import spokenbench.app  # the guard
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
