@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import unquote_plus
 
 from spokenbench.core.errors import SpokenBenchError
 
@@ -87,11 +88,99 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s\"'<>]*")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#@]*@")
+# Query parameters whose value is a credential (compared lower-case, with '-' read as '_'): exact names, and
+# names containing one of the fragments (x_api_key, access_token, client_secret, X-Amz-Signature, ...).
+_SECRET_PARAMS = frozenset({"key", "sig", "code", "pass", "pwd", "auth", "jwt", "session"})
+_SECRET_FRAGMENTS = ("key", "token", "secret", "password", "passwd", "signature", "credential", "auth")
+REDACTED = "[redacted]"
+
+
+def _secret_param(name: str) -> bool:
+    name = name.lower().replace("-", "_")
+    return name in _SECRET_PARAMS or any(fragment in name for fragment in _SECRET_FRAGMENTS)
+
+
+def _clean_url(url: str) -> tuple[str, list[str]]:
+    """(the URL without credentials, the credentials it carried)."""
+    found: list[str] = []
+    head = _USERINFO.match(url)
+    if head:
+        userinfo = url[len(head.group(1)) : head.end() - 1]
+        user, colon, password = userinfo.partition(":")
+        found.extend(filter(None, [password if colon else user]))  # the password, or a token given as user name
+        url = head.group(1) + url[head.end() :]
+    base, mark, rest = url.partition("?")
+    if not mark:
+        return url, found
+    query, hash_mark, fragment = rest.partition("#")
+    pairs = []
+    for pair in query.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and value and _secret_param(unquote_plus(name)):
+            found.append(value)
+            if unquote_plus(value) != value:
+                found.append(unquote_plus(value))
+            value = REDACTED
+        pairs.append(f"{name}{equals}{value}")
+    return f"{base}?{'&'.join(pairs)}{hash_mark}{fragment}", found
+
+
 def strip_url_credentials(url: str | None) -> str | None:
-    """`https://user:pass@host/v1` → `https://host/v1`: base URLs are stored with runs, credentials never."""
+    """Every URL in `url` without its credentials: `https://user:pass@host/v1?api_key=S&x=1` →
+    `https://host/v1?api_key=[redacted]&x=1`. Base URLs are stored with runs (parameters, cache keys) and
+    commands with jobs (also as `--base-url=URL`), credentials never; the rest of the URL is kept as it is."""
     if not url:
         return url
-    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@]*@", r"\1", url)
+    return _URL.sub(lambda match: _clean_url(match.group(0))[0], url)
+
+
+_LIBRARY_LOGGER_PREFIXES = ("httpx", "httpcore", "openai", "google_genai", "google.genai", "mistralai")
+
+
+class _LibraryLogRedaction(logging.Filter):
+    """Scrubs registered secrets from the records of the HTTP and SDK libraries' own loggers (httpx logs
+    every request's full URL at INFO, query string included)."""
+
+    def __init__(self):
+        super().__init__("spokenbench-redaction")
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - a malformed record is the library's business
+                return True
+            cleaned = redact(message, self.secrets)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+        return True
+
+
+_library_redaction = _LibraryLogRedaction()
+
+
+def hide_in_library_logs(secrets: Iterable[str]) -> None:
+    """Keep `secrets` out of what httpx, httpcore and the SDKs log (for this process's lifetime). Call it after
+    the SDK is imported: the filter goes on every library logger that exists by then."""
+    _library_redaction.secrets.update(secret for secret in secrets if secret and len(secret) >= 4)
+    if not _library_redaction.secrets:
+        return
+    names = [name for name in logging.root.manager.loggerDict if name.startswith(_LIBRARY_LOGGER_PREFIXES)]
+    for name in {*names, *_LIBRARY_LOGGER_PREFIXES}:
+        library_logger = logging.getLogger(name)
+        if _library_redaction not in library_logger.filters:
+            library_logger.addFilter(_library_redaction)
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The credentials a URL carries (user-info password, secret-looking query values): for `redact`, so an
+    error message quoting the URL does not leak them."""
+    if not url:
+        return ()
+    return tuple(secret for match in _URL.finditer(url) for secret in _clean_url(match.group(0))[1])
 
 
 # --------------------------------------------------------------------------------------------------

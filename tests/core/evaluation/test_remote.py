@@ -20,6 +20,7 @@ from spokenbench.core.remote import (
     redact,
     retry_delay_from_body,
     strip_url_credentials,
+    url_secrets,
 )
 
 KEY = "sk-remote-test-0123456789abcdef"
@@ -136,6 +137,40 @@ def test_redaction():
     assert "AIza" not in redact("key AIzaSyA1234567890abcdefghijklmnop")
     assert "secret-token-123" not in redact("Authorization: Bearer secret-token-123")
     assert strip_url_credentials("https://user:pw@host/v1") == "https://host/v1"
+
+
+@pytest.mark.parametrize(
+    "url, stored, secrets",
+    [
+        ("https://user:pw@host/v1", "https://host/v1", ("pw",)),
+        ("https://tok123@host/v1", "https://host/v1", ("tok123",)),
+        (
+            "http://h:1/v1?api_key=S3CR3T&model=m#top",
+            "http://h:1/v1?api_key=[redacted]&model=m#top",
+            ("S3CR3T",),
+        ),
+        (
+            "https://h/v1?key=k1&token=t1&access_token=a1&sig=s1&Signature=s2&password=p1&client_secret=c1&apikey=x1",
+            "https://h/v1?key=[redacted]&token=[redacted]&access_token=[redacted]&sig=[redacted]&Signature=[redacted]"
+            "&password=[redacted]&client_secret=[redacted]&apikey=[redacted]",
+            ("k1", "t1", "a1", "s1", "s2", "p1", "c1", "x1"),
+        ),
+        (
+            "https://h/v1?X-Amz-Signature=a%2Bb&region=eu",
+            "https://h/v1?X-Amz-Signature=[redacted]&region=eu",
+            ("a%2Bb", "a+b"),
+        ),
+        # inside a command-line argument, as the jobs table stores a command
+        ("--base-url=https://h/v1?token=T0K", "--base-url=https://h/v1?token=[redacted]", ("T0K",)),
+        ("https://h/v1?model=m&sig=", "https://h/v1?model=m&sig=", ()),  # nothing to hide, nothing changed
+        ("not a url?key=1", "not a url?key=1", ()),  # only URLs are touched
+    ],
+)
+def test_urls_are_stored_without_credentials(url, stored, secrets):
+    """A token in a base URL's query string would otherwise be stored verbatim with the run and the job."""
+    assert strip_url_credentials(url) == stored
+    assert url_secrets(url) == secrets
+    assert strip_url_credentials(stored) == stored  # idempotent: a stored URL is cleaned again unchanged
 
 
 class _Flaky:
