@@ -6,7 +6,9 @@ pays for anything; `spokenbench evaluate --dry-run` prints it; `runner.run_evalu
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import store
@@ -17,6 +19,7 @@ from spokenbench.core.evaluation.presets import ModelPreset, Price, resolve_mode
 from spokenbench.core.evaluation.prompts import (
     MODES,
     PROMPTS,
+    SYSTEM_PROMPT_VARIANTS,
     RenderedPrompt,
     render_prompt,
     render_transcription_prompt,
@@ -360,16 +363,106 @@ def run_claim(run_id: int) -> str:
     return f"run:{run_id}"
 
 
+# The ranges of a run's settings: checked here (for the app and scripts) and by the CLI's option types, whose
+# help texts show them. A value outside them would make every request fail, or the run meaningless.
+MAX_TEMPERATURE = 2.0
+MAX_OUTPUT_TOKENS = 1_000_000
+MAX_TIMEOUT_S = 3600.0
+MAX_CONCURRENCY = 256
+MAX_ATTEMPTS = 20
+MAX_SEED = 2**63 - 1  # stored in SQLite (signed 64-bit)
+THINKING_WORDS = ("off", "on", "auto", "minimal", "low", "medium", "high", "xhigh")
+MAX_THINKING_BUDGET = 32768
+
+
+def check_thinking(value: str) -> str:
+    """A --thinking value: one of THINKING_WORDS (any case; returned lower-case) or a token budget
+    0–MAX_THINKING_BUDGET. Raises ValueError otherwise."""
+    text = value.strip().lower()
+    if text in THINKING_WORDS:
+        return text
+    if text.isdigit() and int(text) <= MAX_THINKING_BUDGET:
+        return str(int(text))
+    raise ValueError(
+        f"--thinking must be {', '.join(THINKING_WORDS)} or a token budget 0 to {MAX_THINKING_BUDGET}, not {value!r}"
+    )
+
+
+def _check_thinking_for(preset: ModelPreset, thinking: str | None) -> None:
+    """Thinking as the model takes it: Gemini 2.5 a token budget (or off/on/auto), Gemini 3 a level."""
+    if thinking is None or preset.thinking not in ("budget", "level"):
+        return
+    value = check_thinking(thinking)
+    if preset.thinking == "budget" and not (value.isdigit() or value in ("off", "on", "auto")):
+        raise SpokenBenchError(f"--thinking for {preset.spec}: off, on, auto or a token budget, not '{thinking}'")
+    if preset.thinking == "level" and value.isdigit():
+        levels = ", ".join(word for word in THINKING_WORDS if word not in ("on", "off", "auto"))
+        raise SpokenBenchError(f"--thinking for {preset.spec}: off, on, auto or a level ({levels}), not '{thinking}'")
+
+
+def _check_url(option: str, url: str | None) -> None:
+    if url is None:
+        return
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SpokenBenchError(f"{option} must be an http(s) URL such as http://127.0.0.1:8000/v1, not {url!r}")
+
+
+def _check_number(option: str, value, low: float, high: float | None = None, *, above: bool = False) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpokenBenchError(f"{option} must be a finite number, not {value!r}")
+    if (value <= low if above else value < low) or (high is not None and value > high):
+        bounds = f"more than {low:g}" if above else f"at least {low:g}"
+        raise SpokenBenchError(
+            f"{option} must be {bounds}" + (f" and at most {high:g}" if high else "") + f", not {value}"
+        )
+
+
 def _check_settings(settings: RunSettings) -> None:
+    """Every setting within its range before anything is planned: a run whose every request would fail (a
+    malformed URL, a zero timeout, a NaN temperature) is refused here with the option's name."""
     if settings.prompt not in PROMPTS:
         raise SpokenBenchError(f"unknown prompt '{settings.prompt}'; prompts: {', '.join(PROMPTS)}")
     if settings.mode not in MODES:
         raise SpokenBenchError(f"unknown mode '{settings.mode}'; modes: {', '.join(MODES)}")
-    if settings.concurrency < 1:
-        raise SpokenBenchError("--concurrency must be at least 1")
+    if settings.system_variant not in SYSTEM_PROMPT_VARIANTS:
+        raise SpokenBenchError(
+            f"unknown --system-prompt '{settings.system_variant}'; use {', '.join(SYSTEM_PROMPT_VARIANTS)}"
+        )
+    for option, value in (("--concurrency", settings.concurrency), ("--retries", settings.retry.max_attempts)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpokenBenchError(f"{option} must be a whole number, not {value!r}")
+    _check_number("--concurrency", settings.concurrency, 1, MAX_CONCURRENCY)
+    _check_number("--retries", settings.retry.max_attempts, 1, MAX_ATTEMPTS)
     for option, value in (("--rpm", settings.rpm), ("--tpm", settings.tpm), ("--budget", settings.budget_usd)):
-        if value is not None and value <= 0:
-            raise SpokenBenchError(f"{option} must be positive")
+        _check_number(option, value, 0, above=True)
+    params = settings.params
+    _check_number("--temperature", params.temperature, 0, MAX_TEMPERATURE)
+    _check_number("--timeout", params.timeout_s, 0, MAX_TIMEOUT_S, above=True)
+    if isinstance(params.max_output_tokens, bool) or not isinstance(params.max_output_tokens, int):
+        raise SpokenBenchError(f"--max-output-tokens must be a whole number, not {params.max_output_tokens!r}")
+    _check_number("--max-output-tokens", params.max_output_tokens, 1, MAX_OUTPUT_TOKENS)
+    if params.thinking is not None:
+        try:
+            check_thinking(str(params.thinking))
+        except ValueError as error:
+            raise SpokenBenchError(str(error)) from None
+    if settings.price is not None:
+        for option, name in (
+            ("--price-input", "input"),
+            ("--price-output", "output"),
+            ("--price-audio-input", "audio_input"),
+            ("price per audio minute", "audio_per_minute"),
+        ):
+            _check_number(option, getattr(settings.price, name), 0)
+    _check_url("--base-url", settings.base_url)
+    _check_url("--asr-base-url", settings.asr_base_url)
+    plan = settings.plan
+    if plan.limit is not None:
+        _check_number("--limit", plan.limit, 1)
+    _check_number("--seed", plan.seed, 0, MAX_SEED)
 
 
 def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPreparation:
@@ -378,6 +471,7 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
     over the model's limits, a budget without a price, a run to resume made with other settings)."""
     _check_settings(settings)
     preset = resolve_model(settings.model, settings.base_url, settings.convention)
+    _check_thinking_for(preset, settings.params.thinking)
     simulated = preset.provider == "simulated"
     profile = None
     if simulated:
@@ -436,7 +530,7 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
             if job.claim == run_claim(prepared.resume_run_id):
                 prepared.warnings.append(
                     f"run {prepared.resume_run_id} is being worked on by job {job.id} (pid {job.pid} on {job.host}); "
-                    "running it here is refused until that job ends"
+                    "running it here is refused until that job ends (or waits for it with --wait)"
                 )
     return prepared
 

@@ -5,7 +5,8 @@
 - `run_evaluation(project, prepared, progress)` reads the credentials, creates (or resumes) the run row and
   runs it as a job every process can see (`core.jobs.tracked_job`, claim `run:<id>`): its progress and
   heartbeat are in the `jobs` table, a cancel requested from the app or `spokenbench jobs --cancel` stops it
-  at its next safe point, and a second process cannot work on the same run at the same time;
+  at its next safe point, and a second process cannot work on the same run at the same time (it is refused,
+  or with `wait=True` waits until the holder ends, then continues with what is still missing);
 - `evaluate(project, settings, progress)` does both;
 - `list_runs(conn)` lists runs as a person should see them (a killed run shows as 'interrupted').
 The session itself (cache, budget, requests on the shared job loop) is in session.py; the SQL in store.py."""
@@ -13,9 +14,11 @@ The session itself (cache, budget, requests on the shared job loop) is in sessio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from spokenbench.core.errors import Cancelled
 from spokenbench.core.evaluation import store
@@ -23,7 +26,7 @@ from spokenbench.core.evaluation.adapters import credential_for
 from spokenbench.core.evaluation.budget import BUDGET_STOP
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
 from spokenbench.core.evaluation.session import Credentials, EvaluationSession
-from spokenbench.core.jobs import list_jobs, tracked_job
+from spokenbench.core.jobs import JobClaimed, JobProgress, list_jobs, tracked_job
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.remote import RemoteAuthError
 from spokenbench.core.store import Project
@@ -31,6 +34,9 @@ from spokenbench.core.store import Project
 __all__ = ["RunSettings", "RunSummary", "evaluate", "list_runs", "prepare_evaluation", "run_evaluation"]
 
 JOB_KIND = "evaluate"
+ALL_FAILED = "all requests failed"  # the stop reason of a session in which no request got an answer
+WAIT_POLL_S = 0.5  # how often a waiting process asks whether the run's holder has ended
+WAIT_NOTE_S = 60.0  # how often it says it is still waiting
 
 
 @dataclass
@@ -50,10 +56,26 @@ class RunSummary:
     elapsed_s: float
     parse_counts: dict[str, int]
     plan: dict
+    succeeded: int = 0  # answered in this session (from the model or the cache)
+    error_kinds: dict[str, int] = field(default_factory=dict)  # this session's failed requests by kind
+    error_examples: dict[str, str] = field(default_factory=dict)  # one message per kind
+    waited_s: float = 0.0  # waiting for another job that held the run (wait=True)
 
     @property
     def requests_per_s(self) -> float:
         return self.fresh_requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def all_failed(self) -> bool:
+        """Requests failed and none was answered: the run is marked failed (the CLI exits 4)."""
+        return self.stop_reason == ALL_FAILED
+
+    def failure_summary(self) -> str | None:
+        """'432 request(s) failed: 432 connection failed' — None when nothing failed."""
+        if not self.errors:
+            return None
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(self.error_kinds.items(), key=lambda e: -e[1]))
+        return f"{self.errors} request(s) failed: {kinds}"
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -71,10 +93,20 @@ def read_credentials(prepared: EvaluationPreparation) -> Credentials:
     return Credentials(credential_for(prepared.preset), asr)
 
 
-def run_evaluation(project: Project, prepared: EvaluationPreparation, progress: Progress | None = None) -> RunSummary:
+def run_evaluation(
+    project: Project,
+    prepared: EvaluationPreparation,
+    progress: Progress | None = None,
+    *,
+    wait: bool = False,
+    on_wait: Callable[[str], None] | None = None,
+) -> RunSummary:
     """Run (or resume) a prepared evaluation. Raises Cancelled after a cancel, RemoteAuthError after a rejected
-    key, JobClaimed when another live job works on the same run; every stored answer stays and the run stays
-    resumable. A budget stop returns normally with status 'cancelled' and stop reason 'budget'."""
+    key, JobClaimed when another live job works on the same run (unless `wait`: then it waits, telling
+    `on_wait`, until that job ends or dies, and continues with whatever is still missing); every stored answer
+    stays and the run stays resumable. A budget stop returns normally with status 'cancelled' and stop reason
+    'budget'; a session in which every request failed returns with status 'failed' and stop reason
+    ALL_FAILED."""
     progress = progress or no_progress()
     credentials = read_credentials(prepared)
     settings = prepared.settings
@@ -95,7 +127,8 @@ def run_evaluation(project: Project, prepared: EvaluationPreparation, progress: 
                 settings.budget_usd,
             )
     label = f"{prepared.model_name} {settings.mode} {settings.prompt} (run {run_id})"
-    with tracked_job(project.path, JOB_KIND, label, progress, claim=run_claim(run_id), total=total) as job:
+    with contextlib.ExitStack() as holding:
+        job, waited = _hold_run(holding, project, label, progress, run_id, total, wait, on_wait)
         if prepared.resume_run_id is not None:  # only once this job holds the run
             with project.transaction() as conn:
                 store.mark_run(conn, run_id, "running", None, total, settings.budget_usd)
@@ -125,26 +158,71 @@ def run_evaluation(project: Project, prepared: EvaluationPreparation, progress: 
             raise
         stop = result.stop_reason
         status = "cancelled" if stop == BUDGET_STOP else "finished"
+        if stop is None and session.errors and not session.succeeded:
+            status, stop = "failed", ALL_FAILED
         _mark(project, run_id, status, stop)
+        summary = RunSummary(
+            run_id=run_id,
+            status=status,
+            stop_reason=stop,
+            model=prepared.model_name,
+            mode=prepared.run_mode,
+            total=total,
+            answered=session.answered,
+            errors=session.errors,
+            fresh_requests=session.fresh,
+            cache_hits=session.hits,
+            retries=session.retries,
+            cost_usd=store.run_cost(project.conn, run_id),
+            elapsed_s=time.monotonic() - started,
+            parse_counts=session.parse_counts,
+            plan=prepared.conditions,
+            succeeded=session.succeeded,
+            error_kinds=dict(session.error_kinds),
+            error_examples=dict(session.error_examples),
+            waited_s=waited,
+        )
         if stop == BUDGET_STOP:
             job.set_outcome("cancelled", "budget: stopped before exceeding it; resume with a larger --budget")
-    return RunSummary(
-        run_id=run_id,
-        status=status,
-        stop_reason=stop,
-        model=prepared.model_name,
-        mode=prepared.run_mode,
-        total=total,
-        answered=session.answered,
-        errors=session.errors,
-        fresh_requests=session.fresh,
-        cache_hits=session.hits,
-        retries=session.retries,
-        cost_usd=store.run_cost(project.conn, run_id),
-        elapsed_s=time.monotonic() - started,
-        parse_counts=session.parse_counts,
-        plan=prepared.conditions,
-    )
+        elif summary.all_failed:
+            job.set_outcome("failed", summary.failure_summary())
+    return summary
+
+
+def _hold_run(
+    stack: contextlib.ExitStack,
+    project: Project,
+    label: str,
+    progress: Progress,
+    run_id: int,
+    total: int,
+    wait: bool,
+    on_wait: Callable[[str], None] | None,
+) -> tuple[JobProgress, float]:
+    """The tracked job holding run `run_id` (entered on `stack`), and the seconds spent waiting for it. A live
+    holder refuses it (JobClaimed), or with `wait` is waited for — polling, so a holder that finishes,
+    fails, is cancelled or dies (its claim is then taken over) lets this one go on."""
+    started = time.monotonic()
+    noted = None
+    while True:
+        try:
+            job = stack.enter_context(
+                tracked_job(project.path, JOB_KIND, label, progress, claim=run_claim(run_id), total=total)
+            )
+            return job, time.monotonic() - started
+        except JobClaimed as claimed:
+            if not wait:
+                raise
+            now = time.monotonic()
+            if on_wait is not None and noted is None:
+                on_wait(f"{str(claimed).split('; wait for it')[0]}; waiting until it ends (--wait) …")
+                noted = now
+            elif on_wait is not None and now - noted >= WAIT_NOTE_S:
+                on_wait(f"still waiting for run {run_id} ({now - started:.0f} s) …")
+                noted = now
+        if progress.cancelled:
+            raise Cancelled()
+        time.sleep(WAIT_POLL_S)
 
 
 def _mark(project: Project, run_id: int, status: str, stop_reason: str | None) -> None:

@@ -8,10 +8,12 @@ module brings what is particular to evaluation, per planned request:
   provider's limits, retries honouring the server's wait);
 - the budget: the worst case is reserved before sending; a request the budget cannot cover stops the loop
   (`StopLoop('budget')`) before the cap is crossed;
-- the answer parsed and stored as a `ResponseRecord` together with the cache entries it paid for; a failed
-  request is stored with its error (a resume retries it); a rejected key (RemoteAuthError) stops the run.
-Pipeline mode's paid transcript is committed as soon as it arrives, so a crash or a budget stop before the
-answer never makes a resume pay for it twice."""
+- every paid reply journalled (journal.py: committed and fsynced, with its cost) as soon as it arrives and
+  before its worker does anything else, so a SIGKILL never makes a resume pay for a reply that was received —
+  pipeline mode's transcript included;
+- the answer parsed and stored as a `ResponseRecord`; a failed request is stored with its error and counted
+  by kind (`failure_kind`: connection failed, timed out, HTTP 400, ...) for the run's summary (a resume retries
+  it); a rejected key (RemoteAuthError) stops the run."""
 
 from __future__ import annotations
 
@@ -24,12 +26,21 @@ from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import ModelAdapter, ModelRequest, create_adapter
 from spokenbench.core.evaluation.budget import Budget, reply_cost, worst_case_cost
+from spokenbench.core.evaluation.journal import JournalError, ReplyJournal
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, asr_params
 from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.jobs import JobLoop, LoopResult, UnitResult
 from spokenbench.core.progress import Progress
-from spokenbench.core.remote import ProviderLimiter, RemoteAuthError, RemoteCallFailed, redact
+from spokenbench.core.remote import (
+    ClassifiedError,
+    ProviderLimiter,
+    RemoteAuthError,
+    RemoteCallFailed,
+    hide_in_library_logs,
+    redact,
+    url_secrets,
+)
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 
@@ -57,6 +68,7 @@ class _Obtained:
     attempts: int
     key: str | None
     finish_reason: str | None = None
+    journalled: bool = False  # the reply and its cost are committed already (fresh, cacheable replies)
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,23 @@ class _Committed:
 
     failed: bool
     parse_status: str | None
+    error_kind: str | None = None
+    error: str | None = None
+
+
+# A failure's kind is the start of its classified message (core.remote.classify_error) when it is one of these.
+_MESSAGE_KINDS = ("connection failed", "timed out", "malformed reply")
+NOT_SENT = "not sent"  # refused before sending (e.g. an input over the host's limit, a setting the model rejects)
+
+
+def failure_kind(error: ClassifiedError) -> str:
+    """What a failed request's summary groups it under: 'HTTP 404', 'connection failed', 'timed out', ..."""
+    if error.status is not None:
+        return f"HTTP {error.status}"
+    head = error.message.split(" (", 1)[0]
+    if head in _MESSAGE_KINDS:
+        return head
+    return error.message.split(":", 1)[0][:60] or "error"
 
 
 class EvaluationSession:
@@ -87,7 +116,10 @@ class EvaluationSession:
         self.total = len(prepared.jobs)
         self.answered = self.total - len(self.jobs)  # stored without error, earlier sessions included
         self.errors = self.fresh = self.hits = 0
+        self.succeeded = 0  # answered in this session (from the model or the cache)
         self.parse_counts: dict[str, int] = {}
+        self.error_kinds: dict[str, int] = {}  # this session's failed requests by kind
+        self.error_examples: dict[str, str] = {}  # the first message of each kind
         self.budget = Budget(self.settings.budget_usd, spent)
         self.price: Price | None = prepared.price
         self.asr_price: Price | None = prepared.asr_preset.price if prepared.asr_preset else prepared.price
@@ -95,11 +127,14 @@ class EvaluationSession:
         self.builder = RequestBuilder(self.settings, prepared.preset, prepared.asr_preset)
         self.cache: dict[str, store.CachedReply] = {}
         self.inflight: dict[str, asyncio.Future] = {}
-        self.secrets = tuple(s for s in (credentials.model, credentials.asr) if s)
+        urls = (self.settings.base_url, self.settings.asr_base_url, prepared.preset.base_url)
+        self.url_secrets = tuple(secret for url in urls for secret in url_secrets(url))  # tokens in query strings
+        self.secrets = tuple(s for s in (credentials.model, credentials.asr, *self.url_secrets) if s)
         self.adapter: ModelAdapter | None = None
         self.asr_adapter: ModelAdapter | None = None
         self.limiters: dict[str, ProviderLimiter] = {}
         self.loop: JobLoop[Job] | None = None
+        self.journal: ReplyJournal | None = None
         self._ramp_slots = 0 if prepared.simulated else self.settings.concurrency
         self._ramped = 0
         self._audio_bytes = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
@@ -115,6 +150,9 @@ class EvaluationSession:
         is committed either way. A budget stop returns with stop_reason 'budget'."""
         self._make_adapters()
         self.cache = store.cached_replies(self.project.conn, self.prepared.cache_keys)
+        if any(adapter.cacheable for adapter in filter(None, (self.adapter, self.asr_adapter))):
+            self.journal = ReplyJournal(self.project.db_path)  # (the simulated listener pays nothing)
+            self.journal.start()
         self.loop = JobLoop(
             self.project.db_path,
             self.progress,
@@ -125,6 +163,8 @@ class EvaluationSession:
         try:
             return await self.loop.run(self.jobs, self._process, total=self.total, already_done=self.answered)
         finally:
+            if self.journal is not None:
+                await asyncio.get_running_loop().run_in_executor(None, self.journal.close)
             for adapter in filter(None, (self.adapter, self.asr_adapter)):
                 try:
                     await asyncio.wait_for(adapter.aclose(), timeout=1.0)
@@ -141,6 +181,7 @@ class EvaluationSession:
             self.adapter = create_adapter(prepared.preset, params, self.credentials.model)
         if prepared.asr_preset is not None:
             self.asr_adapter = create_adapter(prepared.asr_preset, asr_params(params), self.credentials.asr)
+        hide_in_library_logs(self.url_secrets)  # httpx logs every request's URL, query string included
         for adapter in filter(None, (self.adapter, self.asr_adapter)):
             self.limiters.setdefault(
                 adapter.limiter_key,
@@ -156,27 +197,24 @@ class EvaluationSession:
 
     async def _process(self, job: Job) -> UnitResult:
         planned = job.planned
-        paid: list[store.CacheEntry] = []  # replies paid for and not stored yet
-        cost = unstored_cost = 0.0
-        transcript = obtained = error_text = None
+        cost = unstored_cost = 0.0  # unstored: not journalled (replies without a cache key)
+        transcript = obtained = error_text = error_kind = None
         try:
             if self.pipeline:
-                heard = await self._obtain(self.asr_adapter or self.adapter, self.builder.transcription(job), paid)
+                heard = await self._obtain(self.asr_adapter or self.adapter, self.builder.transcription(job))
                 transcript, cost = heard.text, heard.cost
-                if paid:
-                    self.loop.save(
-                        functools.partial(store.store_paid_step, run_id=self.run_id, entries=paid, cost=cost)
-                    )
-                    paid = []
-            obtained = await self._obtain(self.adapter, self.builder.answer(job, transcript), paid)
+                unstored_cost += 0.0 if heard.journalled else heard.cost
+            obtained = await self._obtain(self.adapter, self.builder.answer(job, transcript))
             cost += obtained.cost
-            unstored_cost = obtained.cost
+            unstored_cost += 0.0 if obtained.journalled else obtained.cost
         except RemoteCallFailed as failure:
             error_text = f"{failure.error.message} (after {failure.attempts} attempt(s))"
-        except RemoteAuthError:
+            error_kind = failure_kind(failure.error)
+        except (RemoteAuthError, JournalError):  # stop the run, not just this request
             raise
         except SpokenBenchError as problem:  # e.g. inline audio over the host's limit: this request only
             error_text = redact(str(problem), self.secrets)
+            error_kind = NOT_SENT
         if obtained is None:
             record = store.ResponseRecord(
                 run_id=self.run_id,
@@ -188,7 +226,7 @@ class EvaluationSession:
                 cost_usd=cost or None,
                 transcript=transcript,
             )
-            outcome = _Committed(failed=True, parse_status=None)
+            outcome = _Committed(failed=True, parse_status=None, error_kind=error_kind, error=error_text)
         else:
             rendered = self.builder.render(job, transcript)
             parsed = parse_answer(
@@ -219,12 +257,13 @@ class EvaluationSession:
                 transcript=transcript,
             )
             outcome = _Committed(failed=False, parse_status=parsed.status)
-        write = functools.partial(store.store_answer, record=record, cache_entries=paid, cost=unstored_cost)
+        write = functools.partial(store.store_answer, record=record, cache_entries=(), cost=unstored_cost)
         return UnitResult(write, outcome)
 
-    async def _obtain(self, adapter: ModelAdapter, request: ModelRequest, paid: list[store.CacheEntry]) -> _Obtained:
-        """The reply to one request: from the cache, from an identical request in flight, or from the model
-        (appending what was paid for to `paid`). Raises StopLoop('budget') when the budget cannot cover it."""
+    async def _obtain(self, adapter: ModelAdapter, request: ModelRequest) -> _Obtained:
+        """The reply to one request: from the cache, from an identical request in flight, or from the model —
+        then journalled (on disk, with its cost) before this returns. Raises StopLoop('budget') when the
+        budget cannot cover it."""
         key = adapter.request_key(request) if adapter.cacheable else None
         if key is not None:
             hit = self.cache.get(key)
@@ -236,7 +275,7 @@ class EvaluationSession:
             if key in self.inflight:  # the same request is being answered for another condition
                 obtained = await asyncio.shield(self.inflight[key])
                 self.hits += 1
-                return replace(obtained, cost=0.0, cached=True, attempts=0)
+                return replace(obtained, cost=0.0, cached=True, attempts=0, journalled=False)
             future = asyncio.get_running_loop().create_future()
             future.add_done_callback(lambda f: f.cancelled() or f.exception())
             self.inflight[key] = future
@@ -251,8 +290,12 @@ class EvaluationSession:
                     obtained.latency_ms,
                     obtained.cost,
                 )
+                entry = store.CacheEntry(key, adapter.spec, cached, obtained.finish_reason)
+                await self.journal.save(
+                    functools.partial(store.store_paid_step, run_id=self.run_id, entries=(entry,), cost=obtained.cost)
+                )
+                obtained = replace(obtained, journalled=True)
                 self.cache[key] = cached
-                paid.append(store.CacheEntry(key, adapter.spec, cached, obtained.finish_reason))
                 self.inflight.pop(key).set_result(obtained)
             return obtained
         except BaseException as error:
@@ -316,8 +359,12 @@ class EvaluationSession:
         for outcome in outcomes:
             if outcome.failed:
                 self.errors += 1
+                kind = outcome.error_kind or "error"
+                self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
+                self.error_examples.setdefault(kind, outcome.error or "")
             else:
                 self.answered += 1
+                self.succeeded += 1
                 if outcome.parse_status:
                     self.parse_counts[outcome.parse_status] = self.parse_counts.get(outcome.parse_status, 0) + 1
 

@@ -30,11 +30,19 @@ class Scripted:
 
 
 class StubState:
-    def __init__(self, delay_s: float = 0.0, hold_after: int | None = None, log_path: Path | None = None):
+    def __init__(
+        self, delay_s: float = 0.0, hold_after: int | None = None, log_path: Path | None = None, burst: int = 0
+    ):
         self.delay_s = delay_s
         self.hold_after = hold_after  # after this many 200 answers, every further request hangs unanswered
         self.log_path = log_path
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # notified whenever a request is answered or held
+        self.held = 0  # requests hanging unanswered because of hold_after
+        # the first `burst` answers wait for each other and go out at the same instant
+        self.burst = threading.Barrier(burst) if burst > 1 else None
+        self.gate = threading.Event()  # cleared: answers wait (they are still given, once it is set again)
+        self.gate.set()
         self.script: collections.deque[Scripted] = collections.deque()
         self.requests: list[dict] = []
         self.answered = 0
@@ -45,6 +53,11 @@ class StubState:
     def next_script(self) -> Scripted | None:
         with self.lock:
             return self.script.popleft() if self.script else None
+
+    def wait_for(self, predicate, timeout: float = 30.0) -> bool:
+        """Wait until `predicate(state)` holds (checked whenever a request is answered or held)."""
+        with self.changed:
+            return self.changed.wait_for(lambda: predicate(self), timeout)
 
 
 def default_answer(body: bytes) -> str:
@@ -80,17 +93,26 @@ class Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(entry)
         scripted = state.next_script() or Scripted("ok")
-        if state.delay_s:
-            time.sleep(state.delay_s)
         if scripted.kind == "ok" and state.hold_after is not None:
             with state.lock:  # decide and reserve in one step, so concurrent requests cannot overshoot the quota
                 hold = state.granted >= state.hold_after
                 state.granted += 0 if hold else 1
-            if hold:
+                state.held += 1 if hold else 0
+                state.changed.notify_all()
+            if hold:  # decided on arrival: a test sees at once that the client sent another request
                 state.release.wait()  # never answered: dropped when released
                 entry["status"] = "dropped"
                 self.close_connection = True
                 return
+            if state.burst is not None:
+                try:
+                    state.burst.wait(timeout=30)
+                except threading.BrokenBarrierError:
+                    pass
+        if scripted.kind == "ok":
+            state.gate.wait()
+        if state.delay_s:
+            time.sleep(state.delay_s)
         try:
             self._reply(path, body, scripted, entry)
         except (BrokenPipeError, ConnectionResetError):
@@ -180,6 +202,7 @@ class Handler(BaseHTTPRequestHandler):
         entry["status"] = 200
         with state.lock:
             state.answered += 1
+            state.changed.notify_all()
             if state.log_path is not None:
                 with open(state.log_path, "a") as log:  # the SIGKILL test reads what was answered
                     log.write(entry["sha256"] + "\n")
@@ -206,9 +229,14 @@ class _QuietServer(ThreadingHTTPServer):
 
 class StubServer:
     def __init__(
-        self, delay_s: float = 0.0, hold_after: int | None = None, log_path: Path | None = None, port: int = 0
+        self,
+        delay_s: float = 0.0,
+        hold_after: int | None = None,
+        log_path: Path | None = None,
+        port: int = 0,
+        burst: int = 0,
     ):
-        self.state = StubState(delay_s, hold_after, log_path)
+        self.state = StubState(delay_s, hold_after, log_path, burst)
         self.httpd = _QuietServer(("127.0.0.1", port), Handler)
         self.httpd.state = self.state  # type: ignore[attr-defined]
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -243,6 +271,7 @@ class StubServer:
 
     def __exit__(self, *exc) -> None:
         self.state.release.set()
+        self.state.gate.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
