@@ -1,26 +1,137 @@
-"""Evaluation commands: evaluate, runs, reparse, parse, power. Their names and options are a contract."""
+"""Evaluation commands: evaluate, runs, reparse, parse, power. Their names and options are a contract.
+
+Every numeric and enumerated option has a range, shown in its help and checked by argparse before anything
+runs (exit code 2 with the option's name). Exit codes of `evaluate` (docs/evaluation.md):
+0 every request answered; 2 a user error (bad option, missing key, rejected key, the run held by another
+job without --wait); 3 stopped at the budget; 4 every request of the session failed (nothing answered);
+5 finished, but some requests failed (stored with their error; --resume retries them); 130 cancelled."""
 
 from __future__ import annotations
 
 import argparse
+import string
 import sys
 from pathlib import Path
 
+from spokenbench.core.cli.arguments import comma_list, http_url, number, number_list, whole_number
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATEGIES, PlanOptions
-from spokenbench.core.evaluation.presets import Price
+from spokenbench.core.evaluation.preparation import (
+    MAX_ATTEMPTS,
+    MAX_CONCURRENCY,
+    MAX_OUTPUT_TOKENS,
+    MAX_SEED,
+    MAX_TEMPERATURE,
+    MAX_THINKING_BUDGET,
+    MAX_TIMEOUT_S,
+    THINKING_WORDS,
+    check_thinking,
+)
+from spokenbench.core.evaluation.presets import CONVENTIONS, Price
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS
+from spokenbench.core.items import MAX_OPTIONS, MIN_OPTIONS
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.remote import RetryPolicy, strip_url_credentials
 from spokenbench.core.store import opened
 
 EXIT_INCOMPLETE = 3  # the run stopped at its budget; resume with --resume and a larger --budget
+EXIT_ALL_FAILED = 4  # every request of this session failed: nothing was answered
+EXIT_SOME_FAILED = 5  # the run went through, but some requests failed; --resume retries them
+MAX_POWER_CONDITIONS = 1000
+MIN_SIMULATIONS, MAX_SIMULATIONS = 10, 100_000  # fewer than 10 simulated benchmarks cannot estimate a power
+MAX_QUESTIONS = 1_000_000
 
 
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+# Option types this module needs beyond core/cli/arguments.py (local, so that module stays shared).
+
+
+def _number_strings(low: float | None = None, *, above: bool = False, extra: tuple[str, ...] = ()):
+    """A comma list of numbers in range (or words in `extra`), kept as the text given: plan filters compare
+    levels as text, and a run's identity stores them so."""
+    check = number_list(low, above=above, extra=extra)
+
+    def parse(text: str) -> tuple[str, ...]:
+        check(text)
+        return tuple(part.lower() if part.lower() in extra else part for part in comma_list(text))
+
+    parse.__name__ = "list"
+    return parse
+
+
+def _choices(*choices: str):
+    """A comma list whose every entry is one of `choices`."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        values = comma_list(text)
+        unknown = [value for value in values if value not in choices]
+        if unknown or not values:
+            raise argparse.ArgumentTypeError(f"use {', '.join(choices)}, not {text!r}")
+        return values
+
+    parse.__name__ = "list"
+    return parse
+
+
+def _open_fraction(text: str) -> float:
+    """A number strictly between 0 and 1 (a power, a significance level, an accuracy)."""
+    value = number(0, 1, above=True)(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1, not {text}")
+    return value
+
+
+_open_fraction.__name__ = "number"
+
+
+def _unit_below_one(text: str) -> float:
+    """A number in [0, 1)."""
+    value = number(0, 1)(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1, not {text}")
+    return value
+
+
+_unit_below_one.__name__ = "number"
+
+
+def _nonzero(text: str) -> float:
+    value = number()(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must not be 0")
+    return value
+
+
+_nonzero.__name__ = "number"
+
+
+def _thinking(text: str) -> str:
+    try:
+        return check_thinking(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--thinking must be ")) from None
+
+
+_thinking.__name__ = "thinking setting"
+
+
+def _letters(text: str) -> str:
+    """Answer letters: one distinct letter A-Z per option, MIN_OPTIONS to MAX_OPTIONS of them (any case)."""
+    letters = text.strip().upper()
+    if not letters or any(letter not in string.ascii_uppercase for letter in letters):
+        raise argparse.ArgumentTypeError(f"letters A-Z only, one per option (e.g. ABCD), not {text!r}")
+    repeated = sorted({letter for letter in letters if letters.count(letter) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"each letter once (e.g. ABCD); {', '.join(repeated)} repeated in {text!r}")
+    if not MIN_OPTIONS <= len(letters) <= MAX_OPTIONS:
+        raise argparse.ArgumentTypeError(
+            f"{MIN_OPTIONS} to {MAX_OPTIONS} letters, one per option (e.g. ABCD), not {text!r}"
+        )
+    return letters
+
+
+_letters.__name__ = "letters"
 
 
 def register(subparsers) -> None:
@@ -39,8 +150,17 @@ def register(subparsers) -> None:
         help="gemini:gemini-2.5-flash, openai:gpt-audio-mini, nvidia:gemma-3n-e4b, mistral:voxtral-small-latest, "
         "vllm:MODEL (with --base-url), simulated:PROFILE; presets in resources/models.json",
     )
-    p.add_argument("--base-url", metavar="URL", help="API endpoint (an OpenAI-compatible server, a proxy, a test stub)")
-    p.add_argument("--convention", help="override how audio goes into the request (see docs/evaluation.md)")
+    p.add_argument(
+        "--base-url",
+        type=http_url,
+        metavar="URL",
+        help="API endpoint, an http(s) URL (an OpenAI-compatible server, a proxy, a test stub)",
+    )
+    p.add_argument(
+        "--convention",
+        choices=CONVENTIONS,
+        help="override how audio goes into the request (see docs/evaluation.md)",
+    )
     p.add_argument(
         "--mode",
         required=True,
@@ -57,7 +177,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--orders",
-        type=_csv,
+        type=comma_list,
         metavar="ORDER,...",
         help="original, reversed, order-backward, token-backward or explicit permutations like CABD "
         "(default: audio modes take every assembled order, text modes 'original')",
@@ -73,14 +193,25 @@ def register(subparsers) -> None:
         default="yes",
         help="options with letters (yes), without (no: the model repeats the option text), or both",
     )
-    p.add_argument("--languages", type=_csv, metavar="CODE,...", help="only items in these languages")
-    p.add_argument("--accents", type=_csv, metavar="ACCENT,...")
-    p.add_argument("--voices", type=_csv, metavar="VOICE,...")
-    p.add_argument("--genders", type=_csv, metavar="female,male")
-    p.add_argument("--speeds", type=_csv, metavar="0.75,1.0,...")
-    p.add_argument("--volumes", type=_csv, metavar="0.5,1.0,...")
-    p.add_argument("--snr", type=_csv, metavar="clean,20,...", help="noise levels in dB ('clean' = none)")
-    p.add_argument("--voice-source", type=_csv, metavar="direct,cloned")
+    p.add_argument("--languages", type=comma_list, metavar="CODE,...", help="only items in these languages")
+    p.add_argument("--accents", type=comma_list, metavar="ACCENT,...")
+    p.add_argument("--voices", type=comma_list, metavar="VOICE,...")
+    p.add_argument("--genders", type=_choices("female", "male"), metavar="female,male", help="female and/or male")
+    p.add_argument(
+        "--speeds", type=_number_strings(0, above=True), metavar="0.75,1.0,...", help="speed factors, more than 0"
+    )
+    p.add_argument(
+        "--volumes", type=_number_strings(0, above=True), metavar="0.5,1.0,...", help="volume factors, more than 0"
+    )
+    p.add_argument(
+        "--snr",
+        type=_number_strings(extra=("clean",)),
+        metavar="clean,20,...",
+        help="noise levels in dB, any number ('clean' = none)",
+    )
+    p.add_argument(
+        "--voice-source", type=_choices("direct", "cloned"), metavar="direct,cloned", help="direct and/or cloned"
+    )
     p.add_argument("--kind", choices=("mcq", "gender-probe"), help="only this kind of item")
     p.add_argument(
         "--text",
@@ -98,34 +229,93 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--asr-base-url",
+        type=http_url,
         metavar="URL",
-        help="pipeline mode: the transcription model's endpoint (default: --base-url when it has the same provider)",
+        help="pipeline mode: the transcription model's endpoint, an http(s) URL (default: --base-url when it has "
+        "the same provider)",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N items")
-    p.add_argument("--seed", type=int, default=0, help="seed for gold-position shuffles and the simulated listener")
+    p.add_argument("--limit", type=whole_number(1), metavar="N", help="only the first N items (N at least 1)")
+    p.add_argument(
+        "--seed",
+        type=whole_number(0, MAX_SEED),
+        default=0,
+        metavar="N",
+        help="seed for gold-position shuffles and the simulated listener (0 or more; default 0)",
+    )
     p.add_argument(
         "--thinking",
+        type=_thinking,
         metavar="off|on|auto|N|LEVEL",
-        help="Gemini thinking: off, on/auto, a token budget (2.5) "
-        "or a level such as low/high (3.x); default: the model's own default",
+        help=f"Gemini thinking: off, on, auto, a token budget N (0 to {MAX_THINKING_BUDGET}; Gemini 2.5) or a level "
+        f"({', '.join(THINKING_WORDS[3:])}; Gemini 3); default: the model's own",
     )
     p.add_argument(
-        "--max-output-tokens", type=int, default=4096, metavar="N", help="default 4096 (recorded with the run)"
+        "--max-output-tokens",
+        type=whole_number(1, MAX_OUTPUT_TOKENS),
+        default=4096,
+        metavar="N",
+        help=f"1 to {MAX_OUTPUT_TOKENS:,}; default 4096 (recorded with the run)",
     )
-    p.add_argument("--temperature", type=float, default=0.0, help="default 0 (recorded with the run)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="per-request timeout in seconds")
-    p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests in flight at once (default 8)")
-    p.add_argument("--rpm", type=float, metavar="N", help="at most N requests per minute to this provider")
-    p.add_argument("--tpm", type=float, metavar="N", help="at most N (estimated) input tokens per minute")
     p.add_argument(
-        "--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)"
+        "--temperature",
+        type=number(0, MAX_TEMPERATURE),
+        default=0.0,
+        metavar="T",
+        help=f"0 to {MAX_TEMPERATURE:g}; default 0 (recorded with the run)",
     )
-    p.add_argument("--budget", type=float, metavar="USD", help="stop before the run's total cost would exceed this")
-    p.add_argument("--price-input", type=float, metavar="USD", help="override: USD per 1M input text tokens")
-    p.add_argument("--price-audio-input", type=float, metavar="USD", help="override: USD per 1M input audio tokens")
-    p.add_argument("--price-output", type=float, metavar="USD", help="override: USD per 1M output tokens")
+    p.add_argument(
+        "--timeout",
+        type=number(0, MAX_TIMEOUT_S, above=True),
+        default=120.0,
+        metavar="S",
+        help=f"per-request timeout in seconds, more than 0 and at most {MAX_TIMEOUT_S:g} (default 120)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=whole_number(1, MAX_CONCURRENCY),
+        default=8,
+        metavar="N",
+        help=f"requests in flight at once, 1 to {MAX_CONCURRENCY} (default 8)",
+    )
+    p.add_argument(
+        "--rpm",
+        type=number(0, above=True),
+        metavar="N",
+        help="at most N requests per minute to this provider (N more than 0)",
+    )
+    p.add_argument(
+        "--tpm",
+        type=number(0, above=True),
+        metavar="N",
+        help="at most N (estimated) input tokens per minute (N more than 0)",
+    )
+    p.add_argument(
+        "--retries",
+        type=whole_number(1, MAX_ATTEMPTS),
+        default=6,
+        metavar="N",
+        help=f"attempts per request on 429/5xx/timeouts/connection errors, 1 to {MAX_ATTEMPTS} (default 6)",
+    )
+    p.add_argument(
+        "--budget",
+        type=number(0, above=True),
+        metavar="USD",
+        help="stop before the run's total cost would exceed this (more than 0; exit code 3)",
+    )
+    for option, what in (
+        ("--price-input", "input text tokens"),
+        ("--price-audio-input", "input audio tokens"),
+        ("--price-output", "output tokens"),
+    ):
+        p.add_argument(option, type=number(0), metavar="USD", help=f"override: USD per 1M {what} (0 or more)")
     p.add_argument("--resume", action="store_true", help="continue the newest run with the same settings")
-    p.add_argument("--run", dest="run_id", type=int, metavar="ID", help="continue this run")
+    p.add_argument("--run", dest="run_id", type=whole_number(1), metavar="ID", help="continue this run (ID at least 1)")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="with --resume or --run: when another live job is working on the run, wait until it ends (a message "
+        "on stderr), then continue it, sending only what is still missing (without --wait: exit code 2)",
+    )
     p.add_argument("--name", help="run name (default: model, mode and prompt)")
     p.add_argument("--listener-profile", metavar="FILE.json", help="simulated listener profile(s) from a JSON file")
     p.add_argument("--dry-run", action="store_true", help="show the plan's counts and stop")
@@ -143,7 +333,7 @@ def register(subparsers) -> None:
         description="Parse every stored raw answer again (after a parser change); asks no model.",
     )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--run", dest="run_id", type=int, metavar="ID", help="only this run")
+    p.add_argument("--run", dest="run_id", type=whole_number(1), metavar="ID", help="only this run (ID at least 1)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_reparse)
 
@@ -157,7 +347,11 @@ def register(subparsers) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--out", required=True, metavar="FILE")
     p.add_argument(
-        "--letters", default=None, help="answer letters when rows give neither options nor option_order (default ABCD)"
+        "--letters",
+        type=_letters,
+        default=None,
+        help=f"answer letters when rows give neither options nor option_order: {MIN_OPTIONS} to {MAX_OPTIONS} distinct letters "
+        "A-Z, one per option (default ABCD)",
     )
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.set_defaults(handler=cmd_parse)
@@ -171,22 +365,57 @@ def register(subparsers) -> None:
     p.add_argument("--metric", choices=("accuracy", "apes", "kappa"), default="accuracy")
     p.add_argument(
         "--effect",
-        type=float,
+        type=_nonzero,
         required=True,
-        help="accuracy: difference in points between the two levels (e.g. -3); apes/kappa: difference of "
-        "the per-question mean between two listeners (e.g. 0.02)",
+        help="any number but 0 — accuracy: difference in points between the two levels (e.g. -3); apes/kappa: "
+        "difference of the per-question mean between two listeners (e.g. 0.02)",
     )
-    p.add_argument("--power", type=float, default=0.8)
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--conditions", type=int, default=6, help="combinations of the other factors per level (default 6)")
-    p.add_argument("--options", type=int, default=4, help="options per question (default 4)")
-    p.add_argument("--base-accuracy", type=float, default=0.7)
     p.add_argument(
-        "--consistency", type=float, default=0.7, help="share of correctness common to a question's conditions"
+        "--power", type=_open_fraction, default=0.8, help="the power to reach, between 0 and 1 (default 0.8)"
     )
-    p.add_argument("--simulations", type=int, default=200, help="simulated benchmarks per candidate size")
-    p.add_argument("--max-questions", type=int, default=20000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--alpha", type=_open_fraction, default=0.05, help="significance level, between 0 and 1 (default 0.05)"
+    )
+    p.add_argument(
+        "--conditions",
+        type=whole_number(1, MAX_POWER_CONDITIONS),
+        default=6,
+        help=f"combinations of the other factors per level, 1 to {MAX_POWER_CONDITIONS} (default 6; apes and "
+        "kappa need at least 2)",
+    )
+    p.add_argument(
+        "--options",
+        type=whole_number(MIN_OPTIONS, MAX_OPTIONS),
+        default=4,
+        help=f"options per question, {MIN_OPTIONS} to {MAX_OPTIONS} (default 4)",
+    )
+    p.add_argument(
+        "--base-accuracy",
+        type=_open_fraction,
+        default=0.7,
+        help="the simulated listener's accuracy, between 0 and 1 (default 0.7)",
+    )
+    p.add_argument(
+        "--consistency",
+        type=_unit_below_one,
+        default=0.7,
+        help="share of correctness common to a question's conditions, 0 or more and below 1 (default 0.7)",
+    )
+    p.add_argument(
+        "--simulations",
+        type=whole_number(MIN_SIMULATIONS, MAX_SIMULATIONS),
+        default=200,
+        help=f"simulated benchmarks per candidate size, {MIN_SIMULATIONS} to {MAX_SIMULATIONS:,} (default 200)",
+    )
+    p.add_argument(
+        "--max-questions",
+        type=whole_number(8, MAX_QUESTIONS),
+        default=20000,
+        help=f"the largest benchmark tried, 8 to {MAX_QUESTIONS:,} (default 20,000)",
+    )
+    p.add_argument(
+        "--seed", type=whole_number(0, MAX_SEED), default=0, help="seed of the simulation (0 or more; default 0)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_power)
 
@@ -258,6 +487,7 @@ def _settings(args: argparse.Namespace):
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Exit codes: see the module docstring."""
     from spokenbench.core.evaluation.preparation import prepare_evaluation
     from spokenbench.core.evaluation.runner import run_evaluation
 
@@ -271,7 +501,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             return 0
         if not args.json:
             _print_preparation(prepared, file=sys.stderr)
-        summary = run_evaluation(project, prepared, text_progress_bar())
+        summary = run_evaluation(
+            project, prepared, text_progress_bar(), wait=args.wait, on_wait=lambda note: print(note, file=sys.stderr)
+        )
     if args.json:
         print_json(summary.as_dict())
     else:
@@ -285,13 +517,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             f"  sent {summary.fresh_requests} request(s), {summary.cache_hits} from cache, {summary.retries} retr(y/ies); "
             f"{summary.requests_per_s:.1f} req/s; cost so far ${summary.cost_usd:.4f}"
         )
-        if summary.stop_reason == "budget":
+    if summary.stop_reason == "budget":
+        if not args.json:
             print(
                 "  stopped before exceeding the budget; continue with --resume and a larger --budget", file=sys.stderr
             )
-        elif summary.errors:
-            print("  failed requests are kept with their error; `--resume` retries them", file=sys.stderr)
-    return EXIT_INCOMPLETE if summary.stop_reason == "budget" else 0
+        return EXIT_INCOMPLETE
+    if summary.errors:
+        _print_failures(summary, prepared)
+        return EXIT_ALL_FAILED if summary.all_failed else EXIT_SOME_FAILED
+    return 0
+
+
+def _print_failures(summary, prepared) -> None:
+    """On stderr (also with --json): how many requests failed, by kind, with one message of each kind."""
+    if summary.all_failed:
+        print(f"error: every request failed, none was answered — {summary.failure_summary()}", file=sys.stderr)
+    else:
+        print(f"warning: {summary.failure_summary()}", file=sys.stderr)
+    for kind, example in list(summary.error_examples.items())[:5]:
+        print(f"  {kind}: {example}", file=sys.stderr)
+    kinds = set(summary.error_kinds)
+    if kinds & {"connection failed", "timed out"} and prepared.preset.base_url:
+        print(
+            f"  is the server at {strip_url_credentials(prepared.preset.base_url)} up and reachable? "
+            f"(--timeout is {prepared.settings.params.timeout_s:g} s)",
+            file=sys.stderr,
+        )
+    print("  failed requests are kept with their error; `--resume` retries them", file=sys.stderr)
 
 
 def _print_preparation(prepared, file) -> None:
@@ -433,8 +686,6 @@ def cmd_power(args: argparse.Namespace) -> int:
         seed=args.seed,
         position_preference=(1.0,) * args.options,
     )
-    if args.options < 2:
-        raise SpokenBenchError("--options must be at least 2")
     result = questions_needed(design, text_progress_bar())
     if args.json:
         print_json(result.as_dict())

@@ -1,7 +1,8 @@
 """A run killed with SIGKILL is shown as interrupted (by `spokenbench runs` and `spokenbench jobs`), and resumed
 with the command the jobs table keeps it repeats no request the stub already answered and ends with the same
-results as an uninterrupted run. A run a live process works on cannot be taken by another, and a cancel
-requested from another process stops it."""
+results as an uninterrupted run. A run a live process works on cannot be taken by another (with --wait the
+other waits for it, then continues with only what is still missing), and a cancel requested from another
+process stops it."""
 
 import json
 import os
@@ -183,3 +184,87 @@ def test_a_live_run_cannot_be_taken_and_stops_when_cancelled_from_elsewhere(tmp_
     assert _statuses(project_dir) == [(1, "cancelled", "cancelled")]
     assert _cli_json("jobs", project_dir)[0]["status"] == "cancelled"
     assert _committed(project_dir) == 2
+
+
+def _one_run_project(tmp_path, items=ITEMS):
+    project_dir = tmp_path / "project"
+    with Project.create(project_dir) as project:
+        for item_id in add_items(project, items):
+            for order in ORDERS:
+                add_assembled(project, item_id, Condition(language="en", voice="Zephyr", order=order))
+    return project_dir
+
+
+def _running_claims(project_dir):
+    try:
+        with sqlite3.connect(Path(project_dir) / "project.sqlite", timeout=5) as conn:
+            return [row[0] for row in conn.execute("SELECT claim FROM jobs WHERE status = 'running'")]
+    except sqlite3.OperationalError:
+        return []
+
+
+def _wait_for_text(path, text, process, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while text not in path.read_text():
+        assert process.poll() is None, path.read_text()
+        assert time.monotonic() < deadline, path.read_text()
+        time.sleep(0.05)
+
+
+def _start(args, env, stderr_path):
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=stderr_path.open("wb"), text=True)
+
+
+def test_a_second_resume_with_wait_waits_for_the_holder_and_sends_nothing_twice(tmp_path):
+    """Two `evaluate --resume` of the same run used to send every remaining request twice; with --wait the
+    second one waits until the first finishes, then finds nothing left: the stub gets each request once."""
+    project_dir = _one_run_project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    needed = ITEMS * len(ORDERS)
+    with StubServer() as stub:
+        stub.state.gate.clear()  # the holder's first answers wait until the second process is waiting
+        holder = _start(_evaluate_args(project_dir, stub.openai_url), env, tmp_path / "holder.err")
+        _wait_until(lambda: _running_claims(project_dir) == ["run:1"])
+        second = _start(
+            _evaluate_args(project_dir, stub.openai_url, "--resume", "--wait"), env, tmp_path / "second.err"
+        )
+        _wait_for_text(tmp_path / "second.err", "waiting until it ends (--wait)", second)
+        assert "run:1 is being worked on by job 1" in (tmp_path / "second.err").read_text()
+        time.sleep(0.6)  # a poll or two later it is still waiting
+        assert second.poll() is None and len(stub.requests) <= 3
+        stub.state.gate.set()
+        assert holder.wait(timeout=60) == 0, (tmp_path / "holder.err").read_text()
+        assert second.wait(timeout=60) == 0, (tmp_path / "second.err").read_text()
+        sent = [r["sha256"] for r in stub.requests]
+        assert len(sent) == len(set(sent)) == needed  # what the run needs, each once
+    assert "sent 0 request(s)" in second.stdout.read() and "answered 16/16" in holder.stdout.read()
+    assert _statuses(project_dir) == [(1, "finished", "finished")]
+    assert [(j["status"], j["claim"]) for j in _cli_json("jobs", project_dir)] == [("finished", "run:1")] * 2
+
+
+def test_a_waiting_resume_takes_over_when_the_holder_dies(tmp_path):
+    """The holder is killed while the second process waits: the second takes the run over at once and sends
+    only what the holder had not answered."""
+    project_dir = _one_run_project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    answered_by_holder = 4
+    with StubServer(hold_after=answered_by_holder) as stub:
+        holder = _start(_evaluate_args(project_dir, stub.openai_url), env, tmp_path / "holder.err")
+        assert stub.state.wait_for(lambda s: s.answered == answered_by_holder and s.held == 3, timeout=30)
+        second = _start(
+            _evaluate_args(project_dir, stub.openai_url, "--resume", "--wait"), env, tmp_path / "second.err"
+        )
+        _wait_for_text(tmp_path / "second.err", "waiting until it ends (--wait)", second)
+        before = len(stub.requests)
+        stub.state.hold_after = None  # what comes next is answered; the holder's held requests never are
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        assert second.wait(timeout=60) == 0, (tmp_path / "second.err").read_text()
+        answered_first = {r["sha256"] for r in stub.requests[:before] if r["status"] == 200}
+        taken_over = [r["sha256"] for r in stub.requests[before:]]
+    assert len(answered_first) == answered_by_holder
+    assert len(taken_over) == len(set(taken_over)) == ITEMS * len(ORDERS) - answered_by_holder
+    assert not answered_first & set(taken_over)
+    assert _committed(project_dir) == ITEMS * len(ORDERS)
+    jobs = _cli_json("jobs", project_dir)
+    assert [(j["status"], j["claim"]) for j in jobs] == [("finished", "run:1"), ("interrupted", "run:1")]
