@@ -1,6 +1,8 @@
 """Reading user tables (CSV, JSON Lines, Parquet) with errors that name the file, row and column.
 Formats are chosen by extension and then checked against the bytes, so a Parquet file named .csv or a
-UTF-16 CSV is reported as such instead of producing garbage rows."""
+UTF-16 CSV is reported as such instead of producing garbage rows. Whatever a file holds, reading it ends in
+rows or in an `InputError`: cells are bounded (MAX_CELL_CHARS), JSON nesting too (MAX_NESTING), text that is
+not valid Unicode (lone surrogates, invalid UTF-8) is refused, and so is a file name that is not UTF-8."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 
 TABLE_FORMATS = {
     ".csv": "csv",
@@ -26,6 +28,11 @@ TABLE_FORMATS = {
     ".pq": "parquet",
 }
 PARQUET_MAGIC = b"PAR1"
+MAX_TABLE_BYTES = 2 * 2**30  # a table is read whole; larger files are refused before reading
+MAX_CELL_CHARS = 1_000_000  # any one cell; item texts have a much lower limit (core/importers/fields.py)
+MAX_NESTING = 64  # lists and objects inside a JSONL or Parquet cell
+
+csv.field_size_limit(MAX_CELL_CHARS)  # the csv module's own default (131,072) would be a second, hidden limit
 
 
 @dataclass
@@ -48,11 +55,28 @@ def table_format(path: Path) -> str:
     return fmt
 
 
+def display_name(path: str | Path) -> str:
+    """A path as it can be printed: bytes that are not UTF-8 (kept by Python as lone surrogates) shown as \\xff."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def check_path_name(path: str | Path) -> None:
+    """Refuse a file name that is not valid UTF-8: it could be neither stored in the project nor printed."""
+    name = str(path)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        raise InputError(InputProblem(display_name(name), "the file name is not valid UTF-8; rename the file"))
+
+
 def _read_bytes(path: Path) -> tuple[str, bytes]:
     """(format, bytes) after the checks every reader shares: known extension, a readable, non-empty file."""
     name = str(path)
+    check_path_name(path)
     fmt = table_format(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_TABLE_BYTES:
+            raise InputError(
+                InputProblem(name, f"is {path.stat().st_size / 2**30:.1f} GiB; at most {MAX_TABLE_BYTES // 2**30} GiB")
+            )
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(InputProblem(name, "file not found")) from None
@@ -77,6 +101,7 @@ def read_table(path: str | Path) -> Table:
         rows = arrow_table.to_pylist()
         if not rows:
             raise InputError(InputProblem(name, "has no rows"))
+        _check_rows(name, rows)
         return Table(name, list(arrow_table.column_names), rows)
     text = _decode_text(name, data)
     if fmt == "jsonl":
@@ -106,14 +131,36 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(frame) == 0:
         raise InputError(InputProblem(name, "has a header but no data rows"))
-    return as_clean_strings(frame)
+    frame = as_clean_strings(frame)
+    _check_frame_cells(name, frame)
+    return frame
+
+
+def _check_frame_cells(name: str, frame: pd.DataFrame) -> None:
+    """Cells longer than MAX_CELL_CHARS, located by row and column (vectorized: cheap on 100,000 rows)."""
+    problems = []
+    for column in frame.columns:
+        lengths = frame[column].str.len()
+        if len(lengths) and lengths.max() > MAX_CELL_CHARS:
+            row = int(lengths.to_numpy().argmax()) + 1
+            problems.append(_too_long(name, int(lengths.max()), row, column))
+    if problems:
+        raise InputError(problems)
+
+
+def _too_long(name: str, length: int, row: int, column: str | None) -> InputProblem:
+    return InputProblem(name, f"a cell of {length:,} characters; at most {MAX_CELL_CHARS:,} are accepted", row, column)
 
 
 def as_clean_strings(frame: pd.DataFrame) -> pd.DataFrame:
     """Every column as stripped text, missing values as "". Works on each column's unique values, so it is cheap."""
     out = {}
     for column in frame.columns:
-        codes, uniques = pd.factorize(frame[column], use_na_sentinel=True)
+        try:
+            codes, uniques = pd.factorize(frame[column], use_na_sentinel=True)
+        except TypeError:  # lists or objects in the column (JSONL, Parquet): factorize their text instead
+            texts = frame[column].map(lambda v: v if v is None or isinstance(v, (str, float, int)) else _cell_text(v))
+            codes, uniques = pd.factorize(texts, use_na_sentinel=True)
         cleaned = [_cell_text(u) for u in uniques]
         lookup = pd.Index(cleaned + [""], dtype=object).to_numpy()
         out[column] = pd.array(lookup[codes], dtype="str")  # code -1 (missing) picks the trailing ""
@@ -124,7 +171,9 @@ def _cell_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))  # ids stored as floats by some writers: 12.0 -> "12"
     if isinstance(value, (list, dict)) or hasattr(value, "tolist"):
-        return json.dumps(value.tolist() if hasattr(value, "tolist") else value, ensure_ascii=False)
+        return json.dumps(value.tolist() if hasattr(value, "tolist") else value, ensure_ascii=False, default=str)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
     return str(value).strip()
 
 
@@ -169,7 +218,11 @@ def _read_delimited(name: str, text: str, delimiter: str) -> Table:
                 continue
             rows.append(dict(zip(header, record)))
     except csv.Error as error:
-        problems.append(InputProblem(name, f"cannot be parsed ({error})", len(rows) + 1))
+        if "field larger than field limit" in str(error):
+            message = f"has a cell longer than {MAX_CELL_CHARS:,} characters (the most accepted)"
+        else:
+            message = f"cannot be parsed ({error})"
+        problems.append(InputProblem(name, message, len(rows) + 1))
     if problems:
         raise InputError(problems)
     if not rows:
@@ -196,7 +249,8 @@ def _read_jsonl(name: str, text: str) -> Table:
     stripped = text.lstrip()
     if stripped.startswith("["):
         raise InputError(InputProblem(name, "is a JSON array, not JSON Lines (one object per line)"))
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    # Only "\n" ends a line: str.splitlines would also split at U+2028 or U+0085, which JSON allows inside strings.
+    for line_number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -205,15 +259,86 @@ def _read_jsonl(name: str, text: str) -> Table:
             problems.append(InputProblem(name, f"line {line_number} is not valid JSON ({error.msg})", len(rows) + 1))
             rows.append({})
             continue
+        except RecursionError:
+            problems.append(
+                InputProblem(
+                    name, f"line {line_number} is nested too deeply (at most {MAX_NESTING} levels)", len(rows) + 1
+                )
+            )
+            rows.append({})
+            continue
         if not isinstance(value, dict):
             problems.append(InputProblem(name, f"line {line_number} is not a JSON object", len(rows) + 1))
             rows.append({})
             continue
+        if len(line) > MAX_CELL_CHARS or "\\u" in line or line.count("[") + line.count("{") > MAX_NESTING:
+            problems.extend(_value_problems(name, value, len(rows) + 1))  # only lines that could hold a problem
         rows.append(value)
         columns.update(dict.fromkeys(value))
     if problems:
-        raise InputError(problems)
+        raise InputError(problems[: InputError.MAX_LISTED * 5])
     return Table(name, list(columns), rows)
+
+
+def _check_rows(name: str, rows: list[dict[str, Any]]) -> None:
+    problems = []
+    for number, row in enumerate(rows, start=1):
+        problems.extend(_value_problems(name, row, number))
+        if len(problems) > InputError.MAX_LISTED:
+            break
+    if problems:
+        raise InputError(problems)
+
+
+def _value_problems(name: str, row: dict[str, Any], number: int) -> list[InputProblem]:
+    """Cells too long, nested too deeply, or holding lone surrogates (text that cannot be stored or printed)."""
+    problems = []
+    for column, value in row.items():
+        problem = _cell_problem(value, 0)
+        if problem == "long":
+            problems.append(_too_long(name, _longest(value), number, str(column)))
+        elif problem:
+            problems.append(InputProblem(name, problem, number, str(column)))
+        elif isinstance(column, str) and _has_surrogate(column):
+            problems.append(InputProblem(name, "a field name is not valid Unicode (a lone surrogate)", number))
+    return problems
+
+
+def _cell_problem(value: Any, depth: int) -> str | None:
+    if isinstance(value, str):
+        if len(value) > MAX_CELL_CHARS:
+            return "long"
+        if _has_surrogate(value):
+            return "the text is not valid Unicode (it holds a lone surrogate such as \\ud800)"
+        return None
+    if isinstance(value, (list, dict)):
+        if depth >= MAX_NESTING:
+            return f"is nested too deeply (at most {MAX_NESTING} levels)"
+        for inner in value.values() if isinstance(value, dict) else value:
+            problem = _cell_problem(inner, depth + 1)
+            if problem:
+                return problem
+        for key in value if isinstance(value, dict) else ():
+            problem = _cell_problem(key, depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def _longest(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, (list, dict)):
+        return max((_longest(v) for v in (value.values() if isinstance(value, dict) else value)), default=0)
+    return 0
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _parquet(name: str, data: bytes):
@@ -223,32 +348,42 @@ def _parquet(name: str, data: bytes):
     if not data.startswith(PARQUET_MAGIC):
         raise InputError(InputProblem(name, "is not a Parquet file (no Parquet header); check the extension"))
     try:
-        return pq.read_table(pa.BufferReader(data))
+        table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as error:
         raise InputError(InputProblem(name, f"the Parquet file is damaged or unreadable ({error})")) from None
+    problems = []
+    for column_name, column in zip(table.column_names, table.columns):
+        try:
+            column.validate(full=True)  # checks, among others, that every string is valid UTF-8
+        except pa.ArrowException as error:
+            problems.append(InputProblem(name, f"holds invalid data ({error})", column=column_name))
+    if problems:
+        raise InputError(problems)
+    return table
 
 
 def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str] | None = None) -> None:
-    """Write rows as CSV, JSONL or Parquet by extension, atomically (temp file + rename)."""
+    """Write rows as CSV, JSONL or Parquet by extension, atomically (temp file + rename), with the permissions a
+    plain `open` would give (the umask's), not the temp file's 0600. A file that cannot be written (no such
+    folder, no permission, disk full, mixed types for Parquet) is an `InputError` naming it; nothing is left."""
     path = Path(path)
+    check_path_name(path)
     fmt = table_format(path)
     columns = columns or (list(rows[0].keys()) if rows else [])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    os.close(fd)
+    arrow_table = _arrow_table(rows, columns, str(path)) if fmt == "parquet" else None
+    temp_name = None
     try:
-        if fmt == "parquet":
-            import pyarrow as pa
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        os.close(fd)
+        if arrow_table is not None:
             import pyarrow.parquet as pq
 
-            arrow_table = (
-                pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.string()) for c in columns})
-            )
             pq.write_table(arrow_table, temp_name)
         elif fmt == "jsonl":
             with open(temp_name, "w", encoding="utf-8") as handle:
                 for row in rows:
-                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         else:
             with open(temp_name, "w", encoding="utf-8", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=columns, delimiter="\t" if fmt == "tsv" else ",")
@@ -257,13 +392,85 @@ def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str]
                     writer.writerow({k: _csv_cell(v) for k, v in row.items()})
         with open(temp_name, "rb") as handle:
             os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o666 & ~current_umask())
         os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+        temp_name = None
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise SpokenBenchError(f"{display_name(path)}: cannot write the file ({reason})") from None
+    except UnicodeEncodeError as error:
+        raise SpokenBenchError(f"{display_name(path)}: a value is not valid Unicode ({error.reason})") from None
+    finally:
+        if temp_name is not None:
+            Path(temp_name).unlink(missing_ok=True)
+
+
+def _arrow_table(rows: list[dict[str, Any]], columns: list[str], name: str):
+    """The rows as an Arrow table, or an InputError naming the first row and column whose type differs from
+    the column's earlier values (Parquet stores one type per column)."""
+    import pyarrow as pa
+
+    if not rows:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as error:
+        problems = []
+        for column in dict.fromkeys(key for row in rows for key in row):
+            first_type = None
+            for number, row in enumerate(rows, start=1):
+                value = row.get(column)
+                if value is None:
+                    continue
+                kind = _kind(value)
+                if first_type is None:
+                    first_type = (kind, number)
+                elif kind != first_type[0]:
+                    problems.append(
+                        InputProblem(
+                            name,
+                            f"cannot be written as Parquet: {kind} here, {first_type[0]} in row {first_type[1]} "
+                            "(Parquet needs one type per column); write .jsonl or .csv instead",
+                            number,
+                            str(column),
+                        )
+                    )
+                    break
+        raise InputError(
+            problems or InputProblem(name, f"cannot be written as Parquet ({error}); write .jsonl or .csv instead")
+        ) from None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a true/false value"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows (os.umask both sets and returns
+    it, which for an instant would apply to files other threads create)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _csv_cell(value: Any) -> Any:
     if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, default=str)
     return "" if value is None else value

@@ -19,7 +19,7 @@ def _finite(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
     return value
@@ -59,13 +59,14 @@ def whole_number(low: int | None = None, high: int | None = None) -> Callable[[s
 
 
 def number_list(low: float | None = None, high: float | None = None, *, above: bool = False, extra: tuple = ()):
-    """A comma list of numbers in range; words in `extra` (such as 'clean') pass as they are."""
+    """A comma list of numbers in range; words in `extra` (such as 'clean') pass as they are (any case)."""
     one = number(low, high, above=above)
+    words = {word.lower(): word for word in extra}
 
     def parse(text: str) -> tuple:
         values = []
         for part in comma_list(text):
-            values.append(part if part in extra else one(part))
+            values.append(words[part.lower()] if part.lower() in words else one(part))
         if not values:
             raise argparse.ArgumentTypeError("give at least one value")
         return tuple(values)
@@ -74,9 +75,89 @@ def number_list(low: float | None = None, high: float | None = None, *, above: b
     return parse
 
 
+def option_value(text: str, parse: Callable[[str], object], option: str):
+    """Apply an option type inside a handler, its refusal as a SpokenBenchError naming the option (exit code 2):
+    for options whose value was always checked there, so callers that catch those errors keep working."""
+    from spokenbench.core.errors import SpokenBenchError
+
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as error:
+        raise SpokenBenchError(f"{option}: {error}") from None
+
+
 def http_url(text: str) -> str:
     """An http(s) URL with a host: anything else would make every request of a run fail."""
     parts = urlsplit(text.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r} (e.g. http://127.0.0.1:8000/v1)")
     return text.strip()
+
+
+# Shared ranges of the options every remote-calling command has (docs/reliability-inputs.md).
+MAX_CONCURRENCY = 256
+MAX_RETRIES = 20
+MAX_TIMEOUT_S = 3600.0
+
+MAX_SEED = 2**63 - 1  # seeds are stored in SQLite (signed 64-bit) and given to numpy (non-negative)
+seed = whole_number(0, MAX_SEED)
+seed.__name__ = "seed"
+
+
+def language_code(text: str) -> str:
+    """A known language code (core/languages.py), in its canonical lower-case form."""
+    from spokenbench.core.languages import normalize_language
+
+    try:
+        return normalize_language(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+language_code.__name__ = "language code"
+
+
+def language_list(text: str) -> tuple[str, ...]:
+    """A comma list of known language codes."""
+    codes = tuple(dict.fromkeys(language_code(part) for part in comma_list(text)))
+    if not codes:
+        raise argparse.ArgumentTypeError("give at least one language code")
+    return codes
+
+
+language_list.__name__ = "language list"
+
+
+def choice_list(choices: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    """A comma list whose every entry is one of `choices`."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        values = comma_list(text)
+        unknown = [value for value in values if value not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(unknown)}; use {', '.join(choices)}")
+        if not values:
+            raise argparse.ArgumentTypeError(f"give at least one of {', '.join(choices)}")
+        return tuple(dict.fromkeys(values))
+
+    parse.__name__ = "list"
+    return parse
+
+
+def short_text(max_chars: int) -> Callable[[str], str]:
+    """Non-empty text of at most `max_chars` characters, without control characters (names, notes, edits):
+    text that would otherwise be stored and printed as it is."""
+
+    def parse(text: str) -> str:
+        value = text.strip()
+        if not value:
+            raise argparse.ArgumentTypeError("must not be empty")
+        if len(value) > max_chars:
+            raise argparse.ArgumentTypeError(f"is {len(value):,} characters long; at most {max_chars:,} are accepted")
+        bad = next((c for c in value if (ord(c) < 32 and c not in "\t\n") or 0xD800 <= ord(c) <= 0xDFFF), None)
+        if bad is not None:
+            raise argparse.ArgumentTypeError(f"contains the control or invalid character U+{ord(bad):04X}")
+        return value
+
+    parse.__name__ = "text"
+    return parse

@@ -3,41 +3,73 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.items import LETTERS, MAX_OPTIONS, MIN_OPTIONS, Item
+from spokenbench.core.languages import normalize_language
 from spokenbench.core.tables import Table
 
-LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})*$")
+# A question or option is read aloud: 4,000 characters are about four and a half minutes of speech. Longer text
+# is almost always a mistake (a whole document in one cell) and would make clips of hours; --max-text-chars raises
+# the limit up to the ceiling, which synthesis also enforces (core/audio/synthesis.py MAX_SYNTHESIS_CHARS).
+DEFAULT_MAX_TEXT_CHARS = 4_000
+MAX_TEXT_CHARS_CEILING = 20_000
+MAX_FIELD_CHARS = 1_000  # ids, subjects, labels, languages, orientations
 
 
 class RowReader:
-    """Reads one row's cells, recording problems on a shared list; returns None for a bad cell."""
+    """Reads one row's cells, recording problems on a shared list; returns None for a bad cell. Question and
+    option texts (`long_text`) may be up to `max_text_chars` long, every other field up to MAX_FIELD_CHARS."""
 
-    def __init__(self, table: Table, number: int, row: dict[str, Any], problems: list[InputProblem]):
+    def __init__(
+        self,
+        table: Table,
+        number: int,
+        row: dict[str, Any],
+        problems: list[InputProblem],
+        max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    ):
         self.table, self.number, self.row, self.problems = table, number, row, problems
+        self.max_text_chars = max_text_chars
 
     def fail(self, message: str, column: str | None = None) -> None:
         self.problems.append(self.table.problem(message, self.number, column))
 
-    def text(self, column: str, required: bool = True) -> str | None:
+    def text(self, column: str, required: bool = True, max_chars: int = MAX_FIELD_CHARS) -> str | None:
         value = self.row.get(column)
         if isinstance(value, float) and value != value:  # NaN from Parquet
             value = None
         if isinstance(value, (list, dict)):
             self.fail("expected text, found a list or object", column)
             return None
+        if isinstance(value, (bytes, bytearray)):
+            self.fail("expected text, found binary data", column)
+            return None
         text = "" if value is None else (str(value) if not isinstance(value, str) else value).strip()
         if not text:
             if required:
                 self.fail("is empty", column)
             return None
-        return text
+        return text if self._acceptable(text, column, max_chars) else None
 
-    def text_list(self, column: str) -> list[str] | None:
-        """A list cell: a JSON list in JSONL/Parquet, or a JSON list written as text in CSV."""
+    def long_text(self, column: str, required: bool = True) -> str | None:
+        """A question or option text: read aloud, so limited to `max_text_chars`."""
+        return self.text(column, required, self.max_text_chars)
+
+    def _acceptable(self, text: str, column: str, max_chars: int, what: str = "") -> bool:
+        if len(text) > max_chars:
+            hint = " (raise the limit with --max-text-chars)" if max_chars == self.max_text_chars else ""
+            self.fail(f"{what}is {len(text):,} characters long; at most {max_chars:,} are accepted{hint}", column)
+            return False
+        if "\x00" in text:
+            self.fail(f"{what}contains a NUL character (U+0000)", column)
+            return False
+        return True
+
+    def text_list(self, column: str, long: bool = False) -> list[str] | None:
+        """A list cell: a JSON list in JSONL/Parquet, or a JSON list written as text in CSV. `long` for option
+        texts (limited to `max_text_chars` each)."""
         value = self.row.get(column)
         if isinstance(value, str):
             try:
@@ -45,12 +77,28 @@ class RowReader:
             except json.JSONDecodeError:
                 self.fail('expected a JSON list such as ["first", "second"]', column)
                 return None
+            except RecursionError:
+                self.fail("is nested too deeply to be a list of texts", column)
+                return None
         if hasattr(value, "tolist"):
             value = value.tolist()
         if not isinstance(value, list):
             self.fail("expected a list", column)
             return None
-        return ["" if v is None else str(v).strip() for v in value]
+        if len(value) > MAX_OPTIONS * 10:
+            self.fail(f"is a list of {len(value):,} entries; at most {MAX_OPTIONS} options are supported", column)
+            return None
+        texts = []
+        for position, entry in enumerate(value, start=1):
+            if isinstance(entry, (list, dict, bytes, bytearray)):
+                self.fail(f"entry {position} is a list, object or binary data, not text", column)
+                return None
+            text = "" if entry is None else str(entry).strip()
+            limit = self.max_text_chars if long else MAX_FIELD_CHARS
+            if not self._acceptable(text, column, limit, f"entry {position} "):
+                return None
+            texts.append(text)
+        return texts
 
 
 def require_columns(table: Table, columns: list[str]) -> None:
@@ -96,11 +144,11 @@ def resolve_answer(reader: RowReader, answer: str | None, options: list[str], co
 def check_language(reader: RowReader, language: str | None, column: str | None) -> str | None:
     if language is None:
         return None
-    code = language.strip().lower().replace("_", "-")
-    if not LANGUAGE_CODE.match(code):
-        reader.fail(f"'{language}' is not a language code such as en, zh or ko", column)
+    try:
+        return normalize_language(language)
+    except ValueError as error:
+        reader.fail(str(error), column)
         return None
-    return code
 
 
 def check_duplicates(table: Table, items: list[tuple[int, Item]], id_column: str) -> list[InputProblem]:

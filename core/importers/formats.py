@@ -11,6 +11,7 @@ from typing import Any
 
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.importers.fields import (
+    DEFAULT_MAX_TEXT_CHARS,
     RowReader,
     check_duplicates,
     check_language,
@@ -62,6 +63,7 @@ class ImportOptions:
     source: str | None = None
     mapping: dict[str, str] = field(default_factory=dict)  # field -> column (options: comma-separated columns)
     ignore_columns: frozenset[str] = frozenset()  # source columns not to keep with the items
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS  # longest question or option accepted (it is read aloud)
 
 
 def language_from_path(path: str) -> str | None:
@@ -132,12 +134,12 @@ def parse_global_mmlu_lite(table: Table, options: ImportOptions) -> list[Item]:
         "cultural_sensitivity_label",
     }
     for number, row in enumerate(table.rows, start=1):
-        r = RowReader(table, number, row, problems)
+        r = RowReader(table, number, row, problems, options.max_text_chars)
         before = len(problems)
         lang = check_language(r, language, None)
         sample_id = r.text("sample_id")
-        question = r.text("question")
-        texts = [r.text(c) or "" for c in option_columns]
+        question = r.long_text("question")
+        texts = [r.long_text(c) or "" for c in option_columns]
         answer = resolve_answer(r, r.text("answer"), texts, "answer")
         label = _cultural_label(r, "cultural_sensitivity_label")
         if len(problems) == before:
@@ -208,8 +210,8 @@ def _read_options(
     r: RowReader, option_columns: list[str] | None, list_column: str | None
 ) -> tuple[list[str] | None, str]:
     if list_column is not None:
-        return r.text_list(list_column), list_column
-    texts = [r.text(c, required=False) or "" for c in option_columns]
+        return r.text_list(list_column, long=True), list_column
+    texts = [r.long_text(c, required=False) or "" for c in option_columns]
     while texts and not texts[-1] and len(texts) > 2:  # trailing empty columns: fewer options in this row
         texts.pop()
     return texts, ",".join(option_columns)
@@ -239,10 +241,10 @@ def parse_mcq(table: Table, options: ImportOptions) -> list[Item]:
     problems: list[InputProblem] = []
     parsed = []
     for number, row in enumerate(table.rows, start=1):
-        r = RowReader(table, number, row, problems)
+        r = RowReader(table, number, row, problems, options.max_text_chars)
         before = len(problems)
         source_id = r.text(id_column)
-        question = r.text(question_column)
+        question = r.long_text(question_column)
         texts, options_where = _read_options(r, option_columns, list_column)
         lang = options.language or (r.text(language_column) if language_column in table.columns else None)
         lang = check_language(r, lang, language_column if not options.language else None)
@@ -295,10 +297,10 @@ def parse_gender_probes(table: Table, options: ImportOptions) -> list[Item]:
     problems: list[InputProblem] = []
     parsed = []
     for number, row in enumerate(table.rows, start=1):
-        r = RowReader(table, number, row, problems)
+        r = RowReader(table, number, row, problems, options.max_text_chars)
         before = len(problems)
         source_id = r.text(id_column)
-        question = r.text(question_column)
+        question = r.long_text(question_column)
         category = (r.text(category_column) or "").lower()
         if category and category not in GENDER_PROBE_CATEGORIES:
             r.fail(f"'{category}' is not a category ({', '.join(GENDER_PROBE_CATEGORIES)})", category_column)
