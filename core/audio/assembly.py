@@ -31,6 +31,16 @@ from spokenbench.core.store.items import items_in_languages
 
 SEGMENT_CACHE_BYTES = 256 * 2**20  # prepared clips kept for reuse; bounds memory whatever the input count
 
+# Bounds of one assembled input (docs/reliability-inputs.md). Outside them an input is meaningless (speed 0) or
+# too large to build in memory: a 10 MHz rate, an hour of pause, a question of 100,000 characters.
+SPEED_RANGE = (0.25, 4.0)
+VOLUME_MAX = 4.0
+SNR_RANGE_DB = (-10.0, 60.0)
+RATE_RANGE = (8_000, 48_000)
+PAUSE_MAX_S = 10.0
+MAX_INPUT_CHARS = 40_000  # the spoken text of one input (question and options), checked when planning
+MAX_INPUT_SECONDS = 30 * 60  # the audio of one input after the speed change, checked before it is built
+
 
 @dataclass(frozen=True)
 class AssemblySettings:
@@ -117,7 +127,9 @@ def plan_assembly(
     backend: str | None = None,
     settings: AssemblySettings = AssemblySettings(),
 ) -> AssemblyPlan:
-    """One job per item × (accent, voice) with complete clips × order × speed × volume × SNR."""
+    """One job per item × (accent, voice) with complete clips × order × speed × volume × SNR. Settings outside
+    the bounds above, or an item whose spoken text exceeds MAX_INPUT_CHARS, are refused before anything is built."""
+    _check_bounds(speeds, volumes, snrs, settings)
     orders = [check_order(order) for order in orders]
     clips = _clip_index(conn, backend)
     voice_combos: dict[tuple[str, str | None], set[str]] = {}
@@ -126,6 +138,7 @@ def plan_assembly(
             voice_combos.setdefault((language, accent), set()).add(voice)
     stored = audio_store.assembled_recipes(conn)
     jobs, missing, already = [], [], 0
+    too_long: set[str] = set()
     for item_id, item in items_in_languages(conn, languages):
         for (language, accent), combo_voices in sorted(voice_combos.items(), key=str):
             if language != item.language or (accents and accent not in accents):
@@ -137,6 +150,10 @@ def plan_assembly(
                         missing.append(resolved)
                     continue
                 parts, gender, clip_backend = resolved
+                spoken = sum(len(clip.text or "") for clip in parts.values())
+                if spoken > MAX_INPUT_CHARS:
+                    too_long.add(f"{item.source_id} ({language}): {spoken:,} characters")
+                    continue
                 for order in orders:
                     option_order, label_sequence = order_strings(order, len(item.options))
                     for speed in speeds:
@@ -159,7 +176,30 @@ def plan_assembly(
                                     already += 1
                                 else:
                                     jobs.append(job)
+    if too_long:
+        listed = sorted(too_long)
+        raise SpokenBenchError(
+            f"{len(listed)} item(s) are too long to assemble (at most {MAX_INPUT_CHARS:,} characters of question "
+            f"and options per input): {'; '.join(listed[:10])}{' …' if len(listed) > 10 else ''}. Give them a "
+            "shorter spoken text with `spokenbench review DIR --item ID --part PART --edit TEXT`, synthesize again, "
+            "or leave their language out with --languages"
+        )
     return AssemblyPlan(jobs, already, missing)
+
+
+def _check_bounds(speeds, volumes, snrs, settings: AssemblySettings) -> None:
+    """The same ranges the CLI's options document, for callers that are not the CLI (the app, scripts)."""
+    checks = [
+        ("speed", speeds, *SPEED_RANGE),
+        ("volume", volumes, 0.0, VOLUME_MAX),
+        ("SNR (dB)", [s for s in snrs if s is not None], *SNR_RANGE_DB),
+        ("sample rate (Hz)", [settings.sample_rate], *RATE_RANGE),
+        ("pause (s)", [settings.pause_s], 0.0, PAUSE_MAX_S),
+    ]
+    for what, values, low, high in checks:
+        for value in values:
+            if not (isinstance(value, (int, float)) and low <= value <= high) or (what == "volume" and value <= 0):
+                raise SpokenBenchError(f"{what} {value!r} is outside {low:g}–{high:g}")
 
 
 def _resolve_segments(clips, item_id, item, language, accent, voice, spoken_labels, settings):
@@ -310,7 +350,17 @@ def render(
 ) -> tuple[np.ndarray, list[int], np.ndarray, int]:
     """(final audio, cut points at pause centres, clean audio before noise, limited sample count)."""
     rate = settings.sample_rate
-    pieces = [None if role == "pause" else cache.get(clip, f"{job.label} {role}") for role, clip in job.segments]
+    pieces = []
+    length = 0
+    for role, clip in job.segments:
+        piece = None if role == "pause" else cache.get(clip, f"{job.label} {role}")
+        length += int(settings.pause_s * rate) if piece is None else len(piece)
+        if length / rate / job.condition.speed > MAX_INPUT_SECONDS:
+            raise AudioError(
+                f"{job.label}: the input would be longer than {MAX_INPUT_SECONDS // 60} minutes of audio; "
+                "give the item a shorter spoken text"
+            )
+        pieces.append(piece)
     clean, cuts = concatenate(pieces, settings)
     condition = job.condition
     if condition.speed != 1.0:

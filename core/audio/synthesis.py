@@ -27,6 +27,9 @@ from spokenbench.core.store.rewrites import latest_rewrites
 PART_KINDS = ("questions", "options", "tokens")
 STORED_FORMAT = "flac"  # lossless and about half the size of WAV
 READY_REWRITE_STATUSES = ("accepted", "edited")
+# The longest text one clip may speak (about 20 minutes of speech); the import ceiling (--max-text-chars) is the
+# same, so only items stored otherwise can exceed it. Longer text would make clips of hours and gigabytes.
+MAX_SYNTHESIS_CHARS = 20_000
 
 # The accents of the BiasInEar study (its Table 4); a backend lacking one is reported, never substituted.
 ACCENTS_BY_LANGUAGE = {
@@ -157,7 +160,23 @@ def plan_synthesis(
                         label,
                     )
     already = _count_done(stored, jobs)
-    return SynthesisPlan(backend, [j for k, j in jobs.items() if k not in stored], already, sorted(unsupported))
+    to_do = [j for k, j in jobs.items() if k not in stored]
+    _refuse_long_texts(to_do)
+    return SynthesisPlan(backend, to_do, already, sorted(unsupported))
+
+
+def _refuse_long_texts(jobs: list[ClipJob]) -> None:
+    too_long = [
+        f"{job.label} ({len(job.request.text):,} characters)"
+        for job in jobs
+        if len(job.request.text) > MAX_SYNTHESIS_CHARS
+    ]
+    if too_long:
+        raise SpokenBenchError(
+            f"{len(too_long)} clip(s) would speak more than {MAX_SYNTHESIS_CHARS:,} characters: "
+            f"{'; '.join(too_long[:10])}{' …' if len(too_long) > 10 else ''}. Give the item a shorter spoken text "
+            "with `spokenbench review DIR --item ID --part PART --edit TEXT`, or leave its language out with --languages"
+        )
 
 
 def _add_job(jobs, stored, backend, item_id, part, text, language, accent, voice, label) -> None:
