@@ -7,7 +7,16 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from spokenbench.core.audio.assembly import AssemblySettings, parse_number_list, plan_assembly, run_assembly
+from spokenbench.core.audio.assembly import (
+    PAUSE_MAX_S,
+    RATE_RANGE,
+    SNR_RANGE_DB,
+    SPEED_RANGE,
+    VOLUME_MAX,
+    AssemblySettings,
+    plan_assembly,
+    run_assembly,
+)
 from spokenbench.core.audio.synthesis import PART_KINDS, plan_synthesis, run_synthesis
 from spokenbench.core.audio.tokens import TOKEN_LANGUAGES
 from spokenbench.core.audio.tts import BACKEND_NAMES, get_backend
@@ -15,6 +24,15 @@ from spokenbench.core.audio.tts.project_settings import (
     cloning_references,
     project_prompt_template,
     save_prompt_template,
+)
+from spokenbench.core.cli.arguments import (
+    choice_list,
+    http_url,
+    language_list,
+    number,
+    number_list,
+    option_value,
+    whole_number,
 )
 from spokenbench.core.cli.output import print_json
 from spokenbench.core.conditions import NAMED_ORDERS
@@ -34,6 +52,9 @@ def _csv(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
+CHUNK_SECONDS_RANGE = (1, 3600)
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "synthesize",
@@ -44,10 +65,17 @@ def register(subparsers) -> None:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--tts", required=True, choices=BACKEND_NAMES, help="TTS backend (espeak works offline)")
     p.add_argument("--model", help="backend model (default: the preset's current model)")
-    p.add_argument("--languages", help="comma-separated language codes (default: all in the project)")
+    p.add_argument(
+        "--languages", type=language_list, help="comma-separated language codes (default: all in the project)"
+    )
     p.add_argument("--accents", help="comma-separated accents (default: all the backend offers)")
     p.add_argument("--voices", help="comma-separated voice names (default: the backend's voices)")
-    p.add_argument("--parts", default=",".join(PART_KINDS), help=f"which parts: {', '.join(PART_KINDS)} (default: all)")
+    p.add_argument(
+        "--parts",
+        type=choice_list(PART_KINDS),
+        default=PART_KINDS,
+        help=f"which parts, comma-separated: {', '.join(PART_KINDS)} (default: all)",
+    )
     p.add_argument(
         "--token-language",
         choices=TOKEN_LANGUAGES,
@@ -60,7 +88,7 @@ def register(subparsers) -> None:
         help="this project's own style prompt for gemini/openai (placeholders {text}, {language_name}, "
         "{accent_name}); saved with the project and used from then on",
     )
-    p.add_argument("--base-url", help="API base URL (an OpenAI-compatible or Gemini-compatible server)")
+    p.add_argument("--base-url", type=http_url, help="API base URL (an OpenAI-compatible or Gemini-compatible server)")
     p.add_argument(
         "--original-text", action="store_true", help="speak the original text even where a rewrite is accepted"
     )
@@ -76,18 +104,44 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--orders", default="original", help="comma-separated orders or permutations (default: original)")
-    p.add_argument("--speed", default="1.0", help="speech rates, e.g. 0.75,1.0,1.25 (pitch preserved)")
-    p.add_argument("--volume", default="1.0", help="loudness factors, e.g. 0.5,1.0,1.5 (peaks limited, never clipped)")
-    p.add_argument("--snr", default="clean", help="additive-noise SNRs in dB, e.g. clean,20,10")
-    p.add_argument("--chunk-seconds", default="", help="also store chunks no longer than this, e.g. 30")
-    p.add_argument("--languages", help="comma-separated language codes")
+    p.add_argument(
+        "--speed",
+        default="1.0",
+        help=f"speech rates, e.g. 0.75,1.0,1.25 (pitch preserved); each {SPEED_RANGE[0]:g}–{SPEED_RANGE[1]:g}",
+    )
+    p.add_argument(
+        "--volume",
+        default="1.0",
+        help=f"loudness factors, e.g. 0.5,1.0,1.5 (peaks limited, never clipped); each above 0, at most {VOLUME_MAX:g}",
+    )
+    p.add_argument(
+        "--snr",
+        default="clean",
+        help=f"additive-noise SNRs in dB, e.g. clean,20,10; each 'clean' or {SNR_RANGE_DB[0]:g} to {SNR_RANGE_DB[1]:g}",
+    )
+    p.add_argument(
+        "--chunk-seconds",
+        default="",
+        help=f"also store chunks no longer than this, e.g. 30; each {CHUNK_SECONDS_RANGE[0]}–{CHUNK_SECONDS_RANGE[1]} seconds",
+    )
+    p.add_argument("--languages", type=language_list, help="comma-separated language codes")
     p.add_argument("--accents", help="comma-separated accents")
     p.add_argument("--voices", help="comma-separated voice names")
     p.add_argument("--tts", choices=BACKEND_NAMES, help="use only clips from this backend")
     p.add_argument("--no-labels", action="store_true", help="omit the spoken 'question' and letter tokens")
     p.add_argument("--token-language", choices=TOKEN_LANGUAGES, default="english")
-    p.add_argument("--rate", type=int, default=16_000, help="output sample rate in Hz (default 16000)")
-    p.add_argument("--pause", type=float, default=0.5, help="pause between segments in seconds (default 0.5)")
+    p.add_argument(
+        "--rate",
+        type=whole_number(*RATE_RANGE),
+        default=16_000,
+        help=f"output sample rate in Hz, {RATE_RANGE[0]}–{RATE_RANGE[1]} (default 16000)",
+    )
+    p.add_argument(
+        "--pause",
+        type=number(0, PAUSE_MAX_S),
+        default=0.5,
+        help=f"pause between segments in seconds, 0–{PAUSE_MAX_S:g} (default 0.5)",
+    )
     p.add_argument("--format", choices=("wav", "flac"), default="wav", help="stored audio format (default wav)")
     p.add_argument("--dry-run", action="store_true", help="show the plan, assemble nothing")
     p.add_argument("--json", action="store_true")
@@ -112,10 +166,10 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         plan = plan_synthesis(
             project.conn,
             backend,
-            _csv(args.languages),
+            list(args.languages or ()) or None,
             _csv(args.voices),
             _csv(args.accents),
-            tuple(_csv(args.parts) or ()),
+            args.parts,
             args.token_language,
             use_rewrites=not args.original_text,
         )
@@ -152,10 +206,16 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
 
 def cmd_assemble(args: argparse.Namespace) -> int:
     settings = AssemblySettings(args.rate, args.pause, token_language=args.token_language, audio_format=args.format)
-    speeds = parse_number_list(args.speed, "--speed") or [1.0]
-    volumes = parse_number_list(args.volume, "--volume") or [1.0]
-    snrs = parse_number_list(args.snr, "--snr", allow_clean=True) or [None]
-    chunks = parse_number_list(args.chunk_seconds, "--chunk-seconds")
+    # The lists are checked here rather than by argparse: their errors have always been SpokenBenchErrors.
+    speeds = list(option_value(args.speed, number_list(*SPEED_RANGE), "--speed"))
+    volumes = list(option_value(args.volume, number_list(0, VOLUME_MAX, above=True), "--volume"))
+    snr_values = option_value(args.snr, number_list(*SNR_RANGE_DB, extra=("clean", "none")), "--snr")
+    snrs = [None if snr in ("clean", "none") else snr for snr in snr_values]
+    chunks = (
+        list(option_value(args.chunk_seconds, number_list(*CHUNK_SECONDS_RANGE), "--chunk-seconds"))
+        if args.chunk_seconds.strip()
+        else []
+    )
     with opened(args.dir) as project:
         plan = plan_assembly(
             project.conn,
@@ -163,7 +223,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             speeds,
             volumes,
             snrs,
-            _csv(args.languages),
+            list(args.languages or ()) or None,
             _csv(args.voices),
             _csv(args.accents),
             not args.no_labels,

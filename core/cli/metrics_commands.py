@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from spokenbench.core.cli.arguments import seed, whole_number
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.progress import text_progress_bar
 
 DEFAULT_RESAMPLES = 1000
+MAX_RESAMPLES = 100_000  # ~100 times the default: beyond it the interval no longer changes, only the wait does
 
 
 def register(subparsers) -> None:
@@ -66,11 +68,12 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap",
         metavar="N",
-        type=_non_negative_int,
+        type=whole_number(0, MAX_RESAMPLES),
         default=DEFAULT_RESAMPLES,
-        help=f"question-level bootstrap resamples for 95%% intervals (default {DEFAULT_RESAMPLES}; 0 = none)",
+        help=f"question-level bootstrap resamples for 95%% intervals, 0–{MAX_RESAMPLES:,} "
+        f"(default {DEFAULT_RESAMPLES}; 0 = none)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: a fixed seed)")
+    parser.add_argument("--seed", type=seed, default=None, help="bootstrap seed, 0 to 2^63-1 (default: a fixed seed)")
     parser.add_argument(
         "--failures-as-category",
         action="store_true",
@@ -80,16 +83,6 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 def _factor_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
 
 
 def _seed(args) -> int:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from spokenbench.core.cli.arguments import language_code, short_text, whole_number
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.demo import build_demo
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.exports import EXPORTABLE, export_table
 from spokenbench.core.importers import FORMATS, ImportOptions, import_files
+from spokenbench.core.importers.fields import DEFAULT_MAX_TEXT_CHARS, MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import items_in_languages
@@ -52,9 +54,15 @@ def register(subparsers) -> None:
     p.add_argument(
         "--language",
         metavar="CODE",
-        help="language of every row (default: a language column, or for gmmlu-lite the file name, e.g. ko.csv)",
+        type=language_code,
+        help="language of every row, an ISO 639-1 code such as en, zh, ko (default: a language column, or for "
+        "gmmlu-lite the file name, e.g. ko.csv)",
     )
-    p.add_argument("--source", help="benchmark name stored with the items (default: the format name)")
+    p.add_argument(
+        "--source",
+        type=short_text(200),
+        help="benchmark name stored with the items (default: the format name; at most 200 characters)",
+    )
     p.add_argument(
         "--map",
         dest="mapping",
@@ -63,6 +71,14 @@ def register(subparsers) -> None:
         metavar="FIELD=COLUMN",
         help=f"take FIELD from COLUMN; FIELD is one of {', '.join(MAPPABLE_FIELDS)}; "
         "options may list columns: --map options=A,B,C,D",
+    )
+    p.add_argument(
+        "--max-text-chars",
+        type=whole_number(1, MAX_TEXT_CHARS_CEILING),
+        default=DEFAULT_MAX_TEXT_CHARS,
+        metavar="N",
+        help=f"longest question or option accepted, in characters (default {DEFAULT_MAX_TEXT_CHARS:,}, about four "
+        f"minutes of speech; at most {MAX_TEXT_CHARS_CEILING:,}); other fields may have up to 1,000",
     )
     p.add_argument(
         "--skip-existing",
@@ -79,8 +95,14 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("items", help="list items", description="List a project's items.")
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--language", metavar="CODE", help="only this language")
-    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0 = all)")
+    p.add_argument("--language", metavar="CODE", type=language_code, help="only this language")
+    p.add_argument(
+        "--limit",
+        type=whole_number(0, 10_000_000),
+        default=50,
+        metavar="N",
+        help="at most this many, 0–10,000,000 (default 50; 0 = all)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_items)
 
@@ -125,7 +147,12 @@ def parse_mapping(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    options = ImportOptions(language=args.language, source=args.source, mapping=parse_mapping(args.mapping))
+    options = ImportOptions(
+        language=args.language,
+        source=args.source,
+        mapping=parse_mapping(args.mapping),
+        max_text_chars=args.max_text_chars,
+    )
     with opened(args.dir) as project:
         results = import_files(project, args.files, args.format, options, args.skip_existing, text_progress_bar())
     if args.json:

@@ -7,9 +7,22 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from spokenbench.core.cli.output import print_json, print_table
+from spokenbench.core.cli.arguments import (
+    MAX_CONCURRENCY,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    http_url,
+    language_code,
+    language_list,
+    number,
+    seed,
+    short_text,
+    whole_number,
+)
+from spokenbench.core.cli.output import print_json, print_table, printable
 from spokenbench.core.credentials import PROVIDER_VARIABLES
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.importers.fields import MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDER, DEFAULT_MODEL
 
@@ -18,19 +31,19 @@ from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDE
 KEY_PROVIDERS = (*PROVIDER_VARIABLES, "none")
 
 
-def _csv(text: str | None) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip()) if text else ()
-
-
 def _metric_overrides(values: list[str] | None) -> tuple[tuple[str, str], ...]:
     from spokenbench.core.asr.scoring import METRICS
+    from spokenbench.core.languages import normalize_language
 
     overrides = {}
     for value in values or []:
         language, _, metric = value.partition("=")
         if not language.strip() or metric.strip() not in METRICS:
             raise SpokenBenchError(f"--metric '{value}': use LANGUAGE=wer or LANGUAGE=cer, e.g. ko=cer")
-        overrides[language.strip()] = metric.strip()
+        try:
+            overrides[normalize_language(language)] = metric.strip()
+        except ValueError as error:
+            raise SpokenBenchError(f"--metric '{value}': {error}") from None
     return tuple(sorted(overrides.items()))
 
 
@@ -47,6 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"chat model (default {DEFAULT_MODEL})")
     p.add_argument(
         "--base-url",
+        type=http_url,
         default=DEFAULT_BASE_URL,
         metavar="URL",
         help=f"OpenAI-compatible endpoint (default {DEFAULT_BASE_URL})",
@@ -57,20 +71,44 @@ def register(subparsers) -> None:
         choices=KEY_PROVIDERS,
         help="whose API key to send (nvidia = NVIDIA_API_KEY, ...; none for a local server)",
     )
-    p.add_argument("--languages", help="only items in these languages (comma-separated)")
+    p.add_argument("--languages", type=language_list, help="only items in these languages (comma-separated)")
     p.add_argument("--source", help="only items from this source")
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N items")
+    p.add_argument(
+        "--limit", type=whole_number(1, 10_000_000), metavar="N", help="only the first N items (1–10,000,000)"
+    )
     p.add_argument("--redo", action="store_true", help="also items that already have rewrites (adds new versions)")
     p.add_argument("--retry-manual", action="store_true", help="also items marked for manual rewriting")
     p.add_argument(
-        "--attempts", type=int, default=3, metavar="N", help="answers per item before marking it manual (default 3)"
+        "--attempts",
+        type=whole_number(1, 10),
+        default=3,
+        metavar="N",
+        help="answers per item before marking it manual, 1–10 (default 3)",
     )
-    p.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests in flight (default 8)")
-    p.add_argument("--rpm", type=float, metavar="N", help="at most N requests per minute")
     p.add_argument(
-        "--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)"
+        "--concurrency",
+        type=whole_number(1, MAX_CONCURRENCY),
+        default=8,
+        metavar="N",
+        help=f"requests in flight, 1–{MAX_CONCURRENCY} (default 8)",
     )
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per-request timeout in seconds")
+    p.add_argument(
+        "--rpm", type=number(0, 1e6, above=True), metavar="N", help="at most N requests per minute (above 0)"
+    )
+    p.add_argument(
+        "--retries",
+        type=whole_number(1, MAX_RETRIES),
+        default=6,
+        metavar="N",
+        help=f"attempts per request on 429/5xx/timeouts, 1–{MAX_RETRIES} (default 6)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=number(0, MAX_TIMEOUT_S, above=True),
+        default=300.0,
+        metavar="S",
+        help=f"per-request timeout in seconds, above 0 and at most {MAX_TIMEOUT_S:g} (default 300)",
+    )
     p.add_argument(
         "--prompt-file",
         metavar="FILE",
@@ -90,7 +128,7 @@ def register(subparsers) -> None:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--list", action="store_true", help="list the flagged parts awaiting review, with diffs")
     p.add_argument("--all", action="store_true", help="with --list: also flagged parts already reviewed")
-    p.add_argument("--language", help="with --list: one language only")
+    p.add_argument("--language", type=language_code, help="with --list: one language only")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_flag)
 
@@ -102,14 +140,25 @@ def register(subparsers) -> None:
         "manual rewriting).",
     )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--item", type=int, required=True, metavar="ID", help="item row id (shown by `flag --list`)")
-    p.add_argument("--part", help="question, option_A, ... (required for --edit)")
+    p.add_argument(
+        "--item",
+        type=whole_number(1, 2**63 - 1),
+        required=True,
+        metavar="ID",
+        help="item row id (shown by `flag --list`)",
+    )
+    p.add_argument("--part", type=short_text(40), help="question, option_A, ... (required for --edit)")
     decision = p.add_mutually_exclusive_group(required=True)
     decision.add_argument("--accept", action="store_true")
     decision.add_argument("--reject", action="store_true", help="use the original text for this part")
-    decision.add_argument("--edit", metavar="TEXT", help="the corrected spoken-readable text")
-    p.add_argument("--reviewer", required=True, help="who decided")
-    p.add_argument("--note")
+    decision.add_argument(
+        "--edit",
+        type=short_text(MAX_TEXT_CHARS_CEILING),
+        metavar="TEXT",
+        help=f"the corrected spoken-readable text (at most {MAX_TEXT_CHARS_CEILING:,} characters)",
+    )
+    p.add_argument("--reviewer", type=short_text(200), required=True, help="who decided (at most 200 characters)")
+    p.add_argument("--note", type=short_text(2000), help="at most 2,000 characters")
     p.set_defaults(handler=cmd_review)
 
     p = subparsers.add_parser(
@@ -125,11 +174,20 @@ def register(subparsers) -> None:
     p.add_argument(
         "--asr", action="append", metavar="PROVIDER:MODEL[@URL]", help="an ASR system; give it twice for two"
     )
-    p.add_argument("--languages", help="only clips in these languages")
+    p.add_argument("--languages", type=language_list, help="only clips in these languages")
     p.add_argument("--include-tokens", action="store_true", help="also the instruction-token clips")
-    p.add_argument("--concurrency", type=int, metavar="N", help="requests in flight per ASR system (default 8)")
     p.add_argument(
-        "--retries", type=int, default=6, metavar="N", help="attempts per request on 429/5xx/timeouts (default 6)"
+        "--concurrency",
+        type=whole_number(1, MAX_CONCURRENCY),
+        metavar="N",
+        help=f"requests in flight per ASR system, 1–{MAX_CONCURRENCY} (default 8)",
+    )
+    p.add_argument(
+        "--retries",
+        type=whole_number(1, MAX_RETRIES),
+        default=6,
+        metavar="N",
+        help=f"attempts per request on 429/5xx/timeouts, 1–{MAX_RETRIES} (default 6)",
     )
     p.add_argument(
         "--clips-out",
@@ -149,8 +207,14 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--asr", required=True, metavar="NAME", help="the ASR system's name, e.g. whisper-large-v3")
-    p.add_argument("--model", help="model name stored with rows that have no model column")
+    p.add_argument(
+        "--asr",
+        type=short_text(200),
+        required=True,
+        metavar="NAME",
+        help="the ASR system's name, e.g. whisper-large-v3",
+    )
+    p.add_argument("--model", type=short_text(200), help="model name stored with rows that have no model column")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_import_transcripts)
 
@@ -163,12 +227,22 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument(
-        "--min-asr", type=int, default=2, metavar="N", help="transcripts a clip needs (default 2: two ASR systems)"
+        "--min-asr",
+        type=whole_number(1, 10),
+        default=2,
+        metavar="N",
+        help="transcripts a clip needs, 1–10 (default 2: two ASR systems)",
     )
     p.add_argument(
         "--metric", action="append", metavar="LANG=wer|cer", help="override a language's metric, e.g. ko=cer"
     )
-    p.add_argument("--worst", type=int, default=0, metavar="N", help="also list the N clips with the highest error")
+    p.add_argument(
+        "--worst",
+        type=whole_number(0, 100_000),
+        default=0,
+        metavar="N",
+        help="also list the N clips with the highest error, 0–100,000",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_screen)
 
@@ -181,10 +255,14 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument(
-        "--per-bin", type=int, default=40, metavar="N", help="clips per stratum (default 40, as in the paper)"
+        "--per-bin",
+        type=whole_number(1, 100_000),
+        default=40,
+        metavar="N",
+        help="clips per stratum, 1–100,000 (default 40, as in the paper)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--name", required=True, help="the rating queue's name")
+    p.add_argument("--seed", type=seed, default=0, help="sampling seed, 0 to 2^63-1 (default 0)")
+    p.add_argument("--name", type=short_text(200), required=True, help="the rating queue's name")
     p.add_argument("--replace", action="store_true", help="replace an existing queue of that name")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_sample)
@@ -197,7 +275,7 @@ def register(subparsers) -> None:
         "and disagreements.",
     )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--queue", help="ratings of this queue only")
+    p.add_argument("--queue", type=short_text(200), help="ratings of this queue only")
     p.add_argument("--out", metavar="FOLDER", help="also write the tables as CSV in the published layouts")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_qc_report)
@@ -220,7 +298,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         requests_per_minute=args.rpm,
         timeout_s=args.timeout,
-        languages=_csv(args.languages),
+        languages=tuple(args.languages or ()),
         source=args.source,
         limit=args.limit,
         redo=args.redo,
@@ -298,8 +376,10 @@ def cmd_flag(args: argparse.Namespace) -> int:
     waiting = sum(v["awaiting_review"] for v in qc["by_language"].values())
     if listed:
         for f in listed:
-            print(f"\nitem {f['item_id']} {f['source_id']} ({f['language']}) {f['part']} [{f['status']}]")
-            print(f"  original: {f['original']}\n  rewrite:  {f['rewrite']}\n  diff:     {f['diff']}")
+            print()
+            print(printable(f"item {f['item_id']} {f['source_id']} ({f['language']}) {f['part']} [{f['status']}]"))
+            for label, key in (("original:", "original"), ("rewrite: ", "rewrite"), ("diff:    ", "diff")):
+                print(f"  {label} {printable(f[key])}")
     if waiting:
         print(
             f"{waiting} flagged parts await review: spokenbench review DIR --item ID [--part P] --accept|--reject|--edit TEXT --reviewer NAME"
@@ -337,7 +417,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     from spokenbench.core.store import opened
     from spokenbench.core.tables import write_table
 
-    languages = list(_csv(args.languages)) or None
+    languages = list(args.languages or ()) or None
     with opened(args.dir) as project:
         if args.clips_out:
             rows = clips_for_transcription(project, languages, args.include_tokens)

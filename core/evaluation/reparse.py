@@ -82,10 +82,24 @@ def reparse_project(project: Project, run_id: int | None = None) -> dict:
     return {"runs": len(runs), "responses": total, "changed": changed, "parse_counts": dict(counts)}
 
 
+def check_letters(letters: str | None) -> str | None:
+    """Answer letters for rows without options: 2 to 10 distinct letters of A–J, as many as the options
+    ('AAAA' would make every answer ambiguous)."""
+    if letters is None:
+        return None
+    value = letters.strip().upper()
+    if not 2 <= len(value) <= len(LETTERS) or len(set(value)) != len(value) or not set(value) <= set(LETTERS):
+        raise SpokenBenchError(
+            f"--letters '{letters}': give 2 to {len(LETTERS)} distinct letters of {LETTERS}, one per option (e.g. ABCD)"
+        )
+    return value
+
+
 def parse_rows(table: Table, letters: str | None = None) -> tuple[list[dict], dict]:
     """Rows of a foreign outputs table with prediction / parse_status / parse_detail (/ mapped_option) added.
     `options` may be a list or a JSON list of option texts in the original order; `option_order` the original
     letter at each presented letter (e.g. 'DCBA'). Problems are reported all at once with their row."""
+    letters = check_letters(letters)
     problems, out, counts = [], [], Counter()
     for number, row in enumerate(table.rows, start=1):
         raw = row.get("raw_response")
