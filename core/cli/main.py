@@ -10,6 +10,7 @@ import sys
 import traceback
 
 from spokenbench.core import __version__
+from spokenbench.core.environment_errors import explain_environment_error
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.jobs import set_invocation
 
@@ -83,6 +84,10 @@ def _run_handler(args) -> int:
     except Exception as error:  # a bug: say so briefly, keep the traceback for those who ask
         if os.environ.get("SPOKENBENCH_DEBUG"):
             traceback.print_exc()
+        explained = explain_environment_error(error, getattr(args, "dir", None))
+        if explained is not None:  # not a bug: a damaged database, a full disk, a file without permission
+            print(f"error: {explained}", file=sys.stderr)
+            return EXIT_USER_ERROR
         print(
             f"internal error: {type(error).__name__}: {error}\n"
             "This is a bug in spokenbench. Re-run with SPOKENBENCH_DEBUG=1 to see the traceback.",

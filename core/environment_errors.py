@@ -1,0 +1,60 @@
+"""Failures of the machine or of the files rather than of the program — a damaged project database, a full
+disk, a folder without permission — put in words a user can act on. The CLI reports them like user errors
+(exit code 2); every other exception that escapes a command is a bug and is reported as one."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from pathlib import Path
+
+# SQLite's own error names (sqlite3.Error.sqlite_errorname), by prefix: what they mean for the user.
+_DATABASE_PROBLEMS = {
+    "SQLITE_CORRUPT": "the project database is damaged",
+    "SQLITE_NOTADB": "the project database is damaged (it is not an SQLite database)",
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_IOERR": "the disk reported an input/output error",
+    "SQLITE_CANTOPEN": "the project database cannot be opened",
+    "SQLITE_READONLY": "the project database cannot be written",
+}
+_DATABASE_HINTS = {
+    "SQLITE_CORRUPT": "restore project.sqlite from a backup (each upgrade keeps one as project.schemaN.bak.sqlite)",
+    "SQLITE_NOTADB": "restore project.sqlite from a backup (each upgrade keeps one as project.schemaN.bak.sqlite)",
+    "SQLITE_FULL": "free some space and run the command again; everything reported saved is kept",
+    "SQLITE_IOERR": "check the disk, then run the command again",
+}
+# OS errors that describe the environment; the first group only when they name the file they are about.
+_FILE_ERRNOS = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM}
+_MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG, errno.EMFILE, errno.ENFILE}
+
+
+def explain_environment_error(error: BaseException, project: str | os.PathLike | None = None) -> str | None:
+    """A message for `error` if it is a problem of the disk, the files or the project database; None if it may
+    be a bug. `project` (the command's project folder, if any) names the database in the message."""
+    if isinstance(error, sqlite3.DatabaseError):
+        name = getattr(error, "sqlite_errorname", "") or ""
+        prefix = next((p for p in _DATABASE_PROBLEMS if name.startswith(p)), None)
+        if prefix is None and type(error) is sqlite3.DatabaseError:  # SQLite without error names: by message
+            text = str(error)
+            prefix = "SQLITE_NOTADB" if "not a database" in text else "SQLITE_CORRUPT" if "malformed" in text else None
+        if prefix is None:
+            return None
+        where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
+        hint = _DATABASE_HINTS.get(prefix)
+        return f"{where}{_DATABASE_PROBLEMS[prefix]} ({error})" + (f"; {hint}" if hint else "")
+    if isinstance(error, OSError) and error.errno is not None:
+        named = error.filename is not None
+        if error.errno in _MACHINE_ERRNOS or (error.errno in _FILE_ERRNOS and named):
+            reason = error.strerror or str(error)
+            where = f"{_printable_path(error.filename)}: " if named else ""
+            hint = "; free some space and run the command again" if error.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+            return f"{where}{reason}{hint}"
+    return None
+
+
+def _printable_path(path) -> str:
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except TypeError:
+        return str(path)
