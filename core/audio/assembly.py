@@ -357,7 +357,7 @@ def render(
         length += int(settings.pause_s * rate) if piece is None else len(piece)
         if length / rate / job.condition.speed > MAX_INPUT_SECONDS:
             raise AudioError(
-                f"{job.label}: the input would be longer than {MAX_INPUT_SECONDS // 60} minutes of audio; "
+                f"{job.label}: the input would be longer than {MAX_INPUT_SECONDS / 60:g} minutes of audio; "
                 "give the item a shorter spoken text"
             )
         pieces.append(piece)
