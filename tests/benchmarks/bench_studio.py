@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 from support import gmmlu_rows, write_csv
 
@@ -96,8 +96,18 @@ class RatingProbe:
         ).success(saved).run()
 
 
+def run_event_loop_until(done) -> None:
+    """Run the UI thread's event loop (idle between events, as in the app) until `done()` holds."""
+    loop = QEventLoop()
+    check = QTimer(interval=5)
+    check.timeout.connect(lambda: done() and loop.quit())
+    check.start()
+    loop.exec()
+    check.stop()
+
+
 def run(items: int, interval_ms: int, single_transaction: bool) -> None:
-    app = QApplication.instance() or QApplication([])
+    _app = QApplication.instance() or QApplication([])  # kept referenced for the run
     folder = Path(tempfile.mkdtemp(prefix="bench-studio-"))
     path, clip_ids = build_project(folder)
     table = write_csv(folder / "en.csv", gmmlu_rows(items))
@@ -122,12 +132,10 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> None:
 
     # idle baseline: ratings with nothing else running
     probe.timer.start()
-    deadline = time.perf_counter() + 1.0
-    while time.perf_counter() < deadline:
-        app.processEvents()
+    idle_until = time.perf_counter() + 1.0
+    run_event_loop_until(lambda: time.perf_counter() >= idle_until)
     probe.timer.stop()
-    while probe.in_flight:
-        app.processEvents()
+    run_event_loop_until(lambda: not probe.in_flight)
     idle = [latency for _, latency in probe.latencies]
     probe.latencies.clear()
 
@@ -143,11 +151,9 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> None:
     window.append(time.perf_counter())
     importing.run()
     probe.timer.start()
-    while len(window) < 2:
-        app.processEvents()
+    run_event_loop_until(lambda: len(window) == 2)
     probe.timer.stop()
-    while probe.in_flight:
-        app.processEvents()
+    run_event_loop_until(lambda: not probe.in_flight)
     if importing.status != "succeeded":
         raise SystemExit(f"the import did not succeed: {importing.status} {importing.error}")
     started, ended = window
