@@ -64,20 +64,12 @@ def jobs_to_show(jobs: list[JobInfo], hidden_ids: set[int], now: float) -> list[
 
 
 def resume_command(job: JobInfo) -> tuple[list[str], Path | None] | None:
-    """The command that resumes `job` and the folder to run it in (so a relative project path in the recorded
-    command still names the project), or None when it cannot be resumed."""
+    """The command that resumes `job` and the folder it was started in (its relative paths mean something
+    there), or None when it cannot be resumed."""
     argv = job.resume_argv
     if argv is None:
         return None
-    cwd = None
-    project = Path(job.project)
-    for arg in argv:
-        relative = Path(arg)
-        if arg.startswith("-") or relative.is_absolute() or not relative.parts:
-            continue
-        if project.parts[-len(relative.parts) :] == relative.parts:
-            cwd = Path(*project.parts[: -len(relative.parts)]) if len(project.parts) > len(relative.parts) else None
-            break
+    cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
     return [sys.executable, "-m", CLI_MODULE, *argv], cwd
 
 

@@ -84,6 +84,7 @@ class JobInfo:
     pid: int
     host: str
     argv: list[str] | None
+    cwd: str | None  # the folder the command was started in: its relative paths mean something there
     started_at: str
     heartbeat_at: str
     finished_at: str | None
@@ -151,6 +152,7 @@ def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
         pid=row["pid"],
         host=row["host"],
         argv=json.loads(row["argv_json"]) if row["argv_json"] else None,
+        cwd=row["cwd"],
         started_at=row["started_at"],
         heartbeat_at=row["heartbeat_at"],
         finished_at=row["finished_at"],
@@ -272,6 +274,7 @@ def _claim_and_insert(db_path: Path, project_path: Path, kind: str, label: str, 
                 pid=os.getpid(),
                 host=THIS_HOST,
                 argv=argv,
+                cwd=os.getcwd() if argv is not None else None,
                 total=total,
             )
     finally:

@@ -9,7 +9,7 @@ import sqlite3
 from spokenbench.core.store.database import transaction, utc_now
 
 JOB_COLUMNS = (
-    "id, kind, label, claim, project, pid, host, argv_json, started_at, heartbeat_at, finished_at, done, total, "
+    "id, kind, label, claim, project, pid, host, argv_json, cwd, started_at, heartbeat_at, finished_at, done, total, "
     "message, status, stop_reason, cancel_requested"
 )
 
@@ -28,13 +28,14 @@ def insert_job(
     pid: int,
     host: str,
     argv: list[str] | None,
+    cwd: str | None = None,
     total: int | None = None,
 ) -> int:
     now = utc_now()
     cursor = conn.execute(
-        "INSERT INTO jobs(kind, label, claim, project, pid, host, argv_json, started_at, heartbeat_at, total) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (kind, label, claim, project, pid, host, json.dumps(argv) if argv is not None else None, now, now, total),
+        "INSERT INTO jobs(kind, label, claim, project, pid, host, argv_json, cwd, started_at, heartbeat_at, total) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (kind, label, claim, project, pid, host, json.dumps(argv) if argv is not None else None, cwd, now, now, total),
     )
     return cursor.lastrowid
 

@@ -385,6 +385,7 @@ CREATE TABLE jobs (
     pid              INTEGER NOT NULL,
     host             TEXT NOT NULL,
     argv_json        TEXT,                   -- the command that started it (without secrets), to resume it
+    cwd              TEXT,                   -- the folder it was started in (the command's paths are relative to it)
     started_at       TEXT NOT NULL,
     heartbeat_at     TEXT NOT NULL,          -- refreshed every second while the job lives
     finished_at      TEXT,

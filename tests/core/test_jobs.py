@@ -3,6 +3,7 @@ claims, and the shared loop's commit, stop and cancel behaviour."""
 
 import asyncio
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -97,6 +98,7 @@ def test_a_killed_job_shows_as_interrupted_and_its_claim_can_be_taken_over(proje
     [job] = jobs.list_jobs(project.conn)
     assert job.status == "interrupted" and "no heartbeat" in job.stop_reason
     assert job.resume_argv == ["synthesize", str(project.path), "--tts", "espeak"]
+    assert job.cwd == os.getcwd(), "relative paths in the command mean something in the folder it started in"
     with jobs.tracked_job(project.path, "synthesize", "second", claim="synthesis"):
         statuses = {j.label: j.status for j in jobs.list_jobs(project.conn)}
     assert statuses == {"holding": "interrupted", "second": "running"}
