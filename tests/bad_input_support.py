@@ -511,7 +511,6 @@ def import_cases() -> list[Case]:
                 ],
                 "t.csv",
             ),
-            xfail="core/asr/transcribe.py _as_clip_id: '²'.isdigit() but int('²') fails; outside this change",
         )
     )
     return cases
