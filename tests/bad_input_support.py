@@ -792,7 +792,6 @@ def _power_base(ws):
     return ["power", "--effect", "-3", "--simulations", "10", "--max-questions", "40"]
 
 
-NOT_MINE = "jobs flags: core/cli/jobs_commands.py is outside this change"
 LANGUAGE_BAD = ("zz", "zz-Nonsense", "english", "")
 
 FLAGS = [
@@ -885,7 +884,7 @@ FLAGS = [
     Flag("report", "--kind", ("bogus",), _report_base),
     # jobs
     Flag("jobs", "--cancel", ("abc", "1.5"), _project("jobs")),
-    Flag("jobs", "--limit", ("-1", "0"), _project("jobs"), NOT_MINE),
+    Flag("jobs", "--limit", ("-1", "0", "x"), _project("jobs")),
     # evaluation (ranged in core/cli/evaluation_commands.py by the evaluation change)
     Flag("evaluate", "--concurrency", ("0", "-1"), _evaluate_base),
     Flag("evaluate", "--rpm", ("0", "-1"), _evaluate_base),

@@ -226,7 +226,7 @@ def _as_clip_id(value) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal() and value.strip().isascii():
         return int(value.strip())
     return None
 

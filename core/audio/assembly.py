@@ -495,20 +495,3 @@ def _store(conn, job: AssemblyJob, sha: str, duration: float, limited: int, chun
         utc_now(),
         chunks,
     )
-
-
-def parse_number_list(text: str | None, what: str, allow_clean: bool = False) -> list:
-    """'0.75,1,1.25' -> [0.75, 1.0, 1.25]; with allow_clean, 'clean' stands for no noise."""
-    if not text:
-        return []
-    values = []
-    for token in text.split(","):
-        token = token.strip()
-        if allow_clean and token.lower() in ("clean", "none"):
-            values.append(None)
-            continue
-        try:
-            values.append(float(token))
-        except ValueError:
-            raise SpokenBenchError(f"{what}: '{token}' is not a number") from None
-    return values

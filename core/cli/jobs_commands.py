@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 
+from spokenbench.core.cli.arguments import whole_number
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.jobs import list_jobs, request_cancel
 from spokenbench.core.store import opened
@@ -20,8 +21,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("--running", action="store_true", help="only running jobs")
-    p.add_argument("--limit", type=int, default=50, metavar="N", help="at most N jobs (default 50)")
-    p.add_argument("--cancel", type=int, metavar="JOB", help="ask running job JOB to cancel")
+    p.add_argument(
+        "--limit", type=whole_number(1, 100_000), default=50, metavar="N", help="at most N jobs, 1-100,000 (default 50)"
+    )
+    p.add_argument("--cancel", type=whole_number(1), metavar="JOB", help="ask running job JOB to cancel")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_jobs)
 
@@ -37,7 +40,7 @@ def cmd_jobs(args) -> int:
             else:
                 print(f"job {args.cancel} is not running; nothing to cancel")
             return 0 if asked else 1
-        jobs = list_jobs(project.conn, limit=max(1, args.limit), include_finished=not args.running)
+        jobs = list_jobs(project.conn, limit=args.limit, include_finished=not args.running)
     if args.json:
         print_json([job.as_dict() for job in jobs])
         return 0
