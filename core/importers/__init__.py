@@ -64,6 +64,35 @@ def import_files(
         raise InputError(problems)
 
     problems.extend(_cross_file_duplicates(parsed))
+    if problems:
+        raise InputError(problems)
+    for attempt in range(1, CONCURRENT_IMPORT_ATTEMPTS + 1):
+        to_write = _against_stored(project, parsed, skip_existing)
+        try:
+            return _write(project, to_write, format_name, progress)
+        except _StoredMeanwhile as conflict:
+            # Another process imported some of these items while this import was staged: look again (with
+            # --skip-existing its identical items are now skipped; without it they are reported as duplicates).
+            if attempt == CONCURRENT_IMPORT_ATTEMPTS:
+                raise SpokenBenchError(
+                    f"other processes kept storing these items while this import was being prepared ({conflict}); "
+                    "nothing was imported — run the import again"
+                ) from None
+    raise AssertionError("unreachable")
+
+
+CONCURRENT_IMPORT_ATTEMPTS = 3
+
+
+class _StoredMeanwhile(Exception):
+    """The final copy met items another process stored after this import was validated."""
+
+
+def _against_stored(
+    project: Project, parsed: list[tuple[str, str, list[Item]]], skip_existing: bool
+) -> list[tuple[str, str, list[Item], int]]:
+    """The items of each file still to write, after comparing them with what the project holds now."""
+    problems: list[InputProblem] = []
     keys = {(i.source, i.source_id, i.language) for _, _, items in parsed for i in items}
     stored = existing_items(project.conn, keys)
     to_write: list[tuple[str, str, list[Item], int]] = []
@@ -83,8 +112,7 @@ def import_files(
         to_write.append((file, digest, fresh, len(items) - len(fresh)))
     if problems:
         raise InputError(problems)
-
-    return _write(project, to_write, format_name, progress)
+    return to_write
 
 
 STAGING_BATCH = 1000
@@ -111,10 +139,7 @@ def _write(
         try:
             copy_staged_import(project.conn, staging)
         except sqlite3.IntegrityError as error:
-            raise SpokenBenchError(
-                f"another process stored some of these items while this import was being prepared ({error}); "
-                "nothing was imported — run the import again"
-            ) from None
+            raise _StoredMeanwhile(str(error)) from None
     return [
         ImportedFile(file, len(items), skipped, sorted({i.language for i in items}))
         for file, _, items, skipped in to_write

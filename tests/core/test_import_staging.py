@@ -8,11 +8,11 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from support import gmmlu_rows, write_csv
 
-from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.importers import import_files
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
@@ -99,20 +99,52 @@ def test_items_stored_by_another_process_meanwhile_get_ids_before_the_import(pro
     assert [tuple(o) for o in options] == [(n, 4) for n in range(1, 10)]
 
 
-def test_the_same_items_stored_by_another_process_meanwhile_fail_the_import_cleanly(project, tmp_path):
+def test_the_same_items_stored_by_another_process_meanwhile_are_reported_as_duplicates(project, tmp_path):
+    """Without --skip-existing, the items another process stored meanwhile are duplicates: a clear error naming
+    them, nothing of this import stored."""
+    from spokenbench.core.errors import InputError
+
     table = write_csv(tmp_path / "en.csv", gmmlu_rows(4))
 
     def meanwhile(done, total, message):
-        if message.startswith("saving"):
+        if message.startswith("saving") and not project.conn.execute("SELECT count(*) FROM items").fetchone()[0]:
             with Project.open(project.path) as elsewhere:
                 import_files(elsewhere, [table], "gmmlu-lite")
 
-    with pytest.raises(SpokenBenchError, match="another process stored some of these items"):
+    with pytest.raises(InputError, match="already in the project; use --skip-existing"):
         import_files(project, [table], "gmmlu-lite", progress=Progress(meanwhile))
     assert project.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 4  # the other import's
     assert project.conn.execute("SELECT count(*) FROM imports").fetchone()[0] == 1
     assert staging_files(project.path) == []
     assert project.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # restored after the copy
+
+
+def test_with_skip_existing_items_stored_meanwhile_are_skipped_not_an_error(project, tmp_path):
+    table = write_csv(tmp_path / "en.csv", gmmlu_rows(4))
+    more = write_csv(tmp_path / "ko.csv", gmmlu_rows(3))
+
+    def meanwhile(done, total, message):
+        if message.startswith("saving") and not project.conn.execute("SELECT count(*) FROM items").fetchone()[0]:
+            with Project.open(project.path) as elsewhere:
+                import_files(elsewhere, [table], "gmmlu-lite")
+
+    results = import_files(project, [table, more], "gmmlu-lite", skip_existing=True, progress=Progress(meanwhile))
+    assert [(r.imported, r.skipped) for r in results] == [(0, 4), (3, 0)]
+    assert project.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 7
+    assert staging_files(project.path) == []
+
+
+def test_two_concurrent_skip_existing_imports_of_one_file_both_succeed(project, tmp_path):
+    import subprocess
+    import sys
+
+    table = write_csv(tmp_path / "en.csv", gmmlu_rows(3000))
+    spokenbench = Path(sys.executable).with_name("spokenbench")
+    command = [str(spokenbench), "import", str(project.path), str(table), "--format", "gmmlu-lite", "--skip-existing"]
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    results = [(p.wait(60), p.stderr.read().decode()) for p in processes]
+    assert [code for code, _ in results] == [0, 0, 0], results
+    assert project.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 3000
 
 
 def test_staged_rows_obey_the_projects_own_constraints(project, tmp_path, monkeypatch):
