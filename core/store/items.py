@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import time
 import uuid
@@ -12,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from spokenbench.core.items import Item, Option
+from spokenbench.core.processes import owner_tag, tagged_owner_alive
 from spokenbench.core.store.database import is_read_only, read_only_error, transaction, utc_now
 
 ITEM_COLUMNS = "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"
@@ -164,40 +163,14 @@ _ITEM_COPY_COLUMNS = (
 )
 
 
-def _staging_owner(path: Path) -> tuple[str, int] | None:
-    """(host, pid) encoded in a staging file's name: `.import-staging.<host>.<pid>.<token>.sqlite`."""
-    parts = path.name.removeprefix(STAGING_PREFIX + ".").split(".")
-    if len(parts) < 4 or not parts[-3].isdigit():
-        return None
-    return ".".join(parts[:-3]), int(parts[-3])
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def remove_stale_staging_files(project_path: Path, max_foreign_age_s: float = 86_400) -> int:
-    """Delete staging files of dead processes on this host (and, from other hosts sharing the folder, those
-    untouched for a day). Returns how many were removed."""
+    """Delete staging files whose importing process is gone (and those of unknown owners — another machine
+    sharing the folder — untouched for a day). Returns how many were removed."""
     removed = 0
-    host = socket.gethostname()
     for path in Path(project_path).glob(f"{STAGING_PREFIX}.*"):
-        owner = _staging_owner(Path(path.name.removesuffix("-journal")))
-        if owner is None:
-            continue
-        owner_host, pid = owner
+        alive = tagged_owner_alive(path.name.removeprefix(STAGING_PREFIX + "."))
         try:
-            if owner_host == host:
-                stale = not _process_alive(pid)
-            else:
-                stale = time.time() - path.stat().st_mtime > max_foreign_age_s
-            if stale:
+            if alive is False or (alive is None and time.time() - path.stat().st_mtime > max_foreign_age_s):
                 path.unlink()
                 removed += 1
         except FileNotFoundError:
@@ -213,7 +186,7 @@ class ImportStaging:
         if is_read_only(project_conn):
             raise read_only_error(project_conn)
         token = uuid.uuid4().hex[:8]
-        self.path = Path(project_path) / f"{STAGING_PREFIX}.{socket.gethostname()}.{os.getpid()}.{token}.sqlite"
+        self.path = Path(project_path) / f"{STAGING_PREFIX}.{owner_tag()}.{token}.sqlite"
         schema = dict(
             project_conn.execute(
                 f"SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ({','.join('?' * 3)})",

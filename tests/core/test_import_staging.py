@@ -4,7 +4,6 @@ here because the Studio foundation owns this write phase."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import pytest
 from support import gmmlu_rows, write_csv
 
 from spokenbench.core.importers import import_files
+from spokenbench.core.processes import owner_tag
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import STAGING_PREFIX, remove_stale_staging_files
@@ -30,9 +30,9 @@ def dead_pid() -> int:
 
 
 def test_stale_staging_files_of_dead_processes_are_removed_by_the_next_import(project, tmp_path):
-    host = socket.gethostname()
+    host = owner_tag().split(".")[0]
     dead = project.path / f"{STAGING_PREFIX}.{host}.{dead_pid()}.0badf00d.sqlite"
-    live = project.path / f"{STAGING_PREFIX}.{host}.{os.getpid()}.c0ffee00.sqlite"  # another import of ours
+    live = project.path / f"{STAGING_PREFIX}.{owner_tag()}.c0ffee00.sqlite"  # another import of ours
     foreign = project.path / f"{STAGING_PREFIX}.elsewhere.example.123.deadbeef.sqlite"  # can't tell: kept a day
     for path in (dead, live, foreign):
         path.write_bytes(b"half-written staging data")
