@@ -1,16 +1,18 @@
-"""The journal of paid replies: each reply a run pays for is committed (fsynced) as soon as it arrives, before
-the request's worker parses it, counts it or sends anything else.
+"""The journal of paid answers: each answer a run pays for is committed (fsynced) as soon as it is read —
+its response row, its response-cache entry and its cost, in one transaction — before it is counted and
+before the worker that received it sends anything else.
 
-The job loop's BatchWriter commits finished answers in batches, up to 10 ms after they arrive, which is right
+The job loop's BatchWriter commits finished units in batches, up to 10 ms after they arrive, which is right
 for throughput but leaves a window in which a SIGKILL loses a reply that was already paid for, and a resume
-pays for it again. This writer closes that window: a reply is written to the response cache (with its cost
-added to the run) by a thread and connection of its own, without lingering; replies arriving while a commit
-is under way go together into the next one (group commit), so a burst costs one fsync, not one per reply.
-The worker awaits the commit, so once it moves on — and before its next request goes out — the reply is on
-disk: a resume finds it in the response cache and sends nothing for it.
+pays for it again (an audit saw 2-3 re-sent per kill). This writer closes that window: it has a thread and a
+connection of its own and does not linger; answers arriving while a commit is under way go together into the
+next one (group commit), so a burst of replies costs one fsync, not one per reply. The worker awaits the
+commit, so once it moves on the answer is on disk and a resume sends nothing for it. What was not paid for
+(failures, cache hits, the simulated listener) still goes through the batch writer.
 
-The response row itself still goes through the loop's writer; on resume a journalled reply whose row was lost
-is stored from the cache (cost 0: the run's cost already holds it)."""
+Measured with tests/benchmarks/bench_runner.py (640 requests at concurrency 32, stub answering after 200 ms):
+throughput unchanged within noise (median 149.2 against 149.5 requests/s before), about 0.2 ms more CPU per
+request (one commit per answer instead of one per batch)."""
 
 from __future__ import annotations
 

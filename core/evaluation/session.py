@@ -8,12 +8,12 @@ module brings what is particular to evaluation, per planned request:
   provider's limits, retries honouring the server's wait);
 - the budget: the worst case is reserved before sending; a request the budget cannot cover stops the loop
   (`StopLoop('budget')`) before the cap is crossed;
-- every paid reply journalled (journal.py: committed and fsynced, with its cost) as soon as it arrives and
-  before its worker does anything else, so a SIGKILL never makes a resume pay for a reply that was received —
-  pipeline mode's transcript included;
-- the answer parsed and stored as a `ResponseRecord`; a failed request is stored with its error and counted
-  by kind (`failure_kind`: connection failed, timed out, HTTP 400, ...) for the run's summary (a resume retries
-  it); a rejected key (RemoteAuthError) stops the run."""
+- the answer parsed and stored as a `ResponseRecord`. A paid answer goes through the journal (journal.py:
+  the row, its cache entry and its cost committed and fsynced at once) before it is counted and before its
+  worker sends anything else, so a SIGKILL never makes a resume pay for a reply that was read — pipeline
+  mode's transcript is journalled as soon as it arrives, before its answer is asked. A failed request is
+  stored with its error and counted by kind (`failure_kind`: connection failed, timed out, HTTP 400, ...) for
+  the run's summary (a resume retries it); a rejected key (RemoteAuthError) stops the run."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class _Obtained:
     attempts: int
     key: str | None
     finish_reason: str | None = None
-    journalled: bool = False  # the reply and its cost are committed already (fresh, cacheable replies)
+    entry: store.CacheEntry | None = None  # a fresh, paid reply: what the response cache keeps of it
 
 
 @dataclass(frozen=True)
@@ -196,17 +196,25 @@ class EvaluationSession:
     # -- one planned request ------------------------------------------------------------------------
 
     async def _process(self, job: Job) -> UnitResult:
-        planned = job.planned
-        cost = unstored_cost = 0.0  # unstored: not journalled (replies without a cache key)
+        cost = unstored_cost = 0.0  # unstored: not in the journal yet
+        paid: list[store.CacheEntry] = []  # replies paid for and not stored yet
         transcript = obtained = error_text = error_kind = None
         try:
             if self.pipeline:
                 heard = await self._obtain(self.asr_adapter or self.adapter, self.builder.transcription(job))
                 transcript, cost = heard.text, heard.cost
-                unstored_cost += 0.0 if heard.journalled else heard.cost
+                if heard.entry is not None:  # kept now: the answer may fail, hit the budget or be killed
+                    await self.journal.save(
+                        functools.partial(
+                            store.store_paid_step, run_id=self.run_id, entries=(heard.entry,), cost=heard.cost
+                        )
+                    )
+                else:
+                    unstored_cost += heard.cost
             obtained = await self._obtain(self.adapter, self.builder.answer(job, transcript))
             cost += obtained.cost
-            unstored_cost += 0.0 if obtained.journalled else obtained.cost
+            unstored_cost += obtained.cost
+            paid.extend(filter(None, [obtained.entry]))
         except RemoteCallFailed as failure:
             error_text = f"{failure.error.message} (after {failure.attempts} attempt(s))"
             error_kind = failure_kind(failure.error)
@@ -215,6 +223,23 @@ class EvaluationSession:
         except SpokenBenchError as problem:  # e.g. inline audio over the host's limit: this request only
             error_text = redact(str(problem), self.secrets)
             error_kind = NOT_SENT
+        try:
+            record, outcome = self._record(job, obtained, transcript, cost, error_text, error_kind)
+        except BaseException:
+            if paid:  # a bug in parsing stops the run, but must not lose what was paid for
+                await self.journal.save(
+                    functools.partial(store.store_paid_step, run_id=self.run_id, entries=paid, cost=unstored_cost)
+                )
+            raise
+        write = functools.partial(store.store_answer, record=record, cache_entries=tuple(paid), cost=unstored_cost)
+        if paid:  # on disk before it is counted, and before this worker sends anything else
+            await self.journal.save(write)
+            return UnitResult(None, outcome)
+        return UnitResult(write, outcome)  # nothing paid (failed, cached, shared, simulated): the batch writer
+
+    def _record(self, job: Job, obtained, transcript, cost, error_text, error_kind) -> tuple:
+        """The response row of one planned request, and what its commit tells the counters."""
+        planned = job.planned
         if obtained is None:
             record = store.ResponseRecord(
                 run_id=self.run_id,
@@ -226,44 +251,41 @@ class EvaluationSession:
                 cost_usd=cost or None,
                 transcript=transcript,
             )
-            outcome = _Committed(failed=True, parse_status=None, error_kind=error_kind, error=error_text)
-        else:
-            rendered = self.builder.render(job, transcript)
-            parsed = parse_answer(
-                obtained.text,
-                rendered.presented_letters,
-                rendered.option_texts,
-                rendered.neutral_letter,
-                rendered.neutral_text,
-            )
-            record = store.ResponseRecord(
-                run_id=self.run_id,
-                item_id=planned.item_id,
-                condition_key=planned.condition_key,
-                option_order=planned.option_order,
-                created_at=utc_now(),
-                raw_text=obtained.text,
-                parsed_letter=parsed.letter,
-                parse_status=parsed.status,
-                mapped_option=map_to_original(parsed.letter, planned.option_order),
-                latency_ms=obtained.latency_ms,
-                input_tokens=obtained.input_tokens,
-                output_tokens=obtained.output_tokens,
-                request_sha256=obtained.key,
-                cached=obtained.cached,
-                attempts=obtained.attempts,
-                cost_usd=cost,
-                parse_detail=parsed.detail,
-                transcript=transcript,
-            )
-            outcome = _Committed(failed=False, parse_status=parsed.status)
-        write = functools.partial(store.store_answer, record=record, cache_entries=(), cost=unstored_cost)
-        return UnitResult(write, outcome)
+            return record, _Committed(failed=True, parse_status=None, error_kind=error_kind, error=error_text)
+        rendered = self.builder.render(job, transcript)
+        parsed = parse_answer(
+            obtained.text,
+            rendered.presented_letters,
+            rendered.option_texts,
+            rendered.neutral_letter,
+            rendered.neutral_text,
+        )
+        record = store.ResponseRecord(
+            run_id=self.run_id,
+            item_id=planned.item_id,
+            condition_key=planned.condition_key,
+            option_order=planned.option_order,
+            created_at=utc_now(),
+            raw_text=obtained.text,
+            parsed_letter=parsed.letter,
+            parse_status=parsed.status,
+            mapped_option=map_to_original(parsed.letter, planned.option_order),
+            latency_ms=obtained.latency_ms,
+            input_tokens=obtained.input_tokens,
+            output_tokens=obtained.output_tokens,
+            request_sha256=obtained.key,
+            cached=obtained.cached,
+            attempts=obtained.attempts,
+            cost_usd=cost,
+            parse_detail=parsed.detail,
+            transcript=transcript,
+        )
+        return record, _Committed(failed=False, parse_status=parsed.status)
 
     async def _obtain(self, adapter: ModelAdapter, request: ModelRequest) -> _Obtained:
-        """The reply to one request: from the cache, from an identical request in flight, or from the model —
-        then journalled (on disk, with its cost) before this returns. Raises StopLoop('budget') when the
-        budget cannot cover it."""
+        """The reply to one request: from the cache, from an identical request in flight, or from the model
+        (then with the cache `entry` the caller journals). Raises StopLoop('budget') when the budget cannot
+        cover it."""
         key = adapter.request_key(request) if adapter.cacheable else None
         if key is not None:
             hit = self.cache.get(key)
@@ -275,7 +297,7 @@ class EvaluationSession:
             if key in self.inflight:  # the same request is being answered for another condition
                 obtained = await asyncio.shield(self.inflight[key])
                 self.hits += 1
-                return replace(obtained, cost=0.0, cached=True, attempts=0, journalled=False)
+                return replace(obtained, cost=0.0, cached=True, attempts=0, entry=None)
             future = asyncio.get_running_loop().create_future()
             future.add_done_callback(lambda f: f.cancelled() or f.exception())
             self.inflight[key] = future
@@ -290,11 +312,7 @@ class EvaluationSession:
                     obtained.latency_ms,
                     obtained.cost,
                 )
-                entry = store.CacheEntry(key, adapter.spec, cached, obtained.finish_reason)
-                await self.journal.save(
-                    functools.partial(store.store_paid_step, run_id=self.run_id, entries=(entry,), cost=obtained.cost)
-                )
-                obtained = replace(obtained, journalled=True)
+                obtained = replace(obtained, entry=store.CacheEntry(key, adapter.spec, cached, obtained.finish_reason))
                 self.cache[key] = cached
                 self.inflight.pop(key).set_result(obtained)
             return obtained

@@ -95,7 +95,7 @@ def test_sigkill_after_a_reply_resends_nothing_answered(source, tmp_path, cli, m
             stderr=(tmp_path / "stderr").open("wb"),
         )
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while not (moved_on := stub.state.wait_for(lambda s: s.held >= CONCURRENCY, timeout=0.1)):
                 if process.poll() is not None or time.monotonic() > deadline:
                     break
