@@ -13,7 +13,7 @@ import string
 import sys
 from pathlib import Path
 
-from spokenbench.core.cli.arguments import comma_list, http_url, number, number_list, whole_number
+from spokenbench.core.cli.arguments import comma_list, http_url, language_list, number, number_list, whole_number
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.evaluation.adapters import GenerationParams
@@ -193,7 +193,12 @@ def register(subparsers) -> None:
         default="yes",
         help="options with letters (yes), without (no: the model repeats the option text), or both",
     )
-    p.add_argument("--languages", type=comma_list, metavar="CODE,...", help="only items in these languages")
+    p.add_argument(
+        "--languages",
+        type=language_list,
+        metavar="CODE,...",
+        help="only items in these languages (ISO 639-1 codes, e.g. en,zh,ko)",
+    )
     p.add_argument("--accents", type=comma_list, metavar="ACCENT,...")
     p.add_argument("--voices", type=comma_list, metavar="VOICE,...")
     p.add_argument("--genders", type=_choices("female", "male"), metavar="female,male", help="female and/or male")

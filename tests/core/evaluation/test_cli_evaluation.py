@@ -191,6 +191,7 @@ BAD_OPTIONS = [
     (EVALUATE, "--genders", "robot"),
     (EVALUATE, "--voice-source", "stolen"),
     (EVALUATE, "--identifiers", "maybe"),
+    (EVALUATE, "--languages", "zz"),
     (["reparse", "DIR"], "--run", "-2"),
     (["parse", "in.jsonl", "--out", "out.jsonl"], "--letters", "AAAA"),
     (["parse", "in.jsonl", "--out", "out.jsonl"], "--letters", "A"),
@@ -231,12 +232,16 @@ def _subcommand_parsers():
 
 def test_every_numeric_or_enumerated_option_documents_its_range():
     """The range a value must be in is in the option's --help (enumerations show their choices)."""
-    from spokenbench.core.cli.arguments import comma_list, http_url
+    from spokenbench.core.cli.arguments import comma_list, http_url, language_list
 
     undocumented = []
     for command, parser in _subcommand_parsers().items():
         for action in parser._actions:
-            if not action.option_strings or action.type in (None, str, comma_list, http_url) or action.choices:
+            if (
+                not action.option_strings
+                or action.type in (None, str, comma_list, http_url, language_list)
+                or action.choices
+            ):
                 continue
             if not re.search(
                 r"\d+ to \d|more than \d|at least \d|\d or more|between \d|but 0|and/or|any number", action.help
