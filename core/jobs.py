@@ -351,18 +351,34 @@ class StopLoop(Exception):
 _STOP = object()
 
 
-class BatchWriter(threading.Thread):
-    """The one writer of a job: its own connection; writes are committed in batches (one fsync for many),
-    and each commit is reported back with the tags of what it committed."""
+class DurableWriteFailed(SpokenBenchError):
+    """A result that was paid for could not be stored (disk full, database unwritable): the job stops."""
 
-    def __init__(self, db_path: Path, on_commit: Callable[[list | None], None], max_batch: int = 2000):
-        super().__init__(name="spokenbench-job-writer", daemon=True)
-        self.db_path, self.on_commit, self.max_batch = db_path, on_commit, max_batch
+
+class BatchWriter(threading.Thread):
+    """A job's writer: its own connection; writes are committed in batches (one fsync for many), and each
+    commit is reported back with the tags of what it committed. With `linger_s` the writer waits that long for
+    more writes to share a commit (throughput); without, it commits what is waiting at once (durability: a
+    paid answer is on disk before the worker that received it moves on). A write may carry a future that is
+    resolved — on the event loop — once it is committed, or failed when it could not be."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        on_commit: Callable[[list | None], None] | None = None,
+        *,
+        linger_s: float = WRITER_LINGER_S,
+        max_batch: int = 2000,
+        name: str = "spokenbench-job-writer",
+    ):
+        super().__init__(name=name, daemon=True)
+        self.db_path, self.on_commit, self.linger_s, self.max_batch = db_path, on_commit, linger_s, max_batch
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.error: BaseException | None = None
+        self.commits = 0
 
-    def put(self, write: Write | None, tag: Any = None) -> None:
-        self.queue.put((write, tag))
+    def put(self, write: Write | None, tag: Any = None, future: asyncio.Future | None = None) -> None:
+        self.queue.put((write, tag, future))
 
     def run(self) -> None:
         conn = database.connect(self.db_path)
@@ -370,7 +386,8 @@ class BatchWriter(threading.Thread):
             stop = False
             while not stop:
                 batch = [self.queue.get()]
-                time.sleep(WRITER_LINGER_S)  # let a few more arrive: one commit for several
+                if self.linger_s:
+                    time.sleep(self.linger_s)  # let a few more arrive: one commit for several
                 while len(batch) < self.max_batch:
                     try:
                         batch.append(self.queue.get_nowait())
@@ -378,22 +395,53 @@ class BatchWriter(threading.Thread):
                         break
                 stop = any(entry is _STOP for entry in batch)
                 batch = [entry for entry in batch if entry is not _STOP]
-                if not batch:
-                    continue
-                with database.transaction(conn):
-                    for write, _tag in batch:
-                        if write is not None:
-                            write(conn)
-                self.on_commit([tag for _write, tag in batch])
-        except BaseException as error:  # noqa: BLE001 - handed to the loop, which stops and re-raises
-            self.error = error
-            self.on_commit(None)
+                if batch:
+                    self._commit(conn, batch)
         finally:
             conn.close()
 
+    def _commit(self, conn: sqlite3.Connection, batch: list) -> None:
+        if self.error is None:
+            try:
+                if any(write is not None for write, _tag, _future in batch):
+                    with database.transaction(conn):
+                        for write, _tag, _future in batch:
+                            if write is not None:
+                                write(conn)
+                    self.commits += 1
+            except BaseException as error:  # noqa: BLE001 - handed to the loop, which stops and re-raises
+                self.error = error
+                if self.on_commit is not None:
+                    self.on_commit(None)
+            else:
+                if self.on_commit is not None:
+                    self.on_commit([tag for _write, tag, _future in batch])
+        for _write, _tag, future in batch:  # after a failure, every later write fails too: nobody waits forever
+            if future is not None:
+                _resolve(future, self.error)
+
     def finish(self) -> None:
-        self.queue.put(_STOP)
-        self.join()
+        """Commit what is queued, then stop (blocking: call it from a thread, or after the event loop)."""
+        if self.is_alive():
+            self.queue.put(_STOP)
+            self.join()
+
+
+def _resolve(future: asyncio.Future, error: BaseException | None) -> None:
+    def settle() -> None:
+        if future.done():
+            return
+        if error is None:
+            future.set_result(None)
+        else:
+            failure = DurableWriteFailed(f"storing a paid result failed: {error}")
+            failure.__cause__ = error
+            future.set_exception(failure)
+
+    try:
+        future.get_loop().call_soon_threadsafe(settle)
+    except RuntimeError:  # the event loop is closed: nobody waits any more
+        pass
 
 
 @dataclass
@@ -534,6 +582,7 @@ class JobLoop(Generic[U]):
         self._started = time.monotonic()
         self._carried = 0  # units counted as done before this session (resume)
         self.writer: BatchWriter | None = None
+        self.durable: BatchWriter | None = None
         self.claims, self.claim_chunk = claims, max(1, claim_chunk)
         self._feeder: _ClaimingFeeder[U] | None = None
         if claims is not None and not isinstance(self.progress, JobProgress):
@@ -553,8 +602,17 @@ class JobLoop(Generic[U]):
         return self.stop_reason is not None or self.progress.cancelled
 
     def save(self, write: Write, tag: Any = None) -> None:
-        """Queue a write that does not complete a unit (e.g. a raw answer journalled as soon as it arrives)."""
+        """Queue a write that does not complete a unit; it is committed with the next batch."""
         self.writer.put(write, tag)
+
+    async def save_now(self, write: Write) -> None:
+        """Commit `write` at once and return when it is on disk: for what was paid for (an answer, a clip), so a
+        kill right after cannot lose it and a resume never pays for it again. Answers arriving together share
+        one commit. Raises DurableWriteFailed when it cannot be stored (the job then stops)."""
+        future = self.loop.create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody waits
+        self.durable.put(write, None, future)
+        await asyncio.shield(future)  # cancelling the worker does not cancel a commit already asked for
 
     async def remote(
         self,
@@ -595,6 +653,8 @@ class JobLoop(Generic[U]):
         self._started = time.monotonic()
         self.writer = BatchWriter(self.db_path, self._on_commit)
         self.writer.start()
+        self.durable = BatchWriter(self.db_path, linger_s=0.0, name="spokenbench-job-durable-writer")
+        self.durable.start()
         shared = iter(units)
         if self.claims is not None:
             self._feeder = _ClaimingFeeder(
@@ -607,6 +667,7 @@ class JobLoop(Generic[U]):
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
             watcher.cancel()
+            await self.loop.run_in_executor(None, self.durable.finish)
             await self.loop.run_in_executor(None, self.writer.finish)
             await asyncio.sleep(0)  # deliver the writer's last commit callback
             if self._feeder is not None:

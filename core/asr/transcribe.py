@@ -119,7 +119,7 @@ async def run_transcription(
                 claims=UnitClaims("transcribe", key=_claim_key, already_done=_already_transcribed),
             )
 
-            async def transcribe(job: TranscriptionJob) -> Write:
+            async def transcribe(job: TranscriptionJob) -> Write | None:
                 backend = by_name[job.asr]
                 try:
                     audio = project.audio.read_bytes(job.sha256, job.audio_format)
@@ -138,7 +138,8 @@ async def run_transcription(
                 report.requests += 1
                 report.transcripts += len(job.clip_ids)
                 rows = [(clip_id, backend.model, text) for clip_id in job.clip_ids]
-                return lambda conn: store_transcripts(conn, job.asr, rows)
+                await loop.save_now(lambda conn: store_transcripts(conn, job.asr, rows))  # paid: kept at once
+                return None
 
             await loop.run(plan.jobs, transcribe)
     finally:

@@ -217,7 +217,7 @@ async def run_synthesis(
             claims=UnitClaims("synthesize", key=lambda group: group[0].cache_key),
         )
 
-        async def synthesize(group: list[ClipJob]) -> Write:
+        async def synthesize(group: list[ClipJob]) -> Write | None:
             """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
             first = group[0]
             stored = stored_clip_audio(project.conn, first.cache_key)
@@ -237,7 +237,9 @@ async def run_synthesis(
             sha = project.audio.put_bytes(encode_audio(audio.samples, audio.rate, STORED_FORMAT), STORED_FORMAT)
             report.synthesized += 1
             report.reused += len(group) - 1
-            return _clip_rows_write(backend, group, "ok", None, (sha, STORED_FORMAT, audio.duration, audio.rate, level))
+            stored = (sha, STORED_FORMAT, audio.duration, audio.rate, level)
+            await loop.save_now(_clip_rows_write(backend, group, "ok", None, stored))  # paid: kept at once
+            return None
 
         await loop.run(list(groups.values()), synthesize)
     return report

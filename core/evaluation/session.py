@@ -8,10 +8,10 @@ module brings what is particular to evaluation, per planned request:
   provider's limits, retries honouring the server's wait);
 - the budget: the worst case is reserved before sending; a request the budget cannot cover stops the loop
   (`StopLoop('budget')`) before the cap is crossed;
-- the answer parsed and stored as a `ResponseRecord`. A paid answer goes through the journal (journal.py:
-  the row, its cache entry and its cost committed and fsynced at once) before it is counted and before its
+- the answer parsed and stored as a `ResponseRecord`. A paid answer is saved at once (`JobLoop.save_now`:
+  the row, its cache entry and its cost committed and fsynced together) before it is counted and before its
   worker sends anything else, so a SIGKILL never makes a resume pay for a reply that was read — pipeline
-  mode's transcript is journalled as soon as it arrives, before its answer is asked. A failed request is
+  mode's transcript is saved as soon as it arrives, before its answer is asked. A failed request is
   stored with its error and counted by kind (`failure_kind`: connection failed, timed out, HTTP 400, ...) for
   the run's summary (a resume retries it); a rejected key (RemoteAuthError) stops the run."""
 
@@ -26,11 +26,10 @@ from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import ModelAdapter, ModelRequest, create_adapter
 from spokenbench.core.evaluation.budget import Budget, reply_cost, worst_case_cost
-from spokenbench.core.evaluation.journal import JournalError, ReplyJournal
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, asr_params
 from spokenbench.core.evaluation.presets import Price
-from spokenbench.core.jobs import JobLoop, LoopResult, UnitResult
+from spokenbench.core.jobs import DurableWriteFailed, JobLoop, LoopResult, UnitResult
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import (
     ClassifiedError,
@@ -134,7 +133,6 @@ class EvaluationSession:
         self.asr_adapter: ModelAdapter | None = None
         self.limiters: dict[str, ProviderLimiter] = {}
         self.loop: JobLoop[Job] | None = None
-        self.journal: ReplyJournal | None = None
         self._ramp_slots = 0 if prepared.simulated else self.settings.concurrency
         self._ramped = 0
         self._audio_bytes = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
@@ -150,9 +148,6 @@ class EvaluationSession:
         is committed either way. A budget stop returns with stop_reason 'budget'."""
         self._make_adapters()
         self.cache = store.cached_replies(self.project.conn, self.prepared.cache_keys)
-        if any(adapter.cacheable for adapter in filter(None, (self.adapter, self.asr_adapter))):
-            self.journal = ReplyJournal(self.project.db_path)  # (the simulated listener pays nothing)
-            self.journal.start()
         self.loop = JobLoop(
             self.project.db_path,
             self.progress,
@@ -163,8 +158,6 @@ class EvaluationSession:
         try:
             return await self.loop.run(self.jobs, self._process, total=self.total, already_done=self.answered)
         finally:
-            if self.journal is not None:
-                await asyncio.get_running_loop().run_in_executor(None, self.journal.close)
             for adapter in filter(None, (self.adapter, self.asr_adapter)):
                 try:
                     await asyncio.wait_for(adapter.aclose(), timeout=1.0)
@@ -196,7 +189,7 @@ class EvaluationSession:
     # -- one planned request ------------------------------------------------------------------------
 
     async def _process(self, job: Job) -> UnitResult:
-        cost = unstored_cost = 0.0  # unstored: not in the journal yet
+        cost = unstored_cost = 0.0  # unstored: not saved yet
         paid: list[store.CacheEntry] = []  # replies paid for and not stored yet
         transcript = obtained = error_text = error_kind = None
         try:
@@ -204,7 +197,7 @@ class EvaluationSession:
                 heard = await self._obtain(self.asr_adapter or self.adapter, self.builder.transcription(job))
                 transcript, cost = heard.text, heard.cost
                 if heard.entry is not None:  # kept now: the answer may fail, hit the budget or be killed
-                    await self.journal.save(
+                    await self.loop.save_now(
                         functools.partial(
                             store.store_paid_step, run_id=self.run_id, entries=(heard.entry,), cost=heard.cost
                         )
@@ -218,7 +211,7 @@ class EvaluationSession:
         except RemoteCallFailed as failure:
             error_text = f"{failure.error.message} (after {failure.attempts} attempt(s))"
             error_kind = failure_kind(failure.error)
-        except (RemoteAuthError, JournalError):  # stop the run, not just this request
+        except (RemoteAuthError, DurableWriteFailed):  # stop the run, not just this request
             raise
         except SpokenBenchError as problem:  # e.g. inline audio over the host's limit: this request only
             error_text = redact(str(problem), self.secrets)
@@ -227,13 +220,13 @@ class EvaluationSession:
             record, outcome = self._record(job, obtained, transcript, cost, error_text, error_kind)
         except BaseException:
             if paid:  # a bug in parsing stops the run, but must not lose what was paid for
-                await self.journal.save(
+                await self.loop.save_now(
                     functools.partial(store.store_paid_step, run_id=self.run_id, entries=paid, cost=unstored_cost)
                 )
             raise
         write = functools.partial(store.store_answer, record=record, cache_entries=tuple(paid), cost=unstored_cost)
         if paid:  # on disk before it is counted, and before this worker sends anything else
-            await self.journal.save(write)
+            await self.loop.save_now(write)
             return UnitResult(None, outcome)
         return UnitResult(write, outcome)  # nothing paid (failed, cached, shared, simulated): the batch writer
 

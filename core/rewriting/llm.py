@@ -182,7 +182,7 @@ async def run_rewrites(
     progress: Progress | None = None,
     retry_policy: RetryPolicy | None = None,
 ) -> RewriteReport:
-    """Rewrite the plan's items on the shared job loop (core.jobs). Every answer is journalled the moment it
+    """Rewrite the plan's items on the shared job loop (core.jobs). Every answer is saved the moment it
     arrives; an item's rewrites are stored when it is finished. Raises RemoteAuthError (after keeping all
     finished items) when the endpoint rejects the key."""
     template = template or load_template(project.conn)
@@ -222,7 +222,10 @@ async def run_rewrites(
                     lambda: client.complete(messages), limiter, retry_policy, secrets=client.secrets
                 )
                 cache[key] = raw
-                loop.save(lambda conn: store_rewrite_answer(conn, key, item_id, settings.model, attempt, raw, usage))
+                # on disk before it is used: a kill right after never makes a resume pay for it again
+                await loop.save_now(
+                    lambda conn: store_rewrite_answer(conn, key, item_id, settings.model, attempt, raw, usage)
+                )
                 report.requests += 1
                 return raw
 

@@ -12,8 +12,8 @@ Prints, as medians over the repeats:
 - the ratio of the two.
 Targets from the issue: >= 90 % of ideal, <= 2 ms CPU per request, >= 25x the sequential loop.
 
-The figures include the durability of paid answers: each one is committed and fsynced (core/evaluation/
-journal.py) before it is counted. To compare with another version of the code, run the script with that
+The figures include the durability of paid answers: each one is committed and fsynced (JobLoop.save_now in
+core/jobs.py) before it is counted. To compare with another version of the code, run the script with that
 version first on the path, alternating the two a few times (the machine's load is the largest noise):
 
     git archive COMMIT core resources | tar -x -C /tmp/base/spokenbench

@@ -305,3 +305,28 @@ def test_claimed_units_of_a_live_job_are_skipped_and_a_dead_jobs_are_taken_over(
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_save_now_commits_a_burst_in_few_transactions_without_lingering(project):
+    """What was paid for is on disk when `save_now` returns; a burst shares commits instead of one fsync each."""
+    written, elapsed = [], []
+
+    async def work(n):
+        started = time.perf_counter()
+        await loop.save_now(lambda conn, n=n: written.append(n))
+        elapsed.append(time.perf_counter() - started)
+        return None
+
+    loop = jobs.JobLoop(project.db_path, concurrency=50)
+    asyncio.run(loop.run(range(50), work))
+    assert sorted(written) == list(range(50))
+    assert loop.durable.commits <= 5 and max(elapsed) < 0.5
+
+
+def test_a_durable_write_that_fails_stops_the_job(project):
+    async def work(n):
+        await loop.save_now(lambda conn: conn.execute("INSERT INTO no_such_table VALUES (1)"))
+
+    loop = jobs.JobLoop(project.db_path, concurrency=2)
+    with pytest.raises(jobs.DurableWriteFailed, match="no_such_table"):
+        asyncio.run(loop.run(range(4), work))

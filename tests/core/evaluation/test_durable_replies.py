@@ -122,27 +122,3 @@ def test_sigkill_after_a_reply_resends_nothing_answered(source, tmp_path, cli, m
     (rows, cost), (clean_rows, clean_cost) = _results(project_dir), clean_results
     assert len(rows) == ITEMS * len(ORDERS) and rows == clean_rows
     assert clean_cost > 0 and cost == pytest.approx(clean_cost)  # the killed session's cost was kept, once
-
-
-def test_journal_commits_a_burst_in_one_transaction_without_waiting(tmp_path):
-    """The journal's latency is one commit: it does not linger, and replies arriving during a commit share the
-    next one."""
-    import asyncio
-
-    from spokenbench.core.evaluation.journal import ReplyJournal
-
-    with Project.create(tmp_path / "p") as project:
-        journal = ReplyJournal(project.db_path)
-        journal.start()
-        written = []
-
-        async def burst():
-            started = time.perf_counter()
-            await asyncio.gather(*(journal.save(lambda conn, n=n: written.append(n)) for n in range(50)))
-            return time.perf_counter() - started
-
-        elapsed = asyncio.run(burst())
-        journal.close()
-    assert sorted(written) == list(range(50))
-    assert journal.saved == 50 and journal.commits <= 3  # one commit for the first, one for the rest
-    assert elapsed < 0.5
