@@ -31,7 +31,7 @@ from spokenbench.core.store.items import items_in_languages
 
 SEGMENT_CACHE_BYTES = 256 * 2**20  # prepared clips kept for reuse; bounds memory whatever the input count
 
-# Bounds of one assembled input (docs/reliability-inputs.md). Outside them an input is meaningless (speed 0) or
+# Bounds of one assembled input (docs/reliability.md). Outside them an input is meaningless (speed 0) or
 # too large to build in memory: a 10 MHz rate, an hour of pause, a question of 100,000 characters.
 SPEED_RANGE = (0.25, 4.0)
 VOLUME_MAX = 4.0

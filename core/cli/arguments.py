@@ -94,7 +94,7 @@ def http_url(text: str) -> str:
     return text.strip()
 
 
-# Shared ranges of the options every remote-calling command has (docs/reliability-inputs.md).
+# Shared ranges of the options every remote-calling command has (docs/reliability.md).
 MAX_CONCURRENCY = 256
 MAX_RETRIES = 20
 MAX_TIMEOUT_S = 3600.0
