@@ -13,6 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_core_never_imports_qt_at_runtime():
     """Import every core module in a fresh interpreter: no Qt module may be loaded."""
     script = textwrap.dedent(
@@ -48,6 +49,7 @@ def test_core_source_has_no_qt_or_gui_imports():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_wheel_installs_only_namespaced_packages(tmp_path):
     """`pip install .` must put spokenbench/core, spokenbench/app, … in site-packages, never a bare core/."""
     pytest.importorskip("setuptools")

@@ -16,6 +16,7 @@ def test_every_command_has_help(capsys):
         assert name in help_text and "usage" in help_text
 
 
+@pytest.mark.slow
 def test_demo_then_info_json(cli, tmp_path):
     result = cli("demo", tmp_path / "demo-project")
     assert result.code == 0, result.err
@@ -129,6 +130,7 @@ def test_user_errors_exit_2_with_a_message(cli, tmp_path, args, expected):
     assert result.code == 2 and expected in result.err and "Traceback" not in result.err
 
 
+@pytest.mark.slow
 def test_console_script_reports_malformed_file_without_traceback(tmp_path):
     """The installed entry point, as outside scripts run it: exit 2, the problem named, nothing imported."""
     assert run_console_script("init", tmp_path / "p").returncode == 0

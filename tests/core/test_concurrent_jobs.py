@@ -9,11 +9,14 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
 from support import write_jsonl
 
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs import list_jobs
+
+pytestmark = pytest.mark.slow  # two real processes on one project
 
 AUDIO_TESTS = Path(__file__).parent / "audio"
 TESTS = Path(__file__).parents[1]

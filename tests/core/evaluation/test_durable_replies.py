@@ -23,6 +23,8 @@ from model_stub import StubServer
 from spokenbench.core.conditions import Condition
 from spokenbench.core.store import Project
 
+pytestmark = pytest.mark.slow  # real processes killed at three moments
+
 ITEMS, ORDERS, CONCURRENCY = 8, ("original", "reversed"), 4
 SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))
 MOMENTS = {  # name: (answers before the kill, the first answers leave together)

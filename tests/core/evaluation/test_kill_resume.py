@@ -14,11 +14,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from eval_support import add_assembled, add_items
 from model_stub import StubServer
 
 from spokenbench.core.conditions import Condition
 from spokenbench.core.store import Project
+
+pytestmark = pytest.mark.slow  # real processes killed and resumed
 
 ITEMS, ORDERS = 8, ("original", "reversed")
 

@@ -206,6 +206,7 @@ def test_report_of_a_folder_that_is_not_a_project(cli, tmp_path):
     assert result.code == 2 and "not a SpokenBench project" in result.err
 
 
+@pytest.mark.slow
 def test_the_installed_console_script(mcq_file, tmp_path):
     result = run_console_script("metrics", mcq_file, "--factors", "gender,order", "--bootstrap", "0", "--json")
     assert result.returncode == 0, result.stderr

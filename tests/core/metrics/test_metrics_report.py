@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 import pandas as pd
+import pytest
 from metrics_helpers import random_design
 
 from spokenbench.core.metrics import figures
@@ -17,6 +18,7 @@ from spokenbench.core.metrics.table_formats import to_latex, to_markdown
 FACTORS = ["language", "accent", "gender", "order"]
 
 
+@pytest.mark.slow
 def test_reports_are_reproducible_byte_for_byte(tmp_path):
     frame = random_design(np.random.default_rng(2), n_questions=6)
     frame["cultural_label"] = np.where(frame["question_id"].isin(["q0", "q1", "q2"]), "CS", "CA")
@@ -49,6 +51,7 @@ def test_figures_are_labelled():
         assert any(ax.get_legend() is not None for ax in fig.axes) or name == "fig_entropy_distribution", name
 
 
+@pytest.mark.slow
 def test_report_needs_no_pyplot_and_no_qt(tmp_path):
     script = textwrap.dedent(f"""
         import sys
