@@ -119,7 +119,8 @@ def queue_clips(conn, name: str) -> list[QueueClip]:
 
 
 def next_unrated(conn, name: str, annotator: str) -> QueueClip | None:
-    """The first clip of the queue this annotator has not rated yet (any earlier rating of the clip counts)."""
+    """The first clip of the queue this annotator has no live rating for (any earlier rating of the clip counts;
+    an undone one does not)."""
     rated = store.clips_rated_by(conn, annotator)
     return next((clip for clip in queue_clips(conn, name) if clip.clip_id not in rated), None)
 
@@ -142,3 +143,30 @@ def rate_clip(
         if queue_id is not None and not store.queue_has_clip(conn, queue_id, clip_id):
             raise SpokenBenchError(f"clip {clip_id} is not in rating queue '{queue}'")
         return store.insert_rating(conn, clip_id, annotator, rating, note, utc_now(), queue_id)
+
+
+@dataclass(frozen=True)
+class UndoneRating:
+    rating_id: int
+    clip_id: int
+    restored: tuple[int, str, str | None] | None  # the clip's earlier live rating that counts again, if any
+
+
+def undo_last_rating(project: Project, annotator: str, queue: str) -> UndoneRating | None:
+    """Mark the annotator's most recent live rating in the queue undone, in its own transaction (the row is kept);
+    None when there is nothing left to undo. Each call takes back one more, newest first."""
+    with project.transaction() as conn:
+        last = store.last_live_rating_in_queue(conn, annotator, _queue_id(conn, queue))
+        if last is None:
+            return None
+        rating_id, clip_id = last
+        store.mark_rating_undone(conn, rating_id, utc_now(), annotator)
+        restored = store.live_ratings_by(conn, annotator).get(clip_id)
+    return UndoneRating(rating_id, clip_id, restored)
+
+
+def note_rating(project: Project, rating_id: int, note: str | None) -> None:
+    """Attach a note to a stored rating in its own transaction, without changing the verdict."""
+    with project.transaction() as conn:
+        if not store.set_rating_note(conn, rating_id, (note or "").strip() or None):
+            raise SpokenBenchError(f"rating {rating_id} no longer counts (it was undone); nothing to note")

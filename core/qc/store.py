@@ -81,7 +81,7 @@ def queue_overviews(conn: sqlite3.Connection) -> list[dict]:
         by_annotator = dict(
             conn.execute(
                 "SELECT annotator, count(DISTINCT r.clip_id) FROM ratings r JOIN rating_queue_clips q ON q.clip_id = r.clip_id "
-                "AND q.queue_id = ? GROUP BY annotator ORDER BY annotator",
+                "AND q.queue_id = ? WHERE r.undone_at IS NULL GROUP BY annotator ORDER BY annotator",
                 (row["id"],),
             ).fetchall()
         )
@@ -125,8 +125,58 @@ def queue_has_clip(conn: sqlite3.Connection, queue_id: int, clip_id: int) -> boo
 
 
 def clips_rated_by(conn: sqlite3.Connection, annotator: str) -> set[int]:
-    """Clips this annotator has rated in any queue: a session skips them."""
-    return {row[0] for row in conn.execute("SELECT DISTINCT clip_id FROM ratings WHERE annotator = ?", (annotator,))}
+    """Clips this annotator has a live (not undone) rating for in any queue: a session skips them."""
+    rows = conn.execute("SELECT DISTINCT clip_id FROM ratings WHERE annotator = ? AND undone_at IS NULL", (annotator,))
+    return {row[0] for row in rows}
+
+
+def live_ratings_by(conn: sqlite3.Connection, annotator: str) -> dict[int, tuple[int, str, str | None]]:
+    """This annotator's newest live rating per clip as clip id → (rating id, rating, note): what a rating
+    session shows as already rated, and only this annotator's (each rater sees their own)."""
+    rows = conn.execute(
+        """SELECT r.clip_id, r.id, r.rating, r.note FROM ratings r
+           JOIN (SELECT clip_id, max(id) AS id FROM ratings WHERE annotator = ? AND undone_at IS NULL GROUP BY clip_id)
+                newest ON newest.id = r.id""",
+        (annotator,),
+    )
+    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+
+def last_live_rating_in_queue(conn: sqlite3.Connection, annotator: str, queue_id: int) -> tuple[int, int] | None:
+    """(rating id, clip id) of the annotator's most recent live rating filed under the queue: what undo takes back."""
+    row = conn.execute(
+        "SELECT id, clip_id FROM ratings WHERE annotator = ? AND queue_id = ? AND undone_at IS NULL "
+        "ORDER BY id DESC LIMIT 1",
+        (annotator, queue_id),
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def mark_rating_undone(conn: sqlite3.Connection, rating_id: int, undone_at: str, undone_by: str) -> None:
+    """Mark a rating undone; the row stays, so the record of what was rated (and taken back) is kept."""
+    conn.execute(
+        "UPDATE ratings SET undone_at = ?, undone_by = ? WHERE id = ? AND undone_at IS NULL",
+        (undone_at, undone_by, rating_id),
+    )
+
+
+def set_rating_note(conn: sqlite3.Connection, rating_id: int, note: str | None) -> bool:
+    """Attach a note to a live rating (the verdict is untouched); False when it is gone or undone."""
+    cursor = conn.execute("UPDATE ratings SET note = ? WHERE id = ? AND undone_at IS NULL", (note, rating_id))
+    return cursor.rowcount == 1
+
+
+def queue_transcripts(conn: sqlite3.Connection, queue_id: int) -> dict[int, list[tuple[str, str]]]:
+    """Transcripts of a queue's clips as clip id → [(ASR system, text)], for a rater who asks to see them."""
+    rows = conn.execute(
+        """SELECT t.clip_id, t.asr, t.text FROM transcripts t JOIN rating_queue_clips q ON q.clip_id = t.clip_id
+           WHERE q.queue_id = ? ORDER BY t.clip_id, t.asr""",
+        (queue_id,),
+    )
+    found: dict[int, list[tuple[str, str]]] = {}
+    for clip_id, asr, text in rows:
+        found.setdefault(clip_id, []).append((asr, text))
+    return found
 
 
 def insert_rating(
@@ -146,7 +196,7 @@ def insert_rating(
 
 
 def newest_ratings(conn: sqlite3.Connection, queue: str | None = None) -> list[dict]:
-    """Newest rating per (clip, annotator), with the clip's language, accent, voice, part, item and WER interval:
+    """Newest live (not undone) rating per (clip, annotator), with the clip's language, accent, voice, part, item and WER interval:
     the queue's interval at sampling time when `queue` names one (then only its clips), else the current
     screening's."""
     join, params = "", []
@@ -159,7 +209,8 @@ def newest_ratings(conn: sqlite3.Connection, queue: str | None = None) -> list[d
         f"""SELECT r.clip_id, r.annotator, r.rating, r.note, c.language, c.accent, c.voice, c.part, i.source_id,
                    {bin_source} AS wer_bin
             FROM ratings r {join}
-            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings GROUP BY clip_id, annotator) newest ON newest.id = r.id
+            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings WHERE undone_at IS NULL
+                  GROUP BY clip_id, annotator) newest ON newest.id = r.id
             JOIN clips c ON c.id = r.clip_id LEFT JOIN items i ON i.id = c.item_id
             LEFT JOIN clip_screening s ON s.clip_id = r.clip_id
             ORDER BY r.clip_id, r.annotator""",

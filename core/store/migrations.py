@@ -417,6 +417,14 @@ CREATE TABLE work_claims (
 CREATE INDEX work_claims_job ON work_claims(job_id);
 """
 
+# Undo on the rating screen (Ctrl+Z) marks a rating undone instead of deleting it, so what a rater did stays on
+# record; every report, export and resume point reads live ratings only (undone_at IS NULL).
+MIGRATION_7_RATING_UNDO = """
+ALTER TABLE ratings ADD COLUMN undone_at TEXT;
+ALTER TABLE ratings ADD COLUMN undone_by TEXT;
+CREATE INDEX ratings_annotator_live ON ratings(annotator, clip_id) WHERE undone_at IS NULL;
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -424,5 +432,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_4_QC,
     MIGRATION_5_JOBS,
     MIGRATION_6_WORK_CLAIMS,
+    MIGRATION_7_RATING_UNDO,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
