@@ -1,0 +1,279 @@
+"""The rating screen's Qt-free state machine: keys rate and save one rating each, a double press while saving
+stores one, undo keeps the row but takes it out of every report, resume after reopening (and after a SIGKILL),
+independent annotators, the per-annotator key map, unreadable clips skipped, and playback speed bounds."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from qc_support import add_clip, add_transcript, item_id, tone_wav
+
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.qc import rating_session as rs
+from spokenbench.core.qc.queues import next_unrated, queue_clips, sample_for_rating
+from spokenbench.core.qc.rating_session import (
+    DEFAULT_KEYMAP,
+    RatingSession,
+    SynchronousRatingSession,
+    keymap_for,
+    save_keymap,
+    validate_keymap,
+)
+from spokenbench.core.qc.ratings import rating_results
+from spokenbench.core.store import Project
+from spokenbench.core.store.export_queries import ratings_table
+from spokenbench.core.store.meta import write_meta
+
+QUEUE = "q"
+
+
+@pytest.fixture
+def queued(qc_project):
+    """Four English clips with distinct real audio, sampled into queue 'q'; returns their ids in queue order."""
+    specs = [("q1", "question", 220), ("q2", "question", 330), ("q3", "question", 440), ("q1", "option_A", 550)]
+    for source, part, frequency in specs:
+        add_clip(
+            qc_project, item_id(qc_project, source, "en"), part, f"{source} {part}", "en", audio=tone_wav(frequency)
+        )
+    sample_for_rating(qc_project, QUEUE, per_bin=4, seed=0)
+    order = [clip.clip_id for clip in queue_clips(qc_project.conn, QUEUE)]
+    assert len(order) == 4
+    return order
+
+
+def session(project, annotator="ana", **kwargs):
+    return SynchronousRatingSession.open(project, QUEUE, annotator, **kwargs)
+
+
+def stored(project, annotator=None):
+    query = "SELECT clip_id, annotator, rating, note, undone_at, undone_by FROM ratings"
+    rows = [dict(r) for r in project.conn.execute(query + " ORDER BY id")]
+    return [r for r in rows if annotator is None or r["annotator"] == annotator]
+
+
+def test_rating_a_queue_with_keys_alone_stores_each_rating_and_finishes(qc_project, queued):
+    s = session(qc_project)
+    assert s.first.action == rs.SHOW and s.state == rs.SHOWING and s.current.clip_id == queued[0]
+    first = queue_clips(qc_project.conn, QUEUE)[0]
+    assert s.current.audio[:4] == b"RIFF" and s.current.text == first.text and s.current.part == first.part
+    outcomes = [s.press(key) for key in ("1", "2", "3", "1")]
+    assert [o.action for o in outcomes] == [rs.SHOW, rs.SHOW, rs.SHOW, rs.DONE]
+    assert s.state == rs.FINISHED and s.current is None
+    assert [(r["clip_id"], r["rating"]) for r in stored(qc_project)] == list(
+        zip(queued, ("correct", "acceptable", "incorrect", "correct"))
+    )
+    progress = s.progress
+    assert (progress.done, progress.total) == (4, 4)
+    assert progress.session_counts == {"correct": 2, "acceptable": 1, "incorrect": 1}
+    assert s.press("1").action == rs.IGNORED
+
+
+def test_keys_pressed_while_saving_are_ignored_so_a_double_press_stores_one_rating(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    first = s.press("1")
+    assert first.action == rs.SAVE and s.state == rs.SAVING and stored(qc_project) == []
+    for key in ("1", "3", "Ctrl+Z", "Right", "Left", "N"):
+        if key == "N":
+            assert s.note("too late").action == rs.IGNORED
+        else:
+            outcome = s.press(key)
+            assert outcome.action == rs.IGNORED and outcome.reason == "saving", key
+    after = s.saved(first.write(qc_project))  # as the app's writer thread would, then back on the UI thread
+    assert after.action == rs.SHOW and s.current.clip_id == queued[1] and s.state == rs.SHOWING
+    assert [(r["clip_id"], r["rating"]) for r in stored(qc_project)] == [(queued[0], "correct")]
+
+
+def test_a_failed_write_changes_nothing_and_the_clip_stays(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    s.press("2")
+    outcome = s.failed(SpokenBenchError("disk full"))
+    assert outcome.action == rs.ERROR and "disk full" in outcome.reason
+    assert s.state == rs.SHOWING and s.current.clip_id == queued[0] and s.progress.done == 0
+    assert s.press("2").action == rs.SAVE
+
+
+def test_undo_marks_the_last_rating_undone_keeps_the_row_and_offers_the_clip_again(qc_project, queued):
+    s = session(qc_project)
+    s.press("1"), s.press("3")
+    assert s.press("Ctrl+Z").action == rs.SHOW
+    assert s.current.clip_id == queued[1] and s.current.rating is None
+    rows = stored(qc_project)
+    assert len(rows) == 2 and rows[0]["undone_at"] is None
+    assert rows[1]["undone_at"] is not None and rows[1]["undone_by"] == "ana"
+    assert next_unrated(qc_project.conn, QUEUE, "ana").clip_id == queued[1]
+    results = rating_results(qc_project.conn, QUEUE)
+    assert results["ratings"] == 1 and {r["rating"]: r["n_clips"] for r in results["table3"]}["incorrect"] == 0
+    assert list(ratings_table(qc_project.conn)["clip_id"]) == [queued[0]]
+    assert s.progress.done == 1 and s.progress.session_counts == {"correct": 1, "acceptable": 0, "incorrect": 0}
+    assert s.press("Ctrl+Z").action == rs.SHOW and s.current.clip_id == queued[0]
+    assert s.press("Ctrl+Z").reason == "nothing to undo" and s.state == rs.SHOWING
+    assert len(stored(qc_project)) == 2 and all(r["undone_at"] for r in stored(qc_project))
+
+
+def test_undoing_a_change_of_mind_brings_back_the_earlier_rating(qc_project, queued):
+    s = session(qc_project)
+    s.press("1")
+    s.press("Left")
+    assert s.state == rs.REVIEWING and s.current.rating == "correct"
+    s.press("3")  # re-rated while reviewing, then taken back
+    assert s.press("Ctrl+Z").action == rs.SHOW
+    assert s.current.clip_id == queued[1]
+    assert rating_results(qc_project.conn, QUEUE)["table3"][2]["n_clips"] == 1  # 'correct' counts again
+    assert s.progress.done == 1
+
+
+def test_browsing_rated_clips_and_rerating_one(qc_project, queued):
+    s = session(qc_project)
+    assert s.press("Left").action == rs.IGNORED and s.press("Right").action == rs.IGNORED
+    s.press("1"), s.press("2")
+    assert s.press("Left").action == rs.SHOW and (s.current.clip_id, s.current.rating) == (queued[1], "acceptable")
+    assert s.press("Left").action == rs.SHOW and s.current.clip_id == queued[0]
+    assert s.press("Left").action == rs.IGNORED
+    assert s.press("Right").action == rs.SHOW and s.current.clip_id == queued[1]
+    assert s.press("Right").action == rs.SHOW and s.state == rs.SHOWING and s.current.clip_id == queued[2]
+    s.press("Left"), s.press("Left")
+    assert s.press("3").action == rs.SHOW and s.current.clip_id == queued[2]  # re-rated, back to the first unrated
+    assert [r["rating"] for r in stored(qc_project)] == ["correct", "acceptable", "incorrect"]
+    assert s.progress.done == 2
+
+
+def test_notes_go_with_the_rating_or_onto_a_rated_clip(qc_project, queued):
+    s = session(qc_project)
+    assert s.press("N").action == rs.ASK_NOTE
+    assert s.note("  hiss at the end ").action == rs.REDRAW and stored(qc_project) == []
+    s.press("3")
+    s.press("Left")
+    assert s.note("clipped start").action == rs.REDRAW and s.current.note == "clipped start"
+    assert [(r["rating"], r["note"]) for r in stored(qc_project)] == [("incorrect", "clipped start")]
+
+
+def test_resume_after_reopening_continues_at_the_first_unrated_clip(qc_project, queued):
+    s = session(qc_project)
+    s.press("1"), s.press("2")
+    path = qc_project.path
+    qc_project.close()
+    with Project.open(path) as reopened:
+        again = session(reopened)
+        assert again.current.clip_id == queued[2] and again.progress.done == 2
+        assert again.progress.session_counts == {"correct": 0, "acceptable": 0, "incorrect": 0}
+
+
+def test_annotators_each_see_only_their_own_ratings_and_progress(qc_project, queued):
+    ana = session(qc_project, "ana")
+    ana.press("1"), ana.press("1")
+    ben = session(qc_project, "ben")
+    assert ben.current.clip_id == queued[0] and ben.progress.done == 0
+    assert ben.press("Left").action == rs.IGNORED  # ana's ratings are not his to browse
+    ben.press("3")
+    assert ben.press("Ctrl+Z").action == rs.SHOW  # undoes ben's, not ana's
+    assert [r["annotator"] for r in stored(qc_project) if r["undone_at"] is None] == ["ana", "ana"]
+    ana_again = session(qc_project, "ana")
+    assert ana_again.current.clip_id == queued[2] and ana_again.progress.done == 2
+
+
+def test_keymap_override_round_trips_and_drives_the_session(qc_project, queued):
+    merged = save_keymap(qc_project, "ana", {"replay": ["p"], "undo": "ctrl+u"})
+    assert merged["replay"] == ("P",) and merged["undo"] == ("Ctrl+U",) and merged["rate_correct"] == ("1",)
+    assert keymap_for(qc_project.conn, "ana") == merged
+    assert keymap_for(qc_project.conn, "ben") == DEFAULT_KEYMAP
+    s = session(qc_project)
+    assert s.keys_for("replay") == ("P",)
+    assert s.press("p").action == rs.PLAY and s.press("R").action == rs.IGNORED
+    s.press("1")
+    assert s.press("Ctrl+Z").action == rs.IGNORED and s.press("Ctrl+U").action == rs.SHOW
+    save_keymap(qc_project, "ana", {})
+    assert keymap_for(qc_project.conn, "ana") == DEFAULT_KEYMAP
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"launch": ["L"]}, "unknown action 'launch'"),
+        ({"replay": ["1"]}, "key '1' is bound twice"),
+        ({"next": ["Space"]}, "key 'Space' is bound twice"),
+        ({"rate_incorrect": []}, "'rate_incorrect' needs a key"),
+        ({"undo": ["Hyper+Z"]}, "unknown modifier 'Hyper'"),
+        ({"note": [""]}, "non-empty name"),
+        ({"note": 5}, "must be a list"),
+    ],
+)
+def test_keymap_validation_refuses_with_a_clear_message(overrides, message):
+    with pytest.raises(SpokenBenchError, match=message):
+        validate_keymap(overrides)
+
+
+def test_a_stored_keymap_that_is_not_json_is_reported(qc_project):
+    with qc_project.transaction() as conn:
+        write_meta(conn, "rating_keymap:ana", "{broken")
+    with pytest.raises(SpokenBenchError, match="stored key map of 'ana' is not valid JSON"):
+        keymap_for(qc_project.conn, "ana")
+
+
+def test_a_missing_or_damaged_clip_file_is_skipped_with_its_reason(qc_project, queued):
+    clips = {c.clip_id: c for c in queue_clips(qc_project.conn, QUEUE)}
+    missing, damaged = clips[queued[1]], clips[queued[2]]
+    qc_project.audio.path_for(missing.sha256, missing.audio_format).unlink()
+    qc_project.audio.path_for(damaged.sha256, damaged.audio_format).write_bytes(b"not audio")
+    s = session(qc_project)
+    assert s.press("1").action == rs.SHOW and s.current.clip_id == queued[3]
+    assert [(k.clip_id, k.position) for k in s.skipped] == [(queued[1], 2), (queued[2], 3)]
+    assert "missing" in s.skipped[0].reason and "damaged" in s.skipped[1].reason
+    assert s.press("2").action == rs.DONE and s.progress.skipped == 2 and s.progress.done == 2
+
+
+def test_transcripts_and_wer_are_there_but_hidden_until_toggled(qc_project, queued):
+    add_transcript(qc_project, queued[0], "a", "heard text")
+    s = session(qc_project)
+    assert s.current.transcripts == (("a", "heard text"),) and not s.current.transcripts_visible
+    assert s.press("T").action == rs.REDRAW and s.current.transcripts_visible
+    assert (s.current.item, s.current.language, s.current.accent, s.current.voice) == ("q1", "en", "american", "v1")
+
+
+def test_speed_steps_by_a_tenth_between_half_and_double(qc_project, queued):
+    s = session(qc_project)
+    assert s.press("]").action == rs.SPEED and s.speed == 1.1
+    for _ in range(20):
+        s.press("]")
+    assert s.speed == 2.0 and s.press("]").action == rs.IGNORED
+    for _ in range(30):
+        s.press("[")
+    assert s.speed == 0.5 and s.press("[").action == rs.IGNORED
+    assert s.press("Space").action == rs.PLAY and s.press("R").action == rs.PLAY
+
+
+RATE_AND_WAIT = textwrap.dedent(
+    """
+    import sys
+    from spokenbench.core.qc.rating_session import SynchronousRatingSession
+    from spokenbench.core.store import Project
+
+    project = Project.open(sys.argv[1])
+    session = SynchronousRatingSession.open(project, sys.argv[2], "ana")
+    session.press("3")
+    print("RATED", session.current.clip_id, flush=True)
+    sys.stdin.readline()  # wait here, the project still open, until killed
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_rating_survives_sigkill_right_after_it(qc_project, queued):
+    path = qc_project.path
+    qc_project.close()
+    process = subprocess.Popen(
+        [sys.executable, "-c", RATE_AND_WAIT, str(path), QUEUE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = process.stdout.readline()
+    assert line.split() == ["RATED", str(queued[1])], process.stderr.read()
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    with Project.open(path) as reopened:
+        assert [(r["clip_id"], r["rating"]) for r in stored(reopened)] == [(queued[0], "incorrect")]
+        assert session(reopened).current.clip_id == queued[1]
