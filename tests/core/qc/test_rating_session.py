@@ -69,6 +69,7 @@ def test_rating_a_queue_with_keys_alone_stores_each_rating_and_finishes(qc_proje
     assert (progress.done, progress.total) == (4, 4)
     assert progress.session_counts == {"correct": 2, "acceptable": 1, "incorrect": 1}
     assert s.press("1").action == rs.IGNORED
+    assert s.press("Ctrl+Z").action == rs.SHOW and s.current.clip_id == queued[3]  # undo works after the end too
 
 
 def test_keys_pressed_while_saving_are_ignored_so_a_double_press_stores_one_rating(qc_project, queued):
