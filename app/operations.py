@@ -275,6 +275,7 @@ class Operation(QObject):
         self.started_at: float | None = None
         self.job_id: int | None = None  # its row in the jobs table, for operations recorded there
         self._cancel_event = threading.Event()
+        self._thread: threading.Thread | None = None  # only operations that need a thread of their own
         self._on_success: list[Callable[[Any], None]] = []
         self._on_failure: list[Callable[[BaseException], None]] = []
         self._on_progress: list[Callable[[int, int | None, str], None]] = []
@@ -372,11 +373,18 @@ class Operation(QObject):
         else:
             self._deliver("ok", result)
 
+    def _run_on_own_thread(self, work: Callable[[], Any], name: str) -> None:
+        """For operations that need a thread of their own (long jobs, work outside a project)."""
+        self._thread = threading.Thread(target=self._guarded, args=(work,), name=name, daemon=True)
+        self._thread.start()
+
     def _join(self, timeout_s: float) -> None:
-        """Wait for a dedicated thread, if the operation has one."""
+        """Wait for the operation's own thread, if it has one."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
 
     def _thread_alive(self) -> bool:
-        return False
+        return self._thread is not None and self._thread.is_alive()
 
     # -- the UI side ----------------------------------------------------------------------------
 
@@ -450,21 +458,10 @@ class BackgroundOp(Operation):
     def __init__(self, runner: OperationRunner, fn: Callable[[Progress], Any], **kwargs):
         super().__init__(runner, **kwargs)
         self._fn = fn
-        self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
         progress = self._make_progress()
-        self._thread = threading.Thread(
-            target=self._guarded, args=(lambda: self._fn(progress),), name=f"op: {self.label}", daemon=True
-        )
-        self._thread.start()
-
-    def _join(self, timeout_s: float) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-
-    def _thread_alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        self._run_on_own_thread(lambda: self._fn(progress), f"op: {self.label}")
 
 
 class QueryOp(Operation):
@@ -550,7 +547,6 @@ class JobOp(Operation):
         self.claim = claim
         self.changes = frozenset(changes)
         self._fn = fn
-        self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
         progress = self._make_progress()
@@ -570,12 +566,4 @@ class JobOp(Operation):
             finally:
                 self.session.changes.notify(self.changes)
 
-        self._thread = threading.Thread(target=self._guarded, args=(work,), name=f"job: {self.label}", daemon=True)
-        self._thread.start()
-
-    def _join(self, timeout_s: float) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-
-    def _thread_alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        self._run_on_own_thread(work, f"job: {self.label}")
