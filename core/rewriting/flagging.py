@@ -208,3 +208,45 @@ def review_item(project: Project, item_id: int, decision: str, reviewer: str, no
 
 def item_parts_of(conn, item_id: int) -> list[str]:
     return ["question", *(option_part(letter) for letter in option_letters(conn, item_id))]
+
+
+@dataclass(frozen=True)
+class UndoneReview:
+    review_id: int
+    item_id: int
+    part: str
+    decision: str  # the decision that was undone
+    reopened_rewrite_id: int | None  # the new flagged version; None for a hand-written part (its edit is rejected)
+
+
+def undo_last_review(project: Project, reviewer: str) -> UndoneReview | None:
+    """Undo the reviewer's newest decision still in force, keeping every row: the reviewed text is appended as a
+    new version, flagged again with a copy of its diff check, so the part waits for review once more and Table 9
+    counts it undecided. A hand-written part with no earlier rewrite has its edit rejected instead (speech falls
+    back to the original). Returns what was undone, or None when nothing is left to undo."""
+    reviewer = (reviewer or "").strip()
+    if not reviewer:
+        raise SpokenBenchError("undoing a review needs the reviewer's name")
+    with project.transaction() as conn:
+        review = store.last_undoable_review(conn, reviewer)
+        if review is None:
+            return None
+        now = utc_now()
+        reopened = None
+        if review["rewrite_id"] is None:
+            store.mark_rewrite_reviewed(conn, review["edited_rewrite_id"], "rejected", reviewer, now)
+        else:
+            check = store.rewrite_check_of(conn, review["rewrite_id"])
+            origin = f"undo:review:{review['id']}"
+            reopened = add_rewrite(conn, review["item_id"], review["part"], check["text"], origin, "flagged")
+            if check["diff_json"] is not None:
+                store.save_rewrite_check(
+                    conn,
+                    reopened,
+                    bool(check["flagged"]),
+                    check["original_normalized"],
+                    check["rewrite_normalized"],
+                    check["diff_json"],
+                    now,
+                )
+    return UndoneReview(review["id"], review["item_id"], review["part"], review["decision"], reopened)

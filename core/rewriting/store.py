@@ -236,3 +236,34 @@ def items_with_outcome_since(conn: sqlite3.Connection, item_ids: list[int], sinc
         )
         done.update(row[0] for row in rows)
     return done
+
+
+# --------------------------------------------------------------------------------------------------
+# Undoing a review: a new version, never a deletion
+
+
+def last_undoable_review(conn: sqlite3.Connection, reviewer: str) -> dict | None:
+    """The reviewer's newest decision that is still in force: the version it settled (or the edit it created) is
+    still the part's newest version and still has the status the decision gave it. An undone decision no longer
+    is (the undo appended a newer version), so repeated undos walk back through the reviewer's decisions."""
+    row = conn.execute(
+        """SELECT v.id, v.item_id, v.part, v.rewrite_id, v.decision, v.edited_rewrite_id
+           FROM rewrite_reviews v
+           JOIN rewrites r ON r.id = coalesce(v.edited_rewrite_id, v.rewrite_id)
+           WHERE v.reviewer = ?
+             AND r.version = (SELECT max(version) FROM rewrites x WHERE x.item_id = r.item_id AND x.part = r.part)
+             AND r.status = CASE v.decision WHEN 'accept' THEN 'accepted' WHEN 'reject' THEN 'rejected' ELSE 'edited' END
+           ORDER BY v.id DESC LIMIT 1""",
+        (reviewer,),
+    ).fetchone()
+    return dict(row) if row is not None else None
+
+
+def rewrite_check_of(conn: sqlite3.Connection, rewrite_id: int) -> dict | None:
+    """A version's text with its diff check (None when it has none): what reopening it copies."""
+    row = conn.execute(
+        """SELECT r.text, c.flagged, c.original_normalized, c.rewrite_normalized, c.diff_json
+           FROM rewrites r LEFT JOIN rewrite_checks c ON c.rewrite_id = r.id WHERE r.id = ?""",
+        (rewrite_id,),
+    ).fetchone()
+    return dict(row) if row is not None else None
