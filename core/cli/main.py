@@ -27,6 +27,7 @@ def _command_modules():
         evaluation_commands,
         jobs_commands,
         metrics_commands,
+        pack_commands,
         project_commands,
         qc_commands,
     )
@@ -39,6 +40,7 @@ def _command_modules():
         qc_commands,
         jobs_commands,
         check_commands,
+        pack_commands,
     ]
 
 

@@ -217,3 +217,132 @@ def newest_ratings(conn: sqlite3.Connection, queue: str | None = None) -> list[d
         params,
     )
     return [dict(row) for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# Annotation packs (core/qc/packs.py): what a pack carries out, and its ratings merged back
+
+
+def pack_clip_rows(conn: sqlite3.Connection, queue_id: int) -> list[dict]:
+    """A queue's clips in rating order with what a pack project needs to show and play them (the clip, its item's
+    identity and question, its place in the queue) — nothing else of the project."""
+    rows = conn.execute(
+        """SELECT q.position, q.language AS queue_language, q.accent AS queue_accent, q.wer_bin, q.error_rate,
+                  c.id, c.item_id, c.part, c.text, c.language, c.accent, c.voice, c.speaker_gender, c.backend,
+                  c.model, c.cache_key, c.sha256, c.audio_format, c.duration_s, c.sample_rate, c.created_at,
+                  i.source AS item_source, i.source_id AS item_source_id, i.language AS item_language,
+                  i.subject AS item_subject, i.question AS item_question, i.created_at AS item_created_at
+           FROM rating_queue_clips q JOIN clips c ON c.id = q.clip_id LEFT JOIN items i ON i.id = c.item_id
+           WHERE q.queue_id = ? ORDER BY q.position""",
+        (queue_id,),
+    )
+    return [dict(row) for row in rows]
+
+
+def queue_row(conn: sqlite3.Connection, queue_id: int) -> dict:
+    """A queue's own settings (strategy, seed, per_bin, parameters, created_at), copied into a pack."""
+    row = conn.execute(
+        "SELECT name, strategy, seed, per_bin, parameters_json, created_at FROM rating_queues WHERE id = ?",
+        (queue_id,),
+    ).fetchone()
+    return dict(row)
+
+
+def insert_pack_contents(conn: sqlite3.Connection, queue: dict, clips: list[dict]) -> None:
+    """Fill an empty pack project with a pack's queue and clips, keeping the source project's item and clip ids
+    (so a rating made in the pack names the same clip at home)."""
+    items = {}
+    for clip in clips:
+        if clip["item_id"] is not None:
+            items[clip["item_id"]] = clip
+    conn.executemany(
+        "INSERT INTO items(id, source, source_id, language, subject, question, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (item_id, c["item_source"], c["item_source_id"], c["item_language"], c["item_subject"],
+             c["item_question"], c["item_created_at"])
+            for item_id, c in items.items()
+        ],
+    )  # fmt: skip
+    conn.executemany(
+        """INSERT INTO clips(id, item_id, part, text, language, accent, voice, speaker_gender, backend, model,
+                             cache_key, sha256, audio_format, duration_s, sample_rate, status, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?)""",
+        [
+            (c["id"], c["item_id"], c["part"], c["text"], c["language"], c["accent"], c["voice"],
+             c["speaker_gender"], c["backend"], c["model"], c["cache_key"], c["sha256"], c["audio_format"],
+             c["duration_s"], c["sample_rate"], c["created_at"])
+            for c in clips
+        ],
+    )  # fmt: skip
+    insert_queue(
+        conn,
+        queue["name"],
+        queue["strategy"],
+        queue["seed"],
+        queue["per_bin"],
+        queue["parameters_json"],
+        queue["created_at"],
+        [(c["id"], c["queue_language"], c["queue_accent"], c["wer_bin"], c["error_rate"]) for c in clips],
+    )
+
+
+def assign_origin_uuids(conn: sqlite3.Connection, new_uuid) -> int:
+    """Give every rating without one a uuid (from `new_uuid()`), once: a pack's ratings keep the same identity
+    however often they are written back. Returns how many were given one."""
+    ids = [row[0] for row in conn.execute("SELECT id FROM ratings WHERE origin_uuid IS NULL ORDER BY id")]
+    conn.executemany("UPDATE ratings SET origin_uuid = ? WHERE id = ?", [(new_uuid(), rating_id) for rating_id in ids])
+    return len(ids)
+
+
+def all_ratings_with_origin(conn: sqlite3.Connection) -> list[dict]:
+    """Every rating (live and undone) in id order with its uuid: what a pack carries home."""
+    rows = conn.execute(
+        "SELECT origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by FROM ratings ORDER BY id"
+    )
+    return [dict(row) for row in rows]
+
+
+def rating_by_origin(conn: sqlite3.Connection, origin_uuid: str) -> dict | None:
+    """The rating merged earlier from a pack under this uuid (id, undone_at, note), or None."""
+    row = conn.execute("SELECT id, undone_at, note FROM ratings WHERE origin_uuid = ?", (origin_uuid,)).fetchone()
+    return dict(row) if row else None
+
+
+def live_home_rating_of(conn: sqlite3.Connection, clip_id: int, annotator: str, pack_uuids: list[str]) -> dict | None:
+    """The annotator's newest live rating of a clip not merged from the given pack (rating, created_at), or None:
+    what a pack rating conflicts with when they differ."""
+    marks = ",".join("?" * len(pack_uuids))
+    row = conn.execute(
+        f"""SELECT rating, created_at FROM ratings WHERE clip_id = ? AND annotator = ? AND undone_at IS NULL
+            AND (origin_uuid IS NULL OR origin_uuid NOT IN ({marks})) ORDER BY id DESC LIMIT 1""",
+        (clip_id, annotator, *pack_uuids),
+    ).fetchone()
+    return dict(row) if row else None
+
+
+def insert_merged_rating(conn: sqlite3.Connection, rating: dict, queue_id: int | None) -> int:
+    """Append a rating made in a pack, with its uuid and its undo state as made there. Returns its id."""
+    return conn.execute(
+        """INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by, origin_uuid)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (
+            rating["clip_id"], rating["annotator"], rating["rating"], rating.get("note"), rating["created_at"],
+            queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"],
+        ),
+    ).lastrowid  # fmt: skip
+
+
+def clip_ids_present(conn: sqlite3.Connection, clip_ids: Iterable[int]) -> set[int]:
+    """Which of these clip ids exist in the project (a pack naming others is not this project's)."""
+    wanted = sorted(set(clip_ids))
+    found: set[int] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(row[0] for row in conn.execute(f"SELECT id FROM clips WHERE id IN ({marks})", chunk))
+    return found
+
+
+def clip_voices(conn: sqlite3.Connection) -> dict[int, str | None]:
+    """Each good clip's voice, so a rating queue can be sampled from one voice's clips."""
+    return {row[0]: row[1] for row in conn.execute("SELECT id, voice FROM clips WHERE status = 'ok'")}

@@ -425,6 +425,13 @@ ALTER TABLE ratings ADD COLUMN undone_by TEXT;
 CREATE INDEX ratings_annotator_live ON ratings(annotator, clip_id) WHERE undone_at IS NULL;
 """
 
+# Annotation packs (core/qc/packs.py): a rating made offline in a pack carries a uuid, so merging the pack back
+# twice adds it once. Local ratings leave it NULL (a UNIQUE index allows many NULLs).
+MIGRATION_8_RATING_ORIGIN = """
+ALTER TABLE ratings ADD COLUMN origin_uuid TEXT;
+CREATE UNIQUE INDEX ratings_origin_uuid ON ratings(origin_uuid);
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -433,5 +440,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_5_JOBS,
     MIGRATION_6_WORK_CLAIMS,
     MIGRATION_7_RATING_UNDO,
+    MIGRATION_8_RATING_ORIGIN,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,90 @@
+"""Annotation packs: `pack` carries a rating queue to an annotator on another machine as one file,
+`pack-ratings` writes the ratings made in an opened pack into the pack file, `unpack` merges them back."""
+
+from __future__ import annotations
+
+from spokenbench.core.cli.output import print_json, print_table
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "pack",
+        help="write a rating queue to a self-contained annotation pack (zip) for one annotator",
+        description="Write rating queue NAME for annotator A to a pack file: the queue's clips, their texts and "
+        "audio, and room for ratings — nothing else of the project (no keys, no other tables). The annotator "
+        "rates it offline (the app opens .sbpack files) and sends it back for `spokenbench unpack`.",
+    )
+    p.add_argument("dir", metavar="DIR", help="project folder")
+    p.add_argument("--queue", required=True, metavar="NAME", help="rating queue to pack")
+    p.add_argument("--annotator", required=True, metavar="A", help="who rates it")
+    p.add_argument("--out", required=True, metavar="FILE", help="pack file to write (e.g. A.sbpack; must not exist)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_pack)
+
+    p = subparsers.add_parser(
+        "pack-ratings",
+        help="write the ratings made in an opened pack (PACK.d/) into the pack file",
+        description="Write every rating made in the pack's folder (PACK.d/, created when the pack was opened for "
+        "rating) into PACK, undone ones included, so the one file can be sent back. Safe to repeat.",
+    )
+    p.add_argument("pack", metavar="PACK", help="pack file (its folder PACK.d/ holds the ratings)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_pack_ratings)
+
+    p = subparsers.add_parser(
+        "unpack",
+        help="merge a pack's ratings back into the project it was made from",
+        description="Merge the ratings in PACK into project DIR. Repeating it adds nothing; a pack of another "
+        "project is refused (exit 2); clips the annotator meanwhile rated differently in the project are listed "
+        "as conflicts (both ratings kept, the merged one counts as the newest).",
+    )
+    p.add_argument("dir", metavar="DIR", help="project folder")
+    p.add_argument("pack", metavar="PACK", help="pack file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_unpack)
+
+
+def cmd_pack(args) -> int:
+    from spokenbench.core.qc.packs import create_pack
+    from spokenbench.core.store import opened
+
+    with opened(args.dir) as project:
+        summary = create_pack(project, args.queue, args.annotator, args.out)
+    if args.json:
+        print_json({**summary.__dict__, "path": str(summary.path)})
+    else:
+        print(
+            f"packed queue '{summary.queue}' for {summary.annotator}: {summary.clips} clips, "
+            f"{summary.audio_files} audio files -> {summary.path}"
+        )
+    return 0
+
+
+def cmd_pack_ratings(args) -> int:
+    from spokenbench.core.qc.packs import save_pack_ratings
+
+    count = save_pack_ratings(args.pack)
+    if args.json:
+        print_json({"pack": args.pack, "ratings": count})
+    else:
+        print(f"{args.pack} now carries {count} rating(s)")
+    return 0
+
+
+def cmd_unpack(args) -> int:
+    from spokenbench.core.qc.packs import unpack
+    from spokenbench.core.store import opened
+
+    with opened(args.dir) as project:
+        report = unpack(project, args.pack)
+    if args.json:
+        print_json(report.as_dict())
+        return 0
+    print(
+        f"queue '{report.queue}': {report.added} rating(s) added, {report.already_merged} already merged"
+        + (f", {report.newly_undone} undone since" if report.newly_undone else "")
+    )
+    if report.conflicts:
+        print(f"{len(report.conflicts)} conflict(s) — rated differently in the project (the pack's rating counts):")
+        print_table([conflict.as_dict() for conflict in report.conflicts])
+    return 0
