@@ -1,0 +1,584 @@
+"""The Rating page: rating queues (with this annotator's progress, queue creation, and what is missing when
+nothing is transcribed) and the keyboard-first rating session over `core.qc.rating_session`.
+
+Threads: the session is opened, and every step that may read a clip (a save's answer, ←/→) runs, on the read
+pool (`QueryOp`), where the clip is also decoded and its waveform computed; ratings, notes and undos go
+through the project's writer (`WriteOp`). While a step or a write is in flight, keys are ignored, so a double
+press never rates twice. The UI thread only draws and plays."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
+
+from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
+from spokenbench.core.asr.backends import asr_availability, get_asr_backend, screening_requirements
+from spokenbench.core.asr.store import transcript_count
+from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
+from spokenbench.core.qc.rating_session import (
+    ASK_NOTE,
+    DONE,
+    ERROR,
+    HELP,
+    IGNORED,
+    PLAY,
+    REDRAW,
+    SAVE,
+    SHOW,
+    SPEED,
+    Outcome,
+    RatingSession,
+    normalize_key,
+)
+from spokenbench.core.qc.sampling import SampleResult, load_clip_records, stratified_sample
+from spokenbench.core.qc.store import clip_voices
+from spokenbench.core.store import Project
+from spokenbench.widgets.queue_dialog import QueueDialog
+from spokenbench.widgets.rating_view import VIEW_KEYS, QueueListView, RatingView
+from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_image
+
+QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
+STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
+RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
+NO_AUDIO_BANNER = (
+    "No audio output device: clips cannot be played here. You can still rate — read the text and, with T, "
+    "the transcripts."
+)
+
+
+def audio_outputs_available() -> tuple[bool, str]:
+    """Whether clips can be played, and why not."""
+    try:
+        from PySide6.QtMultimedia import QMediaDevices
+    except ImportError as error:
+        return False, f"Qt Multimedia is unavailable ({error}). " + NO_AUDIO_BANNER
+    if not QMediaDevices.audioOutputs():
+        return False, NO_AUDIO_BANNER
+    return True, ""
+
+
+def ready_asr_systems() -> list[str]:
+    """The ASR systems this machine can run now without more information (a key is set)."""
+    return [e["asr"] for e in asr_availability() if e["ready"] and "MODEL" not in e["asr"]]
+
+
+def read_queue_overview(project: Project, configured_asr: list[str] | None) -> dict:
+    """Queues, and — when the project has no transcripts — what screening needs and which ASR could run."""
+    conn = project.conn
+    overview = {"queues": list_queues(conn), "needs": None, "asr": []}
+    if transcript_count(conn) == 0:
+        overview["needs"] = screening_requirements()
+        overview["asr"] = list(configured_asr) if configured_asr is not None else ready_asr_systems()
+    return overview
+
+
+def queue_options(project: Project) -> tuple[dict[str, list[str]], bool]:
+    """The values the queue dialog's filters offer, and whether any clip is screened."""
+    records = load_clip_records(project.conn)
+    voices = clip_voices(project.conn)
+    values = {
+        "language": {r.language for r in records},
+        "accent": {r.accent for r in records},
+        "voice": {voices.get(r.clip_id) for r in records},
+        "part": {r.part for r in records},
+    }
+    options = {name: sorted(v for v in found if v) for name, found in values.items()}
+    return options, any(r.wer_bin is not None for r in records)
+
+
+def sample_preview(project: Project, spec: dict) -> SampleResult:
+    """The sample a queue spec asks for (see widgets/queue_dialog.py), without storing it."""
+    records = load_clip_records(project.conn)
+    filters = spec.get("filters") or {}
+    if filters:
+        voices = clip_voices(project.conn)
+        fields = {
+            "language": lambda r: r.language,
+            "accent": lambda r: r.accent,
+            "voice": lambda r: voices.get(r.clip_id),
+            "part": lambda r: r.part,
+        }
+        records = [r for r in records if all(fields[name](r) == value for name, value in filters.items())]
+    if spec["mode"] == "unscreened":
+        records = [replace(r, wer_bin=None, error_rate=None) for r in records]
+    if not records:
+        wanted = ", ".join(f"{k} {v}" for k, v in filters.items())
+        raise SpokenBenchError(f"no synthesized clip matches {wanted or 'this choice'}")
+    return stratified_sample(records, spec["per_bin"], spec["seed"])
+
+
+def store_queue(project: Project, spec: dict, result: SampleResult) -> tuple[int, bool]:
+    """Store a previewed sample as a queue, with how it was drawn."""
+    if not spec["name"]:
+        raise SpokenBenchError("a rating queue needs a name")
+    parameters = {
+        "per_bin": spec["per_bin"],
+        "seed": spec["seed"],
+        "strategy": result.strategy,
+        "mode": spec["mode"],
+        "filters": spec.get("filters") or {},
+        "strata": [s.as_dict() for s in result.strata],
+        "note": result.note,
+    }
+    return create_queue(project, spec["name"], result, spec["seed"], spec["per_bin"], parameters)
+
+
+def transcribe_with(specs: list[str]) -> Callable:
+    """A JobOp function transcribing every clip not yet transcribed by each of `specs`."""
+
+    def work(project: Project, progress) -> dict:
+        backends = [get_asr_backend(spec) for spec in specs]
+        plan = plan_transcription(project.conn, backends)
+        if not plan.jobs:
+            return {"transcripts": 0, "failed_clips": 0}
+        report = asyncio.run(run_transcription(project, plan, progress))
+        return {"transcripts": report.transcripts, "failed_clips": report.failed_clips}
+
+    return work
+
+
+class RatingPage(QWidget):
+    """Queues and the rating session for the window's annotator. Works standalone: `set_session` is all it
+    needs (the window, when given, may offer `annotator` and `asr_systems`)."""
+
+    def __init__(self, window=None):
+        super().__init__()
+        self.window_ = window
+        self.session: ProjectSession | None = None
+        self.rating: RatingSession | None = None
+        self.busy = False  # a write or a step is in flight: keys are ignored
+        self.ignored_keys = 0
+        self.queues: list[dict] = []
+        self.asr_for_transcription: list[str] = []
+        self.clip_audio: ClipAudio | None = None
+        self._renders: OrderedDict[tuple[int, float], ClipAudio] = OrderedDict()
+        self.shown_at: float | None = None  # perf_counter when the last clip was drawn
+        self.play_requested_at: float | None = None
+        self.audio_ok, self.audio_message = audio_outputs_available()
+        self.player = self._make_player() if self.audio_ok else None
+        self._buffer: QBuffer | None = None
+
+        self.queue_list = QueueListView()
+        self.view = RatingView()
+        self.view.set_banner(None if self.audio_ok else self.audio_message)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.queue_list)
+        self.stack.addWidget(self.view)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+        self.queue_list.start_requested.connect(self.open_queue)
+        self.queue_list.create_requested.connect(self.create_queue)
+        self.queue_list.transcribe_requested.connect(self.start_transcription)
+        self.view.key_pressed.connect(self.press_key)
+        self.view.action_clicked.connect(self.do_action)
+        self.view.back_requested.connect(self.show_queues)
+
+    # -- who and where -------------------------------------------------------------------------------------
+
+    @property
+    def annotator(self) -> str:
+        name = getattr(self.window_, "annotator", None)
+        return name or getpass.getuser() or "annotator"
+
+    def set_session(self, session: ProjectSession | None) -> None:
+        if self.session is not None:
+            self.session.changes.changed.disconnect(self._project_changed)
+        self.session = session
+        self.rating = None
+        self.busy = False
+        self._renders.clear()
+        self.show_queues()
+        if session is not None:
+            session.changes.changed.connect(self._project_changed)
+
+    def _project_changed(self, tables: set[str]) -> None:
+        if tables & QUEUE_TABLES and self.stack.currentWidget() is self.queue_list:
+            self.refresh_queues()
+
+    # -- queues ------------------------------------------------------------------------------------------
+
+    def show_queues(self) -> None:
+        self._stop_playback()
+        self.stack.setCurrentWidget(self.queue_list)
+        self.refresh_queues()
+
+    def refresh_queues(self) -> QueryOp | None:
+        if self.session is None:
+            self.queue_list.set_queues([], self.annotator)
+            return None
+        configured = getattr(self.window_, "asr_systems", None)
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: read_queue_overview(project, configured),
+                label="Reading rating queues",
+                parent=self,
+                supersede="rating-queues",
+            )
+            .success(self._show_queue_overview)
+            .run()
+        )
+
+    def _show_queue_overview(self, overview: dict) -> None:
+        self.queues = overview["queues"]
+        self.queue_list.set_queues(self.queues, self.annotator)
+        self.asr_for_transcription = overview["asr"]
+        if overview["asr"]:
+            label, enabled = f"Transcribe with {', '.join(overview['asr'])}", True
+        else:
+            label, enabled = (
+                "Transcribe: configure an ASR system first (set OPENAI_API_KEY or GEMINI_API_KEY, or add a key in "
+                "Settings)",
+                False,
+            )
+        self.queue_list.set_screening_needs(overview["needs"], label, enabled)
+
+    def create_queue(self) -> QueueDialog | None:
+        """The Create queue dialog: its options are read, and each preview computed, on the read pool; the queue
+        stored is exactly the sample previewed."""
+        if self.session is None:
+            return None
+        dialog = QueueDialog(self)
+        self.queue_dialog = dialog
+        previews: dict[str, tuple[dict, SampleResult]] = {}
+
+        def preview(spec: dict) -> None:
+            QueryOp(
+                self.session,
+                lambda project, progress: sample_preview(project, spec),
+                label="Sampling a rating queue",
+                parent=dialog,
+                supersede="queue-preview",
+            ).success(lambda result: (previews.update(last=(spec, result)), dialog.set_preview(spec, result))).failure(
+                lambda error: dialog.show_error(str(error))
+            ).run()
+
+        def create(spec: dict) -> None:
+            shown, result = previews["last"]
+            WriteOp(
+                self.session,
+                lambda project: store_queue(project, {**shown, "name": spec["name"]}, result),
+                changes={"rating_queues", "rating_queue_clips"},
+                label=f"Creating rating queue {spec['name']}",
+                parent=self,
+            ).success(lambda _created: (dialog.accept(), self.refresh_queues())).failure(
+                lambda error: dialog.show_error(str(error))
+            ).run()
+
+        dialog.preview_requested.connect(preview)
+        dialog.create_requested.connect(create)
+        QueryOp(self.session, lambda project, progress: queue_options(project), label="Reading clips", parent=dialog)\
+            .success(lambda found: dialog.set_options(*found)).run()  # fmt: skip
+        dialog.open()
+        return dialog
+
+    def start_transcription(self) -> JobOp | None:
+        if self.session is None or not self.asr_for_transcription:
+            return None
+        specs = list(self.asr_for_transcription)
+        return JobOp(
+            self.session,
+            transcribe_with(specs),
+            kind="transcribe",
+            changes={"transcripts"},
+            label=f"Transcribing with {', '.join(specs)}",
+            parent=self,
+            error_title="Cannot transcribe",
+        ).run()
+
+    # -- the session -------------------------------------------------------------------------------------
+
+    def open_queue(self, name: str) -> QueryOp | None:
+        """Open the queue for this annotator on the read pool (it reads the queue and the first clip)."""
+        if self.session is None:
+            return None
+        annotator = self.annotator
+        self.busy = True
+
+        def read(project: Project, progress) -> tuple[RatingSession, Outcome]:
+            session = RatingSession.open(project, name, annotator, audio_loader=self._loader(project))
+            return session, session.first
+
+        return (
+            QueryOp(self.session, read, label=f"Opening rating queue {name}", parent=self, supersede="rating-step")
+            .success(lambda opened: self._opened(*opened))
+            .failure(self._step_failed, dialog=True)
+            .run()
+        )
+
+    def _loader(self, project: Project) -> Callable[[QueueClip], bytes]:
+        """Reads a clip and decodes it at once (on the worker that called it): a damaged clip is skipped by the
+        session, and the picture is ready when the clip is shown."""
+        store = project.audio
+
+        def load(clip: QueueClip) -> bytes:
+            data = store.read_bytes(clip.sha256, clip.audio_format)
+            self._remember(clip.clip_id, prepare_clip(data, f"clip {clip.clip_id} ({clip.item} {clip.part})"))
+            return data
+
+        return load
+
+    def _remember(self, clip_id: int, rendered: ClipAudio) -> None:
+        self._renders[(clip_id, rendered.speed)] = rendered
+        self._renders.move_to_end((clip_id, rendered.speed))
+        while len(self._renders) > RENDER_CACHE:
+            self._renders.popitem(last=False)
+
+    def _opened(self, session: RatingSession, first: Outcome) -> None:
+        self.busy = False
+        self.rating = session
+        self.view.set_keymap(session.keymap)
+        self.stack.setCurrentWidget(self.view)
+        self.view.setFocus()
+        self.handle(first)
+
+    def press_key(self, name: str) -> None:
+        if self.rating is None:
+            return
+        if name.upper() in VIEW_KEYS["toggle_spectrogram"] and not self._bound(name):
+            self.toggle_spectrogram()
+            return
+        action = self._action_of(name)
+        if action is None:
+            return
+        self.do_action(action)
+
+    def _bound(self, name: str) -> bool:
+        return self._action_of(name) is not None
+
+    def _action_of(self, name: str) -> str | None:
+        try:
+            key = normalize_key(name)
+        except SpokenBenchError:
+            return None
+        return next((a for a, keys in self.rating.keymap.items() if key in keys), None)
+
+    def do_action(self, action: str) -> None:
+        """One action of the key map (or a button). Ignored while a write or step is in flight."""
+        if self.rating is None:
+            return
+        if action == "toggle_spectrogram":
+            self.toggle_spectrogram()
+            return
+        if self.busy:
+            self.ignored_keys += 1
+            return
+        session = self.rating
+        if action in STEP_ACTIONS:
+            self._step(session.next_clip if action == "next" else session.previous_clip)
+            return
+        keys = session.keys_for(action)
+        if not keys:
+            return
+        self.handle(session.press(keys[0]))
+
+    def handle(self, outcome: Outcome) -> None:
+        """Do what the session asks."""
+        session = self.rating
+        if session is None:
+            return
+        action = outcome.action
+        if action == SAVE:
+            self._save(session, outcome)
+        elif action in (SHOW, DONE):
+            self._show_current()
+        elif action == PLAY:
+            self._play_current()
+        elif action == SPEED:
+            self._render_speed()
+        elif action == ASK_NOTE:
+            self._ask_note()
+        elif action == HELP:
+            self.view.toggle_help()
+        elif action == REDRAW:
+            self.view.show_state(session.current, session.speed)
+            self.view.show_progress(session.progress)
+        elif action == ERROR:
+            self.view.status_label.setText(f"Not saved: {outcome.reason}")
+        elif action == IGNORED:
+            self.view.status_label.setText(outcome.reason)
+
+    def _save(self, session: RatingSession, outcome: Outcome) -> None:
+        self.busy = True
+        self.view.status_label.setText("Saving…")
+        (
+            WriteOp(self.session, outcome.write, changes={"ratings"}, label="Saving rating", parent=self)
+            .success(lambda result: self._step(lambda: session.saved(result), from_save=True))
+            .failure(lambda error: self._save_failed(session, error), dialog=False)
+            .run()
+        )
+
+    def _save_failed(self, session: RatingSession, error: BaseException) -> None:
+        self.busy = False
+        if session is self.rating:
+            self.handle(session.failed(error))
+
+    def _step(self, step: Callable[[], Outcome], from_save: bool = False) -> None:
+        """Run a session step that may read the next clip on the read pool; draw its outcome when it returns."""
+        session = self.rating
+        self.busy = True
+
+        def run(project: Project, progress) -> Outcome:
+            session._load_audio = self._loader(project)  # this worker's own project and audio store
+            return step()
+
+        (
+            QueryOp(self.session, run, label="Next clip", parent=self, supersede="rating-step")
+            .success(lambda outcome: self._stepped(session, outcome))
+            .failure(self._step_failed, dialog=True)
+            .run()
+        )
+        if from_save:
+            self.view.status_label.setText("Saved")
+
+    def _stepped(self, session: RatingSession, outcome: Outcome) -> None:
+        self.busy = False
+        if session is self.rating:
+            self.handle(outcome)
+
+    def _step_failed(self, error: BaseException) -> None:
+        self.busy = False
+        self.view.status_label.setText(f"Failed: {error}")
+
+    # -- drawing and playing ------------------------------------------------------------------------------
+
+    def _show_current(self) -> None:
+        session = self.rating
+        clip = session.current
+        self.view.show_clip(clip, session.queue, session.speed)
+        self.view.show_progress(session.progress)
+        self.view.show_skipped(session.skipped)
+        if clip is None:
+            self.clip_audio = None
+            self._stop_playback()
+        else:
+            self.clip_audio = self._renders.get((clip.clip_id, session.speed)) or self._renders.get((clip.clip_id, 1.0))
+            self.view.waveform.set_clip(self.clip_audio, "" if self.clip_audio else "waveform unavailable")
+            if self.view.waveform.show_spectrogram:
+                self._compute_spectrogram()
+            if self.clip_audio is not None and self.clip_audio.speed != session.speed:
+                self._render_speed()
+            else:
+                self._play_current()
+        self.shown_at = time.perf_counter()
+
+    def _play_current(self) -> None:
+        if self.clip_audio is None:
+            return
+        self.play_requested_at = time.perf_counter()
+        if self.player is None:
+            return
+        self.player.stop()
+        self._buffer = QBuffer()
+        self._buffer.setData(QByteArray(self.clip_audio.playback))
+        self._buffer.open(QIODevice.OpenModeFlag.ReadOnly)
+        self.player.setSourceDevice(self._buffer)
+        self.player.setPosition(0)
+        self.player.play()
+
+    def _stop_playback(self) -> None:
+        if self.player is not None:
+            self.player.stop()
+
+    def _render_speed(self) -> None:
+        """Render the clip at the session's speed on the read pool (cached per clip and speed), then play it."""
+        session, clip = self.rating, self.rating.current if self.rating else None
+        if clip is None:
+            return
+        speed = session.speed
+        self.view.show_state(clip, speed)
+        cached = self._renders.get((clip.clip_id, speed))
+        if cached is not None:
+            self._speed_ready(clip.clip_id, cached)
+            return
+        audio = clip.audio
+
+        def render(project: Project, progress) -> ClipAudio:
+            return prepare_clip(audio, f"clip {clip.clip_id}", speed)
+
+        QueryOp(self.session, render, label="Rendering speed", parent=self, supersede="rating-speed").success(
+            lambda rendered: self._speed_ready(clip.clip_id, rendered)
+        ).run()
+
+    def _speed_ready(self, clip_id: int, rendered: ClipAudio) -> None:
+        self._remember(clip_id, rendered)
+        current = self.rating.current if self.rating else None
+        if current is None or current.clip_id != clip_id or rendered.speed != self.rating.speed:
+            return
+        original = self._renders.get((clip_id, 1.0))
+        self.clip_audio = ClipAudio(
+            original.peaks if original else rendered.peaks,
+            rendered.duration_s,
+            rendered.playback,
+            rendered.speed,
+            self.view.waveform._spectrogram,
+        )
+        self._play_current()
+
+    def toggle_spectrogram(self) -> None:
+        waveform = self.view.waveform
+        waveform.show_spectrogram = not waveform.show_spectrogram
+        waveform.update()
+        if waveform.show_spectrogram and not waveform.has_spectrogram:
+            self._compute_spectrogram()
+
+    def _compute_spectrogram(self) -> None:
+        clip = self.rating.current if self.rating else None
+        if clip is None:
+            return
+        audio = clip.audio
+
+        def compute(project: Project, progress):
+            from spokenbench.core.audio.io import decode_audio
+
+            decoded = decode_audio(audio, f"clip {clip.clip_id}")
+            return spectrogram_image(decoded.samples, decoded.rate)
+
+        def show(image) -> None:
+            current = self.rating.current if self.rating else None
+            if current is not None and current.clip_id == clip.clip_id:
+                self.view.waveform.set_spectrogram(image)
+
+        QueryOp(self.session, compute, label="Spectrogram", parent=self, supersede="rating-spectrogram").success(
+            show
+        ).run()
+
+    def _ask_note(self) -> None:
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle("Note")
+        dialog.setLabelText("A note on this clip (saved with its rating):")
+        current = self.rating.current
+        dialog.setTextValue(current.note or "" if current else "")
+        session = self.rating
+        dialog.textValueSelected.connect(lambda text: self._noted(session, text))
+        self.note_dialog = dialog
+        dialog.open()
+
+    def _noted(self, session: RatingSession, text: str) -> None:
+        if session is self.rating and not self.busy:
+            self.handle(session.note(text))
+
+    # -- audio --------------------------------------------------------------------------------------------
+
+    def _make_player(self):
+        from PySide6.QtMultimedia import QAudioOutput, QMediaPlayer
+
+        player = QMediaPlayer(self)
+        self.audio_output = QAudioOutput(self)
+        player.setAudioOutput(self.audio_output)
+        player.positionChanged.connect(self._moved)
+        return player
+
+    def _moved(self, position_ms: int) -> None:
+        if self.clip_audio is not None and self.clip_audio.duration_s > 0:
+            self.view.waveform.set_playhead(position_ms / 1000 / self.clip_audio.duration_s)

@@ -1,0 +1,204 @@
+"""The Rating page on the demo project: keyboard-only rating through the writer, double presses, undo, the
+no-audio banner, what screening needs, queue creation with its strata preview, skipped clips."""
+
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+
+import spokenbench.app.rating_page as rating_page
+from spokenbench.app.rating_page import RatingPage
+from spokenbench.core.qc import store as qc_store
+from spokenbench.core.qc.queues import queue_clips
+from spokenbench.core.store import opened
+
+ANNOTATOR = "alice"
+
+
+@pytest.fixture
+def no_asr(monkeypatch):
+    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
+
+
+@pytest.fixture
+def page(qtbot, demo_copy, open_session, no_asr):
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
+    qtbot.addWidget(page)
+    page.resize(1000, 700)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    qtbot.waitUntil(lambda: page.queue_list.table.rowCount() == 1, timeout=5_000)
+    return page
+
+
+def open_demo_queue(page, qtbot):
+    page.open_queue("demo-qc")
+    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    return page.rating
+
+
+def live_ratings(path):
+    with opened(path) as project:
+        return qc_store.live_ratings_by(project.conn, ANNOTATOR)
+
+
+def rating_rows(path):
+    with opened(path) as project:
+        return [tuple(r) for r in project.conn.execute("SELECT clip_id, rating, undone_at FROM ratings ORDER BY id")]
+
+
+def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
+    qtbot.keyClick(page.view, key, modifier)
+    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+
+
+def test_rating_the_demo_queue_with_keys_alone_stores_each_rating(page, qtbot, demo_copy):
+    session = open_demo_queue(page, qtbot)
+    assert page.stack.currentWidget() is page.view
+    with opened(demo_copy) as project:
+        order = [c.clip_id for c in queue_clips(project.conn, "demo-qc")]
+    assert session.current.clip_id == order[0]
+    assert page.view.text_label.text() == session.current.text
+    assert page.view.waveform.column_peaks(100) is not None  # the waveform arrived with the clip
+    for key in ("1", "2", "3", "1"):
+        press(page, qtbot, key)
+    assert {clip: rating for clip, (_id, rating, _note) in live_ratings(demo_copy).items()} == {
+        order[0]: "correct",
+        order[1]: "acceptable",
+        order[2]: "incorrect",
+        order[3]: "correct",
+    }
+    assert session.current.clip_id == order[4]
+    assert "4 / 24 rated" in page.view.progress_label.text()
+    assert "2 correct, 1 acceptable, 1 incorrect" in page.view.progress_label.text()
+
+
+def test_a_double_key_press_stores_one_rating(page, qtbot, demo_copy):
+    open_demo_queue(page, qtbot)
+    qtbot.keyClick(page.view, "1")
+    qtbot.keyClick(page.view, "1")  # arrives while the first is being saved
+    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    assert page.ignored_keys == 1
+    assert len(rating_rows(demo_copy)) == 1
+
+
+def test_ctrl_z_undoes_the_last_rating_and_offers_its_clip_again(page, qtbot, demo_copy):
+    session = open_demo_queue(page, qtbot)
+    first = session.current.clip_id
+    press(page, qtbot, "2")
+    assert session.current.clip_id != first
+    press(page, qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    [(clip, rating, undone_at)] = rating_rows(demo_copy)
+    assert (clip, rating) == (first, "acceptable") and undone_at is not None  # kept, marked undone
+    assert live_ratings(demo_copy) == {}
+    assert session.current.clip_id == first and page.view.text_label.text() == session.current.text
+
+
+def test_left_browses_back_to_a_rated_clip(page, qtbot):
+    session = open_demo_queue(page, qtbot)
+    first = session.current.clip_id
+    press(page, qtbot, "3")
+    press(page, qtbot, Qt.Key.Key_Left)
+    assert session.current.clip_id == first and "incorrect" in page.view.state_label.text()
+    press(page, qtbot, Qt.Key.Key_Right)
+    assert session.current.clip_id != first
+
+
+def test_the_key_map_labels_the_buttons_and_the_help_overlay(page, qtbot):
+    open_demo_queue(page, qtbot)
+    assert page.view.buttons["rate_correct"].text() == "Correct  (1)"
+    assert page.view.buttons["replay"].text() == "Replay  (Space / R)"
+    qtbot.keyClick(page.view, "?")
+    assert page.view.help_overlay.isVisible() and "Ctrl+Z" in page.view.help_overlay.text()
+    assert not page.view.transcripts_label.isVisible()
+    qtbot.keyClick(page.view, "t")
+    assert page.view.transcripts_label.isVisible() and "WER" in page.view.transcripts_label.text()
+
+
+def test_speed_steps_render_the_clip_at_the_new_speed(page, qtbot):
+    session = open_demo_queue(page, qtbot)
+    normal = page.clip_audio.duration_s
+    qtbot.keyClick(page.view, "]")
+    qtbot.waitUntil(lambda: page.clip_audio.speed == 1.1, timeout=5_000)
+    assert session.speed == 1.1
+    assert page.clip_audio.duration_s == pytest.approx(normal / 1.1, rel=0.02)
+
+
+def test_s_shows_the_spectrogram(page, qtbot):
+    open_demo_queue(page, qtbot)
+    qtbot.keyClick(page.view, "s")
+    assert page.view.waveform.show_spectrogram
+    qtbot.waitUntil(lambda: page.view.waveform.has_spectrogram, timeout=5_000)
+
+
+def test_without_an_audio_device_a_banner_explains_and_rating_still_works(
+    qtbot, demo_copy, open_session, no_asr, monkeypatch
+):
+    from PySide6.QtMultimedia import QMediaDevices
+
+    monkeypatch.setattr(QMediaDevices, "audioOutputs", staticmethod(lambda: []))
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    assert page.player is None
+    open_demo_queue(page, qtbot)
+    assert page.view.banner.isVisible() and "No audio output device" in page.view.banner.text()
+    press(page, qtbot, "1")
+    assert len(live_ratings(demo_copy)) == 1
+
+
+def test_a_project_without_transcripts_says_what_screening_needs(page, qtbot, demo_copy, monkeypatch):
+    with opened(demo_copy) as project:  # the demo has no transcripts
+        assert project.conn.execute("SELECT count(*) FROM transcripts").fetchone()[0] == 0
+    box = page.queue_list
+    assert box.screening_box.isVisibleTo(page)
+    assert box.screening_text.text() == rating_page.screening_requirements()
+    assert not box.transcribe_button.isEnabled() and "OPENAI_API_KEY" in box.transcribe_button.text()
+    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: ["openai:whisper-1", "gemini:gemini-2.5-flash"])
+    qtbot.waitSignal(page.refresh_queues().finished, timeout=5_000).wait()
+    assert box.transcribe_button.isEnabled()
+    assert box.transcribe_button.text() == "Transcribe with openai:whisper-1, gemini:gemini-2.5-flash"
+
+
+def test_creating_a_queue_shows_its_strata_before_storing_it(page, qtbot, demo_copy):
+    dialog = page.create_queue()
+    qtbot.waitUntil(lambda: dialog.filter_boxes["language"].count() > 1, timeout=5_000)
+    dialog.name_edit.setText("mine")
+    dialog.per_bin.setValue(3)
+    assert not dialog.create_button.isEnabled()  # nothing previewed yet
+    dialog.preview_button.click()
+    qtbot.waitUntil(lambda: dialog.previewed is not None, timeout=5_000)
+    rows = [[dialog.strata.item(r, c).text() for c in range(5)] for r in range(dialog.strata.rowCount())]
+    assert [row[0] for row in rows] == ["en", "zh", "ko"] and all(row[4] == "3" for row in rows)
+    assert all(int(row[2]) > 3 for row in rows)  # the pool each stratum drew from
+    with opened(demo_copy) as project:
+        assert qc_store.queue_id_by_name(project.conn, "mine") is None  # previewing stores nothing
+    dialog.seed.setValue(7)
+    assert not dialog.create_button.isEnabled()  # the preview no longer matches the choice
+    dialog.seed.setValue(0)
+    dialog.create_button.click()
+    qtbot.waitUntil(lambda: page.queue_list.table.rowCount() == 2, timeout=5_000)
+    with opened(demo_copy) as project:
+        assert len(queue_clips(project.conn, "mine")) == 9
+
+
+def test_a_filtered_queue_holds_only_the_chosen_language(page, qtbot):
+    dialog = page.create_queue()
+    qtbot.waitUntil(lambda: dialog.filter_boxes["language"].count() > 1, timeout=5_000)
+    dialog.mode_buttons.button(1).click()
+    dialog.filter_boxes["language"].setCurrentText("ko")
+    dialog.per_bin.setValue(5)
+    dialog.preview_button.click()
+    qtbot.waitUntil(lambda: dialog.previewed is not None, timeout=5_000)
+    assert dialog.strata.rowCount() == 1 and dialog.strata.item(0, 0).text() == "ko"
+
+
+def test_a_missing_clip_is_skipped_and_its_reason_shown(page, qtbot, demo_copy):
+    with opened(demo_copy) as project:
+        first = queue_clips(project.conn, "demo-qc")[0]
+        project.audio.path_for(first.sha256, first.audio_format).unlink()
+    session = open_demo_queue(page, qtbot)
+    assert session.current.clip_id != first.clip_id
+    assert page.view.skipped_label.isVisible()
+    assert f"clip {first.clip_id}" in page.view.skipped_label.text() and "missing" in page.view.skipped_label.text()

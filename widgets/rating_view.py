@@ -1,0 +1,300 @@
+"""The rating screen's views: the queue list (with what is missing when nothing is screened) and the session
+view that draws a `core.qc.rating_session` clip. They only draw and report keys and clicks; the page
+(`app/rating_page.py`) drives the session and runs its reads and writes."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress
+from spokenbench.widgets.waveform import WaveformView
+
+ACTION_LABELS = {
+    "rate_correct": "Correct",
+    "rate_acceptable": "Acceptable",
+    "rate_incorrect": "Incorrect",
+    "replay": "Replay",
+    "note": "Note",
+    "undo": "Undo",
+    "previous": "Previous",
+    "next": "Next",
+    "help": "Keys",
+    "slower": "Slower",
+    "faster": "Faster",
+    "toggle_transcripts": "Transcripts",
+    "toggle_spectrogram": "Spectrogram",
+}
+VIEW_KEYS = {"toggle_spectrogram": ("S",)}  # a view toggle the session does not need to know about
+_SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
+
+
+def key_name(event: QKeyEvent) -> str:
+    """The key's name as the key map spells it: '1', 'Space', 'Left', '?', '[', 'Ctrl+Z'."""
+    modifiers = event.modifiers()
+    text = event.text()
+    if text and text.isprintable() and not text.isspace() and not (modifiers & ~_SHIFTED_OK):
+        return text  # '?' and '[' as typed, whatever Shift it took
+    return QKeySequence(event.keyCombination()).toString()
+
+
+def keys_text(keys: tuple[str, ...]) -> str:
+    return " / ".join(keys)
+
+
+class QueueListView(QWidget):
+    """Rating queues with this annotator's progress; what screening needs when the project has no transcripts."""
+
+    start_requested = Signal(str)
+    create_requested = Signal()
+    transcribe_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.title = QLabel("<h3>Rating queues</h3>")
+        self.table = QTableWidget(0, 5)
+        self.table.setHorizontalHeaderLabels(["Queue", "Strategy", "Clips", "Rated by you", "Progress"])
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.doubleClicked.connect(lambda _index: self._start_selected())
+        self.start_button = QPushButton("Start rating")
+        self.start_button.clicked.connect(self._start_selected)
+        self.create_button = QPushButton("Create queue…")
+        self.create_button.clicked.connect(self.create_requested)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.start_button)
+        buttons.addWidget(self.create_button)
+        buttons.addStretch(1)
+        self.screening_box = QFrame()
+        self.screening_box.setFrameShape(QFrame.Shape.StyledPanel)
+        self.screening_text = QLabel()
+        self.screening_text.setWordWrap(True)
+        self.screening_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.transcribe_button = QPushButton("Transcribe")
+        self.transcribe_button.clicked.connect(self.transcribe_requested)
+        box_layout = QVBoxLayout(self.screening_box)
+        box_layout.addWidget(QLabel("<b>No transcripts yet: queues are sampled without WER intervals</b>"))
+        box_layout.addWidget(self.screening_text)
+        box_layout.addWidget(self.transcribe_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.screening_box.hide()
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.screening_box)
+
+    def set_queues(self, queues: list[dict], annotator: str) -> None:
+        self.table.setRowCount(len(queues))
+        for row, queue in enumerate(queues):
+            rated = queue["rated_by"].get(annotator, 0)
+            percent = f"{100 * rated / queue['clips']:.0f} %" if queue["clips"] else "—"
+            cells = [queue["name"], queue["strategy"], str(queue["clips"]), str(rated), percent]
+            for column, text in enumerate(cells):
+                self.table.setItem(row, column, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+        if queues and not self.table.selectedItems():
+            self.table.selectRow(0)
+        self.start_button.setEnabled(bool(queues))
+
+    def set_screening_needs(self, needs: str | None, transcribe_label: str, can_transcribe: bool) -> None:
+        """`needs` is screening_requirements()'s text, or None when the project has transcripts."""
+        self.screening_box.setVisible(needs is not None)
+        self.screening_text.setText(needs or "")
+        self.transcribe_button.setText(transcribe_label)
+        self.transcribe_button.setEnabled(can_transcribe)
+
+    def selected_queue(self) -> str | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.table.item(rows[0].row(), 0).text() if rows else None
+
+    def _start_selected(self) -> None:
+        name = self.selected_queue()
+        if name:
+            self.start_requested.emit(name)
+
+
+class RatingView(QWidget):
+    """One clip: the text to hear, who speaks it, the waveform, the buttons (labelled from the key map), the
+    progress. Keys are reported by name through `key_pressed`; buttons report their action."""
+
+    key_pressed = Signal(str)
+    action_clicked = Signal(str)
+    back_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:6px; border:1px solid #e0c36a;")
+        self.banner.hide()
+        self.queue_label = QLabel()
+        self.back_button = QPushButton("← Queues")
+        self.back_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.back_button.clicked.connect(self.back_requested)
+        self.progress_label = QLabel()
+        self.progress_label.setAlignment(Qt.AlignmentFlag.AlignRight)
+        top = QHBoxLayout()
+        top.addWidget(self.back_button)
+        top.addWidget(self.queue_label, 1)
+        top.addWidget(self.progress_label)
+        self.text_label = QLabel()
+        self.text_label.setWordWrap(True)
+        self.text_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.text_label.setStyleSheet("font-size:18px; padding:8px 0;")
+        self.meta_label = QLabel()
+        self.state_label = QLabel()
+        self.waveform = WaveformView()
+        self.transcripts_label = QLabel()
+        self.transcripts_label.setWordWrap(True)
+        self.transcripts_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.skipped_label = QLabel()
+        self.skipped_label.setWordWrap(True)
+        self.skipped_label.setStyleSheet("color:#8a4b00;")
+        self.skipped_label.hide()
+        self.status_label = QLabel()
+        self.buttons: dict[str, QPushButton] = {}
+        grid = QGridLayout()
+        for index, action in enumerate(ACTION_LABELS):
+            button = QPushButton()
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.clicked.connect(lambda _checked=False, a=action: self.action_clicked.emit(a))
+            self.buttons[action] = button
+            grid.addWidget(button, index // 7, index % 7)
+        self.help_overlay = QLabel(self)
+        self.help_overlay.setTextFormat(Qt.TextFormat.RichText)
+        self.help_overlay.setStyleSheet(
+            "background:rgba(20,24,32,235); color:white; padding:16px; border-radius:8px; font-size:14px;"
+        )
+        self.help_overlay.hide()
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
+        layout.addLayout(top)
+        layout.addWidget(self.text_label)
+        layout.addWidget(self.meta_label)
+        layout.addWidget(self.waveform, 1)
+        layout.addWidget(self.state_label)
+        layout.addWidget(self.transcripts_label)
+        layout.addLayout(grid)
+        layout.addWidget(self.skipped_label)
+        layout.addWidget(self.status_label)
+        self.set_keymap(DEFAULT_KEYMAP)
+
+    # -- the key map: one table for buttons and help ---------------------------------------------------
+
+    def set_keymap(self, keymap: dict[str, tuple[str, ...]]) -> None:
+        self.keymap = {**keymap, **VIEW_KEYS}
+        for action, button in self.buttons.items():
+            button.setText(f"{ACTION_LABELS[action]}  ({keys_text(self.keymap.get(action, ()))})")
+        rows = "".join(
+            f"<tr><td style='padding-right:16px'><b>{keys_text(self.keymap.get(a, ())) or '—'}</b></td>"
+            f"<td>{ACTION_LABELS[a]}</td></tr>"
+            for a in ACTION_LABELS
+        )
+        self.help_overlay.setText(f"<h3>Keys</h3><table>{rows}</table><p>Press ? to close</p>")
+        self.help_overlay.adjustSize()
+
+    def toggle_help(self) -> None:
+        self.help_overlay.setVisible(not self.help_overlay.isVisible())
+        self._place_help()
+        self.help_overlay.raise_()
+
+    def _place_help(self) -> None:
+        size = self.help_overlay.sizeHint()
+        self.help_overlay.setGeometry(
+            max(0, (self.width() - size.width()) // 2), max(0, (self.height() - size.height()) // 3), size.width(),
+            size.height(),
+        )  # fmt: skip
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._place_help()
+
+    # -- drawing -----------------------------------------------------------------------------------------
+
+    def show_clip(self, clip: ClipView | None, queue: str, speed: float) -> None:
+        self.queue_label.setText(f"Queue <b>{queue}</b>")
+        if clip is None:
+            self.text_label.setText("Every clip of this queue is rated. Thank you!")
+            self.meta_label.setText("")
+            self.state_label.setText("")
+            self.transcripts_label.hide()
+            self.waveform.set_clip(None, "Queue finished")
+            return
+        self.text_label.setText(clip.text)
+        who = " · ".join(
+            f"{name}: {value}"
+            for name, value in (
+                ("language", clip.language),
+                ("accent", clip.accent or "—"),
+                ("voice", clip.voice or "—"),
+                ("part", clip.part),
+                ("item", clip.item),
+            )
+        )
+        self.meta_label.setText(f"Clip {clip.position} of {clip.total} · {who}")
+        self.show_state(clip, speed)
+
+    def show_state(self, clip: ClipView | None, speed: float) -> None:
+        if clip is None:
+            return
+        state = f"Your rating: <b>{clip.rating}</b>" if clip.rating else "Not rated yet"
+        if clip.note:
+            state += f" · note: {clip.note}"
+        state += f" · speed {speed:.1f}×"
+        self.state_label.setText(state)
+        if clip.transcripts_visible:
+            lines = [f"{asr}: {text}" for asr, text in clip.transcripts] or ["no transcripts for this clip"]
+            wer = "—" if clip.wer is None else f"{clip.wer:.2f}"
+            self.transcripts_label.setText("\n".join([f"WER {wer}", *lines]))
+            self.transcripts_label.show()
+        else:
+            self.transcripts_label.hide()
+
+    def show_progress(self, progress: RatingProgress) -> None:
+        counts = ", ".join(f"{n} {rating}" for rating, n in progress.session_counts.items())
+        text = f"{progress.done} / {progress.total} rated · this session: {counts}"
+        if progress.skipped:
+            text += f" · {progress.skipped} skipped"
+        self.progress_label.setText(text)
+
+    def show_skipped(self, skipped: list) -> None:
+        if not skipped:
+            self.skipped_label.hide()
+            return
+        reasons = "; ".join(f"clip {s.clip_id} (#{s.position}): {s.reason}" for s in skipped[:5])
+        more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        self.skipped_label.setText(f"{len(skipped)} clips skipped (missing or unreadable audio): {reasons}{more}")
+        self.skipped_label.show()
+
+    def set_banner(self, text: str | None) -> None:
+        self.banner.setText(text or "")
+        self.banner.setVisible(bool(text))
+
+    # -- input -------------------------------------------------------------------------------------------
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.isAutoRepeat():
+            event.accept()  # holding a key never rates a run of clips
+            return
+        name = key_name(event)
+        if name:
+            self.key_pressed.emit(name)
+            event.accept()
+        else:
+            super().keyPressEvent(event)
