@@ -1,12 +1,16 @@
-"""The first Studio window: open a project (or build the demo), browse its items, and follow every job —
-this window's and other processes' — in the jobs panel. All disk work runs through `operations`; the items
-view refreshes itself when items, rewrites, clips or runs change, whoever changed them."""
+"""The Studio window: open a project (or build the demo), move between its pages from the left sidebar — Items,
+Rewrites, Rating, QC, Speakers, Evaluate, Results, each with a count badge — and follow every job in the jobs
+panel. All disk work runs through `operations`; pages and badges refresh when the tables they show change,
+whoever changed them. The Rating and QC pages live in their own modules and are imported when first shown: if
+one cannot be imported, its page says so and the rest of the window works."""
 
 from __future__ import annotations
 
+import importlib
+import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -24,22 +28,70 @@ from PySide6.QtWidgets import (
 
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
+from spokenbench.app.rewrite_page import RewritePage, review_queue
+from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY, RECENT_KEY, SettingsDialog, annotator_name, app_settings
 from spokenbench.core.demo import build_demo
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.progress import Progress
+from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
-from spokenbench.core.store.summary import item_rows, project_summary
+from spokenbench.core.store.summary import item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import JobsPanel
+from spokenbench.widgets.sidebar import Sidebar
 
+log = logging.getLogger("spokenbench.app.main_window")
 ProjectView = tuple[dict, list[tuple]]
+PAGES = (
+    ("items", "Items"),
+    ("rewrites", "Rewrites"),
+    ("rating", "Rating"),
+    ("qc", "QC"),
+    ("speakers", "Speakers"),
+    ("evaluate", "Evaluate"),
+    ("results", "Results"),
+)
+# pages other engineers build, imported when first shown: key -> (module, class, what it is)
+OPTIONAL_PAGES = {
+    "rating": ("spokenbench.app.rating_page", "RatingPage", "the rating screen"),
+    "qc": ("spokenbench.app.qc_dashboard", "QcDashboardPage", "the QC dashboard"),
+}
+COMING = {
+    "speakers": "recording consented speakers and managing their voices (consent, recordings, cloning).",
+    "evaluate": "launching evaluation runs against audio language models with a cost estimate first "
+    "(today: `spokenbench evaluate`).",
+    "results": "bias metrics and report figures per run (today: `spokenbench metrics` and `spokenbench report`).",
+}
+BADGE_TABLES = frozenset(
+    {"items", "rewrites", "rewrite_reviews", "rewrite_outcomes", "ratings", "rating_queues", "rating_queue_clips"}
+    | {"speakers", "runs"}
+)
+RECENT_LIMIT = 8
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
-ITEM_ROW_TABLES = frozenset({"items"})  # the rows themselves; the rest only move the summary's counts
+ITEM_ROW_TABLES = frozenset(
+    {"items", "rewrites"}
+)  # rows carry each item's rewrite status  # the rows themselves; the rest only move the summary's counts
 
 
 def read_project_view(project: Project) -> ProjectView:
-    return project_summary(project.conn), item_rows(project.conn)
+    return project_summary(project.conn), item_browser_rows(project.conn)
+
+
+def read_badges(project: Project, annotator: str) -> dict[str, str]:
+    """The sidebar's counts: items, parts waiting for review, clips left for this annotator in the rating
+    queues, speakers and runs."""
+    conn = project.conn
+    waiting = sum(entry.status in ("flagged", "manual") for entry in review_queue(project))
+    left = sum(queue["clips"] - queue["rated_by"].get(annotator, 0) for queue in list_queues(conn))
+    summary = project_summary(conn)
+    return {
+        "items": f"{summary['items']['total']}",
+        "rewrites": f"{waiting} to review",
+        "rating": f"{left} left",
+        "speakers": f"{summary['speakers']}",
+        "results": f"{summary['runs']} runs",
+    }
 
 
 def read_summary(project: Project) -> dict:
@@ -94,23 +146,66 @@ class WelcomePage(QWidget):
         layout.addStretch(2)
 
 
+class PlaceholderPage(QWidget):
+    """An honest empty page: what will be here, or why a page could not be loaded. No controls that do nothing."""
+
+    def __init__(self, title: str, text: str):
+        super().__init__()
+        self.message = QLabel(f"<h2>{title}</h2><p>{text}</p>")
+        self.message.setWordWrap(True)
+        self.message.setMaximumWidth(560)
+        layout = QVBoxLayout(self)
+        layout.addStretch(1)
+        layout.addWidget(self.message, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addStretch(2)
+
+    def set_session(self, session) -> None:
+        pass
+
+
 class MainWindow(QMainWindow):
-    def __init__(self, audio_message: str | None = None, poll_interval_s: float | None = None):
+    def __init__(
+        self,
+        audio_message: str | None = None,
+        poll_interval_s: float | None = None,
+        settings: QSettings | None = None,
+    ):
         super().__init__()
         self.project_path: Path | None = None
         self._summary_text = "No project open"
         self.session: ProjectSession | None = None
+        self.settings = settings if settings is not None else app_settings()
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
         self._poll_interval_s = poll_interval_s
+        self._player = None
         self.setWindowTitle("SpokenBench Studio")
-        self.resize(1100, 700)
+        self.resize(1200, 760)
 
         self.items_panel = ItemsPanel()
+        self.items_panel.item_selected.connect(self.load_item_detail)
+        self.rewrite_page = RewritePage(self)
+        self.sidebar = Sidebar(list(PAGES))
+        self.page_stack = QStackedWidget()
+        self.page_widgets: dict[str, QWidget] = {"items": self.items_panel, "rewrites": self.rewrite_page}
+        for key, name in PAGES:
+            if key in COMING:
+                self.page_widgets[key] = PlaceholderPage(name, f"Coming: {COMING[key]}")
+            elif key in OPTIONAL_PAGES:
+                self.page_widgets[key] = PlaceholderPage(name, "Loading…")  # replaced when first shown
+            self.page_stack.addWidget(self.page_widgets[key])
+        self.sidebar.page_selected.connect(self.show_page)
+        self.workspace = QWidget()
+        workspace_layout = QHBoxLayout(self.workspace)
+        workspace_layout.setContentsMargins(0, 0, 0, 0)
+        workspace_layout.setSpacing(0)
+        workspace_layout.addWidget(self.sidebar)
+        workspace_layout.addWidget(self.page_stack, 1)
+
         self.pages = QStackedWidget()
         self.welcome = WelcomePage(self)
         self.pages.addWidget(self.welcome)
-        self.pages.addWidget(self.items_panel)
+        self.pages.addWidget(self.workspace)
         self.setCentralWidget(self.pages)
 
         self.jobs_panel = JobsPanel()
@@ -124,22 +219,37 @@ class MainWindow(QMainWindow):
         self.jobs = JobsController(self.runner, self.jobs_panel, self)
 
         file_menu = self.menuBar().addMenu("&File")
-        for text, shortcut, slot in (
-            ("&Open Project…", QKeySequence.StandardKey.Open, self.choose_project),
-            ("Build &Demo Project…", None, self.choose_demo_folder),
-            ("&Quit", QKeySequence.StandardKey.Quit, self.close),
-        ):
-            action = QAction(text, self)
-            if shortcut is not None:
-                action.setShortcut(shortcut)
-            action.triggered.connect(slot)
-            file_menu.addAction(action)
+        open_action = QAction("&Open Project…", self)
+        open_action.setShortcut(QKeySequence.StandardKey.Open)
+        open_action.triggered.connect(self.choose_project)
+        file_menu.addAction(open_action)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self._fill_recent_menu()
+        demo_action = QAction("Build &Demo Project…", self)
+        demo_action.triggered.connect(self.choose_demo_folder)
+        file_menu.addAction(demo_action)
         self.import_action = QAction("&Import Items…", self)
         self.import_action.setShortcut(QKeySequence("Ctrl+I"))
         self.import_action.setEnabled(False)
         self.import_action.triggered.connect(self.choose_import_files)
-        file_menu.insertAction(file_menu.actions()[2], self.import_action)
+        file_menu.addAction(self.import_action)
+        file_menu.addSeparator()
+        settings_action = QAction("&Settings…", self)
+        settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        settings_action.triggered.connect(self.open_settings)
+        file_menu.addAction(settings_action)
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
         view_menu = self.menuBar().addMenu("&View")
+        for number, (key, name) in enumerate(PAGES, start=1):
+            action = QAction(name, self)
+            action.setShortcut(QKeySequence(f"Ctrl+{number}"))
+            action.triggered.connect(lambda _=False, k=key: self.sidebar.select(k))
+            view_menu.addAction(action)
+        view_menu.addSeparator()
         jobs_action = self.jobs_dock.toggleViewAction()
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
         view_menu.addAction(jobs_action)
@@ -157,6 +267,134 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.jobs_button)
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message
+        self.sidebar.select("items")
+
+    # --- pages ---------------------------------------------------------------------------------------------
+    def show_page(self, key: str) -> None:
+        if key in OPTIONAL_PAGES and isinstance(self.page_widgets[key], PlaceholderPage):
+            self._load_optional_page(key)
+        self.page_stack.setCurrentWidget(self.page_widgets[key])
+        if self.sidebar.current_key() != key:
+            self.sidebar.select(key)
+
+    def current_page_key(self) -> str | None:
+        return self.sidebar.current_key()
+
+    def _load_optional_page(self, key: str) -> None:
+        """Import a page another module provides; a page that cannot be imported or built becomes a placeholder
+        saying why, so the window never depends on it."""
+        module_name, class_name, what = OPTIONAL_PAGES[key]
+        old = self.page_widgets[key]
+        try:
+            page = getattr(importlib.import_module(module_name), class_name)(self)
+            page.set_session(self.session)
+        except Exception as error:  # missing module, import error, a bug in its constructor
+            log.warning("cannot load %s: %s", what, error)
+            page = PlaceholderPage(
+                dict(PAGES)[key], f"{what.capitalize()} could not be loaded ({type(error).__name__}: {error})."
+            )
+            page.failed = True
+        if getattr(old, "failed", False) and getattr(page, "failed", False):
+            return
+        index = self.page_stack.indexOf(old)
+        self.page_stack.insertWidget(index, page)
+        self.page_stack.removeWidget(old)
+        old.deleteLater()
+        self.page_widgets[key] = page
+
+    def annotator_name(self) -> str:
+        return annotator_name(self.settings)
+
+    def refresh_badges(self) -> Operation | None:
+        if self.session is None:
+            for key, _ in PAGES:
+                self.sidebar.set_badge(key, None)
+            return None
+        annotator = self.annotator_name()
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: read_badges(project, annotator),
+                label="Counting",
+                parent=self,
+                supersede="badges",
+            )
+            .success(self._show_badges)
+            .run()
+        )
+
+    def _show_badges(self, badges: dict[str, str]) -> None:
+        for key, _ in PAGES:
+            self.sidebar.set_badge(key, badges.get(key))
+
+    def open_settings(self) -> SettingsDialog:
+        dialog = SettingsDialog(self.settings, self.runner, self)
+        dialog.accepted.connect(self.refresh_badges)
+        dialog.setModal(True)
+        dialog.show()
+        return dialog
+
+    # --- the item detail and playback ----------------------------------------------------------------------
+    def load_item_detail(self, item_id: int) -> Operation | None:
+        if self.session is None:
+            return None
+        audio_root = self.session.path / "audio"
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: item_detail(project.conn, item_id),
+                label=f"Loading item {item_id}",
+                parent=self,
+                supersede="item-detail",
+            )
+            .success(lambda detail: self.items_panel.show_detail(item_id, detail, self._play_function(), audio_root))
+            .run()
+        )
+
+    def _play_function(self):
+        return None if self.audio_message else self.play_file
+
+    def play_file(self, path: Path) -> str | None:
+        """Play through Qt Multimedia without waiting for it; a message when it cannot."""
+        if self._player is None:
+            try:
+                from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
+            except ImportError as error:
+                return f"Audio is off: Qt Multimedia is unavailable ({error})."
+            output = QAudioOutput(self)
+            wanted = self.settings.value(AUDIO_OUTPUT_KEY, "")
+            for device in QMediaDevices.audioOutputs():
+                if wanted and bytes(device.id()).decode(errors="replace") == wanted:
+                    output.setDevice(device)
+            self._player = QMediaPlayer(self)
+            self._player.setAudioOutput(output)
+        self._player.stop()
+        self._player.setSource(QUrl.fromLocalFile(str(path)))
+        self._player.play()
+        return None
+
+    # --- recent projects -----------------------------------------------------------------------------------
+    def recent_projects(self) -> list[str]:
+        value = self.settings.value(RECENT_KEY, [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in value or []]
+
+    def _remember_recent(self, path: Path) -> None:
+        entries = [str(path), *(p for p in self.recent_projects() if p != str(path))][:RECENT_LIMIT]
+        self.settings.setValue(RECENT_KEY, entries)
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self.recent_projects()
+        for entry in recent:
+            action = self.recent_menu.addAction(entry)
+            action.triggered.connect(lambda _=False, p=entry: self.open_project(Path(p)))
+        if not recent:
+            self.recent_menu.addAction("No recent projects").setEnabled(False)
+        else:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear list", lambda: self.settings.setValue(RECENT_KEY, []))
 
     # --- actions -------------------------------------------------------------------------------------------
     def choose_project(self) -> None:
@@ -245,8 +483,13 @@ class MainWindow(QMainWindow):
         self.jobs.set_session(self.session)
         self.import_action.setEnabled(True)
         self.setWindowTitle(f"SpokenBench Studio — {path.name}")
-        self.pages.setCurrentWidget(self.items_panel)
+        self._remember_recent(path)
+        self.pages.setCurrentWidget(self.workspace)
+        for page in self.page_widgets.values():
+            if hasattr(page, "set_session") and page is not self.items_panel:
+                page.set_session(self.session)
         self._show_view(view)
+        self.refresh_badges()
 
     def _session_options(self) -> dict:
         return {} if self._poll_interval_s is None else {"poll_interval_s": self._poll_interval_s}
@@ -257,6 +500,8 @@ class MainWindow(QMainWindow):
     def _project_changed(self, tables: set[str]) -> None:
         if tables & ITEM_VIEW_TABLES:
             self.refresh_view(rows=bool(tables & ITEM_ROW_TABLES))
+        if tables & BADGE_TABLES:
+            self.refresh_badges()
 
     def _show_view(self, view: ProjectView) -> None:
         summary, rows = view
@@ -279,6 +524,9 @@ class MainWindow(QMainWindow):
     def close_project(self) -> None:
         if self.session is not None:
             self.jobs.set_session(None)
+            for page in self.page_widgets.values():
+                if hasattr(page, "set_session") and page is not self.items_panel:
+                    page.set_session(None)
             self.import_action.setEnabled(False)
             self.session.close()
             self.session.deleteLater()

@@ -1,51 +1,138 @@
-"""The item list: a read-only table with a language filter and free-text search."""
+"""The item browser: a table filtered by language, subject, cultural label, category, rewrite status and free
+text, and the selected item's detail (rewrites, clips with Play buttons, transcripts with WER, ratings,
+responses).
+
+Filtering is done in Python over precomputed keys and shown through a model that holds the visible row
+indices, not a QSortFilterProxyModel: a proxy calls back into Python once per row (and per comparison when
+sorting), which is what made 20,000 items stutter. The detail is read by the app (a QueryOp) when
+`item_selected` fires and handed back through `show_detail`."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSplitter,
     QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
+SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
+FILTERS = (("language", 2, "All languages"), ("subject", SUBJECT, "All subjects"),
+           ("cultural label", CULTURAL_LABEL, "All labels"), ("category", CATEGORY, "All categories"),
+           ("status", STATUS, "Any status"))  # fmt: skip
+
+
+def _field(row: tuple, column: int):
+    return row[column] if column < len(row) else ""
 
 
 class ItemsTableModel(QAbstractTableModel):
+    """All rows, and the indices of those the filters let through, in the current sort order."""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self._rows: list[tuple] = []
+        self._haystacks: list[str] = []
+        self._visible: list[int] = []
+        self._criteria: dict[int, str] = {}
+        self._text = ""
+        self._sort: tuple[int, Qt.SortOrder] = (0, Qt.SortOrder.AscendingOrder)
 
+    # -- data --------------------------------------------------------------------------------------
     def set_rows(self, rows: list[tuple]) -> None:
         self.beginResetModel()
         self._rows = rows
+        self._haystacks = [
+            "\x1f".join(str(value) for value in (*row[:7], *row[7])).casefold() for row in rows
+        ]  # search text, once
+        self._visible = self._filtered()
+        self._sort_visible()
         self.endResetModel()
 
+    def total_count(self) -> int:
+        return len(self._rows)
+
+    def row_at(self, view_row: int) -> tuple:
+        return self._rows[self._visible[view_row]]
+
+    def values(self, column: int) -> list[str]:
+        return sorted({str(_field(row, column)) for row in self._rows} - {""})
+
+    # -- filtering and sorting -------------------------------------------------------------------
+    def set_filter(self, column: int, value: str) -> None:
+        """Keep rows whose `column` equals `value` ('' removes the filter on that column)."""
+        if value:
+            self._criteria[column] = value
+        else:
+            self._criteria.pop(column, None)
+        self._refilter()
+
+    def set_text(self, text: str) -> None:
+        self._text = text.casefold().strip()
+        self._refilter()
+
+    def _filtered(self) -> list[int]:
+        indices = range(len(self._rows))
+        rows, text = self._rows, self._text
+        for column, value in self._criteria.items():
+            indices = [i for i in indices if _field(rows[i], column) == value]
+        if text:
+            haystacks = self._haystacks
+            indices = [i for i in indices if text in haystacks[i]]
+        return list(indices)
+
+    def _refilter(self) -> None:
+        self.beginResetModel()
+        self._visible = self._filtered()
+        self._sort_visible()
+        self.endResetModel()
+
+    def _sort_visible(self) -> None:
+        column, order = self._sort
+        rows = self._rows
+
+        def key(i: int):
+            value = rows[i][column]
+            return " | ".join(value) if isinstance(value, tuple) else value
+
+        self._visible.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        self.layoutAboutToBeChanged.emit()
+        self._sort = (column, order)
+        self._sort_visible()
+        self.layoutChanged.emit()
+
+    # -- Qt model --------------------------------------------------------------------------------
     def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
+        return 0 if parent.isValid() else len(self._visible)
 
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(HEADERS)
 
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+        if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return None
-        value = self._rows[index.row()][index.column()]
+        value = self._rows[self._visible[index.row()]][index.column()]
         if isinstance(value, tuple):
             value = " | ".join(value)
-        if role == Qt.ItemDataRole.DisplayRole:
-            return value
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() >= 6:
+        if role == Qt.ItemDataRole.DisplayRole or index.column() >= 6:
             return value
         return None
 
@@ -55,150 +142,292 @@ class ItemsTableModel(QAbstractTableModel):
         return None
 
     def languages(self) -> list[str]:
-        return sorted({row[2] for row in self._rows})
+        return self.values(2)
 
 
-class ItemFilter(QSortFilterProxyModel):
-    """Matches the search text anywhere in the row and, if chosen, one language."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._language = ""
-        self._text = ""
-
-    def set_language(self, language: str) -> None:
-        self.beginFilterChange()
-        self._language = language
-        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-
-    def set_text(self, text: str) -> None:
-        self.beginFilterChange()
-        self._text = text.casefold().strip()
-        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-
-    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
-        row = self.sourceModel()._rows[source_row]
-        if self._language and row[2] != self._language:
-            return False
-        return not self._text or any(self._text in str(value).casefold() for value in (*row[:7], *row[7]))
-
-
-class ItemsPanel(QWidget):
-    ALL_LANGUAGES = "All languages"
+class ItemDetail(QWidget):
+    """The selected item: question and options on top, then tabs for rewrites, clips, ratings and responses."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.model = ItemsTableModel(self)
-        self.proxy = ItemFilter(self)
-        self.proxy.setSourceModel(self.model)
-
-        self.language_box = QComboBox()
-        self.language_box.setAccessibleName("Language filter")
-        self.language_box.currentTextChanged.connect(
-            lambda text: self.proxy.set_language("" if text == self.ALL_LANGUAGES else text)
-        )
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search questions, options, ids…")
-        self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self.proxy.set_text)
-        self.count_label = QLabel()
-        self.proxy.rowsInserted.connect(self._update_count)
-        self.proxy.rowsRemoved.connect(self._update_count)
-        self.proxy.modelReset.connect(self._update_count)
-        self.proxy.layoutChanged.connect(self._update_count)
-
-        self.table = QTableView()
-        self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
-        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().hide()
-        self.table.setWordWrap(False)
-        header = self.table.horizontalHeader()
-        for column in range(6):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(7, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(7, 260)
-
-        self.details = QTextBrowser()
-        self.details.setAccessibleName("Item details")
-        self.details.setPlaceholderText("Select an item to see its full question and options.")
-        self.table.selectionModel().currentRowChanged.connect(self._show_details)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.details)
-        splitter.setSizes([480, 140])
-
-        bar = QHBoxLayout()
-        bar.addWidget(QLabel("Language:"))
-        bar.addWidget(self.language_box)
-        bar.addWidget(self.search, 1)
-        bar.addWidget(self.count_label)
+        self.header = QTextBrowser()
+        self.header.setAccessibleName("Item details")
+        self.header.setPlaceholderText("Select an item to see its question, options, rewrites, clips and answers.")
+        self.tabs = QTabWidget()
+        self.rewrites = self._table(("Part", "Version", "Status", "Text", "Origin", "Reviewer"))
+        self.clips = self._table(("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"))
+        self.ratings = self._table(("Part", "Annotator", "Rating", "Note", "When"))
+        self.responses = self._table(("Run", "Order", "Parsed", "Maps to", "Status", "Condition"))
+        for name, table in (
+            ("Rewrites", self.rewrites),
+            ("Clips", self.clips),
+            ("Ratings", self.ratings),
+            ("Responses", self.responses),
+        ):
+            self.tabs.addTab(table, name)
+        self.audio_note = QLabel()
+        self.audio_note.setWordWrap(True)
         layout = QVBoxLayout(self)
-        layout.addLayout(bar)
+        layout.setContentsMargins(0, 0, 0, 0)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.header)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(self.tabs)
+        right_layout.addWidget(self.audio_note)
+        splitter.addWidget(right)
+        splitter.setSizes([330, 670])
         layout.addWidget(splitter)
-        self._update_count()
+        self.play_buttons: list[QPushButton] = []
 
-    def set_rows(self, rows: list[tuple]) -> None:
-        """Show `rows`, keeping the language filter, the selected item and the scroll position when the list is
-        refreshed under the user's eyes (another process added items); identical rows change nothing."""
-        if rows == self.model._rows:
-            return
-        language = self.language_box.currentText()
-        selected = self.selected_item_id()
-        scroll = self.table.verticalScrollBar().value()
-        self.model.set_rows(rows)
-        languages = self.model.languages()
-        if language not in languages:
-            language = self.ALL_LANGUAGES
-        self.language_box.blockSignals(True)
-        self.language_box.clear()
-        self.language_box.addItems([self.ALL_LANGUAGES, *languages])
-        self.language_box.setCurrentText(language)
-        self.language_box.blockSignals(False)
-        self.proxy.set_language("" if language == self.ALL_LANGUAGES else language)
-        if selected is not None:
-            self.select_item(selected)
-        self.table.verticalScrollBar().setValue(scroll)
-        self._update_count()
+    @staticmethod
+    def _table(headers: tuple[str, ...]) -> QTableWidget:
+        table = QTableWidget(0, len(headers))
+        table.setHorizontalHeaderLabels(headers)
+        table.verticalHeader().hide()
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        table.setWordWrap(False)
+        table.horizontalHeader().setStretchLastSection(True)
+        return table
 
-    def selected_item_id(self) -> int | None:
-        current = self.table.selectionModel().currentIndex()
-        if not current.isValid():
-            return None
-        return self.model._rows[self.proxy.mapToSource(current).row()][0]
+    @staticmethod
+    def _fill(table: QTableWidget, rows: list[tuple]) -> None:
+        table.setRowCount(len(rows))
+        for r, values in enumerate(rows):
+            for c, value in enumerate(values):
+                item = QTableWidgetItem("" if value is None else str(value))
+                item.setToolTip(item.text())
+                table.setItem(r, c, item)
+        table.resizeColumnsToContents()
 
-    def select_item(self, item_id: int) -> bool:
-        for row, values in enumerate(self.model._rows):
-            if values[0] == item_id:
-                index = self.proxy.mapFromSource(self.model.index(row, 0))
-                if index.isValid():
-                    self.table.selectionModel().setCurrentIndex(
-                        index,
-                        QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
-                    )
-                    return True
-        return False
+    def clear(self) -> None:
+        self.header.clear()
+        for table in (self.rewrites, self.clips, self.ratings, self.responses):
+            table.setRowCount(0)
+        self.play_buttons = []
+        self.audio_note.clear()
 
-    def _show_details(self, current: QModelIndex, previous: QModelIndex = QModelIndex()) -> None:
-        if not current.isValid():
-            self.details.clear()
-            return
-        row = self.model._rows[self.proxy.mapToSource(current).row()]
-        item_id, source_id, language, kind, label, answer, question, options = row
+    def show_row(self, row: tuple) -> None:
+        item_id, source_id, language, kind, label, answer, question, options = row[:8]
         option_lines = "".join(
             f"<li><b>{html.escape(text)} ✓</b></li>"
             if answer and text.startswith(f"{answer}. ")
             else f"<li>{html.escape(text)}</li>"
             for text in options
         )
-        self.details.setHtml(
-            f"<p><b>{html.escape(source_id)}</b> · {language} · {kind} · {html.escape(label)}</p>"
-            f"<p>{html.escape(question)}</p><ul>{option_lines}</ul>"
+        subject = _field(row, SUBJECT)
+        self.header.setHtml(
+            f"<p><b>{html.escape(source_id)}</b> · {language} · {kind} · {html.escape(label)}"
+            + (f" · {html.escape(subject)}" if subject else "")
+            + f"</p><p>{html.escape(question)}</p><ul>{option_lines}</ul>"
         )
+        for table in (self.rewrites, self.clips, self.ratings, self.responses):
+            table.setRowCount(0)
+        self.audio_note.setText("Loading rewrites, clips and answers…")
+
+    def show_detail(self, detail: dict, play: Callable[[Path], str | None] | None, audio_root: Path | None) -> None:
+        """Fill the tabs. `play(path)` plays a clip and returns a message when it cannot (None: audio is off)."""
+        self._fill(
+            self.rewrites,
+            [(r["part"], r["version"], r["status"], r["text"], r["origin"], r["reviewer"]) for r in detail["rewrites"]],
+        )
+        rows = []
+        for clip in detail["clips"]:
+            wer = "" if clip["error_rate"] is None else f"{clip['metric'].upper()} {clip['error_rate']:.2f}"
+            heard = " · ".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"]) or "not transcribed"
+            seconds = "" if clip["duration_s"] is None else f"{clip['duration_s']:.1f}"
+            rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))
+        self._fill(self.clips, rows)
+        self.play_buttons = []
+        for r, clip in enumerate(detail["clips"]):
+            button = QPushButton("▶ Play")
+            button.setAccessibleName(f"Play clip {clip['id']}")
+            path = (
+                audio_root / clip["sha256"][:2] / f"{clip['sha256']}.{clip['audio_format']}"
+                if audio_root is not None and clip["sha256"] and clip["audio_format"]
+                else None
+            )
+            button.setEnabled(path is not None)
+            button.clicked.connect(lambda _=False, p=path: self._play(play, p))
+            self.clips.setCellWidget(r, 0, button)
+            self.play_buttons.append(button)
+        self.clips.resizeColumnToContents(0)
+        self._fill(
+            self.ratings,
+            [
+                (
+                    r["part"],
+                    r["annotator"],
+                    r["rating"] + (" (undone)" if r["undone_at"] else ""),
+                    r["note"],
+                    r["created_at"],
+                )
+                for r in detail["ratings"]
+            ],
+        )
+        self._fill(
+            self.responses,
+            [
+                (
+                    r["run"],
+                    r["option_order"],
+                    r["parsed_letter"],
+                    r["mapped_option"],
+                    r["parse_status"],
+                    r["condition_key"],
+                )
+                for r in detail["responses"]
+            ],
+        )
+        counts = {name: len(detail[name]) for name in ("rewrites", "clips", "ratings", "responses")}
+        for index, name in enumerate(counts):
+            self.tabs.setTabText(index, f"{name.capitalize()} ({counts[name]})")
+        self.audio_note.setText("" if play is not None else "Audio is off: clips cannot be played here.")
+
+    def _play(self, play: Callable[[Path], str | None] | None, path: Path | None) -> None:
+        if play is None or path is None:
+            self.audio_note.setText("Audio is off: clips cannot be played here.")
+            return
+        problem = play(path)
+        self.audio_note.setText(problem or f"Playing {path.name[:12]}…")
+
+
+class ItemsPanel(QWidget):
+    """Filters, the table and the selected item's detail. Emits `item_selected(item_id)` so the app can load the
+    detail off the UI thread."""
+
+    item_selected = Signal(int)
+    ALL_LANGUAGES = "All languages"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model = ItemsTableModel(self)
+        self.filter_boxes: dict[str, QComboBox] = {}
+        bar = QHBoxLayout()
+        for name, column, everything in FILTERS:
+            box = QComboBox()
+            box.setAccessibleName(f"{name.capitalize()} filter")
+            box.addItem(everything)
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            box.currentIndexChanged.connect(lambda _i, b=box, c=column: self.model.set_filter(c, self._choice(b)))
+            self.filter_boxes[name] = box
+            bar.addWidget(box)
+        self.language_box = self.filter_boxes["language"]
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search questions, options, ids…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.model.set_text)
+        self.count_label = QLabel()
+        self.model.modelReset.connect(self._update_count)
+        self.model.layoutChanged.connect(self._update_count)
+        bar.addWidget(self.search, 1)
+        bar.addWidget(self.count_label)
+
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        for column, width in enumerate((40, 90, 70, 60, 50, 55)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)  # ResizeToContents reads all rows
+            header.resizeSection(column, width)
+        header.setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(7, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(7, 260)
+
+        self.detail = ItemDetail()
+        self.details = self.detail.header
+        self.table.selectionModel().currentRowChanged.connect(self._current_changed)
+        self.model.modelAboutToBeReset.connect(self._remember_selection)
+        self.model.modelReset.connect(self._restore_selection)
+        self._selected_before_reset: int | None = None
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setSizes([400, 260])
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        layout.addWidget(splitter)
+        self._update_count()
+
+    @staticmethod
+    def _choice(box: QComboBox) -> str:
+        return "" if box.currentIndex() <= 0 else box.currentText()
+
+    def set_filter(self, name: str, value: str) -> None:
+        """Choose a filter value by name ('' for all), as a user would in the box."""
+        box = self.filter_boxes[name]
+        box.setCurrentIndex(max(0, box.findText(value)) if value else 0)
+
+    def set_rows(self, rows: list[tuple]) -> None:
+        """Show `rows`, keeping the filters, the selected item and the scroll position when the list is refreshed
+        under the user's eyes (another process added items); identical rows change nothing."""
+        if rows == self.model._rows:
+            return
+        chosen = {name: self._choice(box) for name, box in self.filter_boxes.items()}
+        scroll = self.table.verticalScrollBar().value()
+        self.model._rows = rows  # so the boxes list the new values before the filters are reapplied
+        for name, column, everything in FILTERS:
+            box = self.filter_boxes[name]
+            values = self.model.values(column)
+            box.blockSignals(True)
+            box.clear()
+            box.addItems([everything, *values])
+            box.setCurrentIndex(box.findText(chosen[name]) if chosen[name] in values else 0)
+            box.blockSignals(False)
+            self.model._criteria.pop(column, None)
+            if chosen[name] in values:
+                self.model._criteria[column] = chosen[name]
+        self.model.set_rows(rows)
+        self.table.verticalScrollBar().setValue(scroll)
+
+    def selected_item_id(self) -> int | None:
+        current = self.table.selectionModel().currentIndex()
+        if not current.isValid():
+            return None
+        return self.model.row_at(current.row())[0]
+
+    def select_item(self, item_id: int) -> bool:
+        for view_row in range(self.model.rowCount()):
+            if self.model.row_at(view_row)[0] == item_id:
+                self.table.selectionModel().setCurrentIndex(
+                    self.model.index(view_row, 0),
+                    QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+                )
+                return True
+        return False
+
+    def _remember_selection(self) -> None:
+        self._selected_before_reset = self.selected_item_id()
+
+    def _restore_selection(self) -> None:
+        item_id, self._selected_before_reset = self._selected_before_reset, None
+        if item_id is not None and not self.select_item(item_id):
+            self.detail.clear()
+
+    def _current_changed(self, current: QModelIndex, previous: QModelIndex = QModelIndex()) -> None:
+        if not current.isValid():
+            self.detail.clear()
+            return
+        row = self.model.row_at(current.row())
+        if previous.isValid() and previous.row() < self.model.rowCount() and self.model.row_at(previous.row()) == row:
+            return
+        self.detail.show_row(row)
+        self.item_selected.emit(row[0])
+
+    def show_detail(self, item_id: int, detail: dict, play=None, audio_root: Path | None = None) -> None:
+        """The app's QueryOp delivers the selected item's detail; ignored if the selection moved on meanwhile."""
+        if item_id == self.selected_item_id():
+            self.detail.show_detail(detail, play, audio_root)
 
     def _update_count(self, *args) -> None:
-        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        shown, total = self.model.rowCount(), self.model.total_count()
         self.count_label.setText(f"{shown} of {total} items" if shown != total else f"{total} items")

@@ -1,0 +1,240 @@
+"""Settings: the annotator's name (stored with QSettings, recorded with every rating and review), the audio
+output device, and API keys kept in the OS keyring — never shown once stored, only "set" or "not set". "Test key"
+sends one tiny request (list models) in a BackgroundOp; it is implemented for the OpenAI-compatible providers
+(OpenAI, NVIDIA, Mistral), and says so for Gemini."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.app.operations import BackgroundOp, OperationRunner
+from spokenbench.core.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, api_key
+from spokenbench.core.errors import SpokenBenchError
+
+ANNOTATOR_KEY = "annotator/name"
+AUDIO_OUTPUT_KEY = "audio/output_device"
+RECENT_KEY = "projects/recent"
+# where "Test key" asks: the providers' OpenAI-compatible endpoints (resources/models.json has the same)
+TEST_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "nvidia": "https://integrate.api.nvidia.com/v1",
+    "mistral": "https://api.mistral.ai/v1",
+}
+TEST_TIMEOUT_S = 10.0
+
+
+def app_settings() -> QSettings:
+    return QSettings("SpokenBench", "SpokenBench Studio")
+
+
+def annotator_name(settings: QSettings) -> str:
+    return str(settings.value(ANNOTATOR_KEY, "") or "").strip()
+
+
+def audio_outputs() -> list[tuple[str, str]]:
+    """(id, description) of every audio output Qt Multimedia sees; empty without Qt Multimedia or devices."""
+    try:
+        from PySide6.QtMultimedia import QMediaDevices
+    except ImportError:
+        return []
+    return [
+        (bytes(device.id()).decode(errors="replace"), device.description()) for device in QMediaDevices.audioOutputs()
+    ]
+
+
+def key_is_set(variable: str) -> bool:
+    """Whether a key is available (environment or keyring); reads the keyring, so call it off the UI thread."""
+    if os.environ.get(variable, "").strip():
+        return True
+    try:
+        import keyring
+
+        return bool(keyring.get_password(KEYRING_SERVICE, variable))
+    except Exception:  # no usable keyring backend: treated as not set
+        return False
+
+
+def store_key(variable: str, value: str) -> None:
+    try:
+        import keyring
+
+        keyring.set_password(KEYRING_SERVICE, variable, value)
+    except Exception as error:
+        raise SpokenBenchError(f"the OS keyring refused to store {variable}: {error}") from error
+
+
+def test_key(provider: str, base_url: str, key: str | None = None) -> str:
+    """One tiny authenticated request (GET /models). Returns what it found; raises SpokenBenchError when the key
+    is rejected or the service cannot be reached. Runs off the UI thread."""
+    key = key or api_key(provider)
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}", "Accept": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TEST_TIMEOUT_S) as response:
+            body = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            raise SpokenBenchError(f"{provider}: the key was rejected (HTTP {error.code})") from None
+        raise SpokenBenchError(f"{provider}: HTTP {error.code} from {base_url}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        raise SpokenBenchError(f"{provider}: cannot reach {base_url} ({error})") from None
+    models = body.get("data") if isinstance(body, dict) else None
+    return f"{provider}: key accepted" + (f" ({len(models)} models)" if isinstance(models, list) else "")
+
+
+class SettingsDialog(QDialog):
+    def __init__(
+        self,
+        settings: QSettings,
+        runner: OperationRunner,
+        parent: QWidget | None = None,
+        test_base_urls: dict[str, str] | None = None,
+    ):
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.settings = settings
+        self.runner = runner
+        self.test_base_urls = {**TEST_BASE_URLS, **(test_base_urls or {})}
+        self.operations: list = []
+
+        self.annotator_edit = QLineEdit(annotator_name(settings))
+        self.annotator_edit.setPlaceholderText("your name, recorded with every rating and review")
+        self.device_box = QComboBox()
+        outputs = audio_outputs()
+        if outputs:
+            self.device_box.addItem("System default", "")
+            for device_id, description in outputs:
+                self.device_box.addItem(description, device_id)
+            chosen = self.device_box.findData(settings.value(AUDIO_OUTPUT_KEY, ""))
+            self.device_box.setCurrentIndex(max(0, chosen))
+        else:
+            self.device_box.addItem("No audio output device found")
+            self.device_box.setEnabled(False)
+        you = QGroupBox("You and your audio")
+        form = QFormLayout(you)
+        form.addRow("Annotator name:", self.annotator_edit)
+        form.addRow("Audio output:", self.device_box)
+
+        keys = QGroupBox("API keys (stored in the OS keyring, never in a project)")
+        grid = QGridLayout(keys)
+        self.key_status: dict[str, QLabel] = {}
+        self.key_edits: dict[str, QLineEdit] = {}
+        self.test_buttons: dict[str, QPushButton] = {}
+        self.test_results: dict[str, QLabel] = {}
+        for row, (provider, variable) in enumerate(PROVIDER_VARIABLES.items()):
+            status = QLabel("…")
+            edit = QLineEdit()
+            edit.setEchoMode(QLineEdit.EchoMode.Password)
+            edit.setPlaceholderText("paste a new key")
+            save = QPushButton("Save key")
+            save.clicked.connect(lambda _=False, p=provider: self.save_key(p))
+            test = QPushButton("Test key")
+            test.clicked.connect(lambda _=False, p=provider: self.test_key(p))
+            result = QLabel()
+            result.setWordWrap(True)
+            grid.addWidget(QLabel(f"<b>{provider}</b> <small>{variable}</small>"), row * 2, 0)
+            grid.addWidget(status, row * 2, 1)
+            grid.addWidget(edit, row * 2, 2)
+            grid.addWidget(save, row * 2, 3)
+            grid.addWidget(test, row * 2, 4)
+            grid.addWidget(result, row * 2 + 1, 1, 1, 4)
+            self.key_status[provider], self.key_edits[provider] = status, edit
+            self.test_buttons[provider], self.test_results[provider] = test, result
+        grid.setColumnStretch(2, 1)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(you)
+        layout.addWidget(keys)
+        layout.addWidget(buttons)
+        self.resize(760, 0)
+        self.refresh_key_status()
+
+    # -- keys ----------------------------------------------------------------------------------------
+    def refresh_key_status(self):
+        operation = BackgroundOp(
+            self.runner,
+            lambda progress: {p: key_is_set(v) for p, v in PROVIDER_VARIABLES.items()},
+            label="Reading API key status",
+            parent=self,
+            supersede="settings-key-status",
+        ).success(self._show_key_status)
+        self.operations.append(operation)
+        return operation.run()
+
+    def _show_key_status(self, status: dict[str, bool]) -> None:
+        for provider, is_set in status.items():
+            self.key_status[provider].setText("set" if is_set else "not set")
+
+    def save_key(self, provider: str):
+        value = self.key_edits[provider].text().strip()
+        if not value:
+            self.test_results[provider].setText("Paste a key first.")
+            return None
+        self.key_edits[provider].clear()  # the key leaves the screen at once
+        variable = PROVIDER_VARIABLES[provider]
+        operation = (
+            BackgroundOp(
+                self.runner,
+                lambda progress: store_key(variable, value),
+                label=f"Storing the {provider} key",
+                parent=self,
+                error_title="Cannot store the key",
+            )
+            .success(lambda _r: (self.test_results[provider].setText("Key stored."), self.refresh_key_status()))
+            .run()
+        )
+        self.operations.append(operation)
+        return operation
+
+    def test_key(self, provider: str):
+        result = self.test_results[provider]
+        if provider not in self.test_base_urls:
+            result.setText(f"Testing a {provider} key is not implemented yet (only OpenAI-compatible providers).")
+            return None
+        typed = self.key_edits[provider].text().strip() or None
+        base_url = self.test_base_urls[provider]
+        result.setText("Testing…")
+        self.test_buttons[provider].setEnabled(False)
+        operation = (
+            BackgroundOp(
+                self.runner,
+                lambda progress: test_key(provider, base_url, typed),
+                label=f"Testing the {provider} key",
+                parent=self,
+            )
+            .success(result.setText)
+            .failure(lambda error: result.setText(f"Failed: {error}"))
+        )
+        operation.finished.connect(lambda: self.test_buttons[provider].setEnabled(True))
+        self.operations.append(operation)
+        return operation.run()
+
+    # -- saving --------------------------------------------------------------------------------------
+    def accept(self) -> None:
+        self.settings.setValue(ANNOTATOR_KEY, self.annotator_edit.text().strip())
+        if self.device_box.isEnabled():
+            self.settings.setValue(AUDIO_OUTPUT_KEY, self.device_box.currentData())
+        self.settings.sync()
+        super().accept()

@@ -1,0 +1,264 @@
+"""Reviewing flagged rewrites from the keyboard: the original and the rewrite side by side with their
+differences highlighted, and the decision keys
+
+    A / Enter  accept        E  edit in place (Ctrl+Enter saves, Esc cancels)        X  reject
+    J / ↓      next          K / ↑  previous                                         Ctrl+Z  undo the last decision
+
+The view only shows and asks: it emits `decision_requested(index, decision, text)` and `undo_requested()`, and
+the app saves (a WriteOp) and reports back with `mark`. Highlights come from core's `char_diff`, the very
+function `spokenbench flag` stores its diffs with, applied to the texts as shown."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QFont, QKeyEvent
+from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
+
+from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
+
+STATUS_TEXT = {
+    "flagged": "awaiting review",
+    "manual": "needs a hand-written rewrite (E)",
+    "accepted": "accepted",
+    "rejected": "rejected — the original is used",
+    "edited": "edited",
+    "saving": "saving…",
+}
+REMOVED_STYLE = "background:#f8c9c4;text-decoration:line-through"
+ADDED_STYLE = "background:#c6efce"
+
+
+def highlighted(original: str, rewrite: str) -> tuple[str, str]:
+    """HTML of both texts with what differs marked: removed/replaced stretches in the original, inserted or
+    replacing ones in the rewrite. `char_diff` gives positions in the original; the rewrite's follow from the
+    running difference in length, since equal stretches are equally long."""
+    left, right = [], []
+    i = j = 0
+    for change in char_diff(original, rewrite):
+        at = change["at"]
+        equal = original[i:at]
+        left.append(html.escape(equal))
+        right.append(html.escape(rewrite[j : j + len(equal)]))
+        j += len(equal)
+        if change["original"]:
+            left.append(f'<span style="{REMOVED_STYLE}">{html.escape(change["original"])}</span>')
+        if change["rewrite"]:
+            right.append(f'<span style="{ADDED_STYLE}">{html.escape(change["rewrite"])}</span>')
+        i = at + len(change["original"])
+        j += len(change["rewrite"])
+    left.append(html.escape(original[i:]))
+    right.append(html.escape(rewrite[j:]))
+    return "".join(left), "".join(right)
+
+
+class RewriteReviewView(QWidget):
+    decision_requested = Signal(int, str, object)  # index, 'accept' | 'edit' | 'reject', edited text or None
+    undo_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.entries: list[FlaggedRewrite] = []
+        self.statuses: list[str] = []
+        self.index = 0
+        self.editing = False
+
+        self.progress_label = QLabel()
+        self.progress_label.setAccessibleName("Review progress")
+        big = QFont(self.font())
+        big.setPointSizeF(big.pointSizeF() * 1.4)
+        self.progress_label.setFont(big)
+        self.title_label = QLabel()
+        self.status_label = QLabel()
+        self.original_view = QTextBrowser()
+        self.original_view.setAccessibleName("Original text")
+        self.rewrite_view = QTextEdit()
+        self.rewrite_view.setAccessibleName("Rewrite")
+        self.rewrite_view.setReadOnly(True)
+        self.rewrite_view.installEventFilter(self)
+        text_font = QFont(self.font())
+        text_font.setPointSizeF(text_font.pointSizeF() * 1.3)
+        for view in (self.original_view, self.rewrite_view):
+            view.setFont(text_font)
+            view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            view.setMinimumHeight(90)
+            view.setMaximumHeight(240)
+        self.diff_label = QLabel()
+        self.diff_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.diff_label.setStyleSheet("font-family: monospace")
+        self.diff_label.setWordWrap(True)
+        self.message_label = QLabel()
+        self.message_label.setWordWrap(True)
+        self.keys_label = QLabel(
+            "<b>A</b>/<b>Enter</b> accept · <b>E</b> edit (<b>Ctrl+Enter</b> saves, <b>Esc</b> cancels) · "
+            "<b>X</b> reject · <b>J</b>/<b>↓</b> next · <b>K</b>/<b>↑</b> previous · <b>Ctrl+Z</b> undo"
+        )
+        self.keys_label.setStyleSheet("color: palette(mid)")
+
+        grid = QGridLayout()
+        grid.addWidget(QLabel("<b>Original</b>"), 0, 0)
+        grid.addWidget(QLabel("<b>Rewrite</b> (read aloud)"), 0, 1)
+        grid.addWidget(self.original_view, 1, 0)
+        grid.addWidget(self.rewrite_view, 1, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.progress_label)
+        layout.addWidget(self.title_label)
+        layout.addWidget(self.status_label)
+        layout.addLayout(grid)
+        layout.addWidget(QLabel("Diff checked by <code>spokenbench flag</code> (whitespace removed, lower case):"))
+        layout.addWidget(self.diff_label)
+        layout.addWidget(self.message_label)
+        layout.addStretch(1)
+        layout.addWidget(self.keys_label)
+        self._show()
+
+    # -- the queue -------------------------------------------------------------------------------
+    def set_entries(self, entries: list[FlaggedRewrite], keep_position: bool = True) -> None:
+        current = self.current_key() if keep_position else None
+        self.entries = list(entries)
+        self.statuses = [entry.status for entry in self.entries]
+        self.index = 0
+        if current is not None:
+            self.index = next((i for i, e in enumerate(self.entries) if (e.item_id, e.part) == current), 0)
+        else:  # a fresh queue opens at the first part still waiting
+            self.index = next((i for i, s in enumerate(self.statuses) if s in ("flagged", "manual")), 0)
+        self._stop_editing()
+        self._show()
+
+    def current_entry(self) -> FlaggedRewrite | None:
+        return self.entries[self.index] if self.entries else None
+
+    def current_key(self) -> tuple[int, str] | None:
+        entry = self.current_entry()
+        return None if entry is None else (entry.item_id, entry.part)
+
+    def decided_count(self) -> int:
+        return sum(status not in ("flagged", "manual", "saving") for status in self.statuses)
+
+    def mark(self, index: int, status: str) -> None:
+        """Show an entry's new status (the app calls this once a decision is saved, or fails)."""
+        if 0 <= index < len(self.statuses):
+            self.statuses[index] = status
+            self._show()
+
+    def reopen(self, item_id: int, part: str) -> None:
+        """An undo put this part back in the queue: mark it awaiting review and go to it."""
+        for i, entry in enumerate(self.entries):
+            if (entry.item_id, entry.part) == (item_id, part):
+                self.statuses[i] = "manual" if entry.status == "manual" else "flagged"
+                self.index = i
+                break
+        self._show()
+
+    def go(self, step: int) -> None:
+        if self.entries and not self.editing:
+            self.index = max(0, min(len(self.entries) - 1, self.index + step))
+            self._show()
+
+    def set_message(self, text: str) -> None:
+        self.message_label.setText(text)
+
+    # -- decisions -------------------------------------------------------------------------------
+    def decide(self, decision: str, text: str | None = None) -> None:
+        entry = self.current_entry()
+        if entry is None:
+            return
+        if decision != "edit" and self.statuses[self.index] == "manual":
+            self.set_message("This part has no rewrite yet: write one with E.")
+            return
+        index = self.index
+        self.statuses[index] = "saving"
+        self.decision_requested.emit(index, decision, text)
+        if self.index == index and self.index < len(self.entries) - 1:
+            self.index += 1
+        self._show()
+
+    def start_editing(self) -> None:
+        entry = self.current_entry()
+        if entry is None:
+            return
+        self.editing = True
+        self.rewrite_view.setReadOnly(False)
+        self.rewrite_view.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.rewrite_view.setPlainText(entry.rewrite or entry.original)
+        self.rewrite_view.setStyleSheet("QTextEdit { border: 2px solid palette(highlight); }")
+        self.rewrite_view.setFocus()
+        self.set_message("Editing: Ctrl+Enter saves, Esc cancels.")
+
+    def _stop_editing(self) -> None:
+        self.editing = False
+        self.rewrite_view.setReadOnly(True)
+        self.rewrite_view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.rewrite_view.setStyleSheet("")
+        self.setFocus()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.rewrite_view and self.editing and event.type() == QEvent.Type.KeyPress:
+            key, modifiers = event.key(), event.modifiers()
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and modifiers & Qt.KeyboardModifier.ControlModifier:
+                text = self.rewrite_view.toPlainText().strip()
+                if not text:
+                    self.set_message("An edit needs text; Esc cancels.")
+                    return True
+                self._stop_editing()
+                self.set_message("")
+                self.decide("edit", text)
+                return True
+            if key == Qt.Key.Key_Escape:
+                self._stop_editing()
+                self.set_message("Edit cancelled.")
+                self._show()
+                return True
+        return super().eventFilter(watched, event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.editing:
+            return super().keyPressEvent(event)
+        key, modifiers = event.key(), event.modifiers()
+        if key == Qt.Key.Key_Z and modifiers & Qt.KeyboardModifier.ControlModifier:
+            self.undo_requested.emit()
+        elif modifiers & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):
+            return super().keyPressEvent(event)
+        elif key in (Qt.Key.Key_A, Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.decide("accept")
+        elif key == Qt.Key.Key_X:
+            self.decide("reject")
+        elif key == Qt.Key.Key_E:
+            self.start_editing()
+        elif key in (Qt.Key.Key_J, Qt.Key.Key_Down):
+            self.go(1)
+        elif key in (Qt.Key.Key_K, Qt.Key.Key_Up):
+            self.go(-1)
+        else:
+            return super().keyPressEvent(event)
+        event.accept()
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def _show(self) -> None:
+        entry = self.current_entry()
+        if entry is None:
+            self.progress_label.setText("Nothing to review")
+            self.title_label.setText(
+                "No flagged or hand-written parts wait for review. Run <code>spokenbench flag</code> after rewriting."
+            )
+            self.status_label.clear()
+            self.original_view.clear()
+            self.rewrite_view.clear()
+            self.diff_label.clear()
+            return
+        self.progress_label.setText(
+            f"{self.index + 1} / {len(self.entries)}  ·  {self.decided_count()} decided"
+            f"  ·  {len(self.entries) - self.decided_count()} left"
+        )
+        self.title_label.setText(
+            f"<b>{html.escape(entry.source_id)}</b> · {entry.language} · {html.escape(entry.part)} · item {entry.item_id}"
+        )
+        status = self.statuses[self.index]
+        self.status_label.setText(f"Status: <b>{STATUS_TEXT.get(status, status)}</b>")
+        left, right = highlighted(entry.original, entry.rewrite) if entry.rewrite else (html.escape(entry.original), "")
+        self.original_view.setHtml(left)
+        if not self.editing:
+            self.rewrite_view.setHtml(right or "<i>no rewrite yet</i>")
+        self.diff_label.setText(html.escape(entry.diff) or "—")

@@ -1,0 +1,49 @@
+"""The main window's left navigation: one entry per page, each with a count badge ("Rewrites · 10 to review")."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Signal
+from PySide6.QtWidgets import QListWidget, QListWidgetItem
+
+
+class Sidebar(QListWidget):
+    """Pages by key; `page_selected(key)` when the user picks one. Badges are plain text after the page name."""
+
+    page_selected = Signal(str)
+
+    def __init__(self, pages: list[tuple[str, str]], parent=None):
+        super().__init__(parent)
+        self.setAccessibleName("Pages")
+        self._names: dict[str, str] = {}
+        self._rows: dict[str, int] = {}
+        for key, name in pages:
+            item = QListWidgetItem(name)
+            item.setSizeHint(QSize(0, 34))
+            self.addItem(item)
+            self._names[key] = name
+            self._rows[key] = self.count() - 1
+        self.setFixedWidth(210)
+        self.setStyleSheet("QListWidget { border: none; padding-top: 6px; } QListWidget::item { padding-left: 10px; }")
+        self.currentRowChanged.connect(self._row_changed)
+
+    def keys(self) -> list[str]:
+        return list(self._rows)
+
+    def select(self, key: str) -> None:
+        self.setCurrentRow(self._rows[key])
+
+    def current_key(self) -> str | None:
+        row = self.currentRow()
+        return next((key for key, r in self._rows.items() if r == row), None)
+
+    def set_badge(self, key: str, badge: str | None) -> None:
+        """'Rating · 24 left'; None or '' shows the name alone."""
+        self.item(self._rows[key]).setText(f"{self._names[key]} · {badge}" if badge else self._names[key])
+
+    def text_of(self, key: str) -> str:
+        return self.item(self._rows[key]).text()
+
+    def _row_changed(self, row: int) -> None:
+        key = self.current_key()
+        if key is not None:
+            self.page_selected.emit(key)
