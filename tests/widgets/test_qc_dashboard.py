@@ -1,0 +1,123 @@
+"""The QC dashboard on the demo project: Table 9 from the demo's flagged rewrites, empty states that say what
+is missing, refresh when ratings or transcripts arrive from another connection, agreement and disagreements,
+click-through to a clip, CSV and LaTeX export."""
+
+import csv
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+
+from spokenbench.app.qc_dashboard import NO_RATINGS, QcDashboardPage
+from spokenbench.core.asr.backends import screening_requirements
+from spokenbench.core.qc.queues import queue_clips, rate_clip
+from spokenbench.core.rewriting.report import TABLE9_COLUMNS
+from spokenbench.core.store import opened
+
+
+@pytest.fixture
+def page(qtbot, demo_copy, open_session):
+    page = QcDashboardPage(SimpleNamespace())
+    qtbot.addWidget(page)
+    page.resize(1100, 700)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    qtbot.waitUntil(lambda: page.data is not None, timeout=5_000)
+    return page
+
+
+def section(page, key):
+    return page.view.sections[key]
+
+
+def rate_demo_clips(path, verdicts_by_annotator):
+    """Ratings written by another connection (as a second app or a merged pack would): the page must notice."""
+    with opened(path) as project:
+        clips = [clip.clip_id for clip in queue_clips(project.conn, "demo-qc")]
+        for annotator, verdicts in verdicts_by_annotator.items():
+            for clip_id, verdict in zip(clips, verdicts):
+                rate_clip(project, clip_id, annotator, verdict, queue="demo-qc")
+    return clips
+
+
+def test_the_demo_shows_table9_and_says_what_screening_and_ratings_need(page):
+    table9 = section(page, "table09_rewrite_qc")
+    assert table9.table_data.rows and table9.table.rowCount() == len(table9.table_data.rows)
+    assert {row["qc_stage"] for row in table9.table_data.rows} == {"flagged", "verified_error"}
+    assert not table9.empty_label.isVisibleTo(page)
+
+    table2 = section(page, "table02_wer_intervals")
+    assert table2.table_data.rows == []
+    assert screening_requirements() in table2.empty_label.text()
+    assert table2.empty_label.isVisibleTo(page) and not table2.table.isVisibleTo(page)
+    assert not table2.export_buttons["csv"].isEnabled()
+    for key in ("table03_human_ratings", "annotator_agreement", "rating_disagreements"):
+        assert section(page, key).empty_label.text() == NO_RATINGS
+    assert "no transcripts" in page.view.summary.text()
+
+
+def test_ratings_from_elsewhere_fill_table3_agreement_and_disagreements(page, qtbot, demo_copy):
+    clips = rate_demo_clips(
+        demo_copy,
+        {"alice": ["correct", "correct", "acceptable", "incorrect"], "bob": ["correct", "incorrect", "acceptable"]},
+    )
+    qtbot.waitUntil(lambda: bool(section(page, "rating_disagreements").table_data.rows), timeout=5_000)
+    disagreements = section(page, "rating_disagreements").table_data.rows
+    assert [row["clip_id"] for row in disagreements] == [clips[1]]
+    assert disagreements[0]["ratings"] == "alice: correct, bob: incorrect"
+    agreement = section(page, "annotator_agreement").table_data.rows
+    cohen = [row for row in agreement if row["measure"] == "Cohen's κ"]
+    assert [(row["scope"], row["shared_clips"]) for row in cohen] == [("alice – bob", 3)]
+    assert cohen[0]["raw_agreement"] == pytest.approx(2 / 3, abs=1e-3)
+    table3 = section(page, "table03_human_ratings").table_data.rows
+    assert sum(row["n_clips"] for row in table3) == 4  # four clips rated, each counted once
+    assert "7 on 4 clips by 2 annotator(s)" in page.view.summary.text()
+
+
+def test_double_clicking_a_disagreement_requests_its_clip(page, qtbot, demo_copy):
+    clips = rate_demo_clips(demo_copy, {"alice": ["correct", "correct"], "bob": ["incorrect", "correct"]})
+    view = section(page, "rating_disagreements")
+    qtbot.waitUntil(lambda: view.table.rowCount() == 1, timeout=5_000)
+    page.view.tabs.setCurrentWidget(view)
+    qtbot.waitUntil(lambda: view.table.isVisible() and view.table.viewport().width() > 200, timeout=2_000)
+    rect = view.table.visualItemRect(view.table.item(0, 2))
+    with qtbot.waitSignal(page.clip_requested, timeout=2_000) as requested:
+        qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        qtbot.mouseDClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert requested.args == [clips[0]]
+
+
+def test_transcripts_from_two_systems_fill_table2(page, qtbot, demo_copy, tmp_path, cli):
+    with opened(demo_copy) as project:
+        clips = queue_clips(project.conn, "demo-qc")[:6]
+    for asr in ("asr-a", "asr-b"):
+        path = tmp_path / f"{asr}.csv"
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["clip_id", "text"])
+            writer.writerows([(clip.clip_id, clip.text) for clip in clips])
+        assert cli("import-transcripts", demo_copy, path, "--asr", asr).code == 0
+    table2 = section(page, "table02_wer_intervals")
+    qtbot.waitUntil(lambda: bool(table2.table_data.rows), timeout=5_000)
+    assert sum(row["n_samples"] for row in table2.table_data.rows) == 6
+    assert table2.table.isVisibleTo(page) and not table2.empty_label.isVisibleTo(page)
+
+
+def test_each_table_exports_as_csv_and_latex(page, qtbot, tmp_path):
+    table9 = section(page, "table09_rewrite_qc").table_data
+    with qtbot.waitSignal(page.exported, timeout=5_000):
+        page.export_table("table09_rewrite_qc", "csv", tmp_path / "t9.csv")
+    with (tmp_path / "t9.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == TABLE9_COLUMNS and len(rows) == len(table9.rows) + 1
+    with qtbot.waitSignal(page.exported, timeout=5_000):
+        page.export_table("table09_rewrite_qc", "tex", tmp_path / "t9.tex")
+    latex = (tmp_path / "t9.tex").read_text(encoding="utf-8")
+    assert "\\begin{tabular}" in latex and "qc\\_stage" in latex and "\\label{tab:table09_rewrite_qc}" in latex
+    assert latex.count("\\\\") == len(table9.rows) + 1  # header and one line per row
+
+
+def test_closing_the_project_clears_the_page(page):
+    page.set_session(None)
+    assert page.view.summary.text() == "No project open"
+    assert page.refresh() is None

@@ -1,0 +1,167 @@
+"""The QC dashboard's views: one tab per table (the paper's Tables 2, 3 and 9 in their published layouts,
+annotator agreement, the clips annotators disagree on), each with its explanation, an empty state that says what
+is missing, and CSV / LaTeX export buttons. The views only draw: the page reads the data (a QueryOp) and writes
+the exports (off the UI thread); a disagreement row activated asks for its clip through `clip_requested`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.core.metrics.table_formats import format_cell
+
+EXPORT_FORMATS = (("csv", "CSV…"), ("tex", "LaTeX…"))
+
+
+@dataclass(frozen=True)
+class QcTable:
+    """One table as shown and exported: `rows` hold the columns in `columns` (the published layout)."""
+
+    key: str  # also the export's default file name
+    tab: str
+    caption: str
+    columns: list[str]
+    rows: list[dict] = field(default_factory=list)
+    empty: str | None = None  # why there are no rows (what is missing), shown instead of the table
+    clip_column: str | None = None  # rows carry a clip id here: activating one requests that clip
+
+
+class QcTableSection(QWidget):
+    """A table with its caption, empty state and export buttons."""
+
+    export_requested = Signal(str, str)  # table key, format ('csv' or 'tex')
+    row_activated = Signal(int)  # the row's clip id (tables with a clip column)
+
+    def __init__(self, key: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.key = key
+        self.table_data: QcTable | None = None
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+        self.empty_label = QLabel()
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.empty_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.empty_label.setStyleSheet("QLabel { color: palette(mid); padding: 12px; }")
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.itemActivated.connect(self._activated)
+        self.export_buttons: dict[str, QPushButton] = {}
+        buttons = QHBoxLayout()
+        self.count_label = QLabel()
+        buttons.addWidget(self.count_label, 1)
+        for fmt, text in EXPORT_FORMATS:
+            button = QPushButton(f"Export {text}")
+            button.clicked.connect(lambda _checked=False, fmt=fmt: self.export_requested.emit(self.key, fmt))
+            self.export_buttons[fmt] = button
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.empty_label, 1)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+
+    def set_table(self, data: QcTable) -> None:
+        self.table_data = data
+        self.caption.setText(data.caption)
+        has_rows = bool(data.rows)
+        self.empty_label.setText(data.empty or "Nothing to show yet.")
+        self.empty_label.setVisible(not has_rows)
+        self.table.setVisible(has_rows)
+        for button in self.export_buttons.values():
+            button.setEnabled(has_rows)
+        self.count_label.setText(f"{len(data.rows)} row(s)" if has_rows else "")
+        self.table.clear()
+        self.table.setColumnCount(len(data.columns))
+        self.table.setHorizontalHeaderLabels([column.replace("_", " ") for column in data.columns])
+        self.table.setRowCount(len(data.rows))
+        for row_index, row in enumerate(data.rows):
+            for column_index, column in enumerate(data.columns):
+                value = row.get(column)
+                item = QTableWidgetItem(format_cell(value, 4) if isinstance(value, float) else format_cell(value))
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if column_index == 0 and data.clip_column:
+                    item.setData(Qt.ItemDataRole.UserRole, row.get(data.clip_column))
+                self.table.setItem(row_index, column_index, item)
+        self.table.resizeColumnsToContents()
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+
+    def _activated(self, item: QTableWidgetItem | None) -> None:
+        if item is None or self.table_data is None or not self.table_data.clip_column:
+            return
+        clip_id = self.table.item(item.row(), 0).data(Qt.ItemDataRole.UserRole)
+        if clip_id is not None:
+            self.row_activated.emit(int(clip_id))
+
+
+class QcTablesView(QWidget):
+    """The dashboard body: a summary line and a tab per table."""
+
+    export_requested = Signal(str, str)
+    clip_requested = Signal(int)
+    refresh_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        title = QLabel("Quality control")
+        title.setStyleSheet("QLabel { font-size: 15pt; font-weight: 600; }")
+        self.summary = QLabel("No project open")
+        self.summary.setWordWrap(True)
+        self.status = QLabel()
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh_requested)
+        top = QHBoxLayout()
+        top.addWidget(title)
+        top.addSpacing(16)
+        top.addWidget(self.summary, 1)
+        top.addWidget(self.status)
+        top.addWidget(self.refresh_button)
+        self.tabs = QTabWidget()
+        self.sections: dict[str, QcTableSection] = {}
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.tabs, 1)
+
+    def set_loading(self, loading: bool) -> None:
+        self.status.setText("Reading…" if loading else "")
+
+    def set_summary(self, text: str) -> None:
+        self.summary.setText(text)
+
+    def set_tables(self, tables: list[QcTable]) -> None:
+        """Show these tables (a tab each, in this order); tabs are kept across refreshes, so is the current one."""
+        for data in tables:
+            section = self.sections.get(data.key)
+            if section is None:
+                section = QcTableSection(data.key)
+                section.export_requested.connect(self.export_requested)
+                section.row_activated.connect(self.clip_requested)
+                self.sections[data.key] = section
+                self.tabs.addTab(section, data.tab)
+            section.set_table(data)
+            index = self.tabs.indexOf(section)
+            self.tabs.setTabText(index, data.tab + (f" ({len(data.rows)})" if data.clip_column and data.rows else ""))
+
+    def table(self, key: str) -> QcTable | None:
+        section = self.sections.get(key)
+        return section.table_data if section else None
