@@ -69,7 +69,8 @@ class RewritePage(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.view, 1)
-        self.last_operation = None
+        self.last_read = None  # the newest queue load and the newest decision or undo, for tests and status
+        self.last_write = None
 
     def set_session(self, session: ProjectSession | None) -> None:
         self.session = session
@@ -93,7 +94,7 @@ class RewritePage(QWidget):
     def reload(self):
         if self.session is None:
             return None
-        self.last_operation = (
+        self.last_read = (
             QueryOp(
                 self.session,
                 lambda project, progress: review_queue(project),
@@ -104,7 +105,7 @@ class RewritePage(QWidget):
             .success(self.view.set_entries)
             .run()
         )
-        return self.last_operation
+        return self.last_read
 
     def _reviewer(self) -> str | None:
         name = self.window.annotator_name()
@@ -119,7 +120,7 @@ class RewritePage(QWidget):
             self.view.mark(index, entry.status)
             return
         item_id, part = entry.item_id, entry.part
-        self.last_operation = (
+        self.last_write = (
             WriteOp(
                 self.session,
                 lambda project: review_rewrite(project, item_id, part, decision, reviewer, text=text),
@@ -141,7 +142,7 @@ class RewritePage(QWidget):
         reviewer = self._reviewer()
         if reviewer is None or self.session is None:
             return None
-        self.last_operation = (
+        self.last_write = (
             WriteOp(
                 self.session,
                 lambda project: undo_last_review(project, reviewer),
@@ -153,7 +154,7 @@ class RewritePage(QWidget):
             .success(self._undone)
             .run()
         )
-        return self.last_operation
+        return self.last_write
 
     def _undone(self, undone) -> None:
         if undone is None:

@@ -2,6 +2,7 @@ import subprocess
 import sys
 
 import pytest
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 from support import gmmlu_rows, write_csv
 
@@ -10,9 +11,17 @@ from spokenbench.core.importers import import_files
 
 
 @pytest.fixture
-def window(qtbot):
+def settings(tmp_path):
+    """Settings in a private file: tests never touch the user's own."""
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, settings):
     w = MainWindow(
-        audio_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)", poll_interval_s=0.2
+        audio_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)",
+        poll_interval_s=0.2,
+        settings=settings,
     )
     qtbot.addWidget(w)
     w.show()
@@ -33,15 +42,15 @@ def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, buil
         pass
     assert operation.status == "succeeded"
     assert window.items_panel.model.rowCount() == 84
-    assert window.pages.currentWidget() is window.items_panel
+    assert window.pages.currentWidget() is window.workspace and window.current_page_key() == "items"
     assert "84 items" in window.summary_label.text() and "1140 clips" in window.summary_label.text()
     assert window.windowTitle().endswith("demo-project")
     panel = window.items_panel
     panel.language_box.setCurrentText("ko")
-    assert panel.proxy.rowCount() == 24 and panel.count_label.text() == "24 of 84 items"
+    assert panel.model.rowCount() == 24 and panel.count_label.text() == "24 of 84 items"
     panel.language_box.setCurrentText(panel.ALL_LANGUAGES)
     panel.search.setText("chromosomes")
-    assert panel.proxy.rowCount() == 1
+    assert panel.model.rowCount() == 1
 
 
 def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, dialogs):
@@ -72,11 +81,11 @@ def test_opening_another_project_drops_the_first_ones_result(window, qtbot, buil
 def test_items_imported_by_another_process_appear_without_reopening(window, qtbot, project, tmp_path):
     with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
         pass
-    assert window.items_panel.model.rowCount() == 0
+    assert window.items_panel.model.total_count() == 0
     table = write_csv(tmp_path / "ko.csv", gmmlu_rows(7))
     command = [sys.executable, "-m", "spokenbench.core.cli.main", "import", str(project.path), str(table)]
     subprocess.run([*command, "--format", "gmmlu-lite"], check=True, capture_output=True)
-    qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 7, timeout=2_500)
+    qtbot.waitUntil(lambda: window.items_panel.model.total_count() == 7, timeout=2_500)
     assert "7 items (ko 7)" in window.summary_label.text()
 
 
@@ -91,8 +100,8 @@ def test_a_refresh_keeps_the_users_filter_and_selection(window, qtbot, project, 
     operation = window.import_items([write_csv(tmp_path / "zh.csv", gmmlu_rows(4))], "gmmlu-lite")
     with qtbot.waitSignal(operation.finished, timeout=10_000):
         pass
-    qtbot.waitUntil(lambda: panel.model.rowCount() == 9, timeout=3_000)
-    assert panel.language_box.currentText() == "ko" and panel.proxy.rowCount() == 5
+    qtbot.waitUntil(lambda: panel.model.total_count() == 9, timeout=3_000)
+    assert panel.language_box.currentText() == "ko" and panel.model.rowCount() == 5
     assert panel.selected_item_id() == 3
 
 
@@ -104,7 +113,7 @@ def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window,
     with qtbot.waitSignal(operation.finished, timeout=20_000):
         pass
     assert operation.status == "succeeded" and operation.result[0].imported == 1_500
-    qtbot.waitUntil(lambda: window.items_panel.model.rowCount() == 1_500, timeout=3_000)
+    qtbot.waitUntil(lambda: window.items_panel.model.total_count() == 1_500, timeout=3_000)
     assert window.jobs_dock.isVisible()
 
 

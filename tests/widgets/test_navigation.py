@@ -1,0 +1,180 @@
+"""The Studio window's sidebar, badges, optional pages, item browser, settings and recent projects."""
+
+import time
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QPushButton
+from stub_server import Reply, StubServer
+
+from spokenbench.app import main_window as main_window_module
+from spokenbench.app.main_window import MainWindow, PlaceholderPage
+from spokenbench.app.settings_dialog import ANNOTATOR_KEY, SettingsDialog
+from spokenbench.core.rewriting.flagging import flagged_rewrites, review_rewrite
+from spokenbench.core.store import opened
+from spokenbench.widgets.items_table import ItemsPanel
+
+
+@pytest.fixture
+def settings(tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue(ANNOTATOR_KEY, "ana")
+    return settings
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    w = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.shutdown()
+
+
+def open_and_wait(window, qtbot, path):
+    with qtbot.waitSignal(window.open_project(path).finished, timeout=10_000):
+        pass
+    qtbot.waitUntil(lambda: window.sidebar.text_of("items") == "Items · 84", timeout=5_000)
+
+
+def test_badges_show_the_demos_counts_and_follow_changes(window, qtbot, demo_copy):
+    open_and_wait(window, qtbot, demo_copy)
+    badges = [window.sidebar.text_of(key) for key in window.sidebar.keys()]
+    assert badges == [
+        "Items · 84",
+        "Rewrites · 10 to review",
+        "Rating · 24 left",
+        "QC",
+        "Speakers · 0",
+        "Evaluate",
+        "Results · 3 runs",
+    ]
+    with opened(demo_copy) as project:  # another connection, as a CLI run would
+        entry = flagged_rewrites(project.conn)[0]
+        review_rewrite(project, entry.item_id, entry.part, "accept", "someone else")
+    qtbot.waitUntil(lambda: window.sidebar.text_of("rewrites") == "Rewrites · 9 to review", timeout=5_000)
+
+
+def test_sidebar_switches_pages_and_placeholders_are_honest(window, qtbot, built_demo):
+    open_and_wait(window, qtbot, built_demo)
+    window.sidebar.select("rewrites")
+    assert window.page_stack.currentWidget() is window.rewrite_page
+    for key in ("speakers", "evaluate", "results"):
+        window.sidebar.select(key)
+        page = window.page_stack.currentWidget()
+        assert isinstance(page, PlaceholderPage) and "Coming:" in page.message.text()
+        assert page.findChildren(QPushButton) == []  # no controls that do nothing
+    window.sidebar.select("items")
+    assert window.page_stack.currentWidget() is window.items_panel
+
+
+def test_a_page_that_cannot_be_imported_becomes_a_placeholder(window, qtbot, built_demo, monkeypatch):
+    monkeypatch.setitem(
+        main_window_module.OPTIONAL_PAGES, "rating", ("spokenbench.app.no_such_page", "RatingPage", "the rating screen")
+    )
+    open_and_wait(window, qtbot, built_demo)
+    window.sidebar.select("rating")
+    page = window.page_stack.currentWidget()
+    assert isinstance(page, PlaceholderPage)
+    assert "could not be loaded" in page.message.text() and "no_such_page" in page.message.text()
+    window.sidebar.select("items")
+    window.sidebar.select("rating")  # asking again neither crashes nor stacks placeholders
+    assert window.page_stack.count() == len(main_window_module.PAGES)
+
+
+def test_item_filters_and_the_detail_with_clips(window, qtbot, built_demo):
+    open_and_wait(window, qtbot, built_demo)
+    panel = window.items_panel
+    panel.set_filter("language", "ko")
+    panel.set_filter("cultural label", "CA")
+    assert 0 < panel.model.rowCount() < 24
+    assert all(
+        panel.model.row_at(r)[2] == "ko" and panel.model.row_at(r)[9] == "CA" for r in range(panel.model.rowCount())
+    )
+    panel.set_filter("cultural label", "")
+    panel.set_filter("status", "flagged")
+    flagged_ko = panel.model.rowCount()
+    assert flagged_ko >= 1 and all(panel.model.row_at(r)[11] == "flagged" for r in range(flagged_ko))
+    panel.set_filter("language", "")
+    panel.set_filter("status", "")
+    assert panel.model.rowCount() == 84
+    subjects = [panel.filter_boxes["subject"].itemText(i) for i in range(1, panel.filter_boxes["subject"].count())]
+    panel.set_filter("subject", subjects[0])
+    assert all(panel.model.row_at(r)[8] == subjects[0] for r in range(panel.model.rowCount()))
+    panel.set_filter("subject", "")
+
+    assert panel.select_item(49)
+    qtbot.waitUntil(lambda: len(panel.detail.play_buttons) == 10, timeout=5_000)
+    assert panel.detail.tabs.tabText(1) == "Clips (10)" and panel.detail.tabs.tabText(3) == "Responses (24)"
+    panel.detail.play_buttons[0].click()
+    assert "Audio is off" in panel.detail.audio_note.text()
+
+
+def test_filtering_twenty_thousand_items_is_quick(qtbot):
+    rows = [
+        (i, f"s{i}", ("en", "ko", "zh")[i % 3], "mcq", ("CS", "CA")[i % 2], "A", f"question {i} about topic {i % 97}",
+         ("A. one", "B. two"), f"subject-{i % 57}", ("CS", "CA")[i % 2], "", ("flagged", "reviewed")[i % 5 == 0])
+        for i in range(20_000)
+    ]  # fmt: skip
+    panel = ItemsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1000, 600)
+    panel.show()
+    panel.set_rows(rows)
+    timings = []
+    for name, value in (("language", "ko"), ("status", "reviewed"), ("subject", "subject-7")):
+        started = time.perf_counter()
+        panel.set_filter(name, value)
+        timings.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    panel.search.setText("topic 42")
+    timings.append(time.perf_counter() - started)
+    print(f"filtering 20,000 items: {', '.join(f'{t * 1000:.1f} ms' for t in timings)}")
+    assert panel.model.rowCount() == sum(
+        1 for r in rows if r[2] == "ko" and r[11] == "reviewed" and r[8] == "subject-7" and "topic 42" in r[6]
+    )
+    assert max(timings) < 0.5  # measured ~10 ms; generous for slow CI machines
+
+
+def test_settings_store_the_annotator_name_and_never_show_a_key(qtbot, runner, tmp_path, monkeypatch):
+    import keyring
+
+    stored = {}
+    monkeypatch.setattr(
+        keyring, "set_password", lambda service, name, value: stored.__setitem__((service, name), value)
+    )
+    monkeypatch.setattr(keyring, "get_password", lambda service, name: stored.get((service, name)))
+    for variable in ("OPENAI_API_KEY", "GEMINI_API_KEY", "NVIDIA_API_KEY", "MISTRAL_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    with StubServer() as stub:
+        stub.script("GET", r"/v1/models$", Reply(200, {"data": [{"id": "m1"}, {"id": "m2"}]}), Reply(401, {}))
+        dialog = SettingsDialog(settings, runner, test_base_urls={"openai": stub.url + "/v1"})
+        qtbot.addWidget(dialog)
+        qtbot.waitUntil(lambda: dialog.key_status["openai"].text() == "not set", timeout=5_000)
+        dialog.key_edits["openai"].setText("sk-secret-value")
+        dialog.save_key("openai")
+        assert dialog.key_edits["openai"].text() == ""
+        qtbot.waitUntil(lambda: dialog.key_status["openai"].text() == "set", timeout=5_000)
+        assert stored == {("spokenbench", "OPENAI_API_KEY"): "sk-secret-value"}
+        assert all("sk-secret" not in label.text() for label in dialog.findChildren(type(dialog.key_status["openai"])))
+
+        dialog.test_key("openai")
+        qtbot.waitUntil(lambda: "key accepted" in dialog.test_results["openai"].text(), timeout=5_000)
+        assert "2 models" in dialog.test_results["openai"].text()
+        assert stub.requests_to("/models")[0].headers["authorization"] == "Bearer sk-secret-value"
+        dialog.test_key("openai")
+        qtbot.waitUntil(lambda: "rejected" in dialog.test_results["openai"].text(), timeout=5_000)
+        dialog.test_key("gemini")
+        assert "not implemented" in dialog.test_results["gemini"].text()
+
+        dialog.annotator_edit.setText("  Ana Ruiz ")
+        dialog.accept()
+    assert QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat).value(ANNOTATOR_KEY) == "Ana Ruiz"
+
+
+def test_opened_projects_are_listed_under_open_recent(window, qtbot, built_demo, settings):
+    open_and_wait(window, qtbot, built_demo)
+    assert window.recent_projects() == [str(built_demo)]
+    window._fill_recent_menu()
+    assert [action.text() for action in window.recent_menu.actions()][0] == str(built_demo)

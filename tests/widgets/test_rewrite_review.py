@@ -1,0 +1,136 @@
+"""Reviewing flagged rewrites with the keyboard alone: every decision is stored through a WriteOp, with the
+annotator's name from Settings, and Ctrl+Z undoes the last one."""
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+from spokenbench.core.store import opened
+from spokenbench.widgets.rewrite_review import highlighted
+
+
+@pytest.fixture
+def settings(tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue(ANNOTATOR_KEY, "ana")
+    return settings
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    w = MainWindow(audio_message="off", poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.shutdown()
+
+
+@pytest.fixture
+def review(window, qtbot, demo_copy):
+    with qtbot.waitSignal(window.open_project(demo_copy).finished, timeout=10_000):
+        pass
+    window.sidebar.select("rewrites")
+    view = window.rewrite_page.view
+    qtbot.waitUntil(lambda: len(view.entries) == 20, timeout=5_000)  # 10 reviewed in the demo, 10 waiting
+    return window.rewrite_page, view, demo_copy
+
+
+def reviews_by(path, reviewer):
+    with opened(path) as project:
+        rows = project.conn.execute(
+            "SELECT item_id, part, decision, edited_rewrite_id FROM rewrite_reviews WHERE reviewer = ? ORDER BY id",
+            (reviewer,),
+        )
+        return [tuple(row) for row in rows]
+
+
+def saved(qtbot, page):
+    qtbot.waitUntil(lambda: page.last_write.status == "succeeded", timeout=5_000)
+
+
+def test_accept_reject_and_edit_with_keys_alone(review, qtbot):
+    page, view, path = review
+    first = view.current_entry()
+    assert view.statuses[view.index] == "flagged" and view.progress_label.text().startswith("11 / 20")
+    qtbot.keyClick(view, Qt.Key.Key_A)
+    saved(qtbot, page)
+    second = view.current_entry()
+    qtbot.keyClick(view, Qt.Key.Key_X)
+    saved(qtbot, page)
+    third = view.current_entry()
+    qtbot.keyClick(view, Qt.Key.Key_E)
+    assert view.editing
+    view.rewrite_view.selectAll()
+    qtbot.keyClicks(view.rewrite_view, "fixed by hand")
+    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    saved(qtbot, page)
+    assert reviews_by(path, "ana")[:2] == [
+        (first.item_id, first.part, "accept", None),
+        (second.item_id, second.part, "reject", None),
+    ]
+    item_id, part, decision, edited_id = reviews_by(path, "ana")[2]
+    assert (item_id, part, decision) == (third.item_id, third.part, "edit")
+    with opened(path) as project:
+        assert (
+            project.conn.execute("SELECT text FROM rewrites WHERE id = ?", (edited_id,)).fetchone()[0]
+            == "fixed by hand"
+        )
+    qtbot.waitUntil(lambda: view.decided_count() == 13, timeout=5_000)
+    qtbot.waitUntil(lambda: window_badge(page) == "Rewrites · 7 to review", timeout=5_000)
+
+
+def window_badge(page):
+    return page.window.sidebar.text_of("rewrites")
+
+
+def test_moving_with_j_k_and_arrows_changes_nothing(review, qtbot):
+    page, view, path = review
+    start = view.index
+    qtbot.keyClick(view, Qt.Key.Key_J)
+    qtbot.keyClick(view, Qt.Key.Key_Down)
+    assert view.index == start + 2
+    qtbot.keyClick(view, Qt.Key.Key_K)
+    qtbot.keyClick(view, Qt.Key.Key_Up)
+    qtbot.keyClick(view, Qt.Key.Key_Up)
+    assert view.index == start - 1
+    qtbot.keyClick(view, Qt.Key.Key_E)
+    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Escape)
+    assert not view.editing and reviews_by(path, "ana") == []
+
+
+def test_ctrl_z_undoes_the_last_decision_keeping_history(review, qtbot):
+    page, view, path = review
+    entry = view.current_entry()
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    saved(qtbot, page)
+    qtbot.keyClick(view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    saved(qtbot, page)
+    assert page.last_write.result.decision == "accept"
+    assert view.current_key() == (entry.item_id, entry.part)
+    qtbot.waitUntil(lambda: view.statuses[view.index] == "flagged", timeout=5_000)
+    assert reviews_by(path, "ana") == [(entry.item_id, entry.part, "accept", None)]  # history kept
+    with opened(path) as project:
+        status = project.conn.execute(
+            "SELECT status FROM rewrites WHERE item_id = ? AND part = ? ORDER BY version DESC LIMIT 1",
+            (entry.item_id, entry.part),
+        ).fetchone()[0]
+    assert status == "flagged"
+    qtbot.keyClick(view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    saved(qtbot, page)
+    assert page.last_write.result is None and "Nothing" in view.message_label.text()
+
+
+def test_without_an_annotator_name_nothing_is_stored(review, qtbot, settings):
+    page, view, path = review
+    settings.setValue(ANNOTATOR_KEY, "")
+    qtbot.keyClick(view, Qt.Key.Key_A)
+    assert "Settings" in view.message_label.text()
+    assert view.statuses[view.index] == "flagged"  # the entry it stayed on or came back to
+    assert page.last_write is None and reviews_by(path, "") == []
+
+
+def test_highlights_follow_the_flag_diff():
+    left, right = highlighted("2 and -5", "two and negative five")
+    assert "line-through" in left and ">2<" in left and ">-5<" in left
+    assert ">two<" in right and ">negative five<" in right and " and " in right
