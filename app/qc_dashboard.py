@@ -62,8 +62,12 @@ def read_dashboard(project: Project) -> DashboardData:
     waiting = sum(language["awaiting_review"] for language in rewriting["by_language"].values())
     summary = (
         f"Rewrites: {checked} parts checked, {flagged} flagged, {waiting} awaiting review  ·  "
-        f"Screening: {screening_note}  ·  Ratings: {ratings['ratings']} on {ratings['rated_clips']} clips by "
-        f"{len(ratings['annotators'])} annotator(s)"
+        f"Screening: {screening_note}  ·  Ratings: "
+        + (
+            f"{ratings['ratings']} on {ratings['rated_clips']} clips by {len(ratings['annotators'])} annotator(s)"
+            if ratings["ratings"]
+            else "none yet"
+        )
     )
     tables = [
         QcTable(

@@ -55,13 +55,12 @@ class QcTableSection(QWidget):
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.empty_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.empty_label.setStyleSheet("QLabel { color: palette(mid); padding: 12px; }")
+        self.empty_label.setStyleSheet("QLabel { color: #3c3c3c; padding: 12px; }")
         self.table = QTableWidget()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setStretchLastSection(True)
         self.table.itemActivated.connect(self._activated)
         self.export_buttons: dict[str, QPushButton] = {}
         buttons = QHBoxLayout()
@@ -95,7 +94,7 @@ class QcTableSection(QWidget):
         for row_index, row in enumerate(data.rows):
             for column_index, column in enumerate(data.columns):
                 value = row.get(column)
-                item = QTableWidgetItem(format_cell(value, 4) if isinstance(value, float) else format_cell(value))
+                item = QTableWidgetItem(format_cell(value, 2 if column.startswith("pct") else 3))
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if column_index == 0 and data.clip_column:
@@ -104,7 +103,8 @@ class QcTableSection(QWidget):
         self.table.resizeColumnsToContents()
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
+        for column in range(len(data.columns)):  # room to breathe, but no column stretched across the page
+            header.resizeSection(column, min(max(header.sectionSize(column) + 24, 90), 420))
 
     def _activated(self, item: QTableWidgetItem | None) -> None:
         if item is None or self.table_data is None or not self.table_data.clip_column:
