@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import uuid
 import zipfile
@@ -285,11 +286,12 @@ def open_pack(pack_path: str | Path) -> Project:
         return project
     temp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     os.rmdir(temp)
-    project = Project.create(temp)
     try:
-        _fill_pack_project(project, pack)
-    finally:
-        project.close()
+        with Project.create(temp) as project:
+            _fill_pack_project(project, pack)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)  # a damaged pack leaves no half-made folder behind
+        raise
     os.replace(temp, folder)  # the folder appears complete or not at all
     return Project.open(folder)
 

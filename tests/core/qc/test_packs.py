@@ -2,6 +2,7 @@
 once; foreign and damaged packs refused with exit 2; nothing but the queue's clips leaves the project."""
 
 import json
+import shutil
 import zipfile
 
 import pytest
@@ -158,3 +159,32 @@ def test_a_damaged_pack_is_a_clear_error(demo_copy, packed, tmp_path, cli, damag
 def test_an_existing_pack_is_never_overwritten(demo_copy, packed, cli):
     result = cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", packed)
     assert result.code == 2 and "already exists" in result.err
+
+
+def test_a_pack_written_back_carries_its_ratings_to_a_fresh_folder_and_the_cli_writes_them(packed, demo_copy, cli):
+    with open_pack(packed) as project:
+        session = SynchronousRatingSession.open(project, QUEUE, "ana")
+        session.press("2")
+    result = cli("pack-ratings", packed, "--json")
+    assert result.code == 0 and result.json()["ratings"] == 1
+    shutil.rmtree(pack_folder(packed))  # another machine: only the file travels
+    assert _rate_offline(packed, ["3"]) == 2  # the earlier rating came along, with the same uuid
+    merged = cli("unpack", demo_copy, packed, "--json").json()
+    assert merged["added"] == 2 and merged["already_merged"] == 0
+
+
+def test_pack_ratings_without_an_opened_pack_is_a_clear_error(packed, cli):
+    result = cli("pack-ratings", packed)
+    assert result.code == 2 and "open the pack first" in result.err
+
+
+def test_a_damaged_pack_leaves_no_folder_behind(packed, tmp_path):
+    broken = tmp_path / "broken.sbpack"
+    with zipfile.ZipFile(packed) as source, zipfile.ZipFile(broken, "w") as target:
+        for info in source.infolist():
+            content = source.read(info.filename)
+            target.writestr(info, b"not the audio" if info.filename.startswith("audio/") else content)
+    with pytest.raises(SpokenBenchError, match="does not match its hash"):
+        open_pack(broken)
+    assert not pack_folder(broken).exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".broken")] == []
