@@ -1,0 +1,147 @@
+"""Benchmark (run by hand, prints its figures; not part of the test run): the Rating page on the demo project.
+
+1. Next clip: a rating key (`1`) → the rating committed by the writer → the next clip read, decoded and its
+   waveform computed on the read pool → drawn and its playback requested. Median / max over 30 ratings.
+2. The UI event loop while a background job runs: a 5 ms QTimer probe measures the gaps between its ticks
+   while a JobOp imports `--items` items and the rater keeps rating; prints the largest gap.
+
+    QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_rating.py [--ratings 30] [--items 20000]
+"""
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
+
+from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+from support import gmmlu_rows, write_csv
+
+from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession
+from spokenbench.app.rating_page import RatingPage
+from spokenbench.core.demo import build_demo
+from spokenbench.core.importers import import_files
+from spokenbench.core.qc.queues import sample_for_rating
+from spokenbench.core.store import opened
+
+QUEUE = "bench"
+
+
+def run_event_loop_until(done, timeout_s: float = 30.0) -> None:
+    loop = QEventLoop()
+    check = QTimer(interval=1)
+    deadline = time.perf_counter() + timeout_s
+    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
+    check.start()
+    loop.exec()
+    check.stop()
+
+
+class GapProbe:
+    """A 5 ms timer; the largest gap between its ticks is how long the UI thread could not react."""
+
+    def __init__(self):
+        self.gaps: list[float] = []
+        self.last: float | None = None
+        self.timer = QTimer(interval=5)
+        self.timer.timeout.connect(self.tick)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        if self.last is not None:
+            self.gaps.append(now - self.last)
+        self.last = now
+
+
+def rate_once(app: QApplication, page: RatingPage) -> tuple[float, float]:
+    """Press 1; return (seconds until the next clip was drawn, until its playback was requested)."""
+    pressed = time.perf_counter()
+    QTest.keyClick(page.view, "1")
+    run_event_loop_until(lambda: not page.busy and page.shown_at is not None and page.shown_at > pressed)
+    page.view.repaint()  # the paint itself counts
+    drawn = time.perf_counter()
+    return drawn - pressed, (page.play_requested_at or drawn) - pressed
+
+
+def ms(seconds: float) -> str:
+    return f"{1000 * seconds:6.1f} ms"
+
+
+def main(ratings: int, items: int, rate_during_job: bool = True, freeze_gc: bool = False) -> None:
+    app = QApplication.instance() or QApplication([])
+    folder = Path(tempfile.mkdtemp(prefix="bench-rating-"))
+    path = build_demo(folder / "demo")
+    with opened(path) as project:
+        sample_for_rating(project, QUEUE, per_bin=40, seed=1)  # 120 clips: enough for both parts
+    runner = OperationRunner()
+    session = ProjectSession(path, runner)
+    page = RatingPage(SimpleNamespace(annotator="bench"))
+    page.resize(1100, 700)
+    page.show()
+    page.set_session(session)
+    page.open_queue(QUEUE)
+    run_event_loop_until(lambda: page.rating is not None and not page.busy)
+    print(f"audio output: {'yes' if page.player else 'none (playback requested, not played)'}")
+
+    drawn, playing = zip(*(rate_once(app, page) for _ in range(ratings)))
+    print(f"next clip after a rating key, {ratings} ratings:")
+    print(f"  drawn:             median {ms(statistics.median(drawn))}  max {ms(max(drawn))}")
+    print(f"  drawn, each (ms): {' '.join(f'{1000 * d:.0f}' for d in drawn)}")
+    print(f"  playing requested: median {ms(statistics.median(playing))}  max {ms(max(playing))}")
+
+    table = write_csv(folder / "en.csv", gmmlu_rows(items))
+    if freeze_gc:
+        gc.collect()
+        gc.freeze()  # what is alive now is never scanned again: full collections during the job stay short
+    probe = GapProbe()
+    job = JobOp(
+        session,
+        lambda project, progress: import_files(project, [table], "gmmlu-lite", progress=progress),
+        kind="import",
+        changes={"items"},
+        label=f"Importing {items} items",
+    )
+    ended: list[float] = []
+    job.finished.connect(lambda: ended.append(time.perf_counter()))
+    started = time.perf_counter()
+    job.run()
+    probe.timer.start()
+    during: list[float] = []
+    while not ended:
+        if page.rating.current is None or not rate_during_job:
+            run_event_loop_until(lambda: bool(ended))
+            break
+        during.append(rate_once(app, page)[0])
+    probe.timer.stop()
+    if job.status != "succeeded":
+        raise SystemExit(f"the import did not succeed: {job.status} {job.error}")
+    print(f"UI event loop during a background import of {items:,} items ({ended[0] - started:.1f} s, JobOp):")
+    print(f"  timer probe (5 ms): {len(probe.gaps)} ticks, max gap {ms(max(probe.gaps))}, "
+          f"median {ms(statistics.median(probe.gaps))}")  # fmt: skip
+    if during:
+        print(f"  {len(during)} ratings meanwhile: median {ms(statistics.median(during))}  max {ms(max(during))}")
+    page.set_session(None)
+    session.close()
+    runner.shutdown()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ratings", type=int, default=30)
+    parser.add_argument("--items", type=int, default=20_000)
+    parser.add_argument("--idle-during-job", action="store_true", help="probe the loop without rating meanwhile")
+    parser.add_argument("--switch-ms", type=float, help="sys.setswitchinterval (GIL hand-over), in ms")
+    parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() before the job (see the report)")
+    args = parser.parse_args()
+    if args.switch_ms:
+        sys.setswitchinterval(args.switch_ms / 1000)
+    main(args.ratings, args.items, not args.idle_during_job, args.gc_freeze)
