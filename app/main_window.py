@@ -60,8 +60,8 @@ OPTIONAL_PAGES = {
 COMING = {
     "speakers": "recording consented speakers and managing their voices (consent, recordings, cloning).",
     "evaluate": "launching evaluation runs against audio language models with a cost estimate first "
-    "(today: `spokenbench evaluate`).",
-    "results": "bias metrics and report figures per run (today: `spokenbench metrics` and `spokenbench report`).",
+    "(today: <code>spokenbench evaluate</code>).",
+    "results": "bias metrics and report figures per run (today: <code>spokenbench metrics</code> and <code>spokenbench report</code>).",
 }
 BADGE_TABLES = frozenset(
     {"items", "rewrites", "rewrite_reviews", "rewrite_outcomes", "ratings", "rating_queues", "rating_queue_clips"}
@@ -153,10 +153,14 @@ class PlaceholderPage(QWidget):
         super().__init__()
         self.message = QLabel(f"<h2>{title}</h2><p>{text}</p>")
         self.message.setWordWrap(True)
-        self.message.setMaximumWidth(560)
+        self.message.setFixedWidth(560)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.message)
+        row.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addStretch(1)
-        layout.addWidget(self.message, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addLayout(row)
         layout.addStretch(2)
 
     def set_session(self, session) -> None:

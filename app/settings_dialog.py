@@ -149,6 +149,9 @@ class SettingsDialog(QDialog):
             save.clicked.connect(lambda _=False, p=provider: self.save_key(p))
             test = QPushButton("Test key")
             test.clicked.connect(lambda _=False, p=provider: self.test_key(p))
+            if provider not in self.test_base_urls:
+                test.setEnabled(False)
+                test.setToolTip("Testing is implemented for the OpenAI-compatible providers only, for now.")
             result = QLabel()
             result.setWordWrap(True)
             grid.addWidget(QLabel(f"<b>{provider}</b> <small>{variable}</small>"), row * 2, 0)

@@ -95,7 +95,7 @@ class RewriteReviewView(QWidget):
             "<b>A</b>/<b>Enter</b> accept · <b>E</b> edit (<b>Ctrl+Enter</b> saves, <b>Esc</b> cancels) · "
             "<b>X</b> reject · <b>J</b>/<b>↓</b> next · <b>K</b>/<b>↑</b> previous · <b>Ctrl+Z</b> undo"
         )
-        self.keys_label.setStyleSheet("color: palette(mid)")
+        self.keys_label.setStyleSheet("color: #444")
 
         grid = QGridLayout()
         grid.addWidget(QLabel("<b>Original</b>"), 0, 0)
