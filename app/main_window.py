@@ -6,6 +6,7 @@ one cannot be imported, its page says so and the rest of the window works."""
 
 from __future__ import annotations
 
+import getpass
 import importlib
 import logging
 from pathlib import Path
@@ -67,6 +68,7 @@ BADGE_TABLES = frozenset(
     {"items", "rewrites", "rewrite_reviews", "rewrite_outcomes", "ratings", "rating_queues", "rating_queue_clips"}
     | {"speakers", "runs"}
 )
+DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening", "ratings", "responses"})
 RECENT_LIMIT = 8
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 ITEM_ROW_TABLES = frozenset(
@@ -307,14 +309,20 @@ class MainWindow(QMainWindow):
         self.page_widgets[key] = page
 
     def annotator_name(self) -> str:
+        """The name set in Settings ('' when none): reviews refuse to save without one."""
         return annotator_name(self.settings)
+
+    @property
+    def annotator(self) -> str:
+        """Who rates: the name set in Settings, else the login name (what the Rating page reads)."""
+        return self.annotator_name() or getpass.getuser()
 
     def refresh_badges(self) -> Operation | None:
         if self.session is None:
             for key, _ in PAGES:
                 self.sidebar.set_badge(key, None)
             return None
-        annotator = self.annotator_name()
+        annotator = self.annotator
         return (
             QueryOp(
                 self.session,
@@ -506,6 +514,9 @@ class MainWindow(QMainWindow):
             self.refresh_view(rows=bool(tables & ITEM_ROW_TABLES))
         if tables & BADGE_TABLES:
             self.refresh_badges()
+        selected = self.items_panel.selected_item_id()
+        if selected is not None and tables & DETAIL_TABLES:
+            self.load_item_detail(selected)
 
     def _show_view(self, view: ProjectView) -> None:
         summary, rows = view

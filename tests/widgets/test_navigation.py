@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QPushButton
 from stub_server import Reply, StubServer
 
@@ -178,3 +178,13 @@ def test_opened_projects_are_listed_under_open_recent(window, qtbot, built_demo,
     assert window.recent_projects() == [str(built_demo)]
     window._fill_recent_menu()
     assert [action.text() for action in window.recent_menu.actions()][0] == str(built_demo)
+
+
+def test_sorting_keeps_the_filter_and_the_rating_page_gets_the_annotator(window, qtbot, built_demo):
+    open_and_wait(window, qtbot, built_demo)
+    panel = window.items_panel
+    panel.set_filter("language", "zh")
+    panel.table.sortByColumn(1, Qt.SortOrder.DescendingOrder)
+    ids = [panel.model.row_at(r)[1] for r in range(panel.model.rowCount())]
+    assert len(ids) == 24 and ids == sorted(ids, reverse=True)
+    assert window.annotator == "ana"
