@@ -35,6 +35,7 @@ from spokenbench.core.qc.queues import RATINGS, _queue_id
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import read_meta, write_meta
+from spokenbench.core.tables import current_umask
 
 PACK_FORMAT = "spokenbench-annotation-pack"
 PACK_FORMAT_VERSION = 1
@@ -165,6 +166,9 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
 
 
 def _write_zip_atomically(path: Path, fill) -> None:
+    """Write a zip through a temp file renamed into place, with the permissions of a plain `open` (the umask's)
+    or, when replacing a pack, the ones it had — not the temp file's 0600."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~current_umask()
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -172,6 +176,7 @@ def _write_zip_atomically(path: Path, fill) -> None:
                 fill(archive)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
         os.replace(temp_name, path)
     except BaseException:
         if os.path.exists(temp_name):

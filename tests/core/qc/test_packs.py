@@ -18,6 +18,7 @@ from spokenbench.core.qc.packs import (
 from spokenbench.core.qc.queues import queue_clips, rate_clip
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from spokenbench.core.store import Project, opened
+from spokenbench.core.tables import current_umask
 
 QUEUE = "demo-qc"
 
@@ -154,6 +155,15 @@ def test_a_damaged_pack_is_a_clear_error(demo_copy, packed, tmp_path, cli, damag
     assert _ratings(demo_copy) == before
     with pytest.raises(SpokenBenchError):
         read_pack(broken)
+
+
+def test_a_pack_file_gets_the_permissions_of_a_plain_file(packed):
+    expected = 0o666 & ~current_umask()
+    assert packed.stat().st_mode & 0o777 == expected
+    with open_pack(packed):
+        pass
+    save_pack_ratings(packed)
+    assert packed.stat().st_mode & 0o777 == expected
 
 
 def test_an_existing_pack_is_never_overwritten(demo_copy, packed, cli):
