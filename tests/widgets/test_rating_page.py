@@ -202,3 +202,36 @@ def test_a_missing_clip_is_skipped_and_its_reason_shown(page, qtbot, demo_copy):
     assert session.current.clip_id != first.clip_id
     assert page.view.skipped_label.isVisible()
     assert f"clip {first.clip_id}" in page.view.skipped_label.text() and "missing" in page.view.skipped_label.text()
+
+
+def test_n_asks_for_a_note_that_is_stored_with_the_rating(page, qtbot, demo_copy):
+    session = open_demo_queue(page, qtbot)
+    first = session.current.clip_id
+    qtbot.keyClick(page.view, "n")
+    dialog = page.note_dialog
+    assert dialog.isVisible()
+    dialog.setTextValue("clipped at the end")
+    dialog.accept()
+    assert "clipped at the end" in page.view.state_label.text()
+    press(page, qtbot, "3")
+    assert live_ratings(demo_copy)[first][1:] == ("incorrect", "clipped at the end")
+
+
+def test_transcribe_starts_a_job_with_the_configured_asr_systems(page, qtbot, demo_copy, monkeypatch):
+    asked = []
+
+    def fake_transcription(specs):
+        asked.append(specs)
+        return lambda project, progress: {"transcripts": 0, "failed_clips": 0}
+
+    monkeypatch.setattr(rating_page, "transcribe_with", fake_transcription)
+    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: ["openai:whisper-1", "gemini:gemini-2.5-flash"])
+    qtbot.waitSignal(page.refresh_queues().finished, timeout=5_000).wait()
+    with qtbot.waitSignal(page.queue_list.transcribe_button.clicked, timeout=1_000):
+        page.queue_list.transcribe_button.click()
+    [job] = [op for op in page.session.runner.running if getattr(op, "kind", None) == "transcribe"]
+    qtbot.waitSignal(job.finished, timeout=5_000).wait()
+    assert job.status == "succeeded" and asked == [["openai:whisper-1", "gemini:gemini-2.5-flash"]]
+    with opened(demo_copy) as project:
+        kinds = [row[0] for row in project.conn.execute("SELECT kind FROM jobs")]
+    assert "transcribe" in kinds
