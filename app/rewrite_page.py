@@ -27,7 +27,7 @@ DECIDED_STATUS = {"accept": "accepted", "reject": "rejected", "edit": "edited"}
 
 def review_queue(project: Project) -> list[FlaggedRewrite]:
     """Every part that was ever flagged (its newest flagged version) with where its review stands now, then the
-    parts of items the LLM rewriting gave up on that still have no rewrite ('manual'). Decided parts stay in the
+    parts of items the LLM rewriting gave up on ('manual' until written by hand). Decided parts stay in the
     queue so progress reads "decided / total" and a decision can be looked at again."""
     conn = project.conn
     newest_flagged: dict[tuple[int, str], FlaggedRewrite] = {}
@@ -42,13 +42,22 @@ def review_queue(project: Project) -> list[FlaggedRewrite]:
     for manual in rewriting_store.manual_rewrite_items(conn):
         existing = latest_rewrites(conn, manual["item_id"])
         for part in item_parts_of(conn, manual["item_id"]):
-            if part not in existing:
-                original = original_text(conn, manual["item_id"], part)
-                queue.append(
-                    FlaggedRewrite(
-                        -1, manual["item_id"], manual["source_id"], manual["language"], part, original, "", "", "manual"
-                    )
+            written = existing.get(part)
+            if written is not None and written["origin"] != "manual":
+                continue  # rewritten since by other means
+            queue.append(
+                FlaggedRewrite(
+                    -1 if written is None else written["id"],
+                    manual["item_id"],
+                    manual["source_id"],
+                    manual["language"],
+                    part,
+                    original_text(conn, manual["item_id"], part),
+                    "" if written is None else written["text"],
+                    "",
+                    "manual" if written is None else written["status"],
                 )
+            )
     return queue
 
 

@@ -188,3 +188,19 @@ def test_sorting_keeps_the_filter_and_the_rating_page_gets_the_annotator(window,
     ids = [panel.model.row_at(r)[1] for r in range(panel.model.rowCount())]
     assert len(ids) == 24 and ids == sorted(ids, reverse=True)
     assert window.annotator == "ana"
+
+
+def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_demo):
+    w = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(w)
+    played = []
+    w.play_file = lambda path: played.append(path)  # the real one starts Qt Multimedia
+    try:
+        open_and_wait(w, qtbot, built_demo)
+        assert w.items_panel.select_item(1)
+        qtbot.waitUntil(lambda: len(w.items_panel.detail.play_buttons) > 0, timeout=5_000)
+        w.items_panel.detail.play_buttons[0].click()
+        [path] = played
+        assert path.is_file() and path.suffix == ".flac" and path.is_relative_to(built_demo / "audio")
+    finally:
+        w.shutdown()

@@ -134,3 +134,35 @@ def test_highlights_follow_the_flag_diff():
     left, right = highlighted("2 and -5", "two and negative five")
     assert "line-through" in left and ">2<" in left and ">-5<" in left
     assert ">two<" in right and ">negative five<" in right and " and " in right
+
+
+def test_a_part_marked_for_manual_rewriting_is_written_by_hand(window, qtbot, demo_copy):
+    from spokenbench.core.rewriting.store import store_rewrite_outcome
+
+    with opened(demo_copy) as project:
+        item_id = project.conn.execute(
+            "SELECT min(id) FROM items WHERE id NOT IN (SELECT item_id FROM rewrites)"
+        ).fetchone()[0]
+        parts = 1 + project.conn.execute("SELECT count(*) FROM options WHERE item_id = ?", (item_id,)).fetchone()[0]
+        with project.transaction() as tx:
+            store_rewrite_outcome(tx, item_id, "manual", "test-model", 3, "no valid answer")
+    with qtbot.waitSignal(window.open_project(demo_copy).finished, timeout=10_000):
+        pass
+    qtbot.waitUntil(lambda: window.sidebar.text_of("rewrites") == f"Rewrites · {10 + parts} to review", timeout=5_000)
+    window.sidebar.select("rewrites")
+    page, view = window.rewrite_page, window.rewrite_page.view
+    qtbot.waitUntil(lambda: len(view.entries) == 20 + parts, timeout=5_000)  # its question and options join the queue
+    view.index = next(i for i, e in enumerate(view.entries) if e.item_id == item_id)
+    qtbot.keyClick(view, Qt.Key.Key_A)
+    assert "write one with E" in view.message_label.text() and page.last_write is None
+    qtbot.keyClick(view, Qt.Key.Key_E)
+    view.rewrite_view.selectAll()
+    qtbot.keyClicks(view.rewrite_view, "a question read aloud")
+    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Enter, Qt.KeyboardModifier.ControlModifier)
+    saved(qtbot, page)
+    [(stored_item, part, decision, edited_id)] = reviews_by(demo_copy, "ana")
+    assert (stored_item, decision) == (item_id, "edit") and edited_id is not None
+    qtbot.waitUntil(lambda: window.sidebar.text_of("rewrites") == f"Rewrites · {9 + parts} to review", timeout=5_000)
+    written_by_hand = next(i for i, e in enumerate(view.entries) if (e.item_id, e.part) == (item_id, part))
+    qtbot.waitUntil(lambda: view.statuses[written_by_hand] == "edited", timeout=5_000)  # stays in the queue
+    assert len(view.entries) == 20 + parts
