@@ -332,6 +332,7 @@ class ItemsPanel(QWidget):
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no per-row measuring
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()

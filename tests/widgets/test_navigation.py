@@ -120,7 +120,9 @@ def test_filtering_twenty_thousand_items_is_quick(qtbot):
     qtbot.addWidget(panel)
     panel.resize(1000, 600)
     panel.show()
+    started = time.perf_counter()
     panel.set_rows(rows)
+    loading = time.perf_counter() - started
     timings = []
     for name, value in (("language", "ko"), ("status", "reviewed"), ("subject", "subject-7")):
         started = time.perf_counter()
@@ -129,11 +131,13 @@ def test_filtering_twenty_thousand_items_is_quick(qtbot):
     started = time.perf_counter()
     panel.search.setText("topic 42")
     timings.append(time.perf_counter() - started)
-    print(f"filtering 20,000 items: {', '.join(f'{t * 1000:.1f} ms' for t in timings)}")
+    print(
+        f"20,000 items: shown in {loading * 1000:.0f} ms; filtered in {', '.join(f'{t * 1000:.1f} ms' for t in timings)}"
+    )
     assert panel.model.rowCount() == sum(
         1 for r in rows if r[2] == "ko" and r[11] == "reviewed" and r[8] == "subject-7" and "topic 42" in r[6]
     )
-    assert max(timings) < 0.5  # measured ~10 ms; generous for slow CI machines
+    assert max(timings) < 0.5 and loading < 2.0  # measured ~3 ms and ~35 ms; generous for slow CI machines
 
 
 def test_settings_store_the_annotator_name_and_never_show_a_key(qtbot, runner, tmp_path, monkeypatch):
