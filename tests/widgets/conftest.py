@@ -6,6 +6,20 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_settings(tmp_path_factory):
+    """QSettings (recent projects, annotator name) go to a test folder, never the user's own."""
+    from PySide6.QtCore import QSettings, QStandardPaths
+
+    QStandardPaths.setTestModeEnabled(True)
+    QSettings.setPath(
+        QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path_factory.mktemp("qsettings"))
+    )
+    QSettings.setPath(
+        QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path_factory.mktemp("qsettings-ini"))
+    )
+
+
 @dataclass
 class ShownDialog:
     icon: QMessageBox.Icon
