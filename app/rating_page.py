@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
+import shiboken6
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
@@ -191,7 +192,7 @@ class RatingPage(QWidget):
         return name or getpass.getuser() or "annotator"
 
     def set_session(self, session: ProjectSession | None) -> None:
-        if self.session is not None:
+        if self.session is not None and shiboken6.isValid(self.session):  # the window may have deleted it already
             self.session.changes.changed.disconnect(self._project_changed)
         self.session = session
         self.rating = None
