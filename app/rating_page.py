@@ -20,6 +20,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
+from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.asr.backends import asr_availability, get_asr_backend, screening_requirements
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
@@ -572,10 +573,15 @@ class RatingPage(QWidget):
     # -- audio --------------------------------------------------------------------------------------------
 
     def _make_player(self):
-        from PySide6.QtMultimedia import QAudioOutput, QMediaPlayer
+        from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
 
         player = QMediaPlayer(self)
         self.audio_output = QAudioOutput(self)
+        settings = getattr(self.window_, "settings", None)
+        wanted = settings.value(AUDIO_OUTPUT_KEY, "") if settings is not None else ""
+        for device in QMediaDevices.audioOutputs():  # the device chosen in Settings, else the system's default
+            if wanted and bytes(device.id()).decode(errors="replace") == wanted:
+                self.audio_output.setDevice(device)
         player.setAudioOutput(self.audio_output)
         player.positionChanged.connect(self._moved)
         return player
