@@ -235,3 +235,12 @@ def test_transcribe_starts_a_job_with_the_configured_asr_systems(page, qtbot, de
     with opened(demo_copy) as project:
         kinds = [row[0] for row in project.conn.execute("SELECT kind FROM jobs")]
     assert "transcribe" in kinds
+
+
+def test_space_and_r_replay_the_clip(page, qtbot):
+    session = open_demo_queue(page, qtbot)
+    shown = session.current.clip_id
+    for key in (Qt.Key.Key_Space, "r"):
+        before = page.play_requested_at
+        qtbot.keyClick(page.view, key)
+        assert page.play_requested_at > before and session.current.clip_id == shown
