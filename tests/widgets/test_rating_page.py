@@ -244,3 +244,17 @@ def test_space_and_r_replay_the_clip(page, qtbot):
         before = page.play_requested_at
         qtbot.keyClick(page.view, key)
         assert page.play_requested_at > before and session.current.clip_id == shown
+
+
+def test_the_clip_plays_on_arrival_and_the_playhead_moves(qtbot, demo_copy, open_session, no_asr, monkeypatch):
+    """Qt Multimedia plays the clip from memory (a QBuffer) even where no device is found, so the player's path
+    is exercised here with the device check forced."""
+    monkeypatch.setattr(rating_page, "audio_outputs_available", lambda: (True, ""))
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    assert page.player is not None and not page.view.banner.isVisible()
+    open_demo_queue(page, qtbot)
+    qtbot.waitUntil(lambda: page.view.waveform.playhead > 0.05, timeout=5_000)
+    page.set_session(None)
