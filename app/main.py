@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from spokenbench.app.main_window import MainWindow
+    from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpokenBench Studio")
+    collect_garbage_at_safe_points(app)
     window = MainWindow(audio_message=audio_problem())
     window.show()
     keep_the_ui_responsive()

@@ -24,3 +24,33 @@ def make_singletons_immortal() -> bool:
         if refcount.value < HEADROOM:
             refcount.value += HEADROOM
     return True
+
+
+def collect_garbage_at_safe_points(app, interval_ms: int = 50):
+    """Run Python's cyclic garbage collector only from the top of the Qt event loop.
+
+    Automatic collection can start at any allocation — in the middle of a PySide signal dispatch, while Qt
+    holds raw pointers to the Python objects being delivered — and freeing a QObject wrapper there crashed the
+    interpreter (a segmentation fault with "Garbage-collecting" on the UI thread, seen in the widget tests).
+    Here automatic collection is switched off and a timer applies the same thresholds between events, where
+    nothing is being dispatched. Returns the timer (kept alive by its parent, `app`)."""
+    import gc
+
+    from PySide6.QtCore import QTimer
+
+    gc.disable()
+
+    def collect() -> None:
+        counts, thresholds = gc.get_count(), gc.get_threshold()
+        generation = -1
+        for level in range(3):
+            if counts[level] > thresholds[level]:
+                generation = level
+        if generation >= 0:
+            gc.collect(generation)
+
+    timer = QTimer(app)
+    timer.setInterval(interval_ms)
+    timer.timeout.connect(collect)
+    timer.start()
+    return timer

@@ -7,6 +7,28 @@ from PySide6.QtWidgets import QMessageBox
 
 
 @pytest.fixture(autouse=True, scope="session")
+def garbage_collected_at_safe_points(qapp):
+    """As in the app: Python's GC runs only between Qt events, never inside a signal dispatch."""
+    import gc
+
+    from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
+
+    timer = collect_garbage_at_safe_points(qapp)
+    yield
+    timer.stop()
+    gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def collect_between_tests(qapp):
+    """A full collection after each widget test, at a safe point (no event is being dispatched)."""
+    import gc
+
+    yield
+    gc.collect()
+
+
+@pytest.fixture(autouse=True, scope="session")
 def private_settings(tmp_path_factory):
     """QSettings (recent projects, annotator name) go to a test folder, never the user's own."""
     from PySide6.QtCore import QSettings, QStandardPaths
