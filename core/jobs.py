@@ -235,9 +235,9 @@ class JobProgress(Progress):
     """The Progress a tracked job works with: reports go to the caller's progress and to the jobs table;
     cancelling it (or a cancel request in the table) cancels the caller's progress too."""
 
-    def __init__(self, inner: Progress, state: _JobState, job_id: int):
+    def __init__(self, inner: Progress, state: _JobState, job_id: int, db_path: Path):
         super().__init__(self._forward, inner._cancel_event)
-        self.inner, self.state, self.job_id = inner, state, job_id
+        self.inner, self.state, self.job_id, self.db_path = inner, state, job_id, db_path
 
     def _forward(self, done: int, total: int | None, message: str) -> None:
         self.state.update(done, total, message)
@@ -298,10 +298,14 @@ def tracked_job(
 
     project_path = Path(project_path)
     db_path = project_path / DATABASE_NAME
+    if isinstance(progress, JobProgress) and claim is None and progress.db_path == db_path.resolve():
+        # Already inside a tracked job on this project (the app's JobOp running a core job): one job, one row.
+        yield progress
+        return
     inner = progress or no_progress()
     state = _JobState(total)
     job_id = _claim_and_insert(db_path, project_path, kind, label, claim, argv or _invocation, total)
-    job_progress = JobProgress(inner, state, job_id)
+    job_progress = JobProgress(inner, state, job_id, db_path.resolve())
     heartbeat = _Heartbeat(db_path, job_id, state, job_progress)
     heartbeat.start()
     status, reason = "finished", None

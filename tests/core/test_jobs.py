@@ -330,3 +330,11 @@ def test_a_durable_write_that_fails_stops_the_job(project):
     loop = jobs.JobLoop(project.db_path, concurrency=2)
     with pytest.raises(jobs.DurableWriteFailed, match="no_such_table"):
         asyncio.run(loop.run(range(4), work))
+
+
+def test_a_core_job_inside_a_tracked_job_on_the_same_project_is_one_job(project):
+    """The app's JobOp runs a core job that tracks itself: one row, not two."""
+    with jobs.tracked_job(project.path, "transcribe", "from the app") as outer:
+        with jobs.tracked_job(project.path, "transcribe", "core's own", outer) as inner:
+            assert inner is outer
+    assert [job.label for job in jobs.list_jobs(project.conn)] == ["from the app"]
