@@ -321,3 +321,24 @@ def update_parses(conn: sqlite3.Connection, updates: Iterable[tuple]) -> None:
         "UPDATE responses SET parsed_letter = ?, parse_status = ?, mapped_option = ?, parse_detail = ? WHERE id = ?",
         updates,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# What the app's launcher shows
+
+
+def run_error_counts(conn: sqlite3.Connection, run_id: int) -> list[tuple[str, int]]:
+    """(stored error message, how many responses of run `run_id` carry it), most frequent first."""
+    return [
+        (row[0], row[1])
+        for row in conn.execute(
+            "SELECT error, count(*) FROM responses WHERE run_id = ? AND error IS NOT NULL GROUP BY error "
+            "ORDER BY 2 DESC",
+            (run_id,),
+        )
+    ]
+
+
+def run_response_count(conn: sqlite3.Connection, run_id: int) -> int:
+    """Rows in `responses` for run `run_id` (answered or failed)."""
+    return conn.execute("SELECT count(*) FROM responses WHERE run_id = ?", (run_id,)).fetchone()[0]
