@@ -10,21 +10,10 @@ from pathlib import Path
 
 
 def audio_problem() -> str | None:
-    """What keeps audio from working here, or None. The app starts either way, with audio disabled."""
-    from spokenbench.core.audio_support import sounddevice_support
+    """What keeps playback or recording from working here, or None. The app starts either way."""
+    from spokenbench.app.audio import playback_problem, recording_problem
 
-    problems = []
-    try:
-        import PySide6.QtMultimedia  # noqa: F401
-    except ImportError as error:
-        problems.append(
-            f"Qt Multimedia is unavailable ({error}); install PulseAudio's client library "
-            "(Debian/Ubuntu: apt-get install libpulse0)."
-        )
-    support = sounddevice_support()
-    if not support.available:
-        problems.append(support.message)
-    return " ".join(problems) or None
+    return " ".join(problem for problem in (playback_problem(), recording_problem()) if problem) or None
 
 
 # Libraries Qt's X11 plugin loads at start; without them Qt aborts with a cryptic message, so check first.
@@ -71,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpokenBench Studio")
     collect_garbage_at_safe_points(app)
-    window = MainWindow(audio_message=audio_problem())
+    from spokenbench.app.audio import playback_problem, recording_problem
+
+    window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem())
     window.show()
     keep_the_ui_responsive()
     if args.project:

@@ -27,8 +27,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from spokenbench.app.audio import audio_status
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
+from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY, RECENT_KEY, SettingsDialog, annotator_name, app_settings
 from spokenbench.core.demo import build_demo
@@ -37,7 +39,7 @@ from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.progress import Progress
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
-from spokenbench.core.store.summary import item_browser_rows, item_detail, project_summary
+from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import JobsPanel
 from spokenbench.widgets.sidebar import Sidebar
@@ -123,16 +125,21 @@ class WelcomePage(QWidget):
         text = QLabel(
             "Build and audit spoken multiple-choice benchmarks: rewrite questions for speech, synthesize "
             "and rate audio, evaluate audio language models, and read their bias metrics.<br><br>"
-            "Open a project folder, or build the offline demo project (no network or API key needed)."
+            "Open a project folder, build the offline demo project (no network or API key needed), or open an "
+            "annotation pack (.sbpack) to rate its clips."
         )
         text.setWordWrap(True)
         open_button = QPushButton("Open project…")
         open_button.clicked.connect(window.choose_project)
         demo_button = QPushButton("Build demo project…")
         demo_button.clicked.connect(window.choose_demo_folder)
+        pack_button = QPushButton("Open annotation pack…")
+        pack_button.setToolTip("Rate a queue someone sent you as a .sbpack file, offline")
+        pack_button.clicked.connect(window.choose_pack)
         buttons = QHBoxLayout()
         buttons.addWidget(open_button)
         buttons.addWidget(demo_button)
+        buttons.addWidget(pack_button)
         buttons.addStretch(1)
         card_layout = QVBoxLayout(card)
         card_layout.addWidget(title)
@@ -173,6 +180,7 @@ class MainWindow(QMainWindow):
     def __init__(
         self,
         audio_message: str | None = None,
+        recording_message: str | None = None,
         poll_interval_s: float | None = None,
         settings: QSettings | None = None,
     ):
@@ -223,12 +231,22 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.jobs_dock], [190], Qt.Orientation.Vertical)
         self.jobs_dock.hide()
         self.jobs = JobsController(self.runner, self.jobs_panel, self)
+        self.packs = PackController(self.runner, self)
 
         file_menu = self.menuBar().addMenu("&File")
         open_action = QAction("&Open Project…", self)
         open_action.setShortcut(QKeySequence.StandardKey.Open)
         open_action.triggered.connect(self.choose_project)
         file_menu.addAction(open_action)
+        pack_action = QAction("Open Annotation &Pack…", self)
+        pack_action.setShortcut(QKeySequence("Ctrl+Shift+O"))
+        pack_action.triggered.connect(self.choose_pack)
+        file_menu.addAction(pack_action)
+        self.save_pack_action = QAction("&Save Ratings into Pack", self)
+        self.save_pack_action.setShortcut(QKeySequence.StandardKey.Save)
+        self.save_pack_action.setEnabled(False)
+        self.save_pack_action.triggered.connect(lambda: self.packs.save())
+        file_menu.addAction(self.save_pack_action)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self._fill_recent_menu()
@@ -267,12 +285,19 @@ class MainWindow(QMainWindow):
         self.jobs_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.jobs.live_count_changed.connect(self._show_job_count)
         self._show_job_count(0)
-        self.audio_label = QLabel("Audio: off" if audio_message else "Audio: ready")
-        self.audio_label.setToolTip(audio_message or "Audio playback and recording are available.")
+        status, tooltip = audio_status(audio_message, recording_message)
+        self.audio_label = QLabel(status)
+        self.audio_label.setToolTip(tooltip)
+        self.pack_label = QLabel()
+        self.pack_label.setObjectName("packStatus")
+        self.pack_label.hide()
+        self.packs.status_changed.connect(self._show_pack_status)
         self.statusBar().addWidget(self.summary_label, 1)
+        self.statusBar().addWidget(self.pack_label)
         self.statusBar().addPermanentWidget(self.jobs_button)
         self.statusBar().addPermanentWidget(self.audio_label)
-        self.audio_message = audio_message
+        self.audio_message = audio_message  # why clips cannot be played here (None: they can)
+        self.recording_message = recording_message  # why speakers cannot be recorded here (None: they can)
         self.sidebar.select("items")
 
     # --- pages ---------------------------------------------------------------------------------------------
@@ -302,6 +327,8 @@ class MainWindow(QMainWindow):
             page.failed = True
         if getattr(old, "failed", False) and getattr(page, "failed", False):
             return
+        if hasattr(page, "clip_requested"):  # e.g. the QC dashboard's disagreements: show that clip
+            page.clip_requested.connect(self.show_clip)
         index = self.page_stack.indexOf(old)
         self.page_stack.insertWidget(index, page)
         self.page_stack.removeWidget(old)
@@ -314,7 +341,10 @@ class MainWindow(QMainWindow):
 
     @property
     def annotator(self) -> str:
-        """Who rates: the name set in Settings, else the login name (what the Rating page reads)."""
+        """Who rates: the pack's annotator when a pack is open, else the name set in Settings, else the login
+        name (what the Rating page reads)."""
+        if self.packs.pack is not None:
+            return self.packs.pack.annotator
         return self.annotator_name() or getpass.getuser()
 
     def refresh_badges(self) -> Operation | None:
@@ -340,17 +370,26 @@ class MainWindow(QMainWindow):
             self.sidebar.set_badge(key, badges.get(key))
 
     def open_settings(self) -> SettingsDialog:
-        dialog = SettingsDialog(self.settings, self.runner, self)
+        dialog = SettingsDialog(self.settings, self.runner, self, session=self.session, annotator=self.annotator)
         dialog.accepted.connect(self.refresh_badges)
+        rating_page = self.page_widgets["rating"]
+        if hasattr(rating_page, "use_keymap"):
+            dialog.keymap_saved.connect(rating_page.use_keymap)
         dialog.setModal(True)
         dialog.show()
         return dialog
 
     # --- the item detail and playback ----------------------------------------------------------------------
-    def load_item_detail(self, item_id: int) -> Operation | None:
+    def load_item_detail(self, item_id: int, focus_clip: int | None = None) -> Operation | None:
         if self.session is None:
             return None
         audio_root = self.session.path / "audio"
+
+        def show(detail: dict) -> None:
+            self.items_panel.show_detail(item_id, detail, self._play_function(), audio_root)
+            if focus_clip is not None and self.items_panel.selected_item_id() == item_id:
+                self.items_panel.detail.focus_clip(focus_clip)
+
         return (
             QueryOp(
                 self.session,
@@ -359,7 +398,31 @@ class MainWindow(QMainWindow):
                 parent=self,
                 supersede="item-detail",
             )
-            .success(lambda detail: self.items_panel.show_detail(item_id, detail, self._play_function(), audio_root))
+            .success(show)
+            .run()
+        )
+
+    def show_clip(self, clip_id: int) -> Operation | None:
+        """Click-through to one clip: the Items page with the clip's item selected, the clip shown and played."""
+        if self.session is None:
+            return None
+
+        def reveal(item_id: int | None) -> None:
+            if item_id is None or not self.items_panel.reveal_item(item_id):
+                self.statusBar().showMessage(f"Clip {clip_id} is no longer in the project.", 5000)
+                return
+            self.show_page("items")
+            self.load_item_detail(item_id, focus_clip=clip_id)  # supersedes the load the selection started
+
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: clip_item_id(project.conn, clip_id),
+                label=f"Finding clip {clip_id}",
+                parent=self,
+                supersede="show-clip",
+            )
+            .success(reveal)
             .run()
         )
 
@@ -414,6 +477,13 @@ class MainWindow(QMainWindow):
         if folder:
             self.open_project(Path(folder))
 
+    def choose_pack(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open annotation pack", "", "Annotation packs (*.sbpack);;All files (*)"
+        )
+        if path:
+            self.open_pack_file(Path(path))
+
     def choose_demo_folder(self) -> None:
         folder, _ = QFileDialog.getSaveFileName(self, "New folder for the demo project", "demo-project")
         if folder:
@@ -449,6 +519,8 @@ class MainWindow(QMainWindow):
 
     def open_project(self, path: Path) -> Operation:
         path = Path(path)
+        if is_pack(path):
+            return self.open_pack_file(path)
         return self._open(path, lambda progress: load_project_view(path, progress), f"Opening {path.name}")
 
     def build_demo(self, path: Path) -> Operation:
@@ -477,6 +549,45 @@ class MainWindow(QMainWindow):
             .run()
         )
 
+    def open_pack_file(self, path: Path) -> Operation:
+        """Open an annotation pack to rate it here (see `pack_mode`): its folder opens like a project, the
+        Rating page shows its queue, and ratings are written back into the pack file."""
+        path = Path(path)
+
+        def load(progress: Progress) -> tuple[OpenedPack, ProjectView]:
+            pack = prepare_pack(path, progress)
+            return pack, load_project_view(pack.folder, progress)
+
+        self.summary_label.setText(f"Opening pack {path.name}…")
+        return (
+            BackgroundOp(
+                self.runner,
+                load,
+                label=f"Opening pack {path.name}",
+                parent=self,
+                supersede="open",
+                error_title="Cannot open the annotation pack",
+            )
+            .success(lambda opened: self._pack_opened(*opened))
+            .failure(self._open_failed, dialog=True)
+            .run()
+        )
+
+    def _pack_opened(self, pack: OpenedPack, view: ProjectView) -> None:
+        self._opened(pack.folder, view, remember=pack.path)
+        self.packs.opened(pack)
+        self.save_pack_action.setEnabled(True)
+        self.setWindowTitle(f"SpokenBench Studio — pack {pack.path.name} (rating as {pack.annotator})")
+        self.refresh_badges()  # counted for the pack's annotator
+        self.show_page("rating")
+        rating_page = self.page_widgets["rating"]
+        if hasattr(rating_page, "open_queue"):
+            rating_page.open_queue(pack.queue)
+
+    def _show_pack_status(self, text: str) -> None:
+        self.pack_label.setText(text)
+        self.pack_label.setVisible(bool(text))
+
     # --- opening -------------------------------------------------------------------------------------------
     def _open(self, path: Path, fn, label: str) -> Operation:
         self.summary_label.setText(f"{label}…")
@@ -487,7 +598,7 @@ class MainWindow(QMainWindow):
             .run()
         )
 
-    def _opened(self, path: Path, view: ProjectView) -> None:
+    def _opened(self, path: Path, view: ProjectView, remember: Path | None = None) -> None:
         self.close_project()
         self.project_path = path
         self.session = ProjectSession(path, self.runner, **self._session_options())
@@ -495,7 +606,7 @@ class MainWindow(QMainWindow):
         self.jobs.set_session(self.session)
         self.import_action.setEnabled(True)
         self.setWindowTitle(f"SpokenBench Studio — {path.name}")
-        self._remember_recent(path)
+        self._remember_recent(remember or path)
         self.pages.setCurrentWidget(self.workspace)
         for page in self.page_widgets.values():
             if hasattr(page, "set_session") and page is not self.items_panel:
@@ -510,6 +621,8 @@ class MainWindow(QMainWindow):
         self.summary_label.setText(self._summary_text)
 
     def _project_changed(self, tables: set[str]) -> None:
+        if "ratings" in tables:
+            self.packs.ratings_changed()
         if tables & ITEM_VIEW_TABLES:
             self.refresh_view(rows=bool(tables & ITEM_ROW_TABLES))
         if tables & BADGE_TABLES:
@@ -537,6 +650,8 @@ class MainWindow(QMainWindow):
 
     # --- closing -------------------------------------------------------------------------------------------
     def close_project(self) -> None:
+        self.packs.close()
+        self.save_pack_action.setEnabled(False)
         if self.session is not None:
             self.jobs.set_session(None)
             for page in self.page_widgets.values():

@@ -19,6 +19,7 @@ import shiboken6
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
+from spokenbench.app.audio import audio_outputs_available
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.asr.backends import asr_availability, get_asr_backend, screening_requirements
@@ -51,21 +52,6 @@ from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_im
 QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
 STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
-NO_AUDIO_BANNER = (
-    "No audio output device: clips cannot be played here. You can still rate — read the text and, with T, "
-    "the transcripts."
-)
-
-
-def audio_outputs_available() -> tuple[bool, str]:
-    """Whether clips can be played, and why not."""
-    try:
-        from PySide6.QtMultimedia import QMediaDevices
-    except ImportError as error:
-        return False, f"Qt Multimedia is unavailable ({error}). " + NO_AUDIO_BANNER
-    if not QMediaDevices.audioOutputs():
-        return False, NO_AUDIO_BANNER
-    return True, ""
 
 
 def ready_asr_systems() -> list[str]:
@@ -343,6 +329,12 @@ class RatingPage(QWidget):
         self.stack.setCurrentWidget(self.view)
         self.view.setFocus()
         self.handle(first)
+
+    def use_keymap(self, keymap: dict[str, tuple[str, ...]]) -> None:
+        """Keys remapped in Settings take effect in the open session at once (new sessions read them anyway)."""
+        if self.rating is not None:
+            self.rating.use_keymap(keymap)
+            self.view.set_keymap(self.rating.keymap)
 
     def press_key(self, name: str) -> None:
         if self.rating is None:

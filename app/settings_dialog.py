@@ -1,5 +1,5 @@
 """Settings: the annotator's name (stored with QSettings, recorded with every rating and review), the audio
-output device, and API keys kept in the OS keyring — never shown once stored, only "set" or "not set". "Test key"
+output device, this annotator's rating keys (stored in the open project, per annotator), and API keys kept in the OS keyring — never shown once stored, only "set" or "not set". "Test key"
 sends one tiny request (list models) in a BackgroundOp; it is implemented for the OpenAI-compatible providers
 (OpenAI, NVIDIA, Mistral), and says so for Gemini."""
 
@@ -10,7 +10,7 @@ import os
 import urllib.error
 import urllib.request
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGridLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -25,9 +26,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.app.operations import BackgroundOp, OperationRunner
+from spokenbench.app.operations import BackgroundOp, OperationRunner, ProjectSession, QueryOp, WriteOp
 from spokenbench.core.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, api_key
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.qc.rating_session import keymap_for, save_keymap, validate_keymap
+from spokenbench.widgets.keymap_editor import KeymapEditor
 
 ANNOTATOR_KEY = "annotator/name"
 AUDIO_OUTPUT_KEY = "audio/output_device"
@@ -102,17 +105,23 @@ def test_key(provider: str, base_url: str, key: str | None = None) -> str:
 
 
 class SettingsDialog(QDialog):
+    keymap_saved = Signal(object)  # the annotator's new key map (action -> keys), once it is committed
+
     def __init__(
         self,
         settings: QSettings,
         runner: OperationRunner,
         parent: QWidget | None = None,
         test_base_urls: dict[str, str] | None = None,
+        session: ProjectSession | None = None,
+        annotator: str | None = None,
     ):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.settings = settings
         self.runner = runner
+        self.session = session
+        self.keymap_annotator = annotator or annotator_name(settings)
         self.test_base_urls = {**TEST_BASE_URLS, **(test_base_urls or {})}
         self.operations: list = []
 
@@ -164,15 +173,97 @@ class SettingsDialog(QDialog):
             self.test_buttons[provider], self.test_results[provider] = test, result
         grid.setColumnStretch(2, 1)
 
+        rating_keys = self._rating_keys_box()
+
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(you)
+        layout.addWidget(rating_keys)
         layout.addWidget(keys)
         layout.addWidget(buttons)
         self.resize(760, 0)
         self.refresh_key_status()
+        self.load_keymap()
+
+    # -- rating keys -----------------------------------------------------------------------------------
+    def _rating_keys_box(self) -> QGroupBox:
+        box = QGroupBox("Rating keys")
+        self.keymap_editor = KeymapEditor()
+        self.keymap_editor.setMinimumHeight(200)
+        self.keymap_error = QLabel()
+        self.keymap_error.setWordWrap(True)
+        self.keymap_error.setStyleSheet("color: #b00020")
+        self.keymap_loaded = False
+        restore = QPushButton("Restore defaults")
+        restore.clicked.connect(self.keymap_editor.restore_defaults)
+        column = QVBoxLayout(box)
+        if self.session is None or not self.keymap_annotator:
+            why = "open a project" if self.session is None else "set your annotator name above and reopen Settings"
+            column.addWidget(QLabel(f"Keys are stored per annotator in each project: {why} to change them."))
+            self.keymap_editor.setEnabled(False)
+            restore.setEnabled(False)
+        else:
+            column.addWidget(
+                QLabel(f"For <b>{self.keymap_annotator}</b> in this project. Several keys: separate with commas.")
+            )
+        column.addWidget(self.keymap_editor)
+        row = QHBoxLayout()
+        row.addWidget(self.keymap_error, 1)
+        row.addWidget(restore)
+        column.addLayout(row)
+        return box
+
+    def load_keymap(self) -> QueryOp | None:
+        if self.session is None or not self.keymap_annotator:
+            return None
+        annotator = self.keymap_annotator
+        operation = (
+            QueryOp(
+                self.session,
+                lambda project, progress: keymap_for(project.conn, annotator),
+                label="Reading the rating keys",
+                parent=self,
+                supersede="settings-keymap",
+            )
+            .success(self._show_keymap)
+            .failure(lambda error: self.keymap_error.setText(str(error)))
+        )
+        self.operations.append(operation)
+        return operation.run()
+
+    def _show_keymap(self, keymap: dict) -> None:
+        self.keymap_editor.set_keymap(keymap)
+        self.keymap_loaded = True
+
+    def save_keymap(self) -> bool:
+        """Validate the edited keys here (a mistake keeps the dialog open and says what is wrong), then commit
+        them through the writer. False when they are invalid."""
+        if not self.keymap_loaded or self.session is None:
+            return True
+        edited = self.keymap_editor.keymap()
+        try:
+            validate_keymap(edited)
+        except SpokenBenchError as error:
+            self.keymap_error.setText(str(error))
+            return False
+        annotator = self.keymap_annotator
+        owner = self.parent() or self
+        operation = (
+            WriteOp(
+                self.session,
+                lambda project: save_keymap(project, annotator, edited),
+                changes=set(),
+                label="Saving the rating keys",
+                parent=owner,
+                error_title="Cannot save the rating keys",
+            )
+            .success(self.keymap_saved.emit)
+            .run()
+        )
+        self.operations.append(operation)
+        return True
 
     # -- keys ----------------------------------------------------------------------------------------
     def refresh_key_status(self):
@@ -236,6 +327,8 @@ class SettingsDialog(QDialog):
 
     # -- saving --------------------------------------------------------------------------------------
     def accept(self) -> None:
+        if not self.save_keymap():
+            return
         self.settings.setValue(ANNOTATOR_KEY, self.annotator_edit.text().strip())
         if self.device_box.isEnabled():
             self.settings.setValue(AUDIO_OUTPUT_KEY, self.device_box.currentData())

@@ -167,6 +167,8 @@ class ItemDetail(QWidget):
             self.tabs.addTab(table, name)
         self.audio_note = QLabel()
         self.audio_note.setWordWrap(True)
+        self.play_buttons: list[QPushButton] = []
+        self.clip_ids: list[int] = []
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -206,6 +208,7 @@ class ItemDetail(QWidget):
         for table in (self.rewrites, self.clips, self.ratings, self.responses):
             table.setRowCount(0)
         self.play_buttons = []
+        self.clip_ids: list[int] = []
         self.audio_note.clear()
 
     def show_row(self, row: tuple) -> None:
@@ -240,6 +243,7 @@ class ItemDetail(QWidget):
             rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))
         self._fill(self.clips, rows)
         self.play_buttons = []
+        self.clip_ids = [clip["id"] for clip in detail["clips"]]
         for r, clip in enumerate(detail["clips"]):
             button = QPushButton("▶ Play")
             button.setAccessibleName(f"Play clip {clip['id']}")
@@ -284,6 +288,19 @@ class ItemDetail(QWidget):
         for index, name in enumerate(counts):
             self.tabs.setTabText(index, f"{name.capitalize()} ({counts[name]})")
         self.audio_note.setText("" if play is not None else "Audio is off: clips cannot be played here.")
+
+    def focus_clip(self, clip_id: int, play: bool = True) -> bool:
+        """Show one clip of the item (a click-through from elsewhere): its row selected on the Clips tab, and
+        played when it can be."""
+        if clip_id not in self.clip_ids:
+            return False
+        row = self.clip_ids.index(clip_id)
+        self.tabs.setCurrentWidget(self.clips)
+        self.clips.selectRow(row)
+        self.clips.scrollToItem(self.clips.item(row, 1))
+        if play and self.play_buttons[row].isEnabled():
+            self.play_buttons[row].click()
+        return True
 
     def _play(self, play: Callable[[Path], str | None] | None, path: Path | None) -> None:
         if play is None or path is None:
@@ -405,6 +422,15 @@ class ItemsPanel(QWidget):
                 )
                 return True
         return False
+
+    def reveal_item(self, item_id: int) -> bool:
+        """Select an item even when the filters hide it (they are cleared then); False if it is not listed."""
+        if self.select_item(item_id):
+            return True
+        self.search.clear()
+        for name in self.filter_boxes:
+            self.set_filter(name, "")
+        return self.select_item(item_id)
 
     def _remember_selection(self) -> None:
         self._selected_before_reset = self.selected_item_id()

@@ -214,8 +214,7 @@ class RatingSession:
         self._rated = dict(rated)  # clip id → (rating id, rating, note): this annotator's live ratings
         self._transcripts = transcripts
         self._load_audio = audio_loader
-        self.keymap = dict(keymap or DEFAULT_KEYMAP)
-        self._action_of_key = {key: action for action, keys in self.keymap.items() for key in keys}
+        self.use_keymap(keymap or DEFAULT_KEYMAP)
         self.state = SHOWING
         self.speed = 1.0
         self.show_transcripts = False
@@ -287,6 +286,11 @@ class RatingSession:
         done = sum(1 for clip in self._clips if clip.clip_id in self._rated)
         counts = Counter(self._session_ratings.values())
         return RatingProgress(done, len(self._clips), len(self.skipped), {r: counts[r] for r in RATINGS})
+
+    def use_keymap(self, keymap: Mapping[str, tuple[str, ...]]) -> None:
+        """Take a key map (a validated one: `keymap_for`, `save_keymap`), also while the session is open."""
+        self.keymap = dict(keymap)
+        self._action_of_key = {key: action for action, keys in self.keymap.items() for key in keys}
 
     def keys_for(self, action: str) -> tuple[str, ...]:
         """The keys shown on an action's button and in the help overlay."""

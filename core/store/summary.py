@@ -134,3 +134,9 @@ def item_detail(conn: sqlite3.Connection, item_id: int) -> dict:
         )
     ]
     return {"item_id": item_id, "rewrites": rewrites, "clips": clips, "ratings": ratings, "responses": responses}
+
+
+def clip_item_id(conn: sqlite3.Connection, clip_id: int) -> int | None:
+    """The item a clip speaks (None when the clip no longer exists): how a click on a clip finds its item."""
+    row = conn.execute("SELECT item_id FROM clips WHERE id = ?", (clip_id,)).fetchone()
+    return None if row is None else row[0]

@@ -19,7 +19,8 @@ def settings(tmp_path):
 @pytest.fixture
 def window(qtbot, settings):
     w = MainWindow(
-        audio_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)",
+        audio_message="No audio output device: clips cannot be played here.",
+        recording_message="Install PortAudio (Debian/Ubuntu: apt-get install libportaudio2)",
         poll_interval_s=0.2,
         settings=settings,
     )
@@ -33,6 +34,34 @@ def test_starts_on_the_welcome_page_with_audio_state_explained(window):
     assert window.pages.currentWidget() is window.welcome
     assert window.audio_label.text() == "Audio: off"
     assert "libportaudio2" in window.audio_label.toolTip()
+    assert "No audio output device" in window.audio_label.toolTip()
+
+
+@pytest.mark.parametrize(
+    ("playback", "recording", "shown"),
+    [
+        (None, None, "Audio: ready"),
+        (None, "no PortAudio", "Audio: playback only"),
+        ("no output device", None, "Audio: recording only"),
+        ("no output device", "no PortAudio", "Audio: off"),
+    ],
+)
+def test_the_audio_status_says_what_works(playback, recording, shown):
+    from spokenbench.app.audio import audio_status
+
+    text, tooltip = audio_status(playback, recording)
+    assert text == shown
+    for problem in (playback, recording):
+        assert problem is None or problem in tooltip
+
+
+def test_playback_needs_an_output_device(monkeypatch, qapp):
+    from PySide6.QtMultimedia import QMediaDevices
+
+    from spokenbench.app import audio
+
+    monkeypatch.setattr(QMediaDevices, "audioOutputs", staticmethod(lambda: []))
+    assert audio.playback_problem() == audio.NO_AUDIO_BANNER
 
 
 def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, built_demo):

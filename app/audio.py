@@ -1,0 +1,48 @@
+"""What this machine can do with sound, asked once at start and by the screens that play or record: Qt
+Multimedia and an output device for playback, PortAudio (through sounddevice) and an input device for recording.
+Each answer is `None` when it works, else a message saying what is missing and what to install."""
+
+from __future__ import annotations
+
+NO_AUDIO_BANNER = (
+    "No audio output device: clips cannot be played here. You can still rate — read the text and, with T, "
+    "the transcripts."
+)
+
+
+def audio_outputs_available() -> tuple[bool, str]:
+    """Whether clips can be played, and why not. Needs a QGuiApplication (device lists come from it)."""
+    try:
+        from PySide6.QtMultimedia import QMediaDevices
+    except ImportError as error:
+        return False, (
+            f"Qt Multimedia is unavailable ({error}); install PulseAudio's client library "
+            "(Debian/Ubuntu: apt-get install libpulse0). " + NO_AUDIO_BANNER
+        )
+    if not QMediaDevices.audioOutputs():
+        return False, NO_AUDIO_BANNER
+    return True, ""
+
+
+def playback_problem() -> str | None:
+    ok, message = audio_outputs_available()
+    return None if ok else message
+
+
+def recording_problem() -> str | None:
+    """Why speakers cannot be recorded here (PortAudio missing), or None."""
+    from spokenbench.core.audio_support import sounddevice_support
+
+    support = sounddevice_support()
+    return None if support.available else support.message
+
+
+def audio_status(playback: str | None, recording: str | None) -> tuple[str, str]:
+    """The status bar's short text and its tooltip."""
+    if playback is None and recording is None:
+        return "Audio: ready", "Clips can be played and speakers recorded."
+    if playback is None:
+        return "Audio: playback only", f"Recording is off: {recording}"
+    if recording is None:
+        return "Audio: recording only", f"Playback is off: {playback}"
+    return "Audio: off", f"Playback is off: {playback}\nRecording is off: {recording}"

@@ -1,0 +1,148 @@
+"""An annotation pack opened in the app: the annotator on another machine rates the pack's queue on the usual
+Rating page, and every rating lands in the pack file to send back.
+
+`open_pack` unpacks the `.sbpack` once into a small project beside it (`A.sbpack.d/`); the window opens that
+folder like any project, with the pack's annotator as the one who rates. Ratings are committed to that folder at
+once (as everywhere); this controller also writes them into the `.sbpack` itself — 1.5 s after the last change,
+on "Save Ratings into Pack" (Ctrl+S) and when the pack is closed — so the file to send back is never stale for
+long. The zip is replaced atomically: a crash leaves the previous pack, and the folder keeps every rating."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner
+from spokenbench.core.progress import Progress
+from spokenbench.core.qc.packs import PACK_SUFFIX, open_pack, pack_folder, read_pack, save_pack_ratings
+
+SAVE_DELAY_MS = 1500  # after the last rating: a burst of ratings costs one rewrite of the zip
+_SAVE_LOCK = threading.Lock()  # one rewrite of a pack file at a time; each reads the ratings inside the lock
+
+
+def save_ratings_in_order(path: Path) -> int:
+    """`save_pack_ratings`, one at a time: whichever save runs last has read the latest ratings."""
+    with _SAVE_LOCK:
+        return save_pack_ratings(path)
+
+
+@dataclass(frozen=True)
+class OpenedPack:
+    path: Path  # the .sbpack file
+    folder: Path  # the project it is rated in
+    annotator: str
+    queue: str
+    clips: int
+
+
+def is_pack(path: Path) -> bool:
+    return Path(path).suffix == PACK_SUFFIX and Path(path).is_file()
+
+
+def prepare_pack(path: Path, progress: Progress) -> OpenedPack:
+    """Check the pack and unpack it (first time) or reuse its folder. Runs off the UI thread."""
+    progress.report(0, None, f"opening {Path(path).name}")
+    pack = read_pack(path)
+    open_pack(path).close()
+    manifest = pack.manifest
+    return OpenedPack(
+        path=pack.path,
+        folder=pack_folder(pack.path),
+        annotator=manifest["annotator"],
+        queue=manifest["queue"]["name"],
+        clips=len(manifest["clips"]),
+    )
+
+
+class PackController(QObject):
+    """Keeps the open pack's file in step with the ratings made in it."""
+
+    saved = Signal(int)  # how many ratings the pack file now carries
+    status_changed = Signal(str)
+
+    def __init__(self, runner: OperationRunner, parent: QObject | None = None):
+        super().__init__(parent)
+        self.runner = runner
+        self.pack: OpenedPack | None = None
+        self.dirty = False
+        self.saving: Operation | None = None
+        self.last_saved: int | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(SAVE_DELAY_MS)
+        self._timer.timeout.connect(self.save)
+
+    def opened(self, pack: OpenedPack | None) -> None:
+        self.pack, self.dirty, self.last_saved = pack, False, None
+        self._timer.stop()
+        self.status_changed.emit(self.describe())
+
+    def ratings_changed(self) -> None:
+        if self.pack is not None:
+            self.dirty = True
+            self._timer.start()
+            self.status_changed.emit(self.describe())
+
+    def save(self) -> Operation | None:
+        """Write the folder's ratings into the pack file (off the UI thread); a save in flight is followed by
+        another when ratings arrived meanwhile."""
+        if self.pack is None:
+            return None
+        if self.saving is not None:
+            self._timer.start()  # try again once this one is done
+            return self.saving
+        self.saving = self._start_save(self.pack.path)
+        return self.saving
+
+    def _start_save(self, path: Path) -> Operation:
+        self.dirty = False
+        operation = BackgroundOp(
+            self.runner,
+            lambda progress: save_ratings_in_order(path),
+            label=f"Saving ratings into {path.name}",
+            parent=self,
+            error_title="Cannot save ratings into the pack",
+        )
+        operation.success(lambda count: self._saved(path, count))
+        operation.failure(lambda error: self._failed(path), dialog=True)
+        operation.finished.connect(lambda: self._finished(operation))
+        return operation.run()
+
+    def _finished(self, operation: Operation) -> None:
+        if self.saving is operation:
+            self.saving = None
+
+    def close(self) -> Operation | None:
+        """The pack is being closed: one last save if anything changed since the last one started (the
+        window's shutdown waits for it)."""
+        operation = self._start_save(self.pack.path) if self.pack is not None and self.dirty else None
+        self._timer.stop()
+        self.pack = None
+        self.saving = None
+        self.status_changed.emit("")
+        return operation
+
+    def _saved(self, path: Path, count: int) -> None:
+        if self.pack is not None and self.pack.path == path:
+            self.last_saved = count
+            self.status_changed.emit(self.describe())
+        self.saved.emit(count)
+
+    def _failed(self, path: Path) -> None:
+        if self.pack is not None and self.pack.path == path:
+            self.dirty = True
+            self.status_changed.emit(self.describe())
+
+    def describe(self) -> str:
+        if self.pack is None:
+            return ""
+        head = f"Pack {self.pack.path.name} · queue {self.pack.queue} · rating as {self.pack.annotator}"
+        if self.dirty:
+            return f"{head} · saving…"
+        if self.last_saved is not None:
+            return f"{head} · {self.last_saved} ratings saved into the pack at {time.strftime('%H:%M:%S')}"
+        return f"{head} · send the .sbpack back when done"

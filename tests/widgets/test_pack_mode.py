@@ -1,0 +1,122 @@
+"""The window with an annotation pack: File → Open Annotation Pack rates the pack's queue as the pack's
+annotator, the ratings reach the .sbpack file (debounced, on Ctrl+S, on close), and `unpack` at home merges
+exactly them; a damaged pack is a dialog, never a traceback. Plus the QC dashboard's click-through to a clip."""
+
+import zipfile
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from spokenbench.app import pack_mode
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+from spokenbench.core.qc.packs import read_pack
+from spokenbench.core.qc.queues import queue_clips
+from spokenbench.core.store import opened
+
+QUEUE = "demo-qc"
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setattr(pack_mode, "SAVE_DELAY_MS", 100)
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue(ANNOTATOR_KEY, "someone-else")
+    w = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.shutdown()
+
+
+@pytest.fixture
+def packed(demo_copy, tmp_path, cli):
+    pack = tmp_path / "away" / "ana.sbpack"
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack).code == 0
+    return pack
+
+
+def rating_page_ready(window, qtbot):
+    qtbot.waitUntil(lambda: window.current_page_key() == "rating", timeout=10_000)
+    page = window.page_widgets["rating"]
+    qtbot.waitUntil(lambda: getattr(page, "rating", None) is not None and not page.busy, timeout=10_000)
+    return page
+
+
+def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
+    qtbot.keyClick(page.view, key, modifier)
+    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+
+
+def pack_ratings(pack):
+    return [(r["annotator"], r["rating"], r["undone_at"] is not None) for r in read_pack(pack).ratings]
+
+
+def test_a_pack_opened_in_the_app_is_rated_as_its_annotator_and_saved_into_the_file(
+    window, qtbot, packed, demo_copy, cli
+):
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    assert window.annotator == "ana"  # the pack's annotator, not the one in Settings
+    assert page.rating.queue == QUEUE
+    assert "ana.sbpack" in window.windowTitle() and window.pack_label.isVisible()
+    for key in (Qt.Key.Key_1, Qt.Key.Key_3, Qt.Key.Key_2):
+        press(page, qtbot, key)
+    qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 3, timeout=10_000)  # debounced save into the zip
+    assert pack_ratings(packed) == [("ana", "correct", False), ("ana", "incorrect", False), ("ana", "acceptable", False)]
+    qtbot.waitUntil(lambda: "3 ratings saved into the pack" in window.pack_label.text(), timeout=5_000)
+
+    press(page, qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # undo, then close at once
+    window.shutdown()  # closing writes the last change into the pack before the threads stop
+    assert pack_ratings(packed)[-1] == ("ana", "acceptable", True)
+
+    first = cli("unpack", demo_copy, packed, "--json")
+    assert first.code == 0, first.err
+    assert first.json()["added"] == 3
+    again = cli("unpack", demo_copy, packed, "--json")
+    assert again.json()["added"] == 0 and again.json()["already_merged"] == 3
+
+
+def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pack(
+    window, qtbot, packed, monkeypatch
+):
+    monkeypatch.setattr(pack_mode, "SAVE_DELAY_MS", 60_000)  # only the explicit save writes the file
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: window.packs.dirty, timeout=5_000)
+    assert pack_ratings(packed) == []
+    assert window.save_pack_action.isEnabled()
+    window.save_pack_action.trigger()
+    qtbot.waitUntil(lambda: pack_ratings(packed) == [("ana", "correct", False)], timeout=5_000)
+    assert window.recent_projects()[0] == str(packed)
+
+
+def test_a_damaged_pack_is_a_dialog_and_no_folder_is_left(window, qtbot, tmp_path, dialogs):
+    bad = tmp_path / "bad.sbpack"
+    with zipfile.ZipFile(bad, "w") as archive:
+        archive.writestr("manifest.json", "{not json")
+    with qtbot.waitSignal(window.open_pack_file(bad).finished, timeout=10_000):
+        pass
+    assert dialogs and dialogs[0].title == "Cannot open the annotation pack"
+    assert "bad.sbpack" in dialogs[0].text and "Traceback" not in dialogs[0].text
+    assert not (tmp_path / "bad.sbpack.d").exists()
+    assert window.session is None
+
+
+def test_a_disagreement_click_shows_its_clip_in_the_items_page(window, qtbot, demo_copy):
+    with qtbot.waitSignal(window.open_project(demo_copy).finished, timeout=10_000):
+        pass
+    with opened(demo_copy) as project:
+        clip = queue_clips(project.conn, QUEUE)[0]
+        item_id = project.conn.execute("SELECT item_id FROM clips WHERE id = ?", (clip.clip_id,)).fetchone()[0]
+    window.items_panel.set_filter("language", "zh" if clip.language != "zh" else "ko")  # hides the item
+    window.show_page("qc")
+    window.page_widgets["qc"].clip_requested.emit(clip.clip_id)
+    qtbot.waitUntil(lambda: window.current_page_key() == "items", timeout=5_000)
+    assert window.items_panel.selected_item_id() == item_id
+    detail = window.items_panel.detail
+    qtbot.waitUntil(lambda: clip.clip_id in detail.clip_ids, timeout=5_000)
+    assert detail.tabs.currentWidget() is detail.clips
+    assert detail.clips.currentRow() == detail.clip_ids.index(clip.clip_id)
+    assert "Audio is off" in detail.audio_note.text()  # asked to play; audio is off in tests
