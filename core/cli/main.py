@@ -30,6 +30,7 @@ def _command_modules():
         pack_commands,
         project_commands,
         qc_commands,
+        recording_commands,
     )
 
     return [
@@ -41,6 +42,7 @@ def _command_modules():
         jobs_commands,
         check_commands,
         pack_commands,
+        recording_commands,
     ]
 
 

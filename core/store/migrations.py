@@ -432,6 +432,42 @@ ALTER TABLE ratings ADD COLUMN origin_uuid TEXT;
 CREATE UNIQUE INDEX ratings_origin_uuid ON ratings(origin_uuid);
 """
 
+# Recording real speakers (core/recording, BiasInEar Section 5.1). Speakers describe their gender in their own
+# words (gender_self_described) and the gender study reads a normalised group (male / female / other /
+# unspecified). The old `gender` column keeps its CHECK (male, female) and now means the voice gender a cloned
+# voice presents (clips.speaker_gender has the same CHECK), NULL for the other groups. The CHECK is extended by
+# new columns rather than by rebuilding the table: with foreign keys on during migrations, dropping the old
+# speakers table would cascade-delete every consent and recording. Takes carry their prompt, take number and
+# quality checks; a cloned voice remembers the take it was made from and the test sentence it spoke.
+MIGRATION_9_RECORDING = """
+ALTER TABLE speakers ADD COLUMN gender_self_described TEXT;
+ALTER TABLE speakers ADD COLUMN gender_group TEXT NOT NULL DEFAULT 'unspecified'
+    CHECK (gender_group IN ('male', 'female', 'other', 'unspecified'));
+UPDATE speakers SET gender_group = gender, gender_self_described = gender WHERE gender IN ('male', 'female');
+
+ALTER TABLE recordings ADD COLUMN prompt_key TEXT;     -- 'item:<id>:<part>' or 'line:<sha256 of the text, 16>'
+ALTER TABLE recordings ADD COLUMN take INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE recordings ADD COLUMN passed INTEGER CHECK (passed IN (0, 1));   -- every quality check passed
+ALTER TABLE recordings ADD COLUMN snr_db REAL;
+ALTER TABLE recordings ADD COLUMN checks_json TEXT;    -- [{"name", "passed", "value", "reason"}, ...]
+ALTER TABLE recordings ADD COLUMN device TEXT;
+CREATE INDEX recordings_speaker ON recordings(speaker_id, prompt_key);
+CREATE INDEX consents_speaker ON consents(speaker_id);
+
+CREATE TABLE cloned_voices (
+    id           INTEGER PRIMARY KEY,
+    speaker_id   INTEGER NOT NULL REFERENCES speakers(id) ON DELETE CASCADE,
+    recording_id INTEGER NOT NULL REFERENCES recordings(id) ON DELETE CASCADE,   -- the reference take
+    backend      TEXT NOT NULL,
+    model        TEXT,
+    test_text    TEXT NOT NULL,
+    test_sha256  TEXT,                  -- the test sentence as the cloned voice spoke it
+    test_format  TEXT,
+    created_at   TEXT NOT NULL
+);
+CREATE INDEX cloned_voices_speaker ON cloned_voices(speaker_id);
+""" + _change_triggers(("consents", "cloned_voices"))
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -441,5 +477,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_6_WORK_CLAIMS,
     MIGRATION_7_RATING_UNDO,
     MIGRATION_8_RATING_ORIGIN,
+    MIGRATION_9_RECORDING,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

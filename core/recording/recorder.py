@@ -1,0 +1,334 @@
+"""Recording from an input device through `sounddevice.InputStream`'s callback API, behind a small seam so tests
+and benchmarks use `FakeInputStream` instead.
+
+The stream's callback runs on PortAudio's audio thread: it copies the block, counts blocks the device dropped
+(`status.input_overflow`), and puts the block's level (RMS and peak dBFS) on a bounded, thread-safe deque that the
+screen's timer drains for the level meter. Nothing in the callback waits, allocates much or touches the disk.
+
+sounddevice is imported only when a device is listed or a stream opened: where PortAudio is missing its import
+raises OSError, which becomes a `RecordingUnavailable` naming what to install."""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+
+DEFAULT_RATE = 48_000
+DEFAULT_BLOCK = 1_024  # 21 ms at 48 kHz: about 47 level readings a second
+LEVEL_QUEUE = 512  # level readings kept for the meter (about 10 s); older ones are dropped
+PORTAUDIO_HELP = (
+    "install PortAudio (Debian/Ubuntu: apt-get install libportaudio2; Fedora: dnf install portaudio; "
+    "macOS: brew install portaudio) and restart SpokenBench Studio"
+)
+
+
+class RecordingUnavailable(MissingDependencyError):
+    """This machine cannot record: PortAudio or sounddevice is missing, or there is no input device."""
+
+
+def import_sounddevice():
+    """The sounddevice module, or a RecordingUnavailable saying what to install."""
+    try:
+        import sounddevice
+    except OSError as error:  # the module loads libportaudio at import
+        raise RecordingUnavailable(
+            f"Recording needs the PortAudio library, which was not found ({error}): {PORTAUDIO_HELP}"
+        ) from None
+    except ImportError as error:
+        raise RecordingUnavailable(
+            f"Recording needs the Python package sounddevice ({error}): pip install sounddevice, and {PORTAUDIO_HELP}"
+        ) from None
+    return sounddevice
+
+
+@dataclass(frozen=True)
+class InputDevice:
+    index: int | None  # PortAudio's device index; None for a fake device
+    name: str
+    channels: int
+    default_rate: int
+    is_default: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}{' (default)' if self.is_default else ''}"
+
+
+def input_devices() -> list[InputDevice]:
+    """The input devices PortAudio sees, the default first. Raises RecordingUnavailable without PortAudio."""
+    sd = import_sounddevice()
+    try:
+        devices = sd.query_devices()
+        default_input = sd.default.device[0] if sd.default.device is not None else -1
+    except Exception as error:  # PortAudio itself failing (no sound server, …)
+        raise RecordingUnavailable(f"PortAudio could not list the audio devices ({error})") from None
+    found = [
+        InputDevice(
+            index,
+            str(info["name"]),
+            int(info["max_input_channels"]),
+            int(info["default_samplerate"]),
+            index == default_input,
+        )
+        for index, info in enumerate(devices)
+        if int(info.get("max_input_channels", 0)) > 0
+    ]
+    return sorted(found, key=lambda device: not device.is_default)
+
+
+def recording_availability(
+    lister: Callable[[], list[InputDevice]] = input_devices,
+) -> tuple[list[InputDevice], str | None]:
+    """(devices, None) when recording works here, else ([], what is missing and what to do)."""
+    try:
+        devices = lister()
+    except RecordingUnavailable as error:
+        return [], str(error)
+    if not devices:
+        return [], (
+            "No audio input device was found: connect a microphone (and check that the system's sound settings "
+            "and PortAudio see it), then reopen this page."
+        )
+    return devices, None
+
+
+@dataclass(frozen=True)
+class Level:
+    rms_dbfs: float
+    peak_dbfs: float
+    at: float  # time.monotonic() when the block arrived
+
+
+def block_level(block: np.ndarray) -> tuple[float, float]:
+    """(RMS dBFS, peak dBFS) of one block; -120 for digital silence. A full-scale square wave is 0 dBFS."""
+    if block.size == 0:
+        return -120.0, -120.0
+    power = float(np.dot(block, block)) / block.size
+    peak = float(np.max(np.abs(block)))
+    return (10 * math.log10(power) if power > 1e-12 else -120.0), (20 * math.log10(peak) if peak > 1e-6 else -120.0)
+
+
+# A stream factory builds something shaped like sounddevice.InputStream from the same keyword arguments.
+StreamFactory = Callable[..., object]
+
+
+def sounddevice_stream(**kwargs):
+    return import_sounddevice().InputStream(**kwargs)
+
+
+class Recorder:
+    """One take at a time from one input device. `start()` opens and starts the stream; the callback collects
+    blocks; `stop()` stops the stream and returns the mono float32 samples. `levels` is drained by the meter."""
+
+    def __init__(
+        self,
+        device: InputDevice | None = None,
+        rate: int | None = None,
+        blocksize: int = DEFAULT_BLOCK,
+        stream_factory: StreamFactory | None = None,
+    ):
+        self.device = device
+        self.rate = int(rate or (device.default_rate if device else DEFAULT_RATE))
+        self.channels = 1
+        self.blocksize = blocksize
+        self.stream_factory = stream_factory or sounddevice_stream
+        self.levels: collections.deque[Level] = collections.deque(maxlen=LEVEL_QUEUE)
+        self.blocks = 0
+        self.dropped_blocks = 0
+        self._chunks: list[np.ndarray] = []
+        self._stream = None
+        self._recording = False
+        self._lock = threading.Lock()
+
+    @property
+    def recording(self) -> bool:
+        return self._recording
+
+    @property
+    def device_name(self) -> str | None:
+        return self.device.name if self.device else None
+
+    def start(self) -> None:
+        if self._recording:
+            raise SpokenBenchError("already recording")
+        self._chunks = []
+        self.blocks = 0
+        self.dropped_blocks = 0
+        self.levels.clear()
+        try:
+            stream = self.stream_factory(
+                samplerate=self.rate,
+                blocksize=self.blocksize,
+                channels=self.channels,
+                dtype="float32",
+                device=self.device.index if self.device else None,
+                callback=self._callback,
+            )
+            self._recording = True
+            stream.start()
+        except SpokenBenchError:
+            self._recording = False
+            raise
+        except Exception as error:  # PortAudio refusing the device or rate
+            self._recording = False
+            name = self.device.name if self.device else "the default input device"
+            raise SpokenBenchError(f"cannot record from {name} at {self.rate} Hz: {error}") from None
+        self._stream = stream
+
+    def _callback(self, indata, frames, time_info, status) -> None:
+        """On the audio thread: copy, count, measure. Never blocks."""
+        if not self._recording:
+            return
+        if status is not None and getattr(status, "input_overflow", False):
+            self.dropped_blocks += 1
+        block = np.asarray(indata, dtype=np.float32)
+        mono = block[:, 0].copy() if block.ndim == 2 else block.reshape(-1).copy()
+        self._chunks.append(mono)
+        self.blocks += 1
+        rms, peak = block_level(mono)
+        self.levels.append(Level(rms, peak, time.monotonic()))
+
+    def drain_levels(self) -> list[Level]:
+        """Every level reading since the last drain (for the meter, on the UI thread)."""
+        drained = []
+        while True:
+            try:
+                drained.append(self.levels.popleft())
+            except IndexError:
+                return drained
+
+    def stop(self) -> np.ndarray:
+        """Stop the stream (waits for the callback in flight) and return the take's samples."""
+        with self._lock:
+            stream, self._stream = self._stream, None
+            self._recording = False
+            if stream is not None:
+                try:
+                    stream.stop()
+                finally:
+                    stream.close()
+            chunks, self._chunks = self._chunks, []
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+
+    def abort(self) -> None:
+        """Stop and throw the take away (the screen closed, the speaker changed)."""
+        self.stop()
+
+
+# --------------------------------------------------------------------------------------------------
+# A fake input stream for tests and benchmarks
+
+
+@dataclass
+class FakeStatus:
+    """What sounddevice's CallbackFlags offers the callback."""
+
+    input_overflow: bool = False
+
+    def __bool__(self) -> bool:
+        return self.input_overflow
+
+
+class FakeInputStream:
+    """Shaped like sounddevice.InputStream: calls `callback(indata, frames, time, status)` from a thread of its own
+    with `signal` cut into blocks, then silence (or nothing, with `then_silence=False`). With `realtime=True` blocks
+    arrive at the pace a device would deliver them, and a block whose callback returned after the next block was
+    due is reported with `status.input_overflow`, as PortAudio does when its buffer overruns."""
+
+    def __init__(
+        self,
+        samplerate: int = DEFAULT_RATE,
+        blocksize: int = DEFAULT_BLOCK,
+        channels: int = 1,
+        dtype: str = "float32",
+        device=None,
+        callback=None,
+        signal: np.ndarray | None = None,
+        realtime: bool = False,
+        then_silence: bool = True,
+        noise_dbfs: float | None = -80.0,
+        overflow_blocks: tuple[int, ...] = (),
+        max_seconds: float = 600.0,
+    ):
+        self.samplerate, self.blocksize, self.channels = int(samplerate), int(blocksize or DEFAULT_BLOCK), channels
+        self.callback = callback
+        self.signal = np.zeros(0, dtype=np.float32) if signal is None else np.asarray(signal, dtype=np.float32)
+        self.realtime, self.then_silence = realtime, then_silence
+        self.noise = 0.0 if noise_dbfs is None else 10 ** (noise_dbfs / 20)
+        self.overflow_blocks = set(overflow_blocks)
+        self.max_blocks = int(max_seconds * self.samplerate / self.blocksize)
+        self.delivered_signal = threading.Event()  # every sample of `signal` has been delivered
+        self.active = False
+        self.blocks_sent = 0
+        self.late_blocks = 0
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rng = np.random.default_rng(0)
+
+    def start(self) -> None:
+        self.active = True
+        self._thread = threading.Thread(target=self._run, name="fake-input-stream", daemon=True)
+        self._thread.start()
+
+    def _block(self, index: int) -> np.ndarray | None:
+        start = index * self.blocksize
+        block = self.signal[start : start + self.blocksize]
+        if len(block) < self.blocksize:
+            self.delivered_signal.set()
+            if not self.then_silence and len(block) == 0:
+                return None
+            block = np.concatenate([block, np.zeros(self.blocksize - len(block), dtype=np.float32)])
+        if self.noise:
+            block = block + self._rng.normal(0, self.noise, self.blocksize).astype(np.float32)
+        return block.reshape(-1, 1).repeat(self.channels, axis=1) if self.channels > 1 else block.reshape(-1, 1)
+
+    def _run(self) -> None:
+        period = self.blocksize / self.samplerate
+        began = time.perf_counter()
+        late = False
+        for index in range(self.max_blocks):
+            if self._stopping.is_set():
+                break
+            if self.realtime:
+                due = began + (index + 1) * period  # a block is complete once its last sample was captured
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    self._stopping.wait(wait)
+                    if self._stopping.is_set():
+                        break
+            block = self._block(index)
+            if block is None:
+                self._stopping.wait(period)
+                continue
+            status = FakeStatus(input_overflow=late or index in self.overflow_blocks)
+            self.callback(block, self.blocksize, None, status)
+            self.blocks_sent += 1
+            late = self.realtime and time.perf_counter() > began + (index + 2) * period
+            self.late_blocks += int(late)
+        self.active = False
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5.0)
+        self.active = False
+
+    def close(self) -> None:
+        self.stop()
+
+
+def fake_stream_factory(signal: np.ndarray | None = None, **options) -> StreamFactory:
+    """A stream factory giving a FakeInputStream that plays `signal` (tests, benchmarks, demos)."""
+
+    def make(**kwargs):
+        return FakeInputStream(signal=signal, **{**kwargs, **options})
+
+    return make

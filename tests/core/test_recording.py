@@ -1,0 +1,438 @@
+"""Recording real speakers (core/recording): profiles and self-described gender, the consent gate, quality checks
+with their reasons on synthetic takes, takes through the fake input stream into the content-addressed store,
+retakes, cloning from the best passing take (a stub backend), withdrawal deleting everything made from a voice,
+migration 9 keeping existing data, and the `speakers` command's refusals (exit 2, a message, no traceback)."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from support import write_jsonl
+
+from spokenbench.core.audio.io import decode_audio, encode_wav
+from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.recording import store as recording_store
+from spokenbench.core.recording.cloning import create_cloned_voice
+from spokenbench.core.recording.prompts import Prompt, project_prompts, reading_list_prompts
+from spokenbench.core.recording.quality import analyse_take
+from spokenbench.core.recording.recorder import (
+    FakeInputStream,
+    InputDevice,
+    Recorder,
+    RecordingUnavailable,
+    block_level,
+    fake_stream_factory,
+    recording_availability,
+)
+from spokenbench.core.recording.speakers import (
+    ConsentRequired,
+    add_speaker,
+    give_consent,
+    list_speakers,
+    normalise_gender,
+    withdraw_consent,
+)
+from spokenbench.core.recording.takes import (
+    best_take,
+    discard_take,
+    prepare_take,
+    save_take,
+    script_progress,
+    speaker_takes,
+)
+from spokenbench.core.store import Project, migrations
+
+RATE = 16_000
+CONSENT = "I agree that my voice is recorded and cloned for research."
+
+
+def speech(seconds: float = 1.5, amplitude: float = 0.3, rate: int = RATE) -> np.ndarray:
+    """A voiced, syllable-like signal: a 180 Hz tone with harmonics, modulated at 4 Hz."""
+    t = np.arange(int(seconds * rate)) / rate
+    tone = np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 360 * t) + 0.25 * np.sin(2 * np.pi * 540 * t)
+    envelope = 0.65 + 0.35 * np.sin(2 * np.pi * 4 * t)
+    return (amplitude / 1.75 * tone * envelope).astype(np.float32)
+
+
+def padded(signal: np.ndarray, lead_s: float = 0.5, tail_s: float = 0.6, noise: float = 1e-4, rate: int = RATE):
+    rng = np.random.default_rng(3)
+    out = np.concatenate([np.zeros(int(lead_s * rate)), signal, np.zeros(int(tail_s * rate))]).astype(np.float32)
+    return out + rng.normal(0, noise, len(out)).astype(np.float32)
+
+
+def record(signal: np.ndarray, rate: int = RATE) -> np.ndarray:
+    """Record `signal` through the Recorder from a fake input stream (as fast as the fake can deliver it)."""
+    recorder = Recorder(InputDevice(None, "fake", 1, rate), stream_factory=fake_stream_factory(signal, noise_dbfs=None))
+    recorder.start()
+    recorder._stream.delivered_signal.wait(5)
+    return recorder.stop()
+
+
+@pytest.fixture
+def speaker(project):
+    return add_speaker(project, "Ana", "en", "British", "woman")
+
+
+@pytest.fixture
+def consented(project, speaker):
+    give_consent(project, "Ana", CONSENT, "tester")
+    return speaker
+
+
+PROMPT = Prompt("line:test", "The quick brown fox.")
+
+
+# -- profiles --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "group"),
+    [
+        ("Woman", "female"),
+        ("male", "male"),
+        ("non-binary", "other"),
+        ("", "unspecified"),
+        ("Prefer not to say", "unspecified"),
+        ("여성", "female"),
+    ],
+)
+def test_self_described_gender_is_kept_and_normalised(text, group):
+    assert normalise_gender(text) == group
+
+
+def test_a_speaker_keeps_their_own_words_for_gender(project):
+    speaker = add_speaker(project, "Kim", "ko", "Seoul", "genderqueer")
+    assert (speaker.gender_self_described, speaker.gender_group, speaker.voice_gender) == ("genderqueer", "other", None)
+    assert add_speaker(project, "Bo", "zh", None, "Male").voice_gender == "male"
+    with pytest.raises(SpokenBenchError, match="already exists"):
+        add_speaker(project, "Kim", "ko")
+    with pytest.raises(SpokenBenchError, match="not a known language"):
+        add_speaker(project, "Zed", "zz")
+
+
+def test_migration_9_keeps_existing_speakers_consents_and_recordings(tmp_path, monkeypatch):
+    from spokenbench.core.store import database
+
+    monkeypatch.setattr(database, "MIGRATIONS", migrations.MIGRATIONS[:8])
+    monkeypatch.setattr(database, "SCHEMA_VERSION", 8)
+    monkeypatch.setattr("spokenbench.core.store.project.SCHEMA_VERSION", 8)
+    with Project.create(tmp_path / "p") as old, old.transaction() as conn:
+        conn.execute("INSERT INTO speakers(name, gender, created_at) VALUES ('old', 'female', 'then')")
+        conn.execute(
+            "INSERT INTO consents(speaker_id, scope, consent_text, given_at, recorded_by) VALUES (1, 's', 't', 'then', 'me')"
+        )
+        conn.execute(
+            "INSERT INTO recordings(speaker_id, consent_id, sha256, audio_format, duration_s, sample_rate, created_at) "
+            "VALUES (1, 1, 'abc', 'wav', 1.0, 16000, 'then')"
+        )
+    monkeypatch.undo()
+    with Project.open(tmp_path / "p") as project:
+        assert project.conn.execute("PRAGMA user_version").fetchone()[0] == 9
+        [speaker] = list_speakers(project.conn)
+        assert (speaker.name, speaker.gender_group, speaker.gender_self_described) == ("old", "female", "female")
+        assert speaker.consent_in_force and speaker.takes == 1
+        project.conn.execute("INSERT INTO speakers(name, gender_group, created_at) VALUES ('x', 'other', 'now')")
+        with pytest.raises(sqlite3.IntegrityError):
+            project.conn.execute("INSERT INTO speakers(name, gender_group, created_at) VALUES ('y', 'robot', 'now')")
+
+
+# -- consent ---------------------------------------------------------------------------------------------------
+
+
+def test_recording_is_refused_until_consent_is_given(project, speaker):
+    prepared = prepare_take(padded(speech()), RATE, PROMPT)
+    with pytest.raises(ConsentRequired, match="has not given consent"):
+        save_take(project, speaker.id, prepared)
+    assert list(project.audio.root.rglob("*.flac")) == []  # refused before anything is stored
+    consent = give_consent(project, "Ana", CONSENT, "tester")
+    assert consent.given_at and consent.recorded_by == "tester"
+    take = save_take(project, speaker.id, prepared)
+    assert take.take == 1 and take.passed
+    with pytest.raises(SpokenBenchError, match="already given consent"):
+        give_consent(project, "Ana", CONSENT, "tester")
+    with pytest.raises(SpokenBenchError, match="empty"):
+        give_consent(project, "Ana", "  ", "tester")
+
+
+# -- quality checks ----------------------------------------------------------------------------------------------
+
+
+def test_a_clean_take_passes_and_its_silence_is_trimmed():
+    analysis = analyse_take(padded(speech(1.5)), RATE)
+    assert analysis.passed, analysis.checks
+    assert analysis.lead_trimmed_s == pytest.approx(0.35, abs=0.03)  # 0.5 s of silence, 0.15 s kept
+    assert analysis.tail_trimmed_s == pytest.approx(0.45, abs=0.03)
+    assert analysis.trimmed_duration_s == pytest.approx(1.8, abs=0.05)
+    assert "trimmed" in analysis.check("silence").reason
+    assert analysis.snr_db > 40
+
+
+def test_a_clipped_sine_fails_the_clipping_check_with_its_share():
+    clipped = np.clip(speech(1.5, amplitude=2.0), -1, 1)
+    analysis = analyse_take(padded(clipped), RATE)
+    check = analysis.check("clipping")
+    assert not check.passed and check.value > 0.01
+    assert "clipped" in check.reason and "lower the input gain" in check.reason
+    assert analysis.check("snr").passed and analysis.check("speech_duration").passed
+
+
+def test_a_noisy_take_fails_the_snr_check():
+    rng = np.random.default_rng(0)
+    noisy = padded(speech(1.5, amplitude=0.05))
+    noisy = noisy + rng.normal(0, 0.03, len(noisy)).astype(np.float32)
+    check = analyse_take(noisy, RATE).check("snr")
+    assert not check.passed and check.value < 20 and "quieter" in check.reason
+
+
+def test_a_too_short_take_fails_the_duration_check():
+    check = analyse_take(padded(speech(0.2)), RATE).check("speech_duration")
+    assert not check.passed and "only 0.2" in check.reason
+
+
+def test_silence_and_cut_off_speech_fail_with_reasons():
+    silent = analyse_take(np.zeros(RATE, dtype=np.float32), RATE)
+    assert not silent.passed and "no speech found" in silent.check("speech_duration").reason
+    cut = analyse_take(padded(speech(1.5), lead_s=0.0), RATE).check("silence")
+    assert not cut.passed and "start of the take" in cut.reason
+
+
+# -- the recorder ------------------------------------------------------------------------------------------------
+
+
+def test_the_recorder_collects_blocks_levels_and_dropped_blocks():
+    signal = padded(speech(1.0))
+    recorder = Recorder(
+        InputDevice(None, "fake", 1, RATE),
+        blocksize=512,
+        stream_factory=fake_stream_factory(signal, noise_dbfs=None, overflow_blocks=(3, 7), then_silence=False),
+    )
+    recorder.start()
+    assert recorder._stream.delivered_signal.wait(5)
+    samples = recorder.stop()
+    assert np.array_equal(samples[: len(signal)], signal)
+    assert recorder.dropped_blocks == 2 and recorder.blocks >= len(signal) // 512
+    levels = recorder.drain_levels()
+    assert len(levels) == recorder.blocks and max(level.peak_dbfs for level in levels) > -15
+    assert recorder.drain_levels() == []
+
+
+def test_block_level_is_in_dbfs():
+    rms, peak = block_level(np.ones(100, dtype=np.float32) * 0.5)
+    assert rms == pytest.approx(-6.02, abs=0.01) and peak == pytest.approx(-6.02, abs=0.01)
+    assert block_level(np.zeros(10, dtype=np.float32)) == (-120.0, -120.0)
+
+
+def test_a_realtime_fake_stream_paces_its_blocks():
+    stream = FakeInputStream(RATE, 800, callback=lambda *a: None, realtime=True)  # 50 ms blocks
+    stream.start()
+    import time
+
+    time.sleep(0.32)
+    stream.stop()
+    assert 4 <= stream.blocks_sent <= 7 and stream.late_blocks == 0
+
+
+def test_without_portaudio_recording_says_what_to_install(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_portaudio(name, *args, **kwargs):
+        if name == "sounddevice":
+            raise OSError("PortAudio library not found")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_portaudio)
+    devices, problem = recording_availability()
+    assert devices == [] and "libportaudio2" in problem and "PortAudio" in problem
+    with pytest.raises(RecordingUnavailable, match="libportaudio2"):
+        Recorder().start()
+    assert "No audio input device" in recording_availability(lambda: [])[1]
+
+
+# -- takes in the store ------------------------------------------------------------------------------------------
+
+
+def test_a_recorded_take_is_stored_lossless_in_the_content_addressed_store(project, consented):
+    samples = record(padded(speech(1.2)))
+    take = save_take(project, consented.id, prepare_take(samples, RATE, PROMPT, device="fake"))
+    path = project.audio.path_for(take.sha256, "flac")
+    assert path.is_file() and path.parent.name == take.sha256[:2]
+    audio = decode_audio(project.audio.read_bytes(take.sha256, "flac"), "take")
+    assert audio.rate == RATE and audio.duration == pytest.approx(take.duration_s)
+    assert take.duration_s < len(samples) / RATE  # stored trimmed
+    [row] = speaker_takes(project.conn, consented.id)
+    assert row.checks[0]["name"] == "clipping" and all(c["passed"] for c in row.checks)
+
+
+def test_a_retake_numbers_the_takes_and_the_newest_counts(project, consented):
+    prompts = [PROMPT, Prompt("line:2", "Second prompt.")]
+    bad = save_take(project, consented.id, prepare_take(padded(speech(0.2)), RATE, PROMPT))
+    assert not bad.passed and script_progress(prompts, speaker_takes(project.conn, consented.id)).passed == 0
+    good = save_take(project, consented.id, prepare_take(padded(speech(1.4)), RATE, PROMPT))
+    assert (bad.take, good.take) == (1, 2)
+    progress = script_progress(prompts, speaker_takes(project.conn, consented.id))
+    assert (progress.total, progress.recorded, progress.passed) == (2, 1, 1)
+    assert best_take(speaker_takes(project.conn, consented.id)).id == good.id
+    assert discard_take(project, bad.id)
+    assert not project.audio.has(bad.sha256, "flac") and project.audio.has(good.sha256, "flac")
+
+
+def test_prompts_come_from_rewritten_questions_or_a_reading_list(project, tmp_path):
+    rows = [
+        {"id": f"q{i}", "language": "en", "question": f"Question {i}?", "options": ["a", "b", "c", "d"], "answer": "A"}
+        for i in range(3)
+    ]
+    import_files(project, [write_jsonl(tmp_path / "q.jsonl", rows)], "mcq", ImportOptions(source="t"))
+    from spokenbench.core.store.rewrites import add_rewrite
+
+    first = project.conn.execute("SELECT id FROM items ORDER BY id").fetchone()[0]
+    with project.transaction() as conn:
+        add_rewrite(conn, first, "question", "Question zero, spoken.", "manual", status="accepted")
+    prompts = project_prompts(project.conn, "en")
+    assert [p.text for p in prompts] == ["Question zero, spoken.", "Question 1?", "Question 2?"]
+    assert prompts[0].key == f"item:{first}:question"
+    assert project_prompts(project.conn, "ko") == []
+    listed = reading_list_prompts("One.\n\n  Two.  \nOne.\n")
+    assert [p.text for p in listed] == ["One.", "Two."]
+    with pytest.raises(SpokenBenchError, match="no prompts"):
+        reading_list_prompts("\n \n")
+
+
+# -- cloning and withdrawal ----------------------------------------------------------------------------------------
+
+
+class StubClone(TTSBackend):
+    """An offline stand-in for the clone backend: speaks a tone, and remembers its references."""
+
+    def __init__(self, references):
+        super().__init__(
+            name="clone",
+            model="stub",
+            accents={"en": (None,)},
+            voices=tuple(VoiceSpec(n, g) for n, (g, _) in references.items()),
+        )
+        self.references = references
+
+    async def synthesize(self, request):
+        return encode_wav(speech(1.0, rate=24_000), 24_000)
+
+
+def test_cloning_uses_the_best_passing_take_and_withdrawal_deletes_everything(project, consented):
+    failing = save_take(project, consented.id, prepare_take(padded(speech(0.2)), RATE, PROMPT))
+    good = save_take(project, consented.id, prepare_take(padded(speech(1.5)), RATE, Prompt("line:b", "B.")))
+    used = {}
+
+    def factory(references):
+        used.update(references)
+        return StubClone(references)
+
+    voice = create_cloned_voice(project, "Ana", backend_factory=factory)
+    assert voice.take_id == good.id and used["Ana"][1] == project.audio.path_for(good.sha256, "flac")
+    assert project.audio.has(voice.test_sha256, "wav") and voice.test_text.startswith("This is a test")
+    # a clip synthesized with the cloned voice, and one by another backend sharing nothing
+    with project.transaction() as conn:
+        for backend, voice_name, sha in (("clone", "Ana", "c" * 64), ("espeak", "espeak-female", "d" * 64)):
+            conn.execute(
+                "INSERT INTO clips(part, text, language, voice, backend, cache_key, sha256, audio_format, created_at) "
+                "VALUES ('token:x', 'x', 'en', ?, ?, ?, ?, 'wav', 'now')",
+                (voice_name, backend, backend, sha),
+            )
+    clip_file = project.audio.path_for("c" * 64, "wav")
+    clip_file.parent.mkdir(parents=True, exist_ok=True)
+    clip_file.write_bytes(b"x")
+
+    report = withdraw_consent(project, "Ana")
+    assert (report.recordings_deleted, report.cloned_voices_deleted, report.clips_deleted) == (2, 1, 1)
+    assert report.files_deleted == 4
+    for sha, fmt in ((failing.sha256, "flac"), (good.sha256, "flac"), (voice.test_sha256, "wav"), ("c" * 64, "wav")):
+        assert not project.audio.has(sha, fmt)
+    assert speaker_takes(project.conn, consented.id) == []
+    assert recording_store.cloned_voices_of(project.conn, consented.id) == []
+    assert [r[0] for r in project.conn.execute("SELECT backend FROM clips")] == ["espeak"]
+    [speaker] = list_speakers(project.conn)
+    assert not speaker.consent_in_force and speaker.consent.withdrawn_at == report.withdrawn_at
+    with pytest.raises(ConsentRequired):
+        save_take(project, consented.id, prepare_take(padded(speech()), RATE, PROMPT))
+    with pytest.raises(SpokenBenchError, match="no consent in force"):
+        withdraw_consent(project, "Ana")
+
+
+def test_withdrawal_keeps_audio_another_row_still_uses(project, consented):
+    prepared = prepare_take(padded(speech(1.5)), RATE, PROMPT)
+    take = save_take(project, consented.id, prepared)
+    other = add_speaker(project, "Ben", "en", None, "man")
+    give_consent(project, "Ben", CONSENT, "tester")
+    save_take(project, other.id, prepared)  # the very same bytes
+    assert withdraw_consent(project, "Ana").files_deleted == 0
+    assert project.audio.has(take.sha256, "flac")
+
+
+def test_cloning_needs_a_passing_take_and_says_what_to_install(project, consented):
+    with pytest.raises(SpokenBenchError, match="no take that passed"):
+        create_cloned_voice(project, "Ana", backend_factory=StubClone)
+    save_take(project, consented.id, prepare_take(padded(speech(1.5)), RATE, PROMPT))
+    try:
+        import chatterbox  # noqa: F401
+    except ImportError:
+        with pytest.raises(SpokenBenchError, match=r"spokenbench-studio\[cloning\]"):
+            create_cloned_voice(project, "Ana")
+
+
+# -- the CLI --------------------------------------------------------------------------------------------------
+
+
+def test_speakers_cli_adds_consents_lists_and_withdraws(cli, project, tmp_path):
+    folder = project.path
+    assert cli("speakers", folder).out.startswith("no speakers yet")
+    added = cli(
+        "speakers", folder, "--add", "Ana", "--language", "EN", "--accent", "British", "--gender", "woman", "--json"
+    )
+    assert added.code == 0, added.err
+    assert added.json()["gender_group"] == "female" and added.json()["language"] == "en"
+    text_file = tmp_path / "consent.txt"
+    text_file.write_text(CONSENT, encoding="utf-8")
+    consent = cli("speakers", folder, "--consent", "Ana", "--consent-text", text_file, "--by", "me", "--json")
+    assert consent.code == 0 and consent.json()["text"] == CONSENT
+    [listed] = cli("speakers", folder, "--json").json()
+    assert listed["consent_in_force"] and listed["consent"]["recorded_by"] == "me"
+    table = cli("speakers", folder)
+    assert "Ana" in table.out and "given" in table.out
+    withdrawn = cli("speakers", folder, "--withdraw", "Ana")
+    assert withdrawn.code == 0 and "withdrawn" in withdrawn.out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--add", "Ana"), "--add needs --language"),
+        (("--add", "Ana", "--language", "klingon"), "not a language code"),
+        (("--add", "", "--language", "en"), "needs a name"),
+        (("--consent", "Nobody", "--consent-text", "I agree", "--by", "me"), "no speaker 'Nobody'"),
+        (("--consent", "Ana"), "--consent needs --consent-text"),
+        (("--consent", "Ana", "--consent-text", "I agree"), "--by"),
+        (("--withdraw", "Ana"), "no consent in force"),
+        (("--language", "en"), "can only be used with --add"),
+        (("--by", "me"), "can only be used with --consent"),
+    ],
+)
+def test_speakers_cli_refuses_bad_input_with_exit_2(cli, project, args, message):
+    assert cli("speakers", project.path, "--add", "Ana", "--language", "en").code == 0
+    result = cli("speakers", project.path, *args)
+    assert result.code == 2 and message in result.err, result.err
+    assert "Traceback" not in result.err and result.out == ""
+
+
+def test_speakers_cli_on_a_missing_project_exits_2(cli, tmp_path):
+    result = cli("speakers", tmp_path / "nowhere")
+    assert result.code == 2 and "no such project folder" in result.err
+
+
+def test_checks_are_stored_as_json_with_reasons(project, consented):
+    save_take(project, consented.id, prepare_take(np.clip(padded(speech(1.5, amplitude=2.0)), -1, 1), RATE, PROMPT))
+    checks = json.loads(project.conn.execute("SELECT checks_json FROM recordings").fetchone()[0])
+    assert {c["name"] for c in checks} == {"clipping", "snr", "speech_duration", "silence"}
+    assert not next(c for c in checks if c["name"] == "clipping")["passed"]
