@@ -1,0 +1,1693 @@
+"""The Results page's metric panels, computed in one call off the UI thread (Qt-free; the app draws them).
+
+    panels = compute_panels(frame)                      # a responses table (the engine's columns)
+    panels = project_panels(project, run_ids=[1, 2])    # the selected runs of a project
+    panels.panels["accuracy_by_level"].points           # every number, with its 95% interval and rows
+
+Each panel mirrors a figure or table of one of the three papers (docs/results.md): accuracy by level with Δ
+tables, the question-entropy distribution, Fleiss' κ against APES per factor, CS vs CA entropy, accuracy change
+by gold position with RSD and CKLD, permutation voting, ranking changes, McNemar original vs reversed, and the
+gender-probe J / Δ / ν / κ. The numbers come from the metrics engine (core/metrics); every point carries a 95%
+interval — a question-level percentile bootstrap (core/metrics/bootstrap.py) where the number is a function of
+per-question sums, an analytic interval where stated (`Point.interval`) — and the response rows behind it, so a
+click can list its questions and answers. Beside each panel, `Panel.published` holds the papers' own numbers
+from resources/published/ with the paper and table they come from."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from spokenbench.core.metrics import mcq
+from spokenbench.core.metrics.bootstrap import (
+    CHUNK,
+    CONFIDENCE,
+    DEFAULT_SEED,
+    ColumnBuilder,
+    question_weights,
+)
+from spokenbench.core.metrics.encoding import representative_row
+from spokenbench.core.metrics.gender_probe import compute_gender_probe, prepare_gender_probe
+from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
+from spokenbench.core.metrics.selection_bias import (
+    ckld_from_counts,
+    compute_selection_bias,
+    rsd_from_counts,
+    vote_units,
+)
+from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.published import published_table
+
+DEFAULT_RESAMPLES = 1000
+Z95 = 1.959963984540054
+# Factor columns the panels use, in this order, when the table has two or more levels of them
+PANEL_FACTORS = ("language", "accent", "gender", "order", "speed", "volume", "snr_db", "voice_source", "spoken_labels")
+BOOTSTRAP = "question-level percentile bootstrap"
+PAPERS = {
+    "biasinear": "BiasInEar (Bias in the Ear of the Listener)",
+    "hearing_the_order": "Hearing the Order",
+    "gender_differentiation": "Acoustic-based Gender Differentiation",
+}
+PANEL_ORDER = (
+    "accuracy_by_level",
+    "entropy_distribution",
+    "kappa_vs_apes",
+    "entropy_cs_ca",
+    "gold_position",
+    "permutation_voting",
+    "ranking_changes",
+    "mcnemar",
+    "gender_probe",
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# What a panel is made of
+
+
+@dataclass
+class Point:
+    """One drawn number: `facet` is the subplot, `x` the category on its axis, `series` the model (or
+    subset, permutation …) it belongs to. `value` is in display units (accuracy in %, Δ in points)."""
+
+    facet: str
+    x: str
+    series: str
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+    n: int = 0  # responses (or questions, see `unit`) behind it
+    unit: str = "responses"
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # into PanelSet.responses
+    questions: tuple[str, ...] = ()
+    interval: str = BOOTSTRAP
+    source: str = "yours"  # "yours", "yours (simulated)" or "published — <paper>, Table N"
+    xvalue: float | None = None  # a second coordinate (κ vs APES: APES)
+    xlow: float = math.nan
+    xhigh: float = math.nan
+
+    @property
+    def has_interval(self) -> bool:
+        return not (math.isnan(self.low) or math.isnan(self.high))
+
+    def tooltip(self) -> str:
+        lines = [f"{self.series} · {self.facet} · {self.x}", f"{_fmt(self.value)}"]
+        if self.has_interval:
+            lines[-1] += f"   95% CI [{_fmt(self.low)}, {_fmt(self.high)}]"
+        else:
+            lines[-1] += "   (no interval)"
+        if self.xvalue is not None:
+            lines.append(f"x = {_fmt(self.xvalue)}   95% CI [{_fmt(self.xlow)}, {_fmt(self.xhigh)}]")
+        if self.interval and self.has_interval:
+            lines.append(f"interval: {self.interval}")
+        if self.n:
+            lines.append(f"{self.n} {self.unit}" + (f", {len(self.questions)} questions" if self.questions else ""))
+        lines.append(self.source)
+        return "\n".join(lines)
+
+
+@dataclass
+class Published:
+    """One published table beside a panel: the printed file, and its numbers laid out as points."""
+
+    study: str
+    table: str  # "Table 19"
+    file: str
+    caption: str
+    frame: pd.DataFrame
+    points: list[Point]
+    note: str = ""
+
+    @property
+    def paper(self) -> str:
+        return PAPERS[self.study]
+
+    @property
+    def label(self) -> str:
+        return f"published — {self.paper}, {self.table}"
+
+
+@dataclass
+class Panel:
+    key: str
+    title: str
+    mirrors: str  # the paper figure or table it is laid out like
+    description: str
+    kind: str  # "bars", "box", "scatter" or "ranks"
+    facets: list[str]
+    ylabels: dict[str, str]
+    points: list[Point] = field(default_factory=list)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    published: list[Published] = field(default_factory=list)
+    empty: str | None = None
+    seconds: float = 0.0
+
+    def facet_points(self, facet: str) -> list[Point]:
+        return [p for p in self.points if p.facet == facet]
+
+
+@dataclass
+class PanelSet:
+    panels: dict[str, Panel]
+    series: list[str]  # the models (one per selected run) in drawing order
+    simulated: dict[str, bool]
+    responses: pd.DataFrame  # one row per response the mcq panels used (row positions = Point.rows)
+    probe_responses: pd.DataFrame  # the same for gender probes
+    timings: dict[str, float]
+    n_resamples: int
+    runs: list[dict] = field(default_factory=list)
+
+    @property
+    def any_simulated(self) -> bool:
+        return any(self.simulated.values())
+
+    def source_of(self, series: str) -> str:
+        return "yours (simulated)" if self.simulated.get(series) else "yours"
+
+    def responses_behind(self, point: Point, probe: bool = False) -> pd.DataFrame:
+        frame = self.probe_responses if probe else self.responses
+        return frame.iloc[point.rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry points
+
+
+def project_panels(
+    project, run_ids: list[int] | None = None, *, n_resamples: int = DEFAULT_RESAMPLES, progress: Progress | None = None
+) -> PanelSet:
+    """Panels for the selected runs (all when None) of an open project, read through core's store functions."""
+    from spokenbench.core.evaluation.runner import list_runs
+    from spokenbench.core.exports import responses_frame
+
+    progress = progress or no_progress()
+    start = time.perf_counter()
+    runs = list_runs(project.conn)
+    if run_ids is not None:
+        wanted = set(run_ids)
+        runs = [r for r in runs if r["id"] in wanted]
+    frame = responses_frame(project.conn)
+    loaded = time.perf_counter() - start
+    if not frame.empty:
+        frame = frame[frame["run_id"].isin([r["id"] for r in runs])]
+    labels = run_labels(runs)
+    simulated = {labels[r["id"]]: bool(r["simulated"]) for r in runs}
+    if not frame.empty:
+        frame = frame.assign(model=frame["run_id"].map(labels))
+    result = compute_panels(frame, simulated=simulated, n_resamples=n_resamples, progress=progress)
+    result.runs = runs
+    result.timings = {"reading the project": loaded, **result.timings}
+    return result
+
+
+def run_labels(runs: list[dict]) -> dict[int, str]:
+    """run id → the name its numbers carry: the model, with the run id when two selected runs share a model."""
+    models = pd.Series([r["model"] for r in runs]).value_counts()
+    return {r["id"]: r["model"] if models[r["model"]] == 1 else f"{r['model']} (run {r['id']})" for r in runs}
+
+
+def compute_panels(
+    frame: pd.DataFrame,
+    *,
+    simulated: dict[str, bool] | None = None,
+    factors: list[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    backbones: dict[str, str] | None = None,
+    progress: Progress | None = None,
+) -> PanelSet:
+    """Every panel for a responses table (the engine's columns; a project's export or a synthetic table).
+    Multiple-choice rows and gender probes (a non-empty `category`) are told apart as the loader does."""
+    progress = progress or no_progress()
+    simulated = dict(simulated or {})
+    timings: dict[str, float] = {}
+    panels: dict[str, Panel] = {}
+    tick = time.perf_counter()
+    if frame is None or frame.empty:
+        frame = pd.DataFrame(columns=["question_id", "model", "answer", "prediction"])
+    probes_mask = _probe_mask(frame)
+    if probes_mask.any():
+        mcq_frame = frame[~probes_mask].reset_index(drop=True)
+        probe_frame = frame[probes_mask].reset_index(drop=True)
+    else:  # no copy of a large table
+        mcq_frame, probe_frame = frame.reset_index(drop=True), frame.iloc[:0]
+    series = sorted({str(m) for m in pd.unique(frame["model"])})
+    for name in series:
+        simulated.setdefault(name, False)
+
+    context = None
+    if len(mcq_frame):
+        engine_frame = _engine_frame(mcq_frame)
+        chosen = factors if factors is not None else [f for f in PANEL_FACTORS if _levels(engine_frame, f) >= 2]
+        data = prepare_mcq(engine_frame, chosen, "<responses>")
+        metrics = mcq.compute_mcq_metrics(data)
+        selection = compute_selection_bias(data)
+        summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
+        context = _Context(data, metrics, selection, summary, [], n_resamples, seed, simulated)
+        context.intervals = _engine_intervals(context)
+        timings["engine (shared: encoding, metrics, selection bias, bootstrap)"] = time.perf_counter() - tick
+
+    builders = {
+        "accuracy_by_level": _accuracy_by_level,
+        "entropy_distribution": _entropy_distribution,
+        "kappa_vs_apes": _kappa_vs_apes,
+        "entropy_cs_ca": _entropy_cs_ca,
+        "gold_position": _gold_position,
+        "permutation_voting": _permutation_voting,
+        "ranking_changes": _ranking_changes,
+        "mcnemar": _mcnemar,
+    }
+    for key, build in builders.items():
+        progress.check_cancelled()
+        start = time.perf_counter()
+        panel = build(context) if context is not None else _empty_panel(key)
+        panel.published = published_for(key)
+        panel.seconds = time.perf_counter() - start
+        panels[key] = panel
+        timings[key] = panel.seconds
+    start = time.perf_counter()
+    panel = _gender_probe(probe_frame, simulated, n_resamples, seed, backbones or {})
+    panel.published = published_for("gender_probe")
+    panel.seconds = time.perf_counter() - start
+    panels["gender_probe"] = panel
+    timings["gender_probe"] = panel.seconds
+    timings["total"] = time.perf_counter() - tick
+    return PanelSet(
+        panels=panels,
+        series=series,
+        simulated=simulated,
+        responses=mcq_frame,
+        probe_responses=probe_frame,
+        timings=timings,
+        n_resamples=n_resamples,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared preparation
+
+
+@dataclass
+class _Context:
+    data: McqResponses
+    metrics: mcq.McqMetrics
+    selection: object
+    summary: pd.DataFrame
+    intervals: list[dict]
+    n_resamples: int
+    seed: int
+    simulated: dict[str, bool]
+
+    def source(self, model: str) -> str:
+        return "yours (simulated)" if self.simulated.get(model) else "yours"
+
+    def ci(self, model_index: int, key: str) -> tuple[float, float]:
+        if not self.intervals:
+            return (math.nan, math.nan)
+        return self.intervals[model_index].get(key, (math.nan, math.nan))
+
+    @functools.cached_property
+    def question_names(self) -> np.ndarray:
+        return np.asarray(self.data.questions, dtype=object)
+
+    def questions(self, rows: np.ndarray) -> tuple[str, ...]:
+        """The question ids of some rows, in id order (a bincount, not a sort)."""
+        if len(rows) == 0:
+            return ()
+        present = np.bincount(self.data.question[rows], minlength=len(self.data.questions))
+        return tuple(self.question_names[np.flatnonzero(present)])
+
+    @functools.cached_property
+    def votes(self) -> dict[str, dict[str, np.ndarray]]:
+        return _vote_group_counts(self.data)
+
+    @functools.cached_property
+    def weights(self) -> list[np.ndarray]:
+        """The resamples' question weights, drawn in the same chunks and order as the engine's
+        `bootstrap_intervals`, so a statistic's interval here equals the engine's for the same seed."""
+        rng = np.random.default_rng(self.seed)
+        chunks, done = [], 0
+        while done < self.n_resamples:
+            size = min(CHUNK, self.n_resamples - done)
+            chunks.append(question_weights(len(self.data.questions), size, rng))
+            done += size
+        return chunks
+
+    def bootstrap(self, columns: ColumnBuilder, finalize) -> list[dict]:
+        """Percentile intervals per model, like core.metrics.bootstrap.bootstrap_intervals, but for all models
+        in one matrix product per chunk: the per-group sums are laid out densely as (question, model, column)."""
+        data = self.data
+        n_models = len(data.models)
+        if not self.n_resamples:
+            return [{} for _ in range(n_models)]
+        matrix = np.nan_to_num(np.asarray(columns.matrix(), dtype=float))
+        width = matrix.shape[1]
+        dense = np.zeros((len(data.questions), n_models, width))
+        dense[data.group_question, data.group_model] = matrix
+        flat = dense.reshape(len(data.questions), n_models * width)
+        draws: dict[str, list[np.ndarray]] = {}
+        for weights in self.weights:
+            sums = (weights @ flat).reshape(len(weights) * n_models, width)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                for name, values in finalize(sums).items():
+                    draws.setdefault(name, []).append(np.asarray(values, dtype=float).reshape(len(weights), n_models))
+        tail = 100 * (1 - CONFIDENCE) / 2
+        intervals: list[dict] = [{} for _ in range(n_models)]
+        for name, parts in draws.items():
+            values = np.concatenate(parts)
+            with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)  # a model whose statistic is never defined
+                low, high = np.nanpercentile(values, [tail, 100 - tail], axis=0)
+            for m in range(n_models):
+                intervals[m][name] = (float(low[m]), float(high[m]))
+        return intervals
+
+
+def _engine_intervals(ctx: _Context) -> list[dict]:
+    """The engine's headline intervals (core.metrics.analysis.mcq_intervals: accuracy, mean entropy, APES and
+    κ per factor, RSD, CKLD) from the same columns and the same resamples, through the joint bootstrap."""
+    metrics, selection = ctx.metrics, ctx.selection
+    columns = ColumnBuilder()
+    columns.add("rows", metrics.group_rows)
+    columns.add("correct", metrics.group_correct)
+    columns.add_mean("entropy", metrics.entropy)
+    for f, result in metrics.factors.items():
+        columns.add_mean(f"apes[{f}]", result.apes)
+        columns.add_mean(f"kappa[{f}]", result.kappa)
+    columns.add("gold", selection.group_gold)
+    columns.add("gold_correct", selection.group_gold_correct)
+    columns.add("predicted", selection.group_predicted)
+
+    def finalize(sums: np.ndarray) -> dict[str, np.ndarray]:
+        out = {
+            "accuracy": columns.get(sums, "correct") / columns.get(sums, "rows"),
+            "entropy_mean": columns.mean(sums, "entropy"),
+        }
+        for f in metrics.factors:
+            out[f"apes[{f}]"] = columns.mean(sums, f"apes[{f}]")
+            out[f"fleiss_kappa[{f}]"] = columns.mean(sums, f"kappa[{f}]")
+        gold, gold_correct, predicted = (columns.get(sums, n) for n in ("gold", "gold_correct", "predicted"))
+        out["rsd"] = rsd_from_counts(gold_correct.reshape(len(sums), -1), gold.reshape(len(sums), -1))
+        out["ckld"] = ckld_from_counts(predicted.reshape(len(sums), -1), gold.reshape(len(sums), -1))
+        return out
+
+    return ctx.bootstrap(columns, finalize)
+
+
+def _probe_mask(frame: pd.DataFrame) -> np.ndarray:
+    if "category" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    category = frame["category"]
+    return (category.notna() & (category.astype(str).str.strip() != "")).to_numpy()
+
+
+ENGINE_COLUMNS = ("question_id", "model", "answer", "prediction", "option_order", "cultural_label", "subject")
+
+
+def _engine_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The engine's input: every cell as stripped text, missing as "" (what core.tables.as_clean_strings
+    gives), computed on each column's distinct values and kept as plain object arrays (no Arrow strings)."""
+    keep = [c for c in ENGINE_COLUMNS if c in frame.columns] + [c for c in PANEL_FACTORS if c in frame.columns]
+    return pd.DataFrame({c: _clean_column(frame[c]) for c in keep}, index=pd.RangeIndex(len(frame)))
+
+
+def _clean_column(column: pd.Series) -> np.ndarray:
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    cleaned = [_cell_text(u) for u in uniques] + [""]
+    return np.asarray(cleaned, dtype=object)[codes]
+
+
+def _cell_text(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _levels(frame: pd.DataFrame, column: str) -> int:
+    if column not in frame.columns or (frame[column] == "").any():
+        return 0
+    return frame[column].nunique()
+
+
+def split_rows(key: np.ndarray, n_keys: int) -> list[np.ndarray]:
+    """Row indices per key 0..n_keys-1 (one stable sort, no per-key scans)."""
+    order = np.argsort(key, kind="stable")
+    counts = np.bincount(key, minlength=n_keys)
+    return np.split(order, np.cumsum(counts)[:-1])
+
+
+def _counts(group: np.ndarray, code: np.ndarray, n_groups: int, width: int, weights=None) -> np.ndarray:
+    flat = np.bincount(group * width + code, weights=weights, minlength=n_groups * width)
+    return flat.reshape(n_groups, width).astype(float)
+
+
+def wilson(successes: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a proportion (95%); NaN where n = 0."""
+    successes = np.asarray(successes, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = successes / n
+        z2 = Z95**2
+        centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return np.where(n > 0, centre - half, np.nan), np.where(n > 0, centre + half, np.nan)
+
+
+def _empty_panel(key: str) -> Panel:
+    title, mirrors, description, kind, facets = PANEL_INFO[key]
+    return Panel(
+        key,
+        title,
+        mirrors,
+        description,
+        kind,
+        list(facets),
+        {},
+        empty="No multiple-choice responses in the selected runs: run an evaluation (or `spokenbench demo DIR`).",
+    )
+
+
+def _new_panel(key: str, facets: list[str], ylabels: dict[str, str]) -> Panel:
+    title, mirrors, description, kind, _ = PANEL_INFO[key]
+    return Panel(key, title, mirrors, description, kind, facets, ylabels)
+
+
+PANEL_INFO = {
+    "accuracy_by_level": (
+        "Accuracy by level",
+        "BiasInEar Tables 6, 18-20 (and 11-17)",
+        "Accuracy (%) of each model at every level of every factor (language, accent, gender, option order, …); "
+        "the Δ tables lay each factor's levels side by side across the other factors, as the paper's tables do.",
+        "bars",
+        (),
+    ),
+    "entropy_distribution": (
+        "Question entropy",
+        "BiasInEar Fig. 2",
+        "Distribution of the per-question answer entropy H_q across all configurations (0 = the same answer "
+        "every time, 1 = uniform over the options): one dot per question, box = IQR, with the mean and median.",
+        "box",
+        ("question entropy",),
+    ),
+    "kappa_vs_apes": (
+        "κ vs APES",
+        "BiasInEar Figs. 4-5",
+        "Mean Fleiss' κ (agreement of the modal answers across a factor's levels) against mean APES (average "
+        "pairwise entropy shift across levels) per model and factor. Upper left = robust.",
+        "scatter",
+        ("κ vs APES",),
+    ),
+    "entropy_cs_ca": (
+        "CS vs CA",
+        "BiasInEar Fig. 3 / Table 5",
+        "Mean entropy of culturally sensitive (CS) and culturally agnostic (CA) questions: the question entropy "
+        "('all') and each factor's level entropy; Δ = CS − CA.",
+        "bars",
+        (),
+    ),
+    "gold_position": (
+        "Gold position",
+        "Hearing the Order Fig. 1 and Table 3 (Original)",
+        "Accuracy change (percentage points) when the gold answer sits at each presented position, against the "
+        "original order, and the selection-bias measures RSD and CKLD.",
+        "bars",
+        ("Δ accuracy vs original", "RSD", "CKLD"),
+    ),
+    "permutation_voting": (
+        "Permutation voting",
+        "Hearing the Order Table 3",
+        "Accuracy, RSD and CKLD in the original order and after majority voting over the cyclic and the full "
+        "set of option orders each question was shown in.",
+        "bars",
+        ("accuracy", "RSD", "CKLD"),
+    ),
+    "ranking_changes": (
+        "Ranking changes",
+        "Hearing the Order Fig. 3",
+        "Each model's rank by accuracy (1 = best) in each setting: original order, gold answer at each "
+        "position, and after voting; Kendall's τ-b of each setting against the original.",
+        "ranks",
+        ("rank",),
+    ),
+    "mcnemar": (
+        "Original vs reversed",
+        "BiasInEar Tables 6, 11-17 (Δ original − reversed)",
+        "Paired correctness of the same question and configuration in the original and exactly reversed option "
+        "order: accuracy of each, the difference on the pairs, and the exact McNemar test.",
+        "bars",
+        ("accuracy on pairs", "Δ original − reversed"),
+    ),
+    "gender_probe": (
+        "Gender probes",
+        "Gender paper Table 1",
+        "Response overlap J between male- and female-voice answers, gender preference Δ (> 0: male-oriented), "
+        "neutral response rate ν and backbone influence κ, per model and question category.",
+        "bars",
+        ("J", "Δ", "ν", "κ"),
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# The panels
+
+
+def _accuracy_by_level(ctx: _Context) -> Panel:
+    data = ctx.data
+    factors = list(data.factors)
+    panel = _new_panel("accuracy_by_level", factors, {f: "accuracy (%)" for f in factors})
+    if not factors:
+        panel.empty = "The responses have no factor with two or more levels (language, accent, gender, order …)."
+        return panel
+    n_groups = data.n_groups
+    columns = ColumnBuilder()
+    for f in factors:
+        width = len(data.factor_levels[f])
+        columns.add(f"n[{f}]", _counts(data.group, data.factor_codes[f], n_groups, width))
+        columns.add(f"c[{f}]", _counts(data.group, data.factor_codes[f], n_groups, width, data.correct))
+
+    def finalize(sums):
+        out = {}
+        for f in factors:
+            acc = 100 * columns.get(sums, f"c[{f}]") / columns.get(sums, f"n[{f}]")
+            acc = acc.reshape(len(sums), -1)
+            for i, level in enumerate(data.factor_levels[f]):
+                out[f"{f}={level}"] = acc[:, i]
+            if acc.shape[1] == 2:
+                out[f"delta[{f}]"] = acc[:, 0] - acc[:, 1]
+        return out
+
+    intervals = ctx.bootstrap(columns, finalize)
+    n_levels_total = {f: len(data.factor_levels[f]) for f in factors}
+    rows_table = []
+    for f in factors:
+        width = n_levels_total[f]
+        key = data.model * width + data.factor_codes[f]
+        parts = split_rows(key, len(data.models) * width)
+        for m, model in enumerate(data.models):
+            for i, level in enumerate(data.factor_levels[f]):
+                rows = parts[m * width + i]
+                if len(rows) == 0:
+                    continue
+                value = 100 * data.correct[rows].mean()
+                low, high = intervals[m].get(f"{f}={level}", (math.nan, math.nan))
+                panel.points.append(
+                    Point(
+                        f,
+                        level,
+                        model,
+                        value,
+                        low,
+                        high,
+                        len(rows),
+                        rows=rows,
+                        questions=ctx.questions(rows),
+                        source=ctx.source(model),
+                    )
+                )
+                rows_table.append(
+                    {
+                        "model": model,
+                        "source": ctx.source(model),
+                        "factor": f,
+                        "level": level,
+                        "n": len(rows),
+                        "accuracy_pct": value,
+                        "ci_low": low,
+                        "ci_high": high,
+                    }
+                )
+    panel.tables["accuracy_by_level"] = pd.DataFrame(rows_table)
+    delta_rows = []
+    for f in factors:
+        if n_levels_total[f] != 2:
+            continue
+        a, b = data.factor_levels[f]
+        for m, model in enumerate(data.models):
+            values = [p.value for p in panel.points if p.facet == f and p.series == model]
+            if len(values) != 2:
+                continue
+            low, high = intervals[m].get(f"delta[{f}]", (math.nan, math.nan))
+            delta_rows.append(
+                {
+                    "model": model,
+                    "source": ctx.source(model),
+                    "factor": f,
+                    "delta": f"{a} − {b}",
+                    "delta_pct": values[0] - values[1],
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
+    panel.tables["delta_by_factor"] = pd.DataFrame(delta_rows)
+    for f in factors:
+        panel.tables[f"delta_table_{f}"] = _cross_table_with_intervals(data, f, ctx)
+    return panel
+
+
+def _cross_table_with_intervals(data: McqResponses, factor: str, ctx: _Context) -> pd.DataFrame:
+    """The paper's Δ-table layout (mcq.accuracy_cross_table) with a Wilson interval per cell and a normal
+    interval for the Δ of two independent proportions (analytic: the cells are too many to bootstrap)."""
+    table = mcq.accuracy_cross_table(data, factor)
+    correct = np.round(table["accuracy_pct"].to_numpy() / 100 * table["n"].to_numpy())
+    low, high = wilson(correct, table["n"].to_numpy())
+    table.insert(table.columns.get_loc("accuracy_pct") + 1, "ci_low", 100 * low)
+    table.insert(table.columns.get_loc("ci_low") + 1, "ci_high", 100 * high)
+    delta = [c for c in table.columns if c.startswith("delta_")]
+    if delta:
+        row_factors = [c for c in table.columns if c not in (factor, "n", "accuracy_pct", "ci_low", "ci_high", *delta)]
+        p = table["accuracy_pct"] / 100
+        var = p * (1 - p) / table["n"]
+        pair_var = var.groupby([table[c] for c in row_factors], sort=False).transform("sum")
+        half = 100 * Z95 * np.sqrt(pair_var)
+        table[f"{delta[0]}_ci_low"] = table[delta[0]] - half
+        table[f"{delta[0]}_ci_high"] = table[delta[0]] + half
+    table.insert(1, "source", table["model"].map(ctx.source))
+    return table
+
+
+def _entropy_distribution(ctx: _Context) -> Panel:
+    data, metrics = ctx.data, ctx.metrics
+    panel = _new_panel("entropy_distribution", ["question entropy"], {"question entropy": "question entropy H_q"})
+    groups = split_rows(data.group, data.n_groups)
+    questions = np.asarray(data.questions, dtype=object)
+    for g in range(data.n_groups):
+        value = metrics.entropy[g]
+        if math.isnan(value):
+            continue
+        model = data.models[data.group_model[g]]
+        rows = groups[g]
+        panel.points.append(
+            Point(
+                "question entropy",
+                "question",
+                model,
+                float(value),
+                n=len(rows),
+                rows=rows,
+                questions=(questions[data.group_question[g]],),
+                interval="",
+                source=ctx.source(model),
+            )
+        )
+    summary_rows = []
+    model_rows = split_rows(data.model, len(data.models))
+    for m, model in enumerate(data.models):
+        values = metrics.entropy[(data.group_model == m) & ~np.isnan(metrics.entropy)]
+        mean_ci = ctx.ci(m, "entropy_mean")
+        median, median_ci = _median_with_interval(values)
+        q1, q3 = np.quantile(values, [0.25, 0.75]) if len(values) else (math.nan, math.nan)
+        for stat, value, (low, high), how in (
+            ("mean", float(values.mean()) if len(values) else math.nan, mean_ci, BOOTSTRAP),
+            ("median", median, median_ci, "distribution-free order-statistic interval (binomial)"),
+        ):
+            panel.points.append(
+                Point(
+                    "summary",
+                    stat,
+                    model,
+                    value,
+                    low,
+                    high,
+                    len(values),
+                    unit="questions",
+                    rows=model_rows[m],
+                    questions=ctx.questions(model_rows[m]),
+                    interval=how,
+                    source=ctx.source(model),
+                )
+            )
+        summary_rows.append(
+            {
+                "model": model,
+                "source": ctx.source(model),
+                "n_questions": len(values),
+                "entropy_mean": float(values.mean()) if len(values) else math.nan,
+                "mean_ci_low": mean_ci[0],
+                "mean_ci_high": mean_ci[1],
+                "entropy_median": median,
+                "median_ci_low": median_ci[0],
+                "median_ci_high": median_ci[1],
+                "entropy_q1": q1,
+                "entropy_q3": q3,
+            }
+        )
+    panel.tables["entropy_summary"] = pd.DataFrame(summary_rows)
+    per_question = mcq.per_question_table(metrics)[["model", "question_id", "n", "accuracy", "entropy"]]
+    panel.tables["entropy_per_question"] = per_question
+    return panel
+
+
+def _median_with_interval(values: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """The median and its 95% distribution-free interval: order statistics j, k around n/2 (normal
+    approximation to the binomial), as in Conover's Practical Nonparametric Statistics."""
+    n = len(values)
+    if n == 0:
+        return math.nan, (math.nan, math.nan)
+    ordered = np.sort(values)
+    half = Z95 * math.sqrt(n) / 2
+    j = max(int(math.floor(n / 2 - half)), 0)
+    k = min(int(math.ceil(n / 2 + half)), n - 1)
+    return float(np.median(values)), (float(ordered[j]), float(ordered[k]))
+
+
+def _kappa_vs_apes(ctx: _Context) -> Panel:
+    data, summary = ctx.data, ctx.summary
+    panel = _new_panel("kappa_vs_apes", ["κ vs APES"], {"κ vs APES": "Fleiss' κ"})
+    if not data.factors:
+        panel.empty = "The responses have no factor with two or more levels, so there is no κ or APES."
+        return panel
+    model_rows = split_rows(data.model, len(data.models))
+    rows_table = []
+    for m, model in enumerate(data.models):
+        for f in data.factors:
+            apes, kappa = summary[f"apes[{f}]"].iloc[m], summary[f"kappa[{f}]"].iloc[m]
+            a_ci, k_ci = ctx.ci(m, f"apes[{f}]"), ctx.ci(m, f"fleiss_kappa[{f}]")
+            defined = int(summary[f"kappa_defined[{f}]"].iloc[m])
+            if not (math.isnan(apes) or math.isnan(kappa)):
+                panel.points.append(
+                    Point(
+                        "κ vs APES",
+                        f,
+                        model,
+                        float(kappa),
+                        k_ci[0],
+                        k_ci[1],
+                        defined,
+                        unit="questions with κ defined",
+                        rows=model_rows[m],
+                        questions=ctx.questions(model_rows[m]),
+                        source=ctx.source(model),
+                        xvalue=float(apes),
+                        xlow=a_ci[0],
+                        xhigh=a_ci[1],
+                    )
+                )
+            rows_table.append(
+                {
+                    "model": model,
+                    "source": ctx.source(model),
+                    "factor": f,
+                    "apes": apes,
+                    "apes_ci_low": a_ci[0],
+                    "apes_ci_high": a_ci[1],
+                    "fleiss_kappa": kappa,
+                    "kappa_ci_low": k_ci[0],
+                    "kappa_ci_high": k_ci[1],
+                    "kappa_questions_defined": defined,
+                    "level_entropy": summary[f"level_entropy[{f}]"].iloc[m],
+                }
+            )
+    panel.tables["kappa_apes"] = pd.DataFrame(rows_table)
+    return panel
+
+
+def _entropy_cs_ca(ctx: _Context) -> Panel:
+    data, metrics = ctx.data, ctx.metrics
+    variables = ["all"] + list(data.factors)
+    panel = _new_panel("entropy_cs_ca", variables, {v: "mean entropy" for v in variables})
+    label = data.group_cultural_label
+    if not ((label == 1).any() and (label == 0).any()):
+        panel.empty = "No cultural_label with both CS and CA questions among the selected responses."
+        return panel
+    series = [("all", metrics.entropy)] + [(f, r.level_entropy) for f, r in metrics.factors.items()]
+    columns = ColumnBuilder()
+    for name, values in series:
+        columns.add_mean(f"cs[{name}]", np.where(label == 1, values, np.nan))
+        columns.add_mean(f"ca[{name}]", np.where(label == 0, values, np.nan))
+
+    def finalize(sums):
+        out = {}
+        for name, _ in series:
+            cs, ca = columns.mean(sums, f"cs[{name}]"), columns.mean(sums, f"ca[{name}]")
+            out[f"cs[{name}]"], out[f"ca[{name}]"], out[f"delta[{name}]"] = cs, ca, cs - ca
+        return out
+
+    intervals = ctx.bootstrap(columns, finalize)
+    subset_rows = split_rows(data.model * 2 + np.maximum(data.cultural_label, 0), 2 * len(data.models))
+    for i in range(len(subset_rows)):  # unlabelled questions belong to neither subset
+        subset_rows[i] = subset_rows[i][data.cultural_label[subset_rows[i]] == i % 2]
+    table = mcq.entropy_cs_ca(metrics)
+    ci_low, ci_high, d_low, d_high = [], [], [], []
+    for row in table.itertuples(index=False):
+        m = data.models.index(row.model)
+        key = f"{row.question_subset}[{row.variable}]"
+        ci_low.append(intervals[m].get(key, (math.nan, math.nan))[0])
+        ci_high.append(intervals[m].get(key, (math.nan, math.nan))[1])
+        d = intervals[m].get(f"delta[{row.variable}]", (math.nan, math.nan))
+        d_low.append(d[0])
+        d_high.append(d[1])
+        subset_code = 1 if row.question_subset == "cs" else 0
+        rows = subset_rows[m * 2 + subset_code]
+        panel.points.append(
+            Point(
+                row.variable,
+                row.model,
+                row.question_subset.upper(),
+                float(row.mean_entropy),
+                ci_low[-1],
+                ci_high[-1],
+                int(row.n_questions),
+                unit="questions",
+                rows=rows,
+                questions=ctx.questions(rows),
+                source=ctx.source(row.model),
+            )
+        )
+    table = table.assign(ci_low=ci_low, ci_high=ci_high, delta_ci_low=d_low, delta_ci_high=d_high)
+    table.insert(1, "source", table["model"].map(ctx.source))
+    panel.tables["entropy_cs_ca"] = table
+    return panel
+
+
+def _gold_position(ctx: _Context) -> Panel:
+    data, selection = ctx.data, ctx.selection
+    facets = ["Δ accuracy vs original", "RSD", "CKLD"]
+    panel = _new_panel(
+        "gold_position",
+        facets,
+        {facets[0]: "Δ accuracy (percentage points)", "RSD": "RSD (lower = less biased)", "CKLD": "CKLD"},
+    )
+    k = data.max_options
+    n_groups = data.n_groups
+    has_permuted = bool((~data.is_identity).any())
+    comparison = ~data.is_identity if has_permuted else np.ones(data.n_rows, dtype=bool)
+    identity = data.is_identity
+    if not identity.any():
+        panel.empty = "No responses in the original option order to compare against."
+        return panel
+    columns = ColumnBuilder()
+    columns.add("pos_n", _counts(data.group[comparison], data.gold_position[comparison], n_groups, k))
+    both = comparison & data.correct
+    columns.add("pos_c", _counts(data.group[both], data.gold_position[both], n_groups, k))
+    columns.add("orig_n", np.bincount(data.group[identity], minlength=n_groups))
+    columns.add("orig_c", np.bincount(data.group[identity & data.correct], minlength=n_groups))
+
+    def finalize(sums):
+        pos = columns.get(sums, "pos_c").reshape(len(sums), k) / columns.get(sums, "pos_n").reshape(len(sums), k)
+        orig = columns.get(sums, "orig_c") / columns.get(sums, "orig_n")
+        delta = 100 * (pos - orig[:, None])
+        return {f"delta[{i}]": delta[:, i] for i in range(k)}
+
+    intervals = ctx.bootstrap(columns, finalize)
+    per_model = selection.per_model
+    key = data.model * k + data.gold_position
+    parts = split_rows(key, len(data.models) * k)
+    model_rows = split_rows(data.model, len(data.models))
+    rows_table = []
+    for m, model in enumerate(data.models):
+        row = per_model.iloc[m]
+        for i, letter in enumerate(selection.positions):
+            value = 100 * row[f"delta_accuracy_gold_{letter}"]
+            rows = parts[m * k + i]
+            rows = rows[comparison[rows] | identity[rows]]
+            low, high = intervals[m].get(f"delta[{i}]", (math.nan, math.nan))
+            if not math.isnan(value):
+                panel.points.append(
+                    Point(
+                        facets[0],
+                        letter,
+                        model,
+                        value,
+                        low,
+                        high,
+                        len(rows),
+                        rows=rows,
+                        questions=ctx.questions(rows),
+                        source=ctx.source(model),
+                    )
+                )
+            rows_table.append(
+                {
+                    "model": model,
+                    "source": ctx.source(model),
+                    "gold_position": letter,
+                    "accuracy_pct": 100 * row[f"accuracy_gold_{letter}"],
+                    "delta_accuracy_pp": value,
+                    "delta_ci_low": low,
+                    "delta_ci_high": high,
+                    "predicted_share": row[f"predicted_share_{letter}"],
+                    "gold_share": row[f"gold_share_{letter}"],
+                }
+            )
+        for metric, name in (("rsd", "RSD"), ("ckld", "CKLD")):
+            low, high = ctx.ci(m, metric)
+            panel.points.append(
+                Point(
+                    name,
+                    model,
+                    model,
+                    float(row[metric]),
+                    low,
+                    high,
+                    len(model_rows[m]),
+                    rows=model_rows[m],
+                    questions=ctx.questions(model_rows[m]),
+                    source=ctx.source(model),
+                )
+            )
+    panel.tables["gold_position"] = pd.DataFrame(rows_table)
+    bias = per_model[["model", "rsd", "ckld"]].copy()
+    bias.insert(1, "source", bias["model"].map(ctx.source))
+    for m_key in ("rsd", "ckld"):
+        at = bias.columns.get_loc(m_key) + 1
+        bias.insert(at, f"{m_key}_ci_low", [ctx.ci(m, m_key)[0] for m in range(len(data.models))])
+        bias.insert(at + 1, f"{m_key}_ci_high", [ctx.ci(m, m_key)[1] for m in range(len(data.models))])
+    panel.tables["rsd_ckld"] = bias
+    return panel
+
+
+def _vote_group_counts(data: McqResponses) -> dict[str, dict[str, np.ndarray]]:
+    """Per (model, question) group and setting: gold, vote-weighted correct and voted counts per position —
+    the same votes as the engine's `_voting` (ties split evenly), kept per group for the bootstrap."""
+    k = data.max_options
+    n_groups = data.n_groups
+    units = vote_units(data)
+    n_units = int(units.max()) + 1
+    unit_row = representative_row(units, n_units)
+    unit_group, unit_gold = data.group[unit_row], data.answer[unit_row]
+    out = {}
+    rows = data.is_identity
+    out["original"] = {
+        "gold": _counts(data.group[rows], data.gold_position[rows], n_groups, k),
+        "correct": _counts(data.group[rows & data.correct], data.gold_position[rows & data.correct], n_groups, k),
+        "voted": _counts(data.group[rows & data.valid], data.prediction[rows & data.valid], n_groups, k),
+    }
+    for name, rows in (("cyclic", data.is_cyclic), ("full", np.ones(data.n_rows, dtype=bool))):
+        use = rows & data.valid
+        counts = np.bincount(units[use] * k + data.chosen[use], minlength=n_units * k).reshape(n_units, k)
+        top = counts.max(axis=1, keepdims=True)
+        tied = (counts == top) & (top > 0)
+        share = tied / np.maximum(tied.sum(axis=1, keepdims=True), 1)
+        shown = np.bincount(units[rows], minlength=n_units) > 0
+        g, gold, share = unit_group[shown], unit_gold[shown], share[shown]
+        right = share[np.arange(len(gold)), gold]
+        out[name] = {
+            "gold": _counts(g, gold, n_groups, k),
+            "correct": _counts(g, gold, n_groups, k, right),
+            "voted": np.stack([np.bincount(g, weights=share[:, i], minlength=n_groups) for i in range(k)], axis=1),
+        }
+    return out
+
+
+def _permutation_voting(ctx: _Context) -> Panel:
+    data, selection = ctx.data, ctx.selection
+    facets = ["accuracy", "RSD", "CKLD"]
+    panel = _new_panel("permutation_voting", facets, {"accuracy": "accuracy (%)", "RSD": "RSD", "CKLD": "CKLD"})
+    k = data.max_options
+    counts = ctx.votes
+    columns = ColumnBuilder()
+    for setting, parts in counts.items():
+        for name, values in parts.items():
+            columns.add(f"{setting}.{name}", values)
+
+    def finalize(sums):
+        out = {}
+        r = len(sums)
+        for setting in counts:
+            gold = columns.get(sums, f"{setting}.gold").reshape(r, k)
+            correct = columns.get(sums, f"{setting}.correct").reshape(r, k)
+            voted = columns.get(sums, f"{setting}.voted").reshape(r, k)
+            out[f"{setting}.accuracy"] = 100 * correct.sum(axis=1) / gold.sum(axis=1)
+            out[f"{setting}.rsd"] = rsd_from_counts(correct, gold)
+            out[f"{setting}.ckld"] = ckld_from_counts(voted, gold)
+        return out
+
+    intervals = ctx.bootstrap(columns, finalize)
+    voting = selection.voting.copy()
+    voting["accuracy_pct"] = 100 * voting["accuracy"]
+    model_rows = split_rows(data.model, len(data.models))
+    rows_by_setting = {
+        "original": data.is_identity,
+        "cyclic": data.is_cyclic,
+        "full": np.ones(data.n_rows, dtype=bool),
+    }
+    extra = {f"{c}_ci_{s}": [] for c in ("accuracy", "rsd", "ckld") for s in ("low", "high")}
+    for row in voting.itertuples(index=False):
+        m = data.models.index(row.model)
+        rows = model_rows[m][rows_by_setting[row.permutation][model_rows[m]]]
+        for metric, facet, value in (
+            ("accuracy", "accuracy", row.accuracy_pct),
+            ("rsd", "RSD", row.rsd),
+            ("ckld", "CKLD", row.ckld),
+        ):
+            low, high = intervals[m].get(f"{row.permutation}.{metric}", (math.nan, math.nan))
+            extra[f"{metric}_ci_low"].append(low)
+            extra[f"{metric}_ci_high"].append(high)
+            if not math.isnan(value):
+                panel.points.append(
+                    Point(
+                        facet,
+                        row.model,
+                        row.permutation,
+                        float(value),
+                        low,
+                        high,
+                        len(rows),
+                        rows=rows,
+                        questions=ctx.questions(rows),
+                        source=ctx.source(row.model),
+                    )
+                )
+    table = voting.drop(columns=["accuracy"]).assign(**extra)
+    table.insert(1, "source", table["model"].map(ctx.source))
+    panel.tables["permutation_voting"] = table
+    return panel
+
+
+def _ranking_changes(ctx: _Context) -> Panel:
+    """Ranks per setting with intervals from one joint question-level bootstrap of all models (a rank depends
+    on every model's accuracy in the same resample), and Kendall's τ-b against the original from the same
+    resamples."""
+    data, selection = ctx.data, ctx.selection
+    panel = _new_panel("ranking_changes", ["rank"], {"rank": "rank by accuracy (1 = best)"})
+    ranking = selection.ranking
+    settings = list(dict.fromkeys(ranking["setting"]))
+    n_models, n_q = len(data.models), len(data.questions)
+    if n_models < 2:
+        panel.empty = "Rankings need two or more models (select more runs)."
+        return panel
+    has_permuted = bool((~data.is_identity).any())
+    comparison = ~data.is_identity if has_permuted else np.ones(data.n_rows, dtype=bool)
+    num = np.zeros((n_q, n_models, len(settings)))
+    den = np.zeros_like(num)
+    gq, gm = data.group_question, data.group_model
+
+    def add(s, n_per_group, c_per_group):  # one group per (question, model): plain assignment
+        den[gq, gm, s] = n_per_group
+        num[gq, gm, s] = c_per_group
+
+    n_groups = data.n_groups
+    votes = ctx.votes
+    for s, name in enumerate(settings):
+        if name == "original":
+            rows = data.is_identity
+        elif name.startswith("gold_at_"):
+            i = selection.positions.index(name.removeprefix("gold_at_"))
+            rows = comparison & (data.gold_position == i)
+        else:
+            v = votes[name.removesuffix("_vote")]
+            add(s, v["gold"].sum(axis=1), v["correct"].sum(axis=1))
+            continue
+        add(
+            s,
+            np.bincount(data.group[rows], minlength=n_groups),
+            np.bincount(data.group[rows & data.correct], minlength=n_groups),
+        )
+    point = ranking.pivot(index="model", columns="setting", values="rank").reindex(index=data.models, columns=settings)
+    low = np.full((n_models, len(settings)), np.nan)
+    high = np.full_like(low, np.nan)
+    tau_ci = {}
+    if ctx.n_resamples:
+        rng = np.random.default_rng(ctx.seed)
+        weights = question_weights(n_q, ctx.n_resamples, rng)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc = (weights @ num.reshape(n_q, -1)) / (weights @ den.reshape(n_q, -1))
+        acc = acc.reshape(ctx.n_resamples, n_models, len(settings))
+        ranks = _min_ranks_descending(acc)
+        tail = 100 * (1 - CONFIDENCE) / 2
+        with np.errstate(invalid="ignore"):
+            low = np.nanpercentile(ranks, tail, axis=0)
+            high = np.nanpercentile(ranks, 100 - tail, axis=0)
+        for s, name in enumerate(settings):
+            if name == "original":
+                continue
+            taus = _kendall_tau_b(acc[:, :, 0], acc[:, :, s])
+            taus = taus[~np.isnan(taus)]
+            tau_ci[name] = tuple(np.percentile(taus, [tail, 100 - tail])) if len(taus) else (math.nan, math.nan)
+    model_rows = split_rows(data.model, len(data.models))
+    for m, model in enumerate(data.models):
+        for s, name in enumerate(settings):
+            value = point.iloc[m, s]
+            if math.isnan(value):
+                continue
+            panel.points.append(
+                Point(
+                    "rank",
+                    name,
+                    model,
+                    float(value),
+                    float(low[m, s]),
+                    float(high[m, s]),
+                    len(model_rows[m]),
+                    rows=model_rows[m],
+                    questions=ctx.questions(model_rows[m]),
+                    interval=BOOTSTRAP + " (joint over models, ranks per resample)",
+                    source=ctx.source(model),
+                )
+            )
+    table = ranking.copy()
+    table["accuracy_pct"] = 100 * table["accuracy"]
+    table = table.drop(columns=["accuracy"])
+    index = {(m, s): (i, j) for i, m in enumerate(data.models) for j, s in enumerate(settings)}
+    table["rank_ci_low"] = [low[index[(r.model, r.setting)]] for r in table.itertuples()]
+    table["rank_ci_high"] = [high[index[(r.model, r.setting)]] for r in table.itertuples()]
+    table.insert(1, "source", table["model"].map(ctx.source))
+    panel.tables["ranking"] = table
+    tau = selection.kendall_tau.copy()
+    tau["tau_ci_low"] = [tau_ci.get(s, (math.nan, math.nan))[0] for s in tau["setting"]]
+    tau["tau_ci_high"] = [tau_ci.get(s, (math.nan, math.nan))[1] for s in tau["setting"]]
+    panel.tables["kendall_tau"] = tau
+    return panel
+
+
+def _min_ranks_descending(acc: np.ndarray) -> np.ndarray:
+    """Rank along axis 1 (models), 1 = highest, ties share the best rank, NaN stays NaN (pandas' 'min')."""
+    greater = (acc[:, None, :, :] > acc[:, :, None, :]).sum(axis=2)  # how many models beat each one
+    return np.where(np.isnan(acc), np.nan, greater + 1.0)
+
+
+def _kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b between the columns of x and y for each row (resample), over models defined in both."""
+    ok = ~np.isnan(x) & ~np.isnan(y)
+    dx = np.sign(x[:, :, None] - x[:, None, :])
+    dy = np.sign(y[:, :, None] - y[:, None, :])
+    pair = ok[:, :, None] & ok[:, None, :]
+    upper = np.triu(np.ones(dx.shape[1:], dtype=bool), 1)
+    pair &= upper
+    dx, dy = np.where(pair, dx, 0), np.where(pair, dy, 0)
+    concord = (dx * dy).sum(axis=(1, 2))
+    denom = np.sqrt((dx != 0).sum(axis=(1, 2)) * (dy != 0).sum(axis=(1, 2)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, concord / denom, np.nan)
+
+
+def _mcnemar(ctx: _Context) -> Panel:
+    data, selection = ctx.data, ctx.selection
+    facets = ["accuracy on pairs", "Δ original − reversed"]
+    panel = _new_panel("mcnemar", facets, {facets[0]: "accuracy (%)", facets[1]: "Δ accuracy (percentage points)"})
+    if not (data.is_identity.any() and data.is_reversed.any()):
+        panel.empty = "McNemar needs the same questions in the original and the exactly reversed option order."
+        return panel
+    units = vote_units(data)
+    frames = []
+    for flag, name in ((data.is_identity, "original"), (data.is_reversed, "reversed")):
+        rows = np.flatnonzero(flag)
+        frame = pd.DataFrame({"unit": units[rows], f"row_{name}": rows})
+        frame["repeat"] = frame.groupby("unit").cumcount()
+        frames.append(frame)
+    pairs = frames[0].merge(frames[1], on=["unit", "repeat"], how="inner")
+    orig_rows = pairs["row_original"].to_numpy(dtype=np.int64)
+    rev_rows = pairs["row_reversed"].to_numpy(dtype=np.int64)
+    model = data.model[orig_rows]
+    orig, rev = data.correct[orig_rows], data.correct[rev_rows]
+    table = selection.mcnemar.copy()
+    acc_o, acc_r, delta, d_low, d_high, o_ci, r_ci = [], [], [], [], [], [], []
+    for m, name in enumerate(data.models):
+        mine = model == m
+        n = int(mine.sum())
+        b = int((orig & ~rev & mine).sum())
+        c = int((~orig & rev & mine).sum())
+        pair_rows = np.concatenate([orig_rows[mine], rev_rows[mine]])
+        discordant = np.concatenate([orig_rows[mine & (orig != rev)], rev_rows[mine & (orig != rev)]])
+        if n == 0:
+            for target in (acc_o, acc_r, delta, d_low, d_high):
+                target.append(math.nan)
+            o_ci.append((math.nan, math.nan))
+            r_ci.append((math.nan, math.nan))
+            continue
+        po, pr = orig[mine].mean(), rev[mine].mean()
+        d = (b - c) / n
+        se = math.sqrt(max(b + c - (b - c) ** 2 / n, 0.0)) / n
+        lo_o, hi_o = wilson(np.array([orig[mine].sum()]), np.array([n]))
+        lo_r, hi_r = wilson(np.array([rev[mine].sum()]), np.array([n]))
+        acc_o.append(100 * po)
+        acc_r.append(100 * pr)
+        delta.append(100 * d)
+        d_low.append(100 * (d - Z95 * se))
+        d_high.append(100 * (d + Z95 * se))
+        o_ci.append((100 * lo_o[0], 100 * hi_o[0]))
+        r_ci.append((100 * lo_r[0], 100 * hi_r[0]))
+        for setting, value, (low, high) in (("original", acc_o[-1], o_ci[-1]), ("reversed", acc_r[-1], r_ci[-1])):
+            panel.points.append(
+                Point(
+                    facets[0],
+                    name,
+                    setting,
+                    value,
+                    low,
+                    high,
+                    n,
+                    unit="pairs",
+                    rows=pair_rows,
+                    questions=ctx.questions(pair_rows),
+                    interval="Wilson score interval",
+                    source=ctx.source(name),
+                )
+            )
+        panel.points.append(
+            Point(
+                facets[1],
+                name,
+                "original − reversed",
+                delta[-1],
+                d_low[-1],
+                d_high[-1],
+                b + c,
+                unit="discordant pairs' responses",
+                rows=discordant,
+                questions=ctx.questions(discordant),
+                interval="paired (McNemar) normal interval for the difference of proportions",
+                source=ctx.source(name),
+            )
+        )
+    table = table.assign(
+        accuracy_original_pct=acc_o,
+        original_ci_low=[c[0] for c in o_ci],
+        original_ci_high=[c[1] for c in o_ci],
+        accuracy_reversed_pct=acc_r,
+        reversed_ci_low=[c[0] for c in r_ci],
+        reversed_ci_high=[c[1] for c in r_ci],
+        delta_orig_minus_rev_pp=delta,
+        delta_ci_low=d_low,
+        delta_ci_high=d_high,
+    )
+    table.insert(1, "source", table["model"].map(ctx.source))
+    panel.tables["mcnemar"] = table
+    return panel
+
+
+def _gender_probe(frame: pd.DataFrame, simulated, n_resamples, seed, backbones) -> Panel:
+    facets = ["J", "Δ", "ν", "κ"]
+    panel = _new_panel(
+        "gender_probe",
+        facets,
+        {"J": "response overlap J", "Δ": "gender preference Δ", "ν": "neutral response rate ν", "κ": "backbone κ"},
+    )
+    needed = ("question_id", "model", "category", "voice_gender", "prediction", "option_orientation")
+    if frame.empty or any(c not in frame.columns for c in needed):
+        panel.empty = (
+            "No gender-probe responses in the selected runs. Evaluate the project's gender probes (the demo "
+            "imports them but its simulated runs answer only the multiple-choice items)."
+        )
+        return panel
+    from spokenbench.core.tables import as_clean_strings
+
+    keep = [c for c in (*needed, "option_order") if c in frame.columns]
+    data = prepare_gender_probe(as_clean_strings(frame[keep]), "<responses>")
+    result = compute_gender_probe(data, backbones, n_resamples=n_resamples, seed=seed)
+    table = result.table
+    source = {m: "yours (simulated)" if simulated.get(m) else "yours" for m in data.models}
+    key = data.model * len(data.categories) + data.category
+    parts = split_rows(key, len(data.models) * len(data.categories))
+    questions = np.asarray(data.questions, dtype=object)
+    for row in table.itertuples(index=False):
+        m, c = data.models.index(row.model), data.categories.index(row.category)
+        rows = parts[m * len(data.categories) + c]
+        for facet, column in (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa")):
+            value = getattr(row, column)
+            if value is None or math.isnan(value):
+                continue
+            low = getattr(row, f"{column}_ci_low", math.nan)
+            high = getattr(row, f"{column}_ci_high", math.nan)
+            panel.points.append(
+                Point(
+                    facet,
+                    row.category,
+                    row.model,
+                    float(value),
+                    float(low),
+                    float(high),
+                    len(rows),
+                    rows=rows,
+                    questions=tuple(questions[np.unique(data.question[rows])]),
+                    source=source[row.model],
+                )
+            )
+    out = table.copy()
+    out.insert(1, "source", out["model"].map(source))
+    panel.tables["gender_probe"] = out
+    panel.tables["gender_probe_per_question"] = result.per_question
+    if not (table["kappa"].notna()).any():
+        panel.description += " κ needs a text backbone run of the same probes (none selected)."
+    return panel
+
+
+# --------------------------------------------------------------------------------------------------
+# The published layer (resources/published/, see its README)
+
+
+@functools.lru_cache(maxsize=64)
+def read_published(study: str, name: str) -> pd.DataFrame:
+    """A published CSV as printed (every cell a string), cached: the files never change at run time."""
+    return pd.read_csv(published_table(study, name), dtype=str, keep_default_na=False)
+
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _published_points(
+    frame: pd.DataFrame, facet, x: str, series: str, value: str, label: str, low: str | None = None, high=None
+) -> list[Point]:
+    points = []
+    for row in frame.to_dict("records"):
+        points.append(
+            Point(
+                facet(row) if callable(facet) else facet,
+                str(row[x]),
+                str(row[series]),
+                _num(row[value]),
+                _num(row[low]) if low else math.nan,
+                _num(row[high]) if high else math.nan,
+                interval="95% bootstrap CI as printed" if low else "",
+                source=label,
+            )
+        )
+    return points
+
+
+def _make_published(study: str, table: str, file: str, caption: str, note: str, build) -> Published:
+    frame = read_published(study, file)
+    published = Published(study, table, file, caption, frame, [], note)
+    published.points = build(frame, published.label)
+    return published
+
+
+def _mean_of_cells(frame: pd.DataFrame, by: list[str], value: str = "accuracy_pct") -> pd.DataFrame:
+    numbers = frame.assign(**{value: pd.to_numeric(frame[value], errors="coerce")})
+    return numbers.groupby(by, sort=False)[value].mean().reset_index()
+
+
+def _published_accuracy() -> list[Published]:
+    out = []
+    specs = [
+        ("order", "Tables 6, 11-17", "tables11_17_accuracy_order_by_model.csv", "option_order"),
+        ("gender", "Table 18", "table18_accuracy_gender.csv", "gender"),
+        ("accent", "Table 19", "table19_accuracy_accent.csv", "accent"),
+        ("language", "Table 20", "table20_accuracy_language.csv", "language"),
+    ]
+    for facet, table, file, column in specs:
+
+        def build(frame, label, facet=facet, column=column):
+            means = _mean_of_cells(frame, ["model", column])
+            return _published_points(means, facet, column, "model", "accuracy_pct", label)
+
+        who = "every model" if facet == "order" else "Gemini 2.5 Flash"
+        out.append(
+            _make_published(
+                "biasinear",
+                table,
+                file,
+                f"Accuracy (%) by {facet} ({who})",
+                "Bars: the mean of the printed cells at each level (the tables print one cell per language × accent "
+                "× gender × order); the table beside is as printed.",
+                build,
+            )
+        )
+    return out
+
+
+def _published_entropy_distribution() -> list[Published]:
+    return [
+        _make_published(
+            "biasinear",
+            "Table 22",
+            "table22_entropy_order_variants.csv",
+            "Mean question entropy under four option-order variants",
+            "Fig. 2's distributions are not tabulated in the paper; Table 22 prints the mean entropy per model.",
+            lambda frame, label: _published_points(
+                frame, "mean entropy", "model", "option_order_variant", "mean_entropy", label
+            ),
+        )
+    ]
+
+
+def _published_kappa_apes() -> list[Published]:
+    return [
+        _make_published(
+            "biasinear",
+            "Table 21",
+            "table21_apes_orig_vs_rev.csv",
+            "APES of language, accent and gender under original vs reversed option order",
+            "The paper plots κ against APES (Figs. 4-5) but prints no κ table; Table 21 prints APES.",
+            lambda frame, label: _published_points(
+                frame, lambda row: f"APES · {row['variable']}", "model", "option_order", "apes", label
+            ),
+        )
+    ]
+
+
+def _published_cs_ca() -> list[Published]:
+    return [
+        _make_published(
+            "biasinear",
+            "Table 5",
+            "table05_entropy_cs_ca.csv",
+            "Mean entropy of CS vs CA questions per perturbed variable",
+            "Variable option_order is this project's 'order' factor.",
+            lambda frame, label: _published_points(
+                frame,
+                lambda row: "order" if row["variable"] == "option_order" else row["variable"],
+                "model",
+                "question_subset",
+                "mean_entropy",
+                label,
+            ),
+        )
+    ]
+
+
+def _table3(metrics: tuple[str, ...], permutations: tuple[str, ...], facet_names: dict[str, str]):
+    def build(frame, label):
+        rows = frame[frame["metric"].isin(metrics) & frame["permutation"].isin(permutations)]
+        return _published_points(
+            rows, lambda row: f"{facet_names[row['metric']]} · {row['dataset']}", "model", "permutation", "value", label
+        )
+
+    return build
+
+
+def _published_gold_position() -> list[Published]:
+    return [
+        _make_published(
+            "hearing_the_order",
+            "Table 3",
+            "table03_permutation_results.csv",
+            "RSD and CKLD in the original order, per dataset",
+            "Fig. 1's Δ accuracy by gold position is plotted, not tabulated; Table 3's Original rows print RSD and CKLD.",
+            _table3(("rsd", "ckld"), ("original",), {"rsd": "RSD", "ckld": "CKLD"}),
+        ),
+        _make_published(
+            "hearing_the_order",
+            "Table 1",
+            "table01_answer_position_counts.csv",
+            "Samples per gold-answer position",
+            "",
+            lambda frame, label: _published_points(
+                frame, "gold share (%)", "answer_position", "dataset", "pct_of_dataset", label
+            ),
+        ),
+    ]
+
+
+def _published_voting() -> list[Published]:
+    return [
+        _make_published(
+            "hearing_the_order",
+            "Table 3",
+            "table03_permutation_results.csv",
+            "Accuracy, RSD and CKLD before (Original) and after voting (Cyclic, Full)",
+            "",
+            _table3(
+                ("accuracy_pct", "rsd", "ckld"),
+                ("original", "cyclic", "full"),
+                {"accuracy_pct": "accuracy (%)", "rsd": "RSD", "ckld": "CKLD"},
+            ),
+        )
+    ]
+
+
+def _published_ranking() -> list[Published]:
+    def build(frame, label):
+        rows = frame[frame["metric"] == "accuracy_pct"].copy()
+        rows["accuracy"] = pd.to_numeric(rows["value"], errors="coerce")
+        rows["rank"] = rows.groupby(["dataset", "permutation"])["accuracy"].rank(ascending=False, method="min")
+        return _published_points(rows, lambda row: f"rank · {row['dataset']}", "permutation", "model", "rank", label)
+
+    return [
+        _make_published(
+            "hearing_the_order",
+            "Table 3",
+            "table03_permutation_results.csv",
+            "Accuracy per permutation strategy (ranks computed here from the printed accuracies)",
+            "Fig. 3's ranks are plotted, not tabulated: the ranks shown are computed from Table 3's printed accuracy.",
+            build,
+        )
+    ]
+
+
+def _published_mcnemar() -> list[Published]:
+    def build(frame, label):
+        means = _mean_of_cells(frame, ["model", "option_order"])
+        points = _published_points(means, "accuracy on pairs", "model", "option_order", "accuracy_pct", label)
+        deltas = frame.drop_duplicates(["model", "language", "accent", "gender"])
+        deltas = _mean_of_cells(deltas, ["model"], "delta_orig_minus_rev_pct").assign(series="original − reversed")
+        return points + _published_points(
+            deltas, "Δ original − reversed", "model", "series", "delta_orig_minus_rev_pct", label
+        )
+
+    return [
+        _make_published(
+            "biasinear",
+            "Tables 6, 11-17",
+            "tables11_17_accuracy_order_by_model.csv",
+            "Accuracy by option order per model and its printed Δ (original − reversed)",
+            "Bars: means of the printed cells and Δs; the paper reports no McNemar test.",
+            build,
+        )
+    ]
+
+
+GENDER_METRICS = {
+    "response_overlap_j": "J",
+    "gender_preference_delta": "Δ",
+    "neutral_response_rate_nu": "ν",
+    "backbone_influence_kappa": "κ",
+}
+
+
+def _published_gender() -> list[Published]:
+    def build(frame, label):
+        rows = frame[frame["metric"].isin(GENDER_METRICS)]
+        points = _published_points(rows, lambda row: GENDER_METRICS[row["metric"]], "category", "model", "value", label)
+        cis = read_published("gender_differentiation", "table08_overlap_ci_sec3_baseline.csv")
+        bounds = {
+            (r["model"], r["category"]): (_num(r["ci95_lower"]), _num(r["ci95_upper"])) for _, r in cis.iterrows()
+        }
+        for point in points:
+            if point.facet == "J" and (point.series, point.x) in bounds:
+                point.low, point.high = bounds[(point.series, point.x)]
+                point.interval = "95% bootstrap CI as printed (Table 8)"
+        return points
+
+    return [
+        _make_published(
+            "gender_differentiation",
+            "Table 1",
+            "table01_speechlm_baseline.csv",
+            "J, Δ, κ and ν of the LLaMA-Omni SpeechLMs (baseline, binary options); J intervals from Table 8",
+            "Stars in the `significance` column: * p < 0.05, ** p < 0.01, *** p < 0.001.",
+            build,
+        )
+    ]
+
+
+@functools.cache
+def _published_cached(key: str) -> tuple[Published, ...]:
+    return tuple(PUBLISHED[key]())
+
+
+def published_for(key: str) -> list[Published]:
+    """The published tables beside panel `key` (read once per process; the files never change)."""
+    return list(_published_cached(key))
+
+
+PUBLISHED = {
+    "accuracy_by_level": _published_accuracy,
+    "entropy_distribution": _published_entropy_distribution,
+    "kappa_vs_apes": _published_kappa_apes,
+    "entropy_cs_ca": _published_cs_ca,
+    "gold_position": _published_gold_position,
+    "permutation_voting": _published_voting,
+    "ranking_changes": _published_ranking,
+    "mcnemar": _published_mcnemar,
+    "gender_probe": _published_gender,
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# What a clicked point's responses were: questions, answers, and the audio the model heard
+
+
+def point_details(project, panels: PanelSet, point: Point, probe: bool = False, limit: int = 500) -> pd.DataFrame:
+    """The responses behind a point (at most `limit`), with each question's text and options, the model's raw
+    answer, and the audio file it heard: the assembled input of that item and condition when one is stored,
+    else the item's question clip in the same voice (`audio_kind` says which), else none."""
+    from spokenbench.core.evaluation.store import assembled_audio, assembled_input_rows, clip_audio, question_clips
+    from spokenbench.core.store.items import iter_items
+    from spokenbench.core.store.project import audio_store_of
+
+    rows = panels.responses_behind(point, probe).head(limit).copy()
+    if rows.empty or "item_id" not in rows.columns:
+        return rows.assign(question_text="", options="", audio_path="", audio_kind="")
+    conn = project.conn
+    item_ids = sorted({int(i) for i in rows["item_id"].dropna()})
+    texts: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(item_ids), 500):
+        batch = item_ids[start : start + 500]
+        where = f"id IN ({','.join('?' * len(batch))})"
+        for item_id, item in iter_items(conn, where=where, params=tuple(batch)):
+            options = "  ".join(f"{o.letter}. {o.text}" for o in item.options)
+            texts[item_id] = (item.question, options)
+    rows["question_text"] = [texts.get(int(i), ("", ""))[0] for i in rows["item_id"]]
+    rows["options"] = [texts.get(int(i), ("", ""))[1] for i in rows["item_id"]]
+
+    audio = audio_store_of(conn)
+    wanted = set(item_ids)
+    inputs: dict[int, list[tuple[int, dict]]] = {}
+    for row in assembled_input_rows(conn):
+        if row["item_id"] in wanted:
+            inputs.setdefault(row["item_id"], []).append((row["id"], json.loads(row["condition_key"])))
+    files = assembled_audio(conn, [i for entries in inputs.values() for i, _ in entries])
+    clips_by_item = {item_id: question_clips(conn, item_id) for item_id in item_ids if item_id not in inputs}
+    clip_files = clip_audio(conn, [c["id"] for clips in clips_by_item.values() for c in clips])
+    paths, kinds = [], []
+    for record in rows.to_dict("records"):
+        item_id = int(record["item_id"])
+        path, kind = "", ""
+        for input_id, factors in inputs.get(item_id, []):
+            if all(str(record.get(k, v)) == str(v) for k, v in factors.items()) and input_id in files:
+                sha, fmt, _ = files[input_id]
+                path, kind = str(audio.path_for(sha, fmt)), "assembled input"
+                break
+        if not path:
+            path, kind = _matching_clip(record, clips_by_item.get(item_id, []), clip_files, audio)
+        paths.append(path)
+        kinds.append(kind)
+    rows["audio_path"] = paths
+    rows["audio_kind"] = kinds
+    return rows
+
+
+def _matching_clip(record: dict, clips, clip_files, audio) -> tuple[str, str]:
+    """The item's question clip closest to the response's condition: the same voice, else the same accent and
+    voice gender, else the same accent."""
+    gender = record.get("voice_gender") or record.get("gender")
+    tiers = (
+        ("question clip, same voice", lambda c: record.get("voice") and c["voice"] == record.get("voice")),
+        (
+            "question clip, same accent and voice gender",
+            lambda c: c["accent"] == record.get("accent") and gender and c["speaker_gender"] == gender,
+        ),
+        ("question clip, same accent", lambda c: c["accent"] == record.get("accent")),
+    )
+    for kind, matches in tiers:
+        for clip in clips:
+            found = clip_files.get(clip["id"])
+            if found and found[0] and matches(clip):
+                return str(audio.path_for(found[0], found[1])), kind
+    return "", ""
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float) and math.isinf(value):
+        return "∞"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.1f}"
+    if magnitude >= 10:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
