@@ -1,0 +1,422 @@
+"""The Evaluate page: launch evaluations without a terminal. The form (core/evaluation/launcher.py turns it into
+RunSettings) is prepared in a QueryOp — the plan (requests, cached, estimated cost, warnings) is shown before
+Start is enabled — and each run is a tracked job (`EvaluationRunOp`) that the jobs panel and other processes
+see. Runs are queued and start one after another. The run list is read from the runs and jobs tables on
+`changes.changed` and on every job poll, so runs started from the command line or another window appear
+too; Cancel asks the run's job to stop (`request_cancel`, as `spokenbench jobs --cancel` does) and Resume
+continues the same run (its stored identity), which skips every answer already stored."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from spokenbench.app.operations import (
+    BackgroundOp,
+    JobOp,
+    Operation,
+    OperationRunner,
+    ProjectSession,
+    QueryOp,
+    WriteOp,
+)
+from spokenbench.app.store_writer import connect_project
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.evaluation import launcher
+from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
+from spokenbench.core.evaluation.runner import RunSummary, run_evaluation
+from spokenbench.core.jobs import JobInfo, request_cancel
+from spokenbench.core.progress import Progress
+from spokenbench.core.store import Project
+from spokenbench.widgets.launcher_view import LauncherView, RunLine
+
+RUN_TABLES = frozenset({"runs", "responses", "jobs"})
+RUN_CHANGES = frozenset({"runs", "responses", "response_cache", "jobs"})
+HOST = socket.gethostname()
+ENDED = ("finished", "failed", "cancelled")
+
+
+class EvaluationRunOp(JobOp):
+    """A run as a tracked job: prepares again on its own thread (a preparation is a snapshot), then
+    `run_evaluation`, which records the job itself — holding the run's claim (`run:<id>`), so a second window
+    or process cannot work on the same run at once. Unlike a plain JobOp it does not wrap the work in a second
+    tracked job: one run, one row in the jobs table. `job_id` and `run_id` are filled in by the page when the
+    job appears in the jobs table."""
+
+    def __init__(self, session: ProjectSession, settings: RunSettings, **kwargs):
+        super().__init__(session, self._evaluate, kind="evaluate", changes=RUN_CHANGES, **kwargs)
+        self.settings = settings
+        self.run_id: int | None = settings.run_id
+        self.prepared: EvaluationPreparation | None = None  # set on the worker thread once prepared
+
+    def _evaluate(self, project: Project, progress: Progress) -> RunSummary:
+        prepared = prepare_evaluation(project, self.settings)
+        self.prepared = prepared
+        return run_evaluation(project, prepared, progress)
+
+    @property
+    def job_label_prefix(self) -> str | None:
+        """The start of the label run_evaluation gives its job ('MODEL MODE PROMPT (run ')."""
+        prepared = self.prepared
+        if prepared is None:
+            return None
+        return f"{prepared.model_name} {prepared.settings.mode} {prepared.settings.prompt} (run "
+
+    def _start(self) -> None:
+        progress = self._make_progress()
+
+        def work() -> Any:
+            progress.check_cancelled()
+            try:
+                project = connect_project(self.session.path)
+                try:
+                    return self._fn(project, progress)
+                finally:
+                    project.close()
+            finally:
+                self.session.changes.notify(self.changes)
+
+        self._run_on_own_thread(work, f"job: {self.label}")
+
+
+@dataclass
+class QueuedRun:
+    settings: RunSettings
+    description: str
+
+
+class EvaluatePage(QWidget):
+    def __init__(self, window=None):
+        super().__init__()
+        self.window = window
+        self.session: ProjectSession | None = None
+        self.view = LauncherView()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view)
+        self.view.set_models(launcher.model_choices())
+        self.view.set_modes(launcher.mode_choices())
+        self.view.set_prompts(launcher.prompt_choices())
+        self.view.set_levels({})
+        self.prepared: EvaluationPreparation | None = None
+        self.prepared_settings: RunSettings | None = None
+        self.queue: list[QueuedRun] = []
+        self.current: EvaluationRunOp | None = None  # the run this page is running
+        self.finished_ops: list[EvaluationRunOp] = []
+        self.runs: list[launcher.RunRow] = []
+        self.jobs: list[JobInfo] = []
+        self.settings_by_run: dict[int, RunSettings] = {}  # what this page ran, for resuming
+        self.last_read: Operation | None = None  # the newest run-list read, for tests
+        self.last_prepare: Operation | None = None
+        self.last_test: Operation | None = None
+        self._own_runner: OperationRunner | None = None
+        self.view.prepareRequested.connect(self.prepare)
+        self.view.startRequested.connect(self.start)
+        self.view.testConnectionRequested.connect(self.test_connection)
+        self.view.formEdited.connect(self._form_edited)
+        self.view.cancelRequested.connect(self.cancel_run)
+        self.view.resumeRequested.connect(self.resume_run)
+        self.view.removeQueuedRequested.connect(self.remove_queued)
+        self._show_queue()
+
+    # -- the project -------------------------------------------------------------------------------
+
+    def set_session(self, session: ProjectSession | None) -> None:
+        if self.session is not None:
+            try:
+                self.session.changes.changed.disconnect(self._changed)
+                self.session.jobs_listed.disconnect(self._jobs_listed)
+            except (RuntimeError, TypeError):  # the window already deleted it
+                pass
+        self.session = session
+        self.queue.clear()
+        self.current = None
+        self.runs, self.jobs = [], []
+        self._forget_plan("")
+        self._show_queue()
+        self._show_runs()
+        if session is None:
+            return
+        session.changes.changed.connect(self._changed)
+        session.jobs_listed.connect(self._jobs_listed)
+        self.jobs = list(session.jobs)
+        self.reload_runs()
+        QueryOp(
+            session,
+            lambda project, progress: launcher.condition_levels(project.conn),
+            label="Reading the project's conditions",
+            parent=self,
+            supersede="evaluate-levels",
+        ).success(self.view.set_levels).run()
+
+    def _runner(self) -> OperationRunner:
+        if self.session is not None:
+            return self.session.runner
+        if self.window is not None and getattr(self.window, "runner", None) is not None:
+            return self.window.runner
+        if self._own_runner is None:
+            self._own_runner = OperationRunner(self)
+        return self._own_runner
+
+    def _changed(self, tables: set[str]) -> None:
+        if tables & RUN_TABLES:
+            self.reload_runs()
+
+    def reload_runs(self) -> Operation | None:
+        if self.session is None or self.session.closed:
+            return None
+        self.last_read = (
+            QueryOp(
+                self.session,
+                lambda project, progress: launcher.run_rows(project.conn),
+                label="Reading the runs",
+                parent=self,
+                supersede="evaluate-runs",
+            )
+            .success(self._runs_read)
+            .run()
+        )
+        return self.last_read
+
+    def _runs_read(self, runs: list[launcher.RunRow]) -> None:
+        self.runs = runs
+        self._show_runs()
+
+    def _jobs_listed(self, jobs: list[JobInfo]) -> None:
+        self.jobs = jobs
+        self._match_own_job()
+        self._show_runs()
+
+    # -- the form and the plan ---------------------------------------------------------------------
+
+    def _form_edited(self) -> None:
+        if self.prepared is not None:
+            self._forget_plan("The form changed: prepare again to see the plan before starting.")
+
+    def _forget_plan(self, text: str) -> None:
+        self.prepared = self.prepared_settings = None
+        self.view.set_plan(text, ready=False)
+
+    def prepare(self) -> Operation | None:
+        """Plan and cost the form's run on the read pool; Start is enabled once the plan is shown."""
+        if self.session is None:
+            self.view.set_plan("Open a project first.", ready=False)
+            return None
+        try:
+            settings = launcher.settings_from_form(self.view.form())
+        except SpokenBenchError as error:
+            self.view.set_plan(f"Cannot prepare: {error}", ready=False)
+            return None
+        self.view.set_plan("Preparing…", ready=False)
+        self.view.prepare_button.setEnabled(False)
+        operation = QueryOp(
+            self.session,
+            lambda project, progress: prepare_evaluation(project, settings),
+            label="Preparing the evaluation",
+            parent=self,
+            supersede="evaluate-prepare",
+        )
+        operation.success(lambda prepared: self._prepared(settings, prepared)).failure(self._prepare_failed)
+        operation.finished.connect(lambda: self.view.prepare_button.setEnabled(True))
+        self.last_prepare = operation.run()
+        return self.last_prepare
+
+    def _prepared(self, settings: RunSettings, prepared: EvaluationPreparation) -> None:
+        self.prepared, self.prepared_settings = prepared, settings
+        self.view.set_plan("\n".join(launcher.plan_lines(prepared)), ready=True)
+
+    def _prepare_failed(self, error: BaseException) -> None:
+        if isinstance(error, SpokenBenchError):
+            self.view.set_plan(f"Cannot prepare: {error}", ready=False)
+        else:
+            self.view.set_plan(f"Preparing failed: {type(error).__name__}: {error}", ready=False)
+
+    # -- the queue ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Queue the prepared run; it starts at once when nothing else of this page runs."""
+        if self.prepared_settings is None:
+            return
+        self.enqueue(self.prepared_settings)
+        self._forget_plan("Queued. Prepare another run to queue it after this one.")
+
+    def enqueue(self, settings: RunSettings) -> None:
+        self.queue.append(QueuedRun(settings, launcher.describe_settings(settings)))
+        self._start_next()
+        self._show_queue()
+
+    def remove_queued(self, position: int) -> None:
+        if 0 <= position < len(self.queue):
+            del self.queue[position]
+            self._show_queue()
+
+    def _start_next(self) -> None:
+        if self.current is not None or not self.queue or self.session is None or self.session.closed:
+            return
+        entry = self.queue.pop(0)
+        operation = EvaluationRunOp(
+            self.session,
+            entry.settings,
+            label=f"Evaluating: {entry.description}",
+            parent=self,
+            error_title="The evaluation stopped",
+        )
+        operation.success(self._run_finished)
+        operation.on_progress(lambda *_: self._show_runs())
+        operation.finished.connect(lambda op=operation: self._run_ended(op))
+        self.current = operation
+        operation.run()
+        self._show_queue()
+        self._show_runs()
+
+    def _run_finished(self, summary: RunSummary) -> None:
+        if self.current is not None:
+            self.current.run_id = summary.run_id
+
+    def _run_ended(self, operation: EvaluationRunOp) -> None:
+        if operation.run_id is not None:
+            self.settings_by_run[operation.run_id] = operation.settings
+        if self.current is operation:
+            self.current = None
+            self.finished_ops.append(operation)
+        self.reload_runs()
+        self._start_next()
+        self._show_queue()
+
+    def _show_queue(self) -> None:
+        if self.current is not None:
+            status = f"Running: {self.current.label.removeprefix('Evaluating: ')}"
+        else:
+            status = "Nothing running."
+        status += f" {len(self.queue)} queued." if self.queue else ""
+        self.view.set_queue([entry.description for entry in self.queue], status)
+        self.view.set_start_label("Add to queue" if self.current is not None else "Start")
+
+    # -- the runs ----------------------------------------------------------------------------------
+
+    def _match_own_job(self) -> None:
+        """The job row of this page's running operation: by its run's claim, or for a new run by the label
+        run_evaluation gives its job in this process."""
+        operation = self.current
+        if operation is None or operation.job_id is not None:
+            return
+        for job in self.jobs:
+            if job.kind != "evaluate" or not job.is_live or job.pid != os.getpid() or job.host != HOST:
+                continue
+            if operation.run_id is not None:
+                if job.claim == run_claim(operation.run_id):
+                    operation.job_id = job.id
+                    return
+            elif (prefix := operation.job_label_prefix) and job.label.startswith(prefix) and job.claim:
+                operation.job_id = job.id
+                operation.run_id = int(job.claim.removeprefix("run:"))
+                return
+
+    def live_job(self, run_id: int) -> JobInfo | None:
+        claim = run_claim(run_id)
+        return next((job for job in self.jobs if job.claim == claim and job.is_live), None)
+
+    def _show_runs(self) -> None:
+        self.view.set_runs([self._line(run) for run in self.runs])
+
+    def _line(self, run: launcher.RunRow) -> RunLine:
+        own = self.current if self.current is not None and self.current.run_id == run.run_id else None
+        job = self.live_job(run.run_id)
+        if job is not None and run.status in ENDED and (own is None or not own.is_running):
+            job = None  # the runs table, read after the job list, already says it ended
+        status = run.status
+        done, total, message = run.responses - run.errors, run.total, None
+        if job is not None:
+            status = "cancelling" if job.cancel_requested else "running"
+            done, total, message = job.done, job.total or run.total, job.message
+        if own is not None and own.is_running and own.total:
+            done, total, message = own.done, own.total, own.message
+            if own.status == "cancelling" and status == "running":
+                status = "cancelling"
+        spent = run.cost_usd if not run.simulated else None
+        progress = launcher.progress_text(done, total, message, run.error_kinds, spent)
+        errors = ", ".join(f"{count} {kind}" for kind, count in run.error_kinds.items()) if run.errors else ""
+        live = job is not None or (own is not None and own.is_running)
+        model = run.model + (" (simulated)" if run.simulated and "simulated" not in run.model else "")
+        return RunLine(
+            run_id=run.run_id,
+            title=f"Run {run.run_id}: {run.name or run.model}",
+            model=model,
+            mode=run.mode_label,
+            prompt=run.prompt,
+            status=status,
+            done=done,
+            total=total or 0,
+            progress=progress,
+            errors=errors,
+            spent="simulated, $0" if run.simulated else f"${run.cost_usd:.4f}",
+            live=live,
+            cancellable=live and status == "running",
+            resumable=not live and run.resumable and not self._queued_run(run.run_id),
+            simulated=run.simulated,
+        )
+
+    def _queued_run(self, run_id: int) -> bool:
+        return any(entry.settings.run_id == run_id for entry in self.queue)
+
+    def cancel_run(self, run_id: int) -> Operation | None:
+        """Ask the run's job — in this window or any other process — to stop at its next safe point."""
+        if self.session is None:
+            return None
+        job = self.live_job(run_id)
+        if job is None:
+            own = self.current
+            if own is not None and own.run_id == run_id:
+                own.cancel()
+            return None
+        return WriteOp(
+            self.session,
+            lambda project, job_id=job.id: request_cancel(project.conn, job_id),
+            changes={"jobs"},
+            label=f"Cancelling run {run_id}",
+            parent=self,
+            error_title="Cannot cancel the run",
+        ).run()
+
+    def resume_run(self, run_id: int) -> Operation | None:
+        """Queue the same run again: its stored identity gives the settings (else what this page ran it with);
+        preparing skips every answer already stored."""
+        if self.session is None:
+            return None
+        remembered = self.settings_by_run.get(run_id)
+
+        def settings_of(project: Project, progress: Progress) -> RunSettings:
+            try:
+                return launcher.settings_for_run(project.conn, run_id)
+            except SpokenBenchError:
+                if remembered is None:
+                    raise
+                return launcher.resume_settings(remembered, run_id)
+
+        return (
+            QueryOp(self.session, settings_of, label=f"Reading run {run_id}", parent=self, error_title="Cannot resume")
+            .success(self.enqueue)
+            .run()
+        )
+
+    # -- a custom endpoint ---------------------------------------------------------------------------
+
+    def test_connection(self) -> Operation | None:
+        """GET BASE_URL/models with the key from the named variable, in a BackgroundOp."""
+        form = self.view.form()
+        base_url, model, variable = form.custom_base_url, form.custom_model.strip(), form.custom_key_variable.strip()
+        self.view.set_test_result("Testing…", busy=True)
+        check: Callable[[Progress], str] = lambda progress: launcher.check_connection(  # noqa: E731
+            base_url, model or None, launcher.endpoint_key(variable)
+        )
+        operation = BackgroundOp(self._runner(), check, label="Testing the endpoint", parent=self)
+        operation.success(lambda text: self.view.set_test_result(text.capitalize()))
+        operation.failure(lambda error: self.view.set_test_result(f"Failed: {error}"))
+        operation.finished.connect(lambda: self.view.test_button.setEnabled(True))
+        self.last_test = operation.run()
+        return self.last_test

@@ -1,0 +1,229 @@
+"""The Evaluate page on a small project (40 English items, no audio: the simulated listener's grid): a retired
+preset is offered disabled with its date; the plan is shown before Start; a launched simulated run shows
+progress, is cancelled through the jobs table, is resumed as the same run and completes with no request
+answered twice; runs queue one after another; a run started from core outside the page appears in its list;
+Test connection against a loopback stub succeeds and a 401 fails with a clear message."""
+
+import asyncio
+import threading
+
+import pytest
+from stub_server import Reply, StubServer
+
+from spokenbench.app.evaluate_page import EvaluatePage
+from spokenbench.core.evaluation import launcher
+from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
+from spokenbench.core.evaluation.runner import evaluate
+from spokenbench.core.evaluation.simulated import SimulatedAdapter
+from spokenbench.core.items import Item, Option
+from spokenbench.core.jobs import list_jobs
+from spokenbench.core.store import Project, opened
+from spokenbench.core.store.items import insert_items
+
+ITEMS = 40  # × 3 accents × 2 voices = 240 requests for a simulated audio run
+PAUSE_S = 0.01  # the simulated listener's answer time here, so a run lasts long enough to be cancelled
+
+
+@pytest.fixture(scope="module")
+def small_project(tmp_path_factory):
+    path = tmp_path_factory.mktemp("evaluate") / "proj"
+    items = [
+        Item(
+            source="t",
+            source_id=f"q{n}",
+            language="en",
+            question=f"What is {n} plus {n}?",
+            options=tuple(Option(letter, str(2 * n + k)) for k, letter in enumerate("ABCD")),
+            answer="A",
+        )
+        for n in range(ITEMS)
+    ]
+    with Project.create(path) as project:
+        with project.transaction() as conn:
+            insert_items(conn, items)
+    return path
+
+
+@pytest.fixture
+def project_copy(small_project, tmp_path):
+    import shutil
+
+    return shutil.copytree(small_project, tmp_path / "proj")
+
+
+@pytest.fixture
+def answers(monkeypatch):
+    """Every (run, item, condition) the simulated listener is asked, paced at PAUSE_S per answer."""
+    asked: list[tuple] = []
+    real_generate = SimulatedAdapter.generate
+
+    async def generate(self, request):
+        await asyncio.sleep(PAUSE_S)
+        question = request.context["question"]
+        asked.append((question.question_id, question.condition_key))
+        return await real_generate(self, request)
+
+    monkeypatch.setattr(SimulatedAdapter, "generate", generate)
+    return asked
+
+
+@pytest.fixture
+def page(qtbot, project_copy, open_session):
+    page = EvaluatePage()
+    qtbot.addWidget(page)
+    page.resize(1300, 800)
+    page.show()
+    page.set_session(open_session(project_copy))
+    qtbot.waitUntil(lambda: page.last_read is not None and not page.last_read.is_running, timeout=5_000)
+    return page
+
+
+def responses(path, run_id=None):
+    with opened(path) as project:
+        if run_id is None:
+            return project.conn.execute("SELECT count(*) FROM responses").fetchone()[0]
+        return launcher.response_count(project.conn, run_id)
+
+
+def prepare(page, qtbot, model="simulated:steady", **grid):
+    view = page.view
+    view.select_model(model)
+    for field, value in grid.items():
+        (view.limit_edit if field == "limit" else view.grid_edits[field]).setText(value)
+    view.formEdited.emit()
+    operation = page.prepare()
+    qtbot.waitUntil(lambda: page.prepared is not None or not operation.is_running, timeout=5_000)
+    assert page.prepared is not None, view.plan_text.toPlainText()
+    return page.prepared
+
+
+def test_a_retired_preset_is_disabled_with_its_date_and_simulated_listeners_say_so(page):
+    view = page.view
+    retired = view.model_item("openai:gpt-4o-audio-preview")
+    assert retired is not None and not retired.isEnabled()
+    assert "retired on 2026-05-07" in retired.text() and "gpt-audio-mini" in retired.toolTip()
+    current = view.model_item("gemini:gemini-2.5-flash")
+    assert current.isEnabled()
+    for spec in ("simulated:steady", "simulated:order-sensitive", "simulated:accent-sensitive"):
+        assert "simulated" in view.model_item(spec).text()
+    assert [view.prompt_box.itemData(i) for i in range(view.prompt_box.count())] == [
+        "standard",
+        "cot",
+        "neutral",
+        "open",
+    ]
+    assert view.mode_box.count() == 4
+    assert "american" in view.grid_edits["accents"].placeholderText()  # the project's levels, read in a QueryOp
+
+
+def test_the_plan_is_shown_before_start_and_an_edit_asks_for_it_again(page, qtbot):
+    view = page.view
+    assert not view.start_button.isEnabled()
+    prepared = prepare(page, qtbot, accents="british")
+    plan = view.plan_text.toPlainText()
+    assert prepared.request_count == ITEMS * 2
+    assert f"plan: {ITEMS * 2} request(s) over {ITEMS} item(s)" in plan and "to send 80" in plan
+    assert "$0 (simulated)" in plan and "run: a new run" in plan
+    assert view.start_button.isEnabled()
+    view.budget_edit.setText("x")
+    view.budget_edit.textEdited.emit("x")
+    assert not view.start_button.isEnabled() and "prepare again" in view.plan_text.toPlainText()
+    page.prepare()
+    assert "budget" in view.plan_text.toPlainText() and not view.start_button.isEnabled()
+
+
+def test_a_simulated_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbot, project_copy, answers):
+    view = page.view
+    prepared = prepare(page, qtbot)
+    total = prepared.request_count
+    assert total == ITEMS * 6
+    view.start_button.click()
+    run = page.current
+    assert run is not None and view.start_button.text() == "Add to queue"
+    qtbot.waitUntil(lambda: run.job_id is not None and run.run_id is not None, timeout=5_000)
+    run_id = run.run_id
+    qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.live and line.done >= 10, timeout=5_000)
+    line = view.line(run_id)
+    assert line.status == "running" and line.progress.startswith(f"{line.done}/{total}") and "/s" in line.progress
+    assert "simulated" in line.model and line.mode == "simulated (audio)"
+    with opened(project_copy) as project:  # one job row for the run, holding its claim
+        rows = [job for job in list_jobs(project.conn) if job.kind == "evaluate"]
+    assert [(job.id, job.claim) for job in rows] == [(run.job_id, f"run:{run_id}")]
+
+    view.select_run(run_id)
+    assert view.cancel_button.isEnabled()
+    view.cancel_button.click()  # request_cancel through the writer; the job's heartbeat sees it
+    qtbot.waitUntil(lambda: page.current is None, timeout=5_000)
+    assert run.status == "cancelled"
+    qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.status == "cancelled", timeout=5_000)
+    stored = responses(project_copy, run_id)
+    assert 0 < stored < total
+    assert view.resume_button.isEnabled() and not view.cancel_button.isEnabled()
+
+    view.resume_button.click()
+    qtbot.waitUntil(lambda: page.current is not None or page.finished_ops[-1] is not run, timeout=5_000)
+    qtbot.waitUntil(lambda: page.current is None, timeout=15_000)
+    resumed = page.finished_ops[-1]
+    assert resumed is not run and resumed.status == "succeeded", resumed.error
+    assert resumed.result.run_id == run_id and resumed.result.status == "finished"
+    assert responses(project_copy, run_id) == total == responses(project_copy)
+    assert len(answers) == len(set(answers)) == total, "no (item, condition) was asked twice"
+    qtbot.waitUntil(lambda: view.line(run_id).status == "finished", timeout=5_000)
+    assert view.line(run_id).done == total and not view.resume_button.isEnabled()
+
+
+def test_runs_queue_one_after_another(page, qtbot, project_copy, answers):
+    view = page.view
+    prepare(page, qtbot, accents="indian", limit="10")
+    view.start_button.click()
+    first = page.current
+    prepare(page, qtbot, model="simulated:order-sensitive", accents="british", limit="10")
+    view.start_button.click()
+    assert page.current is first and len(page.queue) == 1 and view.queue_list.count() == 1
+    assert "1 queued" in view.queue_status.text()
+    qtbot.waitUntil(lambda: page.current is not None and page.current is not first, timeout=10_000)
+    assert first.status == "succeeded" and view.queue_list.count() == 0
+    qtbot.waitUntil(lambda: page.current is None, timeout=10_000)
+    second = page.finished_ops[-1]
+    assert second.result.model == "simulated:order-sensitive" and second.result.answered == 20
+    qtbot.waitUntil(lambda: [line.status for line in view.lines] == ["finished", "finished"], timeout=5_000)
+
+
+def test_a_run_started_outside_the_page_appears_in_its_list(page, qtbot, project_copy):
+    view = page.view
+    assert view.lines == []
+    settings = launcher.settings_from_form(LaunchForm(model="simulated:accent-sensitive", mode="text", limit="5"))
+    summary = {}
+
+    def run_elsewhere():  # as `spokenbench evaluate` does: its own connection, on its own thread
+        with opened(project_copy) as project:
+            summary["run"] = evaluate(project, settings)
+
+    worker = threading.Thread(target=run_elsewhere)
+    worker.start()
+    worker.join(30)
+    run_id = summary["run"].run_id
+    qtbot.waitUntil(lambda: view.line(run_id) is not None, timeout=5_000)
+    line = view.line(run_id)
+    assert line.status == "finished" and line.mode == "simulated (text)" and line.done == line.total == 5
+
+
+def test_test_connection_against_a_stub_succeeds_and_a_401_is_clear(page, qtbot, monkeypatch):
+    view = page.view
+    view.select_model(CUSTOM)
+    assert view.custom_group.isVisibleTo(view)
+    monkeypatch.setenv("VLLM_API_KEY", "k-test")
+    with StubServer() as server:
+        server.script("GET", r"^/ok/v1/models$", Reply(200, {"data": [{"id": "Qwen/Qwen2-Audio-7B-Instruct"}]}))
+        server.script("GET", r"^/locked/v1/models$", Reply(401, {"error": {"message": "invalid key"}}))
+        view.custom_url.setText(server.url + "/ok/v1")
+        view.custom_model.setText("Qwen/Qwen2-Audio-7B-Instruct")
+        view.test_button.click()
+        qtbot.waitUntil(lambda: not page.last_test.is_running, timeout=5_000)
+        assert view.test_result.text().startswith("Connected: 1 model(s) served")
+        assert "is served" in view.test_result.text() and view.test_button.isEnabled()
+        assert server.requests_to("/ok/")[0].headers["authorization"] == "Bearer k-test"
+        view.custom_url.setText(server.url + "/locked/v1")
+        view.test_button.click()
+        qtbot.waitUntil(lambda: not page.last_test.is_running, timeout=5_000)
+        assert view.test_result.text() == f"Failed: {server.url}/locked/v1: the key was rejected (HTTP 401)"

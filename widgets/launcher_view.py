@@ -1,0 +1,453 @@
+"""The Evaluate page's view: the launch form (model, mode, prompt, condition grid, budget), the prepared plan,
+the queue and the run list with the selected run's live progress. A plain view: it shows what it is given and
+emits what the user asked for; app/evaluate_page.py decides what happens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.core.evaluation.launcher import (
+    CUSTOM,
+    CUSTOM_PROVIDERS,
+    LaunchForm,
+    ModelChoice,
+    PromptChoice,
+)
+from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
+
+GRID_FIELDS = (  # (LaunchForm field, label, the factor whose levels the placeholder lists)
+    ("languages", "Languages", "language"),
+    ("accents", "Accents", "accent"),
+    ("voices", "Voices", "voice"),
+    ("genders", "Speaker genders", "gender"),
+    ("orders", "Option orders", "order"),
+    ("speeds", "Speeds", "speed"),
+    ("volumes", "Volumes", "volume"),
+    ("snr", "Noise (SNR dB)", "snr_db"),
+)
+RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """One run as the list shows it (the page merges the runs table, the jobs table and its own operations)."""
+
+    run_id: int
+    title: str
+    model: str
+    mode: str
+    prompt: str
+    status: str
+    done: int
+    total: int
+    progress: str  # '12/48 · 35.2/s · ETA 0:01 · errors: … · spent $…'
+    errors: str
+    spent: str
+    live: bool
+    cancellable: bool
+    resumable: bool
+    simulated: bool
+
+
+class LauncherView(QWidget):
+    prepareRequested = Signal()
+    startRequested = Signal()
+    testConnectionRequested = Signal()
+    formEdited = Signal()
+    cancelRequested = Signal(int)  # run id
+    resumeRequested = Signal(int)
+    removeQueuedRequested = Signal(int)  # queue position
+    selectionChanged = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.lines: list[RunLine] = []
+
+        # -- model ---------------------------------------------------------------------------------
+        self.model_box = QComboBox()
+        self.model_model = QStandardItemModel(self.model_box)
+        self.model_box.setModel(self.model_model)
+        self.model_note = QLabel()
+        self.model_note.setWordWrap(True)
+        self.custom_group = QGroupBox("Custom OpenAI-compatible endpoint (vLLM, …)")
+        self.custom_provider = QComboBox()
+        for provider in CUSTOM_PROVIDERS:
+            self.custom_provider.addItem(provider, provider)
+        self.custom_url = QLineEdit()
+        self.custom_url.setPlaceholderText("http://127.0.0.1:8000/v1")
+        self.custom_model = QLineEdit()
+        self.custom_model.setPlaceholderText("the model name the server serves")
+        self.custom_key = QLineEdit(CUSTOM_PROVIDERS["vllm"])
+        self.custom_key.setToolTip("Environment variable holding the server's key; empty for a server without one.")
+        self.test_button = QPushButton("Test connection")
+        self.test_result = QLabel()
+        self.test_result.setWordWrap(True)
+        custom_form = QFormLayout(self.custom_group)
+        custom_form.addRow("Provider:", self.custom_provider)
+        custom_form.addRow("Base URL:", self.custom_url)
+        custom_form.addRow("Model name:", self.custom_model)
+        custom_form.addRow("Key variable (optional):", self.custom_key)
+        custom_form.addRow(self.test_button, self.test_result)
+
+        # -- mode, prompt --------------------------------------------------------------------------
+        self.mode_box = QComboBox()
+        self.prompt_box = QComboBox()
+        self.prompt_note = QLabel()
+        self.prompt_note.setWordWrap(True)
+
+        # -- condition grid ------------------------------------------------------------------------
+        self.grid_edits: dict[str, QLineEdit] = {}
+        grid_group = QGroupBox("Conditions (empty: everything the project has)")
+        grid_form = QFormLayout(grid_group)
+        for field_name, label, _factor in GRID_FIELDS:
+            edit = QLineEdit()
+            self.grid_edits[field_name] = edit
+            grid_form.addRow(f"{label}:", edit)
+        self.permutations_box = QComboBox()
+        self.permutations_box.addItem("none (only the orders above)", "")
+        for strategy in PERMUTATION_STRATEGIES:
+            self.permutations_box.addItem(strategy, strategy)
+        grid_form.addRow("Permutations:", self.permutations_box)
+        self.identifiers_box = QComboBox()
+        for value, label in (("yes", "lettered options"), ("no", "options without letters"), ("both", "both")):
+            self.identifiers_box.addItem(label, value)
+        grid_form.addRow("Identifiers:", self.identifiers_box)
+        self.limit_edit = QLineEdit()
+        self.limit_edit.setPlaceholderText("all items")
+        grid_form.addRow("First N items:", self.limit_edit)
+        self.seed_edit = QLineEdit("0")
+        grid_form.addRow("Seed:", self.seed_edit)
+
+        # -- budget and the rest -------------------------------------------------------------------
+        self.budget_edit = QLineEdit()
+        self.budget_edit.setPlaceholderText("USD; empty: no budget")
+        self.concurrency_box = QSpinBox()
+        self.concurrency_box.setRange(1, 256)
+        self.concurrency_box.setValue(8)
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("optional")
+
+        form_widget = QWidget()
+        form = QFormLayout(form_widget)
+        form.addRow("Model:", self.model_box)
+        form.addRow("", self.model_note)
+        form.addRow(self.custom_group)
+        form.addRow("Mode:", self.mode_box)
+        form.addRow("Prompt:", self.prompt_box)
+        form.addRow("", self.prompt_note)
+        form.addRow(grid_group)
+        form.addRow("Budget:", self.budget_edit)
+        form.addRow("Concurrency:", self.concurrency_box)
+        form.addRow("Run name:", self.name_edit)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_widget)
+
+        self.prepare_button = QPushButton("Prepare")
+        self.prepare_button.setToolTip("Plan and cost the run without sending anything")
+        self.start_button = QPushButton("Start")
+        self.start_button.setEnabled(False)
+        self.start_button.setToolTip("Prepare first: the plan is shown before anything starts")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.prepare_button)
+        buttons.addWidget(self.start_button)
+        self.plan_text = QPlainTextEdit()
+        self.plan_text.setReadOnly(True)
+        self.plan_text.setPlaceholderText("Prepare shows the plan here: requests, cached, estimated cost, warnings.")
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.addWidget(scroll, 3)
+        left_layout.addLayout(buttons)
+        left_layout.addWidget(self.plan_text, 2)
+
+        # -- queue ---------------------------------------------------------------------------------
+        self.queue_list = QListWidget()
+        self.remove_queued_button = QPushButton("Remove from queue")
+        self.queue_status = QLabel("Nothing queued.")
+        queue_group = QGroupBox("Queue (runs start one after another)")
+        queue_layout = QVBoxLayout(queue_group)
+        queue_layout.addWidget(self.queue_list)
+        queue_bar = QHBoxLayout()
+        queue_bar.addWidget(self.queue_status, 1)
+        queue_bar.addWidget(self.remove_queued_button)
+        queue_layout.addLayout(queue_bar)
+
+        # -- runs ----------------------------------------------------------------------------------
+        self.runs_table = QTableWidget(0, len(RUN_COLUMNS))
+        self.runs_table.setHorizontalHeaderLabels(RUN_COLUMNS)
+        self.runs_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.runs_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.runs_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.runs_table.verticalHeader().setVisible(False)
+        self.runs_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.runs_table.horizontalHeader().setStretchLastSection(True)
+        self.progress_bar = QProgressBar()
+        self.progress_label = QLabel("Select a run to see its progress.")
+        self.progress_label.setWordWrap(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.resume_button = QPushButton("Resume")
+        self.cancel_button.setEnabled(False)
+        self.resume_button.setEnabled(False)
+        runs_group = QGroupBox("Runs (from this window, the command line and other windows)")
+        runs_layout = QVBoxLayout(runs_group)
+        runs_layout.addWidget(self.runs_table, 1)
+        runs_layout.addWidget(self.progress_bar)
+        runs_layout.addWidget(self.progress_label)
+        run_buttons = QHBoxLayout()
+        run_buttons.addStretch(1)
+        run_buttons.addWidget(self.cancel_button)
+        run_buttons.addWidget(self.resume_button)
+        runs_layout.addLayout(run_buttons)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.addWidget(queue_group, 1)
+        right_layout.addWidget(runs_group, 3)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+        # -- wiring --------------------------------------------------------------------------------
+        self.prepare_button.clicked.connect(self.prepareRequested)
+        self.start_button.clicked.connect(self.startRequested)
+        self.test_button.clicked.connect(self.testConnectionRequested)
+        self.remove_queued_button.clicked.connect(self._remove_queued)
+        self.cancel_button.clicked.connect(lambda: self._run_action(self.cancelRequested))
+        self.resume_button.clicked.connect(lambda: self._run_action(self.resumeRequested))
+        self.runs_table.itemSelectionChanged.connect(self._selection_changed)
+        self.model_box.currentIndexChanged.connect(self._model_changed)
+        self.prompt_box.currentIndexChanged.connect(self._prompt_changed)
+        self.custom_provider.currentIndexChanged.connect(self._provider_changed)
+        for edit in (
+            *self.grid_edits.values(),
+            self.custom_url,
+            self.custom_model,
+            self.custom_key,
+            self.limit_edit,
+            self.seed_edit,
+            self.budget_edit,
+            self.name_edit,
+        ):
+            edit.textEdited.connect(self.formEdited)
+        for box in (self.model_box, self.mode_box, self.prompt_box, self.permutations_box, self.identifiers_box):
+            box.currentIndexChanged.connect(self.formEdited)
+        self.custom_provider.currentIndexChanged.connect(self.formEdited)
+        self.concurrency_box.valueChanged.connect(self.formEdited)
+        self._model_changed()
+
+    # -- filling the form ----------------------------------------------------------------------------
+
+    def set_models(self, choices: list[ModelChoice]) -> None:
+        """Presets past their retirement date are listed disabled, with the date."""
+        self.model_box.blockSignals(True)
+        self.model_model.clear()
+        for choice in choices:
+            item = QStandardItem(choice.label)
+            item.setData(choice.spec, Qt.ItemDataRole.UserRole)
+            item.setToolTip(choice.tooltip)
+            if not choice.available:
+                item.setEnabled(False)
+                item.setToolTip(
+                    f"Retired on {choice.retired}" + (f"; use {choice.successor}" if choice.successor else "")
+                )
+            self.model_model.appendRow(item)
+        custom = QStandardItem("Custom OpenAI-compatible endpoint (vLLM, …)")
+        custom.setData(CUSTOM, Qt.ItemDataRole.UserRole)
+        self.model_model.appendRow(custom)
+        self.model_box.setCurrentIndex(0)
+        self.model_box.blockSignals(False)
+        self._model_changed()
+
+    def set_modes(self, modes: list[tuple[str, str]]) -> None:
+        self.mode_box.clear()
+        for mode, label in modes:
+            self.mode_box.addItem(label, mode)
+
+    def set_prompts(self, prompts: list[PromptChoice]) -> None:
+        self.prompt_box.clear()
+        for prompt in prompts:
+            self.prompt_box.addItem(prompt.label, prompt.name)
+            self.prompt_box.setItemData(self.prompt_box.count() - 1, prompt.description, Qt.ItemDataRole.ToolTipRole)
+        self._prompt_changed()
+
+    def set_levels(self, levels: dict[str, list[str]]) -> None:
+        """Show, in each empty field, the levels the project has."""
+        for field_name, _label, factor in GRID_FIELDS:
+            values = levels.get(factor)
+            self.grid_edits[field_name].setPlaceholderText(
+                "all: " + ", ".join(values) if values else ("all" if factor != "order" else "original")
+            )
+
+    def model_index(self, spec: str) -> int:
+        return self.model_box.findData(spec, Qt.ItemDataRole.UserRole)
+
+    def model_item(self, spec: str) -> QStandardItem | None:
+        index = self.model_index(spec)
+        return self.model_model.item(index) if index >= 0 else None
+
+    def select_model(self, spec: str) -> None:
+        self.model_box.setCurrentIndex(self.model_index(spec))
+
+    def form(self) -> LaunchForm:
+        return LaunchForm(
+            model=self.model_box.currentData(Qt.ItemDataRole.UserRole) or "",
+            mode=self.mode_box.currentData() or "audio",
+            prompt=self.prompt_box.currentData() or "standard",
+            custom_provider=self.custom_provider.currentData() or "vllm",
+            custom_base_url=self.custom_url.text(),
+            custom_model=self.custom_model.text(),
+            custom_key_variable=self.custom_key.text(),
+            **{name: edit.text() for name, edit in self.grid_edits.items()},
+            permutations=self.permutations_box.currentData() or "",
+            identifiers=self.identifiers_box.currentData() or "yes",
+            limit=self.limit_edit.text(),
+            seed=self.seed_edit.text(),
+            budget=self.budget_edit.text(),
+            concurrency=self.concurrency_box.value(),
+            name=self.name_edit.text(),
+        )
+
+    def _model_changed(self, *args) -> None:
+        spec = self.model_box.currentData(Qt.ItemDataRole.UserRole)
+        self.custom_group.setVisible(spec == CUSTOM)
+        index = self.model_box.currentIndex()
+        item = self.model_model.item(index) if index >= 0 else None
+        simulated = bool(spec) and str(spec).startswith("simulated:")
+        note = "Simulated: answers offline, free; the run is labelled simulated." if simulated else ""
+        if item is not None and not simulated and spec != CUSTOM:
+            note = item.toolTip()
+        self.model_note.setText(note)
+
+    def _prompt_changed(self, *args) -> None:
+        self.prompt_note.setText(self.prompt_box.currentData(Qt.ItemDataRole.ToolTipRole) or "")
+
+    def _provider_changed(self, *args) -> None:
+        self.custom_key.setText(CUSTOM_PROVIDERS.get(self.custom_provider.currentData(), ""))
+
+    # -- plan, test, queue ---------------------------------------------------------------------------
+
+    def set_plan(self, text: str, ready: bool) -> None:
+        self.plan_text.setPlainText(text)
+        self.start_button.setEnabled(ready)
+
+    def set_start_label(self, text: str) -> None:
+        self.start_button.setText(text)
+
+    def set_test_result(self, text: str, busy: bool = False) -> None:
+        self.test_result.setText(text)
+        self.test_button.setEnabled(not busy)
+
+    def set_queue(self, entries: list[str], status: str) -> None:
+        self.queue_list.clear()
+        self.queue_list.addItems(entries)
+        self.queue_status.setText(status)
+        self.remove_queued_button.setEnabled(bool(entries))
+
+    def _remove_queued(self) -> None:
+        row = self.queue_list.currentRow()
+        if row >= 0:
+            self.removeQueuedRequested.emit(row)
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    def set_runs(self, lines: list[RunLine]) -> None:
+        selected = self.selected_run_id()
+        self.lines = lines
+        table = self.runs_table
+        table.blockSignals(True)
+        table.setRowCount(len(lines))
+        for row, line in enumerate(lines):
+            values = (
+                str(line.run_id),
+                line.model,
+                line.mode,
+                line.prompt,
+                line.status,
+                line.progress,
+                line.errors,
+                line.spent,
+            )
+            for column, value in enumerate(values):
+                item = table.item(row, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    table.setItem(row, column, item)
+                item.setText(value)
+                item.setData(Qt.ItemDataRole.UserRole, line.run_id)
+                item.setToolTip(line.title)
+        if selected is not None:
+            for row, line in enumerate(lines):
+                if line.run_id == selected:
+                    table.selectRow(row)
+        table.blockSignals(False)
+        self._show_selected()
+
+    def line(self, run_id: int) -> RunLine | None:
+        return next((line for line in self.lines if line.run_id == run_id), None)
+
+    def selected_run_id(self) -> int | None:
+        rows = self.runs_table.selectionModel().selectedRows() if self.runs_table.selectionModel() else []
+        if not rows:
+            return None
+        item = self.runs_table.item(rows[0].row(), 0)
+        return None if item is None else item.data(Qt.ItemDataRole.UserRole)
+
+    def select_run(self, run_id: int) -> None:
+        for row, line in enumerate(self.lines):
+            if line.run_id == run_id:
+                self.runs_table.selectRow(row)
+                return
+
+    def _selection_changed(self) -> None:
+        self._show_selected()
+        self.selectionChanged.emit()
+
+    def _show_selected(self) -> None:
+        run_id = self.selected_run_id()
+        line = self.line(run_id) if run_id is not None else None
+        if line is None:
+            self.progress_bar.setRange(0, 1)
+            self.progress_bar.setValue(0)
+            self.progress_label.setText("Select a run to see its progress.")
+            self.cancel_button.setEnabled(False)
+            self.resume_button.setEnabled(False)
+            return
+        self.progress_bar.setRange(0, max(line.total, 1))
+        self.progress_bar.setValue(min(line.done, max(line.total, 1)))
+        self.progress_label.setText(f"{line.title} — {line.status}: {line.progress}")
+        self.cancel_button.setEnabled(line.cancellable)
+        self.resume_button.setEnabled(line.resumable)
+
+    def _run_action(self, signal) -> None:
+        run_id = self.selected_run_id()
+        if run_id is not None:
+            signal.emit(run_id)
