@@ -303,9 +303,12 @@ class LauncherView(QWidget):
         """Show, in each empty field, the levels the project has."""
         for field_name, _label, factor in GRID_FIELDS:
             values = levels.get(factor)
-            self.grid_edits[field_name].setPlaceholderText(
-                "all: " + ", ".join(values) if values else ("all" if factor != "order" else "original")
-            )
+            if factor == "order":  # orders may also be explicit permutations (DCBA) or come from a strategy
+                text = "as assembled: " + ", ".join(values) if values else "original"
+                text += " (or names such as reversed, permutations such as DCBA)"
+            else:
+                text = "all: " + ", ".join(values) if values else "all"
+            self.grid_edits[field_name].setPlaceholderText(text)
 
     def model_index(self, spec: str) -> int:
         return self.model_box.findData(spec, Qt.ItemDataRole.UserRole)

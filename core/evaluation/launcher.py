@@ -138,7 +138,8 @@ def condition_levels(conn: sqlite3.Connection) -> dict[str, list[str]]:
         levels["accent"] = {a for lang in levels["language"] for a in SIMULATED_ACCENTS.get(lang, ())}
         levels["voice"] = set(SIMULATED_VOICES.values())
         levels["gender"] = set(SIMULATED_VOICES)
-    levels.setdefault("order", set()).update(("original", "reversed"))
+    if not rows:
+        levels["order"] = {"original"}
     return {factor: sorted(values) for factor, values in levels.items() if values}
 
 
