@@ -227,3 +227,47 @@ def test_test_connection_against_a_stub_succeeds_and_a_401_is_clear(page, qtbot,
         view.test_button.click()
         qtbot.waitUntil(lambda: not page.last_test.is_running, timeout=5_000)
         assert view.test_result.text() == f"Failed: {server.url}/locked/v1: the key was rejected (HTTP 401)"
+
+
+def test_a_custom_endpoint_run_lists_its_failures_by_kind_and_resume_retries_them(page, qtbot, project_copy, dialogs):
+    view = page.view
+    answer = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Answer: [[A]]"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+    refused = Reply(400, {"error": {"message": "unsupported parameter", "type": "invalid_request_error"}})
+    with StubServer() as server:
+        server.script("POST", r"/v1/chat/completions$", refused, refused, Reply(200, answer))
+        view.select_model(CUSTOM)
+        view.custom_url.setText(server.url + "/v1")
+        view.custom_model.setText("m")
+        view.custom_key.setText("")
+        view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+        view.concurrency_box.setValue(1)
+        prepared = prepare(page, qtbot, model=CUSTOM, limit="4")
+        assert prepared.model_name == "vllm:m" and prepared.request_count == 4
+        assert "unknown (no price for this model)" in view.plan_text.toPlainText()
+        view.start_button.click()
+        qtbot.waitUntil(lambda: page.current is None, timeout=15_000)
+        first = page.finished_ops[-1]
+        assert first.status == "succeeded", first.error
+        run_id = first.result.run_id
+        assert first.result.errors == 2 and first.result.error_kinds == {"HTTP 400": 2}
+        qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.errors == "2 HTTP 400", timeout=5_000)
+        view.select_run(run_id)
+        assert "errors: 2 HTTP 400" in view.progress_label.text() and view.resume_button.isEnabled()
+        view.resume_button.click()
+        qtbot.waitUntil(lambda: page.finished_ops[-1] is not first and page.current is None, timeout=15_000)
+        resumed = page.finished_ops[-1]
+        assert resumed.status == "succeeded" and resumed.result.run_id == run_id
+        assert resumed.result.answered == 4 and resumed.result.fresh_requests == 2  # only the failed two again
+        assert len(server.requests_to("/chat/completions")) == 6
+    assert responses(project_copy, run_id) == 4
+    qtbot.waitUntil(lambda: view.line(run_id).errors == "" and view.line(run_id).status == "finished", timeout=5_000)
+    assert dialogs == []
