@@ -1,0 +1,399 @@
+"""The Results page: the metric panels of issue 11 (items 4 and 5) for the runs picked, with the papers'
+published numbers one toggle away.
+
+The panels are computed in one QueryOp on the read pool (core/panels.py `project_panels`: the metrics engine,
+95% intervals, the rows behind every point, the published tables) and drawn on the UI thread
+(widgets/metric_panels.py). The page recomputes when the `responses` or `runs` tables change — an evaluation
+writing answers here or in another process — a little after the last change, and the newest computation
+supersedes an older one still running. Clicking a point lists its questions and the model's answers in the
+detail pane (read in a QueryOp), with the audio file the model heard and a Play button. Runs in mode
+'simulated' are labelled "simulated" in the run picker, the panels, the tables and the exports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
+from spokenbench.core.evaluation.runner import list_runs
+from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, point_details, project_panels
+from spokenbench.widgets.metric_panels import MetricPanelView, save_table
+
+RESULTS_TABLES = frozenset({"responses", "runs"})
+REFRESH_DELAY_MS = 400  # gather a burst of changes (a running evaluation) into one recomputation
+DETAIL_LIMIT = 500
+DETAIL_COLUMNS = (
+    ("question_id", "question"),
+    ("series", "model"),
+    ("language", "language"),
+    ("accent", "accent"),
+    ("gender", "gender"),
+    ("order", "order"),
+    ("question_text", "question text"),
+    ("options", "options"),
+    ("answer", "gold"),
+    ("option_order", "presented order"),
+    ("prediction", "answered (presented letter)"),
+    ("mapped_option", "answered (original option)"),
+    ("correct", "correct"),
+    ("raw_text", "raw answer"),
+    ("audio_kind", "audio"),
+)
+
+
+class ResultsPage(QWidget):
+    panels_ready = Signal(object)  # PanelSet, after it is shown
+    details_ready = Signal(object)  # DataFrame of the clicked point's responses
+    exported = Signal(str)  # the path of a file just written
+
+    def __init__(self, window=None):
+        super().__init__()
+        self.window = window
+        self.session: ProjectSession | None = None
+        self.panels: PanelSet | None = None
+        self.runs: list[dict] = []
+        self.selected_runs: set[int] | None = None  # None: every run (new runs join in)
+        self.details: pd.DataFrame | None = None
+        self.clicked: Point | None = None
+
+        self.summary = QLabel("No project open")
+        self.summary.setWordWrap(True)
+        self.run_list = QListWidget()
+        self.run_list.itemChanged.connect(self._run_checked)
+        all_runs = QPushButton("All runs")
+        all_runs.clicked.connect(self.select_all_runs)
+        self.panel_list = QListWidget()
+        for key in PANEL_ORDER:
+            self.panel_list.addItem(QListWidgetItem(key))
+        self.panel_list.currentRowChanged.connect(self._panel_chosen)
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(QLabel("<b>Runs</b>"))
+        left_layout.addWidget(self.run_list, 2)
+        left_layout.addWidget(all_runs)
+        left_layout.addWidget(QLabel("<b>Panels</b>"))
+        left_layout.addWidget(self.panel_list, 3)
+
+        self.view = MetricPanelView()
+        self.view.point_clicked.connect(self.show_point)
+        self.view.export_requested.connect(self.choose_export_file)
+
+        self.detail_title = QLabel("Click a point to list its questions and answers.")
+        self.detail_title.setWordWrap(True)
+        self.detail = QTableWidget()
+        self.detail.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.detail.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.detail.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.detail.setWordWrap(False)
+        self.detail.itemSelectionChanged.connect(self._detail_selected)
+        self.detail.itemDoubleClicked.connect(lambda _item: self.play_selected())
+        self.play_button = QPushButton("▶ Play")
+        self.play_button.setToolTip("Play the audio this response's model heard (double-click a row)")
+        self.play_button.setEnabled(False)
+        self.play_button.clicked.connect(self.play_selected)
+        self.audio_note = QLabel()
+        self.audio_note.setWordWrap(True)
+        detail = QWidget()
+        detail_layout = QVBoxLayout(detail)
+        detail_layout.setContentsMargins(0, 0, 0, 0)
+        detail_layout.addWidget(self.detail_title)
+        detail_layout.addWidget(self.detail, 1)
+        play_bar = QHBoxLayout()
+        play_bar.addWidget(self.play_button)
+        play_bar.addWidget(self.audio_note, 1)
+        detail_layout.addLayout(play_bar)
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.view)
+        right.addWidget(detail)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 1)
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(left)
+        body.addWidget(right)
+        body.setStretchFactor(1, 1)
+        body.setSizes([260, 900])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.summary)
+        layout.addWidget(body, 1)
+
+        self._refresh_timer = QTimer(self, singleShot=True, interval=REFRESH_DELAY_MS)
+        self._refresh_timer.timeout.connect(self.refresh)
+        self.panel_list.setCurrentRow(0)
+
+    # -- session ------------------------------------------------------------------------------------
+
+    def set_session(self, session: ProjectSession | None) -> None:
+        if self.session is not None:
+            try:
+                self.session.changes.changed.disconnect(self._project_changed)
+            except (RuntimeError, TypeError):  # the window may already have deleted the old session
+                pass
+        self.session = session
+        self.panels, self.runs, self.selected_runs = None, [], None
+        self._refresh_timer.stop()
+        self._clear_details()
+        self._fill_runs([])
+        self.view.set_panel(None)
+        if session is None:
+            self.summary.setText("No project open")
+            return
+        session.changes.changed.connect(self._project_changed)
+        self.refresh()
+
+    def _project_changed(self, tables: set[str]) -> None:
+        if tables & RESULTS_TABLES:
+            self._refresh_timer.start()
+
+    def refresh(self) -> QueryOp | None:
+        """Recompute every panel for the runs picked, on the read pool."""
+        if self.session is None:
+            return None
+        wanted = None if self.selected_runs is None else sorted(self.selected_runs)
+        self.summary.setText("Computing the panels…")
+
+        def compute(project, progress):
+            runs = list_runs(project.conn)
+            return runs, project_panels(project, wanted, progress=progress)
+
+        return (
+            QueryOp(self.session, compute, label="Computing the result panels", parent=self, supersede="results-panels")
+            .success(self._show)
+            .failure(lambda _error: self.summary.setText("Computing the panels failed."), dialog=True)
+            .run()
+        )
+
+    def _show(self, result: tuple[list[dict], PanelSet]) -> None:
+        runs, panels = result
+        self.runs = runs
+        self.panels = panels
+        self._fill_runs(runs)
+        n_mcq, n_probe = len(panels.responses), len(panels.probe_responses)
+        simulated = [s for s in panels.series if panels.simulated.get(s)]
+        note = f" · simulated runs: {', '.join(simulated)} (numbers labelled 'yours (simulated)')" if simulated else ""
+        self.summary.setText(
+            f"{len(panels.series)} model(s) from {len(panels.runs)} run(s): {n_mcq:,} multiple-choice and "
+            f"{n_probe:,} gender-probe responses · 95% intervals from {panels.n_resamples} question-level "
+            f"bootstrap resamples unless a tooltip says otherwise · computed in {panels.timings['total']:.2f} s" + note
+        )
+        self._update_panel_names()
+        self._panel_chosen(self.panel_list.currentRow())
+        self.panels_ready.emit(panels)
+
+    # -- runs and panels ----------------------------------------------------------------------------
+
+    def _fill_runs(self, runs: list[dict]) -> None:
+        self.run_list.blockSignals(True)
+        self.run_list.clear()
+        for run in runs:
+            mode = "SIMULATED" if run.get("simulated") else run.get("mode", "")
+            text = f"#{run['id']} {run['model']} · {mode} · {run.get('responses', 0):,} responses · {run.get('status')}"
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, run["id"])
+            item.setToolTip(run.get("name", ""))
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            chosen = self.selected_runs is None or run["id"] in self.selected_runs
+            item.setCheckState(Qt.CheckState.Checked if chosen else Qt.CheckState.Unchecked)
+            self.run_list.addItem(item)
+        self.run_list.blockSignals(False)
+
+    def _run_checked(self, _item) -> None:
+        checked = set()
+        for row in range(self.run_list.count()):
+            item = self.run_list.item(row)
+            if item.checkState() == Qt.CheckState.Checked:
+                checked.add(item.data(Qt.ItemDataRole.UserRole))
+        every = {run["id"] for run in self.runs}
+        self.selected_runs = None if checked == every else checked
+        self._refresh_timer.start()
+
+    def select_runs(self, run_ids) -> QueryOp | None:
+        """Show the panels of these runs only (None: every run)."""
+        self.selected_runs = None if run_ids is None else set(run_ids)
+        self._fill_runs(self.runs)
+        return self.refresh()
+
+    def select_all_runs(self) -> None:
+        self.select_runs(None)
+
+    def _update_panel_names(self) -> None:
+        if self.panels is None:
+            return
+        for row, key in enumerate(PANEL_ORDER):
+            panel = self.panels.panels[key]
+            item = self.panel_list.item(row)
+            item.setText(panel.title + ("  (empty)" if panel.empty else ""))
+            item.setToolTip(f"{panel.mirrors}\n{panel.description}")
+            item.setData(Qt.ItemDataRole.UserRole, key)
+
+    def _panel_chosen(self, row: int) -> None:
+        if self.panels is None or not 0 <= row < len(PANEL_ORDER):
+            self.view.set_panel(None)
+            return
+        self.view.set_panel(self.panels.panels[PANEL_ORDER[row]], self.panels.series, self.panels.simulated)
+
+    def show_panel(self, key: str) -> None:
+        self.panel_list.setCurrentRow(PANEL_ORDER.index(key))
+
+    # -- a clicked point ----------------------------------------------------------------------------
+
+    def show_point(self, point: Point) -> QueryOp | None:
+        """List the questions and answers behind `point` (read on the pool: question texts and audio paths)."""
+        if self.session is None or self.panels is None:
+            return None
+        panels = self.panels
+        probe = self.view.panel is not None and self.view.panel.key == "gender_probe"
+        self.clicked = point
+        self.detail_title.setText(f"Reading the {point.n} {point.unit} behind {point.series} · {point.x}…")
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: point_details(project, panels, point, probe, DETAIL_LIMIT),
+                label="Reading a point's questions",
+                parent=self,
+                supersede="results-details",
+            )
+            .success(lambda rows: self._show_details(point, rows))
+            .run()
+        )
+
+    def _show_details(self, point: Point, rows: pd.DataFrame) -> None:
+        rows = rows.copy()
+        rows["series"] = rows["model"] if "model" in rows.columns else ""
+        if {"mapped_option", "answer"} <= set(rows.columns):
+            rows["correct"] = (rows["mapped_option"].astype(str) == rows["answer"].astype(str)).map(
+                {True: "yes", False: "no"}
+            )
+        self.details = rows.reset_index(drop=True)
+        shown_from = f"{len(rows)} of {len(point.rows)}" if len(point.rows) > len(rows) else f"{len(rows)}"
+        self.detail_title.setText(
+            f"<b>{point.series}</b> · {point.facet} · {point.x}: {shown_from} responses to "
+            f"{len(point.questions)} question(s) — <b>{point.source}</b>"
+        )
+        columns = [(key, title) for key, title in DETAIL_COLUMNS if key in rows.columns]
+        self.detail.clear()
+        self.detail.setColumnCount(len(columns))
+        self.detail.setRowCount(len(rows))
+        self.detail.setHorizontalHeaderLabels([title for _key, title in columns])
+        for r, record in enumerate(self.details.to_dict("records")):
+            for c, (key, _title) in enumerate(columns):
+                value = record.get(key)
+                text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+                item = QTableWidgetItem(text[:300])
+                if key in ("question_text", "raw_text", "options"):
+                    item.setToolTip(text)
+                self.detail.setItem(r, c, item)
+        self.detail.resizeColumnsToContents()
+        for c, (key, _title) in enumerate(columns):
+            if key in ("question_text", "options", "raw_text"):
+                self.detail.setColumnWidth(c, min(self.detail.columnWidth(c), 320))
+        self.play_button.setEnabled(False)
+        self.audio_note.setText("Select a row to play the audio its model heard.")
+        if len(rows):
+            self.detail.selectRow(0)
+        self.details_ready.emit(self.details)
+
+    def _clear_details(self) -> None:
+        self.details, self.clicked = None, None
+        self.detail.clear()
+        self.detail.setRowCount(0)
+        self.detail.setColumnCount(0)
+        self.detail_title.setText("Click a point to list its questions and answers.")
+        self.play_button.setEnabled(False)
+        self.audio_note.setText("")
+
+    def selected_audio(self) -> tuple[str, str] | None:
+        if self.details is None:
+            return None
+        rows = self.detail.selectionModel().selectedRows() if self.detail.selectionModel() else []
+        if not rows:
+            return None
+        record = self.details.iloc[rows[0].row()]
+        return str(record.get("audio_path") or ""), str(record.get("audio_kind") or "")
+
+    def _detail_selected(self) -> None:
+        chosen = self.selected_audio()
+        if chosen is None:
+            self.play_button.setEnabled(False)
+            return
+        path, kind = chosen
+        simulated = self.clicked is not None and "simulated" in self.clicked.source
+        if not path:
+            self.play_button.setEnabled(False)
+            self.audio_note.setText("No audio stored for this response's item and condition.")
+            return
+        self.play_button.setEnabled(True)
+        note = f"{kind}: {Path(path).name}"
+        if simulated:
+            note += " — a simulated run heard no audio; this is the project's clip for the same condition"
+        self.audio_note.setText(note)
+
+    def play_selected(self) -> str | None:
+        chosen = self.selected_audio()
+        if not chosen or not chosen[0]:
+            return None
+        play = getattr(self.window, "play_file", None)
+        if play is None:
+            self.audio_note.setText(f"No player in this window; the file is {chosen[0]}")
+            return None
+        message = play(Path(chosen[0]))
+        if message:
+            self.audio_note.setText(message)
+        return message
+
+    # -- exporting ----------------------------------------------------------------------------------
+
+    def choose_export_file(self, what: str, fmt: str) -> None:
+        names = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "pdf": "PDF files (*.pdf)"}
+        names.update({"csv": "CSV files (*.csv)", "tex": "LaTeX files (*.tex)"})
+        start_dir = self.session.path.parent if self.session else Path.home()
+        start = str(start_dir / f"{self.view.default_name(what)}.{fmt}")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export the {what}", start, names[fmt])
+        if path:
+            if what == "figure":
+                self.export_figure(Path(path))
+            else:
+                self.export_table(Path(path))
+
+    def export_figure(self, path: Path) -> Path:
+        """The figure as drawn (PNG, SVG or PDF by the extension), written on the UI thread: the figure
+        belongs to it, and saving takes a fraction of a second."""
+        written = self.view.save_figure(path)
+        self.exported.emit(str(written))
+        return written
+
+    def export_table(self, path: Path) -> BackgroundOp | None:
+        """The table shown (CSV or LaTeX by the extension), written off the UI thread."""
+        chosen = self.view.table_to_save()
+        if chosen is None or self.session is None:
+            return None
+        frame, caption, label = chosen
+        return (
+            BackgroundOp(
+                self.session.runner,
+                lambda progress: save_table(frame, path, caption, label),
+                label=f"Exporting {path.name}",
+                parent=self,
+            )
+            .success(lambda written: self.exported.emit(str(written)))
+            .run()
+        )

@@ -1,0 +1,535 @@
+"""The Results page's panel view: one metric panel (core/panels.py `Panel`) drawn with matplotlib on a Qt
+canvas, from precomputed data on the UI thread. Hovering a point shows its value and 95% interval; clicking one
+emits `point_clicked(point)` with the response rows behind it. A "Published (paper)" toggle draws the papers'
+own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
+user's are labelled "yours" or "yours (simulated)". The figure exports as PNG, SVG or PDF and any table as
+CSV or LaTeX (core/metrics/table_formats.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+from matplotlib.figure import Figure
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
+from spokenbench.core.metrics.table_formats import format_cell, to_latex
+from spokenbench.core.panels import Panel, Point, Published
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+TABLE_FORMATS = ("csv", "tex")
+MAX_TABLE_ROWS_SHOWN = 2000
+PUBLISHED_COLOR = "#7f7f7f"
+
+
+def series_colors(names: list[str]) -> dict[str, tuple]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+
+
+def yours_label(simulated: bool) -> str:
+    return "yours (simulated)" if simulated else "yours"
+
+
+# --------------------------------------------------------------------------------------------------
+# Drawing (pure matplotlib; returns what each artist stands for, for hover and click)
+
+
+class Hits:
+    """Artists and the points they draw: a bar or marker → one point; a scatter collection → a point per offset."""
+
+    def __init__(self) -> None:
+        self.targets: list[tuple[object, list[Point]]] = []
+
+    def add(self, artist, points: list[Point]) -> None:
+        self.targets.append((artist, points))
+
+    def find(self, event) -> Point | None:
+        for artist, points in reversed(self.targets):
+            if getattr(artist, "axes", None) is not event.inaxes:
+                continue
+            inside, info = artist.contains(event)
+            if not inside:
+                continue
+            index = info.get("ind", [0]) if isinstance(info, dict) else [0]
+            index = list(index) if len(index) else [0]
+            return points[int(index[0])] if int(index[0]) < len(points) else points[0]
+        return None
+
+
+def draw_panel(
+    figure: Figure,
+    panel: Panel,
+    series: list[str],
+    simulated: dict[str, bool],
+    show_published: bool,
+) -> Hits:
+    """Draw `panel` into `figure` (cleared first): the user's numbers on top; with `show_published`, the
+    papers' tables on the same layout below. Returns the hit targets."""
+    figure.clear()
+    hits = Hits()
+    colors = series_colors(series)
+    any_simulated = any(simulated.get(s) for s in series)
+    with figure_style():
+        if show_published and panel.published:
+            top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1])
+        else:
+            top, bottom = figure, None
+        title = f"{panel.title} — {yours_label(any_simulated)}   (layout: {panel.mirrors})"
+        top.suptitle(title, fontsize=10)
+        if panel.empty or not panel.points:
+            ax = top.add_subplot()
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, panel.empty or "Nothing to draw.", ha="center", va="center", wrap=True, fontsize=9)
+        elif panel.kind == "box":
+            _draw_box(top, panel, colors, simulated, hits)
+        elif panel.kind == "scatter":
+            _draw_scatter(top, panel, colors, simulated, hits)
+        elif panel.kind == "ranks":
+            _draw_ranks(top, panel, colors, simulated, hits)
+        else:
+            _draw_bars(top, panel.facets, panel.points, panel.ylabels, colors, simulated, hits)
+        if bottom is not None:
+            _draw_published(bottom, panel.published, hits, panel.facets)
+    return hits
+
+
+def _legend_name(name: str, simulated: dict[str, bool]) -> str:
+    return f"{name} (simulated)" if simulated.get(name) else name
+
+
+def _ordered(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _errors(points: list[Point]) -> np.ndarray | None:
+    if not any(p.has_interval for p in points):
+        return None
+    lower = [max(p.value - p.low, 0.0) if p.has_interval else 0.0 for p in points]
+    upper = [max(p.high - p.value, 0.0) if p.has_interval else 0.0 for p in points]
+    return np.nan_to_num(np.array([lower, upper]), posinf=0.0)
+
+
+def _draw_bars(
+    container, facets, points, ylabels, colors, simulated, hits: Hits, titles=None, hatch: str | None = None
+) -> None:
+    facets = [f for f in facets if any(p.facet == f for p in points)] or _ordered(p.facet for p in points)
+    axes = container.subplots(1, len(facets), squeeze=False)[0]
+    legend_series: dict[str, object] = {}
+    others = [s for s in _ordered(p.series for p in points) if s not in colors]  # subsets, permutations …
+    colors = {**colors, **dict(zip(others, _secondary_palette(len(others))))}
+    for ax, facet in zip(axes, facets):
+        mine = [p for p in points if p.facet == facet]
+        xs = _ordered(p.x for p in mine)
+        names = _ordered(p.series for p in mine)
+        width = 0.8 / max(len(names), 1)
+        for s, name in enumerate(names):
+            chosen = [p for p in mine if p.series == name]
+            positions = [xs.index(p.x) - 0.4 + width * (s + 0.5) for p in chosen]
+            values = [0.0 if math.isnan(p.value) or math.isinf(p.value) else p.value for p in chosen]
+            color = colors.get(name, PUBLISHED_COLOR)
+            bars = ax.bar(
+                positions,
+                values,
+                width,
+                yerr=_errors(chosen),
+                capsize=2,
+                color=color,
+                error_kw={"elinewidth": 0.8},
+                label=_legend_name(name, simulated),
+                hatch=hatch,
+            )
+            for patch, point in zip(bars.patches, chosen):
+                hits.add(patch, [point])
+            legend_series.setdefault(name, bars)
+        tilt = len(xs) > 4 or max((len(str(x)) for x in xs), default=0) > 8
+        ax.set_xticks(
+            range(len(xs)), [_short(x) for x in xs], rotation=30 if tilt else 0, ha="right" if tilt else "center"
+        )
+        ax.set_title((titles or {}).get(facet, facet))
+        ax.set_ylabel(ylabels.get(facet, ""))
+        ax.axhline(0, color="black", linewidth=0.6)
+    handles = list(legend_series.values())
+    labels = [_legend_name(n, simulated) for n in legend_series]
+    if handles:
+        container.legend(handles, labels, loc="outside right upper", fontsize=7)
+
+
+def _short(text: str, limit: int = 18) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _draw_box(container, panel: Panel, colors, simulated, hits: Hits) -> None:
+    ax = container.add_subplot()
+    per_question = [p for p in panel.points if p.facet != "summary"]
+    summary = [p for p in panel.points if p.facet == "summary"]
+    names = _ordered(p.series for p in per_question)
+    data = [[p.value for p in per_question if p.series == n] for n in names]
+    ax.boxplot(data, positions=range(len(names)), widths=0.5, showfliers=False)
+    rng = np.random.default_rng(0)
+    for i, name in enumerate(names):
+        mine = [p for p in per_question if p.series == name]
+        jitter = rng.uniform(-0.18, 0.18, len(mine))
+        dots = ax.scatter(i + jitter, [p.value for p in mine], s=9, alpha=0.55, color=colors.get(name))
+        hits.add(dots, mine)
+        for stat, marker, shift in (("mean", "^", 0.32), ("median", "s", 0.42)):
+            chosen = [p for p in summary if p.series == name and p.x == stat]
+            if not chosen:
+                continue
+            point = chosen[0]
+            ax.errorbar(
+                [i + shift], [point.value], yerr=_errors([point]), fmt="none", ecolor="black", elinewidth=0.8, capsize=2
+            )
+            marks = ax.scatter([i + shift], [point.value], marker=marker, color="white", edgecolor="black", zorder=3)
+            hits.add(marks, [point])
+    ax.set_xticks(range(len(names)), [_legend_name(n, simulated) for n in names], rotation=20, ha="right")
+    ax.set_ylabel("question entropy $H_q$ (0–1)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title("one dot per question; box = IQR; △ mean, □ median with 95% CI")
+
+
+def _draw_scatter(container, panel: Panel, colors, simulated, hits: Hits) -> None:
+    ax = container.add_subplot()
+    factors = _ordered(p.x for p in panel.points)
+    names = _ordered(p.series for p in panel.points)
+    for point in panel.points:
+        xerr = None
+        if not (math.isnan(point.xlow) or math.isnan(point.xhigh)):
+            xerr = [[max(point.xvalue - point.xlow, 0.0)], [max(point.xhigh - point.xvalue, 0.0)]]
+        ax.errorbar(
+            [point.xvalue],
+            [point.value],
+            xerr=xerr,
+            yerr=_errors([point]),
+            fmt="none",
+            ecolor=colors.get(point.series),
+            elinewidth=0.7,
+            capsize=2,
+        )
+        marks = ax.scatter(
+            [point.xvalue],
+            [point.value],
+            marker=FACTOR_MARKERS[factors.index(point.x) % len(FACTOR_MARKERS)],
+            color=colors.get(point.series),
+            s=40,
+            zorder=3,
+        )
+        hits.add(marks, [point])
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set_xlabel("APES (lower = more robust)")
+    ax.set_ylabel("Fleiss' κ (higher = more consistent)")
+    factor_handles = [
+        ax.scatter([], [], marker=FACTOR_MARKERS[i % len(FACTOR_MARKERS)], color="black") for i in range(len(factors))
+    ]
+    model_handles = [ax.scatter([], [], marker="s", color=colors.get(n)) for n in names]
+    first = ax.legend(factor_handles, factors, title="factor", loc="upper right", fontsize=7)
+    ax.add_artist(first)
+    ax.legend(model_handles, [_legend_name(n, simulated) for n in names], title="model", loc="lower left", fontsize=7)
+
+
+def _draw_ranks(container, panel: Panel, colors, simulated, hits: Hits) -> None:
+    ax = container.add_subplot()
+    settings = _ordered(p.x for p in panel.points)
+    names = _ordered(p.series for p in panel.points)
+    for name in names:
+        mine = sorted((p for p in panel.points if p.series == name), key=lambda p: settings.index(p.x))
+        xs = [settings.index(p.x) for p in mine]
+        ax.errorbar(
+            xs,
+            [p.value for p in mine],
+            yerr=_errors(mine),
+            color=colors.get(name),
+            marker="o",
+            capsize=2,
+            elinewidth=0.7,
+            label=_legend_name(name, simulated),
+        )
+        marks = ax.scatter(xs, [p.value for p in mine], color=colors.get(name), s=30, zorder=3)
+        hits.add(marks, mine)
+    ax.set_xticks(range(len(settings)), [s.replace("_", " ") for s in settings], rotation=30, ha="right")
+    ax.set_yticks(range(1, len(names) + 1))
+    ax.set_ylim(len(names) + 0.5, 0.5)
+    ax.set_ylabel("rank by accuracy (1 = best; bars: 95% CI)")
+    container.legend(loc="outside right upper", fontsize=7)
+
+
+def _draw_published(container, published: list[Published], hits: Hits, order: list[str] = ()) -> None:
+    points = [p for table in published for p in table.points]
+    tables = ", ".join(dict.fromkeys(t.table for t in published))
+    container.suptitle(f"published — {published[0].paper}, {tables}", fontsize=10, color="#444444")
+    if not points:
+        ax = container.add_subplot()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "The papers print no numbers for this panel.", ha="center", va="center")
+        return
+    facets = _ordered(p.facet for p in points)
+    facets.sort(key=lambda f: order.index(f) if f in order else len(order))
+    titles = {}
+    for table in published:
+        for p in table.points:
+            titles.setdefault(p.facet, f"{p.facet} ({table.table})")
+    names = _ordered(p.series for p in points)
+    colors = dict(zip(names, _secondary_palette(len(names))))
+    _draw_bars(container, facets, points, {}, colors, {}, hits, titles, hatch="//")
+
+
+def _secondary_palette(n: int):
+    """Muted colours (published numbers, subsets): told apart from the user's models at a glance."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["Set2" if n <= 8 else "tab20b"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Exporting
+
+
+def save_figure(figure: Figure, path: str | Path) -> Path:
+    """PNG, SVG or PDF by the file's extension (no timestamps in the files)."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in FIGURE_FORMATS:
+        raise ValueError(f"figures export as {', '.join(FIGURE_FORMATS)}, not {fmt!r}")
+    metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt]
+    with figure_style():
+        figure.savefig(path, format=fmt, metadata=metadata)
+    return path
+
+
+def save_table(frame: pd.DataFrame, path: str | Path, caption: str = "", label: str = "") -> Path:
+    """CSV (full precision) or LaTeX (rounded, with a caption) by the file's extension."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt == "csv":
+        frame.to_csv(path, index=False, lineterminator="\n", float_format="%.10g")
+    elif fmt == "tex":
+        path.write_text(to_latex(frame, caption, label), encoding="utf-8")
+    else:
+        raise ValueError(f"tables export as csv or tex, not {fmt!r}")
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# The view
+
+
+class MetricPanelView(QWidget):
+    """One panel: its figure (hover for the interval, click for the rows), the published toggle, a table
+    picker (the user's tables and the published ones) and export buttons."""
+
+    point_clicked = Signal(object)  # Point (the user's, with rows)
+    export_requested = Signal(str, str)  # "figure" or "table", format
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.panel: Panel | None = None
+        self.series: list[str] = []
+        self.simulated: dict[str, bool] = {}
+        self.hits = Hits()
+        self.last_tooltip = ""
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.published_toggle = QCheckBox("Published (paper)")
+        self.published_toggle.setToolTip("Show the papers' own numbers (resources/published/) below yours")
+        self.published_toggle.toggled.connect(self._published_toggled)
+        self.figure = Figure(figsize=(9, 4.2), layout="constrained")
+        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.canvas.setMinimumHeight(300)
+        self.canvas.mpl_connect("motion_notify_event", self._hover)
+        self.canvas.mpl_connect("button_press_event", self._click)
+        self.table_picker = QComboBox()
+        self.table_picker.currentIndexChanged.connect(self._show_table)
+        self.table_source = QLabel()
+        self.table_source.setWordWrap(True)
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().setVisible(False)
+        self.export_buttons: dict[tuple[str, str], QPushButton] = {}
+
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.published_toggle)
+        for fmt in FIGURE_FORMATS:
+            self._export_button(top, "figure", fmt, f"{fmt.upper()}…", f"Export the figure as {fmt.upper()}")
+        table_bar = QHBoxLayout()
+        table_bar.addWidget(QLabel("Table:"))
+        table_bar.addWidget(self.table_picker, 1)
+        for fmt, text in (("csv", "CSV…"), ("tex", "LaTeX…")):
+            self._export_button(table_bar, "table", fmt, text, f"Export the table shown as {text[:-1]}")
+        lower = QWidget()
+        lower_layout = QVBoxLayout(lower)
+        lower_layout.setContentsMargins(0, 0, 0, 0)
+        lower_layout.addLayout(table_bar)
+        lower_layout.addWidget(self.table_source)
+        lower_layout.addWidget(self.table, 1)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.canvas)
+        splitter.addWidget(lower)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(splitter, 1)
+        self._tables: list[tuple[str, str, pd.DataFrame, str]] = []  # (name, source label, frame, caption)
+        self.set_panel(None)
+
+    def _export_button(self, layout, what: str, fmt: str, text: str, tip: str) -> None:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.clicked.connect(lambda: self.export_requested.emit(what, fmt))
+        layout.addWidget(button)
+        self.export_buttons[(what, fmt)] = button
+
+    # -- content ------------------------------------------------------------------------------------
+
+    def set_panel(self, panel: Panel | None, series: list[str] | None = None, simulated=None) -> None:
+        self.panel = panel
+        self.series = list(series or [])
+        self.simulated = dict(simulated or {})
+        for button in self.export_buttons.values():
+            button.setEnabled(panel is not None)
+        self.published_toggle.setEnabled(panel is not None and bool(panel.published))
+        if panel is None:
+            self.title.setText("No panel")
+            self.figure.clear()
+            self.hits = Hits()
+            self.canvas.draw_idle()
+            self._set_tables([])
+            return
+        mine = yours_label(any(self.simulated.get(s) for s in self.series))
+        self.title.setText(
+            f"<b>{panel.title}</b> — laid out like {panel.mirrors} · numbers: <b>{mine}</b><br>"
+            f"<span style='color:#555'>{panel.description} Hover a point for its 95% interval; click it for "
+            "its questions and answers.</span>"
+        )
+        tables = [(name, mine, frame, f"{panel.title}: {name} ({mine})") for name, frame in panel.tables.items()]
+        for published in panel.published:
+            caption = f"{published.label}: {published.caption}"
+            tables.append((published.file, published.label, published.frame, caption))
+        self._set_tables(tables)
+        self.redraw()
+
+    def redraw(self) -> None:
+        if self.panel is None:
+            return
+        self.hits = draw_panel(self.figure, self.panel, self.series, self.simulated, self.published_toggle.isChecked())
+        self.canvas.draw_idle()
+
+    def _published_toggled(self, checked: bool) -> None:
+        self.redraw()
+        if checked and self.panel is not None and self.panel.published:
+            first_published = len(self.panel.tables)
+            if first_published < self.table_picker.count():
+                self.table_picker.setCurrentIndex(first_published)
+        elif self.table_picker.count():
+            self.table_picker.setCurrentIndex(0)
+
+    def _set_tables(self, tables) -> None:
+        self._tables = tables
+        self.table_picker.blockSignals(True)
+        self.table_picker.clear()
+        for name, source, _frame, _caption in tables:
+            self.table_picker.addItem(f"{source} · {name}")
+        self.table_picker.blockSignals(False)
+        self._show_table(0 if tables else -1)
+
+    def current_table(self) -> tuple[str, str, pd.DataFrame, str] | None:
+        index = self.table_picker.currentIndex()
+        return self._tables[index] if 0 <= index < len(self._tables) else None
+
+    def _show_table(self, index: int) -> None:
+        chosen = self._tables[index] if 0 <= index < len(self._tables) else None
+        self.table.clear()
+        if chosen is None:
+            self.table.setRowCount(0)
+            self.table.setColumnCount(0)
+            self.table_source.setText("")
+            return
+        name, source, frame, caption = chosen
+        shown = frame.head(MAX_TABLE_ROWS_SHOWN)
+        more = (
+            f" (first {MAX_TABLE_ROWS_SHOWN:,} of {len(frame):,} rows; exports hold all)"
+            if len(frame) > len(shown)
+            else ""
+        )
+        self.table_source.setText(f"<b>{source}</b> — {caption}{more}")
+        self.table.setColumnCount(len(shown.columns))
+        self.table.setRowCount(len(shown))
+        self.table.setHorizontalHeaderLabels([str(c) for c in shown.columns])
+        for r, row in enumerate(shown.itertuples(index=False)):
+            for c, value in enumerate(row):
+                item = QTableWidgetItem(format_cell(value))
+                if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(r, c, item)
+        self.table.resizeColumnsToContents()
+
+    # -- hover and click -----------------------------------------------------------------------------
+
+    def point_at(self, event) -> Point | None:
+        if event.inaxes is None:
+            return None
+        return self.hits.find(event)
+
+    def _hover(self, event) -> None:
+        point = self.point_at(event)
+        if point is None:
+            if self.last_tooltip:
+                QToolTip.hideText()
+                self.last_tooltip = ""
+            return
+        self.last_tooltip = point.tooltip()
+        QToolTip.showText(QCursor.pos(), self.last_tooltip, self.canvas)
+
+    def _click(self, event) -> None:
+        point = self.point_at(event)
+        if point is not None and len(point.rows):
+            self.point_clicked.emit(point)
+
+    # -- exporting -----------------------------------------------------------------------------------
+
+    def default_name(self, what: str) -> str:
+        if self.panel is None:
+            return "panel"
+        if what == "figure":
+            return f"{self.panel.key}{'_with_published' if self.published_toggle.isChecked() else ''}"
+        chosen = self.current_table()
+        name = chosen[0] if chosen else self.panel.key
+        return Path(name).stem if name.endswith(".csv") else f"{self.panel.key}_{name}"
+
+    def save_figure(self, path: str | Path) -> Path:
+        return save_figure(self.figure, path)
+
+    def table_to_save(self) -> tuple[pd.DataFrame, str, str] | None:
+        """(frame, caption, label) of the table shown, for an export off the UI thread."""
+        chosen = self.current_table()
+        if chosen is None:
+            return None
+        name, _source, frame, caption = chosen
+        return frame.copy(), caption, f"tab:{Path(name).stem}"
