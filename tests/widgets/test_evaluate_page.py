@@ -259,7 +259,12 @@ def test_a_custom_endpoint_run_lists_its_failures_by_kind_and_resume_retries_the
         assert first.status == "succeeded", first.error
         run_id = first.result.run_id
         assert first.result.errors == 2 and first.result.error_kinds == {"HTTP 400": 2}
-        qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.errors == "2 HTTP 400", timeout=5_000)
+        qtbot.waitUntil(
+            lambda: (
+                (line := view.line(run_id)) is not None and (line.status, line.errors) == ("finished", "2 HTTP 400")
+            ),
+            timeout=5_000,
+        )
         view.select_run(run_id)
         assert "errors: 2 HTTP 400" in view.progress_label.text() and view.resume_button.isEnabled()
         view.resume_button.click()
