@@ -23,6 +23,7 @@ from spokenbench.app.audio import audio_outputs_available
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.asr.backends import asr_availability, get_asr_backend, screening_requirements
+from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
 from spokenbench.core.errors import SpokenBenchError
@@ -69,8 +70,11 @@ def read_queue_overview(project: Project, configured_asr: list[str] | None) -> d
     return overview
 
 
-def queue_options(project: Project) -> tuple[dict[str, list[str]], bool]:
-    """The values the queue dialog's filters offer, and whether any clip is screened."""
+def queue_options(project: Project) -> tuple[dict[str, list[str]], bool] | None:
+    """The values the queue dialog's filters offer, and whether any clip is screened; None when the screening
+    is stale (transcripts or settings changed since it was computed) and must be brought up to date first."""
+    if screening_needs_update(project.conn):
+        return None
     records = load_clip_records(project.conn)
     voices = clip_voices(project.conn)
     values = {
@@ -248,7 +252,7 @@ class RatingPage(QWidget):
                 parent=dialog,
                 supersede="queue-preview",
             ).success(lambda result: (previews.update(last=(spec, result)), dialog.set_preview(spec, result))).failure(
-                lambda error: dialog.show_error(str(error))
+                lambda error: dialog.show_message(str(error))
             ).run()
 
         def create(spec: dict) -> None:
@@ -260,15 +264,45 @@ class RatingPage(QWidget):
                 label=f"Creating rating queue {spec['name']}",
                 parent=self,
             ).success(lambda _created: (dialog.accept(), self.refresh_queues())).failure(
-                lambda error: dialog.show_error(str(error))
+                lambda error: dialog.show_message(str(error))
             ).run()
 
         dialog.preview_requested.connect(preview)
         dialog.create_requested.connect(create)
-        QueryOp(self.session, lambda project, progress: queue_options(project), label="Reading clips", parent=dialog)\
-            .success(lambda found: dialog.set_options(*found)).run()  # fmt: skip
+        self._read_queue_options(dialog)
         dialog.open()
         return dialog
+
+    def _read_queue_options(self, dialog: QueueDialog, screened_now: bool = False) -> None:
+        """The dialog's options from up-to-date screening: a stale screening (new transcripts) is recomputed
+        first, as a job, so the strata previewed are the ones `queue create` would draw from."""
+
+        def shown(found) -> None:
+            if found is not None:
+                dialog.set_options(*found)
+            elif screened_now:  # still stale right after screening: say so rather than loop
+                dialog.show_message("The screening could not be brought up to date; see the jobs panel.")
+            else:
+                self._update_screening(dialog)
+
+        QueryOp(self.session, lambda project, progress: queue_options(project), label="Reading clips", parent=dialog)\
+            .success(shown).run()  # fmt: skip
+
+    def _update_screening(self, dialog: QueueDialog) -> JobOp:
+        dialog.show_message("Updating the screening with the latest transcripts…")
+        return (
+            JobOp(
+                self.session,
+                lambda project, progress: ensure_screening(project),
+                kind="screen",
+                changes={"clip_screening"},
+                label="Updating the WER screening",
+                parent=dialog,
+                error_title="Cannot update the screening",
+            )
+            .success(lambda _screened: (dialog.show_message(""), self._read_queue_options(dialog, screened_now=True)))
+            .run()
+        )
 
     def start_transcription(self) -> JobOp | None:
         if self.session is None or not self.asr_for_transcription:

@@ -32,6 +32,11 @@ from spokenbench.core.errors import SpokenBenchError
 log = logging.getLogger("spokenbench.remote")
 T = TypeVar("T")
 
+# The ranges every remote-calling command and run setting shares (CLI option types and `prepare_evaluation` check
+# them): beyond them every request would fail or the run would hammer the provider.
+MAX_CONCURRENCY = 256
+MAX_ATTEMPTS = 20
+MAX_TIMEOUT_S = 3600.0
 MAX_SERVER_WAIT_S = 300.0  # a Retry-After beyond this is treated as "give up on this request for now"
 
 

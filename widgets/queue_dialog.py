@@ -149,7 +149,7 @@ class QueueDialog(QDialog):
         self.previewed = spec
         self._choice_changed()
 
-    def show_error(self, message: str) -> None:
+    def show_message(self, message: str) -> None:
         self.summary.setText(message)
 
     def _choice_changed(self, *_args) -> None:

@@ -186,6 +186,14 @@ def screen_project(
     return result
 
 
+def screening_needs_update(conn, settings: ScreeningSettings | None = None) -> bool:
+    """Whether `ensure_screening` has work to do (a read: screens check it before starting a write job)."""
+    settings = settings or stored_screening_settings(conn) or ScreeningSettings()
+    if store.transcript_count(conn) == 0:
+        return bool(store.screened_clip_count(conn))
+    return not screening_is_current(conn, settings)
+
+
 def ensure_screening(project: Project, settings: ScreeningSettings | None = None) -> int:
     """Recompute the stored screening when transcripts or settings changed since it was made. Returns the
     number of screened clips."""

@@ -9,6 +9,8 @@ import math
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from spokenbench.core.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S
+
 
 def comma_list(text: str) -> tuple[str, ...]:
     """'a, b,,c' → ('a', 'b', 'c')."""
@@ -94,10 +96,47 @@ def http_url(text: str) -> str:
     return text.strip()
 
 
-# Shared ranges of the options every remote-calling command has (docs/reliability.md).
-MAX_CONCURRENCY = 256
-MAX_RETRIES = 20
-MAX_TIMEOUT_S = 3600.0
+def add_request_limits(
+    parser: argparse.ArgumentParser,
+    *,
+    timeout_s: float | None,
+    concurrency: int | None = 8,
+    concurrency_scope: str = "",
+    rpm: bool = True,
+) -> None:
+    """The options every command that calls a remote service shares — `--concurrency`, `--rpm`, `--retries`,
+    `--timeout` — with one range and one wording each. `timeout_s=None` leaves `--timeout` out; a default of
+    None means the command picks one itself."""
+    parser.add_argument(
+        "--concurrency",
+        type=whole_number(1, MAX_CONCURRENCY),
+        default=concurrency,
+        metavar="N",
+        help=f"requests in flight{concurrency_scope}, 1 to {MAX_CONCURRENCY} (default 8)",
+    )
+    if rpm:
+        parser.add_argument(
+            "--rpm",
+            type=number(0, above=True),
+            metavar="N",
+            help="at most N requests per minute to this provider (N more than 0)",
+        )
+    parser.add_argument(
+        "--retries",
+        type=whole_number(1, MAX_ATTEMPTS),
+        default=6,
+        metavar="N",
+        help=f"attempts per request on 429/5xx/timeouts/connection errors, 1 to {MAX_ATTEMPTS} (default 6)",
+    )
+    if timeout_s is not None:
+        parser.add_argument(
+            "--timeout",
+            type=number(0, MAX_TIMEOUT_S, above=True),
+            default=timeout_s,
+            metavar="S",
+            help=f"per-request timeout in seconds, more than 0 and at most {MAX_TIMEOUT_S:g} (default {timeout_s:g})",
+        )
+
 
 MAX_SEED = 2**63 - 1  # seeds are stored in SQLite (signed 64-bit) and given to numpy (non-negative)
 seed = whole_number(0, MAX_SEED)

@@ -13,19 +13,24 @@ import string
 import sys
 from pathlib import Path
 
-from spokenbench.core.cli.arguments import comma_list, http_url, language_list, number, number_list, whole_number
+from spokenbench.core.cli.arguments import (
+    add_request_limits,
+    comma_list,
+    http_url,
+    language_list,
+    number,
+    number_list,
+    whole_number,
+)
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATEGIES, PlanOptions
 from spokenbench.core.evaluation.preparation import (
-    MAX_ATTEMPTS,
-    MAX_CONCURRENCY,
     MAX_OUTPUT_TOKENS,
     MAX_SEED,
     MAX_TEMPERATURE,
     MAX_THINKING_BUDGET,
-    MAX_TIMEOUT_S,
     THINKING_WORDS,
     check_thinking,
 )
@@ -268,38 +273,12 @@ def register(subparsers) -> None:
         metavar="T",
         help=f"0 to {MAX_TEMPERATURE:g}; default 0 (recorded with the run)",
     )
-    p.add_argument(
-        "--timeout",
-        type=number(0, MAX_TIMEOUT_S, above=True),
-        default=120.0,
-        metavar="S",
-        help=f"per-request timeout in seconds, more than 0 and at most {MAX_TIMEOUT_S:g} (default 120)",
-    )
-    p.add_argument(
-        "--concurrency",
-        type=whole_number(1, MAX_CONCURRENCY),
-        default=8,
-        metavar="N",
-        help=f"requests in flight at once, 1 to {MAX_CONCURRENCY} (default 8)",
-    )
-    p.add_argument(
-        "--rpm",
-        type=number(0, above=True),
-        metavar="N",
-        help="at most N requests per minute to this provider (N more than 0)",
-    )
+    add_request_limits(p, timeout_s=120.0)
     p.add_argument(
         "--tpm",
         type=number(0, above=True),
         metavar="N",
         help="at most N (estimated) input tokens per minute (N more than 0)",
-    )
-    p.add_argument(
-        "--retries",
-        type=whole_number(1, MAX_ATTEMPTS),
-        default=6,
-        metavar="N",
-        help=f"attempts per request on 429/5xx/timeouts/connection errors, 1 to {MAX_ATTEMPTS} (default 6)",
     )
     p.add_argument(
         "--budget",

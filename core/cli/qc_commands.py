@@ -8,13 +8,10 @@ import asyncio
 from pathlib import Path
 
 from spokenbench.core.cli.arguments import (
-    MAX_CONCURRENCY,
-    MAX_RETRIES,
-    MAX_TIMEOUT_S,
+    add_request_limits,
     http_url,
     language_code,
     language_list,
-    number,
     seed,
     short_text,
     whole_number,
@@ -85,30 +82,7 @@ def register(subparsers) -> None:
         metavar="N",
         help="answers per item before marking it manual, 1–10 (default 3)",
     )
-    p.add_argument(
-        "--concurrency",
-        type=whole_number(1, MAX_CONCURRENCY),
-        default=8,
-        metavar="N",
-        help=f"requests in flight, 1–{MAX_CONCURRENCY} (default 8)",
-    )
-    p.add_argument(
-        "--rpm", type=number(0, 1e6, above=True), metavar="N", help="at most N requests per minute (above 0)"
-    )
-    p.add_argument(
-        "--retries",
-        type=whole_number(1, MAX_RETRIES),
-        default=6,
-        metavar="N",
-        help=f"attempts per request on 429/5xx/timeouts, 1–{MAX_RETRIES} (default 6)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=number(0, MAX_TIMEOUT_S, above=True),
-        default=300.0,
-        metavar="S",
-        help=f"per-request timeout in seconds, above 0 and at most {MAX_TIMEOUT_S:g} (default 300)",
-    )
+    add_request_limits(p, timeout_s=300.0)
     p.add_argument(
         "--prompt-file",
         metavar="FILE",
@@ -176,19 +150,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--languages", type=language_list, help="only clips in these languages")
     p.add_argument("--include-tokens", action="store_true", help="also the instruction-token clips")
-    p.add_argument(
-        "--concurrency",
-        type=whole_number(1, MAX_CONCURRENCY),
-        metavar="N",
-        help=f"requests in flight per ASR system, 1–{MAX_CONCURRENCY} (default 8)",
-    )
-    p.add_argument(
-        "--retries",
-        type=whole_number(1, MAX_RETRIES),
-        default=6,
-        metavar="N",
-        help=f"attempts per request on 429/5xx/timeouts, 1–{MAX_RETRIES} (default 6)",
-    )
+    add_request_limits(p, timeout_s=None, concurrency=None, concurrency_scope=" per ASR system", rpm=False)
     p.add_argument(
         "--clips-out",
         metavar="FILE",

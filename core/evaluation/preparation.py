@@ -27,7 +27,7 @@ from spokenbench.core.evaluation.prompts import (
 )
 from spokenbench.core.items import Item, option_part
 from spokenbench.core.jobs import list_jobs
-from spokenbench.core.remote import RetryPolicy, strip_url_credentials
+from spokenbench.core.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S, RetryPolicy, strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store.rewrites import latest_rewrites
 
@@ -367,9 +367,6 @@ def run_claim(run_id: int) -> str:
 # help texts show them. A value outside them would make every request fail, or the run meaningless.
 MAX_TEMPERATURE = 2.0
 MAX_OUTPUT_TOKENS = 1_000_000
-MAX_TIMEOUT_S = 3600.0
-MAX_CONCURRENCY = 256
-MAX_ATTEMPTS = 20
 MAX_SEED = 2**63 - 1  # stored in SQLite (signed 64-bit)
 THINKING_WORDS = ("off", "on", "auto", "minimal", "low", "medium", "high", "xhigh")
 MAX_THINKING_BUDGET = 32768

@@ -1,6 +1,7 @@
 """The Rating page on the demo project: keyboard-only rating through the writer, double presses, undo, the
 no-audio banner, what screening needs, queue creation with its strata preview, skipped clips."""
 
+import csv
 from types import SimpleNamespace
 
 import pytest
@@ -258,3 +259,26 @@ def test_the_clip_plays_on_arrival_and_the_playhead_moves(qtbot, demo_copy, open
     open_demo_queue(page, qtbot)
     qtbot.waitUntil(lambda: page.view.waveform.playhead > 0.05, timeout=5_000)
     page.set_session(None)
+
+
+def test_new_transcripts_are_screened_before_the_queue_dialog_offers_its_strata(page, qtbot, demo_copy, tmp_path, cli):
+    from spokenbench.core.asr.screening import screening_needs_update
+
+    with opened(demo_copy) as project:
+        clips = queue_clips(project.conn, "demo-qc")[:6]
+    for asr in ("asr-a", "asr-b"):  # screening compares two systems
+        path = tmp_path / f"{asr}.csv"
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["clip_id", "text"])
+            writer.writerows([(clip.clip_id, clip.text) for clip in clips])
+        assert cli("import-transcripts", demo_copy, path, "--asr", asr).code == 0
+    with opened(demo_copy) as project:
+        assert screening_needs_update(project.conn)
+    dialog = page.create_queue()
+    qtbot.waitUntil(lambda: dialog.filter_boxes["language"].count() > 1, timeout=10_000)
+    with opened(demo_copy) as project:
+        assert not screening_needs_update(project.conn)  # a screen job ran first
+        kinds = [row[0] for row in project.conn.execute("SELECT kind FROM jobs")]
+    assert "screen" in kinds
+    assert "no screening yet" not in dialog.mode_buttons.button(0).text()
