@@ -1,0 +1,691 @@
+"""The Speakers page: real speakers for voice cloning and accent samples (BiasInEar Section 5.1). The speaker list
+(add a speaker, record their consent, withdraw it); for the chosen speaker, the script (the project's questions in
+their language, or a reading list) read prompt by prompt with the keyboard — R records and stops, Backspace
+retakes (while recording: throws the take away and starts again), Space plays the take, ←/→ move between
+prompts — each take's quality checks shown as soon as it stops; and "Create cloned voice" from the best passing
+take, which then speaks a test sentence.
+
+Threads: the recorder's stream delivers blocks on the audio thread, which puts each block's level on a bounded
+deque; a 25 ms QTimer drains it for the meter (about 40 updates a second). Starting and stopping the stream,
+checking and encoding a take run in BackgroundOps; reads are QueryOps; consent, takes and withdrawals go through
+the writer (WriteOp); cloning is a JobOp. The UI thread never waits on audio or disk. Without PortAudio or an
+input device the page says what to install; the speaker list and consent still work."""
+
+from __future__ import annotations
+
+import getpass
+import time
+from pathlib import Path
+
+import shiboken6
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
+
+from spokenbench.app.audio import audio_outputs_available
+from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp
+from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
+from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
+from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
+from spokenbench.core.recording.recorder import InputDevice, Recorder, input_devices, recording_availability
+from spokenbench.core.recording.speakers import (
+    Speaker,
+    add_speaker,
+    consent_text_for,
+    get_speaker,
+    give_consent,
+    list_speakers,
+    withdraw_consent,
+)
+from spokenbench.core.recording.takes import (
+    PreparedTake,
+    Take,
+    latest_takes,
+    prepare_take,
+    read_take_audio,
+    save_take,
+    script_progress,
+    speaker_takes,
+)
+from spokenbench.core.store import Project
+from spokenbench.core.store.items import item_languages
+from spokenbench.widgets.recording_view import AddSpeakerDialog, ConsentDialog, RecorderView, SpeakerListView
+from spokenbench.widgets.waveform import ClipAudio, prepare_clip
+
+SPEAKER_TABLES = frozenset({"speakers", "consents", "recordings", "cloned_voices"})
+METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
+
+
+def read_speaker_state(project: Project, name: str, reading_list: list[Prompt] | None) -> tuple:
+    """(speaker, prompts, takes) for the recorder panel, read on the pool."""
+    speaker = get_speaker(project.conn, name)
+    prompts = reading_list if reading_list is not None else project_prompts(project.conn, speaker.language)
+    return speaker, prompts, speaker_takes(project.conn, speaker.id)
+
+
+class SpeakersPage(QWidget):
+    """Works standalone: `set_session` is all it needs. `stream_factory` and `device_lister` replace sounddevice
+    (tests, benchmarks); `clone_backend_factory` replaces the cloning backend (a stub offline voice)."""
+
+    stream_factory = None  # None: sounddevice.InputStream
+    device_lister = staticmethod(input_devices)
+    clone_backend_factory = None  # None: get_backend("clone", …)
+
+    def __init__(self, window=None):
+        super().__init__()
+        self.window_ = window
+        self.session: ProjectSession | None = None
+        self.speakers: list[Speaker] = []
+        self.speaker: Speaker | None = None
+        self.wanted_speaker: str | None = None  # the speaker being read (selected, not shown yet)
+        self.prompts: list[Prompt] = []
+        self.prompt_index = 0
+        self.takes: list[Take] = []
+        self.reading_list: list[Prompt] | None = None
+        self.devices: list[InputDevice] = []
+        self.recording_problem: str | None = "Looking for input devices…"
+        self.recorder: Recorder | None = None
+        self.state = "idle"  # idle, starting, recording, stopping, saving
+        self.prepared: PreparedTake | None = None  # the take just stopped, until saved
+        self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
+        self.shown_audio: ClipAudio | None = None
+        self.last_clone: ClonedVoice | None = None
+        self.refused: str | None = None  # why the last record key was refused
+        self.play_requested_at: float | None = None
+        self.meter_updates: list[float] = []  # perf_counter of each meter update (benchmark)
+        self.audio_ok, self.audio_message = audio_outputs_available()
+        self.player = self._make_player() if self.audio_ok else None
+        self._buffer: QBuffer | None = None
+
+        self.list_view = SpeakerListView()
+        self.view = RecorderView()
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.list_view)
+        splitter.addWidget(self.view)
+        splitter.setStretchFactor(1, 2)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+        self.meter_timer = QTimer(self, interval=METER_INTERVAL_MS)
+        self.meter_timer.timeout.connect(self._poll_levels)
+
+        self.list_view.selected.connect(self.select_speaker)
+        self.list_view.add_requested.connect(self.open_add_dialog)
+        self.list_view.consent_requested.connect(self.open_consent_dialog)
+        self.list_view.withdraw_requested.connect(self.confirm_withdrawal)
+        self.view.action_requested.connect(self.do_action)
+        self.view.reading_list_requested.connect(self.choose_reading_list)
+        self.view.project_prompts_requested.connect(lambda: self.use_reading_list(None))
+        self.view.clone_requested.connect(self.create_clone)
+        self._show_speaker()
+
+    # -- session -----------------------------------------------------------------------------------------
+
+    @property
+    def annotator(self) -> str:
+        return getattr(self.window_, "annotator", None) or getpass.getuser() or "recorder"
+
+    def set_session(self, session: ProjectSession | None) -> None:
+        if self.session is not None and shiboken6.isValid(self.session):
+            self.session.changes.changed.disconnect(self._project_changed)
+        self._abort_recording()
+        self.session = session
+        self.speakers, self.speaker, self.takes, self.prompts = [], None, [], []
+        self.wanted_speaker = None
+        self.take_audio.clear()
+        self._show_speaker()
+        if session is None:
+            self.list_view.set_speakers([])
+            return
+        session.changes.changed.connect(self._project_changed)
+        self.refresh_speakers()
+        self.find_devices()
+
+    def _project_changed(self, tables: set[str]) -> None:
+        if tables & SPEAKER_TABLES:
+            self.refresh_speakers()
+
+    def refresh_speakers(self) -> QueryOp | None:
+        if self.session is None:
+            return None
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: list_speakers(project.conn),
+                label="Reading speakers",
+                parent=self,
+                supersede="speakers",
+            )
+            .success(self._show_speakers)
+            .run()
+        )
+
+    def _show_speakers(self, speakers: list[Speaker]) -> None:
+        self.speakers = speakers
+        shown = self.speaker
+        if shown is not None:  # the speaker on screen, with fresh consent and counts
+            self.speaker = next((s for s in speakers if s.id == shown.id), None)
+            self.list_view.set_buttons(self.speaker)
+            if self.state == "idle":
+                self._show_speaker()
+        self.list_view.set_speakers(speakers, self.wanted_speaker or (shown.name if shown else None))
+
+    # -- devices -----------------------------------------------------------------------------------------
+
+    def find_devices(self) -> BackgroundOp | None:
+        """Ask PortAudio for the input devices off the UI thread; without it, say what to install."""
+        if self.session is None:
+            return None
+        lister = self.device_lister
+        return (
+            BackgroundOp(
+                self.session.runner,
+                lambda progress: recording_availability(lister),
+                label="Finding input devices",
+                parent=self,
+            )
+            .success(lambda found: self._show_devices(*found))
+            .run()
+        )
+
+    def _show_devices(self, devices: list[InputDevice], problem: str | None) -> None:
+        self.devices, self.recording_problem = devices, problem
+        self.view.set_devices([d.label for d in devices])
+        self.view.set_banner(problem)
+        self.view.set_recording_enabled(problem is None)
+
+    @property
+    def device(self) -> InputDevice | None:
+        index = self.view.device_box.currentIndex()
+        return self.devices[index] if 0 <= index < len(self.devices) else None
+
+    # -- speakers and consent ----------------------------------------------------------------------------
+
+    def select_speaker(self, name: str) -> QueryOp | None:
+        if self.session is None or (self.speaker is not None and self.speaker.name == name and self.prompts):
+            return None
+        if self.state != "idle":
+            self.view.status_label.setText("Stop recording before changing speaker")
+            if self.speaker is not None:
+                self.list_view.select(self.speaker.name)
+            return None
+        reading_list = self.reading_list
+        self.wanted_speaker = name
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: read_speaker_state(project, name, reading_list),
+                label=f"Reading speaker {name}",
+                parent=self,
+                supersede="speaker-state",
+            )
+            .success(lambda state: self._speaker_loaded(*state))
+            .run()
+        )
+
+    def _speaker_loaded(self, speaker: Speaker, prompts: list[Prompt], takes: list[Take]) -> None:
+        changed = self.speaker is None or self.speaker.id != speaker.id
+        self.speaker, self.prompts, self.takes = speaker, prompts, takes
+        if changed:
+            self.prompt_index = self._first_unfinished()
+            self.take_audio.clear()
+        self.prompt_index = min(self.prompt_index, max(0, len(prompts) - 1))
+        self.list_view.set_buttons(speaker)
+        self._show_speaker()
+        self.view.setFocus()
+
+    def _first_unfinished(self) -> int:
+        latest = latest_takes(self.takes)
+        return next((i for i, p in enumerate(self.prompts) if not (p.key in latest and latest[p.key].passed)), 0)
+
+    def open_add_dialog(self) -> AddSpeakerDialog | None:
+        if self.session is None:
+            return None
+        dialog = AddSpeakerDialog(self)
+        self.add_dialog = dialog
+        QueryOp(
+            self.session,
+            lambda project, progress: item_languages(project.conn),
+            label="Reading languages",
+            parent=dialog,
+        ).success(dialog.add_languages).run()
+
+        def submit(values: dict) -> None:
+            WriteOp(
+                self.session,
+                lambda project: add_speaker(
+                    project, values["name"], values["language"], values["accent"], values["gender"], values["notes"]
+                ),
+                changes={"speakers"},
+                label=f"Adding speaker {values['name']}",
+                parent=self,
+            ).success(lambda speaker: (dialog.accept(), self._added(speaker))).failure(
+                lambda error: dialog.show_error(str(error))
+            ).run()
+
+        dialog.submitted.connect(submit)
+        dialog.open()
+        return dialog
+
+    def _added(self, speaker: Speaker) -> None:
+        self.speaker, self.wanted_speaker = None, speaker.name
+        self.list_view.set_speakers([*self.speakers, speaker], speaker.name)
+
+    def open_consent_dialog(self) -> ConsentDialog | None:
+        speaker = self.speaker
+        if self.session is None or speaker is None:
+            return None
+        dialog = ConsentDialog(speaker.name, consent_text_for(speaker.name), self.annotator, self)
+        self.consent_dialog = dialog
+
+        def agree(text: str, by: str) -> None:
+            WriteOp(
+                self.session,
+                lambda project: give_consent(project, speaker.id, text, by),
+                changes={"consents"},
+                label=f"Recording the consent of {speaker.name}",
+                parent=self,
+            ).success(lambda consent: (dialog.accept(), self._consented(speaker.name))).failure(
+                lambda error: dialog.show_error(str(error))
+            ).run()
+
+        dialog.agreed.connect(agree)
+        dialog.open()
+        return dialog
+
+    def _consented(self, name: str) -> None:
+        self.view.status_label.setText(f"Consent of {name} recorded: press R to record")
+        self.refused = None
+        self._reload_speaker()
+
+    def _reload_speaker(self) -> None:
+        if self.speaker is not None:
+            name, self.speaker = self.speaker.name, None
+            self.select_speaker(name)
+
+    def confirm_withdrawal(self) -> QMessageBox | None:
+        speaker = self.speaker
+        if speaker is None or not speaker.consent_in_force:
+            return None
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Withdraw consent",
+            f"Withdraw the consent of {speaker.name}? Their {speaker.takes} takes, every voice cloned from them and the "
+            "clips and inputs made with it are deleted. This cannot be undone.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        box.accepted.connect(lambda: self.withdraw(speaker.name))
+        self.withdraw_box = box
+        box.open()
+        return box
+
+    def withdraw(self, name: str) -> WriteOp | None:
+        if self.session is None:
+            return None
+        self._abort_recording()
+        return (
+            WriteOp(
+                self.session,
+                lambda project: withdraw_consent(project, name),
+                changes={"consents", "recordings", "cloned_voices", "clips", "assembled_inputs"},
+                label=f"Withdrawing the consent of {name}",
+                parent=self,
+            )
+            .success(self._withdrawn)
+            .run()
+        )
+
+    def _withdrawn(self, report) -> None:
+        self.take_audio.clear()
+        self.view.status_label.setText(
+            f"Consent of {report.speaker} withdrawn: {report.recordings_deleted} takes, {report.cloned_voices_deleted} "
+            f"cloned voices and {report.files_deleted} audio files deleted"
+        )
+        self._reload_speaker()
+
+    # -- the script --------------------------------------------------------------------------------------
+
+    def choose_reading_list(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Reading list (one prompt per line)", "", "Text (*.txt);;All files (*)"
+        )
+        if path:
+            self.load_reading_list(path)
+
+    def load_reading_list(self, path: str | Path) -> BackgroundOp | None:
+        if self.session is None:
+            return None
+        return (
+            BackgroundOp(
+                self.session.runner,
+                lambda progress: read_reading_list(path),
+                label="Reading the reading list",
+                parent=self,
+            )
+            .success(self.use_reading_list)
+            .run()
+        )
+
+    def use_reading_text(self, text: str) -> None:
+        self.use_reading_list(reading_list_prompts(text))
+
+    def use_reading_list(self, prompts: list[Prompt] | None) -> None:
+        """Read `prompts` from now on (None: the project's questions in the speaker's language)."""
+        if self.state != "idle":
+            return
+        self.reading_list = prompts
+        self.prompt_index = 0
+        self._reload_speaker()
+
+    # -- keys --------------------------------------------------------------------------------------------
+
+    def do_action(self, action: str) -> None:
+        if action == "record":
+            self.stop_recording() if self.state == "recording" else self.start_recording()
+        elif action == "retake":
+            self.retake()
+        elif action == "play":
+            self.play_take()
+        elif action in ("previous", "next"):
+            self.move(-1 if action == "previous" else 1)
+
+    def move(self, step: int) -> None:
+        if self.state != "idle":
+            self.view.status_label.setText("Stop recording first (R)")
+            return
+        if not self.prompts:
+            return
+        self.prompt_index = max(0, min(len(self.prompts) - 1, self.prompt_index + step))
+        self.prepared = None
+        self._show_speaker()
+
+    @property
+    def prompt(self) -> Prompt | None:
+        return self.prompts[self.prompt_index] if 0 <= self.prompt_index < len(self.prompts) else None
+
+    @property
+    def current_take(self) -> Take | None:
+        prompt = self.prompt
+        return latest_takes(self.takes).get(prompt.key) if prompt else None
+
+    # -- recording ---------------------------------------------------------------------------------------
+
+    def _refuse(self, reason: str) -> None:
+        self.refused = reason
+        self.view.status_label.setText(reason)
+
+    def start_recording(self) -> BackgroundOp | None:
+        if self.state != "idle":
+            return None
+        speaker = self.speaker
+        if self.session is None or speaker is None:
+            self._refuse("Choose or add a speaker first")
+            return None
+        if not speaker.consent_in_force:
+            self._refuse(
+                f"Recording refused: {speaker.name} has not given consent (or withdrew it). Use Consent… first."
+            )
+            return None
+        if self.recording_problem is not None:
+            self._refuse(f"Recording is not available here: {self.recording_problem}")
+            return None
+        if self.prompt is None:
+            self._refuse("Nothing to read: load a reading list, or add items in the speaker's language")
+            return None
+        self.refused = None
+        recorder = Recorder(self.device, stream_factory=self.stream_factory)
+        self.recorder = recorder
+        self.state = "starting"
+        self.prepared = None
+        self.view.state_label.setText("Starting…")
+        self.view.show_checks(None)
+        return (
+            BackgroundOp(
+                self.session.runner, lambda progress: recorder.start(), label="Starting the recording", parent=self
+            )
+            .success(lambda _none: self._started(recorder))
+            .failure(lambda error: self._start_failed(recorder, error), dialog=True)
+            .run()
+        )
+
+    def _started(self, recorder: Recorder) -> None:
+        if recorder is not self.recorder or self.state != "starting":
+            return
+        self.state = "recording"
+        self.view.state_label.setText("● Recording — press R to stop, Backspace to start again")
+        self.view.state_label.setStyleSheet("font-weight:bold; color:#b00020;")
+        self.meter_timer.start()
+
+    def _start_failed(self, recorder: Recorder, error: BaseException) -> None:
+        if recorder is self.recorder:
+            self.recorder, self.state = None, "idle"
+            self.view.state_label.setText("")
+            self.view.status_label.setText(f"Could not start recording: {error}")
+
+    def _poll_levels(self) -> None:
+        recorder = self.recorder
+        if recorder is None:
+            return
+        levels = recorder.drain_levels()
+        if levels:
+            self.view.meter.set_level(max(lv.rms_dbfs for lv in levels), max(lv.peak_dbfs for lv in levels))
+            self.meter_updates.append(time.perf_counter())
+
+    def stop_recording(self, then_record: bool = False) -> BackgroundOp | None:
+        """Stop the stream, check and encode the take off the UI thread; show the checks; save it."""
+        recorder, prompt, speaker = self.recorder, self.prompt, self.speaker
+        if self.state != "recording" or recorder is None or prompt is None or speaker is None:
+            return None
+        self.state = "stopping"
+        self.meter_timer.stop()
+        self._poll_levels()
+        self.view.state_label.setText("Checking the take…")
+        self.view.state_label.setStyleSheet("font-weight:bold;")
+
+        def finish(progress) -> tuple[PreparedTake, ClipAudio]:
+            samples = recorder.stop()
+            prepared = prepare_take(samples, recorder.rate, prompt, recorder.device_name)
+            wav = encode_wav(prepared.analysis.trimmed if len(prepared.analysis.trimmed) else samples, recorder.rate)
+            return prepared, prepare_clip(wav, f"take of {prompt.label}")
+
+        return (
+            BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self)
+            .success(lambda result: self._checked(speaker, *result))
+            .failure(self._stop_failed, dialog=True)
+            .run()
+        )
+
+    def _stop_failed(self, error: BaseException) -> None:
+        self.recorder, self.state = None, "idle"
+        self.view.state_label.setText("")
+        self.view.status_label.setText(f"The take was not kept: {error}")
+
+    def _checked(self, speaker: Speaker, prepared: PreparedTake, audio: ClipAudio) -> None:
+        """The checks are shown at once; the take is saved meanwhile."""
+        self.recorder = None
+        self.prepared = prepared
+        self.shown_audio = audio
+        self.view.waveform.set_clip(audio, "")
+        analysis = prepared.analysis
+        verdict = (
+            "Take passed every check"
+            if analysis.passed
+            else f"Take failed {len(analysis.failures())} check(s): press Backspace to record it again"
+        )
+        self.view.state_label.setText(verdict)
+        self.view.state_label.setStyleSheet(f"font-weight:bold; color:{'#2e7d32' if analysis.passed else '#b00020'};")
+        self.view.show_checks([c.as_dict() for c in analysis.checks])
+        self.state = "saving"
+        WriteOp(self.session, lambda project: save_take(project, speaker.id, prepared), changes={"recordings"}, label="Saving the take", parent=self)\
+            .success(lambda take: self._saved(speaker, take, audio)).failure(self._save_failed, dialog=True).run()  # fmt: skip
+
+    def _saved(self, speaker: Speaker, take: Take, audio: ClipAudio) -> None:
+        self.state = "idle"
+        self.prepared = None
+        if self.speaker is None or self.speaker.id != speaker.id:
+            return
+        self.takes.append(take)
+        self.take_audio[take.id] = audio
+        self.view.status_label.setText(f"Take {take.take} saved ({take.duration_s:.1f} s, {take.audio_format.upper()})")
+        self._show_progress()
+
+    def _save_failed(self, error: BaseException) -> None:
+        self.state = "idle"
+        self.view.status_label.setText(f"The take was not saved: {error}")
+
+    def retake(self) -> None:
+        """While recording: throw the take away and start again. Otherwise: record this prompt again (the newest
+        take of a prompt is the one that counts)."""
+        if self.state == "recording" and self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            self.meter_timer.stop()
+            self.state = "starting"
+            BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self)\
+                .success(lambda _none: (setattr(self, "state", "idle"), self.start_recording())).run()  # fmt: skip
+            return
+        if self.state == "idle":
+            self.start_recording()
+
+    def _abort_recording(self) -> None:
+        recorder, self.recorder = self.recorder, None
+        self.meter_timer.stop()
+        self.state = "idle"
+        if recorder is not None and recorder.recording:
+            try:
+                recorder.abort()  # a page or session closing: stopping the stream here is the only way to be sure
+            except Exception:  # noqa: BLE001 - a stream already gone
+                pass
+
+    # -- playback ----------------------------------------------------------------------------------------
+
+    def play_take(self) -> None:
+        take = self.current_take
+        if self.prepared is not None and self.shown_audio is not None:
+            self._play(self.shown_audio)
+        elif take is not None and take.id in self.take_audio:
+            self._play(self.take_audio[take.id])
+        elif take is not None and self.session is not None:
+
+            def read(project: Project, progress) -> ClipAudio:
+                from spokenbench.core.audio.io import decode_audio
+
+                decoded = decode_audio(read_take_audio(project, take), f"take {take.id}")
+                return prepare_clip(encode_wav(decoded.samples, decoded.rate), f"take {take.id}")
+
+            QueryOp(self.session, read, label="Reading the take", parent=self, supersede="take-audio").success(
+                lambda audio: (self.take_audio.__setitem__(take.id, audio), self._show_take(), self._play(audio))
+            ).run()
+        else:
+            self.view.status_label.setText("No take of this prompt yet: press R to record")
+
+    def _play(self, audio: ClipAudio) -> None:
+        self.play_requested_at = time.perf_counter()
+        if self.player is None:
+            return
+        self.player.stop()
+        self._buffer = QBuffer()
+        self._buffer.setData(QByteArray(audio.playback))
+        self._buffer.open(QIODevice.OpenModeFlag.ReadOnly)
+        self.player.setSourceDevice(self._buffer)
+        self.player.setPosition(0)
+        self.player.play()
+
+    def _make_player(self):
+        from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
+
+        player = QMediaPlayer(self)
+        self.audio_output = QAudioOutput(self)
+        settings = getattr(self.window_, "settings", None)
+        wanted = settings.value(AUDIO_OUTPUT_KEY, "") if settings is not None else ""
+        for device in QMediaDevices.audioOutputs():
+            if wanted and bytes(device.id()).decode(errors="replace") == wanted:
+                self.audio_output.setDevice(device)
+        player.setAudioOutput(self.audio_output)
+        return player
+
+    # -- cloning -----------------------------------------------------------------------------------------
+
+    def create_clone(self) -> JobOp | None:
+        speaker = self.speaker
+        if self.session is None or speaker is None:
+            return None
+        factory = self.clone_backend_factory
+        self.view.status_label.setText(f"Cloning the voice of {speaker.name} (loading the model can take a while)…")
+        return (
+            JobOp(
+                self.session,
+                lambda project, progress: create_cloned_voice(
+                    project, speaker.name, backend_factory=factory, progress=progress
+                ),
+                kind="clone",
+                changes={"cloned_voices"},
+                label=f"Cloning the voice of {speaker.name}",
+                parent=self,
+                error_title="Cannot create the cloned voice",
+            )
+            .success(self._cloned)
+            .failure(lambda error: self.view.status_label.setText(f"No cloned voice: {error}"), dialog=True)
+            .run()
+        )
+
+    def _cloned(self, voice: ClonedVoice) -> None:
+        self.last_clone = voice
+        self.view.status_label.setText(
+            f"Cloned voice of {voice.speaker} ready (from take {voice.take_id}); playing: “{voice.test_text}”"
+        )
+        BackgroundOp(self.session.runner, lambda progress: prepare_clip(voice.test_audio, "cloned voice test"), label="Preparing the test sentence", parent=self)\
+            .success(self._play).run()  # fmt: skip
+
+    # -- drawing -----------------------------------------------------------------------------------------
+
+    def _show_speaker(self) -> None:
+        view, speaker = self.view, self.speaker
+        if speaker is None:
+            view.speaker_label.setText("<b>Choose or add a speaker</b>")
+            view.set_prompt(0, 0, "", "")
+            view.progress_label.setText("")
+            view.show_checks(None)
+            view.clone_button.setEnabled(False)
+            return
+        consent = (
+            "consent given"
+            if speaker.consent_in_force
+            else "<span style='color:#b00020'>no consent: recording refused</span>"
+        )
+        view.speaker_label.setText(
+            f"<b>{speaker.name}</b> · {speaker.language or '—'} · {speaker.accent or '—'} · {consent}"
+        )
+        prompt = self.prompt
+        view.set_prompt(
+            self.prompt_index + 1, len(self.prompts), prompt.text if prompt else "", prompt.label if prompt else ""
+        )
+        view.clone_button.setEnabled(speaker.consent_in_force)
+        self._show_take()
+        self._show_progress()
+
+    def _show_take(self) -> None:
+        take = self.current_take
+        if self.state != "idle":
+            return
+        if take is None:
+            self.view.state_label.setText("Not recorded yet: press R and read the prompt")
+            self.view.state_label.setStyleSheet("font-weight:bold;")
+            self.view.show_checks(None)
+            self.view.waveform.set_clip(None, "no take yet")
+            return
+        verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
+        self.view.state_label.setText(f"Take {take.take}: {verdict}")
+        self.view.state_label.setStyleSheet(f"font-weight:bold; color:{'#2e7d32' if take.passed else '#b00020'};")
+        self.view.show_checks(take.checks)
+        audio = self.take_audio.get(take.id)
+        self.view.waveform.set_clip(audio, "" if audio else "Space plays the take")
+
+    def _show_progress(self) -> None:
+        if self.speaker is None:
+            return
+        self.view.progress_label.setText(script_progress(self.prompts, self.takes).text)
+
+    def closeEvent(self, event) -> None:
+        self._abort_recording()
+        super().closeEvent(event)

@@ -1,0 +1,277 @@
+"""The Speakers page against a fake input stream: the consent gate in the UI, record / stop / retake / play and
+prompt navigation with the keyboard, the checks shown after a take, speaker creation, withdrawal, cloning from
+the best take (a stub backend; the real one's missing package as a dialog), and the page without PortAudio."""
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from support import write_jsonl
+
+from spokenbench.app.speakers_page import SpeakersPage
+from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.recording.recorder import InputDevice, RecordingUnavailable, fake_stream_factory
+from spokenbench.core.recording.speakers import add_speaker, give_consent
+from spokenbench.core.store import Project, opened
+
+RATE = 16_000
+FAKE_DEVICE = InputDevice(None, "Fake microphone", 1, RATE, True)
+
+
+def speech(seconds: float, rate: int = RATE) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    voiced = np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 360 * t)
+    return (0.2 * voiced * (0.65 + 0.35 * np.sin(2 * np.pi * 4 * t))).astype(np.float32)
+
+
+def take_signal(seconds: float) -> np.ndarray:
+    silence = np.zeros(int(0.4 * RATE), dtype=np.float32)
+    return np.concatenate([silence, speech(seconds), silence])
+
+
+def fake(seconds: float):
+    """Streams a take of `seconds` of speech, then nothing (the test stops it)."""
+    return fake_stream_factory(take_signal(seconds), then_silence=False, noise_dbfs=-75)
+
+
+class StubClone(TTSBackend):
+    def __init__(self, references):
+        super().__init__(
+            name="clone",
+            model="stub",
+            accents={"en": (None,)},
+            voices=tuple(VoiceSpec(n, g) for n, (g, _) in references.items()),
+        )
+
+    async def synthesize(self, request):
+        return encode_wav(speech(0.8, 24_000), 24_000)
+
+
+@pytest.fixture
+def project_path(tmp_path):
+    rows = [
+        {
+            "id": f"q{i}",
+            "language": "en",
+            "question": f"Question number {i}?",
+            "options": ["a", "b", "c", "d"],
+            "answer": "A",
+        }
+        for i in range(3)
+    ]
+    with Project.create(tmp_path / "p") as project:
+        import_files(project, [write_jsonl(tmp_path / "q.jsonl", rows)], "mcq", ImportOptions(source="t"))
+        add_speaker(project, "Ana", "en", "british", "woman")
+    return tmp_path / "p"
+
+
+def make_page(qtbot, open_session, path, lister=lambda: [FAKE_DEVICE]):
+    page = SpeakersPage()
+    page.device_lister = lister
+    page.stream_factory = fake(1.2)
+    qtbot.addWidget(page)
+    page.resize(1100, 700)
+    page.show()
+    page.set_session(open_session(path))
+    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.prompts), timeout=5_000)
+    return page
+
+
+@pytest.fixture
+def page(qtbot, open_session, project_path):
+    page = make_page(qtbot, open_session, project_path)
+    qtbot.waitUntil(lambda: bool(page.devices), timeout=5_000)
+    return page
+
+
+@pytest.fixture
+def consented(project_path):
+    with opened(project_path) as project:
+        give_consent(project, "Ana", "I agree.", "tester")
+
+
+def reload_consented(page, qtbot):
+    """The consent was given outside the page (the `consented` fixture): read the speaker again."""
+    page._reload_speaker()
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.consent_in_force, timeout=5_000)
+
+
+def press(page, qtbot, key):
+    qtbot.keyClick(page.view, key)
+
+
+def record_take(page, qtbot, stop_key="r"):
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    assert page.recorder._stream.delivered_signal.wait(5)
+    before = len(page.takes)
+    press(page, qtbot, stop_key)
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == before + 1, timeout=5_000)
+    return page.takes[-1]
+
+
+def stored_takes(path):
+    with opened(path) as project:
+        return [tuple(r) for r in project.conn.execute("SELECT prompt_key, take, passed FROM recordings ORDER BY id")]
+
+
+def test_recording_is_refused_in_the_ui_until_consent_is_recorded(page, qtbot, project_path):
+    assert not page.speaker.consent_in_force and "no consent" in page.view.speaker_label.text()
+    press(page, qtbot, "r")
+    assert page.state == "idle" and page.recorder is None
+    assert "refused" in page.refused and "refused" in page.view.status_label.text()
+    dialog = page.open_consent_dialog()
+    assert "I, Ana, agree" in dialog.text_edit.toPlainText()
+    assert not dialog.agree_button.isEnabled()  # nothing is recorded before the box is ticked
+    dialog.agree_box.setChecked(True)
+    dialog.agree_button.click()
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.consent_in_force, timeout=5_000)
+    with opened(project_path) as project:
+        [(text, by, given_at)] = project.conn.execute("SELECT consent_text, recorded_by, given_at FROM consents")
+    assert text.startswith("I, Ana, agree") and by == page.annotator and given_at
+    take = record_take(page, qtbot)
+    assert take.passed
+
+
+def test_record_stop_shows_the_checks_and_stores_the_take(page, qtbot, consented, project_path):
+    reload_consented(page, qtbot)
+    take = record_take(page, qtbot)
+    assert take.passed and take.take == 1
+    text = page.view.checks_label.text()
+    assert text.count("✓ pass") == 4 and "trimmed" in text and "SNR" in text
+    assert "passed every check" in page.view.state_label.text()
+    assert page.view.meter.updates > 0
+    assert stored_takes(project_path) == [(page.prompts[0].key, 1, 1)]
+    with opened(project_path) as project:
+        assert project.audio.has(take.sha256, "flac")
+    qtbot.waitUntil(lambda: "1 / 3 prompts done" in page.view.progress_label.text(), timeout=5_000)
+    before = page.play_requested_at
+    press(page, qtbot, Qt.Key.Key_Space)
+    assert page.play_requested_at is not None and page.play_requested_at != before
+
+
+def test_a_failed_take_is_retaken_with_backspace(page, qtbot, consented, project_path):
+    reload_consented(page, qtbot)
+    page.stream_factory = fake(0.2)
+    short = record_take(page, qtbot)
+    assert not short.passed
+    assert "✗ fail" in page.view.checks_label.text() and "only 0.2" in page.view.checks_label.text()
+    assert "Backspace" in page.view.state_label.text()
+    page.stream_factory = fake(1.2)
+    press(page, qtbot, Qt.Key.Key_Backspace)  # records the prompt again
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    assert page.recorder._stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 2, timeout=5_000)
+    key = page.prompts[0].key
+    assert stored_takes(project_path) == [(key, 1, 0), (key, 2, 1)]
+    assert page.current_take.take == 2 and "Take 2" in page.view.status_label.text()
+
+
+def test_backspace_while_recording_starts_the_take_again(page, qtbot, consented, project_path):
+    reload_consented(page, qtbot)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    first = page.recorder
+    press(page, qtbot, Qt.Key.Key_Backspace)
+    qtbot.waitUntil(lambda: page.state == "recording" and page.recorder is not first, timeout=5_000)
+    assert not first.recording and stored_takes(project_path) == []  # the abandoned take was never stored
+    assert page.recorder._stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+
+
+def test_arrows_move_through_the_script_and_keys_wait_while_recording(page, qtbot, consented):
+    reload_consented(page, qtbot)
+    assert page.view.prompt_label.text() == "Question number 0?"
+    press(page, qtbot, Qt.Key.Key_Right)
+    assert page.prompt_index == 1 and "Prompt 2 of 3" in page.view.position_label.text()
+    assert "Not recorded yet" in page.view.state_label.text()
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    press(page, qtbot, Qt.Key.Key_Left)
+    assert page.prompt_index == 1 and "Stop recording first" in page.view.status_label.text()
+    assert page.recorder._stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and bool(page.takes), timeout=5_000)
+    assert page.takes[-1].prompt_key == page.prompts[1].key
+    press(page, qtbot, Qt.Key.Key_Left)
+    assert page.prompt_index == 0
+
+
+def test_a_speaker_is_added_from_the_dialog(page, qtbot, project_path):
+    dialog = page.open_add_dialog()
+    dialog.name_edit.setText("Kim")
+    dialog.language_box.setCurrentText("ko")
+    dialog.gender_edit.setText("non-binary")
+    dialog.buttons.accepted.emit()
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.name == "Kim", timeout=5_000)
+    assert page.speaker.gender_group == "other" and page.prompts == []
+    assert "No prompts" in page.view.position_label.text()
+    page.use_reading_text("First line to read.\nSecond line.")
+    qtbot.waitUntil(lambda: len(page.prompts) == 2, timeout=5_000)
+    assert page.view.prompt_label.text() == "First line to read."
+    duplicate = page.open_add_dialog()
+    duplicate.name_edit.setText("Kim")
+    duplicate.buttons.accepted.emit()
+    qtbot.waitUntil(lambda: "already exists" in duplicate.error_label.text(), timeout=5_000)
+
+
+def test_cloning_from_the_best_take_then_withdrawing_deletes_it(page, qtbot, consented, project_path):
+    reload_consented(page, qtbot)
+    take = record_take(page, qtbot)
+    page.clone_backend_factory = StubClone
+    page.view.clone_button.click()
+    qtbot.waitUntil(lambda: page.last_clone is not None, timeout=10_000)
+    assert page.last_clone.take_id == take.id and "Cloned voice of Ana ready" in page.view.status_label.text()
+    qtbot.waitUntil(lambda: page.play_requested_at is not None, timeout=5_000)
+    page.withdraw("Ana")
+    qtbot.waitUntil(lambda: "withdrawn" in page.view.status_label.text(), timeout=5_000)
+    qtbot.waitUntil(
+        lambda: page.speaker is not None and not page.speaker.consent_in_force and not page.takes, timeout=5_000
+    )
+    with opened(project_path) as project:
+        assert project.conn.execute("SELECT count(*) FROM cloned_voices").fetchone()[0] == 0
+        assert not project.audio.has(take.sha256, "flac")
+    press(page, qtbot, "r")
+    assert page.state == "idle" and "refused" in page.refused
+
+
+def test_the_real_clone_backend_missing_is_shown_as_a_dialog(page, qtbot, consented, dialogs):
+    pytest.importorskip("numpy")
+    try:
+        import chatterbox  # noqa: F401
+
+        pytest.skip("chatterbox is installed here")
+    except ImportError:
+        pass
+    reload_consented(page, qtbot)
+    record_take(page, qtbot)
+    job = page.create_clone()
+    qtbot.waitSignal(job.finished, timeout=10_000).wait()
+    assert job.status == "failed"
+    assert any("spokenbench-studio[cloning]" in d.text for d in dialogs)
+    assert "No cloned voice" in page.view.status_label.text()
+
+
+def test_without_portaudio_the_page_says_what_to_install_and_the_rest_works(qtbot, open_session, project_path):
+    def no_portaudio():
+        raise RecordingUnavailable("Recording needs the PortAudio library: apt-get install libportaudio2")
+
+    page = make_page(qtbot, open_session, project_path, lister=no_portaudio)
+    qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)
+    assert "libportaudio2" in page.view.banner.text()
+    assert not page.view.buttons["record"].isEnabled()
+    dialog = page.open_consent_dialog()
+    dialog.agree_box.setChecked(True)
+    dialog.agree_button.click()
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.consent_in_force, timeout=5_000)
+    press(page, qtbot, "r")
+    assert page.state == "idle" and "not available" in page.refused
+
+
+def test_no_input_device_is_explained(qtbot, open_session, project_path):
+    page = make_page(qtbot, open_session, project_path, lister=lambda: [])
+    qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)
+    assert "No audio input device" in page.view.banner.text()

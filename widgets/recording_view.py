@@ -1,0 +1,427 @@
+"""The Speakers page's views: the speaker list, the add-speaker and consent dialogs, the live level meter and the
+recorder panel (prompt, take, checks, progress, keys). They only draw and report keys and clicks; the page
+(`app/speakers_page.py`) drives the recorder and runs every read and write off the UI thread."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QPainter
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from spokenbench.core.recording.speakers import Speaker
+from spokenbench.widgets.rating_view import key_name
+from spokenbench.widgets.waveform import WaveformView
+
+# action -> (button label, keys): one table for the buttons, the key handling and the help line
+RECORDER_KEYS = {
+    "record": ("Record / Stop", ("R",)),
+    "retake": ("Retake", ("Backspace",)),
+    "play": ("Play", ("Space",)),
+    "previous": ("Previous", ("Left",)),
+    "next": ("Next", ("Right",)),
+}
+METER_FLOOR_DB = -60.0
+
+
+def action_for_key(name: str) -> str | None:
+    key = name.upper() if len(name) == 1 else name
+    return next((action for action, (_label, keys) in RECORDER_KEYS.items() if key in keys), None)
+
+
+class LevelMeter(QWidget):
+    """A horizontal meter: RMS as the bar, the peak as a line that falls back slowly, -60…0 dBFS."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setMinimumHeight(22)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.rms_db = METER_FLOOR_DB
+        self.peak_db = METER_FLOOR_DB
+        self.held_peak_db = METER_FLOOR_DB
+        self._held_at = 0.0
+        self.updates = 0
+
+    def set_level(self, rms_db: float, peak_db: float) -> None:
+        self.rms_db, self.peak_db = rms_db, peak_db
+        now = time.monotonic()
+        if peak_db >= self.held_peak_db or now - self._held_at > 1.0:
+            self.held_peak_db, self._held_at = peak_db, now
+        self.updates += 1
+        self.setToolTip(f"RMS {rms_db:.1f} dBFS, peak {peak_db:.1f} dBFS")
+        self.update()
+
+    def reset(self) -> None:
+        self.rms_db = self.peak_db = self.held_peak_db = METER_FLOOR_DB
+        self.update()
+
+    @staticmethod
+    def _fraction(db: float) -> float:
+        return min(1.0, max(0.0, (db - METER_FLOOR_DB) / -METER_FLOOR_DB))
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        painter.fillRect(rect, QColor("#20242c"))
+        width = rect.width() * self._fraction(self.rms_db)
+        colour = "#d9534f" if self.peak_db > -1.0 else "#f0ad4e" if self.rms_db > -12 else "#5cb85c"
+        painter.fillRect(QRectF(rect.left(), rect.top(), width, rect.height()), QColor(colour))
+        x = rect.left() + rect.width() * self._fraction(self.held_peak_db)
+        painter.setPen(QColor("white"))
+        painter.drawLine(int(x), int(rect.top()), int(x), int(rect.bottom()))
+        painter.end()
+
+
+class SpeakerListView(QWidget):
+    """The project's speakers with their consent and progress; add, consent and withdraw buttons."""
+
+    selected = Signal(str)
+    add_requested = Signal()
+    consent_requested = Signal()
+    withdraw_requested = Signal()
+
+    COLUMNS = ("Speaker", "Language", "Accent", "Gender", "Consent", "Prompts done", "Cloned")
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.add_button = QPushButton("Add speaker…")
+        self.consent_button = QPushButton("Consent…")
+        self.withdraw_button = QPushButton("Withdraw consent…")
+        self.add_button.clicked.connect(self.add_requested)
+        self.consent_button.clicked.connect(self.consent_requested)
+        self.withdraw_button.clicked.connect(self.withdraw_requested)
+        for button in (self.add_button, self.consent_button, self.withdraw_button):
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.consent_button)
+        buttons.addWidget(self.withdraw_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("<h3>Speakers</h3>"))
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        self._names: list[str] = []
+        self.set_buttons(None)
+
+    def set_speakers(self, speakers: list[Speaker], keep: str | None = None) -> None:
+        self.table.blockSignals(True)
+        self._names = [s.name for s in speakers]
+        self.table.setRowCount(len(speakers))
+        for row, s in enumerate(speakers):
+            gender = s.gender_self_described or "—"
+            if s.gender_group not in ("unspecified",) and s.gender_self_described != s.gender_group:
+                gender += f" ({s.gender_group})"
+            cells = [
+                s.name,
+                s.language or "—",
+                s.accent or "—",
+                gender,
+                s.consent_state,
+                str(s.prompts_done),
+                str(s.cloned_voices),
+            ]
+            for column, text in enumerate(cells):
+                self.table.setItem(row, column, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+        self.table.blockSignals(False)
+        if keep in self._names:
+            self.table.selectRow(self._names.index(keep))
+        elif speakers:
+            self.table.selectRow(0)
+        self._selection_changed()
+
+    def selected_name(self) -> str | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self._names[rows[0].row()] if rows and rows[0].row() < len(self._names) else None
+
+    def select(self, name: str) -> None:
+        if name in self._names:
+            self.table.selectRow(self._names.index(name))
+
+    def set_buttons(self, speaker: Speaker | None) -> None:
+        self.consent_button.setEnabled(speaker is not None and not speaker.consent_in_force)
+        self.withdraw_button.setEnabled(speaker is not None and speaker.consent_in_force)
+
+    def _selection_changed(self) -> None:
+        name = self.selected_name()
+        if name is not None:
+            self.selected.emit(name)
+
+
+class AddSpeakerDialog(QDialog):
+    """Name, language, accent and gender in the speaker's own words."""
+
+    submitted = Signal(dict)
+
+    def __init__(self, parent: QWidget | None = None, languages: list[str] | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Add speaker")
+        self.name_edit = QLineEdit()
+        self.language_box = QComboBox()
+        self.language_box.setEditable(True)
+        self.language_box.addItems(languages or ["en", "zh", "ko"])
+        self.accent_edit = QLineEdit()
+        self.accent_edit.setPlaceholderText("e.g. american, british, indian, beijing, seoul")
+        self.gender_edit = QLineEdit()
+        self.gender_edit.setPlaceholderText("in the speaker's own words (optional)")
+        self.notes_edit = QLineEdit()
+        self.error_label = QLabel()
+        self.error_label.setStyleSheet("color:#b00020;")
+        self.error_label.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Name", self.name_edit)
+        form.addRow("Language", self.language_box)
+        form.addRow("Accent", self.accent_edit)
+        form.addRow("Gender", self.gender_edit)
+        form.addRow("Notes", self.notes_edit)
+        hint = QLabel(
+            "Gender is stored as the speaker describes it; the gender study uses a group derived from it "
+            "(male, female, other, unspecified)."
+        )
+        hint.setWordWrap(True)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self._submit)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(hint)
+        layout.addWidget(self.error_label)
+        layout.addWidget(self.buttons)
+
+    def add_languages(self, languages: list[str]) -> None:
+        """Offer the project's languages too; what was typed or chosen stays."""
+        current = self.language_box.currentText()
+        known = {self.language_box.itemText(i) for i in range(self.language_box.count())}
+        self.language_box.addItems([language for language in languages if language not in known])
+        self.language_box.setCurrentText(current)
+
+    def values(self) -> dict:
+        return {
+            "name": self.name_edit.text().strip(),
+            "language": self.language_box.currentText().strip(),
+            "accent": self.accent_edit.text().strip() or None,
+            "gender": self.gender_edit.text().strip() or None,
+            "notes": self.notes_edit.text().strip() or None,
+        }
+
+    def _submit(self) -> None:
+        self.error_label.setText("")
+        self.submitted.emit(self.values())
+
+    def show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+
+
+class ConsentDialog(QDialog):
+    """The consent text the speaker reads and agrees to; agreement is recorded with the time and who took it."""
+
+    agreed = Signal(str, str)  # consent text, recorded by
+
+    def __init__(self, speaker: str, text: str, recorded_by: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(f"Consent of {speaker}")
+        self.text_edit = QPlainTextEdit(text)
+        self.text_edit.setMinimumSize(520, 200)
+        self.by_edit = QLineEdit(recorded_by)
+        self.agree_box = QCheckBox(f"{speaker} has read this text and agrees to it")
+        self.error_label = QLabel()
+        self.error_label.setStyleSheet("color:#b00020;")
+        self.error_label.setWordWrap(True)
+        self.agree_button = QPushButton("Record agreement")
+        self.agree_button.setEnabled(False)
+        cancel = QPushButton("Cancel")
+        cancel.clicked.connect(self.reject)
+        self.agree_button.clicked.connect(self._agree)
+        self.agree_box.toggled.connect(self._update)
+        self.by_edit.textChanged.connect(self._update)
+        self.text_edit.textChanged.connect(self._update)
+        form = QFormLayout()
+        form.addRow("Consent taken by", self.by_edit)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(cancel)
+        buttons.addWidget(self.agree_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel(f"<b>Read this text to or with {speaker}.</b> Recording is refused until they agree."))
+        layout.addWidget(self.text_edit, 1)
+        layout.addLayout(form)
+        layout.addWidget(self.agree_box)
+        layout.addWidget(self.error_label)
+        layout.addLayout(buttons)
+
+    def _update(self) -> None:
+        ready = (
+            self.agree_box.isChecked()
+            and bool(self.by_edit.text().strip())
+            and bool(self.text_edit.toPlainText().strip())
+        )
+        self.agree_button.setEnabled(ready)
+
+    def _agree(self) -> None:
+        self.error_label.setText("")
+        self.agreed.emit(self.text_edit.toPlainText(), self.by_edit.text().strip())
+
+    def show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+
+
+class RecorderView(QWidget):
+    """The prompt to read, the device and level meter, the take and its checks, progress, and the keys. Keys are
+    reported by action through `action_requested` (buttons too)."""
+
+    action_requested = Signal(str)
+    device_chosen = Signal(int)
+    reading_list_requested = Signal()
+    project_prompts_requested = Signal()
+    clone_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:6px; border:1px solid #e0c36a;")
+        self.banner.hide()
+        self.speaker_label = QLabel("Choose or add a speaker")
+        self.progress_label = QLabel()
+        self.progress_label.setAlignment(Qt.AlignmentFlag.AlignRight)
+        top = QHBoxLayout()
+        top.addWidget(self.speaker_label, 1)
+        top.addWidget(self.progress_label)
+        self.device_box = QComboBox()
+        self.device_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.device_box.currentIndexChanged.connect(self.device_chosen)
+        self.meter = LevelMeter()
+        devices = QHBoxLayout()
+        devices.addWidget(QLabel("Input"))
+        devices.addWidget(self.device_box, 1)
+        devices.addWidget(self.meter, 2)
+        self.position_label = QLabel()
+        self.prompt_label = QLabel()
+        self.prompt_label.setWordWrap(True)
+        self.prompt_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.prompt_label.setStyleSheet("font-size:20px; padding:10px 0;")
+        self.state_label = QLabel()
+        self.state_label.setStyleSheet("font-weight:bold;")
+        self.waveform = WaveformView()
+        self.waveform.setMinimumHeight(80)
+        self.checks_label = QLabel()
+        self.checks_label.setWordWrap(True)
+        self.checks_label.setTextFormat(Qt.TextFormat.RichText)
+        self.status_label = QLabel()
+        self.status_label.setWordWrap(True)
+        self.buttons: dict[str, QPushButton] = {}
+        grid = QGridLayout()
+        for index, (action, (label, keys)) in enumerate(RECORDER_KEYS.items()):
+            button = QPushButton(f"{label}  ({' / '.join(keys)})")
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.clicked.connect(lambda _checked=False, a=action: self.action_requested.emit(a))
+            self.buttons[action] = button
+            grid.addWidget(button, 0, index)
+        self.reading_list_button = QPushButton("Load reading list…")
+        self.project_button = QPushButton("Use project questions")
+        self.clone_button = QPushButton("Create cloned voice")
+        for button, signal in (
+            (self.reading_list_button, self.reading_list_requested),
+            (self.project_button, self.project_prompts_requested),
+            (self.clone_button, self.clone_requested),
+        ):
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.clicked.connect(signal)
+        extra = QHBoxLayout()
+        extra.addWidget(self.reading_list_button)
+        extra.addWidget(self.project_button)
+        extra.addStretch(1)
+        extra.addWidget(self.clone_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
+        layout.addLayout(top)
+        layout.addLayout(devices)
+        layout.addWidget(self.position_label)
+        layout.addWidget(self.prompt_label)
+        layout.addWidget(self.state_label)
+        layout.addWidget(self.waveform, 1)
+        layout.addWidget(self.checks_label)
+        layout.addLayout(grid)
+        layout.addLayout(extra)
+        layout.addWidget(self.status_label)
+
+    def set_banner(self, text: str | None) -> None:
+        self.banner.setText(text or "")
+        self.banner.setVisible(bool(text))
+
+    def set_devices(self, labels: list[str]) -> None:
+        self.device_box.blockSignals(True)
+        self.device_box.clear()
+        self.device_box.addItems(labels)
+        self.device_box.setEnabled(bool(labels))
+        self.device_box.blockSignals(False)
+
+    def set_prompt(self, position: int, total: int, text: str, label: str) -> None:
+        if total == 0:
+            self.position_label.setText("No prompts: load a reading list, or add items in the speaker's language")
+            self.prompt_label.setText("")
+            return
+        self.position_label.setText(f"Prompt {position} of {total} · {label}")
+        self.prompt_label.setText(text)
+
+    def show_checks(self, checks: list[dict] | None, header: str = "") -> None:
+        if not checks:
+            self.checks_label.setText(header)
+            return
+        rows = "".join(
+            f"<tr><td style='color:{'#2e7d32' if c['passed'] else '#b00020'}; padding-right:8px'>"
+            f"{'✓ pass' if c['passed'] else '✗ fail'}</td><td style='padding-right:8px'>{c['name'].replace('_', ' ')}</td>"
+            f"<td>{_escape(c['reason'])}</td></tr>"
+            for c in checks
+        )
+        self.checks_label.setText(f"{header}<table>{rows}</table>")
+
+    def set_recording_enabled(self, enabled: bool) -> None:
+        for action in ("record", "retake"):
+            self.buttons[action].setEnabled(enabled)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.isAutoRepeat():
+            event.accept()
+            return
+        action = action_for_key(key_name(event))
+        if action is not None:
+            self.action_requested.emit(action)
+            event.accept()
+        else:
+            super().keyPressEvent(event)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
