@@ -1,0 +1,291 @@
+"""The Results page's panels (core/panels.py): values on a hand-built table match the engine and hand
+computation, intervals contain their estimates and equal the engine's bootstrap, the rows behind a point are the
+right ones, and the published layer carries the CSVs' numbers with the paper and table they come from."""
+
+import csv
+import math
+from statistics import mean
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from spokenbench.core.metrics import mcq
+from spokenbench.core.metrics.analysis import analyze_mcq, mcq_intervals
+from spokenbench.core.metrics.gender_probe import compute_gender_probe, prepare_gender_probe
+from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
+from spokenbench.core.panels import (
+    PANEL_ORDER,
+    _kendall_tau_b,
+    _median_with_interval,
+    compute_panels,
+    point_details,
+    project_panels,
+    published_for,
+    wilson,
+)
+from spokenbench.core.progress import no_progress
+from spokenbench.core.published import published_table
+from spokenbench.core.store import opened
+
+GOLD = {"q1": "A", "q2": "B", "q3": "C", "q4": "D"}
+ORDERS = {"original": "ABCD", "reversed": "DCBA"}
+
+
+def tiny_table() -> pd.DataFrame:
+    """m1 is always right except with the male voice in reversed order, where it says the presented 'A';
+    m2 always says the presented 'B'. 2 models × 4 questions × 2 genders × 2 orders = 32 rows."""
+    rows = []
+    for model in ("m1", "m2"):
+        for question, gold in GOLD.items():
+            for gender in ("female", "male"):
+                for order, presented in ORDERS.items():
+                    if model == "m2":
+                        letter = "B"
+                    elif gender == "male" and order == "reversed":
+                        letter = "A"
+                    else:
+                        letter = "ABCD"[presented.index(gold)]
+                    rows.append(
+                        {
+                            "question_id": question,
+                            "model": model,
+                            "answer": gold,
+                            "prediction": letter,
+                            "option_order": presented,
+                            "cultural_label": "CS" if question in ("q1", "q2") else "CA",
+                            "gender": gender,
+                            "order": order,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return compute_panels(tiny_table(), simulated={"m2": True}, n_resamples=200)
+
+
+def points(panels, key, **match):
+    return [p for p in panels.panels[key].points if all(getattr(p, k) == v for k, v in match.items())]
+
+
+def one(panels, key, **match):
+    [found] = points(panels, key, **match)
+    return found
+
+
+def test_every_panel_is_there_and_labels_who_made_the_numbers(tiny):
+    assert list(tiny.panels) == list(PANEL_ORDER)
+    assert tiny.series == ["m1", "m2"] and tiny.simulated == {"m1": False, "m2": True}
+    assert {p.source for p in tiny.panels["accuracy_by_level"].points if p.series == "m2"} == {"yours (simulated)"}
+    assert {p.source for p in tiny.panels["accuracy_by_level"].points if p.series == "m1"} == {"yours"}
+    table = tiny.panels["accuracy_by_level"].tables["accuracy_by_level"]
+    assert set(table.loc[table["model"] == "m2", "source"]) == {"yours (simulated)"}
+    assert tiny.panels["gender_probe"].empty  # no probes in this table
+    assert set(tiny.timings) >= set(PANEL_ORDER) | {"total"}
+
+
+def test_accuracy_by_level_matches_hand_computation_and_the_engine(tiny):
+    assert one(tiny, "accuracy_by_level", series="m1", facet="gender", x="female").value == 100
+    assert one(tiny, "accuracy_by_level", series="m1", facet="gender", x="male").value == 62.5  # 4 + 1 of 8
+    assert one(tiny, "accuracy_by_level", series="m1", facet="order", x="reversed").value == 62.5
+    assert one(tiny, "accuracy_by_level", series="m2", facet="order", x="original").value == 25  # only q2
+    engine = mcq.accuracy_by(analyze_mcq(tiny_table(), ["gender", "order"]).data, ["gender"])
+    for row in engine.itertuples():
+        assert one(tiny, "accuracy_by_level", series=row.model, facet="gender", x=row.gender).value == pytest.approx(
+            100 * row.accuracy
+        )
+    male = one(tiny, "accuracy_by_level", series="m1", facet="gender", x="male")
+    frame = tiny.responses_behind(male)
+    assert len(frame) == male.n == 8 and set(frame["gender"]) == {"male"} and set(frame["model"]) == {"m1"}
+    assert male.questions == ("q1", "q2", "q3", "q4")
+    deltas = tiny.panels["accuracy_by_level"].tables["delta_by_factor"]
+    m1_gender = deltas[(deltas["model"] == "m1") & (deltas["factor"] == "gender")].iloc[0]
+    assert m1_gender["delta"] == "female − male" and m1_gender["delta_pct"] == 37.5
+    assert m1_gender["ci_low"] <= 37.5 <= m1_gender["ci_high"]
+    cross = tiny.panels["accuracy_by_level"].tables["delta_table_order"]
+    assert "delta_original_minus_reversed_pct_ci_low" in cross.columns
+    assert ((cross["ci_low"] <= cross["accuracy_pct"]) & (cross["accuracy_pct"] <= cross["ci_high"])).all()
+
+
+def test_entropy_points_are_the_per_question_entropies(tiny):
+    # m1 on q1: A, A, A and D (the male voice, reversed order) → H = -(.75 ln .75 + .25 ln .25) / ln 4
+    expected = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25)) / math.log(4)
+    [q1] = [
+        p for p in points(tiny, "entropy_distribution", series="m1", facet="question entropy") if p.questions == ("q1",)
+    ]
+    assert q1.value == pytest.approx(expected) and q1.n == 4
+    [q4] = [
+        p for p in points(tiny, "entropy_distribution", series="m1", facet="question entropy") if p.questions == ("q4",)
+    ]
+    assert q4.value == 0
+    m2 = [p.value for p in points(tiny, "entropy_distribution", series="m2", facet="question entropy")]
+    assert m2 == pytest.approx([0.5] * 4)  # B in the original order, C reversed: two answers, two each
+    mean_point = one(tiny, "entropy_distribution", series="m2", facet="summary", x="mean")
+    assert mean_point.value == pytest.approx(0.5) and mean_point.low == pytest.approx(0.5)
+
+
+def test_gold_position_mcnemar_voting_and_ranks_match_hand_computation(tiny):
+    # reversed order puts q4's gold at A, q3's at B, q2's at C, q1's at D; m1 misses only the male voice there
+    deltas = {p.x: p.value for p in points(tiny, "gold_position", series="m1", facet="Δ accuracy vs original")}
+    assert deltas == {"A": 0, "B": -50, "C": -50, "D": -50}
+    mcnemar = one(tiny, "mcnemar", series="original − reversed", x="m1")
+    assert mcnemar.value == pytest.approx(100 * 3 / 8)  # b = 3 pairs right only in the original order, c = 0
+    assert mcnemar.n == 3 and len(mcnemar.rows) == 6  # both responses of each discordant pair
+    assert mcnemar.questions == ("q1", "q2", "q3")
+    table = tiny.panels["mcnemar"].tables["mcnemar"]
+    assert table.loc[table["model"] == "m1", "original_only_correct"].item() == 3
+    # full vote over both orders: the male voice on q1-q3 ties between gold and another option (1/2 each)
+    full = one(tiny, "permutation_voting", series="full", x="m1", facet="accuracy")
+    assert full.value == pytest.approx(100 * (4 + 0.5 * 3 + 1) / 8)
+    engine = analyze_mcq(tiny_table(), ["gender", "order"]).selection
+    for row in engine.voting.itertuples():
+        assert one(tiny, "permutation_voting", series=row.permutation, x=row.model, facet="accuracy").value == (
+            pytest.approx(100 * row.accuracy)
+        )
+        rsd = one(tiny, "permutation_voting", series=row.permutation, x=row.model, facet="RSD").value
+        assert rsd == pytest.approx(row.rsd)
+    ranks = {(p.series, p.x): p.value for p in tiny.panels["ranking_changes"].points}
+    assert ranks[("m1", "original")] == 1 and ranks[("m2", "original")] == 2
+
+
+def test_intervals_contain_their_estimates_on_a_benchmark_shaped_table():
+    frame = pd.concat([biasinear_like(40, 3, seed=1), gender_probe_like(24, seed=1)], ignore_index=True)
+    panels = compute_panels(frame, n_resamples=300)
+    checked = 0
+    for key, panel in panels.panels.items():
+        assert panel.empty is None, key
+        for point in panel.points:
+            if panel.key == "entropy_distribution" and point.facet != "summary":
+                continue  # a single question's entropy is shown as it is (its summaries carry intervals)
+            assert point.has_interval, (key, point.facet, point.x, point.series)
+            assert point.low - 1e-9 <= point.value <= point.high + 1e-9, (key, point)
+            if point.xvalue is not None:
+                assert point.xlow - 1e-9 <= point.xvalue <= point.xhigh + 1e-9
+            checked += 1
+    assert checked > 150
+
+
+def test_the_joint_bootstrap_gives_the_engines_intervals():
+    frame = biasinear_like(30, 3, seed=2)
+    panels = compute_panels(frame, factors=["language", "accent", "gender", "order"], n_resamples=250)
+    analysis = analyze_mcq(frame, ["language", "accent", "gender", "order"])
+    engine = mcq_intervals(analysis.metrics, analysis.selection, 250, 20240521, no_progress())
+    for point in panels.panels["kappa_vs_apes"].points:
+        m = analysis.data.models.index(point.series)
+        assert (point.low, point.high) == pytest.approx(engine[m][f"fleiss_kappa[{point.x}]"], abs=1e-12)
+        assert (point.xlow, point.xhigh) == pytest.approx(engine[m][f"apes[{point.x}]"], abs=1e-12)
+    for point in points(panels, "gold_position", facet="RSD"):
+        assert (point.low, point.high) == pytest.approx(engine[analysis.data.models.index(point.x)]["rsd"], abs=1e-12)
+
+
+def test_gender_probe_panel_matches_the_engine():
+    frame = gender_probe_like(30, seed=3)
+    panels = compute_panels(frame, n_resamples=200)
+    data = prepare_gender_probe(frame)
+    # the one text model (no voice) becomes every speech model's backbone
+    engine = compute_gender_probe(data, {"speech_a": "text_a", "speech_b": "text_a"}, n_resamples=200).table
+    for row in engine.itertuples():
+        for facet, column in (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa")):
+            value = getattr(row, column)
+            if math.isnan(value):
+                continue
+            point = one(panels, "gender_probe", series=row.model, x=row.category, facet=facet)
+            assert point.value == pytest.approx(value)
+            assert (point.low, point.high) == pytest.approx(
+                (getattr(row, f"{column}_ci_low"), getattr(row, f"{column}_ci_high"))
+            )
+    point = one(panels, "gender_probe", series="speech_a", x="stereotypical", facet="J")
+    assert set(panels.responses_behind(point, probe=True)["category"]) == {"stereotypical"}
+
+
+def read_csv(study, name):
+    with published_table(study, name).open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def published_points(key, table):
+    [found] = [p for p in published_for(key) if p.table == table]
+    return found
+
+
+def test_published_numbers_are_the_csvs_with_their_paper_and_table():
+    accent = published_points("accuracy_by_level", "Table 19")
+    assert accent.label == "published — BiasInEar, Table 19" and accent.file == "table19_accuracy_accent.csv"
+    rows = read_csv("biasinear", "table19_accuracy_accent.csv")
+    beijing = mean(float(r["accuracy_pct"]) for r in rows if r["accent"] == "beijing")
+    [point] = [p for p in accent.points if p.x == "beijing"]
+    assert point.series == "Gemini 2.5 Flash" and point.value == pytest.approx(beijing)
+    assert point.source == accent.label and not point.has_interval
+    assert len(accent.frame) == len(rows) and list(accent.frame.columns) == list(rows[0])
+
+    order = published_points("accuracy_by_level", "Tables 6, 11-17")
+    assert len({p.series for p in order.points}) == 9  # every BiasInEar model
+
+    gender = published_points("gender_probe", "Table 1")
+    assert gender.label == "published — Gender paper, Table 1"
+    table1 = {
+        (r["model"], r["category"], r["metric"]): float(r["value"])
+        for r in read_csv("gender_differentiation", "table01_speechlm_baseline.csv")
+    }
+    table8 = {
+        (r["model"], r["category"]): r
+        for r in read_csv("gender_differentiation", "table08_overlap_ci_sec3_baseline.csv")
+    }
+    [j] = [p for p in gender.points if p.series == "LLaMA-Omni1 8B" and p.x == "independent" and p.facet == "J"]
+    assert j.value == table1[("LLaMA-Omni1 8B", "independent", "response_overlap_j")]
+    ci = table8[("LLaMA-Omni1 8B", "independent")]
+    assert (j.low, j.high) == (float(ci["ci95_lower"]), float(ci["ci95_upper"]))
+    [delta] = [p for p in gender.points if p.series == "LLaMA-Omni2 0.5B" and p.x == "stereotypical" and p.facet == "Δ"]
+    assert delta.value == table1[("LLaMA-Omni2 0.5B", "stereotypical", "gender_preference_delta")]
+
+    voting = published_points("permutation_voting", "Table 3")
+    assert voting.label == "published — Hearing the Order, Table 3"
+    table3 = read_csv("hearing_the_order", "table03_permutation_results.csv")
+    for permutation in ("original", "full"):
+        [printed] = [
+            r
+            for r in table3
+            if r["model"] == "Phi-4-Multimodal"
+            and r["permutation"] == permutation
+            and r["dataset"] == "SPEECH-MMAU"
+            and r["metric"] == "rsd"
+        ]
+        [p] = [
+            p
+            for p in voting.points
+            if p.x == "Phi-4-Multimodal" and p.series == permutation and p.facet == "RSD · SPEECH-MMAU"
+        ]
+        assert p.value == float(printed["value"])
+    for key in PANEL_ORDER:
+        assert published_for(key), key  # every panel has the papers' numbers beside it
+
+
+def test_small_helpers():
+    low, high = wilson(np.array([8]), np.array([10]))
+    assert (low[0], high[0]) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+    values = np.arange(100, dtype=float)
+    median, (low, high) = _median_with_interval(values)
+    assert median == 49.5 and low < median < high and (low, high) == (40.0, 60.0)
+    rng = np.random.default_rng(0)
+    x, y = rng.random((5, 6)), rng.random((5, 6))
+    y[:, 2] = x[:, 2]
+    for row in range(5):
+        assert _kendall_tau_b(x[row : row + 1], y[row : row + 1])[0] == pytest.approx(
+            stats.kendalltau(x[row], y[row]).statistic
+        )
+
+
+def test_the_demo_projects_runs_are_simulated_and_their_questions_readable(built_demo):
+    with opened(built_demo) as project:
+        panels = project_panels(project, n_resamples=100)
+        assert len(panels.runs) == 3 and panels.any_simulated
+        assert all(source == "yours (simulated)" for source in {p.source for p in panels.panels["mcnemar"].points})
+        point = one(panels, "accuracy_by_level", series=panels.series[0], facet="accent", x="british")
+        details = point_details(project, panels, point, limit=20)
+    assert len(details) == 20 and set(details["accent"]) == {"british"}
+    assert details["question_text"].str.len().gt(0).all() and details["options"].str.contains("A. ").all()
+    assert set(details["audio_kind"]) <= {"question clip, same accent and voice gender", "question clip, same accent"}
+    assert all(path.endswith((".wav", ".flac", ".mp3", ".ogg")) for path in details["audio_path"])
