@@ -53,6 +53,7 @@ from spokenbench.widgets.recording_view import AddSpeakerDialog, ConsentDialog, 
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip
 
 SPEAKER_TABLES = frozenset({"speakers", "consents", "recordings", "cloned_voices"})
+RECORDING_TEXT = "● Recording {seconds:.1f} s — R stops, Backspace starts again"
 METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
 
 
@@ -85,6 +86,7 @@ class SpeakersPage(QWidget):
         self.devices: list[InputDevice] = []
         self.recording_problem: str | None = "Looking for input devices…"
         self.recorder: Recorder | None = None
+        self.recording_since = 0.0
         self.state = "idle"  # idle, starting, recording, stopping, saving
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
@@ -103,6 +105,7 @@ class SpeakersPage(QWidget):
         splitter.addWidget(self.list_view)
         splitter.addWidget(self.view)
         splitter.setStretchFactor(1, 2)
+        splitter.setSizes([440, 760])
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -453,7 +456,8 @@ class SpeakersPage(QWidget):
         if recorder is not self.recorder or self.state != "starting":
             return
         self.state = "recording"
-        self.view.state_label.setText("● Recording — press R to stop, Backspace to start again")
+        self.recording_since = time.monotonic()
+        self.view.state_label.setText(RECORDING_TEXT.format(seconds=0.0))
         self.view.state_label.setStyleSheet("font-weight:bold; color:#b00020;")
         self.meter_timer.start()
 
@@ -471,6 +475,8 @@ class SpeakersPage(QWidget):
         if levels:
             self.view.meter.set_level(max(lv.rms_dbfs for lv in levels), max(lv.peak_dbfs for lv in levels))
             self.meter_updates.append(time.perf_counter())
+            if self.state == "recording":
+                self.view.state_label.setText(RECORDING_TEXT.format(seconds=time.monotonic() - self.recording_since))
 
     def stop_recording(self, then_record: bool = False) -> BackgroundOp | None:
         """Stop the stream, check and encode the take off the UI thread; show the checks; save it."""
