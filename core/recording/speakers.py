@@ -112,7 +112,7 @@ class Speaker:
     consent: Consent | None  # the newest consent, withdrawn or not
     takes: int = 0
     passing_takes: int = 0
-    prompts_done: int = 0  # prompts with a passing take
+    prompts_done: int = 0  # prompts whose newest take passed every check
     cloned_voices: int = 0
 
     @property

@@ -123,12 +123,21 @@ def all_speakers(conn: sqlite3.Connection) -> list[SpeakerRow]:
 
 
 def speaker_take_counts(conn: sqlite3.Connection) -> dict[int, tuple[int, int, int]]:
-    """speaker id → (takes, passing takes, prompts with a passing take)."""
-    rows = conn.execute(
-        "SELECT speaker_id, count(*), coalesce(sum(passed), 0), count(DISTINCT CASE WHEN passed = 1 THEN prompt_key END) "
-        "FROM recordings GROUP BY speaker_id"
+    """speaker id → (takes, passing takes, prompts whose newest take passed)."""
+    counts = {
+        speaker_id: [takes, passing, 0]
+        for speaker_id, takes, passing in conn.execute(
+            "SELECT speaker_id, count(*), coalesce(sum(passed), 0) FROM recordings GROUP BY speaker_id"
+        )
+    }
+    newest_passing = conn.execute(
+        "SELECT r.speaker_id, count(*) FROM recordings r WHERE r.passed = 1 AND r.prompt_key IS NOT NULL AND r.id = "
+        "(SELECT max(id) FROM recordings WHERE speaker_id = r.speaker_id AND prompt_key = r.prompt_key) "
+        "GROUP BY r.speaker_id"
     )
-    return {speaker_id: (takes, passing, prompts) for speaker_id, takes, passing, prompts in rows}
+    for speaker_id, prompts in newest_passing:
+        counts[speaker_id][2] = prompts
+    return {speaker_id: tuple(values) for speaker_id, values in counts.items()}
 
 
 # --------------------------------------------------------------------------------------------------

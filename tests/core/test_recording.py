@@ -277,6 +277,11 @@ def test_a_retake_numbers_the_takes_and_the_newest_counts(project, consented):
     progress = script_progress(prompts, speaker_takes(project.conn, consented.id))
     assert (progress.total, progress.recorded, progress.passed) == (2, 1, 1)
     assert best_take(speaker_takes(project.conn, consented.id)).id == good.id
+    [listed] = list_speakers(project.conn)
+    assert (listed.takes, listed.passing_takes, listed.prompts_done) == (2, 1, 1)
+    save_take(project, consented.id, prepare_take(padded(speech(0.25)), RATE, PROMPT))  # a failing take 3 now counts
+    [listed] = list_speakers(project.conn)
+    assert (listed.takes, listed.passing_takes, listed.prompts_done) == (3, 1, 0)
     assert discard_take(project, bad.id)
     assert not project.audio.has(bad.sha256, "flac") and project.audio.has(good.sha256, "flac")
 

@@ -136,6 +136,7 @@ def test_recording_is_refused_in_the_ui_until_consent_is_recorded(page, qtbot, p
 
 def test_record_stop_shows_the_checks_and_stores_the_take(page, qtbot, consented, project_path):
     reload_consented(page, qtbot)
+    assert page.view.device_box.currentText() == "Fake microphone (default)"
     take = record_take(page, qtbot)
     assert take.passed and take.take == 1
     text = page.view.checks_label.text()
