@@ -71,8 +71,9 @@ class ItemsTableModel(QAbstractTableModel):
     def row_at(self, view_row: int) -> tuple:
         return self._rows[self._visible[view_row]]
 
-    def values(self, column: int) -> list[str]:
-        return sorted({str(_field(row, column)) for row in self._rows} - {""})
+    def values(self, column: int, rows: list[tuple] | None = None) -> list[str]:
+        """The distinct values of a column (of `rows` when given, else of the rows shown)."""
+        return sorted({str(_field(row, column)) for row in (self._rows if rows is None else rows)} - {""})
 
     # -- filtering and sorting -------------------------------------------------------------------
     def set_filter(self, column: int, value: str) -> None:
@@ -392,10 +393,9 @@ class ItemsPanel(QWidget):
             return
         chosen = {name: self._choice(box) for name, box in self.filter_boxes.items()}
         scroll = self.table.verticalScrollBar().value()
-        self.model._rows = rows  # so the boxes list the new values before the filters are reapplied
         for name, column, everything in FILTERS:
             box = self.filter_boxes[name]
-            values = self.model.values(column)
+            values = self.model.values(column, rows)
             box.blockSignals(True)
             box.clear()
             box.addItems([everything, *values])

@@ -59,7 +59,9 @@ def test_sidebar_switches_pages_and_placeholders_are_honest(window, qtbot, built
     open_and_wait(window, qtbot, built_demo)
     window.sidebar.select("rewrites")
     assert window.page_stack.currentWidget() is window.rewrite_page
-    for key in ("speakers", "evaluate", "results"):
+    window.sidebar.select("speakers")
+    assert type(window.page_stack.currentWidget()).__name__ == "SpeakersPage"
+    for key in ("evaluate", "results"):
         window.sidebar.select(key)
         page = window.page_stack.currentWidget()
         assert isinstance(page, PlaceholderPage) and "Coming:" in page.message.text()
@@ -208,3 +210,17 @@ def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_de
         assert path.is_file() and path.suffix == ".flac" and path.is_relative_to(built_demo / "audio")
     finally:
         w.shutdown()
+
+
+def test_a_shorter_list_replacing_a_selected_row_keeps_the_panel_working(qtbot):
+    """Opening a smaller project (a pack) while a row far down is selected: the panel remembers the selection
+    from the old rows, not from a mix of old and new."""
+    row = ("en", "mcq", "CS", "A", "q", ("A. one", "B. two"), "subject", "CS", "", "flagged")
+    panel = ItemsPanel()
+    qtbot.addWidget(panel)
+    panel.set_rows([(i, f"s{i}", *row) for i in range(50)])
+    assert panel.select_item(40)
+    panel.set_rows([(i, f"s{i}", *row) for i in range(1000, 1003)])  # raised IndexError inside Qt before
+    assert panel.model.rowCount() == 3 and panel.selected_item_id() is None
+    panel.set_rows([(i, f"s{i}", *row) for i in range(50)])
+    assert panel.select_item(2) and panel.selected_item_id() == 2

@@ -1,0 +1,162 @@
+"""Take the README's screenshots of the desktop app on the offline demo project, under a real X server:
+
+    xvfb-run -a -s "-screen 0 1400x900x24" python docs/screenshots/capture.py [--only NAME ...]
+
+Each screen is driven as a user would (pages from the sidebar, keys on the rating screen) and grabbed from the
+window itself, so what is kept is what a user sees. Writes docs/screenshots/<name>.png."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
+from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+from spokenbench.core.demo import build_demo
+from spokenbench.core.qc.packs import create_pack
+from spokenbench.core.qc.queues import queue_clips, rate_clip
+from spokenbench.core.store import opened
+
+OUT = Path(__file__).resolve().parent
+
+
+def wait_until(app, condition, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the screen did not get ready")
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def settle(app, seconds: float = 0.6) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def grab(widget, name: str) -> None:
+    path = OUT / f"{name}.png"
+    widget.grab().save(str(path))
+    print(f"wrote {path.relative_to(OUT.parent.parent)}")
+
+
+def add_two_annotators(path: Path) -> None:
+    """Ratings from two annotators, disagreeing on some clips, so agreement and disagreements have content."""
+    with opened(path) as project:
+        clips = queue_clips(project.conn, "demo-qc")[:10]
+        for n, clip in enumerate(clips):
+            rate_clip(project, clip.clip_id, "alice", "correct" if n % 3 else "acceptable")
+            rate_clip(project, clip.clip_id, "bob", "correct" if n % 4 else "incorrect")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", nargs="*", help="screens to take (default: all)")
+    args = parser.parse_args()
+    wanted = set(args.only or [])
+
+    def want(name: str) -> bool:
+        return not wanted or name in wanted
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    collect_garbage_at_safe_points(app)
+    tmp = Path(tempfile.mkdtemp(prefix="sb-shots-"))
+    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue(ANNOTATOR_KEY, "ana")
+    demo = tmp / "demo-project"
+    build_demo(demo)
+    add_two_annotators(demo)
+
+    window = MainWindow(settings=settings)
+    window.resize(1300, 820)
+    window.show()
+    settle(app)
+    if want("studio-welcome"):
+        grab(window, "studio-welcome")
+
+    with_project = window.open_project(demo)
+    wait_until(app, lambda: with_project.status == "succeeded" and window.items_panel.model.rowCount() > 0)
+    settle(app, 1.0)
+    if want("studio-items-browser"):
+        window.items_panel.select_item(window.items_panel.model.row_at(3)[0])
+        settle(app, 1.0)
+        grab(window, "studio-items-browser")
+    if want("studio-rewrite-review"):
+        window.show_page("rewrites")
+        settle(app, 1.5)
+        grab(window, "studio-rewrite-review")
+    if want("studio-qc-dashboard") or want("studio-qc-clip"):
+        window.show_page("qc")
+        settle(app, 2.0)
+        page = window.page_widgets["qc"]
+        tabs = page.view.tabs
+        for index in range(tabs.count()):
+            if "agree" in tabs.tabText(index).lower() and "dis" not in tabs.tabText(index).lower():
+                tabs.setCurrentIndex(index)
+        settle(app, 0.5)
+        if want("studio-qc-dashboard"):
+            grab(window, "studio-qc-dashboard")
+        if want("studio-qc-clip"):
+            with opened(demo) as project:
+                first = queue_clips(project.conn, "demo-qc")[0].clip_id
+            page.clip_requested.emit(first)
+            settle(app, 1.5)
+            grab(window, "studio-qc-clip")
+    if want("studio-rating"):
+        window.show_page("rating")
+        rating = window.page_widgets["rating"]
+        settle(app, 1.0)
+        rating.open_queue("demo-qc")
+        wait_until(app, lambda: rating.rating is not None and not rating.busy)
+        settle(app, 0.8)
+        QTest.keyClick(rating.view, Qt.Key.Key_1)
+        wait_until(app, lambda: not rating.busy)
+        settle(app, 0.8)
+        grab(window, "studio-rating")
+    if want("studio-settings"):
+        dialog = window.open_settings()
+        wait_until(app, lambda: dialog.keymap_loaded)
+        settle(app, 0.8)
+        grab(dialog, "studio-settings")
+        dialog.reject()
+    if want("studio-jobs"):
+        window.jobs_dock.show()
+        settle(app, 1.0)
+        grab(window, "studio-jobs")
+        window.jobs_dock.hide()
+
+    if want("studio-pack"):
+        away = tmp / "away"
+        away.mkdir()
+        with opened(demo) as project:
+            pack = create_pack(project, "demo-qc", "carla", away / "carla.sbpack").path
+        opening = window.open_pack_file(pack)
+        wait_until(app, lambda: opening.status == "succeeded")
+        rating = window.page_widgets["rating"]
+        wait_until(app, lambda: rating.rating is not None and not rating.busy)
+        for key in (Qt.Key.Key_1, Qt.Key.Key_2):
+            QTest.keyClick(rating.view, key)
+            wait_until(app, lambda: not rating.busy)
+        wait_until(app, lambda: "saved into the pack" in window.pack_label.text())
+        settle(app, 0.5)
+        grab(window, "studio-pack")
+
+    window.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
+    os._exit(0)  # skip Qt's teardown: the pictures are written
+
+
+if __name__ == "__main__":
+    main()
