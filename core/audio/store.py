@@ -94,12 +94,17 @@ def replace_assembled_input(
 
 
 def consented_recordings(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
-    """(speaker name, gender, sha256, audio format) of every recording whose consent is not withdrawn, oldest
-    first, so a speaker's newest recording comes last: only consented voices may be cloned."""
+    """(speaker name, gender, sha256, audio format) of the recordings a voice may be cloned from, oldest first,
+    so the one to use comes last for each speaker: only under a consent in force, never a take that failed its
+    quality checks, and — once a cloned voice was made on the Speakers page — only the take it was made from."""
     rows = conn.execute(
         """SELECT s.name, s.gender, r.sha256, r.audio_format FROM recordings r
            JOIN speakers s ON s.id = r.speaker_id JOIN consents c ON c.id = r.consent_id
-           WHERE c.withdrawn_at IS NULL ORDER BY r.id"""
+           LEFT JOIN cloned_voices v ON v.id = (
+               SELECT max(id) FROM cloned_voices WHERE speaker_id = r.speaker_id)
+           WHERE c.withdrawn_at IS NULL AND coalesce(r.passed, 1) = 1
+             AND (v.recording_id IS NULL OR v.recording_id = r.id)
+           ORDER BY r.id"""
     )
     return [tuple(row) for row in rows]
 

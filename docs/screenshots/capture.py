@@ -19,6 +19,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from spokenbench.app.audio import playback_problem, recording_problem
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
@@ -79,7 +80,7 @@ def main() -> None:
     build_demo(demo)
     add_two_annotators(demo)
 
-    window = MainWindow(settings=settings)
+    window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
     window.resize(1300, 820)
     window.show()
     settle(app)
@@ -149,7 +150,7 @@ def main() -> None:
         for key in (Qt.Key.Key_1, Qt.Key.Key_2):
             QTest.keyClick(rating.view, key)
             wait_until(app, lambda: not rating.busy)
-        wait_until(app, lambda: "saved into the pack" in window.pack_label.text())
+        wait_until(app, lambda: not window.packs.dirty and "saved into the pack" in window.pack_label.text())
         settle(app, 0.5)
         grab(window, "studio-pack")
 

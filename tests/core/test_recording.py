@@ -441,3 +441,18 @@ def test_checks_are_stored_as_json_with_reasons(project, consented):
     checks = json.loads(project.conn.execute("SELECT checks_json FROM recordings").fetchone()[0])
     assert {c["name"] for c in checks} == {"clipping", "snr", "speech_duration", "silence"}
     assert not next(c for c in checks if c["name"] == "clipping")["passed"]
+
+
+def test_synthesize_clone_references_the_cloned_voices_take_never_a_failed_one(project, consented):
+    """`synthesize --tts clone` reads `cloning_references`: a failed take is never a reference, and once a voice
+    was cloned on the Speakers page its take is the reference even when newer passing takes exist."""
+    from spokenbench.core.audio.tts.project_settings import cloning_references
+
+    good = save_take(project, consented.id, prepare_take(padded(speech(1.5)), RATE, Prompt("line:a", "A.")))
+    failing = save_take(project, consented.id, prepare_take(padded(speech(0.2)), RATE, Prompt("line:b", "B.")))
+    assert not failing.passed
+    assert cloning_references(project)["Ana"][1] == project.audio.path_for(good.sha256, "flac")
+    voice = create_cloned_voice(project, "Ana", backend_factory=StubClone)
+    newer = save_take(project, consented.id, prepare_take(padded(speech(1.6)), RATE, Prompt("line:c", "C.")))
+    assert newer.passed and voice.take_id == good.id
+    assert cloning_references(project)["Ana"][1] == project.audio.path_for(good.sha256, "flac")
