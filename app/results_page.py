@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
 from spokenbench.core.evaluation.runner import list_runs
-from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, point_details, project_panels
+from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache, point_details, project_panels
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
 RESULTS_TABLES = frozenset({"responses", "runs"})
@@ -71,6 +71,7 @@ class ResultsPage(QWidget):
         self.selected_runs: set[int] | None = None  # None: every run (new runs join in)
         self.details: pd.DataFrame | None = None
         self.clicked: Point | None = None
+        self.cache = ResponseCache()  # each run's responses, re-read only when the run changed
 
         self.summary = QLabel("No project open")
         self.summary.setWordWrap(True)
@@ -150,6 +151,7 @@ class ResultsPage(QWidget):
                 pass
         self.session = session
         self.panels, self.runs, self.selected_runs = None, [], None
+        self.cache = ResponseCache()
         self._refresh_timer.stop()
         self._clear_details()
         self._fill_runs([])
@@ -169,11 +171,12 @@ class ResultsPage(QWidget):
         if self.session is None:
             return None
         wanted = None if self.selected_runs is None else sorted(self.selected_runs)
+        cache = self.cache
         self.summary.setText("Computing the panels…")
 
         def compute(project, progress):
             runs = list_runs(project.conn)
-            return runs, project_panels(project, wanted, progress=progress)
+            return runs, project_panels(project, wanted, runs=runs, cache=cache, progress=progress)
 
         return (
             QueryOp(self.session, compute, label="Computing the result panels", parent=self, supersede="results-panels")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -188,30 +189,121 @@ class PanelSet:
 
 
 def project_panels(
-    project, run_ids: list[int] | None = None, *, n_resamples: int = DEFAULT_RESAMPLES, progress: Progress | None = None
+    project,
+    run_ids: list[int] | None = None,
+    *,
+    runs: list[dict] | None = None,
+    cache: ResponseCache | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    progress: Progress | None = None,
 ) -> PanelSet:
-    """Panels for the selected runs (all when None) of an open project, read through core's store functions."""
+    """Panels for the selected runs (all when None) of an open project. `runs` is `list_runs`' answer when the
+    caller has it; `cache` keeps the responses of runs that did not change since the last call (the Results
+    page keeps one per open project), so a run that ends costs reading its own last responses only."""
     from spokenbench.core.evaluation.runner import list_runs
-    from spokenbench.core.exports import responses_frame
 
     progress = progress or no_progress()
     start = time.perf_counter()
-    runs = list_runs(project.conn)
+    runs = list_runs(project.conn) if runs is None else runs
     if run_ids is not None:
         wanted = set(run_ids)
         runs = [r for r in runs if r["id"] in wanted]
-    frame = responses_frame(project.conn)
+    frame = (cache or ResponseCache()).frame(project.conn, runs)
     loaded = time.perf_counter() - start
-    if not frame.empty:
-        frame = frame[frame["run_id"].isin([r["id"] for r in runs])]
     labels = run_labels(runs)
     simulated = {labels[r["id"]]: bool(r["simulated"]) for r in runs}
     if not frame.empty:
-        frame = frame.assign(model=frame["run_id"].map(labels))
+        frame["model"] = frame["run_id"].map(labels).to_numpy(dtype=object)
     result = compute_panels(frame, simulated=simulated, n_resamples=n_resamples, progress=progress)
     result.runs = runs
     result.timings = {"reading the project": loaded, **result.timings}
     return result
+
+
+# What tells that a run's stored responses may have changed: its counts, status and last update
+RUN_SIGNATURE = (
+    "responses",
+    "errors",
+    "parsed_ok",
+    "parse_failed",
+    "ambiguous",
+    "refusals",
+    "correct",
+    "status",
+    "recorded_status",
+    "finished_at",
+)
+
+
+class ResponseCache:
+    """The responses of each run as last read, kept while the run's summary (RUN_SIGNATURE) is unchanged.
+    Safe to share between threads (a superseded computation may still be reading)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[int, tuple[tuple, pd.DataFrame]] = {}
+        self._lock = threading.Lock()
+        self.reads = 0  # runs read from the database (for tests and the benchmark)
+
+    def copy_without(self, run_ids=()) -> ResponseCache:
+        """A copy that has forgotten some runs (as if they changed since): for the benchmark and tests."""
+        other = ResponseCache()
+        with self._lock:
+            other._runs = {k: v for k, v in self._runs.items() if k not in set(run_ids)}
+        return other
+
+    def frame(self, conn, runs: list[dict]) -> pd.DataFrame:
+        """The selected runs' responses, one row each, in the engine's columns: condition factors as columns,
+        and for gender probes voice_gender and option_orientation."""
+        from spokenbench.core.metrics.store import RUN_RESPONSE_COLUMNS, run_response_rows
+
+        parts = []
+        for run in runs:
+            signature = tuple(run.get(k) for k in RUN_SIGNATURE)
+            with self._lock:
+                known = self._runs.get(run["id"])
+            if known is not None and known[0] == signature:
+                parts.append(known[1])
+                continue
+            rows = run_response_rows(conn, run["id"])
+            with self._lock:
+                self._runs[run["id"]] = (signature, rows)
+                self.reads += 1
+            parts.append(rows)
+        if not parts:
+            return pd.DataFrame({c: np.array([], dtype=object) for c in RUN_RESPONSE_COLUMNS})
+        frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].copy()
+        return _with_conditions(conn, frame)
+
+
+def _with_conditions(conn, frame: pd.DataFrame) -> pd.DataFrame:
+    """Each condition factor as a column (the JSON keys parsed once per distinct condition, not per row), as
+    the store's export (core/exports.py `responses_frame`) gives them."""
+    if frame.empty:
+        return frame
+    codes, keys = pd.factorize(frame["condition_key"])
+    conditions = pd.DataFrame([json.loads(key) for key in keys])
+    conditions = conditions.drop(columns=[c for c in conditions.columns if c in frame.columns], errors="ignore")
+    for column in conditions.columns:
+        values = conditions[column].to_numpy(dtype=object)
+        frame[column] = values[codes]
+    frame = frame.drop(columns=["condition_key"])
+    probes = _probe_mask(frame)
+    if probes.any():
+        from spokenbench.core.exports import ORIENTATION_CODES
+        from spokenbench.core.store.export_queries import gender_probe_orientations
+
+        if "gender" in frame.columns:
+            frame["voice_gender"] = frame["gender"]
+        letters: dict[int, dict[str, str]] = {}
+        for item_id, letter, orientation in gender_probe_orientations(conn):
+            letters.setdefault(item_id, {})[letter] = ORIENTATION_CODES.get(orientation, "X")
+        pair_codes, pairs = pd.factorize(pd.Series(list(zip(frame["item_id"], frame["option_order"]))))
+        oriented = [
+            "".join(letters[item].get(letter, "X") for letter in order) if item in letters else None
+            for item, order in pairs
+        ]
+        frame["option_orientation"] = np.asarray(oriented, dtype=object)[pair_codes]
+    return frame
 
 
 def run_labels(runs: list[dict]) -> dict[int, str]:
@@ -371,7 +463,10 @@ class _Context:
             values = np.concatenate(parts)
             with warnings.catch_warnings(), np.errstate(invalid="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)  # a model whose statistic is never defined
-                low, high = np.nanpercentile(values, [tail, 100 - tail], axis=0)
+                if np.isnan(values).any():  # undefined in some resamples: left out, as the engine does
+                    low, high = np.nanpercentile(values, [tail, 100 - tail], axis=0)
+                else:  # the common case, without nanpercentile's column-by-column path
+                    low, high = np.percentile(values, [tail, 100 - tail], axis=0)
             for m in range(n_models):
                 intervals[m][name] = (float(low[m]), float(high[m]))
         return intervals
@@ -1637,23 +1732,21 @@ def point_details(project, panels: PanelSet, point: Point, probe: bool = False, 
     answer, and the audio file it heard: the assembled input of that item and condition when one is stored,
     else the item's question clip in the same voice (`audio_kind` says which), else none."""
     from spokenbench.core.evaluation.store import assembled_audio, assembled_input_rows, clip_audio, question_clips
-    from spokenbench.core.store.items import iter_items
+    from spokenbench.core.metrics.store import item_texts, response_texts
     from spokenbench.core.store.project import audio_store_of
 
     rows = panels.responses_behind(point, probe).head(limit).copy()
     if rows.empty or "item_id" not in rows.columns:
-        return rows.assign(question_text="", options="", audio_path="", audio_kind="")
+        return rows.assign(question_text="", options="", raw_text="", audio_path="", audio_kind="")
     conn = project.conn
     item_ids = sorted({int(i) for i in rows["item_id"].dropna()})
-    texts: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(item_ids), 500):
-        batch = item_ids[start : start + 500]
-        where = f"id IN ({','.join('?' * len(batch))})"
-        for item_id, item in iter_items(conn, where=where, params=tuple(batch)):
-            options = "  ".join(f"{o.letter}. {o.text}" for o in item.options)
-            texts[item_id] = (item.question, options)
+    texts = item_texts(conn, item_ids)
     rows["question_text"] = [texts.get(int(i), ("", ""))[0] for i in rows["item_id"]]
     rows["options"] = [texts.get(int(i), ("", ""))[1] for i in rows["item_id"]]
+    if "response_id" in rows.columns:
+        answers = response_texts(conn, [int(i) for i in rows["response_id"]])
+        for position, column in enumerate(("raw_text", "parse_detail", "error", "transcript")):
+            rows[column] = [answers.get(int(i), (None,) * 4)[position] for i in rows["response_id"]]
 
     audio = audio_store_of(conn)
     wanted = set(item_ids)
