@@ -1,7 +1,8 @@
 """Settings: the annotator's name (stored with QSettings, recorded with every rating and review), the audio
-output device, this annotator's rating keys (stored in the open project, per annotator), and API keys kept in the OS keyring — never shown once stored, only "set" or "not set". "Test key"
-sends one tiny request (list models) in a BackgroundOp; it is implemented for the OpenAI-compatible providers
-(OpenAI, NVIDIA, Mistral), and says so for Gemini."""
+output device, this annotator's rating keys (stored in the open project, per annotator), and API keys kept in
+the OS keyring — never shown once stored, only "set" or "not set". "Test key" sends one tiny request (list
+models) in a BackgroundOp: through the google-genai SDK for Gemini, an authenticated GET /models for the
+OpenAI-compatible providers (OpenAI, NVIDIA, Mistral)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ AUDIO_OUTPUT_KEY = "audio/output_device"
 RECENT_KEY = "projects/recent"
 # where "Test key" asks: the providers' OpenAI-compatible endpoints (resources/models.json has the same)
 TEST_BASE_URLS = {
+    "gemini": "https://generativelanguage.googleapis.com",
     "openai": "https://api.openai.com/v1",
     "nvidia": "https://integrate.api.nvidia.com/v1",
     "mistral": "https://api.mistral.ai/v1",
@@ -88,6 +90,8 @@ def test_key(provider: str, base_url: str, key: str | None = None) -> str:
     """One tiny authenticated request (GET /models). Returns what it found; raises SpokenBenchError when the key
     is rejected or the service cannot be reached. Runs off the UI thread."""
     key = key or api_key(provider)
+    if provider == "gemini":
+        return _test_gemini_key(base_url, key)
     request = urllib.request.Request(
         base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}", "Accept": "application/json"}
     )
@@ -102,6 +106,25 @@ def test_key(provider: str, base_url: str, key: str | None = None) -> str:
         raise SpokenBenchError(f"{provider}: cannot reach {base_url} ({error})") from None
     models = body.get("data") if isinstance(body, dict) else None
     return f"{provider}: key accepted" + (f" ({len(models)} models)" if isinstance(models, list) else "")
+
+
+def _test_gemini_key(base_url: str, key: str) -> str:
+    """List one page of models through the SDK (GET /v1beta/models): a rejected key is a 400 or 403 there."""
+    from google import genai
+    from google.genai import errors, types
+
+    options = types.HttpOptions(base_url=base_url, timeout=int(TEST_TIMEOUT_S * 1000))
+    client = genai.Client(api_key=key, http_options=options)
+    try:
+        pager = client.models.list(config={"page_size": 5})
+        count = len(list(pager.page))
+    except errors.APIError as error:
+        if error.code in (400, 401, 403):
+            raise SpokenBenchError(f"gemini: the key was rejected (HTTP {error.code}: {error.message})") from None
+        raise SpokenBenchError(f"gemini: HTTP {error.code} from {base_url}") from None
+    except Exception as error:  # transport errors (httpx) and timeouts
+        raise SpokenBenchError(f"gemini: cannot reach {base_url} ({type(error).__name__})") from None
+    return f"gemini: key accepted ({count} models on the first page)"
 
 
 class SettingsDialog(QDialog):

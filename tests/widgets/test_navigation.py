@@ -155,7 +155,14 @@ def test_settings_store_the_annotator_name_and_never_show_a_key(qtbot, runner, t
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     with StubServer() as stub:
         stub.script("GET", r"/v1/models$", Reply(200, {"data": [{"id": "m1"}, {"id": "m2"}]}), Reply(401, {}))
-        dialog = SettingsDialog(settings, runner, test_base_urls={"openai": stub.url + "/v1"})
+        stub.script(
+            "GET",
+            r"/v1(beta)?/models\?pageSize=",  # the SDK's API version: v1 in google-genai 3.x, v1beta in 2.x
+            Reply(200, {"models": [{"name": "models/gemini-2.5-flash"}]}),
+            Reply(400, {"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}}),
+        )
+        urls = {"openai": stub.url + "/v1", "gemini": stub.url}
+        dialog = SettingsDialog(settings, runner, test_base_urls=urls)
         qtbot.addWidget(dialog)
         qtbot.waitUntil(lambda: dialog.key_status["openai"].text() == "not set", timeout=5_000)
         dialog.key_edits["openai"].setText("sk-secret-value")
@@ -171,8 +178,13 @@ def test_settings_store_the_annotator_name_and_never_show_a_key(qtbot, runner, t
         assert stub.requests_to("/models")[0].headers["authorization"] == "Bearer sk-secret-value"
         dialog.test_key("openai")
         qtbot.waitUntil(lambda: "rejected" in dialog.test_results["openai"].text(), timeout=5_000)
+        dialog.key_edits["gemini"].setText("gm-typed-key")  # tested before it is saved
         dialog.test_key("gemini")
-        assert "not implemented" in dialog.test_results["gemini"].text()
+        qtbot.waitUntil(lambda: "key accepted" in dialog.test_results["gemini"].text(), timeout=10_000)
+        assert stub.requests_to("pageSize")[0].headers["x-goog-api-key"] == "gm-typed-key"
+        dialog.test_key("gemini")
+        qtbot.waitUntil(lambda: "rejected" in dialog.test_results["gemini"].text(), timeout=10_000)
+        assert "API key not valid" in dialog.test_results["gemini"].text()
 
         dialog.annotator_edit.setText("  Ana Ruiz ")
         dialog.accept()
