@@ -1,0 +1,180 @@
+"""The Results page on the demo project (three simulated runs): every panel renders, with and without the
+papers' numbers; the published toggle shows them labelled with paper and table while the user's are labelled
+simulated; hovering a point shows its 95% interval and clicking one lists its questions and answers with their
+audio; figures export as PNG, SVG and PDF and tables as CSV and LaTeX; the page follows the runs table."""
+
+import csv
+import shutil
+import xml.etree.ElementTree as ET
+from types import SimpleNamespace
+
+import pytest
+from matplotlib.backend_bases import MouseEvent
+from matplotlib.text import Text
+
+from spokenbench.app.results_page import ResultsPage
+from spokenbench.core.evaluation.store import mark_run
+from spokenbench.core.panels import PANEL_ORDER
+from spokenbench.core.store import opened
+
+
+@pytest.fixture(scope="module")
+def demo(built_demo, tmp_path_factory):
+    """The demo (built once per test session), copied once for this module: the page only reads it."""
+    return shutil.copytree(built_demo, tmp_path_factory.mktemp("results") / "demo-project")
+
+
+@pytest.fixture
+def played():
+    return []
+
+
+@pytest.fixture
+def page(qtbot, demo, open_session, played):
+    window = SimpleNamespace(play_file=lambda path: played.append(path))
+    page = ResultsPage(window)
+    qtbot.addWidget(page)
+    page.resize(1400, 950)
+    page.show()
+    with qtbot.waitSignal(page.panels_ready, timeout=20_000):
+        page.set_session(open_session(demo))
+    return page
+
+
+def figure_texts(page) -> list[str]:
+    return [t.get_text() for t in page.view.figure.findobj(Text) if t.get_text()]
+
+
+def draw(page, key, published=False, render=True):
+    page.show_panel(key)
+    page.view.published_toggle.setChecked(published)
+    if render:  # rasterize, as the screen would (the figure's artists exist either way)
+        page.view.canvas.draw()
+
+
+def mouse(page, kind, x, y):
+    event = MouseEvent(kind, page.view.canvas, x, y, button=1 if kind == "button_press_event" else None)
+    page.view.canvas.callbacks.process(kind, event)
+
+
+def test_every_panel_renders_on_the_demo_with_and_without_the_papers_numbers(page):
+    panels = page.panels
+    assert len(panels.runs) == 3 and len(panels.responses) == 2016
+    assert all(panels.simulated[s] for s in panels.series)
+    assert "simulated" in page.summary.text()
+    for key in PANEL_ORDER:
+        draw(page, key, render=False)
+        panel = panels.panels[key]
+        texts = figure_texts(page)
+        assert any("yours (simulated)" in t for t in texts), key
+        if key == "gender_probe":  # the demo's simulated runs answer no gender probes: said so, not drawn
+            assert panel.empty and any("No gender-probe responses" in t for t in texts)
+        else:
+            assert panel.empty is None and page.view.hits.targets, key
+        alone = len(page.view.figure.get_axes())
+        draw(page, key, published=True)
+        assert len(page.view.figure.get_axes()) > alone, key
+        assert any(t.startswith("published — ") for t in figure_texts(page)), key
+        page.view.published_toggle.setChecked(False)
+
+
+def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_table(page):
+    draw(page, "accuracy_by_level", published=True)
+    texts = figure_texts(page)
+    assert "published — BiasInEar, Tables 6, 11-17, Table 18, Table 19, Table 20" in texts
+    assert any(t.startswith("accent (Table 19)") for t in texts)
+    assert "Gemini 2.5 Flash" in texts  # a published model in the legend
+    picked = page.view.table_picker.currentText()
+    assert picked.startswith("published — BiasInEar, Tables 6, 11-17")
+    assert "published — BiasInEar" in page.view.table_source.text()
+    assert page.view.table.rowCount() == 212 and page.view.table.item(0, 1).text() == "Gemini 2.5 Flash"
+    assert "<b>yours (simulated)</b>" in page.view.title.text()
+
+    draw(page, "gender_probe", published=True)
+    assert "published — Gender paper, Table 1" in figure_texts(page)
+    assert "LLaMA-Omni1 8B" in figure_texts(page)
+
+    draw(page, "accuracy_by_level", published=True)
+    page.view.published_toggle.setChecked(False)  # back to the user's own table
+    assert page.view.table_picker.currentText() == "yours (simulated) · accuracy_by_level"
+
+
+def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_their_audio(page, qtbot, played):
+    draw(page, "accuracy_by_level")
+    patch, [point] = next(
+        (artist, pts) for artist, pts in page.view.hits.targets if pts[0].facet == "accent" and pts[0].x == "british"
+    )
+    box = patch.get_window_extent()
+    x, y = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+    mouse(page, "motion_notify_event", x, y)
+    assert "95% CI [" in page.view.last_tooltip and "yours (simulated)" in page.view.last_tooltip
+    assert f"{point.n} responses, {len(point.questions)} questions" in page.view.last_tooltip
+
+    with qtbot.waitSignal(page.details_ready, timeout=10_000) as ready:
+        mouse(page, "button_press_event", x, y)
+    details = ready.args[0]
+    assert len(details) == point.n == page.detail.rowCount()
+    assert set(details["question_id"]) == set(point.questions) and set(details["accent"]) == {"british"}
+    assert details["question_text"].str.len().gt(0).all() and details["raw_text"].str.startswith("Answer:").all()
+    headers = [page.detail.horizontalHeaderItem(c).text() for c in range(page.detail.columnCount())]
+    assert "question text" in headers and "raw answer" in headers
+    assert "yours (simulated)" in page.detail_title.text()
+
+    page.detail.selectRow(0)
+    assert page.play_button.isEnabled() and "simulated run heard no audio" in page.audio_note.text()
+    page.play_selected()
+    assert len(played) == 1 and played[0].is_file() and str(played[0]) == details["audio_path"].iloc[0]
+
+
+def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
+    draw(page, "permutation_voting", published=True)
+    png = page.export_figure(tmp_path / "voting.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = page.export_figure(tmp_path / "voting.svg")
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+    assert "published" in svg.read_text(encoding="utf-8") or "<path" in svg.read_text(encoding="utf-8")
+    pdf = page.export_figure(tmp_path / "voting.pdf")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and b"%%EOF" in data[-1024:]
+
+    page.view.published_toggle.setChecked(False)
+    assert page.view.table_picker.currentText() == "yours (simulated) · permutation_voting"
+    with qtbot.waitSignal(page.exported, timeout=5_000):
+        page.export_table(tmp_path / "voting.csv")
+    with (tmp_path / "voting.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 9 and {r["source"] for r in rows} == {"yours (simulated)"}
+    assert {"accuracy_pct", "accuracy_ci_low", "accuracy_ci_high", "rsd", "ckld"} <= set(rows[0])
+    with qtbot.waitSignal(page.exported, timeout=5_000):
+        page.export_table(tmp_path / "voting.tex")
+    latex = (tmp_path / "voting.tex").read_text(encoding="utf-8")
+    assert "\\begin{tabular}" in latex and "\\end{table}" in latex and "yours (simulated)" in latex
+    assert latex.count("\\\\") == 10  # header and nine rows
+
+    page.view.published_toggle.setChecked(True)  # a published table exports as printed
+    with qtbot.waitSignal(page.exported, timeout=5_000):
+        page.export_table(tmp_path / "table3.csv")
+    with (tmp_path / "table3.csv").open(encoding="utf-8", newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 216
+
+
+def test_the_page_follows_the_runs_and_the_run_picker(page, qtbot, demo):
+    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+        page.select_runs([1])
+    assert page.panels.series == ["simulated:steady"] and len(page.panels.responses) == 672
+    assert page.panels.panels["ranking_changes"].empty  # rankings need two models
+    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+        page.select_all_runs()
+    assert len(page.panels.series) == 3
+    reads = page.cache.reads
+    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+        with opened(demo) as project, project.transaction() as conn:  # another connection, as a CLI run would
+            mark_run(conn, 2, "finished")
+    assert len(page.panels.series) == 3
+    assert page.cache.reads - reads <= 1  # only the run whose row changed may be read again
+
+
+def test_closing_the_project_clears_the_page(page):
+    page.set_session(None)
+    assert page.summary.text() == "No project open" and page.view.panel is None
+    assert page.refresh() is None
