@@ -471,8 +471,21 @@ class RunRow:
         return self.mode == "simulated"
 
     @property
+    def incomplete(self) -> bool:
+        """Planned requests without a stored response."""
+        return self.responses < self.total
+
+    @property
+    def shown_status(self) -> str:
+        """The status, except that a 'finished' run missing responses reads 'incomplete'."""
+        return "incomplete" if self.status == "finished" and self.incomplete else self.status
+
+    @property
     def resumable(self) -> bool:
-        return self.status in ("interrupted", "cancelled", "failed") or (self.status == "finished" and self.errors > 0)
+        """Stopped before the end, or with requests missing or failed: resuming sends only those."""
+        return self.status in ("interrupted", "cancelled", "failed") or (
+            self.status == "finished" and (self.errors > 0 or self.incomplete)
+        )
 
     @property
     def mode_label(self) -> str:
@@ -506,6 +519,18 @@ def run_rows(conn: sqlite3.Connection) -> list[RunRow]:
 
 def response_count(conn: sqlite3.Connection, run_id: int) -> int:
     return store.run_response_count(conn, run_id)
+
+
+def settle_cancelled_run(project, run_id: int, total: int) -> bool:
+    """Mark run `run_id` cancelled when a cancel stopped it before every planned request had a response but
+    it was recorded as finished (core.jobs.JobLoop can return normally when the cancel is first seen by a
+    worker's own check, right before a request is sent). True when it did."""
+    with project.transaction() as conn:
+        row = store.run_row(conn, run_id)
+        if row is None or row["status"] != "finished" or store.run_response_count(conn, run_id) >= total:
+            return False
+        store.mark_run(conn, run_id, "cancelled", "cancelled")
+        return True
 
 
 def progress_text(

@@ -188,3 +188,47 @@ def test_condition_levels_of_a_project_without_audio(project):
     levels = launcher.condition_levels(project.conn)
     assert levels["language"] == ["zh"] and levels["accent"] == ["beijing", "northeastern"]
     assert levels["gender"] == ["female", "male"]
+
+
+def test_a_cancel_seen_right_before_a_request_leaves_a_resumable_run(project, monkeypatch):
+    """A cancel that arrives after a worker's own check and before its request is sent can make the job loop
+    return as if it had finished (core.jobs): the run then reads 'incomplete' and is resumable, and
+    settle_cancelled_run (what the Evaluate page does after a cancel) records it as cancelled."""
+    import asyncio
+
+    from spokenbench.core.errors import Cancelled
+    from spokenbench.core.evaluation.budget import Budget
+    from spokenbench.core.evaluation.simulated import SimulatedAdapter
+    from spokenbench.core.progress import Progress
+
+    add_items(project, 10)
+    progress = Progress()
+    calls = []
+    reserve, generate = Budget.reserve, SimulatedAdapter.generate
+
+    async def reserving(self, amount):
+        calls.append(amount)
+        if len(calls) == 20:
+            progress.cancel()
+        return await reserve(self, amount)
+
+    async def paced(self, request):
+        await asyncio.sleep(0.002)
+        return await generate(self, request)
+
+    monkeypatch.setattr(Budget, "reserve", reserving)
+    monkeypatch.setattr(SimulatedAdapter, "generate", paced)
+    prepared = prepare_evaluation(project, settings_from_form(LaunchForm(model="simulated:steady")))
+    try:
+        summary = run_evaluation(project, prepared, progress)
+    except Cancelled:  # the job loop saw the cancel itself
+        [row] = launcher.run_rows(project.conn)
+        assert row.status == "cancelled" and row.resumable
+        return
+    run_id = summary.run_id
+    [row] = launcher.run_rows(project.conn)
+    assert row.status == "finished" and row.incomplete and row.shown_status == "incomplete" and row.resumable
+    assert launcher.settle_cancelled_run(project, run_id, summary.total)
+    [row] = launcher.run_rows(project.conn)
+    assert row.status == "cancelled" and row.resumable
+    assert not launcher.settle_cancelled_run(project, run_id, summary.total), "only a finished run is settled"
