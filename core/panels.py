@@ -214,7 +214,7 @@ def project_panels(
     simulated = {labels[r["id"]]: bool(r["simulated"]) for r in runs}
     if not frame.empty:
         frame["model"] = frame["run_id"].map(labels).to_numpy(dtype=object)
-    result = compute_panels(frame, simulated=simulated, n_resamples=n_resamples, progress=progress)
+    result = compute_panels(frame, simulated=simulated, n_resamples=n_resamples, progress=progress, clean=True)
     result.runs = runs
     result.timings = {"reading the project": loaded, **result.timings}
     return result
@@ -264,7 +264,7 @@ class ResponseCache:
             if known is not None and known[0] == signature:
                 parts.append(known[1])
                 continue
-            rows = run_response_rows(conn, run["id"])
+            rows = _cleaned(_with_conditions(conn, run_response_rows(conn, run["id"])))
             with self._lock:
                 self._runs[run["id"]] = (signature, rows)
                 self.reads += 1
@@ -272,7 +272,17 @@ class ResponseCache:
         if not parts:
             return pd.DataFrame({c: np.array([], dtype=object) for c in RUN_RESPONSE_COLUMNS})
         frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].copy()
-        return _with_conditions(conn, frame)
+        for column in _engine_columns(frame):  # a factor some runs lack (another condition grid)
+            if frame[column].isna().any():
+                frame[column] = frame[column].fillna("").to_numpy(dtype=object)
+        return frame
+
+
+def _cleaned(frame: pd.DataFrame) -> pd.DataFrame:
+    """The engine's columns as stripped text with "" for missing, once per run read (`compute_panels(clean=True)`)."""
+    for column in _engine_columns(frame):
+        frame[column] = _clean_column(frame[column])
+    return frame
 
 
 def _with_conditions(conn, frame: pd.DataFrame) -> pd.DataFrame:
@@ -321,9 +331,11 @@ def compute_panels(
     seed: int = DEFAULT_SEED,
     backbones: dict[str, str] | None = None,
     progress: Progress | None = None,
+    clean: bool = False,
 ) -> PanelSet:
     """Every panel for a responses table (the engine's columns; a project's export or a synthetic table).
-    Multiple-choice rows and gender probes (a non-empty `category`) are told apart as the loader does."""
+    Multiple-choice rows and gender probes (a non-empty `category`) are told apart as the loader does.
+    `clean` says the engine's columns already hold stripped text with "" for missing (`ResponseCache` frames)."""
     progress = progress or no_progress()
     simulated = dict(simulated or {})
     timings: dict[str, float] = {}
@@ -343,7 +355,7 @@ def compute_panels(
 
     context = None
     if len(mcq_frame):
-        engine_frame = _engine_frame(mcq_frame)
+        engine_frame = _engine_frame(mcq_frame, clean)
         chosen = factors if factors is not None else [f for f in PANEL_FACTORS if _levels(engine_frame, f) >= 2]
         data = prepare_mcq(engine_frame, chosen, "<responses>")
         metrics = mcq.compute_mcq_metrics(data)
@@ -513,10 +525,16 @@ def _probe_mask(frame: pd.DataFrame) -> np.ndarray:
 ENGINE_COLUMNS = ("question_id", "model", "answer", "prediction", "option_order", "cultural_label", "subject")
 
 
-def _engine_frame(frame: pd.DataFrame) -> pd.DataFrame:
+def _engine_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in ENGINE_COLUMNS if c in frame.columns] + [c for c in PANEL_FACTORS if c in frame.columns]
+
+
+def _engine_frame(frame: pd.DataFrame, clean: bool = False) -> pd.DataFrame:
     """The engine's input: every cell as stripped text, missing as "" (what core.tables.as_clean_strings
     gives), computed on each column's distinct values and kept as plain object arrays (no Arrow strings)."""
-    keep = [c for c in ENGINE_COLUMNS if c in frame.columns] + [c for c in PANEL_FACTORS if c in frame.columns]
+    keep = _engine_columns(frame)
+    if clean:  # already text: no conversion (pandas keeps the columns' string arrays as they are)
+        return frame[keep]
     return pd.DataFrame({c: _clean_column(frame[c]) for c in keep}, index=pd.RangeIndex(len(frame)))
 
 
