@@ -293,7 +293,7 @@ class EvaluatePage(QWidget):
 
     def _show_queue(self) -> None:
         if self.current is not None:
-            status = f"Running: {self.current.label.removeprefix('Evaluating: ')}"
+            status = f"Running: {self.current.label.removeprefix('Evaluating: ')}."
         else:
             status = "Nothing running."
         status += f" {len(self.queue)} queued." if self.queue else ""
