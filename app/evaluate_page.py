@@ -26,7 +26,7 @@ from spokenbench.app.operations import (
     WriteOp,
 )
 from spokenbench.app.store_writer import connect_project
-from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
 from spokenbench.core.evaluation.runner import RunSummary, run_evaluation
@@ -57,10 +57,7 @@ class EvaluationRunOp(JobOp):
     def _evaluate(self, project: Project, progress: Progress) -> RunSummary:
         prepared = prepare_evaluation(project, self.settings)
         self.prepared = prepared
-        summary = run_evaluation(project, prepared, progress)
-        if progress.cancelled and launcher.settle_cancelled_run(project, summary.run_id, summary.total):
-            raise Cancelled()  # cancelled, though the job loop returned as if it had finished
-        return summary
+        return run_evaluation(project, prepared, progress)
 
     @property
     def job_label_prefix(self) -> str | None:

@@ -676,6 +676,10 @@ class JobLoop(Generic[U]):
             await asyncio.sleep(0)  # deliver the writer's last commit callback
             if self._feeder is not None:
                 await self._feeder.close()
+        if self.progress.cancelled and (self.stop_reason is None or self.stop_reason == "cancelled"):
+            # a worker's own check (or `remote`'s, right before a request) may see the cancel before the watcher
+            # does and end quietly: units were left undone all the same, so this is a cancel, never "finished"
+            self._stop("cancelled")
         self._report()
         if self.writer.error is not None:
             raise SpokenBenchError(f"storing results failed: {self.writer.error}") from self.writer.error

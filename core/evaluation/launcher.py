@@ -521,18 +521,6 @@ def response_count(conn: sqlite3.Connection, run_id: int) -> int:
     return store.run_response_count(conn, run_id)
 
 
-def settle_cancelled_run(project, run_id: int, total: int) -> bool:
-    """Mark run `run_id` cancelled when a cancel stopped it before every planned request had a response but
-    it was recorded as finished (core.jobs.JobLoop can return normally when the cancel is first seen by a
-    worker's own check, right before a request is sent). True when it did."""
-    with project.transaction() as conn:
-        row = store.run_row(conn, run_id)
-        if row is None or row["status"] != "finished" or store.run_response_count(conn, run_id) >= total:
-            return False
-        store.mark_run(conn, run_id, "cancelled", "cancelled")
-        return True
-
-
 def progress_text(
     done: int, total: int | None, message: str | None, errors: dict | None = None, spent: float | None = None
 ) -> str:

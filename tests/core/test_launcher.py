@@ -190,10 +190,11 @@ def test_condition_levels_of_a_project_without_audio(project):
     assert levels["gender"] == ["female", "male"]
 
 
-def test_a_cancel_seen_right_before_a_request_leaves_a_resumable_run(project, monkeypatch):
-    """A cancel that arrives after a worker's own check and before its request is sent can make the job loop
-    return as if it had finished (core.jobs): the run then reads 'incomplete' and is resumable, and
-    settle_cancelled_run (what the Evaluate page does after a cancel) records it as cancelled."""
+def test_a_cancel_seen_right_before_a_request_is_a_cancel_never_a_finished_run(project, monkeypatch):
+    """A cancel that arrives after a worker's own check and before its request is sent (seen by `remote`'s
+    check, not by the loop's watcher) used to let the job loop return as if it had finished: the run was
+    recorded finished with answers missing and the CLI exited 0. It is a cancel: Cancelled, the run
+    cancelled and resumable."""
     import asyncio
 
     from spokenbench.core.errors import Cancelled
@@ -219,16 +220,7 @@ def test_a_cancel_seen_right_before_a_request_leaves_a_resumable_run(project, mo
     monkeypatch.setattr(Budget, "reserve", reserving)
     monkeypatch.setattr(SimulatedAdapter, "generate", paced)
     prepared = prepare_evaluation(project, settings_from_form(LaunchForm(model="simulated:steady")))
-    try:
-        summary = run_evaluation(project, prepared, progress)
-    except Cancelled:  # the job loop saw the cancel itself
-        [row] = launcher.run_rows(project.conn)
-        assert row.status == "cancelled" and row.resumable
-        return
-    run_id = summary.run_id
+    with pytest.raises(Cancelled):
+        run_evaluation(project, prepared, progress)
     [row] = launcher.run_rows(project.conn)
-    assert row.status == "finished" and row.incomplete and row.shown_status == "incomplete" and row.resumable
-    assert launcher.settle_cancelled_run(project, run_id, summary.total)
-    [row] = launcher.run_rows(project.conn)
-    assert row.status == "cancelled" and row.resumable
-    assert not launcher.settle_cancelled_run(project, run_id, summary.total), "only a finished run is settled"
+    assert row.status == "cancelled" and row.resumable and row.shown_status == "cancelled"
