@@ -60,10 +60,9 @@ OPTIONAL_PAGES = {
     "rating": ("spokenbench.app.rating_page", "RatingPage", "the rating screen"),
     "qc": ("spokenbench.app.qc_dashboard", "QcDashboardPage", "the QC dashboard"),
     "speakers": ("spokenbench.app.speakers_page", "SpeakersPage", "the Speakers page"),
+    "evaluate": ("spokenbench.app.evaluate_page", "EvaluatePage", "the evaluation launcher"),
 }
 COMING = {
-    "evaluate": "launching evaluation runs against audio language models with a cost estimate first "
-    "(today: <code>spokenbench evaluate</code>).",
     "results": "bias metrics and report figures per run (today: <code>spokenbench metrics</code> and <code>spokenbench report</code>).",
 }
 BADGE_TABLES = frozenset(
