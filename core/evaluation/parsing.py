@@ -1,19 +1,40 @@
-"""Extracting the chosen option from a model's raw answer.
+"""Extracting the chosen option from a model's raw answer — precision first: when a reply does not name one
+answer clearly the parse is `ambiguous` or `failed`, never a guess, and a refusal stays a refusal.
 
-Rules, strongest first; the first tier that finds anything decides:
-1. the last non-empty line names exactly one letter in an answer form ("Answer: [[C]]", "答案：C") — so a
-   chain of thought that ends in an answer is read by its ending;
-2. `[[X]]` anywhere;
-3. answer phrases: "Answer: C", "The answer is (C)", "I choose C", Chinese 答案是C / 选C / 选项C, Korean
-   정답은 C / 답: C / C번 / C입니다;
-4. the whole reply is one letter, maybe decorated: "C", "(C)", "**C**", "C.", or it starts "C. text";
-5. emphasised letters anywhere: "**C**", "(C)", "【C】";
-6. an echoed option text instead of a letter (also what unlabelled presentations ask for);
-7. a refusal or a neutral answer ("Cannot be determined", 无法确定, 알 수 없습니다).
-Within a tier, several different letters make the answer ambiguous. Text is NFKC-normalised first, so
-full-width letters and punctuation (Ｃ, （Ｃ）, 答案：Ｃ) read like ASCII. A letter beyond the options is a
-failure, the neutral option's letter a neutral answer. Letters are presented letters; `map_to_original`
-turns one into the original option through the stored permutation."""
+The reply is cleaned first: NFKC (full-width Ｃ, （Ｃ）, ：, ［［Ｃ］］ read as ASCII), zero-width characters
+dropped, a `<think>…</think>` block dropped, `<answer>X</answer>` and LaTeX `\\boxed{X}` read as `[[X]]`,
+`\\text{}`/`\\mathrm{}` unwrapped, `\\textbf{X}` read as `**X**`, `$`, `\\(`, `\\[` removed; markdown
+emphasis, backticks, heading and quote markers are removed for the statement rules.
+
+An *answer statement* is a letter after a cue — `Answer: C`, `answer: d`, `The correct answer is (C)`,
+`I'd go with option C`, `it's C`, `C is correct`, `[[C]]`, `\\boxed{C}`, 答案是C / 正确答案：B / 选C / C是正确的,
+정답은 C입니다 / C가 정답 / C번, 答えはA / 正解はC / Cが正解 / Cです — or the second letter of a contrast
+(`not A but C`, 不是A而是C, A가 아니라 C, AではなくC). A lower-case letter counts unless it reads as a word
+(`answer: a dog`), `A`/`I` followed by an ordinary word (`Answer: I think`) do not count, and a cue after
+`whether`/`if` does not count. A letter negated *after* its statement (`The answer is A. No, not A, it's C`)
+is withdrawn. Rules, first that finds anything decides:
+
+1. statements with a final cue (`Final answer`, 最终答案, 최종 답, 最終的な答え): one letter, or ambiguous;
+2. the last line of a multi-line reply holds a statement or is a lone letter (chain-of-thought endings such
+   as simple-evals' `Answer: $LETTER`): it decides, unless an earlier answer line (a short statement line
+   or a lone letter) names another letter with no correction (`wait`, `actually`, `let me reconsider`…)
+   in between — then ambiguous;
+3. all statements: one letter, or ambiguous;
+4. the whole reply is a letter, maybe decorated (`C`, `(c)`, `Option C`, `choice C`), or its first line is
+   (`C\\n\\nBecause …`) or starts with one (`C. Because …`, `C) …`, `Option C: …`) — not when several lines
+   start like options (an echoed option list);
+5. letters offered as alternatives (`B or D`, `A/C`): ambiguous;
+6. emphasised letters anywhere (`**C**`, `(C)`, `【C】`);
+7. an option's text instead of a letter: exact or near-exact (case, punctuation, articles, one or two typos
+   in words of five letters or more, never a different number), or a single option's text inside a short
+   reply (`The instrument is a trumpet`), not after a negation (`not Paris`); several options: ambiguous;
+8. a refusal or a neutral answer ("Cannot be determined", 无法确定, 알 수 없습니다, 判断できません).
+
+Everywhere: several different letters make the answer ambiguous; a letter followed by another option's text
+(`C. Paris` when Paris is A) is ambiguous; a negated letter (`not A`, `A is wrong`, 不是A, A가 아니, Aではない)
+is never returned by rules 4–6; ambiguity in rules 5–7 next to a refusal phrase is a refusal. A letter beyond
+the options is a failure, the neutral option's letter or text a neutral answer. Letters are presented
+letters; `map_to_original` turns one into the original option through the stored permutation."""
 
 from __future__ import annotations
 
@@ -25,41 +46,143 @@ from spokenbench.core.items import LETTERS
 
 PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
 
-_NOT_LETTER_AFTER = r"(?![A-Za-z])"
-_NOT_LETTER_BEFORE = r"(?<![A-Za-z])"
-_DECOR = r"[\s\*_\(\[【「『\"'“‘]*"
+_NOT_LETTER_AFTER = r"(?![A-Za-z0-9])"
+_NOT_LETTER_BEFORE = r"(?<![A-Za-z0-9])"
+_DECOR = r"[\s\*_\(\[【「『\"'“‘<]*"
+_CLOSE = r"[\)\]】」』\"'”’>]"
+_OPTION_WORD = r"(?:(?i:option|choice|letter)\s*|选项|選択肢\s*|보기\s*|선택지\s*)?"
 
 _BRACKETED = re.compile(r"\[\[\s*([^\[\]\n]{1,200}?)\s*\]\]")
-_ANSWER_PHRASES = re.compile(
-    "(?:"
-    + "|".join(
-        [
-            # English
-            r"(?i:\b(?:final\s+|correct\s+|best\s+|right\s+)?answer(?:\s+is|\s+would\s+be|\s*[:：\-=])?)"
-            + r"\s*(?i:option|choice|letter)?",
-            r"(?i:\bthe\s+(?:correct\s+|best\s+|right\s+)?(?:option|choice)\s+is)",
-            r"(?i:\bI\s+(?:would\s+)?(?:choose|pick|select|go\s+with))\s*(?i:option|choice)?",
-            # Chinese
-            r"(?:正确)?答案(?:应该)?(?:是|为|选)?\s*[:：]?\s*(?:选项)?",
-            r"选(?:择)?(?:项)?",
-            # Korean
-            r"(?:정답|답)(?:은|는|이|:)?\s*[:：]?",
-        ]
-    )
-    + ")"
-    + _DECOR
+_FINAL_CUE = re.compile(r"(?i:final)|最终|最后|최종|最終")
+
+_EN_CUES = [
+    r"\b(?:(?:final|correct|best|right|my|the|most\s+likely)\s+)*answer"
+    r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be|must\s+be|here\s+is))?"
+    r"(?:\s+(?:most\s+likely|likely|probably|clearly|definitely|therefore|thus|either))?"
+    r"\s*(?:[:=\-→]|->|=>)?",
+    r"\b(?:the\s+)?(?:correct|best|right|final|most\s+likely)\s+(?:option|choice|one)(?:\s+(?:is|would\s+be)\s*:?|\s*:)",
+    r"\bI(?:\s+would|'d|’d|\s+will|'ll|’ll|\s+am\s+going\s+to|'m\s+going\s+to)?\s+"
+    r"(?:choose|pick|select|go\s+with|opt\s+for|say)",
+    r"\bmy\s+(?:choice|pick|selection)\s+(?:is|would\s+be)\s*:?",
+    r"\b(?:it|that|this)(?:'s|’s|\s+is|\s+must\s+be|\s+should\s+be|\s+would\s+be)",
+]
+_CJK_CUES = [
+    # Chinese
+    r"(?:最终|正确|最后)?的?答案(?:应该|应当|可能|就)?(?:是|为|选)?\s*[:]?",
+    r"(?<![回解])答\s*:",
+    r"(?:应该|应当|肯定|一定)是\s*(?:选项)?",
+    r"(?:正确|最佳)的?选项(?:应该)?(?:是|为)\s*[:]?",
+    r"(?:我|应该?|故|所以|因此)?选(?:择)?(?!项)\s*(?:选项)?",
+    # Korean
+    r"(?:최종\s*)?(?:정답|답)(?:은|는|이)?\s*[:]?\s*(?:아마(?:도)?\s*)?",
+    # Japanese
+    r"(?:最終的な)?(?:答え|正解|解答|回答)(?:は|:)?\s*[:]?",
+    r"正しいのは",
+]
+_CUE = re.compile(
+    "(?:" + "|".join([f"(?i:{cue})" for cue in _EN_CUES] + _CJK_CUES) + ")\\s*" + _OPTION_WORD + _DECOR,
+)
+_CONCLUSION = re.compile(
+    r"(?i:\b(?:so|thus|therefore|hence)\s*[,:]?\s+(?:option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
+    r"(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
+    re.M,
+)
+_LETTER = re.compile(_NOT_LETTER_BEFORE + r"([A-Za-z])" + _NOT_LETTER_AFTER)
+_POSTFIX = re.compile(
+    r"(?:(?i:option|choice)\s*|选项|보기\s*)?[\(\[【「]?"
     + _NOT_LETTER_BEFORE
     + r"([A-Z])"
     + _NOT_LETTER_AFTER
+    + r"[\)\]】」]?\s*(?:"
+    + r"(?i:is\s+(?:the\s+)?(?:correct|right|best|most\s+likely)(?:\s+(?:answer|option|choice|one))?\b|is\s+the\s+answer\b)"
+    + r"|(?:项|选项)?\s*(?:是)?(?:正确|对的)(?!吗|么)"
+    + r"|번?\s*(?:가|이)\s*(?:정답(?!이\s*아)|맞(?!지\s*않))|번(?!\s*(?:은|는|이|가))|\s*(?:입니다|이에요|예요)"
+    + r"|\s*(?:が|は)\s*(?:正解(?!では|じゃ)|正しい)|\s*です(?!か)|\s*を選"
+    + r")"
 )
-_ALTERNATIVE = re.compile(r"[\*\)\]】」』]*\s*(?:or|/|或者?|또는)\s*" + _DECOR + r"([A-Z])" + _NOT_LETTER_AFTER)
-_KOREAN_SUFFIX = re.compile(_NOT_LETTER_BEFORE + r"([A-Z])\s*(?:번|입니다|이에요|예요)")
-_LETTER_LIST = re.compile(
-    r"^[\*\(\[]*([A-Z])[\*\)\]]*\s*(?:or|and|/|,|或者?|和|또는)\s*[\*\(\[]*([A-Z])[\*\)\]]*[\.。]?$"
+_CONTRAST = re.compile(
+    r"(?i:\bnot\s+(?:option\s+|choice\s+)?[\(\[]?[A-Z][\)\]]?\s*[,;]?\s*(?:but|rather|instead)(?:\s+rather|\s+instead)?[,:]?\s*"
+    + r"(?:it'?s\s+|it\s+is\s+)?(?:option\s+|choice\s+)?)"
+    + r"|不是\s*(?:选项)?[A-Z]\s*[,、]?\s*(?:而是|是)\s*(?:选项)?"
+    + r"|[A-Z]\s*번?\s*(?:가|이)\s*아니(?:라|고)\s*,?\s*(?:보기\s*)?"
+    + r"|[A-Z]\s*(?:では|じゃ)なく(?:て)?\s*[,、]?\s*"
 )
-_WHOLE = re.compile(r"^\(?([A-Z])\)?[\.\):]?$")
-_LEADING = re.compile(r"^[\s\*_#>\"'“‘]*\(?([A-Z])(?:[\.\):]|\s*[-–—])\s+\S")
-_EMPHASIS = re.compile(r"\*\*\s*\(?([A-Z])\)?\s*\*\*|" + _NOT_LETTER_BEFORE + r"\(([A-Z])\)|【([A-Z])】|「([A-Z])」")
+_ALTERNATIVE = re.compile(
+    _CLOSE
+    + r"*\s*(?:,?\s*(?:(?i:or|and)\b|/|&|或者?|和|또는|または|か|と)\s*"
+    + _OPTION_WORD
+    + _DECOR
+    + r"([A-Z])"
+    + _NOT_LETTER_AFTER
+    + r"|[,、]\s*"
+    + _DECOR
+    + r"([A-Z])"
+    + _NOT_LETTER_AFTER
+    + r"(?=\s*[\)\]]?\s*(?:[,、/]|(?i:or|and)\b|$|[\.\)]\s*$)))"
+)
+_LISTED_BEFORE = re.compile(
+    r"([A-Z])[\)\]]?\s*(?:,?\s*(?:(?i:or|and)\b|/|&|或者?|和|또는|または|か|と|や)|[,、])\s*"
+    + _OPTION_WORD
+    + r"[\(\[]?$"
+)
+_QUESTION_AFTER = re.compile(r"[\)\]】」\"'”]*\s*(?:\?|吗|么|嗎|か[?\s。]|か$|입니까|인가요)")
+_NEGATED = re.compile(
+    "|".join(
+        [
+            # not A / isn't (A) / rule out A
+            r"(?i:\b(?:not|isn'?t|isn’t|never|nor)\s+(?:option\s+|choice\s+)?[\(\[]?)([A-Z])"
+            + _NOT_LETTER_AFTER
+            + "(?!['’])",
+            r"(?i:\b(?:rule[sd]?\s+out|eliminat\w*|exclud\w*)\s+(?:option\s+)?[\(\[]?)([A-Z])" + _NOT_LETTER_AFTER,
+            # A is wrong / A) is incorrect / A (angry) is not the answer / A can be ruled out
+            r"(?:(?i:option|choice)\s+)?[\(\[]?" + _NOT_LETTER_BEFORE + r"([A-Z])[\)\]]?\s*(?:\([^)\n]{0,40}\)\s*)?"
+            r"(?i:(?:is|are|seems|would\s+be)\s+(?:wrong|incorrect|false|not\s+(?:correct|right|the\s+(?:correct\s+)?answer)"
+            r"|ruled\s+out|eliminated|unlikely|implausible)|can\s+be\s+(?:ruled\s+out|eliminated))",
+            # Chinese: 不是A, 排除A, A不对, A是错的
+            r"(?:不是|并非|排除|不选|不可能是)\s*(?:选项)?([A-Z])" + _NOT_LETTER_AFTER,
+            _NOT_LETTER_BEFORE + r"([A-Z])\s*(?:项|选项)?\s*(?:是)?(?:不对|错误|错的|不正确|是错|不是正确)",
+            # Korean: A는 틀렸다, A는 오답, A는 정답이 아닙니다, A가 아니
+            _NOT_LETTER_BEFORE + r"([A-Z])\s*번?\s*(?:은|는|이|가)\s*(?:틀|오답|정답이\s*아|아니)",
+            # Japanese: Aは間違い, Aではない, Aは不正解
+            _NOT_LETTER_BEFORE + r"([A-Z])\s*(?:は|が)?\s*(?:間違|誤り|不正解|正しくな|ではな|じゃな)",
+        ]
+    )
+)
+_CORRECTION = re.compile(
+    r"(?i:\b(?:wait|actually|on\s+second\s+thought|on\s+reflection|correction|reconsider\w*|re-?evaluat\w*"
+    r"|i\s+made\s+a\s+mistake|let\s+me\s+re-?check)\b)|等等|不对|重新考虑|잠깐|다시\s*생각|いや|待って|訂正"
+)
+_WHOLE = re.compile(
+    r"^(?:(?i:option|choice|letter|answer)(?:\s*:\s*|\s+|(?=[\(\[]))|(?:选项|選択肢|보기|선택지)\s*)?"
+    r"[\(\[【「]?\s*([A-Za-z])\s*[\)\]】」]?\s*[\.\):。:]?$"
+)
+_LETTER_LIST = re.compile(r"^[\(\[]*([A-Z])[\)\]]*\s*(?:or|and|/|,|或者?|和|또는)\s*[\(\[]*([A-Z])[\)\]]*[\.。]?$")
+_LEADING = re.compile(
+    r"^(?:(?i:(?:option|choice)(?:\s+|(?=[\(\[])))[\(\[]?([A-Za-z])[\)\]]?(?:\s*[\.\):]\s*|\s+[-–—]\s*|\s+(?=\())"
+    r"|\(([A-Za-z])\)\s*"
+    r"|([A-Z])(?:\s*[\.\):]\s*|\s+[-–—]\s*|\s+(?=\()|,\s+(?=[a-z])))(?=\S)"
+)
+_ENUMERATED = re.compile(r"(?:^|(?<=[\.!?。]\s))\s*[\(\[]?([A-Z])(?:[\.\):]|\s+[-–—])\s", re.M)
+_HEDGED = re.compile(
+    _NOT_LETTER_BEFORE
+    + r"\(?([A-Z])\)?\s*,?\s*(?:(?i:or|and)\b|/|或者?|或|또는|または|か)\s*"
+    + _OPTION_WORD
+    + r"\(?([A-Z])\)?"
+    + _NOT_LETTER_AFTER
+)
+_EMPHASIS = re.compile(
+    r"\*\*\s*\(?([A-Z])\)?\s*\*\*|__\s*([A-Z])\s*__|" + _NOT_LETTER_BEFORE + r"\(([A-Z])\)|【([A-Z])】|「([A-Z])」"
+)
+_WORD_AFTER = re.compile(r"\s+([a-z][a-z'’]*)")
+_CONNECTIVES = {
+    "because", "since", "as", "is", "was", "would", "should", "seems", "appears", "which", "for", "given",
+    "due", "and", "or", "but", "with", "from", "based", "according", "in", "on", "here", "there", "then", "so",
+}  # fmt: skip
+_CUE_GUARD = re.compile(r"(?i:\b(?:whether|if)\s+(?:the\s+|my\s+|your\s+)?)$")
+_NEGATION_WORD = re.compile(
+    r"(?i:\b(?:not|never|no|isn'?t|isn’t|wasn'?t|neither|nor)\b)|不是|不|并非|아니|ではな|じゃな"
+)
+_ARTICLES = {"the", "a", "an"}
 
 _NEUTRAL_PHRASES = (
     "cannot be determined",
@@ -77,6 +200,9 @@ _NEUTRAL_PHRASES = (
     "알 수 없",
     "판단할 수 없",
     "확인할 수 없",
+    "判断できません",
+    "特定できません",
+    "判断できない",
 )
 _REFUSAL_PHRASES = (
     "i cannot answer",
@@ -96,6 +222,16 @@ _REFUSAL_PHRASES = (
     "i'm sorry",
     "i am sorry",
     "as an ai",
+    "i cannot hear",
+    "i can't hear",
+    "i cannot listen",
+    "i can't listen",
+    "i cannot process",
+    "i can't process",
+    "i cannot access",
+    "i can't access",
+    "i don't have access",
+    "i do not have access",
     "无法回答",
     "不能回答",
     "我无法",
@@ -107,6 +243,11 @@ _REFUSAL_PHRASES = (
     "대답할 수 없",
     "모르겠",
     "죄송",
+    "申し訳",
+    "お答えできません",
+    "答えられません",
+    "わかりません",
+    "分かりません",
 )
 
 
@@ -115,6 +256,15 @@ class ParsedAnswer:
     letter: str | None  # presented letter; None unless status is 'ok'
     status: str  # one of PARSE_STATUSES
     detail: str | None = None  # 'neutral', 'refusal', 'option text', 'several letters: A, C', ...
+
+
+@dataclass(frozen=True)
+class _Hit:
+    letter: str
+    start: int  # where the letter is
+    end: int
+    final: bool = False  # after a final cue ("Final answer")
+    alternatives: tuple[str, ...] = ()  # "Answer: A or C"
 
 
 def normalize(text: str) -> str:
@@ -130,22 +280,48 @@ def parse_answer(
     neutral_text: str | None = None,
 ) -> ParsedAnswer:
     """Parse one raw answer. `letters` are the presented letters of the real options; `option_texts` maps
-    each presented letter to the option text the model saw or heard (for echoed answers)."""
+    each presented letter to the option text the model saw or heard (for echoed answers and for checking a
+    letter against the text after it)."""
     if raw is None or not raw.strip():
         return ParsedAnswer(None, "failed", "empty reply")
-    text = normalize(raw).strip()
-    for tier in (_final_line, _bracketed, _phrases, _whole_reply, _emphasis):
-        found = tier(text)
-        if found:
-            return _decide(found, letters, neutral_letter)
-    echoed = _echoed_option(text, option_texts or {}, neutral_letter, neutral_text)
+    text = _clean(raw)
+    plain = _plain(text)
+    if not plain.strip():
+        return ParsedAnswer(None, "failed", "empty reply")
+    choices = dict(option_texts or {})
+    if neutral_letter and neutral_text:
+        choices[neutral_letter] = neutral_text
+    keys = {letter: _key(option) for letter, option in choices.items() if _key(option)}
+    negated = _negations(plain)
+    hits = _withdraw(_statements(plain), negated)
+    leading = _leading(plain, negated)  # "C", "Option C", "C. Because …": also an answer, for disagreements
+    hits = _merge(hits + (leading or []))
+    for rule in (_final_cues, _last_line, _all_statements):
+        outcome = rule(plain, hits)
+        if outcome is not None:
+            return _decide(outcome, plain, letters, neutral_letter, keys)
+    refused = _refusal(plain)
+    hedged = [letter for m in _HEDGED.finditer(plain) for letter in m.groups() if letter in letters]
+    if len(set(hedged)) > 1:
+        return refused or ParsedAnswer(None, "ambiguous", "several letters: " + ", ".join(dict.fromkeys(hedged)))
+    # a long reasoning mentions "(A)" in passing: there only an emphasised letter at its very end counts
+    scope = text if len(plain) <= 200 else text.rstrip()[-60:]
+    emphasised = [
+        _Hit(letter, m.start(), m.end())
+        for m in _EMPHASIS.finditer(scope)
+        for letter in [next(g for g in m.groups() if g)]
+        if letter not in negated
+    ]
+    if emphasised:
+        parsed = _decide(emphasised, None, letters, neutral_letter, keys)
+        return refused if refused and parsed.status == "ambiguous" else parsed
+    echoed = _echoed_option(plain, keys, neutral_letter)
     if echoed is not None:
-        return echoed
-    lowered = text.casefold()
-    if any(phrase in lowered for phrase in _NEUTRAL_PHRASES):
-        return ParsedAnswer(None, "refusal", "neutral")
-    if any(phrase in lowered for phrase in _REFUSAL_PHRASES):
-        return ParsedAnswer(None, "refusal", "refusal")
+        return refused if refused and echoed.status == "ambiguous" else echoed
+    if refused:
+        return refused
+    if negated:
+        return ParsedAnswer(None, "failed", "only negated letters: " + ", ".join(sorted(negated)))
     return ParsedAnswer(None, "failed", "no answer found")
 
 
@@ -158,13 +334,213 @@ def map_to_original(letter: str | None, option_order: str) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------------
+# cleaning
 
 
-def _decide(found: list[str], letters: str, neutral_letter: str | None) -> ParsedAnswer:
-    distinct = list(dict.fromkeys(found))
+def _clean(raw: str) -> str:
+    text = normalize(raw)
+    text = re.sub(r"(?is)<think>.*?</think>", "\n", text)
+    text = re.sub(r"(?is)<answer>\s*(.*?)\s*</answer>", r"[[\1]]", text)
+    for _ in range(3):  # nested \boxed{\text{C}}
+        text = re.sub(r"\\(?:textbf|mathbf|bm|boldsymbol)\s*\{([^{}]*)\}", r"**\1**", text)
+        text = re.sub(r"\\(?:text|mathrm|textrm|mathit|textit|emph|operatorname|mbox)\s*\{([^{}]*)\}", r"\1", text)
+        text = re.sub(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}", r"[[\1]]", text)
+    text = re.sub(r"\\[\[\]\(\)]|\$", " ", text)
+    return text.strip()
+
+
+def _plain(text: str) -> str:
+    """Markdown decoration removed (same line structure), for the statement rules."""
+    text = re.sub(r"\*+|__+|`+", "", text)
+    text = re.sub(r"(?m)^[ \t]*(?:#{1,6}|>+)[ \t]*", "", text)
+    return text
+
+
+# --------------------------------------------------------------------------------------------------
+# answer statements
+
+
+def _letter_reads_as_letter(text: str, start: int, letter: str) -> bool:
+    """False when the letter at `start` is a word: 'a dog', 'I think', 'e.g.', "I'm"."""
+    after = text[start + 1 : start + 40]
+    before = text[start - 1] if start > 0 else ""
+    if before in "([【「" and after[:1] in (")", "]", "】", "」"):
+        return True
+    if re.match(r"\.[A-Za-z]|['’][A-Za-z]", after):
+        return False
+    word = _WORD_AFTER.match(after)
+    if letter == "I" or letter in "ai":
+        if letter == "I" and word:
+            return False
+        if letter in "ai":
+            return not re.match(r"\s+\w", after)
+    if letter == "A" and word:
+        return word.group(1) in _CONNECTIVES
+    return True
+
+
+def _statements(plain: str) -> list[_Hit]:
+    hits: list[_Hit] = []
+    for cue in _CUE.finditer(plain):
+        letter = _LETTER.match(plain, cue.end())
+        if not letter or not _letter_reads_as_letter(plain, letter.start(), letter.group(1)):
+            continue
+        if _CUE_GUARD.search(plain[max(0, cue.start() - 30) : cue.start()]):
+            continue  # "whether the answer is A"
+        alternatives = []
+        position = letter.end()
+        while alternative := _ALTERNATIVE.match(plain, position):  # "Answer: A or C", "A, B or C"
+            alternatives.append(alternative.group(1) or alternative.group(2))
+            position = alternative.end()
+        final = bool(_FINAL_CUE.search(cue.group(0)))
+        hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end(), final, tuple(alternatives)))
+    for postfix in _POSTFIX.finditer(plain):
+        if plain[postfix.end(1) : postfix.end(1) + 1] in ("'", "’"):
+            continue
+        hits.append(_Hit(postfix.group(1), postfix.start(1), postfix.end(1)))
+    for conclusion in _CONCLUSION.finditer(plain):  # "…, so C."
+        if _letter_reads_as_letter(plain, conclusion.start(1), conclusion.group(1)):
+            hits.append(_Hit(conclusion.group(1).upper(), conclusion.start(1), conclusion.end(1)))
+    for contrast in _CONTRAST.finditer(plain):
+        letter = _LETTER.match(plain, contrast.end())
+        if letter and _letter_reads_as_letter(plain, letter.start(), letter.group(1)):
+            hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end()))
+    for bracket in _BRACKETED.finditer(plain):
+        content = bracket.group(1).strip(" *_")
+        match = re.match(r"^\(?([A-Za-z])\)?(?:$|[\.\):]\s*\S|\s+[-–—])", content)
+        if match:
+            start = bracket.start(1) + bracket.group(1).index(match.group(1))
+            hits.append(_Hit(match.group(1).upper(), start, start + 1))
+    return _merge(_listed(plain, hit) for hit in hits if not _QUESTION_AFTER.match(plain, hit.end))
+
+
+def _listed(plain: str, hit: _Hit) -> _Hit:
+    """A letter listed after another ('A or B is correct', 'AとBです') names both."""
+    before = _LISTED_BEFORE.search(plain[max(0, hit.start - 20) : hit.start])
+    if not before or before.group(1) in hit.alternatives:
+        return hit
+    return _Hit(hit.letter, hit.start, hit.end, hit.final, (*hit.alternatives, before.group(1)))
+
+
+def _merge(hits) -> list[_Hit]:
+    unique = {(hit.letter, hit.start): hit for hit in sorted(hits, key=lambda h: (not h.final, -len(h.alternatives)))}
+    return sorted(unique.values(), key=lambda h: h.start)
+
+
+def _negations(plain: str) -> dict[str, list[int]]:
+    negated: dict[str, list[int]] = {}
+    for match in _NEGATED.finditer(plain):
+        index = next(i for i, g in enumerate(match.groups(), start=1) if g)
+        negated.setdefault(match.group(index), []).append(match.start(index))
+    return negated
+
+
+def _withdraw(hits: list[_Hit], negated: dict[str, list[int]]) -> list[_Hit]:
+    """A statement whose letter is negated at or after it ('The answer is A. No, not A') no longer counts."""
+    return [hit for hit in hits if not any(position >= hit.start for position in negated.get(hit.letter, ()))]
+
+
+def _final_cues(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
+    final = [hit for hit in hits if hit.final]
+    return final or None
+
+
+def _last_line(plain: str, hits: list[_Hit]) -> list[_Hit] | ParsedAnswer | None:
+    lines = [(m.start(), m.end()) for m in re.finditer(r"[^\n]*\S[^\n]*", plain)]
+    if len(lines) < 2:
+        return None
+    start, end = lines[-1]
+    last = [hit for hit in hits if start <= hit.start < end]
+    if not last:
+        whole = _WHOLE.match(plain[start:end].strip())
+        if not whole:
+            return None
+        last = [_Hit(whole.group(1).upper(), start, end)]
+    if len({hit.letter for hit in last}) != 1:
+        return None  # rule 3 reads the whole reply
+    letter = last[0].letter
+    conflicts = [
+        line_start
+        for line_start, line_end in lines[:-1]
+        if any(other != letter for other in _answer_line(plain, line_start, line_end, hits))
+    ]
+    if conflicts and not _CORRECTION.search(plain, conflicts[-1], last[0].start):
+        earlier = {
+            other
+            for s, e in lines[:-1]
+            if s in conflicts
+            for other in _answer_line(plain, s, e, hits)
+            if other != letter
+        }
+        return ParsedAnswer(None, "ambiguous", "several answers: " + ", ".join(sorted(earlier | {letter})))
+    return last
+
+
+def _answer_line(plain: str, start: int, end: int, hits: list[_Hit]) -> set[str]:
+    """The letters an earlier line gives as an answer: a short line with a statement, or a lone letter."""
+    line = plain[start:end].strip()
+    whole = _WHOLE.match(line)
+    if whole:
+        return {whole.group(1).upper()}
+    if len(line) > 80:
+        return set()
+    return {hit.letter for hit in hits if start <= hit.start < end}
+
+
+def _all_statements(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
+    return hits or None
+
+
+# --------------------------------------------------------------------------------------------------
+# weaker forms
+
+
+def _leading(plain: str, negated: dict[str, list[int]]) -> list[_Hit] | None:
+    stripped = plain.strip()
+    listed = _LETTER_LIST.match(stripped)
+    if listed:  # "A or B", "A/C": nothing but letters
+        return [_Hit(letter, 0, 0) for letter in listed.groups()]
+    squeezed = re.sub(r"\s+", " ", re.sub(r"[\"'“”‘’]+", "", stripped)).strip().rstrip("。.!！ ")
+    whole = _WHOLE.match(squeezed)
+    if whole:
+        return None if whole.group(1).upper() in negated else [_Hit(whole.group(1).upper(), 0, 0)]
+    first = stripped.splitlines()[0].strip()
+    offset = plain.index(first)
+    whole = _WHOLE.match(first)
+    if whole:
+        letter, end = whole.group(1).upper(), offset + len(first)
+    else:
+        match = _LEADING.match(first)
+        if not match:
+            return None
+        group = next(i for i in (1, 2, 3) if match.group(i))
+        letter, end = match.group(group).upper(), offset + match.end(group)
+    if len(set(_ENUMERATED.findall(plain))) > 1:
+        return None  # the options listed back, one per line
+    if letter in negated:
+        return None
+    return [_Hit(letter, offset, end)]
+
+
+def _decide(
+    found: list[_Hit] | ParsedAnswer,
+    plain: str | None,
+    letters: str,
+    neutral_letter: str | None,
+    keys: dict[str, str],
+) -> ParsedAnswer:
+    if isinstance(found, ParsedAnswer):
+        return found
+    named = [hit.letter for hit in found] + [letter for hit in found for letter in hit.alternatives]
+    distinct = list(dict.fromkeys(named))
     if len(distinct) > 1:
         return ParsedAnswer(None, "ambiguous", f"several letters: {', '.join(distinct)}")
     letter = distinct[0]
+    if plain is not None:
+        for hit in found:
+            other = _text_after(plain, hit, keys)
+            if other:
+                return ParsedAnswer(None, "ambiguous", f"letter {letter} but the text of option {other}")
     if neutral_letter and letter == neutral_letter:
         return ParsedAnswer(None, "refusal", "neutral")
     if letter not in letters:
@@ -172,82 +548,147 @@ def _decide(found: list[str], letters: str, neutral_letter: str | None) -> Parse
     return ParsedAnswer(letter, "ok")
 
 
-def _answer_letters(text: str) -> list[str]:
-    return _bracketed(text) + _phrases(text)
-
-
-def _final_line(text: str) -> list[str]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) < 2:
-        return []  # a one-line reply is handled by the general tiers
-    found = list(dict.fromkeys(_answer_letters(lines[-1])))
-    return found if len(found) == 1 else []
-
-
-def _bracketed(text: str) -> list[str]:
-    return [m.upper() for m in (m.group(1) for m in _BRACKETED.finditer(text)) if len(m) == 1 and m.isalpha()]
-
-
-def _phrases(text: str) -> list[str]:
-    found = []
-    for match in _ANSWER_PHRASES.finditer(text):
-        found.append(match.group(1))
-        alternative = _ALTERNATIVE.match(text, match.end())  # "Answer: A or C" names two letters
-        if alternative:
-            found.append(alternative.group(1))
-    return found + [m.group(1) for m in _KOREAN_SUFFIX.finditer(text)]
-
-
-def _whole_reply(text: str) -> list[str]:
-    listed = _LETTER_LIST.match(text.strip())
-    if listed:  # "A or B", "A/C": nothing but letters
-        return [letter for letter in listed.groups() if letter]
-    stripped = re.sub(r"[\s\*_#`\"'“”‘’]+", "", text)
-    stripped = stripped.rstrip("。.!！")
-    match = _WHOLE.match(stripped)
-    if match:
-        return [match.group(1)]
-    first_line = text.splitlines()[0] if text else ""
-    match = _LEADING.match(first_line)
-    return [match.group(1)] if match else []
-
-
-def _emphasis(text: str) -> list[str]:
-    return [next(g for g in m.groups() if g) for m in _EMPHASIS.finditer(text)]
-
-
-def _squash(text: str) -> str:
-    """Casefolded, without spaces and punctuation, so echoed text compares across formatting and scripts."""
-    text = normalize(text).casefold()
-    return "".join(ch for ch in text if ch.isalnum())
-
-
-def _echoed_option(
-    text: str, option_texts: dict[str, str], neutral_letter: str | None, neutral_text: str | None
-) -> ParsedAnswer | None:
-    bracketed = [m.group(1) for m in _BRACKETED.finditer(text)]
-    candidate = bracketed[-1] if bracketed else re.sub(r"(?i)^\W*(?:final\s+)?answer\s*[:：\-]?\s*", "", text)
-    target = _squash(candidate)
-    if not target:
+def _text_after(plain: str, hit: _Hit, keys: dict[str, str]) -> str | None:
+    """Another option's letter when the text right after the letter is exactly that option's text ('C. Paris')."""
+    if not hit.end:
         return None
-    choices = dict(option_texts)
-    if neutral_letter and neutral_text:
-        choices[neutral_letter] = neutral_text
-    squashed = {letter: _squash(option) for letter, option in choices.items() if _squash(option)}
-    exact = [letter for letter, option in squashed.items() if option == target]
-    if len(exact) == 1:
-        return _echo_result(exact[0], neutral_letter)
-    contained = [letter for letter, option in squashed.items() if len(option) >= 2 and option in target]
-    # "the sun" inside "the sun's corona": keep only options not contained in another matched option
-    contained = [a for a in contained if not any(a != b and squashed[a] in squashed[b] for b in contained)]
-    if len(contained) == 1:
-        return _echo_result(contained[0], neutral_letter)
-    if len(contained) > 1:
-        return ParsedAnswer(None, "ambiguous", "several option texts: " + ", ".join(sorted(contained)))
+    rest = plain[hit.end :].split("\n", 1)[0]
+    rest = re.sub(r"^[\s\)\]】」\.:\-–—,\"'“”]*", "", rest)
+    candidates = {rest, re.split(r"[\.,;!?。，；]", rest, maxsplit=1)[0]}
+    inner = re.match(r"^\(([^)]*)\)", rest)
+    if inner:
+        candidates.add(inner.group(1))
+    for candidate in candidates:
+        key = _key(candidate)
+        if not key or key == keys.get(hit.letter):
+            continue
+        for letter, option in keys.items():
+            if letter != hit.letter and option == key:
+                return letter
     return None
 
 
-def _echo_result(letter: str, neutral_letter: str | None) -> ParsedAnswer:
-    if neutral_letter and letter == neutral_letter:
+# --------------------------------------------------------------------------------------------------
+# option texts
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"\w+", normalize(text).casefold()) if w not in _ARTICLES]
+
+
+def _key(text: str) -> str:
+    """Casefolded words without articles, joined by one space: 'The Eiffel Tower.' → 'eiffel tower'."""
+    return " ".join(_words(text))
+
+
+def _distance(a: str, b: str, limit: int) -> int:
+    """Edit distance (adjacent transpositions count one), or limit + 1 once it exceeds `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2, previous = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if previous2 is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _near(candidate: str, option: str) -> int | None:
+    """Typo distance when `candidate` may be `option` misspelt: same digits, long enough words."""
+    if re.findall(r"\d+", candidate) != re.findall(r"\d+", option) or len(option) < 5:
+        return None
+    if not re.search(r"[a-z]", option) or any(ord(ch) > 0x2E7F for ch in option):
+        return None  # no typo tolerance for CJK scripts
+    limit = 1 if len(option) <= 8 else 2
+    distance = _distance(candidate, option, limit)
+    return distance if distance <= limit else None
+
+
+def _echoed_option(plain: str, keys: dict[str, str], neutral_letter: str | None) -> ParsedAnswer | None:
+    if not keys:
+        return None
+    bracketed = [m.group(1) for m in _BRACKETED.finditer(plain)]
+    candidates = [bracketed[-1]] if bracketed else []
+    after_cue = re.sub(
+        r"(?is)^.*\b(?:final\s+|correct\s+)?answer(?:\s+is|\s+would\s+be)?\s*[:\-]?\s*|^.*(?:答案(?:是|为)?|정답(?:은|는)?|答え(?:は)?|正解(?:は)?)\s*:?\s*",
+        "",
+        plain.strip(),
+    )
+    candidates += [after_cue, plain.strip()]
+    for candidate in dict.fromkeys(c for c in candidates if c and c.strip()):
+        found = _match_options(candidate, keys)
+        if found is not None:
+            letter, status = found
+            if status == "ambiguous":
+                return ParsedAnswer(None, "ambiguous", "several option texts: " + letter)
+            if neutral_letter and letter == neutral_letter:
+                return ParsedAnswer(None, "refusal", "neutral")
+            return ParsedAnswer(letter, "ok", "option text")
+    return None
+
+
+def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | None:
+    key = _key(candidate.strip().strip("\"'“”‘’「」『』"))
+    if not key:
+        return None
+    exact = [letter for letter, option in keys.items() if option == key]
+    if len(exact) == 1:
+        return exact[0], "ok"
+    squashed = key.replace(" ", "")
+    exact = [letter for letter, option in keys.items() if option.replace(" ", "") == squashed]
+    if len(exact) == 1:
+        return exact[0], "ok"
+    near = {letter: _near(key, option) for letter, option in keys.items()}
+    near = {letter: d for letter, d in near.items() if d is not None}
+    if len(near) == 1:
+        letter = next(iter(near))
+        margin = near[letter] + 1
+        rivals = [o for other, o in keys.items() if other != letter and _distance(key, o, margin) <= margin]
+        if not rivals:
+            return letter, "ok"
+    prefix = [letter for letter, option in keys.items() if len(key) >= 4 and (option + " ").startswith(key + " ")]
+    if len(prefix) == 1 and len(key.split()) <= 3:
+        return prefix[0], "ok"
+    if len(candidate) > 150 or len(re.findall(r"[\.!?。](?:\s|$)", candidate.strip())) > 2:
+        return None  # a longer text naming one option in passing has not answered with it
+    contained = [letter for letter, option in keys.items() if _occurs_unnegated(candidate, option)]
+    # "the sun" inside "the sun's corona": keep only options not contained in another matched option
+    contained = [a for a in contained if not any(a != b and keys[a] in keys[b] for b in contained)]
+    if len(contained) == 1:
+        return contained[0], "ok"
+    if len(contained) > 1:
+        return ", ".join(sorted(contained)), "ambiguous"
+    return None
+
+
+def _occurs_unnegated(candidate: str, option: str) -> bool:
+    """Whether the option's words occur in the candidate (whole words; characters for CJK), not after a negation
+    in the same clause ('not Paris', '不是北京')."""
+    text = normalize(candidate).casefold()
+    cjk = any(ord(ch) > 0x2E7F for ch in option)
+    if cjk:
+        if len(option.replace(" ", "")) < 2:
+            return False
+        pattern = r"\s*".join(re.escape(ch) for ch in option.replace(" ", ""))
+    else:
+        words = option.split()
+        pattern = r"\b" + r"\W+(?:(?:the|a|an)\W+)?".join(re.escape(w) for w in words) + r"\b"
+    for match in re.finditer(pattern, text):
+        clause = re.split(r"[,.;:!?。，；\n]", text[: match.start()])[-1]
+        if not _NEGATION_WORD.search(clause[-20:]):
+            return True
+    return False
+
+
+def _refusal(plain: str) -> ParsedAnswer | None:
+    lowered = plain.casefold().replace("’", "'")
+    if any(phrase in lowered for phrase in _NEUTRAL_PHRASES):
         return ParsedAnswer(None, "refusal", "neutral")
-    return ParsedAnswer(letter, "ok", "option text")
+    if any(phrase in lowered for phrase in _REFUSAL_PHRASES):
+        return ParsedAnswer(None, "refusal", "refusal")
+    return None

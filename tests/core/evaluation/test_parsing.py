@@ -53,6 +53,52 @@ OPTIONS = {"A": "Paris", "B": "London", "C": "Berlin", "D": "Madrid"}
         # chain of thought ending in an answer
         "Let's think. Option A is Paris, which is in France. B is London. D is Madrid.\nSo the capital of Germany is Berlin.\nAnswer: [[C]]",
         "A) is wrong, B) is wrong too.\nTherefore the answer is C.",
+        # issue 13: lower case after a cue; Option / choice
+        "answer: c",
+        "the answer is (c)",
+        "Option C",
+        "option (c)",
+        "choice C",
+        "I'd go with option C.",
+        # a bare letter first, the explanation after it
+        "C\n\nBecause the speaker asks about Germany, whose capital is Berlin.",
+        "C. Because the speaker asks about Germany.",
+        "C) Berlin is the capital of Germany.",
+        # LaTeX and markdown
+        "\\boxed{C}",
+        "$\\boxed{\\text{C}}$",
+        "\\textbf{C}",
+        "The final answer is $\\boxed{C}$.",
+        "**Answer: C**",
+        "**Answer:** C",
+        "## Final answer\nC",
+        "### Answer\n\n**C** — Berlin",
+        # full-width, Chinese, Korean, Japanese
+        "答案：（Ｃ）",
+        "正确答案：C",
+        "答案是c",
+        "정답: C",
+        "C가 정답입니다.",
+        "答えはC",
+        "正解はC",
+        "正解：Ｃ",
+        "Cが正解です。",
+        # negations
+        "the answer is not A but C",
+        "not B; it's C",
+        "A is wrong, the answer is C",
+        "It's not A, it's C.",
+        "答案不是A，而是C。",
+        "A가 아니라 C입니다.",
+        "AではなくCです。",
+        "The answer is A. Wait, no, it's not A, it's C.",
+        # repeated answers that agree, or a final one
+        "Answer: C\n\nBerlin is the capital of Germany.\n\nAnswer: C",
+        "Answer: B\n\nOn reflection the speaker says Germany.\n\nFinal answer: C",
+        "I first thought the answer is B, but the final answer is C.",
+        # simple-evals chain of thought: reasoning names other letters, the last line answers
+        "Let's think step by step. A) Paris is in France, B) London in the UK, D) Madrid in Spain.\n\nAnswer: C",
+        "Option A might seem plausible at first, but the speaker mentions the Brandenburg Gate.\nAnswer: c",
     ],
 )
 def test_letter_phrasings(raw):
@@ -114,6 +160,93 @@ def test_neutral_option_letter_and_text():
 def test_failures(raw, detail):
     parsed = parse_answer(raw, "ABCD", OPTIONS)
     assert (parsed.status, parsed.detail) == ("failed", detail)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Answer: B\nAnswer: C",
+        "The answer is A. The answer is C.",
+        "B\n\nThe speaker mentions Germany, so the answer is C.",
+        "Final answer: B\nFinal answer: C",
+        "It's A, B or C.",
+        "It could be B or D.",
+        "\\boxed{A} or \\boxed{C}",
+        "C. Paris",  # the letter of one option with the text of another
+        "Answer: A and C",
+    ],
+)
+def test_disagreeing_answers_are_ambiguous(raw):
+    parsed = parse_answer(raw, "ABCD", OPTIONS)
+    assert (parsed.letter, parsed.status) == (None, "ambiguous"), parsed
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "it is not A",
+        "The answer is not A.",
+        "Not B.",
+        "It isn't (C).",
+        "不是B",
+        "A는 정답이 아닙니다.",
+        "Aではありません。",
+    ],
+)
+def test_a_negated_letter_is_never_the_answer(raw):
+    parsed = parse_answer(raw, "ABCD", OPTIONS)
+    assert parsed.letter is None and parsed.status in ("failed", "ambiguous"), parsed
+
+
+@pytest.mark.parametrize(
+    "raw, letter",
+    [
+        ("The speaker is happy.", "B"),
+        ("the speaker is HAPPY", "B"),
+        ("Speaker is happy", "B"),  # article dropped
+        ("The speaker is hapy", "B"),  # one typo
+        ("The speaker is suprised!", "D"),
+        ("It's not angry, the speaker is happy.", "B"),
+        ("Not the speaker is angry.", None),
+        ("The speaker is happy or the speaker is sad", None),
+    ],
+)
+def test_near_exact_option_text(raw, letter):
+    options = {
+        "A": "The speaker is angry",
+        "B": "The speaker is happy",
+        "C": "The speaker is sad",
+        "D": "The speaker is surprised",
+    }
+    parsed = parse_answer(raw, "ABCD", options)
+    assert parsed.letter == letter, parsed
+    if letter:
+        assert (parsed.status, parsed.detail) == ("ok", "option text")
+
+
+def test_a_number_is_never_matched_by_near_spelling():
+    options = {"A": "1945", "B": "1939", "C": "1918", "D": "1914"}
+    assert parse_answer("1919", "ABCD", options).letter is None
+    assert parse_answer("Either 1918 or 1914.", "ABCD", options).status == "ambiguous"
+    assert parse_answer("It began in 1914.", "ABCD", options).letter == "D"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "I'm sorry, but I can't determine whether the answer is A or B without hearing the audio.",
+        "I am unable to process the audio, so I cannot choose between A, B, C and D.",
+        "申し訳ありませんが、この質問にはお答えできません。",
+    ],
+)
+def test_a_refusal_naming_letters_stays_a_refusal(raw):
+    assert parse_answer(raw, "ABCD", OPTIONS).status == "refusal"
+
+
+def test_words_that_look_like_letters_are_not_answers():
+    for raw in ("the answer is a dog barking.", "Answer: I think it is hard to tell.", "Is the answer A?"):
+        assert parse_answer(raw, "ABCD", OPTIONS).letter is None, raw
+    assert parse_answer("Answer: I believe it's D.", "ABCD", OPTIONS).letter == "D"
 
 
 def test_an_article_is_not_an_answer():
