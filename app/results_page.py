@@ -201,6 +201,14 @@ class ResultsPage(QWidget):
         self._update_panel_names()
         self._panel_chosen(self.panel_list.currentRow())
         self.panels_ready.emit(panels)
+        if self.session is not None:  # the Δ tables in the paper's layout, which no figure needs, come next
+            BackgroundOp(
+                self.session.runner,
+                lambda progress: panels.complete_tables(),
+                label="Completing the result tables",
+                parent=self,
+                supersede="results-tables",
+            ).run()
 
     # -- runs and panels ----------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import math
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,12 +95,19 @@ class Point:
     n: int = 0  # responses (or questions, see `unit`) behind it
     unit: str = "responses"
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # into PanelSet.responses
-    questions: tuple[str, ...] = ()
+    questions_source: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()  # see `questions`
     interval: str = BOOTSTRAP
     source: str = "yours"  # "yours", "yours (simulated)" or "published — <paper>, Table N"
     xvalue: float | None = None  # a second coordinate (κ vs APES: APES)
     xlow: float = math.nan
     xhigh: float = math.nan
+
+    @property
+    def questions(self) -> tuple[str, ...]:
+        """The ids of the questions behind the point, in id order (worked out on first use)."""
+        if callable(self.questions_source):
+            self.questions_source = self.questions_source()
+        return self.questions_source
 
     @property
     def has_interval(self) -> bool:
@@ -142,6 +150,38 @@ class Published:
         return f"published — {self.paper}, {self.table}"
 
 
+class LazyTables(dict):
+    """A panel's tables by name. A value may be given as a function, computed on first access and kept (the Δ
+    tables in the paper's layout: the figures do not need them, so `compute_panels` returns without them and
+    `PanelSet.complete_tables` fills them in afterwards, off the UI thread)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        value = super().__getitem__(name)
+        if callable(value):
+            with self._lock:
+                value = super().__getitem__(name)
+                if callable(value):
+                    value = value()
+                    super().__setitem__(name, value)
+        return value
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def values(self):
+        return [self[name] for name in self]
+
+    def items(self):
+        return [(name, self[name]) for name in self]
+
+    def pending(self) -> list[str]:
+        return [name for name in self if callable(super().__getitem__(name))]
+
+
 @dataclass
 class Panel:
     key: str
@@ -152,7 +192,7 @@ class Panel:
     facets: list[str]
     ylabels: dict[str, str]
     points: list[Point] = field(default_factory=list)
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: LazyTables = field(default_factory=LazyTables)
     published: list[Published] = field(default_factory=list)
     empty: str | None = None
     seconds: float = 0.0
@@ -178,6 +218,13 @@ class PanelSet:
 
     def source_of(self, series: str) -> str:
         return "yours (simulated)" if self.simulated.get(series) else "yours"
+
+    def complete_tables(self) -> PanelSet:
+        """Compute every table left for later (the Δ tables in the paper's layout)."""
+        for panel in self.panels.values():
+            for name in panel.tables.pending():
+                panel.tables[name]
+        return self
 
     def responses_behind(self, point: Point, probe: bool = False) -> pd.DataFrame:
         frame = self.probe_responses if probe else self.responses
@@ -428,12 +475,16 @@ class _Context:
     def question_names(self) -> np.ndarray:
         return np.asarray(self.data.questions, dtype=object)
 
-    def questions(self, rows: np.ndarray) -> tuple[str, ...]:
-        """The question ids of some rows, in id order (a bincount, not a sort)."""
-        if len(rows) == 0:
-            return ()
-        present = np.bincount(self.data.question[rows], minlength=len(self.data.questions))
-        return tuple(self.question_names[np.flatnonzero(present)])
+    def questions(self, rows: np.ndarray) -> Callable[[], tuple[str, ...]]:
+        """The question ids of some rows, in id order, when first asked for (a bincount, not a sort)."""
+        codes, names = self.data.question, self.question_names
+
+        def work() -> tuple[str, ...]:
+            if len(rows) == 0:
+                return ()
+            return tuple(names[np.flatnonzero(np.bincount(codes[rows], minlength=len(names)))])
+
+        return work
 
     @functools.cached_property
     def votes(self) -> dict[str, dict[str, np.ndarray]]:
@@ -451,9 +502,13 @@ class _Context:
             done += size
         return chunks
 
+    @functools.cached_property
+    def weight_matrix(self) -> np.ndarray:
+        return np.vstack(self.weights)
+
     def bootstrap(self, columns: ColumnBuilder, finalize) -> list[dict]:
-        """Percentile intervals per model, like core.metrics.bootstrap.bootstrap_intervals, but for all models
-        in one matrix product per chunk: the per-group sums are laid out densely as (question, model, column)."""
+        """Percentile intervals per model, like core.metrics.bootstrap.bootstrap_intervals, but for all models and
+        resamples in one matrix product: the per-group sums are laid out densely as (question, model, column)."""
         data = self.data
         n_models = len(data.models)
         if not self.n_resamples:
@@ -463,22 +518,27 @@ class _Context:
         dense = np.zeros((len(data.questions), n_models, width))
         dense[data.group_question, data.group_model] = matrix
         flat = dense.reshape(len(data.questions), n_models * width)
-        draws: dict[str, list[np.ndarray]] = {}
-        for weights in self.weights:
-            sums = (weights @ flat).reshape(len(weights) * n_models, width)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                for name, values in finalize(sums).items():
-                    draws.setdefault(name, []).append(np.asarray(values, dtype=float).reshape(len(weights), n_models))
+        weights = self.weight_matrix
+        sums = (weights @ flat).reshape(len(weights) * n_models, width)  # one product for every resample
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = {
+                name: np.asarray(values, dtype=float).reshape(len(weights), n_models)
+                for name, values in finalize(sums).items()
+            }
         tail = 100 * (1 - CONFIDENCE) / 2
-        intervals: list[dict] = [{} for _ in range(n_models)]
-        for name, parts in draws.items():
-            values = np.concatenate(parts)
+        bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        complete = [name for name, values in draws.items() if not np.isnan(values).any()]
+        if complete:  # the common case: one percentile call for every statistic defined in every resample
+            with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)  # inf − inf between infinite CKLD draws
+                low, high = np.percentile(np.stack([draws[n] for n in complete]), [tail, 100 - tail], axis=1)
+            bounds.update({name: (low[i], high[i]) for i, name in enumerate(complete)})
+        for name in draws.keys() - set(complete):  # undefined in some resamples: left out, as the engine does
             with warnings.catch_warnings(), np.errstate(invalid="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)  # a model whose statistic is never defined
-                if np.isnan(values).any():  # undefined in some resamples: left out, as the engine does
-                    low, high = np.nanpercentile(values, [tail, 100 - tail], axis=0)
-                else:  # the common case, without nanpercentile's column-by-column path
-                    low, high = np.percentile(values, [tail, 100 - tail], axis=0)
+                bounds[name] = tuple(np.nanpercentile(draws[name], [tail, 100 - tail], axis=0))
+        intervals: list[dict] = [{} for _ in range(n_models)]
+        for name, (low, high) in bounds.items():
             for m in range(n_models):
                 intervals[m][name] = (float(low[m]), float(high[m]))
         return intervals
@@ -728,7 +788,7 @@ def _accuracy_by_level(ctx: _Context) -> Panel:
                         high,
                         len(rows),
                         rows=rows,
-                        questions=ctx.questions(rows),
+                        questions_source=ctx.questions(rows),
                         source=ctx.source(model),
                     )
                 )
@@ -767,8 +827,8 @@ def _accuracy_by_level(ctx: _Context) -> Panel:
                 }
             )
     panel.tables["delta_by_factor"] = pd.DataFrame(delta_rows)
-    for f in factors:
-        panel.tables[f"delta_table_{f}"] = _cross_table_with_intervals(data, f, ctx)
+    for f in factors:  # computed when first needed (PanelSet.complete_tables, or on access)
+        panel.tables[f"delta_table_{f}"] = functools.partial(_cross_table_with_intervals, data, f, ctx)
     return panel
 
 
@@ -812,7 +872,7 @@ def _entropy_distribution(ctx: _Context) -> Panel:
                 float(value),
                 n=len(rows),
                 rows=rows,
-                questions=(questions[data.group_question[g]],),
+                questions_source=(questions[data.group_question[g]],),
                 interval="",
                 source=ctx.source(model),
             )
@@ -839,7 +899,7 @@ def _entropy_distribution(ctx: _Context) -> Panel:
                     len(values),
                     unit="questions",
                     rows=model_rows[m],
-                    questions=ctx.questions(model_rows[m]),
+                    questions_source=ctx.questions(model_rows[m]),
                     interval=how,
                     source=ctx.source(model),
                 )
@@ -903,7 +963,7 @@ def _kappa_vs_apes(ctx: _Context) -> Panel:
                         defined,
                         unit="questions with κ defined",
                         rows=model_rows[m],
-                        questions=ctx.questions(model_rows[m]),
+                        questions_source=ctx.questions(model_rows[m]),
                         source=ctx.source(model),
                         xvalue=float(apes),
                         xlow=a_ci[0],
@@ -977,7 +1037,7 @@ def _entropy_cs_ca(ctx: _Context) -> Panel:
                 int(row.n_questions),
                 unit="questions",
                 rows=rows,
-                questions=ctx.questions(rows),
+                questions_source=ctx.questions(rows),
                 source=ctx.source(row.model),
             )
         )
@@ -1040,7 +1100,7 @@ def _gold_position(ctx: _Context) -> Panel:
                         high,
                         len(rows),
                         rows=rows,
-                        questions=ctx.questions(rows),
+                        questions_source=ctx.questions(rows),
                         source=ctx.source(model),
                     )
                 )
@@ -1069,7 +1129,7 @@ def _gold_position(ctx: _Context) -> Panel:
                     high,
                     len(model_rows[m]),
                     rows=model_rows[m],
-                    questions=ctx.questions(model_rows[m]),
+                    questions_source=ctx.questions(model_rows[m]),
                     source=ctx.source(model),
                 )
             )
@@ -1172,7 +1232,7 @@ def _permutation_voting(ctx: _Context) -> Panel:
                         high,
                         len(rows),
                         rows=rows,
-                        questions=ctx.questions(rows),
+                        questions_source=ctx.questions(rows),
                         source=ctx.source(row.model),
                     )
                 )
@@ -1258,7 +1318,7 @@ def _ranking_changes(ctx: _Context) -> Panel:
                     float(high[m, s]),
                     len(model_rows[m]),
                     rows=model_rows[m],
-                    questions=ctx.questions(model_rows[m]),
+                    questions_source=ctx.questions(model_rows[m]),
                     interval=BOOTSTRAP + " (joint over models, ranks per resample)",
                     source=ctx.source(model),
                 )
@@ -1357,7 +1417,7 @@ def _mcnemar(ctx: _Context) -> Panel:
                     n,
                     unit="pairs",
                     rows=pair_rows,
-                    questions=ctx.questions(pair_rows),
+                    questions_source=ctx.questions(pair_rows),
                     interval="Wilson score interval",
                     source=ctx.source(name),
                 )
@@ -1373,7 +1433,7 @@ def _mcnemar(ctx: _Context) -> Panel:
                 b + c,
                 unit="discordant pairs' responses",
                 rows=discordant,
-                questions=ctx.questions(discordant),
+                questions_source=ctx.questions(discordant),
                 interval="paired (McNemar) normal interval for the difference of proportions",
                 source=ctx.source(name),
             )
@@ -1439,7 +1499,7 @@ def _gender_probe(frame: pd.DataFrame, simulated, n_resamples, seed, backbones) 
                     float(high),
                     len(rows),
                     rows=rows,
-                    questions=tuple(questions[np.unique(data.question[rows])]),
+                    questions_source=tuple(questions[np.unique(data.question[rows])]),
                     source=source[row.model],
                 )
             )

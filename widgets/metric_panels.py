@@ -7,6 +7,7 @@ CSV or LaTeX (core/metrics/table_formats.py)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -396,7 +397,9 @@ class MetricPanelView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(splitter, 1)
-        self._tables: list[tuple[str, str, pd.DataFrame, str]] = []  # (name, source label, frame, caption)
+        # (name, source label, the frame or a function giving it, caption): a panel's Δ tables may still be
+        # computed in the background when the panel is shown, and are computed on first display otherwise
+        self._tables: list[tuple[str, str, object, str]] = []
         self.set_panel(None)
 
     def _export_button(self, layout, what: str, fmt: str, text: str, tip: str) -> None:
@@ -428,7 +431,10 @@ class MetricPanelView(QWidget):
             f"<span style='color:#555'>{panel.description} Hover a point for its 95% interval; click it for "
             "its questions and answers.</span>"
         )
-        tables = [(name, mine, frame, f"{panel.title}: {name} ({mine})") for name, frame in panel.tables.items()]
+        tables = [
+            (name, mine, functools.partial(panel.tables.__getitem__, name), f"{panel.title}: {name} ({mine})")
+            for name in panel.tables
+        ]
         for published in panel.published:
             caption = f"{published.label}: {published.caption}"
             tables.append((published.file, published.label, published.frame, caption))
@@ -461,10 +467,16 @@ class MetricPanelView(QWidget):
 
     def current_table(self) -> tuple[str, str, pd.DataFrame, str] | None:
         index = self.table_picker.currentIndex()
-        return self._tables[index] if 0 <= index < len(self._tables) else None
+        return self._resolved(index)
+
+    def _resolved(self, index: int) -> tuple[str, str, pd.DataFrame, str] | None:
+        if not 0 <= index < len(self._tables):
+            return None
+        name, source, frame, caption = self._tables[index]
+        return name, source, frame() if callable(frame) else frame, caption
 
     def _show_table(self, index: int) -> None:
-        chosen = self._tables[index] if 0 <= index < len(self._tables) else None
+        chosen = self._resolved(index)
         self.table.clear()
         if chosen is None:
             self.table.setRowCount(0)
