@@ -1,12 +1,12 @@
-"""Error rates of transcripts against the text a clip was synthesized from, computed by jiwer on the
-language-normalized texts, and the BiasInEar WER intervals. Rates are kept as (errors, reference units) so a
+"""Error rates of transcripts against the text a clip was synthesized from, counted on the language-normalized
+texts, and the BiasInEar WER intervals. Rates are kept as (errors, reference units) so a
 corpus rate is total edits over total units, and bins are decided in exact integer arithmetic."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jiwer
+from rapidfuzz.distance import Levenshtein
 
 from spokenbench.core.asr.normalize import (
     BOTH_METRIC_LANGUAGES,
@@ -20,10 +20,10 @@ METRICS = ("wer", "cer")
 # The BiasInEar intervals (Section 2.2, Table 2): 0, (0, 0.2], (0.2, 0.6], > 0.6.
 WER_BINS = ("0", "(0, 0.2]", "(0.2, 0.6]", ">0.6")
 NONZERO_BINS = (1, 2, 3)
-# The texts reach jiwer already normalized (single spaces, nothing to strip), so only its tokenizers are needed;
-# its default clean-up steps cost more than the alignment itself.
-_WORDS = jiwer.ReduceToListOfListOfWords()
-_CHARACTERS = jiwer.ReduceToListOfListOfChars()
+# Screening needs edit counts only, not jiwer's alignment: substitutions + deletions + insertions of an optimal
+# alignment is the Levenshtein distance (unit costs), and jiwer's hits + substitutions + deletions is the length of
+# the reference. rapidfuzz computes that distance on token lists directly (jiwer itself calls it underneath, then
+# builds the alignment); tests/core/qc/test_screening_counts.py checks the counts equal jiwer's.
 
 
 @dataclass(frozen=True)
@@ -52,22 +52,21 @@ def bin_label(index: int | None) -> str:
 
 
 def count_errors(reference: NormalizedText, hypothesis: NormalizedText, metric: str) -> ErrorCount:
-    """Edit operations between two normalized texts, counted by jiwer (words for WER, characters for CER)."""
+    """Edit operations between two normalized texts — the Levenshtein distance over words (WER) or characters
+    (CER), the same count as jiwer's substitutions + deletions + insertions — and the reference's length."""
     if metric == "wer":
-        if not reference.words:
-            return ErrorCount(len(hypothesis.words), 0)
-        if not hypothesis.words:
-            return ErrorCount(len(reference.words), len(reference.words))
-        out = jiwer.process_words(" ".join(reference.words), " ".join(hypothesis.words), _WORDS, _WORDS)
+        ref, hyp = reference.words, hypothesis.words
     elif metric == "cer":
-        if not reference.characters:
-            return ErrorCount(len(hypothesis.characters), 0)
-        if not hypothesis.characters:
-            return ErrorCount(len(reference.characters), len(reference.characters))
-        out = jiwer.process_characters(reference.characters, hypothesis.characters, _CHARACTERS, _CHARACTERS)
+        ref, hyp = reference.characters, hypothesis.characters
     else:
         raise ValueError(f"unknown metric {metric!r}; use one of {METRICS}")
-    return ErrorCount(out.substitutions + out.deletions + out.insertions, out.hits + out.substitutions + out.deletions)
+    if not ref:
+        return ErrorCount(len(hyp), 0)
+    if not hyp:
+        return ErrorCount(len(ref), len(ref))
+    if ref == hyp:
+        return ErrorCount(0, len(ref))
+    return ErrorCount(Levenshtein.distance(ref, hyp), len(ref))
 
 
 def error_rate(reference: str, hypothesis: str, language: str, metric: str | None = None) -> float:
@@ -99,7 +98,8 @@ class ClipScore:
 
 class Scorer:
     """Scores many (clip text, transcript) pairs, normalizing each distinct text once and counting each distinct
-    normalized pair once: the same sentence is synthesized in many voices and often transcribed identically."""
+    pair once: the same sentence is synthesized in many voices and often transcribed identically. Lookups are
+    keyed by the texts as stored (their hashes are cached by Python), so a repeated pair costs two dict lookups."""
 
     def __init__(self, metric_overrides: dict[str, str] | None = None):
         self.metric_overrides = {base_language(k): v for k, v in (metric_overrides or {}).items()}
@@ -108,10 +108,21 @@ class Scorer:
                 raise ValueError(f"metric for {language} must be one of {METRICS}, not {metric!r}")
         self._normalized: dict[tuple[str, str], NormalizedText] = {}
         self._counts: dict[tuple[str, NormalizedText, NormalizedText], ErrorCount] = {}
+        self._pair_counts: dict[tuple[str, str, str, str], ErrorCount] = {}  # (metric, language, ref, hyp) texts
+        self._languages: dict[str, tuple[str, bool]] = {}  # language → (metric, also CER)
 
     def metric_for(self, language: str) -> str:
         code = base_language(language)
         return self.metric_overrides.get(code) or primary_metric(code)
+
+    def _language(self, language: str) -> tuple[str, bool]:
+        found = self._languages.get(language)
+        if found is None:
+            found = self._languages[language] = (
+                self.metric_for(language),
+                base_language(language) in BOTH_METRIC_LANGUAGES,
+            )
+        return found
 
     def normalized(self, text: str, language: str) -> NormalizedText:
         key = (language, text)
@@ -127,21 +138,25 @@ class Scorer:
             found = self._counts[key] = count_errors(reference, hypothesis, metric)
         return found
 
+    def _count_texts(self, metric: str, language: str, reference: str, ref: NormalizedText, text: str) -> ErrorCount:
+        key = (metric, language, reference, text)
+        found = self._pair_counts.get(key)
+        if found is None:
+            found = self._pair_counts[key] = count_errors(ref, self.normalized(text, language), metric)
+        return found
+
     def score_clip(self, language: str, reference: str, transcripts: list[tuple[str, str]]) -> ClipScore | None:
         """The minimum error over `transcripts` [(asr name, text)], or None when the reference normalizes to
         nothing (a clip of pure punctuation cannot be screened)."""
-        metric = self.metric_for(language)
+        metric, both = self._language(language)
         ref = self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
             return None
-        scored = []
-        for asr, text in transcripts:
-            hyp = self.normalized(text, language)
-            scored.append((self.count(ref, hyp, metric), asr, hyp))
+        scored = [(self._count_texts(metric, language, reference, ref, text), asr, text) for asr, text in transcripts]
         best, best_asr, _ = min(scored, key=lambda entry: (entry[0].errors, entry[1]))
         cer = None
-        if base_language(language) in BOTH_METRIC_LANGUAGES and ref.characters:
-            cer = min(self.count(ref, hyp, "cer").rate for _, _, hyp in scored)  # the minimum again, by characters
+        if both and ref.characters:  # the minimum again, by characters
+            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, _, text in scored)
         return ClipScore(
             metric,
             best.errors,
