@@ -48,7 +48,7 @@ PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
 
 _NOT_LETTER_AFTER = r"(?![A-Za-z0-9])"
 _NOT_LETTER_BEFORE = r"(?<![A-Za-z0-9])"
-_DECOR = r"[\s\*_\(\[【「『\"'“‘<]*"
+_DECOR = r"[\s\*_\(\[【「『\"'“‘<】\]]*"
 _CLOSE = r"[\)\]】」』\"'”’>]"
 _OPTION_WORD = r"(?:(?i:option|choice|letter)\s*|选项|選択肢\s*|보기\s*|선택지\s*)?"
 
@@ -72,7 +72,7 @@ _CJK_CUES = [
     r"(?<![回解])答\s*:",
     r"(?:应该|应当|肯定|一定)是\s*(?:选项)?",
     r"(?:正确|最佳)的?选项(?:应该)?(?:是|为)\s*[:]?",
-    r"(?:我|应该?|故|所以|因此)?选(?:择)?(?!项)\s*(?:选项)?",
+    r"(?:我|应该?|故|所以|因此)?选(?:择)?(?!项)\s*[:]?\s*(?:选项)?",
     # Korean
     r"(?:최종\s*)?(?:정답|답)(?:은|는|이)?\s*[:]?\s*(?:아마(?:도)?\s*)?",
     # Japanese
@@ -83,7 +83,8 @@ _CUE = re.compile(
     "(?:" + "|".join([f"(?i:{cue})" for cue in _EN_CUES] + _CJK_CUES) + ")\\s*" + _OPTION_WORD + _DECOR,
 )
 _CONCLUSION = re.compile(
-    r"(?i:\b(?:so|thus|therefore|hence)\s*[,:]?\s+(?:option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
+    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably)\s*[,:]?\s+"
+    r"(?:it'?s\s+|option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
     r"(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
     re.M,
 )
@@ -118,7 +119,8 @@ _ALTERNATIVE = re.compile(
     + _DECOR
     + r"([A-Z])"
     + _NOT_LETTER_AFTER
-    + r"(?=\s*[\)\]]?\s*(?:[,、/]|(?i:or|and)\b|$|[\.\)]\s*$)))"
+    + r"(?=\s*[\)\]]?\s*(?:[,、/]|(?i:or|and)\b|$|[\.\)]\s*$))"
+    + r"|\s+([A-Z])(?=\s*[\.。]?\s*$))"
 )
 _LISTED_BEFORE = re.compile(
     r"([A-Z])[\)\]]?\s*(?:,?\s*(?:(?i:or|and)\b|/|&|或者?|和|또는|または|か|と|や)|[,、])\s*"
@@ -154,15 +156,17 @@ _CORRECTION = re.compile(
 )
 _WHOLE = re.compile(
     r"^(?:(?i:option|choice|letter|answer)(?:\s*:\s*|\s+|(?=[\(\[]))|(?:选项|選択肢|보기|선택지)\s*)?"
-    r"[\(\[【「]?\s*([A-Za-z])\s*[\)\]】」]?\s*[\.\):。:]?$"
+    r"[\(\[【「]?\s*([A-Za-z])\s*[\)\]】」]?\s*(?:选项|项|번)?\s*[\.\):。:]?$"
 )
 _LETTER_LIST = re.compile(r"^[\(\[]*([A-Z])[\)\]]*\s*(?:or|and|/|,|或者?|和|또는)\s*[\(\[]*([A-Z])[\)\]]*[\.。]?$")
 _LEADING = re.compile(
     r"^(?:(?i:(?:option|choice)(?:\s+|(?=[\(\[])))[\(\[]?([A-Za-z])[\)\]]?(?:\s*[\.\):]\s*|\s+[-–—]\s*|\s+(?=\())"
     r"|\(([A-Za-z])\)\s*"
-    r"|([A-Z])(?:\s*[\.\):]\s*|\s+[-–—]\s*|\s+(?=\()|,\s+(?=[a-z])))(?=\S)"
+    r"|([A-Z])(?:\s*[\.\):]\s*|\s+[-–—]\s*|\s+(?=\()|,\s+(?![A-Z](?![A-Za-z]))))(?=\S)"
 )
 _ENUMERATED = re.compile(r"(?:^|(?<=[\.!?。]\s))\s*[\(\[]?([A-Z])(?:[\.\):]|\s+[-–—])\s", re.M)
+_PARENTHESISED = re.compile(_NOT_LETTER_BEFORE + r"\(([A-Z])\)\s*[^\s\.,;:]")
+_BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?\s*\*\*")
 _HEDGED = re.compile(
     _NOT_LETTER_BEFORE
     + r"\(?([A-Z])\)?\s*,?\s*(?:(?i:or|and)\b|/|或者?|或|또는|または|か)\s*"
@@ -179,10 +183,29 @@ _CONNECTIVES = {
     "due", "and", "or", "but", "with", "from", "based", "according", "in", "on", "here", "there", "then", "so",
 }  # fmt: skip
 _CUE_GUARD = re.compile(r"(?i:\b(?:whether|if)\s+(?:the\s+|my\s+|your\s+)?)$")
-_NEGATION_WORD = re.compile(
-    r"(?i:\b(?:not|never|no|isn'?t|isn’t|wasn'?t|neither|nor)\b)|不是|不|并非|아니|ではな|じゃな"
+_CONDITIONAL = re.compile(r"(?i:\b(?:if|unless)\b(?!\s+(?:I\s+(?:had|have|must)|forced|pressed)))")
+_NEGATION_WORD = re.compile(r"(?i:\b(?:not|never|no|isn'?t|isn’t|wasn'?t|neither|nor)\b)|不是|不|并非")
+_NEGATED_AFTER = re.compile(
+    r"\s*(?:이|가|은|는)?\s*(?:아니|아닙|틀)|\s*(?:は|が)?\s*(?:ではな|じゃな|ではありま|間違)|\s*(?:不对|错)"
 )
 _ARTICLES = {"the", "a", "an"}
+_STOPWORDS = _ARTICLES | {
+    "at",
+    "in",
+    "on",
+    "of",
+    "to",
+    "is",
+    "are",
+    "was",
+    "and",
+    "or",
+    "for",
+    "with",
+    "by",
+    "it",
+    "be",
+}
 
 _NEUTRAL_PHRASES = (
     "cannot be determined",
@@ -232,14 +255,27 @@ _REFUSAL_PHRASES = (
     "i can't access",
     "i don't have access",
     "i do not have access",
+    "i'm not able",
+    "i am not able",
+    "i can't tell",
+    "i cannot tell",
+    "i cannot provide",
+    "i can't provide",
+    "i don't have the ability",
+    "i do not have the ability",
     "无法回答",
     "不能回答",
     "我无法",
     "我不能",
+    "无法听",
+    "无法处理",
+    "无法访问",
+    "听不到",
     "抱歉",
     "对不起",
     "답변할 수 없",
     "답할 수 없",
+    "들을 수 없",
     "대답할 수 없",
     "모르겠",
     "죄송",
@@ -248,6 +284,8 @@ _REFUSAL_PHRASES = (
     "答えられません",
     "わかりません",
     "分かりません",
+    "聞くことができません",
+    "聞き取れません",
 )
 
 
@@ -294,7 +332,10 @@ def parse_answer(
     keys = {letter: _key(option) for letter, option in choices.items() if _key(option)}
     negated = _negations(plain)
     hits = _withdraw(_statements(plain), negated)
-    leading = _leading(plain, negated)  # "C", "Option C", "C. Because …": also an answer, for disagreements
+    leading = _leading(plain, negated, keys)  # "C", "Option C", "C. Because …": also an answer, for disagreements
+    if leading and not hits:  # a leading letter alone meets any other bold letter: "**C** … wait … **D**"
+        bold = [m.group(1) for m in _BOLD.finditer(text) if m.group(1) not in negated]
+        leading += [_Hit(letter, m, m) for m, letter in enumerate(bold, start=len(plain))]
     hits = _merge(hits + (leading or []))
     for rule in (_final_cues, _last_line, _all_statements):
         outcome = rule(plain, hits)
@@ -387,10 +428,12 @@ def _statements(plain: str) -> list[_Hit]:
             continue
         if _CUE_GUARD.search(plain[max(0, cue.start() - 30) : cue.start()]):
             continue  # "whether the answer is A"
+        if re.search(r"(?i:would)", cue.group(0)) and _conditional(plain, cue.start(), letter.end()):
+            continue  # "if the speaker meant France, the answer would be A"
         alternatives = []
         position = letter.end()
         while alternative := _ALTERNATIVE.match(plain, position):  # "Answer: A or C", "A, B or C"
-            alternatives.append(alternative.group(1) or alternative.group(2))
+            alternatives.append(next(g for g in alternative.groups() if g))
             position = alternative.end()
         final = bool(_FINAL_CUE.search(cue.group(0)))
         hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end(), final, tuple(alternatives)))
@@ -412,6 +455,13 @@ def _statements(plain: str) -> list[_Hit]:
             start = bracket.start(1) + bracket.group(1).index(match.group(1))
             hits.append(_Hit(match.group(1).upper(), start, start + 1))
     return _merge(_listed(plain, hit) for hit in hits if not _QUESTION_AFTER.match(plain, hit.end))
+
+
+def _conditional(plain: str, start: int, end: int) -> bool:
+    """Whether the sentence around a statement is a condition ('if …, the answer would be A', '… A if …')."""
+    before = re.split(r"[\.!?。\n]", plain[:start])[-1]
+    after = re.split(r"[\.!?。\n]", plain[end:], maxsplit=1)[0]
+    return bool(_CONDITIONAL.search(before) or re.match(r"\s*,?\s*(?i:if|unless)\b", after))
 
 
 def _listed(plain: str, hit: _Hit) -> _Hit:
@@ -495,7 +545,7 @@ def _all_statements(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
 # weaker forms
 
 
-def _leading(plain: str, negated: dict[str, list[int]]) -> list[_Hit] | None:
+def _leading(plain: str, negated: dict[str, list[int]], keys: dict[str, str]) -> list[_Hit] | None:
     stripped = plain.strip()
     listed = _LETTER_LIST.match(stripped)
     if listed:  # "A or B", "A/C": nothing but letters
@@ -511,12 +561,19 @@ def _leading(plain: str, negated: dict[str, list[int]]) -> list[_Hit] | None:
         letter, end = whole.group(1).upper(), offset + len(first)
     else:
         match = _LEADING.match(first)
-        if not match:
+        own = re.match(r"([A-Z])\s+(\S.*)$", first)  # "C Berlin": the letter and its own option text
+        if match:
+            group = next(i for i in (1, 2, 3) if match.group(i))
+            letter, end = match.group(group).upper(), offset + match.end(group)
+        elif own and _key(own.group(2)) in keys.values():
+            named = [other for other, option in keys.items() if option == _key(own.group(2))]
+            if own.group(1) not in named:  # "C Paris" with Paris under A
+                return [_Hit(own.group(1), offset, offset + 1), _Hit(named[0], offset + 2, offset + 2)]
+            letter, end = own.group(1), offset + 1
+        else:
             return None
-        group = next(i for i in (1, 2, 3) if match.group(i))
-        letter, end = match.group(group).upper(), offset + match.end(group)
-    if len(set(_ENUMERATED.findall(plain))) > 1:
-        return None  # the options listed back, one per line
+    if len(set(_ENUMERATED.findall(plain)) | set(_PARENTHESISED.findall(plain))) > 1:
+        return None  # the options listed back: "A. Paris\nB. London", "(A) Paris (B) London"
     if letter in negated:
         return None
     return [_Hit(letter, offset, end)]
@@ -663,7 +720,28 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
         return contained[0], "ok"
     if len(contained) > 1:
         return ", ".join(sorted(contained)), "ambiguous"
+    own = _own_words(keys)
+    named = [letter for letter, words in own.items() if words and all(_occurs_unnegated(candidate, w) for w in words)]
+    if len(named) == 1:
+        letter = named[0]
+        if any(_occurs_unnegated(candidate, w) for other, words in own.items() if other != letter for w in words):
+            return ", ".join(sorted(own)), "ambiguous"  # another option's own word is named too
+        return letter, "ok"
+    if len(named) > 1:
+        return ", ".join(sorted(named)), "ambiguous"
     return None
+
+
+def _own_words(keys: dict[str, str]) -> dict[str, list[str]]:
+    """Each option's content words that no other option has: 'happy' in 'The speaker is happy' (vs '… sad'),
+    'airport' in 'at the airport'. Not for CJK scripts (no word boundaries)."""
+    if len(keys) < 2 or any(ord(ch) > 0x2E7F for option in keys.values() for ch in option):
+        return {}
+    words = {letter: [w for w in option.split() if w not in _STOPWORDS] for letter, option in keys.items()}
+    return {
+        letter: [w for w in mine if not any(w in theirs for other, theirs in words.items() if other != letter)]
+        for letter, mine in words.items()
+    }
 
 
 def _occurs_unnegated(candidate: str, option: str) -> bool:
@@ -680,8 +758,9 @@ def _occurs_unnegated(candidate: str, option: str) -> bool:
         pattern = r"\b" + r"\W+(?:(?:the|a|an)\W+)?".join(re.escape(w) for w in words) + r"\b"
     for match in re.finditer(pattern, text):
         clause = re.split(r"[,.;:!?。，；\n]", text[: match.start()])[-1]
-        if not _NEGATION_WORD.search(clause[-20:]):
-            return True
+        if _NEGATION_WORD.search(clause[-20:]) or _NEGATED_AFTER.match(text, match.end()):
+            continue
+        return True
     return False
 
 
