@@ -38,6 +38,7 @@ letters; `map_to_original` turns one into the original option through the stored
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -83,7 +84,8 @@ _CUE = re.compile(
     "(?:" + "|".join([f"(?i:{cue})" for cue in _EN_CUES] + _CJK_CUES) + ")\\s*" + _OPTION_WORD + _DECOR,
 )
 _CONCLUSION = re.compile(
-    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably)\s*[,:]?\s+"
+    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait)"
+    r"\s*[,:]?\s+"
     r"(?:it'?s\s+|option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
     r"(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
     re.M,
@@ -242,6 +244,7 @@ _REFUSAL_PHRASES = (
     "i don't know",
     "i do not know",
     "none of the options",
+    "none of the above",
     "i'm sorry",
     "i am sorry",
     "as an ai",
@@ -258,6 +261,10 @@ _REFUSAL_PHRASES = (
     "i'm not able",
     "i am not able",
     "i can't tell",
+    "i can't identify",
+    "i cannot identify",
+    "i can't assist",
+    "i cannot assist",
     "i cannot tell",
     "i cannot provide",
     "i can't provide",
@@ -378,15 +385,26 @@ def map_to_original(letter: str | None, option_order: str) -> str | None:
 # cleaning
 
 
+_THINK = re.compile(r"(?is)<think>.*?</think>")
+_ANSWER_TAG = re.compile(r"(?is)<answer>\s*(.*?)\s*</answer>")
+_LATEX = (
+    (re.compile(r"\\(?:textbf|mathbf|bm|boldsymbol)\s*\{([^{}]*)\}"), r"**\1**"),
+    (re.compile(r"\\(?:text|mathrm|textrm|mathit|textit|emph|operatorname|mbox)\s*\{([^{}]*)\}"), r"\1"),
+    (re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}"), r"[[\1]]"),
+)
+_MATH_DELIMITERS = re.compile(r"\\[\[\]\(\)]|\$")
+
+
 def _clean(raw: str) -> str:
     text = normalize(raw)
-    text = re.sub(r"(?is)<think>.*?</think>", "\n", text)
-    text = re.sub(r"(?is)<answer>\s*(.*?)\s*</answer>", r"[[\1]]", text)
-    for _ in range(3):  # nested \boxed{\text{C}}
-        text = re.sub(r"\\(?:textbf|mathbf|bm|boldsymbol)\s*\{([^{}]*)\}", r"**\1**", text)
-        text = re.sub(r"\\(?:text|mathrm|textrm|mathit|textit|emph|operatorname|mbox)\s*\{([^{}]*)\}", r"\1", text)
-        text = re.sub(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}", r"[[\1]]", text)
-    text = re.sub(r"\\[\[\]\(\)]|\$", " ", text)
+    if "<" in text:
+        text = _ANSWER_TAG.sub(r"[[\1]]", _THINK.sub("\n", text))
+    if "\\" in text:
+        for _ in range(3):  # nested \boxed{\text{C}}
+            for pattern, replacement in _LATEX:
+                text = pattern.sub(replacement, text)
+    if "\\" in text or "$" in text:
+        text = _MATH_DELIMITERS.sub(" ", text)
     return text.strip()
 
 
@@ -609,9 +627,12 @@ def _text_after(plain: str, hit: _Hit, keys: dict[str, str]) -> str | None:
     """Another option's letter when the text right after the letter is exactly that option's text ('C. Paris')."""
     if not hit.end:
         return None
-    rest = plain[hit.end :].split("\n", 1)[0]
-    rest = re.sub(r"^[\s\)\]】」\.:\-–—,\"'“”]*", "", rest)
-    candidates = {rest, re.split(r"[\.,;!?。，；]", rest, maxsplit=1)[0]}
+    line, _, after = plain[hit.end :].partition("\n")
+    rest = re.sub(r"^[\s\)\]】」\.:\-–—,\"'“”]*", "", line)
+    next_line = next((other for other in after.split("\n") if other.strip()), "")
+    if re.match(r"\s*[\(\[]?[A-Za-z][\)\]\.:]", next_line):
+        next_line = ""  # "A: Paris" lists an option, it does not gloss the answer
+    candidates = {rest, re.split(r"[\.,;!?。，；]", rest, maxsplit=1)[0], next_line}
     inner = re.match(r"^\(([^)]*)\)", rest)
     if inner:
         candidates.add(inner.group(1))
@@ -633,6 +654,7 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"\w+", normalize(text).casefold()) if w not in _ARTICLES]
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(text: str) -> str:
     """Casefolded words without articles, joined by one space: 'The Eiffel Tower.' → 'eiffel tower'."""
     return " ".join(_words(text))
@@ -713,7 +735,11 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
         return prefix[0], "ok"
     if len(candidate) > 150 or len(re.findall(r"[\.!?。](?:\s|$)", candidate.strip())) > 2:
         return None  # a longer text naming one option in passing has not answered with it
-    contained = [letter for letter, option in keys.items() if _occurs_unnegated(candidate, option)]
+    contained = [
+        letter
+        for letter, option in keys.items()
+        if (_starts_with(candidate, option) if _short(option) else _occurs_unnegated(candidate, option))
+    ]
     # "the sun" inside "the sun's corona": keep only options not contained in another matched option
     contained = [a for a in contained if not any(a != b and keys[a] in keys[b] for b in contained)]
     if len(contained) == 1:
@@ -721,7 +747,9 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
     if len(contained) > 1:
         return ", ".join(sorted(contained)), "ambiguous"
     own = _own_words(keys)
-    named = [letter for letter, words in own.items() if words and all(_occurs_unnegated(candidate, w) for w in words)]
+    named = [
+        letter for letter, words in own.items() if words and all(_names(candidate, w, keys[letter]) for w in words)
+    ]
     if len(named) == 1:
         letter = named[0]
         if any(_occurs_unnegated(candidate, w) for other, words in own.items() if other != letter for w in words):
@@ -742,6 +770,20 @@ def _own_words(keys: dict[str, str]) -> dict[str, list[str]]:
         letter: [w for w in mine if not any(w in theirs for other, theirs in words.items() if other != letter)]
         for letter, mine in words.items()
     }
+
+
+def _names(candidate: str, word: str, option: str) -> bool:
+    """An option's own word in the reply; a short option ('No') only as the reply's first word ('No idea' is not)."""
+    return _starts_with(candidate, word) if _short(option) else _occurs_unnegated(candidate, word)
+
+
+def _short(option: str) -> bool:
+    return len(option) <= 3 and not any(ord(ch) > 0x2E7F for ch in option)
+
+
+def _starts_with(candidate: str, option: str) -> bool:
+    """A short option ('No', '12') only as the reply's first word before a pause: 'No, he didn't.', not 'No idea'."""
+    return bool(re.match(r"\W*" + re.escape(option) + r"\s*(?:$|[,\.!;:])", normalize(candidate).casefold()))
 
 
 def _occurs_unnegated(candidate: str, option: str) -> bool:

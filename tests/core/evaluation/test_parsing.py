@@ -321,3 +321,18 @@ def test_reparse_updates_stored_answers_without_asking_a_model(audio_project, cl
     ).fetchall()
     assert all(r[0] == "B" and r[1] == "ok" and r[3] == r[2][1] for r in rows), [tuple(r) for r in rows]
     assert len(stub.requests) == sent
+
+
+def test_reparse_reads_stored_answers_with_the_current_parser(audio_project, cli, stub):
+    """Stored replies the old parser could not read ('**Answer:** option (b)') are read after `reparse`."""
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import evaluate
+
+    stub.state.answer_fn = lambda body: "Let me think.\n\n**Answer:** option (b)"
+    evaluate(audio_project, RunSettings(model="vllm:m", base_url=stub.openai_url, mode="audio"))
+    with audio_project.transaction() as conn:  # as an older parser stored them
+        conn.execute("UPDATE responses SET parsed_letter = NULL, parse_status = 'failed', mapped_option = NULL")
+    result = cli("reparse", audio_project.path, "--json")
+    assert result.code == 0 and result.json()["parse_counts"] == {"ok": 6}
+    rows = audio_project.conn.execute("SELECT parsed_letter, parse_status FROM responses").fetchall()
+    assert {tuple(r) for r in rows} == {("B", "ok")}

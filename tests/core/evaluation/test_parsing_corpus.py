@@ -4,7 +4,8 @@ Gemini, Qwen2-Audio, SALMONN, LLaMA-Omni; English, Chinese, Korean, Japanese; 2 
 Each case of `parsing_corpus.jsonl` has the options as presented, the raw reply and what it means: a letter,
 or `ambiguous` (the reply names several answers), `refusal`, `neutral` (a refusal with detail `neutral`),
 or `none` (no answer can be read: the parser must return no letter, status `failed` or `ambiguous`).
-`batch` 1 was written before the parser was changed, `batch` 2 afterwards to probe it (then kept).
+`batch` 1 was written before the parser was changed, `batch` 2 while changing it (probes that found faults,
+then kept), `batch` 3 afterwards without running the parser first and measured once, as held-out cases.
 
 Precision comes first: a returned letter that is not the expected one — including any letter on a case
 without one — is a failure, with no tolerance. Recall (expected letter returned, over the cases that have a
@@ -23,8 +24,8 @@ from spokenbench.core.evaluation.parsing import parse_answer
 
 CORPUS = Path(__file__).with_name("parsing_corpus.jsonl")
 STATUS_EXPECTATIONS = ("ambiguous", "refusal", "neutral", "none")
-# Measured when the rules were written: precision 1.000, recall 0.996 (254 of 255 letter cases; the parser
-# before issue 13: precision 0.879, recall 0.596). The floor leaves room for new hard cases, not for sliding.
+# Measured when the rules were written: precision 1.000, recall 0.994 (318 of 320 letter cases); the parser
+# before issue 13: precision 0.869, recall 0.641. The floor leaves room for new hard cases, not for sliding.
 RECALL_FLOOR = 0.95
 
 
