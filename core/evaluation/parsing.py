@@ -6,35 +6,40 @@ dropped, a `<think>…</think>` block dropped, `<answer>X</answer>` and LaTeX `\
 `\\text{}`/`\\mathrm{}` unwrapped, `\\textbf{X}` read as `**X**`, `$`, `\\(`, `\\[` removed; markdown
 emphasis, backticks, heading and quote markers are removed for the statement rules.
 
-An *answer statement* is a letter after a cue — `Answer: C`, `answer: d`, `The correct answer is (C)`,
-`I'd go with option C`, `it's C`, `C is correct`, `[[C]]`, `\\boxed{C}`, 答案是C / 正确答案：B / 选C / C是正确的,
-정답은 C입니다 / C가 정답 / C번, 答えはA / 正解はC / Cが正解 / Cです — or the second letter of a contrast
-(`not A but C`, 不是A而是C, A가 아니라 C, AではなくC). A lower-case letter counts unless it reads as a word
-(`answer: a dog`), `A`/`I` followed by an ordinary word (`Answer: I think`) do not count, and a cue after
-`whether`/`if` does not count. A letter negated *after* its statement (`The answer is A. No, not A, it's C`)
-is withdrawn. Rules, first that finds anything decides:
+An *answer statement* names a letter: after a cue (`Answer: C`, `answer: d`, `The correct answer is (C)`,
+`Correct option: C`, `I'd go with option C`, `it's C`, 答案是C / 正确答案：B / 答：C / 选C / 应该是C,
+정답은 C / 답: C, 答えはA / 正解はC), before one (`C is correct`, `C is the answer`, C是正确的, C가 정답, C번,
+C입니다, Cが正解, Cです, Cを選), at the end of a sentence after `so` / `therefore` / `I think` / `probably` /
+`actually` (`…, so C.`), as the second letter of a contrast (`not A but C`, 不是A而是C, A가 아니라 C, AではなくC),
+in `[[C]]` or `\\boxed{C}`, or as the reply's leading letter (`C`, `(c)`, `Option C`, `C\n\nBecause …`,
+`C. Because …`, `C) …`, `C, Berlin`) unless several lines start like options (an echoed option list).
+Not a statement: a lower-case `a`/`i` or an `A`/`I` read as a word (`answer: a dog`, `Answer: I think`),
+a letter asked about (`Is it A?`), a cue after `whether`/`if`, a conditional (`if …, the answer would be A`).
+A letter listed with others (`A, B or C`, `AとBです`) names all of them. A letter negated at or after its
+statement (`The answer is A. No, not A, it's C`) is withdrawn. Rules, first that finds anything decides:
 
 1. statements with a final cue (`Final answer`, 最终答案, 최종 답, 最終的な答え): one letter, or ambiguous;
 2. the last line of a multi-line reply holds a statement or is a lone letter (chain-of-thought endings such
    as simple-evals' `Answer: $LETTER`): it decides, unless an earlier answer line (a short statement line
    or a lone letter) names another letter with no correction (`wait`, `actually`, `let me reconsider`…)
    in between — then ambiguous;
-3. all statements: one letter, or ambiguous;
-4. the whole reply is a letter, maybe decorated (`C`, `(c)`, `Option C`, `choice C`), or its first line is
-   (`C\\n\\nBecause …`) or starts with one (`C. Because …`, `C) …`, `Option C: …`) — not when several lines
-   start like options (an echoed option list);
-5. letters offered as alternatives (`B or D`, `A/C`): ambiguous;
-6. emphasised letters anywhere (`**C**`, `(C)`, `【C】`);
-7. an option's text instead of a letter: exact or near-exact (case, punctuation, articles, one or two typos
-   in words of five letters or more, never a different number), or a single option's text inside a short
-   reply (`The instrument is a trumpet`), not after a negation (`not Paris`); several options: ambiguous;
-8. a refusal or a neutral answer ("Cannot be determined", 无法确定, 알 수 없습니다, 判断できません).
+3. all statements (a leading letter alone also meets any other bold letter): one letter, or ambiguous;
+4. letters offered as alternatives (`B or D`, `A/C`): ambiguous;
+5. emphasised letters (`**C**`, `(C)`, `【C】`) — in a reply over 200 characters only in its last 60;
+6. an option's text instead of a letter: exact or near-exact (case, punctuation, articles, one typo in
+   5–8 letters or two in longer texts, never a different number), a unique leading part (`Golgi`), the one
+   option whose text a short reply contains (`The instrument is a trumpet`, not after `not`, 不是, or before
+   아니/ではない), or the one option whose own words it contains (`happy` of 'The speaker is happy' vs
+   '… sad'); a short option (`No`, `12`) counts only as the reply's first word (`No, he didn't`, not
+   `No idea`); several options: ambiguous;
+7. a refusal or a neutral answer ("Cannot be determined", 无法确定, 알 수 없습니다, 判断できません).
 
 Everywhere: several different letters make the answer ambiguous; a letter followed by another option's text
-(`C. Paris` when Paris is A) is ambiguous; a negated letter (`not A`, `A is wrong`, 不是A, A가 아니, Aではない)
-is never returned by rules 4–6; ambiguity in rules 5–7 next to a refusal phrase is a refusal. A letter beyond
-the options is a failure, the neutral option's letter or text a neutral answer. Letters are presented
-letters; `map_to_original` turns one into the original option through the stored permutation."""
+(`C. Paris`, `C Paris`, or `Answer: B` over a line that is option A's text) is ambiguous; a negated letter
+(`not A`, `A is wrong`, 不是A, A는 틀렸, Aは間違い) is never a leading or emphasised answer, and withdraws a
+statement before it; ambiguity in rules 4–6 next to a refusal phrase is a refusal. A letter beyond the options is a failure,
+the neutral option's letter or text a neutral answer. Letters are presented letters; `map_to_original` turns
+one into the original option through the stored permutation."""
 
 from __future__ import annotations
 
