@@ -19,10 +19,10 @@ A letter listed with others (`A, B or C`, `AとBです`) names all of them. A le
 statement (`The answer is A. No, not A, it's C`) is withdrawn. Rules, first that finds anything decides:
 
 1. statements with a final cue (`Final answer`, 最终答案, 최종 답, 最終的な答え): one letter, or ambiguous;
-2. the last line of a multi-line reply holds a statement or is a lone letter (chain-of-thought endings such
-   as simple-evals' `Answer: $LETTER`): it decides, unless an earlier answer line (a short statement line
-   or a lone letter) names another letter with no correction (`wait`, `actually`, `let me reconsider`…)
-   in between — then ambiguous;
+2. the last line of a multi-line reply that holds a statement or is a lone letter (lines after it add
+   nothing; chain-of-thought endings such as simple-evals' `Answer: $LETTER`): it decides, unless an earlier
+   answer line (a short statement line or a lone letter) names another letter with no correction (`wait`,
+   `actually`, `initially`, `let me reconsider`…) in between — then ambiguous;
 3. all statements (a leading letter alone also meets any other bold letter): one letter, or ambiguous;
 4. letters offered as alternatives (`B or D`, `A/C`): ambiguous;
 5. emphasised letters (`**C**`, `(C)`, `【C】`) — in a reply over 200 characters only in its last 60;
@@ -54,7 +54,7 @@ PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
 
 _NOT_LETTER_AFTER = r"(?![A-Za-z0-9])"
 _NOT_LETTER_BEFORE = r"(?<![A-Za-z0-9])"
-_DECOR = r"[\s\*_\(\[【「『\"'“‘<】\]]*"
+_DECOR = r"[\s\*_\(\[\{【「『\"'“‘<】\]]*"
 _CLOSE = r"[\)\]】」』\"'”’>]"
 _OPTION_WORD = r"(?:(?i:option|choice|letter)\s*|选项|選択肢\s*|보기\s*|선택지\s*)?"
 
@@ -159,7 +159,8 @@ _NEGATED = re.compile(
 )
 _CORRECTION = re.compile(
     r"(?i:\b(?:wait|actually|on\s+second\s+thought|on\s+reflection|correction|reconsider\w*|re-?evaluat\w*"
-    r"|i\s+made\s+a\s+mistake|let\s+me\s+re-?check)\b)|等等|不对|重新考虑|잠깐|다시\s*생각|いや|待って|訂正"
+    r"|i\s+made\s+a\s+mistake|let\s+me\s+re-?check|initially|at\s+first|first\s+thought|on\s+closer"
+    r"|listen(?:ed|ing)?\s+again)\b)|等等|不对|重新考虑|一开始|잠깐|다시\s*생각|처음에는|いや|待って|訂正|最初は"
 )
 _WHOLE = re.compile(
     r"^(?:(?i:option|choice|letter|answer)(?:\s*:\s*|\s+|(?=[\(\[]))|(?:选项|選択肢|보기|선택지)\s*)?"
@@ -520,27 +521,28 @@ def _final_cues(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
 
 def _last_line(plain: str, hits: list[_Hit]) -> list[_Hit] | ParsedAnswer | None:
     lines = [(m.start(), m.end()) for m in re.finditer(r"[^\n]*\S[^\n]*", plain)]
-    if len(lines) < 2:
-        return None
-    start, end = lines[-1]
-    last = [hit for hit in hits if start <= hit.start < end]
-    if not last:
-        whole = _WHOLE.match(plain[start:end].strip())
-        if not whole:
-            return None
-        last = [_Hit(whole.group(1).upper(), start, end)]
-    if len({hit.letter for hit in last}) != 1:
+    last: list[_Hit] = []
+    index = len(lines) - 1
+    while index > 0 and not last:  # the last line that answers; lines after it ("Hope this helps!") add nothing
+        start, end = lines[index]
+        last = [hit for hit in hits if start <= hit.start < end]
+        whole = None if last else _WHOLE.match(plain[start:end].strip())
+        if whole:
+            last = [_Hit(whole.group(1).upper(), start, end)]
+        index -= 0 if last else 1
+    if not last or len({hit.letter for hit in last}) != 1:
         return None  # rule 3 reads the whole reply
     letter = last[0].letter
+    earlier_lines = lines[:index]
     conflicts = [
         line_start
-        for line_start, line_end in lines[:-1]
+        for line_start, line_end in earlier_lines
         if any(other != letter for other in _answer_line(plain, line_start, line_end, hits))
     ]
     if conflicts and not _CORRECTION.search(plain, conflicts[-1], last[0].start):
         earlier = {
             other
-            for s, e in lines[:-1]
+            for s, e in earlier_lines
             if s in conflicts
             for other in _answer_line(plain, s, e, hits)
             if other != letter
