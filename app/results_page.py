@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
-from spokenbench.core.evaluation.runner import list_runs
+from spokenbench.core.metrics.store import run_list as read_runs
 from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache, point_details, project_panels
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
@@ -175,7 +175,7 @@ class ResultsPage(QWidget):
         self.summary.setText("Computing the panels…")
 
         def compute(project, progress):
-            runs = list_runs(project.conn)
+            runs = read_runs(project.conn)
             return runs, project_panels(project, wanted, runs=runs, cache=cache, progress=progress)
 
         return (

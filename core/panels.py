@@ -244,14 +244,14 @@ def project_panels(
     n_resamples: int = DEFAULT_RESAMPLES,
     progress: Progress | None = None,
 ) -> PanelSet:
-    """Panels for the selected runs (all when None) of an open project. `runs` is `list_runs`' answer when the
-    caller has it; `cache` keeps the responses of runs that did not change since the last call (the Results
-    page keeps one per open project), so a run that ends costs reading its own last responses only."""
-    from spokenbench.core.evaluation.runner import list_runs
+    """Panels for the selected runs (all when None) of an open project. `runs` is `core.metrics.store.run_list`'s
+    answer when the caller has it; `cache` keeps the responses of runs that did not change since the last call
+    (the Results page keeps one per open project), so a run that ends costs reading its own responses only."""
+    from spokenbench.core.metrics.store import run_list
 
     progress = progress or no_progress()
     start = time.perf_counter()
-    runs = list_runs(project.conn) if runs is None else runs
+    runs = run_list(project.conn) if runs is None else runs
     if run_ids is not None:
         wanted = set(run_ids)
         runs = [r for r in runs if r["id"] in wanted]
@@ -259,27 +259,20 @@ def project_panels(
     loaded = time.perf_counter() - start
     labels = run_labels(runs)
     simulated = {labels[r["id"]]: bool(r["simulated"]) for r in runs}
-    if not frame.empty:
-        frame["model"] = frame["run_id"].map(labels).to_numpy(dtype=object)
+    if not frame.empty:  # categorical: no per-row strings for 100,000 rows
+        order = [r["id"] for r in runs]
+        names = list(dict.fromkeys(labels[i] for i in order))
+        codes = pd.Index(order).get_indexer(frame["run_id"].to_numpy())
+        label_code = np.array([names.index(labels[i]) for i in order])
+        frame["model"] = pd.Categorical.from_codes(label_code[codes], categories=names)
     result = compute_panels(frame, simulated=simulated, n_resamples=n_resamples, progress=progress, clean=True)
     result.runs = runs
     result.timings = {"reading the project": loaded, **result.timings}
     return result
 
 
-# What tells that a run's stored responses may have changed: its counts, status and last update
-RUN_SIGNATURE = (
-    "responses",
-    "errors",
-    "parsed_ok",
-    "parse_failed",
-    "ambiguous",
-    "refusals",
-    "correct",
-    "status",
-    "recorded_status",
-    "finished_at",
-)
+# What tells that a run's stored responses may have changed (core/metrics/store.py `run_list`)
+RUN_SIGNATURE = ("responses", "errors", "parsed_ok", "last_answer", "answers_sum", "status", "finished_at")
 
 
 class ResponseCache:
@@ -804,7 +797,7 @@ def _accuracy_by_level(ctx: _Context) -> Panel:
                         "ci_high": high,
                     }
                 )
-    panel.tables["accuracy_by_level"] = pd.DataFrame(rows_table)
+    panel.tables["accuracy_by_level"] = functools.partial(pd.DataFrame, rows_table)  # built when first needed
     delta_rows = []
     for f in factors:
         if n_levels_total[f] != 2:
@@ -826,7 +819,7 @@ def _accuracy_by_level(ctx: _Context) -> Panel:
                     "ci_high": high,
                 }
             )
-    panel.tables["delta_by_factor"] = pd.DataFrame(delta_rows)
+    panel.tables["delta_by_factor"] = functools.partial(pd.DataFrame, delta_rows)
     for f in factors:  # computed when first needed (PanelSet.complete_tables, or on access)
         panel.tables[f"delta_table_{f}"] = functools.partial(_cross_table_with_intervals, data, f, ctx)
     return panel
@@ -919,9 +912,10 @@ def _entropy_distribution(ctx: _Context) -> Panel:
                 "entropy_q3": q3,
             }
         )
-    panel.tables["entropy_summary"] = pd.DataFrame(summary_rows)
-    per_question = mcq.per_question_table(metrics)[["model", "question_id", "n", "accuracy", "entropy"]]
-    panel.tables["entropy_per_question"] = per_question
+    panel.tables["entropy_summary"] = functools.partial(pd.DataFrame, summary_rows)
+    panel.tables["entropy_per_question"] = lambda: mcq.per_question_table(metrics)[
+        ["model", "question_id", "n", "accuracy", "entropy"]
+    ]
     return panel
 
 
@@ -985,7 +979,7 @@ def _kappa_vs_apes(ctx: _Context) -> Panel:
                     "level_entropy": summary[f"level_entropy[{f}]"].iloc[m],
                 }
             )
-    panel.tables["kappa_apes"] = pd.DataFrame(rows_table)
+    panel.tables["kappa_apes"] = functools.partial(pd.DataFrame, rows_table)
     return panel
 
 
@@ -1133,14 +1127,18 @@ def _gold_position(ctx: _Context) -> Panel:
                     source=ctx.source(model),
                 )
             )
-    panel.tables["gold_position"] = pd.DataFrame(rows_table)
-    bias = per_model[["model", "rsd", "ckld"]].copy()
-    bias.insert(1, "source", bias["model"].map(ctx.source))
-    for m_key in ("rsd", "ckld"):
-        at = bias.columns.get_loc(m_key) + 1
-        bias.insert(at, f"{m_key}_ci_low", [ctx.ci(m, m_key)[0] for m in range(len(data.models))])
-        bias.insert(at + 1, f"{m_key}_ci_high", [ctx.ci(m, m_key)[1] for m in range(len(data.models))])
-    panel.tables["rsd_ckld"] = bias
+    panel.tables["gold_position"] = functools.partial(pd.DataFrame, rows_table)
+
+    def rsd_ckld() -> pd.DataFrame:
+        bias = per_model[["model", "rsd", "ckld"]].copy()
+        bias.insert(1, "source", bias["model"].map(ctx.source))
+        for m_key in ("rsd", "ckld"):
+            at = bias.columns.get_loc(m_key) + 1
+            bias.insert(at, f"{m_key}_ci_low", [ctx.ci(m, m_key)[0] for m in range(len(data.models))])
+            bias.insert(at + 1, f"{m_key}_ci_high", [ctx.ci(m, m_key)[1] for m in range(len(data.models))])
+        return bias
+
+    panel.tables["rsd_ckld"] = rsd_ckld
     return panel
 
 
@@ -1236,9 +1234,13 @@ def _permutation_voting(ctx: _Context) -> Panel:
                         source=ctx.source(row.model),
                     )
                 )
-    table = voting.drop(columns=["accuracy"]).assign(**extra)
-    table.insert(1, "source", table["model"].map(ctx.source))
-    panel.tables["permutation_voting"] = table
+
+    def voting_table() -> pd.DataFrame:
+        table = voting.drop(columns=["accuracy"]).assign(**extra)
+        table.insert(1, "source", table["model"].map(ctx.source))
+        return table
+
+    panel.tables["permutation_voting"] = voting_table
     return panel
 
 
@@ -1286,8 +1288,7 @@ def _ranking_changes(ctx: _Context) -> Panel:
     high = np.full_like(low, np.nan)
     tau_ci = {}
     if ctx.n_resamples:
-        rng = np.random.default_rng(ctx.seed)
-        weights = question_weights(n_q, ctx.n_resamples, rng)
+        weights = ctx.weight_matrix  # the same resamples as every other interval
         with np.errstate(invalid="ignore", divide="ignore"):
             acc = (weights @ num.reshape(n_q, -1)) / (weights @ den.reshape(n_q, -1))
         acc = acc.reshape(ctx.n_resamples, n_models, len(settings))
@@ -1323,18 +1324,25 @@ def _ranking_changes(ctx: _Context) -> Panel:
                     source=ctx.source(model),
                 )
             )
-    table = ranking.copy()
-    table["accuracy_pct"] = 100 * table["accuracy"]
-    table = table.drop(columns=["accuracy"])
-    index = {(m, s): (i, j) for i, m in enumerate(data.models) for j, s in enumerate(settings)}
-    table["rank_ci_low"] = [low[index[(r.model, r.setting)]] for r in table.itertuples()]
-    table["rank_ci_high"] = [high[index[(r.model, r.setting)]] for r in table.itertuples()]
-    table.insert(1, "source", table["model"].map(ctx.source))
-    panel.tables["ranking"] = table
-    tau = selection.kendall_tau.copy()
-    tau["tau_ci_low"] = [tau_ci.get(s, (math.nan, math.nan))[0] for s in tau["setting"]]
-    tau["tau_ci_high"] = [tau_ci.get(s, (math.nan, math.nan))[1] for s in tau["setting"]]
-    panel.tables["kendall_tau"] = tau
+
+    def ranking_table() -> pd.DataFrame:
+        table = ranking.copy()
+        table["accuracy_pct"] = 100 * table["accuracy"]
+        table = table.drop(columns=["accuracy"])
+        index = {(m, s): (i, j) for i, m in enumerate(data.models) for j, s in enumerate(settings)}
+        table["rank_ci_low"] = [low[index[(r.model, r.setting)]] for r in table.itertuples()]
+        table["rank_ci_high"] = [high[index[(r.model, r.setting)]] for r in table.itertuples()]
+        table.insert(1, "source", table["model"].map(ctx.source))
+        return table
+
+    def tau_table() -> pd.DataFrame:
+        tau = selection.kendall_tau.copy()
+        tau["tau_ci_low"] = [tau_ci.get(s, (math.nan, math.nan))[0] for s in tau["setting"]]
+        tau["tau_ci_high"] = [tau_ci.get(s, (math.nan, math.nan))[1] for s in tau["setting"]]
+        return tau
+
+    panel.tables["ranking"] = ranking_table
+    panel.tables["kendall_tau"] = tau_table
     return panel
 
 
@@ -1438,6 +1446,15 @@ def _mcnemar(ctx: _Context) -> Panel:
                 source=ctx.source(name),
             )
         )
+
+    def mcnemar_table() -> pd.DataFrame:
+        return _mcnemar_table(table, ctx, acc_o, o_ci, acc_r, r_ci, delta, d_low, d_high)
+
+    panel.tables["mcnemar"] = mcnemar_table
+    return panel
+
+
+def _mcnemar_table(table, ctx, acc_o, o_ci, acc_r, r_ci, delta, d_low, d_high) -> pd.DataFrame:
     table = table.assign(
         accuracy_original_pct=acc_o,
         original_ci_low=[c[0] for c in o_ci],
@@ -1450,8 +1467,7 @@ def _mcnemar(ctx: _Context) -> Panel:
         delta_ci_high=d_high,
     )
     table.insert(1, "source", table["model"].map(ctx.source))
-    panel.tables["mcnemar"] = table
-    return panel
+    return table
 
 
 def _gender_probe(frame: pd.DataFrame, simulated, n_resamples, seed, backbones) -> Panel:

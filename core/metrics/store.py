@@ -46,6 +46,46 @@ def run_response_rows(conn: sqlite3.Connection, run_id: int) -> pd.DataFrame:
     return pd.DataFrame({name: np.asarray(values, dtype=object) for name, values in zip(RUN_RESPONSE_COLUMNS, columns)})
 
 
+_RUN_LIST = """
+    SELECT u.id, u.name, u.model, u.provider, u.mode, u.prompt, u.status, u.created_at, u.finished_at, u.updated_at,
+           coalesce(c.responses, 0), coalesce(c.errors, 0), coalesce(c.parsed_ok, 0), c.last_answer, c.answers_sum
+    FROM runs u LEFT JOIN (
+        SELECT run_id, count(*) AS responses, sum(error IS NOT NULL) AS errors, sum(parse_status = 'ok') AS parsed_ok,
+               max(created_at) AS last_answer,
+               sum(id * (coalesce(unicode(parsed_letter), 0) + 97 * coalesce(unicode(mapped_option), 0))) AS answers_sum
+        FROM responses GROUP BY run_id
+    ) c ON c.run_id = u.id
+    ORDER BY u.id"""
+RUN_LIST_COLUMNS = (
+    "id",
+    "name",
+    "model",
+    "provider",
+    "mode",
+    "prompt",
+    "status",
+    "created_at",
+    "finished_at",
+    "updated_at",
+    "responses",
+    "errors",
+    "parsed_ok",
+    "last_answer",
+    "answers_sum",
+)
+
+
+def run_list(conn: sqlite3.Connection) -> list[dict]:
+    """Every run with what tells whether its stored answers changed since they were last read: the number of
+    responses, errors and parsed answers, the newest answer's time (an answer stored again gets a new one), and
+    a checksum of the letters (a re-parse changes it), plus `simulated` (mode 'simulated'). Lighter than the
+    evaluation's run summaries: no join with the items."""
+    runs = [dict(zip(RUN_LIST_COLUMNS, row)) for row in conn.execute(_RUN_LIST)]
+    for run in runs:
+        run["simulated"] = run["mode"] == "simulated"
+    return runs
+
+
 def _batches(ids: Sequence[int]) -> Iterable[tuple[Sequence[int], str]]:
     for start in range(0, len(ids), _IN_BATCH):
         batch = ids[start : start + _IN_BATCH]

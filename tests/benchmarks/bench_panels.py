@@ -17,6 +17,7 @@ Medians, because the machine is shared; each figure states how many runs it is t
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import tempfile
@@ -26,34 +27,46 @@ from pathlib import Path
 import pandas as pd
 
 from spokenbench.core.conditions import Condition
-from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_run, upsert_responses
 from spokenbench.core.items import Item, Option
+from spokenbench.core.metrics.store import run_list
 from spokenbench.core.metrics.synthetic import biasinear_like
 from spokenbench.core.panels import PANEL_ORDER, ResponseCache, compute_panels, project_panels
-from spokenbench.core.store import Project
+from spokenbench.core.store import Project, database
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import insert_items
+from spokenbench.core.store.project import DATABASE_NAME
 
 TARGET_S = 1.0
 LANGUAGE_CODES = {"english": "en", "chinese": "zh", "korean": "ko"}
 VOICES = {"female": "Zephyr", "male": "Orus"}
 
 
+AUTOMATIC_GC = False  # --automatic-gc
+
+
 def timed(function, repeats: int) -> tuple[float, list, float]:
     """Median wall time, every wall time, and the median CPU time of this process (all its threads): on a
-    shared machine the wall time also counts other processes' turns, the CPU time does not."""
+    shared machine the wall time also counts other processes' turns, the CPU time does not. As in the app
+    (app/qt_refcounts.py), Python's cyclic garbage collector does not run automatically: it collects between
+    repeats, untimed, as the app does between Qt events."""
     times, cpu = [], []
     for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        function()
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
+        gc.collect()
+        if not AUTOMATIC_GC:
+            gc.disable()
+        try:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            function()
+            times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        finally:
+            gc.enable()
     return statistics.median(times), times, statistics.median(cpu)
 
 
 def report_runs(label: str, repeats: int, runs: list) -> None:
-    timings = pd.DataFrame([r.timings for r in runs])
+    timings = pd.DataFrame(runs)
     print(f"\n{label}: median per part over {repeats} runs (s)")
     for column in timings.columns:
         name = column if column in PANEL_ORDER or column == "total" else f"({column})"
@@ -121,17 +134,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7, help="runs per figure (default 7)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    parser.add_argument("--no-project", action="store_true", help="skip the project-folder figure")
+    parser.add_argument("--no-project", action="store_true", help="skip the project-folder figures")
+    parser.add_argument(
+        "--automatic-gc",
+        action="store_true",
+        help="let Python's garbage collector run during the timings (the app does not)",
+    )
     args = parser.parse_args()
+    global AUTOMATIC_GC
+    AUTOMATIC_GC = args.automatic_gc
 
     frame = biasinear_like(n_questions=400, n_models=9, seed=0)
     print(
         f"data: {len(frame):,} responses, {frame['question_id'].nunique()} questions, {frame['model'].nunique()} "
-        f"models; {args.resamples} bootstrap resamples; target ≤ {TARGET_S:.1f} s"
+        f"models; {args.resamples} bootstrap resamples; target ≤ {TARGET_S:.1f} s; garbage collector "
+        f"{'automatic' if AUTOMATIC_GC else 'between repeats only, as in the app'}"
     )
     compute_panels(frame, n_resamples=args.resamples)  # warm-up: imports, the published tables' cache
-    runs = []
-    median, times, cpu = timed(lambda: runs.append(compute_panels(frame, n_resamples=args.resamples)), args.repeats)
+    runs = []  # keeps each result's timings only: a result is dropped before the next repeat, as the page does
+    median, times, cpu = timed(
+        lambda: runs.append(compute_panels(frame, n_resamples=args.resamples).timings), args.repeats
+    )
     print(
         f"1. all panels from the response table: median {median:.3f} s of {args.repeats} "
         f"(min {min(times):.3f}, max {max(times):.3f}; CPU {cpu:.3f} s)  {'OK' if median <= TARGET_S else 'OVER TARGET'}"
@@ -147,16 +170,24 @@ def main() -> int:
             )
 
             def from_project(cache=None):
-                with Project.open(path) as project:
-                    runs = list_runs(project.conn)
-                    return project_panels(project, runs=runs, cache=cache, n_resamples=args.resamples)
+                """What the page's QueryOp does: a read-only connection of its own, list the runs, the panels."""
+                start = time.perf_counter()
+                project = Project(path, database.connect(path / DATABASE_NAME, read_only=True), read_only=True)
+                try:
+                    runs = run_list(project.conn)
+                    listed = time.perf_counter() - start
+                    result = project_panels(project, runs=runs, cache=cache, n_resamples=args.resamples)
+                finally:
+                    project.close()
+                result.timings = {"connecting and listing the runs": listed, **result.timings}
+                return result
 
             checked = from_project()
             assert len(checked.responses) == len(frame), len(checked.responses)
             runs = []
-            median, times, cpu = timed(lambda: runs.append(from_project()), args.repeats)
+            median, times, cpu = timed(lambda: runs.append(from_project().timings), args.repeats)
             print(
-                f"2. cold: all panels from the project folder (open, list runs, read all 100,800 responses, compute): "
+                f"2. cold: all panels from the project folder (connect, list runs, read all 100,800 responses, compute): "
                 f"median {median:.3f} s of {args.repeats} (min {min(times):.3f}, max {max(times):.3f}; CPU {cpu:.3f} s)"
             )
             report_runs("2.", args.repeats, runs)
@@ -167,9 +198,11 @@ def main() -> int:
             from_project(warm)
             last = max(r["id"] for r in checked.runs)
             runs = []
-            median, times, cpu = timed(lambda: runs.append(from_project(warm.copy_without([last]))), args.repeats)
+            median, times, cpu = timed(
+                lambda: runs.append(from_project(warm.copy_without([last])).timings), args.repeats
+            )
             print(
-                f"3. after a run ends (the page's refresh: open, list runs, read the ended run's 11,200 responses, "
+                f"3. after a run ends (the page's refresh: connect, list runs, read the ended run's 11,200 responses, "
                 f"reuse the other eight runs', compute): median {median:.3f} s of {args.repeats} "
                 f"(min {min(times):.3f}, max {max(times):.3f}; CPU {cpu:.3f} s)  "
                 f"{'OK' if median <= TARGET_S else 'OVER TARGET'}"

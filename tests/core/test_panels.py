@@ -289,3 +289,27 @@ def test_the_demo_projects_runs_are_simulated_and_their_questions_readable(built
     assert details["question_text"].str.len().gt(0).all() and details["options"].str.contains("A. ").all()
     assert set(details["audio_kind"]) <= {"question clip, same accent and voice gender", "question clip, same accent"}
     assert all(path.endswith((".wav", ".flac", ".mp3", ".ogg")) for path in details["audio_path"])
+
+
+def test_the_cache_reads_again_only_the_runs_whose_answers_changed(demo_copy):
+    from spokenbench.core.evaluation.store import update_parses
+    from spokenbench.core.metrics.store import run_list
+    from spokenbench.core.panels import ResponseCache
+
+    cache = ResponseCache()
+    with opened(demo_copy) as project:
+        first = project_panels(project, cache=cache, n_resamples=0)
+        assert cache.reads == 3 and [r["simulated"] for r in run_list(project.conn)] == [True] * 3
+        project_panels(project, cache=cache, n_resamples=0)
+        assert cache.reads == 3  # nothing changed: nothing read
+        response = first.responses[first.responses["run_id"] == 2].iloc[0]
+        letter = "B" if response["prediction"] != "B" else "C"
+        with project.transaction() as conn:  # a re-parse: same counts, another letter
+            update_parses(
+                conn,
+                [(letter, "ok", response["option_order"]["ABCD".index(letter)], None, int(response["response_id"]))],
+            )
+        again = project_panels(project, cache=cache, n_resamples=0)
+    assert cache.reads == 4  # run 2 only
+    changed = again.responses[again.responses["response_id"] == response["response_id"]].iloc[0]
+    assert changed["prediction"] == letter
