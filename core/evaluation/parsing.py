@@ -37,7 +37,8 @@ statement (`The answer is A. No, not A, it's C`) is withdrawn. Rules, first that
 Everywhere: several different letters make the answer ambiguous; a letter followed by another option's text
 (`C. Paris`, `C Paris`, or `Answer: B` over a line that is option A's text) is ambiguous; a negated letter
 (`not A`, `A is wrong`, 不是A, A는 틀렸, Aは間違い) is never a leading or emphasised answer, and withdraws a
-statement before it; ambiguity in rules 4–6 next to a refusal phrase is a refusal. A letter beyond the options is a failure,
+statement before it; ambiguity in rules 4–6, or an option text only found inside a longer reply, next to a
+refusal phrase is a refusal ("I can't hear it, so I can't tell if it's Paris"). A letter beyond the options is a failure,
 the neutral option's letter or text a neutral answer. Letters are presented letters; `map_to_original` turns
 one into the original option through the stored permutation."""
 
@@ -369,9 +370,9 @@ def parse_answer(
     if emphasised:
         parsed = _decide(emphasised, None, letters, neutral_letter, keys)
         return refused if refused and parsed.status == "ambiguous" else parsed
-    echoed = _echoed_option(plain, keys, neutral_letter)
-    if echoed is not None:
-        return refused if refused and echoed.status == "ambiguous" else echoed
+    echoed, inside = _echoed_option(plain, keys, neutral_letter)
+    if echoed is not None:  # "I can't hear it, so I can't tell if it's Paris": the refusal stands
+        return refused if refused and (echoed.status == "ambiguous" or inside) else echoed
     if refused:
         return refused
     if negated:
@@ -695,9 +696,10 @@ def _near(candidate: str, option: str) -> int | None:
     return distance if distance <= limit else None
 
 
-def _echoed_option(plain: str, keys: dict[str, str], neutral_letter: str | None) -> ParsedAnswer | None:
+def _echoed_option(plain: str, keys: dict[str, str], neutral_letter: str | None) -> tuple[ParsedAnswer | None, bool]:
+    """The parse from an option's text, and whether it was only found inside a longer reply."""
     if not keys:
-        return None
+        return None, False
     bracketed = [m.group(1) for m in _BRACKETED.finditer(plain)]
     candidates = [bracketed[-1]] if bracketed else []
     after_cue = re.sub(
@@ -711,11 +713,11 @@ def _echoed_option(plain: str, keys: dict[str, str], neutral_letter: str | None)
         if found is not None:
             letter, status = found
             if status == "ambiguous":
-                return ParsedAnswer(None, "ambiguous", "several option texts: " + letter)
+                return ParsedAnswer(None, "ambiguous", "several option texts: " + letter), True
             if neutral_letter and letter == neutral_letter:
-                return ParsedAnswer(None, "refusal", "neutral")
-            return ParsedAnswer(letter, "ok", "option text")
-    return None
+                return ParsedAnswer(None, "refusal", "neutral"), False
+            return ParsedAnswer(letter, "ok", "option text"), status == "inside"
+    return None, False
 
 
 def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | None:
@@ -750,7 +752,7 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
     # "the sun" inside "the sun's corona": keep only options not contained in another matched option
     contained = [a for a in contained if not any(a != b and keys[a] in keys[b] for b in contained)]
     if len(contained) == 1:
-        return contained[0], "ok"
+        return contained[0], "inside"
     if len(contained) > 1:
         return ", ".join(sorted(contained)), "ambiguous"
     own = _own_words(keys)
@@ -761,7 +763,7 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
         letter = named[0]
         if any(_occurs_unnegated(candidate, w) for other, words in own.items() if other != letter for w in words):
             return ", ".join(sorted(own)), "ambiguous"  # another option's own word is named too
-        return letter, "ok"
+        return letter, "inside"
     if len(named) > 1:
         return ", ".join(sorted(named)), "ambiguous"
     return None

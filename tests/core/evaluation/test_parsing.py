@@ -237,6 +237,7 @@ def test_a_number_is_never_matched_by_near_spelling():
         "I'm sorry, but I can't determine whether the answer is A or B without hearing the audio.",
         "I am unable to process the audio, so I cannot choose between A, B, C and D.",
         "申し訳ありませんが、この質問にはお答えできません。",
+        "I can't hear the audio, so I can't tell if it's Berlin.",
     ],
 )
 def test_a_refusal_naming_letters_stays_a_refusal(raw):
