@@ -38,9 +38,9 @@ Everywhere: several different letters make the answer ambiguous; a letter follow
 (`C. Paris`, `C Paris`, or `Answer: B` over a line that is option A's text) is ambiguous; a negated letter
 (`not A`, `A is wrong`, 不是A, A는 틀렸, Aは間違い) is never a leading or emphasised answer, and withdraws a
 statement before it; ambiguity in rules 4–6, or an option text only found inside a longer reply, next to a
-refusal phrase is a refusal ("I can't hear it, so I can't tell if it's Paris"). A letter beyond the options is a failure,
-the neutral option's letter or text a neutral answer. Letters are presented letters; `map_to_original` turns
-one into the original option through the stored permutation."""
+refusal phrase is a refusal ("I can't hear it, so I can't tell if it's Paris"). A letter beyond the options
+is a failure, the neutral option's letter or text a neutral answer. Letters are presented letters;
+`map_to_original` turns one into the original option through the stored permutation."""
 
 from __future__ import annotations
 
