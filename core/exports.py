@@ -10,12 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import LETTERS
+from spokenbench.core.items import EXPORTABLE, LETTERS
 from spokenbench.core.store.export_queries import gender_probe_orientations, ratings_table, responses_table
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.tables import table_format, write_table
-
-EXPORTABLE = ("items", "responses", "ratings")
 
 
 def items_frame(conn: sqlite3.Connection) -> pd.DataFrame:

@@ -5,6 +5,13 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 
+# What a project takes in and gives out, named here (a module without heavy imports) so the command line can
+# offer them as choices without loading the importers or pandas.
+IMPORT_FORMATS = ("gmmlu-lite", "mcq", "gender-probe")
+EXPORTABLE = ("items", "responses", "ratings")
+DEFAULT_MAX_TEXT_CHARS = 4_000  # longest question or option accepted by default (about four minutes of speech)
+MAX_TEXT_CHARS_CEILING = 20_000
+
 LETTERS = string.ascii_uppercase
 MIN_OPTIONS, MAX_OPTIONS = 2, 10
 ORIENTATIONS = ("male", "female", "neutral")

@@ -34,6 +34,7 @@ from spokenbench.core.cli.arguments import (
     option_value,
     whole_number,
 )
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json
 from spokenbench.core.conditions import NAMED_ORDERS
 from spokenbench.core.errors import SpokenBenchError
@@ -56,9 +57,9 @@ CHUNK_SECONDS_RANGE = (1, 3600)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "synthesize",
-        help="synthesize speech for items and instruction tokens",
         description="Synthesize every item part and instruction token in every chosen language, accent and voice. "
         "Clips are cached by recipe, checked on arrival, and a rerun resumes where the last one stopped.",
     )
@@ -96,9 +97,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the plan and result as JSON")
     p.set_defaults(handler=cmd_synthesize)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "assemble",
-        help="assemble the audio each evaluation condition presents",
         description="Assemble question + label + option audio for every item under every condition. Orders: "
         f"{', '.join(NAMED_ORDERS)}, or explicit permutations such as CABD.",
     )

@@ -3,6 +3,7 @@ are a contract."""
 
 from __future__ import annotations
 
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.store import opened
@@ -12,9 +13,9 @@ EXIT_PROBLEMS_FOUND = 1
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "check",
-        help="verify every stored audio file against its hash (and repair what can be re-created)",
         description="Verify every audio file the project refers to against the sha256 it is named by. Missing "
         "and damaged files are listed with what refers to them. With --repair, clips are marked for synthesis "
         "again (their transcripts and ratings stay), assembled inputs are removed so `assemble` rebuilds them, "

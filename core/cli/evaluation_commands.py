@@ -22,6 +22,7 @@ from spokenbench.core.cli.arguments import (
     number_list,
     whole_number,
 )
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.evaluation.adapters import GenerationParams
@@ -140,9 +141,9 @@ _letters.__name__ = "letters"
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "evaluate",
-        help="put assembled conditions to a model and store its answers",
         description="Evaluate one model on the project's items. Every request is cached by (model, parameters, "
         "prompt, audio sha256), so reruns and --resume never pay twice. Use a model 'simulated:PROFILE' "
         "(steady, order-sensitive, accent-sensitive) for an offline simulated listener.",
@@ -306,24 +307,22 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
     p.set_defaults(handler=cmd_evaluate)
 
-    p = subparsers.add_parser("runs", help="list evaluation runs", description="List the project's runs.")
+    p = add_command(subparsers, "runs", description="List the project's runs.")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_runs)
 
-    p = subparsers.add_parser(
-        "reparse",
-        help="re-parse stored raw answers",
-        description="Parse every stored raw answer again (after a parser change); asks no model.",
+    p = add_command(
+        subparsers, "reparse", description="Parse every stored raw answer again (after a parser change); asks no model."
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--run", dest="run_id", type=whole_number(1), metavar="ID", help="only this run (ID at least 1)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_reparse)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "parse",
-        help="parse raw answers from elsewhere",
         description="Read raw_response (and optional option_order, options) per row of a JSONL/CSV/Parquet file; "
         "write the rows with prediction (presented letter) and parse_status (ok, failed, ambiguous, refusal) "
         "added, plus parse_detail, and mapped_option where option_order is given.",
@@ -340,9 +339,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.set_defaults(handler=cmd_parse)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "power",
-        help="questions needed to detect a difference (simulated)",
         description="How many questions a benchmark needs to detect an accuracy, APES or kappa difference with the "
         "given power, estimated by simulation with the simulated listener's answer model (see docs/evaluation.md).",
     )

@@ -6,15 +6,16 @@ from __future__ import annotations
 import shlex
 
 from spokenbench.core.cli.arguments import whole_number
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.jobs import list_jobs, request_cancel
 from spokenbench.core.store import opened
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "jobs",
-        help="list the project's jobs (any process), or cancel one",
         description="List the project's jobs — running, finished, and interrupted ones (their process stopped "
         "without finishing) with the command that resumes them — or ask a running job to cancel; it stops at "
         "its next safe point, keeping everything it stored.",

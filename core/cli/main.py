@@ -5,63 +5,56 @@ message and exit code 2; nothing prints a traceback unless SPOKENBENCH_DEBUG=1."
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 
 from spokenbench.core import __version__
+from spokenbench.core.cli.commands import COMMANDS
 from spokenbench.core.environment_errors import explain_environment_error
 from spokenbench.core.errors import Cancelled, SpokenBenchError
-from spokenbench.core.jobs import set_invocation
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
 EXIT_CANCELLED = 130
 
 
-def _command_modules():
-    # Imported here so `spokenbench --help` stays fast and one broken optional module names itself.
-    from spokenbench.core.cli import (
-        audio_commands,
-        check_commands,
-        evaluation_commands,
-        jobs_commands,
-        metrics_commands,
-        pack_commands,
-        project_commands,
-        qc_commands,
-        recording_commands,
-    )
-
-    return [
-        project_commands,
-        audio_commands,
-        evaluation_commands,
-        metrics_commands,
-        qc_commands,
-        jobs_commands,
-        check_commands,
-        pack_commands,
-        recording_commands,
-    ]
+def command_named(argv: list[str]) -> str | None:
+    """The command argv runs: its first word that is not an option (the top level takes no option values)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser (argv None), or one for `argv`: only the module of the command it names is imported,
+    every other command is listed with its help from the command table. `--help` imports no command module."""
     parser = argparse.ArgumentParser(
         prog="spokenbench",
         description="Build and audit spoken multiple-choice benchmarks (headless runner of SpokenBench Studio).",
     )
     parser.add_argument("--version", action="version", version=f"spokenbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in _command_modules():
-        module.register(subparsers)
+    wanted = None if argv is None else COMMANDS.get(command_named(argv), (None,))[0]
+    registered: set[str] = set()
+    for name, (module_name, summary) in COMMANDS.items():
+        if name in registered:
+            continue
+        if argv is None or module_name == wanted:
+            before = set(subparsers.choices)
+            importlib.import_module(f"spokenbench.core.cli.{module_name}").register(subparsers)
+            registered |= set(subparsers.choices) - before
+        else:
+            subparsers.add_parser(name, help=summary)  # listed; parsed only when named (then it is complete)
+            registered.add(name)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
+    from spokenbench.core.jobs import set_invocation  # not before: `--help` and usage errors need no job machinery
+
     set_invocation(argv)  # every job this command starts can be resumed with the same command
     try:
         return _run_handler(args)

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from spokenbench.core.cli.arguments import seed, whole_number
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.progress import text_progress_bar
 
@@ -19,9 +20,9 @@ MAX_RESAMPLES = 100_000  # ~100 times the default: beyond it the interval no lon
 
 
 def register(subparsers) -> None:
-    metrics = subparsers.add_parser(
+    metrics = add_command(
+        subparsers,
         "metrics",
-        help="bias metrics of a responses table (accuracy, entropy, APES, κ, selection bias, gender probes)",
         description="Compute the bias metrics of a responses table (CSV, Parquet or JSONL) per model. "
         "Definitions: docs/metrics.md.",
     )
@@ -30,9 +31,9 @@ def register(subparsers) -> None:
     metrics.add_argument("--json", action="store_true", help="print one JSON object keyed by model (scripts)")
     metrics.set_defaults(handler=run_metrics)
 
-    report = subparsers.add_parser(
+    report = add_command(
+        subparsers,
         "report",
-        help="write every table (CSV, Markdown, LaTeX) and figure (PNG, SVG) to a folder",
         description="Write the metrics report of a responses file or a project folder: tables as CSV, Markdown "
         "and LaTeX, figures as PNG and SVG, and an index README.md.",
     )

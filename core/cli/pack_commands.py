@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "pack",
-        help="write a rating queue to a self-contained annotation pack (zip) for one annotator",
         description="Write rating queue NAME for annotator A to a pack file: the queue's clips, their texts and "
         "audio, and room for ratings — nothing else of the project (no keys, no other tables). The annotator "
         "rates it offline (the app opens .sbpack files) and sends it back for `spokenbench unpack`.",
@@ -21,9 +22,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_pack)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "pack-ratings",
-        help="write the ratings made in an opened pack (PACK.d/) into the pack file",
         description="Write every rating made in the pack's folder (PACK.d/, created when the pack was opened for "
         "rating) into PACK, undone ones included, so the one file can be sent back. Safe to repeat.",
     )
@@ -31,9 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_pack_ratings)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "unpack",
-        help="merge a pack's ratings back into the project it was made from",
         description="Merge the ratings in PACK into project DIR. Repeating it adds nothing; a pack of another "
         "project is refused (exit 2); clips the annotator meanwhile rated differently in the project are listed "
         "as conflicts (both ratings kept, the merged one counts as the newest).",

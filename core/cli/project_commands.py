@@ -6,12 +6,10 @@ import argparse
 from pathlib import Path
 
 from spokenbench.core.cli.arguments import language_code, short_text, whole_number
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.demo import build_demo
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.exports import EXPORTABLE, export_table
-from spokenbench.core.importers import FORMATS, ImportOptions, import_files
-from spokenbench.core.importers.fields import DEFAULT_MAX_TEXT_CHARS, MAX_TEXT_CHARS_CEILING
+from spokenbench.core.items import DEFAULT_MAX_TEXT_CHARS, EXPORTABLE, IMPORT_FORMATS, MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import items_in_languages
@@ -32,13 +30,13 @@ MAPPABLE_FIELDS = (
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("init", help="create an empty project folder", description="Create an empty project.")
+    p = add_command(subparsers, "init", description="Create an empty project.")
     p.add_argument("dir", metavar="DIR", help="new or empty folder")
     p.set_defaults(handler=cmd_init)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "import",
-        help="import benchmark items from tables",
         description="Import items. Every file is validated first; on any problem nothing is imported and each "
         "problem is listed with its file, row and column.",
     )
@@ -47,7 +45,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--format",
         required=True,
-        choices=FORMATS,
+        choices=IMPORT_FORMATS,
         help="gmmlu-lite: Global-MMLU-Lite as published; "
         "mcq: any multiple-choice table; gender-probe: paired gender-probe items",
     )
@@ -88,12 +86,12 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_import)
 
-    p = subparsers.add_parser("info", help="counts of what a project holds", description="Show project counts.")
+    p = add_command(subparsers, "info", description="Show project counts.")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_info)
 
-    p = subparsers.add_parser("items", help="list items", description="List a project's items.")
+    p = add_command(subparsers, "items", description="List a project's items.")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--language", metavar="CODE", type=language_code, help="only this language")
     p.add_argument(
@@ -106,10 +104,8 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_items)
 
-    p = subparsers.add_parser(
-        "export",
-        help="export items, responses or ratings",
-        description="Export a table; the format follows the extension (.csv, .jsonl, .parquet).",
+    p = add_command(
+        subparsers, "export", description="Export a table; the format follows the extension (.csv, .jsonl, .parquet)."
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--what", required=True, choices=EXPORTABLE)
@@ -117,11 +113,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_export)
 
-    p = subparsers.add_parser(
-        "demo",
-        help="build the offline demo project",
-        description="Build the demo project offline (no network, no API key).",
-    )
+    p = add_command(subparsers, "demo", description="Build the demo project offline (no network, no API key).")
     p.add_argument("dir", metavar="DIR", help="new or empty folder")
     p.add_argument("--json", action="store_true", help="print the project summary as JSON")
     p.set_defaults(handler=cmd_demo)
@@ -147,6 +139,8 @@ def parse_mapping(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from spokenbench.core.importers import ImportOptions, import_files  # pandas: only for the commands using it
+
     options = ImportOptions(
         language=args.language,
         source=args.source,
@@ -220,6 +214,8 @@ def cmd_items(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from spokenbench.core.exports import export_table
+
     with opened(args.dir) as project:
         count = export_table(project.conn, args.what, args.out)
     if args.json:
@@ -230,6 +226,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from spokenbench.core.demo import build_demo
+
     build_demo(args.dir, text_progress_bar())
     with opened(args.dir) as project:
         summary = project_summary(project.conn)

@@ -16,10 +16,11 @@ from spokenbench.core.cli.arguments import (
     short_text,
     whole_number,
 )
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table, printable
 from spokenbench.core.credentials import PROVIDER_VARIABLES
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.importers.fields import MAX_TEXT_CHARS_CEILING
+from spokenbench.core.items import MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDER, DEFAULT_MODEL
 
@@ -45,9 +46,9 @@ def _metric_overrides(values: list[str] | None) -> tuple[tuple[str, str], ...]:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "rewrite",
-        help="rewrite questions and options into spoken-readable text with an LLM",
         description="Rewrite every item without a rewrite through an OpenAI-compatible chat endpoint (default: "
         f"{DEFAULT_MODEL} on NVIDIA's API, key NVIDIA_API_KEY) following the eight rules of BiasInEar Appendix "
         "B.1 (prompt: resources/prompts/rewrite/rewrite.toml). Answers are validated; an invalid one is asked "
@@ -92,9 +93,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_rewrite)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "flag",
-        help="diff-check rewrites against the originals and list the flagged ones",
         description="Normalize rewrite and original (whitespace removed, lower case) and flag every difference "
         "with a character-level diff (BiasInEar Section 2.2). Unflagged rewrites are accepted; flagged ones wait "
         "for `spokenbench review`.",
@@ -106,9 +107,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_flag)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "review",
-        help="accept, edit or reject a flagged rewrite",
         description="Record a review decision with reviewer and time. Without --part, --accept/--reject apply to "
         "every part of the item awaiting review. --edit stores a corrected text (also for items marked for "
         "manual rewriting).",
@@ -135,9 +136,9 @@ def register(subparsers) -> None:
     p.add_argument("--note", type=short_text(2000), help="at most 2,000 characters")
     p.set_defaults(handler=cmd_review)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "transcribe",
-        help="transcribe clips with ASR systems for screening",
         description="Transcribe every synthesized item clip with each --asr system (two independent ones for "
         "screening): openai:whisper-1, openai:gpt-4o-transcribe, gemini:gemini-2.5-flash, "
         "mistral:voxtral-mini-transcribe-latest, compatible:MODEL@URL (an OpenAI-compatible server), "
@@ -160,9 +161,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_transcribe)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "import-transcripts",
-        help="import transcripts made by any ASR",
         description="Import a CSV, TSV, JSONL or Parquet table with columns clip_id and text (optional model) as "
         "the transcripts of ASR system NAME. The whole file is checked first; any problem names file, row and "
         "column and nothing is imported.",
@@ -180,9 +181,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_import_transcripts)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "screen",
-        help="score transcripts against the text and bin clips by WER",
         description="Error rate of each transcript against the clip's text (language-aware normalization, see "
         "docs/qc.md), the minimum over the ASR systems, and the BiasInEar intervals 0, (0, 0.2], (0.2, 0.6], "
         "> 0.6 per language (Table 2's layout).",
@@ -208,9 +209,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_screen)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "sample",
-        help="draw a stratified sample of clips into a named rating queue",
         description="Per language and non-zero WER interval, N clips (BiasInEar Appendix B.4): accent quotas by "
         "largest remainder, one clip per item preferring the question, subjects round-robin, shortfalls filled "
         "from the pool; seeded. Without screening, strata are languages (accent and subject still apply).",
@@ -229,9 +230,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_sample)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "qc-report",
-        help="rewriting, screening and rating results (Tables 9, 2, 3)",
         description="The project's quality control: flagged and verified rewrite errors (Table 9), the WER "
         "distribution (Table 2), rating results per language and WER interval (Table 3), annotator agreement "
         "and disagreements.",

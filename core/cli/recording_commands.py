@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.recording.speakers import (
@@ -22,9 +23,9 @@ PROFILE_OPTIONS = ("language", "accent", "gender", "notes")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "speakers",
-        help="list, add and manage the consent of recorded speakers",
         description="List the project's speakers (consent, takes, cloned voices); add one with --add; record the "
         "text they agreed to with --consent; withdraw it with --withdraw, which deletes their recordings, every "
         "voice cloned from them and the clips and inputs made with it. Recording happens in the app's Speakers page.",

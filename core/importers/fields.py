@@ -6,15 +6,13 @@ import json
 from typing import Any
 
 from spokenbench.core.errors import InputError, InputProblem
-from spokenbench.core.items import LETTERS, MAX_OPTIONS, MIN_OPTIONS, Item
+from spokenbench.core.items import DEFAULT_MAX_TEXT_CHARS, LETTERS, MAX_OPTIONS, MIN_OPTIONS, Item
 from spokenbench.core.languages import normalize_language
 from spokenbench.core.tables import Table
 
 # A question or option is read aloud: 4,000 characters are about four and a half minutes of speech. Longer text
 # is almost always a mistake (a whole document in one cell) and would make clips of hours; --max-text-chars raises
 # the limit up to the ceiling, which synthesis also enforces (core/audio/synthesis.py MAX_SYNTHESIS_CHARS).
-DEFAULT_MAX_TEXT_CHARS = 4_000
-MAX_TEXT_CHARS_CEILING = 20_000
 MAX_FIELD_CHARS = 1_000  # ids, subjects, labels, languages, orientations
 
 

@@ -60,7 +60,7 @@ def one_parser():
     """The CLI's argument parser, built once for the corpus: building it is most of an in-process run's time,
     and a parser is not changed by parsing."""
     parser = cli_module.build_parser()
-    original, cli_module.build_parser = cli_module.build_parser, lambda: parser
+    original, cli_module.build_parser = cli_module.build_parser, lambda argv=None: parser
     yield
     cli_module.build_parser = original
 

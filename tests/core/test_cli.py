@@ -16,6 +16,41 @@ def test_every_command_has_help(capsys):
         assert name in help_text and "usage" in help_text
 
 
+def test_the_command_table_names_every_command_its_module_and_its_help():
+    from spokenbench.core.cli.commands import COMMANDS
+
+    full = build_parser()._subparsers._group_actions[0]
+    assert list(full.choices) == list(COMMANDS)  # same commands, same order in --help
+    summaries = {action.dest: action.help for action in full._choices_actions}
+    assert summaries == {name: summary for name, (_module, summary) in COMMANDS.items()}
+    for name, (module_name, _summary) in COMMANDS.items():
+        handler = full.choices[name].get_default("handler")
+        assert handler is not None and handler.__module__ == f"spokenbench.core.cli.{module_name}", name
+
+
+def test_a_command_loads_only_its_own_module_and_help_loads_none():
+    """`spokenbench --help` imports no command module (nor pandas or numpy); `spokenbench info` imports the
+    project commands only: the command line starts in a fraction of a second (tests/benchmarks/bench_cli.py)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from spokenbench.core.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('spokenbench.core.cli.')"
+        " and m.endswith('_commands')), 'pandas' in sys.modules, 'numpy' in sys.modules)"
+    )
+
+    def loaded(*argv):
+        out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True).stdout
+        return out.rsplit("LOADED ", 1)[1].strip()
+
+    assert loaded("--help") == "[] False False"
+    assert loaded("info", "--help") == "['project_commands'] False False"
+    assert loaded("no-such-command") == "[] False False"
+
+
 @pytest.mark.slow
 def test_demo_then_info_json(cli, tmp_path):
     result = cli("demo", tmp_path / "demo-project")

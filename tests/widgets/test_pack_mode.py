@@ -63,7 +63,11 @@ def test_a_pack_opened_in_the_app_is_rated_as_its_annotator_and_saved_into_the_f
     for key in (Qt.Key.Key_1, Qt.Key.Key_3, Qt.Key.Key_2):
         press(page, qtbot, key)
     qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 3, timeout=10_000)  # debounced save into the zip
-    assert pack_ratings(packed) == [("ana", "correct", False), ("ana", "incorrect", False), ("ana", "acceptable", False)]
+    assert pack_ratings(packed) == [
+        ("ana", "correct", False),
+        ("ana", "incorrect", False),
+        ("ana", "acceptable", False),
+    ]
     qtbot.waitUntil(lambda: "3 ratings saved into the pack" in window.pack_label.text(), timeout=5_000)
 
     press(page, qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # undo, then close at once
@@ -77,9 +81,7 @@ def test_a_pack_opened_in_the_app_is_rated_as_its_annotator_and_saved_into_the_f
     assert again.json()["added"] == 0 and again.json()["already_merged"] == 3
 
 
-def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pack(
-    window, qtbot, packed, monkeypatch
-):
+def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pack(window, qtbot, packed, monkeypatch):
     monkeypatch.setattr(pack_mode, "SAVE_DELAY_MS", 60_000)  # only the explicit save writes the file
     window.open_pack_file(packed)
     page = rating_page_ready(window, qtbot)
