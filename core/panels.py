@@ -179,7 +179,7 @@ class LazyTables(dict):
         return [(name, self[name]) for name in self]
 
     def pending(self) -> list[str]:
-        return [name for name in self if callable(super().__getitem__(name))]
+        return [name for name in self if callable(dict.__getitem__(self, name))]
 
 
 @dataclass
@@ -484,20 +484,10 @@ class _Context:
         return _vote_group_counts(self.data)
 
     @functools.cached_property
-    def weights(self) -> list[np.ndarray]:
-        """The resamples' question weights, drawn in the same chunks and order as the engine's
-        `bootstrap_intervals`, so a statistic's interval here equals the engine's for the same seed."""
-        rng = np.random.default_rng(self.seed)
-        chunks, done = [], 0
-        while done < self.n_resamples:
-            size = min(CHUNK, self.n_resamples - done)
-            chunks.append(question_weights(len(self.data.questions), size, rng))
-            done += size
-        return chunks
-
-    @functools.cached_property
     def weight_matrix(self) -> np.ndarray:
-        return np.vstack(self.weights)
+        """The resamples' question weights (resamples × questions), drawn in the same chunks and order as the
+        engine's `bootstrap_intervals`, so a statistic's interval here equals the engine's for the same seed."""
+        return resample_weights(len(self.data.questions), self.n_resamples, self.seed)
 
     def bootstrap(self, columns: ColumnBuilder, finalize) -> list[dict]:
         """Percentile intervals per model, like core.metrics.bootstrap.bootstrap_intervals, but for all models and
@@ -535,6 +525,20 @@ class _Context:
             for m in range(n_models):
                 intervals[m][name] = (float(low[m]), float(high[m]))
         return intervals
+
+
+@functools.lru_cache(maxsize=4)
+def resample_weights(n_questions: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Kept between refreshes (read-only): the same table size and seed always draw the same weights."""
+    rng = np.random.default_rng(seed)
+    chunks, done = [], 0
+    while done < n_resamples:
+        size = min(CHUNK, n_resamples - done)
+        chunks.append(question_weights(n_questions, size, rng))
+        done += size
+    weights = np.vstack(chunks) if chunks else np.zeros((0, n_questions))
+    weights.setflags(write=False)
+    return weights
 
 
 def _engine_intervals(ctx: _Context) -> list[dict]:
