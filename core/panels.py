@@ -98,6 +98,7 @@ class Point:
     questions_source: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()  # see `questions`
     interval: str = BOOTSTRAP
     source: str = "yours"  # "yours", "yours (simulated)" or "published — <paper>, Table N"
+    note: str = ""  # a test or count that goes with the number (McNemar's p, Kendall's τ)
     xvalue: float | None = None  # a second coordinate (κ vs APES: APES)
     xlow: float = math.nan
     xhigh: float = math.nan
@@ -125,6 +126,8 @@ class Point:
             lines.append(f"interval: {self.interval}")
         if self.n:
             lines.append(f"{self.n} {self.unit}" + (f", {len(self.questions)} questions" if self.questions else ""))
+        if self.note:
+            lines.append(self.note)
         lines.append(self.source)
         return "\n".join(lines)
 
@@ -1299,14 +1302,21 @@ def _ranking_changes(ctx: _Context) -> Panel:
         ranks = _min_ranks_descending(acc)
         tail = 100 * (1 - CONFIDENCE) / 2
         with np.errstate(invalid="ignore"):
-            low = np.nanpercentile(ranks, tail, axis=0)
-            high = np.nanpercentile(ranks, 100 - tail, axis=0)
+            low = np.nanpercentile(ranks, tail, axis=0, method="nearest")  # ranks are whole numbers
+            high = np.nanpercentile(ranks, 100 - tail, axis=0, method="nearest")
         for s, name in enumerate(settings):
             if name == "original":
                 continue
             taus = _kendall_tau_b(acc[:, :, 0], acc[:, :, s])
             taus = taus[~np.isnan(taus)]
             tau_ci[name] = tuple(np.percentile(taus, [tail, 100 - tail])) if len(taus) else (math.nan, math.nan)
+    tau_notes = {}
+    for row in selection.kendall_tau.itertuples(index=False):
+        low_tau, high_tau = tau_ci.get(row.setting, (math.nan, math.nan))
+        tau_notes[row.setting] = (
+            f"Kendall's τ-b of this setting's accuracies vs the original: {_fmt(row.kendall_tau)} "
+            f"(95% CI [{_fmt(low_tau)}, {_fmt(high_tau)}], p = {_fmt(row.p_value)})"
+        )
     model_rows = split_rows(data.model, len(data.models))
     for m, model in enumerate(data.models):
         for s, name in enumerate(settings):
@@ -1325,6 +1335,7 @@ def _ranking_changes(ctx: _Context) -> Panel:
                     rows=model_rows[m],
                     questions_source=ctx.questions(model_rows[m]),
                     interval=BOOTSTRAP + " (joint over models, ranks per resample)",
+                    note=tau_notes.get(name, ""),
                     source=ctx.source(model),
                 )
             )
@@ -1391,6 +1402,7 @@ def _mcnemar(ctx: _Context) -> Panel:
     model = data.model[orig_rows]
     orig, rev = data.correct[orig_rows], data.correct[rev_rows]
     table = selection.mcnemar.copy()
+    p_values = table["p_value"].to_numpy(dtype=float)
     acc_o, acc_r, delta, d_low, d_high, o_ci, r_ci = [], [], [], [], [], [], []
     for m, name in enumerate(data.models):
         mine = model == m
@@ -1443,11 +1455,13 @@ def _mcnemar(ctx: _Context) -> Panel:
                 d_low[-1],
                 d_high[-1],
                 b + c,
-                unit="discordant pairs' responses",
+                unit="discordant pairs (both answers listed)",
                 rows=discordant,
                 questions_source=ctx.questions(discordant),
                 interval="paired (McNemar) normal interval for the difference of proportions",
                 source=ctx.source(name),
+                note=f"exact McNemar p = {p_values[m]:.3g}: {b} pairs right only in the original order, {c} only "
+                "reversed",
             )
         )
 
