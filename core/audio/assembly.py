@@ -2,19 +2,29 @@
 "question" token and the question, then label + option segments in the condition's order, separated by fixed
 pauses, every segment brought to one speech level and one sample rate; then speed, volume and noise
 perturbations. Each input is stored with its permutation (so answers map back to original options), its text
-rendering, and optional chunks for models with input limits. Inputs are built one at a time and written to
-disk as they finish, so memory stays bounded, and an input whose recipe is unchanged is never rebuilt."""
+rendering, and optional chunks for models with input limits. Inputs are built a few at a time on worker threads
+and written to disk as they finish, so memory stays bounded, and an input whose recipe is unchanged is never
+rebuilt. Files are made durable in groups (one grouped fsync, one transaction for the group's rows; see
+docs/reliability.md), and an input with no perturbation is joined from its segments' 16-bit samples directly."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import io
 import json
+import os
 import sqlite3
+import struct
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import soundfile
 
 from spokenbench.core.audio import dsp
 from spokenbench.core.audio import store as audio_store
@@ -26,10 +36,14 @@ from spokenbench.core.items import option_part
 from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
+from spokenbench.core.store.audio_files import PendingFile
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import items_in_languages
 
 SEGMENT_CACHE_BYTES = 256 * 2**20  # prepared clips kept for reuse; bounds memory whatever the input count
+WAV_BYTES_CACHE_BYTES = 64 * 2**20  # assemble_wav_bytes: prepared clips kept across calls (by sha256 and settings)
+RENDER_THREADS = max(1, min(4, os.cpu_count() or 1))  # inputs built at once (numpy, scipy, I/O release the GIL)
+INPUTS_IN_FLIGHT = 32  # inputs being built or waiting for their group's fsync; bounds a group's size
 
 # Bounds of one assembled input (docs/reliability.md). Outside them an input is meaningless (speed 0) or
 # too large to build in memory: a 10 MHz rate, an hour of pause, a question of 100,000 characters.
@@ -253,29 +267,100 @@ def _job(item_id, item, condition: Condition, option_order, label_sequence, part
 
 
 class SegmentCache:
-    """Decoded, resampled, level-matched clips, reused across the many conditions that share them."""
+    """Decoded, resampled, level-matched clips, reused across the many conditions that share them; with their
+    16-bit samples once an unperturbed input needs them. Safe to share between the building threads."""
 
     def __init__(self, project: Project, settings: AssemblySettings, max_bytes: int = SEGMENT_CACHE_BYTES):
         self.project, self.settings, self.max_bytes = project, settings, max_bytes
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[str, list] = OrderedDict()  # sha256 → [float32 samples, int16 samples or None]
         self._bytes = 0
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Event] = {}  # clips being prepared by a thread right now
 
     def get(self, clip: ClipRef, what: str) -> np.ndarray:
-        cached = self._cache.get(clip.sha256)
-        if cached is not None:
-            self._cache.move_to_end(clip.sha256)
-            return cached
+        return self._entry(clip, what)[0]
+
+    def get_pcm16(self, clip: ClipRef, what: str) -> np.ndarray:
+        """The clip as the int16 samples encode_audio would write for it."""
+        entry = self._entry(clip, what)
+        pcm = entry[1]
+        if pcm is None:
+            pcm = pcm16(entry[0])
+            with self._lock:
+                if entry[1] is None:
+                    entry[1] = pcm
+                    if self._cache.get(clip.sha256) is entry:
+                        self._bytes += pcm.nbytes
+                        self._evict()
+        return pcm
+
+    def _entry(self, clip: ClipRef, what: str) -> list:
+        while True:
+            with self._lock:
+                cached = self._cache.get(clip.sha256)
+                if cached is not None:
+                    self._cache.move_to_end(clip.sha256)
+                    return cached
+                loading = self._loading.get(clip.sha256)
+                if loading is None:  # this thread prepares it; others wanting it wait instead of doing it twice
+                    loading = self._loading[clip.sha256] = threading.Event()
+                    break
+            loading.wait()  # then look again (if preparing it failed, the next one tries and reports the error)
         try:
-            data = self.project.audio.read_bytes(clip.sha256, clip.audio_format)
-        except SpokenBenchError as error:
-            raise AudioError(f"{what}: {error}") from None
-        audio = decode_audio(data, what)
-        samples = prepare_segment(audio.samples, audio.rate, self.settings)
-        self._cache[clip.sha256] = samples
-        self._bytes += samples.nbytes
+            try:
+                data = self.project.audio.read_bytes(clip.sha256, clip.audio_format)
+            except SpokenBenchError as error:
+                raise AudioError(f"{what}: {error}") from None
+            samples, rate = _decode(data, what)
+            entry = [prepare_segment(samples, rate, self.settings), None]
+            with self._lock:
+                self._cache[clip.sha256] = entry
+                self._bytes += entry[0].nbytes
+                self._evict()
+            return entry
+        finally:
+            with self._lock:
+                del self._loading[clip.sha256]
+            loading.set()
+
+    def _evict(self) -> None:
         while self._bytes > self.max_bytes and len(self._cache) > 1:
-            self._bytes -= self._cache.popitem(last=False)[1].nbytes
-        return samples
+            samples, pcm = self._cache.popitem(last=False)[1]
+            self._bytes -= samples.nbytes + (0 if pcm is None else pcm.nbytes)
+
+
+def _decode(data: bytes, what: str) -> tuple[np.ndarray, int]:
+    """Mono float32 samples and rate, as decode_audio gives them; 16-bit mono WAV (every TTS clip) is read with
+    the stdlib's reader, without libsndfile's per-file cost, to the same values."""
+    pcm = read_pcm16(data, what)
+    if pcm is None or len(pcm[0]) == 0:
+        audio = decode_audio(data, what)
+        return audio.samples, audio.rate
+    return pcm[0].astype(np.float32) / np.float32(32768), pcm[1]
+
+
+def pcm16(samples: np.ndarray) -> np.ndarray:
+    """The 16-bit samples encode_audio writes for float samples (clipped to full scale), elementwise: the
+    samples of a concatenation are the concatenation of its pieces' samples."""
+    return (np.clip(samples, -1.0, 1.0) * np.float32(32767)).astype("<i2")
+
+
+def _wav_header(samples: int, rate: int) -> bytes:
+    """The 44-byte header encode_audio (libsndfile) writes for mono 16-bit PCM WAV."""
+    size = 2 * samples
+    return struct.pack(
+        "<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + size, b"WAVE", b"fmt ", 16, 1, 1, rate, 2 * rate, 2, 16, b"data", size
+    )
+
+
+def encoded_parts(pieces: list[np.ndarray], rate: int, audio_format: str) -> list:
+    """The bytes of encode_audio(concatenation of `pieces`) as a list of buffers, without joining them for WAV."""
+    if audio_format == "wav":
+        return [_wav_header(sum(len(piece) for piece in pieces), rate), *pieces]
+    joined = np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
+    buffer = io.BytesIO()
+    soundfile.write(buffer, joined, rate, format=audio_format.upper(), subtype="PCM_16")
+    return [buffer.getvalue()]
 
 
 def prepare_segment(
@@ -320,8 +405,7 @@ def assemble_wav_bytes(
             return joined
 
     def segment(data: bytes, what: str) -> np.ndarray:
-        audio = decode_audio(data, what)
-        return prepare_segment(audio.samples, audio.rate, settings, match_levels)
+        return _prepared_clips.get(data, what, settings, match_levels)
 
     pieces: list[np.ndarray | None] = [segment(question, "question"), None]
     for index, option in enumerate(options):
@@ -330,6 +414,48 @@ def assemble_wav_bytes(
         pieces += [segment(option, f"option {index + 1}"), None]
     audio, _ = concatenate(pieces, settings)
     return encode_audio(audio, settings.sample_rate, settings.audio_format)
+
+
+class _PreparedClips:
+    """A bounded LRU of clips as prepare_segment made them, by the clip's sha256 and everything the preparation
+    depends on (rate, level matching and target): scripts assemble many inputs from the same few clips."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._cache: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, data: bytes, what: str, settings: AssemblySettings, match_levels: bool) -> np.ndarray:
+        key = (
+            hashlib.sha256(data).digest(),
+            settings.sample_rate,
+            match_levels,
+            settings.target_level_db if match_levels else None,
+        )
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
+        audio = decode_audio(data, what)
+        prepared = prepare_segment(audio.samples, audio.rate, settings, match_levels)
+        prepared.flags.writeable = False  # shared between calls: nobody may change it in place
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = prepared
+                self._bytes += prepared.nbytes
+                while self._bytes > self.max_bytes and len(self._cache) > 1:
+                    self._bytes -= self._cache.popitem(last=False)[1].nbytes
+        return prepared
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._bytes = 0
+
+
+_prepared_clips = _PreparedClips(WAV_BYTES_CACHE_BYTES)
 
 
 def _join_pcm16(clips: list[bytes], settings: AssemblySettings) -> bytes | None:
@@ -345,15 +471,14 @@ def _join_pcm16(clips: list[bytes], settings: AssemblySettings) -> bytes | None:
     return write_pcm16_wav(np.concatenate(pieces), settings.sample_rate)
 
 
-def render(
-    job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings
-) -> tuple[np.ndarray, list[int], np.ndarray, int]:
-    """(final audio, cut points at pause centres, clean audio before noise, limited sample count)."""
+def _segments(job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings, get) -> list[np.ndarray | None]:
+    """The job's pieces from `get` (float or 16-bit samples), None for a pause; refuses an input that would be
+    longer than MAX_INPUT_SECONDS before anything is joined."""
     rate = settings.sample_rate
     pieces = []
     length = 0
     for role, clip in job.segments:
-        piece = None if role == "pause" else cache.get(clip, f"{job.label} {role}")
+        piece = None if role == "pause" else get(clip, f"{job.label} {role}")
         length += int(settings.pause_s * rate) if piece is None else len(piece)
         if length / rate / job.condition.speed > MAX_INPUT_SECONDS:
             raise AudioError(
@@ -361,7 +486,15 @@ def render(
                 "give the item a shorter spoken text"
             )
         pieces.append(piece)
-    clean, cuts = concatenate(pieces, settings)
+    return pieces
+
+
+def render(
+    job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings
+) -> tuple[np.ndarray, list[int], np.ndarray, int]:
+    """(final audio, cut points at pause centres, clean audio before noise, limited sample count)."""
+    rate = settings.sample_rate
+    clean, cuts = concatenate(_segments(job, cache, settings, cache.get), settings)
     condition = job.condition
     if condition.speed != 1.0:
         clean = dsp.time_stretch(clean, rate, condition.speed)
@@ -374,18 +507,46 @@ def render(
     return final, cuts, clean, limited
 
 
+def _unperturbed(job: AssemblyJob) -> bool:
+    condition = job.condition
+    return condition.speed == 1.0 and condition.volume == 1.0 and condition.snr_db is None
+
+
+def render_pcm16(
+    job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings
+) -> tuple[list[np.ndarray], list[int]]:
+    """An unperturbed input as the 16-bit pieces (segments and pauses) whose concatenation is exactly what
+    encoding render()'s audio gives, and the cut points; nothing of the input's length is copied."""
+    pause = np.zeros(int(round(settings.pause_s * settings.sample_rate)), dtype="<i2")
+    pieces, cuts, position = [], [], 0
+    for piece in _segments(job, cache, settings, cache.get_pcm16):
+        if piece is None:
+            piece = pause
+            cuts.append(position + len(pause) // 2)
+        pieces.append(piece)
+        position += len(piece)
+    return pieces, cuts
+
+
 def chunk_bounds(clean: np.ndarray, rate: int, cuts: list[int], max_seconds: float, what: str) -> list[int]:
     """Chunk boundaries no further apart than `max_seconds`, at the assembly's own pauses where possible,
     else at pauses found inside a long segment; never inside a word. Raises if no pause fits."""
+    return _chunk_bounds(len(clean), rate, cuts, max_seconds, what, lambda: clean)
+
+
+def _chunk_bounds(
+    total: int, rate: int, cuts: list[int], max_seconds: float, what: str, clean: Callable[[], np.ndarray]
+) -> list[int]:
+    """chunk_bounds for an input of `total` samples whose clean audio is only made (`clean()`) when a chunk
+    has to be cut inside a segment."""
     limit = int(max_seconds * rate)
-    total = len(clean)
     inner: list[int] | None = None
     bounds, start = [0], 0
     while total - start > limit:
         window = [c for c in cuts if start < c <= start + limit]
         if not window:
             if inner is None:
-                inner = _pause_centres(clean, rate)
+                inner = _pause_centres(clean(), rate)
             window = [c for c in inner if start < c <= start + limit]
         if not window:
             raise AudioError(
@@ -408,6 +569,131 @@ def _pause_centres(clean: np.ndarray, rate: int) -> list[int]:
     return sorted(centres)
 
 
+class _ChunkingFailed(Exception):
+    """An input has no pause to cut a chunk at: an error of the job (re-raised as the AudioError it carries),
+    not a skipped input."""
+
+    def __init__(self, error: AudioError):
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass
+class _Built:
+    """An input built, as the buffers of its files (chunks first, the whole input last), waiting to be written and
+    made durable with its group."""
+
+    job: AssemblyJob
+    outputs: list[list]  # per file, the buffers whose concatenation is its bytes
+    chunks: list[tuple[float, int, float]]  # (max seconds, position, duration s) of each chunk, in file order
+    duration: float
+    limited: int
+
+
+def build_input(job: AssemblyJob, cache: SegmentCache, settings: AssemblySettings, chunk_seconds) -> _Built:
+    """Build one input and its chunks as encoded buffers (an unperturbed input's are views of its segments'
+    cached 16-bit samples: nothing of the input's length is copied)."""
+    rate = settings.sample_rate
+    if _unperturbed(job):
+        pieces, cuts = render_pcm16(job, cache, settings)
+        limited = 0
+        total = sum(len(piece) for piece in pieces)
+        final = np.concatenate(pieces) if chunk_seconds else None
+
+        def clean() -> np.ndarray:  # only for a chunk that must be cut inside a segment
+            return concatenate(_segments(job, cache, settings, cache.get), settings)[0]
+    else:
+        audio, cuts, clean_audio, limited = render(job, cache, settings)
+        final = pcm16(audio)
+        pieces, total = [final], len(final)
+
+        def clean() -> np.ndarray:
+            return clean_audio
+
+    outputs, chunks = [], []
+    for max_seconds in chunk_seconds:
+        try:
+            bounds = _chunk_bounds(total, rate, cuts, max_seconds, job.label, clean)
+        except AudioError as error:  # not a bad clip: the job stops with it, as it always did
+            raise _ChunkingFailed(error) from None
+        for position, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            outputs.append(encoded_parts([final[a:b]], rate, settings.audio_format))
+            chunks.append((max_seconds, position, (b - a) / rate))
+    outputs.append(encoded_parts(pieces, rate, settings.audio_format))
+    return _Built(job, outputs, chunks, total / rate, limited)
+
+
+class _GroupDurability:
+    """Group commit for audio files, on the job's event loop. Built inputs wait here; whenever no group is being
+    stored, everything waiting becomes the next group, stored on one thread of its own — each file written to
+    its temp name (AudioStore.write_pending), then all made durable at once (make_durable: fsyncs in flight
+    together, renames, one fsync per folder) — and its inputs are released together, so their rows reach the
+    job's writer together and share one transaction. File creation waits on the file system's journal while
+    it commits, so it is kept off the threads that build. A group waits until a few inputs are ready, or until
+    nothing else is being built."""
+
+    def __init__(self, store, audio_format: str, min_group: int):
+        self.store, self.audio_format, self.min_group = store, audio_format, min_group
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-assemble-files")
+        self.waiting: list[tuple[list[list], asyncio.Future]] = []
+        self.building = 0
+        self.syncing: asyncio.Task | None = None
+        self.groups = 0
+
+    async def durable(self, outputs: list[list]) -> list[str]:
+        """Write and durably store the files; returns their sha256s once they are in place."""
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((outputs, future))
+        self.poke()
+        return await future
+
+    def poke(self) -> None:
+        """Start storing the waiting group if none is being stored and it is big enough or nothing else comes."""
+        if self.syncing is None and self.waiting and (len(self.waiting) >= self.min_group or self.building == 0):
+            self.syncing = asyncio.ensure_future(self._sync())
+
+    def _store_group(self, outputs: list[list]) -> list[str]:
+        pending: list[PendingFile] = []
+        try:
+            for parts in outputs:
+                pending.append(self.store.write_pending(parts, self.audio_format))
+            self.store.make_durable(pending)
+        except BaseException:
+            self.store.discard(pending)
+            raise
+        return [file.sha256 for file in pending]
+
+    async def _sync(self) -> None:
+        group, self.waiting = self.waiting, []
+        outputs = [parts for entry, _ in group for parts in entry]
+        try:
+            shas = await asyncio.get_running_loop().run_in_executor(self.executor, self._store_group, outputs)
+        except BaseException as error:  # noqa: BLE001 - handed to every input of the group
+            for _, future in group:
+                if not future.done():
+                    future.set_exception(error)
+        else:
+            self.groups += 1
+            for entry, future in group:
+                mine, shas = shas[: len(entry)], shas[len(entry) :]
+                if not future.done():
+                    future.set_result(mine)
+        finally:
+            self.syncing = None
+        self.poke()
+
+    async def close(self) -> None:
+        """Wait for the group being stored (its files end up whole and in place, or not at all); inputs still
+        waiting were never written."""
+        while self.syncing is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self.syncing)
+        for _, future in self.waiting:
+            future.cancel()
+        self.waiting = []
+        self.executor.shutdown(wait=True)
+
+
 def run_assembly(
     project: Project,
     plan: AssemblyPlan,
@@ -416,48 +702,51 @@ def run_assembly(
     progress: Progress | None = None,
     cache_bytes: int = SEGMENT_CACHE_BYTES,
 ) -> AssemblyReport:
-    """Build the plan's inputs as a tracked job on the shared loop: audio files are written here, their rows
-    are committed in batches by the job's writer, so a rating saved meanwhile never waits behind assembly."""
+    """Build the plan's inputs as a tracked job on the shared loop: RENDER_THREADS build inputs; their files are
+    written and made durable in groups (_GroupDurability), and only then are their rows handed to the job's
+    writer (one transaction per group), so a row never refers to a file that could be lost, and a rating saved
+    meanwhile never waits behind assembly."""
     cache = SegmentCache(project, settings, cache_bytes)
     report = AssemblyReport()
-
-    async def assemble(job: AssemblyJob) -> Write | None:
-        try:
-            final, cuts, clean, limited = render(job, cache, settings)
-        except AudioError as error:  # a missing or damaged clip: this input waits, the others go on
-            report.skipped.append(f"{job.label}: {error}")
-            return None
-        chunks = []
-        for max_seconds in chunk_seconds:
-            bounds = chunk_bounds(clean, settings.sample_rate, cuts, max_seconds, job.label)
-            for position, (a, b) in enumerate(zip(bounds, bounds[1:])):
-                chunk = encode_audio(final[a:b], settings.sample_rate, settings.audio_format)
-                chunks.append(
-                    (
-                        max_seconds,
-                        position,
-                        project.audio.put_bytes(chunk, settings.audio_format),
-                        (b - a) / settings.sample_rate,
-                    )
-                )
-        sha = project.audio.put_bytes(
-            encode_audio(final, settings.sample_rate, settings.audio_format), settings.audio_format
-        )
-        duration = len(final) / settings.sample_rate
-        report.assembled += 1
-        report.limited_inputs += int(limited > 0)
-        report.seconds_of_audio += duration
-        return lambda conn: _store(conn, job, sha, duration, limited, chunks, settings)
+    chunk_seconds = list(chunk_seconds)
 
     async def run_all(job_progress: Progress) -> None:
+        builders = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="spokenbench-assemble")
+        groups = _GroupDurability(project.audio, settings.audio_format, min_group=max(1, INPUTS_IN_FLIGHT // 4))
+
+        async def assemble(job: AssemblyJob) -> Write | None:
+            groups.building += 1
+            try:
+                built = await asyncio.get_running_loop().run_in_executor(
+                    builders, build_input, job, cache, settings, chunk_seconds
+                )
+            except AudioError as error:  # a missing or damaged clip: this input waits, the others go on
+                report.skipped.append(f"{job.label}: {error}")
+                return None
+            except _ChunkingFailed as failed:
+                raise failed.error from None
+            finally:
+                groups.building -= 1
+                groups.poke()
+            shas = await groups.durable(built.outputs)
+            report.assembled += 1
+            report.limited_inputs += int(built.limited > 0)
+            report.seconds_of_audio += built.duration
+            chunks = [(m, position, sha, d) for (m, position, d), sha in zip(built.chunks, shas)]
+            return lambda conn: _store(conn, job, shas[-1], built.duration, built.limited, chunks, settings)
+
         loop = JobLoop(
             project.db_path,
             job_progress,
-            concurrency=1,
+            concurrency=INPUTS_IN_FLIGHT,
             describe=lambda job: job.label,
             claims=UnitClaims("assemble", key=_claim_key, already_done=_already_assembled),
         )
-        await loop.run(plan.jobs, assemble)
+        try:
+            await loop.run(plan.jobs, assemble)
+        finally:
+            builders.shutdown(wait=True, cancel_futures=True)
+            await groups.close()
 
     if plan.jobs:
         label = f"assemble {len(plan.jobs)} inputs"

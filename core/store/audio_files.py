@@ -2,7 +2,12 @@
 audio is stored once and a name always means the same sound. Writes go to a temp file that is fsynced and
 renamed into place, so a kill at any moment leaves either the whole file or none. A temp file belongs to the
 process that made it (its name starts with that process's host and pid): another process opening the project
-removes only temp files whose owner is gone, never one still being written."""
+removes only temp files whose owner is gone, never one still being written.
+
+Many files at once (assembly writes thousands): `write_pending` writes each to its temp file without syncing,
+and `make_durable` then makes a whole group durable — the temp files fsynced together (in flight at the same
+time, so the file system commits its journal once for many instead of once per file), renamed into place, and
+each folder they landed in fsynced once. Only after that may rows referring to them be committed."""
 
 from __future__ import annotations
 
@@ -10,7 +15,11 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from spokenbench.core.errors import ProjectError
@@ -18,6 +27,17 @@ from spokenbench.core.processes import owner_tag, tagged_owner_alive
 
 TEMP_DIR_NAME = ".incoming"
 STALE_FOREIGN_TEMP_S = 86_400  # a temp file of unknown owner older than a day is garbage
+SYNC_THREADS = 16  # fsyncs in flight together when a group of files is made durable
+
+
+@dataclass
+class PendingFile:
+    """A file written to its temp name, not yet durable nor in place (`temp` None: already stored intact)."""
+
+    sha256: str
+    target: Path
+    temp: str | None = None
+    fd: int | None = None
 
 
 class AudioStore:
@@ -55,6 +75,73 @@ class AudioStore:
         _fsync_directory(target.parent)
         return sha256
 
+    def write_pending(self, parts: Sequence[bytes | memoryview], extension: str) -> PendingFile:
+        """Write the concatenation of `parts` to a temp file, without syncing: `make_durable` finishes it (or
+        `discard` removes it). Bytes already stored intact are not written again."""
+        digest = hashlib.sha256()
+        size = 0
+        for part in parts:  # bytes or buffers such as numpy arrays: counted in bytes
+            digest.update(part)
+            size += memoryview(part).nbytes
+        if not size:
+            raise ValueError("refusing to store empty audio")
+        sha256 = digest.hexdigest()
+        target = self.path_for(sha256, extension)
+        if target.exists() and target.stat().st_size == size and _file_sha256(target) == sha256:
+            return PendingFile(sha256, target)
+        try:
+            self.temp_dir.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
+        except OSError as error:
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+        pending = PendingFile(sha256, target, temp_name, fd)
+        try:
+            for part in parts:
+                view = memoryview(part).cast("B")
+                while view:
+                    view = view[os.write(fd, view) :]
+        except BaseException as error:
+            self.discard([pending])
+            if isinstance(error, OSError):
+                raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+            raise
+        return pending
+
+    def make_durable(self, files: Iterable[PendingFile]) -> None:
+        """Make written files durable and put them in place, as a group: fsync every temp file (concurrently),
+        rename each to its name, fsync each folder they landed in once. When this returns, rows may refer to
+        them; if it raises, none of the group's temp files is left (renamed ones are whole and simply unused)."""
+        pending = [f for f in files if f.temp is not None]
+        if not pending:
+            return
+        try:
+            _in_parallel(lambda f: os.fsync(f.fd), pending)
+            for file in pending:
+                os.close(file.fd)
+                file.fd = None
+                os.replace(file.temp, file.target)
+                file.temp = None
+            _in_parallel(_fsync_directory, sorted({f.target.parent for f in pending}))
+        except OSError as error:
+            self.discard(pending)
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+        except BaseException:
+            self.discard(pending)
+            raise
+
+    def discard(self, files: Iterable[PendingFile]) -> None:
+        """Remove the temp files of pending files that will not be made durable."""
+        for file in files:
+            if file.fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(file.fd)
+                file.fd = None
+            if file.temp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(file.temp)
+                file.temp = None
+
     def has(self, sha256: str | None, extension: str | None) -> bool:
         """Whether the file is there (not whether it is intact: `read_bytes` and `spokenbench check` verify that)."""
         return bool(sha256 and extension) and self.path_for(sha256, extension).is_file()
@@ -86,6 +173,23 @@ class AudioStore:
             except OSError:  # gone meanwhile, or a read-only project: nothing to clean here
                 continue
         return removed
+
+
+_sync_pool: ThreadPoolExecutor | None = None
+_sync_pool_lock = threading.Lock()
+
+
+def _in_parallel(function: Callable, items: list) -> None:
+    """Run a blocking call (an fsync) on every item with up to SYNC_THREADS in flight; raises the first error."""
+    global _sync_pool
+    if len(items) == 1:
+        function(items[0])
+        return
+    with _sync_pool_lock:
+        if _sync_pool is None:
+            _sync_pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="spokenbench-fsync")
+    for _ in _sync_pool.map(function, items):
+        pass
 
 
 def _fsync_directory(directory: Path) -> None:
