@@ -38,7 +38,7 @@ from spokenbench.core.panels import Panel, Point, Published
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
 TABLE_FORMATS = ("csv", "tex")
-MAX_TABLE_ROWS_SHOWN = 2000
+MAX_TABLE_ROWS_SHOWN = 1000  # the rest is in the exports
 PUBLISHED_COLOR = "#7f7f7f"
 
 
@@ -370,6 +370,7 @@ class MetricPanelView(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setResizeContentsPrecision(40)  # fit columns to the first rows only
         self.export_buttons: dict[tuple[str, str], QPushButton] = {}
 
         top = QHBoxLayout()
@@ -491,6 +492,7 @@ class MetricPanelView(QWidget):
             else ""
         )
         self.table_source.setText(f"<b>{source}</b> — {caption}{more}")
+        self.table.setUpdatesEnabled(False)
         self.table.setColumnCount(len(shown.columns))
         self.table.setRowCount(len(shown))
         self.table.setHorizontalHeaderLabels([str(c) for c in shown.columns])
@@ -501,6 +503,7 @@ class MetricPanelView(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
         self.table.resizeColumnsToContents()
+        self.table.setUpdatesEnabled(True)
 
     # -- hover and click -----------------------------------------------------------------------------
 

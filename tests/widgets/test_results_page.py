@@ -41,7 +41,7 @@ def page(qtbot, demo, open_session, played):
     window = SimpleNamespace(play_file=lambda path: played.append(path))
     page = ResultsPage(window)
     qtbot.addWidget(page)
-    page.resize(1400, 950)
+    page.resize(1100, 760)
     page.show()
     with qtbot.waitSignal(page.panels_ready, timeout=20_000):
         page.set_session(open_session(demo))
@@ -136,7 +136,7 @@ def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_
 
 
 def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
-    draw(page, "permutation_voting", published=True)
+    draw(page, "permutation_voting", published=True, render=False)  # saving draws it
     png = page.export_figure(tmp_path / "voting.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = page.export_figure(tmp_path / "voting.svg")
