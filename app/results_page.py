@@ -5,9 +5,11 @@ The panels are computed in one QueryOp on the read pool (core/panels.py `project
 95% intervals, the rows behind every point, the published tables) and drawn on the UI thread
 (widgets/metric_panels.py). The page recomputes when the `responses` or `runs` tables change — an evaluation
 writing answers here or in another process — a little after the last change, and the newest computation
-supersedes an older one still running. Clicking a point lists its questions and the model's answers in the
-detail pane (read in a QueryOp), with the audio file the model heard and a Play button. Runs in mode
-'simulated' are labelled "simulated" in the run picker, the panels, the tables and the exports."""
+supersedes an older one still running; it keeps each run's responses until the run's summary changes
+(`core.panels.ResponseCache`), and forgets them all when `items` change. Clicking a point lists its questions
+and the model's answers in the detail pane (read in a QueryOp), with the audio file the model heard and a Play
+button. Runs in mode 'simulated' are labelled "simulated" in the run picker, the panels, the tables and the
+exports."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from spokenbench.core.metrics.store import run_list as read_runs
 from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache, point_details, project_panels
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
-RESULTS_TABLES = frozenset({"responses", "runs"})
+RESULTS_TABLES = frozenset({"responses", "runs", "items"})
 REFRESH_DELAY_MS = 400  # gather a burst of changes (a running evaluation) into one recomputation
 DETAIL_LIMIT = 500
 DETAIL_COLUMNS = (
@@ -163,6 +165,8 @@ class ResultsPage(QWidget):
         self.refresh()
 
     def _project_changed(self, tables: set[str]) -> None:
+        if "items" in tables:  # a gold answer or a label may have changed under every run's responses
+            self.cache = ResponseCache()
         if tables & RESULTS_TABLES:
             self._refresh_timer.start()
 
