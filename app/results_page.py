@@ -13,6 +13,7 @@ exports."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +39,9 @@ from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache,
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
 RESULTS_TABLES = frozenset({"responses", "runs", "items"})
-REFRESH_DELAY_MS = 400  # gather a burst of changes (a running evaluation) into one recomputation
+REFRESH_DELAY_MS = 400  # gather a burst of changes into one recomputation
+RUNS_CHANGED_DELAY_MS = 50  # a run started, ended or was resumed: show it at once
+STREAMING_INTERVAL_MS = 1000  # while answers stream in, recompute at most this often
 DETAIL_LIMIT = 500
 DETAIL_COLUMNS = (
     ("question_id", "question"),
@@ -74,6 +77,7 @@ class ResultsPage(QWidget):
         self.details: pd.DataFrame | None = None
         self.clicked: Point | None = None
         self.cache = ResponseCache()  # each run's responses, re-read only when the run changed
+        self._last_refresh = 0.0
 
         self.summary = QLabel("No project open")
         self.summary.setWordWrap(True)
@@ -167,13 +171,21 @@ class ResultsPage(QWidget):
     def _project_changed(self, tables: set[str]) -> None:
         if "items" in tables:  # a gold answer or a label may have changed under every run's responses
             self.cache = ResponseCache()
-        if tables & RESULTS_TABLES:
-            self._refresh_timer.start()
+        if not tables & RESULTS_TABLES:
+            return
+        # soon after a run starts or ends; a little later while answers stream in; never more often than
+        # STREAMING_INTERVAL_MS from the start of the previous computation
+        wanted = RUNS_CHANGED_DELAY_MS if tables & {"runs", "items"} else REFRESH_DELAY_MS
+        since = (time.monotonic() - self._last_refresh) * 1000
+        delay = int(max(wanted, STREAMING_INTERVAL_MS - since))
+        if not self._refresh_timer.isActive() or self._refresh_timer.remainingTime() > delay:
+            self._refresh_timer.start(delay)
 
     def refresh(self) -> QueryOp | None:
         """Recompute every panel for the runs picked, on the read pool."""
         if self.session is None:
             return None
+        self._last_refresh = time.monotonic()
         wanted = None if self.selected_runs is None else sorted(self.selected_runs)
         cache = self.cache
         self.summary.setText("Computing the panels…")
