@@ -131,8 +131,9 @@ class ResultsPage(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.view)
         right.addWidget(detail)
-        right.setStretchFactor(0, 3)
+        right.setStretchFactor(0, 2)
         right.setStretchFactor(1, 1)
+        right.setSizes([620, 300])
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(left)
         body.addWidget(right)
@@ -305,6 +306,8 @@ class ResultsPage(QWidget):
 
     def _show_details(self, point: Point, rows: pd.DataFrame) -> None:
         rows = rows.copy()
+        if "question_id" in rows.columns:  # a question's answers together (a pair's two orders side by side)
+            rows = rows.sort_values("question_id", kind="stable")
         rows["series"] = rows["model"] if "model" in rows.columns else ""
         if {"mapped_option", "answer"} <= set(rows.columns):
             rows["correct"] = (rows["mapped_option"].astype(str) == rows["answer"].astype(str)).map(

@@ -177,7 +177,7 @@ def _draw_bars(
         container.legend(handles, labels, loc="outside right upper", fontsize=7)
 
 
-def _short(text: str, limit: int = 18) -> str:
+def _short(text: str, limit: int = 24) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
