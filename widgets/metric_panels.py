@@ -359,7 +359,7 @@ class MetricPanelView(QWidget):
         self.published_toggle.toggled.connect(self._published_toggled)
         self.figure = Figure(figsize=(9, 4.2), layout="constrained")
         self.canvas = FigureCanvasQTAgg(self.figure)
-        self.canvas.setMinimumHeight(300)
+        self.canvas.setMinimumHeight(380)  # two rows of subplots (yours and published) need the room
         self.canvas.mpl_connect("motion_notify_event", self._hover)
         self.canvas.mpl_connect("button_press_event", self._click)
         self.table_picker = QComboBox()
@@ -393,7 +393,8 @@ class MetricPanelView(QWidget):
         splitter.addWidget(self.canvas)
         splitter.addWidget(lower)
         splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([460, 160])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)

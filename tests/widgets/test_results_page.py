@@ -41,7 +41,7 @@ def page(qtbot, demo, open_session, played):
     window = SimpleNamespace(play_file=lambda path: played.append(path))
     page = ResultsPage(window)
     qtbot.addWidget(page)
-    page.resize(1100, 760)
+    page.resize(1200, 980)
     page.show()
     with qtbot.waitSignal(page.panels_ready, timeout=20_000):
         page.set_session(open_session(demo))
