@@ -84,7 +84,9 @@ def test_every_panel_renders_on_the_demo_with_and_without_the_papers_numbers(pag
         draw(page, key, published=True)
         assert len(page.view.figure.get_axes()) > alone, key
         assert any(t.startswith("published — ") for t in figure_texts(page)), key
+        page.view.published_toggle.blockSignals(True)  # off again without drawing: the next panel draws itself
         page.view.published_toggle.setChecked(False)
+        page.view.published_toggle.blockSignals(False)
 
 
 def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_table(page):
@@ -136,35 +138,35 @@ def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_
 
 
 def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
-    draw(page, "permutation_voting", published=True, render=False)  # saving draws it
-    png = page.export_figure(tmp_path / "voting.png")
+    draw(page, "mcnemar", published=True, render=False)  # saving draws it
+    png = page.export_figure(tmp_path / "mcnemar.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    svg = page.export_figure(tmp_path / "voting.svg")
+    svg = page.export_figure(tmp_path / "mcnemar.svg")
     assert ET.parse(svg).getroot().tag.endswith("svg")
     assert "published" in svg.read_text(encoding="utf-8") or "<path" in svg.read_text(encoding="utf-8")
-    pdf = page.export_figure(tmp_path / "voting.pdf")
+    pdf = page.export_figure(tmp_path / "mcnemar.pdf")
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF-") and b"%%EOF" in data[-1024:]
 
     page.view.published_toggle.setChecked(False)
-    assert page.view.table_picker.currentText() == "yours (simulated) · permutation_voting"
+    assert page.view.table_picker.currentText() == "yours (simulated) · mcnemar"
     with qtbot.waitSignal(page.exported, timeout=5_000):
-        page.export_table(tmp_path / "voting.csv")
-    with (tmp_path / "voting.csv").open(encoding="utf-8", newline="") as handle:
+        page.export_table(tmp_path / "mcnemar.csv")
+    with (tmp_path / "mcnemar.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 9 and {r["source"] for r in rows} == {"yours (simulated)"}
-    assert {"accuracy_pct", "accuracy_ci_low", "accuracy_ci_high", "rsd", "ckld"} <= set(rows[0])
+    assert len(rows) == 3 and {r["source"] for r in rows} == {"yours (simulated)"}
+    assert {"p_value", "delta_orig_minus_rev_pp", "delta_ci_low", "delta_ci_high"} <= set(rows[0])
     with qtbot.waitSignal(page.exported, timeout=5_000):
-        page.export_table(tmp_path / "voting.tex")
-    latex = (tmp_path / "voting.tex").read_text(encoding="utf-8")
+        page.export_table(tmp_path / "mcnemar.tex")
+    latex = (tmp_path / "mcnemar.tex").read_text(encoding="utf-8")
     assert "\\begin{tabular}" in latex and "\\end{table}" in latex and "yours (simulated)" in latex
-    assert latex.count("\\\\") == 10  # header and nine rows
+    assert latex.count("\\\\") == 4  # header and three rows
 
     page.view.published_toggle.setChecked(True)  # a published table exports as printed
     with qtbot.waitSignal(page.exported, timeout=5_000):
-        page.export_table(tmp_path / "table3.csv")
-    with (tmp_path / "table3.csv").open(encoding="utf-8", newline="") as handle:
-        assert len(list(csv.DictReader(handle))) == 216
+        page.export_table(tmp_path / "tables11_17.csv")
+    with (tmp_path / "tables11_17.csv").open(encoding="utf-8", newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 212
 
 
 def test_the_page_follows_the_runs_and_the_run_picker(page, qtbot, demo):
