@@ -229,6 +229,13 @@ class PanelSet:
                 panel.tables[name]
         return self
 
+    def item_ids(self, point: Point, probe: bool = False) -> list[int]:
+        """The project's item ids behind a point (one per question and language), for a project's panels."""
+        frame = self.responses_behind(point, probe)
+        if "item_id" not in frame.columns:
+            return []
+        return sorted({int(i) for i in frame["item_id"].dropna()})
+
     def responses_behind(self, point: Point, probe: bool = False) -> pd.DataFrame:
         frame = self.probe_responses if probe else self.responses
         return frame.iloc[point.rows]

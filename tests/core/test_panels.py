@@ -287,6 +287,8 @@ def test_the_demo_projects_runs_are_simulated_and_their_questions_readable(built
         assert all(source == "yours (simulated)" for source in {p.source for p in panels.panels["mcnemar"].points})
         point = one(panels, "accuracy_by_level", series=panels.series[0], facet="accent", x="british")
         details = point_details(project, panels, point, limit=20)
+        items = panels.item_ids(point)
+    assert len(items) == len(point.questions) and set(details["item_id"]) <= set(items)  # British: English items
     assert len(details) == 20 and set(details["accent"]) == {"british"}
     assert details["question_text"].str.len().gt(0).all() and details["options"].str.contains("A. ").all()
     assert set(details["audio_kind"]) <= {"question clip, same accent and voice gender", "question clip, same accent"}
