@@ -351,6 +351,7 @@ class MetricPanelView(QWidget):
         self.simulated: dict[str, bool] = {}
         self.hits = Hits()
         self.last_tooltip = ""
+        self.published_on: dict[str, bool] = {}  # panel key → the published numbers shown
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
@@ -441,6 +442,12 @@ class MetricPanelView(QWidget):
             caption = f"{published.label}: {published.caption}"
             tables.append((published.file, published.label, published.frame, caption))
         self._set_tables(tables)
+        shown = self.published_on.get(panel.key, False) and bool(panel.published)  # each panel keeps its toggle
+        self.published_toggle.blockSignals(True)
+        self.published_toggle.setChecked(shown)
+        self.published_toggle.blockSignals(False)
+        if shown:
+            self.table_picker.setCurrentIndex(len(panel.tables))
         self.redraw()
 
     def redraw(self) -> None:
@@ -450,6 +457,8 @@ class MetricPanelView(QWidget):
         self.canvas.draw_idle()
 
     def _published_toggled(self, checked: bool) -> None:
+        if self.panel is not None:
+            self.published_on[self.panel.key] = checked
         self.redraw()
         if checked and self.panel is not None and self.panel.published:
             first_published = len(self.panel.tables)

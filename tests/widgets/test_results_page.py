@@ -105,9 +105,11 @@ def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_t
     assert "published — Gender paper, Table 1" in figure_texts(page)
     assert "LLaMA-Omni1 8B" in figure_texts(page)
 
-    draw(page, "accuracy_by_level", published=True)
+    page.show_panel("accuracy_by_level")  # each panel keeps its own toggle
+    assert page.view.published_toggle.isChecked() and page.view.table_picker.currentText() == picked
     page.view.published_toggle.setChecked(False)  # back to the user's own table
     assert page.view.table_picker.currentText() == "yours (simulated) · accuracy_by_level"
+    assert not any(t.startswith("published — ") for t in figure_texts(page))
 
 
 def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_their_audio(page, qtbot, played):
