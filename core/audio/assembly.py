@@ -44,6 +44,7 @@ SEGMENT_CACHE_BYTES = 256 * 2**20  # prepared clips kept for reuse; bounds memor
 WAV_BYTES_CACHE_BYTES = 64 * 2**20  # assemble_wav_bytes: prepared clips kept across calls (by sha256 and settings)
 RENDER_THREADS = max(1, min(4, os.cpu_count() or 1))  # inputs built at once (numpy, scipy, I/O release the GIL)
 INPUTS_IN_FLIGHT = 32  # inputs being built or waiting for their group's fsync; bounds a group's size
+BYTES_IN_FLIGHT = 32 * 2**20  # built inputs' buffers waiting to be stored: no new input starts above this
 
 # Bounds of one assembled input (docs/reliability.md). Outside them an input is meaningless (speed 0) or
 # too large to build in memory: a 10 MHz rate, an hour of pause, a question of 100,000 characters.
@@ -632,25 +633,42 @@ class _GroupDurability:
     it commits, so it is kept off the threads that build. A group waits until a few inputs are ready, or until
     nothing else is being built."""
 
-    def __init__(self, store, audio_format: str, min_group: int):
-        self.store, self.audio_format, self.min_group = store, audio_format, min_group
+    def __init__(self, store, audio_format: str, min_group: int, max_bytes: int):
+        self.store, self.audio_format, self.min_group, self.max_bytes = store, audio_format, min_group, max_bytes
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-assemble-files")
         self.waiting: list[tuple[list[list], asyncio.Future]] = []
         self.building = 0
+        self.bytes = 0  # buffers of built inputs not stored yet (memory stays bounded whatever the input count)
+        self.room = asyncio.Event()
         self.syncing: asyncio.Task | None = None
         self.groups = 0
 
+    async def admit(self) -> None:
+        """Wait, before building another input, while the built ones waiting to be stored hold max_bytes."""
+        while self.bytes >= self.max_bytes:
+            self.room.clear()
+            self.poke()
+            await self.room.wait()
+
     async def durable(self, outputs: list[list]) -> list[str]:
         """Write and durably store the files; returns their sha256s once they are in place."""
+        size = sum(memoryview(part).nbytes for parts in outputs for part in parts)
         future = asyncio.get_running_loop().create_future()
         self.waiting.append((outputs, future))
+        self.bytes += size
         self.poke()
-        return await future
+        try:
+            return await future
+        finally:
+            self.bytes -= size
+            self.room.set()
 
     def poke(self) -> None:
-        """Start storing the waiting group if none is being stored and it is big enough or nothing else comes."""
-        if self.syncing is None and self.waiting and (len(self.waiting) >= self.min_group or self.building == 0):
-            self.syncing = asyncio.ensure_future(self._sync())
+        """Start storing the waiting group if none is being stored and it is big enough (in inputs or bytes), or
+        nothing else is being built."""
+        if self.syncing is None and self.waiting:
+            if len(self.waiting) >= self.min_group or self.building == 0 or 2 * self.bytes >= self.max_bytes:
+                self.syncing = asyncio.ensure_future(self._sync())
 
     def _store_group(self, outputs: list[list]) -> list[str]:
         pending: list[PendingFile] = []
@@ -712,9 +730,10 @@ def run_assembly(
 
     async def run_all(job_progress: Progress) -> None:
         builders = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="spokenbench-assemble")
-        groups = _GroupDurability(project.audio, settings.audio_format, min_group=max(1, INPUTS_IN_FLIGHT // 4))
+        groups = _GroupDurability(project.audio, settings.audio_format, max(1, INPUTS_IN_FLIGHT // 4), BYTES_IN_FLIGHT)
 
         async def assemble(job: AssemblyJob) -> Write | None:
+            await groups.admit()
             groups.building += 1
             try:
                 built = await asyncio.get_running_loop().run_in_executor(

@@ -178,3 +178,21 @@ def test_assemble_wav_bytes_reuses_prepared_clips_and_gives_the_same_audio(voice
     assembly._prepared_clips.clear()
     uncached = assembly.assemble_wav_bytes(data[0], data[1:], settings=settings)
     assert uncached == first
+
+
+@pytest.mark.parametrize("bytes_in_flight, inputs_in_flight", [(1, 4), (2**20, 1), (64 * 2**20, 64)])
+def test_any_memory_bound_or_group_size_finishes_every_input(
+    voiced_project, monkeypatch, bytes_in_flight, inputs_in_flight
+):
+    """Admission waits while built inputs hold BYTES_IN_FLIGHT; whatever the bounds, the job finishes (no
+    deadlock between waiting to build and waiting to store) and stores everything."""
+    from spokenbench.core.audio import assembly
+
+    monkeypatch.setattr(assembly, "BYTES_IN_FLIGHT", bytes_in_flight)
+    monkeypatch.setattr(assembly, "INPUTS_IN_FLIGHT", inputs_in_flight)
+    jobs = plan_assembly(voiced_project.conn, ORDERS[:3], languages=["en"], speeds=[1.0, 1.25]).jobs
+    report = run_assembly(
+        voiced_project, plan_assembly(voiced_project.conn, ORDERS[:3], languages=["en"], speeds=[1.0, 1.25])
+    )
+    assert report.assembled == len(jobs) > 0
+    assert assert_every_row_has_its_whole_file(voiced_project) == len(jobs)
