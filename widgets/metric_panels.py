@@ -49,8 +49,14 @@ def series_colors(names: list[str]) -> dict[str, tuple]:
     return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
 
 
-def yours_label(simulated: bool) -> str:
-    return "yours (simulated)" if simulated else "yours"
+def yours_label(series: list[str], simulated: dict[str, bool]) -> str:
+    """How the user's numbers are labelled: simulated runs are said to be simulated wherever they appear."""
+    flags = [bool(simulated.get(s)) for s in series]
+    if flags and all(flags):
+        return "yours (simulated)"
+    if any(flags):
+        return "yours (simulated runs marked 'simulated' in the legend)"
+    return "yours"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -91,13 +97,12 @@ def draw_panel(
     figure.clear()
     hits = Hits()
     colors = series_colors(series)
-    any_simulated = any(simulated.get(s) for s in series)
     with figure_style():
         if show_published and panel.published:
             top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1])
         else:
             top, bottom = figure, None
-        title = f"{panel.title} — {yours_label(any_simulated)}   (layout: {panel.mirrors})"
+        title = f"{panel.title} — {yours_label(series, simulated)}   (layout: {panel.mirrors})"
         top.suptitle(title, fontsize=10)
         if panel.empty or not panel.points:
             ax = top.add_subplot()
@@ -428,7 +433,7 @@ class MetricPanelView(QWidget):
             self.canvas.draw_idle()
             self._set_tables([])
             return
-        mine = yours_label(any(self.simulated.get(s) for s in self.series))
+        mine = yours_label(self.series, self.simulated)
         self.title.setText(
             f"<b>{panel.title}</b> — laid out like {panel.mirrors} · numbers: <b>{mine}</b><br>"
             f"<span style='color:#555'>{panel.description} Hover a point for its 95% interval; click it for "

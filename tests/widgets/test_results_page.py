@@ -191,3 +191,19 @@ def test_closing_the_project_clears_the_page(page):
     page.set_session(None)
     assert page.summary.text() == "No project open" and page.view.panel is None
     assert page.refresh() is None
+
+
+def test_real_and_simulated_runs_side_by_side_are_labelled_per_model(qtbot):
+    from spokenbench.core.metrics.synthetic import biasinear_like
+    from spokenbench.core.panels import compute_panels
+    from spokenbench.widgets.metric_panels import MetricPanelView
+
+    panels = compute_panels(biasinear_like(12, 2, seed=4), simulated={"model_1": True}, n_resamples=50)
+    view = MetricPanelView()
+    qtbot.addWidget(view)
+    view.set_panel(panels.panels["accuracy_by_level"], panels.series, panels.simulated)
+    texts = [t.get_text() for t in view.figure.findobj(Text)]
+    assert "model_1 (simulated)" in texts and "model_2" in texts  # the legend marks the simulated one
+    assert any("simulated runs marked 'simulated' in the legend" in t for t in texts)
+    table = panels.panels["accuracy_by_level"].tables["accuracy_by_level"]
+    assert dict(zip(table["model"], table["source"])) == {"model_1": "yours (simulated)", "model_2": "yours"}
