@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -84,6 +85,11 @@ class AssemblyJob:
     segments: list[tuple[str, ClipRef]]  # (role, clip) in spoken order; role 'pause' has no clip
     text_rendering: str
     recipe_sha256: str
+
+    @functools.cached_property
+    def condition_key(self) -> str:
+        """condition.key(), worked out once: claims, plans and stores all ask for it."""
+        return self.condition.key()
 
 
 @dataclass
@@ -187,7 +193,7 @@ def plan_assembly(
                                     "cloned" if clip_backend == "clone" else "direct",
                                 )
                                 job = _job(item_id, item, condition, option_order, label_sequence, parts, settings)
-                                if stored.get((item_id, condition.key())) == job.recipe_sha256:
+                                if stored.get((item_id, job.condition_key)) == job.recipe_sha256:
                                     already += 1
                                 else:
                                     jobs.append(job)
@@ -252,10 +258,11 @@ def _job(item_id, item, condition: Condition, option_order, label_sequence, part
         else:
             lines.append(f"- {option.text}")
         segments += [("option", option), ("pause", None)]
+    condition_key = condition.key()
     recipe = json.dumps(
-        [condition.key(), option_order, label_sequence, asdict(settings), [(r, c and c.sha256) for r, c in segments]]
+        [condition_key, option_order, label_sequence, asdict(settings), [(r, c and c.sha256) for r, c in segments]]
     )
-    return AssemblyJob(
+    job = AssemblyJob(
         item_id,
         f"{item.source_id} ({item.language})",
         condition,
@@ -265,6 +272,8 @@ def _job(item_id, item, condition: Condition, option_order, label_sequence, part
         "\n".join(lines),
         hashlib.sha256(recipe.encode()).hexdigest(),
     )
+    job.__dict__["condition_key"] = condition_key  # the cached property, already known
+    return job
 
 
 class SegmentCache:
@@ -775,7 +784,7 @@ def run_assembly(
 
 
 def _claim_key(job: AssemblyJob) -> str:
-    return f"{job.item_id}|{job.recipe_sha256}|{job.condition.key()}"
+    return f"{job.item_id}|{job.recipe_sha256}|{job.condition_key}"
 
 
 def _already_assembled(conn, keys: list[str]) -> set[str]:
@@ -790,7 +799,7 @@ def _store(conn, job: AssemblyJob, sha: str, duration: float, limited: int, chun
     audio_store.replace_assembled_input(
         conn,
         job.item_id,
-        job.condition.key(),
+        job.condition_key,
         job.option_order,
         job.label_sequence,
         job.recipe_sha256,

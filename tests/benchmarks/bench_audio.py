@@ -12,7 +12,8 @@ Measures, on 200 conditions of about 40 s each built from espeak-ng clips (numpy
    that means for BiasInEar's 11,200 inputs;
 5. `spokenbench assemble DEMO --orders original,reversed,order-backward,token-backward` as a whole process on
    copies of the demo project (960 inputs, 4 h of audio), before vs now alternating: wall time, x real time
-   (target >= 3,000x), fsync calls and the job writer's transactions; the stored inputs must be identical.
+   (target >= 3,000x), CPU time, fsync calls and the job writer's transactions; the stored inputs must be
+   identical. On a shared machine CPU time is the steadier figure: wall time follows the other users' load.
 Figures are medians of repeated passes; the machine is shared, so read ratios rather than absolutes."""
 
 import os
@@ -23,6 +24,7 @@ for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 import asyncio
 import json
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -383,14 +385,17 @@ def bench_demo() -> None:
                 copy = Path(folder) / f"{name}-{attempt}"
                 shutil.copytree(demo, copy)
                 subprocess.run(["sync"], check=True)  # start each pass with nothing dirty in the page cache
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
                 done = subprocess.run([sys.executable, "-c", code, name, str(copy)], capture_output=True, text=True)
                 elapsed = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
                 if done.returncode != 0:
                     raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
                 result = json.loads(done.stdout)
                 counts = json.loads(done.stderr.strip().splitlines()[-1])
-                runs[name].append((elapsed, result["seconds_of_audio"], counts["fsync"], counts["writer_commits"]))
+                runs[name].append((elapsed, result["seconds_of_audio"], counts["fsync"], counts["writer_commits"], cpu))
                 with sqlite3.connect(copy / "project.sqlite") as conn:
                     stored[name] = conn.execute(
                         "SELECT item_id, condition_key, recipe_sha256, sha256 FROM assembled_inputs ORDER BY 1, 2"
@@ -408,7 +413,8 @@ def bench_demo() -> None:
             print(
                 f"   {name:<7} {elapsed:.2f} s -> {results[0][1] / elapsed:,.0f}x real time (target >= 3,000x); "
                 f"fsync calls {statistics.median(r[2] for r in results):,.0f}, "
-                f"job writer transactions {statistics.median(r[3] for r in results):,.0f}  "
+                f"job writer transactions {statistics.median(r[3] for r in results):,.0f}, "
+                f"CPU (user + sys) {statistics.median(r[4] for r in results):.2f} s  "
                 f"(passes: {', '.join(f'{r[0]:.2f}' for r in results)})"
             )
         print(f"   ratio before / now: {medians['before'] / medians['now']:.2f}x")
