@@ -22,6 +22,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -408,8 +409,11 @@ def compute_panels(
         engine_frame = _engine_frame(mcq_frame, clean)
         chosen = factors if factors is not None else [f for f in PANEL_FACTORS if _levels(engine_frame, f) >= 2]
         data = prepare_mcq(engine_frame, chosen, "<responses>")
-        metrics = mcq.compute_mcq_metrics(data)
-        selection = compute_selection_bias(data)
+        with ThreadPoolExecutor(1, thread_name_prefix="spokenbench-panels") as helper:
+            # two independent reads of the same arrays; numpy releases the GIL for most of the work
+            selection_done = helper.submit(compute_selection_bias, data)
+            metrics = mcq.compute_mcq_metrics(data)
+            selection = selection_done.result()
         summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
         context = _Context(data, metrics, selection, summary, [], n_resamples, seed, simulated)
         context.intervals = _engine_intervals(context)
@@ -425,14 +429,27 @@ def compute_panels(
         "ranking_changes": _ranking_changes,
         "mcnemar": _mcnemar,
     }
-    for key, build in builders.items():
-        progress.check_cancelled()
-        start = time.perf_counter()
-        panel = build(context) if context is not None else _empty_panel(key)
-        panel.published = published_for(key)
-        panel.seconds = time.perf_counter() - start
-        panels[key] = panel
-        timings[key] = panel.seconds
+
+    def build_panels(keys: list[str]) -> dict[str, Panel]:
+        built = {}
+        for key in keys:
+            progress.check_cancelled()
+            start = time.perf_counter()
+            panel = builders[key](context) if context is not None else _empty_panel(key)
+            panel.published = published_for(key)
+            panel.seconds = time.perf_counter() - start
+            built[key] = panel
+        return built
+
+    # the panels in two halves, one on a helper thread (the voting-based ones share their vote counts)
+    helper_keys = ["permutation_voting", "ranking_changes", "mcnemar"]
+    with ThreadPoolExecutor(1, thread_name_prefix="spokenbench-panels") as helper:
+        other_half = helper.submit(build_panels, helper_keys)
+        built = build_panels([k for k in builders if k not in helper_keys])
+        built.update(other_half.result())
+    for key in builders:
+        panels[key] = built[key]
+        timings[key] = built[key].seconds
     start = time.perf_counter()
     panel = _gender_probe(probe_frame, simulated, n_resamples, seed, backbones or {})
     panel.published = published_for("gender_probe")
