@@ -507,8 +507,13 @@ class _Context:
         return work
 
     @functools.cached_property
+    def units(self) -> np.ndarray:
+        """The engine's vote units (model, question and every factor the option order does not fix)."""
+        return vote_units(self.data)
+
+    @functools.cached_property
     def votes(self) -> dict[str, dict[str, np.ndarray]]:
-        return _vote_group_counts(self.data)
+        return _vote_group_counts(self.data, self.units)
 
     @functools.cached_property
     def weight_matrix(self) -> np.ndarray:
@@ -1173,12 +1178,11 @@ def _gold_position(ctx: _Context) -> Panel:
     return panel
 
 
-def _vote_group_counts(data: McqResponses) -> dict[str, dict[str, np.ndarray]]:
+def _vote_group_counts(data: McqResponses, units: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """Per (model, question) group and setting: gold, vote-weighted correct and voted counts per position —
     the same votes as the engine's `_voting` (ties split evenly), kept per group for the bootstrap."""
     k = data.max_options
     n_groups = data.n_groups
-    units = vote_units(data)
     n_units = int(units.max()) + 1
     unit_row = representative_row(units, n_units)
     unit_group, unit_gold = data.group[unit_row], data.answer[unit_row]
@@ -1413,7 +1417,7 @@ def _mcnemar(ctx: _Context) -> Panel:
     if not (data.is_identity.any() and data.is_reversed.any()):
         panel.empty = "McNemar needs the same questions in the original and the exactly reversed option order."
         return panel
-    units = vote_units(data)
+    units = ctx.units
     frames = []
     for flag, name in ((data.is_identity, "original"), (data.is_reversed, "reversed")):
         rows = np.flatnonzero(flag)
