@@ -9,7 +9,6 @@
 """
 
 import argparse
-import gc
 import os
 import statistics
 import sys
@@ -26,7 +25,9 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support import gmmlu_rows, write_csv
 
+from spokenbench.app.main import keep_the_ui_responsive
 from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession
+from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.demo import build_demo
 from spokenbench.core.importers import import_files
@@ -76,8 +77,10 @@ def ms(seconds: float) -> str:
     return f"{1000 * seconds:6.1f} ms"
 
 
-def main(ratings: int, items: int, rate_during_job: bool = True, freeze_gc: bool = False) -> None:
+def main(ratings: int, items: int, rate_during_job: bool = True, as_the_app: bool = True) -> None:
     app = QApplication.instance() or QApplication([])
+    if as_the_app:  # what spokenbench-studio does at start (app/main.py)
+        collect_garbage_at_safe_points(app)
     folder = Path(tempfile.mkdtemp(prefix="bench-rating-"))
     path = build_demo(folder / "demo")
     with opened(path) as project:
@@ -99,9 +102,8 @@ def main(ratings: int, items: int, rate_during_job: bool = True, freeze_gc: bool
     print(f"  playing requested: median {ms(statistics.median(playing))}  max {ms(max(playing))}")
 
     table = write_csv(folder / "en.csv", gmmlu_rows(items))
-    if freeze_gc:
-        gc.collect()
-        gc.freeze()  # what is alive now is never scanned again: full collections during the job stay short
+    if as_the_app:
+        keep_the_ui_responsive()  # gc.freeze of what is alive now, a 1 ms GIL switch interval
     probe = GapProbe()
     job = JobOp(
         session,
@@ -139,9 +141,11 @@ if __name__ == "__main__":
     parser.add_argument("--ratings", type=int, default=30)
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--idle-during-job", action="store_true", help="probe the loop without rating meanwhile")
-    parser.add_argument("--switch-ms", type=float, help="sys.setswitchinterval (GIL hand-over), in ms")
-    parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() before the job (see the report)")
+    parser.add_argument(
+        "--not-as-the-app",
+        action="store_true",
+        help="leave out what the app does at start (garbage collection at safe points, gc.freeze, 1 ms switch "
+        "interval), for comparison",
+    )
     args = parser.parse_args()
-    if args.switch_ms:
-        sys.setswitchinterval(args.switch_ms / 1000)
-    main(args.ratings, args.items, not args.idle_during_job, args.gc_freeze)
+    main(args.ratings, args.items, not args.idle_during_job, not args.not_as_the_app)
