@@ -280,40 +280,95 @@ def test_small_helpers():
         )
 
 
-def test_the_demo_projects_runs_are_simulated_and_their_questions_readable(built_demo):
-    with opened(built_demo) as project:
-        panels = project_panels(project, n_resamples=100)
-        assert len(panels.runs) == 3 and panels.any_simulated
-        assert all(source == "yours (simulated)" for source in {p.source for p in panels.panels["mcnemar"].points})
-        point = one(panels, "accuracy_by_level", series=panels.series[0], facet="accent", x="british")
-        details = point_details(project, panels, point, limit=20)
-        items = panels.item_ids(point)
-    assert len(items) == len(point.questions) and set(details["item_id"]) <= set(items)  # British: English items
-    assert len(details) == 20 and set(details["accent"]) == {"british"}
-    assert details["question_text"].str.len().gt(0).all() and details["options"].str.contains("A. ").all()
-    assert set(details["audio_kind"]) <= {"question clip, same accent and voice gender", "question clip, same accent"}
-    assert all(path.endswith((".wav", ".flac", ".mp3", ".ogg")) for path in details["audio_path"])
+def summary(point):
+    def rounded(value):
+        return None if value is None or math.isnan(value) else round(value, 9)
+
+    return (point.facet, point.x, point.series, rounded(point.value), rounded(point.low), rounded(point.high))
 
 
-def test_the_cache_reads_again_only_the_runs_whose_answers_changed(demo_copy):
+@pytest.fixture
+def tiny_project(tmp_path):
+    """The hand-built table stored as a project: m1 a run in audio mode, m2 a simulated run."""
+    from spokenbench.core.conditions import Condition
+    from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_run, upsert_responses
+    from spokenbench.core.items import Item, Option
+    from spokenbench.core.store import Project
+    from spokenbench.core.store.database import utc_now
+    from spokenbench.core.store.items import insert_items
+
+    frame = tiny_table()
+    path = tmp_path / "tiny"
+    with Project.create(path) as project, project.transaction() as conn:
+        items = [
+            Item(
+                source="tiny",
+                source_id=question,
+                language="en",
+                question=f"Which letter is right for {question}?",
+                options=tuple(Option(letter, f"{question} option {letter}") for letter in "ABCD"),
+                answer=gold,
+                cultural_label="CS" if question in ("q1", "q2") else "CA",
+            )
+            for question, gold in GOLD.items()
+        ]
+        item_ids = dict(zip(GOLD, insert_items(conn, items)))
+        for model, mode in (("m1", "audio"), ("m2", "simulated")):
+            run = create_run(conn, f"tiny {model}", model, "test", mode, "standard", "", {}, 16, None)
+            records = [
+                ResponseRecord(
+                    run_id=run,
+                    item_id=item_ids[row.question_id],
+                    condition_key=Condition(language="en", gender=row.gender, order=row.order).key(),
+                    option_order=row.option_order,
+                    created_at=utc_now(),
+                    raw_text=f"Answer: [[{row.prediction}]]",
+                    parsed_letter=row.prediction,
+                    parse_status="ok",
+                    mapped_option=row.option_order["ABCD".index(row.prediction)],
+                )
+                for row in frame[frame["model"] == model].itertuples()
+            ]
+            upsert_responses(conn, records)
+            mark_run(conn, run, "finished")
+    return path
+
+
+def test_a_projects_panels_are_the_tables_panels_and_its_points_list_their_questions(tiny_project, tiny):
+    with opened(tiny_project) as project:
+        panels = project_panels(project, n_resamples=200)
+        assert [r["simulated"] for r in panels.runs] == [False, True]
+        assert panels.simulated == {"m1": False, "m2": True}
+        for key in PANEL_ORDER:  # the same numbers and intervals as from the table itself
+            assert sorted(map(summary, panels.panels[key].points)) == sorted(map(summary, tiny.panels[key].points))
+        male = one(panels, "accuracy_by_level", series="m1", facet="gender", x="male")
+        details = point_details(project, panels, male)
+        assert panels.item_ids(male) == sorted(details["item_id"].unique().tolist()) and len(details) == 8
+    assert set(details["question_id"]) == {"q1", "q2", "q3", "q4"} and set(details["gender"]) == {"male"}
+    assert details["question_text"].str.startswith("Which letter is right for q").all()
+    assert details["options"].str.contains("A. q").all()
+    assert (details["raw_text"] == "Answer: [[" + details["prediction"] + "]]").all()
+    assert set(details["audio_path"]) == {""}  # no audio stored in this project
+
+
+def test_the_cache_reads_again_only_the_runs_whose_answers_changed(tiny_project):
     from spokenbench.core.evaluation.store import update_parses
-    from spokenbench.core.metrics.store import run_list
     from spokenbench.core.panels import ResponseCache
 
     cache = ResponseCache()
-    with opened(demo_copy) as project:
+    with opened(tiny_project) as project:
         first = project_panels(project, cache=cache, n_resamples=0)
-        assert cache.reads == 3 and [r["simulated"] for r in run_list(project.conn)] == [True] * 3
+        assert cache.reads == 2
         project_panels(project, cache=cache, n_resamples=0)
-        assert cache.reads == 3  # nothing changed: nothing read
+        assert cache.reads == 2  # nothing changed: nothing read
         response = first.responses[first.responses["run_id"] == 2].iloc[0]
-        letter = "B" if response["prediction"] != "B" else "C"
-        with project.transaction() as conn:  # a re-parse: same counts, another letter
+        letter = "C"  # m2 always said B: a re-parse to another letter keeps every count
+        with project.transaction() as conn:
             update_parses(
                 conn,
                 [(letter, "ok", response["option_order"]["ABCD".index(letter)], None, int(response["response_id"]))],
             )
         again = project_panels(project, cache=cache, n_resamples=0)
-    assert cache.reads == 4  # run 2 only
+    assert cache.reads == 3  # run 2 only
     changed = again.responses[again.responses["response_id"] == response["response_id"]].iloc[0]
     assert changed["prediction"] == letter
