@@ -756,12 +756,16 @@ def run_assembly(
             finally:
                 groups.building -= 1
                 groups.poke()
-            shas = await groups.durable(built.outputs)
+            outputs, duration, limited = built.outputs, built.duration, built.limited
+            chunks = built.chunks
+            del built  # the buffers go as soon as they are stored, not when the rows are committed
+            shas = await groups.durable(outputs)
+            del outputs
             report.assembled += 1
-            report.limited_inputs += int(built.limited > 0)
-            report.seconds_of_audio += built.duration
-            chunks = [(m, position, sha, d) for (m, position, d), sha in zip(built.chunks, shas)]
-            return lambda conn: _store(conn, job, shas[-1], built.duration, built.limited, chunks, settings)
+            report.limited_inputs += int(limited > 0)
+            report.seconds_of_audio += duration
+            chunks = [(m, position, sha, d) for (m, position, d), sha in zip(chunks, shas)]
+            return lambda conn: _store(conn, job, shas[-1], duration, limited, chunks, settings)
 
         loop = JobLoop(
             project.db_path,
