@@ -49,6 +49,8 @@ from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.published import published_table
 
 DEFAULT_RESAMPLES = 1000
+MAX_KEPT_WEIGHTS = 4_000_000  # resamples × questions kept between refreshes (32 MB); beyond, drawn in chunks
+MAX_DENSE_SUMS = 20_000_000  # questions × models × columns laid out densely for the bootstrap (160 MB)
 Z95 = 1.959963984540054
 # Factor columns the panels use, in this order, when the table has two or more levels of them
 PANEL_FACTORS = ("language", "accent", "gender", "order", "speed", "volume", "snr_db", "voice_source", "spoken_labels")
@@ -516,10 +518,25 @@ class _Context:
         return _vote_group_counts(self.data, self.units)
 
     @functools.cached_property
-    def weight_matrix(self) -> np.ndarray:
+    def weight_matrix(self) -> np.ndarray | None:
         """The resamples' question weights (resamples × questions), drawn in the same chunks and order as the
-        engine's `bootstrap_intervals`, so a statistic's interval here equals the engine's for the same seed."""
+        engine's `bootstrap_intervals`, so a statistic's interval here equals the engine's for the same seed.
+        None when that matrix would be large (many questions): `weight_chunks` then draws them chunk by chunk."""
+        if self.n_resamples * len(self.data.questions) > MAX_KEPT_WEIGHTS:
+            return None
         return resample_weights(len(self.data.questions), self.n_resamples, self.seed)
+
+    def weight_chunks(self):
+        """The same weights as `weight_matrix`, in one piece when it is kept, else in the engine's chunks."""
+        if self.weight_matrix is not None:
+            yield self.weight_matrix
+            return
+        rng = np.random.default_rng(self.seed)
+        done = 0
+        while done < self.n_resamples:
+            size = min(CHUNK, self.n_resamples - done)
+            yield question_weights(len(self.data.questions), size, rng)
+            done += size
 
     def bootstrap(self, columns: ColumnBuilder, finalize) -> list[dict]:
         """Percentile intervals per model, like core.metrics.bootstrap.bootstrap_intervals, but for all models and
@@ -530,16 +547,25 @@ class _Context:
             return [{} for _ in range(n_models)]
         matrix = np.nan_to_num(np.asarray(columns.matrix(), dtype=float))
         width = matrix.shape[1]
-        dense = np.zeros((len(data.questions), n_models, width))
-        dense[data.group_question, data.group_model] = matrix
-        flat = dense.reshape(len(data.questions), n_models * width)
-        weights = self.weight_matrix
-        sums = (weights @ flat).reshape(len(weights) * n_models, width)  # one product for every resample
-        with np.errstate(invalid="ignore", divide="ignore"):
-            draws = {
-                name: np.asarray(values, dtype=float).reshape(len(weights), n_models)
-                for name, values in finalize(sums).items()
-            }
+        n_questions = len(data.questions)
+        dense_fits = n_questions * n_models * width <= MAX_DENSE_SUMS
+        if dense_fits:  # every model side by side: one product per chunk of resamples
+            dense = np.zeros((n_questions, n_models, width))
+            dense[data.group_question, data.group_model] = matrix
+            flat = dense.reshape(n_questions, n_models * width)
+        else:  # many questions: model by model, over that model's groups only (as the engine does)
+            members = split_rows(data.group_model, n_models)
+        parts: dict[str, list[np.ndarray]] = {}
+        for weights in self.weight_chunks():
+            if dense_fits:
+                sums = weights @ flat
+            else:
+                sums = np.stack([weights[:, data.group_question[g]] @ matrix[g] for g in members], axis=1)
+            sums = sums.reshape(len(weights) * n_models, width)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                for name, values in finalize(sums).items():
+                    parts.setdefault(name, []).append(np.asarray(values, dtype=float).reshape(len(weights), n_models))
+        draws = {name: np.concatenate(chunks) for name, chunks in parts.items()}
         tail = 100 * (1 - CONFIDENCE) / 2
         bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         complete = [name for name, values in draws.items() if not np.isnan(values).any()]
@@ -1323,9 +1349,11 @@ def _ranking_changes(ctx: _Context) -> Panel:
     high = np.full_like(low, np.nan)
     tau_ci = {}
     if ctx.n_resamples:
-        weights = ctx.weight_matrix  # the same resamples as every other interval
-        with np.errstate(invalid="ignore", divide="ignore"):
-            acc = (weights @ num.reshape(n_q, -1)) / (weights @ den.reshape(n_q, -1))
+        chunks = []
+        for weights in ctx.weight_chunks():  # the same resamples as every other interval
+            with np.errstate(invalid="ignore", divide="ignore"):
+                chunks.append((weights @ num.reshape(n_q, -1)) / (weights @ den.reshape(n_q, -1)))
+        acc = np.concatenate(chunks)
         acc = acc.reshape(ctx.n_resamples, n_models, len(settings))
         ranks = _min_ranks_descending(acc)
         tail = 100 * (1 - CONFIDENCE) / 2

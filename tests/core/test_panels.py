@@ -372,3 +372,15 @@ def test_the_cache_reads_again_only_the_runs_whose_answers_changed(tiny_project)
     assert cache.reads == 3  # run 2 only
     changed = again.responses[again.responses["response_id"] == response["response_id"]].iloc[0]
     assert changed["prediction"] == letter
+
+
+def test_many_questions_take_the_chunked_bootstrap_with_the_same_intervals(monkeypatch):
+    import spokenbench.core.panels as panels_module
+
+    frame = biasinear_like(40, 3, seed=5)
+    dense = compute_panels(frame, n_resamples=300)
+    monkeypatch.setattr(panels_module, "MAX_KEPT_WEIGHTS", 0)  # as with tens of thousands of questions
+    monkeypatch.setattr(panels_module, "MAX_DENSE_SUMS", 0)
+    chunked = compute_panels(frame, n_resamples=300)
+    for key in PANEL_ORDER:
+        assert sorted(map(summary, chunked.panels[key].points)) == sorted(map(summary, dense.panels[key].points))
