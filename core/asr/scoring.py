@@ -152,17 +152,19 @@ class Scorer:
         ref = self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
             return None
-        scored = [(self._count_texts(metric, language, reference, ref, text), asr, text) for asr, text in transcripts]
-        best, best_asr, _ = min(scored, key=lambda entry: (entry[0].errors, entry[1]))
+        if not transcripts:
+            raise ValueError("a clip needs at least one transcript to be scored")
+        counts = self._pair_counts
+        best = best_asr = None
+        per_asr = []
+        for asr, text in transcripts:
+            count = counts.get((metric, language, reference, text))
+            if count is None:
+                count = self._count_texts(metric, language, reference, ref, text)
+            per_asr.append((asr, count.rate))
+            if best is None or (count.errors, asr) < (best.errors, best_asr):  # the first of the lowest
+                best, best_asr = count, asr
         cer = None
         if both and ref.characters:  # the minimum again, by characters
-            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, _, text in scored)
-        return ClipScore(
-            metric,
-            best.errors,
-            best.units,
-            best_asr,
-            len(scored),
-            cer,
-            tuple((asr, count.rate) for count, asr, _ in scored),
-        )
+            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text in transcripts)
+        return ClipScore(metric, best.errors, best.units, best_asr, len(per_asr), cer, tuple(per_asr))
