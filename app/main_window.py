@@ -1,8 +1,8 @@
 """The Studio window: open a project (or build the demo), move between its pages from the left sidebar — Items,
 Rewrites, Rating, QC, Speakers, Evaluate, Results, each with a count badge — and follow every job in the jobs
 panel. All disk work runs through `operations`; pages and badges refresh when the tables they show change,
-whoever changed them. The Rating and QC pages live in their own modules and are imported when first shown: if
-one cannot be imported, its page says so and the rest of the window works."""
+whoever changed them. The Rating, QC, Speakers, Evaluate and Results pages live in their own modules and are
+imported when first shown: if one cannot be imported, its page says so and the rest of the window works."""
 
 from __future__ import annotations
 
@@ -61,9 +61,7 @@ OPTIONAL_PAGES = {
     "qc": ("spokenbench.app.qc_dashboard", "QcDashboardPage", "the QC dashboard"),
     "speakers": ("spokenbench.app.speakers_page", "SpeakersPage", "the Speakers page"),
     "evaluate": ("spokenbench.app.evaluate_page", "EvaluatePage", "the evaluation launcher"),
-}
-COMING = {
-    "results": "bias metrics and report figures per run (today: <code>spokenbench metrics</code> and <code>spokenbench report</code>).",
+    "results": ("spokenbench.app.results_page", "ResultsPage", "the Results page"),
 }
 BADGE_TABLES = frozenset(
     {"items", "rewrites", "rewrite_reviews", "rewrite_outcomes", "ratings", "rating_queues", "rating_queue_clips"}
@@ -202,9 +200,7 @@ class MainWindow(QMainWindow):
         self.page_stack = QStackedWidget()
         self.page_widgets: dict[str, QWidget] = {"items": self.items_panel, "rewrites": self.rewrite_page}
         for key, name in PAGES:
-            if key in COMING:
-                self.page_widgets[key] = PlaceholderPage(name, f"Coming: {COMING[key]}")
-            elif key in OPTIONAL_PAGES:
+            if key in OPTIONAL_PAGES:
                 self.page_widgets[key] = PlaceholderPage(name, "Loading…")  # replaced when first shown
             self.page_stack.addWidget(self.page_widgets[key])
         self.sidebar.page_selected.connect(self.show_page)
