@@ -338,6 +338,9 @@ def save_pack_ratings(pack_path: str | Path) -> int:
         json.dumps({key: rating[key] for key in _RATING_FIELDS}, ensure_ascii=False) + "\n" for rating in ratings
     )
 
+    if _stored_ratings_text(pack.path) == lines:
+        return len(ratings)  # the file already says exactly this: no rewrite
+
     def copy_with_new_ratings(archive: zipfile.ZipFile) -> None:
         with zipfile.ZipFile(pack.path) as source:
             for info in source.infolist():
@@ -347,6 +350,14 @@ def save_pack_ratings(pack_path: str | Path) -> int:
 
     _write_zip_atomically(pack.path, copy_with_new_ratings)
     return len(ratings)
+
+
+def _stored_ratings_text(path: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.read(RATINGS_NAME).decode("utf-8")
+    except (KeyError, zipfile.BadZipFile, OSError, UnicodeDecodeError):
+        return None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from spokenbench.app.settings_dialog import ANNOTATOR_KEY
 from spokenbench.core.demo import build_demo
 from spokenbench.core.qc.packs import create_pack
 from spokenbench.core.qc.queues import queue_clips, rate_clip
+from spokenbench.core.recording.speakers import add_speaker, give_consent
 from spokenbench.core.store import opened
 
 OUT = Path(__file__).resolve().parent
@@ -79,6 +80,9 @@ def main() -> None:
     demo = tmp / "demo-project"
     build_demo(demo)
     add_two_annotators(demo)
+    with opened(demo) as project:  # a consented speaker for the Speakers page
+        add_speaker(project, "Mina", "ko", "seoul", "woman")
+        give_consent(project, "Mina", "I agree to be recorded for voice cloning in this study.", "coordinator")
 
     window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
     window.resize(1300, 820)
@@ -126,6 +130,38 @@ def main() -> None:
         wait_until(app, lambda: not rating.busy)
         settle(app, 0.8)
         grab(window, "studio-rating")
+    if want("studio-speakers"):
+        window.show_page("speakers")
+        speakers = window.page_widgets["speakers"]
+        settle(app, 1.0)
+        speakers.select_speaker("Mina")
+        settle(app, 1.5)
+        grab(window, "studio-speakers")
+    if want("studio-evaluate"):
+        window.show_page("evaluate")
+        evaluate = window.page_widgets["evaluate"]
+        settle(app, 1.0)
+        evaluate.view.select_model("simulated:order-sensitive")
+        evaluate.view.formEdited.emit()
+        evaluate.prepare()
+        wait_until(app, lambda: evaluate.prepared is not None)
+        settle(app, 1.0)
+        grab(window, "studio-evaluate")
+    if want("studio-results") or want("studio-results-published"):
+        window.show_page("results")
+        results = window.page_widgets["results"]
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, timeout_s=60)
+        settle(app, 1.5)
+        results.show_panel("accuracy_by_level")
+        settle(app, 1.0)
+        if want("studio-results"):
+            grab(window, "studio-results")
+        if want("studio-results-published"):
+            results.show_panel("gold_position")
+            results.view.published_toggle.setChecked(True)
+            settle(app, 1.5)
+            grab(window, "studio-results-published")
+            results.view.published_toggle.setChecked(False)
     if want("studio-settings"):
         dialog = window.open_settings()
         wait_until(app, lambda: dialog.keymap_loaded)
@@ -151,7 +187,7 @@ def main() -> None:
             QTest.keyClick(rating.view, key)
             wait_until(app, lambda: not rating.busy)
         wait_until(app, lambda: not window.packs.dirty and "saved into the pack" in window.pack_label.text())
-        settle(app, 0.5)
+        settle(app, 3.0)  # the save's own uuid assignment is reported as a change once more
         grab(window, "studio-pack")
 
     window.shutdown()

@@ -198,3 +198,10 @@ def test_a_damaged_pack_leaves_no_folder_behind(packed, tmp_path):
         open_pack(broken)
     assert not pack_folder(broken).exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".broken")] == []
+
+
+def test_saving_unchanged_ratings_leaves_the_pack_file_untouched(packed):
+    _rate_offline(packed, ["1"])
+    before = packed.stat().st_mtime_ns, packed.read_bytes()
+    assert save_pack_ratings(packed) == 1
+    assert (packed.stat().st_mtime_ns, packed.read_bytes()) == before
