@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
@@ -40,6 +42,18 @@ FIGURE_FORMATS = ("png", "svg", "pdf")
 TABLE_FORMATS = ("csv", "tex")
 MAX_TABLE_ROWS_SHOWN = 1000  # the rest is in the exports
 PUBLISHED_COLOR = "#7f7f7f"
+# the panels' text a little smaller than the report's figures: a panel shares the screen with its table
+PANEL_STYLE = {
+    "axes.titlesize": 9,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 7,
+    "legend.title_fontsize": 7,
+}
+CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of subplots (yours) and two (published)
+TICK_CHARS = 20  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
+CHAR_PX = 5.6  # about how wide one character of an 8-point tick label is, at the canvas's 100 dpi
 
 
 def series_colors(names: list[str]) -> dict[str, tuple]:
@@ -93,17 +107,19 @@ def draw_panel(
     show_published: bool,
 ) -> Hits:
     """Draw `panel` into `figure` (cleared first): the user's numbers on top; with `show_published`, the
-    papers' tables on the same layout below. Returns the hit targets."""
+    papers' tables on the same layout below, the two rows of the same height. The figure's title is short
+    (what and whose); where the layout comes from is said above the canvas. Legends sit outside the axes.
+    Returns the hit targets."""
     figure.clear()
     hits = Hits()
     colors = series_colors(series)
-    with figure_style():
+    with figure_style(), matplotlib.rc_context(PANEL_STYLE):
         if show_published and panel.published:
             top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1])
         else:
             top, bottom = figure, None
-        title = f"{panel.title} — {yours_label(series, simulated)}   (layout: {panel.mirrors})"
-        top.suptitle(title, fontsize=10)
+        title = f"{panel.title} — {yours_label(series, simulated)}"
+        top.suptitle(_wrap(title, _width_px(figure) / 7), fontsize=10)
         if panel.empty or not panel.points:
             ax = top.add_subplot()
             ax.set_axis_off()
@@ -119,6 +135,64 @@ def draw_panel(
         if bottom is not None:
             _draw_published(bottom, panel.published, hits, panel.facets)
     return hits
+
+
+def panel_rows(panel: Panel | None, show_published: bool) -> int:
+    """Rows of subplots the panel draws: the user's, and the published ones below when shown."""
+    return 2 if panel is not None and show_published and panel.published else 1
+
+
+def _width_px(container) -> float:
+    return float(container.bbox.width) or 900.0
+
+
+def _wrap(text: str, chars: float) -> str:
+    return textwrap.fill(str(text), max(int(chars), 12), break_long_words=False, break_on_hyphens=False)
+
+
+def _legend_below(container, handles, labels, title: str | None = None) -> None:
+    """A legend under the subplots, outside them, in as many columns as fit the width."""
+    if not handles:
+        return
+    longest = max(len(str(label)) for label in labels)
+    column_px = longest * 4.6 + 40
+    ncols = max(1, min(len(labels), int(_width_px(container) * 0.95 // column_px)))
+    ncols = math.ceil(len(labels) / math.ceil(len(labels) / ncols))  # balanced rows
+    container.legend(handles, labels, loc="outside lower center", ncols=ncols, title=title, frameon=False)
+
+
+def short_labels(labels: list[str], limit: int = TICK_CHARS) -> list[str]:
+    """Tick labels that fit: a prefix all share up to a colon ("simulated:") dropped, long ones shortened in
+    the middle (the ends tell models apart: "…-7B", "(run 2)"); whole labels where shortening would make
+    two alike."""
+    labels = [str(label) for label in labels]
+    prefix = ""
+    if len(labels) > 1 and all(":" in label for label in labels):
+        heads = {label.split(":", 1)[0] for label in labels}
+        if len(heads) == 1:
+            prefix = labels[0].split(":", 1)[0] + ":"
+    shortened = []
+    for label in labels:
+        text = label[len(prefix) :] if prefix and len(label) > len(prefix) else label
+        if len(text) > limit:
+            head = (limit - 1) // 2
+            text = text[:head].rstrip() + "…" + text[-(limit - 1 - head) :].lstrip()
+        shortened.append(text)
+    return shortened if len(set(shortened)) == len(set(labels)) else labels
+
+
+def _set_xticks(ax, labels: list[str], share: float) -> None:
+    """Ticks at 0..n-1 labelled with `labels` (shortened when long), slanted 35° when they would not fit
+    side by side in the axes' share of the figure's width."""
+    shown = short_labels(labels)
+    room = _width_px(ax.get_figure()) * share
+    crowded = sum(len(t) + 2 for t in shown) * CHAR_PX > room * 0.8
+    ax.set_xticks(range(len(shown)), shown)
+    if crowded:
+        ax.tick_params(axis="x", labelrotation=35)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
 
 
 def _legend_name(name: str, simulated: dict[str, bool]) -> str:
@@ -141,13 +215,16 @@ def _draw_bars(
     container, facets, points, ylabels, colors, simulated, hits: Hits, titles=None, hatch: str | None = None
 ) -> None:
     facets = [f for f in facets if any(p.facet == f for p in points)] or _ordered(p.facet for p in points)
-    axes = container.subplots(1, len(facets), squeeze=False)[0]
+    levels = {facet: _ordered(p.x for p in points if p.facet == facet) for facet in facets}
+    # each subplot as wide as its groups of bars: the bars are equally wide in every subplot
+    ratios = [max(len(levels[f]), 1.5) for f in facets]
+    axes = container.subplots(1, len(facets), squeeze=False, gridspec_kw={"width_ratios": ratios})[0]
     legend_series: dict[str, object] = {}
     others = [s for s in _ordered(p.series for p in points) if s not in colors]  # subsets, permutations …
     colors = {**colors, **dict(zip(others, _secondary_palette(len(others))))}
-    for ax, facet in zip(axes, facets):
+    for ax, facet, ratio in zip(axes, facets, ratios):
         mine = [p for p in points if p.facet == facet]
-        xs = _ordered(p.x for p in mine)
+        xs = levels[facet]
         names = _ordered(p.series for p in mine)
         width = 0.8 / max(len(names), 1)
         for s, name in enumerate(names):
@@ -169,22 +246,14 @@ def _draw_bars(
             for patch, point in zip(bars.patches, chosen):
                 hits.add(patch, [point])
             legend_series.setdefault(name, bars)
-        tilt = len(xs) > 4 or max((len(str(x)) for x in xs), default=0) > 8
-        ax.set_xticks(
-            range(len(xs)), [_short(x) for x in xs], rotation=30 if tilt else 0, ha="right" if tilt else "center"
-        )
-        ax.set_title((titles or {}).get(facet, facet))
-        ax.set_ylabel(ylabels.get(facet, ""))
+        share = 0.85 * ratio / sum(ratios)
+        _set_xticks(ax, [str(x) for x in xs], share)
+        ax.set_title(_wrap((titles or {}).get(facet, facet), _width_px(container) * share / 7.5))
+        ax.set_ylabel(_wrap(ylabels.get(facet, ""), 24))
         ax.axhline(0, color="black", linewidth=0.6)
     handles = list(legend_series.values())
     labels = [_legend_name(n, simulated) for n in legend_series]
-    if handles:
-        container.legend(handles, labels, loc="outside right upper", fontsize=7)
-
-
-def _short(text: str, limit: int = 24) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    _legend_below(container, handles, labels)
 
 
 def _draw_box(container, panel: Panel, colors, simulated, hits: Hits) -> None:
@@ -210,8 +279,8 @@ def _draw_box(container, panel: Panel, colors, simulated, hits: Hits) -> None:
             )
             marks = ax.scatter([i + shift], [point.value], marker=marker, color="white", edgecolor="black", zorder=3)
             hits.add(marks, [point])
-    ax.set_xticks(range(len(names)), [_legend_name(n, simulated) for n in names], rotation=20, ha="right")
-    ax.set_ylabel("question entropy $H_q$ (0–1)")
+    _set_xticks(ax, names, 0.85)  # "(simulated)" is in the figure's title; the whole names in the tooltips
+    ax.set_ylabel("question entropy\n$H_q$ (0–1)")
     ax.set_ylim(-0.03, 1.03)
     ax.set_title("one dot per question; box = IQR; △ mean, □ median with 95% CI")
 
@@ -245,14 +314,13 @@ def _draw_scatter(container, panel: Panel, colors, simulated, hits: Hits) -> Non
         hits.add(marks, [point])
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xlabel("APES (lower = more robust)")
-    ax.set_ylabel("Fleiss' κ (higher = more consistent)")
+    ax.set_ylabel("Fleiss' κ\n(higher = more consistent)")
     factor_handles = [
         ax.scatter([], [], marker=FACTOR_MARKERS[i % len(FACTOR_MARKERS)], color="black") for i in range(len(factors))
     ]
     model_handles = [ax.scatter([], [], marker="s", color=colors.get(n)) for n in names]
-    first = ax.legend(factor_handles, factors, title="factor", loc="upper right", fontsize=7)
-    ax.add_artist(first)
-    ax.legend(model_handles, [_legend_name(n, simulated) for n in names], title="model", loc="lower left", fontsize=7)
+    container.legend(factor_handles, factors, title="factor", loc="outside right upper", frameon=False)
+    _legend_below(container, model_handles, [_legend_name(n, simulated) for n in names])
 
 
 def _draw_ranks(container, panel: Panel, colors, simulated, hits: Hits) -> None:
@@ -274,17 +342,19 @@ def _draw_ranks(container, panel: Panel, colors, simulated, hits: Hits) -> None:
         )
         marks = ax.scatter(xs, [p.value for p in mine], color=colors.get(name), s=30, zorder=3)
         hits.add(marks, mine)
-    ax.set_xticks(range(len(settings)), [s.replace("_", " ") for s in settings], rotation=30, ha="right")
+    _set_xticks(ax, [s.replace("_", " ") for s in settings], 0.85)
     ax.set_yticks(range(1, len(names) + 1))
     ax.set_ylim(len(names) + 0.5, 0.5)
-    ax.set_ylabel("rank by accuracy (1 = best; bars: 95% CI)")
-    container.legend(loc="outside right upper", fontsize=7)
+    ax.set_ylabel("rank by accuracy\n(1 = best; bars: 95% CI)")
+    handles, labels = ax.get_legend_handles_labels()
+    _legend_below(container, handles, labels)
 
 
 def _draw_published(container, published: list[Published], hits: Hits, order: list[str] = ()) -> None:
     points = [p for table in published for p in table.points]
     tables = ", ".join(dict.fromkeys(t.table for t in published))
-    container.suptitle(f"published — {published[0].paper}, {tables}", fontsize=10, color="#444444")
+    title = _wrap(f"published — {published[0].paper}, {tables}", _width_px(container) / 7)
+    container.suptitle(title, fontsize=10, color="#444444")
     if not points:
         ax = container.add_subplot()
         ax.set_axis_off()
@@ -365,7 +435,7 @@ class MetricPanelView(QWidget):
         self.published_toggle.toggled.connect(self._published_toggled)
         self.figure = Figure(figsize=(9, 4.2), layout="constrained")
         self.canvas = FigureCanvasQTAgg(self.figure)
-        self.canvas.setMinimumHeight(380)  # two rows of subplots (yours and published) need the room
+        self.canvas.setMinimumHeight(CANVAS_HEIGHT[1])  # more with the published row (`redraw`)
         self.canvas.mpl_connect("motion_notify_event", self._hover)
         self.canvas.mpl_connect("button_press_event", self._click)
         self.table_picker = QComboBox()
@@ -398,9 +468,11 @@ class MetricPanelView(QWidget):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.canvas)
         splitter.addWidget(lower)
+        splitter.setChildrenCollapsible(False)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([460, 160])
+        splitter.setSizes([420, 180])
+        self.splitter = splitter
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -436,8 +508,8 @@ class MetricPanelView(QWidget):
         mine = yours_label(self.series, self.simulated)
         self.title.setText(
             f"<b>{panel.title}</b> — laid out like {panel.mirrors} · numbers: <b>{mine}</b><br>"
-            f"<span style='color:#555'>{panel.description} Hover a point for its 95% interval; click it for "
-            "its questions and answers.</span>"
+            f"<small style='color:#555'>{panel.description} Hover a point for its 95% interval; click it for "
+            "its questions and answers.</small>"
         )
         tables = [
             (name, mine, functools.partial(panel.tables.__getitem__, name), f"{panel.title}: {name} ({mine})")
@@ -458,8 +530,18 @@ class MetricPanelView(QWidget):
     def redraw(self) -> None:
         if self.panel is None:
             return
-        self.hits = draw_panel(self.figure, self.panel, self.series, self.simulated, self.published_toggle.isChecked())
+        shown = self.published_toggle.isChecked()
+        self._fit_canvas(panel_rows(self.panel, shown))
+        self.hits = draw_panel(self.figure, self.panel, self.series, self.simulated, shown)
         self.canvas.draw_idle()
+
+    def _fit_canvas(self, rows: int) -> None:
+        """The canvas high enough for its rows of subplots, the height taken from the table below it."""
+        wanted = CANVAS_HEIGHT[rows]
+        self.canvas.setMinimumHeight(wanted)
+        sizes = self.splitter.sizes()
+        if sum(sizes) and sizes[0] < wanted:
+            self.splitter.setSizes([wanted, max(sum(sizes) - wanted, 0)])
 
     def _published_toggled(self, checked: bool) -> None:
         if self.panel is not None:
