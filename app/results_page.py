@@ -82,6 +82,9 @@ class ResultsPage(QWidget):
         self.summary = QLabel("No project open")
         self.summary.setWordWrap(True)
         self.run_list = QListWidget()
+        self.run_list.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # the whole line in the tooltip
+        self.run_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.run_list.setWordWrap(True)
         self.run_list.itemChanged.connect(self._run_checked)
         all_runs = QPushButton("All runs")
         all_runs.clicked.connect(self.select_all_runs)
@@ -123,22 +126,27 @@ class ResultsPage(QWidget):
         detail_layout.setContentsMargins(0, 0, 0, 0)
         detail_layout.addWidget(self.detail_title)
         detail_layout.addWidget(self.detail, 1)
-        play_bar = QHBoxLayout()
+        self.play_bar = QWidget()
+        play_bar = QHBoxLayout(self.play_bar)
+        play_bar.setContentsMargins(0, 0, 0, 0)
         play_bar.addWidget(self.play_button)
         play_bar.addWidget(self.audio_note, 1)
-        detail_layout.addLayout(play_bar)
+        detail_layout.addWidget(self.play_bar)
 
-        right = QSplitter(Qt.Orientation.Vertical)
+        # the panel (figure and table) gets the height; the detail pane is one line until a point is clicked
+        self.splitter = right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.view)
         right.addWidget(detail)
-        right.setStretchFactor(0, 2)
-        right.setStretchFactor(1, 1)
-        right.setSizes([620, 300])
+        right.setChildrenCollapsible(False)
+        right.setStretchFactor(0, 1)
+        right.setStretchFactor(1, 0)
+        right.setSizes([900, 30])
+        self._open_details(False)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(left)
         body.addWidget(right)
         body.setStretchFactor(1, 1)
-        body.setSizes([260, 900])
+        body.setSizes([250, 900])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.summary)
@@ -235,9 +243,9 @@ class ResultsPage(QWidget):
         for run in runs:
             mode = "SIMULATED" if run.get("simulated") else run.get("mode", "")
             text = f"#{run['id']} {run['model']} · {mode} · {run.get('responses', 0):,} responses · {run.get('status')}"
-            item = QListWidgetItem(text)
+            item = QListWidgetItem(text.replace(" · ", "\n", 1))  # the model on a line of its own
             item.setData(Qt.ItemDataRole.UserRole, run["id"])
-            item.setToolTip(run.get("name", ""))
+            item.setToolTip("\n".join(t for t in (text, run.get("name", "")) if t))
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             chosen = self.selected_runs is None or run["id"] in self.selected_runs
             item.setCheckState(Qt.CheckState.Checked if chosen else Qt.CheckState.Unchecked)
@@ -338,6 +346,7 @@ class ResultsPage(QWidget):
                 self.detail.setColumnWidth(c, min(self.detail.columnWidth(c), 320))
         self.play_button.setEnabled(False)
         self.audio_note.setText("Select a row to play the audio its model heard.")
+        self._open_details(True)
         if len(rows):
             self.detail.selectRow(0)
         self.details_ready.emit(self.details)
@@ -350,6 +359,24 @@ class ResultsPage(QWidget):
         self.detail_title.setText("Click a point to list its questions and answers.")
         self.play_button.setEnabled(False)
         self.audio_note.setText("")
+        self._open_details(False)
+
+    def _open_details(self, shown: bool) -> None:
+        """The detail pane: its table and ▶ Play shown (a third of the height, or what the user gave it) once a
+        point is clicked; only its one line before."""
+        was_shown = not self.detail.isHidden()
+        self.detail.setVisible(shown)
+        self.play_bar.setVisible(shown)
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if not total:
+            return
+        if shown and not was_shown:
+            pane = max(sizes[1], total // 3)
+            self.splitter.setSizes([total - pane, pane])
+        elif not shown:
+            pane = self.detail_title.sizeHint().height() + 4
+            self.splitter.setSizes([total - pane, pane])
 
     def selected_audio(self) -> tuple[str, str] | None:
         if self.details is None:

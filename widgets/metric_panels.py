@@ -115,7 +115,8 @@ def draw_panel(
     colors = series_colors(series)
     with figure_style(), matplotlib.rc_context(PANEL_STYLE):
         if show_published and panel.published:
-            top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1])
+            empty = bool(panel.empty or not panel.points)  # then the user's row is one line of text
+            top, bottom = figure.subfigures(2, 1, height_ratios=[1, 3] if empty else [1, 1])
         else:
             top, bottom = figure, None
         title = f"{panel.title} — {yours_label(series, simulated)}"
@@ -473,6 +474,7 @@ class MetricPanelView(QWidget):
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([420, 180])
         self.splitter = splitter
+        self._sizes_before: list[int] | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -540,8 +542,14 @@ class MetricPanelView(QWidget):
         wanted = CANVAS_HEIGHT[rows]
         self.canvas.setMinimumHeight(wanted)
         sizes = self.splitter.sizes()
-        if sum(sizes) and sizes[0] < wanted:
+        if not sum(sizes):
+            return
+        if sizes[0] < wanted:
+            self._sizes_before = self._sizes_before or sizes  # given back when the published row goes
             self.splitter.setSizes([wanted, max(sum(sizes) - wanted, 0)])
+        elif rows == 1 and self._sizes_before:
+            self.splitter.setSizes(self._sizes_before)
+            self._sizes_before = None
 
     def _published_toggled(self, checked: bool) -> None:
         if self.panel is not None:
