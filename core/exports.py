@@ -11,7 +11,12 @@ import pandas as pd
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import EXPORTABLE, LETTERS
-from spokenbench.core.store.export_queries import gender_probe_orientations, ratings_table, responses_table
+from spokenbench.core.store.export_queries import (
+    gender_probe_orientations,
+    ratings_table,
+    responses_table,
+    run_prompt_texts,
+)
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.tables import table_format, write_table
 
@@ -56,7 +61,8 @@ ORIENTATION_CODES = {"male": "M", "female": "F", "neutral": "N", None: "X"}
 
 
 def _with_gender_probe_columns(conn: sqlite3.Connection, frame: pd.DataFrame) -> pd.DataFrame:
-    """The gender-probe metrics' inputs: the voice's gender and each presented option's orientation (M/F/N/X)."""
+    """The gender-probe metrics' inputs: the voice's gender, each presented option's orientation (M/F/N/X) and
+    the answer setting of the run's prompt (binary_option / neutral_option / free_form)."""
     if "gender" in frame.columns:
         frame["voice_gender"] = frame["gender"]
     orientation_by_item: dict[int, dict[str, str]] = {}
@@ -67,6 +73,54 @@ def _with_gender_probe_columns(conn: sqlite3.Connection, frame: pd.DataFrame) ->
             "".join(orientation_by_item[item][letter] for letter in order) if item in orientation_by_item else None
             for item, order in zip(frame["item_id"], frame["option_order"])
         ]
+        frame = with_neutral_option(frame, run_answer_settings(conn))
+    return frame
+
+
+def run_answer_settings(conn: sqlite3.Connection) -> dict[int, str]:
+    """run id -> the answer setting its prompt asked for: 'neutral_option' when a neutral option ("Cannot be
+    determined") was offered (read from the prompt texts the run stored), 'free_form' for a free-form prompt,
+    else 'binary_option'."""
+    from spokenbench.core.evaluation.prompts import answer_setting
+
+    settings = {}
+    for run_id, (prompt, prompt_text) in run_prompt_texts(conn).items():
+        offered = None
+        if prompt_text:
+            try:
+                offered = bool(json.loads(prompt_text).get("neutral_text"))
+            except (ValueError, AttributeError):
+                offered = None
+        settings[run_id] = answer_setting(prompt, neutral_offered=offered)
+    return settings
+
+
+def with_neutral_option(frame: pd.DataFrame, settings: dict[int, str]) -> pd.DataFrame:
+    """Gender-probe rows get a `setting` column; in a run that offered a neutral option, that option becomes a
+    presented option like the others: it follows the real ones (the letter after them, in both option_order and
+    option_orientation, orientation N), and an answer the parser stored as neutral (status 'refusal', detail
+    'neutral', no letter) is given that letter. The gender-probe J then counts it (male {M, N}, female {N, N}:
+    J = 1/3), and ν counts it as a neutral answer. Other refusals and parse failures keep an empty letter."""
+    probes = frame["option_orientation"].notna()
+    if not probes.any():
+        return frame
+    frame = frame.copy()
+    setting = frame["run_id"].map(settings).where(probes)
+    frame["setting"] = setting
+    neutral = probes & (setting == "neutral_option") & frame["option_order"].notna()
+    if neutral.any():
+        order = frame.loc[neutral, "option_order"].astype(str)
+        letter = order.map(lambda o: LETTERS[len(o)])
+        frame.loc[neutral, "option_order"] = order + letter
+        frame.loc[neutral, "option_orientation"] = frame.loc[neutral, "option_orientation"].astype(str) + "N"
+        chose = (
+            neutral
+            & (frame["prediction"].isna() | (frame["prediction"] == ""))
+            & (frame["parse_status"] == "refusal")
+            & (frame["parse_detail"] == "neutral")
+        )
+        frame["prediction"] = frame["prediction"].astype(object)
+        frame.loc[chose, "prediction"] = letter[chose[neutral].to_numpy()].to_numpy()
     return frame
 
 

@@ -42,3 +42,9 @@ def gender_probe_orientations(conn: sqlite3.Connection) -> list[tuple[int, str, 
         "WHERE i.kind = 'gender-probe' ORDER BY o.item_id, o.position"
     )
     return [tuple(row) for row in rows]
+
+
+def run_prompt_texts(conn: sqlite3.Connection) -> dict[int, tuple[str, str | None]]:
+    """run id -> (prompt name, the prompt texts the run stored): the gender-probe export needs to know which runs
+    offered a neutral option and which asked for free-form answers."""
+    return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, prompt, prompt_text FROM runs")}
