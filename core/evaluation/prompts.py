@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import LETTERS
 
-PROMPTS = ("standard", "cot", "neutral", "open")
+PROMPTS = ("standard", "cot", "neutral", "open", "gender-paper", "gender-paper-neutral", "gender-paper-open")
+# The gender paper's own prompts, verbatim (Appendix C and E): the binary, neutral-option and free-form settings
+GENDER_PAPER_PROMPTS = ("gender-paper", "gender-paper-neutral", "gender-paper-open")
+ANSWER_SETTINGS = ("binary_option", "neutral_option", "free_form")
 MODES = ("audio", "pipeline", "text", "audio+text-options")
 SYSTEM_PROMPT_VARIANTS = ("separate", "inline", "none")
 _MODE_KEY = {"audio": "audio", "text": "text", "audio+text-options": "spoken_question", "pipeline": "pipeline"}
@@ -27,6 +30,7 @@ class PromptTemplate:
     answer: dict[str, str]
     neutral_option: bool
     neutral_text: dict[str, str]
+    free_form: bool = False  # the answer is free text; no option is asked for (the gender paper's free form)
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,22 @@ def load_template(name: str) -> PromptTemplate:
         answer=merged("answer"),
         neutral_option=bool(data.get("neutral_option", base.neutral_option if base else False)),
         neutral_text=merged("neutral_text"),
+        free_form=bool(data.get("free_form", base.free_form if base else False)),
     )
+
+
+def answer_setting(name: str, neutral_offered: bool | None = None) -> str:
+    """The gender study's answer setting of a prompt: 'free_form', 'neutral_option' or 'binary_option'.
+    `neutral_offered` (from the texts a run stored) overrides the template's own flag; a prompt name that is
+    no template (any more) is taken as binary unless the stored texts say otherwise."""
+    try:
+        template = load_template(name)
+    except (SpokenBenchError, KeyError):
+        template = None
+    if template is not None and template.free_form:
+        return "free_form"
+    offered = neutral_offered if neutral_offered is not None else bool(template and template.neutral_option)
+    return "neutral_option" if offered else "binary_option"
 
 
 def template_fingerprint(name: str) -> dict:
