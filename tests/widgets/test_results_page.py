@@ -16,6 +16,7 @@ from spokenbench.app.results_page import ResultsPage
 from spokenbench.core.evaluation.store import mark_run
 from spokenbench.core.panels import PANEL_ORDER
 from spokenbench.core.store import opened
+from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, short_labels
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +82,43 @@ def test_every_panel_renders_on_the_demo_with_and_without_the_papers_numbers(pag
         else:
             assert panel.empty is None and page.view.hits.targets, key
         alone = len(page.view.figure.get_axes())
+        assert page.view.canvas.minimumHeight() == CANVAS_HEIGHT[1]
         draw(page, key, published=True)
         assert len(page.view.figure.get_axes()) > alone, key
         assert any(t.startswith("published — ") for t in figure_texts(page)), key
+        assert page.view.canvas.minimumHeight() == CANVAS_HEIGHT[2]  # room for the second row
+        assert_nothing_overlaps(page.view.figure, key)
         page.view.published_toggle.blockSignals(True)  # off again without drawing: the next panel draws itself
         page.view.published_toggle.setChecked(False)
         page.view.published_toggle.blockSignals(False)
+
+
+def assert_nothing_overlaps(figure, key) -> None:
+    """Legends sit outside every axes and clear of the titles; upright tick labels do not run into each other."""
+    renderer = figure.canvas.get_renderer()
+    figures = [figure, *figure.subfigs]
+    titles = [f._suptitle.get_window_extent(renderer) for f in figures if f._suptitle is not None]
+    axes = [ax.get_window_extent(renderer) for ax in figure.get_axes() if ax.axison]
+    assert all(ax.get_legend() is None for ax in figure.get_axes()), key  # no legend over the data
+    for legend in (legend for f in figures for legend in f.legends):
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(other) for other in titles + axes), key
+    for ax in figure.get_axes():
+        labels = [t for t in ax.get_xticklabels() if t.get_text() and t.get_visible() and not t.get_rotation()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), (key, [t.get_text() for t in labels])
+
+
+def test_crowded_tick_labels_are_shortened_in_the_middle_and_kept_apart():
+    assert short_labels(["simulated:steady", "simulated:accent-sensitive"]) == ["steady", "accent-sensitive"]
+    assert short_labels(["openai:gpt-4o-audio-preview-2024-12-17", "qwen2-audio"]) == [
+        "openai:gp…2024-12-17",
+        "qwen2-audio",
+    ]
+    alike = ["model-with-a-long-name-run-1", "model-with-a-long-name-run-2"]
+    assert short_labels(alike) == ["model-wit…name-run-1", "model-wit…name-run-2"]
+    same_ends = ["a-very-long-prefix-X-and-the-same-end", "a-very-long-prefix-Y-and-the-same-end"]
+    assert short_labels(same_ends) == same_ends  # shortening would make them alike: whole
 
 
 def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_table(page):
@@ -123,8 +155,10 @@ def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_
     assert "95% CI [" in page.view.last_tooltip and "yours (simulated)" in page.view.last_tooltip
     assert f"{point.n} responses, {len(point.questions)} questions" in page.view.last_tooltip
 
+    assert page.detail.isHidden() and page.play_bar.isHidden()  # the pane is one line until a click
     with qtbot.waitSignal(page.details_ready, timeout=10_000) as ready:
         mouse(page, "button_press_event", x, y)
+    assert not page.detail.isHidden() and page.splitter.sizes()[1] >= sum(page.splitter.sizes()) // 4
     details = ready.args[0]
     assert len(details) == point.n == page.detail.rowCount()
     assert set(details["question_id"]) == set(point.questions) and set(details["accent"]) == {"british"}
