@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bias metrics of a responses table (accuracy, entropy, APES, κ, selection bias, gender probes)",
     ),
     "report": ("metrics_commands", "write every table (CSV, Markdown, LaTeX) and figure (PNG, SVG) to a folder"),
+    "backbone": ("gender_commands", "declare the text backbone each speech model is compared with (gender study)"),
     "rewrite": ("qc_commands", "rewrite questions and options into spoken-readable text with an LLM"),
     "flag": ("qc_commands", "diff-check rewrites against the originals and list the flagged ones"),
     "review": ("qc_commands", "accept, edit or reject a flagged rewrite"),
