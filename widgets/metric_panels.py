@@ -134,7 +134,8 @@ def draw_panel(
         else:
             _draw_bars(top, panel.facets, panel.points, panel.ylabels, colors, simulated, hits)
         if bottom is not None:
-            _draw_published(bottom, panel.published, hits, panel.facets)
+            levels = {f: _ordered(p.x for p in panel.points if p.facet == f) for f in panel.facets}
+            _draw_published(bottom, panel.published, hits, panel.facets, levels)
     return hits
 
 
@@ -213,10 +214,24 @@ def _errors(points: list[Point]) -> np.ndarray | None:
 
 
 def _draw_bars(
-    container, facets, points, ylabels, colors, simulated, hits: Hits, titles=None, hatch: str | None = None
+    container,
+    facets,
+    points,
+    ylabels,
+    colors,
+    simulated,
+    hits: Hits,
+    titles=None,
+    hatch: str | None = None,
+    levels: dict | None = None,
 ) -> None:
     facets = [f for f in facets if any(p.facet == f for p in points)] or _ordered(p.facet for p in points)
-    levels = {facet: _ordered(p.x for p in points if p.facet == facet) for facet in facets}
+    wanted = levels or {}
+    levels = {}
+    for facet in facets:
+        xs = _ordered(p.x for p in points if p.facet == facet)
+        first = [x for x in wanted.get(facet, []) if x in xs]
+        levels[facet] = first + [x for x in xs if x not in first]
     # each subplot as wide as its groups of bars: the bars are equally wide in every subplot
     ratios = [max(len(levels[f]), 1.5) for f in facets]
     axes = container.subplots(1, len(facets), squeeze=False, gridspec_kw={"width_ratios": ratios})[0]
@@ -351,7 +366,11 @@ def _draw_ranks(container, panel: Panel, colors, simulated, hits: Hits) -> None:
     _legend_below(container, handles, labels)
 
 
-def _draw_published(container, published: list[Published], hits: Hits, order: list[str] = ()) -> None:
+def _draw_published(
+    container, published: list[Published], hits: Hits, order: list[str] = (), levels: dict | None = None
+) -> None:
+    """The papers' numbers: facets in the order of the user's, and a facet's levels too where they are named
+    alike (accents), so the two rows read across."""
     points = [p for table in published for p in table.points]
     tables = ", ".join(dict.fromkeys(t.table for t in published))
     title = _wrap(f"published — {published[0].paper}, {tables}", _width_px(container) / 7)
@@ -369,7 +388,7 @@ def _draw_published(container, published: list[Published], hits: Hits, order: li
             titles.setdefault(p.facet, f"{p.facet} ({table.table})")
     names = _ordered(p.series for p in points)
     colors = dict(zip(names, _secondary_palette(len(names))))
-    _draw_bars(container, facets, points, {}, colors, {}, hits, titles, hatch="//")
+    _draw_bars(container, facets, points, {}, colors, {}, hits, titles, hatch="//", levels=levels)
 
 
 def _secondary_palette(n: int):
