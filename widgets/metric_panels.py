@@ -164,18 +164,15 @@ def _legend_below(container, handles, labels, title: str | None = None) -> None:
 
 
 def short_labels(labels: list[str], limit: int = TICK_CHARS) -> list[str]:
-    """Tick labels that fit: a prefix all share up to a colon ("simulated:") dropped, long ones shortened in
-    the middle (the ends tell models apart: "…-7B", "(run 2)"); whole labels where shortening would make
+    """Tick labels that fit: a prefix up to a colon ("simulated:", "openai:") dropped unless it tells two apart,
+    long ones shortened in the middle (the ends tell models apart: "…-7B", "(run 2)"); whole labels where shortening would make
     two alike."""
     labels = [str(label) for label in labels]
-    prefix = ""
-    if len(labels) > 1 and all(":" in label for label in labels):
-        heads = {label.split(":", 1)[0] for label in labels}
-        if len(heads) == 1:
-            prefix = labels[0].split(":", 1)[0] + ":"
+    bare = [label.split(":", 1)[1] or label if ":" in label else label for label in labels]
+    if len(set(bare)) < len(set(labels)):  # "provider:" told two apart: kept
+        bare = labels
     shortened = []
-    for label in labels:
-        text = label[len(prefix) :] if prefix and len(label) > len(prefix) else label
+    for text in bare:
         if len(text) > limit:
             head = (limit - 1) // 2
             text = text[:head].rstrip() + "…" + text[-(limit - 1 - head) :].lstrip()
@@ -232,8 +229,11 @@ def _draw_bars(
         xs = _ordered(p.x for p in points if p.facet == facet)
         first = [x for x in wanted.get(facet, []) if x in xs]
         levels[facet] = first + [x for x in xs if x not in first]
-    # each subplot as wide as its groups of bars: the bars are equally wide in every subplot
-    ratios = [max(len(levels[f]), 1.5) for f in facets]
+    # each subplot as wide as its groups of bars, a group of many bars wider than a lone bar
+    ratios = []
+    for facet in facets:
+        per_group = len({(p.series, p.x) for p in points if p.facet == facet}) / max(len(levels[facet]), 1)
+        ratios.append(max(len(levels[facet]) * math.sqrt(max(per_group, 1.0)), 1.5))
     axes = container.subplots(1, len(facets), squeeze=False, gridspec_kw={"width_ratios": ratios})[0]
     legend_series: dict[str, object] = {}
     others = [s for s in _ordered(p.series for p in points) if s not in colors]  # subsets, permutations …
