@@ -52,7 +52,7 @@ PANEL_STYLE = {
     "legend.title_fontsize": 7,
 }
 CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of subplots (yours) and two (published)
-TICK_CHARS = 20  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
+TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
 CHAR_PX = 5.6  # about how wide one character of an 8-point tick label is, at the canvas's 100 dpi
 
 

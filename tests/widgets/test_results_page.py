@@ -112,11 +112,11 @@ def assert_nothing_overlaps(figure, key) -> None:
 def test_crowded_tick_labels_are_shortened_in_the_middle_and_kept_apart():
     assert short_labels(["simulated:steady", "simulated:accent-sensitive"]) == ["steady", "accent-sensitive"]
     assert short_labels(["openai:gpt-4o-audio-preview-2024-12-17", "qwen2-audio"]) == [
-        "gpt-4o-au…2024-12-17",
+        "gpt-4o-aud…-2024-12-17",
         "qwen2-audio",
     ]
     alike = ["model-with-a-long-name-run-1", "model-with-a-long-name-run-2"]
-    assert short_labels(alike) == ["model-wit…name-run-1", "model-wit…name-run-2"]
+    assert short_labels(alike) == ["model-with…-name-run-1", "model-with…-name-run-2"]
     same_ends = ["a-very-long-prefix-X-and-the-same-end", "a-very-long-prefix-Y-and-the-same-end"]
     assert short_labels(same_ends) == same_ends  # shortening would make them alike: whole
 
