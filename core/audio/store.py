@@ -145,6 +145,7 @@ class ClipRow:
     speech_level_db: float | None
     status: str
     failure: str | None
+    neutralization: str | None = None  # 'embedding-average' / 'signal-approximation' for neutralized voices
 
 
 def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
@@ -154,8 +155,8 @@ def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
     now = utc_now()
     conn.executemany(
         "INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, backend, model, prompt, "
-        "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure, created_at, "
+        "neutralization) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(coalesce(item_id, 0), part, cache_key) DO UPDATE SET sha256 = excluded.sha256, "
         "audio_format = excluded.audio_format, duration_s = excluded.duration_s, sample_rate = excluded.sample_rate, "
         "speech_level_db = excluded.speech_level_db, status = excluded.status, failure = excluded.failure, "
@@ -182,6 +183,7 @@ def store_clip_rows(conn: sqlite3.Connection, rows: Iterable[ClipRow]) -> None:
                 row.status,
                 row.failure,
                 now,
+                row.neutralization,
             )
             for row in rows
         ],

@@ -99,13 +99,15 @@ def plan_synthesis(
     token_language: str = "english",
     use_rewrites: bool = True,
     audio: AudioStore | None = None,
+    kinds: tuple[str, ...] | None = None,
 ) -> SynthesisPlan:
     """Every clip the selection needs that is not stored yet (or whose audio file has gone missing). Accents the
-    backend lacks are reported, not faked."""
+    backend lacks are reported, not faked. `voices` None means the backend's default voices; `kinds` limits the
+    items to those kinds ('mcq', 'gender-probe')."""
     unknown = set(parts) - set(PART_KINDS)
     if unknown:
         raise SpokenBenchError(f"unknown part kind(s) {', '.join(sorted(unknown))}; use {', '.join(PART_KINDS)}")
-    voice_specs = [backend.voice(v) for v in voices] if voices else list(backend.voices)
+    voice_specs = [backend.voice(v) for v in voices] if voices else list(backend.default_voices)
     audio = audio or audio_store_of(conn)
     stored = {  # a good clip whose file was deleted is synthesized again
         (item_id, part, key) for item_id, part, key, sha, fmt in clips_with_files(conn) if audio.has(sha, fmt)
@@ -128,12 +130,15 @@ def plan_synthesis(
         for accent in accents or language_accents:
             if accent not in language_accents:
                 continue
-            for item_id, item in iter_items(conn, where="language = ?", params=(language,)):
+            where = "language = ?" + (f" AND kind IN ({', '.join('?' * len(kinds))})" if kinds else "")
+            for item_id, item in iter_items(conn, where=where, params=(language, *(kinds or ()))):
                 rewrites = latest_rewrites(conn, item_id) if use_rewrites else {}
                 wanted = (["question"] if "questions" in parts else []) + (
                     [option_part(o.letter) for o in item.options] if "options" in parts else []
                 )
                 for voice in voice_specs:
+                    if not backend.voice_speaks(voice, language, accent):
+                        continue
                     token_sources.add((*token_voice_source(language, accent, token_language), len(item.options)))
                     for part in wanted:
                         text = _part_text(item, part, rewrites, use_rewrites)
@@ -145,6 +150,8 @@ def plan_synthesis(
                 unsupported.add(f"{backend.name} cannot speak instruction tokens in {token_lang} ({token_accent})")
                 continue
             for voice in voice_specs:
+                if not backend.voice_speaks(voice, token_lang, token_accent):
+                    continue
                 for label_name, text in token_texts(token_lang, option_count, "native").items():
                     label = f"token '{label_name}' ({token_lang}, {token_accent or 'default accent'}, {voice.name})"
                     _add_job(
@@ -257,6 +264,7 @@ def _clip_rows_write(backend: TTSBackend, jobs: list[ClipJob], status: str, fail
             accent=job.request.accent,
             voice=job.request.voice.name,
             speaker_gender=job.request.voice.gender,
+            neutralization=job.request.voice.neutralization,
             backend=backend.name,
             model=backend.model,
             prompt=job.request.prompt,

@@ -20,9 +20,12 @@ from spokenbench.core.audio.assembly import (
 from spokenbench.core.audio.synthesis import PART_KINDS, plan_synthesis, run_synthesis
 from spokenbench.core.audio.tokens import TOKEN_LANGUAGES
 from spokenbench.core.audio.tts import BACKEND_NAMES, get_backend
+from spokenbench.core.audio.tts.kokoro import find_model_files
 from spokenbench.core.audio.tts.project_settings import (
     cloning_references,
+    project_model_dir,
     project_prompt_template,
+    save_model_dir,
     save_prompt_template,
 )
 from spokenbench.core.cli.arguments import (
@@ -54,6 +57,7 @@ def _csv(text: str | None) -> list[str] | None:
 
 
 CHUNK_SECONDS_RANGE = (1, 3600)
+ITEM_KINDS = ("mcq", "gender-probe")
 
 
 def register(subparsers) -> None:
@@ -90,6 +94,17 @@ def register(subparsers) -> None:
         "{accent_name}); saved with the project and used from then on",
     )
     p.add_argument("--base-url", type=http_url, help="API base URL (an OpenAI-compatible or Gemini-compatible server)")
+    p.add_argument(
+        "--kokoro-model",
+        metavar="FOLDER",
+        help="for --tts kokoro: the folder with kokoro-v1.0.onnx and voices-v1.0.bin (kokoro-onnx release); saved "
+        "with the project and used from then on",
+    )
+    p.add_argument(
+        "--kinds",
+        type=choice_list(ITEM_KINDS),
+        help=f"only items of these kinds, comma-separated: {', '.join(ITEM_KINDS)} (default: all)",
+    )
     p.add_argument(
         "--original-text", action="store_true", help="speak the original text even where a rewrite is accepted"
     )
@@ -153,6 +168,11 @@ def _backend_for(args: argparse.Namespace, project):
     """The chosen backend with the project's settings: its saved prompt template, its cloning references."""
     if args.tts == "clone":
         return get_backend("clone", references=cloning_references(project))
+    if args.tts == "kokoro":
+        if args.kokoro_model:
+            find_model_files(args.kokoro_model)  # refuse a wrong folder before saving it
+            save_model_dir(project, "kokoro", args.kokoro_model)
+        return get_backend("kokoro", model_dir=project_model_dir(project.conn, "kokoro"))
     options = {"model": args.model, "base_url": args.base_url}
     if args.tts in ("gemini", "openai"):
         if args.prompt_file:
@@ -173,6 +193,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
             args.parts,
             args.token_language,
             use_rewrites=not args.original_text,
+            kinds=tuple(args.kinds) if args.kinds else None,
         )
         summary = plan.summary()
         if not args.json:

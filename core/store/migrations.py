@@ -468,6 +468,18 @@ CREATE TABLE cloned_voices (
 CREATE INDEX cloned_voices_speaker ON cloned_voices(speaker_id);
 """ + _change_triggers(("consents", "cloned_voices"))
 
+# Gender-neutralized voices (the gender paper's Section 5, core/audio/neutralize.py and the Kokoro backend). A
+# neutralized clip keeps in speaker_gender the gender of the voice it was made from — the ground truth of the
+# paper's Table 7, and what pairs male- and female-derived answers in its Table 4 — and says here how it was
+# neutralized: 'embedding-average' (Kokoro: a male and a female speaker embedding averaged, the paper's method)
+# or 'signal-approximation' (offline: pitch and formants shifted toward the ambiguous range, an approximation).
+# NULL for every other clip. A column rather than a wider speaker_gender CHECK: rebuilding clips with foreign
+# keys on would cascade-delete its transcripts and ratings.
+MIGRATION_10_NEUTRALIZED_CLIPS = """
+ALTER TABLE clips ADD COLUMN neutralization TEXT
+    CHECK (neutralization IN ('embedding-average', 'signal-approximation'));
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -478,5 +490,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_7_RATING_UNDO,
     MIGRATION_8_RATING_ORIGIN,
     MIGRATION_9_RECORDING,
+    MIGRATION_10_NEUTRALIZED_CLIPS,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

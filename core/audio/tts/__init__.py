@@ -5,7 +5,7 @@ from __future__ import annotations
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
 from spokenbench.core.errors import SpokenBenchError
 
-BACKEND_NAMES = ("espeak", "gemini", "openai", "clone")
+BACKEND_NAMES = ("espeak", "gemini", "openai", "clone", "kokoro")
 
 
 def get_backend(name: str, **options) -> TTSBackend:
@@ -26,6 +26,10 @@ def get_backend(name: str, **options) -> TTSBackend:
         from spokenbench.core.audio.tts.clone import CloneBackend
 
         return CloneBackend(**options)
+    if name == "kokoro":
+        from spokenbench.core.audio.tts.kokoro import KokoroBackend
+
+        return KokoroBackend(**options)
     raise SpokenBenchError(f"unknown TTS backend '{name}'; choose one of {', '.join(BACKEND_NAMES)}")
 
 

@@ -12,10 +12,13 @@ from spokenbench.core.errors import SpokenBenchError
 
 @dataclass(frozen=True)
 class VoiceSpec:
-    """One voice as the project names it: the backend's voice id plus the speaker gender it presents."""
+    """One voice as the project names it: the backend's voice id plus the speaker gender it presents. A
+    gender-neutralized voice keeps the gender of the voice it was made from (the paper's ground truth for its
+    Table 7) and names its method in `neutralization` ('embedding-average' or 'signal-approximation')."""
 
     name: str
     gender: str  # male / female
+    neutralization: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class TTSBackend:
     # language -> accents this backend can render for it (None = the language's default accent)
     accents: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
     voices: tuple[VoiceSpec, ...] = ()
+    # the voices a plan uses when none is chosen (None: all of `voices`)
+    default_voice_names: tuple[str, ...] | None = None
     max_concurrency: int = 1
     requests_per_minute: int | None = None
     price_per_million_chars: float = 0.0
@@ -61,6 +66,17 @@ class TTSBackend:
                 return voice
         known = ", ".join(v.name for v in self.voices)
         raise UnsupportedRequest(f"{self.name} has no voice '{name}'; available: {known}")
+
+    @property
+    def default_voices(self) -> tuple[VoiceSpec, ...]:
+        if self.default_voice_names is None:
+            return self.voices
+        return tuple(self.voice(name) for name in self.default_voice_names)
+
+    def voice_speaks(self, voice: VoiceSpec, language: str, accent: str | None) -> bool:
+        """Whether the voice is meant to speak this language and accent (Kokoro's voices each have one accent);
+        a plan leaves the other combinations out instead of recording them as failures."""
+        return True
 
     def check(self, request: SynthesisRequest) -> None:
         if request.language not in self.accents:

@@ -11,6 +11,8 @@ import threading
 import numpy as np
 
 from spokenbench.core.audio.io import AudioError, encode_wav
+from spokenbench.core.audio.neutralize import METHOD as NEUTRALIZATION_METHOD
+from spokenbench.core.audio.neutralize import neutralize_approximation
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
 from spokenbench.core.errors import MissingDependencyError
 
@@ -27,7 +29,21 @@ ESPEAK_VOICES = {
     ("zh", "beijing"): "cmn",
     ("ko", "seoul"): "ko",
 }
-VARIANTS = {"espeak-male": ("m3", "male"), "espeak-female": ("f3", "female")}
+# voice name -> (espeak-ng variant, speaker gender). Two per gender for the gender probes; the variants were
+# chosen by their measured median F0 (core/audio/pitch.py), clear of the ambiguous band in every offline
+# language: m3 100-114 Hz, m6 93-107 Hz, f3 186-226 Hz, f5 186-215 Hz (f1, f4 fall to 163 Hz in Mandarin).
+VARIANTS = {
+    "espeak-male": ("m3", "male"),
+    "espeak-female": ("f3", "female"),
+    "espeak-male-2": ("m6", "male"),
+    "espeak-female-2": ("f5", "female"),
+}
+DEFAULT_VOICES = ("espeak-male", "espeak-female")  # what `synthesize` speaks when no voice is chosen
+# Each voice also has a gender-neutralized APPROXIMATION (core/audio/neutralize.py: the synthesized clip's pitch
+# and formants shifted toward the ambiguous range), named '<voice>-neutral-approx'; the paper's own method
+# (averaged speaker embeddings) needs Kokoro.
+NEUTRAL_SUFFIX = "-neutral-approx"
+TYPICAL_F0_HZ = {"male": 105.0, "female": 205.0}  # for clips too short to measure (a spoken letter)
 MISSING_ACCENT_NOTES = {
     "en:indian": "espeak-ng has no Indian-English voice; use Gemini or OpenAI TTS for Indian English",
     "zh:northeastern": "espeak-ng has no Northeastern Mandarin voice; use Gemini TTS",
@@ -105,6 +121,13 @@ def espeak_rate() -> int:
         return _engine_locked().rate
 
 
+def espeak_voices() -> tuple[VoiceSpec, ...]:
+    """Every offline voice: the variants, then each one's neutralized approximation (same source gender)."""
+    plain = [VoiceSpec(name, gender) for name, (_, gender) in VARIANTS.items()]
+    neutral = [VoiceSpec(v.name + NEUTRAL_SUFFIX, v.gender, NEUTRALIZATION_METHOD) for v in plain]
+    return tuple(plain + neutral)
+
+
 class EspeakBackend(TTSBackend):
     def __init__(self, **_ignored):
         super().__init__(
@@ -112,13 +135,14 @@ class EspeakBackend(TTSBackend):
             model="espeak-ng",
             output_rate=22_050,
             accents={"en": ("american", "british"), "zh": ("beijing",), "ko": ("seoul",)},
-            voices=tuple(VoiceSpec(name, gender) for name, (_, gender) in VARIANTS.items()),
+            voices=espeak_voices(),
+            default_voice_names=DEFAULT_VOICES,
             max_concurrency=1,
             notes=MISSING_ACCENT_NOTES,
         )
 
     def espeak_voice(self, request: SynthesisRequest) -> str:
-        variant, _ = VARIANTS[request.voice.name]
+        variant, _ = VARIANTS[request.voice.name.removesuffix(NEUTRAL_SUFFIX)]
         return f"{ESPEAK_VOICES[(request.language, request.accent)]}+{variant}"
 
     def speak_sync(self, request: SynthesisRequest) -> bytes:
@@ -128,7 +152,11 @@ class EspeakBackend(TTSBackend):
             engine = _engine_locked()
             samples = engine.speak(request.text, voice)
             rate = engine.rate
-        return encode_wav(samples.astype(np.float32) / 32768.0, rate)
+        audio = samples.astype(np.float32) / 32768.0
+        if request.voice.neutralization == NEUTRALIZATION_METHOD:  # outside the lock: pure numpy
+            fallback = TYPICAL_F0_HZ[request.voice.gender]
+            audio = neutralize_approximation(audio, rate, fallback_f0=fallback).samples
+        return encode_wav(audio, rate)
 
     async def synthesize(self, request: SynthesisRequest) -> bytes:
         return await asyncio.to_thread(self.speak_sync, request)
