@@ -1,7 +1,7 @@
 """`spokenbench metrics` and `spokenbench report`: the bias metrics engine (core/metrics) from the shell.
 
     spokenbench metrics FILE [--factors a,b] [--kind mcq|gender-probe] [--backbone A=B] [--bootstrap N] [--json]
-    spokenbench report (FILE|PROJECT) --out DIR
+    spokenbench report (FILE|PROJECT) --out DIR [--kind gender-probe]   (a project's backbone pairs: `backbone`)
 
 The option names and the --json layout are a contract that outside scripts rely on."""
 
@@ -28,6 +28,13 @@ def register(subparsers) -> None:
     )
     metrics.add_argument("file", metavar="FILE", help="responses table: .csv, .tsv, .parquet or .jsonl")
     _common_options(metrics)
+    metrics.add_argument(
+        "--setting",
+        metavar="SETTING",
+        default=None,
+        help="gender probes: the answer setting to show (binary_option, neutral_option, free_form, … or all); "
+        "--json needs it when the table holds several (default: the only one)",
+    )
     metrics.add_argument("--json", action="store_true", help="print one JSON object keyed by model (scripts)")
     metrics.set_defaults(handler=run_metrics)
 
@@ -64,7 +71,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         metavar="SPEECH_MODEL=TEXT_MODEL",
         action="append",
         default=None,
-        help="gender probes: compare a speech model with its text backbone (repeatable)",
+        help="gender probes: compare a speech model with its text backbone (repeatable; a project's report uses "
+        "the pairs declared with `spokenbench backbone DIR --pair` when none is given)",
     )
     parser.add_argument(
         "--bootstrap",
@@ -95,10 +103,8 @@ def _seed(args) -> int:
 def run_metrics(args) -> int:
     from spokenbench.core.cli.output import print_json, print_table
     from spokenbench.core.metrics.analysis import (
-        analyze_gender_probe,
         analyze_mcq,
         check_kind,
-        gender_probe_json,
     )
     from spokenbench.core.metrics.loading import read_responses_file
 
@@ -108,38 +114,56 @@ def run_metrics(args) -> int:
     if kind == "gender-probe":
         if args.factors:
             raise SpokenBenchError("--factors applies to --kind mcq only")
-        result = analyze_gender_probe(
+        from spokenbench.core.metrics.gender_probe import parse_backbones
+        from spokenbench.core.metrics.gender_study import analyze_gender_study, gender_study_json
+
+        study = analyze_gender_study(
             frame,
-            args.backbone,
+            parse_backbones(args.backbone),
             source=args.file,
             failures_as_category=args.failures_as_category,
             n_resamples=args.bootstrap,
             seed=_seed(args),
             progress=progress,
         )
+        for note in study.notes:
+            print(f"note: {note}", file=sys.stderr)
         if args.json:
-            print_json(gender_probe_json(result))
-        else:
-            rows = [
-                {
-                    "model": r.model,
-                    "category": r.category,
-                    "n": r.n,
-                    "J": _num(r.J),
-                    "delta": _num(r.delta),
-                    "p_value": _num(r.p_value),
-                    "neutral_rate": _num(r.neutral_rate),
-                    "backbone": r.backbone,
-                    "kappa": _num(r.kappa),
-                    "bowker_p": _num(r.bowker_p),
-                }
-                for r in result.table.itertuples()
-            ]
-            print_table(rows)
+            print_json(gender_study_json(study, args.setting))
+            return 0
+        if args.setting not in (None, "all") and args.setting not in study.settings:
+            raise SpokenBenchError(f"no answers in setting '{args.setting}' (settings: {', '.join(study.settings)})")
+        table = study.table
+        if args.setting not in (None, "all"):
+            table = table[table["setting"] == args.setting]
+        rows = []
+        for r in table.to_dict("records"):
+            row = {"setting": r["setting"]} if len(study.settings) > 1 else {}
+            row |= {
+                "model": r["model"],
+                "category": r["category"],
+                "n": r["n"],
+                "J": _num(r["J"]),
+                "delta": _num(r["delta"]),
+                "p_value": _num(r["p_value"]),
+                "neutral_rate": _num(r["neutral_rate"]),
+                "parse_failures": _num(r["parse_failure_rate"]),
+                "backbone": r["backbone"],
+                "kappa": _num(r["kappa"]),
+                "bowker_p": _num(r["bowker_p"]),
+            }
+            if "J_s" in table.columns:
+                row.update(
+                    {"J_s": _num(r.get("J_s")), "s": _num(r.get("s")), "unclassified": _num(r.get("unclassified_rate"))}
+                )
+            rows.append(row)
+        print_table(rows)
         return 0
 
     if args.backbone:
         raise SpokenBenchError("--backbone applies to --kind gender-probe only")
+    if args.setting:
+        raise SpokenBenchError("--setting applies to --kind gender-probe only")
     analysis = analyze_mcq(
         frame,
         args.factors,

