@@ -89,9 +89,9 @@ def test_t_bound_by_hand():
     assert t_bound(0.13, 300) == pytest.approx(0.13 * math.sqrt(299) / math.sqrt(1 - 0.13**2))
     assert t_bound(0.13, 300) == pytest.approx(2.2671, abs=1e-4)
     # the bound is reached: n/2 (1 + m) values at +1 and n/2 (1 - m) at -1
-    values = np.array([1.0] * 170 + [-1.0] * 130)  # mean 0.13
+    values = np.array([1.0] * 113 + [-1.0] * 87)  # mean 0.13 over 200 values
     t = values.mean() / (values.std(ddof=1) / math.sqrt(len(values)))
-    assert t == pytest.approx(t_bound(0.13, 300))
+    assert t == pytest.approx(t_bound(0.13, 200))
     assert max_questions(0.13, 1.64) == pytest.approx(1 + 1.64**2 * (1 - 0.13**2) / 0.13**2)
 
 
