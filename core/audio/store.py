@@ -210,3 +210,27 @@ def inputs_with_recipes(conn: sqlite3.Connection, wanted: list[tuple[int, str, s
         if row is not None:
             stored.add((item_id, condition_key, recipe))
     return stored
+
+
+# --------------------------------------------------------------------------------------------------
+# Voices and their gender (core/audio/voice_gender.py)
+
+
+def voice_inventory(conn: sqlite3.Connection) -> list[tuple[str, str, str | None, str | None, int]]:
+    """(backend, voice, speaker gender, neutralization, good clips) of every voice the project's clips use."""
+    rows = conn.execute(
+        "SELECT backend, voice, speaker_gender, neutralization, count(*) FROM clips WHERE status = 'ok' "
+        "GROUP BY backend, voice, speaker_gender, neutralization ORDER BY backend, voice"
+    )
+    return [tuple(row) for row in rows]
+
+
+def clips_for_gender_check(conn: sqlite3.Connection, all_clips: bool = False) -> list[sqlite3.Row]:
+    """Good clips with audio of the gender-probe items (of every item and instruction token with `all_clips`),
+    oldest first, with their item's source id."""
+    where = "" if all_clips else " AND i.kind = 'gender-probe'"
+    return conn.execute(
+        "SELECT c.id, i.source_id, c.part, c.language, c.accent, c.voice, c.speaker_gender, c.neutralization, "
+        "c.backend, c.sha256, c.audio_format FROM clips c LEFT JOIN items i ON i.id = c.item_id "
+        f"WHERE c.status = 'ok' AND c.sha256 IS NOT NULL{where} ORDER BY c.id"
+    ).fetchall()

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pack-ratings": ("pack_commands", "write the ratings made in an opened pack (PACK.d/) into the pack file"),
     "unpack": ("pack_commands", "merge a pack's ratings back into the project it was made from"),
     "speakers": ("recording_commands", "list, add and manage the consent of recorded speakers"),
+    "voices": ("voice_commands", "list the voices and their gender; --validate checks each clip's voice gender (F0)"),
 }
 
 
