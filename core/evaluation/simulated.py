@@ -110,8 +110,33 @@ BUILTIN_PROFILES = {
         neutral_rate=0.05,
         description="the issue's example: reversed -3, Korean -15, female -1; some accent effects",
     ),
+    # the gender study (the acoustic gender differentiation paper): listeners with and without a male-oriented
+    # preference; they answer gender probes the same whatever the voice, as the paper's SpeechLMs mostly did
+    "male-leaning": ListenerProfile(
+        "male-leaning",
+        base_accuracy=0.75,
+        consistency=0.7,
+        male_preference=1.5,
+        neutral_rate=0.15,
+        refusal_rate=0.02,
+        failure_rate=0.02,
+        description="gender probes: prefers the male-oriented option 2.5 : 1 whatever the voice; some neutral "
+        "answers, refusals and unparseable replies",
+    ),
+    "gender-balanced": ListenerProfile(
+        "gender-balanced",
+        base_accuracy=0.75,
+        consistency=0.7,
+        male_preference=0.0,
+        neutral_rate=0.15,
+        refusal_rate=0.02,
+        failure_rate=0.02,
+        description="gender probes: no preference between the male- and female-oriented options",
+    ),
 }
 DEMO_PROFILES = ("steady", "order-sensitive", "accent-sensitive")
+GENDER_PROFILES = ("male-leaning", "gender-balanced")
+GENDER_STUDY_PROMPTS = ("gender-paper", "gender-paper-neutral", "gender-paper-open")
 
 
 def load_profile(name: str, profile_file: str | Path | None = None) -> ListenerProfile:
@@ -221,6 +246,14 @@ def reply_text(
     neutral_text: str | None,
 ) -> str:
     """The raw text the listener 'says', in the prompt's format, so it goes through the real parser."""
+    if _is_free_form(prompt) and prompt != "open":  # free form without options (gender-paper-open): free text
+        if choice is None:
+            return "Hmm, that is an interesting question."
+        if choice == "refusal":
+            return "I'm sorry, I cannot answer this question."
+        if choice == "neutral":
+            return "That cannot be determined from the question alone."
+        return f"I would suggest this: {option_texts.get(choice, choice)}."
     if choice is None:
         return "Hmm, that is an interesting question."
     if choice == "refusal":
@@ -233,7 +266,18 @@ def reply_text(
         return f"Let me consider each option in turn before deciding.\nAnswer: [[{answer}]]"
     if prompt == "open":
         return f"I would go with {answer}." if not labelled else f"The answer is ({answer})."
+    if prompt.startswith("gender-paper"):  # "only the symbol or letter of the chosen option"
+        return f"{answer}"
     return f"Answer: [[{answer}]]"
+
+
+def _is_free_form(prompt: str) -> bool:
+    from spokenbench.core.evaluation.prompts import load_template
+
+    try:
+        return load_template(prompt).free_form
+    except SpokenBenchError:
+        return False
 
 
 class SimulatedAdapter(ModelAdapter):
@@ -281,3 +325,50 @@ def simulated_preset(name: str) -> ModelPreset:
 
 def builtin_profiles_json() -> str:
     return json.dumps({name: p.to_dict() for name, p in BUILTIN_PROFILES.items()}, indent=2)
+
+
+def run_simulated_gender_study(
+    project,
+    speech_profiles: tuple[str, ...] = GENDER_PROFILES,
+    backbone_profile: str | None = "steady",
+    prompts: tuple[str, ...] = GENDER_STUDY_PROMPTS,
+    seed: int = 0,
+    declare_backbones: bool = True,
+    progress=None,
+) -> list:
+    """The gender study run offline with simulated listeners: every gender probe of `project`, spoken (mode
+    audio+text-options: the listener's grid of accents × both voice genders) to each speech profile and read (mode
+    text) by the backbone profile, under each prompt (the paper's binary, neutral-option and free-form prompts by
+    default). With `declare_backbones` each speech listener is paired with the backbone in the project
+    (`spokenbench backbone`), so `spokenbench report DIR --kind gender-probe` pairs them without flags. Returns the
+    runs' summaries (core.evaluation.runner.RunSummary). Needs no audio and no network; reusable by the demo and
+    the app."""
+    from spokenbench.core.evaluation.plans import PlanOptions
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import evaluate
+    from spokenbench.core.progress import no_progress
+
+    progress = progress or no_progress()
+    runs = [(f"simulated:{p}", "audio+text-options", prompt) for prompt in prompts for p in speech_profiles]
+    if backbone_profile:
+        runs += [(f"simulated:{backbone_profile}", "text", prompt) for prompt in prompts]
+    summaries = []
+    for done, (model, mode, prompt) in enumerate(runs):
+        progress.check_cancelled()
+        progress.report(done, len(runs), f"{model} {mode} {prompt}")
+        settings = RunSettings(
+            model=model,
+            mode=mode,
+            prompt=prompt,
+            plan=PlanOptions(kind="gender-probe", seed=seed),
+            name=f"gender study: {model} ({mode}, {prompt})",
+        )
+        summaries.append(evaluate(project, settings, progress.sub_task()))
+    if declare_backbones and backbone_profile:
+        from spokenbench.core.metrics.gender_backbones import declare_backbone_pairs
+
+        declare_backbone_pairs(
+            project.path, {f"simulated:{p}": f"simulated:{backbone_profile}" for p in speech_profiles}
+        )
+    progress.report(len(runs), len(runs), "gender study runs ready")
+    return summaries

@@ -167,3 +167,39 @@ def test_power_command(cli):
     assert data["questions"] > 10 and data["design"]["metric"] == "accuracy" and data["curve"]
     text = cli("power", "--effect", "-8", "--simulations", "50")
     assert "questions" in text.out and "simulated" in text.out
+
+
+def test_gender_profiles_lean_as_named():
+    from spokenbench.core.evaluation.simulated import BUILTIN_PROFILES
+
+    def male_share(name):
+        picks = [
+            choose(BUILTIN_PROFILES[name], 0, ListenerQuestion(f"q{n}", None, "AB", {}, ("male", "female"), "c"))
+            for n in range(600)
+        ]
+        answered = [p for p in picks if p in ("A", "B")]
+        return answered.count("A") / len(answered)
+
+    assert male_share("male-leaning") == pytest.approx(2.5 / 3.5, abs=0.06)  # the male option weighs 1 + 1.5
+    assert male_share("gender-balanced") == pytest.approx(0.5, abs=0.06)
+
+
+def test_free_form_replies_name_the_option_in_words():
+    from spokenbench.core.evaluation.simulated import reply_text
+
+    texts = {"A": "XY", "B": "XX"}
+    assert reply_text("B", "gender-paper-open", True, texts, None, None) == "I would suggest this: XX."
+    assert "cannot be determined" in reply_text("neutral", "gender-paper-open", True, texts, None, None)
+    assert reply_text("B", "gender-paper", True, texts, None, None) == "B"  # the paper asks for the letter only
+    assert reply_text("neutral", "gender-paper-neutral", True, texts, "C", "Cannot be determined.") == "C"
+    assert reply_text("B", "open", True, texts, None, None) == "The answer is (B)."  # the project's own, unchanged
+
+
+def test_simulated_gender_study_runs_offline(demo_dir):
+    from spokenbench.core.evaluation.simulated import run_simulated_gender_study
+    from spokenbench.core.metrics.gender_backbones import project_backbone_pairs
+
+    with opened(demo_dir) as project:
+        summaries = run_simulated_gender_study(project, ("male-leaning",), "steady", ("gender-paper",))
+    assert [(s.model, s.answered) for s in summaries] == [("simulated:male-leaning", 72), ("simulated:steady", 12)]
+    assert project_backbone_pairs(demo_dir) == {"simulated:male-leaning": "simulated:steady"}
