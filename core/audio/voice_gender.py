@@ -73,7 +73,13 @@ def load_classifier(spec: str) -> GenderClassifier:
     target = getattr(module, attribute, None)
     if target is None:
         raise SpokenBenchError(f"--classifier {spec!r}: {module_name} has no {attribute}")
-    classifier = target if isinstance(target, GenderClassifier) else target() if callable(target) else target
+    if isinstance(target, type) or (callable(target) and not isinstance(target, GenderClassifier)):
+        try:
+            classifier = target()
+        except Exception as error:  # the user's code: any failure is reported as theirs
+            raise SpokenBenchError(f"--classifier {spec!r}: creating the classifier failed ({error})") from None
+    else:
+        classifier = target
     if not isinstance(classifier, GenderClassifier):
         raise SpokenBenchError(
             f"--classifier {spec!r}: {attribute} is not a gender classifier (it needs a `name` and "
@@ -235,7 +241,13 @@ def validate_voices(
             clip.f0 = median_f0(audio.samples, audio.rate)
             clip.predictions[PITCH_CLASSIFIER] = gender_of_f0(clip.f0)
             for classifier in classifiers:
-                clip.predictions[classifier.name] = str(classifier.predict(audio.samples, audio.rate)).strip().lower()
+                try:
+                    label = classifier.predict(audio.samples, audio.rate)
+                except Exception as error:  # the user's model: name it and the clip rather than crash
+                    raise SpokenBenchError(
+                        f"classifier {classifier.name} failed on clip {clip.clip_id}: {error}"
+                    ) from None
+                clip.predictions[classifier.name] = str(label).strip().lower()
         checked.append(clip)
         progress.report(index + 1, len(rows), "checking voice gender")
     return VoiceValidation(checked, names)
