@@ -1,5 +1,6 @@
 """The offline demo project: a small trilingual benchmark written for this tool, with hand-made
-spoken-readable rewrites (a few flagged for review), gender probes, espeak-ng audio in every offline voice, a
+spoken-readable rewrites (a few flagged for review), gender probes, espeak-ng audio (two voices for every part, and
+for the gender probes' questions two voices per gender plus the neutralized approximation), a
 rating queue, and runs of three simulated listeners with different bias profiles — everything the app and the metrics need, with no network."""
 
 from __future__ import annotations
@@ -86,10 +87,27 @@ def _fill(project: Project, progress: Progress) -> None:
     progress.report(5, 5, "demo ready")
 
 
+# The gender probes' questions are also spoken by a second voice per gender and by the neutralized approximation
+# (core/audio/neutralize.py) of the first, in American English: the gender paper hears only the question (the
+# options are read as text), and one accent keeps the demo's build time down.
+DEMO_PROBE_VOICES = ("espeak-male-2", "espeak-female-2", "espeak-male-neutral-approx", "espeak-female-neutral-approx")
+DEMO_PROBE_ACCENTS = ("american",)
+
+
 def _synthesize_offline(project: Project, progress: Progress) -> None:
-    """espeak-ng audio for every item part and instruction token in every voice available offline."""
+    """espeak-ng audio for every item part and instruction token in the default voices (one per gender), and
+    the gender probes' questions in the extra probe voices; one synthesis job for both."""
     backend = get_backend("espeak")
     plan = plan_synthesis(project.conn, backend)
+    probes = plan_synthesis(
+        project.conn,
+        backend,
+        voices=list(DEMO_PROBE_VOICES),
+        accents=list(DEMO_PROBE_ACCENTS),
+        parts=("questions",),
+        kinds=("gender-probe",),
+    )
+    plan.jobs += probes.jobs
     report = asyncio.run(run_synthesis(project, plan, progress.sub_task()))
     if report.failed:
         raise SpokenBenchError(f"the offline demo audio failed for {report.failed} clips: {report.failures[0]}")
