@@ -3,20 +3,28 @@ text the clip was synthesized from) and to each transcript, so every choice here
 remove differences that do not change what was said (case, punctuation, digits versus number words), never
 add one. docs/qc.md lists the choices per language and what is deliberately left alone.
 
+Numbers are read by maintained libraries, not tables of our own: num2words (English), cn2an (Chinese) and roman
+(Roman numerals).
+
 - English: NFKC, lower case, numbers as words (98 → ninety eight, 9.8 → nine point eight, 4th → fourth,
-  25% → twenty five percent, $80 → eighty dollars, -5 → negative five), hyphens split words, apostrophes
-  dropped, other punctuation removed, "and" inside a number ("one hundred and five") dropped; WER on words.
-- Chinese: NFKC, lower case, Arabic numbers read as Chinese numerals (25 → 二十五, 9.8 → 九点八, 25% → 百分之
-  二十五, years digit by digit: 1682年 → 一六八二年), 两 → 二, punctuation and all spaces removed; CER.
+  25% → twenty five percent, $80 → eighty dollars, -5 → negative five), a Roman numeral after a capitalized name
+  as its ordinal and "the" between such a name and an ordinal dropped (Louis XIV, Louis the Fourteenth and Louis
+  the 14th all read "louis fourteenth"), hyphens split words, apostrophes dropped, other punctuation removed,
+  "and" inside a number ("one hundred and five") dropped; WER on words.
+- Chinese: NFKC, lower case, Arabic numbers and Roman numerals read as Chinese numerals (25 → 二十五, 9.8 → 九点八,
+  25% → 百分之二十五, 路易XIV → 路易十四, years digit by digit: 1682年 → 一六八二年), 两 → 二, punctuation and all
+  spaces removed; CER.
 - Korean: NFKC, lower case, decimal point → 점, % → 퍼센트, leading minus → 마이너스, thousands separators
-  dropped, punctuation removed; WER on spaces (eojeol) and CER with spaces removed. Digits stay digits:
-  Korean reads them natively or Sino-Korean depending on the counter, so no reading is imposed.
+  dropped, Roman numerals as digits (엘리자베스 II세 → 2세), punctuation removed; WER on spaces (eojeol) and CER
+  with spaces removed. Digits stay digits: Korean reads them natively or Sino-Korean depending on the counter, so
+  no reading is imposed.
 - Other languages: NFKC, case folding, punctuation removed; CER for languages written without spaces
   (ja, th, lo, km, my), WER otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -67,62 +75,90 @@ def _finish(text: str) -> NormalizedText:
 # --------------------------------------------------------------------------------------------------
 # English
 
-_ONES = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen"
-).split()
-_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (10**3, "thousand"))
-_ORDINAL_IRREGULAR = {
-    "one": "first",
-    "two": "second",
-    "three": "third",
-    "five": "fifth",
-    "eight": "eighth",
-    "nine": "ninth",
-    "twelve": "twelfth",
-}
+_SCALES = ("thousand", "million", "billion", "trillion", "quadrillion")
 _CURRENCY = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₩": "won"}
-ENGLISH_NUMBER_WORDS = frozenset(_ONES + [t for t in _TENS if t] + ["hundred"] + [name for _, name in _SCALES])
+_DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
+
+
+def _words(reading: str) -> list[str]:
+    """num2words' reading as plain words: hyphens and commas gone, the British 'and' dropped."""
+    return [w for w in reading.replace("-", " ").replace(",", " ").split() if w != "and"]
 
 
 def english_cardinal(n: int) -> list[str]:
-    """Cardinal number words without 'and' or hyphens: 1682 → one thousand six hundred eighty two."""
+    """Cardinal number words without 'and' or hyphens (num2words): 1682 → one thousand six hundred eighty two."""
+    from num2words import num2words
+
     if n < 0:
         return ["negative", *english_cardinal(-n)]
-    if n < 20:
-        return [_ONES[n]]
-    if n < 100:
-        tens, ones = divmod(n, 10)
-        return [_TENS[tens]] + ([_ONES[ones]] if ones else [])
-    if n < 1000:
-        hundreds, rest = divmod(n, 100)
-        return [_ONES[hundreds], "hundred"] + (english_cardinal(rest) if rest else [])
     if n >= 10**15:
-        return [_ONES[int(d)] for d in str(n)]
-    for value, name in _SCALES:
-        if n >= value:
-            high, rest = divmod(n, value)
-            return english_cardinal(high) + [name] + (english_cardinal(rest) if rest else [])
-    raise AssertionError(n)  # unreachable
+        return [_DIGIT_WORDS[int(d)] for d in str(n)]
+    return _words(num2words(n))
 
 
 def english_ordinal(n: int) -> list[str]:
-    words = english_cardinal(n)
-    last = words[-1]
-    if last in _ORDINAL_IRREGULAR:
-        words[-1] = _ORDINAL_IRREGULAR[last]
-    elif last.endswith("y"):
-        words[-1] = last[:-1] + "ieth"
-    else:
-        words[-1] = last + "th"
-    return words
+    """Ordinal number words (num2words): 21 → twenty first, 12 → twelfth, 40 → fortieth."""
+    from num2words import num2words
+
+    return _words(num2words(n, to="ordinal"))
+
+
+@functools.cache
+def _english_number_words() -> frozenset[str]:
+    from num2words import num2words
+
+    words = {w for n in (*range(100), *(10**k for k in range(2, 16, 3))) for w in _words(num2words(n))}
+    return frozenset(words | {"hundred", *_SCALES})
+
+
+@functools.cache
+def _english_ordinal_words() -> frozenset[str]:
+    return frozenset(english_ordinal(n)[-1] for n in range(1, 100))
+
+
+def __getattr__(name: str):
+    if name == "ENGLISH_NUMBER_WORDS":  # built from num2words on first use, not at import
+        return _english_number_words()
+    raise AttributeError(name)
+
+
+# Roman numerals (checked by the `roman` library). Only upper-case numerals of I, V, X, L and C are read, never
+# a lone I (the pronoun), C or L (vitamin C, size L), and never D or M (DC, MD are abbreviations).
+_ROMAN = r"(?:[IVXLC]{2,}|[VX])"
+# "Louis XIV", "Henry the Eighth", "Louis the 14th": after a capitalized name, a numeral is the regnal ordinal and
+# the spoken "the" before it is dropped on both sides, so all three read "louis fourteenth".
+_EN_REGNAL = re.compile(r"\b([A-Z][a-z]+)\s+(?:the\s+)?(" + _ROMAN + r")\b")
+_EN_NAME_THE_ORDINAL = re.compile(r"\b([A-Z][a-z]+)\s+the\s+(?=(\d+(?:st|nd|rd|th)|[A-Za-z]+)\b)")
+
+
+def _roman_value(numeral: str) -> int | None:
+    import roman
+
+    try:
+        return roman.fromRoman(numeral)
+    except roman.RomanError:
+        return None
+
+
+def _english_regnal(text: str) -> str:
+    def numeral(match: re.Match) -> str:
+        value = _roman_value(match.group(2))
+        return match.group(0) if value is None else f"{match.group(1)} {' '.join(english_ordinal(value))}"
+
+    def the(match: re.Match) -> str:
+        following = match.group(2).lower()
+        ordinal = following[-2:] in ("st", "nd", "rd", "th") and following[:-2].isdigit()
+        return f"{match.group(1)} " if ordinal or following in _english_ordinal_words() else match.group(0)
+
+    if "the" in text:
+        text = _EN_NAME_THE_ORDINAL.sub(the, text)
+    return _EN_REGNAL.sub(numeral, text)
 
 
 def _english_number(integer: str, fraction: str | None) -> str:
-    words = english_cardinal(int(integer)) if len(integer) <= 15 else [_ONES[int(d)] for d in integer]
+    words = english_cardinal(int(integer)) if len(integer) <= 15 else [_DIGIT_WORDS[int(d)] for d in integer]
     if fraction:
-        words += ["point", *(_ONES[int(d)] for d in fraction)]
+        words += ["point", *(_DIGIT_WORDS[int(d)] for d in fraction)]
     return " ".join(words)
 
 
@@ -133,6 +169,8 @@ _EN_NUMBER = re.compile(r"(\d+)(?:\.(\d+))?")
 
 
 def normalize_english(text: str) -> NormalizedText:
+    if any(c in "IVXLC" for c in text) or " the " in text:
+        text = _english_regnal(unicodedata.normalize("NFKC", text))
     text = _prepare(text)
     if any(c.isdigit() for c in text):
         text = _MINUS.sub(" negative ", text)
@@ -143,14 +181,15 @@ def normalize_english(text: str) -> NormalizedText:
     normalized = _finish(text)
     if "and" in normalized.words:
         words = normalized.words
+        number_words = _english_number_words()
         kept = [
             word
             for i, word in enumerate(words)
             if not (
                 word == "and"
                 and 0 < i < len(words) - 1
-                and words[i - 1] in ("hundred", "thousand", "million", "billion", "trillion")
-                and words[i + 1] in ENGLISH_NUMBER_WORDS
+                and words[i - 1] in ("hundred", *_SCALES)
+                and words[i + 1] in number_words
             )
         ]
         normalized = NormalizedText(tuple(kept), "".join(kept))
@@ -161,46 +200,18 @@ def normalize_english(text: str) -> NormalizedText:
 # Chinese
 
 _ZH_DIGITS = "零一二三四五六七八九"
-_ZH_GROUPS = ("", "万", "亿", "万亿")
-
-
-def _chinese_below_10000(n: int) -> str:
-    text, pending_zero = "", False
-    for value, unit in ((1000, "千"), (100, "百"), (10, "十"), (1, "")):
-        digit = n // value % 10
-        if digit == 0:
-            pending_zero = bool(text)
-        else:
-            if pending_zero:
-                text += "零"
-                pending_zero = False
-            text += _ZH_DIGITS[digit] + unit
-    return text
 
 
 def chinese_cardinal(n: int) -> str:
-    """Chinese numerals as read aloud: 10 → 十, 105 → 一百零五, 1682 → 一千六百八十二, 10005 → 一万零五."""
+    """Chinese numerals as read aloud (cn2an): 10 → 十, 105 → 一百零五, 1682 → 一千六百八十二, 10005 → 一万零五.
+    Beyond cn2an's 16 digits, digit by digit."""
+    import cn2an
+
     if n < 0:
         return "负" + chinese_cardinal(-n)
-    if n == 0:
-        return "零"
-    groups = []
-    while n:
-        groups.append(n % 10_000)
-        n //= 10_000
-    if len(groups) > len(_ZH_GROUPS):
-        return "".join(_ZH_DIGITS[int(d)] for d in "".join(str(g) for g in groups[::-1]))
-    text, pending_zero = "", False
-    for index in range(len(groups) - 1, -1, -1):
-        group = groups[index]
-        if group == 0:
-            pending_zero = bool(text)
-            continue
-        if text and (pending_zero or group < 1000):
-            text += "零"
-        text += _chinese_below_10000(group) + _ZH_GROUPS[index]
-        pending_zero = False
-    return text[1:] if text.startswith("一十") else text
+    if n >= 10**16:
+        return "".join(_ZH_DIGITS[int(d)] for d in str(n))
+    return cn2an.an2cn(str(n))
 
 
 def _chinese_number(integer: str, fraction: str | None) -> str:
@@ -211,11 +222,26 @@ def _chinese_number(integer: str, fraction: str | None) -> str:
 
 
 _ZH_YEAR = re.compile(r"(?<!\d)(\d{4})(?=\s*年)")
+# An upper-case Roman numeral of two letters or more standing apart from other Latin letters (路易XIV) is read as
+# the cardinal (路易十四); a lone V or X only right after a Chinese character (X射线 stays).
+_ZH_ROMAN = re.compile(r"(?<![A-Za-z])([IVXLC]{2,})(?![A-Za-z])|(?<=[\u4e00-\u9fff])([VX])(?![A-Za-z])")
 _ZH_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s?%")
 _ZH_NUMBER = re.compile(r"(\d+)(?:\.(\d+))?")
 
 
+def _roman_to(convert, pattern: re.Pattern, text: str) -> str:
+    def replace(match: re.Match) -> str:
+        numeral = match.group(1) or match.group(2)
+        value = _roman_value(numeral)
+        return match.group(0) if value is None else convert(value)
+
+    return pattern.sub(replace, text)
+
+
 def normalize_chinese(text: str) -> NormalizedText:
+    text = unicodedata.normalize("NFKC", text)
+    if any(c in "IVXLC" for c in text):
+        text = _roman_to(chinese_cardinal, _ZH_ROMAN, text)
     text = _prepare(text)
     if any(c.isdigit() for c in text):
         text = _MINUS.sub("负", text)
@@ -234,7 +260,16 @@ _KO_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
 _DIGIT_SEPARATOR = re.compile(r"(?<=\d)[.,](?=\d)")
 
 
+# An upper-case Roman numeral of two letters or more standing apart from other Latin letters, or a lone V or X
+# before the regnal counter 세, becomes digits, as Korean writes regnal numbers (엘리자베스 II세 → 2세); digits are
+# not read aloud (see the module's notes).
+_KO_ROMAN = re.compile(r"(?<![A-Za-z])([IVXLC]{2,})(?![A-Za-z])|(?<![A-Za-z])([VX])(?=세)")
+
+
 def normalize_korean(text: str) -> NormalizedText:
+    text = unicodedata.normalize("NFKC", text)
+    if any(c in "IVXLC" for c in text):
+        text = _roman_to(str, _KO_ROMAN, text)
     text = _prepare(text)
     if any(c.isdigit() for c in text):
         text = _MINUS.sub("마이너스 ", text)
