@@ -43,7 +43,7 @@ from spokenbench.core.metrics.selection_bias import (
     ckld_from_counts,
     compute_selection_bias,
     rsd_from_counts,
-    vote_units,
+    setting_votes,
 )
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.published import published_table
@@ -510,12 +510,12 @@ class _Context:
 
     @functools.cached_property
     def units(self) -> np.ndarray:
-        """The engine's vote units (model, question and every factor the option order does not fix)."""
-        return vote_units(self.data)
+        """The engine's vote units (model, question and every factor the presentation does not fix)."""
+        return self.selection.presentation.units
 
     @functools.cached_property
     def votes(self) -> dict[str, dict[str, np.ndarray]]:
-        return _vote_group_counts(self.data, self.units)
+        return _vote_group_counts(self.data, self.selection)
 
     @functools.cached_property
     def weight_matrix(self) -> np.ndarray | None:
@@ -759,7 +759,8 @@ PANEL_INFO = {
         "Permutation voting",
         "Hearing the Order Table 3",
         "Accuracy, RSD and CKLD in the original order and after majority voting over the cyclic and the full "
-        "set of option orders each question was shown in.",
+        "set of option orders each question was shown in. Ties in a vote: a t-way tie counts 1/t for each tied "
+        "option (fractional credit, the default tie rule; `spokenbench metrics --vote-ties` offers the others).",
         "bars",
         ("accuracy", "RSD", "CKLD"),
     ),
@@ -1113,9 +1114,8 @@ def _gold_position(ctx: _Context) -> Panel:
     )
     k = data.max_options
     n_groups = data.n_groups
-    has_permuted = bool((~data.is_identity).any())
-    comparison = ~data.is_identity if has_permuted else np.ones(data.n_rows, dtype=bool)
-    identity = data.is_identity
+    comparison = selection.presentation.gold_setting  # the rows of the gold-at-p settings (engine's rule)
+    identity = selection.presentation.original
     if not identity.any():
         panel.empty = "No responses in the original option order to compare against."
         return panel
@@ -1204,29 +1204,28 @@ def _gold_position(ctx: _Context) -> Panel:
     return panel
 
 
-def _vote_group_counts(data: McqResponses, units: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+def _vote_group_counts(data: McqResponses, selection) -> dict[str, dict[str, np.ndarray]]:
     """Per (model, question) group and setting: gold, vote-weighted correct and voted counts per position —
-    the same votes as the engine's `_voting` (ties split evenly), kept per group for the bootstrap."""
+    the same votes as the engine's `_voting` (the same tie rule: the default, fractional), kept per group for
+    the bootstrap."""
     k = data.max_options
     n_groups = data.n_groups
+    shown_rows = selection.presentation
+    units = shown_rows.units
     n_units = int(units.max()) + 1
     unit_row = representative_row(units, n_units)
     unit_group, unit_gold = data.group[unit_row], data.answer[unit_row]
     out = {}
-    rows = data.is_identity
+    rows = shown_rows.original
     out["original"] = {
         "gold": _counts(data.group[rows], data.gold_position[rows], n_groups, k),
         "correct": _counts(data.group[rows & data.correct], data.gold_position[rows & data.correct], n_groups, k),
         "voted": _counts(data.group[rows & data.valid], data.prediction[rows & data.valid], n_groups, k),
     }
-    for name, rows in (("cyclic", data.is_cyclic), ("full", np.ones(data.n_rows, dtype=bool))):
-        use = rows & data.valid
-        counts = np.bincount(units[use] * k + data.chosen[use], minlength=n_units * k).reshape(n_units, k)
-        top = counts.max(axis=1, keepdims=True)
-        tied = (counts == top) & (top > 0)
-        share = tied / np.maximum(tied.sum(axis=1, keepdims=True), 1)
-        shown = np.bincount(units[rows], minlength=n_units) > 0
-        g, gold, share = unit_group[shown], unit_gold[shown], share[shown]
+    for name in ("cyclic", "full"):
+        votes = setting_votes(data, shown_rows, name, selection.vote_ties, selection.tie_seed)
+        shown = votes.shown
+        g, gold, share = unit_group[shown], unit_gold[shown], votes.shares[shown]
         right = share[np.arange(len(gold)), gold]
         out[name] = {
             "gold": _counts(g, gold, n_groups, k),
@@ -1264,8 +1263,8 @@ def _permutation_voting(ctx: _Context) -> Panel:
     voting["accuracy_pct"] = 100 * voting["accuracy"]
     model_rows = split_rows(data.model, len(data.models))
     rows_by_setting = {
-        "original": data.is_identity,
-        "cyclic": data.is_cyclic,
+        "original": selection.presentation.original,
+        "cyclic": selection.presentation.cyclic,
         "full": np.ones(data.n_rows, dtype=bool),
     }
     extra = {f"{c}_ci_{s}": [] for c in ("accuracy", "rsd", "ckld") for s in ("low", "high")}
@@ -1317,8 +1316,7 @@ def _ranking_changes(ctx: _Context) -> Panel:
     if n_models < 2:
         panel.empty = "Rankings need two or more models (select more runs)."
         return panel
-    has_permuted = bool((~data.is_identity).any())
-    comparison = ~data.is_identity if has_permuted else np.ones(data.n_rows, dtype=bool)
+    comparison = selection.presentation.gold_setting
     num = np.zeros((n_q, n_models, len(settings)))
     den = np.zeros_like(num)
     gq, gm = data.group_question, data.group_model
@@ -1331,7 +1329,7 @@ def _ranking_changes(ctx: _Context) -> Panel:
     votes = ctx.votes
     for s, name in enumerate(settings):
         if name == "original":
-            rows = data.is_identity
+            rows = selection.presentation.original
         elif name.startswith("gold_at_"):
             i = selection.positions.index(name.removeprefix("gold_at_"))
             rows = comparison & (data.gold_position == i)
@@ -1442,12 +1440,13 @@ def _mcnemar(ctx: _Context) -> Panel:
     data, selection = ctx.data, ctx.selection
     facets = ["accuracy on pairs", "Δ original − reversed"]
     panel = _new_panel("mcnemar", facets, {facets[0]: "accuracy (%)", facets[1]: "Δ accuracy (percentage points)"})
-    if not (data.is_identity.any() and data.is_reversed.any()):
+    shown = selection.presentation
+    if not (shown.original.any() and shown.reversed.any()):
         panel.empty = "McNemar needs the same questions in the original and the exactly reversed option order."
         return panel
     units = ctx.units
     frames = []
-    for flag, name in ((data.is_identity, "original"), (data.is_reversed, "reversed")):
+    for flag, name in ((shown.original, "original"), (shown.reversed, "reversed")):
         rows = np.flatnonzero(flag)
         frame = pd.DataFrame({"unit": units[rows], f"row_{name}": rows})
         frame["repeat"] = frame.groupby("unit").cumcount()

@@ -1,7 +1,11 @@
 """Selection bias, after "Hearing the Order": accuracy by gold position, Δ accuracy against the original
 order, RSD and CKLD (its Eq. 1), the distribution of predicted positions, majority voting over cyclic and
 full permutations, model rankings across settings, and a paired McNemar test of original vs reversed
-order. Position metrics use presented letters; voting works on original options."""
+order. Position metrics use presented letters; voting works on original options.
+
+A row's presentation is its option_order and, when the table has an `order` column (the project's
+condition factor), whether that order speaks the labels backwards (order-backward, token-backward keep or
+reverse option_order but read the pairs D→A): an order-backward row is not an original-order row."""
 
 from __future__ import annotations
 
@@ -12,11 +16,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from spokenbench.core.conditions import NAMED_ORDERS, order_strings
+from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.metrics.agreement import exact_mcnemar_p
-from spokenbench.core.metrics.encoding import combine, letters, representative_row
+from spokenbench.core.metrics.encoding import combine, determines, letters, representative_row
 from spokenbench.core.metrics.responses import McqResponses
 
 FACTORIALS = np.array([float(factorial(n)) for n in range(27)])  # orders of n options (float: 26! > int64)
+ORDER_FACTOR = "order"  # the condition factor naming the presented order (the project's exports have it)
+# named orders whose labels are spoken backwards (core.conditions: label_sequence D→A)
+BACKWARD_LABEL_ORDERS = frozenset(name for name in NAMED_ORDERS if order_strings(name, 4)[1] != "ABCD")
+# Permutation votes: what a tie between t options earns (the paper gives no rule)
+VOTE_TIE_RULES = ("fractional", "first", "random")
+DEFAULT_VOTE_TIES = "fractional"
+DEFAULT_TIE_SEED = 20240521  # the bootstrap's default seed (core.metrics.bootstrap.DEFAULT_SEED)
 
 
 def rsd_from_counts(correct: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -48,6 +61,79 @@ def ckld_from_counts(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class Presentations:
+    """How each row was presented, and which rows each setting uses. Computed once per table
+    (`presentations`) and shared by the metrics, the bootstrap and the app's panels."""
+
+    code: np.ndarray  # presentation per row: (option_order, labels spoken backwards)
+    original: np.ndarray  # option_order is the identity and the labels are read in letter order
+    reversed: np.ndarray  # option_order exactly reversed, labels in letter order
+    cyclic: np.ndarray  # option_order a rotation of the original, labels in letter order (identity included)
+    order_factors: list[str]  # factors whose level follows from the presentation (e.g. `order`)
+    units: np.ndarray  # (model, question, every factor the presentation does not fix)
+    gold_setting: np.ndarray  # the row counts in the gold-at-p setting of its own gold position p
+    reused_original: np.ndarray  # original-order rows reused in a gold-at-p setting (subset of gold_setting)
+    comparison_rows: str  # which rows the gold-position settings use, in words
+
+
+def labels_backward(data: McqResponses) -> np.ndarray:
+    """Per row: the table's `order` column names an order that speaks the labels backwards (order-backward,
+    token-backward; spelling of case, spaces and underscores aside). False without an `order` factor."""
+    if ORDER_FACTOR not in data.factor_codes:
+        return np.zeros(data.n_rows, dtype=bool)
+    levels = data.factor_levels[ORDER_FACTOR]
+    flags = np.array(
+        [level.strip().lower().replace("_", "-").replace(" ", "-") in BACKWARD_LABEL_ORDERS for level in levels]
+    )
+    return flags[data.factor_codes[ORDER_FACTOR]]
+
+
+def presentations(data: McqResponses) -> Presentations:
+    """The rows of each setting, told apart by the full presentation (not option_order alone).
+
+    Gold at p (Hearing the Order Fig. 1): the rows not in the original order that put the gold answer at p
+    (all rows when the table has no other order). A unit (model, question, configuration) whose other orders
+    put the gold at every position but one, the one where the original order has it, reuses its original-order
+    answer there: that is the gold-at-p input itself (a plan does not ask the same input twice), so every
+    question stays in every gold-at-p setting."""
+    backward = labels_backward(data)
+    code, n_codes = combine(data.order_code, backward.astype(np.int64))
+    letter_order = ~backward
+    original = data.is_identity & letter_order
+    order_factors = []
+    if n_codes > 1:
+        order_factors = [f for f in data.factors if determines(code, data.factor_codes[f])]
+    keys = [data.model, data.question] + [data.factor_codes[f] for f in data.factors if f not in order_factors]
+    units, n_units = combine(*keys)
+    others = ~original
+    if not others.any():
+        gold_setting = np.ones(data.n_rows, dtype=bool)
+        reused = np.zeros(data.n_rows, dtype=bool)
+        described = "all rows"
+    else:
+        k = data.max_options
+        covered = np.bincount(units[others] * k + data.gold_position[others], minlength=n_units * k)
+        covered = covered.reshape(n_units, k) > 0
+        unit_row = representative_row(units, n_units)
+        unit_gold = data.answer[unit_row]  # the original order's gold position is the gold letter
+        fill = (covered.sum(axis=1) == data.n_options[unit_row] - 1) & ~covered[np.arange(n_units), unit_gold]
+        reused = original & fill[units]
+        gold_setting = others | reused
+        described = "other orders (original reused at its gold position)" if reused.any() else "other orders"
+    return Presentations(
+        code=code,
+        original=original,
+        reversed=data.is_reversed & letter_order,
+        cyclic=data.is_cyclic & letter_order,
+        order_factors=order_factors,
+        units=units,
+        gold_setting=gold_setting,
+        reused_original=reused,
+        comparison_rows=described,
+    )
+
+
+@dataclass
 class SelectionBias:
     """Per-group (model, question) position counts, kept for the bootstrap, and per-model results."""
 
@@ -61,12 +147,25 @@ class SelectionBias:
     kendall_tau: pd.DataFrame  # setting, tau, p_value (against the original setting)
     mcnemar: pd.DataFrame  # model, n_pairs, original_only_correct, reversed_only_correct, p_value
     comparison_rows: str  # which rows the gold-position settings use
+    presentation: Presentations | None = None
+    vote_ties: str = "fractional"  # the permutation votes' tie rule
+    tie_seed: int | None = None  # the seed of the random tie-breaks (rule 'random')
+
+    @property
+    def vote_tie_note(self) -> str:
+        return vote_tie_note(self.vote_ties, self.tie_seed)
 
 
-def compute_selection_bias(data: McqResponses) -> SelectionBias:
+def compute_selection_bias(
+    data: McqResponses, vote_ties: str = DEFAULT_VOTE_TIES, seed: int = DEFAULT_TIE_SEED
+) -> SelectionBias:
+    """Every selection-bias number of the table. `vote_ties` is the tie rule of the permutation votes
+    (VOTE_TIE_RULES); `seed` draws the random tie-breaks."""
+    check_vote_ties(vote_ties)
     k = data.max_options
     n_groups = data.n_groups
     positions = list(letters(k))
+    shown = presentations(data)
     group_gold = _counts(data.group, data.gold_position, n_groups, k)
     group_gold_correct = _counts(data.group[data.correct], data.gold_position[data.correct], n_groups, k)
     valid = data.valid
@@ -79,13 +178,10 @@ def compute_selection_bias(data: McqResponses) -> SelectionBias:
 
     gold_m, correct_m, pred_m = by_model(group_gold), by_model(group_gold_correct), by_model(group_predicted)
 
-    # settings: the original order, and the rows that place the gold answer at each position (rows in a
-    # permuted order when the table has any, else all rows)
-    has_permuted = bool((~data.is_identity).any())
-    comparison = ~data.is_identity if has_permuted else np.ones(data.n_rows, dtype=bool)
-    original_acc = _accuracy_by_model(data, data.is_identity)
+    # settings: the original order, and the rows that place the gold answer at each position
+    original_acc = _accuracy_by_model(data, shown.original)
     position_acc = np.stack(
-        [_accuracy_by_model(data, comparison & (data.gold_position == i)) for i in range(k)], axis=1
+        [_accuracy_by_model(data, shown.gold_setting & (data.gold_position == i)) for i in range(k)], axis=1
     )
 
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -106,7 +202,7 @@ def compute_selection_bias(data: McqResponses) -> SelectionBias:
         per_model[f"predicted_share_{letter}"] = pred_share[:, i]
         per_model[f"gold_share_{letter}"] = gold_share[:, i]
 
-    voting = _voting(data, original_acc)
+    voting = _voting(data, shown, vote_ties, seed)
     ranking, tau = _rankings(data, original_acc, position_acc, positions, voting)
     return SelectionBias(
         positions=positions,
@@ -117,8 +213,11 @@ def compute_selection_bias(data: McqResponses) -> SelectionBias:
         voting=voting,
         ranking=ranking,
         kendall_tau=tau,
-        mcnemar=_mcnemar(data),
-        comparison_rows="permuted rows" if has_permuted else "all rows",
+        mcnemar=_mcnemar(data, shown),
+        comparison_rows=shown.comparison_rows,
+        presentation=shown,
+        vote_ties=vote_ties,
+        tie_seed=seed,
     )
 
 
@@ -135,50 +234,116 @@ def _accuracy_by_model(data: McqResponses, rows: np.ndarray) -> np.ndarray:
 
 
 def vote_units(data: McqResponses) -> np.ndarray:
-    """The unit a vote is taken over: (model, question, and every factor not fixed by the option order)."""
-    order_factors = set(data.factors_determined_by_order())
-    keys = [data.model, data.question] + [data.factor_codes[f] for f in data.factors if f not in order_factors]
-    units, _ = combine(*keys)
-    return units
+    """The unit a vote is taken over: (model, question, and every factor not fixed by the presentation)."""
+    return presentations(data).units
 
 
-def _voting(data: McqResponses, original_acc: np.ndarray) -> pd.DataFrame:
+def check_vote_ties(rule: str) -> str:
+    if rule not in VOTE_TIE_RULES:
+        raise SpokenBenchError(
+            f"unknown tie rule '{rule}' for permutation votes; use one of: {', '.join(VOTE_TIE_RULES)}"
+        )
+    return rule
+
+
+def vote_tie_note(rule: str, seed: int | None = None) -> str:
+    """The tie rule in words, for a table's notes."""
+    if rule == "fractional":
+        return "ties in a vote: a t-way tie counts 1/t for each tied option (fractional credit, the default)"
+    if rule == "first":
+        return "ties in a vote: the tied option listed first in the original order wins"
+    return f"ties in a vote: one tied option drawn uniformly at random (seed {seed})"
+
+
+def tie_draws(n_units: int, seed: int) -> np.ndarray:
+    """One uniform draw per vote unit, in unit order, for the random tie-break (the same in every setting)."""
+    return np.random.default_rng(seed).random(n_units)
+
+
+def vote_shares(counts: np.ndarray, rule: str = DEFAULT_VOTE_TIES, draws: np.ndarray | None = None) -> np.ndarray:
+    """Each unit's vote (rows) as a share per original option (columns) from its answer counts: the option with
+    the most answers gets 1. A tie between t options: 'fractional' gives each 1/t (the expected result of a
+    uniformly random tie-break, so ties add no position bias); 'first' gives 1 to the tied option listed first
+    in the original order; 'random' gives 1 to the tied option at index floor(u * t) of the tied options in
+    original order, u = the unit's draw. A unit with no counted answer gets nothing (incorrect)."""
+    top = counts.max(axis=1, keepdims=True)
+    tied = (counts == top) & (top > 0)
+    n_tied = tied.sum(axis=1)
+    if rule == "fractional":
+        return tied / np.maximum(n_tied, 1)[:, None]
+    if rule == "first":
+        pick = np.zeros(len(counts), dtype=np.int64)
+    elif rule == "random":
+        if draws is None:
+            raise ValueError("the random tie rule needs one draw per unit")
+        pick = np.minimum(np.floor(draws * n_tied).astype(np.int64), np.maximum(n_tied - 1, 0))
+    else:
+        check_vote_ties(rule)
+    rank = np.cumsum(tied, axis=1) - 1  # index of each tied option among the unit's tied options
+    return (tied & (rank == pick[:, None])).astype(float)
+
+
+@dataclass
+class UnitVotes:
+    """One setting's votes: per unit whether it was shown in the setting, its vote shares, and ties."""
+
+    shown: np.ndarray  # (units,) the unit has rows in the setting
+    shares: np.ndarray  # (units, K) vote shares per original option
+    tied: np.ndarray  # (units,) the top count was shared by two or more options
+    complete: np.ndarray  # (units,) shown all n rotations (cyclic) or all n! orders (full)
+
+
+def setting_votes(
+    data: McqResponses, shown: Presentations, setting: str, rule: str = DEFAULT_VOTE_TIES, seed: int = DEFAULT_TIE_SEED
+) -> UnitVotes:
+    """The majority votes of one setting ('cyclic': the rotations of the original order; 'full': every
+    presented order) per vote unit, over the original options chosen."""
+    units = shown.units
+    n_units = int(units.max()) + 1
+    k = data.max_options
+    rows = shown.cyclic if setting == "cyclic" else np.ones(data.n_rows, dtype=bool)
+    use = rows & data.valid
+    counts = np.bincount(units[use] * k + data.chosen[use], minlength=n_units * k).reshape(n_units, k)
+    draws = tie_draws(n_units, seed) if rule == "random" else None
+    shares = vote_shares(counts, rule, draws)
+    top = counts.max(axis=1, keepdims=True)
+    tied = (((counts == top) & (top > 0)).sum(axis=1)) > 1
+    present = np.bincount(units[rows], minlength=n_units) > 0
+    orders_seen = np.zeros(n_units, dtype=np.int64)
+    if rows.any():
+        pair, n_pairs = combine(units[rows], data.order_code[rows])
+        orders_seen = np.bincount(units[rows][representative_row(pair, n_pairs)], minlength=n_units)
+    unit_n_opt = data.n_options[representative_row(units, n_units)]
+    needed = unit_n_opt if setting == "cyclic" else FACTORIALS[unit_n_opt]
+    return UnitVotes(present, shares, tied, present & (orders_seen >= needed))
+
+
+def _voting(data: McqResponses, shown: Presentations, rule: str, seed: int) -> pd.DataFrame:
     """Majority vote over the original options each unit chose under the permutations it was shown:
-    'cyclic' uses the rotations of the original order, 'full' every presented order. A tie between t
-    options counts 1/t for each (the expectation of a uniformly random tie-break, so ties add no position
-    bias); a unit whose every answer failed counts as incorrect. A unit is
+    'cyclic' uses the rotations of the original order, 'full' every presented order; ties by `rule`
+    (`vote_shares`); a unit whose every answer failed counts as incorrect. A unit is
     'complete' when it was shown all n rotations (cyclic) or all n! orders (full)."""
-    units = vote_units(data)
+    units = shown.units
     n_units = int(units.max()) + 1
     unit_row = representative_row(units, n_units)
-    unit_model, unit_gold, unit_n_opt = data.model[unit_row], data.answer[unit_row], data.n_options[unit_row]
-    k = data.max_options
-    frames = [_original_setting(data)]
-    for name, rows in (("cyclic", data.is_cyclic), ("full", np.ones(data.n_rows, dtype=bool))):
-        use = rows & data.valid
-        counts = np.bincount(units[use] * k + data.chosen[use], minlength=n_units * k).reshape(n_units, k)
-        top = counts.max(axis=1, keepdims=True)
-        tied = (counts == top) & (top > 0)
-        # a tie splits the vote evenly: the expected result of breaking ties uniformly at random
-        vote_share = tied / np.maximum(tied.sum(axis=1, keepdims=True), 1)
-        shown = np.bincount(units[rows], minlength=n_units) > 0
-        orders_seen = np.zeros(n_units, dtype=np.int64)
-        if rows.any():
-            pair, n_pairs = combine(units[rows], data.order_code[rows])
-            orders_seen = np.bincount(units[rows][representative_row(pair, n_pairs)], minlength=n_units)
-        needed = unit_n_opt if name == "cyclic" else FACTORIALS[unit_n_opt]
-        complete = shown & (orders_seen >= needed)
-        frames.append(
-            _vote_metrics(data, name, unit_model[shown], unit_gold[shown], vote_share[shown], complete[shown])
-        )
-    return pd.concat(frames, ignore_index=True)
+    unit_model, unit_gold = data.model[unit_row], data.answer[unit_row]
+    frames = [_original_setting(data, shown)]
+    for name in ("cyclic", "full"):
+        votes = setting_votes(data, shown, name, rule, seed)
+        s = votes.shown
+        frame = _vote_metrics(data, name, unit_model[s], unit_gold[s], votes.shares[s], votes.complete[s])
+        frame["tied_units"] = np.bincount(unit_model[s & votes.tied], minlength=len(data.models))
+        frames.append(frame)
+    voting = pd.concat(frames, ignore_index=True)
+    voting["tie_rule"] = np.where(voting["permutation"] == "original", "", rule)
+    return voting
 
 
-def _original_setting(data: McqResponses) -> pd.DataFrame:
+def _original_setting(data: McqResponses, shown: Presentations) -> pd.DataFrame:
     """Accuracy, RSD and CKLD of the rows presented in the original order (Table 3's 'Original')."""
     n_models = len(data.models)
     k = data.max_options
-    rows = data.is_identity
+    rows = shown.original
 
     def counts(mask, position):
         return np.bincount(data.model[mask] * k + position[mask], minlength=n_models * k).reshape(n_models, k)
@@ -198,6 +363,7 @@ def _original_setting(data: McqResponses) -> pd.DataFrame:
             "accuracy": accuracy,
             "rsd": rsd_from_counts(correct, gold),
             "ckld": ckld_from_counts(predicted, gold),
+            "tied_units": np.nan,
         }
     )
 
@@ -252,12 +418,12 @@ def _rankings(data: McqResponses, original_acc, position_acc, positions, voting)
     )
 
 
-def _mcnemar(data: McqResponses) -> pd.DataFrame:
+def _mcnemar(data: McqResponses, shown: Presentations) -> pd.DataFrame:
     """Exact McNemar test per model on paired correctness: each (question, non-order factors) unit seen
     in the original and in the exactly reversed order is one pair (repeats are paired in row order)."""
-    units = vote_units(data)
+    units = shown.units
     frames = []
-    for flag, name in ((data.is_identity, "original"), (data.is_reversed, "reversed")):
+    for flag, name in ((shown.original, "original"), (shown.reversed, "reversed")):
         rows = np.flatnonzero(flag)
         frame = pd.DataFrame({"unit": units[rows], name: data.correct[rows], "model": data.model[rows]})
         frame["repeat"] = frame.groupby("unit").cumcount()

@@ -31,6 +31,7 @@ from spokenbench.core.store import opened
 
 GOLD = {"q1": "A", "q2": "B", "q3": "C", "q4": "D"}
 ORDERS = {"original": "ABCD", "reversed": "DCBA"}
+BIASINEAR_ORDERS = {"original": "ABCD", "reversed": "DCBA", "order-backward": "ABCD", "token-backward": "DCBA"}
 
 
 def tiny_table() -> pd.DataFrame:
@@ -151,6 +152,58 @@ def test_gold_position_mcnemar_voting_and_ranks_match_hand_computation(tiny):
         assert rsd == pytest.approx(row.rsd)
     ranks = {(p.series, p.x): p.value for p in tiny.panels["ranking_changes"].points}
     assert ranks[("m1", "original")] == 1 and ranks[("m2", "original")] == 2
+
+
+def test_gold_position_panel_keeps_a_question_whose_gold_at_p_order_is_the_identity():
+    # issue 13's two questions (gold A): q1's gold-at-A order is ABCD, asked once as 'original' (wrong); q2's
+    # ACDB (right); both originals wrong -> the paper's Δ_A = 1/2 - 0 = +50 points (was +100: q1 dropped)
+    orders = [
+        ("q1", "original", "ABCD", "B"),
+        ("q1", "BACD", "BACD", "B"),
+        ("q1", "BCAD", "BCAD", "C"),
+        ("q1", "BCDA", "BCDA", "D"),
+        ("q2", "original", "ABCD", "B"),
+        ("q2", "ACDB", "ACDB", "A"),
+        ("q2", "CABD", "CABD", "B"),
+        ("q2", "DCAB", "DCAB", "C"),
+        ("q2", "BDCA", "BDCA", "D"),
+    ]
+    frame = pd.DataFrame(
+        [
+            {"question_id": q, "model": "m1", "answer": "A", "prediction": p, "option_order": oo, "order": o}
+            for q, o, oo, p in orders
+        ]
+    )
+    panels = compute_panels(frame, n_resamples=50)
+    at_a = one(panels, "gold_position", series="m1", facet="Δ accuracy vs original", x="A")
+    assert at_a.value == pytest.approx(50)
+    assert at_a.questions == ("q1", "q2")
+    for letter in "BCD":  # both right there: 2/2 - 0
+        assert one(panels, "gold_position", series="m1", facet="Δ accuracy vs original", x=letter).value == 100
+
+
+def test_order_backward_rows_are_not_original_rows_in_the_panels():
+    # 4 questions (gold A) × original, reversed, order-backward, token-backward. Right in the original and
+    # order-backward orders, reversed right on q0 only, token-backward never: 4 original rows (was 8), McNemar
+    # over 4 pairs (was 0), b = 3, c = 0
+    rows = []
+    for q in range(4):
+        for name, option_order in BIASINEAR_ORDERS.items():
+            right = name in ("original", "order-backward") or (name == "reversed" and q == 0)
+            letter = "ABCD"[option_order.index("A" if right else "B")]
+            rows.append(
+                {"question_id": f"q{q}", "model": "m1", "answer": "A", "prediction": letter}
+                | {"option_order": option_order, "order": name}
+            )
+    panels = compute_panels(pd.DataFrame(rows), n_resamples=50)
+    assert panels.panels["mcnemar"].empty is None
+    table = panels.panels["mcnemar"].tables["mcnemar"]
+    assert table["n_pairs"].item() == 4
+    assert (table["original_only_correct"].item(), table["reversed_only_correct"].item()) == (3, 0)
+    original = one(panels, "permutation_voting", series="original", x="m1", facet="accuracy")
+    assert original.value == 100 and original.n == 4
+    full = one(panels, "permutation_voting", series="full", x="m1", facet="accuracy")
+    assert full.value == pytest.approx(100 * 2.5 / 4)  # q0 votes A; q1-q3 tie A/B (1/2 each)
 
 
 def test_intervals_contain_their_estimates_on_a_benchmark_shaped_table():
