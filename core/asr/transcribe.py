@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.asr.backends import ASRBackend
+from spokenbench.core.asr.backends import ASRBackend, Transcript
 from spokenbench.core.asr.store import (
     all_clip_ids,
     clips_to_transcribe,
     clips_transcribed_by,
+    store_no_speech,
     store_transcript_failures,
     store_transcripts,
     transcribed_pairs,
@@ -51,14 +52,18 @@ class TranscriptionPlan:
     jobs: list[TranscriptionJob]
     clips_to_do: dict[str, int]  # asr → clips without a transcript from it
     already_done: dict[str, int]  # asr → clips already transcribed by it
+    unsupported: dict[str, dict[str, int]] = field(default_factory=dict)  # asr → {language: clips it cannot do}
 
     def summary(self) -> dict:
-        return {
+        summary = {
             "asr": [b.name for b in self.backends],
             "requests": len(self.jobs),
             "clips_to_transcribe": self.clips_to_do,
             "already_transcribed": self.already_done,
         }
+        if self.unsupported:
+            summary["skipped_unsupported_language"] = self.unsupported
+        return summary
 
 
 @dataclass
@@ -72,19 +77,25 @@ class TranscriptionReport:
 def plan_transcription(
     conn, backends: list[ASRBackend], languages: list[str] | None = None, include_tokens: bool = False
 ) -> TranscriptionPlan:
-    """Every (clip, ASR system) pair without a transcript, grouped by identical audio."""
+    """Every (clip, ASR system) pair without a transcript, grouped by identical audio. Clips in a language a
+    backend cannot transcribe (an English-only local model) are left out for it and counted in `unsupported`."""
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
         raise SpokenBenchError(
             f"the same ASR system is named twice ({', '.join(names)}); screening needs two different ones"
         )
     rows = clips_to_transcribe(conn, languages, include_tokens)
-    jobs, to_do, done = [], {}, {}
+    jobs, to_do, done, unsupported = [], {}, {}, {}
     for backend in backends:
         have = clips_transcribed_by(conn, backend.name)
+        supports = getattr(backend, "supports", None)
         groups: dict[tuple, list] = {}
         for row in rows:
             if row["id"] in have:
+                continue
+            if supports is not None and not supports(row["language"]):
+                skipped = unsupported.setdefault(backend.name, {})
+                skipped[row["language"]] = skipped.get(row["language"], 0) + 1
                 continue
             groups.setdefault((row["sha256"], row["audio_format"], row["language"]), []).append(row)
         for (sha, fmt, language), members in groups.items():
@@ -93,7 +104,7 @@ def plan_transcription(
             jobs.append(TranscriptionJob(backend.name, sha, fmt, language, tuple(r["id"] for r in members), label))
         to_do[backend.name] = sum(len(m) for m in groups.values())
         done[backend.name] = sum(1 for row in rows if row["id"] in have)
-    return TranscriptionPlan(backends, jobs, to_do, done)
+    return TranscriptionPlan(backends, jobs, to_do, done, unsupported)
 
 
 async def run_transcription(
@@ -123,7 +134,7 @@ async def run_transcription(
                 backend = by_name[job.asr]
                 try:
                     audio = project.audio.read_bytes(job.sha256, job.audio_format)
-                    text, _attempts = await loop.remote(
+                    heard, _attempts = await loop.remote(
                         lambda: backend.transcribe(audio, job.audio_format, job.language),
                         limiters[job.asr],
                         retry_policy,
@@ -137,8 +148,15 @@ async def run_transcription(
                     return lambda conn: store_transcript_failures(conn, job.asr, job.clip_ids, message)
                 report.requests += 1
                 report.transcripts += len(job.clip_ids)
+                text, no_speech = (heard.text, heard.no_speech_prob) if isinstance(heard, Transcript) else (heard, None)
                 rows = [(clip_id, backend.model, text) for clip_id in job.clip_ids]
-                await loop.save_now(lambda conn: store_transcripts(conn, job.asr, rows))  # paid: kept at once
+
+                def save(conn) -> None:
+                    store_transcripts(conn, job.asr, rows)
+                    if no_speech is not None:
+                        store_no_speech(conn, job.asr, job.clip_ids, no_speech)
+
+                await loop.save_now(save)  # paid: kept at once
                 return None
 
             await loop.run(plan.jobs, transcribe)
