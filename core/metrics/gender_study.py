@@ -4,7 +4,8 @@ with J, Δ (t-test), ν, parse failures and, against the declared backbones, Coh
 answers classified by rule for Δ_s and compared by sentence similarity for J_s and s (gender_freeform.py).
 
 A table's setting comes from its `setting` column, else from its `prompt` column (the prompt template's answer
-setting), else the whole table is one setting, 'binary_option'."""
+setting), else the whole table is one setting, 'binary_option'. Binary-option rows whose condition's
+`voice_source` starts with 'neutraliz' (a gender-neutralized voice) are the 'neutralized_voice' setting (Table 4)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,9 @@ def with_settings(frame: pd.DataFrame) -> pd.DataFrame:
         fallback = pd.Series([answer_setting(str(p)) for p in frame["prompt"]], index=frame.index)
     else:
         fallback = pd.Series("binary_option", index=frame.index)
+    if "voice_source" in frame.columns:  # the paper's Section 5: the binary setting with neutralized voices
+        neutralized = frame["voice_source"].astype(str).str.lower().str.startswith("neutraliz")
+        fallback = fallback.where(~(neutralized & (fallback == "binary_option")), "neutralized_voice")
     if "setting" in frame.columns:
         given = frame["setting"].astype(object).where(frame["setting"].notna(), "").astype(str).str.strip()
         frame["setting"] = given.where(given != "", fallback)
@@ -269,8 +273,11 @@ def gender_study_json(study: GenderStudy, setting: str | None = None) -> dict:
         for name in extra_names:
             if name in row:
                 entry[name] = row[name]
+        for name in ("J_s_questions", "s_questions"):
+            if name in entry:
+                entry[name] = int(entry[name]) if np.isfinite(entry[name]) else None
         if "ci" in entry:
-            for name in ("parse_failure_rate", "J_s", "s"):
+            for name in ("parse_failure_rate", "J_s", "s") if setting == "free_form" else ("parse_failure_rate",):
                 if f"{name}_ci_low" in row:
                     entry["ci"][name] = (row[f"{name}_ci_low"], row[f"{name}_ci_high"])
         if setting == "free_form":

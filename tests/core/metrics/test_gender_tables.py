@@ -105,3 +105,13 @@ def test_table17_omni2_14b_cannot_come_from_300_questions():
     # every binary-option row of the SpeechLMs (Tables 9, 10, 23, 24) is possible over the whole category
     binary = check[check["table"].isin(["Table 09", "Table 10", "Table 23", "Table 24"])]
     assert binary["t_possible"].all() and binary["p_consistent_with_t"].all()
+
+
+def test_neutralized_voices_fill_table_4():
+    frame = gender_probe_like(n_questions=30, seed=4)
+    frame["voice_source"] = "neutralized"  # the condition of a gender-neutralized voice (Section 5)
+    study = analyze_gender_study(frame, {"speech_a": "text_a"})
+    assert study.settings == ["neutralized_voice"]
+    stems = {spec.stem for spec, _, _ in paper_tables(study)}
+    assert {"table04_speechlm_neutralized_voice", "table22_overlap_ci_sec5_neutralized_voice"} <= stems
+    assert "table01_speechlm_baseline" not in stems
