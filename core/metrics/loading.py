@@ -42,7 +42,8 @@ def load_project_responses(project_path: str | Path, kind: str = "mcq") -> pd.Da
     """The responses stored in a project folder, as the table a responses file gives: the store's export
     (core/exports.py `responses_frame`) without its bookkeeping columns, so the condition factors (and language,
     mode, prompt) remain as factor columns. `kind` picks the multiple-choice items or the gender probes
-    (which keep their category, voice_gender and option_orientation columns)."""
+    (which keep their category, voice_gender, option_orientation and parse_status columns: ν counts refusals, not
+    parse failures)."""
     from spokenbench.core.exports import responses_frame
     from spokenbench.core.store import Project
 
@@ -57,7 +58,7 @@ def load_project_responses(project_path: str | Path, kind: str = "mcq") -> pd.Da
     dropped = [
         c
         for c in PROJECT_BOOKKEEPING_COLUMNS
-        if c in frame.columns and not (kind == "gender-probe" and c == "category")
+        if c in frame.columns and not (kind == "gender-probe" and c in ("category", "parse_status"))
     ]
     return as_clean_strings(frame.drop(columns=dropped)).reset_index(drop=True)
 
