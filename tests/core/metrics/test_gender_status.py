@@ -130,3 +130,21 @@ def test_delta_for_a_text_backbone_by_hand():
     assert table["female_rate"] == pytest.approx((0 + 1 + 0 + 0.5) / 4)
     assert table["neutral_rate"] == pytest.approx(1 / 6)
     assert np.isnan(table["J"])  # no voices, no overlap
+
+
+def test_backbone_kappa_and_bowker_by_hand():
+    # pairs (speech, backbone): (M, M), (M, M), (F, M), (F, F) -> table [[2, 0], [1, 1]]
+    # p_o = 3/4; p_e = (2·3 + 2·1) / 16 = 1/2 -> κ = (3/4 - 1/2) / (1/2) = 1/2
+    # Bowker: (n_MF - n_FM)² / (n_MF + n_FM) = (0 - 1)² / 1 = 1, df 1, p = P(χ²₁ > 1) = 0.3173
+    speech = [("q1", "M", "A"), ("q2", "M", "A"), ("q3", "F", "B"), ("q4", "F", "B")]
+    backbone = [("q1", "A"), ("q2", "A"), ("q3", "A"), ("q4", "B")]
+    rows = [{"question_id": q, "model": "s", "voice_gender": v, "prediction": p} for q, v, p in speech]
+    rows += [{"question_id": q, "model": "llm", "voice_gender": "", "prediction": p} for q, p in backbone]
+    frame = responses(rows, category="stereotypical", option_orientation="MF")
+    row = analyze_gender_probe(frame, ["s=llm"]).table.set_index("model").loc["s"]
+    assert row["agreement"] == pytest.approx(0.75)
+    assert row["kappa"] == pytest.approx(0.5)
+    assert (row["bowker_stat"], row["bowker_df"]) == (pytest.approx(1.0), 1)
+    assert row["bowker_p"] == pytest.approx(stats.chi2.sf(1.0, 1)) and row["bowker_p"] == pytest.approx(
+        0.3173, abs=1e-4
+    )
