@@ -82,7 +82,19 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         help=f"question-level bootstrap resamples for 95%% intervals, 0–{MAX_RESAMPLES:,} "
         f"(default {DEFAULT_RESAMPLES}; 0 = none)",
     )
-    parser.add_argument("--seed", type=seed, default=None, help="bootstrap seed, 0 to 2^63-1 (default: a fixed seed)")
+    parser.add_argument(
+        "--seed",
+        type=seed,
+        default=None,
+        help="bootstrap seed, also the random tie-break's, 0 to 2^63-1 (default: a fixed seed)",
+    )
+    parser.add_argument(
+        "--vote-ties",
+        choices=("fractional", "first", "random"),
+        default="fractional",
+        help="permutation votes: what a tie between t options earns: 'fractional' 1/t each (default), 'first' the "
+        "tied option listed first in the original order, 'random' one tied option drawn with --seed",
+    )
     parser.add_argument(
         "--failures-as-category",
         action="store_true",
@@ -114,6 +126,8 @@ def run_metrics(args) -> int:
     if kind == "gender-probe":
         if args.factors:
             raise SpokenBenchError("--factors applies to --kind mcq only")
+        if args.vote_ties != "fractional":
+            raise SpokenBenchError("--vote-ties applies to --kind mcq only (permutation votes)")
         from spokenbench.core.metrics.gender_probe import parse_backbones
         from spokenbench.core.metrics.gender_study import analyze_gender_study, gender_study_json
 
@@ -171,6 +185,7 @@ def run_metrics(args) -> int:
         failures_as_category=args.failures_as_category,
         n_resamples=args.bootstrap,
         seed=_seed(args),
+        vote_ties=args.vote_ties,
         progress=progress,
     )
     for column, reason in analysis.data.ignored_columns.items():
@@ -197,6 +212,7 @@ def run_metrics(args) -> int:
             }
         )
     print_table(rows)
+    print(f"permutation votes (--json: permutation_vote): {analysis.selection.vote_tie_note}")
     if analysis.data.factors:
         print()
         factor_rows = []
@@ -229,6 +245,7 @@ def run_report(args) -> int:
         n_resamples=args.bootstrap,
         seed=_seed(args),
         failures_as_category=args.failures_as_category,
+        vote_ties=args.vote_ties,
         progress=text_progress_bar(),
     )
     print(f"wrote {len(report.files)} files to {report.out_dir} (index: {report.out_dir / 'README.md'})")

@@ -20,7 +20,9 @@ from spokenbench.core.metrics.gender_probe import (
 )
 from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
 from spokenbench.core.metrics.selection_bias import (
+    DEFAULT_VOTE_TIES,
     SelectionBias,
+    check_vote_ties,
     ckld_from_counts,
     compute_selection_bias,
     rsd_from_counts,
@@ -58,11 +60,15 @@ def analyze_mcq(
     n_resamples: int = 0,
     seed: int = DEFAULT_SEED,
     kappa_nesting: str = "within",
+    vote_ties: str = DEFAULT_VOTE_TIES,
     progress: Progress | None = None,
 ) -> McqAnalysis:
+    """`vote_ties`: the permutation votes' tie rule ('fractional', 'first' or 'random'; 'random' draws with
+    `seed`, the bootstrap's seed)."""
+    check_vote_ties(vote_ties)
     data = prepare_mcq(frame, factors, source)
     metrics = mcq.compute_mcq_metrics(data, failures_as_category, kappa_nesting)
-    selection = compute_selection_bias(data)
+    selection = compute_selection_bias(data, vote_ties, seed)
     summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
     analysis = McqAnalysis(
         data=data, metrics=metrics, selection=selection, summary=summary, bootstrap_resamples=n_resamples, seed=seed
@@ -216,7 +222,16 @@ def mcq_json(analysis: McqAnalysis) -> dict:
                 "rsd": r["rsd"],
                 "ckld": r["ckld"],
                 "n": int(r["n"]),
-                **({"complete_units": int(r["complete_units"])} if r["permutation"] != "original" else {}),
+                **(
+                    {
+                        "complete_units": int(r["complete_units"]),
+                        "tied_units": int(r["tied_units"]),
+                        "tie_rule": r["tie_rule"],
+                        **({"tie_seed": selection.tie_seed} if r["tie_rule"] == "random" else {}),
+                    }
+                    if r["permutation"] != "original"
+                    else {}
+                ),
             }
             for _, r in voting[voting["model"] == model].iterrows()
         }

@@ -40,6 +40,7 @@ def write_report(
     n_resamples: int = DEFAULT_REPORT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     failures_as_category: bool = False,
+    vote_ties: str = "fractional",
     progress: Progress | None = None,
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
@@ -68,6 +69,7 @@ def write_report(
             failures_as_category=failures_as_category,
             n_resamples=n_resamples,
             seed=seed,
+            vote_ties=vote_ties,
             progress=progress,
         )
         progress.check_cancelled()
@@ -286,7 +288,8 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
         report,
         selection.voting,
         "permutation_voting",
-        "Accuracy, RSD and CKLD in the original order and after majority voting over cyclic / full permutations (Hearing the Order Table 3)",
+        "Accuracy, RSD and CKLD in the original order and after majority voting over cyclic / full permutations "
+        f"(Hearing the Order Table 3); {selection.vote_tie_note}",
     )
     ranks = selection.ranking.pivot(index="model", columns="setting", values="rank")
     ranks = ranks[list(dict.fromkeys(selection.ranking["setting"]))].reset_index()

@@ -206,6 +206,13 @@ def test_order_backward_rows_are_not_original_rows_in_the_panels():
     assert full.value == pytest.approx(100 * 2.5 / 4)  # q0 votes A; q1-q3 tie A/B (1/2 each)
 
 
+def test_the_voting_panel_uses_the_default_tie_rule_and_says_so(tiny):
+    panel = tiny.panels["permutation_voting"]
+    assert "fractional credit, the default tie rule" in panel.description
+    table = panel.tables["permutation_voting"]
+    assert set(table.loc[table["permutation"] != "original", "tie_rule"]) == {"fractional"}
+
+
 def test_intervals_contain_their_estimates_on_a_benchmark_shaped_table():
     frame = pd.concat([biasinear_like(40, 3, seed=1), gender_probe_like(24, seed=1)], ignore_index=True)
     panels = compute_panels(frame, n_resamples=300)
