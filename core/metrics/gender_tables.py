@@ -38,6 +38,8 @@ PUBLISHED_METRIC = {
     "delta_s": "gender_preference_delta_s",
 }
 P_OF = {"delta": "p_value", "delta_s": "p_value"}
+SHORT = {"independent": "Indep.", "stereotypical": "Stereo.", "dependent": "Dep."}  # as the paper's Table 3
+SETTING_SHORT = {"binary_option": "Binary", "neutral_option": "Neutral", "free_form": "Free-form"}
 
 
 @dataclass(frozen=True)
@@ -317,8 +319,8 @@ def build_paper_table(study: GenderStudy, spec: PaperTable) -> tuple[pd.DataFram
                         "ci95_upper": r.get(f"{metric}_ci_high", np.nan),
                     }
                 )
-                wide.setdefault(r["model"], {})[f"{r['category'][:6]}. {SYMBOLS[metric]}"] = _two(value) + sig
-        columns = [f"{c[:6]}. {SYMBOLS[m]}" for c in CATEGORIES for m in metrics[c]]
+                wide.setdefault(r["model"], {})[f"{SHORT[r['category']]} {SYMBOLS[metric]}"] = _two(value) + sig
+        columns = [f"{SHORT[c]} {SYMBOLS[m]}" for c in CATEGORIES for m in metrics[c]]
         display = pd.DataFrame([{"model": m, **{c: v.get(c, "") for c in columns}} for m, v in wide.items()])
         return pd.DataFrame(long), display
     if spec.layout == "backbone":
@@ -339,9 +341,9 @@ def build_paper_table(study: GenderStudy, spec: PaperTable) -> tuple[pd.DataFram
                         "significance": sig,
                     }
                 )
-                label = f"{r['setting'].split('_')[0]} {r['category'][:6]}. {'Δ' if key == 'delta' else 'ν'}"
+                label = f"{SETTING_SHORT[r['setting']]} {SHORT[r['category']]} {'Δ' if key == 'delta' else 'ν'}"
                 wide.setdefault(r["model"], {})[label] = _two(value) + sig
-        columns = [f"{s.split('_')[0]} {c[:6]}. {x}" for s, c in TABLE5_COLUMNS for x in ("Δ", "ν")]
+        columns = [f"{SETTING_SHORT[s]} {SHORT[c]} {x}" for s, c in TABLE5_COLUMNS for x in ("Δ", "ν")]
         display = pd.DataFrame([{"model": m, **{c: v.get(c, "") for c in columns}} for m, v in wide.items()])
         return pd.DataFrame(long), display
     if spec.layout == "overlap":

@@ -36,23 +36,12 @@ def test_main_table_layout_matches_the_published_csv(study):
     assert {"model", "category", "metric", "value", "significance"} <= set(long.columns)
     assert set(long["metric"]) == set(published["metric"])  # J, Δ, κ, ν as the paper names them
     assert len(long) == 2 * 11  # two speech models × (3 + 4 + 4) cells, as in Table 1
-    assert list(display.columns) == [
-        "model",
-        "indepe. J",
-        "indepe. κ",
-        "indepe. ν",
-        "stereo. J",
-        "stereo. Δ",
-        "stereo. κ",
-        "stereo. ν",
-        "depend. J",
-        "depend. Δ",
-        "depend. κ",
-        "depend. ν",
+    assert list(display.columns) == ["model"] + [
+        f"{c} {m}" for c, metrics in (("Indep.", "Jκν"), ("Stereo.", "JΔκν"), ("Dep.", "JΔκν")) for m in metrics
     ]
     assert set(display["model"]) == {"speech_a", "speech_b"}  # the text backbone is in Table 5, not here
     row = study.table.set_index(["setting", "model", "category"]).loc[("binary_option", "speech_a", "stereotypical")]
-    cell = display.set_index("model").loc["speech_a", "stereo. Δ"]
+    cell = display.set_index("model").loc["speech_a", "Stereo. Δ"]
     assert cell == f"{row['delta']:.2f}" + stars(row["p_value"])
     assert "table02_speechlm_neutral_option" in tables
     assert "table03_speechlm_free_form" not in tables  # no free-form answers in this study
