@@ -103,3 +103,17 @@ def test_the_paper_prompts_are_accepted_by_evaluate(project, capsys):
         main([*argv, "--prompt", "gender-papers", "--kind", "gender-probe", "--dry-run"])
     assert exited.value.code == 2
     assert "gender-paper-neutral" in capsys.readouterr().err
+
+
+def test_a_model_run_with_voices_and_as_text_is_paired_with_itself(tmp_path):
+    resource = importlib.resources.files("spokenbench.resources") / "demo" / "demo_gender_probes.jsonl"
+    path = tmp_path / "same"
+    with importlib.resources.as_file(resource) as probes, Project.create(path) as project:
+        import_files(project, [probes], "gender-probe")
+        run_simulated_gender_study(project, ("steady",), "steady", ("gender-paper",))
+    frame, pairs = project_study_frame(path)
+    assert set(frame["model"]) == {"simulated:steady", "simulated:steady (text)"}
+    assert pairs == {"simulated:steady": "simulated:steady (text)"}
+    study = analyze_gender_study(frame, pairs)
+    paired = study.table[study.table["model"] == "simulated:steady"]
+    assert (paired["backbone"] == "simulated:steady (text)").all() and paired["agreement"].notna().all()
