@@ -134,7 +134,11 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
 
 
 def wanted_orders(item: Item, options: PlanOptions) -> list[str]:
-    """The item's orders: explicit ones first, then the permutation strategy's, without duplicates."""
+    """The item's orders: explicit ones first, then the permutation strategy's, without duplicates. Two orders
+    with the same (option_order, label_sequence) are the same input, asked once under the first name: a
+    gold-position order that comes out as the identity is the 'original' request when that is asked too. The
+    metrics reuse that answer in its gold-at-p setting (core.metrics.selection_bias.presentations), so no
+    question drops out of a setting and nothing is asked twice."""
     count = len(item.options)
     orders = list(options.orders or [])
     if options.permutations == "cyclic":
