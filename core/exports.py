@@ -13,6 +13,7 @@ from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import EXPORTABLE, LETTERS
 from spokenbench.core.store.export_queries import (
     gender_probe_orientations,
+    neutralized_voices,
     ratings_table,
     responses_table,
     run_prompt_texts,
@@ -74,6 +75,23 @@ def _with_gender_probe_columns(conn: sqlite3.Connection, frame: pd.DataFrame) ->
             for item, order in zip(frame["item_id"], frame["option_order"])
         ]
         frame = with_neutral_option(frame, run_answer_settings(conn))
+        frame = with_neutralized_setting(frame, neutralized_voices(conn))
+    return frame
+
+
+def with_neutralized_setting(frame: pd.DataFrame, voices: set[str]) -> pd.DataFrame:
+    """Answers to a gender-neutralized voice (the paper's Section 5) form their own setting: 'neutralized_voice'
+    for binary options (Table 4), '<setting>_neutralized_voice' otherwise, so they never mix with the plain
+    voices' answers."""
+    if not voices or "voice" not in frame.columns or "setting" not in frame.columns:
+        return frame
+    rows = frame["setting"].notna() & frame["voice"].isin(voices)
+    if rows.any():
+        frame = frame.copy()
+        frame.loc[rows, "setting"] = [
+            "neutralized_voice" if s == "binary_option" else f"{s}_neutralized_voice"
+            for s in frame.loc[rows, "setting"]
+        ]
     return frame
 
 

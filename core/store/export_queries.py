@@ -48,3 +48,13 @@ def run_prompt_texts(conn: sqlite3.Connection) -> dict[int, tuple[str, str | Non
     """run id -> (prompt name, the prompt texts the run stored): the gender-probe export needs to know which runs
     offered a neutral option and which asked for free-form answers."""
     return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, prompt, prompt_text FROM runs")}
+
+
+def neutralized_voices(conn: sqlite3.Connection) -> set[str]:
+    """Voices whose clips are gender-neutralized (clips.neutralization set): their answers are the gender study's
+    neutralized-voice setting, not the plain one."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(clips)")}
+    if "neutralization" not in columns:  # a project from before migration 10
+        return set()
+    rows = conn.execute("SELECT DISTINCT voice FROM clips WHERE neutralization IS NOT NULL AND voice IS NOT NULL")
+    return {row[0] for row in rows}

@@ -148,3 +148,17 @@ def test_backbone_kappa_and_bowker_by_hand():
     assert row["bowker_p"] == pytest.approx(stats.chi2.sf(1.0, 1)) and row["bowker_p"] == pytest.approx(
         0.3173, abs=1e-4
     )
+
+
+def test_neutralized_voices_are_their_own_setting():
+    from spokenbench.core.exports import with_neutralized_setting
+
+    frame = pd.DataFrame(
+        {
+            "voice": ["espeak-male", "espeak-male-neutral-approx", "espeak-female-neutral-approx", "x"],
+            "setting": ["binary_option", "binary_option", "neutral_option", None],  # None: a multiple-choice row
+        }
+    )
+    out = with_neutralized_setting(frame, {"espeak-male-neutral-approx", "espeak-female-neutral-approx", "x"})
+    assert out["setting"].tolist()[:3] == ["binary_option", "neutralized_voice", "neutral_option_neutralized_voice"]
+    assert pd.isna(out["setting"].iloc[3])
