@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
 
+from spokenbench.core.asr.hallucination import Hallucination, detect_hallucination
 from spokenbench.core.asr.normalize import (
     BOTH_METRIC_LANGUAGES,
     NormalizedText,
@@ -86,6 +87,14 @@ class ClipScore:
     asr_count: int
     cer: float | None = None  # for languages that report both (Korean): CER of the same best transcript
     per_asr: tuple[tuple[str, float], ...] = ()
+    # transcripts set aside as likely hallucinations (asr, why); the minimum is over the others
+    hallucinations: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def likely_hallucination(self) -> bool:
+        """Every transcript of the clip is a likely hallucination: the score (then over all of them) says nothing
+        about the speech, so Table 2 reports the clip apart."""
+        return bool(self.hallucinations) and len(self.hallucinations) == self.asr_count
 
     @property
     def rate(self) -> float:
@@ -110,6 +119,7 @@ class Scorer:
         self._counts: dict[tuple[str, NormalizedText, NormalizedText], ErrorCount] = {}
         self._pair_counts: dict[tuple[str, str, str, str], ErrorCount] = {}  # (metric, language, ref, hyp) texts
         self._languages: dict[str, tuple[str, bool]] = {}  # language → (metric, also CER)
+        self._hallucinations: dict[tuple, Hallucination | None] = {}
 
     def metric_for(self, language: str) -> str:
         code = base_language(language)
@@ -145,9 +155,29 @@ class Scorer:
             found = self._pair_counts[key] = count_errors(ref, self.normalized(text, language), metric)
         return found
 
-    def score_clip(self, language: str, reference: str, transcripts: list[tuple[str, str]]) -> ClipScore | None:
+    def hallucination(
+        self, language: str, reference: str, ref: NormalizedText, text: str, no_speech: float | None, metric: str
+    ) -> Hallucination | None:
+        key = (language, reference, text, no_speech)
+        if key not in self._hallucinations:
+            self._hallucinations[key] = detect_hallucination(
+                ref, self.normalized(text, language), language, no_speech, metric
+            )
+        return self._hallucinations[key]
+
+    def score_clip(
+        self,
+        language: str,
+        reference: str,
+        transcripts: list[tuple[str, str]],
+        check_hallucinations: bool = False,
+        no_speech: dict[str, float] | None = None,
+    ) -> ClipScore | None:
         """The minimum error over `transcripts` [(asr name, text)], or None when the reference normalizes to
-        nothing (a clip of pure punctuation cannot be screened)."""
+        nothing (a clip of pure punctuation cannot be screened). With `check_hallucinations`, transcripts that are
+        likely hallucinations (core/asr/hallucination.py; `no_speech` gives an ASR system's no-speech probability)
+        are set aside and the minimum is over the others — over all of them when none is left, the clip then
+        being a `likely_hallucination`. A clip with no flagged transcript scores exactly as without the check."""
         metric, both = self._language(language)
         ref = self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
@@ -155,16 +185,29 @@ class Scorer:
         if not transcripts:
             raise ValueError("a clip needs at least one transcript to be scored")
         counts = self._pair_counts
-        best = best_asr = None
-        per_asr = []
+        scored = []
         for asr, text in transcripts:
             count = counts.get((metric, language, reference, text))
             if count is None:
                 count = self._count_texts(metric, language, reference, ref, text)
-            per_asr.append((asr, count.rate))
+            scored.append((asr, text, count))
+        flagged: list[tuple[str, str]] = []
+        if check_hallucinations:
+            for asr, text, count in scored:
+                if count.errors:
+                    found = self.hallucination(language, reference, ref, text, (no_speech or {}).get(asr), metric)
+                    if found is not None:
+                        flagged.append((asr, found.as_text()))
+        usable = scored
+        if flagged and len(flagged) < len(scored):
+            set_aside = {asr for asr, _ in flagged}
+            usable = [entry for entry in scored if entry[0] not in set_aside]
+        best = best_asr = None
+        for asr, _text, count in usable:
             if best is None or (count.errors, asr) < (best.errors, best_asr):  # the first of the lowest
                 best, best_asr = count, asr
+        per_asr = tuple((asr, count.rate) for asr, _text, count in scored)
         cer = None
         if both and ref.characters:  # the minimum again, by characters
-            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text in transcripts)
-        return ClipScore(metric, best.errors, best.units, best_asr, len(per_asr), cer, tuple(per_asr))
+            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text, _ in usable)
+        return ClipScore(metric, best.errors, best.units, best_asr, len(scored), cer, per_asr, tuple(flagged))

@@ -1,7 +1,11 @@
 """ASR screening (BiasInEar Section 2.2): every clip's transcripts are scored against the text it was
 synthesized from, the minimum over the ASR systems is kept, and clips fall into the WER intervals 0,
 (0, 0.2], (0.2, 0.6] and > 0.6. Results are stored per clip (clip_screening) with the settings and the state
-of the transcripts they were computed from, so sampling reuses them while they are current."""
+of the transcripts they were computed from, so sampling reuses them while they are current.
+
+Likely ASR hallucinations (core/asr/hallucination.py) are set aside: a clip is scored on its other transcripts,
+and a clip whose every transcript is one is reported in Table 2's extra row HALLUCINATION_LABEL instead of a WER
+interval (its score is still stored, so sampling can queue it for a listen)."""
 
 from __future__ import annotations
 
@@ -22,15 +26,17 @@ from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 DEFAULT_MIN_ASR = 2
 META_KEY = "qc_screening"
 TABLE2_COLUMNS = ["wer_interval_order", "wer_interval", "language", "n_samples", "pct_of_language"]
+HALLUCINATION_LABEL = "likely ASR hallucination"  # Table 2's row after the four intervals (order 5)
 
 
 @dataclass(frozen=True)
 class ScreeningSettings:
     min_asr: int = DEFAULT_MIN_ASR  # transcripts a clip needs to be screened (BiasInEar used two systems)
     metrics: tuple[tuple[str, str], ...] = ()  # per-language metric overrides, e.g. (("ko", "cer"),)
+    hallucinations: bool = True  # set likely ASR hallucinations aside (False: the paper's plain minimum)
 
     def as_dict(self) -> dict:
-        return {"min_asr": self.min_asr, "metrics": dict(self.metrics)}
+        return {"min_asr": self.min_asr, "metrics": dict(self.metrics), "hallucinations": self.hallucinations}
 
 
 @dataclass
@@ -51,13 +57,31 @@ class ScreeningResult:
     def clips(self) -> int:
         return len(self.languages)
 
+    @property
+    def hallucinated(self) -> dict[int, str]:
+        """clip id → why, for the clips whose every transcript is a likely hallucination."""
+        return {
+            clip_id: "; ".join(f"{asr}: {why}" for asr, why in score.hallucinations)
+            for clip_id, score in self.scores.items()
+            if score.likely_hallucination
+        }
+
     def table2(self) -> list[dict]:
-        return table2_rows((self.languages[clip_id], score.bin) for clip_id, score in self.scores.items())
+        return table2_rows(
+            (self.languages[clip_id], HALLUCINATION_BIN if score.likely_hallucination else score.bin)
+            for clip_id, score in self.scores.items()
+        )
 
     def summary(self) -> dict:
         not_screened = Counter(self.languages[c] for c in self.too_few_transcripts)
         overall = defaultdict(lambda: [0, 0])
+        hallucinated: Counter = Counter()
+        set_aside = 0
         for clip_id, score in self.scores.items():
+            set_aside += len(score.hallucinations)
+            if score.likely_hallucination:
+                hallucinated[self.languages[clip_id]] += 1
+                continue  # its error rate says nothing about the speech
             entry = overall[self.languages[clip_id]]
             entry[0] += score.errors
             entry[1] += score.units
@@ -68,21 +92,32 @@ class ScreeningResult:
             "metric_by_language": self.metric_by_language,
             "not_screened_too_few_transcripts": dict(sorted(not_screened.items())),
             "unscorable": len(self.unscorable),
-            # corpus error rate: total edits over total reference units, not a mean of per-clip rates
+            "likely_asr_hallucination": dict(sorted(hallucinated.items())),
+            "hallucinated_transcripts_set_aside": set_aside,
+            # corpus error rate: total edits over total reference units, not a mean of per-clip rates (the clips
+            # with only hallucinated transcripts left out)
             "corpus_error_rate": {lang: round(e / u, 4) if u else None for lang, (e, u) in sorted(overall.items())},
         }
 
 
+HALLUCINATION_BIN = len(WER_BINS)  # the bucket's index after the four intervals
+
+
 def table2_rows(language_bins) -> list[dict]:
     """Table 2's layout from (language, interval index) pairs: one row per (interval, language) with the count
-    and the percentage of the language's screened clips."""
+    and the percentage of the language's screened clips. Index HALLUCINATION_BIN is the likely-hallucination
+    bucket: its rows follow the intervals when any clip is in it, and its clips count in the percentages'
+    denominator, so a language's rows still add up to 100 %."""
     counts: Counter = Counter()
     totals: Counter = Counter()
     for language, index in language_bins:
         counts[(index, language)] += 1
         totals[language] += 1
+    labels = list(WER_BINS)
+    if any(index == HALLUCINATION_BIN for index, _ in counts):
+        labels.append(HALLUCINATION_LABEL)
     rows = []
-    for index, label in enumerate(WER_BINS):
+    for index, label in enumerate(labels):
         for language in sorted(totals, key=language_sort_key):
             n = counts[(index, language)]
             rows.append(
@@ -98,7 +133,26 @@ def table2_rows(language_bins) -> list[dict]:
 
 
 def stored_table2(conn) -> list[dict]:
-    return table2_rows(store.screened_language_bins(conn))
+    hallucinated = _stored_hallucinations(conn)
+    if not hallucinated:
+        return table2_rows(store.screened_language_bins(conn))
+    return table2_rows(
+        (language, HALLUCINATION_BIN if clip_id in hallucinated else index)
+        for clip_id, language, index in store.screened_clip_bins(conn)
+    )
+
+
+def _stored_hallucinations(conn) -> dict[int, str]:
+    value = read_meta(conn, META_KEY)
+    if value is None:
+        return {}
+    return {int(clip_id): why for clip_id, why in json.loads(value).get("hallucinated", {}).items()}
+
+
+def stored_hallucinations(conn) -> list[dict]:
+    """The clips of the stored screening whose every transcript is a likely hallucination, with why."""
+    hallucinated = _stored_hallucinations(conn)
+    return [{"clip_id": clip_id, "why": why} for clip_id, why in sorted(hallucinated.items())]
 
 
 @contextlib.contextmanager
@@ -130,6 +184,10 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
     progress = progress or no_progress()
     scorer = Scorer(dict(settings.metrics))
     clips = store.screenable_clips(conn)
+    no_speech: dict[int, dict[str, float]] = defaultdict(dict)
+    if settings.hallucinations:
+        for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
+            no_speech[clip_id][asr] = probability
     transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for clip_id, asr, text in store.transcripts_in_clip_order(conn):
         if clip_id in clips:
@@ -146,7 +204,9 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
         if len(heard) < settings.min_asr:
             result.too_few_transcripts[clip_id] = len(heard)
         else:
-            score = scorer.score_clip(language, reference, heard)
+            score = scorer.score_clip(
+                language, reference, heard, settings.hallucinations, no_speech.get(clip_id) if no_speech else None
+            )
             if score is None:
                 result.unscorable.append(clip_id)
             else:
@@ -176,6 +236,7 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
             "settings": result.settings.as_dict(),
             "transcripts": list(result.transcript_state),
             "screened": result.screened,
+            "hallucinated": {str(clip_id): why for clip_id, why in result.hallucinated.items()},
             "computed_at": now,
         }
     )
@@ -189,7 +250,9 @@ def stored_screening_settings(conn) -> ScreeningSettings | None:
     if value is None:
         return None
     settings = json.loads(value)["settings"]
-    return ScreeningSettings(settings["min_asr"], tuple(sorted(settings["metrics"].items())))
+    return ScreeningSettings(
+        settings["min_asr"], tuple(sorted(settings["metrics"].items())), settings.get("hallucinations", True)
+    )
 
 
 def screening_is_current(conn, settings: ScreeningSettings) -> bool:
