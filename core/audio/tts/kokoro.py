@@ -86,13 +86,10 @@ def find_model_files(folder: str | Path | None) -> tuple[Path, Path]:
         raise MissingDependencyError(f"the Kokoro model folder {folder} does not exist; it should be {FOLDER_HINT}")
     model = next((folder / n for n in MODEL_NAMES if (folder / n).is_file()), None) or _only(folder, "*.onnx")
     voices = next((folder / n for n in VOICES_NAMES if (folder / n).is_file()), None) or _only(folder, "voices*.bin")
-    missing = [
-        what for what, path in (("the model (kokoro-v1.0.onnx)", model), ("voices-v1.0.bin", voices)) if not path
-    ]
+    wanted = (("the model kokoro-v1.0.onnx", model), ("the voices file voices-v1.0.bin", voices))
+    missing = [what for what, path in wanted if not path]
     if missing:
-        raise MissingDependencyError(
-            f"the Kokoro model folder {folder} has no {' and no '.join(missing)}; {FOLDER_HINT}"
-        )
+        raise MissingDependencyError(f"the Kokoro model folder {folder} lacks {' and '.join(missing)}; {FOLDER_HINT}")
     return model, voices
 
 

@@ -78,10 +78,12 @@ def test_missing_folder_and_files_are_named(tmp_path):
         find_model_files(tmp_path / "nowhere")
     folder = tmp_path / "kokoro"
     folder.mkdir()
-    with pytest.raises(MissingDependencyError, match=r"has no the model \(kokoro-v1.0.onnx\) and no voices-v1.0.bin"):
+    with pytest.raises(
+        MissingDependencyError, match="lacks the model kokoro-v1.0.onnx and the voices file voices-v1.0.bin"
+    ):
         find_model_files(folder)
     (folder / "kokoro-v1.0.int8.onnx").write_bytes(b"x")
-    with pytest.raises(MissingDependencyError, match="has no voices-v1.0.bin"):
+    with pytest.raises(MissingDependencyError, match="lacks the voices file voices-v1.0.bin"):
         find_model_files(folder)
     (folder / "voices-v1.0.bin").write_bytes(b"x")
     assert find_model_files(folder) == (folder / "kokoro-v1.0.int8.onnx", folder / "voices-v1.0.bin")
