@@ -202,3 +202,11 @@ def test_strict_exits_1_when_a_clip_disagrees(cli, project):
     assert cli("voices", project.path, "--validate", "--all-clips").code == 0
     strict = cli("voices", project.path, "--validate", "--all-clips", "--strict")
     assert strict.code == 1 and "1 clip(s) disagree" in strict.out
+
+
+@pytest.mark.parametrize("name", ["espeak", "gemini", "openai", "kokoro"])
+def test_every_backend_voice_presents_a_gender(name):
+    """What clips.speaker_gender records comes from here (cloned voices from the speaker's profile)."""
+    backend = get_backend(name)
+    assert backend.voices and all(voice.gender in ("male", "female") for voice in backend.voices)
+    assert {voice.gender for voice in backend.default_voices} == {"male", "female"}
