@@ -253,6 +253,35 @@ def bundled_local_models() -> list[str]:
     return [name for name, (module, _) in BUNDLED_LOCAL_MODELS.items() if importlib.util.find_spec(module)]
 
 
+class ContextBackend(ASRBackend):
+    """Another backend hearing each item's question and options as one clip (core/asr/context.py): named with the
+    suffix `+context` and stored under that name, one more system beside the clip-by-clip one."""
+
+    in_context = True
+
+    def __init__(self, inner: ASRBackend):
+        from spokenbench.core.asr.context import CONTEXT_SUFFIX
+
+        super().__init__(inner.name + CONTEXT_SUFFIX, inner.model, inner.max_concurrency, inner.requests_per_minute)
+        self.inner = inner
+
+    def prepare(self) -> None:
+        self.inner.prepare()
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.inner.secrets()
+
+    def supports(self, language: str) -> bool:
+        supports = getattr(self.inner, "supports", None)
+        return supports(language) if supports else True
+
+    async def transcribe(self, audio: bytes, audio_format: str, language: str):
+        return await self.inner.transcribe(audio, audio_format, language)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 _SPEC = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)(?::(?P<model>[^@]*))?(?:@(?P<url>\w[\w+.-]*://.+))?$")
 
 
@@ -289,7 +318,14 @@ def parse_asr_spec(text: str) -> ASRSpec:
 
 
 def get_asr_backend(spec: ASRSpec | str, key: str | None = None, concurrency: int | None = None) -> ASRBackend:
+    """The backend of `spec`; a model ending in `+context` (local:tiny.en+context) hears each item's question and
+    options as one clip (core/asr/context.py)."""
+    from spokenbench.core.asr.context import CONTEXT_SUFFIX
+
     spec = parse_asr_spec(spec) if isinstance(spec, str) else spec
+    if spec.model.endswith(CONTEXT_SUFFIX) and len(spec.model) > len(CONTEXT_SUFFIX):
+        inner = ASRSpec(spec.provider, spec.model[: -len(CONTEXT_SUFFIX)], spec.base_url)
+        return ContextBackend(get_asr_backend(inner, key, concurrency))
     if spec.provider == "local":
         return LocalWhisperBackend(f"local:{Path(spec.model).name or spec.model}", spec.model)
     if spec.provider == "gemini":

@@ -127,6 +127,22 @@ def clips_to_transcribe(conn: sqlite3.Connection, languages: list[str] | None, i
     ).fetchall()
 
 
+def clips_for_context(conn: sqlite3.Connection, languages: list[str] | None) -> list[dict]:
+    """Good item clips with audio and what makes them one voice's reading of an item (for screening in context)."""
+    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL", "c.item_id IS NOT NULL"]
+    params: list = []
+    if languages:
+        where.append(f"c.language IN ({','.join('?' * len(languages))})")
+        params += languages
+    rows = conn.execute(
+        "SELECT c.id, c.item_id, c.part, c.text, c.language, c.accent, c.voice, c.backend, c.model, c.prompt, "
+        "c.speaker_id, c.neutralization, c.sha256, c.audio_format, i.source_id FROM clips c "
+        f"JOIN items i ON i.id = c.item_id WHERE {' AND '.join(where)} ORDER BY c.id",
+        params,
+    )
+    return [dict(row) for row in rows]
+
+
 def clips_transcribed_by(conn: sqlite3.Connection, asr: str) -> set[int]:
     return {row[0] for row in conn.execute("SELECT clip_id FROM transcripts WHERE asr = ?", (asr,))}
 

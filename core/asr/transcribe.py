@@ -12,6 +12,7 @@ from pathlib import Path
 from spokenbench.core.asr.backends import ASRBackend, Transcript
 from spokenbench.core.asr.store import (
     all_clip_ids,
+    clips_for_context,
     clips_to_transcribe,
     clips_transcribed_by,
     store_no_speech,
@@ -44,6 +45,7 @@ class TranscriptionJob:
     language: str
     clip_ids: tuple[int, ...]
     label: str
+    parts: tuple = ()  # in context: (clip id, text, sha256, audio format) of each part, in reading order
 
 
 @dataclass
@@ -88,6 +90,9 @@ def plan_transcription(
     jobs, to_do, done, unsupported = [], {}, {}, {}
     for backend in backends:
         have = clips_transcribed_by(conn, backend.name)
+        if getattr(backend, "in_context", False):
+            _plan_in_context(conn, backend, languages, have, jobs, to_do, done, unsupported)
+            continue
         supports = getattr(backend, "supports", None)
         groups: dict[tuple, list] = {}
         for row in rows:
@@ -133,7 +138,11 @@ async def run_transcription(
             async def transcribe(job: TranscriptionJob) -> Write | None:
                 backend = by_name[job.asr]
                 try:
-                    audio = project.audio.read_bytes(job.sha256, job.audio_format)
+                    audio = (
+                        _context_audio(project, job)
+                        if job.parts
+                        else project.audio.read_bytes(job.sha256, job.audio_format)
+                    )
                     heard, _attempts = await loop.remote(
                         lambda: backend.transcribe(audio, job.audio_format, job.language),
                         limiters[job.asr],
@@ -149,7 +158,14 @@ async def run_transcription(
                 report.requests += 1
                 report.transcripts += len(job.clip_ids)
                 text, no_speech = (heard.text, heard.no_speech_prob) if isinstance(heard, Transcript) else (heard, None)
-                rows = [(clip_id, backend.model, text) for clip_id in job.clip_ids]
+                if job.parts:  # one transcript of the whole item, split back into its parts
+                    from spokenbench.core.asr.context import split_transcript
+
+                    pieces = split_transcript([part[1] for part in job.parts], text, job.language)
+                    rows = [(part[0], backend.model, piece) for part, piece in zip(job.parts, pieces)]
+                    no_speech = None  # the whole item's, not a part's
+                else:
+                    rows = [(clip_id, backend.model, text) for clip_id in job.clip_ids]
 
                 def save(conn) -> None:
                     store_transcripts(conn, job.asr, rows)
@@ -164,6 +180,47 @@ async def run_transcription(
         for backend in plan.backends:
             await backend.aclose()
     return report
+
+
+def _plan_in_context(conn, backend, languages, have, jobs, to_do, done, unsupported) -> None:
+    """One job per item as one voice read it (question and options joined); a group with any clip left to do is
+    transcribed whole."""
+    from spokenbench.core.asr.context import context_groups
+
+    to_do[backend.name] = done[backend.name] = 0
+    for group in context_groups(clips_for_context(conn, languages)):
+        language = group[0]["language"]
+        if not backend.supports(language):
+            skipped = unsupported.setdefault(backend.name, {})
+            skipped[language] = skipped.get(language, 0) + len(group)
+            continue
+        missing = sum(1 for row in group if row["id"] not in have)
+        done[backend.name] += len(group) - missing
+        if not missing:
+            continue
+        to_do[backend.name] += len(group)
+        first = group[0]
+        label = (
+            f"item {first['source_id']} ({language}, {first['accent']}, {first['voice']}) in context, "
+            f"{len(group)} parts"
+        )
+        parts = tuple((row["id"], row["text"], row["sha256"], row["audio_format"]) for row in group)
+        jobs.append(
+            TranscriptionJob(
+                backend.name, first["sha256"], "wav", language, tuple(r["id"] for r in group), label, parts
+            )
+        )
+
+
+def _context_audio(project: Project, job: TranscriptionJob) -> bytes:
+    from spokenbench.core.asr.context import CONTEXT_RATE, join_audio
+    from spokenbench.core.audio.io import decode_audio, encode_wav
+
+    clips = []
+    for clip_id, _text, sha256, audio_format in job.parts:
+        decoded = decode_audio(project.audio.read_bytes(sha256, audio_format), f"clip {clip_id}")
+        clips.append((decoded.samples, decoded.rate))
+    return encode_wav(join_audio(clips), CONTEXT_RATE)
 
 
 def _claim_key(job: TranscriptionJob) -> str:
