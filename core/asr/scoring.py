@@ -4,7 +4,7 @@ corpus rate is total edits over total units, and bins are decided in exact integ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rapidfuzz.distance import Levenshtein
 
@@ -174,10 +174,8 @@ class Scorer:
         no_speech: dict[str, float] | None = None,
     ) -> ClipScore | None:
         """The minimum error over `transcripts` [(asr name, text)], or None when the reference normalizes to
-        nothing (a clip of pure punctuation cannot be screened). With `check_hallucinations`, transcripts that are
-        likely hallucinations (core/asr/hallucination.py; `no_speech` gives an ASR system's no-speech probability)
-        are set aside and the minimum is over the others — over all of them when none is left, the clip then
-        being a `likely_hallucination`. A clip with no flagged transcript scores exactly as without the check."""
+        nothing (a clip of pure punctuation cannot be screened). With `check_hallucinations`, see
+        `set_aside_hallucinations`."""
         metric, both = self._language(language)
         ref = self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
@@ -185,29 +183,57 @@ class Scorer:
         if not transcripts:
             raise ValueError("a clip needs at least one transcript to be scored")
         counts = self._pair_counts
-        scored = []
+        best = best_asr = None
+        per_asr = []
         for asr, text in transcripts:
             count = counts.get((metric, language, reference, text))
             if count is None:
                 count = self._count_texts(metric, language, reference, ref, text)
-            scored.append((asr, text, count))
-        flagged: list[tuple[str, str]] = []
-        if check_hallucinations:
-            for asr, text, count in scored:
-                if count.errors:
-                    found = self.hallucination(language, reference, ref, text, (no_speech or {}).get(asr), metric)
-                    if found is not None:
-                        flagged.append((asr, found.as_text()))
-        usable = scored
-        if flagged and len(flagged) < len(scored):
-            set_aside = {asr for asr, _ in flagged}
-            usable = [entry for entry in scored if entry[0] not in set_aside]
-        best = best_asr = None
-        for asr, _text, count in usable:
+            per_asr.append((asr, count.rate))
             if best is None or (count.errors, asr) < (best.errors, best_asr):  # the first of the lowest
                 best, best_asr = count, asr
-        per_asr = tuple((asr, count.rate) for asr, _text, count in scored)
         cer = None
         if both and ref.characters:  # the minimum again, by characters
+            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text in transcripts)
+        score = ClipScore(metric, best.errors, best.units, best_asr, len(per_asr), cer, tuple(per_asr))
+        if check_hallucinations:
+            return self.set_aside_hallucinations(score, language, reference, transcripts, no_speech)
+        return score
+
+    def set_aside_hallucinations(
+        self,
+        score: ClipScore,
+        language: str,
+        reference: str,
+        transcripts: list[tuple[str, str]],
+        no_speech: dict[str, float] | None = None,
+    ) -> ClipScore:
+        """`score` (from score_clip) with the transcripts that are likely hallucinations (core/asr/hallucination.py;
+        `no_speech` gives an ASR system's no-speech probability) set aside: the minimum over the others, or over
+        all of them when none is left, the clip then being a `likely_hallucination`. A perfect best transcript
+        leaves nothing to set aside; a clip with no flagged transcript keeps its score exactly."""
+        if not score.errors:
+            return score
+        metric, both = self._language(language)
+        ref = self.normalized(reference, language)
+        flagged, usable = [], []
+        for asr, text in transcripts:
+            count = self._count_texts(metric, language, reference, ref, text)
+            found = (
+                self.hallucination(language, reference, ref, text, (no_speech or {}).get(asr), metric)
+                if count.errors
+                else None
+            )
+            if found is None:
+                usable.append((asr, text, count))
+            else:
+                flagged.append((asr, found.as_text()))
+        if not flagged:
+            return score
+        if not usable:
+            return replace(score, hallucinations=tuple(flagged))
+        best_asr, _text, best = min(usable, key=lambda entry: (entry[2].errors, entry[0]))
+        cer = score.cer
+        if both and ref.characters:
             cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text, _ in usable)
-        return ClipScore(metric, best.errors, best.units, best_asr, len(scored), cer, per_asr, tuple(flagged))
+        return replace(score, errors=best.errors, best_asr=best_asr, cer=cer, hallucinations=tuple(flagged))

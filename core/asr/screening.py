@@ -204,9 +204,9 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
         if len(heard) < settings.min_asr:
             result.too_few_transcripts[clip_id] = len(heard)
         else:
-            score = scorer.score_clip(
-                language, reference, heard, settings.hallucinations, no_speech.get(clip_id) if no_speech else None
-            )
+            score = scorer.score_clip(language, reference, heard)
+            if settings.hallucinations and score is not None and score.errors:
+                score = scorer.set_aside_hallucinations(score, language, reference, heard, no_speech.get(clip_id))
             if score is None:
                 result.unscorable.append(clip_id)
             else:
