@@ -57,7 +57,7 @@ def f0_track(
     from scipy import fft  # float32-friendly and faster than numpy's for these sizes
 
     divisor = math.gcd(int(rate), ANALYSIS_RATE)
-    x = resample_fft(samples, ANALYSIS_RATE // divisor, int(rate) // divisor).astype(np.float64)
+    x = resample_fft(samples, ANALYSIS_RATE // divisor, int(rate) // divisor)  # float32: half the FFT time
     width = int(FRAME_SECONDS * ANALYSIS_RATE)
     hop = int(HOP_SECONDS * ANALYSIS_RATE)
     min_lag = max(2, int(ANALYSIS_RATE / f0_max))
@@ -81,7 +81,7 @@ def f0_track(
     head = fft.rfft(frames[:, :width], size)
     correlation = fft.irfft(np.conj(head) * spectrum, size)[:, : max_lag + 1]
     # energies of the windows starting at each lag, from cumulative sums of squares
-    squares = np.concatenate([np.zeros((len(frames), 1)), np.cumsum(frames**2, axis=1)], axis=1)
+    squares = np.concatenate([np.zeros((len(frames), 1)), np.cumsum(frames**2, axis=1, dtype=np.float64)], axis=1)
     energy = squares[:, width : width + max_lag + 1] - squares[:, : max_lag + 1]
     difference = np.maximum(energy[:, :1] + energy - 2 * correlation, 0.0)
     # cumulative-mean-normalised difference d'(τ) = d(τ) τ / Σ_{k≤τ} d(k), d'(0) = 1
@@ -91,18 +91,26 @@ def f0_track(
     with np.errstate(divide="ignore", invalid="ignore"):
         normalised[:, 1:] = np.where(running > 0, difference[:, 1:] * lags[1:] / running, 1.0)
     below = normalised[:, min_lag:max_lag] < threshold
-    for index in np.flatnonzero(below.any(axis=1)):
-        lag = min_lag + int(np.argmax(below[index]))
-        row = normalised[index]
-        while lag + 1 < max_lag and row[lag + 1] < row[lag]:  # walk down to the dip's minimum
-            lag += 1
-        a, b, c = row[lag - 1], row[lag], row[lag + 1]
-        curvature = a - 2 * b + c
-        shift = 0.5 * (a - c) / curvature if curvature > 0 else 0.0
-        period = lag + float(np.clip(shift, -1, 1))
-        frequency = ANALYSIS_RATE / period
-        if f0_min <= frequency <= f0_max:
-            f0[loud[index]] = frequency
+    dipping = np.flatnonzero(below.any(axis=1))
+    if len(dipping) == 0:
+        return F0Track(f0, np.arange(count) * HOP_SECONDS)
+    rows = normalised[dipping]
+    lag = min_lag + np.argmax(below[dipping], axis=1)  # the first lag under the threshold…
+    while True:  # …walked down to the bottom of its dip, all frames at once
+        step = (lag + 1 < max_lag) & (
+            rows[np.arange(len(rows)), np.minimum(lag + 1, max_lag)] < rows[np.arange(len(rows)), lag]
+        )
+        if not step.any():
+            break
+        lag = lag + step
+    index = np.arange(len(rows))
+    a, b, c = rows[index, lag - 1], rows[index, lag], rows[index, lag + 1]
+    curvature = a - 2 * b + c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(curvature > 0, 0.5 * (a - c) / curvature, 0.0)
+    frequency = ANALYSIS_RATE / (lag + np.clip(shift, -1, 1))  # a parabola through the dip's neighbours
+    keep = (frequency >= f0_min) & (frequency <= f0_max)
+    f0[loud[dipping[keep]]] = frequency[keep]
     return F0Track(f0, np.arange(count) * HOP_SECONDS)
 
 
