@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from spokenbench.core.metrics import mcq
+from spokenbench.core.metrics.analysis import mcq_interval_columns
 from spokenbench.core.metrics.bootstrap import (
     CHUNK,
     CONFIDENCE,
@@ -602,31 +603,7 @@ def resample_weights(n_questions: int, n_resamples: int, seed: int) -> np.ndarra
 def _engine_intervals(ctx: _Context) -> list[dict]:
     """The engine's headline intervals (core.metrics.analysis.mcq_intervals: accuracy, mean entropy, APES and
     κ per factor, RSD, CKLD) from the same columns and the same resamples, through the joint bootstrap."""
-    metrics, selection = ctx.metrics, ctx.selection
-    columns = ColumnBuilder()
-    columns.add("rows", metrics.group_rows)
-    columns.add("correct", metrics.group_correct)
-    columns.add_mean("entropy", metrics.entropy)
-    for f, result in metrics.factors.items():
-        columns.add_mean(f"apes[{f}]", result.apes)
-        columns.add_mean(f"kappa[{f}]", result.kappa)
-    columns.add("gold", selection.group_gold)
-    columns.add("gold_correct", selection.group_gold_correct)
-    columns.add("predicted", selection.group_predicted)
-
-    def finalize(sums: np.ndarray) -> dict[str, np.ndarray]:
-        out = {
-            "accuracy": columns.get(sums, "correct") / columns.get(sums, "rows"),
-            "entropy_mean": columns.mean(sums, "entropy"),
-        }
-        for f in metrics.factors:
-            out[f"apes[{f}]"] = columns.mean(sums, f"apes[{f}]")
-            out[f"fleiss_kappa[{f}]"] = columns.mean(sums, f"kappa[{f}]")
-        gold, gold_correct, predicted = (columns.get(sums, n) for n in ("gold", "gold_correct", "predicted"))
-        out["rsd"] = rsd_from_counts(gold_correct.reshape(len(sums), -1), gold.reshape(len(sums), -1))
-        out["ckld"] = ckld_from_counts(predicted.reshape(len(sums), -1), gold.reshape(len(sums), -1))
-        return out
-
+    columns, finalize = mcq_interval_columns(ctx.metrics, ctx.selection)
     return ctx.bootstrap(columns, finalize)
 
 

@@ -4,6 +4,7 @@ contract: one object keyed by model; for gender probes keyed by model then categ
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,12 +95,9 @@ def analyze_gender_probe(
     return compute_gender_probe(data, backbones, failures_as_category, n_resamples, seed, progress)
 
 
-def mcq_intervals(
-    metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples: int, seed: int, progress: Progress
-) -> list[dict[str, tuple[float, float]]]:
-    """Question-level bootstrap intervals per model for accuracy, mean entropy, APES and κ per factor,
-    RSD and CKLD."""
-    data = metrics.data
+def mcq_interval_columns(metrics: mcq.McqMetrics, selection: SelectionBias) -> tuple[ColumnBuilder, Callable]:
+    """The per-question columns and the statistic function behind the headline intervals (accuracy, mean
+    entropy, APES and κ per factor, RSD, CKLD): one definition for the report and the app's panels."""
     columns = ColumnBuilder()
     columns.add("rows", metrics.group_rows)
     columns.add("correct", metrics.group_correct)
@@ -123,6 +121,17 @@ def mcq_intervals(
         out["rsd"] = rsd_from_counts(gold_correct.reshape(len(sums), -1), gold.reshape(len(sums), -1))
         out["ckld"] = ckld_from_counts(predicted.reshape(len(sums), -1), gold.reshape(len(sums), -1))
         return out
+
+    return columns, finalize
+
+
+def mcq_intervals(
+    metrics: mcq.McqMetrics, selection: SelectionBias, n_resamples: int, seed: int, progress: Progress
+) -> list[dict[str, tuple[float, float]]]:
+    """Question-level bootstrap intervals per model for accuracy, mean entropy, APES and κ per factor,
+    RSD and CKLD."""
+    data = metrics.data
+    columns, finalize = mcq_interval_columns(metrics, selection)
 
     return bootstrap_intervals(
         data.group_question,
