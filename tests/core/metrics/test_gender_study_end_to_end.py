@@ -117,3 +117,21 @@ def test_a_model_run_with_voices_and_as_text_is_paired_with_itself(tmp_path):
     study = analyze_gender_study(frame, pairs)
     paired = study.table[study.table["model"] == "simulated:steady"]
     assert (paired["backbone"] == "simulated:steady (text)").all() and paired["agreement"].notna().all()
+
+
+def test_metrics_on_the_exported_responses_file(project, tmp_path, capsys):
+    import json
+
+    exported = tmp_path / "responses.csv"
+    assert main(["export", str(project), "--what", "responses", "--out", str(exported)]) == 0
+    capsys.readouterr()
+    argv = ["metrics", str(exported), "--kind", "gender-probe", "--bootstrap", "0", "--json"]
+    assert main([*argv, "--backbone", "simulated:male-leaning=simulated:steady"]) == 2  # several settings
+    assert "--setting" in capsys.readouterr().err
+    assert main([*argv, "--setting", "neutral_option", "--backbone", "simulated:male-leaning=simulated:steady"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    entry = result["simulated:male-leaning"]["stereotypical"]
+    assert entry["setting"] == "neutral_option" and entry["backbone"] == "simulated:steady"
+    assert entry["parse_failure_rate"] is not None and entry["kappa"] is not None
+    assert main([*argv, "--setting", "all"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"binary_option", "neutral_option", "free_form"}
