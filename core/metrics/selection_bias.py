@@ -14,7 +14,6 @@ from math import factorial
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from spokenbench.core.conditions import NAMED_ORDERS, order_strings
 from spokenbench.core.errors import SpokenBenchError
@@ -407,6 +406,8 @@ def _rankings(data: McqResponses, original_acc, position_acc, positions, voting)
         frames.append(pd.DataFrame({"model": data.models, "setting": name, "accuracy": acc, "rank": rank}))
         both = ~np.isnan(acc) & ~np.isnan(original_acc)
         if name != "original" and both.sum() >= 2:
+            from scipy import stats  # only when rankings are compared: scipy.stats costs ~1 s to import
+
             with np.errstate(invalid="ignore", divide="ignore"):
                 result = stats.kendalltau(original_acc[both], acc[both])
             taus.append((name, int(both.sum()), float(result.statistic), float(result.pvalue)))
