@@ -1,7 +1,9 @@
 """The offline demo project: a small trilingual benchmark written for this tool, with hand-made
 spoken-readable rewrites (a few flagged for review), gender probes, espeak-ng audio (two voices for every part, and
 for the gender probes' questions two voices per gender plus the neutralized approximation), a
-rating queue, and runs of three simulated listeners with different bias profiles — everything the app and the metrics need, with no network."""
+rating queue, runs of three simulated listeners with different bias profiles, and the gender study's runs (simulated
+listeners with and without a male-oriented preference and a text backbone, in the binary and neutral-option settings)
+— everything the app and the metrics need, with no network."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.errors import ProjectError, SpokenBenchError
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
+from spokenbench.core.evaluation.simulated import GENDER_PROFILES, run_simulated_gender_study
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.items import option_part
 from spokenbench.core.progress import Progress, no_progress
@@ -58,16 +61,16 @@ def build_demo(path: str | Path, progress: Progress | None = None) -> Path:
 
 def _fill(project: Project, progress: Progress) -> None:
     with demo_file(DEMO_MCQ) as mcq_path, demo_file(DEMO_GENDER_PROBES) as probes_path:
-        progress.report(0, 5, "importing demo questions")
+        progress.report(0, 6, "importing demo questions")
         import_files(
             project,
             [mcq_path],
             "mcq",
             ImportOptions(source=DEMO_SOURCE, ignore_columns=frozenset({"rewrite"})),
         )
-        progress.report(1, 5, "importing gender probes")
+        progress.report(1, 6, "importing gender probes")
         import_files(project, [probes_path], "gender-probe", ImportOptions(source=DEMO_GENDER_SOURCE))
-        progress.report(2, 5, "adding spoken-readable rewrites")
+        progress.report(2, 6, "adding spoken-readable rewrites")
         rewrites = {}
         for line in mcq_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -79,12 +82,32 @@ def _fill(project: Project, progress: Progress) -> None:
             add_rewrite(conn, item_id, "question", rewrite["question"], "demo", "accepted", "demo-author")
             for option, text in zip(item.options, rewrite["options"]):
                 add_rewrite(conn, item_id, option_part(option.letter), text, "demo", "accepted", "demo-author")
-    progress.report(3, 5, "synthesizing offline speech")
+    progress.report(3, 6, "synthesizing offline speech")
     _synthesize_offline(project, progress)
     add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
-    progress.report(4, 5, "running three simulated listeners")
+    progress.report(4, 6, "running three simulated listeners")
     add_simulated_demo_runs(project, progress.sub_task())
-    progress.report(5, 5, "demo ready")
+    progress.report(5, 6, "running the gender study's simulated listeners")
+    add_gender_study_runs(project, progress.sub_task())
+    progress.report(6, 6, "demo ready")
+
+
+# The gender study's demo runs (issue 12 item 8): the 12 probes heard by a male-leaning and a gender-balanced
+# simulated listener and read by the steady one as their text backbone (pairs declared in the project), under the
+# paper's binary and neutral-option prompts. The free form is left out: its J_s and s need the optional sentence
+# encoder, and the two settings show the difference. Metadata only (no audio), about 300 answers.
+DEMO_GENDER_PROMPTS = ("gender-paper", "gender-paper-neutral")
+DEMO_GENDER_BACKBONE = "steady"
+
+
+def add_gender_study_runs(project: Project, progress: Progress | None = None) -> list:
+    return run_simulated_gender_study(
+        project,
+        speech_profiles=GENDER_PROFILES,
+        backbone_profile=DEMO_GENDER_BACKBONE,
+        prompts=DEMO_GENDER_PROMPTS,
+        progress=progress,
+    )
 
 
 # The gender probes' questions are also spoken by a second voice per gender and by the neutralized approximation
