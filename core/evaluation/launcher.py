@@ -45,6 +45,9 @@ PROMPT_LABELS = {
     "cot": "Chain of thought (CoT)",
     "neutral": "Neutral option",
     "open": "Open-ended",
+    "gender-paper": "Gender paper: binary (verbatim)",
+    "gender-paper-neutral": "Gender paper: with 'Cannot be determined' (verbatim)",
+    "gender-paper-open": "Gender paper: free form, no options (verbatim)",
 }
 # Self-hosted OpenAI-compatible servers and the variable a run reads their (optional) key from
 # (core.evaluation.adapters._optional_key).
