@@ -36,7 +36,7 @@ from spokenbench.core.evaluation.preparation import (
     check_thinking,
 )
 from spokenbench.core.evaluation.presets import CONVENTIONS, Price
-from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS
+from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, prompt_output_tokens
 from spokenbench.core.items import MAX_OPTIONS, MIN_OPTIONS
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.remote import RetryPolicy, strip_url_credentials
@@ -247,6 +247,19 @@ def register(subparsers) -> None:
     )
     p.add_argument("--limit", type=whole_number(1), metavar="N", help="only the first N items (N at least 1)")
     p.add_argument(
+        "--option-count",
+        type=whole_number(MIN_OPTIONS, MAX_OPTIONS),
+        metavar="N",
+        help=f"only questions with exactly N options ({MIN_OPTIONS} to {MAX_OPTIONS}; Hearing the Order: 4)",
+    )
+    p.add_argument(
+        "--max-audio-seconds",
+        type=number(0, above=True),
+        metavar="S",
+        help="audio modes: leave out a question whose input is longer than S seconds, S more than 0 (Hearing the "
+        "Order: 180)",
+    )
+    p.add_argument(
         "--seed",
         type=whole_number(0, MAX_SEED),
         default=0,
@@ -263,9 +276,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--max-output-tokens",
         type=whole_number(1, MAX_OUTPUT_TOKENS),
-        default=4096,
         metavar="N",
-        help=f"1 to {MAX_OUTPUT_TOKENS:,}; default 4096 (recorded with the run)",
+        help=f"1 to {MAX_OUTPUT_TOKENS:,}; default 4096, or the prompt set's own (simple-evals: 1024); recorded "
+        "with the run",
     )
     p.add_argument(
         "--temperature",
@@ -427,6 +440,8 @@ def _plan_options(args: argparse.Namespace) -> PlanOptions:
         filters=filters,
         kind=args.kind,
         limit=args.limit,
+        option_count=args.option_count,
+        max_audio_s=args.max_audio_seconds,
         seed=args.seed,
         text_source=args.text_source,
     )
@@ -447,7 +462,7 @@ def _settings(args: argparse.Namespace):
         plan=_plan_options(args),
         params=GenerationParams(
             temperature=args.temperature,
-            max_output_tokens=args.max_output_tokens,
+            max_output_tokens=args.max_output_tokens or prompt_output_tokens(args.prompt),
             thinking=args.thinking,
             timeout_s=args.timeout,
         ),

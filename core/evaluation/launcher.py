@@ -29,7 +29,7 @@ from spokenbench.core.evaluation.plans import (
 )
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings
 from spokenbench.core.evaluation.presets import all_presets, resolve_model
-from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template
+from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, prompt_output_tokens
 from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.languages import normalize_language
 from spokenbench.core.store.items import item_languages
@@ -48,6 +48,7 @@ PROMPT_LABELS = {
     "gender-paper": "Gender paper: binary (verbatim)",
     "gender-paper-neutral": "Gender paper: with 'Cannot be determined' (verbatim)",
     "gender-paper-open": "Gender paper: free form, no options (verbatim)",
+    "simple-evals": "Hearing the Order: simple-evals, step by step (verbatim)",
 }
 # Self-hosted OpenAI-compatible servers and the variable a run reads their (optional) key from
 # (core.evaluation.adapters._optional_key).
@@ -282,6 +283,7 @@ def settings_from_form(form: LaunchForm) -> RunSettings:
         mode=form.mode,
         prompt=form.prompt,
         plan=plan,
+        params=GenerationParams(max_output_tokens=prompt_output_tokens(form.prompt)),
         base_url=base_url,
         budget_usd=budget_usd,
         concurrency=int(form.concurrency),

@@ -45,6 +45,10 @@ class PlanOptions:
     seed: int = 0
     simulated: bool = False
     text_source: str = "original"  # or 'rewritten'
+    # Hearing the Order's data filter (Section 3): questions with exactly this many options, and audio inputs of
+    # at most this many seconds (a question whose longest selected input is longer is left out, whole)
+    option_count: int | None = None
+    max_audio_s: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -58,6 +62,8 @@ class PlanOptions:
             "seed": self.seed,
             "simulated": self.simulated,
             "text_source": self.text_source,
+            "option_count": self.option_count,
+            "max_audio_s": self.max_audio_s,
         }
 
     @classmethod
@@ -73,6 +79,8 @@ class PlanOptions:
             seed=data.get("seed", 0),
             simulated=data.get("simulated", False),
             text_source=data.get("text_source", "original"),
+            option_count=data.get("option_count"),
+            max_audio_s=data.get("max_audio_s"),
         )
 
 
@@ -114,14 +122,20 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
     if options.permutations and options.permutations not in PERMUTATION_STRATEGIES:
         raise SpokenBenchError(f"--permutations must be one of {', '.join(PERMUTATION_STRATEGIES)}")
     items = _select_items(conn, options)
+    warnings: list[str] = []
     if not items:
         raise SpokenBenchError(
-            "no items match the selection (check --languages, --kind and --limit); import items first"
+            "no items match the selection (check --languages, --kind, --option-count and --limit); import items first"
         )
     if options.simulated and options.mode in AUDIO_MODES + ("audio+text-options",):
         requests = _simulated_requests(items, options)
     elif options.mode in AUDIO_MODES:
-        requests = _assembled_requests(conn, items, options)
+        requests, too_long = _assembled_requests(conn, items, options)
+        if too_long:
+            warnings.append(
+                f"{too_long} question(s) left out: an input is longer than {options.max_audio_s:g} s "
+                "(--max-audio-seconds)"
+            )
     elif options.mode == "audio+text-options":
         requests = _spoken_question_requests(conn, items, options)
     elif options.mode == "text":
@@ -130,7 +144,7 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
         raise SpokenBenchError(f"unknown mode '{options.mode}'")
     if not requests:
         raise SpokenBenchError("the plan is empty: no condition matches the selection")
-    return EvaluationPlan(options, items, requests)
+    return EvaluationPlan(options, items, requests, warnings)
 
 
 def wanted_orders(item: Item, options: PlanOptions) -> list[str]:
@@ -169,6 +183,8 @@ def _select_items(conn: sqlite3.Connection, options: PlanOptions) -> dict[int, I
         params.append(options.kind)
     items = {}
     for item_id, item in iter_items(conn, where=" AND ".join(where), params=tuple(params)):
+        if options.option_count and len(item.options) != options.option_count:
+            continue
         items[item_id] = item
         if options.limit and len(items) >= options.limit:
             break
@@ -193,7 +209,10 @@ def _same_number(value, allowed: tuple[str, ...]) -> bool:
         return False
 
 
-def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
+def _assembled_requests(
+    conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions
+) -> tuple[list[PlannedRequest], int]:
+    """The requests, and how many questions --max-audio-seconds left out."""
     rows = store.assembled_input_rows(conn)
     by_item: dict[int, list[sqlite3.Row]] = defaultdict(list)
     for row in rows:
@@ -204,10 +223,13 @@ def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], option
             f"no assembled audio for the selected items: --mode {options.mode} needs the audio each model hears; "
             "run `spokenbench assemble DIR --orders ...` first (or use --mode text, or a simulated: model)"
         )
-    requests, missing = [], []
+    requests, missing, too_long = [], [], 0
     for item_id, item in items.items():
         available = [(row, Condition.from_key(row["condition_key"])) for row in by_item.get(item_id, [])]
         available = [(row, c) for row, c in available if _matches(c, options.filters, options.identifiers)]
+        if options.max_audio_s and any(row["duration_s"] > options.max_audio_s for row, _ in available):
+            too_long += 1
+            continue
         orders = wanted_orders(item, options)
         if not orders:  # take whatever was assembled
             requests += [
@@ -242,7 +264,7 @@ def _assembled_requests(conn: sqlite3.Connection, items: dict[int, Item], option
             f"{len(missing)} requested condition(s) have no assembled audio:\n  {shown}\n"
             "run `spokenbench assemble DIR --orders ...` for them first (or narrow --orders / the filters)"
         )
-    return requests
+    return requests, too_long
 
 
 def _describe(base_key: str) -> str:

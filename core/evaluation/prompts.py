@@ -12,10 +12,20 @@ from dataclasses import dataclass
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import LETTERS
 
-PROMPTS = ("standard", "cot", "neutral", "open", "gender-paper", "gender-paper-neutral", "gender-paper-open")
+PROMPTS = (
+    "standard",
+    "cot",
+    "neutral",
+    "open",
+    "gender-paper",
+    "gender-paper-neutral",
+    "gender-paper-open",
+    "simple-evals",
+)
 # The gender paper's own prompts, verbatim (Appendix C and E): the binary, neutral-option and free-form settings
 GENDER_PAPER_PROMPTS = ("gender-paper", "gender-paper-neutral", "gender-paper-open")
 ANSWER_SETTINGS = ("binary_option", "neutral_option", "free_form")
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
 MODES = ("audio", "pipeline", "text", "audio+text-options")
 SYSTEM_PROMPT_VARIANTS = ("separate", "inline", "none")
 _MODE_KEY = {"audio": "audio", "text": "text", "audio+text-options": "spoken_question", "pipeline": "pipeline"}
@@ -31,6 +41,8 @@ class PromptTemplate:
     neutral_option: bool
     neutral_text: dict[str, str]
     free_form: bool = False  # the answer is free text; no option is asked for (the gender paper's free form)
+    option_line: str = "{letter}. {text}"  # how a lettered option is listed in the text
+    max_output_tokens: int | None = None  # the study's own output limit (simple-evals: 1024), unless a run sets one
 
 
 @dataclass(frozen=True)
@@ -68,7 +80,14 @@ def load_template(name: str) -> PromptTemplate:
         neutral_option=bool(data.get("neutral_option", base.neutral_option if base else False)),
         neutral_text=merged("neutral_text"),
         free_form=bool(data.get("free_form", base.free_form if base else False)),
+        option_line=data.get("option_line", base.option_line if base else "{letter}. {text}"),
+        max_output_tokens=data.get("max_output_tokens", base.max_output_tokens if base else None),
     )
+
+
+def prompt_output_tokens(name: str) -> int:
+    """The output limit a run uses unless it sets one: the prompt set's own (simple-evals: 1024), else 4096."""
+    return load_template(name).max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
 
 
 def answer_setting(name: str, neutral_offered: bool | None = None) -> str:
@@ -128,12 +147,18 @@ def render_prompt(
             language.split("-")[0].lower(), template.neutral_text.get("en", "Cannot be determined")
         )
     listing_letters = [letter for letter in label_sequence]
-    lines = [f"{letter}. {shown[letter]}" if spoken_labels else f"- {shown[letter]}" for letter in listing_letters]
+    line = template.option_line
+
+    def listed(letter: str, text: str) -> str:
+        return line.format(letter=letter, text=text) if spoken_labels else f"- {text}"
+
+    lines = [listed(letter, shown[letter]) for letter in listing_letters]
     if neutral_letter:
-        lines.append(f"{neutral_letter}. {neutral_text}" if spoken_labels else f"- {neutral_text}")
+        lines.append(listed(neutral_letter, neutral_text))
     letters = list(presented) + ([neutral_letter] if neutral_letter else [])
     values = {
         "letters": ", ".join(letters),
+        "letters_compact": "".join(letters),
         "question": question,
         "options": "\n".join(lines),
         "transcript": transcript or "",

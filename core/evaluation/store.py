@@ -244,7 +244,8 @@ def store_cached_reply(conn: sqlite3.Connection, entry: CacheEntry) -> None:
 
 def assembled_input_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     return conn.execute(
-        "SELECT id, item_id, condition_key, option_order, label_sequence FROM assembled_inputs ORDER BY item_id, id"
+        "SELECT id, item_id, condition_key, option_order, label_sequence, duration_s FROM assembled_inputs "
+        "ORDER BY item_id, id"
     ).fetchall()
 
 
