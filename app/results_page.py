@@ -9,7 +9,10 @@ supersedes an older one still running; it keeps each run's responses until the r
 (`core.panels.ResponseCache`), and forgets them all when `items` change. Clicking a point lists its questions
 and the model's answers in the detail pane (read in a QueryOp), with the audio file the model heard and a Play
 button. Runs in mode 'simulated' are labelled "simulated" in the run picker, the panels, the tables and the
-exports."""
+exports. The gender-probe panel has a detail below its figure (widgets/gender_panel.py, computed by
+core/gender_views.py in a QueryOp): J, Δ with significance marks, ν and κ per category and setting, the male- vs
+female-voice answers per question sorted by disagreement, and a listening view of one probe's male, female and
+neutralized question clips."""
 
 from __future__ import annotations
 
@@ -34,8 +37,10 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
+from spokenbench.core.gender_views import gender_view, question_versions
 from spokenbench.core.metrics.store import run_list as read_runs
 from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache, point_details, project_panels
+from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
 RESULTS_TABLES = frozenset({"responses", "runs", "items"})
@@ -66,6 +71,8 @@ class ResultsPage(QWidget):
     panels_ready = Signal(object)  # PanelSet, after it is shown
     details_ready = Signal(object)  # DataFrame of the clicked point's responses
     exported = Signal(str)  # the path of a file just written
+    gender_ready = Signal(object)  # GenderView, after the gender-probe detail shows it
+    versions_ready = Signal(object)  # QuestionVersions, after the listening view shows them
 
     def __init__(self, window=None):
         super().__init__()
@@ -78,6 +85,7 @@ class ResultsPage(QWidget):
         self.clicked: Point | None = None
         self.cache = ResponseCache()  # each run's responses, re-read only when the run changed
         self._last_refresh = 0.0
+        self._gender_stale = True  # the gender-probe detail is computed when shown, after each recomputation
 
         self.summary = QLabel("No project open")
         self.summary.setWordWrap(True)
@@ -105,6 +113,10 @@ class ResultsPage(QWidget):
         self.view = MetricPanelView()
         self.view.point_clicked.connect(self.show_point)
         self.view.export_requested.connect(self.choose_export_file)
+        self.gender_panel = GenderPanel()
+        self.gender_panel.question_chosen.connect(self.load_versions)
+        self.gender_panel.play_requested.connect(self.play_path)
+        self.gender_panel.hide()
 
         self.detail_title = QLabel("Click a point to list its questions and answers.")
         self.detail_title.setWordWrap(True)
@@ -135,7 +147,12 @@ class ResultsPage(QWidget):
 
         # the panel (figure and table) gets the height; the detail pane is one line until a point is clicked
         self.splitter = right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.view)
+        # the gender-probe panel's detail sits below its figure, in the panel's part of the page
+        self.upper = QSplitter(Qt.Orientation.Vertical)
+        self.upper.addWidget(self.view)
+        self.upper.addWidget(self.gender_panel)
+        self.upper.setChildrenCollapsible(False)
+        right.addWidget(self.upper)
         right.addWidget(detail)
         right.setChildrenCollapsible(False)
         right.setStretchFactor(0, 1)
@@ -171,6 +188,9 @@ class ResultsPage(QWidget):
         self._clear_details()
         self._fill_runs([])
         self.view.set_panel(None)
+        self._gender_stale = True
+        self.gender_panel.set_view(None)
+        self.gender_panel.set_versions(None)
         if session is None:
             self.summary.setText("No project open")
             return
@@ -224,6 +244,7 @@ class ResultsPage(QWidget):
             f"bootstrap resamples unless a tooltip says otherwise · computed in {panels.timings['total']:.2f} s" + note
         )
         self._update_panel_names()
+        self._gender_stale = True
         self._panel_chosen(self.panel_list.currentRow())
         self.panels_ready.emit(panels)
         if self.session is not None:  # the Δ tables in the paper's layout, which no figure needs, come next
@@ -284,11 +305,80 @@ class ResultsPage(QWidget):
     def _panel_chosen(self, row: int) -> None:
         if self.panels is None or not 0 <= row < len(PANEL_ORDER):
             self.view.set_panel(None)
+            self._show_gender_detail(False)
             return
         self.view.set_panel(self.panels.panels[PANEL_ORDER[row]], self.panels.series, self.panels.simulated)
+        self._show_gender_detail(PANEL_ORDER[row] == "gender_probe")
 
     def show_panel(self, key: str) -> None:
         self.panel_list.setCurrentRow(PANEL_ORDER.index(key))
+
+    # -- the gender-probe detail --------------------------------------------------------------------
+
+    def _show_gender_detail(self, shown: bool) -> None:
+        """Below the gender-probe panel's figure: its detail (per category, per question, listening), computed
+        the first time it is shown after each recomputation of the panels."""
+        was_shown = not self.gender_panel.isHidden()
+        self.gender_panel.setVisible(shown)
+        total = sum(self.upper.sizes())
+        if shown and not was_shown and total:
+            self.upper.setSizes([total * 9 // 20, total - total * 9 // 20])
+        if shown and self._gender_stale:
+            self.refresh_gender()
+
+    def refresh_gender(self) -> QueryOp | None:
+        """Compute the gender-probe detail of the runs picked, on the read pool."""
+        if self.session is None:
+            return None
+        self._gender_stale = False
+        wanted = None if self.selected_runs is None else sorted(self.selected_runs)
+        resamples = self.panels.n_resamples if self.panels is not None else 1000
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: gender_view(project, wanted, n_resamples=resamples, progress=progress),
+                label="Computing the gender-probe detail",
+                parent=self,
+                supersede="results-gender",
+            )
+            .success(self._show_gender)
+            .run()
+        )
+
+    def _show_gender(self, view) -> None:
+        self.gender_panel.set_view(view)
+        self.gender_ready.emit(view)
+
+    def load_versions(self, item_id: int) -> QueryOp | None:
+        """Read one probe's male, female and neutralized question clips for the listening view."""
+        if self.session is None:
+            return None
+        return (
+            QueryOp(
+                self.session,
+                lambda project, progress: question_versions(project, item_id),
+                label="Reading a question's voices",
+                parent=self,
+                supersede="results-versions",
+            )
+            .success(self._show_versions)
+            .run()
+        )
+
+    def _show_versions(self, versions) -> None:
+        self.gender_panel.set_versions(versions)
+        self.versions_ready.emit(versions)
+
+    def play_path(self, path: str) -> str | None:
+        """Play a file through the window's player (the listening view's ▶ Play)."""
+        play = getattr(self.window, "play_file", None)
+        if play is None:
+            self.gender_panel.listen_note.setText(f"No player in this window; the file is {path}")
+            return None
+        message = play(Path(path))
+        if message:
+            self.gender_panel.listen_note.setText(message)
+        return message
 
     # -- a clicked point ----------------------------------------------------------------------------
 

@@ -1,0 +1,158 @@
+"""The gender-probe panel's detail on the Results page, on the demo (its gender study: a male-leaning and a
+gender-balanced simulated listener, the steady one as their text backbone, binary and neutral-option prompts):
+per-category J / Δ with significance marks / ν / κ, the male- vs female-voice answers per question sorted by
+disagreement, and the listening view's male, female and neutralized clips handed to the window's player."""
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from spokenbench.app.results_page import ResultsPage
+from spokenbench.core.store import opened
+from spokenbench.core.store.gender_clips import question_clip_rows
+from spokenbench.widgets.gender_panel import DISAGREEMENT_COLUMN
+
+
+@pytest.fixture(scope="module")
+def demo(built_demo, tmp_path_factory):
+    """The demo (built once per test session), copied once for this module: the page only reads it."""
+    return shutil.copytree(built_demo, tmp_path_factory.mktemp("gender-panel") / "demo-project")
+
+
+@pytest.fixture(autouse=True)
+def no_error_dialogs(dialogs):
+    yield
+    assert dialogs == []
+
+
+@pytest.fixture
+def played():
+    return []
+
+
+@pytest.fixture
+def page(qtbot, demo, open_session, played):
+    window = SimpleNamespace(play_file=lambda path: played.append(path))
+    page = ResultsPage(window)
+    qtbot.addWidget(page)
+    page.resize(1300, 900)
+    page.show()
+    with qtbot.waitSignal(page.panels_ready, timeout=30_000):
+        page.set_session(open_session(demo))
+    with qtbot.waitSignal(page.gender_ready, timeout=30_000):
+        page.show_panel("gender_probe")
+    return page
+
+
+def summary(page, setting: str) -> dict[tuple[str, str], dict]:
+    page.gender_panel.choose_setting(setting)
+    return {(row["model"], row["category"]): row for row in page.gender_panel.summary_rows()}
+
+
+def delta_of(cell: str) -> float:
+    return float(cell.split("*")[0].split()[0])
+
+
+def test_per_category_j_delta_nu_kappa_show_the_male_leaning_listener(page):
+    panel = page.gender_panel
+    assert panel.isVisible() and "yours (simulated)" in panel.title.text()
+    assert [panel.setting_picker.itemData(i) for i in range(panel.setting_picker.count())] == [
+        "binary_option",
+        "neutral_option",
+    ]
+    for setting in ("binary_option", "neutral_option"):
+        rows = summary(page, setting)
+        models = {"simulated:male-leaning", "simulated:gender-balanced", "simulated:steady"}
+        assert {model for model, _ in rows} == models
+        assert {category for _, category in rows} == {"independent", "stereotypical", "dependent"}
+        leaning = rows[("simulated:male-leaning", "stereotypical")]
+        balanced = rows[("simulated:gender-balanced", "stereotypical")]
+        steady = rows[("simulated:steady", "stereotypical")]  # the text backbone: Δ over its own answers
+        assert delta_of(leaning["Δ"]) > 0.3  # a male-oriented preference …
+        assert abs(delta_of(balanced["Δ"])) < 0.1 and "*" not in balanced["Δ"]  # … and none
+        assert delta_of(steady["Δ"]) <= 0 and "*" not in steady["Δ"]
+        for row in (leaning, balanced):
+            assert row["J"] != "—" and "[" in row["J"]  # with its 95% interval
+            assert row["ν"] != "—" and row["κ"] != "—" and row["backbone"] == "simulated:steady"
+        assert rows[("simulated:male-leaning", "independent")]["Δ"] == "—"  # no oriented options there
+    binary = summary(page, "binary_option")
+    leaning = binary[("simulated:male-leaning", "stereotypical")]
+    assert leaning["Δ"].startswith("+0.54**") and float(leaning["p (Δ)"]) < 0.01  # p 0.007: two marks
+    # the numbers are the engine's, as `spokenbench report --kind gender-probe` writes them
+    view = page.gender_panel.view
+    row = (
+        view.summary_for("binary_option")
+        .set_index(["model", "category"])
+        .loc[("simulated:male-leaning", "stereotypical")]
+    )
+    assert leaning["J"].startswith(f"{row['J']:.2f}") and leaning["ν"].startswith(f"{row['neutral_rate']:.2f}")
+    assert leaning["κ"].startswith(f"{row['kappa']:.2f}")
+
+
+def test_the_detail_belongs_to_the_gender_panel_only(page, qtbot):
+    page.show_panel("accuracy_by_level")
+    assert page.gender_panel.isHidden()
+    page.show_panel("gender_probe")
+    assert page.gender_panel.isVisible()
+
+
+def test_answers_per_question_sort_by_disagreement(page):
+    panel = page.gender_panel
+    panel.choose_setting("binary_option")
+    panel.tabs.setCurrentIndex(1)
+    rows = panel.question_rows()
+    assert len(rows) == 12 * 2  # every probe for each voiced model (the text backbone has no voices)
+    disagreement = [float(r["disagreement"]) for r in rows]
+    assert disagreement == sorted(disagreement, reverse=True) and disagreement[0] > disagreement[-1]
+    first = rows[0]
+    assert first["male voice answered"] and first["female voice answered"]  # e.g. 'F 2 · N 1' vs 'M 3'
+    panel.question_table.sortItems(DISAGREEMENT_COLUMN)  # a header click: ascending
+    assert float(panel.question_rows()[0]["disagreement"]) == min(disagreement)
+    panel.sort_button.click()
+    assert [float(r["disagreement"]) for r in panel.question_rows()] == disagreement
+    panel.model_picker.setCurrentIndex(panel.model_picker.findData("simulated:male-leaning"))
+    only = panel.question_rows()
+    assert len(only) == 12 and {r["model"] for r in only} == {"simulated:male-leaning"}
+    stereotypical = [r for r in only if r["category"] == "stereotypical"]
+    assert all(float(r["male voice: share M"]) >= 0 for r in stereotypical)
+
+
+def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page, qtbot, played, demo):
+    panel = page.gender_panel
+    panel.tabs.setCurrentIndex(1)
+    panel.question_table.selectRow(0)
+    question = panel.selected_question()
+    with qtbot.waitSignal(page.versions_ready, timeout=10_000) as ready:
+        panel.listen_button.click()
+    versions = ready.args[0]
+    assert panel.tabs.currentIndex() == 2 and versions.question_id == question
+    labels = panel.version_labels()
+    assert labels["male"][0].startswith("espeak-male · american")
+    assert labels["female"][0].startswith("espeak-female · american")
+    assert len(labels["neutralized"]) == 2 and "signal-approximation" in labels["neutralized"][0]
+    assert {len(labels["male"]), len(labels["female"])} == {3}  # the second voice and the British accent too
+
+    with opened(demo) as project:
+        clips = {Path(c["sha256"]).name: c for c in question_clip_rows(project.conn, versions.item_id)}
+    for kind in ("male", "female", "neutralized"):
+        panel.play_buttons[kind].click()
+    assert len(played) == 3
+    heard = [clips[Path(path).stem] for path in played]
+    assert all(Path(path).is_file() for path in played)
+    assert [c["speaker_gender"] for c in heard[:2]] == ["male", "female"]
+    assert not heard[0]["neutralization"] and not heard[1]["neutralization"]
+    assert heard[2]["neutralization"] == "signal-approximation"
+    assert len({c["accent"] for c in heard}) == 1  # the three side by side in one accent
+
+    # another voice of a kind: the picker's choice is what plays
+    panel.version_pickers["neutralized"].setCurrentIndex(1)
+    panel.play_buttons["neutralized"].click()
+    assert clips[Path(played[-1]).stem]["voice"] == "espeak-female-neutral-approx"
+
+    # the question picker reads another probe's clips
+    other = panel.question_picker.findData(versions.item_id) ^ 1
+    with qtbot.waitSignal(page.versions_ready, timeout=10_000) as again:
+        panel.question_picker.setCurrentIndex(other)
+    assert again.args[0].item_id == panel.question_picker.itemData(other) != versions.item_id
