@@ -85,14 +85,19 @@ class Hallucination:
         return f"{self.reason} ({self.detail})"
 
 
-_PHRASES: dict[str, tuple[NormalizedText, ...]] = {}
+_PHRASES: dict[str, tuple[tuple[NormalizedText, ...], frozenset[str]]] = {}
 
 
-def _phrases(language: str) -> tuple[NormalizedText, ...]:
+def _phrases(language: str) -> tuple[tuple[NormalizedText, ...], frozenset[str]]:
+    """The language's stock phrases normalized, and their first units (a transcript without any has none)."""
     code = base_language(language)
     found = _PHRASES.get(code)
     if found is None:
-        found = _PHRASES[code] = tuple(normalize(p, code) for p in STOCK_PHRASES.get(code, ()))
+        phrases = tuple(normalize(p, code) for p in STOCK_PHRASES.get(code, ()))
+        starts = frozenset(p.words[0] for p in phrases if p.words) | frozenset(
+            p.characters[0] for p in phrases if p.characters
+        )
+        found = _PHRASES[code] = (phrases, starts)
     return found
 
 
@@ -116,9 +121,11 @@ def detect_hallucination(
     hyp = transcript.characters if by_characters else transcript.words
     if ref == hyp or not hyp:
         return None  # a perfect transcript is a hearing; an empty one is a deletion, counted as such
-    for phrase in _phrases(language):
-        if _contains(transcript, phrase, by_characters) and not _contains(reference, phrase, by_characters):
-            return Hallucination("stock phrase", " ".join(phrase.words) if not by_characters else phrase.characters)
+    phrases, starts = _phrases(language)
+    if not starts.isdisjoint(transcript.characters if by_characters else transcript.words):
+        for phrase in phrases:
+            if _contains(transcript, phrase, by_characters) and not _contains(reference, phrase, by_characters):
+                return Hallucination("stock phrase", phrase.characters if by_characters else " ".join(phrase.words))
     extra = LENGTH_EXTRA_CHARACTERS if by_characters else LENGTH_EXTRA_WORDS
     if ref and len(hyp) >= LENGTH_RATIO * len(ref) and len(hyp) - len(ref) >= extra:
         unit = "characters" if by_characters else "words"

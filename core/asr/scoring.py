@@ -210,9 +210,10 @@ class Scorer:
     ) -> ClipScore:
         """`score` (from score_clip) with the transcripts that are likely hallucinations (core/asr/hallucination.py;
         `no_speech` gives an ASR system's no-speech probability) set aside: the minimum over the others, or over
-        all of them when none is left, the clip then being a `likely_hallucination`. A perfect best transcript
-        leaves nothing to set aside; a clip with no flagged transcript keeps its score exactly."""
-        if not score.errors:
+        all of them when none is left, the clip then being a `likely_hallucination`. Only a clip whose best
+        transcript is above 0.6 is checked — only there can a hallucination put a clip among the TTS errors, and
+        it keeps screening cheap; a clip with no flagged transcript keeps its score exactly."""
+        if score.bin < len(WER_BINS) - 1:
             return score
         metric, both = self._language(language)
         ref = self.normalized(reference, language)

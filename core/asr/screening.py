@@ -205,7 +205,7 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
             result.too_few_transcripts[clip_id] = len(heard)
         else:
             score = scorer.score_clip(language, reference, heard)
-            if settings.hallucinations and score is not None and score.errors:
+            if settings.hallucinations and score is not None and score.bin == 3:  # above 0.6
                 score = scorer.set_aside_hallucinations(score, language, reference, heard, no_speech.get(clip_id))
             if score is None:
                 result.unscorable.append(clip_id)
