@@ -252,7 +252,7 @@ class QuestionVersion:
 
     @property
     def label(self) -> str:
-        made = f", from a {self.gender} voice ({self.neutralization})" if self.neutralization else ""
+        made = f" · from {self.gender}" if self.neutralization else ""
         return f"{self.voice} · {self.accent}{made} · {self.seconds:.1f} s"
 
 

@@ -45,6 +45,7 @@ QUESTION_COLUMNS = (
     "disagreement",
 )
 DISAGREEMENT_COLUMN = QUESTION_COLUMNS.index("disagreement")
+ANSWER_COLUMNS = ("setting", "model", "male voice answered", "female voice answered", "Δ", "J")
 VERSION_TITLES = {"male": "Male voice", "female": "Female voice", "neutralized": "Neutralized voice"}
 
 
@@ -100,6 +101,7 @@ class GenderPanel(QWidget):
         self.title = QLabel("Gender probes: computing…")
         self.title.setWordWrap(True)
         self.setting_picker = QComboBox()
+        self.setting_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.setting_picker.setToolTip("The answer setting (each is computed apart, as in the paper's tables)")
         self.setting_picker.currentIndexChanged.connect(lambda _i: self._fill_tables())
         top = QHBoxLayout()
@@ -176,6 +178,7 @@ class GenderPanel(QWidget):
             versions_row.addWidget(box, 1)
         self.listen_note = QLabel("Pick a question to hear its versions.")
         self.listen_note.setWordWrap(True)
+        self.answers_table = _table(ANSWER_COLUMNS)  # how each model answered the question heard
         listen = QWidget()
         layout = QVBoxLayout(listen)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -186,7 +189,7 @@ class GenderPanel(QWidget):
         layout.addWidget(self.question_text)
         layout.addLayout(versions_row)
         layout.addWidget(self.listen_note)
-        layout.addStretch(1)
+        layout.addWidget(self.answers_table, 1)
 
         self.tabs = QTabWidget()
         self.tabs.addTab(per_category, "Per category")
@@ -399,10 +402,37 @@ class GenderPanel(QWidget):
             self.play_buttons[kind].setEnabled(bool(clips))
         if versions is not None:
             missing = [VERSION_TITLES[k].lower() for k in VERSION_KINDS if not versions.versions.get(k)]
+            methods = sorted({v.neutralization for v in versions.versions.get("neutralized", [])})
             self.listen_note.setText(
-                "The question is heard; the options are read as text in the gender study. "
+                "The question is heard; the options are read as text. "
+                + (f"Neutralized by {', '.join(methods)} (docs/voices.md). " if methods else "")
                 + (f"No {', '.join(missing)} clip stored for this question." if missing else "")
             )
+        self._fill_answers()
+
+    def _fill_answers(self) -> None:
+        """How each voiced model answered the question heard, in every setting."""
+        rows = []
+        if self.versions is not None and self.view is not None and not self.view.distributions.empty:
+            frame = self.view.distributions
+            rows = frame[frame["question_id"] == self.versions.question_id].to_dict("records")
+        table = self.answers_table
+        table.setRowCount(len(rows))
+        for r, record in enumerate(rows):
+            cells = [
+                self.view.setting_names.get(record["setting"], record["setting"]),
+                record["model"],
+                record["male_voice"],
+                record["female_voice"],
+                _number(record.get("delta"), -2),
+                _number(record.get("J")),
+            ]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(str(text))
+                if c in (2, 3):
+                    item.setToolTip(str(record.get("legend", "")))
+                table.setItem(r, c, item)
+        table.resizeColumnsToContents()
 
     def version_labels(self) -> dict[str, list[str]]:
         return {

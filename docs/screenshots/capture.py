@@ -162,6 +162,23 @@ def main() -> None:
             settle(app, 1.5)
             grab(window, "studio-results-published")
             results.view.published_toggle.setChecked(False)
+    if want("studio-gender"):  # the gender-probe panel with its detail (issue 12 item 7)
+        window.show_page("results")
+        results = window.page_widgets["results"]
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, timeout_s=60)
+        window.resize(1380, 880)
+        results.show_panel("gender_probe")
+        wait_until(app, lambda: results.gender_panel.view is not None, timeout_s=60)
+        settle(app, 1.5)
+        gender = results.gender_panel
+        gender.choose_setting("binary_option")
+        gender.tabs.setCurrentIndex(1)
+        gender.question_table.selectRow(0)
+        gender.listen_button.click()  # the most disagreeing question, heard in the male, female, neutralized voices
+        wait_until(app, lambda: gender.versions is not None, timeout_s=30)
+        settle(app, 1.0)
+        grab(window, "studio-gender")
+        window.resize(1300, 820)
     if want("studio-settings"):
         dialog = window.open_settings()
         wait_until(app, lambda: dialog.keymap_loaded)

@@ -131,7 +131,13 @@ def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page,
     labels = panel.version_labels()
     assert labels["male"][0].startswith("espeak-male · american")
     assert labels["female"][0].startswith("espeak-female · american")
-    assert len(labels["neutralized"]) == 2 and "signal-approximation" in labels["neutralized"][0]
+    assert len(labels["neutralized"]) == 2 and "from male" in labels["neutralized"][0]
+    assert "signal-approximation" in panel.listen_note.text()
+    answers = panel.answers_table  # how each voiced model answered it, in both settings
+    assert answers.rowCount() == 4 and {answers.item(r, 1).text() for r in range(4)} == {
+        "simulated:male-leaning",
+        "simulated:gender-balanced",
+    }
     assert {len(labels["male"]), len(labels["female"])} == {3}  # the second voice and the British accent too
 
     with opened(demo) as project:
