@@ -297,5 +297,10 @@ def ensure_screening(project: Project, settings: ScreeningSettings | None = None
 
 
 def worst_clips(conn, limit: int = 20) -> list[dict]:
-    """The clips with the highest error, with the best transcript, for a look by ear."""
-    return [row | {"error_rate": round(row["error_rate"], 4)} for row in store.highest_error_clips(conn, limit)]
+    """The clips with the highest error, with the best transcript, for a look by ear; a clip in Table 2's
+    hallucination row says why (`likely_asr_hallucination`, else None)."""
+    hallucinated = _stored_hallucinations(conn)
+    return [
+        row | {"error_rate": round(row["error_rate"], 4), "likely_asr_hallucination": hallucinated.get(row["clip_id"])}
+        for row in store.highest_error_clips(conn, limit)
+    ]

@@ -17,6 +17,7 @@ from spokenbench.core.asr.screening import (
     screen_project,
     stored_hallucinations,
     stored_table2,
+    worst_clips,
 )
 from spokenbench.core.asr.store import store_no_speech
 
@@ -98,6 +99,8 @@ def test_table2_reports_hallucinations_in_their_own_row(screened):
     assert result.table2()[-1]["wer_interval_order"] == 5
     assert _bins(stored_table2(project.conn)) == bins, "the stored screening gives the same Table 2"
     assert [h["clip_id"] for h in stored_hallucinations(project.conn)] == ids[:2]
+    worst = {w["clip_id"]: w["likely_asr_hallucination"] for w in worst_clips(project.conn, 10)}
+    assert worst[ids[0]] == "local:tiny.en: stock phrase (thank you)" and worst[ids[3]] is None
     summary = result.summary()
     assert summary["likely_asr_hallucination"] == {"en": 2}
     assert summary["corpus_error_rate"]["en"] == pytest.approx(1 / 4)  # 0/1 + 1/3 words: the two set apart
