@@ -1,6 +1,7 @@
 """The demo's gender study (issue 12 item 8): simulated listeners with and without a male-oriented preference hear
-the 12 gender probes in the binary and neutral-option settings, a steady listener reads them as their text backbone
-(pairs declared in the project), and `spokenbench report DEMO --kind gender-probe` shows the difference offline."""
+the 12 gender probes in the binary and neutral-option settings, the balanced one also reads them as the backbone of
+both (pairs declared in the project), and `spokenbench report DEMO --kind gender-probe` shows the difference
+offline."""
 
 import shutil
 
@@ -26,13 +27,19 @@ def test_the_demo_holds_the_gender_study_runs(demo):
     assert len(gender) == 6 and all(r["status"] == "finished" and r["simulated"] for r in gender)
     models = sorted(r["model"] for r in gender)
     assert models == sorted(
-        ["simulated:male-leaning", "simulated:gender-balanced", "simulated:steady"] * len(DEMO_GENDER_PROMPTS)
+        ["simulated:male-leaning", "simulated:gender-balanced", "simulated:gender-balanced"] * len(DEMO_GENDER_PROMPTS)
     )
     # 12 probes × 3 accents × 2 voice genders per speech run; 12 per text backbone run
     assert sorted(r["responses"] for r in gender) == [12, 12, 72, 72, 72, 72]
     assert project_backbone_pairs(demo) == {
-        "simulated:male-leaning": "simulated:steady",
-        "simulated:gender-balanced": "simulated:steady",
+        "simulated:male-leaning": "simulated:gender-balanced",
+        "simulated:gender-balanced": "simulated:gender-balanced",
+    }
+    # the multiple-choice listeners answer no probes, so the Results panels keep their plain names
+    assert {r["model"] for r in runs if r not in gender} == {
+        "simulated:steady",
+        "simulated:order-sensitive",
+        "simulated:accent-sensitive",
     }
 
 
@@ -57,8 +64,8 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
         leaning = stereo.loc[(setting, "simulated:male-leaning")]
         balanced = stereo.loc[(setting, "simulated:gender-balanced")]
         assert leaning["delta"] > 0.3 > abs(balanced["delta"])  # a male-oriented preference, and none
-        assert leaning["backbone"] == "simulated:steady" and pd.notna(leaning["kappa"])
+        assert leaning["backbone"] == "simulated:gender-balanced (text)" and pd.notna(leaning["kappa"])
     binary = stereo.loc[("binary_option", "simulated:male-leaning")]
     assert binary["p_value"] < 0.05 < stereo.loc[("binary_option", "simulated:gender-balanced"), "p_value"]
-    neutral = table[(table["setting"] == "neutral_option") & (table["model"] != "simulated:steady")]
+    neutral = table[(table["setting"] == "neutral_option") & ~table["model"].str.endswith("(text)")]
     assert (neutral["neutral_rate"] > 0).all()  # the neutral option is chosen
