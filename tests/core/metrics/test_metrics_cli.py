@@ -235,11 +235,18 @@ def test_report_of_a_projects_gender_probes(cli, demo_copy, tmp_path):
     assert result.code == 0, result.err
     table = pd.read_csv(tmp_path / "gp" / "gender_probe.csv")
     assert set(table["category"]) == {"independent", "stereotypical", "dependent"}
-    assert (tmp_path / "gp" / "fig_gender_probe.png").is_file()
+    assert (tmp_path / "gp" / "fig_gender_probe_binary_option.png").is_file()  # one figure per answer setting
     mcq = cli("report", demo_copy, "--out", tmp_path / "mcq", "--bootstrap", "0")
     assert mcq.code == 0 and (tmp_path / "mcq" / "accuracy_by_factor_level.csv").is_file()
 
 
 def test_report_of_a_project_without_gender_probe_answers(cli, demo_copy, tmp_path):
+    from spokenbench.core.store import opened
+
+    with opened(demo_copy) as project, project.transaction() as conn:  # the demo's gender-study runs removed
+        conn.execute(
+            "DELETE FROM runs WHERE id IN (SELECT r.run_id FROM responses r JOIN items i ON i.id = r.item_id "
+            "WHERE i.kind = 'gender-probe')"
+        )
     result = cli("report", demo_copy, "--out", tmp_path / "gp", "--kind", "gender-probe")
     assert result.code == 2 and "no gender-probe responses" in result.err
