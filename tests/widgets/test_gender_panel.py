@@ -163,3 +163,17 @@ def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page,
     with qtbot.waitSignal(page.versions_ready, timeout=10_000) as again:
         panel.question_picker.setCurrentIndex(other)
     assert again.args[0].item_id == panel.question_picker.itemData(other) != versions.item_id
+
+
+def test_the_detail_follows_the_run_picker(page, qtbot):
+    runs = {r["name"]: r["id"] for r in page.runs}
+    binary_leaning = runs["gender study: simulated:male-leaning (audio+text-options, gender-paper)"]
+    with qtbot.waitSignal(page.gender_ready, timeout=30_000):
+        page.select_runs([binary_leaning])
+    panel = page.gender_panel
+    assert [panel.setting_picker.itemData(i) for i in range(panel.setting_picker.count())] == ["binary_option"]
+    rows = panel.summary_rows()
+    assert {r["model"] for r in rows} == {"simulated:male-leaning"} and all(r["κ"] == "—" for r in rows)
+    with qtbot.waitSignal(page.gender_ready, timeout=30_000):
+        page.select_runs([1, 2, 3])  # the multiple-choice listeners: no probes answered
+    assert "No gender-probe answers" in panel.title.text() and panel.summary_table.rowCount() == 0
