@@ -64,6 +64,19 @@ def _with_interval(value, low, high) -> str:
     return text
 
 
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _delta_text(delta, record: dict) -> str:
+    """'+0.54**  [+0.37, +0.67]': Δ, its significance marks and its 95% interval (when computed)."""
+    if _missing(delta):
+        return "—"
+    low, high = record.get("delta_ci_low"), record.get("delta_ci_high")
+    interval = "" if _missing(low) or _missing(high) else f"  [{low:+.2f}, {high:+.2f}]"
+    return f"{delta:+.2f}{record.get('mark', '')}{interval}"
+
+
 class NumericItem(QTableWidgetItem):
     """A cell shown as text and sorted by its number (missing numbers last in ascending order)."""
 
@@ -260,13 +273,7 @@ class GenderPanel(QWidget):
                 NumericItem(
                     _with_interval(record.get("J"), record.get("J_ci_low"), record.get("J_ci_high")), record.get("J")
                 ),
-                NumericItem(
-                    "—"
-                    if delta is None or math.isnan(delta)
-                    else f"{delta:+.2f}{record.get('mark', '')}  [{record.get('delta_ci_low', math.nan):+.2f}, "
-                    f"{record.get('delta_ci_high', math.nan):+.2f}]",
-                    delta,
-                ),
+                NumericItem(_delta_text(delta, record), delta),
                 NumericItem(_number(record.get("p_value"), 3), record.get("p_value")),
                 NumericItem(
                     _with_interval(
