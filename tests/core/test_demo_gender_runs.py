@@ -69,3 +69,48 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
     assert binary["p_value"] < 0.05 < stereo.loc[("binary_option", "simulated:gender-balanced"), "p_value"]
     neutral = table[(table["setting"] == "neutral_option") & ~table["model"].str.endswith("(text)")]
     assert (neutral["neutral_rate"] > 0).all()  # the neutral option is chosen
+
+
+def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
+    from spokenbench.core.gender_views import gender_view, question_versions
+
+    out = tmp_path / "report"
+    assert cli("report", demo, "--kind", "gender-probe", "--out", out, "--bootstrap", "0").code == 0
+    report = pd.read_csv(out / "gender_probe.csv").set_index(["setting", "model", "category"])
+    with Project.open(demo) as project:
+        view = gender_view(project, n_resamples=0)
+        first = view.questions[0]["item_id"]
+        versions = question_versions(project, first)
+    summary = view.summary.set_index(["setting", "model", "category"])
+    assert len(summary) == len(report) == 2 * 3 * 3  # settings × (two speech models, one text) × categories
+    for column in ("J", "delta", "p_value", "neutral_rate", "kappa"):
+        pd.testing.assert_series_equal(
+            summary[column].sort_index(), report[column].sort_index(), check_names=False, check_dtype=False
+        )
+    assert summary.loc[("binary_option", "simulated:male-leaning", "stereotypical"), "mark"] == "**"  # p 0.007
+    # distributions: 12 probes × 2 voiced models × 2 settings, each with 3 answers per voice
+    assert len(view.distributions) == 48 and (view.distributions[["n_male", "n_female"]] == 3).all().all()
+    assert (view.distributions["disagreement"] == 1 - view.distributions["J"]).all()
+    assert [len(versions.versions[k]) for k in ("male", "female", "neutralized")] == [3, 3, 2]
+    assert {v.accent for v in (versions.first("male"), versions.first("female"), versions.first("neutralized"))} == {
+        "american"
+    }
+
+
+def test_answer_codes_and_significance_marks():
+    from spokenbench.core.gender_views import answer_code, significance_mark
+
+    assert answer_code("B", "AB", "FM", "ok") == "M"  # orientations are per presented option
+    assert answer_code("C", "ABC", "MFN", "ok") == "N"
+    assert answer_code("A", "BA", "XX", "ok") == "B"  # no orientation: the original letter
+    assert answer_code("", "AB", "MF", "refusal") == "refusal"
+    assert answer_code(float("nan"), "AB", "MF", "failed") == "failed"
+    assert [significance_mark(p) for p in (0.0009, 0.007, 0.03, 0.05, 0.5, float("nan"), None)] == [
+        "***",
+        "**",
+        "*",
+        "",
+        "",
+        "",
+        "",
+    ]
