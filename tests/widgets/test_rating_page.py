@@ -247,10 +247,19 @@ def test_space_and_r_replay_the_clip(page, qtbot):
         assert page.play_requested_at > before and session.current.clip_id == shown
 
 
+def _has_audio_output() -> bool:
+    from PySide6.QtMultimedia import QMediaDevices
+
+    return bool(QMediaDevices.audioOutputs())
+
+
+@pytest.mark.skipif(
+    "not _has_audio_output()",
+    reason="needs an audio output device: without one, Qt Multimedia's FFmpeg backend can deadlock in "
+    "QMediaPlayer.stop() (seen in a CI run; the app never creates a player without a device)",
+)
 def test_the_clip_plays_on_arrival_and_the_playhead_moves(qtbot, demo_copy, open_session, no_asr, monkeypatch):
-    """Qt Multimedia plays the clip from memory (a QBuffer) even where no device is found, so the player's path
-    is exercised here with the device check forced."""
-    monkeypatch.setattr(rating_page, "audio_outputs_available", lambda: (True, ""))
+    """Qt Multimedia plays the clip from memory (a QBuffer); the playhead follows it."""
     page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
     qtbot.addWidget(page)
     page.show()
