@@ -86,3 +86,36 @@ def open_session(runner, qtbot):
     yield make
     for session in sessions:
         session.close()
+
+
+@pytest.fixture(scope="module")
+def read_only_demo(built_demo, tmp_path_factory):
+    """The demo (built once per test session), copied once per module, for pages that only read it."""
+    import shutil
+
+    return shutil.copytree(built_demo, tmp_path_factory.mktemp("read-only-demo") / "demo-project")
+
+
+@pytest.fixture
+def played():
+    """The files a page asked the window to play."""
+    return []
+
+
+@pytest.fixture
+def results_page(qtbot, read_only_demo, open_session, played):
+    """results_page(width, height, timeout_ms) → the Results page on the demo, its panels computed."""
+    from types import SimpleNamespace
+
+    from spokenbench.app.results_page import ResultsPage
+
+    def make(width: int, height: int, timeout_ms: int = 20_000):
+        page = ResultsPage(SimpleNamespace(play_file=lambda path: played.append(path)))
+        qtbot.addWidget(page)
+        page.resize(width, height)
+        page.show()
+        with qtbot.waitSignal(page.panels_ready, timeout=timeout_ms):
+            page.set_session(open_session(read_only_demo))
+        return page
+
+    return make

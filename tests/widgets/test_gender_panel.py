@@ -3,22 +3,18 @@ gender-balanced simulated listener, the balanced one also as their text backbone
 per-category J / Δ with significance marks / ν / κ, the male- vs female-voice answers per question sorted by
 disagreement, and the listening view's male, female and neutralized clips handed to the window's player."""
 
-import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from spokenbench.app.results_page import ResultsPage
 from spokenbench.core.store import opened
 from spokenbench.core.store.gender_clips import question_clip_rows
 from spokenbench.widgets.gender_panel import DISAGREEMENT_COLUMN
 
 
-@pytest.fixture(scope="module")
-def demo(built_demo, tmp_path_factory):
-    """The demo (built once per test session), copied once for this module: the page only reads it."""
-    return shutil.copytree(built_demo, tmp_path_factory.mktemp("gender-panel") / "demo-project")
+@pytest.fixture
+def demo(read_only_demo):
+    return read_only_demo
 
 
 @pytest.fixture(autouse=True)
@@ -28,19 +24,8 @@ def no_error_dialogs(dialogs):
 
 
 @pytest.fixture
-def played():
-    return []
-
-
-@pytest.fixture
-def page(qtbot, demo, open_session, played):
-    window = SimpleNamespace(play_file=lambda path: played.append(path))
-    page = ResultsPage(window)
-    qtbot.addWidget(page)
-    page.resize(1300, 900)
-    page.show()
-    with qtbot.waitSignal(page.panels_ready, timeout=30_000):
-        page.set_session(open_session(demo))
+def page(qtbot, results_page):
+    page = results_page(1300, 900, timeout_ms=30_000)
     with qtbot.waitSignal(page.gender_ready, timeout=30_000):
         page.show_panel("gender_probe")
     return page

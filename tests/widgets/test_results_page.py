@@ -4,25 +4,21 @@ simulated; hovering a point shows its 95% interval and clicking one lists its qu
 audio; figures export as PNG, SVG and PDF and tables as CSV and LaTeX; the page follows the runs table."""
 
 import csv
-import shutil
 import xml.etree.ElementTree as ET
-from types import SimpleNamespace
 
 import pytest
 from matplotlib.backend_bases import MouseEvent
 from matplotlib.text import Text
 
-from spokenbench.app.results_page import ResultsPage
 from spokenbench.core.evaluation.store import mark_run
 from spokenbench.core.panels import PANEL_ORDER
 from spokenbench.core.store import opened
 from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, short_labels
 
 
-@pytest.fixture(scope="module")
-def demo(built_demo, tmp_path_factory):
-    """The demo (built once per test session), copied once for this module: the page only reads it."""
-    return shutil.copytree(built_demo, tmp_path_factory.mktemp("results") / "demo-project")
+@pytest.fixture
+def demo(read_only_demo):
+    return read_only_demo
 
 
 @pytest.fixture(autouse=True)
@@ -33,20 +29,8 @@ def no_error_dialogs(dialogs):
 
 
 @pytest.fixture
-def played():
-    return []
-
-
-@pytest.fixture
-def page(qtbot, demo, open_session, played):
-    window = SimpleNamespace(play_file=lambda path: played.append(path))
-    page = ResultsPage(window)
-    qtbot.addWidget(page)
-    page.resize(1200, 980)
-    page.show()
-    with qtbot.waitSignal(page.panels_ready, timeout=20_000):
-        page.set_session(open_session(demo))
-    return page
+def page(results_page):
+    return results_page(1200, 980)
 
 
 def figure_texts(page) -> list[str]:
