@@ -163,6 +163,7 @@ def test_a_live_run_cannot_be_taken_and_stops_when_cancelled_from_elsewhere(tmp_
             _evaluate_args(project_dir, stub.openai_url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         _wait_for_answers(holder, stub, project_dir, 2)
+        _wait_until(lambda: len(stub.requests) == 4)  # the other two are in flight, held by the stub
         sent = len(stub.requests)
 
         second = subprocess.run(
