@@ -17,7 +17,7 @@ import pandas as pd
 
 from spokenbench.core.conditions import NAMED_ORDERS, order_strings
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.metrics.agreement import exact_mcnemar_p
+from spokenbench.core.metrics.agreement import exact_mcnemar_p, kendall_tau_b
 from spokenbench.core.metrics.encoding import combine, determines, letters, representative_row
 from spokenbench.core.metrics.responses import McqResponses
 
@@ -406,11 +406,8 @@ def _rankings(data: McqResponses, original_acc, position_acc, positions, voting)
         frames.append(pd.DataFrame({"model": data.models, "setting": name, "accuracy": acc, "rank": rank}))
         both = ~np.isnan(acc) & ~np.isnan(original_acc)
         if name != "original" and both.sum() >= 2:
-            from scipy import stats  # only when rankings are compared: scipy.stats costs ~1 s to import
-
-            with np.errstate(invalid="ignore", divide="ignore"):
-                result = stats.kendalltau(original_acc[both], acc[both])
-            taus.append((name, int(both.sum()), float(result.statistic), float(result.pvalue)))
+            tau, p_value = kendall_tau_b(original_acc[both], acc[both])  # scipy.stats.kendalltau's numbers
+            taus.append((name, int(both.sum()), tau, p_value))
         elif name != "original":
             taus.append((name, int(both.sum()), np.nan, np.nan))
     return (
