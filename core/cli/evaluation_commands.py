@@ -26,7 +26,7 @@ from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.evaluation.adapters import GenerationParams
-from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATEGIES, PlanOptions
+from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATEGIES, VOICE_KINDS, PlanOptions
 from spokenbench.core.evaluation.preparation import (
     MAX_OUTPUT_TOKENS,
     MAX_SEED,
@@ -222,6 +222,14 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--voice-source", type=_choices("direct", "cloned"), metavar="direct,cloned", help="direct and/or cloned"
+    )
+    p.add_argument(
+        "--voice-kind",
+        choices=VOICE_KINDS,
+        default="original",
+        help="audio modes: the original male and female voices (default), the gender-neutralized voices only "
+        "(clips with a neutralization; the gender paper's Section 5, Table 4), or all; a neutralized clip keeps "
+        "its source voice's gender, so the default keeps it out of the male-vs-female comparison",
     )
     p.add_argument("--kind", choices=("mcq", "gender-probe"), help="only this kind of item")
     p.add_argument(
@@ -444,6 +452,7 @@ def _plan_options(args: argparse.Namespace) -> PlanOptions:
         max_audio_s=args.max_audio_seconds,
         seed=args.seed,
         text_source=args.text_source,
+        voices=args.voice_kind,
     )
 
 

@@ -31,6 +31,11 @@ SIMULATED_ACCENTS = {
 }
 SIMULATED_VOICES = {"female": "Zephyr", "male": "Orus"}
 FACTOR_FILTERS = ("language", "accent", "voice", "gender", "speed", "volume", "snr_db", "voice_source")
+# Which voices a run hears (`--voice-kind`): the original male and female voices (default), the gender-neutralized
+# ones (clips.neutralization set; the gender paper's Section 5, Table 4), or both. A neutralized clip keeps the
+# gender of the voice it was made from, so the default keeps it out of the male-vs-female comparison (J, Δ).
+VOICE_KINDS = ("original", "neutralized", "all")
+NEUTRALIZED_SOURCE = "neutralized"  # a neutralized clip's condition: voice_source (the metrics' neutralized setting)
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,10 @@ class PlanOptions:
     # at most this many seconds (a question whose longest selected input is longer is left out, whole)
     option_count: int | None = None
     max_audio_s: float | None = None
+    voices: str = "original"  # VOICE_KINDS
 
     def as_dict(self) -> dict:
-        return {
+        data = {
             "mode": self.mode,
             "orders": list(self.orders) if self.orders else None,
             "permutations": self.permutations,
@@ -65,6 +71,9 @@ class PlanOptions:
             "option_count": self.option_count,
             "max_audio_s": self.max_audio_s,
         }
+        if self.voices != "original":  # left out by default: runs made before the option keep their identity
+            data["voices"] = self.voices
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> PlanOptions:
@@ -81,6 +90,7 @@ class PlanOptions:
             text_source=data.get("text_source", "original"),
             option_count=data.get("option_count"),
             max_audio_s=data.get("max_audio_s"),
+            voices=data.get("voices", "original"),
         )
 
 
@@ -121,13 +131,27 @@ class EvaluationPlan:
 def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan:
     if options.permutations and options.permutations not in PERMUTATION_STRATEGIES:
         raise SpokenBenchError(f"--permutations must be one of {', '.join(PERMUTATION_STRATEGIES)}")
+    if options.voices not in VOICE_KINDS:
+        raise SpokenBenchError(f"--voice-kind must be one of {', '.join(VOICE_KINDS)}, not '{options.voices}'")
+    if options.voices != "original" and options.mode not in AUDIO_MODES + ("audio+text-options",):
+        raise SpokenBenchError(f"--voice-kind {options.voices} needs an audio mode (the voices are heard)")
+    if options.voices != "original" and options.simulated and options.mode != "audio+text-options":
+        raise SpokenBenchError(
+            f"--voice-kind {options.voices} with a simulated listener needs --mode audio+text-options (it answers "
+            "for the project's neutralized question clips)"
+        )
     items = _select_items(conn, options)
     warnings: list[str] = []
     if not items:
         raise SpokenBenchError(
             "no items match the selection (check --languages, --kind, --option-count and --limit); import items first"
         )
-    if options.simulated and options.mode in AUDIO_MODES + ("audio+text-options",):
+    if options.simulated and options.mode == "audio+text-options" and options.voices != "original":
+        # the neutralized voices are the project's clips (metadata only: the listener never hears audio); 'all'
+        # adds them to the listener's grid of original voices
+        requests = _simulated_requests(items, options) if options.voices == "all" else []
+        requests += _spoken_question_requests(conn, items, replace(options, voices="neutralized"))
+    elif options.simulated and options.mode in AUDIO_MODES + ("audio+text-options",):
         requests = _simulated_requests(items, options)
     elif options.mode in AUDIO_MODES:
         requests, too_long = _assembled_requests(conn, items, options)
@@ -224,9 +248,13 @@ def _assembled_requests(
             "run `spokenbench assemble DIR --orders ...` first (or use --mode text, or a simulated: model)"
         )
     requests, missing, too_long = [], [], 0
+    neutralized = neutralized_voice_names(conn) if options.voices != "all" else set()
     for item_id, item in items.items():
         available = [(row, Condition.from_key(row["condition_key"])) for row in by_item.get(item_id, [])]
         available = [(row, c) for row, c in available if _matches(c, options.filters, options.identifiers)]
+        if options.voices != "all":
+            wanted = options.voices == "neutralized"
+            available = [(row, c) for row, c in available if (c.voice in neutralized) == wanted]
         if options.max_audio_s and any(row["duration_s"] > options.max_audio_s for row, _ in available):
             too_long += 1
             continue
@@ -281,7 +309,7 @@ def _spoken_question_requests(
     question clip (language, accent, voice) of the item."""
     requests, missing = [], []
     for item_id, item in items.items():
-        clips = store.question_clips(conn, item_id)
+        clips = [c for c in store.question_clips(conn, item_id) if _voice_kind_wanted(c["neutralization"], options)]
         if not clips:
             missing.append(f"item {item.source_id} ({item.language})")
             continue
@@ -296,7 +324,7 @@ def _spoken_question_requests(
                         gender=clip["speaker_gender"],
                         order=order,
                         spoken_labels=labelled,
-                        voice_source="cloned" if clip["speaker_id"] else "direct",
+                        voice_source=_voice_source(clip),
                     )
                     if _matches(condition, options.filters, options.identifiers):
                         requests.append(
@@ -304,12 +332,38 @@ def _spoken_question_requests(
                                 item_id, condition, condition.key(), option_order, label_sequence, clip["id"]
                             )
                         )
+    if missing and options.voices == "neutralized":
+        raise SpokenBenchError(
+            f"{len(missing)} item(s) have no gender-neutralized question clip (e.g. {missing[0]}); --voice-kind "
+            "neutralized plays them: synthesize them first (e.g. `spokenbench synthesize DIR --kinds gender-probe "
+            "--parts questions --voices espeak-male-neutral-approx,espeak-female-neutral-approx`, docs/voices.md)"
+        )
     if missing:
         raise SpokenBenchError(
             f"{len(missing)} item(s) have no question audio (e.g. {missing[0]}); --mode audio+text-options plays the "
             "question clip: run `spokenbench synthesize DIR --parts questions` first"
         )
     return requests
+
+
+def _voice_kind_wanted(neutralization, options: PlanOptions) -> bool:
+    if options.voices == "all":
+        return True
+    return bool(neutralization) == (options.voices == "neutralized")
+
+
+def _voice_source(clip) -> str:
+    """A neutralized clip's condition says so (voice_source 'neutralized'; its gender stays the source voice's),
+    so its answers are the gender study's neutralized-voice setting wherever they go."""
+    if clip["neutralization"]:
+        return NEUTRALIZED_SOURCE
+    return "cloned" if clip["speaker_id"] else "direct"
+
+
+def neutralized_voice_names(conn: sqlite3.Connection) -> set[str]:
+    from spokenbench.core.store.export_queries import neutralized_voices
+
+    return neutralized_voices(conn)
 
 
 def _text_requests(items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:

@@ -252,7 +252,7 @@ def assembled_input_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
 def question_clips(conn: sqlite3.Connection, item_id: int) -> list[sqlite3.Row]:
     """The item's usable question clips (the spoken question of audio+text-options mode)."""
     return conn.execute(
-        "SELECT id, language, accent, voice, speaker_gender, speaker_id FROM clips "
+        "SELECT id, language, accent, voice, speaker_gender, speaker_id, neutralization FROM clips "
         "WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL ORDER BY id",
         (item_id,),
     ).fetchall()
