@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reparse": ("evaluation_commands", "re-parse stored raw answers"),
     "parse": ("evaluation_commands", "parse raw answers from elsewhere"),
     "power": ("evaluation_commands", "questions needed to detect a difference (simulated)"),
+    "batches": ("batch_commands", "list the project's batch jobs; --collect stores finished results, --cancel cancels"),
+    "import-results": ("batch_commands", "import a batch output file (vLLM run_batch) written for --batch-file"),
     "metrics": (
         "metrics_commands",
         "bias metrics of a responses table (accuracy, entropy, APES, κ, selection bias, gender probes)",

@@ -326,6 +326,19 @@ def register(subparsers) -> None:
     p.add_argument("--listener-profile", metavar="FILE.json", help="simulated listener profile(s) from a JSON file")
     p.add_argument("--dry-run", action="store_true", help="show the plan's counts and stop")
     p.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
+    batch = p.add_mutually_exclusive_group()
+    batch.add_argument(
+        "--batch",
+        choices=("gemini", "openai"),
+        help="submit the plan as provider batch jobs at half the price (results within 24 h), record them and "
+        "return; then `spokenbench batches DIR --collect` (docs/evaluation.md, Large runs)",
+    )
+    batch.add_argument(
+        "--batch-file",
+        metavar="FILE",
+        help="write the OpenAI batch-format request file (audio inline) for vLLM's run_batch or any compatible "
+        "runner, and return; then `spokenbench import-results DIR RESULTS`",
+    )
     p.set_defaults(handler=cmd_evaluate)
 
     p = add_command(subparsers, "runs", description="List the project's runs.")
@@ -506,6 +519,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             else:
                 _print_preparation(prepared, file=sys.stdout)
             return 0
+        if args.batch or args.batch_file:
+            from spokenbench.core.cli.batch_commands import evaluate_in_batch
+
+            return evaluate_in_batch(args, project, prepared, _print_preparation)
         if not args.json:
             _print_preparation(prepared, file=sys.stderr)
         summary = run_evaluation(

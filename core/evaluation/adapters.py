@@ -134,13 +134,18 @@ def _b64(audio: AudioInput) -> str:
 class OpenAICompatibleAdapter(ModelAdapter):
     """OpenAI, NVIDIA's catalog, Mistral, vLLM and other OpenAI-compatible servers via the openai SDK."""
 
-    def __init__(self, preset: ModelPreset, params: GenerationParams, key: str):
+    def __init__(self, preset: ModelPreset, params: GenerationParams, key: str | None):
         super().__init__(preset, params)
         from openai import AsyncOpenAI
 
-        self.secrets = (key,)
-        # max_retries=0: core.remote owns retries (and honours Retry-After once, not twice).
-        self.client = AsyncOpenAI(api_key=key, base_url=preset.base_url, max_retries=0, timeout=params.timeout_s)
+        self.secrets = (key,) if key else ()
+        # max_retries=0: core.remote owns retries (and honours Retry-After once, not twice). No key: an adapter
+        # that only builds request bodies (batch files, core/evaluation/batches.py) and has no client.
+        self.client = (
+            None
+            if key is None
+            else AsyncOpenAI(api_key=key, base_url=preset.base_url, max_retries=0, timeout=params.timeout_s)
+        )
 
     def _messages(self, request: ModelRequest) -> list[dict]:
         convention = self.preset.convention
@@ -179,31 +184,21 @@ class OpenAICompatibleAdapter(ModelAdapter):
     async def generate(self, request: ModelRequest) -> ModelReply:
         if request.kind == "transcribe":
             return await self._transcribe(request)
-        body = {
+        # The SDK's documented raw `post` (same client, auth, timeouts and error classes as
+        # chat.completions.create) without its recursive TypedDict transform of `messages`, which costs about
+        # 3 ms of CPU per audio request and would make the runner CPU-bound at high concurrency.
+        data = await self.client.post("/chat/completions", cast_to=object, body=self.chat_body(request))
+        return chat_reply(data)
+
+    def chat_body(self, request: ModelRequest) -> dict:
+        """The /chat/completions body sent for `request` (its audio loaded): online, and as each line's body of
+        an OpenAI batch file (core/evaluation/batches.py)."""
+        return {
             "model": self.preset.model,
             "messages": self._messages(request),
             "temperature": self.params.temperature,
             self.preset.max_tokens_param: self.params.max_output_tokens,
         }
-        # The SDK's documented raw `post` (same client, auth, timeouts and error classes as
-        # chat.completions.create) without its recursive TypedDict transform of `messages`, which costs about
-        # 3 ms of CPU per audio request and would make the runner CPU-bound at high concurrency.
-        data = await self.client.post("/chat/completions", cast_to=object, body=body)
-        if not isinstance(data, dict) or not data.get("choices"):
-            raise MalformedReply("the reply has no choices")
-        choice = data["choices"][0] or {}
-        content = (choice.get("message") or {}).get("content")
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        usage = data.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
-        return ModelReply(
-            text=content or "",
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
-            audio_tokens=details.get("audio_tokens") if isinstance(details, dict) else None,
-            finish_reason=choice.get("finish_reason"),
-        )
 
     async def _transcribe(self, request: ModelRequest) -> ModelReply:
         texts = []
@@ -219,21 +214,45 @@ class OpenAICompatibleAdapter(ModelAdapter):
         return ModelReply(text=" ".join(t.strip() for t in texts))
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self.client is not None:
+            await self.client.close()
+
+
+def chat_reply(data) -> ModelReply:
+    """A chat completion (a JSON object) as a ModelReply; MalformedReply when it has no choices. Online replies
+    and batch results (OpenAI's output file, vLLM's run_batch) are read by this one function."""
+    if not isinstance(data, dict) or not data.get("choices") or not isinstance(data["choices"], list):
+        raise MalformedReply("the reply has no choices")
+    choice = data["choices"][0] or {}
+    if not isinstance(choice, dict):
+        raise MalformedReply("the reply's first choice is not an object")
+    content = (choice.get("message") or {}).get("content")
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    usage = data.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
+    return ModelReply(
+        text=content or "",
+        input_tokens=usage.get("prompt_tokens"),
+        output_tokens=usage.get("completion_tokens"),
+        audio_tokens=details.get("audio_tokens") if isinstance(details, dict) else None,
+        finish_reason=choice.get("finish_reason"),
+    )
 
 
 class GeminiAdapter(ModelAdapter):
     """Gemini through google-genai's async client. The SDK retries nothing by default; keep it so."""
 
-    def __init__(self, preset: ModelPreset, params: GenerationParams, key: str):
+    def __init__(self, preset: ModelPreset, params: GenerationParams, key: str | None):
         super().__init__(preset, params)
         from google import genai
         from google.genai import types
 
-        self.secrets = (key,)
+        self.secrets = (key,) if key else ()
         self._types = types
         options = types.HttpOptions(base_url=preset.base_url, timeout=int(params.timeout_s * 1000))
-        self.client = genai.Client(api_key=key, http_options=options)
+        # No key: an adapter that only builds requests (batch jobs, core/evaluation/batches.py), without a client.
+        self.client = None if key is None else genai.Client(api_key=key, http_options=options)
 
     def _thinking(self):
         types, thinking, style = self._types, self.params.thinking, self.preset.thinking
@@ -252,7 +271,9 @@ class GeminiAdapter(ModelAdapter):
         level = {"off": "MINIMAL", "on": "HIGH", "auto": None}.get(thinking, thinking.upper())
         return types.ThinkingConfig(thinking_level=level) if level else None
 
-    async def generate(self, request: ModelRequest) -> ModelReply:
+    def request_parts(self, request: ModelRequest) -> tuple[list, object]:
+        """(contents, GenerateContentConfig) sent for `request` (its audio loaded): online, and as each request
+        of a Gemini batch job (core/evaluation/batches.py)."""
         types = self._types
         config = types.GenerateContentConfig(
             temperature=self.params.temperature,
@@ -268,39 +289,49 @@ class GeminiAdapter(ModelAdapter):
             types.Part.from_bytes(data=a.data, mime_type=AUDIO_MIME.get(a.format, "audio/wav")) for a in request.audio
         ]
         contents.append(types.Part.from_text(text=user))
+        return contents, config
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        contents, config = self.request_parts(request)
         response = await self.client.aio.models.generate_content(
             model=self.preset.model, contents=contents, config=config
         )
-        candidates = response.candidates or []
-        text = "".join(
-            part.text
-            for part in ((candidates[0].content.parts or []) if candidates and candidates[0].content else [])
-            if getattr(part, "text", None) and not getattr(part, "thought", False)
-        )
-        usage = response.usage_metadata
-        audio_tokens = None
-        if usage is not None and usage.prompt_tokens_details:
-            audio_tokens = sum(
-                d.token_count or 0
-                for d in usage.prompt_tokens_details
-                if str(getattr(d.modality, "value", d.modality)).upper() == "AUDIO"
-            )
-        output_tokens = None
-        if usage is not None and (usage.candidates_token_count is not None or usage.thoughts_token_count is not None):
-            output_tokens = (usage.candidates_token_count or 0) + (
-                usage.thoughts_token_count or 0
-            )  # thoughts bill as output
-        finish = candidates[0].finish_reason if candidates else None
-        return ModelReply(
-            text=text,
-            input_tokens=usage.prompt_token_count if usage else None,
-            output_tokens=output_tokens,
-            audio_tokens=audio_tokens,
-            finish_reason=str(getattr(finish, "value", finish)) if finish is not None else None,
-        )
+        return gemini_reply(response)
 
     async def aclose(self) -> None:
-        await self.client.aio.aclose()
+        if self.client is not None:
+            await self.client.aio.aclose()
+
+
+def gemini_reply(response) -> ModelReply:
+    """A google-genai GenerateContentResponse as a ModelReply (online replies and batch results alike)."""
+    candidates = response.candidates or []
+    text = "".join(
+        part.text
+        for part in ((candidates[0].content.parts or []) if candidates and candidates[0].content else [])
+        if getattr(part, "text", None) and not getattr(part, "thought", False)
+    )
+    usage = response.usage_metadata
+    audio_tokens = None
+    if usage is not None and usage.prompt_tokens_details:
+        audio_tokens = sum(
+            d.token_count or 0
+            for d in usage.prompt_tokens_details
+            if str(getattr(d.modality, "value", d.modality)).upper() == "AUDIO"
+        )
+    output_tokens = None
+    if usage is not None and (usage.candidates_token_count is not None or usage.thoughts_token_count is not None):
+        output_tokens = (usage.candidates_token_count or 0) + (
+            usage.thoughts_token_count or 0
+        )  # thoughts bill as output
+    finish = candidates[0].finish_reason if candidates else None
+    return ModelReply(
+        text=text,
+        input_tokens=usage.prompt_token_count if usage else None,
+        output_tokens=output_tokens,
+        audio_tokens=audio_tokens,
+        finish_reason=str(getattr(finish, "value", finish)) if finish is not None else None,
+    )
 
 
 class MalformedReply(Exception):

@@ -480,6 +480,54 @@ ALTER TABLE clips ADD COLUMN neutralization TEXT
     CHECK (neutralization IN ('embedding-average', 'signal-approximation'));
 """
 
+# Provider batch jobs and batch files (core/evaluation/batches.py, issue 14). A batch job belongs to one run: its
+# requests (one row per planned (item, condition), keyed by the run's request key = the line's custom_id) wait
+# here until their results are collected into `responses` like an online run's. provider 'file' is an exported
+# OpenAI-format request file (vLLM's run_batch), imported back with `spokenbench import-results`.
+MIGRATION_11_BATCH_JOBS = """
+CREATE TABLE batch_jobs (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    provider      TEXT NOT NULL CHECK (provider IN ('openai', 'gemini', 'file')),
+    model         TEXT NOT NULL,      -- PROVIDER:MODEL as the run stores it
+    api_model     TEXT NOT NULL,      -- the model name sent in each request (checked on import)
+    endpoint      TEXT,               -- base URL without credentials
+    part          INTEGER NOT NULL DEFAULT 1,   -- parts of one submission, split by the provider's size limits
+    remote_id     TEXT,               -- the provider's batch id (OpenAI) or name (Gemini 'batches/...')
+    input_file    TEXT,               -- the uploaded input file's id, or the written file's path (provider 'file')
+    output_file   TEXT,
+    error_file    TEXT,
+    state         TEXT NOT NULL,      -- submitting, pending, running, finalizing, completed, failed, expired,
+                                      -- cancelling, cancelled, collected, exported, imported
+    remote_state  TEXT,               -- as the provider says it
+    requests      INTEGER NOT NULL,   -- lines (unique request keys)
+    answered      INTEGER NOT NULL DEFAULT 0,
+    failed        INTEGER NOT NULL DEFAULT 0,
+    bytes         INTEGER,
+    cost_usd      REAL NOT NULL DEFAULT 0,
+    price_json    TEXT,               -- the batch price used for costs (USD per 1M tokens)
+    max_output_tokens INTEGER,
+    error         TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    collected_at  TEXT
+);
+CREATE INDEX batch_jobs_run ON batch_jobs(run_id);
+
+CREATE TABLE batch_requests (
+    batch_id      INTEGER NOT NULL REFERENCES batch_jobs(id) ON DELETE CASCADE,
+    item_id       INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    condition_key TEXT NOT NULL,
+    option_order  TEXT NOT NULL,
+    request_key   TEXT NOT NULL,      -- the response-cache key; the line's custom_id / key
+    context_json  TEXT NOT NULL,      -- what parsing and costing need: presented letters, option texts, estimates
+    status        TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'answered', 'failed')),
+    error         TEXT,
+    PRIMARY KEY (batch_id, item_id, condition_key)
+);
+CREATE INDEX batch_requests_key ON batch_requests(request_key);
+""" + _change_triggers(("batch_jobs",))
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -491,5 +539,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_8_RATING_ORIGIN,
     MIGRATION_9_RECORDING,
     MIGRATION_10_NEUTRALIZED_CLIPS,
+    MIGRATION_11_BATCH_JOBS,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

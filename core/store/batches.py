@@ -1,0 +1,150 @@
+"""The SQL of batch jobs (core/evaluation/batches.py): the `batch_jobs` and `batch_requests` tables. Callers own
+transactions; nothing here commits."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from spokenbench.core.store.database import utc_now
+
+# A batch in one of these states may still answer its pending requests: they are not submitted again.
+IN_FLIGHT_STATES = ("submitting", "pending", "running", "finalizing", "cancelling", "completed", "expired", "failed")
+
+_BATCH_FIELDS = (
+    "run_id",
+    "provider",
+    "model",
+    "api_model",
+    "endpoint",
+    "part",
+    "remote_id",
+    "input_file",
+    "output_file",
+    "error_file",
+    "state",
+    "remote_state",
+    "requests",
+    "answered",
+    "failed",
+    "bytes",
+    "cost_usd",
+    "price_json",
+    "max_output_tokens",
+    "error",
+    "collected_at",
+)
+
+
+def insert_batch(conn: sqlite3.Connection, **fields) -> int:
+    unknown = set(fields) - set(_BATCH_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown batch_jobs field(s): {sorted(unknown)}")
+    now = utc_now()
+    names = [*fields, "created_at", "updated_at"]
+    cursor = conn.execute(
+        f"INSERT INTO batch_jobs({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        (*fields.values(), now, now),
+    )
+    return cursor.lastrowid
+
+
+def update_batch(conn: sqlite3.Connection, batch_id: int, **fields) -> None:
+    unknown = set(fields) - set(_BATCH_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown batch_jobs field(s): {sorted(unknown)}")
+    if not fields:
+        return
+    assignments = ", ".join(f"{name} = ?" for name in fields)
+    conn.execute(
+        f"UPDATE batch_jobs SET {assignments}, updated_at = ? WHERE id = ?", (*fields.values(), utc_now(), batch_id)
+    )
+
+
+def delete_batch(conn: sqlite3.Connection, batch_id: int) -> None:
+    conn.execute("DELETE FROM batch_jobs WHERE id = ?", (batch_id,))
+
+
+def batch_row(conn: sqlite3.Connection, batch_id: int) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM batch_jobs WHERE id = ?", (batch_id,)).fetchone()
+
+
+def batch_rows(conn: sqlite3.Connection, run_id: int | None = None) -> list[sqlite3.Row]:
+    if run_id is None:
+        return conn.execute("SELECT * FROM batch_jobs ORDER BY id").fetchall()
+    return conn.execute("SELECT * FROM batch_jobs WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+
+
+def insert_requests(conn: sqlite3.Connection, batch_id: int, rows: Iterable[tuple]) -> None:
+    """`rows`: (item_id, condition_key, option_order, request_key, context_json)."""
+    conn.executemany(
+        "INSERT INTO batch_requests(batch_id, item_id, condition_key, option_order, request_key, context_json) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        ((batch_id, *row) for row in rows),
+    )
+
+
+def in_flight_requests(conn: sqlite3.Connection, run_id: int) -> set[tuple[int, str]]:
+    """(item_id, condition_key) of run `run_id` waiting in a provider batch that may still answer them."""
+    marks = ",".join("?" * len(IN_FLIGHT_STATES))
+    rows = conn.execute(
+        f"SELECT r.item_id, r.condition_key FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id "
+        f"WHERE b.run_id = ? AND b.provider != 'file' AND r.status = 'pending' AND b.state IN ({marks})",
+        (run_id, *IN_FLIGHT_STATES),
+    )
+    return {(row[0], row[1]) for row in rows}
+
+
+def request_rows(conn: sqlite3.Connection, batch_id: int, statuses: Sequence[str] = ("pending",)) -> list[sqlite3.Row]:
+    marks = ",".join("?" * len(statuses))
+    return conn.execute(
+        f"SELECT batch_id, item_id, condition_key, option_order, request_key, context_json, status FROM batch_requests "
+        f"WHERE batch_id = ? AND status IN ({marks}) ORDER BY rowid",
+        (batch_id, *statuses),
+    ).fetchall()
+
+
+def file_request_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every request of every exported batch file, with its batch's run, model and price."""
+    return conn.execute(
+        "SELECT r.batch_id, r.item_id, r.condition_key, r.option_order, r.request_key, r.context_json, r.status, "
+        "b.run_id, b.api_model, b.model, b.price_json, b.max_output_tokens "
+        "FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id WHERE b.provider = 'file' ORDER BY r.rowid"
+    ).fetchall()
+
+
+def set_request_statuses(conn: sqlite3.Connection, updates: Iterable[tuple]) -> None:
+    """`updates`: (status, error, batch_id, item_id, condition_key)."""
+    conn.executemany(
+        "UPDATE batch_requests SET status = ?, error = ? WHERE batch_id = ? AND item_id = ? AND condition_key = ?",
+        updates,
+    )
+
+
+def request_counts(conn: sqlite3.Connection, batch_id: int) -> dict[str, int]:
+    rows = conn.execute("SELECT status, count(*) FROM batch_requests WHERE batch_id = ? GROUP BY status", (batch_id,))
+    return {row[0]: row[1] for row in rows}
+
+
+def failed_requests(conn: sqlite3.Connection, batch_id: int, limit: int = 5) -> list[sqlite3.Row]:
+    return conn.execute(
+        "SELECT request_key, item_id, condition_key, error FROM batch_requests WHERE batch_id = ? AND status = 'failed' "
+        "ORDER BY rowid LIMIT ?",
+        (batch_id, limit),
+    ).fetchall()
+
+
+def run_batches_waiting(conn: sqlite3.Connection, run_id: int) -> int:
+    """Provider batches of the run not collected yet (any state but collected)."""
+    return conn.execute(
+        "SELECT count(*) FROM batch_jobs WHERE run_id = ? AND provider != 'file' AND state NOT IN ('collected')",
+        (run_id,),
+    ).fetchone()[0]
+
+
+def run_answer_counts(conn: sqlite3.Connection, run_id: int) -> tuple[int, int]:
+    """(responses without error, responses with an error) of run `run_id`."""
+    row = conn.execute(
+        "SELECT sum(error IS NULL), sum(error IS NOT NULL) FROM responses WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return int(row[0] or 0), int(row[1] or 0)
