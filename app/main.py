@@ -1,4 +1,7 @@
-"""`spokenbench-studio [PROJECT]`: the desktop app's entry point."""
+"""`spokenbench-studio [PROJECT] [--demo] [--smoke]`: the desktop app's entry point.
+
+`--demo` opens the demo project kept in the user's data folder (built the first time, app/demo_mode.py) with the
+guided tour; `--smoke` renders every screen once and exits 0, or 1 with the message (app/smoke.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +44,22 @@ def keep_the_ui_responsive() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spokenbench-studio", description="SpokenBench Studio desktop app")
     parser.add_argument("project", nargs="?", help="project folder to open")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="open the offline demo project with the guided tour (built in your data folder the first time, "
+        "reused after)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="open the project (or --demo), render every screen once and exit: 0 when all rendered, 1 otherwise",
+    )
     args = parser.parse_args(argv)
+    if args.demo and args.project:
+        parser.error("give a project folder or --demo, not both")
+    if args.smoke and not (args.demo or args.project):
+        parser.error("--smoke needs a project folder or --demo")
     missing = missing_x11_packages()
     if missing:
         print(
@@ -62,11 +80,31 @@ def main(argv: list[str] | None = None) -> int:
     collect_garbage_at_safe_points(app)
     from spokenbench.app.audio import playback_problem, recording_problem
 
-    window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem())
+    settings = None
+    if args.smoke:  # a throwaway settings file: the smoke test leaves the user's recent projects and tour alone
+        import tempfile
+
+        from PySide6.QtCore import QSettings
+
+        smoke_dir = tempfile.mkdtemp(prefix="spokenbench-smoke-")
+        settings = QSettings(str(Path(smoke_dir) / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
     window.show()
     keep_the_ui_responsive()
-    if args.project:
-        window.open_project(Path(args.project))
+    opening = None
+    if args.demo:
+        opening = window.open_demo(tour=not args.smoke)
+    elif args.project:
+        opening = window.open_project(Path(args.project))
+    if args.smoke:
+        from spokenbench.app.smoke import run_smoke
+
+        code = run_smoke(app, window, opening)
+        window.shutdown()
+        import shutil
+
+        shutil.rmtree(smoke_dir, ignore_errors=True)
+        return code
     return app.exec()
 
 

@@ -248,6 +248,10 @@ class MainWindow(QMainWindow):
         demo_action = QAction("Build &Demo Project…", self)
         demo_action.triggered.connect(self.choose_demo_folder)
         file_menu.addAction(demo_action)
+        open_demo_action = QAction("Open the Demo Project (with the &Guided Tour)", self)
+        open_demo_action.setToolTip("The demo kept in your data folder: built the first time, reused after")
+        open_demo_action.triggered.connect(lambda: self.open_demo(tour=True))
+        file_menu.addAction(open_demo_action)
         self.import_action = QAction("&Import Items…", self)
         self.import_action.setShortcut(QKeySequence("Ctrl+I"))
         self.import_action.setEnabled(False)
@@ -294,6 +298,9 @@ class MainWindow(QMainWindow):
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
         self.recording_message = recording_message  # why speakers cannot be recorded here (None: they can)
         self.sidebar.select("items")
+        from spokenbench.app.tour import install_tour
+
+        self.tour = install_tour(self)  # the guided tour's dock and Help → Guided Tour (app/tour.py)
 
     # --- pages ---------------------------------------------------------------------------------------------
     def show_page(self, key: str) -> None:
@@ -522,6 +529,27 @@ class MainWindow(QMainWindow):
         path = Path(path)
         self.jobs_dock.show()
         return self._open(path, lambda progress: build_demo_and_load(path, progress), "Building the demo project")
+
+    def open_demo(self, tour: bool = False, data_dir: Path | None = None) -> Operation:
+        """The demo in the user's data folder (app/demo_mode.py): built the first time (or when an older version
+        built it) on a worker thread, reused after, then opened; with `tour`, the guided tour opens on it unless
+        the user skipped or finished it before."""
+        from spokenbench.app.demo_mode import open_demo
+
+        operation = open_demo(self, data_dir)
+        if tour:
+            operation.success(lambda _opened: self.tour.start_if_new())
+        return operation
+
+    def run_open(self, fn, label: str) -> Operation:
+        """Open a project whose folder the work itself finds: `fn(progress) -> (path, view)`, off the UI thread."""
+        self.summary_label.setText(f"{label}…")
+        return (
+            BackgroundOp(self.runner, fn, label=label, parent=self, supersede="open", error_title="Cannot open project")
+            .success(lambda opened: self._opened(*opened))
+            .failure(self._open_failed, dialog=True)
+            .run()
+        )
 
     def refresh_view(self, rows: bool = True) -> Operation | None:
         """Re-read the summary of the open project and, unless rows=False, its items. A newer refresh supersedes

@@ -1,0 +1,140 @@
+"""`spokenbench-studio --demo --smoke` and `spokenbench-studio PROJECT --smoke`: open the project, render every
+screen once — each sidebar page, every Results panel (drawn with its published layer below it, so both are
+drawn), the gender-probe detail, each step of the guided tour — and exit 0; on any failure exit 1 with the message. Used by the tests and
+by the packaged build's check; works offscreen (`QT_QPA_PLATFORM=offscreen`) and with no audio device (nothing
+is played).
+
+A failure is: the project not opening, a page that could not be loaded (its placeholder says why), an exception
+in any slot or callback (caught through `sys.excepthook`, where PySide reports them), an error dialog left open,
+or a screen not ready within the time limit."""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+from PySide6.QtWidgets import QMessageBox
+
+SMOKE_TIMEOUT_S = 300.0  # the first `--demo` builds the demo (about a minute on a busy machine)
+SCREEN_TIMEOUT_S = 120.0
+
+
+class SmokeFailure(Exception):
+    pass
+
+
+class _Smoke:
+    def __init__(self, app, window, deadline: float):
+        self.app = app
+        self.window = window
+        self.deadline = deadline
+        self.errors: list[str] = []
+        self.screens = 0
+
+    def pump(self, seconds: float = 0.0) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            self.app.processEvents()
+            self.check()
+            if time.monotonic() >= end:
+                return
+            time.sleep(0.005)
+
+    def wait(self, condition, what: str, timeout_s: float = SCREEN_TIMEOUT_S) -> None:
+        limit = min(self.deadline, time.monotonic() + timeout_s)
+        while not condition():
+            if time.monotonic() > limit:
+                raise SmokeFailure(f"timed out waiting for {what}")
+            self.pump()
+            time.sleep(0.005)
+
+    def idle(self, what: str) -> None:
+        """Until no operation of the window runs, twice in a row a little apart (a page's timers start more)."""
+        runner = self.window.runner
+        quiet = 0
+        while quiet < 2:
+            self.wait(lambda: not runner.running, what)
+            self.pump(0.06)
+            quiet = quiet + 1 if not runner.running else 0
+
+    def check(self) -> None:
+        for widget in self.app.topLevelWidgets():
+            if isinstance(widget, QMessageBox) and widget.isVisible():
+                self.errors.append(f"{widget.windowTitle()}: {widget.text()}\n{widget.detailedText()}".strip())
+                widget.close()
+        if self.errors:
+            raise SmokeFailure(self.errors[0])
+
+    def render(self, what: str) -> None:
+        self.idle(what)
+        image = self.window.grab()  # paints every visible widget
+        if image.isNull():
+            raise SmokeFailure(f"{what}: nothing was drawn")
+        self.screens += 1
+
+
+def run_smoke(app, window, opening, timeout_s: float = SMOKE_TIMEOUT_S, out=None) -> int:
+    """Drive `window` (its project being opened by the operation `opening`) through every screen; 0 when all
+    rendered, 1 with the message on stderr otherwise."""
+    from spokenbench.app.main_window import PAGES, PlaceholderPage
+    from spokenbench.core.panels import PANEL_ORDER
+
+    out = out or sys.stdout
+    started = time.monotonic()
+    smoke = _Smoke(app, window, started + timeout_s)
+    previous_hook = sys.excepthook
+
+    def record(kind, value, tb) -> None:
+        smoke.errors.append("".join(traceback.format_exception(kind, value, tb)).strip())
+
+    sys.excepthook = record
+    try:
+        smoke.wait(lambda: opening.status not in ("new", "running", "cancelling"), "the project to open", timeout_s)
+        if opening.status != "succeeded":
+            raise SmokeFailure(f"the project did not open ({opening.status}): {opening.error}")
+        smoke.render("the opened project")
+        for key, name in PAGES:
+            window.show_page(key)
+            smoke.render(f"the {name} page")
+            page = window.page_widgets[key]
+            if isinstance(page, PlaceholderPage) and getattr(page, "failed", False):
+                raise SmokeFailure(f"the {name} page could not be loaded: {page.message.text()}")
+        results = window.page_widgets["results"]
+        if hasattr(results, "show_panel"):
+            window.show_page("results")
+            smoke.wait(lambda: results.panels is not None, "the Results panels")
+            for key in PANEL_ORDER:  # each drawn once, with its published layer below when it has one
+                results.view.published_on[key] = True
+                results.show_panel(key)
+                smoke.render(f"the Results panel {key}")
+                if key == "gender_probe":
+                    smoke.wait(lambda: results.gender_panel.view is not None, "the gender-probe detail")
+                    smoke.render("the gender-probe detail")
+            results.view.published_on.clear()
+        tour = window.tour
+        for index in range(len(tour.steps)):
+            if index == 0:
+                tour.start(0)
+            else:
+                tour.show_step(index)
+            smoke.render(f"step {index + 1} of the guided tour")
+            if tour.target_widget() is None:
+                raise SmokeFailure(f"step {index + 1} of the guided tour points at nothing")
+        tour.highlight.point_at(None)
+        tour.dock.hide()  # the user's skipped/finished state is left as it was
+        smoke.pump(0.05)
+    except SmokeFailure as failure:
+        print(f"smoke test failed: {failure}", file=sys.stderr)
+        return 1
+    except Exception as error:  # a bug in the smoke test's own driving is a failure too
+        print(f"smoke test failed: {type(error).__name__}: {error}\n{traceback.format_exc()}", file=sys.stderr)
+        return 1
+    finally:
+        sys.excepthook = previous_hook
+    print(
+        f"smoke test passed: {smoke.screens} screens rendered in {time.monotonic() - started:.1f} s "
+        f"({window.project_path})",
+        file=out,
+    )
+    return 0

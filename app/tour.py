@@ -1,0 +1,159 @@
+"""The guided tour's wiring: a dock on the right of the window holding widgets/tour_panel.py, Help → Guided tour
+to open it, and each step (core/tour.py) opened where it points — the sidebar page, the Results panel selected,
+its published layer on or off, and an orange frame around the run list, the panel or the gender-probe detail.
+
+Skipping (or closing the dock) and finishing are remembered in QSettings (`tour/state`), so `--demo` shows the tour
+until the user has skipped or finished it once; Help → Guided tour always opens it again, at the first step."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QWidget
+
+from spokenbench.core.tour import TOUR, TourStep
+from spokenbench.widgets.tour_panel import Highlight, TourPanel
+
+TOUR_STATE_KEY = "tour/state"  # "skipped" or "finished" once the user did either
+NO_PROJECT_NOTE = (
+    "No project is open, so there are no panels to point at: open the demo project (below, or File → Open the "
+    "Demo Project; `spokenbench-studio --demo` from a terminal)."
+)
+
+
+class TourController(QObject):
+    step_shown = Signal(int)  # after a step's page and panel are opened
+    closed = Signal(str)  # "skipped" or "finished"
+
+    def __init__(self, window, steps: tuple[TourStep, ...] = TOUR):
+        super().__init__(window)
+        self.window = window
+        self.steps = steps
+        self.index = -1
+        self.panel = TourPanel()
+        self.panel.set_steps(steps)
+        self.dock = QDockWidget("Guided tour", window)
+        self.dock.setObjectName("tourDock")
+        self.dock.setWidget(self.panel)
+        self.dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea | Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.dock.setMinimumWidth(300)
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
+        self.dock.hide()
+        self.dock.installEventFilter(self)  # the dock's own close button skips the tour
+        self.highlight = Highlight()
+        self.panel.next_requested.connect(self.next)
+        self.panel.back_requested.connect(self.back)
+        self.panel.skip_requested.connect(self.skip)
+        self.panel.finish_requested.connect(self.finish)
+        self.panel.demo_requested.connect(self.open_demo)
+
+        help_menu = window.menuBar().addMenu("&Help")
+        self.action = QAction("Guided &Tour", window)
+        self.action.setShortcut(QKeySequence("F1"))
+        self.action.setToolTip("Walk through the papers' findings on the demo project's panels")
+        self.action.triggered.connect(lambda: self.start())
+        help_menu.addAction(self.action)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def settings(self):
+        return self.window.settings
+
+    def state(self) -> str:
+        return str(self.settings.value(TOUR_STATE_KEY, "") or "")
+
+    def is_open(self) -> bool:
+        return not self.dock.isHidden()
+
+    def start_if_new(self) -> bool:
+        """Open the tour unless the user skipped or finished it before; True when opened."""
+        if self.state() in ("skipped", "finished"):
+            return False
+        self.start()
+        return True
+
+    def start(self, index: int = 0) -> None:
+        self.dock.show()
+        self.dock.raise_()
+        self.show_step(index)
+        self.panel.setFocus()
+
+    # -- moving ---------------------------------------------------------------------------------
+
+    def show_step(self, index: int) -> TourStep:
+        index = max(0, min(index, len(self.steps) - 1))
+        self.index = index
+        step = self.steps[index]
+        self.panel.show_step(index)
+        no_project = self.window.session is None
+        self.panel.set_note(NO_PROJECT_NOTE if no_project else None, offer_demo=no_project)
+        self.open_target(step)
+        self.step_shown.emit(index)
+        return step
+
+    def open_demo(self):
+        """Open the demo from the tour (no project was open), then show the current step on it."""
+        operation = self.window.open_demo()
+        operation.success(lambda _opened: self.show_step(max(self.index, 0)) if self.is_open() else None)
+        return operation
+
+    def next(self) -> None:
+        if self.index < len(self.steps) - 1:
+            self.show_step(self.index + 1)
+        else:
+            self.finish()
+
+    def back(self) -> None:
+        if self.index > 0:
+            self.show_step(self.index - 1)
+
+    def skip(self) -> None:
+        self._close("skipped")
+
+    def finish(self) -> None:
+        self._close("finished")
+
+    def _close(self, how: str) -> None:
+        self.settings.setValue(TOUR_STATE_KEY, how)
+        self.highlight.point_at(None)
+        self.dock.hide()  # hiding sends no Close event
+        self.closed.emit(how)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.dock and event.type() == QEvent.Type.Close:
+            self.settings.setValue(TOUR_STATE_KEY, "skipped")
+            self.highlight.point_at(None)
+            self.closed.emit("skipped")
+        return False
+
+    # -- pointing -------------------------------------------------------------------------------
+
+    def open_target(self, step: TourStep) -> QWidget | None:
+        """Open the step's page and panel, set its published layer, and frame what it talks about."""
+        window = self.window
+        window.show_page(step.page)
+        page = window.page_widgets.get(step.page)
+        target = page
+        if step.panel is not None and hasattr(page, "show_panel"):
+            view = page.view
+            view.published_on[step.panel] = step.published  # set_panel reads it when the panel is (re)drawn
+            page.show_panel(step.panel)
+            if view.panel is not None and view.panel.key == step.panel:
+                view.published_toggle.setChecked(step.published)
+            if step.focus == "runs":
+                target = page.run_list
+            elif step.focus == "gender_detail":
+                target = page.gender_panel
+                page.gender_panel.tabs.setCurrentIndex(0)
+            else:
+                target = view
+        self.highlight.point_at(target)
+        return target
+
+    def target_widget(self) -> QWidget | None:
+        return self.highlight.target
+
+
+def install_tour(window) -> TourController:
+    return TourController(window)

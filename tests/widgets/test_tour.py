@@ -1,0 +1,115 @@
+"""The guided tour (issue 15 item 2): every step opens its page and panel and frames what it talks about; skipping
+and finishing are remembered; Help → Guided Tour opens it again."""
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+
+from spokenbench.core.panels import PANEL_ORDER
+from spokenbench.core.tour import FOCUS_TARGETS, PUBLISHED, SIMULATED, TOUR, tour_markdown
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def make_window(qtbot, settings):
+    from spokenbench.app.main_window import MainWindow
+
+    windows = []
+
+    def make():
+        window = MainWindow(audio_message="no audio in tests", settings=settings)
+        qtbot.addWidget(window)
+        window.resize(1300, 820)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.shutdown()
+
+
+def test_the_steps_say_where_their_numbers_come_from():
+    assert len(TOUR) >= 6
+    assert len({step.key for step in TOUR}) == len(TOUR)
+    for step in TOUR:
+        assert step.page == "results" and step.panel in PANEL_ORDER and step.focus in FOCUS_TARGETS
+        assert step.simulated_note.startswith("Simulated:") and step.published_note.startswith("Published:")
+        assert set(step.sources) == {SIMULATED, PUBLISHED}
+    titles = " ".join(step.title.lower() for step in TOUR)
+    for finding in ("option order", "language", "speech carries", "voting", "male-oriented"):
+        assert finding in titles
+    markdown = tour_markdown()
+    assert markdown.count("\n## ") == len(TOUR) and "resources/published" in markdown
+
+
+def test_each_step_opens_its_page_and_panel_and_frames_it(make_window):
+    window = make_window()
+    tour = window.tour
+    tour.start()
+    assert tour.is_open() and tour.index == 0
+    assert "No project is open" in tour.panel.note.text()
+    results = window.page_widgets["results"]
+    for index, step in enumerate(TOUR):
+        tour.show_step(index)
+        results = window.page_widgets["results"]
+        assert window.current_page_key() == step.page
+        assert results.panel_list.currentRow() == PANEL_ORDER.index(step.panel)
+        assert results.view.published_on[step.panel] is step.published
+        expected = {"runs": results.run_list, "panel": results.view, "gender_detail": results.gender_panel}
+        assert tour.target_widget() is expected[step.focus]
+        assert tour.highlight.parent() is expected[step.focus] and not tour.highlight.isHidden()
+        assert tour.highlight.geometry() == expected[step.focus].rect()
+        assert step.title in tour.panel.title.text()
+        assert f"step {index + 1} of {len(TOUR)}" in tour.panel.counter.text()
+        assert "SIMULATED" in tour.panel.simulated.text() and "PUBLISHED" in tour.panel.published.text()
+    assert tour.panel.next_button.text() == "&Done"
+
+
+def test_keys_move_through_the_tour_and_finishing_is_remembered(make_window, settings):
+    window = make_window()
+    tour = window.tour
+    assert tour.start_if_new()
+    QTest.keyClick(tour.panel, Qt.Key.Key_Right)
+    assert tour.index == 1
+    QTest.keyClick(tour.panel, Qt.Key.Key_Left)
+    assert tour.index == 0
+    QTest.keyClick(tour.panel, Qt.Key.Key_Left)  # nothing before the first step
+    assert tour.index == 0 and tour.is_open()
+    buttons = (tour.panel.back_button, tour.panel.next_button, tour.panel.skip_button)
+    assert [b.shortcut().toString() for b in buttons] == ["Alt+B", "Alt+N", "Alt+S"]  # anywhere in the window
+    for _ in range(len(TOUR) - 1):
+        QTest.keyClick(tour.panel, Qt.Key.Key_PageDown)
+    assert tour.index == len(TOUR) - 1
+    tour.panel.next_button.click()  # Done
+    assert not tour.is_open() and tour.highlight.target is None
+    assert settings.value("tour/state") == "finished"
+    assert not make_window().tour.start_if_new()
+
+
+def test_skip_is_remembered_and_help_opens_the_tour_again(make_window, settings):
+    window = make_window()
+    tour = window.tour
+    assert tour.start_if_new()
+    tour.show_step(3)
+    QTest.keyClick(tour.panel, Qt.Key.Key_Escape)
+    assert not tour.is_open() and settings.value("tour/state") == "skipped"
+
+    again = make_window()
+    assert not again.tour.start_if_new() and not again.tour.is_open()
+    help_menu = next(a.menu() for a in again.menuBar().actions() if a.text() == "&Help")
+    assert again.tour.action in help_menu.actions()
+    again.tour.action.trigger()
+    assert again.tour.is_open() and again.tour.index == 0
+    assert again.current_page_key() == "results"
+
+
+def test_closing_the_dock_skips_the_tour(make_window, settings):
+    window = make_window()
+    window.tour.start()
+    window.tour.dock.close()
+    assert settings.value("tour/state") == "skipped" and window.tour.highlight.target is None
