@@ -27,6 +27,7 @@ them as operations."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import json
@@ -193,9 +194,8 @@ class _Line:
     jobs: list[tuple[Job, str]]  # (job, context json)
 
 
-def _context(builder: RequestBuilder, keyer: ModelAdapter, job: Job, request: ModelRequest) -> str:
+def _context(rendered, keyer: ModelAdapter, request: ModelRequest) -> str:
     """What parsing and costing a result needs later, without the plan."""
-    rendered = builder.render(job)
     text_est, audio_est = keyer.estimate_tokens(request)
     return json.dumps(
         {
@@ -241,16 +241,20 @@ def _plan_lines(
     stored = store.done_keys(project.conn, run_id) if run_id is not None else set()
     lines: dict[str, _Line] = {}
     keyed = []
+    audio_mode = settings.mode in ("audio", "audio+text-options")
     for job in prepared.jobs:
         if job.key in stored or job.key in skip:
             continue
-        request = builder.answer(job)
+        rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for it and the context
+        request = ModelRequest(
+            rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
+        )
         key = keyer.request_key(request)
-        keyed.append((job, request, key))
-    cache = store.cached_replies(project.conn, sorted({key for _job, _request, key in keyed}))
+        keyed.append((job, request, key, rendered))
+    cache = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
     cached = []
-    for job, request, key in keyed:
-        context = _context(builder, keyer, job, request)
+    for job, request, key, rendered in keyed:
+        context = _context(rendered, keyer, request)
         if key in cache:
             cached.append((job, key, context))
             continue
@@ -291,11 +295,14 @@ def _ensure_run(project: Project, prepared: EvaluationPreparation) -> int:
     return run_id
 
 
-def _store_cached(project: Project, run_id: int, cached: list[tuple[Job, str, str]]) -> None:
+def _store_cached(
+    project: Project, run_id: int, cached: list[tuple[Job, str, str]], replies: dict | None = None
+) -> None:
     """Planned requests the response cache answers: stored now, at no cost, as an online run stores them."""
     if not cached:
         return
-    replies = store.cached_replies(project.conn, sorted({key for _job, key, _context in cached}))
+    if replies is None:
+        replies = store.cached_replies(project.conn, sorted({key for _job, key, _context in cached}))
     records = []
     for job, key, context in cached:
         hit = replies[key]
@@ -383,6 +390,12 @@ def _price_from(text: str | None) -> Price | None:
 # Writing request lines
 
 
+# Conventions whose audio is one base64 string in the body: the line is encoded with a short placeholder there
+# and the audio's base64 (which JSON never escapes) written in its place — the same bytes as encoding the whole
+# body, without scanning megabytes of base64 for characters to escape.
+_SPLICED_CONVENTIONS = ("openai-input-audio", "mistral-input-audio", "audio-url")
+
+
 class _Writer:
     """Builds each line's request through the online adapter, loading each audio file when its line is written
     (a small cache keeps inputs shared by neighbouring lines), so memory stays bounded however many lines."""
@@ -390,6 +403,7 @@ class _Writer:
     def __init__(self, project: Project, adapter: ModelAdapter):
         self.project, self.adapter = project, adapter
         self._audio = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
+        self.splice = adapter.preset.convention in _SPLICED_CONVENTIONS
 
     def loaded(self, request: ModelRequest) -> ModelRequest:
         if not request.audio:
@@ -397,10 +411,28 @@ class _Writer:
         audio = tuple(dataclasses.replace(a, data=self._audio(a.sha256, a.format)) for a in request.audio)
         return dataclasses.replace(request, audio=audio)
 
-    def openai_line(self, line: _Line) -> bytes:
-        body = self.adapter.chat_body(self.loaded(line.request))
+    def openai_line(self, line: _Line) -> list[bytes]:
+        """The line's bytes, in pieces (written with writelines: the audio is never copied into one string)."""
+        request = line.request
+        if not (self.splice and request.audio):
+            body = self.adapter.chat_body(self.loaded(request))
+            record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
+            return [json.dumps(record, separators=(",", ":")).encode("utf-8"), b"\n"]
+        markers = [b"\xfb\xff\xbf" + b"%09d" % n for n in range(len(request.audio))]  # base64: '+/+/' + digits
+        tokens = [base64.b64encode(marker) for marker in markers]
+        placeholder = dataclasses.replace(
+            request, audio=tuple(dataclasses.replace(a, data=m) for a, m in zip(request.audio, markers))
+        )
+        body = self.adapter.chat_body(placeholder)
         record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
-        return json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
+        text = json.dumps(record, separators=(",", ":")).encode("utf-8")
+        pieces, start = [], 0
+        for audio, token in zip(request.audio, tokens):
+            at = text.index(token, start)
+            pieces += [text[start:at], base64.b64encode(self._audio(audio.sha256, audio.format))]
+            start = at + len(token)
+        pieces += [text[start:], b"\n"]
+        return pieces
 
 
 def _parts(lines: list[_Line], sizes: list[int], max_bytes: int, max_requests: int) -> Iterator[list[int]]:
@@ -575,7 +607,9 @@ def _submit_openai_part(project: Project, batch_id: int, lines: list[_Line], siz
     written = 0
     with open(path, "wb", buffering=1 << 20) as out:
         for line in lines:
-            written += out.write(writer.openai_line(line))
+            pieces = writer.openai_line(line)
+            out.writelines(pieces)
+            written += sum(map(len, pieces))
     try:
         with open(path, "rb") as handle:
             uploaded = client.files.create(file=(path.name, handle, "application/jsonl"), purpose="batch")
@@ -1069,36 +1103,29 @@ def _commit_results(project: Project, row, results: dict[str, _Result], summary:
 # Batch files (vLLM run_batch) and importing their results
 
 
+WRITE_CHUNK = 2048  # planned requests keyed, checked against the cache and written per step
+
+
 def write_batch_file(
     project: Project, prepared: EvaluationPreparation, path: str | os.PathLike, progress: Progress | None = None
 ) -> BatchFileSummary:
     """Write the OpenAI batch-format request file for the prepared plan (what the response cache already
-    answers is stored, not written) and record it as a batch of provider 'file' for `import_results`. Lines are
-    built and written one at a time (bounded memory); the file is written under a temporary name and renamed
-    when complete."""
+    answers is stored, not written) and record it as a batch of provider 'file' for `import_results`. The plan
+    is keyed, checked against the cache and written a chunk at a time, each line built and written on its own
+    and its requests recorded as it goes (bounded memory); the file is written under a temporary name and
+    renamed when complete (a failure removes it and its record)."""
     _check_batchable(prepared, None)
     progress = progress or no_progress()
     started = time.monotonic()
     target = Path(path)
+    settings = prepared.settings
     run_id = _ensure_run(project, prepared)
-    lines, cached, _already = _plan_lines(project, prepared, run_id, set())
-    _store_cached(project, run_id, cached)
-    writer = _Writer(project, OpenAICompatibleAdapter(prepared.preset, prepared.settings.params, None))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    written = 0
-    try:
-        with os.fdopen(handle, "wb", buffering=1 << 20) as out:
-            for number, line in enumerate(lines, start=1):
-                written += out.write(writer.openai_line(line))
-                if number % 512 == 0:
-                    progress.check_cancelled()
-                    progress.report(number, len(lines), "lines written")
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    progress.report(len(lines), len(lines), "lines written")
+    builder = RequestBuilder(settings, prepared.preset, None)
+    keyer = ModelAdapter(prepared.preset, settings.params)
+    audio_mode = settings.mode in ("audio", "audio+text-options")
+    stored = store.done_keys(project.conn, run_id)
+    jobs = [job for job in prepared.jobs if job.key not in stored]
+    writer = _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None))
     with project.transaction() as conn:
         batch_id = batch_store.insert_batch(
             conn,
@@ -1108,20 +1135,63 @@ def write_batch_file(
             api_model=prepared.preset.model,
             endpoint=strip_url_credentials(prepared.preset.base_url),
             input_file=str(target.resolve()),
-            state="exported",
-            requests=len(lines),
-            bytes=written,
+            state="writing",
+            requests=0,
             price_json=_price_json(batch_price(prepared.price)),
-            max_output_tokens=prepared.settings.params.max_output_tokens,
+            max_output_tokens=settings.params.max_output_tokens,
         )
-        batch_store.insert_requests(conn, batch_id, (row for line in lines for row in _request_rows(line)))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
+    lines = cached = written = 0
+    try:
+        with os.fdopen(handle, "wb", buffering=1 << 20) as out:
+            for start in range(0, len(jobs), WRITE_CHUNK):
+                progress.check_cancelled()
+                keyed = []
+                for job in jobs[start : start + WRITE_CHUNK]:
+                    rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for both
+                    request = ModelRequest(
+                        rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
+                    )
+                    keyed.append((job, request, keyer.request_key(request), rendered))
+                hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
+                rows, answered = [], []
+                for job, request, key, rendered in keyed:
+                    context = _context(rendered, keyer, request)
+                    from_cache = seen.get(key)
+                    if from_cache is None:
+                        from_cache = seen[key] = key in hits
+                        if not from_cache:
+                            pieces = writer.openai_line(_Line(key, request, []))
+                            out.writelines(pieces)
+                            written += sum(map(len, pieces))
+                            lines += 1
+                    if from_cache:
+                        answered.append((job, key, context))
+                    else:
+                        planned = job.planned
+                        rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
+                cached += len(answered)
+                with project.transaction() as conn:
+                    batch_store.insert_requests(conn, batch_id, rows)
+                _store_cached(project, run_id, answered, hits)
+                progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        with project.transaction() as conn:
+            batch_store.delete_batch(conn, batch_id)
+        raise
+    with project.transaction() as conn:
+        batch_store.update_batch(conn, batch_id, state="exported", requests=lines, bytes=written)
     return BatchFileSummary(
         run_id=run_id,
         batch_id=batch_id,
         path=str(target),
-        lines=len(lines),
-        requests=sum(len(line.jobs) for line in lines),
-        cached=len(cached),
+        lines=lines,
+        requests=len(jobs) - cached,
+        cached=cached,
         bytes=written,
         elapsed_s=time.monotonic() - started,
     )

@@ -109,7 +109,8 @@ def file_request_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     return conn.execute(
         "SELECT r.batch_id, r.item_id, r.condition_key, r.option_order, r.request_key, r.context_json, r.status, "
         "b.run_id, b.api_model, b.model, b.price_json, b.max_output_tokens "
-        "FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id WHERE b.provider = 'file' ORDER BY r.rowid"
+        "FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id WHERE b.provider = 'file' AND b.state != 'writing' "
+        "ORDER BY r.rowid"
     ).fetchall()
 
 

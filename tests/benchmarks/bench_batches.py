@@ -1,0 +1,208 @@
+"""Benchmark of large runs (issue 14): the batch request file and importing results.
+
+    /work/venv/bin/python tests/benchmarks/bench_batches.py [--requests 100800] [--audio-seconds 1.0] [--keep]
+
+Builds a project of 25,200 items x 4 option orders = 100,800 planned requests (BiasInEar's nine-model grid in
+one file), each with its own assembled audio (a 16 kHz WAV tone of --audio-seconds, made distinct per request: in
+audio mode the question is heard, so the audio is what tells requests apart), then:
+- writes the OpenAI batch-format request file with the audio inline (`write_batch_file`, what
+  `spokenbench evaluate … --batch-file FILE` runs) in a fresh process, and prints its peak RSS and the output
+  rate (bytes written / seconds of the whole call: planning the lines, request keys, bodies, base64, writing);
+- imports a run_batch-shaped results file answering every line (`import_results`, what
+  `spokenbench import-results` runs: every line validated, parsed, and stored with its cache entry and cost in
+  one transaction — the same code that `spokenbench batches --collect` commits a provider job's results with).
+Targets from the issue: the file written in <= 300 MB peak RSS at >= 200 MB/s of output; 100,800 results
+collected in <= 30 s. Preparing the plan is timed and printed apart (it is the same as for an online run)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+ORDERS = ("original", "reversed", "order-backward", "token-backward")
+MODEL = "vllm:bench-model"
+TARGET_RSS_MB, TARGET_MB_S, TARGET_COLLECT_S = 300.0, 200.0, 30.0
+
+
+def wav(seconds: float, frequency: float, rate: int = 16000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    buffer = io.BytesIO()
+    sf.write(buffer, (0.2 * np.sin(2 * np.pi * frequency * t)).astype(np.float32), rate, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+def build_project(path: Path, requests: int, seconds: float) -> None:
+    from spokenbench.core.conditions import Condition, order_strings
+    from spokenbench.core.items import Item, Option
+    from spokenbench.core.store import Project
+    from spokenbench.core.store.database import utc_now
+    from spokenbench.core.store.items import insert_items
+
+    with Project.create(path) as project:
+        count = requests // len(ORDERS)
+        items = [
+            Item(
+                "bench",
+                f"q{n}",
+                "en",
+                f"Question {n}: which of these is the answer?",
+                tuple(Option(letter, f"option {letter} {n}") for letter in "ABCD"),
+                "A",
+            )
+            for n in range(count)
+        ]
+        with project.transaction() as conn:
+            ids = insert_items(conn, items)
+        base = bytearray(wav(seconds, 220.0))
+        shas = []
+        for n in range(len(ids) * len(ORDERS)):  # a distinct input per request (its last samples carry n)
+            base[-4:] = n.to_bytes(4, "little")
+            data = bytes(base)
+            sha = hashlib.sha256(data).hexdigest()
+            target = project.audio.path_for(sha, "wav")  # written directly: no fsync per file, as a bench may
+            target.parent.mkdir(exist_ok=True)
+            target.write_bytes(data)
+            shas.append(sha)
+        keys = {
+            order: (
+                Condition(language="en", accent="american", voice="v", gender="female", order=order).key(),
+                *order_strings(order, 4),
+            )
+            for order in ORDERS
+        }
+        now = utc_now()
+        rows = []
+        for index, item_id in enumerate(ids):
+            for number, order in enumerate(ORDERS):
+                key, option_order, label_sequence = keys[order]
+                sha = shas[index * len(ORDERS) + number]
+                rows.append((item_id, key, option_order, label_sequence, f"{item_id}-{order}", sha, seconds, now))
+        with project.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO assembled_inputs(item_id, condition_key, option_order, label_sequence, recipe_sha256, "
+                "sha256, audio_format, duration_s, sample_rate, text_rendering, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'wav', ?, 16000, '', ?)",
+                rows,
+            )
+
+
+WRITER = """
+import json, resource, sys, time
+from spokenbench.core.evaluation.batches import write_batch_file
+from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
+from spokenbench.core.store import opened
+
+with opened(sys.argv[1]) as project:
+    started = time.perf_counter()
+    prepared = prepare_evaluation(project, RunSettings(model=sys.argv[3], mode="audio", prompt="standard"))
+    prepared_s = time.perf_counter() - started
+    rss_prepared = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    started = time.perf_counter()
+    summary = write_batch_file(project, prepared, sys.argv[2])
+    written_s = time.perf_counter() - started
+print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "bytes": summary.bytes, "lines": summary.lines,
+                  "rss_prepared_mb": rss_prepared,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def write_results(request_file: Path, results_file: Path) -> int:
+    """A run_batch output answering every line (custom_ids read from the start of each request line)."""
+    count = 0
+    with open(request_file, "rb") as source, open(results_file, "w") as out:
+        for raw in source:
+            custom_id = raw[len(b'{"custom_id":"') :][:64].decode()
+            body = {
+                "id": f"cmpl-{count}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": MODEL.split(":", 1)[1],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "Answer: [[B]]"}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 90, "completion_tokens": 4, "total_tokens": 94},
+            }
+            record = {
+                "id": f"vllm-{count}",
+                "custom_id": custom_id,
+                "response": {"status_code": 200, "body": body},
+                "error": None,
+            }
+            out.write(json.dumps(record) + "\n")
+            count += 1
+    return count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=100_800)
+    parser.add_argument("--audio-seconds", type=float, default=1.0)
+    parser.add_argument("--keep", action="store_true", help="keep the project and files (printed)")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="bench-batches-"))
+    project_dir, request_file, results_file = folder / "project", folder / "requests.jsonl", folder / "results.jsonl"
+    try:
+        started = time.perf_counter()
+        build_project(project_dir, args.requests, args.audio_seconds)
+        print(
+            f"project: {args.requests:,} planned requests, {args.audio_seconds:g} s audio each, built in {time.perf_counter() - started:.1f} s"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        if done.returncode != 0:
+            print(done.stderr)
+            return 1
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        rate = figures["bytes"] / 1e6 / figures["write_s"]
+        print(
+            f"prepare_evaluation: {figures['prepare_s']:.1f} s (as for an online run; RSS after it {figures['rss_prepared_mb']:.0f} MB)"
+        )
+        print(
+            f"batch file: {figures['lines']:,} lines, {figures['bytes'] / 1e9:.2f} GB in {figures['write_s']:.1f} s = "
+            f"{rate:.0f} MB/s (target >= {TARGET_MB_S:.0f}) {'OK' if rate >= TARGET_MB_S else 'BELOW TARGET'}"
+        )
+        print(
+            f"peak RSS of the writing process: {figures['peak_rss_mb']:.0f} MB (target <= {TARGET_RSS_MB:.0f}) "
+            f"{'OK' if figures['peak_rss_mb'] <= TARGET_RSS_MB else 'ABOVE TARGET'}"
+        )
+        count = write_results(request_file, results_file)
+        request_file.unlink()
+        from spokenbench.core.evaluation.batches import import_results
+        from spokenbench.core.store import opened
+
+        with opened(project_dir) as project:
+            started = time.perf_counter()
+            summary = import_results(project, results_file)
+            elapsed = time.perf_counter() - started
+        assert summary.answered == count == args.requests, summary
+        print(
+            f"collect: {count:,} results validated, parsed and stored in {elapsed:.1f} s (target <= {TARGET_COLLECT_S:.0f}) "
+            f"{'OK' if elapsed <= TARGET_COLLECT_S else 'ABOVE TARGET'}"
+        )
+    finally:
+        if args.keep:
+            print(f"kept in {folder}")
+        else:
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
