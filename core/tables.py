@@ -122,10 +122,17 @@ def read_frame(path: str | Path) -> pd.DataFrame:
         if fmt == "jsonl":
             frame = pd.DataFrame.from_records(_read_jsonl(name, text).rows)
         else:
+            delimiter = "\t" if fmt == "tsv" else ","
+            fast = _arrow_delimited(text, delimiter)
+            if fast is not None:
+                frame, longest = fast
+                if len(frame) == 0:
+                    raise InputError(InputProblem(name, "has a header but no data rows"))
+                if longest > MAX_CELL_CHARS:
+                    _check_frame_cells(name, frame)
+                return frame
             try:
-                frame = pd.read_csv(
-                    io.StringIO(text), sep="\t" if fmt == "tsv" else ",", dtype=str, keep_default_na=False
-                )
+                frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False)
             except pd.errors.ParserError as error:
                 raise InputError(InputProblem(name, f"is not a well-formed table ({error})")) from None
     frame.columns = [str(c).strip() for c in frame.columns]
@@ -134,6 +141,53 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     frame = as_clean_strings(frame)
     _check_frame_cells(name, frame)
     return frame
+
+
+def _arrow_delimited(text: str, delimiter: str) -> tuple[pd.DataFrame, int] | None:
+    """A well-formed CSV/TSV read by pyarrow's CSV reader (several times faster than pandas' on 100,000 rows),
+    as the frame `as_clean_strings(pd.read_csv(..., dtype=str, keep_default_na=False))` gives, with the length
+    of its longest cell (after stripping, as `_check_frame_cells` measures); or None where
+    the two readers could differ (duplicate or empty column names, which pandas renames; ragged rows, which
+    pandas pads or refuses with its own message; pandas' "str" dtype not Arrow-backed): pandas reads those."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pa_csv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        return None
+    if getattr(pd.api.types.pandas_dtype("str"), "storage", None) != "pyarrow":
+        return None
+    header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), None)
+    names = [c.strip() for c in header or []]
+    if not names or len(set(names)) != len(names) or not all(names):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(text.encode("utf-8")),
+            read_options=pa_csv.ReadOptions(use_threads=False),  # threads gain little on tens of MB, lose when busy
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False, newlines_in_values=True
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=dict.fromkeys(header, pa.large_string()),  # pandas' "str" storage: no cast after
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.column_names != header or any(t != pa.large_string() for t in table.schema.types):
+        return None
+    out, longest = {}, 0
+    for name, column in zip(names, table.columns, strict=True):
+        encoded = pc.dictionary_encode(column).combine_chunks()
+        uniques = encoded.dictionary.to_pylist()
+        cleaned = [_cell_text(u) for u in uniques]
+        if cleaned != uniques:  # cells with surrounding white space: each value becomes its stripped form
+            column = pc.take(pa.array(cleaned, type=pa.large_string()), encoded.indices)
+        out[name] = pd.array(column, dtype="str")
+        longest = max(longest, max(map(len, cleaned), default=0))
+    return pd.DataFrame(out, index=pd.RangeIndex(table.num_rows)), longest
 
 
 def _check_frame_cells(name: str, frame: pd.DataFrame) -> None:

@@ -9,8 +9,6 @@ import math
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from spokenbench.core.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S
-
 
 def comma_list(text: str) -> tuple[str, ...]:
     """'a, b,,c' → ('a', 'b', 'c')."""
@@ -107,6 +105,8 @@ def add_request_limits(
     """The options every command that calls a remote service shares — `--concurrency`, `--rpm`, `--retries`,
     `--timeout` — with one range and one wording each. `timeout_s=None` leaves `--timeout` out; a default of
     None means the command picks one itself."""
+    from spokenbench.core.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S  # asyncio, ssl: ~0.1 s
+
     parser.add_argument(
         "--concurrency",
         type=whole_number(1, MAX_CONCURRENCY),

@@ -169,9 +169,12 @@ def clean(value):
 
 def mcq_json(analysis: McqAnalysis) -> dict:
     data, summary, selection = analysis.data, analysis.summary, analysis.selection
-    accuracy_levels = {f: mcq.accuracy_by(data, [f]) for f in data.factors}
-    voting = selection.voting
-    ranking = selection.ranking
+    accuracy_by_factor = {model: {} for model in data.models}  # model -> factor -> level -> accuracy
+    for f in data.factors:
+        table = mcq.accuracy_by(data, [f])
+        for model, level, accuracy in zip(table["model"].tolist(), table[f].tolist(), table["accuracy"].tolist()):
+            accuracy_by_factor[model].setdefault(f, {})[level] = accuracy
+    voting, ranking = _records_by_model(selection.voting), _records_by_model(selection.ranking)
     result = {}
     for i, model in enumerate(data.models):
         row = summary.iloc[i]
@@ -217,10 +220,7 @@ def mcq_json(analysis: McqAnalysis) -> dict:
             }
             for f in data.factors
         }
-        entry["accuracy_by_factor"] = {
-            f: dict(zip(t.loc[t["model"] == model, f], t.loc[t["model"] == model, "accuracy"]))
-            for f, t in accuracy_levels.items()
-        }
+        entry["accuracy_by_factor"] = {f: accuracy_by_factor[model].get(f, {}) for f in data.factors}
         entry["accuracy_by_gold_position"] = {p: row[f"accuracy_gold_{p}"] for p in selection.positions}
         entry["delta_accuracy_by_gold_position"] = {p: row[f"delta_accuracy_gold_{p}"] for p in selection.positions}
         entry["predicted_position_distribution"] = {p: row[f"predicted_share_{p}"] for p in selection.positions}
@@ -242,11 +242,10 @@ def mcq_json(analysis: McqAnalysis) -> dict:
                     else {}
                 ),
             }
-            for _, r in voting[voting["model"] == model].iterrows()
+            for r in voting.get(model, [])
         }
         entry["ranking"] = {
-            r["setting"]: (None if pd.isna(r["rank"]) else int(r["rank"]))
-            for _, r in ranking[ranking["model"] == model].iterrows()
+            r["setting"]: (None if pd.isna(r["rank"]) else int(r["rank"])) for r in ranking.get(model, [])
         }
         mc = selection.mcnemar.iloc[i]
         entry["mcnemar_original_vs_reversed"] = {
@@ -257,6 +256,14 @@ def mcq_json(analysis: McqAnalysis) -> dict:
         }
         result[model] = entry
     return clean(result)
+
+
+def _records_by_model(table: pd.DataFrame) -> dict[str, list[dict]]:
+    """The rows of `table` as dicts, grouped by their model in row order (one pass, not a filter per model)."""
+    grouped: dict[str, list[dict]] = {}
+    for record in table.to_dict("records"):
+        grouped.setdefault(record["model"], []).append(record)
+    return grouped
 
 
 def gender_probe_json(metrics: GenderProbeMetrics) -> dict:

@@ -1,6 +1,6 @@
 """Benchmark of the metrics engine at BiasInEar's full size (not a test: pytest does not collect it).
 
-    /work/venv/bin/python tests/benchmarks/bench_metrics.py [--repeats N]
+    /work/venv/bin/python tests/benchmarks/bench_metrics.py [--repeats N] [--parts 1,2,3,4]
 
 100,800 responses (400 questions × 28 configurations × 9 models). Prints the median time of
   1. the full metric set in-process (validation, encoding, accuracy/entropy/APES/κ per factor, selection
@@ -64,6 +64,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7, help="runs per in-process figure (default 7)")
     parser.add_argument("--reference-repeats", type=int, default=3, help="runs of the reference Evaluator (default 3)")
+    parser.add_argument(
+        "--parts",
+        type=lambda text: {int(p) for p in text.split(",") if p.strip()},
+        default={1, 2, 3, 4},
+        help="which figures to measure, e.g. --parts 4 for the whole-process ratio alone (default 1,2,3,4)",
+    )
     args = parser.parse_args()
 
     frame = biasinear_like(n_questions=400, n_models=9, seed=0)
@@ -79,19 +85,20 @@ def main() -> int:
             f"reading the CSV ({path.stat().st_size / 1e6:.1f} MB): median {load:.3f} s of 3 (not part of the figures below)"
         )
 
-    analyze_mcq(frame, FACTORS).to_json()  # warm-up: imports, caches
-    ours, ours_all = median_time(lambda: analyze_mcq(frame, FACTORS).to_json(), args.repeats)
-    print(
-        f"1. full metric set in-process: median {ours:.3f} s of {args.repeats} "
-        f"(min {min(ours_all):.3f}, max {max(ours_all):.3f}); target ≤ 0.5 s: {'met' if ours <= 0.5 else 'MISSED'}"
-    )
+    if args.parts & {1, 2}:
+        analyze_mcq(frame, FACTORS).to_json()  # warm-up: imports, caches
+        ours, ours_all = median_time(lambda: analyze_mcq(frame, FACTORS).to_json(), args.repeats)
+        print(
+            f"1. full metric set in-process: median {ours:.3f} s of {args.repeats} "
+            f"(min {min(ours_all):.3f}, max {max(ours_all):.3f}); target ≤ 0.5 s: {'met' if ours <= 0.5 else 'MISSED'}"
+        )
 
     try:
         from biasinear import Evaluator
     except ImportError:
-        print("2. reference package biasinear not installed (pip install biasinear): ratio not measured")
-        reference = None
-    else:
+        print("2./4. reference package biasinear not installed (pip install biasinear): ratios not measured")
+        Evaluator = None
+    if Evaluator is not None and 2 in args.parts:
         inputs = reference_inputs(frame, FACTORS)
         reference, ref_all = median_time(lambda: [Evaluator(*i).run() for i in inputs], args.reference_repeats)
         ratio = reference / ours
@@ -101,16 +108,17 @@ def main() -> int:
             f"target ≥ 10×: {'met' if ratio >= 10 else 'MISSED'}"
         )
 
-    if reference is not None:
+    if Evaluator is not None and 4 in args.parts:
         whole_process(frame, args.reference_repeats)
 
-    boot, boot_all = median_time(
-        lambda: analyze_mcq(frame, FACTORS, n_resamples=1000).to_json(), max(3, args.repeats // 2)
-    )
-    print(
-        f"3. full metric set with 1,000 bootstrap resamples: median {boot:.3f} s of {len(boot_all)} "
-        f"(max {max(boot_all):.3f}); target ≤ 15 s: {'met' if boot <= 15 else 'MISSED'}"
-    )
+    if 3 in args.parts:
+        boot, boot_all = median_time(
+            lambda: analyze_mcq(frame, FACTORS, n_resamples=1000).to_json(), max(3, args.repeats // 2)
+        )
+        print(
+            f"3. full metric set with 1,000 bootstrap resamples: median {boot:.3f} s of {len(boot_all)} "
+            f"(max {max(boot_all):.3f}); target ≤ 15 s: {'met' if boot <= 15 else 'MISSED'}"
+        )
     return 0
 
 

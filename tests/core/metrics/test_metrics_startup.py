@@ -1,0 +1,30 @@
+"""`spokenbench metrics FILE` is timed as a whole process against the reference package's script
+(tests/benchmarks/bench_metrics.py part 4), so what it imports matters: no scipy.stats (Kendall's τ-b is
+computed in core/metrics/agreement.py), no job machinery (core.jobs, core.remote: asyncio, ssl). A change that
+brings one back shows here, not only as a slower benchmark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from spokenbench.core.metrics.synthetic import biasinear_like
+
+PROBE = """
+import io, contextlib, json, sys
+from spokenbench.core.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+heavy = ["scipy.stats", "spokenbench.core.jobs", "spokenbench.core.remote", "asyncio", "matplotlib"]
+print(json.dumps({"code": code, "imported": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def test_metrics_command_imports_no_scipy_stats_and_no_job_machinery(tmp_path):
+    path = tmp_path / "responses.csv"
+    biasinear_like(n_questions=12, n_models=3, seed=1).to_csv(path, index=False)
+    command = [sys.executable, "-c", PROBE, "metrics", str(path), "--bootstrap", "0", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"code": 0, "imported": []}, done.stderr
