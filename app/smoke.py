@@ -101,26 +101,32 @@ def run_smoke(app, window, opening, timeout_s: float = SMOKE_TIMEOUT_S, out=None
             if isinstance(page, PlaceholderPage) and getattr(page, "failed", False):
                 raise SmokeFailure(f"the {name} page could not be loaded: {page.message.text()}")
         results = window.page_widgets["results"]
-        if hasattr(results, "show_panel"):
-            window.show_page("results")
-            smoke.wait(lambda: results.panels is not None, "the Results panels")
-            for key in PANEL_ORDER:  # each drawn once, with its published layer below when it has one
-                results.view.published_on[key] = True
-                results.show_panel(key)
-                smoke.render(f"the Results panel {key}")
-                if key == "gender_probe":
-                    smoke.wait(lambda: results.gender_panel.view is not None, "the gender-probe detail")
-                    smoke.render("the gender-probe detail")
-            results.view.published_on.clear()
+        window.show_page("results")
+        smoke.wait(lambda: results.panels is not None, "the Results panels")
+        # the tour's steps first (each opens a panel), then every panel no step drew with its published layer;
+        # each panel is drawn with its published layer below it where it has one, so both layers are drawn
         tour = window.tour
-        for index in range(len(tour.steps)):
+        drawn = set()
+        for index, step in enumerate(tour.steps):
             if index == 0:
                 tour.start(0)
             else:
                 tour.show_step(index)
-            smoke.render(f"step {index + 1} of the guided tour")
+            smoke.render(f"step {index + 1} of the guided tour ({step.title})")
             if tour.target_widget() is None:
                 raise SmokeFailure(f"step {index + 1} of the guided tour points at nothing")
+            if step.published:
+                drawn.add(step.panel)
+            if step.panel == "gender_probe":
+                smoke.wait(lambda: results.gender_panel.view is not None, "the gender-probe detail")
+                smoke.render("the gender-probe detail")
+        for key in PANEL_ORDER:
+            if key in drawn:
+                continue
+            results.view.published_on[key] = True
+            results.show_panel(key)
+            smoke.render(f"the Results panel {key}")
+        results.view.published_on.clear()
         tour.highlight.point_at(None)
         tour.dock.hide()  # the user's skipped/finished state is left as it was
         smoke.pump(0.05)

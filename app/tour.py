@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QWidget
+from PySide6.QtWidgets import QDockWidget, QSplitter, QWidget
 
 from spokenbench.core.tour import TOUR, TourStep
 from spokenbench.widgets.tour_panel import Highlight, TourPanel
 
+DOCK_WIDTH = 270
+RUN_LIST_WIDTH = 200  # the Results page's run and panel lists while the tour takes the right side
 TOUR_STATE_KEY = "tour/state"  # "skipped" or "finished" once the user did either
 NO_PROJECT_NOTE = (
     "No project is open, so there are no panels to point at: open the demo project (below, or File → Open the "
@@ -36,7 +38,7 @@ class TourController(QObject):
         self.dock.setObjectName("tourDock")
         self.dock.setWidget(self.panel)
         self.dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea | Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.dock.setMinimumWidth(300)
+        self.dock.setMinimumWidth(DOCK_WIDTH)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         self.dock.hide()
         self.dock.installEventFilter(self)  # the dock's own close button skips the tour
@@ -74,10 +76,26 @@ class TourController(QObject):
         return True
 
     def start(self, index: int = 0) -> None:
+        opening = self.dock.isHidden()
         self.dock.show()
         self.dock.raise_()
+        if opening:
+            self.window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
         self.show_step(index)
+        if opening:
+            self._make_room()
         self.panel.setFocus()
+
+    def _make_room(self) -> None:
+        """The dock takes width from the page: narrow the Results page's lists of runs and panels so its figures
+        keep theirs (the user can drag them back)."""
+        page = self.window.page_widgets.get("results")
+        lists = getattr(page, "run_list", None)
+        body = lists.parentWidget().parentWidget() if lists is not None and lists.parentWidget() else None
+        if isinstance(body, QSplitter) and body.count() == 2:
+            sizes = body.sizes()
+            if sizes[0] > RUN_LIST_WIDTH:
+                body.setSizes([RUN_LIST_WIDTH, sum(sizes) - RUN_LIST_WIDTH])
 
     # -- moving ---------------------------------------------------------------------------------
 

@@ -79,7 +79,7 @@ TOUR: tuple[TourStep, ...] = (
         title="Option order moves answers most",
         text=(
             "Reading the same options in reverse order changes answers more than who speaks them or how. "
-            "BiasInEar's Tables 6 and 11-17 (the grey bars below) print every one of its nine models as less "
+            "BiasInEar's Tables 6 and 11-17 (hatched, below the demo's) print every one of its nine models as less "
             "accurate when the options are reversed, in every language, accent and voice.\n\n"
             "Above them, the demo's order-sensitive listener, built to prefer early positions, loses several points "
             "on the same question pairs while the steady listener barely moves; the table below gives the exact "
@@ -127,7 +127,7 @@ TOUR: tuple[TourStep, ...] = (
         page="results",
         panel="gender_probe",
         focus="panel",
-        published=True,
+        published=False,
         simulated_note=_GENDER_LISTENERS,
         published_note=(
             f"Published: {PAPER_TITLES['gender_differentiation']}, Table 1 (κ, J, Δ, ν of six LLaMA-Omni models); "
@@ -170,7 +170,7 @@ TOUR: tuple[TourStep, ...] = (
         page="results",
         panel="gender_probe",
         focus="gender_detail",
-        published=True,
+        published=False,
         simulated_note=_GENDER_LISTENERS,
         published_note=f"Published: {PAPER_TITLES['gender_differentiation']}, Table 1 (J with Table 8's intervals, Δ, ν, κ).",
     ),

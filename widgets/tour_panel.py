@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from spokenbench.core.tour import TourStep
 
@@ -19,6 +19,29 @@ HIGHLIGHT_COLOR = "#e67e22"
 
 def _paragraphs(text: str) -> str:
     return "".join(f"<p>{html.escape(part.strip())}</p>" for part in text.split("\n\n") if part.strip())
+
+
+def _note(note: str, prefix: str) -> str:
+    """A source note without its leading 'Simulated:' / 'Published:' (the tag beside it says so)."""
+    return note[len(prefix) :].lstrip() if note.startswith(prefix) else note
+
+
+def step_html(step: TourStep) -> str:
+    """A step as the panel shows it: title, text, and where its numbers come from."""
+    parts = [f"<h3 style='margin-top:2px'>{html.escape(step.title)}</h3>", _paragraphs(step.text)]
+    parts.append("<p style='margin-top:10px'><b>Where the numbers come from</b></p>")
+    if step.simulated_note:
+        parts.append(
+            f"<p><span style='{SIMULATED_STYLE}'>&nbsp;SIMULATED&nbsp;</span> "
+            f"{html.escape(_note(step.simulated_note, 'Simulated:'))}</p>"
+        )
+    if step.published_note:
+        shown = "" if step.published else " Tick 'Published (paper)' above a figure to see them."
+        parts.append(
+            f"<p><span style='{PUBLISHED_STYLE}'>&nbsp;PUBLISHED&nbsp;</span> "
+            f"{html.escape(_note(step.published_note, 'Published:'))}{html.escape(shown)}</p>"
+        )
+    return "".join(parts)
 
 
 class TourPanel(QWidget):
@@ -36,20 +59,16 @@ class TourPanel(QWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.counter = QLabel()
         self.counter.setStyleSheet("color:#666")
-        self.title = QLabel()
-        self.title.setWordWrap(True)
-        self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.simulated = QLabel()
-        self.simulated.setWordWrap(True)
-        self.simulated.setTextFormat(Qt.TextFormat.RichText)
-        self.published = QLabel()
-        self.published.setWordWrap(True)
-        self.published.setTextFormat(Qt.TextFormat.RichText)
-        self.note = QLabel()  # e.g. no project open: the panels are empty
+        # the step as one rich-text document: wraps to any width and scrolls when the dock is short
+        self.browser = QTextBrowser()
+        self.browser.setObjectName("tourText")
+        self.browser.setOpenLinks(False)
+        self.browser.setFrameShape(QFrame.Shape.NoFrame)
+        self.browser.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys stay with the panel
+        self.browser.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.browser.document().setDocumentMargin(2)
+        self.browser.setStyleSheet("QTextBrowser#tourText { background: transparent; }")
+        self.note = QLabel()  # e.g. no project open: nothing to point at
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color:#a04000")
         self.note.hide()
@@ -57,29 +76,12 @@ class TourPanel(QWidget):
         self.demo_button.setToolTip("Build (the first time) or reuse the demo in your data folder and open it")
         self.demo_button.clicked.connect(self.demo_requested)
         self.demo_button.hide()
-
-        body = QWidget()
-        body_layout = QVBoxLayout(body)
-        body_layout.setContentsMargins(10, 6, 10, 6)
-        body_layout.addWidget(self.counter)
-        body_layout.addWidget(self.title)
-        body_layout.addWidget(self.text)
-        sources = QFrame()
-        sources.setFrameShape(QFrame.Shape.StyledPanel)
-        sources_layout = QVBoxLayout(sources)
-        sources_layout.setContentsMargins(8, 6, 8, 6)
-        sources_layout.addWidget(QLabel("<b>Where the numbers come from</b>"))
-        sources_layout.addWidget(self.simulated)
-        sources_layout.addWidget(self.published)
-        body_layout.addWidget(sources)
-        body_layout.addWidget(self.note)
-        body_layout.addWidget(self.demo_button, 0, Qt.AlignmentFlag.AlignLeft)
-        body_layout.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setWidget(body)
+        body = QVBoxLayout()
+        body.setContentsMargins(10, 6, 10, 0)
+        body.addWidget(self.counter)
+        body.addWidget(self.browser, 1)
+        body.addWidget(self.note)
+        body.addWidget(self.demo_button, 0, Qt.AlignmentFlag.AlignLeft)
 
         self.back_button = QPushButton("◀ &Back")
         self.back_button.setToolTip("The previous step (Alt+B, or ← in this panel)")
@@ -98,7 +100,7 @@ class TourPanel(QWidget):
         buttons.addWidget(self.next_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scroll, 1)
+        layout.addLayout(body, 1)
         layout.addLayout(buttons)
 
     def set_steps(self, steps: tuple[TourStep, ...]) -> None:
@@ -113,15 +115,7 @@ class TourPanel(QWidget):
         self.index = index
         step = self.steps[index]
         self.counter.setText(f"Guided tour · step {index + 1} of {len(self.steps)}")
-        self.title.setText(f"<h3 style='margin:2px 0'>{html.escape(step.title)}</h3>")
-        self.text.setText(_paragraphs(step.text))
-        self.simulated.setVisible(bool(step.simulated_note))
-        self.simulated.setText(f"<span style='{SIMULATED_STYLE}'>SIMULATED</span> {html.escape(step.simulated_note)}")
-        self.published.setVisible(bool(step.published_note))
-        shown = "" if step.published else " (tick 'Published (paper)' above a figure to see them)"
-        self.published.setText(
-            f"<span style='{PUBLISHED_STYLE}'>PUBLISHED</span> {html.escape(step.published_note)}{html.escape(shown)}"
-        )
+        self.browser.setHtml(step_html(step))
         self.back_button.setEnabled(index > 0)
         self.next_button.setText("&Done" if self.last else "&Next ▶")
         self.next_button.setToolTip(

@@ -179,6 +179,28 @@ def main() -> None:
         settle(app, 1.0)
         grab(window, "studio-gender")
         window.resize(1300, 820)
+    if want("studio-tour") or want("studio-tour-gender"):  # the guided tour (issue 15 item 2) on two of its steps
+        from spokenbench.core.tour import step_index
+
+        window.show_page("results")
+        results = window.page_widgets["results"]
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, timeout_s=60)
+        window.resize(1380, 880)
+        tour = window.tour
+        if want("studio-tour"):
+            tour.start(step_index("language-accent-gender"))
+            settle(app, 2.0)
+            grab(window, "studio-tour")
+        if want("studio-tour-gender"):
+            tour.start(step_index("gender-probes"))
+            wait_until(app, lambda: results.gender_panel.view is not None, timeout_s=60)
+            settle(app, 2.0)
+            grab(window, "studio-tour-gender")
+        tour.highlight.point_at(None)
+        tour.dock.hide()
+        results.view.published_on.clear()
+        results.view.published_toggle.setChecked(False)
+        window.resize(1300, 820)
     if want("studio-settings"):
         dialog = window.open_settings()
         wait_until(app, lambda: dialog.keymap_loaded)
