@@ -49,17 +49,17 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# Command modules whose commands start no job: they skip importing core.jobs (asyncio, ssl, the store: ~0.1 s of
-# a `spokenbench metrics` run) just to record the command a job would be resumed with.
-# tests/core/metrics/test_metrics_startup.py checks that `spokenbench metrics` indeed never imports core.jobs.
-JOBLESS_COMMAND_MODULES = frozenset({"metrics_commands"})
+# Commands that start no job: they skip importing core.jobs (asyncio, ssl, the store: ~0.1 s of a `spokenbench
+# metrics` run) just to record the command a job would be resumed with.
+# tests/core/metrics/test_metrics_startup.py checks that these commands indeed never import core.jobs.
+JOBLESS_COMMANDS = frozenset({"metrics", "report", "info"})
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    if COMMANDS.get(command_named(argv), ("",))[0] in JOBLESS_COMMAND_MODULES:
+    if command_named(argv) in JOBLESS_COMMANDS:
         return _run_handler(args)
     from spokenbench.core.jobs import set_invocation  # not before: `--help` and usage errors need no job machinery
 

@@ -1,7 +1,8 @@
 """`spokenbench metrics FILE` is timed as a whole process against the reference package's script
 (tests/benchmarks/bench_metrics.py part 4), so what it imports matters: no scipy.stats (Kendall's τ-b is
-computed in core/metrics/agreement.py), no job machinery (core.jobs, core.remote: asyncio, ssl). A change that
-brings one back shows here, not only as a slower benchmark."""
+computed in core/metrics/agreement.py), no job machinery (core.jobs, core.remote: asyncio, ssl; also not for
+`spokenbench info`, issue 13: ≤ 0.5 s). A change that brings one back shows here, not only as a slower
+benchmark."""
 
 from __future__ import annotations
 
@@ -26,5 +27,16 @@ def test_metrics_command_imports_no_scipy_stats_and_no_job_machinery(tmp_path):
     biasinear_like(n_questions=12, n_models=3, seed=1).to_csv(path, index=False)
     command = [sys.executable, "-c", PROBE, "metrics", str(path), "--bootstrap", "0", "--json"]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"code": 0, "imported": []}, done.stderr
+
+
+def test_info_command_imports_no_job_machinery(tmp_path):
+    project = tmp_path / "project"
+    init = [sys.executable, "-c", PROBE, "init", str(project)]
+    subprocess.run(init, capture_output=True, text=True, check=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "info", str(project)], capture_output=True, text=True, check=True, timeout=300
+    )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"code": 0, "imported": []}, done.stderr
