@@ -2,8 +2,8 @@
 spoken-readable rewrites (a few flagged for review), gender probes, espeak-ng audio (two voices for every part, and
 for the gender probes' questions two voices per gender plus the neutralized approximation), a
 rating queue, runs of three simulated listeners with different bias profiles, and the gender study's runs (simulated
-listeners with and without a male-oriented preference and a text backbone, in the binary and neutral-option settings)
-— everything the app and the metrics need, with no network."""
+listeners with and without a male-oriented preference and a text backbone, in the binary and neutral-option settings,
+and on the gender-neutralized voices) — everything the app and the metrics need, with no network."""
 
 from __future__ import annotations
 
@@ -97,8 +97,12 @@ def _fill(project: Project, progress: Progress) -> None:
 # project: a balanced backbone under a male-leaning speech model, as the paper compares SpeechLMs with their LLMs),
 # under the paper's binary and neutral-option prompts. The backbone is not one of the multiple-choice listeners, so
 # their runs keep their plain names in the Results panels. The free form is left out: its J_s and s need the
-# optional sentence encoder, and two settings show the difference. Metadata only (no audio), 312 answers.
+# optional sentence encoder, and two settings show the difference. The input-level experiment (the paper's
+# Section 5, Table 4): both speech listeners also answer the probes' gender-neutralized question clips (the
+# neutralized approximation of one male and one female voice, below) under the binary prompt, their κ against the
+# backbone's binary answers. Metadata only (no audio is heard), 312 + 48 answers.
 DEMO_GENDER_PROMPTS = ("gender-paper", "gender-paper-neutral")
+DEMO_NEUTRALIZED_PROMPTS = ("gender-paper",)
 DEMO_GENDER_BACKBONE = "gender-balanced"
 
 
@@ -108,6 +112,7 @@ def add_gender_study_runs(project: Project, progress: Progress | None = None) ->
         speech_profiles=GENDER_PROFILES,
         backbone_profile=DEMO_GENDER_BACKBONE,
         prompts=DEMO_GENDER_PROMPTS,
+        neutralized_prompts=DEMO_NEUTRALIZED_PROMPTS,
         progress=progress,
     )
 

@@ -4,8 +4,11 @@ with J, Δ (t-test), ν, parse failures and, against the declared backbones, Coh
 answers classified by rule for Δ_s and compared by sentence similarity for J_s and s (gender_freeform.py).
 
 A table's setting comes from its `setting` column, else from its `prompt` column (the prompt template's answer
-setting), else the whole table is one setting, 'binary_option'. Binary-option rows whose condition's
-`voice_source` starts with 'neutraliz' (a gender-neutralized voice) are the 'neutralized_voice' setting (Table 4)."""
+setting), else the whole table is one setting, 'binary_option'. Rows whose condition's `voice_source` starts with
+'neutraliz' (a gender-neutralized voice, `spokenbench evaluate … --voice-kind neutralized`) are the
+'neutralized_voice' setting (Table 4) under binary options, '<setting>_neutralized_voice' under another, so they
+never mix with the original voices' answers. A neutralized setting's κ is against the backbone's answers in the
+setting it neutralizes (the text a backbone reads does not change with the voice)."""
 
 from __future__ import annotations
 
@@ -95,14 +98,33 @@ def project_study_frame(project_path: str | Path) -> tuple[pd.DataFrame, dict[st
     if frame.empty:
         raise SpokenBenchError(f"{project_path}: the project has no gender-probe responses yet")
     frame = frame[[c for c in STUDY_COLUMNS if c in frame.columns] + ["item_id"]].copy()
-    text_rows = frame["voice_gender"].isna() | (frame["voice_gender"].astype(str) == "")
-    voiced_models = set(frame.loc[~text_rows, "model"])
-    both = text_rows & frame["model"].isin(voiced_models)
-    frame.loc[both, "model"] = frame.loc[both, "model"] + TEXT_SUFFIX
-    pairs = {s: (t + TEXT_SUFFIX if t == s or t + TEXT_SUFFIX in set(frame["model"]) else t) for s, t in pairs.items()}
+    frame, pairs = with_text_model_names(frame, pairs)
     option_columns = [c for c in items.columns if c.startswith("option_") and c != "option_order"]
     frame = frame.merge(items[["item_id", *option_columns]], on="item_id", how="left").drop(columns=["item_id"])
     return frame.reset_index(drop=True), pairs
+
+
+def with_text_model_names(frame: pd.DataFrame, pairs: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A model run both with voices and as text (--mode text) is two models: its text rows are named
+    '<model> (text)', and a pair naming the same model on both sides (or its text side) means that one."""
+    frame = frame.copy()
+    text_rows = frame["voice_gender"].isna() | (frame["voice_gender"].astype(str).str.strip() == "")
+    models = frame["model"].astype(str)
+    voiced_models = set(models[~text_rows])
+    both = text_rows & models.isin(voiced_models)
+    frame["model"] = models.where(~both, models + TEXT_SUFFIX)
+    names = set(frame["model"])
+    pairs = {s: (t + TEXT_SUFFIX if t == s or t + TEXT_SUFFIX in names else t) for s, t in pairs.items()}
+    return frame, pairs
+
+
+def neutralized_base(setting: str) -> str | None:
+    """The setting a neutralized-voice setting neutralizes ('binary_option' for 'neutralized_voice'), else None."""
+    if setting == "neutralized_voice":
+        return "binary_option"
+    if setting.endswith("_neutralized_voice"):
+        return setting[: -len("_neutralized_voice")]
+    return None
 
 
 def with_settings(frame: pd.DataFrame) -> pd.DataFrame:
@@ -114,14 +136,19 @@ def with_settings(frame: pd.DataFrame) -> pd.DataFrame:
         fallback = pd.Series([answer_setting(str(p)) for p in frame["prompt"]], index=frame.index)
     else:
         fallback = pd.Series("binary_option", index=frame.index)
-    if "voice_source" in frame.columns:  # the paper's Section 5: the binary setting with neutralized voices
-        neutralized = frame["voice_source"].astype(str).str.lower().str.startswith("neutraliz")
-        fallback = fallback.where(~(neutralized & (fallback == "binary_option")), "neutralized_voice")
     if "setting" in frame.columns:
         given = frame["setting"].astype(object).where(frame["setting"].notna(), "").astype(str).str.strip()
-        frame["setting"] = given.where(given != "", fallback)
+        setting = given.where(given != "", fallback)
     else:
-        frame["setting"] = fallback
+        setting = fallback
+    if "voice_source" in frame.columns:  # the paper's Section 5: neutralized voices are a setting of their own
+        neutralized = frame["voice_source"].astype(str).str.lower().str.startswith("neutraliz")
+        neutralized &= ~setting.str.endswith("neutralized_voice")
+        setting = setting.where(
+            ~neutralized,
+            setting.map(lambda s: "neutralized_voice" if s == "binary_option" else f"{s}_neutralized_voice"),
+        )
+    frame["setting"] = setting
     return frame
 
 
@@ -165,6 +192,7 @@ def analyze_gender_study(
         progress.check_cancelled()
         progress.report(done, len(settings), f"gender study: {SETTING_NAMES.get(setting, setting)}")
         rows = frame[frame["setting"] == setting].reset_index(drop=True)
+        rows, borrowed = _with_backbone_rows(rows, frame, setting, backbones)
         if setting == "free_form":
             rows, similarity = _free_form(rows, backbones, embed, n_resamples, seed, notes, source)
             classified.append(rows)
@@ -175,6 +203,9 @@ def analyze_gender_study(
         table, per_question = result.table, result.per_question
         if setting == "free_form":
             table, per_question = _merge_free_form(table, per_question, similarity, rows)
+        if borrowed:  # the backbone's own numbers belong to its setting's table, not to the neutralized one's
+            table = table[~table["model"].isin(borrowed)]
+            per_question = per_question[~per_question["model"].isin(borrowed)]
         tables.append(table.assign(setting=setting))
         per_questions.append(per_question.assign(setting=setting))
     progress.report(len(settings), len(settings), "gender study computed")
@@ -195,6 +226,23 @@ def analyze_gender_study(
         text_models=text_models,
         classification=pd.concat(classified, ignore_index=True) if classified else None,
     )
+
+
+def _with_backbone_rows(rows: pd.DataFrame, frame: pd.DataFrame, setting: str, backbones: dict[str, str]):
+    """A neutralized-voice setting's rows, with the text backbones' answers of the setting it neutralizes added
+    for the κ of its speech models (the backbones read the same text). Returns (rows, the borrowed models)."""
+    base = neutralized_base(setting)
+    if base is None or not backbones:
+        return rows, set()
+    present = set(rows["model"].astype(str))
+    wanted = {t for s, t in backbones.items() if s in present and t not in present}
+    if not wanted:
+        return rows, set()
+    extra = frame[(frame["setting"] == base) & frame["model"].astype(str).isin(wanted)]
+    if extra.empty:
+        return rows, set()
+    extra = extra.assign(setting=setting)
+    return pd.concat([rows, extra], ignore_index=True), set(extra["model"].astype(str))
 
 
 def _free_form(rows, backbones, embed, n_resamples, seed, notes, source):

@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from spokenbench.core.demo import DEMO_GENDER_PROMPTS
+from spokenbench.core.demo import DEMO_GENDER_PROMPTS, DEMO_NEUTRALIZED_PROMPTS
 from spokenbench.core.metrics.gender_backbones import project_backbone_pairs
 from spokenbench.core.metrics.store import run_list
 from spokenbench.core.store import Project
@@ -24,13 +24,15 @@ def test_the_demo_holds_the_gender_study_runs(demo):
     with Project.open(demo) as project:
         runs = run_list(project.conn)
     gender = [r for r in runs if str(r.get("name", "")).startswith("gender study")]
-    assert len(gender) == 6 and all(r["status"] == "finished" and r["simulated"] for r in gender)
+    assert len(gender) == 8 and all(r["status"] == "finished" and r["simulated"] for r in gender)
     models = sorted(r["model"] for r in gender)
     assert models == sorted(
         ["simulated:male-leaning", "simulated:gender-balanced", "simulated:gender-balanced"] * len(DEMO_GENDER_PROMPTS)
+        + ["simulated:male-leaning", "simulated:gender-balanced"] * len(DEMO_NEUTRALIZED_PROMPTS)
     )
-    # 12 probes × 3 accents × 2 voice genders per speech run; 12 per text backbone run
-    assert sorted(r["responses"] for r in gender) == [12, 12, 72, 72, 72, 72]
+    # 12 probes × 3 accents × 2 voice genders per speech run; 12 per text backbone run; 12 probes × the neutralized
+    # approximation of one male and one female voice per neutralized-voice run
+    assert sorted(r["responses"] for r in gender) == [12, 12, 24, 24, 72, 72, 72, 72]
     assert project_backbone_pairs(demo) == {
         "simulated:male-leaning": "simulated:gender-balanced",
         "simulated:gender-balanced": "simulated:gender-balanced",
@@ -58,7 +60,7 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
     ):
         assert (out / f"{stem}.csv").is_file(), stem
     table = pd.read_csv(out / "gender_probe.csv")
-    assert set(table["setting"]) == {"binary_option", "neutral_option"}
+    assert set(table["setting"]) == {"binary_option", "neutral_option", "neutralized_voice"}
     stereo = table[table["category"] == "stereotypical"].set_index(["setting", "model"])
     for setting in ("binary_option", "neutral_option"):
         leaning = stereo.loc[(setting, "simulated:male-leaning")]
@@ -69,6 +71,28 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
     assert binary["p_value"] < 0.05 < stereo.loc[("binary_option", "simulated:gender-balanced"), "p_value"]
     neutral = table[(table["setting"] == "neutral_option") & ~table["model"].str.endswith("(text)")]
     assert (neutral["neutral_rate"] > 0).all()  # the neutral option is chosen
+
+
+def test_report_table_4_shows_the_neutralized_voices(demo, cli, tmp_path):
+    """The paper's Section 5 in the demo: the speech listeners answer the neutralized question clips; Table 4 has
+    the layout of Table 1 (J, κ, ν; J, Δ, κ, ν), J and Δ by the gender of the voice each clip was made from, κ
+    against the backbone's binary answers (it reads the same text)."""
+    out = tmp_path / "report"
+    assert cli("report", demo, "--kind", "gender-probe", "--out", out, "--bootstrap", "0").code == 0
+    for stem in ("paper_table04_speechlm_neutralized_voice", "paper_table22_overlap_ci_sec5_neutralized_voice"):
+        assert (out / f"{stem}.csv").is_file() and (out / f"{stem}.md").is_file(), stem
+    table4 = pd.read_csv(out / "paper_table04_speechlm_neutralized_voice.csv")
+    assert set(table4["model"]) == {"simulated:male-leaning", "simulated:gender-balanced"}  # no text model
+    metrics = table4.groupby("category")["metric"].apply(set).to_dict()
+    assert metrics["independent"] == {"response_overlap_j", "backbone_influence_kappa", "neutral_response_rate_nu"}
+    assert metrics["stereotypical"] == metrics["independent"] | {"gender_preference_delta"}
+    values = table4.set_index(["model", "category", "metric"])["value"]
+    assert values.loc[("simulated:male-leaning", "stereotypical", "gender_preference_delta")] > 0.3  # it persists
+    assert values.xs("backbone_influence_kappa", level="metric").notna().all()
+    summary = pd.read_csv(out / "gender_probe.csv")
+    neutralized = summary[summary["setting"] == "neutralized_voice"]
+    assert (neutralized["backbone"] == "simulated:gender-balanced (text)").all()
+    assert (neutralized["n"] == 8).all()  # 4 probes per category × one clip from a male and one from a female voice
 
 
 def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
@@ -82,15 +106,20 @@ def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
         first = view.questions[0]["item_id"]
         versions = question_versions(project, first)
     summary = view.summary.set_index(["setting", "model", "category"])
-    assert len(summary) == len(report) == 2 * 3 * 3  # settings × (two speech models, one text) × categories
+    # settings × (two speech models, one text) × categories, and the neutralized voices' two speech models
+    assert len(summary) == len(report) == 2 * 3 * 3 + 2 * 3
     for column in ("J", "delta", "p_value", "neutral_rate", "kappa"):
         pd.testing.assert_series_equal(
             summary[column].sort_index(), report[column].sort_index(), check_names=False, check_dtype=False
         )
     assert summary.loc[("binary_option", "simulated:male-leaning", "stereotypical"), "mark"] == "**"  # p 0.007
-    # distributions: 12 probes × 2 voiced models × 2 settings, each with 3 answers per voice
-    assert len(view.distributions) == 48 and (view.distributions[["n_male", "n_female"]] == 3).all().all()
-    assert (view.distributions["disagreement"] == 1 - view.distributions["J"]).all()
+    # distributions: 12 probes × 2 voiced models × 2 settings, each with 3 answers per voice, and the neutralized
+    # voices' one answer per source gender
+    assert len(view.distributions) == 48 + 24
+    plain = view.distributions[view.distributions["setting"] != "neutralized_voice"]
+    neutralized = view.distributions[view.distributions["setting"] == "neutralized_voice"]
+    assert (plain[["n_male", "n_female"]] == 3).all().all() and (neutralized[["n_male", "n_female"]] == 1).all().all()
+    pd.testing.assert_series_equal(view.distributions["disagreement"], 1 - view.distributions["J"], check_names=False)
     assert [len(versions.versions[k]) for k in ("male", "female", "neutralized")] == [3, 3, 2]
     assert {v.accent for v in (versions.first("male"), versions.first("female"), versions.first("neutralized"))} == {
         "american"
