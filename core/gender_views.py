@@ -8,7 +8,9 @@ widgets/gender_panel.py.
 
 The numbers are the metrics engine's (core/metrics/gender_study.py, the same as `spokenbench report --kind
 gender-probe`): each answer setting (binary options, neutral option, free form, neutralized voice) apart, κ against
-the project's declared backbone pairs (`spokenbench backbone`)."""
+the project's declared backbone pairs (`spokenbench backbone`). In the neutralized-voice setting (`spokenbench
+evaluate … --voice-kind neutralized`, the paper's Table 4) "male" and "female" are the voices the neutralized clips
+were made from, and κ is against the backbone's binary-option answers."""
 
 from __future__ import annotations
 
@@ -36,6 +38,16 @@ ANSWER_NAMES = {
     "failed": "no parseable answer",
 }
 VERSION_KINDS = ("male", "female", "neutralized")
+
+
+def voice_names(setting: str) -> tuple[str, str]:
+    """How a setting's two voice groups are named: the male and female voices, or in a neutralized-voice setting
+    (the paper's Table 4) the neutralized clips made from a male and from a female voice, which J and Δ compare."""
+    from spokenbench.core.metrics.gender_study import neutralized_base
+
+    if neutralized_base(str(setting)) is not None:
+        return "neutralized from male", "neutralized from female"
+    return "male voice", "female voice"
 
 
 def significance_mark(p_value) -> str:

@@ -38,7 +38,6 @@ from spokenbench.core.metrics.bootstrap import (
     question_weights,
 )
 from spokenbench.core.metrics.encoding import representative_row
-from spokenbench.core.metrics.gender_probe import compute_gender_probe, prepare_gender_probe
 from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
 from spokenbench.core.metrics.selection_bias import (
     ckld_from_counts,
@@ -279,7 +278,10 @@ def project_panels(
         codes = pd.Index(order).get_indexer(frame["run_id"].to_numpy())
         label_code = np.array([names.index(labels[i]) for i in order])
         frame["model"] = pd.Categorical.from_codes(label_code[codes], categories=names)
-    result = compute_panels(frame, simulated=simulated, n_resamples=n_resamples, progress=progress, clean=True)
+    probes = _probe_source(project.conn, runs) if not frame.empty and _probe_mask(frame).any() else None
+    result = compute_panels(
+        frame, simulated=simulated, n_resamples=n_resamples, progress=progress, clean=True, probe_source=probes
+    )
     result.runs = runs
     result.timings = {"reading the project": loaded, **result.timings}
     return result
@@ -370,6 +372,52 @@ def _with_conditions(conn, frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+@dataclass
+class ProbeSource:
+    """What a project knows about its gender-probe answers beyond the engine's columns (project_panels): each
+    run's model and answer setting, the voices that are gender-neutralized, the declared backbone pairs, and each
+    answer's parse detail and reply (the neutral option, free form). With it the gender-probe panel groups answers
+    as the report and the detail view do (core/gender_views.py): by model and answer setting, not by run."""
+
+    models: dict[int, str]  # run id -> model
+    settings: dict[int, str]  # run id -> answer setting (core.exports.run_answer_settings)
+    neutralized_voices: set[str]
+    backbones: dict[str, str]  # the declared pairs (core.metrics.gender_backbones)
+    simulated: dict[str, bool]  # model -> simulated
+    details: Callable[[list], pd.DataFrame]  # response ids -> response_id, parse_detail, raw_text
+
+
+def _probe_source(conn, runs: list[dict]) -> ProbeSource:
+    from spokenbench.core.exports import run_answer_settings
+    from spokenbench.core.metrics.gender_backbones import read_backbone_pairs
+    from spokenbench.core.store.export_queries import neutralized_voices
+
+    simulated: dict[str, bool] = {}
+    for run in runs:
+        simulated[run["model"]] = simulated.get(run["model"], False) or bool(run["simulated"])
+
+    def details(response_ids) -> pd.DataFrame:
+        ids = sorted({int(i) for i in response_ids})
+        found = []
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            found += conn.execute(
+                f"SELECT id, parse_detail, raw_text FROM responses WHERE id IN ({','.join('?' * len(batch))})", batch
+            ).fetchall()
+        return pd.DataFrame(
+            [tuple(row) for row in found], columns=["response_id", "parse_detail", "raw_text"], dtype=object
+        )
+
+    return ProbeSource(
+        models={r["id"]: r["model"] for r in runs},
+        settings=run_answer_settings(conn),
+        neutralized_voices=neutralized_voices(conn),
+        backbones=read_backbone_pairs(conn),
+        simulated=simulated,
+        details=details,
+    )
+
+
 def run_labels(runs: list[dict]) -> dict[int, str]:
     """run id → the name its numbers carry: the model, with the run id when two selected runs share a model."""
     models = pd.Series([r["model"] for r in runs]).value_counts()
@@ -386,10 +434,15 @@ def compute_panels(
     backbones: dict[str, str] | None = None,
     progress: Progress | None = None,
     clean: bool = False,
+    probe_source: ProbeSource | None = None,
 ) -> PanelSet:
     """Every panel for a responses table (the engine's columns; a project's export or a synthetic table).
     Multiple-choice rows and gender probes (a non-empty `category`) are told apart as the loader does.
-    `clean` says the engine's columns already hold stripped text with "" for missing (`ResponseCache` frames)."""
+    `clean` says the engine's columns already hold stripped text with "" for missing (`ResponseCache` frames).
+    Gender probes are grouped by model and answer setting (the table's `setting` or `prompt` column, else binary
+    options; `probe_source` for a project), with κ against `backbones` (for a table without them: its only text
+    model, when it has exactly one) or the project's declared pairs. The series (and so the colours) are the
+    multiple-choice models first, then the models that answered probes only."""
     progress = progress or no_progress()
     simulated = dict(simulated or {})
     timings: dict[str, float] = {}
@@ -403,7 +456,7 @@ def compute_panels(
         probe_frame = frame[probes_mask].reset_index(drop=True)
     else:  # no copy of a large table
         mcq_frame, probe_frame = frame.reset_index(drop=True), frame.iloc[:0]
-    series = sorted({str(m) for m in pd.unique(frame["model"])})
+    series = sorted({str(m) for m in pd.unique(mcq_frame["model"])}) if len(mcq_frame) else []
     for name in series:
         simulated.setdefault(name, False)
 
@@ -454,11 +507,15 @@ def compute_panels(
         panels[key] = built[key]
         timings[key] = built[key].seconds
     start = time.perf_counter()
-    panel = _gender_probe(probe_frame, simulated, n_resamples, seed, backbones or {})
+    panel, probe_frame = _gender_probe(probe_frame, simulated, n_resamples, seed, backbones, probe_source)
     panel.published = published_for("gender_probe")
     panel.seconds = time.perf_counter() - start
     panels["gender_probe"] = panel
     timings["gender_probe"] = panel.seconds
+    probe_only = sorted({p.series for p in panel.points} - set(series))
+    series += probe_only  # after the multiple-choice models: their colours stay what they are without probes
+    for name in probe_only:
+        simulated.setdefault(name, False)
     timings["total"] = time.perf_counter() - tick
     return PanelSet(
         panels=panels,
@@ -1520,7 +1577,56 @@ def _mcnemar_table(table, ctx, acc_o, o_ci, acc_r, r_ci, delta, d_low, d_high) -
     return table
 
 
-def _gender_probe(frame: pd.DataFrame, simulated, n_resamples, seed, backbones) -> Panel:
+# the x-axis groups of the gender-probe panel: answer setting over category, short enough for a tick label
+PROBE_SETTING_LABELS = {
+    "binary_option": "binary",
+    "neutral_option": "neutral option",
+    "free_form": "free form",
+    "neutralized_voice": "neutralized",
+}
+PROBE_CATEGORY_LABELS = {"independent": "indep.", "stereotypical": "stereo.", "dependent": "dep."}
+
+
+def probe_group(setting: str, category: str) -> str:
+    """The gender-probe panel's x label of one answer setting and category: 'binary\nstereo.'."""
+    return f"{PROBE_SETTING_LABELS.get(setting, setting)}\n{PROBE_CATEGORY_LABELS.get(category, category)}"
+
+
+def probe_study_frame(
+    frame: pd.DataFrame, backbones: dict[str, str] | None, source: ProbeSource | None
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The gender-probe rows as the gender study reads them (core/metrics/gender_study.py), in the same order:
+    each row's model (the run's model for a project, not its run label), its answer setting, a model's text runs
+    named '<model> (text)', and the backbone pairs (a project's declared ones; a table's given ones, else its only
+    text model as every voiced model's backbone)."""
+    from spokenbench.core.metrics.gender_study import with_settings, with_text_model_names
+
+    frame = frame.reset_index(drop=True).copy()
+    if source is not None:
+        from spokenbench.core.exports import with_neutral_option, with_neutralized_setting
+
+        frame["model"] = frame["run_id"].map(lambda r: source.models.get(int(r), "")).astype(object)
+        if "response_id" in frame.columns:
+            details = source.details(list(frame["response_id"]))
+            frame = frame.drop(columns=[c for c in ("parse_detail", "raw_text") if c in frame.columns])
+            frame = frame.merge(details, on="response_id", how="left", sort=False)
+        frame["run_id"] = frame["run_id"].astype(int)
+        frame = with_neutral_option(frame, source.settings)
+        frame = with_neutralized_setting(frame, source.neutralized_voices)
+        pairs = dict(source.backbones)
+    else:
+        frame["model"] = frame["model"].astype(str)
+        pairs = dict(backbones or {})
+    frame, pairs = with_text_model_names(frame, pairs)
+    if source is None and backbones is None:
+        pairs = _only_text_backbone(frame)
+    return with_settings(frame).reset_index(drop=True), pairs
+
+
+def _gender_probe(
+    frame: pd.DataFrame, simulated, n_resamples, seed, backbones, source: ProbeSource | None = None
+) -> tuple[Panel, pd.DataFrame]:
+    """The panel, and the probe rows its points index (the gender study's rows: model and setting columns)."""
     facets = ["J", "Δ", "ν", "κ"]
     panel = _new_panel(
         "gender_probe",
@@ -1530,62 +1636,102 @@ def _gender_probe(frame: pd.DataFrame, simulated, n_resamples, seed, backbones) 
     needed = ("question_id", "model", "category", "voice_gender", "prediction", "option_orientation")
     if frame.empty or any(c not in frame.columns for c in needed):
         panel.empty = (
-            "No gender-probe responses in the selected runs. Evaluate the project's gender probes (the demo "
-            "imports them but its simulated runs answer only the multiple-choice items)."
+            "No gender-probe responses in the selected runs. Evaluate the project's gender probes (the demo holds "
+            "simulated gender-study runs: select them in the run picker)."
         )
-        return panel
-    from spokenbench.core.tables import as_clean_strings
+        return panel, frame
+    from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
 
-    keep = [c for c in (*needed, "option_order") if c in frame.columns]
-    data = prepare_gender_probe(as_clean_strings(frame[keep]), "<responses>")
-    if not backbones:
-        backbones = _only_text_backbone(data)
-    result = compute_gender_probe(data, backbones, n_resamples=n_resamples, seed=seed)
-    table = result.table
-    source = {m: "yours (simulated)" if simulated.get(m) else "yours" for m in data.models}
-    key = data.model * len(data.categories) + data.category
-    parts = split_rows(key, len(data.models) * len(data.categories))
-    questions = np.asarray(data.questions, dtype=object)
-    for row in table.itertuples(index=False):
-        m, c = data.models.index(row.model), data.categories.index(row.category)
-        rows = parts[m * len(data.categories) + c]
-        for facet, column in (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa")):
-            value = getattr(row, column)
-            if value is None or math.isnan(value):
+    study_frame, pairs = probe_study_frame(frame, backbones, source)
+    study = analyze_gender_study(
+        study_frame,
+        pairs,
+        source="the selected runs",
+        n_resamples=n_resamples,
+        seed=seed,
+        require_backbones=False,
+    )
+    flags = source.simulated if source is not None else simulated
+
+    def is_simulated(model: str) -> bool:
+        from spokenbench.core.metrics.gender_study import TEXT_SUFFIX
+
+        base = model[: -len(TEXT_SUFFIX)] if model.endswith(TEXT_SUFFIX) else model
+        return bool(flags.get(model) or flags.get(base))
+
+    names = {str(m) for m in study.table["model"]}
+    for model in names:
+        simulated.setdefault(model, is_simulated(model))
+    origin = {m: "yours (simulated)" if simulated.get(m) else "yours" for m in names}
+    key = pd.Series(list(zip(study_frame["setting"], study_frame["model"].astype(str), study_frame["category"])))
+    codes, keys = pd.factorize(key)
+    parts = dict(zip(keys, split_rows(codes, len(keys)))) if len(keys) else {}
+    questions = study_frame["question_id"].astype(str).to_numpy(dtype=object)
+    order = {s: i for i, s in enumerate(study.settings)}
+    table = study.table.assign(_order=study.table["setting"].map(order))
+    table = table.sort_values(["_order", "category", "model"], key=_category_order, kind="stable")
+    metrics = (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa"))
+    for row in table.to_dict("records"):
+        free = row["setting"] == "free_form"
+        rows = parts.get((row["setting"], row["model"], row["category"]), np.zeros(0, dtype=np.int64))
+        setting_name = SETTING_NAMES.get(row["setting"], row["setting"])
+        for facet, column in metrics:
+            if free and facet in ("J", "κ"):  # the free form's J_s and s are similarities, not J and κ
                 continue
-            low = getattr(row, f"{column}_ci_low", math.nan)
-            high = getattr(row, f"{column}_ci_high", math.nan)
+            value = row.get(column)
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue
+            note = f"setting: {setting_name}"
+            if facet == "κ" and row.get("backbone"):
+                note += f"; against the backbone {row['backbone']}"
+            if facet == "Δ" and np.isfinite(row.get("p_value", np.nan)):
+                note += f"; t-test p = {row['p_value']:.3g}"
             panel.points.append(
                 Point(
                     facet,
-                    row.category,
-                    row.model,
+                    probe_group(row["setting"], row["category"]),
+                    row["model"],
                     float(value),
-                    float(low),
-                    float(high),
+                    float(row.get(f"{column}_ci_low", math.nan)),
+                    float(row.get(f"{column}_ci_high", math.nan)),
                     len(rows),
                     rows=rows,
-                    questions_source=tuple(questions[np.unique(data.question[rows])]),
-                    source=source[row.model],
+                    questions_source=tuple(sorted(set(questions[rows]))),
+                    source=origin[row["model"]],
+                    note=note,
                 )
             )
-    out = table.copy()
-    out.insert(1, "source", out["model"].map(source))
+    out = study.table.copy()
+    out.insert(2, "source", out["model"].map(origin))
     panel.tables["gender_probe"] = out
-    panel.tables["gender_probe_per_question"] = result.per_question
-    if not (table["kappa"].notna()).any():
-        panel.description += " κ needs a text backbone run of the same probes (none selected)."
-    return panel
+    panel.tables["gender_probe_per_question"] = study.per_question
+    if not (study.table["kappa"].notna()).any():
+        panel.description += (
+            " κ needs a text backbone run of the same probes, paired with the speech model (`spokenbench backbone "
+            "DIR --pair SPEECH=TEXT`)."
+        )
+    if study.notes:
+        panel.description += " " + " ".join(f"Note: {n}." for n in study.notes)
+    return panel, study_frame
 
 
-def _only_text_backbone(data) -> dict[str, str]:
-    """When exactly one selected model answered the probes as text (no voice), it is every voiced model's
+def _category_order(column: pd.Series) -> pd.Series:
+    if column.name != "category":
+        return column
+    known = list(PROBE_CATEGORY_LABELS)
+    return column.map(lambda c: known.index(c) if c in known else len(known))
+
+
+def _only_text_backbone(frame: pd.DataFrame) -> dict[str, str]:
+    """When exactly one model of a table answered the probes as text (no voice), it is every voiced model's
     backbone for κ; otherwise no pairing is guessed."""
-    voiced = np.bincount(data.model, weights=data.voice >= 0, minlength=len(data.models)) > 0
-    text = [m for i, m in enumerate(data.models) if not voiced[i]]
+    voice = frame["voice_gender"].astype(object).where(frame["voice_gender"].notna(), "").astype(str).str.strip()
+    models = frame["model"].astype(str)
+    voiced = set(models[voice != ""])
+    text = sorted(set(models) - voiced)
     if len(text) != 1:
         return {}
-    return {m: text[0] for i, m in enumerate(data.models) if voiced[i]}
+    return {m: text[0] for m in sorted(voiced)}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.core.gender_views import SIGNIFICANCE_NOTE, VERSION_KINDS, GenderView, QuestionVersions
+from spokenbench.core.gender_views import SIGNIFICANCE_NOTE, VERSION_KINDS, GenderView, QuestionVersions, voice_names
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
 QUESTION_COLUMNS = (
@@ -301,6 +301,17 @@ class GenderPanel(QWidget):
     def _fill_questions(self) -> None:
         table = self.question_table
         table.setSortingEnabled(False)
+        male_name, female_name = voice_names(self.setting or "")
+        table.setHorizontalHeaderLabels(
+            [
+                *QUESTION_COLUMNS[:3],
+                f"{male_name} answered",
+                f"{female_name} answered",
+                f"{male_name}: share M",
+                f"{female_name}: share M",
+                *QUESTION_COLUMNS[7:],
+            ]
+        )
         rows = None
         if self.view is not None and self.setting:
             rows = self.view.distributions_for(self.setting, self.model_picker.currentData())

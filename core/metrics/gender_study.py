@@ -29,7 +29,13 @@ from spokenbench.core.metrics.gender_freeform import (
     minilm_embed,
     presented_option_texts,
 )
-from spokenbench.core.metrics.gender_probe import GenderProbeMetrics, compute_gender_probe, prepare_gender_probe
+from spokenbench.core.metrics.gender_probe import (
+    OPTIONAL_COLUMNS,
+    REQUIRED_COLUMNS,
+    GenderProbeMetrics,
+    compute_gender_probe,
+    prepare_gender_probe,
+)
 from spokenbench.core.progress import Progress, no_progress
 
 SETTINGS = ("binary_option", "neutral_option", "free_form", "neutralized_voice")
@@ -198,7 +204,8 @@ def analyze_gender_study(
             classified.append(rows)
         present = set(rows["model"].astype(str))
         pairs = {s: t for s, t in backbones.items() if s in present and t in present}
-        data = prepare_gender_probe(_strings(rows.drop(columns=["setting"])), f"{source} ({setting})")
+        probe_columns = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in rows.columns]
+        data = prepare_gender_probe(_strings(rows[probe_columns]), f"{source} ({setting})")
         result = compute_gender_probe(data, pairs, failures_as_category, n_resamples, seed, progress.sub_task())
         table, per_question = result.table, result.per_question
         if setting == "free_form":

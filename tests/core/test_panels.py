@@ -21,6 +21,7 @@ from spokenbench.core.panels import (
     _median_with_interval,
     compute_panels,
     point_details,
+    probe_group,
     project_panels,
     published_for,
     wilson,
@@ -254,12 +255,14 @@ def test_gender_probe_panel_matches_the_engine():
             value = getattr(row, column)
             if math.isnan(value):
                 continue
-            point = one(panels, "gender_probe", series=row.model, x=row.category, facet=facet)
+            point = one(
+                panels, "gender_probe", series=row.model, x=probe_group("binary_option", row.category), facet=facet
+            )
             assert point.value == pytest.approx(value)
             assert (point.low, point.high) == pytest.approx(
                 (getattr(row, f"{column}_ci_low"), getattr(row, f"{column}_ci_high"))
             )
-    point = one(panels, "gender_probe", series="speech_a", x="stereotypical", facet="J")
+    point = one(panels, "gender_probe", series="speech_a", x=probe_group("binary_option", "stereotypical"), facet="J")
     assert set(panels.responses_behind(point, probe=True)["category"]) == {"stereotypical"}
 
 

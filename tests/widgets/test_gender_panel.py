@@ -46,6 +46,7 @@ def test_per_category_j_delta_nu_kappa_show_the_male_leaning_listener(page):
     assert [panel.setting_picker.itemData(i) for i in range(panel.setting_picker.count())] == [
         "binary_option",
         "neutral_option",
+        "neutralized_voice",
     ]
     for setting in ("binary_option", "neutral_option"):
         rows = summary(page, setting)
@@ -119,8 +120,8 @@ def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page,
     assert labels["female"][0].startswith("espeak-female · american")
     assert len(labels["neutralized"]) == 2 and "from male" in labels["neutralized"][0]
     assert "signal-approximation" in panel.listen_note.text()
-    answers = panel.answers_table  # how each voiced model answered it, in both settings
-    assert answers.rowCount() == 4 and {answers.item(r, 1).text() for r in range(4)} == {
+    answers = panel.answers_table  # how each voiced model answered it, in every setting (neutralized voices too)
+    assert answers.rowCount() == 6 and {answers.item(r, 1).text() for r in range(6)} == {
         "simulated:male-leaning",
         "simulated:gender-balanced",
     }
@@ -162,3 +163,20 @@ def test_the_detail_follows_the_run_picker(page, qtbot):
     with qtbot.waitSignal(page.gender_ready, timeout=30_000):
         page.select_runs([1, 2, 3])  # the multiple-choice listeners: no probes answered
     assert "No gender-probe answers" in panel.title.text() and panel.summary_table.rowCount() == 0
+
+
+def test_the_neutralized_voices_setting(page):
+    """The paper's Table 4 in the detail: the speech listeners on the neutralized clips, by the gender of the voice
+    each was made from, κ against the backbone's binary answers."""
+    rows = summary(page, "neutralized_voice")
+    assert {model for model, _ in rows} == {"simulated:male-leaning", "simulated:gender-balanced"}
+    assert all(row["κ"] != "—" and row["backbone"] == "simulated:gender-balanced (text)" for row in rows.values())
+    assert delta_of(rows[("simulated:male-leaning", "stereotypical")]["Δ"]) > 0.3  # the preference persists
+    panel = page.gender_panel
+    panel.tabs.setCurrentIndex(1)
+    table = panel.question_table
+    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    assert "neutralized from male answered" in headers and "neutralized from female answered" in headers
+    assert len(panel.question_rows()) == 12 * 2
+    panel.choose_setting("binary_option")
+    assert table.horizontalHeaderItem(3).text() == "male voice answered"

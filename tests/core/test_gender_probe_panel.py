@@ -1,0 +1,116 @@
+"""The Results page's gender-probe figure (core/panels.py) groups answers as the paper's tables and the gender
+detail (core/gender_views.py) do: by model and answer setting (binary, neutral option, neutralized voice …), not by
+run; κ against the project's declared backbone pairs; and models that answered only probes come after the
+multiple-choice models in the series, so those keep their colours."""
+
+import math
+import shutil
+
+import pandas as pd
+import pytest
+
+from spokenbench.core.gender_views import gender_view
+from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
+from spokenbench.core.panels import PANEL_ORDER, compute_panels, probe_group, project_panels
+from spokenbench.core.store import Project
+
+FACETS = (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa"))
+MCQ_LISTENERS = ["simulated:accent-sensitive", "simulated:order-sensitive", "simulated:steady"]
+
+
+@pytest.fixture(scope="module")
+def demo(built_demo, tmp_path_factory):
+    return shutil.copytree(built_demo, tmp_path_factory.mktemp("probe-panel") / "demo-project")
+
+
+@pytest.fixture(scope="module")
+def demo_panels(demo):
+    with Project.open(demo) as project:
+        return project_panels(project, n_resamples=0), gender_view(project, n_resamples=0)
+
+
+def test_points_are_grouped_by_model_and_setting_with_the_detail_views_numbers(demo_panels):
+    panels, view = demo_panels
+    panel = panels.panels["gender_probe"]
+    assert panel.empty is None and panel.points
+    assert not any("(run" in p.series for p in panel.points)
+    groups = list(dict.fromkeys(p.x for p in panel.points))
+    assert groups[:3] == ["binary\nindep.", "binary\nstereo.", "binary\ndep."]  # by setting, then category
+    assert {g.split("\n")[0] for g in groups} == {"binary", "neutral option", "neutralized"}
+    points = {(p.facet, p.x, p.series): p for p in panel.points}
+    checked = 0
+    for row in view.summary.to_dict("records"):
+        for facet, column in FACETS:
+            value = row[column]
+            key = (facet, probe_group(row["setting"], row["category"]), row["model"])
+            if value is None or math.isnan(value):
+                assert key not in points
+                continue
+            assert points[key].value == pytest.approx(value), key
+            checked += 1
+    assert checked == len(panel.points)
+    for point in panel.points:  # a click lists that setting's answers of that model and category
+        rows = panels.responses_behind(point, probe=True)
+        assert len(rows) == point.n and set(rows["model"]) == {point.series}
+        assert {probe_group(s, c) for s, c in zip(rows["setting"], rows["category"])} == {point.x}
+
+
+def test_kappa_is_against_the_declared_backbone_in_every_setting(demo_panels):
+    panels, _ = demo_panels
+    kappa = [p for p in panels.panels["gender_probe"].points if p.facet == "κ"]
+    speech = {"simulated:male-leaning", "simulated:gender-balanced"}
+    assert {(p.series, p.x.split("\n")[0]) for p in kappa} == {
+        (m, s) for m in speech for s in ("binary", "neutral option", "neutralized")
+    }
+    assert all("against the backbone simulated:gender-balanced (text)" in p.note for p in kappa)
+    assert all(p.source == "yours (simulated)" for p in panels.panels["gender_probe"].points)
+
+
+def test_probe_only_models_leave_the_multiple_choice_series_alone(demo, demo_panels):
+    panels, _ = demo_panels
+    with Project.open(demo) as project:
+        mcq_only = project_panels(project, run_ids=[1, 2, 3], n_resamples=0)
+    assert mcq_only.series == MCQ_LISTENERS
+    assert panels.series[:3] == MCQ_LISTENERS  # the same positions, so the same colours
+    assert set(panels.series[3:]) == {
+        "simulated:gender-balanced",
+        "simulated:gender-balanced (text)",
+        "simulated:male-leaning",
+    }
+    assert all(panels.simulated[s] for s in panels.series)
+    for key in PANEL_ORDER[:-1]:
+        assert {p.series for p in panels.panels[key].points if p.series in panels.series} <= set(MCQ_LISTENERS), key
+
+
+def test_a_table_is_grouped_by_its_setting_column():
+    probes = gender_probe_like(30, seed=3)
+    frame = pd.concat(
+        [
+            biasinear_like(20, 2, seed=1),
+            probes.assign(setting="binary_option"),
+            probes.assign(setting="neutral_option"),
+        ],
+        ignore_index=True,
+    )
+    panels = compute_panels(frame, n_resamples=0)
+    mcq_models = sorted(set(biasinear_like(20, 2, seed=1)["model"]))
+    assert panels.series[: len(mcq_models)] == mcq_models
+    points = panels.panels["gender_probe"].points
+    assert {p.x.split("\n")[0] for p in points} == {"binary", "neutral option"}
+    assert {p.series for p in points} == {"speech_a", "speech_b", "text_a"}
+    for setting in ("binary_option", "neutral_option"):  # the same answers in both: the same numbers
+        [binary] = [
+            p
+            for p in points
+            if p.facet == "Δ" and p.series == "speech_a" and p.x == probe_group(setting, "stereotypical")
+        ]
+        assert binary.value == pytest.approx(
+            next(
+                p.value
+                for p in points
+                if p.facet == "Δ" and p.series == "speech_a" and p.x == probe_group("binary_option", "stereotypical")
+            )
+        )
+    # declared pairs win over the guess; without a text model in the pair, no κ
+    unpaired = compute_panels(probes, n_resamples=0, backbones={})
+    assert not [p for p in unpaired.panels["gender_probe"].points if p.facet == "κ"]
