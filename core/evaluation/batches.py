@@ -323,7 +323,7 @@ def _record(
     condition_key: str,
     option_order: str,
     key: str,
-    context: str,
+    context: str | dict,
     reply: ModelReply | None,
     error: str | None = None,
     cost: float | None = None,
@@ -338,7 +338,7 @@ def _record(
             created_at=utc_now(),
             error=error or "no result",
         )
-    ctx = json.loads(context)
+    ctx = json.loads(context) if isinstance(context, str) else context
     parsed = parse_answer(reply.text, ctx["letters"], ctx["texts"], ctx["neutral_letter"], ctx["neutral_text"])
     return store.ResponseRecord(
         run_id=run_id,
@@ -370,10 +370,10 @@ class _Estimates:
         return self.estimates
 
 
-def _cost(price: Price | None, context: str, reply: ModelReply, max_output: int) -> float:
+def _cost(price: Price | None, context: str | dict, reply: ModelReply, max_output: int) -> float:
     if price is None:
         return 0.0
-    ctx = json.loads(context)
+    ctx = json.loads(context) if isinstance(context, str) else context
     request = ModelRequest(None, "", (AudioInput(b"", "", "wav", ctx["audio_s"]),) if ctx["audio_s"] else ())
     return reply_cost(price, _Estimates(ctx["text_est"], ctx["audio_est"]), request, reply, max_output)
 
@@ -955,11 +955,12 @@ def _results_writes(
                     {"batch_id": row["batch_id"], "custom_id": key, "item_id": row["item_id"], "error": error}
                 )
             continue
+        context = json.loads(row["context_json"])  # parsed once for parsing, costing and caching
         cost = 0.0
         first = key not in paid
         if first:
             paid.add(key)
-            cost = _cost(price_of(row), row["context_json"], result.reply, max_output_of(row))
+            cost = _cost(price_of(row), context, result.reply, max_output_of(row))
             costs[row["batch_id"]] = costs.get(row["batch_id"], 0.0) + cost
             entries.append(
                 store.CacheEntry(
@@ -969,7 +970,7 @@ def _results_writes(
                         result.reply.text,
                         result.reply.input_tokens,
                         result.reply.output_tokens,
-                        json.loads(row["context_json"])["audio_s"],
+                        context["audio_s"],
                         None,
                         cost,
                     ),
@@ -985,7 +986,7 @@ def _results_writes(
                 row["condition_key"],
                 row["option_order"],
                 key,
-                row["context_json"],
+                context,
                 result.reply,
                 cost=cost,
             )
@@ -1061,7 +1062,7 @@ def collect_batches(
 def _commit_results(project: Project, row, results: dict[str, _Result], summary: CollectSummary) -> None:
     price = _price_from(row["price_json"])
     why = f"not answered by the batch (it ended {row['state']})"
-    with project.transaction() as conn:
+    with batch_store.roomy_cache(project.conn), project.transaction() as conn:
         pending = batch_store.request_rows(conn, row["id"])
         records, statuses, entries, costs, failures, counts = _results_writes(
             conn,
@@ -1260,7 +1261,7 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
         raise SpokenBenchError(f"{source} holds no results")
     rows = [row for key in results for row in by_key[key] if row["status"] != "answered"]
     skipped = sum(1 for key in results if all(row["status"] == "answered" for row in by_key[key]))
-    with project.transaction() as conn:
+    with batch_store.roomy_cache(project.conn), project.transaction() as conn:
         records, statuses, entries, costs, _failures, counts = _results_writes(
             conn,
             rows,

@@ -98,21 +98,38 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
 
 
 WRITER = """
-import json, resource, sys, time
+import json, resource, sys, threading, time
 from spokenbench.core.evaluation.batches import write_batch_file
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.store import opened
+
+def rss_mb():
+    with open("/proc/self/status") as status:
+        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
 
 with opened(sys.argv[1]) as project:
     started = time.perf_counter()
     prepared = prepare_evaluation(project, RunSettings(model=sys.argv[3], mode="audio", prompt="standard"))
     prepared_s = time.perf_counter() - started
-    rss_prepared = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    started = time.perf_counter()
+    peak_prepare = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_before = rss_mb()
+    sampled = [rss_before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(0.05):
+            sampled.append(rss_mb())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    cpu, started = time.process_time(), time.perf_counter()
     summary = write_batch_file(project, prepared, sys.argv[2])
-    written_s = time.perf_counter() - started
-print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "bytes": summary.bytes, "lines": summary.lines,
-                  "rss_prepared_mb": rss_prepared,
+    written_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    stop.set()
+    sampler.join()
+print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s, "bytes": summary.bytes,
+                  "lines": summary.lines, "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
+                  "rss_max_while_writing_mb": max(sampled),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -169,17 +186,26 @@ def main() -> int:
             return 1
         figures = json.loads(done.stdout.strip().splitlines()[-1])
         rate = figures["bytes"] / 1e6 / figures["write_s"]
+        cpu_rate = figures["bytes"] / 1e6 / figures["write_cpu_s"]
         print(
-            f"prepare_evaluation: {figures['prepare_s']:.1f} s (as for an online run; RSS after it {figures['rss_prepared_mb']:.0f} MB)"
+            f"prepare_evaluation: {figures['prepare_s']:.1f} s, peak RSS {figures['peak_prepare_mb']:.0f} MB "
+            "(the plan, as for an online run)"
         )
         print(
             f"batch file: {figures['lines']:,} lines, {figures['bytes'] / 1e9:.2f} GB in {figures['write_s']:.1f} s = "
-            f"{rate:.0f} MB/s (target >= {TARGET_MB_S:.0f}) {'OK' if rate >= TARGET_MB_S else 'BELOW TARGET'}"
+            f"{rate:.0f} MB/s (target >= {TARGET_MB_S:.0f}) {'OK' if rate >= TARGET_MB_S else 'BELOW TARGET'}; "
+            f"{figures['write_cpu_s']:.1f} s of CPU = {cpu_rate:.0f} MB per CPU-second (what an idle core would give)"
+        )
+        grown = figures["rss_max_while_writing_mb"] - figures["rss_before_write_mb"]
+        print(
+            f"RSS while writing: {figures['rss_before_write_mb']:.0f} MB before, at most "
+            f"{figures['rss_max_while_writing_mb']:.0f} MB (+{grown:.0f} MB: the writing streams)"
         )
         print(
-            f"peak RSS of the writing process: {figures['peak_rss_mb']:.0f} MB (target <= {TARGET_RSS_MB:.0f}) "
+            f"peak RSS of the process: {figures['peak_rss_mb']:.0f} MB (target <= {TARGET_RSS_MB:.0f}) "
             f"{'OK' if figures['peak_rss_mb'] <= TARGET_RSS_MB else 'ABOVE TARGET'}"
         )
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPU(s)")
         count = write_results(request_file, results_file)
         request_file.unlink()
         from spokenbench.core.evaluation.batches import import_results

@@ -21,7 +21,10 @@ REQUEST_FORMAT_KEYS = {"custom_id", "method", "url", "body"}
 
 @pytest.fixture
 def bstub():
+    """Batches finish at their first poll (test_openai_batch_submit_poll_collect_at_half_price and
+    test_gemini_batch follow every state)."""
     with BatchStub() as server:
+        server.state.instant = True
         yield server
 
 
@@ -72,6 +75,7 @@ def _check_openai_batch_line(line, model):
 
 
 def test_openai_batch_submit_poll_collect_at_half_price(audio_project, bstub, cli):
+    bstub.state.instant = False
     submitted = _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--json")
     assert submitted.code == 0, submitted.err
     summary = submitted.json()
@@ -136,7 +140,6 @@ def test_partial_failure_then_resubmission(audio_project, bstub, cli):
     assert _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai").code == 0
     keys = [line["custom_id"] for line in _uploaded_lines(bstub)]
     bstub.state.fail_keys = set(keys[:2])
-    _poll_until_done(cli, audio_project, 3)
     collected = cli("batches", audio_project.path, "--collect")
     assert collected.code == 5
     assert "2 request(s) failed" in collected.err and "--resume" in collected.err
@@ -150,7 +153,6 @@ def test_partial_failure_then_resubmission(audio_project, bstub, cli):
     assert again.json()["lines"] == 2 and again.json()["already_stored"] == 4
     resubmitted = [line["custom_id"] for line in _uploaded_lines(bstub)][6:]
     assert sorted(resubmitted) == sorted(keys[:2])
-    _poll_until_done(cli, audio_project, 3)
     assert cli("batches", audio_project.path, "--collect").code == 0
     rows = _responses(audio_project)
     assert len(rows) == 6 and all(row["error"] is None for row in rows)
@@ -196,12 +198,12 @@ def test_split_by_the_providers_limits(audio_project, bstub, cli, monkeypatch):
     assert len(submitted["batch_ids"]) == 2
     parts = cli("batches", audio_project.path, "--json", "--no-refresh").json()
     assert [(p["part"], p["requests"]) for p in parts] == [(1, 4), (2, 2)]
-    _poll_until_done(cli, audio_project, 3)
     assert cli("batches", audio_project.path, "--collect", "--json").json()["answered"] == 6
 
 
 @pytest.mark.parametrize("as_file", [False, True], ids=["inline", "file"])
 def test_gemini_batch(audio_project, bstub, cli, monkeypatch, as_file):
+    bstub.state.instant = False
     if as_file:
         monkeypatch.setattr(batches, "GEMINI_INLINE_MAX_BYTES", 0)
     submitted = _evaluate(cli, audio_project, GEMINI, bstub.gemini_url, "--batch", "gemini", "--json")
@@ -363,7 +365,6 @@ def test_import_names_every_bad_line_and_imports_nothing(audio_project, cli, tmp
 
 def test_batch_file_leaves_out_cached_answers(audio_project, bstub, cli, tmp_path):
     assert _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai").code == 0
-    _poll_until_done(cli, audio_project, 3)
     assert cli("batches", audio_project.path, "--collect").code == 0
     target = tmp_path / "requests.jsonl"
     again = _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch-file", target, "--json").json()
@@ -380,7 +381,6 @@ def test_identical_requests_share_one_line(project, bstub, cli):
         )
     submitted = _evaluate(cli, project, OPENAI, bstub.openai_url, "--batch", "openai", "--json").json()
     assert submitted["submitted"] == 2 and submitted["lines"] == 1
-    _poll_until_done(cli, project, 3)
     assert cli("batches", project.path, "--collect", "--json").json()["answered"] == 2
     rows = _responses(project)
     assert len(rows) == 2 and sorted(row["cached"] for row in rows) == [0, 1]
