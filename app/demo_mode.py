@@ -119,7 +119,8 @@ def _pid_alive(pid: int) -> bool:
 
 def _remove_leftovers(base: Path) -> None:
     """Sibling folders an interrupted build or swap of this app left behind (their process is gone)."""
-    for entry in base.glob(f".{DEMO_FOLDER}.*-*"):
+    # ours (.demo-project.new-PID, .demo-project.old-PID) and build_demo's staging inside a new one
+    for entry in [*base.glob(f".{DEMO_FOLDER}.*-*"), *base.glob(f"..{DEMO_FOLDER}.*-*")]:
         pid = entry.name.rsplit("-", 1)[-1]
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)

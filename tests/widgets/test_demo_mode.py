@@ -99,20 +99,33 @@ def test_open_demo_reuses_the_current_demo_and_opens_the_tour(qtbot, read_only_d
         window.shutdown()
 
 
-def test_smoke_renders_every_screen_of_the_demo(qtbot, qapp, read_only_demo, tmp_path, capsys):
+def smoke_on(qtbot, qapp, project, tmp_path, **options):
     from spokenbench.app.main_window import MainWindow
     from spokenbench.app.smoke import run_smoke
 
-    window = MainWindow(
-        audio_message="no audio in tests", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
-    )
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message="no audio in tests", settings=settings)
     qtbot.addWidget(window)
     window.resize(1300, 820)
     window.show()
     try:
-        code = run_smoke(qapp, window, window.open_project(Path(read_only_demo)), timeout_s=240)
+        return window, run_smoke(qapp, window, window.open_project(Path(project)), **options)
     finally:
         window.shutdown()
+
+
+def test_smoke_renders_every_page_of_the_demo(qtbot, qapp, read_only_demo, tmp_path, capsys):
+    """In the default run: the smoke function in-process on the demo, its sidebar pages (the Results page computes
+    its panels and draws the first); the tour's steps and every panel are in the slow tests below."""
+    _window, code = smoke_on(qtbot, qapp, read_only_demo, tmp_path, parts=("pages",))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "smoke test passed: 8 screens rendered" in out
+
+
+@pytest.mark.slow
+def test_smoke_renders_every_screen_of_the_demo(qtbot, qapp, read_only_demo, tmp_path, capsys):
+    window, code = smoke_on(qtbot, qapp, read_only_demo, tmp_path)
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "smoke test passed" in out and not window.tour.is_open()
@@ -127,7 +140,7 @@ def test_smoke_fails_with_the_message_when_a_screen_breaks(qtbot, qapp, tmp_path
     )
     qtbot.addWidget(window)
     try:
-        code = run_smoke(qapp, window, window.open_project(tmp_path / "not-a-project"), timeout_s=30)
+        code = run_smoke(qapp, window, window.open_project(tmp_path / "not-a-project"), open_timeout_s=30)
     finally:
         window.shutdown()
     assert code == 1 and "smoke test failed" in capsys.readouterr().err
@@ -151,3 +164,17 @@ def test_demo_smoke_as_the_packaged_check_runs_it(built_demo, tmp_path):
     done = subprocess.run([str(script), "--demo", "--smoke"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "smoke test passed" in done.stdout
+
+
+def test_leftovers_of_a_killed_build_are_removed(tmp_path):
+    dead = 2**22 + 12345  # above any pid this machine hands out
+    for name in (
+        f".demo-project.new-{dead}",
+        f"..demo-project.new-{dead}.building-{dead}",
+        f".demo-project.old-{dead}",
+    ):
+        (tmp_path / name).mkdir()
+    mine = tmp_path / f".demo-project.new-{os.getpid()}-keep"  # not a pid suffix: left alone
+    mine.mkdir()
+    ensure_demo(tmp_path, build=fake_build([]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["demo-project", mine.name])
