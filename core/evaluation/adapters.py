@@ -177,7 +177,8 @@ class OpenAICompatibleAdapter(ModelAdapter):
                 parts.append({"type": "audio_url", "audio_url": {"url": url}})
             else:
                 raise SpokenBenchError(f"{self.spec}: convention '{convention}' is not an OpenAI-compatible one")
-        parts.append({"type": "text", "text": user})
+        if user or not request.audio:  # a spoken question with nothing written beside it (the free form) sends no
+            parts.append({"type": "text", "text": user})  # empty text part, which providers refuse
         messages.append({"role": "user", "content": parts if request.audio else user})
         return messages
 
@@ -288,7 +289,8 @@ class GeminiAdapter(ModelAdapter):
         contents = [
             types.Part.from_bytes(data=a.data, mime_type=AUDIO_MIME.get(a.format, "audio/wav")) for a in request.audio
         ]
-        contents.append(types.Part.from_text(text=user))
+        if user or not contents:  # no empty text part beside the audio (the free form's spoken question)
+            contents.append(types.Part.from_text(text=user))
         return contents, config
 
     async def generate(self, request: ModelRequest) -> ModelReply:
