@@ -390,23 +390,11 @@ class ProbeSource:
 def _probe_source(conn, runs: list[dict]) -> ProbeSource:
     from spokenbench.core.exports import run_answer_settings
     from spokenbench.core.metrics.gender_backbones import read_backbone_pairs
-    from spokenbench.core.store.export_queries import neutralized_voices
+    from spokenbench.core.store.export_queries import neutralized_voices, response_details
 
     simulated: dict[str, bool] = {}
     for run in runs:
         simulated[run["model"]] = simulated.get(run["model"], False) or bool(run["simulated"])
-
-    def details(response_ids) -> pd.DataFrame:
-        ids = sorted({int(i) for i in response_ids})
-        found = []
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
-            found += conn.execute(
-                f"SELECT id, parse_detail, raw_text FROM responses WHERE id IN ({','.join('?' * len(batch))})", batch
-            ).fetchall()
-        return pd.DataFrame(
-            [tuple(row) for row in found], columns=["response_id", "parse_detail", "raw_text"], dtype=object
-        )
 
     return ProbeSource(
         models={r["id"]: r["model"] for r in runs},
@@ -414,7 +402,7 @@ def _probe_source(conn, runs: list[dict]) -> ProbeSource:
         neutralized_voices=neutralized_voices(conn),
         backbones=read_backbone_pairs(conn),
         simulated=simulated,
-        details=details,
+        details=lambda response_ids: response_details(conn, response_ids),
     )
 
 

@@ -58,3 +58,17 @@ def neutralized_voices(conn: sqlite3.Connection) -> set[str]:
         return set()
     rows = conn.execute("SELECT DISTINCT voice FROM clips WHERE neutralization IS NOT NULL AND voice IS NOT NULL")
     return {row[0] for row in rows}
+
+
+def response_details(conn: sqlite3.Connection, response_ids) -> pd.DataFrame:
+    """response_id, parse_detail, raw_text of the given responses (read in batches under SQLite's variable limit)."""
+    ids = sorted({int(i) for i in response_ids})
+    found = []
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        found += conn.execute(
+            f"SELECT id, parse_detail, raw_text FROM responses WHERE id IN ({','.join('?' * len(batch))})", batch
+        ).fetchall()
+    return pd.DataFrame(
+        [tuple(row) for row in found], columns=["response_id", "parse_detail", "raw_text"], dtype=object
+    )
