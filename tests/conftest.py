@@ -1,4 +1,5 @@
 import os
+import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -9,6 +10,11 @@ import pytest
 
 from spokenbench.core.cli.main import main as cli_main
 from spokenbench.core.store import Project
+
+# pytest's assertion rewriting costs ~15 s of CPU per session (and per xdist worker) for this suite unless the
+# rewritten test modules are cached; PYTHONDONTWRITEBYTECODE=1 in an environment would disable that cache, so the
+# test run keeps it (in the ignored __pycache__ folders).
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
@@ -39,10 +45,22 @@ def cli(capsys):
 
 @pytest.fixture(scope="session")
 def built_demo(tmp_path_factory):
-    """The demo project, built once per test session (it synthesizes ~1,100 clips); copy it before changing it."""
+    """The demo project, built once per test run (it synthesizes ~1,100 clips) and shared by pytest-xdist's
+    workers: the first worker to take the lock builds it, the others wait and reuse it. Copy it before changing
+    it."""
+    from filelock import FileLock
+
     from spokenbench.core.demo import build_demo
 
-    return build_demo(tmp_path_factory.mktemp("demo") / "demo-project")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each worker's own
+    target = shared / "shared-demo" / "demo-project"
+    with FileLock(str(shared / "shared-demo.lock")):
+        if not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            build_demo(target)
+    return target
 
 
 @pytest.fixture

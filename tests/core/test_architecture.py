@@ -32,6 +32,7 @@ def test_core_never_imports_qt_at_runtime():
     assert result.stdout.strip() == ""
 
 
+@pytest.mark.slow
 def test_core_source_has_no_qt_or_gui_imports():
     offenders = []
     for path in (REPO / "core").rglob("*.py"):
@@ -233,14 +234,17 @@ def sql_outside_store_modules(root: Path) -> list[str]:
     return [f"{where}:{line}: {what}" for where, line, what in sorted(offenders)]
 
 
+@pytest.mark.slow
 def test_widgets_never_import_the_app():
     assert widget_imports_of_app(REPO) == []
 
 
+@pytest.mark.slow
 def test_cli_uses_only_public_core_functions():
     assert cli_non_public_imports(REPO) == []
 
 
+@pytest.mark.slow
 def test_sql_lives_only_in_store_modules():
     assert sql_outside_store_modules(REPO) == []
 

@@ -77,6 +77,7 @@ def test_demo_refuses_an_occupied_folder(cli, tmp_path):
     assert (target / "keep.txt").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_demo_rewrites_make_items_readable(built_demo):
     from spokenbench.core.store import opened
     from spokenbench.core.store.rewrites import latest_rewrites
@@ -89,6 +90,7 @@ def test_demo_rewrites_make_items_readable(built_demo):
     assert "^" in question and "^" not in rewrite
 
 
+@pytest.mark.slow
 def test_import_info_export_round_trip(cli, tmp_path):
     project = tmp_path / "p"
     assert cli("init", project).code == 0
@@ -122,6 +124,7 @@ def test_export_of_empty_responses_and_ratings_writes_headers_only(cli, tmp_path
         assert result.code == 0 and result.json()["rows"] == 0 and out.exists()
 
 
+@pytest.mark.slow
 def test_export_responses_has_metric_columns(cli, tmp_path, demo_copy):
     """Responses come out in the metrics engine's column names, one column per condition factor."""
     from spokenbench.core.store import opened
@@ -182,6 +185,7 @@ def test_console_script_reports_malformed_file_without_traceback(tmp_path):
     assert bad_args.returncode == 2 and "usage" in bad_args.stderr
 
 
+@pytest.mark.slow
 def test_output_cut_short_by_the_reader_is_not_an_error(built_demo):
     """`spokenbench items DIR | head -1`: writing to a closed pipe ends the command quietly, exit code 0."""
     import subprocess

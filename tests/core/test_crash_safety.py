@@ -44,6 +44,7 @@ def run_until_marker(script: str, *args, marker: str) -> subprocess.Popen:
     return process
 
 
+@pytest.mark.slow
 def test_sigkill_in_the_middle_of_a_large_import_keeps_nothing_from_it(tmp_path):
     Project.create(tmp_path / "p").close()
     earlier = write_csv(tmp_path / "ko.csv", gmmlu_rows(10))
@@ -67,6 +68,7 @@ def test_sigkill_in_the_middle_of_a_large_import_keeps_nothing_from_it(tmp_path)
         assert conn.execute("SELECT count(*) FROM imports").fetchone()[0] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0.05, 0.3, 0.8])
 def test_sigkill_at_any_moment_leaves_all_or_nothing(tmp_path, delay_s):
     Project.create(tmp_path / "p").close()

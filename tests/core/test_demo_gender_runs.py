@@ -20,6 +20,7 @@ def demo(built_demo, tmp_path_factory):
     return shutil.copytree(built_demo, tmp_path_factory.mktemp("gender-demo") / "demo-project")
 
 
+@pytest.mark.slow
 def test_the_demo_holds_the_gender_study_runs(demo):
     with Project.open(demo) as project:
         runs = run_list(project.conn)
@@ -45,6 +46,7 @@ def test_the_demo_holds_the_gender_study_runs(demo):
     }
 
 
+@pytest.mark.slow
 def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cli, tmp_path):
     out = tmp_path / "report"
     result = cli("report", demo, "--kind", "gender-probe", "--out", out, "--bootstrap", "200")
@@ -73,6 +75,7 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
     assert (neutral["neutral_rate"] > 0).all()  # the neutral option is chosen
 
 
+@pytest.mark.slow
 def test_report_table_4_shows_the_neutralized_voices(demo, cli, tmp_path):
     """The paper's Section 5 in the demo: the speech listeners answer the neutralized question clips; Table 4 has
     the layout of Table 1 (J, κ, ν; J, Δ, κ, ν), J and Δ by the gender of the voice each clip was made from, κ
@@ -95,6 +98,7 @@ def test_report_table_4_shows_the_neutralized_voices(demo, cli, tmp_path):
     assert (neutralized["n"] == 8).all()  # 4 probes per category × one clip from a male and one from a female voice
 
 
+@pytest.mark.slow
 def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
     from spokenbench.core.gender_views import gender_view, question_versions
 

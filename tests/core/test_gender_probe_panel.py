@@ -29,6 +29,7 @@ def demo_panels(demo):
         return project_panels(project, n_resamples=0), gender_view(project, n_resamples=0)
 
 
+@pytest.mark.slow
 def test_points_are_grouped_by_model_and_setting_with_the_detail_views_numbers(demo_panels):
     panels, view = demo_panels
     panel = panels.panels["gender_probe"]
@@ -55,6 +56,7 @@ def test_points_are_grouped_by_model_and_setting_with_the_detail_views_numbers(d
         assert {probe_group(s, c) for s, c in zip(rows["setting"], rows["category"])} == {point.x}
 
 
+@pytest.mark.slow
 def test_kappa_is_against_the_declared_backbone_in_every_setting(demo_panels):
     panels, _ = demo_panels
     kappa = [p for p in panels.panels["gender_probe"].points if p.facet == "κ"]
@@ -66,6 +68,7 @@ def test_kappa_is_against_the_declared_backbone_in_every_setting(demo_panels):
     assert all(p.source == "yours (simulated)" for p in panels.panels["gender_probe"].points)
 
 
+@pytest.mark.slow
 def test_probe_only_models_leave_the_multiple_choice_series_alone(demo, demo_panels):
     panels, _ = demo_panels
     with Project.open(demo) as project:
@@ -82,6 +85,7 @@ def test_probe_only_models_leave_the_multiple_choice_series_alone(demo, demo_pan
         assert {p.series for p in panels.panels[key].points if p.series in panels.series} <= set(MCQ_LISTENERS), key
 
 
+@pytest.mark.slow
 def test_a_table_is_grouped_by_its_setting_column():
     probes = gender_probe_like(30, seed=3)
     frame = pd.concat(

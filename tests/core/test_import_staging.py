@@ -61,6 +61,7 @@ KILLED_WHILE_STAGING = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_kill_while_staging_leaves_the_project_unchanged_and_the_retry_cleans_up(project, tmp_path):
     table = write_csv(tmp_path / "en.csv", gmmlu_rows(6_000))
     process = subprocess.Popen(
@@ -134,6 +135,7 @@ def test_with_skip_existing_items_stored_meanwhile_are_skipped_not_an_error(proj
     assert staging_files(project.path) == []
 
 
+@pytest.mark.slow
 def test_two_concurrent_skip_existing_imports_of_one_file_both_succeed(project, tmp_path):
     import subprocess
     import sys

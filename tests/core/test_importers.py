@@ -262,6 +262,7 @@ def test_gender_probes_from_lists_and_from_columns(project, tmp_path):
     assert {i.kind for i in items.values()} == {"gender-probe"} and {i.language for i in items.values()} == {"en"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "changes, expected",
     [

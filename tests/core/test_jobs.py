@@ -53,6 +53,7 @@ def wait_for(condition, timeout=5.0, step=0.05):
     raise AssertionError("condition not met in time")
 
 
+@pytest.mark.slow
 def test_a_job_is_visible_with_its_progress_and_its_outcome(project):
     with jobs.tracked_job(project.path, "rewrite", "rewriting 3 items", total=3) as progress:
         [job] = jobs.list_jobs(project.conn)
@@ -63,6 +64,7 @@ def test_a_job_is_visible_with_its_progress_and_its_outcome(project):
     assert job.status == "finished" and job.finished_at and job.resume_argv is None
 
 
+@pytest.mark.slow
 def test_a_failing_job_records_why(project):
     with pytest.raises(SpokenBenchError), jobs.tracked_job(project.path, "transcribe", "asr"):
         raise SpokenBenchError("the ASR key was rejected")
@@ -70,6 +72,7 @@ def test_a_failing_job_records_why(project):
     assert job.status == "failed" and job.stop_reason == "the ASR key was rejected"
 
 
+@pytest.mark.slow
 def test_a_job_in_another_process_is_seen_cancelled_from_here_and_stops(project):
     holder = start_holder(project.path)
     try:
@@ -88,6 +91,7 @@ def test_a_job_in_another_process_is_seen_cancelled_from_here_and_stops(project)
     assert not jobs.request_cancel(project.conn, job.id), "a finished job cannot be cancelled"
 
 
+@pytest.mark.slow
 def test_a_killed_job_shows_as_interrupted_and_its_claim_can_be_taken_over(project):
     holder = start_holder(project.path)
     with pytest.raises(jobs.JobClaimed, match=f"pid {holder.pid}"):
@@ -118,6 +122,7 @@ def test_a_job_on_another_machine_is_interrupted_only_when_its_heartbeat_is_stal
     assert jobs.list_jobs(project.conn)[0].status == "interrupted"
 
 
+@pytest.mark.slow
 def test_evaluation_resume_command_adds_resume(project):
     jobs.set_invocation(["evaluate", "P", "--model", "simulated:steady", "--base-url", "https://u:secret@h/v1"])
     try:
@@ -142,6 +147,7 @@ def stored_units(project) -> set[str]:
     return {row[0] for row in project.conn.execute("SELECT key FROM project_meta WHERE value = 'unit'")}
 
 
+@pytest.mark.slow
 def test_the_loop_bounds_concurrency_and_counts_committed_units(project):
     in_flight, peak, reports = 0, 0, []
 
@@ -160,6 +166,7 @@ def test_the_loop_bounds_concurrency_and_counts_committed_units(project):
     assert reports[-1] == (40, 40) and all(d <= 40 for d, _ in reports)
 
 
+@pytest.mark.slow
 def test_a_failing_unit_stops_the_loop_after_committing_what_finished(project):
     async def work(n):
         if n == 5:
@@ -183,6 +190,7 @@ def test_stop_loop_ends_quietly_with_its_reason(project):
     assert result.stop_reason == "budget" and result.completed == 3
 
 
+@pytest.mark.slow
 def test_cancel_stops_within_a_poll_and_keeps_finished_units(project):
     progress = Progress()
 
@@ -199,6 +207,7 @@ def test_cancel_stops_within_a_poll_and_keeps_finished_units(project):
     assert {f"unit-{n}" for n in range(9)} <= stored_units(project) and len(stored_units(project)) < 12
 
 
+@pytest.mark.slow
 def test_remote_calls_stop_going_out_once_the_job_stops(project):
     """Unit 1 waits for the provider's only slot while unit 0 is answered and stops the job: unit 1 is never sent."""
     from spokenbench.core.remote import ProviderLimiter
@@ -250,6 +259,7 @@ def _try_query(project):
     return None
 
 
+@pytest.mark.slow
 def test_change_counters_tell_what_another_process_changed(project):
     before = table_versions(project.conn)
     code = (

@@ -121,6 +121,7 @@ def test_custom_endpoint_settings():
     assert settings.model == "vllm:Qwen/Qwen2-Audio-7B-Instruct" and settings.base_url == "http://127.0.0.1:8000/v1"
 
 
+@pytest.mark.slow
 def test_plan_is_shown_and_a_stored_run_resumes_as_itself(project):
     add_items(project, 4)
     settings = settings_from_form(LaunchForm(model="simulated:order-sensitive", accents="british", limit="3"))

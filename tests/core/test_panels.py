@@ -78,6 +78,7 @@ def one(panels, key, **match):
     return found
 
 
+@pytest.mark.slow
 def test_every_panel_is_there_and_labels_who_made_the_numbers(tiny):
     assert list(tiny.panels) == list(PANEL_ORDER)
     assert tiny.series == ["m1", "m2"] and tiny.simulated == {"m1": False, "m2": True}
@@ -89,6 +90,7 @@ def test_every_panel_is_there_and_labels_who_made_the_numbers(tiny):
     assert set(tiny.timings) >= set(PANEL_ORDER) | {"total"}
 
 
+@pytest.mark.slow
 def test_accuracy_by_level_matches_hand_computation_and_the_engine(tiny):
     assert one(tiny, "accuracy_by_level", series="m1", facet="gender", x="female").value == 100
     assert one(tiny, "accuracy_by_level", series="m1", facet="gender", x="male").value == 62.5  # 4 + 1 of 8
@@ -214,6 +216,7 @@ def test_the_voting_panel_uses_the_default_tie_rule_and_says_so(tiny):
     assert set(table.loc[table["permutation"] != "original", "tie_rule"]) == {"fractional"}
 
 
+@pytest.mark.slow
 def test_intervals_contain_their_estimates_on_a_benchmark_shaped_table():
     frame = pd.concat([biasinear_like(40, 3, seed=1), gender_probe_like(24, seed=1)], ignore_index=True)
     panels = compute_panels(frame, n_resamples=300)
@@ -231,6 +234,7 @@ def test_intervals_contain_their_estimates_on_a_benchmark_shaped_table():
     assert checked > 150
 
 
+@pytest.mark.slow
 def test_the_joint_bootstrap_gives_the_engines_intervals():
     frame = biasinear_like(30, 3, seed=2)
     panels = compute_panels(frame, factors=["language", "accent", "gender", "order"], n_resamples=250)
@@ -244,6 +248,7 @@ def test_the_joint_bootstrap_gives_the_engines_intervals():
         assert (point.low, point.high) == pytest.approx(engine[analysis.data.models.index(point.x)]["rsd"], abs=1e-12)
 
 
+@pytest.mark.slow
 def test_gender_probe_panel_matches_the_engine():
     frame = gender_probe_like(30, seed=3)
     panels = compute_panels(frame, n_resamples=200)
@@ -397,6 +402,7 @@ def tiny_project(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_projects_panels_are_the_tables_panels_and_its_points_list_their_questions(tiny_project, tiny):
     with opened(tiny_project) as project:
         panels = project_panels(project, n_resamples=200)
@@ -414,6 +420,7 @@ def test_a_projects_panels_are_the_tables_panels_and_its_points_list_their_quest
     assert set(details["audio_path"]) == {""}  # no audio stored in this project
 
 
+@pytest.mark.slow
 def test_the_cache_reads_again_only_the_runs_whose_answers_changed(tiny_project):
     from spokenbench.core.evaluation.store import update_parses
     from spokenbench.core.panels import ResponseCache
@@ -437,6 +444,7 @@ def test_the_cache_reads_again_only_the_runs_whose_answers_changed(tiny_project)
     assert changed["prediction"] == letter
 
 
+@pytest.mark.slow
 def test_many_questions_take_the_chunked_bootstrap_with_the_same_intervals(monkeypatch):
     import spokenbench.core.panels as panels_module
 

@@ -60,6 +60,7 @@ def read_only_demo(built_demo):
         yield copy
 
 
+@pytest.mark.slow
 def test_reading_commands_work_on_a_read_only_project(read_only_demo, cli, tmp_path):
     before = folder_digest(read_only_demo)
     info = cli("info", read_only_demo, "--json")
@@ -79,6 +80,7 @@ def test_reading_commands_work_on_a_read_only_project(read_only_demo, cli, tmp_p
     assert folder_digest(read_only_demo) == before
 
 
+@pytest.mark.slow
 def test_writing_commands_say_the_project_is_read_only(read_only_demo, cli, tmp_path):
     before = folder_digest(read_only_demo)
     extra = write_jsonl(

@@ -326,6 +326,7 @@ class StubClone(TTSBackend):
         return encode_wav(speech(1.0, rate=24_000), 24_000)
 
 
+@pytest.mark.slow
 def test_cloning_uses_the_best_passing_take_and_withdrawal_deletes_everything(project, consented):
     failing = save_take(project, consented.id, prepare_take(padded(speech(0.2)), RATE, PROMPT))
     good = save_take(project, consented.id, prepare_take(padded(speech(1.5)), RATE, Prompt("line:b", "B.")))
@@ -390,6 +391,7 @@ def test_cloning_needs_a_passing_take_and_says_what_to_install(project, consente
 # -- the CLI --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_speakers_cli_adds_consents_lists_and_withdraws(cli, project, tmp_path):
     folder = project.path
     assert cli("speakers", folder).out.startswith("no speakers yet")
@@ -410,6 +412,7 @@ def test_speakers_cli_adds_consents_lists_and_withdraws(cli, project, tmp_path):
     assert withdrawn.code == 0 and "withdrawn" in withdrawn.out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -443,6 +446,7 @@ def test_checks_are_stored_as_json_with_reasons(project, consented):
     assert not next(c for c in checks if c["name"] == "clipping")["passed"]
 
 
+@pytest.mark.slow
 def test_synthesize_clone_references_the_cloned_voices_take_never_a_failed_one(project, consented):
     """`synthesize --tts clone` reads `cloning_references`: a failed take is never a reference, and once a voice
     was cloned on the Speakers page its take is the reference even when newer passing takes exist."""

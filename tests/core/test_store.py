@@ -158,6 +158,7 @@ def test_only_temp_audio_whose_writer_is_gone_is_removed_on_open(tmp_path):
     assert sorted(p.name for p in incoming.iterdir()) == sorted([live_writer.name, new_unknown.name])
 
 
+@pytest.mark.slow
 def test_a_reader_opening_the_project_in_a_loop_never_breaks_a_writer(tmp_path):
     """`spokenbench info` in a loop during synthesis used to delete the writer's temp files."""
     import subprocess

@@ -36,6 +36,7 @@ def fake_build(calls):
     return build
 
 
+@pytest.mark.slow
 def test_the_data_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
     assert data_dir() == tmp_path / "data" and demo_folder() == tmp_path / "data" / "demo-project"
@@ -43,6 +44,7 @@ def test_the_data_folder_follows_the_environment(monkeypatch, tmp_path):
     assert data_dir().parts[-2:] == ("SpokenBench", "SpokenBench Studio")
 
 
+@pytest.mark.slow
 def test_the_demo_is_built_once_then_reused(tmp_path):
     calls = []
     folder = ensure_demo(tmp_path, build=fake_build(calls))
@@ -52,6 +54,7 @@ def test_the_demo_is_built_once_then_reused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-project"]  # no staging folders left
 
 
+@pytest.mark.slow
 def test_a_demo_of_an_older_version_is_rebuilt_whole(tmp_path):
     calls = []
     folder = ensure_demo(tmp_path, build=fake_build(calls))
@@ -65,6 +68,7 @@ def test_a_demo_of_an_older_version_is_rebuilt_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-project"]
 
 
+@pytest.mark.slow
 def test_an_unmarked_or_failed_build_is_never_used(tmp_path):
     (tmp_path / "demo-project").mkdir()
     (tmp_path / "demo-project" / "project.sqlite").write_text("half a demo, no marker")
@@ -80,6 +84,7 @@ def test_an_unmarked_or_failed_build_is_never_used(tmp_path):
     assert not demo_is_current(tmp_path / "demo-project")
 
 
+@pytest.mark.slow
 def test_open_demo_reuses_the_current_demo_and_opens_the_tour(qtbot, read_only_demo, tmp_path):
     from spokenbench.app.main_window import MainWindow
 
@@ -114,6 +119,7 @@ def smoke_on(qtbot, qapp, project, tmp_path, **options):
         window.shutdown()
 
 
+@pytest.mark.slow
 def test_smoke_renders_every_page_of_the_demo(qtbot, qapp, read_only_demo, tmp_path, capsys):
     """In the default run: the smoke function in-process on the demo, its sidebar pages (the Results page computes
     its panels and draws the first); the tour's steps and every panel are in the slow tests below."""
@@ -131,6 +137,7 @@ def test_smoke_renders_every_screen_of_the_demo(qtbot, qapp, read_only_demo, tmp
     assert "smoke test passed" in out and not window.tour.is_open()
 
 
+@pytest.mark.slow
 def test_smoke_fails_with_the_message_when_a_screen_breaks(qtbot, qapp, tmp_path, capsys, monkeypatch):
     from spokenbench.app.main_window import MainWindow
     from spokenbench.app.smoke import run_smoke
@@ -146,6 +153,7 @@ def test_smoke_fails_with_the_message_when_a_screen_breaks(qtbot, qapp, tmp_path
     assert code == 1 and "smoke test failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_smoke_needs_a_project(capsys):
     from spokenbench.app.main import main
 
@@ -166,6 +174,7 @@ def test_demo_smoke_as_the_packaged_check_runs_it(built_demo, tmp_path):
     assert "smoke test passed" in done.stdout
 
 
+@pytest.mark.slow
 def test_leftovers_of_a_killed_build_are_removed(tmp_path):
     dead = 2**22 + 12345  # above any pid this machine hands out
     for name in (

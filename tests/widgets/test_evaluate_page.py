@@ -98,6 +98,7 @@ def prepare(page, qtbot, model="simulated:steady", **grid):
     return page.prepared
 
 
+@pytest.mark.slow
 def test_a_retired_preset_is_disabled_with_its_date_and_simulated_listeners_say_so(page):
     view = page.view
     retired = view.model_item("openai:gpt-4o-audio-preview")
@@ -113,6 +114,7 @@ def test_a_retired_preset_is_disabled_with_its_date_and_simulated_listeners_say_
     assert "american" in view.grid_edits["accents"].placeholderText()  # the project's levels, read in a QueryOp
 
 
+@pytest.mark.slow
 def test_the_plan_is_shown_before_start_and_an_edit_asks_for_it_again(page, qtbot):
     view = page.view
     assert not view.start_button.isEnabled()
@@ -129,6 +131,7 @@ def test_the_plan_is_shown_before_start_and_an_edit_asks_for_it_again(page, qtbo
     assert "budget" in view.plan_text.toPlainText() and not view.start_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_a_simulated_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbot, project_copy, answers):
     view = page.view
     prepared = prepare(page, qtbot)
@@ -169,6 +172,7 @@ def test_a_simulated_run_shows_progress_is_cancelled_resumed_and_completes_once(
     assert view.line(run_id).done == total and not view.resume_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_runs_queue_one_after_another(page, qtbot, project_copy, answers):
     view = page.view
     prepare(page, qtbot, accents="indian", limit="10")
@@ -186,6 +190,7 @@ def test_runs_queue_one_after_another(page, qtbot, project_copy, answers):
     qtbot.waitUntil(lambda: [line.status for line in view.lines] == ["finished", "finished"], timeout=5_000)
 
 
+@pytest.mark.slow
 def test_a_run_started_outside_the_page_appears_in_its_list(page, qtbot, project_copy):
     view = page.view
     assert view.lines == []
@@ -205,6 +210,7 @@ def test_a_run_started_outside_the_page_appears_in_its_list(page, qtbot, project
     assert line.status == "finished" and line.mode == "simulated (text)" and line.done == line.total == 5
 
 
+@pytest.mark.slow
 def test_test_connection_against_a_stub_succeeds_and_a_401_is_clear(page, qtbot, monkeypatch):
     view = page.view
     view.select_model(CUSTOM)
@@ -226,6 +232,7 @@ def test_test_connection_against_a_stub_succeeds_and_a_401_is_clear(page, qtbot,
         assert view.test_result.text() == f"Failed: {server.url}/locked/v1: the key was rejected (HTTP 401)"
 
 
+@pytest.mark.slow
 def test_a_custom_endpoint_run_lists_its_failures_by_kind_and_resume_retries_them(page, qtbot, project_copy, dialogs):
     view = page.view
     answer = {
@@ -275,6 +282,7 @@ def test_a_custom_endpoint_run_lists_its_failures_by_kind_and_resume_retries_the
     assert dialogs == []
 
 
+@pytest.mark.slow
 def test_a_cli_run_is_listed_live_cancelled_from_the_page_and_resumed_here(page, qtbot, project_copy):
     """`spokenbench evaluate` in another process: the page lists it while it runs, cancels it through the jobs
     table (the CLI exits 130), and Resume continues the same run in the app without a duplicate."""

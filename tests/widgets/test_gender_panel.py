@@ -40,6 +40,7 @@ def delta_of(cell: str) -> float:
     return float(cell.split("*")[0].split()[0])
 
 
+@pytest.mark.slow
 def test_per_category_j_delta_nu_kappa_show_the_male_leaning_listener(page):
     panel = page.gender_panel
     assert panel.isVisible() and "yours (simulated)" in panel.title.text()
@@ -78,6 +79,7 @@ def test_per_category_j_delta_nu_kappa_show_the_male_leaning_listener(page):
     assert leaning["κ"].startswith(f"{row['kappa']:.2f}")
 
 
+@pytest.mark.slow
 def test_the_detail_belongs_to_the_gender_panel_only(page, qtbot):
     page.show_panel("accuracy_by_level")
     assert page.gender_panel.isHidden()
@@ -85,6 +87,7 @@ def test_the_detail_belongs_to_the_gender_panel_only(page, qtbot):
     assert page.gender_panel.isVisible()
 
 
+@pytest.mark.slow
 def test_answers_per_question_sort_by_disagreement(page):
     panel = page.gender_panel
     panel.choose_setting("binary_option")
@@ -106,6 +109,7 @@ def test_answers_per_question_sort_by_disagreement(page):
     assert all(float(r["male voice: share M"]) >= 0 for r in stereotypical)
 
 
+@pytest.mark.slow
 def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page, qtbot, played, demo):
     panel = page.gender_panel
     panel.tabs.setCurrentIndex(1)
@@ -151,6 +155,7 @@ def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page,
     assert again.args[0].item_id == panel.question_picker.itemData(other) != versions.item_id
 
 
+@pytest.mark.slow
 def test_the_detail_follows_the_run_picker(page, qtbot):
     runs = {r["name"]: r["id"] for r in page.runs}
     binary_leaning = runs["gender study: simulated:male-leaning (audio+text-options, gender-paper)"]
@@ -165,6 +170,7 @@ def test_the_detail_follows_the_run_picker(page, qtbot):
     assert "No gender-probe answers" in panel.title.text() and panel.summary_table.rowCount() == 0
 
 
+@pytest.mark.slow
 def test_the_neutralized_voices_setting(page):
     """The paper's Table 4 in the detail: the speech listeners on the neutralized clips, by the gender of the voice
     each was made from, κ against the backbone's binary answers."""

@@ -39,6 +39,7 @@ def card_titled(window, title):
     return next((card for card in window.jobs_panel.cards.values() if card.row.title == title), None)
 
 
+@pytest.mark.slow
 def test_a_job_started_in_another_thread_appears_within_two_seconds(studio, qtbot, project):
     stop = threading.Event()
     started = threading.Event()
@@ -79,6 +80,7 @@ KILLED_CLI_JOBS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_job_whose_process_died_shows_as_interrupted_with_resume(studio, qtbot, project, monkeypatch):
     process = subprocess.Popen(
         [sys.executable, "-c", KILLED_CLI_JOBS, str(project.path)], stdout=subprocess.PIPE, text=True
@@ -113,6 +115,7 @@ def test_a_job_whose_process_died_shows_as_interrupted_with_resume(studio, qtbot
     assert card_titled(studio, "Synthesizing with espeak").row.state == "resuming"
 
 
+@pytest.mark.slow
 def test_cancel_in_the_panel_stops_a_job_of_another_thread(studio, qtbot, project):
     outcome = []
     steps = []
@@ -146,6 +149,7 @@ def test_cancel_in_the_panel_stops_a_job_of_another_thread(studio, qtbot, projec
     qtbot.waitUntil(lambda: card_titled(studio, "Evaluating simulated:steady").row.state == "cancelled", timeout=3_000)
 
 
+@pytest.mark.slow
 def test_this_windows_job_is_listed_once_and_cancels_without_importing_anything(studio, qtbot, project, tmp_path):
     table = write_csv(tmp_path / "en.csv", gmmlu_rows(5_000))
     writing = threading.Event()
@@ -179,6 +183,7 @@ def test_this_windows_job_is_listed_once_and_cancels_without_importing_anything(
     assert not list(project.path.glob(".import-staging*"))
 
 
+@pytest.mark.slow
 def test_the_panel_shows_progress_and_time_left_and_an_empty_state(qtbot):
     panel = JobsPanel()
     qtbot.addWidget(panel)

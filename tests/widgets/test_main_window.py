@@ -30,6 +30,7 @@ def window(qtbot, settings):
     w.shutdown()
 
 
+@pytest.mark.slow
 def test_starts_on_the_welcome_page_with_audio_state_explained(window):
     assert window.pages.currentWidget() is window.welcome
     assert window.audio_label.text() == "Audio: off"
@@ -37,6 +38,7 @@ def test_starts_on_the_welcome_page_with_audio_state_explained(window):
     assert "No audio output device" in window.audio_label.toolTip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("playback", "recording", "shown"),
     [
@@ -55,6 +57,7 @@ def test_the_audio_status_says_what_works(playback, recording, shown):
         assert problem is None or problem in tooltip
 
 
+@pytest.mark.slow
 def test_playback_needs_an_output_device(monkeypatch, qapp):
     from PySide6.QtMultimedia import QMediaDevices
 
@@ -64,6 +67,7 @@ def test_playback_needs_an_output_device(monkeypatch, qapp):
     assert audio.playback_problem() == audio.NO_AUDIO_BANNER
 
 
+@pytest.mark.slow
 def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, built_demo):
     operation = window.open_project(built_demo)
     # `finished` is emitted on the UI thread after the callbacks, so waiting for it cannot miss it
@@ -82,6 +86,7 @@ def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, buil
     assert panel.model.rowCount() == 1
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, dialogs):
     shown = dialogs
     operation = window.open_project(tmp_path)
@@ -95,6 +100,7 @@ def test_a_folder_that_is_not_a_project_shows_a_dialog(window, qtbot, tmp_path, 
     assert window.summary_label.text() == "No project open"
 
 
+@pytest.mark.slow
 def test_opening_another_project_drops_the_first_ones_result(window, qtbot, built_demo, tmp_path, dialogs):
     """The newer open supersedes the older: only the newer one's outcome reaches the window."""
     shown = dialogs
@@ -107,6 +113,7 @@ def test_opening_another_project_drops_the_first_ones_result(window, qtbot, buil
     assert [d.title for d in shown] == ["Cannot open project"]
 
 
+@pytest.mark.slow
 def test_items_imported_by_another_process_appear_without_reopening(window, qtbot, project, tmp_path):
     with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
         pass
@@ -118,6 +125,7 @@ def test_items_imported_by_another_process_appear_without_reopening(window, qtbo
     assert "7 items (ko 7)" in window.summary_label.text()
 
 
+@pytest.mark.slow
 def test_a_refresh_keeps_the_users_filter_and_selection(window, qtbot, project, tmp_path):
     table = write_csv(tmp_path / "ko.csv", gmmlu_rows(5))
     import_files(project, [table], "gmmlu-lite")
@@ -134,6 +142,7 @@ def test_a_refresh_keeps_the_users_filter_and_selection(window, qtbot, project, 
     assert panel.selected_item_id() == 3
 
 
+@pytest.mark.slow
 def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window, qtbot, project, tmp_path):
     with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
         pass
@@ -146,6 +155,7 @@ def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window,
     assert window.jobs_dock.isVisible()
 
 
+@pytest.mark.slow
 def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):
     """Without libpulse0 Qt Multimedia cannot load, without libportaudio2 sounddevice cannot: the app starts
     with audio off and says what to install."""

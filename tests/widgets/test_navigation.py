@@ -36,6 +36,7 @@ def open_and_wait(window, qtbot, path):
     qtbot.waitUntil(lambda: window.sidebar.text_of("items") == "Items · 84", timeout=5_000)
 
 
+@pytest.mark.slow
 def test_badges_show_the_demos_counts_and_follow_changes(window, qtbot, demo_copy):
     open_and_wait(window, qtbot, demo_copy)
     badges = [window.sidebar.text_of(key) for key in window.sidebar.keys()]
@@ -54,6 +55,7 @@ def test_badges_show_the_demos_counts_and_follow_changes(window, qtbot, demo_cop
     qtbot.waitUntil(lambda: window.sidebar.text_of("rewrites") == "Rewrites · 9 to review", timeout=5_000)
 
 
+@pytest.mark.slow
 def test_sidebar_switches_pages_and_each_page_is_real(window, qtbot, built_demo):
     open_and_wait(window, qtbot, built_demo)
     window.sidebar.select("rewrites")
@@ -68,6 +70,7 @@ def test_sidebar_switches_pages_and_each_page_is_real(window, qtbot, built_demo)
     assert window.page_stack.currentWidget() is window.items_panel
 
 
+@pytest.mark.slow
 def test_a_page_that_cannot_be_imported_becomes_a_placeholder(window, qtbot, built_demo, monkeypatch):
     monkeypatch.setitem(
         main_window_module.OPTIONAL_PAGES, "rating", ("spokenbench.app.no_such_page", "RatingPage", "the rating screen")
@@ -82,6 +85,7 @@ def test_a_page_that_cannot_be_imported_becomes_a_placeholder(window, qtbot, bui
     assert window.page_stack.count() == len(main_window_module.PAGES)
 
 
+@pytest.mark.slow
 def test_item_filters_and_the_detail_with_clips(window, qtbot, built_demo):
     open_and_wait(window, qtbot, built_demo)
     panel = window.items_panel
@@ -110,6 +114,7 @@ def test_item_filters_and_the_detail_with_clips(window, qtbot, built_demo):
     assert "Audio is off" in panel.detail.audio_note.text()
 
 
+@pytest.mark.slow
 def test_filtering_twenty_thousand_items_is_quick(qtbot):
     rows = [
         (i, f"s{i}", ("en", "ko", "zh")[i % 3], "mcq", ("CS", "CA")[i % 2], "A", f"question {i} about topic {i % 97}",
@@ -140,6 +145,7 @@ def test_filtering_twenty_thousand_items_is_quick(qtbot):
     assert max(timings) < 0.5 and loading < 2.0  # measured ~3 ms and ~35 ms; generous for slow CI machines
 
 
+@pytest.mark.slow
 def test_settings_store_the_annotator_name_and_never_show_a_key(qtbot, runner, tmp_path, monkeypatch):
     import keyring
 
@@ -189,6 +195,7 @@ def test_settings_store_the_annotator_name_and_never_show_a_key(qtbot, runner, t
     assert QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat).value(ANNOTATOR_KEY) == "Ana Ruiz"
 
 
+@pytest.mark.slow
 def test_opened_projects_are_listed_under_open_recent(window, qtbot, built_demo, settings):
     open_and_wait(window, qtbot, built_demo)
     assert window.recent_projects() == [str(built_demo)]
@@ -196,6 +203,7 @@ def test_opened_projects_are_listed_under_open_recent(window, qtbot, built_demo,
     assert [action.text() for action in window.recent_menu.actions()][0] == str(built_demo)
 
 
+@pytest.mark.slow
 def test_sorting_keeps_the_filter_and_the_rating_page_gets_the_annotator(window, qtbot, built_demo):
     open_and_wait(window, qtbot, built_demo)
     panel = window.items_panel
@@ -206,6 +214,7 @@ def test_sorting_keeps_the_filter_and_the_rating_page_gets_the_annotator(window,
     assert window.annotator == "ana"
 
 
+@pytest.mark.slow
 def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_demo):
     w = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
     qtbot.addWidget(w)
@@ -222,6 +231,7 @@ def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_de
         w.shutdown()
 
 
+@pytest.mark.slow
 def test_a_shorter_list_replacing_a_selected_row_keeps_the_panel_working(qtbot):
     """Opening a smaller project (a pack) while a row far down is selected: the panel remembers the selection
     from the old rows, not from a mix of old and new."""

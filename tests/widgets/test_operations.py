@@ -17,6 +17,7 @@ def finish(qtbot, *operations, timeout=5_000):
         pass
 
 
+@pytest.mark.slow
 def test_callbacks_attached_before_start_see_even_an_instant_result(runner, qtbot):
     """The old race: work that finished before the caller connected was lost. Here the work may finish at once;
     its outcome is still delivered to the callbacks attached before run()."""
@@ -28,6 +29,7 @@ def test_callbacks_attached_before_start_see_even_an_instant_result(runner, qtbo
     assert runner.running == []
 
 
+@pytest.mark.slow
 def test_progress_and_outcome_arrive_on_the_ui_thread(runner, qtbot):
     threads = []
 
@@ -50,6 +52,7 @@ def test_progress_and_outcome_arrive_on_the_ui_thread(runner, qtbot):
     assert threads[-2][1:] == (3, 3) and operation.done == 3
 
 
+@pytest.mark.slow
 def test_a_cancelled_operations_result_is_dropped(runner, qtbot):
     release = threading.Event()
     received = []
@@ -65,6 +68,7 @@ def test_a_cancelled_operations_result_is_dropped(runner, qtbot):
     assert received == [] and operation.status == "cancelled" and operation.result is None
 
 
+@pytest.mark.slow
 def test_cancel_stops_cooperative_work_at_its_next_safe_point(runner, qtbot):
     steps = []
 
@@ -83,6 +87,7 @@ def test_cancel_stops_cooperative_work_at_its_next_safe_point(runner, qtbot):
     assert operation.status == "cancelled" and len(steps) < 100
 
 
+@pytest.mark.slow
 def test_a_superseded_operations_result_is_dropped(runner, qtbot):
     release_first = threading.Event()
     received = []
@@ -101,6 +106,7 @@ def test_a_superseded_operations_result_is_dropped(runner, qtbot):
     assert received == ["fresh"]
 
 
+@pytest.mark.slow
 def test_an_operation_whose_parent_widget_is_gone_is_dropped(runner, qtbot, dialogs):
     parent = QWidget()
     release = threading.Event()
@@ -118,6 +124,7 @@ def test_an_operation_whose_parent_widget_is_gone_is_dropped(runner, qtbot, dial
     assert received == [] and dialogs == []  # a read whose window is gone has no one to tell
 
 
+@pytest.mark.slow
 def test_a_users_error_becomes_a_warning_with_its_message(runner, qtbot, dialogs):
     def work(progress):
         raise SpokenBenchError("the file has no 'question' column")
@@ -130,6 +137,7 @@ def test_a_users_error_becomes_a_warning_with_its_message(runner, qtbot, dialogs
     assert operation.status == "failed" and isinstance(operation.error, SpokenBenchError)
 
 
+@pytest.mark.slow
 def test_a_bug_becomes_an_unexpected_error_dialog_with_the_traceback(runner, qtbot, dialogs):
     def broken_helper():
         return {}["missing"]
@@ -142,6 +150,7 @@ def test_a_bug_becomes_an_unexpected_error_dialog_with_the_traceback(runner, qtb
     assert "Traceback" in dialog.details and "broken_helper" in dialog.details
 
 
+@pytest.mark.slow
 def test_a_failure_handler_replaces_the_dialog_unless_asked_for_both(runner, qtbot, dialogs):
     handled = []
     quiet = BackgroundOp(runner, lambda p: 1 / 0, label="quiet").failure(handled.append).run()
@@ -150,6 +159,7 @@ def test_a_failure_handler_replaces_the_dialog_unless_asked_for_both(runner, qtb
     assert len(handled) == 2 and [d.title for d in dialogs] == ["Unexpected error"]
 
 
+@pytest.mark.slow
 def test_a_screens_failing_callback_is_shown_not_lost(runner, qtbot, dialogs):
     def broken_callback(result):
         raise ValueError("screen bug")
@@ -159,6 +169,7 @@ def test_a_screens_failing_callback_is_shown_not_lost(runner, qtbot, dialogs):
     assert [d.title for d in dialogs] == ["Unexpected error"] and "screen bug" in dialogs[0].text
 
 
+@pytest.mark.slow
 def test_an_operation_runs_once(runner, qtbot):
     operation = BackgroundOp(runner, lambda p: 1, label="once").run()
     with pytest.raises(RuntimeError):
@@ -166,6 +177,7 @@ def test_an_operation_runs_once(runner, qtbot):
     finish(qtbot, operation)
 
 
+@pytest.mark.slow
 def test_a_query_reads_with_its_own_connection_on_the_pool(open_session, qtbot, project):
     session = open_session(project.path)
     seen = []
@@ -181,6 +193,7 @@ def test_a_query_reads_with_its_own_connection_on_the_pool(open_session, qtbot, 
     assert thread is not threading.main_thread() and own_connection
 
 
+@pytest.mark.slow
 def test_a_query_cannot_write(open_session, qtbot, project, dialogs):
     session = open_session(project.path)
 
@@ -213,6 +226,7 @@ print(len(calls))
 """
 
 
+@pytest.mark.slow
 def test_a_long_session_of_signals_does_not_abort_the_interpreter():
     import subprocess
     import sys

@@ -52,6 +52,7 @@ def pack_ratings(pack):
     return [(r["annotator"], r["rating"], r["undone_at"] is not None) for r in read_pack(pack).ratings]
 
 
+@pytest.mark.slow
 def test_a_pack_opened_in_the_app_is_rated_as_its_annotator_and_saved_into_the_file(
     window, qtbot, packed, demo_copy, cli
 ):
@@ -81,6 +82,7 @@ def test_a_pack_opened_in_the_app_is_rated_as_its_annotator_and_saved_into_the_f
     assert again.json()["added"] == 0 and again.json()["already_merged"] == 3
 
 
+@pytest.mark.slow
 def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pack(window, qtbot, packed, monkeypatch):
     monkeypatch.setattr(pack_mode, "SAVE_DELAY_MS", 60_000)  # only the explicit save writes the file
     window.open_pack_file(packed)
@@ -94,6 +96,7 @@ def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pac
     assert window.recent_projects()[0] == str(packed)
 
 
+@pytest.mark.slow
 def test_a_damaged_pack_is_a_dialog_and_no_folder_is_left(window, qtbot, tmp_path, dialogs):
     bad = tmp_path / "bad.sbpack"
     with zipfile.ZipFile(bad, "w") as archive:
@@ -106,6 +109,7 @@ def test_a_damaged_pack_is_a_dialog_and_no_folder_is_left(window, qtbot, tmp_pat
     assert window.session is None
 
 
+@pytest.mark.slow
 def test_a_disagreement_click_shows_its_clip_in_the_items_page(window, qtbot, demo_copy):
     with qtbot.waitSignal(window.open_project(demo_copy).finished, timeout=10_000):
         pass

@@ -40,6 +40,7 @@ def rate_demo_clips(path, verdicts_by_annotator):
     return clips
 
 
+@pytest.mark.slow
 def test_the_demo_shows_table9_and_says_what_screening_and_ratings_need(page):
     table9 = section(page, "table09_rewrite_qc")
     assert table9.table_data.rows and table9.table.rowCount() == len(table9.table_data.rows)
@@ -56,6 +57,7 @@ def test_the_demo_shows_table9_and_says_what_screening_and_ratings_need(page):
     assert "no transcripts" in page.view.summary.text()
 
 
+@pytest.mark.slow
 def test_ratings_from_elsewhere_fill_table3_agreement_and_disagreements(page, qtbot, demo_copy):
     clips = rate_demo_clips(
         demo_copy,
@@ -74,6 +76,7 @@ def test_ratings_from_elsewhere_fill_table3_agreement_and_disagreements(page, qt
     assert "7 on 4 clips by 2 annotator(s)" in page.view.summary.text()
 
 
+@pytest.mark.slow
 def test_double_clicking_a_disagreement_requests_its_clip(page, qtbot, demo_copy):
     clips = rate_demo_clips(demo_copy, {"alice": ["correct", "correct"], "bob": ["incorrect", "correct"]})
     view = section(page, "rating_disagreements")
@@ -87,6 +90,7 @@ def test_double_clicking_a_disagreement_requests_its_clip(page, qtbot, demo_copy
     assert requested.args == [clips[0]]
 
 
+@pytest.mark.slow
 def test_transcripts_from_two_systems_fill_table2(page, qtbot, demo_copy, tmp_path, cli):
     with opened(demo_copy) as project:
         clips = queue_clips(project.conn, "demo-qc")[:6]
@@ -103,6 +107,7 @@ def test_transcripts_from_two_systems_fill_table2(page, qtbot, demo_copy, tmp_pa
     assert table2.table.isVisibleTo(page) and not table2.empty_label.isVisibleTo(page)
 
 
+@pytest.mark.slow
 def test_each_table_exports_as_csv_and_latex(page, qtbot, tmp_path):
     table9 = section(page, "table09_rewrite_qc").table_data
     with qtbot.waitSignal(page.exported, timeout=5_000):
@@ -117,6 +122,7 @@ def test_each_table_exports_as_csv_and_latex(page, qtbot, tmp_path):
     assert latex.count("\\\\") == len(table9.rows) + 1  # header and one line per row
 
 
+@pytest.mark.slow
 def test_closing_the_project_clears_the_page(page):
     page.set_session(None)
     assert page.view.summary.text() == "No project open"

@@ -53,6 +53,7 @@ def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
     qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
 
 
+@pytest.mark.slow
 def test_rating_the_demo_queue_with_keys_alone_stores_each_rating(page, qtbot, demo_copy):
     session = open_demo_queue(page, qtbot)
     assert page.stack.currentWidget() is page.view
@@ -74,6 +75,7 @@ def test_rating_the_demo_queue_with_keys_alone_stores_each_rating(page, qtbot, d
     assert "2 correct, 1 acceptable, 1 incorrect" in page.view.progress_label.text()
 
 
+@pytest.mark.slow
 def test_a_double_key_press_stores_one_rating(page, qtbot, demo_copy):
     open_demo_queue(page, qtbot)
     qtbot.keyClick(page.view, "1")
@@ -83,6 +85,7 @@ def test_a_double_key_press_stores_one_rating(page, qtbot, demo_copy):
     assert len(rating_rows(demo_copy)) == 1
 
 
+@pytest.mark.slow
 def test_ctrl_z_undoes_the_last_rating_and_offers_its_clip_again(page, qtbot, demo_copy):
     session = open_demo_queue(page, qtbot)
     first = session.current.clip_id
@@ -95,6 +98,7 @@ def test_ctrl_z_undoes_the_last_rating_and_offers_its_clip_again(page, qtbot, de
     assert session.current.clip_id == first and page.view.text_label.text() == session.current.text
 
 
+@pytest.mark.slow
 def test_left_browses_back_to_a_rated_clip(page, qtbot):
     session = open_demo_queue(page, qtbot)
     first = session.current.clip_id
@@ -105,6 +109,7 @@ def test_left_browses_back_to_a_rated_clip(page, qtbot):
     assert session.current.clip_id != first
 
 
+@pytest.mark.slow
 def test_the_key_map_labels_the_buttons_and_the_help_overlay(page, qtbot):
     open_demo_queue(page, qtbot)
     assert page.view.buttons["rate_correct"].text() == "Correct  (1)"
@@ -116,6 +121,7 @@ def test_the_key_map_labels_the_buttons_and_the_help_overlay(page, qtbot):
     assert page.view.transcripts_label.isVisible() and "WER" in page.view.transcripts_label.text()
 
 
+@pytest.mark.slow
 def test_speed_steps_render_the_clip_at_the_new_speed(page, qtbot):
     session = open_demo_queue(page, qtbot)
     normal = page.clip_audio.duration_s
@@ -125,6 +131,7 @@ def test_speed_steps_render_the_clip_at_the_new_speed(page, qtbot):
     assert page.clip_audio.duration_s == pytest.approx(normal / 1.1, rel=0.02)
 
 
+@pytest.mark.slow
 def test_s_shows_the_spectrogram(page, qtbot):
     open_demo_queue(page, qtbot)
     qtbot.keyClick(page.view, "s")
@@ -132,6 +139,7 @@ def test_s_shows_the_spectrogram(page, qtbot):
     qtbot.waitUntil(lambda: page.view.waveform.has_spectrogram, timeout=5_000)
 
 
+@pytest.mark.slow
 def test_without_an_audio_device_a_banner_explains_and_rating_still_works(
     qtbot, demo_copy, open_session, no_asr, monkeypatch
 ):
@@ -149,6 +157,7 @@ def test_without_an_audio_device_a_banner_explains_and_rating_still_works(
     assert len(live_ratings(demo_copy)) == 1
 
 
+@pytest.mark.slow
 def test_a_project_without_transcripts_says_what_screening_needs(page, qtbot, demo_copy, monkeypatch):
     with opened(demo_copy) as project:  # the demo has no transcripts
         assert project.conn.execute("SELECT count(*) FROM transcripts").fetchone()[0] == 0
@@ -162,6 +171,7 @@ def test_a_project_without_transcripts_says_what_screening_needs(page, qtbot, de
     assert box.transcribe_button.text() == "Transcribe with openai:whisper-1, gemini:gemini-2.5-flash"
 
 
+@pytest.mark.slow
 def test_creating_a_queue_shows_its_strata_before_storing_it(page, qtbot, demo_copy):
     dialog = page.create_queue()
     qtbot.waitUntil(lambda: dialog.filter_boxes["language"].count() > 1, timeout=5_000)
@@ -184,6 +194,7 @@ def test_creating_a_queue_shows_its_strata_before_storing_it(page, qtbot, demo_c
         assert len(queue_clips(project.conn, "mine")) == 9
 
 
+@pytest.mark.slow
 def test_a_filtered_queue_holds_only_the_chosen_language(page, qtbot):
     dialog = page.create_queue()
     qtbot.waitUntil(lambda: dialog.filter_boxes["language"].count() > 1, timeout=5_000)
@@ -195,6 +206,7 @@ def test_a_filtered_queue_holds_only_the_chosen_language(page, qtbot):
     assert dialog.strata.rowCount() == 1 and dialog.strata.item(0, 0).text() == "ko"
 
 
+@pytest.mark.slow
 def test_a_missing_clip_is_skipped_and_its_reason_shown(page, qtbot, demo_copy):
     with opened(demo_copy) as project:
         first = queue_clips(project.conn, "demo-qc")[0]
@@ -205,6 +217,7 @@ def test_a_missing_clip_is_skipped_and_its_reason_shown(page, qtbot, demo_copy):
     assert f"clip {first.clip_id}" in page.view.skipped_label.text() and "missing" in page.view.skipped_label.text()
 
 
+@pytest.mark.slow
 def test_n_asks_for_a_note_that_is_stored_with_the_rating(page, qtbot, demo_copy):
     session = open_demo_queue(page, qtbot)
     first = session.current.clip_id
@@ -218,6 +231,7 @@ def test_n_asks_for_a_note_that_is_stored_with_the_rating(page, qtbot, demo_copy
     assert live_ratings(demo_copy)[first][1:] == ("incorrect", "clipped at the end")
 
 
+@pytest.mark.slow
 def test_transcribe_starts_a_job_with_the_configured_asr_systems(page, qtbot, demo_copy, monkeypatch):
     asked = []
 
@@ -238,6 +252,7 @@ def test_transcribe_starts_a_job_with_the_configured_asr_systems(page, qtbot, de
     assert "transcribe" in kinds
 
 
+@pytest.mark.slow
 def test_space_and_r_replay_the_clip(page, qtbot):
     session = open_demo_queue(page, qtbot)
     shown = session.current.clip_id
@@ -253,6 +268,7 @@ def _has_audio_output() -> bool:
     return bool(QMediaDevices.audioOutputs())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     "not _has_audio_output()",
     reason="needs an audio output device: without one, Qt Multimedia's FFmpeg backend can deadlock in "
@@ -270,6 +286,7 @@ def test_the_clip_plays_on_arrival_and_the_playhead_moves(qtbot, demo_copy, open
     page.set_session(None)
 
 
+@pytest.mark.slow
 def test_new_transcripts_are_screened_before_the_queue_dialog_offers_its_strata(page, qtbot, demo_copy, tmp_path, cli):
     from spokenbench.core.asr.screening import screening_needs_update
 

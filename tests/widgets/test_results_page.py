@@ -49,6 +49,7 @@ def mouse(page, kind, x, y):
     page.view.canvas.callbacks.process(kind, event)
 
 
+@pytest.mark.slow
 def test_every_panel_renders_on_the_demo_with_and_without_the_papers_numbers(page, qtbot):
     panels = page.panels
     assert len(panels.runs) == 11 and len(panels.responses) == 2016 and len(panels.probe_responses) == 360
@@ -90,6 +91,7 @@ def assert_nothing_overlaps(figure, key) -> None:
         assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), (key, [t.get_text() for t in labels])
 
 
+@pytest.mark.slow
 def test_crowded_tick_labels_are_shortened_in_the_middle_and_kept_apart():
     assert short_labels(["simulated:steady", "simulated:accent-sensitive"]) == ["steady", "accent-sensitive"]
     assert short_labels(["openai:gpt-4o-audio-preview-2024-12-17", "qwen2-audio"]) == [
@@ -102,6 +104,7 @@ def test_crowded_tick_labels_are_shortened_in_the_middle_and_kept_apart():
     assert short_labels(same_ends) == same_ends  # shortening would make them alike: whole
 
 
+@pytest.mark.slow
 def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_table(page):
     draw(page, "accuracy_by_level", published=True)
     texts = figure_texts(page)
@@ -125,6 +128,7 @@ def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_t
     assert not any(t.startswith("published — ") for t in figure_texts(page))
 
 
+@pytest.mark.slow
 def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_their_audio(page, qtbot, played):
     draw(page, "accuracy_by_level")
     patch, [point] = next(
@@ -154,6 +158,7 @@ def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_
     assert len(played) == 1 and played[0].is_file() and str(played[0]) == details["audio_path"].iloc[0]
 
 
+@pytest.mark.slow
 def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
     draw(page, "mcnemar", published=True, render=False)  # saving draws it
     png = page.export_figure(tmp_path / "mcnemar.png")
@@ -186,6 +191,7 @@ def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
         assert len(list(csv.DictReader(handle))) == 212
 
 
+@pytest.mark.slow
 def test_the_page_follows_the_runs_and_the_run_picker(page, qtbot, demo):
     with qtbot.waitSignal(page.panels_ready, timeout=10_000):
         page.select_runs([1])
@@ -203,12 +209,14 @@ def test_the_page_follows_the_runs_and_the_run_picker(page, qtbot, demo):
     assert page.cache.reads - reads <= 1  # only the run whose row changed may be read again
 
 
+@pytest.mark.slow
 def test_closing_the_project_clears_the_page(page):
     page.set_session(None)
     assert page.summary.text() == "No project open" and page.view.panel is None
     assert page.refresh() is None
 
 
+@pytest.mark.slow
 def test_real_and_simulated_runs_side_by_side_are_labelled_per_model(qtbot):
     from spokenbench.core.metrics.synthetic import biasinear_like
     from spokenbench.core.panels import compute_panels

@@ -49,6 +49,7 @@ def saved(qtbot, page):
     qtbot.waitUntil(lambda: page.last_write.status == "succeeded", timeout=5_000)
 
 
+@pytest.mark.slow
 def test_accept_reject_and_edit_with_keys_alone(review, qtbot):
     page, view, path = review
     first = view.current_entry()
@@ -84,6 +85,7 @@ def window_badge(page):
     return page.window.sidebar.text_of("rewrites")
 
 
+@pytest.mark.slow
 def test_moving_with_j_k_and_arrows_changes_nothing(review, qtbot):
     page, view, path = review
     start = view.index
@@ -99,6 +101,7 @@ def test_moving_with_j_k_and_arrows_changes_nothing(review, qtbot):
     assert not view.editing and reviews_by(path, "ana") == []
 
 
+@pytest.mark.slow
 def test_ctrl_z_undoes_the_last_decision_keeping_history(review, qtbot):
     page, view, path = review
     entry = view.current_entry()
@@ -121,6 +124,7 @@ def test_ctrl_z_undoes_the_last_decision_keeping_history(review, qtbot):
     assert page.last_write.result is None and "Nothing" in view.message_label.text()
 
 
+@pytest.mark.slow
 def test_without_an_annotator_name_nothing_is_stored(review, qtbot, settings):
     page, view, path = review
     settings.setValue(ANNOTATOR_KEY, "")
@@ -130,12 +134,14 @@ def test_without_an_annotator_name_nothing_is_stored(review, qtbot, settings):
     assert page.last_write is None and reviews_by(path, "") == []
 
 
+@pytest.mark.slow
 def test_highlights_follow_the_flag_diff():
     left, right = highlighted("2 and -5", "two and negative five")
     assert "line-through" in left and ">2<" in left and ">-5<" in left
     assert ">two<" in right and ">negative five<" in right and " and " in right
 
 
+@pytest.mark.slow
 def test_a_part_marked_for_manual_rewriting_is_written_by_hand(window, qtbot, demo_copy):
     from spokenbench.core.rewriting.store import store_rewrite_outcome
 

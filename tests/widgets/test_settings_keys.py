@@ -34,6 +34,7 @@ def open_settings(window, qtbot):
     return dialog
 
 
+@pytest.mark.slow
 def test_remapped_keys_are_stored_for_this_annotator_and_used_by_the_open_session(window, qtbot, demo_copy):
     window.show_page("rating")
     page = window.page_widgets["rating"]
@@ -61,6 +62,7 @@ def test_remapped_keys_are_stored_for_this_annotator_and_used_by_the_open_sessio
     again.reject()
 
 
+@pytest.mark.slow
 def test_a_key_bound_twice_keeps_the_dialog_open_and_saves_nothing(window, qtbot, demo_copy):
     dialog = open_settings(window, qtbot)
     dialog.keymap_editor.set_keys("rate_correct", "2")  # 2 already rates Acceptable

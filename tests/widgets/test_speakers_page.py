@@ -116,6 +116,7 @@ def stored_takes(path):
         return [tuple(r) for r in project.conn.execute("SELECT prompt_key, take, passed FROM recordings ORDER BY id")]
 
 
+@pytest.mark.slow
 def test_recording_is_refused_in_the_ui_until_consent_is_recorded(page, qtbot, project_path):
     assert not page.speaker.consent_in_force and "no consent" in page.view.speaker_label.text()
     press(page, qtbot, "r")
@@ -134,6 +135,7 @@ def test_recording_is_refused_in_the_ui_until_consent_is_recorded(page, qtbot, p
     assert take.passed
 
 
+@pytest.mark.slow
 def test_record_stop_shows_the_checks_and_stores_the_take(page, qtbot, consented, project_path):
     reload_consented(page, qtbot)
     assert page.view.device_box.currentText() == "Fake microphone (default)"
@@ -152,6 +154,7 @@ def test_record_stop_shows_the_checks_and_stores_the_take(page, qtbot, consented
     assert page.play_requested_at is not None and page.play_requested_at != before
 
 
+@pytest.mark.slow
 def test_a_failed_take_is_retaken_with_backspace(page, qtbot, consented, project_path):
     reload_consented(page, qtbot)
     page.stream_factory = fake(0.2)
@@ -170,6 +173,7 @@ def test_a_failed_take_is_retaken_with_backspace(page, qtbot, consented, project
     assert page.current_take.take == 2 and "Take 2" in page.view.status_label.text()
 
 
+@pytest.mark.slow
 def test_backspace_while_recording_starts_the_take_again(page, qtbot, consented, project_path):
     reload_consented(page, qtbot)
     press(page, qtbot, "r")
@@ -183,6 +187,7 @@ def test_backspace_while_recording_starts_the_take_again(page, qtbot, consented,
     qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
 
 
+@pytest.mark.slow
 def test_arrows_move_through_the_script_and_keys_wait_while_recording(page, qtbot, consented):
     reload_consented(page, qtbot)
     assert page.view.prompt_label.text() == "Question number 0?"
@@ -201,6 +206,7 @@ def test_arrows_move_through_the_script_and_keys_wait_while_recording(page, qtbo
     assert page.prompt_index == 0
 
 
+@pytest.mark.slow
 def test_a_speaker_is_added_from_the_dialog(page, qtbot, project_path):
     dialog = page.open_add_dialog()
     dialog.name_edit.setText("Kim")
@@ -219,6 +225,7 @@ def test_a_speaker_is_added_from_the_dialog(page, qtbot, project_path):
     qtbot.waitUntil(lambda: "already exists" in duplicate.error_label.text(), timeout=5_000)
 
 
+@pytest.mark.slow
 def test_cloning_from_the_best_take_then_withdrawing_deletes_it(page, qtbot, consented, project_path):
     reload_consented(page, qtbot)
     take = record_take(page, qtbot)
@@ -239,6 +246,7 @@ def test_cloning_from_the_best_take_then_withdrawing_deletes_it(page, qtbot, con
     assert page.state == "idle" and "refused" in page.refused
 
 
+@pytest.mark.slow
 def test_the_real_clone_backend_missing_is_shown_as_a_dialog(page, qtbot, consented, dialogs):
     pytest.importorskip("numpy")
     try:
@@ -256,6 +264,7 @@ def test_the_real_clone_backend_missing_is_shown_as_a_dialog(page, qtbot, consen
     assert "No cloned voice" in page.view.status_label.text()
 
 
+@pytest.mark.slow
 def test_without_portaudio_the_page_says_what_to_install_and_the_rest_works(qtbot, open_session, project_path):
     def no_portaudio():
         raise RecordingUnavailable("Recording needs the PortAudio library: apt-get install libportaudio2")
@@ -272,6 +281,7 @@ def test_without_portaudio_the_page_says_what_to_install_and_the_rest_works(qtbo
     assert page.state == "idle" and "not available" in page.refused
 
 
+@pytest.mark.slow
 def test_no_input_device_is_explained(qtbot, open_session, project_path):
     page = make_page(qtbot, open_session, project_path, lister=lambda: [])
     qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)

@@ -7,6 +7,7 @@ import textwrap
 import threading
 import time
 
+import pytest
 from support import gmmlu_rows, write_csv
 
 from spokenbench.app.operations import JobOp, WriteOp
@@ -28,6 +29,7 @@ def ratings_of(path, annotator: str) -> list[tuple]:
         ).fetchall()
 
 
+@pytest.mark.slow
 def test_a_write_commits_on_the_writer_thread_and_announces_its_changes(open_session, qtbot, demo_copy):
     session = open_session(demo_copy)
     clip_id = first_queue_clip(demo_copy)
@@ -47,6 +49,7 @@ def test_a_write_commits_on_the_writer_thread_and_announces_its_changes(open_ses
     assert [tuple(r)[:2] for r in ratings_of(demo_copy, "ana")] == [(clip_id, "correct")]
 
 
+@pytest.mark.slow
 def test_a_rejected_write_is_a_dialog_and_announces_nothing(open_session, qtbot, demo_copy, dialogs):
     session = open_session(demo_copy)
     announced = []
@@ -61,6 +64,7 @@ def test_a_rejected_write_is_a_dialog_and_announces_nothing(open_session, qtbot,
     assert announced == []
 
 
+@pytest.mark.slow
 def test_a_write_that_leaves_its_transaction_open_is_rolled_back(open_session, qtbot, project, dialogs):
     session = open_session(project.path)
 
@@ -78,6 +82,7 @@ def test_a_write_that_leaves_its_transaction_open_is_rolled_back(open_session, q
     assert after.result == "fine"
 
 
+@pytest.mark.slow
 def test_a_rating_commits_while_a_20000_item_import_is_still_writing(open_session, qtbot, demo_copy, tmp_path):
     """The issue's "done when": the import is held in the middle of writing its 20,000 items until the rating
     has committed. If the import held the project's write lock while writing (as it used to), the rating
@@ -139,6 +144,7 @@ CHANGE_FROM_ANOTHER_PROCESS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_change_made_by_another_process_is_announced_within_two_seconds(open_session, qtbot, demo_copy):
     session = open_session(demo_copy)
     clip_id = first_queue_clip(demo_copy)

@@ -33,6 +33,7 @@ def make_window(qtbot, settings):
         window.shutdown()
 
 
+@pytest.mark.slow
 def test_the_steps_say_where_their_numbers_come_from():
     assert len(TOUR) >= 6
     assert len({step.key for step in TOUR}) == len(TOUR)
@@ -47,6 +48,7 @@ def test_the_steps_say_where_their_numbers_come_from():
     assert markdown.count("\n## ") == len(TOUR) and "resources/published" in markdown
 
 
+@pytest.mark.slow
 def test_each_step_opens_its_page_and_panel_and_frames_it(make_window):
     window = make_window()
     tour = window.tour
@@ -70,6 +72,7 @@ def test_each_step_opens_its_page_and_panel_and_frames_it(make_window):
     assert tour.panel.next_button.text() == "&Done"
 
 
+@pytest.mark.slow
 def test_keys_move_through_the_tour_and_finishing_is_remembered(make_window, settings):
     window = make_window()
     tour = window.tour
@@ -91,6 +94,7 @@ def test_keys_move_through_the_tour_and_finishing_is_remembered(make_window, set
     assert not make_window().tour.start_if_new()
 
 
+@pytest.mark.slow
 def test_skip_is_remembered_and_help_opens_the_tour_again(make_window, settings):
     window = make_window()
     tour = window.tour
@@ -108,6 +112,7 @@ def test_skip_is_remembered_and_help_opens_the_tour_again(make_window, settings)
     assert again.current_page_key() == "results"
 
 
+@pytest.mark.slow
 def test_closing_the_dock_skips_the_tour(make_window, settings):
     window = make_window()
     window.tour.start()

@@ -54,6 +54,7 @@ def expected_frequency(backend, text: str) -> float:
 OPTIONS = {"A": "Oxygen", "B": "Carbon dioxide", "C": "Nitrogen", "D": "Helium"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "order, spoken",
     [
@@ -86,6 +87,7 @@ def test_segments_follow_the_order(voiced_project, tone_backend, order, spoken):
     assert lines[1:] == [f"{label}. {OPTIONS[option]}" for label, option in spoken]
 
 
+@pytest.mark.slow
 def test_without_labels_and_loudness_matched_at_one_rate(voiced_project, tone_backend):
     assemble(voiced_project, ["original"], spoken_labels=False)
     condition = Condition("en", "american", "low", "male", "original", spoken_labels=False)
@@ -97,6 +99,7 @@ def test_without_labels_and_loudness_matched_at_one_rate(voiced_project, tone_ba
     assert row["text_rendering"].splitlines()[1] == "- Oxygen"
 
 
+@pytest.mark.slow
 def test_perturbations(voiced_project):
     assemble(voiced_project, ["original"], speeds=[1.0, 1.25], volumes=[1.0, 1.5], snrs=[None, 10.0])
     base = Condition("en", "american", "low", "male")
@@ -115,6 +118,7 @@ def test_perturbations(voiced_project):
     assert snr == pytest.approx(10.0, abs=0.3)
 
 
+@pytest.mark.slow
 def test_chunks_stay_within_the_limit_and_cut_in_pauses(voiced_project):
     assemble(voiced_project, ["original"], chunk_seconds=[4.0])
     rows = voiced_project.conn.execute("SELECT max_seconds, duration_s, sha256 FROM input_chunks").fetchall()
@@ -137,6 +141,7 @@ def test_chunking_refuses_to_cut_a_word():
         chunk_bounds(speech, 16_000, cuts=[], max_seconds=2.0, what="q7 (en)")
 
 
+@pytest.mark.slow
 def test_rerun_skips_unchanged_inputs_and_rebuilds_changed_ones(voiced_project):
     from support import tone
 

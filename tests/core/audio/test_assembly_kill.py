@@ -138,6 +138,7 @@ def test_sigkill_during_assembly_keeps_only_whole_files_and_a_rerun_builds_only_
         assert list(project.audio.temp_dir.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_grouped_files_are_the_bytes_the_single_file_path_writes(voiced_project):
     """The grouped, 16-bit fast path stores exactly what encoding the assembled audio gives (same sha256s),
     for plain and perturbed inputs, whole and in chunks."""
@@ -157,6 +158,7 @@ def test_grouped_files_are_the_bytes_the_single_file_path_writes(voiced_project)
     assert any(job.condition.speed != 1.0 for job in jobs) and any(job.condition.speed == 1.0 for job in jobs)
 
 
+@pytest.mark.slow
 def test_assemble_wav_bytes_reuses_prepared_clips_and_gives_the_same_audio(voiced_project):
     from spokenbench.core.audio import assembly
 
@@ -180,6 +182,7 @@ def test_assemble_wav_bytes_reuses_prepared_clips_and_gives_the_same_audio(voice
     assert uncached == first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bytes_in_flight, inputs_in_flight", [(1, 4), (2**20, 1), (64 * 2**20, 64)])
 def test_any_memory_bound_or_group_size_finishes_every_input(
     voiced_project, monkeypatch, bytes_in_flight, inputs_in_flight

@@ -1,3 +1,7 @@
+import pytest
+
+
+@pytest.mark.slow
 def test_synthesize_then_assemble_offline(cli, mini_project):
     project = mini_project.path
     dry = cli("synthesize", project, "--tts", "espeak", "--languages", "en", "--dry-run", "--json")

@@ -4,6 +4,8 @@ ratings), `synthesize` re-creates it and `assemble` then builds the rest."""
 
 import asyncio
 
+import pytest
+
 from spokenbench.core.audio.assembly import AssemblySettings, plan_assembly, run_assembly
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 
@@ -32,6 +34,7 @@ def clips_sharing(project, sha):
     return {row[0] for row in project.conn.execute("SELECT id FROM clips WHERE sha256 = ?", (sha,))}
 
 
+@pytest.mark.slow
 def test_a_damaged_clip_is_found_skipped_repaired_and_recreated(mini_project, tone_backend, cli):
     project = mini_project
     synthesize(project, tone_backend)
@@ -64,6 +67,7 @@ def test_a_damaged_clip_is_found_skipped_repaired_and_recreated(mini_project, to
     assert report.skipped == [] and report.assembled == 2, "only the two skipped inputs were left to build"
 
 
+@pytest.mark.slow
 def test_a_deleted_clip_file_is_synthesized_again_without_check(mini_project, tone_backend):
     project = mini_project
     synthesize(project, tone_backend)

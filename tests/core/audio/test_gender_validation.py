@@ -85,6 +85,7 @@ class AlwaysMale:
         return "male"
 
 
+@pytest.mark.slow
 def test_validation_of_the_probe_questions_matches_tables_6_and_7(probe_project):
     result = validate_voices(probe_project, [AlwaysMale()])
     assert len(result.clips) == 72 and result.disagreements == []
@@ -147,6 +148,7 @@ def test_classifiers_load_from_a_module_and_bad_ones_are_refused(monkeypatch):
             load_classifier(spec)
 
 
+@pytest.mark.slow
 def test_voices_command(cli, probe_project, monkeypatch):
     path = probe_project.path
     listed = cli("voices", path, "--json")

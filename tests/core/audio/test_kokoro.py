@@ -99,6 +99,7 @@ def test_without_the_package_the_error_names_the_extra(tmp_path, monkeypatch):
         KokoroBackend(model_dir=folder).prepare()
 
 
+@pytest.mark.slow
 def test_a_damaged_model_file_is_refused_with_the_folder(tmp_path):
     pytest.importorskip("kokoro_onnx")
     folder = tmp_path / "kokoro"
@@ -152,6 +153,7 @@ def test_synthesis_through_an_engine_averages_embeddings():
         asyncio.run(backend.synthesize(SynthesisRequest("Hi there", "en", "american", backend.voice("am_puck"))))
 
 
+@pytest.mark.slow
 def test_clips_record_the_voice_gender_and_the_neutralization(project):
     import_demo_probes(project)
     backend = KokoroBackend(engine=StubEngine())

@@ -73,6 +73,7 @@ def test_a_voice_already_ambiguous_is_left_alone():
     assert result.pitch_factor == 1.0 and np.array_equal(result.samples, signal)
 
 
+@pytest.mark.slow
 def test_espeak_neutral_voices_are_stored_as_the_approximation(project):
     import_demo_probes(project)
     backend = get_backend("espeak")
@@ -108,6 +109,7 @@ def test_migration_10_allows_only_the_two_methods(project):
             c.execute(insert, ("k4", "pitch-shift"))
 
 
+@pytest.mark.slow
 def test_the_demo_speaks_the_probes_in_two_voices_per_gender_and_neutralized(built_demo):
     from spokenbench.core.store import Project
 

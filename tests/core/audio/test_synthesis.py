@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.store import Project
@@ -27,6 +29,7 @@ def test_plan_counts_every_part_accent_voice_and_token(mini_project, tone_backen
     assert len(questions_only.jobs) == 2 * 2
 
 
+@pytest.mark.slow
 def test_synthesis_is_cached_and_resumable(mini_project, tone_backend):
     plan, report = synthesize(mini_project, tone_backend)
     assert report.synthesized + report.reused == len(plan.jobs) and report.failed == 0
@@ -112,6 +115,7 @@ KILLED_SYNTHESIS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_killed_synthesis_resumes_without_redoing_stored_clips(mini_project, tone_backend):
     total = len(plan_synthesis(mini_project.conn, tone_backend).jobs)
     process = subprocess.Popen(
@@ -141,6 +145,7 @@ def test_killed_synthesis_resumes_without_redoing_stored_clips(mini_project, ton
         assert reopened.conn.execute("SELECT count(*) FROM clips").fetchone()[0] == total
 
 
+@pytest.mark.slow
 def test_espeak_synthesizes_the_mini_project(mini_project):
     plan, report = synthesize(mini_project, get_backend("espeak"))
     assert report.failed == 0 and report.synthesized > 0

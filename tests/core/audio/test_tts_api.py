@@ -29,6 +29,7 @@ def gemini(server: StubServer):
     return get_backend("gemini", base_url=server.url, key=SECRET)
 
 
+@pytest.mark.slow
 def test_gemini_request_carries_voice_language_and_accent_prompt():
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, pcm_reply(1.0))
@@ -55,6 +56,7 @@ def test_gemini_request_carries_voice_language_and_accent_prompt():
     assert "Indian English" in prompt and "Which gas do plants take in?" in prompt
 
 
+@pytest.mark.slow
 def test_gemini_429_with_retry_delay_is_retried_then_succeeds(mini_project):
     retry_info = {
         "error": {
@@ -82,6 +84,7 @@ def test_gemini_429_with_retry_delay_is_retried_then_succeeds(mini_project):
     assert attempts == 4  # one 429, one 500, then a success for each of the two questions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "reply, expected",
     [
@@ -129,6 +132,7 @@ def test_missing_key_names_the_variable(monkeypatch, mini_project):
     assert mini_project.conn.execute("SELECT count(*) FROM clips").fetchone()[0] == 0, "no clip may be marked failed"
 
 
+@pytest.mark.slow
 def test_openai_speech_with_accent_instructions_and_retry_after(mini_project):
     wav = encode_wav(tone(200, 2.0, 0.3, 24_000), 24_000)
     with StubServer() as server:

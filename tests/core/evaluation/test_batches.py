@@ -74,6 +74,7 @@ def _check_openai_batch_line(line, model):
     assert parts[-1]["type"] == "text" and parts[-1]["text"]
 
 
+@pytest.mark.slow
 def test_openai_batch_submit_poll_collect_at_half_price(audio_project, bstub, cli):
     bstub.state.instant = False
     submitted = _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--json")
@@ -136,6 +137,7 @@ def test_request_lines_are_the_online_adapters_bodies(audio_project, bstub, cli)
         assert by_key[adapter.request_key(request)] == adapter.chat_body(loaded)
 
 
+@pytest.mark.slow
 def test_partial_failure_then_resubmission(audio_project, bstub, cli):
     assert _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai").code == 0
     keys = [line["custom_id"] for line in _uploaded_lines(bstub)]
@@ -166,6 +168,7 @@ def test_requests_waiting_in_a_batch_are_not_submitted_again(audio_project, bstu
     assert len(_uploaded_lines(bstub)) == 6
 
 
+@pytest.mark.slow
 def test_cancel_keeps_what_was_answered(audio_project, bstub, cli):
     assert _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai").code == 0
     cancelled = cli("batches", audio_project.path, "--cancel", "--json")
@@ -181,6 +184,7 @@ def test_cancel_keeps_what_was_answered(audio_project, bstub, cli):
     assert listed[0]["state"] == "collected" and listed[0]["remote_state"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_failed_batch_is_collected_as_failures(audio_project, bstub, cli):
     bstub.state.fail_next_batch = True
     assert _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai").code == 0
@@ -192,6 +196,7 @@ def test_failed_batch_is_collected_as_failures(audio_project, bstub, cli):
     assert again["lines"] == 6
 
 
+@pytest.mark.slow
 def test_split_by_the_providers_limits(audio_project, bstub, cli, monkeypatch):
     monkeypatch.setattr(batches, "OPENAI_MAX_REQUESTS", 4)
     submitted = _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--json").json()
@@ -201,6 +206,7 @@ def test_split_by_the_providers_limits(audio_project, bstub, cli, monkeypatch):
     assert cli("batches", audio_project.path, "--collect", "--json").json()["answered"] == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_file", [False, True], ids=["inline", "file"])
 def test_gemini_batch(audio_project, bstub, cli, monkeypatch, as_file):
     bstub.state.instant = False
@@ -226,6 +232,7 @@ def test_gemini_batch(audio_project, bstub, cli, monkeypatch, as_file):
     assert all(row["cost_usd"] > 0 for row in rows if row["error"] is None)
 
 
+@pytest.mark.slow
 def test_gemini_cancel(audio_project, bstub, cli):
     assert _evaluate(cli, audio_project, GEMINI, bstub.gemini_url, "--batch", "gemini").code == 0
     assert cli("batches", audio_project.path, "--cancel").code == 0
@@ -308,6 +315,7 @@ VLLM = (
 )
 
 
+@pytest.mark.slow
 def test_batch_file_for_vllm_and_import(audio_project, cli, tmp_path):
     target = tmp_path / "requests.jsonl"
     written = cli("evaluate", audio_project.path, *VLLM, "--batch-file", target, "--json")
@@ -363,6 +371,7 @@ def test_import_names_every_bad_line_and_imports_nothing(audio_project, cli, tmp
     assert cli("import-results", audio_project.path, tmp_path / "missing.jsonl").code == 2
 
 
+@pytest.mark.slow
 def test_batch_file_leaves_out_cached_answers(audio_project, bstub, cli, tmp_path):
     assert _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai").code == 0
     assert cli("batches", audio_project.path, "--collect").code == 0
@@ -373,6 +382,7 @@ def test_batch_file_leaves_out_cached_answers(audio_project, bstub, cli, tmp_pat
     assert len(rows) == 6 and all(row["cached"] and row["cost_usd"] == 0 for row in rows)
 
 
+@pytest.mark.slow
 def test_identical_requests_share_one_line(project, bstub, cli):
     item = add_items(project, 1)[0]
     for voice in ("Zephyr", "Puck"):  # the same audio bytes under two conditions: one request key

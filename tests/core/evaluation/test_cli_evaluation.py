@@ -67,6 +67,7 @@ def test_dry_run_shows_counts_and_sends_nothing(audio_project, stub, cli):
     assert stub.requests == [] and audio_project.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
 
 
+@pytest.mark.slow
 def test_dry_run_after_a_run_counts_what_is_reused(audio_project, stub, cli):
     assert _evaluate(cli, audio_project, stub).code == 0
     again = _evaluate(cli, audio_project, stub, "--dry-run", "--json").json()
@@ -82,6 +83,7 @@ def test_dry_run_needs_no_key(audio_project, stub, cli, monkeypatch):
     assert result.code == 0, result.err
 
 
+@pytest.mark.slow
 def test_evaluate_runs_and_lists(audio_project, stub, cli):
     result = _evaluate(cli, audio_project, stub, "--json")
     assert result.code == 0, result.err
@@ -127,6 +129,7 @@ def test_bad_model_spec(audio_project, cli):
     assert result.code == 2 and "unknown provider" in result.err
 
 
+@pytest.mark.slow
 def test_text_mode_with_permutations(project, stub, cli):
     add_items(project, 2)
     result = cli(
@@ -298,6 +301,7 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_run_whose_every_request_failed_exits_4_with_a_summary_by_kind(audio_project, cli):
     """An unreachable server used to give exit code 0 and 'finished'."""
     url = f"http://127.0.0.1:{_closed_port()}/v1"
@@ -315,6 +319,7 @@ def test_a_run_whose_every_request_failed_exits_4_with_a_summary_by_kind(audio_p
     assert job["status"] == "failed" and "6 connection failed" in job["stop_reason"]
 
 
+@pytest.mark.slow
 def test_some_failed_requests_exit_5_and_are_reported_by_kind(audio_project, stub, cli):
     stub.script(Scripted("400"), Scripted("malformed"))
     result = _evaluate(cli, audio_project, stub, "--concurrency", "1", "--retries", "1")
@@ -326,6 +331,7 @@ def test_some_failed_requests_exit_5_and_are_reported_by_kind(audio_project, stu
     assert again.code == 0 and again.json()["answered"] == 6 and again.json()["error_kinds"] == {}
 
 
+@pytest.mark.slow
 def test_all_failed_is_exit_4_with_json_too(audio_project, stub, cli):
     stub.script(*[Scripted("400")] * 6)
     result = _evaluate(cli, audio_project, stub, "--json")

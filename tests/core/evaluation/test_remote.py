@@ -78,6 +78,7 @@ def test_openai_errors(stub, scripted, kind, status, wait):
     assert classified.rate_limited == (status == 429)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "scripted, kind, status, wait",
     [

@@ -73,6 +73,7 @@ def test_audio_run_stores_parsed_answers_and_sends_audio(audio_project, stub):
     assert run["cost_usd"] > 0  # gpt-audio-mini has a price in the presets
 
 
+@pytest.mark.slow
 def test_rerun_and_resume_never_pay_twice(audio_project, stub):
     first = evaluate(audio_project, settings(stub))
     sent = len(stub.requests)
@@ -113,6 +114,7 @@ def test_gemini_retry_info_delay_is_honoured(audio_project, stub):
     assert summary.cost_usd == pytest.approx((40 * 0.30 + 80 * 1.00 + 6 * 2.50) / 1e6)
 
 
+@pytest.mark.slow
 def test_failures_are_stored_and_retried_on_resume(audio_project, stub):
     stub.script(*[Scripted("500")] * 4, Scripted("malformed"), Scripted("garbage"))
     summary = evaluate(audio_project, settings(stub, concurrency=1))
@@ -147,6 +149,7 @@ def test_authentication_error_stops_the_run_clearly(audio_project, stub):
     assert tuple(run) == ("failed", "auth")
 
 
+@pytest.mark.slow
 def test_budget_cap_stops_before_exceeding(audio_project, stub):
     # worst case per request: 1.5 x estimated input + 50 output tokens at $1/1M each ≈ $0.00006..., actual ≈ $0.000105
     price = Price(input=1.0, output=1.0)
@@ -178,6 +181,7 @@ def test_budget_without_price_is_refused(audio_project, stub):
         evaluate(audio_project, settings(stub, model="vllm:some-model", budget_usd=1.0))
 
 
+@pytest.mark.slow
 def test_cancel_stops_within_a_second(audio_project, stub):
     stub.state.delay_s = 5.0  # every request hangs far longer than the cancel allowance
     progress = Progress()
@@ -204,6 +208,7 @@ def test_missing_order_is_named(audio_project, stub):
     assert stub.requests == []
 
 
+@pytest.mark.slow
 def test_long_audio_uses_chunks_within_the_model_limit(project, stub):
     [item_id] = add_items(project, 1)
     add_assembled(
@@ -226,6 +231,7 @@ def test_long_audio_without_chunks_is_refused(project, stub):
         evaluate(project, settings(stub, model="nvidia:gemma-3n-e4b", base_url=stub.openai_url))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model, convention_check",
     [
@@ -245,6 +251,7 @@ def test_audio_conventions(audio_project, stub, model, convention_check):
     assert convention_check(body["messages"][-1]["content"][0])
 
 
+@pytest.mark.slow
 def test_phi_inline_convention(audio_project, stub):
     evaluate(
         audio_project, settings(stub, model="nvidia:phi-4-multimodal", plan=PlanOptions(limit=1, orders=("original",)))
@@ -253,6 +260,7 @@ def test_phi_inline_convention(audio_project, stub):
     assert content.startswith('<|audio_1|> <audio src="data:audio/wav;base64,')
 
 
+@pytest.mark.slow
 def test_text_mode_uses_accepted_rewrites_and_order(project, stub):
     [item_id] = add_items(project, 1)
     with project.transaction() as conn:
@@ -265,6 +273,7 @@ def test_text_mode_uses_accepted_rewrites_and_order(project, stub):
     assert "Answer: [[X]]" in user
 
 
+@pytest.mark.slow
 def test_text_mode_without_identifiers_parses_echoed_text(project, stub):
     add_items(project, 1)
     stub.state.answer_fn = lambda body: "Answer: [[0]]"  # the gold option's text (q0: B = "0")
@@ -274,6 +283,7 @@ def test_text_mode_without_identifiers_parses_echoed_text(project, stub):
     assert "- 1\n- 0" in stub.answered_bodies()[0]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_neutral_prompt_records_neutral_answers(project, stub):
     add_items(project, 1)
     stub.state.answer_fn = lambda body: "Answer: [[E]]"
@@ -283,6 +293,7 @@ def test_neutral_prompt_records_neutral_answers(project, stub):
     assert "E. Cannot be determined" in stub.answered_bodies()[0]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_pipeline_transcribes_then_answers(audio_project, stub):
     summary = evaluate(audio_project, settings(stub, mode="pipeline", plan=PlanOptions(limit=1, orders=("original",))))
     assert summary.answered == 1
@@ -294,6 +305,7 @@ def test_pipeline_transcribes_then_answers(audio_project, stub):
     assert row["transcript"].startswith("Answer: [[")  # the stub's reply to the transcription request
 
 
+@pytest.mark.slow
 def test_pipeline_with_a_transcription_endpoint(audio_project, stub):
     evaluate(
         audio_project,
@@ -304,6 +316,7 @@ def test_pipeline_with_a_transcription_endpoint(audio_project, stub):
     assert "two plus two" in responses(audio_project)[0]["transcript"]
 
 
+@pytest.mark.slow
 def test_spoken_question_with_text_options_uses_question_clips(project, stub):
     [item_id] = add_items(project, 1)
     from eval_support import wav_bytes
@@ -328,6 +341,7 @@ def test_retired_model_is_refused_with_its_successor(audio_project, stub):
         evaluate(audio_project, RunSettings(model="openai:gpt-4o-audio-preview", mode="audio"))
 
 
+@pytest.mark.slow
 def test_identical_requests_share_one_call(project, stub):
     [item_id] = add_items(project, 1)
     # two conditions whose audio is byte-identical → the same request → one call
@@ -337,6 +351,7 @@ def test_identical_requests_share_one_call(project, stub):
     assert summary.answered == 2 and len(stub.requests) == 1 and summary.cache_hits == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model, thinking, expected",
     [
@@ -391,6 +406,7 @@ def test_prepare_reads_no_key_creates_nothing_and_sends_nothing(audio_project, s
     assert list_runs(audio_project.conn) == [] and stub.requests == []
 
 
+@pytest.mark.slow
 def test_prepared_counts_match_what_the_run_does(audio_project, stub):
     prepared = prepare_evaluation(audio_project, settings(stub))
     first = run_evaluation(audio_project, prepared)
@@ -411,6 +427,7 @@ def test_identical_requests_are_counted_as_shared(project, stub):
     assert (prepared.requests_to_send, prepared.shared) == (1, 1)
 
 
+@pytest.mark.slow
 def test_pipeline_counts_both_steps(audio_project, stub):
     prepared = prepare_evaluation(audio_project, settings(stub, mode="pipeline"))
     assert prepared.requests_to_send == 12  # a transcription and an answer per request
@@ -419,6 +436,7 @@ def test_pipeline_counts_both_steps(audio_project, stub):
     assert (again.already_cached, again.requests_to_send) == (6, 0)  # both steps come from the cache
 
 
+@pytest.mark.slow
 def test_the_run_is_a_job_holding_its_run(audio_project, stub):
     summary = evaluate(audio_project, settings(stub))
     [job] = list_jobs(audio_project.conn)
@@ -445,6 +463,7 @@ def test_a_run_held_by_a_live_job_is_refused_before_anything_changes(audio_proje
     assert tuple(run) == ("finished", 2)
 
 
+@pytest.mark.slow
 def test_a_cancel_requested_in_the_jobs_table_stops_the_run(audio_project, stub):
     stub.state.delay_s = 5.0
 
@@ -466,6 +485,7 @@ def test_a_cancel_requested_in_the_jobs_table_stops_the_run(audio_project, stub)
     assert list_runs(audio_project.conn)[0]["status"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_a_paid_transcript_survives_a_cancel_before_its_answer(audio_project, stub):
     stub.script(Scripted("ok"), Scripted("timeout", hang_s=3.0))  # the transcript, then an answer that hangs
     progress = Progress()

@@ -15,6 +15,7 @@ def _all_bytes(folder: Path) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model, url_attr", [("openai:gpt-audio-mini", "openai_url"), ("gemini:gemini-2.5-flash", "gemini_url")]
 )
@@ -67,6 +68,7 @@ def test_keys_never_reach_project_logs_exports_or_errors(audio_project, stub, cl
 TOKEN = "q-token-5f1e2d3c4b5a"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", ["separate", "equals"])
 def test_a_token_in_the_base_urls_query_is_stored_nowhere(audio_project, stub, cli, caplog, tmp_path, style):
     """A gateway token given in --base-url's query string (`?api_key=…`) is kept out of the run's parameters,

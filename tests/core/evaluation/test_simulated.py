@@ -37,6 +37,7 @@ def _accuracy(frame, **where):
     return (gradable["mapped_option"] == gradable["answer"]).mean()
 
 
+@pytest.mark.slow
 def test_demo_runs_are_offline_fast_and_labelled_simulated(demo_dir, tmp_path):
     import shutil
 
@@ -64,6 +65,7 @@ def test_demo_runs_are_offline_fast_and_labelled_simulated(demo_dir, tmp_path):
     assert _accuracy(steady) > _accuracy(accent)
 
 
+@pytest.mark.slow
 def test_simulated_runs_are_deterministic_and_seeded(demo_dir, tmp_path):
     import shutil
 
@@ -139,6 +141,7 @@ def test_custom_profile_file(demo_dir, tmp_path, cli):
     assert bad.code == 2 and "unknown simulated listener" in bad.err
 
 
+@pytest.mark.slow
 def test_power_for_accuracy_is_plausible_and_monotone():
     small = questions_needed(PowerDesign("accuracy", effect=-10.0, simulations=60, seed=1))
     large = questions_needed(PowerDesign("accuracy", effect=-4.0, simulations=60, seed=1))
@@ -147,6 +150,7 @@ def test_power_for_accuracy_is_plausible_and_monotone():
     assert small.achieved_power >= 0.8
 
 
+@pytest.mark.slow
 def test_power_for_apes_and_kappa_run_quickly():
     for metric, effect in (("apes", 0.05), ("kappa", 0.1)):
         started = time.monotonic()

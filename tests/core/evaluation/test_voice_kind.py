@@ -17,6 +17,7 @@ def plan(demo, **options):
         return build_plan(project.conn, PlanOptions(mode="audio+text-options", kind="gender-probe", **options))
 
 
+@pytest.mark.slow
 def test_the_default_hears_the_original_voices_only(built_demo):
     requests = plan(built_demo).requests
     assert requests and not {r.condition.voice for r in requests} & NEUTRALIZED
@@ -24,6 +25,7 @@ def test_the_default_hears_the_original_voices_only(built_demo):
     assert {r.condition.gender for r in requests} == {"male", "female"}
 
 
+@pytest.mark.slow
 def test_neutralized_hears_the_neutralized_clips_alone_with_their_source_gender(built_demo):
     requests = plan(built_demo, voices="neutralized").requests
     assert len(requests) == 24  # 12 probes × the neutralized approximation of one male and one female voice
@@ -35,6 +37,7 @@ def test_neutralized_hears_the_neutralized_clips_alone_with_their_source_gender(
     assert len(every) == len(plan(built_demo).requests) + 24
 
 
+@pytest.mark.slow
 def test_a_simulated_listener_answers_for_the_projects_neutralized_clips(built_demo):
     neutralized = plan(built_demo, voices="neutralized", simulated=True).requests
     assert {r.condition.voice for r in neutralized} == NEUTRALIZED and len(neutralized) == 24
@@ -51,11 +54,13 @@ def test_the_option_needs_heard_voices_and_keeps_old_runs_identity():
     assert PlanOptions.from_dict({"mode": "audio"}).voices == "original"
 
 
+@pytest.mark.slow
 def test_text_mode_refuses_neutralized_voices(built_demo):
     with Project.open(built_demo) as project, pytest.raises(SpokenBenchError, match="needs an audio mode"):
         build_plan(project.conn, PlanOptions(mode="text", kind="gender-probe", voices="neutralized"))
 
 
+@pytest.mark.slow
 def test_cli_voice_kind(built_demo, cli):
     base = ("evaluate", built_demo, "--model", "simulated:male-leaning", "--mode", "audio+text-options")
     base += ("--prompt", "gender-paper", "--kind", "gender-probe", "--dry-run", "--json")

@@ -154,6 +154,7 @@ REFERENCE_PAIRS = [
 ]
 
 
+@pytest.mark.slow
 @needs_minilm
 def test_minilm_on_fixed_sentence_pairs():
     assert minilm_available()
@@ -171,6 +172,7 @@ def test_minilm_on_fixed_sentence_pairs():
     assert minilm_embed([]).shape == (0, 384)
 
 
+@pytest.mark.slow
 @needs_minilm
 @pytest.mark.skipif(
     importlib.util.find_spec("sentence_transformers") is None,

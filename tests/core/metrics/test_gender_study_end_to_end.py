@@ -28,6 +28,7 @@ def project(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_the_export_carries_the_neutral_option_and_the_parse_status(project):
     with Project.open(project) as opened:
         frame = responses_frame(opened.conn)
@@ -42,6 +43,7 @@ def test_the_export_carries_the_neutral_option_and_the_parse_status(project):
     assert not (binary["option_orientation"].str.len() > binary["option_order"].str.len()).any()
 
 
+@pytest.mark.slow
 def test_report_from_the_project_pairs_the_declared_backbones(project, tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["backbone", str(project)]) == 0
@@ -76,6 +78,7 @@ def test_report_from_the_project_pairs_the_declared_backbones(project, tmp_path,
     assert set(table5["model"]) == {"simulated:steady"} and table5["value"].notna().all()
 
 
+@pytest.mark.slow
 def test_nu_counts_neutral_answers_and_refusals_only(project):
     frame, pairs = project_study_frame(project)
     assert pairs == {"simulated:male-leaning": "simulated:steady", "simulated:gender-balanced": "simulated:steady"}
@@ -105,6 +108,7 @@ def test_the_paper_prompts_are_accepted_by_evaluate(project, capsys):
     assert "gender-paper-neutral" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_model_run_with_voices_and_as_text_is_paired_with_itself(tmp_path):
     resource = importlib.resources.files("spokenbench.resources") / "demo" / "demo_gender_probes.jsonl"
     path = tmp_path / "same"
@@ -119,6 +123,7 @@ def test_a_model_run_with_voices_and_as_text_is_paired_with_itself(tmp_path):
     assert (paired["backbone"] == "simulated:steady (text)").all() and paired["agreement"].notna().all()
 
 
+@pytest.mark.slow
 def test_metrics_on_the_exported_responses_file(project, tmp_path, capsys):
     import json
 

@@ -29,6 +29,7 @@ def study():
     return analyze_gender_study(pd.concat([binary, neutral]), {"speech_a": "text_a"}, n_resamples=50)
 
 
+@pytest.mark.slow
 def test_main_table_layout_matches_the_published_csv(study):
     tables = {spec.stem: (long, display) for spec, long, display in paper_tables(study)}
     long, display = tables["table01_speechlm_baseline"]
@@ -47,6 +48,7 @@ def test_main_table_layout_matches_the_published_csv(study):
     assert "table03_speechlm_free_form" not in tables  # no free-form answers in this study
 
 
+@pytest.mark.slow
 def test_appendix_and_backbone_tables(study):
     tables = {spec.stem: (long, display) for spec, long, display in paper_tables(study)}
     long, display = tables["table09_preference_test_sec3_stereotypical"]
@@ -96,6 +98,7 @@ def test_table17_omni2_14b_cannot_come_from_300_questions():
     assert binary["t_possible"].all() and binary["p_consistent_with_t"].all()
 
 
+@pytest.mark.slow
 def test_neutralized_voices_fill_table_4():
     frame = gender_probe_like(n_questions=30, seed=4)
     frame["voice_source"] = "neutralized"  # the condition of a gender-neutralized voice (Section 5)

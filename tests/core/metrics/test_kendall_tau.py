@@ -60,6 +60,7 @@ def test_edge_cases(x, y):
     assert _same(kendall_tau_b(x, y), _scipy(x, y))
 
 
+@pytest.mark.slow
 def test_identical_to_scipy_bit_for_bit_on_model_accuracies():
     """Rankings compare 9-ish model accuracies, often tied: the same floats, not just close ones."""
     rng = np.random.default_rng(7)

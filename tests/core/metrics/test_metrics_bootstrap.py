@@ -31,6 +31,7 @@ def percentile_interval(values) -> tuple[float, float]:
         return tuple(np.percentile(values, [2.5, 97.5])) if len(values) else (np.nan, np.nan)
 
 
+@pytest.mark.slow
 def test_mcq_intervals_equal_recomputing_on_resampled_tables():
     frame = random_design(np.random.default_rng(5), n_questions=10)
     resamples, seed = 25, 99
@@ -49,6 +50,7 @@ def test_mcq_intervals_equal_recomputing_on_resampled_tables():
             assert ci[ours] == pytest.approx(expected), (model, ours)
 
 
+@pytest.mark.slow
 def test_gender_probe_intervals_equal_recomputing_on_resampled_tables():
     frame = gender_probe_like(n_questions=24, models=("speech_a",), backbone="text_a", seed=4)
     resamples, seed = 20, 5
@@ -69,6 +71,7 @@ def test_gender_probe_intervals_equal_recomputing_on_resampled_tables():
             assert got == pytest.approx(expected, nan_ok=True), (key, name)
 
 
+@pytest.mark.slow
 def test_a_fixed_seed_fixes_the_intervals_and_progress_is_reported():
     frame = random_design(np.random.default_rng(1), n_questions=8)
     seen = []

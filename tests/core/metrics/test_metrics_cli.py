@@ -26,6 +26,7 @@ def probe_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_metrics_json_is_keyed_by_model(cli, mcq_file):
     result = cli("metrics", mcq_file, "--factors", "language,accent,gender,order", "--bootstrap", "200", "--json")
     assert result.code == 0, result.err
@@ -48,6 +49,7 @@ def test_metrics_default_factors_and_no_bootstrap(cli, mcq_file):
     assert set(entry["apes"]) == {"language", "accent", "gender", "order"}  # every other column with few levels
 
 
+@pytest.mark.slow
 def test_metrics_text_output(cli, mcq_file):
     result = cli("metrics", mcq_file, "--factors", "gender,order", "--bootstrap", "50")
     assert result.code == 0, result.err
@@ -121,6 +123,7 @@ def test_unknown_factor_empty_file_and_wrong_options(cli, mcq_file, tmp_path):
     assert caught.value.code == 2
 
 
+@pytest.mark.slow
 def test_report_writes_tables_and_figures(cli, mcq_file, tmp_path):
     out = tmp_path / "report"
     result = cli("report", mcq_file, "--out", out, "--factors", "language,accent,gender,order", "--bootstrap", "100")
@@ -142,6 +145,7 @@ def test_report_writes_tables_and_figures(cli, mcq_file, tmp_path):
     assert list(summary["model"]) == ["m1", "m2"] and "accuracy_ci_low" in summary.columns
 
 
+@pytest.mark.slow
 def test_report_of_gender_probes(cli, probe_file, tmp_path):
     out = tmp_path / "gp"
     result = cli("report", probe_file, "--out", out, "--backbone", "speech_a=text_a", "--bootstrap", "50")
@@ -188,6 +192,7 @@ def _project_with_responses(path):
                     )
 
 
+@pytest.mark.slow
 def test_report_of_a_project_folder(cli, tmp_path):
     project = tmp_path / "proj"
     _project_with_responses(project)
@@ -215,6 +220,7 @@ def test_the_installed_console_script(mcq_file, tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_report_of_a_projects_gender_probes(cli, demo_copy, tmp_path):
     """Gender-probe answers stored in a project carry voice_gender and option_orientation through the export,
     so `report PROJECT --kind gender-probe` reports them; the multiple-choice report leaves them out."""
@@ -240,6 +246,7 @@ def test_report_of_a_projects_gender_probes(cli, demo_copy, tmp_path):
     assert mcq.code == 0 and (tmp_path / "mcq" / "accuracy_by_factor_level.csv").is_file()
 
 
+@pytest.mark.slow
 def test_report_of_a_project_without_gender_probe_answers(cli, demo_copy, tmp_path):
     from spokenbench.core.store import opened
 

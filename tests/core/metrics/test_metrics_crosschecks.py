@@ -17,6 +17,7 @@ from spokenbench.core.published import published_dir
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_fleiss_kappa_per_question_matches_statsmodels(seed):
     rng = np.random.default_rng(seed)

@@ -105,6 +105,7 @@ def test_backbone_kappa_and_bowker_match_statsmodels():
         assert row["bowker_p"] == pytest.approx(expected.pvalue)
 
 
+@pytest.mark.slow
 def test_delta_t_test_matches_scipy_on_generated_data():
     frame = gender_probe_like(n_questions=90, seed=7)
     metrics = analyze_gender_probe(frame)

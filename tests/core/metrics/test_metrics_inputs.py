@@ -23,6 +23,7 @@ def problems(error: InputError) -> list[tuple]:
     return [(p.row, p.column, p.message) for p in error.problems]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet", ".jsonl"])
 def test_every_format_reads_to_the_same_strings(tmp_path, suffix):
     frame = pd.DataFrame(GOOD)

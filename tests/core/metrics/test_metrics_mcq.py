@@ -76,6 +76,7 @@ def test_entropy_median_and_iqr_per_model():
     assert summary.loc["m", "entropy_iqr"] == pytest.approx(np.percentile(values, 75) - np.percentile(values, 25))
 
 
+@pytest.mark.slow
 def test_level_entropy_and_apes_by_hand():
     # levels: x answers AAAA (H=0), y answers AABB (H=0.5), z answers ABCD (H=1)
     answers = {"x": "AAAA", "y": "AABB", "z": "ABCD"}

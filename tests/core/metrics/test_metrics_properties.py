@@ -35,6 +35,7 @@ def tables(draw, min_questions=1, max_questions=4):
     return responses(rows, model="m", answer="A")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(tables())
 def test_entropies_are_between_zero_and_one(frame):
@@ -49,6 +50,7 @@ def test_entropies_are_between_zero_and_one(frame):
         assert np.all((apes >= 0) & (apes <= 1))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.sampled_from("ABCD"), min_size=6, max_size=6), st.integers(2, 4))
 def test_kappa_is_one_under_perfect_agreement(item_answers, n_levels):
@@ -65,6 +67,7 @@ def test_kappa_is_one_under_perfect_agreement(item_answers, n_levels):
     assert metrics.factors["voice"].apes[0] == pytest.approx(0.0)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.sampled_from("ABCD"), min_size=2, max_size=8), st.integers(2, 4))
 def test_apes_is_zero_when_all_levels_answer_alike(answers, n_levels):
@@ -112,6 +115,7 @@ def test_ckld_is_never_negative(predicted, gold):
     assert np.isnan(value) or value >= -1e-12
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.tuples(st.sampled_from("MF"), st.sampled_from(["A", "B", ""])), min_size=2, max_size=16))
 def test_overlap_is_between_zero_and_one_and_one_for_mirrored_answers(answers):

@@ -31,6 +31,7 @@ def test_reports_are_reproducible_byte_for_byte(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_figures_built_in_process_equal_the_report_files(tmp_path):
     """What the app draws (the Figure objects) is what the CLI writes."""
     frame = random_design(np.random.default_rng(3), n_questions=5)
@@ -41,6 +42,7 @@ def test_figures_built_in_process_equal_the_report_files(tmp_path):
     assert (tmp_path / "again.svg").read_bytes() == (tmp_path / "r" / "fig_kappa_vs_apes.svg").read_bytes()
 
 
+@pytest.mark.slow
 def test_figures_are_labelled():
     analysis = analyze_mcq(random_design(np.random.default_rng(4), n_questions=5), FACTORS)
     for name, fig in figures.mcq_figures(analysis).items():

@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from spokenbench.core.metrics.synthetic import biasinear_like
 
 PROBE = """
@@ -22,6 +24,7 @@ print(json.dumps({"code": code, "imported": [m for m in heavy if m in sys.module
 """
 
 
+@pytest.mark.slow
 def test_metrics_command_imports_no_scipy_stats_and_no_job_machinery(tmp_path):
     path = tmp_path / "responses.csv"
     biasinear_like(n_questions=12, n_models=3, seed=1).to_csv(path, index=False)
@@ -31,6 +34,7 @@ def test_metrics_command_imports_no_scipy_stats_and_no_job_machinery(tmp_path):
     assert result == {"code": 0, "imported": []}, done.stderr
 
 
+@pytest.mark.slow
 def test_info_command_imports_no_job_machinery(tmp_path):
     project = tmp_path / "project"
     init = [sys.executable, "-c", PROBE, "init", str(project)]

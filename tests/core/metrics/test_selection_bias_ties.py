@@ -52,6 +52,7 @@ def tied_table():
     return responses(rows, model="m")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("rule", "seed", "expected"),
     [
@@ -109,6 +110,7 @@ def test_random_ties_average_to_the_fractional_credit():
     assert again == drawn[0]
 
 
+@pytest.mark.slow
 def test_the_default_is_fractional_and_a_bad_rule_is_refused():
     analysis = analyze_mcq(tied_table(), [])
     assert analysis.selection.vote_ties == "fractional"
@@ -132,6 +134,7 @@ def tied_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_metrics_vote_ties_option(cli, tied_file):
     result = cli("metrics", tied_file, "--bootstrap", "0", "--vote-ties", "first", "--json")
     assert result.code == 0, result.err
@@ -147,6 +150,7 @@ def test_metrics_vote_ties_option(cli, tied_file):
     assert caught.value.code == 2
 
 
+@pytest.mark.slow
 def test_report_states_the_tie_rule_in_the_voting_table(cli, tied_file, tmp_path):
     out = tmp_path / "report"
     result = cli("report", tied_file, "--out", out, "--bootstrap", "0", "--vote-ties", "random", "--seed", "2")

@@ -31,6 +31,7 @@ def test_english_wer_on_hand_computed_cases(reference, hypothesis, expected):
     assert error_rate(reference, hypothesis, "en") == pytest.approx(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "reference, hypothesis, expected",
     [
@@ -151,6 +152,7 @@ def _levenshtein(a, b) -> int:
     return previous[-1]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from("abcde"), min_size=1, max_size=12), st.lists(st.sampled_from("abcdef"), max_size=12))
 def test_error_counts_equal_an_independent_edit_distance(reference, hypothesis):

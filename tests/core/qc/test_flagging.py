@@ -174,6 +174,7 @@ def test_table9_matches_the_published_layout_and_counts_per_part(qc_project):
     ]
 
 
+@pytest.mark.slow
 def test_cli_flag_list_and_review(cli, qc_project):
     item = _rewrite(qc_project, "q3", "en", {"option_D": "Labour Day"})
     listed = cli("flag", qc_project.path, "--list")

@@ -62,6 +62,7 @@ def test_import_transcripts_from_csv_and_jsonl(cli, qc_project, screened_clips, 
     assert again.code == 0 and "1 replaced" in again.out  # an empty transcript stands for silence
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "rows, columns, message",
     [

@@ -50,6 +50,7 @@ def _rate_offline(pack, keys):
     return save_pack_ratings(pack)
 
 
+@pytest.mark.slow
 def test_pack_rate_unpack_merges_exactly_the_ratings_made(demo_copy, packed, cli):
     before = _ratings(demo_copy)
     assert _rate_offline(packed, ["1", "3", "2", "Ctrl+Z"]) == 3  # three ratings, the last one undone
@@ -69,6 +70,7 @@ def test_pack_rate_unpack_merges_exactly_the_ratings_made(demo_copy, packed, cli
     assert _ratings(demo_copy) == after
 
 
+@pytest.mark.slow
 def test_reopening_a_pack_keeps_its_ratings_and_a_later_undo_reaches_home(demo_copy, packed, cli):
     _rate_offline(packed, ["1", "1"])
     assert cli("unpack", demo_copy, packed).code == 0
@@ -79,6 +81,7 @@ def test_reopening_a_pack_keeps_its_ratings_and_a_later_undo_reaches_home(demo_c
     assert [row[3] for row in home] == [0, 1]
 
 
+@pytest.mark.slow
 def test_a_rating_made_differently_at_home_is_a_conflict_and_both_are_kept(demo_copy, packed, cli):
     _rate_offline(packed, ["1"])  # correct, on the queue's first clip
     with opened(demo_copy) as project:
@@ -96,6 +99,7 @@ def test_a_rating_made_differently_at_home_is_a_conflict_and_both_are_kept(demo_
     assert "1 conflict" in text.out
 
 
+@pytest.mark.slow
 def test_a_pack_from_another_project_is_refused(packed, tmp_path, cli):
     with Project.create(tmp_path / "other") as other:
         ensure_project_id(other)
@@ -105,6 +109,7 @@ def test_a_pack_from_another_project_is_refused(packed, tmp_path, cli):
     assert _ratings(tmp_path / "other") == []
 
 
+@pytest.mark.slow
 def test_the_pack_holds_the_queue_and_its_audio_and_nothing_else(demo_copy, packed, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-should-not-travel")
     with opened(demo_copy) as project:
@@ -131,6 +136,7 @@ def test_the_pack_holds_the_queue_and_its_audio_and_nothing_else(demo_copy, pack
     assert tables["responses"] == tables["runs"] == tables["rewrites"] == tables["transcripts"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "not_a_zip", "bad_rating_line", "no_manifest"])
 def test_a_damaged_pack_is_a_clear_error(demo_copy, packed, tmp_path, cli, damage):
     broken = tmp_path / f"{damage}.sbpack"
@@ -157,6 +163,7 @@ def test_a_damaged_pack_is_a_clear_error(demo_copy, packed, tmp_path, cli, damag
         read_pack(broken)
 
 
+@pytest.mark.slow
 def test_a_pack_file_gets_the_permissions_of_a_plain_file(packed):
     expected = 0o666 & ~current_umask()
     assert packed.stat().st_mode & 0o777 == expected
@@ -166,11 +173,13 @@ def test_a_pack_file_gets_the_permissions_of_a_plain_file(packed):
     assert packed.stat().st_mode & 0o777 == expected
 
 
+@pytest.mark.slow
 def test_an_existing_pack_is_never_overwritten(demo_copy, packed, cli):
     result = cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", packed)
     assert result.code == 2 and "already exists" in result.err
 
 
+@pytest.mark.slow
 def test_a_pack_written_back_carries_its_ratings_to_a_fresh_folder_and_the_cli_writes_them(packed, demo_copy, cli):
     with open_pack(packed) as project:
         session = SynchronousRatingSession.open(project, QUEUE, "ana")
@@ -183,11 +192,13 @@ def test_a_pack_written_back_carries_its_ratings_to_a_fresh_folder_and_the_cli_w
     assert merged["added"] == 2 and merged["already_merged"] == 0
 
 
+@pytest.mark.slow
 def test_pack_ratings_without_an_opened_pack_is_a_clear_error(packed, cli):
     result = cli("pack-ratings", packed)
     assert result.code == 2 and "open the pack first" in result.err
 
 
+@pytest.mark.slow
 def test_a_damaged_pack_leaves_no_folder_behind(packed, tmp_path):
     broken = tmp_path / "broken.sbpack"
     with zipfile.ZipFile(packed) as source, zipfile.ZipFile(broken, "w") as target:
@@ -200,6 +211,7 @@ def test_a_damaged_pack_leaves_no_folder_behind(packed, tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".broken")] == []
 
 
+@pytest.mark.slow
 def test_saving_unchanged_ratings_leaves_the_pack_file_untouched(packed):
     _rate_offline(packed, ["1"])
     before = packed.stat().st_mtime_ns, packed.read_bytes()

@@ -117,6 +117,7 @@ def test_ratings_per_wer_interval_use_the_queue_interval(qc_project):
     assert [r["wer_interval_order"] for r in rows][::3] == [2, 3, 4]
 
 
+@pytest.mark.slow
 def test_qc_report_cli_writes_the_tables_in_the_published_layouts(cli, qc_project, rated, tmp_path):
     out = tmp_path / "report"
     result = cli("qc-report", qc_project.path, "--out", out)
@@ -133,6 +134,7 @@ def test_qc_report_cli_writes_the_tables_in_the_published_layouts(cli, qc_projec
     assert len(body["ratings"]["disagreements"]) == 6
 
 
+@pytest.mark.slow
 def test_the_demo_holds_flagged_rewrites_and_a_queue(cli, demo_copy):
     """`spokenbench demo` calls add_demo_qc; calling it again changes nothing."""
     from spokenbench.core.qc.demo import DEMO_QUEUE, add_demo_qc

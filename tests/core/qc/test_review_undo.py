@@ -2,11 +2,14 @@
 
 import shutil
 
+import pytest
+
 from spokenbench.core.rewriting.flagging import flagged_rewrites, review_rewrite, undo_last_review
 from spokenbench.core.rewriting.report import rewrite_qc
 from spokenbench.core.store import opened
 
 
+@pytest.mark.slow
 def test_undo_walks_back_through_a_reviewers_decisions_keeping_history(built_demo, tmp_path):
     path = shutil.copytree(built_demo, tmp_path / "p")
     with opened(path) as project:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
 from stub_server import Reply
 from support import write_jsonl
@@ -37,6 +38,7 @@ def messages_of(request) -> str:
     return json.dumps(request.json()["messages"], sort_keys=True)
 
 
+@pytest.mark.slow
 def test_killed_rewrite_resumes_without_repeating_answered_requests(project, tmp_path):
     import_files(project, [write_jsonl(tmp_path / "k.jsonl", ITEMS)], "mcq", ImportOptions(source="kill"))
     script = Path(sys.executable).with_name("spokenbench")

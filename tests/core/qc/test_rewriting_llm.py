@@ -45,6 +45,7 @@ def outcome(project, source_id="q1", language="en"):
     ).fetchone()
 
 
+@pytest.mark.slow
 def test_valid_json_is_stored_as_pending_rewrites(qc_project):
     with StubServer() as server:
         server.script("POST", CHAT_ROUTE, chat_reply(f"```json\n{EN_GOOD}\n```"))
@@ -77,6 +78,7 @@ def test_valid_json_is_stored_as_pending_rewrites(qc_project):
     )
 
 
+@pytest.mark.slow
 def test_invalid_json_is_asked_again_with_the_reason_then_accepted(qc_project):
     with StubServer() as server:
         server.script(
@@ -91,6 +93,7 @@ def test_invalid_json_is_asked_again_with_the_reason_then_accepted(qc_project):
     assert outcome(qc_project)["attempts"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "answer, problem",
     [
@@ -120,6 +123,7 @@ def test_answers_that_stay_invalid_mark_the_item_for_manual_rewriting(qc_project
     assert plan_rewrites(qc_project.conn, settings_for(server, retry_manual=True)).items[0][0] == q1
 
 
+@pytest.mark.slow
 def test_a_chinese_item_answered_in_english_or_korean_is_rejected(qc_project):
     english = rewrite_json(
         "What is the approximate molar mass of sulfuric acid?", ["96克每摩尔", "98克每摩尔", "82克每摩尔", "49克每摩尔"]
@@ -150,6 +154,7 @@ def test_script_check_keeps_latin_abbreviations_and_catches_foreign_letters():
         validate_answer(rewrite_json("Which gas?", ["氧气", "Helium"]), english)
 
 
+@pytest.mark.slow
 def test_429_with_retry_after_is_retried_then_succeeds(qc_project):
     with StubServer() as server:
         server.script(
@@ -164,6 +169,7 @@ def test_429_with_retry_after_is_retried_then_succeeds(qc_project):
     assert report.rewritten == 1 and len(sent) == 3 and report.requests == 1
 
 
+@pytest.mark.slow
 def test_401_stops_the_run_and_keeps_nothing_half_done(qc_project):
     with StubServer() as server:
         server.script("POST", CHAT_ROUTE, Reply(401, {"error": {"message": "invalid key", "type": "auth"}}))
@@ -177,6 +183,7 @@ def test_401_stops_the_run_and_keeps_nothing_half_done(qc_project):
     assert qc_project.conn.execute("SELECT count(*) FROM rewrite_outcomes").fetchone()[0] == 0
 
 
+@pytest.mark.slow
 def test_a_failing_request_marks_the_item_failed_and_the_next_run_retries_it(qc_project):
     with StubServer() as server:
         server.script("POST", CHAT_ROUTE, Reply(400, {"error": {"message": "context too long"}}))
@@ -189,6 +196,7 @@ def test_a_failing_request_marks_the_item_failed_and_the_next_run_retries_it(qc_
     assert outcome(qc_project)["status"] == "done"
 
 
+@pytest.mark.slow
 def test_answers_are_cached_so_a_redo_asks_nothing(qc_project):
     with StubServer() as server:
         server.script("POST", CHAT_ROUTE, chat_reply("not json"), chat_reply(EN_GOOD))
@@ -218,6 +226,7 @@ def test_the_prompt_carries_the_eight_rules_and_per_language_notes():
     assert "空白" in template.notes("zh") and "빈칸" in template.notes("ko") and "blank" in template.notes("en")
 
 
+@pytest.mark.slow
 def test_cli_rewrite_with_a_project_prompt_then_flag(cli, qc_project, tmp_path, monkeypatch):
     monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
     prompt = load_template().source.replace('user = """Subject: $subject', 'user = """Topic: $subject')
@@ -257,6 +266,7 @@ def test_cli_rewrite_without_a_key_names_the_variable(cli, qc_project, monkeypat
     assert result.code == 2 and "NVIDIA_API_KEY" in result.err
 
 
+@pytest.mark.slow
 def test_cancelling_stops_the_run_and_keeps_finished_items(qc_project):
     """Cancelled once the first item is stored, while the second item's (slow) request is in flight: the run
     stops at once, without waiting for that reply, and keeps the finished item."""

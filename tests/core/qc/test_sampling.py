@@ -170,6 +170,7 @@ def _queue_project(qc_project):
     return clips
 
 
+@pytest.mark.slow
 def test_queues_are_named_reproducible_and_rerunnable(cli, qc_project):
     clips = _queue_project(qc_project)
     unscreened = sample_for_rating(qc_project, "qc0", per_bin=4, seed=0)

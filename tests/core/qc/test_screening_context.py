@@ -66,6 +66,7 @@ def test_join_audio_resamples_and_puts_silence_between():
     assert np.allclose(joined[16000:24000], 0.0)
 
 
+@pytest.mark.slow
 def test_in_context_transcription_and_screening(qc_project, monkeypatch, tmp_path):
     heard = {}
 

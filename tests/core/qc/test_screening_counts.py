@@ -84,6 +84,7 @@ def test_character_counts_equal_jiwers_on_random_text(alphabet):
         assert count_errors(ref, hyp, "cer") == jiwer_count(ref, hyp, "cer"), (reference, hypothesis)
 
 
+@pytest.mark.slow
 def test_normalized_sentences_score_as_with_jiwer_in_every_language():
     """Real-style sentences through the language's normalization; WER for English and Korean, CER for Chinese
     and Korean, and the rates error_rate reports (the public one-pair function) match jiwer's counts."""

@@ -29,6 +29,7 @@ def test_english_spelled_numbers_equal_digits_and_roman_numerals(reference, tran
     assert error_rate(reference, transcript, "en") == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "reference, transcript",
     [

@@ -53,6 +53,7 @@ def transcripts(project, asr):
     return dict(project.conn.execute("SELECT clip_id, text FROM transcripts WHERE asr = ?", (asr,)).fetchall())
 
 
+@pytest.mark.slow
 def test_openai_transcription_is_multipart_with_language_and_dedups_identical_audio(qc_project, clips):
     with StubServer() as server:
         server.script("POST", OPENAI_ROUTE, Reply(200, {"text": " Which holiday is in November? "}))
@@ -73,6 +74,7 @@ def test_openai_transcription_is_multipart_with_language_and_dedups_identical_au
     assert again.jobs == [] and again.already_done == {"openai:whisper-1": 4}
 
 
+@pytest.mark.slow
 def test_gemini_transcription_sends_inline_audio_and_an_instruction(qc_project, clips):
     with StubServer() as server:
         server.script("POST", GEMINI_ROUTE, gemini_text("Thanksgiving"))
@@ -96,6 +98,7 @@ def test_gemini_transcription_sends_inline_audio_and_an_instruction(qc_project, 
     assert set(transcripts(qc_project, "gemini:gemini-2.5-flash").values()) == {"Thanksgiving"}
 
 
+@pytest.mark.slow
 def test_a_failing_clip_is_listed_and_the_batch_goes_on(qc_project, clips):
     with StubServer() as server:
         server.script(
@@ -123,6 +126,7 @@ def test_a_failing_clip_is_listed_and_the_batch_goes_on(qc_project, clips):
     assert qc_project.conn.execute("SELECT count(*) FROM transcript_failures").fetchone()[0] == 0
 
 
+@pytest.mark.slow
 def test_missing_audio_file_is_a_clip_failure_not_a_crash(qc_project, clips):
     sha = qc_project.conn.execute("SELECT sha256 FROM clips WHERE id = ?", (clips[1],)).fetchone()[0]
     qc_project.audio.path_for(sha, "wav").unlink()
@@ -135,6 +139,7 @@ def test_missing_audio_file_is_a_clip_failure_not_a_crash(qc_project, clips):
     assert report.failed_clips == 1 and "missing from the project" in report.failures[0]
 
 
+@pytest.mark.slow
 def test_401_stops_transcription_and_hides_the_key(qc_project, clips):
     with StubServer() as server:
         server.script("POST", OPENAI_ROUTE, Reply(401, {"error": {"message": f"bad key {KEY}"}}))
@@ -159,6 +164,7 @@ def test_asr_specs():
             parse_asr_spec(bad)
 
 
+@pytest.mark.slow
 def test_local_asr_without_the_extra_says_what_to_install(qc_project, clips, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "faster_whisper", None)
     backend = get_asr_backend(f"local:{tmp_path}")
@@ -166,6 +172,7 @@ def test_local_asr_without_the_extra_says_what_to_install(qc_project, clips, mon
         asyncio.run(run_transcription(qc_project, plan_transcription(qc_project.conn, [backend])))
 
 
+@pytest.mark.slow
 def test_local_asr_glue_with_a_stand_in_model(qc_project, clips, monkeypatch, tmp_path):
     """faster-whisper itself is not installed here (it needs model weights); a stand-in module with its
     interface checks what our side does: load from the folder once, 16 kHz float32 mono, the language code."""
@@ -194,6 +201,7 @@ def test_local_asr_glue_with_a_stand_in_model(qc_project, clips, monkeypatch, tm
     assert set(transcripts(qc_project, "local:whisper-small").values()) == {"hello world"}
 
 
+@pytest.mark.slow
 def test_cli_transcribe_two_systems_then_screen(cli, qc_project, clips, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
@@ -219,6 +227,7 @@ def test_cli_transcribe_two_systems_then_screen(cli, qc_project, clips, monkeypa
     assert none.code == 2 and "--asr" in none.err
 
 
+@pytest.mark.slow
 def test_cli_clips_out_lists_audio_for_an_external_asr(cli, qc_project, clips, tmp_path):
     out = tmp_path / "clips.csv"
     result = cli("transcribe", qc_project.path, "--clips-out", out)
@@ -228,6 +237,7 @@ def test_cli_clips_out_lists_audio_for_an_external_asr(cli, qc_project, clips, t
     assert lines[1].split(",")[-1].endswith(".wav")
 
 
+@pytest.mark.slow
 def test_gemini_429_waits_for_retry_info_then_succeeds(qc_project, clips):
     retry_info = {
         "error": {
@@ -247,6 +257,7 @@ def test_gemini_429_waits_for_retry_info_then_succeeds(qc_project, clips):
     assert report.transcripts == 1 and report.failed_clips == 0
 
 
+@pytest.mark.slow
 def test_the_same_system_twice_is_refused(qc_project, clips):
     a = get_asr_backend("compatible:whisper@http://127.0.0.1:1/v1")
     b = get_asr_backend("compatible:whisper@http://127.0.0.1:2/v1")
