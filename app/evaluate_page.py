@@ -14,8 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox, QVBoxLayout, QWidget
 
+from spokenbench.app import batch_ops
+from spokenbench.app.batch_ops import BATCH, BATCH_CHANGES, FILE, ProjectThreadOp
 from spokenbench.app.operations import (
     BackgroundOp,
     JobOp,
@@ -26,8 +29,8 @@ from spokenbench.app.operations import (
     WriteOp,
 )
 from spokenbench.app.store_writer import connect_project
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.evaluation import launcher
+from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.evaluation import batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
 from spokenbench.core.evaluation.runner import RunSummary, run_evaluation
 from spokenbench.core.jobs import JobInfo, request_cancel
@@ -122,6 +125,11 @@ class EvaluatePage(QWidget):
         self.view.cancelRequested.connect(self.cancel_run)
         self.view.resumeRequested.connect(self.resume_run)
         self.view.removeQueuedRequested.connect(self.remove_queued)
+        self.view.runWayChanged.connect(self._way_changed)
+        self.view.importResultsRequested.connect(self.ask_import_results)
+        self.last_batch: Operation | None = None  # the newest batch submit or export, for tests
+        self.last_import: Operation | None = None
+        self._update_ways()
         self._show_queue()
 
     # -- the project -------------------------------------------------------------------------------
@@ -195,6 +203,7 @@ class EvaluatePage(QWidget):
     # -- the form and the plan ---------------------------------------------------------------------
 
     def _form_edited(self) -> None:
+        self._update_ways()
         if self.prepared is not None:
             self._forget_plan("The form changed: prepare again to see the plan before starting.")
 
@@ -228,7 +237,28 @@ class EvaluatePage(QWidget):
 
     def _prepared(self, settings: RunSettings, prepared: EvaluationPreparation) -> None:
         self.prepared, self.prepared_settings = prepared, settings
-        self.view.set_plan("\n".join(launcher.plan_lines(prepared)), ready=True)
+        self._show_plan()
+
+    def _show_plan(self) -> None:
+        prepared = self.prepared
+        if prepared is None:
+            return
+        lines = launcher.plan_lines(prepared)
+        way = self.view.run_way()
+        if way == BATCH:
+            provider = batch_ops.batch_provider(prepared.model_name) or "?"
+            cost = prepared.estimated_cost_usd
+            at_batch = "no price known" if cost is None else f"at most ${cost * batches.BATCH_DISCOUNT:.4f}"
+            lines.append(
+                f"Batch ({provider}): {at_batch} at the batch price (half the online price); answers within 24 h, "
+                "collected in the jobs panel."
+            )
+        elif way == FILE:
+            lines.append(
+                "Export batch file: the requests are written for vLLM's run_batch (no answer is requested now); "
+                "import its output with Import results…"
+            )
+        self.view.set_plan("\n".join(lines), ready=True)
 
     def _prepare_failed(self, error: BaseException) -> None:
         if isinstance(error, SpokenBenchError):
@@ -239,8 +269,18 @@ class EvaluatePage(QWidget):
     # -- the queue ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Queue the prepared run; it starts at once when nothing else of this page runs."""
+        """Queue the prepared run (it starts at once when nothing else of this page runs), or submit it as
+        provider batch jobs, or export it as a batch file, as the form's "How to run" says."""
         if self.prepared_settings is None:
+            return
+        way = self.view.run_way()
+        if way == BATCH:
+            self.submit_batch(self.prepared_settings)
+            return
+        if way == FILE:
+            path = self.view.ask_batch_file_path(self._suggested_batch_file())
+            if path:
+                self.export_batch_file(self.prepared_settings, path)
             return
         self.enqueue(self.prepared_settings)
         self._forget_plan("Queued. Prepare another run to queue it after this one.")
@@ -295,7 +335,172 @@ class EvaluatePage(QWidget):
             status = "Nothing running."
         status += f" {len(self.queue)} queued." if self.queue else ""
         self.view.set_queue([entry.description for entry in self.queue], status)
-        self.view.set_start_label("Add to queue" if self.current is not None else "Start")
+        self._show_start_label()
+
+    def _show_start_label(self) -> None:
+        way = self.view.run_way()
+        if way == BATCH:
+            label = "Submit batch"
+        elif way == FILE:
+            label = "Export…"
+        else:
+            label = "Add to queue" if self.current is not None else "Start"
+        self.view.set_start_label(label)
+
+    # -- large runs: provider batches, batch files (issue 14) --------------------------------------------
+
+    def _update_ways(self) -> None:
+        self.view.set_run_ways(batch_ops.run_ways(self.view.form()))
+        self._show_start_label()
+
+    def _way_changed(self, way: str) -> None:
+        self._show_start_label()
+        self._show_plan()
+
+    def _suggested_batch_file(self) -> str:
+        prepared = self.prepared
+        name = (prepared.model_name if prepared else "requests").replace(":", "-").replace("/", "-")
+        folder = self.session.path.parent if self.session is not None else os.getcwd()
+        return os.path.join(str(folder), f"{name}-batch-requests.jsonl")
+
+    def submit_batch(self, settings: RunSettings) -> Operation | None:
+        """Prepare again on a worker (a preparation is a snapshot) and submit the plan as provider batch jobs."""
+        if self.session is None or self.session.closed:
+            return None
+        provider = batch_ops.batch_provider(settings.model)
+        if provider is None:
+            self.view.set_plan(f"Cannot submit: {settings.model} has no batch API here.", ready=False)
+            return None
+        description = launcher.describe_settings(settings)
+
+        def submit(project: Project, progress: Progress) -> batches.BatchSubmission:
+            prepared = prepare_evaluation(project, settings)
+            return batches.submit_batches(project, prepared, provider, progress)
+
+        operation = ProjectThreadOp(
+            self.session,
+            submit,
+            changes=BATCH_CHANGES,
+            job_kinds={batches.JOB_KIND_SUBMIT},
+            label=f"Submitting a {provider} batch: {description}",
+            parent=self,
+            error_title="The batch was not submitted",
+        )
+        operation.success(self._batch_submitted)
+        self._forget_plan(f"Submitting {description} as {provider} batch jobs…")
+        self.last_batch = operation.run()
+        return self.last_batch
+
+    def _batch_submitted(self, summary: batches.BatchSubmission) -> None:
+        jobs = len(summary.batch_ids)
+        cost = "" if summary.estimated_cost_usd is None else f", at most ${summary.estimated_cost_usd:.4f}"
+        text = [
+            f"Submitted run {summary.run_id} to {summary.provider}: {summary.lines:,} requests in {jobs} batch "
+            f"job{'s' if jobs != 1 else ''}{cost} at the batch price.",
+        ]
+        if summary.cached or summary.already_stored or summary.waiting_elsewhere:
+            text.append(
+                f"Not sent: {summary.cached:,} answered from the cache, {summary.already_stored:,} already stored, "
+                f"{summary.waiting_elsewhere:,} waiting in an earlier batch."
+            )
+        text.append("The jobs panel shows the jobs' state and collects their answers when the provider finishes.")
+        self.view.set_plan("\n".join(text), ready=False)
+
+    def export_batch_file(self, settings: RunSettings, path: str) -> Operation | None:
+        """Write the OpenAI batch-format request file for the run on a worker, with progress and cancel."""
+        if self.session is None or self.session.closed:
+            return None
+        description = launcher.describe_settings(settings)
+
+        def export(project: Project, progress: Progress) -> tuple[batches.BatchFileSummary, str]:
+            prepared = prepare_evaluation(project, settings)
+            return batches.write_batch_file(project, prepared, path, progress), prepared.model_name
+
+        operation = JobOp(
+            self.session,
+            export,
+            kind="batch-file",
+            changes=BATCH_CHANGES,
+            label=f"Exporting a batch file: {description}",
+            parent=self,
+            error_title="The batch file was not written",
+        )
+        operation.success(self._batch_file_written)
+        self._forget_plan(f"Writing the batch file {path}…")
+        self.last_batch = operation.run()
+        return self.last_batch
+
+    def _batch_file_written(self, result: tuple[batches.BatchFileSummary, str]) -> None:
+        summary, model_name = result
+        model = model_name.split(":", 1)[-1]
+        output = os.path.join(os.path.dirname(summary.path), "results.jsonl")
+        self.view.set_plan(
+            f"Wrote {summary.lines:,} requests ({summary.bytes / 1e6:.1f} MB) of run {summary.run_id} to "
+            f"{summary.path} in {summary.elapsed_s:.1f} s"
+            + (f"; {summary.cached:,} answered from the cache were not written" if summary.cached else "")
+            + ".\n\nRun it with vLLM on your GPUs:\n"
+            f"  python -m vllm.entrypoints.openai.run_batch -i {summary.path} -o {output} --model {model}\n"
+            "then Import results… with the output file.",
+            ready=False,
+        )
+
+    def ask_import_results(self) -> Operation | None:
+        if self.session is None:
+            return None
+        path = self.view.ask_results_path()
+        return self.import_results(path) if path else None
+
+    def import_results(self, path: str) -> Operation | None:
+        """Import a run_batch output file on a worker; a refused file is a dialog naming its bad lines."""
+        if self.session is None or self.session.closed:
+            return None
+        operation = JobOp(
+            self.session,
+            lambda project, progress: batches.import_results(project, path, progress),
+            kind="import-results",
+            changes=BATCH_CHANGES,
+            label=f"Importing batch results from {os.path.basename(path)}",
+            parent=self,
+            error_title="The results were not imported",
+        )
+        operation.success(lambda summary: self._results_imported(path, summary))
+        operation.failure(lambda error: self._import_refused(path, error))
+        self.last_import = operation.run()
+        return self.last_import
+
+    def _results_imported(self, path: str, summary: batches.ImportSummary) -> None:
+        runs = ", ".join(map(str, summary.runs)) or "none"
+        self.view.set_plan(
+            f"Imported {os.path.basename(path)}: {summary.lines:,} lines, {summary.answered:,} answered, "
+            f"{summary.failed:,} failed, {summary.skipped:,} already answered (runs {runs}).",
+            ready=False,
+        )
+        self.reload_runs()
+
+    def _import_refused(self, path: str, error: BaseException) -> QMessageBox:
+        """A readable dialog: the file's bad lines (a validation failure), or the reason; never a traceback."""
+        name = os.path.basename(path)
+        if isinstance(error, InputError):
+            count = len(error.problems)
+            text = (
+                f"{name} was not imported: {count} line{'s' if count != 1 else ''} cannot be used, and nothing was "
+                "stored. Fix or remove them and import the file again."
+            )
+            details = str(error)
+        elif isinstance(error, SpokenBenchError):
+            text, details = f"{name} was not imported: {error}", ""
+        else:
+            text, details = f"{name} was not imported: {type(error).__name__}: {error}", ""
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "The results were not imported", text, QMessageBox.StandardButton.Ok, self
+        )
+        if details:
+            box.setInformativeText("\n".join(details.splitlines()[:6]))
+            box.setDetailedText(details)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.last_refusal = box
+        return box
 
     # -- the runs ----------------------------------------------------------------------------------
 

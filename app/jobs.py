@@ -16,6 +16,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from spokenbench.app.batch_ops import BatchesController
 from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, WriteOp, show_error
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.jobs import JobInfo, request_cancel
@@ -150,6 +151,15 @@ def job_row(job: JobInfo, resuming: bool = False) -> JobRow:
     return JobRow(**row, state=job.status)
 
 
+def _own_untracked_jobs(jobs: list[JobInfo], operations: list[Operation]) -> set[int]:
+    """Live jobs of this process recorded by the core functions of running operations that declare their kinds
+    (`job_kinds`: a batch submit or collect records its own job): listed once, as the operation."""
+    kinds = set().union(*(getattr(op, "job_kinds", ()) for op in operations))
+    if not kinds:
+        return set()
+    return {job.id for job in jobs if job.is_live and job.kind in kinds and job.pid == os.getpid() and job.host == HOST}
+
+
 class JobsController(QObject):
     """Keeps a `JobsPanel` up to date and carries out its Cancel and Resume requests."""
 
@@ -170,6 +180,7 @@ class JobsController(QObject):
             signal.connect(self._schedule)
         panel.cancelRequested.connect(self.cancel)
         panel.resumeRequested.connect(self.resume)
+        self.batches = BatchesController(runner, panel.batches, self)  # provider batches and batch files
 
     def set_session(self, session: ProjectSession | None) -> None:
         if self.session is not None:
@@ -178,6 +189,7 @@ class JobsController(QObject):
         self._resuming.clear()
         if session is not None:
             session.jobs_listed.connect(self._schedule)
+        self.batches.set_session(session)
         self.refresh()
 
     def _schedule(self, *args) -> None:
@@ -185,10 +197,11 @@ class JobsController(QObject):
             self._refresh_soon.start()
 
     def refresh(self) -> None:
-        operations = [op for op in self.runner.running if op.is_running]
+        operations = [op for op in self.runner.running if op.is_running and not getattr(op, "quiet", False)]
         rows = [operation_row(op) for op in operations]
         if self.session is not None and not self.session.closed:
             own = {op.job_id for op in operations if op.job_id is not None}
+            own |= _own_untracked_jobs(self.session.jobs, operations)
             now = _dt.datetime.now(_dt.UTC).timestamp()
             for job in jobs_to_show(self.session.jobs, own, now):
                 started = self._resuming.get(job.id)

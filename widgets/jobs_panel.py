@@ -7,15 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QFontMetrics, QPainter
+from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QFrame,
+    QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -196,9 +201,13 @@ class JobsPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(self._list)
+        self.batches = BatchesView()
+        self.batches.setVisible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scroll)
+        layout.addWidget(scroll, 1)
+        layout.addWidget(self.batches, 1)
+        self.batches.rowsChanged.connect(lambda count: self.batches.setVisible(count > 0))
         self.setStyleSheet(
             "QWidget#jobsList { background: palette(base); }"
             "QFrame#jobCard { background: palette(window); border: 1px solid palette(mid); border-radius: 6px; }"
@@ -237,3 +246,129 @@ class JobsPanel(QWidget):
             self.cancelRequested.emit(card.key)
         elif card.row.action == "resume":
             self.resumeRequested.emit(card.key)
+
+
+# --------------------------------------------------------------------------------------------------
+# Provider batch jobs and batch files (issue 14)
+
+BATCH_COLUMNS = ("Provider", "Job id", "Model", "State", "Requests", "Submitted")
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    batch_id: int
+    provider: str  # 'openai', 'gemini', 'batch file'
+    job_id: str  # the provider's batch id, or the batch file's name
+    model: str
+    state: str  # as shown
+    requests: str
+    submitted: str  # local time
+    detail: str = ""  # the tooltip: run, provider state, cost, note
+    collectable: bool = False
+    cancellable: bool = False
+    attention: bool = False  # a note or an error: the state is shown in the warning colour
+
+
+class BatchesView(QGroupBox):
+    """The batch jobs the project submitted (and the batch files it wrote): one row each, with Collect, Cancel
+    batch and Refresh for the selected rows (all collectable rows when none is selected)."""
+
+    collectRequested = Signal(list)  # batch ids
+    cancelRequested = Signal(list)
+    refreshRequested = Signal()
+    rowsChanged = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__("Batch jobs (provider batches and batch files)", parent)
+        self.rows: list[BatchRow] = []
+        self.table = QTableWidget(0, len(BATCH_COLUMNS))
+        self.table.setHorizontalHeaderLabels(BATCH_COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setObjectName("jobDetail")
+        self.collect_button = QPushButton("Collect")
+        self.collect_button.setToolTip(
+            "Store what the finished jobs answered (finished jobs are collected by themselves)"
+        )
+        self.cancel_button = QPushButton("Cancel batch")
+        self.cancel_button.setToolTip(
+            "Ask the provider to cancel the selected jobs; what they answered is still collected"
+        )
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Ask the providers where the unfinished jobs are now")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.message, 1)
+        buttons.addWidget(self.refresh_button)
+        buttons.addWidget(self.collect_button)
+        buttons.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        self.collect_button.clicked.connect(self._collect)
+        self.cancel_button.clicked.connect(self._cancel)
+        self.refresh_button.clicked.connect(self.refreshRequested)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+        self._update_buttons()
+
+    def set_rows(self, rows: list[BatchRow]) -> None:
+        selected = set(self.selected_ids())
+        self.rows = list(rows)
+        table = self.table
+        table.blockSignals(True)
+        table.clearSelection()
+        table.setRowCount(len(rows))
+        for position, row in enumerate(rows):
+            values = (row.provider, row.job_id, row.model, row.state, row.requests, row.submitted)
+            for column, value in enumerate(values):
+                item = table.item(position, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    table.setItem(position, column, item)
+                item.setText(value)
+                item.setToolTip(row.detail)
+                item.setData(Qt.ItemDataRole.UserRole, row.batch_id)
+                if column == 3:
+                    item.setForeground(QBrush(QColor("#c62828")) if row.attention else table.palette().text())
+            if row.batch_id in selected:
+                table.selectRow(position)
+        table.blockSignals(False)
+        self._update_buttons()
+        self.rowsChanged.emit(len(rows))
+
+    def set_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setToolTip(text)
+
+    def selected_ids(self) -> list[int]:
+        model = self.table.selectionModel()
+        if model is None:
+            return []
+        positions = sorted(index.row() for index in model.selectedRows())
+        return [self.rows[p].batch_id for p in positions if p < len(self.rows)]
+
+    def _chosen(self, wanted) -> list[int]:
+        selected = set(self.selected_ids())
+        pool = [row for row in self.rows if row.batch_id in selected] if selected else self.rows
+        return [row.batch_id for row in pool if wanted(row)]
+
+    def _update_buttons(self) -> None:
+        self.collect_button.setEnabled(bool(self._chosen(lambda row: row.collectable)))
+        self.cancel_button.setEnabled(bool(self.selected_ids()) and bool(self._chosen(lambda row: row.cancellable)))
+
+    def _collect(self) -> None:
+        ids = self._chosen(lambda row: row.collectable)
+        if ids:
+            self.collectRequested.emit(ids)
+
+    def _cancel(self) -> None:
+        ids = self._chosen(lambda row: row.cancellable) if self.selected_ids() else []
+        if ids:
+            self.cancelRequested.emit(ids)

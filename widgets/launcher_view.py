@@ -10,7 +10,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QButtonGroup,
     QComboBox,
+    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QRadioButton,
     QScrollArea,
     QSpinBox,
     QSplitter,
@@ -49,6 +52,18 @@ GRID_FIELDS = (  # (LaunchForm field, label, the factor whose levels the placeho
     ("volumes", "Volumes", "volume"),
     ("snr", "Noise (SNR dB)", "snr_db"),
 )
+RUN_WAYS = (  # (way, label): how the prepared run is sent
+    ("online", "Online"),
+    ("batch", "Batch (half price, results within 24 h)"),
+    ("file", "Export batch file"),
+)
+RUN_WAY_TIPS = {
+    "online": "Send the requests now and watch the answers arrive (full price).",
+    "batch": "Submit the run as provider batch jobs at half the online price; the jobs panel collects the answers "
+    "when the provider has finished them (usually within hours, at most 24 h).",
+    "file": "Write the requests as an OpenAI batch-format file for vLLM's run_batch on your own GPUs; import its "
+    "output afterwards with Import results…",
+}
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
 
 
@@ -81,6 +96,8 @@ class LauncherView(QWidget):
     cancelRequested = Signal(int)  # run id
     resumeRequested = Signal(int)
     removeQueuedRequested = Signal(int)  # queue position
+    runWayChanged = Signal(str)
+    importResultsRequested = Signal()
     selectionChanged = Signal()
 
     def __init__(self, parent: QWidget | None = None):
@@ -175,12 +192,32 @@ class LauncherView(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(self.prepare_button)
         buttons.addWidget(self.start_button)
+
+        # -- how to run: online, provider batch, batch file --------------------------------------------
+        self.way_group = QGroupBox("How to run")
+        self.way_buttons: dict[str, QRadioButton] = {}
+        self._ways = QButtonGroup(self)
+        way_layout = QVBoxLayout(self.way_group)
+        way_layout.setSpacing(2)
+        for way, label in RUN_WAYS:
+            button = QRadioButton(label)
+            button.setToolTip(RUN_WAY_TIPS[way])
+            self.way_buttons[way] = button
+            self._ways.addButton(button)
+            way_layout.addWidget(button)
+        self.way_buttons["online"].setChecked(True)
+        self.way_note = QLabel()
+        self.way_note.setWordWrap(True)
+        self.way_note.setObjectName("wayNote")
+        self.way_note.setStyleSheet("QLabel#wayNote { color: palette(dark); }")
+        way_layout.addWidget(self.way_note)
         self.plan_text = QPlainTextEdit()
         self.plan_text.setReadOnly(True)
         self.plan_text.setPlaceholderText("Prepare shows the plan here: requests, cached, estimated cost, warnings.")
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.addWidget(scroll, 3)
+        left_layout.addWidget(self.way_group)
         left_layout.addLayout(buttons)
         left_layout.addWidget(self.plan_text, 2)
 
@@ -217,7 +254,12 @@ class LauncherView(QWidget):
         runs_layout.addWidget(self.runs_table, 1)
         runs_layout.addWidget(self.progress_bar)
         runs_layout.addWidget(self.progress_label)
+        self.import_button = QPushButton("Import results…")
+        self.import_button.setToolTip(
+            "Import the output of vLLM's run_batch (or any OpenAI batch output) for a batch file this project wrote"
+        )
         run_buttons = QHBoxLayout()
+        run_buttons.addWidget(self.import_button)
         run_buttons.addStretch(1)
         run_buttons.addWidget(self.cancel_button)
         run_buttons.addWidget(self.resume_button)
@@ -241,6 +283,8 @@ class LauncherView(QWidget):
         self.start_button.clicked.connect(self.startRequested)
         self.test_button.clicked.connect(self.testConnectionRequested)
         self.remove_queued_button.clicked.connect(self._remove_queued)
+        self.import_button.clicked.connect(self.importResultsRequested)
+        self._ways.buttonToggled.connect(self._way_toggled)
         self.cancel_button.clicked.connect(lambda: self._run_action(self.cancelRequested))
         self.resume_button.clicked.connect(lambda: self._run_action(self.resumeRequested))
         self.runs_table.itemSelectionChanged.connect(self._selection_changed)
@@ -355,6 +399,48 @@ class LauncherView(QWidget):
 
     def _provider_changed(self, *args) -> None:
         self.custom_key.setText(CUSTOM_PROVIDERS.get(self.custom_provider.currentData(), ""))
+
+    # -- how to run ----------------------------------------------------------------------------------
+
+    def run_way(self) -> str:
+        return next((way for way, button in self.way_buttons.items() if button.isChecked()), "online")
+
+    def set_run_way(self, way: str) -> None:
+        self.way_buttons[way].setChecked(True)
+
+    def set_run_ways(self, reasons: dict[str, str | None]) -> None:
+        """Enable each way of running, or disable it with the reason (shown under the choices and as tooltip);
+        a checked way that becomes unavailable falls back to Online."""
+        notes = []
+        for way, label in RUN_WAYS:
+            button = self.way_buttons[way]
+            reason = reasons.get(way)
+            button.setEnabled(reason is None)
+            button.setToolTip(RUN_WAY_TIPS[way] if reason is None else f"Not for this model: {reason}.")
+            if reason is not None:
+                notes.append(f"{label.split(' (')[0]}: not available — {reason}.")
+        if not self.way_buttons[self.run_way()].isEnabled():
+            self.way_buttons["online"].setChecked(True)
+        self.way_note.setText("\n".join(notes))
+        self.way_note.setVisible(bool(notes))
+
+    def _way_toggled(self, button, checked: bool) -> None:
+        if checked:
+            self.runWayChanged.emit(self.run_way())
+
+    def ask_batch_file_path(self, suggested: str) -> str | None:
+        """Where to write the batch file (a save dialog); None when the user cancels."""
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export batch file", suggested, "Batch request files (*.jsonl);;All files (*)"
+        )
+        return path or None
+
+    def ask_results_path(self) -> str | None:
+        """Which run_batch output file to import; None when the user cancels."""
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import batch results", "", "Batch output files (*.jsonl);;All files (*)"
+        )
+        return path or None
 
     # -- plan, test, queue ---------------------------------------------------------------------------
 
