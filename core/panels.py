@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -202,9 +202,21 @@ class Panel:
     published: list[Published] = field(default_factory=list)
     empty: str | None = None
     seconds: float = 0.0
+    # The parts a panel shows one at a time (the gender probes' answer settings: key -> the first line of their
+    # points' x labels): all of them side by side would be too many groups for one axis.
+    views: dict[str, str] = field(default_factory=dict)
 
     def facet_points(self, facet: str) -> list[Point]:
         return [p for p in self.points if p.facet == facet]
+
+    def in_view(self, view: str | None) -> Panel:
+        """The panel with only the points of `view` (the first view when None or unknown), their x labels
+        without the view's line, and the view named in the title; a panel without views as it is."""
+        if not self.views:
+            return self
+        prefix = self.views.get(view) if view in self.views else next(iter(self.views.values()))
+        points = [replace(p, x=p.x.split("\n", 1)[1]) for p in self.points if p.x.startswith(prefix + "\n")]
+        return replace(self, points=points, title=f"{self.title} · {prefix}")
 
 
 @dataclass
@@ -1640,6 +1652,7 @@ def _gender_probe(
         require_backbones=False,
     )
     flags = source.simulated if source is not None else simulated
+    panel.views = {setting: PROBE_SETTING_LABELS.get(setting, setting) for setting in study.settings}
 
     def is_simulated(model: str) -> bool:
         from spokenbench.core.metrics.gender_study import TEXT_SUFFIX

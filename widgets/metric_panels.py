@@ -442,6 +442,7 @@ class MetricPanelView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.panel: Panel | None = None
+        self.view_key: str | None = None  # the view shown of a panel that has views (None: its first)
         self.series: list[str] = []
         self.simulated: dict[str, bool] = {}
         self.hits = Hits()
@@ -552,9 +553,18 @@ class MetricPanelView(QWidget):
         if self.panel is None:
             return
         shown = self.published_toggle.isChecked()
-        self._fit_canvas(panel_rows(self.panel, shown))
-        self.hits = draw_panel(self.figure, self.panel, self.series, self.simulated, shown)
+        panel = self.panel.in_view(self.view_key)  # a panel with views (the gender probes' settings) shows one
+        self._fit_canvas(panel_rows(panel, shown))
+        self.hits = draw_panel(self.figure, panel, self.series, self.simulated, shown)
         self.canvas.draw_idle()
+
+    def set_view_key(self, key: str | None) -> None:
+        """Show one of the panel's views (the gender probes' answer setting the detail below has picked)."""
+        if key == self.view_key:
+            return
+        self.view_key = key
+        if self.panel is not None and self.panel.views:
+            self.redraw()
 
     def _fit_canvas(self, rows: int) -> None:
         """The canvas high enough for its rows of subplots, the height taken from the table below it."""

@@ -455,3 +455,24 @@ def test_many_questions_take_the_chunked_bootstrap_with_the_same_intervals(monke
     chunked = compute_panels(frame, n_resamples=300)
     for key in PANEL_ORDER:
         assert sorted(map(summary, chunked.panels[key].points)) == sorted(map(summary, dense.panels[key].points))
+
+
+def test_a_panel_with_views_shows_one_at_a_time():
+    """The gender probes' answer settings are views: the figure draws one setting's categories, not all twelve
+    setting-category groups on one axis."""
+    from spokenbench.core.panels import Panel, Point
+
+    panel = Panel("gender_probe", "Gender probes", "Table 1", "", "bars", ["J"], {})
+    panel.views = {"binary_option": "binary", "neutral_option": "neutral option"}
+    panel.points = [
+        Point("J", "binary\nstereo.", "m", 0.5),
+        Point("J", "binary\ndep.", "m", 0.4),
+        Point("J", "neutral option\nstereo.", "m", 0.3),
+    ]
+    binary = panel.in_view(None)
+    assert [p.x for p in binary.points] == ["stereo.", "dep."] and binary.title == "Gender probes · binary"
+    neutral = panel.in_view("neutral_option")
+    assert [(p.x, p.value) for p in neutral.points] == [("stereo.", 0.3)]
+    assert len(panel.points) == 3  # the panel itself keeps every setting
+    plain = Panel("accuracy", "Accuracy", "Fig. 2", "", "bars", ["J"], {}, points=panel.points)
+    assert plain.in_view("binary_option") is plain
