@@ -167,7 +167,7 @@ def batch_row(entry: dict, collecting: set[int]) -> BatchRow:
         requests=requests,
         submitted=_submitted_text(entry.get("created_at")),
         detail=" · ".join(detail),
-        collectable=provider != "file" and state not in ("collected",) and entry["id"] not in collecting,
+        collectable=provider != "file" and state in batches.TERMINAL and entry["id"] not in collecting,
         cancellable=bool(waiting) and state != "cancelling",
         attention=bool(entry.get("note") or entry.get("error")),
     )

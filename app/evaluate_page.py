@@ -249,14 +249,16 @@ class EvaluatePage(QWidget):
             provider = batch_ops.batch_provider(prepared.model_name) or "?"
             cost = prepared.estimated_cost_usd
             at_batch = "no price known" if cost is None else f"at most ${cost * batches.BATCH_DISCOUNT:.4f}"
-            lines.append(
+            lines.insert(
+                0,
                 f"Batch ({provider}): {at_batch} at the batch price (half the online price); answers within 24 h, "
-                "collected in the jobs panel."
+                "collected in the jobs panel.",
             )
         elif way == FILE:
-            lines.append(
+            lines.insert(
+                0,
                 "Export batch file: the requests are written for vLLM's run_batch (no answer is requested now); "
-                "import its output with Import results…"
+                "import its output with Import results…",
             )
         self.view.set_plan("\n".join(lines), ready=True)
 

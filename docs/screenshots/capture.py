@@ -63,6 +63,89 @@ def add_two_annotators(path: Path) -> None:
             rate_clip(project, clip.clip_id, "bob", "correct" if n % 4 else "incorrect")
 
 
+def capture_batches(app, window, tmp: Path) -> None:
+    """Text runs (the demo assembles no audio). Two provider batches submitted from the Evaluate page to the loopback batch stub of the tests (the
+    official SDKs talk to it as to the providers; no key, no network), the Gemini one finished and collected,
+    the OpenAI one running, and a batch file exported for vLLM; then a Gemini run prepared as a batch."""
+    import dataclasses
+
+    sys.path.insert(0, str(OUT.parent.parent / "tests" / "core" / "evaluation"))
+    from batch_stub import BatchStub
+
+    from spokenbench.core.evaluation import launcher
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-screenshot-0123456789abcdef")
+    os.environ.setdefault("GEMINI_API_KEY", "AIzaScreenshotKey0123456789abcdefghij")
+    stub = BatchStub().__enter__()
+    real = launcher.settings_from_form
+
+    def to_stub(form):
+        settings = real(form)
+        if settings.model.startswith("openai:"):
+            return dataclasses.replace(settings, base_url=stub.openai_url)
+        if settings.model.startswith("gemini:"):
+            return dataclasses.replace(settings, base_url=stub.gemini_url)
+        return settings
+
+    launcher.settings_from_form = to_stub
+    window.resize(1380, 880)
+    window.show_page("evaluate")
+    evaluate = window.page_widgets["evaluate"]
+    view = evaluate.view
+    controller = window.jobs.batches
+    settle(app, 1.0)
+
+    def prepare(model: str, way: str, limit: str) -> None:
+        view.select_model(model)
+        view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+        view.limit_edit.setText(limit)
+        view.formEdited.emit()
+        view.set_run_way(way)
+        evaluate.prepare()
+        wait_until(app, lambda: evaluate.prepared is not None or "Cannot" in view.plan_text.toPlainText(), 60)
+        if evaluate.prepared is None:
+            raise RuntimeError(view.plan_text.toPlainText())
+
+    def launched() -> None:
+        view.start_button.click()
+        wait_until(app, lambda: evaluate.last_batch is not None and not evaluate.last_batch.is_running, 120)
+        if evaluate.last_batch.status != "succeeded":
+            raise RuntimeError(f"{evaluate.last_batch.label}: {evaluate.last_batch.error}")
+
+    prepare("gemini:gemini-2.5-flash", "batch", "12")
+    launched()
+    for _ in range(4):  # PENDING → RUNNING → SUCCEEDED, then collected by the panel itself
+        wait_until(app, lambda: controller.last_read is not None and not controller.last_read.is_running)
+        controller.refresh(remote=True)
+        settle(app, 0.3)
+    wait_until(app, lambda: any(entry["state"] == "collected" for entry in controller.entries), timeout_s=60)
+    prepare("openai:gpt-audio-mini", "batch", "20")
+    launched()
+    settle(app, 1.0)
+    view.select_model("custom")
+    view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+    view.custom_url.setText("http://127.0.0.1:8000/v1")
+    view.custom_model.setText("google/gemma-3n-E4B-it")
+    view.custom_key.setText("")
+    view.limit_edit.setText("")
+    view.formEdited.emit()
+    view.set_run_way("file")
+    evaluate.prepare()
+    wait_until(app, lambda: evaluate.prepared is not None, timeout_s=60)
+    view.ask_batch_file_path = lambda suggested: str(tmp / "gemma-3n-requests.jsonl")
+    launched()
+    wait_until(app, lambda: len(controller.entries) == 3 and not controller.last_read.is_running, timeout_s=60)
+    prepare("gemini:gemini-2.5-flash-lite", "batch", "")
+    window.jobs_dock.show()
+    window.resizeDocks([window.jobs_dock], [280], Qt.Orientation.Vertical)
+    settle(app, 1.5)
+    grab(window, "studio-batches")
+    window.jobs_dock.hide()
+    launcher.settings_from_form = real
+    stub.__exit__(None, None, None)
+    window.resize(1300, 820)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", help="screens to take (default: all)")
@@ -212,6 +295,9 @@ def main() -> None:
         settle(app, 1.0)
         grab(window, "studio-jobs")
         window.jobs_dock.hide()
+
+    if want("studio-batches"):  # large runs (issue 14 item 3): batch choices, the jobs panel's batch jobs
+        capture_batches(app, window, tmp)
 
     if want("studio-pack"):
         away = tmp / "away"
