@@ -157,7 +157,7 @@ def _legend_below(container, handles, labels, title: str | None = None) -> None:
     if not handles:
         return
     longest = max(len(str(label)) for label in labels)
-    column_px = longest * 4.6 + 40
+    column_px = longest * 5.6 + 40  # DejaVu Sans at the legend size: about 5.5 px a character
     ncols = max(1, min(len(labels), int(_width_px(container) * 0.95 // column_px)))
     ncols = math.ceil(len(labels) / math.ceil(len(labels) / ncols))  # balanced rows
     container.legend(handles, labels, loc="outside lower center", ncols=ncols, title=title, frameon=False)
