@@ -116,6 +116,14 @@ def register(subparsers) -> None:
     p = add_command(subparsers, "demo", description="Build the demo project offline (no network, no API key).")
     p.add_argument("dir", metavar="DIR", help="new or empty folder")
     p.add_argument("--json", action="store_true", help="print the project summary as JSON")
+    p.add_argument(
+        "--report",
+        metavar="OUT",
+        default=None,
+        help="also write the full report into OUT (new or empty folder), offline: the multiple-choice and "
+        "gender-probe reports (as `spokenbench report` writes them), their figures, the papers' published tables "
+        "and an index OUT/index.md with the guided tour, saying which numbers are simulated and which published",
+    )
     p.set_defaults(handler=cmd_demo)
 
 
@@ -226,12 +234,32 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.report is not None:
+        from spokenbench.core.demo_report import check_report_folder
+
+        check_report_folder(args.report)  # before the demo is built: an occupied folder fails at once
+        if Path(args.report).resolve() == Path(args.dir).resolve():
+            raise SpokenBenchError("--report needs a folder other than the demo project's")
     from spokenbench.core.demo import build_demo
 
     build_demo(args.dir, text_progress_bar())
     with opened(args.dir) as project:
         summary = project_summary(project.conn)
+    report = None
+    if args.report is not None:
+        from spokenbench.core.demo_report import write_demo_report
+
+        report = write_demo_report(args.dir, args.report, progress=text_progress_bar())
     if args.json:
+        if report is not None:
+            summary = {
+                **summary,
+                "report": {
+                    "index": str(report.index),
+                    "figures": [str(path) for path in report.figures],
+                    "files": sum(len(part.files) for part in report.parts.values()),
+                },
+            }
         print_json(summary)
     else:
         items = summary["items"]
@@ -240,6 +268,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"({', '.join(f'{k} {v}' for k, v in items['by_language'].items())}), "
             f"{summary['rewrites']['total']} rewrites"
         )
+        if report is not None:
+            files = sum(len(part.files) for part in report.parts.values())
+            print(
+                f"wrote the demo report to {report.out_dir}: {files} files, {len(report.figures)} figures "
+                f"(index: {report.index}; simulated numbers, the published tables in "
+                f"{report.out_dir / 'published'})"
+            )
         print(f"next: spokenbench info {args.dir}   or   spokenbench-studio {args.dir}")
     return 0
 
