@@ -63,6 +63,11 @@ from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.database import utc_now
 
+try:  # SIMD base64 (the optional extra `fast-batch-files`): the same bytes, ~25 % less CPU per batch-file line
+    from pybase64 import b64encode as _b64encode
+except ImportError:  # the standard library's encoder
+    _b64encode = base64.b64encode
+
 BATCH_DISCOUNT = 0.5  # both providers bill batch requests at half the online price
 PROVIDERS = ("openai", "gemini")
 OPENAI_ENDPOINT = "/v1/chat/completions"
@@ -429,7 +434,7 @@ class _Writer:
         pieces, start = [], 0
         for audio, token in zip(request.audio, tokens):
             at = text.index(token, start)
-            pieces += [text[start:at], base64.b64encode(self._audio(audio.sha256, audio.format))]
+            pieces += [text[start:at], _b64encode(self._audio(audio.sha256, audio.format))]
             start = at + len(token)
         pieces += [text[start:], b"\n"]
         return pieces

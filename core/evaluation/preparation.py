@@ -548,6 +548,9 @@ def _run_to_resume(project: Project, settings: RunSettings, identity: dict, mode
     return None
 
 
+COUNT_CHUNK = 2_000  # planned requests rendered and keyed at a time while counting what the cache answers
+
+
 def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, remaining: list[Job]) -> None:
     """Which remaining requests the response cache or an identical request answers, how many calls remain,
     and what they cost at most. Cache keys come from adapters without a client: no credential is read."""
@@ -592,18 +595,22 @@ def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, rem
             else:
                 send(answerer, request, key, prepared.price)
         cache_keys = sorted(set(asr_keys) | {key for _job, _request, key in answers if key})
-    else:
-        requests = [builder.answer(job) for job in remaining]
-        keys = [answerer.request_key(request) for request in requests]
-        known = store.cached_replies(project.conn, sorted(set(keys)))
-        for request, key in zip(requests, keys):
-            if key in known:
-                cached += 1
-            elif key in seen:
-                shared += 1
-            else:
-                send(answerer, request, key, prepared.price)
-        cache_keys = sorted(set(keys))
+    else:  # a chunk at a time: the rendered requests of a large plan are never all held at once
+        all_keys: set[str] = set()
+        for start in range(0, len(remaining), COUNT_CHUNK):
+            requests = [builder.answer(job) for job in remaining[start : start + COUNT_CHUNK]]
+            keys = [answerer.request_key(request) for request in requests]
+            known = store.cached_replies(project.conn, sorted(set(keys)))
+            for request, key in zip(requests, keys):
+                if key in known:
+                    cached += 1
+                elif key in seen:
+                    shared += 1
+                else:
+                    send(answerer, request, key, prepared.price)
+            all_keys.update(keys)
+            del requests, known
+        cache_keys = sorted(all_keys)
     prepared.already_cached, prepared.shared, prepared.requests_to_send = cached, shared, calls
     prepared.cache_keys = tuple(cache_keys)
     if prepared.price is not None and asr_price is not None:

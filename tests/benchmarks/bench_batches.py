@@ -99,7 +99,11 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
 
 WRITER = """
 import json, resource, sys, threading, time
+from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.batches import write_batch_file
+if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
+    import base64
+    batches._b64encode = base64.b64encode
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.store import opened
 
@@ -161,11 +165,62 @@ def write_results(request_file: Path, results_file: Path) -> int:
     return count
 
 
+def write_file(project_dir: Path, request_file: Path, encoder: str) -> dict | None:
+    """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib'."""
+    done = subprocess.run(
+        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    if done.returncode != 0:
+        print(done.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare_base64(rounds: int, project_dir: Path, request_file: Path) -> int:
+    """Alternate writes with pybase64 and the standard library's base64; print each and the medians."""
+    import statistics
+
+    results: dict[str, list[dict]] = {"pybase64": [], "stdlib": []}
+    for n in range(rounds):
+        for encoder in ("pybase64", "stdlib") if n % 2 == 0 else ("stdlib", "pybase64"):
+            figures = write_file(project_dir, request_file, encoder)
+            if figures is None:
+                return 1
+            results[encoder].append(figures)
+            print(
+                f"  {encoder:8s} {figures['bytes'] / 1e6 / figures['write_s']:6.0f} MB/s wall, "
+                f"{figures['bytes'] / 1e6 / figures['write_cpu_s']:6.0f} MB per CPU-second, "
+                f"{figures['write_s']:.1f} s ({figures['write_cpu_s']:.1f} s CPU), peak RSS {figures['peak_rss_mb']:.0f} MB, "
+                f"load {os.getloadavg()[0]:.1f}"
+            )
+    for encoder, runs in results.items():
+        wall = statistics.median(f["bytes"] / 1e6 / f["write_s"] for f in runs)
+        cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in runs)
+        rss = statistics.median(f["peak_rss_mb"] for f in runs)
+        print(
+            f"median of {len(runs)} ({encoder}): {wall:.0f} MB/s wall (target >= {TARGET_MB_S:.0f}), {cpu:.0f} MB per "
+            f"CPU-second, peak RSS {rss:.0f} MB (target <= {TARGET_RSS_MB:.0f}); prepare "
+            f"{statistics.median(f['prepare_s'] for f in runs):.1f} s"
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=100_800)
     parser.add_argument("--audio-seconds", type=float, default=1.0)
     parser.add_argument("--keep", action="store_true", help="keep the project and files (printed)")
+    parser.add_argument(
+        "--compare-base64",
+        type=int,
+        default=0,
+        metavar="N",
+        help="write the file N times with pybase64 and N times with the standard library's base64, alternated; "
+        "print the medians (no import)",
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-batches-"))
     project_dir, request_file, results_file = folder / "project", folder / "requests.jsonl", folder / "results.jsonl"
@@ -175,16 +230,11 @@ def main() -> int:
         print(
             f"project: {args.requests:,} planned requests, {args.audio_seconds:g} s audio each, built in {time.perf_counter() - started:.1f} s"
         )
-        done = subprocess.run(
-            [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        if done.returncode != 0:
-            print(done.stderr)
+        if args.compare_base64:
+            return compare_base64(args.compare_base64, project_dir, request_file)
+        figures = write_file(project_dir, request_file, "pybase64")
+        if figures is None:
             return 1
-        figures = json.loads(done.stdout.strip().splitlines()[-1])
         rate = figures["bytes"] / 1e6 / figures["write_s"]
         cpu_rate = figures["bytes"] / 1e6 / figures["write_cpu_s"]
         print(
