@@ -131,6 +131,11 @@ def _submitted_text(stamp: str | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
+def _waiting(entry: dict) -> bool:
+    """A provider job that may still change state: worth asking the provider about."""
+    return entry["provider"] != "file" and bool(entry.get("remote_id")) and entry["state"] in batches.WAITING
+
+
 def batch_row(entry: dict, collecting: set[int]) -> BatchRow:
     """One entry of `batch_states` as the jobs panel's batch list shows it."""
     provider, state = entry["provider"], entry["state"]
@@ -157,7 +162,7 @@ def batch_row(entry: dict, collecting: set[int]) -> BatchRow:
             detail.append(str(entry[key]))
     if provider == "file" and entry.get("input_file"):
         detail.append(str(entry["input_file"]))
-    waiting = provider != "file" and entry.get("remote_id") and state in batches.WAITING
+    waiting = _waiting(entry)
     return BatchRow(
         batch_id=entry["id"],
         provider=provider_text,
@@ -219,7 +224,7 @@ class BatchesController(QObject):
             return
         session.changes.changed.connect(self._changed)
         self._poll.start()
-        self.refresh(remote=True)
+        self.refresh()  # jobs still waiting are then asked about at once
 
     def _changed(self, tables: set[str]) -> None:
         if "batch_jobs" in tables:
@@ -232,6 +237,8 @@ class BatchesController(QObject):
             return None
         if remote and self.collect_op is not None and self.collect_op.is_running:
             remote = False  # the collect asks the providers itself; never race it
+        if remote and not any(_waiting(entry) for entry in self.entries):
+            remote = False  # nothing to ask about (a read-only project never gets a writable connection here)
         if remote:
             self._asked |= {entry["id"] for entry in self.entries}
             operation: Operation = ProjectThreadOp(
@@ -257,11 +264,7 @@ class BatchesController(QObject):
 
     def _states_read(self, entries: list[dict]) -> None:
         self.entries = entries
-        fresh = {
-            entry["id"]
-            for entry in entries
-            if entry["remote_id"] and entry["state"] in batches.WAITING and entry["id"] not in self._asked
-        }
+        fresh = {entry["id"] for entry in entries if _waiting(entry) and entry["id"] not in self._asked}
         if fresh:  # a job just submitted (or first seen): where is it now?
             self._asked |= fresh
             QTimer.singleShot(0, lambda: self.refresh(remote=True))

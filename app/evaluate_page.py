@@ -384,7 +384,7 @@ class EvaluatePage(QWidget):
             submit,
             changes=BATCH_CHANGES,
             job_kinds={batches.JOB_KIND_SUBMIT},
-            label=f"Submitting a {provider} batch: {description}",
+            label=f"Submitting {provider} batch jobs: {description}",
             parent=self,
             error_title="The batch was not submitted",
         )
