@@ -411,16 +411,17 @@ class LauncherView(QWidget):
     def set_run_ways(self, reasons: dict[str, str | None]) -> None:
         """Enable each way of running, or disable it with the reason (shown under the choices and as tooltip);
         a checked way that becomes unavailable falls back to Online."""
-        notes = []
+        unavailable: dict[str, list[str]] = {}  # reason → the ways it disables (one note for the same reason)
         for way, label in RUN_WAYS:
             button = self.way_buttons[way]
             reason = reasons.get(way)
             button.setEnabled(reason is None)
             button.setToolTip(RUN_WAY_TIPS[way] if reason is None else f"Not for this model: {reason}.")
             if reason is not None:
-                notes.append(f"{label.split(' (')[0]}: not available — {reason}.")
+                unavailable.setdefault(reason, []).append(label.split(" (")[0])
         if not self.way_buttons[self.run_way()].isEnabled():
             self.way_buttons["online"].setChecked(True)
+        notes = [f"{' and '.join(labels)}: not available — {reason}." for reason, labels in unavailable.items()]
         self.way_note.setText("\n".join(notes))
         self.way_note.setVisible(bool(notes))
 
