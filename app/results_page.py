@@ -118,7 +118,7 @@ class ResultsPage(QWidget):
         self.gender_panel.play_requested.connect(self.play_path)
         # the figure shows the answer setting the detail has picked (all four side by side do not fit one axis)
         self.gender_panel.setting_picker.currentIndexChanged.connect(
-            lambda _index: self.view.set_view_key(self.gender_panel.setting())
+            lambda _index: self.view.set_view_key(self.gender_panel.setting)
         )
         self.gender_panel.hide()
 
@@ -351,7 +351,7 @@ class ResultsPage(QWidget):
 
     def _show_gender(self, view) -> None:
         self.gender_panel.set_view(view)
-        self.view.set_view_key(self.gender_panel.setting())
+        self.view.set_view_key(self.gender_panel.setting)
         self.gender_ready.emit(view)
 
     def load_versions(self, item_id: int) -> QueryOp | None:
