@@ -14,7 +14,6 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp
-from spokenbench.app.store_writer import connect_project
 from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
 from spokenbench.core.progress import Progress
@@ -103,20 +102,7 @@ class ProjectThreadOp(Operation):
         self._fn = fn
 
     def _start(self) -> None:
-        progress = self._make_progress()
-
-        def work() -> Any:
-            progress.check_cancelled()
-            try:
-                project = connect_project(self.session.path)
-                try:
-                    return self._fn(project, progress)
-                finally:
-                    project.close()
-            finally:
-                self.session.changes.notify(self.changes)
-
-        self._run_on_own_thread(work, f"op: {self.label}")
+        self._run_with_own_connection(self._fn, self.changes, f"op: {self.label}")
 
 
 def _submitted_text(stamp: str | None) -> str:

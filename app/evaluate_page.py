@@ -12,7 +12,6 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QVBoxLayout, QWidget
@@ -28,7 +27,6 @@ from spokenbench.app.operations import (
     QueryOp,
     WriteOp,
 )
-from spokenbench.app.store_writer import connect_project
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.evaluation import batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
@@ -71,20 +69,7 @@ class EvaluationRunOp(JobOp):
         return f"{prepared.model_name} {prepared.settings.mode} {prepared.settings.prompt} (run "
 
     def _start(self) -> None:
-        progress = self._make_progress()
-
-        def work() -> Any:
-            progress.check_cancelled()
-            try:
-                project = connect_project(self.session.path)
-                try:
-                    return self._fn(project, progress)
-                finally:
-                    project.close()
-            finally:
-                self.session.changes.notify(self.changes)
-
-        self._run_on_own_thread(work, f"job: {self.label}")
+        self._run_with_own_connection(self._fn, self.changes, f"job: {self.label}")
 
 
 @dataclass

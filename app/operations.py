@@ -378,6 +378,25 @@ class Operation(QObject):
         self._thread = threading.Thread(target=self._guarded, args=(work,), name=name, daemon=True)
         self._thread.start()
 
+    def _run_with_own_connection(self, fn: Callable[[Project, Progress], Any], changes: frozenset[str], name: str):
+        """`fn(project, progress)` on a thread of its own with a writable connection of its own to the operation's
+        `session`, not wrapped in a tracked job (for core functions that record their own: run_evaluation,
+        submit_batches, …); `changes` are announced when it ends, however it ends."""
+        progress = self._make_progress()
+
+        def work() -> Any:
+            progress.check_cancelled()
+            try:
+                project = connect_project(self.session.path)
+                try:
+                    return fn(project, progress)
+                finally:
+                    project.close()
+            finally:
+                self.session.changes.notify(changes)
+
+        self._run_on_own_thread(work, name)
+
     def _join(self, timeout_s: float) -> None:
         """Wait for the operation's own thread, if it has one."""
         if self._thread is not None:
