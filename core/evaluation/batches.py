@@ -56,6 +56,7 @@ from spokenbench.core.evaluation.budget import reply_cost
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, run_claim
 from spokenbench.core.evaluation.presets import Price
+from spokenbench.core.evaluation.runner import create_prepared_run
 from spokenbench.core.jobs import tracked_job
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.remote import redact, strip_url_credentials
@@ -282,20 +283,8 @@ def _ensure_run(project: Project, prepared: EvaluationPreparation) -> int:
     """The run this batch belongs to: the one being resumed, or a new one (status 'created' until collected)."""
     if prepared.resume_run_id is not None:
         return prepared.resume_run_id
-    settings = prepared.settings
     with project.transaction() as conn:
-        run_id = store.create_run(
-            conn,
-            settings.name or f"{prepared.model_name} {settings.mode} {settings.prompt}",
-            prepared.model_name,
-            prepared.preset.provider,
-            prepared.run_mode,
-            settings.prompt,
-            prepared.prompt_text,
-            prepared.identity,
-            len(prepared.jobs),
-            settings.budget_usd,
-        )
+        run_id = create_prepared_run(conn, prepared)
         store.mark_run(conn, run_id, "created", "batch pending")
     return run_id
 

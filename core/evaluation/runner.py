@@ -93,6 +93,24 @@ def read_credentials(prepared: EvaluationPreparation) -> Credentials:
     return Credentials(credential_for(prepared.preset), asr)
 
 
+def create_prepared_run(conn, prepared: EvaluationPreparation) -> int:
+    """The runs row of a prepared evaluation (online or batch), named after its model, mode and prompt unless
+    the settings name it."""
+    settings = prepared.settings
+    return store.create_run(
+        conn,
+        settings.name or f"{prepared.model_name} {settings.mode} {settings.prompt}",
+        prepared.model_name,
+        prepared.preset.provider,
+        prepared.run_mode,
+        settings.prompt,
+        prepared.prompt_text,
+        prepared.identity,
+        len(prepared.jobs),
+        settings.budget_usd,
+    )
+
+
 def run_evaluation(
     project: Project,
     prepared: EvaluationPreparation,
@@ -114,18 +132,7 @@ def run_evaluation(
     run_id = prepared.resume_run_id
     if run_id is None:
         with project.transaction() as conn:
-            run_id = store.create_run(
-                conn,
-                settings.name or f"{prepared.model_name} {settings.mode} {settings.prompt}",
-                prepared.model_name,
-                prepared.preset.provider,
-                prepared.run_mode,
-                settings.prompt,
-                prepared.prompt_text,
-                prepared.identity,
-                total,
-                settings.budget_usd,
-            )
+            run_id = create_prepared_run(conn, prepared)
     label = f"{prepared.model_name} {settings.mode} {settings.prompt} (run {run_id})"
     with contextlib.ExitStack() as holding:
         job, waited = _hold_run(holding, project, label, progress, run_id, total, wait, on_wait)
