@@ -17,7 +17,9 @@ import threading
 import time
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from model_stub import LoopbackServer
 
 OPENAI_STATES = ("validating", "in_progress", "finalizing", "completed")
 GEMINI_STATES = ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED")
@@ -393,41 +395,13 @@ def gemini_response(text: str) -> dict:
     }
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        return
-
-
-class BatchStub:
+class BatchStub(LoopbackServer):
     def __init__(self):
-        self.state = BatchStubState()
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.httpd.state = self.state  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return self.httpd.server_address[1]
-
-    @property
-    def openai_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def gemini_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(Handler, BatchStubState())
 
     def paths(self, method: str | None = None) -> list[str]:
         with self.state.lock:
             return [path for m, path in self.state.requests if method in (None, m)]
 
-    def __enter__(self) -> BatchStub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
+    def release(self) -> None:
         self.state.downloads_open.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()

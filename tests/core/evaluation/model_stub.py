@@ -227,18 +227,14 @@ class _QuietServer(ThreadingHTTPServer):
         return
 
 
-class StubServer:
-    def __init__(
-        self,
-        delay_s: float = 0.0,
-        hold_after: int | None = None,
-        log_path: Path | None = None,
-        port: int = 0,
-        burst: int = 0,
-    ):
-        self.state = StubState(delay_s, hold_after, log_path, burst)
-        self.httpd = _QuietServer(("127.0.0.1", port), Handler)
-        self.httpd.state = self.state  # type: ignore[attr-defined]
+class LoopbackServer:
+    """A stub HTTP server on 127.0.0.1 (an ephemeral port unless given) serving `handler` with `state`, run on a
+    thread inside `with`; the SDKs reach it through `openai_url` or `gemini_url`."""
+
+    def __init__(self, handler, state, port: int = 0):
+        self.state = state
+        self.httpd = _QuietServer(("127.0.0.1", port), handler)
+        self.httpd.state = state  # type: ignore[attr-defined]
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
@@ -253,6 +249,30 @@ class StubServer:
     def gemini_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def release(self) -> None:
+        """Let go of requests the stub holds, before it shuts down."""
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class StubServer(LoopbackServer):
+    def __init__(
+        self,
+        delay_s: float = 0.0,
+        hold_after: int | None = None,
+        log_path: Path | None = None,
+        port: int = 0,
+        burst: int = 0,
+    ):
+        super().__init__(Handler, StubState(delay_s, hold_after, log_path, burst), port)
+
     def script(self, *entries: Scripted) -> None:
         with self.state.lock:
             self.state.script.extend(entries)
@@ -265,15 +285,9 @@ class StubServer:
     def answered_bodies(self) -> list[dict]:
         return [json.loads(r["body"]) for r in self.requests if r["status"] == 200 and r["body"].startswith(b"{")]
 
-    def __enter__(self) -> StubServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
+    def release(self) -> None:
         self.state.release.set()
         self.state.gate.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def decode_audio_b64(text: str) -> bytes:
