@@ -7,8 +7,9 @@
     OUT/published/       the papers' own tables, copied as bundled (resources/published/), never recomputed
 
 Both parts are `write_report` itself with its defaults (1000 bootstrap resamples, the fixed seed). Most of their
-time is figure rendering (matplotlib, PNG and SVG), so the gender-probe part runs in a second process while this
-one writes the multiple-choice part: on two cores the two finish in about the time of the slower one."""
+time is figure rendering (matplotlib, PNG and SVG), so when a core is idle the gender-probe part runs in a second
+(forked) process while this one writes the multiple-choice part, and the two finish in about the time of the
+slower one; on a busy machine they run one after the other (a second process would only compete for the cores)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def write_demo_report(
     progress: Progress | None = None,
 ) -> DemoReport:
     """Write the demo project's full report into `out_dir` (new or empty). `parallel` None: a second process
-    for the gender-probe part when the machine has two cores or more."""
+    for the gender-probe part when a core is idle (`_a_core_is_free`)."""
     from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
     from spokenbench.core.metrics.report import DEFAULT_REPORT_RESAMPLES, write_report
 
@@ -73,7 +74,7 @@ def write_demo_report(
     seed = DEFAULT_SEED if seed is None else seed
     options = {"n_resamples": n_resamples, "seed": seed}
     if parallel is None:
-        parallel = (os.cpu_count() or 1) >= 2 and _START_METHOD in multiprocessing.get_all_start_methods()
+        parallel = _a_core_is_free() and _START_METHOD in multiprocessing.get_all_start_methods()
     result = DemoReport(out_dir=out, index=out / INDEX, parallel=parallel)
     gender_future = None
     pool = None
@@ -104,6 +105,20 @@ def write_demo_report(
     _write_index(result, Path(project_dir), n_resamples, seed)
     progress.report(3, 3, "report written")
     return result
+
+
+def _a_core_is_free() -> bool:
+    """Whether a second process would get a core of its own: two cores or more and, where the load average is
+    known, at least one idle. On a machine already busy (measured: 2 cores, load 4-7) the second process only
+    competes for the same cores and the two parts take as long as one after the other."""
+    cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows has no load average
+        return True
+    return load <= cores - 1
 
 
 def _gender_part(project_dir: str, out_dir: str, options: dict):
