@@ -133,11 +133,11 @@ def _copy_published(target: Path) -> None:
 
 
 def _run_names(project_dir: Path) -> list[str]:
+    from spokenbench.core.evaluation.store import run_models
     from spokenbench.core.store import opened
 
     with opened(project_dir) as project:
-        rows = project.conn.execute("SELECT DISTINCT model FROM runs ORDER BY model").fetchall()
-    return [row[0] for row in rows]
+        return run_models(project.conn)
 
 
 def _figure_entries(report, folder: str) -> list[tuple[str, str]]:

@@ -138,6 +138,11 @@ def run_cost(conn: sqlite3.Connection, run_id: int) -> float:
     return (row[0] or 0.0) if row else 0.0
 
 
+def run_models(conn: sqlite3.Connection) -> list[str]:
+    """The models the project's runs asked, sorted."""
+    return [row[0] for row in conn.execute("SELECT DISTINCT model FROM runs ORDER BY model")]
+
+
 def run_summaries(conn: sqlite3.Connection) -> list[dict]:
     """Every run with its answer, parse, accuracy and cost counts, as recorded (see runner.list_runs for the
     status a person should see)."""
