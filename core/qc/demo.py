@@ -4,6 +4,7 @@ sampled by language, accent and subject (the demo has no ASR transcripts, so no 
 
 from __future__ import annotations
 
+from spokenbench.core.asr.screening import ensure_screening
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.rewriting.flagging import flag_rewrites, review_rewrite
@@ -87,7 +88,10 @@ def add_demo_qc(project: Project, progress: Progress | None = None) -> dict:
             else:
                 review_rewrite(project, item_id, part, "accept", DEMO_REVIEWER)
     progress.report(2, 3, "rating queue")
+    add_simulated_transcripts(project)
+    ensure_screening(project)
     outcome = sample_for_rating(project, DEMO_QUEUE, per_bin=DEMO_QUEUE_PER_LANGUAGE, seed=0)
+    add_demo_ratings(project)
     progress.report(3, 3, "demo QC ready")
     return {
         "rewrites_checked": flags.checked,
@@ -96,3 +100,62 @@ def add_demo_qc(project: Project, progress: Progress | None = None) -> dict:
         "queue_clips": len(outcome.result.selected),
         "strategy": outcome.result.strategy,
     }
+
+
+# No ASR hears the demo's clips offline (unless a local model is installed, see docs/qc.md): two *simulated* ASR
+# systems, so named wherever they appear, copy each clip's text with a few deterministic errors, so the two-ASR
+# screening, its WER bins and the stratified queue have something to show. They are not evidence of any TTS error.
+SIMULATED_ASR = ("simulated-asr-a", "simulated-asr-b")
+SIMULATED_ASR_MODEL = "simulated (no audio heard)"
+DEMO_ANNOTATORS = ("demo-annotator-1", "demo-annotator-2")
+
+
+def _misheard(text: str, clip_id: int, system: int) -> str:
+    """The clip's text with a system's deterministic errors: most clips heard right, some with a word (or, in
+    unspaced scripts, a character) dropped or replaced, a few cut short."""
+    units = text.split() if " " in text.strip() else list(text)
+    joiner = " " if " " in text.strip() else ""
+    if not units:
+        return text
+    if clip_id % 23 == system:  # cut short: lands in the highest bins
+        return joiner.join(units[: max(1, len(units) // 2)])
+    if clip_id % (5 + 2 * system) == 0:
+        return joiner.join(units[:-1] or units)
+    if clip_id % (11 + system) == 0:
+        return joiner.join(["uh", *units[1:]] if joiner else ["呃", *units[1:]])
+    return text
+
+
+def add_simulated_transcripts(project: Project) -> None:
+    """The two simulated ASR systems' transcripts of every screenable clip (once)."""
+    from spokenbench.core.asr.store import asr_systems_with_transcripts, screenable_clips, store_transcripts
+
+    if set(SIMULATED_ASR) <= asr_systems_with_transcripts(project.conn):
+        return
+    clips = screenable_clips(project.conn)
+    with project.transaction() as conn:
+        for system, asr in enumerate(SIMULATED_ASR):
+            rows = [
+                (clip_id, SIMULATED_ASR_MODEL, _misheard(text, clip_id, system))
+                for clip_id, (_lang, text) in clips.items()
+            ]
+            store_transcripts(conn, asr, rows)
+
+
+def add_demo_ratings(project: Project) -> None:
+    """Ratings from two demo annotators on the queue's first clips (the second on fewer, overlapping the first),
+    so the QC dashboard has agreement and results to show; the rest of the queue is left to rate."""
+    from spokenbench.core.qc.store import clips_rated_by, insert_rating, queue_clip_ids, queue_id_by_name
+    from spokenbench.core.store.database import utc_now
+
+    queue_id = queue_id_by_name(project.conn, DEMO_QUEUE)
+    if queue_id is None or clips_rated_by(project.conn, DEMO_ANNOTATORS[0]):
+        return
+    clips = queue_clip_ids(project.conn, queue_id)
+    with project.transaction() as conn:
+        for annotator, count in zip(DEMO_ANNOTATORS, (8, 6)):
+            for index, clip_id in enumerate(clips[:count]):
+                rating = "incorrect" if index == 3 else "acceptable" if (index + len(annotator)) % 4 == 0 else "correct"
+                if annotator == DEMO_ANNOTATORS[1] and index == 2:
+                    rating = "acceptable"  # one disagreement for the dashboard's list
+                insert_rating(conn, clip_id, annotator, rating, None, utc_now(), queue_id)

@@ -6,6 +6,7 @@ import csv
 from types import SimpleNamespace
 
 import pytest
+from conftest import strip_simulated_qc
 from PySide6.QtCore import Qt
 
 from spokenbench.app.qc_dashboard import NO_RATINGS, QcDashboardPage
@@ -13,6 +14,14 @@ from spokenbench.core.asr.backends import screening_requirements
 from spokenbench.core.qc.queues import queue_clips, rate_clip
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS
 from spokenbench.core.store import opened
+
+
+@pytest.fixture
+def demo_copy(demo_copy):
+    """The demo without its simulated transcripts, screening and ratings (its queue sampled by language): these
+    tests show such a project and add their own."""
+    strip_simulated_qc(demo_copy)
+    return demo_copy
 
 
 @pytest.fixture

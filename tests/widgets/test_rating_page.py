@@ -5,6 +5,7 @@ import csv
 from types import SimpleNamespace
 
 import pytest
+from conftest import strip_simulated_qc
 from PySide6.QtCore import Qt
 
 import spokenbench.app.rating_page as rating_page
@@ -14,6 +15,14 @@ from spokenbench.core.qc.queues import queue_clips
 from spokenbench.core.store import opened
 
 ANNOTATOR = "alice"
+
+
+@pytest.fixture
+def demo_copy(demo_copy):
+    """The demo without its simulated transcripts, screening and ratings (its queue sampled by language): these
+    tests show such a project and add their own."""
+    strip_simulated_qc(demo_copy)
+    return demo_copy
 
 
 @pytest.fixture

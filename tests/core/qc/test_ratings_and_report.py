@@ -155,8 +155,12 @@ def test_the_demo_holds_flagged_rewrites_and_a_queue(cli, demo_copy):
     assert by_language["en"]["verified_errors"] == 1 and by_language["en"]["awaiting_review"] == 0
     assert by_language["zh"]["awaiting_review"] > 0 and by_language["ko"]["awaiting_review"] > 0
     [queue] = report["queues"]
-    assert queue["name"] == DEMO_QUEUE and queue["clips"] == 24
-    assert "needs" in report["screening"]
+    assert queue["name"] == DEMO_QUEUE and queue["clips"] == 53 and queue["strategy"] == "wer-bins"
+    assert queue["rated_by"] == {"demo-annotator-1": 8, "demo-annotator-2": 6}
+    systems = {row["asr"] for row in report["screening"]["transcripts_by_asr"]}
+    assert systems == {"simulated-asr-a", "simulated-asr-b"}, "the demo's ASR systems are labelled simulated"
+    bins = {row["wer_interval"] for row in report["screening"]["table2"] if row["n_samples"]}
+    assert len(bins) >= 3, "the simulated errors spread the clips over several WER intervals"
     with opened(demo_copy) as project:
         assert project.conn.execute("SELECT count(*) FROM clips").fetchone()[0] == clips_before, (
             "no audio is added or lost"
