@@ -1,20 +1,25 @@
 """The clip's picture: a waveform (min/max per pixel column) with a moving playhead, or its spectrogram.
 Everything numeric is computed off the UI thread by `prepare_clip` (decode, speed rendering, peaks,
-spectrogram); the widget only paints arrays it was handed."""
+spectrogram); the widget only paints arrays it was handed. The waveform is drawn as one image made with numpy
+(remade only when the clip or the size changes), not a line per pixel column: each Qt call lets a busy worker
+thread take the GIL for up to the switch interval, so a thousand calls per paint stalled the UI thread by tens of
+milliseconds while an import ran (tests/benchmarks/bench_rating.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPen
+from PySide6.QtCore import QPointF, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, qRgb
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from spokenbench.core.audio.dsp import time_stretch
 from spokenbench.core.audio.io import decode_audio, encode_wav
 
 PEAK_COLUMNS = 2048  # enough for any window width; painting groups them per pixel column
+BACKGROUND = (0x1E, 0x24, 0x30)
+WAVE = (0x7F, 0xB3, 0xFF)
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,25 @@ def prepare_clip(audio: bytes, what: str, speed: float = 1.0, with_spectrogram: 
     return ClipAudio(peaks(decoded.samples), length / decoded.rate, playback, speed, image)
 
 
+def column_peaks_of(stored: np.ndarray, width: int) -> np.ndarray:
+    """Stored peaks grouped into `width` pixel columns (min of mins, max of maxes); fewer when there are fewer."""
+    edges = np.linspace(0, len(stored), min(width, len(stored)) + 1).astype(np.int64)[:-1]
+    return np.stack([np.minimum.reduceat(stored[:, 0], edges), np.maximum.reduceat(stored[:, 1], edges)], axis=1)
+
+
+def waveform_pixels(stored: np.ndarray, width: int, height: int) -> np.ndarray:
+    """The waveform as colour indexes (height, width) uint8, 1 where lit: each pixel column lit from its max to
+    its min, the columns spread over the width as the peaks allow, 4 pixels of margin above and below."""
+    columns = column_peaks_of(stored, width)
+    middle, half = height / 2, max(height / 2 - 4, 1.0)
+    top = np.floor(middle - np.clip(columns[:, 1], -1, 1) * half).astype(np.int64)
+    bottom = np.ceil(middle - np.clip(columns[:, 0], -1, 1) * half).astype(np.int64)
+    owner = np.minimum((np.arange(width) * len(columns)) // width, len(columns) - 1)  # peak column of each x
+    rows = np.arange(height)[:, None]
+    lit = (rows >= top[owner][None, :]) & (rows <= np.maximum(bottom, top + 1)[owner][None, :])
+    return lit.view(np.uint8)
+
+
 class WaveformView(QWidget):
     """Paints a clip's waveform (or spectrogram) and a playhead at `set_playhead(fraction)`."""
 
@@ -68,6 +92,7 @@ class WaveformView(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self._peaks: np.ndarray | None = None
+        self._wave_image: QImage | None = None  # the waveform at the widget's size, remade when either changes
         self._image: QImage | None = None
         self._spectrogram: np.ndarray | None = None
         self.show_spectrogram = False
@@ -76,6 +101,7 @@ class WaveformView(QWidget):
 
     def set_clip(self, clip: ClipAudio | None, message: str = "") -> None:
         self._peaks = None if clip is None else clip.peaks
+        self._wave_image = None
         self.set_spectrogram(None if clip is None else clip.spectrogram)
         self.playhead = 0.0
         self.message = message
@@ -102,25 +128,27 @@ class WaveformView(QWidget):
         """The stored peaks grouped into `width` pixel columns (min of mins, max of maxes)."""
         if self._peaks is None or width <= 0:
             return None
-        edges = np.linspace(0, len(self._peaks), min(width, len(self._peaks)) + 1).astype(np.int64)[:-1]
-        return np.stack(
-            [np.minimum.reduceat(self._peaks[:, 0], edges), np.maximum.reduceat(self._peaks[:, 1], edges)], axis=1
-        )
+        return column_peaks_of(self._peaks, width)
+
+    def _waveform_image(self, size: QSize) -> QImage:
+        image = self._wave_image
+        if image is None or image.size() != size:
+            pixels = np.ascontiguousarray(waveform_pixels(self._peaks, size.width(), size.height()))
+            width, height = size.width(), size.height()
+            image = QImage(pixels.data, width, height, width, QImage.Format.Format_Indexed8).copy()
+            image.setColorTable([qRgb(*BACKGROUND), qRgb(*WAVE)])
+            self._wave_image = image
+        return image
 
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)
         rect = self.rect()
-        painter.fillRect(rect, QColor("#1e2430"))
+        painter.fillRect(rect, QColor(*BACKGROUND))
         if self.show_spectrogram and self._image is not None:
             painter.drawImage(rect, self._image)
         elif self._peaks is not None:
-            columns = self.column_peaks(rect.width())
-            middle, half = rect.height() / 2, rect.height() / 2 - 4
-            step = rect.width() / len(columns)
-            painter.setPen(QPen(QColor("#7fb3ff"), max(1.0, step)))
-            for index, (low, high) in enumerate(columns):
-                x = index * step + step / 2
-                painter.drawLine(QPointF(x, middle - high * half), QPointF(x, middle - low * half))
+            if not rect.isEmpty():
+                painter.drawImage(0, 0, self._waveform_image(rect.size()))
         else:
             painter.setPen(QColor("#c8ccd4"))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.message or "No clip")
