@@ -363,8 +363,9 @@ def transaction(conn):
 database.transaction = transaction
 if sys.argv[1] == "before":
     import bench_audio
-    from spokenbench.core.audio import assembly
+    from spokenbench.core.audio import assembly, dsp
     assembly.run_assembly = bench_audio.run_assembly_before
+    dsp._polyphase_kernel = lambda: None  # resampling through scipy.signal (imported on first use), as before
 from spokenbench.core.cli.main import main
 code = main(["assemble", sys.argv[2], "--orders", {orders!r}, "--json"])
 sys.stderr.write(json.dumps({{name: next(counter) for name, counter in counts.items()}}) + "\\n")

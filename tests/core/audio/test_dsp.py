@@ -1,4 +1,6 @@
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -29,6 +31,47 @@ def test_resample_keeps_duration_and_frequency():
     out = dsp.resample(source, 24_000, RATE)
     assert len(out) == 2 * RATE
     assert pitch(out) == pytest.approx(220, rel=0.02)
+
+
+RATE_PAIRS = [(22_050, 16_000), (24_000, 16_000), (44_100, 16_000), (48_000, 16_000), (16_000, 22_050)]
+RATE_PAIRS += [(8_000, 16_000), (22_050, 48_000), (32_000, 16_000), (11_025, 16_000), (44_100, 48_000)]
+
+
+@pytest.mark.parametrize(("from_rate", "to_rate"), RATE_PAIRS)
+def test_resample_is_bit_for_bit_scipys_resample_poly(from_rate, to_rate):
+    """resample runs scipy's polyphase kernel without scipy.signal: its filter and its output must be exactly
+    what firwin and resample_poly give (a scipy upgrade that changes either fails here)."""
+    from scipy.signal import firwin, resample_poly
+
+    divisor = math.gcd(from_rate, to_rate)
+    up, down = to_rate // divisor, from_rate // divisor
+    designed = firwin(20 * max(up, down) + 1, 1 / max(up, down), window=("kaiser", 5.0)).astype(np.float32)
+    assert np.array_equal(dsp._lowpass(up, down), designed)
+    rng = np.random.default_rng(from_rate + to_rate)
+    for length in (1, 7, 999, 2 * from_rate + 13):
+        samples = (0.3 * rng.standard_normal(length)).astype(np.float32)
+        expected = resample_poly(samples, up, down, window=designed)
+        out = dsp.resample(samples, from_rate, to_rate)
+        assert out.dtype == np.float32 and np.array_equal(out, expected), (from_rate, to_rate, length)
+
+
+def test_resample_without_the_kernel_goes_through_resample_poly(monkeypatch):
+    samples = tone(220, 0.5, rate=22_050)
+    direct = dsp.resample(samples, 22_050, RATE)
+    monkeypatch.setattr(dsp, "_polyphase_kernel", lambda: None)
+    assert np.array_equal(dsp.resample(samples, 22_050, RATE), direct)
+
+
+def test_resampling_does_not_import_scipy_signal():
+    """Importing scipy.signal costs 0.8 s of CPU: assembling a project must not pay it."""
+    code = (
+        "import sys, numpy as np\n"
+        "from spokenbench.core.audio import dsp\n"
+        "dsp.resample(np.ones(5000, np.float32), 22050, 16000)\n"
+        "print('scipy.signal' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("speed", [0.75, 1.25])
