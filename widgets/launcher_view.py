@@ -65,6 +65,7 @@ RUN_WAY_TIPS = {
     "output afterwards with Import results…",
 }
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
+STRETCHED_RUN_COLUMNS = ("Model", "Mode", "Prompt")
 
 
 @dataclass(frozen=True)
@@ -240,8 +241,12 @@ class LauncherView(QWidget):
         self.runs_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.runs_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.runs_table.verticalHeader().setVisible(False)
-        self.runs_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.runs_table.horizontalHeader().setStretchLastSection(True)
+        header = self.runs_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        for column in STRETCHED_RUN_COLUMNS:  # the long texts share the width left (elided, whole in the tooltip),
+            header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(False)  # so progress, errors and spend are always in view
+        self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)
