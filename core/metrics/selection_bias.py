@@ -9,6 +9,7 @@ reverse option_order but read the pairs D→A): an order-backward row is not an 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from math import factorial
 
@@ -57,6 +58,24 @@ def ckld_from_counts(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
         value = terms.sum(axis=-1)
     defined = (predicted.sum(axis=-1) > 0) & (gold.sum(axis=-1) > 0)
     return np.where(defined, value, np.nan)
+
+
+def ckld_interval(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CKLD's bootstrap interval along the first axis (resamples): (low, high, share of infinite resamples).
+    Eq. 1 has no finite value in a resample that has a position predicted but never gold (q_i = 0), which is
+    common on small tables; the point estimate keeps the paper's definition (no smoothing), so the interval is
+    the percentile interval over the finite resamples and the share of infinite ones is stated beside it.
+    Undefined (NaN) resamples count in neither; NaN where no resample is finite."""
+    draws = np.asarray(draws, dtype=float)
+    infinite = np.isinf(draws)
+    defined = (~np.isnan(draws)).sum(axis=0)
+    finite = np.where(infinite, np.nan, draws)
+    tail = 100 * (1 - confidence) / 2
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no finite resample: an all-NaN slice
+        low, high = np.nanpercentile(finite, [tail, 100 - tail], axis=0)
+        share = np.where(defined > 0, infinite.sum(axis=0) / np.maximum(defined, 1), np.nan)
+    return low, high, share
 
 
 @dataclass
