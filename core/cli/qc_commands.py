@@ -142,12 +142,22 @@ def register(subparsers) -> None:
         description="Transcribe every synthesized item clip with each --asr system (two independent ones for "
         "screening): openai:whisper-1, openai:gpt-4o-transcribe, gemini:gemini-2.5-flash, "
         "mistral:voxtral-mini-transcribe-latest, compatible:MODEL@URL (an OpenAI-compatible server), "
-        "local:MODEL_DIR (faster-whisper, the local-asr extra). Append @URL to any to change its endpoint. A "
-        "failing clip is listed and retried by the next run; the batch goes on.",
+        "local:tiny.en (or just local: Whisper tiny.en, offline, from the local-asr extra; English only, so clips "
+        "in other languages are skipped and counted), local:MODEL_DIR (a faster-whisper model folder). Append "
+        "+context to the model (local:tiny.en+context) to have it hear each item's question and options as one "
+        "clip. Append @URL to any to change its endpoint. A failing clip is listed and retried by the next run; "
+        "the batch goes on.",
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument(
-        "--asr", action="append", metavar="PROVIDER:MODEL[@URL]", help="an ASR system; give it twice for two"
+        "--asr",
+        action="append",
+        metavar="PROVIDER[:MODEL][+context][@URL]",
+        help="an ASR system; give it twice for two: openai[:MODEL], gemini[:MODEL], mistral[:MODEL], "
+        "compatible:MODEL@URL, local (= local:tiny.en, English only: clips in other languages are skipped) or "
+        "local:MODEL_DIR; the model without one is the provider's default (whisper-1, gemini-2.5-flash, "
+        "voxtral-mini-transcribe-latest, tiny.en). MODEL+context (local:tiny.en+context) is a screening variant "
+        "that hears each item's question and options as one clip, stored as a system of its own",
     )
     p.add_argument("--languages", type=language_list, help="only clips in these languages")
     p.add_argument("--include-tokens", action="store_true", help="also the instruction-token clips")
@@ -372,6 +382,16 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def _skipped_note(plan, asr: str) -> str:
+    """', 20 skipped: ko 10, zh 10 (…)' for a system that cannot transcribe some clips' language (an English-only
+    local model)."""
+    by_language = plan.unsupported.get(asr)
+    if not by_language:
+        return ""
+    counts = ", ".join(f"{language} {count}" for language, count in sorted(by_language.items()))
+    return f", {sum(by_language.values())} skipped: {counts} (a language it cannot transcribe)"
+
+
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from spokenbench.core.asr.backends import describe_endpoint, get_asr_backend, parse_asr_spec, screening_requirements
     from spokenbench.core.asr.store import asr_systems_with_transcripts
@@ -403,17 +423,18 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
         plan = plan_transcription(project.conn, backends, languages, args.include_tokens)
         systems = asr_systems_with_transcripts(project.conn) | {b.name for b in backends}
         summary = plan.summary()
+        skipped = sum(sum(by_language.values()) for by_language in plan.unsupported.values())
         if not args.json:
             for spec, backend in zip(specs, backends):
                 print(
                     f"{describe_endpoint(spec)}: {plan.clips_to_do.get(backend.name, 0)} clips to transcribe, "
-                    f"{plan.already_done.get(backend.name, 0)} already done"
+                    f"{plan.already_done.get(backend.name, 0)} already done{_skipped_note(plan, backend.name)}"
                 )
             if len(systems) < 2:
                 print("note: screening takes the better of two ASR systems; add a second --asr (or import-transcripts)")
         if args.dry_run or not plan.jobs:
             if args.json:
-                print_json({"plan": summary})
+                print_json({"plan": summary, "skipped_clips": skipped})
             return 0
         report = asyncio.run(
             run_transcription(project, plan, text_progress_bar(), RetryPolicy(max_attempts=args.retries))
@@ -423,13 +444,15 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
         "requests": report.requests,
         "transcripts": report.transcripts,
         "failed_clips": report.failed_clips,
+        "skipped_clips": skipped,
         "failures": report.failures,
     }
     if args.json:
         print_json(result)
     else:
         print(
-            f"stored {report.transcripts} transcripts ({report.requests} requests); {report.failed_clips} clips failed"
+            f"stored {report.transcripts} transcripts ({report.requests} requests); {report.failed_clips} clips "
+            f"failed; {skipped} clips skipped (a language the ASR system cannot transcribe)"
         )
         for failure in report.failures[:20]:
             print(f"  failed: {failure}")
