@@ -41,6 +41,7 @@ from spokenbench.core.metrics.encoding import representative_row
 from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
 from spokenbench.core.metrics.selection_bias import (
     ckld_from_counts,
+    ckld_interval,
     compute_selection_bias,
     rsd_from_counts,
     setting_votes,
@@ -58,7 +59,7 @@ BOOTSTRAP = "question-level percentile bootstrap"
 PAPERS = {
     "biasinear": "BiasInEar",
     "hearing_the_order": "Hearing the Order",
-    "gender_differentiation": "Gender paper",
+    "gender_differentiation": "Acoustic-based Gender Differentiation",  # PAPER_TITLES' short form
 }
 PAPER_TITLES = {
     "biasinear": "Bias in the Ear of the Listener (BiasInEar)",
@@ -542,6 +543,7 @@ class _Context:
     n_resamples: int
     seed: int
     simulated: dict[str, bool]
+    infinite_shares: dict[str, np.ndarray] = field(default_factory=dict)  # CKLD name -> per model (`ckld_interval`)
 
     def source(self, model: str) -> str:
         return "yours (simulated)" if self.simulated.get(model) else "yours"
@@ -550,6 +552,21 @@ class _Context:
         if not self.intervals:
             return (math.nan, math.nan)
         return self.intervals[model_index].get(key, (math.nan, math.nan))
+
+    def infinite_share(self, model_index: int, key: str) -> float:
+        """The share of resamples where CKLD `key` was infinite (0 when none was)."""
+        shares = self.infinite_shares.get(key)
+        return 0.0 if shares is None else float(shares[model_index])
+
+    def interval_text(self, model_index: int, key: str) -> str:
+        """How a point's interval was made; for a CKLD that some resamples make infinite, says how many."""
+        share = self.infinite_share(model_index, key)
+        if not share > 0:
+            return BOOTSTRAP
+        return (
+            f"{BOOTSTRAP} over the {100 * (1 - share):.3g}% of resamples where CKLD is finite; infinite in "
+            f"{100 * share:.3g}% (a position chosen but never gold in them: Eq. 1 has no finite value)"
+        )
 
     @functools.cached_property
     def question_names(self) -> np.ndarray:
@@ -626,10 +643,13 @@ class _Context:
         draws = {name: np.concatenate(chunks) for name, chunks in parts.items()}
         tail = 100 * (1 - CONFIDENCE) / 2
         bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name in [n for n, values in draws.items() if n.rsplit(".", 1)[-1] == "ckld" and np.isinf(values).any()]:
+            low, high, self.infinite_shares[name] = ckld_interval(draws.pop(name), CONFIDENCE)
+            bounds[name] = (low, high)
         complete = [name for name, values in draws.items() if not np.isnan(values).any()]
         if complete:  # the common case: one percentile call for every statistic defined in every resample
             with warnings.catch_warnings(), np.errstate(invalid="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)  # inf − inf between infinite CKLD draws
+                warnings.simplefilter("ignore", RuntimeWarning)  # inf − inf between infinite draws
                 low, high = np.percentile(np.stack([draws[n] for n in complete]), [tail, 100 - tail], axis=1)
             bounds.update({name: (low[i], high[i]) for i, name in enumerate(complete)})
         for name in draws.keys() - set(complete):  # undefined in some resamples: left out, as the engine does
@@ -816,7 +836,7 @@ PANEL_INFO = {
     ),
     "gender_probe": (
         "Gender probes",
-        "Gender paper Table 1",
+        f"{PAPERS['gender_differentiation']} Table 1",
         "Response overlap J between male- and female-voice answers, gender preference Δ (> 0: male-oriented), "
         "neutral response rate ν and backbone influence κ, per model and question category.",
         "bars",
@@ -1220,6 +1240,7 @@ def _gold_position(ctx: _Context) -> Panel:
                     len(model_rows[m]),
                     rows=model_rows[m],
                     questions_source=ctx.questions(model_rows[m]),
+                    interval=ctx.interval_text(m, metric),
                     source=ctx.source(model),
                 )
             )
@@ -1232,6 +1253,7 @@ def _gold_position(ctx: _Context) -> Panel:
             at = bias.columns.get_loc(m_key) + 1
             bias.insert(at, f"{m_key}_ci_low", [ctx.ci(m, m_key)[0] for m in range(len(data.models))])
             bias.insert(at + 1, f"{m_key}_ci_high", [ctx.ci(m, m_key)[1] for m in range(len(data.models))])
+        bias["ckld_infinite_resamples"] = [ctx.infinite_share(m, "ckld") for m in range(len(data.models))]
         return bias
 
     panel.tables["rsd_ckld"] = rsd_ckld
@@ -1302,6 +1324,7 @@ def _permutation_voting(ctx: _Context) -> Panel:
         "full": np.ones(data.n_rows, dtype=bool),
     }
     extra = {f"{c}_ci_{s}": [] for c in ("accuracy", "rsd", "ckld") for s in ("low", "high")}
+    extra["ckld_infinite_resamples"] = []  # the share of resamples where CKLD was infinite (`ckld_interval`)
     for row in voting.itertuples(index=False):
         m = data.models.index(row.model)
         rows = model_rows[m][rows_by_setting[row.permutation][model_rows[m]]]
@@ -1310,9 +1333,12 @@ def _permutation_voting(ctx: _Context) -> Panel:
             ("rsd", "RSD", row.rsd),
             ("ckld", "CKLD", row.ckld),
         ):
-            low, high = intervals[m].get(f"{row.permutation}.{metric}", (math.nan, math.nan))
+            key = f"{row.permutation}.{metric}"
+            low, high = intervals[m].get(key, (math.nan, math.nan))
             extra[f"{metric}_ci_low"].append(low)
             extra[f"{metric}_ci_high"].append(high)
+            if metric == "ckld":
+                extra["ckld_infinite_resamples"].append(ctx.infinite_share(m, key))
             if not math.isnan(value):
                 panel.points.append(
                     Point(
@@ -1325,6 +1351,7 @@ def _permutation_voting(ctx: _Context) -> Panel:
                         len(rows),
                         rows=rows,
                         questions_source=ctx.questions(rows),
+                        interval=ctx.interval_text(m, key),
                         source=ctx.source(row.model),
                     )
                 )

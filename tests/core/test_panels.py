@@ -14,6 +14,7 @@ from scipy import stats
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import analyze_mcq, mcq_intervals
 from spokenbench.core.metrics.gender_probe import compute_gender_probe, prepare_gender_probe
+from spokenbench.core.metrics.selection_bias import ckld_interval
 from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
 from spokenbench.core.panels import (
     PANEL_ORDER,
@@ -216,6 +217,44 @@ def test_the_voting_panel_uses_the_default_tie_rule_and_says_so(tiny):
     assert set(table.loc[table["permutation"] != "original", "tie_rule"]) == {"fractional"}
 
 
+def test_ckld_interval_is_over_the_finite_resamples_with_the_infinite_share():
+    draws = np.array([[0.1, np.inf], [0.2, np.inf], [np.inf, np.nan], [np.nan, np.nan], [0.3, np.inf]])
+    low, high, share = ckld_interval(draws, 0.95)
+    assert (low[0], high[0]) == pytest.approx(tuple(np.percentile([0.1, 0.2, 0.3], [2.5, 97.5])))
+    assert share[0] == pytest.approx(1 / 4)  # the NaN resample is in neither count
+    assert math.isnan(low[1]) and math.isnan(high[1]) and share[1] == 1.0
+
+
+def rare_gold_cyclic_table(n_questions: int = 20) -> pd.DataFrame:
+    """Hearing the Order's cyclic design on a small project: 20 questions, only one with gold D, so many
+    resamples have no gold D while the votes still choose D: CKLD is infinite there."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for model in ("m1", "m2"):
+        for q in range(n_questions):
+            gold = "D" if q == 5 else "ABC"[q % 3]
+            for order in ("ABCD", "BCDA", "CDAB", "DABC"):
+                letter = "ABCD"[order.index(gold)] if rng.random() < 0.6 else "A"
+                row = {"question_id": f"q{q:02d}", "model": model, "answer": gold, "prediction": letter}
+                rows.append({**row, "option_order": order, "order": order})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.slow
+def test_voting_ckld_has_an_interval_on_a_small_project_and_says_how_many_resamples_were_infinite():
+    panels = compute_panels(rare_gold_cyclic_table(), n_resamples=300)
+    ckld = points(panels, "permutation_voting", facet="CKLD")
+    assert len(ckld) == 6
+    for point in ckld:
+        assert point.has_interval and "(no interval)" not in point.tooltip(), point.tooltip()
+        assert point.low - 1e-9 <= point.value <= point.high + 1e-9
+    voted = one(panels, "permutation_voting", facet="CKLD", series="cyclic", x="m1")
+    table = panels.panels["permutation_voting"].tables["permutation_voting"]
+    share = table.loc[(table["model"] == "m1") & (table["permutation"] == "cyclic"), "ckld_infinite_resamples"].item()
+    assert 0.05 < share < 1
+    assert f"infinite in {100 * share:.3g}%" in voted.tooltip() and "finite" in voted.interval
+
+
 @pytest.mark.slow
 def test_intervals_contain_their_estimates_on_a_benchmark_shaped_table():
     frame = pd.concat([biasinear_like(40, 3, seed=1), gender_probe_like(24, seed=1)], ignore_index=True)
@@ -295,7 +334,8 @@ def test_published_numbers_are_the_csvs_with_their_paper_and_table():
     assert len({p.series for p in order.points}) == 9  # every BiasInEar model
 
     gender = published_points("gender_probe", "Table 1")
-    assert gender.label == "published — Gender paper, Table 1"
+    assert gender.label == "published — Acoustic-based Gender Differentiation, Table 1"
+    assert "Gender paper" not in published_for("gender_probe")[0].label
     table1 = {
         (r["model"], r["category"], r["metric"]): float(r["value"])
         for r in read_csv("gender_differentiation", "table01_speechlm_baseline.csv")

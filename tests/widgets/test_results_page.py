@@ -118,7 +118,7 @@ def test_the_published_toggle_shows_the_papers_numbers_labelled_with_paper_and_t
     assert "<b>yours (simulated)</b>" in page.view.title.text()
 
     draw(page, "gender_probe", published=True)
-    assert "published — Gender paper, Table 1" in figure_texts(page)
+    assert "published — Acoustic-based Gender Differentiation, Table 1" in figure_texts(page)
     assert "LLaMA-Omni1 8B" in figure_texts(page)
 
     page.show_panel("accuracy_by_level")  # each panel keeps its own toggle
