@@ -72,6 +72,13 @@ class EvaluationRunOp(JobOp):
         self._run_with_own_connection(self._fn, self.changes, f"job: {self.label}")
 
 
+def prepare_checked(project: Project, settings: RunSettings) -> EvaluationPreparation:
+    """The plan, after checking that the perturbations and orders asked for are assembled (a message naming them
+    and the assemble command, rather than an empty plan)."""
+    launcher.check_selection(project.conn, settings, str(project.path))
+    return prepare_evaluation(project, settings)
+
+
 @dataclass
 class QueuedRun:
     settings: RunSettings
@@ -210,7 +217,7 @@ class EvaluatePage(QWidget):
         self.view.prepare_button.setEnabled(False)
         operation = QueryOp(
             self.session,
-            lambda project, progress: prepare_evaluation(project, settings),
+            lambda project, progress: prepare_checked(project, settings),
             label="Preparing the evaluation",
             parent=self,
             supersede="evaluate-prepare",

@@ -11,21 +11,25 @@ import json
 import math
 import os
 import re
+import shlex
 import sqlite3
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.conditions import Condition, order_strings
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import (
+    AUDIO_MODES,
     FACTOR_FILTERS,
     PERMUTATION_STRATEGIES,
     SIMULATED_ACCENTS,
     SIMULATED_VOICES,
     PlanOptions,
+    _select_items,
+    wanted_orders,
 )
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings
 from spokenbench.core.evaluation.presets import all_presets, resolve_model
@@ -142,13 +146,162 @@ def condition_levels(conn: sqlite3.Connection) -> dict[str, list[str]]:
         levels["accent"] = {a for lang in levels["language"] for a in SIMULATED_ACCENTS.get(lang, ())}
         levels["voice"] = set(SIMULATED_VOICES.values())
         levels["gender"] = set(SIMULATED_VOICES)
-    if not rows:
         levels["order"] = {"original"}
-    return {factor: sorted(values) for factor, values in levels.items() if values}
+        levels.update({factor: {_level(value)} for factor, value in UNPERTURBED.items()})
+    return {factor: sorted(values, key=_level_order) for factor, values in levels.items() if values}
 
 
 def _level(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _level_order(level: str) -> tuple:
+    """Numbers in numeric order ('clean' first, as no noise), names alphabetically."""
+    try:
+        return (1, float(level), "")
+    except ValueError:
+        return (0, 0.0, level)
+
+
+# --------------------------------------------------------------------------------------------------
+# Perturbations and orders the project has not assembled
+
+# The form's perturbation factors: (what a message calls it, the `spokenbench assemble` option that makes it).
+PERTURBATIONS = {"speed": ("speed", "--speed"), "volume": ("volume", "--volume"), "snr_db": ("noise (SNR dB)", "--snr")}
+UNPERTURBED = {"speed": 1.0, "volume": 1.0, "snr_db": "clean"}  # what an unassembled condition has
+
+
+def _same_level(value: str, levels) -> bool:
+    if value in levels:
+        return True
+    try:
+        return any(float(value) == float(level) for level in levels if level != "clean")
+    except ValueError:
+        return False
+
+
+def unassembled_selection(conn: sqlite3.Connection, settings: RunSettings, project_dir: str = "DIR") -> str | None:
+    """Why the form's speeds, volumes, noise levels, orders or permutation strategy cannot be planned here, naming
+    the levels that are missing, what the project has, and the `spokenbench assemble` command that makes them;
+    None when nothing asked for is missing (what the plan itself checks — a missing item or presentation — it
+    explains). Audio and pipeline runs of a real model hear assembled inputs; every other run has its conditions
+    unperturbed (speed 1, volume 1, clean) and builds its orders itself."""
+    plan = settings.plan
+    simulated = settings.model.startswith("simulated:")
+    assembled = plan.mode in AUDIO_MODES and not simulated
+    rows = store.assembled_input_rows(conn) if assembled else []
+    if assembled and not rows:
+        return None  # the plan says that nothing is assembled, and what to run
+    problems: list[str] = []
+    if assembled:
+        have: dict[str, set[str]] = {factor: set() for factor in PERTURBATIONS}
+        for key in {row["condition_key"] for row in rows}:
+            factors = Condition.from_key(key).factors()
+            for factor in PERTURBATIONS:
+                have[factor].add(_level(factors[factor]))
+    else:
+        have = {factor: {_level(value)} for factor, value in UNPERTURBED.items()}
+    wanted_perturbations = {factor: plan.filters.get(factor, ()) for factor in PERTURBATIONS}
+    for factor, wanted in wanted_perturbations.items():
+        missing = [value for value in wanted if not _same_level(value, have[factor])]
+        if not missing:
+            continue
+        field_name, option = PERTURBATIONS[factor]
+        shown = ", ".join(sorted(have[factor], key=_level_order))
+        if assembled:
+            problems.append(f"{field_name} {', '.join(missing)} is not assembled in this project (assembled: {shown})")
+        else:
+            why = "the simulated listener" if simulated else f"a {plan.mode} run"
+            problems.append(
+                f"{field_name} {', '.join(missing)} is not available to {why}, which hears no perturbed audio "
+                f"(only {shown}): perturbations need an audio or pipeline run of a real model on assembled inputs"
+            )
+    if assembled:
+        problems += _unassembled_orders(conn, rows, plan)
+    if not problems:
+        return None
+    command = [f"spokenbench assemble {shlex.quote(project_dir)}"]
+    orders = _assemble_orders(conn, rows, plan) if assembled else list(plan.orders or [])
+    if orders:
+        command.append("--orders " + ",".join(orders))
+    for factor, wanted in wanted_perturbations.items():
+        if wanted:
+            command.append(f"{PERTURBATIONS[factor][1]} {','.join(wanted)}")
+    for factor, option in (("language", "--languages"), ("accent", "--accents"), ("voice", "--voices")):
+        if plan.filters.get(factor):
+            command.append(f"{option} {','.join(plan.filters[factor])}")
+    text = "; ".join(problems)
+    return f"{text}: run `{' '.join(command)}` first" + ("" if assembled else " (with an audio-mode model)")
+
+
+def _presentations(rows) -> dict[int, set[tuple[str, str]]]:
+    """Per option count, the (option_order, label_sequence) pairs assembled (how the plan matches orders)."""
+    found: dict[int, set[tuple[str, str]]] = {}
+    for row in rows:
+        found.setdefault(len(row["option_order"]), set()).add((row["option_order"], row["label_sequence"]))
+    return found
+
+
+def _is_assembled(order: str, presentations: dict[int, set[tuple[str, str]]]) -> bool:
+    for count, pairs in presentations.items():
+        try:
+            if order_strings(order, count) in pairs:
+                return True
+        except SpokenBenchError:  # a permutation of another length
+            continue
+    return False
+
+
+def _strategy_orders(conn: sqlite3.Connection, plan: PlanOptions) -> list[str]:
+    """The permutations the plan's strategy asks of the selected items (as the plan works them out), in order."""
+    if not plan.permutations:
+        return []
+    strategy_only = replace(plan, orders=None)
+    orders: dict[str, None] = {}
+    for item in _select_items(conn, strategy_only).values():
+        for order in wanted_orders(item, strategy_only):
+            orders.setdefault(order, None)
+    return list(orders)
+
+
+def _unassembled_orders(conn: sqlite3.Connection, rows, plan: PlanOptions) -> list[str]:
+    presentations = _presentations(rows)
+    named = sorted({Condition.from_key(key).order for key in {row["condition_key"] for row in rows}})
+    shown = ", ".join(named)
+    problems = []
+    missing = [order for order in plan.orders or () if not _is_assembled(order, presentations)]
+    if missing:
+        problems.append(
+            f"order{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"{'are' if len(missing) > 1 else 'is'} not assembled in this project (assembled orders: {shown})"
+        )
+    strategy_missing = [order for order in _strategy_orders(conn, plan) if not _is_assembled(order, presentations)]
+    if strategy_missing:
+        listed = ", ".join(strategy_missing[:6]) + (
+            f" … {len(strategy_missing) - 6} more" if len(strategy_missing) > 6 else ""
+        )
+        problems.append(
+            f"the {plan.permutations} permutations {listed} are not assembled in this project (assembled orders: "
+            f"{shown})"
+        )
+    return problems
+
+
+def _assemble_orders(conn: sqlite3.Connection, rows, plan: PlanOptions) -> list[str]:
+    """The --orders of the command that makes the run's orders: the form's orders and the strategy's
+    permutations that are not assembled (an explicit order is kept whole: it goes with the new perturbations)."""
+    presentations = _presentations(rows)
+    orders = list(plan.orders or ())
+    orders += [order for order in _strategy_orders(conn, plan) if not _is_assembled(order, presentations)]
+    return list(dict.fromkeys(orders))
+
+
+def check_selection(conn: sqlite3.Connection, settings: RunSettings, project_dir: str = "DIR") -> None:
+    """Raise SpokenBenchError naming what the form asks for and the project has not assembled (before preparing,
+    so the message says more than an empty plan would)."""
+    problem = unassembled_selection(conn, settings, project_dir)
+    if problem:
+        raise SpokenBenchError(problem)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -225,3 +225,77 @@ def test_a_cancel_seen_right_before_a_request_is_a_cancel_never_a_finished_run(p
         run_evaluation(project, prepared, progress)
     [row] = launcher.run_rows(project.conn)
     assert row.status == "cancelled" and row.resumable and row.shown_status == "cancelled"
+
+
+def assemble(project, item_ids, orders=("original",), speeds=(1.0,), volumes=(1.0,), snrs=(None,)):
+    """Assembled-input rows as `spokenbench assemble` stores them (the audio itself is not needed to plan)."""
+    from spokenbench.core.audio.store import replace_assembled_input
+    from spokenbench.core.conditions import Condition, order_strings
+
+    with project.transaction() as conn:
+        for item_id in item_ids:
+            for order in orders:
+                for speed in speeds:
+                    for volume in volumes:
+                        for snr in snrs:
+                            condition = Condition(
+                                "en", "american", "Zephyr", "female", order, speed=speed, volume=volume, snr_db=snr
+                            )
+                            option_order, label_sequence = order_strings(order, 4)
+                            sha = f"{item_id}{condition.key()}".encode().hex()[:64].ljust(64, "0")
+                            replace_assembled_input(
+                                conn, item_id, condition.key(), option_order, label_sequence, sha, sha, "wav",
+                                1.0, 16000, 0, "text", "now",
+                            )  # fmt: skip
+
+
+def prepare_form(project, **fields):
+    settings = settings_from_form(LaunchForm(**{"model": "openai:gpt-audio-mini", "mode": "audio", **fields}))
+    launcher.check_selection(project.conn, settings, str(project.path))
+    return prepare_evaluation(project, settings)
+
+
+def test_unassembled_perturbations_are_named_with_the_assemble_command(project):
+    ids = add_items(project, 3)
+    assemble(project, ids, orders=("original", "reversed"), speeds=(1.0, 1.25))
+    levels = launcher.condition_levels(project.conn)
+    assert levels["speed"] == ["1", "1.25"] and levels["volume"] == ["1"] and levels["snr_db"] == ["clean"]
+    assert prepare_form(project, speeds="1.25").request_count == 6  # assembled: planned
+    with pytest.raises(SpokenBenchError) as raised:
+        prepare_form(project, speeds="0.8, 1.25")
+    message = str(raised.value)
+    assert "speed 0.8 is not assembled in this project (assembled: 1, 1.25)" in message
+    assert f"run `spokenbench assemble {project.path} --speed 0.8,1.25` first" in message
+    with pytest.raises(SpokenBenchError) as raised:
+        prepare_form(project, volumes="1.5", snr="10", orders="reversed")
+    message = str(raised.value)
+    assert "volume 1.5 is not assembled in this project (assembled: 1)" in message
+    assert "noise (SNR dB) 10 is not assembled in this project (assembled: clean)" in message
+    assert "--orders reversed --volume 1.5 --snr 10` first" in message
+    assert "the plan is empty" not in message
+
+
+def test_unassembled_orders_and_permutation_strategies_are_named(project):
+    ids = add_items(project, 2)
+    assemble(project, ids, orders=("original", "reversed"))
+    assert prepare_form(project, orders="DCBA").request_count == 2  # the same presentation as 'reversed'
+    with pytest.raises(SpokenBenchError, match=r"order token-backward is not assembled in this project \(assembled "
+                       r"orders: original, reversed\): run `spokenbench assemble .* --orders token-backward` first"):  # fmt: skip
+        prepare_form(project, orders="token-backward")
+    with pytest.raises(SpokenBenchError) as raised:
+        prepare_form(project, permutations="cyclic")
+    message = str(raised.value)
+    assert "the cyclic permutations BCDA, CDAB, DABC are not assembled" in message  # ABCD is 'original'
+    assert "--orders BCDA,CDAB,DABC` first" in message
+
+
+def test_a_simulated_or_text_run_says_perturbations_need_assembled_audio(project):
+    add_items(project, 2)
+    levels = launcher.condition_levels(project.conn)
+    assert (levels["speed"], levels["volume"], levels["snr_db"]) == (["1"], ["1"], ["clean"])  # the placeholders
+    settings = settings_from_form(LaunchForm(model="simulated:steady", speeds="0.8"))
+    problem = launcher.unassembled_selection(project.conn, settings)
+    assert problem.startswith("speed 0.8 is not available to the simulated listener") and "(only 1)" in problem
+    assert "spokenbench assemble DIR --speed 0.8" in problem
+    unperturbed = settings_from_form(LaunchForm(model="simulated:steady", mode="text", speeds="1", snr="clean"))
+    assert launcher.unassembled_selection(project.conn, unperturbed) is None

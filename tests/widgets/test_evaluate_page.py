@@ -336,3 +336,71 @@ def test_a_cli_run_is_listed_live_cancelled_from_the_page_and_resumed_here(page,
         sent = len(server.requests_to("/chat/completions"))
     assert responses(project_copy, run_id) == ITEMS == responses(project_copy)
     assert ITEMS <= sent <= ITEMS + 1, "at most the one request in flight at the cancel is sent again"
+
+
+def wait_prepared(page, qtbot):
+    operation = page.last_prepare
+    if operation is not None:
+        qtbot.waitUntil(lambda: not operation.is_running, timeout=5_000)
+    return page.view.plan_text.toPlainText()
+
+
+@pytest.mark.slow
+def test_a_perturbation_the_project_lacks_is_named_and_the_fields_list_the_levels(page, qtbot):
+    view = page.view
+    qtbot.waitUntil(lambda: view.grid_edits["speeds"].placeholderText() == "all: 1", timeout=5_000)
+    assert view.grid_edits["volumes"].placeholderText() == "all: 1"
+    assert view.grid_edits["snr"].placeholderText() == "all: clean"
+    view.grid_edits["speeds"].setText("0.8")
+    view.formEdited.emit()
+    page.prepare()
+    plan = wait_prepared(page, qtbot)
+    assert (
+        plan.startswith("Cannot prepare: speed 0.8 is not available to the simulated listener") and "(only 1)" in plan
+    )
+    assert "spokenbench assemble" in plan and "--speed 0.8" in plan and "the plan is empty" not in plan
+    assert not view.start_button.isEnabled()
+
+
+@pytest.mark.slow
+def test_the_plans_warnings_are_shown(page, qtbot):
+    view = page.view
+    view.select_model(CUSTOM)
+    view.custom_url.setText("http://127.0.0.1:9/v1")
+    view.custom_model.setText("m")
+    view.custom_key.setText("")
+    view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+    prepared = prepare(page, qtbot, model=CUSTOM, limit="2")
+    assert prepared.warnings
+    plan = view.plan_text.toPlainText().splitlines()
+    assert [line for line in plan if line.startswith("warning: ")] == [f"warning: {w}" for w in prepared.warnings]
+    assert "warning: no price is known for vllm:m: cost is not estimated" in plan[-1]
+
+
+@pytest.mark.slow
+def test_a_live_run_shows_its_rate_eta_and_spend_in_the_list(page):
+    from spokenbench.core.jobs import JobInfo
+
+    run = launcher.RunRow(
+        run_id=7, name="", model="openai:gpt-audio-mini", mode="audio", simulates_mode=None, prompt="standard",
+        status="running", responses=12, total=48, errors=0, error_kinds={}, cost_usd=0.0123, budget_usd=1.0,
+        created_at="2026-11-30T10:00:00Z",
+    )  # fmt: skip
+    job = JobInfo(
+        id=3, kind="evaluate", label="openai:gpt-audio-mini audio standard (run 7)", claim="run:7", project="p",
+        pid=1, host="elsewhere", argv=None, cwd=None, started_at="2026-11-30T10:00:00Z",
+        heartbeat_at="2026-11-30T10:00:05Z", finished_at=None, done=12, total=48, message="35.2/s ETA 0:05 q12",
+        status="running", stop_reason=None, cancel_requested=False, heartbeat_age_s=0.5,
+    )  # fmt: skip
+    page.runs, page.jobs = [run], [job]
+    page._show_runs()
+    view = page.view
+    line = view.line(7)
+    assert line.live and line.status == "running" and line.cancellable
+    assert line.progress == "12/48 · 35.2/s · ETA 0:05 · spent $0.0123" and line.spent == "$0.0123"
+    from spokenbench.widgets.launcher_view import RUN_COLUMNS
+
+    assert "ETA 0:05" in view.runs_table.item(0, RUN_COLUMNS.index("Progress")).text()
+    assert view.runs_table.item(0, RUN_COLUMNS.index("Spent")).text() == "$0.0123"
+    view.select_run(7)
+    assert "ETA 0:05" in view.progress_label.text() and "spent $0.0123" in view.progress_label.text()
