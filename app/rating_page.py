@@ -38,6 +38,7 @@ from spokenbench.core.qc.rating_session import (
     REDRAW,
     SAVE,
     SHOW,
+    SPECTROGRAM,
     SPEED,
     Outcome,
     RatingSession,
@@ -47,11 +48,12 @@ from spokenbench.core.qc.sampling import SampleResult, load_clip_records, strati
 from spokenbench.core.qc.store import clip_voices
 from spokenbench.core.store import Project
 from spokenbench.widgets.queue_dialog import QueueDialog
-from spokenbench.widgets.rating_view import VIEW_KEYS, QueueListView, RatingView
+from spokenbench.widgets.rating_view import QueueListView, RatingView
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_image
 
 QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
 STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
+VIEW_ACTIONS = frozenset({"toggle_spectrogram"})  # change only what is drawn: taken also while a save is in flight
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
 
 
@@ -373,16 +375,10 @@ class RatingPage(QWidget):
     def press_key(self, name: str) -> None:
         if self.rating is None:
             return
-        if name.upper() in VIEW_KEYS["toggle_spectrogram"] and not self._bound(name):
-            self.toggle_spectrogram()
-            return
         action = self._action_of(name)
         if action is None:
             return
         self.do_action(action)
-
-    def _bound(self, name: str) -> bool:
-        return self._action_of(name) is not None
 
     def _action_of(self, name: str) -> str | None:
         try:
@@ -395,20 +391,14 @@ class RatingPage(QWidget):
         """One action of the key map (or a button). Ignored while a write or step is in flight."""
         if self.rating is None:
             return
-        if action == "toggle_spectrogram":
-            self.toggle_spectrogram()
-            return
-        if self.busy:
+        if self.busy and action not in VIEW_ACTIONS:
             self.ignored_keys += 1
             return
         session = self.rating
         if action in STEP_ACTIONS:
             self._step(session.next_clip if action == "next" else session.previous_clip)
             return
-        keys = session.keys_for(action)
-        if not keys:
-            return
-        self.handle(session.press(keys[0]))
+        self.handle(session.perform(action))
 
     def handle(self, outcome: Outcome) -> None:
         """Do what the session asks."""
@@ -428,6 +418,8 @@ class RatingPage(QWidget):
             self._ask_note()
         elif action == HELP:
             self.view.toggle_help()
+        elif action == SPECTROGRAM:
+            self.toggle_spectrogram()
         elif action == REDRAW:
             self.view.show_state(session.current, session.speed)
             self.view.show_progress(session.progress)
@@ -554,6 +546,7 @@ class RatingPage(QWidget):
         self._play_current()
 
     def toggle_spectrogram(self) -> None:
+        """Switch the clip's picture between the waveform and the spectrogram (computed on first need)."""
         waveform = self.view.waveform
         waveform.show_spectrogram = not waveform.show_spectrogram
         waveform.update()

@@ -37,7 +37,6 @@ ACTION_LABELS = {
     "toggle_transcripts": "Transcripts",
     "toggle_spectrogram": "Spectrogram",
 }
-VIEW_KEYS = {"toggle_spectrogram": ("S",)}  # a view toggle the session does not need to know about
 _SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
 
 
@@ -198,9 +197,10 @@ class RatingView(QWidget):
     # -- the key map: one table for buttons and help ---------------------------------------------------
 
     def set_keymap(self, keymap: dict[str, tuple[str, ...]]) -> None:
-        self.keymap = {**keymap, **VIEW_KEYS}
+        self.keymap = dict(keymap)
         for action, button in self.buttons.items():
-            button.setText(f"{ACTION_LABELS[action]}  ({keys_text(self.keymap.get(action, ()))})")
+            keys = keys_text(self.keymap.get(action, ()))
+            button.setText(f"{ACTION_LABELS[action]}  ({keys})" if keys else ACTION_LABELS[action])
         rows = "".join(
             f"<tr><td style='padding-right:16px'><b>{keys_text(self.keymap.get(a, ())) or '—'}</b></td>"
             f"<td>{ACTION_LABELS[a]}</td></tr>"

@@ -36,6 +36,7 @@ SPEED = "speed"  # apply the new `speed`
 ASK_NOTE = "ask_note"  # ask for a note's text, then call note(text)
 HELP = "help"  # show the key map overlay
 REDRAW = "redraw"  # something shown changed (a note, the transcripts toggle); same clip
+SPECTROGRAM = "spectrogram"  # switch the clip's picture between waveform and spectrogram (the view holds which)
 IGNORED = "ignored"  # nothing happened; `reason` says why
 ERROR = "error"  # the write failed and nothing changed; `reason` is the message
 DONE = "finished"  # every clip is rated (or skipped)
@@ -56,6 +57,7 @@ DEFAULT_KEYMAP: dict[str, tuple[str, ...]] = {
     "slower": ("[",),
     "faster": ("]",),
     "toggle_transcripts": ("T",),
+    "toggle_spectrogram": ("S",),
 }
 REQUIRED_ACTIONS = ("rate_correct", "rate_acceptable", "rate_incorrect")  # a rater must be able to rate
 KEYMAP_META_PREFIX = "rating_keymap:"
@@ -166,7 +168,28 @@ def keymap_for(conn: sqlite3.Connection, annotator: str) -> dict[str, tuple[str,
         raise SpokenBenchError(
             f"the stored key map of '{annotator}' is not valid JSON ({error}); save it again"
         ) from None
-    return validate_keymap(overrides)
+    return validate_keymap(_stored_keys_first(overrides))
+
+
+def _stored_keys_first(overrides: Any) -> Any:
+    """A map stored before an action joined the table may hold that action's default key (S was free before
+    the spectrogram toggle had it): the annotator's choice keeps the key and the newer action starts without
+    it, so an old map still opens; the Settings editor shows the action keyless, to be given a key there."""
+    if not isinstance(overrides, Mapping):
+        return overrides  # validate_keymap says what is wrong
+    taken = set()
+    for keys in overrides.values():
+        for key in [keys] if isinstance(keys, str) else keys if isinstance(keys, list | tuple) else ():
+            try:
+                taken.add(normalize_key(key))
+            except SpokenBenchError:
+                pass  # validate_keymap names it
+    unstored = {
+        action: [key for key in keys if key not in taken]
+        for action, keys in DEFAULT_KEYMAP.items()
+        if action not in overrides
+    }
+    return {**unstored, **overrides}
 
 
 def save_keymap(project: Project, annotator: str, overrides: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -306,6 +329,12 @@ class RatingSession:
             action = None
         if action is None:
             return Outcome(IGNORED, reason=f"key '{key}' is not bound")
+        return self.perform(action)
+
+    def perform(self, action: str) -> Outcome:
+        """One action of the key map, by name (a key or a button): also an action left without a key."""
+        if action not in DEFAULT_KEYMAP:
+            raise SpokenBenchError(f"unknown action '{action}'; actions: {', '.join(DEFAULT_KEYMAP)}")
         if action.startswith("rate_"):
             return self.rate(action.removeprefix("rate_"))
         if action == "note":
@@ -411,6 +440,10 @@ class RatingSession:
     def toggle_transcripts(self) -> Outcome:
         self.show_transcripts = not self.show_transcripts
         return Outcome(REDRAW)
+
+    def toggle_spectrogram(self) -> Outcome:
+        """A view toggle, allowed while a save is in flight: the view switches its picture."""
+        return Outcome(SPECTROGRAM)
 
     # ---------------------------------------------------------------- the write's answer
 

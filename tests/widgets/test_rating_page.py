@@ -12,6 +12,7 @@ import spokenbench.app.rating_page as rating_page
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.qc import store as qc_store
 from spokenbench.core.qc.queues import queue_clips
+from spokenbench.core.qc.rating_session import validate_keymap
 from spokenbench.core.store import opened
 
 ANNOTATOR = "alice"
@@ -145,7 +146,36 @@ def test_s_shows_the_spectrogram(page, qtbot):
     open_demo_queue(page, qtbot)
     qtbot.keyClick(page.view, "s")
     assert page.view.waveform.show_spectrogram
-    qtbot.waitUntil(lambda: page.view.waveform.has_spectrogram, timeout=5_000)
+    # the first spectrogram imports scipy.signal (~2.5 s of CPU): ~10 s of wall at a load average of 13
+    qtbot.waitUntil(lambda: page.view.waveform.has_spectrogram, timeout=30_000)
+
+
+@pytest.mark.slow
+def test_the_spectrogram_key_is_one_of_the_key_map_on_its_button_in_the_help_and_remappable(page, qtbot):
+    open_demo_queue(page, qtbot)
+    assert page.view.buttons["toggle_spectrogram"].text() == "Spectrogram  (S)"
+    assert "<b>S</b></td><td>Spectrogram</td>" in page.view.help_overlay.text()
+    page.use_keymap(validate_keymap({"note": ["S"], "toggle_spectrogram": ["G"]}))  # as Settings hands it over
+    assert page.view.buttons["toggle_spectrogram"].text() == "Spectrogram  (G)"
+    assert "<b>G</b></td><td>Spectrogram</td>" in page.view.help_overlay.text()
+    qtbot.keyClick(page.view, "s")  # now the note key: it no longer switches the picture
+    assert not page.view.waveform.show_spectrogram and page.note_dialog.isVisible()
+    page.note_dialog.reject()
+    qtbot.keyClick(page.view, "g")
+    assert page.view.waveform.show_spectrogram
+    page.view.buttons["toggle_spectrogram"].click()
+    assert not page.view.waveform.show_spectrogram
+
+
+@pytest.mark.slow
+def test_a_spectrogram_key_pressed_while_saving_still_switches_the_picture(page, qtbot, demo_copy):
+    open_demo_queue(page, qtbot)
+    qtbot.keyClick(page.view, "1")
+    assert page.busy
+    qtbot.keyClick(page.view, "s")
+    assert page.view.waveform.show_spectrogram and page.ignored_keys == 0
+    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    assert len(rating_rows(demo_copy)) == 1
 
 
 @pytest.mark.slow

@@ -76,3 +76,20 @@ def test_a_key_bound_twice_keeps_the_dialog_open_and_saves_nothing(window, qtbot
     assert dialog.keymap_error.text() == "'rate_incorrect' needs a key"
     dialog.reject()
     assert stored_keymap(demo_copy, "ana") == DEFAULT_KEYMAP
+
+
+@pytest.mark.slow
+def test_the_spectrogram_key_is_listed_reserved_and_remappable(window, qtbot, demo_copy):
+    dialog = open_settings(window, qtbot)
+    editor = dialog.keymap_editor
+    row = editor.actions.index("toggle_spectrogram")
+    assert editor.item(row, 0).text() == "Spectrogram" and editor.item(row, 2).text() == "S"
+    assert editor.keymap()["toggle_spectrogram"] == ["S"]
+    editor.set_keys("note", "S")  # S already switches to the spectrogram
+    dialog.accept()
+    assert dialog.isVisible() and "key 'S' is bound twice" in dialog.keymap_error.text()
+    editor.set_keys("toggle_spectrogram", "G")
+    with qtbot.waitSignal(dialog.keymap_saved, timeout=5_000):
+        dialog.accept()
+    stored = stored_keymap(demo_copy, "ana")
+    assert stored["note"] == ("S",) and stored["toggle_spectrogram"] == ("G",)

@@ -189,6 +189,49 @@ def test_keymap_override_round_trips_and_drives_the_session(qc_project, queued):
     assert keymap_for(qc_project.conn, "ana") == DEFAULT_KEYMAP
 
 
+def test_s_is_in_the_key_map_and_toggles_the_spectrogram_even_while_saving(qc_project, queued):
+    assert DEFAULT_KEYMAP["toggle_spectrogram"] == ("S",)
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    assert s.keys_for("toggle_spectrogram") == ("S",)
+    assert s.press("s").action == rs.SPECTROGRAM
+    assert s.press("1").action == rs.SAVE
+    assert s.press("S").action == rs.SPECTROGRAM  # only the picture changes: no reason to wait for the save
+    with pytest.raises(SpokenBenchError, match="key 'S' is bound twice"):
+        validate_keymap({"note": ["S"]})  # the table reserves S like every other key
+
+
+def test_binding_s_elsewhere_moves_the_spectrogram_to_the_key_given_it(qc_project, queued):
+    merged = save_keymap(qc_project, "ana", {"note": ["S"], "toggle_spectrogram": ["G"]})
+    assert merged["note"] == ("S",) and merged["toggle_spectrogram"] == ("G",)
+    s = session(qc_project)
+    assert s.press("S").action == rs.ASK_NOTE and s.press("G").action == rs.SPECTROGRAM
+
+
+def test_a_map_stored_before_the_spectrogram_key_existed_still_opens(qc_project, queued):
+    with qc_project.transaction() as conn:  # S was free then: stored as this annotator's note key
+        write_meta(conn, "rating_keymap:ana", '{"note": ["S"], "replay": ["P"]}')
+    keymap = keymap_for(qc_project.conn, "ana")
+    assert keymap["note"] == ("S",) and keymap["replay"] == ("P",)
+    assert keymap["toggle_spectrogram"] == ()  # keyless, to be given a key in Settings
+    assert keymap["toggle_transcripts"] == ("T",)  # every other action the old map did not name: its default
+    s = session(qc_project)
+    assert s.press("S").action == rs.ASK_NOTE
+    assert s.perform("toggle_spectrogram").action == rs.SPECTROGRAM  # its button still works
+    with qc_project.transaction() as conn:  # an old map without any clash gets the new default key
+        write_meta(conn, "rating_keymap:ben", '{"replay": ["P"]}')
+    assert keymap_for(qc_project.conn, "ben")["toggle_spectrogram"] == ("S",)
+
+
+def test_perform_runs_an_action_by_name_and_refuses_an_unknown_one(qc_project, queued):
+    save_keymap(qc_project, "ana", {"replay": []})
+    s = session(qc_project)
+    assert s.press("Space").action == rs.IGNORED and s.perform("replay").action == rs.PLAY
+    assert s.perform("rate_incorrect").action == rs.SHOW
+    assert [r["rating"] for r in stored(qc_project)] == ["incorrect"]
+    with pytest.raises(SpokenBenchError, match="unknown action 'launch'"):
+        s.perform("launch")
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
