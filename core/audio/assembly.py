@@ -634,91 +634,106 @@ def build_input(job: AssemblyJob, cache: SegmentCache, settings: AssemblySetting
 
 
 class _GroupDurability:
-    """Group commit for audio files, on the job's event loop. Built inputs wait here; whenever no group is being
-    stored, everything waiting becomes the next group, stored on one thread of its own — each file written to
-    its temp name (AudioStore.write_pending), then all made durable at once (make_durable: fsyncs in flight
-    together, renames, one fsync per folder) — and its inputs are released together, so their rows reach the
-    job's writer together and share one transaction. File creation waits on the file system's journal while
-    it commits, so it is kept off the threads that build. A group waits until a few inputs are ready, or until
-    nothing else is being built."""
+    """Group commit for audio files, on the job's event loop. A built input's files are written to their temp
+    names (AudioStore.write_pending) as soon as it is built, on a thread of their own; written inputs wait here,
+    and whenever no group is being made durable, all of them become the next group, made durable at once on a
+    second thread (make_durable: fsyncs in flight together, renames, one fsync per folder) — so the next inputs'
+    files are written while the disk flushes this group's. The group's inputs are released together, so their
+    rows reach the job's writer together and share one transaction. File creation waits on the file system's
+    journal while it commits, so it is kept off the threads that build. A group waits until a few inputs are
+    written, or until nothing else is being built or written."""
 
     def __init__(self, store, audio_format: str, min_group: int, max_bytes: int):
         self.store, self.audio_format, self.min_group, self.max_bytes = store, audio_format, min_group, max_bytes
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-assemble-files")
-        self.waiting: list[tuple[list[list], asyncio.Future]] = []
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-assemble-files")
+        self.syncer = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-assemble-sync")
+        self.written: list[tuple[list[PendingFile], asyncio.Future]] = []
+        self.writes: set[asyncio.Future] = set()
         self.building = 0
-        self.bytes = 0  # buffers of built inputs not stored yet (memory stays bounded whatever the input count)
+        self.bytes = 0  # buffers of built inputs not written yet (memory stays bounded whatever the input count)
         self.room = asyncio.Event()
         self.syncing: asyncio.Task | None = None
         self.groups = 0
 
     async def admit(self) -> None:
-        """Wait, before building another input, while the built ones waiting to be stored hold max_bytes."""
+        """Wait, before building another input, while the built ones waiting to be written hold max_bytes."""
         while self.bytes >= self.max_bytes:
             self.room.clear()
-            self.poke()
             await self.room.wait()
 
     async def durable(self, outputs: list[list]) -> list[str]:
         """Write and durably store the files; returns their sha256s once they are in place."""
+        loop = asyncio.get_running_loop()
         size = sum(memoryview(part).nbytes for parts in outputs for part in parts)
-        future = asyncio.get_running_loop().create_future()
-        self.waiting.append((outputs, future))
         self.bytes += size
-        self.poke()
+        write = loop.run_in_executor(self.writer, self._write, outputs)
+        self.writes.add(write)
+        write.add_done_callback(self.writes.discard)
+        del outputs  # the buffers go as soon as they are written
         try:
-            return await future
+            pending = await asyncio.shield(write)
+        except asyncio.CancelledError:  # written all the same: its temp files go once they are
+            write.add_done_callback(
+                lambda done: done.cancelled() or done.exception() or self.store.discard(done.result())
+            )
+            raise
         finally:
             self.bytes -= size
             self.room.set()
+            self.poke()
+        future = loop.create_future()
+        self.written.append((pending, future))
+        self.poke()
+        return await future
 
     def poke(self) -> None:
-        """Start storing the waiting group if none is being stored and it is big enough (in inputs or bytes), or
-        nothing else is being built."""
-        if self.syncing is None and self.waiting:
-            if len(self.waiting) >= self.min_group or self.building == 0 or 2 * self.bytes >= self.max_bytes:
+        """Make the written inputs durable if no group is being made durable and they are enough, or nothing else
+        is being built or written."""
+        if self.syncing is None and self.written:
+            if len(self.written) >= self.min_group or (self.building == 0 and not self.writes):
                 self.syncing = asyncio.ensure_future(self._sync())
 
-    def _store_group(self, outputs: list[list]) -> list[str]:
+    def _write(self, outputs: list[list]) -> list[PendingFile]:
         pending: list[PendingFile] = []
         try:
             for parts in outputs:
                 pending.append(self.store.write_pending(parts, self.audio_format))
-            self.store.make_durable(pending)
         except BaseException:
             self.store.discard(pending)
             raise
-        return [file.sha256 for file in pending]
+        return pending
 
     async def _sync(self) -> None:
-        group, self.waiting = self.waiting, []
-        outputs = [parts for entry, _ in group for parts in entry]
+        group, self.written = self.written, []
+        files = [file for pending, _ in group for file in pending]
         try:
-            shas = await asyncio.get_running_loop().run_in_executor(self.executor, self._store_group, outputs)
+            await asyncio.get_running_loop().run_in_executor(self.syncer, self.store.make_durable, files)
         except BaseException as error:  # noqa: BLE001 - handed to every input of the group
             for _, future in group:
                 if not future.done():
                     future.set_exception(error)
         else:
             self.groups += 1
-            for entry, future in group:
-                mine, shas = shas[: len(entry)], shas[len(entry) :]
+            for pending, future in group:
                 if not future.done():
-                    future.set_result(mine)
+                    future.set_result([file.sha256 for file in pending])
         finally:
             self.syncing = None
         self.poke()
 
     async def close(self) -> None:
-        """Wait for the group being stored (its files end up whole and in place, or not at all); inputs still
-        waiting were never written."""
+        """Wait for the writes and the group being made durable (its files end up whole and in place, or not at
+        all); the temp files of inputs written but not made durable are removed."""
+        await asyncio.gather(*self.writes, return_exceptions=True)
         while self.syncing is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(self.syncing)
-        for _, future in self.waiting:
+        for pending, future in self.written:
+            self.store.discard(pending)
             future.cancel()
-        self.waiting = []
-        self.executor.shutdown(wait=True)
+        self.written = []
+        self.writer.shutdown(wait=True)
+        self.syncer.shutdown(wait=True)
 
 
 def run_assembly(
@@ -758,9 +773,10 @@ def run_assembly(
                 groups.poke()
             outputs, duration, limited = built.outputs, built.duration, built.limited
             chunks = built.chunks
-            del built  # the buffers go as soon as they are stored, not when the rows are committed
-            shas = await groups.durable(outputs)
+            del built  # the buffers go as soon as they are written, not when the rows are committed
+            stored = groups.durable(outputs)
             del outputs
+            shas = await stored
             report.assembled += 1
             report.limited_inputs += int(limited > 0)
             report.seconds_of_audio += duration

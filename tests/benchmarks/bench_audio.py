@@ -12,8 +12,9 @@ Measures, on 200 conditions of about 40 s each built from espeak-ng clips (numpy
    that means for BiasInEar's 11,200 inputs;
 5. `spokenbench assemble DEMO --orders original,reversed,order-backward,token-backward` as a whole process on
    copies of the demo project (960 inputs, 4 h of audio), before vs now alternating: wall time, x real time
-   (target >= 3,000x), CPU time, fsync calls and the job writer's transactions; the stored inputs must be
-   identical. On a shared machine CPU time is the steadier figure: wall time follows the other users' load.
+   (target >= 3,000x), CPU time, fsync calls, the job writer's transactions and the 1-minute load average at
+   the start of each pass ('before' also resamples through scipy.signal, imported on first use); the stored
+   inputs must be identical. On a shared machine CPU time is the steadier figure: wall time follows the other users' load.
 Figures are medians of repeated passes; the machine is shared, so read ratios rather than absolutes."""
 
 import os
@@ -389,6 +390,7 @@ def bench_demo() -> None:
                 copy = Path(folder) / f"{name}-{attempt}"
                 shutil.copytree(demo, copy)
                 subprocess.run(["sync"], check=True)  # start each pass with nothing dirty in the page cache
+                load = os.getloadavg()[0]  # the machine is shared: the 1-minute load average beside each pass
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
                 done = subprocess.run([sys.executable, "-c", code, name, str(copy)], capture_output=True, text=True)
@@ -399,7 +401,9 @@ def bench_demo() -> None:
                     raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
                 result = json.loads(done.stdout)
                 counts = json.loads(done.stderr.strip().splitlines()[-1])
-                runs[name].append((elapsed, result["seconds_of_audio"], counts["fsync"], counts["writer_commits"], cpu))
+                runs[name].append(
+                    (elapsed, result["seconds_of_audio"], counts["fsync"], counts["writer_commits"], cpu, load)
+                )
                 with sqlite3.connect(copy / "project.sqlite") as conn:
                     stored[name] = conn.execute(
                         "SELECT item_id, condition_key, recipe_sha256, sha256 FROM assembled_inputs ORDER BY 1, 2"
@@ -418,8 +422,8 @@ def bench_demo() -> None:
                 f"   {name:<7} {elapsed:.2f} s -> {results[0][1] / elapsed:,.0f}x real time (target >= 3,000x); "
                 f"fsync calls {statistics.median(r[2] for r in results):,.0f}, "
                 f"job writer transactions {statistics.median(r[3] for r in results):,.0f}, "
-                f"CPU (user + sys) {statistics.median(r[4] for r in results):.2f} s  "
-                f"(passes: {', '.join(f'{r[0]:.2f}' for r in results)})"
+                f"CPU (user + sys) {statistics.median(r[4] for r in results):.2f} s, load average "
+                f"{statistics.median(r[5] for r in results):.1f}  (passes: {', '.join(f'{r[0]:.2f}' for r in results)})"
             )
         print(f"   ratio before / now: {medians['before'] / medians['now']:.2f}x")
 
