@@ -1,6 +1,9 @@
 """What this machine can do with sound, asked once at start and by the screens that play or record: Qt
 Multimedia and an output device for playback, PortAudio (through sounddevice) and an input device for recording.
-Each answer is `None` when it works, else a message saying what is missing and what to install."""
+Each answer is `None` when it works, else a message saying what is missing and what to install. Recording has one
+check, `core.recording.recorder.recording_availability` (PortAudio and its input devices): the status bar asks it
+at start and the Speakers page on every scan of the devices, which then shows its answer in the status bar too
+(`show_recording_status`), so the two never disagree."""
 
 from __future__ import annotations
 
@@ -30,11 +33,26 @@ def playback_problem() -> str | None:
 
 
 def recording_problem() -> str | None:
-    """Why speakers cannot be recorded here (PortAudio missing), or None."""
+    """Why speakers cannot be recorded here (PortAudio missing, or no input device), or None."""
     from spokenbench.core.audio_support import sounddevice_support
+    from spokenbench.core.recording import recorder
 
     support = sounddevice_support()
-    return None if support.available else support.message
+    if not support.available:
+        return support.message
+    _devices, problem = recorder.recording_availability(recorder.input_devices)
+    return problem
+
+
+def show_recording_status(window, recording: str | None) -> None:
+    """A newer answer of the recording check (a device scan of the Speakers page) in the window's status bar."""
+    label = getattr(window, "audio_label", None)
+    if label is None:
+        return
+    window.recording_message = recording
+    text, tooltip = audio_status(getattr(window, "audio_message", None), recording)
+    label.setText(text)
+    label.setToolTip(tooltip)
 
 
 def audio_status(playback: str | None, recording: str | None) -> tuple[str, str]:

@@ -21,7 +21,7 @@ import shiboken6
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
-from spokenbench.app.audio import audio_outputs_available
+from spokenbench.app.audio import audio_outputs_available, show_recording_status
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.audio.io import encode_wav
@@ -40,6 +40,7 @@ from spokenbench.core.recording.speakers import (
 from spokenbench.core.recording.takes import (
     PreparedTake,
     Take,
+    best_take,
     latest_takes,
     prepare_take,
     read_take_audio,
@@ -92,6 +93,7 @@ class SpeakersPage(QWidget):
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
         self.last_clone: ClonedVoice | None = None
+        self.last_scan: BackgroundOp | None = None  # the newest device scan (tests)
         self.refused: str | None = None  # why the last record key was refused
         self.play_requested_at: float | None = None
         self.meter_updates: list[float] = []  # perf_counter of each meter update (benchmark)
@@ -120,6 +122,7 @@ class SpeakersPage(QWidget):
         self.view.reading_list_requested.connect(self.choose_reading_list)
         self.view.project_prompts_requested.connect(lambda: self.use_reading_list(None))
         self.view.clone_requested.connect(self.create_clone)
+        self.view.rescan_requested.connect(self.find_devices)
         self._show_speaker()
 
     # -- session -----------------------------------------------------------------------------------------
@@ -176,26 +179,35 @@ class SpeakersPage(QWidget):
     # -- devices -----------------------------------------------------------------------------------------
 
     def find_devices(self) -> BackgroundOp | None:
-        """Ask PortAudio for the input devices off the UI thread; without it, say what to install."""
-        if self.session is None:
+        """Ask PortAudio for the input devices off the UI thread (again each time: when the project opens, when the
+        page is shown, on Rescan devices); without it, say what to install. Not while a take is being recorded."""
+        if self.session is None or self.state != "idle":
             return None
         lister = self.device_lister
-        return (
-            BackgroundOp(
-                self.session.runner,
-                lambda progress: recording_availability(lister),
-                label="Finding input devices",
-                parent=self,
-            )
-            .success(lambda found: self._show_devices(*found))
-            .run()
+        self.view.rescan_button.setEnabled(False)
+        operation = BackgroundOp(
+            self.session.runner,
+            lambda progress: recording_availability(lister),
+            label="Finding input devices",
+            parent=self,
+            supersede="input-devices",
         )
+        operation.success(lambda found: self._show_devices(*found))
+        operation.finished.connect(lambda: self.view.rescan_button.setEnabled(True))
+        self.last_scan = operation.run()
+        return self.last_scan
 
     def _show_devices(self, devices: list[InputDevice], problem: str | None) -> None:
+        chosen = self.device
         self.devices, self.recording_problem = devices, problem
-        self.view.set_devices([d.label for d in devices])
+        self.view.set_devices([d.label for d in devices], chosen.label if chosen else None)
         self.view.set_banner(problem)
         self.view.set_recording_enabled(problem is None)
+        show_recording_status(self.window_, problem)  # the status bar says what this page found
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.find_devices()  # a microphone connected since the last look is listed
 
     @property
     def device(self) -> InputDevice | None:
@@ -535,6 +547,7 @@ class SpeakersPage(QWidget):
         self.take_audio[take.id] = audio
         self.view.status_label.setText(f"Take {take.take} saved ({take.duration_s:.1f} s, {take.audio_format.upper()})")
         self._show_progress()
+        self._show_clone_state()
 
     def _save_failed(self, error: BaseException) -> None:
         self.state = "idle"
@@ -652,7 +665,7 @@ class SpeakersPage(QWidget):
             view.set_prompt(0, 0, "", "")
             view.progress_label.setText("")
             view.show_checks(None)
-            view.clone_button.setEnabled(False)
+            self._show_clone_state()
             return
         consent = (
             "consent given"
@@ -666,9 +679,25 @@ class SpeakersPage(QWidget):
         view.set_prompt(
             self.prompt_index + 1, len(self.prompts), prompt.text if prompt else "", prompt.label if prompt else ""
         )
-        view.clone_button.setEnabled(speaker.consent_in_force)
+        self._show_clone_state()
         self._show_take()
         self._show_progress()
+
+    def _show_clone_state(self) -> None:
+        """Create cloned voice needs consent and a take that passed every check."""
+        speaker = self.speaker
+        if speaker is None:
+            self.view.set_clone_state(False, "Choose a speaker first")
+        elif not speaker.consent_in_force:
+            self.view.set_clone_state(False, f"{speaker.name} has not given consent (or withdrew it)")
+        elif best_take(self.takes) is None:
+            self.view.set_clone_state(
+                False, f"Needs a take of {speaker.name} that passed every quality check: record one first"
+            )
+        else:
+            self.view.set_clone_state(
+                True, f"Clone {speaker.name}'s voice from their best passing take, then play a test sentence"
+            )
 
     def _show_take(self) -> None:
         take = self.current_take

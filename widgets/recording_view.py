@@ -303,6 +303,7 @@ class RecorderView(QWidget):
     reading_list_requested = Signal()
     project_prompts_requested = Signal()
     clone_requested = Signal()
+    rescan_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -321,10 +322,15 @@ class RecorderView(QWidget):
         self.device_box = QComboBox()
         self.device_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.device_box.currentIndexChanged.connect(self.device_chosen)
+        self.rescan_button = QPushButton("Rescan devices")
+        self.rescan_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.rescan_button.setToolTip("Look for input devices again (after connecting a microphone)")
+        self.rescan_button.clicked.connect(self.rescan_requested)
         self.meter = LevelMeter()
         devices = QHBoxLayout()
         devices.addWidget(QLabel("Input"))
         devices.addWidget(self.device_box, 1)
+        devices.addWidget(self.rescan_button)
         devices.addWidget(self.meter, 2)
         self.position_label = QLabel()
         self.prompt_label = QLabel()
@@ -380,12 +386,20 @@ class RecorderView(QWidget):
         self.banner.setText(text or "")
         self.banner.setVisible(bool(text))
 
-    def set_devices(self, labels: list[str]) -> None:
+    def set_devices(self, labels: list[str], keep: str | None = None) -> None:
+        """List the devices; `keep` (a label) stays chosen when it is still there."""
         self.device_box.blockSignals(True)
         self.device_box.clear()
         self.device_box.addItems(labels)
         self.device_box.setEnabled(bool(labels))
+        if keep in labels:
+            self.device_box.setCurrentIndex(labels.index(keep))
         self.device_box.blockSignals(False)
+
+    def set_clone_state(self, enabled: bool, reason: str) -> None:
+        """Create cloned voice: enabled with what it does, or disabled with what it needs."""
+        self.clone_button.setEnabled(enabled)
+        self.clone_button.setToolTip(reason)
 
     def set_prompt(self, position: int, total: int, text: str, label: str) -> None:
         if total == 0:

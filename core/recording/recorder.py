@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,12 @@ LEVEL_QUEUE = 512  # level readings kept for the meter (about 10 s); older ones 
 PORTAUDIO_HELP = (
     "install PortAudio (Debian/Ubuntu: apt-get install libportaudio2; Fedora: dnf install portaudio; "
     "macOS: brew install portaudio) and restart SpokenBench Studio"
+)
+
+
+NO_INPUT_DEVICE = (
+    "No audio input device was found: connect a microphone (and check that the system's sound settings and "
+    "PortAudio see it), then press Rescan devices on the Speakers page."
 )
 
 
@@ -62,12 +69,35 @@ class InputDevice:
         return f"{self.name}{' (default)' if self.is_default else ''}"
 
 
+# PortAudio lists the devices once, when it is initialized (at sounddevice's import), so a microphone connected
+# later is not seen. sounddevice has no public call to list them again; its maintainer's advice
+# (python-sounddevice issues #125 and #516) is the private pair `sd._terminate(); sd._initialize()`, used here for
+# lack of a public one. It closes every open stream, so it is skipped while a Recorder of this process has one.
+_streams_lock = threading.Lock()
+_open_streams = 0
+
+
+def _count_stream(change: int) -> None:
+    global _open_streams
+    with _streams_lock:
+        _open_streams += change
+
+
 def input_devices() -> list[InputDevice]:
-    """The input devices PortAudio sees, the default first. Raises RecordingUnavailable without PortAudio."""
+    """The input devices PortAudio sees now, the default first (PortAudio is asked again on every call after the
+    first, unless a recording is open). Raises RecordingUnavailable without PortAudio. Can take a moment: call it
+    off the UI thread."""
+    loaded_before = "sounddevice" in sys.modules  # else importing it just listed the devices
     sd = import_sounddevice()
     try:
-        devices = sd.query_devices()
-        default_input = sd.default.device[0] if sd.default.device is not None else -1
+        with _streams_lock:  # one scan at a time (PortAudio is not thread-safe), none under an open stream
+            if loaded_before and not _open_streams:
+                try:
+                    sd._terminate()
+                finally:
+                    sd._initialize()
+            devices = sd.query_devices()
+            default_input = sd.default.device[0] if sd.default.device is not None else -1
     except Exception as error:  # PortAudio itself failing (no sound server, …)
         raise RecordingUnavailable(f"PortAudio could not list the audio devices ({error})") from None
     found = [
@@ -93,10 +123,7 @@ def recording_availability(
     except RecordingUnavailable as error:
         return [], str(error)
     if not devices:
-        return [], (
-            "No audio input device was found: connect a microphone (and check that the system's sound settings "
-            "and PortAudio see it), then reopen this page."
-        )
+        return [], NO_INPUT_DEVICE
     return devices, None
 
 
@@ -163,6 +190,7 @@ class Recorder:
         self.blocks = 0
         self.dropped_blocks = 0
         self.levels.clear()
+        _count_stream(+1)  # before opening: the device list is not renewed under an opening stream
         try:
             stream = self.stream_factory(
                 samplerate=self.rate,
@@ -176,9 +204,11 @@ class Recorder:
             stream.start()
         except SpokenBenchError:
             self._recording = False
+            _count_stream(-1)
             raise
         except Exception as error:  # PortAudio refusing the device or rate
             self._recording = False
+            _count_stream(-1)
             name = self.device.name if self.device else "the default input device"
             raise SpokenBenchError(f"cannot record from {name} at {self.rate} Hz: {error}") from None
         self._stream = stream
@@ -214,7 +244,10 @@ class Recorder:
                 try:
                     stream.stop()
                 finally:
-                    stream.close()
+                    try:
+                        stream.close()
+                    finally:
+                        _count_stream(-1)
             chunks, self._chunks = self._chunks, []
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 

@@ -253,6 +253,51 @@ def test_without_portaudio_recording_says_what_to_install(monkeypatch):
     assert "No audio input device" in recording_availability(lambda: [])[1]
 
 
+def test_input_devices_are_listed_afresh_but_never_under_an_open_recording(monkeypatch):
+    """PortAudio lists devices once, when initialized; `input_devices` re-initializes it (sounddevice's private
+    _terminate/_initialize) so a microphone plugged in later is found — except while a recording is open, which
+    re-initializing would close."""
+    import sys
+
+    from spokenbench.core.recording.recorder import input_devices
+
+    calls = []
+
+    class FakeSoundDevice:
+        class default:
+            device = (1, 0)
+
+        def __init__(self):
+            self.devices = [{"name": "Speakers", "max_input_channels": 0, "default_samplerate": 48000}]
+            self.seen = list(self.devices)  # what PortAudio listed at its last initialization
+
+        def query_devices(self):
+            return list(self.seen)
+
+        def _terminate(self):
+            calls.append("terminate")
+
+        def _initialize(self):
+            calls.append("initialize")
+            self.seen = list(self.devices)
+
+    sd = FakeSoundDevice()
+    monkeypatch.setitem(sys.modules, "sounddevice", sd)
+    assert input_devices() == []
+    sd.devices.append({"name": "USB mic", "max_input_channels": 1, "default_samplerate": 16000})
+    assert input_devices() == [InputDevice(1, "USB mic", 1, 16000, True)]
+    assert calls == ["terminate", "initialize"] * 2
+    recorder = Recorder(InputDevice(1, "USB mic", 1, RATE), stream_factory=fake_stream_factory(speech(0.2)))
+    recorder.start()
+    try:
+        sd.devices.append({"name": "Second mic", "max_input_channels": 2, "default_samplerate": 44100})
+        assert [d.name for d in input_devices()] == ["USB mic"]  # the open stream is left alone
+        assert len(calls) == 4
+    finally:
+        recorder.stop()
+    assert [d.name for d in input_devices()] == ["USB mic", "Second mic"] and len(calls) == 6
+
+
 # -- takes in the store ------------------------------------------------------------------------------------------
 
 
@@ -365,6 +410,41 @@ def test_cloning_uses_the_best_passing_take_and_withdrawal_deletes_everything(pr
         save_take(project, consented.id, prepare_take(padded(speech()), RATE, PROMPT))
     with pytest.raises(SpokenBenchError, match="no consent in force"):
         withdraw_consent(project, "Ana")
+
+
+@pytest.mark.slow
+def test_withdrawal_deletes_the_inputs_assembled_from_the_cloned_voice(project, consented):
+    """Evaluation inputs assembled with the speaker's cloned voice (condition voice = the speaker, voice source
+    'cloned') go with the consent, chunks and files included; an input of another voice stays."""
+    from spokenbench.core.audio.store import replace_assembled_input
+    from spokenbench.core.conditions import Condition
+    from spokenbench.core.items import Item, Option
+    from spokenbench.core.store.items import insert_items
+
+    with project.transaction() as conn:
+        [item_id] = insert_items(
+            conn, [Item("t", "q1", "en", "Which?", tuple(Option(x, x.lower()) for x in "ABCD"), answer="A")]
+        )
+    cloned = Condition("en", None, "Ana", "female", voice_source="cloned")
+    other = Condition("en", None, "Zephyr", "female")
+    files = {}
+    with project.transaction() as conn:
+        for condition, tone in ((cloned, 220.0), (other, 330.0)):
+            sha = project.audio.put_bytes(encode_wav(speech(0.3, rate=RATE) * (tone / 330), RATE), "wav")
+            chunks = [
+                (30.0, 0, project.audio.put_bytes(encode_wav(speech(0.1, rate=RATE) * (tone / 330), RATE), "wav"), 0.1)
+            ]
+            replace_assembled_input(
+                conn, item_id, condition.key(), "ABCD", "ABCD", sha, sha, "wav", 0.3, RATE, 0, "text", "now", chunks
+            )
+            files[condition.voice] = (sha, chunks[0][2])
+    report = withdraw_consent(project, "Ana")
+    assert report.inputs_deleted == 1 and report.files_deleted == 2  # the input and its chunk
+    keys = [r[0] for r in project.conn.execute("SELECT condition_key FROM assembled_inputs")]
+    assert keys == [other.key()]
+    assert project.conn.execute("SELECT count(*) FROM input_chunks").fetchone()[0] == 1
+    assert not any(project.audio.has(sha, "wav") for sha in files["Ana"])
+    assert all(project.audio.has(sha, "wav") for sha in files["Zephyr"])
 
 
 def test_withdrawal_keeps_audio_another_row_still_uses(project, consented):

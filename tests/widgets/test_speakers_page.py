@@ -286,3 +286,96 @@ def test_no_input_device_is_explained(qtbot, open_session, project_path):
     page = make_page(qtbot, open_session, project_path, lister=lambda: [])
     qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)
     assert "No audio input device" in page.view.banner.text()
+
+
+@pytest.mark.slow
+def test_create_cloned_voice_waits_for_a_passing_take(page, qtbot, consented):
+    reload_consented(page, qtbot)
+    button = page.view.clone_button
+    assert not button.isEnabled() and "passed every quality check" in button.toolTip()
+    page.stream_factory = fake(0.2)
+    assert not record_take(page, qtbot).passed
+    assert not button.isEnabled()  # a failed take is not enough
+    page.stream_factory = fake(1.2)
+    press(page, qtbot, Qt.Key.Key_Right)
+    assert record_take(page, qtbot).passed
+    assert button.isEnabled() and "best passing take" in button.toolTip()
+
+
+def status_window():
+    """What the page needs of the main window: the status bar's audio label and the playback answer."""
+    from types import SimpleNamespace
+
+    from PySide6.QtWidgets import QLabel
+
+    return SimpleNamespace(
+        audio_label=QLabel("Audio: recording only"),
+        audio_message=None,
+        recording_message=None,
+        annotator="tester",
+        settings=None,
+    )
+
+
+@pytest.mark.slow
+def test_the_status_bar_and_the_banner_give_one_answer_and_rescan_finds_a_new_microphone(
+    qtbot, open_session, project_path, monkeypatch
+):
+    from spokenbench.app import audio
+    from spokenbench.core.recording import recorder
+
+    monkeypatch.setattr(recorder, "input_devices", lambda: [])  # PortAudio is there, no input device is
+    at_start = audio.recording_problem()
+    assert at_start is not None and at_start.startswith("No audio input device")
+    assert audio.audio_status(None, at_start)[0] == "Audio: playback only"
+
+    connected: list = []
+    window = status_window()
+    page = SpeakersPage(window)
+    page.device_lister = lambda: list(connected)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)
+    assert page.view.banner.text() == at_start  # the same check, the same words
+    assert window.audio_label.text() == "Audio: playback only" and at_start in window.audio_label.toolTip()
+    assert window.recording_message == at_start and not page.view.buttons["record"].isEnabled()
+
+    connected.append(FAKE_DEVICE)  # a microphone is plugged in while the project stays open
+    page.view.rescan_button.click()
+    qtbot.waitUntil(lambda: not page.view.banner.isVisible(), timeout=5_000)
+    assert page.view.device_box.currentText() == "Fake microphone (default)"
+    assert page.view.buttons["record"].isEnabled() and page.recording_problem is None
+    assert window.audio_label.text() == "Audio: ready" and window.recording_message is None
+
+    connected.clear()  # unplugged: showing the page again looks again
+    page.hide()
+    page.show()
+    qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)
+    assert page.devices == [] and window.audio_label.text() == "Audio: playback only"
+
+
+@pytest.mark.slow
+def test_a_chosen_input_device_is_the_one_recorded_from(qtbot, open_session, project_path, consented):
+    usb = InputDevice(7, "USB headset", 1, RATE, False)
+    page = make_page(qtbot, open_session, project_path, lister=lambda: [FAKE_DEVICE, usb])
+    qtbot.waitUntil(lambda: len(page.devices) == 2, timeout=5_000)
+    reload_consented(page, qtbot)
+    opened_with = []
+    streams = fake(1.2)
+
+    def stream_factory(**kwargs):
+        opened_with.append(kwargs["device"])
+        return streams(**kwargs)
+
+    page.stream_factory = stream_factory
+    assert page.view.device_box.currentText() == "Fake microphone (default)"
+    page.view.device_box.setCurrentIndex(1)
+    assert page.device is usb
+    record_take(page, qtbot)
+    assert opened_with == [7]
+    with opened(project_path) as project:
+        assert project.conn.execute("SELECT device FROM recordings").fetchall()[-1][0] == "USB headset"
+    page.find_devices()  # a rescan keeps the choice
+    qtbot.waitUntil(lambda: not page.last_scan.is_running, timeout=5_000)
+    assert page.device is not None and page.device.name == "USB headset"
