@@ -34,6 +34,7 @@ from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepa
 from spokenbench.app.rewrite_page import RewritePage, review_queue
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY, RECENT_KEY, SettingsDialog, annotator_name, app_settings
 from spokenbench.core.demo import build_demo
+from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.progress import Progress
@@ -81,7 +82,7 @@ def read_project_view(project: Project) -> ProjectView:
 
 def read_badges(project: Project, annotator: str) -> dict[str, str]:
     """The sidebar's counts: items, parts waiting for review, clips left for this annotator in the rating
-    queues, speakers and runs."""
+    queues, speakers, evaluation runs going on or to resume, and runs."""
     conn = project.conn
     waiting = sum(entry.status in ("flagged", "manual") for entry in review_queue(project))
     left = sum(queue["clips"] - queue["rated_by"].get(annotator, 0) for queue in list_queues(conn))
@@ -91,8 +92,20 @@ def read_badges(project: Project, annotator: str) -> dict[str, str]:
         "rewrites": f"{waiting} to review",
         "rating": f"{left} left",
         "speakers": f"{summary['speakers']}",
+        "evaluate": evaluate_badge(project),
         "results": f"{summary['runs']} runs",
     }
+
+
+def evaluate_badge(project: Project) -> str | None:
+    """'1 running', '2 to resume' (interrupted, cancelled, failed or missing answers, as the Evaluate page's
+    runs table says), both, or None when no run needs attention."""
+    runs = run_rows(project.conn)
+    running = sum(run.status == "running" for run in runs)
+    to_resume = sum(run.resumable for run in runs)
+    parts = [f"{running} running"] if running else []
+    parts += [f"{to_resume} to resume"] if to_resume else []
+    return ", ".join(parts) or None
 
 
 def read_summary(project: Project) -> dict:

@@ -7,8 +7,12 @@ from PySide6.QtCore import QSettings, Qt
 from stub_server import Reply, StubServer
 
 from spokenbench.app import main_window as main_window_module
-from spokenbench.app.main_window import MainWindow, PlaceholderPage
+from spokenbench.app.main_window import MainWindow, PlaceholderPage, read_badges
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY, SettingsDialog
+from spokenbench.core.evaluation.launcher import run_rows
+from spokenbench.core.evaluation.preparation import run_claim
+from spokenbench.core.evaluation.store import mark_run
+from spokenbench.core.jobs import tracked_job
 from spokenbench.core.rewriting.flagging import flagged_rewrites, review_rewrite
 from spokenbench.core.store import opened
 from spokenbench.widgets.items_table import ItemsPanel
@@ -46,13 +50,34 @@ def test_badges_show_the_demos_counts_and_follow_changes(window, qtbot, demo_cop
         "Rating · 53 left",
         "QC",
         "Speakers · 0",
-        "Evaluate",
+        "Evaluate",  # no run running or waiting to be resumed
         "Results · 11 runs",
     ]
     with opened(demo_copy) as project:  # another connection, as a CLI run would
         entry = flagged_rewrites(project.conn)[0]
         review_rewrite(project, entry.item_id, entry.part, "accept", "someone else")
     qtbot.waitUntil(lambda: window.sidebar.text_of("rewrites") == "Rewrites · 9 to review", timeout=5_000)
+    with opened(demo_copy) as project, project.transaction() as conn:
+        mark_run(conn, run_rows(project.conn)[0].run_id, "failed", "a test failure")
+    qtbot.waitUntil(lambda: window.sidebar.text_of("evaluate") == "Evaluate · 1 to resume", timeout=5_000)
+
+
+@pytest.mark.slow
+def test_the_evaluate_badge_counts_runs_running_and_runs_to_resume(demo_copy):
+    with opened(demo_copy) as project:
+        runs = run_rows(project.conn)
+        assert runs and not any(run.status == "running" or run.resumable for run in runs)
+        assert read_badges(project, "ana")["evaluate"] is None  # the demo's runs are all complete
+        run_id = runs[0].run_id
+        with tracked_job(demo_copy, "evaluate", "Evaluating: a test run", claim=run_claim(run_id)):
+            with project.transaction() as conn:
+                mark_run(conn, run_id, "running")
+            assert read_badges(project, "ana")["evaluate"] == "1 running"
+        # the job is gone and the run never said it ended (a killed process): it waits to be resumed
+        assert read_badges(project, "ana")["evaluate"] == "1 to resume"
+        with project.transaction() as conn:
+            mark_run(conn, runs[1].run_id, "failed", "a test failure")
+        assert read_badges(project, "ana")["evaluate"] == "2 to resume"
 
 
 @pytest.mark.slow
