@@ -187,18 +187,20 @@ def unassembled_selection(conn: sqlite3.Connection, settings: RunSettings, proje
     explains). Audio and pipeline runs of a real model hear assembled inputs; every other run has its conditions
     unperturbed (speed 1, volume 1, clean) and builds its orders itself."""
     plan = settings.plan
+    if not (plan.orders or plan.permutations or any(plan.filters.get(factor) for factor in PERTURBATIONS)):
+        return None  # nothing asked for that could be missing
     simulated = settings.model.startswith("simulated:")
     assembled = plan.mode in AUDIO_MODES and not simulated
     rows = store.assembled_input_rows(conn) if assembled else []
     if assembled and not rows:
         return None  # the plan says that nothing is assembled, and what to run
     problems: list[str] = []
+    strategy_missing: list[str] = []  # the strategy's permutations not assembled
     if assembled:
-        have: dict[str, set[str]] = {factor: set() for factor in PERTURBATIONS}
-        for key in {row["condition_key"] for row in rows}:
-            factors = Condition.from_key(key).factors()
-            for factor in PERTURBATIONS:
-                have[factor].add(_level(factors[factor]))
+        conditions = [Condition.from_key(key) for key in {row["condition_key"] for row in rows}]
+        have = {factor: {_level(c.factors()[factor]) for c in conditions} for factor in PERTURBATIONS}
+        presentations = _presentations(rows)
+        strategy_missing = [order for order in _strategy_orders(conn, plan) if not _is_assembled(order, presentations)]
     else:
         have = {factor: {_level(value)} for factor, value in UNPERTURBED.items()}
     wanted_perturbations = {factor: plan.filters.get(factor, ()) for factor in PERTURBATIONS}
@@ -217,11 +219,12 @@ def unassembled_selection(conn: sqlite3.Connection, settings: RunSettings, proje
                 f"(only {shown}): perturbations need an audio or pipeline run of a real model on assembled inputs"
             )
     if assembled:
-        problems += _unassembled_orders(conn, rows, plan)
+        problems += _unassembled_orders(plan, presentations, sorted({c.order for c in conditions}), strategy_missing)
     if not problems:
         return None
     command = [f"spokenbench assemble {shlex.quote(project_dir)}"]
-    orders = _assemble_orders(conn, rows, plan) if assembled else list(plan.orders or [])
+    # the form's orders whole (they go with new perturbations too) and the strategy's missing permutations
+    orders = list(dict.fromkeys([*(plan.orders or ()), *strategy_missing]))
     if orders:
         command.append("--orders " + ",".join(orders))
     for factor, wanted in wanted_perturbations.items():
@@ -264,10 +267,10 @@ def _strategy_orders(conn: sqlite3.Connection, plan: PlanOptions) -> list[str]:
     return list(orders)
 
 
-def _unassembled_orders(conn: sqlite3.Connection, rows, plan: PlanOptions) -> list[str]:
-    presentations = _presentations(rows)
-    named = sorted({Condition.from_key(key).order for key in {row["condition_key"] for row in rows}})
-    shown = ", ".join(named)
+def _unassembled_orders(
+    plan: PlanOptions, presentations: dict, assembled_orders: list[str], strategy_missing: list[str]
+) -> list[str]:
+    shown = ", ".join(assembled_orders)
     problems = []
     missing = [order for order in plan.orders or () if not _is_assembled(order, presentations)]
     if missing:
@@ -275,7 +278,6 @@ def _unassembled_orders(conn: sqlite3.Connection, rows, plan: PlanOptions) -> li
             f"order{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
             f"{'are' if len(missing) > 1 else 'is'} not assembled in this project (assembled orders: {shown})"
         )
-    strategy_missing = [order for order in _strategy_orders(conn, plan) if not _is_assembled(order, presentations)]
     if strategy_missing:
         listed = ", ".join(strategy_missing[:6]) + (
             f" … {len(strategy_missing) - 6} more" if len(strategy_missing) > 6 else ""
@@ -285,15 +287,6 @@ def _unassembled_orders(conn: sqlite3.Connection, rows, plan: PlanOptions) -> li
             f"{shown})"
         )
     return problems
-
-
-def _assemble_orders(conn: sqlite3.Connection, rows, plan: PlanOptions) -> list[str]:
-    """The --orders of the command that makes the run's orders: the form's orders and the strategy's
-    permutations that are not assembled (an explicit order is kept whole: it goes with the new perturbations)."""
-    presentations = _presentations(rows)
-    orders = list(plan.orders or ())
-    orders += [order for order in _strategy_orders(conn, plan) if not _is_assembled(order, presentations)]
-    return list(dict.fromkeys(orders))
 
 
 def check_selection(conn: sqlite3.Connection, settings: RunSettings, project_dir: str = "DIR") -> None:
