@@ -178,3 +178,30 @@ def test_missing_clips_are_named(mini_project, tone_backend):
     asyncio.run(run_synthesis(mini_project, plan))
     plan = plan_assembly(mini_project.conn, ["original"], languages=["en"])
     assert plan.jobs == [] and any("no instruction token 'question'" in m for m in plan.missing)
+
+
+@pytest.mark.parametrize("writes", ["writev", "short writev", "write"])
+def test_a_file_of_many_buffers_is_written_whole(tmp_path, monkeypatch, writes):
+    """Assembly hands each file over as its buffers (a header, then some thirty segments and pauses, views of
+    cached samples), written with writev where the OS has it: more buffers than one call takes, empty ones,
+    bytes and int16 arrays all end up in the file in order, also when a call writes only part of them."""
+    import hashlib
+    import os
+
+    from spokenbench.core.store.audio_files import IOV_MAX, AudioStore
+
+    if writes == "write":
+        monkeypatch.delattr("os.writev", raising=False)
+    elif writes == "short writev":  # at most 7 bytes a call: buffers are resumed in the middle
+        real_writev = os.writev
+        monkeypatch.setattr("os.writev", lambda fd, views: real_writev(fd, [b"".join(map(bytes, views[:8]))[:7]]))
+    rng = np.random.default_rng(7)
+    parts = [b"RIFF-header"] + [
+        rng.integers(-(2**15), 2**15, int(rng.integers(0, 50)), dtype=np.int16) for _ in range(IOV_MAX * 2 + 5)
+    ]
+    expected = b"".join(bytes(memoryview(part).cast("B")) for part in parts)
+    store = AudioStore(tmp_path / "audio")
+    pending = store.write_pending(parts, "wav")
+    store.make_durable([pending])
+    assert pending.sha256 == hashlib.sha256(expected).hexdigest()
+    assert store.read_bytes(pending.sha256, "wav") == expected
