@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from spokenbench.core.tour import TourStep
@@ -15,6 +15,7 @@ from spokenbench.core.tour import TourStep
 SIMULATED_STYLE = "background:#fdebd0; color:#7e4a05; border-radius:3px; padding:1px 5px; font-weight:bold"
 PUBLISHED_STYLE = "background:#e5e8e8; color:#2c3e50; border-radius:3px; padding:1px 5px; font-weight:bold"
 HIGHLIGHT_COLOR = "#e67e22"
+HIGHLIGHT_WIDTH = 3  # pixels, drawn just outside the framed widget
 
 
 def _paragraphs(text: str) -> str:
@@ -147,14 +148,17 @@ class TourPanel(QWidget):
 
 
 class Highlight(QFrame):
-    """An orange frame drawn over a widget (the panel a step talks about), following its size; clicks pass
-    through it."""
+    """An orange frame drawn around a widget (the panel a step talks about), following its size and place;
+    clicks pass through it. It sits on the widget's window (a child of a splitter would become a pane), just
+    outside the widget, so it never covers the first letters of the text it frames."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setObjectName("tourHighlight")
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.setStyleSheet(f"#tourHighlight {{ border: 3px solid {HIGHLIGHT_COLOR}; border-radius: 4px; }}")
+        self.setStyleSheet(
+            f"#tourHighlight {{ border: {HIGHLIGHT_WIDTH}px solid {HIGHLIGHT_COLOR}; border-radius: 4px; }}"
+        )
         self.target: QWidget | None = None
         self._filter = _FollowTarget(self)
 
@@ -169,16 +173,36 @@ class Highlight(QFrame):
             self.hide()
             self.setParent(None)
             return
-        self.setParent(target)
+        self.setParent(target.window())
         target.installEventFilter(self._filter)
+        target.destroyed.connect(lambda _=None, gone=target: self._forget(gone))
         self.follow()
-        self.show()
-        self.raise_()
+
+    def _forget(self, gone: QWidget) -> None:
+        """The target was deleted (its page replaced): no frame around nothing."""
+        if self.target is gone:
+            self.target = None
+            self.hide()
 
     def follow(self) -> None:
+        """Match the target's place and size, and hide and show with it (the frame is not the target's child:
+        the target's Hide and Show events, which Qt also sends when a page above it is switched, say when)."""
         if self.target is not None:
-            self.setGeometry(self.target.rect())
+            self.setGeometry(self.frame_geometry(self.target))
+            self.setVisible(self.target.isVisibleTo(self.target.window()))
             self.raise_()
+
+    @staticmethod
+    def frame_geometry(target: QWidget) -> QRect:
+        """Where the frame goes in the window's coordinates: around the target, just outside it."""
+        window = target.window()
+        if window is target:
+            return target.rect()
+        margin = HIGHLIGHT_WIDTH
+        return QRect(target.mapTo(window, QPoint(0, 0)), target.size()).adjusted(-margin, -margin, margin, margin)
+
+
+FOLLOWED_EVENTS = (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide, QEvent.Type.ChildAdded)
 
 
 class _FollowTarget(QObject):
@@ -187,6 +211,6 @@ class _FollowTarget(QObject):
         self.highlight = highlight
 
     def eventFilter(self, watched, event) -> bool:
-        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.ChildAdded):
+        if event.type() in FOLLOWED_EVENTS:
             self.highlight.follow()
         return False

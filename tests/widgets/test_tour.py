@@ -2,11 +2,12 @@
 and finishing are remembered; Help → Guided Tour opens it again."""
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtTest import QTest
 
 from spokenbench.core.panels import PANEL_ORDER
 from spokenbench.core.tour import FOCUS_TARGETS, PUBLISHED, SIMULATED, TOUR, tour_markdown
+from spokenbench.widgets.tour_panel import HIGHLIGHT_WIDTH
 
 
 @pytest.fixture
@@ -64,8 +65,13 @@ def test_each_step_opens_its_page_and_panel_and_frames_it(make_window):
         assert results.view.published_on[step.panel] is step.published
         expected = {"runs": results.run_list, "panel": results.view, "gender_detail": results.gender_panel}
         assert tour.target_widget() is expected[step.focus]
-        assert tour.highlight.parent() is expected[step.focus] and not tour.highlight.isHidden()
-        assert tour.highlight.geometry() == expected[step.focus].rect()
+        framed = expected[step.focus]
+        assert tour.highlight.parent() is window and tour.highlight.isHidden() == (not framed.isVisibleTo(window))
+        corner = framed.mapTo(window, QPoint(0, 0))
+        outside = QRect(corner, framed.size()).adjusted(
+            -HIGHLIGHT_WIDTH, -HIGHLIGHT_WIDTH, HIGHLIGHT_WIDTH, HIGHLIGHT_WIDTH
+        )
+        assert tour.highlight.geometry() == outside  # around the panel, never over its text
         shown = tour.panel.browser.toPlainText()
         assert step.title in shown and "SIMULATED" in shown and "PUBLISHED" in shown
         assert f"step {index + 1} of {len(TOUR)}" in tour.panel.counter.text()
@@ -118,3 +124,36 @@ def test_closing_the_dock_skips_the_tour(make_window, settings):
     window.tour.start()
     window.tour.dock.close()
     assert settings.value("tour/state") == "skipped" and window.tour.highlight.target is None
+
+
+def test_the_frame_is_outside_its_widget_and_hides_and_shows_with_its_page(qtbot):
+    from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
+
+    from spokenbench.widgets.tour_panel import Highlight
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    pages = QStackedWidget()
+    QVBoxLayout(window).addWidget(pages)
+    first, second = QWidget(), QWidget()
+    target = QLabel("Accuracy by level", first)
+    target.move(20, 30)
+    pages.addWidget(first)
+    pages.addWidget(second)
+    window.resize(400, 300)
+    window.show()
+    qtbot.waitExposed(window)
+    frame = Highlight()
+    frame.point_at(target)
+    assert frame.parent() is window and not frame.isHidden()
+    corner = target.mapTo(window, QPoint(0, 0))
+    assert frame.geometry() == QRect(corner, target.size()).adjusted(-3, -3, 3, 3)
+    pages.setCurrentWidget(second)
+    assert frame.isHidden()
+    pages.setCurrentWidget(first)
+    assert not frame.isHidden()
+    target.move(50, 60)  # follows its widget
+    assert frame.geometry().topLeft() == target.mapTo(window, QPoint(0, 0)) - QPoint(3, 3)
+    target.deleteLater()
+    qtbot.waitUntil(lambda: frame.target is None)
+    assert frame.isHidden()
