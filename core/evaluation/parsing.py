@@ -48,6 +48,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from spokenbench.core.items import LETTERS
 
@@ -59,9 +60,14 @@ _DECOR = r"[\s\*_\(\[\{【「『\"'“‘<】\]]*"
 _CLOSE = r"[\)\]】」』\"'”’>]"
 _OPTION_WORD = r"(?:(?i:option|choice|letter)\s*|选项|選択肢\s*|보기\s*|선택지\s*)?"
 
+# "Answer: [[C]]", "[[C]]", "Answer: C", "C" and nothing else: parse_answer's shortcut
+_INSTRUCTED = re.compile(r"(?:Answer: )?(?:\[\[([A-Z])\]\]|([A-Z]))")
 _BRACKETED = re.compile(r"\[\[\s*([^\[\]\n]{1,200}?)\s*\]\]")
 _FINAL_CUE = re.compile(r"(?i:final)|最终|最后|최종|最終")
 
+# The patterns that scan a whole reply start with a lookahead for the characters any of their branches can start
+# with (same case rules): it changes no match, and the other positions are passed over at once instead of trying
+# every branch there.
 _EN_CUES = [
     r"\b(?:(?:final|correct|best|right|my|the|most\s+likely)\s+)*answer"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be|must\s+be|here\s+is))?"
@@ -87,9 +93,11 @@ _CJK_CUES = [
     r"正しいのは",
 ]
 _CUE = re.compile(
+    r"(?=\b(?i:[abcfimrt])|[的答最正应肯一我故所因选최정답解回])"
     "(?:" + "|".join([f"(?i:{cue})" for cue in _EN_CUES] + _CJK_CUES) + ")\\s*" + _OPTION_WORD + _DECOR,
 )
 _CONCLUSION = re.compile(
+    r"(?=\b(?i:[sthilmpaw]))"
     r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait)"
     r"\s*[,:]?\s+"
     r"(?:it'?s\s+|option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
@@ -98,6 +106,7 @@ _CONCLUSION = re.compile(
 )
 _LETTER = re.compile(_NOT_LETTER_BEFORE + r"([A-Za-z])" + _NOT_LETTER_AFTER)
 _POSTFIX = re.compile(
+    r"(?=(?i:[oc])|[选보\(\[【「A-Z])"
     r"(?:(?i:option|choice)\s*|选项|보기\s*)?[\(\[【「]?"
     + _NOT_LETTER_BEFORE
     + r"([A-Z])"
@@ -110,11 +119,12 @@ _POSTFIX = re.compile(
     + r")"
 )
 _CONTRAST = re.compile(
+    r"(?=\b(?i:n)|[不A-Z])(?:"
     r"(?i:\bnot\s+(?:option\s+|choice\s+)?[\(\[]?[A-Z][\)\]]?\s*[,;]?\s*(?:but|rather|instead)(?:\s+rather|\s+instead)?[,:]?\s*"
     + r"(?:it'?s\s+|it\s+is\s+)?(?:option\s+|choice\s+)?)"
     + r"|不是\s*(?:选项)?[A-Z]\s*[,、]?\s*(?:而是|是)\s*(?:选项)?"
     + r"|[A-Z]\s*번?\s*(?:가|이)\s*아니(?:라|고)\s*,?\s*(?:보기\s*)?"
-    + r"|[A-Z]\s*(?:では|じゃ)なく(?:て)?\s*[,、]?\s*"
+    + r"|[A-Z]\s*(?:では|じゃ)なく(?:て)?\s*[,、]?\s*)"
 )
 _ALTERNATIVE = re.compile(
     _CLOSE
@@ -137,7 +147,8 @@ _LISTED_BEFORE = re.compile(
 )
 _QUESTION_AFTER = re.compile(r"[\)\]】」\"'”]*\s*(?:\?|吗|么|嗎|か[?\s。]|か$|입니까|인가요)")
 _NEGATED = re.compile(
-    "|".join(
+    r"(?=\b(?i:[nire])|(?i:[oc])|[\(\[A-Z不并排])(?:"
+    + "|".join(
         [
             # not A / isn't (A) / rule out A
             r"(?i:\b(?:not|isn'?t|isn’t|never|nor)\s+(?:option\s+|choice\s+)?[\(\[]?)([A-Z])"
@@ -157,7 +168,12 @@ _NEGATED = re.compile(
             _NOT_LETTER_BEFORE + r"([A-Z])\s*(?:は|が)?\s*(?:間違|誤り|不正解|正しくな|ではな|じゃな)",
         ]
     )
+    + ")"
 )
+# lower-cased words one of which every English form of _NEGATED holds: an ASCII reply without any has no negation
+_NEGATION_HINTS = (
+    "not", "isn", "never", "nor", "rule", "eliminat", "exclud", "wrong", "incorrect", "false", "unlikely", "implausible",
+)  # fmt: skip
 _CORRECTION = re.compile(
     r"(?i:\b(?:wait|actually|on\s+second\s+thought|on\s+reflection|correction|reconsider\w*|re-?evaluat\w*"
     r"|i\s+made\s+a\s+mistake|let\s+me\s+re-?check|initially|at\s+first|first\s+thought|on\s+closer"
@@ -177,14 +193,17 @@ _ENUMERATED = re.compile(r"(?:^|(?<=[\.!?。]\s))\s*[\(\[]?([A-Z])(?:[\.\):]|\s+
 _PARENTHESISED = re.compile(_NOT_LETTER_BEFORE + r"\(([A-Z])\)\s*[^\s\.,;:]")
 _BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?\s*\*\*")
 _HEDGED = re.compile(
-    _NOT_LETTER_BEFORE
+    r"(?=[\(A-Z])"
+    + _NOT_LETTER_BEFORE
     + r"\(?([A-Z])\)?\s*,?\s*(?:(?i:or|and)\b|/|或者?|或|또는|または|か)\s*"
     + _OPTION_WORD
     + r"\(?([A-Z])\)?"
     + _NOT_LETTER_AFTER
 )
 _EMPHASIS = re.compile(
-    r"\*\*\s*\(?([A-Z])\)?\s*\*\*|__\s*([A-Z])\s*__|" + _NOT_LETTER_BEFORE + r"\(([A-Z])\)|【([A-Z])】|「([A-Z])」"
+    r"(?=[\*_\(【「])(?:\*\*\s*\(?([A-Z])\)?\s*\*\*|__\s*([A-Z])\s*__|"
+    + _NOT_LETTER_BEFORE
+    + r"\(([A-Z])\)|【([A-Z])】|「([A-Z])」)"
 )
 _WORD_AFTER = re.compile(r"\s+([a-z][a-z'’]*)")
 _CONNECTIVES = {
@@ -197,6 +216,32 @@ _NEGATION_WORD = re.compile(r"(?i:\b(?:not|never|no|isn'?t|isn’t|wasn'?t|neith
 _NEGATED_AFTER = re.compile(
     r"\s*(?:이|가|은|는)?\s*(?:아니|아닙|틀)|\s*(?:は|が)?\s*(?:ではな|じゃな|ではありま|間違)|\s*(?:不对|错)"
 )
+# the smaller patterns of the rules below
+_MARKDOWN_EMPHASIS = re.compile(r"\*+|__+|`+")
+_MARKDOWN_LINE_MARKERS = re.compile(r"(?m)^[ \t]*(?:#{1,6}|>+)[ \t]*")
+_ABBREVIATION_OR_APOSTROPHE = re.compile(r"\.[A-Za-z]|['’][A-Za-z]")
+_SPACE_AND_WORD = re.compile(r"\s+\w")
+_WOULD = re.compile(r"(?i:would)")
+_BRACKETED_LETTER = re.compile(r"^\(?([A-Za-z])\)?(?:$|[\.\):]\s*\S|\s+[-–—])")
+_SENTENCE_END = re.compile(r"[\.!?。\n]")
+_CONDITION_AFTER = re.compile(r"\s*,?\s*(?i:if|unless)\b")
+_NONBLANK_LINE = re.compile(r"[^\n]*\S[^\n]*")
+_SPACES = re.compile(r"\s+")
+_QUOTES = re.compile(r"[\"'“”‘’]+")
+_LETTER_AND_TEXT = re.compile(r"([A-Z])\s+(\S.*)$")
+_GLUE_AFTER_LETTER = re.compile(r"^[\s\)\]】」\.:\-–—,\"'“”]*")
+_LISTED_OPTION = re.compile(r"\s*[\(\[]?[A-Za-z][\)\]\.:]")
+_CLAUSE_END = re.compile(r"[\.,;!?。，；]")
+_PARENTHESIS = re.compile(r"^\(([^)]*)\)")
+_WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d+")
+_LOWER_LATIN = re.compile(r"[a-z]")
+_SENTENCE_BREAK = re.compile(r"[\.!?。](?:\s|$)")
+_UP_TO_ANSWER_CUE = re.compile(
+    r"(?is)^.*\b(?:final\s+|correct\s+)?answer(?:\s+is|\s+would\s+be)?\s*[:\-]?\s*"
+    r"|^.*(?:答案(?:是|为)?|정답(?:은|는)?|答え(?:は)?|正解(?:は)?)\s*:?\s*"
+)
+_CLAUSE_BREAK = re.compile(r"[,.;:!?。，；\n]")
 _ARTICLES = {"the", "a", "an"}
 _STOPWORDS = _ARTICLES | {
     "at",
@@ -310,13 +355,27 @@ class ParsedAnswer:
     detail: str | None = None  # 'neutral', 'refusal', 'option text', 'several letters: A, C', ...
 
 
-@dataclass(frozen=True)
-class _Hit:
+class _Hit(NamedTuple):  # a tuple: made for every candidate letter of every reply
     letter: str
     start: int  # where the letter is
     end: int
     final: bool = False  # after a final cue ("Final answer")
     alternatives: tuple[str, ...] = ()  # "Answer: A or C"
+
+
+class _OptionKeys:
+    """Each option's text as a `_key` (options with no words left out), worked out when a rule first compares
+    texts: most replies name a letter, and then only a text right after it is compared."""
+
+    __slots__ = ("_choices", "_keys")
+
+    def __init__(self, choices: dict[str, str]):
+        self._choices, self._keys = choices, None
+
+    def __call__(self) -> dict[str, str]:
+        if self._keys is None:
+            self._keys = {letter: key for letter, option in self._choices.items() if (key := _key(option))}
+        return self._keys
 
 
 def normalize(text: str) -> str:
@@ -336,6 +395,9 @@ def parse_answer(
     letter against the text after it)."""
     if raw is None or not raw.strip():
         return ParsedAnswer(None, "failed", "empty reply")
+    instructed = _INSTRUCTED.fullmatch(raw.strip())
+    if instructed:  # the reply the prompts ask for ("Answer: [[C]]"), or a bare letter: what the rules would find
+        return _verdict(instructed.group(1) or instructed.group(2), letters, neutral_letter)
     text = _clean(raw)
     plain = _plain(text)
     if not plain.strip():
@@ -343,7 +405,7 @@ def parse_answer(
     choices = dict(option_texts or {})
     if neutral_letter and neutral_text:
         choices[neutral_letter] = neutral_text
-    keys = {letter: _key(option) for letter, option in choices.items() if _key(option)}
+    keys = _OptionKeys(choices)
     negated = _negations(plain)
     hits = _withdraw(_statements(plain), negated)
     leading = _leading(plain, negated, keys)  # "C", "Option C", "C. Because …": also an answer, for disagreements
@@ -370,7 +432,7 @@ def parse_answer(
     if emphasised:
         parsed = _decide(emphasised, None, letters, neutral_letter, keys)
         return refused if refused and parsed.status == "ambiguous" else parsed
-    echoed, inside = _echoed_option(plain, keys, neutral_letter)
+    echoed, inside = _echoed_option(plain, keys(), neutral_letter)
     if echoed is not None:  # "I can't hear it, so I can't tell if it's Paris": the refusal stands
         return refused if refused and (echoed.status == "ambiguous" or inside) else echoed
     if refused:
@@ -417,8 +479,10 @@ def _clean(raw: str) -> str:
 
 def _plain(text: str) -> str:
     """Markdown decoration removed (same line structure), for the statement rules."""
-    text = re.sub(r"\*+|__+|`+", "", text)
-    text = re.sub(r"(?m)^[ \t]*(?:#{1,6}|>+)[ \t]*", "", text)
+    if "*" in text or "_" in text or "`" in text:
+        text = _MARKDOWN_EMPHASIS.sub("", text)
+    if "#" in text or ">" in text:
+        text = _MARKDOWN_LINE_MARKERS.sub("", text)
     return text
 
 
@@ -432,14 +496,14 @@ def _letter_reads_as_letter(text: str, start: int, letter: str) -> bool:
     before = text[start - 1] if start > 0 else ""
     if before in "([【「" and after[:1] in (")", "]", "】", "」"):
         return True
-    if re.match(r"\.[A-Za-z]|['’][A-Za-z]", after):
+    if _ABBREVIATION_OR_APOSTROPHE.match(after):
         return False
     word = _WORD_AFTER.match(after)
     if letter == "I" or letter in "ai":
         if letter == "I" and word:
             return False
         if letter in "ai":
-            return not re.match(r"\s+\w", after)
+            return not _SPACE_AND_WORD.match(after)
     if letter == "A" and word:
         return word.group(1) in _CONNECTIVES
     return True
@@ -453,7 +517,7 @@ def _statements(plain: str) -> list[_Hit]:
             continue
         if _CUE_GUARD.search(plain[max(0, cue.start() - 30) : cue.start()]):
             continue  # "whether the answer is A"
-        if re.search(r"(?i:would)", cue.group(0)) and _conditional(plain, cue.start(), letter.end()):
+        if _WOULD.search(cue.group(0)) and _conditional(plain, cue.start(), letter.end()):
             continue  # "if the speaker meant France, the answer would be A"
         alternatives = []
         position = letter.end()
@@ -475,7 +539,7 @@ def _statements(plain: str) -> list[_Hit]:
             hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end()))
     for bracket in _BRACKETED.finditer(plain):
         content = bracket.group(1).strip(" *_")
-        match = re.match(r"^\(?([A-Za-z])\)?(?:$|[\.\):]\s*\S|\s+[-–—])", content)
+        match = _BRACKETED_LETTER.match(content)
         if match:
             start = bracket.start(1) + bracket.group(1).index(match.group(1))
             hits.append(_Hit(match.group(1).upper(), start, start + 1))
@@ -484,9 +548,9 @@ def _statements(plain: str) -> list[_Hit]:
 
 def _conditional(plain: str, start: int, end: int) -> bool:
     """Whether the sentence around a statement is a condition ('if …, the answer would be A', '… A if …')."""
-    before = re.split(r"[\.!?。\n]", plain[:start])[-1]
-    after = re.split(r"[\.!?。\n]", plain[end:], maxsplit=1)[0]
-    return bool(_CONDITIONAL.search(before) or re.match(r"\s*,?\s*(?i:if|unless)\b", after))
+    before = _SENTENCE_END.split(plain[:start])[-1]
+    after = _SENTENCE_END.split(plain[end:], maxsplit=1)[0]
+    return bool(_CONDITIONAL.search(before) or _CONDITION_AFTER.match(after))
 
 
 def _listed(plain: str, hit: _Hit) -> _Hit:
@@ -503,6 +567,10 @@ def _merge(hits) -> list[_Hit]:
 
 
 def _negations(plain: str) -> dict[str, list[int]]:
+    if plain.isascii():  # then only the English forms can match, and each has one of these words
+        lowered = plain.lower()
+        if not any(word in lowered for word in _NEGATION_HINTS):
+            return {}
     negated: dict[str, list[int]] = {}
     for match in _NEGATED.finditer(plain):
         index = next(i for i, g in enumerate(match.groups(), start=1) if g)
@@ -521,7 +589,9 @@ def _final_cues(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
 
 
 def _last_line(plain: str, hits: list[_Hit]) -> list[_Hit] | ParsedAnswer | None:
-    lines = [(m.start(), m.end()) for m in re.finditer(r"[^\n]*\S[^\n]*", plain)]
+    if "\n" not in plain:
+        return None  # one line: rule 3 reads it
+    lines = [m.span() for m in _NONBLANK_LINE.finditer(plain)]
     last: list[_Hit] = []
     index = len(lines) - 1
     while index > 0 and not last:  # the last line that answers; lines after it ("Hope this helps!") add nothing
@@ -571,12 +641,12 @@ def _all_statements(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
 # weaker forms
 
 
-def _leading(plain: str, negated: dict[str, list[int]], keys: dict[str, str]) -> list[_Hit] | None:
+def _leading(plain: str, negated: dict[str, list[int]], option_keys: _OptionKeys) -> list[_Hit] | None:
     stripped = plain.strip()
     listed = _LETTER_LIST.match(stripped)
     if listed:  # "A or B", "A/C": nothing but letters
         return [_Hit(letter, 0, 0) for letter in listed.groups()]
-    squeezed = re.sub(r"\s+", " ", re.sub(r"[\"'“”‘’]+", "", stripped)).strip().rstrip("。.!！ ")
+    squeezed = _SPACES.sub(" ", _QUOTES.sub("", stripped)).strip().rstrip("。.!！ ")
     whole = _WHOLE.match(squeezed)
     if whole:
         return None if whole.group(1).upper() in negated else [_Hit(whole.group(1).upper(), 0, 0)]
@@ -587,7 +657,8 @@ def _leading(plain: str, negated: dict[str, list[int]], keys: dict[str, str]) ->
         letter, end = whole.group(1).upper(), offset + len(first)
     else:
         match = _LEADING.match(first)
-        own = re.match(r"([A-Z])\s+(\S.*)$", first)  # "C Berlin": the letter and its own option text
+        own = None if match else _LETTER_AND_TEXT.match(first)  # "C Berlin": the letter and its own option text
+        keys = option_keys() if own else {}
         if match:
             group = next(i for i in (1, 2, 3) if match.group(i))
             letter, end = match.group(group).upper(), offset + match.end(group)
@@ -610,7 +681,7 @@ def _decide(
     plain: str | None,
     letters: str,
     neutral_letter: str | None,
-    keys: dict[str, str],
+    keys: _OptionKeys,
 ) -> ParsedAnswer:
     if isinstance(found, ParsedAnswer):
         return found
@@ -624,6 +695,11 @@ def _decide(
             other = _text_after(plain, hit, keys)
             if other:
                 return ParsedAnswer(None, "ambiguous", f"letter {letter} but the text of option {other}")
+    return _verdict(letter, letters, neutral_letter)
+
+
+def _verdict(letter: str, letters: str, neutral_letter: str | None) -> ParsedAnswer:
+    """The one letter a reply names: an answer, the neutral option, or a letter beyond the options."""
     if neutral_letter and letter == neutral_letter:
         return ParsedAnswer(None, "refusal", "neutral")
     if letter not in letters:
@@ -631,22 +707,25 @@ def _decide(
     return ParsedAnswer(letter, "ok")
 
 
-def _text_after(plain: str, hit: _Hit, keys: dict[str, str]) -> str | None:
+def _text_after(plain: str, hit: _Hit, option_keys: _OptionKeys) -> str | None:
     """Another option's letter when the text right after the letter is exactly that option's text ('C. Paris')."""
     if not hit.end:
         return None
     line, _, after = plain[hit.end :].partition("\n")
-    rest = re.sub(r"^[\s\)\]】」\.:\-–—,\"'“”]*", "", line)
+    rest = _GLUE_AFTER_LETTER.sub("", line)
     next_line = next((other for other in after.split("\n") if other.strip()), "")
-    if re.match(r"\s*[\(\[]?[A-Za-z][\)\]\.:]", next_line):
+    if _LISTED_OPTION.match(next_line):
         next_line = ""  # "A: Paris" lists an option, it does not gloss the answer
-    candidates = {rest, re.split(r"[\.,;!?。，；]", rest, maxsplit=1)[0], next_line}
-    inner = re.match(r"^\(([^)]*)\)", rest)
+    candidates = {rest, _CLAUSE_END.split(rest, maxsplit=1)[0], next_line}
+    inner = _PARENTHESIS.match(rest)
     if inner:
         candidates.add(inner.group(1))
     for candidate in candidates:
         key = _key(candidate)
-        if not key or key == keys.get(hit.letter):
+        if not key:
+            continue
+        keys = option_keys()
+        if key == keys.get(hit.letter):
             continue
         for letter, option in keys.items():
             if letter != hit.letter and option == key:
@@ -659,13 +738,18 @@ def _text_after(plain: str, hit: _Hit, keys: dict[str, str]) -> str | None:
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in re.findall(r"\w+", normalize(text).casefold()) if w not in _ARTICLES]
+    return [w for w in _WORD.findall(normalize(text).casefold()) if w not in _ARTICLES]
 
 
 @functools.lru_cache(maxsize=4096)
 def _key(text: str) -> str:
     """Casefolded words without articles, joined by one space: 'The Eiffel Tower.' → 'eiffel tower'."""
     return " ".join(_words(text))
+
+
+def _has_cjk(text: str) -> bool:
+    """Whether the text has a character past U+2E7F (CJK scripts and beyond)."""
+    return bool(text) and max(text) > "\u2e7f"
 
 
 def _distance(a: str, b: str, limit: int) -> int:
@@ -687,9 +771,9 @@ def _distance(a: str, b: str, limit: int) -> int:
 
 def _near(candidate: str, option: str) -> int | None:
     """Typo distance when `candidate` may be `option` misspelt: same digits, long enough words."""
-    if re.findall(r"\d+", candidate) != re.findall(r"\d+", option) or len(option) < 5:
+    if _NUMBER.findall(candidate) != _NUMBER.findall(option) or len(option) < 5:
         return None
-    if not re.search(r"[a-z]", option) or any(ord(ch) > 0x2E7F for ch in option):
+    if not _LOWER_LATIN.search(option) or _has_cjk(option):
         return None  # no typo tolerance for CJK scripts
     limit = 1 if len(option) <= 8 else 2
     distance = _distance(candidate, option, limit)
@@ -702,11 +786,7 @@ def _echoed_option(plain: str, keys: dict[str, str], neutral_letter: str | None)
         return None, False
     bracketed = [m.group(1) for m in _BRACKETED.finditer(plain)]
     candidates = [bracketed[-1]] if bracketed else []
-    after_cue = re.sub(
-        r"(?is)^.*\b(?:final\s+|correct\s+)?answer(?:\s+is|\s+would\s+be)?\s*[:\-]?\s*|^.*(?:答案(?:是|为)?|정답(?:은|는)?|答え(?:は)?|正解(?:は)?)\s*:?\s*",
-        "",
-        plain.strip(),
-    )
+    after_cue = _UP_TO_ANSWER_CUE.sub("", plain.strip())
     candidates += [after_cue, plain.strip()]
     for candidate in dict.fromkeys(c for c in candidates if c and c.strip()):
         found = _match_options(candidate, keys)
@@ -742,7 +822,7 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
     prefix = [letter for letter, option in keys.items() if len(key) >= 4 and (option + " ").startswith(key + " ")]
     if len(prefix) == 1 and len(key.split()) <= 3:
         return prefix[0], "ok"
-    if len(candidate) > 150 or len(re.findall(r"[\.!?。](?:\s|$)", candidate.strip())) > 2:
+    if len(candidate) > 150 or len(_SENTENCE_BREAK.findall(candidate.strip())) > 2:
         return None  # a longer text naming one option in passing has not answered with it
     contained = [
         letter
@@ -772,7 +852,7 @@ def _match_options(candidate: str, keys: dict[str, str]) -> tuple[str, str] | No
 def _own_words(keys: dict[str, str]) -> dict[str, list[str]]:
     """Each option's content words that no other option has: 'happy' in 'The speaker is happy' (vs '… sad'),
     'airport' in 'at the airport'. Not for CJK scripts (no word boundaries)."""
-    if len(keys) < 2 or any(ord(ch) > 0x2E7F for option in keys.values() for ch in option):
+    if len(keys) < 2 or any(_has_cjk(option) for option in keys.values()):
         return {}
     words = {letter: [w for w in option.split() if w not in _STOPWORDS] for letter, option in keys.items()}
     return {
@@ -787,28 +867,35 @@ def _names(candidate: str, word: str, option: str) -> bool:
 
 
 def _short(option: str) -> bool:
-    return len(option) <= 3 and not any(ord(ch) > 0x2E7F for ch in option)
+    return len(option) <= 3 and not _has_cjk(option)
 
 
 def _starts_with(candidate: str, option: str) -> bool:
     """A short option ('No', '12') only as the reply's first word before a pause: 'No, he didn't.', not 'No idea'."""
-    return bool(re.match(r"\W*" + re.escape(option) + r"\s*(?:$|[,\.!;:])", normalize(candidate).casefold()))
+    text = normalize(candidate).casefold()
+    if option not in text:  # (saves compiling the pattern)
+        return False
+    return bool(re.match(r"\W*" + re.escape(option) + r"\s*(?:$|[,\.!;:])", text))
 
 
 def _occurs_unnegated(candidate: str, option: str) -> bool:
     """Whether the option's words occur in the candidate (whole words; characters for CJK), not after a negation
     in the same clause ('not Paris', '不是北京')."""
     text = normalize(candidate).casefold()
-    cjk = any(ord(ch) > 0x2E7F for ch in option)
+    cjk = _has_cjk(option)
     if cjk:
         if len(option.replace(" ", "")) < 2:
+            return False
+        if not all(ch in text for ch in option.replace(" ", "")):  # (saves compiling the pattern)
             return False
         pattern = r"\s*".join(re.escape(ch) for ch in option.replace(" ", ""))
     else:
         words = option.split()
+        if not all(word in text for word in words):  # (saves compiling the pattern)
+            return False
         pattern = r"\b" + r"\W+(?:(?:the|a|an)\W+)?".join(re.escape(w) for w in words) + r"\b"
     for match in re.finditer(pattern, text):
-        clause = re.split(r"[,.;:!?。，；\n]", text[: match.start()])[-1]
+        clause = _CLAUSE_BREAK.split(text[: match.start()])[-1]
         if _NEGATION_WORD.search(clause[-20:]) or _NEGATED_AFTER.match(text, match.end()):
             continue
         return True
