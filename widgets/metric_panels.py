@@ -625,7 +625,8 @@ class MetricPanelView(QWidget):
             if len(frame) > len(shown)
             else ""
         )
-        self.table_source.setText(f"<b>{source}</b> — {caption}{more}")
+        described = caption.removeprefix(f"{source}: ")  # a published table's caption starts with its source
+        self.table_source.setText(f"<b>{source}</b> — {described}{more}")
         self.table.setUpdatesEnabled(False)
         self.table.setColumnCount(len(shown.columns))
         self.table.setRowCount(len(shown))
