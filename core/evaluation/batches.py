@@ -321,15 +321,18 @@ def _record(
     reply: ModelReply | None,
     error: str | None = None,
     cost: float | None = None,
+    created_at: str | None = None,
 ) -> store.ResponseRecord:
-    """The response row of one planned request, parsed exactly as an online answer."""
+    """The response row of one planned request, parsed exactly as an online answer (`created_at`: now, unless
+    the caller stores many rows at one time)."""
+    created_at = created_at or utc_now()
     if reply is None:
         return store.ResponseRecord(
             run_id=run_id,
             item_id=item_id,
             condition_key=condition_key,
             option_order=option_order,
-            created_at=utc_now(),
+            created_at=created_at,
             error=error or "no result",
         )
     ctx = json.loads(context) if isinstance(context, str) else context
@@ -339,7 +342,7 @@ def _record(
         item_id=item_id,
         condition_key=condition_key,
         option_order=option_order,
-        created_at=utc_now(),
+        created_at=created_at,
         raw_text=reply.text,
         parsed_letter=parsed.letter,
         parse_status=parsed.status,
@@ -906,88 +909,83 @@ def _key_of(raw: bytes) -> str | None:
     return None
 
 
-def _results_writes(
-    conn, rows, results: dict[str, _Result], run_of, model_of, price_of, max_output_of, why_missing: str
-) -> tuple[list, list, list[store.CacheEntry], dict[int, float], list[dict], dict[int, tuple[int, int]]]:
-    """Response records, request statuses, cache entries, costs by batch, failure examples and (answered,
-    failed) counts by batch for `rows` (batch_requests) from `results`.
-    A request key's cost is counted once (identical requests share one line); a planned request already
-    answered (online, or by another batch) keeps its answer."""
-    records, statuses, entries = [], [], []
+RESULTS_CHUNK = 4096  # result rows built and stored per step of the one transaction that stores them all
+
+
+def _store_results(
+    conn, rows: list, results: dict[str, _Result], run_of, model_of, price_of, max_output_of, why_missing: str
+) -> tuple[dict[int, float], list[dict], dict[int, list[int]]]:
+    """Store what `results` say about `rows` (batch_requests) in the caller's transaction — each planned
+    request's response row and request status, and each request key's cache entry — built and written a chunk
+    at a time (no list of 100,000 records in memory). Returns costs by batch, failure examples and [answered,
+    failed] counts by batch. A request key's cost is counted once (identical requests share one line); a
+    planned request already answered (online, or by another batch) keeps its answer."""
     costs: dict[int, float] = {}
     failures: list[dict] = []
-    counts: dict[int, tuple[int, int]] = {}
+    counts: dict[int, list[int]] = {}
     paid: set[str] = set()
-    done_by_run: dict[int, set] = {}
-    for row in rows:
-        run_id = run_of(row)
-        done = done_by_run.get(run_id)
-        if done is None:
-            done = done_by_run[run_id] = store.done_keys(conn, run_id)
-        key = row["request_key"]
-        result = results.get(key)
-        answered, failed = counts.get(row["batch_id"], (0, 0))
-        if result is None or result.reply is None:
-            error = result.error if result is not None else why_missing
-            statuses.append(("failed", error, row["batch_id"], row["item_id"], row["condition_key"]))
-            counts[row["batch_id"]] = (answered, failed + 1)
-            if (row["item_id"], row["condition_key"]) not in done:
-                records.append(
-                    _record(
-                        run_id,
-                        row["item_id"],
-                        row["condition_key"],
-                        row["option_order"],
+    done_by_run = {run_id: store.done_keys(conn, run_id) for run_id in {run_of(row) for row in rows}}
+    now = utc_now()  # the rows are stored together, in one transaction
+    for start in range(0, len(rows), RESULTS_CHUNK):
+        records, statuses, entries = [], [], []
+        for row in rows[start : start + RESULTS_CHUNK]:
+            run_id, batch_id, key = run_of(row), row["batch_id"], row["request_key"]
+            item_id, condition_key = row["item_id"], row["condition_key"]
+            stored = (item_id, condition_key) in done_by_run[run_id]
+            result = results.get(key)
+            count = counts.setdefault(batch_id, [0, 0])
+            if result is None or result.reply is None:
+                error = result.error if result is not None else why_missing
+                statuses.append(("failed", error, batch_id, item_id, condition_key))
+                count[1] += 1
+                if not stored:
+                    records.append(
+                        _record(
+                            run_id,
+                            item_id,
+                            condition_key,
+                            row["option_order"],
+                            key,
+                            row["context_json"],
+                            None,
+                            error,
+                            created_at=now,
+                        )
+                    )
+                if len(failures) < 5:
+                    failures.append({"batch_id": batch_id, "custom_id": key, "item_id": item_id, "error": error})
+                continue
+            reply = result.reply
+            context = json.loads(row["context_json"])  # parsed once for parsing, costing and caching
+            cost = 0.0
+            first = key not in paid
+            if first:
+                paid.add(key)
+                cost = _cost(price_of(row), context, reply, max_output_of(row))
+                costs[batch_id] = costs.get(batch_id, 0.0) + cost
+                entries.append(
+                    store.CacheEntry(
                         key,
-                        row["context_json"],
-                        None,
-                        error,
+                        model_of(row),
+                        store.CachedReply(
+                            reply.text, reply.input_tokens, reply.output_tokens, context["audio_s"], None, cost
+                        ),
+                        reply.finish_reason,
                     )
                 )
-            if len(failures) < 5:
-                failures.append(
-                    {"batch_id": row["batch_id"], "custom_id": key, "item_id": row["item_id"], "error": error}
+            statuses.append(("answered", None, batch_id, item_id, condition_key))
+            count[0] += 1
+            if not stored:
+                record = _record(
+                    run_id, item_id, condition_key, row["option_order"], key, context, reply, cost=cost, created_at=now
                 )
-            continue
-        context = json.loads(row["context_json"])  # parsed once for parsing, costing and caching
-        cost = 0.0
-        first = key not in paid
-        if first:
-            paid.add(key)
-            cost = _cost(price_of(row), context, result.reply, max_output_of(row))
-            costs[row["batch_id"]] = costs.get(row["batch_id"], 0.0) + cost
-            entries.append(
-                store.CacheEntry(
-                    key,
-                    model_of(row),
-                    store.CachedReply(
-                        result.reply.text,
-                        result.reply.input_tokens,
-                        result.reply.output_tokens,
-                        context["audio_s"],
-                        None,
-                        cost,
-                    ),
-                    result.reply.finish_reason,
-                )
-            )
-        statuses.append(("answered", None, row["batch_id"], row["item_id"], row["condition_key"]))
-        counts[row["batch_id"]] = (answered + 1, failed)
-        if (row["item_id"], row["condition_key"]) not in done:
-            record = _record(
-                run_id,
-                row["item_id"],
-                row["condition_key"],
-                row["option_order"],
-                key,
-                context,
-                result.reply,
-                cost=cost,
-            )
-            if not first:
-                record = dataclasses.replace(record, cached=True, attempts=0)
-            records.append(record)
-    return records, statuses, entries, costs, failures, counts
+                if not first:
+                    record = dataclasses.replace(record, cached=True, attempts=0)
+                records.append(record)
+        store.store_cached_replies(conn, entries)
+        store.upsert_responses(conn, records)
+        batch_store.set_request_statuses(conn, statuses)
+    return costs, failures, counts
 
 
 def _settle_run(project: Project, run_id: int) -> None:
@@ -1058,7 +1056,7 @@ def _commit_results(project: Project, row, results: dict[str, _Result], summary:
     why = f"not answered by the batch (it ended {row['state']})"
     with batch_store.roomy_cache(project.conn), project.transaction() as conn:
         pending = batch_store.request_rows(conn, row["id"])
-        records, statuses, entries, costs, failures, counts = _results_writes(
+        costs, failures, counts = _store_results(
             conn,
             pending,
             results,
@@ -1068,10 +1066,6 @@ def _commit_results(project: Project, row, results: dict[str, _Result], summary:
             max_output_of=lambda _r: row["max_output_tokens"] or 0,
             why_missing=why,
         )
-        for entry in entries:
-            store.store_cached_reply(conn, entry)
-        store.upsert_responses(conn, records)
-        batch_store.set_request_statuses(conn, statuses)
         cost = costs.get(row["id"], 0.0)
         store.add_run_cost(conn, row["run_id"], cost)
         answered, failed = counts.get(row["id"], (0, 0))
@@ -1254,22 +1248,19 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
     if not results:
         raise SpokenBenchError(f"{source} holds no results")
     rows = [row for key in results for row in by_key[key] if row["status"] != "answered"]
+    prices = functools.lru_cache(maxsize=None)(_price_from)  # a few batches: each price read once
     skipped = sum(1 for key in results if all(row["status"] == "answered" for row in by_key[key]))
     with batch_store.roomy_cache(project.conn), project.transaction() as conn:
-        records, statuses, entries, costs, _failures, counts = _results_writes(
+        costs, _failures, counts = _store_results(
             conn,
             rows,
             results,
             run_of=lambda r: r["run_id"],
             model_of=lambda r: r["model"],
-            price_of=lambda r: _price_from(r["price_json"]),
+            price_of=lambda r: prices(r["price_json"]),
             max_output_of=lambda r: r["max_output_tokens"] or 0,
             why_missing="no result",
         )
-        for entry in entries:
-            store.store_cached_reply(conn, entry)
-        store.upsert_responses(conn, records)
-        batch_store.set_request_statuses(conn, statuses)
         for batch_id, (answered, failed) in counts.items():
             row = batch_store.batch_row(conn, batch_id)
             store.add_run_cost(conn, row["run_id"], costs.get(batch_id, 0.0))

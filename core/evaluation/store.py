@@ -196,8 +196,7 @@ def store_answer(
 ) -> None:
     """One answer with the cache entries it paid for and its cost, in the caller's transaction: a reply is
     never cached without its response row, nor stored without its cost."""
-    for entry in cache_entries:
-        store_cached_reply(conn, entry)
+    store_cached_replies(conn, cache_entries)
     conn.execute(_UPSERT, _response_params(record))
     add_run_cost(conn, record.run_id, cost)
 
@@ -205,8 +204,7 @@ def store_answer(
 def store_paid_step(conn: sqlite3.Connection, run_id: int, entries: Sequence[CacheEntry], cost: float) -> None:
     """A paid intermediate reply (pipeline mode's transcript), kept before its answer exists, so neither a
     crash nor a budget stop in between makes a resume pay for it again or lose its cost."""
-    for entry in entries:
-        store_cached_reply(conn, entry)
+    store_cached_replies(conn, entries)
     add_run_cost(conn, run_id, cost)
 
 
@@ -223,22 +221,27 @@ def cached_replies(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, C
     return found
 
 
-def store_cached_reply(conn: sqlite3.Connection, entry: CacheEntry) -> None:
-    reply = entry.reply
-    conn.execute(
+def store_cached_replies(conn: sqlite3.Connection, entries: Iterable[CacheEntry]) -> None:
+    """Paid replies into the response cache in one statement (a batch's results: 100,000 rows); a key already
+    there keeps its reply."""
+    now = utc_now()
+    conn.executemany(
         "INSERT OR IGNORE INTO response_cache(request_sha256, model, raw_text, input_tokens, output_tokens, "
         "audio_seconds, latency_ms, cost_usd, finish_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            entry.key,
-            entry.model,
-            reply.raw_text,
-            reply.input_tokens,
-            reply.output_tokens,
-            reply.audio_seconds,
-            reply.latency_ms,
-            reply.cost_usd,
-            entry.finish_reason,
-            utc_now(),
+            (
+                entry.key,
+                entry.model,
+                entry.reply.raw_text,
+                entry.reply.input_tokens,
+                entry.reply.output_tokens,
+                entry.reply.audio_seconds,
+                entry.reply.latency_ms,
+                entry.reply.cost_usd,
+                entry.finish_reason,
+                now,
+            )
+            for entry in entries
         ),
     )
 
