@@ -1,6 +1,7 @@
 """Benchmark of large runs (issue 14): the batch request file and importing results.
 
     /work/venv/bin/python tests/benchmarks/bench_batches.py [--requests 100800] [--audio-seconds 1.0] [--keep]
+    /work/venv/bin/python tests/benchmarks/bench_batches.py --only import [--varied-replies] [--import-rounds 3]
 
 Builds a project of 25,200 items x 4 option orders = 100,800 planned requests (BiasInEar's nine-model grid in
 one file), each with its own assembled audio (a 16 kHz WAV tone of --audio-seconds, made distinct per request: in
@@ -12,7 +13,11 @@ audio mode the question is heard, so the audio is what tells requests apart), th
   `spokenbench import-results` runs: every line validated, parsed, and stored with its cache entry and cost in
   one transaction — the same code that `spokenbench batches --collect` commits a provider job's results with).
 Targets from the issue: the file written in <= 300 MB peak RSS at >= 200 MB/s of output; 100,800 results
-collected in <= 30 s. Preparing the plan is timed and printed apart (it is the same as for an online run)."""
+collected in <= 30 s. Preparing the plan is timed and printed apart (it is the same as for an online run).
+`--only import` writes the request file without measuring it (use a small --audio-seconds: the audio does not
+reach the results) and times only the import; `--varied-replies` answers with the parser corpus's replies
+(tests/core/evaluation/parsing_corpus.jsonl, in turn) instead of "Answer: [[B]]" every time;
+`--import-rounds N` imports N times into the same project as it was before importing, and prints the median."""
 
 from __future__ import annotations
 
@@ -138,8 +143,19 @@ print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": 
 """
 
 
-def write_results(request_file: Path, results_file: Path) -> int:
-    """A run_batch output answering every line (custom_ids read from the start of each request line)."""
+CORPUS = Path(__file__).resolve().parents[1] / "core" / "evaluation" / "parsing_corpus.jsonl"
+
+
+def corpus_replies() -> list[str]:
+    """The raw replies of the parser corpus: the styles public models answer in, several languages, refusals."""
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["raw"] for line in lines if line.strip()]
+
+
+def write_results(request_file: Path, results_file: Path, replies: list[str] | None = None) -> int:
+    """A run_batch output answering every line (custom_ids read from the start of each request line), with
+    "Answer: [[B]]" or `replies` in turn."""
+    replies = replies or ["Answer: [[B]]"]
     count = 0
     with open(request_file, "rb") as source, open(results_file, "w") as out:
         for raw in source:
@@ -150,7 +166,11 @@ def write_results(request_file: Path, results_file: Path) -> int:
                 "created": 0,
                 "model": MODEL.split(":", 1)[1],
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "Answer: [[B]]"}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": replies[count % len(replies)]},
+                        "finish_reason": "stop",
+                    }
                 ],
                 "usage": {"prompt_tokens": 90, "completion_tokens": 4, "total_tokens": 94},
             }
@@ -208,6 +228,57 @@ def compare_base64(rounds: int, project_dir: Path, request_file: Path) -> int:
     return 0
 
 
+def write_requests(project_dir: Path, request_file: Path) -> None:
+    """write_batch_file in this process, not measured (--only import)."""
+    from spokenbench.core.evaluation.batches import write_batch_file
+    from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
+    from spokenbench.core.store import opened
+
+    with opened(project_dir) as project:
+        prepared = prepare_evaluation(project, RunSettings(model=MODEL, mode="audio", prompt="standard"))
+        write_batch_file(project, prepared, request_file)
+
+
+def collect(
+    project_dir: Path, request_file: Path, results_file: Path, requests: int, varied: bool, rounds: int
+) -> None:
+    """Import the results `rounds` times, each into the project as it was before importing; print each and the
+    median (wall and CPU seconds, load average)."""
+    import shutil
+    import statistics
+
+    from spokenbench.core.evaluation.batches import import_results
+    from spokenbench.core.store import opened
+
+    count = write_results(request_file, results_file, corpus_replies() if varied else None)
+    request_file.unlink()
+    replies = "varied replies (the parser corpus's)" if varied else 'identical replies ("Answer: [[B]]")'
+    with opened(project_dir) as project:
+        database = project.db_path
+        project.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the whole project in its one file
+    before = results_file.with_name("before-import.sqlite")
+    shutil.copyfile(database, before)
+    measured = []
+    for round_ in range(rounds):
+        if round_:
+            shutil.copyfile(before, database)
+        with opened(project_dir) as project:
+            cpu, started = time.process_time(), time.perf_counter()
+            summary = import_results(project, results_file)
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        assert summary.answered == count == requests, summary
+        load = os.getloadavg()[0]
+        measured.append((elapsed, cpu, load))
+        print(
+            f"collect: {count:,} results validated, parsed and stored in {elapsed:.1f} s (target <= {TARGET_COLLECT_S:.0f}) "
+            f"{'OK' if elapsed <= TARGET_COLLECT_S else 'ABOVE TARGET'}; {cpu:.1f} s of CPU; {replies}; "
+            f"load {load:.1f} on {os.cpu_count()} CPU(s)"
+        )
+    if rounds > 1:
+        wall, cpu, load = (statistics.median(figures) for figures in zip(*measured))
+        print(f"collect, median of {rounds}: {wall:.1f} s, {cpu:.1f} s of CPU, load {load:.1f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=100_800)
@@ -221,6 +292,9 @@ def main() -> int:
         help="write the file N times with pybase64 and N times with the standard library's base64, alternated; "
         "print the medians (no import)",
     )
+    parser.add_argument("--only", choices=("all", "import"), default="all", help="import: time only the import")
+    parser.add_argument("--varied-replies", action="store_true", help="answer with the parser corpus's replies")
+    parser.add_argument("--import-rounds", type=int, default=1, metavar="N", help="import N times; print the median")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-batches-"))
     project_dir, request_file, results_file = folder / "project", folder / "requests.jsonl", folder / "results.jsonl"
@@ -232,6 +306,10 @@ def main() -> int:
         )
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
+        if args.only == "import":
+            write_requests(project_dir, request_file)
+            collect(project_dir, request_file, results_file, args.requests, args.varied_replies, args.import_rounds)
+            return 0
         figures = write_file(project_dir, request_file, "pybase64")
         if figures is None:
             return 1
@@ -256,20 +334,7 @@ def main() -> int:
             f"{'OK' if figures['peak_rss_mb'] <= TARGET_RSS_MB else 'ABOVE TARGET'}"
         )
         print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPU(s)")
-        count = write_results(request_file, results_file)
-        request_file.unlink()
-        from spokenbench.core.evaluation.batches import import_results
-        from spokenbench.core.store import opened
-
-        with opened(project_dir) as project:
-            started = time.perf_counter()
-            summary = import_results(project, results_file)
-            elapsed = time.perf_counter() - started
-        assert summary.answered == count == args.requests, summary
-        print(
-            f"collect: {count:,} results validated, parsed and stored in {elapsed:.1f} s (target <= {TARGET_COLLECT_S:.0f}) "
-            f"{'OK' if elapsed <= TARGET_COLLECT_S else 'ABOVE TARGET'}"
-        )
+        collect(project_dir, request_file, results_file, args.requests, args.varied_replies, args.import_rounds)
     finally:
         if args.keep:
             print(f"kept in {folder}")
