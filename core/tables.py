@@ -13,9 +13,9 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
 
 from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 
@@ -33,6 +33,9 @@ MAX_CELL_CHARS = 1_000_000  # any one cell; item texts have a much lower limit (
 MAX_NESTING = 64  # lists and objects inside a JSONL or Parquet cell
 
 csv.field_size_limit(MAX_CELL_CHARS)  # the csv module's own default (131,072) would be a second, hidden limit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -109,28 +112,116 @@ def read_table(path: str | Path) -> Table:
     return _read_delimited(name, text, "\t" if fmt == "tsv" else ",")
 
 
-def read_frame(path: str | Path) -> pd.DataFrame:
-    """The whole table as a DataFrame of stripped strings ("" for missing), read column-wise by pandas: the
-    form for large tables such as 100,000 model answers. Same file checks and errors as `read_table`."""
+@dataclass(frozen=True)
+class TextColumn:
+    """One column as text: its distinct values, each once, and per row the index of the row's value. Every
+    question the metrics ask of a column (is it empty, how many levels, which letter) is asked of the distinct
+    values once, not of 100,000 rows."""
+
+    codes: np.ndarray  # per row, an index into `values`
+    values: list[str]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def texts(self) -> np.ndarray:
+        """The value of every row (an object array)."""
+        return np.asarray(self.values + [""], dtype=object)[self.codes]
+
+    def is_empty(self) -> np.ndarray:
+        """Per row: the cell is ""."""
+        return np.array([v == "" for v in self.values] + [False], dtype=bool)[self.codes]
+
+    @classmethod
+    def from_codes(cls, codes: np.ndarray, texts: list[str]) -> TextColumn:
+        """From codes into `texts`, where texts may repeat (two raw values that are equal once stripped)."""
+        index: dict[str, int] = {}
+        remap = [index.setdefault(t, len(index)) for t in texts]
+        codes = np.asarray(codes, dtype=np.int64)
+        if len(index) != len(texts):
+            codes = np.asarray(remap, dtype=np.int64)[codes]
+        return cls(codes, list(index))
+
+    @classmethod
+    def from_values(cls, values) -> TextColumn:
+        """Any column of values (a pandas Series, a list): each distinct value as str(value), missing as ""."""
+        import pandas as pd
+
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        texts = [str(u) for u in uniques]
+        if len(codes) and codes.min() < 0:
+            codes = np.where(codes < 0, len(texts), codes)
+            texts.append("")
+        return cls.from_codes(codes, texts)
+
+
+@dataclass
+class TextColumns:
+    """A table as text columns (`TextColumn`), in header order: what `read_columns` gives, and the input of the
+    metrics engine (which also takes a DataFrame of strings through `TextColumns.of`)."""
+
+    columns: list[str]
+    data: dict[str, TextColumn]
+    n_rows: int
+
+    def __getitem__(self, name: str) -> TextColumn:
+        return self.data[name]
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    @classmethod
+    def of(cls, table: TextColumns | pd.DataFrame) -> TextColumns:
+        """`table` itself, or a DataFrame's columns as text (as `TextColumn.from_values`)."""
+        if isinstance(table, TextColumns):
+            return table
+        columns = [str(c) for c in table.columns]
+        data = {str(c): TextColumn.from_values(table[c]) for c in table.columns}
+        return cls(columns, data, len(table))
+
+    def to_frame(self) -> pd.DataFrame:
+        """The DataFrame of strings (pandas' "str" dtype) that `read_frame` gives."""
+        import pandas as pd
+
+        out = {name: pd.array(self.data[name].texts(), dtype="str") for name in self.columns}
+        return pd.DataFrame(out, index=pd.RangeIndex(self.n_rows))
+
+
+def read_columns(path: str | Path) -> TextColumns:
+    """The whole table as text columns of stripped strings ("" for missing): the form for large tables such as
+    100,000 model answers. Well-formed CSV/TSV files and Parquet files of text columns are read by pyarrow
+    without pandas (its import alone costs more than reading 100,000 rows); other files by pandas. Same file
+    checks and errors as `read_table`."""
     path = Path(path)
     name = str(path)
     fmt, data = _read_bytes(path)
     if fmt == "parquet":
-        frame = _parquet(name, data).to_pandas()
+        arrow_table = _parquet(name, data)
+        columns = _arrow_text_columns(arrow_table)
+        if columns is not None:
+            if columns.n_rows == 0:
+                raise InputError(InputProblem(name, "has a header but no data rows"))
+            _check_column_cells(name, columns)
+            return columns
+        frame = arrow_table.to_pandas()
     else:
         text = _decode_text(name, data)
         if fmt == "jsonl":
+            import pandas as pd
+
             frame = pd.DataFrame.from_records(_read_jsonl(name, text).rows)
         else:
             delimiter = "\t" if fmt == "tsv" else ","
             fast = _arrow_delimited(text, delimiter)
             if fast is not None:
-                frame, longest = fast
-                if len(frame) == 0:
+                columns, longest = fast
+                if columns.n_rows == 0:
                     raise InputError(InputProblem(name, "has a header but no data rows"))
                 if longest > MAX_CELL_CHARS:
-                    _check_frame_cells(name, frame)
-                return frame
+                    _check_column_cells(name, columns)
+                return columns
+            import pandas as pd
+
             try:
                 frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False)
             except pd.errors.ParserError as error:
@@ -138,25 +229,28 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(frame) == 0:
         raise InputError(InputProblem(name, "has a header but no data rows"))
-    frame = as_clean_strings(frame)
-    _check_frame_cells(name, frame)
-    return frame
+    columns = TextColumns.of(as_clean_strings(frame))
+    _check_column_cells(name, columns)
+    return columns
 
 
-def _arrow_delimited(text: str, delimiter: str) -> tuple[pd.DataFrame, int] | None:
+def read_frame(path: str | Path) -> pd.DataFrame:
+    """The whole table as a DataFrame of stripped strings ("" for missing): `read_columns` as a DataFrame."""
+    return read_columns(path).to_frame()
+
+
+def _arrow_delimited(text: str, delimiter: str) -> tuple[TextColumns, int] | None:
     """A well-formed CSV/TSV read by pyarrow's CSV reader (several times faster than pandas' on 100,000 rows),
-    as the frame `as_clean_strings(pd.read_csv(..., dtype=str, keep_default_na=False))` gives, with the length
-    of its longest cell (after stripping, as `_check_frame_cells` measures); or None where
-    the two readers could differ (duplicate or empty column names, which pandas renames; ragged rows, which
-    pandas pads or refuses with its own message; pandas' "str" dtype not Arrow-backed): pandas reads those."""
+    as the columns `as_clean_strings(pd.read_csv(..., dtype=str, keep_default_na=False))` holds, with the length
+    of its longest cell (after stripping, as `_check_column_cells` measures); or None where the two readers
+    could differ (duplicate or empty column names, which pandas renames; ragged rows, which pandas pads or
+    refuses with its own message): pandas reads those."""
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pa_csv
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
-    if getattr(pd.api.types.pandas_dtype("str"), "storage", None) != "pyarrow":
-        return None
+    # read straight into dictionary-encoded columns: no pyarrow.compute (its import alone costs ~50 ms)
     header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), None)
     names = [c.strip() for c in header or []]
     if not names or len(set(names)) != len(names) or not all(names):
@@ -169,34 +263,86 @@ def _arrow_delimited(text: str, delimiter: str) -> tuple[pd.DataFrame, int] | No
                 delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False, newlines_in_values=True
             ),
             convert_options=pa_csv.ConvertOptions(
-                column_types=dict.fromkeys(header, pa.large_string()),  # pandas' "str" storage: no cast after
+                column_types=dict.fromkeys(header, pa.dictionary(pa.int32(), pa.large_string())),
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
         )
     except (pa.ArrowException, ValueError):
         return None
-    if table.column_names != header or any(t != pa.large_string() for t in table.schema.types):
+    if table.column_names != header:
         return None
-    out, longest = {}, 0
-    for name, column in zip(names, table.columns, strict=True):
-        encoded = pc.dictionary_encode(column).combine_chunks()
-        uniques = encoded.dictionary.to_pylist()
-        cleaned = [_cell_text(u) for u in uniques]
-        if cleaned != uniques:  # cells with surrounding white space: each value becomes its stripped form
-            column = pc.take(pa.array(cleaned, type=pa.large_string()), encoded.indices)
-        out[name] = pd.array(column, dtype="str")
-        longest = max(longest, max(map(len, cleaned), default=0))
-    return pd.DataFrame(out, index=pd.RangeIndex(table.num_rows)), longest
+    columns = _arrow_text_columns(table.rename_columns(names))
+    longest = max((len(v) for column in columns.data.values() for v in column.values), default=0)
+    return columns, longest
 
 
-def _check_frame_cells(name: str, frame: pd.DataFrame) -> None:
-    """Cells longer than MAX_CELL_CHARS, located by row and column (vectorized: cheap on 100,000 rows)."""
+def _arrow_text_columns(table) -> TextColumns | None:
+    """An Arrow table whose columns are all text (or dictionary-encoded text), with unique non-empty names once
+    stripped, as stripped text columns (missing -> ""); None for any other table (numbers, lists, dates: pandas
+    turns those into text)."""
+    import pyarrow as pa
+
+    names = [str(c).strip() for c in table.column_names]
+    if len(set(names)) != len(names) or not all(names):
+        return None
+    index_columns = (table.schema.pandas_metadata or {}).get("index_columns", [])
+    if any(isinstance(c, str) for c in index_columns):  # a stored pandas index: to_pandas makes it the index
+        return None
+
+    def is_text(arrow_type) -> bool:
+        return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+    types = table.schema.types
+    if not all(is_text(t) or (pa.types.is_dictionary(t) and is_text(t.value_type)) for t in types):
+        return None
+    data = {}
+    for name, column, arrow_type in zip(names, table.columns, types, strict=True):
+        if not pa.types.is_dictionary(arrow_type):
+            column = column.dictionary_encode()
+        data[name] = _dictionary_text_column(column)
+    return TextColumns(names, data, table.num_rows)
+
+
+def _dictionary_text_column(column) -> TextColumn:
+    """A chunked Arrow column of dictionary-encoded text as a `TextColumn` of stripped texts (null -> ""). Each
+    chunk has its own dictionary; only the dictionaries are turned into Python strings."""
+    index: dict[str, int] = {}
+    parts = []
+    for chunk in column.chunks:
+        local = [index.setdefault(_cell_text(text), len(index)) for text in chunk.dictionary.to_pylist()]
+        raw = _integer_values(chunk.indices)
+        if chunk.null_count:  # a null's slot holds no defined index
+            valid = _validity(chunk.indices)
+            local.append(index.setdefault("", len(index)))
+            raw = np.where(valid, raw, len(local) - 1)
+        parts.append(np.asarray(local, dtype=np.int64)[raw])
+    codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return TextColumn(codes, list(index))
+
+
+def _integer_values(array) -> np.ndarray:
+    """An Arrow integer array's values as numpy, read from its buffer (pyarrow's to_numpy imports pandas)."""
+    dtype = np.dtype(f"int{array.type.bit_width}")
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def _validity(array) -> np.ndarray:
+    """Per entry of an Arrow array: not null (from its validity bitmap)."""
+    bitmap = array.buffers()[0]
+    if bitmap is None:
+        return np.ones(len(array), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")
+    return bits[array.offset : array.offset + len(array)].astype(bool)
+
+
+def _check_column_cells(name: str, columns: TextColumns) -> None:
+    """Cells longer than MAX_CELL_CHARS, located by row and column (measured on distinct values: cheap)."""
     problems = []
-    for column in frame.columns:
-        lengths = frame[column].str.len()
+    for column in columns.columns:
+        lengths = np.array([len(v) for v in columns[column].values] + [0])[columns[column].codes]
         if len(lengths) and lengths.max() > MAX_CELL_CHARS:
-            row = int(lengths.to_numpy().argmax()) + 1
+            row = int(lengths.argmax()) + 1
             problems.append(_too_long(name, int(lengths.max()), row, column))
     if problems:
         raise InputError(problems)
@@ -208,6 +354,8 @@ def _too_long(name: str, length: int, row: int, column: str | None) -> InputProb
 
 def as_clean_strings(frame: pd.DataFrame) -> pd.DataFrame:
     """Every column as stripped text, missing values as "". Works on each column's unique values, so it is cheap."""
+    import pandas as pd
+
     out = {}
     for column in frame.columns:
         try:

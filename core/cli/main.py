@@ -8,11 +8,9 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 
 from spokenbench.core import __version__
 from spokenbench.core.cli.commands import COMMANDS
-from spokenbench.core.environment_errors import explain_environment_error
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 
 EXIT_USER_ERROR = 2
@@ -87,6 +85,11 @@ def _run_handler(args) -> int:
         print("\ninterrupted; everything reported saved is kept", file=sys.stderr)
         return EXIT_CANCELLED
     except Exception as error:  # a bug: say so briefly, keep the traceback for those who ask
+        # imported here, not at the top: every command's start-up would pay for them (sqlite3, linecache)
+        import traceback
+
+        from spokenbench.core.environment_errors import explain_environment_error
+
         if os.environ.get("SPOKENBENCH_DEBUG"):
             traceback.print_exc()
         explained = explain_environment_error(error, getattr(args, "dir", None))

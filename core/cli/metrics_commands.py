@@ -118,10 +118,10 @@ def run_metrics(args) -> int:
         analyze_mcq,
         check_kind,
     )
-    from spokenbench.core.metrics.loading import read_responses_file
+    from spokenbench.core.metrics.loading import read_responses_columns
 
-    frame = read_responses_file(args.file)
-    kind = check_kind(args.kind, frame)
+    columns = read_responses_columns(args.file)
+    kind = check_kind(args.kind, columns)
     progress = text_progress_bar()
     if kind == "gender-probe":
         if args.factors:
@@ -132,7 +132,7 @@ def run_metrics(args) -> int:
         from spokenbench.core.metrics.gender_study import analyze_gender_study, gender_study_json
 
         study = analyze_gender_study(
-            frame,
+            columns.to_frame(),
             parse_backbones(args.backbone),
             source=args.file,
             failures_as_category=args.failures_as_category,
@@ -179,7 +179,7 @@ def run_metrics(args) -> int:
     if args.setting:
         raise SpokenBenchError("--setting applies to --kind gender-probe only")
     analysis = analyze_mcq(
-        frame,
+        columns,
         args.factors,
         source=args.file,
         failures_as_category=args.failures_as_category,
@@ -196,19 +196,19 @@ def run_metrics(args) -> int:
     if args.json:
         print_json(analysis.to_json())
         return 0
-    summary = analysis.summary
+    summary = analysis.summary_columns
     rows = []
     for i, model in enumerate(analysis.data.models):
         ci = analysis.intervals[i] if analysis.intervals else {}
         rows.append(
             {
                 "model": model,
-                "n": int(summary["n"].iloc[i]),
-                "accuracy": _num(summary["accuracy"].iloc[i]) + _ci(ci.get("accuracy")),
-                "entropy_mean": _num(summary["entropy_mean"].iloc[i]),
-                "rsd": _num(summary["rsd"].iloc[i]),
-                "ckld": _num(summary["ckld"].iloc[i]),
-                "parse_failures": _num(summary["parse_failure_rate"].iloc[i]),
+                "n": int(summary["n"][i]),
+                "accuracy": _num(summary["accuracy"][i]) + _ci(ci.get("accuracy")),
+                "entropy_mean": _num(summary["entropy_mean"][i]),
+                "rsd": _num(summary["rsd"][i]),
+                "ckld": _num(summary["ckld"][i]),
+                "parse_failures": _num(summary["parse_failure_rate"][i]),
             }
         )
     print_table(rows)
@@ -222,11 +222,11 @@ def run_metrics(args) -> int:
                     {
                         "model": model,
                         "factor": f,
-                        "level_entropy": _num(summary[f"level_entropy[{f}]"].iloc[i]),
-                        "apes": _num(summary[f"apes[{f}]"].iloc[i]),
-                        "fleiss_kappa": _num(summary[f"kappa[{f}]"].iloc[i]),
-                        "kappa_questions": f"{int(summary[f'kappa_defined[{f}]'].iloc[i])} defined, "
-                        f"{int(summary[f'kappa_undefined[{f}]'].iloc[i])} not",
+                        "level_entropy": _num(summary[f"level_entropy[{f}]"][i]),
+                        "apes": _num(summary[f"apes[{f}]"][i]),
+                        "fleiss_kappa": _num(summary[f"kappa[{f}]"][i]),
+                        "kappa_questions": f"{int(summary[f'kappa_defined[{f}]'][i])} defined, "
+                        f"{int(summary[f'kappa_undefined[{f}]'][i])} not",
                     }
                 )
         print_table(factor_rows)

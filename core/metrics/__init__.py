@@ -16,7 +16,12 @@ from spokenbench.core.metrics.analysis import (
     gender_probe_json,
     mcq_json,
 )
-from spokenbench.core.metrics.loading import load_project_responses, load_responses, read_responses_file
+from spokenbench.core.metrics.loading import (
+    load_project_responses,
+    load_responses,
+    read_responses_columns,
+    read_responses_file,
+)
 
 __all__ = [
     "McqAnalysis",
@@ -27,5 +32,6 @@ __all__ = [
     "load_project_responses",
     "load_responses",
     "mcq_json",
+    "read_responses_columns",
     "read_responses_file",
 ]

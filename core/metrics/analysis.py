@@ -6,29 +6,32 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
-from spokenbench.core.metrics.gender_probe import (
-    GenderProbeMetrics,
-    compute_gender_probe,
-    parse_backbones,
-    prepare_gender_probe,
-)
 from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
 from spokenbench.core.metrics.selection_bias import (
     DEFAULT_VOTE_TIES,
+    Columns,
     SelectionBias,
     check_vote_ties,
     ckld_from_counts,
+    columns_frame,
     compute_selection_bias,
     rsd_from_counts,
 )
 from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.tables import TextColumns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from spokenbench.core.metrics.gender_probe import GenderProbeMetrics
 
 KINDS = ("mcq", "gender-probe")
 
@@ -38,7 +41,7 @@ class McqAnalysis:
     data: McqResponses
     metrics: mcq.McqMetrics
     selection: SelectionBias
-    summary: pd.DataFrame
+    summary_columns: Columns  # one row per model: mcq.model_summary_columns and the selection's per-model columns
     intervals: list[dict[str, tuple[float, float]]] = field(default_factory=list)  # per model
     bootstrap_resamples: int = 0
     seed: int = DEFAULT_SEED
@@ -46,14 +49,19 @@ class McqAnalysis:
     def to_json(self) -> dict:
         return mcq_json(self)
 
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """`summary_columns` as a DataFrame (for the report and the app; built on first use)."""
+        return columns_frame(self.summary_columns)
 
-def detect_kind(frame: pd.DataFrame) -> str:
+
+def detect_kind(frame: TextColumns | pd.DataFrame) -> str:
     """gender-probe when the table has option_orientation and no gold answer column, else mcq."""
     return "gender-probe" if "option_orientation" in frame.columns and "answer" not in frame.columns else "mcq"
 
 
 def analyze_mcq(
-    frame: pd.DataFrame,
+    frame: TextColumns | pd.DataFrame,
     factors: list[str] | None = None,
     *,
     source: str = "<table>",
@@ -70,9 +78,15 @@ def analyze_mcq(
     data = prepare_mcq(frame, factors, source)
     metrics = mcq.compute_mcq_metrics(data, failures_as_category, kappa_nesting)
     selection = compute_selection_bias(data, vote_ties, seed)
-    summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
+    summary = mcq.model_summary_columns(metrics)
+    summary.update((name, values) for name, values in selection.per_model_columns.items() if name != "model")
     analysis = McqAnalysis(
-        data=data, metrics=metrics, selection=selection, summary=summary, bootstrap_resamples=n_resamples, seed=seed
+        data=data,
+        metrics=metrics,
+        selection=selection,
+        summary_columns=summary,
+        bootstrap_resamples=n_resamples,
+        seed=seed,
     )
     if n_resamples > 0:
         analysis.intervals = mcq_intervals(metrics, selection, n_resamples, seed, progress or no_progress())
@@ -89,6 +103,8 @@ def analyze_gender_probe(
     seed: int = DEFAULT_SEED,
     progress: Progress | None = None,
 ) -> GenderProbeMetrics:
+    from spokenbench.core.metrics.gender_probe import compute_gender_probe, parse_backbones, prepare_gender_probe
+
     if not isinstance(backbones, dict):
         backbones = parse_backbones(backbones)
     data = prepare_gender_probe(frame, source)
@@ -168,16 +184,17 @@ def clean(value):
 
 
 def mcq_json(analysis: McqAnalysis) -> dict:
-    data, summary, selection = analysis.data, analysis.summary, analysis.selection
+    data, summary, selection = analysis.data, analysis.summary_columns, analysis.selection
     accuracy_by_factor = {model: {} for model in data.models}  # model -> factor -> level -> accuracy
     for f in data.factors:
-        table = mcq.accuracy_by(data, [f])
+        table = mcq.accuracy_by_columns(data, [f])
         for model, level, accuracy in zip(table["model"].tolist(), table[f].tolist(), table["accuracy"].tolist()):
             accuracy_by_factor[model].setdefault(f, {})[level] = accuracy
-    voting, ranking = _records_by_model(selection.voting), _records_by_model(selection.ranking)
+    voting, ranking = _records_by_model(selection.voting_columns), _records_by_model(selection.ranking_columns)
+    mcnemar = selection.mcnemar_columns
     result = {}
     for i, model in enumerate(data.models):
-        row = summary.iloc[i]
+        row = {name: values[i] for name, values in summary.items()}
         entry = {
             "n": int(row["n"]),
             "accuracy": row["accuracy"],
@@ -209,7 +226,7 @@ def mcq_json(analysis: McqAnalysis) -> dict:
                 "entropy_iqr": row["entropy_iqr"],
             }
         )
-        if "entropy_mean_cs" in summary.columns:
+        if "entropy_mean_cs" in summary:
             entry["entropy_mean_by_cultural_label"] = {"CS": row["entropy_mean_cs"], "CA": row["entropy_mean_ca"]}
         entry["level_entropy"] = {f: row[f"level_entropy[{f}]"] for f in data.factors}
         entry["fleiss_kappa_questions"] = {
@@ -245,9 +262,9 @@ def mcq_json(analysis: McqAnalysis) -> dict:
             for r in voting.get(model, [])
         }
         entry["ranking"] = {
-            r["setting"]: (None if pd.isna(r["rank"]) else int(r["rank"])) for r in ranking.get(model, [])
+            r["setting"]: (None if math.isnan(r["rank"]) else int(r["rank"])) for r in ranking.get(model, [])
         }
-        mc = selection.mcnemar.iloc[i]
+        mc = {name: values[i] for name, values in mcnemar.items()}
         entry["mcnemar_original_vs_reversed"] = {
             "n_pairs": int(mc["n_pairs"]),
             "original_only_correct": int(mc["original_only_correct"]),
@@ -258,12 +275,19 @@ def mcq_json(analysis: McqAnalysis) -> dict:
     return clean(result)
 
 
-def _records_by_model(table: pd.DataFrame) -> dict[str, list[dict]]:
+def _records_by_model(table: Columns) -> dict[str, list[dict]]:
     """The rows of `table` as dicts, grouped by their model in row order (one pass, not a filter per model)."""
+    names = list(table)
     grouped: dict[str, list[dict]] = {}
-    for record in table.to_dict("records"):
+    for values in zip(*(_python_values(table[name]) for name in names)):
+        record = dict(zip(names, values))
         grouped.setdefault(record["model"], []).append(record)
     return grouped
+
+
+def _python_values(values) -> list:
+    """A column's values as Python objects (numpy scalars become int, float, str)."""
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 def gender_probe_json(metrics: GenderProbeMetrics) -> dict:
@@ -302,7 +326,7 @@ def gender_probe_json(metrics: GenderProbeMetrics) -> dict:
     return clean(result)
 
 
-def check_kind(kind: str | None, frame: pd.DataFrame) -> str:
+def check_kind(kind: str | None, frame: TextColumns | pd.DataFrame) -> str:
     kind = kind or detect_kind(frame)
     if kind not in KINDS:
         raise SpokenBenchError(f"unknown kind '{kind}'; use one of: {', '.join(KINDS)}")

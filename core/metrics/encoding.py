@@ -4,18 +4,23 @@ combining codes into group keys, so every metric is a bincount or a sort instead
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.errors import InputProblem
+from spokenbench.core.tables import TextColumn
 
 MAX_PROBLEMS_PER_CHECK = 20
 
 
 def factorize_sorted(values) -> tuple[np.ndarray, list[str]]:
     """Integer codes (0..n-1) in sorted order of the distinct values, and those values. Hashes the column
-    once and sorts only the distinct values."""
-    codes, uniques = pd.factorize(values)
-    uniques = np.asarray([str(u) for u in uniques], dtype=object)
+    once (a `TextColumn` is hashed already) and sorts only the distinct values."""
+    if isinstance(values, TextColumn):
+        codes, uniques = values.codes, np.asarray(values.values, dtype=object)
+    else:
+        import pandas as pd
+
+        codes, uniques = pd.factorize(values)
+        uniques = np.asarray([str(u) for u in uniques], dtype=object)
     order = np.argsort(uniques, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
@@ -24,10 +29,16 @@ def factorize_sorted(values) -> tuple[np.ndarray, list[str]]:
 
 def normalized_codes(series, normalize) -> tuple[np.ndarray, list[str]]:
     """Codes of `normalize(value)` per row, computed on distinct values only (cheap on long columns)."""
-    raw_codes, uniques = pd.factorize(series)
+    if isinstance(series, TextColumn):
+        raw_codes, uniques = series.codes, series.values
+    else:
+        import pandas as pd
+
+        raw_codes, uniques = pd.factorize(series)
     if len(raw_codes) and raw_codes.min() < 0:  # no missing values expected: loaders give ""
         raise ValueError("missing value in a cleaned column")
-    norm_codes, norm_uniques = factorize_sorted(np.asarray([normalize(str(u)) for u in uniques], dtype=object))
+    normalized = TextColumn.from_codes(np.arange(len(uniques)), [normalize(str(u)) for u in uniques])
+    norm_codes, norm_uniques = factorize_sorted(normalized)
     return norm_codes[raw_codes], norm_uniques
 
 
@@ -40,21 +51,27 @@ def compact(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
         present = np.zeros(space, dtype=bool)
         present[key] = True
         remap = np.cumsum(present) - 1
-        return remap[key], int(present.sum())
+        return remap[key], int(remap[-1]) + 1 if space else 0
     uniques, codes = np.unique(key, return_inverse=True)
     return codes.astype(np.int64), len(uniques)
 
 
 def combine(*code_arrays: np.ndarray) -> tuple[np.ndarray, int]:
     """Compact codes of the tuple of code arrays (only combinations that occur, in lexicographic order of
-    the codes), and how many there are. Compacting after each step keeps keys far from int64 overflow."""
+    the codes), and how many there are. The mixed-radix key is compacted once at the end, and before a step
+    only when the key space would outgrow a dense renumbering (which also keeps keys far from int64 overflow);
+    compacting keeps the order, so the codes are the same either way."""
     result = np.zeros(len(code_arrays[0]), dtype=np.int64)
     size = 1
+    dense = max(DENSE_KEY_LIMIT, 4 * len(result))
     for codes in code_arrays:
         codes = np.asarray(codes, dtype=np.int64)
         width = int(codes.max()) + 1 if len(codes) else 1
-        result, size = compact(result * width + codes, size * width)
-    return result, size
+        if size * width > dense:
+            result, size = compact(result, size)
+        result = result * width + codes
+        size *= width
+    return compact(result, size)
 
 
 def representative_row(keys: np.ndarray, size: int) -> np.ndarray:

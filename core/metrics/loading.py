@@ -1,4 +1,5 @@
-"""Reading a responses table (CSV, Parquet or JSONL) into a DataFrame of strings.
+"""Reading a responses table (CSV, Parquet or JSONL) into text columns (the engine's input, read without pandas)
+or a DataFrame of strings.
 
 Every cell comes back as a stripped string and a missing value as "", so validation has one kind of
 value to look at, whatever the format stored. Problems with the file itself (wrong format, bad encoding,
@@ -7,17 +8,25 @@ ragged rows, no rows) become an `InputError` naming the file and, where known, t
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.tables import as_clean_strings, read_frame
+from spokenbench.core.tables import TextColumns, as_clean_strings, read_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def read_responses_columns(path: str | Path) -> TextColumns:
+    """The table in `path` as text columns, one row per model answer (core.tables.read_columns: one reader for
+    all user tables, with the same file, row and column errors). What `spokenbench metrics` reads: a well-formed
+    CSV does not import pandas."""
+    return read_columns(path)
 
 
 def read_responses_file(path: str | Path) -> pd.DataFrame:
-    """The table in `path` as strings, one row per model answer (core.tables.read_frame: one reader for all
-    user tables, with the same file, row and column errors)."""
-    return read_frame(path)
+    """The table in `path` as a DataFrame of strings (`read_responses_columns` as a DataFrame)."""
+    return read_responses_columns(path).to_frame()
 
 
 # Columns of the project's responses export that describe the run or the raw answer, not a condition

@@ -9,13 +9,16 @@ their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.metrics.agreement import fleiss_kappa_by_group, mean_pairwise_abs_difference, normalized_entropy
 from spokenbench.core.metrics.encoding import combine, compact, representative_row
 from spokenbench.core.metrics.responses import McqResponses
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # How Fleiss' κ treats a factor nested in another (accent within language), see docs/metrics.md:
 #   "within": leave out of the item key the factors that determine the computed factor (accent when
@@ -179,16 +182,38 @@ def mean_by_model(
 
 
 def quantiles_by_model(metrics: McqMetrics, values: np.ndarray, qs=(0.25, 0.5, 0.75)) -> np.ndarray:
-    """Quantiles (numpy's linear interpolation) of a per-group value per model; shape (models, len(qs))."""
-    data = metrics.data
-    frame = pd.DataFrame({"model": data.group_model, "value": values}).dropna()
-    table = frame.groupby("model")["value"].quantile(list(qs)).unstack()
-    return table.reindex(range(len(data.models))).to_numpy()
+    """Quantiles of a per-group value per model, NaN left out; shape (models, len(qs)), NaN for a model without
+    values. Linear interpolation between the sorted values in the floating-point steps of pandas' groupby
+    quantile (v[i] + (v[i+1] - v[i]) * frac, i = int(q (n - 1))), so the numbers are the ones it gave."""
+    n_models = len(metrics.data.models)
+    defined = ~np.isnan(values)
+    model, value = metrics.data.group_model[defined], values[defined]
+    order = np.lexsort((value, model))
+    model, value = model[order], value[order]
+    count = np.bincount(model, minlength=n_models)
+    start = np.concatenate(([0], np.cumsum(count)[:-1]))
+    out = np.full((n_models, len(qs)), np.nan)
+    has = count > 0
+    for j, q in enumerate(qs):
+        position = q * (count[has] - 1).astype(float)
+        index = position.astype(np.int64)
+        frac = position % 1
+        low = value[start[has] + index]
+        high = value[start[has] + np.minimum(index + 1, count[has] - 1)]
+        out[has, j] = np.where(frac == 0.0, low, low + (high - low) * frac)
+    return out
 
 
 def model_summary(metrics: McqMetrics) -> pd.DataFrame:
+    """`model_summary_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(model_summary_columns(metrics))
+
+
+def model_summary_columns(metrics: McqMetrics) -> dict:
     """One row per model: counts, accuracy, failure rate, entropy statistics, CS/CA entropy, and per
-    factor level entropy, APES and κ (with the number of questions where κ was defined / not)."""
+    factor level entropy, APES and κ (with the number of questions where κ was defined / not); as columns."""
     data = metrics.data
     n_models = len(data.models)
     gm = data.group_model
@@ -196,15 +221,13 @@ def model_summary(metrics: McqMetrics) -> pd.DataFrame:
     correct = np.bincount(gm, weights=metrics.group_correct, minlength=n_models)
     failures = np.bincount(gm, weights=metrics.group_failures, minlength=n_models)
     questions = np.bincount(gm, minlength=n_models)
-    out = pd.DataFrame(
-        {
-            "model": data.models,
-            "n": rows.astype(int),
-            "n_questions": questions,
-            "accuracy": correct / rows,
-            "parse_failure_rate": failures / rows,
-        }
-    )
+    out = {
+        "model": data.models,
+        "n": rows.astype(int),
+        "n_questions": questions,
+        "accuracy": correct / rows,
+        "parse_failure_rate": failures / rows,
+    }
     out["entropy_mean"], _ = mean_by_model(metrics, metrics.entropy)
     q = quantiles_by_model(metrics, metrics.entropy)
     out["entropy_median"] = q[:, 1]
@@ -222,7 +245,15 @@ def model_summary(metrics: McqMetrics) -> pd.DataFrame:
 
 
 def accuracy_by(data: McqResponses, by: list[str]) -> pd.DataFrame:
-    """Accuracy per model and combination of the factors in `by` (only combinations that occur)."""
+    """`accuracy_by_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(accuracy_by_columns(data, by))
+
+
+def accuracy_by_columns(data: McqResponses, by: list[str]) -> dict:
+    """Accuracy per model and combination of the factors in `by` (only combinations that occur), as columns:
+    model, each factor, n, accuracy, parse_failure_rate."""
     codes = [data.model] + [data.factor_codes[f] for f in by]
     key, n_keys = combine(*codes)
     first = representative_row(key, n_keys)
@@ -233,7 +264,7 @@ def accuracy_by(data: McqResponses, by: list[str]) -> pd.DataFrame:
     for f in by:
         out[f] = np.asarray(data.factor_levels[f], dtype=object)[data.factor_codes[f][first]]
     out.update({"n": n, "accuracy": correct / n, "parse_failure_rate": failures / n})
-    return pd.DataFrame(out)
+    return out
 
 
 def accuracy_cross_table(data: McqResponses, column_factor: str) -> pd.DataFrame:
@@ -261,6 +292,8 @@ def accuracy_cross_table(data: McqResponses, column_factor: str) -> pd.DataFrame
 
 def level_entropy_by_level(metrics: McqMetrics) -> pd.DataFrame:
     """Mean over questions of H_q^l for every factor level (BiasInEar Table 22 for the order factor)."""
+    import pandas as pd
+
     data = metrics.data
     frames = []
     for f, result in metrics.factors.items():
@@ -290,6 +323,8 @@ def level_entropy_by_level(metrics: McqMetrics) -> pd.DataFrame:
 def entropy_cs_ca(metrics: McqMetrics) -> pd.DataFrame:
     """BiasInEar Table 5 / Fig. 3: mean entropy of culturally sensitive vs agnostic questions, for the
     question entropy ('all') and the level entropy of each factor; Δ = CS − CA."""
+    import pandas as pd
+
     data = metrics.data
     if not (data.group_cultural_label >= 0).any():
         return pd.DataFrame(
@@ -322,6 +357,8 @@ def entropy_cs_ca(metrics: McqMetrics) -> pd.DataFrame:
 def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
     """APES of each factor recomputed within each level of each other factor that is not nested with it
     (BiasInEar Table 21: APES of language/accent/gender under original vs reversed order)."""
+    import pandas as pd
+
     data = metrics.data
     frames = []
     for stratum in data.factors:
@@ -356,6 +393,8 @@ def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
 
 def per_question_table(metrics: McqMetrics) -> pd.DataFrame:
     """Every per-question value, one row per (model, question)."""
+    import pandas as pd
+
     data = metrics.data
     out = pd.DataFrame(
         {

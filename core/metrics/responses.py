@@ -7,9 +7,9 @@ works on these arrays. Bad input is reported all at once as an `InputError` (fil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.errors import InputError, InputProblem
 from spokenbench.core.metrics.encoding import (
@@ -23,6 +23,10 @@ from spokenbench.core.metrics.encoding import (
     representative_row,
     row_problems,
 )
+from spokenbench.core.tables import TextColumn, TextColumns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REQUIRED_COLUMNS = ("question_id", "model", "answer", "prediction")
 OPTIONAL_COLUMNS = ("option_order", "cultural_label", "subject")
@@ -93,8 +97,12 @@ class McqResponses:
         return [f for f in self.factors if determines(self.order_code, self.factor_codes[f])]
 
 
-def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: str = "<table>") -> McqResponses:
-    """Validate and encode a responses table (strings, as `read_responses_file` returns it)."""
+def prepare_mcq(
+    frame: TextColumns | pd.DataFrame, factors: list[str] | None = None, source: str = "<table>"
+) -> McqResponses:
+    """Validate and encode a responses table: text columns (`read_responses_columns`) or a DataFrame of strings
+    (`read_responses_file`)."""
+    frame = TextColumns.of(frame)
     problems: list[InputProblem] = []
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
@@ -114,10 +122,10 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
         raise InputError(InputProblem(file=source, message="the table has no rows"))
 
     for column in ("question_id", "model"):
-        empty = np.flatnonzero((frame[column] == "").to_numpy(dtype=bool))
+        empty = np.flatnonzero(frame[column].is_empty())
         problems += row_problems(source, empty, column, "empty value")
     for f in chosen_factors:
-        empty = np.flatnonzero((frame[f] == "").to_numpy(dtype=bool))
+        empty = np.flatnonzero(frame[f].is_empty())
         problems += row_problems(
             source, empty, f, "empty factor level; fill it in or leave the factor out with --factors"
         )
@@ -135,7 +143,8 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     else:
         order_raw, order_uniques = np.zeros(n, dtype=np.int64), [""]
     order_len = np.array([len(u) for u in order_uniques], dtype=np.int64)[order_raw]
-    n_opt_q = pd.Series(order_len).groupby(question).max().reindex(range(n_questions), fill_value=0).to_numpy()
+    n_opt_q = np.zeros(n_questions, dtype=np.int64)
+    np.maximum.at(n_opt_q, question, order_len)
     n_opt_q = np.where(n_opt_q == 0, DEFAULT_OPTION_COUNT, n_opt_q)
     n_options = n_opt_q[question]
 
@@ -202,7 +211,7 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     gold_first = answer_code[first_row(question, n_questions)]
     disagree = np.flatnonzero(answer_code != gold_first[question])
     if len(disagree):
-        bad_questions = pd.unique(question[disagree])
+        bad_questions = _in_first_order(question[disagree])
         for q in bad_questions[:20]:
             rows = np.flatnonzero(question == q)
             seen = {}
@@ -301,13 +310,18 @@ def prepare_mcq(frame: pd.DataFrame, factors: list[str] | None = None, source: s
     )
 
 
-def _letter_codes(series: pd.Series) -> np.ndarray:
-    codes, uniques = pd.factorize(series)
-    lookup = np.array([letter_code(str(u).strip().upper()) for u in uniques] + [-1], dtype=np.int64)
-    return lookup[codes]
+def _letter_codes(column: TextColumn) -> np.ndarray:
+    lookup = np.array([letter_code(u.strip().upper()) for u in column.values] + [-1], dtype=np.int64)
+    return lookup[column.codes]
 
 
-def _resolve_factors(frame: pd.DataFrame, factors: list[str] | None, source: str) -> tuple[list[str], dict[str, str]]:
+def _in_first_order(values: np.ndarray) -> np.ndarray:
+    """The distinct values in the order they first occur."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)]
+
+
+def _resolve_factors(frame: TextColumns, factors: list[str] | None, source: str) -> tuple[list[str], dict[str, str]]:
     """The factor columns: those named, or by default every other column that looks like a factor
     (2 to 100 distinct values, none empty). Columns passed over are returned with the reason."""
     if factors is not None:
@@ -332,8 +346,8 @@ def _resolve_factors(frame: pd.DataFrame, factors: list[str] | None, source: str
     chosen, ignored = [], {}
     for column in _candidates(frame):
         values = frame[column]
-        distinct = values.nunique()
-        if (values == "").any():
+        distinct = len(values.values)
+        if "" in values.values:
             ignored[column] = "has empty cells"
         elif distinct > MAX_AUTO_FACTOR_LEVELS:
             ignored[column] = f"{distinct} distinct values"
@@ -344,5 +358,5 @@ def _resolve_factors(frame: pd.DataFrame, factors: list[str] | None, source: str
     return chosen, ignored
 
 
-def _candidates(frame: pd.DataFrame) -> list[str]:
+def _candidates(frame: TextColumns) -> list[str]:
     return [str(c) for c in frame.columns if c not in KNOWN_COLUMNS]

@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from math import factorial
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.conditions import NAMED_ORDERS, order_strings
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.metrics.agreement import exact_mcnemar_p, kendall_tau_b
 from spokenbench.core.metrics.encoding import combine, determines, letters, representative_row
 from spokenbench.core.metrics.responses import McqResponses
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Columns = dict  # column name -> values (a list or an array), one entry per table row, in column order
 
 FACTORIALS = np.array([float(factorial(n)) for n in range(27)])  # orders of n options (float: 26! > int64)
 ORDER_FACTOR = "order"  # the condition factor naming the presented order (the project's exports have it)
@@ -159,11 +165,12 @@ class SelectionBias:
     group_gold: np.ndarray  # (groups, K) rows with gold at presented position i
     group_gold_correct: np.ndarray  # (groups, K) of those, answered correctly
     group_predicted: np.ndarray  # (groups, K) valid predictions at presented position i
-    per_model: pd.DataFrame  # model, rsd, ckld, accuracy by position, Δ, predicted shares
-    voting: pd.DataFrame  # model, permutation (original/cyclic/full), accuracy, rsd, ckld, coverage
-    ranking: pd.DataFrame  # model, setting, accuracy, rank
-    kendall_tau: pd.DataFrame  # setting, tau, p_value (against the original setting)
-    mcnemar: pd.DataFrame  # model, n_pairs, original_only_correct, reversed_only_correct, p_value
+    # the tables as plain columns (or rows); each one's DataFrame is the property named without the suffix
+    per_model_columns: Columns  # model, rsd, ckld, accuracy by position, Δ, predicted shares
+    voting_columns: Columns  # model, permutation (original/cyclic/full), accuracy, rsd, ckld, coverage
+    ranking_columns: Columns  # model, setting, accuracy, rank
+    kendall_tau_rows: list[tuple]  # setting, n_models, tau, p_value (against the original setting)
+    mcnemar_columns: Columns  # model, n_pairs, original_only_correct, reversed_only_correct, p_value
     comparison_rows: str  # which rows the gold-position settings use
     presentation: Presentations | None = None
     vote_ties: str = "fractional"  # the permutation votes' tie rule
@@ -172,6 +179,36 @@ class SelectionBias:
     @property
     def vote_tie_note(self) -> str:
         return vote_tie_note(self.vote_ties, self.tie_seed)
+
+    # DataFrames for the report and the app's panels, built on first use (pandas is not imported before)
+    @cached_property
+    def per_model(self) -> pd.DataFrame:
+        return columns_frame(self.per_model_columns)
+
+    @cached_property
+    def voting(self) -> pd.DataFrame:
+        return columns_frame(self.voting_columns)
+
+    @cached_property
+    def ranking(self) -> pd.DataFrame:
+        return columns_frame(self.ranking_columns)
+
+    @cached_property
+    def kendall_tau(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.kendall_tau_rows, columns=["setting", "n_models", "kendall_tau", "p_value"])
+
+    @cached_property
+    def mcnemar(self) -> pd.DataFrame:
+        return columns_frame(self.mcnemar_columns)
+
+
+def columns_frame(columns: Columns) -> pd.DataFrame:
+    """`Columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(columns)
 
 
 def compute_selection_bias(
@@ -203,14 +240,12 @@ def compute_selection_bias(
     )
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_model = pd.DataFrame(
-            {
-                "model": data.models,
-                "rsd": rsd_from_counts(correct_m, gold_m),
-                "ckld": ckld_from_counts(pred_m, gold_m),
-                "accuracy_original": original_acc,
-            }
-        )
+        per_model = {
+            "model": data.models,
+            "rsd": rsd_from_counts(correct_m, gold_m),
+            "ckld": ckld_from_counts(pred_m, gold_m),
+            "accuracy_original": original_acc,
+        }
         pred_share = pred_m / pred_m.sum(axis=1, keepdims=True)
         gold_share = gold_m / gold_m.sum(axis=1, keepdims=True)
         acc_by_position = np.where(gold_m > 0, correct_m / np.where(gold_m > 0, gold_m, 1), np.nan)
@@ -227,11 +262,11 @@ def compute_selection_bias(
         group_gold=group_gold,
         group_gold_correct=group_gold_correct,
         group_predicted=group_predicted,
-        per_model=per_model,
-        voting=voting,
-        ranking=ranking,
-        kendall_tau=tau,
-        mcnemar=_mcnemar(data, shown),
+        per_model_columns=per_model,
+        voting_columns=voting,
+        ranking_columns=ranking,
+        kendall_tau_rows=tau,
+        mcnemar_columns=_mcnemar(data, shown),
         comparison_rows=shown.comparison_rows,
         presentation=shown,
         vote_ties=vote_ties,
@@ -336,7 +371,7 @@ def setting_votes(
     return UnitVotes(present, shares, tied, present & (orders_seen >= needed))
 
 
-def _voting(data: McqResponses, shown: Presentations, rule: str, seed: int) -> pd.DataFrame:
+def _voting(data: McqResponses, shown: Presentations, rule: str, seed: int) -> Columns:
     """Majority vote over the original options each unit chose under the permutations it was shown:
     'cyclic' uses the rotations of the original order, 'full' every presented order; ties by `rule`
     (`vote_shares`); a unit whose every answer failed counts as incorrect. A unit is
@@ -345,19 +380,24 @@ def _voting(data: McqResponses, shown: Presentations, rule: str, seed: int) -> p
     n_units = int(units.max()) + 1
     unit_row = representative_row(units, n_units)
     unit_model, unit_gold = data.model[unit_row], data.answer[unit_row]
-    frames = [_original_setting(data, shown)]
+    parts = [_original_setting(data, shown)]
     for name in ("cyclic", "full"):
         votes = setting_votes(data, shown, name, rule, seed)
         s = votes.shown
-        frame = _vote_metrics(data, name, unit_model[s], unit_gold[s], votes.shares[s], votes.complete[s])
-        frame["tied_units"] = np.bincount(unit_model[s & votes.tied], minlength=len(data.models))
-        frames.append(frame)
-    voting = pd.concat(frames, ignore_index=True)
-    voting["tie_rule"] = np.where(voting["permutation"] == "original", "", rule)
+        part = _vote_metrics(data, name, unit_model[s], unit_gold[s], votes.shares[s], votes.complete[s])
+        part["tied_units"] = np.bincount(unit_model[s & votes.tied], minlength=len(data.models))
+        parts.append(part)
+    voting = {
+        column: np.concatenate([np.asarray(part[column]) for part in parts])
+        if column not in ("model", "permutation")
+        else [value for part in parts for value in part[column]]
+        for column in parts[0]
+    }
+    voting["tie_rule"] = np.where(np.asarray(voting["permutation"]) == "original", "", rule)
     return voting
 
 
-def _original_setting(data: McqResponses, shown: Presentations) -> pd.DataFrame:
+def _original_setting(data: McqResponses, shown: Presentations) -> Columns:
     """Accuracy, RSD and CKLD of the rows presented in the original order (Table 3's 'Original')."""
     n_models = len(data.models)
     k = data.max_options
@@ -372,21 +412,19 @@ def _original_setting(data: McqResponses, shown: Presentations) -> pd.DataFrame:
     n = gold.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, correct.sum(axis=1) / n, np.nan)
-    return pd.DataFrame(
-        {
-            "model": data.models,
-            "permutation": "original",
-            "n": n,
-            "complete_units": np.nan,
-            "accuracy": accuracy,
-            "rsd": rsd_from_counts(correct, gold),
-            "ckld": ckld_from_counts(predicted, gold),
-            "tied_units": np.nan,
-        }
-    )
+    return {
+        "model": data.models,
+        "permutation": ["original"] * n_models,
+        "n": n,
+        "complete_units": np.full(n_models, np.nan),
+        "accuracy": accuracy,
+        "rsd": rsd_from_counts(correct, gold),
+        "ckld": ckld_from_counts(predicted, gold),
+        "tied_units": np.full(n_models, np.nan),
+    }
 
 
-def _vote_metrics(data: McqResponses, name: str, model, gold, vote_share, complete) -> pd.DataFrame:
+def _vote_metrics(data: McqResponses, name: str, model, gold, vote_share, complete) -> Columns:
     n_models = len(data.models)
     k = data.max_options
     gold_counts = np.bincount(model * k + gold, minlength=n_models * k).reshape(n_models, k)
@@ -398,61 +436,88 @@ def _vote_metrics(data: McqResponses, name: str, model, gold, vote_share, comple
     n = gold_counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(n > 0, correct_counts.sum(axis=1) / n, np.nan)
-    return pd.DataFrame(
-        {
-            "model": data.models,
-            "permutation": name,
-            "n": n,
-            "complete_units": np.bincount(model[complete], minlength=n_models),
-            "accuracy": accuracy,
-            "rsd": rsd_from_counts(correct_counts, gold_counts),
-            "ckld": ckld_from_counts(voted_counts, gold_counts),
-        }
-    )
+    return {
+        "model": data.models,
+        "permutation": [name] * n_models,
+        "n": n,
+        "complete_units": np.bincount(model[complete], minlength=n_models),
+        "accuracy": accuracy,
+        "rsd": rsd_from_counts(correct_counts, gold_counts),
+        "ckld": ckld_from_counts(voted_counts, gold_counts),
+    }
 
 
-def _rankings(data: McqResponses, original_acc, position_acc, positions, voting) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _rankings(data: McqResponses, original_acc, position_acc, positions, voting: Columns) -> tuple[Columns, list]:
     """Rank models (1 = most accurate; ties share the best rank) in each setting, and Kendall's τ-b of each
     setting's accuracies against the original setting's (Hearing the Order Fig. 3)."""
     settings = {"original": original_acc}
     for i, letter in enumerate(positions):
         settings[f"gold_at_{letter}"] = position_acc[:, i]
+    permutation = np.asarray(voting["permutation"])
     for name in ("cyclic", "full"):
-        settings[f"{name}_vote"] = voting.loc[voting["permutation"] == name, "accuracy"].to_numpy()
-    frames, taus = [], []
+        settings[f"{name}_vote"] = voting["accuracy"][permutation == name]
+    n_models = len(data.models)
+    ranking: Columns = {"model": [], "setting": [], "accuracy": [], "rank": []}
+    taus = []
     for name, acc in settings.items():
-        rank = pd.Series(acc).rank(ascending=False, method="min").to_numpy()
-        frames.append(pd.DataFrame({"model": data.models, "setting": name, "accuracy": acc, "rank": rank}))
+        ranking["model"] += data.models
+        ranking["setting"] += [name] * n_models
+        ranking["accuracy"].append(np.asarray(acc, dtype=float))
+        ranking["rank"].append(rank_descending(acc))
         both = ~np.isnan(acc) & ~np.isnan(original_acc)
         if name != "original" and both.sum() >= 2:
             tau, p_value = kendall_tau_b(original_acc[both], acc[both])  # scipy.stats.kendalltau's numbers
             taus.append((name, int(both.sum()), tau, p_value))
         elif name != "original":
             taus.append((name, int(both.sum()), np.nan, np.nan))
-    return (
-        pd.concat(frames, ignore_index=True),
-        pd.DataFrame(taus, columns=["setting", "n_models", "kendall_tau", "p_value"]),
-    )
+    ranking["accuracy"] = np.concatenate(ranking["accuracy"])
+    ranking["rank"] = np.concatenate(ranking["rank"])
+    return ranking, taus
 
 
-def _mcnemar(data: McqResponses, shown: Presentations) -> pd.DataFrame:
+def rank_descending(values: np.ndarray) -> np.ndarray:
+    """Ranks with 1 = largest, ties sharing the best rank, NaN left unranked (what pandas'
+    `rank(ascending=False, method="min")` gives), as floats."""
+    values = np.asarray(values, dtype=float)
+    defined = ~np.isnan(values)
+    ranks = np.full(len(values), np.nan)
+    known = values[defined]
+    ranks[defined] = 1 + (known[None, :] > known[:, None]).sum(axis=1)
+    return ranks
+
+
+def _mcnemar(data: McqResponses, shown: Presentations) -> Columns:
     """Exact McNemar test per model on paired correctness: each (question, non-order factors) unit seen
     in the original and in the exactly reversed order is one pair (repeats are paired in row order)."""
     units = shown.units
-    frames = []
-    for flag, name in ((shown.original, "original"), (shown.reversed, "reversed")):
-        rows = np.flatnonzero(flag)
-        frame = pd.DataFrame({"unit": units[rows], name: data.correct[rows], "model": data.model[rows]})
-        frame["repeat"] = frame.groupby("unit").cumcount()
-        frames.append(frame)
-    pairs = frames[0].merge(frames[1].drop(columns="model"), on=["unit", "repeat"], how="inner")
+    original, reversed_ = np.flatnonzero(shown.original), np.flatnonzero(shown.reversed)
+    repeat_o, repeat_r = _repeat_index(units[original]), _repeat_index(units[reversed_])
+    width = max(repeat_o.max(initial=0), repeat_r.max(initial=0)) + 1
+    _, pair_o, pair_r = np.intersect1d(
+        units[original] * width + repeat_o, units[reversed_] * width + repeat_r, assume_unique=True, return_indices=True
+    )
     n_models = len(data.models)
-    model = pairs["model"].to_numpy(dtype=np.int64)
-    orig, rev = pairs["original"].to_numpy(dtype=bool), pairs["reversed"].to_numpy(dtype=bool)
+    model = data.model[original[pair_o]]
+    orig, rev = data.correct[original[pair_o]], data.correct[reversed_[pair_r]]
     n_pairs = np.bincount(model, minlength=n_models)
     b = np.bincount(model[orig & ~rev], minlength=n_models)
     c = np.bincount(model[~orig & rev], minlength=n_models)
     p = np.where(n_pairs > 0, exact_mcnemar_p(b, c), np.nan)
-    return pd.DataFrame(
-        {"model": data.models, "n_pairs": n_pairs, "original_only_correct": b, "reversed_only_correct": c, "p_value": p}
-    )
+    return {
+        "model": data.models,
+        "n_pairs": n_pairs,
+        "original_only_correct": b,
+        "reversed_only_correct": c,
+        "p_value": p,
+    }
+
+
+def _repeat_index(units: np.ndarray) -> np.ndarray:
+    """Per row: how many earlier rows have the same unit (0 for the first), in row order."""
+    order = np.argsort(units, kind="stable")
+    sorted_units = units[order]
+    starts = np.flatnonzero(np.r_[True, sorted_units[1:] != sorted_units[:-1]])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(units)]))
+    repeat = np.empty(len(units), dtype=np.int64)
+    repeat[order] = np.arange(len(units)) - run_start
+    return repeat

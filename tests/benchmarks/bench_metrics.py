@@ -11,11 +11,14 @@
   4. whole processes: `spokenbench metrics FILE --bootstrap 0` against a script that reads the same rows
      (predictions already mapped to the original order) and runs the reference Evaluator per model
                                                                                    target ≥ 5×
+     (also each side's CPU time, steadier than wall time on a shared machine, and the load average)
 Medians, because the machine is shared; each figure states how many runs it is the median of."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -25,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from spokenbench.core.metrics.analysis import analyze_mcq
-from spokenbench.core.metrics.loading import read_responses_file
+from spokenbench.core.metrics.loading import read_responses_columns, read_responses_file
 from spokenbench.core.metrics.responses import prepare_mcq
 from spokenbench.core.metrics.synthetic import biasinear_like
 
@@ -81,8 +84,10 @@ def main() -> int:
         path = Path(tmp) / "responses.csv"
         frame.to_csv(path, index=False)
         load, _ = median_time(lambda: read_responses_file(path), 3)
+        columns, _ = median_time(lambda: read_responses_columns(path), 3)
         print(
-            f"reading the CSV ({path.stat().st_size / 1e6:.1f} MB): median {load:.3f} s of 3 (not part of the figures below)"
+            f"reading the CSV ({path.stat().st_size / 1e6:.1f} MB): median {load:.3f} s of 3 as a DataFrame, "
+            f"{columns:.3f} s as text columns (what `spokenbench metrics` reads; not part of the figures below)"
         )
 
     if args.parts & {1, 2}:
@@ -164,16 +169,33 @@ def whole_process(frame, repeats: int) -> None:
         ]
         theirs_cmd = [sys.executable, "-c", REFERENCE_SCRIPT, str(theirs_file), ",".join(FACTORS)]
         times: dict[str, list[float]] = {"ours": [], "reference": []}
+        cpu: dict[str, list[float]] = {"ours": [], "reference": []}
+        load_before = os.getloadavg()[0]
         for _ in range(repeats):  # interleaved: machine noise hits both alike
             for name, command in (("ours", ours_cmd), ("reference", theirs_cmd)):
+                used = _children_cpu()
                 start = time.perf_counter()
                 subprocess.run(command, check=True, capture_output=True)
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(_children_cpu() - used)
+        load_after = os.getloadavg()[0]
     ours, theirs = statistics.median(times["ours"]), statistics.median(times["reference"])
     print(
         f"4. whole processes, median of {repeats}: spokenbench metrics {ours:.2f} s, reference script {theirs:.2f} s; "
         f"ours is {theirs / ours:.1f}× faster; target ≥ 5×: {'met' if theirs / ours >= 5 else 'MISSED'}"
     )
+    ours_cpu, theirs_cpu = statistics.median(cpu["ours"]), statistics.median(cpu["reference"])
+    print(
+        f"   CPU time (user + system), median of {repeats}: spokenbench metrics {ours_cpu:.2f} s, reference script "
+        f"{theirs_cpu:.2f} s ({theirs_cpu / ours_cpu:.1f}×); load average {load_before:.1f} before, "
+        f"{load_after:.1f} after ({os.cpu_count()} cores: a load above that stretches wall times)"
+    )
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) used so far by finished child processes."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":

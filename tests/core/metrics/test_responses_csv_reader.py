@@ -1,17 +1,20 @@
 """Responses CSV/TSV files are read by pyarrow's CSV reader when the file is well formed (core/tables.py
-`_arrow_delimited`): the frame must be the one pandas' reader gave (`as_clean_strings(pd.read_csv(...,
-dtype=str, keep_default_na=False))`), and files pandas reads differently go to pandas."""
+`_arrow_delimited`): the columns must be the frame pandas' reader gave (`as_clean_strings(pd.read_csv(...,
+dtype=str, keep_default_na=False))`), and files pandas reads differently go to pandas. The reader gives text
+columns (`read_columns`) without importing pandas: `spokenbench metrics` is timed as a whole process."""
 
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
 from spokenbench.core.errors import InputError
 from spokenbench.core.metrics.loading import read_responses_file
-from spokenbench.core.tables import _arrow_delimited, as_clean_strings
+from spokenbench.core.tables import TextColumn, _arrow_delimited, as_clean_strings, read_columns
 
 
 def _pandas_frame(text: str, delimiter: str) -> pd.DataFrame:
@@ -41,9 +44,10 @@ def test_arrow_reader_gives_pandas_frame(text, delimiter):
     text = text.replace(",", delimiter) if delimiter == "\t" and '"' not in text else text
     fast = _arrow_delimited(text, delimiter)
     assert fast is not None
-    frame, longest = fast
+    columns, longest = fast
     expected = _pandas_frame(text, delimiter)
-    pd.testing.assert_frame_equal(frame, expected)
+    pd.testing.assert_frame_equal(columns.to_frame(), expected)
+    assert all(len(set(columns[c].values)) == len(columns[c].values) for c in columns.columns)  # each text once
     assert longest == max((expected[c].str.len().max() for c in expected.columns), default=0)
 
 
@@ -91,3 +95,39 @@ def test_header_only_and_ragged_errors_unchanged(tmp_path):
     ragged.write_text("a,b\n1,2\n1,2,3\n", encoding="utf-8")
     with pytest.raises(InputError, match="not a well-formed table"):
         read_responses_file(ragged)
+
+
+def test_read_columns_same_for_parquet_of_text_and_with_pandas(tmp_path):
+    """A Parquet file of text columns (with missing values and padded cells) is read by pyarrow into the same
+    columns pandas gives; one with a number column goes through pandas (numbers become text)."""
+    frame = pd.DataFrame({"question_id": ["q1", " q2 ", None, "q1"], "model": ["m", "m", "n", None]})
+    path = tmp_path / "r.parquet"
+    frame.to_parquet(path)
+    columns = read_columns(path)
+    assert columns.columns == ["question_id", "model"]
+    assert columns["question_id"].texts().tolist() == ["q1", "q2", "", "q1"]
+    assert columns["model"].texts().tolist() == ["m", "m", "n", ""]
+    pd.testing.assert_frame_equal(columns.to_frame(), as_clean_strings(frame))
+    frame["speed"] = [1.0, 1.25, 2.0, 0.5]
+    frame.to_parquet(path)
+    assert read_columns(path)["speed"].texts().tolist() == ["1", "1.25", "2", "0.5"]
+
+
+def test_text_column_from_values_merges_equal_texts_and_missing():
+    column = TextColumn.from_values(pd.Series(["a", None, 1, "1", "a"], dtype=object))
+    assert column.texts().tolist() == ["a", "", "1", "1", "a"]
+    assert sorted(column.values) == ["", "1", "a"]
+    assert column.is_empty().tolist() == [False, True, False, False, False]
+
+
+@pytest.mark.slow
+def test_reading_a_csv_into_columns_imports_no_pandas(tmp_path):
+    path = tmp_path / "responses.csv"
+    path.write_text("question_id,model,answer,prediction\nq1,m,A,B\nq2,m,B,\n", encoding="utf-8")
+    probe = (
+        "import sys\nfrom spokenbench.core.tables import read_columns\n"
+        f"columns = read_columns({str(path)!r})\n"
+        "print(columns['prediction'].texts().tolist(), 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split("\n")[0] == "['B', ''] False False", done.stderr
