@@ -225,6 +225,16 @@ def voice_inventory(conn: sqlite3.Connection) -> list[tuple[str, str, str | None
     return [tuple(row) for row in rows]
 
 
+def neutralized_voices(conn: sqlite3.Connection) -> set[str]:
+    """Voices whose clips are gender-neutralized (clips.neutralization set): their answers are the gender study's
+    neutralized-voice setting, not the plain one. Here, free of pandas, so planning a run never imports it."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(clips)")}
+    if "neutralization" not in columns:  # a project from before migration 10
+        return set()
+    rows = conn.execute("SELECT DISTINCT voice FROM clips WHERE neutralization IS NOT NULL AND voice IS NOT NULL")
+    return {row[0] for row in rows}
+
+
 def clips_for_gender_check(conn: sqlite3.Connection, all_clips: bool = False) -> list[sqlite3.Row]:
     """Good clips with audio of the gender-probe items (of every item and instruction token with `all_clips`),
     oldest first, with their item's source id."""

@@ -30,7 +30,7 @@ DEFAULT_TIMEOUT_S = 120.0
 CREDENTIAL_PROVIDER = {"gemini": "gemini", "openai": "openai", "nvidia": "nvidia", "mistral": "mistral"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a large plan holds one per planned request
 class AudioInput:
     data: bytes = field(repr=False)
     sha256: str

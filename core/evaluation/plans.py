@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
+from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.conditions import Condition, cyclic_orders, full_orders, gold_position_orders, order_strings
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import store
@@ -94,7 +96,7 @@ class PlanOptions:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a large plan holds 100,000s of them
 class PlannedRequest:
     item_id: int
     condition: Condition
@@ -248,29 +250,44 @@ def _assembled_requests(
             "run `spokenbench assemble DIR --orders ...` first (or use --mode text, or a simulated: model)"
         )
     requests, missing, too_long = [], [], 0
-    neutralized = neutralized_voice_names(conn) if options.voices != "all" else set()
+    neutralized = neutralized_voices(conn) if options.voices != "all" else set()
+    wanted_voice = options.voices == "neutralized"
+    # One Condition (and one key string) per distinct condition key, parsed and matched once and shared by
+    # every request under it: a plan of 100,000 requests holds a handful of conditions, not 100,000 copies.
+    conditions: dict[str, tuple[str, Condition, bool]] = {}
+
+    def condition_of(key: str) -> tuple[str, Condition, bool]:
+        known = conditions.get(key)
+        if known is None:
+            condition = Condition.from_key(key)
+            usable = _matches(condition, options.filters, options.identifiers) and (
+                options.voices == "all" or (condition.voice in neutralized) == wanted_voice
+            )
+            known = conditions[key] = (key, condition, usable)
+        return known
+
     for item_id, item in items.items():
-        available = [(row, Condition.from_key(row["condition_key"])) for row in by_item.get(item_id, [])]
-        available = [(row, c) for row, c in available if _matches(c, options.filters, options.identifiers)]
-        if options.voices != "all":
-            wanted = options.voices == "neutralized"
-            available = [(row, c) for row, c in available if (c.voice in neutralized) == wanted]
-        if options.max_audio_s and any(row["duration_s"] > options.max_audio_s for row, _ in available):
+        available = []
+        for row in by_item.get(item_id, []):
+            key, condition, usable = condition_of(row["condition_key"])
+            if usable:
+                available.append((row, key, condition))
+        if options.max_audio_s and any(row["duration_s"] > options.max_audio_s for row, _, _ in available):
             too_long += 1
             continue
         orders = wanted_orders(item, options)
         if not orders:  # take whatever was assembled
             requests += [
-                PlannedRequest(item_id, c, row["condition_key"], row["option_order"], row["label_sequence"], row["id"])
-                for row, c in available
+                PlannedRequest(item_id, c, key, _shared(row["option_order"]), _shared(row["label_sequence"]), row["id"])
+                for row, key, c in available
             ]
             if not available:
                 missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
             continue
         presentations: dict[tuple, dict[tuple[str, str], tuple]] = defaultdict(dict)
-        for row, condition in available:
+        for row, key, condition in available:
             base = replace(condition, order="original").key()
-            presentations[base][(row["option_order"], row["label_sequence"])] = (row, condition)
+            presentations[base][(row["option_order"], row["label_sequence"])] = (row, key, condition)
         if not presentations:
             missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
         for base, by_strings in presentations.items():
@@ -280,10 +297,10 @@ def _assembled_requests(
                 if found is None:
                     missing.append(f"item {item.source_id} ({item.language}), order {order}, {_describe(base)}")
                     continue
-                row, condition = found
+                row, key, condition = found
                 requests.append(
                     PlannedRequest(
-                        item_id, condition, row["condition_key"], row["option_order"], row["label_sequence"], row["id"]
+                        item_id, condition, key, _shared(row["option_order"]), _shared(row["label_sequence"]), row["id"]
                     )
                 )
     if missing:
@@ -360,10 +377,9 @@ def _voice_source(clip) -> str:
     return "cloned" if clip["speaker_id"] else "direct"
 
 
-def neutralized_voice_names(conn: sqlite3.Connection) -> set[str]:
-    from spokenbench.core.store.export_queries import neutralized_voices
-
-    return neutralized_voices(conn)
+def _shared(text: str) -> str:
+    """Order strings ('ABCD') repeat across a plan's requests: one string object each, not one per row."""
+    return sys.intern(text)
 
 
 def _text_requests(items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:

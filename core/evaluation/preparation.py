@@ -56,7 +56,7 @@ class RunSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a large plan holds 100,000s of them
 class Job:
     """One planned (item, condition) with the texts and audio its requests are built from."""
 
@@ -261,13 +261,19 @@ def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) ->
         clip_rows = store.clip_audio(conn, sorted({r.input_id for r in plan.requests}))
     jobs, too_long = [], []
     limit = preset.max_audio_seconds
+    item_texts: dict[int, tuple[str, tuple[str, ...], bool]] = {}  # one copy per item, shared by its requests
     for planned in plan.requests:
         item = plan.items[planned.item_id]
-        texts = rewrites.get(planned.item_id, {})
-        question = texts.get("question", item.question)
-        option_texts = tuple(texts.get(option_part(o.letter), o.text) for o in item.options)
-        if options.text_source == "rewritten" and (len(texts) < 1 + len(item.options)):
-            fallbacks += 1
+        known = item_texts.get(planned.item_id)
+        if known is None:
+            texts = rewrites.get(planned.item_id, {})
+            known = item_texts[planned.item_id] = (
+                texts.get("question", item.question),
+                tuple(texts.get(option_part(o.letter), o.text) for o in item.options),
+                options.text_source == "rewritten" and len(texts) < 1 + len(item.options),
+            )
+        question, option_texts, fell_back = known
+        fallbacks += fell_back
         audio: tuple[AudioInput, ...] = ()
         if planned.input_id is not None and needs_audio:
             sha, fmt, seconds = audio_rows[planned.input_id]
