@@ -2,8 +2,12 @@
 
     xvfb-run -a -s "-screen 0 1400x900x24" python docs/screenshots/capture.py [--only NAME ...]
 
-Each screen is driven as a user would (pages from the sidebar, keys on the rating screen) and grabbed from the
-window itself, so what is kept is what a user sees. Writes docs/screenshots/<name>.png."""
+Each screen is driven as a user would (pages from the sidebar, the rating screen's actions, the recorder fed by
+the project's fake input stream) and grabbed from the window itself at 1400×900, so what is kept is what a user
+sees. Every shot waits for the state it shows (a clip drawn, a take checked, a pack saved), not for a fixed time.
+The demo is left as built (its two demo annotators' ratings, the 53-clip queue demo-qc) until the last shots,
+which start runs: so the sidebar's counts are the same in every shot before them. Writes docs/screenshots/<name>.png
+and prints any table cell whose text does not fit its column."""
 
 from __future__ import annotations
 
@@ -15,52 +19,164 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QSplitter, QTableWidget
 
 from spokenbench.app.audio import playback_problem, recording_problem
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+from spokenbench.core.audio.io import decode_audio
 from spokenbench.core.demo import build_demo
+from spokenbench.core.qc.demo import DEMO_QUEUE_PER_LANGUAGE
 from spokenbench.core.qc.packs import create_pack
-from spokenbench.core.qc.queues import queue_clips, rate_clip
+from spokenbench.core.qc.ratings import rating_results
+from spokenbench.core.recording.recorder import InputDevice, fake_stream_factory
 from spokenbench.core.recording.speakers import add_speaker, give_consent
 from spokenbench.core.store import opened
+from spokenbench.core.store.summary import item_detail
 
 OUT = Path(__file__).resolve().parent
+WIDTH, HEIGHT = 1400, 900  # every window shot; the Xvfb screen is this size
+QUEUE = "demo-qc"
+SPEAKER = "Mina"
 
 
-def wait_until(app, condition, timeout_s: float = 20.0) -> None:
+def wait_until(app, condition, timeout_s: float = 30.0, what: str = "the screen") -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("the screen did not get ready")
+            raise TimeoutError(f"{what} did not get ready in {timeout_s:.0f} s")
         app.processEvents()
         time.sleep(0.01)
 
 
-def settle(app, seconds: float = 0.6) -> None:
+def wait_steady(app, condition, hold_s: float, timeout_s: float = 30.0, what: str = "the screen") -> None:
+    """Wait until `condition` has held for `hold_s` without a break (a state something may still leave)."""
+    deadline = time.monotonic() + timeout_s
+    since = None
+    while True:
+        if condition():
+            since = since or time.monotonic()
+            if time.monotonic() - since >= hold_s:
+                return
+        else:
+            since = None
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not stay ready for {hold_s} s")
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def settle(app, seconds: float = 0.3) -> None:
+    """Let queued paints and layouts run (after the state wanted is reached, never instead of waiting for it)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         app.processEvents()
         time.sleep(0.01)
 
 
-def grab(widget, name: str) -> None:
+def cut_cells(table: QTableWidget) -> list[str]:
+    """Cells of the visible part of `table` whose text is wider than their column (drawn elided)."""
+    metrics, cut = table.fontMetrics(), []
+    viewport = table.viewport().rect()
+    for row in range(table.rowCount()):
+        if not table.visualRect(table.model().index(row, 0)).intersects(viewport):
+            continue
+        for column in range(table.columnCount()):
+            item = table.item(row, column)
+            if item is None or not item.text() or table.isColumnHidden(column):
+                continue
+            if metrics.horizontalAdvance(item.text()) + 6 > table.columnWidth(column):  # the delegate's margins
+                header = table.horizontalHeaderItem(column)
+                cut.append(f"row {row + 1}, {header.text() if header else column}: {item.text()[:60]!r}")
+    return cut
+
+
+def grab(widget, name: str, tables: tuple[QTableWidget, ...] = ()) -> None:
+    if widget.isWindow() and widget.inherits("QMainWindow") and (widget.width(), widget.height()) != (WIDTH, HEIGHT):
+        raise RuntimeError(f"{name}: the window is {widget.width()}×{widget.height()}, not {WIDTH}×{HEIGHT}")
     path = OUT / f"{name}.png"
     widget.grab().save(str(path))
     print(f"wrote {path.relative_to(OUT.parent.parent)}")
+    for table in tables:
+        for cell in cut_cells(table):
+            print(f"  {name}: text cut in {table.objectName() or type(table).__name__} {cell}")
 
 
-def add_two_annotators(path: Path) -> None:
-    """Ratings from two annotators, disagreeing on some clips, so agreement and disagreements have content."""
+def open_page(window, key: str):
+    """The page `key`, shown; an error saying why when it could not be loaded (it is a placeholder then)."""
+    window.show_page(key)
+    shown = window.page_widgets[key]
+    if type(shown).__name__ == "PlaceholderPage":
+        raise RuntimeError(f"the {key} page did not load: {shown.message.text()}")
+    return shown
+
+
+def keep_size(app, window) -> None:
+    """Back to 1400×900 after something widened the window (the tour's dock adds its width, up to the screen's)."""
+    window.resize(WIDTH, HEIGHT)
+    minimum = window.minimumSizeHint()
+    if minimum.width() > WIDTH or minimum.height() > HEIGHT:
+        print(f"  the window cannot be {WIDTH}×{HEIGHT}: its minimum is {minimum.width()}×{minimum.height()}")
+    wait_until(app, lambda: (window.width(), window.height()) == (WIDTH, HEIGHT), 5, "the window's size")
+
+
+def show_jobs_dock(app, window, height: int) -> None:
+    """The jobs panel open at `height`, or as tall as the window's 900 px allow beside the page's minimum."""
+    dock = window.jobs_dock
+    dock.show()
+    window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
+    settle(app, 0.2)
+    if window.height() > HEIGHT:
+        tallest = max(window.page_widgets.items(), key=lambda kv: kv[1].minimumSizeHint().height())
+        print(
+            f"  with the jobs panel at {height} px the window is {window.height()} px tall; the tallest page "
+            f"minimum: {tallest[0]} ({tallest[1].minimumSizeHint().height()} px)"
+        )
+        window.resizeDocks([dock], [max(120, dock.height() - (window.height() - HEIGHT))], Qt.Orientation.Vertical)
+    keep_size(app, window)
+
+
+def roomy_item_detail(window) -> None:
+    """The item list shorter and the item's question narrower, so the detail tabs get the room."""
+    panel = window.items_panel
+    outer = panel.findChild(QSplitter, options=Qt.FindChildOption.FindDirectChildrenOnly)
+    outer.setSizes([300, 520])
+    inner = panel.detail.findChild(QSplitter, options=Qt.FindChildOption.FindDirectChildrenOnly)
+    inner.setSizes([300, 2000])
+
+
+def clip_line_length(clip: dict) -> int:
+    return sum(len(t["asr"]) + len(t["text"]) + 3 for t in clip["transcripts"])
+
+
+def demo_choices(path: Path) -> dict:
+    """What the shots show, chosen from the demo's data rather than by position: the item whose clips' transcript
+    lines are shortest (they fit the Clips tab), a disagreement of the two demo annotators on a clip with
+    transcripts and a WER, and a question clip in the speaker's language to stand for the speaker's voice."""
     with opened(path) as project:
-        clips = queue_clips(project.conn, "demo-qc")[:10]
-        for n, clip in enumerate(clips):
-            rate_clip(project, clip.clip_id, "alice", "correct" if n % 3 else "acceptable")
-            rate_clip(project, clip.clip_id, "bob", "correct" if n % 4 else "incorrect")
+        conn = project.conn
+        item_ids = [row[0] for row in conn.execute("SELECT id FROM items ORDER BY id")]
+        details = {item_id: item_detail(conn, item_id) for item_id in item_ids}
+        transcribed = {
+            item_id: detail
+            for item_id, detail in details.items()
+            if detail["clips"] and all(c["transcripts"] and c["error_rate"] is not None for c in detail["clips"])
+        }
+        browsed = min(transcribed, key=lambda i: max(clip_line_length(c) for c in transcribed[i]["clips"]))
+        clips = {c["id"]: c for detail in transcribed.values() for c in detail["clips"]}
+        disagreed = [d["clip_id"] for d in rating_results(conn, QUEUE)["disagreements"] if d["clip_id"] in clips]
+        if not disagreed:
+            raise RuntimeError("the demo has no disagreement on a transcribed clip")
+        disagreed.sort(key=lambda clip_id: clip_line_length(clips[clip_id]))
+        voice_item, sha, fmt = conn.execute(
+            "SELECT c.item_id, c.sha256, c.audio_format FROM clips c JOIN items i ON i.id = c.item_id WHERE c.part = 'question' "
+            "AND c.language = 'ko' AND c.sha256 IS NOT NULL ORDER BY c.item_id, c.id LIMIT 1"
+        ).fetchone()
+        voice = decode_audio(project.audio.read_bytes(sha, fmt), "the speaker's voice")
+    return {"browsed_item": browsed, "disagreed_clip": disagreed[0], "voice": voice, "voice_item": voice_item}
 
 
 def capture_batches(app, window, tmp: Path) -> None:
@@ -88,9 +204,7 @@ def capture_batches(app, window, tmp: Path) -> None:
         return settings
 
     launcher.settings_from_form = to_stub
-    window.resize(1380, 880)
-    window.show_page("evaluate")
-    evaluate = window.page_widgets["evaluate"]
+    evaluate = open_page(window, "evaluate")
     view = evaluate.view
     controller = window.jobs.batches
     settle(app, 1.0)
@@ -136,14 +250,218 @@ def capture_batches(app, window, tmp: Path) -> None:
     launched()
     wait_until(app, lambda: len(controller.entries) == 3 and not controller.last_read.is_running, timeout_s=60)
     prepare("gemini:gemini-2.5-flash-lite", "batch", "")
-    window.jobs_dock.show()
-    window.resizeDocks([window.jobs_dock], [280], Qt.Orientation.Vertical)
-    settle(app, 1.5)
+    show_jobs_dock(app, window, 280)
+    settle(app, 0.5)  # the dock's new height painted
     grab(window, "studio-batches")
     window.jobs_dock.hide()
     launcher.settings_from_form = real
     stub.__exit__(None, None, None)
-    window.resize(1300, 820)
+
+
+def capture_rating(app, window, want) -> None:
+    """The Rating page (issue 11): the queue list, the Create-queue dialog's WER-interval strata, the session on
+    its first clip, the key help, and a clip with a WER above 0 with its transcripts (T) over the spectrogram.
+    Nothing is rated: the sidebar keeps the demo's counts. Actions go by name, whatever keys they are mapped to."""
+    rating = open_page(window, "rating")
+    queues = rating.queue_list
+    wait_until(app, lambda: queues.table.rowCount() > 0 and queues.selected_queue() == QUEUE, what="the queue list")
+    if want("studio-rating-queues"):
+        settle(app)
+        grab(window, "studio-rating-queues", (queues.table,))
+    if want("studio-rating-create-queue"):
+        dialog = rating.create_queue()
+        wait_until(app, lambda: dialog.filter_boxes["language"].count() > 1, what="the queue options")
+        dialog.name_edit.setText("qc-round-2")
+        dialog.per_bin.setValue(DEMO_QUEUE_PER_LANGUAGE)  # as demo-qc was drawn, with another seed
+        dialog.seed.setValue(1)
+        dialog.request_preview()
+        wait_until(app, lambda: dialog.strata.rowCount() > 0 and dialog.create_button.isEnabled(), what="the strata")
+        needed = dialog.strata.verticalHeader().length() + dialog.strata.horizontalHeader().height()
+        dialog.resize(900, dialog.height() + max(0, needed + 4 - dialog.strata.viewport().height()))
+        settle(app)
+        grab(dialog, "studio-rating-create-queue", (dialog.strata,))
+        dialog.reject()
+    rating.open_queue(QUEUE)
+    view = rating.view
+
+    def clip_drawn() -> bool:
+        return rating.rating is not None and not rating.busy and rating.clip_audio is not None
+
+    try:
+        wait_until(app, clip_drawn, 60, "the first clip")
+    except TimeoutError:
+        print(
+            f"  rating: session {rating.rating}, busy {rating.busy}, audio {rating.clip_audio}, "
+            f"status {view.status_label.text()!r}, page {rating.stack.currentWidget() is view}"
+        )
+        raise
+    if want("studio-rating"):
+        settle(app)
+        grab(window, "studio-rating")
+    if want("studio-rating-help"):
+        rating.do_action("help")
+        wait_until(app, view.help_overlay.isVisible, what="the key help")
+        settle(app)
+        grab(window, "studio-rating-help")
+        rating.do_action("help")
+        wait_until(app, lambda: not view.help_overlay.isVisible(), what="the key help closing")
+    if want("studio-rating-spectrogram"):
+        for _ in range(30):  # forward (nothing rated) to a clip the two systems heard with errors
+            current = rating.rating.current
+            if current.transcripts and current.wer:
+                break
+            rating.do_action("next")
+            wait_until(app, lambda c=current: clip_drawn() and rating.rating.current.clip_id != c.clip_id)
+        else:
+            raise RuntimeError("no clip with transcripts and a WER above 0 in the first 30 of the queue")
+        rating.do_action("toggle_transcripts")
+        rating.do_action("toggle_spectrogram")
+        wait_until(
+            app,
+            lambda: (
+                view.transcripts_label.isVisible() and view.waveform.show_spectrogram and view.waveform.has_spectrogram
+            ),
+            what="the transcripts and the spectrogram",
+        )
+        settle(app)
+        grab(window, "studio-rating-spectrogram")
+        rating.do_action("toggle_transcripts")
+        rating.do_action("toggle_spectrogram")
+    rating.show_queues()
+
+
+def capture_speakers(app, window, choices: dict) -> None:
+    """A consented speaker with one take recorded through the project's fake input stream (the demo's own Korean
+    question clip as the voice, framed by silence) and its quality checks."""
+    speakers = open_page(window, "speakers")
+    wait_until(app, lambda: speakers.recording_problem != "Looking for input devices…", what="the device search")
+    voice = choices["voice"]
+    silence = np.zeros(int(0.4 * voice.rate), dtype=np.float32)
+    signal = np.concatenate([silence, np.asarray(voice.samples, dtype=np.float32).reshape(-1), silence])
+    microphone = InputDevice(None, "Fake microphone", 1, voice.rate, True)
+    speakers.device_lister = lambda: [microphone]
+    speakers.stream_factory = fake_stream_factory(signal, then_silence=False, noise_dbfs=-75)
+    speakers.find_devices()
+    wait_until(app, lambda: bool(speakers.devices) and speakers.recording_problem is None, what="the fake microphone")
+    speakers.select_speaker(SPEAKER)
+    wait_until(app, lambda: speakers.speaker is not None and bool(speakers.prompts), what="the speaker's script")
+    if speakers.prompt.item_id != choices["voice_item"]:
+        print(
+            f"  studio-speakers: the voice is item {choices['voice_item']}'s, the prompt item {speakers.prompt.item_id}'s"
+        )
+    table = speakers.list_view.table  # the speaker list wide enough for all its columns
+    splitter = speakers.findChild(QSplitter, options=Qt.FindChildOption.FindDirectChildrenOnly)
+    splitter.setSizes([table.horizontalHeader().length() + 2 * table.frameWidth() + 2, WIDTH])
+    speakers.do_action("record")
+    wait_until(
+        app,
+        lambda: speakers.state == "recording" and speakers.recorder.blocks * speakers.recorder.blocksize >= len(signal),
+        what="the take",
+    )
+    speakers.do_action("record")
+    wait_until(app, lambda: speakers.state == "idle" and len(speakers.takes) == 1, what="the checked take")
+    settle(app)
+    grab(window, "studio-speakers", (table,))
+
+
+def capture_evaluate(app, window, want) -> None:
+    """A simulated run going (its rate and time left) with a second run queued behind it, after a short run that
+    finished; then the jobs panel with them. The simulated listener answers thousands of requests a second, so
+    its answers are paced as tests/widgets/test_evaluate_page.py paces them (a pause before each answer): the
+    rate and time left shown are then those of a steady listener."""
+    import asyncio
+
+    from spokenbench.core.evaluation.simulated import SimulatedAdapter
+
+    evaluate = open_page(window, "evaluate")
+    view = evaluate.view
+    wait_until(app, lambda: evaluate.last_read is not None and not evaluate.last_read.is_running, what="the runs")
+    real_generate, pause = SimulatedAdapter.generate, {"s": 0.0}
+
+    async def paced_generate(self, request):
+        if pause["s"]:
+            await asyncio.sleep(pause["s"])
+        return await real_generate(self, request)
+
+    SimulatedAdapter.generate = paced_generate
+
+    def prepare(model: str, mode: str, limit: str) -> int:
+        view.select_model(model)
+        view.mode_box.setCurrentIndex(view.mode_box.findData(mode))
+        view.limit_edit.setText(limit)
+        view.set_run_way("online")
+        view.formEdited.emit()
+        evaluate.prepare()
+        wait_until(app, lambda: evaluate.prepared is not None or "Cannot" in view.plan_text.toPlainText(), 60)
+        if evaluate.prepared is None:
+            raise RuntimeError(view.plan_text.toPlainText())
+        return evaluate.prepared.request_count
+
+    prepare("simulated:steady", "text", "12")
+    view.start_button.click()
+    wait_until(app, lambda: evaluate.current is None and len(evaluate.finished_ops) == 1, 60, "the short run")
+    pause["s"] = 0.1  # a tenth of a second per answer
+    total = prepare("simulated:order-sensitive", "audio", "")
+    if total < 400:
+        raise RuntimeError(f"the paced run has only {total} requests")
+    view.start_button.click()
+    wait_until(app, lambda: evaluate.current is not None and evaluate.current.run_id is not None, 60, "the paced run")
+    running = evaluate.current.run_id
+    prepare("simulated:accent-sensitive", "text", "24")
+    view.start_button.click()  # "Add to queue"
+    wait_until(app, lambda: len(evaluate.queue) == 1, what="the queued run")
+    table = view.runs_table
+    row = next(r for r in range(table.rowCount()) if table.item(r, 0) and table.item(r, 0).text() == str(running))
+    table.selectRow(row)  # its progress bar below the list
+
+    def going() -> bool:
+        line = next((x for x in view.lines if x.run_id == running), None)
+        return line is not None and line.live and "ETA" in line.progress and line.done >= 60
+
+    wait_until(app, going, 60, "the paced run's rate")
+    settle(app)
+    if want("studio-evaluate"):
+        grab(window, "studio-evaluate", (table,))
+    if want("studio-jobs"):
+        show_jobs_dock(app, window, 460)
+        wait_until(app, lambda: len(window.jobs_panel.cards) > 1, what="the jobs panel")
+        settle(app)
+        grab(window, "studio-jobs")
+        window.jobs_dock.hide()
+    evaluate.remove_queued(0)
+    evaluate.cancel_run(running)
+    wait_until(app, lambda: evaluate.current is None, 60, "the paced run's cancellation")
+    SimulatedAdapter.generate = real_generate
+
+
+def capture_pack(app, window, demo: Path, tmp: Path) -> None:
+    """An annotation pack opened and rated offline; grabbed once its ratings are saved into the file and no
+    other save is pending (saving one reports a change once more, which saves again)."""
+    from spokenbench.app.pack_mode import SAVE_DELAY_MS
+
+    away = tmp / "away"
+    away.mkdir()
+    with opened(demo) as project:
+        pack = create_pack(project, QUEUE, "carla", away / "carla.sbpack").path
+    opening = window.open_pack_file(pack)
+    wait_until(app, lambda: opening.status == "succeeded", 60, "the pack")
+    rating = window.page_widgets["rating"]
+    wait_until(app, lambda: rating.rating is not None and not rating.busy and rating.clip_audio is not None)
+    for action in ("rate_correct", "rate_acceptable"):
+        rating.do_action(action)
+        wait_until(app, lambda: not rating.busy and rating.clip_audio is not None)
+    packs = window.packs
+
+    def saved() -> bool:
+        return (
+            packs.saving is None
+            and not packs.dirty
+            and packs.last_saved == 2
+            and "saved into the pack" in window.pack_label.text()
+        )
+
+    wait_steady(app, saved, hold_s=SAVE_DELAY_MS / 1000 + 1.0, timeout_s=60, what="the pack's saved state")
+    grab(window, "studio-pack")
 
 
 def main() -> None:
@@ -152,8 +470,8 @@ def main() -> None:
     args = parser.parse_args()
     wanted = set(args.only or [])
 
-    def want(name: str) -> bool:
-        return not wanted or name in wanted
+    def want(*names: str) -> bool:
+        return not wanted or bool(wanted & set(names))
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     collect_garbage_at_safe_points(app)
@@ -162,158 +480,151 @@ def main() -> None:
     settings.setValue(ANNOTATOR_KEY, "ana")
     demo = tmp / "demo-project"
     build_demo(demo)
-    add_two_annotators(demo)
     with opened(demo) as project:  # a consented speaker for the Speakers page
-        add_speaker(project, "Mina", "ko", "seoul", "woman")
-        give_consent(project, "Mina", "I agree to be recorded for voice cloning in this study.", "coordinator")
+        add_speaker(project, SPEAKER, "ko", "seoul", "woman")
+        give_consent(project, SPEAKER, "I agree to be recorded for voice cloning in this study.", "coordinator")
+    choices = demo_choices(demo)
+    copies = [tmp / f"copy-{n}" / demo.name for n in (1, 2)]  # the demo as built, for the shots after runs
+    for copy in copies:
+        shutil.copytree(demo, copy)
 
-    window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
-    window.resize(1300, 820)
-    window.show()
+    def new_window(project: Path | None = None) -> MainWindow:
+        window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
+        window.resize(WIDTH, HEIGHT)
+        window.show()
+        wait_until(app, lambda: window.isVisible() and (window.width(), window.height()) == (WIDTH, HEIGHT))
+        if project is not None:
+            opening = window.open_project(project)
+            wait_until(app, lambda: opening.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)
+            wait_until(app, lambda: window.sidebar.text_of("rating") != "Rating", what="the sidebar's counts")
+        return window
+
+    window = new_window()
     settle(app)
     if want("studio-welcome"):
         grab(window, "studio-welcome")
 
     with_project = window.open_project(demo)
-    wait_until(app, lambda: with_project.status == "succeeded" and window.items_panel.model.rowCount() > 0)
-    settle(app, 1.0)
+    wait_until(app, lambda: with_project.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)
+    wait_until(app, lambda: window.sidebar.text_of("rating") != "Rating", what="the sidebar's counts")
+    detail = window.items_panel.detail
+    roomy_item_detail(window)
     if want("studio-items-browser"):
-        window.items_panel.select_item(window.items_panel.model.row_at(3)[0])
-        settle(app, 1.0)
-        grab(window, "studio-items-browser")
+        item_id = choices["browsed_item"]
+        window.items_panel.select_item(item_id)
+        wait_until(app, lambda: bool(detail.clip_ids) and detail.tabs.tabText(1) != "Clips", what="the item's clips")
+        detail.tabs.setCurrentWidget(detail.clips)
+        window.items_panel.table.scrollTo(window.items_panel.table.currentIndex())
+        settle(app)
+        grab(window, "studio-items-browser", (detail.clips,))
     if want("studio-rewrite-review"):
         window.show_page("rewrites")
-        settle(app, 1.5)
+        page = window.rewrite_page
+        wait_until(app, lambda: page.last_read is not None and not page.last_read.is_running, what="the rewrites")
+        settle(app)
         grab(window, "studio-rewrite-review")
-    if want("studio-qc-dashboard") or want("studio-qc-clip"):
-        window.show_page("qc")
-        settle(app, 2.0)
-        page = window.page_widgets["qc"]
+    if want("studio-qc-dashboard", "studio-qc-clip"):
+        page = open_page(window, "qc")
+        wait_until(app, lambda: getattr(page, "data", None) is not None, 60, "the QC tables")
         tabs = page.view.tabs
         for index in range(tabs.count()):
-            if "agree" in tabs.tabText(index).lower() and "dis" not in tabs.tabText(index).lower():
+            if tabs.tabText(index).lower().startswith("agreement"):
                 tabs.setCurrentIndex(index)
-        settle(app, 0.5)
+        settle(app)
         if want("studio-qc-dashboard"):
             grab(window, "studio-qc-dashboard")
-        if want("studio-qc-clip"):
-            with opened(demo) as project:
-                first = queue_clips(project.conn, "demo-qc")[0].clip_id
-            page.clip_requested.emit(first)
-            settle(app, 1.5)
-            grab(window, "studio-qc-clip")
-    if want("studio-rating"):
-        window.show_page("rating")
-        rating = window.page_widgets["rating"]
-        settle(app, 1.0)
-        rating.open_queue("demo-qc")
-        wait_until(app, lambda: rating.rating is not None and not rating.busy)
-        settle(app, 0.8)
-        QTest.keyClick(rating.view, Qt.Key.Key_1)
-        wait_until(app, lambda: not rating.busy)
-        settle(app, 0.8)
-        grab(window, "studio-rating")
-    if want("studio-speakers"):
-        window.show_page("speakers")
-        speakers = window.page_widgets["speakers"]
-        settle(app, 1.0)
-        speakers.select_speaker("Mina")
-        settle(app, 1.5)
-        grab(window, "studio-speakers")
-    if want("studio-evaluate"):
-        window.show_page("evaluate")
-        evaluate = window.page_widgets["evaluate"]
-        settle(app, 1.0)
-        evaluate.view.select_model("simulated:order-sensitive")
-        evaluate.view.formEdited.emit()
-        evaluate.prepare()
-        wait_until(app, lambda: evaluate.prepared is not None)
-        settle(app, 1.0)
-        grab(window, "studio-evaluate")
-    if want("studio-results") or want("studio-results-published"):
-        window.show_page("results")
-        results = window.page_widgets["results"]
-        wait_until(app, lambda: getattr(results, "panels", None) is not None, timeout_s=60)
-        settle(app, 1.5)
+        if want("studio-qc-clip"):  # a disagreement opened: the Items page with its clip selected
+            clip_id = choices["disagreed_clip"]
+            page.clip_requested.emit(clip_id)
+
+            def focused() -> bool:
+                return (
+                    window.current_page_key() == "items"
+                    and clip_id in detail.clip_ids
+                    and detail.clips.currentRow() == detail.clip_ids.index(clip_id)
+                )
+
+            wait_until(app, focused, what="the disagreed clip")
+            settle(app)
+            grab(window, "studio-qc-clip", (detail.clips,))
+    if want("studio-results", "studio-results-published"):
+        results = open_page(window, "results")
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
         results.show_panel("accuracy_by_level")
-        settle(app, 1.0)
+        settle(app)
         if want("studio-results"):
             grab(window, "studio-results")
         if want("studio-results-published"):
             results.show_panel("gold_position")
             results.view.published_toggle.setChecked(True)
-            settle(app, 1.5)
+            settle(app)
             grab(window, "studio-results-published")
             results.view.published_toggle.setChecked(False)
     if want("studio-gender"):  # the gender-probe panel with its detail (issue 12 item 7)
-        window.show_page("results")
-        results = window.page_widgets["results"]
-        wait_until(app, lambda: getattr(results, "panels", None) is not None, timeout_s=60)
-        window.resize(1380, 880)
+        results = open_page(window, "results")
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
         results.show_panel("gender_probe")
-        wait_until(app, lambda: results.gender_panel.view is not None, timeout_s=60)
-        settle(app, 1.5)
+        wait_until(app, lambda: results.gender_panel.view is not None, 60, "the gender panel")
         gender = results.gender_panel
         gender.choose_setting("binary_option")
         gender.tabs.setCurrentIndex(1)
         gender.question_table.selectRow(0)
         gender.listen_button.click()  # the most disagreeing question, heard in the male, female, neutralized voices
-        wait_until(app, lambda: gender.versions is not None, timeout_s=30)
-        settle(app, 1.0)
+        wait_until(app, lambda: gender.versions is not None, 30, "the question's versions")
+        settle(app)
         grab(window, "studio-gender")
-        window.resize(1300, 820)
-    if want("studio-tour") or want("studio-tour-gender"):  # the guided tour (issue 15 item 2) on two of its steps
+    if want("studio-tour", "studio-tour-gender"):  # the guided tour (issue 15 item 2) on two of its steps
         from spokenbench.core.tour import step_index
 
-        window.show_page("results")
-        results = window.page_widgets["results"]
-        wait_until(app, lambda: getattr(results, "panels", None) is not None, timeout_s=60)
-        window.resize(1380, 880)
+        results = open_page(window, "results")
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
         tour = window.tour
         if want("studio-tour"):
             tour.start(step_index("language-accent-gender"))
-            settle(app, 2.0)
+            keep_size(app, window)
+            settle(app, 1.0)
             grab(window, "studio-tour")
         if want("studio-tour-gender"):
             tour.start(step_index("gender-probes"))
-            wait_until(app, lambda: results.gender_panel.view is not None, timeout_s=60)
-            settle(app, 2.0)
+            keep_size(app, window)
+            wait_until(app, lambda: results.gender_panel.view is not None, 60, "the gender panel")
+            settle(app, 1.0)
             grab(window, "studio-tour-gender")
         tour.highlight.point_at(None)
         tour.dock.hide()
         results.view.published_on.clear()
         results.view.published_toggle.setChecked(False)
-        window.resize(1300, 820)
     if want("studio-settings"):
         dialog = window.open_settings()
-        wait_until(app, lambda: dialog.keymap_loaded)
-        settle(app, 0.8)
+        wait_until(app, lambda: dialog.keymap_loaded, what="the settings")
+        settle(app)
         grab(dialog, "studio-settings")
         dialog.reject()
-    if want("studio-jobs"):
-        window.jobs_dock.show()
-        settle(app, 1.0)
-        grab(window, "studio-jobs")
-        window.jobs_dock.hide()
 
+    if want(
+        "studio-rating-queues",
+        "studio-rating-create-queue",
+        "studio-rating",
+        "studio-rating-help",
+        "studio-rating-spectrogram",
+    ):
+        capture_rating(app, window, want)
+    # The shots below start runs, and show the jobs panel: in a new window on a copy of the demo as built, since
+    # the pages loaded so far (Results: 763 px) leave the jobs panel no room in 900 px.
+    window.shutdown()
+    window.hide()
+    window = new_window(copies[0])
     if want("studio-batches"):  # large runs (issue 14 item 3): batch choices, the jobs panel's batch jobs
         capture_batches(app, window, tmp)
-
-    if want("studio-pack"):
-        away = tmp / "away"
-        away.mkdir()
-        with opened(demo) as project:
-            pack = create_pack(project, "demo-qc", "carla", away / "carla.sbpack").path
-        opening = window.open_pack_file(pack)
-        wait_until(app, lambda: opening.status == "succeeded")
-        rating = window.page_widgets["rating"]
-        wait_until(app, lambda: rating.rating is not None and not rating.busy)
-        for key in (Qt.Key.Key_1, Qt.Key.Key_2):
-            QTest.keyClick(rating.view, key)
-            wait_until(app, lambda: not rating.busy)
-        wait_until(app, lambda: not window.packs.dirty and "saved into the pack" in window.pack_label.text())
-        settle(app, 3.0)  # the save's own uuid assignment is reported as a change once more
-        grab(window, "studio-pack")
+    if want("studio-evaluate", "studio-jobs"):
+        capture_evaluate(app, window, want)
+    if want("studio-speakers"):  # on the other copy: the sidebar's counts as in the shots before the runs
+        reopened = window.open_project(copies[1])
+        wait_until(app, lambda: reopened.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)
+        wait_until(app, lambda: window.sidebar.text_of("results") != "Results", what="the sidebar's counts")
+        capture_speakers(app, window, choices)
+    if want("studio-pack"):  # last: the pack replaces the project in the window
+        capture_pack(app, window, demo, tmp)
 
     window.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
