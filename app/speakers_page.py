@@ -498,6 +498,7 @@ class SpeakersPage(QWidget):
         self.state = "stopping"
         self.meter_timer.stop()
         self._poll_levels()
+        self.view.meter.reset()  # nothing is coming in now: the meter must not hold the last level
         self.view.state_label.setText("Checking the take…")
         self.view.state_label.setStyleSheet("font-weight:bold;")
 

@@ -247,6 +247,7 @@ class LauncherView(QWidget):
             header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)  # so progress, errors and spend are always in view
         self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
+        self.runs_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # "simulated:…-sensitive" tells runs apart
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)
@@ -532,12 +533,14 @@ class LauncherView(QWidget):
         if line is None:
             self.progress_bar.setRange(0, 1)
             self.progress_bar.setValue(0)
+            self.progress_bar.setTextVisible(False)  # no run: no "0%"
             self.progress_label.setText("Select a run to see its progress.")
             self.cancel_button.setEnabled(False)
             self.resume_button.setEnabled(False)
             return
         self.progress_bar.setRange(0, max(line.total, 1))
         self.progress_bar.setValue(min(line.done, max(line.total, 1)))
+        self.progress_bar.setTextVisible(True)
         self.progress_label.setText(f"{line.title} — {line.status}: {line.progress}")
         self.cancel_button.setEnabled(line.cancellable)
         self.resume_button.setEnabled(line.resumable)

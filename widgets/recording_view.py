@@ -321,6 +321,8 @@ class RecorderView(QWidget):
         top.addWidget(self.progress_label)
         self.device_box = QComboBox()
         self.device_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.device_box.setMinimumContentsLength(28)  # room for a device's name, not just its first word
+        self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.device_box.currentIndexChanged.connect(self.device_chosen)
         self.rescan_button = QPushButton("Rescan devices")
         self.rescan_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)

@@ -14,6 +14,7 @@ from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording.recorder import InputDevice, RecordingUnavailable, fake_stream_factory
 from spokenbench.core.recording.speakers import add_speaker, give_consent
 from spokenbench.core.store import Project, opened
+from spokenbench.widgets.recording_view import METER_FLOOR_DB
 
 RATE = 16_000
 FAKE_DEVICE = InputDevice(None, "Fake microphone", 1, RATE, True)
@@ -145,6 +146,7 @@ def test_record_stop_shows_the_checks_and_stores_the_take(page, qtbot, consented
     assert text.count("✓ pass") == 4 and "trimmed" in text and "SNR" in text
     assert "passed every check" in page.view.state_label.text()
     assert page.view.meter.updates > 0
+    assert page.view.meter.rms_db == page.view.meter.peak_db == METER_FLOOR_DB  # at rest once the take stopped
     assert stored_takes(project_path) == [(page.prompts[0].key, 1, 1)]
     with opened(project_path) as project:
         assert project.audio.has(take.sha256, "flac")
