@@ -19,7 +19,7 @@ import shiboken6
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
-from spokenbench.app.audio import audio_outputs_available
+from spokenbench.app.audio import NO_AUDIO_BANNER, audio_outputs_available
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.asr.backends import asr_availability, get_asr_backend, screening_requirements
@@ -55,6 +55,18 @@ QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "tra
 STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
 VIEW_ACTIONS = frozenset({"toggle_spectrogram"})  # change only what is drawn: taken also while a save is in flight
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
+
+
+def no_audio_banner(message: str, has_transcripts: bool, in_pack: bool) -> str:
+    """The no-audio banner for the queue opened: it points to the transcripts (T) only when there are some."""
+    if has_transcripts or NO_AUDIO_BANNER not in message:
+        return message
+    why = "an annotation pack carries no transcripts" if in_pack else "this queue's clips have no transcripts yet"
+    return message.replace(
+        NO_AUDIO_BANNER,
+        f"No audio output device: clips cannot be played here. You can still rate by reading the text each clip "
+        f"should say ({why}).",
+    )
 
 
 def ready_asr_systems() -> list[str]:
@@ -362,6 +374,10 @@ class RatingPage(QWidget):
         self.busy = False
         self.rating = session
         self.view.set_keymap(session.keymap)
+        if not self.audio_ok:
+            packs = getattr(self.window_, "packs", None)
+            in_pack = getattr(packs, "pack", None) is not None
+            self.view.set_banner(no_audio_banner(self.audio_message, session.has_transcripts, in_pack))
         self.stack.setCurrentWidget(self.view)
         self.view.setFocus()
         self.handle(first)

@@ -310,6 +310,11 @@ class RatingSession:
         counts = Counter(self._session_ratings.values())
         return RatingProgress(done, len(self._clips), len(self.skipped), {r: counts[r] for r in RATINGS})
 
+    @property
+    def has_transcripts(self) -> bool:
+        """Whether any clip of the queue has a transcript to show (an annotation pack carries none)."""
+        return any(self._transcripts.values())
+
     def use_keymap(self, keymap: Mapping[str, tuple[str, ...]]) -> None:
         """Take a key map (a validated one: `keymap_for`, `save_keymap`), also while the session is open."""
         self.keymap = dict(keymap)

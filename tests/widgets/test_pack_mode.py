@@ -83,8 +83,22 @@ def test_a_pack_opened_in_the_app_is_rated_as_its_annotator_and_saved_into_the_f
 
 
 @pytest.mark.slow
-def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pack(window, qtbot, packed, monkeypatch):
-    monkeypatch.setattr(pack_mode, "SAVE_DELAY_MS", 60_000)  # only the explicit save writes the file
+def test_without_audio_the_packs_banner_does_not_point_to_transcripts_it_lacks(window, qtbot, packed, monkeypatch):
+    from PySide6.QtMultimedia import QMediaDevices
+
+    monkeypatch.setattr(QMediaDevices, "audioOutputs", staticmethod(lambda: []))  # the page asks when first shown
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    banner = page.view.banner
+    assert banner.isVisible() and "No audio output device" in banner.text()
+    assert "annotation pack carries no transcripts" in banner.text() and "with T" not in banner.text()
+    press(page, qtbot, Qt.Key.Key_1)  # rated by reading the text
+    qtbot.waitUntil(lambda: window.packs.dirty or window.packs.last_saved == 1, timeout=5_000)
+
+
+@pytest.mark.slow
+def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pack(window, qtbot, packed):
+    window.packs._timer.setInterval(60_000)  # only the explicit save writes the file (the window read the delay)
     window.open_pack_file(packed)
     page = rating_page_ready(window, qtbot)
     press(page, qtbot, Qt.Key.Key_1)

@@ -38,7 +38,7 @@ def page(qtbot, demo_copy, open_session, no_asr):
     page.resize(1000, 700)
     page.show()
     page.set_session(open_session(demo_copy))
-    qtbot.waitUntil(lambda: page.queue_list.table.rowCount() == 1, timeout=5_000)
+    qtbot.waitUntil(lambda: page.queue_list.table.rowCount() == 1, timeout=15_000)  # 2 cores, shared
     return page
 
 
@@ -190,10 +190,35 @@ def test_without_an_audio_device_a_banner_explains_and_rating_still_works(
     page.show()
     page.set_session(open_session(demo_copy))
     assert page.player is None
-    open_demo_queue(page, qtbot)
-    assert page.view.banner.isVisible() and "No audio output device" in page.view.banner.text()
+    session = open_demo_queue(page, qtbot)
+    banner = page.view.banner.text()
+    assert page.view.banner.isVisible() and "No audio output device" in banner
+    assert "no transcripts yet" in banner and "with T" not in banner  # this demo copy has none to read
+    arrived = page.play_requested_at
+    assert arrived is not None  # the clip is asked to play on arrival, device or not
+    first = session.current.clip_id
     press(page, qtbot, "1")
     assert len(live_ratings(demo_copy)) == 1
+    assert session.current.clip_id != first and page.play_requested_at > arrived  # and so is the next one
+
+
+@pytest.mark.slow
+def test_without_an_audio_device_the_banner_points_to_the_transcripts_when_there_are_some(
+    qtbot, built_demo, tmp_path, open_session, no_asr, monkeypatch
+):
+    import shutil
+
+    from PySide6.QtMultimedia import QMediaDevices
+
+    monkeypatch.setattr(QMediaDevices, "audioOutputs", staticmethod(lambda: []))
+    project = shutil.copytree(built_demo, tmp_path / "with-transcripts")  # the demo's simulated transcripts kept
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project))
+    session = open_demo_queue(page, qtbot)
+    assert session.has_transcripts
+    assert "with T, the transcripts" in page.view.banner.text()
 
 
 @pytest.mark.slow
@@ -254,6 +279,23 @@ def test_a_missing_clip_is_skipped_and_its_reason_shown(page, qtbot, demo_copy):
     assert session.current.clip_id != first.clip_id
     assert page.view.skipped_label.isVisible()
     assert f"clip {first.clip_id}" in page.view.skipped_label.text() and "missing" in page.view.skipped_label.text()
+
+
+@pytest.mark.slow
+def test_a_damaged_clip_file_is_marked_and_skipped_without_a_crash(page, qtbot, demo_copy):
+    with opened(demo_copy) as project:
+        clips = queue_clips(project.conn, "demo-qc")
+        project.audio.path_for(clips[1].sha256, clips[1].audio_format).write_bytes(b"not audio at all")
+    session = open_demo_queue(page, qtbot)
+    assert session.current.clip_id == clips[0].clip_id
+    press(page, qtbot, "1")  # the next clip is the damaged one: skipped on the way
+    assert session.current.clip_id == clips[2].clip_id
+    assert page.view.text_label.text() == session.current.text
+    assert [s.clip_id for s in session.skipped] == [clips[1].clip_id]
+    assert page.view.skipped_label.isVisible() and f"clip {clips[1].clip_id}" in page.view.skipped_label.text()
+    assert "1 skipped" in page.view.progress_label.text()
+    press(page, qtbot, "2")
+    assert {clip for clip in live_ratings(demo_copy)} == {clips[0].clip_id, clips[2].clip_id}
 
 
 @pytest.mark.slow
