@@ -38,6 +38,9 @@ FILTERS = (("language", 2, "All languages"), ("subject", SUBJECT, "All subjects"
            ("status", STATUS, "Any status"))  # fmt: skip
 
 
+NO_PLAYBACK = "Audio is off: no audio output here, so clips cannot be played (the status bar's Audio says why)."
+
+
 def _field(row: tuple, column: int):
     return row[column] if column < len(row) else ""
 
@@ -253,7 +256,13 @@ class ItemDetail(QWidget):
                 if audio_root is not None and clip["sha256"] and clip["audio_format"]
                 else None
             )
-            button.setEnabled(path is not None)
+            button.setEnabled(path is not None and play is not None)
+            if play is None:
+                button.setToolTip(NO_PLAYBACK)
+            elif path is None:
+                button.setToolTip("This clip has no audio file (not synthesized, or its synthesis failed).")
+            else:
+                button.setToolTip(f"Play clip {clip['id']} ({clip['part']})")
             button.clicked.connect(lambda _=False, p=path: self._play(play, p))
             self.clips.setCellWidget(r, 0, button)
             self.play_buttons.append(button)
@@ -288,7 +297,7 @@ class ItemDetail(QWidget):
         counts = {name: len(detail[name]) for name in ("rewrites", "clips", "ratings", "responses")}
         for index, name in enumerate(counts):
             self.tabs.setTabText(index, f"{name.capitalize()} ({counts[name]})")
-        self.audio_note.setText("" if play is not None else "Audio is off: clips cannot be played here.")
+        self.audio_note.setText("" if play is not None else NO_PLAYBACK)
 
     def focus_clip(self, clip_id: int, play: bool = True) -> bool:
         """Show one clip of the item (a click-through from elsewhere): its row selected on the Clips tab, and
@@ -305,7 +314,7 @@ class ItemDetail(QWidget):
 
     def _play(self, play: Callable[[Path], str | None] | None, path: Path | None) -> None:
         if play is None or path is None:
-            self.audio_note.setText("Audio is off: clips cannot be played here.")
+            self.audio_note.setText(NO_PLAYBACK)
             return
         problem = play(path)
         self.audio_note.setText(problem or f"Playing {path.name[:12]}…")

@@ -15,7 +15,8 @@ from spokenbench.core.evaluation.store import mark_run
 from spokenbench.core.jobs import tracked_job
 from spokenbench.core.rewriting.flagging import flagged_rewrites, review_rewrite
 from spokenbench.core.store import opened
-from spokenbench.widgets.items_table import ItemsPanel
+from spokenbench.core.store.summary import clip_item_id, item_detail
+from spokenbench.widgets.items_table import NO_PLAYBACK, ItemsPanel
 
 
 @pytest.fixture
@@ -140,6 +141,83 @@ def test_item_filters_and_the_detail_with_clips(window, qtbot, built_demo):
 
 
 @pytest.mark.slow
+def test_the_category_filter_keeps_the_items_of_one_category(window, qtbot, built_demo):
+    open_and_wait(window, qtbot, built_demo)
+    panel = window.items_panel
+    box = panel.filter_boxes["category"]
+    categories = [box.itemText(i) for i in range(1, box.count())]
+    rows = [panel.model.row_at(r) for r in range(panel.model.rowCount())]
+    assert categories == sorted({row[10] for row in rows} - {""}) and categories  # the demo's gender probes
+    for category in categories:
+        panel.set_filter("category", category)
+        assert box.currentText() == category
+        shown = [panel.model.row_at(r) for r in range(panel.model.rowCount())]
+        assert len(shown) == sum(row[10] == category for row in rows) and all(r[10] == category for r in shown)
+    panel.set_filter("language", "ko")  # with another filter: both apply
+    assert all(panel.model.row_at(r)[2] == "ko" for r in range(panel.model.rowCount()))
+    assert panel.model.rowCount() == sum(row[10] == categories[-1] and row[2] == "ko" for row in rows)
+    panel.set_filter("category", "")
+    panel.set_filter("language", "")
+    assert panel.model.rowCount() == 84
+
+
+def test_the_category_filter_on_rows_of_two_categories(qtbot):
+    rows = [
+        (i, f"s{i}", ("en", "ko")[i % 2], "gender-probe", "", "A", f"q{i}", ("A. a", "B. b"), "", "", cat, "")
+        for i, cat in enumerate(["occupation", "trait", "occupation", "", "trait", "occupation"])
+    ]
+    panel = ItemsPanel()
+    qtbot.addWidget(panel)
+    panel.set_rows(rows)
+    box = panel.filter_boxes["category"]
+    assert [box.itemText(i) for i in range(box.count())] == ["All categories", "occupation", "trait"]
+    panel.set_filter("category", "occupation")
+    assert [panel.model.row_at(r)[0] for r in range(panel.model.rowCount())] == [0, 2, 5]
+    panel.set_filter("language", "ko")
+    assert [panel.model.row_at(r)[0] for r in range(panel.model.rowCount())] == [5]
+    panel.set_rows(rows[:5])  # refreshed rows keep the chosen category
+    assert box.currentText() == "occupation" and panel.model.rowCount() == 0
+
+
+@pytest.mark.slow
+def test_the_item_detail_shows_the_demos_transcripts_wer_and_ratings(window, qtbot, built_demo):
+    with opened(built_demo) as project:
+        rated = project.conn.execute(
+            "SELECT r.clip_id, r.annotator, r.rating FROM ratings r WHERE r.undone_at IS NULL ORDER BY r.id"
+        ).fetchall()
+        clip_id = rated[0][0]
+        item_id = clip_item_id(project.conn, clip_id)
+        detail_data = item_detail(project.conn, item_id)
+    open_and_wait(window, qtbot, built_demo)
+    panel = window.items_panel
+    assert panel.reveal_item(item_id)
+    detail = panel.detail
+    qtbot.waitUntil(lambda: clip_id in detail.clip_ids, timeout=5_000)
+    row = detail.clip_ids.index(clip_id)
+    headers = [detail.clips.horizontalHeaderItem(c).text() for c in range(detail.clips.columnCount())]
+    wer = detail.clips.item(row, headers.index("WER")).text()
+    heard = detail.clips.item(row, headers.index("Transcripts")).text()
+    clip = next(c for c in detail_data["clips"] if c["id"] == clip_id)
+    assert clip["error_rate"] is not None and wer == f"{clip['metric'].upper()} {clip['error_rate']:.2f}"
+    assert "simulated-asr-a: " in heard and "simulated-asr-b: " in heard
+    assert heard == " · ".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"])
+    shown = [tuple(detail.ratings.item(r, c).text() for c in (1, 2)) for r in range(detail.ratings.rowCount())]
+    assert shown == [(r["annotator"], r["rating"]) for r in detail_data["ratings"]]
+    assert (rated[0][1], rated[0][2]) in shown and detail.tabs.tabText(2) == f"Ratings ({len(shown)})"
+
+
+@pytest.mark.slow
+def test_without_audio_the_play_buttons_are_disabled_and_say_why(window, qtbot, built_demo):
+    open_and_wait(window, qtbot, built_demo)  # the window is made with audio off
+    assert window.items_panel.select_item(1)
+    detail = window.items_panel.detail
+    qtbot.waitUntil(lambda: len(detail.play_buttons) > 0, timeout=5_000)
+    assert all(not button.isEnabled() for button in detail.play_buttons)
+    assert all(button.toolTip() == NO_PLAYBACK for button in detail.play_buttons)
+    assert detail.audio_note.text() == NO_PLAYBACK
+
+
+@pytest.mark.slow
 def test_filtering_twenty_thousand_items_is_quick(qtbot):
     rows = [
         (i, f"s{i}", ("en", "ko", "zh")[i % 3], "mcq", ("CS", "CA")[i % 2], "A", f"question {i} about topic {i % 97}",
@@ -249,6 +327,8 @@ def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_de
         open_and_wait(w, qtbot, built_demo)
         assert w.items_panel.select_item(1)
         qtbot.waitUntil(lambda: len(w.items_panel.detail.play_buttons) > 0, timeout=5_000)
+        assert w.items_panel.detail.play_buttons[0].isEnabled()
+        assert w.items_panel.detail.play_buttons[0].toolTip().startswith("Play clip ")
         w.items_panel.detail.play_buttons[0].click()
         [path] = played
         assert path.is_file() and path.suffix == ".flac" and path.is_relative_to(built_demo / "audio")
