@@ -3,13 +3,15 @@ WER interval) and Table 9 (rewrite QC), annotator agreement (Fleiss' and Cohen's
 disagree on — all from core's report functions, read on the pool (QueryOp) and re-read when ratings,
 transcripts, screening, rewrites or reviews change (here or in another process). Each table exports as CSV
 (the published layout) and LaTeX, written off the UI thread. Activating a disagreement emits
-`clip_requested(clip_id)` for the rating page.
+`clip_requested(clip_id)`: the window opens the Items page on the clip's item, the clip shown (and played where
+audio works) on its Clips tab.
 
 The read never writes: where transcripts changed since screening was stored, Table 2 is computed in memory
 (`spokenbench screen` or `sample` store it)."""
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +29,9 @@ from spokenbench.core.asr.screening import (
     stored_table2,
 )
 from spokenbench.core.asr.store import transcript_count
+from spokenbench.core.qc.layout import table_language
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
+from spokenbench.core.qc.store import newest_ratings
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
 from spokenbench.core.store import Project
 from spokenbench.widgets.qc_tables import QcTable, QcTablesView
@@ -107,7 +111,11 @@ def read_dashboard(project: Project) -> DashboardData:
             if rewriting["table9"]
             else "No rewrites have been diff-checked yet: run `spokenbench rewrite DIR`, then `spokenbench flag DIR`.",
         ),
-        _agreement_table(ratings, no_ratings),
+        _agreement_table(
+            ratings,
+            no_ratings,
+            _shared_clips_by_language(conn) if ratings["agreement"]["clips_rated_by_several"] else Counter(),
+        ),
         QcTable(
             "rating_disagreements",
             "Disagreements",
@@ -152,7 +160,18 @@ def _screening(conn) -> tuple[list[dict], str | None, str]:
     return rows, None, note
 
 
-def _agreement_table(ratings: dict, no_ratings: str | None) -> QcTable:
+def _shared_clips_by_language(conn) -> Counter:
+    """Clips rated by two or more annotators, per language as the tables name it: the clips behind each
+    per-language Fleiss' κ (core's agreement counts them over all languages only)."""
+    annotators: dict[int, set[str]] = defaultdict(set)
+    languages: dict[int, str] = {}
+    for row in newest_ratings(conn):
+        annotators[row["clip_id"]].add(row["annotator"])
+        languages[row["clip_id"]] = table_language(row["language"])
+    return Counter(languages[clip] for clip, who in annotators.items() if len(who) >= 2)
+
+
+def _agreement_table(ratings: dict, no_ratings: str | None, shared_by_language: Counter) -> QcTable:
     agreement = ratings["agreement"]
     rows = []
     if agreement["clips_rated_by_several"]:
@@ -167,7 +186,13 @@ def _agreement_table(ratings: dict, no_ratings: str | None) -> QcTable:
         )
         for language, kappa in agreement["fleiss_kappa_by_language"].items():
             rows.append(
-                {"measure": "Fleiss' κ", "scope": language, "shared_clips": None, "kappa": kappa, "raw_agreement": None}
+                {
+                    "measure": "Fleiss' κ",
+                    "scope": language,
+                    "shared_clips": shared_by_language[language],
+                    "kappa": kappa,
+                    "raw_agreement": None,
+                }
             )
         for pair in agreement["pairs"]:
             rows.append(

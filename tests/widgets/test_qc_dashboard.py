@@ -3,6 +3,7 @@ is missing, refresh when ratings or transcripts arrive from another connection, 
 click-through to a clip, CSV and LaTeX export."""
 
 import csv
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -11,7 +12,10 @@ from PySide6.QtCore import Qt
 
 from spokenbench.app.qc_dashboard import NO_RATINGS, QcDashboardPage
 from spokenbench.core.asr.backends import screening_requirements
+from spokenbench.core.asr.screening import TABLE2_COLUMNS
+from spokenbench.core.metrics.table_formats import format_cell
 from spokenbench.core.qc.queues import queue_clips, rate_clip
+from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS
 from spokenbench.core.store import opened
 
@@ -31,8 +35,28 @@ def page(qtbot, demo_copy, open_session):
     page.resize(1100, 700)
     page.show()
     page.set_session(open_session(demo_copy))
-    qtbot.waitUntil(lambda: page.data is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: page.data is not None, timeout=15_000)  # the first read imports pandas: slow when busy
     return page
+
+
+@pytest.fixture
+def qc_page(qtbot, built_demo, tmp_path, open_session):
+    """The dashboard on the demo as built: simulated transcripts, its screening, and two annotators' ratings."""
+    project = shutil.copytree(built_demo, tmp_path / "demo-with-qc")
+    page = QcDashboardPage(SimpleNamespace())
+    qtbot.addWidget(page)
+    page.resize(1100, 700)
+    page.show()
+    page.set_session(open_session(project))
+    qtbot.waitUntil(lambda: page.data is not None, timeout=15_000)
+    page.project = project
+    return page
+
+
+def shown_rows(view):
+    """The table's cells as drawn."""
+    table = view.table
+    return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
 
 
 def section(page, key):
@@ -80,6 +104,9 @@ def test_ratings_from_elsewhere_fill_table3_agreement_and_disagreements(page, qt
     cohen = [row for row in agreement if row["measure"] == "Cohen's κ"]
     assert [(row["scope"], row["shared_clips"]) for row in cohen] == [("alice – bob", 3)]
     assert cohen[0]["raw_agreement"] == pytest.approx(2 / 3, abs=1e-3)
+    fleiss = [row for row in agreement if row["measure"] == "Fleiss' κ"]
+    assert fleiss[0]["scope"] == "all languages" and fleiss[0]["shared_clips"] == 3
+    assert len(fleiss) > 1 and sum(row["shared_clips"] for row in fleiss[1:]) == 3  # per language, none left empty
     table3 = section(page, "table03_human_ratings").table_data.rows
     assert sum(row["n_clips"] for row in table3) == 4  # four clips rated, each counted once
     assert "7 on 4 clips by 2 annotator(s)" in page.view.summary.text()
@@ -136,3 +163,50 @@ def test_closing_the_project_clears_the_page(page):
     page.set_session(None)
     assert page.view.summary.text() == "No project open"
     assert page.refresh() is None
+
+
+@pytest.mark.slow
+def test_the_demo_shows_fleiss_kappa_overall_and_per_language_with_their_shared_clips(qc_page):
+    with opened(qc_page.project) as project:
+        agreement = rating_results(project.conn)["agreement"]
+    assert agreement["fleiss_kappa"] is not None and agreement["clips_rated_by_several"] > 0
+    view = section(qc_page, "annotator_agreement")
+    columns = view.table_data.columns
+    fleiss = [row for row in shown_rows(view) if row[columns.index("measure")] == "Fleiss' κ"]
+    overall, *per_language = fleiss
+    assert overall[columns.index("scope")] == "all languages"
+    assert overall[columns.index("kappa")] == format_cell(agreement["fleiss_kappa"], 3)
+    assert overall[columns.index("shared_clips")] == str(agreement["clips_rated_by_several"])
+    assert {row[columns.index("scope")]: row[columns.index("kappa")] for row in per_language} == {
+        language: format_cell(kappa, 3) for language, kappa in agreement["fleiss_kappa_by_language"].items()
+    }
+    shared = [int(row[columns.index("shared_clips")]) for row in per_language]
+    assert all(shared) and sum(shared) == agreement["clips_rated_by_several"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("key", "columns"),
+    [
+        ("table02_wer_intervals", TABLE2_COLUMNS),
+        ("table03_human_ratings", TABLE3_COLUMNS),
+        ("table03_human_ratings_by_wer_interval", TABLE3_BY_BIN_COLUMNS),
+    ],
+)
+def test_tables_2_and_3_export_as_csv_and_latex(qc_page, qtbot, tmp_path, key, columns):
+    table = section(qc_page, key).table_data
+    assert table.rows and section(qc_page, key).export_buttons["csv"].isEnabled()
+    with qtbot.waitSignal(qc_page.exported, timeout=5_000):
+        qc_page.export_table(key, "csv", tmp_path / f"{key}.csv")
+    with (tmp_path / f"{key}.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(columns) and len(rows) == len(table.rows)
+    for written, shown in zip(rows, table.rows):
+        for column in ("language", "n_samples", "n_clips", "rating", "wer_interval"):
+            if column in columns:
+                assert written[column] == str(shown[column])
+    with qtbot.waitSignal(qc_page.exported, timeout=5_000):
+        qc_page.export_table(key, "tex", tmp_path / f"{key}.tex")
+    latex = (tmp_path / f"{key}.tex").read_text(encoding="utf-8")
+    assert "\\begin{tabular}" in latex and f"\\label{{tab:{key}}}" in latex
+    assert latex.count("\\\\") == len(table.rows) + 1  # header and one line per row
