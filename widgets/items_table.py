@@ -242,10 +242,11 @@ class ItemDetail(QWidget):
         rows = []
         for clip in detail["clips"]:
             wer = "" if clip["error_rate"] is None else f"{clip['metric'].upper()} {clip['error_rate']:.2f}"
-            heard = " · ".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"]) or "not transcribed"
+            heard = "\n".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"]) or "not transcribed"
             seconds = "" if clip["duration_s"] is None else f"{clip['duration_s']:.1f}"
             rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))
         self._fill(self.clips, rows)
+        self.clips.resizeRowsToContents()  # a line per ASR system: two short lines, not one cut-off line
         self.play_buttons = []
         self.clip_ids = [clip["id"] for clip in detail["clips"]]
         for r, clip in enumerate(detail["clips"]):

@@ -200,7 +200,8 @@ def test_the_item_detail_shows_the_demos_transcripts_wer_and_ratings(window, qtb
     clip = next(c for c in detail_data["clips"] if c["id"] == clip_id)
     assert clip["error_rate"] is not None and wer == f"{clip['metric'].upper()} {clip['error_rate']:.2f}"
     assert "simulated-asr-a: " in heard and "simulated-asr-b: " in heard
-    assert heard == " · ".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"])
+    assert heard == "\n".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"])  # a line per system
+    assert detail.clips.rowHeight(row) > detail.clips.fontMetrics().height() * 1.5  # both lines in view
     shown = [tuple(detail.ratings.item(r, c).text() for c in (1, 2)) for r in range(detail.ratings.rowCount())]
     assert shown == [(r["annotator"], r["rating"]) for r in detail_data["ratings"]]
     assert (rated[0][1], rated[0][2]) in shown and detail.tabs.tabText(2) == f"Ratings ({len(shown)})"
