@@ -267,17 +267,6 @@ def compare_base64(rounds: int, project_dir: Path, request_file: Path) -> int:
     return 0
 
 
-def write_requests(project_dir: Path, request_file: Path) -> None:
-    """write_batch_file in this process, not measured (--only import)."""
-    from spokenbench.core.evaluation.batches import write_batch_file
-    from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
-    from spokenbench.core.store import opened
-
-    with opened(project_dir) as project:
-        prepared = prepare_evaluation(project, RunSettings(model=MODEL, mode="audio", prompt="standard"))
-        write_batch_file(project, prepared, request_file)
-
-
 def collect(
     project_dir: Path, request_file: Path, results_file: Path, requests: int, varied: bool, rounds: int
 ) -> None:
@@ -350,8 +339,9 @@ def main() -> int:
         )
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
-        if args.only == "import":
-            write_requests(project_dir, request_file)
+        if args.only == "import":  # the file written as below, in a process of its own, not measured
+            if write_file(project_dir, request_file, "pybase64") is None:
+                return 1
             collect(project_dir, request_file, results_file, args.requests, args.varied_replies, args.import_rounds)
             return 0
         figures = write_file(project_dir, request_file, "pybase64", args.workers)
