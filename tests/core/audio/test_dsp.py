@@ -104,3 +104,24 @@ def test_find_pauses_locates_silences():
     audio = np.concatenate([tone(300, 0.5), np.zeros(int(0.3 * RATE), np.float32), tone(300, 0.5)])
     [(start, end)] = [p for p in dsp.find_pauses(audio, RATE) if 0 < p[0] and p[1] < len(audio)]
     assert start / RATE == pytest.approx(0.5, abs=0.02) and end / RATE == pytest.approx(0.8, abs=0.02)
+
+
+def test_a_private_kernel_that_changed_is_not_trusted():
+    from spokenbench.core.audio.dsp import _kernel_agrees, _polyphase_kernel
+
+    kernel = _polyphase_kernel()
+    if kernel is None:
+        pytest.skip("this scipy has no separate polyphase kernel: resample uses resample_poly")
+    assert _kernel_agrees(kernel)
+
+    class Changed:  # the same names, another signature or other numbers
+        _output_len = staticmethod(kernel._output_len)
+        mode_enum = staticmethod(kernel.mode_enum)
+
+        @staticmethod
+        def _apply(x, h, out, *rest):
+            if len(rest) != 5:
+                raise TypeError("another signature")
+            out[:] = 0.5
+
+    assert not _kernel_agrees(Changed)
