@@ -31,6 +31,7 @@ PARQUET_MAGIC = b"PAR1"
 MAX_TABLE_BYTES = 2 * 2**30  # a table is read whole; larger files are refused before reading
 MAX_CELL_CHARS = 1_000_000  # any one cell; item texts have a much lower limit (core/importers/fields.py)
 MAX_NESTING = 64  # lists and objects inside a JSONL or Parquet cell
+HEADER_SCAN_CHARS = 1 << 16  # where the fast CSV reader looks for the header line
 
 csv.field_size_limit(MAX_CELL_CHARS)  # the csv module's own default (131,072) would be a second, hidden limit
 
@@ -251,7 +252,10 @@ def _arrow_delimited(text: str, delimiter: str) -> tuple[TextColumns, int] | Non
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
     # read straight into dictionary-encoded columns: no pyarrow.compute (its import alone costs ~50 ms)
-    header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), None)
+    # the header from the file's head only: a StringIO of the whole text is a copy four times its size. A header
+    # longer than the head comes out cut short, unlike pyarrow's, and the file goes to pandas below.
+    head = io.StringIO(text[:HEADER_SCAN_CHARS], newline="")
+    header = next(csv.reader(head, delimiter=delimiter), None)
     names = [c.strip() for c in header or []]
     if not names or len(set(names)) != len(names) or not all(names):
         return None

@@ -131,3 +131,22 @@ def test_reading_a_csv_into_columns_imports_no_pandas(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.split("\n")[0] == "['B', ''] False False", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "columns"),
+    [
+        ("question_id,model,answer\nq1,m,A\n", ["question_id", "model", "answer"]),
+        ('"question\nid",model\nq1,m\n', ["question\nid", "model"]),
+    ],
+)
+def test_header_longer_than_the_scanned_head_is_still_read_right(tmp_path, monkeypatch, text, columns):
+    """The fast reader parses the header from the file's head only; a header cut short there differs from
+    pyarrow's, so the file goes to pandas and the table is the same."""
+    path = tmp_path / "responses.csv"
+    path.write_text(text, encoding="utf-8")
+    expected = read_responses_file(path)
+    assert list(expected.columns) == columns
+    monkeypatch.setattr("spokenbench.core.tables.HEADER_SCAN_CHARS", 7)
+    assert _arrow_delimited(text, ",") is None
+    pd.testing.assert_frame_equal(read_responses_file(path), expected)
