@@ -28,22 +28,17 @@ them as operations."""
 from __future__ import annotations
 
 import base64
-import collections
 import dataclasses
 import functools
-import gc
 import json
-import multiprocessing
 import os
 import tempfile
-import threading
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.errors import InputError, InputProblem, ProjectError, SpokenBenchError
+from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import (
     AudioInput,
@@ -437,38 +432,19 @@ class _Writer:
         pieces.append(text[start:])
         return tuple(pieces)
 
-    def line_parts(self, line: _Line) -> list[bytes | tuple[str, str]]:
-        """The line as encoded pieces, with (sha256, format) where an audio's base64 goes (see _joined)."""
+    def openai_line(self, line: _Line) -> list[bytes]:
+        """The line's bytes, in pieces (written with writelines: the audio is never copied into one string)."""
         request = line.request
         if not (self.splice and request.audio):
             body = self.adapter.chat_body(self.loaded(request))
             record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
             return [json.dumps(record, separators=(",", ":")).encode("utf-8"), b"\n"]
         body = self._body_pieces(request.system, request.user, tuple(a.format for a in request.audio))
-        parts = [_LINE_HEAD, json.dumps(line.key).encode(), _LINE_MIDDLE, body[0]]
+        pieces = [_LINE_HEAD, json.dumps(line.key).encode(), _LINE_MIDDLE, body[0]]
         for audio, after in zip(request.audio, body[1:]):
-            parts += [(audio.sha256, audio.format), after]
-        parts.append(_LINE_END)
-        return parts
-
-    def openai_line(self, line: _Line) -> list[bytes]:
-        """The line's bytes, in pieces (written with writelines: the audio is never copied into one string)."""
-        return [part if isinstance(part, bytes) else self._base64(*part) for part in self.line_parts(line)]
-
-    def line_length(self, parts: list[bytes | tuple[str, str]]) -> int:
-        """The bytes the line will take, from its audio files' sizes (base64: 4 characters per 3 bytes)."""
-        length = 0
-        for part in parts:
-            if isinstance(part, bytes):
-                length += len(part)
-                continue
-            try:
-                size = os.stat(self.project.audio.path_for(*part)).st_size
-            except OSError:
-                self.project.audio.read_bytes(*part)  # raises the store's own error (missing, unreadable)
-                raise
-            length += (size + 2) // 3 * 4
-        return length
+            pieces += [self._base64(audio.sha256, audio.format), after]
+        pieces.append(_LINE_END)
+        return pieces
 
 
 def _parts(lines: list[_Line], sizes: list[int], max_bytes: int, max_requests: int) -> Iterator[list[int]]:
@@ -1135,102 +1111,6 @@ WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and writ
 # their rows go into an index keyed by random hashes, and a commit writes every index page it touched)
 
 
-FILE_TASK_LINES = 256  # lines per task of a batch file's writing processes
-FILE_WORKERS_MIN_LINES = 16_384  # below this the file is written here (at 10,080 lines they gained nothing)
-MAX_FILE_WORKERS = 4
-
-
-class _FileLines:
-    """Writes a batch file's lines in order. With writing processes (a large file, idle cores), each line is written
-    at its own offset, known beforehand from its pieces and its audio files' sizes, so the processes can write out
-    of order: reading, checking and base64-encoding the audio and writing it is most of the CPU a line takes, and it
-    runs there while this process keys, checks and records the next chunk. Without, each line is built and appended
-    here. At most a few tasks wait (bounded memory); an error in one is raised by the next `write` or `flush`;
-    leaving the `with` early (an error, a cancel) stops the rest before the caller removes the file."""
-
-    def __init__(self, path: str, writer: _Writer, workers: int):
-        self.path, self.writer, self.bytes = path, writer, 0
-        self._pool = self._out = None
-        self._pending: collections.deque[Future] = collections.deque()
-        self._limit = 2 * workers
-        if workers and _fork_is_safe():
-            gc.freeze()  # the plan is shared with the forked processes: a collection there would copy its pages
-            try:
-                self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-            except (OSError, RuntimeError, ValueError):  # no processes here (a sandbox): written in this one
-                self._pool = None
-                gc.unfreeze()
-        if self._pool is None:
-            self._out = open(path, "wb", buffering=1 << 20)  # noqa: SIM115 (closed by __exit__)
-
-    def __enter__(self) -> _FileLines:
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            gc.unfreeze()
-        if self._out is not None:
-            self._out.close()
-
-    def write(self, lines: list[_Line]) -> None:
-        if self._out is not None:
-            for line in lines:
-                pieces = self.writer.openai_line(line)
-                self._out.writelines(pieces)
-                self.bytes += sum(map(len, pieces))
-            return
-        root = str(self.writer.project.audio.root)
-        for start in range(0, len(lines), FILE_TASK_LINES):
-            task = []
-            for line in lines[start : start + FILE_TASK_LINES]:
-                parts = self.writer.line_parts(line)
-                task.append((self.bytes, parts))
-                self.bytes += self.writer.line_length(parts)
-            while len(self._pending) >= self._limit:
-                self._pending.popleft().result()
-            self._pending.append(self._pool.submit(_write_lines_at, self.path, root, task, _b64encode))
-
-    def flush(self) -> None:
-        while self._pending:
-            self._pending.popleft().result()
-        if self._out is not None:
-            self._out.flush()
-
-
-def _write_lines_at(path: str, audio_root: str, lines: list[tuple[int, list]], encode) -> None:
-    """Write each line at its offset, its audio read and checked by the project's store and base64-encoded by
-    `encode` (the caller's: pybase64 or the standard library's). Runs in a writing process."""
-    from spokenbench.core.store.audio_files import AudioStore
-
-    store, previous = AudioStore(Path(audio_root)), (None, b"")
-    with open(path, "r+b", buffering=0) as out:  # unbuffered: each line goes straight to its place
-        for offset, parts in lines:
-            pieces = []
-            for part in parts:
-                if not isinstance(part, bytes):
-                    if previous[0] != part:  # neighbouring lines often share their audio
-                        previous = (part, encode(store.read_bytes(*part)))
-                    part = previous[1]
-                pieces.append(part)
-            data = memoryview(b"".join(pieces))
-            out.seek(offset)
-            while data:
-                data = data[out.write(data) :]
-
-
-def _fork_is_safe() -> bool:
-    """Writing processes are forked (they start at once, with nothing to import and no script to run again, which
-    spawning would), and only from a process running no other thread, which a fork could catch holding a lock."""
-    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-
-
-def _file_workers(lines: int) -> int:
-    """Writing processes for a batch file of about `lines` lines: one per core, none for a small file. Measured on
-    2 cores at load 12-13 (100,800 lines, 4.4 GB): 19 MB/s with two of them, 12 MB/s without, for 10 % more CPU."""
-    return 0 if lines < FILE_WORKERS_MIN_LINES else min(os.cpu_count() or 1, MAX_FILE_WORKERS)
-
-
 def write_batch_file(
     project: Project, prepared: EvaluationPreparation, path: str | os.PathLike, progress: Progress | None = None
 ) -> BatchFileSummary:
@@ -1268,10 +1148,9 @@ def write_batch_file(
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
-    lines = cached = 0
+    lines = cached = written = 0
     try:
-        os.close(handle)
-        with _FileLines(temp_name, writer, _file_workers(len(jobs))) as sink:
+        with os.fdopen(handle, "wb", buffering=1 << 20) as out:
             for start in range(0, len(jobs), WRITE_CHUNK):
                 progress.check_cancelled()
                 keyed = []
@@ -1282,34 +1161,27 @@ def write_batch_file(
                     )
                     keyed.append((job, request, keyer.request_key(request), rendered))
                 hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
-                rows, answered, new_lines = [], [], []
+                rows, answered = [], []
                 for job, request, key, rendered in keyed:
                     context = _context(rendered, keyer, request)
                     from_cache = seen.get(key)
                     if from_cache is None:
                         from_cache = seen[key] = key in hits
                         if not from_cache:
-                            new_lines.append(_Line(key, request, []))
+                            pieces = writer.openai_line(_Line(key, request, []))
+                            out.writelines(pieces)
+                            written += sum(map(len, pieces))
+                            lines += 1
                     if from_cache:
                         answered.append((job, key, context))
                     else:
                         planned = job.planned
                         rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
-                sink.write(new_lines)  # written while the next chunk is keyed (after the previous chunk's lines)
-                lines += len(new_lines)
                 cached += len(answered)
                 with project.transaction() as conn:
                     batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
-                progress.report(min(start, len(jobs)), len(jobs), "requests written")
-            sink.flush()
-        written = sink.bytes
-        if os.path.getsize(temp_name) != written:  # each line's length was known from its audio files' sizes
-            raise ProjectError(
-                f"the batch file came out {os.path.getsize(temp_name):,} bytes long instead of {written:,}: an audio "
-                "file changed while it was written; check the project (spokenbench check) and write it again"
-            )
-        progress.report(len(jobs), len(jobs), "requests written")
+                progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
         os.replace(temp_name, target)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)

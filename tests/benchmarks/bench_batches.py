@@ -109,11 +109,6 @@ from spokenbench.core.evaluation.batches import write_batch_file
 if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
     import base64
     batches._b64encode = base64.b64encode
-decide, chosen = batches._file_workers, []
-def file_workers(lines):  # 'auto': as write_batch_file decides; N: N writing processes (0: none)
-    chosen.append(decide(lines) if sys.argv[5] == "auto" else int(sys.argv[5]))
-    return chosen[-1]
-batches._file_workers = file_workers
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.store import opened
 
@@ -121,27 +116,19 @@ def rss_mb():
     with open("/proc/self/status") as status:
         return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
 
-def cpu_s(who):
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
-
 with opened(sys.argv[1]) as project:
     started = time.perf_counter()
     prepared = prepare_evaluation(project, RunSettings(model=sys.argv[3], mode="audio", prompt="standard"))
     prepared_s = time.perf_counter() - started
     peak_prepare = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_before = rss_mb()
-    print("writing", flush=True)  # the parent samples this process's RSS from here on (no thread here: see below)
-    children_cpu = cpu_s(resource.RUSAGE_CHILDREN)
+    print("writing", flush=True)  # the parent samples this process's RSS from here on
     cpu, started = time.process_time(), time.perf_counter()
     summary = write_batch_file(project, prepared, sys.argv[2])
-    written_s, cpu_s_here = time.perf_counter() - started, time.process_time() - cpu
-    workers_cpu = cpu_s(resource.RUSAGE_CHILDREN) - children_cpu
-print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s_here + workers_cpu,
-                  "write_cpu_main_s": cpu_s_here, "write_cpu_workers_s": workers_cpu, "bytes": summary.bytes,
-                  "lines": summary.lines, "workers": chosen[-1], "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "workers_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+    written_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s, "bytes": summary.bytes,
+                  "lines": summary.lines, "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -151,20 +138,6 @@ def _rss_mb(pid: int) -> float:
             return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
     except (OSError, IndexError):
         return 0.0
-
-
-def _pss_mb(pid: int) -> float:
-    """The process's share of the memory it uses (pages shared with its forked writing processes split between
-    them), and its children's: what the whole write takes, which RSS counts once per process."""
-    total = 0.0
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as listed:
-            children = [int(child) for child in listed.read().split()]
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            total += int(rollup.read().split("Pss:")[1].split()[0]) / 1024
-    except (OSError, IndexError, ValueError):
-        return 0.0
-    return total + sum(_pss_mb(child) for child in children)
 
 
 CORPUS = Path(__file__).resolve().parents[1] / "core" / "evaluation" / "parsing_corpus.jsonl"
@@ -209,24 +182,21 @@ def write_results(request_file: Path, results_file: Path, replies: list[str] | N
     return count
 
 
-def write_file(project_dir: Path, request_file: Path, encoder: str, workers: str = "auto") -> dict | None:
-    """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib';
-    `workers` 'auto' (write_batch_file decides: one writing process per core for a large file) or how many. Its RSS while
-    writing is sampled from here, every 50 ms (a sampling thread there would keep write_batch_file from forking
-    its writing processes)."""
+def write_file(project_dir: Path, request_file: Path, encoder: str) -> dict | None:
+    """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib'. Its
+    RSS while writing is sampled from here, every 50 ms (no sampling thread in the measured process)."""
     child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder, workers],
+        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert child.stdout is not None
-    sampled, shared = [0.0], [0.0]
+    sampled = [0.0]
     if child.stdout.readline().strip() == "writing":
         while child.poll() is None:
             sampled.append(_rss_mb(child.pid))
-            shared.append(_pss_mb(child.pid))
             time.sleep(0.05)
     out, err = child.communicate()
     if child.returncode != 0:
@@ -234,7 +204,6 @@ def write_file(project_dir: Path, request_file: Path, encoder: str, workers: str
         return None
     figures = json.loads(out.strip().splitlines()[-1])
     figures["rss_max_while_writing_mb"] = max(max(sampled), figures["rss_before_write_mb"])
-    figures["pss_max_while_writing_mb"] = max(shared)
     return figures
 
 
@@ -323,11 +292,6 @@ def main() -> int:
     parser.add_argument("--only", choices=("all", "import"), default="all", help="import: time only the import")
     parser.add_argument("--varied-replies", action="store_true", help="answer with the parser corpus's replies")
     parser.add_argument("--import-rounds", type=int, default=1, metavar="N", help="import N times; print the median")
-    parser.add_argument(
-        "--workers",
-        default="auto",
-        help="writing processes: 'auto' (write_batch_file's choice: one per core for a large file) or a number (0: none)",
-    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-batches-"))
     project_dir, request_file, results_file = folder / "project", folder / "requests.jsonl", folder / "results.jsonl"
@@ -344,7 +308,7 @@ def main() -> int:
                 return 1
             collect(project_dir, request_file, results_file, args.requests, args.varied_replies, args.import_rounds)
             return 0
-        figures = write_file(project_dir, request_file, "pybase64", args.workers)
+        figures = write_file(project_dir, request_file, "pybase64")
         if figures is None:
             return 1
         rate = figures["bytes"] / 1e6 / figures["write_s"]
@@ -358,11 +322,7 @@ def main() -> int:
             f"{rate:.0f} MB/s (target >= {TARGET_MB_S:.0f}) {'OK' if rate >= TARGET_MB_S else 'BELOW TARGET'}; "
             f"{figures['write_cpu_s']:.1f} s of CPU = {cpu_rate:.0f} MB per CPU-second (what an idle core would give)"
         )
-        print(
-            f"CPU: {figures['write_cpu_s'] / (figures['bytes'] / 1e9):.2f} CPU-seconds per GB written "
-            f"({figures['write_cpu_main_s']:.1f} s in the process, {figures['write_cpu_workers_s']:.1f} s in its "
-            f"{figures['workers']} writing process(es), peak RSS {figures['workers_peak_rss_mb']:.0f} MB each at most)"
-        )
+        print(f"CPU: {figures['write_cpu_s'] / (figures['bytes'] / 1e9):.2f} CPU-seconds per GB written")
         grown = figures["rss_max_while_writing_mb"] - figures["rss_before_write_mb"]
         print(
             f"RSS while writing: {figures['rss_before_write_mb']:.0f} MB before, at most "
@@ -371,11 +331,6 @@ def main() -> int:
         print(
             f"peak RSS of the process: {figures['peak_rss_mb']:.0f} MB (target <= {TARGET_RSS_MB:.0f}) "
             f"{'OK' if figures['peak_rss_mb'] <= TARGET_RSS_MB else 'ABOVE TARGET'}"
-        )
-        print(
-            f"memory of the whole write (PSS of the process and its writing processes, sampled): at most "
-            f"{figures['pss_max_while_writing_mb']:.0f} MB (target <= {TARGET_RSS_MB:.0f}) "
-            f"{'OK' if figures['pss_max_while_writing_mb'] <= TARGET_RSS_MB else 'ABOVE TARGET'}"
         )
         print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPU(s)")
         collect(project_dir, request_file, results_file, args.requests, args.varied_replies, args.import_rounds)

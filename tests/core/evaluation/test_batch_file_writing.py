@@ -1,7 +1,6 @@
 """How the batch file is written changes no byte: each line spliced from the body's encoded pieces (built once per
-distinct text) is the encoding of the whole record; lines written by forked writing processes at their offsets are
-the lines written here, in order; a missing or damaged audio file is refused either way with the store's own error,
-leaving no file and no batch record. And planning a large run stays lean: no pandas, one condition per key."""
+distinct text) is the encoding of the whole record; a missing or damaged audio file is refused with the store's own
+error, leaving no file and no batch record. And planning a large run stays lean: no pandas, one condition per key."""
 
 import json
 import subprocess
@@ -35,38 +34,8 @@ def test_a_spliced_line_is_the_encoding_of_the_whole_record(audio_project, conve
         assert line == json.dumps(record, separators=(",", ":")).encode() + b"\n"
 
 
-def _force_workers(monkeypatch) -> list:
-    """Two writing processes for any file (two lines a task); returns the pools made."""
-    pools = []
-
-    class Recorded(batches.ProcessPoolExecutor):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            pools.append(self)
-
-    monkeypatch.setattr(batches, "ProcessPoolExecutor", Recorded)
-    monkeypatch.setattr(batches, "_file_workers", lambda lines: 2)  # however busy the machine
-    monkeypatch.setattr(batches, "FILE_TASK_LINES", 2)
-    monkeypatch.setattr(batches, "_fork_is_safe", lambda: True)
-    return pools
-
-
-def test_lines_written_by_processes_are_the_lines_written_here(audio_project, tmp_path, monkeypatch):
-    here = tmp_path / "here.jsonl"
-    written_here = batches.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), here)
-    pools = _force_workers(monkeypatch)
-    there = tmp_path / "there.jsonl"
-    written_there = batches.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), there)
-    assert pools, "the file was not written by writing processes"
-    assert there.read_bytes() == here.read_bytes() and written_there.bytes == written_here.bytes == here.stat().st_size
-    assert written_there.lines == 6 and len(there.read_bytes().splitlines()) == 6
-
-
-@pytest.mark.parametrize("workers", [False, True])
 @pytest.mark.parametrize("spoil", ["missing", "damaged"])
-def test_a_bad_audio_file_leaves_no_file_and_no_batch(audio_project, tmp_path, monkeypatch, workers, spoil):
-    if workers:
-        _force_workers(monkeypatch)
+def test_a_bad_audio_file_leaves_no_file_and_no_batch(audio_project, tmp_path, spoil):
     sha = audio_project.conn.execute("SELECT sha256 FROM assembled_inputs ORDER BY id DESC LIMIT 1").fetchone()[0]
     path = audio_project.audio.path_for(sha, "wav")
     if spoil == "missing":
@@ -108,9 +77,3 @@ def test_preparing_an_audio_run_imports_no_pandas(audio_project):
     done = subprocess.run([sys.executable, "-c", script, str(audio_project.path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-def test_writing_processes_only_for_a_large_file(monkeypatch):
-    monkeypatch.setattr(batches.os, "cpu_count", lambda: 2)
-    assert batches._file_workers(batches.FILE_WORKERS_MIN_LINES - 1) == 0
-    assert batches._file_workers(100_800) == 2
