@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import EXPORTABLE, LETTERS
 from spokenbench.core.store.export_queries import (
     gender_probe_orientations,
-    neutralized_voices,
     ratings_table,
     responses_table,
     run_prompt_texts,

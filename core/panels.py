@@ -401,9 +401,10 @@ class ProbeSource:
 
 
 def _probe_source(conn, runs: list[dict]) -> ProbeSource:
+    from spokenbench.core.audio.store import neutralized_voices
     from spokenbench.core.exports import run_answer_settings
     from spokenbench.core.metrics.gender_backbones import read_backbone_pairs
-    from spokenbench.core.store.export_queries import neutralized_voices, response_details
+    from spokenbench.core.store.export_queries import response_details
 
     simulated: dict[str, bool] = {}
     for run in runs:

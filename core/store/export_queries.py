@@ -50,16 +50,6 @@ def run_prompt_texts(conn: sqlite3.Connection) -> dict[int, tuple[str, str | Non
     return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, prompt, prompt_text FROM runs")}
 
 
-def neutralized_voices(conn: sqlite3.Connection) -> set[str]:
-    """Voices whose clips are gender-neutralized (clips.neutralization set): their answers are the gender study's
-    neutralized-voice setting, not the plain one."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(clips)")}
-    if "neutralization" not in columns:  # a project from before migration 10
-        return set()
-    rows = conn.execute("SELECT DISTINCT voice FROM clips WHERE neutralization IS NOT NULL AND voice IS NOT NULL")
-    return {row[0] for row in rows}
-
-
 def response_details(conn: sqlite3.Connection, response_ids) -> pd.DataFrame:
     """response_id, parse_detail, raw_text of the given responses (read in batches under SQLite's variable limit)."""
     ids = sorted({int(i) for i in response_ids})
