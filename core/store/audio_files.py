@@ -155,11 +155,20 @@ class AudioStore:
         return bool(sha256 and extension) and self.path_for(sha256, extension).is_file()
 
     def read_bytes(self, sha256: str, extension: str) -> bytes:
-        path = self.path_for(sha256, extension)
+        """The file's bytes, checked against its name. Read through a plain path string and one `os.read` of its
+        size (a batch file reads 100,800 clips: pathlib's path building and read_bytes cost twice as much)."""
+        path = f"{self.root}{os.sep}{sha256[:2]}{os.sep}{sha256}.{extension.lstrip('.')}"
         try:
-            data = path.read_bytes()
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except FileNotFoundError:
             raise ProjectError(f"audio file {path} is missing from the project") from None
+        try:
+            chunks = [os.read(descriptor, os.fstat(descriptor).st_size + 1)]
+            while chunks[-1]:  # a file that grew, or a read cut short: read on to the end
+                chunks.append(os.read(descriptor, 1 << 20))
+        finally:
+            os.close(descriptor)
+        data = b"".join(chunks)
         if hashlib.sha256(data).hexdigest() != sha256:
             raise ProjectError(f"audio file {path} is damaged: its content no longer matches its name")
         return data
