@@ -11,7 +11,6 @@ The read never writes: where transcripts changed since screening was stored, Tab
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +28,7 @@ from spokenbench.core.asr.screening import (
     stored_table2,
 )
 from spokenbench.core.asr.store import transcript_count
-from spokenbench.core.qc.layout import table_language
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
-from spokenbench.core.qc.store import newest_ratings
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
 from spokenbench.core.store import Project
 from spokenbench.widgets.qc_tables import QcTable, QcTablesView
@@ -111,11 +108,7 @@ def read_dashboard(project: Project) -> DashboardData:
             if rewriting["table9"]
             else "No rewrites have been diff-checked yet: run `spokenbench rewrite DIR`, then `spokenbench flag DIR`.",
         ),
-        _agreement_table(
-            ratings,
-            no_ratings,
-            _shared_clips_by_language(conn) if ratings["agreement"]["clips_rated_by_several"] else Counter(),
-        ),
+        _agreement_table(ratings, no_ratings),
         QcTable(
             "rating_disagreements",
             "Disagreements",
@@ -160,18 +153,7 @@ def _screening(conn) -> tuple[list[dict], str | None, str]:
     return rows, None, note
 
 
-def _shared_clips_by_language(conn) -> Counter:
-    """Clips rated by two or more annotators, per language as the tables name it: the clips behind each
-    per-language Fleiss' κ (core's agreement counts them over all languages only)."""
-    annotators: dict[int, set[str]] = defaultdict(set)
-    languages: dict[int, str] = {}
-    for row in newest_ratings(conn):
-        annotators[row["clip_id"]].add(row["annotator"])
-        languages[row["clip_id"]] = table_language(row["language"])
-    return Counter(languages[clip] for clip, who in annotators.items() if len(who) >= 2)
-
-
-def _agreement_table(ratings: dict, no_ratings: str | None, shared_by_language: Counter) -> QcTable:
+def _agreement_table(ratings: dict, no_ratings: str | None) -> QcTable:
     agreement = ratings["agreement"]
     rows = []
     if agreement["clips_rated_by_several"]:
@@ -189,7 +171,7 @@ def _agreement_table(ratings: dict, no_ratings: str | None, shared_by_language: 
                 {
                     "measure": "Fleiss' κ",
                     "scope": language,
-                    "shared_clips": shared_by_language[language],
+                    "shared_clips": agreement["clips_rated_by_several_by_language"].get(language),
                     "kappa": kappa,
                     "raw_agreement": None,
                 }

@@ -104,6 +104,7 @@ def agreement(by_clip: dict[int, list[dict]]) -> dict:
         "clips_rated_by_several": len(shared),
         "fleiss_kappa": None,
         "fleiss_kappa_by_language": {},
+        "clips_rated_by_several_by_language": {},
         "pairs": [],
     }
     if not shared:
@@ -120,6 +121,9 @@ def agreement(by_clip: dict[int, list[dict]]) -> dict:
     result["fleiss_kappa"] = _none_if_nan(overall[0])
     result["fleiss_kappa_by_language"] = {
         table_language(lang): _none_if_nan(k) for lang, k in zip(languages, by_language)
+    }
+    result["clips_rated_by_several_by_language"] = {
+        table_language(lang): int(n) for lang, n in zip(languages, np.bincount(group, minlength=len(languages)))
     }
     for a, b in itertools.combinations(annotators, 2):
         table = np.zeros((len(TABLE3_ORDER), len(TABLE3_ORDER)))
