@@ -69,22 +69,3 @@ def demo_copy(built_demo, tmp_path):
     import shutil
 
     return Path(shutil.copytree(built_demo, tmp_path / "demo-project"))
-
-
-def strip_simulated_qc(project_dir) -> None:
-    """Take the demo back to its QC state without transcripts: no simulated ASR transcripts, no screening, no
-    ratings, and its rating queue sampled by language alone (24 clips), for tests of what such a project shows and
-    of adding transcripts and ratings to it."""
-    from spokenbench.core.asr.screening import ensure_screening
-    from spokenbench.core.qc.demo import DEMO_QUEUE, DEMO_QUEUE_PER_LANGUAGE
-    from spokenbench.core.qc.queues import sample_for_rating
-    from spokenbench.core.qc.store import delete_queue, queue_id_by_name
-    from spokenbench.core.store import opened
-
-    with opened(project_dir) as project:
-        with project.transaction() as conn:
-            conn.execute("DELETE FROM ratings")
-            conn.execute("DELETE FROM transcripts")
-            delete_queue(conn, queue_id_by_name(conn, DEMO_QUEUE))
-        ensure_screening(project)
-        sample_for_rating(project, DEMO_QUEUE, per_bin=DEMO_QUEUE_PER_LANGUAGE, seed=0)

@@ -7,8 +7,8 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
-from conftest import strip_simulated_qc
 from PySide6.QtCore import Qt
+from support import strip_simulated_qc
 
 from spokenbench.app.qc_dashboard import NO_RATINGS, QcDashboardPage
 from spokenbench.core.asr.backends import screening_requirements

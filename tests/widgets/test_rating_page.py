@@ -5,8 +5,8 @@ import csv
 from types import SimpleNamespace
 
 import pytest
-from conftest import strip_simulated_qc
 from PySide6.QtCore import Qt
+from support import strip_simulated_qc
 
 import spokenbench.app.rating_page as rating_page
 from spokenbench.app.rating_page import RatingPage
