@@ -247,7 +247,6 @@ class LauncherView(QWidget):
             header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)  # so progress, errors and spend are always in view
         self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
-        self.runs_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # "simulated:…-sensitive" tells runs apart
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)

@@ -106,7 +106,6 @@ class QueueListView(QWidget):
             cells = [queue["name"], queue["strategy"], str(queue["clips"]), str(rated), percent]
             for column, text in enumerate(cells):
                 self.table.setItem(row, column, QTableWidgetItem(text))
-        self.table.resizeColumnsToContents()
         if queues and not self.table.selectedItems():
             self.table.selectRow(0)
         self.start_button.setEnabled(bool(queues))
