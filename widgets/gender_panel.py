@@ -15,7 +15,6 @@ import math
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QGroupBox,
     QHBoxLayout,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.gender_views import SIGNIFICANCE_NOTE, VERSION_KINDS, GenderView, QuestionVersions, voice_names
+from spokenbench.widgets.tables import row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
 QUESTION_COLUMNS = (
@@ -92,13 +92,8 @@ class NumericItem(QTableWidgetItem):
 
 
 def _table(columns) -> QTableWidget:
-    table = QTableWidget(0, len(columns))
-    table.setHorizontalHeaderLabels(list(columns))
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table = row_table(columns)
     table.setAlternatingRowColors(True)
-    table.verticalHeader().setVisible(False)
     table.setWordWrap(False)
     return table
 

@@ -19,11 +19,12 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
+
+from spokenbench.widgets.tables import row_table
 
 # state → (badge text, badge colour); colours read on light and dark palettes
 STATES = {
@@ -281,12 +282,7 @@ class BatchesView(QGroupBox):
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Batch jobs (provider batches and batch files)", parent)
         self.rows: list[BatchRow] = []
-        self.table = QTableWidget(0, len(BATCH_COLUMNS))
-        self.table.setHorizontalHeaderLabels(BATCH_COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
+        self.table = row_table(BATCH_COLUMNS, QAbstractItemView.SelectionMode.ExtendedSelection)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QButtonGroup,
     QComboBox,
     QFileDialog,
@@ -27,7 +26,6 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -41,6 +39,7 @@ from spokenbench.core.evaluation.launcher import (
     PromptChoice,
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
+from spokenbench.widgets.tables import row_table
 
 GRID_FIELDS = (  # (LaunchForm field, label, the factor whose levels the placeholder lists)
     ("languages", "Languages", "language"),
@@ -235,12 +234,7 @@ class LauncherView(QWidget):
         queue_layout.addLayout(queue_bar)
 
         # -- runs ----------------------------------------------------------------------------------
-        self.runs_table = QTableWidget(0, len(RUN_COLUMNS))
-        self.runs_table.setHorizontalHeaderLabels(RUN_COLUMNS)
-        self.runs_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.runs_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.runs_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.runs_table.verticalHeader().setVisible(False)
+        self.runs_table = row_table(RUN_COLUMNS)
         header = self.runs_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         for column in STRETCHED_RUN_COLUMNS:  # the long texts share the width left (elided, whole in the tooltip),

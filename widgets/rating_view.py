@@ -7,20 +7,19 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFrame,
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress
+from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.waveform import WaveformView
 
 ACTION_LABELS = {
@@ -64,12 +63,7 @@ class QueueListView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.title = QLabel("<h3>Rating queues</h3>")
-        self.table = QTableWidget(0, 5)
-        self.table.setHorizontalHeaderLabels(["Queue", "Strategy", "Clips", "Rated by you", "Progress"])
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().hide()
+        self.table = row_table(["Queue", "Strategy", "Clips", "Rated by you", "Progress"])
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the page's width
         self.table.doubleClicked.connect(lambda _index: self._start_selected())
         self.start_button = QPushButton("Start rating")
