@@ -13,9 +13,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp
+from spokenbench.app.operations import JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
+from spokenbench.core.job_host import job_call
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 from spokenbench.widgets.jobs_panel import BatchesView, BatchRow
@@ -79,10 +80,9 @@ def run_ways(form: LaunchForm) -> dict[str, str | None]:
 
 
 class ProjectThreadOp(Operation):
-    """Work on a thread of its own with a writable connection of its own: `fn(project, progress) -> result`.
-    Core functions that record their own tracked jobs (submit_batches, collect_batches) run in it without a
-    second job row; `job_kinds` names the kinds of the jobs it records, so the jobs panel lists the work once
-    while it runs. A `quiet` operation (the periodic state refresh) is not listed at all."""
+    """Short network work on a thread of its own with a writable connection of its own:
+    `fn(project, progress) -> result` (asking the providers for batch states, cancelling a batch). A `quiet`
+    operation (the periodic state refresh) is not listed in the jobs panel."""
 
     def __init__(
         self,
@@ -90,14 +90,12 @@ class ProjectThreadOp(Operation):
         fn: Callable[[Project, Progress], Any],
         *,
         changes: Iterable[str] = (),
-        job_kinds: Iterable[str] = (),
         quiet: bool = False,
         **kwargs,
     ):
         super().__init__(session.runner, **kwargs)
         self.session = session
         self.changes = frozenset(changes)
-        self.job_kinds = frozenset(job_kinds)
         self.quiet = quiet
         self._fn = fn
 
@@ -281,11 +279,12 @@ class BatchesController(QObject):
             return None
         ids = list(batch_ids) if batch_ids else None
         label = "Collecting batch " + ", ".join(map(str, ids)) if ids else "Collecting the finished batches"
-        operation = ProjectThreadOp(
+        operation = JobOp(
             session,
-            lambda project, progress: batches.collect_batches(project, ids, progress),
+            job_call(batches.collect_batches, ids),  # reading and storing big result files: in a job process
+            kind=batches.JOB_KIND_COLLECT,
+            tracked=False,  # collect_batches records a job per batch it collects
             changes=BATCH_CHANGES,
-            job_kinds={batches.JOB_KIND_COLLECT},
             label=label,
             error_title="Collecting the batch failed",
         )

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QVBoxLayout, QWidget
 
 from spokenbench.app import batch_ops
-from spokenbench.app.batch_ops import BATCH, BATCH_CHANGES, FILE, ProjectThreadOp
+from spokenbench.app.batch_ops import BATCH, BATCH_CHANGES, FILE
 from spokenbench.app.operations import (
     BackgroundOp,
     JobOp,
@@ -30,7 +30,8 @@ from spokenbench.app.operations import (
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.evaluation import batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
-from spokenbench.core.evaluation.runner import RunSummary, run_evaluation
+from spokenbench.core.evaluation.runner import RunSummary, evaluate
+from spokenbench.core.job_host import job_call
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
@@ -43,33 +44,23 @@ ENDED = ("finished", "failed", "cancelled")
 
 
 class EvaluationRunOp(JobOp):
-    """A run as a tracked job: prepares again on its own thread (a preparation is a snapshot), then
-    `run_evaluation`, which records the job itself — holding the run's claim (`run:<id>`), so a second window
-    or process cannot work on the same run at once. Unlike a plain JobOp it does not wrap the work in a second
-    tracked job: one run, one row in the jobs table. `job_id` and `run_id` are filled in by the page when the
-    job appears in the jobs table."""
+    """A run in a job process: `runner.evaluate` prepares again there (a preparation is a snapshot) and runs it.
+    Planning and answering a large run is seconds of Python, which on a thread of the app kept the UI from
+    reacting for up to 0.7 s at a time. `run_evaluation` records the job itself, holding the run's claim
+    (`run:<id>`) so a second window or process cannot work on the same run at once; the operation does not wrap
+    it in a second tracked job (one run, one row), and takes `job_id` and `run_id` from the job it records."""
 
     def __init__(self, session: ProjectSession, settings: RunSettings, **kwargs):
-        super().__init__(session, self._evaluate, kind="evaluate", changes=RUN_CHANGES, **kwargs)
+        super().__init__(
+            session, job_call(evaluate, settings), kind="evaluate", changes=RUN_CHANGES, tracked=False, **kwargs
+        )
         self.settings = settings
         self.run_id: int | None = settings.run_id
-        self.prepared: EvaluationPreparation | None = None  # set on the worker thread once prepared
 
-    def _evaluate(self, project: Project, progress: Progress) -> RunSummary:
-        prepared = prepare_evaluation(project, self.settings)
-        self.prepared = prepared
-        return run_evaluation(project, prepared, progress)
-
-    @property
-    def job_label_prefix(self) -> str | None:
-        """The start of the label run_evaluation gives its job ('MODEL MODE PROMPT (run ')."""
-        prepared = self.prepared
-        if prepared is None:
-            return None
-        return f"{prepared.model_name} {prepared.settings.mode} {prepared.settings.prompt} (run "
-
-    def _start(self) -> None:
-        self._run_with_own_connection(self._fn, self.changes, f"job: {self.label}")
+    def _job_recorded(self, job_id: int, claim: str | None) -> None:
+        super()._job_recorded(job_id, claim)
+        if self.job_id == job_id and claim and claim.startswith("run:"):
+            self.run_id = int(claim.removeprefix("run:"))
 
 
 def prepare_checked(project: Project, settings: RunSettings) -> EvaluationPreparation:
@@ -189,7 +180,6 @@ class EvaluatePage(QWidget):
 
     def _jobs_listed(self, jobs: list[JobInfo]) -> None:
         self.jobs = jobs
-        self._match_own_job()
         self._show_runs()
 
     # -- the form and the plan ---------------------------------------------------------------------
@@ -367,15 +357,12 @@ class EvaluatePage(QWidget):
             return None
         description = launcher.describe_settings(settings)
 
-        def submit(project: Project, progress: Progress) -> batches.BatchSubmission:
-            prepared = prepare_evaluation(project, settings)
-            return batches.submit_batches(project, prepared, provider, progress)
-
-        operation = ProjectThreadOp(
+        operation = JobOp(
             self.session,
-            submit,
+            job_call(batches.submit_batches_for_settings, settings, provider),
+            kind=batches.JOB_KIND_SUBMIT,
+            tracked=False,  # submit_batches records its own job
             changes=BATCH_CHANGES,
-            job_kinds={batches.JOB_KIND_SUBMIT},
             label=f"Submitting {provider} batch jobs: {description}",
             parent=self,
             error_title="The batch was not submitted",
@@ -405,14 +392,9 @@ class EvaluatePage(QWidget):
         if self.session is None or self.session.closed:
             return None
         description = launcher.describe_settings(settings)
-
-        def export(project: Project, progress: Progress) -> tuple[batches.BatchFileSummary, str]:
-            prepared = prepare_evaluation(project, settings)
-            return batches.write_batch_file(project, prepared, path, progress), prepared.model_name
-
         operation = JobOp(
             self.session,
-            export,
+            job_call(batches.write_batch_file_for_settings, settings, path),
             kind="batch-file",
             changes=BATCH_CHANGES,
             label=f"Exporting a batch file: {description}",
@@ -450,7 +432,7 @@ class EvaluatePage(QWidget):
             return None
         operation = JobOp(
             self.session,
-            lambda project, progress: batches.import_results(project, path, progress),
+            job_call(batches.import_results, path),
             kind="import-results",
             changes=BATCH_CHANGES,
             label=f"Importing batch results from {os.path.basename(path)}",
@@ -497,24 +479,6 @@ class EvaluatePage(QWidget):
         return box
 
     # -- the runs ----------------------------------------------------------------------------------
-
-    def _match_own_job(self) -> None:
-        """The job row of this page's running operation: by its run's claim, or for a new run by the label
-        run_evaluation gives its job in this process."""
-        operation = self.current
-        if operation is None or operation.job_id is not None:
-            return
-        for job in self.jobs:
-            if job.kind != "evaluate" or not job.is_live or job.pid != os.getpid() or job.host != HOST:
-                continue
-            if operation.run_id is not None:
-                if job.claim == run_claim(operation.run_id):
-                    operation.job_id = job.id
-                    return
-            elif (prefix := operation.job_label_prefix) and job.label.startswith(prefix) and job.claim:
-                operation.job_id = job.id
-                operation.run_id = int(job.claim.removeprefix("run:"))
-                return
 
     def live_job(self, run_id: int) -> JobInfo | None:
         claim = run_claim(run_id)

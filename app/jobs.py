@@ -151,15 +151,6 @@ def job_row(job: JobInfo, resuming: bool = False) -> JobRow:
     return JobRow(**row, state=job.status)
 
 
-def _own_untracked_jobs(jobs: list[JobInfo], operations: list[Operation]) -> set[int]:
-    """Live jobs of this process recorded by the core functions of running operations that declare their kinds
-    (`job_kinds`: a batch submit or collect records its own job): listed once, as the operation."""
-    kinds = set().union(*(getattr(op, "job_kinds", ()) for op in operations))
-    if not kinds:
-        return set()
-    return {job.id for job in jobs if job.is_live and job.kind in kinds and job.pid == os.getpid() and job.host == HOST}
-
-
 class JobsController(QObject):
     """Keeps a `JobsPanel` up to date and carries out its Cancel and Resume requests."""
 
@@ -200,8 +191,7 @@ class JobsController(QObject):
         operations = [op for op in self.runner.running if op.is_running and not getattr(op, "quiet", False)]
         rows = [operation_row(op) for op in operations]
         if self.session is not None and not self.session.closed:
-            own = {op.job_id for op in operations if op.job_id is not None}
-            own |= _own_untracked_jobs(self.session.jobs, operations)
+            own = set().union(*(getattr(op, "recorded_job_ids", ()) for op in operations))
             now = _dt.datetime.now(_dt.UTC).timestamp()
             for job in jobs_to_show(self.session.jobs, own, now):
                 started = self._resuming.get(job.id)

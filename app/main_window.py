@@ -37,6 +37,7 @@ from spokenbench.core.demo import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.job_host import job_call
 from spokenbench.core.progress import Progress
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
@@ -519,12 +520,12 @@ class MainWindow(QMainWindow):
             self.import_items([Path(f) for f in files], format_name)
 
     def import_items(self, files: list[Path], format_name: str, options: ImportOptions | None = None) -> Operation:
-        """Import on a job thread; the items view refreshes itself once the items are in."""
+        """Import in a job process; the items view refreshes itself once the items are in."""
         names = ", ".join(f.name for f in files)
         self.jobs_dock.show()
         return JobOp(
             self.session,
-            lambda project, progress: import_files(project, files, format_name, options, progress=progress),
+            job_call(import_files, files, format_name, options),
             kind="import",
             changes={"items"},
             label=f"Importing {names}",

@@ -27,6 +27,7 @@ from spokenbench.core.asr.screening import ensure_screening, screening_needs_upd
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.job_host import job_call
 from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
 from spokenbench.core.qc.rating_session import (
     ASK_NOTE,
@@ -307,7 +308,7 @@ class RatingPage(QWidget):
         return (
             JobOp(
                 self.session,
-                lambda project, progress: ensure_screening(project),
+                job_call(ensure_screening),  # WER over every transcript: CPU-bound, so in a job process
                 kind="screen",
                 changes={"clip_screening"},
                 label="Updating the WER screening",

@@ -52,3 +52,7 @@ class InputError(SpokenBenchError):
         if hidden > 0:
             listed.append(f"... and {hidden} more problem(s)")
         super().__init__("\n".join(listed))
+
+    def __reduce__(self):
+        """Pickled as its problems (a job process sends it to the app), not as its joined message."""
+        return (type(self), (self.problems,))

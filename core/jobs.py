@@ -236,7 +236,7 @@ class JobProgress(Progress):
     cancelling it (or a cancel request in the table) cancels the caller's progress too."""
 
     def __init__(self, inner: Progress, state: _JobState, job_id: int, db_path: Path):
-        super().__init__(self._forward, inner._cancel_event)
+        super().__init__(self._forward, inner._cancel_event, inner._on_job_recorded)
         self.inner, self.state, self.job_id, self.db_path = inner, state, job_id, db_path
 
     def _forward(self, done: int, total: int | None, message: str) -> None:
@@ -310,6 +310,7 @@ def tracked_job(
     heartbeat.start()
     status, reason = "finished", None
     try:
+        inner.job_recorded(job_id, claim)
         yield job_progress
         if state.outcome is not None:
             status, reason = state.outcome

@@ -17,9 +17,21 @@ ProgressCallback = Callable[[int, int | None, str], None]
 class Progress:
     """Reports (done, total, message) and carries a cancel flag that any thread may set."""
 
-    def __init__(self, callback: ProgressCallback | None = None, cancel_event: threading.Event | None = None):
+    def __init__(
+        self,
+        callback: ProgressCallback | None = None,
+        cancel_event: threading.Event | None = None,
+        on_job_recorded: Callable[[int, str | None], None] | None = None,
+    ):
         self._callback = callback
         self._cancel_event = cancel_event or threading.Event()
+        self._on_job_recorded = on_job_recorded
+
+    def job_recorded(self, job_id: int, claim: str | None) -> None:
+        """Called by `core.jobs.tracked_job` once the work's job row exists: a job process tells the app which
+        job (and which run's claim) the work it was handed recorded itself."""
+        if self._on_job_recorded is not None:
+            self._on_job_recorded(job_id, claim)
 
     def report(self, done: int, total: int | None = None, message: str = "") -> None:
         if self._callback is not None:
@@ -27,7 +39,7 @@ class Progress:
 
     def sub_task(self, callback: ProgressCallback | None = None) -> Progress:
         """A progress for one step of a larger job: its own reports (or none), the same cancel flag."""
-        return Progress(callback, self._cancel_event)
+        return Progress(callback, self._cancel_event, self._on_job_recorded)
 
     def cancel(self) -> None:
         self._cancel_event.set()

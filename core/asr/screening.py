@@ -281,7 +281,9 @@ def screening_needs_update(conn, settings: ScreeningSettings | None = None) -> b
     return not screening_is_current(conn, settings)
 
 
-def ensure_screening(project: Project, settings: ScreeningSettings | None = None) -> int:
+def ensure_screening(
+    project: Project, settings: ScreeningSettings | None = None, progress: Progress | None = None
+) -> int:
     """Recompute the stored screening when transcripts or settings changed since it was made. Returns the
     number of screened clips."""
     settings = settings or stored_screening_settings(project.conn) or ScreeningSettings()
@@ -292,7 +294,7 @@ def ensure_screening(project: Project, settings: ScreeningSettings | None = None
                 delete_meta(conn, META_KEY)
         return 0
     if not screening_is_current(project.conn, settings):
-        screen_project(project, settings)
+        screen_project(project, settings, progress)
     return store.screened_clip_count(project.conn)
 
 

@@ -54,7 +54,14 @@ from spokenbench.core.evaluation.adapters import (
 )
 from spokenbench.core.evaluation.budget import reply_cost
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
-from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, run_claim
+from spokenbench.core.evaluation.preparation import (
+    EvaluationPreparation,
+    Job,
+    RequestBuilder,
+    RunSettings,
+    prepare_evaluation,
+    run_claim,
+)
 from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.runner import create_prepared_run
 from spokenbench.core.jobs import tracked_job
@@ -513,6 +520,14 @@ def _explain(error: BaseException, secrets: Iterable[str] = ()) -> str:
 
 # --------------------------------------------------------------------------------------------------
 # Submitting
+
+
+def submit_batches_for_settings(
+    project: Project, settings: RunSettings, provider: str, progress: Progress | None = None
+) -> BatchSubmission:
+    """Plan the run from its settings and submit it: what the app's Submit does, as one picklable call for a job
+    process (a preparation is a snapshot, so it is made where it is used)."""
+    return submit_batches(project, prepare_evaluation(project, settings), provider, progress)
 
 
 def submit_batches(
@@ -1109,6 +1124,15 @@ def _commit_results(project: Project, row, results: dict[str, _Result], summary:
 
 WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and written per step (one commit each:
 # their rows go into an index keyed by random hashes, and a commit writes every index page it touched)
+
+
+def write_batch_file_for_settings(
+    project: Project, settings: RunSettings, path: str | os.PathLike, progress: Progress | None = None
+) -> tuple[BatchFileSummary, str]:
+    """Plan the run from its settings and write its batch file: what the app's export does, as one picklable
+    call for a job process. Returns the summary and the planned model's name."""
+    prepared = prepare_evaluation(project, settings)
+    return write_batch_file(project, prepared, path, progress), prepared.model_name
 
 
 def write_batch_file(

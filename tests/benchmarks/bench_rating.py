@@ -4,10 +4,11 @@
    waveform computed on the read pool → drawn and its playback requested. Median / max over 30 ratings.
 2. The UI event loop while a background job runs: a 5 ms QTimer probe measures the gaps between its ticks
    while a JobOp imports `--items` items and the rater keeps rating; prints the largest gap and the 99th
-   percentile, for each of `--job-repeats` imports (en, zh, ko: each new to the project), and their median.
+   percentile, for each of `--job-repeats` imports (en, zh, ko: each new to the project) and `--evaluations`
+   simulated evaluation runs of the demo, and their median.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_rating.py [--ratings 30] [--items 20000]
-        [--job-repeats 3] [--idle-during-job] [--not-as-the-app]
+        [--job-repeats 3] [--evaluations 0] [--idle-during-job] [--not-as-the-app]
 """
 
 import argparse
@@ -27,12 +28,15 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support import gmmlu_rows, write_csv
 
+from spokenbench.app.evaluate_page import EvaluationRunOp
 from spokenbench.app.main import keep_the_ui_responsive
 from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.demo import build_demo
+from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.importers import import_files
+from spokenbench.core.job_host import job_call
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.store import opened
 
@@ -79,7 +83,14 @@ def ms(seconds: float) -> str:
     return f"{1000 * seconds:6.1f} ms"
 
 
-def main(ratings: int, items: int, rate_during_job: bool = True, as_the_app: bool = True, job_repeats: int = 3) -> None:
+def main(
+    ratings: int,
+    items: int,
+    rate_during_job: bool = True,
+    as_the_app: bool = True,
+    job_repeats: int = 3,
+    evaluations: int = 0,
+) -> None:
     app = QApplication.instance() or QApplication([])
     if as_the_app:  # what spokenbench-studio does at start (app/main.py)
         collect_garbage_at_safe_points(app)
@@ -108,8 +119,13 @@ def main(ratings: int, items: int, rate_during_job: bool = True, as_the_app: boo
     largest: list[float] = []
     for language in JOB_LANGUAGES[:job_repeats]:
         largest.append(probe_one_import(page, session, folder, language, items, rate_during_job))
+    for listener in SIMULATED_LISTENERS[:evaluations]:
+        job = EvaluationRunOp(session, RunSettings(model=listener, concurrency=4), label=f"Evaluating {listener}")
+        largest.append(
+            probe_one_job(page, job, f"a simulated evaluation ({listener}, EvaluationRunOp)", rate_during_job)
+        )
     if len(largest) > 1:
-        print(f"largest UI-loop gap over {len(largest)} imports: median {ms(statistics.median(largest))}, "
+        print(f"largest UI-loop gap over {len(largest)} jobs: median {ms(statistics.median(largest))}, "
               f"max {ms(max(largest))} (target <= 50 ms)")  # fmt: skip
     page.set_session(None)
     session.close()
@@ -119,18 +135,25 @@ def main(ratings: int, items: int, rate_during_job: bool = True, as_the_app: boo
 JOB_LANGUAGES = ("en", "zh", "ko")  # one file per repeat: a language's items are new to the project each time
 
 
+SIMULATED_LISTENERS = ("simulated:steady", "simulated:order-sensitive", "simulated:accent-sensitive")
+
+
 def probe_one_import(page: RatingPage, session, folder: Path, language: str, items: int, rate_during_job: bool):
-    """Import `items` items as a JobOp while the probe ticks (and the rater rates); print and return the largest
-    gap between the probe's ticks."""
+    """Import `items` items as the app does — a JobOp in a job process — while the probe ticks (and the rater
+    rates); print and return the largest gap between the probe's ticks."""
     table = write_csv(folder / f"{language}.csv", gmmlu_rows(items))
-    probe = GapProbe()
     job = JobOp(
         session,
-        lambda project, progress: import_files(project, [table], "gmmlu-lite", progress=progress),
+        job_call(import_files, [table], "gmmlu-lite"),
         kind="import",
         changes={"items"},
         label=f"Importing {items} items",
     )
+    return probe_one_job(page, job, f"a background import of {items:,} {language} items (JobOp)", rate_during_job)
+
+
+def probe_one_job(page: RatingPage, job, description: str, rate_during_job: bool) -> float:
+    probe = GapProbe()
     ended: list[float] = []
     job.finished.connect(lambda: ended.append(time.perf_counter()))
     started = time.perf_counter()
@@ -144,10 +167,9 @@ def probe_one_import(page: RatingPage, session, folder: Path, language: str, ite
         during.append(rate_once(QApplication.instance(), page)[0])
     probe.timer.stop()
     if job.status != "succeeded":
-        raise SystemExit(f"the import did not succeed: {job.status} {job.error}")
+        raise SystemExit(f"{description} did not succeed: {job.status} {job.error}")
     gaps = sorted(probe.gaps)
-    print(f"UI event loop during a background import of {items:,} {language} items ({ended[0] - started:.1f} s, "
-          f"JobOp), load {os.getloadavg()[0]:.1f}:")  # fmt: skip
+    print(f"UI event loop during {description} ({ended[0] - started:.1f} s), load {os.getloadavg()[0]:.1f}:")
     print(f"  timer probe (5 ms): {len(gaps)} ticks, max gap {ms(gaps[-1])}, "
           f"99th percentile {ms(gaps[int(0.99 * (len(gaps) - 1))])}, median {ms(statistics.median(gaps))}")  # fmt: skip
     if during:
@@ -160,6 +182,13 @@ if __name__ == "__main__":
     parser.add_argument("--ratings", type=int, default=30)
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--job-repeats", type=int, choices=(1, 2, 3), default=3, help="imports probed, one a language")
+    parser.add_argument(
+        "--evaluations",
+        type=int,
+        choices=(0, 1, 2, 3),
+        default=0,
+        help="also probe this many simulated evaluation runs of the demo (on a thread: they mostly wait)",
+    )
     parser.add_argument("--idle-during-job", action="store_true", help="probe the loop without rating meanwhile")
     parser.add_argument(
         "--not-as-the-app",
@@ -168,4 +197,6 @@ if __name__ == "__main__":
         "interval), for comparison",
     )
     args = parser.parse_args()
-    main(args.ratings, args.items, not args.idle_during_job, not args.not_as_the_app, args.job_repeats)
+    main(
+        args.ratings, args.items, not args.idle_during_job, not args.not_as_the_app, args.job_repeats, args.evaluations
+    )

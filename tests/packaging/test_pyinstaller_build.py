@@ -1,6 +1,6 @@
 """The packaged desktop app (issue 15 item 5): packaging/spokenbench-studio.spec builds a one-folder app that
 opens the demo and renders every screen (`--demo --smoke`) offscreen, with the espeak-ng data and the demo's
-data inside. Slow (a build takes minutes): run it with
+data inside, and runs the app's job processes (`--job-host`). Slow (a build takes minutes): run it with
 
     pip install -e ".[packaging]"
     QT_QPA_PLATFORM=offscreen python -m pytest -m slow tests/packaging/test_pyinstaller_build.py
@@ -8,11 +8,17 @@ data inside. Slow (a build takes minutes): run it with
 It is skipped, with the reason, when PyInstaller is not installed."""
 
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import gmmlu_rows, write_csv
+
+from spokenbench.core import job_host
+from spokenbench.core.importers import import_files
+from spokenbench.core.job_host import job_call
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "packaging" / "spokenbench-studio.spec"
@@ -46,3 +52,21 @@ def test_pyinstaller_build_runs_the_demo_smoke_check(tmp_path):
     )
     assert smoke.returncode == 0, (smoke.stdout[-2000:], smoke.stderr[-4000:])
     assert (data_dir / "demo-project").is_dir()  # built by the packaged app, offline, with espeak-ng
+
+    # The app's job processes: the bundle is its own job host (`--job-host`); an import into the demo project.
+    table = write_csv(tmp_path / "en.csv", gmmlu_rows(20))
+    request = job_host.encode_request(
+        data_dir / "demo-project", job_call(import_files, [table], "gmmlu-lite"), kind="import", label="en", claim=None
+    )
+    host = subprocess.Popen(
+        [executable, "--job-host"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    )
+    host.stdin.write(request)
+    host.stdin.flush()  # and kept open: its end would ask the job to cancel
+    frames = [pickle.load(host.stdout)]
+    while frames[-1][0] in ("job", "progress"):
+        frames.append(pickle.load(host.stdout))
+    host.stdin.close()
+    assert host.wait(60) == 0
+    assert frames[0][0] == "job" and frames[-1][0] == "ok", frames[-1]
+    assert frames[-1][1][0].imported == 20

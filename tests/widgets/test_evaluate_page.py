@@ -1,10 +1,10 @@
 """The Evaluate page on a small project (40 English items, no audio: the simulated listener's grid): a retired
 preset is offered disabled with its date; the plan is shown before Start; a launched simulated run shows
 progress, is cancelled through the jobs table, is resumed as the same run and completes with no request
-answered twice; runs queue one after another; a run started from core outside the page appears in its list;
+answered twice (against a paced loopback stub: runs go to a job process); runs queue one after another; a run started from core outside the page appears in its list;
 Test connection against a loopback stub succeeds and a 401 fails with a clear message."""
 
-import asyncio
+import os
 import threading
 
 import pytest
@@ -15,14 +15,13 @@ from spokenbench.core.evaluation import launcher
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
 from spokenbench.core.evaluation.prompts import PROMPTS
 from spokenbench.core.evaluation.runner import evaluate
-from spokenbench.core.evaluation.simulated import SimulatedAdapter
 from spokenbench.core.items import Item, Option
 from spokenbench.core.jobs import list_jobs
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import insert_items
 
 ITEMS = 40  # × 3 accents × 2 voices = 240 requests for a simulated audio run
-PAUSE_S = 0.01  # the simulated listener's answer time here, so a run lasts long enough to be cancelled
+PAUSE_S = 0.05  # the stub endpoint's answer time here, so a run lasts long enough to be cancelled
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +51,30 @@ def project_copy(small_project, tmp_path):
     return shutil.copytree(small_project, tmp_path / "proj")
 
 
-@pytest.fixture
-def answers(monkeypatch):
-    """Every (run, item, condition) the simulated listener is asked, paced at PAUSE_S per answer."""
-    asked: list[tuple] = []
-    real_generate = SimulatedAdapter.generate
+def chat_answer(letter: str) -> dict:
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": f"Answer: [[{letter}]]"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
 
-    async def generate(self, request):
-        await asyncio.sleep(PAUSE_S)
-        question = request.context["question"]
-        asked.append((question.question_id, question.condition_key))
-        return await real_generate(self, request)
 
-    monkeypatch.setattr(SimulatedAdapter, "generate", generate)
-    return asked
+def use_paced_stub(view, server) -> None:
+    """The form set to an OpenAI-compatible endpoint on the loopback stub, text mode, one request at a time; the
+    stub answers after PAUSE_S, so a run lasts long enough to be watched and cancelled. (The run goes to a job
+    process: only a real endpoint can pace it from here.)"""
+    server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=PAUSE_S))
+    view.select_model(CUSTOM)
+    view.custom_url.setText(server.url + "/v1")
+    view.custom_model.setText("m")
+    view.custom_key.setText("")
+    view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+    view.concurrency_box.setValue(1)
 
 
 @pytest.fixture
@@ -132,59 +141,71 @@ def test_the_plan_is_shown_before_start_and_an_edit_asks_for_it_again(page, qtbo
 
 
 @pytest.mark.slow
-def test_a_simulated_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbot, project_copy, answers):
+def test_a_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbot, project_copy):
     view = page.view
-    prepared = prepare(page, qtbot)
-    total = prepared.request_count
-    assert total == ITEMS * 6
-    view.start_button.click()
-    run = page.current
-    assert run is not None and view.start_button.text() == "Add to queue"
-    qtbot.waitUntil(lambda: run.job_id is not None and run.run_id is not None, timeout=5_000)
-    run_id = run.run_id
-    qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.live and line.done >= 10, timeout=5_000)
-    line = view.line(run_id)
-    assert line.status == "running" and line.progress.startswith(f"{line.done}/{total}") and "/s" in line.progress
-    assert "simulated" in line.model and line.mode == "simulated (audio)"
-    with opened(project_copy) as project:  # one job row for the run, holding its claim
-        rows = [job for job in list_jobs(project.conn) if job.kind == "evaluate"]
-    assert [(job.id, job.claim) for job in rows] == [(run.job_id, f"run:{run_id}")]
+    with StubServer() as server:
+        use_paced_stub(view, server)
+        prepared = prepare(page, qtbot, model=CUSTOM)
+        total = prepared.request_count
+        assert total == ITEMS
+        view.start_button.click()
+        run = page.current
+        assert run is not None and view.start_button.text() == "Add to queue"
+        qtbot.waitUntil(lambda: run.job_id is not None and run.run_id is not None, timeout=10_000)
+        run_id = run.run_id
+        qtbot.waitUntil(
+            lambda: (line := view.line(run_id)) is not None and line.live and line.done >= 5, timeout=10_000
+        )
+        line = view.line(run_id)
+        assert line.status == "running" and line.progress.startswith(f"{line.done}/{total}") and "/s" in line.progress
+        assert line.model == "vllm:m"
+        with opened(project_copy) as project:  # one job row for the run, holding its claim, in a job process
+            rows = [job for job in list_jobs(project.conn) if job.kind == "evaluate"]
+        assert [(job.id, job.claim) for job in rows] == [(run.job_id, f"run:{run_id}")]
+        assert rows[0].pid != os.getpid()
 
-    view.select_run(run_id)
-    assert view.cancel_button.isEnabled()
-    view.cancel_button.click()  # request_cancel through the writer; the job's heartbeat sees it
-    qtbot.waitUntil(lambda: page.current is None, timeout=5_000)
-    assert run.status == "cancelled"
-    qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.status == "cancelled", timeout=5_000)
-    stored = responses(project_copy, run_id)
-    assert 0 < stored < total
-    assert view.resume_button.isEnabled() and not view.cancel_button.isEnabled()
+        view.select_run(run_id)
+        assert view.cancel_button.isEnabled()
+        view.cancel_button.click()  # request_cancel through the writer; the job's heartbeat sees it
+        qtbot.waitUntil(lambda: page.current is None, timeout=10_000)
+        assert run.status == "cancelled"
+        qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.status == "cancelled", timeout=5_000)
+        stored = responses(project_copy, run_id)
+        assert 0 < stored < total
+        assert view.resume_button.isEnabled() and not view.cancel_button.isEnabled()
 
-    view.resume_button.click()
-    qtbot.waitUntil(lambda: page.current is not None or page.finished_ops[-1] is not run, timeout=5_000)
-    qtbot.waitUntil(lambda: page.current is None, timeout=15_000)
-    resumed = page.finished_ops[-1]
-    assert resumed is not run and resumed.status == "succeeded", resumed.error
-    assert resumed.result.run_id == run_id and resumed.result.status == "finished"
-    assert responses(project_copy, run_id) == total == responses(project_copy)
-    assert len(answers) == len(set(answers)) == total, "no (item, condition) was asked twice"
+        view.resume_button.click()
+        qtbot.waitUntil(lambda: page.current is not None or page.finished_ops[-1] is not run, timeout=5_000)
+        qtbot.waitUntil(lambda: page.current is None, timeout=20_000)
+        resumed = page.finished_ops[-1]
+        assert resumed is not run and resumed.status == "succeeded", resumed.error
+        assert resumed.result.run_id == run_id and resumed.result.status == "finished"
+        assert responses(project_copy, run_id) == total == responses(project_copy)
+        asked = [request.body for request in server.requests_to("/chat/completions")]
+        # Nothing answered is asked again; a cancel stops at once (core's contract: within a second, even with
+        # requests hanging), so the one request in flight then (concurrency 1) may be the only one asked twice.
+        assert len(set(asked)) == total and len(asked) <= total + 1
     qtbot.waitUntil(lambda: view.line(run_id).status == "finished", timeout=5_000)
     assert view.line(run_id).done == total and not view.resume_button.isEnabled()
 
 
 @pytest.mark.slow
-def test_runs_queue_one_after_another(page, qtbot, project_copy, answers):
+def test_runs_queue_one_after_another(page, qtbot, project_copy):
     view = page.view
-    prepare(page, qtbot, accents="indian", limit="10")
-    view.start_button.click()
-    first = page.current
-    prepare(page, qtbot, model="simulated:order-sensitive", accents="british", limit="10")
-    view.start_button.click()
-    assert page.current is first and len(page.queue) == 1 and view.queue_list.count() == 1
-    assert "1 queued" in view.queue_status.text()
-    qtbot.waitUntil(lambda: page.current is not None and page.current is not first, timeout=10_000)
-    assert first.status == "succeeded" and view.queue_list.count() == 0
-    qtbot.waitUntil(lambda: page.current is None, timeout=10_000)
+    with StubServer() as server:
+        use_paced_stub(view, server)
+        prepare(page, qtbot, model=CUSTOM, limit="10")
+        view.start_button.click()
+        first = page.current
+        view.mode_box.setCurrentIndex(view.mode_box.findData("audio"))
+        prepare(page, qtbot, model="simulated:order-sensitive", accents="british", limit="10")
+        view.start_button.click()
+        assert page.current is first and len(page.queue) == 1 and view.queue_list.count() == 1
+        assert "1 queued" in view.queue_status.text()
+        qtbot.waitUntil(lambda: page.current is not None and page.current is not first, timeout=15_000)
+        assert first.status == "succeeded" and view.queue_list.count() == 0
+        assert len(server.requests_to("/chat/completions")) == 10
+    qtbot.waitUntil(lambda: page.current is None, timeout=15_000)
     second = page.finished_ops[-1]
     assert second.result.model == "simulated:order-sensitive" and second.result.answered == 20
     qtbot.waitUntil(lambda: [line.status for line in view.lines] == ["finished", "finished"], timeout=5_000)

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -7,6 +8,7 @@ from PySide6.QtWidgets import QMessageBox
 from support import gmmlu_rows, write_csv
 
 from spokenbench.app.main_window import MainWindow
+from spokenbench.core import jobs
 from spokenbench.core.importers import import_files
 
 
@@ -143,7 +145,7 @@ def test_a_refresh_keeps_the_users_filter_and_selection(window, qtbot, project, 
 
 
 @pytest.mark.slow
-def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window, qtbot, project, tmp_path):
+def test_importing_from_the_window_runs_as_a_job_process_and_refreshes_the_items(window, qtbot, project, tmp_path):
     with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
         pass
     table = write_csv(tmp_path / "en.csv", gmmlu_rows(1_500))
@@ -151,6 +153,7 @@ def test_importing_from_the_window_runs_as_a_job_and_refreshes_the_items(window,
     with qtbot.waitSignal(operation.finished, timeout=20_000):
         pass
     assert operation.status == "succeeded" and operation.result[0].imported == 1_500
+    assert jobs.get_job(project.conn, operation.job_id).pid != os.getpid()  # in a job process, off the UI's GIL
     qtbot.waitUntil(lambda: window.items_panel.model.total_count() == 1_500, timeout=3_000)
     assert window.jobs_dock.isVisible()
 

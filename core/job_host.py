@@ -1,0 +1,214 @@
+"""Long jobs in a process of their own: the app's `JobOp` given a `JobCall` runs it here, not on a thread.
+
+Why: a job that runs Python for seconds (an import of 20,000 items, a results file, WER screening) holds the
+GIL for most of that time, and so does the garbage it makes for the UI thread's collector; on a thread of the
+app's process it kept the UI's event loop from reacting for 50–140 ms at a time. In a process of its own it
+shares nothing with the UI but the project, which it already shares safely with CLI runs and scripts: it is a
+tracked job like any other (its row in the jobs table carries this process's pid, so a killed job is seen as
+stale and its claim released).
+
+A request is `tracked` (the child records the job, as a JobOp on a thread does) or not (the call records its
+own, as `run_evaluation` does with its run's claim).
+
+The protocol, over the child's standard streams (pickle frames; both ends are this package):
+- parent → child, stdin: one request dict, length-prefixed (project path, kind, label, claim, the `JobCall`); after it,
+  any byte — or the end of stdin, when the parent closes it or dies — asks the job to cancel at its next safe
+  point, exactly as a cancel from the Jobs panel or another process does.
+- child → parent, stdout: ("job", id, claim) for each job recorded (the first is the work's own), ("progress", done, total, message) at most
+  `PROGRESS_INTERVAL_S` apart, then one outcome: ("ok", result), ("cancelled",) or ("error", exception).
+  The child's own prints and warnings go to stderr, so nothing but frames ever reaches the parent's reader.
+
+    python -m spokenbench.core.job_host      (the frozen app: spokenbench-studio --job-host)
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.progress import Progress
+
+PROGRESS_INTERVAL_S = 0.05  # the parent's bar needs no more; every frame costs both processes a wakeup
+CANCEL_BYTE = b"c"
+
+
+@dataclass(frozen=True)
+class JobCall:
+    """`function(project, *args, progress=progress, **kwargs)`, picklable: a module-level function and plain
+    arguments (paths, strings, settings dataclasses), so it can be sent to a job process."""
+
+    function: Callable[..., Any]
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, project, progress: Progress) -> Any:
+        return self.function(project, *self.args, progress=progress, **self.kwargs)
+
+    @property
+    def name(self) -> str:
+        return f"{self.function.__module__}.{self.function.__qualname__}"
+
+
+def job_call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> JobCall:
+    return JobCall(function, args, kwargs)
+
+
+class JobProcessError(Exception):
+    """A bug in a job process, carried to the app with the child's traceback (the exception itself could not
+    be sent, or is not one of ours)."""
+
+    def __init__(self, type_name: str, message: str, child_traceback: str):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name, self.message, self.child_traceback = type_name, message, child_traceback
+
+    def __reduce__(self):
+        return (type(self), (self.type_name, self.message, self.child_traceback))
+
+    def __str__(self) -> str:
+        return f"{self.type_name}: {self.message}\n\nIn the job process:\n{self.child_traceback}"
+
+
+def job_host_command() -> list[str]:
+    """The command that starts a job process: this interpreter, or the frozen app in its job-host mode."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--job-host"]
+    return [sys.executable, "-m", "spokenbench.core.job_host"]
+
+
+def encode_request(
+    project_path: str | Path, call: JobCall, *, kind: str, label: str, claim: str | None, tracked: bool = True
+) -> bytes:
+    """The request frame; pickling happens in the caller, so an unpicklable call fails there, at once."""
+    if not isinstance(call, JobCall):
+        raise TypeError(f"a job process runs a JobCall, not {type(call).__name__}")
+    request = {"project": str(project_path), "kind": kind, "label": label, "claim": claim, "tracked": tracked}
+    data = pickle.dumps({**request, "call": call}, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(8, "big") + data
+
+
+def portable_error(error: BaseException) -> BaseException:
+    """An exception the parent can unpickle and show as the same message: ours as they are when they survive
+    the round trip, anything else as a JobProcessError with the child's traceback."""
+    if isinstance(error, SpokenBenchError):
+        try:
+            copy = pickle.loads(pickle.dumps(error))
+            if type(copy) is type(error) and str(copy) == str(error):
+                return error
+        except Exception:  # noqa: BLE001 - falls back to the plain message below
+            pass
+        return SpokenBenchError(str(error))
+    return JobProcessError(type(error).__name__, str(error), "".join(traceback.format_exception(error)))
+
+
+class _Frames:
+    """Writes frames to the parent; progress is thinned to one frame per PROGRESS_INTERVAL_S (the last report
+    of a finished count always goes)."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.last_progress_at = 0.0
+
+    def send(self, frame: tuple) -> None:
+        data = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
+        with self.lock:
+            self.stream.write(data)
+            self.stream.flush()
+
+    def progress(self, done: int, total: int | None, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last_progress_at < PROGRESS_INTERVAL_S and (total is None or done < total):
+            return
+        self.last_progress_at = now
+        self.send(("progress", done, total, message))
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, size)
+        if not chunk:
+            raise EOFError("the parent closed the pipe before the request was whole")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_request(fd: int) -> dict:
+    """Unbuffered reads of exactly the request (a length, then the pickle), so the byte after it is left for
+    the cancel watch — and no Python-level lock is held by a thread blocked on stdin when the process exits."""
+    return pickle.loads(_read_exactly(fd, int.from_bytes(_read_exactly(fd, 8), "big")))
+
+
+def _watch_for_cancel(fd: int, cancel: threading.Event) -> None:
+    try:
+        os.read(fd, 1)  # a byte, or the end of stdin (the parent closed it, or died)
+    except OSError:
+        pass
+    cancel.set()
+
+
+def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
+    """Run one job from the request on `stdin`; always ends with an outcome frame unless the pipe is gone."""
+    from spokenbench.core.jobs import tracked_job
+    from spokenbench.core.store import Project, database
+    from spokenbench.core.store.project import DATABASE_NAME
+
+    request = read_request(stdin_fd)
+    frames = _Frames(frames_out)
+    cancel = threading.Event()
+    threading.Thread(target=_watch_for_cancel, args=(stdin_fd, cancel), name="cancel watch", daemon=True).start()
+    progress = Progress(frames.progress, cancel, lambda job_id, claim: frames.send(("job", job_id, claim)))
+    path = Path(request["project"])
+
+    def run(job_progress: Progress) -> Any:
+        project = Project(path, database.connect(path / DATABASE_NAME))
+        try:
+            return request["call"](project, job_progress)
+        finally:
+            project.close()
+
+    try:
+        progress.check_cancelled()
+        if request["tracked"]:
+            with tracked_job(path, request["kind"], request["label"], progress, claim=request["claim"]) as tracked:
+                result = run(tracked)
+        else:  # the call records its own job (run_evaluation holds its run's claim): one row, not two
+            result = run(progress)
+    except Cancelled:
+        frames.send(("cancelled",))
+    except BaseException as error:  # noqa: BLE001 - every failure is the parent's to show
+        frames.send(("error", portable_error(error)))
+    else:
+        try:
+            frames.send(("ok", result))
+        except Exception as error:  # noqa: BLE001 - an unpicklable result is a bug in the JobCall
+            frames.send(("error", portable_error(error)))
+    return 0
+
+
+def main() -> int:
+    """Frames go to a private copy of stdout; fd 1 itself is pointed at stderr, so a stray print or a library's
+    output never corrupts them."""
+    frames_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    try:
+        return serve(sys.stdin.fileno(), frames_out)
+    except BrokenPipeError:  # the parent is gone; the job's row already says how it ended
+        return 1
+
+
+if __name__ == "__main__":  # run by its real name, so what it pickles (JobProcessError) unpickles in the app
+    from spokenbench.core.job_host import main as main_by_its_name
+
+    sys.exit(main_by_its_name())

@@ -1,0 +1,44 @@
+"""Core-style job functions for the job-process tests: module-level, so a `JobCall` of them can be pickled and
+run by `python -m spokenbench.core.job_host` (the tests put this folder on the child's PYTHONPATH)."""
+
+import os
+import sys
+import time
+
+from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+
+
+def count_items(project, label: str, *, progress):
+    """Reports a few steps, prints to stdout (which must not reach the frames) and returns plain data."""
+    print("a stray print from the job")
+    for done in range(1, 4):
+        progress.report(done, 3, f"step {done}")
+    count = project.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    return {"label": label, "items": count, "pid": os.getpid(), "executable": sys.executable}
+
+
+def wait_for_cancel(project, marker: str, *, progress):
+    """Writes `marker` once running, then waits at safe points until cancelled (at most 30 s)."""
+    with open(marker, "w") as out:
+        out.write(str(os.getpid()))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        progress.check_cancelled()
+        time.sleep(0.02)
+    return "not cancelled"
+
+
+def refuse_a_file(project, *, progress):
+    raise InputError([InputProblem("results.jsonl", "not JSON", row=3), InputProblem("results.jsonl", "no id", 7)])
+
+
+def refuse(project, *, progress):
+    raise SpokenBenchError("the file results.jsonl is not a results file")
+
+
+def fail_with_a_bug(project, *, progress):
+    return {}["a missing key"]
+
+
+def return_the_unpicklable(project, *, progress):
+    return lambda: None

@@ -1,0 +1,205 @@
+"""JobOp with a JobCall: the work runs in a job process of its own (core/job_host.py), and the app sees it
+as it sees a thread's job — progress, result, the user's errors as warnings, bugs with their traceback,
+cancel from the window or from another process — and a killed job process as a clear failure."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import job_functions
+import pytest
+from PySide6.QtWidgets import QMessageBox
+from support import gmmlu_rows, write_csv
+
+from spokenbench.app.operations import JobOp
+from spokenbench.core import job_host, jobs
+from spokenbench.core.errors import InputError
+from spokenbench.core.importers import import_files
+from spokenbench.core.job_host import job_call
+from spokenbench.core.store import Project
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def job_functions_importable_in_the_child(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])))
+
+
+def run_job(session, call, qtbot, *, timeout=30_000, **kwargs) -> JobOp:
+    operation = JobOp(session, call, kind=kwargs.pop("kind", "test"), changes={"items"}, label="Test job", **kwargs)
+    with qtbot.waitSignal(operation.finished, timeout=timeout):
+        operation.run()
+    return operation
+
+
+def job_row(path: Path, job_id: int) -> jobs.JobInfo:
+    with Project.open(path) as project:
+        return jobs.get_job(project.conn, job_id)
+
+
+@pytest.mark.slow
+def test_a_job_call_runs_in_a_process_of_its_own_with_progress_and_its_result(open_session, qtbot, project):
+    session = open_session(project.path)
+    reports, announced = [], []
+    session.changes.changed.connect(announced.append)
+    operation = JobOp(
+        session, job_call(job_functions.count_items, "en"), kind="test", changes={"items"}, label="Counting"
+    ).on_progress(lambda done, total, message: reports.append((done, total, message)))
+    with qtbot.waitSignal(operation.finished, timeout=30_000):
+        operation.run()
+    assert operation.status == "succeeded", operation.error
+    result = operation.result
+    assert result["label"] == "en" and result["items"] == 0 and result["pid"] != os.getpid()
+    assert reports and reports[-1] == (3, 3, "step 3")  # the finished count always arrives; the print did not
+    row = job_row(project.path, operation.job_id)
+    assert row.pid == result["pid"] and row.status == "finished" and row.label == "Counting"
+    assert operation.recorded_job_ids == {operation.job_id}  # the jobs panel lists it once, as the operation
+    qtbot.waitUntil(lambda: any("items" in tables for tables in announced), timeout=2_000)
+
+
+@pytest.mark.slow
+def test_the_apps_import_runs_in_a_job_process_and_its_items_are_in(open_session, qtbot, project, tmp_path):
+    session = open_session(project.path)
+    table = write_csv(tmp_path / "en.csv", gmmlu_rows(50))
+    operation = run_job(session, job_call(import_files, [table], "gmmlu-lite"), qtbot, kind="import")
+    assert operation.status == "succeeded", operation.error
+    assert job_row(project.path, operation.job_id).pid != os.getpid()
+    assert project.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 50
+
+
+@pytest.mark.slow
+def test_a_users_error_in_the_job_process_is_a_warning_with_its_message(open_session, qtbot, project, dialogs):
+    session = open_session(project.path)
+    operation = run_job(session, job_call(job_functions.refuse), qtbot)
+    assert operation.status == "failed"
+    assert [d.text for d in dialogs] == ["the file results.jsonl is not a results file"]
+    assert dialogs[0].icon == QMessageBox.Icon.Warning
+    assert job_row(project.path, operation.job_id).status == "failed"
+
+
+@pytest.mark.slow
+def test_an_input_error_keeps_every_problem_across_the_process(open_session, qtbot, project):
+    session = open_session(project.path)
+    seen = []
+    operation = JobOp(session, job_call(job_functions.refuse_a_file), kind="test", changes=(), label="Checking")
+    operation.failure(seen.append)
+    with qtbot.waitSignal(operation.finished, timeout=30_000):
+        operation.run()
+    (error,) = seen
+    assert isinstance(error, InputError)
+    assert [str(problem) for problem in error.problems] == [
+        "results.jsonl, row 3: not JSON",
+        "results.jsonl, row 7: no id",
+    ]
+
+
+@pytest.mark.slow
+def test_a_bug_in_the_job_process_is_an_unexpected_error_with_the_childs_traceback(
+    open_session, qtbot, project, dialogs
+):
+    session = open_session(project.path)
+    run_job(session, job_call(job_functions.fail_with_a_bug), qtbot)
+    (dialog,) = dialogs
+    assert dialog.title == "Unexpected error" and "KeyError" in dialog.text and "a missing key" in dialog.text
+    assert "fail_with_a_bug" in dialog.details and "In the job process" in dialog.details
+
+
+@pytest.mark.slow
+def test_a_result_that_cannot_be_sent_back_is_a_bug_not_a_hang(open_session, qtbot, project, dialogs):
+    session = open_session(project.path)
+    operation = run_job(session, job_call(job_functions.return_the_unpicklable), qtbot)
+    assert operation.status == "failed" and dialogs[0].title == "Unexpected error"
+
+
+@pytest.mark.slow
+def test_a_call_that_cannot_be_sent_fails_at_once_as_a_bug(open_session, qtbot, project, dialogs):
+    session = open_session(project.path)
+    operation = run_job(session, job_call(lambda project, progress: None), qtbot, timeout=2_000)
+    assert operation.status == "failed" and operation.job_id is None
+    assert dialogs[0].title == "Unexpected error"
+
+
+def start_waiting_job(session, qtbot, tmp_path) -> tuple[JobOp, int]:
+    """A job process that waits for a cancel; returns the operation and the child's pid, once it is running."""
+    marker = tmp_path / "running.pid"
+    operation = JobOp(
+        session, job_call(job_functions.wait_for_cancel, str(marker)), kind="test", changes=(), label="Waiting"
+    ).run()
+    qtbot.waitUntil(lambda: marker.exists() and marker.read_text().isdigit(), timeout=30_000)
+    qtbot.waitUntil(lambda: operation.job_id is not None, timeout=2_000)
+    return operation, int(marker.read_text())
+
+
+@pytest.mark.slow
+def test_cancel_from_the_window_stops_the_job_process_at_its_next_safe_point(open_session, qtbot, project, tmp_path):
+    session = open_session(project.path)
+    operation, pid = start_waiting_job(session, qtbot, tmp_path)
+    started = time.monotonic()
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
+        operation.cancel()
+    assert operation.status == "cancelled" and time.monotonic() - started < 5
+    assert job_row(project.path, operation.job_id).status == "cancelled"
+    with pytest.raises(ProcessLookupError):  # the process has exited (and been reaped)
+        os.kill(pid, 0)
+
+
+@pytest.mark.slow
+def test_cancel_requested_by_another_process_reaches_the_job_process(open_session, qtbot, project, tmp_path):
+    session = open_session(project.path)
+    operation, _ = start_waiting_job(session, qtbot, tmp_path)
+    with Project.open(project.path) as other:
+        assert jobs.request_cancel(other.conn, operation.job_id)
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
+        pass
+    assert operation.status == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_killed_job_process_is_a_clear_failure_and_its_job_is_not_left_running(
+    open_session, qtbot, project, tmp_path, dialogs
+):
+    session = open_session(project.path)
+    operation, pid = start_waiting_job(session, qtbot, tmp_path)
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
+        os.kill(pid, signal.SIGKILL)
+    assert operation.status == "failed"
+    (dialog,) = dialogs
+    assert dialog.icon == QMessageBox.Icon.Warning
+    assert "the job process stopped unexpectedly (exit code -9)" in dialog.text
+    assert not job_row(project.path, operation.job_id).is_live  # its pid is gone: seen as interrupted
+
+
+@pytest.mark.slow
+def test_a_job_process_whose_parent_is_gone_cancels_itself(project, tmp_path):
+    """The app killed or closed: the end of the child's stdin is a cancel, so no orphan keeps writing."""
+    marker = tmp_path / "running.pid"
+    request = job_host.encode_request(
+        project.path, job_call(job_functions.wait_for_cancel, str(marker)), kind="test", label="Orphan", claim=None
+    )
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    child = subprocess.Popen(job_host.job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    child.stdin.write(request)
+    child.stdin.flush()
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.stdin.close()  # what the parent's death does
+    frames = []
+    while True:
+        try:
+            frames.append(job_host.pickle.load(child.stdout))
+        except EOFError:
+            break
+    assert child.wait(10) == 0
+    assert frames[0][0] == "job" and frames[-1] == ("cancelled",)
+    assert job_row(project.path, frames[0][1]).status == "cancelled"
+
+
+def test_the_job_host_command_is_this_interpreter_or_the_frozen_app(monkeypatch):
+    assert job_host.job_host_command() == [sys.executable, "-m", "spokenbench.core.job_host"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert job_host.job_host_command() == [sys.executable, "--job-host"]
