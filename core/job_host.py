@@ -113,16 +113,26 @@ class _Frames:
     """Writes frames to the parent; progress is thinned to one frame per PROGRESS_INTERVAL_S (the last report
     of a finished count always goes)."""
 
-    def __init__(self, stream: BinaryIO):
+    def __init__(self, stream: BinaryIO, cancel: threading.Event):
         self.stream = stream
+        self.cancel = cancel
         self.lock = threading.Lock()
         self.last_progress_at = 0.0
+        self.parent_gone = False
 
     def send(self, frame: tuple) -> None:
+        """A frame to the parent; if the parent is gone, the job is cancelled (stops at its next safe point)
+        instead of failing in whatever callback reported."""
         data = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
         with self.lock:
-            self.stream.write(data)
-            self.stream.flush()
+            if self.parent_gone:
+                return
+            try:
+                self.stream.write(data)
+                self.stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.parent_gone = True
+                self.cancel.set()
 
     def progress(self, done: int, total: int | None, message: str) -> None:
         now = time.monotonic()
@@ -164,8 +174,8 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
     from spokenbench.core.store.project import DATABASE_NAME
 
     request = read_request(stdin_fd)
-    frames = _Frames(frames_out)
     cancel = threading.Event()
+    frames = _Frames(frames_out, cancel)
     threading.Thread(target=_watch_for_cancel, args=(stdin_fd, cancel), name="cancel watch", daemon=True).start()
     progress = Progress(frames.progress, cancel, lambda job_id, claim: frames.send(("job", job_id, claim)))
     path = Path(request["project"])
@@ -193,7 +203,7 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
             frames.send(("ok", result))
         except Exception as error:  # noqa: BLE001 - an unpicklable result is a bug in the JobCall
             frames.send(("error", portable_error(error)))
-    return 0
+    return 1 if frames.parent_gone else 0
 
 
 def main() -> int:
@@ -202,10 +212,12 @@ def main() -> int:
     frames_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
+    code = serve(sys.stdin.fileno(), frames_out)
     try:
-        return serve(sys.stdin.fileno(), frames_out)
-    except BrokenPipeError:  # the parent is gone; the job's row already says how it ended
-        return 1
+        frames_out.close()
+    except OSError:  # the parent is gone; the job's row already says how it ended
+        pass
+    return code
 
 
 if __name__ == "__main__":  # run by its real name, so what it pickles (JobProcessError) unpickles in the app

@@ -18,12 +18,15 @@ def count_items(project, label: str, *, progress):
 
 
 def wait_for_cancel(project, marker: str, *, progress):
-    """Writes `marker` once running, then waits at safe points until cancelled (at most 30 s)."""
+    """Writes `marker` once running, then reports and waits at safe points until cancelled (at most 30 s)."""
     with open(marker, "w") as out:
         out.write(str(os.getpid()))
     deadline = time.monotonic() + 30
+    ticks = 0
     while time.monotonic() < deadline:
         progress.check_cancelled()
+        ticks += 1
+        progress.report(ticks, None, "waiting")
         time.sleep(0.02)
     return "not cancelled"
 

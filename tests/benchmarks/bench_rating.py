@@ -162,7 +162,7 @@ def probe_one_job(page: RatingPage, job, description: str, rate_during_job: bool
     during: list[float] = []
     while not ended:
         if page.rating.current is None or not rate_during_job:
-            run_event_loop_until(lambda: bool(ended))
+            run_event_loop_until(lambda: bool(ended), timeout_s=1800)
             break
         during.append(rate_once(QApplication.instance(), page)[0])
     probe.timer.stop()

@@ -3,6 +3,7 @@ as it sees a thread's job — progress, result, the user's errors as warnings, b
 cancel from the window or from another process — and a killed job process as a clear failure."""
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -173,9 +174,8 @@ def test_a_killed_job_process_is_a_clear_failure_and_its_job_is_not_left_running
     assert not job_row(project.path, operation.job_id).is_live  # its pid is gone: seen as interrupted
 
 
-@pytest.mark.slow
-def test_a_job_process_whose_parent_is_gone_cancels_itself(project, tmp_path):
-    """The app killed or closed: the end of the child's stdin is a cancel, so no orphan keeps writing."""
+def start_job_host(project, tmp_path) -> tuple[subprocess.Popen, Path]:
+    """A job process started by hand, as the app starts one, running wait_for_cancel; returns it once running."""
     marker = tmp_path / "running.pid"
     request = job_host.encode_request(
         project.path, job_call(job_functions.wait_for_cancel, str(marker)), kind="test", label="Orphan", claim=None
@@ -187,16 +187,35 @@ def test_a_job_process_whose_parent_is_gone_cancels_itself(project, tmp_path):
     deadline = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    child.stdin.close()  # what the parent's death does
+    return child, marker
+
+
+@pytest.mark.slow
+def test_a_job_process_whose_stdin_ends_cancels_itself(project, tmp_path):
+    """The app closed or killed: the end of the child's stdin is a cancel, so no orphan keeps writing."""
+    child, _ = start_job_host(project, tmp_path)
+    child.stdin.close()
     frames = []
     while True:
         try:
-            frames.append(job_host.pickle.load(child.stdout))
+            frames.append(pickle.load(child.stdout))
         except EOFError:
             break
     assert child.wait(10) == 0
     assert frames[0][0] == "job" and frames[-1] == ("cancelled",)
     assert job_row(project.path, frames[0][1]).status == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_job_process_that_cannot_reach_its_parent_cancels_itself(project, tmp_path):
+    """Its frames have nowhere to go (the reading end is closed): the next progress report cancels the job, which
+    ends at its next safe point with its row saying so, instead of failing in a callback or running on."""
+    child, _ = start_job_host(project, tmp_path)
+    job_id = pickle.load(child.stdout)[1]
+    child.stdout.close()
+    assert child.wait(10) == 1
+    assert job_row(project.path, job_id).status == "cancelled"
+    child.stdin.close()
 
 
 def test_the_job_host_command_is_this_interpreter_or_the_frozen_app(monkeypatch):
