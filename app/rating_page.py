@@ -8,7 +8,6 @@ press never rates twice. The UI thread only draws and plays."""
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import time
 from collections import OrderedDict
@@ -22,12 +21,12 @@ from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 from spokenbench.app.audio import NO_AUDIO_BANNER, audio_outputs_available
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
-from spokenbench.core.asr.backends import asr_availability, get_asr_backend, screening_requirements
+from spokenbench.core.asr.backends import asr_availability, screening_requirements
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
-from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
+from spokenbench.core.asr.transcribe import transcribe_missing
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.job_host import job_call
+from spokenbench.core.job_host import JobCall, job_call
 from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
 from spokenbench.core.qc.rating_session import (
     ASK_NOTE,
@@ -139,18 +138,10 @@ def store_queue(project: Project, spec: dict, result: SampleResult) -> tuple[int
     return create_queue(project, spec["name"], result, spec["seed"], spec["per_bin"], parameters)
 
 
-def transcribe_with(specs: list[str]) -> Callable:
-    """A JobOp function transcribing every clip not yet transcribed by each of `specs`."""
-
-    def work(project: Project, progress) -> dict:
-        backends = [get_asr_backend(spec) for spec in specs]
-        plan = plan_transcription(project.conn, backends)
-        if not plan.jobs:
-            return {"transcripts": 0, "failed_clips": 0}
-        report = asyncio.run(run_transcription(project, plan, progress))
-        return {"transcripts": report.transcripts, "failed_clips": report.failed_clips}
-
-    return work
+def transcribe_with(specs: list[str]) -> JobCall:
+    """The Transcribe job: every clip not yet transcribed by each of `specs`, in a job process (decoding and
+    scoring many clips is Python work, and a local model's would compete with the UI)."""
+    return job_call(transcribe_missing, specs)
 
 
 class RatingPage(QWidget):

@@ -182,6 +182,20 @@ async def run_transcription(
     return report
 
 
+def transcribe_missing(project: Project, specs: list[str], progress: Progress | None = None) -> dict:
+    """Transcribe every clip not yet transcribed by each ASR system in `specs` (PROVIDER:MODEL): what the Rating
+    page's Transcribe does, as one picklable call for a job process. Returns the counts it made."""
+    import asyncio
+
+    from spokenbench.core.asr.backends import get_asr_backend
+
+    plan = plan_transcription(project.conn, [get_asr_backend(spec) for spec in specs])
+    if not plan.jobs:
+        return {"transcripts": 0, "failed_clips": 0}
+    report = asyncio.run(run_transcription(project, plan, progress))
+    return {"transcripts": report.transcripts, "failed_clips": report.failed_clips}
+
+
 def _plan_in_context(conn, backend, languages, have, jobs, to_do, done, unsupported) -> None:
     """One job per item as one voice read it (question and options joined); a group with any clip left to do is
     transcribed whole."""

@@ -13,9 +13,11 @@ from pathlib import Path
 import job_functions
 import pytest
 from PySide6.QtWidgets import QMessageBox
+from stub_server import Reply, StubServer
 from support import gmmlu_rows, write_csv
 
 from spokenbench.app.operations import JobOp
+from spokenbench.app.rating_page import transcribe_with
 from spokenbench.core import job_host, jobs
 from spokenbench.core.errors import InputError
 from spokenbench.core.importers import import_files
@@ -222,3 +224,20 @@ def test_the_job_host_command_is_this_interpreter_or_the_frozen_app(monkeypatch)
     assert job_host.job_host_command() == [sys.executable, "-m", "spokenbench.core.job_host"]
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert job_host.job_host_command() == [sys.executable, "--job-host"]
+
+
+@pytest.mark.slow
+def test_the_rating_pages_transcription_runs_in_a_job_process_against_a_stub_asr(open_session, qtbot, demo_copy):
+    with StubServer() as server:
+        server.script("POST", r"/v1/audio/transcriptions$", Reply(200, {"text": "what is two plus two"}))
+        session = open_session(demo_copy)
+        spec = f"compatible:whisper-x@{server.url}/v1"
+        operation = run_job(session, transcribe_with([spec]), qtbot, kind="transcribe", timeout=120_000)
+        asked = len(server.requests_to("/audio/transcriptions"))
+    assert operation.status == "succeeded", operation.error
+    made = operation.result["transcripts"]
+    assert operation.result["failed_clips"] == 0 and made >= asked > 0  # clips with the same audio: one request
+    with Project.open(demo_copy) as project:
+        stored = project.conn.execute("SELECT count(*) FROM transcripts WHERE asr = 'compatible:whisper-x'")
+        assert stored.fetchone()[0] == made
+        assert jobs.get_job(project.conn, operation.job_id).pid != os.getpid()
