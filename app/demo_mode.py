@@ -7,7 +7,8 @@ platform's (`QStandardPaths.GenericDataLocation`/SpokenBench/SpokenBench Studio:
 finished build, `.spokenbench-demo.json`, records what built it: the app's version, the schema version and a
 fingerprint of the demo's builders and data. A folder without the marker, or with a marker from another
 version, is rebuilt — in a sibling folder swapped in only once complete, so the demo is never half-built or
-half-used. Building runs as a `BackgroundOp` (off the UI thread, its progress in the jobs panel)."""
+half-used. Building runs in a job process (core/job_host.py) waited for by a `BackgroundOp`, its progress in the
+jobs panel: the build is seconds of Python that, on a thread of the app, kept the UI from reacting."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from spokenbench.core import __version__
+from spokenbench.core.job_host import run_task_in_job_process, task_call
 from spokenbench.core.progress import Progress, no_progress
 
 DATA_DIR_ENV = "SPOKENBENCH_DATA_DIR"
@@ -164,10 +166,16 @@ def open_demo(window, base: Path | None = None, build=None):
     Returns the operation; its success value is the window's view of the project."""
     from spokenbench.app.main_window import load_project_view
 
+    base = base if base is not None else data_dir()
+    building = not demo_is_current(demo_folder(base))
+
     def work(progress: Progress):
-        folder = ensure_demo(base, progress, build)
+        if building and build is None:  # seconds of synthesis and assembly in Python: in a job process
+            folder = run_task_in_job_process(task_call(ensure_demo, base), progress, "Building the demo project")
+        else:
+            folder = ensure_demo(base, progress, build)
         return folder, load_project_view(folder, progress)
 
-    if not demo_is_current(demo_folder(base if base is not None else data_dir())):
+    if building:
         window.jobs_dock.show()  # a build takes a minute: show its progress
     return window.run_open(work, "Opening the demo project")

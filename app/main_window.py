@@ -37,7 +37,7 @@ from spokenbench.core.demo import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.job_host import job_call
+from spokenbench.core.job_host import job_call, run_task_in_job_process, task_call
 from spokenbench.core.progress import Progress
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
@@ -121,7 +121,9 @@ def load_project_view(path: Path, progress: Progress) -> ProjectView:
 
 
 def build_demo_and_load(path: Path, progress: Progress) -> ProjectView:
-    build_demo(path, progress)
+    """On a worker thread: the build itself in a job process (seconds of synthesis and assembly in Python that
+    would keep the UI from reacting), then the project's view read here."""
+    run_task_in_job_process(task_call(build_demo, path), progress, "Building the demo project")
     return load_project_view(path, progress)
 
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import pickle
-import subprocess
 import threading
 import time
 import traceback
@@ -555,8 +553,9 @@ class JobOp(Operation):
     ends, whatever the outcome (batches committed before a failure or cancel are real).
 
     Where it runs: a `JobCall` (a picklable call of a core function) runs in a job process of its own
-    (`core.job_host`), so work that holds the GIL for seconds — imports, results files, screening — never
-    keeps the UI thread waiting; a thread of this process reads its frames. Any other callable runs on a thread
+    (`core.job_host`), so work that holds the GIL for seconds — imports, evaluation runs, screening,
+    transcription, batch files and results — never keeps the UI thread waiting; a thread of this process
+    waits for it and passes its progress on. Any other callable runs on a thread
     of its own: for work that mostly waits (network, audio devices, C code) or needs objects that cannot be
     sent to another process."""
 
@@ -578,8 +577,6 @@ class JobOp(Operation):
         self.tracked = tracked  # False: the work records its own job (run_evaluation), not wrapped in a second
         self.changes = frozenset(changes)
         self._fn = fn
-        self._process: subprocess.Popen | None = None
-        self._stdin_lock = threading.Lock()
         self.recorded_job_ids: frozenset[int] = frozenset()  # replaced whole, so the UI thread reads it safely
 
     def _make_progress(self) -> Progress:
@@ -588,7 +585,7 @@ class JobOp(Operation):
 
     def _start(self) -> None:
         if isinstance(self._fn, JobCall):
-            self._start_process(self._fn)
+            self._start_in_job_process(self._fn)
             return
         if not self.tracked:
             self._run_with_own_connection(self._fn, self.changes, f"job: {self.label}")
@@ -611,9 +608,7 @@ class JobOp(Operation):
 
         self._run_on_own_thread(work, f"job: {self.label}")
 
-    # -- in a job process -------------------------------------------------------------------------
-
-    def _start_process(self, call: JobCall) -> None:
+    def _start_in_job_process(self, call: JobCall) -> None:
         try:
             request = job_host.encode_request(
                 self.session.path, call, kind=self.kind, label=self.label, claim=self.claim, tracked=self.tracked
@@ -621,50 +616,15 @@ class JobOp(Operation):
         except Exception as error:  # noqa: BLE001 - a call that cannot be sent is a bug to show, as any other
             self._deliver("error", error)
             return
-        self._run_on_own_thread(lambda: self._follow_process(request), f"job process: {self.label}")
+        progress = self._make_progress()
 
-    def _follow_process(self, request: bytes) -> Any:
-        """On the reader thread: start the process, send the request, pass the frames on, return or raise the
-        outcome."""
-        with self._stdin_lock:  # a cancel from the UI thread waits for the request to be whole
-            self._process = subprocess.Popen(job_host.job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        def work() -> Any:
             try:
-                self._process.stdin.write(request)
-                self._process.stdin.flush()
-            except BrokenPipeError:
-                pass  # it died at start; its exit code says more below
-            if self._cancel_event.is_set():
-                self._ask_process_to_cancel()
-        process = self._process
-        outcome = None
-        try:
-            while outcome is None:
-                try:
-                    frame = pickle.load(process.stdout)
-                except (EOFError, pickle.UnpicklingError):
-                    break
-                if frame[0] == "progress":
-                    self._report_from_worker(*frame[1:])
-                elif frame[0] == "job":
-                    self._job_recorded(*frame[1:])
-                else:
-                    outcome = frame
-            code = process.wait()
-        finally:
-            with self._stdin_lock:
-                process.stdin.close()
-            process.stdout.close()
-            self.session.changes.notify(self.changes)
-        if outcome is None:
-            raise SpokenBenchError(
-                f"{self.label}: the job process stopped unexpectedly (exit code {code}). Everything it committed "
-                "is kept; the Jobs panel shows where it stopped."
-            )
-        if outcome[0] == "cancelled":
-            raise Cancelled()
-        if outcome[0] == "error":
-            raise outcome[1]
-        return outcome[1]
+                return job_host.run_in_job_process(request, progress, self.label)
+            finally:
+                self.session.changes.notify(self.changes)
+
+        self._run_on_own_thread(work, f"job process: {self.label}")
 
     def _job_recorded(self, job_id: int, claim: str | None) -> None:
         """On the worker or reader thread, for each job the work records: the first is this operation's own; the
@@ -672,23 +632,3 @@ class JobOp(Operation):
         self.recorded_job_ids = self.recorded_job_ids | {job_id}
         if self.job_id is None:
             self.job_id = job_id
-
-    def cancel(self) -> None:
-        super().cancel()
-        # Never waits on the UI thread: a lock held means the reader is sending the request (it looks at the
-        # cancel flag right after) or closing the pipes (the process has ended).
-        if self._stdin_lock.acquire(blocking=False):
-            try:
-                if self._process is not None:
-                    self._ask_process_to_cancel()
-            finally:
-                self._stdin_lock.release()
-
-    def _ask_process_to_cancel(self) -> None:
-        """One byte on its stdin (the caller holds the stdin lock): it stops at its next safe point, as a
-        cancel from another process does."""
-        try:
-            self._process.stdin.write(job_host.CANCEL_BYTE)
-            self._process.stdin.flush()
-        except (OSError, ValueError):
-            pass  # it has ended, or its stdin is closed: nothing left to cancel

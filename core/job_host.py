@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
 import sys
 import threading
 import time
@@ -38,28 +39,34 @@ from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.progress import Progress
 
 PROGRESS_INTERVAL_S = 0.05  # the parent's bar needs no more; every frame costs both processes a wakeup
+CANCEL_POLL_S = 0.05  # how often the parent's side looks at its progress's cancel flag
 CANCEL_BYTE = b"c"
 
 
 @dataclass(frozen=True)
 class JobCall:
-    """`function(project, *args, progress=progress, **kwargs)`, picklable: a module-level function and plain
-    arguments (paths, strings, settings dataclasses), so it can be sent to a job process."""
+    """`function(project, *args, progress=progress, **kwargs)` — or without the project for work outside one
+    (`task_call`: building the demo) — picklable: a module-level function and plain arguments (paths, strings,
+    settings dataclasses), so it can be sent to a job process."""
 
     function: Callable[..., Any]
     args: tuple = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    with_project: bool = True
 
     def __call__(self, project, progress: Progress) -> Any:
-        return self.function(project, *self.args, progress=progress, **self.kwargs)
-
-    @property
-    def name(self) -> str:
-        return f"{self.function.__module__}.{self.function.__qualname__}"
+        if self.with_project:
+            return self.function(project, *self.args, progress=progress, **self.kwargs)
+        return self.function(*self.args, progress=progress, **self.kwargs)
 
 
 def job_call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> JobCall:
     return JobCall(function, args, kwargs)
+
+
+def task_call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> JobCall:
+    """A call outside any project: run in a job process, not recorded in a jobs table."""
+    return JobCall(function, args, kwargs, with_project=False)
 
 
 class JobProcessError(Exception):
@@ -85,14 +92,88 @@ def job_host_command() -> list[str]:
 
 
 def encode_request(
-    project_path: str | Path, call: JobCall, *, kind: str, label: str, claim: str | None, tracked: bool = True
+    project_path: str | Path | None,
+    call: JobCall,
+    *,
+    kind: str = "",
+    label: str = "",
+    claim: str | None = None,
+    tracked: bool = True,
 ) -> bytes:
     """The request frame; pickling happens in the caller, so an unpicklable call fails there, at once."""
     if not isinstance(call, JobCall):
         raise TypeError(f"a job process runs a JobCall, not {type(call).__name__}")
-    request = {"project": str(project_path), "kind": kind, "label": label, "claim": claim, "tracked": tracked}
+    if (project_path is None) == call.with_project:
+        raise ValueError("a job_call needs a project folder; a task_call runs outside any")
+    project = None if project_path is None else str(project_path)
+    request = {"project": project, "kind": kind, "label": label, "claim": claim, "tracked": tracked}
     data = pickle.dumps({**request, "call": call}, protocol=pickle.HIGHEST_PROTOCOL)
     return len(data).to_bytes(8, "big") + data
+
+
+def run_in_job_process(request: bytes, progress: Progress, label: str) -> Any:
+    """Run an encoded request in a job process and wait for its outcome — on a worker thread, never the UI's.
+    Its frames become `progress` reports and `progress.job_recorded` calls; a cancel of `progress` becomes the
+    cancel byte (looked at every CANCEL_POLL_S); its outcome is returned or raised here. A process that ends
+    without one (killed, crashed) is a SpokenBenchError: what it committed is kept, its job shows as
+    interrupted."""
+    process = subprocess.Popen(job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        process.stdin.write(request)
+        process.stdin.flush()
+    except BrokenPipeError:
+        pass  # it died at start; its exit code says more below
+    finished = threading.Event()
+
+    def forward_cancel() -> None:
+        while not finished.wait(CANCEL_POLL_S):
+            if progress.cancelled:
+                try:
+                    process.stdin.write(CANCEL_BYTE)
+                    process.stdin.flush()
+                except (OSError, ValueError):
+                    pass  # it has ended: nothing left to cancel
+                return
+
+    watcher = threading.Thread(target=forward_cancel, name=f"cancel forward: {label}", daemon=True)
+    watcher.start()
+    outcome = None
+    try:
+        while outcome is None:
+            try:
+                frame = pickle.load(process.stdout)
+            except (EOFError, pickle.UnpicklingError):
+                break
+            if frame[0] == "progress":
+                progress.report(*frame[1:])
+            elif frame[0] == "job":
+                progress.job_recorded(*frame[1:])
+            else:
+                outcome = frame
+        code = process.wait()
+    finally:
+        finished.set()
+        watcher.join()
+        for pipe in (process.stdin, process.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+    if outcome is None:
+        raise SpokenBenchError(
+            f"{label}: the job process stopped unexpectedly (exit code {code}). Everything it committed is kept; "
+            "the Jobs panel shows where it stopped."
+        )
+    if outcome[0] == "cancelled":
+        raise Cancelled()
+    if outcome[0] == "error":
+        raise outcome[1]
+    return outcome[1]
+
+
+def run_task_in_job_process(call: JobCall, progress: Progress, label: str) -> Any:
+    """A `task_call` (work outside any project) in a job process, waited for on the calling worker thread."""
+    return run_in_job_process(encode_request(None, call, label=label), progress, label)
 
 
 def portable_error(error: BaseException) -> BaseException:
@@ -178,7 +259,7 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
     frames = _Frames(frames_out, cancel)
     threading.Thread(target=_watch_for_cancel, args=(stdin_fd, cancel), name="cancel watch", daemon=True).start()
     progress = Progress(frames.progress, cancel, lambda job_id, claim: frames.send(("job", job_id, claim)))
-    path = Path(request["project"])
+    path = Path(request["project"] or ".")
 
     def run(job_progress: Progress) -> Any:
         project = Project(path, database.connect(path / DATABASE_NAME))
@@ -189,7 +270,9 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
 
     try:
         progress.check_cancelled()
-        if request["tracked"]:
+        if request["project"] is None:  # a task outside any project
+            result = request["call"](None, progress)
+        elif request["tracked"]:
             with tracked_job(path, request["kind"], request["label"], progress, claim=request["claim"]) as tracked:
                 result = run(tracked)
         else:  # the call records its own job (run_evaluation holds its run's claim): one row, not two

@@ -4,11 +4,12 @@
    waveform computed on the read pool → drawn and its playback requested. Median / max over 30 ratings.
 2. The UI event loop while a background job runs: a 5 ms QTimer probe measures the gaps between its ticks
    while a JobOp imports `--items` items and the rater keeps rating; prints the largest gap and the 99th
-   percentile, for each of `--job-repeats` imports (en, zh, ko: each new to the project) and `--evaluations`
-   simulated evaluation runs of the demo, and their median.
+   percentile, for each of `--job-repeats` imports (en, zh, ko: each new to the project), `--demo-builds`
+   demo builds and `--evaluations` simulated evaluation runs of the demo, and their median. Every one of them
+   runs in a job process, as in the app.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_rating.py [--ratings 30] [--items 20000]
-        [--job-repeats 3] [--evaluations 0] [--idle-during-job] [--not-as-the-app]
+        [--job-repeats 3] [--demo-builds 0] [--evaluations 0] [--idle-during-job] [--not-as-the-app]
 """
 
 import argparse
@@ -30,7 +31,8 @@ from support import gmmlu_rows, write_csv
 
 from spokenbench.app.evaluate_page import EvaluationRunOp
 from spokenbench.app.main import keep_the_ui_responsive
-from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession
+from spokenbench.app.main_window import build_demo_and_load
+from spokenbench.app.operations import BackgroundOp, JobOp, OperationRunner, ProjectSession
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.demo import build_demo
@@ -90,6 +92,7 @@ def main(
     as_the_app: bool = True,
     job_repeats: int = 3,
     evaluations: int = 0,
+    demo_builds: int = 0,
 ) -> None:
     app = QApplication.instance() or QApplication([])
     if as_the_app:  # what spokenbench-studio does at start (app/main.py)
@@ -119,6 +122,13 @@ def main(
     largest: list[float] = []
     for language in JOB_LANGUAGES[:job_repeats]:
         largest.append(probe_one_import(page, session, folder, language, items, rate_during_job))
+    for number in range(demo_builds):
+        job = BackgroundOp(
+            session.runner,
+            lambda progress, number=number: build_demo_and_load(folder / f"built-{number}", progress),
+            label="Building the demo project",
+        )
+        largest.append(probe_one_job(page, job, "a demo build (as File → Build demo does)", rate_during_job))
     for listener in SIMULATED_LISTENERS[:evaluations]:
         job = EvaluationRunOp(session, RunSettings(model=listener, concurrency=4), label=f"Evaluating {listener}")
         largest.append(
@@ -189,6 +199,9 @@ if __name__ == "__main__":
         default=0,
         help="also probe this many simulated evaluation runs of the demo (on a thread: they mostly wait)",
     )
+    parser.add_argument(
+        "--demo-builds", type=int, default=0, help="also probe this many demo builds (File → Build demo)"
+    )
     parser.add_argument("--idle-during-job", action="store_true", help="probe the loop without rating meanwhile")
     parser.add_argument(
         "--not-as-the-app",
@@ -198,5 +211,11 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     main(
-        args.ratings, args.items, not args.idle_during_job, not args.not_as_the_app, args.job_repeats, args.evaluations
+        args.ratings,
+        args.items,
+        not args.idle_during_job,
+        not args.not_as_the_app,
+        args.job_repeats,
+        args.evaluations,
+        args.demo_builds,
     )

@@ -172,7 +172,8 @@ def test_a_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbo
         qtbot.waitUntil(lambda: (line := view.line(run_id)) is not None and line.status == "cancelled", timeout=5_000)
         stored = responses(project_copy, run_id)
         assert 0 < stored < total
-        assert view.resume_button.isEnabled() and not view.cancel_button.isEnabled()
+        # once the jobs table, polled apart from the runs table, also says the run's job has ended
+        qtbot.waitUntil(lambda: view.resume_button.isEnabled() and not view.cancel_button.isEnabled(), timeout=3_000)
 
         view.resume_button.click()
         qtbot.waitUntil(lambda: page.current is not None or page.finished_ops[-1] is not run, timeout=5_000)
