@@ -45,3 +45,9 @@ def fail_with_a_bug(project, *, progress):
 
 def return_the_unpicklable(project, *, progress):
     return lambda: None
+
+
+def describe_folder(folder: str, *, progress):
+    """A task outside any project: reports, then returns what it was given and where it ran."""
+    progress.report(1, 1, "looked")
+    return {"folder": folder, "pid": os.getpid()}

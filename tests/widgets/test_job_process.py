@@ -21,7 +21,8 @@ from spokenbench.app.rating_page import transcribe_with
 from spokenbench.core import job_host, jobs
 from spokenbench.core.errors import InputError
 from spokenbench.core.importers import import_files
-from spokenbench.core.job_host import job_call
+from spokenbench.core.job_host import job_call, task_call
+from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -241,3 +242,40 @@ def test_the_rating_pages_transcription_runs_in_a_job_process_against_a_stub_asr
         stored = project.conn.execute("SELECT count(*) FROM transcripts WHERE asr = 'compatible:whisper-x'")
         assert stored.fetchone()[0] == made
         assert jobs.get_job(project.conn, operation.job_id).pid != os.getpid()
+
+
+@pytest.mark.slow
+def test_a_task_outside_any_project_runs_in_a_job_process_and_reports(tmp_path):
+    reports = []
+    result = job_host.run_task_in_job_process(
+        task_call(job_functions.describe_folder, str(tmp_path)),
+        Progress(lambda done, total, message: reports.append((done, total, message))),
+        "Looking",
+    )
+    assert result == {"folder": str(tmp_path), "pid": result["pid"]} and result["pid"] != os.getpid()
+    assert reports == [(1, 1, "looked")]
+    with pytest.raises(ValueError, match="needs a project"):
+        job_host.encode_request(None, job_call(job_functions.count_items, "en"))
+    with pytest.raises(ValueError, match="outside any"):
+        job_host.encode_request(tmp_path, task_call(job_functions.describe_folder, "x"))
+
+
+@pytest.mark.slow
+def test_the_windows_demo_build_runs_in_a_job_process_and_opens_the_demo(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from spokenbench.app.main_window import MainWindow
+
+    window = MainWindow(
+        audio_message="no audio in tests", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    )
+    qtbot.addWidget(window)
+    try:
+        building = window.build_demo(tmp_path / "demo")
+        qtbot.waitUntil(lambda: not building.is_running, timeout=240_000)
+        assert building.status == "succeeded", building.error
+        assert window.project_path == tmp_path / "demo"
+        with Project.open(tmp_path / "demo") as project:
+            assert project.conn.execute("SELECT count(*) FROM items").fetchone()[0] > 0
+    finally:
+        window.shutdown()
