@@ -64,11 +64,8 @@ def chat_answer(letter: str) -> dict:
     }
 
 
-def use_paced_stub(view, server) -> None:
-    """The form set to an OpenAI-compatible endpoint on the loopback stub, text mode, one request at a time; the
-    stub answers after PAUSE_S, so a run lasts long enough to be watched and cancelled. (The run goes to a job
-    process: only a real endpoint can pace it from here.)"""
-    server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=PAUSE_S))
+def use_stub_endpoint(view, server) -> None:
+    """The form set to an OpenAI-compatible endpoint on the loopback stub, text mode, one request at a time."""
     view.select_model(CUSTOM)
     view.custom_url.setText(server.url + "/v1")
     view.custom_model.setText("m")
@@ -144,7 +141,10 @@ def test_the_plan_is_shown_before_start_and_an_edit_asks_for_it_again(page, qtbo
 def test_a_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbot, project_copy):
     view = page.view
     with StubServer() as server:
-        use_paced_stub(view, server)
+        # the stub answers after PAUSE_S, so a run lasts long enough to be watched and cancelled (the run goes to
+        # a job process: only a real endpoint can pace it from here)
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=PAUSE_S))
+        use_stub_endpoint(view, server)
         prepared = prepare(page, qtbot, model=CUSTOM)
         total = prepared.request_count
         assert total == ITEMS
@@ -194,7 +194,10 @@ def test_a_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbo
 def test_runs_queue_one_after_another(page, qtbot, project_copy):
     view = page.view
     with StubServer() as server:
-        use_paced_stub(view, server)
+        # the stub answers after PAUSE_S, so a run lasts long enough to be watched and cancelled (the run goes to
+        # a job process: only a real endpoint can pace it from here)
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=PAUSE_S))
+        use_stub_endpoint(view, server)
         prepare(page, qtbot, model=CUSTOM, limit="10")
         view.start_button.click()
         first = page.current
@@ -257,25 +260,10 @@ def test_test_connection_against_a_stub_succeeds_and_a_401_is_clear(page, qtbot,
 @pytest.mark.slow
 def test_a_custom_endpoint_run_lists_its_failures_by_kind_and_resume_retries_them(page, qtbot, project_copy, dialogs):
     view = page.view
-    answer = {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "Answer: [[A]]"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
     refused = Reply(400, {"error": {"message": "unsupported parameter", "type": "invalid_request_error"}})
     with StubServer() as server:
-        server.script("POST", r"/v1/chat/completions$", refused, refused, Reply(200, answer))
-        view.select_model(CUSTOM)
-        view.custom_url.setText(server.url + "/v1")
-        view.custom_model.setText("m")
-        view.custom_key.setText("")
-        view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
-        view.concurrency_box.setValue(1)
+        server.script("POST", r"/v1/chat/completions$", refused, refused, Reply(200, chat_answer("A")))
+        use_stub_endpoint(view, server)
         prepared = prepare(page, qtbot, model=CUSTOM, limit="4")
         assert prepared.model_name == "vllm:m" and prepared.request_count == 4
         assert "unknown (no price for this model)" in view.plan_text.toPlainText()
@@ -312,18 +300,8 @@ def test_a_cli_run_is_listed_live_cancelled_from_the_page_and_resumed_here(page,
     import sys
 
     view = page.view
-    answer = {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "Answer: [[B]]"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
     with StubServer() as server:
-        server.script("POST", r"/v1/chat/completions$", Reply(200, answer, delay_s=0.03))
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("B"), delay_s=0.03))
         command = [sys.executable, "-m", "spokenbench.core.cli.main", "evaluate", str(project_copy)]
         command += ["--model", "vllm:m", "--base-url", server.url + "/v1", "--mode", "text", "--prompt", "standard"]
         command += ["--concurrency", "1"]
