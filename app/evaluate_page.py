@@ -9,7 +9,6 @@ continues the same run (its stored identity), which skips every answer already s
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,7 +38,6 @@ from spokenbench.widgets.launcher_view import LauncherView, RunLine
 
 RUN_TABLES = frozenset({"runs", "responses", "jobs"})
 RUN_CHANGES = frozenset({"runs", "responses", "response_cache", "jobs"})
-HOST = socket.gethostname()
 ENDED = ("finished", "failed", "cancelled")
 
 

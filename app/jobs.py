@@ -109,8 +109,9 @@ def operation_row(operation: Operation) -> JobRow:
     )
 
 
-def job_row(job: JobInfo, resuming: bool = False) -> JobRow:
-    if job.pid == os.getpid() and job.host == HOST:
+def job_row(job: JobInfo, resuming: bool = False, from_this_window: bool = False) -> JobRow:
+    """`from_this_window`: recorded by one of this window's operations (in a job process, with that pid)."""
+    if from_this_window or (job.pid == os.getpid() and job.host == HOST):
         where = "this window"
     else:
         where = f"pid {job.pid}" + ("" if job.host == HOST else f" on {job.host}")
@@ -197,7 +198,13 @@ class JobsController(QObject):
                 started = self._resuming.get(job.id)
                 if started is not None and time.monotonic() - started > RESUME_GRACE_S:
                     del self._resuming[job.id]  # the new process never took over: offer Resume again
-                rows.append(job_row(job, resuming=job.id in self._resuming))
+                rows.append(
+                    job_row(
+                        job,
+                        resuming=job.id in self._resuming,
+                        from_this_window=job.id in self.runner.recorded_job_ids,
+                    )
+                )
         before = self.panel.live_count()
         self.panel.set_rows(rows)
         if self.panel.live_count() != before:

@@ -159,6 +159,8 @@ class OperationRunner(QObject):
         self._forget_soon.timeout.connect(self._forget_ended)
         self.error_parent: QWidget | None = None  # dialogs of operations whose own parent is gone
         self.closed = False
+        # every job this window's operations recorded, in job processes too: the jobs panel says "this window"
+        self.recorded_job_ids: set[int] = set()
 
     def _register(self, operation: Operation) -> None:
         if operation.supersede is not None:
@@ -630,5 +632,6 @@ class JobOp(Operation):
         """On the worker or reader thread, for each job the work records: the first is this operation's own; the
         jobs panel lists them all once, as this operation (a collect records one job per batch)."""
         self.recorded_job_ids = self.recorded_job_ids | {job_id}
+        self.runner.recorded_job_ids.add(job_id)
         if self.job_id is None:
             self.job_id = job_id

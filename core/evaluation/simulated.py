@@ -14,9 +14,11 @@ All randomness is a hash of (seed, profile, question, condition): the same run g
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import NormalDist
@@ -280,6 +282,23 @@ def _is_free_form(prompt: str) -> bool:
         return False
 
 
+ANSWER_DELAY_ENV = "SPOKENBENCH_SIMULATED_DELAY_S"
+
+
+def answer_delay_s() -> float:
+    """Seconds the simulated listener waits before each answer (default 0): set SPOKENBENCH_SIMULATED_DELAY_S to
+    rehearse a live run offline — its progress, rate, time left and cancel — as a real model's would look. An
+    environment variable, so it reaches the job process an app's run goes to."""
+    text = os.environ.get(ANSWER_DELAY_ENV, "").strip()
+    try:
+        delay = float(text) if text else 0.0
+    except ValueError:
+        raise SpokenBenchError(f"{ANSWER_DELAY_ENV}={text!r}: give seconds, e.g. 0.1") from None
+    if not 0.0 <= delay <= 60.0:
+        raise SpokenBenchError(f"{ANSWER_DELAY_ENV}={text!r}: give seconds between 0 and 60")
+    return delay
+
+
 class SimulatedAdapter(ModelAdapter):
     """The listener behind the common adapter interface, so simulated runs use the same runner, parser,
     store and exports as real ones. Free and offline, so nothing is cached."""
@@ -292,6 +311,7 @@ class SimulatedAdapter(ModelAdapter):
         super().__init__(preset, params)
         self.profile = profile or load_profile(preset.model)
         self.seed = seed
+        self.delay_s = answer_delay_s()
 
     def identity(self) -> dict:
         return {
@@ -305,6 +325,8 @@ class SimulatedAdapter(ModelAdapter):
         return 0, 0
 
     async def generate(self, request: ModelRequest) -> ModelReply:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         context = request.context or {}
         question: ListenerQuestion = context["question"]
         choice = choose(self.profile, self.seed, question, context.get("neutral_letter"))

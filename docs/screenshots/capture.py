@@ -367,23 +367,13 @@ def capture_speakers(app, window, choices: dict) -> None:
 def capture_evaluate(app, window, want) -> None:
     """A simulated run going (its rate and time left) with a second run queued behind it, after a short run that
     finished; then the jobs panel with them. The simulated listener answers thousands of requests a second, so
-    its answers are paced as tests/widgets/test_evaluate_page.py paces them (a pause before each answer): the
-    rate and time left shown are then those of a steady listener."""
-    import asyncio
-
-    from spokenbench.core.evaluation.simulated import SimulatedAdapter
+    its answers are paced with SPOKENBENCH_SIMULATED_DELAY_S (a pause before each answer, in the run's job
+    process): the rate and time left shown are then those of a steady listener."""
+    from spokenbench.core.evaluation.simulated import ANSWER_DELAY_ENV
 
     evaluate = open_page(window, "evaluate")
     view = evaluate.view
     wait_until(app, lambda: evaluate.last_read is not None and not evaluate.last_read.is_running, what="the runs")
-    real_generate, pause = SimulatedAdapter.generate, {"s": 0.0}
-
-    async def paced_generate(self, request):
-        if pause["s"]:
-            await asyncio.sleep(pause["s"])
-        return await real_generate(self, request)
-
-    SimulatedAdapter.generate = paced_generate
 
     def prepare(model: str, mode: str, limit: str) -> int:
         view.select_model(model)
@@ -400,19 +390,25 @@ def capture_evaluate(app, window, want) -> None:
     prepare("simulated:steady", "text", "12")
     view.start_button.click()
     wait_until(app, lambda: evaluate.current is None and len(evaluate.finished_ops) == 1, 60, "the short run")
-    pause["s"] = 0.1  # a tenth of a second per answer
+    os.environ[ANSWER_DELAY_ENV] = "0.1"  # a tenth of a second per answer, in the run's job process
     total = prepare("simulated:order-sensitive", "audio", "")
     if total < 400:
         raise RuntimeError(f"the paced run has only {total} requests")
     view.start_button.click()
     wait_until(app, lambda: evaluate.current is not None and evaluate.current.run_id is not None, 60, "the paced run")
     running = evaluate.current.run_id
+    del os.environ[ANSWER_DELAY_ENV]  # the paced run's process has it; the queued run answers at once
     prepare("simulated:accent-sensitive", "text", "24")
     view.start_button.click()  # "Add to queue"
     wait_until(app, lambda: len(evaluate.queue) == 1, what="the queued run")
     table = view.runs_table
-    row = next(r for r in range(table.rowCount()) if table.item(r, 0) and table.item(r, 0).text() == str(running))
-    table.selectRow(row)  # its progress bar below the list
+
+    def running_row() -> int | None:
+        rows = (r for r in range(table.rowCount()) if table.item(r, 0) and table.item(r, 0).text() == str(running))
+        return next(rows, None)
+
+    wait_until(app, lambda: running_row() is not None, 30, "the paced run in the runs table")
+    table.selectRow(running_row())  # its progress bar below the list
 
     def going() -> bool:
         line = next((x for x in view.lines if x.run_id == running), None)
@@ -431,7 +427,6 @@ def capture_evaluate(app, window, want) -> None:
     evaluate.remove_queued(0)
     evaluate.cancel_run(running)
     wait_until(app, lambda: evaluate.current is None, 60, "the paced run's cancellation")
-    SimulatedAdapter.generate = real_generate
 
 
 def capture_pack(app, window, demo: Path, tmp: Path) -> None:

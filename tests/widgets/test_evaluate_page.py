@@ -280,7 +280,9 @@ def test_a_custom_endpoint_run_lists_its_failures_by_kind_and_resume_retries_the
             timeout=5_000,
         )
         view.select_run(run_id)
-        assert "errors: 2 HTTP 400" in view.progress_label.text() and view.resume_button.isEnabled()
+        assert "errors: 2 HTTP 400" in view.progress_label.text()
+        # once the runs table's next read (after the job's own last write) says the run can be resumed
+        qtbot.waitUntil(view.resume_button.isEnabled, timeout=3_000)
         view.resume_button.click()
         qtbot.waitUntil(lambda: page.finished_ops[-1] is not first and page.current is None, timeout=15_000)
         resumed = page.finished_ops[-1]

@@ -62,6 +62,7 @@ def test_a_job_call_runs_in_a_process_of_its_own_with_progress_and_its_result(op
     row = job_row(project.path, operation.job_id)
     assert row.pid == result["pid"] and row.status == "finished" and row.label == "Counting"
     assert operation.recorded_job_ids == {operation.job_id}  # the jobs panel lists it once, as the operation
+    assert operation.job_id in session.runner.recorded_job_ids  # and, once ended, as this window's
     qtbot.waitUntil(lambda: any("items" in tables for tables in announced), timeout=2_000)
 
 
@@ -279,3 +280,16 @@ def test_the_windows_demo_build_runs_in_a_job_process_and_opens_the_demo(qtbot, 
             assert project.conn.execute("SELECT count(*) FROM items").fetchone()[0] > 0
     finally:
         window.shutdown()
+
+
+def test_a_finished_job_of_a_job_process_is_listed_as_this_windows():
+    """Its row carries the job process's pid; the jobs panel still says it came from this window."""
+    from spokenbench.app.jobs import HOST, job_row
+
+    job = jobs.JobInfo(
+        id=7, kind="evaluate", label="Run 7", claim="run:7", project="p", pid=999_999, host=HOST, argv=None,
+        cwd=None, started_at="", heartbeat_at="", finished_at="", done=3, total=3, message=None,
+        status="finished", stop_reason=None, cancel_requested=False, heartbeat_age_s=0.0,
+    )  # fmt: skip
+    assert job_row(job).origin == "evaluate · pid 999999"
+    assert job_row(job, from_this_window=True).origin == "evaluate · this window"

@@ -207,3 +207,25 @@ def test_simulated_gender_study_runs_offline(demo_dir):
         summaries = run_simulated_gender_study(project, ("male-leaning",), "steady", ("gender-paper",))
     assert [(s.model, s.answered) for s in summaries] == [("simulated:male-leaning", 72), ("simulated:steady", 12)]
     assert project_backbone_pairs(demo_dir) == {"simulated:male-leaning": "simulated:steady"}
+
+
+def test_the_answer_delay_paces_the_listener_and_a_bad_value_is_named(monkeypatch):
+    import asyncio
+
+    from spokenbench.core.evaluation.adapters import GenerationParams, ModelRequest
+    from spokenbench.core.evaluation.simulated import ANSWER_DELAY_ENV, SimulatedAdapter, simulated_preset
+
+    question = ListenerQuestion("q1", "B", "ABCD", {"gender": "male"}, condition_key="male")
+    request = ModelRequest(system=None, user="", context={"question": question})
+    monkeypatch.setenv(ANSWER_DELAY_ENV, "0.2")
+    adapter = SimulatedAdapter(simulated_preset("steady"), GenerationParams())
+    started = time.perf_counter()
+    reply = asyncio.run(adapter.generate(request))
+    assert time.perf_counter() - started >= 0.2 and "[[" in reply.text
+    monkeypatch.setenv(ANSWER_DELAY_ENV, "soon")
+    with pytest.raises(SpokenBenchError, match="SPOKENBENCH_SIMULATED_DELAY_S='soon': give seconds"):
+        SimulatedAdapter(simulated_preset("steady"), GenerationParams())
+    monkeypatch.delenv(ANSWER_DELAY_ENV)
+    started = time.perf_counter()
+    asyncio.run(SimulatedAdapter(simulated_preset("steady"), GenerationParams()).generate(request))
+    assert time.perf_counter() - started < 0.1
