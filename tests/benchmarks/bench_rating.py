@@ -4,12 +4,14 @@
    waveform computed on the read pool → drawn and its playback requested. Median / max over 30 ratings.
 2. The UI event loop while a background job runs: a 5 ms QTimer probe measures the gaps between its ticks
    while a JobOp imports `--items` items and the rater keeps rating; prints the largest gap and the 99th
-   percentile, for each of `--job-repeats` imports (en, zh, ko: each new to the project), `--demo-builds`
-   demo builds and `--evaluations` simulated evaluation runs of the demo, and their median. Every one of them
-   runs in a job process, as in the app.
+   percentile, for each of `--job-repeats` imports (each new to the project), `--demo-builds` demo builds and
+   `--evaluations` simulated evaluation runs of 20,000 items, and their median. Every one of them runs in a job
+   process, as in the app; with `--compare-threads` each also runs first on a thread of the app (as the app ran
+   them before job processes), and the two largest gaps are compared.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_rating.py [--ratings 30] [--items 20000]
-        [--job-repeats 3] [--demo-builds 0] [--evaluations 0] [--idle-during-job] [--not-as-the-app]
+        [--job-repeats 3] [--demo-builds 0] [--evaluations 0] [--compare-threads] [--idle-during-job]
+        [--not-as-the-app]
 """
 
 import argparse
@@ -29,14 +31,16 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from support import gmmlu_rows, write_csv
 
-from spokenbench.app.evaluate_page import EvaluationRunOp
+from spokenbench.app.evaluate_page import RUN_CHANGES, EvaluationRunOp
 from spokenbench.app.main import keep_the_ui_responsive
-from spokenbench.app.main_window import build_demo_and_load
+from spokenbench.app.main_window import build_demo_and_load, load_project_view
 from spokenbench.app.operations import BackgroundOp, JobOp, OperationRunner, ProjectSession
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.demo import build_demo
+from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
+from spokenbench.core.evaluation.runner import evaluate
 from spokenbench.core.importers import import_files
 from spokenbench.core.job_host import job_call
 from spokenbench.core.qc.queues import sample_for_rating
@@ -93,6 +97,7 @@ def main(
     job_repeats: int = 3,
     evaluations: int = 0,
     demo_builds: int = 0,
+    compare_threads: bool = False,
 ) -> None:
     app = QApplication.instance() or QApplication([])
     if as_the_app:  # what spokenbench-studio does at start (app/main.py)
@@ -120,46 +125,78 @@ def main(
     if as_the_app:
         keep_the_ui_responsive()  # gc.freeze of what is alive now, a 1 ms GIL switch interval
     largest: list[float] = []
-    for language in JOB_LANGUAGES[:job_repeats]:
-        largest.append(probe_one_import(page, session, folder, language, items, rate_during_job))
+    on_thread: list[float] = []  # --compare-threads: the same jobs on a thread of the app, as before job processes
+    ways = (True, False) if compare_threads else (False,)
+
+    def probe(make_job, description: str) -> None:
+        for thread in ways:
+            where = "on a thread of the app" if thread else "in a job process"
+            gap = probe_one_job(page, make_job(thread), f"{description}, {where}", rate_during_job)
+            (on_thread if thread else largest).append(gap)
+        if compare_threads:
+            print(f"  on a thread / in a job process: largest gap {on_thread[-1] / largest[-1]:.1f}x")
+
+    for number in range(job_repeats):
+        probe(lambda thread, number=number: import_job(session, folder / f"{number}-{thread}", items, thread),
+              f"an import of {items:,} items")  # fmt: skip
     for number in range(demo_builds):
-        job = BackgroundOp(
-            session.runner,
-            lambda progress, number=number: build_demo_and_load(folder / f"built-{number}", progress),
-            label="Building the demo project",
-        )
-        largest.append(probe_one_job(page, job, "a demo build (as File → Build demo does)", rate_during_job))
+        probe(lambda thread, number=number: demo_build_job(session, folder / f"built-{number}-{thread}", thread),
+              "a demo build (File → Build demo)")  # fmt: skip
     for listener in SIMULATED_LISTENERS[:evaluations]:
-        job = EvaluationRunOp(session, RunSettings(model=listener, concurrency=4), label=f"Evaluating {listener}")
-        largest.append(
-            probe_one_job(page, job, f"a simulated evaluation ({listener}, EvaluationRunOp)", rate_during_job)
-        )
+        probe(lambda thread, listener=listener: evaluation_job(session, listener, thread),
+              f"a simulated evaluation of {EVALUATED_ITEMS:,} items ({listener})")  # fmt: skip
+    if on_thread:
+        print(f"largest UI-loop gap over {len(on_thread)} jobs on a thread of the app: median "
+              f"{ms(statistics.median(on_thread))}, max {ms(max(on_thread))}")  # fmt: skip
     if len(largest) > 1:
-        print(f"largest UI-loop gap over {len(largest)} jobs: median {ms(statistics.median(largest))}, "
+        print(f"largest UI-loop gap over {len(largest)} jobs in job processes: median {ms(statistics.median(largest))}, "
               f"max {ms(max(largest))} (target <= 50 ms)")  # fmt: skip
     page.set_session(None)
     session.close()
     runner.shutdown()
 
 
-JOB_LANGUAGES = ("en", "zh", "ko")  # one file per repeat: a language's items are new to the project each time
-
-
 SIMULATED_LISTENERS = ("simulated:steady", "simulated:order-sensitive", "simulated:accent-sensitive")
+EVALUATED_ITEMS = 20_000  # the first items by id: the demo's and the first import's
 
 
-def probe_one_import(page: RatingPage, session, folder: Path, language: str, items: int, rate_during_job: bool):
-    """Import `items` items as the app does — a JobOp in a job process — while the probe ticks (and the rater
-    rates); print and return the largest gap between the probe's ticks."""
-    table = write_csv(folder / f"{language}.csv", gmmlu_rows(items))
-    job = JobOp(
-        session,
-        job_call(import_files, [table], "gmmlu-lite"),
-        kind="import",
-        changes={"items"},
-        label=f"Importing {items} items",
-    )
-    return probe_one_job(page, job, f"a background import of {items:,} {language} items (JobOp)", rate_during_job)
+def tagged_rows(items: int, tag: str) -> list[dict]:
+    """`items` English Global-MMLU-Lite rows whose ids carry `tag`: new to the project in every import."""
+    rows = gmmlu_rows(items)
+    for row in rows:
+        row["sample_id"] = f"{tag}/{row['sample_id']}"
+    return rows
+
+
+def import_job(session, folder: Path, items: int, on_thread: bool) -> JobOp:
+    """The app's import (a JobCall: in a job process), or the same core call on a thread as the app made it before;
+    of a table of its own in `folder`, new to the project."""
+    folder.mkdir()
+    table = write_csv(folder / "en.csv", tagged_rows(items, folder.name))
+    if on_thread:
+        work = lambda project, progress: import_files(project, [table], "gmmlu-lite", progress=progress)  # noqa: E731
+    else:
+        work = job_call(import_files, [table], "gmmlu-lite")
+    return JobOp(session, work, kind="import", changes={"items"}, label=f"Importing {items} items")
+
+
+def demo_build_job(session, target: Path, on_thread: bool) -> BackgroundOp:
+    """What File → Build demo runs (the build in a job process, then the view read), or the build on the thread."""
+    if on_thread:
+        work = lambda progress: (build_demo(target, progress), load_project_view(target, progress))[1]  # noqa: E731
+    else:
+        work = lambda progress: build_demo_and_load(target, progress)  # noqa: E731
+    return BackgroundOp(session.runner, work, label="Building the demo project")
+
+
+def evaluation_job(session, listener: str, on_thread: bool) -> JobOp:
+    """The Evaluate page's run (EvaluationRunOp: in a job process), or `evaluate` on a thread of the app."""
+    settings = RunSettings(model=listener, concurrency=4, plan=PlanOptions(limit=EVALUATED_ITEMS))
+    label = f"Evaluating {listener}"
+    if not on_thread:
+        return EvaluationRunOp(session, settings, label=label)
+    work = lambda project, progress: evaluate(project, settings, progress)  # noqa: E731
+    return JobOp(session, work, kind="evaluate", changes=RUN_CHANGES, tracked=False, label=label)
 
 
 def probe_one_job(page: RatingPage, job, description: str, rate_during_job: bool) -> float:
@@ -191,7 +228,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ratings", type=int, default=30)
     parser.add_argument("--items", type=int, default=20_000)
-    parser.add_argument("--job-repeats", type=int, choices=(1, 2, 3), default=3, help="imports probed, one a language")
+    parser.add_argument("--job-repeats", type=int, choices=(0, 1, 2, 3), default=3, help="imports probed")
     parser.add_argument(
         "--evaluations",
         type=int,
@@ -201,6 +238,11 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--demo-builds", type=int, default=0, help="also probe this many demo builds (File → Build demo)"
+    )
+    parser.add_argument(
+        "--compare-threads",
+        action="store_true",
+        help="run each job on a thread of the app too (as before job processes), side by side",
     )
     parser.add_argument("--idle-during-job", action="store_true", help="probe the loop without rating meanwhile")
     parser.add_argument(
@@ -218,4 +260,5 @@ if __name__ == "__main__":
         args.job_repeats,
         args.evaluations,
         args.demo_builds,
+        args.compare_threads,
     )
