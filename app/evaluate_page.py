@@ -44,7 +44,7 @@ ENDED = ("finished", "failed", "cancelled")
 class EvaluationRunOp(JobOp):
     """A run in a job process: `runner.evaluate` prepares again there (a preparation is a snapshot) and runs it.
     Planning and answering a large run is seconds of Python, which on a thread of the app kept the UI from
-    reacting for up to 0.7 s at a time. `run_evaluation` records the job itself, holding the run's claim
+    reacting for up to 1.3 s at a time. `run_evaluation` records the job itself, holding the run's claim
     (`run:<id>`) so a second window or process cannot work on the same run at once; the operation does not wrap
     it in a second tracked job (one run, one row), and takes `job_id` and `run_id` from the job it records."""
 
