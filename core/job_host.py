@@ -277,7 +277,7 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
                 result = run(tracked)
         else:  # the call records its own job (run_evaluation holds its run's claim): one row, not two
             result = run(progress)
-    except Cancelled:
+    except (Cancelled, KeyboardInterrupt):  # Ctrl-C in the app's terminal reaches its job processes too
         frames.send(("cancelled",))
     except BaseException as error:  # noqa: BLE001 - every failure is the parent's to show
         frames.send(("error", portable_error(error)))
@@ -292,8 +292,13 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
 def main() -> int:
     """Frames go to a private copy of stdout; fd 1 itself is pointed at stderr, so a stray print or a library's
     output never corrupts them."""
-    frames_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    frames_out = os.fdopen(os.dup(1), "wb")
+    try:
+        error_fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # no stderr (pythonw, a windowed frozen app): nowhere to print
+        error_fd = os.open(os.devnull, os.O_WRONLY)
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    os.dup2(error_fd, 1)
     sys.stdout = sys.stderr
     code = serve(sys.stdin.fileno(), frames_out)
     try:

@@ -293,3 +293,25 @@ def test_a_finished_job_of_a_job_process_is_listed_as_this_windows():
     )  # fmt: skip
     assert job_row(job).origin == "evaluate · pid 999999"
     assert job_row(job, from_this_window=True).origin == "evaluate · this window"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="closes the child's fd 2 before exec")
+def test_a_job_process_without_a_stderr_still_answers(tmp_path):
+    """pythonw and a windowed frozen app start it with no stderr: its prints go nowhere, its frames still arrive."""
+    request = job_host.encode_request(None, task_call(job_functions.describe_folder, str(tmp_path)), label="t")
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    child = subprocess.Popen(
+        job_host.job_host_command(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        preexec_fn=lambda: os.close(2),  # noqa: PLW1509 - a bare close: safe between fork and exec
+    )
+    child.stdin.write(request)
+    child.stdin.flush()
+    frames = [pickle.load(child.stdout)]
+    while frames[-1][0] in ("job", "progress"):
+        frames.append(pickle.load(child.stdout))
+    child.stdin.close()
+    assert child.wait(10) == 0 and frames[-1][0] == "ok" and frames[-1][1]["folder"] == str(tmp_path)
