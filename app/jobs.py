@@ -202,7 +202,7 @@ class JobsController(QObject):
                     job_row(
                         job,
                         resuming=job.id in self._resuming,
-                        from_this_window=job.id in self.runner.recorded_job_ids,
+                        from_this_window=job.id in self.session.recorded_job_ids,
                     )
                 )
         before = self.panel.live_count()

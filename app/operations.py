@@ -8,8 +8,9 @@ attach its callbacks, then `run()` it — nothing can finish before its callback
 
 - `QueryOp` reads on the thread pool with a connection of its own for that call.
 - `WriteOp` is a short write, run by the project's one writer thread (`store_writer.StoreWriter`).
-- `JobOp` is long work that writes (import, synthesis, evaluation): its own thread and connection, committing
-  in batches or in one short final transaction, recorded in the project's jobs table like a CLI job.
+- `JobOp` is long work that writes (import, evaluation, screening): given a `JobCall`, in a job process of its
+  own (`core.job_host`), else on a thread of its own, with its own connection, committing in batches or in one
+  short final transaction, recorded in the project's jobs table like a CLI job.
 - `BackgroundOp` is work outside a project (opening one, building the demo).
 
 Every outcome arrives on the UI thread through queued Qt signals. A cancelled operation's result, and every
@@ -159,8 +160,6 @@ class OperationRunner(QObject):
         self._forget_soon.timeout.connect(self._forget_ended)
         self.error_parent: QWidget | None = None  # dialogs of operations whose own parent is gone
         self.closed = False
-        # every job this window's operations recorded, in job processes too: the jobs panel says "this window"
-        self.recorded_job_ids: set[int] = set()
 
     def _register(self, operation: Operation) -> None:
         if operation.supersede is not None:
@@ -220,6 +219,9 @@ class ProjectSession(QObject):
         self.changes = ProjectChanges(self)
         self.writer = StoreWriter(self.path)
         self.jobs: list[core_jobs.JobInfo] = []
+        # every job this window's operations recorded in this project, in job processes too (their rows carry the
+        # job process's pid): the jobs panel says "this window"
+        self.recorded_job_ids: set[int] = set()
         self._jobs_incoming.connect(self._receive_jobs, Qt.ConnectionType.QueuedConnection)
         self.monitor = ProjectMonitor(self.path, self.changes.notify, self._jobs_incoming.emit, poll_interval_s)
         self.monitor.start()
@@ -632,6 +634,6 @@ class JobOp(Operation):
         """On the worker or reader thread, for each job the work records: the first is this operation's own; the
         jobs panel lists them all once, as this operation (a collect records one job per batch)."""
         self.recorded_job_ids = self.recorded_job_ids | {job_id}
-        self.runner.recorded_job_ids.add(job_id)
+        self.session.recorded_job_ids.add(job_id)
         if self.job_id is None:
             self.job_id = job_id

@@ -175,7 +175,14 @@ class ResultsPage(QWidget):
 
         self._refresh_timer = QTimer(self, singleShot=True, interval=REFRESH_DELAY_MS)
         self._refresh_timer.timeout.connect(self.refresh)
+        self._changed_while_hidden = False
         self.panel_list.setCurrentRow(0)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._changed_while_hidden and self.session is not None:
+            self._changed_while_hidden = False
+            self._refresh_timer.start(RUNS_CHANGED_DELAY_MS)
 
     # -- session ------------------------------------------------------------------------------------
 
@@ -189,6 +196,7 @@ class ResultsPage(QWidget):
         self.panels, self.runs, self.selected_runs = None, [], None
         self.cache = ResponseCache()
         self._refresh_timer.stop()
+        self._changed_while_hidden = False
         self._clear_details()
         self._fill_runs([])
         self.view.set_panel(None)
@@ -205,6 +213,9 @@ class ResultsPage(QWidget):
         if "items" in tables:  # a gold answer or a label may have changed under every run's responses
             self.cache = ResponseCache()
         if not tables & RESULTS_TABLES:
+            return
+        if not self.isVisible():  # recomputing is seconds of pandas on a thread of the app: once shown, not before
+            self._changed_while_hidden = True
             return
         # soon after a run starts or ends; a little later while answers stream in; never more often than
         # STREAMING_INTERVAL_MS from the start of the previous computation

@@ -23,6 +23,7 @@ The protocol, over the child's standard streams (pickle frames; both ends are th
 
 from __future__ import annotations
 
+import collections
 import os
 import pickle
 import subprocess
@@ -40,6 +41,8 @@ from spokenbench.core.progress import Progress
 
 PROGRESS_INTERVAL_S = 0.05  # the parent's bar needs no more; every frame costs both processes a wakeup
 CANCEL_POLL_S = 0.05  # how often the parent's side looks at its progress's cancel flag
+REAP_S = 10.0  # how long an exit may take after the outcome was sent before the process is killed
+LAST_WORDS = 12  # lines of a job process's own output kept for the message if it dies
 CANCEL_BYTE = b"c"
 
 
@@ -114,15 +117,15 @@ def encode_request(
 def run_in_job_process(request: bytes, progress: Progress, label: str) -> Any:
     """Run an encoded request in a job process and wait for its outcome — on a worker thread, never the UI's.
     Its frames become `progress` reports and `progress.job_recorded` calls; a cancel of `progress` becomes the
-    cancel byte (looked at every CANCEL_POLL_S); its outcome is returned or raised here. A process that ends
-    without one (killed, crashed) is a SpokenBenchError: what it committed is kept, its job shows as
-    interrupted."""
-    process = subprocess.Popen(job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        process.stdin.write(request)
-        process.stdin.flush()
-    except BrokenPipeError:
-        pass  # it died at start; its exit code says more below
+    cancel byte (looked at every CANCEL_POLL_S); its outcome is returned or raised as soon as it arrives (the
+    process is reaped apart, killed if its exit hangs). A process that ends without one (killed, crashed) is a
+    SpokenBenchError with its last lines of output: what it committed is kept, its job shows as interrupted."""
+    process = subprocess.Popen(
+        job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    last_words: collections.deque[str] = collections.deque(maxlen=LAST_WORDS)
+    relay = threading.Thread(target=_relay_stderr, args=(process, last_words), name=f"stderr: {label}", daemon=True)
+    relay.start()
     finished = threading.Event()
 
     def forward_cancel() -> None:
@@ -136,13 +139,18 @@ def run_in_job_process(request: bytes, progress: Progress, label: str) -> Any:
                 return
 
     watcher = threading.Thread(target=forward_cancel, name=f"cancel forward: {label}", daemon=True)
-    watcher.start()
     outcome = None
     try:
+        try:
+            process.stdin.write(request)
+            process.stdin.flush()
+        except OSError:  # BrokenPipeError on POSIX, EINVAL on Windows: it died at start (its output says why)
+            pass
+        watcher.start()
         while outcome is None:
             try:
                 frame = pickle.load(process.stdout)
-            except (EOFError, pickle.UnpicklingError):
+            except Exception:  # noqa: BLE001 - the end of its output, or a frame cut short: no outcome
                 break
             if frame[0] == "progress":
                 progress.report(*frame[1:])
@@ -150,25 +158,54 @@ def run_in_job_process(request: bytes, progress: Progress, label: str) -> Any:
                 progress.job_recorded(*frame[1:])
             else:
                 outcome = frame
-        code = process.wait()
     finally:
         finished.set()
-        watcher.join()
+        if watcher.is_alive():
+            watcher.join()
         for pipe in (process.stdin, process.stdout):
             try:
                 pipe.close()
             except OSError:
                 pass
+        if outcome is not None:
+            threading.Thread(target=_reap, args=(process,), name=f"reap: {label}", daemon=True).start()
     if outcome is None:
+        code = _reap(process)
+        relay.join(timeout=2)
+        said = "\n".join(last_words)
         raise SpokenBenchError(
             f"{label}: the job process stopped unexpectedly (exit code {code}). Everything it committed is kept; "
-            "the Jobs panel shows where it stopped."
+            "the Jobs panel shows where it stopped." + (f"\n\nIts last output:\n{said}" if said else "")
         )
     if outcome[0] == "cancelled":
         raise Cancelled()
     if outcome[0] == "error":
         raise outcome[1]
     return outcome[1]
+
+
+def _relay_stderr(process: subprocess.Popen, last_words: collections.deque) -> None:
+    """Pass the job process's own output (warnings, a library's messages) to this process's stderr, when there
+    is one, and keep its last lines for the message if it dies."""
+    for raw in process.stderr:
+        line = raw.decode("utf-8", errors="replace")
+        last_words.append(line.rstrip())
+        if sys.stderr is not None:
+            try:
+                sys.stderr.write(line)
+            except (OSError, ValueError):
+                pass
+    process.stderr.close()
+
+
+def _reap(process: subprocess.Popen) -> int:
+    """Its exit code, waiting at most REAP_S for an exit that hangs (a thread that never ends), then killing it:
+    its outcome, and its job's row, were written before."""
+    try:
+        return process.wait(REAP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def run_task_in_job_process(call: JobCall, progress: Progress, label: str) -> Any:
@@ -198,7 +235,9 @@ class _Frames:
         self.stream = stream
         self.cancel = cancel
         self.lock = threading.Lock()
+        self.progress_lock = threading.Lock()
         self.last_progress_at = 0.0
+        self.pending: tuple | None = None  # the newest report held back by the interval, sent by `flush`
         self.parent_gone = False
 
     def send(self, frame: tuple) -> None:
@@ -211,16 +250,30 @@ class _Frames:
             try:
                 self.stream.write(data)
                 self.stream.flush()
-            except (BrokenPipeError, ValueError):
+            except (OSError, ValueError):  # BrokenPipeError on POSIX, EINVAL on Windows; closed
                 self.parent_gone = True
                 self.cancel.set()
 
     def progress(self, done: int, total: int | None, message: str) -> None:
-        now = time.monotonic()
-        if now - self.last_progress_at < PROGRESS_INTERVAL_S and (total is None or done < total):
-            return
-        self.last_progress_at = now
-        self.send(("progress", done, total, message))
+        with self.progress_lock:
+            now = time.monotonic()
+            if now - self.last_progress_at < PROGRESS_INTERVAL_S and (total is None or done < total):
+                self.pending = (done, total, message)
+                return
+            self.pending, self.last_progress_at = None, now
+            self.send(("progress", done, total, message))
+
+    def flush(self) -> None:
+        """Send the report held back, if any: a step's last message must not wait for the next report."""
+        with self.progress_lock:
+            if self.pending is not None:
+                pending, self.pending, self.last_progress_at = self.pending, None, time.monotonic()
+                self.send(("progress", *pending))
+
+
+def _flush_held_progress(frames: _Frames, stop: threading.Event) -> None:
+    while not stop.wait(PROGRESS_INTERVAL_S):
+        frames.flush()
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -258,6 +311,9 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
     cancel = threading.Event()
     frames = _Frames(frames_out, cancel)
     threading.Thread(target=_watch_for_cancel, args=(stdin_fd, cancel), name="cancel watch", daemon=True).start()
+    flushing = threading.Event()
+    flusher = threading.Thread(target=_flush_held_progress, args=(frames, flushing), name="progress", daemon=True)
+    flusher.start()
     progress = Progress(frames.progress, cancel, lambda job_id, claim: frames.send(("job", job_id, claim)))
     path = Path(request["project"] or ".")
 
@@ -278,15 +334,25 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
         else:  # the call records its own job (run_evaluation holds its run's claim): one row, not two
             result = run(progress)
     except (Cancelled, KeyboardInterrupt):  # Ctrl-C in the app's terminal reaches its job processes too
+        _stop_flushing(frames, flusher, flushing)
         frames.send(("cancelled",))
     except BaseException as error:  # noqa: BLE001 - every failure is the parent's to show
+        _stop_flushing(frames, flusher, flushing)
         frames.send(("error", portable_error(error)))
     else:
+        _stop_flushing(frames, flusher, flushing)
         try:
             frames.send(("ok", result))
         except Exception as error:  # noqa: BLE001 - an unpicklable result is a bug in the JobCall
             frames.send(("error", portable_error(error)))
     return 1 if frames.parent_gone else 0
+
+
+def _stop_flushing(frames: _Frames, flusher: threading.Thread, flushing: threading.Event) -> None:
+    """The last report held back goes before the outcome."""
+    flushing.set()
+    flusher.join()
+    frames.flush()
 
 
 def main() -> int:

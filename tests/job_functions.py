@@ -51,3 +51,24 @@ def describe_folder(folder: str, *, progress):
     """A task outside any project: reports, then returns what it was given and where it ran."""
     progress.report(1, 1, "looked")
     return {"folder": folder, "pid": os.getpid()}
+
+
+def two_steps(*, progress):
+    """A step's last report comes right after the previous one (within the frame interval), then a long step."""
+    progress.report(1, 10, "phase A")
+    progress.report(0, None, "phase B: long")
+    time.sleep(0.6)
+    return "done"
+
+
+def return_leaving_a_thread_behind(*, progress):
+    """Returns at once, but a non-daemon thread keeps the process from exiting for 30 s."""
+    import threading
+
+    threading.Thread(target=time.sleep, args=(30,)).start()
+    return "early"
+
+
+def die_saying(message: str, *, progress):
+    print(message, file=sys.stderr, flush=True)
+    os._exit(3)

@@ -19,7 +19,7 @@ from support import gmmlu_rows, write_csv
 from spokenbench.app.operations import JobOp
 from spokenbench.app.rating_page import transcribe_with
 from spokenbench.core import job_host, jobs
-from spokenbench.core.errors import InputError
+from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.importers import import_files
 from spokenbench.core.job_host import job_call, task_call
 from spokenbench.core.progress import Progress
@@ -62,7 +62,7 @@ def test_a_job_call_runs_in_a_process_of_its_own_with_progress_and_its_result(op
     row = job_row(project.path, operation.job_id)
     assert row.pid == result["pid"] and row.status == "finished" and row.label == "Counting"
     assert operation.recorded_job_ids == {operation.job_id}  # the jobs panel lists it once, as the operation
-    assert operation.job_id in session.runner.recorded_job_ids  # and, once ended, as this window's
+    assert operation.job_id in session.recorded_job_ids  # and, once ended, as this window's (in this project)
     qtbot.waitUntil(lambda: any("items" in tables for tables in announced), timeout=2_000)
 
 
@@ -128,6 +128,14 @@ def test_a_call_that_cannot_be_sent_fails_at_once_as_a_bug(open_session, qtbot, 
     assert dialogs[0].title == "Unexpected error"
 
 
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def start_waiting_job(session, qtbot, tmp_path) -> tuple[JobOp, int]:
     """A job process that waits for a cancel; returns the operation and the child's pid, once it is running."""
     marker = tmp_path / "running.pid"
@@ -148,8 +156,7 @@ def test_cancel_from_the_window_stops_the_job_process_at_its_next_safe_point(ope
         operation.cancel()
     assert operation.status == "cancelled" and time.monotonic() - started < 5
     assert job_row(project.path, operation.job_id).status == "cancelled"
-    with pytest.raises(ProcessLookupError):  # the process has exited (and been reaped)
-        os.kill(pid, 0)
+    qtbot.waitUntil(lambda: not process_exists(pid), timeout=10_000)  # it has exited, and been reaped
 
 
 @pytest.mark.slow
@@ -315,3 +322,28 @@ def test_a_job_process_without_a_stderr_still_answers(tmp_path):
         frames.append(pickle.load(child.stdout))
     child.stdin.close()
     assert child.wait(10) == 0 and frames[-1][0] == "ok" and frames[-1][1]["folder"] == str(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_report_held_back_by_the_frame_interval_still_arrives_during_the_next_step():
+    reports = []
+    progress = Progress(lambda done, total, message: reports.append((time.monotonic(), message)))
+    assert job_host.run_task_in_job_process(task_call(job_functions.two_steps), progress, "Steps") == "done"
+    ended = time.monotonic()
+    assert [message for _, message in reports] == ["phase A", "phase B: long"]
+    assert ended - reports[-1][0] > 0.3  # shown while the long step ran, not only at its end
+
+
+@pytest.mark.slow
+def test_the_outcome_is_delivered_when_it_arrives_not_when_the_process_exits():
+    started = time.monotonic()
+    result = job_host.run_task_in_job_process(task_call(job_functions.return_leaving_a_thread_behind), Progress(), "t")
+    assert result == "early" and time.monotonic() - started < 10  # its exit waits 30 s for a leftover thread
+
+
+@pytest.mark.slow
+def test_a_job_process_that_dies_is_reported_with_its_exit_code_and_last_output():
+    with pytest.raises(SpokenBenchError) as raised:
+        job_host.run_task_in_job_process(task_call(job_functions.die_saying, "libfoo.so: cannot open"), Progress(), "t")
+    assert "t: the job process stopped unexpectedly (exit code 3)" in str(raised.value)
+    assert str(raised.value).endswith("Its last output:\nlibfoo.so: cannot open")

@@ -210,6 +210,22 @@ def test_the_page_follows_the_runs_and_the_run_picker(page, qtbot, demo):
 
 
 @pytest.mark.slow
+def test_a_hidden_page_recomputes_once_shown_not_while_answers_stream_in(page, qtbot, demo):
+    """Recomputing is seconds of pandas on a thread of the app: while another page is shown, changes only mark it."""
+    qtbot.waitUntil(lambda: page.panels is not None, timeout=10_000)
+    page.hide()
+    computed = []
+    page.panels_ready.connect(computed.append)
+    with opened(demo) as project, project.transaction() as conn:  # another connection, as a run would
+        mark_run(conn, 2, "finished")
+    qtbot.wait(1_500)  # two polls of the project monitor and more than a refresh delay
+    assert computed == []
+    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+        page.show()
+    assert len(computed) == 1
+
+
+@pytest.mark.slow
 def test_closing_the_project_clears_the_page(page):
     page.set_session(None)
     assert page.summary.text() == "No project open" and page.view.panel is None
