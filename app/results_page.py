@@ -47,6 +47,9 @@ RESULTS_TABLES = frozenset({"responses", "runs", "items"})
 REFRESH_DELAY_MS = 400  # gather a burst of changes into one recomputation
 RUNS_CHANGED_DELAY_MS = 50  # a run started, ended or was resumed: show it at once
 STREAMING_INTERVAL_MS = 1000  # while answers stream in, recompute at most this often
+# jobs that store answers: while one runs, the panels wait for it to end (recomputing them is seconds of pandas
+# on a thread of the app, which would keep the window from reacting while the job streams its answers in)
+ANSWERING_KINDS = frozenset({"evaluate", "import-results", "batch-collect"})
 DETAIL_LIMIT = 500
 DETAIL_COLUMNS = (
     ("question_id", "question"),
@@ -170,7 +173,22 @@ class ResultsPage(QWidget):
         body.setSizes([250, 900])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
+        self.answering_note = QLabel(
+            "A job is storing answers: these panels are from before it and update when it ends."
+        )
+        self.answering_note.setWordWrap(True)
+        self.refresh_now = QPushButton("Refresh now")
+        self.refresh_now.setToolTip("Recompute the panels with the answers stored so far (the window may pause)")
+        self.refresh_now.clicked.connect(self.refresh)
+        answering = QHBoxLayout()
+        answering.setContentsMargins(0, 0, 0, 0)
+        answering.addWidget(self.answering_note, 1)
+        answering.addWidget(self.refresh_now)
+        self.answering_row = QWidget()
+        self.answering_row.setLayout(answering)
+        self.answering_row.hide()
         layout.addWidget(self.summary)
+        layout.addWidget(self.answering_row)
         layout.addWidget(body, 1)
 
         self._refresh_timer = QTimer(self, singleShot=True, interval=REFRESH_DELAY_MS)
@@ -182,7 +200,7 @@ class ResultsPage(QWidget):
         super().showEvent(event)
         if self._changed_while_hidden and self.session is not None:
             self._changed_while_hidden = False
-            self._refresh_timer.start(RUNS_CHANGED_DELAY_MS)
+            self._schedule_refresh(RUNS_CHANGED_DELAY_MS)
 
     # -- session ------------------------------------------------------------------------------------
 
@@ -190,6 +208,7 @@ class ResultsPage(QWidget):
         if self.session is not None:
             try:
                 self.session.changes.changed.disconnect(self._project_changed)
+                self.session.jobs_listed.disconnect(self._jobs_listed)
             except (RuntimeError, TypeError):  # the window may already have deleted the old session
                 pass
         self.session = session
@@ -197,6 +216,7 @@ class ResultsPage(QWidget):
         self.cache = ResponseCache()
         self._refresh_timer.stop()
         self._changed_while_hidden = False
+        self.answering_row.hide()
         self._clear_details()
         self._fill_runs([])
         self.view.set_panel(None)
@@ -207,6 +227,7 @@ class ResultsPage(QWidget):
             self.summary.setText("No project open")
             return
         session.changes.changed.connect(self._project_changed)
+        session.jobs_listed.connect(self._jobs_listed)
         self.refresh()
 
     def _project_changed(self, tables: set[str]) -> None:
@@ -221,15 +242,31 @@ class ResultsPage(QWidget):
         # STREAMING_INTERVAL_MS from the start of the previous computation
         wanted = RUNS_CHANGED_DELAY_MS if tables & {"runs", "items"} else REFRESH_DELAY_MS
         since = (time.monotonic() - self._last_refresh) * 1000
-        delay = int(max(wanted, STREAMING_INTERVAL_MS - since))
+        self._schedule_refresh(int(max(wanted, STREAMING_INTERVAL_MS - since)))
+
+    def _schedule_refresh(self, delay: int) -> None:
+        if self._answering():
+            self.answering_row.show()  # recomputed once the job ends (`_jobs_listed`), or on Refresh now
+            return
         if not self._refresh_timer.isActive() or self._refresh_timer.remainingTime() > delay:
             self._refresh_timer.start(delay)
+
+    def _answering(self) -> bool:
+        """A job of this project (this window's or another process's) is storing answers."""
+        jobs = self.session.jobs if self.session is not None else []
+        return any(job.is_live and job.kind in ANSWERING_KINDS for job in jobs)
+
+    def _jobs_listed(self, _jobs) -> None:
+        if not self.answering_row.isHidden() and not self._answering():
+            self.answering_row.hide()
+            self._schedule_refresh(RUNS_CHANGED_DELAY_MS)
 
     def refresh(self) -> QueryOp | None:
         """Recompute every panel for the runs picked, on the read pool."""
         if self.session is None:
             return None
         self._last_refresh = time.monotonic()
+        self.answering_row.hide()
         wanted = None if self.selected_runs is None else sorted(self.selected_runs)
         cache = self.cache
         self.summary.setText("Computing the panels…")

@@ -45,6 +45,8 @@ HEARTBEAT_S = 1.0
 STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
 CANCEL_POLL_S = 0.05
 WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
+WRITER_BACKLOG = 500  # finished units waiting for the writer beyond which the workers wait for it
+WRITER_BACKLOG_POLL_S = 0.005
 
 JOB_STATUSES = ("running", "finished", "failed", "cancelled", "interrupted")
 
@@ -719,6 +721,11 @@ class JobLoop(Generic[U]):
             if self._feeder is not None:
                 write = self._releasing(write, self._feeder.unit_name(unit))
             self.writer.put(write, _Done(self.describe(unit), tag))
+            while self.writer.queue.qsize() > WRITER_BACKLOG and self.writer.is_alive():
+                # Units that finish faster than they can be stored (a simulated listener, cached answers) wait
+                # here: the writer stores them holding the write lock, and this loop taking the GIL meanwhile
+                # stretched one commit to 20 s (other writers — a heartbeat, a rating — waited that long).
+                await asyncio.sleep(WRITER_BACKLOG_POLL_S)
 
     def _releasing(self, write: Write | None, unit_name: str) -> Write:
         """The unit's write, releasing its claim in the same transaction."""

@@ -226,6 +226,33 @@ def test_a_hidden_page_recomputes_once_shown_not_while_answers_stream_in(page, q
 
 
 @pytest.mark.slow
+def test_while_a_job_stores_answers_the_panels_wait_for_it_to_end(page, qtbot, demo):
+    """A run streaming its answers would recompute the panels every second, seconds of pandas on a thread of the
+    app: they wait for the job to end (Refresh now recomputes them at once)."""
+    from spokenbench.core.jobs import tracked_job
+
+    qtbot.waitUntil(lambda: page.panels is not None, timeout=10_000)
+    computed = []
+    page.panels_ready.connect(computed.append)
+    with tracked_job(demo, "evaluate", "a run elsewhere"):  # as another process's run: a live job of the project
+        qtbot.waitUntil(lambda: page._answering(), timeout=3_000)
+        with opened(demo) as project, project.transaction() as conn:
+            mark_run(conn, 2, "finished")
+        qtbot.waitUntil(lambda: not page.answering_row.isHidden(), timeout=3_000)
+        qtbot.wait(1_200)
+        assert computed == [] and "update when it ends" in page.answering_note.text()
+        with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+            page.refresh_now.click()
+        assert page.answering_row.isHidden()
+        with opened(demo) as project, project.transaction() as conn:
+            mark_run(conn, 2, "finished")
+        qtbot.waitUntil(lambda: not page.answering_row.isHidden(), timeout=3_000)
+    with qtbot.waitSignal(page.panels_ready, timeout=10_000):  # the job has ended
+        pass
+    assert len(computed) == 2 and page.answering_row.isHidden()
+
+
+@pytest.mark.slow
 def test_closing_the_project_clears_the_page(page):
     page.set_session(None)
     assert page.summary.text() == "No project open" and page.view.panel is None
