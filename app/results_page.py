@@ -173,27 +173,28 @@ class ResultsPage(QWidget):
         body.setSizes([250, 900])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
-        self.answering_note = QLabel(
-            "A job is storing answers: these panels are from before it and update when it ends."
-        )
-        self.answering_note.setWordWrap(True)
+        # a row of constant height, empty unless a job is storing answers: showing or hiding a row would resize
+        # the figure below it, and redrawing the figure kept the window from reacting for 0.3 s
+        self.answering_note = QLabel("")
         self.refresh_now = QPushButton("Refresh now")
         self.refresh_now.setToolTip("Recompute the panels with the answers stored so far (the window may pause)")
         self.refresh_now.clicked.connect(self.refresh)
+        keep_size = self.refresh_now.sizePolicy()
+        keep_size.setRetainSizeWhenHidden(True)
+        self.refresh_now.setSizePolicy(keep_size)
+        self.refresh_now.hide()
         answering = QHBoxLayout()
         answering.setContentsMargins(0, 0, 0, 0)
         answering.addWidget(self.answering_note, 1)
         answering.addWidget(self.refresh_now)
-        self.answering_row = QWidget()
-        self.answering_row.setLayout(answering)
-        self.answering_row.hide()
         layout.addWidget(self.summary)
-        layout.addWidget(self.answering_row)
+        layout.addLayout(answering)
         layout.addWidget(body, 1)
 
         self._refresh_timer = QTimer(self, singleShot=True, interval=REFRESH_DELAY_MS)
         self._refresh_timer.timeout.connect(self.refresh)
         self._changed_while_hidden = False
+        self.waiting_for_job = False  # changes seen while a job stores answers: recomputed once it ends
         self.panel_list.setCurrentRow(0)
 
     def showEvent(self, event) -> None:
@@ -216,7 +217,7 @@ class ResultsPage(QWidget):
         self.cache = ResponseCache()
         self._refresh_timer.stop()
         self._changed_while_hidden = False
-        self.answering_row.hide()
+        self._show_waiting_for_job(False)
         self._clear_details()
         self._fill_runs([])
         self.view.set_panel(None)
@@ -246,27 +247,38 @@ class ResultsPage(QWidget):
 
     def _schedule_refresh(self, delay: int) -> None:
         if self._answering():
-            self.answering_row.show()  # recomputed once the job ends (`_jobs_listed`), or on Refresh now
+            self._show_waiting_for_job(True)  # recomputed once the job ends (`_jobs_listed`), or on Refresh now
             return
         if not self._refresh_timer.isActive() or self._refresh_timer.remainingTime() > delay:
             self._refresh_timer.start(delay)
 
     def _answering(self) -> bool:
-        """A job of this project (this window's or another process's) is storing answers."""
-        jobs = self.session.jobs if self.session is not None else []
-        return any(job.is_live and job.kind in ANSWERING_KINDS for job in jobs)
+        """A job of this project is storing answers: one of this window's (from the moment it starts, before its
+        job process has recorded it) or any process's."""
+        if self.session is None:
+            return False
+        if any(getattr(op, "kind", None) in ANSWERING_KINDS and op.is_running for op in self.session.runner.running):
+            return True
+        return any(job.is_live and job.kind in ANSWERING_KINDS for job in self.session.jobs)
 
     def _jobs_listed(self, _jobs) -> None:
-        if not self.answering_row.isHidden() and not self._answering():
-            self.answering_row.hide()
+        if self.waiting_for_job and not self._answering():
+            self._show_waiting_for_job(False)
             self._schedule_refresh(RUNS_CHANGED_DELAY_MS)
+
+    def _show_waiting_for_job(self, waiting: bool) -> None:
+        self.waiting_for_job = waiting
+        self.answering_note.setText(
+            "A job is storing answers: these panels are from before it and update when it ends." if waiting else ""
+        )
+        self.refresh_now.setVisible(waiting)
 
     def refresh(self) -> QueryOp | None:
         """Recompute every panel for the runs picked, on the read pool."""
         if self.session is None:
             return None
         self._last_refresh = time.monotonic()
-        self.answering_row.hide()
+        self._show_waiting_for_job(False)
         wanted = None if self.selected_runs is None else sorted(self.selected_runs)
         cache = self.cache
         self.summary.setText("Computing the panels…")

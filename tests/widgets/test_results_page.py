@@ -238,18 +238,19 @@ def test_while_a_job_stores_answers_the_panels_wait_for_it_to_end(page, qtbot, d
         qtbot.waitUntil(lambda: page._answering(), timeout=3_000)
         with opened(demo) as project, project.transaction() as conn:
             mark_run(conn, 2, "finished")
-        qtbot.waitUntil(lambda: not page.answering_row.isHidden(), timeout=3_000)
+        qtbot.waitUntil(lambda: page.waiting_for_job, timeout=3_000)
         qtbot.wait(1_200)
         assert computed == [] and "update when it ends" in page.answering_note.text()
+        assert page.refresh_now.isVisible()
         with qtbot.waitSignal(page.panels_ready, timeout=10_000):
             page.refresh_now.click()
-        assert page.answering_row.isHidden()
+        assert not page.waiting_for_job and page.refresh_now.isHidden()
         with opened(demo) as project, project.transaction() as conn:
             mark_run(conn, 2, "finished")
-        qtbot.waitUntil(lambda: not page.answering_row.isHidden(), timeout=3_000)
+        qtbot.waitUntil(lambda: page.waiting_for_job, timeout=3_000)
     with qtbot.waitSignal(page.panels_ready, timeout=10_000):  # the job has ended
         pass
-    assert len(computed) == 2 and page.answering_row.isHidden()
+    assert len(computed) == 2 and not page.waiting_for_job and page.answering_note.text() == ""
 
 
 @pytest.mark.slow
