@@ -47,9 +47,9 @@ RESULTS_TABLES = frozenset({"responses", "runs", "items"})
 REFRESH_DELAY_MS = 400  # gather a burst of changes into one recomputation
 RUNS_CHANGED_DELAY_MS = 50  # a run started, ended or was resumed: show it at once
 STREAMING_INTERVAL_MS = 1000  # while answers stream in, recompute at most this often
-# jobs that store answers: while one runs, the panels wait for it to end (recomputing them is seconds of pandas
-# on a thread of the app, which would keep the window from reacting while the job streams its answers in)
-ANSWERING_KINDS = frozenset({"evaluate", "import-results", "batch-collect"})
+# jobs that store answers or items: while one runs, the panels wait for it to end (recomputing them is seconds of
+# pandas on a thread of the app, which would keep the window from reacting while the job writes)
+ANSWERING_KINDS = frozenset({"evaluate", "import-results", "batch-collect", "import"})
 DETAIL_LIMIT = 500
 DETAIL_COLUMNS = (
     ("question_id", "question"),
@@ -269,7 +269,9 @@ class ResultsPage(QWidget):
     def _show_waiting_for_job(self, waiting: bool) -> None:
         self.waiting_for_job = waiting
         self.answering_note.setText(
-            "A job is storing answers: these panels are from before it and update when it ends." if waiting else ""
+            "A job is storing answers or items: these panels are from before it and update when it ends."
+            if waiting
+            else ""
         )
         self.refresh_now.setVisible(waiting)
 

@@ -10,8 +10,8 @@
    them before job processes), and the two largest gaps are compared.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_rating.py [--ratings 30] [--items 20000]
-        [--job-repeats 3] [--demo-builds 0] [--evaluations 0] [--compare-threads] [--idle-during-job]
-        [--not-as-the-app]
+        [--job-repeats 3] [--demo-builds 0] [--evaluations 0] [--compare-threads] [--with-results-page]
+        [--idle-during-job] [--not-as-the-app]
 """
 
 import argparse
@@ -37,6 +37,7 @@ from spokenbench.app.main_window import build_demo_and_load, load_project_view
 from spokenbench.app.operations import BackgroundOp, JobOp, OperationRunner, ProjectSession
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.rating_page import RatingPage
+from spokenbench.app.results_page import ResultsPage
 from spokenbench.core.demo import build_demo
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
@@ -98,6 +99,7 @@ def main(
     evaluations: int = 0,
     demo_builds: int = 0,
     compare_threads: bool = False,
+    with_results_page: bool = False,
 ) -> None:
     app = QApplication.instance() or QApplication([])
     if as_the_app:  # what spokenbench-studio does at start (app/main.py)
@@ -122,6 +124,13 @@ def main(
     print(f"  drawn, each (ms): {' '.join(f'{1000 * d:.0f}' for d in drawn)}")
     print(f"  playing requested: median {ms(statistics.median(playing))}  max {ms(max(playing))}")
 
+    results = None
+    if with_results_page:  # the Results page open too, its panels computed: what a run's answers change
+        results = ResultsPage()
+        results.resize(1200, 800)
+        results.show()
+        results.set_session(session)
+        run_event_loop_until(lambda: results.panels is not None, timeout_s=120)
     if as_the_app:
         keep_the_ui_responsive()  # gc.freeze of what is alive now, a 1 ms GIL switch interval
     largest: list[float] = []
@@ -133,6 +142,9 @@ def main(
             where = "on a thread of the app" if thread else "in a job process"
             gap = probe_one_job(page, make_job(thread), f"{description}, {where}", rate_during_job)
             (on_thread if thread else largest).append(gap)
+            if results is not None:  # the panels recomputed and redrawn after the job, before the next one starts
+                settled = time.perf_counter() + 4.0
+                run_event_loop_until(lambda settled=settled: time.perf_counter() > settled)
         if compare_threads:
             print(f"  on a thread / in a job process: largest gap {on_thread[-1] / largest[-1]:.1f}x")
 
@@ -152,6 +164,8 @@ def main(
         print(f"largest UI-loop gap over {len(largest)} jobs in job processes: median {ms(statistics.median(largest))}, "
               f"max {ms(max(largest))} (target <= 50 ms)")  # fmt: skip
     page.set_session(None)
+    if results is not None:
+        results.set_session(None)
     session.close()
     runner.shutdown()
 
@@ -244,6 +258,7 @@ if __name__ == "__main__":
         action="store_true",
         help="run each job on a thread of the app too (as before job processes), side by side",
     )
+    parser.add_argument("--with-results-page", action="store_true", help="keep the Results page open and shown as well")
     parser.add_argument("--idle-during-job", action="store_true", help="probe the loop without rating meanwhile")
     parser.add_argument(
         "--not-as-the-app",
@@ -261,4 +276,5 @@ if __name__ == "__main__":
         args.evaluations,
         args.demo_builds,
         args.compare_threads,
+        args.with_results_page,
     )
