@@ -37,10 +37,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.jobs import CANCEL_POLL_S, tracked_job
 from spokenbench.core.progress import Progress
+from spokenbench.core.store import Project, database
+from spokenbench.core.store.project import DATABASE_NAME
 
 PROGRESS_INTERVAL_S = 0.05  # the parent's bar needs no more; every frame costs both processes a wakeup
-CANCEL_POLL_S = 0.05  # how often the parent's side looks at its progress's cancel flag
 REAP_S = 10.0  # how long an exit may take after the outcome was sent before the process is killed
 LAST_WORDS = 12  # lines of a job process's own output kept for the message if it dies
 CANCEL_BYTE = b"c"
@@ -303,10 +305,6 @@ def _watch_for_cancel(fd: int, cancel: threading.Event) -> None:
 
 def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
     """Run one job from the request on `stdin`; always ends with an outcome frame unless the pipe is gone."""
-    from spokenbench.core.jobs import tracked_job
-    from spokenbench.core.store import Project, database
-    from spokenbench.core.store.project import DATABASE_NAME
-
     request = read_request(stdin_fd)
     cancel = threading.Event()
     frames = _Frames(frames_out, cancel)
