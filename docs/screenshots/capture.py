@@ -555,6 +555,21 @@ def main() -> None:
             settle(app)
             grab(window, "studio-results-published")
             results.view.published_toggle.setChecked(False)
+    if want("studio-results-waiting"):  # a job storing answers: the page waits for it instead of recomputing
+        from spokenbench.core.evaluation.store import mark_run
+        from spokenbench.core.jobs import tracked_job
+
+        results = open_page(window, "results")
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
+        results.show_panel("accuracy_by_level")
+        with tracked_job(window.project_path, "evaluate", "a run from the command line"):
+            wait_until(app, results._answering, 10, "the live job")
+            with opened(window.project_path) as project, project.transaction() as conn:
+                mark_run(conn, 2, "finished")  # a change the page would recompute for
+            wait_until(app, lambda: results.waiting_for_job, 10, "the waiting note")
+            settle(app)
+            grab(window, "studio-results-waiting")
+        wait_until(app, lambda: not results.waiting_for_job, 10, "the job's end")
     if want("studio-gender"):  # the gender-probe panel with its detail (issue 12 item 7)
         results = open_page(window, "results")
         wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
