@@ -45,8 +45,7 @@ HEARTBEAT_S = 1.0
 STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
 CANCEL_POLL_S = 0.05
 WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
-WRITER_BACKLOG = 500  # finished units waiting for the writer beyond which the workers wait for it
-WRITER_BACKLOG_POLL_S = 0.005
+WRITER_BACKLOG = 500  # finished units not yet committed beyond which the workers wait for the writer
 
 JOB_STATUSES = ("running", "finished", "failed", "cancelled", "interrupted")
 
@@ -383,6 +382,7 @@ class BatchWriter(threading.Thread):
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.error: BaseException | None = None
         self.commits = 0
+        self.largest_batch = 0  # the most writes one commit held the write lock for (the backlog limit bounds it)
 
     def put(self, write: Write | None, tag: Any = None, future: asyncio.Future | None = None) -> None:
         self.queue.put((write, tag, future))
@@ -416,6 +416,7 @@ class BatchWriter(threading.Thread):
                             if write is not None:
                                 write(conn)
                     self.commits += 1
+                    self.largest_batch = max(self.largest_batch, len(batch))
             except BaseException as error:  # noqa: BLE001 - handed to the loop, which stops and re-raises
                 self.error = error
                 if self.on_commit is not None:
@@ -590,6 +591,8 @@ class JobLoop(Generic[U]):
         self._carried = 0  # units counted as done before this session (resume)
         self.writer: BatchWriter | None = None
         self.durable: BatchWriter | None = None
+        self._uncommitted = 0  # finished units handed to the writer, not yet committed
+        self._writer_caught_up: asyncio.Event | None = None
         self.claims, self.claim_chunk = claims, max(1, claim_chunk)
         self._feeder: _ClaimingFeeder[U] | None = None
         if claims is not None and not isinstance(self.progress, JobProgress):
@@ -658,6 +661,7 @@ class JobLoop(Generic[U]):
         self.total = total if total is not None else (len(units) if hasattr(units, "__len__") else None)
         self._carried = already_done
         self._started = time.monotonic()
+        self._writer_caught_up = asyncio.Event()
         self.writer = BatchWriter(self.db_path, self._on_commit)
         self.writer.start()
         self.durable = BatchWriter(self.db_path, linger_s=0.0, name="spokenbench-job-durable-writer")
@@ -721,11 +725,15 @@ class JobLoop(Generic[U]):
             if self._feeder is not None:
                 write = self._releasing(write, self._feeder.unit_name(unit))
             self.writer.put(write, _Done(self.describe(unit), tag))
-            while self.writer.queue.qsize() > WRITER_BACKLOG and self.writer.is_alive():
+            self._uncommitted += 1
+            while self._uncommitted > WRITER_BACKLOG and self.writer.is_alive():
                 # Units that finish faster than they can be stored (a simulated listener, cached answers) wait
-                # here: the writer stores them holding the write lock, and this loop taking the GIL meanwhile
-                # stretched one commit to 20 s (other writers — a heartbeat, a rating — waited that long).
-                await asyncio.sleep(WRITER_BACKLOG_POLL_S)
+                # until the writer has committed them. Waiting idle matters: the writer holds the write lock while
+                # it stores them, and a loop taking the GIL meanwhile (polling, or working on) stretched one commit
+                # to 20 s, while other writers — a heartbeat, a rating in the app — waited for the lock.
+                self._writer_caught_up.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._writer_caught_up.wait(), HEARTBEAT_S)
 
     def _releasing(self, write: Write | None, unit_name: str) -> Write:
         """The unit's write, releasing its claim in the same transaction."""
@@ -764,6 +772,9 @@ class JobLoop(Generic[U]):
             return
         finished = [tag for tag in tags if isinstance(tag, _Done)]
         self.completed += len(finished)
+        self._uncommitted -= len(finished)
+        if self._uncommitted <= WRITER_BACKLOG:
+            self._writer_caught_up.set()
         if self.on_committed is not None and finished:
             self.on_committed([tag.tag for tag in finished])
         if finished:
