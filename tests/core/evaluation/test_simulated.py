@@ -228,4 +228,4 @@ def test_the_answer_delay_paces_the_listener_and_a_bad_value_is_named(monkeypatc
     monkeypatch.delenv(ANSWER_DELAY_ENV)
     started = time.perf_counter()
     asyncio.run(SimulatedAdapter(simulated_preset("steady"), GenerationParams()).generate(request))
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < 0.15  # unpaced (paced: >= 0.2); room for a busy machine
