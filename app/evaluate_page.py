@@ -29,7 +29,7 @@ from spokenbench.app.operations import (
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.evaluation import batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
-from spokenbench.core.evaluation.runner import RunSummary, evaluate
+from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.job_host import job_call
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.core.progress import Progress
@@ -50,7 +50,7 @@ class EvaluationRunOp(JobOp):
 
     def __init__(self, session: ProjectSession, settings: RunSettings, **kwargs):
         super().__init__(
-            session, job_call(evaluate, settings), kind="evaluate", changes=RUN_CHANGES, tracked=False, **kwargs
+            session, job_call(evaluate, settings), kind=JOB_KIND, changes=RUN_CHANGES, tracked=False, **kwargs
         )
         self.settings = settings
         self.run_id: int | None = settings.run_id

@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
+from spokenbench.core.evaluation.batches import JOB_KIND_COLLECT
+from spokenbench.core.evaluation.runner import JOB_KIND as EVALUATE_KIND
 from spokenbench.core.gender_views import gender_view, question_versions
 from spokenbench.core.metrics.store import run_list as read_runs
 from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache, point_details, project_panels
@@ -49,7 +51,7 @@ RUNS_CHANGED_DELAY_MS = 50  # a run started, ended or was resumed: show it at on
 STREAMING_INTERVAL_MS = 1000  # while answers stream in, recompute at most this often
 # jobs that store answers or items: while one runs, the panels wait for it to end (recomputing them is seconds of
 # pandas on a thread of the app, which would keep the window from reacting while the job writes)
-ANSWERING_KINDS = frozenset({"evaluate", "import-results", "batch-collect", "import"})
+ANSWERING_KINDS = frozenset({EVALUATE_KIND, "import-results", JOB_KIND_COLLECT, "import"})
 DETAIL_LIMIT = 500
 DETAIL_COLUMNS = (
     ("question_id", "question"),

@@ -6,10 +6,11 @@ key does (every further request would fail the same way)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.asr.backends import ASRBackend, Transcript
+from spokenbench.core.asr.backends import ASRBackend, Transcript, get_asr_backend
 from spokenbench.core.asr.store import (
     all_clip_ids,
     clips_for_context,
@@ -185,10 +186,6 @@ async def run_transcription(
 def transcribe_missing(project: Project, specs: list[str], progress: Progress | None = None) -> dict:
     """Transcribe every clip not yet transcribed by each ASR system in `specs` (PROVIDER:MODEL): what the Rating
     page's Transcribe does, as one picklable call for a job process. Returns the counts it made."""
-    import asyncio
-
-    from spokenbench.core.asr.backends import get_asr_backend
-
     plan = plan_transcription(project.conn, [get_asr_backend(spec) for spec in specs])
     if not plan.jobs:
         return {"transcripts": 0, "failed_clips": 0}
