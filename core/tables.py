@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.safe_files import MAX_TABLE_BYTES, display_name, read_regular_file
 
 TABLE_FORMATS = {
     ".csv": "csv",
@@ -28,8 +29,8 @@ TABLE_FORMATS = {
     ".pq": "parquet",
 }
 PARQUET_MAGIC = b"PAR1"
-MAX_TABLE_BYTES = 2 * 2**30  # a table is read whole; larger files are refused before reading
 MAX_CELL_CHARS = 1_000_000  # any one cell; item texts have a much lower limit (core/importers/fields.py)
+MAX_INT_DIGITS = 4_300  # Python's int_max_str_digits: a longer integer in JSON is refused, never converted
 MAX_NESTING = 64  # lists and objects inside a JSONL or Parquet cell
 HEADER_SCAN_CHARS = 1 << 16  # where the fast CSV reader looks for the header line
 
@@ -59,11 +60,6 @@ def table_format(path: Path) -> str:
     return fmt
 
 
-def display_name(path: str | Path) -> str:
-    """A path as it can be printed: bytes that are not UTF-8 (kept by Python as lone surrogates) shown as \\xff."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
 def check_path_name(path: str | Path) -> None:
     """Refuse a file name that is not valid UTF-8: it could be neither stored in the project nor printed."""
     name = str(path)
@@ -77,17 +73,9 @@ def _read_bytes(path: Path) -> tuple[str, bytes]:
     check_path_name(path)
     fmt = table_format(path)
     try:
-        if path.is_file() and path.stat().st_size > MAX_TABLE_BYTES:
-            raise InputError(
-                InputProblem(name, f"is {path.stat().st_size / 2**30:.1f} GiB; at most {MAX_TABLE_BYTES // 2**30} GiB")
-            )
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_TABLE_BYTES)  # a FIFO or /dev/zero is refused before reading
     except FileNotFoundError:
         raise InputError(InputProblem(name, "file not found")) from None
-    except IsADirectoryError:
-        raise InputError(InputProblem(name, "is a folder, not a table file")) from None
-    except OSError as error:
-        raise InputError(InputProblem(name, f"cannot be read ({error.strerror})")) from None
     if not data[:4096].strip() and not data.strip():  # the head first: stripping a whole large file copies it
         raise InputError(InputProblem(name, "the file is empty"))
     if fmt != "parquet" and data.startswith(PARQUET_MAGIC):
@@ -463,6 +451,14 @@ def _read_jsonl(name: str, text: str) -> Table:
             value = json.loads(line)
         except json.JSONDecodeError as error:
             problems.append(InputProblem(name, f"line {line_number} is not valid JSON ({error.msg})", len(rows) + 1))
+            rows.append({})
+            continue
+        except ValueError:  # json's guard against quadratic int parsing (sys.get_int_max_str_digits)
+            problems.append(
+                InputProblem(
+                    name, f"line {line_number} holds a number of more than {MAX_INT_DIGITS:,} digits", len(rows) + 1
+                )
+            )
             rows.append({})
             continue
         except RecursionError:

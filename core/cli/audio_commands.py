@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 
 from spokenbench.core.audio.assembly import (
     PAUSE_MAX_S,
@@ -40,16 +39,17 @@ from spokenbench.core.cli.arguments import (
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json
 from spokenbench.core.conditions import NAMED_ORDERS
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.safe_files import read_regular_text
 from spokenbench.core.store import opened
 
 
 def read_text_file(path: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpokenBenchError(f"{path}: cannot read the prompt file ({error})") from None
+        return read_regular_text(path)  # a FIFO or /dev/zero is refused, not waited on
+    except (OSError, InputError) as error:
+        raise SpokenBenchError(f"cannot read the prompt file: {error}") from None
 
 
 def _csv(text: str | None) -> list[str] | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 
 from spokenbench.core.cli.arguments import (
     add_request_limits,
@@ -313,10 +312,9 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpokenBenchError(f"{path}: cannot read the prompt file ({error})") from None
+    from spokenbench.core.cli.audio_commands import read_text_file
+
+    return read_text_file(path)
 
 
 def cmd_flag(args: argparse.Namespace) -> int:

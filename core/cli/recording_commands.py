@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.recording.speakers import (
     MAX_CONSENT_CHARS,
     add_speaker,
@@ -17,6 +17,7 @@ from spokenbench.core.recording.speakers import (
     list_speakers,
     withdraw_consent,
 )
+from spokenbench.core.safe_files import read_regular_text
 from spokenbench.core.store import opened
 
 PROFILE_OPTIONS = ("language", "accent", "gender", "notes")
@@ -75,11 +76,9 @@ def consent_text_argument(value: str | None) -> str:
     if not is_file:
         return value
     try:
-        if path.stat().st_size > 4 * MAX_CONSENT_CHARS:
-            raise SpokenBenchError(f"{path}: too large for a consent text (at most {MAX_CONSENT_CHARS:,} characters)")
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise SpokenBenchError(f"{path}: the consent text is not UTF-8 ({error.reason})") from None
+        return read_regular_text(path, 4 * MAX_CONSENT_CHARS, encoding="utf-8-sig")
+    except InputError as error:
+        raise SpokenBenchError(f"the consent text: {error}") from None
     except OSError as error:
         raise SpokenBenchError(f"{path}: cannot read the consent text ({error.strerror or error})") from None
 

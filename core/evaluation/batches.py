@@ -67,6 +67,7 @@ from spokenbench.core.evaluation.runner import create_prepared_run
 from spokenbench.core.jobs import tracked_job
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.remote import redact, strip_url_credentials
+from spokenbench.core.safe_files import MAX_BATCH_RESULTS_BYTES, open_regular_file
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.database import utc_now
@@ -1234,7 +1235,7 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
     requests (`--resume` retries them online); requests already answered keep their answer."""
     progress = progress or no_progress()
     source = Path(path)
-    if not source.is_file():
+    if not source.exists():
         raise SpokenBenchError(f"no results file {source}")
     by_key: dict[str, list] = {}
     for row in batch_store.file_request_rows(project.conn):
@@ -1248,7 +1249,11 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
     results: dict[str, _Result] = {}
     seen_at: dict[str, int] = {}
     lines = 0
-    with open(source, "rb") as handle:
+    try:  # a regular file of bounded size, checked before a byte is read (a FIFO would wait forever)
+        handle = open_regular_file(source, MAX_BATCH_RESULTS_BYTES)
+    except FileNotFoundError:
+        raise SpokenBenchError(f"no results file {source}") from None
+    with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue

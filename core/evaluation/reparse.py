@@ -107,7 +107,7 @@ def parse_rows(table: Table, letters: str | None = None) -> tuple[list[dict], di
         if isinstance(options, str) and options.strip():
             try:
                 options = json.loads(options)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, a 4,300-digit number, or nested too deeply
                 problems.append(table.problem("is not a JSON list of option texts", number, "options"))
                 continue
         if options is not None and not isinstance(options, list):

@@ -27,6 +27,7 @@ from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.adapters import GenerationParams, ModelAdapter, ModelReply, ModelRequest
 from spokenbench.core.evaluation.presets import ModelPreset
 from spokenbench.core.items import LETTERS
+from spokenbench.core.safe_files import display_name, read_regular_text
 
 _NORMAL = NormalDist()
 
@@ -144,14 +145,24 @@ GENDER_STUDY_PROMPTS = ("gender-paper", "gender-paper-neutral", "gender-paper-op
 def load_profile(name: str, profile_file: str | Path | None = None) -> ListenerProfile:
     """A built-in profile by name, or one from a JSON file (a single profile object or a list of them)."""
     if profile_file:
+        shown = display_name(profile_file)
         try:
-            data = json.loads(Path(profile_file).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as error:
-            raise SpokenBenchError(f"listener profile file {profile_file}: {error}") from None
+            data = json.loads(read_regular_text(profile_file))
+        except FileNotFoundError:
+            raise SpokenBenchError(f"listener profile file {shown}: no such file") from None
+        except (ValueError, RecursionError) as error:  # not JSON, a 4,300-digit number, nesting too deep
+            raise SpokenBenchError(f"listener profile file {shown}: not valid JSON ({str(error)[:120]})") from None
         entries = data if isinstance(data, list) else [data]
+        if not entries or not all(isinstance(entry, dict) for entry in entries):
+            raise SpokenBenchError(
+                f"listener profile file {shown}: expected a profile object or a list of profile objects"
+            )
         for entry in entries:
             if entry.get("name") == name or len(entries) == 1:
-                return ListenerProfile.from_dict({**entry, "name": entry.get("name", name)})
+                try:
+                    return ListenerProfile.from_dict({**entry, "name": entry.get("name", name)})
+                except (TypeError, ValueError, AttributeError) as error:
+                    raise SpokenBenchError(f"listener profile file {shown}: invalid profile ({error})") from None
         raise SpokenBenchError(f"listener profile file {profile_file} has no profile named '{name}'")
     if name not in BUILTIN_PROFILES:
         raise SpokenBenchError(

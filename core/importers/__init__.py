@@ -13,6 +13,7 @@ from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_from_path
 from spokenbench.core.items import IMPORT_FORMATS, Item
 from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.safe_files import MAX_TABLE_BYTES, read_regular_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import ImportStaging, copy_staged_import, existing_items, remove_stale_staging_files
 from spokenbench.core.tables import read_table
@@ -59,7 +60,7 @@ def import_files(
         except InputError as error:
             problems.extend(error.problems)
             continue
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        digest = hashlib.sha256(read_regular_file(path, MAX_TABLE_BYTES)).hexdigest()
         parsed.append((str(path), digest, items))
     if problems:
         raise InputError(problems)
@@ -148,14 +149,19 @@ def _write(
 
 
 def _cross_file_duplicates(parsed: list[tuple[str, str, list[Item]]]) -> list[InputProblem]:
-    first_file: dict[tuple[str, str, str], str] = {}
+    first_file: dict[tuple[str, str, str], tuple[int, str]] = {}
     problems = []
-    for file, _, items in parsed:
+    for position, (file, _, items) in enumerate(parsed):
         for number, item in enumerate(items, start=1):
             key = (item.source, item.source_id, item.language)
-            if key in first_file and first_file[key] != file:
+            if key in first_file and first_file[key] != (position, file):
                 problems.append(
-                    InputProblem(file, f"id '{item.source_id}' ({item.language}) is also in {first_file[key]}", number)
+                    InputProblem(
+                        file,
+                        f"id '{item.source_id}' ({item.language}) is also in {first_file[key][1]}"
+                        + (" (the same file given twice)" if first_file[key][1] == file else ""),
+                        number,
+                    )
                 )
-            first_file.setdefault(key, file)
+            first_file.setdefault(key, (position, file))
     return problems

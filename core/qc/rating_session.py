@@ -164,7 +164,7 @@ def keymap_for(conn: sqlite3.Connection, annotator: str) -> dict[str, tuple[str,
         return dict(DEFAULT_KEYMAP)
     try:
         overrides = json.loads(stored)
-    except json.JSONDecodeError as error:
+    except (ValueError, RecursionError) as error:
         raise SpokenBenchError(
             f"the stored key map of '{annotator}' is not valid JSON ({error}); save it again"
         ) from None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import option_part
+from spokenbench.core.safe_files import read_regular_text
 from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.rewrites import latest_rewrites
 
@@ -79,11 +80,9 @@ def reading_list_prompts(text: str, source: str = "reading list") -> list[Prompt
 def read_reading_list(path: str | Path) -> list[Prompt]:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_regular_text(path, encoding="utf-8-sig")  # regular and bounded: never a FIFO or /dev/zero
     except FileNotFoundError:
         raise SpokenBenchError(f"{path}: no such reading list") from None
-    except UnicodeDecodeError as error:
-        raise SpokenBenchError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     except OSError as error:
         raise SpokenBenchError(f"{path}: cannot read the reading list ({error.strerror or error})") from None
     return reading_list_prompts(text, path.name)

@@ -110,7 +110,7 @@ def extract_json_object(raw: str):
     text = _FENCE.sub("", raw.strip())
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
     start, end = text.find("{"), text.rfind("}")
     if start == -1 or end <= start:
@@ -119,6 +119,8 @@ def extract_json_object(raw: str):
         return json.loads(text[start : end + 1])
     except json.JSONDecodeError as error:
         raise InvalidAnswer(f"the reply is not valid JSON ({error.msg} at character {error.pos})") from None
+    except (ValueError, RecursionError) as error:  # a number of more than 4,300 digits, or nesting too deep
+        raise InvalidAnswer(f"the reply is not usable JSON ({type(error).__name__}: {str(error)[:80]})") from None
 
 
 def validate_answer(raw: str | None, item: Item) -> RewriteAnswer:

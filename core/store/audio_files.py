@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from spokenbench.core.errors import ProjectError
+from spokenbench.core.errors import InputError, ProjectError
 from spokenbench.core.processes import owner_tag, tagged_owner_alive
+from spokenbench.core.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file, read_regular_file
 
 TEMP_DIR_NAME = ".incoming"
 STALE_FOREIGN_TEMP_S = 86_400  # a temp file of unknown owner older than a day is garbage
@@ -158,17 +159,12 @@ class AudioStore:
         """The file's bytes, checked against its name. Read through a plain path string and one `os.read` of its
         size (a batch file reads 100,800 clips: pathlib's path building and read_bytes cost twice as much)."""
         path = f"{self.root}{os.sep}{sha256[:2]}{os.sep}{sha256}.{extension.lstrip('.')}"
-        try:
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:  # a regular file, no link, of bounded size: a link to /dev/zero or a FIFO is refused at once
+            data = read_regular_file(path, MAX_AUDIO_FILE_BYTES, follow_links=False)
         except FileNotFoundError:
             raise ProjectError(f"audio file {path} is missing from the project") from None
-        try:
-            chunks = [os.read(descriptor, os.fstat(descriptor).st_size + 1)]
-            while chunks[-1]:  # a file that grew, or a read cut short: read on to the end
-                chunks.append(os.read(descriptor, 1 << 20))
-        finally:
-            os.close(descriptor)
-        data = b"".join(chunks)
+        except InputError as error:
+            raise ProjectError(f"audio file {error}") from None
         if hashlib.sha256(data).hexdigest() != sha256:
             raise ProjectError(f"audio file {path} is damaged: its content no longer matches its name")
         return data
@@ -236,8 +232,12 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def _file_sha256(path: Path) -> str:
+    """The sha256 of a stored file; one that is not a regular file (a link, a FIFO) is never read."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    try:
+        with open_regular_file(path, MAX_AUDIO_FILE_BYTES, follow_links=False) as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except InputError:
+        return ""
     return digest.hexdigest()

@@ -6,12 +6,14 @@ are listed for re-recording."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import os
 import sqlite3
 from dataclasses import dataclass, field
 
+from spokenbench.core.errors import InputError, ProjectError
 from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file
 from spokenbench.core.store.audio_files import AudioStore
 from spokenbench.core.store.database import transaction
 
@@ -85,20 +87,33 @@ def check_audio(
 def _problem(audio: AudioStore, sha: str, fmt: str) -> str | None:
     path = audio.path_for(sha, fmt)
     digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
+    try:  # never through a link, a FIFO or a device (it could hang or never end): those are damaged files
+        with open_regular_file(path, MAX_AUDIO_FILE_BYTES, follow_links=False) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except FileNotFoundError:
         return "missing"
-    except OSError:
+    except (InputError, OSError):
         return "damaged"
     return None if digest.hexdigest() == sha else "damaged"
+
+
+def _check_removable(paths: list) -> None:
+    """Refuse the repair up front if a damaged file could not be removed (its folder not writable, a folder with
+    files in place of a clip), so `check --repair` changes everything or nothing."""
+    for path in paths:
+        if path.is_dir() and not path.is_symlink() and any(path.iterdir()):
+            raise ProjectError(f"{path}: a folder with files stands where an audio file belongs; remove it by hand")
+        if (path.exists() or path.is_symlink()) and not os.access(path.parent, os.W_OK | os.X_OK):
+            raise ProjectError(f"{path}: cannot remove the damaged file (its folder is not writable); nothing repaired")
 
 
 def _repair(conn: sqlite3.Connection, audio: AudioStore, bad: list[BadFile]) -> dict[str, int]:
     clips = sorted({i for b in bad for i in b.references.get("clip", [])})
     inputs = sorted({i for b in bad for kind in ("input", "chunk") for i in b.references.get(kind, [])})
+    removable = [audio.path_for(b.sha256, b.audio_format) for b in bad if b.problem == "damaged"]
+    _check_removable(removable)  # all or nothing: a file that cannot go is found before any row changes
+    removed = 0
     with transaction(conn):
         for clip_id in clips:
             conn.execute(
@@ -108,12 +123,14 @@ def _repair(conn: sqlite3.Connection, audio: AudioStore, bad: list[BadFile]) -> 
             )
         for input_id in inputs:
             conn.execute("DELETE FROM assembled_inputs WHERE id = ?", (input_id,))
-    removed = 0
-    for file in bad:
-        if file.problem == "damaged":
-            with contextlib.suppress(FileNotFoundError):
-                audio.path_for(file.sha256, file.audio_format).unlink()
-                removed += 1
+        for path in removable:  # inside the transaction: a failure here undoes the rows above
+            try:
+                os.rmdir(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                raise ProjectError(f"{path}: cannot remove the damaged file ({error.strerror or error})") from None
+            removed += 1
     recordings = sum(len(b.references.get("recording", [])) for b in bad)
     return {
         "clips_to_synthesize_again": len(clips),

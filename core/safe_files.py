@@ -1,0 +1,128 @@
+"""Opening files that come from others — clips in a project's audio/, tables, transcripts, batch results, packs —
+so that a hostile one cannot hang or exhaust the process. Every such file must be a regular file of bounded size,
+checked on the open descriptor before a byte is read: a symbolic link to /dev/zero, a FIFO, a device or a folder
+is refused at once with a message naming it, and a read never goes past the size the check saw.
+
+`read_regular_file` returns the bytes; `open_regular_file` a binary file object for streaming. Both raise
+`InputError` (exit code 2 on the CLI, a dialog in the app) naming the file; FileNotFoundError is raised as is,
+so callers keep their own words for a missing file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from spokenbench.core.errors import InputError, InputProblem
+
+GiB = 1 << 30
+MiB = 1 << 20
+# The bounds, one place for each kind of file (docs/reliability.md, "Trust model", lists them).
+MAX_TABLE_BYTES = 2 * GiB  # an items, responses, answers or transcripts table
+MAX_AUDIO_FILE_BYTES = 1 * GiB  # one stored clip or assembled input (30 minutes of 48 kHz stereo WAV is 330 MB)
+MAX_BATCH_RESULTS_BYTES = 16 * GiB  # a batch output file: streamed line by line, never held whole
+MAX_TEXT_FILE_BYTES = 16 * MiB  # a prompt template, consent text, listener profile or other small text file
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def display_name(path: str | os.PathLike) -> str:
+    """A path as it can be printed: bytes that are not UTF-8 shown as \\xff."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _refuse(path, message: str) -> InputError:
+    return InputError(InputProblem(display_name(path), message))
+
+
+def open_regular_descriptor(
+    path: str | os.PathLike, max_bytes: int, follow_links: bool = True
+) -> tuple[int, os.stat_result]:
+    """An open read-only descriptor of `path` and its stat, after checking — on the descriptor, so nothing can be
+    swapped in between — that it is a regular file of at most `max_bytes`. Opened with O_NONBLOCK, so a FIFO does
+    not wait for a writer; with follow_links=False (files inside a project) a symbolic link is refused too."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        if not follow_links and os.path.islink(path):  # ELOOP from O_NOFOLLOW
+            raise _refuse(path, "is a symbolic link, not a regular file; it is not read") from None
+        if isinstance(error, IsADirectoryError):
+            raise _refuse(path, "is a folder, not a file") from None
+        raise _refuse(path, f"cannot be read ({error.strerror or error})") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            kind = next((name for test, name in _KINDS if test(status.st_mode)), "not a regular file")
+            raise _refuse(path, f"is {kind}, not a regular file; it is not read")
+        if status.st_size > max_bytes:
+            raise _refuse(path, f"is {_size(status.st_size)}; at most {_size(max_bytes)} is read")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, status
+
+
+def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_links: bool = True) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`, read up to the size checked (a file that grows while
+    it is read is cut there; one that shrinks ends early)."""
+    descriptor, status = open_regular_descriptor(path, max_bytes, follow_links)
+    try:
+        chunks = []
+        left = status.st_size
+        while left > 0:
+            chunk = os.read(descriptor, min(left, 64 * MiB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as error:
+        raise _refuse(path, f"cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(descriptor)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_regular_text(path: str | os.PathLike, max_bytes: int = MAX_TEXT_FILE_BYTES, encoding: str = "utf-8") -> str:
+    """A small text file (prompt, consent, profile): regular, bounded, and valid in `encoding`."""
+    data = read_regular_file(path, max_bytes)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise _refuse(path, f"is not {encoding.upper()} text (byte {error.start})") from None
+
+
+def open_regular_file(path: str | os.PathLike, max_bytes: int, follow_links: bool = True) -> BinaryIO:
+    """A binary file object for streaming a regular file of at most `max_bytes` (checked as above)."""
+    descriptor, _ = open_regular_descriptor(path, max_bytes, follow_links)
+    with contextlib.suppress(OSError, AttributeError):
+        os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
+
+
+def _size(size: int) -> str:
+    if size >= GiB:
+        return f"{size / GiB:.1f} GiB"
+    if size >= MiB:
+        return f"{size / MiB:.1f} MiB"
+    return f"{size:,} bytes"
+
+
+def check_regular_file(path: str | Path, max_bytes: int, follow_links: bool = True) -> os.stat_result:
+    """Only the check (for readers that open the file themselves, as SQLite or pyarrow do)."""
+    descriptor, status = open_regular_descriptor(path, max_bytes, follow_links)
+    os.close(descriptor)
+    return status
