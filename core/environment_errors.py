@@ -42,6 +42,9 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             return None
         where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
         hint = _DATABASE_HINTS.get(prefix)
+        limit = file_size_limit() if prefix in ("SQLITE_FULL", "SQLITE_IOERR") else None
+        if limit is not None:  # under `ulimit -f` a write past the limit fails like a full disk or an I/O error
+            hint = f"this process may not write files larger than {limit:,} bytes (ulimit -f); raise the limit and run the command again"
         return f"{where}{_DATABASE_PROBLEMS[prefix]} ({error})" + (f"; {hint}" if hint else "")
     if isinstance(error, OSError) and error.errno is not None:
         named = error.filename is not None
@@ -49,8 +52,21 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             reason = error.strerror or str(error)
             where = f"{_printable_path(error.filename)}: " if named else ""
             hint = "; free some space and run the command again" if error.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+            limit = file_size_limit() if error.errno in (errno.EFBIG, errno.EIO, errno.ENOSPC) else None
+            if limit is not None:
+                hint = f"; this process may not write files larger than {limit:,} bytes (ulimit -f)"
             return f"{where}{reason}{hint}"
     return None
+
+
+def file_size_limit() -> int | None:
+    """The largest file this process may write (RLIMIT_FSIZE, `ulimit -f`) when one is set, else None."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def _printable_path(path) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ BUSY_TIMEOUT_MS = 15_000
 # Stored in the SQLite header (PRAGMA application_id): says "this file is a SpokenBench project", so a foreign
 # SQLite file named project.sqlite is refused instead of being converted.
 PROJECT_APPLICATION_ID = 0x53424E43  # "SBNC"
+_log = logging.getLogger("spokenbench.store")
 
 
 def utc_now() -> str:
@@ -61,7 +63,7 @@ def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     except sqlite3.DatabaseError as error:
-        raise ProjectError(f"{db_path}: not a readable SpokenBench database ({error})") from None
+        raise ProjectError(_open_failure(db_path, error)) from None
     if mode.lower() != "wal":
         raise ProjectError(f"{db_path}: could not switch the database to WAL mode (got {mode!r})")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -103,6 +105,70 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
 
+def check_not_damaged(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Refuse to go on with a database that fails SQLite's quick check (pages, indexes, records): nothing may be
+    written into a damaged file — it would spread the damage and hide it. Done once per file and process while
+    the file is unchanged (its size and modification time): the check reads the whole file (~5 ms per MB)."""
+    try:
+        status = os.stat(db_path)
+        wal = os.stat(f"{db_path}-wal") if os.path.exists(f"{db_path}-wal") else None
+    except OSError:
+        return
+    key = (os.path.realpath(db_path), status.st_size, status.st_mtime_ns, wal and (wal.st_size, wal.st_mtime_ns))
+    if key in _QUICK_CHECKED:
+        return
+    try:
+        rows = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as error:
+        rows = [str(error)]
+    if rows != ["ok"]:
+        raise ProjectError(
+            f"{db_path}: the project database is damaged (SQLite's quick check: {'; '.join(rows)[:300]}); nothing "
+            "was written. Restore project.sqlite from a backup (each upgrade keeps one as project.schemaN.bak.sqlite)"
+        )
+    _QUICK_CHECKED.add(key)
+
+
+_QUICK_CHECKED: set[tuple] = set()
+
+
+def schema_problem(conn: sqlite3.Connection, version: int) -> str | None:
+    """Whether the tables and columns match the schema number the file claims: a table or column of a later
+    migration (the number was lowered: re-running migrations would fail half-way) or a missing one (a table was
+    dropped by hand) is reported before anything runs. None when they match."""
+    if not 0 < version <= SCHEMA_VERSION:
+        return None
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    expected = {table for tables, _ in _SCHEMA_PARTS[:version] for table in tables}
+    later = {table for tables, _ in _SCHEMA_PARTS[version:] for table in tables}
+    missing = sorted(expected - present)
+    if missing:
+        return f"table(s) {', '.join(missing)} of schema {version} are missing"
+    too_new = sorted(later & present)
+    if too_new:
+        return f"it claims schema {version} but holds table(s) {', '.join(too_new)} of a later schema"
+    for _, columns in _SCHEMA_PARTS[version:]:
+        for table, column in columns:
+            if table in present and column in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                return f"it claims schema {version} but table {table} has column {column} of a later schema"
+    return None
+
+
+def _schema_parts() -> list[tuple[set[str], list[tuple[str, str]]]]:
+    """Per migration: the tables it creates and the (table, column) pairs it adds, read from its script."""
+    import re
+
+    parts = []
+    for script in MIGRATIONS:
+        tables = set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", script))
+        columns = re.findall(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", script)
+        parts.append((tables, columns))
+    return parts
+
+
+_SCHEMA_PARTS = _schema_parts()
+
+
 def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
     """Apply missing migrations, each atomically (SQLite DDL is transactional). Backs the database up
     first when it already holds data, so a failed migration can be undone by hand. Returns the versions applied."""
@@ -111,6 +177,12 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
         raise ProjectError(
             f"{db_path.parent}: this project was written by a newer SpokenBench (schema {current}, "
             f"this version knows up to {SCHEMA_VERSION}); upgrade spokenbench to open it"
+        )
+    problem = schema_problem(conn, current)
+    if problem is not None:
+        raise ProjectError(
+            f"{db_path}: the database's schema number does not match its tables ({problem}); it was changed by "
+            "another program. Nothing was changed: restore project.sqlite from a backup"
         )
     if current == SCHEMA_VERSION:
         return []
@@ -131,7 +203,7 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
     return applied
 
 
-def inspect_project_file(db_path: Path) -> str:
+def inspect_project_file(db_path: Path, recovered: bool = False) -> str:
     """What a project.sqlite is, read without changing a byte: 'marked' (a SpokenBench project), 'legacy' (made
     before the marker existed: it has our project_meta with the version that created it), 'empty', or 'foreign'
     (any other SQLite database). Raises ProjectError for a file that is not SQLite or is damaged."""
@@ -150,7 +222,43 @@ def inspect_project_file(db_path: Path) -> str:
                 return "legacy"
             return "foreign"
     except sqlite3.DatabaseError as error:
-        raise ProjectError(f"{db_path}: the database is damaged or not SQLite ({error})") from None
+        if not recovered and _recover_hot_journal(db_path, error):
+            return inspect_project_file(db_path, recovered=True)
+        raise ProjectError(_open_failure(db_path, error)) from None
+
+
+def _recover_hot_journal(db_path: Path, error: sqlite3.DatabaseError) -> bool:
+    """A rollback journal left by a write that was interrupted (`project.sqlite-journal`) must be rolled back
+    before the database can be read; the read-only look above cannot do that. Where the folder is writable,
+    SQLite's own recovery runs (what any SQLite program does on open) and True is returned; otherwise the
+    ProjectError says what the file is and that recovering it needs write access — it is not damage."""
+    journal = Path(f"{db_path}-journal")
+    if not (getattr(error, "sqlite_errorname", "") or "").startswith("SQLITE_READONLY") or not journal.exists():
+        return False
+    if not is_writable(db_path):
+        raise ProjectError(
+            f"{journal}: a write to this project was interrupted and left its rollback journal; SQLite must roll it "
+            f"back before the project can be read, which needs write access to {db_path.parent}. The database is not "
+            "damaged: open the project once where it is writable (or with permission to write)."
+        )
+    try:
+        with contextlib.closing(sqlite3.connect(db_path)) as conn:
+            conn.execute("PRAGMA schema_version").fetchone()  # reading rolls the journal back
+    except sqlite3.DatabaseError as recovery_error:
+        raise ProjectError(_open_failure(db_path, recovery_error)) from None
+    _log.warning(f"note: {journal}: rolled back the journal an interrupted write left (nothing committed was lost)")
+    return True
+
+
+def _open_failure(db_path: Path, error: sqlite3.DatabaseError) -> str:
+    """What stopped the database from opening, in words that fit the cause: a damaged file is not a full disk."""
+    from spokenbench.core.environment_errors import explain_environment_error
+
+    explained = explain_environment_error(error, db_path.parent)
+    name = getattr(error, "sqlite_errorname", "") or ""
+    if explained is None or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return f"{db_path}: the database is damaged or not SQLite ({error})"
+    return explained
 
 
 def mark_as_project(conn: sqlite3.Connection) -> None:

@@ -72,6 +72,12 @@ class Project:
             )
         read_only = not database.is_writable(db_path)
         conn = database.connect(db_path, read_only=read_only)
+        if not read_only:
+            try:  # before any write (a migration, a job row): a damaged file is never written to
+                database.check_not_damaged(conn, db_path)
+            except ProjectError:
+                conn.close()
+                raise
         if read_only:
             version = database.schema_version(conn)
             if version != SCHEMA_VERSION:
@@ -80,8 +86,16 @@ class Project:
                     f"{path} is read-only and its database has schema {version} (this version uses "
                     f"{SCHEMA_VERSION}); opening it needs a migration, which writes: copy it somewhere writable first"
                 )
+            problem = database.schema_problem(conn, version)
+            if problem is not None:
+                conn.close()
+                raise ProjectError(f"{db_path}: the database's schema number does not match its tables ({problem})")
             return cls(path, conn, read_only=True)
-        database.migrate(conn, db_path)
+        try:
+            database.migrate(conn, db_path)
+        except BaseException:
+            conn.close()
+            raise
         if marker == "legacy":
             database.mark_as_project(conn)
         project = cls(path, conn)
