@@ -3,7 +3,7 @@ lists and objects it holds, and the size of its numbers are checked before or wh
 is a clear error, never a RecursionError, a ValueError from a 5,000-digit integer or gigabytes of small objects.
 
 The checks before parsing work on the text with its strings blanked out (a bracket inside a string is text),
-found by one regular expression; counting and the depth scan then cost at most `max_containers` steps."""
+found by one regular expression; the depth scan then stops after at most 2 * `max_containers` brackets."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
-MAX_NUMBER_CHARS = 40  # an int of up to 19 digits (SQLite's range) or a float's repr fits
+MAX_NUMBER_CHARS = 40  # digits of an integer, characters of another number: any real value fits
 
 
 class JsonBoundError(ValueError):
@@ -21,19 +21,21 @@ class JsonBoundError(ValueError):
 
 
 def loads_bounded(text: str, *, max_chars: int, max_depth: int, max_containers: int):
-    """`json.loads(text)` after checking the bounds; integers longer than 19 digits, other numbers longer than
-    MAX_NUMBER_CHARS, NaN and infinities are refused. Raises JsonBoundError saying what is wrong."""
+    """`json.loads(text)` after checking the bounds; numbers longer than MAX_NUMBER_CHARS, NaN and infinities are
+    refused. Raises JsonBoundError saying what is wrong."""
     if len(text) > max_chars:
         raise JsonBoundError(f"is {len(text):,} characters long (at most {max_chars:,})")
     structure = _STRING.sub('""', text)
-    containers = structure.count("[") + structure.count("{")
-    if containers > max_containers:
-        raise JsonBoundError(f"holds {containers:,} lists and objects (at most {max_containers:,})")
     depth = 0
-    for match in _BRACKET.finditer(structure):
+    for seen, match in enumerate(_BRACKET.finditer(structure)):
+        if seen > 2 * max_containers:
+            break  # too many containers, counted below: the scan stays bounded
         depth += 1 if match.group() in "[{" else -1
         if depth > max_depth:
             raise JsonBoundError(f"is nested more than {max_depth} levels deep")
+    containers = structure.count("[") + structure.count("{")
+    if containers > max_containers:
+        raise JsonBoundError(f"holds {containers:,} lists and objects (at most {max_containers:,})")
     try:
         return json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
@@ -43,8 +45,10 @@ def loads_bounded(text: str, *, max_chars: int, max_depth: int, max_containers: 
 
 
 def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > 19:
-        raise JsonBoundError(f"holds an integer of {len(digits.lstrip('-')):,} digits (at most 19)")
+    """Integers of up to MAX_NUMBER_CHARS digits: a field's own check says what range it needs (and names it);
+    longer ones are refused here, before int() spends quadratic time or raises ValueError."""
+    if len(digits.lstrip("-")) > MAX_NUMBER_CHARS:
+        raise JsonBoundError(f"holds an integer of {len(digits.lstrip('-')):,} digits (at most {MAX_NUMBER_CHARS})")
     return int(digits)
 
 

@@ -73,7 +73,7 @@ MAX_CENTRAL_DIRECTORY_BYTES = 4 * 2**20  # the zip's index, read whole by zipfil
 MAX_CLIPS = 20_000
 MAX_MEMBERS = MAX_CLIPS + 3  # manifest, ratings, signature and one audio file per clip
 MAX_MANIFEST_BYTES = 16 * 2**20  # ~1 KB per clip: 16x what 20,000 clips need at most
-MAX_RATINGS_BYTES = 16 * 2**20
+MAX_RATINGS_BYTES = 32 * 2**20  # 100,000 ratings of ~250 bytes, with room for notes
 MAX_RATINGS = 100_000  # five ratings (with undos) per clip of the largest pack
 MAX_RATING_LINE_CHARS = 64 * 2**10
 MAX_SIGNATURE_BYTES = 128
@@ -81,7 +81,7 @@ MAX_AUDIO_BYTES = 64 * 2**20  # one clip (~11 min of 48 kHz stereo 16-bit WAV); 
 MAX_TOTAL_BYTES = 3 * 2**30  # all members uncompressed, as declared (and checked while reading)
 MAX_RATIO = 200  # uncompressed / compressed size of a member larger than RATIO_FLOOR_BYTES
 RATIO_FLOOR_BYTES = 2**20
-MAX_JSON_DEPTH = 8  # the manifest is 3 levels deep; a rating line 1
+MAX_JSON_DEPTH = 8  # the manifest is 3 levels deep; a rating line 1 (2 allowed, so a field's check names it)
 MAX_TEXT_CHARS = 100_000  # any text field of the manifest (an item's question, a clip's text)
 MAX_NAME_CHARS = 1_000  # the annotator's and the queue's names
 MAX_NOTE_CHARS = 10_000  # a rating's note
@@ -135,6 +135,7 @@ class Pack:
     ratings: list[dict]
     ratings_bytes: bytes = b""
     signature: str | None = None
+    manifest_sha256: str = ""  # of manifest.json's bytes: the home project recorded it when it made the pack
 
     @property
     def pack_id(self) -> str:
@@ -193,7 +194,7 @@ def _pack_record(project: Project, pack_id: str) -> dict | None:
         return None
     try:
         record = json.loads(text)
-        if not isinstance(record, dict) or not {"key", "annotator", "clips"} <= set(record):
+        if not isinstance(record, dict) or not {"key", "annotator", "queue", "clips", "manifest_sha256"} <= set(record):
             raise ValueError("fields missing")
     except ValueError as error:
         raise SpokenBenchError(f"{project.path}: the record of pack {pack_id} is damaged ({error})") from None
@@ -252,17 +253,19 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "audio": audio,
         "signing_key": key,
     }
+    manifest_bytes = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
     record = {
         "key": key,
         "annotator": annotator,
-        "queue": queue,
+        "queue": queue_settings["name"],
         "clips": sorted(clip["id"] for clip in clips),
+        "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
         "created_at": manifest["created_at"],
     }
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def write(archive: zipfile.ZipFile) -> None:
-        archive.writestr(MANIFEST_NAME, json.dumps(manifest, ensure_ascii=False, indent=1))
+        archive.writestr(MANIFEST_NAME, manifest_bytes)
         for sha256, name in audio.items():
             extension = name.rsplit(".", 1)[1]
             archive.writestr(name, project.audio.read_bytes(sha256, extension), compress_type=zipfile.ZIP_STORED)
@@ -311,7 +314,8 @@ def read_pack(path: str | Path) -> Pack:
     the member or field at fault. Audio is not read here (`open_pack` streams it)."""
     path = Path(path)
     with _open_archive(path) as (archive, members):
-        manifest = _read_json_member(path, archive, members[MANIFEST_NAME], MAX_MANIFEST_BYTES, MAX_CLIPS + 16)
+        manifest_bytes = _read_member(path, archive, members[MANIFEST_NAME], MAX_MANIFEST_BYTES)
+        manifest = _parse_json(path, MANIFEST_NAME, manifest_bytes, MAX_MANIFEST_BYTES, MAX_CLIPS + 16)
         _check_manifest(path, manifest)
         _check_audio_members(path, manifest, members)
         ratings_bytes = _read_member(path, archive, members[RATINGS_NAME], MAX_RATINGS_BYTES)
@@ -325,7 +329,7 @@ def read_pack(path: str | Path) -> Pack:
             raise SpokenBenchError(f"{path}: a format-1 pack cannot carry {SIGNATURE_NAME}")
     clip_ids = {clip["id"] for clip in manifest["clips"]}
     ratings = _parse_ratings(path, ratings_bytes, manifest["annotator"], clip_ids)
-    pack = Pack(path, manifest, ratings, ratings_bytes, signature)
+    pack = Pack(path, manifest, ratings, ratings_bytes, signature, hashlib.sha256(manifest_bytes).hexdigest())
     if pack.signed:
         _check_signature(pack, manifest["signing_key"])
     return pack
@@ -460,16 +464,15 @@ def _read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, ca
     return b"".join(_member_blocks(path, archive, info))
 
 
-def _read_json_member(path: Path, archive, info: zipfile.ZipInfo, cap: int, max_containers: int):
-    data = _read_member(path, archive, info, cap)
+def _parse_json(path: Path, name: str, data: bytes, cap: int, max_containers: int):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise SpokenBenchError(f"{path}: {info.filename} is not UTF-8 text (byte {error.start})") from None
+        raise SpokenBenchError(f"{path}: {name} is not UTF-8 text (byte {error.start})") from None
     try:
         return loads_bounded(text, max_chars=cap, max_depth=MAX_JSON_DEPTH, max_containers=max_containers)
     except JsonBoundError as error:
-        raise SpokenBenchError(f"{path}: {info.filename} {error}") from None
+        raise SpokenBenchError(f"{path}: {name} {error}") from None
 
 
 def _check_manifest(path: Path, manifest) -> None:
@@ -478,8 +481,8 @@ def _check_manifest(path: Path, manifest) -> None:
     version = manifest.get("format_version")
     if type(version) is not int or version not in (LEGACY_FORMAT_VERSION, PACK_FORMAT_VERSION):
         raise SpokenBenchError(
-            f"{path} is pack format {str(version)[:40]!r}; this version reads formats {LEGACY_FORMAT_VERSION} and "
-            f"{PACK_FORMAT_VERSION} (update SpokenBench)"
+            f"{path}: the manifest's format_version is {str(version)[:40]!r}; this version reads packs of format "
+            f"{LEGACY_FORMAT_VERSION} and {PACK_FORMAT_VERSION} (update SpokenBench)"
         )
     allowed = _MANIFEST_FIELDS | ({"signing_key"} if version >= 2 else set())
     unknown = sorted(set(manifest) - allowed)
@@ -498,8 +501,10 @@ def _check_manifest(path: Path, manifest) -> None:
         raise SpokenBenchError(f"{where} names no rating queue")
     _check_fields(f"{where}'s queue", queue, _QUEUE_FIELDS)
     clips, audio = manifest.get("clips"), manifest.get("audio")
-    if not isinstance(clips, list) or not clips or not isinstance(audio, dict):
-        raise SpokenBenchError(f"{where} lists no clips")
+    if not isinstance(clips, list) or not clips:
+        raise SpokenBenchError(f"{where} lists no clips ('clips')")
+    if not isinstance(audio, dict):
+        raise SpokenBenchError(f"{where} has no table of audio files ('audio')")
     if len(clips) > MAX_CLIPS or len(audio) > MAX_CLIPS:
         raise SpokenBenchError(f"{where} lists {max(len(clips), len(audio)):,} clips (at most {MAX_CLIPS:,})")
     _check_clips(path, clips, audio)
@@ -512,7 +517,7 @@ def _check_clips(path: Path, clips: list, audio: dict) -> None:
     for number, clip in enumerate(clips, start=1):
         where = f"{path}: the manifest's clip #{number}"
         if not isinstance(clip, dict):
-            raise SpokenBenchError(f"{where} is not a clip")
+            raise SpokenBenchError(f"{where} is not a clip (an object in 'clips')")
         _check_fields(where, clip, _CLIP_FIELDS)
         if clip["id"] in ids:
             raise SpokenBenchError(f"{where} repeats clip id {clip['id']}: each clip appears once in a pack")
@@ -623,7 +628,7 @@ def _parse_ratings(path: Path, data: bytes, annotator: str, clip_ids: set[int]) 
             continue
         where = f"{path}: {RATINGS_NAME} line {number}"
         try:
-            row = loads_bounded(line, max_chars=MAX_RATING_LINE_CHARS, max_depth=1, max_containers=1)
+            row = loads_bounded(line, max_chars=MAX_RATING_LINE_CHARS, max_depth=2, max_containers=9)
         except JsonBoundError as error:
             raise SpokenBenchError(f"{where} {error}") from None
         if not isinstance(row, dict):
@@ -645,7 +650,7 @@ def _check_rating(where: str, row: dict, annotator: str, clip_ids: set[int]) -> 
     _check_value(where, "origin_uuid", row["origin_uuid"], "uuid")
     if type(row["clip_id"]) is not int or row["clip_id"] not in clip_ids:
         shown = repr(row["clip_id"])[:60]
-        raise SpokenBenchError(f"{where}: clip {shown} is not in this pack")
+        raise SpokenBenchError(f"{where}: 'clip_id' {shown} is not a clip in this pack")
     if row["annotator"] != annotator:
         shown = repr(row["annotator"])[:60]
         raise SpokenBenchError(f"{where}: 'annotator' is {shown}, but the pack was made for '{annotator}'")
@@ -843,8 +848,15 @@ def _check_against_record(project: Project, pack: Pack) -> None:
             f"{pack.path}: its clips differ from the ones packed for {record['annotator']}: it was edited; "
             "nothing merged"
         )
+    if manifest["queue"]["name"] != record["queue"]:
+        raise SpokenBenchError(
+            f"{pack.path}: the pack was made for queue '{record['queue']}', its manifest now names another: it was "
+            "edited; nothing merged"
+        )
     if not hmac.compare_digest(manifest["signing_key"], record["key"]):
         raise SpokenBenchError(f"{pack.path}: its signing key is not the one this pack was made with; nothing merged")
+    if pack.manifest_sha256 != record["manifest_sha256"]:
+        raise SpokenBenchError(f"{pack.path}: its {MANIFEST_NAME} was edited since the pack was made; nothing merged")
     _check_signature(pack, record["key"])
 
 
