@@ -36,11 +36,18 @@ def register(subparsers) -> None:
         subparsers,
         "unpack",
         description="Merge the ratings in PACK into project DIR. Repeating it adds nothing; a pack of another "
-        "project is refused (exit 2); clips the annotator meanwhile rated differently in the project are listed "
-        "as conflicts (both ratings kept, the merged one counts as the newest).",
+        "project, one it never made, an edited (its signature does not match) or damaged pack is refused (exit 2, "
+        "nothing merged); clips the annotator meanwhile rated differently in the project are listed as conflicts "
+        "(both ratings kept, the merged one counts as the newest).",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("pack", metavar="PACK", help="pack file")
+    p.add_argument(
+        "--accept-unsigned",
+        action="store_true",
+        help="also merge an unsigned pack (format 1, made before packs were signed): its ratings are checked "
+        "field by field but could have been edited by anyone who had the file",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_unpack)
 
@@ -77,7 +84,7 @@ def cmd_unpack(args) -> int:
     from spokenbench.core.store import opened
 
     with opened(args.dir) as project:
-        report = unpack(project, args.pack)
+        report = unpack(project, args.pack, accept_unsigned=args.accept_unsigned)
     if args.json:
         print_json(report.as_dict())
         return 0

@@ -5,30 +5,48 @@ does not survive).
 Round trip (docs/qc.md, "Annotation packs"):
 
 1. `create_pack(project, queue, annotator, out)` writes `A.sbpack`: `manifest.json` (format, the project's
-   stable id, queue, annotator, the queue's clips in order with their texts), `audio/<sha256>.<ext>` for those
-   clips, and an empty `ratings.jsonl`. Nothing else of the project goes in: no keys, no other tables.
+   stable id, queue, annotator, the queue's clips in order with their texts, the pack's signing key),
+   `audio/<sha256>.<ext>` for those clips, an empty `ratings.jsonl` and its signature `ratings.sig`. Nothing else
+   of the project goes in: no keys of the project, no other tables. The project records the pack (its key,
+   annotator and clips) in `project_meta` under `pack:<pack id>`.
 2. `open_pack(A.sbpack)` unpacks it once into a small real project next to it (`A.sbpack.d/`, same clip ids),
    so the rating screen and `RatingSession` work on it unchanged; reopening reuses the folder and its ratings.
-3. `save_pack_ratings(A.sbpack)` gives each rating of the folder a uuid (once) and writes them all, undone ones
-   included, into the pack's `ratings.jsonl`. The annotator sends the pack back.
-4. `unpack(project, A.sbpack)` merges those ratings: a uuid already merged adds nothing (a rating undone since
-   is marked undone at home), a pack from another project is refused, and clips the same annotator rated
-   differently at home are reported as conflicts (both rows kept; the newest row counts, as always).
+3. `save_pack_ratings(A.sbpack)` gives each rating of the folder a uuid (once), writes them all, undone ones
+   included, into the pack's `ratings.jsonl` and signs them (HMAC-SHA256 with the pack's key). The annotator
+   sends the pack back.
+4. `unpack(project, A.sbpack)` merges those ratings: only a pack this project made, only ratings by the
+   annotator it was made for and for the clips it carries, signed with the key the project kept (an edited pack
+   is refused); a uuid already merged adds nothing (a rating undone since is marked undone at home), and clips the
+   same annotator rated differently at home are reported as conflicts (both rows kept; the newest row counts).
+
+A pack is data from another machine: every read is bounded (the file, each member's declared and actual size,
+the compression ratio, the total, JSON depth, containers and numbers) and every field is checked before
+anything is written — docs/reliability.md, "Packs", gives the caps and what the signature protects against.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import shutil
+import sqlite3
+import stat
+import struct
 import tempfile
 import uuid
 import zipfile
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import RATINGS, _queue_id
@@ -38,14 +56,62 @@ from spokenbench.core.store.meta import read_meta, write_meta
 from spokenbench.core.tables import current_umask
 
 PACK_FORMAT = "spokenbench-annotation-pack"
-PACK_FORMAT_VERSION = 1
+PACK_FORMAT_VERSION = 2  # 2: ratings signed (ratings.sig); 1: unsigned, merged only with accept_unsigned
+LEGACY_FORMAT_VERSION = 1
 PACK_SUFFIX = ".sbpack"
 MANIFEST_NAME = "manifest.json"
 RATINGS_NAME = "ratings.jsonl"
+SIGNATURE_NAME = "ratings.sig"
 PROJECT_ID_KEY = "project_id"
 PACK_ID_KEY = "pack_id"  # in a pack folder's project_meta: which pack it was opened from
+PACK_RECORD_PREFIX = "pack:"  # in the home project's project_meta: each pack it made (key, annotator, clips)
+_SIGNATURE_DOMAIN = b"spokenbench-pack-ratings/2\n"
+
+# Caps on what a pack may hold (docs/reliability.md, "Packs"): a crafted pack is refused before it costs more.
+MAX_PACK_BYTES = 3 * 2**30  # the .sbpack file (a queue of 20,000 one-minute WAV clips is ~2.3 GB)
+MAX_CENTRAL_DIRECTORY_BYTES = 4 * 2**20  # the zip's index, read whole by zipfile (20,003 names need ~2.5 MB)
+MAX_CLIPS = 20_000
+MAX_MEMBERS = MAX_CLIPS + 3  # manifest, ratings, signature and one audio file per clip
+MAX_MANIFEST_BYTES = 16 * 2**20  # ~1 KB per clip: 16x what 20,000 clips need at most
+MAX_RATINGS_BYTES = 32 * 2**20  # 100,000 ratings of ~250 bytes, with room for notes
+MAX_RATINGS = 100_000  # five ratings (with undos) per clip of the largest pack
+MAX_RATING_LINE_CHARS = 64 * 2**10
+MAX_SIGNATURE_BYTES = 128
+MAX_AUDIO_BYTES = 64 * 2**20  # one clip (~11 min of 48 kHz stereo 16-bit WAV); streamed to disk, never held
+MAX_TOTAL_BYTES = 3 * 2**30  # all members uncompressed, as declared (and checked while reading)
+MAX_RATIO = 200  # uncompressed / compressed size of a member larger than RATIO_FLOOR_BYTES
+RATIO_FLOOR_BYTES = 2**20
+MAX_JSON_DEPTH = 8  # the manifest is 3 levels deep; a rating line 1 (2 allowed, so a field's check names it)
+MAX_TEXT_CHARS = 100_000  # any text field of the manifest (an item's question, a clip's text)
+MAX_NAME_CHARS = 1_000  # the annotator's and the queue's names
+MAX_NOTE_CHARS = 10_000  # a rating's note
+_READ_BLOCK = 2**20
+
 _AUDIO_NAME = re.compile(r"^audio/([0-9a-f]{64})\.([A-Za-z0-9]{1,8})$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_EXTENSION = re.compile(r"^[A-Za-z0-9]{1,8}$")
 _RATING_FIELDS = ("origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by")
+_MANIFEST_FIELDS = {
+    "format", "format_version", "pack_id", "project_id", "project_name", "queue", "annotator", "created_at",
+    "clips", "audio",
+}  # fmt: skip
+_QUEUE_FIELDS = {
+    "name": "name", "strategy": "text", "seed": "int", "per_bin": "int", "parameters_json": "text",
+    "created_at": "text",
+}  # fmt: skip
+# Every field a packed clip carries (store.pack_clip_rows) and what it must be; a field not listed is refused.
+_CLIP_FIELDS = {
+    "position": "int", "queue_language": "text", "queue_accent": "opt_text", "wer_bin": "opt_int",
+    "error_rate": "opt_number", "id": "id", "item_id": "opt_id", "part": "text", "text": "text",
+    "language": "text", "accent": "opt_text", "voice": "opt_text", "speaker_gender": "gender",
+    "backend": "text", "model": "opt_text", "cache_key": "text", "sha256": "sha256", "audio_format": "extension",
+    "duration_s": "opt_number", "sample_rate": "opt_int", "created_at": "text", "item_source": "opt_text",
+    "item_source_id": "opt_text", "item_language": "opt_text", "item_subject": "opt_text",
+    "item_question": "opt_text", "item_created_at": "opt_text",
+}  # fmt: skip
+_ITEM_FIELDS = ("item_source", "item_source_id", "item_language", "item_subject", "item_question", "item_created_at")
+_MAX_SQLITE_INT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -61,15 +127,23 @@ class PackSummary:
 
 @dataclass(frozen=True)
 class Pack:
-    """A pack as read and checked: its manifest and the ratings it carries."""
+    """A pack as read and checked: its manifest, the ratings it carries (and their bytes as stored) and their
+    signature (None in an unsigned format-1 pack)."""
 
     path: Path
     manifest: dict
     ratings: list[dict]
+    ratings_bytes: bytes = b""
+    signature: str | None = None
+    manifest_sha256: str = ""  # of manifest.json's bytes: the home project recorded it when it made the pack
 
     @property
     def pack_id(self) -> str:
         return self.manifest["pack_id"]
+
+    @property
+    def signed(self) -> bool:
+        return self.manifest["format_version"] >= 2
 
 
 @dataclass(frozen=True)
@@ -100,7 +174,7 @@ class MergeReport:
 
 
 # --------------------------------------------------------------------------------------------------
-# Project identity
+# Project identity and the record of each pack made
 
 
 def ensure_project_id(project: Project) -> str:
@@ -113,26 +187,51 @@ def ensure_project_id(project: Project) -> str:
     return project_id
 
 
+def _pack_record(project: Project, pack_id: str) -> dict | None:
+    """What the project recorded when it made pack `pack_id` (its key, annotator, queue, clip ids), or None."""
+    text = read_meta(project.conn, PACK_RECORD_PREFIX + pack_id)
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+        if not isinstance(record, dict) or not {"key", "annotator", "queue", "clips", "manifest_sha256"} <= set(record):
+            raise ValueError("fields missing")
+    except ValueError as error:
+        raise SpokenBenchError(f"{project.path}: the record of pack {pack_id} is damaged ({error})") from None
+    return record
+
+
+def ratings_signature(key_hex: str, pack_id: str, annotator: str, ratings_bytes: bytes) -> str:
+    """HMAC-SHA256, with the pack's key, over the pack's id, its annotator and the exact bytes of ratings.jsonl."""
+    message = _SIGNATURE_DOMAIN + json.dumps([pack_id, annotator]).encode() + b"\n" + ratings_bytes
+    return hmac.new(bytes.fromhex(key_hex), message, hashlib.sha256).hexdigest()
+
+
 # --------------------------------------------------------------------------------------------------
 # Writing a pack
 
 
 def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -> PackSummary:
     """Write queue `queue` for `annotator` to the zip `out` (a new file; an existing one is never overwritten,
-    it may hold ratings). The file appears whole or not at all."""
+    it may hold ratings). The file appears whole or not at all, and the project records the pack (its signing key,
+    annotator and clips) in the same step: a failed `pack` leaves the project as it was."""
     annotator = (annotator or "").strip()
     if not annotator:
         raise SpokenBenchError("a pack needs the annotator's name (--annotator)")
+    if len(annotator) > MAX_NAME_CHARS:
+        raise SpokenBenchError(f"--annotator is {len(annotator):,} characters long (at most {MAX_NAME_CHARS:,})")
     out = Path(out)
     if out.exists():
         raise SpokenBenchError(f"{out} already exists; choose another --out (an existing pack may hold ratings)")
-    project_id = ensure_project_id(project)
     conn = project.conn
+    project_id = read_meta(conn, PROJECT_ID_KEY) or str(uuid.uuid4())
     queue_id = _queue_id(conn, queue)
     queue_settings = store.queue_row(conn, queue_id)
     clips = store.pack_clip_rows(conn, queue_id)
     if not clips:
         raise SpokenBenchError(f"rating queue '{queue}' has no clips to pack")
+    if len(clips) > MAX_CLIPS:
+        raise SpokenBenchError(f"rating queue '{queue}' has {len(clips):,} clips; a pack holds at most {MAX_CLIPS:,}")
     audio: dict[str, str] = {}
     for clip in clips:
         if not project.audio.has(clip["sha256"], clip["audio_format"]):
@@ -140,6 +239,7 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
                 f"clip {clip['id']}'s audio is missing from the project; run `spokenbench check` first"
             )
         audio[clip["sha256"]] = f"audio/{clip['sha256']}.{clip['audio_format']}"
+    key = secrets.token_hex(32)
     manifest = {
         "format": PACK_FORMAT,
         "format_version": PACK_FORMAT_VERSION,
@@ -151,23 +251,41 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "created_at": utc_now(),
         "clips": clips,
         "audio": audio,
+        "signing_key": key,
+    }
+    manifest_bytes = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
+    record = {
+        "key": key,
+        "annotator": annotator,
+        "queue": queue_settings["name"],
+        "clips": sorted(clip["id"] for clip in clips),
+        "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+        "created_at": manifest["created_at"],
     }
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def write(archive: zipfile.ZipFile) -> None:
-        archive.writestr(MANIFEST_NAME, json.dumps(manifest, ensure_ascii=False, indent=1))
+        archive.writestr(MANIFEST_NAME, manifest_bytes)
         for sha256, name in audio.items():
             extension = name.rsplit(".", 1)[1]
             archive.writestr(name, project.audio.read_bytes(sha256, extension), compress_type=zipfile.ZIP_STORED)
         archive.writestr(RATINGS_NAME, "")
+        archive.writestr(SIGNATURE_NAME, ratings_signature(key, manifest["pack_id"], annotator, b""))
 
-    _write_zip_atomically(out, write)
+    def record_pack() -> None:
+        with project.transaction() as conn:
+            if read_meta(conn, PROJECT_ID_KEY) is None:
+                write_meta(conn, PROJECT_ID_KEY, project_id)
+            write_meta(conn, PACK_RECORD_PREFIX + manifest["pack_id"], json.dumps(record))
+
+    _write_zip_atomically(out, write, before_replace=record_pack)
     return PackSummary(out, manifest["pack_id"], project_id, queue, annotator, len(clips), len(audio))
 
 
-def _write_zip_atomically(path: Path, fill) -> None:
+def _write_zip_atomically(path: Path, fill, before_replace=None) -> None:
     """Write a zip through a temp file renamed into place, with the permissions of a plain `open` (the umask's)
-    or, when replacing a pack, the ones it had — not the temp file's 0600."""
+    or, when replacing a pack, the ones it had — not the temp file's 0600. `before_replace` runs once the file
+    is durable, before it appears: if it fails, nothing appears."""
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~current_umask()
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
@@ -177,6 +295,8 @@ def _write_zip_atomically(path: Path, fill) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp_name, mode)
+        if before_replace is not None:
+            before_replace()
         os.replace(temp_name, path)
     except BaseException:
         if os.path.exists(temp_name):
@@ -185,84 +305,373 @@ def _write_zip_atomically(path: Path, fill) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Reading and checking a pack
+# Reading and checking a pack: bounded reads first, then every field
 
 
 def read_pack(path: str | Path) -> Pack:
-    """Open and check a pack (manifest, ratings); anything damaged or foreign is a SpokenBenchError naming it."""
+    """Open and check a pack (its zip structure, manifest, ratings and, in a signed pack, their signature with the
+    pack's own key); anything damaged, oversized, edited or foreign is a SpokenBenchError naming the pack and
+    the member or field at fault. Audio is not read here (`open_pack` streams it)."""
     path = Path(path)
-    if not path.is_file():
-        raise SpokenBenchError(f"{path}: no such pack file")
+    with _open_archive(path) as (archive, members):
+        manifest_bytes = _read_member(path, archive, members[MANIFEST_NAME], MAX_MANIFEST_BYTES)
+        manifest = _parse_json(path, MANIFEST_NAME, manifest_bytes, MAX_MANIFEST_BYTES, MAX_CLIPS + 16)
+        _check_manifest(path, manifest)
+        _check_audio_members(path, manifest, members)
+        ratings_bytes = _read_member(path, archive, members[RATINGS_NAME], MAX_RATINGS_BYTES)
+        signature = None
+        if manifest["format_version"] >= 2:
+            if SIGNATURE_NAME not in members:
+                raise SpokenBenchError(f"{path}: {SIGNATURE_NAME} is missing (the pack was edited or damaged)")
+            raw = _read_member(path, archive, members[SIGNATURE_NAME], MAX_SIGNATURE_BYTES)
+            signature = raw.decode("ascii", errors="replace").strip()
+        elif SIGNATURE_NAME in members:
+            raise SpokenBenchError(f"{path}: a format-1 pack cannot carry {SIGNATURE_NAME}")
+    clip_ids = {clip["id"] for clip in manifest["clips"]}
+    ratings = _parse_ratings(path, ratings_bytes, manifest["annotator"], clip_ids)
+    pack = Pack(path, manifest, ratings, ratings_bytes, signature, hashlib.sha256(manifest_bytes).hexdigest())
+    if pack.signed:
+        _check_signature(pack, manifest["signing_key"])
+    return pack
+
+
+def _check_signature(pack: Pack, key_hex: str) -> None:
+    expected = ratings_signature(key_hex, pack.pack_id, pack.manifest["annotator"], pack.ratings_bytes)
+    if not hmac.compare_digest(expected, pack.signature or ""):
+        raise SpokenBenchError(
+            f"{pack.path}: {RATINGS_NAME} does not match its signature ({SIGNATURE_NAME}): the ratings were edited "
+            "outside SpokenBench or damaged; nothing merged"
+        )
+
+
+@contextlib.contextmanager
+def _open_archive(path: Path) -> Iterator[tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]]:
+    """The pack's zip, after checking that it is a regular file within MAX_PACK_BYTES whose index is small and
+    whose members are all a pack's, within their caps, neither encrypted nor compressed by anything but deflate."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
-            if MANIFEST_NAME not in names:
-                raise SpokenBenchError(f"{path} is not a SpokenBench annotation pack: {MANIFEST_NAME} is missing")
-            manifest = json.loads(archive.read(MANIFEST_NAME).decode("utf-8"))
-            ratings_text = archive.read(RATINGS_NAME).decode("utf-8") if RATINGS_NAME in names else None
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise SpokenBenchError(f"{path}: no such pack file") from None
+    except OSError as error:
+        raise SpokenBenchError(f"{path} cannot be read: {error.strerror or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SpokenBenchError(f"{path} is not a regular file; a pack is a .sbpack file")
+    if info.st_size > MAX_PACK_BYTES:
+        raise SpokenBenchError(f"{path} is {info.st_size:,} bytes; a pack is at most {MAX_PACK_BYTES:,}")
+    try:
+        with open(path, "rb") as handle:
+            _check_end_record(path, handle, info.st_size)
+            with zipfile.ZipFile(handle) as archive:
+                yield archive, _check_members(path, archive)
     except SpokenBenchError:
         raise
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError, zipfile.LargeZipFile) as error:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError) as error:
         raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: {error}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SpokenBenchError(f"{path}: {MANIFEST_NAME} is damaged: {error}") from None
-    _check_manifest(path, manifest)
-    if ratings_text is None:
-        raise SpokenBenchError(f"{path} is damaged: {RATINGS_NAME} is missing")
-    return Pack(path, manifest, _parse_ratings(path, ratings_text, manifest))
+
+
+def _check_end_record(path: Path, handle, size: int) -> None:
+    """Read the zip's end record ourselves, so an index zipfile would read whole is refused first: at most
+    MAX_MEMBERS entries and MAX_CENTRAL_DIRECTORY_BYTES, and no ZIP64 (packs stay below 4 GB)."""
+    tail_size = min(size, 22 + 65_535)
+    handle.seek(size - tail_size)
+    tail = handle.read(tail_size)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: not a zip file")
+    entries, directory_size, directory_offset = struct.unpack("<HLL", tail[at + 10 : at + 20])
+    end_offset = size - tail_size + at
+    handle.seek(max(end_offset - 20, 0))
+    zip64 = end_offset >= 20 and handle.read(4) == b"PK\x06\x07"
+    if zip64 or entries == 0xFFFF or 0xFFFFFFFF in (directory_size, directory_offset):
+        raise SpokenBenchError(f"{path}: the zip uses ZIP64 records, which a pack never needs")
+    if entries > MAX_MEMBERS:
+        raise SpokenBenchError(f"{path}: the zip lists {entries:,} files; a pack holds at most {MAX_MEMBERS:,}")
+    if directory_size > MAX_CENTRAL_DIRECTORY_BYTES:
+        raise SpokenBenchError(
+            f"{path}: the zip's index is {directory_size:,} bytes (at most {MAX_CENTRAL_DIRECTORY_BYTES:,})"
+        )
+
+
+def _member_cap(name: str) -> int:
+    return {
+        MANIFEST_NAME: MAX_MANIFEST_BYTES,
+        RATINGS_NAME: MAX_RATINGS_BYTES,
+        SIGNATURE_NAME: MAX_SIGNATURE_BYTES,
+    }.get(name, MAX_AUDIO_BYTES)
+
+
+def _check_members(path: Path, archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    infos = archive.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise SpokenBenchError(f"{path}: the zip holds {len(infos):,} files; a pack holds at most {MAX_MEMBERS:,}")
+    members: dict[str, zipfile.ZipInfo] = {}
+    total = 0
+    for info in infos:
+        name = info.filename
+        where = f"{path}: member {name[:120]!r}"
+        if name in members:
+            raise SpokenBenchError(f"{where} appears twice in the zip")
+        if name not in (MANIFEST_NAME, RATINGS_NAME, SIGNATURE_NAME) and not _AUDIO_NAME.match(name):
+            raise SpokenBenchError(f"{where} is not part of an annotation pack")
+        if info.flag_bits & 0x1:
+            raise SpokenBenchError(f"{where} is encrypted; packs are never encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise SpokenBenchError(
+                f"{where} uses compression method {info.compress_type}; packs use only stored (0) or deflate (8)"
+            )
+        cap = _member_cap(name)
+        if info.file_size > cap:
+            raise SpokenBenchError(f"{where} declares {info.file_size:,} bytes (at most {cap:,})")
+        if info.file_size > RATIO_FLOOR_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise SpokenBenchError(
+                f"{where} expands {info.file_size / max(info.compress_size, 1):,.0f} times (at most {MAX_RATIO}): "
+                "a zip bomb, not a pack"
+            )
+        total += info.file_size
+        members[name] = info
+    if total > MAX_TOTAL_BYTES:
+        raise SpokenBenchError(f"{path}: its files add up to {total:,} bytes (at most {MAX_TOTAL_BYTES:,})")
+    for required in (MANIFEST_NAME, RATINGS_NAME):
+        if required not in members:
+            raise SpokenBenchError(f"{path} is not a complete SpokenBench annotation pack: {required} is missing")
+    return members
+
+
+def _member_blocks(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """A member's bytes a block at a time, never more than it declared (already checked against its cap);
+    a corrupt stream or a wrong checksum is a SpokenBenchError naming the member."""
+    read = 0
+    try:
+        with archive.open(info) as stream:
+            while block := stream.read(_READ_BLOCK):
+                read += len(block)
+                if read > info.file_size:
+                    raise SpokenBenchError(
+                        f"{path}: {info.filename} holds more than the {info.file_size:,} bytes it declares"
+                    )
+                yield block
+    except SpokenBenchError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError) as error:
+        raise SpokenBenchError(f"{path} is damaged: {info.filename} cannot be read ({error})") from None
+    if read != info.file_size:
+        raise SpokenBenchError(f"{path} is damaged: {info.filename} holds {read:,} of {info.file_size:,} bytes")
+
+
+def _read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
+    if info.file_size > cap:  # _check_members refused it already; kept next to the read it bounds
+        raise SpokenBenchError(f"{path}: {info.filename} declares {info.file_size:,} bytes (at most {cap:,})")
+    return b"".join(_member_blocks(path, archive, info))
+
+
+def _parse_json(path: Path, name: str, data: bytes, cap: int, max_containers: int):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SpokenBenchError(f"{path}: {name} is not UTF-8 text (byte {error.start})") from None
+    try:
+        return loads_bounded(text, max_chars=cap, max_depth=MAX_JSON_DEPTH, max_containers=max_containers)
+    except JsonBoundError as error:
+        raise SpokenBenchError(f"{path}: {name} {error}") from None
 
 
 def _check_manifest(path: Path, manifest) -> None:
     if not isinstance(manifest, dict) or manifest.get("format") != PACK_FORMAT:
         raise SpokenBenchError(f"{path} is not a SpokenBench annotation pack (its manifest names no pack format)")
     version = manifest.get("format_version")
-    if version != PACK_FORMAT_VERSION:
+    if type(version) is not int or version not in (LEGACY_FORMAT_VERSION, PACK_FORMAT_VERSION):
         raise SpokenBenchError(
-            f"{path} is pack format {version!r}; this version reads format {PACK_FORMAT_VERSION} (update SpokenBench)"
+            f"{path}: the manifest's format_version is {str(version)[:40]!r}; this version reads packs of format "
+            f"{LEGACY_FORMAT_VERSION} and {PACK_FORMAT_VERSION} (update SpokenBench)"
         )
-    for key in ("pack_id", "project_id", "annotator", "created_at"):
-        if not isinstance(manifest.get(key), str) or not manifest[key]:
-            raise SpokenBenchError(f"{path}: the manifest's '{key}' is missing or not text")
-    if not isinstance(manifest.get("queue"), dict) or not isinstance(manifest["queue"].get("name"), str):
-        raise SpokenBenchError(f"{path}: the manifest names no rating queue")
+    allowed = _MANIFEST_FIELDS | ({"signing_key"} if version >= 2 else set())
+    unknown = sorted(set(manifest) - allowed)
+    if unknown:
+        raise SpokenBenchError(f"{path}: the manifest holds fields a pack never has: {', '.join(unknown)[:200]}")
+    where = f"{path}: the manifest"
+    for key in ("pack_id", "project_id"):
+        _check_value(where, key, manifest.get(key), "uuid")
+    _check_value(where, "annotator", manifest.get("annotator"), "name")
+    _check_value(where, "project_name", manifest.get("project_name"), "text")
+    _check_value(where, "created_at", manifest.get("created_at"), "text")
+    if version >= 2:
+        _check_value(where, "signing_key", manifest.get("signing_key"), "sha256")
+    queue = manifest.get("queue")
+    if not isinstance(queue, dict):
+        raise SpokenBenchError(f"{where} names no rating queue")
+    _check_fields(f"{where}'s queue", queue, _QUEUE_FIELDS)
     clips, audio = manifest.get("clips"), manifest.get("audio")
-    if not isinstance(clips, list) or not clips or not isinstance(audio, dict):
-        raise SpokenBenchError(f"{path}: the manifest lists no clips")
-    for clip in clips:
-        if not isinstance(clip, dict) or not isinstance(clip.get("id"), int) or clip.get("sha256") not in audio:
-            raise SpokenBenchError(f"{path}: the manifest lists a clip without an id or audio")
+    if not isinstance(clips, list) or not clips:
+        raise SpokenBenchError(f"{where} lists no clips ('clips')")
+    if not isinstance(audio, dict):
+        raise SpokenBenchError(f"{where} has no table of audio files ('audio')")
+    if len(clips) > MAX_CLIPS or len(audio) > MAX_CLIPS:
+        raise SpokenBenchError(f"{where} lists {max(len(clips), len(audio)):,} clips (at most {MAX_CLIPS:,})")
+    _check_clips(path, clips, audio)
+
+
+def _check_clips(path: Path, clips: list, audio: dict) -> None:
+    ids: set[int] = set()
+    positions: set[int] = set()
+    items: dict[int, tuple] = {}
+    for number, clip in enumerate(clips, start=1):
+        where = f"{path}: the manifest's clip #{number}"
+        if not isinstance(clip, dict):
+            raise SpokenBenchError(f"{where} is not a clip (an object in 'clips')")
+        _check_fields(where, clip, _CLIP_FIELDS)
+        if clip["id"] in ids:
+            raise SpokenBenchError(f"{where} repeats clip id {clip['id']}: each clip appears once in a pack")
+        if clip["position"] in positions:
+            raise SpokenBenchError(f"{where} repeats queue position {clip['position']}")
+        ids.add(clip["id"])
+        positions.add(clip["position"])
+        if audio.get(clip["sha256"]) != f"audio/{clip['sha256']}.{clip['audio_format']}":
+            raise SpokenBenchError(f"{where} (id {clip['id']}) has no audio file in the manifest's 'audio'")
+        if clip["item_id"] is not None:
+            item = tuple(clip[key] for key in _ITEM_FIELDS)
+            if items.setdefault(clip["item_id"], item) != item:
+                raise SpokenBenchError(f"{where} describes item {clip['item_id']} differently from an earlier clip")
+            for key in ("item_source", "item_source_id", "item_language", "item_question", "item_created_at"):
+                _check_value(where, key, clip[key], "text")
+    used = {clip["sha256"] for clip in clips}
     for sha256, name in audio.items():
         match = _AUDIO_NAME.match(name) if isinstance(name, str) else None
-        if match is None or match.group(1) != sha256:
-            raise SpokenBenchError(f"{path}: the manifest names an audio file it should not ({name!r})")
+        if match is None or match.group(1) != sha256 or sha256 not in used:
+            raise SpokenBenchError(f"{path}: the manifest names an audio file it should not ({str(name)[:120]!r})")
 
 
-def _parse_ratings(path: Path, text: str, manifest: dict) -> list[dict]:
-    clip_ids = {clip["id"] for clip in manifest["clips"]}
+def _check_audio_members(path: Path, manifest: dict, members: dict[str, zipfile.ZipInfo]) -> None:
+    """The zip holds exactly the audio files the manifest names, none empty."""
+    listed = set(manifest["audio"].values())
+    present = {name for name in members if name.startswith("audio/")}
+    for name in sorted(present - listed)[:1]:
+        raise SpokenBenchError(f"{path}: member {name!r} is not named by the manifest")
+    for name in sorted(listed - present)[:1]:
+        raise SpokenBenchError(f"{path} is damaged: audio {name} is missing")
+    for name in sorted(listed):
+        if members[name].file_size == 0:
+            raise SpokenBenchError(f"{path} is damaged: audio {name} is empty")
+
+
+def _check_fields(where: str, row: dict, kinds: dict[str, str]) -> None:
+    unknown = sorted(set(row) - set(kinds))
+    if unknown:
+        raise SpokenBenchError(f"{where} holds fields a pack never has: {', '.join(map(str, unknown))[:200]}")
+    for key, kind in kinds.items():
+        if key not in row:
+            raise SpokenBenchError(f"{where} lacks '{key}'")
+        _check_value(where, key, row[key], kind)
+
+
+def _check_value(where: str, key: str, value, kind: str) -> None:
+    """Refuse `value` unless it is of `kind`, naming the field and what it must be."""
+    optional = kind.startswith("opt_")
+    if optional and value is None:
+        return
+    base = kind.removeprefix("opt_")
+    if base in ("int", "id"):
+        low = 1 if base == "id" else -_MAX_SQLITE_INT
+        ok = type(value) is int and low <= value <= _MAX_SQLITE_INT
+        need = "a positive integer below 2^63" if base == "id" else "an integer within ±2^63"
+    elif base == "number":
+        ok = type(value) in (int, float) and abs(value) <= 1e15
+        need = "a number"
+    elif base in ("text", "name"):
+        limit = MAX_TEXT_CHARS if base == "text" else MAX_NAME_CHARS
+        ok = isinstance(value, str) and (optional or bool(value.strip())) and len(value) <= limit
+        need = f"{'' if optional else 'non-empty '}text of at most {limit:,} characters"
+    elif base == "uuid":
+        ok = isinstance(value, str) and bool(_UUID.match(value))
+        need = "a uuid"
+    elif base == "sha256":
+        ok = isinstance(value, str) and bool(_SHA256.match(value))
+        need = "64 lowercase hex digits"
+    elif base == "extension":
+        ok = isinstance(value, str) and bool(_EXTENSION.match(value))
+        need = "a file extension"
+    elif base == "gender":
+        ok = value in (None, "male", "female")
+        need = "male, female or null"
+    else:  # pragma: no cover - a kind above is misspelt
+        raise AssertionError(kind)
+    if not ok:
+        shown = repr(value) if len(repr(value)) <= 60 else f"{type(value).__name__} of {len(repr(value)):,} characters"
+        raise SpokenBenchError(f"{where}: '{key}' must be {need}{' or null' if optional else ''}, not {shown}")
+
+
+def _timestamp(where: str, key: str, value) -> _dt.datetime:
+    """An ISO-8601 time with its UTC offset, as SpokenBench writes them."""
+    try:
+        if not isinstance(value, str) or len(value) > 40:
+            raise ValueError
+        moment = _dt.datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            raise ValueError
+    except ValueError:
+        shown = repr(value) if len(repr(value)) <= 60 else type(value).__name__
+        raise SpokenBenchError(f"{where}: '{key}' must be an ISO-8601 time with its UTC offset, not {shown}") from None
+    return moment
+
+
+def _parse_ratings(path: Path, data: bytes, annotator: str, clip_ids: set[int]) -> list[dict]:
+    """Every line of ratings.jsonl as a rating by `annotator` of one of `clip_ids`, every field checked."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SpokenBenchError(f"{path}: {RATINGS_NAME} is not UTF-8 text (byte {error.start})") from None
+    lines = text.split("\n")
+    if len(lines) > MAX_RATINGS + 1:
+        raise SpokenBenchError(f"{path}: {RATINGS_NAME} holds {len(lines):,} lines (at most {MAX_RATINGS:,} ratings)")
     ratings, seen = [], set()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}: {RATINGS_NAME} line {number}"
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SpokenBenchError(f"{where} is damaged: {error}") from None
+            row = loads_bounded(line, max_chars=MAX_RATING_LINE_CHARS, max_depth=2, max_containers=9)
+        except JsonBoundError as error:
+            raise SpokenBenchError(f"{where} {error}") from None
         if not isinstance(row, dict):
             raise SpokenBenchError(f"{where} is not a rating")
-        rating = {key: row.get(key) for key in _RATING_FIELDS}
-        if not isinstance(rating["origin_uuid"], str) or rating["origin_uuid"] in seen:
-            raise SpokenBenchError(f"{where}: a rating without a uuid of its own")
-        if rating["clip_id"] not in clip_ids:
-            raise SpokenBenchError(f"{where}: clip {rating['clip_id']!r} is not in this pack")
-        if rating["rating"] not in RATINGS:
-            raise SpokenBenchError(f"{where}: rating {rating['rating']!r} is not one of {', '.join(RATINGS)}")
-        for key in ("annotator", "created_at"):
-            if not isinstance(rating[key], str) or not rating[key].strip():
-                raise SpokenBenchError(f"{where}: '{key}' is missing")
-        seen.add(rating["origin_uuid"])
-        ratings.append(rating)
+        if set(row) != set(_RATING_FIELDS):
+            odd = sorted(set(row) ^ set(_RATING_FIELDS))
+            raise SpokenBenchError(
+                f"{where}: a rating has exactly the fields {', '.join(_RATING_FIELDS)} ({', '.join(odd)[:200]})"
+            )
+        _check_rating(where, row, annotator, clip_ids)
+        if row["origin_uuid"] in seen:
+            raise SpokenBenchError(f"{where}: uuid {row['origin_uuid']} appears twice")
+        seen.add(row["origin_uuid"])
+        ratings.append({key: row[key] for key in _RATING_FIELDS})
     return ratings
+
+
+def _check_rating(where: str, row: dict, annotator: str, clip_ids: set[int]) -> None:
+    _check_value(where, "origin_uuid", row["origin_uuid"], "uuid")
+    if type(row["clip_id"]) is not int or row["clip_id"] not in clip_ids:
+        shown = repr(row["clip_id"])[:60]
+        raise SpokenBenchError(f"{where}: 'clip_id' {shown} is not a clip in this pack")
+    if row["annotator"] != annotator:
+        shown = repr(row["annotator"])[:60]
+        raise SpokenBenchError(f"{where}: 'annotator' is {shown}, but the pack was made for '{annotator}'")
+    if row["rating"] not in RATINGS:
+        raise SpokenBenchError(f"{where}: rating {repr(row['rating'])[:60]} is not one of {', '.join(RATINGS)}")
+    note = row["note"]
+    if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
+        shown = repr(note) if len(repr(note)) <= 60 else type(note).__name__
+        raise SpokenBenchError(
+            f"{where}: 'note' must be text of at most {MAX_NOTE_CHARS:,} characters or null, not {shown}"
+        )
+    created = _timestamp(where, "created_at", row["created_at"])
+    if row["undone_at"] is None:
+        if row["undone_by"] is not None:
+            raise SpokenBenchError(f"{where}: 'undone_by' is set but 'undone_at' is not")
+        return
+    if _timestamp(where, "undone_at", row["undone_at"]) < created:
+        raise SpokenBenchError(f"{where}: 'undone_at' is earlier than 'created_at'")
+    if row["undone_by"] != annotator:
+        shown = repr(row["undone_by"])[:60]
+        raise SpokenBenchError(f"{where}: 'undone_by' is {shown}; in a pack only '{annotator}' undoes ratings")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -302,77 +711,93 @@ def open_pack(pack_path: str | Path) -> Project:
 
 
 def _fill_pack_project(project: Project, pack: Pack) -> None:
-    with zipfile.ZipFile(pack.path) as archive:
+    """Stream each audio member to disk (checked against its hash), then insert the queue, clips and ratings."""
+    with _open_archive(pack.path) as (archive, members):
         for sha256, name in pack.manifest["audio"].items():
-            try:
-                data = archive.read(name)
-            except (KeyError, zipfile.BadZipFile, EOFError, OSError) as error:
-                raise SpokenBenchError(f"{pack.path} is damaged: audio {name} cannot be read ({error})") from None
-            if hashlib.sha256(data).hexdigest() != sha256:
+            stored = project.audio.put_stream(_member_blocks(pack.path, archive, members[name]), name.rsplit(".", 1)[1])
+            if stored != sha256:
                 raise SpokenBenchError(f"{pack.path} is damaged: audio {name} does not match its hash")
-            project.audio.put_bytes(data, name.rsplit(".", 1)[1])
-    with project.transaction() as conn:
-        store.insert_pack_contents(conn, pack.manifest["queue"], pack.manifest["clips"])
-        queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
-        for rating in pack.ratings:  # a pack written back earlier carries its ratings along
-            store.insert_merged_rating(conn, rating, queue_id)
-        write_meta(conn, PACK_ID_KEY, pack.pack_id)
-        write_meta(conn, "pack_annotator", pack.manifest["annotator"])
-        write_meta(conn, "pack_project_id", pack.manifest["project_id"])
+    try:
+        with project.transaction() as conn:
+            store.insert_pack_contents(conn, pack.manifest["queue"], pack.manifest["clips"])
+            queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
+            for rating in pack.ratings:  # a pack written back earlier carries its ratings along
+                store.insert_merged_rating(conn, rating, queue_id)
+            write_meta(conn, PACK_ID_KEY, pack.pack_id)
+            write_meta(conn, "pack_annotator", pack.manifest["annotator"])
+            write_meta(conn, "pack_project_id", pack.manifest["project_id"])
+    except sqlite3.IntegrityError as error:  # e.g. two clips of one item part and recipe, an unknown strategy
+        raise SpokenBenchError(f"{pack.path}: the manifest's clips or queue are inconsistent ({error})") from None
 
 
 def save_pack_ratings(pack_path: str | Path) -> int:
     """Write every rating made in the pack's folder (undone ones too, with their uuids) into the pack file,
-    replacing its ratings.jsonl; returns how many ratings the pack now carries."""
+    replacing its ratings.jsonl and signing them with the pack's key; returns how many ratings the pack now
+    carries."""
     pack = read_pack(pack_path)
     folder = pack_folder(pack.path)
     if not folder.exists():
         raise SpokenBenchError(f"{folder} does not exist: open the pack first (nothing was rated in it)")
+    annotator = pack.manifest["annotator"]
     with Project.open(folder) as project:
         if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
             raise SpokenBenchError(f"{folder} belongs to another pack than {pack.path}")
         with project.transaction() as conn:
             store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
         ratings = store.all_ratings_with_origin(project.conn)
-    lines = "".join(
+    others = sorted({rating["annotator"] for rating in ratings} - {annotator})
+    if others:
+        raise SpokenBenchError(
+            f"{folder} holds ratings by {', '.join(others)[:200]}; a pack carries only its annotator's ({annotator})"
+        )
+    data = "".join(
         json.dumps({key: rating[key] for key in _RATING_FIELDS}, ensure_ascii=False) + "\n" for rating in ratings
-    )
-
-    if _stored_ratings_text(pack.path) == lines:
+    ).encode("utf-8")
+    signature = ratings_signature(pack.manifest["signing_key"], pack.pack_id, annotator, data) if pack.signed else None
+    if pack.ratings_bytes == data and pack.signature == signature:
         return len(ratings)  # the file already says exactly this: no rewrite
 
     def copy_with_new_ratings(archive: zipfile.ZipFile) -> None:
-        with zipfile.ZipFile(pack.path) as source:
-            for info in source.infolist():
-                if info.filename != RATINGS_NAME:
-                    archive.writestr(info, source.read(info.filename))
-        archive.writestr(RATINGS_NAME, lines)
+        with _open_archive(pack.path) as (source, members):
+            for name, info in members.items():
+                if name in (RATINGS_NAME, SIGNATURE_NAME):
+                    continue
+                copy = zipfile.ZipInfo(name, date_time=info.date_time)
+                copy.compress_type, copy.external_attr = info.compress_type, info.external_attr
+                with archive.open(copy, "w") as target:
+                    for block in _member_blocks(pack.path, source, info):
+                        target.write(block)
+        archive.writestr(RATINGS_NAME, data)
+        if signature is not None:
+            archive.writestr(SIGNATURE_NAME, signature)
 
     _write_zip_atomically(pack.path, copy_with_new_ratings)
     return len(ratings)
-
-
-def _stored_ratings_text(path: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return archive.read(RATINGS_NAME).decode("utf-8")
-    except (KeyError, zipfile.BadZipFile, OSError, UnicodeDecodeError):
-        return None
 
 
 # --------------------------------------------------------------------------------------------------
 # Merging a pack's ratings back
 
 
-def unpack(project: Project, pack_path: str | Path) -> MergeReport:
-    """Merge a pack's ratings into the project it was made from, in one transaction (all or nothing)."""
+def unpack(project: Project, pack_path: str | Path, accept_unsigned: bool = False) -> MergeReport:
+    """Merge a pack's ratings into the project it was made from, in one transaction (all or nothing). A signed
+    pack must match the record the project kept when it made it (annotator, clips, key) and carry ratings signed
+    with that key; an unsigned (format-1) pack is merged only with `accept_unsigned`."""
     pack = read_pack(pack_path)
     manifest = pack.manifest
     home_id = read_meta(project.conn, PROJECT_ID_KEY)
     if home_id != manifest["project_id"]:
         raise SpokenBenchError(
-            f"{pack.path} was made from another project ({manifest.get('project_name', '?')}, id "
+            f"{pack.path} was made from another project ({str(manifest.get('project_name', '?'))[:80]}, id "
             f"{manifest['project_id']}), not this one ({home_id or 'no id: it never made a pack'}); nothing merged"
+        )
+    if pack.signed:
+        _check_against_record(project, pack)
+    elif not accept_unsigned:
+        raise SpokenBenchError(
+            f"{pack.path} is an unsigned pack (format {LEGACY_FORMAT_VERSION}, made before SpokenBench signed "
+            "packs): its ratings could have been edited by anyone. Nothing merged; to merge it anyway, check where "
+            "it came from and run `spokenbench unpack` with --accept-unsigned"
         )
     report = MergeReport(pack.pack_id, manifest["queue"]["name"])
     pack_uuids = {rating["origin_uuid"] for rating in pack.ratings}
@@ -390,15 +815,49 @@ def unpack(project: Project, pack_path: str | Path) -> MergeReport:
             if earlier is None:
                 store.insert_merged_rating(conn, rating, queue_id)
                 report.added += 1
-            else:
-                report.already_merged += 1
-                if rating["undone_at"] and earlier["undone_at"] is None:
-                    store.mark_rating_undone(
-                        conn, earlier["id"], rating["undone_at"], rating["undone_by"] or rating["annotator"]
-                    )
-                    report.newly_undone += 1
+                continue
+            if any(earlier[key] != rating[key] for key in ("clip_id", "annotator", "rating", "created_at")):
+                raise SpokenBenchError(
+                    f"{pack.path}: rating {rating['origin_uuid']} names another rating already in the project "
+                    f"(clip {earlier['clip_id']} by {earlier['annotator']}); nothing merged"
+                )
+            report.already_merged += 1
+            if rating["undone_at"] and earlier["undone_at"] is None:
+                store.mark_rating_undone(conn, earlier["id"], rating["undone_at"], rating["undone_by"])
+                report.newly_undone += 1
         report.conflicts = _conflicts(conn, pack, pack_uuids)
     return report
+
+
+def _check_against_record(project: Project, pack: Pack) -> None:
+    """The pack is one this project made, for the same annotator and clips, with the key it kept; its ratings
+    are signed with that key (not only with the key the pack carries)."""
+    record = _pack_record(project, pack.pack_id)
+    if record is None:
+        raise SpokenBenchError(
+            f"{pack.path}: this project never made pack {pack.pack_id} (no record of it); nothing merged"
+        )
+    manifest = pack.manifest
+    if manifest["annotator"] != record["annotator"]:
+        raise SpokenBenchError(
+            f"{pack.path}: the pack was made for '{record['annotator']}' but its manifest now names "
+            f"'{manifest['annotator']}': it was edited; nothing merged"
+        )
+    if sorted(clip["id"] for clip in manifest["clips"]) != record["clips"]:
+        raise SpokenBenchError(
+            f"{pack.path}: its clips differ from the ones packed for {record['annotator']}: it was edited; "
+            "nothing merged"
+        )
+    if manifest["queue"]["name"] != record["queue"]:
+        raise SpokenBenchError(
+            f"{pack.path}: the pack was made for queue '{record['queue']}', its manifest now names another: it was "
+            "edited; nothing merged"
+        )
+    if not hmac.compare_digest(manifest["signing_key"], record["key"]):
+        raise SpokenBenchError(f"{pack.path}: its signing key is not the one this pack was made with; nothing merged")
+    if pack.manifest_sha256 != record["manifest_sha256"]:
+        raise SpokenBenchError(f"{pack.path}: its {MANIFEST_NAME} was edited since the pack was made; nothing merged")
+    _check_signature(pack, record["key"])
 
 
 def _conflicts(conn, pack: Pack, pack_uuids: set[str]) -> list[RatingConflict]:

@@ -303,8 +303,11 @@ def all_ratings_with_origin(conn: sqlite3.Connection) -> list[dict]:
 
 
 def rating_by_origin(conn: sqlite3.Connection, origin_uuid: str) -> dict | None:
-    """The rating merged earlier from a pack under this uuid (id, undone_at, note), or None."""
-    row = conn.execute("SELECT id, undone_at, note FROM ratings WHERE origin_uuid = ?", (origin_uuid,)).fetchone()
+    """The rating merged earlier from a pack under this uuid (id, what it says, its undo state), or None."""
+    row = conn.execute(
+        "SELECT id, clip_id, annotator, rating, created_at, undone_at, note FROM ratings WHERE origin_uuid = ?",
+        (origin_uuid,),
+    ).fetchone()
     return dict(row) if row else None
 
 

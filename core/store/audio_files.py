@@ -87,6 +87,38 @@ class AudioStore:
         _fsync_directory(target.parent)
         return sha256
 
+    def put_stream(self, chunks: Iterable[bytes], extension: str) -> str:
+        """Store bytes that arrive in chunks (a pack's audio, read from its zip a block at a time) durably, never
+        holding them whole; returns their sha256. Storing the same bytes again is a no-op."""
+        try:
+            self.temp_dir.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
+        except OSError as error:
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+        digest, size = hashlib.sha256(), 0
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    size += len(chunk)
+                    handle.write(chunk)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if not size:
+                raise ValueError("refusing to store empty audio")
+            sha256 = digest.hexdigest()
+            target = self.path_for(sha256, extension)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(temp_name, target)
+        except BaseException as error:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name)
+            if isinstance(error, OSError):
+                raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+            raise
+        _fsync_directory(target.parent)
+        return sha256
+
     def write_pending(self, parts: Sequence[bytes | memoryview], extension: str) -> PendingFile:
         """Write the concatenation of `parts` to a temp file, without syncing: `make_durable` finishes it (or
         `discard` removes it). Bytes already stored intact are not written again."""
