@@ -490,6 +490,25 @@ class UnitClaims(Generic[U]):
     already_done: Callable[[sqlite3.Connection, list[str]], set[str]] = lambda conn, keys: set()
 
 
+def live_claim_holder(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
+    """The live job other than `job_id` that holds `unit`, or None (unclaimed, ours, or its holder is dead:
+    killed, or no heartbeat for STALE_AFTER_S)."""
+    holder = job_store.claim_holders(conn, [unit]).get(unit)
+    if holder is None or holder["id"] == job_id:
+        return None
+    info = _job_info(holder, time.time())
+    return info if info.is_live else None
+
+
+def claim_unit(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
+    """In the caller's transaction: claim `unit` for job `job_id` (taking it over from a dead holder) and
+    return None — or return the live job that holds it, claiming nothing."""
+    holder = live_claim_holder(conn, unit, job_id)
+    if holder is None:
+        job_store.claim_units(conn, [unit], job_id)
+    return holder
+
+
 class _ClaimingFeeder(Generic[U]):
     """Hands workers the units this job holds, claiming them a chunk at a time on a thread (and connection)
     of its own, so the event loop never waits on the claiming transaction."""
