@@ -1,7 +1,9 @@
 """What the jobs panel shows and what its buttons do: this window's running operations, plus the jobs other
 processes recorded in the project's jobs table (read off the UI thread by the session's monitor). Cancel on
-another process's job goes through the writer as a cancel request; Resume starts the job's command again as a
-detached `spokenbench` process."""
+another process's job goes through the writer as a cancel request. Resume never runs the command stored in the
+jobs table (a project folder is data): core.resume rebuilds it from re-validated values of a known job kind,
+a dialog shows what will run — the command, each host and which key goes there — and asks, warning before a
+key goes to a host this machine has not used; only then is it started as a detached `spokenbench` process."""
 
 from __future__ import annotations
 
@@ -10,22 +12,22 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QMessageBox
 
 from spokenbench.app.batch_ops import BatchesController
 from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, WriteOp, show_error
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.jobs import JobInfo, request_cancel
+from spokenbench.core.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 
 RECENT_S = 120.0
 RESUME_GRACE_S = 15.0  # a resumed job's new process has this long to show up before Resume is offered again  # how long a job that ended on its own stays listed
 INTERRUPTED_KEPT_S = 7 * 86_400  # an interrupted job is offered for resuming this long
-CLI_MODULE = "spokenbench.core.cli.main"
 HOST = socket.gethostname()
 
 
@@ -64,25 +66,20 @@ def jobs_to_show(jobs: list[JobInfo], hidden_ids: set[int], now: float) -> list[
     return shown
 
 
-def resume_command(job: JobInfo) -> tuple[list[str], Path | None] | None:
-    """The command that resumes `job` and the folder it was started in (its relative paths mean something
-    there), or None when it cannot be resumed."""
-    argv = job.resume_argv
-    if argv is None:
-        return None
-    cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
-    return [sys.executable, "-m", CLI_MODULE, *argv], cwd
+def resume_plan(job: JobInfo, project_dir: Path) -> ResumePlan | ResumeRefused:
+    """What resuming `job` on the open project would run, or why it cannot (core.resume)."""
+    try:
+        return plan_resume(job, project_dir)
+    except ResumeRefused as refused:
+        return refused
 
 
-def spawn_resume(job: JobInfo) -> subprocess.Popen:
-    """Start the job's command again, detached: it outlives this window and reports through the jobs table."""
-    command = resume_command(job)
-    if command is None:
-        raise ValueError(f"job {job.id} cannot be resumed")
-    argv, cwd = command
+def spawn_resume(plan: ResumePlan, project_dir: Path) -> subprocess.Popen:
+    """Start the rebuilt command, detached: it outlives this window and reports through the jobs table. It runs
+    in the project's folder — never in a folder the jobs table names."""
     return subprocess.Popen(
-        argv,
-        cwd=cwd,
+        resume_process_argv(plan),
+        cwd=project_dir,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -109,8 +106,14 @@ def operation_row(operation: Operation) -> JobRow:
     )
 
 
-def job_row(job: JobInfo, resuming: bool = False, from_this_window: bool = False) -> JobRow:
-    """`from_this_window`: recorded by one of this window's operations (in a job process, with that pid)."""
+def job_row(
+    job: JobInfo,
+    resuming: bool = False,
+    from_this_window: bool = False,
+    resume: ResumePlan | ResumeRefused | None = None,
+) -> JobRow:
+    """`from_this_window`: recorded by one of this window's operations (in a job process, with that pid).
+    `resume`: what Resume would run, or why it cannot (asked only for jobs that are not live)."""
     if from_this_window or (job.pid == os.getpid() and job.host == HOST):
         where = "this window"
     else:
@@ -136,19 +139,17 @@ def job_row(job: JobInfo, resuming: bool = False, from_this_window: bool = False
             action="cancel",
             action_tooltip=f"Ask {where} to stop at its next safe point; what it saved stays saved.",
         )
-    command = resume_command(job)
     if resuming:
         return JobRow(**row, state="resuming", action="resume", action_enabled=False, action_tooltip="Starting…")
-    if job.status == "interrupted" or command is not None:
-        if command is None:
+    resumable = isinstance(resume, ResumePlan)
+    if job.status == "interrupted" or resumable:
+        if resumable:
             tooltip = (
-                "This job was not started with a command this app can rerun (only `spokenbench` runs can be resumed)."
+                "Run again (asks first): spokenbench " + " ".join(resume.argv) + " (work already saved is skipped)"
             )
         else:
-            tooltip = "Run again: spokenbench " + " ".join(command[0][3:]) + " (work already saved is skipped)"
-        return JobRow(
-            **row, state=job.status, action="resume", action_enabled=command is not None, action_tooltip=tooltip
-        )
+            tooltip = f"Cannot be resumed from here: {resume}" if resume else "Cannot be resumed from here."
+        return JobRow(**row, state=job.status, action="resume", action_enabled=resumable, action_tooltip=tooltip)
     return JobRow(**row, state=job.status)
 
 
@@ -163,6 +164,8 @@ class JobsController(QObject):
         self.runner, self.panel = runner, panel
         self.session: ProjectSession | None = None
         self._resuming: dict[int, float] = {}  # job id → when Resume was clicked
+        self.confirmation: QMessageBox | None = None  # the open "Resume?" dialog
+        self._plans: dict[tuple, ResumePlan | ResumeRefused] = {}
         self._refresh_soon = QTimer(self, singleShot=True, interval=100)  # coalesces bursts of updates
         self._refresh_soon.timeout.connect(self.refresh)
         self._tick = QTimer(self, interval=1000)  # time left keeps moving between reports
@@ -179,6 +182,7 @@ class JobsController(QObject):
             self.session.jobs_listed.disconnect(self._schedule)
         self.session = session
         self._resuming.clear()
+        self._plans.clear()
         if session is not None:
             session.jobs_listed.connect(self._schedule)
         self.batches.set_session(session)
@@ -203,12 +207,20 @@ class JobsController(QObject):
                         job,
                         resuming=job.id in self._resuming,
                         from_this_window=job.id in self.session.recorded_job_ids,
+                        resume=None if job.is_live else self._plan(job),
                     )
                 )
         before = self.panel.live_count()
         self.panel.set_rows(rows)
         if self.panel.live_count() != before:
             self.live_count_changed.emit(self.panel.live_count())
+
+    def _plan(self, job: JobInfo) -> ResumePlan | ResumeRefused:
+        """Planned once per job and stored command (the panel refreshes every second)."""
+        key = (job.id, job.kind, job.status, json.dumps(job.argv))
+        if key not in self._plans:
+            self._plans[key] = resume_plan(job, self.session.path)
+        return self._plans[key]
 
     def _operation(self, key: str) -> Operation | None:
         return next((op for op in self.runner.running if f"op:{id(op)}" == key), None)
@@ -233,11 +245,52 @@ class JobsController(QObject):
         self.refresh()
 
     def resume(self, key: str) -> None:
+        """Show what Resume would run and ask; a key for a host not used on this machine is warned about, and
+        Cancel is then the default."""
         job = self._job(key)
-        if job is None or resume_command(job) is None:
+        if job is None or self.session is None:
+            return
+        plan = resume_plan(job, self.session.path)
+        if isinstance(plan, ResumeRefused):
+            show_error(self.runner.error_parent, plan, "Cannot resume the job")
+            return
+        approved = ApprovedHosts()
+        new_hosts = plan.keys_to_new_hosts(approved)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning if new_hosts else QMessageBox.Icon.Question,
+            "Resume the job",
+            f"Resume “{job.label}”? This runs:",
+            QMessageBox.StandardButton.NoButton,
+            self.runner.error_parent,
+        )
+        warnings = [
+            f"It sends your {endpoint.key} to {endpoint.host}, a host this machine has not sent a key to. Resume "
+            "only if you trust it: the job's command comes from the project folder."
+            for endpoint in new_hosts
+        ]
+        box.setInformativeText("\n\n".join([plan.describe(), *warnings]))
+        accept = box.addButton("Send key and resume" if new_hosts else "Resume", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel if new_hosts else accept)
+        box.setEscapeButton(cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered(_result: int) -> None:
+            self.confirmation = None
+            if box.clickedButton() is accept:
+                if new_hosts:
+                    approved.approve([endpoint.host for endpoint in new_hosts])
+                self._start_resume(job, plan)
+
+        box.finished.connect(answered)
+        self.confirmation = box
+        box.open()
+
+    def _start_resume(self, job: JobInfo, plan: ResumePlan) -> None:
+        if self.session is None:
             return
         try:
-            process = spawn_resume(job)
+            process = spawn_resume(plan, self.session.path)
         except OSError as error:
             show_error(self.runner.error_parent, SpokenBenchError(f"could not start the job again: {error}"))
             return

@@ -4,8 +4,8 @@ runs on one loop.
 - `tracked_job(...)` records a job in the project's `jobs` table (kind, claim, pid, host, progress, status),
   refreshes its heartbeat once a second from a thread of its own, and hands the job a `Progress` that is also
   cancelled when anyone — the app, `spokenbench jobs --cancel`, a script — sets `cancel_requested`. A job whose
-  heartbeat stopped (killed, machine off) is shown as *interrupted*, and can be resumed with the command that
-  started it. A `claim` names the work a job holds (e.g. `run:3`): a second live job with the same claim is
+  heartbeat stopped (killed, machine off) is shown as *interrupted*; core.resume rebuilds the command that
+  resumes it from re-validated values of a known job kind (the stored argv is data, never run). A `claim` names the work a job holds (e.g. `run:3`): a second live job with the same claim is
   refused, saying who holds it.
 - `JobLoop` is the shared loop for batched remote or local work: a bounded number of asyncio workers take
   units in order; remote calls go through core.remote (rate limits, retries honouring the server's wait);
@@ -84,8 +84,8 @@ class JobInfo:
     project: str
     pid: int
     host: str
-    argv: list[str] | None
-    cwd: str | None  # the folder the command was started in: its relative paths mean something there
+    argv: list[str] | None  # as stored: data from the project folder, shown but never run (core.resume)
+    cwd: str | None  # the folder the command was started in, as stored: shown, never used
     started_at: str
     heartbeat_at: str
     finished_at: str | None
@@ -102,17 +102,6 @@ class JobInfo:
         return self.status == "running"
 
     @property
-    def resume_argv(self) -> list[str] | None:
-        """The command that continues this job: the same command (plans skip what is stored), with
-        `--resume` for an evaluation. None for a live or finished job, or one started without a command."""
-        if self.argv is None or self.status not in ("interrupted", "cancelled", "failed"):
-            return None
-        argv = list(self.argv)
-        if self.kind == "evaluate" and "--resume" not in argv:
-            argv.append("--resume")
-        return argv
-
-    @property
     def elapsed_s(self) -> float:
         end = _parse_time(self.finished_at) if self.finished_at else time.time()
         return max(0.0, end - _parse_time(self.started_at))
@@ -126,14 +115,32 @@ class JobInfo:
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
-        data["resume_argv"] = self.resume_argv
         data["elapsed_s"] = round(self.elapsed_s, 1)
         data["heartbeat_age_s"] = round(self.heartbeat_age_s, 1)
         return data
 
 
 def _parse_time(stamp: str) -> float:
-    return _dt.datetime.fromisoformat(stamp).timestamp()
+    """A stored time; one that is not a time (a crafted row) reads as long ago, so its job shows as stopped."""
+    try:
+        return _dt.datetime.fromisoformat(stamp).timestamp()
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+
+
+MAX_STORED_ARGV_CHARS = 100_000
+
+
+def _stored_argv(text) -> list[str] | None:
+    """The stored command as a list of texts, or None when it is not one (a crafted row must not break the jobs
+    list: no deep nesting, no huge text, no other types)."""
+    if not isinstance(text, str) or not text or len(text) > MAX_STORED_ARGV_CHARS or not text.startswith("["):
+        return None
+    try:
+        argv = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return argv if isinstance(argv, list) and all(isinstance(arg, str) for arg in argv) else None
 
 
 def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
@@ -152,7 +159,7 @@ def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
         project=row["project"],
         pid=row["pid"],
         host=row["host"],
-        argv=json.loads(row["argv_json"]) if row["argv_json"] else None,
+        argv=_stored_argv(row["argv_json"]),
         cwd=row["cwd"],
         started_at=row["started_at"],
         heartbeat_at=row["heartbeat_at"],
@@ -488,6 +495,25 @@ class UnitClaims(Generic[U]):
     kind: str
     key: Callable[[U], str]
     already_done: Callable[[sqlite3.Connection, list[str]], set[str]] = lambda conn, keys: set()
+
+
+def live_claim_holder(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
+    """The live job other than `job_id` that holds `unit`, or None (unclaimed, ours, or its holder is dead:
+    killed, or no heartbeat for STALE_AFTER_S)."""
+    holder = job_store.claim_holders(conn, [unit]).get(unit)
+    if holder is None or holder["id"] == job_id:
+        return None
+    info = _job_info(holder, time.time())
+    return info if info.is_live else None
+
+
+def claim_unit(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
+    """In the caller's transaction: claim `unit` for job `job_id` (taking it over from a dead holder) and
+    return None — or return the live job that holds it, claiming nothing."""
+    holder = live_claim_holder(conn, unit, job_id)
+    if holder is None:
+        job_store.claim_units(conn, [unit], job_id)
+    return holder
 
 
 class _ClaimingFeeder(Generic[U]):

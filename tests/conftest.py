@@ -17,6 +17,12 @@ from spokenbench.core.store import Project
 sys.dont_write_bytecode = False
 
 
+@pytest.fixture(autouse=True)
+def own_config_dir(tmp_path_factory, monkeypatch):
+    """The hosts approved for keys (core.resume.ApprovedHosts) are per machine: each test starts with none."""
+    monkeypatch.setenv("SPOKENBENCH_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture
 def project(tmp_path):
     with Project.create(tmp_path / "proj") as p:

@@ -541,6 +541,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             f"  sent {summary.fresh_requests} request(s), {summary.cache_hits} from cache, {summary.retries} retr(y/ies); "
             f"{summary.requests_per_s:.1f} req/s; cost so far ${summary.cost_usd:.4f}"
         )
+    if summary.reused_from_other_jobs:  # on stderr also with --json: the user should know who paid
+        jobs = ", ".join(map(str, summary.reused_from_jobs))
+        print(
+            f"note: {summary.reused_from_other_jobs} answer(s) were reused from job(s) {jobs}, which sent the same "
+            "request(s) at the same time; they were not sent again",
+            file=sys.stderr,
+        )
     if summary.stop_reason == "budget":
         if not args.json:
             print(

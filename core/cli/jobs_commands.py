@@ -1,14 +1,21 @@
 """`spokenbench jobs DIR`: the jobs of every process on a project — the app's, other CLI runs', scripts' —
-with their progress, and the way to cancel one from here. Its name and options are a contract."""
+with their progress, the way to cancel one from here, and to resume an interrupted one (`--resume JOB`): the
+command is rebuilt from re-validated values of a known job kind, never taken from the jobs table, shown before
+it runs, and a key is sent to a host this machine has not used only after a yes (core/resume.py). Its name and
+options are a contract."""
 
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
 
 from spokenbench.core.cli.arguments import whole_number
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.jobs import list_jobs, request_cancel
+from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.jobs import JobInfo, get_job, list_jobs, request_cancel
+from spokenbench.core.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.store import opened
 
 
@@ -17,8 +24,8 @@ def register(subparsers) -> None:
         subparsers,
         "jobs",
         description="List the project's jobs — running, finished, and interrupted ones (their process stopped "
-        "without finishing) with the command that resumes them — or ask a running job to cancel; it stops at "
-        "its next safe point, keeping everything it stored.",
+        "without finishing) with the command that resumes them — ask a running job to cancel (it stops at its "
+        "next safe point, keeping everything it stored), or resume an interrupted one.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("--running", action="store_true", help="only running jobs")
@@ -26,8 +33,26 @@ def register(subparsers) -> None:
         "--limit", type=whole_number(1, 100_000), default=50, metavar="N", help="at most N jobs, 1-100,000 (default 50)"
     )
     p.add_argument("--cancel", type=whole_number(1), metavar="JOB", help="ask running job JOB to cancel")
+    p.add_argument(
+        "--resume",
+        type=whole_number(1),
+        metavar="JOB",
+        help="resume interrupted job JOB: its command is rebuilt from checked values of a known job kind (never "
+        "the stored one), shown, and run after a yes; a key is sent to a host not used on this machine only "
+        "after a yes",
+    )
+    p.add_argument("--yes", action="store_true", help="with --resume: run without asking, approving the hosts it shows")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_jobs)
+
+
+def _resume_fields(job: JobInfo, project_dir) -> dict:
+    try:
+        plan = plan_resume(job, project_dir)
+    except ResumeRefused as refused:
+        return {"resume_argv": None, "resume_refused": str(refused), "resume_endpoints": []}
+    endpoints = [endpoint.__dict__ for endpoint in plan.endpoints]
+    return {"resume_argv": plan.argv, "resume_refused": None, "resume_endpoints": endpoints}
 
 
 def cmd_jobs(args) -> int:
@@ -41,9 +66,18 @@ def cmd_jobs(args) -> int:
             else:
                 print(f"job {args.cancel} is not running; nothing to cancel")
             return 0 if asked else 1
-        jobs = list_jobs(project.conn, limit=args.limit, include_finished=not args.running)
+        if args.resume is not None:
+            job = get_job(project.conn, args.resume)
+            if job is None:
+                raise SpokenBenchError(f"no job {args.resume} in this project (see `spokenbench jobs {args.dir}`)")
+            plan = plan_resume(job, project.path)
+        else:
+            jobs = list_jobs(project.conn, limit=args.limit, include_finished=not args.running)
+            project_dir = project.path
+    if args.resume is not None:
+        return _resume(plan, args.yes)
     if args.json:
-        print_json([job.as_dict() for job in jobs])
+        print_json([{**job.as_dict(), **_resume_fields(job, project_dir)} for job in jobs])
         return 0
     if not jobs:
         print("no jobs")
@@ -63,6 +97,35 @@ def cmd_jobs(args) -> int:
         ]
     )
     for job in jobs:
-        if job.status == "interrupted" and job.resume_argv:
-            print(f"job {job.id} was interrupted; resume: spokenbench {shlex.join(job.resume_argv)}")
+        if job.status == "interrupted":
+            try:
+                plan_resume(job, project_dir)
+            except ResumeRefused as refused:
+                print(f"job {job.id} was interrupted; it cannot be resumed from here: {refused}")
+            else:
+                print(
+                    f"job {job.id} was interrupted; resume: spokenbench jobs {shlex.quote(args.dir)} --resume {job.id}"
+                )
     return 0
+
+
+def _resume(plan: ResumePlan, yes: bool) -> int:
+    """Show what will run; ask (or take --yes); then run it as a child process and return its exit code."""
+    approved = ApprovedHosts()
+    new_hosts = plan.keys_to_new_hosts(approved)
+    print(f"job {plan.job_id} resumes with:\n  " + plan.describe().replace("\n", "\n  "), file=sys.stderr)
+    for endpoint in new_hosts:
+        print(
+            f"warning: this sends {endpoint.key} to {endpoint.host}, a host this machine has not sent a key to",
+            file=sys.stderr,
+        )
+    if not yes:
+        if not sys.stdin.isatty():
+            raise SpokenBenchError("not resumed: confirm with --yes (or run it in a terminal to be asked)")
+        question = "send the key and run it? [y/N] " if new_hosts else "run it? [y/N] "
+        print(question, end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            raise SpokenBenchError(f"job {plan.job_id} not resumed: not confirmed")
+    if new_hosts:
+        approved.approve([endpoint.host for endpoint in new_hosts])
+    return subprocess.call(resume_process_argv(plan))

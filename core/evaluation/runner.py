@@ -6,7 +6,9 @@
   runs it as a job every process can see (`core.jobs.tracked_job`, claim `run:<id>`): its progress and
   heartbeat are in the `jobs` table, a cancel requested from the app or `spokenbench jobs --cancel` stops it
   at its next safe point, and a second process cannot work on the same run at the same time (it is refused,
-  or with `wait=True` waits until the holder ends, then continues with what is still missing);
+  or with `wait=True` waits until the holder ends, then continues with what is still missing); each request is
+  claimed too (request_claims.py), so a request another process is sending — an identical fresh run started
+  at the same time — is waited for and its answer reused, never sent twice;
 - `evaluate(project, settings, progress)` does both;
 - `list_runs(conn)` lists runs as a person should see them (a killed run shows as 'interrupted').
 The session itself (cache, budget, requests on the shared job loop) is in session.py; the SQL in store.py."""
@@ -60,6 +62,8 @@ class RunSummary:
     error_kinds: dict[str, int] = field(default_factory=dict)  # this session's failed requests by kind
     error_examples: dict[str, str] = field(default_factory=dict)  # one message per kind
     waited_s: float = 0.0  # waiting for another job that held the run (wait=True)
+    reused_from_other_jobs: int = 0  # answers another live job was sending at the same time: waited for, not sent
+    reused_from_jobs: list[int] = field(default_factory=list)  # the ids of those jobs
 
     @property
     def requests_per_s(self) -> float:
@@ -121,7 +125,8 @@ def run_evaluation(
 ) -> RunSummary:
     """Run (or resume) a prepared evaluation. Raises Cancelled after a cancel, RemoteAuthError after a rejected
     key, JobClaimed when another live job works on the same run (unless `wait`: then it waits, telling
-    `on_wait`, until that job ends or dies, and continues with whatever is still missing); every stored answer
+    `on_wait`, until that job ends or dies, and continues with whatever is still missing). `on_wait` also
+    hears when requests are waited for because another job is sending them; every stored answer
     stays and the run stays resumable. A budget stop returns normally with status 'cancelled' and stop reason
     'budget'; a session in which every request failed returns with status 'failed' and stop reason
     ALL_FAILED."""
@@ -147,6 +152,7 @@ def run_evaluation(
             store.run_cost(project.conn, run_id),
             job,
             credentials,
+            on_note=on_wait,
         )
         started = time.monotonic()
         try:
@@ -188,6 +194,8 @@ def run_evaluation(
             error_kinds=dict(session.error_kinds),
             error_examples=dict(session.error_examples),
             waited_s=waited,
+            reused_from_other_jobs=session.reused_from_other_jobs,
+            reused_from_jobs=session.reused_from_jobs,
         )
         if stop == BUDGET_STOP:
             job.set_outcome("cancelled", "budget: stopped before exceeding it; resume with a larger --budget")

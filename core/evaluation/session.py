@@ -4,8 +4,10 @@ The loop brings the bounded concurrency, cooperative cancel (polled every 50 ms)
 commits in batches without blocking the event loop, and progress that counts committed answers only. This
 module brings what is particular to evaluation, per planned request:
 - the response cache first (keyed by model, parameters, prompt and audio sha256), then identical requests
-  in flight in this run (they share one call), and only then the model, through `loop.remote` (the
-  provider's limits, retries honouring the server's wait);
+  in flight in this run (they share one call), then requests other live jobs are sending (claimed across
+  processes in request_claims.py: waited for and their answers reused, so two processes that need the same
+  request send it once), and only then the model, through `loop.remote` (the provider's limits, retries
+  honouring the server's wait);
 - the budget: the worst case is reserved before sending; a request the budget cannot cover stops the loop
   (`StopLoop('budget')`) before the cap is crossed;
 - the answer parsed and stored as a `ResponseRecord`. A paid answer is saved at once (`JobLoop.save_now`:
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from spokenbench.core.errors import SpokenBenchError
@@ -29,7 +32,8 @@ from spokenbench.core.evaluation.budget import Budget, reply_cost, worst_case_co
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, asr_params
 from spokenbench.core.evaluation.presets import Price
-from spokenbench.core.jobs import DurableWriteFailed, JobLoop, LoopResult, UnitResult
+from spokenbench.core.evaluation.request_claims import RequestClaims
+from spokenbench.core.jobs import DurableWriteFailed, JobLoop, JobProgress, LoopResult, UnitResult
 from spokenbench.core.progress import Progress
 from spokenbench.core.remote import (
     ClassifiedError,
@@ -107,6 +111,7 @@ class EvaluationSession:
         spent: float,
         progress: Progress,
         credentials: Credentials,
+        on_note: Callable[[str], None] | None = None,
     ):
         self.project, self.prepared, self.run_id = project, prepared, run_id
         self.settings = prepared.settings
@@ -136,6 +141,18 @@ class EvaluationSession:
         self._ramp_slots = 0 if prepared.simulated else self.settings.concurrency
         self._ramped = 0
         self._audio_bytes = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
+        self.claims = (  # requests claimed across processes: only a tracked job can hold claims
+            RequestClaims(project.db_path, progress.job_id, on_note) if isinstance(progress, JobProgress) else None
+        )
+
+    @property
+    def reused_from_other_jobs(self) -> int:
+        """Answers another job sent while this one needed the same request (waited for, not sent again)."""
+        return self.claims.reused if self.claims is not None else 0
+
+    @property
+    def reused_from_jobs(self) -> list[int]:
+        return sorted(self.claims.reused_from) if self.claims is not None else []
 
     @property
     def retries(self) -> int:
@@ -158,6 +175,8 @@ class EvaluationSession:
         try:
             return await self.loop.run(self.jobs, self._process, total=self.total, already_done=self.answered)
         finally:
+            if self.claims is not None:
+                await self.claims.close()
             for adapter in filter(None, (self.adapter, self.asr_adapter)):
                 try:
                     await asyncio.wait_for(adapter.aclose(), timeout=1.0)
@@ -198,8 +217,11 @@ class EvaluationSession:
                 transcript, cost = heard.text, heard.cost
                 if heard.entry is not None:  # kept now: the answer may fail, hit the budget or be killed
                     await self.loop.save_now(
-                        functools.partial(
-                            store.store_paid_step, run_id=self.run_id, entries=(heard.entry,), cost=heard.cost
+                        self._releasing(
+                            functools.partial(
+                                store.store_paid_step, run_id=self.run_id, entries=(heard.entry,), cost=heard.cost
+                            ),
+                            (heard.entry,),
                         )
                     )
                 else:
@@ -221,14 +243,23 @@ class EvaluationSession:
         except BaseException:
             if paid:  # a bug in parsing stops the run, but must not lose what was paid for
                 await self.loop.save_now(
-                    functools.partial(store.store_paid_step, run_id=self.run_id, entries=paid, cost=unstored_cost)
+                    self._releasing(
+                        functools.partial(store.store_paid_step, run_id=self.run_id, entries=paid, cost=unstored_cost),
+                        paid,
+                    )
                 )
             raise
         write = functools.partial(store.store_answer, record=record, cache_entries=tuple(paid), cost=unstored_cost)
         if paid:  # on disk before it is counted, and before this worker sends anything else
-            await self.loop.save_now(write)
+            await self.loop.save_now(self._releasing(write, paid))
             return UnitResult(None, outcome)
         return UnitResult(write, outcome)  # nothing paid (failed, cached, shared, simulated): the batch writer
+
+    def _releasing(self, write, entries):
+        """The write storing paid replies, releasing their request claims in the same transaction."""
+        if self.claims is None:
+            return write
+        return self.claims.releasing(write, [entry.key for entry in entries])
 
     def _record(self, job: Job, obtained, transcript, cost, error_text, error_kind) -> tuple:
         """The response row of one planned request, and what its commit tells the counters."""
@@ -294,7 +325,19 @@ class EvaluationSession:
             future = asyncio.get_running_loop().create_future()
             future.add_done_callback(lambda f: f.cancelled() or f.exception())
             self.inflight[key] = future
+        claimed = False
         try:
+            if key is not None and self.claims is not None:
+                reused = await self.claims.acquire(key)
+                if reused is not None:  # another job sent it (while this one waited, or just before)
+                    self.hits += 1
+                    self.cache[key] = reused
+                    obtained = _Obtained(
+                        reused.raw_text, reused.input_tokens, reused.output_tokens, reused.latency_ms, 0.0, True, 0, key
+                    )
+                    self.inflight.pop(key).set_result(obtained)
+                    return obtained
+                claimed = True
             obtained = await self._send(adapter, request, key)
             if key is not None:
                 cached = store.CachedReply(
@@ -316,6 +359,8 @@ class EvaluationSession:
                     future.cancel()
                 else:
                     future.set_exception(error)
+            if claimed and not isinstance(error, asyncio.CancelledError):
+                await self.claims.release(key)  # failed: a job waiting for it sends it itself
             raise
 
     async def _send(self, adapter: ModelAdapter, request: ModelRequest, key: str | None) -> _Obtained:

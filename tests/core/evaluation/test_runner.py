@@ -166,7 +166,7 @@ def test_budget_cap_stops_before_exceeding(audio_project, stub):
     assert summary.status == "cancelled" and summary.stop_reason == "budget"
     assert 0 < summary.answered < 6 and summary.cost_usd <= 0.00035
     [job] = list_jobs(audio_project.conn)
-    assert job.status == "cancelled" and job.stop_reason.startswith("budget") and job.resume_argv is None  # no CLI
+    assert job.status == "cancelled" and job.stop_reason.startswith("budget") and job.argv is None  # no CLI
     resumed = evaluate(
         audio_project,
         settings(

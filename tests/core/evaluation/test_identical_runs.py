@@ -1,0 +1,132 @@
+"""Identical fresh evaluations started together send each request once (issue 23, defect 2): two or three
+`spokenbench evaluate` processes with the same plan used to send 164 of 168 requests twice (three: 416 for
+168). Each request is claimed across processes (`work_claims`, `request:<request key>`); a process that finds
+a request claimed by another live job waits for that job's answer and reuses it — and says so on stderr and in
+`--json` — and a killed claimer's claims are taken over."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from eval_support import add_items
+from model_stub import StubServer
+
+from spokenbench.core.store import Project
+
+pytestmark = pytest.mark.slow  # real processes started together
+
+SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))
+ITEMS = 24
+
+
+def _project(tmp_path, items=ITEMS):
+    project_dir = tmp_path / "project"
+    with Project.create(project_dir) as project:
+        add_items(project, items)
+    return project_dir
+
+
+def _evaluate_args(project_dir, url, *extra):
+    return [
+        SPOKENBENCH,
+        "evaluate",
+        str(project_dir),
+        "--model",
+        "vllm:stub-model",
+        "--base-url",
+        url,
+        "--mode",
+        "text",
+        "--prompt",
+        "standard",
+        "--orders",
+        "original,reversed",
+        "--json",
+        *extra,
+    ]
+
+
+def _env():
+    return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+
+
+def _start_together(count, project_dir, url, *extra):
+    return [
+        subprocess.Popen(
+            _evaluate_args(project_dir, url, *extra),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(count)
+    ]
+
+
+def _answers_per_request(stub) -> Counter:
+    return Counter(r["sha256"] for r in stub.requests if r["status"] == 200)
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_identical_evaluations_started_together_send_each_request_once(tmp_path, processes):
+    project_dir = _project(tmp_path)
+    with StubServer(delay_s=0.03) as stub:
+        started = _start_together(processes, project_dir, stub.openai_url)
+        outputs = [process.communicate(timeout=180) for process in started]
+        per_request = _answers_per_request(stub)
+    assert [p.returncode for p in started] == [0] * processes, [err for _, err in outputs]
+    assert len(per_request) == ITEMS * 2
+    assert max(per_request.values()) == 1, f"{sum(per_request.values())} requests sent for {len(per_request)}"
+    summaries = [json.loads(out) for out, _ in outputs]
+    assert sum(s["fresh_requests"] for s in summaries) == ITEMS * 2
+    assert all(s["answered"] == ITEMS * 2 and s["errors"] == 0 for s in summaries)
+    reused = [s for s in summaries if s["reused_from_other_jobs"]]
+    assert reused, "at least one process reused another's answers"
+    for summary, (_, err) in zip(summaries, outputs):
+        if summary["reused_from_other_jobs"]:  # and says so
+            assert "being sent by job" in err and "reusing its answer" in err, err
+    with sqlite3.connect(project_dir / "project.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM work_claims").fetchone()[0] == 0, "claims released"
+        # every run has every answer, and equal requests got equal answers
+        rows = conn.execute("SELECT run_id, item_id, condition_key, raw_text FROM responses").fetchall()
+    assert len(rows) == processes * ITEMS * 2
+    by_request = {}
+    for _run, item, condition, text in rows:
+        by_request.setdefault((item, condition), set()).add(text)
+    assert all(len(texts) == 1 for texts in by_request.values())
+
+
+def test_a_killed_claimers_requests_are_taken_over(tmp_path):
+    """The first process is killed while it holds claims on requests the stub never answers: the second
+    takes them over once the dead job's claims are stale, and sends each missing request once."""
+    project_dir = _project(tmp_path, items=6)
+    with StubServer(hold_after=3) as stub:
+        first = subprocess.Popen(
+            _evaluate_args(project_dir, stub.openai_url, "--concurrency", "3"),
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert stub.state.wait_for(lambda s: s.answered >= 3 and s.held >= 3, timeout=60)
+        time.sleep(0.5)  # its answers are committed (save_now) before more requests go out
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        held = {r["sha256"] for r in stub.requests if r["status"] is None}
+        stub.state.hold_after = None
+        stub.release()
+        second = subprocess.run(
+            _evaluate_args(project_dir, stub.openai_url), env=_env(), capture_output=True, text=True, timeout=120
+        )
+        assert second.returncode == 0, second.stderr
+        per_request = _answers_per_request(stub)
+    assert len(per_request) == 12 and max(per_request.values()) == 1
+    assert held <= set(per_request), "the killed claimer's requests were sent by the second process"
+    summary = json.loads(second.stdout)
+    assert summary["answered"] == 12 and summary["cache_hits"] == 3
