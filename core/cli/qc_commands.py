@@ -12,6 +12,7 @@ from spokenbench.core.cli.arguments import (
     http_url,
     language_code,
     language_list,
+    number,
     seed,
     short_text,
     whole_number,
@@ -239,6 +240,32 @@ def register(subparsers) -> None:
     p.add_argument("--replace", action="store_true", help="replace an existing queue of that name")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_sample)
+
+    p = add_command(
+        subparsers,
+        "rate",
+        description="Rate clips of a rating queue without the app, for scripted sessions, batch corrections and "
+        "tests: one clip (--clip, --rating) or a file of them (--from: CSV, TSV, JSONL or Parquet with columns "
+        "clip, rating and optional note, seconds). The same checks, undo history and crash safety as the rating "
+        "screen: ratings are appended (the newest counts), --undo takes back the annotator's last one in the "
+        "queue, and a --from file is stored whole or, if any row is wrong, not at all.",
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--queue", type=short_text(200), required=True, help="the rating queue's name")
+    p.add_argument("--annotator", type=short_text(200), required=True, help="who rates (at most 200 characters)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--clip", type=whole_number(1, 2**63 - 1), metavar="ID", help="the clip to rate (with --rating)")
+    what.add_argument(
+        "--from", dest="from_file", metavar="FILE", help="ratings to store: columns clip, rating[, note, seconds]"
+    )
+    what.add_argument("--undo", action="store_true", help="take back the annotator's last live rating in the queue")
+    p.add_argument("--rating", choices=("correct", "acceptable", "incorrect"), help="the verdict for --clip")
+    p.add_argument("--note", type=short_text(2000), help="with --clip: a note (at most 2,000 characters)")
+    p.add_argument(
+        "--seconds", type=number(0, 86_400), metavar="S", help="with --clip: seconds spent on the clip (0–86,400)"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_rate)
 
     p = add_command(
         subparsers,
@@ -640,4 +667,90 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
             print(f"  {len(ratings['disagreements'])} clips with disagreeing ratings")
     for path in written:
         print(f"wrote {path}")
+    return 0
+
+
+def _rating_rows(path: str) -> list:
+    """A --from file's rows as RatingRows, each naming its file and row; any malformed row is an InputError
+    listing every problem, and nothing is stored."""
+    from spokenbench.core.errors import InputError
+    from spokenbench.core.qc.queues import RatingRow
+    from spokenbench.core.tables import read_table
+
+    table = read_table(path)
+    clip_column = "clip" if "clip" in table.columns else "clip_id"
+    missing = [c for c in (clip_column, "rating") if c not in table.columns]
+    if missing:
+        have = ", ".join(table.columns) or "no columns"
+        raise InputError([table.problem(f"missing column (the file has: {have})", column=c) for c in missing])
+    problems, rows = [], []
+    for number_, row in enumerate(table.rows, start=1):
+        clip_id = _whole(row.get(clip_column))
+        if clip_id is None:
+            problems.append(table.problem(f"not a clip id: {row.get(clip_column)!r}", number_, clip_column))
+            continue
+        seconds = row.get("seconds")
+        if isinstance(seconds, str):
+            try:
+                seconds = float(seconds) if seconds.strip() else None
+            except ValueError:
+                problems.append(table.problem(f"not a number of seconds: {seconds!r}", number_, "seconds"))
+                continue
+        note = row.get("note")
+        rows.append(
+            RatingRow(clip_id, row.get("rating"), note if note != "" else None, seconds, f"{path} row {number_}")
+        )
+    if problems:
+        raise InputError(problems)
+    return rows
+
+
+def _whole(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdecimal():
+        return int(value.strip())
+    return None
+
+
+def cmd_rate(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.queues import RatingRow, rate_clips, undo_last_rating
+    from spokenbench.core.store import opened
+
+    if args.clip is not None and args.rating is None:
+        raise SpokenBenchError("--clip needs --rating correct|acceptable|incorrect")
+    if args.clip is None and (args.rating or args.note or args.seconds is not None):
+        raise SpokenBenchError("--rating, --note and --seconds go with --clip (a --from file carries its own)")
+    rows = _rating_rows(args.from_file) if args.from_file else None
+    with opened(args.dir) as project:
+        if args.undo:
+            from spokenbench.core.qc.queues import _queue_id
+
+            _queue_id(project.conn, args.queue)  # names the queue's absence before anything else
+            undone = undo_last_rating(project, args.annotator, args.queue)
+            result = {"queue": args.queue, "annotator": args.annotator, "undone": None}
+            if undone is not None:
+                result["undone"] = {"rating_id": undone.rating_id, "clip_id": undone.clip_id}
+            if args.json:
+                print_json(result)
+            elif undone is None:
+                print(f"{args.annotator} has no live rating in queue '{args.queue}' to undo")
+            else:
+                print(f"undid rating {undone.rating_id} of clip {undone.clip_id} ({args.annotator}, kept as undone)")
+            return 0
+        if rows is None:
+            rows = [RatingRow(args.clip, args.rating, args.note, args.seconds)]
+        ids = rate_clips(project, args.queue, args.annotator, rows)
+    stored = [
+        {"rating_id": rating_id, "clip_id": row.clip_id, "rating": row.rating.strip().lower(), "seconds": row.seconds}
+        for rating_id, row in zip(ids, rows)
+    ]
+    if args.json:
+        print_json({"queue": args.queue, "annotator": args.annotator, "stored": len(ids), "ratings": stored})
+    else:
+        print(f"stored {len(ids)} rating(s) by {args.annotator} in queue '{args.queue}'")
     return 0

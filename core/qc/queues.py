@@ -5,6 +5,7 @@ no-op, so `spokenbench sample` can simply be rerun."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 from spokenbench.core.asr.screening import ScreeningSettings, ensure_screening
@@ -125,24 +126,96 @@ def next_unrated(conn, name: str, annotator: str) -> QueueClip | None:
     return next((clip for clip in queue_clips(conn, name) if clip.clip_id not in rated), None)
 
 
+MAX_RATING_SECONDS = 86_400.0  # a day: longer is a clock error, not time spent listening
+MAX_NOTE_CHARS = 2000
+
+
+def checked_rating(rating, annotator, note=None, seconds=None) -> tuple[str, str, str | None, float | None]:
+    """(rating, annotator, note, seconds) cleaned, or a SpokenBenchError saying which is wrong: the one check
+    every way of rating (the screen, `spokenbench rate`, a --from file) goes through."""
+    rating = (rating if isinstance(rating, str) else "").strip().lower()
+    if rating not in RATINGS:
+        raise SpokenBenchError(f"rating must be one of {', '.join(RATINGS)}, not '{rating}'")
+    annotator = (annotator if isinstance(annotator, str) else "").strip()
+    if not annotator:
+        raise SpokenBenchError("a rating needs the annotator's name")
+    if note is not None and not isinstance(note, str):
+        raise SpokenBenchError(f"a note must be text, not {note!r}")
+    note = (note or "").strip() or None
+    if note is not None and len(note) > MAX_NOTE_CHARS:
+        raise SpokenBenchError(f"a note is at most {MAX_NOTE_CHARS:,} characters (this one has {len(note):,})")
+    if seconds is not None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+            raise SpokenBenchError(f"seconds must be a number, not {seconds!r}")
+        if not 0 <= seconds <= MAX_RATING_SECONDS:
+            raise SpokenBenchError(f"seconds must be between 0 and {MAX_RATING_SECONDS:,.0f}, not {seconds}")
+        seconds = round(float(seconds), 3)
+    return rating, annotator, note, seconds
+
+
 def rate_clip(
-    project: Project, clip_id: int, annotator: str, rating: str, note: str | None = None, queue: str | None = None
+    project: Project,
+    clip_id: int,
+    annotator: str,
+    rating: str,
+    note: str | None = None,
+    queue: str | None = None,
+    seconds: float | None = None,
 ) -> int:
     """Store one rating in its own transaction; returns its id. A later rating by the same annotator supersedes
     an earlier one in every report."""
-    rating = (rating or "").strip().lower()
-    if rating not in RATINGS:
-        raise SpokenBenchError(f"rating must be one of {', '.join(RATINGS)}, not '{rating}'")
-    annotator = (annotator or "").strip()
-    if not annotator:
-        raise SpokenBenchError("a rating needs the annotator's name")
+    rating, annotator, note, seconds = checked_rating(rating, annotator, note, seconds)
     with project.transaction() as conn:
         queue_id = _queue_id(conn, queue) if queue else None
-        if not clip_exists(conn, clip_id):
-            raise SpokenBenchError(f"no clip {clip_id} in this project")
-        if queue_id is not None and not store.queue_has_clip(conn, queue_id, clip_id):
-            raise SpokenBenchError(f"clip {clip_id} is not in rating queue '{queue}'")
-        return store.insert_rating(conn, clip_id, annotator, rating, note, utc_now(), queue_id)
+        _check_clip(conn, clip_id, queue_id, queue)
+        return store.insert_rating(conn, clip_id, annotator, rating, note, utc_now(), queue_id, seconds)
+
+
+def _check_clip(conn, clip_id: int, queue_id: int | None, queue: str | None) -> None:
+    if not clip_exists(conn, clip_id):
+        raise SpokenBenchError(f"no clip {clip_id} in this project")
+    if queue_id is not None and not store.queue_has_clip(conn, queue_id, clip_id):
+        raise SpokenBenchError(f"clip {clip_id} is not in rating queue '{queue}'")
+
+
+@dataclass(frozen=True)
+class RatingRow:
+    """One rating of a scripted session (`spokenbench rate --from`), with where it came from for messages."""
+
+    clip_id: int
+    rating: str
+    note: str | None = None
+    seconds: float | None = None
+    where: str = ""
+
+
+def rate_clips(project: Project, queue: str, annotator: str, rows: list[RatingRow]) -> list[int]:
+    """Store several ratings of one queue in one transaction, in order: every row is checked first and any
+    problem (named by its `where`) stores none of them. Returns the new ratings' ids."""
+    if not rows:
+        raise SpokenBenchError("no ratings to store")
+    annotator = checked_rating(RATINGS[0], annotator)[1]
+    problems, cleaned = [], []
+    with project.transaction() as conn:
+        queue_id = _queue_id(conn, queue)
+        for row in rows:
+            try:
+                rating, _, note, seconds = checked_rating(row.rating, annotator, row.note, row.seconds)
+                _check_clip(conn, row.clip_id, queue_id, queue)
+            except SpokenBenchError as error:
+                problems.append(f"{row.where}: {error}" if row.where else str(error))
+                continue
+            cleaned.append((row.clip_id, rating, note, seconds))
+        if problems and len(rows) == 1 and not rows[0].where:
+            raise SpokenBenchError(problems[0])
+        if problems:
+            shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+            raise SpokenBenchError("nothing was stored:\n" + "\n".join(shown))
+        now = utc_now()
+        return [
+            store.insert_rating(conn, clip_id, annotator, rating, note, now, queue_id, seconds)
+            for clip_id, rating, note, seconds in cleaned
+        ]
 
 
 @dataclass(frozen=True)

@@ -187,11 +187,14 @@ def insert_rating(
     note: str | None,
     created_at: str,
     queue_id: int | None,
+    seconds: float | None = None,
 ) -> int:
-    """Append one rating (ratings are never overwritten: the newest per annotator counts). Returns its id."""
+    """Append one rating (ratings are never overwritten: the newest per annotator counts), with the seconds the
+    rater spent on the clip when known. Returns its id."""
     return conn.execute(
-        "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id) VALUES (?, ?, ?, ?, ?, ?)",
-        (clip_id, annotator, rating, note, created_at, queue_id),
+        "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, seconds) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (clip_id, annotator, rating, note, created_at, queue_id, seconds),
     ).lastrowid
 
 
