@@ -238,8 +238,33 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=seed, default=0, help="sampling seed, 0 to 2^63-1 (default 0)")
     p.add_argument("--name", type=short_text(200), required=True, help="the rating queue's name")
     p.add_argument("--replace", action="store_true", help="replace an existing queue of that name")
+    p.add_argument(
+        "--controls",
+        type=whole_number(0, 1000),
+        default=0,
+        metavar="N",
+        help="mix N hidden control clips into the queue at seeded positions, 0–1,000 (default 0): up to half "
+        "known-good (gold or agreed-Correct clips, expected Correct), the rest corrupted copies of the project's "
+        "clips (mismatched audio, cut off, noise, wrong speed; expected Incorrect). See docs/qc.md",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_sample)
+
+    p = add_command(
+        subparsers,
+        "gold",
+        description="Mark clips as gold: known-good clips (expected Correct) that `sample --controls` may copy "
+        "as known-good controls, besides clips two or more annotators rated Correct. Without --clip, list them.",
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument(
+        "--clip", type=whole_number(1, 2**63 - 1), action="append", metavar="ID", help="a clip to mark (repeatable)"
+    )
+    p.add_argument("--by", type=short_text(200), help="the coordinator marking them (required to mark)")
+    p.add_argument("--note", type=short_text(2000), help="why (at most 2,000 characters)")
+    p.add_argument("--remove", action="store_true", help="unmark the --clip clips instead")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_gold)
 
     p = add_command(
         subparsers,
@@ -570,7 +595,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.per_bin < 1:
         raise SpokenBenchError("--per-bin must be at least 1")
     with opened(args.dir) as project:
-        outcome = sample_for_rating(project, args.name, args.per_bin, args.seed, args.replace)
+        outcome = sample_for_rating(project, args.name, args.per_bin, args.seed, args.replace, controls=args.controls)
     result = outcome.result
     strata = [s.as_dict() for s in result.strata]
     if args.json:
@@ -579,7 +604,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
                 "queue": outcome.name,
                 "created": outcome.created,
                 "strategy": result.strategy,
-                "clips": len(result.selected),
+                "clips": len(result.selected) + outcome.controls,
+                "sampled_clips": len(result.selected),
+                "controls": outcome.controls,
                 "note": result.note,
                 "strata": strata,
             }
@@ -607,7 +634,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
         ]
     )
     verb = "created" if outcome.created else "already exists (same sample), unchanged:"
-    print(f"rating queue '{outcome.name}' {verb} {len(result.selected)} clips")
+    hidden = f" (+{outcome.controls} hidden control clips)" if outcome.controls else ""
+    print(f"rating queue '{outcome.name}' {verb} {len(result.selected)} clips{hidden}")
     return 0
 
 
@@ -753,4 +781,34 @@ def cmd_rate(args: argparse.Namespace) -> int:
         print_json({"queue": args.queue, "annotator": args.annotator, "stored": len(ids), "ratings": stored})
     else:
         print(f"stored {len(ids)} rating(s) by {args.annotator} in queue '{args.queue}'")
+    return 0
+
+
+def cmd_gold(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.controls import gold_clips, mark_gold, unmark_gold
+    from spokenbench.core.store import opened
+
+    with opened(args.dir) as project:
+        if args.clip and args.remove:
+            changed = unmark_gold(project, args.clip)
+        elif args.clip:
+            if not args.by:
+                raise SpokenBenchError("marking gold needs --by NAME (the coordinator)")
+            changed = mark_gold(project, args.clip, args.by, args.note)
+        elif args.remove or args.by or args.note:
+            raise SpokenBenchError("--by, --note and --remove go with --clip ID")
+        else:
+            changed = 0
+        listed = gold_clips(project.conn)
+    if args.json:
+        print_json({"changed": changed, "gold": listed})
+        return 0
+    if args.clip:
+        print(f"{'unmarked' if args.remove else 'marked'} {changed} clip(s); {len(listed)} gold clip(s) in all")
+    elif listed:
+        print_table(
+            [{k: g[k] for k in ("clip_id", "language", "part", "marked_by", "marked_at", "note")} for g in listed]
+        )
+    else:
+        print("no gold clips (mark one with: spokenbench gold DIR --clip ID --by NAME)")
     return 0

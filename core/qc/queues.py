@@ -12,6 +12,14 @@ from spokenbench.core.asr.screening import ScreeningSettings, ensure_screening
 from spokenbench.core.audio.store import clip_exists
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
+from spokenbench.core.qc.controls import (
+    control_clips,
+    insert_controls,
+    mix_in,
+    plan_controls,
+    queue_control_count,
+    render_controls,
+)
 from spokenbench.core.qc.sampling import DEFAULT_PER_BIN, SampleResult, load_clip_records, stratified_sample
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
@@ -42,6 +50,7 @@ class SampleOutcome:
     created: bool  # False: an identical queue already existed
     result: SampleResult
     screened_clips: int
+    controls: int = 0  # hidden control clips mixed in
 
 
 def sample_for_rating(
@@ -51,8 +60,10 @@ def sample_for_rating(
     seed: int = 0,
     replace: bool = False,
     screening: ScreeningSettings | None = None,
+    controls: int = 0,
 ) -> SampleOutcome:
-    """Screen (if transcripts changed since the last screening), sample per Appendix B.4, store as queue `name`."""
+    """Screen (if transcripts changed since the last screening), sample per Appendix B.4, mix in `controls`
+    hidden control clips (core/qc/controls.py) and store as queue `name`."""
     name = (name or "").strip()
     if not name:
         raise SpokenBenchError("a rating queue needs a name (--name)")
@@ -68,25 +79,40 @@ def sample_for_rating(
         "strata": [s.as_dict() for s in result.strata],
         "note": result.note,
     }
-    queue_id, created = create_queue(project, name, result, seed, per_bin, parameters, replace)
-    return SampleOutcome(queue_id, name, created, result, screened)
+    queue_id, created = create_queue(project, name, result, seed, per_bin, parameters, replace, controls)
+    return SampleOutcome(queue_id, name, created, result, screened, controls)
 
 
 def create_queue(
-    project: Project, name: str, result: SampleResult, seed: int, per_bin: int, parameters: dict, replace: bool = False
+    project: Project,
+    name: str,
+    result: SampleResult,
+    seed: int,
+    per_bin: int,
+    parameters: dict,
+    replace: bool = False,
+    controls: int = 0,
 ) -> tuple[int, bool]:
+    """Store the sample as queue `name` with `controls` control clips mixed in (their audio is rendered before
+    the queue's one transaction; the rows, controls included, are stored whole or not at all). An existing queue
+    with the same sample and number of controls is kept as it is. How many controls a queue has is kept out of
+    `parameters` (a pack copies them)."""
     clip_ids = [r.clip_id for r in result.selected]
+    found = _existing_queue(project.conn, name, clip_ids, controls, replace)
+    if found is not None:
+        return found, False
+    rendered = []
+    if controls:
+        planned = plan_controls(project.conn, result, controls, seed)
+        rendered = render_controls(project, planned, seed, name)
     with project.transaction() as conn:
-        existing = store.queue_id_by_name(conn, name)
+        existing = _existing_queue(conn, name, clip_ids, controls, replace)
         if existing is not None:
-            if store.queue_clip_ids(conn, existing) == clip_ids and not replace:
-                return existing, False
-            if not replace:
-                raise SpokenBenchError(
-                    f"a rating queue named '{name}' already exists with a different sample; choose another --name, "
-                    "or --replace it (its ratings are kept, no longer tied to the queue)"
-                )
-            store.delete_queue(conn, existing)
+            return existing, False
+        if replace and (old := store.queue_id_by_name(conn, name)) is not None:
+            store.delete_queue(conn, old)
+        sampled = [(r.clip_id, r.language, r.accent, r.wer_bin, r.error_rate) for r in result.selected]
+        control_rows = insert_controls(conn, rendered)
         queue_id = store.insert_queue(
             conn,
             name,
@@ -95,9 +121,27 @@ def create_queue(
             per_bin,
             json.dumps(parameters, ensure_ascii=False),
             utc_now(),
-            [(r.clip_id, r.language, r.accent, r.wer_bin, r.error_rate) for r in result.selected],
+            mix_in(sampled, control_rows, seed),
         )
     return queue_id, True
+
+
+def _existing_queue(conn, name: str, clip_ids: list[int], controls: int, replace: bool) -> int | None:
+    """The queue's id when it already holds this sample and this many controls (a rerun: nothing to do); an error
+    when it holds another and `replace` was not asked; None when a new queue is to be made."""
+    existing = store.queue_id_by_name(conn, name)
+    if existing is None:
+        return None
+    known_controls = control_clips(conn)
+    stored = [clip_id for clip_id in store.queue_clip_ids(conn, existing) if clip_id not in known_controls]
+    if stored == clip_ids and queue_control_count(conn, existing) == controls and not replace:
+        return existing
+    if not replace:
+        raise SpokenBenchError(
+            f"a rating queue named '{name}' already exists with a different sample; choose another --name, "
+            "or --replace it (its ratings are kept, no longer tied to the queue)"
+        )
+    return None
 
 
 def _queue_id(conn, name: str) -> int:
