@@ -302,6 +302,38 @@ def register(subparsers) -> None:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--queue", type=short_text(200), help="ratings of this queue only")
     p.add_argument("--out", metavar="FOLDER", help="also write the tables as CSV in the published layouts")
+    p.add_argument(
+        "--exclude-flagged",
+        action="store_true",
+        help="recompute Table 3 and agreement without the flagged annotators (says how many ratings that drops)",
+    )
+    p.add_argument(
+        "--min-control-accuracy",
+        type=number(0, 1),
+        default=0.8,
+        metavar="P",
+        help="flag annotators right on fewer of their control clips than this, 0–1 (default 0.8)",
+    )
+    p.add_argument(
+        "--min-agreement",
+        type=number(0, 1),
+        default=0.6,
+        metavar="P",
+        help="flag annotators agreeing with the other annotators' majority less often, 0–1 (default 0.6)",
+    )
+    p.add_argument(
+        "--min-median-seconds",
+        type=number(0, 86_400),
+        metavar="S",
+        help="also flag annotators whose median time per clip is below S seconds (default: not checked)",
+    )
+    p.add_argument(
+        "--min-controls",
+        type=whole_number(1, 100_000),
+        default=5,
+        metavar="N",
+        help="control clips an annotator must have rated before accuracy can flag them (default 5)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_qc_report)
 
@@ -640,11 +672,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_qc_report(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.reliability import Thresholds
     from spokenbench.core.qc.report import qc_report, write_report_tables
     from spokenbench.core.store import opened
 
+    thresholds = Thresholds(
+        args.min_control_accuracy, args.min_agreement, args.min_median_seconds, min_controls=args.min_controls
+    )
     with opened(args.dir) as project:
-        report = qc_report(project, args.queue)
+        report = qc_report(project, args.queue, thresholds, args.exclude_flagged)
     written = write_report_tables(report, args.out) if args.out else []
     if args.json:
         print_json(report | ({"written": [str(p) for p in written]} if written else {}))
@@ -676,7 +712,18 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
         )
     else:
         print("  none (spokenbench sample DIR --name NAME)")
-    print(f"\nRatings (Table 3){' of queue ' + args.queue if args.queue else ''}: {ratings['rated_clips']} clips rated")
+    _print_annotators(report)
+    exclusion = ratings.get("exclusion")
+    without = ""
+    if exclusion:
+        left_out = ", ".join(exclusion["excluded_annotators"]) or "nobody is flagged"
+        without = f" without flagged annotators ({left_out}: {exclusion['ratings_dropped']} ratings dropped)"
+    print(
+        f"\nRatings (Table 3){' of queue ' + args.queue if args.queue else ''}{without}: "
+        f"{ratings['rated_clips']} clips rated (control clips never count)"
+    )
+    if exclusion and exclusion["ratings_dropped"]:
+        print(f"  {exclusion['clips_dropped']} clips were rated only by the flagged annotators and drop out")
     if ratings["table3"]:
         print_table(ratings["table3"])
         print()
@@ -812,3 +859,43 @@ def cmd_gold(args: argparse.Namespace) -> int:
     else:
         print("no gold clips (mark one with: spokenbench gold DIR --clip ID --by NAME)")
     return 0
+
+
+def _print_annotators(report: dict) -> None:
+    """The Annotators table: control accuracy with its Wilson interval, agreement, time, flags and reasons."""
+    annotators = report["annotators"]
+    print("\nAnnotators (control clips, agreement, time; docs/qc.md)")
+    if not annotators:
+        print("  no ratings yet")
+        return
+    rows = []
+    for a in annotators:
+        ci = a["control_ci"]
+        rows.append(
+            {
+                "annotator": a["annotator"],
+                "ratings": a["ratings"],
+                "controls": a["controls_rated"],
+                "control_accuracy": "-" if a["control_accuracy"] is None else f"{a['control_accuracy']:.0%}",
+                "95% CI (Wilson)": "-" if ci is None else f"{ci[0]:.0%}–{ci[1]:.0%}",
+                "agreement": "-" if a["agreement_with_majority"] is None else f"{a['agreement_with_majority']:.0%}",
+                "median_s": "-" if a["median_seconds"] is None else a["median_seconds"],
+                "flagged": "FLAGGED" if a["flagged"] else "",
+            }
+        )
+    print_table(rows)
+    for a in annotators:
+        for reason in a["reasons"]:
+            print(printable(f"  {a['annotator']}: {reason}"))
+        if len(a["blocks"]) > 1:
+            print(
+                printable(
+                    f"  {a['annotator']} per {len(a['blocks'])} blocks of positions: "
+                    + "; ".join(
+                        f"{b['positions']}: "
+                        + ("-" if b["control_accuracy"] is None else f"{b['control_accuracy']:.0%} controls right")
+                        + f", median {b['median_seconds'] if b['median_seconds'] is not None else '-'} s"
+                        for b in a["blocks"]
+                    )
+                )
+            )

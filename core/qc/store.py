@@ -225,6 +225,27 @@ def newest_ratings(conn: sqlite3.Connection, queue: str | None = None, controls:
     return [dict(row) for row in rows]
 
 
+def ratings_for_reliability(conn: sqlite3.Connection, queue: str | None = None) -> list[dict]:
+    """Every annotator's newest live rating per clip (of the queue's clips when `queue` names one), controls
+    included, in the order they were made: (rating id, clip id, annotator, rating, seconds, language, and the
+    control's kind and expected rating, NULL for an ordinary clip)."""
+    join, params = "", []
+    if queue is not None:
+        join = "JOIN rating_queue_clips q ON q.clip_id = r.clip_id JOIN rating_queues qq ON qq.id = q.queue_id AND qq.name = ?"
+        params.append(queue)
+    rows = conn.execute(
+        f"""SELECT r.id, r.clip_id, r.annotator, r.rating, r.seconds, c.language, k.kind AS control_kind,
+                   k.expected AS control_expected
+            FROM ratings r {join}
+            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings WHERE undone_at IS NULL
+                  GROUP BY clip_id, annotator) newest ON newest.id = r.id
+            JOIN clips c ON c.id = r.clip_id LEFT JOIN control_clips k ON k.clip_id = r.clip_id
+            ORDER BY r.id""",
+        params,
+    )
+    return [dict(row) for row in rows]
+
+
 # --------------------------------------------------------------------------------------------------
 # Annotation packs (core/qc/packs.py): what a pack carries out, and its ratings merged back
 

@@ -4,12 +4,12 @@ exports and Table 3."""
 
 import numpy as np
 import pytest
-from qc_support import add_clip, item_id
+from qc_support import speechlike
 from support import dominant_frequency, tone
 
 from spokenbench.core.asr.store import clips_to_transcribe, screenable_clips
 from spokenbench.core.audio import dsp
-from spokenbench.core.audio.io import decode_audio, encode_wav
+from spokenbench.core.audio.io import decode_audio
 from spokenbench.core.audio.store import good_clips_for_assembly, voice_inventory
 from spokenbench.core.qc import controls
 from spokenbench.core.qc.queues import queue_clips, rate_clip, sample_for_rating
@@ -19,13 +19,6 @@ from spokenbench.core.store.export_queries import ratings_table
 
 RATE = 16_000
 PARTS = ("question", "option_A", "option_B", "option_C", "option_D")
-
-
-def speechlike(seconds=2.0):
-    """A 180 Hz tone whose loudness rises and falls four times a second, with short pauses: syllables."""
-    t = np.arange(int(seconds * RATE)) / RATE
-    envelope = np.clip(np.sin(2 * np.pi * 2 * t), 0, None) ** 0.5
-    return (0.4 * envelope * np.sin(2 * np.pi * 180 * t)).astype(np.float32)
 
 
 def test_truncation_cuts_at_a_loud_frame_in_the_middle_of_the_clip():
@@ -59,20 +52,7 @@ def test_wrong_speed_is_faster_by_the_factor_with_the_pitch_kept():
     assert dominant_frequency(fast, RATE) == pytest.approx(220, abs=10)
 
 
-@pytest.fixture
-def clips(qc_project):
-    """Every part of the three English items in two voices, with 1.2 s of distinct audio."""
-    made = []
-    for n, source in enumerate(("q1", "q2", "q3")):
-        for p, part in enumerate(PARTS):
-            for voice in ("v1", "v2"):
-                audio = encode_wav(speechlike(1.2) * (0.5 + 0.1 * p) + tone(500 + 40 * n, 1.2, 0.05, RATE), RATE)
-                made.append(add_clip(qc_project, item_id(qc_project, source, "en"), part, f"{source} {part}", "en",
-                                     voice=voice, audio=audio))  # fmt: skip
-    return made
-
-
-def test_sample_mixes_in_controls_at_seeded_positions_as_ordinary_clips(qc_project, clips):
+def test_sample_mixes_in_controls_at_seeded_positions_as_ordinary_clips(qc_project, speech_clips):
     outcome = sample_for_rating(qc_project, "c", per_bin=3, seed=5, controls=4)
     assert outcome.created and outcome.controls == 4
     queue = queue_clips(qc_project.conn, "c")
@@ -97,15 +77,15 @@ def test_sample_mixes_in_controls_at_seeded_positions_as_ordinary_clips(qc_proje
     assert positions[0] == positions[1]
 
 
-def test_controls_stay_out_of_screening_sampling_evaluation_exports_and_table3(qc_project, clips):
+def test_controls_stay_out_of_screening_sampling_evaluation_exports_and_table3(qc_project, speech_clips):
     sample_for_rating(qc_project, "c", per_bin=3, seed=5, controls=4)
     known = set(controls.control_clips(qc_project.conn))
     conn = qc_project.conn
     assert not known & {row[0] for row in sampleable_clips(conn)}
     assert not known & set(screenable_clips(conn))
     assert not known & {row[0] for row in clips_to_transcribe(conn, None, False)}
-    assert len(good_clips_for_assembly(conn)) == len(clips)
-    assert sum(row[4] for row in voice_inventory(conn)) == len(clips)
+    assert len(good_clips_for_assembly(conn)) == len(speech_clips)
+    assert sum(row[4] for row in voice_inventory(conn)) == len(speech_clips)
     for clip in queue_clips(conn, "c"):
         rate_clip(qc_project, clip.clip_id, "ana", "correct", queue="c")
     assert rating_results(conn, "c")["ratings"] == 3  # the three sampled clips only
@@ -113,8 +93,8 @@ def test_controls_stay_out_of_screening_sampling_evaluation_exports_and_table3(q
     assert not known & set(ratings_table(conn)["clip_id"])
 
 
-def test_known_good_controls_copy_gold_clips(cli, qc_project, clips):
-    gold = clips[-4:]  # q3's option_C / option_D clips: never the sampled question clips
+def test_known_good_controls_copy_gold_clips(cli, qc_project, speech_clips):
+    gold = speech_clips[-4:]  # q3's option_C / option_D clips: never the sampled question clips
     result = cli("gold", qc_project.path, *[a for c in gold for a in ("--clip", c)], "--by", "coordinator")
     assert result.code == 0 and "marked 4" in result.out
     assert cli("gold", qc_project.path, "--json").json()["gold"][0]["clip_id"] == gold[0]
@@ -129,21 +109,21 @@ def test_known_good_controls_copy_gold_clips(cli, qc_project, clips):
     assert all(a == b for a, b in copies)  # the same audio file, content-addressed
 
 
-def test_gold_refuses_unknown_clips_and_a_missing_coordinator(cli, qc_project, clips):
+def test_gold_refuses_unknown_clips_and_a_missing_coordinator(cli, qc_project, speech_clips):
     result = cli("gold", qc_project.path, "--clip", 999_999, "--by", "c")
     assert result.code == 2 and "no clip 999999" in result.err
-    result = cli("gold", qc_project.path, "--clip", clips[0])
+    result = cli("gold", qc_project.path, "--clip", speech_clips[0])
     assert result.code == 2 and "--by" in result.err
     assert cli("gold", qc_project.path, "--json").json()["gold"] == []
 
 
-def test_too_many_controls_is_refused_and_nothing_is_stored(cli, qc_project, clips):
+def test_too_many_controls_is_refused_and_nothing_is_stored(cli, qc_project, speech_clips):
     result = cli("sample", qc_project.path, "--name", "c", "--per-bin", "3", "--controls", "40")
     assert result.code == 2 and "controls can be made" in result.err and "Traceback" not in result.err
     assert qc_project.conn.execute("SELECT count(*) FROM rating_queues").fetchone()[0] == 0
     assert controls.control_clips(qc_project.conn) == {}
 
 
-def test_sample_cli_reports_the_controls(cli, qc_project, clips):
+def test_sample_cli_reports_the_controls(cli, qc_project, speech_clips):
     body = cli("sample", qc_project.path, "--name", "c", "--per-bin", "3", "--controls", "2", "--json").json()
     assert body["controls"] == 2 and body["sampled_clips"] == 3 and body["clips"] == 5
