@@ -135,7 +135,9 @@ def store_queue(project: Project, spec: dict, result: SampleResult) -> tuple[int
         "strata": [s.as_dict() for s in result.strata],
         "note": result.note,
     }
-    return create_queue(project, spec["name"], result, spec["seed"], spec["per_bin"], parameters)
+    return create_queue(
+        project, spec["name"], result, spec["seed"], spec["per_bin"], parameters, controls=spec.get("controls", 0)
+    )
 
 
 def transcribe_with(specs: list[str]) -> JobCall:
@@ -266,7 +268,7 @@ class RatingPage(QWidget):
             WriteOp(
                 self.session,
                 lambda project: store_queue(project, {**shown, "name": spec["name"]}, result),
-                changes={"rating_queues", "rating_queue_clips"},
+                changes={"rating_queues", "rating_queue_clips", "clips", "control_clips"},
                 label=f"Creating rating queue {spec['name']}",
                 parent=self,
             ).success(lambda _created: (dialog.accept(), self.refresh_queues())).failure(

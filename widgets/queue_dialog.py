@@ -39,7 +39,7 @@ ANY = "any"
 
 class QueueDialog(QDialog):
     """Emits `preview_requested(spec)` and, once the shown preview matches the choice, `create_requested(spec)`.
-    A spec is {'name', 'mode', 'per_bin', 'seed', 'filters': {field: value}}."""
+    A spec is {'name', 'mode', 'per_bin', 'seed', 'filters': {field: value}, 'controls'}."""
 
     preview_requested = Signal(object)
     create_requested = Signal(object)
@@ -60,6 +60,12 @@ class QueueDialog(QDialog):
         self.mode_buttons.button(0).setChecked(True)
         self.per_bin = QSpinBox(minimum=1, maximum=100_000, value=DEFAULT_PER_BIN)
         self.seed = QSpinBox(minimum=0, maximum=2_147_483_647, value=0)
+        self.controls = QSpinBox(minimum=0, maximum=1000, value=0)
+        self.controls.setToolTip(
+            "Hidden control clips mixed in at seeded positions: known-good copies (expected Correct) and "
+            "corrupted copies of project clips (expected Incorrect). Raters cannot tell them apart; the QC "
+            "report measures each annotator's accuracy on them (docs/qc.md)."
+        )
         self.filter_boxes: dict[str, QComboBox] = {}
         filters = QHBoxLayout()
         for name in FILTERS:
@@ -73,6 +79,7 @@ class QueueDialog(QDialog):
         form.addRow("Sample:", modes)
         form.addRow("Clips per stratum (N):", self.per_bin)
         form.addRow("Seed:", self.seed)
+        form.addRow("Hidden control clips:", self.controls)
         form.addRow("Filter:", filters)
         self.preview_button = QPushButton("Preview strata")
         self.preview_button.clicked.connect(self.request_preview)
@@ -100,6 +107,7 @@ class QueueDialog(QDialog):
             self.mode_buttons.idClicked,
             self.per_bin.valueChanged,
             self.seed.valueChanged,
+            self.controls.valueChanged,
             *(box.currentTextChanged for box in self.filter_boxes.values()),
         ):
             signal.connect(self._choice_changed)
@@ -127,6 +135,7 @@ class QueueDialog(QDialog):
             "per_bin": self.per_bin.value(),
             "seed": self.seed.value(),
             "filters": filters,
+            "controls": self.controls.value(),
         }
 
     def request_preview(self) -> None:
@@ -143,6 +152,8 @@ class QueueDialog(QDialog):
                 self.strata.setItem(row, column, QTableWidgetItem(str(value)))
         self.strata.resizeColumnsToContents()
         text = f"{len(result.selected)} clips in {len(result.strata)} strata ({result.strategy})."
+        if spec.get("controls"):
+            text += f" Plus {spec['controls']} hidden control clips, made when the queue is created."
         if result.note:
             text += f" {result.note}."
         self.summary.setText(text)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.database import NOT_A_CONTROL, utc_now
 
 # --------------------------------------------------------------------------------------------------
 # Transcripts
@@ -55,7 +55,9 @@ def transcript_failure_count(conn: sqlite3.Connection) -> int:
 
 def screenable_clips(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
     """clip id → (language, text) of every good item clip: instruction tokens are not screened."""
-    rows = conn.execute("SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL")
+    rows = conn.execute(
+        f"SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL AND id {NOT_A_CONTROL}"
+    )
     return {clip_id: (language, text) for clip_id, language, text in rows}
 
 
@@ -113,7 +115,7 @@ def highest_error_clips(conn: sqlite3.Connection, limit: int) -> list[dict]:
 
 def clips_to_transcribe(conn: sqlite3.Connection, languages: list[str] | None, include_tokens: bool) -> list:
     """Good clips with audio (item clips, and instruction tokens when asked), with their item's id."""
-    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL"]
+    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL", f"c.id {NOT_A_CONTROL}"]
     params: list = []
     if not include_tokens:
         where.append("c.item_id IS NOT NULL")
@@ -129,7 +131,7 @@ def clips_to_transcribe(conn: sqlite3.Connection, languages: list[str] | None, i
 
 def clips_for_context(conn: sqlite3.Connection, languages: list[str] | None) -> list[dict]:
     """Good item clips with audio and what makes them one voice's reading of an item (for screening in context)."""
-    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL", "c.item_id IS NOT NULL"]
+    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL", "c.item_id IS NOT NULL", f"c.id {NOT_A_CONTROL}"]
     params: list = []
     if languages:
         where.append(f"c.language IN ({','.join('?' * len(languages))})")

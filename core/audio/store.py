@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.database import NOT_A_CONTROL, utc_now
 
 # --------------------------------------------------------------------------------------------------
 # Clips
@@ -24,7 +24,7 @@ def good_clips_for_assembly(conn: sqlite3.Connection, backend: str | None = None
     """Every good clip, oldest first (so a later clip of the same part and voice wins), of one TTS backend when
     `backend` is given, as (item id or 0 for an instruction token, part, language, accent, voice, sha256, audio
     format, speech level dB, text, speaker gender, backend)."""
-    where = "status = 'ok'" + (" AND backend = ?" if backend else "")
+    where = f"status = 'ok' AND id {NOT_A_CONTROL}" + (" AND backend = ?" if backend else "")
     rows = conn.execute(
         f"SELECT coalesce(item_id, 0), part, language, accent, voice, sha256, audio_format, speech_level_db, text, "
         f"speaker_gender, backend FROM clips WHERE {where} ORDER BY id",
@@ -220,7 +220,7 @@ def voice_inventory(conn: sqlite3.Connection) -> list[tuple[str, str, str | None
     """(backend, voice, speaker gender, neutralization, good clips) of every voice the project's clips use."""
     rows = conn.execute(
         "SELECT backend, voice, speaker_gender, neutralization, count(*) FROM clips WHERE status = 'ok' "
-        "GROUP BY backend, voice, speaker_gender, neutralization ORDER BY backend, voice"
+        f"AND id {NOT_A_CONTROL} GROUP BY backend, voice, speaker_gender, neutralization ORDER BY backend, voice"
     )
     return [tuple(row) for row in rows]
 
@@ -242,5 +242,5 @@ def clips_for_gender_check(conn: sqlite3.Connection, all_clips: bool = False) ->
     return conn.execute(
         "SELECT c.id, i.source_id, c.part, c.language, c.accent, c.voice, c.speaker_gender, c.neutralization, "
         "c.backend, c.sha256, c.audio_format FROM clips c LEFT JOIN items i ON i.id = c.item_id "
-        f"WHERE c.status = 'ok' AND c.sha256 IS NOT NULL{where} ORDER BY c.id"
+        f"WHERE c.status = 'ok' AND c.sha256 IS NOT NULL AND c.id {NOT_A_CONTROL}{where} ORDER BY c.id"
     ).fetchall()

@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-transcripts": ("qc_commands", "import transcripts made by any ASR"),
     "screen": ("qc_commands", "score transcripts against the text and bin clips by WER"),
     "sample": ("qc_commands", "draw a stratified sample of clips into a named rating queue"),
+    "gold": ("qc_commands", "mark clips as known-good (gold) for control clips, or list them"),
+    "rate": ("qc_commands", "rate queue clips headlessly (one, a file of them, or undo the last)"),
     "qc-report": ("qc_commands", "rewriting, screening and rating results (Tables 9, 2, 3)"),
     "jobs": ("jobs_commands", "list the project's jobs (any process), or cancel one"),
     "check": ("check_commands", "verify every stored audio file against its hash (and repair what can be re-created)"),

@@ -11,6 +11,7 @@ from spokenbench.core.cli.arguments import (
     http_url,
     language_code,
     language_list,
+    number,
     seed,
     short_text,
     whole_number,
@@ -236,8 +237,59 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=seed, default=0, help="sampling seed, 0 to 2^63-1 (default 0)")
     p.add_argument("--name", type=short_text(200), required=True, help="the rating queue's name")
     p.add_argument("--replace", action="store_true", help="replace an existing queue of that name")
+    p.add_argument(
+        "--controls",
+        type=whole_number(0, 1000),
+        default=0,
+        metavar="N",
+        help="mix N hidden control clips into the queue at seeded positions, 0–1,000 (default 0): up to half "
+        "known-good (gold or agreed-Correct clips, expected Correct), the rest corrupted copies of the project's "
+        "clips (mismatched audio, cut off, noise, wrong speed; expected Incorrect). See docs/qc.md",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_sample)
+
+    p = add_command(
+        subparsers,
+        "gold",
+        description="Mark clips as gold: known-good clips (expected Correct) that `sample --controls` may copy "
+        "as known-good controls, besides clips two or more annotators rated Correct. Without --clip, list them.",
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument(
+        "--clip", type=whole_number(1, 2**63 - 1), action="append", metavar="ID", help="a clip to mark (repeatable)"
+    )
+    p.add_argument("--by", type=short_text(200), help="the coordinator marking them (required to mark)")
+    p.add_argument("--note", type=short_text(2000), help="why (at most 2,000 characters)")
+    p.add_argument("--remove", action="store_true", help="unmark the --clip clips instead")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_gold)
+
+    p = add_command(
+        subparsers,
+        "rate",
+        description="Rate clips of a rating queue without the app, for scripted sessions, batch corrections and "
+        "tests: one clip (--clip, --rating) or a file of them (--from: CSV, TSV, JSONL or Parquet with columns "
+        "clip, rating and optional note, seconds). The same checks, undo history and crash safety as the rating "
+        "screen: ratings are appended (the newest counts), --undo takes back the annotator's last one in the "
+        "queue, and a --from file is stored whole or, if any row is wrong, not at all.",
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--queue", type=short_text(200), required=True, help="the rating queue's name")
+    p.add_argument("--annotator", type=short_text(200), required=True, help="who rates (at most 200 characters)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--clip", type=whole_number(1, 2**63 - 1), metavar="ID", help="the clip to rate (with --rating)")
+    what.add_argument(
+        "--from", dest="from_file", metavar="FILE", help="ratings to store: columns clip, rating[, note, seconds]"
+    )
+    what.add_argument("--undo", action="store_true", help="take back the annotator's last live rating in the queue")
+    p.add_argument("--rating", choices=("correct", "acceptable", "incorrect"), help="the verdict for --clip")
+    p.add_argument("--note", type=short_text(2000), help="with --clip: a note (at most 2,000 characters)")
+    p.add_argument(
+        "--seconds", type=number(0, 86_400), metavar="S", help="with --clip: seconds spent on the clip (0–86,400)"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_rate)
 
     p = add_command(
         subparsers,
@@ -249,6 +301,38 @@ def register(subparsers) -> None:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--queue", type=short_text(200), help="ratings of this queue only")
     p.add_argument("--out", metavar="FOLDER", help="also write the tables as CSV in the published layouts")
+    p.add_argument(
+        "--exclude-flagged",
+        action="store_true",
+        help="recompute Table 3 and agreement without the flagged annotators (says how many ratings that drops)",
+    )
+    p.add_argument(
+        "--min-control-accuracy",
+        type=number(0, 1),
+        default=0.8,
+        metavar="P",
+        help="flag annotators right on fewer of their control clips than this, 0–1 (default 0.8)",
+    )
+    p.add_argument(
+        "--min-agreement",
+        type=number(0, 1),
+        default=0.6,
+        metavar="P",
+        help="flag annotators agreeing with the other annotators' majority less often, 0–1 (default 0.6)",
+    )
+    p.add_argument(
+        "--min-median-seconds",
+        type=number(0, 86_400),
+        metavar="S",
+        help="also flag annotators whose median time per clip is below S seconds (default: not checked)",
+    )
+    p.add_argument(
+        "--min-controls",
+        type=whole_number(1, 100_000),
+        default=5,
+        metavar="N",
+        help="control clips an annotator must have rated before accuracy can flag them (default 5)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_qc_report)
 
@@ -541,7 +625,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.per_bin < 1:
         raise SpokenBenchError("--per-bin must be at least 1")
     with opened(args.dir) as project:
-        outcome = sample_for_rating(project, args.name, args.per_bin, args.seed, args.replace)
+        outcome = sample_for_rating(project, args.name, args.per_bin, args.seed, args.replace, controls=args.controls)
     result = outcome.result
     strata = [s.as_dict() for s in result.strata]
     if args.json:
@@ -550,7 +634,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
                 "queue": outcome.name,
                 "created": outcome.created,
                 "strategy": result.strategy,
-                "clips": len(result.selected),
+                "clips": len(result.selected) + outcome.controls,
+                "sampled_clips": len(result.selected),
+                "controls": outcome.controls,
                 "note": result.note,
                 "strata": strata,
             }
@@ -578,16 +664,21 @@ def cmd_sample(args: argparse.Namespace) -> int:
         ]
     )
     verb = "created" if outcome.created else "already exists (same sample), unchanged:"
-    print(f"rating queue '{outcome.name}' {verb} {len(result.selected)} clips")
+    hidden = f" (+{outcome.controls} hidden control clips)" if outcome.controls else ""
+    print(f"rating queue '{outcome.name}' {verb} {len(result.selected)} clips{hidden}")
     return 0
 
 
 def cmd_qc_report(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.reliability import Thresholds
     from spokenbench.core.qc.report import qc_report, write_report_tables
     from spokenbench.core.store import opened
 
+    thresholds = Thresholds(
+        args.min_control_accuracy, args.min_agreement, args.min_median_seconds, min_controls=args.min_controls
+    )
     with opened(args.dir) as project:
-        report = qc_report(project, args.queue)
+        report = qc_report(project, args.queue, thresholds, args.exclude_flagged)
     written = write_report_tables(report, args.out) if args.out else []
     if args.json:
         print_json(report | ({"written": [str(p) for p in written]} if written else {}))
@@ -619,7 +710,18 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
         )
     else:
         print("  none (spokenbench sample DIR --name NAME)")
-    print(f"\nRatings (Table 3){' of queue ' + args.queue if args.queue else ''}: {ratings['rated_clips']} clips rated")
+    _print_annotators(report)
+    exclusion = ratings.get("exclusion")
+    without = ""
+    if exclusion:
+        left_out = ", ".join(exclusion["excluded_annotators"]) or "nobody is flagged"
+        without = f" without flagged annotators ({left_out}: {exclusion['ratings_dropped']} ratings dropped)"
+    print(
+        f"\nRatings (Table 3){' of queue ' + args.queue if args.queue else ''}{without}: "
+        f"{ratings['rated_clips']} clips rated (control clips never count)"
+    )
+    if exclusion and exclusion["ratings_dropped"]:
+        print(f"  {exclusion['clips_dropped']} clips were rated only by the flagged annotators and drop out")
     if ratings["table3"]:
         print_table(ratings["table3"])
         print()
@@ -639,3 +741,159 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def _rating_rows(path: str) -> list:
+    """A --from file's rows as RatingRows, each naming its file and row; any malformed row is an InputError
+    listing every problem, and nothing is stored."""
+    from spokenbench.core.errors import InputError
+    from spokenbench.core.qc.queues import RatingRow
+    from spokenbench.core.tables import read_table
+
+    table = read_table(path)
+    clip_column = "clip" if "clip" in table.columns else "clip_id"
+    missing = [c for c in (clip_column, "rating") if c not in table.columns]
+    if missing:
+        have = ", ".join(table.columns) or "no columns"
+        raise InputError([table.problem(f"missing column (the file has: {have})", column=c) for c in missing])
+    problems, rows = [], []
+    for number_, row in enumerate(table.rows, start=1):
+        clip_id = _whole(row.get(clip_column))
+        if clip_id is None:
+            problems.append(table.problem(f"not a clip id: {row.get(clip_column)!r}", number_, clip_column))
+            continue
+        seconds = row.get("seconds")
+        if isinstance(seconds, str):
+            try:
+                seconds = float(seconds) if seconds.strip() else None
+            except ValueError:
+                problems.append(table.problem(f"not a number of seconds: {seconds!r}", number_, "seconds"))
+                continue
+        note = row.get("note")
+        rows.append(
+            RatingRow(clip_id, row.get("rating"), note if note != "" else None, seconds, f"{path} row {number_}")
+        )
+    if problems:
+        raise InputError(problems)
+    return rows
+
+
+def _whole(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdecimal():
+        return int(value.strip())
+    return None
+
+
+def cmd_rate(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.queues import RatingRow, rate_clips, undo_last_rating
+    from spokenbench.core.store import opened
+
+    if args.clip is not None and args.rating is None:
+        raise SpokenBenchError("--clip needs --rating correct|acceptable|incorrect")
+    if args.clip is None and (args.rating or args.note or args.seconds is not None):
+        raise SpokenBenchError("--rating, --note and --seconds go with --clip (a --from file carries its own)")
+    rows = _rating_rows(args.from_file) if args.from_file else None
+    with opened(args.dir) as project:
+        if args.undo:
+            from spokenbench.core.qc.queues import _queue_id
+
+            _queue_id(project.conn, args.queue)  # names the queue's absence before anything else
+            undone = undo_last_rating(project, args.annotator, args.queue)
+            result = {"queue": args.queue, "annotator": args.annotator, "undone": None}
+            if undone is not None:
+                result["undone"] = {"rating_id": undone.rating_id, "clip_id": undone.clip_id}
+            if args.json:
+                print_json(result)
+            elif undone is None:
+                print(f"{args.annotator} has no live rating in queue '{args.queue}' to undo")
+            else:
+                print(f"undid rating {undone.rating_id} of clip {undone.clip_id} ({args.annotator}, kept as undone)")
+            return 0
+        if rows is None:
+            rows = [RatingRow(args.clip, args.rating, args.note, args.seconds)]
+        ids = rate_clips(project, args.queue, args.annotator, rows)
+    stored = [
+        {"rating_id": rating_id, "clip_id": row.clip_id, "rating": row.rating.strip().lower(), "seconds": row.seconds}
+        for rating_id, row in zip(ids, rows)
+    ]
+    if args.json:
+        print_json({"queue": args.queue, "annotator": args.annotator, "stored": len(ids), "ratings": stored})
+    else:
+        print(f"stored {len(ids)} rating(s) by {args.annotator} in queue '{args.queue}'")
+    return 0
+
+
+def cmd_gold(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.controls import gold_clips, mark_gold, unmark_gold
+    from spokenbench.core.store import opened
+
+    with opened(args.dir) as project:
+        if args.clip and args.remove:
+            changed = unmark_gold(project, args.clip)
+        elif args.clip:
+            if not args.by:
+                raise SpokenBenchError("marking gold needs --by NAME (the coordinator)")
+            changed = mark_gold(project, args.clip, args.by, args.note)
+        elif args.remove or args.by or args.note:
+            raise SpokenBenchError("--by, --note and --remove go with --clip ID")
+        else:
+            changed = 0
+        listed = gold_clips(project.conn)
+    if args.json:
+        print_json({"changed": changed, "gold": listed})
+        return 0
+    if args.clip:
+        print(f"{'unmarked' if args.remove else 'marked'} {changed} clip(s); {len(listed)} gold clip(s) in all")
+    elif listed:
+        print_table(
+            [{k: g[k] for k in ("clip_id", "language", "part", "marked_by", "marked_at", "note")} for g in listed]
+        )
+    else:
+        print("no gold clips (mark one with: spokenbench gold DIR --clip ID --by NAME)")
+    return 0
+
+
+def _print_annotators(report: dict) -> None:
+    """The Annotators table: control accuracy with its Wilson interval, agreement, time, flags and reasons."""
+    annotators = report["annotators"]
+    print("\nAnnotators (control clips, agreement, time; docs/qc.md)")
+    if not annotators:
+        print("  no ratings yet")
+        return
+    rows = []
+    for a in annotators:
+        ci = a["control_ci"]
+        rows.append(
+            {
+                "annotator": a["annotator"],
+                "ratings": a["ratings"],
+                "controls": a["controls_rated"],
+                "control_accuracy": "-" if a["control_accuracy"] is None else f"{a['control_accuracy']:.0%}",
+                "95% CI (Wilson)": "-" if ci is None else f"{ci[0]:.0%}–{ci[1]:.0%}",
+                "agreement": "-" if a["agreement_with_majority"] is None else f"{a['agreement_with_majority']:.0%}",
+                "median_s": "-" if a["median_seconds"] is None else a["median_seconds"],
+                "flagged": "FLAGGED" if a["flagged"] else "",
+            }
+        )
+    print_table(rows)
+    for a in annotators:
+        for reason in a["reasons"]:
+            print(printable(f"  {a['annotator']}: {reason}"))
+        if len(a["blocks"]) > 1:
+            print(
+                printable(
+                    f"  {a['annotator']} per {len(a['blocks'])} blocks of positions: "
+                    + "; ".join(
+                        f"{b['positions']}: "
+                        + ("-" if b["control_accuracy"] is None else f"{b['control_accuracy']:.0%} controls right")
+                        + f", median {b['median_seconds'] if b['median_seconds'] is not None else '-'} s"
+                        for b in a["blocks"]
+                    )
+                )
+            )

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
 
-from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.database import NOT_A_CONTROL, utc_now
 
 _IN_BATCH = 500  # ids per `IN (...)` query: well below SQLite's variable limit
 
@@ -261,7 +261,8 @@ def question_clips(conn: sqlite3.Connection, item_id: int) -> list[sqlite3.Row]:
     """The item's usable question clips (the spoken question of audio+text-options mode)."""
     return conn.execute(
         "SELECT id, language, accent, voice, speaker_gender, speaker_id, neutralization FROM clips "
-        "WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL ORDER BY id",
+        f"WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL AND id {NOT_A_CONTROL} "
+        "ORDER BY id",
         (item_id,),
     ).fetchall()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,7 +20,15 @@ from typing import Any
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
-from spokenbench.core.qc.queues import RATINGS, QueueClip, note_rating, queue_clips, rate_clip, undo_last_rating
+from spokenbench.core.qc.queues import (
+    MAX_RATING_SECONDS,
+    RATINGS,
+    QueueClip,
+    note_rating,
+    queue_clips,
+    rate_clip,
+    undo_last_rating,
+)
 from spokenbench.core.store import Project
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 
@@ -230,6 +239,7 @@ class RatingSession:
         transcripts: dict[int, list[tuple[str, str]]],
         audio_loader: Callable[[QueueClip], bytes],
         keymap: Mapping[str, tuple[str, ...]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.queue = queue
         self.annotator = _annotator(annotator)
@@ -248,6 +258,8 @@ class RatingSession:
         self._held_note: str | None = None
         self._pending: tuple[str, Callable[[Any], Outcome]] | None = None
         self._session_ratings: dict[int, str] = {}  # rating id → rating, for this session's counts
+        self._clock = clock
+        self._shown_at: float | None = None  # when the current clip was shown: a rating stores the seconds since
         self.first = self._advance()  # the outcome of opening: show the resume clip, or finished
 
     @classmethod
@@ -358,9 +370,10 @@ class RatingSession:
         earlier = self._rated.get(clip.clip_id)
         note = self._held_note if earlier is None else earlier[2]
         queue, annotator = self.queue, self.annotator
+        seconds = None if self._shown_at is None else min(max(self._clock() - self._shown_at, 0.0), MAX_RATING_SECONDS)
 
         def write(project: Project) -> int:
-            return rate_clip(project, clip.clip_id, annotator, rating, note, queue=queue)
+            return rate_clip(project, clip.clip_id, annotator, rating, note, queue=queue, seconds=seconds)
 
         def apply(rating_id: int) -> Outcome:
             self._rated[clip.clip_id] = (rating_id, rating, note)
@@ -502,6 +515,7 @@ class RatingSession:
             self._skipped_ids.add(clip.clip_id)
             return False
         self._index, self._audio, self.state = index, audio, state
+        self._shown_at = self._clock()
         if state == SHOWING:
             self._held_note = None
         return True

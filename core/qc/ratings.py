@@ -37,8 +37,10 @@ def consensus(ratings: list[str]) -> str:
     return min((r for r, n in counts.items() if n == top), key=SEVERITY.__getitem__)
 
 
-def rating_results(conn, queue: str | None = None) -> dict:
-    rows = newest_ratings(conn, queue)
+def rating_results(conn, queue: str | None = None, exclude_annotators: tuple[str, ...] = ()) -> dict:
+    """Table 3 and the rest from every annotator's ratings but those of `exclude_annotators`; control clips
+    never count."""
+    rows = [row for row in newest_ratings(conn, queue) if row["annotator"] not in exclude_annotators]
     by_clip: dict[int, list[dict]] = defaultdict(list)
     for row in rows:
         by_clip[row["clip_id"]].append(row)

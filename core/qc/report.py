@@ -12,11 +12,16 @@ from spokenbench.core.asr.store import transcript_count, transcript_counts_by_as
 from spokenbench.core.asr.transcribe import transcript_failures
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
+from spokenbench.core.qc.reliability import Thresholds, annotator_reliability
 from spokenbench.core.rewriting.llm import manual_items
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
 from spokenbench.core.store import Project
 from spokenbench.core.tables import write_table
 
+ANNOTATOR_COLUMNS = (
+    "annotator", "ratings", "controls_rated", "control_accuracy", "control_ci", "agreement_with_majority",
+    "shared_clips", "median_seconds", "flagged", "reasons",
+)  # fmt: skip
 REPORT_FILES = {
     "table02_wer_intervals.csv": ("screening", "table2", TABLE2_COLUMNS),
     "table03_human_ratings.csv": ("ratings", "table3", TABLE3_COLUMNS),
@@ -57,14 +62,33 @@ def screening_section(project: Project) -> dict:
     return section
 
 
-def qc_report(project: Project, queue: str | None = None) -> dict:
+def qc_report(
+    project: Project, queue: str | None = None, thresholds: Thresholds | None = None, exclude_flagged: bool = False
+) -> dict:
+    """The whole report. `annotators` is each annotator's reliability (core/qc/reliability.py); with
+    `exclude_flagged`, Table 3 and agreement are recomputed without the flagged annotators, and `ratings.exclusion`
+    says who was left out, how many ratings that dropped, and Table 3 as it was with everyone."""
     rewriting = rewrite_qc(project.conn)
     rewriting["manual_items"] = manual_items(project.conn)
+    reliability = annotator_reliability(project.conn, queue, thresholds)
+    ratings = rating_results(project.conn, queue) | {"queue": queue}
+    if exclude_flagged:
+        flagged = tuple(a["annotator"] for a in reliability["annotators"] if a["flagged"])
+        everyone = ratings
+        ratings = rating_results(project.conn, queue, flagged) | {"queue": queue}
+        ratings["exclusion"] = {
+            "excluded_annotators": list(flagged),
+            "ratings_dropped": everyone["ratings"] - ratings["ratings"],
+            "clips_dropped": everyone["rated_clips"] - ratings["rated_clips"],
+            "table3_with_all_annotators": everyone["table3"],
+        }
     return {
         "rewriting": rewriting,
         "screening": screening_section(project),
         "queues": list_queues(project.conn),
-        "ratings": rating_results(project.conn, queue) | {"queue": queue},
+        "ratings": ratings,
+        "annotators": reliability["annotators"],
+        "reliability": {k: v for k, v in reliability.items() if k != "annotators"},
     }
 
 
@@ -84,5 +108,16 @@ def write_report_tables(report: dict, out_dir: str | Path) -> list[Path]:
         path,
         ["clip_id", "item", "language", "accent", "voice", "part", "wer_interval", "ratings", "notes"],
     )
+    written.append(path)
+    path = out_dir / "annotators.csv"
+    write_table(
+        [
+            a | {"control_ci": "" if a["control_ci"] is None else f"{a['control_ci'][0]}–{a['control_ci'][1]}",
+                 "reasons": "; ".join(a["reasons"])}
+            for a in report.get("annotators", [])
+        ],
+        path,
+        list(ANNOTATOR_COLUMNS),
+    )  # fmt: skip
     written.append(path)
     return written

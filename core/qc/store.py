@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from spokenbench.core.store.database import NOT_A_CONTROL
+
 # --------------------------------------------------------------------------------------------------
 # The pool a rating queue is sampled from
 
@@ -15,9 +17,9 @@ def sampleable_clips(conn: sqlite3.Connection) -> list[tuple]:
     """Every good item clip as (clip id, language, accent, item id, part, subject, WER interval, error rate), the
     last two NULL where the clip has not been screened: what stratified sampling draws from."""
     rows = conn.execute(
-        """SELECT c.id, c.language, c.accent, c.item_id, c.part, i.subject, s.wer_bin, s.error_rate
+        f"""SELECT c.id, c.language, c.accent, c.item_id, c.part, i.subject, s.wer_bin, s.error_rate
            FROM clips c JOIN items i ON i.id = c.item_id LEFT JOIN clip_screening s ON s.clip_id = c.id
-           WHERE c.status = 'ok' ORDER BY c.id"""
+           WHERE c.status = 'ok' AND c.id {NOT_A_CONTROL} ORDER BY c.id"""
     )
     return [tuple(row) for row in rows]
 
@@ -187,18 +189,21 @@ def insert_rating(
     note: str | None,
     created_at: str,
     queue_id: int | None,
+    seconds: float | None = None,
 ) -> int:
-    """Append one rating (ratings are never overwritten: the newest per annotator counts). Returns its id."""
+    """Append one rating (ratings are never overwritten: the newest per annotator counts), with the seconds the
+    rater spent on the clip when known. Returns its id."""
     return conn.execute(
-        "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id) VALUES (?, ?, ?, ?, ?, ?)",
-        (clip_id, annotator, rating, note, created_at, queue_id),
+        "INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, seconds) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (clip_id, annotator, rating, note, created_at, queue_id, seconds),
     ).lastrowid
 
 
-def newest_ratings(conn: sqlite3.Connection, queue: str | None = None) -> list[dict]:
+def newest_ratings(conn: sqlite3.Connection, queue: str | None = None, controls: bool = False) -> list[dict]:
     """Newest live (not undone) rating per (clip, annotator), with the clip's language, accent, voice, part, item and WER interval:
     the queue's interval at sampling time when `queue` names one (then only its clips), else the current
-    screening's."""
+    screening's. Ratings of control clips only with `controls` (they never count in Table 3)."""
     join, params = "", []
     bin_source = "s.wer_bin"
     if queue is not None:
@@ -213,7 +218,29 @@ def newest_ratings(conn: sqlite3.Connection, queue: str | None = None) -> list[d
                   GROUP BY clip_id, annotator) newest ON newest.id = r.id
             JOIN clips c ON c.id = r.clip_id LEFT JOIN items i ON i.id = c.item_id
             LEFT JOIN clip_screening s ON s.clip_id = r.clip_id
+            {"" if controls else f"WHERE r.clip_id {NOT_A_CONTROL}"}
             ORDER BY r.clip_id, r.annotator""",
+        params,
+    )
+    return [dict(row) for row in rows]
+
+
+def ratings_for_reliability(conn: sqlite3.Connection, queue: str | None = None) -> list[dict]:
+    """Every annotator's newest live rating per clip (of the queue's clips when `queue` names one), controls
+    included, in the order they were made: (rating id, clip id, annotator, rating, seconds, language, and the
+    control's kind and expected rating, NULL for an ordinary clip)."""
+    join, params = "", []
+    if queue is not None:
+        join = "JOIN rating_queue_clips q ON q.clip_id = r.clip_id JOIN rating_queues qq ON qq.id = q.queue_id AND qq.name = ?"
+        params.append(queue)
+    rows = conn.execute(
+        f"""SELECT r.id, r.clip_id, r.annotator, r.rating, r.seconds, c.language, k.kind AS control_kind,
+                   k.expected AS control_expected
+            FROM ratings r {join}
+            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings WHERE undone_at IS NULL
+                  GROUP BY clip_id, annotator) newest ON newest.id = r.id
+            JOIN clips c ON c.id = r.clip_id LEFT JOIN control_clips k ON k.clip_id = r.clip_id
+            ORDER BY r.id""",
         params,
     )
     return [dict(row) for row in rows]
@@ -240,12 +267,13 @@ def pack_clip_rows(conn: sqlite3.Connection, queue_id: int) -> list[dict]:
 
 
 def queue_row(conn: sqlite3.Connection, queue_id: int) -> dict:
-    """A queue's own settings (strategy, seed, per_bin, parameters, created_at), copied into a pack."""
+    """A queue's own settings (strategy, seed, per_bin, created_at), copied into a pack. The sampling details
+    (parameters_json: strata and their counts) stay home: beside the pack's clip count they would tell how many
+    hidden control clips it holds."""
     row = conn.execute(
-        "SELECT name, strategy, seed, per_bin, parameters_json, created_at FROM rating_queues WHERE id = ?",
-        (queue_id,),
+        "SELECT name, strategy, seed, per_bin, created_at FROM rating_queues WHERE id = ?", (queue_id,)
     ).fetchone()
-    return dict(row)
+    return dict(row) | {"parameters_json": "{}"}
 
 
 def insert_pack_contents(conn: sqlite3.Connection, queue: dict, clips: list[dict]) -> None:
@@ -348,4 +376,5 @@ def clip_ids_present(conn: sqlite3.Connection, clip_ids: Iterable[int]) -> set[i
 
 def clip_voices(conn: sqlite3.Connection) -> dict[int, str | None]:
     """Each good clip's voice, so a rating queue can be sampled from one voice's clips."""
-    return {row[0]: row[1] for row in conn.execute("SELECT id, voice FROM clips WHERE status = 'ok'")}
+    rows = conn.execute(f"SELECT id, voice FROM clips WHERE status = 'ok' AND id {NOT_A_CONTROL}")
+    return {row[0]: row[1] for row in rows}

@@ -22,6 +22,12 @@ PROJECT_APPLICATION_ID = 0x53424E43  # "SBNC"
 _log = logging.getLogger("spokenbench.store")
 
 
+# Control clips (core/qc/controls.py) are ordinary clips rows so that nothing a rater sees tells them apart; every
+# query that feeds screening, sampling, evaluation, voice checks, exports or Table 3 leaves them out with this
+# condition on the clip id ("c.id {NOT_A_CONTROL}").
+NOT_A_CONTROL = "NOT IN (SELECT clip_id FROM control_clips)"
+
+
 def utc_now() -> str:
     """Timestamps are ISO-8601 UTC strings: sortable, readable in exports, timezone-safe."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")

@@ -8,6 +8,8 @@ import sqlite3
 
 import pandas as pd
 
+from spokenbench.core.store.database import NOT_A_CONTROL
+
 
 def responses_table(conn: sqlite3.Connection) -> pd.DataFrame:
     """One row per stored answer, with its run and item, in the metrics engine's column names (the condition is
@@ -25,11 +27,11 @@ def responses_table(conn: sqlite3.Connection) -> pd.DataFrame:
 
 def ratings_table(conn: sqlite3.Connection) -> pd.DataFrame:
     """One row per live rating (an undone one is left out), with the rated clip's language, part, voice and TTS model and its item's id."""
-    query = """
+    query = f"""
         SELECT g.id AS rating_id, g.clip_id, i.source_id AS question_id, c.language, c.part, c.accent, c.voice,
                c.speaker_gender, c.backend, c.model AS tts_model, g.annotator, g.rating, g.note, g.created_at
         FROM ratings g JOIN clips c ON c.id = g.clip_id LEFT JOIN items i ON i.id = c.item_id
-        WHERE g.undone_at IS NULL
+        WHERE g.undone_at IS NULL AND g.clip_id {NOT_A_CONTROL}
         ORDER BY g.id"""
     return pd.read_sql_query(query, conn)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from spokenbench.core.store.database import NOT_A_CONTROL
+
 
 def gender_probe_items(conn: sqlite3.Connection) -> list[dict]:
     """The gender probes: item id, question id (source_id), language, category and question text, in id order."""
@@ -20,7 +22,8 @@ def question_clip_rows(conn: sqlite3.Connection, item_id: int) -> list[dict]:
     """Every usable question clip of an item (status ok, audio stored), in id order."""
     rows = conn.execute(
         "SELECT id, voice, accent, speaker_gender, neutralization, backend, sha256, audio_format, duration_s "
-        "FROM clips WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL ORDER BY id",
+        "FROM clips WHERE item_id = ? AND part = 'question' AND status = 'ok' AND sha256 IS NOT NULL "
+        f"AND id {NOT_A_CONTROL} ORDER BY id",
         (item_id,),
     ).fetchall()
     keys = ("clip_id", "voice", "accent", "speaker_gender", "neutralization", "backend", "sha256", "audio_format")

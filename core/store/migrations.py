@@ -528,6 +528,33 @@ CREATE TABLE batch_requests (
 CREATE INDEX batch_requests_key ON batch_requests(request_key);
 """ + _change_triggers(("batch_jobs",))
 
+# Annotator quality (core/qc/controls.py, core/qc/reliability.py, issue 24). A rating remembers how long the
+# rater took (NULL for ratings made before, or merged from a pack without it). A control clip is an ordinary
+# clips row (so nothing that shows or packs clips can tell it apart) whose control status lives only here: what
+# it is (a corruption of a project clip, or a copy of a clip raters agreed on or a coordinator marked gold), the
+# answer expected of an attentive rater, and how it was made. Controls never enter screening, sampling, exports
+# or Table 3. Gold clips are the coordinator's known-good picks for known-good controls.
+MIGRATION_12_ANNOTATOR_QUALITY = """
+ALTER TABLE ratings ADD COLUMN seconds REAL CHECK (seconds IS NULL OR (seconds >= 0 AND seconds <= 86400));
+
+CREATE TABLE control_clips (
+    clip_id         INTEGER PRIMARY KEY REFERENCES clips(id) ON DELETE CASCADE,
+    kind            TEXT NOT NULL CHECK (kind IN ('mismatch', 'truncated', 'noise', 'speed', 'agreed', 'gold')),
+    expected        TEXT NOT NULL CHECK (expected IN ('correct', 'incorrect')),
+    source_clip_id  INTEGER REFERENCES clips(id) ON DELETE SET NULL,   -- the clip whose text (and voice) it carries
+    audio_clip_id   INTEGER REFERENCES clips(id) ON DELETE SET NULL,   -- whose audio it plays (another item's, for a mismatch)
+    parameters_json TEXT NOT NULL,
+    created_at      TEXT NOT NULL
+);
+
+CREATE TABLE gold_clips (
+    clip_id    INTEGER PRIMARY KEY REFERENCES clips(id) ON DELETE CASCADE,
+    marked_by  TEXT NOT NULL CHECK (length(trim(marked_by)) > 0),
+    note       TEXT,
+    marked_at  TEXT NOT NULL
+);
+""" + _change_triggers(("control_clips", "gold_clips"))
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -540,5 +567,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_9_RECORDING,
     MIGRATION_10_NEUTRALIZED_CLIPS,
     MIGRATION_11_BATCH_JOBS,
+    MIGRATION_12_ANNOTATOR_QUALITY,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -389,3 +389,23 @@ def test_new_transcripts_are_screened_before_the_queue_dialog_offers_its_strata(
         kinds = [row[0] for row in project.conn.execute("SELECT kind FROM jobs")]
     assert "screen" in kinds
     assert "no screening yet" not in dialog.mode_buttons.button(0).text()
+
+
+@pytest.mark.slow
+def test_the_create_queue_dialog_mixes_in_hidden_controls(page, qtbot, demo_copy):
+    from spokenbench.core.qc.controls import control_clips
+
+    dialog = page.create_queue()
+    qtbot.waitUntil(lambda: dialog.filter_boxes["language"].count() > 1, timeout=5_000)
+    dialog.name_edit.setText("with-controls")
+    dialog.per_bin.setValue(3)
+    dialog.controls.setValue(4)
+    dialog.preview_button.click()
+    qtbot.waitUntil(lambda: dialog.previewed is not None, timeout=5_000)
+    assert "4 hidden control clips" in dialog.summary.text()
+    dialog.create_button.click()
+    qtbot.waitUntil(lambda: page.queue_list.table.rowCount() == 2, timeout=15_000)
+    with opened(demo_copy) as project:
+        queue = queue_clips(project.conn, "with-controls")
+        known = control_clips(project.conn)
+    assert len(queue) == 13 and sum(clip.clip_id in known for clip in queue) == 4

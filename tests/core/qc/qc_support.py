@@ -4,6 +4,7 @@ them), transcripts, and an OpenAI-style chat reply builder for the rewriting stu
 import hashlib
 import json
 
+import numpy as np
 from stub_server import StubServer  # noqa: F401  (re-exported for the tests)
 from support import tone
 
@@ -122,3 +123,10 @@ def chat_reply(content: str, status: int = 200):
 
 def rewrite_json(question: str, options: list[str]) -> str:
     return json.dumps({"question": question, "options": options}, ensure_ascii=False)
+
+
+def speechlike(seconds=2.0):
+    """A 180 Hz tone whose loudness rises and falls four times a second, with short pauses: syllables."""
+    t = np.arange(int(seconds * 16_000)) / 16_000
+    envelope = np.clip(np.sin(2 * np.pi * 2 * t), 0, None) ** 0.5
+    return (0.4 * envelope * np.sin(2 * np.pi * 180 * t)).astype(np.float32)
