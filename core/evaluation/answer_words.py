@@ -235,6 +235,14 @@ ANSWER_WORDS: dict[str, AnswerWords] = {
     ),
 }
 
+# adverbs between "is" and the letter ("Die Antwort ist eindeutig C", "La respuesta es claramente la C"); project
+ADVERBS = (
+    "eindeutig", "wahrscheinlich", "sicher", "claramente", "probablemente", "definitivamente", "seguramente",
+    "clairement", "probablement", "certainement", "certamente", "provavelmente", "chiaramente", "probabilmente",
+    "duidelijk", "waarschijnlijk", "очевидно", "вероятно", "скорее всего", "بالتأكيد", "على الأرجح", "jelas",
+    "kemungkinan", "açıkça", "muhtemelen", "rõ ràng", "có lẽ",
+)  # fmt: skip
+
 # "or" and "and" between letters ("A o C", "B oder D", "أ أو ج"): a reply naming two letters so is ambiguous.
 # Source: lighteval's or_word where it has one (es, pt, it, de, cs, nl, el, id, pl, sr, sv, uk, vi), else project.
 OR_AND_WORDS = (

@@ -50,7 +50,13 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from spokenbench.core.evaluation.answer_words import ANSWER_WORDS, HOMOGLYPHS, NATIVE_LETTERS, OR_AND_WORDS
+from spokenbench.core.evaluation.answer_words import (
+    ADVERBS,
+    ANSWER_WORDS,
+    HOMOGLYPHS,
+    NATIVE_LETTERS,
+    OR_AND_WORDS,
+)
 from spokenbench.core.items import LETTERS
 
 PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
@@ -87,6 +93,7 @@ _EN_CUES = [
     r"\b(?:the\s+)?(?:correct|best|right|final|most\s+likely)\s+(?:option|choice|one)(?:\s+(?:is|would\s+be)\s*:?|\s*:)",
     r"\bI(?:\s+would|'d|’d|\s+will|'ll|’ll|\s+am\s+going\s+to|'m\s+going\s+to)?\s+"
     r"(?:choose|pick|select|go\s+with|opt\s+for|say)",
+    r"\bI(?:\s+am|'m|’m)\s+(?:going|choosing|picking|selecting|opting)(?:\s+(?:with|for))?",
     r"\bmy\s+(?:choice|pick|selection)\s+(?:is|would\s+be)\s*:?",
     r"\b(?:it|that|this)(?:'s|’s|\s+is|\s+must\s+be|\s+should\s+be|\s+would\s+be)"
     r"(?:\s+(?:definitely|clearly|surely|certainly|probably|likely|most\s+likely))?",
@@ -132,6 +139,7 @@ _WORLD_CUE = re.compile(
     + rf"|{_WORLD_OPTION}(?:\s+{_WORLD_QUALIFIER}){{1,2}}"
     + r")(?:\s*[:=\-–—]\s*|\s+"
     + _WORLD_COPULA
+    + rf"(?:\s+{_words_pattern(ADVERBS)})?"
     + r"\s*:?\s*|\s*)"
     + rf"(?:(?-i:{_WORLD_ARTICLE})\s+)?(?:{_WORLD_OPTION}\s*)?)"
     + _DECOR
@@ -146,8 +154,9 @@ _WORLD_NEGATED = re.compile(
     + rf"(?:{_WORLD_ARTICLE}\s+)?(?:{_WORLD_OPTION}\s*)?[\(\[]?)([A-Z])(?![A-Za-z0-9])"
 )
 _CONCLUSION = re.compile(
-    r"(?=\b(?i:[sthilmpaw]))"
-    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait)"
+    r"(?=\b(?i:[sthilmpawdc]))"
+    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait"
+    r"|definitely|clearly|certainly)"
     r"\s*[,:]?\s+"
     r"(?:it'?s\s+|option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
     r"(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
@@ -161,7 +170,8 @@ _POSTFIX = re.compile(
     + r"([A-Z])"
     + _NOT_LETTER_AFTER
     + r"[\)\]】」]?\s*(?:"
-    + r"(?i:is\s+(?:the\s+)?(?:correct|right|best|most\s+likely)(?:\s+(?:answer|option|choice|one))?\b|is\s+the\s+answer\b)"
+    + r"(?i:is\s+(?:the\s+)?(?:correct|right|best|most\s+likely)(?:\s+(?:answer|option|choice|one))?\b|is\s+the\s+answer\b"
+    + r"|is\s+my\s+(?:final\s+)?(?:answer|choice|pick)\b)"
     + r"|(?:项|选项)?\s*(?:是)?(?:正确|对的)(?!吗|么)"
     + r"|번?\s*(?:가|이)\s*(?:정답(?!이\s*아)|맞(?!지\s*않))|번(?!\s*(?:은|는|이|가))|\s*(?:입니다|이에요|예요)"
     + r"|\s*(?:が|は)\s*(?:正解(?!では|じゃ)|正しい)|\s*です(?!か)|\s*を選"

@@ -202,6 +202,8 @@ def test_issue_phrasings():
     assert parse_answer("It's definitely option a.", "ABCD", OPTIONS).letter == "A"
     assert parse_answer("The answer is A or B.", "ABCD", OPTIONS).status == "ambiguous"
     assert parse_answer("I think it's A. Wait, no, it's B or C.", "ABCD", OPTIONS).status == "ambiguous"
+    for reply in ("I'm going with B.", "Definitely B.", "B is my final answer.", "Die Antwort ist eindeutig B."):
+        assert parse_answer(reply, "ABCD", OPTIONS).letter == "B", reply
 
 
 def _rewrite_docs() -> None:
