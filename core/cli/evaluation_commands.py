@@ -667,7 +667,8 @@ def cmd_reparse(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(
-            f"re-parsed {result['responses']} stored answer(s) in {result['runs']} run(s): {result['changed']} changed; "
+            f"re-parsed {result['responses']} stored answer(s) in {result['runs']} run(s) with parser version "
+            f"{result['parser_version']}: {result['changed']} changed; "
             + ", ".join(f"{k} {v}" for k, v in sorted(result["parse_counts"].items()))
         )
     return 0

@@ -50,15 +50,32 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from spokenbench.core.evaluation.answer_words import (
+    ADVERBS,
+    ANSWER_WORDS,
+    HOMOGLYPHS,
+    NATIVE_LETTERS,
+    OR_AND_WORDS,
+)
 from spokenbench.core.items import LETTERS
 
 PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
+# Raised whenever a change makes some reply parse differently; `spokenbench reparse` reports it, and
+# tests/core/evaluation/parsing_golden.jsonl pins this version's outputs. 2: answer words of Global-MMLU's
+# languages, native option letters, JSON replies, one-line corrections, options discussed before the answer.
+PARSER_VERSION = 2
 
 _NOT_LETTER_AFTER = r"(?![A-Za-z0-9])"
 _NOT_LETTER_BEFORE = r"(?<![A-Za-z0-9])"
 _DECOR = r"[\s\*_\(\[\{【「『\"'“‘<】\]]*"
 _CLOSE = r"[\)\]】」』\"'”’>]"
 _OPTION_WORD = r"(?:(?i:option|choice|letter)\s*|选项|選択肢\s*|보기\s*|선택지\s*)?"
+# "or"/"and" between two letters in every language: (?i:or|and) and the other languages' words
+_OR_AND = (
+    r"(?:(?i:or|and)\b|(?i:(?<!\w)(?:"
+    + "|".join(r"\s+".join(map(re.escape, w.split())) for w in sorted(OR_AND_WORDS, key=len, reverse=True))
+    + r")(?!\w)))"
+)
 
 # "Answer: [[C]]", "[[C]]", "Answer: C", "C" and nothing else: parse_answer's shortcut
 _INSTRUCTED = re.compile(r"(?:Answer: )?(?:\[\[([A-Z])\]\]|([A-Z]))")
@@ -76,8 +93,11 @@ _EN_CUES = [
     r"\b(?:the\s+)?(?:correct|best|right|final|most\s+likely)\s+(?:option|choice|one)(?:\s+(?:is|would\s+be)\s*:?|\s*:)",
     r"\bI(?:\s+would|'d|’d|\s+will|'ll|’ll|\s+am\s+going\s+to|'m\s+going\s+to)?\s+"
     r"(?:choose|pick|select|go\s+with|opt\s+for|say)",
+    r"\bI(?:\s+am|'m|’m)\s+(?:going|choosing|picking|selecting|opting)(?:\s+(?:with|for))?",
     r"\bmy\s+(?:choice|pick|selection)\s+(?:is|would\s+be)\s*:?",
-    r"\b(?:it|that|this)(?:'s|’s|\s+is|\s+must\s+be|\s+should\s+be|\s+would\s+be)",
+    r"\b(?:it|that|this)(?:'s|’s|\s+is|\s+must\s+be|\s+should\s+be|\s+would\s+be)"
+    r"(?:\s+(?:definitely|clearly|surely|certainly|probably|likely|most\s+likely))?",
+    r"\b(?:selected|chosen|picked)\s+(?:option|choice|answer|letter)\s*[:=]",
 ]
 _CJK_CUES = [
     # Chinese
@@ -93,12 +113,50 @@ _CJK_CUES = [
     r"正しいのは",
 ]
 _CUE = re.compile(
-    r"(?=\b(?i:[abcfimrt])|[的答最正应肯一我故所因选최정답解回])"
+    r"(?=\b(?i:[abcfimprst])|[的答最正应肯一我故所因选최정답解回])"
     "(?:" + "|".join([f"(?i:{cue})" for cue in _EN_CUES] + _CJK_CUES) + ")\\s*" + _OPTION_WORD + _DECOR,
 )
+
+
+def _words_pattern(words) -> str:
+    """An alternation of words (longest first, spaces as any whitespace), each not part of a longer word."""
+    ordered = sorted({unicodedata.normalize("NFKC", w).lower() for w in words}, key=len, reverse=True)
+    return "(?:" + "|".join(r"\s+".join(re.escape(part) for part in w.split()) for w in ordered) + r")(?!\w)"
+
+
+_WORLD = list(ANSWER_WORDS.values())
+_WORLD_ANSWER = _words_pattern(w for words in _WORLD for w in words.answer)
+_WORLD_QUALIFIER = _words_pattern(w for words in _WORLD for w in words.correct + words.final)
+_WORLD_OPTION = _words_pattern(w for words in _WORLD for w in words.option)
+_WORLD_COPULA = _words_pattern(w for words in _WORLD for w in words.copula)
+_WORLD_ARTICLE = _words_pattern(w for words in _WORLD for w in words.article)
+# the other languages' cues: "Respuesta: B", "Die richtige Antwort ist B", "La bonne réponse est la C",
+# "A resposta é a alternativa C", "الإجابة الصحيحة هي ج", "Правильный ответ — Б", "پاسخ صحیح گزینه ج"
+_WORLD_CUE = re.compile(
+    r"(?i:(?<!\w)(?:"
+    + rf"(?:{_WORLD_QUALIFIER}\s+){{0,2}}{_WORLD_ANSWER}(?:\s+{_WORLD_QUALIFIER}){{0,2}}"
+    + rf"|(?:{_WORLD_QUALIFIER}\s+){{1,2}}{_WORLD_OPTION}(?:\s+{_WORLD_QUALIFIER}){{0,2}}"
+    + rf"|{_WORLD_OPTION}(?:\s+{_WORLD_QUALIFIER}){{1,2}}"
+    + r")(?:\s*[:=\-–—]\s*|\s+"
+    + _WORLD_COPULA
+    + rf"(?:\s+{_words_pattern(ADVERBS)})?"
+    + r"\s*:?\s*|\s*)"
+    + rf"(?:(?-i:{_WORLD_ARTICLE})\s+)?(?:{_WORLD_OPTION}\s*)?)"
+    + _DECOR
+)
+_WORLD_FINAL = re.compile("(?i:" + _words_pattern(w for words in _WORLD for w in words.final) + ")")
+# a cheap test before the patterns above run on an ASCII reply: one of their ASCII answer or option words
+_WORLD_ASCII_HINTS = tuple(
+    sorted({w for words in _WORLD for w in words.answer + words.option if w.isascii() and " " not in w})
+)
+_WORLD_NEGATED = re.compile(
+    r"(?i:(?<!\w)(?:no\s+es|não\s+é|nao\s+e|nicht|pas|non\s+è|niet|inte|не|nie\s+jest|není|ليست?|לא)\s+"
+    + rf"(?:{_WORLD_ARTICLE}\s+)?(?:{_WORLD_OPTION}\s*)?[\(\[]?)([A-Z])(?![A-Za-z0-9])"
+)
 _CONCLUSION = re.compile(
-    r"(?=\b(?i:[sthilmpaw]))"
-    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait)"
+    r"(?=\b(?i:[sthilmpawdc]))"
+    r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait"
+    r"|definitely|clearly|certainly)"
     r"\s*[,:]?\s+"
     r"(?:it'?s\s+|option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
     r"(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
@@ -112,7 +170,8 @@ _POSTFIX = re.compile(
     + r"([A-Z])"
     + _NOT_LETTER_AFTER
     + r"[\)\]】」]?\s*(?:"
-    + r"(?i:is\s+(?:the\s+)?(?:correct|right|best|most\s+likely)(?:\s+(?:answer|option|choice|one))?\b|is\s+the\s+answer\b)"
+    + r"(?i:is\s+(?:the\s+)?(?:correct|right|best|most\s+likely)(?:\s+(?:answer|option|choice|one))?\b|is\s+the\s+answer\b"
+    + r"|is\s+my\s+(?:final\s+)?(?:answer|choice|pick)\b)"
     + r"|(?:项|选项)?\s*(?:是)?(?:正确|对的)(?!吗|么)"
     + r"|번?\s*(?:가|이)\s*(?:정답(?!이\s*아)|맞(?!지\s*않))|번(?!\s*(?:은|는|이|가))|\s*(?:입니다|이에요|예요)"
     + r"|\s*(?:が|は)\s*(?:正解(?!では|じゃ)|正しい)|\s*です(?!か)|\s*を選"
@@ -128,7 +187,9 @@ _CONTRAST = re.compile(
 )
 _ALTERNATIVE = re.compile(
     _CLOSE
-    + r"*\s*(?:,?\s*(?:(?i:or|and)\b|/|&|或者?|和|또는|または|か|と)\s*"
+    + r"*\s*(?:,?\s*(?:"
+    + _OR_AND
+    + r"|/|&|或者?|和|또는|または|か|と)\s*"
     + _OPTION_WORD
     + _DECOR
     + r"([A-Z])"
@@ -141,11 +202,13 @@ _ALTERNATIVE = re.compile(
     + r"|\s+([A-Z])(?=\s*[\.。]?\s*$))"
 )
 _LISTED_BEFORE = re.compile(
-    r"([A-Z])[\)\]]?\s*(?:,?\s*(?:(?i:or|and)\b|/|&|或者?|和|또는|または|か|と|や)|[,、])\s*"
+    r"([A-Z])[\)\]]?\s*(?:,?\s*(?:"
+    + _OR_AND
+    + r"|/|&|或者?|和|또는|または|か|と|や)|[,、])\s*"
     + _OPTION_WORD
     + r"[\(\[]?$"
 )
-_QUESTION_AFTER = re.compile(r"[\)\]】」\"'”]*\s*(?:\?|吗|么|嗎|か[?\s。]|か$|입니까|인가요)")
+_QUESTION_AFTER = re.compile(r"[\)\]】」\"'”]*\s*(?:\?|؟|吗|么|嗎|か[?\s。]|か$|입니까|인가요)")
 _NEGATED = re.compile(
     r"(?=\b(?i:[nire])|(?i:[oc])|[\(\[A-Z不并排])(?:"
     + "|".join(
@@ -174,13 +237,16 @@ _NEGATED = re.compile(
 _NEGATION_HINTS = (
     "not", "isn", "never", "nor", "rule", "eliminat", "exclud", "wrong", "incorrect", "false", "unlikely", "implausible",
 )  # fmt: skip
+_WORLD_NEGATION_HINTS = ("no es", "nao e", "nicht", "pas ", "niet", "inte", "nie ")
 _CORRECTION = re.compile(
     r"(?i:\b(?:wait|actually|on\s+second\s+thought|on\s+reflection|correction|reconsider\w*|re-?evaluat\w*"
     r"|i\s+made\s+a\s+mistake|let\s+me\s+re-?check|initially|at\s+first|first\s+thought|on\s+closer"
     r"|listen(?:ed|ing)?\s+again)\b)|等等|不对|重新考虑|一开始|잠깐|다시\s*생각|처음에는|いや|待って|訂正|最初は"
+    r"|(?i:(?<!\w)" + "|".join(re.escape(w) for words in ANSWER_WORDS.values() for w in words.correction) + r"(?!\w))"
 )
 _WHOLE = re.compile(
-    r"^(?:(?i:option|choice|letter|answer)(?:\s*:\s*|\s+|(?=[\(\[]))|(?:选项|選択肢|보기|선택지)\s*)?"
+    r"^(?:(?i:option|choice|letter|answer)(?:\s*:\s*|\s+|(?=[\(\[]))|(?:选项|選択肢|보기|선택지)\s*"
+    + rf"|(?i:{_WORLD_OPTION}|{_WORLD_ANSWER})(?:\s*:\s*|\s+|(?=[\(\[])))?"
     r"[\(\[【「]?\s*([A-Za-z])\s*[\)\]】」]?\s*(?:选项|项|번)?\s*[\.\):。:]?$"
 )
 _LETTER_LIST = re.compile(r"^[\(\[]*([A-Z])[\)\]]*\s*(?:or|and|/|,|或者?|和|또는)\s*[\(\[]*([A-Z])[\)\]]*[\.。]?$")
@@ -195,7 +261,9 @@ _BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?\s*\*\*")
 _HEDGED = re.compile(
     r"(?=[\(A-Z])"
     + _NOT_LETTER_BEFORE
-    + r"\(?([A-Z])\)?\s*,?\s*(?:(?i:or|and)\b|/|或者?|或|또는|または|か)\s*"
+    + r"\(?([A-Z])\)?\s*,?\s*(?:"
+    + _OR_AND
+    + r"|/|或者?|或|또는|または|か)\s*"
     + _OPTION_WORD
     + r"\(?([A-Z])\)?"
     + _NOT_LETTER_AFTER
@@ -205,6 +273,9 @@ _EMPHASIS = re.compile(
     + _NOT_LETTER_BEFORE
     + r"\(([A-Z])\)|【([A-Z])】|「([A-Z])」)"
 )
+# an option named in passing: "Option A (Sydney)", "option B is", "la opción C"
+_DISCUSSED = re.compile(rf"(?i:\b(?:option|choice)\s+|{_WORLD_OPTION}\s+)\(?([A-Z])(?![A-Za-z0-9])")
+_DISCUSSED_SUBJECT = re.compile(r"(?i:option|choice)\s+\(?[A-Z]\)?\s*\([^)\n]{1,80}\)\s*,?\s*[a-z]")
 _WORD_AFTER = re.compile(r"\s+([a-z][a-z'’]*)")
 _CONNECTIVES = {
     "because", "since", "as", "is", "was", "would", "should", "seems", "appears", "which", "for", "given",
@@ -398,7 +469,21 @@ def parse_answer(
     instructed = _INSTRUCTED.fullmatch(raw.strip())
     if instructed:  # the reply the prompts ask for ("Answer: [[C]]"), or a bare letter: what the rules would find
         return _verdict(instructed.group(1) or instructed.group(2), letters, neutral_letter)
-    text = _clean(raw)
+    readings = _native_readings(_clean(raw))
+    parsed = [_parse_text(text, letters, option_texts, neutral_letter, neutral_text) for text in readings]
+    if any(other != parsed[0] for other in parsed[1:]):  # Cyrillic В: B by its shape, C by the alphabet
+        return ParsedAnswer(None, "ambiguous", "Cyrillic В reads as B (Latin shape) or C (third letter)")
+    return parsed[0]
+
+
+def _parse_text(
+    text: str,
+    letters: str,
+    option_texts: dict[str, str] | None,
+    neutral_letter: str | None,
+    neutral_text: str | None,
+) -> ParsedAnswer:
+    """parse_answer's rules on a cleaned reply with its option letters in Latin script."""
     plain = _plain(text)
     if not plain.strip():
         return ParsedAnswer(None, "failed", "empty reply")
@@ -409,6 +494,8 @@ def parse_answer(
     negated = _negations(plain)
     hits = _withdraw(_statements(plain), negated)
     leading = _leading(plain, negated, keys)  # "C", "Option C", "C. Because …": also an answer, for disagreements
+    if leading and hits and _discussed(plain, negated):
+        leading = None  # "Option A (Sydney) is … Option B … Therefore, the answer is B": A was discussed
     if leading and not hits:  # a leading letter alone meets any other bold letter: "**C** … wait … **D**"
         bold = [m.group(1) for m in _BOLD.finditer(text) if m.group(1) not in negated]
         leading += [_Hit(letter, m, m) for m, letter in enumerate(bold, start=len(plain))]
@@ -462,10 +549,84 @@ _LATEX = (
     (re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}"), r"[[\1]]"),
 )
 _MATH_DELIMITERS = re.compile(r"\\[\[\]\(\)]|\$")
+# a structured reply's answer field: {"answer": "D"}, {'final_answer': '(B)'}, "answer": "C) Paris"
+_JSON_ANSWER = re.compile(
+    r"[\"'](?i:final[_ ]?answer|correct[_ ]?answer|answer|choice|option|selected[_ ]?option|selection|letter"
+    r"|prediction|respuesta|antwort|réponse|resposta|risposta|الإجابة)[\"']\s*:\s*[\"']\s*\(?([A-Za-z])[\)\.:]?"
+    r"((?:\s+[^\"'\n{}]*)?)[\"']"
+)
+_NATIVE_TO_LATIN = {
+    native: latin for script in NATIVE_LETTERS.values() for latin, native in zip(LETTERS, script) if native != "В"
+}
+_NATIVE_LOWER = {native.lower(): latin for native, latin in _NATIVE_TO_LATIN.items() if native.lower() != native}
+_NATIVE_LETTER = re.compile(
+    "|".join(
+        re.escape(letter)
+        for letter in sorted([*_NATIVE_TO_LATIN, *_NATIVE_LOWER, "В", "в", *HOMOGLYPHS], key=len, reverse=True)
+    )
+)
+# words after which a native letter followed by a word is still an option letter ("الإجابة هي ب لأن …")
+_LEAD_WORDS = frozenset(
+    unicodedata.normalize("NFKC", word).lower()
+    for words in ANSWER_WORDS.values()
+    for word in words.answer + words.copula + words.option + words.correct + words.final
+)
+_WORD_BEFORE = re.compile(r"(\w+)\s*$")
+_CYRILLIC_ORDER = frozenset("БГД")
+
+
+def _is_word_char(char: str) -> bool:
+    return bool(char) and unicodedata.category(char)[0] in "LMN"
+
+
+def _native_readings(text: str) -> list[str]:
+    """The reply with option letters of other scripts (ج, Б, Γ, ב, ख, ሐ …) written as A–E; two readings when
+    it has a lone Cyrillic В (B by shape, C by the alphabet) and no other Cyrillic letter says which."""
+    if text.isascii():
+        return [text]
+    found: list[tuple[int, int, str]] = []
+    order = False  # a lone Б, Г or Д: the reply letters by the Cyrillic alphabet, so В is C
+    for match in _NATIVE_LETTER.finditer(text):
+        start, end, letter = match.start(), match.end(), match.group(0)
+        before, after = text[start - 1 : start], text[end : end + 1]
+        if _is_word_char(before) or _is_word_char(after) or after == "\u0640":
+            continue  # part of a word
+        order = order or letter in _CYRILLIC_ORDER
+        if letter in _NATIVE_LOWER or letter == "в":
+            if after != ")":
+                continue  # a lower-case letter only as a label: "в)", "(β)"
+        elif re.match(r"\s+\w", text[end : end + 3]) and not _leads(text[:start]):
+            continue  # "В этом случае": a word, not a letter
+        found.append((start, end, letter))
+    if not found:
+        return [text]
+    vees = [latin for latin in ("C",) if order] or (["B", "C"] if any(f[2] in "Вв" for f in found) else ["C"])
+    readings = []
+    for vee in vees:
+        pieces, position = [], 0
+        for start, end, letter in found:
+            upper = letter.upper() if letter in "вВ" else letter
+            latin = vee if upper == "В" else _NATIVE_TO_LATIN.get(letter) or _NATIVE_LOWER.get(letter)
+            latin = latin or HOMOGLYPHS[letter]
+            pieces += [text[position:start], latin]
+            position = end
+        readings.append("".join(pieces) + text[position:])
+    return readings
+
+
+def _leads(before: str) -> bool:
+    """Whether the text before a letter ends in a colon, a bracket or an answer word ('هي', 'گزینه')."""
+    stripped = before.rstrip()
+    if stripped[-1:] in (":", "(", "-", "–", "—"):
+        return True
+    word = _WORD_BEFORE.search(stripped)
+    return bool(word) and word.group(1).lower() in _LEAD_WORDS
 
 
 def _clean(raw: str) -> str:
     text = normalize(raw)
+    if '"' in text or "'" in text:
+        text = _JSON_ANSWER.sub(r"\nFinal answer: \1\2\n", text)
     if "<" in text:
         text = _ANSWER_TAG.sub(r"[[\1]]", _THINK.sub("\n", text))
     if "\\" in text:
@@ -526,6 +687,18 @@ def _statements(plain: str) -> list[_Hit]:
             position = alternative.end()
         final = bool(_FINAL_CUE.search(cue.group(0)))
         hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end(), final, tuple(alternatives)))
+    if not plain.isascii() or any(hint in plain.lower() for hint in _WORLD_ASCII_HINTS):
+        for cue in _WORLD_CUE.finditer(plain):
+            letter = _LETTER.match(plain, cue.end())
+            if not letter or not _letter_reads_as_letter(plain, letter.start(), letter.group(1)):
+                continue
+            alternatives = []
+            position = letter.end()
+            while alternative := _ALTERNATIVE.match(plain, position):
+                alternatives.append(next(g for g in alternative.groups() if g))
+                position = alternative.end()
+            final = bool(_WORLD_FINAL.search(cue.group(0)))
+            hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end(), final, tuple(alternatives)))
     for postfix in _POSTFIX.finditer(plain):
         if plain[postfix.end(1) : postfix.end(1) + 1] in ("'", "’"):
             continue
@@ -567,14 +740,17 @@ def _merge(hits) -> list[_Hit]:
 
 
 def _negations(plain: str) -> dict[str, list[int]]:
-    if plain.isascii():  # then only the English forms can match, and each has one of these words
-        lowered = plain.lower()
-        if not any(word in lowered for word in _NEGATION_HINTS):
+    lowered = plain.lower()
+    if plain.isascii():  # then only the English and a few Latin-script forms can match, each with one of these
+        if not any(word in lowered for word in _NEGATION_HINTS + _WORLD_NEGATION_HINTS):
             return {}
     negated: dict[str, list[int]] = {}
     for match in _NEGATED.finditer(plain):
         index = next(i for i, g in enumerate(match.groups(), start=1) if g)
         negated.setdefault(match.group(index), []).append(match.start(index))
+    if not plain.isascii() or any(hint in lowered for hint in _WORLD_NEGATION_HINTS):
+        for match in _WORLD_NEGATED.finditer(plain):
+            negated.setdefault(match.group(1), []).append(match.start(1))
     return negated
 
 
@@ -634,7 +810,25 @@ def _answer_line(plain: str, start: int, end: int, hits: list[_Hit]) -> set[str]
 
 
 def _all_statements(plain: str, hits: list[_Hit]) -> list[_Hit] | None:
+    """Every statement; when they disagree, those after the last correction ('… A. Wait, no … so the answer
+    is B.') if those name one letter and came after a statement of another."""
+    if len({letter for hit in hits for letter in (hit.letter, *hit.alternatives)}) > 1:
+        corrections = [m.end() for m in _CORRECTION.finditer(plain, 0, hits[-1].start)]
+        if corrections:
+            after = [hit for hit in hits if hit.start >= corrections[-1]]
+            named = {letter for hit in after for letter in (hit.letter, *hit.alternatives)}
+            if len(named) == 1 and len(after) < len(hits):
+                return after
     return hits or None
+
+
+def _discussed(plain: str, negated: dict[str, list[int]]) -> bool:
+    """Whether the reply goes through the options ('Option A (Sydney) is …', 'Option B …'): then a leading
+    'Option A' is the first option discussed, not an answer."""
+    named = {letter for letter in _DISCUSSED.findall(plain)}
+    if len(named) > 1:
+        return True
+    return bool(_DISCUSSED_SUBJECT.match(plain.lstrip()))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from collections import Counter
 from spokenbench.core.conditions import Condition
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.evaluation import store
-from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
+from spokenbench.core.evaluation.parsing import PARSER_VERSION, map_to_original, parse_answer
 from spokenbench.core.evaluation.prompts import PROMPTS, render_prompt
 from spokenbench.core.items import LETTERS, option_part
 from spokenbench.core.store import Project
@@ -79,7 +79,13 @@ def reparse_project(project: Project, run_id: int | None = None) -> dict:
                 )
     with project.transaction() as write:
         store.update_parses(write, updates)
-    return {"runs": len(runs), "responses": total, "changed": changed, "parse_counts": dict(counts)}
+    return {
+        "runs": len(runs),
+        "responses": total,
+        "changed": changed,
+        "parse_counts": dict(counts),
+        "parser_version": PARSER_VERSION,
+    }
 
 
 def check_letters(letters: str | None) -> str | None:

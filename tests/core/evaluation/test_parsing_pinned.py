@@ -5,14 +5,17 @@ parsed as it is imported), it must still parse every reply exactly as before.
 style: seeded random compositions of cue words in four languages, boxed, bold and bracketed letters, negations,
 letter lists, conditionals, corrections, option texts (some misspelt), refusals and neutral options, full-width
 and zero-width characters, long replies; the string literals of the parsing tests; and the corpus's replies
-against options they do not name. Its first line holds the option sets the cases name."""
+against options they do not name. Its first line holds the option sets the cases name and the parser version
+the outputs are pinned for; a reply a later version parses differently keeps its earlier output as `parsed_v1`
+(issue 25: three one-line self-corrections, "Answer: C. No wait, B.", now read as their last answer), so a
+stored parse of either version can be told apart and reproduced."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from spokenbench.core.evaluation.parsing import parse_answer
+from spokenbench.core.evaluation.parsing import PARSER_VERSION, parse_answer
 
 GOLDEN = Path(__file__).with_name("parsing_golden.jsonl")
 
@@ -21,6 +24,15 @@ def _cases():
     header, *lines = GOLDEN.read_text(encoding="utf-8").splitlines()
     option_sets = json.loads(header)["option_sets"]
     return option_sets, [json.loads(line) for line in lines]
+
+
+def test_the_pinned_outputs_are_this_parser_versions():
+    header = json.loads(GOLDEN.read_text(encoding="utf-8").splitlines()[0])
+    assert header["parser_version"] == PARSER_VERSION
+    _, cases = _cases()
+    changed = [case for case in cases if "parsed_v1" in case]
+    assert len(changed) == 3  # version 2 changed only one-line self-corrections, from ambiguous to the last
+    assert all(case["parsed_v1"][1] == "ambiguous" and case["parsed"][1] == "ok" for case in changed)
 
 
 def test_every_pinned_reply_parses_as_before():
