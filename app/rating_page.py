@@ -155,6 +155,7 @@ class RatingPage(QWidget):
         self.rating: RatingSession | None = None
         self.busy = False  # a write or a step is in flight: keys are ignored
         self.ignored_keys = 0
+        self.saves = 0  # writes the writer acknowledged (ratings, notes, undos) in this page's life
         self.queues: list[dict] = []
         self.asr_for_transcription: list[str] = []
         self.clip_audio: ClipAudio | None = None
@@ -450,10 +451,14 @@ class RatingPage(QWidget):
         self.view.status_label.setText("Saving…")
         (
             WriteOp(self.session, outcome.write, changes={"ratings"}, label="Saving rating", parent=self)
-            .success(lambda result: self._step(lambda: session.saved(result), from_save=True))
+            .success(lambda result: self._saved(session, result))
             .failure(lambda error: self._save_failed(session, error), dialog=False)
             .run()
         )
+
+    def _saved(self, session: RatingSession, result) -> None:
+        self.saves += 1
+        self._step(lambda: session.saved(result), from_save=True)
 
     def _save_failed(self, session: RatingSession, error: BaseException) -> None:
         self.busy = False

@@ -83,7 +83,7 @@ def test_posting_never_waits_even_on_a_stalled_device(player_of):
     player = player_of(streams)
     _samples, wav = tone(0.1)
     started = time.perf_counter()
-    for index in range(2000):
+    for _index in range(2000):
         player.stop()
         last = player.play(wav)
     posted_in = time.perf_counter() - started
