@@ -1,5 +1,5 @@
-"""What this machine can do with sound, asked once at start and by the screens that play or record: Qt
-Multimedia and an output device for playback, PortAudio (through sounddevice) and an input device for recording.
+"""What this machine can do with sound, asked once at start and by the screens that play or record: PortAudio
+(through sounddevice) and an output device for playback, and an input device for recording.
 Each answer is `None` when it works, else a message saying what is missing and what to install. Recording has one
 check, `core.recording.recorder.recording_availability` (PortAudio and its input devices): the status bar asks it
 at start and the Speakers page on every scan of the devices, which then shows its answer in the status bar too
@@ -7,24 +7,63 @@ at start and the Speakers page on every scan of the devices, which then shows it
 
 from __future__ import annotations
 
+from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
+from spokenbench.core.audio import playback
+
 NO_AUDIO_BANNER = (
     "No audio output device: clips cannot be played here. You can still rate — read the text and, with T, "
     "the transcripts."
 )
 
 
+NO_DEVICE_FLASH = "No sound device — playback unavailable (rating still works)"
+
+
 def audio_outputs_available() -> tuple[bool, str]:
-    """Whether clips can be played, and why not. Needs a QGuiApplication (device lists come from it)."""
-    try:
-        from PySide6.QtMultimedia import QMediaDevices
-    except ImportError as error:
-        return False, (
-            f"Qt Multimedia is unavailable ({error}); install PulseAudio's client library "
-            "(Debian/Ubuntu: apt-get install libpulse0). " + NO_AUDIO_BANNER
-        )
-    if not QMediaDevices.audioOutputs():
+    """Whether clips can be played, and why not."""
+    from spokenbench.core.audio_support import sounddevice_support
+
+    support = sounddevice_support()
+    if not support.available:
+        return False, f"{support.message} {NO_AUDIO_BANNER}"
+    if not playback.output_devices():
         return False, NO_AUDIO_BANNER
     return True, ""
+
+
+_shared: list[playback.ClipPlayer] = []
+
+
+def shared_player() -> playback.ClipPlayer:
+    """The app's one clip player (its own thread; see core/audio/playback.py): the Rating and Speakers pages and
+    the window's Play buttons share it, so one clip sounds at a time and a new one replaces it."""
+    if not _shared or not _shared[0].alive:
+        _shared[:] = [playback.ClipPlayer()]
+    return _shared[0]
+
+
+def silence() -> None:
+    """Stop whatever the shared player plays (never waits; nothing to do when none was made)."""
+    if _shared:
+        _shared[0].stop()
+
+
+def page_player(window) -> tuple[playback.ClipPlayer | None, str]:
+    """A page's player and, without one, why: the window's own `player` when it has one (tests give a player
+    over a fake stream), else the shared player when this machine has an output device."""
+    given = getattr(window, "player", None)
+    if given is not None:
+        return given, ""
+    ok, message = audio_outputs_available()
+    return (shared_player() if ok else None), message
+
+
+def chosen_output(window) -> str | None:
+    """The output device chosen in Settings (a PortAudio device name), None for the system's default."""
+    settings = getattr(window, "settings", None)
+    if settings is None:
+        return None
+    return str(settings.value(AUDIO_OUTPUT_KEY, "") or "") or None
 
 
 def playback_problem() -> str | None:

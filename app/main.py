@@ -16,7 +16,10 @@ def audio_problem() -> str | None:
     """What keeps playback or recording from working here, or None. The app starts either way."""
     from spokenbench.app.audio import playback_problem, recording_problem
 
-    return " ".join(problem for problem in (playback_problem(), recording_problem()) if problem) or None
+    playback, recording = playback_problem(), recording_problem()
+    if playback and recording and recording in playback:  # no PortAudio: one cause, said once
+        recording = None
+    return " ".join(problem for problem in (playback, recording) if problem) or None
 
 
 # Libraries Qt's X11 plugin loads at start; without them Qt aborts with a cryptic message, so check first.
@@ -39,6 +42,35 @@ def keep_the_ui_responsive() -> None:
 
     gc.freeze()  # the objects of startup are never garbage: keep them out of every later collection
     sys.setswitchinterval(0.001)
+
+
+HEARTBEAT_ENV = "SPOKENBENCH_HEARTBEAT_FILE"
+
+
+def start_heartbeat(window, path: str):
+    """For the real-device stress test (tests/widgets/test_real_device_session.py): every 100 ms the UI thread
+    rewrites `path` with its monotonic time, the Rating page's acknowledged saves, its ignored keys and
+    whether a session is open, so a watchdog in another
+    process sees at once when the event loop stops answering. Only when the variable is set."""
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    def beat() -> None:
+        rating = window.page_widgets.get("rating")
+        in_session = int(getattr(rating, "rating", None) is not None)
+        line = (
+            f"{time.monotonic():.3f} {getattr(rating, 'saves', 0)} {getattr(rating, 'ignored_keys', 0)} {in_session}\n"
+        )
+        with open(path, "w", encoding="utf-8") as handle:  # a few bytes on a test's temporary folder
+            handle.write(line)
+
+    timer = QTimer(window)
+    timer.setInterval(100)
+    timer.timeout.connect(beat)
+    timer.start()
+    beat()
+    return timer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = QSettings(str(Path(smoke_dir) / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
     window.show()
+    if os.environ.get(HEARTBEAT_ENV):
+        start_heartbeat(window, os.environ[HEARTBEAT_ENV])
     keep_the_ui_responsive()
     opening = None
     if args.demo:

@@ -11,7 +11,7 @@ import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -27,12 +27,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.app.audio import audio_status
+from spokenbench.app.audio import NO_DEVICE_FLASH, audio_status, chosen_output, shared_player, silence
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
-from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY, RECENT_KEY, SettingsDialog, annotator_name, app_settings
+from spokenbench.app.settings_dialog import RECENT_KEY, SettingsDialog, annotator_name, app_settings
 from spokenbench.core.demo import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
@@ -205,7 +205,6 @@ class MainWindow(QMainWindow):
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
         self._poll_interval_s = poll_interval_s
-        self._player = None
         self.setWindowTitle("SpokenBench Studio")
         self.resize(1200, 760)
 
@@ -448,22 +447,10 @@ class MainWindow(QMainWindow):
         return None if self.audio_message else self.play_file
 
     def play_file(self, path: Path) -> str | None:
-        """Play through Qt Multimedia without waiting for it; a message when it cannot."""
-        if self._player is None:
-            try:
-                from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
-            except ImportError as error:
-                return f"Audio is off: Qt Multimedia is unavailable ({error})."
-            output = QAudioOutput(self)
-            wanted = self.settings.value(AUDIO_OUTPUT_KEY, "")
-            for device in QMediaDevices.audioOutputs():
-                if wanted and bytes(device.id()).decode(errors="replace") == wanted:
-                    output.setDevice(device)
-            self._player = QMediaPlayer(self)
-            self._player.setAudioOutput(output)
-        self._player.stop()
-        self._player.setSource(QUrl.fromLocalFile(str(path)))
-        self._player.play()
+        """Hand the file to the shared player (it reads and plays it on its own thread); a message when it cannot."""
+        if self.audio_message:
+            return NO_DEVICE_FLASH
+        shared_player().play(path, path.name, chosen_output(self))
         return None
 
     # --- recent projects -----------------------------------------------------------------------------------
@@ -704,6 +691,7 @@ class MainWindow(QMainWindow):
     def shutdown(self) -> None:
         """Stop every operation and thread this window started (writes already queued are finished)."""
         self.close_project()
+        silence()  # posted: the player's thread ends at exit (core/audio/playback.py)
         self.runner.shutdown(timeout_s=5.0)
 
     def closeEvent(self, event) -> None:

@@ -15,12 +15,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import shiboken6
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
-from spokenbench.app.audio import NO_AUDIO_BANNER, audio_outputs_available
+from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, page_player
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
-from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.asr.backends import asr_availability, screening_requirements
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
@@ -55,6 +54,7 @@ QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "tra
 STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
 VIEW_ACTIONS = frozenset({"toggle_spectrogram"})  # change only what is drawn: taken also while a save is in flight
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
+PLAYHEAD_MS = 30  # how often the playhead reads the player's position while a clip plays
 
 
 def no_audio_banner(message: str, has_transcripts: bool, in_pack: bool) -> str:
@@ -157,15 +157,19 @@ class RatingPage(QWidget):
         self.rating: RatingSession | None = None
         self.busy = False  # a write or a step is in flight: keys are ignored
         self.ignored_keys = 0
+        self.saves = 0  # writes the writer acknowledged (ratings, notes, undos) in this page's life
         self.queues: list[dict] = []
         self.asr_for_transcription: list[str] = []
         self.clip_audio: ClipAudio | None = None
         self._renders: OrderedDict[tuple[int, float], ClipAudio] = OrderedDict()
         self.shown_at: float | None = None  # perf_counter when the last clip was drawn
         self.play_requested_at: float | None = None
-        self.audio_ok, self.audio_message = audio_outputs_available()
-        self.player = self._make_player() if self.audio_ok else None
-        self._buffer: QBuffer | None = None
+        self.player, self.audio_message = page_player(window)
+        self.audio_ok = self.player is not None
+        self.play_request = 0  # the player's number for this page's last play
+        self.playhead_timer = QTimer(self)
+        self.playhead_timer.setInterval(PLAYHEAD_MS)
+        self.playhead_timer.timeout.connect(self._follow_playback)
 
         self.queue_list = QueueListView()
         self.view = RatingView()
@@ -210,7 +214,13 @@ class RatingPage(QWidget):
     def show_queues(self) -> None:
         self._stop_playback()
         self.stack.setCurrentWidget(self.queue_list)
+        self.queue_list.table.setFocus()  # ↑/↓ choose a queue, Enter starts it
         self.refresh_queues()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.stack.currentWidget() is self.queue_list:
+            self.queue_list.table.setFocus()
 
     def refresh_queues(self) -> QueryOp | None:
         if self.session is None:
@@ -421,7 +431,7 @@ class RatingPage(QWidget):
         elif action in (SHOW, DONE):
             self._show_current()
         elif action == PLAY:
-            self._play_current()
+            self._play_current(asked=True)
         elif action == SPEED:
             self._render_speed()
         elif action == ASK_NOTE:
@@ -443,10 +453,14 @@ class RatingPage(QWidget):
         self.view.status_label.setText("Saving…")
         (
             WriteOp(self.session, outcome.write, changes={"ratings"}, label="Saving rating", parent=self)
-            .success(lambda result: self._step(lambda: session.saved(result), from_save=True))
+            .success(lambda result: self._saved(session, result))
             .failure(lambda error: self._save_failed(session, error), dialog=False)
             .run()
         )
+
+    def _saved(self, session: RatingSession, result) -> None:
+        self.saves += 1
+        self._step(lambda: session.saved(result), from_save=True)
 
     def _save_failed(self, session: RatingSession, error: BaseException) -> None:
         self.busy = False
@@ -502,23 +516,44 @@ class RatingPage(QWidget):
                 self._play_current()
         self.shown_at = time.perf_counter()
 
-    def _play_current(self) -> None:
+    def _play_current(self, asked: bool = False) -> None:
+        """Post the clip to the player (it never blocks); without a device, a key that asked for sound says so."""
         if self.clip_audio is None:
             return
         self.play_requested_at = time.perf_counter()
         if self.player is None:
+            if asked:
+                self.view.status_label.setText(NO_DEVICE_FLASH)
             return
-        self.player.stop()
-        self._buffer = QBuffer()
-        self._buffer.setData(QByteArray(self.clip_audio.playback))
-        self._buffer.open(QIODevice.OpenModeFlag.ReadOnly)
-        self.player.setSourceDevice(self._buffer)
-        self.player.setPosition(0)
-        self.player.play()
+        clip = self.rating.current if self.rating else None
+        what = f"clip {clip.clip_id}" if clip else "clip"
+        self.play_request = self.player.play(self.clip_audio.playback, what, chosen_output(self.window_))
+        self.playhead_timer.start()
 
     def _stop_playback(self) -> None:
+        self.playhead_timer.stop()
         if self.player is not None:
             self.player.stop()
+
+    def _follow_playback(self) -> None:
+        """The playhead from the player's published state (polled: the playback thread never calls into Qt)."""
+        state = self.player.state if self.player is not None else None
+        if state is None or state.request > self.play_request:  # another page's clip replaced ours
+            self.playhead_timer.stop()
+            return
+        if state.request < self.play_request:  # ours has not started yet
+            return
+        if state.error:
+            self.view.status_label.setText(state.error)
+        elif state.duration_s > 0:
+            self.view.waveform.set_playhead(state.position_s / state.duration_s)
+        if not state.playing:
+            self.playhead_timer.stop()
+
+    def hideEvent(self, event) -> None:
+        """Leaving the page (another page, the window closing) silences its clip."""
+        self._stop_playback()
+        super().hideEvent(event)
 
     def _render_speed(self) -> None:
         """Render the clip at the session's speed on the read pool (cached per clip and speed), then play it."""
@@ -598,23 +633,3 @@ class RatingPage(QWidget):
     def _noted(self, session: RatingSession, text: str) -> None:
         if session is self.rating and not self.busy:
             self.handle(session.note(text))
-
-    # -- audio --------------------------------------------------------------------------------------------
-
-    def _make_player(self):
-        from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
-
-        player = QMediaPlayer(self)
-        self.audio_output = QAudioOutput(self)
-        settings = getattr(self.window_, "settings", None)
-        wanted = settings.value(AUDIO_OUTPUT_KEY, "") if settings is not None else ""
-        for device in QMediaDevices.audioOutputs():  # the device chosen in Settings, else the system's default
-            if wanted and bytes(device.id()).decode(errors="replace") == wanted:
-                self.audio_output.setDevice(device)
-        player.setAudioOutput(self.audio_output)
-        player.positionChanged.connect(self._moved)
-        return player
-
-    def _moved(self, position_ms: int) -> None:
-        if self.clip_audio is not None and self.clip_audio.duration_s > 0:
-            self.view.waveform.set_playhead(position_ms / 1000 / self.clip_audio.duration_s)

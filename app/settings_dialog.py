@@ -55,14 +55,11 @@ def annotator_name(settings: QSettings) -> str:
 
 
 def audio_outputs() -> list[tuple[str, str]]:
-    """(id, description) of every audio output Qt Multimedia sees; empty without Qt Multimedia or devices."""
-    try:
-        from PySide6.QtMultimedia import QMediaDevices
-    except ImportError:
-        return []
-    return [
-        (bytes(device.id()).decode(errors="replace"), device.description()) for device in QMediaDevices.audioOutputs()
-    ]
+    """(name, label) of every audio output PortAudio sees; empty without PortAudio or devices. The name is what
+    Settings stores and the player opens."""
+    from spokenbench.core.audio.playback import output_devices
+
+    return [(device.name, device.name) for device in output_devices()]
 
 
 def key_is_set(variable: str) -> bool:

@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
-from spokenbench.app.audio import audio_outputs_available, show_recording_status
+from spokenbench.app.audio import NO_DEVICE_FLASH, chosen_output, page_player, show_recording_status
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp
-from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
@@ -97,9 +96,8 @@ class SpeakersPage(QWidget):
         self.refused: str | None = None  # why the last record key was refused
         self.play_requested_at: float | None = None
         self.meter_updates: list[float] = []  # perf_counter of each meter update (benchmark)
-        self.audio_ok, self.audio_message = audio_outputs_available()
-        self.player = self._make_player() if self.audio_ok else None
-        self._buffer: QBuffer | None = None
+        self.player, self.audio_message = page_player(window)
+        self.audio_ok = self.player is not None
 
         self.list_view = SpeakerListView()
         self.view = RecorderView()
@@ -602,27 +600,9 @@ class SpeakersPage(QWidget):
     def _play(self, audio: ClipAudio) -> None:
         self.play_requested_at = time.perf_counter()
         if self.player is None:
+            self.view.status_label.setText(NO_DEVICE_FLASH)
             return
-        self.player.stop()
-        self._buffer = QBuffer()
-        self._buffer.setData(QByteArray(audio.playback))
-        self._buffer.open(QIODevice.OpenModeFlag.ReadOnly)
-        self.player.setSourceDevice(self._buffer)
-        self.player.setPosition(0)
-        self.player.play()
-
-    def _make_player(self):
-        from PySide6.QtMultimedia import QAudioOutput, QMediaDevices, QMediaPlayer
-
-        player = QMediaPlayer(self)
-        self.audio_output = QAudioOutput(self)
-        settings = getattr(self.window_, "settings", None)
-        wanted = settings.value(AUDIO_OUTPUT_KEY, "") if settings is not None else ""
-        for device in QMediaDevices.audioOutputs():
-            if wanted and bytes(device.id()).decode(errors="replace") == wanted:
-                self.audio_output.setDevice(device)
-        player.setAudioOutput(self.audio_output)
-        return player
+        self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
 
     # -- cloning -----------------------------------------------------------------------------------------
 
@@ -721,6 +701,12 @@ class SpeakersPage(QWidget):
         if self.speaker is None:
             return
         self.view.progress_label.setText(script_progress(self.prompts, self.takes).text)
+
+    def hideEvent(self, event) -> None:
+        """Leaving the page silences the take it played."""
+        if self.player is not None:
+            self.player.stop()
+        super().hideEvent(event)
 
     def closeEvent(self, event) -> None:
         self._abort_recording()

@@ -4,7 +4,7 @@ view that draws a `core.qc.rating_session` clip. They only draw and report keys 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFrame,
@@ -66,6 +66,7 @@ class QueueListView(QWidget):
         self.table = row_table(["Queue", "Strategy", "Clips", "Rated by you", "Progress"])
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the page's width
         self.table.doubleClicked.connect(lambda _index: self._start_selected())
+        self.table.installEventFilter(self)  # Enter starts the selected queue
         self.start_button = QPushButton("Start rating")
         self.start_button.clicked.connect(self._start_selected)
         self.create_button = QPushButton("Create queue…")
@@ -119,6 +120,17 @@ class QueueListView(QWidget):
         name = self.selected_queue()
         if name:
             self.start_requested.emit(name)
+
+    def eventFilter(self, watched, event) -> bool:
+        if (
+            watched is self.table
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+            and self.selected_queue()
+        ):
+            self._start_selected()
+            return True
+        return super().eventFilter(watched, event)
 
 
 class RatingView(QWidget):

@@ -77,7 +77,7 @@ _streams_lock = threading.Lock()
 _open_streams = 0
 
 
-def _count_stream(change: int) -> None:
+def count_open_stream(change: int) -> None:
     global _open_streams
     with _streams_lock:
         _open_streams += change
@@ -190,7 +190,7 @@ class Recorder:
         self.blocks = 0
         self.dropped_blocks = 0
         self.levels.clear()
-        _count_stream(+1)  # before opening: the device list is not renewed under an opening stream
+        count_open_stream(+1)  # before opening: the device list is not renewed under an opening stream
         try:
             stream = self.stream_factory(
                 samplerate=self.rate,
@@ -204,11 +204,11 @@ class Recorder:
             stream.start()
         except SpokenBenchError:
             self._recording = False
-            _count_stream(-1)
+            count_open_stream(-1)
             raise
         except Exception as error:  # PortAudio refusing the device or rate
             self._recording = False
-            _count_stream(-1)
+            count_open_stream(-1)
             name = self.device.name if self.device else "the default input device"
             raise SpokenBenchError(f"cannot record from {name} at {self.rate} Hz: {error}") from None
         self._stream = stream
@@ -247,7 +247,7 @@ class Recorder:
                     try:
                         stream.close()
                     finally:
-                        _count_stream(-1)
+                        count_open_stream(-1)
             chunks, self._chunks = self._chunks, []
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 

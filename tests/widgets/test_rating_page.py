@@ -9,7 +9,10 @@ from PySide6.QtCore import Qt
 from support import strip_simulated_qc
 
 import spokenbench.app.rating_page as rating_page
+from spokenbench.app.audio import NO_DEVICE_FLASH
 from spokenbench.app.rating_page import RatingPage
+from spokenbench.core.audio import playback
+from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream
 from spokenbench.core.qc import store as qc_store
 from spokenbench.core.qc.queues import queue_clips
 from spokenbench.core.qc.rating_session import validate_keymap
@@ -182,9 +185,7 @@ def test_a_spectrogram_key_pressed_while_saving_still_switches_the_picture(page,
 def test_without_an_audio_device_a_banner_explains_and_rating_still_works(
     qtbot, demo_copy, open_session, no_asr, monkeypatch
 ):
-    from PySide6.QtMultimedia import QMediaDevices
-
-    monkeypatch.setattr(QMediaDevices, "audioOutputs", staticmethod(lambda: []))
+    monkeypatch.setattr(playback, "output_devices", lambda: [])
     page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
     qtbot.addWidget(page)
     page.show()
@@ -208,9 +209,7 @@ def test_without_an_audio_device_the_banner_points_to_the_transcripts_when_there
 ):
     import shutil
 
-    from PySide6.QtMultimedia import QMediaDevices
-
-    monkeypatch.setattr(QMediaDevices, "audioOutputs", staticmethod(lambda: []))
+    monkeypatch.setattr(playback, "output_devices", lambda: [])
     project = shutil.copytree(built_demo, tmp_path / "with-transcripts")  # the demo's simulated transcripts kept
     page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
     qtbot.addWidget(page)
@@ -339,32 +338,63 @@ def test_space_and_r_replay_the_clip(page, qtbot):
     shown = session.current.clip_id
     for key in (Qt.Key.Key_Space, "r"):
         before = page.play_requested_at
+        page.view.status_label.clear()
         qtbot.keyClick(page.view, key)
         assert page.play_requested_at > before and session.current.clip_id == shown
-
-
-def _has_audio_output() -> bool:
-    from PySide6.QtMultimedia import QMediaDevices
-
-    return bool(QMediaDevices.audioOutputs())
+        assert page.view.status_label.text() == NO_DEVICE_FLASH  # the key is answered: no sound here
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    "not _has_audio_output()",
-    reason="needs an audio output device: without one, Qt Multimedia's FFmpeg backend can deadlock in "
-    "QMediaPlayer.stop() (seen in a CI run; the app never creates a player without a device)",
-)
-def test_the_clip_plays_on_arrival_and_the_playhead_moves(qtbot, demo_copy, open_session, no_asr, monkeypatch):
-    """Qt Multimedia plays the clip from memory (a QBuffer); the playhead follows it."""
-    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
+def test_the_clip_plays_on_arrival_and_the_playhead_follows_the_player(qtbot, demo_copy, open_session, no_asr):
+    """The page posts the clip to the player (here over a fake PortAudio stream) and polls its position."""
+    streams = []
+    player = ClipPlayer(
+        stream_factory=lambda device, rate: streams.append(FakeOutputStream(device, rate)) or streams[-1]
+    )
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR, player=player))
     qtbot.addWidget(page)
     page.show()
     page.set_session(open_session(demo_copy))
-    assert page.player is not None and not page.view.banner.isVisible()
+    assert page.player is player and not page.view.banner.isVisible()
     open_demo_queue(page, qtbot)
     qtbot.waitUntil(lambda: page.view.waveform.playhead > 0.05, timeout=5_000)
-    page.set_session(None)
+    assert player.state.request == page.play_request and player.state.playing
+    assert sum(len(chunk) for chunk in streams[0].written) > 0
+    page.hide()  # leaving the page silences it
+    qtbot.waitUntil(lambda: not player.state.playing, timeout=2_000)
+    player.close()
+    assert player.join(2.0)
+
+
+@pytest.mark.slow
+def test_a_burst_of_speed_and_replay_keys_ends_with_the_current_clip_playing_at_its_speed(
+    qtbot, demo_copy, open_session, no_asr
+):
+    """`]` `[` Space R pressed as fast as keys go: each only posts to the player; the last one wins."""
+    player = ClipPlayer(stream_factory=FakeOutputStream)
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR, player=player))
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    session = open_demo_queue(page, qtbot)
+    for _round in range(15):
+        for key in ("]", "[", Qt.Key.Key_Space, "r", "]"):
+            qtbot.keyClick(page.view, key)
+    qtbot.waitUntil(lambda: page.clip_audio is not None and page.clip_audio.speed == session.speed, timeout=10_000)
+    qtbot.waitUntil(lambda: player.state.request == page.play_request and player.state.playing, timeout=5_000)
+    assert session.speed > 1.0 and player.state.duration_s == pytest.approx(page.clip_audio.duration_s, rel=0.01)
+    press(page, qtbot, "1")
+    assert len(rating_rows(demo_copy)) == 1
+    player.close()
+    assert player.join(2.0)
+
+
+@pytest.mark.slow
+def test_enter_on_the_selected_queue_starts_it(page, qtbot):
+    assert page.stack.currentWidget() is page.queue_list and page.queue_list.table.hasFocus()
+    qtbot.keyClick(page.queue_list.table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    assert page.stack.currentWidget() is page.view and page.rating.queue == "demo-qc"
 
 
 @pytest.mark.slow

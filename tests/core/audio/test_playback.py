@@ -1,0 +1,161 @@
+"""The clip player (core/audio/playback.py) over a fake PortAudio stream: its callers never wait, even on a
+stalled device; a burst of commands ends with the newest; stop silences at once; damaged clips and missing
+devices are reported in its state and the player keeps working. The real device is exercised by
+tests/widgets/test_real_device_session.py."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream
+from spokenbench.core.recording import recorder
+
+RATE = 8000
+
+
+def tone(seconds: float, frequency: float = 440.0) -> tuple[np.ndarray, bytes]:
+    samples = (0.3 * np.sin(2 * np.pi * frequency * np.arange(int(RATE * seconds)) / RATE)).astype(np.float32)
+    return samples, encode_wav(samples, RATE)
+
+
+class Streams:
+    """A stream factory keeping every stream it made."""
+
+    def __init__(self, stream=FakeOutputStream):
+        self.made = []
+        self.stream = stream
+
+    def __call__(self, device, rate):
+        stream = self.stream(device, rate)
+        self.made.append(stream)
+        return stream
+
+
+class StalledStream(FakeOutputStream):
+    """A device that takes nothing (a hung sound server)."""
+
+    @property
+    def write_available(self) -> int:
+        return 0
+
+
+def wait_for(condition, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def player_of():
+    players = []
+
+    def make(streams):
+        player = ClipPlayer(stream_factory=streams)
+        players.append(player)
+        return player
+
+    yield make
+    for player in players:
+        player.close()
+        assert player.join(2.0), "the playback thread did not end"
+    assert recorder._open_streams == 0  # every stream opened was counted closed
+
+
+def test_a_clip_plays_to_its_end_and_its_device_is_freed(player_of):
+    streams = Streams()
+    player = player_of(streams)
+    samples, wav = tone(0.15)
+    request = player.play(wav, "clip 7", device="Speakers")
+    wait_for(lambda: player.state.request == request and not player.state.playing)
+    state = player.state
+    assert state.error is None and state.position_s == state.duration_s == pytest.approx(0.15)
+    [stream] = streams.made
+    assert stream.device == "Speakers" and stream.rate == RATE and stream.closed
+    assert np.allclose(np.concatenate(stream.written), samples, atol=1e-4)  # every sample, in order, once
+
+
+def test_posting_never_waits_even_on_a_stalled_device(player_of):
+    streams = Streams(StalledStream)
+    player = player_of(streams)
+    _samples, wav = tone(0.1)
+    started = time.perf_counter()
+    for _index in range(2000):
+        player.stop()
+        last = player.play(wav)
+    posted_in = time.perf_counter() - started
+    assert posted_in < 0.5  # a few µs each: nothing here waits for the playback thread or the device
+    wait_for(lambda: player.state.request == last and player.state.playing)  # the newest one, stuck on the device
+    player.close()
+    assert player.join(1.0)  # a stalled device does not hold the thread either
+
+
+def test_a_burst_of_presses_ends_with_the_newest_clip(player_of):
+    streams = Streams()
+    player = player_of(streams)
+    clips = [tone(0.05, 200.0 + 50 * index) for index in range(30)]
+    for _samples, wav in clips:
+        last = player.play(wav)
+    wait_for(lambda: player.state.request == last and not player.state.playing)
+    assert player.state.error is None
+    assert len(streams.made) == 1  # the stream is reused: aborted and started again, not reopened
+    final = np.concatenate(streams.made[0].written)[-len(clips[-1][0]) :]
+    assert np.allclose(final, clips[-1][0], atol=1e-4)
+
+
+def test_stop_silences_at_once(player_of):
+    streams = Streams()
+    player = player_of(streams)
+    _samples, wav = tone(5.0)
+    request = player.play(wav)
+    wait_for(lambda: player.state.request == request and player.state.position_s > 0.02)
+    player.stop()
+    wait_for(lambda: not player.state.playing, timeout=0.5)
+    assert player.state.request == request and 0 < player.state.position_s < 1.0
+    assert not streams.made[0].active and streams.made[0].buffered == 0  # aborted: nothing left to sound
+
+
+def test_a_damaged_clip_is_reported_and_the_next_one_plays(player_of):
+    streams = Streams()
+    player = player_of(streams)
+    broken = player.play(b"RIFF not really a wave", "clip 12")
+    wait_for(lambda: player.state.request == broken and player.state.error is not None)
+    assert player.state.error.startswith("Cannot play clip 12:") and not player.state.playing
+    _samples, wav = tone(0.05)
+    good = player.play(wav)
+    wait_for(lambda: player.state.request == good and not player.state.playing)
+    assert player.state.error is None and player.state.position_s == pytest.approx(0.05)
+
+
+def test_a_device_that_cannot_be_opened_is_reported(player_of):
+    def no_device(device, rate):
+        raise OSError(f"Error opening OutputStream: Invalid device {device!r}")
+
+    player = player_of(no_device)
+    _samples, wav = tone(0.05)
+    request = player.play(wav, "clip 3", device="Gone")
+    wait_for(lambda: player.state.request == request and player.state.error is not None)
+    assert "Cannot play clip 3: Error opening OutputStream: Invalid device 'Gone'" == player.state.error
+
+
+def test_a_file_is_read_on_the_playback_thread(player_of, tmp_path, monkeypatch):
+    streams = Streams()
+    player = player_of(streams)
+    samples, wav = tone(0.05)
+    path = tmp_path / "clip.wav"
+    path.write_bytes(wav)
+    readers = []
+    original = type(path).read_bytes
+
+    def read_bytes(self):
+        readers.append(threading.current_thread().name)
+        return original(self)
+
+    monkeypatch.setattr(type(path), "read_bytes", read_bytes)
+    request = player.play(path, path.name)
+    wait_for(lambda: player.state.request == request and not player.state.playing)
+    assert readers == ["clip-playback"]
+    assert np.allclose(np.concatenate(streams.made[0].written), samples, atol=1e-4)

@@ -1,0 +1,339 @@
+"""A real desktop for the app: an X server (Xvfb) and a PulseAudio server with a null sink, started here for
+one test or benchmark and stopped after it, and a keyboard-only rating session driven with xdotool against
+`spokenbench-studio` (tests/widgets/test_real_device_session.py, tests/benchmarks/bench_real_device_session.py).
+
+The app's UI thread rewrites a heartbeat file every 100 ms (SPOKENBENCH_HEARTBEAT_FILE, app/main.py); a watchdog
+thread here reads it every 20 ms and stops the session when the event loop has not answered for `FREEZE_S` or
+the process died. Both servers are private (their own display number and runtime folder) so parallel runs do not
+share them; every process started here is ended by its own id."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGES = {"Xvfb": "xvfb", "pulseaudio": "pulseaudio", "pactl": "pulseaudio-utils", "xdotool": "xdotool"}
+FREEZE_S = 2.0
+ANNOTATOR = "stress-tester"
+QUEUE = "stress"
+QUEUE_CLIPS = 260  # more than the rounds: every rating key lands on a new clip
+
+
+def missing_tools() -> str | None:
+    """Install Xvfb, PulseAudio and xdotool when missing (as root, with apt-get); why not, when they cannot be."""
+    missing = sorted({package for tool, package in PACKAGES.items() if shutil.which(tool) is None})
+    if not missing:
+        return None
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return f"needs {' '.join(missing)} (apt-get install -y {' '.join(missing)}; not root here)"
+    quiet = {
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.DEVNULL,
+        "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    }
+    subprocess.run(["apt-get", "update", "-qq"], check=False, timeout=300, **quiet)
+    subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=False, timeout=600, **quiet)
+    still = sorted({package for tool, package in PACKAGES.items() if shutil.which(tool) is None})
+    return f"could not install {' '.join(still)} with apt-get" if still else None
+
+
+class RealDesktop:
+    """Xvfb on a display it picks itself and a PulseAudio server whose only sink is a null sink."""
+
+    def __init__(self, folder: Path, screen: str = "1400x900x24"):
+        self.folder = folder
+        self.screen = screen
+        self.processes: list[subprocess.Popen] = []
+        self.display = ""
+        self.pulse_server = ""
+
+    def __enter__(self) -> RealDesktop:
+        try:
+            self._start_x()
+            self._start_pulse()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start_x(self) -> None:
+        read, write = os.pipe()
+        x = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write), "-screen", "0", self.screen, "-nolisten", "tcp"],
+            pass_fds=(write,),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.processes.append(x)
+        os.close(write)
+        with os.fdopen(read) as handle:
+            number = handle.readline().strip()  # written once the server accepts clients
+        if not number:
+            raise RuntimeError("Xvfb did not start")
+        self.display = f":{number}"
+
+    def _start_pulse(self) -> None:
+        runtime = self.folder / "pulse"
+        runtime.mkdir(parents=True, exist_ok=True)
+        env = {
+            **os.environ,
+            "PULSE_RUNTIME_PATH": str(runtime),
+            "PULSE_STATE_PATH": str(runtime),
+            "HOME": str(self.folder),
+        }
+        pulse = subprocess.Popen(
+            ["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disallow-exit",
+             "--load=module-native-protocol-unix", "--load=module-null-sink sink_name=spokenbench_null"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.processes.append(pulse)
+        self.pulse_server = f"unix:{runtime / 'native'}"
+        deadline = time.monotonic() + 15
+        while self.pactl("info").returncode != 0:
+            if pulse.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("PulseAudio did not start")
+            time.sleep(0.1)
+
+    def pactl(self, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PULSE_SERVER": self.pulse_server}
+        return subprocess.run(["pactl", *args], env=env, capture_output=True, text=True, timeout=10)
+
+    def app_env(self, config: Path, heartbeat: Path) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if key != "QT_QPA_PLATFORM"}
+        return {
+            **env,
+            "DISPLAY": self.display,
+            "PULSE_SERVER": self.pulse_server,  # Qt's PulseAudio backend and ALSA's pulse plugin (PortAudio) both
+            "XDG_CONFIG_HOME": str(config),  # the app's settings, away from the user's
+            "SPOKENBENCH_HEARTBEAT_FILE": str(heartbeat),
+        }
+
+    def xdotool(self, *args: str, timeout: float = 10) -> subprocess.CompletedProcess:
+        env = {**os.environ, "DISPLAY": self.display}
+        return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+    def screenshot(self, path: Path) -> None:
+        env = {**os.environ, "DISPLAY": self.display}
+        subprocess.run(["import", "-window", "root", str(path)], env=env, timeout=30, check=False)
+
+    def __exit__(self, *exc) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)
+        self.processes.clear()
+
+
+def add_stress_queue(project_folder: Path, clips: int = QUEUE_CLIPS) -> int:
+    """A queue of `clips` clips in clip order (the demo's own queues are smaller than 200 rounds)."""
+    from spokenbench.core.qc.queues import create_queue
+    from spokenbench.core.qc.sampling import SampleResult, load_clip_records
+    from spokenbench.core.store import opened
+
+    with opened(project_folder) as project:
+        records = sorted(load_clip_records(project.conn), key=lambda r: r.clip_id)[:clips]
+        create_queue(
+            project, QUEUE, SampleResult("unscreened", records), 0, 0, {"note": "real-device stress test"}, replace=True
+        )
+    return len(records)
+
+
+def stored_ratings(project_folder: Path, annotator: str = ANNOTATOR) -> int:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
+        query = "SELECT count(*) FROM ratings WHERE annotator = ? AND undone_at IS NULL"
+        return conn.execute(query, (annotator,)).fetchone()[0]
+
+
+@dataclass
+class SessionFigures:
+    rounds_planned: int
+    rounds_done: int = 0
+    longest_gap_s: float = 0.0
+    froze: bool = False
+    died: bool = False
+    exit_code: int | None = None
+    saves_acknowledged: int = 0
+    ignored_keys: int = 0
+    ratings_stored: int = 0
+    sink_inputs_seen: int = 0  # most PulseAudio playback streams seen at once
+    polls_with_stream: int = 0
+    polls: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [
+            f"rounds: {self.rounds_done} of {self.rounds_planned} (each ] [ Space R and a rating key)",
+            f"longest event-loop gap: {self.longest_gap_s:.3f} s (watchdog limit {FREEZE_S:.0f} s)"
+            + (" — FROZE" if self.froze else ""),
+            f"process: {'died' if self.died else 'alive to the end'}; exit code {self.exit_code}",
+            f"ratings: {self.saves_acknowledged} acknowledged by the app, {self.ratings_stored} in the database;"
+            f" {self.ignored_keys} keys ignored while a save or step was in flight",
+            f"PulseAudio: up to {self.sink_inputs_seen} playback stream(s) at once; a stream open in "
+            f"{self.polls_with_stream} of {self.polls} polls",
+            f"session time: {self.seconds:.1f} s",
+            *self.notes,
+        ]
+
+
+class Heartbeat:
+    """The app's heartbeat file, read by a watchdog thread."""
+
+    def __init__(self, path: Path, process: subprocess.Popen, desktop: RealDesktop):
+        self.path, self.process, self.desktop = path, process, desktop
+        self.longest_gap = 0.0
+        self.froze = self.died = False
+        self.values = (0.0, 0, 0, 0)
+        self.sink_inputs = 0
+        self.polls = self.polls_with_stream = 0
+        self.watching = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def read(self) -> tuple[float, int, int, int] | None:
+        try:
+            beat, saves, ignored, session = self.path.read_text().split()
+            return float(beat), int(saves), int(ignored), int(session)
+        except (OSError, ValueError):
+            return None  # not written yet, or caught mid-write
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _watch(self) -> None:
+        last_pulse_poll = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            values = self.read()
+            if values is not None:
+                self.values = values
+            if self.watching:
+                gap = now - self.values[0]
+                self.longest_gap = max(self.longest_gap, gap)
+                if gap > FREEZE_S:
+                    self.froze = True
+                if self.process.poll() is not None:
+                    self.died = True
+                if now - last_pulse_poll > 0.5:
+                    last_pulse_poll = now
+                    listed = self.desktop.pactl("list", "short", "sink-inputs").stdout.strip().splitlines()
+                    self.sink_inputs = max(self.sink_inputs, len(listed))
+                    self.polls += 1
+                    self.polls_with_stream += bool(listed)
+            time.sleep(0.02)
+
+    def wait_for(self, condition, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            values = self.read()
+            if values is not None and condition(*values):
+                return True
+            time.sleep(0.05)
+        return False
+
+
+def run_session(
+    desktop: RealDesktop,
+    project_folder: Path,
+    work: Path,
+    rounds: int = 200,
+    delay_ms: tuple[int, int] = (50, 100),
+    seed: int = 22,
+    screenshot: Path | None = None,
+    app_command: list[str] | None = None,
+) -> SessionFigures:
+    """Start the app on the project, open the Rating page (Ctrl+3), choose the stress queue (↓) and press
+    Enter, then `rounds` rounds of ] [ Space R and a rating key (1/2/3) at random 50-100 ms intervals; stop at
+    a freeze or death; close the app (Ctrl+Q) and count the ratings stored."""
+    figures = SessionFigures(rounds)
+    config, heartbeat_path = work / "config", work / "heartbeat"
+    settings = config / "SpokenBench" / "SpokenBench Studio.conf"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(f"[annotator]\nname={ANNOTATOR}\n", encoding="utf-8")
+    log = (work / "app.log").open("w")
+    command = app_command or [shutil.which("spokenbench-studio") or "spokenbench-studio"]
+    process = subprocess.Popen(
+        [*command, str(project_folder)], env=desktop.app_env(config, heartbeat_path), stdout=log, stderr=log
+    )
+    heart = Heartbeat(heartbeat_path, process, desktop)
+    started = time.monotonic()
+    try:
+        found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+        window = found.stdout.split()[0] if found.returncode == 0 and found.stdout.split() else None
+        if window is None or not heart.wait_for(lambda *_: True, 30):
+            figures.notes.append("the app's window or heartbeat never appeared; see app.log")
+            figures.died = process.poll() is not None
+            return figures
+        desktop.xdotool("windowfocus", "--sync", window)
+        time.sleep(3.0)  # the project opens on the read pool
+        desktop.xdotool("key", "ctrl+3")
+        time.sleep(2.0)  # the Rating page is built and reads its queues
+        desktop.xdotool("key", "Down", "Return")  # the second queue (the stress queue), started by Enter
+        if not heart.wait_for(lambda beat, saves, ignored, session: session == 1, 30):
+            figures.notes.append("Enter did not open the rating session")
+            return figures
+        time.sleep(1.0)
+        heart.watching = True
+        heart.start()
+        chooser = random.Random(seed)
+        for index in range(rounds):
+            if heart.froze or heart.died:
+                break
+            delay = chooser.randint(*delay_ms)
+            rate = chooser.choice("123")
+            desktop.xdotool("key", "--delay", str(delay), "bracketright", "bracketleft", "space", "r", rate)
+            figures.rounds_done = index + 1
+            time.sleep(delay / 1000)
+            if screenshot is not None and index == rounds // 2:
+                desktop.screenshot(screenshot)
+        if not (heart.froze or heart.died):  # the last save and step settle, still watched
+            heart.wait_for(lambda beat, saves, ignored, session: time.monotonic() - beat < 0.3, 5)
+            time.sleep(2.0)
+    finally:
+        heart.stop()
+        figures.seconds = time.monotonic() - started
+        figures.longest_gap_s, figures.froze, figures.died = heart.longest_gap, heart.froze, heart.died
+        figures.saves_acknowledged, figures.ignored_keys = heart.values[1], heart.values[2]
+        figures.sink_inputs_seen, figures.polls, figures.polls_with_stream = (
+            heart.sink_inputs,
+            heart.polls,
+            heart.polls_with_stream,
+        )
+        if process.poll() is None and not heart.froze:
+            desktop.xdotool("key", "ctrl+q")
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                figures.notes.append("Ctrl+Q did not close the app within 20 s")
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)  # frozen: nothing else can end it
+            process.wait(10)
+            figures.notes.append("the app was killed (SIGKILL) at the end")
+        figures.exit_code = process.returncode
+        log.close()
+    figures.ratings_stored = stored_ratings(project_folder)
+    return figures
+
+
+def temporary_folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix="spokenbench-real-device-"))
