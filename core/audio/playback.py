@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from spokenbench.core.audio.io import decode_audio
+from spokenbench.core.recording.recorder import count_open_stream
 
 LATENCY_S = 0.1  # asked of PortAudio: enough to ride over a busy UI thread holding the GIL for a moment
 POLL_S = 0.01  # how often the playback thread feeds the stream while a clip plays
@@ -182,8 +183,6 @@ class ClipPlayer:
                 self._stream.abort()  # drop what the last clip left buffered; the stream is reused
             else:
                 self._close_stream()
-                from spokenbench.core.recording.recorder import count_open_stream
-
                 count_open_stream(+1)  # the device list is not renewed under an open stream
                 try:
                     self._stream = self._stream_factory(device, rate)
@@ -257,8 +256,6 @@ class ClipPlayer:
         except Exception:  # noqa: BLE001 - closing a broken stream
             pass
         finally:
-            from spokenbench.core.recording.recorder import count_open_stream
-
             count_open_stream(-1)
 
 
