@@ -221,9 +221,10 @@ class ClipPlayer:
                     self._stream.write(chunk)
                     playing.written += len(chunk)
                 if playing.written >= len(playing.samples):
-                    playing.drained_at = now + max(0.0, playing.duration_s - (now - playing.started_at)) + LATENCY_S
+                    buffered_s = max(LATENCY_S, float(getattr(self._stream, "latency", LATENCY_S) or 0.0))
+                    playing.drained_at = now + max(0.0, playing.duration_s - (now - playing.started_at)) + buffered_s
             elif now >= playing.drained_at:
-                self._stream.stop()
+                self._stream.abort()  # all heard by now; abort, unlike stop, never waits on a stalled device
                 self._close_stream()  # frees the device between clips
                 self.state = PlaybackState(playing.request, playing.duration_s, playing.duration_s)
                 return None
