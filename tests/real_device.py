@@ -319,6 +319,11 @@ def run_session(
             heart.polls,
             heart.polls_with_stream,
         )
+        if heart.froze and process.poll() is None:  # a deadlock never answers again; a long stall does
+            recovered = heart.wait_for(lambda beat, *_: time.monotonic() - beat < 0.5, 10)
+            figures.notes.append(
+                "the event loop answered again later" if recovered else "still frozen 10 s after the watchdog fired"
+            )
         if process.poll() is None and not heart.froze:
             desktop.xdotool("key", "ctrl+q")
             try:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from spokenbench.core.audio.io import decode_audio
+from spokenbench.core.recording.recorder import count_open_stream
 
 LATENCY_S = 0.1  # asked of PortAudio: enough to ride over a busy UI thread holding the GIL for a moment
 POLL_S = 0.01  # how often the playback thread feeds the stream while a clip plays
@@ -182,8 +183,6 @@ class ClipPlayer:
                 self._stream.abort()  # drop what the last clip left buffered; the stream is reused
             else:
                 self._close_stream()
-                from spokenbench.core.recording.recorder import count_open_stream
-
                 count_open_stream(+1)  # the device list is not renewed under an open stream
                 try:
                     self._stream = self._stream_factory(device, rate)
@@ -222,9 +221,10 @@ class ClipPlayer:
                     self._stream.write(chunk)
                     playing.written += len(chunk)
                 if playing.written >= len(playing.samples):
-                    playing.drained_at = now + max(0.0, playing.duration_s - (now - playing.started_at)) + LATENCY_S
+                    buffered_s = max(LATENCY_S, float(getattr(self._stream, "latency", LATENCY_S) or 0.0))
+                    playing.drained_at = now + max(0.0, playing.duration_s - (now - playing.started_at)) + buffered_s
             elif now >= playing.drained_at:
-                self._stream.stop()
+                self._stream.abort()  # all heard by now; abort, unlike stop, never waits on a stalled device
                 self._close_stream()  # frees the device between clips
                 self.state = PlaybackState(playing.request, playing.duration_s, playing.duration_s)
                 return None
@@ -257,8 +257,6 @@ class ClipPlayer:
         except Exception:  # noqa: BLE001 - closing a broken stream
             pass
         finally:
-            from spokenbench.core.recording.recorder import count_open_stream
-
             count_open_stream(-1)
 
 
