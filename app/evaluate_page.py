@@ -299,6 +299,13 @@ class EvaluatePage(QWidget):
     def _run_finished(self, summary: RunSummary) -> None:
         if self.current is not None:
             self.current.run_id = summary.run_id
+        if summary.reused_from_other_jobs and self.prepared is None:  # say who paid, unless a plan is shown
+            jobs = ", ".join(map(str, summary.reused_from_jobs))
+            self.view.set_plan(
+                f"Run {summary.run_id}: {summary.reused_from_other_jobs:,} answer(s) were reused from job(s) {jobs}, "
+                "which sent the same requests at the same time; they were not sent again.",
+                ready=False,
+            )
 
     def _run_ended(self, operation: EvaluationRunOp) -> None:
         if operation.run_id is not None:

@@ -406,3 +406,40 @@ def test_a_live_run_shows_its_rate_eta_and_spend_in_the_list(page):
     assert view.runs_table.item(0, RUN_COLUMNS.index("Spent")).text() == "$0.0123"
     view.select_run(7)
     assert "ETA 0:05" in view.progress_label.text() and "spent $0.0123" in view.progress_label.text()
+
+
+@pytest.mark.slow
+def test_the_page_and_a_cli_run_of_the_same_plan_send_each_request_once(page, qtbot, project_copy):
+    """Issue 23: the same plan started from the page while `spokenbench evaluate` runs it: each request is
+    sent once (claimed across processes); the one that waits reuses the other's answers and says so."""
+    import subprocess
+    import sys
+    from collections import Counter
+    from pathlib import Path
+
+    view = page.view
+    with StubServer() as server:
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=PAUSE_S))
+        cli = subprocess.Popen(
+            [str(Path(sys.executable).with_name("spokenbench")), "evaluate", str(project_copy), "--model", "vllm:m"]
+            + ["--base-url", server.url + "/v1", "--mode", "text", "--prompt", "standard", "--concurrency", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+        )
+        use_stub_endpoint(view, server)
+        prepare(page, qtbot, model=CUSTOM)
+        view.start_button.click()
+        _, cli_err = cli.communicate(timeout=60)
+        qtbot.waitUntil(lambda: page.current is None and bool(page.finished_ops), timeout=30_000)
+        sent = Counter(request.body for request in server.requests_to("/chat/completions"))
+    assert cli.returncode == 0, cli_err
+    app_run = page.finished_ops[-1]
+    assert app_run.status == "succeeded", app_run.error
+    assert len(sent) == ITEMS and max(sent.values()) == 1, f"{sum(sent.values())} requests for {len(sent)}"
+    assert app_run.result.answered == ITEMS and responses(project_copy) == 2 * ITEMS
+    if app_run.result.reused_from_other_jobs:  # the page waited for the CLI run: it says so
+        assert "were reused from job(s)" in view.plan_text.toPlainText()
+    else:  # the CLI run waited for the page's job
+        assert "reusing its answer" in cli_err
