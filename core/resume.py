@@ -110,7 +110,9 @@ def _model_endpoint(spec: str, base_url: str | None, convention: str | None) -> 
     return _host_endpoint(preset.base_url, SDK_DEFAULT_HOSTS.get(preset.provider), key)
 
 
-def _evaluation_endpoints(args: argparse.Namespace) -> list[Endpoint]:
+def evaluation_endpoints(args) -> list[Endpoint]:
+    """The hosts an evaluation talks to and the key each gets, from its parsed arguments or its RunSettings (the
+    same names)."""
     endpoints = [_model_endpoint(args.model, args.base_url, args.convention)]
     if args.mode == "pipeline" and args.asr and args.asr != "self":
         asr_provider = args.asr.partition(":")[0].strip().lower()
@@ -142,7 +144,7 @@ RESUMABLE: dict[str, _Kind] = {
         | _LIMITS,
         flags=frozenset({"--resume"}),
         added=("--resume",),
-        endpoints=_evaluation_endpoints,
+        endpoints=evaluation_endpoints,
     ),
     "rewrite": _Kind(
         options=frozenset("--model --base-url --key-provider --languages --source --limit --attempts".split())
