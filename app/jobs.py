@@ -107,6 +107,7 @@ def confirm_resume(
         QMessageBox.StandardButton.NoButton,
         parent,
     )
+    box.setTextFormat(Qt.TextFormat.PlainText)  # labels and values come from the project: never markup
     warnings = [
         f"It sends your {endpoint.key} to {endpoint.host}, a host this machine has not sent a key to. Resume only "
         "if you trust it: what it runs comes from the project folder."
@@ -295,7 +296,8 @@ class JobsController(QObject):
             return
         plan = resume_plan(job, self.session.path)
         if isinstance(plan, ResumeRefused):
-            show_error(self.runner.error_parent, plan, "Cannot resume the job")
+            box = show_error(self.runner.error_parent, plan, "Cannot resume the job")
+            box.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the stored command
             return
 
         def answered(accepted: bool) -> None:
