@@ -144,6 +144,11 @@ def test_ctrl_c_while_waiting_for_another_jobs_requests_stops_at_once_and_releas
             stderr=subprocess.DEVNULL,
         )
         assert stub.state.wait_for(lambda s: s.held == 8, timeout=60), "the holder sends every request"
+        planned = subprocess.run(
+            _evaluate_args(project_dir, stub.openai_url, "--dry-run"), env=_env(), capture_output=True, timeout=60
+        )
+        warnings = json.loads(planned.stdout)["warnings"]
+        assert any(f"job 1 (pid {holder.pid}" in w and "reused here, not sent twice" in w for w in warnings), warnings
         waiting = subprocess.Popen(
             _evaluate_args(project_dir, stub.openai_url), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
