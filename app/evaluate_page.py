@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMessageBox, QVBoxLayout, QWidget
 
 from spokenbench.app import batch_ops
 from spokenbench.app.batch_ops import BATCH, BATCH_CHANGES, FILE
+from spokenbench.app.jobs import confirm_resume
 from spokenbench.app.operations import (
     BackgroundOp,
     JobOp,
@@ -25,6 +26,7 @@ from spokenbench.app.operations import (
     ProjectSession,
     QueryOp,
     WriteOp,
+    show_error,
 )
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.evaluation import batches, launcher
@@ -33,6 +35,7 @@ from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.job_host import job_call
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.core.progress import Progress
+from spokenbench.core.resume import evaluation_endpoints
 from spokenbench.core.store import Project
 from spokenbench.widgets.launcher_view import LauncherView, RunLine
 
@@ -98,6 +101,7 @@ class EvaluatePage(QWidget):
         self.last_read: Operation | None = None  # the newest run-list read, for tests
         self.last_prepare: Operation | None = None
         self.last_test: Operation | None = None
+        self.confirmation: QMessageBox | None = None  # the open "Resume?" dialog (a key for a new host)
         self._own_runner: OperationRunner | None = None
         self.view.prepareRequested.connect(self.prepare)
         self.view.startRequested.connect(self.start)
@@ -299,6 +303,13 @@ class EvaluatePage(QWidget):
     def _run_finished(self, summary: RunSummary) -> None:
         if self.current is not None:
             self.current.run_id = summary.run_id
+        if summary.reused_from_other_jobs and self.prepared is None:  # say who paid, unless a plan is shown
+            jobs = ", ".join(map(str, summary.reused_from_jobs))
+            self.view.set_plan(
+                f"Run {summary.run_id}: {summary.reused_from_other_jobs:,} answer(s) were reused from job(s) {jobs}, "
+                "which sent the same requests at the same time; they were not sent again.",
+                ready=False,
+            )
 
     def _run_ended(self, operation: EvaluationRunOp) -> None:
         if operation.run_id is not None:
@@ -561,8 +572,27 @@ class EvaluatePage(QWidget):
 
         return (
             QueryOp(self.session, settings_of, label=f"Reading run {run_id}", parent=self, error_title="Cannot resume")
-            .success(self.enqueue)
+            .success(lambda settings: self._confirm_resume(run_id, settings))
             .run()
+        )
+
+    def _confirm_resume(self, run_id: int, settings: RunSettings) -> None:
+        """The run's endpoint comes from the project folder: a key for a host this machine has not sent one to is
+        sent only after a yes (core.resume's rule for every resume)."""
+        try:
+            endpoints = evaluation_endpoints(settings)
+        except SpokenBenchError as error:
+            show_error(self, error, "Cannot resume")
+            return
+        hosts = "\n".join(f"talks to {e.host}; {'sends ' + e.key if e.key else 'sends no key'}" for e in endpoints)
+
+        def answered(accepted: bool) -> None:
+            self.confirmation = None
+            if accepted:
+                self.enqueue(settings)
+
+        self.confirmation = confirm_resume(
+            self, f"Resume run {run_id} ({settings.model})?", hosts, endpoints, answered, always=False
         )
 
     # -- a custom endpoint ---------------------------------------------------------------------------

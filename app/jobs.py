@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -85,6 +86,49 @@ def spawn_resume(plan: ResumePlan, project_dir: Path) -> subprocess.Popen:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def confirm_resume(
+    parent, question: str, details: str, endpoints, answered: Callable[[bool], None], *, always: bool = True
+) -> QMessageBox | None:
+    """Ask before resuming work whose settings came from the project folder: what will run (`details`), and a
+    warning for each key that would go to a host this machine has not sent one to — then Cancel is the
+    default button and the other says "Send key and resume". Approving remembers those hosts (per machine).
+    `answered(True)` runs after a yes. With `always=False` and no new host, it answers yes without asking (None)."""
+    approved = ApprovedHosts()
+    new_hosts = [endpoint for endpoint in endpoints if endpoint.key and not approved.knows(endpoint.host)]
+    if not new_hosts and not always:
+        answered(True)
+        return None
+    box = QMessageBox(
+        QMessageBox.Icon.Warning if new_hosts else QMessageBox.Icon.Question,
+        "Resume",
+        question,
+        QMessageBox.StandardButton.NoButton,
+        parent,
+    )
+    box.setTextFormat(Qt.TextFormat.PlainText)  # labels and values come from the project: never markup
+    warnings = [
+        f"It sends your {endpoint.key} to {endpoint.host}, a host this machine has not sent a key to. Resume only "
+        "if you trust it: what it runs comes from the project folder."
+        for endpoint in new_hosts
+    ]
+    box.setInformativeText("\n\n".join([details, *warnings]))
+    accept = box.addButton("Send key and resume" if new_hosts else "Resume", QMessageBox.ButtonRole.AcceptRole)
+    cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(cancel if new_hosts else accept)
+    box.setEscapeButton(cancel)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+    def finished(_result: int) -> None:
+        accepted = box.clickedButton() is accept
+        if accepted and new_hosts:
+            approved.approve([endpoint.host for endpoint in new_hosts])
+        answered(accepted)
+
+    box.finished.connect(finished)
+    box.open()
+    return box
 
 
 def operation_row(operation: Operation) -> JobRow:
@@ -252,39 +296,18 @@ class JobsController(QObject):
             return
         plan = resume_plan(job, self.session.path)
         if isinstance(plan, ResumeRefused):
-            show_error(self.runner.error_parent, plan, "Cannot resume the job")
+            box = show_error(self.runner.error_parent, plan, "Cannot resume the job")
+            box.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the stored command
             return
-        approved = ApprovedHosts()
-        new_hosts = plan.keys_to_new_hosts(approved)
-        box = QMessageBox(
-            QMessageBox.Icon.Warning if new_hosts else QMessageBox.Icon.Question,
-            "Resume the job",
-            f"Resume “{job.label}”? This runs:",
-            QMessageBox.StandardButton.NoButton,
-            self.runner.error_parent,
-        )
-        warnings = [
-            f"It sends your {endpoint.key} to {endpoint.host}, a host this machine has not sent a key to. Resume "
-            "only if you trust it: the job's command comes from the project folder."
-            for endpoint in new_hosts
-        ]
-        box.setInformativeText("\n\n".join([plan.describe(), *warnings]))
-        accept = box.addButton("Send key and resume" if new_hosts else "Resume", QMessageBox.ButtonRole.AcceptRole)
-        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(cancel if new_hosts else accept)
-        box.setEscapeButton(cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 
-        def answered(_result: int) -> None:
+        def answered(accepted: bool) -> None:
             self.confirmation = None
-            if box.clickedButton() is accept:
-                if new_hosts:
-                    approved.approve([endpoint.host for endpoint in new_hosts])
+            if accepted:
                 self._start_resume(job, plan)
 
-        box.finished.connect(answered)
-        self.confirmation = box
-        box.open()
+        self.confirmation = confirm_resume(
+            self.runner.error_parent, f"Resume “{job.label}”? This runs:", plan.describe(), plan.endpoints, answered
+        )
 
     def _start_resume(self, job: JobInfo, plan: ResumePlan) -> None:
         if self.session is None:

@@ -5,8 +5,9 @@ runs on one loop.
   refreshes its heartbeat once a second from a thread of its own, and hands the job a `Progress` that is also
   cancelled when anyone — the app, `spokenbench jobs --cancel`, a script — sets `cancel_requested`. A job whose
   heartbeat stopped (killed, machine off) is shown as *interrupted*; core.resume rebuilds the command that
-  resumes it from re-validated values of a known job kind (the stored argv is data, never run). A `claim` names the work a job holds (e.g. `run:3`): a second live job with the same claim is
-  refused, saying who holds it.
+  resumes it from re-validated values of a known job kind (the stored argv is data, never run). A `claim`
+  names the work a job holds (e.g. `run:3`): a second live job with the same claim is refused, saying who
+  holds it; `claim_unit` claims one unit of work (an evaluation's request) the same way.
 - `JobLoop` is the shared loop for batched remote or local work: a bounded number of asyncio workers take
   units in order; remote calls go through core.remote (rate limits, retries honouring the server's wait);
   each finished unit hands back a write, which one writer thread with its own connection commits in batches

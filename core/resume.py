@@ -99,24 +99,20 @@ def _host_endpoint(url: str | None, provider_default: str | None, key: str | Non
 
 
 def _model_endpoint(spec: str, base_url: str | None, convention: str | None) -> Endpoint | None:
-    from spokenbench.core.evaluation.adapters import CREDENTIAL_PROVIDER
+    from spokenbench.core.evaluation.adapters import CREDENTIAL_PROVIDER, optional_key_variable
     from spokenbench.core.evaluation.presets import resolve_model
 
     preset = resolve_model(spec, base_url, convention)
     if preset.provider == "simulated":
         return None
     credential = CREDENTIAL_PROVIDER.get(preset.provider)
-    key = PROVIDER_VARIABLES.get(credential) if credential else _optional_key_variable(preset.provider)
+    key = PROVIDER_VARIABLES.get(credential) if credential else optional_key_variable(preset.provider)
     return _host_endpoint(preset.base_url, SDK_DEFAULT_HOSTS.get(preset.provider), key)
 
 
-def _optional_key_variable(provider: str) -> str | None:
-    """A self-hosted server gets VLLM_API_KEY / OPENAI_COMPATIBLE_API_KEY only when it is set."""
-    variable = {"vllm": "VLLM_API_KEY", "openai-compatible": "OPENAI_COMPATIBLE_API_KEY"}.get(provider)
-    return variable if variable and os.environ.get(variable, "").strip() else None
-
-
-def _evaluation_endpoints(args: argparse.Namespace) -> list[Endpoint]:
+def evaluation_endpoints(args) -> list[Endpoint]:
+    """The hosts an evaluation talks to and the key each gets, from its parsed arguments or its RunSettings (the
+    same names)."""
     endpoints = [_model_endpoint(args.model, args.base_url, args.convention)]
     if args.mode == "pipeline" and args.asr and args.asr != "self":
         asr_provider = args.asr.partition(":")[0].strip().lower()
@@ -148,7 +144,7 @@ RESUMABLE: dict[str, _Kind] = {
         | _LIMITS,
         flags=frozenset({"--resume"}),
         added=("--resume",),
-        endpoints=_evaluation_endpoints,
+        endpoints=evaluation_endpoints,
     ),
     "rewrite": _Kind(
         options=frozenset("--model --base-url --key-provider --languages --source --limit --attempts".split())

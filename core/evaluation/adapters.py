@@ -360,10 +360,20 @@ def credential_for(preset: ModelPreset) -> str:
     return api_key(credential) if credential else (_optional_key(preset.provider) or "not-needed")
 
 
+OPTIONAL_KEY_VARIABLES = {"vllm": "VLLM_API_KEY", "openai-compatible": "OPENAI_COMPATIBLE_API_KEY"}
+
+
+def optional_key_variable(provider: str) -> str | None:
+    """The variable of a self-hosted server's key when it is set: such servers usually need none."""
+    import os
+
+    variable = OPTIONAL_KEY_VARIABLES.get(provider)
+    return variable if variable and os.environ.get(variable, "").strip() else None
+
+
 def _optional_key(provider: str) -> str | None:
     """Self-hosted servers usually need no key; VLLM_API_KEY / OPENAI_COMPATIBLE_API_KEY are used when set."""
     import os
 
-    variable = {"vllm": "VLLM_API_KEY", "openai-compatible": "OPENAI_COMPATIBLE_API_KEY"}.get(provider)
-    value = os.environ.get(variable, "").strip() if variable else ""
-    return value or None
+    variable = optional_key_variable(provider)
+    return os.environ[variable].strip() if variable else None

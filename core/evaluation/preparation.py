@@ -528,13 +528,17 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
     if not simulated:
         _count_reuse_and_cost(project, prepared, remaining)
     prepared.warnings = _warnings(prepared, plan)
-    if prepared.resume_run_id is not None:
-        for job in list_jobs(project.conn, include_finished=False):
-            if job.claim == run_claim(prepared.resume_run_id):
-                prepared.warnings.append(
-                    f"run {prepared.resume_run_id} is being worked on by job {job.id} (pid {job.pid} on {job.host}); "
-                    "running it here is refused until that job ends (or waits for it with --wait)"
-                )
+    for job in list_jobs(project.conn, include_finished=False):
+        if prepared.resume_run_id is not None and job.claim == run_claim(prepared.resume_run_id):
+            prepared.warnings.append(
+                f"run {prepared.resume_run_id} is being worked on by job {job.id} (pid {job.pid} on {job.host}); "
+                "running it here is refused until that job ends (or waits for it with --wait)"
+            )
+        elif job.kind == "evaluate" and job.label.startswith(f"{model_name} ") and not simulated:
+            prepared.warnings.append(
+                f"job {job.id} (pid {job.pid} on {job.host}) is evaluating {model_name} now: requests it is sending "
+                "are waited for and its answers reused here, not sent twice"
+            )
     return prepared
 
 

@@ -170,3 +170,15 @@ def test_cli_refuses_a_crafted_command_and_lists_why(project, cli, monkeypatch):
     assert f"job {job_id} was interrupted; it cannot be resumed from here" in listed.out
     [job] = cli("jobs", project.path, "--json").json()
     assert job["resume_argv"] is None and "voices" in job["resume_refused"]
+
+
+def test_a_self_hosted_key_counts_only_when_set_and_no_key_needs_no_yes(project, monkeypatch):
+    argv = ["evaluate", "P", "--model", "vllm:m", "--base-url", "http://10.1.2.3:8000/v1", "--mode", "text"]
+    job_id = crafted_job(project, "evaluate", [*argv, "--prompt", "standard"])
+    assert plan_of(project, job_id).keys_to_new_hosts(ApprovedHosts()) == []
+    monkeypatch.setenv("VLLM_API_KEY", "local-secret")
+    [endpoint] = plan_of(project, job_id).keys_to_new_hosts(ApprovedHosts())
+    assert (endpoint.host, endpoint.key) == ("10.1.2.3", "VLLM_API_KEY")
+    no_key = crafted_job(project, "rewrite", ["rewrite", "P", "--base-url", ATTACKER, "--key-provider", "none"])
+    assert [(e.host, e.key) for e in plan_of(project, no_key).endpoints] == [("attacker.example", None)]
+    assert plan_of(project, no_key).keys_to_new_hosts(ApprovedHosts()) == []

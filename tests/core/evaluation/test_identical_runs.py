@@ -130,3 +130,44 @@ def test_a_killed_claimers_requests_are_taken_over(tmp_path):
     assert held <= set(per_request), "the killed claimer's requests were sent by the second process"
     summary = json.loads(second.stdout)
     assert summary["answered"] == 12 and summary["cache_hits"] == 3
+
+
+def test_ctrl_c_while_waiting_for_another_jobs_requests_stops_at_once_and_releases_its_claims(tmp_path):
+    """A process waiting for requests another live job holds (the stub never answers them) stops on Ctrl-C like any
+    run (exit 130, within seconds), sends none of the held requests, and leaves no claim behind."""
+    project_dir = _project(tmp_path, items=4)
+    with StubServer(hold_after=0) as stub:
+        holder = subprocess.Popen(
+            _evaluate_args(project_dir, stub.openai_url, "--concurrency", "8"),
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert stub.state.wait_for(lambda s: s.held == 8, timeout=60), "the holder sends every request"
+        planned = subprocess.run(
+            _evaluate_args(project_dir, stub.openai_url, "--dry-run"), env=_env(), capture_output=True, timeout=60
+        )
+        warnings = json.loads(planned.stdout)["warnings"]
+        assert any(f"job 1 (pid {holder.pid}" in w and "reused here, not sent twice" in w for w in warnings), warnings
+        waiting = subprocess.Popen(
+            _evaluate_args(project_dir, stub.openai_url), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 30
+        while "reusing its answer" not in (note := _read_stderr_line(waiting)):
+            assert time.monotonic() < deadline, note
+        waiting.send_signal(signal.SIGINT)
+        asked = time.monotonic()
+        assert waiting.wait(timeout=10) == 130
+        assert time.monotonic() - asked < 5
+        assert len(stub.requests) == 8, "the waiting process sent none of the held requests"
+        with sqlite3.connect(project_dir / "project.sqlite") as conn:
+            holders = {row[0] for row in conn.execute("SELECT DISTINCT job_id FROM work_claims")}
+        assert holders == {1}, "only the live holder still holds claims"
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+
+
+def _read_stderr_line(process) -> str:
+    line = process.stderr.readline().decode(errors="replace")
+    assert line or process.poll() is None, "the waiting process ended"
+    return line
