@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import struct
 import zipfile
 import zlib
@@ -19,7 +20,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.qc.packs import MANIFEST_NAME, RATINGS_NAME, SIGNATURE_NAME, ratings_signature
+from support import tone, write_jsonl
+
+from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.cli.main import main as cli_main
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.qc import store
+from spokenbench.core.qc.packs import (
+    MANIFEST_NAME,
+    RATINGS_NAME,
+    SIGNATURE_NAME,
+    open_pack,
+    pack_folder,
+    ratings_signature,
+    save_pack_ratings,
+)
+from spokenbench.core.qc.queues import rate_clip
+from spokenbench.core.qc.rating_session import SynchronousRatingSession
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
 
 
 @dataclass
@@ -61,6 +80,57 @@ class Variant:
     def named_in(self, message: str) -> bool:
         names = (self.must_name,) if isinstance(self.must_name, str) else self.must_name
         return any(name in message for name in names)
+
+
+# ------------------------------------------------------------------------------------------------ the valid pack
+
+QUEUE = "qc-pack"
+ITEMS = [
+    {
+        "id": f"q{n}",
+        "language": "en",
+        "subject": "misc",
+        "question": f"What is {n} plus two?",
+        "options": [str(n + 2), str(n + 3), str(n + 4), str(n + 5)],
+        "answer": "A",
+    }
+    for n in range(1, 4)
+]
+
+
+def build_rated_pack(root: Path) -> tuple[Path, Path, int]:
+    """A project of three items with two clips each (real WAV audio), a queue of four of them packed for 'ana',
+    rated in the opened pack (three ratings, the last undone) and written back; 'bob' rated at home."""
+    project_dir = root / "project"
+    with Project.create(project_dir) as project:
+        import_files(project, [write_jsonl(root / "items.jsonl", ITEMS)], "mcq", ImportOptions(source="packs"))
+        clip_ids = []
+        for number, (item_id,) in enumerate(project.conn.execute("SELECT id FROM items ORDER BY id").fetchall()):
+            for part_number, part in enumerate(("question", "option_A")):
+                audio = encode_wav(tone(200 + 40 * number + 7 * part_number, 0.2, 0.3, 16_000), 16_000)
+                sha = project.audio.put_bytes(audio, "wav")
+                with project.transaction() as conn:
+                    clip_ids.append(
+                        conn.execute(
+                            "INSERT INTO clips(item_id, part, text, language, accent, voice, backend, cache_key, "
+                            "sha256, audio_format, duration_s, sample_rate, status, created_at) "
+                            "VALUES (?, ?, ?, 'en', 'american', 'v1', 'test', ?, ?, 'wav', 0.2, 16000, 'ok', ?)",
+                            (item_id, part, f"text {number} {part}", f"key-{item_id}-{part}", sha, utc_now()),
+                        ).lastrowid
+                    )
+        with project.transaction() as conn:
+            rows = [(clip_id, "en", "american", None, None) for clip_id in clip_ids[:4]]
+            store.insert_queue(conn, QUEUE, "unscreened", 0, 4, "{}", utc_now(), rows)
+        rate_clip(project, clip_ids[0], "bob", "incorrect", queue=QUEUE)
+    pack = root / "away" / "ana.sbpack"
+    assert cli_main(["pack", str(project_dir), "--queue", QUEUE, "--annotator", "ana", "--out", str(pack)]) == 0
+    with open_pack(pack) as pack_project:
+        session = SynchronousRatingSession.open(pack_project, QUEUE, "ana")
+        for key in ("1", "3", "2", "Ctrl+Z"):
+            session.press(key)
+    assert save_pack_ratings(pack) == 3
+    shutil.rmtree(pack_folder(pack))
+    return project_dir, pack, clip_ids[-1]
 
 
 # ------------------------------------------------------------------------------------------------ writers
@@ -113,26 +183,23 @@ def _text(value, indent=None) -> bytes:
     return value.encode() if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent).encode()
 
 
-def patch_member_header(path: Path, name: str, **fields) -> Path:
-    """Overwrite fields of a member's local and central headers in place (flag, method, crc, sizes): what a crafted
+def patch_member_header(path: Path, name: str | list[str], **fields) -> Path:
+    """Overwrite fields of members' local and central headers in place (flag, method, crc, sizes): what a crafted
     zip says about a member, whatever its bytes are."""
+    names = {name} if isinstance(name, str) else set(name)
     data = bytearray(path.read_bytes())
     offsets = {"flag": (8, 6, "<H"), "method": (10, 8, "<H"), "crc": (16, 14, "<L"), "csize": (20, 18, "<L")}
     offsets["size"] = (24, 22, "<L")
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(name)
-        local = info.header_offset
-        _, _, _, _, entries, _, central = _end_record(data)
-    position = central
+    _, _, _, _, entries, _, position = _end_record(data)
     for _ in range(entries):
         name_length, extra_length, comment_length = struct.unpack("<HHH", data[position + 28 : position + 34])
-        if data[position + 46 : position + 46 + name_length].decode() == name:
-            break
+        if data[position + 46 : position + 46 + name_length].decode() in names:
+            local = struct.unpack("<L", data[position + 42 : position + 46])[0]
+            for key, value in fields.items():
+                central_at, local_at, form = offsets[key]
+                struct.pack_into(form, data, position + central_at, value)
+                struct.pack_into(form, data, local + local_at, value)
         position += 46 + name_length + extra_length + comment_length
-    for key, value in fields.items():
-        central_at, local_at, form = offsets[key]
-        struct.pack_into(form, data, position + central_at, value)
-        struct.pack_into(form, data, local + local_at, value)
     path.write_bytes(bytes(data))
     return path
 
@@ -550,9 +617,8 @@ def _bomb_variants() -> Iterator[Variant]:
     def declared_total(p, out):
         extra = tuple((f"audio/{n:064x}.wav", b"x") for n in range(60))
         write_pack(p, out, extra=extra)
-        for name, _ in extra:  # each within the audio cap, together far beyond the total
-            patch_member_header(out, name, size=60 * 2**20, csize=60 * 2**20)
-        return out
+        names = [name for name, _ in extra]  # each within the audio cap, together far beyond the total
+        return patch_member_header(out, names, size=60 * 2**20, csize=60 * 2**20)
 
     def many_ratings(p, out):
         line = json.dumps(p.ratings[0])
@@ -570,6 +636,20 @@ def _bomb_variants() -> Iterator[Variant]:
         rows = [{**template, "origin_uuid": f"{n:08x}-0000-4000-8000-{n:012x}"} for n in range(99_999)]
         return write_pack(p, out, ratings=rows, sign=False)
 
+    def huge_manifest(p, out):
+        """1.9 GB of JSON (the manifest padded with spaces) in a ~2 MB pack: the deflate ratio's ceiling."""
+        text = json.dumps(p.manifest)
+        block = b" " * 2**20
+        write_pack(p, out, drop=(MANIFEST_NAME,))
+        with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+            with archive.open(MANIFEST_NAME, "w") as member:
+                member.write(text[:-1].encode())
+                for _ in range(1900):
+                    member.write(block)
+                member.write(b"}")
+        return out
+
+    yield Variant("bomb:manifest-1.9GB-in-2MB", huge_manifest, "declares", heavy=True)
     yield Variant("bomb:manifest-15MB-text-field", long_text_manifest, "project_name", heavy=True)
     yield Variant("bomb:99999-ratings-parsed", full_ratings, "signature", heavy=True)
     yield Variant("bomb:manifest-64MB-of-spaces", padded_manifest(64 * 2**20), "declares", heavy=True)
