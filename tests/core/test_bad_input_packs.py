@@ -19,6 +19,7 @@ from pack_mutations import PackParts, Variant, build_rated_pack, pack_variants, 
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc.packs import open_pack
+from spokenbench.core.store import Project
 
 MEMORY_LIMIT_MB = 600
 VARIANTS = list(pack_variants())
@@ -189,3 +190,25 @@ def test_pack_corpus_summary(capsys):
             f"{sum(t['internal'] for t in TALLY.values())} internal errors, "
             f"{sum(t['changed'] for t in TALLY.values())} data changed"
         )
+
+
+@pytest.mark.slow
+def test_pack_records_its_key_only_when_the_file_is_written(home, tmp_path, cli):
+    """`pack` keeps the pack's key, annotator, queue and clips in the project in the step that makes the file;
+    a `pack` that fails (here: a clip's audio is gone) changes nothing, not even the project id."""
+    project_dir, parts = home
+    copy = Path(shutil.copytree(project_dir, tmp_path / "project"))
+    made = cli("pack", copy, "--queue", parts.manifest["queue"]["name"], "--annotator", "cleo", "--out", tmp_path / "c.sbpack", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    with Project.open(copy) as project:
+        record = json.loads(project.conn.execute("SELECT value FROM project_meta WHERE key = ?", (f"pack:{made.json()['pack_id']}",)).fetchone()[0])  # fmt: skip
+    assert record["annotator"] == "cleo" and record["clips"] == sorted(c["id"] for c in parts.manifest["clips"])
+    assert record["key"] != parts.manifest["signing_key"]  # a key per pack
+    for audio in (copy / "audio").rglob("*.wav"):
+        audio.unlink()
+    with Project.open(copy) as project, project.transaction() as conn:
+        conn.execute("DELETE FROM project_meta WHERE key = 'project_id'")  # as in a project that never packed
+    before = project_snapshot(copy)
+    failed = cli("pack", copy, "--queue", parts.manifest["queue"]["name"], "--annotator", "dan", "--out", tmp_path / "d.sbpack")  # fmt: skip
+    assert failed.code == 2 and "audio is missing" in failed.err
+    assert project_snapshot(copy) == before and not (tmp_path / "d.sbpack").exists()
