@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import struct
+import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -304,7 +305,9 @@ def _structure_variants() -> Iterator[Variant]:
         return make
 
     def duplicate(p, out):
-        return write_pack(p, out, extra=((MANIFEST_NAME, dict(p.members)[MANIFEST_NAME]),))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # zipfile's "Duplicate name": the point of this pack
+            return write_pack(p, out, extra=((MANIFEST_NAME, dict(p.members)[MANIFEST_NAME]),))
 
     def unknown_member(name):
         return lambda p, out: write_pack(p, out, extra=((name, b"#!/bin/sh\necho hi\n"),))
@@ -630,10 +633,11 @@ def _bomb_variants() -> Iterator[Variant]:
         return _restore_stored(out, MANIFEST_NAME, manifest, p)
 
     def full_ratings(p, out):
-        """The most ratings a pack may carry, each well-formed (16 MB parsed), signed with another key."""
+        """The most ratings a pack may carry (21 MB), signed, all parsed: the last one names an unknown verdict."""
         template = p.ratings[0]
-        rows = [{**template, "origin_uuid": f"{n:08x}-0000-4000-8000-{n:012x}"} for n in range(99_999)]
-        return write_pack(p, out, ratings=rows, sign=False)
+        rows = [{**template, "origin_uuid": f"{n:08x}-0000-4000-8000-{n:012x}"} for n in range(100_000)]
+        rows[-1]["rating"] = "great"
+        return write_pack(p, out, ratings=rows)
 
     def huge_manifest(p, out):
         """1.9 GB of JSON (the manifest padded with spaces) in a ~2 MB pack: the deflate ratio's ceiling."""
@@ -650,7 +654,7 @@ def _bomb_variants() -> Iterator[Variant]:
 
     yield Variant("bomb:manifest-1.9GB-in-2MB", huge_manifest, "declares", heavy=True)
     yield Variant("bomb:manifest-15MB-text-field", long_text_manifest, "project_name", heavy=True)
-    yield Variant("bomb:99999-ratings-parsed", full_ratings, "signature", heavy=True)
+    yield Variant("bomb:100000-ratings-parsed", full_ratings, "line 100000", heavy=True)
     yield Variant("bomb:manifest-64MB-of-spaces", padded_manifest(64 * 2**20), "declares", heavy=True)
     yield Variant("bomb:manifest-8MB-ratio", padded_manifest(8 * 2**20), "expands", heavy=True)
     yield Variant("bomb:manifest-4M-containers", container_bomb, "lists and objects", heavy=True)

@@ -27,6 +27,7 @@ anything is written — docs/reliability.md, "Packs", gives the caps and what th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import hashlib
 import hmac
@@ -327,12 +328,12 @@ def read_pack(path: str | Path) -> Pack:
             signature = raw.decode("ascii", errors="replace").strip()
         elif SIGNATURE_NAME in members:
             raise SpokenBenchError(f"{path}: a format-1 pack cannot carry {SIGNATURE_NAME}")
+    unparsed = Pack(path, manifest, [], ratings_bytes, signature, hashlib.sha256(manifest_bytes).hexdigest())
+    if unparsed.signed:  # before parsing: ratings edited without the key cost no more than their hash
+        _check_signature(unparsed, manifest["signing_key"])
     clip_ids = {clip["id"] for clip in manifest["clips"]}
     ratings = _parse_ratings(path, ratings_bytes, manifest["annotator"], clip_ids)
-    pack = Pack(path, manifest, ratings, ratings_bytes, signature, hashlib.sha256(manifest_bytes).hexdigest())
-    if pack.signed:
-        _check_signature(pack, manifest["signing_key"])
-    return pack
+    return dataclasses.replace(unparsed, ratings=ratings)
 
 
 def _check_signature(pack: Pack, key_hex: str) -> None:
