@@ -504,7 +504,7 @@ def _rating_field_variants() -> Iterator[Variant]:
         "uuid-uppercase": (lambda r, p: with_field(r, "origin_uuid", r["origin_uuid"].upper()), "origin_uuid"),
         "rating-unknown": (lambda r, p: with_field(r, "rating", "great"), "great"),
         "note-number": (lambda r, p: with_field(r, "note", 5), "note"),
-        "note-too-long": (lambda r, p: with_field(r, "note", "n" * 10_001), "note"),
+        "note-too-long": (lambda r, p: with_field(r, "note", "n" * 50_001), "note"),
         "created-not-a-time": (lambda r, p: with_field(r, "created_at", "yesterday"), "created_at"),
         "created-no-offset": (lambda r, p: with_field(r, "created_at", "2026-01-01T10:00:00"), "created_at"),
         "created-number": (lambda r, p: with_field(r, "created_at", 1700000000), "created_at"),

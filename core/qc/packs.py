@@ -85,7 +85,7 @@ RATIO_FLOOR_BYTES = 2**20
 MAX_JSON_DEPTH = 8  # the manifest is 3 levels deep; a rating line 1 (2 allowed, so a field's check names it)
 MAX_TEXT_CHARS = 100_000  # any text field of the manifest (an item's question, a clip's text)
 MAX_NAME_CHARS = 1_000  # the annotator's and the queue's names
-MAX_NOTE_CHARS = 10_000  # a rating's note
+MAX_NOTE_CHARS = 50_000  # a rating's note (its line stays within MAX_RATING_LINE_CHARS)
 _READ_BLOCK = 2**20
 
 _AUDIO_NAME = re.compile(r"^audio/([0-9a-f]{64})\.([A-Za-z0-9]{1,8})$")
@@ -754,6 +754,8 @@ def save_pack_ratings(pack_path: str | Path) -> int:
     data = "".join(
         json.dumps({key: rating[key] for key in _RATING_FIELDS}, ensure_ascii=False) + "\n" for rating in ratings
     ).encode("utf-8")
+    clip_ids = {clip["id"] for clip in pack.manifest["clips"]}
+    _parse_ratings(pack.path, data, annotator, clip_ids)  # write only what `unpack` will accept (a note too long)
     signature = ratings_signature(pack.manifest["signing_key"], pack.pack_id, annotator, data) if pack.signed else None
     if pack.ratings_bytes == data and pack.signature == signature:
         return len(ratings)  # the file already says exactly this: no rewrite

@@ -18,7 +18,8 @@ from bad_input_support import project_snapshot
 from pack_mutations import PackParts, Variant, build_rated_pack, pack_variants, write_pack
 
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.qc.packs import open_pack
+from spokenbench.core.qc.packs import open_pack, save_pack_ratings
+from spokenbench.core.qc.queues import note_rating
 from spokenbench.core.store import Project
 
 MEMORY_LIMIT_MB = 600
@@ -212,3 +213,17 @@ def test_pack_records_its_key_only_when_the_file_is_written(home, tmp_path, cli)
     failed = cli("pack", copy, "--queue", parts.manifest["queue"]["name"], "--annotator", "dan", "--out", tmp_path / "d.sbpack")  # fmt: skip
     assert failed.code == 2 and "audio is missing" in failed.err
     assert project_snapshot(copy) == before and not (tmp_path / "d.sbpack").exists()
+
+
+@pytest.mark.slow
+def test_the_annotators_save_writes_only_what_unpack_accepts(home, tmp_path):
+    """A note longer than a pack may carry is refused when saving, naming it, and the pack file is unchanged."""
+    _, parts = home
+    pack = write_pack(parts, tmp_path / "ana.sbpack")
+    with open_pack(pack) as project:
+        rating_id = project.conn.execute("SELECT max(id) FROM ratings WHERE undone_at IS NULL").fetchone()[0]
+        note_rating(project, rating_id, "n" * 50_001)
+    before = pack.read_bytes()
+    with pytest.raises(SpokenBenchError, match="'note' must be text of at most 50,000"):
+        save_pack_ratings(pack)
+    assert pack.read_bytes() == before
