@@ -360,14 +360,17 @@ def _open_archive(path: Path) -> Iterator[tuple[zipfile.ZipFile, dict[str, zipfi
     if info.st_size > MAX_PACK_BYTES:
         raise SpokenBenchError(f"{path} is {info.st_size:,} bytes; a pack is at most {MAX_PACK_BYTES:,}")
     try:
-        with open(path, "rb") as handle:
+        handle = open(path, "rb")
+    except OSError as error:
+        raise SpokenBenchError(f"{path} cannot be read: {error.strerror or error}") from None
+    with handle:
+        try:  # only opening is converted here: an error of the caller's (a full disk while copying) stays its own
             _check_end_record(path, handle, info.st_size)
-            with zipfile.ZipFile(handle) as archive:
-                yield archive, _check_members(path, archive)
-    except SpokenBenchError:
-        raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError) as error:
-        raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: {error}") from None
+            archive = zipfile.ZipFile(handle)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error) as error:
+            raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: {error}") from None
+        with archive:
+            yield archive, _check_members(path, archive)
 
 
 def _check_end_record(path: Path, handle, size: int) -> None:
