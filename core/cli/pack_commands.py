@@ -91,6 +91,7 @@ def cmd_unpack(args) -> int:
     print(
         f"queue '{report.queue}': {report.added} rating(s) added, {report.already_merged} already merged"
         + (f", {report.newly_undone} undone since" if report.newly_undone else "")
+        + ("" if report.signed else " (an unsigned pack: its ratings were not protected against edits)")
     )
     if report.conflicts:
         print(f"{len(report.conflicts)} conflict(s) — rated differently in the project (the pack's rating counts):")

@@ -167,6 +167,7 @@ class MergeReport:
     already_merged: int = 0
     newly_undone: int = 0
     conflicts: list[RatingConflict] = field(default_factory=list)
+    signed: bool = True  # False: an unsigned format-1 pack merged with accept_unsigned
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -805,7 +806,7 @@ def unpack(project: Project, pack_path: str | Path, accept_unsigned: bool = Fals
             "packs): its ratings could have been edited by anyone. Nothing merged; to merge it anyway, check where "
             "it came from and run `spokenbench unpack` with --accept-unsigned"
         )
-    report = MergeReport(pack.pack_id, manifest["queue"]["name"])
+    report = MergeReport(pack.pack_id, manifest["queue"]["name"], signed=pack.signed)
     pack_uuids = {rating["origin_uuid"] for rating in pack.ratings}
     with project.transaction() as conn:
         missing = {clip["id"] for clip in manifest["clips"]} - store.clip_ids_present(

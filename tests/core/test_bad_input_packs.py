@@ -107,7 +107,8 @@ def test_an_unsigned_format_1_pack_merges_only_when_accepted(home, tmp_path, cli
     refused = cli("unpack", copy, legacy)
     assert refused.code == 2 and "--accept-unsigned" in refused.err
     accepted = cli("unpack", copy, legacy, "--accept-unsigned", "--json")
-    assert accepted.code == 0 and accepted.json()["added"] == 3
+    assert accepted.code == 0 and accepted.json()["added"] == 3 and accepted.json()["signed"] is False
+    assert "an unsigned pack" in cli("unpack", copy, legacy, "--accept-unsigned").out
     bob = parts.ratings[0] | {"annotator": "bob", "origin_uuid": "12345678-1234-4234-8234-123456789abc"}
     forged = write_pack(
         parts, tmp_path / "forged.sbpack", manifest=json.loads(legacy_manifest(legacy)), ratings=[bob], sign=False,
