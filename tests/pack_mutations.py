@@ -575,6 +575,16 @@ def _tamper_variants() -> Iterator[Variant]:
         manifest = with_field(without_field(p.manifest, "signing_key"), "format_version", 1)
         return write_pack(p, out, manifest=manifest, sign=False, drop=(SIGNATURE_NAME,))
 
+    def clip_text_edited(p, out):
+        manifest = copy.deepcopy(p.manifest)
+        manifest["clips"][0]["text"] = "a text the annotator never heard"
+        return write_pack(p, out, manifest=manifest)
+
+    def queue_renamed(p, out):
+        return write_pack(p, out, manifest=with_field(p.manifest, "queue", {**p.manifest["queue"], "name": "other"}))
+
+    yield Variant("tamper:clip-text-edited", clip_text_edited, "manifest.json was edited", home_only=True)
+    yield Variant("tamper:queue-renamed", queue_renamed, "made for queue", home_only=True)
     yield Variant("tamper:another-annotator-resigned", as_annotator("bob"), "made for 'ana'", home_only=True)
     yield Variant("tamper:another-key-resigned", new_key, "signing key", home_only=True)
     yield Variant("tamper:unknown-pack-id", new_pack_id, "never made pack", home_only=True)
