@@ -12,7 +12,7 @@ def register(subparsers) -> None:
         subparsers,
         "pack",
         description="Write rating queue NAME for annotator A to a pack file: the queue's clips, their texts and "
-        "audio, and room for ratings — nothing else of the project (no keys, no other tables). The annotator "
+        "audio, and room for ratings — nothing else of the project (no API keys, no other tables; the pack carries its own signing key). The annotator "
         "rates it offline (the app opens .sbpack files) and sends it back for `spokenbench unpack`.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")

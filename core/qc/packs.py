@@ -7,7 +7,7 @@ Round trip (docs/qc.md, "Annotation packs"):
 1. `create_pack(project, queue, annotator, out)` writes `A.sbpack`: `manifest.json` (format, the project's
    stable id, queue, annotator, the queue's clips in order with their texts, the pack's signing key),
    `audio/<sha256>.<ext>` for those clips, an empty `ratings.jsonl` and its signature `ratings.sig`. Nothing else
-   of the project goes in: no keys of the project, no other tables. The project records the pack (its key,
+   of the project goes in: no API keys, no other tables. The project records the pack (its key,
    annotator and clips) in `project_meta` under `pack:<pack id>`.
 2. `open_pack(A.sbpack)` unpacks it once into a small real project next to it (`A.sbpack.d/`, same clip ids),
    so the rating screen and `RatingSession` work on it unchanged; reopening reuses the folder and its ratings.
