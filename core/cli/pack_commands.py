@@ -12,8 +12,9 @@ def register(subparsers) -> None:
         subparsers,
         "pack",
         description="Write rating queue NAME for annotator A to a pack file: the queue's clips, their texts and "
-        "audio, and room for ratings — nothing else of the project (no API keys, no other tables; the pack carries its own signing key). The annotator "
-        "rates it offline (the app opens .sbpack files) and sends it back for `spokenbench unpack`.",
+        "audio, room for ratings and the pack's own signing key — nothing else of the project (no API keys, no "
+        "other tables). The annotator rates it offline (the app opens .sbpack files) and sends it back for "
+        "`spokenbench unpack`.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("--queue", required=True, metavar="NAME", help="rating queue to pack")
