@@ -37,7 +37,7 @@ def loads_bounded(text: str, *, max_chars: int, max_depth: int, max_containers: 
     if containers > max_containers:
         raise JsonBoundError(f"holds {containers:,} lists and objects (at most {max_containers:,})")
     try:
-        return json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=_no_constant)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as error:
         raise JsonBoundError(f"is not valid JSON ({error.msg}, line {error.lineno} column {error.colno})") from None
     except RecursionError:  # the scan above rules this out; kept so no input can turn it into a traceback
@@ -63,3 +63,6 @@ def _bounded_float(literal: str) -> float:
 
 def _no_constant(name: str):
     raise JsonBoundError(f"holds {name}, which is not a number")
+
+
+_DECODER = json.JSONDecoder(parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=_no_constant)

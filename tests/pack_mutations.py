@@ -12,14 +12,34 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import struct
+import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.qc.packs import MANIFEST_NAME, RATINGS_NAME, SIGNATURE_NAME, ratings_signature
+from support import tone, write_jsonl
+
+from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.cli.main import main as cli_main
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.qc import store
+from spokenbench.core.qc.packs import (
+    MANIFEST_NAME,
+    RATINGS_NAME,
+    SIGNATURE_NAME,
+    open_pack,
+    pack_folder,
+    ratings_signature,
+    save_pack_ratings,
+)
+from spokenbench.core.qc.queues import rate_clip
+from spokenbench.core.qc.rating_session import SynchronousRatingSession
+from spokenbench.core.store import Project
+from spokenbench.core.store.database import utc_now
 
 
 @dataclass
@@ -61,6 +81,57 @@ class Variant:
     def named_in(self, message: str) -> bool:
         names = (self.must_name,) if isinstance(self.must_name, str) else self.must_name
         return any(name in message for name in names)
+
+
+# ------------------------------------------------------------------------------------------------ the valid pack
+
+QUEUE = "qc-pack"
+ITEMS = [
+    {
+        "id": f"q{n}",
+        "language": "en",
+        "subject": "misc",
+        "question": f"What is {n} plus two?",
+        "options": [str(n + 2), str(n + 3), str(n + 4), str(n + 5)],
+        "answer": "A",
+    }
+    for n in range(1, 4)
+]
+
+
+def build_rated_pack(root: Path) -> tuple[Path, Path, int]:
+    """A project of three items with two clips each (real WAV audio), a queue of four of them packed for 'ana',
+    rated in the opened pack (three ratings, the last undone) and written back; 'bob' rated at home."""
+    project_dir = root / "project"
+    with Project.create(project_dir) as project:
+        import_files(project, [write_jsonl(root / "items.jsonl", ITEMS)], "mcq", ImportOptions(source="packs"))
+        clip_ids = []
+        for number, (item_id,) in enumerate(project.conn.execute("SELECT id FROM items ORDER BY id").fetchall()):
+            for part_number, part in enumerate(("question", "option_A")):
+                audio = encode_wav(tone(200 + 40 * number + 7 * part_number, 0.2, 0.3, 16_000), 16_000)
+                sha = project.audio.put_bytes(audio, "wav")
+                with project.transaction() as conn:
+                    clip_ids.append(
+                        conn.execute(
+                            "INSERT INTO clips(item_id, part, text, language, accent, voice, backend, cache_key, "
+                            "sha256, audio_format, duration_s, sample_rate, status, created_at) "
+                            "VALUES (?, ?, ?, 'en', 'american', 'v1', 'test', ?, ?, 'wav', 0.2, 16000, 'ok', ?)",
+                            (item_id, part, f"text {number} {part}", f"key-{item_id}-{part}", sha, utc_now()),
+                        ).lastrowid
+                    )
+        with project.transaction() as conn:
+            rows = [(clip_id, "en", "american", None, None) for clip_id in clip_ids[:4]]
+            store.insert_queue(conn, QUEUE, "unscreened", 0, 4, "{}", utc_now(), rows)
+        rate_clip(project, clip_ids[0], "bob", "incorrect", queue=QUEUE)
+    pack = root / "away" / "ana.sbpack"
+    assert cli_main(["pack", str(project_dir), "--queue", QUEUE, "--annotator", "ana", "--out", str(pack)]) == 0
+    with open_pack(pack) as pack_project:
+        session = SynchronousRatingSession.open(pack_project, QUEUE, "ana")
+        for key in ("1", "3", "2", "Ctrl+Z"):
+            session.press(key)
+    assert save_pack_ratings(pack) == 3
+    shutil.rmtree(pack_folder(pack))
+    return project_dir, pack, clip_ids[-1]
 
 
 # ------------------------------------------------------------------------------------------------ writers
@@ -113,26 +184,23 @@ def _text(value, indent=None) -> bytes:
     return value.encode() if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent).encode()
 
 
-def patch_member_header(path: Path, name: str, **fields) -> Path:
-    """Overwrite fields of a member's local and central headers in place (flag, method, crc, sizes): what a crafted
+def patch_member_header(path: Path, name: str | list[str], **fields) -> Path:
+    """Overwrite fields of members' local and central headers in place (flag, method, crc, sizes): what a crafted
     zip says about a member, whatever its bytes are."""
+    names = {name} if isinstance(name, str) else set(name)
     data = bytearray(path.read_bytes())
     offsets = {"flag": (8, 6, "<H"), "method": (10, 8, "<H"), "crc": (16, 14, "<L"), "csize": (20, 18, "<L")}
     offsets["size"] = (24, 22, "<L")
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(name)
-        local = info.header_offset
-        _, _, _, _, entries, _, central = _end_record(data)
-    position = central
+    _, _, _, _, entries, _, position = _end_record(data)
     for _ in range(entries):
         name_length, extra_length, comment_length = struct.unpack("<HHH", data[position + 28 : position + 34])
-        if data[position + 46 : position + 46 + name_length].decode() == name:
-            break
+        if data[position + 46 : position + 46 + name_length].decode() in names:
+            local = struct.unpack("<L", data[position + 42 : position + 46])[0]
+            for key, value in fields.items():
+                central_at, local_at, form = offsets[key]
+                struct.pack_into(form, data, position + central_at, value)
+                struct.pack_into(form, data, local + local_at, value)
         position += 46 + name_length + extra_length + comment_length
-    for key, value in fields.items():
-        central_at, local_at, form = offsets[key]
-        struct.pack_into(form, data, position + central_at, value)
-        struct.pack_into(form, data, local + local_at, value)
     path.write_bytes(bytes(data))
     return path
 
@@ -237,7 +305,9 @@ def _structure_variants() -> Iterator[Variant]:
         return make
 
     def duplicate(p, out):
-        return write_pack(p, out, extra=((MANIFEST_NAME, dict(p.members)[MANIFEST_NAME]),))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # zipfile's "Duplicate name": the point of this pack
+            return write_pack(p, out, extra=((MANIFEST_NAME, dict(p.members)[MANIFEST_NAME]),))
 
     def unknown_member(name):
         return lambda p, out: write_pack(p, out, extra=((name, b"#!/bin/sh\necho hi\n"),))
@@ -434,8 +504,7 @@ def _rating_field_variants() -> Iterator[Variant]:
         "uuid-uppercase": (lambda r, p: with_field(r, "origin_uuid", r["origin_uuid"].upper()), "origin_uuid"),
         "rating-unknown": (lambda r, p: with_field(r, "rating", "great"), "great"),
         "note-number": (lambda r, p: with_field(r, "note", 5), "note"),
-        "note-list": (lambda r, p: with_field(r, "note", ["a"]), "note"),
-        "note-too-long": (lambda r, p: with_field(r, "note", "n" * 10_001), "note"),
+        "note-too-long": (lambda r, p: with_field(r, "note", "n" * 50_001), "note"),
         "created-not-a-time": (lambda r, p: with_field(r, "created_at", "yesterday"), "created_at"),
         "created-no-offset": (lambda r, p: with_field(r, "created_at", "2026-01-01T10:00:00"), "created_at"),
         "created-number": (lambda r, p: with_field(r, "created_at", 1700000000), "created_at"),
@@ -506,6 +575,16 @@ def _tamper_variants() -> Iterator[Variant]:
         manifest = with_field(without_field(p.manifest, "signing_key"), "format_version", 1)
         return write_pack(p, out, manifest=manifest, sign=False, drop=(SIGNATURE_NAME,))
 
+    def clip_text_edited(p, out):
+        manifest = copy.deepcopy(p.manifest)
+        manifest["clips"][0]["text"] = "a text the annotator never heard"
+        return write_pack(p, out, manifest=manifest)
+
+    def queue_renamed(p, out):
+        return write_pack(p, out, manifest=with_field(p.manifest, "queue", {**p.manifest["queue"], "name": "other"}))
+
+    yield Variant("tamper:clip-text-edited", clip_text_edited, "manifest.json was edited", home_only=True)
+    yield Variant("tamper:queue-renamed", queue_renamed, "made for queue", home_only=True)
     yield Variant("tamper:another-annotator-resigned", as_annotator("bob"), "made for 'ana'", home_only=True)
     yield Variant("tamper:another-key-resigned", new_key, "signing key", home_only=True)
     yield Variant("tamper:unknown-pack-id", new_pack_id, "never made pack", home_only=True)
@@ -550,9 +629,8 @@ def _bomb_variants() -> Iterator[Variant]:
     def declared_total(p, out):
         extra = tuple((f"audio/{n:064x}.wav", b"x") for n in range(60))
         write_pack(p, out, extra=extra)
-        for name, _ in extra:  # each within the audio cap, together far beyond the total
-            patch_member_header(out, name, size=60 * 2**20, csize=60 * 2**20)
-        return out
+        names = [name for name, _ in extra]  # each within the audio cap, together far beyond the total
+        return patch_member_header(out, names, size=60 * 2**20, csize=60 * 2**20)
 
     def many_ratings(p, out):
         line = json.dumps(p.ratings[0])
@@ -565,13 +643,28 @@ def _bomb_variants() -> Iterator[Variant]:
         return _restore_stored(out, MANIFEST_NAME, manifest, p)
 
     def full_ratings(p, out):
-        """The most ratings a pack may carry, each well-formed (16 MB parsed), signed with another key."""
+        """The most ratings a pack may carry (21 MB), signed, all parsed: the last one names an unknown verdict."""
         template = p.ratings[0]
-        rows = [{**template, "origin_uuid": f"{n:08x}-0000-4000-8000-{n:012x}"} for n in range(99_999)]
-        return write_pack(p, out, ratings=rows, sign=False)
+        rows = [{**template, "origin_uuid": f"{n:08x}-0000-4000-8000-{n:012x}"} for n in range(100_000)]
+        rows[-1]["rating"] = "great"
+        return write_pack(p, out, ratings=rows)
 
+    def huge_manifest(p, out):
+        """1.9 GB of JSON (the manifest padded with spaces) in a ~2 MB pack: the deflate ratio's ceiling."""
+        text = json.dumps(p.manifest)
+        block = b" " * 2**20
+        write_pack(p, out, drop=(MANIFEST_NAME,))
+        with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+            with archive.open(MANIFEST_NAME, "w") as member:
+                member.write(text[:-1].encode())
+                for _ in range(1900):
+                    member.write(block)
+                member.write(b"}")
+        return out
+
+    yield Variant("bomb:manifest-1.9GB-in-2MB", huge_manifest, "declares", heavy=True)
     yield Variant("bomb:manifest-15MB-text-field", long_text_manifest, "project_name", heavy=True)
-    yield Variant("bomb:99999-ratings-parsed", full_ratings, "signature", heavy=True)
+    yield Variant("bomb:100000-ratings-parsed", full_ratings, "line 100000", heavy=True)
     yield Variant("bomb:manifest-64MB-of-spaces", padded_manifest(64 * 2**20), "declares", heavy=True)
     yield Variant("bomb:manifest-8MB-ratio", padded_manifest(8 * 2**20), "expands", heavy=True)
     yield Variant("bomb:manifest-4M-containers", container_bomb, "lists and objects", heavy=True)

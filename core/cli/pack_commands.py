@@ -12,8 +12,9 @@ def register(subparsers) -> None:
         subparsers,
         "pack",
         description="Write rating queue NAME for annotator A to a pack file: the queue's clips, their texts and "
-        "audio, and room for ratings — nothing else of the project (no keys, no other tables). The annotator "
-        "rates it offline (the app opens .sbpack files) and sends it back for `spokenbench unpack`.",
+        "audio, room for ratings and the pack's own signing key — nothing else of the project (no API keys, no "
+        "other tables). The annotator rates it offline (the app opens .sbpack files) and sends it back for "
+        "`spokenbench unpack`.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("--queue", required=True, metavar="NAME", help="rating queue to pack")
@@ -91,6 +92,7 @@ def cmd_unpack(args) -> int:
     print(
         f"queue '{report.queue}': {report.added} rating(s) added, {report.already_merged} already merged"
         + (f", {report.newly_undone} undone since" if report.newly_undone else "")
+        + ("" if report.signed else " (an unsigned pack: its ratings were not protected against edits)")
     )
     if report.conflicts:
         print(f"{len(report.conflicts)} conflict(s) — rated differently in the project (the pack's rating counts):")

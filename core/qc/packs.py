@@ -7,7 +7,7 @@ Round trip (docs/qc.md, "Annotation packs"):
 1. `create_pack(project, queue, annotator, out)` writes `A.sbpack`: `manifest.json` (format, the project's
    stable id, queue, annotator, the queue's clips in order with their texts, the pack's signing key),
    `audio/<sha256>.<ext>` for those clips, an empty `ratings.jsonl` and its signature `ratings.sig`. Nothing else
-   of the project goes in: no keys of the project, no other tables. The project records the pack (its key,
+   of the project goes in: no API keys, no other tables. The project records the pack (its key,
    annotator and clips) in `project_meta` under `pack:<pack id>`.
 2. `open_pack(A.sbpack)` unpacks it once into a small real project next to it (`A.sbpack.d/`, same clip ids),
    so the rating screen and `RatingSession` work on it unchanged; reopening reuses the folder and its ratings.
@@ -27,6 +27,7 @@ anything is written — docs/reliability.md, "Packs", gives the caps and what th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import hashlib
 import hmac
@@ -84,7 +85,7 @@ RATIO_FLOOR_BYTES = 2**20
 MAX_JSON_DEPTH = 8  # the manifest is 3 levels deep; a rating line 1 (2 allowed, so a field's check names it)
 MAX_TEXT_CHARS = 100_000  # any text field of the manifest (an item's question, a clip's text)
 MAX_NAME_CHARS = 1_000  # the annotator's and the queue's names
-MAX_NOTE_CHARS = 10_000  # a rating's note
+MAX_NOTE_CHARS = 50_000  # a rating's note (its line stays within MAX_RATING_LINE_CHARS)
 _READ_BLOCK = 2**20
 
 _AUDIO_NAME = re.compile(r"^audio/([0-9a-f]{64})\.([A-Za-z0-9]{1,8})$")
@@ -166,6 +167,7 @@ class MergeReport:
     already_merged: int = 0
     newly_undone: int = 0
     conflicts: list[RatingConflict] = field(default_factory=list)
+    signed: bool = True  # False: an unsigned format-1 pack merged with accept_unsigned
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -327,12 +329,12 @@ def read_pack(path: str | Path) -> Pack:
             signature = raw.decode("ascii", errors="replace").strip()
         elif SIGNATURE_NAME in members:
             raise SpokenBenchError(f"{path}: a format-1 pack cannot carry {SIGNATURE_NAME}")
+    unparsed = Pack(path, manifest, [], ratings_bytes, signature, hashlib.sha256(manifest_bytes).hexdigest())
+    if unparsed.signed:  # before parsing: ratings edited without the key cost no more than their hash
+        _check_signature(unparsed, manifest["signing_key"])
     clip_ids = {clip["id"] for clip in manifest["clips"]}
     ratings = _parse_ratings(path, ratings_bytes, manifest["annotator"], clip_ids)
-    pack = Pack(path, manifest, ratings, ratings_bytes, signature, hashlib.sha256(manifest_bytes).hexdigest())
-    if pack.signed:
-        _check_signature(pack, manifest["signing_key"])
-    return pack
+    return dataclasses.replace(unparsed, ratings=ratings)
 
 
 def _check_signature(pack: Pack, key_hex: str) -> None:
@@ -359,14 +361,17 @@ def _open_archive(path: Path) -> Iterator[tuple[zipfile.ZipFile, dict[str, zipfi
     if info.st_size > MAX_PACK_BYTES:
         raise SpokenBenchError(f"{path} is {info.st_size:,} bytes; a pack is at most {MAX_PACK_BYTES:,}")
     try:
-        with open(path, "rb") as handle:
+        handle = open(path, "rb")
+    except OSError as error:
+        raise SpokenBenchError(f"{path} cannot be read: {error.strerror or error}") from None
+    with handle:
+        try:  # only opening is converted here: an error of the caller's (a full disk while copying) stays its own
             _check_end_record(path, handle, info.st_size)
-            with zipfile.ZipFile(handle) as archive:
-                yield archive, _check_members(path, archive)
-    except SpokenBenchError:
-        raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError, ValueError) as error:
-        raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: {error}") from None
+            archive = zipfile.ZipFile(handle)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error) as error:
+            raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: {error}") from None
+        with archive:
+            yield archive, _check_members(path, archive)
 
 
 def _check_end_record(path: Path, handle, size: int) -> None:
@@ -753,6 +758,8 @@ def save_pack_ratings(pack_path: str | Path) -> int:
     data = "".join(
         json.dumps({key: rating[key] for key in _RATING_FIELDS}, ensure_ascii=False) + "\n" for rating in ratings
     ).encode("utf-8")
+    clip_ids = {clip["id"] for clip in pack.manifest["clips"]}
+    _parse_ratings(pack.path, data, annotator, clip_ids)  # write only what `unpack` will accept (a note too long)
     signature = ratings_signature(pack.manifest["signing_key"], pack.pack_id, annotator, data) if pack.signed else None
     if pack.ratings_bytes == data and pack.signature == signature:
         return len(ratings)  # the file already says exactly this: no rewrite
@@ -799,7 +806,7 @@ def unpack(project: Project, pack_path: str | Path, accept_unsigned: bool = Fals
             "packs): its ratings could have been edited by anyone. Nothing merged; to merge it anyway, check where "
             "it came from and run `spokenbench unpack` with --accept-unsigned"
         )
-    report = MergeReport(pack.pack_id, manifest["queue"]["name"])
+    report = MergeReport(pack.pack_id, manifest["queue"]["name"], signed=pack.signed)
     pack_uuids = {rating["origin_uuid"] for rating in pack.ratings}
     with project.transaction() as conn:
         missing = {clip["id"] for clip in manifest["clips"]} - store.clip_ids_present(

@@ -15,33 +15,14 @@ from pathlib import Path
 
 import pytest
 from bad_input_support import project_snapshot
-from pack_mutations import PackParts, Variant, pack_variants, write_pack
-from support import tone, write_jsonl
+from pack_mutations import PackParts, Variant, build_rated_pack, pack_variants, write_pack
 
-from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.cli.main import main as cli_main
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.qc import store
-from spokenbench.core.qc.packs import open_pack, pack_folder, save_pack_ratings
-from spokenbench.core.qc.queues import rate_clip
-from spokenbench.core.qc.rating_session import SynchronousRatingSession
+from spokenbench.core.qc.packs import open_pack, save_pack_ratings
+from spokenbench.core.qc.queues import note_rating
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import utc_now
 
-QUEUE = "qc-pack"
 MEMORY_LIMIT_MB = 600
-ITEMS = [
-    {
-        "id": f"q{n}",
-        "language": "en",
-        "subject": "misc",
-        "question": f"What is {n} plus two?",
-        "options": [str(n + 2), str(n + 3), str(n + 4), str(n + 5)],
-        "answer": "A",
-    }
-    for n in range(1, 4)
-]
 VARIANTS = list(pack_variants())
 TALLY: dict[str, Counter] = defaultdict(Counter)
 
@@ -57,45 +38,10 @@ def _sampled(variants: list[Variant]) -> set[str]:
 SAMPLED = _sampled(VARIANTS)
 
 
-def _build_home(root: Path) -> tuple[Path, Path, int]:
-    """A project of three items with two clips each (real WAV audio), a queue of four of them packed for 'ana',
-    rated in the opened pack (three ratings, the last undone) and written back; 'bob' rated at home."""
-    project_dir = root / "project"
-    with Project.create(project_dir) as project:
-        import_files(project, [write_jsonl(root / "items.jsonl", ITEMS)], "mcq", ImportOptions(source="packs"))
-        clip_ids = []
-        for number, (item_id,) in enumerate(project.conn.execute("SELECT id FROM items ORDER BY id").fetchall()):
-            for part_number, part in enumerate(("question", "option_A")):
-                audio = encode_wav(tone(200 + 40 * number + 7 * part_number, 0.2, 0.3, 16_000), 16_000)
-                sha = project.audio.put_bytes(audio, "wav")
-                with project.transaction() as conn:
-                    clip_ids.append(
-                        conn.execute(
-                            "INSERT INTO clips(item_id, part, text, language, accent, voice, backend, cache_key, "
-                            "sha256, audio_format, duration_s, sample_rate, status, created_at) "
-                            "VALUES (?, ?, ?, 'en', 'american', 'v1', 'test', ?, ?, 'wav', 0.2, 16000, 'ok', ?)",
-                            (item_id, part, f"text {number} {part}", f"key-{item_id}-{part}", sha, utc_now()),
-                        ).lastrowid
-                    )
-        with project.transaction() as conn:
-            rows = [(clip_id, "en", "american", None, None) for clip_id in clip_ids[:4]]
-            store.insert_queue(conn, QUEUE, "unscreened", 0, 4, "{}", utc_now(), rows)
-        rate_clip(project, clip_ids[0], "bob", "incorrect", queue=QUEUE)
-    pack = root / "away" / "ana.sbpack"
-    assert cli_main(["pack", str(project_dir), "--queue", QUEUE, "--annotator", "ana", "--out", str(pack)]) == 0
-    with open_pack(pack) as pack_project:
-        session = SynchronousRatingSession.open(pack_project, QUEUE, "ana")
-        for key in ("1", "3", "2", "Ctrl+Z"):
-            session.press(key)
-    assert save_pack_ratings(pack) == 3
-    shutil.rmtree(pack_folder(pack))
-    return project_dir, pack, clip_ids[-1]
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     root = tmp_path_factory.mktemp("packs")
-    project_dir, pack, outside = _build_home(root)
+    project_dir, pack, outside = build_rated_pack(root)
     shutil.copytree(project_dir, root / "pristine")
     return project_dir, PackParts.of(pack, outside)
 
@@ -139,6 +85,7 @@ def test_a_bad_pack_is_refused_clearly_and_changes_nothing(variant: Variant, hom
         assert bad.read_bytes() == pack_bytes, "reading the pack changed it"
 
 
+@pytest.mark.slow
 def test_the_valid_pack_the_corpus_starts_from_is_merged_once(home, tmp_path, cli):
     """The mutations are what is refused: the pack they start from merges, and merges once."""
     project_dir, parts = home
@@ -152,6 +99,7 @@ def test_the_valid_pack_the_corpus_starts_from_is_merged_once(home, tmp_path, cl
     open_pack(pack).close()
 
 
+@pytest.mark.slow
 def test_an_unsigned_format_1_pack_merges_only_when_accepted(home, tmp_path, cli):
     project_dir, parts = home
     copy = Path(shutil.copytree(project_dir, tmp_path / "project"))
@@ -159,7 +107,8 @@ def test_an_unsigned_format_1_pack_merges_only_when_accepted(home, tmp_path, cli
     refused = cli("unpack", copy, legacy)
     assert refused.code == 2 and "--accept-unsigned" in refused.err
     accepted = cli("unpack", copy, legacy, "--accept-unsigned", "--json")
-    assert accepted.code == 0 and accepted.json()["added"] == 3
+    assert accepted.code == 0 and accepted.json()["added"] == 3 and accepted.json()["signed"] is False
+    assert "an unsigned pack" in cli("unpack", copy, legacy, "--accept-unsigned").out
     bob = parts.ratings[0] | {"annotator": "bob", "origin_uuid": "12345678-1234-4234-8234-123456789abc"}
     forged = write_pack(
         parts, tmp_path / "forged.sbpack", manifest=json.loads(legacy_manifest(legacy)), ratings=[bob], sign=False,
@@ -243,3 +192,39 @@ def test_pack_corpus_summary(capsys):
             f"{sum(t['internal'] for t in TALLY.values())} internal errors, "
             f"{sum(t['changed'] for t in TALLY.values())} data changed"
         )
+
+
+@pytest.mark.slow
+def test_pack_records_its_key_only_when_the_file_is_written(home, tmp_path, cli):
+    """`pack` keeps the pack's key, annotator, queue and clips in the project in the step that makes the file;
+    a `pack` that fails (here: a clip's audio is gone) changes nothing, not even the project id."""
+    project_dir, parts = home
+    copy = Path(shutil.copytree(project_dir, tmp_path / "project"))
+    made = cli("pack", copy, "--queue", parts.manifest["queue"]["name"], "--annotator", "cleo", "--out", tmp_path / "c.sbpack", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    with Project.open(copy) as project:
+        record = json.loads(project.conn.execute("SELECT value FROM project_meta WHERE key = ?", (f"pack:{made.json()['pack_id']}",)).fetchone()[0])  # fmt: skip
+    assert record["annotator"] == "cleo" and record["clips"] == sorted(c["id"] for c in parts.manifest["clips"])
+    assert record["key"] != parts.manifest["signing_key"]  # a key per pack
+    for audio in (copy / "audio").rglob("*.wav"):
+        audio.unlink()
+    with Project.open(copy) as project, project.transaction() as conn:
+        conn.execute("DELETE FROM project_meta WHERE key = 'project_id'")  # as in a project that never packed
+    before = project_snapshot(copy)
+    failed = cli("pack", copy, "--queue", parts.manifest["queue"]["name"], "--annotator", "dan", "--out", tmp_path / "d.sbpack")  # fmt: skip
+    assert failed.code == 2 and "audio is missing" in failed.err
+    assert project_snapshot(copy) == before and not (tmp_path / "d.sbpack").exists()
+
+
+@pytest.mark.slow
+def test_the_annotators_save_writes_only_what_unpack_accepts(home, tmp_path):
+    """A note longer than a pack may carry is refused when saving, naming it, and the pack file is unchanged."""
+    _, parts = home
+    pack = write_pack(parts, tmp_path / "ana.sbpack")
+    with open_pack(pack) as project:
+        rating_id = project.conn.execute("SELECT max(id) FROM ratings WHERE undone_at IS NULL").fetchone()[0]
+        note_rating(project, rating_id, "n" * 50_001)
+    before = pack.read_bytes()
+    with pytest.raises(SpokenBenchError, match="'note' must be text of at most 50,000"):
+        save_pack_ratings(pack)
+    assert pack.read_bytes() == before

@@ -5,6 +5,7 @@ exactly them; a damaged pack is a dialog, never a traceback. Plus the QC dashboa
 import zipfile
 
 import pytest
+from pack_mutations import PackParts, build_rated_pack, pack_variants
 from PySide6.QtCore import QSettings, Qt
 
 from spokenbench.app import pack_mode
@@ -120,6 +121,40 @@ def test_a_damaged_pack_is_a_dialog_and_no_folder_is_left(window, qtbot, tmp_pat
     assert dialogs and dialogs[0].title == "Cannot open the annotation pack"
     assert "bad.sbpack" in dialogs[0].text and "Traceback" not in dialogs[0].text
     assert not (tmp_path / "bad.sbpack.d").exists()
+    assert window.session is None
+
+
+# The eight crafted packs that crashed Open Pack (issue 23, defect 4), from the pack corpus (tests/pack_mutations.py).
+CRASHED_OPEN_PACK = {
+    "zip:encrypted-flag": "encrypted",
+    "zip:method-99": "compression method 99",
+    "zip:corrupt-deflate": "manifest.json",
+    "json:manifest-5000-digit-int": "5,000 digits",
+    "json:manifest-100000-deep": "nested",
+    "clip:id-2^70": "'id'",
+    "rating:note-list": "'note'",
+    "rating:undone-number": "'undone_at'",
+    "clip:duplicate-identity": "repeats clip id",
+}
+
+
+@pytest.fixture(scope="module")
+def rated_pack(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rated")
+    _, pack, outside = build_rated_pack(root)
+    return PackParts.of(pack, outside)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [v for v in pack_variants() if v.id in CRASHED_OPEN_PACK], ids=lambda v: v.id)
+def test_a_crafted_pack_is_a_dialog_naming_what_is_wrong(window, qtbot, tmp_path, dialogs, rated_pack, variant):
+    bad = variant.make(rated_pack, tmp_path / "crafted.sbpack")
+    with qtbot.waitSignal(window.open_pack_file(bad).finished, timeout=10_000):
+        pass
+    assert len(dialogs) == 1 and dialogs[0].title == "Cannot open the annotation pack"
+    assert "crafted.sbpack" in dialogs[0].text and CRASHED_OPEN_PACK[variant.id] in dialogs[0].text
+    assert "Traceback" not in dialogs[0].text + dialogs[0].details and "internal" not in dialogs[0].text.lower()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings.ini") == ["crafted.sbpack"]
     assert window.session is None
 
 
