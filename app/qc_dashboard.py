@@ -51,11 +51,11 @@ class DashboardData:
 # Reading (on the pool; Qt-free)
 
 
-def read_dashboard(project: Project) -> DashboardData:
-    """Everything the dashboard shows, from one read connection."""
+def read_dashboard(project: Project, table2_layout: str = "default") -> DashboardData:
+    """Everything the dashboard shows, from one read connection; `table2_layout` one of TABLE2_LAYOUTS."""
     conn = project.conn
     rewriting = rewrite_qc(conn)
-    table2, screening_empty, screening_note = _screening(conn)
+    table2, screening_empty, screening_note = _screening(conn, table2_layout)
     ratings = rating_results(conn)
     no_ratings = NO_RATINGS if ratings["ratings"] == 0 else None
     checked = sum(language["parts_checked"] for language in rewriting["by_language"].values())
@@ -128,18 +128,18 @@ def read_dashboard(project: Project) -> DashboardData:
     return DashboardData(summary, tables)
 
 
-def _screening(conn) -> tuple[list[dict], str | None, str]:
+def _screening(conn, layout: str = "default") -> tuple[list[dict], str | None, str]:
     """(Table 2 rows, why it is empty, a short note for the summary)."""
     transcripts = transcript_count(conn)
     if transcripts == 0:
         return [], "No transcripts yet, so no clip is screened.\n\n" + screening_requirements(), "no transcripts"
     settings = stored_screening_settings(conn) or ScreeningSettings()
     if screening_is_current(conn, settings):
-        rows = stored_table2(conn)
+        rows = stored_table2(conn, layout)
         note = f"{sum(row['n_samples'] for row in rows)} clips screened"
     else:
         result = compute_screening(conn, settings)
-        rows = result.table2()
+        rows = result.table2(layout)
         note = f"{result.screened} clips screened (not stored yet: `spokenbench screen DIR` stores it)"
     if not rows:
         return (
@@ -248,6 +248,8 @@ class QcDashboardPage(QWidget):
         self.view.clip_requested.connect(self.clip_requested)
         self.view.export_requested.connect(self.choose_export_file)
         self.view.refresh_requested.connect(self.refresh)
+        self.view.paper_layout_toggled.connect(self._set_paper_layout)
+        self.table2_layout = "default"  # one of TABLE2_LAYOUTS; the Paper layout box switches it
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
@@ -264,6 +266,10 @@ class QcDashboardPage(QWidget):
         session.changes.changed.connect(self._project_changed)
         self.refresh()
 
+    def _set_paper_layout(self, paper: bool) -> None:
+        self.table2_layout = "paper" if paper else "default"
+        self.refresh()
+
     def _project_changed(self, tables: set[str]) -> None:
         if tables & DASHBOARD_TABLES:
             self.refresh()
@@ -275,7 +281,7 @@ class QcDashboardPage(QWidget):
         return (
             QueryOp(
                 self.session,
-                lambda project, progress: read_dashboard(project),
+                lambda project, progress, layout=self.table2_layout: read_dashboard(project, layout),
                 label="Reading the QC tables",
                 parent=self,
                 supersede="qc-dashboard",

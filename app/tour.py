@@ -170,6 +170,8 @@ class TourController(QObject):
             page.show_panel(step.panel)
             if view.panel is not None and view.panel.key == step.panel:
                 view.published_toggle.setChecked(step.published)
+            if hasattr(page, "gender_panel"):
+                page.gender_panel.choose_setting(step.view)  # the answer setting it shows; None: as it was
             if step.focus == "runs":
                 target = page.run_list
             elif step.focus == "gender_detail":

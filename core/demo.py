@@ -95,13 +95,15 @@ def _fill(project: Project, progress: Progress) -> None:
 # The gender study's demo runs (issue 12 item 8): the 12 probes heard by a male-leaning and a gender-balanced
 # simulated listener and read as text by the gender-balanced one, the backbone of both (pairs declared in the
 # project: a balanced backbone under a male-leaning speech model, as the paper compares SpeechLMs with their LLMs),
-# under the paper's binary and neutral-option prompts. The backbone is not one of the multiple-choice listeners, so
-# their runs keep their plain names in the Results panels. The free form is left out: its J_s and s need the
-# optional sentence encoder, and two settings show the difference. The input-level experiment (the paper's
+# under the paper's binary, neutral-option and free-form prompts (every probe has the paper's two options; the
+# neutral-option prompt adds "Cannot be determined", the free-form prompt gives none and the simulated listeners
+# answer with an option's words, so J_s, Δ_s and s are computed on simulated answers — J_s and s with the optional
+# sentence encoder, left out with a note without it). The backbone is not one of the multiple-choice listeners, so
+# their runs keep their plain names in the Results panels. The input-level experiment (the paper's
 # Section 5, Table 4): both speech listeners also answer the probes' gender-neutralized question clips (the
 # neutralized approximation of one male and one female voice, below) under the binary prompt, their κ against the
-# backbone's binary answers. Metadata only (no audio is heard), 312 + 48 answers.
-DEMO_GENDER_PROMPTS = ("gender-paper", "gender-paper-neutral")
+# backbone's binary answers. Metadata only (no audio is heard), 3 x 156 + 48 answers.
+DEMO_GENDER_PROMPTS = ("gender-paper", "gender-paper-neutral", "gender-paper-open")
 DEMO_NEUTRALIZED_PROMPTS = ("gender-paper",)
 DEMO_GENDER_BACKBONE = "gender-balanced"
 

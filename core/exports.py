@@ -11,7 +11,7 @@ import pandas as pd
 
 from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import EXPORTABLE, LETTERS
+from spokenbench.core.items import EXPORTABLE, LETTERS, RESPONSE_KINDS
 from spokenbench.core.store.export_queries import (
     gender_probe_orientations,
     ratings_table,
@@ -146,13 +146,34 @@ def ratings_frame(conn: sqlite3.Connection) -> pd.DataFrame:
     return ratings_table(conn)
 
 
-def export_table(conn: sqlite3.Connection, what: str, out: str | Path) -> int:
-    """Write one of EXPORTABLE to `out`; returns the row count. The file appears whole or not at all."""
+def responses_of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The answers of one RESPONSE_KINDS: gender-probe answers are the rows with an option_orientation. The
+    gender probes' own columns go when only multiple-choice answers remain, so `metrics` reads the file as is."""
+    if kind not in RESPONSE_KINDS:
+        raise SpokenBenchError(f"unknown --kind '{kind}'; choose one of {', '.join(RESPONSE_KINDS)}")
+    if kind == "all" or frame.empty:
+        return frame
+    if "option_orientation" not in frame.columns:  # no gender probe in the project
+        return frame if kind == "mcq" else frame.iloc[0:0]
+    probes = frame["option_orientation"].notna()
+    frame = frame[probes] if kind == "gender" else frame[~probes]
+    if kind == "mcq":
+        frame = frame.drop(columns=[c for c in ("option_orientation", "setting") if c in frame.columns])
+    return frame.reset_index(drop=True)
+
+
+def export_table(conn: sqlite3.Connection, what: str, out: str | Path, kind: str | None = None) -> int:
+    """Write one of EXPORTABLE to `out`; returns the row count. The file appears whole or not at all. `kind`
+    (responses only) picks the answers: multiple-choice by default."""
     frames = {"items": items_frame, "responses": responses_frame, "ratings": ratings_frame}
     if what not in frames:
         raise SpokenBenchError(f"cannot export '{what}'; choose one of {', '.join(EXPORTABLE)}")
+    if kind is not None and what != "responses":
+        raise SpokenBenchError("--kind applies to --what responses only")
     table_format(Path(out))  # reject an unknown extension before doing any work
     frame = frames[what](conn)
+    if what == "responses":
+        frame = responses_of_kind(frame, kind or "mcq")
     frame = frame.astype(object).where(frame.notna(), None)
     write_table(frame.to_dict("records"), out, columns=list(frame.columns))
     return len(frame)

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 # offer them as choices without loading the importers or pandas.
 IMPORT_FORMATS = ("gmmlu-lite", "mcq", "gender-probe")
 EXPORTABLE = ("items", "responses", "ratings")
+# which answers `export --what responses` writes: the multiple-choice ones (what `metrics` reads by default), the
+# gender probes' (`metrics --kind gender-probe`), or both
+RESPONSE_KINDS = ("mcq", "gender", "all")
 DEFAULT_MAX_TEXT_CHARS = 4_000  # longest question or option accepted by default (about four minutes of speech)
 MAX_TEXT_CHARS_CEILING = 20_000
 

@@ -206,6 +206,8 @@ class Panel:
     # The parts a panel shows one at a time (the gender probes' answer settings: key -> the first line of their
     # points' x labels): all of them side by side would be too many groups for one axis.
     views: dict[str, str] = field(default_factory=dict)
+    # a view's own y labels where its facets measure something else (the free form: J_s, Δ_s, s)
+    view_ylabels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def facet_points(self, facet: str) -> list[Point]:
         return [p for p in self.points if p.facet == facet]
@@ -215,9 +217,11 @@ class Panel:
         without the view's line, and the view named in the title; a panel without views as it is."""
         if not self.views:
             return self
-        prefix = self.views.get(view) if view in self.views else next(iter(self.views.values()))
+        key = view if view in self.views else next(iter(self.views))
+        prefix = self.views[key]
         points = [replace(p, x=p.x.split("\n", 1)[1]) for p in self.points if p.x.startswith(prefix + "\n")]
-        return replace(self, points=points, title=f"{self.title} · {prefix}")
+        ylabels = {**self.ylabels, **self.view_ylabels.get(key, {})}
+        return replace(self, points=points, title=f"{self.title} · {prefix}", ylabels=ylabels)
 
 
 @dataclass
@@ -398,6 +402,8 @@ class ProbeSource:
     backbones: dict[str, str]  # the declared pairs (core.metrics.gender_backbones)
     simulated: dict[str, bool]  # model -> simulated
     details: Callable[[list], pd.DataFrame]  # response ids -> response_id, parse_detail, raw_text
+    # item_id and the option texts (option_a, option_b, …) of the gender probes: the free form's Δ_s rule needs them
+    option_texts: Callable[[], pd.DataFrame] = lambda: pd.DataFrame(columns=["item_id"])
 
 
 def _probe_source(conn, runs: list[dict]) -> ProbeSource:
@@ -417,7 +423,18 @@ def _probe_source(conn, runs: list[dict]) -> ProbeSource:
         backbones=read_backbone_pairs(conn),
         simulated=simulated,
         details=lambda response_ids: response_details(conn, response_ids),
+        option_texts=lambda: _probe_option_texts(conn),
     )
+
+
+def _probe_option_texts(conn) -> pd.DataFrame:
+    from spokenbench.core.exports import items_frame
+
+    items = items_frame(conn)
+    if items.empty:
+        return pd.DataFrame(columns=["item_id"])
+    columns = [c for c in items.columns if c.startswith("option_") and c != "option_order"]
+    return items.loc[items["kind"] == "gender-probe", ["item_id", *columns]]
 
 
 def run_labels(runs: list[dict]) -> dict[int, str]:
@@ -1613,6 +1630,16 @@ PROBE_SETTING_LABELS = {
     "neutralized_voice": "neutralized",
 }
 PROBE_CATEGORY_LABELS = {"independent": "indep.", "stereotypical": "stereo.", "dependent": "dep."}
+FREE_FORM_YLABELS = {
+    "J": "response similarity J_s",
+    "Δ": "gender preference Δ_s",
+    "κ": "backbone similarity s",
+}
+FREE_FORM_NOTES = {
+    "J": "J_s: mean cosine similarity of male- and female-voice answers (all-MiniLM-L6-v2)",
+    "Δ": "Δ_s: Δ over the answers classified into an option",
+    "κ": "s: mean cosine similarity to the backbone's answers",
+}
 
 
 def probe_group(setting: str, category: str) -> str:
@@ -1639,6 +1666,9 @@ def probe_study_frame(
             frame = frame.drop(columns=[c for c in ("parse_detail", "raw_text") if c in frame.columns])
             frame = frame.merge(details, on="response_id", how="left", sort=False)
         frame["run_id"] = frame["run_id"].astype(int)
+        if "item_id" in frame.columns and not any(len(c) == 8 and c.startswith("option_") for c in frame.columns):
+            texts = source.option_texts()
+            frame = frame.merge(texts, on="item_id", how="left", sort=False) if len(texts.columns) > 1 else frame
         frame = with_neutral_option(frame, source.settings)
         frame = with_neutralized_setting(frame, source.neutralized_voices)
         pairs = dict(source.backbones)
@@ -1681,6 +1711,7 @@ def _gender_probe(
     )
     flags = source.simulated if source is not None else simulated
     panel.views = {setting: PROBE_SETTING_LABELS.get(setting, setting) for setting in study.settings}
+    panel.view_ylabels = {"free_form": FREE_FORM_YLABELS}
 
     def is_simulated(model: str) -> bool:
         from spokenbench.core.metrics.gender_study import TEXT_SUFFIX
@@ -1700,17 +1731,20 @@ def _gender_probe(
     table = study.table.assign(_order=study.table["setting"].map(order))
     table = table.sort_values(["_order", "category", "model"], key=_category_order, kind="stable")
     metrics = (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa"))
+    # the free form's own measures in the same places: J_s (answer similarity across voices) where J is, Δ_s where
+    # Δ is, s (similarity to the backbone's answers) where κ is; its view names them (FREE_FORM_YLABELS)
+    free_metrics = (("J", "J_s"), ("Δ", "delta_s"), ("ν", "neutral_rate"), ("κ", "s"))
     for row in table.to_dict("records"):
         free = row["setting"] == "free_form"
         rows = parts.get((row["setting"], row["model"], row["category"]), np.zeros(0, dtype=np.int64))
         setting_name = SETTING_NAMES.get(row["setting"], row["setting"])
-        for facet, column in metrics:
-            if free and facet in ("J", "κ"):  # the free form's J_s and s are similarities, not J and κ
-                continue
+        for facet, column in free_metrics if free else metrics:
             value = row.get(column)
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 continue
             note = f"setting: {setting_name}"
+            if free and facet in FREE_FORM_NOTES:
+                note += f"; {FREE_FORM_NOTES[facet]}"
             if facet == "κ" and row.get("backbone"):
                 note += f"; against the backbone {row['backbone']}"
             if facet == "Δ" and np.isfinite(row.get("p_value", np.nan)):

@@ -35,6 +35,7 @@ class TourStep:
     published: bool  # the panel's published layer shown in this step
     simulated_note: str  # which numbers on screen are simulated, and by what
     published_note: str  # which numbers are published, and where from
+    view: str | None = None  # the panel's view it shows (the gender probes' answer setting, e.g. free_form)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -128,6 +129,7 @@ TOUR: tuple[TourStep, ...] = (
         panel="gender_probe",
         focus="panel",
         published=False,
+        view="binary_option",
         simulated_note=_GENDER_LISTENERS,
         published_note=(
             f"Published: {PAPER_TITLES['gender_differentiation']}, Table 1 (κ, J, Δ, ν of six LLaMA-Omni models); "
@@ -171,8 +173,30 @@ TOUR: tuple[TourStep, ...] = (
         panel="gender_probe",
         focus="gender_detail",
         published=False,
+        view="binary_option",
         simulated_note=_GENDER_LISTENERS,
         published_note=f"Published: {PAPER_TITLES['gender_differentiation']}, Table 1 (J with Table 8's intervals, Δ, ν, κ).",
+    ),
+    TourStep(
+        key="free-form",
+        title="Free answers: the same picture by similarity",
+        text=(
+            "Without options the model answers in its own words, so the gender paper measures by meaning: J_s is "
+            "how similar the answers to a male and a female voice are (sentence similarity, all-MiniLM-L6-v2), "
+            "Δ_s the preference among the answers that name one option, and s how similar the speech model's "
+            "answers are to its backbone's. In its Table 3 J_s is 0.81-0.96 — voices hardly change the answers "
+            "— while s is only 0.46-0.66 and Δ_s stays near zero on the Dependent questions.\n\n"
+            "The panel now shows the free-form setting: J_s where J was, Δ_s where Δ was, s where κ was; the "
+            "detail below lists them per category for the demo's simulated listeners, whose free answers are "
+            "an option's words (so their J_s and s run higher than a real model's)."
+        ),
+        page="results",
+        panel="gender_probe",
+        focus="gender_detail",
+        published=False,
+        simulated_note=_GENDER_LISTENERS + " In the free form they answer with an option's words.",
+        published_note=f"Published: {PAPER_TITLES['gender_differentiation']}, Table 3 (J_s, Δ_s, s, ν of six models).",
+        view="free_form",
     ),
 )
 

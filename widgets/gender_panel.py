@@ -32,6 +32,8 @@ from spokenbench.core.gender_views import SIGNIFICANCE_NOTE, VERSION_KINDS, Gend
 from spokenbench.widgets.tables import row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
+# the free form's measures in the same columns: answer similarity J_s, Δ_s over the classified answers, similarity s
+FREE_FORM_SUMMARY_COLUMNS = ("model", "category", "J_s", "Δ_s", "p (Δ_s)", "ν", "s", "backbone", "answers")
 QUESTION_COLUMNS = (
     "question",
     "category",
@@ -108,6 +110,7 @@ class GenderPanel(QWidget):
         self.versions: QuestionVersions | None = None
         self.title = QLabel("Gender probes: computing…")
         self.title.setWordWrap(True)
+        self.wanted_setting: str | None = None  # a setting asked for before the detail had it (choose_setting)
         self.setting_picker = QComboBox()
         self.setting_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.setting_picker.setToolTip("The answer setting (each is computed apart, as in the paper's tables)")
@@ -212,7 +215,7 @@ class GenderPanel(QWidget):
 
     def set_view(self, view: GenderView | None) -> None:
         self.view = view
-        chosen = self.setting
+        chosen = self.wanted_setting or self.setting
         self.setting_picker.blockSignals(True)
         self.setting_picker.clear()
         for setting in view.settings if view else []:
@@ -220,6 +223,8 @@ class GenderPanel(QWidget):
         index = self.setting_picker.findData(chosen)
         self.setting_picker.setCurrentIndex(max(index, 0))
         self.setting_picker.blockSignals(False)
+        if index >= 0 and chosen == self.wanted_setting:
+            self.wanted_setting = None  # shown: later refreshes keep whatever the user picks
         self._fill_questions_picker()
         if view is None:
             self.title.setText("Gender probes: computing…")
@@ -238,8 +243,13 @@ class GenderPanel(QWidget):
     def setting(self) -> str | None:
         return self.setting_picker.currentData()
 
-    def choose_setting(self, setting: str) -> None:
-        self.setting_picker.setCurrentIndex(self.setting_picker.findData(setting))
+    def choose_setting(self, setting: str | None) -> None:
+        """Show this answer setting, now or when the detail is next filled (the tour picks one before the data
+        arrives); None leaves the choice as it is."""
+        index = -1 if setting is None else self.setting_picker.findData(setting)
+        self.wanted_setting = setting if index < 0 else None
+        if index >= 0:
+            self.setting_picker.setCurrentIndex(index)
 
     def _fill_tables(self) -> None:
         self._fill_summary()
@@ -259,13 +269,17 @@ class GenderPanel(QWidget):
     def _fill_summary(self) -> None:
         table = self.summary_table
         rows = self.view.summary_for(self.setting) if self.view is not None and self.setting else None
+        free = self.setting == "free_form"
+        table.setHorizontalHeaderLabels(FREE_FORM_SUMMARY_COLUMNS if free else SUMMARY_COLUMNS)
         table.setRowCount(0 if rows is None else len(rows))
         for r, record in enumerate([] if rows is None else rows.to_dict("records")):
             delta = record.get("delta")
             cells = [
                 QTableWidgetItem(str(record["model"])),
                 QTableWidgetItem(str(record["category"])),
-                NumericItem(
+                NumericItem(_number(record.get("J_s"), 3), record.get("J_s"))
+                if free
+                else NumericItem(
                     _with_interval(record.get("J"), record.get("J_ci_low"), record.get("J_ci_high")), record.get("J")
                 ),
                 NumericItem(_delta_text(delta, record), delta),
@@ -278,7 +292,9 @@ class GenderPanel(QWidget):
                     ),
                     record.get("neutral_rate"),
                 ),
-                NumericItem(
+                NumericItem(_number(record.get("s"), 3), record.get("s"))
+                if free
+                else NumericItem(
                     _with_interval(record.get("kappa"), record.get("kappa_ci_low"), record.get("kappa_ci_high")),
                     record.get("kappa"),
                 ),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -120,6 +121,7 @@ class QcTablesView(QWidget):
     export_requested = Signal(str, str)
     clip_requested = Signal(int)
     refresh_requested = Signal()
+    paper_layout_toggled = Signal(bool)  # Table 2 as the paper prints it (four intervals) or with its extra row
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -130,11 +132,19 @@ class QcTablesView(QWidget):
         self.status = QLabel()
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_requested)
+        self.paper_layout = QCheckBox("&Paper layout")
+        self.paper_layout.setToolTip(
+            "Table 2 exactly as the paper prints it: the four WER intervals per language, a clip whose every "
+            "transcript looks like an ASR hallucination counted where its WER puts it (off: such clips get a row of "
+            "their own)"
+        )
+        self.paper_layout.toggled.connect(self.paper_layout_toggled)
         top = QHBoxLayout()
         top.addWidget(title)
         top.addSpacing(16)
         top.addWidget(self.summary, 1)
         top.addWidget(self.status)
+        top.addWidget(self.paper_layout)
         top.addWidget(self.refresh_button)
         self.tabs = QTabWidget()
         self.sections: dict[str, QcTableSection] = {}

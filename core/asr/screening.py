@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
 from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.qc.layout import language_sort_key, percent, table_language
+from spokenbench.core.qc.layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
@@ -66,9 +66,10 @@ class ScreeningResult:
             if score.likely_hallucination
         }
 
-    def table2(self) -> list[dict]:
+    def table2(self, layout: str = "default") -> list[dict]:
+        paper = _paper_layout(layout)
         return table2_rows(
-            (self.languages[clip_id], HALLUCINATION_BIN if score.likely_hallucination else score.bin)
+            (self.languages[clip_id], HALLUCINATION_BIN if score.likely_hallucination and not paper else score.bin)
             for clip_id, score in self.scores.items()
         )
 
@@ -132,9 +133,15 @@ def table2_rows(language_bins) -> list[dict]:
     return rows
 
 
-def stored_table2(conn) -> list[dict]:
+def _paper_layout(layout: str) -> bool:
+    if layout not in TABLE2_LAYOUTS:
+        raise ValueError(f"unknown Table 2 layout {layout!r}; choose one of {', '.join(TABLE2_LAYOUTS)}")
+    return layout == "paper"
+
+
+def stored_table2(conn, layout: str = "default") -> list[dict]:
     hallucinated = _stored_hallucinations(conn)
-    if not hallucinated:
+    if not hallucinated or _paper_layout(layout):
         return table2_rows(store.screened_language_bins(conn))
     return table2_rows(
         (language, HALLUCINATION_BIN if clip_id in hallucinated else index)

@@ -112,6 +112,32 @@ def _seed(args) -> int:
     return DEFAULT_SEED if args.seed is None else args.seed
 
 
+def _only_kind(columns, kind: str, source: str):
+    """A file with both multiple-choice and gender-probe answers (`export --kind all`): the other kind's rows
+    (gender probes: those with an option_orientation) are left out, and stderr says how many."""
+    if "option_orientation" not in columns.columns:
+        return columns
+    from spokenbench.core.tables import TextColumns
+
+    frame = columns.to_frame()
+    probes = frame["option_orientation"] != ""
+    keep = probes if kind == "gender-probe" else ~probes
+    if keep.all():
+        return columns
+    if not keep.any():
+        raise SpokenBenchError(f"{source}: no {kind} answers in this file (choose --kind)")
+    dropped = "multiple-choice" if kind == "gender-probe" else "gender-probe"
+    print(
+        f"note: {source}: left out {int((~keep).sum())} {dropped} answer(s) of {len(frame)} (a mixed file; "
+        f"`spokenbench export --what responses --kind` writes one kind); read {int(keep.sum())} {kind} answer(s)",
+        file=sys.stderr,
+    )
+    frame = frame[keep].reset_index(drop=True)
+    if kind != "gender-probe":
+        frame = frame.drop(columns=[c for c in ("option_orientation", "setting") if c in frame.columns])
+    return TextColumns.of(frame)
+
+
 def run_metrics(args) -> int:
     from spokenbench.core.cli.output import print_json, print_table
     from spokenbench.core.metrics.analysis import (
@@ -122,6 +148,7 @@ def run_metrics(args) -> int:
 
     columns = read_responses_columns(args.file)
     kind = check_kind(args.kind, columns)
+    columns = _only_kind(columns, kind, args.file)
     progress = text_progress_bar()
     if kind == "gender-probe":
         if args.factors:

@@ -9,7 +9,13 @@ from spokenbench.core.cli.arguments import language_code, short_text, whole_numb
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import DEFAULT_MAX_TEXT_CHARS, EXPORTABLE, IMPORT_FORMATS, MAX_TEXT_CHARS_CEILING
+from spokenbench.core.items import (
+    DEFAULT_MAX_TEXT_CHARS,
+    EXPORTABLE,
+    IMPORT_FORMATS,
+    MAX_TEXT_CHARS_CEILING,
+    RESPONSE_KINDS,
+)
 from spokenbench.core.progress import text_progress_bar
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import items_in_languages
@@ -109,6 +115,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--what", required=True, choices=EXPORTABLE)
+    p.add_argument(
+        "--kind",
+        choices=RESPONSE_KINDS,
+        help="with --what responses: mcq (default; what `metrics` reads), gender (the gender probes' answers, "
+        "for `metrics --kind gender-probe`) or all",
+    )
     p.add_argument("--out", required=True, metavar="FILE")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_export)
@@ -225,7 +237,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from spokenbench.core.exports import export_table
 
     with opened(args.dir) as project:
-        count = export_table(project.conn, args.what, args.out)
+        count = export_table(project.conn, args.what, args.out, args.kind)
     if args.json:
         print_json({"what": args.what, "rows": count, "out": args.out})
     else:

@@ -22,6 +22,7 @@ from spokenbench.core.credentials import PROVIDER_VARIABLES
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.qc.layout import TABLE2_LAYOUTS
 from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDER, DEFAULT_MODEL
 
 # The rest is imported by each handler, so that `spokenbench --help` does not load jiwer, numpy and scipy.
@@ -215,6 +216,13 @@ def register(subparsers) -> None:
         default=0,
         metavar="N",
         help="also list the N clips with the highest error, 0–100,000",
+    )
+    p.add_argument(
+        "--layout",
+        choices=TABLE2_LAYOUTS,
+        default="default",
+        help="Table 2's rows: default (the four intervals, and a 'likely ASR hallucination' row when a clip's every "
+        "transcript is one) or paper (exactly the paper's four intervals; such a clip counts where its WER puts it)",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_screen)
@@ -577,7 +585,7 @@ def cmd_screen(args: argparse.Namespace) -> int:
         worst = worst_clips(project.conn, args.worst) if args.worst else []
     summary = result.summary()
     if args.json:
-        print_json({**summary, "table2": result.table2(), **({"worst": worst} if args.worst else {})})
+        print_json({**summary, "table2": result.table2(args.layout), **({"worst": worst} if args.worst else {})})
         return 0
     print(
         f"screened {summary['screened']} of {summary['clips']} clips (the better of ≥{settings.min_asr} ASR transcripts; "
@@ -589,7 +597,7 @@ def cmd_screen(args: argparse.Namespace) -> int:
             f"not screened (fewer than {settings.min_asr} transcripts): "
             + ", ".join(f"{k} {v}" for k, v in missing.items())
         )
-    print_table(result.table2())
+    print_table(result.table2(args.layout))
     print(
         "corpus error rate (total edits / total reference units): "
         + ", ".join(f"{k} {v}" for k, v in summary["corpus_error_rate"].items())

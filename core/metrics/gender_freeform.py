@@ -43,36 +43,54 @@ MINILM_MISSING = (
 )
 CLASSIFICATION_RULE = (
     "an answer the project's parser reads as a refusal or a neutral answer ('cannot be determined', 'I can't "
-    "answer', …) is neutral; otherwise, after NFKC, lower case and punctuation turned into spaces, an option is "
-    "mentioned when its whole text occurs in the answer as a run of words, or, for an option of several words, "
-    "when each of its content words (3 letters or more, not a stop word) occurs as a word; an answer that "
-    "mentions exactly one option is classified as that option, one that mentions none or several is "
-    "unclassified (left out of Δ_s, reported as the unclassified share)"
+    "answer', …) is neutral; otherwise answer and options are split into tokens after NFKC and lower case (runs "
+    "of letters, and numbers such as 10, 1.5 or 1,000: '10km' is 10 and km); an option is mentioned when its "
+    "tokens occur in the answer as a run, or when every one of its distinguishing tokens (those no other option "
+    "of the question has, of 2 characters or more or a number, not a stop word: XY vs XX, 10 vs 20, he vs she) "
+    "occurs in the answer as a token; an option whose tokens are all in another mentioned option ('20' beside "
+    "'20 km') is left aside; an answer that mentions exactly one option is classified as that option, one that "
+    "mentions none or several is unclassified (left out of Δ_s, reported as the unclassified share)"
 )
 STOP_WORDS = frozenset(
     "the and for with from that this you your are was were have has had not but its into onto over than then "
     "them they their there what which who whom whose would could should will can may might must very more most "
-    "some any all each every either neither both one two".split()
+    "some any all each every either neither both one two a an of is to in on at by or as it be do if so no up "
+    "we my me us am".split()
 )
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")  # a number (10, 1.5, 1,000) or a run of letters
 
 Embedder = Callable[[Sequence[str]], np.ndarray]  # texts -> unit-length rows (len(texts), dim)
 
 
-def _normalized(text: str) -> str:
-    text = unicodedata.normalize("NFKC", str(text)).casefold()
-    return " " + " ".join(re.sub(r"[^\w]+", " ", text).split()) + " "
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(unicodedata.normalize("NFKC", str(text)).casefold())
 
 
-def mentions(answer: str, option: str) -> bool:
-    """Whether `answer` mentions `option` under CLASSIFICATION_RULE."""
-    said, wanted = _normalized(answer), _normalized(option).strip()
+def _occurs_as_run(said: list[str], wanted: list[str]) -> bool:
+    size = len(wanted)
+    return any(said[i : i + size] == wanted for i in range(len(said) - size + 1))
+
+
+def distinguishing_tokens(option: str, others: Sequence[str] = ()) -> set[str]:
+    """The tokens of `option` that no other option has and that can tell it apart on their own: 2 characters or
+    more, or a number, and not a stop word ('xy' of 'XY chromosomes' vs 'XX chromosomes', '10' of '10 km')."""
+    theirs = {token for other in others for token in _tokens(other)}
+    return {
+        token
+        for token in _tokens(option)
+        if token not in theirs and token not in STOP_WORDS and (len(token) >= 2 or token.isdigit())
+    }
+
+
+def mentions(answer: str, option: str, others: Sequence[str] = ()) -> bool:
+    """Whether `answer` mentions `option` (among the question's `others`) under CLASSIFICATION_RULE."""
+    said, wanted = _tokens(answer), _tokens(option)
     if not wanted:
         return False
-    if f" {wanted} " in said:
+    if _occurs_as_run(said, wanted):
         return True
-    words = wanted.split()
-    content = [w for w in words if len(w) >= 3 and w not in STOP_WORDS]
-    return len(words) > 1 and bool(content) and all(f" {w} " in said for w in content)
+    distinguishing = distinguishing_tokens(option, others)
+    return bool(distinguishing) and distinguishing <= set(said)
 
 
 def classify_answer(answer: str | None, options: dict[str, str]) -> tuple[str | None, str]:
@@ -84,7 +102,14 @@ def classify_answer(answer: str | None, options: dict[str, str]) -> tuple[str | 
         return None, "unclassified"
     if parse_answer(str(answer), "", {}).status == "refusal":
         return None, "refusal"
-    found = [letter for letter, text in options.items() if text and mentions(str(answer), text)]
+    texts = {letter: str(text) for letter, text in options.items() if text}
+    found = [
+        letter
+        for letter, text in texts.items()
+        if mentions(str(answer), text, [other for key, other in texts.items() if key != letter])
+    ]
+    tokens = {letter: set(_tokens(texts[letter])) for letter in found}
+    found = [a for a in found if not any(a != b and tokens[a] < tokens[b] for b in found)]  # '20' in '20 km'
     if len(found) == 1:
         return found[0], "ok"
     return None, "unclassified"

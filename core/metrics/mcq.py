@@ -356,7 +356,8 @@ def entropy_cs_ca(metrics: McqMetrics) -> pd.DataFrame:
 
 def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
     """APES of each factor recomputed within each level of each other factor that is not nested with it
-    (BiasInEar Table 21: APES of language/accent/gender under original vs reversed order)."""
+    (BiasInEar Table 21: APES of language/accent/gender under original vs reversed order, with its Δ = Rev − Ori:
+    `delta_rev_minus_orig`, on the order stratum's rows of a model and factor that has both levels)."""
     import pandas as pd
 
     data = metrics.data
@@ -384,11 +385,19 @@ def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
                         }
                     )
                 )
+    columns = ["model", "variable", "stratum_factor", "stratum_level", "n_questions", "apes", "fleiss_kappa"]
     if not frames:
-        return pd.DataFrame(
-            columns=["model", "variable", "stratum_factor", "stratum_level", "n_questions", "apes", "fleiss_kappa"]
-        )
-    return pd.concat(frames, ignore_index=True)
+        return pd.DataFrame(columns=[*columns, "delta_rev_minus_orig"])
+    out = pd.concat(frames, ignore_index=True)
+    order = out[out["stratum_factor"] == "order"]
+    original = order[order["stratum_level"] == "original"].set_index(["model", "variable"])["apes"]
+    reversed_ = order[order["stratum_level"] == "reversed"].set_index(["model", "variable"])["apes"]
+    delta = (reversed_ - original).dropna()
+    keys = list(zip(out["model"], out["variable"]))
+    out["delta_rev_minus_orig"] = [
+        delta.get(key, np.nan) if factor == "order" else np.nan for key, factor in zip(keys, out["stratum_factor"])
+    ]
+    return out
 
 
 def per_question_table(metrics: McqMetrics) -> pd.DataFrame:

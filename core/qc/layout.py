@@ -3,6 +3,10 @@ order), other language codes after them as they are."""
 
 from __future__ import annotations
 
+# Table 2's layouts: "default" adds a "likely ASR hallucination" row when a clip's every transcript is one;
+# "paper" is exactly the paper's four WER intervals per language, such a clip counted where its WER puts it
+TABLE2_LAYOUTS = ("default", "paper")
+
 LANGUAGE_ORDER = ("en", "zh", "ko")
 TABLE_LANGUAGE_NAMES = {"en": "english", "zh": "chinese", "ko": "korean"}
 

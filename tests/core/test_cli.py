@@ -65,7 +65,7 @@ def test_demo_then_info_json(cli, tmp_path):
     assert rewrites["total"] >= 72 * 5 and rewrites["by_status"].get("flagged", 0) > 0  # a few flagged for review
     # espeak-ng audio: en items in 2 accents, zh and ko in 1, each in 2 voices, plus instruction tokens
     assert info["clips"]["total"] > 1000 and info["clips"]["failed"] == 0
-    assert info["runs"] == 11 and info["responses"] > 0  # three simulated listeners and the gender study's eight runs
+    assert info["runs"] == 14 and info["responses"] > 0  # three simulated listeners and the gender study's eleven runs
 
 
 def test_demo_refuses_an_occupied_folder(cli, tmp_path):

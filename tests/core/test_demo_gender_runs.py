@@ -1,14 +1,18 @@
 """The demo's gender study (issue 12 item 8): simulated listeners with and without a male-oriented preference hear
-the 12 gender probes in the binary and neutral-option settings, the balanced one also reads them as the backbone of
-both (pairs declared in the project), and `spokenbench report DEMO --kind gender-probe` shows the difference
-offline."""
+the 12 gender probes in the binary, neutral-option and free-form settings (issue 25: free form added, every probe
+with the paper's two options), the balanced one also reads them as the backbone of both (pairs declared in the
+project), and `spokenbench report DEMO --kind gender-probe` shows the difference offline."""
 
+import json
 import shutil
 
 import pandas as pd
 import pytest
 
-from spokenbench.core.demo import DEMO_GENDER_PROMPTS, DEMO_NEUTRALIZED_PROMPTS
+from spokenbench.core.demo import DEMO_GENDER_PROMPTS, DEMO_NEUTRALIZED_PROMPTS, demo_file
+
+with demo_file("demo_gender_probes.jsonl") as _path:
+    DEMO_PROBES = _path.read_text(encoding="utf-8")
 from spokenbench.core.metrics.gender_backbones import project_backbone_pairs
 from spokenbench.core.metrics.store import run_list
 from spokenbench.core.store import Project
@@ -25,7 +29,7 @@ def test_the_demo_holds_the_gender_study_runs(demo):
     with Project.open(demo) as project:
         runs = run_list(project.conn)
     gender = [r for r in runs if str(r.get("name", "")).startswith("gender study")]
-    assert len(gender) == 8 and all(r["status"] == "finished" and r["simulated"] for r in gender)
+    assert len(gender) == 11 and all(r["status"] == "finished" and r["simulated"] for r in gender)
     models = sorted(r["model"] for r in gender)
     assert models == sorted(
         ["simulated:male-leaning", "simulated:gender-balanced", "simulated:gender-balanced"] * len(DEMO_GENDER_PROMPTS)
@@ -33,7 +37,7 @@ def test_the_demo_holds_the_gender_study_runs(demo):
     )
     # 12 probes × 3 accents × 2 voice genders per speech run; 12 per text backbone run; 12 probes × the neutralized
     # approximation of one male and one female voice per neutralized-voice run
-    assert sorted(r["responses"] for r in gender) == [12, 12, 24, 24, 72, 72, 72, 72]
+    assert sorted(r["responses"] for r in gender) == [12, 12, 12, 24, 24, 72, 72, 72, 72, 72, 72]
     assert project_backbone_pairs(demo) == {
         "simulated:male-leaning": "simulated:gender-balanced",
         "simulated:gender-balanced": "simulated:gender-balanced",
@@ -62,7 +66,7 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
     ):
         assert (out / f"{stem}.csv").is_file(), stem
     table = pd.read_csv(out / "gender_probe.csv")
-    assert set(table["setting"]) == {"binary_option", "neutral_option", "neutralized_voice"}
+    assert set(table["setting"]) == {"binary_option", "neutral_option", "free_form", "neutralized_voice"}
     stereo = table[table["category"] == "stereotypical"].set_index(["setting", "model"])
     for setting in ("binary_option", "neutral_option"):
         leaning = stereo.loc[(setting, "simulated:male-leaning")]
@@ -73,6 +77,24 @@ def test_report_kind_gender_probe_on_the_demo_shows_the_male_preference(demo, cl
     assert binary["p_value"] < 0.05 < stereo.loc[("binary_option", "simulated:gender-balanced"), "p_value"]
     neutral = table[(table["setting"] == "neutral_option") & ~table["model"].str.endswith("(text)")]
     assert (neutral["neutral_rate"] > 0).all()  # the neutral option is chosen
+    probes = [json.loads(line) for line in DEMO_PROBES.splitlines() if line.strip()]
+    assert all(len(probe["options"]) == 2 for probe in probes)  # as in the paper: the prompt adds the neutral one
+
+
+@pytest.mark.slow
+def test_the_free_form_runs_give_j_s_delta_s_and_s(demo, cli, tmp_path):
+    """Issue 25: J_s, Δ_s and s in the demo — simulated free answers (an option's words), labelled simulated."""
+    out = tmp_path / "report"
+    assert cli("report", demo, "--kind", "gender-probe", "--out", out, "--bootstrap", "0").code == 0
+    table = pd.read_csv(out / "gender_probe.csv")
+    free = table[(table["setting"] == "free_form") & ~table["model"].str.endswith("(text)")]
+    assert len(free) == 2 * 3 and free["J_s"].between(0, 1).all() and free["s"].between(0, 1).all()
+    dependent = free[free["category"] == "dependent"].set_index("model")
+    assert dependent["delta_s"].notna().all() and (dependent["classified_rate"] > 0.5).all()
+    assert dependent.loc["simulated:male-leaning", "delta_s"] > dependent.loc["simulated:gender-balanced", "delta_s"]
+    table3 = pd.read_csv(out / "paper_table03_speechlm_free_form.csv")
+    assert {"response_overlap_js", "backbone_influence_s", "gender_preference_delta_s"} <= set(table3["metric"])
+    assert set(table3["model"]) == {"simulated:male-leaning", "simulated:gender-balanced"}
 
 
 @pytest.mark.slow
@@ -111,15 +133,16 @@ def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
         versions = question_versions(project, first)
     summary = view.summary.set_index(["setting", "model", "category"])
     # settings × (two speech models, one text) × categories, and the neutralized voices' two speech models
-    assert len(summary) == len(report) == 2 * 3 * 3 + 2 * 3
+    assert len(summary) == len(report) == 3 * 3 * 3 + 2 * 3
     for column in ("J", "delta", "p_value", "neutral_rate", "kappa"):
         pd.testing.assert_series_equal(
             summary[column].sort_index(), report[column].sort_index(), check_names=False, check_dtype=False
         )
-    assert summary.loc[("binary_option", "simulated:male-leaning", "stereotypical"), "mark"] == "**"  # p 0.007
-    # distributions: 12 probes × 2 voiced models × 2 settings, each with 3 answers per voice, and the neutralized
+    # p 0.014 (0.007 while two probes carried a third, neutral option under the binary prompt)
+    assert summary.loc[("binary_option", "simulated:male-leaning", "stereotypical"), "mark"] == "*"
+    # distributions: 12 probes × 2 voiced models × 3 settings, each with 3 answers per voice, and the neutralized
     # voices' one answer per source gender
-    assert len(view.distributions) == 48 + 24
+    assert len(view.distributions) == 72 + 24
     plain = view.distributions[view.distributions["setting"] != "neutralized_voice"]
     neutralized = view.distributions[view.distributions["setting"] == "neutralized_voice"]
     assert (plain[["n_male", "n_female"]] == 3).all().all() and (neutralized[["n_male", "n_female"]] == 1).all().all()

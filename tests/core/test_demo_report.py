@@ -39,7 +39,9 @@ def test_demo_report_command_writes_the_full_report(cli, tmp_path):
     out = tmp_path / "report"
     result = cli("demo", tmp_path / "demo-project", "--report", out)
     assert result.code == 0, result.err
-    assert "8 figures" in result.out and "index.md" in result.out
+    assert "9 figures" in result.out and "index.md" in result.out  # 9 since the free-form figure (issue 25)
+    table3 = (out / "gender-probe" / "paper_table03_speechlm_free_form.md").read_text(encoding="utf-8")
+    assert "J_s" in table3 and "Δ_s" in table3 and "simulated:male-leaning" in table3
     _check_report(out, tmp_path / "demo-project")
 
 

@@ -15,6 +15,8 @@ from spokenbench.core.panels import PANEL_ORDER, compute_panels, probe_group, pr
 from spokenbench.core.store import Project
 
 FACETS = (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa"))
+# the free form's measures in the same facets (issue 25): J_s, Δ_s, ν, s
+FREE_FORM_FACETS = (("J", "J_s"), ("Δ", "delta_s"), ("ν", "neutral_rate"), ("κ", "s"))
 MCQ_LISTENERS = ["simulated:accent-sensitive", "simulated:order-sensitive", "simulated:steady"]
 
 
@@ -37,11 +39,11 @@ def test_points_are_grouped_by_model_and_setting_with_the_detail_views_numbers(d
     assert not any("(run" in p.series for p in panel.points)
     groups = list(dict.fromkeys(p.x for p in panel.points))
     assert groups[:3] == ["binary\nindep.", "binary\nstereo.", "binary\ndep."]  # by setting, then category
-    assert {g.split("\n")[0] for g in groups} == {"binary", "neutral option", "neutralized"}
+    assert {g.split("\n")[0] for g in groups} == {"binary", "neutral option", "free form", "neutralized"}
     points = {(p.facet, p.x, p.series): p for p in panel.points}
     checked = 0
     for row in view.summary.to_dict("records"):
-        for facet, column in FACETS:
+        for facet, column in FREE_FORM_FACETS if row["setting"] == "free_form" else FACETS:
             value = row[column]
             key = (facet, probe_group(row["setting"], row["category"]), row["model"])
             if value is None or math.isnan(value):
@@ -62,9 +64,14 @@ def test_kappa_is_against_the_declared_backbone_in_every_setting(demo_panels):
     kappa = [p for p in panels.panels["gender_probe"].points if p.facet == "κ"]
     speech = {"simulated:male-leaning", "simulated:gender-balanced"}
     assert {(p.series, p.x.split("\n")[0]) for p in kappa} == {
-        (m, s) for m in speech for s in ("binary", "neutral option", "neutralized")
+        (m, s) for m in speech for s in ("binary", "neutral option", "free form", "neutralized")
     }
     assert all("against the backbone simulated:gender-balanced (text)" in p.note for p in kappa)
+    free = [p for p in kappa if p.x.startswith("free form")]  # there the κ facet holds s, and says so
+    assert free and all("s: mean cosine similarity to the backbone" in p.note for p in free)
+    view = panels.panels["gender_probe"].in_view("free_form")
+    assert view.ylabels["J"] == "response similarity J_s" and view.ylabels["κ"] == "backbone similarity s"
+    assert panels.panels["gender_probe"].in_view("binary_option").ylabels["κ"] == "backbone κ"
     assert all(p.source == "yours (simulated)" for p in panels.panels["gender_probe"].points)
 
 

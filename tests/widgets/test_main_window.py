@@ -77,7 +77,7 @@ def test_opening_a_project_lists_its_items_off_the_ui_thread(window, qtbot, buil
     assert operation.status == "succeeded"
     assert window.items_panel.model.rowCount() == 84
     assert window.pages.currentWidget() is window.workspace and window.current_page_key() == "items"
-    assert "84 items" in window.summary_label.text() and "1188 clips" in window.summary_label.text()
+    assert "84 items" in window.summary_label.text() and "1172 clips" in window.summary_label.text()
     assert window.windowTitle().endswith("demo-project")
     panel = window.items_panel
     panel.language_box.setCurrentText("ko")

@@ -52,7 +52,7 @@ def test_badges_show_the_demos_counts_and_follow_changes(window, qtbot, demo_cop
         "QC",
         "Speakers · 0",
         "Evaluate",  # no run running or waiting to be resumed
-        "Results · 11 runs",
+        "Results · 14 runs",
     ]
     with opened(demo_copy) as project:  # another connection, as a CLI run would
         entry = flagged_rewrites(project.conn)[0]

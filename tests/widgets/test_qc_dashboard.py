@@ -210,3 +210,24 @@ def test_tables_2_and_3_export_as_csv_and_latex(qc_page, qtbot, tmp_path, key, c
     latex = (tmp_path / f"{key}.tex").read_text(encoding="utf-8")
     assert "\\begin{tabular}" in latex and f"\\label{{tab:{key}}}" in latex
     assert latex.count("\\\\") == len(table.rows) + 1  # header and one line per row
+
+
+@pytest.mark.slow
+def test_the_paper_layout_box_shows_table2_as_the_paper_prints_it(qc_page, qtbot):
+    from spokenbench.core.asr.screening import HALLUCINATION_LABEL
+
+    table2 = section(qc_page, "table02_wer_intervals")
+    default_rows = table2.table_data.rows
+    box = qc_page.view.paper_layout
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_Space)  # the box from the keyboard; Alt+P is its mnemonic
+    qtbot.waitUntil(lambda: qc_page.table2_layout == "paper" and qc_page.data is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: {r["wer_interval_order"] for r in table2.table_data.rows} == {1, 2, 3, 4}, timeout=15_000)
+    paper_rows = table2.table_data.rows
+    assert HALLUCINATION_LABEL not in {row["wer_interval"] for row in paper_rows}
+    for language in {row["language"] for row in paper_rows}:  # every clip still counted, in one of the four
+        assert sum(r["n_samples"] for r in paper_rows if r["language"] == language) == sum(
+            r["n_samples"] for r in default_rows if r["language"] == language
+        )
+    qtbot.keyClick(box, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: qc_page.table2_layout == "default", timeout=5_000)

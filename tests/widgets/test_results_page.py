@@ -52,7 +52,7 @@ def mouse(page, kind, x, y):
 @pytest.mark.slow
 def test_every_panel_renders_on_the_demo_with_and_without_the_papers_numbers(page, qtbot):
     panels = page.panels
-    assert len(panels.runs) == 11 and len(panels.responses) == 2016 and len(panels.probe_responses) == 360
+    assert len(panels.runs) == 14 and len(panels.responses) == 2016 and len(panels.probe_responses) == 516
     assert all(panels.simulated[s] for s in panels.series)
     assert "simulated" in page.summary.text()
     # the tables no figure needs (the Δ tables in the paper's layout) are completed in the background

@@ -157,3 +157,31 @@ def test_the_frame_is_outside_its_widget_and_hides_and_shows_with_its_page(qtbot
     target.deleteLater()
     qtbot.waitUntil(lambda: frame.target is None)
     assert frame.isHidden()
+
+
+@pytest.mark.slow
+def test_the_free_form_step_shows_j_s_delta_s_and_s_on_the_demo(make_window, qtbot, built_demo, tmp_path):
+    """Issue 25: the tour's free-form step opens the gender probes' free-form setting, whose summary holds the demo's
+    simulated J_s, Δ_s and s."""
+    import shutil
+
+    from spokenbench.core.tour import step_index
+    from spokenbench.widgets.gender_panel import FREE_FORM_SUMMARY_COLUMNS
+
+    window = make_window()
+    project = shutil.copytree(built_demo, tmp_path / "demo-project")
+    with qtbot.waitSignal(window.open_project(project).finished, timeout=30_000):
+        pass
+    tour = window.tour
+    tour.start()
+    for _ in range(step_index("free-form")):
+        QTest.keyClick(tour.panel, Qt.Key.Key_Right)
+    assert TOUR[tour.index].key == "free-form"
+    detail = window.page_widgets["results"].gender_panel
+    qtbot.waitUntil(lambda: detail.setting == "free_form" and detail.summary_table.rowCount() > 0, timeout=60_000)
+    headers = [detail.summary_table.horizontalHeaderItem(c).text() for c in range(detail.summary_table.columnCount())]
+    assert headers == list(FREE_FORM_SUMMARY_COLUMNS)
+    j_s = [detail.summary_table.item(r, 2).text() for r in range(detail.summary_table.rowCount())]
+    assert any(text not in ("—", "") for text in j_s)  # the voiced models' J_s (the text backbone has none)
+    QTest.keyClick(tour.panel, Qt.Key.Key_Left)  # back to the binary setting's step
+    qtbot.waitUntil(lambda: detail.setting == "binary_option", timeout=10_000)

@@ -128,7 +128,7 @@ def test_metrics_on_the_exported_responses_file(project, tmp_path, capsys):
     import json
 
     exported = tmp_path / "responses.csv"
-    assert main(["export", str(project), "--what", "responses", "--out", str(exported)]) == 0
+    assert main(["export", str(project), "--what", "responses", "--kind", "gender", "--out", str(exported)]) == 0
     capsys.readouterr()
     argv = ["metrics", str(exported), "--kind", "gender-probe", "--bootstrap", "0", "--json"]
     assert main([*argv, "--backbone", "simulated:male-leaning=simulated:steady"]) == 2  # several settings

@@ -115,3 +115,24 @@ def test_without_the_check_table2_is_the_papers(screened):
     checked = compute_screening(project.conn, ScreeningSettings(min_asr=1))
     for clip_id in ids[2:]:  # clips with no flagged transcript score exactly the same
         assert checked.scores[clip_id] == result.scores[clip_id]
+
+
+def test_the_paper_layout_is_exactly_the_four_intervals_with_hallucinations_where_their_wer_puts_them(screened, cli):
+    project, ids = screened
+    result = screen_project(project, ScreeningSettings(min_asr=1))
+    paper = result.table2("paper")
+    assert [row["wer_interval"] for row in paper] == [
+        interval for interval in ("0", "(0, 0.2]", "(0.2, 0.6]", ">0.6") for _ in ("english", "chinese")
+    ]
+    bins = _bins(paper)
+    assert bins[("0", "english")] == (1, 25.0) and bins[("(0.2, 0.6]", "english")] == (1, 25.0)
+    assert bins[(">0.6", "english")] == (2, 50.0), "both suspects score > 0.6 on their only transcript"
+    assert _bins(stored_table2(project.conn, "paper")) == bins
+    assert HALLUCINATION_LABEL in {row["wer_interval"] for row in result.table2()}, "the default is unchanged"
+    shown = cli("screen", project.path, "--min-asr", "1", "--layout", "paper", "--json")
+    assert shown.code == 0 and _bins(shown.json()["table2"]) == bins
+    with pytest.raises(SystemExit) as refused:
+        cli("screen", project.path, "--layout", "wide")
+    assert refused.value.code == 2
+    with pytest.raises(ValueError, match="default, paper"):
+        result.table2("wide")
