@@ -112,6 +112,7 @@ def digest(value) -> str:
     return hashlib.sha256(json.dumps(value, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
 
 
+@pytest.mark.slow
 def test_normalized_texts_are_unchanged():
     normalized = [
         [language, text, list(n.words), n.characters]
