@@ -33,8 +33,9 @@ CHARACTER_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "yue", "wuu
 BOTH_METRIC_LANGUAGES = frozenset({"ko"})  # WER on spaces and CER
 
 
+@functools.lru_cache(maxsize=1024)
 def base_language(language: str) -> str:
-    """'zh-CN' → 'zh', 'en_US' → 'en', 'cmn' → 'zh'."""
+    """'zh-CN' → 'zh', 'en_US' → 'en', 'cmn' → 'zh'. Cached: every normalized text asks."""
     code = re.split(r"[-_]", language.strip().lower())[0]
     return {"cmn": "zh", "kor": "ko", "eng": "en", "zho": "zh", "chi": "zh"}.get(code, code)
 
@@ -58,6 +59,10 @@ _NON_WORD = re.compile(r"[^\w]|_", re.UNICODE)  # punctuation, symbols and white
 _SPACES = re.compile(r"\s+")
 _MINUS = re.compile(r"(?:^|(?<=[\s(\[{=:,;]))[-–](?=\d)")  # a sign, not a hyphen or a subtraction
 _THOUSANDS = re.compile(r"(?<![\d,])(\d{1,3}(?:,\d{3})+)(?!\d)")
+# Presence tests, one regex search each instead of a Python loop over the characters. Every number rule below
+# matches \d only, so a text without one is left alone by them (Korean's % rule is the exception: see there).
+_DECIMAL_DIGIT = re.compile(r"\d")
+_ROMAN_LETTER = re.compile("[IVXLC]")
 
 
 def _prepare(text: str) -> str:
@@ -87,20 +92,24 @@ def _words(reading: str) -> list[str]:
 
 def english_cardinal(n: int) -> list[str]:
     """Cardinal number words without 'and' or hyphens (num2words): 1682 → one thousand six hundred eighty two."""
-    from num2words import num2words
-
     if n < 0:
         return ["negative", *english_cardinal(-n)]
     if n >= 10**15:
         return [_DIGIT_WORDS[int(d)] for d in str(n)]
-    return _words(num2words(n))
+    return list(_num2words_reading(n, "cardinal"))
 
 
 def english_ordinal(n: int) -> list[str]:
     """Ordinal number words (num2words): 21 → twenty first, 12 → twelfth, 40 → fortieth."""
+    return list(_num2words_reading(n, "ordinal"))
+
+
+@functools.lru_cache(maxsize=8192)
+def _num2words_reading(n: int, to: str) -> tuple[str, ...]:
+    """num2words' reading, kept: a corpus repeats its numbers, and num2words takes ~50 µs per call."""
     from num2words import num2words
 
-    return _words(num2words(n, to="ordinal"))
+    return tuple(_words(num2words(n, to=to)))
 
 
 @functools.cache
@@ -131,6 +140,7 @@ _EN_REGNAL = re.compile(r"\b([A-Z][a-z]+)\s+(?:the\s+)?(" + _ROMAN + r")\b")
 _EN_NAME_THE_ORDINAL = re.compile(r"\b([A-Z][a-z]+)\s+the\s+(?=(\d+(?:st|nd|rd|th)|[A-Za-z]+)\b)")
 
 
+@functools.lru_cache(maxsize=1024)
 def _roman_value(numeral: str) -> int | None:
     import roman
 
@@ -169,10 +179,10 @@ _EN_NUMBER = re.compile(r"(\d+)(?:\.(\d+))?")
 
 
 def normalize_english(text: str) -> NormalizedText:
-    if any(c in "IVXLC" for c in text) or " the " in text:
+    if " the " in text or _ROMAN_LETTER.search(text):
         text = _english_regnal(unicodedata.normalize("NFKC", text))
     text = _prepare(text)
-    if any(c.isdigit() for c in text):
+    if _DECIMAL_DIGIT.search(text):
         text = _MINUS.sub(" negative ", text)
         text = _EN_CURRENCY.sub(lambda m: f" {m.group(2)} {_CURRENCY[m.group(1)]} ", text)
         text = _EN_PERCENT.sub(r" \1 percent ", text)
@@ -202,6 +212,7 @@ def normalize_english(text: str) -> NormalizedText:
 _ZH_DIGITS = "零一二三四五六七八九"
 
 
+@functools.lru_cache(maxsize=8192)
 def chinese_cardinal(n: int) -> str:
     """Chinese numerals as read aloud (cn2an): 10 → 十, 105 → 一百零五, 1682 → 一千六百八十二, 10005 → 一万零五.
     Beyond cn2an's 16 digits, digit by digit."""
@@ -240,10 +251,10 @@ def _roman_to(convert, pattern: re.Pattern, text: str) -> str:
 
 def normalize_chinese(text: str) -> NormalizedText:
     text = unicodedata.normalize("NFKC", text)
-    if any(c in "IVXLC" for c in text):
+    if _ROMAN_LETTER.search(text):
         text = _roman_to(chinese_cardinal, _ZH_ROMAN, text)
     text = _prepare(text)
-    if any(c.isdigit() for c in text):
+    if _DECIMAL_DIGIT.search(text):
         text = _MINUS.sub("负", text)
         text = _ZH_YEAR.sub(lambda m: "".join(_ZH_DIGITS[int(d)] for d in m.group(1)), text)
         text = _ZH_PERCENT.sub(lambda m: "百分之" + m.group(1), text)
@@ -268,10 +279,11 @@ _KO_ROMAN = re.compile(r"(?<![A-Za-z])([IVXLC]{2,})(?![A-Za-z])|(?<![A-Za-z])([V
 
 def normalize_korean(text: str) -> NormalizedText:
     text = unicodedata.normalize("NFKC", text)
-    if any(c in "IVXLC" for c in text):
+    if _ROMAN_LETTER.search(text):
         text = _roman_to(str, _KO_ROMAN, text)
     text = _prepare(text)
-    if any(c.isdigit() for c in text):
+    # % becomes 퍼센트 next to any digit character (str.isdigit: also ① or ❶, which \d does not match)
+    if _DECIMAL_DIGIT.search(text) or ("%" in text and any(c.isdigit() for c in text)):
         text = _MINUS.sub("마이너스 ", text)
         text = _KO_DECIMAL.sub("점", text)
         text = text.replace("%", "퍼센트")

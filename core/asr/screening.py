@@ -206,18 +206,26 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
         transcript_state=store.transcript_state(conn),
     )
     total = len(transcripts)
+    # A sentence is synthesized in many voices and often transcribed alike: clips with the same text and the same
+    # transcripts share one (immutable) score, the hallucination check, which depends on the clip, coming after.
+    same_clip_scores: dict[tuple, ClipScore | None] = {}
+    scores, min_asr, hallucinations = result.scores, settings.min_asr, settings.hallucinations
     for done, (clip_id, heard) in enumerate(transcripts.items(), start=1):
         language, reference = clips[clip_id]
-        if len(heard) < settings.min_asr:
+        if len(heard) < min_asr:
             result.too_few_transcripts[clip_id] = len(heard)
         else:
-            score = scorer.score_clip(language, reference, heard)
-            if settings.hallucinations and score is not None and score.bin == 3:  # above 0.6
-                score = scorer.set_aside_hallucinations(score, language, reference, heard, no_speech.get(clip_id))
+            key = (language, reference, *heard)
+            try:
+                score = same_clip_scores[key]
+            except KeyError:
+                score = same_clip_scores[key] = scorer.score_clip(language, reference, heard)
             if score is None:
                 result.unscorable.append(clip_id)
             else:
-                result.scores[clip_id] = score
+                if hallucinations and score.errors and score.bin == 3:  # above 0.6
+                    score = scorer.set_aside_hallucinations(score, language, reference, heard, no_speech.get(clip_id))
+                scores[clip_id] = score
         if done % 2000 == 0:
             progress.check_cancelled()
             progress.report(done, total, "scoring transcripts")
@@ -234,10 +242,13 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
 def store_screening(project: Project, result: ScreeningResult) -> None:
     """Replace the stored per-clip scores with `result` in one transaction."""
     now = utc_now()
-    rows = [
-        (clip_id, s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
-        for clip_id, s in result.scores.items()
-    ]
+    columns: dict[int, tuple] = {}  # by score object: clips that share a score share its columns
+    rows = []
+    for clip_id, s in result.scores.items():
+        found = columns.get(id(s))
+        if found is None:
+            found = columns[id(s)] = (s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
+        rows.append((clip_id, *found))
     meta = json.dumps(
         {
             "settings": result.settings.as_dict(),

@@ -40,8 +40,9 @@ def transcript_state(conn: sqlite3.Connection) -> tuple:
 
 def transcripts_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
     """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many."""
-    rows = conn.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
-    yield from (tuple(row) for row in rows)
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: no Row object to build and convert for each of many rows
+    yield from cursor.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
 
 
 def transcript_failure_count(conn: sqlite3.Connection) -> int:
@@ -55,7 +56,9 @@ def transcript_failure_count(conn: sqlite3.Connection) -> int:
 
 def screenable_clips(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
     """clip id → (language, text) of every good item clip: instruction tokens are not screened."""
-    rows = conn.execute(
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(
         f"SELECT id, language, text FROM clips WHERE status = 'ok' AND item_id IS NOT NULL AND id {NOT_A_CONTROL}"
     )
     return {clip_id: (language, text) for clip_id, language, text in rows}
