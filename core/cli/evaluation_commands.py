@@ -668,8 +668,10 @@ def cmd_reparse(args: argparse.Namespace) -> int:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.reparse import parse_rows
+    from spokenbench.core.safe_files import check_output_file
     from spokenbench.core.tables import read_table, write_table
 
+    check_output_file(args.out, inputs=(args.file,))  # before reading: `parse F --out F` would destroy F
     table = read_table(args.file)
     if "raw_response" not in table.columns:
         raise InputError(InputProblem(table.file, "the column 'raw_response' is missing", column="raw_response"))

@@ -32,6 +32,7 @@ from pathlib import Path
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import RATINGS, _queue_id
+from spokenbench.core.safe_files import check_output_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import read_meta, write_meta
@@ -103,12 +104,12 @@ class MergeReport:
 # Project identity
 
 
-def ensure_project_id(project: Project) -> str:
-    """The project's stable id, created (uuid4) on first use: what a pack names as its home."""
+def ensure_project_id(project: Project, new_id: str | None = None) -> str:
+    """The project's stable id, created (uuid4, or `new_id`) on first use: what a pack names as its home."""
     with project.transaction() as conn:
         project_id = read_meta(conn, PROJECT_ID_KEY)
         if project_id is None:
-            project_id = str(uuid.uuid4())
+            project_id = new_id or str(uuid.uuid4())
             write_meta(conn, PROJECT_ID_KEY, project_id)
     return project_id
 
@@ -124,9 +125,12 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
     if not annotator:
         raise SpokenBenchError("a pack needs the annotator's name (--annotator)")
     out = Path(out)
+    check_output_file(out)  # its folder exists (never created), it is not a folder
     if out.exists():
         raise SpokenBenchError(f"{out} already exists; choose another --out (an existing pack may hold ratings)")
-    project_id = ensure_project_id(project)
+    # The id is stored only once the pack is written: a pack that fails changes nothing in the project.
+    stored_id = read_meta(project.conn, PROJECT_ID_KEY)
+    project_id = stored_id or str(uuid.uuid4())
     conn = project.conn
     queue_id = _queue_id(conn, queue)
     queue_settings = store.queue_row(conn, queue_id)
@@ -152,7 +156,6 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "clips": clips,
         "audio": audio,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
 
     def write(archive: zipfile.ZipFile) -> None:
         archive.writestr(MANIFEST_NAME, json.dumps(manifest, ensure_ascii=False, indent=1))
@@ -162,6 +165,13 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         archive.writestr(RATINGS_NAME, "")
 
     _write_zip_atomically(out, write)
+    if stored_id is None:
+        try:
+            if ensure_project_id(project, project_id) != project_id:  # another pack gave it an id meanwhile
+                raise SpokenBenchError("another process gave this project its id while the pack was written; run again")
+        except BaseException:
+            out.unlink(missing_ok=True)
+            raise
     return PackSummary(out, manifest["pack_id"], project_id, queue, annotator, len(clips), len(audio))
 
 
