@@ -143,3 +143,15 @@ def check_output_file(path: str | os.PathLike, inputs: tuple = ()) -> None:
         with contextlib.suppress(OSError):
             if target.exists() and os.path.samefile(target, given):
                 raise _refuse(target, f"is also the input {display_name(given)}; write the output to another file")
+
+
+def check_output_folder(path: str | os.PathLike) -> None:
+    """Refuse an output folder that could never be made: one that is a file, or lies under a file. (A missing
+    folder is made by the command that writes into it.) Raises InputError naming the file in the way."""
+    target = Path(path)
+    for folder in (target, *target.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                shown = "is a file, not a folder" if folder == target else f"lies under {display_name(folder)}, a file"
+                raise _refuse(target, shown)
+            return

@@ -511,6 +511,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.preparation import prepare_evaluation
     from spokenbench.core.evaluation.runner import run_evaluation
 
+    if args.batch_file:
+        from spokenbench.core.safe_files import check_output_file
+
+        check_output_file(args.batch_file)  # before any work, a dry run's too: its folder exists, it is no folder
     with opened(args.dir) as project:
         prepared = prepare_evaluation(project, _settings(args))
         if args.dry_run:

@@ -25,10 +25,20 @@ def command_named(argv: list[str]) -> str | None:
     return next((word for word in argv if not word.startswith("-")), None)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, printing a value that is not UTF-8 (bytes such as $'\\xff', lone surrogates in Python)
+    as \\xff instead of failing to print it. Every command's parser is one (subparsers take their parent's class)."""
+
+    def _print_message(self, message, file=None):
+        if message:
+            message = os.fsencode(message).decode("utf-8", "backslashreplace")
+        super()._print_message(message, file)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser (argv None), or one for `argv`: only the module of the command it names is imported,
     every other command is listed with its help from the command table. `--help` imports no command module."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="spokenbench",
         description="Build and audit spoken multiple-choice benchmarks (headless runner of SpokenBench Studio).",
     )
