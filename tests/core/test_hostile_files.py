@@ -162,3 +162,19 @@ def test_a_listener_profile_of_the_wrong_shape_is_refused(cli, project, tmp_path
         "--dry-run", "--listener-profile", profile,
     )  # fmt: skip
     assert result.code == 2 and "profile.json" in result.err and problem in result.err, result.err
+
+
+@pytest.mark.parametrize("field", ["{text.__class__}", "{text[0]}", "{text:>999999999}", "{text!r}", "{secret}"])
+def test_a_tts_prompt_template_names_only_its_three_fields_plainly(field):
+    """A template stored in a colleague's project is text with placeholders, never a format program: attribute
+    access would read objects, a width of 10^9 would take a gigabyte."""
+    from spokenbench.core.audio.tts.presets import default_template, render_template
+    from spokenbench.core.errors import SpokenBenchError
+
+    with pytest.raises(SpokenBenchError, match="the TTS prompt template is invalid"):
+        render_template(f"Say {field}", "hello", "en", "american")
+    assert render_template("Say {text} in {language_name} ({accent_name})", "hi", "en", None) == (
+        "Say hi in English (standard)"
+    )
+    for name in ("gemini_prompt.txt", "openai_instructions.txt"):  # the shipped templates keep rendering
+        render_template(default_template(name), "hello", "en", "american")
