@@ -1387,6 +1387,18 @@ def _database_special(how: str) -> Callable[[Path], Path]:
     return make
 
 
+def _neighbour_special(source: Callable[[], Path], suffix: str, how: str) -> Callable[[Path], Path]:
+    def make(root: Path) -> Path:
+        folder = Path(shutil.copytree(source(), root / "neighbour"))
+        for leftover in ("project.sqlite-wal", "project.sqlite-shm"):
+            (folder / leftover).unlink(missing_ok=True)
+        neighbour = folder / f"project.sqlite{suffix}"
+        os.mkfifo(neighbour) if how == "FIFO" else neighbour.symlink_to("/dev/zero")
+        return folder
+
+    return make
+
+
 def generated_state_cases(source: Callable[[], Path]) -> list[Case]:
     """Every command that takes a project folder, on each broken project state."""
     states = {
@@ -1395,6 +1407,8 @@ def generated_state_cases(source: Callable[[], Path]) -> list[Case]:
         "a table dropped": _table_dropped(source),
         "database is a FIFO": _database_special("FIFO"),
         "database links to /dev/zero": _database_special("link"),
+        "journal is a FIFO": _neighbour_special(source, "-journal", "FIFO"),
+        "WAL links to /dev/zero": _neighbour_special(source, "-wal", "link"),
     }
     commands = sorted({o.command for o in cli_options() if o.kind == "project" and o.command not in ("init", "demo")})
     cases = []
