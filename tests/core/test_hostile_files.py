@@ -178,3 +178,24 @@ def test_a_tts_prompt_template_names_only_its_three_fields_plainly(field):
     )
     for name in ("gemini_prompt.txt", "openai_instructions.txt"):  # the shipped templates keep rendering
         render_template(default_template(name), "hello", "en", "american")
+
+
+@pytest.mark.slow
+def test_check_repair_changes_everything_or_nothing(voiced_project, tmp_path, cli):
+    """A folder holding files where a clip belongs cannot be removed by the repair: it is refused before any row
+    changes (it used to mark the clips failed, then stop on the folder). An empty folder or a link is removed."""
+    from bad_input_support import project_snapshot
+
+    project = Path(shutil.copytree(voiced_project, tmp_path / "p", symlinks=True))
+    clip = _first_clip(project)
+    _replace(clip, "folder")
+    (clip / "inside.txt").write_text("someone's file")
+    before = project_snapshot(project)
+    refused = cli("check", project, "--repair")
+    assert refused.code == 2 and "internal error" not in refused.err
+    assert clip.name in refused.err and "a folder with files stands where an audio file belongs" in refused.err
+    assert project_snapshot(project) == before  # no clip marked failed, nothing removed
+    (clip / "inside.txt").unlink()
+    repaired = cli("check", project, "--repair")
+    assert repaired.code == 0, repaired.err
+    assert not clip.exists() and "clips to synthesize again: 1" in repaired.out
