@@ -107,14 +107,13 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 def check_not_damaged(conn: sqlite3.Connection, db_path: Path) -> None:
     """Refuse to go on with a database that fails SQLite's quick check (pages, indexes, records): nothing may be
-    written into a damaged file — it would spread the damage and hide it. Done once per file and process while
-    the file is unchanged (its size and modification time): the check reads the whole file (~5 ms per MB)."""
+    written into a damaged file — it would spread the damage and hide it. Done once per file and process (the
+    check reads the whole file, ~5 ms per MB; the app opens a project on many threads)."""
     try:
         status = os.stat(db_path)
-        wal = os.stat(f"{db_path}-wal") if os.path.exists(f"{db_path}-wal") else None
     except OSError:
         return
-    key = (os.path.realpath(db_path), status.st_size, status.st_mtime_ns, wal and (wal.st_size, wal.st_mtime_ns))
+    key = (os.path.realpath(db_path), status.st_dev, status.st_ino)
     if key in _QUICK_CHECKED:
         return
     try:
