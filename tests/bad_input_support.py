@@ -8,11 +8,13 @@ every audio file) nor any output file left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import random
 import shutil
+import signal
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1260,6 +1262,37 @@ def command_line(ws: Workspace, command: str, replace: Option | None = None, val
 DRY_RUN_COMMANDS = ("synthesize", "assemble", "evaluate", "rewrite", "transcribe")
 
 
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail (instead of hanging the test run) if the block still runs after `seconds`: a read that waits on a
+    FIFO or never ends on /dev/zero."""
+
+    def expire(*_):
+        raise TimeoutError(f"still running after {seconds} s: a file was waited on or read without bound")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def voiced_project(root: Path, queue: str | None = None) -> Path:
+    """A project of BASE_ITEMS with espeak clips in one voice (and a rating queue, if named), built in-process."""
+    from spokenbench.core.cli.main import main
+
+    project = root / "project"
+    assert main(["init", str(project)]) == 0
+    assert main(["import", str(project), str(csv_of(BASE_ITEMS)(root / "items.csv")), "--format", "mcq"]) == 0
+    synthesize = ["synthesize", str(project), "--tts", "espeak", "--voices", "espeak-female", "--accents", "american"]
+    assert main(synthesize) == 0
+    if queue is not None:
+        assert main(["sample", str(project), "--name", queue]) == 0
+    return project
+
+
 def _not_regular(ws: Workspace, how: str, name: str) -> Path:
     path = ws.folder / name
     if how == "FIFO":
@@ -1352,23 +1385,13 @@ _OUTPUT_XFAIL: dict[str, str] = {}
 
 
 # Project states a command meets at open: each is refused naming the folder, and the folder stays as it was.
-def _schema_lowered(source: Callable[[], Path]) -> Callable[[Path], Path]:
+def _edited_database(source: Callable[[], Path], sql: str) -> Callable[[Path], Path]:
+    """A copy of the project whose database another program changed with `sql`."""
+
     def make(root: Path) -> Path:
-        folder = Path(shutil.copytree(source(), root / "lowered"))
+        folder = Path(shutil.copytree(source(), root / "edited"))
         with sqlite3.connect(folder / "project.sqlite") as conn:
-            conn.execute("PRAGMA user_version = 3")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
-        return folder
-
-    return make
-
-
-def _table_dropped(source: Callable[[], Path]) -> Callable[[Path], Path]:
-    def make(root: Path) -> Path:
-        folder = Path(shutil.copytree(source(), root / "dropped"))
-        with sqlite3.connect(folder / "project.sqlite") as conn:
-            conn.execute("DROP TABLE ratings")
+            conn.execute(sql)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         return folder
@@ -1403,8 +1426,8 @@ def generated_state_cases(source: Callable[[], Path]) -> list[Case]:
     """Every command that takes a project folder, on each broken project state."""
     states = {
         "damaged database": lambda root: _damaged(source())(root),
-        "schema number lowered": _schema_lowered(source),
-        "a table dropped": _table_dropped(source),
+        "schema number lowered": _edited_database(source, "PRAGMA user_version = 3"),
+        "a table dropped": _edited_database(source, "DROP TABLE ratings"),
         "database is a FIFO": _database_special("FIFO"),
         "database links to /dev/zero": _database_special("link"),
         "journal is a FIFO": _neighbour_special(source, "-journal", "FIFO"),

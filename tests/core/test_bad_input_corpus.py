@@ -10,10 +10,8 @@ and command; `pytest -m slow` runs the rest."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import stat
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -26,6 +24,7 @@ from bad_input_support import (
     Workspace,
     audio_cases,
     csv_of,
+    deadline,
     files_digest,
     flag_cases,
     generated_cases,
@@ -113,20 +112,6 @@ def _run(args: list, capsys) -> SimpleNamespace:
     return SimpleNamespace(code=code, out=captured.out, err=captured.err)
 
 
-@contextlib.contextmanager
-def _deadline(seconds: float):
-    def expire(*_):
-        raise TimeoutError(f"the command was still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _sampled(cases: list[Case]) -> set[str]:
     """The default run's share of the corpus: the first case of each area and command; the whole corpus runs
     with -m slow."""
@@ -164,7 +149,7 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(case: Case, shared_pro
         return project_snapshot(watched), files_digest(folder)
 
     before = snapshot()
-    with _deadline(60):  # a read that waits (a FIFO) or never ends (/dev/zero) fails the case, not the run
+    with deadline(60):  # a read that waits (a FIFO) or never ends (/dev/zero) fails the case, not the run
         result = _run(args, capsys)
     after = snapshot()
 

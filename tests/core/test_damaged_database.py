@@ -5,13 +5,14 @@ what it is, not as damage (which would invite restoring a backup for nothing).""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from bad_input_support import BASE_ITEMS, _damaged, csv_of, files_digest
+from bad_input_support import BASE_ITEMS, _damaged, csv_of, deadline, files_digest
 
 from spokenbench.core.store import database
 
@@ -124,24 +125,12 @@ def test_a_full_disk_at_open_is_reported_as_such(cli, base_project, monkeypatch)
 @pytest.mark.parametrize("how", ["FIFO", "link to /dev/zero"])
 def test_a_database_neighbour_that_is_not_a_regular_file_is_refused_at_once(cli, base_project, suffix, how):
     """A FIFO journal made SQLite wait forever; a link to /dev/zero was called a disk I/O error."""
-    import os
-    import signal
-
     for leftover in ("project.sqlite-wal", "project.sqlite-shm"):
         (base_project / leftover).unlink(missing_ok=True)
     neighbour = base_project / f"project.sqlite{suffix}"
     os.mkfifo(neighbour) if how == "FIFO" else neighbour.symlink_to("/dev/zero")
-
-    def expire(*_):
-        raise TimeoutError("the project's opening waited on the FIFO")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, 10)
-    try:
+    with deadline(10):
         result = cli("info", base_project)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     assert result.code == 2
     kind = "a FIFO" if how == "FIFO" else "a symbolic link"
     assert f"project.sqlite{suffix} is {kind}, not a file SQLite wrote" in result.err

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from bad_input_support import BASE_ITEMS, csv_of, files_digest, project_snapshot
+from bad_input_support import files_digest, project_snapshot, voiced_project
 
 pytestmark = pytest.mark.slow  # a project with synthesized clips and a queue, and pandas for export
 
@@ -18,16 +18,7 @@ pytestmark = pytest.mark.slow  # a project with synthesized clips and a queue, a
 @pytest.fixture(scope="module")
 def queued_project(tmp_path_factory) -> Path:
     """Two items with espeak clips in a rating queue 'q1'."""
-    from spokenbench.core.cli.main import main
-
-    root = tmp_path_factory.mktemp("outputs")
-    project = root / "project"
-    assert main(["init", str(project)]) == 0
-    assert main(["import", str(project), str(csv_of(BASE_ITEMS)(root / "items.csv")), "--format", "mcq"]) == 0
-    synthesize = ["synthesize", str(project), "--tts", "espeak", "--voices", "espeak-female", "--accents", "american"]
-    assert main(synthesize) == 0
-    assert main(["sample", str(project), "--name", "q1"]) == 0
-    return project
+    return voiced_project(tmp_path_factory.mktemp("outputs"), queue="q1")
 
 
 @pytest.fixture
