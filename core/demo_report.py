@@ -24,6 +24,7 @@ from pathlib import Path
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.safe_files import check_output_folder
 
 MCQ_DIR = "mcq"
 GENDER_DIR = "gender-probe"
@@ -47,6 +48,7 @@ class DemoReport:
 def check_report_folder(out_dir: str | Path) -> Path:
     """The report goes into a new or empty folder: a report is never mixed into other files."""
     out = Path(out_dir)
+    check_output_folder(out)  # not a file, not under one: refused before the demo is built
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SpokenBenchError(f"{out} already exists and is not empty; choose a new folder for the report")
     return out

@@ -95,16 +95,17 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s\"'<>]*")
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#@]*@")
-# Query parameters whose value is a credential (compared lower-case, with '-' read as '_'): exact names, and
-# names containing one of the fragments (x_api_key, access_token, client_secret, X-Amz-Signature, ...).
-_SECRET_PARAMS = frozenset({"key", "sig", "code", "pass", "pwd", "auth", "jwt", "session"})
-_SECRET_FRAGMENTS = ("key", "token", "secret", "password", "passwd", "signature", "credential", "auth")
 REDACTED = "[redacted]"
+
+
+# Query parameters known to carry no secret, kept as given; every other value is redacted: a secret under a name
+# no list foresees (`?sessionid=`, `?s=`) must not be stored either.
+_SAFE_PARAMS = frozenset({"api_version", "version", "model", "region", "alt", "format"})
 
 
 def _secret_param(name: str) -> bool:
     name = name.lower().replace("-", "_")
-    return name in _SECRET_PARAMS or any(fragment in name for fragment in _SECRET_FRAGMENTS)
+    return name not in _SAFE_PARAMS
 
 
 def _clean_url(url: str) -> tuple[str, list[str]]:
@@ -134,7 +135,7 @@ def _clean_url(url: str) -> tuple[str, list[str]]:
 
 def strip_url_credentials(url: str | None) -> str | None:
     """Every URL in `url` without its credentials: `https://user:pass@host/v1?api_key=S&x=1` →
-    `https://host/v1?api_key=[redacted]&x=1`. Base URLs are stored with runs (parameters, cache keys) and
+    `https://host/v1?api_key=[redacted]&x=[redacted]` (every query value but those of _SAFE_PARAMS). Base URLs are stored with runs (parameters, cache keys) and
     commands with jobs (also as `--base-url=URL`), credentials never; the rest of the URL is kept as it is."""
     if not url:
         return url

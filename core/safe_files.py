@@ -126,3 +126,32 @@ def check_regular_file(path: str | Path, max_bytes: int, follow_links: bool = Tr
     descriptor, status = open_regular_descriptor(path, max_bytes, follow_links)
     os.close(descriptor)
     return status
+
+
+def check_output_file(path: str | os.PathLike, inputs: tuple = ()) -> None:
+    """Refuse an output file before any work: its folder must exist (it is not created: a typo would otherwise
+    scatter folders), it must not be a folder, and it must not be one of the command's `inputs` (writing the
+    output would destroy the input it is made from). Raises InputError naming the file."""
+    target = Path(path)
+    parent = target.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise _refuse(target, f"the folder {display_name(parent)} {what}; create it first or choose another path")
+    if target.is_dir():
+        raise _refuse(target, "is a folder; give a file name")
+    for given in inputs:
+        with contextlib.suppress(OSError):
+            if target.exists() and os.path.samefile(target, given):
+                raise _refuse(target, f"is also the input {display_name(given)}; write the output to another file")
+
+
+def check_output_folder(path: str | os.PathLike) -> None:
+    """Refuse an output folder that could never be made: one that is a file, or lies under a file. (A missing
+    folder is made by the command that writes into it.) Raises InputError naming the file in the way."""
+    target = Path(path)
+    for folder in (target, *target.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                shown = "is a file, not a folder" if folder == target else f"lies under {display_name(folder)}, a file"
+                raise _refuse(target, shown)
+            return

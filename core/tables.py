@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
-from spokenbench.core.safe_files import MAX_TABLE_BYTES, display_name, read_regular_file
+from spokenbench.core.safe_files import MAX_TABLE_BYTES, check_output_file, display_name, read_regular_file
 
 TABLE_FORMATS = {
     ".csv": "csv",
@@ -571,11 +571,11 @@ def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str]
     path = Path(path)
     check_path_name(path)
     fmt = table_format(path)
+    check_output_file(path)
     columns = columns or (list(rows[0].keys()) if rows else [])
     arrow_table = _arrow_table(rows, columns, str(path)) if fmt == "parquet" else None
     temp_name = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
         os.close(fd)
         if arrow_table is not None:

@@ -8,11 +8,13 @@ every audio file) nor any output file left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import random
 import shutil
+import signal
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1112,3 +1114,332 @@ def limit_cases() -> list[Case]:
         Case("limits", "synthesize an over-long stored question", long_item, uses_audio_project=True),
         Case("limits", "assemble an over-long spoken text", long_clip_text, uses_audio_project=True),
     ]
+
+
+# ------------------------------------------------------------------------------------------------ generated from
+# the CLI's own parser: every command and every option, classified by what it takes (a project folder, a file
+# read, a file or folder written, free text, a number, a choice). A command or option added later is covered by
+# these classes without a new test.
+
+
+@dataclass(frozen=True)
+class Option:
+    command: str
+    dest: str
+    name: str  # the option string (--out) or the positional's metavar (DIR, FILE): what messages name
+    kind: str  # project | file-in | file-out | folder-out | folder-in | text | number | choice
+    required: bool
+    positional: bool
+    nargs: object
+    choices: tuple = ()
+
+
+OUTPUT_DESTS = {"out", "clips_out", "batch_file", "report"}  # options that name something the command writes
+FOLDER_METAVARS = {"DIR", "FOLDER", "OUT"}
+FILE_IN_METAVARS = {"FILE", "RESULTS", "PACK", "FILE.json", "FILE|PROJECT"}
+# Values a required option needs for the command to get as far as its files; anything else gets a neutral value.
+REQUIRED_VALUES = {
+    ("import", "--format"): "mcq",
+    ("export", "--what"): "items",
+    ("synthesize", "--tts"): "espeak",
+    ("evaluate", "--model"): "simulated:steady",
+    ("evaluate", "--mode"): "text",
+    ("evaluate", "--prompt"): "standard",
+    ("power", "--effect"): "-3",
+    ("review", "--item"): "1",
+    ("import-transcripts", "--asr"): "w",
+}
+
+
+def cli_options() -> list[Option]:
+    """Every option and positional of every command, read from core/cli/main.py's parser."""
+    import argparse
+
+    from spokenbench.core.cli.main import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = []
+    for command, sub in subparsers.choices.items():
+        for action in sub._actions:
+            if action.nargs == 0 or isinstance(action, argparse._HelpAction):
+                continue  # flags take no value
+            name = action.option_strings[-1] if action.option_strings else (action.metavar or action.dest)
+            type_name = getattr(action.type, "__name__", "") or ""
+            if action.dest == "dir":
+                kind = "project"
+            elif action.dest in OUTPUT_DESTS:
+                kind = "folder-out" if action.metavar in FOLDER_METAVARS else "file-out"
+            elif action.metavar in FILE_IN_METAVARS:
+                kind = "file-in"
+            elif action.metavar == "FOLDER":
+                kind = "folder-in"
+            elif action.choices:
+                kind = "choice"
+            elif "number" in type_name or type_name in ("seed",):
+                kind = "number"
+            else:
+                kind = "text"
+            options.append(
+                Option(
+                    command,
+                    action.dest,
+                    name,
+                    kind,
+                    bool(action.required) or not action.option_strings or action.dest == "dir",
+                    not action.option_strings,
+                    action.nargs,
+                    tuple(action.choices or ()),
+                )
+            )
+    return options
+
+
+def _required_choices(command: str) -> list[str]:
+    """The first option of each required either-or group (review's --accept | --reject | --edit)."""
+    import argparse
+
+    from spokenbench.core.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    return [group._group_actions[0].option_strings[-1] for group in sub._mutually_exclusive_groups if group.required]
+
+
+def _good_input(ws: Workspace, option: Option) -> Path:
+    """A valid file for a command's input, so that the command gets as far as the option under test."""
+    command = option.command
+    if command in ("metrics", "report"):
+        return _write(ws.folder, "responses.csv", csv_of(response_rows()))
+    if command == "parse":
+        return _write(ws.folder, "answers.jsonl", jsonl_of(answer_rows()))
+    if command == "import-transcripts":
+        return _write(ws.folder, "transcripts.csv", csv_of([{"clip_id": 1, "text": "hi"}]))
+    if option.name == "--listener-profile":
+        return _write(ws.folder, "profile.json", json.dumps({"base_accuracy": 0.7}))
+    return _write(ws.folder, "items.csv", csv_of(mcq_rows()))
+
+
+def _value_for(ws: Workspace, option: Option) -> str | Path:
+    if (option.command, option.name) in REQUIRED_VALUES:
+        return REQUIRED_VALUES[(option.command, option.name)]
+    if option.kind == "project":
+        return ws.folder / "new-project" if option.command in ("init", "demo") else ws.project
+    if option.kind == "file-in":
+        return _good_input(ws, option)
+    if option.kind == "file-out":
+        return ws.folder / ("out.zip" if option.command == "pack" else "out.jsonl")
+    if option.kind == "folder-out":
+        return ws.folder / "out-folder"
+    if option.kind == "choice":
+        return str(option.choices[0])
+    if option.kind == "number":
+        return "1"
+    return "x"
+
+
+def command_line(ws: Workspace, command: str, replace: Option | None = None, value=None) -> list:
+    """A command line for `command` with its required arguments (and --dry-run where it has one, so a case never
+    does real work), `replace` given `value` instead."""
+    options = [o for o in cli_options() if o.command == command]
+    args: list = [command]
+    for option in options:
+        if option is replace or (replace is not None and option.dest == replace.dest):
+            given = value
+        elif option.required:
+            given = _value_for(ws, option)
+        else:
+            continue
+        args += [given] if option.positional else [option.name, given]
+    for flag in _required_choices(command):
+        if replace is None or flag != replace.name:
+            args.append(flag)  # a flag (review --accept); an option with a value would need one here
+    if command in DRY_RUN_COMMANDS:
+        args.append("--dry-run")
+    return args
+
+
+DRY_RUN_COMMANDS = ("synthesize", "assemble", "evaluate", "rewrite", "transcribe")
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail (instead of hanging the test run) if the block still runs after `seconds`: a read that waits on a
+    FIFO or never ends on /dev/zero."""
+
+    def expire(*_):
+        raise TimeoutError(f"still running after {seconds} s: a file was waited on or read without bound")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def voiced_project(root: Path, queue: str | None = None) -> Path:
+    """A project of BASE_ITEMS with espeak clips in one voice (and a rating queue, if named), built in-process."""
+    from spokenbench.core.cli.main import main
+
+    project = root / "project"
+    assert main(["init", str(project)]) == 0
+    assert main(["import", str(project), str(csv_of(BASE_ITEMS)(root / "items.csv")), "--format", "mcq"]) == 0
+    synthesize = ["synthesize", str(project), "--tts", "espeak", "--voices", "espeak-female", "--accents", "american"]
+    assert main(synthesize) == 0
+    if queue is not None:
+        assert main(["sample", str(project), "--name", queue]) == 0
+    return project
+
+
+def _not_regular(ws: Workspace, how: str, name: str) -> Path:
+    path = ws.folder / name
+    if how == "FIFO":
+        os.mkfifo(path)
+    elif how == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif how == "folder":
+        path.mkdir()
+    return path
+
+
+def generated_cases() -> list[Case]:
+    """Per option class: non-UTF-8 values, files that are not regular files, misused output paths, numbers of
+    5,000 digits. Every case: exit 2, a message naming the option or file, nothing changed."""
+    cases = []
+    options = cli_options()
+    with_input = {o.command for o in options if o.kind == "file-in" and o.required}
+    for option in options:
+        label = f"{option.command} {option.name}"
+
+        def utf8(ws, option=option):
+            base = {"project": f"{ws.project}\udcff", "file-in": f"{ws.folder}/t\udcff.csv"}.get(option.kind, "t\udcff")
+            if option.kind in ("file-out", "folder-out"):
+                base = f"{ws.folder}/o\udcff.jsonl"
+            return command_line(ws, option.command, option, base), option.name
+
+        cases.append(Case("non-UTF-8 arguments", f"{label} not UTF-8", utf8))
+        if option.kind == "file-in":
+            for how in ("FIFO", "link to /dev/zero", "folder"):
+
+                def special(ws, option=option, how=how):
+                    path = _not_regular(ws, how, "special.csv" if option.command != "evaluate" else "special.json")
+                    return command_line(ws, option.command, option, path), path.name
+
+                cases.append(Case("non-regular files", f"{label} a {how}", special))
+        if option.kind == "file-out":
+            name = "out.zip" if option.command == "pack" else "out.jsonl"
+            misuses = {
+                "in a missing folder": lambda ws, name=name: (ws.folder / "missing" / name, "missing"),
+                "a folder": lambda ws, name=name: (_mkdir(ws.folder / name), name),
+                "under a file": lambda ws, name=name: (_write(ws.folder, "plain.txt", "x") / name, "plain.txt"),
+            }
+            if option.command in with_input:
+                misuses["its own input"] = lambda ws: (None, "is also the input")
+            for misuse, make in misuses.items():
+
+                def output(ws, option=option, make=make):
+                    path, named = make(ws)
+                    if path is None:  # the command's input, given again as its output
+                        args = command_line(ws, option.command)
+                        source = next(a for a in args if isinstance(a, Path) and a.parent == ws.folder)
+                        return command_line(ws, option.command, option, source), named
+                    return command_line(ws, option.command, option, path), named
+
+                cases.append(Case("output paths", f"{label} {misuse}", output, xfail=_OUTPUT_XFAIL.get(option.command)))
+        if option.kind == "folder-out":
+            for misuse in ("a file", "under a file"):
+
+                def folder_output(ws, option=option, misuse=misuse):
+                    plain = _write(ws.folder, "plain.txt", "x")
+                    return command_line(
+                        ws, option.command, option, plain if misuse == "a file" else plain / "o"
+                    ), "plain.txt"
+
+                cases.append(Case("output paths", f"{label} {misuse}", folder_output))
+        if option.kind == "number":
+
+            def huge(ws, option=option):
+                return command_line(ws, option.command, option, "9" * 5000), option.name
+
+            cases.append(Case("huge numbers", f"{label} 5,000 digits", huge))
+    for command, name, rows in (
+        ("import", "items.jsonl", [{**list_rows(1)[0], "n": "HUGE"}]),
+        ("metrics", "responses.jsonl", [{**r, "n": "HUGE"} for r in response_rows()]),
+        ("parse", "answers.jsonl", [{**r, "n": "HUGE"} for r in answer_rows()]),
+        ("import-transcripts", "transcripts.jsonl", [{"clip_id": "HUGE", "text": "hi"}]),
+    ):
+
+        def huge_in_file(ws, command=command, name=name, rows=rows):
+            text = "\n".join(json.dumps(r).replace('"HUGE"', "9" * 5000) for r in rows) + "\n"
+            path = _write(ws.folder, name, text)
+            file_option = next(o for o in options if o.command == command and o.kind == "file-in")
+            return command_line(ws, command, file_option, path), name
+
+        cases.append(Case("huge numbers", f"{command} a 5,000-digit number in {name}", huge_in_file))
+    return cases
+
+
+_OUTPUT_XFAIL: dict[str, str] = {}
+
+
+# Project states a command meets at open: each is refused naming the folder, and the folder stays as it was.
+def _edited_database(source: Callable[[], Path], sql: str) -> Callable[[Path], Path]:
+    """A copy of the project whose database another program changed with `sql`."""
+
+    def make(root: Path) -> Path:
+        folder = Path(shutil.copytree(source(), root / "edited"))
+        with sqlite3.connect(folder / "project.sqlite") as conn:
+            conn.execute(sql)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        return folder
+
+    return make
+
+
+def _database_special(how: str) -> Callable[[Path], Path]:
+    def make(root: Path) -> Path:
+        folder = _mkdir(root / "special-db")
+        _mkdir(folder / "audio")
+        target = folder / "project.sqlite"
+        os.mkfifo(target) if how == "FIFO" else target.symlink_to("/dev/zero")
+        return folder
+
+    return make
+
+
+def _neighbour_special(source: Callable[[], Path], suffix: str, how: str) -> Callable[[Path], Path]:
+    def make(root: Path) -> Path:
+        folder = Path(shutil.copytree(source(), root / "neighbour"))
+        for leftover in ("project.sqlite-wal", "project.sqlite-shm"):
+            (folder / leftover).unlink(missing_ok=True)
+        neighbour = folder / f"project.sqlite{suffix}"
+        os.mkfifo(neighbour) if how == "FIFO" else neighbour.symlink_to("/dev/zero")
+        return folder
+
+    return make
+
+
+def generated_state_cases(source: Callable[[], Path]) -> list[Case]:
+    """Every command that takes a project folder, on each broken project state."""
+    states = {
+        "damaged database": lambda root: _damaged(source())(root),
+        "schema number lowered": _edited_database(source, "PRAGMA user_version = 3"),
+        "a table dropped": _edited_database(source, "DROP TABLE ratings"),
+        "database is a FIFO": _database_special("FIFO"),
+        "database links to /dev/zero": _database_special("link"),
+        "journal is a FIFO": _neighbour_special(source, "-journal", "FIFO"),
+        "WAL links to /dev/zero": _neighbour_special(source, "-wal", "link"),
+    }
+    commands = sorted({o.command for o in cli_options() if o.kind == "project" and o.command not in ("init", "demo")})
+    cases = []
+    for state_name, make in states.items():
+        for command in commands:
+
+            def build(ws, command=command):
+                return command_line(ws, command), str(ws.project.name)
+
+            cases.append(Case("corrupted databases", f"{state_name}: {command}", build, state=make))
+    return cases

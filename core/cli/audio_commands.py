@@ -174,9 +174,10 @@ def _backend_for(args: argparse.Namespace, project):
             save_model_dir(project, "kokoro", args.kokoro_model)
         return get_backend("kokoro", model_dir=project_model_dir(project.conn, "kokoro"))
     options = {"model": args.model, "base_url": args.base_url}
+    prompt = read_text_file(args.prompt_file) if args.prompt_file else None  # checked whatever the backend
     if args.tts in ("gemini", "openai"):
-        if args.prompt_file:
-            save_prompt_template(project, args.tts, read_text_file(args.prompt_file))
+        if prompt is not None:
+            save_prompt_template(project, args.tts, prompt)
         options["prompt_template"] = project_prompt_template(project.conn, args.tts)
     return get_backend(args.tts, **{k: v for k, v in options.items() if v is not None})
 

@@ -511,6 +511,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.preparation import prepare_evaluation
     from spokenbench.core.evaluation.runner import run_evaluation
 
+    if args.batch_file:
+        from spokenbench.core.safe_files import check_output_file
+
+        check_output_file(args.batch_file)  # before any work, a dry run's too: its folder exists, it is no folder
     with opened(args.dir) as project:
         prepared = prepare_evaluation(project, _settings(args))
         if args.dry_run:
@@ -676,8 +680,10 @@ def cmd_reparse(args: argparse.Namespace) -> int:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.reparse import parse_rows
+    from spokenbench.core.safe_files import check_output_file
     from spokenbench.core.tables import read_table, write_table
 
+    check_output_file(args.out, inputs=(args.file,))  # before reading: `parse F --out F` would destroy F
     table = read_table(args.file)
     if "raw_response" not in table.columns:
         raise InputError(InputProblem(table.file, "the column 'raw_response' is missing", column="raw_response"))

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from spokenbench.core import __version__
 from spokenbench.core.cli.commands import COMMANDS
@@ -23,10 +25,20 @@ def command_named(argv: list[str]) -> str | None:
     return next((word for word in argv if not word.startswith("-")), None)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, printing a value that is not UTF-8 (bytes such as $'\\xff', lone surrogates in Python)
+    as \\xff instead of failing to print it. Every command's parser is one (subparsers take their parent's class)."""
+
+    def _print_message(self, message, file=None):
+        if message:
+            message = os.fsencode(message).decode("utf-8", "backslashreplace")
+        super()._print_message(message, file)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser (argv None), or one for `argv`: only the module of the command it names is imported,
     every other command is listed with its help from the command table. `--help` imports no command module."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="spokenbench",
         description="Build and audit spoken multiple-choice benchmarks (headless runner of SpokenBench Studio).",
     )
@@ -57,8 +69,21 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    undecodable = undecodable_argument(parser, args)
+    if undecodable is not None:  # before anything stores it (a job's command, a speaker's name, a run's name)
+        print(f"error: {undecodable}", file=sys.stderr)
+        return EXIT_USER_ERROR
     if command_named(argv) in JOBLESS_COMMANDS:
         return _run_handler(args)
+    previous_sigterm = _stop_on_sigterm_as_on_ctrl_c()
+    try:
+        return _run_job_command(argv, args)
+    finally:
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
+
+
+def _run_job_command(argv: list[str], args: argparse.Namespace) -> int:
     from spokenbench.core.jobs import set_invocation  # not before: `--help` and usage errors need no job machinery
 
     set_invocation(argv)  # every job this command starts can be resumed with the same command
@@ -66,6 +91,39 @@ def main(argv: list[str] | None = None) -> int:
         return _run_handler(args)
     finally:
         set_invocation(None)
+
+
+def _stop_on_sigterm_as_on_ctrl_c():
+    """A service manager, `timeout` or `kill` stops a run with SIGTERM: turn it into the SIGINT of a Ctrl-C, so the
+    run stops the same clean way (answers kept, claims released, job marked cancelled, exit code 130). Returns
+    the handler to restore, or None where no handler can be set (not the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def as_ctrl_c(signum, frame):
+        os.kill(os.getpid(), signal.SIGINT)
+
+    return signal.signal(signal.SIGTERM, as_ctrl_c)
+
+
+def undecodable_argument(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """A message for the first argument that is not valid UTF-8 (bytes such as $'\\xff' reach Python as lone
+    surrogates): such text can be neither stored in the project nor printed, so every command refuses it up front,
+    naming the option — free text and file names alike."""
+    names = {}
+    subparsers = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    command = subparsers.choices.get(getattr(args, "command", None)) if subparsers else None
+    for action in command._actions if command is not None else []:
+        names[action.dest] = action.option_strings[-1] if action.option_strings else (action.metavar or action.dest)
+    for dest, value in vars(args).items():
+        for text in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(text, (str, os.PathLike)) and any(0xD800 <= ord(c) <= 0xDFFF for c in os.fspath(text)):
+                shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+                return (
+                    f"argument {names.get(dest, dest)}: '{shown}' is not valid UTF-8; give the text in UTF-8 "
+                    "(for a file name: rename the file)"
+                )
+    return None
 
 
 def _run_handler(args) -> int:

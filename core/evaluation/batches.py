@@ -1235,12 +1235,15 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
     requests (`--resume` retries them online); requests already answered keep their answer."""
     progress = progress or no_progress()
     source = Path(path)
-    if not source.exists():
-        raise SpokenBenchError(f"no results file {source}")
+    try:  # a regular file of bounded size, checked before a byte is read (a FIFO would wait forever)
+        handle = open_regular_file(source, MAX_BATCH_RESULTS_BYTES)
+    except FileNotFoundError:
+        raise SpokenBenchError(f"no results file {source}") from None
     by_key: dict[str, list] = {}
     for row in batch_store.file_request_rows(project.conn):
         by_key.setdefault(row["request_key"], []).append(row)
     if not by_key:
+        handle.close()
         raise SpokenBenchError(
             "this project has written no batch file (spokenbench evaluate DIR ... --batch-file FILE) whose results "
             "could be imported"
@@ -1249,10 +1252,6 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
     results: dict[str, _Result] = {}
     seen_at: dict[str, int] = {}
     lines = 0
-    try:  # a regular file of bounded size, checked before a byte is read (a FIFO would wait forever)
-        handle = open_regular_file(source, MAX_BATCH_RESULTS_BYTES)
-    except FileNotFoundError:
-        raise SpokenBenchError(f"no results file {source}") from None
     with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():

@@ -51,6 +51,7 @@ from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import RATINGS, _queue_id
+from spokenbench.core.safe_files import check_output_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import read_meta, write_meta
@@ -179,12 +180,12 @@ class MergeReport:
 # Project identity and the record of each pack made
 
 
-def ensure_project_id(project: Project) -> str:
-    """The project's stable id, created (uuid4) on first use: what a pack names as its home."""
+def ensure_project_id(project: Project, new_id: str | None = None) -> str:
+    """The project's stable id, created (uuid4, or `new_id`) on first use: what a pack names as its home."""
     with project.transaction() as conn:
         project_id = read_meta(conn, PROJECT_ID_KEY)
         if project_id is None:
-            project_id = str(uuid.uuid4())
+            project_id = new_id or str(uuid.uuid4())
             write_meta(conn, PROJECT_ID_KEY, project_id)
     return project_id
 
@@ -223,6 +224,7 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
     if len(annotator) > MAX_NAME_CHARS:
         raise SpokenBenchError(f"--annotator is {len(annotator):,} characters long (at most {MAX_NAME_CHARS:,})")
     out = Path(out)
+    check_output_file(out)  # its folder exists (never created), it is not a folder
     if out.exists():
         raise SpokenBenchError(f"{out} already exists; choose another --out (an existing pack may hold ratings)")
     conn = project.conn
@@ -264,7 +266,6 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
         "created_at": manifest["created_at"],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
 
     def write(archive: zipfile.ZipFile) -> None:
         archive.writestr(MANIFEST_NAME, manifest_bytes)

@@ -113,14 +113,13 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 def check_not_damaged(conn: sqlite3.Connection, db_path: Path) -> None:
     """Refuse to go on with a database that fails SQLite's quick check (pages, indexes, records): nothing may be
-    written into a damaged file — it would spread the damage and hide it. Done once per file and process while
-    the file is unchanged (its size and modification time): the check reads the whole file (~5 ms per MB)."""
+    written into a damaged file — it would spread the damage and hide it. Done once per file and process (the
+    check reads the whole file, ~5 ms per MB; the app opens a project on many threads)."""
     try:
         status = os.stat(db_path)
-        wal = os.stat(f"{db_path}-wal") if os.path.exists(f"{db_path}-wal") else None
     except OSError:
         return
-    key = (os.path.realpath(db_path), status.st_size, status.st_mtime_ns, wal and (wal.st_size, wal.st_mtime_ns))
+    key = (os.path.realpath(db_path), status.st_dev, status.st_ino)
     if key in _QUICK_CHECKED:
         return
     try:
@@ -209,10 +208,36 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
     return applied
 
 
+SQLITE_NEIGHBOURS = ("-wal", "-shm", "-journal")
+
+
+def check_database_files(db_path: Path) -> None:
+    """The database's neighbours — its log, index and journal — must be regular files if present: SQLite would
+    wait forever on a FIFO journal, and fail on a link to /dev/zero with a misleading "disk I/O error". Checked
+    (without following links) before SQLite opens anything."""
+    import stat
+
+    for suffix in SQLITE_NEIGHBOURS:
+        neighbour = Path(f"{db_path}{suffix}")
+        try:
+            mode = os.lstat(neighbour).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = (
+                "a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+            )
+            raise ProjectError(
+                f"{neighbour} is {kind}, not a file SQLite wrote: the project is not opened (SQLite could wait on it "
+                "or read it without end). Remove it; a healthy project has none such"
+            )
+
+
 def inspect_project_file(db_path: Path, recovered: bool = False) -> str:
     """What a project.sqlite is, read without changing a byte: 'marked' (a SpokenBench project), 'legacy' (made
     before the marker existed: it has our project_meta with the version that created it), 'empty', or 'foreign'
     (any other SQLite database). Raises ProjectError for a file that is not SQLite or is damaged."""
+    check_database_files(db_path)
     uri = _read_only_uri(db_path)
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:

@@ -1,7 +1,10 @@
 """The bad-input corpus: hundreds of generated bad inputs — tables in every format, responses, raw answers,
 damaged audio, broken projects, and every numeric or enumerated option of every command given out-of-range,
-non-finite, negative, zero, huge and wrong-type values. Each must end in the documented exit code with a message
-naming the file or option at fault, never an internal error, and change nothing. The last test prints the
+non-finite, negative, zero, huge and wrong-type values. Five classes are generated from the CLI's own parser
+(tests/bad_input_support.py `generated_cases`, `generated_state_cases`), so a new command or option is covered
+without a new test: non-UTF-8 values for every argument, non-regular files (FIFO, link to /dev/zero, folder) for
+every file read, misused output paths, 5,000-digit numbers, and every project command on corrupted databases.
+Each must end in the documented exit code with a message naming the file or option at fault, never an internal error, and change nothing. The last test prints the
 tally per area (cases: clear errors, internal errors, data changed). The default run takes one case per area
 and command; `pytest -m slow` runs the rest."""
 
@@ -21,8 +24,11 @@ from bad_input_support import (
     Workspace,
     audio_cases,
     csv_of,
+    deadline,
     files_digest,
     flag_cases,
+    generated_cases,
+    generated_state_cases,
     import_cases,
     limit_cases,
     metrics_cases,
@@ -52,6 +58,8 @@ CASES: list[Case] = [
     *state_cases(_shared_source),
     *audio_cases(),
     *limit_cases(),
+    *generated_cases(),
+    *generated_state_cases(_shared_source),
 ]
 TALLY: dict[str, Counter] = defaultdict(Counter)
 
@@ -105,8 +113,8 @@ def _run(args: list, capsys) -> SimpleNamespace:
 
 
 def _sampled(cases: list[Case]) -> set[str]:
-    """The default run's share of the corpus: the first case of each area and command (74 of 465); the whole
-    corpus runs with -m slow."""
+    """The default run's share of the corpus: the first case of each area and command; the whole corpus runs
+    with -m slow."""
     first: dict[tuple[str, str], str] = {}
     for case in cases:
         area, _, rest = case.id.partition(":")
@@ -141,7 +149,8 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(case: Case, shared_pro
         return project_snapshot(watched), files_digest(folder)
 
     before = snapshot()
-    result = _run(args, capsys)
+    with deadline(60):  # a read that waits (a FIFO) or never ends (/dev/zero) fails the case, not the run
+        result = _run(args, capsys)
     after = snapshot()
 
     internal = "internal error" in result.err or "Traceback" in result.err
@@ -167,6 +176,8 @@ def test_corpus_summary(capsys):
     """The corpus's size per area and what the run measured (when the cases above ran in this session)."""
     areas = Counter(case.area for case in CASES)
     assert len(CASES) >= 200 and set(areas) >= {"flags", "import", "metrics", "parse", "project", "audio"}
+    generated = {"non-UTF-8 arguments", "non-regular files", "output paths", "huge numbers", "corrupted databases"}
+    assert set(areas) >= generated
     ran = sum(t["cases"] for t in TALLY.values())
     clear = sum(t["clear"] for t in TALLY.values())
     internal = sum(t["internal"] for t in TALLY.values())

@@ -5,13 +5,14 @@ what it is, not as damage (which would invite restoring a backup for nothing).""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from bad_input_support import BASE_ITEMS, _damaged, csv_of, files_digest
+from bad_input_support import BASE_ITEMS, _damaged, csv_of, deadline, files_digest
 
 from spokenbench.core.store import database
 
@@ -118,3 +119,18 @@ def test_a_full_disk_at_open_is_reported_as_such(cli, base_project, monkeypatch)
     result = cli("info", base_project)
     monkeypatch.setattr(database.sqlite3, "connect", real_connect)
     assert result.code == 2 and "the disk is full" in result.err and "damaged" not in result.err
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+@pytest.mark.parametrize("how", ["FIFO", "link to /dev/zero"])
+def test_a_database_neighbour_that_is_not_a_regular_file_is_refused_at_once(cli, base_project, suffix, how):
+    """A FIFO journal made SQLite wait forever; a link to /dev/zero was called a disk I/O error."""
+    for leftover in ("project.sqlite-wal", "project.sqlite-shm"):
+        (base_project / leftover).unlink(missing_ok=True)
+    neighbour = base_project / f"project.sqlite{suffix}"
+    os.mkfifo(neighbour) if how == "FIFO" else neighbour.symlink_to("/dev/zero")
+    with deadline(10):
+        result = cli("info", base_project)
+    assert result.code == 2
+    kind = "a FIFO" if how == "FIFO" else "a symbolic link"
+    assert f"project.sqlite{suffix} is {kind}, not a file SQLite wrote" in result.err

@@ -5,48 +5,22 @@ bound, never waited on, never an internal error. `core/safe_files.py` does the c
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import sqlite3
 from pathlib import Path
 
 import pytest
-from bad_input_support import BASE_ITEMS, csv_of
+from bad_input_support import BASE_ITEMS, csv_of, deadline, voiced_project
 
 from spokenbench.core.errors import InputError
 from spokenbench.core.safe_files import read_regular_file
 
 
-@contextlib.contextmanager
-def deadline(seconds: float):
-    """Fail (instead of hanging the test run) if the block is still running after `seconds`."""
-
-    def expire(*_):
-        raise TimeoutError(f"still running after {seconds} s: the file was waited on or read without bound")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.fixture(scope="module")
-def voiced_project(tmp_path_factory) -> Path:
+def voiced(tmp_path_factory) -> Path:
     """Two items with espeak clips in one voice (copied by each test that damages it)."""
-    from spokenbench.core.cli.main import main
-
-    root = tmp_path_factory.mktemp("hostile")
-    project = root / "project"
-    assert main(["init", str(project)]) == 0
-    assert main(["import", str(project), str(csv_of(BASE_ITEMS)(root / "items.csv")), "--format", "mcq"]) == 0
-    synthesize = ["synthesize", str(project), "--tts", "espeak", "--voices", "espeak-female", "--accents", "american"]
-    assert main(synthesize) == 0
-    return project
+    return voiced_project(tmp_path_factory.mktemp("hostile"))
 
 
 def _first_clip(project: Path) -> Path:
@@ -68,8 +42,8 @@ def _replace(path: Path, how: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["link to /dev/zero", "FIFO", "folder"])
-def test_assemble_and_check_refuse_a_clip_that_is_not_a_regular_file_at_once(voiced_project, tmp_path, cli, how):
-    project = Path(shutil.copytree(voiced_project, tmp_path / "p", symlinks=True))
+def test_assemble_and_check_refuse_a_clip_that_is_not_a_regular_file_at_once(voiced, tmp_path, cli, how):
+    project = Path(shutil.copytree(voiced, tmp_path / "p", symlinks=True))
     clip = _first_clip(project)
     _replace(clip, how)
     with deadline(20):
@@ -162,3 +136,40 @@ def test_a_listener_profile_of_the_wrong_shape_is_refused(cli, project, tmp_path
         "--dry-run", "--listener-profile", profile,
     )  # fmt: skip
     assert result.code == 2 and "profile.json" in result.err and problem in result.err, result.err
+
+
+@pytest.mark.parametrize("field", ["{text.__class__}", "{text[0]}", "{text:>999999999}", "{text!r}", "{secret}"])
+def test_a_tts_prompt_template_names_only_its_three_fields_plainly(field):
+    """A template stored in a colleague's project is text with placeholders, never a format program: attribute
+    access would read objects, a width of 10^9 would take a gigabyte."""
+    from spokenbench.core.audio.tts.presets import default_template, render_template
+    from spokenbench.core.errors import SpokenBenchError
+
+    with pytest.raises(SpokenBenchError, match="the TTS prompt template is invalid"):
+        render_template(f"Say {field}", "hello", "en", "american")
+    assert render_template("Say {text} in {language_name} ({accent_name})", "hi", "en", None) == (
+        "Say hi in English (standard)"
+    )
+    for name in ("gemini_prompt.txt", "openai_instructions.txt"):  # the shipped templates keep rendering
+        render_template(default_template(name), "hello", "en", "american")
+
+
+@pytest.mark.slow
+def test_check_repair_changes_everything_or_nothing(voiced, tmp_path, cli):
+    """A folder holding files where a clip belongs cannot be removed by the repair: it is refused before any row
+    changes (it used to mark the clips failed, then stop on the folder). An empty folder or a link is removed."""
+    from bad_input_support import project_snapshot
+
+    project = Path(shutil.copytree(voiced, tmp_path / "p", symlinks=True))
+    clip = _first_clip(project)
+    _replace(clip, "folder")
+    (clip / "inside.txt").write_text("someone's file")
+    before = project_snapshot(project)
+    refused = cli("check", project, "--repair")
+    assert refused.code == 2 and "internal error" not in refused.err
+    assert clip.name in refused.err and "a folder with files stands where an audio file belongs" in refused.err
+    assert project_snapshot(project) == before  # no clip marked failed, nothing removed
+    (clip / "inside.txt").unlink()
+    repaired = cli("check", project, "--repair")
+    assert repaired.code == 0, repaired.err
+    assert not clip.exists() and "clips to synthesize again: 1" in repaired.out

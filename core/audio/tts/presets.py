@@ -50,7 +50,29 @@ def model_settings(provider: str, model: str | None) -> tuple[str, dict]:
     return model, presets["models"].get(model, {})
 
 
+TEMPLATE_FIELDS = ("text", "language_name", "accent_name")
+
+
+def check_template_fields(template: str) -> None:
+    """A template (possibly from a colleague's project) may name only the three fields, plainly: no attribute or
+    index access (`{text.__class__}`), conversion or format spec (`{text:>999999999}` would take a gigabyte)."""
+    import string
+
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)]
+    except ValueError as error:
+        raise SpokenBenchError(f"the TTS prompt template is invalid ({error})") from None
+    for name, spec, conversion in fields:
+        if name is not None and (name not in TEMPLATE_FIELDS or spec or conversion):
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise SpokenBenchError(
+                f"the TTS prompt template is invalid ({shown[:80]}); it may use {{text}}, {{language_name}} and "
+                "{accent_name}, plainly"
+            )
+
+
 def render_template(template: str, text: str, language: str, accent: str | None) -> str:
+    check_template_fields(template)
     try:
         return template.format(
             text=text,

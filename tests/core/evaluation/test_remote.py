@@ -141,6 +141,23 @@ def test_redaction():
 
 
 @pytest.mark.parametrize(
+    "url, stored",
+    [
+        ("https://h/v1?sessionid=S3SS10N", "https://h/v1?sessionid=[redacted]"),
+        (
+            "https://h/v1?s=abc&u=me&api-version=2024-10-21",
+            "https://h/v1?s=[redacted]&u=[redacted]&api-version=2024-10-21",
+        ),
+        ("https://h/v1?Model=m&region=eu&format=json", "https://h/v1?Model=m&region=eu&format=json"),
+    ],
+)
+def test_every_query_value_is_redacted_unless_its_name_is_known_safe(url, stored):
+    """Issue 23: a secret under a name no list foresees (`?sessionid=`) was stored; only known-safe names stay."""
+    assert strip_url_credentials(url) == stored
+    assert "S3SS10N" not in strip_url_credentials(f"--base-url={url}")
+
+
+@pytest.mark.parametrize(
     "url, stored, secrets",
     [
         ("https://user:pw@host/v1", "https://host/v1", ("pw",)),

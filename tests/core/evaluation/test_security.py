@@ -81,9 +81,9 @@ def test_a_token_in_the_base_urls_query_is_stored_nowhere(audio_project, stub, c
     run = cli(*args, "--retries", "1")
     assert run.code == 5, run.err
     parameters = audio_project.conn.execute("SELECT parameters_json FROM runs").fetchone()[0]
-    assert "api_key=[redacted]&tier=eu" in parameters
+    assert "api_key=[redacted]&tier=[redacted]" in parameters
     [argv] = [row[0] for row in audio_project.conn.execute("SELECT argv_json FROM jobs")]
-    assert "api_key=[redacted]&tier=eu" in argv
+    assert "api_key=[redacted]&tier=[redacted]" in argv
     outputs = [run.out, run.err, cli("runs", audio_project.path, "--json").out]
     outputs.append(cli("jobs", audio_project.path, "--json").out)
     outputs.append(cli(*args, "--dry-run", "--json").out)
