@@ -124,6 +124,7 @@ def build_rated_pack(root: Path) -> tuple[Path, Path, int]:
             store.insert_queue(conn, QUEUE, "unscreened", 0, 4, "{}", utc_now(), rows)
         rate_clip(project, clip_ids[0], "bob", "incorrect", queue=QUEUE)
     pack = root / "away" / "ana.sbpack"
+    pack.parent.mkdir(parents=True, exist_ok=True)
     assert cli_main(["pack", str(project_dir), "--queue", QUEUE, "--annotator", "ana", "--out", str(pack)]) == 0
     with open_pack(pack) as pack_project:
         session = SynchronousRatingSession.open(pack_project, QUEUE, "ana")
