@@ -418,6 +418,8 @@ class RatingPage(QWidget):
             self._save(session, outcome)
         elif action in (SHOW, DONE):
             self._show_current()
+            if outcome.reason:  # what an undo took back, instead of the save's plain "Saved"
+                self.view.status_label.setText(outcome.reason)
         elif action == PLAY:
             self._play_current()
         elif action == SPEED:
