@@ -45,6 +45,7 @@ from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import JobsPanel
 from spokenbench.widgets.sidebar import Sidebar
+from spokenbench.widgets.wheel_guard import install_wheel_guard
 
 log = logging.getLogger("spokenbench.app.main_window")
 ProjectView = tuple[dict, list[tuple]]
@@ -204,6 +205,7 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else app_settings()
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
+        install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it
         self._poll_interval_s = poll_interval_s
         self._player = None
         self.setWindowTitle("SpokenBench Studio")

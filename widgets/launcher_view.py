@@ -64,7 +64,7 @@ RUN_WAY_TIPS = {
     "output afterwards with Import results…",
 }
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
-STRETCHED_RUN_COLUMNS = ("Model", "Mode", "Prompt")
+ELIDED_RUN_COLUMNS = {"Mode": 80, "Prompt": 70, "Progress": 120}  # initial widths; Model takes the rest
 
 
 @dataclass(frozen=True)
@@ -121,14 +121,20 @@ class LauncherView(QWidget):
         self.custom_key = QLineEdit(CUSTOM_PROVIDERS["vllm"])
         self.custom_key.setToolTip("Environment variable holding the server's key; empty for a server without one.")
         self.test_button = QPushButton("Test connection")
-        self.test_result = QLabel()
+        self.test_result = QLabel()  # a row of its own, wrapped: a server's answer can be long
         self.test_result.setWordWrap(True)
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         custom_form = QFormLayout(self.custom_group)
+        custom_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         custom_form.addRow("Provider:", self.custom_provider)
         custom_form.addRow("Base URL:", self.custom_url)
         custom_form.addRow("Model name:", self.custom_model)
         custom_form.addRow("Key variable (optional):", self.custom_key)
-        custom_form.addRow(self.test_button, self.test_result)
+        test_row = QHBoxLayout()
+        test_row.addWidget(self.test_button)
+        test_row.addStretch(1)
+        custom_form.addRow(test_row)
+        custom_form.addRow(self.test_result)
 
         # -- mode, prompt --------------------------------------------------------------------------
         self.mode_box = QComboBox()
@@ -170,6 +176,7 @@ class LauncherView(QWidget):
 
         form_widget = QWidget()
         form = QFormLayout(form_widget)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Model:", self.model_box)
         form.addRow("", self.model_note)
         form.addRow(self.custom_group)
@@ -214,9 +221,11 @@ class LauncherView(QWidget):
         self.plan_text = QPlainTextEdit()
         self.plan_text.setReadOnly(True)
         self.plan_text.setPlaceholderText("Prepare shows the plan here: requests, cached, estimated cost, warnings.")
+        self.plan_text.setMinimumHeight(80)
         left = QWidget()
         left_layout = QVBoxLayout(left)
-        left_layout.addWidget(scroll, 3)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(scroll, 5)  # the form gets the room; the plan is a few lines
         left_layout.addWidget(self.way_group)
         left_layout.addLayout(buttons)
         left_layout.addWidget(self.plan_text, 2)
@@ -237,10 +246,13 @@ class LauncherView(QWidget):
         self.runs_table = row_table(RUN_COLUMNS)
         header = self.runs_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        for column in STRETCHED_RUN_COLUMNS:  # the long texts share the width left (elided, whole in the tooltip),
-            header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(RUN_COLUMNS.index("Model"), QHeaderView.ResizeMode.Stretch)  # the widest
+        for column in ELIDED_RUN_COLUMNS:  # a fixed share each, elided (whole in the tooltip); the user may widen
+            header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(RUN_COLUMNS.index(column), ELIDED_RUN_COLUMNS[column])
         header.setStretchLastSection(False)  # so progress, errors and spend are always in view
         self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
+        self.runs_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # 'openai:gpt-…-mini': both ends tell
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)
@@ -290,6 +302,9 @@ class LauncherView(QWidget):
         self.model_box.currentIndexChanged.connect(self._model_changed)
         self.prompt_box.currentIndexChanged.connect(self._prompt_changed)
         self.custom_provider.currentIndexChanged.connect(self._provider_changed)
+        for edit in (self.custom_url, self.custom_model, self.custom_key):  # a result about another server: gone
+            edit.textChanged.connect(self._forget_test_result)
+        self.custom_provider.currentIndexChanged.connect(self._forget_test_result)
         for edit in (
             *self.grid_edits.values(),
             self.custom_url,
@@ -455,6 +470,9 @@ class LauncherView(QWidget):
         self.test_result.setText(text)
         self.test_button.setEnabled(not busy)
 
+    def _forget_test_result(self, *_args) -> None:
+        self.test_result.clear()
+
     def set_queue(self, entries: list[str], status: str) -> None:
         self.queue_list.clear()
         self.queue_list.addItems(entries)
@@ -492,7 +510,7 @@ class LauncherView(QWidget):
                     table.setItem(row, column, item)
                 item.setText(value)
                 item.setData(Qt.ItemDataRole.UserRole, line.run_id)
-                item.setToolTip(line.title)
+                item.setToolTip(f"{line.title}\n{RUN_COLUMNS[column]}: {value}" if column else line.title)
         if selected is not None:
             for row, line in enumerate(lines):
                 if line.run_id == selected:
