@@ -76,3 +76,22 @@ def test_a_chinese_clip_s_error_rate_reads_cer_as_on_the_items_page(page, qtbot,
     assert page.view.transcripts_label.text().splitlines()[0].startswith("CER ")
     assert error_rate_name("zh") == error_rate_name("ja") == "CER" and error_rate_name("en") == "WER"
     assert error_rate_name("ko", "cer") == "CER"  # the screened metric wins where one is stored
+
+
+@pytest.mark.slow
+def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(page, qtbot):
+    open_demo_queue(page, qtbot)
+    waveform = page.view.waveform
+    press(page, qtbot, Qt.Key.Key_S)
+    qtbot.waitUntil(lambda: waveform.has_spectrogram, timeout=30_000)
+    picture = waveform._spectrogram
+    assert picture.shape == (waveform.height(), waveform.width())  # drawn for the widget, not stretched
+    assert 0.03 < picture.plot_left < 0.15 and 0.95 < picture.plot_right <= 1.0  # room for the kHz labels
+    labels = picture.rgba[:, : int(picture.plot_left * waveform.width()) - 4, :3]
+    assert (labels.max(axis=2) > 150).any()  # light text on the dark margin: the frequency tick labels
+    below = picture.rgba[-20:, :, :3]
+    assert (below.max(axis=2) > 150).any()  # and the time axis under the plot
+    waveform.set_playhead(0.0)  # the playhead starts at the time axis' 0, not at the window's edge
+    image = waveform.grab().toImage()
+    x = round(picture.plot_left * waveform.width())
+    assert image.pixelColor(x, waveform.height() // 2).name() == "#ffb347"
