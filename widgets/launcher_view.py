@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -64,7 +64,8 @@ RUN_WAY_TIPS = {
     "output afterwards with Import results…",
 }
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
-ELIDED_RUN_COLUMNS = {"Mode": 80, "Prompt": 70, "Progress": 120}  # initial widths; Model takes the rest
+SHARED_RUN_COLUMNS = ("Model", "Mode", "Prompt", "Progress")  # share the width the short columns leave
+MODEL_SHARE = 0.45  # of that width, the model's name gets at least this much (it is what tells runs apart)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class LauncherView(QWidget):
         self.test_result = QLabel()  # a row of its own, wrapped: a server's answer can be long
         self.test_result.setWordWrap(True)
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.test_result.installEventFilter(self)  # its height follows its width (`_fit_test_result`)
         custom_form = QFormLayout(self.custom_group)
         custom_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         custom_form.addRow("Provider:", self.custom_provider)
@@ -225,10 +227,10 @@ class LauncherView(QWidget):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(scroll, 5)  # the form gets the room; the plan is a few lines
+        left_layout.addWidget(scroll, 3)  # the form gets the room; the plan is a few lines
         left_layout.addWidget(self.way_group)
         left_layout.addLayout(buttons)
-        left_layout.addWidget(self.plan_text, 2)
+        left_layout.addWidget(self.plan_text, 1)
 
         # -- queue ---------------------------------------------------------------------------------
         self.queue_list = QListWidget()
@@ -246,10 +248,9 @@ class LauncherView(QWidget):
         self.runs_table = row_table(RUN_COLUMNS)
         header = self.runs_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(RUN_COLUMNS.index("Model"), QHeaderView.ResizeMode.Stretch)  # the widest
-        for column in ELIDED_RUN_COLUMNS:  # a fixed share each, elided (whole in the tooltip); the user may widen
+        for column in SHARED_RUN_COLUMNS:  # sized by `_fit_columns`, elided beyond (whole in the tooltip)
             header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(RUN_COLUMNS.index(column), ELIDED_RUN_COLUMNS[column])
+        self.runs_table.viewport().installEventFilter(self)  # refitted when the table's width changes
         header.setStretchLastSection(False)  # so progress, errors and spend are always in view
         self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
         self.runs_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # 'openai:gpt-…-mini': both ends tell
@@ -283,8 +284,8 @@ class LauncherView(QWidget):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(right)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(0, 4)  # the form nearly half the width: its fields and notes need it
+        splitter.setStretchFactor(1, 5)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -469,9 +470,21 @@ class LauncherView(QWidget):
     def set_test_result(self, text: str, busy: bool = False) -> None:
         self.test_result.setText(text)
         self.test_button.setEnabled(not busy)
+        self._fit_test_result()
+
+    def _fit_test_result(self) -> None:
+        """Room for every wrapped line of the answer: the form in its scroll area does not ask a wrapped label
+        for its height at the width it has, so the label says it itself."""
+        label = self.test_result
+        label.setMinimumHeight(label.heightForWidth(max(label.width(), 200)) if label.text() else 0)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_test_result()
 
     def _forget_test_result(self, *_args) -> None:
         self.test_result.clear()
+        self._fit_test_result()
 
     def set_queue(self, entries: list[str], status: str) -> None:
         self.queue_list.clear()
@@ -516,7 +529,36 @@ class LauncherView(QWidget):
                 if line.run_id == selected:
                     table.selectRow(row)
         table.blockSignals(False)
+        self._fit_columns()
         self._show_selected()
+
+    def _fit_columns(self) -> None:
+        """Share the width the short columns leave: the model's name at least MODEL_SHARE of it (or all it
+        needs), Mode, Prompt and Progress the rest in proportion to their texts, Model anything left over;
+        what does not fit is elided in the middle, whole in the tooltip."""
+        table = self.runs_table
+        index = {name: RUN_COLUMNS.index(name) for name in SHARED_RUN_COLUMNS}
+        fixed = sum(table.columnWidth(i) for i, name in enumerate(RUN_COLUMNS) if name not in index)
+        free = max(table.viewport().width() - fixed, 0)
+        header = table.horizontalHeader()
+        wanted = {name: max(header.sectionSizeHint(i), table.sizeHintForColumn(i)) + 8 for name, i in index.items()}
+        rest = free - min(wanted["Model"], int(free * MODEL_SHARE))
+        others = sorted((name for name in SHARED_RUN_COLUMNS if name != "Model"), key=wanted.get)
+        widths = {}
+        for left, name in enumerate(others):  # the narrowest first: each takes its text or an even share
+            widths[name] = max(min(wanted[name], rest // (len(others) - left)), 0)
+            rest -= widths[name]
+        widths["Model"] = max(free - sum(widths.values()), 40)
+        for name, width in widths.items():
+            table.setColumnWidth(index[name], width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            if watched is self.runs_table.viewport():
+                self._fit_columns()
+            elif watched is self.test_result:
+                self._fit_test_result()
+        return super().eventFilter(watched, event)
 
     def line(self, run_id: int) -> RunLine | None:
         return next((line for line in self.lines if line.run_id == run_id), None)
