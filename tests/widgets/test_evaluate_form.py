@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, QSettings, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication
-from stub_server import Reply, StubServer
+from stub_server import Reply, StubServer, chat_answer
 
 from spokenbench.app.main_window import MainWindow
 from spokenbench.core.conditions import Condition
@@ -28,7 +28,11 @@ def window(qtbot, tmp_path):
     window.shutdown()
 
 
-def evaluate_page(window, qtbot):
+def evaluate_page(window, qtbot, project=None):
+    """The Evaluate page, on `project` when given, reached as a user does (Ctrl+6)."""
+    if project is not None:
+        with qtbot.waitSignal(window.open_project(project).finished, timeout=20_000):
+            pass
     qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)  # View → Evaluate
     qtbot.waitUntil(lambda: window.current_page_key() == "evaluate", timeout=5_000)
     return window.page_widgets["evaluate"]
@@ -101,22 +105,13 @@ def test_a_long_model_name_is_elided_in_the_middle_with_the_whole_name_in_the_to
     assert widths["Model"] == max(widths.values())  # the widest column: the rest of the row is short
 
 
-@pytest.fixture
-def audio_demo(demo_copy):
-    return demo_copy
-
-
-def chat_answer(letter: str) -> dict:
-    return {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": f"Answer: [[{letter}]]"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
+def use_endpoint(view, server, mode: str) -> None:
+    """The form set to an OpenAI-compatible endpoint on the loopback stub (no key), in `mode`."""
+    view.select_model(CUSTOM)
+    view.custom_url.setText(server.url + "/v1")
+    view.custom_model.setText("m")
+    view.custom_key.setText("")
+    view.mode_box.setCurrentIndex(view.mode_box.findData(mode))
 
 
 def volume_inputs(path) -> int:
@@ -126,19 +121,13 @@ def volume_inputs(path) -> int:
 
 
 @pytest.mark.slow
-def test_an_audio_run_is_assembled_by_the_page_then_run(window, qtbot, audio_demo):
-    with qtbot.waitSignal(window.open_project(audio_demo).finished, timeout=20_000):
-        pass
-    page = evaluate_page(window, qtbot)
+def test_an_audio_run_is_assembled_by_the_page_then_run(window, qtbot, demo_copy):
+    page = evaluate_page(window, qtbot, demo_copy)
     view = page.view
-    assert volume_inputs(audio_demo) == 0
+    assert volume_inputs(demo_copy) == 0
     with StubServer() as server:
         server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A")))
-        view.select_model(CUSTOM)
-        view.custom_url.setText(server.url + "/v1")
-        view.custom_model.setText("m")
-        view.custom_key.setText("")
-        view.mode_box.setCurrentIndex(view.mode_box.findData("audio"))
+        use_endpoint(view, server, "audio")
         for edit, text in ((view.grid_edits["volumes"], "1.5"), (view.grid_edits["languages"], "en")):
             edit.setFocus()
             qtbot.keyClicks(edit, text)
@@ -164,8 +153,8 @@ def test_an_audio_run_is_assembled_by_the_page_then_run(window, qtbot, audio_dem
         assert run.result.answered == needed.count  # every input assembled for the run was asked about
         asked = server.requests_to("/chat/completions")
         assert len(asked) == needed.count and all("input_audio" in request.body.decode() for request in asked)
-    assert volume_inputs(audio_demo) == needed.count
-    with opened(audio_demo) as project:
+    assert volume_inputs(demo_copy) == needed.count
+    with opened(demo_copy) as project:
         kinds = [job.kind for job in list_jobs(project.conn)]
     assert "assemble" in kinds and "evaluate" in kinds
     qtbot.waitUntil(lambda: "finished" in view.plan_text.toPlainText(), timeout=5_000)
@@ -174,17 +163,11 @@ def test_an_audio_run_is_assembled_by_the_page_then_run(window, qtbot, audio_dem
 
 @pytest.mark.slow
 def test_after_cancel_the_plan_pane_no_longer_says_queued(window, qtbot, demo_copy):
-    with qtbot.waitSignal(window.open_project(demo_copy).finished, timeout=20_000):
-        pass
-    page = evaluate_page(window, qtbot)
+    page = evaluate_page(window, qtbot, demo_copy)
     view = page.view
     with StubServer() as server:
         server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=0.1))
-        view.select_model(CUSTOM)
-        view.custom_url.setText(server.url + "/v1")
-        view.custom_model.setText("m")
-        view.custom_key.setText("")
-        view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+        use_endpoint(view, server, "text")
         view.concurrency_box.setValue(1)
         view.limit_edit.setText("60")
         qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
