@@ -189,3 +189,32 @@ def test_after_cancel_the_plan_pane_no_longer_says_queued(window, qtbot, demo_co
         qtbot.waitUntil(lambda: page.current is None, timeout=10_000)
     assert view.plan_text.toPlainText() == f"Run {run.run_id} cancelled. Prepare a run to start another."
     assert view.queue_status.text() == "Nothing running."
+
+
+@pytest.mark.slow
+def test_inputs_that_cannot_be_assembled_are_named_and_no_run_starts(window, qtbot, demo_copy, dialogs):
+    with opened(demo_copy) as project:  # every English option A recorded in an American accent is lost
+        lost = project.conn.execute(
+            "SELECT DISTINCT sha256, audio_format FROM clips WHERE language = 'en' AND accent = 'american' "
+            "AND part = 'option_A'"
+        ).fetchall()
+        for sha256, audio_format in lost:
+            project.audio.path_for(sha256, audio_format).unlink(missing_ok=True)
+    page = evaluate_page(window, qtbot, demo_copy)
+    view = page.view
+    with StubServer() as server:
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A")))
+        use_endpoint(view, server, "audio")
+        view.grid_edits["volumes"].setText("1.5")
+        view.grid_edits["languages"].setText("en")
+        view.grid_edits["accents"].setText("american")
+        view.limit_edit.setText("2")
+        qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: page.needs_assembly is not None, timeout=10_000)
+        qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "Still not assembled" in view.plan_text.toPlainText(), timeout=60_000)
+        assert not server.requests_to("/chat/completions")  # no run was started on inputs that are not there
+    plan = view.plan_text.toPlainText()
+    assert plan.startswith("Assembled 0 input(s).") and "could not be built (a clip is missing or damaged)" in plan
+    assert page.current is None and not page.finished_ops and not view.start_button.isEnabled()
+    assert dialogs == []  # said in the plan pane, not as an error
