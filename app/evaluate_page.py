@@ -64,11 +64,37 @@ class EvaluationRunOp(JobOp):
             self.run_id = int(claim.removeprefix("run:"))
 
 
-def prepare_checked(project: Project, settings: RunSettings) -> EvaluationPreparation:
+ASSEMBLY_CHANGES = frozenset({"assembled_inputs", "input_chunks", "jobs"})
+
+
+def prepare_checked(project: Project, settings: RunSettings) -> EvaluationPreparation | launcher.RunAssembly:
     """The plan, after checking that the perturbations and orders asked for are assembled (a message naming them
-    and the assemble command, rather than an empty plan)."""
+    and the assemble command, rather than an empty plan); for an audio-mode run whose inputs are not assembled
+    yet, what to assemble first (Start assembles it, as `spokenbench assemble` would, then starts the run)."""
+    needed = launcher.run_assembly_needed(project.conn, settings)
+    if needed is not None:
+        return needed
     launcher.check_selection(project.conn, settings, str(project.path))
     return prepare_evaluation(project, settings)
+
+
+def assembly_plan_text(needed: launcher.RunAssembly, project_dir: str) -> str:
+    """The plan shown while an audio-mode run waits for its inputs: what Start assembles first."""
+    lines = [
+        f"This run hears assembled audio: {needed.count:,} input(s) for its items are not assembled yet "
+        f"({needed.request.describe()}).",
+        "Start assembles them first, in a job of its own (progress here and in the jobs panel), then prepares "
+        "the run and starts it.",
+        f"(The same as `{needed.request.command(project_dir)}` for these items.)",
+    ]
+    if needed.already_done:
+        lines.append(f"{needed.already_done:,} input(s) are assembled already.")
+    if needed.missing:
+        lines.append(
+            f"{len(needed.missing):,} input(s) cannot be built, a clip is missing (synthesize first), e.g. "
+            f"{needed.missing[0]}"
+        )
+    return "\n".join(lines)
 
 
 @dataclass
@@ -92,6 +118,9 @@ class EvaluatePage(QWidget):
         self.view.set_levels({})
         self.prepared: EvaluationPreparation | None = None
         self.prepared_settings: RunSettings | None = None
+        self.needs_assembly: launcher.RunAssembly | None = None  # what Start assembles before the run
+        self.last_assembly: Operation | None = None
+        self._queued_note = False  # the plan pane says "Queued": it follows the run until it ends
         self.queue: list[QueuedRun] = []
         self.current: EvaluationRunOp | None = None  # the run this page is running
         self.finished_ops: list[EvaluationRunOp] = []
@@ -192,8 +221,10 @@ class EvaluatePage(QWidget):
             self._forget_plan("The form changed: prepare again to see the plan before starting.")
 
     def _forget_plan(self, text: str) -> None:
-        self.prepared = self.prepared_settings = None
+        self.prepared = self.prepared_settings = self.needs_assembly = None
+        self._queued_note = False
         self.view.set_plan(text, ready=False)
+        self._show_start_label()
 
     def prepare(self) -> Operation | None:
         """Plan and cost the form's run on the read pool; Start is enabled once the plan is shown."""
@@ -219,11 +250,20 @@ class EvaluatePage(QWidget):
         self.last_prepare = operation.run()
         return self.last_prepare
 
-    def _prepared(self, settings: RunSettings, prepared: EvaluationPreparation) -> None:
-        self.prepared, self.prepared_settings = prepared, settings
+    def _prepared(self, settings: RunSettings, prepared: EvaluationPreparation | launcher.RunAssembly) -> None:
+        self._queued_note = False
+        if isinstance(prepared, launcher.RunAssembly):
+            self.prepared, self.prepared_settings, self.needs_assembly = None, settings, prepared
+        else:
+            self.prepared, self.prepared_settings, self.needs_assembly = prepared, settings, None
         self._show_plan()
+        self._show_start_label()
 
     def _show_plan(self) -> None:
+        if self.needs_assembly is not None:
+            project_dir = str(self.session.path) if self.session is not None else "DIR"
+            self.view.set_plan(assembly_plan_text(self.needs_assembly, project_dir), ready=True)
+            return
         prepared = self.prepared
         if prepared is None:
             return
@@ -259,6 +299,9 @@ class EvaluatePage(QWidget):
         provider batch jobs, or export it as a batch file, as the form's "How to run" says."""
         if self.prepared_settings is None:
             return
+        if self.needs_assembly is not None:
+            self.assemble_then_start(self.prepared_settings, self.needs_assembly)
+            return
         way = self.view.run_way()
         if way == BATCH:
             self.submit_batch(self.prepared_settings)
@@ -270,6 +313,72 @@ class EvaluatePage(QWidget):
             return
         self.enqueue(self.prepared_settings)
         self._forget_plan("Queued. Prepare another run to queue it after this one.")
+        self._queued_note = True
+
+    def assemble_then_start(self, settings: RunSettings, needed: launcher.RunAssembly) -> Operation | None:
+        """Assemble the run's missing inputs in a job process (`launcher.assemble_for_run`, which records its own
+        'assemble' job as the CLI's command does), showing its progress; then prepare again and start."""
+        if self.session is None or self.session.closed:
+            return None
+        description = launcher.describe_settings(settings)
+        operation = JobOp(
+            self.session,
+            job_call(launcher.assemble_for_run, settings),
+            kind="assemble",
+            tracked=False,  # run_assembly records its own job
+            changes=ASSEMBLY_CHANGES,
+            label=f"Assembling {needed.count:,} inputs for: {description}",
+            parent=self,
+            error_title="The inputs were not assembled",
+        )
+        operation.on_progress(
+            lambda done, total, message: self.view.set_plan(
+                f"Assembling the run's inputs: {done:,} / {total or needed.count:,}"
+                + (f" · {message}" if message else "")
+                + "\nThe run is prepared and started when they are assembled.",
+                ready=False,
+            )
+        )
+        operation.success(lambda result: self._assembled(settings, result))
+        operation.failure(lambda error: self.view.set_plan(f"The inputs were not assembled: {error}", ready=False))
+        self._forget_plan(f"Assembling {needed.count:,} inputs ({needed.request.describe()})…")
+        self.view.prepare_button.setEnabled(False)
+        operation.finished.connect(lambda: self.view.prepare_button.setEnabled(True))
+        self.last_assembly = operation.run()
+        return self.last_assembly
+
+    def _assembled(self, settings: RunSettings, result: tuple[int, list[str]]) -> None:
+        assembled, skipped = result
+        said = f"Assembled {assembled:,} input(s)."
+        if skipped:
+            said += f" {len(skipped):,} could not be built (a clip is missing or damaged), e.g. {skipped[0]}."
+
+        def prepared(preparation) -> None:
+            if isinstance(preparation, launcher.RunAssembly):  # still missing: say so rather than loop
+                self._forget_plan(f"{said}\nStill not assembled: {preparation.count:,} input(s); see the jobs panel.")
+                return
+            self._prepared(settings, preparation)
+            online = self.view.run_way() not in (BATCH, FILE)
+            self.start()  # as the run's way says: queued, submitted as batch jobs, or exported
+            if online:
+                self.view.set_plan(f"{said} Queued: {launcher.describe_settings(settings)}.", ready=False)
+                self._queued_note = True
+
+        if self.session is None or self.session.closed:
+            return
+        self.view.set_plan(f"{said} Preparing the run…", ready=False)
+        self.last_prepare = (
+            QueryOp(
+                self.session,
+                lambda project, progress: prepare_checked(project, settings),
+                label="Preparing the evaluation",
+                parent=self,
+                supersede="evaluate-prepare",
+            )
+            .success(prepared)
+            .failure(self._prepare_failed)
+            .run()
+        )
 
     def enqueue(self, settings: RunSettings) -> None:
         self.queue.append(QueuedRun(settings, launcher.describe_settings(settings)))
@@ -317,6 +426,13 @@ class EvaluatePage(QWidget):
         if self.current is operation:
             self.current = None
             self.finished_ops.append(operation)
+        if self._queued_note and not self.queue:  # the pane said "Queued": now say how the run ended
+            summary = operation.result if operation.status == "succeeded" else None
+            ended = getattr(summary, "status", None) or {"succeeded": "finished"}.get(
+                operation.status, operation.status
+            )
+            run = f"Run {operation.run_id}" if operation.run_id is not None else "The run"
+            self._forget_plan(f"{run} {ended}. Prepare a run to start another.")
         self.reload_runs()
         self._start_next()
         self._show_queue()
@@ -338,6 +454,8 @@ class EvaluatePage(QWidget):
             label = "Export…"
         else:
             label = "Add to queue" if self.current is not None else "Start"
+        if self.needs_assembly is not None:
+            label = f"Assemble, then {label[0].lower()}{label[1:]}"
         self.view.set_start_label(label)
 
     # -- large runs: provider batches, batch files (issue 14) --------------------------------------------
@@ -605,9 +723,21 @@ class EvaluatePage(QWidget):
         check: Callable[[Progress], str] = lambda progress: launcher.check_connection(  # noqa: E731
             base_url, model or None, launcher.endpoint_key(variable)
         )
+        tested = (form.custom_provider, base_url, model, variable)
+
+        def answer(text: str) -> None:  # about the server tested: not shown once the form names another one
+            now = self.view.form()
+            current = (
+                now.custom_provider,
+                now.custom_base_url,
+                now.custom_model.strip(),
+                now.custom_key_variable.strip(),
+            )
+            self.view.set_test_result(text if current == tested else "")
+
         operation = BackgroundOp(self._runner(), check, label="Testing the endpoint", parent=self)
-        operation.success(lambda text: self.view.set_test_result(text.capitalize()))
-        operation.failure(lambda error: self.view.set_test_result(f"Failed: {error}"))
+        operation.success(lambda text: answer(text.capitalize()))
+        operation.failure(lambda error: answer(f"Failed: {error}"))
         operation.finished.connect(lambda: self.view.test_button.setEnabled(True))
         self.last_test = operation.run()
         return self.last_test

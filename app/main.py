@@ -1,4 +1,5 @@
-"""`spokenbench-studio [PROJECT] [--demo] [--smoke]`: the desktop app's entry point.
+"""`spokenbench-studio [PROJECT] [--demo] [--smoke]`: the desktop app's entry point. Without a project it
+reopens the one used last, on the page shown last, in the window's remembered size and place (QSettings).
 
 `--demo` opens the demo project kept in the user's data folder (built the first time, app/demo_mode.py) with the
 guided tour; `--smoke` renders every screen once and exits 0, or 1 with the message (app/smoke.py)."""
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         smoke_dir = tempfile.mkdtemp(prefix="spokenbench-smoke-")
         settings = QSettings(str(Path(smoke_dir) / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
+    if not args.smoke:
+        window.restore_window_state()  # size and place as left, fitted to this screen
     window.show()
     if os.environ.get(HEARTBEAT_ENV):
         start_heartbeat(window, os.environ[HEARTBEAT_ENV])
@@ -130,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         opening = window.open_demo(tour=not args.smoke)
     elif args.project:
         opening = window.open_project(Path(args.project))
+    else:  # the project used last, on the page shown last (or the launcher, saying why not)
+        opening = window.reopen_last_project()
     if args.smoke:
         from spokenbench.app.smoke import run_smoke
 

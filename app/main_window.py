@@ -7,12 +7,13 @@ imported when first shown: if one cannot be imported, its page says so and the r
 from __future__ import annotations
 
 import getpass
+import html
 import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -32,7 +33,15 @@ from spokenbench.app.jobs import JobsController
 from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
-from spokenbench.app.settings_dialog import RECENT_KEY, SettingsDialog, annotator_name, app_settings
+from spokenbench.app.settings_dialog import (
+    RECENT_KEY,
+    WINDOW_GEOMETRY_KEY,
+    WINDOW_MAXIMIZED_KEY,
+    WINDOW_PAGE_KEY,
+    SettingsDialog,
+    annotator_name,
+    app_settings,
+)
 from spokenbench.core.demo import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
@@ -45,6 +54,7 @@ from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import JobsPanel
 from spokenbench.widgets.sidebar import Sidebar
+from spokenbench.widgets.wheel_guard import install_wheel_guard
 
 log = logging.getLogger("spokenbench.app.main_window")
 ProjectView = tuple[dict, list[tuple]]
@@ -142,6 +152,10 @@ class WelcomePage(QWidget):
             "annotation pack (.sbpack) to rate its clips."
         )
         text.setWordWrap(True)
+        self.note = QLabel()  # e.g. why the last project was not reopened
+        self.note.setWordWrap(True)
+        self.note.setObjectName("welcomeNote")
+        self.note.hide()
         open_button = QPushButton("Open project…")
         open_button.clicked.connect(window.choose_project)
         demo_button = QPushButton("Build demo project…")
@@ -157,6 +171,7 @@ class WelcomePage(QWidget):
         card_layout = QVBoxLayout(card)
         card_layout.addWidget(title)
         card_layout.addWidget(text)
+        card_layout.addWidget(self.note)
         card_layout.addLayout(buttons)
         row = QHBoxLayout()
         row.addStretch(1)
@@ -204,6 +219,7 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else app_settings()
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
+        install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         self.resize(1200, 760)
@@ -453,6 +469,56 @@ class MainWindow(QMainWindow):
         shared_player().play(path, path.name, chosen_output(self))
         return None
 
+    # --- the window between sessions: geometry, page, last project -----------------------------------------
+    def save_window_state(self) -> None:
+        """Remember the window's normal geometry, whether it was maximized and the page shown (QSettings)."""
+        normal = self.normalGeometry() if self.isMaximized() else self.geometry()
+        self.settings.setValue(WINDOW_GEOMETRY_KEY, [normal.x(), normal.y(), normal.width(), normal.height()])
+        self.settings.setValue(WINDOW_MAXIMIZED_KEY, self.isMaximized())
+        page = self.current_page_key()
+        if self.session is not None and page is not None:
+            self.settings.setValue(WINDOW_PAGE_KEY, page)
+
+    def restore_window_state(self) -> None:
+        """The remembered geometry, clamped to the screen it falls on (a laptop after a large monitor: never
+        larger than the screen, never off it); nothing when none was remembered or it is not four numbers."""
+        stored = self.settings.value(WINDOW_GEOMETRY_KEY)
+        try:
+            x, y, width, height = (int(value) for value in stored)
+        except (TypeError, ValueError):
+            return
+        screen = QGuiApplication.screenAt(QPoint(x + width // 2, y + height // 2)) or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        available = screen.availableGeometry()
+        width = max(min(width, available.width()), 200)
+        height = max(min(height, available.height()), 200)
+        x = max(min(x, available.right() + 1 - width), available.left())
+        y = max(min(y, available.bottom() + 1 - height), available.top())
+        self.setGeometry(QRect(x, y, width, height))
+        if str(self.settings.value(WINDOW_MAXIMIZED_KEY, "false")).lower() == "true":
+            self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
+
+    def reopen_last_project(self) -> Operation | None:
+        """`spokenbench-studio` without a project: the project (or pack) used last, on the page shown last. A
+        folder removed or moved since leaves the launcher with a note saying so."""
+        recent = self.recent_projects()
+        if not recent:
+            return None
+        last = Path(recent[0])
+        if not last.exists():
+            self.welcome.note.setText(
+                f"The last project, <b>{html.escape(str(last))}</b>, is no longer there (moved or removed): "
+                "open another, or find it under File → Open Recent once it is back."
+            )
+            self.welcome.note.show()
+            return None
+        page = str(self.settings.value(WINDOW_PAGE_KEY, "") or "")
+        operation = self.open_project(last)
+        if page in dict(PAGES) and not is_pack(last):  # a pack opens on its Rating page
+            operation.success(lambda _opened: self.show_page(page) if self.session is not None else None)
+        return operation
+
     # --- recent projects -----------------------------------------------------------------------------------
     def recent_projects(self) -> list[str]:
         value = self.settings.value(RECENT_KEY, [])
@@ -695,5 +761,6 @@ class MainWindow(QMainWindow):
         self.runner.shutdown(timeout_s=5.0)
 
     def closeEvent(self, event) -> None:
+        self.save_window_state()
         self.shutdown()
         super().closeEvent(event)

@@ -430,6 +430,8 @@ class RatingPage(QWidget):
             self._save(session, outcome)
         elif action in (SHOW, DONE):
             self._show_current()
+            if outcome.reason:  # what an undo took back, instead of the save's plain "Saved"
+                self.view.status_label.setText(outcome.reason)
         elif action == PLAY:
             self._play_current(asked=True)
         elif action == SPEED:
@@ -603,12 +605,13 @@ class RatingPage(QWidget):
         if clip is None:
             return
         audio = clip.audio
+        size = (self.view.waveform.width(), self.view.waveform.height())  # drawn at the size it is shown
 
         def compute(project: Project, progress):
             from spokenbench.core.audio.io import decode_audio
 
             decoded = decode_audio(audio, f"clip {clip.clip_id}")
-            return spectrogram_image(decoded.samples, decoded.rate)
+            return spectrogram_image(decoded.samples, decoded.rate, size)
 
         def show(image) -> None:
             current = self.rating.current if self.rating else None

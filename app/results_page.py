@@ -41,7 +41,15 @@ from spokenbench.core.evaluation.batches import JOB_KIND_COLLECT
 from spokenbench.core.evaluation.runner import JOB_KIND as EVALUATE_KIND
 from spokenbench.core.gender_views import gender_view, question_versions
 from spokenbench.core.metrics.store import run_list as read_runs
-from spokenbench.core.panels import PANEL_ORDER, PanelSet, Point, ResponseCache, point_details, project_panels
+from spokenbench.core.panels import (
+    PANEL_ORDER,
+    PanelSet,
+    Point,
+    ResponseCache,
+    panel_heading,
+    point_details,
+    project_panels,
+)
 from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
@@ -102,8 +110,12 @@ class ResultsPage(QWidget):
         all_runs = QPushButton("All runs")
         all_runs.clicked.connect(self.select_all_runs)
         self.panel_list = QListWidget()
-        for key in PANEL_ORDER:
-            self.panel_list.addItem(QListWidgetItem(key))
+        for key in PANEL_ORDER:  # named before the first computation ends (the ids are no words for a user)
+            title, tooltip = panel_heading(key)
+            item = QListWidgetItem(title)
+            item.setToolTip(tooltip)
+            item.setData(Qt.ItemDataRole.UserRole, key)
+            self.panel_list.addItem(item)
         self.panel_list.currentRowChanged.connect(self._panel_chosen)
 
         left = QWidget()

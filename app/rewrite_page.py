@@ -37,8 +37,10 @@ def review_queue(project: Project) -> list[FlaggedRewrite]:
     latest_by_item: dict[int, dict] = {}
     for (item_id, part), entry in newest_flagged.items():
         latest = latest_by_item.setdefault(item_id, latest_rewrites(conn, item_id)).get(part)
-        status = entry.status if latest is None or latest["id"] == entry.rewrite_id else latest["status"]
-        queue.append(dataclasses.replace(entry, status=status))
+        if latest is None or latest["id"] == entry.rewrite_id:
+            queue.append(entry)
+        else:  # decided since: the text now read aloud (an edit's, not the flagged LLM text) and its status
+            queue.append(dataclasses.replace(entry, status=latest["status"], rewrite=latest["text"]))
     for manual in rewriting_store.manual_rewrite_items(conn):
         existing = latest_rewrites(conn, manual["item_id"])
         for part in item_parts_of(conn, manual["item_id"]):
@@ -138,14 +140,15 @@ class RewritePage(QWidget):
                 parent=self,
                 error_title="Cannot save the review",
             )
-            .success(lambda _result: self._saved(index, decision))
+            .success(lambda _result: self._saved(index, decision, text))
             .failure(lambda error: self.view.mark(index, entry.status), dialog=True)
             .run()
         )
 
-    def _saved(self, index: int, decision: str) -> None:
-        self.view.mark(index, DECIDED_STATUS[decision])
-        self.view.set_message(f"Saved: {DECIDED_STATUS[decision]}.")
+    def _saved(self, index: int, decision: str, text: str | None) -> None:
+        self.view.mark(index, DECIDED_STATUS[decision], text)
+        entry = self.view.entries[index]
+        self.view.set_message(f"Saved: {entry.source_id} {entry.part} {DECIDED_STATUS[decision]}.")
 
     def undo(self):
         reviewer = self._reviewer()

@@ -36,6 +36,9 @@ from spokenbench.widgets.keymap_editor import KeymapEditor
 ANNOTATOR_KEY = "annotator/name"
 AUDIO_OUTPUT_KEY = "audio/output_device"
 RECENT_KEY = "projects/recent"
+WINDOW_GEOMETRY_KEY = "window/geometry"  # [x, y, width, height] of the normal (not maximized) window
+WINDOW_MAXIMIZED_KEY = "window/maximized"
+WINDOW_PAGE_KEY = "window/page"  # the sidebar page shown last, restored when the last project is reopened
 # where "Test key" asks: the providers' OpenAI-compatible endpoints (resources/models.json has the same)
 TEST_BASE_URLS = {
     "gemini": "https://generativelanguage.googleapis.com",

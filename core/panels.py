@@ -491,6 +491,8 @@ def compute_panels(
             selection = selection_done.result()
         summary = mcq.model_summary(metrics).merge(selection.per_model, on="model", how="left")
         context = _Context(data, metrics, selection, summary, [], n_resamples, seed, simulated)
+        if factors is None:
+            context.partial_factors = _partial_factors(engine_frame, chosen)
         context.intervals = _engine_intervals(context)
         timings["engine (shared: encoding, metrics, selection bias, bootstrap)"] = time.perf_counter() - tick
 
@@ -562,6 +564,9 @@ class _Context:
     seed: int
     simulated: dict[str, bool]
     infinite_shares: dict[str, np.ndarray] = field(default_factory=dict)  # CKLD name -> per model (`ckld_interval`)
+    # factors some rows leave empty (a text run has no accent or voice gender): (codes, levels), the empty rows
+    # coded len(levels); only "Accuracy by level" shows them, over the rows that have them (_partial_factors)
+    partial_factors: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
 
     def source(self, model: str) -> str:
         return "yours (simulated)" if self.simulated.get(model) else "yours"
@@ -737,6 +742,24 @@ def _cell_text(value) -> str:
     return str(value).strip()
 
 
+def _partial_factors(frame: pd.DataFrame, chosen: list[str]) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """The panel factors left out of the engine because some rows are empty there, yet with two or more levels
+    in the rows that have them: a text-only run beside audio runs has no accent or voice gender, and that must
+    not hide those factors for the audio runs. Each as (codes, levels), an empty cell coded len(levels)."""
+    partial = {}
+    for f in PANEL_FACTORS:
+        if f in chosen or f not in frame.columns:
+            continue
+        codes, uniques = pd.factorize(frame[f].to_numpy(dtype=object), sort=True)
+        levels = [str(u) for u in uniques if u != ""]
+        if len(levels) < 2 or len(levels) == len(uniques):
+            continue  # one level only, or no empty cell (then the engine would have taken it)
+        empty = list(uniques).index("")
+        codes = np.where(codes == empty, len(levels), codes - (codes > empty)).astype(np.int64)
+        partial[f] = (codes, levels)
+    return partial
+
+
 def _levels(frame: pd.DataFrame, column: str) -> int:
     if column not in frame.columns or (frame[column] == "").any():
         return 0
@@ -779,6 +802,12 @@ def _empty_panel(key: str) -> Panel:
         {},
         empty="No multiple-choice responses in the selected runs: run an evaluation (or `spokenbench demo DIR`).",
     )
+
+
+def panel_heading(key: str) -> tuple[str, str]:
+    """A panel's title and what it mirrors with its description (a tooltip), known before any number is."""
+    title, mirrors, description, _kind, _facets = PANEL_INFO[key]
+    return title, f"{mirrors}\n{description}"
 
 
 def _new_panel(key: str, facets: list[str], ylabels: dict[str, str]) -> Panel:
@@ -869,41 +898,44 @@ PANEL_INFO = {
 
 def _accuracy_by_level(ctx: _Context) -> Panel:
     data = ctx.data
+    # every factor as (codes, levels, width): a partial factor's empty rows fall in an extra, unshown code
+    coded = {f: (data.factor_codes[f], data.factor_levels[f], len(data.factor_levels[f])) for f in data.factors}
+    coded.update({f: (codes, levels, len(levels) + 1) for f, (codes, levels) in ctx.partial_factors.items()})
     factors = list(data.factors)
+    if ctx.partial_factors:  # the automatic factors (all of PANEL_FACTORS) with the partial ones in their place
+        factors = sorted(coded, key=PANEL_FACTORS.index)
     panel = _new_panel("accuracy_by_level", factors, {f: "accuracy (%)" for f in factors})
     if not factors:
         panel.empty = "The responses have no factor with two or more levels (language, accent, gender, order …)."
         return panel
     n_groups = data.n_groups
     columns = ColumnBuilder()
-    for f in factors:
-        width = len(data.factor_levels[f])
-        columns.add(f"n[{f}]", _counts(data.group, data.factor_codes[f], n_groups, width))
-        columns.add(f"c[{f}]", _counts(data.group, data.factor_codes[f], n_groups, width, data.correct))
+    for f, (codes, _levels, width) in coded.items():
+        columns.add(f"n[{f}]", _counts(data.group, codes, n_groups, width))
+        columns.add(f"c[{f}]", _counts(data.group, codes, n_groups, width, data.correct))
 
     def finalize(sums):
         out = {}
-        for f in factors:
+        for f, (_codes, levels, _width) in coded.items():
             acc = 100 * columns.get(sums, f"c[{f}]") / columns.get(sums, f"n[{f}]")
             acc = acc.reshape(len(sums), -1)
-            for i, level in enumerate(data.factor_levels[f]):
+            for i, level in enumerate(levels):
                 out[f"{f}={level}"] = acc[:, i]
-            if acc.shape[1] == 2:
+            if len(levels) == 2:
                 out[f"delta[{f}]"] = acc[:, 0] - acc[:, 1]
         return out
 
     intervals = ctx.bootstrap(columns, finalize)
-    n_levels_total = {f: len(data.factor_levels[f]) for f in factors}
     rows_table = []
     for f in factors:
-        width = n_levels_total[f]
-        key = data.model * width + data.factor_codes[f]
+        codes, levels, width = coded[f]
+        key = data.model * width + codes
         parts = split_rows(key, len(data.models) * width)
         for m, model in enumerate(data.models):
-            for i, level in enumerate(data.factor_levels[f]):
+            for i, level in enumerate(levels):
                 rows = parts[m * width + i]
                 if len(rows) == 0:
-                    continue
+                    continue  # e.g. a text run at the levels of an audio-only factor: no bar
                 value = 100 * data.correct[rows].mean()
                 low, high = intervals[m].get(f"{f}={level}", (math.nan, math.nan))
                 panel.points.append(
@@ -935,9 +967,9 @@ def _accuracy_by_level(ctx: _Context) -> Panel:
     panel.tables["accuracy_by_level"] = functools.partial(pd.DataFrame, rows_table)  # built when first needed
     delta_rows = []
     for f in factors:
-        if n_levels_total[f] != 2:
+        if len(coded[f][1]) != 2:
             continue
-        a, b = data.factor_levels[f]
+        a, b = coded[f][1]
         for m, model in enumerate(data.models):
             values = [p.value for p in panel.points if p.facet == f and p.series == model]
             if len(values) != 2:
@@ -955,7 +987,7 @@ def _accuracy_by_level(ctx: _Context) -> Panel:
                 }
             )
     panel.tables["delta_by_factor"] = functools.partial(pd.DataFrame, delta_rows)
-    for f in factors:  # computed when first needed (PanelSet.complete_tables, or on access)
+    for f in data.factors:  # computed when first needed (PanelSet.complete_tables, or on access)
         panel.tables[f"delta_table_{f}"] = functools.partial(_cross_table_with_intervals, data, f, ctx)
     return panel
 

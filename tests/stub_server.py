@@ -27,6 +27,20 @@ class Reply:
         return self.body, self.headers.get("Content-Type", "application/octet-stream")
 
 
+def chat_answer(letter: str) -> dict:
+    """An OpenAI chat completion answering with `letter` as the prompts ask ("Answer: [[B]]")."""
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": f"Answer: [[{letter}]]"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+
+
 @dataclass
 class Request:
     method: str

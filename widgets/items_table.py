@@ -31,6 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from spokenbench.core.asr.normalize import error_rate_name
+
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
 FILTERS = (("language", 2, "All languages"), ("subject", SUBJECT, "All subjects"),
@@ -241,7 +243,11 @@ class ItemDetail(QWidget):
         )
         rows = []
         for clip in detail["clips"]:
-            wer = "" if clip["error_rate"] is None else f"{clip['metric'].upper()} {clip['error_rate']:.2f}"
+            wer = (
+                ""
+                if clip["error_rate"] is None
+                else f"{error_rate_name(clip['language'], clip['metric'])} {clip['error_rate']:.2f}"
+            )
             heard = "\n".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"]) or "not transcribed"
             seconds = "" if clip["duration_s"] is None else f"{clip['duration_s']:.1f}"
             rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))

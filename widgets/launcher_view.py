@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -64,7 +64,8 @@ RUN_WAY_TIPS = {
     "output afterwards with Import results…",
 }
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
-STRETCHED_RUN_COLUMNS = ("Model", "Mode", "Prompt")
+SHARED_RUN_COLUMNS = ("Model", "Mode", "Prompt", "Progress")  # share the width the short columns leave
+MODEL_SHARE = 0.45  # of that width, the model's name gets at least this much (it is what tells runs apart)
 
 
 @dataclass(frozen=True)
@@ -121,14 +122,21 @@ class LauncherView(QWidget):
         self.custom_key = QLineEdit(CUSTOM_PROVIDERS["vllm"])
         self.custom_key.setToolTip("Environment variable holding the server's key; empty for a server without one.")
         self.test_button = QPushButton("Test connection")
-        self.test_result = QLabel()
+        self.test_result = QLabel()  # a row of its own, wrapped: a server's answer can be long
         self.test_result.setWordWrap(True)
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.test_result.installEventFilter(self)  # its height follows its width (`_fit_test_result`)
         custom_form = QFormLayout(self.custom_group)
+        custom_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         custom_form.addRow("Provider:", self.custom_provider)
         custom_form.addRow("Base URL:", self.custom_url)
         custom_form.addRow("Model name:", self.custom_model)
         custom_form.addRow("Key variable (optional):", self.custom_key)
-        custom_form.addRow(self.test_button, self.test_result)
+        test_row = QHBoxLayout()
+        test_row.addWidget(self.test_button)
+        test_row.addStretch(1)
+        custom_form.addRow(test_row)
+        custom_form.addRow(self.test_result)
 
         # -- mode, prompt --------------------------------------------------------------------------
         self.mode_box = QComboBox()
@@ -170,6 +178,7 @@ class LauncherView(QWidget):
 
         form_widget = QWidget()
         form = QFormLayout(form_widget)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Model:", self.model_box)
         form.addRow("", self.model_note)
         form.addRow(self.custom_group)
@@ -214,12 +223,14 @@ class LauncherView(QWidget):
         self.plan_text = QPlainTextEdit()
         self.plan_text.setReadOnly(True)
         self.plan_text.setPlaceholderText("Prepare shows the plan here: requests, cached, estimated cost, warnings.")
+        self.plan_text.setMinimumHeight(80)
         left = QWidget()
         left_layout = QVBoxLayout(left)
-        left_layout.addWidget(scroll, 3)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(scroll, 3)  # the form gets the room; the plan is a few lines
         left_layout.addWidget(self.way_group)
         left_layout.addLayout(buttons)
-        left_layout.addWidget(self.plan_text, 2)
+        left_layout.addWidget(self.plan_text, 1)
 
         # -- queue ---------------------------------------------------------------------------------
         self.queue_list = QListWidget()
@@ -237,10 +248,12 @@ class LauncherView(QWidget):
         self.runs_table = row_table(RUN_COLUMNS)
         header = self.runs_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        for column in STRETCHED_RUN_COLUMNS:  # the long texts share the width left (elided, whole in the tooltip),
-            header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Stretch)
+        for column in SHARED_RUN_COLUMNS:  # sized by `_fit_columns`, elided beyond (whole in the tooltip)
+            header.setSectionResizeMode(RUN_COLUMNS.index(column), QHeaderView.ResizeMode.Interactive)
+        self.runs_table.viewport().installEventFilter(self)  # refitted when the table's width changes
         header.setStretchLastSection(False)  # so progress, errors and spend are always in view
         self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
+        self.runs_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # 'openai:gpt-…-mini': both ends tell
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)
@@ -271,8 +284,8 @@ class LauncherView(QWidget):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(right)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(0, 4)  # the form nearly half the width: its fields and notes need it
+        splitter.setStretchFactor(1, 5)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -290,6 +303,9 @@ class LauncherView(QWidget):
         self.model_box.currentIndexChanged.connect(self._model_changed)
         self.prompt_box.currentIndexChanged.connect(self._prompt_changed)
         self.custom_provider.currentIndexChanged.connect(self._provider_changed)
+        for edit in (self.custom_url, self.custom_model, self.custom_key):  # a result about another server: gone
+            edit.textChanged.connect(self._forget_test_result)
+        self.custom_provider.currentIndexChanged.connect(self._forget_test_result)
         for edit in (
             *self.grid_edits.values(),
             self.custom_url,
@@ -454,6 +470,21 @@ class LauncherView(QWidget):
     def set_test_result(self, text: str, busy: bool = False) -> None:
         self.test_result.setText(text)
         self.test_button.setEnabled(not busy)
+        self._fit_test_result()
+
+    def _fit_test_result(self) -> None:
+        """Room for every wrapped line of the answer: the form in its scroll area does not ask a wrapped label
+        for its height at the width it has, so the label says it itself."""
+        label = self.test_result
+        label.setMinimumHeight(label.heightForWidth(max(label.width(), 200)) if label.text() else 0)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_test_result()
+
+    def _forget_test_result(self, *_args) -> None:
+        self.test_result.clear()
+        self._fit_test_result()
 
     def set_queue(self, entries: list[str], status: str) -> None:
         self.queue_list.clear()
@@ -492,13 +523,42 @@ class LauncherView(QWidget):
                     table.setItem(row, column, item)
                 item.setText(value)
                 item.setData(Qt.ItemDataRole.UserRole, line.run_id)
-                item.setToolTip(line.title)
+                item.setToolTip(f"{line.title}\n{RUN_COLUMNS[column]}: {value}" if column else line.title)
         if selected is not None:
             for row, line in enumerate(lines):
                 if line.run_id == selected:
                     table.selectRow(row)
         table.blockSignals(False)
+        self._fit_columns()
         self._show_selected()
+
+    def _fit_columns(self) -> None:
+        """Share the width the short columns leave: the model's name at least MODEL_SHARE of it (or all it
+        needs), Mode, Prompt and Progress the rest in proportion to their texts, Model anything left over;
+        what does not fit is elided in the middle, whole in the tooltip."""
+        table = self.runs_table
+        index = {name: RUN_COLUMNS.index(name) for name in SHARED_RUN_COLUMNS}
+        fixed = sum(table.columnWidth(i) for i, name in enumerate(RUN_COLUMNS) if name not in index)
+        free = max(table.viewport().width() - fixed, 0)
+        header = table.horizontalHeader()
+        wanted = {name: max(header.sectionSizeHint(i), table.sizeHintForColumn(i)) + 8 for name, i in index.items()}
+        rest = free - min(wanted["Model"], int(free * MODEL_SHARE))
+        others = sorted((name for name in SHARED_RUN_COLUMNS if name != "Model"), key=wanted.get)
+        widths = {}
+        for left, name in enumerate(others):  # the narrowest first: each takes its text or an even share
+            widths[name] = max(min(wanted[name], rest // (len(others) - left)), 0)
+            rest -= widths[name]
+        widths["Model"] = max(free - sum(widths.values()), 40)
+        for name, width in widths.items():
+            table.setColumnWidth(index[name], width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            if watched is self.runs_table.viewport():
+                self._fit_columns()
+            elif watched is self.test_result:
+                self._fit_test_result()
+        return super().eventFilter(watched, event)
 
     def line(self, run_id: int) -> RunLine | None:
         return next((line for line in self.lines if line.run_id == run_id), None)

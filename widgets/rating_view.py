@@ -267,7 +267,7 @@ class RatingView(QWidget):
         if clip.transcripts_visible:
             lines = [f"{asr}: {text}" for asr, text in clip.transcripts] or ["no transcripts for this clip"]
             wer = "—" if clip.wer is None else f"{clip.wer:.2f}"
-            self.transcripts_label.setText("\n".join([f"WER {wer}", *lines]))
+            self.transcripts_label.setText("\n".join([f"{clip.error_metric} {wer}", *lines]))
             self.transcripts_label.show()
         else:
             self.transcripts_label.hide()

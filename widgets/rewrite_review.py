@@ -10,6 +10,7 @@ function `spokenbench flag` stores its diffs with, applied to the texts as shown
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -137,10 +138,13 @@ class RewriteReviewView(QWidget):
     def decided_count(self) -> int:
         return sum(status not in ("flagged", "manual", "saving") for status in self.statuses)
 
-    def mark(self, index: int, status: str) -> None:
-        """Show an entry's new status (the app calls this once a decision is saved, or fails)."""
+    def mark(self, index: int, status: str, text: str | None = None) -> None:
+        """Show an entry's new status (the app calls this once a decision is saved, or fails); a saved edit's
+        `text` replaces the rewrite shown, so going back to the part shows what will be read aloud."""
         if 0 <= index < len(self.statuses):
             self.statuses[index] = status
+            if text is not None:
+                self.entries[index] = dataclasses.replace(self.entries[index], rewrite=text)
             self._show()
 
     def reopen(self, item_id: int, part: str) -> None:
@@ -155,6 +159,7 @@ class RewriteReviewView(QWidget):
     def go(self, step: int) -> None:
         if self.entries and not self.editing:
             self.index = max(0, min(len(self.entries) - 1, self.index + step))
+            self.set_message("")  # a message is about the part it was said on, not the one moved to
             self._show()
 
     def set_message(self, text: str) -> None:

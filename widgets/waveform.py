@@ -30,7 +30,7 @@ class ClipAudio:
     duration_s: float  # of the playback (after the speed change)
     playback: bytes  # WAV at the requested speed (pitch kept)
     speed: float
-    spectrogram: np.ndarray | None = None  # uint8 (frequency rows, time columns), low frequencies last
+    spectrogram: SpectrogramPicture | None = None
 
 
 def peaks(samples: np.ndarray, columns: int = PEAK_COLUMNS) -> np.ndarray:
@@ -40,15 +40,59 @@ def peaks(samples: np.ndarray, columns: int = PEAK_COLUMNS) -> np.ndarray:
     return np.stack([np.minimum.reduceat(samples, edges), np.maximum.reduceat(samples, edges)], axis=1)
 
 
-def spectrogram_image(samples: np.ndarray, rate: int) -> np.ndarray:
-    """A log-magnitude spectrogram as 8-bit grey levels, highest frequencies in the first row (as drawn)."""
+@dataclass(frozen=True)
+class SpectrogramPicture:
+    """The spectrogram drawn with its axes (time in s, frequency in kHz) as RGBA pixels, and where its plot area
+    lies across the width, so the playhead moves over the time axis rather than over the labels."""
+
+    rgba: np.ndarray  # (height, width, 4) uint8
+    plot_left: float  # fractions of the width
+    plot_right: float
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rgba.shape[:2]
+
+
+SPECTROGRAM_SIZE = (960, 200)  # pixels, when the widget's size is not known
+
+
+def spectrogram_image(samples: np.ndarray, rate: int, size: tuple[int, int] = SPECTROGRAM_SIZE) -> SpectrogramPicture:
+    """A log-magnitude spectrogram (80 dB range) with labelled axes, drawn by matplotlib's Agg renderer (no
+    pyplot, no GUI backend) at `size` pixels: runs on a worker thread, the widget only paints the pixels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     from scipy.signal import spectrogram
 
-    _f, _t, power = spectrogram(samples, fs=rate, nperseg=512, noverlap=384, mode="magnitude")
+    frequencies, times, power = spectrogram(samples, fs=rate, nperseg=512, noverlap=384, mode="magnitude")
     level = 20 * np.log10(power + 1e-9)
-    top = level.max()
-    scaled = np.clip((level - (top - 80.0)) / 80.0, 0.0, 1.0)
-    return np.ascontiguousarray((scaled[::-1] * 255).astype(np.uint8))
+    width, height = max(int(size[0]), 200), max(int(size[1]), 100)
+    dpi = 100
+    background, ink = tuple(c / 255 for c in BACKGROUND), "#c8ccd4"
+    figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, facecolor=background)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    duration = len(samples) / rate
+    axes.imshow(
+        level,
+        origin="lower",
+        aspect="auto",
+        cmap="magma",
+        vmin=level.max() - 80.0,
+        vmax=level.max(),
+        extent=(0.0, duration, 0.0, frequencies[-1] / 1000 if len(frequencies) else rate / 2000),
+        interpolation="nearest",
+    )
+    axes.set_xlabel("time (s)", color=ink, fontsize=8, labelpad=1)
+    axes.set_ylabel("frequency (kHz)", color=ink, fontsize=8, labelpad=2)
+    axes.tick_params(colors=ink, labelsize=7, length=3, pad=1)
+    for spine in axes.spines.values():
+        spine.set_color(ink)
+    figure.subplots_adjust(left=58 / width, right=1 - 8 / width, bottom=32 / height, top=1 - 6 / height)
+    figure.canvas.draw()
+    rgba = np.ascontiguousarray(np.asarray(figure.canvas.buffer_rgba()))
+    box = axes.get_position()
+    return SpectrogramPicture(rgba, float(box.x0), float(box.x1))
 
 
 def prepare_clip(audio: bytes, what: str, speed: float = 1.0, with_spectrogram: bool = False) -> ClipAudio:
@@ -107,13 +151,13 @@ class WaveformView(QWidget):
         self.message = message
         self.update()
 
-    def set_spectrogram(self, image: np.ndarray | None) -> None:
-        self._spectrogram = image
-        if image is None:
+    def set_spectrogram(self, picture: SpectrogramPicture | None) -> None:
+        self._spectrogram = picture
+        if picture is None:
             self._image = None
         else:
-            rows, columns = image.shape
-            self._image = QImage(image.data, columns, rows, columns, QImage.Format.Format_Grayscale8).copy()
+            rows, columns = picture.shape
+            self._image = QImage(picture.rgba.data, columns, rows, columns * 4, QImage.Format.Format_RGBA8888).copy()
         self.update()
 
     @property
@@ -156,6 +200,9 @@ class WaveformView(QWidget):
         if self.show_spectrogram and self._image is None:
             painter.setPen(QColor("#c8ccd4"))
             painter.drawText(rect.adjusted(8, 4, 0, 0), "computing the spectrogram…")
-        x = rect.width() * self.playhead
+        left, right = 0.0, 1.0
+        if self.show_spectrogram and self._spectrogram is not None:  # over the time axis, not the labels
+            left, right = self._spectrogram.plot_left, self._spectrogram.plot_right
+        x = rect.width() * (left + (right - left) * self.playhead)
         painter.setPen(QPen(QColor("#ffb347"), 2))
         painter.drawLine(QPointF(x, 0), QPointF(x, rect.height()))

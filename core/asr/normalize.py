@@ -45,6 +45,12 @@ def primary_metric(language: str) -> str:
     return "cer" if base_language(language) in CHARACTER_LANGUAGES else "wer"
 
 
+def error_rate_name(language: str, metric: str | None = None) -> str:
+    """'CER' or 'WER' as every page labels a clip's error rate: the metric it was screened with, else the
+    language's own (CER for Chinese, Japanese, Thai …), so one clip never reads WER on one page, CER on another."""
+    return (metric or primary_metric(language)).upper()
+
+
 @dataclass(frozen=True)
 class NormalizedText:
     words: tuple[str, ...]  # tokens for WER

@@ -147,9 +147,11 @@ def plan_assembly(
     spoken_labels: bool = True,
     backend: str | None = None,
     settings: AssemblySettings = AssemblySettings(),
+    item_ids: set[int] | None = None,
 ) -> AssemblyPlan:
     """One job per item × (accent, voice) with complete clips × order × speed × volume × SNR. Settings outside
-    the bounds above, or an item whose spoken text exceeds MAX_INPUT_CHARS, are refused before anything is built."""
+    the bounds above, or an item whose spoken text exceeds MAX_INPUT_CHARS, are refused before anything is built.
+    `item_ids` narrows the items (the Evaluate page assembles what one run asks about)."""
     _check_bounds(speeds, volumes, snrs, settings)
     orders = [check_order(order) for order in orders]
     clips = _clip_index(conn, backend)
@@ -161,6 +163,8 @@ def plan_assembly(
     jobs, missing, already = [], [], 0
     too_long: set[str] = set()
     for item_id, item in items_in_languages(conn, languages):
+        if item_ids is not None and item_id not in item_ids:
+            continue
         for (language, accent), combo_voices in sorted(voice_combos.items(), key=str):
             if language != item.language or (accents and accent not in accents):
                 continue

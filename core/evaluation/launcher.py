@@ -222,19 +222,159 @@ def unassembled_selection(conn: sqlite3.Connection, settings: RunSettings, proje
         problems += _unassembled_orders(plan, presentations, sorted({c.order for c in conditions}), strategy_missing)
     if not problems:
         return None
-    command = [f"spokenbench assemble {shlex.quote(project_dir)}"]
-    # the form's orders whole (they go with new perturbations too) and the strategy's missing permutations
-    orders = list(dict.fromkeys([*(plan.orders or ()), *strategy_missing]))
-    if orders:
-        command.append("--orders " + ",".join(orders))
-    for factor, wanted in wanted_perturbations.items():
-        if wanted:
-            command.append(f"{PERTURBATIONS[factor][1]} {','.join(wanted)}")
-    for factor, option in (("language", "--languages"), ("accent", "--accents"), ("voice", "--voices")):
-        if plan.filters.get(factor):
-            command.append(f"{option} {','.join(plan.filters[factor])}")
+    command = AssemblyRequest.for_plan(plan, strategy_missing).command(project_dir)
     text = "; ".join(problems)
-    return f"{text}: run `{' '.join(command)}` first" + ("" if assembled else " (with an audio-mode model)")
+    return f"{text}: run `{command}` first" + ("" if assembled else " (with an audio-mode model)")
+
+
+@dataclass(frozen=True)
+class AssemblyRequest:
+    """What `spokenbench assemble` builds for a run: its orders and perturbation levels (as the form has them;
+    empty: the command's defaults, original / 1 / 1 / clean) for its languages, accents and voices. The message
+    of an unassembled selection shows it as a command; the Evaluate page runs it (`assemble_for_run`)."""
+
+    orders: tuple[str, ...] = ()
+    speeds: tuple[str, ...] = ()
+    volumes: tuple[str, ...] = ()
+    snrs: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()
+    accents: tuple[str, ...] = ()
+    voices: tuple[str, ...] = ()
+
+    @classmethod
+    def for_plan(cls, plan: PlanOptions, strategy_orders: list[str]) -> AssemblyRequest:
+        """The form's orders whole (they go with new perturbations too) and the strategy's permutations."""
+        filters = plan.filters
+        return cls(
+            orders=tuple(dict.fromkeys([*(plan.orders or ()), *strategy_orders])),
+            speeds=tuple(filters.get("speed", ())),
+            volumes=tuple(filters.get("volume", ())),
+            snrs=tuple(filters.get("snr_db", ())),
+            languages=tuple(filters.get("language", ())),
+            accents=tuple(filters.get("accent", ())),
+            voices=tuple(filters.get("voice", ())),
+        )
+
+    def command(self, project_dir: str) -> str:
+        command = [f"spokenbench assemble {shlex.quote(project_dir)}"]
+        if self.orders:
+            command.append("--orders " + ",".join(self.orders))
+        for values, option in ((self.speeds, "--speed"), (self.volumes, "--volume"), (self.snrs, "--snr")):
+            if values:
+                command.append(f"{option} {','.join(values)}")
+        for values, option in ((self.languages, "--languages"), (self.accents, "--accents"), (self.voices, "--voices")):
+            if values:
+                command.append(f"{option} {','.join(values)}")
+        return " ".join(command)
+
+    def describe(self) -> str:
+        """'orders original, reversed · volume 1.5' for the plan text."""
+        parts = [f"orders {', '.join(self.orders) or 'original'}"]
+        for values, name in ((self.speeds, "speed"), (self.volumes, "volume"), (self.snrs, "noise (SNR dB)")):
+            if values:
+                parts.append(f"{name} {', '.join(values)}")
+        return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class RunAssembly:
+    """An audio-mode run's inputs not assembled yet: `count` to build (`missing`: those a missing clip keeps
+    from being built, as `assemble` reports them)."""
+
+    request: AssemblyRequest
+    count: int
+    already_done: int
+    missing: tuple[str, ...]
+
+
+def run_assembly_needed(conn: sqlite3.Connection, settings: RunSettings) -> RunAssembly | None:
+    """What an audio or pipeline run of a real model needs assembled before it can be planned, for the items it
+    asks about: nothing assembled for them yet, or orders and perturbations asked for that are not. None when
+    the run hears no assembled audio or has all it asks for (the plan then says what else is missing)."""
+    plan = settings.plan
+    if plan.mode not in AUDIO_MODES or settings.model.startswith("simulated:"):
+        return None
+    items = _select_items(conn, replace(plan, orders=None))
+    assembled_items = {row["item_id"] for row in store.assembled_input_rows(conn)}
+    if assembled_items.isdisjoint(items):  # nothing to hear yet: the run's whole grid
+        request = AssemblyRequest.for_plan(plan, _strategy_orders(conn, plan))
+    elif unassembled_selection(conn, settings) is not None:  # some orders or perturbations are missing
+        rows = store.assembled_input_rows(conn)
+        presentations = _presentations(rows)
+        missing_orders = [order for order in _strategy_orders(conn, plan) if not _is_assembled(order, presentations)]
+        request = AssemblyRequest.for_plan(plan, missing_orders)
+    else:
+        return None
+    plans = _assembly_plans(conn, settings, request, items)
+    count = sum(len(p.jobs) for p in plans)
+    if not count:
+        return None
+    missing = tuple(dict.fromkeys(m for p in plans for m in p.missing))
+    return RunAssembly(request, count, sum(p.already_done for p in plans), missing)
+
+
+def _assembly_plans(conn, settings: RunSettings, request: AssemblyRequest, items: dict) -> list:
+    """`plan_assembly` for the request over the run's items (per option count: an explicit permutation fits
+    the items with as many options; per identifier setting the run asks for), keeping only the inputs the run
+    would hear (its accents, voices, genders and levels) and the missing clips of its items."""
+    from spokenbench.core.audio.assembly import plan_assembly
+    from spokenbench.core.evaluation.plans import _matches
+
+    plan = settings.plan
+
+    def numbers(values: tuple[str, ...]) -> list:
+        return [None if value in ("clean", "none") else float(value) for value in values]
+
+    def fits(order: str, count: int) -> bool:
+        try:
+            order_strings(order, count)
+        except SpokenBenchError:
+            return False
+        return True
+
+    by_count: dict[int, set[int]] = {}
+    for item_id, item in items.items():
+        by_count.setdefault(len(item.options), set()).add(item_id)
+    names = tuple(f"{item.source_id} (" for item in items.values())
+    plans = []
+    for count, item_ids in sorted(by_count.items()):
+        orders = [order for order in request.orders if fits(order, count)] or ([] if request.orders else ["original"])
+        if not orders:
+            continue
+        for spoken_labels in plan.identifiers:
+            assembly = plan_assembly(
+                conn,
+                orders,
+                numbers(request.speeds) or [1.0],
+                numbers(request.volumes) or [1.0],
+                numbers(request.snrs) or [None],
+                list(request.languages) or None,
+                list(request.voices) or None,
+                list(request.accents) or None,
+                spoken_labels,
+                item_ids=item_ids,
+            )
+            assembly.jobs = [job for job in assembly.jobs if _matches(job.condition, plan.filters, plan.identifiers)]
+            assembly.missing = [m for m in assembly.missing if m.startswith(names)]
+            plans.append(assembly)
+    return plans
+
+
+def assemble_for_run(project, settings: RunSettings, *, progress) -> tuple[int, list[str]]:
+    """The Evaluate page's job: assemble what `run_assembly_needed` found missing, as `spokenbench assemble`
+    would (a job of its own, kind 'assemble'); returns (inputs assembled, the inputs a missing clip skipped)."""
+    from spokenbench.core.audio.assembly import run_assembly
+
+    needed = run_assembly_needed(project.conn, settings)
+    if needed is None:
+        return 0, []
+    items = _select_items(project.conn, replace(settings.plan, orders=None))
+    assembled, skipped = 0, []
+    for assembly in _assembly_plans(project.conn, settings, needed.request, items):
+        report = run_assembly(project, assembly, progress=progress)
+        assembled += report.assembled
+        skipped += report.skipped
+    return assembled, skipped
 
 
 def _presentations(rows) -> dict[int, set[tuple[str, str]]]:

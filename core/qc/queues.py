@@ -41,6 +41,7 @@ class QueueClip:
     audio_format: str
     wer_bin: int | None
     error_rate: float | None
+    metric: str | None = None  # 'wer' or 'cer', as screened
 
 
 @dataclass

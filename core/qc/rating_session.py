@@ -10,6 +10,7 @@ first clip in queue order they have no live rating for."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spokenbench.core.asr.normalize import error_rate_name
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import (
@@ -101,6 +103,7 @@ class ClipView:
     transcripts: tuple[tuple[str, str], ...]
     wer: float | None
     transcripts_visible: bool
+    error_metric: str = "WER"  # how `wer` is labelled: 'CER' for Chinese, Japanese … (error_rate_name)
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,7 @@ class RatingSession:
         self._session_ratings: dict[int, str] = {}  # rating id → rating, for this session's counts
         self._clock = clock
         self._shown_at: float | None = None  # when the current clip was shown: a rating stores the seconds since
+        self._replaced: dict[int, tuple[int, str]] = {}  # a re-rating's id → the session rating it replaced
         self.first = self._advance()  # the outcome of opening: show the resume clip, or finished
 
     @classmethod
@@ -314,6 +318,7 @@ class RatingSession:
             transcripts=tuple(self._transcripts.get(clip.clip_id, ())),
             wer=clip.error_rate,
             transcripts_visible=self.show_transcripts,
+            error_metric=error_rate_name(clip.language, clip.metric),
         )
 
     @property
@@ -377,6 +382,8 @@ class RatingSession:
 
         def apply(rating_id: int) -> Outcome:
             self._rated[clip.clip_id] = (rating_id, rating, note)
+            if earlier is not None and earlier[0] in self._session_ratings:  # a re-rating replaces, not adds
+                self._replaced[rating_id] = (earlier[0], self._session_ratings.pop(earlier[0]))
             self._session_ratings[rating_id] = rating
             self._held_note = None
             return self._advance()
@@ -411,17 +418,33 @@ class RatingSession:
         def apply(undone) -> Outcome:
             if undone is None:
                 return Outcome(IGNORED, reason="nothing to undo")
+            said = self._undo_message(undone)
             self._session_ratings.pop(undone.rating_id, None)
+            if undone.rating_id in self._replaced:  # the session rating it replaced counts again
+                replaced_id, replaced_rating = self._replaced.pop(undone.rating_id)
+                self._session_ratings[replaced_id] = replaced_rating
             if undone.restored is None:
                 self._rated.pop(undone.clip_id, None)
             else:
                 self._rated[undone.clip_id] = undone.restored
             index = next((i for i, c in enumerate(self._clips) if c.clip_id == undone.clip_id), None)
             if undone.restored is None and index is not None and self._enter(index, SHOWING):
-                return Outcome(SHOW)
-            return self._advance()
+                return Outcome(SHOW, reason=said)
+            return dataclasses.replace(self._advance(), reason=said)
 
         return self._submit(lambda project: undo_last_rating(project, annotator, queue), apply)
+
+    def _undo_message(self, undone) -> str:
+        """What an undo took back, in the rater's terms: 'Undid rating 3 (incorrect) of clip 12 (item q7 question)'."""
+        clip = next((c for c in self._clips if c.clip_id == undone.clip_id), None)
+        where = f"clip {undone.clip_id}" + (f" ({clip.item} {clip.part})" if clip else "")
+        live = self._rated.get(undone.clip_id)
+        if live is None or live[0] != undone.rating_id:
+            return f"Undid a rating of {where}"
+        keys = self.keys_for(f"rate_{live[1]}")
+        named = f"{keys[0]} ({live[1]})" if keys else live[1]
+        restored = f"; {undone.restored[1]} counts again" if undone.restored else ""
+        return f"Undid rating {named} of {where}{restored}"
 
     def previous_clip(self) -> Outcome:
         """Browse back to the closest rated clip before the one shown."""

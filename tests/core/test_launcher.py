@@ -299,3 +299,19 @@ def test_a_simulated_or_text_run_says_perturbations_need_assembled_audio(project
     assert "spokenbench assemble DIR --speed 0.8" in problem
     unperturbed = settings_from_form(LaunchForm(model="simulated:steady", mode="text", speeds="1", snr="clean"))
     assert launcher.unassembled_selection(project.conn, unperturbed) is None
+
+
+@pytest.mark.slow  # imports the assembly module (numpy, soundfile) on first use
+def test_only_an_audio_run_of_a_real_model_asks_for_assembly(project):
+    add_items(project, 2)
+    for form in (
+        LaunchForm(model="simulated:steady", mode="audio", volumes="1"),
+        LaunchForm(model="openai:gpt-audio-mini", mode="text"),
+    ):  # these hear no assembled audio
+        assert launcher.run_assembly_needed(project.conn, settings_from_form(form)) is None
+    audio = settings_from_form(LaunchForm(model="openai:gpt-audio-mini", mode="audio", volumes="1.5"))
+    assert launcher.run_assembly_needed(project.conn, audio) is None  # no clips: nothing to build (the plan says so)
+    request = launcher.AssemblyRequest(orders=("reversed",), volumes=("1.5",), languages=("en",))
+    assert request.command("P") == "spokenbench assemble P --orders reversed --volume 1.5 --languages en"
+    assert request.describe() == "orders reversed · volume 1.5"
+    assert launcher.AssemblyRequest().describe() == "orders original"  # the command's default

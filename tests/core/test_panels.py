@@ -117,6 +117,30 @@ def test_accuracy_by_level_matches_hand_computation_and_the_engine(tiny):
     assert ((cross["ci_low"] <= cross["accuracy_pct"]) & (cross["accuracy_pct"] <= cross["ci_high"])).all()
 
 
+@pytest.mark.slow
+def test_a_text_only_run_keeps_the_audio_runs_gender_facet_and_simply_has_no_bar_there():
+    with_text = tiny_table()
+    text_run = with_text[(with_text["model"] == "m1") & (with_text["gender"] == "female")].assign(
+        model="text-model", gender=""
+    )  # a text run: the same questions and orders, no voice
+    panels = compute_panels(pd.concat([with_text, text_run], ignore_index=True), n_resamples=50)
+    panel = panels.panels["accuracy_by_level"]
+    assert panel.facets == ["gender", "order"]  # in the panel factors' order, as without the text run
+    alone = compute_panels(tiny_table(), n_resamples=50).panels["accuracy_by_level"]
+    for model in ("m1", "m2"):  # the audio runs' gender bars are those they have without the text run
+        for gender in ("female", "male"):
+            assert one(panels, "accuracy_by_level", series=model, facet="gender", x=gender).value == pytest.approx(
+                next(p.value for p in alone.points if (p.series, p.facet, p.x) == (model, "gender", gender))
+            )
+    assert points(panels, "accuracy_by_level", series="text-model", facet="gender") == []  # no bar there
+    assert one(panels, "accuracy_by_level", series="text-model", facet="order", x="original").value == 100
+    male = one(panels, "accuracy_by_level", series="m1", facet="gender", x="male")
+    assert male.low <= male.value <= male.high and male.n == 8
+    deltas = panel.tables["delta_by_factor"]
+    assert set(deltas.loc[deltas["factor"] == "gender", "model"]) == {"m1", "m2"}
+    assert "delta_table_gender" not in panel.tables  # the Δ table needs every row to have a level
+
+
 def test_entropy_points_are_the_per_question_entropies(tiny):
     # m1 on q1: A, A, A and D (the male voice, reversed order) → H = -(.75 ln .75 + .25 ln .25) / ln 4
     expected = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25)) / math.log(4)

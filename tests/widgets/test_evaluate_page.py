@@ -8,7 +8,7 @@ import os
 import threading
 
 import pytest
-from stub_server import Reply, StubServer
+from stub_server import Reply, StubServer, chat_answer
 
 from spokenbench.app.evaluate_page import EvaluatePage
 from spokenbench.core.evaluation import launcher
@@ -49,19 +49,6 @@ def project_copy(small_project, tmp_path):
     import shutil
 
     return shutil.copytree(small_project, tmp_path / "proj")
-
-
-def chat_answer(letter: str) -> dict:
-    return {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": f"Answer: [[{letter}]]"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
 
 
 def use_stub_endpoint(view, server) -> None:

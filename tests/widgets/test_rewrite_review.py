@@ -172,3 +172,26 @@ def test_a_part_marked_for_manual_rewriting_is_written_by_hand(window, qtbot, de
     written_by_hand = next(i for i, e in enumerate(view.entries) if (e.item_id, e.part) == (item_id, part))
     qtbot.waitUntil(lambda: view.statuses[written_by_hand] == "edited", timeout=5_000)  # stays in the queue
     assert len(view.entries) == 20 + parts
+
+
+@pytest.mark.slow
+def test_going_back_to_a_saved_edit_shows_the_edit_and_no_stale_message(review, qtbot):
+    page, view, path = review
+    edited = view.current_entry()
+    qtbot.keyClick(view, Qt.Key.Key_E)
+    view.rewrite_view.selectAll()
+    qtbot.keyClicks(view.rewrite_view, "the annotator's own words")
+    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    saved(qtbot, page)
+    assert "edited" in view.message_label.text()
+    qtbot.keyClick(view, Qt.Key.Key_K)
+    assert view.current_key() == (edited.item_id, edited.part)
+    assert view.rewrite_view.toPlainText() == "the annotator's own words"
+    assert view.message_label.text() == ""  # the save's message belonged to the moment it was said
+    assert "edited" in view.status_label.text()
+    # the queue reloaded from the database (the save changed the rewrites) shows the edit as well
+    page.reload()
+    qtbot.waitUntil(lambda: page.last_read.status == "succeeded", timeout=5_000)
+    assert view.current_key() == (edited.item_id, edited.part)
+    assert view.rewrite_view.toPlainText() == "the annotator's own words"
+    assert "edited" in view.status_label.text()

@@ -1,0 +1,97 @@
+"""What the Rating page says back, driven by keys: the session tally after re-rating a browsed clip, what an
+undo took back, and a character-language clip's error rate named CER as on the Items page."""
+
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+
+import spokenbench.app.rating_page as rating_page
+from spokenbench.app.rating_page import RatingPage
+from spokenbench.core.asr.normalize import error_rate_name
+from spokenbench.core.qc.queues import queue_clips, rate_clip
+from spokenbench.core.store import opened
+
+ANNOTATOR = "alice"
+
+
+@pytest.fixture
+def page(qtbot, demo_copy, open_session, monkeypatch):
+    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
+    qtbot.addWidget(page)
+    page.resize(1000, 700)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    qtbot.waitUntil(lambda: page.queue_list.table.rowCount() >= 1, timeout=15_000)
+    return page
+
+
+def open_demo_queue(page, qtbot):
+    page.open_queue("demo-qc")
+    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    return page.rating
+
+
+def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
+    qtbot.keyClick(page.view, key, modifier)
+    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+
+
+@pytest.mark.slow
+def test_re_rating_a_browsed_clip_replaces_its_count_and_undo_says_what_it_took_back(page, qtbot):
+    session = open_demo_queue(page, qtbot)
+    first = session.current
+    press(page, qtbot, "1")
+    press(page, qtbot, "2")
+    assert session.progress.session_counts == {"correct": 1, "acceptable": 1, "incorrect": 0}
+    press(page, qtbot, Qt.Key.Key_Left)
+    press(page, qtbot, Qt.Key.Key_Left)
+    assert session.current.clip_id == first.clip_id
+    press(page, qtbot, "3")  # re-rate the first clip: it now counts as incorrect, no longer as correct
+    assert session.progress.done == 2
+    assert session.progress.session_counts == {"correct": 0, "acceptable": 1, "incorrect": 1}
+    assert "2 / " in page.view.progress_label.text()
+    assert "0 correct, 1 acceptable, 1 incorrect" in page.view.progress_label.text()
+
+    press(page, qtbot, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: page.view.status_label.text().startswith("Undid"), timeout=5_000)
+    status = page.view.status_label.text()
+    assert f"Undid rating 3 (incorrect) of clip {first.clip_id} ({first.item} {first.part})" in status
+    assert "correct counts again" in status
+    assert session.progress.session_counts == {"correct": 1, "acceptable": 1, "incorrect": 0}  # the 1 is back
+    assert "Saved" not in status
+
+
+@pytest.mark.slow
+def test_a_chinese_clip_s_error_rate_reads_cer_as_on_the_items_page(page, qtbot, demo_copy):
+    with opened(demo_copy) as project:
+        clips = queue_clips(project.conn, "demo-qc")
+        zh_at = next(i for i, clip in enumerate(clips) if clip.language.startswith("zh"))
+        for clip in clips[:zh_at]:  # rated already: the session resumes at the Chinese clip
+            rate_clip(project, clip.clip_id, ANNOTATOR, "correct", None, queue="demo-qc")
+    session = open_demo_queue(page, qtbot)
+    assert session.current.language.startswith("zh")
+    press(page, qtbot, Qt.Key.Key_T)
+    assert page.view.transcripts_label.text().splitlines()[0].startswith("CER ")
+    assert error_rate_name("zh") == error_rate_name("ja") == "CER" and error_rate_name("en") == "WER"
+    assert error_rate_name("ko", "cer") == "CER"  # the screened metric wins where one is stored
+
+
+@pytest.mark.slow
+def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(page, qtbot):
+    open_demo_queue(page, qtbot)
+    waveform = page.view.waveform
+    press(page, qtbot, Qt.Key.Key_S)
+    qtbot.waitUntil(lambda: waveform.has_spectrogram, timeout=30_000)
+    picture = waveform._spectrogram
+    assert picture.shape == (waveform.height(), waveform.width())  # drawn for the widget, not stretched
+    assert 0.03 < picture.plot_left < 0.15 and 0.95 < picture.plot_right <= 1.0  # room for the kHz labels
+    labels = picture.rgba[:, : int(picture.plot_left * waveform.width()) - 4, :3]
+    assert (labels.max(axis=2) > 150).any()  # light text on the dark margin: the frequency tick labels
+    below = picture.rgba[-20:, :, :3]
+    assert (below.max(axis=2) > 150).any()  # and the time axis under the plot
+    waveform.set_playhead(0.0)  # the playhead starts at the time axis' 0, not at the window's edge
+    image = waveform.grab().toImage()
+    x = round(picture.plot_left * waveform.width())
+    assert image.pixelColor(x, waveform.height() // 2).name() == "#ffb347"

@@ -1,0 +1,95 @@
+"""`spokenbench-studio` without a project: the window comes back as it was left — the project used last, on
+the page shown last, at its size and place fitted to the screen — and a project folder removed since leaves the
+launcher with a note saying so."""
+
+import shutil
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QGuiApplication
+
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.settings_dialog import RECENT_KEY, WINDOW_GEOMETRY_KEY
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def make_window(qtbot, settings):
+    windows = []
+
+    def make():
+        window = MainWindow(audio_message="off", poll_interval_s=0.2, settings=settings)
+        qtbot.addWidget(window)
+        window.restore_window_state()  # as app/main.py does before showing it
+        window.show()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.shutdown()
+
+
+@pytest.mark.slow
+def test_the_last_project_page_and_geometry_come_back(make_window, qtbot, demo_copy, settings):
+    available = QGuiApplication.primaryScreen().availableGeometry()
+    first = make_window()
+    with qtbot.waitSignal(first.open_project(demo_copy).finished, timeout=20_000):
+        pass
+    qtbot.keyClick(first, Qt.Key.Key_7, Qt.KeyboardModifier.ControlModifier)  # View → Results
+    assert first.current_page_key() == "results"
+    first.setGeometry(available.left() + 20, available.top() + 30, 700, 520)
+    left = first.geometry()  # as the window took it (never below its minimum size)
+    first.close()  # what the user does; the window remembers on close
+    assert [int(v) for v in settings.value(WINDOW_GEOMETRY_KEY)] == [left.x(), left.y(), left.width(), left.height()]
+
+    second = make_window()
+    least = second.minimumSizeHint()  # a window is never below its minimum (the offscreen screen is 800 wide)
+    size = (
+        max(min(left.width(), available.width()), least.width()),
+        max(min(left.height(), available.height()), least.height()),
+    )  # fitted to this screen
+    assert (second.geometry().width(), second.geometry().height()) == size
+    if available.contains(left):  # it fitted: it comes back where it was
+        assert second.geometry().topLeft() == left.topLeft()
+    opening = second.reopen_last_project()
+    assert opening is not None
+    qtbot.waitUntil(lambda: second.session is not None and second.current_page_key() == "results", timeout=20_000)
+    assert second.project_path == demo_copy and second.pages.currentWidget() is second.workspace
+
+
+def test_a_remembered_window_larger_than_the_screen_is_fitted_to_it(make_window, settings):
+    available = QGuiApplication.primaryScreen().availableGeometry()
+    settings.setValue(WINDOW_GEOMETRY_KEY, [available.left() - 900, available.top() + 5000, 4000, 3000])
+    window = make_window()
+    frame, least = window.geometry(), window.minimumSizeHint()
+    assert frame.width() <= max(available.width(), least.width()) and frame.height() <= available.height()
+    assert available.contains(frame.topLeft())  # on the screen, not 900 px left of it or below it
+
+
+def test_a_remembered_geometry_that_is_not_numbers_is_ignored(make_window, settings):
+    settings.setValue(WINDOW_GEOMETRY_KEY, ["a", "b"])
+    window = make_window()
+    assert window.geometry().width() > 0  # the default size; nothing raised
+
+
+def test_a_removed_last_project_leaves_the_launcher_with_a_note(make_window, settings, tmp_path):
+    gone = tmp_path / "moved-away"
+    gone.mkdir()
+    settings.setValue(RECENT_KEY, [str(gone)])
+    shutil.rmtree(gone)
+    window = make_window()
+    assert window.reopen_last_project() is None
+    assert window.pages.currentWidget() is window.welcome
+    assert window.welcome.note.isVisibleTo(window) and "no longer there" in window.welcome.note.text()
+    assert str(gone) in window.welcome.note.text()
+
+
+def test_without_a_recent_project_the_launcher_opens_as_before(make_window):
+    window = make_window()
+    assert window.reopen_last_project() is None and window.pages.currentWidget() is window.welcome
+    assert not window.welcome.note.isVisibleTo(window)
