@@ -102,7 +102,7 @@ def read_regular_text(path: str | os.PathLike, max_bytes: int = MAX_TEXT_FILE_BY
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
-        raise _refuse(path, f"is not {encoding.upper()} text (byte {error.start})") from None
+        raise _refuse(path, f"is not {encoding.upper().removesuffix('-SIG')} text (byte {error.start})") from None
 
 
 def open_regular_file(path: str | os.PathLike, max_bytes: int, follow_links: bool = True) -> BinaryIO:

@@ -35,6 +35,7 @@ def _ratings(project_dir):
 def packed(demo_copy, tmp_path, cli):
     """The demo's queue packed for 'ana' (the pack file is elsewhere, as on the annotator's machine)."""
     pack = tmp_path / "away" / "ana.sbpack"
+    pack.parent.mkdir()  # an output's folder must exist (issue 23)
     result = cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack, "--json")
     assert result.code == 0, result.err
     assert result.json()["clips"] > 0
