@@ -13,6 +13,10 @@ C입니다, Cが正解, Cです, Cを選), at the end of a sentence after `so` /
 `actually` (`…, so C.`), as the second letter of a contrast (`not A but C`, 不是A而是C, A가 아니라 C, AではなくC),
 in `[[C]]` or `\\boxed{C}`, or as the reply's leading letter (`C`, `(c)`, `Option C`, `C\n\nBecause …`,
 `C. Because …`, `C) …`, `C, Berlin`) unless several lines start like options (an echoed option list).
+Other languages (answer_words.py: Global-MMLU's 42): `Respuesta: B`, `Die richtige Antwort ist D`, `La bonne réponse
+est la C`, `الإجابة: ج`, `La opción B es la correcta`; option letters of other scripts (ج, Б, Γ, ב, ग, ሐ) read as A–E
+when they stand alone, a lone Cyrillic В ambiguous (B by shape, C by the alphabet). A JSON field (`{"answer": "D"}`)
+is a final answer; a sentence-final letter right after a correction word (`… B. Wait, no, C.`) is a statement.
 Not a statement: a lower-case `a`/`i` or an `A`/`I` read as a word (`answer: a dog`, `Answer: I think`),
 a letter asked about (`Is it A?`), a cue after `whether`/`if`, a conditional (`if …, the answer would be A`).
 A letter listed with others (`A, B or C`, `AとBです`) names all of them. A letter negated at or after its
@@ -144,10 +148,27 @@ _WORLD_CUE = re.compile(
     + rf"(?:(?-i:{_WORLD_ARTICLE})\s+)?(?:{_WORLD_OPTION}\s*)?)"
     + _DECOR
 )
+# a letter before "is correct" in the other languages: "La opción B es la correcta", "B ist richtig", "B est correcte"
+# (copula, article and "correct" of one language: "B is correcta" mixes two and is no statement)
+_WORLD_POSTFIX = re.compile(
+    rf"(?:(?i:{_WORLD_OPTION})\s+)?[\(\[]?(?<![A-Za-z0-9])([A-Z])[\)\]]?\s+(?:"
+    + "|".join(
+        rf"(?i:{_words_pattern(words.copula)})\s+"
+        + (rf"(?:(?-i:{_words_pattern(words.article)})\s+)?" if words.article else "")
+        + rf"(?i:{_words_pattern(words.correct)})"
+        for words in _WORLD
+        if words.copula and words.correct
+    )
+    + ")"
+)
 _WORLD_FINAL = re.compile("(?i:" + _words_pattern(w for words in _WORLD for w in words.final) + ")")
 # a cheap test before the patterns above run on an ASCII reply: one of their ASCII answer or option words
-_WORLD_ASCII_HINTS = tuple(
-    sorted({w for words in _WORLD for w in words.answer + words.option if w.isascii() and " " not in w})
+# (substring tests: for a hundred literals, `in` over the lower-cased reply is many times faster than a regex)
+_WORLD_HINTS = tuple(
+    sorted(
+        {unicodedata.normalize("NFKC", w).lower() for words in _WORLD for w in words.answer + words.option}
+        | {unicodedata.normalize("NFKC", w).lower() for words in _WORLD for w in words.correct if len(w) >= 5}
+    )
 )
 _WORLD_NEGATED = re.compile(
     r"(?i:(?<!\w)(?:no\s+es|não\s+é|nao\s+e|nicht|pas|non\s+è|niet|inte|не|nie\s+jest|není|ليست?|לא)\s+"
@@ -238,11 +259,43 @@ _NEGATION_HINTS = (
     "not", "isn", "never", "nor", "rule", "eliminat", "exclud", "wrong", "incorrect", "false", "unlikely", "implausible",
 )  # fmt: skip
 _WORLD_NEGATION_HINTS = ("no es", "nao e", "nicht", "pas ", "niet", "inte", "nie ")
+# lower-cased parts one of which every correction holds: a reply without any has none
+_CORRECTION_HINTS = (
+    "wait", "actual", "second", "reflect", "correct", "reconsider", "evaluat", "mistake", "check", "initial",
+    "first", "closer", "listen", "等等", "不对", "重新", "一开始", "잠깐", "다시", "처음", "いや", "待って", "訂正", "最初",
+    *(w.lower() for words in ANSWER_WORDS.values() for w in words.correction),
+)  # fmt: skip
+_CORRECTION_WORDS = [
+    "wait",
+    "actually",
+    "on",
+    "correction",
+    "reconsider",
+    "re",
+    "i",
+    "let",
+    "initially",
+    "at",
+    "first",
+    "listen",
+]
+_CORRECTION_WORDS += [w for words in ANSWER_WORDS.values() for w in words.correction]
 _CORRECTION = re.compile(
-    r"(?i:\b(?:wait|actually|on\s+second\s+thought|on\s+reflection|correction|reconsider\w*|re-?evaluat\w*"
+    # (the lookahead: the first characters any branch can start with, so other positions are passed over at once)
+    "(?=["
+    + re.escape("".join(sorted({c for w in _CORRECTION_WORDS for c in (w[0].lower(), w[0].upper())})))
+    + "等不重一잠다처い待訂最])"
+    r"(?:(?i:\b(?:wait|actually|on\s+second\s+thought|on\s+reflection|correction|reconsider\w*|re-?evaluat\w*"
     r"|i\s+made\s+a\s+mistake|let\s+me\s+re-?check|initially|at\s+first|first\s+thought|on\s+closer"
     r"|listen(?:ed|ing)?\s+again)\b)|等等|不对|重新考虑|一开始|잠깐|다시\s*생각|처음에는|いや|待って|訂正|最初は"
-    r"|(?i:(?<!\w)" + "|".join(re.escape(w) for words in ANSWER_WORDS.values() for w in words.correction) + r"(?!\w))"
+    r"|(?i:(?<!\w)" + "|".join(re.escape(w) for words in ANSWER_WORDS.values() for w in words.correction) + r"(?!\w)))"
+)
+# the letter a correction ends on: sentence-final, within a few words ("Wait, no, C.", "Espera, no, es C.")
+_LETTER_AFTER_CORRECTION = re.compile(
+    r"(?:[ \t,;:\.—–-]|(?i:(?<!\w)(?:no|non|nein|não|nao|nee|нет|لا|it'?s|it’s|it\s+is|c'est|c’est|es|ist|est|é|è|is"
+    r"|la|el|le|die|der|I\s+think|I\s+mean|rather|sorry|perdón|pardon|entschuldigung)(?!\w)))*"
+    + r"[\(\[]?([A-Z])[\)\]]?(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
+    re.M,
 )
 _WHOLE = re.compile(
     r"^(?:(?i:option|choice|letter|answer)(?:\s*:\s*|\s+|(?=[\(\[]))|(?:选项|選択肢|보기|선택지)\s*"
@@ -687,7 +740,8 @@ def _statements(plain: str) -> list[_Hit]:
             position = alternative.end()
         final = bool(_FINAL_CUE.search(cue.group(0)))
         hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end(), final, tuple(alternatives)))
-    if not plain.isascii() or any(hint in plain.lower() for hint in _WORLD_ASCII_HINTS):
+    lowered = plain.lower()
+    if any(hint in lowered for hint in _WORLD_HINTS):
         for cue in _WORLD_CUE.finditer(plain):
             letter = _LETTER.match(plain, cue.end())
             if not letter or not _letter_reads_as_letter(plain, letter.start(), letter.group(1)):
@@ -699,6 +753,8 @@ def _statements(plain: str) -> list[_Hit]:
                 position = alternative.end()
             final = bool(_WORLD_FINAL.search(cue.group(0)))
             hits.append(_Hit(letter.group(1).upper(), letter.start(), letter.end(), final, tuple(alternatives)))
+        for postfix in _WORLD_POSTFIX.finditer(plain):
+            hits.append(_Hit(postfix.group(1), postfix.start(1), postfix.end(1)))
     for postfix in _POSTFIX.finditer(plain):
         if plain[postfix.end(1) : postfix.end(1) + 1] in ("'", "’"):
             continue
@@ -706,6 +762,11 @@ def _statements(plain: str) -> list[_Hit]:
     for conclusion in _CONCLUSION.finditer(plain):  # "…, so C."
         if _letter_reads_as_letter(plain, conclusion.start(1), conclusion.group(1)):
             hits.append(_Hit(conclusion.group(1).upper(), conclusion.start(1), conclusion.end(1)))
+    corrections = _CORRECTION.finditer(plain) if any(h in lowered for h in _CORRECTION_HINTS) else ()
+    for correction in corrections:  # "… B. Wait, no, C.", "Attendez, non, c'est C."
+        after = _LETTER_AFTER_CORRECTION.match(plain, correction.end())
+        if after and _letter_reads_as_letter(plain, after.start(1), after.group(1)):
+            hits.append(_Hit(after.group(1), after.start(1), after.end(1)))
     for contrast in _CONTRAST.finditer(plain):
         letter = _LETTER.match(plain, contrast.end())
         if letter and _letter_reads_as_letter(plain, letter.start(), letter.group(1)):

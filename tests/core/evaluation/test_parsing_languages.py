@@ -98,7 +98,9 @@ def test_corpus_is_large_and_covers_many_languages_and_classes():
     languages = Counter(case["lang"] for case in cases)
     assert len(languages) >= 12 and sum(1 for n in languages.values() if n >= 10) >= 12
     classes = Counter(case["class"] for case in cases)
-    assert {"cue", "sentence", "native_letter", "json", "correction", "either", "two", "none"} <= set(classes)
+    assert {"cue", "sentence", "native_letter", "json", "correction", "postfix", "either", "two", "none"} <= set(
+        classes
+    )
     assert all(case["expected"] in NO_LETTER or case["expected"] in "ABCD" for case in cases)
 
 
