@@ -38,6 +38,9 @@ class AudioInput:
     seconds: float
 
 
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode  # json.dumps's output, one encoder reused
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """Everything sent for one answer. `kind` 'transcribe' asks a transcription endpoint instead of chat."""
@@ -84,6 +87,7 @@ class ModelAdapter:
     """Base class. Subclasses implement `generate`; `identity` names everything that changes the answer."""
 
     cacheable = True
+    _identity_json: tuple | None = None  # (preset, params, JSON prefix) for request_key
 
     def __init__(self, preset: ModelPreset, params: GenerationParams):
         self.preset = preset
@@ -98,6 +102,11 @@ class ModelAdapter:
     def limiter_key(self) -> str:
         return f"{self.preset.provider}@{strip_url_credentials(self.preset.base_url) or 'default'}"
 
+    @property
+    def _own_identity(self) -> bool:
+        """A subclass's identity may depend on more than preset and params: made afresh for each key."""
+        return type(self).identity is not ModelAdapter.identity
+
     def identity(self) -> dict:
         return {
             "provider": self.preset.provider,
@@ -108,9 +117,17 @@ class ModelAdapter:
         }
 
     def request_key(self, request: ModelRequest) -> str:
-        blob = json.dumps(
-            {"model": self.identity(), "request": request.fingerprint()}, sort_keys=True, ensure_ascii=False
-        )
+        """sha256 of {"model": identity, "request": fingerprint} as sorted-key JSON. The identity's JSON is made
+        once per adapter and spliced in (the same bytes: "model" sorts before "request", and a nested value is
+        encoded as on its own): a plan keys 100,000s of requests with one adapter."""
+        made = self._identity_json
+        if made is None or made[0] is not self.preset or made[1] is not self.params or self._own_identity:
+            made = self._identity_json = (
+                self.preset,
+                self.params,
+                '{"model": ' + json.dumps(self.identity(), sort_keys=True, ensure_ascii=False) + ', "request": ',
+            )
+        blob = made[2] + _KEY_JSON(request.fingerprint()) + "}"
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def estimate_tokens(self, request: ModelRequest) -> tuple[int, int]:

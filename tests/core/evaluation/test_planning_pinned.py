@@ -1,0 +1,60 @@
+"""Prompts and request keys are pinned: the digests below were computed with the code before issue 28 (every
+prompt rendered and every key serialized whole), so the per-presentation caches must give the same bytes."""
+
+import datetime
+import hashlib
+import itertools
+import json
+
+from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
+from spokenbench.core.evaluation.presets import resolve_model
+from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, render_prompt
+
+PRESENTATIONS = [("ABCD", "ABCD"), ("DCBA", "DCBA"), ("ABCD", "DCBA"), ("BCDA", "ABCD"), ("BA", "AB"), ("CAB", "CAB")]
+LANGUAGES = ("en", "zh-CN", "ko", "fr")
+
+
+def rendered_prompts() -> list:
+    out = []
+    for name, mode, variant, labels, (order, sequence), language, transcript in itertools.product(
+        PROMPTS, MODES, SYSTEM_PROMPT_VARIANTS, (True, False), PRESENTATIONS, LANGUAGES, (None, "what was heard")
+    ):
+        texts = [f"option {letter} {{not a placeholder}} ü" for letter in "ABCD"[: len(order)]]
+        question = f"Question in {language} with {{braces}}: which one?"
+        prompt = render_prompt(name, mode, question, texts, order, sequence, labels, language, variant, transcript)
+        out.append(
+            [prompt.system, prompt.user, prompt.presented_letters, prompt.option_texts, prompt.neutral_letter,
+             prompt.neutral_text]
+        )  # fmt: skip
+    return out
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, ensure_ascii=False).encode()).hexdigest()
+
+
+def test_rendered_prompts_are_unchanged():
+    prompts = rendered_prompts()
+    assert len(prompts) == len(PROMPTS) * len(MODES) * 3 * 2 * len(PRESENTATIONS) * len(LANGUAGES) * 2
+    assert digest(prompts) == PINNED_PROMPTS
+
+
+def test_request_keys_are_unchanged():
+    keys = []
+    audio = (AudioInput(b"", "ab" * 32, "wav", 1.5), AudioInput(b"", "cd" * 32, "flac", 0.25))
+    for (spec, base_url), params in itertools.product(
+        (("vllm:bench-model", "http://127.0.0.1:8000/v1"), ("openai:gpt-4o-audio-preview", None)),
+        (GenerationParams(), GenerationParams(temperature=0.7, max_output_tokens=64, thinking="low")),
+    ):
+        adapter = ModelAdapter(resolve_model(spec, base_url, today=datetime.date(2026, 1, 1)), params)
+        for n, (system, language, sent) in enumerate(
+            itertools.product((None, "Système ü"), ("en", "zh-CN"), ((), audio[:1], audio))
+        ):
+            request = ModelRequest(system, f"user text {n} “quoted”", sent, language=language)
+            keys.append(adapter.request_key(request))
+            keys.append(adapter.request_key(request))  # the second time from the adapter's kept identity
+    assert digest(keys) == PINNED_KEYS
+
+
+PINNED_PROMPTS = "a2f983ea1bfe1b39f9f18d2cad5927194835478eafa75614fd11876f818be50c"
+PINNED_KEYS = "6f80b09f47a0645d285ec35af293049d5a7c7cff399da31751f1fa51b955fabd"
