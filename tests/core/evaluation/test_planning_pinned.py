@@ -6,6 +6,8 @@ import hashlib
 import itertools
 import json
 
+import pytest
+
 from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
 from spokenbench.core.evaluation.presets import resolve_model
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, render_prompt
@@ -33,6 +35,7 @@ def digest(value) -> str:
     return hashlib.sha256(json.dumps(value, ensure_ascii=False).encode()).hexdigest()
 
 
+@pytest.mark.slow
 def test_rendered_prompts_are_unchanged():
     prompts = rendered_prompts()
     assert len(prompts) == len(PROMPTS) * len(MODES) * 3 * 2 * len(PRESENTATIONS) * len(LANGUAGES) * 2
@@ -58,3 +61,53 @@ def test_request_keys_are_unchanged():
 
 PINNED_PROMPTS = "a2f983ea1bfe1b39f9f18d2cad5927194835478eafa75614fd11876f818be50c"
 PINNED_KEYS = "6f80b09f47a0645d285ec35af293049d5a7c7cff399da31751f1fa51b955fabd"
+
+
+def test_a_batch_file_is_the_same_whether_preparation_keyed_its_requests_or_not(audio_project, tmp_path):
+    from spokenbench.core.evaluation.batches import write_batch_file
+    from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
+
+    settings = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1", mode="audio")
+    reused = prepare_evaluation(audio_project, settings)
+    assert len(reused.answer_keys) == len(reused.jobs) > 0
+    keyer = ModelAdapter(reused.preset, reused.settings.params)
+    for job in reused.jobs:
+        rendered = render_prompt(
+            "standard", "audio", job.question, list(job.option_texts), job.planned.option_order,
+            job.planned.label_sequence, job.planned.condition.spoken_labels, job.item.language,
+        )  # fmt: skip
+        request = ModelRequest(rendered.system, rendered.user, job.audio, language=job.item.language)
+        assert reused.answer_key(job) == keyer.request_key(request)
+    write_batch_file(audio_project, reused, tmp_path / "reused.jsonl")
+    afresh = prepare_evaluation(audio_project, settings)
+    afresh.answer_keys.clear()  # every request keyed again while writing, as before issue 28
+    write_batch_file(audio_project, afresh, tmp_path / "afresh.jsonl")
+    assert (tmp_path / "reused.jsonl").read_bytes() == (tmp_path / "afresh.jsonl").read_bytes()
+
+
+def test_a_job_that_is_not_the_one_keyed_is_keyed_afresh(audio_project):
+    from dataclasses import replace
+
+    from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
+
+    prepared = prepare_evaluation(audio_project, RunSettings(model="vllm:m", base_url="http://127.0.0.1:9/v1"))
+    job = prepared.jobs[0]
+    assert prepared.answer_key(job) is not None
+    assert prepared.answer_key(replace(job)) is None  # an equal copy is another object: no borrowed key
+
+
+def test_the_plan_summary_counts_as_reading_every_request(audio_project):
+    from collections import Counter, defaultdict
+
+    from spokenbench.core.evaluation.plans import PlanOptions, build_plan
+
+    plan = build_plan(audio_project.conn, PlanOptions(mode="audio", orders=("original", "reversed")))
+    counts = defaultdict(Counter)
+    for request in plan.requests:  # the summary as it was before issue 28
+        for factor, level in request.condition.factors().items():
+            counts[factor][str(level)] += 1
+        counts["option_order"][request.option_order] += 1
+    expected = {f: dict(sorted(c.items())) for f, c in counts.items() if len(c) > 1 or f in ("language", "order")}
+    summary = plan.summary()
+    assert summary["by_factor"] == expected and list(summary["by_factor"]) == list(expected)
+    assert summary["requests"] == len(plan.requests) > 0
