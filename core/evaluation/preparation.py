@@ -619,7 +619,7 @@ def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, rem
             chunk = remaining[start : start + COUNT_CHUNK]
             requests = [builder.answer(job) for job in chunk]
             keys = [answerer.request_key(request) for request in requests]
-            answer_keys.update((id(job), (job, key)) for job, key in zip(chunk, keys))
+            answer_keys.update(zip(map(id, chunk), zip(chunk, keys)))
             known = store.cached_replies(project.conn, sorted(set(keys)))
             for request, key in zip(requests, keys):
                 if key in known:

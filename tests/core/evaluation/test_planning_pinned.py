@@ -111,3 +111,22 @@ def test_the_plan_summary_counts_as_reading_every_request(audio_project):
     summary = plan.summary()
     assert summary["by_factor"] == expected and list(summary["by_factor"]) == list(expected)
     assert summary["requests"] == len(plan.requests) > 0
+
+
+def test_a_written_out_fingerprint_is_jsons_own_encoding():
+    import random
+
+    from spokenbench.core.evaluation.adapters import _fingerprint_json
+
+    rng = random.Random(28)
+    alphabet = 'aü"\\\n\t\x00\x1f\u2028\U0001f600 {}[]:,'
+    for _ in range(300):
+        words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(4)]
+        audio = tuple(AudioInput(b"", words[i % 4], rng.choice(("wav", "flac")), 1.0) for i in range(rng.randint(0, 3)))
+        request = ModelRequest(
+            rng.choice((None, words[0])), words[1], audio, kind=rng.choice(("chat", "transcribe")),
+            language=rng.choice((None, words[2], "en")),
+        )  # fmt: skip
+        assert _fingerprint_json(request) == json.dumps(request.fingerprint(), sort_keys=True, ensure_ascii=False)
+    odd = ModelRequest("s", "u", (), language=7)  # not a string: encoded by json itself, the same way
+    assert _fingerprint_json(odd) == json.dumps(odd.fingerprint(), sort_keys=True, ensure_ascii=False)
