@@ -263,7 +263,7 @@ def _plan_lines(
         request = ModelRequest(
             rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
         )
-        key = keyer.request_key(request)
+        key = prepared.answer_key(job) or keyer.request_key(request)  # keyed once, while preparing
         keyed.append((job, request, key, rendered))
     cache = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
     cached = []
@@ -1184,7 +1184,7 @@ def write_batch_file(
                     request = ModelRequest(
                         rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
                     )
-                    keyed.append((job, request, keyer.request_key(request), rendered))
+                    keyed.append((job, request, prepared.answer_key(job) or keyer.request_key(request), rendered))
                 hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
                 rows, answered = [], []
                 for job, request, key, rendered in keyed:

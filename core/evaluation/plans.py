@@ -116,10 +116,11 @@ class EvaluationPlan:
     def summary(self) -> dict:
         """Counts per factor level, for the user to check before paying for anything."""
         counts: dict[str, Counter] = defaultdict(Counter)
-        for request in self.requests:
-            for factor, level in request.condition.factors().items():
-                counts[factor][str(level)] += 1
-            counts["option_order"][request.option_order] += 1
+        # a plan has few conditions and many requests: each condition's factors are read once, with its count
+        for condition, requests in Counter(request.condition for request in self.requests).items():
+            for factor, level in condition.factors().items():
+                counts[factor][str(level)] += requests
+        counts["option_order"].update(request.option_order for request in self.requests)
         varying = {f: dict(sorted(c.items())) for f, c in counts.items() if len(c) > 1 or f in ("language", "order")}
         return {
             "items": len({r.item_id for r in self.requests}),

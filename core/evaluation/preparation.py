@@ -97,6 +97,13 @@ class EvaluationPreparation:
     warnings: list[str]
     spent_usd: float = 0.0  # what the resumed run has already cost
     cache_keys: tuple[str, ...] = field(default=(), repr=False)  # response-cache keys the session preloads
+    # id(job) → (job, its answer request's cache key) as counted here, so a batch file does not key it again
+    answer_keys: dict[int, tuple[Job, str]] = field(default_factory=dict, repr=False)
+
+    def answer_key(self, job: Job) -> str | None:
+        """The cache key preparation computed for `job`'s answer request (modes without a transcript), or None."""
+        found = self.answer_keys.get(id(job))
+        return found[1] if found is not None and found[0] is job else None
 
     @property
     def request_count(self) -> int:
@@ -607,9 +614,12 @@ def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, rem
         cache_keys = sorted(set(asr_keys) | {key for _job, _request, key in answers if key})
     else:  # a chunk at a time: the rendered requests of a large plan are never all held at once
         all_keys: set[str] = set()
+        answer_keys = prepared.answer_keys
         for start in range(0, len(remaining), COUNT_CHUNK):
-            requests = [builder.answer(job) for job in remaining[start : start + COUNT_CHUNK]]
+            chunk = remaining[start : start + COUNT_CHUNK]
+            requests = [builder.answer(job) for job in chunk]
             keys = [answerer.request_key(request) for request in requests]
+            answer_keys.update(zip(map(id, chunk), zip(chunk, keys)))
             known = store.cached_replies(project.conn, sorted(set(keys)))
             for request, key in zip(requests, keys):
                 if key in known:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import re
+import string
 import tomllib
 from dataclasses import dataclass
 
@@ -130,6 +132,74 @@ def render_prompt(
     """Render the prompt for one presentation. `option_texts` are in the original order (index 0 = original
     option A); `option_order[i]` is the original letter presented under letter i; options are listed in the
     order `label_sequence` speaks them."""
+    shape = _presentation(template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant)
+    shown = {letter: option_texts[source] for letter, source in shape.sources}
+    line = shape.option_line
+    if spoken_labels:
+        lines = [line.format(letter=letter, text=shown[letter]) for letter in label_sequence]
+    else:
+        lines = [f"- {shown[letter]}" for letter in label_sequence]
+    if shape.neutral_line is not None:
+        lines.append(shape.neutral_line)
+    values = {**shape.values, "question": question, "options": "\n".join(lines), "transcript": transcript or ""}
+    if shape.answer_instruction is None:
+        values["answer_instruction"] = _fill(shape.answer_template, values)
+    else:
+        values["answer_instruction"] = shape.answer_instruction
+    system = shape.system if shape.system_fixed else (_fill(shape.system_template, values).strip() or None)
+    user = _fill(shape.user_template, values).strip()
+    if system_variant == "inline" and system:
+        user, system = f"{system}\n\n{user}", None
+    elif system_variant == "none":
+        system = None
+    return RenderedPrompt(system, user, shape.presented, shown, shape.neutral_letter, shape.neutral_text)
+
+
+# What a presentation's texts may use that is the same for every question under it
+_PRESENTATION_VALUES = frozenset({"letters", "letters_compact", "neutral_letter", "neutral_text"})
+
+
+@dataclass(frozen=True)
+class _Presentation:
+    """Everything render_prompt needs that depends on the template and the presentation, not on the question:
+    a plan renders 100,000s of prompts under a handful of presentations. A text whose placeholders are all
+    per-presentation values is filled here once (`answer_instruction`, `system`), else per question."""
+
+    sources: tuple[tuple[str, int], ...]  # (presented letter, index of the original option)
+    presented: str
+    option_line: str
+    neutral_letter: str | None
+    neutral_text: str | None
+    neutral_line: str | None
+    values: dict[str, str]
+    answer_template: str
+    answer_instruction: str | None
+    system_template: str
+    system_fixed: bool
+    system: str | None
+    user_template: str
+
+
+def _placeholders(text: str) -> set[str] | None:
+    """The names `text` fills, or None when any is not a plain name (or the text is malformed)."""
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+    except ValueError:
+        return None
+    names = {re.split(r"[.\[]", field, maxsplit=1)[0] for field in fields}
+    return None if any(not name or name.isdigit() for name in names) else names
+
+
+@functools.lru_cache(maxsize=4096)
+def _presentation(
+    template_name: str,
+    mode: str,
+    option_order: str,
+    label_sequence: str,
+    spoken_labels: bool,
+    language: str,
+    system_variant: str,
+) -> _Presentation:
     if mode not in _MODE_KEY:
         raise SpokenBenchError(f"unknown mode '{mode}'; modes: {', '.join(MODES)}")
     if system_variant not in SYSTEM_PROMPT_VARIANTS:
@@ -139,45 +209,61 @@ def render_prompt(
     template = load_template(template_name)
     count = len(option_order)
     presented = LETTERS[:count]
-    shown = {letter: option_texts[LETTERS.index(original)] for letter, original in zip(presented, option_order)}
+    sources = tuple((letter, LETTERS.index(original)) for letter, original in zip(presented, option_order))
     neutral_letter = LETTERS[count] if template.neutral_option else None
     neutral_text = None
     if neutral_letter:
         neutral_text = template.neutral_text.get(
             language.split("-")[0].lower(), template.neutral_text.get("en", "Cannot be determined")
         )
-    listing_letters = [letter for letter in label_sequence]
-    line = template.option_line
-
-    def listed(letter: str, text: str) -> str:
-        return line.format(letter=letter, text=text) if spoken_labels else f"- {text}"
-
-    lines = [listed(letter, shown[letter]) for letter in listing_letters]
+    neutral_line = None
     if neutral_letter:
-        lines.append(listed(neutral_letter, neutral_text))
+        neutral_line = (
+            template.option_line.format(letter=neutral_letter, text=neutral_text)
+            if spoken_labels
+            else f"- {neutral_text}"
+        )
     letters = list(presented) + ([neutral_letter] if neutral_letter else [])
     values = {
         "letters": ", ".join(letters),
         "letters_compact": "".join(letters),
-        "question": question,
-        "options": "\n".join(lines),
-        "transcript": transcript or "",
         "neutral_letter": neutral_letter or "",
         "neutral_text": neutral_text or "",
     }
-    answer_key = "letter" if spoken_labels else "text"
-    values["answer_instruction"] = _fill(template.answer.get(answer_key, ""), values)
+    answer_template = template.answer.get("letter" if spoken_labels else "text", "")
+    answer_names = _placeholders(answer_template)
+    answer_instruction = None
+    if answer_names is not None and answer_names <= _PRESENTATION_VALUES:
+        answer_instruction = _fill(answer_template, values)
     mode_key = _MODE_KEY[mode]
     system_key = (
         f"{mode_key}_unlabelled" if not spoken_labels and f"{mode_key}_unlabelled" in template.system else mode_key
     )
-    system = _fill(template.system.get(system_key, ""), values).strip() or None
-    user = _fill(template.user.get(mode_key, "{answer_instruction}"), values).strip()
-    if system_variant == "inline" and system:
-        user, system = f"{system}\n\n{user}", None
-    elif system_variant == "none":
-        system = None
-    return RenderedPrompt(system, user, presented, shown, neutral_letter, neutral_text)
+    system_template = template.system.get(system_key, "")
+    system_names = _placeholders(system_template)
+    system_fixed = (
+        answer_instruction is not None
+        and system_names is not None
+        and system_names <= _PRESENTATION_VALUES | {"answer_instruction"}
+    )
+    system = None
+    if system_fixed:
+        system = _fill(system_template, {**values, "answer_instruction": answer_instruction}).strip() or None
+    return _Presentation(
+        sources,
+        presented,
+        template.option_line,
+        neutral_letter,
+        neutral_text,
+        neutral_line,
+        values,
+        answer_template,
+        answer_instruction,
+        system_template,
+        system_fixed,
+        system,
+        template.user.get(mode_key, "{answer_instruction}"),
+    )
 
 
 def render_transcription_prompt(system_variant: str = "separate") -> tuple[str | None, str]:

@@ -78,31 +78,36 @@ def iter_items(
     conn: sqlite3.Connection, where: str = "1", params: tuple = (), order: str = "id"
 ) -> Iterator[tuple[int, Item]]:
     """(row id, Item) pairs, options attached, streamed so large projects don't load at once."""
-    rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE {where} ORDER BY {order}", params)
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, unpacked in ITEM_COLUMNS' order: a plan reads 100,000s of items
     options_by_item: dict[int, list[Option]] = {}
-    option_rows = conn.execute(
+    option_rows = cursor.execute(
         f"SELECT item_id, letter, text, orientation FROM options "
         f"WHERE item_id IN (SELECT id FROM items WHERE {where}) ORDER BY item_id, position",
         params,
     )
-    for item_id, letter, text, orientation in option_rows:
+    for item_id, letter, text, orientation in option_rows:  # read whole before the cursor runs the items' query
         options_by_item.setdefault(item_id, []).append(Option(letter, text, orientation))
-    for row in rows:
+    rows = cursor.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE {where} ORDER BY {order}", params)
+    for (
+        item_id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question,
+        answer, extra_json,
+    ) in rows:  # fmt: skip
         yield (
-            row["id"],
+            item_id,
             Item(
-                source=row["source"],
-                source_id=row["source_id"],
-                language=row["language"],
-                question=row["question"],
-                options=tuple(options_by_item.get(row["id"], [])),
-                answer=row["answer"],
-                kind=row["kind"],
-                subject=row["subject"],
-                subject_category=row["subject_category"],
-                cultural_label=row["cultural_label"],
-                category=row["category"],
-                extra=json.loads(row["extra_json"]) if row["extra_json"] else {},
+                source=source,
+                source_id=source_id,
+                language=language,
+                question=question,
+                options=tuple(options_by_item.get(item_id, ())),
+                answer=answer,
+                kind=kind,
+                subject=subject,
+                subject_category=subject_category,
+                cultural_label=cultural_label,
+                category=category,
+                extra=json.loads(extra_json) if extra_json else {},
             ),
         )
 

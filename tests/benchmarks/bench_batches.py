@@ -2,6 +2,7 @@
 
     /work/venv/bin/python tests/benchmarks/bench_batches.py [--requests 100800] [--audio-seconds 1.0] [--keep]
     /work/venv/bin/python tests/benchmarks/bench_batches.py --only import [--varied-replies] [--import-rounds 3]
+    /work/venv/bin/python tests/benchmarks/bench_batches.py --audio-seconds 0.01 --dry-runs 5 [--baseline DIR]
 
 Builds a project of 25,200 items x 4 option orders = 100,800 planned requests (BiasInEar's nine-model grid in
 one file), each with its own assembled audio (a 16 kHz WAV tone of --audio-seconds, made distinct per request: in
@@ -276,6 +277,51 @@ def collect(
         print(f"collect, median of {rounds}: {wall:.1f} s, {cpu:.1f} s of CPU, load {load:.1f}")
 
 
+def compare_dry_runs(rounds: int, project_dir: Path, baseline: str | None) -> int:
+    """`spokenbench evaluate --dry-run` (plan, prompts, request keys, cache lookups, cost) as whole processes,
+    this tree and, with `baseline`, an older tree (PYTHONPATH) alternately; wall and CPU medians, and the two
+    outputs must be the same text (issue 28: ≥ 3x faster)."""
+    import statistics
+
+    argv = [sys.executable, "-m", "spokenbench.core.cli.main", "evaluate", str(project_dir), "--model", MODEL]
+    argv += ["--base-url", "http://127.0.0.1:9/v1", "--mode", "audio", "--prompt", "standard", "--dry-run"]
+    trees = {"this tree": None} | ({"baseline": baseline} if baseline else {})
+    wall: dict[str, list[float]] = {name: [] for name in trees}
+    cpu: dict[str, list[float]] = {name: [] for name in trees}
+    outputs = {}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            env = dict(os.environ)
+            if tree:
+                env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+            before = os.times()
+            started = time.perf_counter()
+            done = subprocess.run(argv, env=env, capture_output=True, text=True)
+            wall[name].append(time.perf_counter() - started)
+            after = os.times()
+            cpu[name].append(
+                after.children_user + after.children_system - before.children_user - before.children_system
+            )
+            if done.returncode != 0:
+                print(done.stderr)
+                return 1
+            outputs[name] = done.stdout
+    print(f"evaluate --dry-run, {rounds} alternating runs each, medians; load average {os.getloadavg()[0]:.1f}:")
+    for name in trees:
+        print(
+            f"  {name:<10} {statistics.median(wall[name]):6.2f} s wall {statistics.median(cpu[name]):6.2f} s CPU   "
+            f"(wall: {', '.join(f'{t:.2f}' for t in wall[name])})"
+        )
+    if baseline:
+        assert outputs["baseline"] == outputs["this tree"], "the dry runs print different plans"
+        print(
+            f"  baseline / this tree: {statistics.median(wall['baseline']) / statistics.median(wall['this tree']):.2f}x "
+            f"wall, {statistics.median(cpu['baseline']) / statistics.median(cpu['this tree']):.2f}x CPU "
+            "(target ≥ 3x; the same output)"
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=100_800)
@@ -290,6 +336,14 @@ def main() -> int:
         "print the medians (no import)",
     )
     parser.add_argument("--only", choices=("all", "import"), default="all", help="import: time only the import")
+    parser.add_argument(
+        "--dry-runs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time `evaluate --dry-run` N times (against --baseline too, alternately); nothing else",
+    )
+    parser.add_argument("--baseline", help="a folder holding an older tree as spokenbench/core, for --dry-runs")
     parser.add_argument("--varied-replies", action="store_true", help="answer with the parser corpus's replies")
     parser.add_argument("--import-rounds", type=int, default=1, metavar="N", help="import N times; print the median")
     args = parser.parse_args()
@@ -301,6 +355,8 @@ def main() -> int:
         print(
             f"project: {args.requests:,} planned requests, {args.audio_seconds:g} s audio each, built in {time.perf_counter() - started:.1f} s"
         )
+        if args.dry_runs:
+            return compare_dry_runs(args.dry_runs, project_dir, args.baseline)
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
         if args.only == "import":  # the file written as below, in a process of its own, not measured
