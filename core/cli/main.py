@@ -44,6 +44,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"spokenbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.command_parsers = subparsers.choices  # each command's own parser, by name
     wanted = None if argv is None else COMMANDS.get(command_named(argv), (None,))[0]
     registered: set[str] = set()
     for name, (module_name, summary) in COMMANDS.items():
@@ -111,8 +112,7 @@ def undecodable_argument(parser: argparse.ArgumentParser, args: argparse.Namespa
     surrogates): such text can be neither stored in the project nor printed, so every command refuses it up front,
     naming the option — free text and file names alike."""
     names = {}
-    subparsers = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    command = subparsers.choices.get(getattr(args, "command", None)) if subparsers else None
+    command = getattr(parser, "command_parsers", {}).get(getattr(args, "command", None))
     for action in command._actions if command is not None else []:
         names[action.dest] = action.option_strings[-1] if action.option_strings else (action.metavar or action.dest)
     for dest, value in vars(args).items():

@@ -15,6 +15,7 @@ from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, r
 from spokenbench.core.qc.reliability import Thresholds, annotator_reliability
 from spokenbench.core.rewriting.llm import manual_items
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
+from spokenbench.core.safe_files import check_output_folder
 from spokenbench.core.store import Project
 from spokenbench.core.tables import write_table
 
@@ -96,6 +97,8 @@ def write_report_tables(report: dict, out_dir: str | Path) -> list[Path]:
     """The paper's tables as CSV files in their published layouts (a table with no rows is written with its
     header only)."""
     out_dir = Path(out_dir)
+    check_output_folder(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)  # the report's own folder (an output file's folder is not made)
     written = []
     for name, (section, key, columns) in REPORT_FILES.items():
         path = out_dir / name
