@@ -367,9 +367,9 @@ class GenderPanel(QWidget):
 
     def summary_rows(self) -> list[dict]:
         table = self.summary_table
+        names = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]  # J_s … in the free form
         return [
-            {SUMMARY_COLUMNS[c]: table.item(r, c).text() for c in range(table.columnCount())}
-            for r in range(table.rowCount())
+            {names[c]: table.item(r, c).text() for c in range(table.columnCount())} for r in range(table.rowCount())
         ]
 
     def selected_question(self) -> str | None:

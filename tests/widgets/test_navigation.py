@@ -48,7 +48,7 @@ def test_badges_show_the_demos_counts_and_follow_changes(window, qtbot, demo_cop
     assert badges == [
         "Items · 84",
         "Rewrites · 10 to review",
-        "Rating · 53 left",
+        "Rating · 47 left",
         "QC",
         "Speakers · 0",
         "Evaluate",  # no run running or waiting to be resumed

@@ -84,11 +84,11 @@ def test_espeak_neutral_voices_are_stored_as_the_approximation(project):
     rows = project.conn.execute(
         "SELECT voice, speaker_gender, neutralization, count(*) FROM clips GROUP BY voice ORDER BY voice"
     ).fetchall()
-    # per voice: 12 questions, 28 options and 4 instruction tokens ('question', 'A'-'C'; a letter is too short to
-    # measure, so the voice's typical F0 stands in)
+    # per voice: 12 questions, 24 options (two per probe, as in the paper, since issue 25) and 3 instruction
+    # tokens ('question', 'A', 'B'; a letter is too short to measure, so the voice's typical F0 stands in)
     assert [tuple(r) for r in rows] == [
-        ("espeak-female-2-neutral-approx", "female", METHOD, 44),
-        ("espeak-male-neutral-approx", "male", METHOD, 44),
+        ("espeak-female-2-neutral-approx", "female", METHOD, 39),
+        ("espeak-male-neutral-approx", "male", METHOD, 39),
     ]
 
 
