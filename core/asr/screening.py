@@ -186,6 +186,9 @@ def compute_screening(
         return _compute_screening(conn, settings, progress)
 
 
+_NOT_SCORED = object()
+
+
 def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progress | None) -> ScreeningResult:
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
@@ -216,9 +219,8 @@ def _compute_screening(conn, settings: ScreeningSettings | None, progress: Progr
             result.too_few_transcripts[clip_id] = len(heard)
         else:
             key = (language, reference, *heard)
-            try:
-                score = same_clip_scores[key]
-            except KeyError:
+            score = same_clip_scores.get(key, _NOT_SCORED)
+            if score is _NOT_SCORED:
                 score = same_clip_scores[key] = scorer.score_clip(language, reference, heard)
             if score is None:
                 result.unscorable.append(clip_id)
