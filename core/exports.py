@@ -12,6 +12,7 @@ import pandas as pd
 from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import EXPORTABLE, LETTERS
+from spokenbench.core.standard_streams import is_standard_stream
 from spokenbench.core.store.export_queries import (
     gender_probe_orientations,
     ratings_table,
@@ -147,11 +148,13 @@ def ratings_frame(conn: sqlite3.Connection) -> pd.DataFrame:
 
 
 def export_table(conn: sqlite3.Connection, what: str, out: str | Path) -> int:
-    """Write one of EXPORTABLE to `out`; returns the row count. The file appears whole or not at all."""
+    """Write one of EXPORTABLE to `out` (`-`: CSV on standard output); returns the row count. The file appears
+    whole or not at all."""
     frames = {"items": items_frame, "responses": responses_frame, "ratings": ratings_frame}
     if what not in frames:
         raise SpokenBenchError(f"cannot export '{what}'; choose one of {', '.join(EXPORTABLE)}")
-    table_format(Path(out))  # reject an unknown extension before doing any work
+    if not is_standard_stream(out):
+        table_format(Path(out))  # reject an unknown extension before doing any work
     frame = frames[what](conn)
     frame = frame.astype(object).where(frame.notna(), None)
     write_table(frame.to_dict("records"), out, columns=list(frame.columns))

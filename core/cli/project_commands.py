@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from spokenbench.core.cli.arguments import language_code, short_text, whole_number
@@ -11,6 +12,7 @@ from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import DEFAULT_MAX_TEXT_CHARS, EXPORTABLE, IMPORT_FORMATS, MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.standard_streams import is_standard_stream
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.summary import project_summary
@@ -41,7 +43,13 @@ def register(subparsers) -> None:
         "problem is listed with its file, row and column.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
-    p.add_argument("files", metavar="FILE", nargs="+", help="CSV, TSV, JSONL or Parquet files")
+    p.add_argument(
+        "files",
+        metavar="FILE",
+        nargs="+",
+        help="CSV, TSV, JSONL or Parquet files, a Hugging Face `save_to_disk` folder or .arrow file; "
+        "- reads one table from standard input (its type recognised from its bytes)",
+    )
     p.add_argument(
         "--format",
         required=True,
@@ -109,7 +117,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--what", required=True, choices=EXPORTABLE)
-    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--out", required=True, metavar="FILE", help="file to write; - writes CSV to standard output")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_export)
 
@@ -224,12 +232,15 @@ def cmd_items(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from spokenbench.core.exports import export_table
 
+    to_stdout = is_standard_stream(args.out)
+    if to_stdout and args.json:
+        raise SpokenBenchError("--json cannot go with --out - (the table itself is written to standard output)")
     with opened(args.dir) as project:
         count = export_table(project.conn, args.what, args.out)
     if args.json:
         print_json({"what": args.what, "rows": count, "out": args.out})
-    else:
-        print(f"exported {count} {args.what} rows to {args.out}")
+    else:  # beside a table on standard output, the note goes to standard error
+        print(f"exported {count} {args.what} rows to {args.out}", file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 

@@ -14,6 +14,7 @@ from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_
 from spokenbench.core.items import IMPORT_FORMATS, Item
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.safe_files import MAX_TABLE_BYTES, read_regular_file
+from spokenbench.core.standard_streams import STANDARD_INPUT_NAME, is_standard_stream, read_standard_input
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import ImportStaging, copy_staged_import, existing_items, remove_stale_staging_files
 from spokenbench.core.tables import read_table
@@ -60,8 +61,14 @@ def import_files(
         except InputError as error:
             problems.extend(error.problems)
             continue
-        digest = hashlib.sha256(read_regular_file(path, MAX_TABLE_BYTES)).hexdigest()
-        parsed.append((str(path), digest, items))
+        data = (
+            read_standard_input(MAX_TABLE_BYTES)
+            if is_standard_stream(path)
+            else read_regular_file(path, MAX_TABLE_BYTES)
+        )
+        parsed.append(
+            (STANDARD_INPUT_NAME if is_standard_stream(path) else str(path), hashlib.sha256(data).hexdigest(), items)
+        )
     if problems:
         raise InputError(problems)
 
