@@ -7,6 +7,7 @@ not valid Unicode (lone surrogates, invalid UTF-8) is refused, and so is a file 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spokenbench.core.arrow_datasets import arrow_dataset_digest, is_arrow_dataset, read_arrow_dataset
 from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.safe_files import MAX_TABLE_BYTES, display_name, read_regular_file
 from spokenbench.core.standard_streams import (
@@ -81,6 +83,9 @@ def _read_bytes(path: Path) -> tuple[str, bytes]:
         name = STANDARD_INPUT_NAME
         data = read_standard_input(MAX_TABLE_BYTES)
         fmt = sniff_table_format(data)
+    elif is_arrow_dataset(path):  # a Hugging Face `save_to_disk` folder or .arrow file: pyarrow reads its files
+        check_path_name(path)
+        return "arrow", b""
     else:
         check_path_name(path)
         fmt = table_format(path)
@@ -95,13 +100,24 @@ def _read_bytes(path: Path) -> tuple[str, bytes]:
     return fmt, data
 
 
+def table_digest(path: str | Path) -> str:
+    """sha256 of a table's bytes (of standard input's, of a Hugging Face dataset's data files): what an import
+    records."""
+    path = Path(path)
+    if is_standard_stream(path):
+        return hashlib.sha256(read_standard_input(MAX_TABLE_BYTES)).hexdigest()
+    if is_arrow_dataset(path):
+        return arrow_dataset_digest(path)
+    return hashlib.sha256(read_regular_file(path, MAX_TABLE_BYTES)).hexdigest()
+
+
 def read_table(path: str | Path) -> Table:
     """Rows as dicts with their values as stored, for importers that validate row by row."""
     path = Path(path)
     name = STANDARD_INPUT_NAME if is_standard_stream(path) else str(path)
     fmt, data = _read_bytes(path)
-    if fmt == "parquet":
-        arrow_table = _parquet(name, data)
+    if fmt in ("parquet", "arrow"):
+        arrow_table = _parquet(name, data) if fmt == "parquet" else read_arrow_dataset(path)
         rows = arrow_table.to_pylist()
         if not rows:
             raise InputError(InputProblem(name, "has no rows"))
@@ -196,8 +212,8 @@ def read_columns(path: str | Path) -> TextColumns:
     path = Path(path)
     name = STANDARD_INPUT_NAME if is_standard_stream(path) else str(path)
     fmt, data = _read_bytes(path)
-    if fmt == "parquet":
-        arrow_table = _parquet(name, data)
+    if fmt in ("parquet", "arrow"):
+        arrow_table = _parquet(name, data) if fmt == "parquet" else read_arrow_dataset(path)
         columns = _arrow_text_columns(arrow_table)
         if columns is not None:
             if columns.n_rows == 0:
