@@ -119,7 +119,9 @@ def test_the_pack_holds_the_queue_and_its_audio_and_nothing_else(demo_copy, pack
         names = set(archive.namelist())
         manifest = json.loads(archive.read("manifest.json"))
         everything = b"".join(archive.read(name) for name in names if not name.startswith("audio/"))
-    assert names == {"manifest.json", "ratings.jsonl", "ratings.sig"} | {f"audio/{c.sha256}.{c.audio_format}" for c in clips}
+    assert names == {"manifest.json", "ratings.jsonl", "ratings.sig"} | {
+        f"audio/{c.sha256}.{c.audio_format}" for c in clips
+    }
     assert [clip["id"] for clip in manifest["clips"]] == [c.clip_id for c in clips]
     assert manifest["project_id"] == meta["project_id"] and manifest["annotator"] == "ana"
     assert set(manifest) == {
