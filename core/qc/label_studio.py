@@ -45,7 +45,7 @@ LOCAL_FILES_PREFIX = "/data/local-files/?d="  # Label Studio's local file servin
 RATING_TAG, NOTE_TAG, AUDIO_TAG = "rating", "note", "audio"
 CHOICES = {rating.capitalize(): rating for rating in RATINGS}  # Correct/Acceptable/Incorrect -> stored rating
 
-# Bounds on an export file (docs/reliability.md, "Trust model"): 20,000 clips × a few annotations is ~30 MB.
+# Bounds on an export file (docs/reliability.md, "Text and size limits"): 20,000 clips × a few annotations is ~30 MB.
 MAX_EXPORT_BYTES = 256 * MiB
 MAX_JSON_DEPTH = 10  # tasks > task > annotations > annotation > result > item > value > choices: 8 levels
 MAX_CONTAINERS = 5_000_000
