@@ -12,6 +12,7 @@ import pandas as pd
 from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import EXPORTABLE, LETTERS, RESPONSE_KINDS
+from spokenbench.core.standard_streams import is_standard_stream
 from spokenbench.core.store.export_queries import (
     gender_probe_orientations,
     ratings_table,
@@ -163,14 +164,15 @@ def responses_of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 
 def export_table(conn: sqlite3.Connection, what: str, out: str | Path, kind: str | None = None) -> int:
-    """Write one of EXPORTABLE to `out`; returns the row count. The file appears whole or not at all. `kind`
-    (responses only) picks the answers: multiple-choice by default."""
+    """Write one of EXPORTABLE to `out` (`-`: CSV on standard output); returns the row count. The file appears
+    whole or not at all. `kind` (responses only) picks the answers: multiple-choice by default."""
     frames = {"items": items_frame, "responses": responses_frame, "ratings": ratings_frame}
     if what not in frames:
         raise SpokenBenchError(f"cannot export '{what}'; choose one of {', '.join(EXPORTABLE)}")
     if kind is not None and what != "responses":
         raise SpokenBenchError("--kind applies to --what responses only")
-    table_format(Path(out))  # reject an unknown extension before doing any work
+    if not is_standard_stream(out):
+        table_format(Path(out))  # reject an unknown extension before doing any work
     frame = frames[what](conn)
     if what == "responses":
         frame = responses_of_kind(frame, kind or "mcq")

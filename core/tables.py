@@ -7,9 +7,11 @@ not valid Unicode (lone surrogates, invalid UTF-8) is refused, and so is a file 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spokenbench.core.arrow_datasets import arrow_dataset_digest, is_arrow_dataset, read_arrow_dataset
 from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.safe_files import MAX_TABLE_BYTES, check_output_file, display_name, read_regular_file
+from spokenbench.core.standard_streams import (
+    STANDARD_INPUT_NAME,
+    is_standard_stream,
+    read_standard_input,
+    sniff_table_format,
+)
 
 TABLE_FORMATS = {
     ".csv": "csv",
@@ -70,12 +79,20 @@ def check_path_name(path: str | Path) -> None:
 def _read_bytes(path: Path) -> tuple[str, bytes]:
     """(format, bytes) after the checks every reader shares: known extension, a readable, non-empty file."""
     name = str(path)
-    check_path_name(path)
-    fmt = table_format(path)
-    try:
-        data = read_regular_file(path, MAX_TABLE_BYTES)  # a FIFO or /dev/zero is refused before reading
-    except FileNotFoundError:
-        raise InputError(InputProblem(name, "file not found")) from None
+    if is_standard_stream(path):  # `-`: a table piped in, its type recognised from its bytes
+        name = STANDARD_INPUT_NAME
+        data = read_standard_input(MAX_TABLE_BYTES)
+        fmt = sniff_table_format(data)
+    elif is_arrow_dataset(path):  # a Hugging Face `save_to_disk` folder or .arrow file: pyarrow reads its files
+        check_path_name(path)
+        return "arrow", b""
+    else:
+        check_path_name(path)
+        fmt = table_format(path)
+        try:
+            data = read_regular_file(path, MAX_TABLE_BYTES)  # a FIFO or /dev/zero is refused before reading
+        except FileNotFoundError:
+            raise InputError(InputProblem(name, "file not found")) from None
     if not data[:4096].strip() and not data.strip():  # the head first: stripping a whole large file copies it
         raise InputError(InputProblem(name, "the file is empty"))
     if fmt != "parquet" and data.startswith(PARQUET_MAGIC):
@@ -83,13 +100,24 @@ def _read_bytes(path: Path) -> tuple[str, bytes]:
     return fmt, data
 
 
+def table_digest(path: str | Path) -> str:
+    """sha256 of a table's bytes (of standard input's, of a Hugging Face dataset's data files): what an import
+    records."""
+    path = Path(path)
+    if is_standard_stream(path):
+        return hashlib.sha256(read_standard_input(MAX_TABLE_BYTES)).hexdigest()
+    if is_arrow_dataset(path):
+        return arrow_dataset_digest(path)
+    return hashlib.sha256(read_regular_file(path, MAX_TABLE_BYTES)).hexdigest()
+
+
 def read_table(path: str | Path) -> Table:
     """Rows as dicts with their values as stored, for importers that validate row by row."""
     path = Path(path)
-    name = str(path)
+    name = STANDARD_INPUT_NAME if is_standard_stream(path) else str(path)
     fmt, data = _read_bytes(path)
-    if fmt == "parquet":
-        arrow_table = _parquet(name, data)
+    if fmt in ("parquet", "arrow"):
+        arrow_table = _parquet(name, data) if fmt == "parquet" else read_arrow_dataset(path)
         rows = arrow_table.to_pylist()
         if not rows:
             raise InputError(InputProblem(name, "has no rows"))
@@ -182,10 +210,10 @@ def read_columns(path: str | Path) -> TextColumns:
     without pandas (its import alone costs more than reading 100,000 rows); other files by pandas. Same file
     checks and errors as `read_table`."""
     path = Path(path)
-    name = str(path)
+    name = STANDARD_INPUT_NAME if is_standard_stream(path) else str(path)
     fmt, data = _read_bytes(path)
-    if fmt == "parquet":
-        arrow_table = _parquet(name, data)
+    if fmt in ("parquet", "arrow"):
+        arrow_table = _parquet(name, data) if fmt == "parquet" else read_arrow_dataset(path)
         columns = _arrow_text_columns(arrow_table)
         if columns is not None:
             if columns.n_rows == 0:
@@ -564,15 +592,22 @@ def _parquet(name: str, data: bytes):
     return table
 
 
-def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str] | None = None) -> None:
+def write_table(
+    rows: list[dict[str, Any]], path: str | Path, columns: list[str] | None = None, output_format: str = "csv"
+) -> None:
     """Write rows as CSV, JSONL or Parquet by extension, atomically (temp file + rename), with the permissions a
     plain `open` would give (the umask's), not the temp file's 0600. A file that cannot be written (no such
-    folder, no permission, disk full, mixed types for Parquet) is an `InputError` naming it; nothing is left."""
+    folder, no permission, disk full, mixed types for Parquet) is an `InputError` naming it; nothing is left.
+    `-` writes to standard output as `output_format` (csv or jsonl); a reader that leaves early raises
+    BrokenPipeError, which the CLI ends quietly."""
+    columns = columns or (list(rows[0].keys()) if rows else [])
+    if is_standard_stream(path):
+        _write_standard_output(rows, columns, output_format)
+        return
     path = Path(path)
     check_path_name(path)
     fmt = table_format(path)
     check_output_file(path)
-    columns = columns or (list(rows[0].keys()) if rows else [])
     arrow_table = _arrow_table(rows, columns, str(path)) if fmt == "parquet" else None
     temp_name = None
     try:
@@ -605,6 +640,39 @@ def write_table(rows: list[dict[str, Any]], path: str | Path, columns: list[str]
     finally:
         if temp_name is not None:
             Path(temp_name).unlink(missing_ok=True)
+
+
+def _write_standard_output(rows: list[dict[str, Any]], columns: list[str], output_format: str) -> None:
+    """Rows to standard output in blocks, as bytes (no newline translation, UTF-8 whatever the locale)."""
+    if output_format not in ("csv", "tsv", "jsonl"):
+        raise SpokenBenchError(f"standard output takes csv or jsonl, not {output_format}")
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    block = io.StringIO(newline="")
+    writer = None
+    if output_format != "jsonl":
+        writer = csv.DictWriter(block, fieldnames=columns, delimiter="\t" if output_format == "tsv" else ",")
+        writer.writeheader()
+    for number, row in enumerate(rows, start=1):
+        if writer is None:
+            block.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        else:
+            writer.writerow({k: _csv_cell(v) for k, v in row.items()})
+        if number % 1000 == 0 or number == len(rows):
+            _flush_block(block, out)
+    _flush_block(block, out)
+    (out or sys.stdout).flush()
+
+
+def _flush_block(block: io.StringIO, out) -> None:
+    text = block.getvalue()
+    if text:
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write(text.encode("utf-8", "surrogateescape"))
+        block.seek(0)
+        block.truncate()
 
 
 def _arrow_table(rows: list[dict[str, Any]], columns: list[str], name: str):

@@ -239,7 +239,9 @@ def resolve_local_model(model: str) -> Path:
                 f"local:{model} is the Whisper model of the package '{module_name.replace('_', '-')}', which is "
                 f"not installed; install it with: {LOCAL_EXTRA}"
             ) from None
-        return Path(getattr(module, function)())
+        from spokenbench.core.model_files import verify_package_model  # a third-party upload: its pinned sums
+
+        return verify_package_model(getattr(module, function)(), module_name.replace("_", "-"))
     raise SpokenBenchError(
         f"{folder}: no such model directory; give a faster-whisper (CTranslate2) model folder, e.g. one converted "
         f"with ct2-transformers-converter, or a bundled model ({', '.join(BUNDLED_LOCAL_MODELS)}: {LOCAL_EXTRA})"

@@ -49,87 +49,18 @@ def match_level(samples: np.ndarray, rate: int, target_db: float, level_db: floa
 
 
 def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
-    """Polyphase resampling, bit for bit what scipy.signal.resample_poly gives with its default anti-aliasing
-    filter (tests/core/audio/test_dsp.py), run by scipy's compiled polyphase kernel loaded on its own
-    (_polyphase_kernel): importing scipy.signal costs 0.8 s of CPU, more than resampling every clip of the demo.
-    The filter is designed once per rate pair (designing it took as long as filtering a 40 s clip)."""
+    """Polyphase resampling through scipy's public `scipy.signal.resample_poly`, with its default anti-aliasing
+    filter (a Kaiser-windowed FIR designed once per rate pair by `_lowpass`, as firwin would). scipy.signal is
+    imported on first use (0.8 s of CPU, paid once per process and only by commands that resample); earlier
+    versions ran its private compiled kernel directly to skip that import, which tied them to scipy's private
+    layout. The output is the same, bit for bit (tests/core/audio/test_dsp.py)."""
     if from_rate == to_rate:
         return samples
+    from scipy.signal import resample_poly
+
     divisor = math.gcd(from_rate, to_rate)
     up, down = to_rate // divisor, from_rate // divisor
-    samples = np.asarray(samples)
-    kernel = _polyphase_kernel() if samples.dtype == np.float32 else None
-    if kernel is None:  # other samples than float32, or a scipy laid out otherwise: the public function
-        from scipy.signal import resample_poly
-
-        return resample_poly(samples, up, down, window=_lowpass(up, down)).astype(np.float32)
-    # resample_poly's own steps: pad the filter so the output samples sit at its centre, filter, trim.
-    half_len = 10 * max(up, down)
-    output_length = -(-len(samples) * up // down)
-    pre_pad = down - half_len % down
-    pre_remove = (half_len + pre_pad) // down
-    taps = 2 * half_len + 1 + pre_pad
-    post_pad = 0
-    while kernel._output_len(taps + post_pad, len(samples), up, down) < output_length + pre_remove:
-        post_pad += 1
-    out = np.zeros(kernel._output_len(taps + post_pad, len(samples), up, down), dtype=np.float32)
-    kernel._apply(
-        samples, _filter_phases(up, down, pre_pad, post_pad), out, up, down, 0, kernel.mode_enum("constant"), 0
-    )
-    return out[pre_remove : pre_remove + output_length]
-
-
-@functools.cache
-def _polyphase_kernel():
-    """scipy's compiled upfirdn kernel (scipy/signal/_upfirdn_apply, what resample_poly runs), loaded without
-    the scipy.signal package; None where this scipy does not have it (resample then imports scipy.signal)."""
-    import importlib.machinery
-    import importlib.util
-    from pathlib import Path
-
-    import scipy
-
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = Path(scipy.__file__).parent / "signal" / f"_upfirdn_apply{suffix}"
-        if path.is_file():
-            try:
-                spec = importlib.util.spec_from_file_location("scipy.signal._upfirdn_apply", path)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-            except ImportError:
-                return None
-            return module if _kernel_agrees(module) else None
-    return None
-
-
-def _kernel_agrees(kernel) -> bool:
-    """The private kernel is trusted only if it still does what it did when this was written: upsample, filter,
-    downsample, checked against numpy on a small case (a scipy that changed it falls back to the public
-    function, never to wrong audio or a TypeError)."""
-    try:
-        rng = np.random.default_rng(0)
-        x, h, up, down = rng.standard_normal(37).astype(np.float32), rng.standard_normal(11).astype(np.float32), 3, 2
-        padded = np.concatenate([h, np.zeros(-len(h) % up, np.float32)])
-        phases = np.ascontiguousarray(padded.reshape(-1, up).T[:, ::-1].ravel())
-        out = np.zeros(kernel._output_len(len(h), len(x), up, down), dtype=np.float32)
-        kernel._apply(x, phases, out, up, down, 0, kernel.mode_enum("constant"), 0)
-        stuffed = np.zeros(len(x) * up, np.float32)
-        stuffed[::up] = x
-        expected = np.convolve(stuffed, h)[::down]
-        return len(expected) >= len(out) and bool(np.allclose(out, expected[: len(out)], atol=1e-5))
-    except Exception:  # noqa: BLE001 - any failure of a private API means: do not use it
-        return False
-
-
-@functools.cache
-def _filter_phases(up: int, down: int, pre_pad: int, post_pad: int) -> np.ndarray:
-    """The filter as resample_poly hands it to the kernel: scaled by `up`, zero-padded, laid out phase by phase
-    and each phase reversed (scipy.signal._upfirdn._pad_h)."""
-    taps = np.concatenate(
-        [np.zeros(pre_pad, np.float32), _lowpass(up, down) * np.float32(up), np.zeros(post_pad, np.float32)]
-    )
-    taps = np.concatenate([taps, np.zeros(-len(taps) % up, np.float32)])
-    return np.ascontiguousarray(taps.reshape(-1, up).T[:, ::-1].ravel())
+    return resample_poly(np.asarray(samples), up, down, window=_lowpass(up, down)).astype(np.float32, copy=False)
 
 
 def resample_fft(samples: np.ndarray, up: int, down: int) -> np.ndarray:

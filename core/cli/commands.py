@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pack": ("pack_commands", "write a rating queue to a self-contained annotation pack (zip) for one annotator"),
     "pack-ratings": ("pack_commands", "write the ratings made in an opened pack (PACK.d/) into the pack file"),
     "unpack": ("pack_commands", "merge a pack's ratings back into the project it was made from"),
+    "import-ratings": ("pack_commands", "store the ratings of a Label Studio export of a queue this project exported"),
     "speakers": ("recording_commands", "list, add and manage the consent of recorded speakers"),
     "voices": ("voice_commands", "list the voices and their gender; --validate checks each clip's voice gender (F0)"),
 }

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import string
 import sys
-from pathlib import Path
 
 from spokenbench.core.cli.arguments import (
     add_request_limits,
@@ -24,7 +23,7 @@ from spokenbench.core.cli.arguments import (
 )
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATEGIES, VOICE_KINDS, PlanOptions
 from spokenbench.core.evaluation.preparation import (
@@ -361,8 +360,13 @@ def register(subparsers) -> None:
         "write the rows with prediction (presented letter) and parse_status (ok, failed, ambiguous, refusal) "
         "added, plus parse_detail, and mapped_option where option_order is given.",
     )
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the answers table; - reads it from standard input")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="file to write (.csv, .jsonl, .parquet); - writes CSV to standard output",
+    )
     p.add_argument(
         "--letters",
         type=_letters,
@@ -683,7 +687,11 @@ def cmd_parse(args: argparse.Namespace) -> int:
     from spokenbench.core.safe_files import check_output_file
     from spokenbench.core.tables import read_table, write_table
 
-    check_output_file(args.out, inputs=(args.file,))  # before reading: `parse F --out F` would destroy F
+    to_stdout = args.out == "-"
+    if to_stdout and args.json:
+        raise SpokenBenchError("--json cannot go with --out - (the table itself is written to standard output)")
+    if not to_stdout:
+        check_output_file(args.out, inputs=(args.file,))  # before reading: `parse F --out F` would destroy F
     table = read_table(args.file)
     if "raw_response" not in table.columns:
         raise InputError(InputProblem(table.file, "the column 'raw_response' is missing", column="raw_response"))
@@ -699,11 +707,14 @@ def cmd_parse(args: argparse.Namespace) -> int:
             ]
         )
     )
-    write_table(rows, Path(args.out), columns=columns)
+    write_table(rows, args.out, columns=columns)
     if args.json:
         print_json({"rows": len(rows), "out": args.out, "parse_counts": counts})
-    else:
-        print(f"parsed {len(rows)} row(s) into {args.out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    else:  # beside a table on standard output, the note goes to standard error
+        print(
+            f"parsed {len(rows)} row(s) into {args.out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+            file=sys.stderr if to_stdout else sys.stdout,
+        )
     return 0
 
 

@@ -26,7 +26,9 @@ def register(subparsers) -> None:
         description="Compute the bias metrics of a responses table (CSV, Parquet or JSONL) per model. "
         "Definitions: docs/metrics.md.",
     )
-    metrics.add_argument("file", metavar="FILE", help="responses table: .csv, .tsv, .parquet or .jsonl")
+    metrics.add_argument(
+        "file", metavar="FILE", help="responses table: .csv, .tsv, .parquet or .jsonl; - reads it from standard input"
+    )
     _common_options(metrics)
     metrics.add_argument(
         "--setting",
@@ -44,7 +46,11 @@ def register(subparsers) -> None:
         description="Write the metrics report of a responses file or a project folder: tables as CSV, Markdown "
         "and LaTeX, figures as PNG and SVG, and an index README.md.",
     )
-    report.add_argument("source", metavar="FILE|PROJECT", help="responses table, or a SpokenBench project folder")
+    report.add_argument(
+        "source",
+        metavar="FILE|PROJECT",
+        help="responses table (- reads it from standard input), or a SpokenBench project folder",
+    )
     report.add_argument(
         "--out", metavar="DIR", required=True, help="folder to write the report into (created if needed)"
     )

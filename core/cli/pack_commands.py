@@ -1,5 +1,6 @@
 """Annotation packs: `pack` carries a rating queue to an annotator on another machine as one file,
-`pack-ratings` writes the ratings made in an opened pack into the pack file, `unpack` merges them back."""
+`pack-ratings` writes the ratings made in an opened pack into the pack file, `unpack` merges them back;
+`import-ratings` brings back ratings made in Label Studio (core/qc/label_studio.py)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,19 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_unpack)
 
+    p = add_command(
+        subparsers,
+        "import-ratings",
+        description="Store the ratings in FILE, a Label Studio JSON export of tasks made with `spokenbench export "
+        "DIR --what label-studio`, under each annotator's email (or 'label-studio user N'). Every field is "
+        "checked first; a task that is not one of this project's clips refuses the file (exit 2, nothing stored). "
+        "Repeating it adds nothing; an annotation changed since adds its new verdict as the newest rating.",
+    )
+    p.add_argument("dir", metavar="DIR", help="project folder")
+    p.add_argument("file", metavar="FILE", help="Label Studio export (JSON)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_import_ratings)
+
 
 def cmd_pack(args) -> int:
     from spokenbench.core.qc.packs import create_pack
@@ -97,4 +111,21 @@ def cmd_unpack(args) -> int:
     if report.conflicts:
         print(f"{len(report.conflicts)} conflict(s) — rated differently in the project (the pack's rating counts):")
         print_table([conflict.as_dict() for conflict in report.conflicts])
+    return 0
+
+
+def cmd_import_ratings(args) -> int:
+    from spokenbench.core.qc.label_studio import import_label_studio
+    from spokenbench.core.store import opened
+
+    with opened(args.dir) as project:
+        report = import_label_studio(project, args.file)
+    if args.json:
+        print_json({**report.__dict__, "annotators": list(report.annotators)})
+    else:
+        print(
+            f"{report.tasks} task(s): {report.added} rating(s) added, {report.already_imported} already imported"
+            + (f", {report.skipped} skipped annotation(s) ignored" if report.skipped else "")
+            + (f" (annotators: {', '.join(report.annotators)})" if report.annotators else "")
+        )
     return 0

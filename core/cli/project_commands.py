@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from spokenbench.core.cli.arguments import language_code, short_text, whole_number
@@ -17,6 +18,7 @@ from spokenbench.core.items import (
     RESPONSE_KINDS,
 )
 from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.standard_streams import is_standard_stream
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.summary import project_summary
@@ -47,7 +49,13 @@ def register(subparsers) -> None:
         "problem is listed with its file, row and column.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
-    p.add_argument("files", metavar="FILE", nargs="+", help="CSV, TSV, JSONL or Parquet files")
+    p.add_argument(
+        "files",
+        metavar="FILE",
+        nargs="+",
+        help="CSV, TSV, JSONL or Parquet files, a Hugging Face `save_to_disk` folder or .arrow file; "
+        "- reads one table from standard input (its type recognised from its bytes)",
+    )
     p.add_argument(
         "--format",
         required=True,
@@ -114,14 +122,29 @@ def register(subparsers) -> None:
         subparsers, "export", description="Export a table; the format follows the extension (.csv, .jsonl, .parquet)."
     )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--what", required=True, choices=EXPORTABLE)
+    p.add_argument(
+        "--what",
+        required=True,
+        choices=(*EXPORTABLE, "label-studio"),
+        help="label-studio: a rating queue (--queue) as Label Studio tasks (--out FILE.json), with its audio in "
+        "FILE-audio/ and the labeling config FILE.label-config.xml beside it (docs/qc.md, 'Label Studio')",
+    )
     p.add_argument(
         "--kind",
         choices=RESPONSE_KINDS,
         help="with --what responses: mcq (default; what `metrics` reads), gender (the gender probes' answers, "
         "for `metrics --kind gender-probe`) or all",
     )
-    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--out", required=True, metavar="FILE", help="file to write; - writes CSV to standard output")
+    p.add_argument("--queue", metavar="NAME", help="the rating queue to export (--what label-studio)")
+    p.add_argument(
+        "--audio-url",
+        metavar="PREFIX",
+        default=None,
+        help="label-studio: what the audio URLs start with, followed by FILE-audio/<file> (default "
+        "/data/local-files/?d= , Label Studio's own local-file serving; e.g. http://127.0.0.1:8081/ for a file "
+        "server started in FILE's folder)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_export)
 
@@ -236,12 +259,38 @@ def cmd_items(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from spokenbench.core.exports import export_table
 
+    if args.what == "label-studio":
+        return _export_label_studio(args)
+    if args.queue is not None or args.audio_url is not None:
+        raise SpokenBenchError("--queue and --audio-url go with --what label-studio only")
+    to_stdout = is_standard_stream(args.out)
+    if to_stdout and args.json:
+        raise SpokenBenchError("--json cannot go with --out - (the table itself is written to standard output)")
     with opened(args.dir) as project:
         count = export_table(project.conn, args.what, args.out, args.kind)
     if args.json:
         print_json({"what": args.what, "rows": count, "out": args.out})
+    else:  # beside a table on standard output, the note goes to standard error
+        print(f"exported {count} {args.what} rows to {args.out}", file=sys.stderr if to_stdout else sys.stdout)
+    return 0
+
+
+def _export_label_studio(args: argparse.Namespace) -> int:
+    from spokenbench.core.qc.label_studio import LOCAL_FILES_PREFIX, export_label_studio
+
+    if not args.queue:
+        raise SpokenBenchError("--what label-studio needs --queue NAME (the rating queue to export)")
+    if is_standard_stream(args.out):
+        raise SpokenBenchError("--what label-studio writes files beside --out; name a FILE.json, not -")
+    with opened(args.dir) as project:
+        result = export_label_studio(project, args.queue, args.out, args.audio_url or LOCAL_FILES_PREFIX)
+    if args.json:
+        print_json({key: str(value) if isinstance(value, Path) else value for key, value in vars(result).items()})
     else:
-        print(f"exported {count} {args.what} rows to {args.out}")
+        print(
+            f"exported queue '{args.queue}' as {result.tasks} Label Studio task(s) to {result.tasks_file}, "
+            f"{result.audio_files} audio file(s) in {result.audio_dir}, labeling config {result.config_file}"
+        )
     return 0
 
 

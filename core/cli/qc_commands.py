@@ -180,7 +180,7 @@ def register(subparsers) -> None:
         "column and nothing is imported.",
     )
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the transcripts table; - reads it from standard input")
     p.add_argument(
         "--asr",
         type=short_text(200),

@@ -4,7 +4,6 @@ project unchanged, and never holds the project's write lock for longer than that
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,10 +12,10 @@ from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_from_path
 from spokenbench.core.items import IMPORT_FORMATS, Item
 from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.safe_files import MAX_TABLE_BYTES, read_regular_file
+from spokenbench.core.standard_streams import STANDARD_INPUT_NAME, is_standard_stream
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import ImportStaging, copy_staged_import, existing_items, remove_stale_staging_files
-from spokenbench.core.tables import read_table
+from spokenbench.core.tables import read_table, table_digest
 
 FORMATS = IMPORT_FORMATS
 assert set(PARSERS) == set(FORMATS), "core.items.IMPORT_FORMATS must name every parser"
@@ -60,8 +59,7 @@ def import_files(
         except InputError as error:
             problems.extend(error.problems)
             continue
-        digest = hashlib.sha256(read_regular_file(path, MAX_TABLE_BYTES)).hexdigest()
-        parsed.append((str(path), digest, items))
+        parsed.append((STANDARD_INPUT_NAME if is_standard_stream(path) else str(path), table_digest(path), items))
     if problems:
         raise InputError(problems)
 

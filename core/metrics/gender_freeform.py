@@ -256,7 +256,9 @@ def _minilm_folder() -> Path:
 
 @functools.cache
 def _minilm_model() -> _MiniLM:
-    folder = _minilm_folder()
+    from spokenbench.core.model_files import verify_package_model
+
+    folder = verify_package_model(_minilm_folder(), MINILM_PACKAGE)  # a third-party upload: its pinned sums
     try:
         return _MiniLM(folder)
     except ImportError as error:  # tokenizers or safetensors missing or broken

@@ -13,7 +13,7 @@ Measures, on 200 conditions of about 40 s each built from espeak-ng clips (numpy
 5. `spokenbench assemble DEMO --orders original,reversed,order-backward,token-backward` as a whole process on
    copies of the demo project (960 inputs, 4 h of audio), before vs now alternating: wall time, x real time
    (target >= 3,000x), CPU time, fsync calls, the job writer's transactions and the 1-minute load average at
-   the start of each pass ('before' also resamples through scipy.signal, imported on first use); the stored
+   the start of each pass (both resample through scipy.signal's resample_poly, imported on first use); the stored
    inputs must be identical. On a shared machine CPU time is the steadier figure: wall time follows the other users' load.
 Figures are medians of repeated passes; the machine is shared, so read ratios rather than absolutes."""
 
@@ -364,9 +364,8 @@ def transaction(conn):
 database.transaction = transaction
 if sys.argv[1] == "before":
     import bench_audio
-    from spokenbench.core.audio import assembly, dsp
+    from spokenbench.core.audio import assembly
     assembly.run_assembly = bench_audio.run_assembly_before
-    dsp._polyphase_kernel = lambda: None  # resampling through scipy.signal (imported on first use), as before
 from spokenbench.core.cli.main import main
 code = main(["assemble", sys.argv[2], "--orders", {orders!r}, "--json"])
 sys.stderr.write(json.dumps({{name: next(counter) for name, counter in counts.items()}}) + "\\n")

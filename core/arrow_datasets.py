@@ -1,0 +1,108 @@
+"""Hugging Face `datasets` tables without the `datasets` package: a folder written by `Dataset.save_to_disk`
+(`dataset_info.json`, `state.json`, `data-00000-of-0000N.arrow`) or one of its `.arrow` files, which are Arrow IPC
+*stream* files, read with pyarrow. Folders and files come from others: each file is a bounded regular file,
+the file names `state.json` lists must be plain names inside the folder, and every column is validated (UTF-8
+strings) as a Parquet file's is. A `DatasetDict` folder (`dataset_dict.json`, one folder per split) is refused
+with the split folders to choose from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.safe_files import MAX_TABLE_BYTES, MAX_TEXT_FILE_BYTES, read_regular_file
+
+ARROW_SUFFIX = ".arrow"
+STATE_FILE = "state.json"
+INFO_FILE = "dataset_info.json"
+DICT_FILE = "dataset_dict.json"
+_DATA_FILE = re.compile(r"^[A-Za-z0-9_.-]{1,200}\.arrow$")
+
+
+def is_arrow_dataset(path: Path) -> bool:
+    """A `.arrow` file, or a folder `save_to_disk` wrote (it holds state.json, dataset_info.json or
+    dataset_dict.json)."""
+    if path.suffix.lower() == ARROW_SUFFIX:
+        return True
+    return path.is_dir() and any((path / name).is_file() for name in (STATE_FILE, INFO_FILE, DICT_FILE))
+
+
+def arrow_dataset_files(path: Path) -> list[Path]:
+    """The `.arrow` files of a dataset, in order: the file itself, or those state.json lists (else data-*.arrow)."""
+    if not path.is_dir():
+        return [path]
+    name = str(path)
+    if (path / DICT_FILE).is_file():
+        splits = sorted(child.name for child in path.iterdir() if (child / STATE_FILE).is_file())
+        raise InputError(
+            InputProblem(
+                name,
+                "is a DatasetDict folder (one folder per split); import one split's folder, e.g. "
+                + (", ".join(str(path / split) for split in splits[:4]) or f"{path}/test"),
+            )
+        )
+    state_path = path / STATE_FILE
+    if state_path.is_file():
+        try:
+            state = json.loads(read_regular_file(state_path, MAX_TEXT_FILE_BYTES).decode("utf-8"))
+            listed = [entry["filename"] for entry in state["_data_files"]]
+        except (ValueError, KeyError, TypeError):
+            raise InputError(
+                InputProblem(str(state_path), "is not a datasets state.json (no _data_files list)")
+            ) from None
+        bad = [file for file in listed if not isinstance(file, str) or not _DATA_FILE.match(file)]
+        if bad:
+            raise InputError(
+                InputProblem(str(state_path), f"lists a data file that is not a plain .arrow name: {bad[0]!r}")
+            )
+        files = [path / file for file in listed]
+    else:
+        files = sorted(path.glob("data-*.arrow"))
+    if not files:
+        raise InputError(InputProblem(name, "holds no data-*.arrow file"))
+    return files
+
+
+def read_arrow_dataset(path: Path):
+    """The dataset as one pyarrow Table (its files concatenated), every column validated."""
+    import pyarrow as pa
+
+    tables, total = [], 0
+    for file in arrow_dataset_files(path):
+        try:
+            data = read_regular_file(file, MAX_TABLE_BYTES)
+        except FileNotFoundError:
+            raise InputError(InputProblem(str(file), "file not found (state.json lists it)")) from None
+        total += len(data)
+        if total > MAX_TABLE_BYTES:
+            raise InputError(InputProblem(str(path), f"holds more than {MAX_TABLE_BYTES:,} bytes of data"))
+        try:
+            tables.append(pa.ipc.open_stream(pa.BufferReader(data)).read_all())
+        except (pa.ArrowException, OSError) as error:
+            raise InputError(
+                InputProblem(str(file), f"is not an Arrow stream file as `datasets` writes them ({error})")
+            ) from None
+    try:
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    except pa.ArrowException as error:
+        raise InputError(InputProblem(str(path), f"its files have different columns ({error})")) from None
+    problems = []
+    for column_name, column in zip(table.column_names, table.columns):
+        try:
+            column.validate(full=True)
+        except pa.ArrowException as error:
+            problems.append(InputProblem(str(path), f"holds invalid data ({error})", column=column_name))
+    if problems:
+        raise InputError(problems)
+    return table
+
+
+def arrow_dataset_digest(path: Path) -> str:
+    """sha256 over the dataset's data files, in order: what an import records as the file's hash."""
+    digest = hashlib.sha256()
+    for file in arrow_dataset_files(path):
+        digest.update(read_regular_file(file, MAX_TABLE_BYTES))
+    return digest.hexdigest()
