@@ -256,6 +256,7 @@ def _assembled_requests(
     # One Condition (and one key string) per distinct condition key, parsed and matched once and shared by
     # every request under it: a plan of 100,000 requests holds a handful of conditions, not 100,000 copies.
     conditions: dict[str, tuple[str, Condition, bool]] = {}
+    bases: dict[str, str] = {}
 
     def condition_of(key: str) -> tuple[str, Condition, bool]:
         known = conditions.get(key)
@@ -287,7 +288,9 @@ def _assembled_requests(
             continue
         presentations: dict[tuple, dict[tuple[str, str], tuple]] = defaultdict(dict)
         for row, key, condition in available:
-            base = replace(condition, order="original").key()
+            base = bases.get(key)
+            if base is None:  # the condition's key in the original order, made once per condition
+                base = bases[key] = replace(condition, order="original").key()
             presentations[base][(row["option_order"], row["label_sequence"])] = (row, key, condition)
         if not presentations:
             missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")

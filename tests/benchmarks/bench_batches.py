@@ -277,7 +277,7 @@ def collect(
         print(f"collect, median of {rounds}: {wall:.1f} s, {cpu:.1f} s of CPU, load {load:.1f}")
 
 
-def compare_dry_runs(rounds: int, project_dir: Path, baseline: str | None) -> int:
+def compare_dry_runs(rounds: int, project_dir: Path, baseline: str | None, orders: str | None = None) -> int:
     """`spokenbench evaluate --dry-run` (plan, prompts, request keys, cache lookups, cost) as whole processes,
     this tree and, with `baseline`, an older tree (PYTHONPATH) alternately; wall and CPU medians, and the two
     outputs must be the same text (issue 28: ≥ 3x faster)."""
@@ -285,6 +285,7 @@ def compare_dry_runs(rounds: int, project_dir: Path, baseline: str | None) -> in
 
     argv = [sys.executable, "-m", "spokenbench.core.cli.main", "evaluate", str(project_dir), "--model", MODEL]
     argv += ["--base-url", "http://127.0.0.1:9/v1", "--mode", "audio", "--prompt", "standard", "--dry-run"]
+    argv += ["--orders", orders] if orders else []
     trees = {"this tree": None} | ({"baseline": baseline} if baseline else {})
     wall: dict[str, list[float]] = {name: [] for name in trees}
     cpu: dict[str, list[float]] = {name: [] for name in trees}
@@ -344,6 +345,7 @@ def main() -> int:
         help="time `evaluate --dry-run` N times (against --baseline too, alternately); nothing else",
     )
     parser.add_argument("--baseline", help="a folder holding an older tree as spokenbench/core, for --dry-runs")
+    parser.add_argument("--dry-run-orders", help="--orders for the dry runs (default: what was assembled)")
     parser.add_argument("--varied-replies", action="store_true", help="answer with the parser corpus's replies")
     parser.add_argument("--import-rounds", type=int, default=1, metavar="N", help="import N times; print the median")
     args = parser.parse_args()
@@ -356,7 +358,7 @@ def main() -> int:
             f"project: {args.requests:,} planned requests, {args.audio_seconds:g} s audio each, built in {time.perf_counter() - started:.1f} s"
         )
         if args.dry_runs:
-            return compare_dry_runs(args.dry_runs, project_dir, args.baseline)
+            return compare_dry_runs(args.dry_runs, project_dir, args.baseline, args.dry_run_orders)
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
         if args.only == "import":  # the file written as below, in a process of its own, not measured
