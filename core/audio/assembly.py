@@ -147,6 +147,7 @@ def plan_assembly(
     spoken_labels: bool = True,
     backend: str | None = None,
     settings: AssemblySettings = AssemblySettings(),
+    kind: str | None = None,
 ) -> AssemblyPlan:
     """One job per item × (accent, voice) with complete clips × order × speed × volume × SNR. Settings outside
     the bounds above, or an item whose spoken text exceeds MAX_INPUT_CHARS, are refused before anything is built."""
@@ -161,6 +162,8 @@ def plan_assembly(
     jobs, missing, already = [], [], 0
     too_long: set[str] = set()
     for item_id, item in items_in_languages(conn, languages):
+        if kind is not None and item.kind != kind:  # e.g. rotations of four options for the mcq items only
+            continue
         for (language, accent), combo_voices in sorted(voice_combos.items(), key=str):
             if language != item.language or (accents and accent not in accents):
                 continue
