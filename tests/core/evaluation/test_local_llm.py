@@ -96,12 +96,23 @@ def _wait_until(condition, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_a_killed_run_resumes_without_asking_answered_requests_again(tmp_path):
-    project_dir = _project(tmp_path)
+def _run_until_answered(project_dir, count: int) -> subprocess.Popen:
+    """The CLI evaluating in the background, once it has stored `count` answers (the first load is slow)."""
     process = subprocess.Popen(_evaluate_args(project_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_until(lambda: process.poll() is not None or _stored(project_dir) >= 6, 300, "no answers stored")
+        _wait_until(lambda: process.poll() is not None or _stored(project_dir) >= count, 300, "no answers stored")
         assert process.poll() is None, process.stderr.read().decode()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process
+
+
+def test_a_killed_run_resumes_without_asking_answered_requests_again(tmp_path):
+    project_dir = _project(tmp_path)
+    process = _run_until_answered(project_dir, 6)
+    try:
         assert _servers_of(process.pid), "the run's llama.cpp server is not running"
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
@@ -133,10 +144,8 @@ def test_a_killed_run_resumes_without_asking_answered_requests_again(tmp_path):
 
 def test_cancel_from_another_process_stops_the_run_and_its_server(tmp_path):
     project_dir = _project(tmp_path)
-    process = subprocess.Popen(_evaluate_args(project_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = _run_until_answered(project_dir, 2)
     try:
-        _wait_until(lambda: process.poll() is not None or _stored(project_dir) >= 2, 300, "no answers stored")
-        assert process.poll() is None, process.stderr.read().decode()
         servers = _servers_of(process.pid)
         assert servers
         jobs = subprocess.run([SPOKENBENCH, "jobs", str(project_dir), "--json"], capture_output=True, text=True)
