@@ -120,3 +120,12 @@ def test_the_tour_has_the_real_models_step_only_when_its_run_exists():
     text = tour_steps(summary)[-1].text
     assert "RSD 0.500 [0.300, 0.800]" in text and "CKLD 0.200 [0.100, 0.400]" in text
     assert "A 100, B 50, C 20, D 10; no letter 12" in text and "B n/a" in text
+
+
+def test_the_evaluate_page_offers_the_local_model_exactly_when_it_can_run(monkeypatch):
+    from spokenbench.core.evaluation.launcher import model_choices
+
+    specs = [choice.spec for choice in model_choices()]
+    assert ("local:smollm2-135m" in specs) == local_llm.local_available()
+    monkeypatch.setattr(local_llm, "llama_missing", lambda: "llama_cpp")
+    assert "local:smollm2-135m" not in [choice.spec for choice in model_choices()]
