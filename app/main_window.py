@@ -130,10 +130,11 @@ def load_project_view(path: Path, progress: Progress) -> ProjectView:
         return read_project_view(project)
 
 
-def build_demo_and_load(path: Path, progress: Progress) -> ProjectView:
+def build_demo_and_load(path: Path, progress: Progress, real: bool = False) -> ProjectView:
     """On a worker thread: the build itself in a job process (seconds of synthesis and assembly in Python that
-    would keep the UI from reacting), then the project's view read here."""
-    run_task_in_job_process(task_call(build_demo, path), progress, "Building the demo project")
+    would keep the UI from reacting), then the project's view read here. `real`: with the real model's run (its
+    missing extras are the job's error, shown as a dialog naming the install commands)."""
+    run_task_in_job_process(task_call(build_demo, path, real=real), progress, "Building the demo project")
     return load_project_view(path, progress)
 
 
@@ -279,6 +280,13 @@ class MainWindow(QMainWindow):
         demo_action = QAction("Build &Demo Project…", self)
         demo_action.triggered.connect(self.choose_demo_folder)
         file_menu.addAction(demo_action)
+        real_demo_action = QAction("Build Demo with a &Real Model…", self)
+        real_demo_action.setToolTip(
+            "The demo plus SmolLM2-135M answering its English questions through local Whisper, offline "
+            "(the local-llm and local-asr extras); takes several minutes"
+        )
+        real_demo_action.triggered.connect(lambda: self.choose_demo_folder(real=True))
+        file_menu.addAction(real_demo_action)
         open_demo_action = QAction("Open the Demo Project (with the &Guided Tour)", self)
         open_demo_action.setToolTip("The demo kept in your data folder: built the first time, reused after")
         open_demo_action.triggered.connect(lambda: self.open_demo(tour=True))
@@ -555,10 +563,10 @@ class MainWindow(QMainWindow):
         if path:
             self.open_pack_file(Path(path))
 
-    def choose_demo_folder(self) -> None:
+    def choose_demo_folder(self, real: bool = False) -> None:
         folder, _ = QFileDialog.getSaveFileName(self, "New folder for the demo project", "demo-project")
         if folder:
-            self.build_demo(Path(folder))
+            self.build_demo(Path(folder), real=real)
 
     def choose_import_files(self) -> None:
         if self.session is None:
@@ -594,10 +602,11 @@ class MainWindow(QMainWindow):
             return self.open_pack_file(path)
         return self._open(path, lambda progress: load_project_view(path, progress), f"Opening {path.name}")
 
-    def build_demo(self, path: Path) -> Operation:
+    def build_demo(self, path: Path, real: bool = False) -> Operation:
         path = Path(path)
         self.jobs_dock.show()
-        return self._open(path, lambda progress: build_demo_and_load(path, progress), "Building the demo project")
+        what = "Building the demo project" + (" with a real model" if real else "")
+        return self._open(path, lambda progress: build_demo_and_load(path, progress, real), what)
 
     def open_demo(self, tour: bool = False, data_dir: Path | None = None) -> Operation:
         """The demo in the user's data folder (app/demo_mode.py): built the first time (or when an older version

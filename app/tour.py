@@ -31,6 +31,7 @@ class TourController(QObject):
         super().__init__(window)
         self.window = window
         self.steps = steps
+        self._with_real_step = steps is TOUR  # the default tour gains the real model's step when its run is open
         self.index = -1
         self.panel = TourPanel()
         self.panel.set_steps(steps)
@@ -75,7 +76,23 @@ class TourController(QObject):
         self.start()
         return True
 
+    def _refresh_steps(self) -> None:
+        """The real model's step (core/tour.py) only when the open project has its run: read from the Results
+        page's run list, already loaded off the UI thread."""
+        if not self._with_real_step:
+            return
+        from spokenbench.core.evaluation.real_demo import REAL_LABEL
+        from spokenbench.core.tour import tour_steps
+
+        page = self.window.page_widgets.get("results") if self.window.session is not None else None
+        runs = getattr(page, "runs", None) or []
+        steps = tour_steps(has_real=any(run.get("name") == REAL_LABEL for run in runs))
+        if steps != self.steps:
+            self.steps = steps
+            self.panel.set_steps(steps)
+
     def start(self, index: int = 0) -> None:
+        self._refresh_steps()
         opening = self.dock.isHidden()
         self.dock.show()
         self.dock.raise_()

@@ -40,9 +40,14 @@ def demo_file(name: str):
         yield path
 
 
-def build_demo(path: str | Path, progress: Progress | None = None) -> Path:
-    """Build the demo in a sibling temp folder and rename it into place, so a kill never leaves half a demo."""
+def build_demo(path: str | Path, progress: Progress | None = None, real: bool = False) -> Path:
+    """Build the demo in a sibling temp folder and rename it into place, so a kill never leaves half a demo.
+    `real`: also the real model's run (core/evaluation/real_demo.py), checked installed before anything is built."""
     progress = progress or no_progress()
+    if real:
+        from spokenbench.core.evaluation.real_demo import check_real_demo_ready
+
+        check_real_demo_ready()
     target = Path(path)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ProjectError(f"{target} already exists and is not empty; choose a new folder for the demo")
@@ -51,6 +56,11 @@ def build_demo(path: str | Path, progress: Progress | None = None) -> Path:
     try:
         with Project.create(staging) as project:
             _fill(project, progress)
+            if real:
+                from spokenbench.core.evaluation.real_demo import REAL_LABEL, add_real_demo_run
+
+                progress.report(6, 7, f"running {REAL_LABEL}")
+                add_real_demo_run(project, progress.sub_task())
         if target.exists():
             target.rmdir()
         os.replace(staging, target)

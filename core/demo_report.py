@@ -29,6 +29,7 @@ from spokenbench.core.safe_files import check_output_folder
 MCQ_DIR = "mcq"
 GENDER_DIR = "gender-probe"
 PUBLISHED_DIR = "published"
+REAL_DIR = "real"  # the demo's real model (spokenbench demo DIR --real), beside the simulated parts
 INDEX = "index.md"
 # The second process is forked once the metrics libraries are loaded here, so it starts at once and shares
 # them; spawning one instead re-imports pandas, SciPy and matplotlib (about 4 s of CPU), more than it saves.
@@ -43,6 +44,7 @@ class DemoReport:
     figures: list[Path] = field(default_factory=list)  # the PNGs, in the index's order
     parallel: bool = False
     seconds: float = 0.0
+    real_summary: dict | None = None  # the real model's headline numbers, when the demo has its run
 
 
 def check_report_folder(out_dir: str | Path) -> Path:
@@ -88,7 +90,13 @@ def write_demo_report(
             result.parallel = False
     try:
         progress.report(0, 3, "writing the multiple-choice report")
-        result.parts[MCQ_DIR] = write_report(project_dir, out / MCQ_DIR, kind="mcq", **options)
+        mcq_source, real_rows = _without_real_model(project_dir)
+        result.parts[MCQ_DIR] = write_report(mcq_source, out / MCQ_DIR, kind="mcq", **options)
+        if real_rows is not None:  # the real model beside the simulated listeners, in its own part
+            from spokenbench.core.evaluation.real_demo import real_model_summary
+
+            result.parts[REAL_DIR] = write_report(real_rows, out / REAL_DIR, kind="mcq", **options)
+            result.real_summary = real_model_summary(real_rows, n_resamples or 0, seed)
         progress.check_cancelled()
         progress.report(1, 3, "writing the gender-probe report")
         if gender_future is not None:
@@ -101,12 +109,30 @@ def write_demo_report(
     progress.report(2, 3, "copying the published tables and writing the index")
     _copy_published(out / PUBLISHED_DIR)
     result.figures = [
-        path for name in (MCQ_DIR, GENDER_DIR) for path in result.parts[name].files if path.suffix == ".png"
+        path
+        for name in (MCQ_DIR, GENDER_DIR, REAL_DIR)
+        if name in result.parts
+        for path in result.parts[name].files
+        if path.suffix == ".png"
     ]
     result.seconds = time.perf_counter() - started
     _write_index(result, Path(project_dir), n_resamples, seed)
     progress.report(3, 3, "report written")
     return result
+
+
+def _without_real_model(project_dir):
+    """(the multiple-choice source without the demo's real model, its rows or None); the project folder itself
+    when it has no real model's run, as before."""
+    from spokenbench.core.evaluation.real_demo import REAL_MODEL, split_real
+    from spokenbench.core.evaluation.store import run_models
+    from spokenbench.core.metrics.loading import load_project_responses
+    from spokenbench.core.store import opened
+
+    with opened(project_dir) as project:
+        if REAL_MODEL not in run_models(project.conn):
+            return project_dir, None
+    return split_real(load_project_responses(project_dir, "mcq"))
 
 
 def _a_core_is_free() -> bool:
@@ -152,7 +178,7 @@ def _figure_entries(report, folder: str) -> list[tuple[str, str]]:
 
 
 def _write_index(result: DemoReport, project_dir: Path, n_resamples: int, seed: int) -> None:
-    from spokenbench.core.tour import tour_markdown
+    from spokenbench.core.tour import tour_markdown, tour_steps
 
     try:
         models = _run_names(project_dir)
@@ -194,11 +220,25 @@ def _write_index(result: DemoReport, project_dir: Path, n_resamples: int, seed: 
             f"- [{title}]({folder}/README.md): {len(report.files)} files, the same as `{command}` writes"
             + (f"; {len(report.skipped)} skipped (listed in its index, with why)" if report.skipped else "")
         )
+    if result.real_summary is not None:
+        from spokenbench.core.evaluation.real_demo import summary_lines
+
+        lines += [
+            "",
+            f"## Real: {result.real_summary['label']}",
+            "",
+            f"Measured, not simulated: Whisper tiny.en transcribed the assembled English questions and SmolLM2-135M "
+            f"answered through llama.cpp, on this machine. Its tables and figures are in [`{REAL_DIR}/`]"
+            f"({REAL_DIR}/README.md), apart from the simulated listeners'. A 135M model is near chance on "
+            "knowledge questions: what it shows is a real selection bias (the letters it prefers), not knowledge.",
+            "",
+            *[f"- {line}" for line in summary_lines(result.real_summary)],
+        ]
     lines += ["", "## Figures (simulated)", ""]
     for folder in (MCQ_DIR, GENDER_DIR):
         for link, note in _figure_entries(result.parts[folder], folder):
             svg = link.removesuffix(".png") + ".svg"
             lines += [f"### {note or link}", "", f"![{note or link}]({link})", "", f"[SVG]({svg})", ""]
-    tour = tour_markdown().splitlines()
+    tour = tour_markdown(tour_steps(result.real_summary)).splitlines()
     lines += ["#" + line if line.startswith("#") else line for line in tour]
     result.index.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")

@@ -439,8 +439,13 @@ def _probe_option_texts(conn) -> pd.DataFrame:
 
 def run_labels(runs: list[dict]) -> dict[int, str]:
     """run id → the name its numbers carry: the model, with the run id when two selected runs share a model."""
-    models = pd.Series([r["model"] for r in runs]).value_counts()
-    return {r["id"]: r["model"] if models[r["model"]] == 1 else f"{r['model']} (run {r['id']})" for r in runs}
+    from spokenbench.core.evaluation.real_demo import REAL_LABEL  # the demo's real model: its label, not its model
+
+    def model(run: dict) -> str:
+        return REAL_LABEL if run.get("name") == REAL_LABEL else run["model"]
+
+    models = pd.Series([model(r) for r in runs]).value_counts()
+    return {r["id"]: model(r) if models[model(r)] == 1 else f"{model(r)} (run {r['id']})" for r in runs}
 
 
 def compute_panels(

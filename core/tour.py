@@ -20,6 +20,7 @@ from spokenbench.core.panels import PANEL_ORDER, PAPER_TITLES
 
 SIMULATED = "simulated"
 PUBLISHED = "published"
+REAL = "real"
 # what a step may point at beside its panel: the run picker, the panel's figure, the gender-probe detail
 FOCUS_TARGETS = ("runs", "panel", "gender_detail")
 
@@ -36,13 +37,13 @@ class TourStep:
     simulated_note: str  # which numbers on screen are simulated, and by what
     published_note: str  # which numbers are published, and where from
     view: str | None = None  # the panel's view it shows (the gender probes' answer setting, e.g. free_form)
+    real_note: str = ""  # which numbers a real model measured (the demo built with --real)
 
     @property
     def sources(self) -> tuple[str, ...]:
-        """Which kinds of numbers the step shows: 'simulated', 'published' or both."""
-        return tuple(
-            kind for kind, note in ((SIMULATED, self.simulated_note), (PUBLISHED, self.published_note)) if note
-        )
+        """Which kinds of numbers the step shows: 'simulated', 'published', 'real'."""
+        notes = ((SIMULATED, self.simulated_note), (PUBLISHED, self.published_note), (REAL, self.real_note))
+        return tuple(kind for kind, note in notes if note)
 
 
 _DEMO_LISTENERS = (
@@ -201,8 +202,46 @@ TOUR: tuple[TourStep, ...] = (
 )
 
 
-def tour_steps() -> tuple[TourStep, ...]:
-    return TOUR
+REAL_STEP_KEY = "real-model-position-bias"
+
+
+def real_model_step(summary: dict | None = None) -> TourStep:
+    """The step about the demo's real model (core/evaluation/real_demo.py), shown only when its run exists; with
+    `summary` (real_demo.real_model_summary) its numbers are in the text, with their intervals."""
+    from spokenbench.core.evaluation.real_demo import REAL_LABEL, summary_lines
+
+    text = (
+        f"Every number so far came from simulated listeners. The run labelled '{REAL_LABEL}' is a real model: "
+        "Whisper tiny.en transcribed the demo's English questions, spoken in one voice with the options read "
+        "in all four rotations, and SmolLM2-135M answered through llama.cpp, on this machine.\n\n"
+        "A 135M-parameter model is close to chance (25%) on knowledge questions, so its accuracy says little. What "
+        "it shows is position bias, measured as Hearing the Order does: RSD (how unevenly accuracy spreads over "
+        "the gold answer's positions), CKLD (how far its answer letters are from the gold letters' spread) and the "
+        "accuracy change when the gold answer is read in each position. Select its run on the Results page: the "
+        "Gold position panel draws them, with question-level bootstrap intervals."
+    )
+    if summary is not None:
+        text += "\n\n" + "\n".join(summary_lines(summary)[1:5])
+    return TourStep(
+        key=REAL_STEP_KEY,
+        title="A real model's position bias",
+        text=text,
+        page="results",
+        panel="gold_position",
+        focus="panel",
+        published=False,
+        simulated_note="",
+        published_note="",
+        real_note=f"Real: the run '{REAL_LABEL}' (local:smollm2-135m, pipeline mode with local:tiny.en), measured "
+        "here; kept apart from the simulated listeners in the report (its own part, real/).",
+    )
+
+
+def tour_steps(real_summary: dict | None = None, has_real: bool = False) -> tuple[TourStep, ...]:
+    """The tour, with the real model's step last when the project has its run (`has_real`, or its `real_summary`)."""
+    if real_summary is None and not has_real:
+        return TOUR
+    return (*TOUR, real_model_step(real_summary))
 
 
 def step_index(key: str) -> int:
@@ -219,7 +258,7 @@ def tour_markdown(steps: tuple[TourStep, ...] = TOUR) -> str:
         where = f"Results → {step.panel}" if step.panel else step.page
         lines += [f"## {number}. {step.title}", "", f"*Panel: {where}*", ""]
         lines += [step.text, ""]
-        lines += [f"- {note}" for note in (step.simulated_note, step.published_note) if note]
+        lines += [f"- {note}" for note in (step.simulated_note, step.published_note, step.real_note) if note]
         lines.append("")
     return "\n".join(lines)
 

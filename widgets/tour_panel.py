@@ -42,6 +42,8 @@ def step_html(step: TourStep) -> str:
             f"<p><span style='{PUBLISHED_STYLE}'>&nbsp;PUBLISHED&nbsp;</span> "
             f"{html.escape(_note(step.published_note, 'Published:'))}{html.escape(shown)}</p>"
         )
+    if step.real_note:
+        parts.append(f"<p><b>&nbsp;REAL&nbsp;</b> {html.escape(_note(step.real_note, 'Real:'))}</p>")
     return "".join(parts)
 
 

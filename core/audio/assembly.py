@@ -148,6 +148,7 @@ def plan_assembly(
     backend: str | None = None,
     settings: AssemblySettings = AssemblySettings(),
     item_ids: set[int] | None = None,
+    kind: str | None = None,
 ) -> AssemblyPlan:
     """One job per item × (accent, voice) with complete clips × order × speed × volume × SNR. Settings outside
     the bounds above, or an item whose spoken text exceeds MAX_INPUT_CHARS, are refused before anything is built.
@@ -164,6 +165,8 @@ def plan_assembly(
     too_long: set[str] = set()
     for item_id, item in items_in_languages(conn, languages):
         if item_ids is not None and item_id not in item_ids:
+            continue
+        if kind is not None and item.kind != kind:  # e.g. rotations of four options for the mcq items only
             continue
         for (language, accent), combo_voices in sorted(voice_combos.items(), key=str):
             if language != item.language or (accents and accent not in accents):

@@ -153,7 +153,8 @@ def register(subparsers) -> None:
         required=True,
         metavar="PROVIDER:NAME",
         help="gemini:gemini-2.5-flash, openai:gpt-audio-mini, nvidia:gemma-3n-e4b, mistral:voxtral-small-latest, "
-        "vllm:MODEL (with --base-url), simulated:PROFILE; presets in resources/models.json",
+        "vllm:MODEL (with --base-url), simulated:PROFILE, local:smollm2-135m or local:PATH.gguf (llama.cpp on this "
+        "machine, the local-llm extra; text or pipeline mode); presets in resources/models.json",
     )
     p.add_argument(
         "--base-url",
@@ -243,7 +244,8 @@ def register(subparsers) -> None:
         metavar="self|PROVIDER:MODEL",
         default="self",
         help="pipeline mode: who transcribes: the evaluated model itself (default, as in BiasInEar 5.3) "
-        "or a transcription model such as openai:whisper-1",
+        "or a transcription model such as openai:whisper-1, or local:tiny.en (Whisper on this machine, the "
+        "local-asr extra; what a local:NAME model needs)",
     )
     p.add_argument(
         "--asr-base-url",

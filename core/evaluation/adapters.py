@@ -384,6 +384,10 @@ def create_adapter(preset: ModelPreset, params: GenerationParams, key: str | Non
         from spokenbench.core.evaluation.simulated import SimulatedAdapter
 
         return SimulatedAdapter(preset, params)
+    if preset.provider == "local":
+        from spokenbench.core.evaluation.local_llm import create_local_adapter
+
+        return create_local_adapter(preset, params)
     if key is None:
         key = credential_for(preset)
     if preset.convention == "gemini":

@@ -98,6 +98,7 @@ def model_choices(today: _dt.date | None = None) -> list[ModelChoice]:
         )
         for name in BUILTIN_PROFILES
     ]
+    choices += local_model_choices()
     for preset in all_presets():
         spec = f"{preset.provider}:{preset.id or preset.model}"
         retired = preset.retired_on(today)
@@ -114,6 +115,26 @@ def model_choices(today: _dt.date | None = None) -> list[ModelChoice]:
             ModelChoice(spec, label, preset.provider, False, retired, retires, preset.successor, tooltip.strip())
         )
     return choices
+
+
+LOCAL_ASR = "local:tiny.en"  # the pipeline's transcriber for a local model chosen on the form
+
+
+def local_model_choices() -> list[ModelChoice]:
+    """The bundled local model, offered only when the `local-llm` extra and its model package are installed."""
+    from spokenbench.core.evaluation.local_llm import local_available
+
+    if not local_available():
+        return []
+    return [
+        ModelChoice(
+            spec="local:smollm2-135m",
+            label="local:smollm2-135m — SmolLM2-135M on this machine (llama.cpp, offline, free)",
+            provider="local",
+            tooltip="A real 135M-parameter text model: text or pipeline mode (transcribed by local Whisper tiny.en). "
+            "Near chance on knowledge; it shows selection bias.",
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -568,6 +589,7 @@ def settings_from_form(form: LaunchForm) -> RunSettings:
         model=model,
         mode=form.mode,
         prompt=form.prompt,
+        asr=LOCAL_ASR if model.startswith("local:") and form.mode == "pipeline" else None,
         plan=plan,
         params=GenerationParams(max_output_tokens=prompt_output_tokens(form.prompt)),
         base_url=base_url,

@@ -164,6 +164,8 @@ def _preset_dict(preset: ModelPreset, price: Price | None) -> dict:
 
 
 def is_transcription_endpoint(preset: ModelPreset) -> bool:
+    if preset.convention == "local-whisper":
+        return True
     names = {entry["model"] for entry in transcription_presets()} | {entry["id"] for entry in transcription_presets()}
     return preset.model in names or "whisper" in preset.model or "transcribe" in preset.model
 
@@ -475,6 +477,22 @@ def _check_settings(settings: RunSettings) -> None:
     _check_number("--seed", plan.seed, 0, MAX_SEED)
 
 
+def _check_local_mode(preset: ModelPreset, settings: RunSettings) -> None:
+    """A local llama.cpp model reads text only: text mode, or pipeline mode with a transcriber (local Whisper)."""
+    if preset.convention == "local-whisper":
+        raise SpokenBenchError(f"--model {preset.spec} is a Whisper model; give it as --asr in pipeline mode")
+    if preset.convention != "local-llama":
+        return
+    if settings.mode not in ("text", "pipeline"):
+        raise SpokenBenchError(
+            f"--model {preset.spec} reads text only: use --mode text, or --mode pipeline --asr local:tiny.en"
+        )
+    if settings.mode == "pipeline" and (not settings.asr or settings.asr == "self"):
+        raise SpokenBenchError(
+            f"--model {preset.spec} cannot transcribe: give the pipeline a transcriber, e.g. --asr local:tiny.en"
+        )
+
+
 def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPreparation:
     """Check, plan and cost one evaluation (see the module docstring). Raises SpokenBenchError for anything
     that would make the run fail before its first answer (bad settings, retired model, missing audio, inputs
@@ -489,6 +507,7 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
 
         profile = load_profile(preset.model, settings.listener_profile_file)
     settings = replace(settings, plan=replace(settings.plan, mode=settings.mode, simulated=simulated))
+    _check_local_mode(preset, settings)
     asr_preset = None
     if settings.mode == "pipeline" and not simulated and settings.asr and settings.asr != "self":
         asr_provider = settings.asr.partition(":")[0].strip().lower()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from spokenbench.core.errors import SpokenBenchError
 
-PROVIDERS = ("gemini", "openai", "nvidia", "mistral", "vllm", "openai-compatible", "simulated")
+PROVIDERS = ("gemini", "openai", "nvidia", "mistral", "vllm", "openai-compatible", "simulated", "local")
 CONVENTIONS = (
     "gemini",  # google-genai generate_content with Part.from_bytes
     "openai-input-audio",  # {"type": "input_audio", "input_audio": {"data": b64, "format": "wav"}}
@@ -20,6 +20,8 @@ CONVENTIONS = (
     "nvidia-inline-audio-phi",  # the same, prefixed with Phi-4's <|audio_1|> placeholder
     "audio-url",  # {"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64,..."}} (vLLM)
     "simulated",
+    "local-llama",  # local:NAME|PATH.gguf: a llama.cpp server started for the run (core/evaluation/local_llm.py)
+    "local-whisper",  # local:tiny.en|MODEL_DIR: faster-whisper in process, the pipeline's transcriber
 )
 
 
@@ -107,6 +109,8 @@ def resolve_model(
     known provider gets that provider's defaults. A retired preset is refused unless the user points
     --base-url at their own server (a self-hosted copy does not retire)."""
     provider, name = parse_model_spec(spec)
+    if provider == "local":
+        return local_preset(name)
     catalog = _catalog()
     matches = [p for p in all_presets() if p.provider == provider and name in (p.id, p.model)]
     if matches:
@@ -133,6 +137,26 @@ def resolve_model(
         )
         raise SpokenBenchError(f"{preset.spec} was retired on {retired}{hint}")
     return preset
+
+
+def local_preset(name: str) -> ModelPreset:
+    """`local:NAME`: a Whisper model (local:tiny.en, a faster-whisper folder) transcribes; anything else is a
+    GGUF language model served by llama.cpp. Checked here, so a missing extra or file fails before planning
+    (exit 2, naming the install commands). Free: the price is zero, not unknown."""
+    from spokenbench.core.evaluation import local_llm
+
+    if local_llm.is_whisper_name(name):
+        from spokenbench.core.asr.backends import resolve_local_model
+        from spokenbench.core.optional import import_optional
+
+        import_optional("faster_whisper", f"local Whisper (local:{name})")
+        resolve_local_model(name)
+        convention, notes = local_llm.WHISPER_CONVENTION, "faster-whisper on this machine"
+    else:
+        local_llm.resolve_gguf(name)
+        local_llm.check_llama_installed()
+        convention, notes = local_llm.LLM_CONVENTION, "llama.cpp on this machine"
+    return ModelPreset(provider="local", model=name, convention=convention, price=Price(), notes=notes)
 
 
 def _preset(entry: dict, defaults: dict) -> ModelPreset:
