@@ -11,16 +11,18 @@ import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtCore import QSettings, QSize, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QMainWindow,
     QPushButton,
+    QScrollArea,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -43,7 +45,7 @@ from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
-from spokenbench.widgets.jobs_panel import JobsPanel
+from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.sidebar import Sidebar
 
 log = logging.getLogger("spokenbench.app.main_window")
@@ -127,6 +129,31 @@ def build_demo_and_load(path: Path, progress: Progress) -> ProjectView:
     return load_project_view(path, progress)
 
 
+def fitting_size(window: QWidget, wanted: QSize) -> QSize:
+    """`wanted`, made no larger than the screen's free area (a 1280×720 laptop gets a window it can show whole)."""
+    screen = window.screen()
+    if screen is None:
+        return wanted
+    return wanted.boundedTo(screen.availableGeometry().size())
+
+
+class CurrentPageStack(QStackedWidget):
+    """The pages, one shown: its size hints are the shown page's, not the largest page's, so a page visited once
+    (Speakers, Results) never keeps the window wide after the user leaves it."""
+
+    def __init__(self):
+        super().__init__()
+        self.currentChanged.connect(lambda _index: self.updateGeometry())
+
+    def sizeHint(self) -> QSize:
+        page = self.currentWidget()
+        return page.sizeHint() if page is not None else super().sizeHint()
+
+    def minimumSizeHint(self) -> QSize:
+        page = self.currentWidget()
+        return page.minimumSizeHint() if page is not None else super().minimumSizeHint()
+
+
 class WelcomePage(QWidget):
     """The empty state: what the app is for and the two ways to start."""
 
@@ -207,13 +234,13 @@ class MainWindow(QMainWindow):
         self._poll_interval_s = poll_interval_s
         self._player = None
         self.setWindowTitle("SpokenBench Studio")
-        self.resize(1200, 760)
+        self.resize(fitting_size(self, QSize(1200, 760)))
 
         self.items_panel = ItemsPanel()
         self.items_panel.item_selected.connect(self.load_item_detail)
         self.rewrite_page = RewritePage(self)
         self.sidebar = Sidebar(list(PAGES))
-        self.page_stack = QStackedWidget()
+        self.page_stack = CurrentPageStack()
         self.page_widgets: dict[str, QWidget] = {"items": self.items_panel, "rewrites": self.rewrite_page}
         for key, name in PAGES:
             if key in OPTIONAL_PAGES:
@@ -225,7 +252,11 @@ class MainWindow(QMainWindow):
         workspace_layout.setContentsMargins(0, 0, 0, 0)
         workspace_layout.setSpacing(0)
         workspace_layout.addWidget(self.sidebar)
-        workspace_layout.addWidget(self.page_stack, 1)
+        self.page_scroll = QScrollArea()  # a page taller or wider than a laptop's window scrolls, never grows it
+        self.page_scroll.setWidgetResizable(True)
+        self.page_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.page_scroll.setWidget(self.page_stack)
+        workspace_layout.addWidget(self.page_scroll, 1)
 
         self.pages = QStackedWidget()
         self.welcome = WelcomePage(self)
@@ -293,7 +324,7 @@ class MainWindow(QMainWindow):
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
         view_menu.addAction(jobs_action)
 
-        self.summary_label = QLabel("No project open")
+        self.summary_label = ElidedLabel("No project open")  # a long path never widens the window
         self.jobs_button = QToolButton()
         self.jobs_button.setAutoRaise(True)
         self.jobs_button.setDefaultAction(jobs_action)

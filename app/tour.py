@@ -79,23 +79,12 @@ class TourController(QObject):
         opening = self.dock.isHidden()
         self.dock.show()
         self.dock.raise_()
-        if opening:
-            self._widen_window()
+        if opening:  # the dock takes its width from the page (which scrolls if it must), never widens the window
             self.window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
         self.show_step(index)
         if opening:
             self._make_room()
         self.panel.setFocus()
-
-    def _widen_window(self) -> None:
-        """The dock's width added to the window's, as far as the screen allows (a maximized window stays so)."""
-        window = self.window
-        screen = window.screen()
-        if screen is None or window.isMaximized() or window.isFullScreen():
-            return
-        width = min(screen.availableGeometry().width(), window.width() + DOCK_WIDTH)
-        if width > window.width():
-            window.resize(width, window.height())
 
     def _make_room(self) -> None:
         """The dock takes width from the page: narrow the Results page's lists of runs and panels so its figures

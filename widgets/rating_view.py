@@ -37,6 +37,7 @@ ACTION_LABELS = {
     "toggle_transcripts": "Transcripts",
     "toggle_spectrogram": "Spectrogram",
 }
+BUTTON_COLUMNS = 5  # rows of five fit beside the guided tour in a 1280-pixel window
 _SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
 
 
@@ -168,7 +169,7 @@ class RatingView(QWidget):
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(lambda _checked=False, a=action: self.action_clicked.emit(a))
             self.buttons[action] = button
-            grid.addWidget(button, index // 7, index % 7)
+            grid.addWidget(button, index // BUTTON_COLUMNS, index % BUTTON_COLUMNS)
         self.help_overlay = QLabel(self)
         self.help_overlay.setTextFormat(Qt.TextFormat.RichText)
         self.help_overlay.setStyleSheet(

@@ -315,7 +315,7 @@ class RecorderView(QWidget):
         top.addWidget(self.progress_label)
         self.device_box = QComboBox()
         self.device_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.device_box.setMinimumContentsLength(28)  # room for a device's name, not just its first word
+        self.device_box.setMinimumContentsLength(20)  # room for a device's name, not just its first word
         self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.device_box.currentIndexChanged.connect(self.device_chosen)
         self.rescan_button = QPushButton("Rescan devices")
@@ -349,7 +349,7 @@ class RecorderView(QWidget):
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(lambda _checked=False, a=action: self.action_requested.emit(a))
             self.buttons[action] = button
-            grid.addWidget(button, 0, index)
+            grid.addWidget(button, index // 3, index % 3)  # rows of three fit a laptop's window
         self.reading_list_button = QPushButton("Load reading list…")
         self.project_button = QPushButton("Use project questions")
         self.clone_button = QPushButton("Create cloned voice")
