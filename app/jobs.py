@@ -17,7 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from spokenbench.app.batch_ops import BatchesController
-from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, WriteOp, show_error
+from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp, WriteOp, show_error
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
@@ -26,6 +26,7 @@ RECENT_S = 120.0
 RESUME_GRACE_S = 15.0  # a resumed job's new process has this long to show up before Resume is offered again  # how long a job that ended on its own stays listed
 INTERRUPTED_KEPT_S = 7 * 86_400  # an interrupted job is offered for resuming this long
 CLI_MODULE = "spokenbench.core.cli.main"
+SHORT_READ_S = 1.0  # a read (a spectrogram, the next clip, a count) is listed only once it has taken this long
 HOST = socket.gethostname()
 
 
@@ -88,6 +89,16 @@ def spawn_resume(job: JobInfo) -> subprocess.Popen:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def listed(operation: Operation, now: float) -> bool:
+    """Whether the panel lists a running operation: never a quiet one, and a read only once it is not a short
+    internal step (a card and "Jobs · 1 running" flashing for each spectrogram or clip would only distract)."""
+    if getattr(operation, "quiet", False):
+        return False
+    if isinstance(operation, QueryOp):
+        return operation.started_at is not None and now - operation.started_at >= SHORT_READ_S
+    return True
 
 
 def operation_row(operation: Operation) -> JobRow:
@@ -189,7 +200,7 @@ class JobsController(QObject):
             self._refresh_soon.start()
 
     def refresh(self) -> None:
-        operations = [op for op in self.runner.running if op.is_running and not getattr(op, "quiet", False)]
+        operations = [op for op in self.runner.running if op.is_running and listed(op, time.monotonic())]
         rows = [operation_row(op) for op in operations]
         if self.session is not None and not self.session.closed:
             own = set().union(*(getattr(op, "recorded_job_ids", ()) for op in operations))

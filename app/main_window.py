@@ -11,9 +11,10 @@ import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QSize, Qt, QUrl
+from PySide6.QtCore import QSettings, QSignalBlocker, QSize, Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QDockWidget,
     QFileDialog,
     QFrame,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.app.audio import audio_status
 from spokenbench.app.jobs import JobsController
+from spokenbench.app.keyboard import install as install_keyboard_aids
 from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
@@ -234,6 +236,7 @@ class MainWindow(QMainWindow):
         self._poll_interval_s = poll_interval_s
         self._player = None
         self.setWindowTitle("SpokenBench Studio")
+        install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
         self.resize(fitting_size(self, QSize(1200, 760)))
 
         self.items_panel = ItemsPanel()
@@ -247,6 +250,7 @@ class MainWindow(QMainWindow):
                 self.page_widgets[key] = PlaceholderPage(name, "Loading…")  # replaced when first shown
             self.page_stack.addWidget(self.page_widgets[key])
         self.sidebar.page_selected.connect(self.show_page)
+        self.sidebar.page_entered.connect(lambda _key: self.focus_page())
         self.workspace = QWidget()
         workspace_layout = QHBoxLayout(self.workspace)
         workspace_layout.setContentsMargins(0, 0, 0, 0)
@@ -350,12 +354,36 @@ class MainWindow(QMainWindow):
         self.tour = install_tour(self)  # the guided tour's dock and Help → Guided Tour (app/tour.py)
 
     # --- pages ---------------------------------------------------------------------------------------------
-    def show_page(self, key: str) -> None:
+    def show_page(self, key: str, focus: bool = True) -> None:
+        """Show the page `key` and, with `focus`, give it the keyboard (a rating session's keys work at once after
+        Ctrl+6, Ctrl+3); not while the user walks the sidebar with the arrow keys, nor for the tour."""
         if key in OPTIONAL_PAGES and isinstance(self.page_widgets[key], PlaceholderPage):
             self._load_optional_page(key)
         self.page_stack.setCurrentWidget(self.page_widgets[key])
         if self.sidebar.current_key() != key:
-            self.sidebar.select(key)
+            with QSignalBlocker(self.sidebar):  # no second show_page from the sidebar's own signal
+                self.sidebar.select(key)
+        if focus and not self.sidebar.moving_by_key:
+            self.focus_page()
+
+    def focus_page(self) -> None:
+        """The keyboard to the shown page: its own choice (`take_focus`), else the widget that had it when the user
+        left, else its first widget that takes Tab."""
+        page = self.page_stack.currentWidget()
+        if hasattr(page, "take_focus"):
+            page.take_focus()
+            return
+        last = page.focusWidget()
+        if last is not None and last.isVisible() and last.isEnabled():
+            last.setFocus(Qt.FocusReason.OtherFocusReason)
+            return
+        widget = page.nextInFocusChain()
+        while widget is not page and widget is not None:
+            if page.isAncestorOf(widget) and widget.focusPolicy() & Qt.FocusPolicy.TabFocus and widget.isVisible():
+                if widget.isEnabled():
+                    widget.setFocus(Qt.FocusReason.OtherFocusReason)
+                    return
+            widget = widget.nextInFocusChain()
 
     def current_page_key(self) -> str | None:
         return self.sidebar.current_key()
@@ -378,6 +406,8 @@ class MainWindow(QMainWindow):
             return
         if hasattr(page, "clip_requested"):  # e.g. the QC dashboard's disagreements: show that clip
             page.clip_requested.connect(self.show_clip)
+        if hasattr(getattr(page, "view", None), "runOpened"):  # the Evaluate page's runs: Enter shows the results
+            page.view.runOpened.connect(self.show_run_results)
         index = self.page_stack.indexOf(old)
         self.page_stack.insertWidget(index, page)
         self.page_stack.removeWidget(old)
@@ -474,6 +504,14 @@ class MainWindow(QMainWindow):
             .success(reveal)
             .run()
         )
+
+    def show_run_results(self, run_id: int) -> None:
+        """A run opened from the Evaluate page: the Results page with that run's panels alone ('All runs' brings
+        the others back)."""
+        self.show_page("results")
+        results = self.page_widgets["results"]
+        if hasattr(results, "select_runs"):
+            results.select_runs({run_id})
 
     def _play_function(self):
         return None if self.audio_message else self.play_file
@@ -736,6 +774,14 @@ class MainWindow(QMainWindow):
         """Stop every operation and thread this window started (writes already queued are finished)."""
         self.close_project()
         self.runner.shutdown(timeout_s=5.0)
+
+    def keyPressEvent(self, event) -> None:
+        """Esc that no widget took (a list, a form, a page) closes the guided tour when it is open."""
+        if event.key() == Qt.Key.Key_Escape and self.tour.is_open():
+            self.tour.skip()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def closeEvent(self, event) -> None:
         self.shutdown()

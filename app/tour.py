@@ -136,12 +136,14 @@ class TourController(QObject):
         self.settings.setValue(TOUR_STATE_KEY, how)
         self.highlight.point_at(None)
         self.dock.hide()  # hiding sends no Close event
+        self.window.focus_page()
         self.closed.emit(how)
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.dock and event.type() == QEvent.Type.Close:
             self.settings.setValue(TOUR_STATE_KEY, "skipped")
             self.highlight.point_at(None)
+            self.window.focus_page()
             self.closed.emit("skipped")
         return False
 
@@ -150,7 +152,7 @@ class TourController(QObject):
     def open_target(self, step: TourStep) -> QWidget | None:
         """Open the step's page and panel, set its published layer, and frame what it talks about."""
         window = self.window
-        window.show_page(step.page)
+        window.show_page(step.page, focus=False)  # the keys stay with the tour
         page = window.page_widgets.get(step.page)
         target = page
         if step.panel is not None and hasattr(page, "show_panel"):

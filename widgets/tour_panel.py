@@ -1,6 +1,6 @@
 """The guided tour's side panel (a thin view of core/tour.py): a step's title and text, where its numbers come from
-(simulated or published, said plainly), and Back / Next / Skip. Keys: Alt+N or → next, Alt+B or ← back, Alt+S or
-Esc skip (the arrows and Esc when the panel has the focus). It only asks; app/tour.py opens each step's page and
+(simulated or published, said plainly), and Back / Next / Skip. Keys: Alt+N or → next (Done on the last step),
+Alt+B or ← back, Alt+S or Esc skip (the arrows when the panel has the focus; Esc anywhere no widget takes it). It only asks; app/tour.py opens each step's page and
 panel and points at it with `Highlight`."""
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ class TourPanel(QWidget):
         self.counter.setText(f"Guided tour · step {index + 1} of {len(self.steps)}")
         self.browser.setHtml(step_html(step))
         self.back_button.setEnabled(index > 0)
-        self.next_button.setText("&Done" if self.last else "&Next ▶")
+        self.next_button.setText("Do&ne" if self.last else "&Next ▶")  # Alt+N goes on, to the end
         self.next_button.setToolTip(
-            "End the tour (Alt+D)" if self.last else "The next step (Alt+N, or → in this panel)"
+            "End the tour (Alt+N, or → in this panel)" if self.last else "The next step (Alt+N, or → in this panel)"
         )
 
     def set_note(self, text: str | None, offer_demo: bool = False) -> None:

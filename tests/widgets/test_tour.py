@@ -75,7 +75,7 @@ def test_each_step_opens_its_page_and_panel_and_frames_it(make_window):
         shown = tour.panel.browser.toPlainText()
         assert step.title in shown and "SIMULATED" in shown and "PUBLISHED" in shown
         assert f"step {index + 1} of {len(TOUR)}" in tour.panel.counter.text()
-    assert tour.panel.next_button.text() == "&Done"
+    assert tour.panel.next_button.text() == "Do&ne"  # Alt+N still goes on
 
 
 @pytest.mark.slow
