@@ -195,6 +195,7 @@ class ItemDetail(QWidget):
         table.verticalHeader().hide()
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         table.setWordWrap(False)
+        table.setTabKeyNavigation(False)  # Tab leaves the table, Shift+Tab comes back to the items
         table.horizontalHeader().setStretchLastSection(True)
         return table
 
@@ -365,6 +366,7 @@ class ItemsPanel(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
+        self.table.setTabKeyNavigation(False)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no per-row measuring
         self.table.verticalHeader().setDefaultSectionSize(22)

@@ -64,6 +64,7 @@ class QcTableSection(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
+        self.table.setTabKeyNavigation(False)  # Tab leaves for the export buttons
         self.table.itemActivated.connect(self._activated)
         self.export_buttons: dict[str, QPushButton] = {}
         buttons = QHBoxLayout()
