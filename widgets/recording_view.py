@@ -112,7 +112,7 @@ class SpeakerListView(QWidget):
         self.consent_button.clicked.connect(self.consent_requested)
         self.withdraw_button.clicked.connect(self.withdraw_requested)
         for button in (self.add_button, self.consent_button, self.withdraw_button):
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # Tab reaches them; a click leaves the keys where they were
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.consent_button)

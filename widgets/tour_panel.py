@@ -160,21 +160,28 @@ class Highlight(QFrame):
             f"#tourHighlight {{ border: {HIGHLIGHT_WIDTH}px solid {HIGHLIGHT_COLOR}; border-radius: 4px; }}"
         )
         self.target: QWidget | None = None
+        self._watched: list[QWidget] = []  # the target and its parents, followed
         self._filter = _FollowTarget(self)
 
     def point_at(self, target: QWidget | None) -> None:
-        if self.target is not None:
+        for watched in self._watched:
             try:
-                self.target.removeEventFilter(self._filter)
-            except RuntimeError:  # the target was deleted (a page replaced)
+                watched.removeEventFilter(self._filter)
+            except RuntimeError:  # deleted (a page replaced)
                 pass
+        self._watched = []
         self.target = target
         if target is None:
             self.hide()
             self.setParent(None)
             return
         self.setParent(target.window())
-        target.installEventFilter(self._filter)
+        # the target and its parents: a parent that moves (a scroll area scrolled) moves the target with it
+        widget = target
+        while widget is not None and not widget.isWindow():
+            widget.installEventFilter(self._filter)
+            self._watched.append(widget)
+            widget = widget.parentWidget()
         target.destroyed.connect(lambda _=None, gone=target: self._forget(gone))
         self.follow()
 
@@ -194,12 +201,23 @@ class Highlight(QFrame):
 
     @staticmethod
     def frame_geometry(target: QWidget) -> QRect:
-        """Where the frame goes in the window's coordinates: around the target, just outside it."""
+        """Where the frame goes in the window's coordinates: around the target's visible part (a scroll area
+        shows part of a tall panel: the frame never runs over the status bar), just outside it."""
         window = target.window()
         if window is target:
             return target.rect()
+        shown = target.rect()
+        parent = target.parentWidget()
+        while parent is not None:  # cut by every parent's bounds, in the target's coordinates
+            shown = shown.intersected(QRect(-target.mapTo(parent, QPoint(0, 0)), parent.size()))
+            if parent.isWindow():
+                break
+            parent = parent.parentWidget()
+        if shown.isEmpty():
+            shown = target.rect()
         margin = HIGHLIGHT_WIDTH
-        return QRect(target.mapTo(window, QPoint(0, 0)), target.size()).adjusted(-margin, -margin, margin, margin)
+        corner = target.mapTo(window, shown.topLeft())
+        return QRect(corner, shown.size()).adjusted(-margin, -margin, margin, margin)
 
 
 FOLLOWED_EVENTS = (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide, QEvent.Type.ChildAdded)

@@ -3,6 +3,8 @@
     xvfb-run -a -s "-screen 0 1400x900x24" python docs/screenshots/capture.py [--only NAME ...]
     xvfb-run -a -s "-screen 0 1280x720x24" python docs/screenshots/capture.py --size 1280x720 [--only NAME ...]
 
+(the Korean and Chinese text needs CJK fonts: Debian `apt-get install fonts-nanum fonts-wqy-microhei`)
+
 Each screen is driven as a user would (pages from the sidebar, the rating screen's actions, the recorder fed by
 the project's fake input stream) and grabbed from the window itself at 1400×900 (or --size, a laptop's 1280×720:
 then written as <name>-1280x720.png), so what is kept is what a user sees; the tour shots have the published layer
@@ -494,6 +496,7 @@ def main() -> None:
         window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
         window.resize(WIDTH, HEIGHT)
         window.show()
+        window.activateWindow()  # the keyboard here, so the focus ring shows what has it
         wait_until(app, lambda: window.isVisible() and (window.width(), window.height()) == (WIDTH, HEIGHT))
         if project is not None:
             opening = window.open_project(project)
@@ -525,7 +528,7 @@ def main() -> None:
         wait_until(app, lambda: page.last_read is not None and not page.last_read.is_running, what="the rewrites")
         settle(app)
         grab(window, "studio-rewrite-review")
-    if want("studio-qc-dashboard", "studio-qc-clip"):
+    if want("studio-qc-dashboard", "studio-qc-disagreements", "studio-qc-clip"):
         page = open_page(window, "qc")
         wait_until(app, lambda: getattr(page, "data", None) is not None, 60, "the QC tables")
         tabs = page.view.tabs
@@ -535,6 +538,16 @@ def main() -> None:
         settle(app)
         if want("studio-qc-dashboard"):
             grab(window, "studio-qc-dashboard")
+        if want("studio-qc-disagreements"):  # every column, the notes last, on screen (long cells elided)
+            section = page.view.sections["rating_disagreements"]
+            tabs.setCurrentWidget(section)
+            section.table.setFocus()
+            section.table.selectRow(0)
+            settle(app)
+            grab(window, "studio-qc-disagreements", (section.table,))
+            tabs.setCurrentIndex(
+                next(i for i in range(tabs.count()) if tabs.tabText(i).lower().startswith("agreement"))
+            )
         if want("studio-qc-clip"):  # a disagreement opened: the Items page with its clip selected
             clip_id = choices["disagreed_clip"]
             page.clip_requested.emit(clip_id)
