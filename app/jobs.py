@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from spokenbench.app.batch_ops import BatchesController
 from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp, WriteOp, show_error
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 
@@ -114,6 +115,7 @@ def operation_row(operation: Operation) -> JobRow:
         eta_s=operation.eta_s,
         action="cancel",
         action_enabled=operation.cancellable,
+        run_id=claimed_run(getattr(operation, "claim", None)),
         action_tooltip="Stop at the next safe point; what is already saved stays saved."
         if operation.cancellable
         else "Cancel requested; it stops at its next safe point.",
@@ -130,7 +132,15 @@ def job_row(job: JobInfo, resuming: bool = False, from_this_window: bool = False
     detail = job.message or ""
     if not job.is_live and job.stop_reason:
         detail = job.stop_reason
-    row = dict(key=f"job:{job.id}", title=job.label, detail=detail, origin=origin, done=job.done, total=job.total)
+    row = dict(
+        key=f"job:{job.id}",
+        title=job.label,
+        detail=detail,
+        origin=origin,
+        done=job.done,
+        total=job.total,
+        run_id=claimed_run(job.claim),
+    )
     if job.is_live:
         if job.cancel_requested:
             return JobRow(

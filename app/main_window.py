@@ -277,6 +277,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.jobs_dock], [190], Qt.Orientation.Vertical)
         self.jobs_dock.hide()
         self.jobs = JobsController(self.runner, self.jobs_panel, self)
+        self.jobs_panel.runOpened.connect(self.show_run_progress)
         self.packs = PackController(self.runner, self)
 
         file_menu = self.menuBar().addMenu("&File")
@@ -512,6 +513,13 @@ class MainWindow(QMainWindow):
         results = self.page_widgets["results"]
         if hasattr(results, "select_runs"):
             results.select_runs({run_id})
+
+    def show_run_progress(self, run_id: int) -> None:
+        """A run opened from the jobs panel: the Evaluate page with that run selected (its progress below)."""
+        self.show_page("evaluate")
+        view = getattr(self.page_widgets["evaluate"], "view", None)
+        if hasattr(view, "select_run"):
+            view.select_run(run_id)
 
     def _play_function(self):
         return None if self.audio_message else self.play_file

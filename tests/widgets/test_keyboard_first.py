@@ -11,9 +11,11 @@ from PySide6.QtWidgets import QApplication, QPushButton, QVBoxLayout, QWidget
 
 from spokenbench.app.keyboard import FocusRing, install
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+from spokenbench.core.evaluation.preparation import claimed_run, run_claim
 from spokenbench.core.qc import store as qc_store
 from spokenbench.core.store import opened
 from spokenbench.core.tour import TOUR
+from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 from spokenbench.widgets.qc_tables import QcTable, QcTableSection
 
 ANNOTATOR = "ana"
@@ -208,6 +210,14 @@ def test_enter_opens_the_item_and_plays_the_clip_and_opens_a_run_from_evaluate(w
     assert window.current_page_key() == "results"
     assert window.page_widgets["results"].selected_runs == {run_id}
 
+    window.jobs_dock.show()  # a job on that run in the jobs panel: Enter on its card shows the run's progress
+    window.jobs.refresh = lambda: None  # these rows only, not the project's own jobs
+    window.jobs_panel.set_rows([JobRow(key="job:1", title="Evaluating", run_id=run_id)])
+    card = window.jobs_panel.cards["job:1"]
+    card.setFocus()
+    qtbot.keyClick(card, Qt.Key.Key_Return)
+    assert window.current_page_key() == "evaluate" and view.selected_run_id() == run_id
+
 
 def test_enter_on_a_disagreement_opens_its_clip_and_the_notes_column_is_on_screen(qtbot):
     section = QcTableSection("rating_disagreements")
@@ -265,3 +275,18 @@ def test_short_reads_stay_out_of_the_jobs_panel_and_long_ones_show(qtbot, projec
     qtbot.waitUntil(lambda: "A long read" in titles, timeout=5_000)
     qtbot.waitUntil(lambda: not long.is_running, timeout=5_000)
     window.shutdown()
+
+
+def test_enter_on_a_job_card_opens_its_run_and_only_a_run_job_opens(qtbot):
+    assert claimed_run(run_claim(7)) == 7 and claimed_run("batch:3") is None and claimed_run(None) is None
+    assert claimed_run("run:x") is None
+    panel = JobsPanel()
+    qtbot.addWidget(panel)
+    panel.set_rows([JobRow(key="job:1", title="Evaluating", run_id=7), JobRow(key="job:2", title="Importing")])
+    panel.show()
+    opened_runs = []
+    panel.runOpened.connect(opened_runs.append)
+    for key in ("job:2", "job:1"):
+        qtbot.keyClick(panel.cards[key], Qt.Key.Key_Return)
+    assert opened_runs == [7]
+    assert "Enter" in panel.cards["job:1"].toolTip() and "Enter" not in panel.cards["job:2"].toolTip()
