@@ -32,6 +32,7 @@ class TourController(QObject):
         self.window = window
         self.steps = steps
         self.index = -1
+        self._came_from: str | None = None
         self.panel = TourPanel()
         self.panel.set_steps(steps)
         self.dock = QDockWidget("Guided tour", window)
@@ -77,6 +78,8 @@ class TourController(QObject):
 
     def start(self, index: int = 0) -> None:
         opening = self.dock.isHidden()
+        if opening:
+            self._came_from = self.window.current_page_key()  # where closing the tour goes back to
         self.dock.show()
         self.dock.raise_()
         if opening:  # the dock takes its width from the page (which scrolls if it must), never widens the window
@@ -136,14 +139,22 @@ class TourController(QObject):
         self.settings.setValue(TOUR_STATE_KEY, how)
         self.highlight.point_at(None)
         self.dock.hide()  # hiding sends no Close event
-        self.window.focus_page()
+        self._go_back()
         self.closed.emit(how)
+
+    def _go_back(self) -> None:
+        """Back to the page the tour was opened from, with the keys (a rating session takes 1 / 2 / 3 at once)."""
+        came_from, self._came_from = self._came_from, None
+        if came_from is not None and self.window.session is not None:
+            self.window.show_page(came_from)
+        else:
+            self.window.focus_page()
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.dock and event.type() == QEvent.Type.Close:
             self.settings.setValue(TOUR_STATE_KEY, "skipped")
             self.highlight.point_at(None)
-            self.window.focus_page()
+            self._go_back()
             self.closed.emit("skipped")
         return False
 

@@ -57,7 +57,9 @@ def press(qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
 
 
 @pytest.mark.slow
-def test_ctrl_6_then_ctrl_3_gives_the_session_the_keys_and_esc_closes_help_then_leaves(window, qtbot, demo_copy):
+def test_ctrl_6_then_ctrl_3_or_the_tour_closing_gives_the_session_the_keys_and_esc_closes_help_then_leaves(
+    window, qtbot, demo_copy
+):
     open_project(window, qtbot, demo_copy)
     window.show_page("rating")
     rating = window.page_widgets["rating"]
@@ -74,6 +76,14 @@ def test_ctrl_6_then_ctrl_3_gives_the_session_the_keys_and_esc_closes_help_then_
     qtbot.waitUntil(lambda: not rating.busy and rating.rating.progress.done == before + 1, timeout=10_000)
     with opened(demo_copy) as project:
         assert len(qc_store.live_ratings_by(project.conn, ANNOTATOR)) == before + 1
+    window.settings.remove("tour/state")
+
+    press(qtbot, Qt.Key.Key_F1)  # the tour, from the session: it shows Results; Esc brings the session back
+    assert window.tour.is_open() and window.current_page_key() == "results"
+    press(qtbot, Qt.Key.Key_Escape)
+    assert not window.tour.is_open() and window.current_page_key() == "rating" and focused() is rating.view
+    press(qtbot, Qt.Key.Key_2)
+    qtbot.waitUntil(lambda: not rating.busy and rating.rating.progress.done == before + 2, timeout=10_000)
 
     press(qtbot, "?")
     assert rating.view.help_overlay.isVisible()
