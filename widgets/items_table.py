@@ -474,6 +474,15 @@ class ItemsPanel(QWidget):
         if item_id == self.selected_item_id():
             self.detail.show_detail(detail, play, audio_root)
 
+    def take_focus(self) -> None:
+        """Shown by the window: the keys back where they were on this page, else on the items (↑/↓ browse, Enter
+        opens one)."""
+        last = self.focusWidget()
+        if last is not None and last.isVisible() and last.isEnabled():
+            last.setFocus(Qt.FocusReason.OtherFocusReason)
+            return
+        self.table.setFocus(Qt.FocusReason.OtherFocusReason)  # ↓ picks the first item when none is yet
+
     def open_detail(self) -> None:
         """The selected item opened from the keyboard: the keys go to its detail's shown tab (↑/↓ walk its rows,
         Enter on a clip plays it, Shift+Tab comes back)."""

@@ -124,7 +124,16 @@ def test_sidebar_arrows_keep_the_keys_and_enter_hands_them_to_the_page(window, q
     qtbot.keyClick(window.sidebar, Qt.Key.Key_Up)
     assert window.current_page_key() == "items" and focused() is window.sidebar
     qtbot.keyClick(window.sidebar, Qt.Key.Key_Return)
-    assert window.items_panel.isAncestorOf(focused())
+    assert focused() is window.items_panel.table  # ↓ and Enter browse and open the items from here
+    qtbot.keyClick(window.items_panel.table, Qt.Key.Key_Backtab)  # back to the search field (Shift+Tab)
+    for _ in range(5):
+        if focused() is window.items_panel.search:
+            break
+        press(qtbot, Qt.Key.Key_Backtab)
+    assert focused() is window.items_panel.search  # the keys left in the search field come back there
+    press(qtbot, Qt.Key.Key_4, Qt.KeyboardModifier.ControlModifier)
+    press(qtbot, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert focused() is window.items_panel.search
 
 
 def test_a_focus_ring_follows_tab_and_enter_presses_the_focused_button(qtbot):
