@@ -6,7 +6,7 @@ call for every event the UI thread handles."""
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QAbstractButton, QApplication, QDialog, QFocusFrame, QWidget
 
@@ -28,7 +28,11 @@ class FocusRing(QFocusFrame):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(QPen(QColor(RING_COLOR), RING_WIDTH))
         inset = RING_WIDTH / 2
-        painter.drawRoundedRect(QRectF(self.rect()).adjusted(inset, inset, -inset, -inset), 3, 3)
+        shown = self.rect()
+        parent = self.parentWidget()
+        if parent is not None:  # a widget flush with its parent's edge: the ring drawn just inside that edge
+            shown = shown.intersected(QRect(-self.pos(), parent.size()))
+        painter.drawRoundedRect(QRectF(shown).adjusted(inset, inset, -inset, -inset), 3, 3)
 
 
 class KeyboardAids(QObject):

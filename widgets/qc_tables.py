@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -66,6 +66,7 @@ class QcTableSection(QWidget):
         self.table.verticalHeader().hide()
         self.table.setTabKeyNavigation(False)  # Tab leaves for the export buttons
         self.table.itemActivated.connect(self._activated)
+        self.table.viewport().installEventFilter(self)
         self.export_buttons: dict[str, QPushButton] = {}
         buttons = QHBoxLayout()
         self.count_label = QLabel()
@@ -125,9 +126,10 @@ class QcTableSection(QWidget):
         for column, width in enumerate(widths):
             header.resizeSection(column, width)
 
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        self.fit_columns()
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()  # the room the table has now (a tab shown, the window resized)
+        return False
 
     def _activated(self, item: QTableWidgetItem | None) -> None:
         if item is None or self.table_data is None or not self.table_data.clip_column:

@@ -496,8 +496,10 @@ def main() -> None:
         window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
         window.resize(WIDTH, HEIGHT)
         window.show()
-        window.activateWindow()  # the keyboard here, so the focus ring shows what has it
         wait_until(app, lambda: window.isVisible() and (window.width(), window.height()) == (WIDTH, HEIGHT))
+        settle(app, 0.3)  # mapped: only then can it take the keyboard
+        window.activateWindow()  # the keyboard here (no window manager gives it), so the focus ring shows
+        wait_until(app, lambda: QApplication.activeWindow() is window, 10, "the window's activation")
         if project is not None:
             opening = window.open_project(project)
             wait_until(app, lambda: opening.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)

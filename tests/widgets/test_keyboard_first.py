@@ -241,9 +241,6 @@ def test_enter_opens_the_item_and_plays_the_clip_and_opens_a_run_from_evaluate(w
 def test_enter_on_a_disagreement_opens_its_clip_and_the_notes_column_is_on_screen(qtbot):
     section = QcTableSection("rating_disagreements")
     qtbot.addWidget(section)
-    section.resize(1000, 400)
-    section.show()
-    qtbot.waitExposed(section)
     note = "ana: the speaker swallows the last option, and the accent label says seoul but it sounds like busan"
     columns = ["clip_id", "item", "part", "language", "accent", "voice", "ratings", "notes"]
     row = {
@@ -257,7 +254,11 @@ def test_enter_on_a_disagreement_opens_its_clip_and_the_notes_column_is_on_scree
         "notes": note,
     }
     section.set_table(QcTable("rating_disagreements", "Disagreements", "", columns, [row], clip_column="clip_id"))
+    section.resize(1000, 400)  # filled while hidden (as a tab not shown yet), then shown
+    section.show()
+    qtbot.waitExposed(section)
     table = section.table
+    assert table.columnWidth(0) >= 90 and table.columnWidth(2) >= 90  # short columns keep their room
     right_edge = table.horizontalHeader().sectionViewportPosition(len(columns) - 1) + table.columnWidth(
         len(columns) - 1
     )
