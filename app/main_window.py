@@ -155,6 +155,15 @@ class CurrentPageStack(QStackedWidget):
         page = self.currentWidget()
         return page.minimumSizeHint() if page is not None else super().minimumSizeHint()
 
+    def heightForWidth(self, width: int) -> int:
+        """The shown page's (QStackedLayout's takes every page's, so a tall page kept the others scrolling)."""
+        page = self.currentWidget()
+        if page is None:
+            return super().heightForWidth(width)
+        if not page.hasHeightForWidth():
+            return page.minimumSizeHint().height()
+        return max(page.heightForWidth(width), page.minimumSizeHint().height())
+
 
 class WelcomePage(QWidget):
     """The empty state: what the app is for and the two ways to start."""
