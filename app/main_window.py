@@ -738,6 +738,7 @@ class MainWindow(QMainWindow):
                 page.set_session(self.session)
         self._show_view(view)
         self.refresh_badges()
+        self.focus_page()  # the keys on the page shown (the item table), not left on the welcome page's buttons
 
     def _session_options(self) -> dict:
         return {} if self._poll_interval_s is None else {"poll_interval_s": self._poll_interval_s}

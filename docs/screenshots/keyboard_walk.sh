@@ -38,7 +38,8 @@ step() {  # step NAME KEY...: press the keys 0.15 s apart, wait for the screen, 
 }
 
 step 01-tour-step-1 shift  # nothing: the demo with the tour as it opened
-step 02-tour-step-6 alt+n alt+n alt+n alt+n alt+n
+for n in 2 3 4 5; do step "02-tour-step-$n" alt+n; done  # a step is drawn before the next key (as a reader would)
+step 02-tour-step-6 alt+n
 step 03-tour-closed Escape
 step 04-rating-queues ctrl+3
 step 05-tab-to-start Tab
@@ -50,5 +51,6 @@ step 10-help-closed Escape
 step 11-back-to-queues Escape
 step 12-items-enter ctrl+1 Return
 step 13-qc ctrl+4
-step 14-f1-tour-last-step F1 alt+n alt+n alt+n alt+n alt+n
+step 14-f1-tour F1
+for n in 2 3 4 5 6; do step "14-tour-step-$n" alt+n; done
 step 15-alt-n-done alt+n
