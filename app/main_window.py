@@ -48,6 +48,7 @@ from spokenbench.core.store import Project, opened
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
+from spokenbench.widgets.screen import fitting_size
 from spokenbench.widgets.sidebar import Sidebar
 
 log = logging.getLogger("spokenbench.app.main_window")
@@ -129,14 +130,6 @@ def build_demo_and_load(path: Path, progress: Progress) -> ProjectView:
     would keep the UI from reacting), then the project's view read here."""
     run_task_in_job_process(task_call(build_demo, path), progress, "Building the demo project")
     return load_project_view(path, progress)
-
-
-def fitting_size(window: QWidget, wanted: QSize) -> QSize:
-    """`wanted`, made no larger than the screen's free area (a 1280×720 laptop gets a window it can show whole)."""
-    screen = window.screen()
-    if screen is None:
-        return wanted
-    return wanted.boundedTo(screen.availableGeometry().size())
 
 
 class CurrentPageStack(QStackedWidget):

@@ -66,3 +66,15 @@ def test_every_page_and_the_window_fit_1280_by_720_in_every_state(qtbot, tmp_pat
     window.resize(SMALL)
     qtbot.waitUntil(lambda: window.size() == SMALL, timeout=2_000)
     window.shutdown()
+
+
+def test_the_dialogs_fit_a_720_pixel_screen_with_a_title_bar(qtbot, runner, tmp_path):
+    from spokenbench.app.settings_dialog import SettingsDialog
+    from spokenbench.widgets.queue_dialog import QueueDialog
+    from spokenbench.widgets.recording_view import AddSpeakerDialog, ConsentDialog
+
+    room = QSize(LAPTOP.width(), LAPTOP.height() - 60)
+    settings = SettingsDialog(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), runner)
+    for dialog in (settings, QueueDialog(), AddSpeakerDialog(), ConsentDialog("Mina", "I agree.", "coordinator")):
+        qtbot.addWidget(dialog)
+        assert fits(dialog.minimumSizeHint(), room), f"{type(dialog).__name__}: {dialog.minimumSizeHint()}"
