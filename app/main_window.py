@@ -329,6 +329,7 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         jobs_action = self.jobs_dock.toggleViewAction()
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
+        jobs_action.setToolTip("Show or hide the jobs panel (Ctrl+J)")
         view_menu.addAction(jobs_action)
 
         self.summary_label = ElidedLabel("No project open")  # a long path never widens the window

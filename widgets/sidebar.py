@@ -21,6 +21,7 @@ class Sidebar(QListWidget):
         for key, name in pages:
             item = QListWidgetItem(name)
             item.setSizeHint(QSize(0, 34))
+            item.setToolTip(f"{name} (Ctrl+{len(self._rows) + 1})")  # the window's page keys, in this order
             self.addItem(item)
             self._names[key] = name
             self._rows[key] = self.count() - 1

@@ -123,6 +123,8 @@ def test_sidebar_arrows_keep_the_keys_and_enter_hands_them_to_the_page(window, q
     assert window.current_page_key() == "rewrites" and focused() is window.sidebar
     qtbot.keyClick(window.sidebar, Qt.Key.Key_Up)
     assert window.current_page_key() == "items" and focused() is window.sidebar
+    assert [window.sidebar.item(row).toolTip() for row in (0, 2)] == ["Items (Ctrl+1)", "Rating (Ctrl+3)"]
+    assert "Ctrl+J" in window.jobs_button.toolTip()
     qtbot.keyClick(window.sidebar, Qt.Key.Key_Return)
     assert focused() is window.items_panel.table  # ↓ and Enter browse and open the items from here
     qtbot.keyClick(window.items_panel.table, Qt.Key.Key_Backtab)  # back to the search field (Shift+Tab)
