@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QSplitter, QWidget
+from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QWidget
 
 from spokenbench.core.tour import TOUR, TourStep
 from spokenbench.widgets.tour_panel import Highlight, TourPanel
@@ -180,7 +180,18 @@ class TourController(QObject):
             else:
                 target = view
         self.highlight.point_at(target)
+        self._scroll_to(target)
         return target
+
+    @staticmethod
+    def _scroll_to(target: QWidget | None) -> None:
+        """Scroll every scroll area around the target (the Results figures', the page's) so it is in view: at
+        1280×720 the gender-probe detail sits below the figure."""
+        area = target.parentWidget() if target is not None else None
+        while area is not None and not area.isWindow():
+            if isinstance(area, QScrollArea):
+                area.ensureWidgetVisible(target, 0, 0)
+            area = area.parentWidget()
 
     def target_widget(self) -> QWidget | None:
         return self.highlight.target

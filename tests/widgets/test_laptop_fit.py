@@ -57,6 +57,8 @@ def test_every_page_and_the_window_fit_1280_by_720_in_every_state(qtbot, tmp_pat
                 results.view.published_toggle.setChecked(published)
             qtbot.wait(50)
             check(f"tour step {index + 1}, published {'on' if published else 'off'}")
+            shown = window.tour.target_widget()
+            qtbot.waitUntil(lambda shown=shown: not shown.visibleRegion().isEmpty(), timeout=5_000)  # scrolled to
     window.tour.skip()
     window.jobs_dock.show()
     for key in ("rating", "results"):  # the panel takes 190 px: the Rating page still fits, the figures scroll
