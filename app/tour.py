@@ -7,7 +7,7 @@ until the user has skipped or finished it once; Help → Guided tour always open
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QWidget
 
@@ -33,6 +33,7 @@ class TourController(QObject):
         self.steps = steps
         self.index = -1
         self._came_from: str | None = None
+        self._watched_page: QWidget | None = None  # the Results page whose gender detail re-scrolls the tour
         self.panel = TourPanel()
         self.panel.set_steps(steps)
         self.dock = QDockWidget("Guided tour", window)
@@ -177,11 +178,18 @@ class TourController(QObject):
             elif step.focus == "gender_detail":
                 target = page.gender_panel
                 page.gender_panel.tabs.setCurrentIndex(0)
+                if self._watched_page is not page:  # the detail is computed after: scroll to it once it is shown
+                    self._watched_page = page
+                    page.gender_ready.connect(lambda _view: self._rescroll())
             else:
                 target = view
         self.highlight.point_at(target)
         self._scroll_to(target)
         return target
+
+    def _rescroll(self) -> None:
+        if self.is_open() and self.index >= 0 and self.steps[self.index].focus == "gender_detail":
+            self._scroll_to(self.target_widget())
 
     @staticmethod
     def _scroll_to(target: QWidget | None) -> None:
@@ -191,6 +199,8 @@ class TourController(QObject):
         while area is not None and not area.isWindow():
             if isinstance(area, QScrollArea):
                 area.ensureWidgetVisible(target, 0, 0)
+                left = target.mapTo(area.widget(), QPoint(0, 0)).x()
+                area.horizontalScrollBar().setValue(left)  # its start in view, where its text begins
             area = area.parentWidget()
 
     def target_widget(self) -> QWidget | None:
