@@ -11,7 +11,7 @@ import os
 import urllib.error
 import urllib.request
 
-from PySide6.QtCore import QSettings, QSize, Signal
+from PySide6.QtCore import QSettings, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -214,6 +214,7 @@ class SettingsDialog(QDialog):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(body)
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys start in the name field, not on the scroll area
         scroll.setMinimumHeight(min(body.sizeHint().height(), 360))
         layout = QVBoxLayout(self)
         layout.addWidget(scroll, 1)
