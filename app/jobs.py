@@ -20,8 +20,9 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox
 
 from spokenbench.app.batch_ops import BatchesController
-from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, WriteOp, show_error
+from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp, WriteOp, show_error
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.core.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
@@ -29,6 +30,7 @@ from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 RECENT_S = 120.0
 RESUME_GRACE_S = 15.0  # a resumed job's new process has this long to show up before Resume is offered again  # how long a job that ended on its own stays listed
 INTERRUPTED_KEPT_S = 7 * 86_400  # an interrupted job is offered for resuming this long
+SHORT_READ_S = 1.0  # a read (a spectrogram, the next clip, a count) is listed only once it has taken this long
 HOST = socket.gethostname()
 
 
@@ -131,6 +133,16 @@ def confirm_resume(
     return box
 
 
+def listed(operation: Operation, now: float) -> bool:
+    """Whether the panel lists a running operation: never a quiet one, and a read only once it is not a short
+    internal step (a card and "Jobs · 1 running" flashing for each spectrogram or clip would only distract)."""
+    if getattr(operation, "quiet", False):
+        return False
+    if isinstance(operation, QueryOp):
+        return operation.started_at is not None and now - operation.started_at >= SHORT_READ_S
+    return True
+
+
 def operation_row(operation: Operation) -> JobRow:
     state = "cancelling" if operation.status == "cancelling" else "running"
     return JobRow(
@@ -144,6 +156,7 @@ def operation_row(operation: Operation) -> JobRow:
         eta_s=operation.eta_s,
         action="cancel",
         action_enabled=operation.cancellable,
+        run_id=claimed_run(getattr(operation, "claim", None)),
         action_tooltip="Stop at the next safe point; what is already saved stays saved."
         if operation.cancellable
         else "Cancel requested; it stops at its next safe point.",
@@ -166,7 +179,15 @@ def job_row(
     detail = job.message or ""
     if not job.is_live and job.stop_reason:
         detail = job.stop_reason
-    row = dict(key=f"job:{job.id}", title=job.label, detail=detail, origin=origin, done=job.done, total=job.total)
+    row = dict(
+        key=f"job:{job.id}",
+        title=job.label,
+        detail=detail,
+        origin=origin,
+        done=job.done,
+        total=job.total,
+        run_id=claimed_run(job.claim),
+    )
     if job.is_live:
         if job.cancel_requested:
             return JobRow(
@@ -237,7 +258,7 @@ class JobsController(QObject):
             self._refresh_soon.start()
 
     def refresh(self) -> None:
-        operations = [op for op in self.runner.running if op.is_running and not getattr(op, "quiet", False)]
+        operations = [op for op in self.runner.running if op.is_running and listed(op, time.monotonic())]
         rows = [operation_row(op) for op in operations]
         if self.session is not None and not self.session.closed:
             own = set().union(*(getattr(op, "recorded_job_ids", ()) for op in operations))

@@ -12,16 +12,19 @@ import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRect, QSettings, Qt
+from PySide6.QtCore import QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QDockWidget,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QMainWindow,
     QPushButton,
+    QScrollArea,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -30,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.app.audio import NO_DEVICE_FLASH, audio_status, chosen_output, shared_player, silence
 from spokenbench.app.jobs import JobsController
+from spokenbench.app.keyboard import install as install_keyboard_aids
 from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
@@ -52,7 +56,8 @@ from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
-from spokenbench.widgets.jobs_panel import JobsPanel
+from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
+from spokenbench.widgets.screen import fitting_size
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.wheel_guard import install_wheel_guard
 
@@ -136,6 +141,32 @@ def build_demo_and_load(path: Path, progress: Progress, real: bool = False) -> P
     missing extras are the job's error, shown as a dialog naming the install commands)."""
     run_task_in_job_process(task_call(build_demo, path, real=real), progress, "Building the demo project")
     return load_project_view(path, progress)
+
+
+class CurrentPageStack(QStackedWidget):
+    """The pages, one shown: its size hints are the shown page's, not the largest page's, so a page visited once
+    (Speakers, Results) never keeps the window wide after the user leaves it."""
+
+    def __init__(self):
+        super().__init__()
+        self.currentChanged.connect(lambda _index: self.updateGeometry())
+
+    def sizeHint(self) -> QSize:
+        page = self.currentWidget()
+        return page.sizeHint() if page is not None else super().sizeHint()
+
+    def minimumSizeHint(self) -> QSize:
+        page = self.currentWidget()
+        return page.minimumSizeHint() if page is not None else super().minimumSizeHint()
+
+    def heightForWidth(self, width: int) -> int:
+        """The shown page's (QStackedLayout's takes every page's, so a tall page kept the others scrolling)."""
+        page = self.currentWidget()
+        if page is None:
+            return super().heightForWidth(width)
+        if not page.hasHeightForWidth():
+            return page.minimumSizeHint().height()
+        return max(page.heightForWidth(width), page.minimumSizeHint().height())
 
 
 class WelcomePage(QWidget):
@@ -223,25 +254,31 @@ class MainWindow(QMainWindow):
         install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
-        self.resize(1200, 760)
+        install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
+        self.resize(fitting_size(self, QSize(1200, 760)))
 
         self.items_panel = ItemsPanel()
         self.items_panel.item_selected.connect(self.load_item_detail)
         self.rewrite_page = RewritePage(self)
         self.sidebar = Sidebar(list(PAGES))
-        self.page_stack = QStackedWidget()
+        self.page_stack = CurrentPageStack()
         self.page_widgets: dict[str, QWidget] = {"items": self.items_panel, "rewrites": self.rewrite_page}
         for key, name in PAGES:
             if key in OPTIONAL_PAGES:
                 self.page_widgets[key] = PlaceholderPage(name, "Loading…")  # replaced when first shown
             self.page_stack.addWidget(self.page_widgets[key])
         self.sidebar.page_selected.connect(self.show_page)
+        self.sidebar.page_entered.connect(lambda _key: self.focus_page())
         self.workspace = QWidget()
         workspace_layout = QHBoxLayout(self.workspace)
         workspace_layout.setContentsMargins(0, 0, 0, 0)
         workspace_layout.setSpacing(0)
         workspace_layout.addWidget(self.sidebar)
-        workspace_layout.addWidget(self.page_stack, 1)
+        self.page_scroll = QScrollArea()  # a page taller or wider than a laptop's window scrolls, never grows it
+        self.page_scroll.setWidgetResizable(True)
+        self.page_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.page_scroll.setWidget(self.page_stack)
+        workspace_layout.addWidget(self.page_scroll, 1)
 
         self.pages = QStackedWidget()
         self.welcome = WelcomePage(self)
@@ -258,6 +295,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.jobs_dock], [190], Qt.Orientation.Vertical)
         self.jobs_dock.hide()
         self.jobs = JobsController(self.runner, self.jobs_panel, self)
+        self.jobs_panel.runOpened.connect(self.show_run_progress)
         self.packs = PackController(self.runner, self)
 
         file_menu = self.menuBar().addMenu("&File")
@@ -314,9 +352,10 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         jobs_action = self.jobs_dock.toggleViewAction()
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
+        jobs_action.setToolTip("Show or hide the jobs panel (Ctrl+J)")
         view_menu.addAction(jobs_action)
 
-        self.summary_label = QLabel("No project open")
+        self.summary_label = ElidedLabel("No project open")  # a long path never widens the window
         self.jobs_button = QToolButton()
         self.jobs_button.setAutoRaise(True)
         self.jobs_button.setDefaultAction(jobs_action)
@@ -342,12 +381,36 @@ class MainWindow(QMainWindow):
         self.tour = install_tour(self)  # the guided tour's dock and Help → Guided Tour (app/tour.py)
 
     # --- pages ---------------------------------------------------------------------------------------------
-    def show_page(self, key: str) -> None:
+    def show_page(self, key: str, focus: bool = True) -> None:
+        """Show the page `key` and, with `focus`, give it the keyboard (a rating session's keys work at once after
+        Ctrl+6, Ctrl+3); not while the user walks the sidebar with the arrow keys, nor for the tour."""
         if key in OPTIONAL_PAGES and isinstance(self.page_widgets[key], PlaceholderPage):
             self._load_optional_page(key)
         self.page_stack.setCurrentWidget(self.page_widgets[key])
         if self.sidebar.current_key() != key:
-            self.sidebar.select(key)
+            with QSignalBlocker(self.sidebar):  # no second show_page from the sidebar's own signal
+                self.sidebar.select(key)
+        if focus and not self.sidebar.moving_by_key:
+            self.focus_page()
+
+    def focus_page(self) -> None:
+        """The keyboard to the shown page: its own choice (`take_focus`), else the widget that had it when the user
+        left, else its first widget that takes Tab."""
+        page = self.page_stack.currentWidget()
+        if hasattr(page, "take_focus"):
+            page.take_focus()
+            return
+        last = page.focusWidget()
+        if last is not None and last.isVisible() and last.isEnabled():
+            last.setFocus(Qt.FocusReason.OtherFocusReason)
+            return
+        widget = page.nextInFocusChain()
+        while widget is not page and widget is not None:
+            if page.isAncestorOf(widget) and widget.focusPolicy() & Qt.FocusPolicy.TabFocus and widget.isVisible():
+                if widget.isEnabled():
+                    widget.setFocus(Qt.FocusReason.OtherFocusReason)
+                    return
+            widget = widget.nextInFocusChain()
 
     def current_page_key(self) -> str | None:
         return self.sidebar.current_key()
@@ -370,6 +433,8 @@ class MainWindow(QMainWindow):
             return
         if hasattr(page, "clip_requested"):  # e.g. the QC dashboard's disagreements: show that clip
             page.clip_requested.connect(self.show_clip)
+        if hasattr(getattr(page, "view", None), "runOpened"):  # the Evaluate page's runs: Enter shows the results
+            page.view.runOpened.connect(self.show_run_results)
         index = self.page_stack.indexOf(old)
         self.page_stack.insertWidget(index, page)
         self.page_stack.removeWidget(old)
@@ -466,6 +531,21 @@ class MainWindow(QMainWindow):
             .success(reveal)
             .run()
         )
+
+    def show_run_results(self, run_id: int) -> None:
+        """A run opened from the Evaluate page: the Results page with that run's panels alone ('All runs' brings
+        the others back)."""
+        self.show_page("results")
+        results = self.page_widgets["results"]
+        if hasattr(results, "select_runs"):
+            results.select_runs({run_id})
+
+    def show_run_progress(self, run_id: int) -> None:
+        """A run opened from the jobs panel: the Evaluate page with that run selected (its progress below)."""
+        self.show_page("evaluate")
+        view = getattr(self.page_widgets["evaluate"], "view", None)
+        if hasattr(view, "select_run"):
+            view.select_run(run_id)
 
     def _play_function(self):
         return None if self.audio_message else self.play_file
@@ -714,6 +794,7 @@ class MainWindow(QMainWindow):
                 page.set_session(self.session)
         self._show_view(view)
         self.refresh_badges()
+        self.focus_page()  # the keys on the page shown (the item table), not left on the welcome page's buttons
 
     def _session_options(self) -> dict:
         return {} if self._poll_interval_s is None else {"poll_interval_s": self._poll_interval_s}
@@ -768,6 +849,14 @@ class MainWindow(QMainWindow):
         self.close_project()
         silence()  # posted: the player's thread ends at exit (core/audio/playback.py)
         self.runner.shutdown(timeout_s=5.0)
+
+    def keyPressEvent(self, event) -> None:
+        """Esc that no widget took (a list, a form, a page) closes the guided tour when it is open."""
+        if event.key() == Qt.Key.Key_Escape and self.tour.is_open():
+            self.tour.skip()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def closeEvent(self, event) -> None:
         self.save_window_state()

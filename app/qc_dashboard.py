@@ -112,8 +112,8 @@ def read_dashboard(project: Project, table2_layout: str = "default") -> Dashboar
         QcTable(
             "rating_disagreements",
             "Disagreements",
-            "Clips whose annotators gave different ratings (each annotator's newest rating). Double-click a row "
-            "to open the clip.",
+            "Clips whose annotators gave different ratings (each annotator's newest rating). Double-click a row, "
+            "or select it and press Enter, to open the clip.",
             DISAGREEMENT_COLUMNS,
             [_disagreement_row(row) for row in ratings["disagreements"]],
             no_ratings

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import shiboken6
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
 from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, page_player
@@ -204,6 +204,12 @@ class RatingPage(QWidget):
         self.show_queues()
         if session is not None:
             session.changes.changed.connect(self._project_changed)
+
+    def take_focus(self) -> None:
+        """The window shows this page (Ctrl+3, the sidebar, the tour closing): the keys go to the open session,
+        else to the queue list."""
+        shown = self.view if self.stack.currentWidget() is self.view else self.queue_list.table
+        shown.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _project_changed(self, tables: set[str]) -> None:
         if tables & QUEUE_TABLES and self.stack.currentWidget() is self.queue_list:

@@ -24,11 +24,13 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -180,9 +182,14 @@ class ResultsPage(QWidget):
         right.setStretchFactor(1, 0)
         right.setSizes([900, 30])
         self._open_details(False)
+        # the figures, the gender detail and the published layer scroll on a laptop's screen; the lists stay put
+        panel_scroll = QScrollArea()
+        panel_scroll.setWidgetResizable(True)
+        panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        panel_scroll.setWidget(right)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(left)
-        body.addWidget(right)
+        body.addWidget(panel_scroll)
         body.setStretchFactor(1, 1)
         body.setSizes([250, 900])
         layout = QVBoxLayout(self)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from spokenbench.app.operations import ProjectSession, QueryOp, WriteOp
@@ -96,7 +97,10 @@ class RewritePage(QWidget):
         self.reviewer_label.setText(
             f"Reviewing as <b>{name}</b>" if name else "Set your name in <b>Settings</b> (Ctrl+,) before reviewing."
         )
-        self.view.setFocus()
+
+    def take_focus(self) -> None:
+        """Shown by the window (not while the user walks the sidebar with the arrows): the keys to the review."""
+        self.view.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _changed(self, tables: set[str]) -> None:
         if tables & REVIEW_TABLES:

@@ -11,18 +11,20 @@ import os
 import urllib.error
 import urllib.request
 
-from PySide6.QtCore import QSettings, Signal
+from PySide6.QtCore import QSettings, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QFrame,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -32,6 +34,7 @@ from spokenbench.core.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, ap
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc.rating_session import keymap_for, save_keymap, validate_keymap
 from spokenbench.widgets.keymap_editor import KeymapEditor
+from spokenbench.widgets.screen import fitting_size
 
 ANNOTATOR_KEY = "annotator/name"
 AUDIO_OUTPUT_KEY = "audio/output_device"
@@ -201,12 +204,23 @@ class SettingsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        body = QWidget()  # scrolls on a short screen; Save and Cancel stay in view
+        body_layout = QVBoxLayout(body)
+        body_layout.setContentsMargins(0, 0, 0, 0)
+        body_layout.addWidget(you)
+        body_layout.addWidget(rating_keys)
+        body_layout.addWidget(keys)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(body)
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys start in the name field, not on the scroll area
+        scroll.setMinimumHeight(min(body.sizeHint().height(), 360))
         layout = QVBoxLayout(self)
-        layout.addWidget(you)
-        layout.addWidget(rating_keys)
-        layout.addWidget(keys)
+        layout.addWidget(scroll, 1)
         layout.addWidget(buttons)
-        self.resize(760, 0)
+        wanted = QSize(760, body.sizeHint().height() + buttons.sizeHint().height() + 30)
+        self.resize(fitting_size(self, wanted, margin=60))  # a title bar and a panel on a 720-pixel screen
         self.refresh_key_status()
         self.load_keymap()
 

@@ -113,6 +113,7 @@ class SpeakersPage(QWidget):
         self.meter_timer.timeout.connect(self._poll_levels)
 
         self.list_view.selected.connect(self.select_speaker)
+        self.list_view.table.activated.connect(lambda _index: self.view.setFocus())  # Enter: the recorder's keys
         self.list_view.add_requested.connect(self.open_add_dialog)
         self.list_view.consent_requested.connect(self.open_consent_dialog)
         self.list_view.withdraw_requested.connect(self.confirm_withdrawal)

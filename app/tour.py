@@ -7,9 +7,9 @@ until the user has skipped or finished it once; Help → Guided tour always open
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QSplitter, QWidget
+from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QWidget
 
 from spokenbench.core.tour import TOUR, TourStep
 from spokenbench.widgets.tour_panel import Highlight, TourPanel
@@ -33,6 +33,8 @@ class TourController(QObject):
         self.steps = steps
         self._with_real_step = steps is TOUR  # the default tour gains the real model's step when its run is open
         self.index = -1
+        self._came_from: str | None = None
+        self._watched_page: QWidget | None = None  # the Results page whose gender detail re-scrolls the tour
         self.panel = TourPanel()
         self.panel.set_steps(steps)
         self.dock = QDockWidget("Guided tour", window)
@@ -94,25 +96,16 @@ class TourController(QObject):
     def start(self, index: int = 0) -> None:
         self._refresh_steps()
         opening = self.dock.isHidden()
+        if opening:
+            self._came_from = self.window.current_page_key()  # where closing the tour goes back to
         self.dock.show()
         self.dock.raise_()
-        if opening:
-            self._widen_window()
+        if opening:  # the dock takes its width from the page (which scrolls if it must), never widens the window
             self.window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
         self.show_step(index)
         if opening:
             self._make_room()
         self.panel.setFocus()
-
-    def _widen_window(self) -> None:
-        """The dock's width added to the window's, as far as the screen allows (a maximized window stays so)."""
-        window = self.window
-        screen = window.screen()
-        if screen is None or window.isMaximized() or window.isFullScreen():
-            return
-        width = min(screen.availableGeometry().width(), window.width() + DOCK_WIDTH)
-        if width > window.width():
-            window.resize(width, window.height())
 
     def _make_room(self) -> None:
         """The dock takes width from the page: narrow the Results page's lists of runs and panels so its figures
@@ -164,12 +157,22 @@ class TourController(QObject):
         self.settings.setValue(TOUR_STATE_KEY, how)
         self.highlight.point_at(None)
         self.dock.hide()  # hiding sends no Close event
+        self._go_back()
         self.closed.emit(how)
+
+    def _go_back(self) -> None:
+        """Back to the page the tour was opened from, with the keys (a rating session takes 1 / 2 / 3 at once)."""
+        came_from, self._came_from = self._came_from, None
+        if came_from is not None and self.window.session is not None:
+            self.window.show_page(came_from)
+        else:
+            self.window.focus_page()
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.dock and event.type() == QEvent.Type.Close:
             self.settings.setValue(TOUR_STATE_KEY, "skipped")
             self.highlight.point_at(None)
+            self._go_back()
             self.closed.emit("skipped")
         return False
 
@@ -178,7 +181,7 @@ class TourController(QObject):
     def open_target(self, step: TourStep) -> QWidget | None:
         """Open the step's page and panel, set its published layer, and frame what it talks about."""
         window = self.window
-        window.show_page(step.page)
+        window.show_page(step.page, focus=False)  # the keys stay with the tour
         page = window.page_widgets.get(step.page)
         target = page
         if step.panel is not None and hasattr(page, "show_panel"):
@@ -194,10 +197,30 @@ class TourController(QObject):
             elif step.focus == "gender_detail":
                 target = page.gender_panel
                 page.gender_panel.tabs.setCurrentIndex(0)
+                if self._watched_page is not page:  # the detail is computed after: scroll to it once it is shown
+                    self._watched_page = page
+                    page.gender_ready.connect(lambda _view: self._rescroll())
             else:
                 target = view
         self.highlight.point_at(target)
+        self._scroll_to(target)
         return target
+
+    def _rescroll(self) -> None:
+        if self.is_open() and self.index >= 0 and self.steps[self.index].focus == "gender_detail":
+            self._scroll_to(self.target_widget())
+
+    @staticmethod
+    def _scroll_to(target: QWidget | None) -> None:
+        """Scroll every scroll area around the target (the Results figures', the page's) so it is in view: at
+        1280×720 the gender-probe detail sits below the figure."""
+        area = target.parentWidget() if target is not None else None
+        while area is not None and not area.isWindow():
+            if isinstance(area, QScrollArea):
+                area.ensureWidgetVisible(target, 0, 0)
+                left = target.mapTo(area.widget(), QPoint(0, 0)).x()
+                area.horizontalScrollBar().setValue(left)  # its start in view, where its text begins
+            area = area.parentWidget()
 
     def target_widget(self) -> QWidget | None:
         return self.highlight.target

@@ -120,9 +120,10 @@ TOUR: tuple[TourStep, ...] = (
         text=(
             "Much of a speech model's bias is already in the text model it is built on. The gender paper's κ "
             "measures how closely a SpeechLM's answers follow its backbone LLM reading the same question as text: "
-            "up to 0.59 in its Table 1. BiasInEar's Table 8 finds the same direction for option order and "
-            "language: the answer shifts seen with audio are already there with text input, and larger with "
-            "audio (resources/published/biasinear/table08_apes_text_vs_audio.csv).\n\n"
+            "its published Table 1 reports up to 0.59. BiasInEar's published Table 8 finds the same direction for "
+            "option order and language: the answer shifts seen with audio are already there with text input, and "
+            "larger with audio (resources/published/biasinear/table08_apes_text_vs_audio.csv). These published "
+            "numbers are not on screen in this step: tick 'Published (paper)' above the figure to see them.\n\n"
             "Look at the κ subplot: the demo's gender-balanced listener, read as text, is the declared backbone "
             "of both speech listeners, so κ tells how much of each one's answers the text already gives."
         ),
@@ -162,7 +163,7 @@ TOUR: tuple[TourStep, ...] = (
         title="Male-oriented answers where it is a stereotype, gender ignored where it matters",
         text=(
             "On gender-stereotypical questions, SpeechLMs lean to the male-oriented answer whoever speaks: in the "
-            "gender paper's Table 1, Δ is above zero on stereotypical questions for all six LLaMA-Omni models "
+            "gender paper's published Table 1 (not on screen unless you tick 'Published (paper)'), Δ is above zero on stereotypical questions for all six LLaMA-Omni models "
             "(significant for five). Yet on questions whose right answer depends on the speaker's gender, they "
             "answer male and female voices almost alike: J, the overlap of the two voices' answers, is 0.83 or "
             "more.\n\n"

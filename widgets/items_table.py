@@ -175,6 +175,7 @@ class ItemDetail(QWidget):
         self.audio_note.setWordWrap(True)
         self.play_buttons: list[QPushButton] = []
         self.clip_ids: list[int] = []
+        self.clips.activated.connect(lambda index: self.play_row(index.row()))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -196,6 +197,7 @@ class ItemDetail(QWidget):
         table.verticalHeader().hide()
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         table.setWordWrap(False)
+        table.setTabKeyNavigation(False)  # Tab leaves the table, Shift+Tab comes back to the items
         table.horizontalHeader().setStretchLastSection(True)
         return table
 
@@ -306,6 +308,11 @@ class ItemDetail(QWidget):
             self.tabs.setTabText(index, f"{name.capitalize()} ({counts[name]})")
         self.audio_note.setText("" if play is not None else NO_PLAYBACK)
 
+    def play_row(self, row: int) -> None:
+        """Enter (or a double-click) on a clip's row plays it, like its ▶ button."""
+        if 0 <= row < len(self.play_buttons) and self.play_buttons[row].isEnabled():
+            self.play_buttons[row].click()
+
     def focus_clip(self, clip_id: int, play: bool = True) -> bool:
         """Show one clip of the item (a click-through from elsewhere): its row selected on the Clips tab, and
         played when it can be."""
@@ -365,6 +372,7 @@ class ItemsPanel(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
+        self.table.setTabKeyNavigation(False)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no per-row measuring
         self.table.verticalHeader().setDefaultSectionSize(22)
@@ -379,6 +387,7 @@ class ItemsPanel(QWidget):
 
         self.detail = ItemDetail()
         self.details = self.detail.header
+        self.table.activated.connect(lambda _index: self.open_detail())  # Enter (or a double-click) opens the item
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.model.modelAboutToBeReset.connect(self._remember_selection)
         self.model.modelReset.connect(self._restore_selection)
@@ -470,6 +479,25 @@ class ItemsPanel(QWidget):
         """The app's QueryOp delivers the selected item's detail; ignored if the selection moved on meanwhile."""
         if item_id == self.selected_item_id():
             self.detail.show_detail(detail, play, audio_root)
+
+    def take_focus(self) -> None:
+        """Shown by the window: the keys back where they were on this page, else on the items (↑/↓ browse, Enter
+        opens one)."""
+        last = self.focusWidget()
+        if last is not None and last.isVisible() and last.isEnabled():
+            last.setFocus(Qt.FocusReason.OtherFocusReason)
+            return
+        self.table.setFocus(Qt.FocusReason.OtherFocusReason)  # ↓ picks the first item when none is yet
+
+    def open_detail(self) -> None:
+        """The selected item opened from the keyboard: the keys go to its detail's shown tab (↑/↓ walk its rows,
+        Enter on a clip plays it, Shift+Tab comes back)."""
+        table = self.detail.tabs.currentWidget()
+        if self.selected_item_id() is None or table is None:
+            return
+        if table.currentRow() < 0 and table.rowCount() > 0:
+            table.selectRow(0)
+        table.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _update_count(self, *args) -> None:
         shown, total = self.model.rowCount(), self.model.total_count()

@@ -52,6 +52,7 @@ class JobRow:
     action: str | None = None  # "cancel", "resume" or None
     action_enabled: bool = True
     action_tooltip: str = ""
+    run_id: int | None = None  # the evaluation run it works on: Enter (or a double-click) on the card opens it
 
 
 def format_duration(seconds: float) -> str:
@@ -144,6 +145,8 @@ class JobCard(QFrame):
         layout.addWidget(self.bar)
         layout.addLayout(bottom)
         self.row: JobRow | None = None
+        self.panel = panel
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # Tab reaches each card; the focus ring shows which
 
     def show_row(self, row: JobRow) -> None:
         self.row = row
@@ -169,7 +172,21 @@ class JobCard(QFrame):
         self.button.setEnabled(row.action_enabled)
         self.button.setToolTip(row.action_tooltip)
         # a disabled button shows no tooltip on most styles: say it on the card too
-        self.setToolTip("" if row.action_enabled else row.action_tooltip)
+        tips = ["" if row.action_enabled else row.action_tooltip]
+        tips.append(f"Enter or a double-click: run {row.run_id} on the Evaluate page" if row.run_id else "")
+        self.setToolTip("\n".join(tip for tip in tips if tip))
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.row is not None and self.row.run_id:
+            self.panel.runOpened.emit(self.row.run_id)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        if self.row is not None and self.row.run_id:
+            self.panel.runOpened.emit(self.row.run_id)
+        super().mouseDoubleClickEvent(event)
 
 
 class JobsPanel(QWidget):
@@ -177,6 +194,7 @@ class JobsPanel(QWidget):
 
     cancelRequested = Signal(str)  # row key
     resumeRequested = Signal(str)
+    runOpened = Signal(int)  # a card's evaluation run, opened with Enter or a double-click
 
     EMPTY_TEXT = (
         "No jobs. Imports, synthesis, transcription and evaluation runs show here while they run — started in "

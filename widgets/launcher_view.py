@@ -96,6 +96,7 @@ class LauncherView(QWidget):
     formEdited = Signal()
     cancelRequested = Signal(int)  # run id
     resumeRequested = Signal(int)
+    runOpened = Signal(int)  # run id: Enter or a double-click on a run, to see its results
     removeQueuedRequested = Signal(int)  # queue position
     runWayChanged = Signal(str)
     importResultsRequested = Signal()
@@ -300,6 +301,7 @@ class LauncherView(QWidget):
         self.cancel_button.clicked.connect(lambda: self._run_action(self.cancelRequested))
         self.resume_button.clicked.connect(lambda: self._run_action(self.resumeRequested))
         self.runs_table.itemSelectionChanged.connect(self._selection_changed)
+        self.runs_table.activated.connect(lambda _index: self._run_action(self.runOpened))  # Enter, double-click
         self.model_box.currentIndexChanged.connect(self._model_changed)
         self.prompt_box.currentIndexChanged.connect(self._prompt_changed)
         self.custom_provider.currentIndexChanged.connect(self._provider_changed)

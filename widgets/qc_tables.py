@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
 from spokenbench.core.metrics.table_formats import format_cell
 
 EXPORT_FORMATS = (("csv", "CSV…"), ("tex", "LaTeX…"))
+LONG_CELL = 30  # characters: a longer cell gets its text as a tooltip
+MIN_COLUMN = 70  # pixels: columns are narrowed to fit the page down to this
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class QcTableSection(QWidget):
         super().__init__(parent)
         self.key = key
         self.table_data: QcTable | None = None
+        self._natural: list[int] = []  # each column's width before fitting the page
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.empty_label = QLabel()
@@ -62,7 +65,9 @@ class QcTableSection(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
+        self.table.setTabKeyNavigation(False)  # Tab leaves for the export buttons
         self.table.itemActivated.connect(self._activated)
+        self.table.viewport().installEventFilter(self)
         self.export_buttons: dict[str, QPushButton] = {}
         buttons = QHBoxLayout()
         self.count_label = QLabel()
@@ -101,11 +106,31 @@ class QcTableSection(QWidget):
                 if column_index == 0 and data.clip_column:
                     item.setData(Qt.ItemDataRole.UserRole, row.get(data.clip_column))
                 self.table.setItem(row_index, column_index, item)
+                if len(item.text()) > LONG_CELL:
+                    item.setToolTip(item.text())  # a cell cut to fit the page says all of it on hover
         self.table.resizeColumnsToContents()
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for column in range(len(data.columns)):  # room to breathe, but no column stretched across the page
-            header.resizeSection(column, min(max(header.sectionSize(column) + 24, 90), 420))
+        # room to breathe, but no column stretched across the page
+        self._natural = [min(max(header.sectionSize(c) + 24, 90), 420) for c in range(len(data.columns))]
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Each column at its natural width when they all fit; else the widest ones narrowed (their text elided,
+        whole in the tooltip) until every column — the notes last of all — is on screen."""
+        widths = list(self._natural)
+        room = self.table.viewport().width()
+        while room > 0 and sum(widths) > room and max(widths, default=0) > MIN_COLUMN:
+            widest = widths.index(max(widths))
+            widths[widest] = max(MIN_COLUMN, widths[widest] - max(8, (sum(widths) - room) // 4))
+        header = self.table.horizontalHeader()
+        for column, width in enumerate(widths):
+            header.resizeSection(column, width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()  # the room the table has now (a tab shown, the window resized)
+        return False
 
     def _activated(self, item: QTableWidgetItem | None) -> None:
         if item is None or self.table_data is None or not self.table_data.clip_column:

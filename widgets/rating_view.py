@@ -4,6 +4,8 @@ view that draws a `core.qc.rating_session` clip. They only draw and report keys 
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -37,6 +39,15 @@ ACTION_LABELS = {
     "toggle_transcripts": "Transcripts",
     "toggle_spectrogram": "Spectrogram",
 }
+BUTTON_COLUMNS = 5  # rows of five fit beside the guided tour in a 1280-pixel window
+# keys that work whatever the key map says, listed under it in the ? help
+WINDOW_KEYS = (
+    ("Esc", "Close this help; without it, back to the queue list"),
+    ("Enter", "Start the selected queue (queue list)"),
+    ("Ctrl+1 … Ctrl+7", "Pages: Items, Rewrites, Rating, QC, Speakers, Evaluate, Results"),
+    ("Tab / Shift+Tab", "Move between controls (outside a session)"),
+    ("F1", "Guided tour"),
+)
 _SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
 
 
@@ -149,7 +160,8 @@ class RatingView(QWidget):
         self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:6px; border:1px solid #e0c36a;")
         self.banner.hide()
         self.queue_label = QLabel()
-        self.back_button = QPushButton("← Queues")
+        self.back_button = QPushButton("← Queues  (Esc)")
+        self.back_button.setToolTip("Leave the session for the queue list (Esc); every rating is already saved")
         self.back_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.back_button.clicked.connect(self.back_requested)
         self.progress_label = QLabel()
@@ -180,7 +192,7 @@ class RatingView(QWidget):
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(lambda _checked=False, a=action: self.action_clicked.emit(a))
             self.buttons[action] = button
-            grid.addWidget(button, index // 7, index % 7)
+            grid.addWidget(button, index // BUTTON_COLUMNS, index % BUTTON_COLUMNS)
         self.help_overlay = QLabel(self)
         self.help_overlay.setTextFormat(Qt.TextFormat.RichText)
         self.help_overlay.setStyleSheet(
@@ -207,12 +219,17 @@ class RatingView(QWidget):
         for action, button in self.buttons.items():
             keys = keys_text(self.keymap.get(action, ()))
             button.setText(f"{ACTION_LABELS[action]}  ({keys})" if keys else ACTION_LABELS[action])
+            button.setToolTip(f"{ACTION_LABELS[action]}: {keys}" if keys else f"{ACTION_LABELS[action]}: no key set")
+        listed = [(keys_text(self.keymap.get(a, ())) or "—", ACTION_LABELS[a]) for a in ACTION_LABELS]
         rows = "".join(
-            f"<tr><td style='padding-right:16px'><b>{keys_text(self.keymap.get(a, ())) or '—'}</b></td>"
-            f"<td>{ACTION_LABELS[a]}</td></tr>"
-            for a in ACTION_LABELS
+            f"<tr><td style='padding-right:16px'><b>{html.escape(keys)}</b></td><td>{html.escape(what)}</td></tr>"
+            for keys, what in [*listed, *WINDOW_KEYS]
         )
-        self.help_overlay.setText(f"<h3>Keys</h3><table>{rows}</table><p>Press ? to close</p>")
+        closing = keys_text(self.keymap.get("help", ()))
+        self.help_overlay.setText(
+            f"<h3>Keys</h3><table>{rows}</table><p>Press {html.escape(closing) + ' or ' if closing else ''}Esc "
+            "to close</p>"
+        )
         self.help_overlay.adjustSize()
 
     def toggle_help(self) -> None:
@@ -299,6 +316,13 @@ class RatingView(QWidget):
             event.accept()  # holding a key never rates a run of clips
             return
         name = key_name(event)
+        if name == "Esc" and not any("Esc" in keys for keys in self.keymap.values()):
+            if self.help_overlay.isVisible():
+                self.toggle_help()  # Esc closes the key help first
+            else:
+                self.back_requested.emit()  # then leaves the session
+            event.accept()
+            return
         if name:
             self.key_pressed.emit(name)
             event.accept()

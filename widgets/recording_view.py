@@ -112,7 +112,7 @@ class SpeakerListView(QWidget):
         self.consent_button.clicked.connect(self.consent_requested)
         self.withdraw_button.clicked.connect(self.withdraw_requested)
         for button in (self.add_button, self.consent_button, self.withdraw_button):
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # Tab reaches them; a click leaves the keys where they were
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.consent_button)
@@ -315,7 +315,7 @@ class RecorderView(QWidget):
         top.addWidget(self.progress_label)
         self.device_box = QComboBox()
         self.device_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.device_box.setMinimumContentsLength(28)  # room for a device's name, not just its first word
+        self.device_box.setMinimumContentsLength(20)  # room for a device's name, not just its first word
         self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.device_box.currentIndexChanged.connect(self.device_chosen)
         self.rescan_button = QPushButton("Rescan devices")
@@ -349,7 +349,7 @@ class RecorderView(QWidget):
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(lambda _checked=False, a=action: self.action_requested.emit(a))
             self.buttons[action] = button
-            grid.addWidget(button, 0, index)
+            grid.addWidget(button, index // 3, index % 3)  # rows of three fit a laptop's window
         self.reading_list_button = QPushButton("Load reading list…")
         self.project_button = QPushButton("Use project questions")
         self.clone_button = QPushButton("Create cloned voice")

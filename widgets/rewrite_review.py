@@ -197,7 +197,8 @@ class RewriteReviewView(QWidget):
         self.rewrite_view.setReadOnly(True)
         self.rewrite_view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.rewrite_view.setStyleSheet("")
-        self.setFocus()
+        if self.isVisible():  # a hidden page never takes the keys from the page shown (a project just opened)
+            self.setFocus()
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.rewrite_view and self.editing and event.type() == QEvent.Type.KeyPress:

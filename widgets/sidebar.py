@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
 
@@ -10,15 +10,18 @@ class Sidebar(QListWidget):
     """Pages by key; `page_selected(key)` when the user picks one. Badges are plain text after the page name."""
 
     page_selected = Signal(str)
+    page_entered = Signal(str)  # Enter on a page's entry: the keyboard goes to that page
 
     def __init__(self, pages: list[tuple[str, str]], parent=None):
         super().__init__(parent)
         self.setAccessibleName("Pages")
+        self.moving_by_key = False  # the arrow keys walk the list: the keyboard stays here
         self._names: dict[str, str] = {}
         self._rows: dict[str, int] = {}
         for key, name in pages:
             item = QListWidgetItem(name)
             item.setSizeHint(QSize(0, 34))
+            item.setToolTip(f"{name} (Ctrl+{len(self._rows) + 1})")  # the window's page keys, in this order
             self.addItem(item)
             self._names[key] = name
             self._rows[key] = self.count() - 1
@@ -42,6 +45,17 @@ class Sidebar(QListWidget):
 
     def text_of(self, key: str) -> str:
         return self.item(self._rows[key]).text()
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.current_key() is not None:
+            self.page_entered.emit(self.current_key())
+            event.accept()
+            return
+        self.moving_by_key = True
+        try:
+            super().keyPressEvent(event)
+        finally:
+            self.moving_by_key = False
 
     def _row_changed(self, row: int) -> None:
         key = self.current_key()

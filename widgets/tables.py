@@ -17,4 +17,5 @@ def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.S
     table.setSelectionMode(selection)
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.verticalHeader().setVisible(False)
+    table.setTabKeyNavigation(False)  # rows are picked whole: Tab leaves the table for the next control
     return table

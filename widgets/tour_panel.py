@@ -1,6 +1,6 @@
 """The guided tour's side panel (a thin view of core/tour.py): a step's title and text, where its numbers come from
-(simulated or published, said plainly), and Back / Next / Skip. Keys: Alt+N or → next, Alt+B or ← back, Alt+S or
-Esc skip (the arrows and Esc when the panel has the focus). It only asks; app/tour.py opens each step's page and
+(simulated or published, said plainly), and Back / Next / Skip. Keys: Alt+N or → next (Done on the last step),
+Alt+B or ← back, Alt+S or Esc skip (the arrows when the panel has the focus; Esc anywhere no widget takes it). It only asks; app/tour.py opens each step's page and
 panel and points at it with `Highlight`."""
 
 from __future__ import annotations
@@ -120,9 +120,9 @@ class TourPanel(QWidget):
         self.counter.setText(f"Guided tour · step {index + 1} of {len(self.steps)}")
         self.browser.setHtml(step_html(step))
         self.back_button.setEnabled(index > 0)
-        self.next_button.setText("&Done" if self.last else "&Next ▶")
+        self.next_button.setText("Do&ne" if self.last else "&Next ▶")  # Alt+N goes on, to the end
         self.next_button.setToolTip(
-            "End the tour (Alt+D)" if self.last else "The next step (Alt+N, or → in this panel)"
+            "End the tour (Alt+N, or → in this panel)" if self.last else "The next step (Alt+N, or → in this panel)"
         )
 
     def set_note(self, text: str | None, offer_demo: bool = False) -> None:
@@ -162,21 +162,28 @@ class Highlight(QFrame):
             f"#tourHighlight {{ border: {HIGHLIGHT_WIDTH}px solid {HIGHLIGHT_COLOR}; border-radius: 4px; }}"
         )
         self.target: QWidget | None = None
+        self._watched: list[QWidget] = []  # the target and its parents, followed
         self._filter = _FollowTarget(self)
 
     def point_at(self, target: QWidget | None) -> None:
-        if self.target is not None:
+        for watched in self._watched:
             try:
-                self.target.removeEventFilter(self._filter)
-            except RuntimeError:  # the target was deleted (a page replaced)
+                watched.removeEventFilter(self._filter)
+            except RuntimeError:  # deleted (a page replaced)
                 pass
+        self._watched = []
         self.target = target
         if target is None:
             self.hide()
             self.setParent(None)
             return
         self.setParent(target.window())
-        target.installEventFilter(self._filter)
+        # the target and its parents: a parent that moves (a scroll area scrolled) moves the target with it
+        widget = target
+        while widget is not None and not widget.isWindow():
+            widget.installEventFilter(self._filter)
+            self._watched.append(widget)
+            widget = widget.parentWidget()
         target.destroyed.connect(lambda _=None, gone=target: self._forget(gone))
         self.follow()
 
@@ -196,12 +203,23 @@ class Highlight(QFrame):
 
     @staticmethod
     def frame_geometry(target: QWidget) -> QRect:
-        """Where the frame goes in the window's coordinates: around the target, just outside it."""
+        """Where the frame goes in the window's coordinates: around the target's visible part (a scroll area
+        shows part of a tall panel: the frame never runs over the status bar), just outside it."""
         window = target.window()
         if window is target:
             return target.rect()
+        shown = target.rect()
+        parent = target.parentWidget()
+        while parent is not None:  # cut by every parent's bounds, in the target's coordinates
+            shown = shown.intersected(QRect(-target.mapTo(parent, QPoint(0, 0)), parent.size()))
+            if parent.isWindow():
+                break
+            parent = parent.parentWidget()
+        if shown.isEmpty():
+            shown = target.rect()
         margin = HIGHLIGHT_WIDTH
-        return QRect(target.mapTo(window, QPoint(0, 0)), target.size()).adjusted(-margin, -margin, margin, margin)
+        corner = target.mapTo(window, shown.topLeft())
+        return QRect(corner, shown.size()).adjusted(-margin, -margin, margin, margin)
 
 
 FOLLOWED_EVENTS = (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide, QEvent.Type.ChildAdded)

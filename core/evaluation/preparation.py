@@ -378,6 +378,14 @@ def run_claim(run_id: int) -> str:
     return f"run:{run_id}"
 
 
+def claimed_run(claim: str | None) -> int | None:
+    """The run a job's claim is on (the inverse of `run_claim`), or None for a claim on something else."""
+    prefix = run_claim(0)[:-1]
+    if not claim or not claim.startswith(prefix) or not claim[len(prefix) :].isdigit():
+        return None
+    return int(claim[len(prefix) :])
+
+
 # The ranges of a run's settings: checked here (for the app and scripts) and by the CLI's option types, whose
 # help texts show them. A value outside them would make every request fail, or the run meaningless.
 MAX_TEMPERATURE = 2.0

@@ -1,10 +1,14 @@
 """Take the README's screenshots of the desktop app on the offline demo project, under a real X server:
 
     xvfb-run -a -s "-screen 0 1400x900x24" python docs/screenshots/capture.py [--only NAME ...]
+    xvfb-run -a -s "-screen 0 1280x720x24" python docs/screenshots/capture.py --size 1280x720 [--only NAME ...]
+
+(the Korean and Chinese text needs CJK fonts: Debian `apt-get install fonts-nanum fonts-wqy-microhei`)
 
 Each screen is driven as a user would (pages from the sidebar, the rating screen's actions, the recorder fed by
-the project's fake input stream) and grabbed from the window itself at 1400×900, so what is kept is what a user
-sees. Every shot waits for the state it shows (a clip drawn, a take checked, a pack saved), not for a fixed time.
+the project's fake input stream) and grabbed from the window itself at 1400×900 (or --size, a laptop's 1280×720:
+then written as <name>-1280x720.png), so what is kept is what a user sees; the tour shots have the published layer
+on. Every shot waits for the state it shows (a clip drawn, a take checked, a pack saved), not for a fixed time.
 The demo is left as built (its two demo annotators' ratings, the 53-clip queue demo-qc) until the last shots,
 which start runs: so the sidebar's counts are the same in every shot before them. Writes docs/screenshots/<name>.png
 and prints any table cell whose text does not fit its column."""
@@ -38,7 +42,8 @@ from spokenbench.core.store import opened
 from spokenbench.core.store.summary import item_detail
 
 OUT = Path(__file__).resolve().parent
-WIDTH, HEIGHT = 1400, 900  # every window shot; the Xvfb screen is this size
+WIDTH, HEIGHT = 1400, 900  # every window shot (--size changes it); the Xvfb screen is this size
+SUFFIX = ""  # added to each file name at another size than 1400×900
 QUEUE = "demo-qc"
 SPEAKER = "Mina"
 
@@ -97,7 +102,7 @@ def cut_cells(table: QTableWidget) -> list[str]:
 def grab(widget, name: str, tables: tuple[QTableWidget, ...] = ()) -> None:
     if widget.isWindow() and widget.inherits("QMainWindow") and (widget.width(), widget.height()) != (WIDTH, HEIGHT):
         raise RuntimeError(f"{name}: the window is {widget.width()}×{widget.height()}, not {WIDTH}×{HEIGHT}")
-    path = OUT / f"{name}.png"
+    path = OUT / f"{name}{SUFFIX}.png"
     widget.grab().save(str(path))
     print(f"wrote {path.relative_to(OUT.parent.parent)}")
     for table in tables:
@@ -462,7 +467,11 @@ def capture_pack(app, window, demo: Path, tmp: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", help="screens to take (default: all)")
+    parser.add_argument("--size", default="1400x900", help="window size WIDTHxHEIGHT (default 1400x900)")
     args = parser.parse_args()
+    global WIDTH, HEIGHT, SUFFIX
+    WIDTH, HEIGHT = (int(n) for n in args.size.lower().split("x"))
+    SUFFIX = "" if (WIDTH, HEIGHT) == (1400, 900) else f"-{WIDTH}x{HEIGHT}"
     wanted = set(args.only or [])
 
     def want(*names: str) -> bool:
@@ -488,6 +497,9 @@ def main() -> None:
         window.resize(WIDTH, HEIGHT)
         window.show()
         wait_until(app, lambda: window.isVisible() and (window.width(), window.height()) == (WIDTH, HEIGHT))
+        settle(app, 0.3)  # mapped: only then can it take the keyboard
+        window.activateWindow()  # the keyboard here (no window manager gives it), so the focus ring shows
+        wait_until(app, lambda: QApplication.activeWindow() is window, 10, "the window's activation")
         if project is not None:
             opening = window.open_project(project)
             wait_until(app, lambda: opening.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)
@@ -518,7 +530,7 @@ def main() -> None:
         wait_until(app, lambda: page.last_read is not None and not page.last_read.is_running, what="the rewrites")
         settle(app)
         grab(window, "studio-rewrite-review")
-    if want("studio-qc-dashboard", "studio-qc-clip"):
+    if want("studio-qc-dashboard", "studio-qc-disagreements", "studio-qc-clip"):
         page = open_page(window, "qc")
         wait_until(app, lambda: getattr(page, "data", None) is not None, 60, "the QC tables")
         tabs = page.view.tabs
@@ -528,6 +540,16 @@ def main() -> None:
         settle(app)
         if want("studio-qc-dashboard"):
             grab(window, "studio-qc-dashboard")
+        if want("studio-qc-disagreements"):  # every column, the notes last, on screen (long cells elided)
+            section = page.view.sections["rating_disagreements"]
+            tabs.setCurrentWidget(section)
+            section.table.setFocus()
+            section.table.selectRow(0)
+            settle(app)
+            grab(window, "studio-qc-disagreements", (section.table,))
+            tabs.setCurrentIndex(
+                next(i for i in range(tabs.count()) if tabs.tabText(i).lower().startswith("agreement"))
+            )
         if want("studio-qc-clip"):  # a disagreement opened: the Items page with its clip selected
             clip_id = choices["disagreed_clip"]
             page.clip_requested.emit(clip_id)
@@ -596,6 +618,7 @@ def main() -> None:
             grab(window, "studio-tour")
         if want("studio-tour-gender"):
             tour.start(step_index("gender-probes"))
+            results.view.published_toggle.setChecked(True)  # the tallest state: the paper's numbers beside
             keep_size(app, window)
             wait_until(app, lambda: results.gender_panel.view is not None, 60, "the gender panel")
             settle(app, 1.0)
