@@ -186,7 +186,7 @@ TOUR: tuple[TourStep, ...] = (
             "Without options the model answers in its own words, so the gender paper measures by meaning: J_s is "
             "how similar the answers to a male and a female voice are (sentence similarity, all-MiniLM-L6-v2), "
             "Δ_s the preference among the answers that name one option, and s how similar the speech model's "
-            "answers are to its backbone's. In its Table 3 J_s is 0.81-0.96 — voices hardly change the answers "
+            "answers are to its backbone's. In its Table 3 the published J_s is 0.81-0.96 — voices hardly change the answers "
             "— while s is only 0.46-0.66 and Δ_s stays near zero on the Dependent questions.\n\n"
             "The panel now shows the free-form setting: J_s where J was, Δ_s where Δ was, s where κ was; the "
             "detail below lists them per category for the demo's simulated listeners, whose free answers are "
