@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -120,6 +121,7 @@ class QcTablesView(QWidget):
     export_requested = Signal(str, str)
     clip_requested = Signal(int)
     refresh_requested = Signal()
+    exclude_flagged_toggled = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -130,11 +132,16 @@ class QcTablesView(QWidget):
         self.status = QLabel()
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_requested)
+        self.exclude_flagged = QCheckBox("Table 3 without flagged annotators")
+        self.exclude_flagged.setToolTip("Recompute Table 3, agreement and disagreements without the annotators the "
+                                        "Annotators tab flags; the summary says how many ratings that drops.")  # fmt: skip
+        self.exclude_flagged.toggled.connect(self.exclude_flagged_toggled)
         top = QHBoxLayout()
         top.addWidget(title)
         top.addSpacing(16)
         top.addWidget(self.summary, 1)
         top.addWidget(self.status)
+        top.addWidget(self.exclude_flagged)
         top.addWidget(self.refresh_button)
         self.tabs = QTabWidget()
         self.sections: dict[str, QcTableSection] = {}
