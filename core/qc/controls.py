@@ -189,16 +189,25 @@ def plan_controls(conn, result: SampleResult, count: int, seed: int) -> list[Pla
         raise SpokenBenchError("the sample is empty, so there is nothing to hide controls among")
     rng = random.Random(f"{seed}:controls")
     used = {(r.item_id, r.part) for r in result.selected}
-    rows = [r for r in _candidate_rows(conn) if (r["item_id"], r["part"]) not in used]
+    candidates = _candidate_rows(conn)
+    audio_of = dict(conn.execute("SELECT id, sha256 FROM clips").fetchall())
+    sampled_audio = {audio_of.get(r.clip_id) for r in result.selected}
+    # no control plays audio a sampled clip plays too (a pack would list one file for both)
+    rows = [r for r in candidates if (r["item_id"], r["part"]) not in used and r["sha256"] not in sampled_audio]
     good = known_good_clips(conn)
     languages = {r.language for r in result.selected}
     good_rows = [r for r in rows if r["id"] in good and r["language"] in languages]
-    n_good = min(len(good_rows), count // 2)
     planned: list[PlannedControl] = []
-    for row in rng.sample(good_rows, n_good):
+    rng.shuffle(good_rows)
+    for row in good_rows:
+        if len(planned) == count // 2:
+            break
+        if (row["item_id"], row["part"]) in used:
+            continue  # another voice's reading of a text already in the queue
         template = rng.choice([r for r in result.selected if r.language == row["language"]])
         planned.append(_planned(good[row["id"]], row, row, template))
         used.add((row["item_id"], row["part"]))
+    n_good = len(planned)
     kinds = list(CORRUPTIONS)
     rng.shuffle(kinds)
     for index in range(count - n_good):

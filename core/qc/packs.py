@@ -19,9 +19,11 @@ Round trip (docs/qc.md, "Annotation packs"):
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import uuid
@@ -114,6 +116,63 @@ def ensure_project_id(project: Project) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
+# Clip ids in a pack: a keyed permutation of the project's (issue 24)
+#
+# A pack names clips by ids no reader can order by age: hidden control clips are made when their queue is, so
+# their project ids are the newest. Each id is sent through a 62-bit Feistel permutation keyed by a secret kept in
+# the project (never in a pack); merging maps the pack's ids back. Packs made before carry the project's ids
+# (no "clip_ids" in the manifest) and merge as they are.
+
+CLIP_ID_KEY = "pack_clip_id_key"  # project_meta: the permutation's key
+KEYED_CLIP_IDS = "keyed"  # manifest["clip_ids"] of packs whose ids are permuted
+_HALF_BITS = 31
+_HALF = (1 << _HALF_BITS) - 1
+
+
+def _clip_id_key(project: Project, create: bool) -> bytes | None:
+    key = read_meta(project.conn, CLIP_ID_KEY)
+    if key is None and create:
+        with project.transaction() as conn:
+            key = read_meta(conn, CLIP_ID_KEY)
+            if key is None:
+                key = secrets.token_hex(32)
+                write_meta(conn, CLIP_ID_KEY, key)
+    return None if key is None else bytes.fromhex(key)
+
+
+def _round(key: bytes, number: int, half: int) -> int:
+    digest = hmac.new(key, f"{number}:{half}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") & _HALF
+
+
+def permute_clip_id(key: bytes, clip_id: int, inverse: bool = False) -> int:
+    """A project clip id ↔ its id in packs (a bijection on [0, 2^62))."""
+    if not 0 <= clip_id < 1 << (2 * _HALF_BITS):
+        raise SpokenBenchError(f"clip id {clip_id} is outside what a pack can name")
+    left, right = clip_id >> _HALF_BITS, clip_id & _HALF
+    for number in reversed(range(4)) if inverse else range(4):
+        if inverse:
+            left, right = right ^ _round(key, number, left), left
+        else:
+            left, right = right, left ^ _round(key, number, right)
+    return (left << _HALF_BITS) | right
+
+
+def _with_home_clip_ids(project: Project, pack: Pack) -> Pack:
+    """The pack with its clip ids mapped back to the project's (a pack with keyed ids from a project without the
+    key is not this project's)."""
+    if pack.manifest.get("clip_ids") != KEYED_CLIP_IDS:
+        return pack
+    key = _clip_id_key(project, create=False)
+    if key is None:
+        raise SpokenBenchError(f"{pack.path} names clips by a key this project does not have; nothing merged")
+    home = {clip["id"]: permute_clip_id(key, clip["id"], inverse=True) for clip in pack.manifest["clips"]}
+    manifest = pack.manifest | {"clips": [clip | {"id": home[clip["id"]]} for clip in pack.manifest["clips"]]}
+    ratings = [rating | {"clip_id": home[rating["clip_id"]]} for rating in pack.ratings]
+    return Pack(pack.path, manifest, ratings)
+
+
+# --------------------------------------------------------------------------------------------------
 # Writing a pack
 
 
@@ -133,6 +192,8 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
     clips = store.pack_clip_rows(conn, queue_id)
     if not clips:
         raise SpokenBenchError(f"rating queue '{queue}' has no clips to pack")
+    id_key = _clip_id_key(project, create=True)
+    clips = [clip | {"id": permute_clip_id(id_key, clip["id"])} for clip in clips]
     audio: dict[str, str] = {}
     for clip in clips:
         if not project.audio.has(clip["sha256"], clip["audio_format"]):
@@ -150,6 +211,7 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "annotator": annotator,
         "created_at": utc_now(),
         "clips": clips,
+        "clip_ids": KEYED_CLIP_IDS,
         "audio": audio,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -225,6 +287,8 @@ def _check_manifest(path: Path, manifest) -> None:
             raise SpokenBenchError(f"{path}: the manifest's '{key}' is missing or not text")
     if not isinstance(manifest.get("queue"), dict) or not isinstance(manifest["queue"].get("name"), str):
         raise SpokenBenchError(f"{path}: the manifest names no rating queue")
+    if manifest.get("clip_ids", KEYED_CLIP_IDS) != KEYED_CLIP_IDS:
+        raise SpokenBenchError(f"{path}: the manifest's clip_ids is not one this version reads")
     clips, audio = manifest.get("clips"), manifest.get("audio")
     if not isinstance(clips, list) or not clips or not isinstance(audio, dict):
         raise SpokenBenchError(f"{path}: the manifest lists no clips")
@@ -374,6 +438,8 @@ def unpack(project: Project, pack_path: str | Path) -> MergeReport:
             f"{pack.path} was made from another project ({manifest.get('project_name', '?')}, id "
             f"{manifest['project_id']}), not this one ({home_id or 'no id: it never made a pack'}); nothing merged"
         )
+    pack = _with_home_clip_ids(project, pack)
+    manifest = pack.manifest
     report = MergeReport(pack.pack_id, manifest["queue"]["name"])
     pack_uuids = {rating["origin_uuid"] for rating in pack.ratings}
     with project.transaction() as conn:
