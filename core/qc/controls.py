@@ -332,6 +332,12 @@ def insert_controls(
                 json.dumps(control.parameters, sort_keys=True), utc_now(),
             ),
         )  # fmt: skip
+        if plan.kind not in ("truncated", "noise", "speed"):  # the same audio: its transcripts hold for the control
+            conn.execute(
+                "INSERT INTO transcripts(clip_id, asr, model, text, created_at) "
+                "SELECT ?, asr, model, text, created_at FROM transcripts WHERE clip_id = ?",
+                (clip_id, audio["id"]),
+            )
         queue_rows.append((clip_id, plan.language, plan.accent, plan.wer_bin, plan.error_rate))
     return queue_rows
 

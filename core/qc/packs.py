@@ -33,7 +33,7 @@ from pathlib import Path
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
-from spokenbench.core.qc.queues import RATINGS, _queue_id
+from spokenbench.core.qc.queues import MAX_RATING_SECONDS, RATINGS, _queue_id
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import read_meta, write_meta
@@ -47,7 +47,9 @@ RATINGS_NAME = "ratings.jsonl"
 PROJECT_ID_KEY = "project_id"
 PACK_ID_KEY = "pack_id"  # in a pack folder's project_meta: which pack it was opened from
 _AUDIO_NAME = re.compile(r"^audio/([0-9a-f]{64})\.([A-Za-z0-9]{1,8})$")
-_RATING_FIELDS = ("origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by")
+_RATING_FIELDS = (
+    "origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by", "seconds",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,11 @@ def _parse_ratings(path: Path, text: str, manifest: dict) -> list[dict]:
         for key in ("annotator", "created_at"):
             if not isinstance(rating[key], str) or not rating[key].strip():
                 raise SpokenBenchError(f"{where}: '{key}' is missing")
+        seconds = rating["seconds"]  # the time the rating took (absent in packs written before it was kept)
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= MAX_RATING_SECONDS
+        ):
+            raise SpokenBenchError(f"{where}: 'seconds' must be a number from 0 to {MAX_RATING_SECONDS:,.0f}")
         seen.add(rating["origin_uuid"])
         ratings.append(rating)
     return ratings

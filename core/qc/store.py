@@ -325,7 +325,8 @@ def assign_origin_uuids(conn: sqlite3.Connection, new_uuid) -> int:
 def all_ratings_with_origin(conn: sqlite3.Connection) -> list[dict]:
     """Every rating (live and undone) in id order with its uuid: what a pack carries home."""
     rows = conn.execute(
-        "SELECT origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by FROM ratings ORDER BY id"
+        "SELECT origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by, seconds FROM ratings "
+        "ORDER BY id"
     )
     return [dict(row) for row in rows]
 
@@ -351,11 +352,12 @@ def live_home_rating_of(conn: sqlite3.Connection, clip_id: int, annotator: str, 
 def insert_merged_rating(conn: sqlite3.Connection, rating: dict, queue_id: int | None) -> int:
     """Append a rating made in a pack, with its uuid and its undo state as made there. Returns its id."""
     return conn.execute(
-        """INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by, origin_uuid)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        """INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by, origin_uuid,
+                               seconds)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             rating["clip_id"], rating["annotator"], rating["rating"], rating.get("note"), rating["created_at"],
-            queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"],
+            queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"], rating.get("seconds"),
         ),
     ).lastrowid  # fmt: skip
 

@@ -1,6 +1,7 @@
 """A pack made from a queue with hidden control clips cannot be told apart from one without by reading it: the
 same manifest structure and member names, no field a control fills differently, clip ids that do not betray
-which clips are newest, and merging the pack's ratings back onto the project's own clip ids."""
+which clips are newest, and merging the pack's ratings (with the seconds each took) back onto the project's own
+clip ids."""
 
 import json
 import re
@@ -87,5 +88,6 @@ def test_a_pack_with_controls_reads_like_one_without(demo_copy, tmp_path):
     save_pack_ratings(packs["with"])
     with opened(demo_copy) as project:
         report = unpack(project, packs["with"])
-        rated = {row[0] for row in project.conn.execute("SELECT clip_id FROM ratings WHERE annotator = 'ana'")}
-    assert report.added == len(clips) and rated == set(with_clips)
+        rated = dict(project.conn.execute("SELECT clip_id, seconds FROM ratings WHERE annotator = 'ana'").fetchall())
+    assert report.added == len(clips) and set(rated) == set(with_clips)
+    assert all(seconds is not None and seconds >= 0 for seconds in rated.values())  # the time each took came home
