@@ -41,9 +41,9 @@ NO_RATINGS = (
     "No ratings yet. Rate a queue on the Rating page, or merge an annotator's pack with `spokenbench unpack DIR PACK`."
 )
 AGREEMENT_COLUMNS = ["measure", "scope", "shared_clips", "kappa", "raw_agreement"]
-ANNOTATOR_COLUMNS = [
-    "annotator", "flagged", "reasons", "ratings", "controls_rated", "control_accuracy", "control_ci",
-    "agreement_with_majority", "shared_clips", "median_seconds",
+ANNOTATOR_COLUMNS = [  # whom to talk to and why first; the counts behind the figures after
+    "annotator", "flagged", "control_accuracy", "control_ci", "agreement", "median_seconds", "reasons",
+    "ratings", "controls_rated", "shared_clips",
 ]  # fmt: skip
 BLOCK_COLUMNS = ["annotator", "positions", "ratings", "controls_rated", "control_accuracy", "median_seconds"]
 DISAGREEMENT_COLUMNS = ["clip_id", "item", "language", "accent", "voice", "part", "wer_interval", "ratings", "notes"]
@@ -235,6 +235,7 @@ def _annotators_table(reliability: dict) -> QcTable:
             | {
                 "control_ci": None if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
                 "flagged": "FLAGGED" if a["flagged"] else "",
+                "agreement": a["agreement_with_majority"],
                 "reasons": "; ".join(a["reasons"] + a["notes"]),
             }
         )

@@ -117,7 +117,9 @@ def _one_annotator(name: str, made: list[dict], by_clip: dict, thresholds: Thres
     ):
         reasons.append(f"median {median_seconds:g} s per clip is below {thresholds.min_median_seconds:g} s")
     notes = []
-    if len(controls) < thresholds.min_controls:
+    if not controls:
+        notes.append("no control clips rated")
+    elif len(controls) < thresholds.min_controls:
         notes.append(f"only {len(controls)} control clips rated: too few to judge accuracy")
     return {
         "annotator": name,
