@@ -134,6 +134,17 @@ def strip_simulated_qc(project_dir) -> None:
 CONTROL_QUEUE = "controls-demo"
 
 
+def mark_demo_gold(project) -> list[int]:
+    """A coordinator's gold clips on the demo: its first twelve question clips of at least 1 s screened at WER 0."""
+    from spokenbench.core.qc.controls import mark_gold
+
+    gold = [row[0] for row in project.conn.execute(
+        "SELECT c.id FROM clips c JOIN clip_screening s ON s.clip_id = c.id WHERE s.wer_bin = 0 "
+        "AND c.part = 'question' AND c.duration_s >= 1 ORDER BY c.id LIMIT 12")]  # fmt: skip
+    mark_gold(project, gold, "coordinator")
+    return gold
+
+
 def rate_control_demo(project_dir, work_dir) -> dict:
     """Issue 24's demo check on a demo project: a coordinator marks twelve WER-0 question clips gold, samples
     queue 'controls-demo' (8 per stratum, seed 0) with 10 hidden controls, and two annotators rate all of it with
@@ -143,15 +154,12 @@ def rate_control_demo(project_dir, work_dir) -> dict:
     import csv
 
     from spokenbench.core.cli.main import main as cli_main
-    from spokenbench.core.qc.controls import control_clips, mark_gold
+    from spokenbench.core.qc.controls import control_clips
     from spokenbench.core.qc.queues import queue_clips, sample_for_rating
     from spokenbench.core.store import opened
 
     with opened(project_dir) as project:
-        gold = [row[0] for row in project.conn.execute(
-            "SELECT c.id FROM clips c JOIN clip_screening s ON s.clip_id = c.id WHERE s.wer_bin = 0 "
-            "AND c.part = 'question' AND c.duration_s >= 1 ORDER BY c.id LIMIT 12")]  # fmt: skip
-        mark_gold(project, gold, "coordinator")
+        mark_demo_gold(project)
         sample_for_rating(project, CONTROL_QUEUE, per_bin=8, seed=0, controls=10)
         queue = [clip.clip_id for clip in queue_clips(project.conn, CONTROL_QUEUE)]
         controls = control_clips(project.conn)

@@ -8,8 +8,9 @@ import re
 import zipfile
 
 import pytest
+from support import mark_demo_gold
 
-from spokenbench.core.qc.controls import control_clips, mark_gold
+from spokenbench.core.qc.controls import control_clips
 from spokenbench.core.qc.packs import create_pack, open_pack, save_pack_ratings, unpack
 from spokenbench.core.qc.queues import queue_clips, sample_for_rating
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
@@ -35,10 +36,7 @@ def shape(value):
 @pytest.mark.slow
 def test_a_pack_with_controls_reads_like_one_without(demo_copy, tmp_path):
     with opened(demo_copy) as project:
-        gold = [row[0] for row in project.conn.execute(
-            "SELECT c.id FROM clips c JOIN clip_screening s ON s.clip_id = c.id WHERE s.wer_bin = 0 "
-            "AND c.part = 'question' AND c.duration_s >= 1 ORDER BY c.id LIMIT 12")]  # fmt: skip
-        mark_gold(project, gold, "coordinator")
+        mark_demo_gold(project)
         sample_for_rating(project, "with", per_bin=8, seed=0, controls=10)
         sample_for_rating(project, "without", per_bin=8, seed=0)
         known = control_clips(project.conn)
