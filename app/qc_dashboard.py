@@ -29,7 +29,7 @@ from spokenbench.core.asr.screening import (
 )
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
-from spokenbench.core.qc.reliability import annotator_reliability
+from spokenbench.core.qc.reliability import Thresholds, annotator_reliability
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
 from spokenbench.core.store import Project
 from spokenbench.widgets.qc_tables import QcTable, QcTablesView
@@ -59,13 +59,15 @@ class DashboardData:
 # Reading (on the pool; Qt-free)
 
 
-def read_dashboard(project: Project, exclude_flagged: bool = False) -> DashboardData:
-    """Everything the dashboard shows, from one read connection; with `exclude_flagged`, Table 3, agreement and
-    disagreements without the annotators the Annotators table flags."""
+def read_dashboard(
+    project: Project, exclude_flagged: bool = False, thresholds: Thresholds | None = None
+) -> DashboardData:
+    """Everything the dashboard shows, from one read connection; annotators flagged by `thresholds` (the
+    coordinator's bars); with `exclude_flagged`, Table 3, agreement and disagreements without them."""
     conn = project.conn
     rewriting = rewrite_qc(conn)
     table2, screening_empty, screening_note = _screening(conn)
-    reliability = annotator_reliability(conn)
+    reliability = annotator_reliability(conn, thresholds=thresholds)
     to_talk_to = tuple(a["annotator"] for a in reliability["annotators"] if a["flagged"])
     everyone = rating_results(conn)
     ratings = rating_results(conn, exclude_annotators=to_talk_to) if exclude_flagged else everyone
@@ -246,8 +248,8 @@ def _annotators_table(reliability: dict) -> QcTable:
         f"Each annotator's accuracy on hidden control clips (95 % Wilson interval), agreement with the majority of "
         f"the other annotators on shared clips, and median seconds per clip. Flagged below "
         f"{t['min_control_accuracy']:.0%} control accuracy (after {t['min_controls']} controls) or "
-        f"{t['min_agreement']:.0%} agreement (after {t['min_shared']} shared clips); set other thresholds with "
-        "`spokenbench qc-report`.",
+        f"{t['min_agreement']:.0%} agreement (after {t['min_shared']} shared clips): the bars above (the same as "
+        "`spokenbench qc-report --min-control-accuracy / --min-agreement`).",
         ANNOTATOR_COLUMNS,
         rows,
         None if rows else NO_RATINGS,
@@ -311,8 +313,10 @@ class QcDashboardPage(QWidget):
         self.session: ProjectSession | None = None
         self.data: DashboardData | None = None
         self.exclude_flagged = False
+        self.thresholds = Thresholds()
         self.view = QcTablesView()
         self.view.exclude_flagged_toggled.connect(self.set_exclude_flagged)
+        self.view.thresholds_changed.connect(self.set_thresholds)
         self.view.clip_requested.connect(self.clip_requested)
         self.view.export_requested.connect(self.choose_export_file)
         self.view.refresh_requested.connect(self.refresh)
@@ -343,7 +347,9 @@ class QcDashboardPage(QWidget):
         return (
             QueryOp(
                 self.session,
-                lambda project, progress, exclude=self.exclude_flagged: read_dashboard(project, exclude),
+                lambda project, progress, exclude=self.exclude_flagged, bars=self.thresholds: read_dashboard(
+                    project, exclude, bars
+                ),
                 label="Reading the QC tables",
                 parent=self,
                 supersede="qc-dashboard",
@@ -356,6 +362,11 @@ class QcDashboardPage(QWidget):
     def set_exclude_flagged(self, exclude: bool) -> None:
         """Table 3 with or without the flagged annotators (the toggle above the tables)."""
         self.exclude_flagged = exclude
+        self.refresh()
+
+    def set_thresholds(self, min_control_accuracy: float, min_agreement: float) -> None:
+        """The coordinator's bars for flagging (the spin boxes above the tables)."""
+        self.thresholds = Thresholds(min_control_accuracy=min_control_accuracy, min_agreement=min_agreement)
         self.refresh()
 
     def _show(self, data: DashboardData) -> None:

@@ -261,3 +261,21 @@ def test_the_annotators_table_says_whom_to_talk_to_and_why_and_table3_can_leave_
             == rating_results(project.conn, exclude_annotators=flagged)["table3"]
         )
     assert len(table3_before) == len(section(controls_page, "table03_human_ratings").table_data.rows)
+
+
+@pytest.mark.slow
+def test_the_coordinator_sets_the_flagging_bars_on_the_page(controls_page, qtbot):
+    box = controls_page.view.accuracy_bar
+    box.setFocus()
+    box.selectAll()
+    qtbot.keyClicks(box, "0.4")
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: controls_page.thresholds.min_control_accuracy == 0.4, timeout=5_000)
+    qtbot.waitUntil(
+        lambda: (
+            "careless" in {row[0] for row in shown_rows(section(controls_page, "annotators"))}
+            and {row[0]: row[1] for row in shown_rows(section(controls_page, "annotators"))}["careless"] == ""
+        ),
+        timeout=15_000,
+    )  # 50 % on controls is above a 40 % bar: no longer flagged
+    assert "40% control accuracy" in section(controls_page, "annotators").caption.text()
