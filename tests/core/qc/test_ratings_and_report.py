@@ -130,7 +130,7 @@ def test_qc_report_cli_writes_the_tables_in_the_published_layouts(cli, qc_projec
         rows = list(csv.DictReader(handle))
     assert rows[0] == {"language": "english", "rating": "incorrect", "n_clips": "2", "pct_of_language": "20.0"}
     body = cli("qc-report", qc_project.path, "--json").json()
-    assert set(body) == {"rewriting", "screening", "queues", "ratings"}
+    assert set(body) == {"rewriting", "screening", "queues", "ratings", "annotators", "reliability"}
     assert len(body["ratings"]["disagreements"]) == 6
 
 
