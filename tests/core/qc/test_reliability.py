@@ -74,6 +74,8 @@ def test_agreement_is_with_the_majority_of_the_others_and_can_flag(qc_project, q
     assert entries["c"]["agreement_with_majority"] == pytest.approx(2 / 3, abs=1e-4)
     assert entries["odd"]["agreement_with_majority"] == 0.0 and entries["odd"]["flagged"]
     assert "agrees with the other annotators' majority on 0% of 3 shared clips" in entries["odd"]["reasons"][0]
+    assert set(entries["a"]["cohen_kappa_with"]) == {"b", "c", "d", "odd"}
+    assert entries["a"]["cohen_kappa_with"]["b"] == entries["b"]["cohen_kappa_with"]["a"]
     assert entries["odd"]["controls_rated"] == 0 and entries["odd"]["notes"] == ["no control clips rated"]
 
 
