@@ -33,6 +33,7 @@ def window(qtbot, tmp_path, monkeypatch):
 @pytest.fixture
 def packed(demo_copy, tmp_path, cli):
     pack = tmp_path / "away" / "ana.sbpack"
+    pack.parent.mkdir()  # `pack --out` never creates a folder
     assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack).code == 0
     return pack
 

@@ -37,6 +37,7 @@ def _ratings(project_dir):
 def packed(demo_copy, tmp_path, cli):
     """The demo's queue packed for 'ana' (the pack file is elsewhere, as on the annotator's machine)."""
     pack = tmp_path / "away" / "ana.sbpack"
+    pack.parent.mkdir()  # `pack --out` never creates a folder
     result = cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack, "--json")
     assert result.code == 0, result.err
     assert result.json()["clips"] > 0
