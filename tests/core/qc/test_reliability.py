@@ -107,6 +107,7 @@ def test_qc_report_annotators_json_and_exclude_flagged(cli, qc_project, queue, t
 
     rate_all(qc_project, "careless", queue, lambda c, k: "correct", 1)
     rate_all(qc_project, "attentive", queue, lambda c, k: k.expected if k else "acceptable", 6)
+    (tmp_path / "out").mkdir()  # `--out` never creates its folder
     assert cli("qc-report", qc_project.path, "--queue", QUEUE, "--out", tmp_path / "out").code == 0
     with open(tmp_path / "out" / "annotators.csv", encoding="utf-8") as handle:
         written = {row["annotator"]: row for row in csv.DictReader(handle)}
