@@ -9,7 +9,7 @@ from support import CONTROL_QUEUE, rate_control_demo
 @pytest.mark.slow
 def test_a_careless_annotator_is_flagged_and_an_attentive_one_is_not(cli, demo_copy, tmp_path, capsys):
     setup = rate_control_demo(demo_copy, tmp_path)
-    assert capsys.readouterr().out.count("stored 63 rating(s)") == 2
+    assert capsys.readouterr().out.count("stored 57 rating(s)") == 2
     assert len(setup["controls"]) == 10
     kinds = sorted(control.kind for control in setup["controls"].values())
     assert kinds.count("gold") == 5 and {"mismatch", "truncated", "noise", "speed"} <= set(kinds)
