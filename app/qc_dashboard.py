@@ -29,15 +29,23 @@ from spokenbench.core.asr.screening import (
 )
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
+from spokenbench.core.qc.reliability import Thresholds, annotator_reliability
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
 from spokenbench.core.store import Project
 from spokenbench.widgets.qc_tables import QcTable, QcTablesView
 
-DASHBOARD_TABLES = frozenset({"ratings", "transcripts", "clip_screening", "rewrites", "rewrite_reviews"})
+DASHBOARD_TABLES = frozenset(
+    {"ratings", "transcripts", "clip_screening", "rewrites", "rewrite_reviews", "control_clips"}
+)
 NO_RATINGS = (
     "No ratings yet. Rate a queue on the Rating page, or merge an annotator's pack with `spokenbench unpack DIR PACK`."
 )
 AGREEMENT_COLUMNS = ["measure", "scope", "shared_clips", "kappa", "raw_agreement"]
+ANNOTATOR_COLUMNS = [  # whom to talk to and why first; the counts behind the figures after
+    "annotator", "flagged", "control_accuracy", "control_ci", "agreement", "median_seconds", "reasons",
+    "ratings", "controls_rated", "shared_clips",
+]  # fmt: skip
+BLOCK_COLUMNS = ["annotator", "positions", "ratings", "controls_rated", "control_accuracy", "median_seconds"]
 DISAGREEMENT_COLUMNS = ["clip_id", "item", "language", "accent", "voice", "part", "wer_interval", "ratings", "notes"]
 
 
@@ -51,12 +59,22 @@ class DashboardData:
 # Reading (on the pool; Qt-free)
 
 
-def read_dashboard(project: Project, table2_layout: str = "default") -> DashboardData:
-    """Everything the dashboard shows, from one read connection; `table2_layout` one of TABLE2_LAYOUTS."""
+def read_dashboard(
+    project: Project,
+    table2_layout: str = "default",
+    exclude_flagged: bool = False,
+    thresholds: Thresholds | None = None,
+) -> DashboardData:
+    """Everything the dashboard shows, from one read connection; `table2_layout` one of TABLE2_LAYOUTS;
+    annotators flagged by `thresholds` (the coordinator's bars); with `exclude_flagged`, Table 3, agreement and
+    disagreements without them."""
     conn = project.conn
     rewriting = rewrite_qc(conn)
     table2, screening_empty, screening_note = _screening(conn, table2_layout)
-    ratings = rating_results(conn)
+    reliability = annotator_reliability(conn, thresholds=thresholds)
+    to_talk_to = tuple(a["annotator"] for a in reliability["annotators"] if a["flagged"])
+    everyone = rating_results(conn)
+    ratings = rating_results(conn, exclude_annotators=to_talk_to) if exclude_flagged else everyone
     no_ratings = NO_RATINGS if ratings["ratings"] == 0 else None
     checked = sum(language["parts_checked"] for language in rewriting["by_language"].values())
     flagged = sum(language["flagged"] for language in rewriting["by_language"].values())
@@ -70,6 +88,15 @@ def read_dashboard(project: Project, table2_layout: str = "default") -> Dashboar
             else "none yet"
         )
     )
+    if exclude_flagged:
+        dropped = everyone["ratings"] - ratings["ratings"]
+        summary += (
+            f"  ·  Table 3 without flagged annotators ({', '.join(to_talk_to)}): {dropped} ratings dropped"
+            if to_talk_to
+            else "  ·  No annotator is flagged: nothing excluded"
+        )
+    elif to_talk_to:
+        summary += f"  ·  {len(to_talk_to)} annotator(s) flagged: see Annotators"
     tables = [
         QcTable(
             "table02_wer_intervals",
@@ -84,7 +111,8 @@ def read_dashboard(project: Project, table2_layout: str = "default") -> Dashboar
             "table03_human_ratings",
             "Table 3 · Ratings",
             "Human ratings per language; a clip rated by several annotators counts once, under its consensus "
-            "(majority, ties to the more severe rating).",
+            "(majority, ties to the more severe rating). Control clips never count"
+            + (" — without the flagged annotators." if exclude_flagged else "."),
             TABLE3_COLUMNS,
             ratings["table3"],
             no_ratings,
@@ -108,6 +136,8 @@ def read_dashboard(project: Project, table2_layout: str = "default") -> Dashboar
             if rewriting["table9"]
             else "No rewrites have been diff-checked yet: run `spokenbench rewrite DIR`, then `spokenbench flag DIR`.",
         ),
+        _annotators_table(reliability),
+        _blocks_table(reliability),
         _agreement_table(ratings, no_ratings),
         QcTable(
             "rating_disagreements",
@@ -201,6 +231,48 @@ def _agreement_table(ratings: dict, no_ratings: str | None) -> QcTable:
     )
 
 
+def _annotators_table(reliability: dict) -> QcTable:
+    """Which annotator to talk to and why: control accuracy (Wilson 95 % interval), agreement, time, flags."""
+    rows = []
+    for a in reliability["annotators"]:
+        ci = a["control_ci"]
+        rows.append(
+            a
+            | {
+                "control_ci": None if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
+                "flagged": "FLAGGED" if a["flagged"] else "",
+                "agreement": a["agreement_with_majority"],
+                "reasons": "; ".join(a["reasons"] + a["notes"]),
+            }
+        )
+    t = reliability["thresholds"]
+    return QcTable(
+        "annotators",
+        "Annotators",
+        f"Each annotator's accuracy on hidden control clips (95 % Wilson interval), agreement with the majority of "
+        f"the other annotators on shared clips, and median seconds per clip. Flagged below "
+        f"{t['min_control_accuracy']:.0%} control accuracy (after {t['min_controls']} controls) or "
+        f"{t['min_agreement']:.0%} agreement (after {t['min_shared']} shared clips): the bars above (the same as "
+        "`spokenbench qc-report --min-control-accuracy / --min-agreement`).",
+        ANNOTATOR_COLUMNS,
+        rows,
+        None if rows else NO_RATINGS,
+    )
+
+
+def _blocks_table(reliability: dict) -> QcTable:
+    rows = [{"annotator": a["annotator"]} | block for a in reliability["annotators"] for block in a["blocks"]]
+    return QcTable(
+        "annotator_blocks",
+        "Fatigue",
+        "Control accuracy and median seconds per clip for each block of 20 positions of an annotator's session, in "
+        "the order rated: accuracy falling or time shrinking late in a session is fatigue or drift.",
+        BLOCK_COLUMNS,
+        rows,
+        None if rows else NO_RATINGS,
+    )
+
+
 def _disagreement_row(row: dict) -> dict:
     shown = dict(row)
     shown["ratings"] = ", ".join(f"{who}: {rating}" for who, rating in row["ratings"].items())
@@ -244,7 +316,11 @@ class QcDashboardPage(QWidget):
         self.window = window
         self.session: ProjectSession | None = None
         self.data: DashboardData | None = None
+        self.exclude_flagged = False
+        self.thresholds = Thresholds()
         self.view = QcTablesView()
+        self.view.exclude_flagged_toggled.connect(self.set_exclude_flagged)
+        self.view.thresholds_changed.connect(self.set_thresholds)
         self.view.clip_requested.connect(self.clip_requested)
         self.view.export_requested.connect(self.choose_export_file)
         self.view.refresh_requested.connect(self.refresh)
@@ -278,10 +354,11 @@ class QcDashboardPage(QWidget):
         if self.session is None:
             return None
         self.view.set_loading(True)
+        layout, exclude, bars = self.table2_layout, self.exclude_flagged, self.thresholds
         return (
             QueryOp(
                 self.session,
-                lambda project, progress, layout=self.table2_layout: read_dashboard(project, layout),
+                lambda project, progress: read_dashboard(project, layout, exclude, bars),
                 label="Reading the QC tables",
                 parent=self,
                 supersede="qc-dashboard",
@@ -290,6 +367,16 @@ class QcDashboardPage(QWidget):
             .failure(lambda _error: self.view.set_loading(False), dialog=True)
             .run()
         )
+
+    def set_exclude_flagged(self, exclude: bool) -> None:
+        """Table 3 with or without the flagged annotators (the toggle above the tables)."""
+        self.exclude_flagged = exclude
+        self.refresh()
+
+    def set_thresholds(self, min_control_accuracy: float, min_agreement: float) -> None:
+        """The coordinator's bars for flagging (the spin boxes above the tables)."""
+        self.thresholds = Thresholds(min_control_accuracy=min_control_accuracy, min_agreement=min_agreement)
+        self.refresh()
 
     def _show(self, data: DashboardData) -> None:
         self.data = data

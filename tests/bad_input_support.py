@@ -1195,15 +1195,21 @@ def cli_options() -> list[Option]:
     return options
 
 
-def _required_choices(command: str) -> list[str]:
-    """The first option of each required either-or group (review's --accept | --reject | --edit)."""
+def _required_choices(command: str) -> list[tuple[str, set[str]]]:
+    """Per required either-or group, its first flag (an option without a value: review's --accept of --accept |
+    --reject | --edit, rate's --undo of --clip | --from | --undo) and the names of all its options."""
     import argparse
 
     from spokenbench.core.cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
-    return [group._group_actions[0].option_strings[-1] for group in sub._mutually_exclusive_groups if group.required]
+    choices = []
+    for group in sub._mutually_exclusive_groups:
+        if group.required:
+            flag = next(a for a in group._group_actions if a.nargs == 0)
+            choices.append((flag.option_strings[-1], {a.option_strings[-1] for a in group._group_actions}))
+    return choices
 
 
 def _good_input(ws: Workspace, option: Option) -> Path:
@@ -1251,9 +1257,9 @@ def command_line(ws: Workspace, command: str, replace: Option | None = None, val
         else:
             continue
         args += [given] if option.positional else [option.name, given]
-    for flag in _required_choices(command):
-        if replace is None or flag != replace.name:
-            args.append(flag)  # a flag (review --accept); an option with a value would need one here
+    for flag, members in _required_choices(command):
+        if replace is None or replace.name not in members:
+            args.append(flag)  # a flag (review --accept); none when the option under test is of the group
     if command in DRY_RUN_COMMANDS:
         args.append("--dry-run")
     return args

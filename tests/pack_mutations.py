@@ -36,7 +36,7 @@ from spokenbench.core.qc.packs import (
     ratings_signature,
     save_pack_ratings,
 )
-from spokenbench.core.qc.queues import rate_clip
+from spokenbench.core.qc.queues import MAX_RATING_SECONDS, rate_clip
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
@@ -257,7 +257,7 @@ NULLABLE_CLIP_FIELDS = {
     "sample_rate", "item_source", "item_source_id", "item_language", "item_subject", "item_question",
     "item_created_at",
 }  # fmt: skip
-NULLABLE_RATING_FIELDS = {"note", "undone_at", "undone_by"}
+NULLABLE_RATING_FIELDS = {"note", "undone_at", "undone_by", "seconds"}
 ITEM_FIELDS = {"item_source", "item_source_id", "item_language", "item_subject", "item_question", "item_created_at"}
 
 
@@ -402,7 +402,7 @@ def _manifest_field_variants() -> Iterator[Variant]:
     """Every field of the manifest, of its queue, of its first clip and of its audio table, broken each way."""
     top_keys = [
         "format", "format_version", "pack_id", "project_id", "project_name", "queue", "annotator", "created_at",
-        "clips", "audio", "signing_key",
+        "clips", "clip_ids", "audio", "signing_key",
     ]  # fmt: skip
     queue_keys = ["name", "strategy", "seed", "per_bin", "parameters_json", "created_at"]
     clip_keys = [
@@ -427,7 +427,9 @@ def _manifest_field_variants() -> Iterator[Variant]:
         return make
 
     for key in top_keys:
-        yield Variant(f"manifest:{key}-missing", top(lambda m, k=key: without_field(m, k)), key)
+        # a pack without clip_ids names clips by the project's ids and its ratings carry no seconds
+        missing_names = ("clip_ids", "seconds") if key == "clip_ids" else key
+        yield Variant(f"manifest:{key}-missing", top(lambda m, k=key: without_field(m, k)), missing_names)
         for label, value in wrong_values(required=True):
             yield Variant(f"manifest:{key}-{label}", top(lambda m, k=key, v=value: with_field(m, k, v)), key)
     yield Variant("manifest:unknown-field", top(lambda m: with_field(m, "run_on_open", "rm -rf ~")), "run_on_open")
@@ -450,6 +452,7 @@ def _manifest_field_variants() -> Iterator[Variant]:
     yield Variant("clip:id-zero", clip(lambda c: with_field(c, "id", 0)), "'id'")
     yield Variant("clip:id-negative", clip(lambda c: with_field(c, "id", -3)), "'id'")
     yield Variant("clip:id-float", clip(lambda c: with_field(c, "id", 1.5)), "'id'")
+    yield Variant("clip:id-beyond-keyed-range", clip(lambda c: with_field(c, "id", 2**62)), "'id'")
     yield Variant("clip:unknown-field", clip(lambda c: with_field(c, "is_control", True)), "is_control")
 
     def duplicate_clip(p, out):
@@ -481,7 +484,7 @@ def _manifest_field_variants() -> Iterator[Variant]:
 
 
 def _rating_field_variants() -> Iterator[Variant]:
-    keys = ["origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by"]
+    keys = ["origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by", "seconds"]
 
     def first(change, sign=True):
         def make(p, out):
@@ -519,6 +522,9 @@ def _rating_field_variants() -> Iterator[Variant]:
         "undone-by-without-time": (lambda r, p: {**r, "undone_at": None, "undone_by": r["annotator"]}, "undone_by"),
         "undone-by-number": (lambda r, p: {**r, "undone_at": r["created_at"], "undone_by": 3}, "undone_by"),
         "unknown-field": (lambda r, p: with_field(r, "queue_id", 1), "queue_id"),
+        "seconds-negative": (lambda r, p: with_field(r, "seconds", -1), "seconds"),
+        "seconds-above-cap": (lambda r, p: with_field(r, "seconds", MAX_RATING_SECONDS + 1), "seconds"),
+        "seconds-as-text": (lambda r, p: with_field(r, "seconds", "3.5"), "seconds"),
     }
     for label, (change, must) in semantic.items():
         yield Variant(f"rating:{label}", first(change), must)

@@ -129,3 +129,54 @@ def strip_simulated_qc(project_dir) -> None:
             delete_queue(conn, queue_id_by_name(conn, DEMO_QUEUE))
         ensure_screening(project)
         sample_for_rating(project, DEMO_QUEUE, per_bin=DEMO_QUEUE_PER_LANGUAGE, seed=0)
+
+
+CONTROL_QUEUE = "controls-demo"
+
+
+def mark_demo_gold(project) -> list[int]:
+    """A coordinator's gold clips on the demo: its first twelve question clips of at least 1 s screened at WER 0."""
+    from spokenbench.core.qc.controls import mark_gold
+
+    gold = [row[0] for row in project.conn.execute(
+        "SELECT c.id FROM clips c JOIN clip_screening s ON s.clip_id = c.id WHERE s.wer_bin = 0 "
+        "AND c.part = 'question' AND c.duration_s >= 1 ORDER BY c.id LIMIT 12")]  # fmt: skip
+    mark_gold(project, gold, "coordinator")
+    return gold
+
+
+def rate_control_demo(project_dir, work_dir) -> dict:
+    """Issue 24's demo check on a demo project: a coordinator marks twelve WER-0 question clips gold, samples
+    queue 'controls-demo' (8 per stratum, seed 0) with 10 hidden controls, and two annotators rate all of it with
+    `spokenbench rate --from`: 'careless' says Correct to everything in 1 s, 'attentive' gets every control right
+    (Acceptable on every fifth ordinary clip, Correct otherwise) in 4-9 s. Returns the queue's clip ids and which
+    are controls."""
+    import csv
+
+    from spokenbench.core.cli.main import main as cli_main
+    from spokenbench.core.qc.controls import control_clips
+    from spokenbench.core.qc.queues import queue_clips, sample_for_rating
+    from spokenbench.core.store import opened
+
+    with opened(project_dir) as project:
+        mark_demo_gold(project)
+        sample_for_rating(project, CONTROL_QUEUE, per_bin=8, seed=0, controls=10)
+        queue = [clip.clip_id for clip in queue_clips(project.conn, CONTROL_QUEUE)]
+        controls = control_clips(project.conn)
+    for annotator in ("careless", "attentive"):
+        path = Path(work_dir) / f"{annotator}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["clip", "rating", "note", "seconds"])
+            for position, clip_id in enumerate(queue, start=1):
+                if annotator == "careless":
+                    writer.writerow([clip_id, "correct", "", 1])
+                else:
+                    expected = controls[clip_id].expected if clip_id in controls else None
+                    ordinary = "acceptable" if position % 5 == 0 else "correct"
+                    writer.writerow([clip_id, expected or ordinary, "", 4 + position % 6])
+        code = cli_main(
+            ["rate", str(project_dir), "--queue", CONTROL_QUEUE, "--annotator", annotator, "--from", str(path)]
+        )
+        assert code == 0
+    return {"queue": queue, "controls": {c: controls[c] for c in queue if c in controls}}

@@ -11,6 +11,7 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -147,6 +148,8 @@ class QcTablesView(QWidget):
     clip_requested = Signal(int)
     refresh_requested = Signal()
     paper_layout_toggled = Signal(bool)  # Table 2 as the paper prints it (four intervals) or with its extra row
+    exclude_flagged_toggled = Signal(bool)
+    thresholds_changed = Signal(float, float)  # the coordinator's bars: control accuracy, agreement (0–1)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -164,6 +167,17 @@ class QcTablesView(QWidget):
             "their own)"
         )
         self.paper_layout.toggled.connect(self.paper_layout_toggled)
+        self.exclude_flagged = QCheckBox("Table 3 without flagged annotators")
+        self.exclude_flagged.setToolTip("Recompute Table 3, agreement and disagreements without the annotators the "
+                                        "Annotators tab flags; the summary says how many ratings that drops.")  # fmt: skip
+        self.exclude_flagged.toggled.connect(self.exclude_flagged_toggled)
+        self.accuracy_bar = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.8)
+        self.agreement_bar = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=0.6)
+        for box in (self.accuracy_bar, self.agreement_bar):
+            box.setKeyboardTracking(False)  # one re-read per value, not per key typed
+            box.valueChanged.connect(
+                lambda _value: self.thresholds_changed.emit(self.accuracy_bar.value(), self.agreement_bar.value())
+            )
         top = QHBoxLayout()
         top.addWidget(title)
         top.addSpacing(16)
@@ -171,10 +185,19 @@ class QcTablesView(QWidget):
         top.addWidget(self.status)
         top.addWidget(self.paper_layout)
         top.addWidget(self.refresh_button)
+        bars = QHBoxLayout()
+        bars.addWidget(QLabel("Flag annotators below control accuracy"))
+        bars.addWidget(self.accuracy_bar)
+        bars.addWidget(QLabel("or agreement"))
+        bars.addWidget(self.agreement_bar)
+        bars.addSpacing(16)
+        bars.addWidget(self.exclude_flagged)
+        bars.addStretch(1)
         self.tabs = QTabWidget()
         self.sections: dict[str, QcTableSection] = {}
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addLayout(bars)
         layout.addWidget(self.tabs, 1)
 
     def set_loading(self, loading: bool) -> None:

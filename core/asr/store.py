@@ -31,10 +31,13 @@ def asr_systems_with_transcripts(conn: sqlite3.Connection) -> set[str]:
 
 
 def transcript_state(conn: sqlite3.Connection) -> tuple:
-    """(count, newest id, newest time) of the transcripts: changes whenever one is added, replaced or removed,
-    so stored screening results can tell whether they are still current."""
+    """(count, newest id, newest time) of the transcripts screening reads (control clips' are not): changes
+    whenever one is added, replaced or removed, so stored screening results can tell whether they are current."""
     return tuple(
-        conn.execute("SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts").fetchone()
+        conn.execute(
+            "SELECT count(*), coalesce(max(id), 0), coalesce(max(created_at), '') FROM transcripts "
+            f"WHERE clip_id {NOT_A_CONTROL}"
+        ).fetchone()
     )
 
 
@@ -117,8 +120,9 @@ def highest_error_clips(conn: sqlite3.Connection, limit: int) -> list[dict]:
 
 
 def clips_to_transcribe(conn: sqlite3.Connection, languages: list[str] | None, include_tokens: bool) -> list:
-    """Good clips with audio (item clips, and instruction tokens when asked), with their item's id."""
-    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL", f"c.id {NOT_A_CONTROL}"]
+    """Good clips with audio (item clips, and instruction tokens when asked), with their item's id. Control clips
+    are transcribed like any other (so a rater who shows transcripts sees theirs too); screening skips them."""
+    where = ["c.status = 'ok'", "c.sha256 IS NOT NULL"]
     params: list = []
     if not include_tokens:
         where.append("c.item_id IS NOT NULL")

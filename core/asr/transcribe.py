@@ -278,7 +278,7 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
     problems, records, seen = [], [], {}
     for number, row in enumerate(table.rows, start=1):
         raw_id, text = row.get("clip_id"), row.get("text")
-        clip_id = _as_clip_id(raw_id)
+        clip_id = as_clip_id(raw_id)
         if clip_id is None:
             problems.append(table.problem(f"not a clip id: {raw_id!r} (a whole number)", number, "clip_id"))
             continue
@@ -306,7 +306,8 @@ def import_transcripts(project: Project, path: str | Path, asr: str, model: str 
     return TranscriptImport(len(records), sum(1 for r in records if r[0] in existing), asr)
 
 
-def _as_clip_id(value) -> int | None:
+def as_clip_id(value) -> int | None:
+    """A clip id as a table cell holds it (an int, a whole float, decimal digits), or None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -754,6 +754,7 @@ def cmd_qc_report(args: argparse.Namespace) -> int:
 def _rating_rows(path: str) -> list:
     """A --from file's rows as RatingRows, each naming its file and row; any malformed row is an InputError
     listing every problem, and nothing is stored."""
+    from spokenbench.core.asr.transcribe import as_clip_id
     from spokenbench.core.errors import InputError
     from spokenbench.core.qc.queues import RatingRow
     from spokenbench.core.tables import read_table
@@ -766,7 +767,7 @@ def _rating_rows(path: str) -> list:
         raise InputError([table.problem(f"missing column (the file has: {have})", column=c) for c in missing])
     problems, rows = [], []
     for number_, row in enumerate(table.rows, start=1):
-        clip_id = _whole(row.get(clip_column))
+        clip_id = as_clip_id(row.get(clip_column))
         if clip_id is None:
             problems.append(table.problem(f"not a clip id: {row.get(clip_column)!r}", number_, clip_column))
             continue
@@ -784,18 +785,6 @@ def _rating_rows(path: str) -> list:
     if problems:
         raise InputError(problems)
     return rows
-
-
-def _whole(value) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdecimal():
-        return int(value.strip())
-    return None
 
 
 def cmd_rate(args: argparse.Namespace) -> int:

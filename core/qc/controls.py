@@ -27,9 +27,10 @@ import numpy as np
 from spokenbench.core.audio import dsp
 from spokenbench.core.audio.io import decode_audio, encode_audio
 from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.qc import store
 from spokenbench.core.qc.sampling import ClipRecord, SampleResult
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import NOT_A_CONTROL, utc_now
+from spokenbench.core.store.database import utc_now
 
 CORRUPTIONS = ("mismatch", "truncated", "noise", "speed")
 KNOWN_GOOD = ("gold", "agreed")
@@ -109,70 +110,39 @@ def mark_gold(project: Project, clip_ids: list[int], marked_by: str, note: str |
         raise SpokenBenchError("marking gold needs the coordinator's name (--by)")
     with project.transaction() as conn:
         for clip_id in clip_ids:
-            row = conn.execute("SELECT status, item_id FROM clips WHERE id = ?", (clip_id,)).fetchone()
+            row = store.clip_state(conn, clip_id)
             if row is None:
                 raise SpokenBenchError(f"no clip {clip_id} in this project; nothing was marked")
-            if row["status"] != "ok" or row["item_id"] is None or is_control(conn, clip_id):
+            if row["status"] != "ok" or row["item_id"] is None or store.is_control(conn, clip_id):
                 raise SpokenBenchError(f"clip {clip_id} is not a good item clip; nothing was marked")
-        return conn.executemany(
-            "INSERT OR IGNORE INTO gold_clips(clip_id, marked_by, note, marked_at) VALUES (?, ?, ?, ?)",
-            [(clip_id, marked_by, note, utc_now()) for clip_id in clip_ids],
-        ).rowcount
+        return store.insert_gold(conn, [(clip_id, marked_by, note, utc_now()) for clip_id in clip_ids])
 
 
 def unmark_gold(project: Project, clip_ids: list[int]) -> int:
     with project.transaction() as conn:
-        marks = ",".join("?" * len(clip_ids))
-        return conn.execute(f"DELETE FROM gold_clips WHERE clip_id IN ({marks})", clip_ids).rowcount
+        return store.delete_gold(conn, clip_ids)
 
 
 def gold_clips(conn) -> list[dict]:
-    rows = conn.execute(
-        "SELECT g.clip_id, c.language, c.part, c.text, g.marked_by, g.note, g.marked_at FROM gold_clips g "
-        "JOIN clips c ON c.id = g.clip_id ORDER BY g.clip_id"
-    )
-    return [dict(row) for row in rows]
-
-
-def is_control(conn, clip_id: int) -> bool:
-    return conn.execute("SELECT 1 FROM control_clips WHERE clip_id = ?", (clip_id,)).fetchone() is not None
+    return store.gold_rows(conn)
 
 
 def known_good_clips(conn) -> dict[int, str]:
     """clip id → 'gold' or 'agreed': coordinator-marked gold clips, and clips two or more annotators rated
     Correct (newest live rating each) with nobody rating them otherwise."""
-    found = {row[0]: "gold" for row in conn.execute("SELECT clip_id FROM gold_clips")}
-    rows = conn.execute(
-        f"""SELECT r.clip_id FROM ratings r
-            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings WHERE undone_at IS NULL
-                  GROUP BY clip_id, annotator) newest ON newest.id = r.id
-            JOIN clips c ON c.id = r.clip_id
-            WHERE c.status = 'ok' AND c.item_id IS NOT NULL AND r.clip_id {NOT_A_CONTROL}
-            GROUP BY r.clip_id HAVING count(*) >= 2 AND sum(r.rating = 'correct') = count(*)"""
-    )
-    for (clip_id,) in rows:
+    found = dict.fromkeys(store.gold_clip_ids(conn), "gold")
+    for clip_id in store.agreed_correct_clip_ids(conn):
         found.setdefault(clip_id, "agreed")
     return found
 
 
 def control_clips(conn) -> dict[int, ControlClip]:
     """Every control clip of the project: the one place that knows which clips are controls."""
-    rows = conn.execute("SELECT clip_id, kind, expected FROM control_clips")
-    return {row[0]: ControlClip(row[0], row[1], row[2]) for row in rows}
+    return {row[0]: ControlClip(*row) for row in store.control_rows(conn)}
 
 
 # --------------------------------------------------------------------------------------------------
 # Planning and making controls for a new queue
-
-
-def _candidate_rows(conn) -> list[dict]:
-    rows = conn.execute(
-        f"""SELECT c.* FROM clips c
-            WHERE c.status = 'ok' AND c.item_id IS NOT NULL AND c.sha256 IS NOT NULL AND c.id {NOT_A_CONTROL}
-            AND coalesce(c.duration_s, 0) >= ? ORDER BY c.id""",
-        (MIN_SOURCE_SECONDS,),
-    )
-    return [dict(row) for row in rows]
 
 
 def plan_controls(conn, result: SampleResult, count: int, seed: int) -> list[PlannedControl]:
@@ -189,16 +159,25 @@ def plan_controls(conn, result: SampleResult, count: int, seed: int) -> list[Pla
         raise SpokenBenchError("the sample is empty, so there is nothing to hide controls among")
     rng = random.Random(f"{seed}:controls")
     used = {(r.item_id, r.part) for r in result.selected}
-    rows = [r for r in _candidate_rows(conn) if (r["item_id"], r["part"]) not in used]
+    candidates = store.control_source_rows(conn, MIN_SOURCE_SECONDS)
+    audio_of = store.clip_audio_hashes(conn)
+    sampled_audio = {audio_of.get(r.clip_id) for r in result.selected}
+    # no control plays audio a sampled clip plays too (a pack would list one file for both)
+    rows = [r for r in candidates if (r["item_id"], r["part"]) not in used and r["sha256"] not in sampled_audio]
     good = known_good_clips(conn)
     languages = {r.language for r in result.selected}
     good_rows = [r for r in rows if r["id"] in good and r["language"] in languages]
-    n_good = min(len(good_rows), count // 2)
     planned: list[PlannedControl] = []
-    for row in rng.sample(good_rows, n_good):
+    rng.shuffle(good_rows)
+    for row in good_rows:
+        if len(planned) == count // 2:
+            break
+        if (row["item_id"], row["part"]) in used:
+            continue  # another voice's reading of a text already in the queue
         template = rng.choice([r for r in result.selected if r.language == row["language"]])
         planned.append(_planned(good[row["id"]], row, row, template))
         used.add((row["item_id"], row["part"]))
+    n_good = len(planned)
     kinds = list(CORRUPTIONS)
     rng.shuffle(kinds)
     for index in range(count - n_good):
@@ -303,26 +282,26 @@ def insert_controls(
         plan, source, audio = control.planned, control.planned.source, control.planned.audio
         recipe = json.dumps([plan.kind, source["cache_key"], audio["cache_key"], control.parameters], sort_keys=True)
         cache_key = hashlib.sha256(recipe.encode()).hexdigest()
-        clip_id = conn.execute(
-            """INSERT INTO clips(item_id, part, text, language, accent, voice, speaker_gender, speaker_id, backend,
-                                 model, prompt, cache_key, sha256, audio_format, duration_s, sample_rate,
-                                 speech_level_db, status, created_at, neutralization)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?)""",
-            (
-                source["item_id"], source["part"], source["text"], source["language"], source["accent"],
-                audio["voice"], audio["speaker_gender"], audio["speaker_id"], audio["backend"], audio["model"],
-                source["prompt"], cache_key, control.sha256, control.audio_format, control.duration_s,
-                control.sample_rate, control.speech_level_db, source["created_at"], audio["neutralization"],
-            ),
-        ).lastrowid  # fmt: skip
-        conn.execute(
-            "INSERT INTO control_clips(clip_id, kind, expected, source_clip_id, audio_clip_id, parameters_json, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                clip_id, plan.kind, EXPECTED[plan.kind], source["id"], audio["id"],
-                json.dumps(control.parameters, sort_keys=True), utc_now(),
-            ),
-        )  # fmt: skip
+        clip = {
+            "item_id": source["item_id"], "part": source["part"], "text": source["text"],
+            "language": source["language"], "accent": source["accent"], "voice": audio["voice"],
+            "speaker_gender": audio["speaker_gender"], "speaker_id": audio["speaker_id"], "backend": audio["backend"],
+            "model": audio["model"], "prompt": source["prompt"], "cache_key": cache_key, "sha256": control.sha256,
+            "audio_format": control.audio_format, "duration_s": control.duration_s,
+            "sample_rate": control.sample_rate, "speech_level_db": control.speech_level_db, "status": "ok",
+            "created_at": source["created_at"], "neutralization": audio["neutralization"],
+        }  # fmt: skip
+        clip_id = store.insert_control(
+            conn,
+            clip,
+            plan.kind,
+            EXPECTED[plan.kind],
+            source["id"],
+            audio["id"],
+            json.dumps(control.parameters, sort_keys=True),
+            utc_now(),
+            copy_transcripts=plan.kind not in ("truncated", "noise", "speed"),  # the same audio: its transcripts hold
+        )
         queue_rows.append((clip_id, plan.language, plan.accent, plan.wer_bin, plan.error_rate))
     return queue_rows
 
@@ -333,10 +312,3 @@ def mix_in(sampled: list, controls: list, seed: int) -> list:
     positions = set(random.Random(f"{seed}:control-positions").sample(range(total), len(controls)))
     sampled_iter, controls_iter = iter(sampled), iter(controls)
     return [next(controls_iter) if index in positions else next(sampled_iter) for index in range(total)]
-
-
-def queue_control_count(conn, queue_id: int) -> int:
-    return conn.execute(
-        "SELECT count(*) FROM rating_queue_clips q JOIN control_clips k ON k.clip_id = q.clip_id WHERE q.queue_id = ?",
-        (queue_id,),
-    ).fetchone()[0]

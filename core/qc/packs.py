@@ -5,19 +5,22 @@ does not survive).
 Round trip (docs/qc.md, "Annotation packs"):
 
 1. `create_pack(project, queue, annotator, out)` writes `A.sbpack`: `manifest.json` (format, the project's
-   stable id, queue, annotator, the queue's clips in order with their texts, the pack's signing key),
-   `audio/<sha256>.<ext>` for those clips, an empty `ratings.jsonl` and its signature `ratings.sig`. Nothing else
-   of the project goes in: no API keys, no other tables. The project records the pack (its key,
-   annotator and clips) in `project_meta` under `pack:<pack id>`.
-2. `open_pack(A.sbpack)` unpacks it once into a small real project next to it (`A.sbpack.d/`, same clip ids),
-   so the rating screen and `RatingSession` work on it unchanged; reopening reuses the folder and its ratings.
+   stable id, queue, annotator, the queue's clips in order with their texts, named by keyed ids, and the pack's
+   signing key), `audio/<sha256>.<ext>` for those clips, an empty `ratings.jsonl` and its signature
+   `ratings.sig`. Nothing else of the project goes in: no API keys, no sampling details, no other tables. The
+   project records the pack (its key, annotator, queue, the project's ids of its clips and the manifest's sha256)
+   in `project_meta` under `pack:<pack id>`.
+2. `open_pack(A.sbpack)` unpacks it once into a small real project next to it (`A.sbpack.d/`, the pack's keyed
+   clip ids), so the rating screen and `RatingSession` work on it unchanged; reopening reuses the folder and its
+   ratings.
 3. `save_pack_ratings(A.sbpack)` gives each rating of the folder a uuid (once), writes them all, undone ones
-   included, into the pack's `ratings.jsonl` and signs them (HMAC-SHA256 with the pack's key). The annotator
-   sends the pack back.
+   included, with the seconds each took, into the pack's `ratings.jsonl` and signs them (HMAC-SHA256 with the
+   pack's key). The annotator sends the pack back.
 4. `unpack(project, A.sbpack)` merges those ratings: only a pack this project made, only ratings by the
-   annotator it was made for and for the clips it carries, signed with the key the project kept (an edited pack
-   is refused); a uuid already merged adds nothing (a rating undone since is marked undone at home), and clips the
-   same annotator rated differently at home are reported as conflicts (both rows kept; the newest row counts).
+   annotator it was made for and for the clips it carries (its keyed ids mapped back to the project's first),
+   signed with the key the project kept (an edited pack is refused); a uuid already merged adds nothing (a rating
+   undone since is marked undone at home), and clips the same annotator rated differently at home are reported as
+   conflicts (both rows kept; the newest row counts).
 
 A pack is data from another machine: every read is bounded (the file, each member's declared and actual size,
 the compression ratio, the total, JSON depth, containers and numbers) and every field is checked before
@@ -50,7 +53,7 @@ from pathlib import Path
 from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc import store
-from spokenbench.core.qc.queues import RATINGS, _queue_id
+from spokenbench.core.qc.queues import MAX_RATING_SECONDS, RATINGS, _queue_id
 from spokenbench.core.safe_files import check_output_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
@@ -93,11 +96,17 @@ _AUDIO_NAME = re.compile(r"^audio/([0-9a-f]{64})\.([A-Za-z0-9]{1,8})$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _EXTENSION = re.compile(r"^[A-Za-z0-9]{1,8}$")
-_RATING_FIELDS = ("origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by")
+_LEGACY_RATING_FIELDS = (
+    "origin_uuid", "clip_id", "annotator", "rating", "note", "created_at", "undone_at", "undone_by",
+)  # fmt: skip
+# A rating of a pack with keyed clip ids (manifest "clip_ids": "keyed") also carries the seconds it took (or null);
+# a pack made before either (no "clip_ids") carries exactly the legacy fields.
+_RATING_FIELDS = (*_LEGACY_RATING_FIELDS, "seconds")
 _MANIFEST_FIELDS = {
     "format", "format_version", "pack_id", "project_id", "project_name", "queue", "annotator", "created_at",
     "clips", "audio",
 }  # fmt: skip
+_OPTIONAL_MANIFEST_FIELDS = {"clip_ids"}  # absent in packs made before keyed clip ids (their ids are the project's)
 _QUEUE_FIELDS = {
     "name": "name", "strategy": "text", "seed": "int", "per_bin": "int", "parameters_json": "text",
     "created_at": "text",
@@ -211,6 +220,63 @@ def ratings_signature(key_hex: str, pack_id: str, annotator: str, ratings_bytes:
 
 
 # --------------------------------------------------------------------------------------------------
+# Clip ids in a pack: a keyed permutation of the project's (issue 24)
+#
+# A pack names clips by ids no reader can order by age: hidden control clips are made when their queue is, so
+# their project ids are the newest. Each id is sent through a 62-bit Feistel permutation keyed by a secret kept in
+# the project (never in a pack); merging maps the pack's ids back. Packs made before carry the project's ids
+# (no "clip_ids" in the manifest) and merge as they are.
+
+CLIP_ID_KEY = "pack_clip_id_key"  # project_meta: the permutation's key
+KEYED_CLIP_IDS = "keyed"  # manifest["clip_ids"] of packs whose ids are permuted
+_HALF_BITS = 31
+_HALF = (1 << _HALF_BITS) - 1
+_KEYED_ID_LIMIT = 1 << (2 * _HALF_BITS)
+
+
+def _clip_id_key(project: Project) -> bytes | None:
+    """The project's permutation key, or None before its first pack (`create_pack` stores one with the pack's
+    record, so a failed `pack` leaves the project as it was)."""
+    key = read_meta(project.conn, CLIP_ID_KEY)
+    try:
+        return None if key is None else bytes.fromhex(key)
+    except ValueError:
+        raise SpokenBenchError(f"{project.path}: the project's {CLIP_ID_KEY} is damaged (not hex)") from None
+
+
+def _round(key: bytes, number: int, half: int) -> int:
+    digest = hmac.new(key, f"{number}:{half}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") & _HALF
+
+
+def permute_clip_id(key: bytes, clip_id: int, inverse: bool = False) -> int:
+    """A project clip id ↔ its id in packs (a bijection on [0, 2^62))."""
+    if not 0 <= clip_id < _KEYED_ID_LIMIT:
+        raise SpokenBenchError(f"clip id {clip_id} is outside what a pack can name")
+    left, right = clip_id >> _HALF_BITS, clip_id & _HALF
+    for number in reversed(range(4)) if inverse else range(4):
+        if inverse:
+            left, right = right ^ _round(key, number, left), left
+        else:
+            left, right = right, left ^ _round(key, number, right)
+    return (left << _HALF_BITS) | right
+
+
+def _with_home_clip_ids(project: Project, pack: Pack) -> Pack:
+    """The pack with its clip ids mapped back to the project's (a pack with keyed ids from a project without the
+    key is not this project's)."""
+    if pack.manifest.get("clip_ids") != KEYED_CLIP_IDS:
+        return pack
+    key = _clip_id_key(project)
+    if key is None:
+        raise SpokenBenchError(f"{pack.path} names clips by a key this project does not have; nothing merged")
+    home = {clip["id"]: permute_clip_id(key, clip["id"], inverse=True) for clip in pack.manifest["clips"]}
+    manifest = pack.manifest | {"clips": [clip | {"id": home[clip["id"]]} for clip in pack.manifest["clips"]]}
+    ratings = [rating | {"clip_id": home[rating["clip_id"]]} for rating in pack.ratings]
+    return dataclasses.replace(pack, manifest=manifest, ratings=ratings)  # bytes, signature and hash as read
+
+
+# --------------------------------------------------------------------------------------------------
 # Writing a pack
 
 
@@ -243,6 +309,10 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
                 f"clip {clip['id']}'s audio is missing from the project; run `spokenbench check` first"
             )
         audio[clip["sha256"]] = f"audio/{clip['sha256']}.{clip['audio_format']}"
+    home_clip_ids = sorted(clip["id"] for clip in clips)
+    id_key_hex = read_meta(conn, CLIP_ID_KEY) or secrets.token_hex(32)  # stored with the record, below
+    id_key = bytes.fromhex(id_key_hex)
+    clips = [clip | {"id": permute_clip_id(id_key, clip["id"])} for clip in clips]
     key = secrets.token_hex(32)
     manifest = {
         "format": PACK_FORMAT,
@@ -254,6 +324,7 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "annotator": annotator,
         "created_at": utc_now(),
         "clips": clips,
+        "clip_ids": KEYED_CLIP_IDS,
         "audio": audio,
         "signing_key": key,
     }
@@ -262,7 +333,7 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "key": key,
         "annotator": annotator,
         "queue": queue_settings["name"],
-        "clips": sorted(clip["id"] for clip in clips),
+        "clips": home_clip_ids,  # the project's ids (the manifest's keyed ones map back to exactly these)
         "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
         "created_at": manifest["created_at"],
     }
@@ -279,6 +350,11 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         with project.transaction() as conn:
             if read_meta(conn, PROJECT_ID_KEY) is None:
                 write_meta(conn, PROJECT_ID_KEY, project_id)
+            stored_key = read_meta(conn, CLIP_ID_KEY)
+            if stored_key is None:
+                write_meta(conn, CLIP_ID_KEY, id_key_hex)
+            elif stored_key != id_key_hex:  # another `pack` made the project's first key meanwhile
+                raise SpokenBenchError("another pack was made from this project at the same time; run `pack` again")
             write_meta(conn, PACK_RECORD_PREFIX + manifest["pack_id"], json.dumps(record))
 
     _write_zip_atomically(out, write, before_replace=record_pack)
@@ -334,7 +410,7 @@ def read_pack(path: str | Path) -> Pack:
     if unparsed.signed:  # before parsing: ratings edited without the key cost no more than their hash
         _check_signature(unparsed, manifest["signing_key"])
     clip_ids = {clip["id"] for clip in manifest["clips"]}
-    ratings = _parse_ratings(path, ratings_bytes, manifest["annotator"], clip_ids)
+    ratings = _parse_ratings(path, ratings_bytes, manifest["annotator"], clip_ids, _rating_fields(manifest))
     return dataclasses.replace(unparsed, ratings=ratings)
 
 
@@ -490,7 +566,7 @@ def _check_manifest(path: Path, manifest) -> None:
             f"{path}: the manifest's format_version is {str(version)[:40]!r}; this version reads packs of format "
             f"{LEGACY_FORMAT_VERSION} and {PACK_FORMAT_VERSION} (update SpokenBench)"
         )
-    allowed = _MANIFEST_FIELDS | ({"signing_key"} if version >= 2 else set())
+    allowed = _MANIFEST_FIELDS | _OPTIONAL_MANIFEST_FIELDS | ({"signing_key"} if version >= 2 else set())
     unknown = sorted(set(manifest) - allowed)
     if unknown:
         raise SpokenBenchError(f"{path}: the manifest holds fields a pack never has: {', '.join(unknown)[:200]}")
@@ -502,6 +578,10 @@ def _check_manifest(path: Path, manifest) -> None:
     _check_value(where, "created_at", manifest.get("created_at"), "text")
     if version >= 2:
         _check_value(where, "signing_key", manifest.get("signing_key"), "sha256")
+    if "clip_ids" in manifest and manifest["clip_ids"] != KEYED_CLIP_IDS:
+        value = manifest["clip_ids"]
+        shown = repr(value) if len(repr(value)) <= 60 else type(value).__name__
+        raise SpokenBenchError(f"{where}: 'clip_ids' must be {KEYED_CLIP_IDS!r} (or absent), not {shown}")
     queue = manifest.get("queue")
     if not isinstance(queue, dict):
         raise SpokenBenchError(f"{where} names no rating queue")
@@ -513,10 +593,10 @@ def _check_manifest(path: Path, manifest) -> None:
         raise SpokenBenchError(f"{where} has no table of audio files ('audio')")
     if len(clips) > MAX_CLIPS or len(audio) > MAX_CLIPS:
         raise SpokenBenchError(f"{where} lists {max(len(clips), len(audio)):,} clips (at most {MAX_CLIPS:,})")
-    _check_clips(path, clips, audio)
+    _check_clips(path, clips, audio, keyed=manifest.get("clip_ids") == KEYED_CLIP_IDS)
 
 
-def _check_clips(path: Path, clips: list, audio: dict) -> None:
+def _check_clips(path: Path, clips: list, audio: dict, keyed: bool) -> None:
     ids: set[int] = set()
     positions: set[int] = set()
     items: dict[int, tuple] = {}
@@ -525,6 +605,8 @@ def _check_clips(path: Path, clips: list, audio: dict) -> None:
         if not isinstance(clip, dict):
             raise SpokenBenchError(f"{where} is not a clip (an object in 'clips')")
         _check_fields(where, clip, _CLIP_FIELDS)
+        if keyed and clip["id"] >= _KEYED_ID_LIMIT:
+            raise SpokenBenchError(f"{where}: 'id' {clip['id']} is beyond a keyed clip id's range (below 2^62)")
         if clip["id"] in ids:
             raise SpokenBenchError(f"{where} repeats clip id {clip['id']}: each clip appears once in a pack")
         if clip["position"] in positions:
@@ -619,8 +701,16 @@ def _timestamp(where: str, key: str, value) -> _dt.datetime:
     return moment
 
 
-def _parse_ratings(path: Path, data: bytes, annotator: str, clip_ids: set[int]) -> list[dict]:
-    """Every line of ratings.jsonl as a rating by `annotator` of one of `clip_ids`, every field checked."""
+def _rating_fields(manifest: dict) -> tuple[str, ...]:
+    """The fields each rating of this pack has: with keyed clip ids, the seconds it took too."""
+    return _RATING_FIELDS if manifest.get("clip_ids") == KEYED_CLIP_IDS else _LEGACY_RATING_FIELDS
+
+
+def _parse_ratings(
+    path: Path, data: bytes, annotator: str, clip_ids: set[int], fields: tuple[str, ...] = _RATING_FIELDS
+) -> list[dict]:
+    """Every line of ratings.jsonl as a rating by `annotator` of one of `clip_ids` with exactly `fields`, every
+    field checked; each rating returned has all of _RATING_FIELDS (seconds None when the pack has none)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -639,16 +729,17 @@ def _parse_ratings(path: Path, data: bytes, annotator: str, clip_ids: set[int]) 
             raise SpokenBenchError(f"{where} {error}") from None
         if not isinstance(row, dict):
             raise SpokenBenchError(f"{where} is not a rating")
-        if set(row) != set(_RATING_FIELDS):
-            odd = sorted(set(row) ^ set(_RATING_FIELDS))
+        if set(row) != set(fields):
+            odd = sorted(set(row) ^ set(fields))
+            why = "; only a pack with keyed clip ids ('clip_ids') carries 'seconds'" if odd == ["seconds"] else ""
             raise SpokenBenchError(
-                f"{where}: a rating has exactly the fields {', '.join(_RATING_FIELDS)} ({', '.join(odd)[:200]})"
+                f"{where}: a rating has exactly the fields {', '.join(fields)} ({', '.join(odd)[:200]}){why}"
             )
         _check_rating(where, row, annotator, clip_ids)
         if row["origin_uuid"] in seen:
             raise SpokenBenchError(f"{where}: uuid {row['origin_uuid']} appears twice")
         seen.add(row["origin_uuid"])
-        ratings.append({key: row[key] for key in _RATING_FIELDS})
+        ratings.append({key: row.get(key) for key in _RATING_FIELDS})  # seconds None in a legacy pack
     return ratings
 
 
@@ -667,6 +758,12 @@ def _check_rating(where: str, row: dict, annotator: str, clip_ids: set[int]) -> 
         shown = repr(note) if len(repr(note)) <= 60 else type(note).__name__
         raise SpokenBenchError(
             f"{where}: 'note' must be text of at most {MAX_NOTE_CHARS:,} characters or null, not {shown}"
+        )
+    seconds = row.get("seconds")  # the time the rating took (null when unknown; absent in a legacy pack)
+    if seconds is not None and (type(seconds) not in (int, float) or not 0 <= seconds <= MAX_RATING_SECONDS):
+        shown = repr(seconds) if len(repr(seconds)) <= 60 else type(seconds).__name__
+        raise SpokenBenchError(
+            f"{where}: 'seconds' must be a number from 0 to {MAX_RATING_SECONDS:,.0f} or null, not {shown}"
         )
     created = _timestamp(where, "created_at", row["created_at"])
     if row["undone_at"] is None:
@@ -756,11 +853,12 @@ def save_pack_ratings(pack_path: str | Path) -> int:
         raise SpokenBenchError(
             f"{folder} holds ratings by {', '.join(others)[:200]}; a pack carries only its annotator's ({annotator})"
         )
+    fields = _rating_fields(pack.manifest)
     data = "".join(
-        json.dumps({key: rating[key] for key in _RATING_FIELDS}, ensure_ascii=False) + "\n" for rating in ratings
+        json.dumps({key: rating[key] for key in fields}, ensure_ascii=False) + "\n" for rating in ratings
     ).encode("utf-8")
     clip_ids = {clip["id"] for clip in pack.manifest["clips"]}
-    _parse_ratings(pack.path, data, annotator, clip_ids)  # write only what `unpack` will accept (a note too long)
+    _parse_ratings(pack.path, data, annotator, clip_ids, fields)  # write only what `unpack` accepts (a long note)
     signature = ratings_signature(pack.manifest["signing_key"], pack.pack_id, annotator, data) if pack.signed else None
     if pack.ratings_bytes == data and pack.signature == signature:
         return len(ratings)  # the file already says exactly this: no rewrite
@@ -799,14 +897,16 @@ def unpack(project: Project, pack_path: str | Path, accept_unsigned: bool = Fals
             f"{pack.path} was made from another project ({str(manifest.get('project_name', '?'))[:80]}, id "
             f"{manifest['project_id']}), not this one ({home_id or 'no id: it never made a pack'}); nothing merged"
         )
-    if pack.signed:
-        _check_against_record(project, pack)
-    elif not accept_unsigned:
+    if not pack.signed and not accept_unsigned:
         raise SpokenBenchError(
             f"{pack.path} is an unsigned pack (format {LEGACY_FORMAT_VERSION}, made before SpokenBench signed "
             "packs): its ratings could have been edited by anyone. Nothing merged; to merge it anyway, check where "
             "it came from and run `spokenbench unpack` with --accept-unsigned"
         )
+    pack = _with_home_clip_ids(project, pack)  # keyed ids back to the project's, before any check of clips
+    manifest = pack.manifest
+    if pack.signed:
+        _check_against_record(project, pack)
     report = MergeReport(pack.pack_id, manifest["queue"]["name"], signed=pack.signed)
     pack_uuids = {rating["origin_uuid"] for rating in pack.ratings}
     with project.transaction() as conn:
@@ -839,7 +939,9 @@ def unpack(project: Project, pack_path: str | Path, accept_unsigned: bool = Fals
 
 def _check_against_record(project: Project, pack: Pack) -> None:
     """The pack is one this project made, for the same annotator and clips, with the key it kept; its ratings
-    are signed with that key (not only with the key the pack carries)."""
+    are signed with that key (not only with the key the pack carries). `pack` has its clip ids mapped back to the
+    project's (`_with_home_clip_ids`), which the record lists: a keyed id edited in the pack maps to another clip,
+    and the manifest's sha256 pins every byte as packed."""
     record = _pack_record(project, pack.pack_id)
     if record is None:
         raise SpokenBenchError(

@@ -17,7 +17,6 @@ from spokenbench.core.qc.controls import (
     insert_controls,
     mix_in,
     plan_controls,
-    queue_control_count,
     render_controls,
 )
 from spokenbench.core.qc.sampling import DEFAULT_PER_BIN, SampleResult, load_clip_records, stratified_sample
@@ -135,7 +134,7 @@ def _existing_queue(conn, name: str, clip_ids: list[int], controls: int, replace
         return None
     known_controls = control_clips(conn)
     stored = [clip_id for clip_id in store.queue_clip_ids(conn, existing) if clip_id not in known_controls]
-    if stored == clip_ids and queue_control_count(conn, existing) == controls and not replace:
+    if stored == clip_ids and store.queue_control_count(conn, existing) == controls and not replace:
         return existing
     if not replace:
         raise SpokenBenchError(

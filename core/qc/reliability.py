@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc.queues import RATINGS
-from spokenbench.core.qc.ratings import consensus
+from spokenbench.core.qc.ratings import agreement, consensus
 from spokenbench.core.qc.store import ratings_for_reliability
 
 BLOCK = 20  # positions per block of the fatigue / drift view
@@ -76,9 +76,18 @@ def annotator_reliability(conn, queue: str | None = None, thresholds: Thresholds
         by_annotator[row["annotator"]].append(row)  # in the order made: the session's positions
     entries = [_one_annotator(name, made, by_clip, thresholds) for name, made in sorted(by_annotator.items())]
     pool = _distribution([r["rating"] for r in ordinary])
+    rows_by_clip: dict[int, list[dict]] = defaultdict(list)
+    for row in ordinary:
+        rows_by_clip[row["clip_id"]].append(row)
+    pairs = agreement(rows_by_clip)["pairs"]  # Cohen's κ per pair, as section 5 of docs/qc.md computes it
     for entry in entries:
         entry["distribution_vs_pool"] = {r: round(entry["distribution"][r] - pool[r], 4) for r in RATINGS}
-    return {"thresholds": thresholds.as_dict(), "pool_distribution": pool, "annotators": entries}
+        entry["cohen_kappa_with"] = {
+            next(other for other in pair["annotators"] if other != entry["annotator"]): pair["cohen_kappa"]
+            for pair in pairs
+            if entry["annotator"] in pair["annotators"]
+        }
+    return {"thresholds": thresholds.as_dict(), "pool_distribution": pool, "pairs": pairs, "annotators": entries}
 
 
 def _one_annotator(name: str, made: list[dict], by_clip: dict, thresholds: Thresholds) -> dict:
@@ -117,7 +126,9 @@ def _one_annotator(name: str, made: list[dict], by_clip: dict, thresholds: Thres
     ):
         reasons.append(f"median {median_seconds:g} s per clip is below {thresholds.min_median_seconds:g} s")
     notes = []
-    if len(controls) < thresholds.min_controls:
+    if not controls:
+        notes.append("no control clips rated")
+    elif len(controls) < thresholds.min_controls:
         notes.append(f"only {len(controls)} control clips rated: too few to judge accuracy")
     return {
         "annotator": name,

@@ -115,8 +115,9 @@ def write_report_tables(report: dict, out_dir: str | Path) -> list[Path]:
     path = out_dir / "annotators.csv"
     write_table(
         [
-            a | {"control_ci": "" if a["control_ci"] is None else f"{a['control_ci'][0]}–{a['control_ci'][1]}",
-                 "reasons": "; ".join(a["reasons"])}
+            {column: a[column] for column in ANNOTATOR_COLUMNS}
+            | {"control_ci": "" if a["control_ci"] is None else f"{a['control_ci'][0]}–{a['control_ci'][1]}",
+               "reasons": "; ".join(a["reasons"])}
             for a in report.get("annotators", [])
         ],
         path,

@@ -326,7 +326,8 @@ def assign_origin_uuids(conn: sqlite3.Connection, new_uuid) -> int:
 def all_ratings_with_origin(conn: sqlite3.Connection) -> list[dict]:
     """Every rating (live and undone) in id order with its uuid: what a pack carries home."""
     rows = conn.execute(
-        "SELECT origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by FROM ratings ORDER BY id"
+        "SELECT origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by, seconds FROM ratings "
+        "ORDER BY id"
     )
     return [dict(row) for row in rows]
 
@@ -355,11 +356,12 @@ def live_home_rating_of(conn: sqlite3.Connection, clip_id: int, annotator: str, 
 def insert_merged_rating(conn: sqlite3.Connection, rating: dict, queue_id: int | None) -> int:
     """Append a rating made in a pack, with its uuid and its undo state as made there. Returns its id."""
     return conn.execute(
-        """INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by, origin_uuid)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        """INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by, origin_uuid,
+                               seconds)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             rating["clip_id"], rating["annotator"], rating["rating"], rating.get("note"), rating["created_at"],
-            queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"],
+            queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"], rating.get("seconds"),
         ),
     ).lastrowid  # fmt: skip
 
@@ -379,3 +381,114 @@ def clip_voices(conn: sqlite3.Connection) -> dict[int, str | None]:
     """Each good clip's voice, so a rating queue can be sampled from one voice's clips."""
     rows = conn.execute(f"SELECT id, voice FROM clips WHERE status = 'ok' AND id {NOT_A_CONTROL}")
     return {row[0]: row[1] for row in rows}
+
+
+# --------------------------------------------------------------------------------------------------
+# Control clips and gold clips (core/qc/controls.py)
+
+
+def clip_state(conn: sqlite3.Connection, clip_id: int) -> sqlite3.Row | None:
+    """(status, item_id) of a clip, or None when there is none."""
+    return conn.execute("SELECT status, item_id FROM clips WHERE id = ?", (clip_id,)).fetchone()
+
+
+def is_control(conn: sqlite3.Connection, clip_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM control_clips WHERE clip_id = ?", (clip_id,)).fetchone() is not None
+
+
+def insert_gold(conn: sqlite3.Connection, rows: list[tuple[int, str, str | None, str]]) -> int:
+    """Mark clips gold, each (clip id, marked by, note, marked at); a clip already gold stays as it was. Returns
+    how many were newly marked."""
+    return conn.executemany(
+        "INSERT OR IGNORE INTO gold_clips(clip_id, marked_by, note, marked_at) VALUES (?, ?, ?, ?)", rows
+    ).rowcount
+
+
+def delete_gold(conn: sqlite3.Connection, clip_ids: list[int]) -> int:
+    marks = ",".join("?" * len(clip_ids))
+    return conn.execute(f"DELETE FROM gold_clips WHERE clip_id IN ({marks})", clip_ids).rowcount
+
+
+def gold_rows(conn: sqlite3.Connection) -> list[dict]:
+    rows = conn.execute(
+        "SELECT g.clip_id, c.language, c.part, c.text, g.marked_by, g.note, g.marked_at FROM gold_clips g "
+        "JOIN clips c ON c.id = g.clip_id ORDER BY g.clip_id"
+    )
+    return [dict(row) for row in rows]
+
+
+def gold_clip_ids(conn: sqlite3.Connection) -> list[int]:
+    return [row[0] for row in conn.execute("SELECT clip_id FROM gold_clips ORDER BY clip_id")]
+
+
+def agreed_correct_clip_ids(conn: sqlite3.Connection) -> list[int]:
+    """Good item clips (not controls) two or more annotators rated Correct, newest live rating each, and nobody
+    otherwise."""
+    rows = conn.execute(
+        f"""SELECT r.clip_id FROM ratings r
+            JOIN (SELECT clip_id, annotator, max(id) AS id FROM ratings WHERE undone_at IS NULL
+                  GROUP BY clip_id, annotator) newest ON newest.id = r.id
+            JOIN clips c ON c.id = r.clip_id
+            WHERE c.status = 'ok' AND c.item_id IS NOT NULL AND r.clip_id {NOT_A_CONTROL}
+            GROUP BY r.clip_id HAVING count(*) >= 2 AND sum(r.rating = 'correct') = count(*) ORDER BY r.clip_id"""
+    )
+    return [row[0] for row in rows]
+
+
+def control_rows(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
+    """(clip id, kind, expected rating) of every control clip."""
+    return [tuple(row) for row in conn.execute("SELECT clip_id, kind, expected FROM control_clips ORDER BY clip_id")]
+
+
+def control_source_rows(conn: sqlite3.Connection, min_seconds: float) -> list[dict]:
+    """Every good item clip with audio, not a control, of at least `min_seconds`: what controls are made from."""
+    rows = conn.execute(
+        f"""SELECT c.* FROM clips c
+            WHERE c.status = 'ok' AND c.item_id IS NOT NULL AND c.sha256 IS NOT NULL AND c.id {NOT_A_CONTROL}
+            AND coalesce(c.duration_s, 0) >= ? ORDER BY c.id""",
+        (min_seconds,),
+    )
+    return [dict(row) for row in rows]
+
+
+def clip_audio_hashes(conn: sqlite3.Connection) -> dict[int, str | None]:
+    return dict(conn.execute("SELECT id, sha256 FROM clips").fetchall())
+
+
+def insert_control(
+    conn: sqlite3.Connection,
+    clip: dict,
+    kind: str,
+    expected: str,
+    source_clip_id: int,
+    audio_clip_id: int,
+    parameters_json: str,
+    created_at: str,
+    copy_transcripts: bool,
+) -> int:
+    """Store a control: an ordinary clips row (`clip`: its columns), its status in control_clips and, when its
+    audio is the audio clip's unchanged, that clip's transcripts. Returns the clip's id."""
+    columns = list(clip)
+    clip_id = conn.execute(
+        f"INSERT INTO clips({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        [clip[column] for column in columns],
+    ).lastrowid
+    conn.execute(
+        "INSERT INTO control_clips(clip_id, kind, expected, source_clip_id, audio_clip_id, parameters_json, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (clip_id, kind, expected, source_clip_id, audio_clip_id, parameters_json, created_at),
+    )
+    if copy_transcripts:
+        conn.execute(
+            "INSERT INTO transcripts(clip_id, asr, model, text, created_at) "
+            "SELECT ?, asr, model, text, created_at FROM transcripts WHERE clip_id = ?",
+            (clip_id, audio_clip_id),
+        )
+    return clip_id
+
+
+def queue_control_count(conn: sqlite3.Connection, queue_id: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM rating_queue_clips q JOIN control_clips k ON k.clip_id = q.clip_id WHERE q.queue_id = ?",
+        (queue_id,),
+    ).fetchone()[0]

@@ -464,6 +464,44 @@ def capture_pack(app, window, demo: Path, tmp: Path) -> None:
     grab(window, "studio-pack")
 
 
+def rate_control_check(project_dir: Path) -> None:
+    """Issue 24's demo check (as tests/support.py's rate_control_demo): twelve WER-0 question clips marked gold, a
+    queue 'controls-demo' with 10 hidden controls, rated all Correct in 1 s by 'careless' and with every control
+    right in 4-9 s by 'attentive'."""
+    from spokenbench.core.qc.controls import control_clips, mark_gold
+    from spokenbench.core.qc.queues import RatingRow, queue_clips, rate_clips, sample_for_rating
+
+    with opened(project_dir) as project:
+        gold = [row[0] for row in project.conn.execute(
+            "SELECT c.id FROM clips c JOIN clip_screening s ON s.clip_id = c.id WHERE s.wer_bin = 0 "
+            "AND c.part = 'question' AND c.duration_s >= 1 ORDER BY c.id LIMIT 12")]  # fmt: skip
+        mark_gold(project, gold, "coordinator")
+        sample_for_rating(project, "controls-demo", per_bin=8, seed=0, controls=10)
+        queue = [clip.clip_id for clip in queue_clips(project.conn, "controls-demo")]
+        known = control_clips(project.conn)
+        rate_clips(project, "controls-demo", "careless", [RatingRow(c, "correct", None, 1) for c in queue])
+        attentive = [
+            RatingRow(
+                c, known[c].expected if c in known else "acceptable" if n % 5 == 0 else "correct", None, 4 + n % 6
+            )
+            for n, c in enumerate(queue, start=1)
+        ]
+        rate_clips(project, "controls-demo", "attentive", attentive)
+
+
+def capture_annotators(app, window, project_dir: Path) -> None:
+    """The QC page's Annotators tab on the demo check: whom to talk to, and why."""
+    rate_control_check(project_dir)
+    reopened = window.open_project(project_dir)
+    wait_until(app, lambda: reopened.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)
+    page = open_page(window, "qc")
+    wait_until(app, lambda: page.data is not None and "flagged" in page.view.summary.text(), 60, "the QC tables")
+    tabs = page.view.tabs
+    tabs.setCurrentWidget(page.view.sections["annotators"])
+    settle(app)
+    grab(window, "studio-qc-annotators", (page.view.sections["annotators"].table,))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", help="screens to take (default: all)")
@@ -488,7 +526,7 @@ def main() -> None:
         add_speaker(project, SPEAKER, "ko", "seoul", "woman")
         give_consent(project, SPEAKER, "I agree to be recorded for voice cloning in this study.", "coordinator")
     choices = demo_choices(demo)
-    copies = [tmp / f"copy-{n}" / demo.name for n in (1, 2)]  # the demo as built, for the shots after runs
+    copies = [tmp / f"copy-{n}" / demo.name for n in (1, 2, 3)]  # the demo as built, for the shots after runs
     for copy in copies:
         shutil.copytree(demo, copy)
 
@@ -656,6 +694,8 @@ def main() -> None:
         wait_until(app, lambda: reopened.status == "succeeded" and window.items_panel.model.rowCount() > 0, 60)
         wait_until(app, lambda: window.sidebar.text_of("results") != "Results", what="the sidebar's counts")
         capture_speakers(app, window, choices)
+    if want("studio-qc-annotators"):  # on the third copy: the demo check adds a queue and two annotators
+        capture_annotators(app, window, copies[2])
     if want("studio-pack"):  # last: the pack replaces the project in the window
         capture_pack(app, window, demo, tmp)
 

@@ -18,7 +18,7 @@ from bad_input_support import project_snapshot
 from pack_mutations import PackParts, Variant, build_rated_pack, pack_variants, write_pack
 
 from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.qc.packs import open_pack, save_pack_ratings
+from spokenbench.core.qc.packs import CLIP_ID_KEY, open_pack, permute_clip_id, save_pack_ratings
 from spokenbench.core.qc.queues import note_rating
 from spokenbench.core.store import Project
 
@@ -204,7 +204,9 @@ def test_pack_records_its_key_only_when_the_file_is_written(home, tmp_path, cli)
     assert made.code == 0, made.err
     with Project.open(copy) as project:
         record = json.loads(project.conn.execute("SELECT value FROM project_meta WHERE key = ?", (f"pack:{made.json()['pack_id']}",)).fetchone()[0])  # fmt: skip
-    assert record["annotator"] == "cleo" and record["clips"] == sorted(c["id"] for c in parts.manifest["clips"])
+        key = bytes.fromhex(project.conn.execute("SELECT value FROM project_meta WHERE key = ?", (CLIP_ID_KEY,)).fetchone()[0])  # fmt: skip
+    home_ids = sorted(permute_clip_id(key, c["id"], inverse=True) for c in parts.manifest["clips"])
+    assert record["annotator"] == "cleo" and record["clips"] == home_ids  # the project's ids, not the keyed ones
     assert record["key"] != parts.manifest["signing_key"]  # a key per pack
     for audio in (copy / "audio").rglob("*.wav"):
         audio.unlink()

@@ -231,3 +231,72 @@ def test_the_paper_layout_box_shows_table2_as_the_paper_prints_it(qc_page, qtbot
         )
     qtbot.keyClick(box, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: qc_page.table2_layout == "default", timeout=5_000)
+
+
+@pytest.fixture
+def controls_page(qtbot, built_demo, tmp_path, open_session):
+    """The dashboard on the demo with issue 24's demo check rated: a queue with 10 hidden controls, a careless
+    and an attentive annotator."""
+    from support import rate_control_demo
+
+    project = shutil.copytree(built_demo, tmp_path / "demo-with-controls")
+    rate_control_demo(project, tmp_path)
+    page = QcDashboardPage(SimpleNamespace())
+    qtbot.addWidget(page)
+    page.resize(1400, 800)
+    page.show()
+    page.set_session(open_session(project))
+    qtbot.waitUntil(lambda: page.data is not None, timeout=15_000)
+    page.project = project
+    return page
+
+
+@pytest.mark.slow
+def test_the_annotators_table_says_whom_to_talk_to_and_why_and_table3_can_leave_them_out(controls_page, qtbot):
+    view = section(controls_page, "annotators")
+    columns = view.table_data.columns
+    rows = {row[0]: row for row in shown_rows(view)}
+    careless, attentive = rows["careless"], rows["attentive"]
+    assert careless[columns.index("flagged")] == "FLAGGED" and attentive[columns.index("flagged")] == ""
+    assert careless[columns.index("reasons")].startswith("control accuracy 50% (5 of 10) is below 80%")
+    assert (
+        careless[columns.index("control_ci")] == "0.24–0.76" and attentive[columns.index("control_ci")] == "0.72–1.00"
+    )
+    assert careless[columns.index("median_seconds")] == "1.000"
+    blocks = [row for row in shown_rows(section(controls_page, "annotator_blocks")) if row[0] == "careless"]
+    assert [row[1] for row in blocks] == ["1–20", "21–40", "41–57"]
+    assert "see Annotators" in controls_page.view.summary.text()
+    table3_before = section(controls_page, "table03_human_ratings").table_data.rows
+    box = controls_page.view.exclude_flagged
+    with qtbot.waitSignal(controls_page.view.exclude_flagged_toggled):
+        qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=box.rect().center())
+    qtbot.waitUntil(lambda: "without flagged annotators" in controls_page.view.summary.text(), timeout=15_000)
+    assert "careless" in controls_page.view.summary.text() and "ratings dropped" in controls_page.view.summary.text()
+    assert "without the flagged annotators" in section(controls_page, "table03_human_ratings").caption.text()
+    with opened(controls_page.project) as project:
+        from spokenbench.core.qc.reliability import annotator_reliability
+
+        flagged = tuple(a["annotator"] for a in annotator_reliability(project.conn)["annotators"] if a["flagged"])
+        assert (
+            section(controls_page, "table03_human_ratings").table_data.rows
+            == rating_results(project.conn, exclude_annotators=flagged)["table3"]
+        )
+    assert len(table3_before) == len(section(controls_page, "table03_human_ratings").table_data.rows)
+
+
+@pytest.mark.slow
+def test_the_coordinator_sets_the_flagging_bars_on_the_page(controls_page, qtbot):
+    box = controls_page.view.accuracy_bar
+    box.setFocus()
+    box.selectAll()
+    qtbot.keyClicks(box, "0.4")
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: controls_page.thresholds.min_control_accuracy == 0.4, timeout=5_000)
+    qtbot.waitUntil(
+        lambda: (
+            "careless" in {row[0] for row in shown_rows(section(controls_page, "annotators"))}
+            and {row[0]: row[1] for row in shown_rows(section(controls_page, "annotators"))}["careless"] == ""
+        ),
+        timeout=15_000,
+    )  # 50 % on controls is above a 40 % bar: no longer flagged
+    assert "40% control accuracy" in section(controls_page, "annotators").caption.text()

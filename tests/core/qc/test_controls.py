@@ -83,7 +83,7 @@ def test_controls_stay_out_of_screening_sampling_evaluation_exports_and_table3(q
     conn = qc_project.conn
     assert not known & {row[0] for row in sampleable_clips(conn)}
     assert not known & set(screenable_clips(conn))
-    assert not known & {row[0] for row in clips_to_transcribe(conn, None, False)}
+    assert known <= {row[0] for row in clips_to_transcribe(conn, None, False)}  # transcribed, never screened
     assert len(good_clips_for_assembly(conn)) == len(speech_clips)
     assert sum(row[4] for row in voice_inventory(conn)) == len(speech_clips)
     for clip in queue_clips(conn, "c"):
@@ -127,3 +127,22 @@ def test_too_many_controls_is_refused_and_nothing_is_stored(cli, qc_project, spe
 def test_sample_cli_reports_the_controls(cli, qc_project, speech_clips):
     body = cli("sample", qc_project.path, "--name", "c", "--per-bin", "3", "--controls", "2", "--json").json()
     assert body["controls"] == 2 and body["sampled_clips"] == 3 and body["clips"] == 5
+
+
+def test_a_control_with_unchanged_audio_carries_its_transcripts_and_screening_stays_current(qc_project, speech_clips):
+    from qc_support import add_transcript
+
+    from spokenbench.core.asr.screening import ensure_screening, screening_is_current, stored_screening_settings
+
+    for clip_id in speech_clips:
+        add_transcript(qc_project, clip_id, "asr-a", "heard")
+        add_transcript(qc_project, clip_id, "asr-b", "heard")
+    ensure_screening(qc_project)
+    mark = controls.mark_gold(qc_project, speech_clips[-4:], "coordinator")
+    assert mark == 4
+    sample_for_rating(qc_project, "c", per_bin=3, seed=1, controls=4)
+    known = controls.control_clips(qc_project.conn)
+    with_transcripts = {row[0] for row in qc_project.conn.execute("SELECT DISTINCT clip_id FROM transcripts")}
+    for clip_id, control in known.items():
+        assert (clip_id in with_transcripts) == (control.kind in ("gold", "agreed", "mismatch"))
+    assert screening_is_current(qc_project.conn, stored_screening_settings(qc_project.conn))

@@ -9,9 +9,11 @@ import pytest
 
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.qc.packs import (
+    CLIP_ID_KEY,
     ensure_project_id,
     open_pack,
     pack_folder,
+    permute_clip_id,
     read_pack,
     save_pack_ratings,
 )
@@ -55,8 +57,15 @@ def _rate_offline(pack, keys):
 def test_pack_rate_unpack_merges_exactly_the_ratings_made(demo_copy, packed, cli):
     before = _ratings(demo_copy)
     assert _rate_offline(packed, ["1", "3", "2", "Ctrl+Z"]) == 3  # three ratings, the last one undone
-    with opened(pack_folder(packed)) as pack_project:
-        made = [(clip, who, rating, undone) for clip, who, rating, undone, _ in _ratings(pack_project.path)]
+    with opened(demo_copy) as project:
+        key = bytes.fromhex(
+            project.conn.execute("SELECT value FROM project_meta WHERE key = ?", (CLIP_ID_KEY,)).fetchone()[0]
+        )
+    with opened(pack_folder(packed)) as pack_project:  # the pack names clips by keyed ids; home, by its own
+        made = [
+            (permute_clip_id(key, clip, inverse=True), who, rating, undone)
+            for clip, who, rating, undone, _ in _ratings(pack_project.path)
+        ]
     first = cli("unpack", demo_copy, packed, "--json")
     assert first.code == 0, first.err
     assert first.json()["added"] == 3 and first.json()["conflicts"] == []
@@ -123,11 +132,13 @@ def test_the_pack_holds_the_queue_and_its_audio_and_nothing_else(demo_copy, pack
     assert names == {"manifest.json", "ratings.jsonl", "ratings.sig"} | {
         f"audio/{c.sha256}.{c.audio_format}" for c in clips
     }
-    assert [clip["id"] for clip in manifest["clips"]] == [c.clip_id for c in clips]
+    key = bytes.fromhex(meta[CLIP_ID_KEY])
+    assert [clip["id"] for clip in manifest["clips"]] == [permute_clip_id(key, c.clip_id) for c in clips]
+    assert meta[CLIP_ID_KEY].encode() not in everything
     assert manifest["project_id"] == meta["project_id"] and manifest["annotator"] == "ana"
     assert set(manifest) == {
         "format", "format_version", "pack_id", "project_id", "project_name", "queue", "annotator", "created_at",
-        "clips", "audio", "signing_key",
+        "clips", "clip_ids", "audio", "signing_key",
     }  # fmt: skip
     assert b"sk-" not in everything and b"API_KEY" not in everything
     with open_pack(packed) as pack_project:

@@ -120,6 +120,7 @@ def test_ratings_per_wer_interval_use_the_queue_interval(qc_project):
 @pytest.mark.slow
 def test_qc_report_cli_writes_the_tables_in_the_published_layouts(cli, qc_project, rated, tmp_path):
     out = tmp_path / "report"
+    out.mkdir()  # `--out` never creates its folder
     result = cli("qc-report", qc_project.path, "--out", out)
     assert result.code == 0, result.err
     assert "Fleiss' κ" in result.out and "ASR screening needs transcripts" in result.out
@@ -129,8 +130,11 @@ def test_qc_report_cli_writes_the_tables_in_the_published_layouts(cli, qc_projec
     with open(out / "table03_human_ratings.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert rows[0] == {"language": "english", "rating": "incorrect", "n_clips": "2", "pct_of_language": "20.0"}
+    with open(out / "annotators.csv", encoding="utf-8") as handle:
+        annotators = list(csv.DictReader(handle))
+    assert [a["annotator"] for a in annotators] == ["ana", "ben", "cem"] and annotators[0]["controls_rated"] == "0"
     body = cli("qc-report", qc_project.path, "--json").json()
-    assert set(body) == {"rewriting", "screening", "queues", "ratings"}
+    assert set(body) == {"rewriting", "screening", "queues", "ratings", "annotators", "reliability"}
     assert len(body["ratings"]["disagreements"]) == 6
 
 

@@ -74,7 +74,9 @@ def test_agreement_is_with_the_majority_of_the_others_and_can_flag(qc_project, q
     assert entries["c"]["agreement_with_majority"] == pytest.approx(2 / 3, abs=1e-4)
     assert entries["odd"]["agreement_with_majority"] == 0.0 and entries["odd"]["flagged"]
     assert "agrees with the other annotators' majority on 0% of 3 shared clips" in entries["odd"]["reasons"][0]
-    assert entries["odd"]["controls_rated"] == 0 and "too few to judge" in entries["odd"]["notes"][0]
+    assert set(entries["a"]["cohen_kappa_with"]) == {"b", "c", "d", "odd"}
+    assert entries["a"]["cohen_kappa_with"]["b"] == entries["b"]["cohen_kappa_with"]["a"]
+    assert entries["odd"]["controls_rated"] == 0 and entries["odd"]["notes"] == ["no control clips rated"]
 
 
 def test_blocks_of_positions_show_drift(qc_project, speech_clips, monkeypatch):
@@ -100,9 +102,17 @@ def test_thresholds_are_checked():
         Thresholds(min_control_accuracy=1.5)
 
 
-def test_qc_report_annotators_json_and_exclude_flagged(cli, qc_project, queue):
+def test_qc_report_annotators_json_and_exclude_flagged(cli, qc_project, queue, tmp_path):
+    import csv
+
     rate_all(qc_project, "careless", queue, lambda c, k: "correct", 1)
     rate_all(qc_project, "attentive", queue, lambda c, k: k.expected if k else "acceptable", 6)
+    (tmp_path / "out").mkdir()  # `--out` never creates its folder
+    assert cli("qc-report", qc_project.path, "--queue", QUEUE, "--out", tmp_path / "out").code == 0
+    with open(tmp_path / "out" / "annotators.csv", encoding="utf-8") as handle:
+        written = {row["annotator"]: row for row in csv.DictReader(handle)}
+    assert written["careless"]["flagged"] == "True" and written["careless"]["control_ci"].startswith("0.0–0.39")
+    assert written["careless"]["reasons"].startswith("control accuracy 0% (0 of 6)")
     body = cli("qc-report", qc_project.path, "--queue", QUEUE, "--json").json()
     keys = {"annotator", "ratings", "controls_rated", "control_accuracy", "control_ci", "agreement_with_majority",
             "median_seconds", "flagged", "reasons"}  # fmt: skip
