@@ -219,7 +219,8 @@ def real_model_step(summary: dict | None = None) -> TourStep:
         "it shows is position bias, measured as Hearing the Order does: RSD (how unevenly accuracy spreads over "
         "the gold answer's positions), CKLD (how far its answer letters are from the gold letters' spread) and the "
         "accuracy change when the gold answer is read in each position. Select its run on the Results page: the "
-        "Gold position panel draws them, with question-level bootstrap intervals."
+        "Gold position panel draws them; the lines below (and the report's real/ part) give RSD and CKLD with "
+        "question-level bootstrap intervals."
     )
     if summary is not None:
         text += "\n\n" + "\n".join(summary_lines(summary)[1:5])
