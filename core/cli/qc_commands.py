@@ -798,9 +798,6 @@ def cmd_rate(args: argparse.Namespace) -> int:
     rows = _rating_rows(args.from_file) if args.from_file else None
     with opened(args.dir) as project:
         if args.undo:
-            from spokenbench.core.qc.queues import _queue_id
-
-            _queue_id(project.conn, args.queue)  # names the queue's absence before anything else
             undone = undo_last_rating(project, args.annotator, args.queue)
             result = {"queue": args.queue, "annotator": args.annotator, "undone": None}
             if undone is not None:

@@ -14,6 +14,7 @@ from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import RunSummary, evaluate
+from spokenbench.core.evaluation.store import run_ids_named
 from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.store import Project
 
@@ -94,7 +95,7 @@ def add_real_demo_run(project: Project, progress: Progress | None = None) -> Run
 
 def real_run_ids(conn: sqlite3.Connection) -> list[int]:
     """The project's runs of the demo's real model (by name and model: a user's own local runs are theirs)."""
-    return [row[0] for row in conn.execute("SELECT id FROM runs WHERE name = ? ORDER BY id", (REAL_LABEL,))]
+    return run_ids_named(conn, REAL_LABEL)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ class RequestClaims:
             self.conn = database.connect(self.db_path)
             # A claim need not survive a power cut (its job would be dead, and its claims stale, all the same):
             # committing one without an fsync keeps claiming off the requests' critical path.
-            self.conn.execute("PRAGMA synchronous = NORMAL")
+            database.skip_fsync_on_commit(self.conn)
         return self.conn
 
     def _check(self, key: str) -> tuple[store.CachedReply | None, JobInfo | None]:

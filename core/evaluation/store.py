@@ -138,6 +138,11 @@ def run_cost(conn: sqlite3.Connection, run_id: int) -> float:
     return (row[0] or 0.0) if row else 0.0
 
 
+def run_ids_named(conn: sqlite3.Connection, name: str) -> list[int]:
+    """The ids of the runs called `name`, oldest first."""
+    return [row[0] for row in conn.execute("SELECT id FROM runs WHERE name = ? ORDER BY id", (name,))]
+
+
 def run_models(conn: sqlite3.Connection) -> list[str]:
     """The models the project's runs asked, sorted."""
     return [row[0] for row in conn.execute("SELECT DISTINCT model FROM runs ORDER BY model")]

@@ -182,7 +182,7 @@ def import_label_studio(project: Project, path: str | Path) -> LabelStudioImport
     ratings: list[dict] = []
     report = LabelStudioImport(tasks=len(tasks))
     with project.transaction() as conn:
-        clip_rows = {row[0]: row[1:] for row in conn.execute("SELECT id, sha256 FROM clips WHERE sha256 IS NOT NULL")}
+        clip_rows = {clip_id: (sha,) for clip_id, sha in store.clip_audio_hashes(conn).items() if sha}
         for number, task in enumerate(tasks, start=1):
             where = f"task {number}"
             try:

@@ -49,6 +49,12 @@ def _read_only_uri(db_path: Path) -> str:
     return uri
 
 
+def skip_fsync_on_commit(conn: sqlite3.Connection) -> None:
+    """Commit on this connection without an fsync (WAL's synchronous=NORMAL): for rows that need not survive a
+    power cut, such as request claims, whose job would be dead and its claims stale all the same."""
+    conn.execute("PRAGMA synchronous = NORMAL")
+
+
 def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
     """Open a connection with the project's pragmas. Autocommit mode: writes go through `transaction()`. A
     project that is not writable is opened read-only (`read_only=None` decides by the file system): reading
