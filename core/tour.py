@@ -213,7 +213,7 @@ def real_model_step(summary: dict | None = None) -> TourStep:
 
     text = (
         f"Every number so far came from simulated listeners. The run labelled '{REAL_LABEL}' is a real model: "
-        "Whisper tiny.en transcribed the demo's English questions, spoken in one voice with the options read "
+        "Whisper tiny.en transcribed the demo's English questions, spoken in its two voices with the options read "
         "in all four rotations, and SmolLM2-135M answered through llama.cpp, on this machine.\n\n"
         "A 135M-parameter model is close to chance (25%) on knowledge questions, so its accuracy says little. What "
         "it shows is position bias, measured as Hearing the Order does: RSD (how unevenly accuracy spreads over "

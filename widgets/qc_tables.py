@@ -118,7 +118,7 @@ class QcTableSection(QWidget):
 
     def fit_columns(self) -> None:
         """Each column at its natural width when they all fit; else the widest ones narrowed (their text elided,
-        whole in the tooltip) until every column — the notes last of all — is on screen."""
+        whole in the tooltip and wrapped in taller rows) until every column — the notes last of all — is on screen."""
         widths = list(self._natural)
         room = self.table.viewport().width()
         while room > 0 and sum(widths) > room and max(widths, default=0) > MIN_COLUMN:
@@ -127,6 +127,7 @@ class QcTableSection(QWidget):
         header = self.table.horizontalHeader()
         for column, width in enumerate(widths):
             header.resizeSection(column, width)
+        self.table.resizeRowsToContents()  # a narrowed column's text wraps onto more lines instead of being cut
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
