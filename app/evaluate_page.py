@@ -103,6 +103,17 @@ class QueuedRun:
     description: str
 
 
+def reuse_note(summary: RunSummary) -> str:
+    """What a run that waited for another job's identical requests says about them (empty when none)."""
+    if not getattr(summary, "reused_from_other_jobs", 0):
+        return ""
+    jobs = ", ".join(map(str, summary.reused_from_jobs))
+    return (
+        f"{summary.reused_from_other_jobs:,} answer(s) were reused from job(s) {jobs}, which sent the same requests "
+        "at the same time; they were not sent again."
+    )
+
+
 class EvaluatePage(QWidget):
     def __init__(self, window=None):
         super().__init__()
@@ -412,13 +423,8 @@ class EvaluatePage(QWidget):
     def _run_finished(self, summary: RunSummary) -> None:
         if self.current is not None:
             self.current.run_id = summary.run_id
-        if summary.reused_from_other_jobs and self.prepared is None:  # say who paid, unless a plan is shown
-            jobs = ", ".join(map(str, summary.reused_from_jobs))
-            self.view.set_plan(
-                f"Run {summary.run_id}: {summary.reused_from_other_jobs:,} answer(s) were reused from job(s) {jobs}, "
-                "which sent the same requests at the same time; they were not sent again.",
-                ready=False,
-            )
+        if reuse_note(summary) and self.prepared is None:  # say who paid, unless a plan is shown
+            self.view.set_plan(f"Run {summary.run_id}: {reuse_note(summary)}", ready=False)
 
     def _run_ended(self, operation: EvaluationRunOp) -> None:
         if operation.run_id is not None:
@@ -432,7 +438,8 @@ class EvaluatePage(QWidget):
                 operation.status, operation.status
             )
             run = f"Run {operation.run_id}" if operation.run_id is not None else "The run"
-            self._forget_plan(f"{run} {ended}. Prepare a run to start another.")
+            reused = f" {reuse_note(summary)}" if summary is not None and reuse_note(summary) else ""
+            self._forget_plan(f"{run} {ended}.{reused} Prepare a run to start another.")
         self.reload_runs()
         self._start_next()
         self._show_queue()
