@@ -16,7 +16,7 @@ NO_AUDIO_BANNER = (
 )
 
 
-NO_DEVICE_FLASH = "No sound device — playback unavailable (rating still works)"
+NO_DEVICE_FLASH = "No sound device — playback unavailable"  # a play key answered where nothing can sound
 
 
 def audio_outputs_available() -> tuple[bool, str]:

@@ -531,7 +531,7 @@ class RatingPage(QWidget):
         self.play_requested_at = time.perf_counter()
         if self.player is None:
             if asked:
-                self.view.status_label.setText(NO_DEVICE_FLASH)
+                self.view.status_label.setText(f"{NO_DEVICE_FLASH} (rating still works)")
             return
         clip = self.rating.current if self.rating else None
         what = f"clip {clip.clip_id}" if clip else "clip"

@@ -600,8 +600,10 @@ class SpeakersPage(QWidget):
 
     def _play(self, audio: ClipAudio) -> None:
         self.play_requested_at = time.perf_counter()
-        if self.player is None:
-            self.view.status_label.setText(NO_DEVICE_FLASH)
+        if self.player is None:  # say so beside what the status says (e.g. a cloned voice is ready), not instead
+            current = self.view.status_label.text()
+            if NO_DEVICE_FLASH not in current:
+                self.view.status_label.setText(f"{current} · {NO_DEVICE_FLASH}" if current else NO_DEVICE_FLASH)
             return
         self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
 
