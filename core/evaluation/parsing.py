@@ -67,7 +67,8 @@ PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
 # Raised whenever a change makes some reply parse differently; `spokenbench reparse` reports it, and
 # tests/core/evaluation/parsing_golden.jsonl pins this version's outputs. 2: answer words of Global-MMLU's
 # languages, native option letters, JSON replies, one-line corrections, options discussed before the answer.
-PARSER_VERSION = 2
+# 3: "I think it's B" in French, German, Spanish, Portuguese and Italian (no pinned reply changed).
+PARSER_VERSION = 3
 
 _NOT_LETTER_AFTER = r"(?![A-Za-z0-9])"
 _NOT_LETTER_BEFORE = r"(?<![A-Za-z0-9])"
@@ -175,11 +176,15 @@ _WORLD_NEGATED = re.compile(
     + rf"(?:{_WORLD_ARTICLE}\s+)?(?:{_WORLD_OPTION}\s*)?[\(\[]?)([A-Z])(?![A-Za-z0-9])"
 )
 _CONCLUSION = re.compile(
-    r"(?=\b(?i:[sthilmpawdc]))"
+    r"(?=\b(?i:[sthilmpawdcjg]))"
     r"(?i:\b(?:so|thus|therefore|hence|I\s+think|I\s+believe|I\s+guess|(?:most\s+)?likely|probably|actually|wait"
-    r"|definitely|clearly|certainly)"
+    r"|definitely|clearly|certainly"
+    # "I think it's B" in the other languages the audit read (fr, de, es, pt, it): the letter ends the sentence
+    r"|je\s+pense\s+que\s+c['’]est|c['’]est|ich\s+denke,?\s+es\s+ist|ich\s+glaube,?\s+es\s+ist|es\s+ist"
+    r"|creo\s+que\s+es|penso\s+que\s+(?:é|e)|acho\s+que\s+(?:é|e)|penso\s+che\s+sia|credo\s+che\s+sia)"
     r"\s*[,:]?\s+"
-    r"(?:it'?s\s+|option\s+|choice\s+)?)[\(\[]?([A-Za-z])[\)\]]?"
+    r"(?:it'?s\s+|option\s+|choice\s+|(?:la|a|die|l['’]option|la\s+opción|a\s+opção|l['’]opzione)\s+)?)"
+    r"[\(\[]?([A-Za-z])[\)\]]?"
     r"(?=\s*[\.!。]?\s*$|\s*[\.!。]\s)",
     re.M,
 )
