@@ -11,9 +11,10 @@
 set -u
 out=${1:?give a folder for the screenshots}
 display=:${2:-77}
+screen=${SCREEN:-1280x720}  # SCREEN=1400x900 for the desktop size
 mkdir -p "$out"
 export XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
-Xvfb "$display" -screen 0 1280x720x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
+Xvfb "$display" -screen 0 "${screen}x24" -nolisten tcp >"$out/xvfb.log" 2>&1 &
 xvfb=$!
 trap 'kill "$app" "$xvfb" 2>/dev/null' EXIT
 sleep 1
