@@ -40,7 +40,6 @@ import re
 import secrets
 import shutil
 import sqlite3
-import stat
 import struct
 import tempfile
 import uuid
@@ -51,10 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import MAX_RATING_SECONDS, RATINGS, _queue_id
-from spokenbench.core.safe_files import check_output_file
+from spokenbench.core.safe_files import check_output_file, open_regular_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import read_meta, write_meta
@@ -427,23 +426,16 @@ def _check_signature(pack: Pack, key_hex: str) -> None:
 def _open_archive(path: Path) -> Iterator[tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]]:
     """The pack's zip, after checking that it is a regular file within MAX_PACK_BYTES whose index is small and
     whose members are all a pack's, within their caps, neither encrypted nor compressed by anything but deflate."""
-    try:
-        info = os.stat(path)
+    try:  # checked on the open file (core/safe_files.py): nothing can be swapped in between, a FIFO never waits
+        handle = open_regular_file(path, MAX_PACK_BYTES)
     except FileNotFoundError:
         raise SpokenBenchError(f"{path}: no such pack file") from None
-    except OSError as error:
-        raise SpokenBenchError(f"{path} cannot be read: {error.strerror or error}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SpokenBenchError(f"{path} is not a regular file; a pack is a .sbpack file")
-    if info.st_size > MAX_PACK_BYTES:
-        raise SpokenBenchError(f"{path} is {info.st_size:,} bytes; a pack is at most {MAX_PACK_BYTES:,}")
-    try:
-        handle = open(path, "rb")
-    except OSError as error:
-        raise SpokenBenchError(f"{path} cannot be read: {error.strerror or error}") from None
+    except InputError as error:
+        raise SpokenBenchError(f"{error}; a pack is a .sbpack file") from None
     with handle:
+        size = os.fstat(handle.fileno()).st_size
         try:  # only opening is converted here: an error of the caller's (a full disk while copying) stays its own
-            _check_end_record(path, handle, info.st_size)
+            _check_end_record(path, handle, size)
             archive = zipfile.ZipFile(handle)
         except (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error) as error:
             raise SpokenBenchError(f"{path} is damaged or not a SpokenBench annotation pack: {error}") from None
