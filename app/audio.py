@@ -21,7 +21,7 @@ NO_DEVICE_FLASH = "No sound device — playback unavailable"  # a play key answe
 
 def audio_outputs_available() -> tuple[bool, str]:
     """Whether clips can be played, and why not."""
-    from spokenbench.core.audio_support import sounddevice_support
+    from spokenbench.core.audio.support import sounddevice_support
 
     support = sounddevice_support()
     if not support.available:
@@ -73,7 +73,7 @@ def playback_problem() -> str | None:
 
 def recording_problem() -> str | None:
     """Why speakers cannot be recorded here (PortAudio missing, or no input device), or None."""
-    from spokenbench.core.audio_support import sounddevice_support
+    from spokenbench.core.audio.support import sounddevice_support
     from spokenbench.core.recording import recorder
 
     support = sounddevice_support()

@@ -16,8 +16,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from spokenbench.app.operations import JobOp, Operation, OperationRunner, ProjectSession, QueryOp
 from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
-from spokenbench.core.job_host import job_call
-from spokenbench.core.progress import Progress
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.host import job_call
 from spokenbench.core.store import Project
 from spokenbench.widgets.jobs_panel import BatchesView, BatchRow
 

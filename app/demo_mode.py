@@ -7,7 +7,7 @@ platform's (`QStandardPaths.GenericDataLocation`/SpokenBench/SpokenBench Studio:
 finished build, `.spokenbench-demo.json`, records what built it: the app's version, the schema version and a
 fingerprint of the demo's builders and data. A folder without the marker, or with a marker from another
 version, is rebuilt — in a sibling folder swapped in only once complete, so the demo is never half-built or
-half-used. Building runs in a job process (core/job_host.py) waited for by a `BackgroundOp`, its progress in the
+half-used. Building runs in a job process (core/jobs/host.py) waited for by a `BackgroundOp`, its progress in the
 jobs panel: the build is seconds of Python that, on a thread of the app, kept the UI from reacting."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from spokenbench.core import __version__
-from spokenbench.core.job_host import run_task_in_job_process, task_call
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.jobs.host import run_task_in_job_process, task_call
 
 DATA_DIR_ENV = "SPOKENBENCH_DATA_DIR"
 DEMO_FOLDER = "demo-project"
@@ -33,7 +33,7 @@ MARKER = ".spokenbench-demo.json"
 DEMO_LAYOUT = 1
 # the modules that decide what the demo holds: a change in any of them makes an older demo out of date
 DEMO_BUILDERS = (
-    "spokenbench.core.demo",
+    "spokenbench.core.demo.project",
     "spokenbench.core.evaluation.demo",
     "spokenbench.core.evaluation.simulated",
     "spokenbench.core.qc.demo",
@@ -130,7 +130,7 @@ def _remove_leftovers(base: Path) -> None:
 
 def ensure_demo(base: Path | None = None, progress: Progress | None = None, build=None) -> Path:
     """The demo folder, built (or rebuilt, when an older version built it) if needed; off the UI thread.
-    `build(path, progress)` defaults to core.demo.build_demo (tests give a quicker one)."""
+    `build(path, progress)` defaults to core.demo.project.build_demo (tests give a quicker one)."""
     progress = progress or no_progress()
     base = base if base is not None else data_dir()
     target = demo_folder(base)
@@ -139,7 +139,7 @@ def ensure_demo(base: Path | None = None, progress: Progress | None = None, buil
         progress.report(1, 1, f"reusing the demo in {target}")
         return target
     if build is None:
-        from spokenbench.core.demo import build_demo as build
+        from spokenbench.core.demo.project import build_demo as build
     base.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(base)
     fresh = base / f".{DEMO_FOLDER}.new-{os.getpid()}"

@@ -46,12 +46,12 @@ from spokenbench.app.settings_dialog import (
     annotator_name,
     app_settings,
 )
-from spokenbench.core.demo import build_demo
+from spokenbench.core.demo.project import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.job_host import job_call, run_task_in_job_process, task_call
-from spokenbench.core.progress import Progress
+from spokenbench.core.jobs.host import job_call, run_task_in_job_process, task_call
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary

@@ -9,7 +9,7 @@ attach its callbacks, then `run()` it — nothing can finish before its callback
 - `QueryOp` reads on the thread pool with a connection of its own for that call.
 - `WriteOp` is a short write, run by the project's one writer thread (`store_writer.StoreWriter`).
 - `JobOp` is long work that writes (import, evaluation, screening): given a `JobCall`, in a job process of its
-  own (`core.job_host`), else on a thread of its own, with its own connection, committing in batches or in one
+  own (`core.jobs.host`), else on a thread of its own, with its own connection, committing in batches or in one
   short final transaction, recorded in the project's jobs table like a CLI job.
 - `BackgroundOp` is work outside a project (opening one, building the demo).
 
@@ -36,11 +36,11 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
-from spokenbench.core import job_host
-from spokenbench.core import jobs as core_jobs
-from spokenbench.core.errors import Cancelled, SpokenBenchError
-from spokenbench.core.job_host import JobCall
-from spokenbench.core.progress import Progress
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs import host as job_host
+from spokenbench.core.jobs import registry as core_jobs
+from spokenbench.core.jobs.host import JobCall
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import changed_tables, table_versions
 from spokenbench.core.store.project import DATABASE_NAME
@@ -557,7 +557,7 @@ class JobOp(Operation):
     ends, whatever the outcome (batches committed before a failure or cancel are real).
 
     Where it runs: a `JobCall` (a picklable call of a core function) runs in a job process of its own
-    (`core.job_host`), so work that holds the GIL for seconds — imports, evaluation runs, screening,
+    (`core.jobs.host`), so work that holds the GIL for seconds — imports, evaluation runs, screening,
     transcription, batch files and results — never keeps the UI thread waiting; a thread of this process
     waits for it and passes its progress on. Any other callable runs on a thread
     of its own: for work that mostly waits (network, audio devices, C code) or needs objects that cannot be

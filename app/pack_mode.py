@@ -17,7 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner
-from spokenbench.core.progress import Progress
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.qc.packs import PACK_SUFFIX, open_pack, pack_folder, read_pack, save_pack_ratings
 
 SAVE_DELAY_MS = 1500  # after the last rating: a burst of ratings costs one rewrite of the zip

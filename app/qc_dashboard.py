@@ -288,7 +288,7 @@ def write_qc_table(table: QcTable, path: str | Path, fmt: str) -> Path:
     """Write a table as CSV (its published layout, full precision) or LaTeX (rounded, with a caption)."""
     path = Path(path)
     if fmt == "csv":
-        from spokenbench.core.tables import write_table
+        from spokenbench.core.foundation.tables import write_table
 
         write_table(table.rows, path, table.columns)
     elif fmt == "tex":

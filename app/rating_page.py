@@ -24,8 +24,8 @@ from spokenbench.core.asr.backends import asr_availability, screening_requiremen
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import transcribe_missing
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.job_host import JobCall, job_call
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.host import JobCall, job_call
 from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
 from spokenbench.core.qc.rating_session import (
     ASK_NOTE,

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.app.operations import BackgroundOp, OperationRunner, ProjectSession, QueryOp, WriteOp
-from spokenbench.core.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, api_key
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, api_key
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.rating_session import keymap_for, save_keymap, validate_keymap
 from spokenbench.widgets.keymap_editor import KeymapEditor
 from spokenbench.widgets.screen import fitting_size

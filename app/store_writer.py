@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spokenbench.core.errors import Cancelled
+from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.project import DATABASE_NAME
 

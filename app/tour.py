@@ -1,5 +1,5 @@
 """The guided tour's wiring: a dock on the right of the window holding widgets/tour_panel.py, Help → Guided tour
-to open it, and each step (core/tour.py) opened where it points — the sidebar page, the Results panel selected,
+to open it, and each step (core/demo/tour.py) opened where it points — the sidebar page, the Results panel selected,
 its published layer on or off, and an orange frame around the run list, the panel or the gender-probe detail.
 
 Skipping (or closing the dock) and finishing are remembered in QSettings (`tour/state`), so `--demo` shows the tour
@@ -11,7 +11,7 @@ from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QWidget
 
-from spokenbench.core.tour import TOUR, TourStep
+from spokenbench.core.demo.tour import TOUR, TourStep
 from spokenbench.widgets.tour_panel import Highlight, TourPanel
 
 DOCK_WIDTH = 270
@@ -79,12 +79,12 @@ class TourController(QObject):
         return True
 
     def _refresh_steps(self) -> None:
-        """The real model's step (core/tour.py) only when the open project has its run: read from the Results
+        """The real model's step (core/demo/tour.py) only when the open project has its run: read from the Results
         page's run list, already loaded off the UI thread."""
         if not self._with_real_step:
             return
+        from spokenbench.core.demo.tour import tour_steps
         from spokenbench.core.evaluation.real_demo import REAL_LABEL
-        from spokenbench.core.tour import tour_steps
 
         page = self.window.page_widgets.get("results") if self.window.session is not None else None
         runs = getattr(page, "runs", None) or []

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import mcq_interval_columns
 from spokenbench.core.metrics.bootstrap import (
@@ -46,7 +47,6 @@ from spokenbench.core.metrics.selection_bias import (
     rsd_from_counts,
     setting_votes,
 )
-from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.published import published_table
 
 DEFAULT_RESAMPLES = 1000
@@ -360,7 +360,7 @@ def _cleaned(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _with_conditions(conn, frame: pd.DataFrame) -> pd.DataFrame:
     """Each condition factor as a column (the JSON keys parsed once per distinct condition, not per row), as
-    the store's export (core/exports.py `responses_frame`) gives them."""
+    the store's export (core/importers/exports.py `responses_frame`) gives them."""
     if frame.empty:
         return frame
     codes, keys = pd.factorize(frame["condition_key"])
@@ -372,7 +372,7 @@ def _with_conditions(conn, frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.drop(columns=["condition_key"])
     probes = _probe_mask(frame)
     if probes.any():
-        from spokenbench.core.exports import ORIENTATION_CODES
+        from spokenbench.core.importers.exports import ORIENTATION_CODES
         from spokenbench.core.store.export_queries import gender_probe_orientations
 
         if "gender" in frame.columns:
@@ -397,7 +397,7 @@ class ProbeSource:
     as the report and the detail view do (core/gender_views.py): by model and answer setting, not by run."""
 
     models: dict[int, str]  # run id -> model
-    settings: dict[int, str]  # run id -> answer setting (core.exports.run_answer_settings)
+    settings: dict[int, str]  # run id -> answer setting (core.importers.exports.run_answer_settings)
     neutralized_voices: set[str]
     backbones: dict[str, str]  # the declared pairs (core.metrics.gender_backbones)
     simulated: dict[str, bool]  # model -> simulated
@@ -408,7 +408,7 @@ class ProbeSource:
 
 def _probe_source(conn, runs: list[dict]) -> ProbeSource:
     from spokenbench.core.audio.store import neutralized_voices
-    from spokenbench.core.exports import run_answer_settings
+    from spokenbench.core.importers.exports import run_answer_settings
     from spokenbench.core.metrics.gender_backbones import read_backbone_pairs
     from spokenbench.core.store.export_queries import response_details
 
@@ -428,7 +428,7 @@ def _probe_source(conn, runs: list[dict]) -> ProbeSource:
 
 
 def _probe_option_texts(conn) -> pd.DataFrame:
-    from spokenbench.core.exports import items_frame
+    from spokenbench.core.importers.exports import items_frame
 
     items = items_frame(conn)
     if items.empty:
@@ -727,7 +727,7 @@ def _engine_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def _engine_frame(frame: pd.DataFrame, clean: bool = False) -> pd.DataFrame:
-    """The engine's input: every cell as stripped text, missing as "" (what core.tables.as_clean_strings
+    """The engine's input: every cell as stripped text, missing as "" (what core.foundation.tables.as_clean_strings
     gives), computed on each column's distinct values and kept as plain object arrays (no Arrow strings)."""
     keep = _engine_columns(frame)
     if clean:  # already text: no conversion (pandas keeps the columns' string arrays as they are)
@@ -1695,7 +1695,7 @@ def probe_study_frame(
 
     frame = frame.reset_index(drop=True).copy()
     if source is not None:
-        from spokenbench.core.exports import with_neutral_option, with_neutralized_setting
+        from spokenbench.core.importers.exports import with_neutral_option, with_neutralized_setting
 
         frame["model"] = frame["run_id"].map(lambda r: source.models.get(int(r), "")).astype(object)
         if "response_id" in frame.columns:

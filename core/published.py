@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 STUDIES = ("biasinear", "gender_differentiation", "hearing_the_order")
 

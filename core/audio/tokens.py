@@ -4,7 +4,7 @@ them in English for every language; `native` uses the item language's own word f
 
 from __future__ import annotations
 
-from spokenbench.core.items import LETTERS
+from spokenbench.core.domain.items import LETTERS
 
 QUESTION_WORD = {"en": "Question", "zh": "问题", "ko": "질문"}
 TOKEN_LANGUAGES = ("english", "native")

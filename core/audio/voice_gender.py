@@ -27,8 +27,8 @@ import numpy as np
 from spokenbench.core.audio.io import AudioError, decode_audio
 from spokenbench.core.audio.pitch import median_f0
 from spokenbench.core.audio.store import clips_for_gender_check
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.store import Project
 
 MALE_MAX_HZ = 145.0

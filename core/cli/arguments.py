@@ -78,7 +78,7 @@ def number_list(low: float | None = None, high: float | None = None, *, above: b
 def option_value(text: str, parse: Callable[[str], object], option: str):
     """Apply an option type inside a handler, its refusal as a SpokenBenchError naming the option (exit code 2):
     for options whose value was always checked there, so callers that catch those errors keep working."""
-    from spokenbench.core.errors import SpokenBenchError
+    from spokenbench.core.foundation.errors import SpokenBenchError
 
     try:
         return parse(text)
@@ -105,7 +105,7 @@ def add_request_limits(
     """The options every command that calls a remote service shares — `--concurrency`, `--rpm`, `--retries`,
     `--timeout` — with one range and one wording each. `timeout_s=None` leaves `--timeout` out; a default of
     None means the command picks one itself."""
-    from spokenbench.core.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S  # asyncio, ssl: ~0.1 s
+    from spokenbench.core.jobs.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S  # asyncio, ssl: ~0.1 s
 
     parser.add_argument(
         "--concurrency",
@@ -144,8 +144,8 @@ seed.__name__ = "seed"
 
 
 def language_code(text: str) -> str:
-    """A known language code (core/languages.py), in its canonical lower-case form."""
-    from spokenbench.core.languages import normalize_language
+    """A known language code (core/domain/languages.py), in its canonical lower-case form."""
+    from spokenbench.core.domain.languages import normalize_language
 
     try:
         return normalize_language(text)

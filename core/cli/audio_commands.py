@@ -38,10 +38,10 @@ from spokenbench.core.cli.arguments import (
 )
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json
-from spokenbench.core.conditions import NAMED_ORDERS
-from spokenbench.core.errors import InputError, SpokenBenchError
-from spokenbench.core.progress import text_progress_bar
-from spokenbench.core.safe_files import read_regular_text
+from spokenbench.core.domain.conditions import NAMED_ORDERS
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.progress import text_progress_bar
+from spokenbench.core.foundation.safe_files import read_regular_text
 from spokenbench.core.store import opened
 
 

@@ -13,7 +13,7 @@ import sys
 from spokenbench.core.cli.arguments import whole_number
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.store import opened
 
 EXIT_SOME_FAILED = 5

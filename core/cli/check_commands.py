@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json
-from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.store import opened
 from spokenbench.core.store.integrity import check_audio
 

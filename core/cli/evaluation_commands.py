@@ -23,7 +23,7 @@ from spokenbench.core.cli.arguments import (
 )
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.domain.items import MAX_OPTIONS, MIN_OPTIONS
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import FACTOR_FILTERS, PERMUTATION_STRATEGIES, VOICE_KINDS, PlanOptions
 from spokenbench.core.evaluation.preparation import (
@@ -36,9 +36,9 @@ from spokenbench.core.evaluation.preparation import (
 )
 from spokenbench.core.evaluation.presets import CONVENTIONS, Price
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, prompt_output_tokens
-from spokenbench.core.items import MAX_OPTIONS, MIN_OPTIONS
-from spokenbench.core.progress import text_progress_bar
-from spokenbench.core.remote import RetryPolicy, strip_url_credentials
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.progress import text_progress_bar
+from spokenbench.core.jobs.remote import RetryPolicy, strip_url_credentials
 from spokenbench.core.store import opened
 
 EXIT_INCOMPLETE = 3  # the run stopped at its budget; resume with --resume and a larger --budget
@@ -518,7 +518,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.runner import run_evaluation
 
     if args.batch_file:
-        from spokenbench.core.safe_files import check_output_file
+        from spokenbench.core.foundation.safe_files import check_output_file
 
         check_output_file(args.batch_file)  # before any work, a dry run's too: its folder exists, it is no folder
     with opened(args.dir) as project:
@@ -686,8 +686,8 @@ def cmd_reparse(args: argparse.Namespace) -> int:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     from spokenbench.core.evaluation.reparse import parse_rows
-    from spokenbench.core.safe_files import check_output_file
-    from spokenbench.core.tables import read_table, write_table
+    from spokenbench.core.foundation.safe_files import check_output_file
+    from spokenbench.core.foundation.tables import read_table, write_table
 
     to_stdout = args.out == "-"
     if to_stdout and args.json:

@@ -13,7 +13,7 @@ import threading
 
 from spokenbench.core import __version__
 from spokenbench.core.cli.commands import COMMANDS
-from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
@@ -60,9 +60,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# Commands that start no job: they skip importing core.jobs (asyncio, ssl, the store: ~0.1 s of a `spokenbench
+# Commands that start no job: they skip importing core.jobs.registry (asyncio, ssl, the store: ~0.1 s of a `spokenbench
 # metrics` run) just to record the command a job would be resumed with.
-# tests/core/metrics/test_metrics_startup.py checks that these commands indeed never import core.jobs.
+# tests/core/metrics/test_metrics_startup.py checks that these commands indeed never import core.jobs.registry.
 JOBLESS_COMMANDS = frozenset({"metrics", "report", "info"})
 
 
@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_job_command(argv: list[str], args: argparse.Namespace) -> int:
-    from spokenbench.core.jobs import set_invocation  # not before: `--help` and usage errors need no job machinery
+    from spokenbench.core.jobs.registry import (
+        set_invocation,  # not before: `--help` and usage errors need no job machinery
+    )
 
     set_invocation(argv)  # every job this command starts can be resumed with the same command
     try:
@@ -146,7 +148,7 @@ def _run_handler(args) -> int:
         # imported here, not at the top: every command's start-up would pay for them (sqlite3, linecache)
         import traceback
 
-        from spokenbench.core.environment_errors import explain_environment_error
+        from spokenbench.core.foundation.environment_errors import explain_environment_error
 
         if os.environ.get("SPOKENBENCH_DEBUG"):
             traceback.print_exc()

@@ -12,8 +12,8 @@ import sys
 
 from spokenbench.core.cli.arguments import seed, whole_number
 from spokenbench.core.cli.commands import add_command
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import text_progress_bar
 
 DEFAULT_RESAMPLES = 1000
 MAX_RESAMPLES = 100_000  # ~100 times the default: beyond it the interval no longer changes, only the wait does
@@ -123,7 +123,7 @@ def _only_kind(columns, kind: str, source: str):
     (gender probes: those with an option_orientation) are left out, and stderr says how many."""
     if "option_orientation" not in columns.columns:
         return columns
-    from spokenbench.core.tables import TextColumns
+    from spokenbench.core.foundation.tables import TextColumns
 
     frame = columns.to_frame()
     probes = frame["option_orientation"] != ""

@@ -9,16 +9,16 @@ from pathlib import Path
 from spokenbench.core.cli.arguments import language_code, short_text, whole_number
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import (
+from spokenbench.core.domain.items import (
     DEFAULT_MAX_TEXT_CHARS,
     EXPORTABLE,
     IMPORT_FORMATS,
     MAX_TEXT_CHARS_CEILING,
     RESPONSE_KINDS,
 )
-from spokenbench.core.progress import text_progress_bar
-from spokenbench.core.standard_streams import is_standard_stream
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import text_progress_bar
+from spokenbench.core.foundation.standard_streams import is_standard_stream
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.summary import project_summary
@@ -265,7 +265,7 @@ def cmd_items(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from spokenbench.core.exports import export_table
+    from spokenbench.core.importers.exports import export_table
 
     if args.what == "label-studio":
         return _export_label_studio(args)
@@ -304,12 +304,12 @@ def _export_label_studio(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     if args.report is not None:
-        from spokenbench.core.demo_report import check_report_folder
+        from spokenbench.core.demo.report import check_report_folder
 
         check_report_folder(args.report)  # before the demo is built: an occupied folder fails at once
         if Path(args.report).resolve() == Path(args.dir).resolve():
             raise SpokenBenchError("--report needs a folder other than the demo project's")
-    from spokenbench.core.demo import build_demo
+    from spokenbench.core.demo.project import build_demo
 
     build_demo(args.dir, text_progress_bar(), real=args.real)
     with opened(args.dir) as project:
@@ -320,7 +320,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         summary = {**summary, "real": real_demo_summary(args.dir)}
     report = None
     if args.report is not None:
-        from spokenbench.core.demo_report import write_demo_report
+        from spokenbench.core.demo.report import write_demo_report
 
         report = write_demo_report(args.dir, args.report, progress=text_progress_bar())
     if args.json:

@@ -18,10 +18,10 @@ from spokenbench.core.cli.arguments import (
 )
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table, printable
-from spokenbench.core.credentials import PROVIDER_VARIABLES
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import MAX_TEXT_CHARS_CEILING
-from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.domain.items import MAX_TEXT_CHARS_CEILING
+from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.qc.layout import TABLE2_LAYOUTS
 from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDER, DEFAULT_MODEL
 
@@ -32,7 +32,7 @@ KEY_PROVIDERS = (*PROVIDER_VARIABLES, "none")
 
 def _metric_overrides(values: list[str] | None) -> tuple[tuple[str, str], ...]:
     from spokenbench.core.asr.scoring import METRICS
-    from spokenbench.core.languages import normalize_language
+    from spokenbench.core.domain.languages import normalize_language
 
     overrides = {}
     for value in values or []:
@@ -349,7 +349,7 @@ def register(subparsers) -> None:
 
 
 def cmd_rewrite(args: argparse.Namespace) -> int:
-    from spokenbench.core.remote import RetryPolicy
+    from spokenbench.core.jobs.remote import RetryPolicy
     from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
     from spokenbench.core.rewriting.prompts import load_template, parse_template, save_project_template
     from spokenbench.core.store import opened
@@ -486,9 +486,9 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     from spokenbench.core.asr.backends import describe_endpoint, get_asr_backend, parse_asr_spec, screening_requirements
     from spokenbench.core.asr.store import asr_systems_with_transcripts
     from spokenbench.core.asr.transcribe import clips_for_transcription, plan_transcription, run_transcription
-    from spokenbench.core.remote import RetryPolicy
+    from spokenbench.core.foundation.tables import write_table
+    from spokenbench.core.jobs.remote import RetryPolicy
     from spokenbench.core.store import opened
-    from spokenbench.core.tables import write_table
 
     languages = list(args.languages or ()) or None
     with opened(args.dir) as project:
@@ -755,9 +755,9 @@ def _rating_rows(path: str) -> list:
     """A --from file's rows as RatingRows, each naming its file and row; any malformed row is an InputError
     listing every problem, and nothing is stored."""
     from spokenbench.core.asr.transcribe import as_clip_id
-    from spokenbench.core.errors import InputError
+    from spokenbench.core.foundation.errors import InputError
+    from spokenbench.core.foundation.tables import read_table
     from spokenbench.core.qc.queues import RatingRow
-    from spokenbench.core.tables import read_table
 
     table = read_table(path)
     clip_column = "clip" if "clip" in table.columns else "clip_id"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.safe_files import read_regular_text
 from spokenbench.core.recording.speakers import (
     MAX_CONSENT_CHARS,
     add_speaker,
@@ -17,7 +18,6 @@ from spokenbench.core.recording.speakers import (
     list_speakers,
     withdraw_consent,
 )
-from spokenbench.core.safe_files import read_regular_text
 from spokenbench.core.store import opened
 
 PROFILE_OPTIONS = ("language", "accent", "gender", "notes")

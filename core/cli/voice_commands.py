@@ -11,8 +11,8 @@ import argparse
 from spokenbench.core.audio.tts import BACKEND_NAMES, get_backend
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.progress import text_progress_bar
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.store import opened
 
 LISTED_DISAGREEMENTS = 30

@@ -1,6 +1,6 @@
 """Model adapters: one request in, one reply out, through the official SDKs (google-genai for Gemini, openai
 for OpenAI, NVIDIA's hosted catalog, Mistral and any OpenAI-compatible server such as vLLM). Adapters do
-no retrying and no rate limiting (core.remote does, once, for every provider) and never see a project.
+no retrying and no rate limiting (core.jobs.remote does, once, for every provider) and never see a project.
 
 How audio is put into a request is the preset's `convention` (see presets.CONVENTIONS): the same model on
 a different host may need a different shape, so it is data, not a class."""
@@ -12,10 +12,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from spokenbench.core.credentials import api_key
-from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.presets import ModelPreset
-from spokenbench.core.remote import strip_url_credentials
+from spokenbench.core.foundation.credentials import api_key
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.remote import strip_url_credentials
 
 AUDIO_MIME = {
     "wav": "audio/wav",
@@ -177,7 +177,7 @@ class OpenAICompatibleAdapter(ModelAdapter):
         from openai import AsyncOpenAI
 
         self.secrets = (key,) if key else ()
-        # max_retries=0: core.remote owns retries (and honours Retry-After once, not twice). No key: an adapter
+        # max_retries=0: core.jobs.remote owns retries (and honours Retry-After once, not twice). No key: an adapter
         # that only builds request bodies (batch files, core/evaluation/batches.py) and has no client.
         self.client = (
             None

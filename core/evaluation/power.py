@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from spokenbench.core.errors import Cancelled, SpokenBenchError
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 
 METRICS = ("accuracy", "apes", "kappa")
 

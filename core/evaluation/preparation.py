@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.items import Item, option_part
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
 from spokenbench.core.evaluation.budget import input_cost, worst_case_cost
@@ -25,9 +25,15 @@ from spokenbench.core.evaluation.prompts import (
     render_transcription_prompt,
     template_fingerprint,
 )
-from spokenbench.core.items import Item, option_part
-from spokenbench.core.jobs import list_jobs
-from spokenbench.core.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S, RetryPolicy, strip_url_credentials
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.registry import list_jobs
+from spokenbench.core.jobs.remote import (
+    MAX_ATTEMPTS,
+    MAX_CONCURRENCY,
+    MAX_TIMEOUT_S,
+    RetryPolicy,
+    strip_url_credentials,
+)
 from spokenbench.core.store import Project
 from spokenbench.core.store.rewrites import latest_rewrites
 
@@ -374,7 +380,7 @@ def run_identity(settings: RunSettings, preset: ModelPreset, asr_preset: ModelPr
 
 
 def run_claim(run_id: int) -> str:
-    """The claim a live job holds on a run while it works on it (core.jobs)."""
+    """The claim a live job holds on a run while it works on it (core.jobs.registry)."""
     return f"run:{run_id}"
 
 

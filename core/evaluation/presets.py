@@ -9,7 +9,7 @@ import importlib.resources
 import json
 from dataclasses import dataclass, field
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 PROVIDERS = ("gemini", "openai", "nvidia", "mistral", "vllm", "openai-compatible", "simulated", "local")
 CONVENTIONS = (
@@ -83,6 +83,11 @@ def _catalog() -> dict:
         raise SpokenBenchError(f"the model presets file resources/models.json cannot be read ({error})") from None
 
 
+def default_base_urls() -> list[str]:
+    """The base URLs the presets file gives each provider by default (resume trusts their hosts)."""
+    return [url for defaults in _catalog()["defaults"].values() if (url := defaults.get("base_url"))]
+
+
 def all_presets() -> list[ModelPreset]:
     catalog = _catalog()
     return [_preset(entry, catalog["defaults"].get(entry["provider"], {})) for entry in catalog["models"]]
@@ -147,7 +152,7 @@ def local_preset(name: str) -> ModelPreset:
 
     if local_llm.is_whisper_name(name):
         from spokenbench.core.asr.backends import resolve_local_model
-        from spokenbench.core.optional import import_optional
+        from spokenbench.core.foundation.optional import import_optional
 
         import_optional("faster_whisper", f"local Whisper (local:{name})")
         resolve_local_model(name)

@@ -11,8 +11,8 @@ import string
 import tomllib
 from dataclasses import dataclass
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import LETTERS
+from spokenbench.core.domain.items import LETTERS
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 PROMPTS = (
     "standard",

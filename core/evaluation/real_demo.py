@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from spokenbench.core.conditions import cyclic_orders
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.domain.conditions import cyclic_orders
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import RunSummary, evaluate
 from spokenbench.core.evaluation.store import run_ids_named
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.store import Project
 
 REAL_LABEL = "real (SmolLM2-135M via local Whisper)"

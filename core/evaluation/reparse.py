@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from spokenbench.core.conditions import Condition
-from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.domain.conditions import Condition
+from spokenbench.core.domain.items import LETTERS, option_part
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.parsing import PARSER_VERSION, map_to_original, parse_answer
 from spokenbench.core.evaluation.prompts import PROMPTS, render_prompt
-from spokenbench.core.items import LETTERS, option_part
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.tables import Table
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.store.rewrites import latest_rewrites
-from spokenbench.core.tables import Table
 
 
 def reparse_project(project: Project, run_id: int | None = None) -> dict:

@@ -7,7 +7,7 @@ its own. So every request is claimed, by its request key (the response cache's k
 prompt, audio), in the jobs machinery's `work_claims` table, as `request:<key>`:
 - a request whose answer is in the response cache is reused;
 - a request no live job holds is claimed (a killed or stalled holder's claim is taken over: its process is
-  gone, or its heartbeat is older than `core.jobs.STALE_AFTER_S`) and sent;
+  gone, or its heartbeat is older than `core.jobs.registry.STALE_AFTER_S`) and sent;
 - a request another live job holds is waited for: once that job stores the answer (in the response cache, in
   the same transaction that releases the claim) it is reused — at no cost — and said so, once per job waited
   for; if that job fails the request or stops, the claim is released (or goes stale) and this job sends it.
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spokenbench.core.evaluation import store
-from spokenbench.core.jobs import JobInfo, Write, claim_unit, live_claim_holder
+from spokenbench.core.jobs.registry import JobInfo, Write, claim_unit, live_claim_holder
 from spokenbench.core.store import database
 from spokenbench.core.store import jobs as job_store
 

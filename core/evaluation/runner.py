@@ -3,7 +3,7 @@
 - `prepare_evaluation(project, settings)` (preparation.py) checks, plans and costs a run without creating a
   run row, sending a request or reading a credential;
 - `run_evaluation(project, prepared, progress)` reads the credentials, creates (or resumes) the run row and
-  runs it as a job every process can see (`core.jobs.tracked_job`, claim `run:<id>`): its progress and
+  runs it as a job every process can see (`core.jobs.registry.tracked_job`, claim `run:<id>`): its progress and
   heartbeat are in the `jobs` table, a cancel requested from the app or `spokenbench jobs --cancel` stops it
   at its next safe point, and a second process cannot work on the same run at the same time (it is refused,
   or with `wait=True` waits until the holder ends, then continues with what is still missing); each request is
@@ -22,15 +22,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from spokenbench.core.errors import Cancelled
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import credential_for
 from spokenbench.core.evaluation.budget import BUDGET_STOP
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
 from spokenbench.core.evaluation.session import Credentials, EvaluationSession
-from spokenbench.core.jobs import JobClaimed, JobProgress, list_jobs, tracked_job
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.remote import RemoteAuthError
+from spokenbench.core.foundation.errors import Cancelled
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.jobs.registry import JobClaimed, JobProgress, list_jobs, tracked_job
+from spokenbench.core.jobs.remote import RemoteAuthError
 from spokenbench.core.store import Project
 
 __all__ = ["RunSettings", "RunSummary", "evaluate", "list_runs", "prepare_evaluation", "run_evaluation"]

@@ -1,4 +1,4 @@
-"""One session of one evaluation run, on the shared job loop (core.jobs.JobLoop).
+"""One session of one evaluation run, on the shared job loop (core.jobs.registry.JobLoop).
 
 The loop brings the bounded concurrency, cooperative cancel (polled every 50 ms), the writer thread that
 commits in batches without blocking the event loop, and progress that counts committed answers only. This
@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import ModelAdapter, ModelRequest, create_adapter
 from spokenbench.core.evaluation.budget import Budget, reply_cost, worst_case_cost
@@ -33,9 +32,10 @@ from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, asr_params
 from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.request_claims import RequestClaims
-from spokenbench.core.jobs import DurableWriteFailed, JobLoop, JobProgress, LoopResult, UnitResult
-from spokenbench.core.progress import Progress
-from spokenbench.core.remote import (
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.registry import DurableWriteFailed, JobLoop, JobProgress, LoopResult, UnitResult
+from spokenbench.core.jobs.remote import (
     ClassifiedError,
     ProviderLimiter,
     RemoteAuthError,
@@ -84,7 +84,7 @@ class _Committed:
     error: str | None = None
 
 
-# A failure's kind is the start of its classified message (core.remote.classify_error) when it is one of these.
+# A failure's kind is the start of its classified message (core.jobs.remote.classify_error) when it is one of these.
 _MESSAGE_KINDS = ("connection failed", "timed out", "malformed reply")
 NOT_SENT = "not sent"  # refused before sending (e.g. an input over the host's limit, a setting the model rejects)
 

@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import NormalDist
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.items import LETTERS
 from spokenbench.core.evaluation.adapters import GenerationParams, ModelAdapter, ModelReply, ModelRequest
 from spokenbench.core.evaluation.presets import ModelPreset
-from spokenbench.core.items import LETTERS
-from spokenbench.core.safe_files import display_name, read_regular_text
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.safe_files import display_name, read_regular_text
 
 _NORMAL = NormalDist()
 
@@ -382,7 +382,7 @@ def run_simulated_gender_study(
     from spokenbench.core.evaluation.plans import PlanOptions
     from spokenbench.core.evaluation.preparation import RunSettings
     from spokenbench.core.evaluation.runner import evaluate
-    from spokenbench.core.progress import no_progress
+    from spokenbench.core.foundation.progress import no_progress
 
     progress = progress or no_progress()
     runs = [(f"simulated:{p}", "audio+text-options", prompt, "original") for prompt in prompts for p in speech_profiles]

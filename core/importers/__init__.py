@@ -8,17 +8,17 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.domain.items import IMPORT_FORMATS, Item
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.foundation.standard_streams import STANDARD_INPUT_NAME, is_standard_stream
+from spokenbench.core.foundation.tables import read_table, table_digest
 from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_from_path
-from spokenbench.core.items import IMPORT_FORMATS, Item
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.standard_streams import STANDARD_INPUT_NAME, is_standard_stream
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import ImportStaging, copy_staged_import, existing_items, remove_stale_staging_files
-from spokenbench.core.tables import read_table, table_digest
 
 FORMATS = IMPORT_FORMATS
-assert set(PARSERS) == set(FORMATS), "core.items.IMPORT_FORMATS must name every parser"
+assert set(PARSERS) == set(FORMATS), "core.domain.items.IMPORT_FORMATS must name every parser"
 
 __all__ = ["FORMATS", "ImportOptions", "ImportedFile", "import_files", "parse_file", "language_from_path"]
 

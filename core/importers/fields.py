@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spokenbench.core.errors import InputError, InputProblem
-from spokenbench.core.items import DEFAULT_MAX_TEXT_CHARS, LETTERS, MAX_OPTIONS, MIN_OPTIONS, Item
-from spokenbench.core.languages import normalize_language
-from spokenbench.core.tables import Table
+from spokenbench.core.domain.items import DEFAULT_MAX_TEXT_CHARS, LETTERS, MAX_OPTIONS, MIN_OPTIONS, Item
+from spokenbench.core.domain.languages import normalize_language
+from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.tables import Table
 
 # A question or option is read aloud: 4,000 characters are about four and a half minutes of speech. Longer text
 # is almost always a mistake (a whole document in one cell) and would make clips of hours; --max-text-chars raises

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.domain.items import CULTURAL_LABELS, GENDER_PROBE_CATEGORIES, LETTERS, Item, Option
+from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.tables import Table
 from spokenbench.core.importers.fields import (
     DEFAULT_MAX_TEXT_CHARS,
     RowReader,
@@ -19,8 +21,6 @@ from spokenbench.core.importers.fields import (
     require_columns,
     resolve_answer,
 )
-from spokenbench.core.items import CULTURAL_LABELS, GENDER_PROBE_CATEGORIES, LETTERS, Item, Option
-from spokenbench.core.tables import Table
 
 GLOBAL_MMLU_LITE_LANGUAGES = {
     "ar",

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.foundation.tables import TextColumns
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
 from spokenbench.core.metrics.responses import McqResponses, prepare_mcq
@@ -25,8 +27,6 @@ from spokenbench.core.metrics.selection_bias import (
     compute_selection_bias,
     rsd_from_counts,
 )
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.tables import TextColumns
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.progress import Progress, no_progress
 
 DEFAULT_SEED = 20240521
 CONFIDENCE = 0.95

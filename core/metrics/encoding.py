@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spokenbench.core.errors import InputProblem
-from spokenbench.core.tables import TextColumn
+from spokenbench.core.foundation.errors import InputProblem
+from spokenbench.core.foundation.tables import TextColumn
 
 MAX_PROBLEMS_PER_CHECK = 20
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store import Project
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 
@@ -85,7 +85,7 @@ def declare_backbone_pairs(
 
 def gender_probe_models(project_path: str | Path) -> dict[str, set[str]]:
     """model -> the modes of its runs that answered gender probes (to check a pair against what was run)."""
-    from spokenbench.core.exports import responses_frame
+    from spokenbench.core.importers.exports import responses_frame
 
     with Project.open(project_path) as project:
         frame = responses_frame(project.conn)

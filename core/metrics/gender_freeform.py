@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
 from spokenbench.core.metrics.encoding import combine, factorize_sorted, representative_row
 
@@ -256,7 +256,7 @@ def _minilm_folder() -> Path:
 
 @functools.cache
 def _minilm_model() -> _MiniLM:
-    from spokenbench.core.model_files import verify_package_model
+    from spokenbench.core.foundation.model_files import verify_package_model
 
     folder = verify_package_model(_minilm_folder(), MINILM_PACKAGE)  # a third-party upload: its pinned sums
     try:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.metrics.agreement import bowker_symmetry, cohen_kappa_from_tables, one_sample_t
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
 from spokenbench.core.metrics.encoding import (
@@ -32,7 +33,6 @@ from spokenbench.core.metrics.encoding import (
     representative_row,
     row_problems,
 )
-from spokenbench.core.progress import Progress
 
 REQUIRED_COLUMNS = ("question_id", "model", "category", "voice_gender", "prediction", "option_orientation")
 OPTIONAL_COLUMNS = ("speaker", "option_order", "parse_status")

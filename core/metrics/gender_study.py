@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
 from spokenbench.core.metrics.gender_backbones import read_backbone_pairs
 from spokenbench.core.metrics.gender_freeform import (
@@ -36,7 +37,6 @@ from spokenbench.core.metrics.gender_probe import (
     compute_gender_probe,
     prepare_gender_probe,
 )
-from spokenbench.core.progress import Progress, no_progress
 
 SETTINGS = ("binary_option", "neutral_option", "free_form", "neutralized_voice")
 SETTING_NAMES = {
@@ -91,7 +91,7 @@ def project_study_frame(project_path: str | Path) -> tuple[pd.DataFrame, dict[st
     """The project's gender-probe answers as one table (with each item's option texts for the free-form rule) and
     its declared backbone pairs. A model run both with voices and as text (--mode text) is two models here: its
     text rows are named '<model> (text)', and a pair naming the same model on both sides means that one."""
-    from spokenbench.core.exports import items_frame, responses_frame
+    from spokenbench.core.importers.exports import items_frame, responses_frame
     from spokenbench.core.store import Project
 
     with Project.open(project_path) as project:

@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.tables import TextColumns, as_clean_strings, read_columns
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.tables import TextColumns, as_clean_strings, read_columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def read_responses_columns(path: str | Path) -> TextColumns:
-    """The table in `path` as text columns, one row per model answer (core.tables.read_columns: one reader for
+    """The table in `path` as text columns, one row per model answer (core.foundation.tables.read_columns: one reader for
     all user tables, with the same file, row and column errors). What `spokenbench metrics` reads: a well-formed
     CSV does not import pandas."""
     return read_columns(path)
@@ -49,11 +49,11 @@ PROJECT_BOOKKEEPING_COLUMNS = (
 
 def load_project_responses(project_path: str | Path, kind: str = "mcq") -> pd.DataFrame:
     """The responses stored in a project folder, as the table a responses file gives: the store's export
-    (core/exports.py `responses_frame`) without its bookkeeping columns, so the condition factors (and language,
+    (core/importers/exports.py `responses_frame`) without its bookkeeping columns, so the condition factors (and language,
     mode, prompt) remain as factor columns. `kind` picks the multiple-choice items or the gender probes
     (which keep their category, voice_gender, option_orientation and parse_status columns: ν counts refusals, not
     parse failures)."""
-    from spokenbench.core.exports import responses_frame
+    from spokenbench.core.importers.exports import responses_frame
     from spokenbench.core.store import Project
 
     with Project.open(project_path) as project:

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import figures, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
 from spokenbench.core.metrics.gender_probe import parse_backbones
 from spokenbench.core.metrics.loading import load_responses
 from spokenbench.core.metrics.table_formats import write_table
-from spokenbench.core.progress import Progress, no_progress
 
 DEFAULT_REPORT_RESAMPLES = 1000
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.tables import TextColumn, TextColumns
 from spokenbench.core.metrics.encoding import (
     combine,
     determines,
@@ -23,7 +24,6 @@ from spokenbench.core.metrics.encoding import (
     representative_row,
     row_problems,
 )
-from spokenbench.core.tables import TextColumn, TextColumns
 
 if TYPE_CHECKING:
     import pandas as pd

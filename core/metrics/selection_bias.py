@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spokenbench.core.conditions import NAMED_ORDERS, order_strings
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.conditions import NAMED_ORDERS, order_strings
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.metrics.agreement import exact_mcnemar_p, kendall_tau_b
 from spokenbench.core.metrics.encoding import combine, determines, letters, representative_row
 from spokenbench.core.metrics.responses import McqResponses
@@ -30,7 +30,7 @@ Columns = dict  # column name -> values (a list or an array), one entry per tabl
 
 FACTORIALS = np.array([float(factorial(n)) for n in range(27)])  # orders of n options (float: 26! > int64)
 ORDER_FACTOR = "order"  # the condition factor naming the presented order (the project's exports have it)
-# named orders whose labels are spoken backwards (core.conditions: label_sequence D→A)
+# named orders whose labels are spoken backwards (core.domain.conditions: label_sequence D→A)
 BACKWARD_LABEL_ORDERS = frozenset(name for name in NAMED_ORDERS if order_strings(name, 4)[1] != "ABCD")
 # Permutation votes: what a tie between t options earns (the paper gives no rule)
 VOTE_TIE_RULES = ("fractional", "first", "random")

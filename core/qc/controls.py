@@ -26,7 +26,7 @@ import numpy as np
 
 from spokenbench.core.audio import dsp
 from spokenbench.core.audio.io import decode_audio, encode_audio
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.sampling import ClipRecord, SampleResult
 from spokenbench.core.store import Project

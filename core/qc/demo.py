@@ -5,7 +5,7 @@ sampled by language, accent and subject (the demo has no ASR transcripts, so no 
 from __future__ import annotations
 
 from spokenbench.core.asr.screening import ensure_screening
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.rewriting.flagging import flag_rewrites, review_rewrite
 from spokenbench.core.rewriting.store import has_rewrites_from

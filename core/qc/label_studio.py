@@ -31,15 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.bounded_json import JsonBoundError, loads_bounded
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.safe_files import MiB, read_regular_file
+from spokenbench.core.foundation.tables import current_umask
 from spokenbench.core.qc import store
 from spokenbench.core.qc.packs import PROJECT_ID_KEY, ensure_project_id
 from spokenbench.core.qc.queues import MAX_NOTE_CHARS, RATINGS, _queue_id
-from spokenbench.core.safe_files import MiB, read_regular_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.meta import read_meta
-from spokenbench.core.tables import current_umask
 
 LOCAL_FILES_PREFIX = "/data/local-files/?d="  # Label Studio's local file serving (LOCAL_FILES_SERVING_ENABLED)
 RATING_TAG, NOTE_TAG, AUDIO_TAG = "rating", "note", "audio"

@@ -49,15 +49,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
-from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.bounded_json import JsonBoundError, loads_bounded
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.safe_files import check_output_file, open_regular_file
+from spokenbench.core.foundation.tables import current_umask
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import MAX_RATING_SECONDS, RATINGS, _queue_id
-from spokenbench.core.safe_files import check_output_file, open_regular_file
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import read_meta, write_meta
-from spokenbench.core.tables import current_umask
 
 PACK_FORMAT = "spokenbench-annotation-pack"
 PACK_FORMAT_VERSION = 2  # 2: ratings signed (ratings.sig); 1: unsigned, merged only with accept_unsigned
@@ -426,7 +426,7 @@ def _check_signature(pack: Pack, key_hex: str) -> None:
 def _open_archive(path: Path) -> Iterator[tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]]:
     """The pack's zip, after checking that it is a regular file within MAX_PACK_BYTES whose index is small and
     whose members are all a pack's, within their caps, neither encrypted nor compressed by anything but deflate."""
-    try:  # checked on the open file (core/safe_files.py): nothing can be swapped in between, a FIFO never waits
+    try:  # checked on the open file (core/foundation/safe_files.py): nothing can be swapped in between, a FIFO never waits
         handle = open_regular_file(path, MAX_PACK_BYTES)
     except FileNotFoundError:
         raise SpokenBenchError(f"{path}: no such pack file") from None

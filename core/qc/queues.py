@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from spokenbench.core.asr.screening import ScreeningSettings, ensure_screening
 from spokenbench.core.audio.store import clip_exists
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.controls import (
     control_clips,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spokenbench.core.asr.normalize import error_rate_name
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import (
     MAX_RATING_SECONDS,

@@ -11,7 +11,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.queues import RATINGS
 from spokenbench.core.qc.ratings import agreement, consensus
 from spokenbench.core.qc.store import ratings_for_reliability

@@ -10,14 +10,14 @@ from spokenbench.core.asr.backends import screening_requirements
 from spokenbench.core.asr.screening import TABLE2_COLUMNS, ensure_screening, stored_screening_settings, stored_table2
 from spokenbench.core.asr.store import transcript_count, transcript_counts_by_asr, transcript_failure_count
 from spokenbench.core.asr.transcribe import transcript_failures
+from spokenbench.core.foundation.safe_files import check_output_folder
+from spokenbench.core.foundation.tables import write_table
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.qc.ratings import TABLE3_BY_BIN_COLUMNS, TABLE3_COLUMNS, rating_results
 from spokenbench.core.qc.reliability import Thresholds, annotator_reliability
 from spokenbench.core.rewriting.llm import manual_items
 from spokenbench.core.rewriting.report import TABLE9_COLUMNS, rewrite_qc
-from spokenbench.core.safe_files import check_output_folder
 from spokenbench.core.store import Project
-from spokenbench.core.tables import write_table
 
 ANNOTATOR_COLUMNS = (
     "annotator", "ratings", "controls_rated", "control_accuracy", "control_ci", "agreement_with_majority",

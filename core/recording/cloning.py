@@ -16,8 +16,8 @@ from pathlib import Path
 
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.recording import store
 from spokenbench.core.recording.speakers import get_speaker, require_consent
 from spokenbench.core.recording.takes import Take, best_take, speaker_takes

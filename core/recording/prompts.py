@@ -10,9 +10,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import option_part
-from spokenbench.core.safe_files import read_regular_text
+from spokenbench.core.domain.items import option_part
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.safe_files import read_regular_text
 from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.rewrites import latest_rewrites
 

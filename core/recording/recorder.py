@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 DEFAULT_RATE = 48_000
 DEFAULT_BLOCK = 1_024  # 21 ms at 48 kHz: about 47 level readings a second

@@ -13,8 +13,8 @@ import contextlib
 import re
 from dataclasses import asdict, dataclass
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.languages import normalize_language
+from spokenbench.core.domain.languages import normalize_language
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording import store
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spokenbench.core.audio.io import encode_audio
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording import store
 from spokenbench.core.recording.prompts import Prompt
 from spokenbench.core.recording.quality import QualitySettings, TakeAnalysis, analyse_take

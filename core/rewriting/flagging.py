@@ -14,9 +14,9 @@ import difflib
 import json
 from dataclasses import dataclass
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import option_part
-from spokenbench.core.progress import Progress, no_progress
+from spokenbench.core.domain.items import option_part
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.rewriting import store
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now

@@ -8,7 +8,7 @@ back as spoken-readable text in the item's own language.
 - An answer that fails validation (not JSON, wrong option count, an empty option, the wrong script) is handed
   back with the reason and asked again; after `max_attempts` answers the item is marked for manual rewriting
   (rewrite_outcomes.status = 'manual') — never stored as a rewrite.
-- 429/5xx/timeouts are retried by core.remote with backoff and Retry-After; a rejected key stops the run.
+- 429/5xx/timeouts are retried by core.jobs.remote with backoff and Retry-After; a rejected key stops the run.
 - A finished item's rewrites (status 'pending', origin 'llm:<model>') are committed in one short transaction.
   `spokenbench flag` then checks them against the originals."""
 
@@ -19,12 +19,12 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from spokenbench.core.credentials import api_key
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import Item, option_part
-from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
-from spokenbench.core.progress import Progress
-from spokenbench.core.remote import (
+from spokenbench.core.domain.items import Item, option_part
+from spokenbench.core.foundation.credentials import api_key
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
+from spokenbench.core.jobs.remote import (
     ProviderLimiter,
     RemoteCallFailed,
     RetryPolicy,
@@ -55,7 +55,7 @@ CHAT_PARAMETERS = frozenset(
 
 
 class MalformedReply(Exception):
-    """A 200 reply with no choices; core.remote retries it."""
+    """A 200 reply with no choices; core.jobs.remote retries it."""
 
 
 @dataclass
@@ -144,7 +144,7 @@ def request_key(model: str, messages: list[dict], parameters: dict) -> str:
 
 
 class ChatClient:
-    """The OpenAI SDK against any OpenAI-compatible endpoint, SDK retries off (core.remote retries)."""
+    """The OpenAI SDK against any OpenAI-compatible endpoint, SDK retries off (core.jobs.remote retries)."""
 
     def __init__(self, settings: RewriteSettings, parameters: dict):
         from openai import AsyncOpenAI
@@ -182,7 +182,7 @@ async def run_rewrites(
     progress: Progress | None = None,
     retry_policy: RetryPolicy | None = None,
 ) -> RewriteReport:
-    """Rewrite the plan's items on the shared job loop (core.jobs). Every answer is saved the moment it
+    """Rewrite the plan's items on the shared job loop (core.jobs.registry). Every answer is saved the moment it
     arrives; an item's rewrites are stored when it is finished. Raises RemoteAuthError (after keeping all
     finished items) when the endpoint rejects the key."""
     template = template or load_template(project.conn)

@@ -10,8 +10,8 @@ import string
 import tomllib
 from dataclasses import dataclass
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import Item
+from spokenbench.core.domain.items import Item
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store import Project
 from spokenbench.core.store.meta import read_meta, write_meta
 

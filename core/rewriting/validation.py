@@ -9,7 +9,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from spokenbench.core.items import Item
+from spokenbench.core.domain.items import Item
 
 # The script(s) a language is written in; Latin is tolerated everywhere for abbreviations (ATP, DNA, x).
 EXPECTED_SCRIPTS = {

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from spokenbench.core.errors import InputError, ProjectError
-from spokenbench.core.processes import owner_tag, tagged_owner_alive
-from spokenbench.core.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file, read_regular_file
+from spokenbench.core.foundation.errors import InputError, ProjectError
+from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive
+from spokenbench.core.foundation.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file, read_regular_file
 
 TEMP_DIR_NAME = ".incoming"
 STALE_FOREIGN_TEMP_S = 86_400  # a temp file of unknown owner older than a day is garbage

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from spokenbench.core.errors import ProjectError
+from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 15_000
@@ -289,7 +289,7 @@ def _recover_hot_journal(db_path: Path, error: sqlite3.DatabaseError) -> bool:
 
 def _open_failure(db_path: Path, error: sqlite3.DatabaseError) -> str:
     """What stopped the database from opening, in words that fit the cause: a damaged file is not a full disk."""
-    from spokenbench.core.environment_errors import explain_environment_error
+    from spokenbench.core.foundation.environment_errors import explain_environment_error
 
     explained = explain_environment_error(error, db_path.parent)
     name = getattr(error, "sqlite_errorname", "") or ""

@@ -1,4 +1,4 @@
-"""The queries behind the table exports (core/exports.py): responses and ratings flattened with what they refer
+"""The queries behind the table exports (core/importers/exports.py): responses and ratings flattened with what they refer
 to, and the option orientations of gender probes. pandas reads the result sets, so an export's column types are
 pandas' own inference from the stored values."""
 

@@ -11,9 +11,9 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 
-from spokenbench.core.errors import InputError, ProjectError
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file
+from spokenbench.core.foundation.errors import InputError, ProjectError
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.foundation.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file
 from spokenbench.core.store.audio_files import AudioStore
 from spokenbench.core.store.database import transaction
 

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from spokenbench.core.items import Item, Option
-from spokenbench.core.processes import owner_tag, tagged_owner_alive
+from spokenbench.core.domain.items import Item, Option
+from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive
 from spokenbench.core.store.database import is_read_only, read_only_error, transaction, utc_now
 
 ITEM_COLUMNS = "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"

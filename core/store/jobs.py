@@ -1,4 +1,4 @@
-"""The jobs table's SQL (see core/jobs.py for what jobs are). Every statement is its own short transaction,
+"""The jobs table's SQL (see core/jobs/registry.py for what jobs are). Every statement is its own short transaction,
 so a heartbeat or a cancel request never waits behind a job's work."""
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ ALTER TABLE clips ADD COLUMN speech_level_db REAL;
 CREATE TABLE assembled_inputs (
     id              INTEGER PRIMARY KEY,
     item_id         INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
-    condition_key   TEXT NOT NULL,       -- core.conditions.Condition.key(); the same string as responses.condition_key
+    condition_key   TEXT NOT NULL,       -- core.domain.conditions.Condition.key(); the same string as responses.condition_key
     option_order    TEXT NOT NULL,       -- original letter at each presented letter
     label_sequence  TEXT NOT NULL,       -- presented letters in spoken order
     recipe_sha256   TEXT NOT NULL,       -- hash of the source clips and settings: reassembly skips unchanged inputs

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spokenbench.core import __version__
-from spokenbench.core.errors import ProjectError
+from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.store import database
 from spokenbench.core.store.audio_files import AudioStore
 from spokenbench.core.store.migrations import SCHEMA_VERSION

@@ -32,7 +32,7 @@ from spokenbench.app.main_window import MainWindow
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
 from spokenbench.core.audio.io import decode_audio
-from spokenbench.core.demo import build_demo
+from spokenbench.core.demo.project import build_demo
 from spokenbench.core.qc.demo import DEMO_QUEUE_PER_LANGUAGE
 from spokenbench.core.qc.packs import create_pack
 from spokenbench.core.qc.ratings import rating_results
@@ -617,7 +617,7 @@ def main() -> None:
             results.view.published_toggle.setChecked(False)
     if want("studio-results-waiting"):  # a job storing answers: the page waits for it instead of recomputing
         from spokenbench.core.evaluation.store import mark_run
-        from spokenbench.core.jobs import tracked_job
+        from spokenbench.core.jobs.registry import tracked_job
 
         results = open_page(window, "results")
         wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
@@ -644,7 +644,7 @@ def main() -> None:
         settle(app)
         grab(window, "studio-gender")
     if want("studio-tour", "studio-tour-gender"):  # the guided tour (issue 15 item 2) on two of its steps
-        from spokenbench.core.tour import step_index
+        from spokenbench.core.demo.tour import step_index
 
         results = open_page(window, "results")
         wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")

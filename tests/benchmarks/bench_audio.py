@@ -56,10 +56,10 @@ from spokenbench.core.audio.assembly import (
 from spokenbench.core.audio.io import AudioError, decode_audio, encode_audio
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import SynthesisRequest, get_backend
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.jobs import JobLoop, UnitClaims, Write, tracked_job
-from spokenbench.core.progress import Progress
+from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.store import Project
 
 ITEMS = 20

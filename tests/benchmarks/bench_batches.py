@@ -49,8 +49,8 @@ def wav(seconds: float, frequency: float, rate: int = 16000) -> bytes:
 
 
 def build_project(path: Path, requests: int, seconds: float) -> None:
-    from spokenbench.core.conditions import Condition, order_strings
-    from spokenbench.core.items import Item, Option
+    from spokenbench.core.domain.conditions import Condition, order_strings
+    from spokenbench.core.domain.items import Item, Option
     from spokenbench.core.store import Project
     from spokenbench.core.store.database import utc_now
     from spokenbench.core.store.items import insert_items

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
+from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_run, upsert_responses
-from spokenbench.core.items import Item, Option
 from spokenbench.core.metrics.store import run_list
 from spokenbench.core.metrics.synthetic import biasinear_like
 from spokenbench.core.panels import PANEL_ORDER, ResponseCache, compute_panels, project_panels

@@ -38,12 +38,12 @@ from spokenbench.app.operations import BackgroundOp, JobOp, OperationRunner, Pro
 from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.app.results_page import ResultsPage
-from spokenbench.core.demo import build_demo
+from spokenbench.core.demo.project import build_demo
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import evaluate
 from spokenbench.core.importers import import_files
-from spokenbench.core.job_host import job_call
+from spokenbench.core.jobs.host import job_call
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.store import opened
 

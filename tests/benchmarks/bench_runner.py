@@ -13,7 +13,7 @@ Prints, as medians over the repeats:
 Targets from the issue: >= 90 % of ideal, <= 2 ms CPU per request, >= 25x the sequential loop.
 
 The figures include the durability of paid answers: each one is committed and fsynced (JobLoop.save_now in
-core/jobs.py) before it is counted. To compare with another version of the code, run the script with that
+core/jobs/registry.py) before it is counted. To compare with another version of the code, run the script with that
 version first on the path, alternating the two a few times (the machine's load is the largest noise):
 
     git archive COMMIT core resources | tar -x -C /tmp/base/spokenbench
@@ -63,8 +63,8 @@ def wav(seconds: float, frequency: float, rate: int = 16000) -> bytes:
 
 def build_project(path: Path, requests: int):
     """Items with assembled inputs (0.5 s tones, one per item and order) written directly."""
-    from spokenbench.core.conditions import Condition, order_strings
-    from spokenbench.core.items import Item, Option
+    from spokenbench.core.domain.conditions import Condition, order_strings
+    from spokenbench.core.domain.items import Item, Option
     from spokenbench.core.store import Project
     from spokenbench.core.store.database import utc_now
     from spokenbench.core.store.items import insert_items

@@ -26,7 +26,7 @@ from support import gmmlu_rows, write_csv
 import spokenbench.core.importers as importers
 from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession, WriteOp
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.job_host import job_call
+from spokenbench.core.jobs.host import job_call
 from spokenbench.core.qc.queues import rate_clip
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now

@@ -93,7 +93,7 @@ def test_cli_and_core_run_without_portaudio(tmp_path):
         """
         import sys
         sys.path.insert(0, sys.argv[1])
-        from spokenbench.core.audio_support import sounddevice_support
+        from spokenbench.core.audio.support import sounddevice_support
         from spokenbench.core.cli.main import main
         support = sounddevice_support()
         assert not support.available and "libportaudio2" in support.message, support

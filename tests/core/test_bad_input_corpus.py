@@ -40,7 +40,7 @@ from bad_input_support import (
 from spokenbench.core.audio.assembly import AssemblySettings, plan_assembly
 from spokenbench.core.cli import main as cli_module
 from spokenbench.core.cli.main import main as cli_main
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store import Project
 
 _SOURCE: dict[str, Path] = {}  # the shared project, once built (state cases copy it)

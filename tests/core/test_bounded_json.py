@@ -3,7 +3,7 @@ which bound, never a RecursionError or a ValueError from int(); brackets inside 
 
 import pytest
 
-from spokenbench.core.bounded_json import JsonBoundError, loads_bounded
+from spokenbench.core.foundation.bounded_json import JsonBoundError, loads_bounded
 
 
 def parse(text, **bounds):

@@ -14,7 +14,7 @@ from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
 from support import write_jsonl
 
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.jobs import list_jobs
+from spokenbench.core.jobs.registry import list_jobs
 
 pytestmark = pytest.mark.slow  # two real processes on one project
 

@@ -1,7 +1,13 @@
 import pytest
 
-from spokenbench.core.conditions import Condition, cyclic_orders, full_orders, gold_position_orders, order_strings
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.conditions import (
+    Condition,
+    cyclic_orders,
+    full_orders,
+    gold_position_orders,
+    order_strings,
+)
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 
 def test_named_orders_follow_our_documented_reading():

@@ -16,7 +16,7 @@ IMPORT_AND_SIGNAL = textwrap.dedent(
     """
     import sys
     from spokenbench.core.importers import import_files
-    from spokenbench.core.progress import Progress
+    from spokenbench.core.foundation.progress import Progress
     from spokenbench.core.store import Project
 
     def report(done, total, message):

@@ -2,7 +2,7 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from spokenbench.core.credentials import MissingCredentialError, api_key
+from spokenbench.core.foundation.credentials import MissingCredentialError, api_key
 
 
 class MemoryKeyring(KeyringBackend):

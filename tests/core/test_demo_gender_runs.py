@@ -9,7 +9,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from spokenbench.core.demo import DEMO_GENDER_PROMPTS, DEMO_NEUTRALIZED_PROMPTS, demo_file
+from spokenbench.core.demo.project import DEMO_GENDER_PROMPTS, DEMO_NEUTRALIZED_PROMPTS, demo_file
 
 with demo_file("demo_gender_probes.jsonl") as _path:
     DEMO_PROBES = _path.read_text(encoding="utf-8")

@@ -47,7 +47,7 @@ def test_demo_report_command_writes_the_full_report(cli, tmp_path):
 
 @pytest.mark.slow
 def test_demo_report_one_process_matches_two(built_demo, tmp_path):
-    from spokenbench.core.demo_report import write_demo_report
+    from spokenbench.core.demo.report import write_demo_report
 
     one = write_demo_report(built_demo, tmp_path / "one", parallel=False)
     two = write_demo_report(built_demo, tmp_path / "two", parallel=True)

@@ -1,7 +1,7 @@
 """Files that are not what they claim (issue 23): a clip that is a link to /dev/zero, a FIFO given as a table, a
 folder in place of a clip, numbers of 5,000 digits, the same table twice. Each is refused at once with a message
 naming it (exit 2, or the documented exit 1 of `assemble`/`check` for a bad stored clip), never read without
-bound, never waited on, never an internal error. `core/safe_files.py` does the checking."""
+bound, never waited on, never an internal error. `core/foundation/safe_files.py` does the checking."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from bad_input_support import BASE_ITEMS, csv_of, deadline, voiced_project
 
-from spokenbench.core.errors import InputError
-from spokenbench.core.safe_files import read_regular_file
+from spokenbench.core.foundation.errors import InputError
+from spokenbench.core.foundation.safe_files import read_regular_file
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +143,7 @@ def test_a_tts_prompt_template_names_only_its_three_fields_plainly(field):
     """A template stored in a colleague's project is text with placeholders, never a format program: attribute
     access would read objects, a width of 10^9 would take a gigabyte."""
     from spokenbench.core.audio.tts.presets import default_template, render_template
-    from spokenbench.core.errors import SpokenBenchError
+    from spokenbench.core.foundation.errors import SpokenBenchError
 
     with pytest.raises(SpokenBenchError, match="the TTS prompt template is invalid"):
         render_template(f"Say {field}", "hello", "en", "american")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from support import gmmlu_rows, write_csv
 
+from spokenbench.core.foundation.processes import owner_tag
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import import_files
-from spokenbench.core.processes import owner_tag
-from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import STAGING_PREFIX, remove_stale_staging_files
 
@@ -47,7 +47,7 @@ KILLED_WHILE_STAGING = textwrap.dedent(
     """
     import sys
     from spokenbench.core.importers import import_files
-    from spokenbench.core.progress import Progress
+    from spokenbench.core.foundation.progress import Progress
     from spokenbench.core.store import Project
 
     def report(done, total, message):
@@ -103,7 +103,7 @@ def test_items_stored_by_another_process_meanwhile_get_ids_before_the_import(pro
 def test_the_same_items_stored_by_another_process_meanwhile_are_reported_as_duplicates(project, tmp_path):
     """Without --skip-existing, the items another process stored meanwhile are duplicates: a clear error naming
     them, nothing of this import stored."""
-    from spokenbench.core.errors import InputError
+    from spokenbench.core.foundation.errors import InputError
 
     table = write_csv(tmp_path / "en.csv", gmmlu_rows(4))
 
@@ -152,7 +152,7 @@ def test_two_concurrent_skip_existing_imports_of_one_file_both_succeed(project, 
 def test_staged_rows_obey_the_projects_own_constraints(project, tmp_path, monkeypatch):
     """The copy skips re-checking CHECK constraints row by row because staging enforced the same ones."""
     from spokenbench.core import importers
-    from spokenbench.core.items import Item, Option
+    from spokenbench.core.domain.items import Item, Option
 
     bad = Item("src", "1", "en", "   ", (Option("A", "a"), Option("B", "b")), "A")  # blank question
     monkeypatch.setattr(importers, "parse_file", lambda path, format_name, options: [bad])

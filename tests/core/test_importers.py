@@ -3,7 +3,7 @@ import json
 import pytest
 from support import gmmlu_rows, write_csv, write_jsonl, write_parquet
 
-from spokenbench.core.errors import InputError
+from spokenbench.core.foundation.errors import InputError
 from spokenbench.core.importers import ImportOptions, import_files, language_from_path
 from spokenbench.core.store.items import iter_items
 

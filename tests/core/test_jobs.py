@@ -1,4 +1,4 @@
-"""Jobs every process can see (core/jobs.py): recording, heartbeat, cancel from elsewhere, interrupted jobs,
+"""Jobs every process can see (core/jobs/registry.py): recording, heartbeat, cancel from elsewhere, interrupted jobs,
 claims, and the shared loop's commit, stop and cancel behaviour."""
 
 import asyncio
@@ -14,17 +14,17 @@ import time
 
 import pytest
 
-from spokenbench.core import jobs
-from spokenbench.core.errors import Cancelled, SpokenBenchError
-from spokenbench.core.progress import Progress
-from spokenbench.core.resume import ResumeRefused, plan_resume
+from spokenbench.core.cli.resume import ResumeRefused, plan_resume
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs import registry as jobs
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import changed_tables, table_versions
 
 HOLD_JOB = textwrap.dedent(
     """
     import sys, time
-    from spokenbench.core import jobs
+    from spokenbench.core.jobs import registry as jobs
     jobs.set_invocation(["synthesize", sys.argv[1], "--tts", "espeak"])
     with jobs.tracked_job(sys.argv[1], "synthesize", "holding", claim="synthesis") as progress:
         progress.report(2, 5, "working")
@@ -215,7 +215,7 @@ def test_cancel_stops_within_a_poll_and_keeps_finished_units(project):
 @pytest.mark.slow
 def test_remote_calls_stop_going_out_once_the_job_stops(project):
     """Unit 1 waits for the provider's only slot while unit 0 is answered and stops the job: unit 1 is never sent."""
-    from spokenbench.core.remote import ProviderLimiter
+    from spokenbench.core.jobs.remote import ProviderLimiter
 
     sent = []
 
@@ -269,7 +269,7 @@ def test_change_counters_tell_what_another_process_changed(project):
     before = table_versions(project.conn)
     code = (
         "import sys; from spokenbench.core.store import opened\n"
-        "from spokenbench.core.jobs import tracked_job\n"
+        "from spokenbench.core.jobs.registry import tracked_job\n"
         "with tracked_job(sys.argv[1], 'demo', 'x'): pass\n"
     )
     subprocess.run([sys.executable, "-c", code, str(project.path)], check=True)

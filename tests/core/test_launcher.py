@@ -7,12 +7,12 @@ import datetime as _dt
 import pytest
 from stub_server import Reply, StubServer
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.evaluation import launcher
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm, settings_from_form
 from spokenbench.core.evaluation.preparation import prepare_evaluation
 from spokenbench.core.evaluation.runner import run_evaluation
-from spokenbench.core.items import Item, Option
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store.items import insert_items
 
 
@@ -198,10 +198,10 @@ def test_a_cancel_seen_right_before_a_request_is_a_cancel_never_a_finished_run(p
     cancelled and resumable."""
     import asyncio
 
-    from spokenbench.core.errors import Cancelled
     from spokenbench.core.evaluation.budget import Budget
     from spokenbench.core.evaluation.simulated import SimulatedAdapter
-    from spokenbench.core.progress import Progress
+    from spokenbench.core.foundation.errors import Cancelled
+    from spokenbench.core.foundation.progress import Progress
 
     add_items(project, 10)
     progress = Progress()
@@ -230,7 +230,7 @@ def test_a_cancel_seen_right_before_a_request_is_a_cancel_never_a_finished_run(p
 def assemble(project, item_ids, orders=("original",), speeds=(1.0,), volumes=(1.0,), snrs=(None,)):
     """Assembled-input rows as `spokenbench assemble` stores them (the audio itself is not needed to plan)."""
     from spokenbench.core.audio.store import replace_assembled_input
-    from spokenbench.core.conditions import Condition, order_strings
+    from spokenbench.core.domain.conditions import Condition, order_strings
 
     with project.transaction() as conn:
         for item_id in item_ids:

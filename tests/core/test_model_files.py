@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spokenbench.core import model_files
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation import model_files
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 import pytest
 
-from spokenbench.core.errors import MissingDependencyError
-from spokenbench.core.optional import import_optional
+from spokenbench.core.foundation.errors import MissingDependencyError
+from spokenbench.core.foundation.optional import import_optional
 
 
 def test_missing_extra_names_the_install_command(monkeypatch):

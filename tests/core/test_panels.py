@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from spokenbench.core.foundation.progress import no_progress
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import analyze_mcq, mcq_intervals
 from spokenbench.core.metrics.gender_probe import compute_gender_probe, prepare_gender_probe
@@ -27,7 +28,6 @@ from spokenbench.core.panels import (
     published_for,
     wilson,
 )
-from spokenbench.core.progress import no_progress
 from spokenbench.core.published import published_table
 from spokenbench.core.store import opened
 
@@ -422,9 +422,9 @@ def summary(point):
 @pytest.fixture
 def tiny_project(tmp_path):
     """The hand-built table stored as a project: m1 a run in audio mode, m2 a simulated run."""
-    from spokenbench.core.conditions import Condition
+    from spokenbench.core.domain.conditions import Condition
+    from spokenbench.core.domain.items import Item, Option
     from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_run, upsert_responses
-    from spokenbench.core.items import Item, Option
     from spokenbench.core.store import Project
     from spokenbench.core.store.database import utc_now
     from spokenbench.core.store.items import insert_items

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from support import gmmlu_rows, write_csv
 
-from spokenbench.core import standard_streams
-from spokenbench.core.errors import InputError
+from spokenbench.core.foundation import standard_streams
+from spokenbench.core.foundation.errors import InputError
 
 
 @pytest.fixture

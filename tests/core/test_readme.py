@@ -153,8 +153,8 @@ def test_metrics_on_a_mixed_export_leaves_out_the_gender_probes_and_says_so(buil
 def test_responses_of_a_kind():
     import pandas as pd
 
-    from spokenbench.core.errors import SpokenBenchError
-    from spokenbench.core.exports import responses_of_kind
+    from spokenbench.core.foundation.errors import SpokenBenchError
+    from spokenbench.core.importers.exports import responses_of_kind
 
     frame = pd.DataFrame(
         {"item_id": [1, 2, 3], "option_orientation": [None, "MF", None], "setting": [None, "binary_option", None]}

@@ -12,7 +12,7 @@ from support import write_jsonl
 
 from spokenbench.core.audio.io import decode_audio, encode_wav
 from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording import store as recording_store
 from spokenbench.core.recording.cloning import create_cloned_voice
@@ -417,8 +417,8 @@ def test_withdrawal_deletes_the_inputs_assembled_from_the_cloned_voice(project, 
     """Evaluation inputs assembled with the speaker's cloned voice (condition voice = the speaker, voice source
     'cloned') go with the consent, chunks and files included; an input of another voice stays."""
     from spokenbench.core.audio.store import replace_assembled_input
-    from spokenbench.core.conditions import Condition
-    from spokenbench.core.items import Item, Option
+    from spokenbench.core.domain.conditions import Condition
+    from spokenbench.core.domain.items import Item, Option
     from spokenbench.core.store.items import insert_items
 
     with project.transaction() as conn:

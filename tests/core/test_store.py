@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from spokenbench.core.errors import ProjectError
+from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.store import Project, migrations
 from spokenbench.core.store.database import SCHEMA_VERSION
 
@@ -140,7 +140,7 @@ def test_only_temp_audio_whose_writer_is_gone_is_removed_on_open(tmp_path):
     import subprocess
     import sys
 
-    from spokenbench.core.processes import owner_tag
+    from spokenbench.core.foundation.processes import owner_tag
 
     Project.create(tmp_path / "p").close()
     incoming = tmp_path / "p" / "audio" / ".incoming"

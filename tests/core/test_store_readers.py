@@ -3,7 +3,7 @@ project_meta, and item lookups by language, key and part."""
 
 import pytest
 
-from spokenbench.core.items import Item, Option
+from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.store.items import (
     insert_items,
     item_id_by_key,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from support import gmmlu_rows, write_csv
 
-from spokenbench.core import job_host
 from spokenbench.core.importers import import_files
-from spokenbench.core.job_host import job_call
+from spokenbench.core.jobs import host as job_host
+from spokenbench.core.jobs.host import job_call
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "packaging" / "spokenbench-studio.spec"

@@ -16,7 +16,7 @@ from spokenbench.app import batch_ops
 from spokenbench.app.batch_ops import ProjectThreadOp
 from spokenbench.app.evaluate_page import EvaluatePage
 from spokenbench.app.jobs import JobsController
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.evaluation import launcher
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
 from spokenbench.core.store import Project, opened

@@ -25,7 +25,7 @@ from spokenbench.app.demo_mode import (
 
 
 def fake_build(calls):
-    """A stand-in for core.demo.build_demo that only makes a project file (the real one takes a minute)."""
+    """A stand-in for core.demo.project.build_demo that only makes a project file (the real one takes a minute)."""
 
     def build(path, progress):
         calls.append(Path(path))

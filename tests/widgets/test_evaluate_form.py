@@ -10,9 +10,9 @@ from PySide6.QtWidgets import QApplication
 from stub_server import Reply, StubServer, chat_answer
 
 from spokenbench.app.main_window import MainWindow
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.evaluation.launcher import CUSTOM
-from spokenbench.core.jobs import list_jobs
+from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.store import opened
 from spokenbench.widgets.launcher_view import RUN_COLUMNS, RunLine
 

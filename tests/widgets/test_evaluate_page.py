@@ -11,12 +11,12 @@ import pytest
 from stub_server import Reply, StubServer, chat_answer
 
 from spokenbench.app.evaluate_page import EvaluatePage
+from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.evaluation import launcher
 from spokenbench.core.evaluation.launcher import CUSTOM, LaunchForm
 from spokenbench.core.evaluation.prompts import PROMPTS
 from spokenbench.core.evaluation.runner import evaluate
-from spokenbench.core.items import Item, Option
-from spokenbench.core.jobs import list_jobs
+from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.items import insert_items
 
@@ -368,7 +368,7 @@ def test_the_plans_warnings_are_shown(page, qtbot):
 
 @pytest.mark.slow
 def test_a_live_run_shows_its_rate_eta_and_spend_in_the_list(page):
-    from spokenbench.core.jobs import JobInfo
+    from spokenbench.core.jobs.registry import JobInfo
 
     run = launcher.RunRow(
         run_id=7, name="", model="openai:gpt-audio-mini", mode="audio", simulates_mode=None, prompt="standard",
@@ -440,10 +440,10 @@ def test_resuming_a_run_whose_endpoint_is_a_new_host_asks_before_sending_the_key
     this machine has not sent a key to asks first (Escape: nothing is sent), and only a yes sends it."""
     from PySide6.QtCore import Qt
 
+    from spokenbench.core.cli.resume import ApprovedHosts
     from spokenbench.core.evaluation.plans import PlanOptions
     from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
     from spokenbench.core.evaluation.runner import create_prepared_run
-    from spokenbench.core.resume import ApprovedHosts
 
     monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test-key")
     with StubServer() as server:

@@ -1,4 +1,4 @@
-"""JobOp with a JobCall: the work runs in a job process of its own (core/job_host.py), and the app sees it
+"""JobOp with a JobCall: the work runs in a job process of its own (core/jobs/host.py), and the app sees it
 as it sees a thread's job — progress, result, the user's errors as warnings, bugs with their traceback,
 cancel from the window or from another process — and a killed job process as a clear failure."""
 
@@ -18,11 +18,12 @@ from support import gmmlu_rows, write_csv
 
 from spokenbench.app.operations import JobOp
 from spokenbench.app.rating_page import transcribe_with
-from spokenbench.core import job_host, jobs
-from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import import_files
-from spokenbench.core.job_host import job_call, task_call
-from spokenbench.core.progress import Progress
+from spokenbench.core.jobs import host as job_host
+from spokenbench.core.jobs import registry as jobs
+from spokenbench.core.jobs.host import job_call, task_call
 from spokenbench.core.store import Project
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -230,7 +231,7 @@ def test_a_job_process_that_cannot_reach_its_parent_cancels_itself(project, tmp_
 
 
 def test_the_job_host_command_is_this_interpreter_or_the_frozen_app(monkeypatch):
-    assert job_host.job_host_command() == [sys.executable, "-m", "spokenbench.core.job_host"]
+    assert job_host.job_host_command() == [sys.executable, "-m", "spokenbench.core.jobs.host"]
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert job_host.job_host_command() == [sys.executable, "--job-host"]
 

@@ -17,9 +17,9 @@ from support import gmmlu_rows, write_csv
 from spokenbench.app import jobs as app_jobs
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.operations import JobOp
-from spokenbench.core.errors import Cancelled
+from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.importers import import_files
-from spokenbench.core.jobs import tracked_job
+from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.store import Project
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel, progress_text
 
@@ -70,7 +70,7 @@ def test_a_job_started_in_another_thread_appears_within_two_seconds(studio, qtbo
 KILLED_CLI_JOBS = textwrap.dedent(
     """
     import sys, time
-    from spokenbench.core import jobs
+    from spokenbench.core.jobs import registry as jobs
     jobs.set_invocation(["synthesize", sys.argv[1], "--tts", "espeak"])
     with jobs.tracked_job(sys.argv[1], "synthesize", "Synthesizing with espeak", total=100) as progress:
         progress.report(30, 100, "clip 30")
@@ -208,7 +208,7 @@ def test_the_panel_shows_progress_and_time_left_and_an_empty_state(qtbot):
 
 def _crafted_job(project, kind, argv, label, cwd=None):
     """A jobs row as the sender of a project folder could write it: 'running' by a process that is gone."""
-    from spokenbench.core.processes import THIS_HOST
+    from spokenbench.core.foundation.processes import THIS_HOST
     from spokenbench.core.store import database
 
     now = database.utc_now()
@@ -262,6 +262,6 @@ def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio,
     assert command[1:4] == ["-P", "-m", "spokenbench.core.cli.main"]
     assert command[4:] == ["rewrite", str(project.path.resolve()), "--base-url=http://attacker.example/v1", "--model=m"]
     assert Path(options["cwd"]) == project.path and Path(options["cwd"]) != planted
-    from spokenbench.core.resume import ApprovedHosts
+    from spokenbench.core.cli.resume import ApprovedHosts
 
     assert ApprovedHosts().knows("attacker.example"), "approved on this machine, not in the project"

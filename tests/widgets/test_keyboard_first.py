@@ -11,10 +11,10 @@ from PySide6.QtWidgets import QApplication, QPushButton, QVBoxLayout, QWidget
 
 from spokenbench.app.keyboard import FocusRing, install
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+from spokenbench.core.demo.tour import TOUR
 from spokenbench.core.evaluation.preparation import claimed_run, run_claim
 from spokenbench.core.qc import store as qc_store
 from spokenbench.core.store import opened
-from spokenbench.core.tour import TOUR
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 from spokenbench.widgets.qc_tables import QcTable, QcTableSection
 

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QSettings, QSize
 
 from spokenbench.app.main_window import PAGES, MainWindow
-from spokenbench.core.tour import TOUR
+from spokenbench.core.demo.tour import TOUR
 
 LAPTOP = QSize(1280, 720)
 SMALL = QSize(1024, 700)

@@ -8,8 +8,8 @@ from PySide6.QtWidgets import QMessageBox
 from support import gmmlu_rows, write_csv
 
 from spokenbench.app.main_window import MainWindow
-from spokenbench.core import jobs
 from spokenbench.core.importers import import_files
+from spokenbench.core.jobs import registry as jobs
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):
     audio off and says once what to install."""
     from spokenbench.app import main as app_main
     from spokenbench.app.audio import NO_AUDIO_BANNER
-    from spokenbench.core import audio_support
+    from spokenbench.core.audio import support as audio_support
 
     monkeypatch.setattr(
         audio_support,

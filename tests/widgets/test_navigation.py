@@ -12,7 +12,7 @@ from spokenbench.app.settings_dialog import ANNOTATOR_KEY, SettingsDialog
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.evaluation.preparation import run_claim
 from spokenbench.core.evaluation.store import mark_run
-from spokenbench.core.jobs import tracked_job
+from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.rewriting.flagging import flagged_rewrites, review_rewrite
 from spokenbench.core.store import opened
 from spokenbench.core.store.summary import clip_item_id, item_detail

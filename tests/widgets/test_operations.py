@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from spokenbench.app.operations import BackgroundOp, QueryOp
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store import Project
 
 

@@ -229,7 +229,7 @@ def test_a_hidden_page_recomputes_once_shown_not_while_answers_stream_in(page, q
 def test_while_a_job_stores_answers_the_panels_wait_for_it_to_end(page, qtbot, demo):
     """A run streaming its answers would recompute the panels every second, seconds of pandas on a thread of the
     app: they wait for the job to end (Refresh now recomputes them at once)."""
-    from spokenbench.core.jobs import tracked_job
+    from spokenbench.core.jobs.registry import tracked_job
 
     qtbot.waitUntil(lambda: page.panels is not None, timeout=10_000)
     computed = []

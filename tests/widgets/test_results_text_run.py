@@ -8,12 +8,12 @@ import pytest
 from PySide6.QtCore import Qt
 
 from spokenbench.app.results_page import ResultsPage
+from spokenbench.core.demo.tour import TOUR
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import evaluate
 from spokenbench.core.panels import PANEL_ORDER, panel_heading
 from spokenbench.core.store import opened
-from spokenbench.core.tour import TOUR
 
 TEXT_MODEL = "simulated:steady"
 

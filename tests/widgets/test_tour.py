@@ -5,8 +5,8 @@ import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtTest import QTest
 
+from spokenbench.core.demo.tour import FOCUS_TARGETS, PUBLISHED, SIMULATED, TOUR, tour_markdown
 from spokenbench.core.panels import PANEL_ORDER
-from spokenbench.core.tour import FOCUS_TARGETS, PUBLISHED, SIMULATED, TOUR, tour_markdown
 from spokenbench.widgets.tour_panel import HIGHLIGHT_WIDTH
 
 
@@ -181,7 +181,7 @@ def test_the_free_form_step_shows_j_s_delta_s_and_s_on_the_demo(make_window, qtb
     simulated J_s, Δ_s and s."""
     import shutil
 
-    from spokenbench.core.tour import step_index
+    from spokenbench.core.demo.tour import step_index
     from spokenbench.widgets.gender_panel import FREE_FORM_SUMMARY_COLUMNS
 
     window = make_window()

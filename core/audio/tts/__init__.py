@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 BACKEND_NAMES = ("espeak", "gemini", "openai", "clone", "kokoro")
 

@@ -1,6 +1,6 @@
 """What the API-backed TTS services share: presets (model, price, limits), the accents they can be asked
 for, a style-prompt template (the project's own or the bundled one), and a lazily created client whose key
-comes from core.credentials and is redacted from every message."""
+comes from core.foundation.credentials and is redacted from every message."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from spokenbench.core.audio.tts.presets import (
     render_template,
     tts_presets,
 )
-from spokenbench.core.credentials import api_key
+from spokenbench.core.foundation.credentials import api_key
 
 
 def _prompted_accents() -> dict[str, tuple]:
@@ -23,7 +23,7 @@ def _prompted_accents() -> dict[str, tuple]:
 
 
 class APIBackend(TTSBackend):
-    provider = ""  # key of resources/tts/presets.json and of core.credentials
+    provider = ""  # key of resources/tts/presets.json and of core.foundation.credentials
     template_file = ""
     voice_genders: dict[str, str] = {}
 

@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest, VoiceSpec
-from spokenbench.core.errors import MissingDependencyError
-from spokenbench.core.optional import import_optional
+from spokenbench.core.foundation.errors import MissingDependencyError
+from spokenbench.core.foundation.optional import import_optional
 
 CHATTERBOX_LANGUAGES = {"en": "en", "zh": "zh", "ko": "ko"}
 MODEL_FOLDER_VARIABLE = "SPOKENBENCH_CHATTERBOX_MODEL"

@@ -14,7 +14,7 @@ from spokenbench.core.audio.io import AudioError, encode_wav
 from spokenbench.core.audio.neutralize import METHOD as NEUTRALIZATION_METHOD
 from spokenbench.core.audio.neutralize import neutralize_approximation
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
-from spokenbench.core.errors import MissingDependencyError
+from spokenbench.core.foundation.errors import MissingDependencyError
 
 AUDIO_OUTPUT_SYNCHRONOUS = 2
 ESPEAK_INITIALIZE_DONT_EXIT = 0x8000

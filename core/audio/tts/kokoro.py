@@ -24,7 +24,7 @@ import numpy as np
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.neutralize import EMBEDDING_METHOD
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest, VoiceSpec
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 # The paper's voices (Appendix B.1): four male, four female.
 PAPER_MALE_VOICES = ("am_puck", "bm_george", "bm_lewis", "am_adam")

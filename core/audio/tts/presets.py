@@ -7,7 +7,7 @@ import functools
 import importlib.resources
 import json
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 LANGUAGE_NAMES = {"en": "English", "zh": "Mandarin Chinese", "ko": "Korean"}
 ACCENT_NAMES = {

@@ -11,8 +11,8 @@ from support import write_jsonl
 
 from spokenbench.core.asr.backends import get_asr_backend, parse_asr_spec
 from spokenbench.core.cli.main import main as cli_main
+from spokenbench.core.foundation.model_files import PINNED_MODEL_FILES
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.model_files import PINNED_MODEL_FILES
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "qc"))  # the QC tests' clip helpers, not a copy of them
 from qc_support import QC_ITEMS, add_clip, item_id, tone_wav  # noqa: E402

@@ -4,7 +4,7 @@ the demo's gender probes."""
 import numpy as np
 from scipy.signal import lfilter
 
-from spokenbench.core.demo import DEMO_GENDER_PROBES, DEMO_GENDER_SOURCE, demo_file
+from spokenbench.core.demo.project import DEMO_GENDER_PROBES, DEMO_GENDER_SOURCE, demo_file
 from spokenbench.core.importers import ImportOptions, import_files
 
 RATE = 16_000

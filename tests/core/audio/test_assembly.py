@@ -9,7 +9,7 @@ from spokenbench.core.audio import dsp
 from spokenbench.core.audio.assembly import AssemblySettings, chunk_bounds, plan_assembly, run_assembly
 from spokenbench.core.audio.io import AudioError, decode_audio
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 
 SETTINGS = AssemblySettings()
 

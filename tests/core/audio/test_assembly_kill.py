@@ -25,7 +25,7 @@ ASSEMBLE = textwrap.dedent(
     """
     import os, sys
     from spokenbench.core.audio.assembly import AssemblySettings, plan_assembly, run_assembly
-    from spokenbench.core.progress import Progress
+    from spokenbench.core.foundation.progress import Progress
     from spokenbench.core.store import Project
     from spokenbench.core.store.audio_files import AudioStore
 

@@ -28,6 +28,6 @@ def test_audio_commands_explain_bad_input(cli, mini_project, monkeypatch):
     bad_voice = cli("synthesize", project, "--tts", "espeak", "--voices", "Orus")
     assert bad_voice.code == 2 and "no voice 'Orus'" in bad_voice.err
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     no_key = cli("synthesize", project, "--tts", "openai", "--languages", "en")
     assert no_key.code == 2 and "OPENAI_API_KEY" in no_key.err and "Traceback" not in no_key.err

@@ -10,7 +10,7 @@ import pytest
 
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.audio.tts.clone import MODEL_FILES, MODEL_FOLDER_VARIABLE
-from spokenbench.core.errors import MissingDependencyError
+from spokenbench.core.foundation.errors import MissingDependencyError
 
 
 @pytest.fixture

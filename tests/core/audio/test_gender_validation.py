@@ -20,8 +20,8 @@ from spokenbench.core.audio.voice_gender import (
     load_classifier,
     validate_voices,
 )
-from spokenbench.core.demo import DEMO_PROBE_VOICES
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.demo.project import DEMO_PROBE_VOICES
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 
 @pytest.mark.parametrize("f0, band", [(110.0, "male"), (210.0, "female"), (160.0, "ambiguous")])

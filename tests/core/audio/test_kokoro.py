@@ -20,7 +20,7 @@ from spokenbench.core.audio.tts.kokoro import (
     find_model_files,
     kokoro_voice,
 )
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 
 def test_the_papers_voices_and_genders():

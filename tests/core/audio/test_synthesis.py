@@ -96,7 +96,7 @@ KILLED_SYNTHESIS = textwrap.dedent(
     sys.path[:0] = [sys.argv[2], sys.argv[3]]
     from audio_support import ToneBackend
     from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
-    from spokenbench.core.progress import Progress
+    from spokenbench.core.foundation.progress import Progress
     from spokenbench.core.store import Project
 
     halfway = []

@@ -11,8 +11,8 @@ from support import tone
 from spokenbench.core.audio.io import decode_audio, encode_wav
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import SynthesisRequest, get_backend
-from spokenbench.core.credentials import MissingCredentialError
-from spokenbench.core.remote import RemoteAuthError, RetryPolicy
+from spokenbench.core.foundation.credentials import MissingCredentialError
+from spokenbench.core.jobs.remote import RemoteAuthError, RetryPolicy
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
 GEMINI_ROUTE = r"/models/[^/]+:generateContent"
@@ -124,7 +124,7 @@ def test_gemini_auth_error_stops_the_job(mini_project):
 
 def test_missing_key_names_the_variable(monkeypatch, mini_project):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     backend = get_backend("gemini", base_url="http://127.0.0.1:9")
     plan = plan_synthesis(mini_project.conn, backend, languages=["en"], parts=("questions",))
     with pytest.raises(MissingCredentialError, match="GEMINI_API_KEY"):

@@ -5,7 +5,7 @@ import pytest
 from eval_support import TEST_KEYS, add_assembled, add_items
 from model_stub import StubServer
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 
 
 @pytest.fixture(autouse=True)

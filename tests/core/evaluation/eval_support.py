@@ -7,8 +7,8 @@ import io
 import numpy as np
 import soundfile as sf
 
-from spokenbench.core.conditions import Condition, order_strings
-from spokenbench.core.items import Item, Option
+from spokenbench.core.domain.conditions import Condition, order_strings
+from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import insert_items
 

@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from spokenbench.core.conditions import Condition
-from spokenbench.core.errors import ProjectError
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelRequest, OpenAICompatibleAdapter
 from spokenbench.core.evaluation.plans import PlanOptions, build_plan
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.evaluation.presets import resolve_model
+from spokenbench.core.foundation.errors import ProjectError
 
 VLLM = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1", mode="audio", prompt="standard")
 

@@ -8,7 +8,7 @@ import pytest
 from batch_stub import BatchStub
 from eval_support import add_assembled, add_items
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.adapters import ModelReply, OpenAICompatibleAdapter
 from spokenbench.core.evaluation.budget import reply_cost
@@ -250,7 +250,7 @@ def test_what_a_batch_cannot_run_is_refused_before_anything_is_written(audio_pro
     )  # fmt: skip
     assert pipeline.code == 2 and "pipeline mode" in pipeline.err
     monkeypatch.delenv("OPENAI_API_KEY")
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     keyless = _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai")
     assert keyless.code == 2 and "OPENAI_API_KEY" in keyless.err
     with pytest.raises(SystemExit) as both:

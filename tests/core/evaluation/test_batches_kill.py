@@ -14,7 +14,7 @@ import pytest
 from batch_stub import BatchStub
 from eval_support import TEST_KEYS, add_assembled, add_items
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 
 pytestmark = pytest.mark.slow  # a real process killed and the work resumed
 

@@ -78,7 +78,7 @@ def test_dry_run_after_a_run_counts_what_is_reused(audio_project, stub, cli):
 
 def test_dry_run_needs_no_key(audio_project, stub, cli, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     result = _evaluate(cli, audio_project, stub, "--dry-run")
     assert result.code == 0, result.err
 
@@ -117,7 +117,7 @@ def test_budget_stop_exits_3(audio_project, stub, cli):
 
 def test_missing_key_is_a_clear_user_error(audio_project, stub, cli, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     result = _evaluate(cli, audio_project, stub)
     assert result.code == 2 and "OPENAI_API_KEY" in result.err and stub.requests == []
 
@@ -263,11 +263,11 @@ def test_help_shows_the_ranges(cli, capsys):
 
 def test_settings_out_of_range_are_refused_by_the_library_too(audio_project):
     """The app and scripts call prepare_evaluation directly: the same ranges hold there."""
-    from spokenbench.core.errors import SpokenBenchError
     from spokenbench.core.evaluation.adapters import GenerationParams
     from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
     from spokenbench.core.evaluation.presets import Price
-    from spokenbench.core.remote import RetryPolicy
+    from spokenbench.core.foundation.errors import SpokenBenchError
+    from spokenbench.core.jobs.remote import RetryPolicy
 
     base = dict(model="vllm:m", base_url="http://127.0.0.1:9/v1")
     for changes, option in (

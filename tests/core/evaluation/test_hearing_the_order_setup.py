@@ -4,11 +4,11 @@ and the paper's data filter — exactly four options, audio of at most 180 s —
 import pytest
 from eval_support import add_assembled, add_items
 
-from spokenbench.core.conditions import Condition
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.domain.conditions import Condition
+from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.evaluation.plans import PlanOptions, build_plan
 from spokenbench.core.evaluation.prompts import prompt_output_tokens, render_prompt
-from spokenbench.core.items import Item, Option
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store.items import insert_items
 
 SIMPLE_EVALS = (  # openai/simple-evals, QUERY_TEMPLATE_MULTICHOICE, filled for this question

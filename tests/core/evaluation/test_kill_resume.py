@@ -18,7 +18,7 @@ import pytest
 from eval_support import add_assembled, add_items
 from model_stub import StubServer
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.store import Project
 
 pytestmark = pytest.mark.slow  # real processes killed and resumed

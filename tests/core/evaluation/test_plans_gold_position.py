@@ -5,9 +5,9 @@ and the metrics reuse that answer in the gold-at-p setting (issue 13, item 1).""
 import pandas as pd
 from eval_support import add_assembled, add_items
 
-from spokenbench.core.conditions import Condition, gold_position_orders, order_strings
+from spokenbench.core.domain.conditions import Condition, gold_position_orders, order_strings
+from spokenbench.core.domain.items import LETTERS
 from spokenbench.core.evaluation.plans import PlanOptions, build_plan, wanted_orders
-from spokenbench.core.items import LETTERS
 from spokenbench.core.metrics.responses import prepare_mcq
 from spokenbench.core.metrics.selection_bias import presentations
 

@@ -1,4 +1,4 @@
-"""core.remote: error classification of the real SDKs' exceptions (raised by talking to the stub), waits,
+"""core.jobs.remote: error classification of the real SDKs' exceptions (raised by talking to the stub), waits,
 retries and limits."""
 
 import asyncio
@@ -8,7 +8,7 @@ import time
 import pytest
 from model_stub import Scripted
 
-from spokenbench.core.remote import (
+from spokenbench.core.jobs.remote import (
     ErrorKind,
     ProviderLimiter,
     RemoteAuthError,

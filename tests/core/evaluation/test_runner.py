@@ -10,16 +10,16 @@ import pytest
 from eval_support import add_assembled, add_items
 from model_stub import Scripted
 
-from spokenbench.core.conditions import Condition
-from spokenbench.core.errors import Cancelled, SpokenBenchError
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.evaluation.adapters import GenerationParams
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.runner import evaluate, list_runs, run_evaluation
-from spokenbench.core.jobs import JobClaimed, list_jobs, request_cancel, tracked_job
-from spokenbench.core.progress import Progress
-from spokenbench.core.remote import RemoteAuthError, RetryPolicy
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.registry import JobClaimed, list_jobs, request_cancel, tracked_job
+from spokenbench.core.jobs.remote import RemoteAuthError, RetryPolicy
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.rewrites import add_rewrite

@@ -13,7 +13,7 @@ from eval_support import add_assembled, add_items
 from model_stub import StubServer
 from test_kill_resume import _cli_json, _committed, _evaluate_args, _wait_for_answers, _wait_until
 
-from spokenbench.core.conditions import Condition
+from spokenbench.core.domain.conditions import Condition
 from spokenbench.core.store import Project
 
 pytestmark = pytest.mark.slow  # real processes stopped by a signal

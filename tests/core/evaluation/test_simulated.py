@@ -5,21 +5,21 @@ import time
 
 import pytest
 
-from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.power import PowerDesign, questions_needed
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import evaluate
 from spokenbench.core.evaluation.simulated import ListenerProfile, ListenerQuestion, choose
-from spokenbench.core.exports import responses_frame
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.importers.exports import responses_frame
 from spokenbench.core.store import opened
 
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory):
     """The demo's items without its audio (the simulated listener needs none; building audio takes seconds)."""
-    from spokenbench.core.demo import DEMO_GENDER_PROBES, DEMO_GENDER_SOURCE, DEMO_MCQ, DEMO_SOURCE, demo_file
+    from spokenbench.core.demo.project import DEMO_GENDER_PROBES, DEMO_GENDER_SOURCE, DEMO_MCQ, DEMO_SOURCE, demo_file
     from spokenbench.core.importers import ImportOptions, import_files
     from spokenbench.core.store import Project
 

@@ -5,8 +5,8 @@ alone (condition voice_source 'neutralized'), 'all' both."""
 
 import pytest
 
-from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.plans import PlanOptions, build_plan
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store import Project
 
 NEUTRALIZED = {"espeak-male-neutral-approx", "espeak-female-neutral-approx"}

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from spokenbench.core.cli.main import main
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.metrics.gender_backbones import (
     declare_backbone_pairs,
     parse_pairs,

@@ -121,7 +121,7 @@ def test_delta_s_through_the_rule_by_hand():
 
 
 def test_without_the_encoder_the_rest_is_still_computed(monkeypatch):
-    from spokenbench.core.errors import SpokenBenchError
+    from spokenbench.core.foundation.errors import SpokenBenchError
 
     def missing(texts):
         raise SpokenBenchError("free-form similarities (J_s, s) need the sentence encoder")
@@ -191,7 +191,7 @@ def test_minilm_matches_sentence_transformers():
 def test_a_missing_encoder_names_the_extra(monkeypatch):
     import sys
 
-    from spokenbench.core.errors import MissingDependencyError
+    from spokenbench.core.foundation.errors import MissingDependencyError
     from spokenbench.core.metrics import gender_freeform
 
     gender_freeform._minilm_model.cache_clear()

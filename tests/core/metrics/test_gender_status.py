@@ -7,8 +7,8 @@ import pytest
 from metrics_helpers import responses
 from scipy import stats
 
-from spokenbench.core.errors import InputError
-from spokenbench.core.exports import with_neutral_option
+from spokenbench.core.foundation.errors import InputError
+from spokenbench.core.importers.exports import with_neutral_option
 from spokenbench.core.metrics.analysis import analyze_gender_probe
 
 
@@ -151,7 +151,7 @@ def test_backbone_kappa_and_bowker_by_hand():
 
 
 def test_neutralized_voices_are_their_own_setting():
-    from spokenbench.core.exports import with_neutralized_setting
+    from spokenbench.core.importers.exports import with_neutralized_setting
 
     frame = pd.DataFrame(
         {

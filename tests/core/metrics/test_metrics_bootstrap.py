@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 from metrics_helpers import random_design
 
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.metrics.analysis import analyze_gender_probe, analyze_mcq
 from spokenbench.core.metrics.bootstrap import question_weights
 from spokenbench.core.metrics.synthetic import gender_probe_like
-from spokenbench.core.progress import Progress
 
 FACTORS = ["language", "accent", "gender", "order"]
 
@@ -84,7 +84,7 @@ def test_a_fixed_seed_fixes_the_intervals_and_progress_is_reported():
 
 
 def test_cancelling_stops_the_bootstrap():
-    from spokenbench.core.errors import Cancelled
+    from spokenbench.core.foundation.errors import Cancelled
 
     progress = Progress()
     progress.cancel()

@@ -156,7 +156,7 @@ def test_report_of_gender_probes(cli, probe_file, tmp_path):
 def _project_with_responses(path):
     """A project with a few items and one stored run, written the way the runner stores answers (the
     schema's responses table), since this test must not depend on the runner."""
-    from spokenbench.core.items import Item, Option
+    from spokenbench.core.domain.items import Item, Option
     from spokenbench.core.store import Project
     from spokenbench.core.store.items import insert_items
 

@@ -9,7 +9,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import SquareTable
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.metrics.analysis import analyze_gender_probe, gender_probe_json
 from spokenbench.core.metrics.gender_probe import prepare_gender_probe
 from spokenbench.core.metrics.synthetic import gender_probe_like

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from metrics_helpers import responses
 
-from spokenbench.core.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.gender_probe import prepare_gender_probe
 from spokenbench.core.metrics.loading import read_responses_file

@@ -2,7 +2,7 @@
 (tests/benchmarks/bench_metrics.py part 4), so what it imports matters: no pandas (its import costs more than
 the whole computation on 100,000 rows: the CSV is read by pyarrow into text columns and the engine works on
 numpy arrays), no pyarrow.compute, no scipy.stats (Kendall's τ-b is computed in core/metrics/agreement.py), no
-job machinery (core.jobs, core.remote: asyncio, ssl; also not for
+job machinery (core.jobs.registry, core.jobs.remote: asyncio, ssl; also not for
 `spokenbench info`, issue 13: ≤ 0.5 s). A change that brings one back shows here, not only as a slower
 benchmark."""
 
@@ -21,7 +21,7 @@ import io, contextlib, json, sys
 from spokenbench.core.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
-heavy = ["scipy.stats", "spokenbench.core.jobs", "spokenbench.core.remote", "asyncio", "matplotlib", "pandas",
+heavy = ["scipy.stats", "spokenbench.core.jobs.registry", "spokenbench.core.jobs.remote", "asyncio", "matplotlib", "pandas",
          "pyarrow.compute"]
 print(json.dumps({"code": code, "imported": [m for m in heavy if m in sys.modules]}))
 """

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from metrics_helpers import responses
 
+from spokenbench.core.foundation.tables import TextColumns
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.mcq import compute_mcq_metrics, model_summary, quantiles_by_model
 from spokenbench.core.metrics.responses import prepare_mcq
 from spokenbench.core.metrics.selection_bias import rank_descending
 from spokenbench.core.metrics.synthetic import biasinear_like
-from spokenbench.core.tables import TextColumns
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -1,4 +1,4 @@
-"""Responses CSV/TSV files are read by pyarrow's CSV reader when the file is well formed (core/tables.py
+"""Responses CSV/TSV files are read by pyarrow's CSV reader when the file is well formed (core/foundation/tables.py
 `_arrow_delimited`): the columns must be the frame pandas' reader gave (`as_clean_strings(pd.read_csv(...,
 dtype=str, keep_default_na=False))`), and files pandas reads differently go to pandas. The reader gives text
 columns (`read_columns`) without importing pandas: `spokenbench metrics` is timed as a whole process."""
@@ -12,9 +12,9 @@ import sys
 import pandas as pd
 import pytest
 
-from spokenbench.core.errors import InputError
+from spokenbench.core.foundation.errors import InputError
+from spokenbench.core.foundation.tables import TextColumn, _arrow_delimited, as_clean_strings, read_columns
 from spokenbench.core.metrics.loading import read_responses_file
-from spokenbench.core.tables import TextColumn, _arrow_delimited, as_clean_strings, read_columns
 
 
 def _pandas_frame(text: str, delimiter: str) -> pd.DataFrame:
@@ -71,14 +71,14 @@ def test_read_responses_file_same_with_either_reader(tmp_path, monkeypatch):
     path = tmp_path / "responses.csv"
     path.write_text(text, encoding="utf-8")
     fast = read_responses_file(path)
-    monkeypatch.setattr("spokenbench.core.tables._arrow_delimited", lambda text, delimiter: None)
+    monkeypatch.setattr("spokenbench.core.foundation.tables._arrow_delimited", lambda text, delimiter: None)
     pd.testing.assert_frame_equal(fast, read_responses_file(path))
     assert list(fast.columns) == ["question_id", "model", "answer"]
     assert fast.iloc[0].tolist() == ["q1", "m1", "A"]
 
 
 def test_overlong_cell_located_by_row_and_column(tmp_path, monkeypatch):
-    monkeypatch.setattr("spokenbench.core.tables.MAX_CELL_CHARS", 10)
+    monkeypatch.setattr("spokenbench.core.foundation.tables.MAX_CELL_CHARS", 10)
     path = tmp_path / "responses.csv"
     path.write_text("question_id,model,raw_text\nq1,m1,short\nq2,m1,  twelve chars  \n", encoding="utf-8")
     with pytest.raises(InputError) as raised:
@@ -125,7 +125,7 @@ def test_reading_a_csv_into_columns_imports_no_pandas(tmp_path):
     path = tmp_path / "responses.csv"
     path.write_text("question_id,model,answer,prediction\nq1,m,A,B\nq2,m,B,\n", encoding="utf-8")
     probe = (
-        "import sys\nfrom spokenbench.core.tables import read_columns\n"
+        "import sys\nfrom spokenbench.core.foundation.tables import read_columns\n"
         f"columns = read_columns({str(path)!r})\n"
         "print(columns['prediction'].texts().tolist(), 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
     )
@@ -147,6 +147,6 @@ def test_header_longer_than_the_scanned_head_is_still_read_right(tmp_path, monke
     path.write_text(text, encoding="utf-8")
     expected = read_responses_file(path)
     assert list(expected.columns) == columns
-    monkeypatch.setattr("spokenbench.core.tables.HEADER_SCAN_CHARS", 7)
+    monkeypatch.setattr("spokenbench.core.foundation.tables.HEADER_SCAN_CHARS", 7)
     assert _arrow_delimited(text, ",") is None
     pd.testing.assert_frame_equal(read_responses_file(path), expected)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from metrics_helpers import responses
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.responses import prepare_mcq
 from spokenbench.core.metrics.selection_bias import compute_selection_bias, tie_draws, vote_shares

@@ -9,7 +9,7 @@ from stub_server import StubServer  # noqa: F401  (re-exported for the tests)
 from support import tone
 
 from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.remote import RetryPolicy
+from spokenbench.core.jobs.remote import RetryPolicy
 from spokenbench.core.store.database import utc_now
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)

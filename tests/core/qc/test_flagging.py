@@ -5,7 +5,7 @@ import csv
 import pytest
 from qc_support import item_id
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.published import published_dir
 from spokenbench.core.rewriting.flagging import (
     AUTO_REVIEWER,

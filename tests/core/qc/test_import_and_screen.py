@@ -168,7 +168,7 @@ def test_cli_screen_offline_says_what_screening_needs(cli, qc_project, screened_
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("MISTRAL_API_KEY", raising=False)
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     result = cli("screen", qc_project.path)
     assert result.code == 0
     assert "two independent ASR systems" in result.out and "import-transcripts" in result.out

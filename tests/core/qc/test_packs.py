@@ -7,7 +7,8 @@ import zipfile
 
 import pytest
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.tables import current_umask
 from spokenbench.core.qc.packs import (
     CLIP_ID_KEY,
     ensure_project_id,
@@ -20,7 +21,6 @@ from spokenbench.core.qc.packs import (
 from spokenbench.core.qc.queues import queue_clips, rate_clip
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from spokenbench.core.store import Project, opened
-from spokenbench.core.tables import current_umask
 
 QUEUE = "demo-qc"
 

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from qc_support import add_clip, add_transcript, item_id, tone_wav
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc import rating_session as rs
 from spokenbench.core.qc.queues import next_unrated, queue_clips, sample_for_rating
 from spokenbench.core.qc.rating_session import (

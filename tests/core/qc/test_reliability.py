@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.controls import control_clips
 from spokenbench.core.qc.queues import RatingRow, queue_clips, rate_clips, sample_for_rating
 from spokenbench.core.qc.reliability import Thresholds, annotator_reliability, wilson_interval

@@ -8,9 +8,9 @@ import pytest
 from qc_support import CHAT_ROUTE, FAST_RETRIES, SECRET, StubServer, chat_reply, item_id, rewrite_json
 from stub_server import Reply
 
-from spokenbench.core.items import Item, Option
-from spokenbench.core.jobs import list_jobs
-from spokenbench.core.remote import RemoteAuthError
+from spokenbench.core.domain.items import Item, Option
+from spokenbench.core.jobs.registry import list_jobs
+from spokenbench.core.jobs.remote import RemoteAuthError
 from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
 from spokenbench.core.rewriting.prompts import load_template
 from spokenbench.core.rewriting.validation import InvalidAnswer, validate_answer
@@ -261,7 +261,7 @@ def test_cli_rewrite_with_a_project_prompt_then_flag(cli, qc_project, tmp_path, 
 
 def test_cli_rewrite_without_a_key_names_the_variable(cli, qc_project, monkeypatch):
     monkeypatch.delenv("NVIDIA_API_KEY", raising=False)
-    monkeypatch.setattr("spokenbench.core.credentials._from_keyring", lambda variable: None)
+    monkeypatch.setattr("spokenbench.core.foundation.credentials._from_keyring", lambda variable: None)
     result = cli("rewrite", qc_project.path, "--base-url", "http://127.0.0.1:9/v1", "--limit", "1")
     assert result.code == 2 and "NVIDIA_API_KEY" in result.err
 
@@ -273,8 +273,8 @@ def test_cancelling_stops_the_run_and_keeps_finished_items(qc_project):
     import dataclasses
     import time
 
-    from spokenbench.core.errors import Cancelled
-    from spokenbench.core.progress import Progress
+    from spokenbench.core.foundation.errors import Cancelled
+    from spokenbench.core.foundation.progress import Progress
 
     progress = Progress(lambda done, total, message: progress.cancel() if done >= 1 else None)
     with StubServer() as server:

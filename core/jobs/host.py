@@ -18,7 +18,7 @@ The protocol, over the child's standard streams (pickle frames; both ends are th
   `PROGRESS_INTERVAL_S` apart, then one outcome: ("ok", result), ("cancelled",) or ("error", exception).
   The child's own prints and warnings go to stderr, so nothing but frames ever reaches the parent's reader.
 
-    python -m spokenbench.core.job_host      (the frozen app: spokenbench-studio --job-host)
+    python -m spokenbench.core.jobs.host      (the frozen app: spokenbench-studio --job-host)
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from spokenbench.core.errors import Cancelled, SpokenBenchError
-from spokenbench.core.jobs import CANCEL_POLL_S, tracked_job
-from spokenbench.core.progress import Progress
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.registry import CANCEL_POLL_S, tracked_job
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.project import DATABASE_NAME
 
@@ -93,7 +93,7 @@ def job_host_command() -> list[str]:
     """The command that starts a job process: this interpreter, or the frozen app in its job-host mode."""
     if getattr(sys, "frozen", False):
         return [sys.executable, "--job-host"]
-    return [sys.executable, "-m", "spokenbench.core.job_host"]
+    return [sys.executable, "-m", "spokenbench.core.jobs.host"]
 
 
 def encode_request(
@@ -373,6 +373,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":  # run by its real name, so what it pickles (JobProcessError) unpickles in the app
-    from spokenbench.core.job_host import main as main_by_its_name
+    from spokenbench.core.jobs.host import main as main_by_its_name
 
     sys.exit(main_by_its_name())

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from spokenbench.core.credentials import PROVIDER_VARIABLES
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.jobs import JobInfo
+from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.registry import JobInfo
 
 RESUMABLE_STATUSES = ("interrupted", "cancelled", "failed")
 MAX_ARGS = 200
@@ -87,7 +87,7 @@ _LIMITS = frozenset({"--concurrency", "--rpm", "--retries", "--timeout"})
 
 
 def _host_endpoint(url: str | None, provider_default: str | None, key: str | None) -> Endpoint | None:
-    from spokenbench.core.remote import strip_url_credentials
+    from spokenbench.core.jobs.remote import strip_url_credentials
 
     url = url or (f"https://{provider_default}" if provider_default else None)
     if not url:
@@ -302,11 +302,11 @@ def config_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def bundled_hosts() -> frozenset[str]:
     """Hosts of the bundled model presets, the SDKs' defaults and the rewriter's default: known without asking."""
-    from spokenbench.core.evaluation.presets import _catalog, all_presets
+    from spokenbench.core.evaluation.presets import all_presets, default_base_urls
     from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL
 
     urls = [preset.base_url for preset in all_presets()]
-    urls += [defaults.get("base_url") for defaults in _catalog()["defaults"].values()]
+    urls += default_base_urls()
     urls.append(DEFAULT_BASE_URL)
     hosts = {(urlsplit(url).hostname or "").lower() for url in urls if url}
     return frozenset(hosts | set(SDK_DEFAULT_HOSTS.values())) - {""}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import unquote_plus
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 log = logging.getLogger("spokenbench.remote")
 T = TypeVar("T")

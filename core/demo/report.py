@@ -1,7 +1,7 @@
 """The demo's full report (issue 15 item 3): `spokenbench demo DIR --report OUT` writes, headless and offline,
 
     OUT/index.md         the index: where every number comes from (simulated or published), the figures inline,
-                         links to both parts, and the guided tour's text (core/tour.py)
+                         links to both parts, and the guided tour's text (core/demo/tour.py)
     OUT/mcq/             what `spokenbench report DIR --out OUT/mcq` writes (core/metrics/report.py)
     OUT/gender-probe/    what `spokenbench report DIR --kind gender-probe --out OUT/gender-probe` writes
     OUT/published/       the papers' own tables, copied as bundled (resources/published/), never recomputed
@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.safe_files import check_output_folder
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.foundation.safe_files import check_output_folder
 
 MCQ_DIR = "mcq"
 GENDER_DIR = "gender-probe"
@@ -178,7 +178,7 @@ def _figure_entries(report, folder: str) -> list[tuple[str, str]]:
 
 
 def _write_index(result: DemoReport, project_dir: Path, n_resamples: int, seed: int) -> None:
-    from spokenbench.core.tour import tour_markdown, tour_steps
+    from spokenbench.core.demo.tour import tour_markdown, tour_steps
 
     try:
         models = _run_names(project_dir)

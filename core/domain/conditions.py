@@ -20,8 +20,8 @@ import json
 import random
 from dataclasses import asdict, dataclass
 
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import LETTERS
+from spokenbench.core.domain.items import LETTERS
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 NAMED_ORDERS = ("original", "reversed", "order-backward", "token-backward")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 KEYRING_SERVICE = "spokenbench"
 PROVIDER_VARIABLES = {

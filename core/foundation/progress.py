@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from spokenbench.core.errors import Cancelled
+from spokenbench.core.foundation.errors import Cancelled
 
 ProgressCallback = Callable[[int, int | None, str], None]
 
@@ -28,7 +28,7 @@ class Progress:
         self._on_job_recorded = on_job_recorded
 
     def job_recorded(self, job_id: int, claim: str | None) -> None:
-        """Called by `core.jobs.tracked_job` once the work's job row exists: a job process tells the app which
+        """Called by `core.jobs.registry.tracked_job` once the work's job row exists: a job process tells the app which
         job (and which run's claim) the work it was handed recorded itself."""
         if self._on_job_recorded is not None:
             self._on_job_recorded(job_id, claim)

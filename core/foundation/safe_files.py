@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem
 
 GiB = 1 << 30
 MiB = 1 << 20

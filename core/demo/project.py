@@ -17,12 +17,12 @@ from pathlib import Path
 
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
-from spokenbench.core.errors import ProjectError, SpokenBenchError
+from spokenbench.core.domain.items import option_part
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
 from spokenbench.core.evaluation.simulated import GENDER_PROFILES, run_simulated_gender_study
+from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.items import option_part
-from spokenbench.core.progress import Progress, no_progress
 from spokenbench.core.qc.demo import add_demo_qc
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import iter_items

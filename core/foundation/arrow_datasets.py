@@ -12,8 +12,8 @@ import json
 import re
 from pathlib import Path
 
-from spokenbench.core.errors import InputError, InputProblem
-from spokenbench.core.safe_files import MAX_TABLE_BYTES, MAX_TEXT_FILE_BYTES, read_regular_file
+from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.safe_files import MAX_TABLE_BYTES, MAX_TEXT_FILE_BYTES, read_regular_file
 
 ARROW_SUFFIX = ".arrow"
 STATE_FILE = "state.json"

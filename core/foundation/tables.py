@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spokenbench.core.arrow_datasets import arrow_dataset_digest, is_arrow_dataset, read_arrow_dataset
-from spokenbench.core.errors import InputError, InputProblem, SpokenBenchError
-from spokenbench.core.safe_files import MAX_TABLE_BYTES, check_output_file, display_name, read_regular_file
-from spokenbench.core.standard_streams import (
+from spokenbench.core.foundation.arrow_datasets import arrow_dataset_digest, is_arrow_dataset, read_arrow_dataset
+from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.safe_files import MAX_TABLE_BYTES, check_output_file, display_name, read_regular_file
+from spokenbench.core.foundation.standard_streams import (
     STANDARD_INPUT_NAME,
     is_standard_stream,
     read_standard_input,

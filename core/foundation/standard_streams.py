@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from spokenbench.core.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem
 
 STANDARD_STREAM = "-"
 STANDARD_INPUT_NAME = "standard input"

@@ -1,0 +1,1 @@
+"""The benchmark's vocabulary: items, evaluation conditions, language codes."""
