@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
 from spokenbench.core.progress import Progress, no_progress
-from spokenbench.core.qc.layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
+from spokenbench.core.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 
 DEFAULT_MIN_ASR = 2
 META_KEY = "qc_screening"

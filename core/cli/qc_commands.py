@@ -22,8 +22,8 @@ from spokenbench.core.credentials import PROVIDER_VARIABLES
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.items import MAX_TEXT_CHARS_CEILING
 from spokenbench.core.progress import text_progress_bar
-from spokenbench.core.qc.layout import TABLE2_LAYOUTS
 from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDER, DEFAULT_MODEL
+from spokenbench.core.table_layout import TABLE2_LAYOUTS
 
 # The rest is imported by each handler, so that `spokenbench --help` does not load jiwer, numpy and scipy.
 
