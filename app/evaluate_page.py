@@ -28,6 +28,7 @@ from spokenbench.app.operations import (
     WriteOp,
     show_error,
 )
+from spokenbench.core.cli.resume import evaluation_endpoints
 from spokenbench.core.errors import InputError, SpokenBenchError
 from spokenbench.core.evaluation import batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
@@ -35,7 +36,6 @@ from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.job_host import job_call
 from spokenbench.core.jobs import JobInfo, request_cancel
 from spokenbench.core.progress import Progress
-from spokenbench.core.resume import evaluation_endpoints
 from spokenbench.core.store import Project
 from spokenbench.widgets.launcher_view import LauncherView, RunLine
 
@@ -703,7 +703,7 @@ class EvaluatePage(QWidget):
 
     def _confirm_resume(self, run_id: int, settings: RunSettings) -> None:
         """The run's endpoint comes from the project folder: a key for a host this machine has not sent one to is
-        sent only after a yes (core.resume's rule for every resume)."""
+        sent only after a yes (core.cli.resume's rule for every resume)."""
         try:
             endpoints = evaluation_endpoints(settings)
         except SpokenBenchError as error:

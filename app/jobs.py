@@ -1,7 +1,7 @@
 """What the jobs panel shows and what its buttons do: this window's running operations, plus the jobs other
 processes recorded in the project's jobs table (read off the UI thread by the session's monitor). Cancel on
 another process's job goes through the writer as a cancel request. Resume never runs the command stored in the
-jobs table (a project folder is data): core.resume rebuilds it from re-validated values of a known job kind,
+jobs table (a project folder is data): core.cli.resume rebuilds it from re-validated values of a known job kind,
 a dialog shows what will run — the command, each host and which key goes there — and asks, warning before a
 key goes to a host this machine has not used; only then is it started as a detached `spokenbench` process."""
 
@@ -21,10 +21,10 @@ from PySide6.QtWidgets import QMessageBox
 
 from spokenbench.app.batch_ops import BatchesController
 from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp, WriteOp, show_error
+from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.jobs import JobInfo, request_cancel
-from spokenbench.core.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 
 RECENT_S = 120.0
@@ -70,7 +70,7 @@ def jobs_to_show(jobs: list[JobInfo], hidden_ids: set[int], now: float) -> list[
 
 
 def resume_plan(job: JobInfo, project_dir: Path) -> ResumePlan | ResumeRefused:
-    """What resuming `job` on the open project would run, or why it cannot (core.resume)."""
+    """What resuming `job` on the open project would run, or why it cannot (core.cli.resume)."""
     try:
         return plan_resume(job, project_dir)
     except ResumeRefused as refused:

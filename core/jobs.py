@@ -4,7 +4,7 @@ runs on one loop.
 - `tracked_job(...)` records a job in the project's `jobs` table (kind, claim, pid, host, progress, status),
   refreshes its heartbeat once a second from a thread of its own, and hands the job a `Progress` that is also
   cancelled when anyone — the app, `spokenbench jobs --cancel`, a script — sets `cancel_requested`. A job whose
-  heartbeat stopped (killed, machine off) is shown as *interrupted*; core.resume rebuilds the command that
+  heartbeat stopped (killed, machine off) is shown as *interrupted*; core.cli.resume rebuilds the command that
   resumes it from re-validated values of a known job kind (the stored argv is data, never run). A `claim`
   names the work a job holds (e.g. `run:3`): a second live job with the same claim is refused, saying who
   holds it; `claim_unit` claims one unit of work (an evaluation's request) the same way.
@@ -85,7 +85,7 @@ class JobInfo:
     project: str
     pid: int
     host: str
-    argv: list[str] | None  # as stored: data from the project folder, shown but never run (core.resume)
+    argv: list[str] | None  # as stored: data from the project folder, shown but never run (core.cli.resume)
     cwd: str | None  # the folder the command was started in, as stored: shown, never used
     started_at: str
     heartbeat_at: str

@@ -19,7 +19,7 @@ sys.dont_write_bytecode = False
 
 @pytest.fixture(autouse=True)
 def own_config_dir(tmp_path_factory, monkeypatch):
-    """The hosts approved for keys (core.resume.ApprovedHosts) are per machine: each test starts with none."""
+    """The hosts approved for keys (core.cli.resume.ApprovedHosts) are per machine: each test starts with none."""
     monkeypatch.setenv("SPOKENBENCH_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
 
 

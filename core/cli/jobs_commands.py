@@ -1,7 +1,7 @@
 """`spokenbench jobs DIR`: the jobs of every process on a project — the app's, other CLI runs', scripts' —
 with their progress, the way to cancel one from here, and to resume an interrupted one (`--resume JOB`): the
 command is rebuilt from re-validated values of a known job kind, never taken from the jobs table, shown before
-it runs, and a key is sent to a host this machine has not used only after a yes (core/resume.py). Its name and
+it runs, and a key is sent to a host this machine has not used only after a yes (core/cli/resume.py). Its name and
 options are a contract."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 from spokenbench.core.cli.arguments import whole_number
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
+from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.errors import SpokenBenchError
 from spokenbench.core.jobs import JobInfo, get_job, list_jobs, request_cancel
-from spokenbench.core.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.store import opened
 
 

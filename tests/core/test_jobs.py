@@ -15,9 +15,9 @@ import time
 import pytest
 
 from spokenbench.core import jobs
+from spokenbench.core.cli.resume import ResumeRefused, plan_resume
 from spokenbench.core.errors import Cancelled, SpokenBenchError
 from spokenbench.core.progress import Progress
-from spokenbench.core.resume import ResumeRefused, plan_resume
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import changed_tables, table_versions
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from spokenbench.core.cli.resume import ApprovedHosts, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.jobs import get_job, list_jobs
 from spokenbench.core.processes import THIS_HOST
-from spokenbench.core.resume import ApprovedHosts, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.store import database
 
 SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))

@@ -440,10 +440,10 @@ def test_resuming_a_run_whose_endpoint_is_a_new_host_asks_before_sending_the_key
     this machine has not sent a key to asks first (Escape: nothing is sent), and only a yes sends it."""
     from PySide6.QtCore import Qt
 
+    from spokenbench.core.cli.resume import ApprovedHosts
     from spokenbench.core.evaluation.plans import PlanOptions
     from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
     from spokenbench.core.evaluation.runner import create_prepared_run
-    from spokenbench.core.resume import ApprovedHosts
 
     monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test-key")
     with StubServer() as server:

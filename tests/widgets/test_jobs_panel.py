@@ -262,6 +262,6 @@ def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio,
     assert command[1:4] == ["-P", "-m", "spokenbench.core.cli.main"]
     assert command[4:] == ["rewrite", str(project.path.resolve()), "--base-url=http://attacker.example/v1", "--model=m"]
     assert Path(options["cwd"]) == project.path and Path(options["cwd"]) != planted
-    from spokenbench.core.resume import ApprovedHosts
+    from spokenbench.core.cli.resume import ApprovedHosts
 
     assert ApprovedHosts().knows("attacker.example"), "approved on this machine, not in the project"
