@@ -88,6 +88,11 @@ def all_presets() -> list[ModelPreset]:
     return [_preset(entry, catalog["defaults"].get(entry["provider"], {})) for entry in catalog["models"]]
 
 
+def provider_default_urls() -> list[str]:
+    """Each provider's default endpoint in the bundled presets: hosts known without asking (core/cli/resume.py)."""
+    return [defaults["base_url"] for defaults in _catalog()["defaults"].values() if defaults.get("base_url")]
+
+
 def transcription_presets() -> list[dict]:
     return list(_catalog().get("transcription", []))
 
