@@ -89,10 +89,13 @@ class OpenAITranscriptionBackend(ASRBackend):
         key_provider: str | None,
         key: str | None = None,
         concurrency: int = 8,
+        requests_per_minute: float | None = None,
+        timeout_s: float = 300.0,
     ):
-        super().__init__(name, model, concurrency, None, key)
+        super().__init__(name, model, concurrency, requests_per_minute, key)
         self.base_url = base_url
         self.key_provider = key_provider
+        self.timeout_s = timeout_s
         self._client = None
 
     def prepare(self) -> None:
@@ -102,7 +105,7 @@ class OpenAITranscriptionBackend(ASRBackend):
             if self._key is None:
                 self._key = api_key(self.key_provider) if self.key_provider else "not-needed"
             # core.jobs.remote owns retries (Retry-After honoured, one limiter per provider), so the SDK's are off.
-            self._client = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=300)
+            self._client = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s)
 
     async def transcribe(self, audio: bytes, audio_format: str, language: str) -> str:
         self.prepare()
@@ -132,9 +135,12 @@ class GeminiTranscriptionBackend(ASRBackend):
         key: str | None = None,
         concurrency: int = 8,
         prompt: str = GEMINI_TRANSCRIBE_PROMPT,
+        requests_per_minute: float | None = None,
+        timeout_s: float = 300.0,
     ):
-        super().__init__(name, model, concurrency, None, key)
+        super().__init__(name, model, concurrency, requests_per_minute, key)
         self.base_url = base_url
+        self.timeout_s = timeout_s
         self.prompt = prompt
         self._client = None
 
@@ -144,10 +150,11 @@ class GeminiTranscriptionBackend(ASRBackend):
             from google.genai import types
 
             self._key = self._key or api_key("gemini")
+            timeout_ms = int(self.timeout_s * 1000)
             options = (
-                types.HttpOptions(base_url=self.base_url, timeout=300_000)
+                types.HttpOptions(base_url=self.base_url, timeout=timeout_ms)
                 if self.base_url
-                else types.HttpOptions(timeout=300_000)
+                else types.HttpOptions(timeout=timeout_ms)
             )
             self._client = genai.Client(api_key=self._key, http_options=options)
 
@@ -321,21 +328,44 @@ def parse_asr_spec(text: str) -> ASRSpec:
     return ASRSpec(provider, model, url)
 
 
-def get_asr_backend(spec: ASRSpec | str, key: str | None = None, concurrency: int | None = None) -> ASRBackend:
+def get_asr_backend(
+    spec: ASRSpec | str,
+    key: str | None = None,
+    concurrency: int | None = None,
+    requests_per_minute: float | None = None,
+    timeout_s: float = 300.0,
+) -> ASRBackend:
     """The backend of `spec`; a model ending in `+context` (local:tiny.en+context) hears each item's question and
-    options as one clip (core/asr/context.py)."""
+    options as one clip (core/asr/context.py). The request limits apply to remote systems; a local one runs here."""
     from spokenbench.core.asr.context import CONTEXT_SUFFIX
 
     spec = parse_asr_spec(spec) if isinstance(spec, str) else spec
     if spec.model.endswith(CONTEXT_SUFFIX) and len(spec.model) > len(CONTEXT_SUFFIX):
         inner = ASRSpec(spec.provider, spec.model[: -len(CONTEXT_SUFFIX)], spec.base_url)
-        return ContextBackend(get_asr_backend(inner, key, concurrency))
+        return ContextBackend(get_asr_backend(inner, key, concurrency, requests_per_minute, timeout_s))
     if spec.provider == "local":
         return LocalWhisperBackend(f"local:{Path(spec.model).name or spec.model}", spec.model)
     if spec.provider == "gemini":
-        return GeminiTranscriptionBackend(spec.name, spec.model, spec.base_url, key, concurrency or 8)
+        return GeminiTranscriptionBackend(
+            spec.name,
+            spec.model,
+            spec.base_url,
+            key,
+            concurrency or 8,
+            requests_per_minute=requests_per_minute,
+            timeout_s=timeout_s,
+        )
     key_provider = spec.provider if spec.provider in PROVIDER_VARIABLES else None
-    return OpenAITranscriptionBackend(spec.name, spec.model, spec.base_url, key_provider, key, concurrency or 8)
+    return OpenAITranscriptionBackend(
+        spec.name,
+        spec.model,
+        spec.base_url,
+        key_provider,
+        key,
+        concurrency or 8,
+        requests_per_minute=requests_per_minute,
+        timeout_s=timeout_s,
+    )
 
 
 def describe_endpoint(spec: ASRSpec) -> str:

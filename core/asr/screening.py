@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.qc.layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
+from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta

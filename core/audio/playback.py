@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from spokenbench.core.audio.io import decode_audio
-from spokenbench.core.recording.recorder import count_open_stream
+from spokenbench.core.audio.open_streams import count_open_stream
 
 LATENCY_S = 0.1  # asked of PortAudio: enough to ride over a busy UI thread holding the GIL for a moment
 POLL_S = 0.01  # how often the playback thread feeds the stream while a clip plays

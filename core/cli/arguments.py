@@ -94,48 +94,50 @@ def http_url(text: str) -> str:
     return text.strip()
 
 
-def add_request_limits(
-    parser: argparse.ArgumentParser,
-    *,
-    timeout_s: float | None,
-    concurrency: int | None = 8,
-    concurrency_scope: str = "",
-    rpm: bool = True,
-) -> None:
+# One set of defaults for every command that calls a remote service (rewrite, transcribe, evaluate): 8 requests in
+# flight and 6 attempts suit every provider we meet; 300 s lets a reasoning model (rewrite's gpt-oss-120b, a
+# thinking audio model) or a long clip finish, while a hung connection is still retried.
+DEFAULT_CONCURRENCY = 8
+DEFAULT_ATTEMPTS = 6
+DEFAULT_TIMEOUT_S = 300.0
+
+
+def add_request_limits(parser: argparse.ArgumentParser) -> None:
     """The options every command that calls a remote service shares — `--concurrency`, `--rpm`, `--retries`,
-    `--timeout` — with one range and one wording each. `timeout_s=None` leaves `--timeout` out; a default of
-    None means the command picks one itself."""
+    `--timeout` — declared once, so their range, default and help are the same in `rewrite`, `transcribe` and
+    `evaluate` (docs/reliability.md)."""
     from spokenbench.core.jobs.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S  # asyncio, ssl: ~0.1 s
 
     parser.add_argument(
         "--concurrency",
         type=whole_number(1, MAX_CONCURRENCY),
-        default=concurrency,
+        default=DEFAULT_CONCURRENCY,
         metavar="N",
-        help=f"requests in flight{concurrency_scope}, 1 to {MAX_CONCURRENCY} (default 8)",
+        help=f"requests in flight to each provider (each ASR system), 1 to {MAX_CONCURRENCY} "
+        f"(default {DEFAULT_CONCURRENCY})",
     )
-    if rpm:
-        parser.add_argument(
-            "--rpm",
-            type=number(0, above=True),
-            metavar="N",
-            help="at most N requests per minute to this provider (N more than 0)",
-        )
+    parser.add_argument(
+        "--rpm",
+        type=number(0, above=True),
+        metavar="N",
+        help="at most N requests per minute to each provider (N more than 0; default: no limit)",
+    )
     parser.add_argument(
         "--retries",
         type=whole_number(1, MAX_ATTEMPTS),
-        default=6,
+        default=DEFAULT_ATTEMPTS,
         metavar="N",
-        help=f"attempts per request on 429/5xx/timeouts/connection errors, 1 to {MAX_ATTEMPTS} (default 6)",
+        help=f"attempts per request on 429/5xx/timeouts/connection errors, 1 to {MAX_ATTEMPTS} "
+        f"(default {DEFAULT_ATTEMPTS})",
     )
-    if timeout_s is not None:
-        parser.add_argument(
-            "--timeout",
-            type=number(0, MAX_TIMEOUT_S, above=True),
-            default=timeout_s,
-            metavar="S",
-            help=f"per-request timeout in seconds, more than 0 and at most {MAX_TIMEOUT_S:g} (default {timeout_s:g})",
-        )
+    parser.add_argument(
+        "--timeout",
+        type=number(0, MAX_TIMEOUT_S, above=True),
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"per-request timeout in seconds, more than 0 and at most {MAX_TIMEOUT_S:g} "
+        f"(default {DEFAULT_TIMEOUT_S:g})",
+    )
 
 
 MAX_SEED = 2**63 - 1  # seeds are stored in SQLite (signed 64-bit) and given to numpy (non-negative)

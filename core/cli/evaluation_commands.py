@@ -296,7 +296,7 @@ def register(subparsers) -> None:
         metavar="T",
         help=f"0 to {MAX_TEMPERATURE:g}; default 0 (recorded with the run)",
     )
-    add_request_limits(p, timeout_s=120.0)
+    add_request_limits(p)
     p.add_argument(
         "--tpm",
         type=number(0, above=True),

@@ -315,7 +315,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with opened(args.dir) as project:
         summary = project_summary(project.conn)
     if args.real:
-        from spokenbench.core.evaluation.real_demo import real_demo_summary
+        from spokenbench.core.demo.real_model_summary import real_demo_summary
 
         summary = {**summary, "real": real_demo_summary(args.dir)}
     report = None
@@ -342,7 +342,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"{summary['rewrites']['total']} rewrites"
         )
         if args.real:
-            from spokenbench.core.evaluation.real_demo import summary_lines
+            from spokenbench.core.demo.real_model_summary import summary_lines
 
             print("\n".join(summary_lines(summary["real"])))
         if report is not None:

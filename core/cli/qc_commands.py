@@ -22,7 +22,7 @@ from spokenbench.core.domain.items import MAX_TEXT_CHARS_CEILING
 from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import text_progress_bar
-from spokenbench.core.qc.layout import TABLE2_LAYOUTS
+from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS
 from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL, DEFAULT_KEY_PROVIDER, DEFAULT_MODEL
 
 # The rest is imported by each handler, so that `spokenbench --help` does not load jiwer, numpy and scipy.
@@ -84,7 +84,7 @@ def register(subparsers) -> None:
         metavar="N",
         help="answers per item before marking it manual, 1–10 (default 3)",
     )
-    add_request_limits(p, timeout_s=300.0)
+    add_request_limits(p)
     p.add_argument(
         "--prompt-file",
         metavar="FILE",
@@ -162,7 +162,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--languages", type=language_list, help="only clips in these languages")
     p.add_argument("--include-tokens", action="store_true", help="also the instruction-token clips")
-    add_request_limits(p, timeout_s=None, concurrency=None, concurrency_scope=" per ASR system", rpm=False)
+    add_request_limits(p)
     p.add_argument(
         "--clips-out",
         metavar="FILE",
@@ -509,7 +509,10 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
                 "name the ASR systems with --asr (twice for two), or use --clips-out FILE\n" + screening_requirements()
             )
         specs = [parse_asr_spec(spec) for spec in args.asr]
-        backends = [get_asr_backend(spec, concurrency=args.concurrency) for spec in specs]
+        backends = [
+            get_asr_backend(spec, concurrency=args.concurrency, requests_per_minute=args.rpm, timeout_s=args.timeout)
+            for spec in specs
+        ]
         plan = plan_transcription(project.conn, backends, languages, args.include_tokens)
         systems = asr_systems_with_transcripts(project.conn) | {b.name for b in backends}
         summary = plan.summary()

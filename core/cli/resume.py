@@ -302,11 +302,11 @@ def config_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def bundled_hosts() -> frozenset[str]:
     """Hosts of the bundled model presets, the SDKs' defaults and the rewriter's default: known without asking."""
-    from spokenbench.core.evaluation.presets import all_presets, default_base_urls
+    from spokenbench.core.evaluation.presets import all_presets, provider_default_urls
     from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL
 
     urls = [preset.base_url for preset in all_presets()]
-    urls += default_base_urls()
+    urls += provider_default_urls()
     urls.append(DEFAULT_BASE_URL)
     hosts = {(urlsplit(url).hostname or "").lower() for url in urls if url}
     return frozenset(hosts | set(SDK_DEFAULT_HOSTS.values())) - {""}

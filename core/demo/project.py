@@ -19,7 +19,7 @@ from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.domain.items import option_part
 from spokenbench.core.evaluation.demo import add_simulated_demo_runs
-from spokenbench.core.evaluation.simulated import GENDER_PROFILES, run_simulated_gender_study
+from spokenbench.core.evaluation.simulated import GENDER_PROFILES, GENDER_STUDY_PROMPTS
 from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.importers import ImportOptions, import_files
@@ -153,3 +153,59 @@ def _synthesize_offline(project: Project, progress: Progress) -> None:
     report = asyncio.run(run_synthesis(project, plan, progress.sub_task()))
     if report.failed:
         raise SpokenBenchError(f"the offline demo audio failed for {report.failed} clips: {report.failures[0]}")
+
+
+def run_simulated_gender_study(
+    project,
+    speech_profiles: tuple[str, ...] = GENDER_PROFILES,
+    backbone_profile: str | None = "steady",
+    prompts: tuple[str, ...] = GENDER_STUDY_PROMPTS,
+    seed: int = 0,
+    declare_backbones: bool = True,
+    progress=None,
+    neutralized_prompts: tuple[str, ...] = (),
+) -> list:
+    """The gender study run offline with simulated listeners: every gender probe of `project`, spoken (mode
+    audio+text-options: the listener's grid of accents × both voice genders) to each speech profile and read (mode
+    text) by the backbone profile, under each prompt (the paper's binary, neutral-option and free-form prompts by
+    default). With `declare_backbones` each speech listener is paired with the backbone in the project
+    (`spokenbench backbone`), so `spokenbench report DIR --kind gender-probe` pairs them without flags. Under each of
+    `neutralized_prompts` each speech profile also answers the project's gender-neutralized question clips
+    (`--voice-kind neutralized`: the paper's Section 5, Table 4; the clips must exist). Returns the
+    runs' summaries (core.evaluation.runner.RunSummary). Needs no audio and no network; reusable by the demo and
+    the app."""
+    from spokenbench.core.evaluation.plans import PlanOptions
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import evaluate
+    from spokenbench.core.foundation.progress import no_progress
+
+    progress = progress or no_progress()
+    runs = [(f"simulated:{p}", "audio+text-options", prompt, "original") for prompt in prompts for p in speech_profiles]
+    if backbone_profile:
+        runs += [(f"simulated:{backbone_profile}", "text", prompt, "original") for prompt in prompts]
+    runs += [
+        (f"simulated:{p}", "audio+text-options", prompt, "neutralized")
+        for prompt in neutralized_prompts
+        for p in speech_profiles
+    ]
+    summaries = []
+    for done, (model, mode, prompt, voices) in enumerate(runs):
+        progress.check_cancelled()
+        progress.report(done, len(runs), f"{model} {mode} {prompt}")
+        heard = ", neutralized voices" if voices == "neutralized" else ""
+        settings = RunSettings(
+            model=model,
+            mode=mode,
+            prompt=prompt,
+            plan=PlanOptions(kind="gender-probe", seed=seed, voices=voices),
+            name=f"gender study: {model} ({mode}, {prompt}{heard})",
+        )
+        summaries.append(evaluate(project, settings, progress.sub_task()))
+    if declare_backbones and backbone_profile:
+        from spokenbench.core.metrics.gender_backbones import declare_backbone_pairs
+
+        declare_backbone_pairs(
+            project.path, {f"simulated:{p}": f"simulated:{backbone_profile}" for p in speech_profiles}
+        )
+    progress.report(len(runs), len(runs), "gender study runs ready")
+    return summaries

@@ -93,7 +93,7 @@ def write_demo_report(
         mcq_source, real_rows = _without_real_model(project_dir)
         result.parts[MCQ_DIR] = write_report(mcq_source, out / MCQ_DIR, kind="mcq", **options)
         if real_rows is not None:  # the real model beside the simulated listeners, in its own part
-            from spokenbench.core.evaluation.real_demo import real_model_summary
+            from spokenbench.core.demo.real_model_summary import real_model_summary
 
             result.parts[REAL_DIR] = write_report(real_rows, out / REAL_DIR, kind="mcq", **options)
             result.real_summary = real_model_summary(real_rows, n_resamples or 0, seed)
@@ -221,7 +221,7 @@ def _write_index(result: DemoReport, project_dir: Path, n_resamples: int, seed: 
             + (f"; {len(report.skipped)} skipped (listed in its index, with why)" if report.skipped else "")
         )
     if result.real_summary is not None:
-        from spokenbench.core.evaluation.real_demo import summary_lines
+        from spokenbench.core.demo.real_model_summary import summary_lines
 
         lines += [
             "",

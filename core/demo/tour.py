@@ -208,8 +208,9 @@ REAL_STEP_KEY = "real-model-position-bias"
 
 def real_model_step(summary: dict | None = None) -> TourStep:
     """The step about the demo's real model (core/evaluation/real_demo.py), shown only when its run exists; with
-    `summary` (real_demo.real_model_summary) its numbers are in the text, with their intervals."""
-    from spokenbench.core.evaluation.real_demo import REAL_LABEL, summary_lines
+    `summary` (real_demo_summary.real_model_summary) its numbers are in the text, with their intervals."""
+    from spokenbench.core.demo.real_model_summary import summary_lines
+    from spokenbench.core.evaluation.real_demo import REAL_LABEL
 
     text = (
         f"Every number so far came from simulated listeners. The run labelled '{REAL_LABEL}' is a real model: "

@@ -83,14 +83,14 @@ def _catalog() -> dict:
         raise SpokenBenchError(f"the model presets file resources/models.json cannot be read ({error})") from None
 
 
-def default_base_urls() -> list[str]:
-    """The base URLs the presets file gives each provider by default (resume trusts their hosts)."""
-    return [url for defaults in _catalog()["defaults"].values() if (url := defaults.get("base_url"))]
-
-
 def all_presets() -> list[ModelPreset]:
     catalog = _catalog()
     return [_preset(entry, catalog["defaults"].get(entry["provider"], {})) for entry in catalog["models"]]
+
+
+def provider_default_urls() -> list[str]:
+    """Each provider's default endpoint in the bundled presets: hosts known without asking (core/cli/resume.py)."""
+    return [defaults["base_url"] for defaults in _catalog()["defaults"].values() if defaults.get("base_url")]
 
 
 def transcription_presets() -> list[dict]:

@@ -14,8 +14,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from spokenbench.core.asr.scoring import bin_label
+from spokenbench.core.foundation.table_layout import language_sort_key, percent, table_language
 from spokenbench.core.metrics.agreement import cohen_kappa_from_tables, fleiss_kappa_by_group
-from spokenbench.core.qc.layout import language_sort_key, percent, table_language
 from spokenbench.core.qc.store import newest_ratings
 
 TABLE3_ORDER = ("incorrect", "acceptable", "correct")  # as the paper's Table 3 lists them

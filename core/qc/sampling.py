@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from spokenbench.core.asr.scoring import NONZERO_BINS, bin_label
-from spokenbench.core.qc.layout import language_sort_key
+from spokenbench.core.foundation.table_layout import language_sort_key
 from spokenbench.core.qc.store import sampleable_clips
 
 DEFAULT_PER_BIN = 40

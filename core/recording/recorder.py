@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spokenbench.core.audio import open_streams
+from spokenbench.core.audio.open_streams import count_open_stream
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 DEFAULT_RATE = 48_000
@@ -69,20 +71,6 @@ class InputDevice:
         return f"{self.name}{' (default)' if self.is_default else ''}"
 
 
-# PortAudio lists the devices once, when it is initialized (at sounddevice's import), so a microphone connected
-# later is not seen. sounddevice has no public call to list them again; its maintainer's advice
-# (python-sounddevice issues #125 and #516) is the private pair `sd._terminate(); sd._initialize()`, used here for
-# lack of a public one. It closes every open stream, so it is skipped while a Recorder of this process has one.
-_streams_lock = threading.Lock()
-_open_streams = 0
-
-
-def count_open_stream(change: int) -> None:
-    global _open_streams
-    with _streams_lock:
-        _open_streams += change
-
-
 def input_devices() -> list[InputDevice]:
     """The input devices PortAudio sees now, the default first (PortAudio is asked again on every call after the
     first, unless a recording is open). Raises RecordingUnavailable without PortAudio. Can take a moment: call it
@@ -90,8 +78,8 @@ def input_devices() -> list[InputDevice]:
     loaded_before = "sounddevice" in sys.modules  # else importing it just listed the devices
     sd = import_sounddevice()
     try:
-        with _streams_lock:  # one scan at a time (PortAudio is not thread-safe), none under an open stream
-            if loaded_before and not _open_streams:
+        with open_streams.lock:  # one scan at a time (PortAudio is not thread-safe), none under an open stream
+            if loaded_before and not open_streams.count:
                 try:
                     sd._terminate()
                 finally:

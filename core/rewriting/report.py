@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from spokenbench.core.qc.layout import language_sort_key, percent, table_language
+from spokenbench.core.foundation.table_layout import language_sort_key, percent, table_language
 from spokenbench.core.rewriting.store import languages_of_manual_items, newest_checked_rewrites
 
 TABLE9_COLUMNS = ["language", "qc_stage", "n_questions", "pct_of_language"]

@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
+from spokenbench.core.audio import open_streams
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream
-from spokenbench.core.recording import recorder
 
 RATE = 8000
 
@@ -62,7 +62,7 @@ def player_of():
     for player in players:
         player.close()
         assert player.join(2.0), "the playback thread did not end"
-    assert recorder._open_streams == 0  # every stream opened was counted closed
+    assert open_streams.count == 0  # every stream opened was counted closed
 
 
 def test_a_clip_plays_to_its_end_and_its_device_is_freed(player_of):

@@ -200,7 +200,7 @@ def test_free_form_replies_name_the_option_in_words():
 
 
 def test_simulated_gender_study_runs_offline(demo_dir):
-    from spokenbench.core.evaluation.simulated import run_simulated_gender_study
+    from spokenbench.core.demo.project import run_simulated_gender_study
     from spokenbench.core.metrics.gender_backbones import project_backbone_pairs
 
     with opened(demo_dir) as project:

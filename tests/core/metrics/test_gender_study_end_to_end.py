@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from spokenbench.core.cli.main import main
-from spokenbench.core.evaluation.simulated import run_simulated_gender_study
+from spokenbench.core.demo.project import run_simulated_gender_study
 from spokenbench.core.importers import import_files
 from spokenbench.core.importers.exports import responses_frame
 from spokenbench.core.metrics.gender_study import analyze_gender_study, project_study_frame
