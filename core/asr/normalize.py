@@ -3,8 +3,8 @@ text the clip was synthesized from) and to each transcript, so every choice here
 remove differences that do not change what was said (case, punctuation, digits versus number words), never
 add one. docs/qc.md lists the choices per language and what is deliberately left alone.
 
-Numbers are read by maintained libraries, not tables of our own: num2words (English), cn2an (Chinese) and roman
-(Roman numerals).
+Numbers are read by maintained libraries, not tables of our own: num2words (English) and roman (Roman numerals);
+Chinese numerals by cn2an's reading, ported (see `chinese_cardinal`) and checked against cn2an by a test.
 
 - English: NFKC, lower case, numbers as words (98 → ninety eight, 9.8 → nine point eight, 4th → fourth,
   25% → twenty five percent, $80 → eighty dollars, -5 → negative five), a Roman numeral after a capitalized name
@@ -216,19 +216,38 @@ def normalize_english(text: str) -> NormalizedText:
 # Chinese
 
 _ZH_DIGITS = "零一二三四五六七八九"
+_ZH_PLACES = ("", "十", "百", "千", "万", "十", "百", "千", "亿", "十", "百", "千", "万", "十", "百", "千")
+_ZH_ZERO_BEFORE_THOUSANDS = re.compile(r"([万亿])零([一二三四五六七八九][千])")
 
 
 @functools.lru_cache(maxsize=8192)
 def chinese_cardinal(n: int) -> str:
-    """Chinese numerals as read aloud (cn2an): 10 → 十, 105 → 一百零五, 1682 → 一千六百八十二, 10005 → 一万零五.
-    Beyond cn2an's 16 digits, digit by digit."""
-    import cn2an
-
+    """Chinese numerals as read aloud, cn2an's `an2cn` reading step for step: 10 → 十, 105 → 一百零五,
+    1682 → 一千六百八十二, 10005 → 一万零五. Beyond its 16 digits, digit by digit. Ported, not imported: importing
+    cn2an compiles a regex of China's city names (0.2–0.4 s, more than screening 44,800 clips); a test compares
+    the two readings over every number below 20,000 and thousands of longer ones."""
     if n < 0:
         return "负" + chinese_cardinal(-n)
     if n >= 10**16:
         return "".join(_ZH_DIGITS[int(d)] for d in str(n))
-    return cn2an.an2cn(str(n))
+    digits = str(n)
+    reading = ""
+    for i, digit in enumerate(digits):
+        place = len(digits) - i - 1
+        if digit != "0":
+            reading += _ZH_DIGITS[int(digit)] + _ZH_PLACES[place]
+        else:
+            if not place % 4:
+                reading += "零" + _ZH_PLACES[place]
+            if i > 0 and reading[-1] != "零":
+                reading += "零"
+    reading = (
+        reading.replace("零零", "零").replace("零万", "万").replace("零亿", "亿").replace("亿万", "亿").strip("零")
+    )
+    reading = _ZH_ZERO_BEFORE_THOUSANDS.sub(r"\1\2", reading)
+    if reading.startswith("一十"):
+        reading = reading[1:]
+    return reading or "零"
 
 
 def _chinese_number(integer: str, fraction: str | None) -> str:

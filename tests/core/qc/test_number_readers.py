@@ -1,0 +1,41 @@
+"""The number readers that screening ports instead of importing (their imports cost more than screening itself,
+issue 28) read every number exactly as the library they were ported from."""
+
+import random
+
+import pytest
+
+from spokenbench.core.asr.normalize import chinese_cardinal
+
+
+def _numbers_with_zeros(rng: random.Random, count: int) -> list[int]:
+    """Numbers of 1–16 digits, zeros frequent: the readings' special cases are runs of zeros (10005, 100000001)."""
+    numbers = []
+    for _ in range(count):
+        length = rng.randint(1, 16)
+        digits = [rng.choice("123456789")] + [rng.choice("0000123456789") for _ in range(length - 1)]
+        numbers.append(int("".join(digits)))
+    return numbers
+
+
+@pytest.mark.slow
+def test_chinese_cardinal_reads_as_cn2an():
+    import cn2an
+
+    rng = random.Random(28)
+    numbers = [*range(20_000), *(10**k for k in range(16)), *(10**k + 1 for k in range(16))]
+    numbers += [10**16 - 1, 100_010_001, 110_000_000, 10_010, 1_000_000_000_001, *_numbers_with_zeros(rng, 5000)]
+    differing = [
+        (n, chinese_cardinal(n), cn2an.an2cn(str(n))) for n in numbers if chinese_cardinal(n) != cn2an.an2cn(str(n))
+    ]
+    assert differing == []
+
+
+def test_chinese_cardinal_special_cases():
+    """Zeros inside and at the ends of groups, the leading 一十 dropped, 16 digits and beyond (digit by digit)."""
+    assert [chinese_cardinal(n) for n in (0, 10, 11, 100, 101, 110, 1001, 10010, 100_000_001, 110_000_000)] == [
+        "零", "十", "十一", "一百", "一百零一", "一百一十", "一千零一", "一万零一十", "一亿零一", "一亿一千万",
+    ]  # fmt: skip
+    assert chinese_cardinal(10**15) == "一千万亿"
+    assert chinese_cardinal(10**16) == "一" + "零" * 16
+    assert chinese_cardinal(-105) == "负一百零五"
