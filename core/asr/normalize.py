@@ -3,8 +3,9 @@ text the clip was synthesized from) and to each transcript, so every choice here
 remove differences that do not change what was said (case, punctuation, digits versus number words), never
 add one. docs/qc.md lists the choices per language and what is deliberately left alone.
 
-Numbers are read by maintained libraries, not tables of our own: num2words (English) and roman (Roman numerals);
-Chinese numerals by cn2an's reading, ported (see `chinese_cardinal`) and checked against cn2an by a test.
+Numbers are read as maintained libraries read them: roman checks Roman numerals; num2words' English reading and
+cn2an's Chinese one are ported (`english_cardinal`, `chinese_cardinal`: importing them costs more than screening
+a corpus), and tests compare the ports with the libraries.
 
 - English: NFKC, lower case, numbers as words (98 → ninety eight, 9.8 → nine point eight, 4th → fourth,
   25% → twenty five percent, $80 → eighty dollars, -5 → negative five), a Roman numeral after a capitalized name
@@ -91,39 +92,75 @@ _CURRENCY = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₩":
 _DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
 
 
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_GROUPS = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand"))
+_ORDINAL_WORDS = {
+    "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth",
+    "twelve": "twelfth",
+}  # fmt: skip
+# num2words reads these numbers the same way; its import loads every language it knows (0.05-0.1 s, a sixth of
+# screening 44,800 clips), so below a quadrillion the reading is ported here and a test compares the two.
+_PORTED_BELOW = 10**15
+
+
 def _words(reading: str) -> list[str]:
     """num2words' reading as plain words: hyphens and commas gone, the British 'and' dropped."""
     return [w for w in reading.replace("-", " ").replace(",", " ").split() if w != "and"]
 
 
+def _below_thousand(n: int) -> list[str]:
+    words = [_ONES[n // 100], "hundred"] if n >= 100 else []
+    n %= 100
+    if n >= 20:
+        words.append(_TENS[n // 10])
+        n %= 10
+    if n:
+        words.append(_ONES[n])
+    return words
+
+
 def english_cardinal(n: int) -> list[str]:
-    """Cardinal number words without 'and' or hyphens (num2words): 1682 → one thousand six hundred eighty two."""
+    """Cardinal number words without 'and' or hyphens, as num2words reads them: 1682 → one thousand six hundred
+    eighty two. From a quadrillion on, digit by digit."""
     if n < 0:
         return ["negative", *english_cardinal(-n)]
-    if n >= 10**15:
+    if n >= _PORTED_BELOW:
         return [_DIGIT_WORDS[int(d)] for d in str(n)]
-    return list(_num2words_reading(n, "cardinal"))
+    if n == 0:
+        return ["zero"]
+    words = []
+    for size, name in _GROUPS:
+        if n >= size:
+            words += [*_below_thousand(n // size), name]
+            n %= size
+    return words + _below_thousand(n)
 
 
 def english_ordinal(n: int) -> list[str]:
-    """Ordinal number words (num2words): 21 → twenty first, 12 → twelfth, 40 → fortieth."""
-    return list(_num2words_reading(n, "ordinal"))
+    """Ordinal number words, as num2words reads them: 21 → twenty first, 12 → twelfth, 40 → fortieth."""
+    if n >= _PORTED_BELOW or n < 0:
+        return list(_num2words_ordinal(n))
+    words = english_cardinal(n)
+    last = words[-1]
+    words[-1] = _ORDINAL_WORDS.get(last) or (last[:-1] + "ieth" if last.endswith("y") else last + "th")
+    return words
 
 
-@functools.lru_cache(maxsize=8192)
-def _num2words_reading(n: int, to: str) -> tuple[str, ...]:
-    """num2words' reading, kept: a corpus repeats its numbers, and num2words takes ~50 µs per call."""
+@functools.lru_cache(maxsize=1024)
+def _num2words_ordinal(n: int) -> tuple[str, ...]:
+    """num2words' own reading, for the ordinals beyond the port (a quadrillionth and up)."""
     from num2words import num2words
 
-    return tuple(_words(num2words(n, to=to)))
+    return tuple(_words(num2words(n, to="ordinal")))
 
 
 @functools.cache
 def _english_number_words() -> frozenset[str]:
-    from num2words import num2words
-
-    words = {w for n in (*range(100), *(10**k for k in range(2, 16, 3))) for w in _words(num2words(n))}
-    return frozenset(words | {"hundred", *_SCALES})
+    return frozenset({w for n in range(100) for w in english_cardinal(n)} | {"hundred", *_SCALES})
 
 
 @functools.cache
@@ -132,7 +169,7 @@ def _english_ordinal_words() -> frozenset[str]:
 
 
 def __getattr__(name: str):
-    if name == "ENGLISH_NUMBER_WORDS":  # built from num2words on first use, not at import
+    if name == "ENGLISH_NUMBER_WORDS":  # built on first use, not at import
         return _english_number_words()
     raise AttributeError(name)
 

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from spokenbench.core.asr.normalize import chinese_cardinal
+from spokenbench.core.asr.normalize import _words, chinese_cardinal, english_cardinal, english_ordinal
 
 
 def _numbers_with_zeros(rng: random.Random, count: int) -> list[int]:
@@ -39,3 +39,25 @@ def test_chinese_cardinal_special_cases():
     assert chinese_cardinal(10**15) == "一千万亿"
     assert chinese_cardinal(10**16) == "一" + "零" * 16
     assert chinese_cardinal(-105) == "负一百零五"
+
+
+@pytest.mark.slow
+def test_english_readings_are_num2words():
+    from num2words import num2words
+
+    rng = random.Random(28)
+    numbers = [*range(20_000), *(10**k for k in range(15)), *(10**k + 1 for k in range(15)), 10**15 - 1]
+    numbers += [n for n in _numbers_with_zeros(rng, 5000) if n < 10**15]
+    differing = [n for n in numbers if english_cardinal(n) != _words(num2words(n))]
+    differing += [n for n in numbers if english_ordinal(n) != _words(num2words(n, to="ordinal"))]
+    assert differing == []
+
+
+def test_english_readings_special_cases():
+    assert " ".join(english_cardinal(1_000_105)) == "one million one hundred five"
+    assert [english_ordinal(n)[-1] for n in (0, 1, 2, 3, 5, 8, 9, 12, 20, 40, 100, 1000)] == [
+        "zeroth", "first", "second", "third", "fifth", "eighth", "ninth", "twelfth", "twentieth", "fortieth",
+        "hundredth", "thousandth",
+    ]  # fmt: skip
+    assert english_cardinal(10**15) == ["one"] + ["zero"] * 15  # digit by digit from a quadrillion on
+    assert english_ordinal(10**15) == ["one", "quadrillionth"]  # num2words' own reading there
