@@ -1,5 +1,6 @@
-"""The number readers that screening ports instead of importing (their imports cost more than screening itself,
-issue 28) read every number exactly as the library they were ported from."""
+"""Screening's shortcuts (issue 28) give exactly what they replace: the number readers ported from num2words and
+cn2an (whose imports cost more than screening itself) read every number as the libraries do, and the full-width
+shortcut before NFKC gives NFKC's string."""
 
 import random
 
@@ -61,3 +62,35 @@ def test_english_readings_special_cases():
     ]  # fmt: skip
     assert english_cardinal(10**15) == ["one"] + ["zero"] * 15  # digit by digit from a quadrillion on
     assert english_ordinal(10**15) == ["one", "quadrillionth"]  # num2words' own reading there
+
+
+def test_fast_nfkc_is_nfkc():
+    """The full-width shortcut gives NFKC's string exactly, also next to combining marks and other compatibility
+    characters (ﬁ, ①, ㎏, half-width katakana)."""
+    import unicodedata
+
+    from spokenbench.core.asr.normalize import _nfkc
+
+    pieces = [
+        "？",
+        "，",
+        "Ａ",
+        "ｚ",
+        "１",
+        "\u3000",
+        "\u0301",
+        "\u0308",
+        "\u3099",
+        "ﬁ",
+        "①",
+        "㎏",
+        "ｶ",
+        "ﾞ",
+        "的",
+        "a",
+        " ",
+    ]
+    pieces += [chr(code) for code in range(0xFF01, 0xFF5F)]
+    rng = random.Random(28)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    assert [t for t in texts if _nfkc(t) != unicodedata.normalize("NFKC", t)] == []
