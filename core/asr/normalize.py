@@ -89,10 +89,12 @@ def _nfkc(text: str) -> str:
 
 
 def _prepare(text: str) -> str:
-    if text.isascii():  # NFKC leaves ASCII as it is, and there is no "−" to replace
-        text = text.lower()
-    else:
-        text = _nfkc(text).lower().replace("−", "-")
+    return _lowered(_nfkc(text))
+
+
+def _lowered(text: str) -> str:
+    """_prepare after NFKC: lower case, one minus sign, no thousands separators."""
+    text = text.lower() if text.isascii() else text.lower().replace("−", "-")
     if "," not in text:  # the thousands separator
         return text
     return _THOUSANDS.sub(lambda m: m.group(1).replace(",", ""), text)
@@ -159,14 +161,20 @@ def english_cardinal(n: int) -> list[str]:
         return ["negative", *english_cardinal(-n)]
     if n >= _PORTED_BELOW:
         return [_DIGIT_WORDS[int(d)] for d in str(n)]
+    return list(_cardinal_reading(n))
+
+
+@functools.lru_cache(maxsize=8192)
+def _cardinal_reading(n: int) -> tuple[str, ...]:
+    """Kept: a corpus repeats its numbers."""
     if n == 0:
-        return ["zero"]
+        return ("zero",)
     words = []
     for size, name in _GROUPS:
         if n >= size:
             words += [*_below_thousand(n // size), name]
             n %= size
-    return words + _below_thousand(n)
+    return (*words, *_below_thousand(n))
 
 
 def english_ordinal(n: int) -> list[str]:
@@ -255,34 +263,49 @@ _EN_NUMBER = re.compile(r"(\d+)(?:\.(\d+))?")
 _EN_REGNAL_HINT = re.compile(r"[A-Z][a-z]+\s+(?:the\s|[IVXLC])")
 
 
+# An ASCII text without a digit and without what _EN_REGNAL_HINT looks for — most English — is only lowered, its
+# apostrophes dropped and its punctuation removed.
+_EN_PLAIN_UNLESS = re.compile(_EN_REGNAL_HINT.pattern + r"|\d")
+
+
 def normalize_english(text: str) -> NormalizedText:
+    if text.isascii() and not _EN_PLAIN_UNLESS.search(text):
+        words = tuple(text.lower().translate(_ASCII_FINISH).split())
+        normalized = NormalizedText(words, "".join(words))
+        return _without_and_in_numbers(normalized) if "and" in words else normalized
     if " the " in text or _ROMAN_LETTER.search(text):
         text = _nfkc(text)
         if _EN_REGNAL_HINT.search(text):
             text = _english_regnal(text)
     text = _prepare(text)
     if _DECIMAL_DIGIT.search(text):
-        text = _MINUS.sub(" negative ", text)
-        text = _EN_CURRENCY.sub(lambda m: f" {m.group(2)} {_CURRENCY[m.group(1)]} ", text)
-        text = _EN_PERCENT.sub(r" \1 percent ", text)
+        if "-" in text or "–" in text:  # each rule only where its sign is: a scan of the text costs less than a sub
+            text = _MINUS.sub(" negative ", text)
+        if "$" in text or "€" in text or "£" in text or "¥" in text or "₩" in text:
+            text = _EN_CURRENCY.sub(lambda m: f" {m.group(2)} {_CURRENCY[m.group(1)]} ", text)
+        if "%" in text:
+            text = _EN_PERCENT.sub(r" \1 percent ", text)
         text = _EN_ORDINAL.sub(lambda m: " " + " ".join(english_ordinal(int(m.group(1)))) + " ", text)
         text = _EN_NUMBER.sub(lambda m: f" {_english_number(m.group(1), m.group(2))} ", text)
     normalized = _finish(text)
-    if "and" in normalized.words:
-        words = normalized.words
-        number_words = _english_number_words()
-        kept = [
-            word
-            for i, word in enumerate(words)
-            if not (
-                word == "and"
-                and 0 < i < len(words) - 1
-                and words[i - 1] in ("hundred", *_SCALES)
-                and words[i + 1] in number_words
-            )
-        ]
-        normalized = NormalizedText(tuple(kept), "".join(kept))
-    return normalized
+    return _without_and_in_numbers(normalized) if "and" in normalized.words else normalized
+
+
+def _without_and_in_numbers(normalized: NormalizedText) -> NormalizedText:
+    """'one hundred and five' as 'one hundred five': the 'and' inside a number dropped."""
+    words = normalized.words
+    number_words = _english_number_words()
+    kept = [
+        word
+        for i, word in enumerate(words)
+        if not (
+            word == "and"
+            and 0 < i < len(words) - 1
+            and words[i - 1] in ("hundred", *_SCALES)
+            and words[i + 1] in number_words
+        )
+    ]
+    return NormalizedText(tuple(kept), "".join(kept))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,8 +378,8 @@ _NOT_A_CHARACTER_UNIT = re.compile(r"[^\w]|[_ʼ]")
 def normalize_chinese(text: str) -> NormalizedText:
     text = _nfkc(text)
     if _ROMAN_LETTER.search(text):
-        text = _roman_to(chinese_cardinal, _ZH_ROMAN, text)
-    text = _prepare(text)
+        text = _nfkc(_roman_to(chinese_cardinal, _ZH_ROMAN, text))
+    text = _lowered(text)
     if _DECIMAL_DIGIT.search(text):
         text = _MINUS.sub("负", text)
         text = _ZH_YEAR.sub(lambda m: "".join(_ZH_DIGITS[int(d)] for d in m.group(1)), text)
@@ -382,8 +405,8 @@ _KO_ROMAN = re.compile(r"(?<![A-Za-z])([IVXLC]{2,})(?![A-Za-z])|(?<![A-Za-z])([V
 def normalize_korean(text: str) -> NormalizedText:
     text = _nfkc(text)
     if _ROMAN_LETTER.search(text):
-        text = _roman_to(str, _KO_ROMAN, text)
-    text = _prepare(text)
+        text = _nfkc(_roman_to(str, _KO_ROMAN, text))
+    text = _lowered(text)
     # % becomes 퍼센트 next to any digit character (str.isdigit: also ① or ❶, which \d does not match)
     if _DECIMAL_DIGIT.search(text) or ("%" in text and any(c.isdigit() for c in text)):
         text = _MINUS.sub("마이너스 ", text)
