@@ -116,7 +116,7 @@ class Scorer:
         for language, metric in self.metric_overrides.items():
             if metric not in METRICS:
                 raise ValueError(f"metric for {language} must be one of {METRICS}, not {metric!r}")
-        self._normalized: dict[tuple[str, str], NormalizedText] = {}
+        self._normalized: dict[str, dict[str, NormalizedText]] = {}  # language → text → normalized
         self._counts: dict[tuple[str, NormalizedText, NormalizedText], ErrorCount] = {}
         # (metric, language) → (reference, transcript) texts → count: short keys, hashed from the texts' cached hashes
         self._pair_counts: dict[tuple[str, str], dict[tuple[str, str], ErrorCount]] = {}
@@ -137,10 +137,16 @@ class Scorer:
         return found
 
     def normalized(self, text: str, language: str) -> NormalizedText:
-        key = (language, text)
-        found = self._normalized.get(key)
+        texts = self._normalized_in(language)
+        found = texts.get(text)
         if found is None:
-            found = self._normalized[key] = normalize(text, language)
+            found = texts[text] = normalize(text, language)
+        return found
+
+    def _normalized_in(self, language: str) -> dict[str, NormalizedText]:
+        found = self._normalized.get(language)
+        if found is None:
+            found = self._normalized[language] = {}
         return found
 
     def count(self, reference: NormalizedText, hypothesis: NormalizedText, metric: str) -> ErrorCount:
@@ -185,7 +191,8 @@ class Scorer:
         nothing (a clip of pure punctuation cannot be screened). With `check_hallucinations`, see
         `set_aside_hallucinations`."""
         metric, both = self._language(language)
-        ref = self.normalized(reference, language)
+        normalized = self._normalized_in(language)
+        ref = normalized.get(reference) or self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
             return None
         if not transcripts:
@@ -196,7 +203,8 @@ class Scorer:
         for asr, text in transcripts:
             count = counts.get((reference, text))
             if count is None:
-                count = counts[(reference, text)] = count_errors(ref, self.normalized(text, language), metric)
+                heard = normalized.get(text) or self.normalized(text, language)
+                count = counts[(reference, text)] = count_errors(ref, heard, metric)
             per_asr.append((asr, count.errors / count.units))  # units > 0: the reference is not empty
             if best is None or count.errors < best.errors or (count.errors == best.errors and asr < best_asr):
                 best, best_asr = count, asr  # the lowest, the first ASR system by name among equals

@@ -43,10 +43,11 @@ def transcript_state(conn: sqlite3.Connection) -> tuple:
 
 
 def transcripts_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
-    """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many."""
+    """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many.
+    The cursor itself, not a generator over it: no Python frame to resume per row."""
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: no Row object to build and convert for each of many rows
-    yield from cursor.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
+    return cursor.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
 
 
 def transcript_failure_count(conn: sqlite3.Connection) -> int:
