@@ -210,7 +210,13 @@ class Scorer:
                 best, best_asr = count, asr  # the lowest, the first ASR system by name among equals
         cer = None
         if both and ref.characters:  # the minimum again, by characters
-            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text in transcripts)
+            character_counts = self._counts_for("cer", language)
+            for _, text in transcripts:
+                count = character_counts.get((reference, text)) or self._count_texts(
+                    "cer", language, reference, ref, text
+                )
+                if cer is None or count.errors / count.units < cer:
+                    cer = count.errors / count.units
         score = ClipScore(metric, best.errors, best.units, best_asr, len(per_asr), cer, tuple(per_asr))
         if check_hallucinations:
             return self.set_aside_hallucinations(score, language, reference, transcripts, no_speech)
