@@ -3,8 +3,9 @@ text the clip was synthesized from) and to each transcript, so every choice here
 remove differences that do not change what was said (case, punctuation, digits versus number words), never
 add one. docs/qc.md lists the choices per language and what is deliberately left alone.
 
-Numbers are read by maintained libraries, not tables of our own: num2words (English), cn2an (Chinese) and roman
-(Roman numerals).
+Numbers are read as maintained libraries read them: roman checks Roman numerals; num2words' English reading and
+cn2an's Chinese one are ported (`english_cardinal`, `chinese_cardinal`: importing them costs more than screening
+a corpus), and tests compare the ports with the libraries.
 
 - English: NFKC, lower case, numbers as words (98 → ninety eight, 9.8 → nine point eight, 4th → fourth,
   25% → twenty five percent, $80 → eighty dollars, -5 → negative five), a Roman numeral after a capitalized name
@@ -27,7 +28,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CHARACTER_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "yue", "wuu"})
 BOTH_METRIC_LANGUAGES = frozenset({"ko"})  # WER on spaces and CER
@@ -51,8 +52,10 @@ def error_rate_name(language: str, metric: str | None = None) -> str:
     return (metric or primary_metric(language)).upper()
 
 
-@dataclass(frozen=True)
-class NormalizedText:
+class NormalizedText(NamedTuple):
+    """A named tuple, not a dataclass: screening builds one per distinct text, and a frozen dataclass takes five
+    times as long to build."""
+
     words: tuple[str, ...]  # tokens for WER
     characters: str  # the same text without any whitespace, for CER
 
@@ -71,15 +74,44 @@ _DECIMAL_DIGIT = re.compile(r"\d")
 _ROMAN_LETTER = re.compile("[IVXLC]")
 
 
+# The full-width forms of ASCII (？，１２) and the ideographic space, mapped as NFKC maps them. Chinese text is
+# full of them, and one sends unicodedata's NFKC down its slow path over the whole text (8 µs for 30 characters);
+# mapped first, the rest of the text usually passes NFKC's quick check untouched.
+_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+_HALF_WIDTH = {chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)} | {"\u3000": " "}
+
+
+def _nfkc(text: str) -> str:
+    """unicodedata.normalize("NFKC", text), the same string, faster on text with full-width forms."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", _FULL_WIDTH.sub(lambda m: _HALF_WIDTH[m.group()], text))
+
+
 def _prepare(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = text.replace("−", "-")
+    return _lowered(_nfkc(text))
+
+
+def _lowered(text: str) -> str:
+    """_prepare after NFKC: lower case, one minus sign, no thousands separators."""
+    text = text.lower() if text.isascii() else text.lower().replace("−", "-")
+    if "," not in text:  # the thousands separator
+        return text
     return _THOUSANDS.sub(lambda m: m.group(1).replace(",", ""), text)
 
 
+# _finish on an ASCII text in one str.translate pass: apostrophes dropped, every other character but a letter or a
+# digit (\w without _) made a space.
+_ASCII_FINISH = str.maketrans(
+    {**{chr(code): " " for code in range(128) if not chr(code).isalnum()}, "'": None, "`": None}
+)
+
+
 def _finish(text: str) -> NormalizedText:
-    text = _APOSTROPHES.sub("", text)
-    words = tuple(_NON_WORD.sub(" ", text).split())
+    if text.isascii():
+        words = tuple(text.translate(_ASCII_FINISH).split())
+    else:
+        words = tuple(_NON_WORD.sub(" ", _APOSTROPHES.sub("", text)).split())
     return NormalizedText(words, "".join(words))
 
 
@@ -91,39 +123,81 @@ _CURRENCY = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₩":
 _DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
 
 
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_GROUPS = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand"))
+_ORDINAL_WORDS = {
+    "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth",
+    "twelve": "twelfth",
+}  # fmt: skip
+# num2words reads these numbers the same way; its import loads every language it knows (0.05-0.1 s, a sixth of
+# screening 44,800 clips), so below a quadrillion the reading is ported here and a test compares the two.
+_PORTED_BELOW = 10**15
+
+
 def _words(reading: str) -> list[str]:
     """num2words' reading as plain words: hyphens and commas gone, the British 'and' dropped."""
     return [w for w in reading.replace("-", " ").replace(",", " ").split() if w != "and"]
 
 
+def _below_thousand(n: int) -> list[str]:
+    words = [_ONES[n // 100], "hundred"] if n >= 100 else []
+    n %= 100
+    if n >= 20:
+        words.append(_TENS[n // 10])
+        n %= 10
+    if n:
+        words.append(_ONES[n])
+    return words
+
+
 def english_cardinal(n: int) -> list[str]:
-    """Cardinal number words without 'and' or hyphens (num2words): 1682 → one thousand six hundred eighty two."""
+    """Cardinal number words without 'and' or hyphens, as num2words reads them: 1682 → one thousand six hundred
+    eighty two. From a quadrillion on, digit by digit."""
     if n < 0:
         return ["negative", *english_cardinal(-n)]
-    if n >= 10**15:
+    if n >= _PORTED_BELOW:
         return [_DIGIT_WORDS[int(d)] for d in str(n)]
-    return list(_num2words_reading(n, "cardinal"))
-
-
-def english_ordinal(n: int) -> list[str]:
-    """Ordinal number words (num2words): 21 → twenty first, 12 → twelfth, 40 → fortieth."""
-    return list(_num2words_reading(n, "ordinal"))
+    return list(_cardinal_reading(n))
 
 
 @functools.lru_cache(maxsize=8192)
-def _num2words_reading(n: int, to: str) -> tuple[str, ...]:
-    """num2words' reading, kept: a corpus repeats its numbers, and num2words takes ~50 µs per call."""
+def _cardinal_reading(n: int) -> tuple[str, ...]:
+    """Kept: a corpus repeats its numbers."""
+    if n == 0:
+        return ("zero",)
+    words = []
+    for size, name in _GROUPS:
+        if n >= size:
+            words += [*_below_thousand(n // size), name]
+            n %= size
+    return (*words, *_below_thousand(n))
+
+
+def english_ordinal(n: int) -> list[str]:
+    """Ordinal number words, as num2words reads them: 21 → twenty first, 12 → twelfth, 40 → fortieth."""
+    if n >= _PORTED_BELOW or n < 0:
+        return list(_num2words_ordinal(n))
+    words = english_cardinal(n)
+    last = words[-1]
+    words[-1] = _ORDINAL_WORDS.get(last) or (last[:-1] + "ieth" if last.endswith("y") else last + "th")
+    return words
+
+
+@functools.lru_cache(maxsize=1024)
+def _num2words_ordinal(n: int) -> tuple[str, ...]:
+    """num2words' own reading, for the ordinals beyond the port (a quadrillionth and up)."""
     from num2words import num2words
 
-    return tuple(_words(num2words(n, to=to)))
+    return tuple(_words(num2words(n, to="ordinal")))
 
 
 @functools.cache
 def _english_number_words() -> frozenset[str]:
-    from num2words import num2words
-
-    words = {w for n in (*range(100), *(10**k for k in range(2, 16, 3))) for w in _words(num2words(n))}
-    return frozenset(words | {"hundred", *_SCALES})
+    return frozenset({w for n in range(100) for w in english_cardinal(n)} | {"hundred", *_SCALES})
 
 
 @functools.cache
@@ -132,7 +206,7 @@ def _english_ordinal_words() -> frozenset[str]:
 
 
 def __getattr__(name: str):
-    if name == "ENGLISH_NUMBER_WORDS":  # built from num2words on first use, not at import
+    if name == "ENGLISH_NUMBER_WORDS":  # built on first use, not at import
         return _english_number_words()
     raise AttributeError(name)
 
@@ -184,51 +258,92 @@ _EN_ORDINAL = re.compile(r"(\d+)(st|nd|rd|th)\b")
 _EN_NUMBER = re.compile(r"(\d+)(?:\.(\d+))?")
 
 
+# Either rule of _english_regnal needs a capitalized word, spaces, then "the" or a Roman numeral's letter: a text
+# without that is left alone by both, and most texts have a capital and one of I, V, X, L, C somewhere.
+_EN_REGNAL_HINT = re.compile(r"[A-Z][a-z]+\s+(?:the\s|[IVXLC])")
+
+
+# An ASCII text without a digit and without what _EN_REGNAL_HINT looks for — most English — is only lowered, its
+# apostrophes dropped and its punctuation removed.
+_EN_PLAIN_UNLESS = re.compile(_EN_REGNAL_HINT.pattern + r"|\d")
+
+
 def normalize_english(text: str) -> NormalizedText:
+    if text.isascii() and not _EN_PLAIN_UNLESS.search(text):
+        words = tuple(text.lower().translate(_ASCII_FINISH).split())
+        normalized = NormalizedText(words, "".join(words))
+        return _without_and_in_numbers(normalized) if "and" in words else normalized
     if " the " in text or _ROMAN_LETTER.search(text):
-        text = _english_regnal(unicodedata.normalize("NFKC", text))
+        text = _nfkc(text)
+        if _EN_REGNAL_HINT.search(text):
+            text = _english_regnal(text)
     text = _prepare(text)
     if _DECIMAL_DIGIT.search(text):
-        text = _MINUS.sub(" negative ", text)
-        text = _EN_CURRENCY.sub(lambda m: f" {m.group(2)} {_CURRENCY[m.group(1)]} ", text)
-        text = _EN_PERCENT.sub(r" \1 percent ", text)
+        if "-" in text or "–" in text:  # each rule only where its sign is: a scan of the text costs less than a sub
+            text = _MINUS.sub(" negative ", text)
+        if "$" in text or "€" in text or "£" in text or "¥" in text or "₩" in text:
+            text = _EN_CURRENCY.sub(lambda m: f" {m.group(2)} {_CURRENCY[m.group(1)]} ", text)
+        if "%" in text:
+            text = _EN_PERCENT.sub(r" \1 percent ", text)
         text = _EN_ORDINAL.sub(lambda m: " " + " ".join(english_ordinal(int(m.group(1)))) + " ", text)
         text = _EN_NUMBER.sub(lambda m: f" {_english_number(m.group(1), m.group(2))} ", text)
     normalized = _finish(text)
-    if "and" in normalized.words:
-        words = normalized.words
-        number_words = _english_number_words()
-        kept = [
-            word
-            for i, word in enumerate(words)
-            if not (
-                word == "and"
-                and 0 < i < len(words) - 1
-                and words[i - 1] in ("hundred", *_SCALES)
-                and words[i + 1] in number_words
-            )
-        ]
-        normalized = NormalizedText(tuple(kept), "".join(kept))
-    return normalized
+    return _without_and_in_numbers(normalized) if "and" in normalized.words else normalized
+
+
+def _without_and_in_numbers(normalized: NormalizedText) -> NormalizedText:
+    """'one hundred and five' as 'one hundred five': the 'and' inside a number dropped."""
+    words = normalized.words
+    number_words = _english_number_words()
+    kept = [
+        word
+        for i, word in enumerate(words)
+        if not (
+            word == "and"
+            and 0 < i < len(words) - 1
+            and words[i - 1] in ("hundred", *_SCALES)
+            and words[i + 1] in number_words
+        )
+    ]
+    return NormalizedText(tuple(kept), "".join(kept))
 
 
 # --------------------------------------------------------------------------------------------------
 # Chinese
 
 _ZH_DIGITS = "零一二三四五六七八九"
+_ZH_PLACES = ("", "十", "百", "千", "万", "十", "百", "千", "亿", "十", "百", "千", "万", "十", "百", "千")
+_ZH_ZERO_BEFORE_THOUSANDS = re.compile(r"([万亿])零([一二三四五六七八九][千])")
 
 
 @functools.lru_cache(maxsize=8192)
 def chinese_cardinal(n: int) -> str:
-    """Chinese numerals as read aloud (cn2an): 10 → 十, 105 → 一百零五, 1682 → 一千六百八十二, 10005 → 一万零五.
-    Beyond cn2an's 16 digits, digit by digit."""
-    import cn2an
-
+    """Chinese numerals as read aloud, cn2an's `an2cn` reading step for step: 10 → 十, 105 → 一百零五,
+    1682 → 一千六百八十二, 10005 → 一万零五. Beyond its 16 digits, digit by digit. Ported, not imported: importing
+    cn2an compiles a regex of China's city names (0.2–0.4 s, more than screening 44,800 clips); a test compares
+    the two readings over every number below 20,000 and thousands of longer ones."""
     if n < 0:
         return "负" + chinese_cardinal(-n)
     if n >= 10**16:
         return "".join(_ZH_DIGITS[int(d)] for d in str(n))
-    return cn2an.an2cn(str(n))
+    digits = str(n)
+    reading = ""
+    for i, digit in enumerate(digits):
+        place = len(digits) - i - 1
+        if digit != "0":
+            reading += _ZH_DIGITS[int(digit)] + _ZH_PLACES[place]
+        else:
+            if not place % 4:
+                reading += "零" + _ZH_PLACES[place]
+            if i > 0 and reading[-1] != "零":
+                reading += "零"
+    reading = (
+        reading.replace("零零", "零").replace("零万", "万").replace("零亿", "亿").replace("亿万", "亿").strip("零")
+    )
+    reading = _ZH_ZERO_BEFORE_THOUSANDS.sub(r"\1\2", reading)
+    if reading.startswith("一十"):
+        reading = reading[1:]
+    return reading or "零"
 
 
 def _chinese_number(integer: str, fraction: str | None) -> str:
@@ -255,19 +370,23 @@ def _roman_to(convert, pattern: re.Pattern, text: str) -> str:
     return pattern.sub(replace, text)
 
 
+# What _finish keeps of a text, as one pass for the languages compared by characters: the word characters but _
+# and the apostrophe ʼ (a letter to \w). Whitespace goes too: no \w character is whitespace.
+_NOT_A_CHARACTER_UNIT = re.compile(r"[^\w]|[_ʼ]")
+
+
 def normalize_chinese(text: str) -> NormalizedText:
-    text = unicodedata.normalize("NFKC", text)
+    text = _nfkc(text)
     if _ROMAN_LETTER.search(text):
-        text = _roman_to(chinese_cardinal, _ZH_ROMAN, text)
-    text = _prepare(text)
+        text = _nfkc(_roman_to(chinese_cardinal, _ZH_ROMAN, text))
+    text = _lowered(text)
     if _DECIMAL_DIGIT.search(text):
         text = _MINUS.sub("负", text)
         text = _ZH_YEAR.sub(lambda m: "".join(_ZH_DIGITS[int(d)] for d in m.group(1)), text)
         text = _ZH_PERCENT.sub(lambda m: "百分之" + m.group(1), text)
         text = _ZH_NUMBER.sub(lambda m: _chinese_number(m.group(1), m.group(2)), text)
-    text = text.replace("两", "二")
-    normalized = _finish(text)
-    return NormalizedText(tuple(normalized.characters), normalized.characters)
+    characters = _NOT_A_CHARACTER_UNIT.sub("", text.replace("两", "二"))
+    return NormalizedText(tuple(characters), characters)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -284,10 +403,10 @@ _KO_ROMAN = re.compile(r"(?<![A-Za-z])([IVXLC]{2,})(?![A-Za-z])|(?<![A-Za-z])([V
 
 
 def normalize_korean(text: str) -> NormalizedText:
-    text = unicodedata.normalize("NFKC", text)
+    text = _nfkc(text)
     if _ROMAN_LETTER.search(text):
-        text = _roman_to(str, _KO_ROMAN, text)
-    text = _prepare(text)
+        text = _nfkc(_roman_to(str, _KO_ROMAN, text))
+    text = _lowered(text)
     # % becomes 퍼센트 next to any digit character (str.isdigit: also ① or ❶, which \d does not match)
     if _DECIMAL_DIGIT.search(text) or ("%" in text and any(c.isdigit() for c in text)):
         text = _MINUS.sub("마이너스 ", text)

@@ -4,7 +4,7 @@ corpus rate is total edits over total units, and bins are decided in exact integ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from rapidfuzz.distance import Levenshtein
 
@@ -27,8 +27,9 @@ NONZERO_BINS = (1, 2, 3)
 # builds the alignment); tests/core/qc/test_screening_counts.py checks the counts equal jiwer's.
 
 
-@dataclass(frozen=True)
-class ErrorCount:
+class ErrorCount(NamedTuple):
+    """A named tuple: screening builds one per distinct pair, and a frozen dataclass takes five times as long."""
+
     errors: int  # substitutions + deletions + insertions
     units: int  # words (WER) or characters (CER) in the reference
 
@@ -76,9 +77,9 @@ def error_rate(reference: str, hypothesis: str, language: str, metric: str | Non
     return count_errors(normalize(reference, language), normalize(hypothesis, language), metric).rate
 
 
-@dataclass(frozen=True)
-class ClipScore:
-    """A clip's screening result: the best (lowest) error over its transcripts."""
+class ClipScore(NamedTuple):
+    """A clip's screening result: the best (lowest) error over its transcripts. A named tuple, immutable as the
+    clips that share it need, and built five times faster than a frozen dataclass."""
 
     metric: str
     errors: int
@@ -115,9 +116,10 @@ class Scorer:
         for language, metric in self.metric_overrides.items():
             if metric not in METRICS:
                 raise ValueError(f"metric for {language} must be one of {METRICS}, not {metric!r}")
-        self._normalized: dict[tuple[str, str], NormalizedText] = {}
+        self._normalized: dict[str, dict[str, NormalizedText]] = {}  # language → text → normalized
         self._counts: dict[tuple[str, NormalizedText, NormalizedText], ErrorCount] = {}
-        self._pair_counts: dict[tuple[str, str, str, str], ErrorCount] = {}  # (metric, language, ref, hyp) texts
+        # (metric, language) → (reference, transcript) texts → count: short keys, hashed from the texts' cached hashes
+        self._pair_counts: dict[tuple[str, str], dict[tuple[str, str], ErrorCount]] = {}
         self._languages: dict[str, tuple[str, bool]] = {}  # language → (metric, also CER)
         self._hallucinations: dict[tuple, Hallucination | None] = {}
 
@@ -135,10 +137,16 @@ class Scorer:
         return found
 
     def normalized(self, text: str, language: str) -> NormalizedText:
-        key = (language, text)
-        found = self._normalized.get(key)
+        texts = self._normalized_in(language)
+        found = texts.get(text)
         if found is None:
-            found = self._normalized[key] = normalize(text, language)
+            found = texts[text] = normalize(text, language)
+        return found
+
+    def _normalized_in(self, language: str) -> dict[str, NormalizedText]:
+        found = self._normalized.get(language)
+        if found is None:
+            found = self._normalized[language] = {}
         return found
 
     def count(self, reference: NormalizedText, hypothesis: NormalizedText, metric: str) -> ErrorCount:
@@ -148,11 +156,17 @@ class Scorer:
             found = self._counts[key] = count_errors(reference, hypothesis, metric)
         return found
 
-    def _count_texts(self, metric: str, language: str, reference: str, ref: NormalizedText, text: str) -> ErrorCount:
-        key = (metric, language, reference, text)
-        found = self._pair_counts.get(key)
+    def _counts_for(self, metric: str, language: str) -> dict[tuple[str, str], ErrorCount]:
+        found = self._pair_counts.get((metric, language))
         if found is None:
-            found = self._pair_counts[key] = count_errors(ref, self.normalized(text, language), metric)
+            found = self._pair_counts[(metric, language)] = {}
+        return found
+
+    def _count_texts(self, metric: str, language: str, reference: str, ref: NormalizedText, text: str) -> ErrorCount:
+        counts = self._counts_for(metric, language)
+        found = counts.get((reference, text))
+        if found is None:
+            found = counts[(reference, text)] = count_errors(ref, self.normalized(text, language), metric)
         return found
 
     def hallucination(
@@ -177,24 +191,32 @@ class Scorer:
         nothing (a clip of pure punctuation cannot be screened). With `check_hallucinations`, see
         `set_aside_hallucinations`."""
         metric, both = self._language(language)
-        ref = self.normalized(reference, language)
+        normalized = self._normalized_in(language)
+        ref = normalized.get(reference) or self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
             return None
         if not transcripts:
             raise ValueError("a clip needs at least one transcript to be scored")
-        counts = self._pair_counts
+        counts = self._counts_for(metric, language)
         best = best_asr = None
         per_asr = []
         for asr, text in transcripts:
-            count = counts.get((metric, language, reference, text))
+            count = counts.get((reference, text))
             if count is None:
-                count = self._count_texts(metric, language, reference, ref, text)
-            per_asr.append((asr, count.rate))
-            if best is None or (count.errors, asr) < (best.errors, best_asr):  # the first of the lowest
-                best, best_asr = count, asr
+                heard = normalized.get(text) or self.normalized(text, language)
+                count = counts[(reference, text)] = count_errors(ref, heard, metric)
+            per_asr.append((asr, count.errors / count.units))  # units > 0: the reference is not empty
+            if best is None or count.errors < best.errors or (count.errors == best.errors and asr < best_asr):
+                best, best_asr = count, asr  # the lowest, the first ASR system by name among equals
         cer = None
         if both and ref.characters:  # the minimum again, by characters
-            cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text in transcripts)
+            character_counts = self._counts_for("cer", language)
+            for _, text in transcripts:
+                count = character_counts.get((reference, text)) or self._count_texts(
+                    "cer", language, reference, ref, text
+                )
+                if cer is None or count.errors / count.units < cer:
+                    cer = count.errors / count.units
         score = ClipScore(metric, best.errors, best.units, best_asr, len(per_asr), cer, tuple(per_asr))
         if check_hallucinations:
             return self.set_aside_hallucinations(score, language, reference, transcripts, no_speech)
@@ -232,9 +254,9 @@ class Scorer:
         if not flagged:
             return score
         if not usable:
-            return replace(score, hallucinations=tuple(flagged))
+            return score._replace(hallucinations=tuple(flagged))
         best_asr, _text, best = min(usable, key=lambda entry: (entry[2].errors, entry[0]))
         cer = score.cer
         if both and ref.characters:
             cer = min(self._count_texts("cer", language, reference, ref, text).rate for _, text, _ in usable)
-        return replace(score, errors=best.errors, best_asr=best_asr, cer=cer, hallucinations=tuple(flagged))
+        return score._replace(errors=best.errors, best_asr=best_asr, cer=cer, hallucinations=tuple(flagged))

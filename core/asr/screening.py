@@ -63,7 +63,7 @@ class ScreeningResult:
         return {
             clip_id: "; ".join(f"{asr}: {why}" for asr, why in score.hallucinations)
             for clip_id, score in self.scores.items()
-            if score.likely_hallucination
+            if score.hallucinations and score.likely_hallucination  # the field first: most clips have none
         }
 
     def table2(self, layout: str = "default") -> list[dict]:
@@ -245,12 +245,10 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
     """Replace the stored per-clip scores with `result` in one transaction."""
     now = utc_now()
     columns: dict[int, tuple] = {}  # by score object: clips that share a score share its columns
-    rows = []
-    for clip_id, s in result.scores.items():
-        found = columns.get(id(s))
-        if found is None:
-            found = columns[id(s)] = (s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
-        rows.append((clip_id, *found))
+    for s in result.scores.values():
+        if id(s) not in columns:
+            columns[id(s)] = (s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
+    rows = [(clip_id, *columns[id(s)]) for clip_id, s in result.scores.items()]
     meta = json.dumps(
         {
             "settings": result.settings.as_dict(),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
+from spokenbench.core.store.changes import count_change
 from spokenbench.core.store.database import NOT_A_CONTROL, utc_now
 
 # --------------------------------------------------------------------------------------------------
@@ -42,10 +43,11 @@ def transcript_state(conn: sqlite3.Connection) -> tuple:
 
 
 def transcripts_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
-    """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many."""
+    """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many.
+    The cursor itself, not a generator over it: no Python frame to resume per row."""
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: no Row object to build and convert for each of many rows
-    yield from cursor.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
+    return cursor.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
 
 
 def transcript_failure_count(conn: sqlite3.Connection) -> int:
@@ -69,8 +71,10 @@ def screenable_clips(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
 
 def replace_screening_scores(conn: sqlite3.Connection, rows: Iterable[tuple]) -> None:
     """Replace every stored score with `rows`, each (clip id, metric, errors, reference units, error rate, WER
-    interval, best ASR, ASR count, CER, screened at): a screening is always recomputed whole."""
+    interval, best ASR, ASR count, CER, screened at): a screening is always recomputed whole. clip_screening has
+    no per-row counter triggers (migration 13): this and delete_screening_scores count their writes."""
     conn.execute("DELETE FROM clip_screening")
+    count_change(conn, "clip_screening")
     conn.executemany(
         "INSERT INTO clip_screening(clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, "
         "asr_count, cer, screened_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -81,6 +85,7 @@ def replace_screening_scores(conn: sqlite3.Connection, rows: Iterable[tuple]) ->
 def delete_screening_scores(conn: sqlite3.Connection) -> None:
     """Forget every score, e.g. once the transcripts they came from are gone."""
     conn.execute("DELETE FROM clip_screening")
+    count_change(conn, "clip_screening")
 
 
 def screened_clip_count(conn: sqlite3.Connection) -> int:

@@ -6,16 +6,20 @@ Issue 28: screening ≥ 4x a plain jiwer loop over the same clips. Each pass run
 caches), the kinds alternating, medians compared; `--baseline` also times an older tree, e.g. the code before
 issue 28, and checks that it stores the same scores:
 
-    mkdir -p /tmp/base/spokenbench && git archive ccf8dc9 core | tar -x -C /tmp/base/spokenbench
+    mkdir -p /tmp/base/spokenbench && git archive 562acf0 core | tar -x -C /tmp/base/spokenbench
     python tests/benchmarks/bench_qc.py [--clips 44800] [--exact-share 0.7] [--repeats 5] [--baseline /tmp/base]
+        [--profile]
 """
 
 import argparse
+import cProfile
 import gc
 import hashlib
 import json
 import os
+import pstats
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,6 +43,7 @@ HAN = "的一是在不了有和人这中大为上个国我以要他时来用们�
 HANGUL = [chr(c) for c in range(0xAC00, 0xAC00 + 2000, 7)]
 ACCENTS = {"en": ("american", "british", "indian"), "zh": ("beijing", "northeastern"), "ko": ("seoul", "jeolla")}
 SUBJECTS = [f"subject_{n}" for n in range(57)]
+PROFILE_LINES = 5
 
 
 def sentence(language: str, rng: random.Random) -> str:
@@ -121,23 +126,31 @@ def plain_jiwer_loop(conn) -> int:
     return scored
 
 
-def one_pass(what: str, path: Path) -> None:
+def one_pass(what: str, path: Path, profile: bool = False) -> None:
     """One timed pass in this (fresh) process, its seconds printed as JSON for the parent: `screening` runs
-    screen_project from whichever code this process imports (PYTHONPATH selects a baseline tree)."""
+    screen_project from whichever code this process imports (PYTHONPATH selects a baseline tree). With `profile`,
+    under cProfile, the top lines by own time printed first."""
     project = Project.open(path)
     gc.collect()
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
     started, cpu_started = time.perf_counter(), time.process_time()
     if what == "jiwer":
         plain_jiwer_loop(project.conn)
-        digest = ""
     else:
         screen_project(project)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    if profiler:
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(PROFILE_LINES)
+    digest = ""
+    if what == "screening":  # read back after the clock stopped: the jiwer loop stores nothing to read
         rows = project.conn.execute(
             "SELECT clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, asr_count, cer "
             "FROM clip_screening ORDER BY clip_id"
         ).fetchall()
         digest = hashlib.sha256(repr([tuple(row) for row in rows]).encode()).hexdigest()
-    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     project.close()
     print(
         json.dumps(
@@ -146,17 +159,19 @@ def one_pass(what: str, path: Path) -> None:
     )
 
 
-def run_pass(what: str, path: Path, baseline: str | None = None) -> dict:
+def run_pass(what: str, path: Path, baseline: str | None = None, profile: bool = False) -> dict:
     env = dict(os.environ)
     if baseline:
         env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run(
-        [sys.executable, __file__, "--one-pass", what, "--project", str(path)],
+        [sys.executable, __file__, "--one-pass", what, "--project", str(path), *(["--profile"] if profile else [])],
         env=env,
         check=True,
         capture_output=True,
         text=True,
     ).stdout
+    if profile:
+        print("\n".join(line for line in out.splitlines()[:-1] if line.strip()))
     return json.loads(out.splitlines()[-1])
 
 
@@ -174,28 +189,49 @@ def main(argv=None) -> int:
         "--baseline",
         help="a folder holding an older tree as spokenbench/core (e.g. from `git archive`), timed alternately too",
     )
+    parser.add_argument(
+        "--profile", action="store_true", help="also one screening pass of each tree under cProfile: its top lines"
+    )
+    parser.add_argument("--build-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--one-pass", choices=("jiwer", "screening"), help=argparse.SUPPRESS)
     parser.add_argument("--project", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.build_only:
+        build(args.build_only, args.clips, exact_share=args.exact_share).close()
+        return 0
     if args.one_pass:
-        one_pass(args.one_pass, args.project)
+        one_pass(args.one_pass, args.project, args.profile)
         return 0
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         path = Path(folder) / "bench"
-        build(path, args.clips, exact_share=args.exact_share).close()
+        if args.baseline:  # built by the older code, at its schema: this tree migrates its own copy when it opens it
+            subprocess.run(
+                [sys.executable, __file__, "--build-only", str(path), "--clips", str(args.clips),
+                 "--exact-share", str(args.exact_share)],
+                env=dict(os.environ, PYTHONPATH=args.baseline + os.pathsep + os.environ.get("PYTHONPATH", "")),
+                check=True,
+            )  # fmt: skip
+        else:
+            build(path, args.clips, exact_share=args.exact_share).close()
         print(
             f"built {args.clips} clips with 2 transcripts each in {time.perf_counter() - started:.1f} s (setup, not timed)"
         )
-        kinds = {"plain jiwer loop": ("jiwer", None), "screening (this tree)": ("screening", None)}
-        if args.baseline:
-            kinds["screening (baseline)"] = ("screening", args.baseline)
+        kinds = {"plain jiwer loop": ("jiwer", None, path), "screening (this tree)": ("screening", None, path)}
+        if args.baseline:  # its own copy: this tree's code migrates the project to a schema the older code refuses
+            shutil.copytree(path, Path(folder) / "baseline")
+            kinds["screening (baseline)"] = ("screening", args.baseline, Path(folder) / "baseline")
+        if args.profile:
+            for name, (what, baseline, project_path) in kinds.items():
+                if what == "screening":
+                    print(f"profile of {name}, top {PROFILE_LINES} lines by own time:")
+                    run_pass(what, project_path, baseline, profile=True)
         times = {name: [] for name in kinds}
         cpu = {name: [] for name in kinds}
         digests = {}
         for _ in range(args.repeats):
-            for name, (what, baseline) in kinds.items():
-                outcome = run_pass(what, path, baseline)
+            for name, (what, baseline, project_path) in kinds.items():
+                outcome = run_pass(what, project_path, baseline)
                 times[name].append(outcome["seconds"])
                 cpu[name].append(outcome["cpu"])
                 digests[name] = outcome["digest"]
