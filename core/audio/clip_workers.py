@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import multiprocessing
 import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from spokenbench.core.audio.checks import check_clip
 from spokenbench.core.audio.io import AudioError, encode_audio
-from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.errors import SpokenBenchError
 
 MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
 CHUNK = 8  # requests per message to a worker
+PARENT_POLL_S = 0.2
 MIN_CLIPS_FOR_PROCESSES = 48  # below this, starting the processes (~0.3 s of imports each) costs more than it saves
 
 
@@ -108,14 +109,24 @@ def _start_worker(factory: Callable[[], TTSBackend]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent handles it
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a job process's stdout is its frame channel
     sys.stdout = sys.stderr
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A killed parent (SIGKILL) never shuts its pool down, and its workers would wait for work forever: once this
+    worker is handed to another parent, it ends."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 class ClipWorkers:
     """The executor that renders clips, fed in chunks from the event loop. Use as a context manager (or call
     `close`): the pool is shut down on the way out, at most one chunk per worker finishing first."""
 
-    def __init__(self, backend: TTSBackend, in_processes: bool, factory: Callable[[], TTSBackend] | None = None):
-        """`factory` makes the backend in a worker (a picklable callable): by default `get_backend(its name)`."""
+    def __init__(self, backend: TTSBackend, in_processes: bool):
+        """Each worker makes its own backend by calling `backend`'s class without arguments (an engine with options
+        would need them passed here)."""
         self.backend = backend
         in_processes = in_processes and not getattr(sys, "frozen", False)  # a frozen app cannot spawn Python
         self.processes = worker_count() if in_processes else 0
@@ -125,7 +136,7 @@ class ClipWorkers:
                 self.processes,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_worker,
-                initargs=(factory or functools.partial(get_backend, backend.name),),
+                initargs=(type(backend),),
             )
             with _main_script_hidden():  # each submit starts one process, until all are started
                 for _ in range(self.processes):

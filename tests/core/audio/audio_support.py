@@ -65,3 +65,20 @@ MINI_ITEMS = [
         "answer": "B",
     },
 ]
+
+
+class LocalToneBackend(ToneBackend):
+    """The tone backend as a local engine (core/audio/clip_workers.py): rendered in worker processes, made there by
+    calling this class. Deterministic, so the pooled path can be compared byte for byte with the one-at-a-time path.
+    Text containing 'SLOW' takes 50 ms, so a test can stop the job midway."""
+
+    def __init__(self):
+        super().__init__()
+        self.synthesizes_in_processes = True
+
+    def speak_sync(self, request: SynthesisRequest) -> bytes:
+        if "SLOW" in request.text:
+            import time
+
+            time.sleep(0.05)
+        return asyncio.run(ToneBackend.synthesize(self, request))
