@@ -5,6 +5,8 @@ transaction, so a killed job resumes where it stopped and a failing clip is reco
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -287,36 +289,69 @@ async def _run_remote(project, backend, groups, job_progress, retry_policy, repo
 async def _run_local(project, backend, groups, job_progress, workers: ClipWorkers, report) -> None:
     """A local engine on every core: clips rendered in `workers`, their files written and made durable in groups
     (GroupDurability, as `assemble` does), and only then their rows handed to the job's writer, which commits them
-    in batches — so a row never refers to a file that could be lost, and a kill loses at most a group's work."""
+    in batches — so a row never refers to a file that could be lost, and a kill loses at most a group's work.
+    Rows are handed over in the plan's order (`_InPlanOrder`), so clip ids are those one-at-a-time synthesis gives."""
     files = GroupDurability(project.audio, STORED_FORMAT, FILES_PER_GROUP, BYTES_IN_FLIGHT)
     loop = _job_loop(project, job_progress, workers.in_flight + FILES_PER_GROUP)
+    order = _InPlanOrder()
 
     async def synthesize(group: list[ClipJob]) -> Write | None:
-        first = group[0]
-        stored = _reused_clip(project, first)
-        if stored is not None:
-            report.reused += len(group)
-            return _clip_rows_write(backend, group, "ok", None, stored)
-        await files.admit()
-        files.building += 1
-        try:
-            clip = await workers.render(first.request, first.label, STORED_FORMAT)
-        finally:
-            files.building -= 1
-            files.poke()
-        if clip.failure is not None:
-            return _failed(report, backend, group, clip.failure)
-        (sha,) = await files.durable([[clip.data]])
-        report.synthesized += 1
-        report.reused += len(group) - 1
-        return _clip_rows_write(
-            backend, group, "ok", None, (sha, STORED_FORMAT, clip.duration_s, clip.sample_rate, clip.speech_level_db)
-        )
+        async with order.turn():
+            first = group[0]
+            stored = _reused_clip(project, first)
+            if stored is not None:
+                report.reused += len(group)
+                return _clip_rows_write(backend, group, "ok", None, stored)
+            await files.admit()
+            files.building += 1
+            try:
+                clip = await workers.render(first.request, first.label, STORED_FORMAT)
+            finally:
+                files.building -= 1
+                files.poke()
+            if clip.failure is not None:
+                return _failed(report, backend, group, clip.failure)
+            (sha,) = await files.durable([[clip.data]])
+            report.synthesized += 1
+            report.reused += len(group) - 1
+            audio = (sha, STORED_FORMAT, clip.duration_s, clip.sample_rate, clip.speech_level_db)
+            return _clip_rows_write(backend, group, "ok", None, audio)
 
     try:
         await loop.run(list(groups.values()), synthesize)
     finally:
         await files.close()
+
+
+class _InPlanOrder:
+    """Units start in the plan's order; each hands its write back only after every unit started before it did (the
+    job loop queues a write for the writer as soon as its unit returns), whatever order the workers finish in. A
+    unit that fails or is cancelled steps aside at once, so nothing waits for it."""
+
+    def __init__(self):
+        self.started = 0
+        self.next = 0  # the unit whose turn it is
+        self.finished: set[int] = set()
+        self.waiting: dict[int, asyncio.Future] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self):
+        mine = self.started
+        self.started += 1
+        try:
+            yield
+            if self.next != mine:
+                self.waiting[mine] = asyncio.get_running_loop().create_future()
+                await self.waiting[mine]
+        finally:
+            self.waiting.pop(mine, None)
+            self.finished.add(mine)
+            while self.next in self.finished:
+                self.finished.discard(self.next)
+                self.next += 1
+            woken = self.waiting.get(self.next)
+            if woken is not None and not woken.done():
+                woken.set_result(None)
 
 
 def _clip_rows_write(backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio) -> Write:

@@ -25,7 +25,7 @@ from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 
 CLIP_COLUMNS = (
-    "coalesce(item_id, 0), part, text, language, accent, voice, speaker_gender, neutralization, backend, model, "
+    "id, coalesce(item_id, 0), part, text, language, accent, voice, speaker_gender, neutralization, backend, model, "
     "prompt, cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure"
 )
 SILENT_ITEM = {
@@ -35,10 +35,17 @@ SILENT_ITEM = {
     "options": ["One", "Two", "Three", "Four"],
     "answer": "A",
 }
+SLOW_ITEM = {  # its question renders last: the workers finish out of the plan's order
+    "id": "q4",
+    "language": "en",
+    "question": "SLOW question, the first one planned?",
+    "options": ["One", "Two", "Three", "Four"],
+    "answer": "A",
+}
 
 
 def stored_clips(project: Project) -> list[tuple]:
-    return sorted((tuple(row) for row in project.conn.execute(f"SELECT {CLIP_COLUMNS} FROM clips")), key=repr)
+    return [tuple(row) for row in project.conn.execute(f"SELECT {CLIP_COLUMNS} FROM clips ORDER BY id")]
 
 
 def stored_files(project: Project) -> dict[str, bytes]:
@@ -62,10 +69,12 @@ def project_with(tmp_path, name: str, items: list[dict]) -> Project:
 @pytest.mark.slow
 def test_pooled_synthesis_stores_the_rows_and_bytes_of_the_one_at_a_time_path(tmp_path):
     """Same plan, same deterministic engine: the worker processes (grouped files, batched commits) and the path
-    that stores each clip on its own store identical rows — failed clips included — and identical files."""
-    items = MINI_ITEMS + [SILENT_ITEM]
+    that stores each clip on its own store identical rows — their ids, failed clips included — and identical
+    files, though the workers finish out of order."""
+    items = [SLOW_ITEM] + MINI_ITEMS + [SILENT_ITEM]
     with project_with(tmp_path, "serial", items) as serial, project_with(tmp_path, "pooled", items) as pooled:
         one_at_a_time = ToneBackend()
+        one_at_a_time.max_concurrency = 1
         plan = plan_synthesis(serial.conn, one_at_a_time)
         serial_report = asyncio.run(run_synthesis(serial, plan))
 
