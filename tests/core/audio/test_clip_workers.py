@@ -165,23 +165,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the worker processes")
-def test_sigkill_during_the_demo_build_leaves_a_sound_project_and_no_workers(tmp_path, cli):
-    """`spokenbench demo` killed midway through its speech: its workers exit, the unfinished build's project
-    holds no row whose file is missing or partial (`spokenbench check` is clean), `synthesize` resumes it, and
-    building the demo again completes."""
-    target = tmp_path / "demo"
+def start_demo_build(target):
+    """`spokenbench demo TARGET` in a process of its own, once it has stored 200 clips (a few groups committed:
+    well into its speech), with the pids of its worker processes."""
     process = subprocess.Popen(
         [sys.executable, "-c", "import sys; from spokenbench.core.cli.main import main; sys.exit(main())", "demo"]
         + [str(target)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
-    staging = tmp_path / f".demo.building-{process.pid}"
+    staging = target.with_name(f".{target.name}.building-{process.pid}")
     deadline = time.monotonic() + 120
     stored = 0
-    while stored < 200:  # a few groups committed: well into the synthesis
+    while stored < 200:
         assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
         time.sleep(0.02)
         try:
@@ -189,15 +186,29 @@ def test_sigkill_during_the_demo_build_leaves_a_sound_project_and_no_workers(tmp
                 stored = conn.execute("SELECT count(*) FROM clips WHERE status = 'ok'").fetchone()[0]
         except sqlite3.Error:  # not created yet, or no clips table yet
             continue
-    workers = _children(process.pid)
+    return process, staging, _children(process.pid)
+
+
+def assert_gone(pids: set[int]) -> None:
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids), "a worker outlived the build"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_sigkill_during_the_demo_build_leaves_a_sound_project_and_no_workers(tmp_path, cli):
+    """`spokenbench demo` killed midway through its speech: its workers exit, the unfinished build's project
+    holds no row whose file is missing or partial (`spokenbench check` is clean), `synthesize` resumes it, and
+    building the demo again completes."""
+    target = tmp_path / "demo"
+    process, staging, workers = start_demo_build(target)
     assert len(workers) >= 1
     os.kill(process.pid, signal.SIGKILL)
     process.wait(10)
     process.stderr.close()
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(pid) for pid in workers), "a worker outlived the killed build"
+    assert_gone(workers)
 
     checked = cli("check", str(staging))
     assert checked.code == 0 and "0 missing, 0 damaged" in checked.out, checked.out + checked.err
@@ -214,3 +225,23 @@ def test_sigkill_during_the_demo_build_leaves_a_sound_project_and_no_workers(tmp
     rebuilt = cli("demo", str(target))
     assert rebuilt.code == 0, rebuilt.err
     assert cli("check", str(target)).code == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_sigterm_during_the_demo_build_stops_it_as_ctrl_c_does(tmp_path):
+    """SIGTERM midway through the speech: the build stops within seconds with exit code 130 and a one-line
+    message (no traceback), the workers are gone, and no demo folder is left half-built."""
+    target = tmp_path / "demo"
+    process, staging, workers = start_demo_build(target)
+    stopped_at = time.monotonic()
+    os.kill(process.pid, signal.SIGTERM)
+    code = process.wait(30)
+    took = time.monotonic() - stopped_at
+    errors = process.stderr.read()
+    process.stderr.close()
+    assert code == 130, errors
+    assert "Traceback" not in errors and "interrupted" in errors
+    assert took < 10
+    assert_gone(workers)
+    assert not target.exists() and not staging.exists()
