@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from spokenbench.core.audio.checks import check_clip
+from spokenbench.core.audio.checks import check_audio
 from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.errors import SpokenBenchError
@@ -74,8 +74,12 @@ def render_clips(
     rendered = []
     for request, label in requests:
         try:
-            data = backend.speak_sync(request)
-            audio, level = check_clip(data, request.text, label, backend.output_rate)
+            audio = backend.speak_audio(request)
+            if audio.rate != backend.output_rate:  # as check_clip refuses it
+                raise AudioError(
+                    f"{label}: the audio's sample rate is {audio.rate} Hz; {backend.output_rate} Hz expected"
+                )
+            level = check_audio(audio, request.text, label)
         except (AudioError, UnsupportedRequest) as error:
             rendered.append(RenderedClip(None, failure=str(error)))
             continue

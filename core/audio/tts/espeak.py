@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from spokenbench.core.audio.io import AudioError, encode_wav
+from spokenbench.core.audio.io import Audio, AudioError, as_stored, encode_wav
 from spokenbench.core.audio.neutralize import METHOD as NEUTRALIZATION_METHOD
 from spokenbench.core.audio.neutralize import neutralize_approximation
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
@@ -150,6 +150,14 @@ class EspeakBackend(TTSBackend):
         return f"{ESPEAK_VOICES[(request.language, request.accent)]}+{variant}"
 
     def speak_sync(self, request: SynthesisRequest) -> bytes:
+        return encode_wav(*self._speak(request))
+
+    def speak_audio(self, request: SynthesisRequest) -> Audio:
+        """What `speak_sync`'s WAV decodes to, without writing and reading it: the speech workers' way."""
+        samples, rate = self._speak(request)
+        return Audio(as_stored(samples), rate)
+
+    def _speak(self, request: SynthesisRequest) -> tuple[np.ndarray, int]:
         self.check(request)
         voice = self.espeak_voice(request)
         with _lock:
@@ -160,7 +168,7 @@ class EspeakBackend(TTSBackend):
         if request.voice.neutralization == NEUTRALIZATION_METHOD:  # outside the lock: pure numpy
             fallback = TYPICAL_F0_HZ[request.voice.gender]
             audio = neutralize_approximation(audio, rate, fallback_f0=fallback).samples
-        return encode_wav(audio, rate)
+        return audio, rate
 
     async def synthesize(self, request: SynthesisRequest) -> bytes:
         return await asyncio.to_thread(self.speak_sync, request)

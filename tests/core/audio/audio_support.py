@@ -1,12 +1,13 @@
 """Helpers for the audio tests: a deterministic stand-in TTS backend and a small item set."""
 
 import asyncio
+import time
 
 import numpy as np
 from support import tone
 
 from spokenbench.core.audio.checks import plausible_duration
-from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.io import Audio, decode_audio, encode_wav
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
 
 TONE_RATE = 16_000
@@ -76,9 +77,7 @@ class LocalToneBackend(ToneBackend):
         super().__init__()
         self.synthesizes_in_processes = True
 
-    def speak_sync(self, request: SynthesisRequest) -> bytes:
+    def speak_audio(self, request: SynthesisRequest) -> Audio:
         if "SLOW" in request.text:
-            import time
-
             time.sleep(0.05)
-        return asyncio.run(ToneBackend.synthesize(self, request))
+        return decode_audio(asyncio.run(ToneBackend.synthesize(self, request)), "tone")

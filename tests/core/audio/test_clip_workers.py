@@ -12,12 +12,14 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 from audio_support import MINI_ITEMS, LocalToneBackend, ToneBackend
 from support import write_jsonl
 
 from spokenbench.core.audio import clip_workers
 from spokenbench.core.audio.clip_workers import ClipWorkers
+from spokenbench.core.audio.io import as_stored, decode_audio, encode_audio, encode_wav
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.errors import Cancelled
 from spokenbench.core.importers import ImportOptions, import_files
@@ -25,7 +27,7 @@ from spokenbench.core.progress import Progress
 from spokenbench.core.store import Project
 
 CLIP_COLUMNS = (
-    "id, coalesce(item_id, 0), part, text, language, accent, voice, speaker_gender, neutralization, backend, model, "
+    "coalesce(item_id, 0), part, text, language, accent, voice, speaker_gender, neutralization, backend, model, "
     "prompt, cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure"
 )
 SILENT_ITEM = {
@@ -45,7 +47,16 @@ SLOW_ITEM = {  # its question renders last: the workers finish out of the plan's
 
 
 def stored_clips(project: Project) -> list[tuple]:
-    return [tuple(row) for row in project.conn.execute(f"SELECT {CLIP_COLUMNS} FROM clips ORDER BY id")]
+    return sorted((tuple(row) for row in project.conn.execute(f"SELECT {CLIP_COLUMNS} FROM clips")), key=repr)
+
+
+def in_plan_order(plan) -> list[tuple]:
+    """(item id or 0, part, recipe) of the plan's clips in the order one-at-a-time synthesis stores them: a recipe
+    when first needed, with every part needing it."""
+    groups = {}
+    for job in plan.jobs:
+        groups.setdefault(job.cache_key, []).append((job.item_id or 0, job.part, job.cache_key))
+    return [clip for group in groups.values() for clip in group]
 
 
 def stored_files(project: Project) -> dict[str, bytes]:
@@ -69,8 +80,8 @@ def project_with(tmp_path, name: str, items: list[dict]) -> Project:
 @pytest.mark.slow
 def test_pooled_synthesis_stores_the_rows_and_bytes_of_the_one_at_a_time_path(tmp_path):
     """Same plan, same deterministic engine: the worker processes (grouped files, batched commits) and the path
-    that stores each clip on its own store identical rows — their ids, failed clips included — and identical
-    files, though the workers finish out of order."""
+    that stores each clip on its own store identical rows — failed clips included — and identical files; and though
+    the workers finish out of order, the clips' ids follow the plan, as they do one at a time."""
     items = [SLOW_ITEM] + MINI_ITEMS + [SILENT_ITEM]
     with project_with(tmp_path, "serial", items) as serial, project_with(tmp_path, "pooled", items) as pooled:
         one_at_a_time = ToneBackend()
@@ -89,9 +100,22 @@ def test_pooled_synthesis_stores_the_rows_and_bytes_of_the_one_at_a_time_path(tm
         assert serial_report.failed == pooled_report.failed == 4  # its question: two accents, two voices
         assert (pooled_report.synthesized, pooled_report.reused) == (serial_report.synthesized, serial_report.reused)
         assert stored_clips(pooled) == stored_clips(serial)
+        by_id = "SELECT coalesce(item_id, 0), part, cache_key FROM clips ORDER BY id"
+        assert [tuple(row) for row in pooled.conn.execute(by_id)] == in_plan_order(pooled_plan)
         assert stored_files(pooled) == stored_files(serial) and len(stored_files(serial)) > 40
         failures = [row[-1] for row in stored_clips(pooled) if row[-2] == "failed"]
         assert all("silent" in failure for failure in failures)
+
+
+def test_the_workers_check_and_store_exactly_what_the_wav_a_backend_returns_decodes_to():
+    """Workers skip the WAV between synthesis and check (`as_stored`): the samples must be those decoding it gives,
+    at full scale and beyond it (clipped) too, so the FLAC written from them holds the same bytes."""
+    rng = np.random.default_rng(0)
+    samples = np.concatenate([rng.uniform(-1.3, 1.3, 5000), [-1.0, 1.0, 0.0, 1 / 32768, -1 / 32768]])
+    samples = samples.astype(np.float32)
+    decoded = decode_audio(encode_wav(samples, 22_050), "x").samples
+    assert np.array_equal(as_stored(samples), decoded)
+    assert encode_audio(as_stored(samples), 22_050, "flac") == encode_audio(decoded, 22_050, "flac")
 
 
 def test_a_small_plan_renders_on_a_thread_of_this_process(mini_project, monkeypatch):
