@@ -1,7 +1,9 @@
 """Synthesis jobs: every (item part | instruction token) × accent × voice a plan asks for, each keyed by its
 recipe (backend, model, voice, prompt, text) so nothing is synthesized — or paid for — twice. Jobs run
 concurrently up to the backend's limit; each clip is checked on arrival and committed in its own short
-transaction, so a killed job resumes where it stopped and a failing clip is recorded as failed, never good."""
+transaction, so a killed job resumes where it stopped and a failing clip is recorded as failed, never good.
+A local engine (espeak-ng) runs on every core instead, in worker processes (core/audio/clip_workers.py), its
+clips' files made durable in groups before their rows are committed in batches, as `assemble` does."""
 
 from __future__ import annotations
 
