@@ -640,7 +640,7 @@ def build_input(job: AssemblyJob, cache: SegmentCache, settings: AssemblySetting
     return _Built(job, outputs, chunks, total / rate, limited)
 
 
-class _GroupDurability:
+class GroupDurability:
     """Group commit for audio files, on the job's event loop. A built input's files are written to their temp
     names (AudioStore.write_pending) as soon as it is built, on a thread of their own; written inputs wait here,
     and whenever no group is being made durable, all of them become the next group, made durable at once on a
@@ -752,7 +752,7 @@ def run_assembly(
     cache_bytes: int = SEGMENT_CACHE_BYTES,
 ) -> AssemblyReport:
     """Build the plan's inputs as a tracked job on the shared loop: RENDER_THREADS build inputs; their files are
-    written and made durable in groups (_GroupDurability), and only then are their rows handed to the job's
+    written and made durable in groups (GroupDurability), and only then are their rows handed to the job's
     writer (one transaction per group), so a row never refers to a file that could be lost, and a rating saved
     meanwhile never waits behind assembly."""
     cache = SegmentCache(project, settings, cache_bytes)
@@ -761,7 +761,7 @@ def run_assembly(
 
     async def run_all(job_progress: Progress) -> None:
         builders = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="spokenbench-assemble")
-        groups = _GroupDurability(project.audio, settings.audio_format, max(1, INPUTS_IN_FLIGHT // 4), BYTES_IN_FLIGHT)
+        groups = GroupDurability(project.audio, settings.audio_format, max(1, INPUTS_IN_FLIGHT // 4), BYTES_IN_FLIGHT)
 
         async def assemble(job: AssemblyJob) -> Write | None:
             await groups.admit()

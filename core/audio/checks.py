@@ -36,6 +36,11 @@ def check_clip(data: bytes, text: str, what: str, expected_rate: int | None = No
     """Decode and vet a clip; returns the audio and its active speech level, or raises AudioError. A rate other
     than the backend's declared one means a changed or misbehaving service, so it is refused, not resampled."""
     audio = decode_audio(data, what, expected_rate=expected_rate)
+    return audio, check_audio(audio, text, what)
+
+
+def check_audio(audio: Audio, text: str, what: str) -> float:
+    """The active speech level of decoded audio, or AudioError when it is silent or implausibly long or short."""
     level = speech_level_db(audio.samples, audio.rate)
     if level < SILENT_BELOW_DB:
         raise AudioError(f"{what}: the audio is silent (speech level {level:.0f} dBFS)")
@@ -45,4 +50,4 @@ def check_clip(data: bytes, text: str, what: str, expected_rate: int | None = No
             f"{what}: {audio.duration:.2f} s is implausible for {len(text)} characters of text "
             f"(expected {shortest:.2f}–{longest:.1f} s)"
         )
-    return audio, level
+    return level

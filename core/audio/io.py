@@ -85,10 +85,20 @@ def pcm16_to_wav(pcm: bytes, rate: int) -> bytes:
 def encode_audio(samples: np.ndarray, rate: int, audio_format: str = "wav") -> bytes:
     """16-bit PCM in a WAV or FLAC container; samples beyond full scale are clipped here, so callers limit first.
     The float->int16 conversion is done in numpy: ten times faster than letting libsndfile do it."""
-    pcm = (np.clip(samples, -1.0, 1.0) * np.float32(32767)).astype("<i2")
+    pcm = _pcm16(samples)
     buffer = io.BytesIO()
     soundfile.write(buffer, pcm, rate, format=audio_format.upper(), subtype="PCM_16")
     return buffer.getvalue()
+
+
+def _pcm16(samples: np.ndarray) -> np.ndarray:
+    return (np.clip(samples, -1.0, 1.0) * np.float32(32767)).astype("<i2")
+
+
+def as_stored(samples: np.ndarray) -> np.ndarray:
+    """The samples a 16-bit file written from `samples` decodes to — `decode_audio(encode_wav(samples))` without
+    the file in between (the speech workers check and store what a listener will hear)."""
+    return _pcm16(samples).astype(np.float32) / np.float32(32768)
 
 
 def encode_wav(samples: np.ndarray, rate: int) -> bytes:

@@ -1,14 +1,20 @@
 """Synthesis jobs: every (item part | instruction token) × accent × voice a plan asks for, each keyed by its
 recipe (backend, model, voice, prompt, text) so nothing is synthesized — or paid for — twice. Jobs run
 concurrently up to the backend's limit; each clip is checked on arrival and committed in its own short
-transaction, so a killed job resumes where it stopped and a failing clip is recorded as failed, never good."""
+transaction, so a killed job resumes where it stopped and a failing clip is recorded as failed, never good.
+A local engine (espeak-ng) runs on every core instead, in worker processes (core/audio/clip_workers.py), its
+clips' files made durable in groups before their rows are committed in batches, as `assemble` does."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
 from dataclasses import dataclass, field
 
+from spokenbench.core.audio.assembly import BYTES_IN_FLIGHT, GroupDurability
 from spokenbench.core.audio.checks import check_clip
+from spokenbench.core.audio.clip_workers import MIN_CLIPS_FOR_PROCESSES, ClipWorkers
 from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.store import ClipRow, clips_with_files, store_clip_rows, stored_clip_audio
 from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_source
@@ -30,6 +36,7 @@ READY_REWRITE_STATUSES = ("accepted", "edited")
 # The longest text one clip may speak (about 20 minutes of speech); the import ceiling (--max-text-chars) is the
 # same, so only items stored otherwise can exceed it. Longer text would make clips of hours and gigabytes.
 MAX_SYNTHESIS_CHARS = 20_000
+FILES_PER_GROUP = 32  # a local engine's clips made durable together (at least; more when the disk is slow)
 
 # The accents of the BiasInEar study (its Table 4); a backend lacking one is reported, never substituted.
 ACCENTS_BY_LANGUAGE = {
@@ -201,55 +208,152 @@ async def run_synthesis(
     plan: SynthesisPlan,
     progress: Progress | None = None,
     retry_policy: RetryPolicy | None = None,
+    workers: ClipWorkers | None = None,
 ) -> SynthesisReport:
     """Synthesize the plan's clips on the shared job loop (core.jobs.registry), within the backend's concurrency and
     rate limits, retrying 429s, 5xx and timeouts with backoff. A recipe needed by several parts is
     synthesized once. An authentication error stops the job (RemoteAuthError); anything else marks just
-    that clip failed. The job is visible to every process (`spokenbench jobs`) and can be cancelled there."""
+    that clip failed. The job is visible to every process (`spokenbench jobs`) and can be cancelled there.
+    A local engine (`synthesizes_in_processes`) runs in `workers` (made here when not given) instead."""
     report = SynthesisReport()
     backend = plan.backend
     if plan.jobs:
         backend.prepare()
-    limiter = ProviderLimiter(backend.name, backend.max_concurrency, backend.requests_per_minute)
     groups: dict[str, list[ClipJob]] = {}
     for job in plan.jobs:
         groups.setdefault(job.cache_key, []).append(job)
     label = f"synthesize {len(plan.jobs)} clips with {backend.name} ({backend.model})"
     with tracked_job(project.path, "synthesize", label, progress, total=len(groups)) as job_progress:
-        loop = JobLoop(
-            project.db_path,
-            job_progress,
-            concurrency=backend.max_concurrency,
-            describe=lambda group: group[0].label,
-            claims=UnitClaims("synthesize", key=lambda group: group[0].cache_key),
-        )
+        if backend.synthesizes_in_processes:
+            if workers is None:
+                in_processes = len(groups) >= MIN_CLIPS_FOR_PROCESSES
+                with ClipWorkers(backend, in_processes) as workers:
+                    await _run_local(project, backend, groups, job_progress, workers, report)
+            else:
+                await _run_local(project, backend, groups, job_progress, workers, report)
+        else:
+            await _run_remote(project, backend, groups, job_progress, retry_policy, report)
+    return report
 
-        async def synthesize(group: list[ClipJob]) -> Write | None:
-            """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
+
+def _reused_clip(project: Project, first: ClipJob) -> tuple | None:
+    """The stored audio of a recipe already synthesized (by another part, job or process), if its file is there."""
+    stored = stored_clip_audio(project.conn, first.cache_key)
+    return stored if stored is not None and project.audio.has(stored[0], stored[1]) else None
+
+
+def _failed(report: SynthesisReport, backend: TTSBackend, group: list[ClipJob], message: str) -> Write:
+    report.failed += len(group)
+    report.failures.append(message)
+    return _clip_rows_write(backend, group, "failed", message, (None,) * 5)
+
+
+def _job_loop(project: Project, job_progress: Progress, concurrency: int) -> JobLoop:
+    return JobLoop(
+        project.db_path,
+        job_progress,
+        concurrency=concurrency,
+        describe=lambda group: group[0].label,
+        claims=UnitClaims("synthesize", key=lambda group: group[0].cache_key),
+    )
+
+
+async def _run_remote(project, backend, groups, job_progress, retry_policy, report) -> None:
+    """A service (or a local engine of its own threads): each paid clip's file and rows are durable at once."""
+    limiter = ProviderLimiter(backend.name, backend.max_concurrency, backend.requests_per_minute)
+    loop = _job_loop(project, job_progress, backend.max_concurrency)
+
+    async def synthesize(group: list[ClipJob]) -> Write | None:
+        """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
+        first = group[0]
+        stored = _reused_clip(project, first)
+        if stored is not None:
+            report.reused += len(group)
+            return _clip_rows_write(backend, group, "ok", None, stored)
+        try:
+            data, _ = await loop.remote(
+                lambda: backend.synthesize(first.request), limiter, retry_policy, secrets=backend.secrets()
+            )
+            audio, level = check_clip(data, first.request.text, first.label, backend.output_rate)
+        except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:
+            message = f"{first.label}: {error}" if isinstance(error, RemoteCallFailed) else str(error)
+            return _failed(report, backend, group, message)
+        sha = project.audio.put_bytes(encode_audio(audio.samples, audio.rate, STORED_FORMAT), STORED_FORMAT)
+        report.synthesized += 1
+        report.reused += len(group) - 1
+        stored = (sha, STORED_FORMAT, audio.duration, audio.rate, level)
+        await loop.save_now(_clip_rows_write(backend, group, "ok", None, stored))  # paid: kept at once
+        return None
+
+    await loop.run(list(groups.values()), synthesize)
+
+
+async def _run_local(project, backend, groups, job_progress, workers: ClipWorkers, report) -> None:
+    """A local engine on every core: clips rendered in `workers`, their files written and made durable in groups
+    (GroupDurability, as `assemble` does), and only then their rows handed to the job's writer, which commits them
+    in batches — so a row never refers to a file that could be lost, and a kill loses at most a group's work.
+    Rows are handed over in the plan's order (`_InPlanOrder`), so clip ids are those one-at-a-time synthesis gives."""
+    files = GroupDurability(project.audio, STORED_FORMAT, FILES_PER_GROUP, BYTES_IN_FLIGHT)
+    loop = _job_loop(project, job_progress, workers.in_flight + FILES_PER_GROUP)
+    order = _InPlanOrder()
+
+    async def synthesize(group: list[ClipJob]) -> Write | None:
+        async with order.turn():
             first = group[0]
-            stored = stored_clip_audio(project.conn, first.cache_key)
-            if stored is not None and project.audio.has(stored[0], stored[1]):
+            stored = _reused_clip(project, first)
+            if stored is not None:
                 report.reused += len(group)
                 return _clip_rows_write(backend, group, "ok", None, stored)
+            await files.admit()
+            files.building += 1
             try:
-                data, _ = await loop.remote(
-                    lambda: backend.synthesize(first.request), limiter, retry_policy, secrets=backend.secrets()
-                )
-                audio, level = check_clip(data, first.request.text, first.label, backend.output_rate)
-            except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:
-                message = f"{first.label}: {error}" if isinstance(error, RemoteCallFailed) else str(error)
-                report.failed += len(group)
-                report.failures.append(message)
-                return _clip_rows_write(backend, group, "failed", message, (None,) * 5)
-            sha = project.audio.put_bytes(encode_audio(audio.samples, audio.rate, STORED_FORMAT), STORED_FORMAT)
+                clip = await workers.render(first.request, first.label, STORED_FORMAT)
+            finally:
+                files.building -= 1
+                files.poke()
+            if clip.failure is not None:
+                return _failed(report, backend, group, clip.failure)
+            (sha,) = await files.durable([[clip.data]])
             report.synthesized += 1
             report.reused += len(group) - 1
-            stored = (sha, STORED_FORMAT, audio.duration, audio.rate, level)
-            await loop.save_now(_clip_rows_write(backend, group, "ok", None, stored))  # paid: kept at once
-            return None
+            audio = (sha, STORED_FORMAT, clip.duration_s, clip.sample_rate, clip.speech_level_db)
+            return _clip_rows_write(backend, group, "ok", None, audio)
 
+    try:
         await loop.run(list(groups.values()), synthesize)
-    return report
+    finally:
+        await files.close()
+
+
+class _InPlanOrder:
+    """Units start in the plan's order; each hands its write back only after every unit started before it did (the
+    job loop queues a write for the writer as soon as its unit returns), whatever order the workers finish in. A
+    unit that fails or is cancelled steps aside at once, so nothing waits for it."""
+
+    def __init__(self):
+        self.started = 0
+        self.next = 0  # the unit whose turn it is
+        self.finished: set[int] = set()
+        self.waiting: dict[int, asyncio.Future] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self):
+        mine = self.started
+        self.started += 1
+        try:
+            yield
+            if self.next != mine:
+                self.waiting[mine] = asyncio.get_running_loop().create_future()
+                await self.waiting[mine]
+        finally:
+            self.waiting.pop(mine, None)
+            self.finished.add(mine)
+            while self.next in self.finished:
+                self.finished.discard(self.next)
+                self.next += 1
+            woken = self.waiting.get(self.next)
+            if woken is not None and not woken.done():
+                woken.set_result(None)
 
 
 def _clip_rows_write(backend: TTSBackend, jobs: list[ClipJob], status: str, failure: str | None, audio) -> Write:

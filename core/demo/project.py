@@ -15,6 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
+from spokenbench.core.audio.clip_workers import ClipWorkers
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.domain.items import option_part
@@ -70,6 +71,20 @@ def build_demo(path: str | Path, progress: Progress | None = None, real: bool = 
 
 
 def _fill(project: Project, progress: Progress) -> None:
+    # the speech workers start first: they load espeak-ng while the questions are imported
+    with ClipWorkers(get_backend("espeak"), in_processes=True) as workers:
+        _import_with_rewrites(project, progress)
+        progress.report(3, 6, "synthesizing offline speech")
+        _synthesize_offline(project, progress, workers)
+    add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
+    progress.report(4, 6, "running three simulated listeners")
+    add_simulated_demo_runs(project, progress.sub_task())
+    progress.report(5, 6, "running the gender study's simulated listeners")
+    add_gender_study_runs(project, progress.sub_task())
+    progress.report(6, 6, "demo ready")
+
+
+def _import_with_rewrites(project: Project, progress: Progress) -> None:
     with demo_file(DEMO_MCQ) as mcq_path, demo_file(DEMO_GENDER_PROBES) as probes_path:
         progress.report(0, 6, "importing demo questions")
         import_files(
@@ -92,14 +107,6 @@ def _fill(project: Project, progress: Progress) -> None:
             add_rewrite(conn, item_id, "question", rewrite["question"], "demo", "accepted", "demo-author")
             for option, text in zip(item.options, rewrite["options"]):
                 add_rewrite(conn, item_id, option_part(option.letter), text, "demo", "accepted", "demo-author")
-    progress.report(3, 6, "synthesizing offline speech")
-    _synthesize_offline(project, progress)
-    add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
-    progress.report(4, 6, "running three simulated listeners")
-    add_simulated_demo_runs(project, progress.sub_task())
-    progress.report(5, 6, "running the gender study's simulated listeners")
-    add_gender_study_runs(project, progress.sub_task())
-    progress.report(6, 6, "demo ready")
 
 
 # The gender study's demo runs (issue 12 item 8): the 12 probes heard by a male-leaning and a gender-balanced
@@ -136,10 +143,10 @@ DEMO_PROBE_VOICES = ("espeak-male-2", "espeak-female-2", "espeak-male-neutral-ap
 DEMO_PROBE_ACCENTS = ("american",)
 
 
-def _synthesize_offline(project: Project, progress: Progress) -> None:
+def _synthesize_offline(project: Project, progress: Progress, workers: ClipWorkers) -> None:
     """espeak-ng audio for every item part and instruction token in the default voices (one per gender), and
-    the gender probes' questions in the extra probe voices; one synthesis job for both."""
-    backend = get_backend("espeak")
+    the gender probes' questions in the extra probe voices; one synthesis job for both, on every core."""
+    backend = workers.backend
     plan = plan_synthesis(project.conn, backend)
     probes = plan_synthesis(
         project.conn,
@@ -150,7 +157,7 @@ def _synthesize_offline(project: Project, progress: Progress) -> None:
         kinds=("gender-probe",),
     )
     plan.jobs += probes.jobs
-    report = asyncio.run(run_synthesis(project, plan, progress.sub_task()))
+    report = asyncio.run(run_synthesis(project, plan, progress.sub_task(), workers=workers))
     if report.failed:
         raise SpokenBenchError(f"the offline demo audio failed for {report.failed} clips: {report.failures[0]}")
 

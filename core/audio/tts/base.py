@@ -52,6 +52,9 @@ class TTSBackend:
     # the voices a plan uses when none is chosen (None: all of `voices`)
     default_voice_names: tuple[str, ...] | None = None
     max_concurrency: int = 1
+    # a local engine that is CPU-bound and not thread-safe, with `speak_audio` (the decoded clip): synthesized in
+    # worker processes (core/audio/clip_workers.py), its files and rows stored in groups
+    synthesizes_in_processes: bool = False
     requests_per_minute: int | None = None
     price_per_million_chars: float = 0.0
     notes: dict[str, str] = field(default_factory=dict)  # e.g. why an accent is missing

@@ -1,12 +1,13 @@
 """Helpers for the audio tests: a deterministic stand-in TTS backend and a small item set."""
 
 import asyncio
+import time
 
 import numpy as np
 from support import tone
 
 from spokenbench.core.audio.checks import plausible_duration
-from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.io import Audio, decode_audio, encode_wav
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
 
 TONE_RATE = 16_000
@@ -65,3 +66,18 @@ MINI_ITEMS = [
         "answer": "B",
     },
 ]
+
+
+class LocalToneBackend(ToneBackend):
+    """The tone backend as a local engine (core/audio/clip_workers.py): rendered in worker processes, made there by
+    calling this class. Deterministic, so the pooled path can be compared byte for byte with the one-at-a-time path.
+    Text containing 'SLOW' takes 50 ms, so a test can stop the job midway."""
+
+    def __init__(self):
+        super().__init__()
+        self.synthesizes_in_processes = True
+
+    def speak_audio(self, request: SynthesisRequest) -> Audio:
+        if "SLOW" in request.text:
+            time.sleep(0.05)
+        return decode_audio(asyncio.run(ToneBackend.synthesize(self, request)), "tone")

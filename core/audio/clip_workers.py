@@ -1,0 +1,206 @@
+"""Local speech engines on every core (issue 28): a library that is CPU-bound and not thread-safe (espeak-ng through
+ctypes) runs in a small pool of worker processes, each loading it once, instead of one request at a time behind a
+lock on the job's thread. A worker synthesizes, checks and encodes a clip — the same calls in the same order as
+before, so the stored bytes are the same — and hands back the encoded file; the parent writes files and rows in
+groups (core/audio/synthesis.py). Requests travel a few at a time (one message per chunk) to amortize pickling.
+
+Workers are spawned (never forked from a process that has threads), ignore Ctrl-C (the parent stops the pool
+itself), and write nothing to standard output (a job process's stdout carries its frames, core/jobs/host.py).
+A plan too small to repay starting processes renders on one thread of this process, through the same function."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from spokenbench.core.audio.checks import check_audio
+from spokenbench.core.audio.io import AudioError, encode_audio
+from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
+from spokenbench.core.foundation.errors import SpokenBenchError
+
+MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
+CHUNK = 8  # requests per message to a worker
+PARENT_POLL_S = 0.2
+MIN_CLIPS_FOR_PROCESSES = 48  # below this, starting the processes (~0.3 s of imports each) costs more than it saves
+
+
+def worker_count() -> int:
+    """Processes for the pool: the cores this process may use, at most MAX_WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+@dataclass(frozen=True)
+class RenderedClip:
+    """One request's encoded clip and what the clips table says of it, or why it failed."""
+
+    data: bytes | None
+    duration_s: float | None = None
+    sample_rate: int | None = None
+    speech_level_db: float | None = None
+    failure: str | None = None
+
+
+_factory: Callable[[], TTSBackend] | None = None  # a worker process's backend maker, given when it starts
+_backend: TTSBackend | None = None
+
+
+def _worker_backend() -> TTSBackend:
+    """The backend of this worker process, made once (its engine loads on first use and stays)."""
+    global _backend
+    if _backend is None:
+        _backend = _factory()
+    return _backend
+
+
+def render_clips(
+    requests: list[tuple[SynthesisRequest, str]], audio_format: str, backend: TTSBackend | None = None
+) -> list[RenderedClip]:
+    """Synthesize, check and encode each (request, label): in a worker process (its own backend), or on a thread
+    of this one (`backend` given) for a small plan."""
+    backend = backend or _worker_backend()
+    rendered = []
+    for request, label in requests:
+        try:
+            audio = backend.speak_audio(request)
+            if audio.rate != backend.output_rate:  # as check_clip refuses it
+                raise AudioError(
+                    f"{label}: the audio's sample rate is {audio.rate} Hz; {backend.output_rate} Hz expected"
+                )
+            level = check_audio(audio, request.text, label)
+        except (AudioError, UnsupportedRequest) as error:
+            rendered.append(RenderedClip(None, failure=str(error)))
+            continue
+        encoded = encode_audio(audio.samples, audio.rate, audio_format)
+        rendered.append(RenderedClip(encoded, audio.duration, audio.rate, level))
+    return rendered
+
+
+def _load_engine() -> None:
+    """Sent once per worker when the pool starts, so engines load while the parent plans."""
+    _worker_backend().prepare()
+
+
+@contextlib.contextmanager
+def _main_script_hidden():
+    """Workers need nothing of the program that started them; told its path, a spawned process runs it again, and a
+    script without an `if __name__ == "__main__":` guard would then build a second demo in every worker."""
+    main = sys.modules["__main__"]
+    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+    main.__spec__ = None
+    main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
+
+
+def _start_worker(factory: Callable[[], TTSBackend]) -> None:
+    global _factory
+    _factory = factory
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent handles it
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a job process's stdout is its frame channel
+    sys.stdout = sys.stderr
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A killed parent (SIGKILL) never shuts its pool down, and its workers would wait for work forever: once this
+    worker is handed to another parent, it ends."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+class ClipWorkers:
+    """The executor that renders clips, fed in chunks from the event loop. Use as a context manager (or call
+    `close`): the pool is shut down on the way out, at most one chunk per worker finishing first."""
+
+    def __init__(self, backend: TTSBackend, in_processes: bool):
+        """Each worker makes its own backend by calling `backend`'s class without arguments (an engine with options
+        would need them passed here)."""
+        self.backend = backend
+        in_processes = in_processes and not getattr(sys, "frozen", False)  # a frozen app cannot spawn Python
+        self.processes = worker_count() if in_processes else 0
+        self.executor: Executor
+        if in_processes:
+            self.executor = ProcessPoolExecutor(
+                self.processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(type(backend),),
+            )
+            with _main_script_hidden():  # each submit starts one process, until all are started
+                for _ in range(self.processes):
+                    self.executor.submit(_load_engine)  # its error, if any, comes again with real work
+        else:
+            self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-synthesis")
+        self._waiting: list[tuple[SynthesisRequest, str, asyncio.Future]] = []
+        self._flush_scheduled = False
+
+    @property
+    def in_flight(self) -> int:
+        """Requests a caller may keep outstanding so no worker waits: two chunks per worker."""
+        return max(1, self.processes) * CHUNK * 2
+
+    async def render(self, request: SynthesisRequest, label: str, audio_format: str) -> RenderedClip:
+        """The clip of one request; requests made in the same turn of the event loop travel together."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._waiting.append((request, label, future))
+        if len(self._waiting) >= CHUNK:
+            self._flush(audio_format)
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush, audio_format)
+        return await future
+
+    def _flush(self, audio_format: str) -> None:
+        self._flush_scheduled = False
+        chunk, self._waiting = self._waiting[:CHUNK], self._waiting[CHUNK:]
+        if not chunk:
+            return
+        requests = [(request, label) for request, label, _ in chunk]
+        in_this_process = None if self.processes else self.backend
+        done = asyncio.wrap_future(self.executor.submit(render_clips, requests, audio_format, in_this_process))
+        done.add_done_callback(lambda finished: _settle([future for *_, future in chunk], finished))
+        if self._waiting:
+            self._flush(audio_format)
+
+    def close(self) -> None:
+        """Stop the pool: queued chunks are dropped, running ones finish (a few clips), no process is left."""
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> ClipWorkers:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+
+def _settle(futures: list[asyncio.Future], finished: asyncio.Future) -> None:
+    for index, future in enumerate(futures):
+        if future.done():  # its worker task was cancelled meanwhile
+            continue
+        if finished.cancelled():
+            future.cancel()
+        elif isinstance(finished.exception(), BrokenExecutor):  # a worker was killed (out of memory, a signal)
+            future.set_exception(
+                SpokenBenchError(f"a speech worker process stopped unexpectedly: {finished.exception()}")
+            )
+        elif finished.exception() is not None:
+            future.set_exception(finished.exception())
+        else:
+            future.set_result(finished.result()[index])

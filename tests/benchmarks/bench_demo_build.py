@@ -1,0 +1,86 @@
+"""Benchmark (run by hand, prints its figures; not part of the test run): `spokenbench demo DIR`, the whole build
+as a fresh process — its wall time, its CPU time with its children's (the speech workers), and the cores it used
+on average (CPU / wall). Target (issue 28 item 1): ≥ 1.4 cores used and ≤ 4 s on a calm 2-core machine.
+
+The machine is shared, so `--baseline` times an older tree in the same run, the two alternating, and compares
+medians (a ratio holds where absolute figures drift with the load, printed before and after):
+
+    mkdir -p /tmp/base-demobuild/spokenbench && git archive 562acf0 core | tar -x -C /tmp/base-demobuild/spokenbench
+    python tests/benchmarks/bench_demo_build.py [--repeats 5] [--baseline /tmp/base-demobuild]
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_WALL_S = 4.0
+TARGET_CORES = 1.4
+BUILD = "import sys; from spokenbench.core.cli.main import main; sys.exit(main(['demo', sys.argv[1]]))"
+
+
+def build_once(folder: Path, baseline: str | None) -> dict:
+    """One build in a fresh process; CPU from the rusage of this process's waited-for children (the build and,
+    through it, its workers: a child's figures include its own waited-for children)."""
+    env = dict(os.environ)
+    if baseline:
+        env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
+    shutil.rmtree(folder, ignore_errors=True)
+    before = os.times()
+    started = time.perf_counter()
+    process = subprocess.run([sys.executable, "-c", BUILD, str(folder)], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = os.times()
+    if process.returncode != 0:
+        raise SystemExit(f"the build failed ({process.returncode}): {process.stderr[-2000:]}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"wall": wall, "cpu": cpu, "cores": cpu / wall}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--baseline", help="an older tree to time alongside (PYTHONPATH), e.g. /tmp/base-demobuild")
+    args = parser.parse_args()
+    kinds = {"this tree": None}
+    if args.baseline:
+        kinds = {"baseline": args.baseline, **kinds}
+    results: dict[str, list[dict]] = {name: [] for name in kinds}
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory(prefix="bench-demo-") as temp:
+        for repeat in range(args.repeats):
+            for name, tree in kinds.items():
+                outcome = build_once(Path(temp) / "demo", tree)
+                results[name].append(outcome)
+                print(
+                    f"  {repeat + 1}/{args.repeats} {name:10s} {outcome['wall']:6.2f} s wall {outcome['cpu']:6.2f} s CPU "
+                    f"{outcome['cores']:.2f} cores",
+                    flush=True,
+                )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    medians = {}
+    for name, runs in results.items():
+        medians[name] = {key: statistics.median(run[key] for run in runs) for key in ("wall", "cpu", "cores")}
+        m = medians[name]
+        print(f"{name:10s} median: {m['wall']:.2f} s wall, {m['cpu']:.2f} s CPU, {m['cores']:.2f} cores used")
+    new = medians["this tree"]
+    print(
+        f"target: ≤ {TARGET_WALL_S} s and ≥ {TARGET_CORES} cores on a calm 2-core machine: "
+        f"{'met' if new['wall'] <= TARGET_WALL_S and new['cores'] >= TARGET_CORES else 'NOT met'} here"
+    )
+    if args.baseline:
+        old = medians["baseline"]
+        print(
+            f"baseline / this tree: {old['wall'] / new['wall']:.2f}x wall, CPU {new['cpu'] / old['cpu']:.2f}x of "
+            f"the baseline's, cores {old['cores']:.2f} -> {new['cores']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""A local engine on every core (issue 28 item 1): clips rendered in spawned worker processes, their files made
+durable in groups and their rows committed in batches. The pooled path must store exactly what the one-at-a-time
+path stores, stop quickly and cleanly on a cancel or a kill, and leave no process behind."""
+
+import asyncio
+import hashlib
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from audio_support import MINI_ITEMS, LocalToneBackend, ToneBackend
+from support import write_jsonl
+
+from spokenbench.core.audio import clip_workers
+from spokenbench.core.audio.clip_workers import ClipWorkers
+from spokenbench.core.audio.io import as_stored, decode_audio, encode_audio, encode_wav
+from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
+from spokenbench.core.foundation.errors import Cancelled
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.store import Project
+
+CLIP_COLUMNS = (
+    "coalesce(item_id, 0), part, text, language, accent, voice, speaker_gender, neutralization, backend, model, "
+    "prompt, cache_key, sha256, audio_format, duration_s, sample_rate, speech_level_db, status, failure"
+)
+SILENT_ITEM = {
+    "id": "q3",
+    "language": "en",
+    "question": "SILENT question?",
+    "options": ["One", "Two", "Three", "Four"],
+    "answer": "A",
+}
+SLOW_ITEM = {  # its question renders last: the workers finish out of the plan's order
+    "id": "q4",
+    "language": "en",
+    "question": "SLOW question, the first one planned?",
+    "options": ["One", "Two", "Three", "Four"],
+    "answer": "A",
+}
+
+
+def stored_clips(project: Project) -> list[tuple]:
+    return sorted((tuple(row) for row in project.conn.execute(f"SELECT {CLIP_COLUMNS} FROM clips")), key=repr)
+
+
+def in_plan_order(plan) -> list[tuple]:
+    """(item id or 0, part, recipe) of the plan's clips in the order one-at-a-time synthesis stores them: a recipe
+    when first needed, with every part needing it."""
+    groups = {}
+    for job in plan.jobs:
+        groups.setdefault(job.cache_key, []).append((job.item_id or 0, job.part, job.cache_key))
+    return [clip for group in groups.values() for clip in group]
+
+
+def stored_files(project: Project) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in project.audio.root.glob("*/*.flac")}
+
+
+def assert_every_good_row_has_its_whole_file(project: Project) -> int:
+    rows = project.conn.execute("SELECT sha256, audio_format FROM clips WHERE status = 'ok'").fetchall()
+    for sha, audio_format in rows:
+        data = project.audio.path_for(sha, audio_format).read_bytes()  # FileNotFoundError if missing
+        assert hashlib.sha256(data).hexdigest() == sha, "a stored row refers to a damaged file"
+    return len(rows)
+
+
+def project_with(tmp_path, name: str, items: list[dict]) -> Project:
+    project = Project.create(tmp_path / name)
+    import_files(project, [write_jsonl(tmp_path / f"{name}.jsonl", items)], "mcq", ImportOptions(source="mini"))
+    return project
+
+
+@pytest.mark.slow
+def test_pooled_synthesis_stores_the_rows_and_bytes_of_the_one_at_a_time_path(tmp_path):
+    """Same plan, same deterministic engine: the worker processes (grouped files, batched commits) and the path
+    that stores each clip on its own store identical rows — failed clips included — and identical files; and though
+    the workers finish out of order, the clips' ids follow the plan, as they do one at a time."""
+    items = [SLOW_ITEM] + MINI_ITEMS + [SILENT_ITEM]
+    with project_with(tmp_path, "serial", items) as serial, project_with(tmp_path, "pooled", items) as pooled:
+        one_at_a_time = ToneBackend()
+        one_at_a_time.max_concurrency = 1
+        plan = plan_synthesis(serial.conn, one_at_a_time)
+        serial_report = asyncio.run(run_synthesis(serial, plan))
+
+        local = LocalToneBackend()
+        pooled_plan = plan_synthesis(pooled.conn, local)
+        with ClipWorkers(local, in_processes=True) as workers:
+            assert workers.processes >= 1
+            pooled_report = asyncio.run(run_synthesis(pooled, pooled_plan, workers=workers))
+        assert multiprocessing.active_children() == []  # the pool is shut down
+
+        assert local.calls == [], "every clip was rendered in a worker process"
+        assert serial_report.failed == pooled_report.failed == 4  # its question: two accents, two voices
+        assert (pooled_report.synthesized, pooled_report.reused) == (serial_report.synthesized, serial_report.reused)
+        assert stored_clips(pooled) == stored_clips(serial)
+        by_id = "SELECT coalesce(item_id, 0), part, cache_key FROM clips ORDER BY id"
+        assert [tuple(row) for row in pooled.conn.execute(by_id)] == in_plan_order(pooled_plan)
+        assert stored_files(pooled) == stored_files(serial) and len(stored_files(serial)) > 40
+        failures = [row[-1] for row in stored_clips(pooled) if row[-2] == "failed"]
+        assert all("silent" in failure for failure in failures)
+
+
+def test_the_workers_check_and_store_exactly_what_the_wav_a_backend_returns_decodes_to():
+    """Workers skip the WAV between synthesis and check (`as_stored`): the samples must be those decoding it gives,
+    at full scale and beyond it (clipped) too, so the FLAC written from them holds the same bytes."""
+    rng = np.random.default_rng(0)
+    samples = np.concatenate([rng.uniform(-1.3, 1.3, 5000), [-1.0, 1.0, 0.0, 1 / 32768, -1 / 32768]])
+    samples = samples.astype(np.float32)
+    decoded = decode_audio(encode_wav(samples, 22_050), "x").samples
+    assert np.array_equal(as_stored(samples), decoded)
+    assert encode_audio(as_stored(samples), 22_050, "flac") == encode_audio(decoded, 22_050, "flac")
+
+
+def test_a_small_plan_renders_on_a_thread_of_this_process(mini_project, monkeypatch):
+    """Starting processes costs more than a few clips: below MIN_CLIPS_FOR_PROCESSES none is started."""
+
+    def no_processes(*args, **kwargs):
+        raise AssertionError("a small plan started worker processes")
+
+    monkeypatch.setattr(clip_workers, "ProcessPoolExecutor", no_processes)
+    backend = LocalToneBackend()
+    plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["low"], parts=("questions",))
+    assert 0 < len(plan.jobs) < clip_workers.MIN_CLIPS_FOR_PROCESSES
+    report = asyncio.run(run_synthesis(mini_project, plan))
+    assert report.synthesized == len(plan.jobs) == len(backend.calls)
+    assert assert_every_good_row_has_its_whole_file(mini_project) == len(plan.jobs)
+    assert plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["low"], parts=("questions",)).jobs == []
+
+
+@pytest.mark.slow
+def test_a_cancel_stops_the_workers_at_once_and_keeps_only_whole_clips(tmp_path):
+    """Cancelled after the first commit, with many slow clips queued: the job stops within a second, the pool
+    is gone, every stored row has its whole file, and a rerun synthesizes exactly the rest."""
+    items = [
+        {
+            "id": f"s{n}",
+            "language": "en",
+            "question": f"SLOW question number {n}?",
+            "options": ["A a", "B b"],
+            "answer": "A",
+        }
+        for n in range(40)
+    ]
+    with project_with(tmp_path, "slow", items) as project:
+        backend = LocalToneBackend()
+        plan = plan_synthesis(project.conn, backend, accents=["american"])
+        total = len(plan.jobs)
+        cancelled_at = []
+
+        def cancel_after_first_commit(done, _total, _message):
+            if done >= 1 and not cancelled_at:
+                cancelled_at.append(time.monotonic())
+                progress.cancel()
+
+        progress = Progress(cancel_after_first_commit)
+        with pytest.raises(Cancelled):
+            asyncio.run(run_synthesis(project, plan, progress))
+        assert time.monotonic() - cancelled_at[0] < 2.0
+        assert multiprocessing.active_children() == []
+        assert list(project.audio.temp_dir.iterdir()) == []
+        stored = assert_every_good_row_has_its_whole_file(project)
+        assert 0 < stored < total
+        rest = plan_synthesis(project.conn, backend, accents=["american"])
+        assert len(rest.jobs) == total - stored
+        asyncio.run(run_synthesis(project, rest))
+        assert assert_every_good_row_has_its_whole_file(project) == total
+
+
+def _children(pid: int) -> set[int]:
+    children = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as handle:
+            children.update(int(child) for child in handle.read().split())
+    return children
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def start_demo_build(target):
+    """`spokenbench demo TARGET` in a process of its own, once it has stored 200 clips (a few groups committed:
+    well into its speech), with the pids of its worker processes."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from spokenbench.core.cli.main import main; sys.exit(main())", "demo"]
+        + [str(target)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    staging = target.with_name(f".{target.name}.building-{process.pid}")
+    deadline = time.monotonic() + 120
+    stored = 0
+    while stored < 200:
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.02)
+        try:
+            with sqlite3.connect(f"file:{staging / 'project.sqlite'}?mode=ro", uri=True, timeout=0.1) as conn:
+                stored = conn.execute("SELECT count(*) FROM clips WHERE status = 'ok'").fetchone()[0]
+        except sqlite3.Error:  # not created yet, or no clips table yet
+            continue
+    return process, staging, _children(process.pid)
+
+
+def assert_gone(pids: set[int]) -> None:
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids), "a worker outlived the build"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_sigkill_during_the_demo_build_leaves_a_sound_project_and_no_workers(tmp_path, cli):
+    """`spokenbench demo` killed midway through its speech: its workers exit, the unfinished build's project
+    holds no row whose file is missing or partial (`spokenbench check` is clean), `synthesize` resumes it, and
+    building the demo again completes."""
+    target = tmp_path / "demo"
+    process, staging, workers = start_demo_build(target)
+    assert len(workers) >= 1
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    process.stderr.close()
+    assert_gone(workers)
+
+    checked = cli("check", str(staging))
+    assert checked.code == 0 and "0 missing, 0 damaged" in checked.out, checked.out + checked.err
+    with Project.open(staging) as project:  # reopening removes the killed process's temp files
+        assert list(project.audio.temp_dir.iterdir()) == []
+        before = assert_every_good_row_has_its_whole_file(project)
+    assert before >= 200
+    resumed = cli("synthesize", str(staging), "--tts", "espeak")
+    assert resumed.code == 0, resumed.err
+    with Project.open(staging) as project:
+        assert assert_every_good_row_has_its_whole_file(project) > before
+        assert project.conn.execute("SELECT count(*) FROM clips WHERE status != 'ok'").fetchone()[0] == 0
+
+    rebuilt = cli("demo", str(target))
+    assert rebuilt.code == 0, rebuilt.err
+    assert cli("check", str(target)).code == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the worker processes")
+def test_sigterm_during_the_demo_build_stops_it_as_ctrl_c_does(tmp_path):
+    """SIGTERM midway through the speech: the build stops within seconds with exit code 130 and a one-line
+    message (no traceback), the workers are gone, and no demo folder is left half-built."""
+    target = tmp_path / "demo"
+    process, staging, workers = start_demo_build(target)
+    stopped_at = time.monotonic()
+    os.kill(process.pid, signal.SIGTERM)
+    code = process.wait(30)
+    took = time.monotonic() - stopped_at
+    errors = process.stderr.read()
+    process.stderr.close()
+    assert code == 130, errors
+    assert "Traceback" not in errors and "interrupted" in errors
+    assert took < 10
+    assert_gone(workers)
+    assert not target.exists() and not staging.exists()
