@@ -2,6 +2,7 @@
 soon as that writer commits: the writer's connection polls (`poll_for_the_write_lock`) instead of sleeping in
 SQLite's back-off, which woke up to 100 ms after the lock was released."""
 
+import statistics
 import threading
 import time
 
@@ -49,7 +50,8 @@ def test_a_polling_writer_commits_within_a_few_ms_of_the_lock_being_released(tmp
         holder.join()
         late.append(committed - released[0])
     writer.close()
-    assert max(late) < 0.04, f"committed {[round(x * 1000) for x in late]} ms after the lock was released"
+    # the median: a loaded machine can wake any thread late once (SQLite's back-off is ~90 ms late every time)
+    assert statistics.median(late) < 0.04, f"committed {[round(x * 1000) for x in late]} ms after the release"
 
 
 def test_a_polling_writer_still_gives_up_after_the_busy_timeout(tmp_path, monkeypatch):
