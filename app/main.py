@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get(HEARTBEAT_ENV):
         start_heartbeat(window, os.environ[HEARTBEAT_ENV])
     keep_the_ui_responsive()
+    from spokenbench.core.metrics.gender_freeform import embed_in_job_processes
+
+    embed_in_job_processes()  # the sentence encoder's ~180 MiB peak stays out of the app (issue 28)
     opening = None
     if args.demo:
         opening = window.open_demo(tour=not args.smoke)

@@ -87,6 +87,8 @@ class StoreWriter:
         open_error: BaseException | None = None
         try:
             project = connect_project(self.project_path)
+            if not project.read_only:
+                database.poll_for_the_write_lock(project.conn)  # a rating is committed as soon as a job's commit ends
         except BaseException as error:  # noqa: BLE001 - every request is answered with it
             open_error = error
         try:

@@ -9,6 +9,7 @@ import datetime as _dt
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 15_000
+# A connection that polls for the write lock (`poll_for_the_write_lock`): SQLite's own wait for at most this long,
+# then `transaction()` tries again every POLL_INTERVAL_S until BUSY_TIMEOUT_MS have passed.
+POLL_BUSY_TIMEOUT_MS = 5
+POLL_INTERVAL_S = 0.001
 # Stored in the SQLite header (PRAGMA application_id): says "this file is a SpokenBench project", so a foreign
 # SQLite file named project.sqlite is refused instead of being converted.
 PROJECT_APPLICATION_ID = 0x53424E43  # "SBNC"
@@ -103,7 +108,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     read-only project it raises a ProjectError saying so before anything is attempted."""
     if is_read_only(conn):
         raise read_only_error(conn)
-    conn.execute("BEGIN IMMEDIATE")
+    _begin_immediate(conn)
     try:
         yield conn
     except BaseException:
@@ -111,6 +116,27 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
     else:
         conn.execute("COMMIT")
+
+
+def poll_for_the_write_lock(conn: sqlite3.Connection) -> None:
+    """Wait for another writer's lock in short polls instead of SQLite's back-off, which sleeps 1, 2, 5 … 100 ms
+    at a time and so wakes up to 100 ms after the lock was released: a rating queued behind an import's copy
+    waited for the copy plus that. For the app's writer thread, where a rating waits; never the UI thread."""
+    conn.execute(f"PRAGMA busy_timeout = {POLL_BUSY_TIMEOUT_MS}")
+
+
+def _begin_immediate(conn: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, tried again while another connection holds the write lock, for BUSY_TIMEOUT_MS in all
+    (a connection with SQLite's full busy timeout has already waited that long when it fails)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(POLL_INTERVAL_S)
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
