@@ -47,9 +47,11 @@ def write_report(
     failures_as_category: bool = False,
     vote_ties: str = "fractional",
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
-    `out_dir` (created if needed; files of the same names are replaced)."""
+    `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to write the
+    tables and figures in (None: `_worker_count` decides; 0: all in this one); the files are the same."""
     progress = progress or no_progress()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -82,7 +84,7 @@ def write_report(
             _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
             for stem, build in figures.MCQ_FIGURES.items()
         ]
-        _write_parts(parts, report, progress)
+        _write_parts(parts, report, progress, workers)
     else:
         from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
 
@@ -108,7 +110,7 @@ def write_report(
             )
             for setting in study.settings
         ]
-        _write_parts(parts, report, progress)
+        _write_parts(parts, report, progress, workers)
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
     return report
@@ -168,11 +170,13 @@ def _figure_part(stem: str, build: Callable, note: str) -> Callable[[Report], No
 _PARTS: list[Callable[[Report], None]] = []
 
 
-def _write_parts(parts: list[Callable[[Report], None]], report: Report, progress: Progress) -> None:
+def _write_parts(
+    parts: list[Callable[[Report], None]], report: Report, progress: Progress, workers: int | None
+) -> None:
     """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows
     (drawing is most of a report's time: 5 figures × PNG and SVG), and gather their files, index entries and
     notes in the parts' order, so the result does not depend on which process finished first."""
-    workers = _worker_count(len(parts))
+    workers = _worker_count(len(parts), workers)
     done: dict[int, Report] = {}
     if workers:
         _PARTS[:] = parts
@@ -184,7 +188,8 @@ def _write_parts(parts: list[Callable[[Report], None]], report: Report, progress
                     done[futures[future]] = future.result()
                     progress.report(len(done), len(parts), "writing tables and figures")
         except (OSError, concurrent.futures.process.BrokenProcessPool):
-            pass  # no second process here (a sandbox, memory): the parts not written yet are written below
+            pass  # no worker process here (a sandbox, memory) or a part failed: what is not written yet is
+            # written below, where a part's own error is raised again, from this process
         finally:
             _PARTS.clear()
     for i, write in enumerate(parts):
@@ -205,15 +210,18 @@ def _write_part(index: int, out_dir: Path, kind: str) -> Report:
     return part
 
 
-def _worker_count(n_parts: int) -> int:
-    """Processes to write the parts in: one per core (at most one per part), forked so they start at once with
-    the data and libraries already loaded (spawning re-imports pandas and matplotlib, ~1 s of CPU each). None
-    (0: all here) with one core, where fork is missing, or where forking is unsafe or nested: another thread
-    running (the app, the demo report's pool) or inside a worker process already."""
-    cores = os.cpu_count() or 1
-    if n_parts < 2 or cores < 2 or "fork" not in multiprocessing.get_all_start_methods():
+def _worker_count(n_parts: int, requested: int | None) -> int:
+    """Processes to write the parts in: `requested`, or by default one per core (at most one per part), forked
+    so they start at once with the data and libraries already loaded (spawning re-imports pandas and
+    matplotlib, ~1 s of CPU each). 0 (all in this process) where fork is missing, and by default with one core
+    or where forking is unsafe or nested: another thread running (the app, the demo report's pool) or inside a
+    worker process already."""
+    if n_parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return 0
-    if threading.active_count() > 1 or multiprocessing.parent_process() is not None:
+    if requested is not None:
+        return max(0, min(requested, n_parts))
+    cores = os.cpu_count() or 1
+    if cores < 2 or threading.active_count() > 1 or multiprocessing.parent_process() is not None:
         return 0
     return min(cores, n_parts)
 
