@@ -19,7 +19,7 @@ from spokenbench.core.metrics import figures, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
 from spokenbench.core.metrics.gender_probe import parse_backbones
-from spokenbench.core.metrics.loading import load_responses
+from spokenbench.core.metrics.loading import load_responses, read_responses_columns
 from spokenbench.core.metrics.table_formats import write_table
 from spokenbench.core.progress import Progress, no_progress
 
@@ -61,8 +61,12 @@ def write_report(
         from spokenbench.core.metrics.gender_study import project_study_frame
 
         frame, project_pairs = project_study_frame(source)  # with raw answers, option texts and declared pairs
-    else:
-        frame = source if isinstance(source, pd.DataFrame) else load_responses(source, kind)
+    elif isinstance(source, pd.DataFrame):
+        frame = source
+    elif Path(source).is_dir():
+        frame = load_responses(source, kind)
+    else:  # text columns, as `metrics` reads them: the multiple-choice engine takes them without a DataFrame
+        frame = read_responses_columns(source)
     name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
     kind = check_kind(kind, frame)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -90,7 +94,7 @@ def write_report(
 
         flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
         study = analyze_gender_study(
-            frame,
+            frame if isinstance(frame, pd.DataFrame) else frame.to_frame(),
             flags or project_pairs,
             source=name,
             failures_as_category=failures_as_category,
