@@ -25,6 +25,7 @@ import argparse
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -121,6 +122,7 @@ def main() -> int:
 
     if Evaluator is not None and 4 in args.parts:
         whole_process(frame, args.reference_repeats, args.baseline)
+        import_cpu(max(5, args.repeats), args.baseline)
     if 5 in args.parts:
         report_vs_metrics(frame, max(3, args.reference_repeats), args.baseline)
 
@@ -207,6 +209,34 @@ def whole_process(frame, repeats: int, baseline: str | None = None) -> None:
         )
 
 
+IMPORTS_OF_METRICS = (
+    "import time, sys; import spokenbench.core.cli.main, spokenbench.core.cli.metrics_commands, "
+    "spokenbench.core.cli.output, spokenbench.core.metrics.analysis, spokenbench.core.metrics.loading, pyarrow.csv; "
+    "print(time.process_time(), 'scipy.special' in sys.modules)"
+)
+
+
+def import_cpu(repeats: int, baseline: str | None) -> None:
+    """Part 4's import share: CPU of a process that starts and imports what `metrics` imports, nothing else."""
+    trees = {"this tree": None} | ({"baseline": baseline} if baseline else {})
+    cpu: dict[str, list[float]] = {name: [] for name in trees}
+    special = {}
+    for _ in range(repeats):
+        for name, tree in trees.items():
+            env = dict(os.environ)
+            if tree:
+                env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+            done = subprocess.run(
+                [sys.executable, "-c", IMPORTS_OF_METRICS], capture_output=True, text=True, env=env, check=True
+            )
+            seconds, special[name] = done.stdout.split()
+            cpu[name].append(float(seconds))
+    print(
+        f"   startup + imports of `metrics`, CPU median of {repeats}: "
+        + "; ".join(f"{name} {statistics.median(cpu[name]):.3f} s (scipy.special: {special[name]})" for name in trees)
+    )
+
+
 def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
     """Part 5: `report` and `metrics` as whole processes on the same file, both without bootstrap (the
     figures, tables and README against the numbers alone), interleaved, for this tree and the baseline."""
@@ -275,8 +305,6 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
 
 def _timed(command: list[str], tree: str | None) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, children included) of one run; `tree` goes first on PYTHONPATH."""
-    import subprocess
-
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
