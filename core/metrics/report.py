@@ -184,17 +184,19 @@ def _write_parts(
     done: dict[int, Report] = {}
     if workers:
         _PARTS[:] = parts
+        pool = None
         try:
-            context = multiprocessing.get_context("fork")
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-                futures = {pool.submit(_write_part, i, report.out_dir, report.kind): i for i in range(len(parts))}
-                for future in concurrent.futures.as_completed(futures):
-                    done[futures[future]] = future.result()
-                    progress.report(len(done), len(parts), "writing tables and figures")
+            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+            futures = {pool.submit(_write_part, i, report.out_dir, report.kind): i for i in range(len(parts))}
+            for future in concurrent.futures.as_completed(futures):
+                done[futures[future]] = future.result()
+                progress.report(len(done), len(parts), "writing tables and figures")
         except (OSError, concurrent.futures.process.BrokenProcessPool):
             pass  # no worker process here (a sandbox, memory) or a part failed: what is not written yet is
             # written below, where a part's own error is raised again, from this process
         finally:
+            if pool is not None:  # on an interrupt or an error, parts not started are not started
+                pool.shutdown(wait=True, cancel_futures=True)
             _PARTS.clear()
     for i, write in enumerate(parts):
         if i not in done:
@@ -208,9 +210,18 @@ def _write_parts(
         report.skipped += done[i].skipped
 
 
+_INTERRUPTED = threading.Event()  # in a worker: Ctrl-C reached it, so it starts no further part
+
+
 def _write_part(index: int, out_dir: Path, kind: str) -> Report:
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
     part = Report(out_dir=out_dir, kind=kind)
-    _PARTS[index](part)
+    try:
+        _PARTS[index](part)
+    except KeyboardInterrupt:
+        _INTERRUPTED.set()
+        raise
     return part
 
 
