@@ -7,7 +7,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special  # chi2.sf, t.sf, binom.cdf and the normal sf here; scipy.stats costs ~1 s to import
+
+# scipy.special (chi2.sf, t.sf, the normal sf) is imported by the functions that use it: its import costs
+# ~150 ms (it pulls in numpy.f2py and numpy.testing), more than `spokenbench metrics` spends computing, and
+# the multiple-choice metrics need none of it (McNemar's binomial tail is counted exactly below).
+EXACT_BINOMIAL_MAX_TRIALS = 20_000
 
 
 def normalized_entropy(counts: np.ndarray, base: np.ndarray | float) -> np.ndarray:
@@ -101,6 +105,8 @@ def bowker_symmetry(table: np.ndarray) -> tuple[float, int, float]:
     with np.errstate(divide="ignore", invalid="ignore"):
         statistic = float(np.where(a + b > 0, (a - b) ** 2 / (a + b), 0.0).sum())
     df = k * (k - 1) // 2
+    from scipy import special
+
     return statistic, df, float(special.chdtrc(df, statistic))
 
 
@@ -110,6 +116,8 @@ def one_sample_t(
     """Per group: mean, count, and the two-sided one-sample t-test of mean = 0, as
     scipy.stats.ttest_1samp computes it (sd with n-1; zero variance gives ±inf and p = 0, or NaN for a
     zero mean; fewer than 2 values give NaN). Returns (mean, n, t, p)."""
+    from scipy import special
+
     values = np.asarray(values, dtype=float)
     n = np.bincount(groups, minlength=n_groups).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -124,11 +132,30 @@ def one_sample_t(
 
 def exact_mcnemar_p(b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Two-sided exact McNemar p-value: binomial test of b successes in b + c trials at 1/2 (as
-    scipy.stats.binomtest gives for p = 0.5)."""
-    b = np.asarray(b)
-    c = np.asarray(c)
-    n = b + c
-    return np.where(n > 0, np.minimum(1.0, 2 * special.bdtr(np.minimum(b, c), np.maximum(n, 1), 0.5)), 1.0)
+    scipy.stats.binomtest gives for p = 0.5), the tail counted in integers, so correctly rounded (scipy's
+    incomplete beta, used before, agrees within 1e-10 relative) and without importing scipy."""
+    b, c = np.broadcast_arrays(np.asarray(b), np.asarray(c))
+    p = np.ones(b.shape)
+    for index in np.ndindex(b.shape):
+        trials = int(b[index]) + int(c[index])
+        if trials > 0:
+            p[index] = min(1.0, 2 * binomial_half_cdf(min(int(b[index]), int(c[index])), trials))
+    return p
+
+
+def binomial_half_cdf(k: int, n: int) -> float:
+    """P(X ≤ k) for X ~ Binomial(n, 1/2): the sum of C(n, i) for i ≤ k over 2^n, in exact integers (one
+    float rounding, at the end). Above EXACT_BINOMIAL_MAX_TRIALS trials the integers grow slow to sum
+    (n bits each), and scipy's bdtr is used."""
+    if n > EXACT_BINOMIAL_MAX_TRIALS:
+        from scipy import special
+
+        return float(special.bdtr(k, n, 0.5))
+    term, total = 1, 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return total / (1 << n)
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -162,6 +189,8 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     m = size * (size - 1.0)
     var = (m * (2 * size + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m + x0 * y0 / (9 * m * (size - 2))
     z = con_minus_dis / np.sqrt(var)
+    from scipy import special
+
     return tau, float(2 * special.ndtr(-np.abs(z)))
 
 

@@ -61,8 +61,13 @@ class McqMetrics:
 
 
 def compute_mcq_metrics(
-    data: McqResponses, failures_as_category: bool = False, kappa_nesting: str = "within"
+    data: McqResponses,
+    failures_as_category: bool = False,
+    kappa_nesting: str = "within",
+    factors: list[str] | None = None,
 ) -> McqMetrics:
+    """`factors`: the factors to compute results for (default: all of `data.factors`); each factor's result
+    is the same either way (κ items still come from all of `data.factors`)."""
     if kappa_nesting not in KAPPA_NESTING_MODES:
         raise ValueError(f"kappa_nesting must be one of {KAPPA_NESTING_MODES}")
     n_groups = data.n_groups
@@ -77,7 +82,10 @@ def compute_mcq_metrics(
     )
     entropy = normalized_entropy(counts, base[np.arange(n_groups)] if np.ndim(base) else base)
 
-    factors = {f: _factor_result(data, f, category, used, n_categories, base, kappa_nesting) for f in data.factors}
+    factors = {
+        f: _factor_result(data, f, category, used, n_categories, base, kappa_nesting)
+        for f in (data.factors if factors is None else factors)
+    }
     return McqMetrics(
         data=data,
         failures_as_category=failures_as_category,
@@ -366,10 +374,15 @@ def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
         for level_code, level in enumerate(data.factor_levels[stratum]):
             rows = data.factor_codes[stratum] == level_code
             subset = _subset(data, rows)
-            sub_metrics = compute_mcq_metrics(subset, metrics.failures_as_category, metrics.kappa_nesting)
+            varying = [
+                f
+                for f in data.factors
+                if f != stratum and not data.factor_determines(f, stratum) and not data.factor_determines(stratum, f)
+            ]
+            if not varying:
+                continue
+            sub_metrics = compute_mcq_metrics(subset, metrics.failures_as_category, metrics.kappa_nesting, varying)
             for f, result in sub_metrics.factors.items():
-                if f == stratum or data.factor_determines(f, stratum) or data.factor_determines(stratum, f):
-                    continue
                 apes, n = mean_by_model(sub_metrics, result.apes)
                 kappa, _ = mean_by_model(sub_metrics, result.kappa)
                 frames.append(

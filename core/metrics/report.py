@@ -3,6 +3,11 @@ with an index (README.md) saying what each file holds and what was skipped and w
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +20,7 @@ from spokenbench.core.metrics import figures, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
 from spokenbench.core.metrics.gender_probe import parse_backbones
-from spokenbench.core.metrics.loading import load_responses
+from spokenbench.core.metrics.loading import load_responses, read_responses_columns
 from spokenbench.core.metrics.table_formats import write_table
 
 DEFAULT_REPORT_RESAMPLES = 1000
@@ -42,9 +47,11 @@ def write_report(
     failures_as_category: bool = False,
     vote_ties: str = "fractional",
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
-    `out_dir` (created if needed; files of the same names are replaced)."""
+    `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to write the
+    tables and figures in (None: `_worker_count` decides; 0: all in this one); the files are the same."""
     progress = progress or no_progress()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -54,8 +61,12 @@ def write_report(
         from spokenbench.core.metrics.gender_study import project_study_frame
 
         frame, project_pairs = project_study_frame(source)  # with raw answers, option texts and declared pairs
-    else:
-        frame = source if isinstance(source, pd.DataFrame) else load_responses(source, kind)
+    elif isinstance(source, pd.DataFrame):
+        frame = source
+    elif Path(source).is_dir():
+        frame = load_responses(source, kind)
+    else:  # text columns, as `metrics` reads them: the multiple-choice engine takes them without a DataFrame
+        frame = read_responses_columns(source)
     name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
     kind = check_kind(kind, frame)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -73,15 +84,17 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-        _mcq_tables(analysis, report)
-        progress.check_cancelled()
-        _figures(figures.mcq_figures(analysis), report, MCQ_FIGURE_NOTES)
+        parts = [lambda part: _mcq_tables(analysis, part)] + [
+            _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
+            for stem, build in figures.MCQ_FIGURES.items()
+        ]
+        _write_parts(parts, report, progress, workers)
     else:
         from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
 
         flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
         study = analyze_gender_study(
-            frame,
+            frame if isinstance(frame, pd.DataFrame) else frame.to_frame(),
             flags or project_pairs,
             source=name,
             failures_as_category=failures_as_category,
@@ -91,22 +104,17 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-        _gender_study_tables(study, report)
         single = len(study.settings) == 1
-        _figures(
-            {
-                "fig_gender_probe" + ("" if single else f"_{setting}"): figures.gender_probe_panel(
-                    study.for_setting(setting)
-                )
-                for setting in study.settings
-            },
-            report,
-            {
-                "fig_gender_probe" + ("" if single else f"_{setting}"): "J, Δ and ν per model and category with 95% "
-                f"bootstrap intervals ({SETTING_NAMES.get(setting, setting)})"
-                for setting in study.settings
-            },
-        )
+        parts = [lambda part: _gender_study_tables(study, part)] + [
+            _figure_part(
+                "fig_gender_probe" + ("" if single else f"_{setting}"),
+                lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
+                "J, Δ and ν per model and category with 95% bootstrap intervals "
+                f"({SETTING_NAMES.get(setting, setting)})",
+            )
+            for setting in study.settings
+        ]
+        _write_parts(parts, report, progress, workers)
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
     return report
@@ -147,13 +155,90 @@ def _add(
     report.entries.append((stem, description + (" (CSV only)" if csv_only else "")))
 
 
-def _figures(built: dict, report: Report, notes: dict[str, str]) -> None:
-    for stem, fig in built.items():
+def _figure_part(stem: str, build: Callable, note: str) -> Callable[[Report], None]:
+    """One figure built and saved (PNG, then SVG, from the same object, as always: the SVG's layout starts
+    from the PNG's), or the reason it was skipped."""
+
+    def write(part: Report) -> None:
+        fig = build()
         if fig is None:
-            report.skipped.append(f"{stem}: {MCQ_FIGURE_SKIP_REASONS.get(stem, 'nothing to draw')}")
-            continue
-        report.files += figures.save_figure(fig, report.out_dir, stem)
-        report.entries.append((stem, notes.get(stem, "") + " (PNG, SVG)"))
+            part.skipped.append(f"{stem}: {MCQ_FIGURE_SKIP_REASONS.get(stem, 'nothing to draw')}")
+            return
+        part.files += figures.save_figure(fig, part.out_dir, stem)
+        part.entries.append((stem, note + " (PNG, SVG)"))
+
+    return write
+
+
+# The parts of the report being written, for the forked workers (they inherit it; closures cannot be pickled).
+_PARTS: list[Callable[[Report], None]] = []
+
+
+def _write_parts(
+    parts: list[Callable[[Report], None]], report: Report, progress: Progress, workers: int | None
+) -> None:
+    """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows
+    (drawing is most of a report's time: 5 figures × PNG and SVG), and gather their files, index entries and
+    notes in the parts' order, so the result does not depend on which process finished first."""
+    workers = _worker_count(len(parts), workers)
+    done: dict[int, Report] = {}
+    if workers:
+        _PARTS[:] = parts
+        pool = None
+        try:
+            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+            futures = {pool.submit(_write_part, i, report.out_dir, report.kind): i for i in range(len(parts))}
+            for future in concurrent.futures.as_completed(futures):
+                done[futures[future]] = future.result()
+                progress.report(len(done), len(parts), "writing tables and figures")
+        except (OSError, concurrent.futures.process.BrokenProcessPool):
+            pass  # no worker process here (a sandbox, memory) or a part failed: what is not written yet is
+            # written below, where a part's own error is raised again, from this process
+        finally:
+            if pool is not None:  # on an interrupt or an error, parts not started are not started
+                pool.shutdown(wait=True, cancel_futures=True)
+            _PARTS.clear()
+    for i, write in enumerate(parts):
+        if i not in done:
+            progress.check_cancelled()
+            done[i] = Report(out_dir=report.out_dir, kind=report.kind)
+            write(done[i])
+            progress.report(len(done), len(parts), "writing tables and figures")
+    for i in range(len(parts)):
+        report.files += done[i].files
+        report.entries += done[i].entries
+        report.skipped += done[i].skipped
+
+
+_INTERRUPTED = threading.Event()  # in a worker: Ctrl-C reached it, so it starts no further part
+
+
+def _write_part(index: int, out_dir: Path, kind: str) -> Report:
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+    part = Report(out_dir=out_dir, kind=kind)
+    try:
+        _PARTS[index](part)
+    except KeyboardInterrupt:
+        _INTERRUPTED.set()
+        raise
+    return part
+
+
+def _worker_count(n_parts: int, requested: int | None) -> int:
+    """Processes to write the parts in: `requested`, or by default one per core (at most one per part), forked
+    so they start at once with the data and libraries already loaded (spawning re-imports pandas and
+    matplotlib, ~1 s of CPU each). 0 (all in this process) where fork is missing, and by default with one core
+    or where forking is unsafe or nested: another thread running (the app, the demo report's pool) or inside a
+    worker process already."""
+    if n_parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return 0
+    if requested is not None:
+        return max(0, min(requested, n_parts))
+    cores = os.cpu_count() or 1
+    if cores < 2 or threading.active_count() > 1 or multiprocessing.parent_process() is not None:
+        return 0
+    return min(cores, n_parts)
 
 
 def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) -> None:

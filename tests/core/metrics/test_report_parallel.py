@@ -1,0 +1,138 @@
+"""`report` writes its tables and figures as separate parts in forked worker processes (issue 28): the files
+must be the ones one process writes, and the tables the ones the code before that change wrote (their sha256
+below were taken from commit 562acf0 on this table). Figures are compared between the two ways byte for byte,
+not against pinned digests: their bytes depend on the installed matplotlib and FreeType, tables do not."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+
+import numpy as np
+import pytest
+from metrics_helpers import random_design
+
+from spokenbench.core.metrics import figures
+from spokenbench.core.metrics import report as report_module
+from spokenbench.core.metrics.report import write_report
+
+FACTORS = ["language", "accent", "gender", "order"]
+TABLES_BEFORE_ISSUE_28 = {
+    "README.md": "864574941f7b24d3",
+    "accuracy_by_accent.csv": "f9bbe6574bd02c42",
+    "accuracy_by_accent.md": "3020bafe4fa2948b",
+    "accuracy_by_accent.tex": "01d35ebe7bcf8b90",
+    "accuracy_by_factor_level.csv": "45e137e76c04b691",
+    "accuracy_by_factor_level.md": "f79546c2d62529a2",
+    "accuracy_by_factor_level.tex": "677e510c46fc6624",
+    "accuracy_by_gender.csv": "14a4d9117c9685a2",
+    "accuracy_by_gender.md": "60ef679eae9f96f8",
+    "accuracy_by_gender.tex": "04bf860a7607d083",
+    "accuracy_by_language.csv": "ffdd10929e1aac7f",
+    "accuracy_by_language.md": "da4c69ac46381336",
+    "accuracy_by_language.tex": "c4293c74d45e3f66",
+    "accuracy_by_order.csv": "10c3100cf5d8d0aa",
+    "accuracy_by_order.md": "552e4d09eacab391",
+    "accuracy_by_order.tex": "702e47322dfff7b0",
+    "apes_by_stratum.csv": "ffbd8ddada43dcd8",
+    "apes_by_stratum.md": "b4c93f81b655738d",
+    "apes_by_stratum.tex": "976b039e784d1412",
+    "entropy_cs_ca.csv": "bb2b997a1373f461",
+    "entropy_cs_ca.md": "f6b42d245e42c6d5",
+    "entropy_cs_ca.tex": "bbf44b938cf3931b",
+    "level_entropy_by_level.csv": "63cf54fffcf406b2",
+    "level_entropy_by_level.md": "2d4192916f36da49",
+    "level_entropy_by_level.tex": "2b45467538c4623c",
+    "mcnemar_original_vs_reversed.csv": "4e6e4cb9a780cbac",
+    "mcnemar_original_vs_reversed.md": "ba694a5dfdf72ab3",
+    "mcnemar_original_vs_reversed.tex": "9a82a8c11a234908",
+    "model_ranking.csv": "4c99c4d76211ac2e",
+    "model_ranking.md": "68ac09cd35cb8d2e",
+    "model_ranking.tex": "2977d1eaa52682a4",
+    "per_question.csv": "4bec6fbbf0c1f793",
+    "permutation_voting.csv": "12972e6876f4261a",
+    "permutation_voting.md": "4d933993ed5ee35b",
+    "permutation_voting.tex": "ed11cac4a6b56537",
+    "ranking_kendall_tau.csv": "e17a07e3b3319b14",
+    "ranking_kendall_tau.md": "b44a3e8a7de18b4f",
+    "ranking_kendall_tau.tex": "c14c2e3eb3a2d109",
+    "robustness_by_factor.csv": "fa22e2b0ac48aec0",
+    "robustness_by_factor.md": "0629101828e97adf",
+    "robustness_by_factor.tex": "1c676614f695947b",
+    "selection_bias_by_position.csv": "ddb0f147155e66e4",
+    "selection_bias_by_position.md": "5fa830079e85902a",
+    "selection_bias_by_position.tex": "a6144f77b5015153",
+    "summary.csv": "fb5ef1073c89e72d",
+    "summary.md": "6686b2e64d4d9452",
+    "summary.tex": "dfbb95d528ffb099",
+}
+
+
+def frame():
+    table = random_design(np.random.default_rng(2), n_questions=6)
+    table["cultural_label"] = np.where(table["question_id"].isin(["q0", "q1", "q2"]), "CS", "CA")
+    return table
+
+
+def digests(folder) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.slow
+def test_forked_parts_write_the_files_one_process_writes(tmp_path, monkeypatch):
+    drawn_by = tmp_path / "pids"
+    save_figure = figures.save_figure
+
+    def noting_the_process(*args):
+        with drawn_by.open("a") as file:
+            file.write(f"{os.getpid()}\n")
+        return save_figure(*args)
+
+    monkeypatch.setattr(figures, "save_figure", noting_the_process)
+    here = write_report(frame(), tmp_path / "here", factors=FACTORS, n_resamples=100, workers=0)
+    forked = write_report(frame(), tmp_path / "forked", factors=FACTORS, n_resamples=100, workers=2)
+    assert [p.name for p in forked.files] == [p.name for p in here.files]
+    assert forked.entries == here.entries and forked.skipped == here.skipped
+    assert digests(tmp_path / "forked") == digests(tmp_path / "here")
+    pids = drawn_by.read_text().split()
+    assert pids[:5] == [str(os.getpid())] * 5 and str(os.getpid()) not in pids[5:]  # the second report forked
+    assert sum(p.suffix == ".png" for p in forked.files) == 5  # every figure drawn, none skipped
+    tables = {
+        name: digest for name, digest in digests(tmp_path / "forked").items() if name[-4:] not in (".png", ".svg")
+    }
+    assert tables == TABLES_BEFORE_ISSUE_28
+
+
+@pytest.mark.slow
+def test_gender_probe_report_is_the_same_forked(tmp_path):
+    from spokenbench.core.metrics.synthetic import gender_probe_like
+
+    table = gender_probe_like(n_questions=9, seed=3)
+    here = write_report(table, tmp_path / "here", kind="gender-probe", n_resamples=50, workers=0)
+    forked = write_report(table, tmp_path / "forked", kind="gender-probe", n_resamples=50, workers=2)
+    assert [p.name for p in forked.files] == [p.name for p in here.files]
+    assert any(p.suffix == ".svg" for p in forked.files)
+    assert digests(tmp_path / "forked") == digests(tmp_path / "here")
+
+
+@pytest.mark.slow
+def test_a_part_that_fails_in_a_worker_fails_the_report_with_its_own_error(tmp_path):
+    out = tmp_path / "out"
+    (out / "fig_ranking_changes.png").mkdir(parents=True)  # a folder where the figure's file goes
+    with pytest.raises(IsADirectoryError, match="fig_ranking_changes.png"):
+        write_report(frame(), out, factors=FACTORS, n_resamples=0, workers=2)
+
+
+def test_no_fork_by_default_while_another_thread_runs_or_with_one_part():
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert report_module._worker_count(6, None) == 0
+        assert report_module._worker_count(6, 2) == 2  # asked for explicitly
+    finally:
+        release.set()
+        thread.join()
+    assert report_module._worker_count(1, None) == 0
+    assert report_module._worker_count(6, 0) == 0
