@@ -1,16 +1,16 @@
 """The Results page: the metric panels of issue 11 (items 4 and 5) for the runs picked, with the papers'
 published numbers one toggle away.
 
-The panels are computed in one QueryOp on the read pool (core/panels.py `project_panels`: the metrics engine,
+The panels are computed in one QueryOp on the read pool (core/results/compute.py `project_panels`: the metrics engine,
 95% intervals, the rows behind every point, the published tables) and drawn on the UI thread
 (widgets/metric_panels.py). The page recomputes when the `responses` or `runs` tables change — an evaluation
 writing answers here or in another process — a little after the last change, and the newest computation
 supersedes an older one still running; it keeps each run's responses until the run's summary changes
-(`core.panels.ResponseCache`), and forgets them all when `items` change. Clicking a point lists its questions
+(`core.results.compute.ResponseCache`), and forgets them all when `items` change. Clicking a point lists its questions
 and the model's answers in the detail pane (read in a QueryOp), with the audio file the model heard and a Play
 button. Runs in mode 'simulated' are labelled "simulated" in the run picker, the panels, the tables and the
 exports. The gender-probe panel has a detail below its figure (widgets/gender_panel.py, computed by
-core/gender_views.py in a QueryOp): J, Δ with significance marks, ν and κ per category and setting, the male- vs
+core/results/gender_views.py in a QueryOp): J, Δ with significance marks, ν and κ per category and setting, the male- vs
 female-voice answers per question sorted by disagreement, and a listening view of one probe's male, female and
 neutralized question clips."""
 
@@ -41,17 +41,11 @@ from PySide6.QtWidgets import (
 from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
 from spokenbench.core.evaluation.batches import JOB_KIND_COLLECT
 from spokenbench.core.evaluation.runner import JOB_KIND as EVALUATE_KIND
-from spokenbench.core.gender_views import gender_view, question_versions
 from spokenbench.core.metrics.store import run_list as read_runs
-from spokenbench.core.panels import (
-    PANEL_ORDER,
-    PanelSet,
-    Point,
-    ResponseCache,
-    panel_heading,
-    point_details,
-    project_panels,
-)
+from spokenbench.core.results.compute import ResponseCache, project_panels
+from spokenbench.core.results.details import point_details
+from spokenbench.core.results.gender_views import gender_view, question_versions
+from spokenbench.core.results.model import PANEL_ORDER, PanelSet, Point, panel_heading
 from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 

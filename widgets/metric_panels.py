@@ -1,4 +1,4 @@
-"""The Results page's panel view: one metric panel (core/panels.py `Panel`) drawn with matplotlib on a Qt
+"""The Results page's panel view: one metric panel (core/results/model.py `Panel`) drawn with matplotlib on a Qt
 canvas, from precomputed data on the UI thread. Hovering a point shows its value and 95% interval; clicking one
 emits `point_clicked(point)` with the response rows behind it. A "Published (paper)" toggle draws the papers'
 own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
-from spokenbench.core.panels import Panel, Point, Published
+from spokenbench.core.results.model import Panel, Point, Published
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
 TABLE_FORMATS = ("csv", "tex")

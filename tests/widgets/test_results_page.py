@@ -11,7 +11,7 @@ from matplotlib.backend_bases import MouseEvent
 from matplotlib.text import Text
 
 from spokenbench.core.evaluation.store import mark_run
-from spokenbench.core.panels import PANEL_ORDER
+from spokenbench.core.results.model import PANEL_ORDER
 from spokenbench.core.store import opened
 from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, short_labels
 
@@ -263,7 +263,7 @@ def test_closing_the_project_clears_the_page(page):
 @pytest.mark.slow
 def test_real_and_simulated_runs_side_by_side_are_labelled_per_model(qtbot):
     from spokenbench.core.metrics.synthetic import biasinear_like
-    from spokenbench.core.panels import compute_panels
+    from spokenbench.core.results.compute import compute_panels
     from spokenbench.widgets.metric_panels import MetricPanelView
 
     panels = compute_panels(biasinear_like(12, 2, seed=4), simulated={"model_1": True}, n_resamples=50)

@@ -11,7 +11,7 @@ from spokenbench.app.results_page import ResultsPage
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import evaluate
-from spokenbench.core.panels import PANEL_ORDER, panel_heading
+from spokenbench.core.results.model import PANEL_ORDER, panel_heading
 from spokenbench.core.store import opened
 from spokenbench.core.tour import TOUR
 

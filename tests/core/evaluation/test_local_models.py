@@ -12,7 +12,7 @@ from spokenbench.core.evaluation import local_llm
 from spokenbench.core.evaluation.launcher import LaunchForm, settings_from_form
 from spokenbench.core.evaluation.presets import resolve_model
 from spokenbench.core.evaluation.real_demo import REAL_LABEL, REAL_MODEL, split_real
-from spokenbench.core.panels import run_labels
+from spokenbench.core.results.compute import run_labels
 from spokenbench.core.tour import REAL_STEP_KEY, TOUR, tour_steps
 
 
