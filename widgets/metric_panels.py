@@ -1,5 +1,7 @@
 """The Results page's panel view: one metric panel (core/results/model.py `Panel`) drawn with matplotlib on a Qt
-canvas, from precomputed data on the UI thread. Hovering a point shows its value and 95% interval; clicking one
+canvas. The figure is built and rasterized (Agg) on a drawing thread of the view, never the UI thread, which
+only paints the finished image (`BackgroundCanvas`); hover and click hit-test the artists once they are drawn.
+Hovering a point shows its value and 95% interval; clicking one
 emits `point_clicked(point)` with the response rows behind it. A "Published (paper)" toggle draws the papers'
 own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
 user's are labelled "yours" or "yours (simulated)". The figure exports as PNG, SVG or PDF and any table as
@@ -10,15 +12,19 @@ from __future__ import annotations
 import functools
 import math
 import textwrap
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QCursor
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QCursor, QImage, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -429,6 +435,146 @@ def save_table(frame: pd.DataFrame, path: str | Path, caption: str = "", label: 
 
 
 # --------------------------------------------------------------------------------------------------
+# Drawing off the UI thread
+
+
+class _Rendered(QObject):
+    """Carries a finished image from the drawing thread to the UI thread (a queued signal)."""
+
+    done = Signal(int, object, object)  # generation, QImage, what the build returned
+
+
+class BackgroundCanvas(FigureCanvasQTAgg):
+    """A matplotlib canvas whose figure is built and rasterized on a drawing thread of its own: building a
+    panel's artists and its constrained layout took 0.4-0.5 s, which kept the window from reacting. The UI
+    thread only paints the last finished image; while a drawing is under way it leaves the figure alone (mouse
+    events are ignored, a resize is drawn next). `render(build)` queues `build(figure)` and a rasterization;
+    the newest request wins. `finish()` waits for the drawing under way (exports, tests, screenshots)."""
+
+    def __init__(self, figure: Figure, on_rendered: Callable[[object], None]):
+        super().__init__(figure)
+        self._on_rendered = on_rendered
+        self._image: QImage | None = None
+        self._generation = 0
+        self._future: Future | None = None
+        self._next_build: Callable[[Figure], object] | None = None  # taken by the next drawing that starts
+        self._pending_result: tuple[int, QImage, object] | None = None  # drawn, not yet shown
+        self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
+        self._lock = threading.Lock()
+        self._carrier = _Rendered()
+        self._carrier.done.connect(self._rendered)
+        drawer = self._drawer = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-figure")
+        self.destroyed.connect(lambda *_: drawer.shutdown(wait=False, cancel_futures=True))
+        self.render()
+
+    @property
+    def busy(self) -> bool:
+        return self._future is not None and not self._future.done()
+
+    def render(self, build: Callable[[Figure], object] | None = None) -> None:
+        """Queue `build(figure)` (None: the artists as they are, at the widget's size now) and a rasterization."""
+        if not hasattr(self, "_drawer"):  # matplotlib's own set-up resizes the widget before ours is done
+            return
+        with self._lock:
+            if build is not None:
+                self._next_build = build  # a build not started yet is replaced, never lost to a later resize
+        self._generation += 1
+        generation = self._generation
+        ratio = self.device_pixel_ratio
+        width, height = self.width() * ratio, self.height() * ratio
+
+        def work() -> None:
+            if generation != self._generation:  # a newer request is queued behind this one
+                return
+            with self._lock:
+                queued, self._next_build = self._next_build, None
+            if width > 1 and height > 1:
+                self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
+            if queued is not None:
+                self._built = queued(self.figure)  # only this thread touches it
+            built = self._built
+            FigureCanvasAgg.draw(self)
+            buffer = self.buffer_rgba()
+            image = QImage(bytes(buffer), buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
+            image.setDevicePixelRatio(ratio)
+            with self._lock:
+                self._pending_result = (generation, image, built)
+            self._carrier.done.emit(generation, image, built)
+
+        self._future = self._drawer.submit(work)
+
+    def finish(self) -> None:
+        """Wait for the drawing under way and show it at once (an export, a test or a screenshot needs it)."""
+        while self._future is not None and not self._future.done():
+            self._future.result()
+        with self._lock:
+            pending = self._pending_result
+        if pending is not None:
+            self._rendered(*pending)
+
+    def _rendered(self, generation: int, image: QImage, built: object) -> None:
+        with self._lock:
+            if self._pending_result is None or self._pending_result[0] != generation:
+                return  # shown already (`finish`), or a newer drawing finished since
+            self._pending_result = None
+        self._image = image
+        self._on_rendered(built)
+        self.update()
+
+    # Qt's side: paint the finished image; leave the figure alone while it is being drawn
+
+    def paintEvent(self, event) -> None:
+        if self._image is None:
+            return
+        painter = QPainter(self)
+        try:
+            painter.eraseRect(event.rect())
+            painter.drawImage(0, 0, self._image)
+        finally:
+            painter.end()
+
+    def draw_idle(self) -> None:
+        self.render()
+
+    def draw(self) -> None:
+        """A synchronous drawing (matplotlib's own calls, tests): after the one under way."""
+        self.finish()
+        FigureCanvasAgg.draw(self)
+
+    def resizeEvent(self, event) -> None:
+        QWidget.resizeEvent(self, event)
+        self.render()  # the figure's new size is set on the drawing thread
+
+    def mouseMoveEvent(self, event) -> None:
+        if not self.busy:
+            super().mouseMoveEvent(event)
+
+    def mousePressEvent(self, event) -> None:
+        if not self.busy:
+            super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:
+        if not self.busy:
+            super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        if not self.busy:
+            super().mouseDoubleClickEvent(event)
+
+    def wheelEvent(self, event) -> None:
+        if not self.busy:
+            super().wheelEvent(event)
+
+    def enterEvent(self, event) -> None:
+        if not self.busy:
+            super().enterEvent(event)
+
+    def leaveEvent(self, event) -> None:
+        if not self.busy:
+            super().leaveEvent(event)
+
+
+# --------------------------------------------------------------------------------------------------
 # The view
 
 
@@ -438,6 +584,7 @@ class MetricPanelView(QWidget):
 
     point_clicked = Signal(object)  # Point (the user's, with rows)
     export_requested = Signal(str, str)  # "figure" or "table", format
+    drawn = Signal()  # a figure finished drawing and is shown
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -455,7 +602,7 @@ class MetricPanelView(QWidget):
         self.published_toggle.setToolTip("Show the papers' own numbers (resources/published/) below yours")
         self.published_toggle.toggled.connect(self._published_toggled)
         self.figure = Figure(figsize=(9, 4.2), layout="constrained")
-        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.canvas = BackgroundCanvas(self.figure, self._figure_drawn)
         self.canvas.setMinimumHeight(CANVAS_HEIGHT[1])  # more with the published row (`redraw`)
         self.canvas.mpl_connect("motion_notify_event", self._hover)
         self.canvas.mpl_connect("button_press_event", self._click)
@@ -522,9 +669,8 @@ class MetricPanelView(QWidget):
         self.published_toggle.setEnabled(panel is not None and bool(panel.published))
         if panel is None:
             self.title.setText("No panel")
-            self.figure.clear()
             self.hits = Hits()
-            self.canvas.draw_idle()
+            self.canvas.render(lambda figure: figure.clear() or Hits())
             self._set_tables([])
             return
         mine = yours_label(self.series, self.simulated)
@@ -555,8 +701,18 @@ class MetricPanelView(QWidget):
         shown = self.published_toggle.isChecked()
         panel = self.panel.in_view(self.view_key)  # a panel with views (the gender probes' settings) shows one
         self._fit_canvas(panel_rows(panel, shown))
-        self.hits = draw_panel(self.figure, panel, self.series, self.simulated, shown)
-        self.canvas.draw_idle()
+        self.hits = Hits()  # nothing to hit until the new figure is drawn
+        series, simulated = list(self.series), dict(self.simulated)
+        self.canvas.render(lambda figure: draw_panel(figure, panel, series, simulated, shown))
+
+    def _figure_drawn(self, hits) -> None:
+        if isinstance(hits, Hits):
+            self.hits = hits
+        self.drawn.emit()
+
+    def finish_drawing(self) -> None:
+        """Wait for the figure being drawn off the UI thread (exports, tests, screenshots need it whole)."""
+        self.canvas.finish()
 
     def set_view_key(self, key: str | None) -> None:
         """Show one of the panel's views (the gender probes' answer setting the detail below has picked)."""
@@ -674,6 +830,7 @@ class MetricPanelView(QWidget):
         return Path(name).stem if name.endswith(".csv") else f"{self.panel.key}_{name}"
 
     def save_figure(self, path: str | Path) -> Path:
+        self.finish_drawing()  # the drawing thread is done with the figure before it is saved here
         return save_figure(self.figure, path)
 
     def table_to_save(self) -> tuple[pd.DataFrame, str, str] | None:

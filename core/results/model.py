@@ -76,6 +76,12 @@ class Point:
             self.questions_source = self.questions_source()
         return self.questions_source
 
+    def __getstate__(self) -> dict:
+        """Pickled with its questions worked out: a closure over the engine's arrays cannot cross to another
+        process (the Results page's panels come back from a job process)."""
+        self.questions  # noqa: B018 - resolves `questions_source`
+        return self.__dict__
+
     @property
     def has_interval(self) -> bool:
         return not (math.isnan(self.low) or math.isnan(self.high))
@@ -149,6 +155,10 @@ class LazyTables(dict):
 
     def pending(self) -> list[str]:
         return [name for name in self if callable(dict.__getitem__(self, name))]
+
+    def __reduce__(self):
+        """Pickled as plain tables, every pending one computed first (no lock, no closure crosses processes)."""
+        return (LazyTables, (dict(self.items()),))
 
 
 @dataclass

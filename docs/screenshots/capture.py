@@ -40,6 +40,7 @@ from spokenbench.core.recording.recorder import InputDevice, fake_stream_factory
 from spokenbench.core.recording.speakers import add_speaker, give_consent
 from spokenbench.core.store import opened
 from spokenbench.core.store.summary import item_detail
+from spokenbench.widgets.metric_panels import BackgroundCanvas
 
 OUT = Path(__file__).resolve().parent
 WIDTH, HEIGHT = 1400, 900  # every window shot (--size changes it); the Xvfb screen is this size
@@ -103,6 +104,8 @@ def grab(widget, name: str, tables: tuple[QTableWidget, ...] = ()) -> None:
     if widget.isWindow() and widget.inherits("QMainWindow") and (widget.width(), widget.height()) != (WIDTH, HEIGHT):
         raise RuntimeError(f"{name}: the window is {widget.width()}×{widget.height()}, not {WIDTH}×{HEIGHT}")
     path = OUT / f"{name}{SUFFIX}.png"
+    for canvas in widget.findChildren(BackgroundCanvas):  # figures drawn off the UI thread: shown whole
+        canvas.finish()
     widget.grab().save(str(path))
     print(f"wrote {path.relative_to(OUT.parent.parent)}")
     for table in tables:

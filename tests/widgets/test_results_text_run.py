@@ -62,6 +62,7 @@ def test_a_text_run_leaves_every_model_its_accent_and_gender_subplots(qtbot, wit
     step = next(s for s in TOUR if s.key == "language-accent-gender")
     assert "language, accent and gender subplots" in step.text  # what the tour's step asks to compare
     assert {"language", "accent", "gender"} <= set(facets)
+    page.view.finish_drawing()  # drawn off the UI thread
     titles = {ax.get_title() for ax in page.view.figure.get_axes()}
     assert {"language", "accent", "gender"} <= titles
     points = page.view.panel.points
