@@ -67,7 +67,11 @@ class _Smoke:
             raise SmokeFailure(self.errors[0])
 
     def render(self, what: str) -> None:
+        from spokenbench.widgets.metric_panels import BackgroundCanvas
+
         self.idle(what)
+        for canvas in self.window.findChildren(BackgroundCanvas):  # figures drawn off the UI thread: a failed
+            canvas.finish()  # drawing raises here
         image = self.window.grab()  # paints every visible widget
         if image.isNull():
             raise SmokeFailure(f"{what}: nothing was drawn")

@@ -10,6 +10,8 @@ CSV or LaTeX (core/metrics/table_formats.py)."""
 from __future__ import annotations
 
 import functools
+import itertools
+import logging
 import math
 import textwrap
 import threading
@@ -23,7 +25,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor, QImage, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -44,9 +46,11 @@ from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
 from spokenbench.core.results.model import Panel, Point, Published
 
+log = logging.getLogger("spokenbench.widgets.metric_panels")
 FIGURE_FORMATS = ("png", "svg", "pdf")
 TABLE_FORMATS = ("csv", "tex")
 MAX_TABLE_ROWS_SHOWN = 1000  # the rest is in the exports
+TABLE_CELLS_PER_STEP = 240  # cells filled per pass of the event loop (about 10 ms)
 PUBLISHED_COLOR = "#7f7f7f"
 # the panels' text a little smaller than the report's figures: a panel shares the screen with its table
 PANEL_STYLE = {
@@ -444,6 +448,12 @@ class _Rendered(QObject):
     done = Signal(int, object, object)  # generation, QImage, what the build returned
 
 
+def _log_failed_drawing(future: Future) -> None:
+    """A drawing that failed leaves the previous image; the error is logged (and raised by `finish`)."""
+    if not future.cancelled() and future.exception() is not None:
+        log.error("drawing a figure failed", exc_info=future.exception())
+
+
 class BackgroundCanvas(FigureCanvasQTAgg):
     """A matplotlib canvas whose figure is built and rasterized on a drawing thread of its own: building a
     panel's artists and its constrained layout took 0.4-0.5 s, which kept the window from reacting. The UI
@@ -502,6 +512,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
             self._carrier.done.emit(generation, image, built)
 
         self._future = self._drawer.submit(work)
+        self._future.add_done_callback(_log_failed_drawing)
 
     def finish(self) -> None:
         """Wait for the drawing under way and show it at once (an export, a test or a screenshot needs it)."""
@@ -649,6 +660,8 @@ class MetricPanelView(QWidget):
         # (name, source label, the frame or a function giving it, caption): a panel's Δ tables may still be
         # computed in the background when the panel is shown, and are computed on first display otherwise
         self._tables: list[tuple[str, str, object, str]] = []
+        self._table_rows = None  # the rows of the table shown still to be filled in (`_fill_table_step`)
+        self._table_row = 0
         self.set_panel(None)
 
     def _export_button(self, layout, what: str, fmt: str, text: str, tip: str) -> None:
@@ -711,8 +724,9 @@ class MetricPanelView(QWidget):
         self.drawn.emit()
 
     def finish_drawing(self) -> None:
-        """Wait for the figure being drawn off the UI thread (exports, tests, screenshots need it whole)."""
+        """Wait for the figure being drawn off the UI thread and fill the table (tests, screenshots need both)."""
         self.canvas.finish()
+        self.finish_table()
 
     def set_view_key(self, key: str | None) -> None:
         """Show one of the panel's views (the gender probes' answer setting the detail below has picked)."""
@@ -768,6 +782,7 @@ class MetricPanelView(QWidget):
 
     def _show_table(self, index: int) -> None:
         chosen = self._resolved(index)
+        self._table_rows = None  # a table still being filled is left
         self.table.clear()
         if chosen is None:
             self.table.setRowCount(0)
@@ -783,18 +798,40 @@ class MetricPanelView(QWidget):
         )
         described = caption.removeprefix(f"{source}: ")  # a published table's caption starts with its source
         self.table_source.setText(f"<b>{source}</b> — {described}{more}")
-        self.table.setUpdatesEnabled(False)
         self.table.setColumnCount(len(shown.columns))
         self.table.setRowCount(len(shown))
         self.table.setHorizontalHeaderLabels([str(c) for c in shown.columns])
-        for r, row in enumerate(shown.itertuples(index=False)):
+        self._table_rows = shown.itertuples(index=False)
+        self._table_row = 0
+        self._fill_table_step(first=True)
+
+    def _fill_table_step(self, first: bool = False) -> None:
+        """Fill the table TABLE_CELLS_PER_STEP cells at a time, one step per pass of the event loop: a few hundred
+        rows in one go kept the window from reacting for 50-100 ms after each recomputation."""
+        rows = self._table_rows
+        if rows is None:
+            return
+        per_step = max(1, TABLE_CELLS_PER_STEP // max(1, self.table.columnCount()))
+        self.table.setUpdatesEnabled(False)
+        for row in itertools.islice(rows, per_step):
             for c, value in enumerate(row):
                 item = QTableWidgetItem(format_cell(value))
                 if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.table.setItem(r, c, item)
-        self.table.resizeColumnsToContents()
+                self.table.setItem(self._table_row, c, item)
+            self._table_row += 1
+        if first:
+            self.table.resizeColumnsToContents()  # to the first rows (the header's resize precision)
         self.table.setUpdatesEnabled(True)
+        if self._table_row >= self.table.rowCount():
+            self._table_rows = None
+        else:
+            QTimer.singleShot(0, lambda fill=rows: self._table_rows is fill and self._fill_table_step())
+
+    def finish_table(self) -> None:
+        """Fill the rest of the table at once (a test or an export reads it whole)."""
+        while self._table_rows is not None:
+            self._fill_table_step()
 
     # -- hover and click -----------------------------------------------------------------------------
 

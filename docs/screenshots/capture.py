@@ -618,6 +618,18 @@ def main() -> None:
             settle(app)
             grab(window, "studio-results-published")
             results.view.published_toggle.setChecked(False)
+    if want("studio-results-updating"):  # a run ended: the figures shown stay, marked stale, while new ones compute
+        from spokenbench.core.evaluation.store import mark_run
+
+        results = open_page(window, "results")
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
+        results.show_panel("accuracy_by_level")
+        before = results.panels
+        with opened(window.project_path) as project, project.transaction() as conn:
+            mark_run(conn, 2, "finished")  # as a run's own process ends it
+        wait_until(app, lambda: "Updating…" in results.answering_note.text(), 10, "the stale note")
+        grab(window, "studio-results-updating")
+        wait_until(app, lambda: results.panels is not before, 120, "the new figures")
     if want("studio-results-waiting"):  # a job storing answers: the page waits for it instead of recomputing
         from spokenbench.core.evaluation.store import mark_run
         from spokenbench.core.jobs import tracked_job
