@@ -181,6 +181,19 @@ class Panel:
     # a view's own y labels where its facets measure something else (the free form: J_s, Δ_s, s)
     view_ylabels: dict[str, dict[str, str]] = field(default_factory=dict)
 
+    def __getstate__(self) -> dict:
+        """Pickled without the published layer, which never changes at run time: the receiving process takes
+        it from its own cache (`published_for`), so a job process's answer carries only the user's numbers."""
+        state = dict(self.__dict__)
+        state["published"] = bool(self.published)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        from spokenbench.core.results.published_overlay import published_for  # it builds on this module
+
+        had_published = state.pop("published")
+        self.__dict__.update(state, published=published_for(state["key"]) if had_published else [])
+
     def facet_points(self, facet: str) -> list[Point]:
         return [p for p in self.points if p.facet == facet]
 

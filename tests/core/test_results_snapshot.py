@@ -12,6 +12,7 @@ from spokenbench.core.metrics.synthetic import biasinear_like
 from spokenbench.core.progress import no_progress
 from spokenbench.core.results.compute import compute_panels
 from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.published_overlay import published_for
 from spokenbench.core.results.snapshot import (
     ResultsCache,
     ResultsRequest,
@@ -34,6 +35,9 @@ def test_panels_pickle_as_plain_values_with_their_questions_and_tables():
     copy = back.panels["accuracy_by_level"].points[0]
     assert not callable(copy.questions_source) and copy.questions == point.questions and copy.questions
     for key in PANEL_ORDER:
+        # the published layer is not sent: the receiving process takes it from its own cache
+        assert [p.label for p in back.panels[key].published] == [p.label for p in published_for(key)]
+        assert back.panels[key].published and back.panels[key].published[0] is published_for(key)[0]
         assert back.panels[key].tables.pending() == []
         assert set(back.panels[key].tables) == set(panels.panels[key].tables)
 
