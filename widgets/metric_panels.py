@@ -22,6 +22,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+import shiboken6
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
@@ -494,6 +495,14 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         width, height = self.width() * ratio, self.height() * ratio
 
         def work() -> None:
+            try:
+                draw()
+            except RuntimeError:
+                if shiboken6.isValid(self) and shiboken6.isValid(self._carrier):
+                    raise
+                # the view was closed while this drawing ran: there is nothing to show it in
+
+        def draw() -> None:
             if generation != self._generation:  # a newer request is queued behind this one
                 return
             with self._lock:
@@ -826,7 +835,7 @@ class MetricPanelView(QWidget):
         if self._table_row >= self.table.rowCount():
             self._table_rows = None
         else:
-            QTimer.singleShot(0, lambda fill=rows: self._table_rows is fill and self._fill_table_step())
+            QTimer.singleShot(0, self.table, lambda fill=rows: self._table_rows is fill and self._fill_table_step())
 
     def finish_table(self) -> None:
         """Fill the rest of the table at once (a test or an export reads it whole)."""
