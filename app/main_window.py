@@ -10,6 +10,7 @@ import getpass
 import html
 import importlib
 import logging
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt
@@ -54,6 +55,7 @@ from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.host import job_call, run_task_in_job_process, task_call
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
+from spokenbench.core.store.changes import table_versions
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
@@ -80,10 +82,17 @@ OPTIONAL_PAGES = {
     "evaluate": ("spokenbench.app.evaluate_page", "EvaluatePage", "the evaluation launcher"),
     "results": ("spokenbench.app.results_page", "ResultsPage", "the Results page"),
 }
-BADGE_TABLES = frozenset(
-    {"items", "rewrites", "rewrite_reviews", "rewrite_outcomes", "ratings", "rating_queues", "rating_queue_clips"}
-    | {"speakers", "runs"}
-)
+# each sidebar badge and the tables its count is read from: it is read again only when one of their change
+# counters moved (core/store/changes.py), so a run's cost updates re-read the run badges, not the review queue
+BADGE_SOURCES = {
+    "items": frozenset({"items"}),
+    "rewrites": frozenset({"items", "rewrites", "rewrite_reviews", "rewrite_outcomes"}),
+    "rating": frozenset({"ratings", "rating_queues", "rating_queue_clips"}),
+    "speakers": frozenset({"speakers"}),
+    "evaluate": frozenset({"runs", "jobs"}),
+    "results": frozenset({"runs"}),
+}
+BADGE_TABLES = frozenset().union(*BADGE_SOURCES.values()) - {"jobs"}  # a job's heartbeat is no reason to count
 DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening", "ratings", "responses"})
 RECENT_LIMIT = 8
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
@@ -98,19 +107,56 @@ def read_project_view(project: Project) -> ProjectView:
 
 def read_badges(project: Project, annotator: str) -> dict[str, str]:
     """The sidebar's counts: items, parts waiting for review, clips left for this annotator in the rating
-    queues, speakers, evaluation runs going on or to resume, and runs."""
-    conn = project.conn
-    waiting = sum(entry.status in ("flagged", "manual") for entry in review_queue(project))
-    left = sum(queue["clips"] - queue["rated_by"].get(annotator, 0) for queue in list_queues(conn))
-    summary = project_summary(conn)
-    return {
-        "items": f"{summary['items']['total']}",
-        "rewrites": f"{waiting} to review",
-        "rating": f"{left} left",
-        "speakers": f"{summary['speakers']}",
-        "evaluate": evaluate_badge(project),
-        "results": f"{summary['runs']} runs",
-    }
+    queues, speakers, evaluation runs going on or to resume, and runs (every one read)."""
+    return BadgeCounts().read(project, annotator)
+
+
+class BadgeCounts:
+    """The badges last read, each with the change counters of its tables (BADGE_SOURCES) at that reading: a
+    reading re-reads only the badges whose tables changed since (or, for the rating queues, whose annotator
+    did). One per open project; safe to share between the read pool's threads."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[tuple, str | None]] = {}
+        self._lock = threading.Lock()
+        self.reads: dict[str, int] = dict.fromkeys(BADGE_SOURCES, 0)  # per badge, for tests
+
+    def read(self, project: Project, annotator: str) -> dict[str, str | None]:
+        versions = table_versions(project.conn)  # before the counts: a change while reading shows next time
+        summary: list[dict] = []  # read once, for the badges that need it
+
+        def project_counts() -> dict:
+            if not summary:
+                summary.append(project_summary(project.conn))
+            return summary[0]
+
+        readers = {
+            "items": lambda: f"{project_counts()['items']['total']}",
+            "rewrites": lambda: (
+                f"{sum(entry.status in ('flagged', 'manual') for entry in review_queue(project))} to review"
+            ),
+            "rating": lambda: (
+                f"{sum(q['clips'] - q['rated_by'].get(annotator, 0) for q in list_queues(project.conn))} left"
+            ),
+            "speakers": lambda: f"{project_counts()['speakers']}",
+            "evaluate": lambda: evaluate_badge(project),
+            "results": lambda: f"{project_counts()['runs']} runs",
+        }
+        badges = {}
+        for badge, tables in BADGE_SOURCES.items():
+            key = (tuple(versions.get(table) for table in sorted(tables)), annotator if badge == "rating" else None)
+            with self._lock:
+                known = self._known.get(badge)
+            # a run's process can die without a write (its run then waits to be resumed): no counter shows
+            # that, so while the badge says something runs it is read each time
+            running = badge == "evaluate" and known is not None and "running" in (known[1] or "")
+            if known is None or known[0] != key or running:
+                known = (key, readers[badge]())
+                with self._lock:
+                    self._known[badge] = known
+                    self.reads[badge] += 1
+            badges[badge] = known[1]
+        return badges
 
 
 def evaluate_badge(project: Project) -> str | None:
@@ -248,6 +294,7 @@ class MainWindow(QMainWindow):
         self.project_path: Path | None = None
         self._summary_text = "No project open"
         self.session: ProjectSession | None = None
+        self.badge_counts = BadgeCounts()
         self.settings = settings if settings is not None else app_settings()
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
@@ -458,11 +505,11 @@ class MainWindow(QMainWindow):
             for key, _ in PAGES:
                 self.sidebar.set_badge(key, None)
             return None
-        annotator = self.annotator
+        annotator, badges = self.annotator, self.badge_counts
         return (
             QueryOp(
                 self.session,
-                lambda project, progress: read_badges(project, annotator),
+                lambda project, progress: badges.read(project, annotator),
                 label="Counting",
                 parent=self,
                 supersede="badges",
@@ -783,6 +830,7 @@ class MainWindow(QMainWindow):
         self.close_project()
         self.project_path = path
         self.session = ProjectSession(path, self.runner, **self._session_options())
+        self.badge_counts = BadgeCounts()  # this project's badges, re-read as their tables change
         self.session.changes.changed.connect(self._project_changed)
         self.jobs.set_session(self.session)
         self.import_action.setEnabled(True)

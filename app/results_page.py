@@ -1,16 +1,18 @@
 """The Results page: the metric panels of issue 11 (items 4 and 5) for the runs picked, with the papers'
 published numbers one toggle away.
 
-The panels are computed in one QueryOp on the read pool (core/panels.py `project_panels`: the metrics engine,
-95% intervals, the rows behind every point, the published tables) and drawn on the UI thread
-(widgets/metric_panels.py). The page recomputes when the `responses` or `runs` tables change — an evaluation
-writing answers here or in another process — a little after the last change, and the newest computation
-supersedes an older one still running; it keeps each run's responses until the run's summary changes
-(`core.panels.ResponseCache`), and forgets them all when `items` change. Clicking a point lists its questions
+The panels are computed in a job process (core/results/snapshot.py `compute_results`: the metrics engine, 95%
+intervals, the rows behind every point, every table, the published layer, returned as plain data) and drawn off
+the UI thread (widgets/metric_panels.py). The page recomputes when the `responses`, `runs` or `items` tables
+change — an evaluation writing answers here or in another process — a little after the last change, and the
+newest computation supersedes an older one still running; recent results are kept by those tables' change
+counters and the runs picked (`ResultsCache`), so coming back to a selection that did not change computes
+nothing. While a computation runs, the previous figures stay, marked as from before the change, and the page
+keeps answering keys. Clicking a point lists its questions
 and the model's answers in the detail pane (read in a QueryOp), with the audio file the model heard and a Play
 button. Runs in mode 'simulated' are labelled "simulated" in the run picker, the panels, the tables and the
 exports. The gender-probe panel has a detail below its figure (widgets/gender_panel.py, computed by
-core/gender_views.py in a QueryOp): J, Δ with significance marks, ν and κ per category and setting, the male- vs
+core/results/gender_views.py in a QueryOp): J, Δ with significance marks, ν and κ per category and setting, the male- vs
 female-voice answers per question sorted by disagreement, and a listening view of one probe's male, female and
 neutralized question clips."""
 
@@ -41,16 +43,17 @@ from PySide6.QtWidgets import (
 from spokenbench.app.operations import BackgroundOp, ProjectSession, QueryOp
 from spokenbench.core.evaluation.batches import JOB_KIND_COLLECT
 from spokenbench.core.evaluation.runner import JOB_KIND as EVALUATE_KIND
-from spokenbench.core.gender_views import gender_view, question_versions
-from spokenbench.core.metrics.store import run_list as read_runs
-from spokenbench.core.panels import (
-    PANEL_ORDER,
-    PanelSet,
-    Point,
-    ResponseCache,
-    panel_heading,
-    point_details,
-    project_panels,
+from spokenbench.core.jobs.host import run_task_in_job_process, task_call
+from spokenbench.core.results.details import point_details
+from spokenbench.core.results.gender_views import gender_view, question_versions
+from spokenbench.core.results.model import PANEL_ORDER, PanelSet, Point, panel_heading
+from spokenbench.core.results.snapshot import (
+    ResultsCache,
+    ResultsRequest,
+    ResultsSnapshot,
+    compute_results,
+    open_read_only,
+    results_versions,
 )
 from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
@@ -59,8 +62,8 @@ RESULTS_TABLES = frozenset({"responses", "runs", "items"})
 REFRESH_DELAY_MS = 400  # gather a burst of changes into one recomputation
 RUNS_CHANGED_DELAY_MS = 50  # a run started, ended or was resumed: show it at once
 STREAMING_INTERVAL_MS = 1000  # while answers stream in, recompute at most this often
-# jobs that store answers or items: while one runs, the panels wait for it to end (recomputing them is seconds of
-# pandas on a thread of the app, which would keep the window from reacting while the job writes)
+# jobs that store answers or items: while one runs, the panels wait for it to end (recomputing them every second is
+# seconds of pandas in a job process each time, competing with the job for the machine)
 ANSWERING_KINDS = frozenset({EVALUATE_KIND, "import-results", JOB_KIND_COLLECT, "import"})
 DETAIL_LIMIT = 500
 DETAIL_COLUMNS = (
@@ -98,7 +101,9 @@ class ResultsPage(QWidget):
         self.selected_runs: set[int] | None = None  # None: every run (new runs join in)
         self.details: pd.DataFrame | None = None
         self.clicked: Point | None = None
-        self.cache = ResponseCache()  # each run's responses, re-read only when the run changed
+        self.cache = ResultsCache()  # recent results by the change counters they were read at and the runs picked
+        self.computations = 0  # job processes started (a cached result starts none): for tests and the benchmark
+        self.stale_reason = "the latest change"  # what the figures shown are from before, while new ones compute
         self._last_refresh = 0.0
         self._gender_stale = True  # the gender-probe detail is computed when shown, after each recomputation
 
@@ -235,7 +240,7 @@ class ResultsPage(QWidget):
                 pass
         self.session = session
         self.panels, self.runs, self.selected_runs = None, [], None
-        self.cache = ResponseCache()
+        self.cache = ResultsCache()
         self._refresh_timer.stop()
         self._changed_while_hidden = False
         self._show_waiting_for_job(False)
@@ -253,10 +258,15 @@ class ResultsPage(QWidget):
         self.refresh()
 
     def _project_changed(self, tables: set[str]) -> None:
-        if "items" in tables:  # a gold answer or a label may have changed under every run's responses
-            self.cache = ResponseCache()
         if not tables & RESULTS_TABLES:
             return
+        self.stale_reason = (
+            "a run started, ended or changed"
+            if "runs" in tables
+            else "the latest changes to items"
+            if "items" in tables
+            else "the latest answers"
+        )
         if not self.isVisible():  # recomputing is seconds of pandas on a thread of the app: once shown, not before
             self._changed_while_hidden = True
             return
@@ -282,8 +292,10 @@ class ResultsPage(QWidget):
             return True
         return any(job.is_live and job.kind in ANSWERING_KINDS for job in self.session.jobs)
 
-    def _jobs_listed(self, _jobs) -> None:
+    def _jobs_listed(self, jobs) -> None:
         if self.waiting_for_job and not self._answering():
+            ended = [job for job in jobs if job.kind in ANSWERING_KINDS and not job.is_live]
+            self.stale_reason = f"'{ended[0].label}' finished" if ended else "the job finished"
             self._show_waiting_for_job(False)
             self._schedule_refresh(RUNS_CHANGED_DELAY_MS)
 
@@ -296,29 +308,62 @@ class ResultsPage(QWidget):
         )
         self.refresh_now.setVisible(waiting)
 
-    def refresh(self) -> QueryOp | None:
-        """Recompute every panel for the runs picked, on the read pool."""
+    def refresh(self) -> BackgroundOp | None:
+        """Recompute every panel for the runs picked, in a job process (a result kept for the same change
+        counters and runs is shown without one); the figures shown stay, marked stale, until it ends."""
         if self.session is None:
             return None
         self._last_refresh = time.monotonic()
         self._show_waiting_for_job(False)
-        wanted = None if self.selected_runs is None else sorted(self.selected_runs)
-        cache = self.cache
-        self.summary.setText("Computing the panels…")
+        request = ResultsRequest(None if self.selected_runs is None else tuple(sorted(self.selected_runs)))
+        path, cache = self.session.path, self.cache
+        self._show_stale(True)
 
-        def compute(project, progress):
-            runs = read_runs(project.conn)
-            return runs, project_panels(project, wanted, runs=runs, cache=cache, progress=progress)
+        def compute(progress) -> ResultsSnapshot:
+            project = open_read_only(path)
+            try:
+                versions = results_versions(project.conn)
+            finally:
+                project.close()
+            known = cache.get(versions, request)
+            if known is not None:
+                return known
+            self.computations += 1
+            label = "Computing the result panels"
+            snapshot = run_task_in_job_process(task_call(compute_results, str(path), request), progress, label)
+            cache.put(snapshot)
+            return snapshot
 
         return (
-            QueryOp(self.session, compute, label="Computing the result panels", parent=self, supersede="results-panels")
+            BackgroundOp(
+                self.session.runner,
+                compute,
+                label="Computing the result panels",
+                parent=self,
+                supersede="results-panels",
+            )
             .success(self._show)
-            .failure(lambda _error: self.summary.setText("Computing the panels failed."), dialog=True)
+            .failure(self._computing_failed, dialog=True)
             .run()
         )
 
-    def _show(self, result: tuple[list[dict], PanelSet]) -> None:
-        runs, panels = result
+    def _show_stale(self, computing: bool) -> None:
+        """While new figures compute, the ones shown say what they are from before (none shown: the summary says
+        they are being computed)."""
+        if not computing:
+            self.answering_note.setText("")
+        elif self.panels is None:
+            self.summary.setText("Computing the panels…")
+        else:
+            self.answering_note.setText(f"<i>Updating… the figures below are from before {self.stale_reason}.</i>")
+
+    def _computing_failed(self, _error) -> None:
+        self._show_stale(False)
+        self.summary.setText("Computing the panels failed." + (" The figures below are older." if self.panels else ""))
+
+    def _show(self, snapshot: ResultsSnapshot) -> None:
+        runs, panels = snapshot.runs, snapshot.panels
+        self._show_stale(False)
         self.runs = runs
         self.panels = panels
         self._fill_runs(runs)
@@ -334,14 +379,6 @@ class ResultsPage(QWidget):
         self._gender_stale = True
         self._panel_chosen(self.panel_list.currentRow())
         self.panels_ready.emit(panels)
-        if self.session is not None:  # the Δ tables in the paper's layout, which no figure needs, come next
-            BackgroundOp(
-                self.session.runner,
-                lambda progress: panels.complete_tables(),
-                label="Completing the result tables",
-                parent=self,
-                supersede="results-tables",
-            ).run()
 
     # -- runs and panels ----------------------------------------------------------------------------
 
@@ -370,7 +407,7 @@ class ResultsPage(QWidget):
         self.selected_runs = None if checked == every else checked
         self._refresh_timer.start()
 
-    def select_runs(self, run_ids) -> QueryOp | None:
+    def select_runs(self, run_ids) -> BackgroundOp | None:
         """Show the panels of these runs only (None: every run)."""
         self.selected_runs = None if run_ids is None else set(run_ids)
         self._fill_runs(self.runs)

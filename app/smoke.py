@@ -67,7 +67,11 @@ class _Smoke:
             raise SmokeFailure(self.errors[0])
 
     def render(self, what: str) -> None:
+        from spokenbench.widgets.metric_panels import BackgroundCanvas
+
         self.idle(what)
+        for canvas in self.window.findChildren(BackgroundCanvas):  # figures drawn off the UI thread: a failed
+            canvas.finish()  # drawing raises here
         image = self.window.grab()  # paints every visible widget
         if image.isNull():
             raise SmokeFailure(f"{what}: nothing was drawn")
@@ -90,7 +94,7 @@ def run_smoke(
     rendered, 1 with the message on stderr otherwise. `parts` (all by default, as `--smoke` runs it) picks among
     the sidebar pages, the tour's steps and the Results panels: the fast widget test renders the pages only."""
     from spokenbench.app.main_window import PAGES, PlaceholderPage
-    from spokenbench.core.panels import PANEL_ORDER
+    from spokenbench.core.results.model import PANEL_ORDER
 
     out = out or sys.stdout
     started = time.monotonic()

@@ -1,4 +1,4 @@
-"""The gender-probe panel's detail on the Results page (issue 12 item 7), a thin view of core/gender_views.py:
+"""The gender-probe panel's detail on the Results page (issue 12 item 7), a thin view of core/results/gender_views.py:
 
 - **Per category**: for the setting picked (binary options, neutral option, …), each model's J, Δ with its
   significance marks (one-sample t-test), ν and κ per question category, with 95% intervals;
@@ -28,7 +28,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.core.gender_views import SIGNIFICANCE_NOTE, VERSION_KINDS, GenderView, QuestionVersions, voice_names
+from spokenbench.core.results.gender_views import (
+    SIGNIFICANCE_NOTE,
+    VERSION_KINDS,
+    GenderView,
+    QuestionVersions,
+    voice_names,
+)
 from spokenbench.widgets.tables import row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")

@@ -1,5 +1,7 @@
-"""The Results page's panel view: one metric panel (core/panels.py `Panel`) drawn with matplotlib on a Qt
-canvas, from precomputed data on the UI thread. Hovering a point shows its value and 95% interval; clicking one
+"""The Results page's panel view: one metric panel (core/results/model.py `Panel`) drawn with matplotlib on a Qt
+canvas. The figure is built and rasterized (Agg) on a drawing thread of the view, never the UI thread, which
+only paints the finished image (`BackgroundCanvas`); hover and click hit-test the artists once they are drawn.
+Hovering a point shows its value and 95% interval; clicking one
 emits `point_clicked(point)` with the response rows behind it. A "Published (paper)" toggle draws the papers'
 own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
 user's are labelled "yours" or "yours (simulated)". The figure exports as PNG, SVG or PDF and any table as
@@ -8,17 +10,24 @@ CSV or LaTeX (core/metrics/table_formats.py)."""
 from __future__ import annotations
 
 import functools
+import itertools
+import logging
 import math
 import textwrap
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pandas as pd
+import shiboken6
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QCursor
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QCursor, QImage, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -36,11 +45,13 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
-from spokenbench.core.panels import Panel, Point, Published
+from spokenbench.core.results.model import Panel, Point, Published
 
+log = logging.getLogger("spokenbench.widgets.metric_panels")
 FIGURE_FORMATS = ("png", "svg", "pdf")
 TABLE_FORMATS = ("csv", "tex")
 MAX_TABLE_ROWS_SHOWN = 1000  # the rest is in the exports
+TABLE_CELLS_PER_STEP = 240  # cells filled per pass of the event loop (about 10 ms)
 PUBLISHED_COLOR = "#7f7f7f"
 # the panels' text a little smaller than the report's figures: a panel shares the screen with its table
 PANEL_STYLE = {
@@ -429,6 +440,161 @@ def save_table(frame: pd.DataFrame, path: str | Path, caption: str = "", label: 
 
 
 # --------------------------------------------------------------------------------------------------
+# Drawing off the UI thread
+
+
+class _Rendered(QObject):
+    """Carries a finished image from the drawing thread to the UI thread (a queued signal)."""
+
+    done = Signal(int, object, object)  # generation, QImage, what the build returned
+
+
+def _log_failed_drawing(future: Future) -> None:
+    """A drawing that failed leaves the previous image; the error is logged (and raised by `finish`)."""
+    if not future.cancelled() and future.exception() is not None:
+        log.error("drawing a figure failed", exc_info=future.exception())
+
+
+class BackgroundCanvas(FigureCanvasQTAgg):
+    """A matplotlib canvas whose figure is built and rasterized on a drawing thread of its own: building a
+    panel's artists and its constrained layout took 0.4-0.5 s, which kept the window from reacting. The UI
+    thread only paints the last finished image; while a drawing is under way it leaves the figure alone (mouse
+    events are ignored, a resize is drawn next). `render(build)` queues `build(figure)` and a rasterization;
+    the newest request wins. `finish()` waits for the drawing under way (exports, tests, screenshots)."""
+
+    def __init__(self, figure: Figure, on_rendered: Callable[[object], None]):
+        super().__init__(figure)
+        self._on_rendered = on_rendered
+        self._image: QImage | None = None
+        self._generation = 0
+        self._future: Future | None = None
+        self._next_build: Callable[[Figure], object] | None = None  # taken by the next drawing that starts
+        self._pending_result: tuple[int, QImage, object] | None = None  # drawn, not yet shown
+        self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
+        self._lock = threading.Lock()
+        self._carrier = _Rendered()
+        self._carrier.done.connect(self._rendered)
+        drawer = self._drawer = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-figure")
+        self.destroyed.connect(lambda *_: drawer.shutdown(wait=False, cancel_futures=True))
+        self.render()
+
+    @property
+    def busy(self) -> bool:
+        return self._future is not None and not self._future.done()
+
+    def render(self, build: Callable[[Figure], object] | None = None) -> None:
+        """Queue `build(figure)` (None: the artists as they are, at the widget's size now) and a rasterization."""
+        if not hasattr(self, "_drawer"):  # matplotlib's own set-up resizes the widget before ours is done
+            return
+        with self._lock:
+            if build is not None:
+                self._next_build = build  # a build not started yet is replaced, never lost to a later resize
+        self._generation += 1
+        generation = self._generation
+        ratio = self.device_pixel_ratio
+        width, height = self.width() * ratio, self.height() * ratio
+
+        def work() -> None:
+            try:
+                draw()
+            except RuntimeError:
+                if shiboken6.isValid(self) and shiboken6.isValid(self._carrier):
+                    raise
+                # the view was closed while this drawing ran: there is nothing to show it in
+
+        def draw() -> None:
+            if generation != self._generation:  # a newer request is queued behind this one
+                return
+            with self._lock:
+                queued, self._next_build = self._next_build, None
+            if width > 1 and height > 1:
+                self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
+            if queued is not None:
+                self._built = queued(self.figure)  # only this thread touches it
+            built = self._built
+            FigureCanvasAgg.draw(self)
+            buffer = self.buffer_rgba()
+            image = QImage(bytes(buffer), buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
+            image.setDevicePixelRatio(ratio)
+            with self._lock:
+                self._pending_result = (generation, image, built)
+            self._carrier.done.emit(generation, image, built)
+
+        self._future = self._drawer.submit(work)
+        self._future.add_done_callback(_log_failed_drawing)
+
+    def finish(self) -> None:
+        """Wait for the drawing under way and show it at once (an export, a test or a screenshot needs it)."""
+        while self._future is not None and not self._future.done():
+            self._future.result()
+        with self._lock:
+            pending = self._pending_result
+        if pending is not None:
+            self._rendered(*pending)
+
+    def _rendered(self, generation: int, image: QImage, built: object) -> None:
+        with self._lock:
+            if self._pending_result is None or self._pending_result[0] != generation:
+                return  # shown already (`finish`), or a newer drawing finished since
+            self._pending_result = None
+        self._image = image
+        self._on_rendered(built)
+        self.update()
+
+    # Qt's side: paint the finished image; leave the figure alone while it is being drawn
+
+    def paintEvent(self, event) -> None:
+        if self._image is None:
+            return
+        painter = QPainter(self)
+        try:
+            painter.eraseRect(event.rect())
+            painter.drawImage(0, 0, self._image)
+        finally:
+            painter.end()
+
+    def draw_idle(self) -> None:
+        self.render()
+
+    def draw(self) -> None:
+        """A synchronous drawing (matplotlib's own calls, tests): after the one under way."""
+        self.finish()
+        FigureCanvasAgg.draw(self)
+
+    def resizeEvent(self, event) -> None:
+        QWidget.resizeEvent(self, event)
+        self.render()  # the figure's new size is set on the drawing thread
+
+    def mouseMoveEvent(self, event) -> None:
+        if not self.busy:
+            super().mouseMoveEvent(event)
+
+    def mousePressEvent(self, event) -> None:
+        if not self.busy:
+            super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:
+        if not self.busy:
+            super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        if not self.busy:
+            super().mouseDoubleClickEvent(event)
+
+    def wheelEvent(self, event) -> None:
+        if not self.busy:
+            super().wheelEvent(event)
+
+    def enterEvent(self, event) -> None:
+        if not self.busy:
+            super().enterEvent(event)
+
+    def leaveEvent(self, event) -> None:
+        if not self.busy:
+            super().leaveEvent(event)
+
+
+# --------------------------------------------------------------------------------------------------
 # The view
 
 
@@ -438,6 +604,7 @@ class MetricPanelView(QWidget):
 
     point_clicked = Signal(object)  # Point (the user's, with rows)
     export_requested = Signal(str, str)  # "figure" or "table", format
+    drawn = Signal()  # a figure finished drawing and is shown
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -455,7 +622,7 @@ class MetricPanelView(QWidget):
         self.published_toggle.setToolTip("Show the papers' own numbers (resources/published/) below yours")
         self.published_toggle.toggled.connect(self._published_toggled)
         self.figure = Figure(figsize=(9, 4.2), layout="constrained")
-        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.canvas = BackgroundCanvas(self.figure, self._figure_drawn)
         self.canvas.setMinimumHeight(CANVAS_HEIGHT[1])  # more with the published row (`redraw`)
         self.canvas.mpl_connect("motion_notify_event", self._hover)
         self.canvas.mpl_connect("button_press_event", self._click)
@@ -502,6 +669,8 @@ class MetricPanelView(QWidget):
         # (name, source label, the frame or a function giving it, caption): a panel's Δ tables may still be
         # computed in the background when the panel is shown, and are computed on first display otherwise
         self._tables: list[tuple[str, str, object, str]] = []
+        self._table_rows = None  # the rows of the table shown still to be filled in (`_fill_table_step`)
+        self._table_row = 0
         self.set_panel(None)
 
     def _export_button(self, layout, what: str, fmt: str, text: str, tip: str) -> None:
@@ -522,9 +691,8 @@ class MetricPanelView(QWidget):
         self.published_toggle.setEnabled(panel is not None and bool(panel.published))
         if panel is None:
             self.title.setText("No panel")
-            self.figure.clear()
             self.hits = Hits()
-            self.canvas.draw_idle()
+            self.canvas.render(lambda figure: figure.clear() or Hits())
             self._set_tables([])
             return
         mine = yours_label(self.series, self.simulated)
@@ -555,8 +723,19 @@ class MetricPanelView(QWidget):
         shown = self.published_toggle.isChecked()
         panel = self.panel.in_view(self.view_key)  # a panel with views (the gender probes' settings) shows one
         self._fit_canvas(panel_rows(panel, shown))
-        self.hits = draw_panel(self.figure, panel, self.series, self.simulated, shown)
-        self.canvas.draw_idle()
+        self.hits = Hits()  # nothing to hit until the new figure is drawn
+        series, simulated = list(self.series), dict(self.simulated)
+        self.canvas.render(lambda figure: draw_panel(figure, panel, series, simulated, shown))
+
+    def _figure_drawn(self, hits) -> None:
+        if isinstance(hits, Hits):
+            self.hits = hits
+        self.drawn.emit()
+
+    def finish_drawing(self) -> None:
+        """Wait for the figure being drawn off the UI thread and fill the table (tests, screenshots need both)."""
+        self.canvas.finish()
+        self.finish_table()
 
     def set_view_key(self, key: str | None) -> None:
         """Show one of the panel's views (the gender probes' answer setting the detail below has picked)."""
@@ -612,6 +791,7 @@ class MetricPanelView(QWidget):
 
     def _show_table(self, index: int) -> None:
         chosen = self._resolved(index)
+        self._table_rows = None  # a table still being filled is left
         self.table.clear()
         if chosen is None:
             self.table.setRowCount(0)
@@ -627,18 +807,40 @@ class MetricPanelView(QWidget):
         )
         described = caption.removeprefix(f"{source}: ")  # a published table's caption starts with its source
         self.table_source.setText(f"<b>{source}</b> — {described}{more}")
-        self.table.setUpdatesEnabled(False)
         self.table.setColumnCount(len(shown.columns))
         self.table.setRowCount(len(shown))
         self.table.setHorizontalHeaderLabels([str(c) for c in shown.columns])
-        for r, row in enumerate(shown.itertuples(index=False)):
+        self._table_rows = shown.itertuples(index=False)
+        self._table_row = 0
+        self._fill_table_step(first=True)
+
+    def _fill_table_step(self, first: bool = False) -> None:
+        """Fill the table TABLE_CELLS_PER_STEP cells at a time, one step per pass of the event loop: a few hundred
+        rows in one go kept the window from reacting for 50-100 ms after each recomputation."""
+        rows = self._table_rows
+        if rows is None:
+            return
+        per_step = max(1, TABLE_CELLS_PER_STEP // max(1, self.table.columnCount()))
+        self.table.setUpdatesEnabled(False)
+        for row in itertools.islice(rows, per_step):
             for c, value in enumerate(row):
                 item = QTableWidgetItem(format_cell(value))
                 if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.table.setItem(r, c, item)
-        self.table.resizeColumnsToContents()
+                self.table.setItem(self._table_row, c, item)
+            self._table_row += 1
+        if first:
+            self.table.resizeColumnsToContents()  # to the first rows (the header's resize precision)
         self.table.setUpdatesEnabled(True)
+        if self._table_row >= self.table.rowCount():
+            self._table_rows = None
+        else:
+            QTimer.singleShot(0, self.table, lambda fill=rows: self._table_rows is fill and self._fill_table_step())
+
+    def finish_table(self) -> None:
+        """Fill the rest of the table at once (a test or an export reads it whole)."""
+        while self._table_rows is not None:
+            self._fill_table_step()
 
     # -- hover and click -----------------------------------------------------------------------------
 
@@ -674,6 +876,7 @@ class MetricPanelView(QWidget):
         return Path(name).stem if name.endswith(".csv") else f"{self.panel.key}_{name}"
 
     def save_figure(self, path: str | Path) -> Path:
+        self.finish_drawing()  # the drawing thread is done with the figure before it is saved here
         return save_figure(self.figure, path)
 
     def table_to_save(self) -> tuple[pd.DataFrame, str, str] | None:

@@ -1,4 +1,4 @@
-"""The metric panels' reads of a project (core/panels.py): the columns the metrics need, one run at a time so a
+"""The metric panels' reads of a project (core/results/): the columns the metrics need, one run at a time so a
 caller can keep the runs that did not change, and the texts behind a clicked point. Callers own the connection;
 nothing here writes."""
 

@@ -1,4 +1,4 @@
-"""Reads for the gender-probe listening view (core/gender_views.py): the project's gender probes and every stored
+"""Reads for the gender-probe listening view (core/results/gender_views.py): the project's gender probes and every stored
 question clip of one probe with its voice gender and neutralization (migration 10)."""
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from spokenbench.core.recording.recorder import InputDevice, fake_stream_factory
 from spokenbench.core.recording.speakers import add_speaker, give_consent
 from spokenbench.core.store import opened
 from spokenbench.core.store.summary import item_detail
+from spokenbench.widgets.metric_panels import BackgroundCanvas
 
 OUT = Path(__file__).resolve().parent
 WIDTH, HEIGHT = 1400, 900  # every window shot (--size changes it); the Xvfb screen is this size
@@ -103,6 +104,8 @@ def grab(widget, name: str, tables: tuple[QTableWidget, ...] = ()) -> None:
     if widget.isWindow() and widget.inherits("QMainWindow") and (widget.width(), widget.height()) != (WIDTH, HEIGHT):
         raise RuntimeError(f"{name}: the window is {widget.width()}×{widget.height()}, not {WIDTH}×{HEIGHT}")
     path = OUT / f"{name}{SUFFIX}.png"
+    for canvas in widget.findChildren(BackgroundCanvas):  # figures drawn off the UI thread: shown whole
+        canvas.finish()
     widget.grab().save(str(path))
     print(f"wrote {path.relative_to(OUT.parent.parent)}")
     for table in tables:
@@ -615,6 +618,18 @@ def main() -> None:
             settle(app)
             grab(window, "studio-results-published")
             results.view.published_toggle.setChecked(False)
+    if want("studio-results-updating"):  # a run ended: the figures shown stay, marked stale, while new ones compute
+        from spokenbench.core.evaluation.store import mark_run
+
+        results = open_page(window, "results")
+        wait_until(app, lambda: getattr(results, "panels", None) is not None, 60, "the results")
+        results.show_panel("accuracy_by_level")
+        before = results.panels
+        with opened(window.project_path) as project, project.transaction() as conn:
+            mark_run(conn, 2, "finished")  # as a run's own process ends it
+        wait_until(app, lambda: "Updating…" in results.answering_note.text(), 10, "the stale note")
+        grab(window, "studio-results-updating")
+        wait_until(app, lambda: results.panels is not before, 120, "the new figures")
     if want("studio-results-waiting"):  # a job storing answers: the page waits for it instead of recomputing
         from spokenbench.core.evaluation.store import mark_run
         from spokenbench.core.jobs.registry import tracked_job

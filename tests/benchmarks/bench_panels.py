@@ -1,4 +1,4 @@
-"""Benchmark of the Results page's panels (core/panels.py) at BiasInEar's full size (not a test: pytest does not
+"""Benchmark of the Results page's panels (core/results/) at BiasInEar's full size (not a test: pytest does not
 collect it). Issue 11's target: panels for 100,800 responses ready ≤ 1 s after a run ends.
 
     /work/venv/bin/python tests/benchmarks/bench_panels.py [--repeats 7] [--resamples 1000] [--no-project]
@@ -31,7 +31,8 @@ from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_run, upsert_responses
 from spokenbench.core.metrics.store import run_list
 from spokenbench.core.metrics.synthetic import biasinear_like
-from spokenbench.core.panels import PANEL_ORDER, ResponseCache, compute_panels, project_panels
+from spokenbench.core.results.compute import ResponseCache, compute_panels, project_panels
+from spokenbench.core.results.model import PANEL_ORDER
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import insert_items

@@ -122,7 +122,7 @@ def test_report_table_4_shows_the_neutralized_voices(demo, cli, tmp_path):
 
 @pytest.mark.slow
 def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
-    from spokenbench.core.gender_views import gender_view, question_versions
+    from spokenbench.core.results.gender_views import gender_view, question_versions
 
     out = tmp_path / "report"
     assert cli("report", demo, "--kind", "gender-probe", "--out", out, "--bootstrap", "0").code == 0
@@ -154,7 +154,7 @@ def test_the_apps_gender_detail_has_the_reports_numbers(demo, cli, tmp_path):
 
 
 def test_answer_codes_and_significance_marks():
-    from spokenbench.core.gender_views import answer_code, significance_mark
+    from spokenbench.core.results.gender_views import answer_code, significance_mark
 
     assert answer_code("B", "AB", "FM", "ok") == "M"  # orientations are per presented option
     assert answer_code("C", "ABC", "MFN", "ok") == "N"

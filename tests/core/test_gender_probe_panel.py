@@ -1,5 +1,5 @@
-"""The Results page's gender-probe figure (core/panels.py) groups answers as the paper's tables and the gender
-detail (core/gender_views.py) do: by model and answer setting (binary, neutral option, neutralized voice …), not by
+"""The Results page's gender-probe figure (core/results/) groups answers as the paper's tables and the gender
+detail (core/results/gender_views.py) do: by model and answer setting (binary, neutral option, neutralized voice …), not by
 run; κ against the project's declared backbone pairs; and models that answered only probes come after the
 multiple-choice models in the series, so those keep their colours."""
 
@@ -9,9 +9,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from spokenbench.core.gender_views import gender_view
 from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
-from spokenbench.core.panels import PANEL_ORDER, compute_panels, probe_group, project_panels
+from spokenbench.core.results.compute import compute_panels, project_panels
+from spokenbench.core.results.gender_probe_panel import probe_group
+from spokenbench.core.results.gender_views import gender_view
+from spokenbench.core.results.model import PANEL_ORDER
 from spokenbench.core.store import Project
 
 FACETS = (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa"))

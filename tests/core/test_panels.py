@@ -1,4 +1,4 @@
-"""The Results page's panels (core/panels.py): values on a hand-built table match the engine and hand
+"""The Results page's panels (core/results/): values on a hand-built table match the engine and hand
 computation, intervals contain their estimates and equal the engine's bootstrap, the rows behind a point are the
 right ones, and the published layer carries the CSVs' numbers with the paper and table they come from."""
 
@@ -17,18 +17,15 @@ from spokenbench.core.metrics.analysis import analyze_mcq, mcq_intervals
 from spokenbench.core.metrics.gender_probe import compute_gender_probe, prepare_gender_probe
 from spokenbench.core.metrics.selection_bias import ckld_interval
 from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
-from spokenbench.core.panels import (
-    PANEL_ORDER,
-    _kendall_tau_b,
-    _median_with_interval,
-    compute_panels,
-    point_details,
-    probe_group,
-    project_panels,
-    published_for,
-    wilson,
-)
-from spokenbench.core.published import published_table
+from spokenbench.core.results.biasinear_panels import _median_with_interval
+from spokenbench.core.results.compute import compute_panels, project_panels
+from spokenbench.core.results.details import point_details
+from spokenbench.core.results.engine import wilson
+from spokenbench.core.results.gender_probe_panel import probe_group
+from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.order_panels import _kendall_tau_b
+from spokenbench.core.results.published import published_table
+from spokenbench.core.results.published_overlay import published_for
 from spokenbench.core.store import opened
 
 GOLD = {"q1": "A", "q2": "B", "q3": "C", "q4": "D"}
@@ -487,7 +484,7 @@ def test_a_projects_panels_are_the_tables_panels_and_its_points_list_their_quest
 @pytest.mark.slow
 def test_the_cache_reads_again_only_the_runs_whose_answers_changed(tiny_project):
     from spokenbench.core.evaluation.store import update_parses
-    from spokenbench.core.panels import ResponseCache
+    from spokenbench.core.results.compute import ResponseCache
 
     cache = ResponseCache()
     with opened(tiny_project) as project:
@@ -510,7 +507,7 @@ def test_the_cache_reads_again_only_the_runs_whose_answers_changed(tiny_project)
 
 @pytest.mark.slow
 def test_many_questions_take_the_chunked_bootstrap_with_the_same_intervals(monkeypatch):
-    import spokenbench.core.panels as panels_module
+    import spokenbench.core.results.engine as panels_module
 
     frame = biasinear_like(40, 3, seed=5)
     dense = compute_panels(frame, n_resamples=300)
@@ -524,7 +521,7 @@ def test_many_questions_take_the_chunked_bootstrap_with_the_same_intervals(monke
 def test_a_panel_with_views_shows_one_at_a_time():
     """The gender probes' answer settings are views: the figure draws one setting's categories, not all twelve
     setting-category groups on one axis."""
-    from spokenbench.core.panels import Panel, Point
+    from spokenbench.core.results.model import Panel, Point
 
     panel = Panel("gender_probe", "Gender probes", "Table 1", "", "bars", ["J"], {})
     panel.views = {"binary_option": "binary", "neutral_option": "neutral option"}

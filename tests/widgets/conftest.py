@@ -109,7 +109,7 @@ def results_page(qtbot, read_only_demo, open_session, played):
 
     from spokenbench.app.results_page import ResultsPage
 
-    def make(width: int, height: int, timeout_ms: int = 20_000):
+    def make(width: int, height: int, timeout_ms: int = 60_000):
         page = ResultsPage(SimpleNamespace(play_file=lambda path: played.append(path)))
         qtbot.addWidget(page)
         page.resize(width, height)

@@ -7,7 +7,7 @@ from PySide6.QtCore import QSettings, Qt
 from stub_server import Reply, StubServer
 
 from spokenbench.app import main_window as main_window_module
-from spokenbench.app.main_window import MainWindow, PlaceholderPage, read_badges
+from spokenbench.app.main_window import BadgeCounts, MainWindow, PlaceholderPage, read_badges
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY, SettingsDialog
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.evaluation.preparation import run_claim
@@ -79,6 +79,21 @@ def test_the_evaluate_badge_counts_runs_running_and_runs_to_resume(demo_copy):
         with project.transaction() as conn:
             mark_run(conn, runs[1].run_id, "failed", "a test failure")
         assert read_badges(project, "ana")["evaluate"] == "2 to resume"
+
+
+@pytest.mark.slow
+def test_badges_are_read_again_only_when_their_tables_change(demo_copy):
+    counts = BadgeCounts()
+    with opened(demo_copy) as project:
+        first = counts.read(project, "ana")
+        assert first == read_badges(project, "ana") and set(counts.reads.values()) == {1}
+        assert counts.read(project, "ana") == first and set(counts.reads.values()) == {1}  # nothing changed
+        with project.transaction() as conn:
+            mark_run(conn, run_rows(project.conn)[1].run_id, "failed", "a test failure")
+        assert counts.read(project, "ana")["evaluate"] == "1 to resume"
+        assert counts.reads == {"items": 1, "rewrites": 1, "rating": 1, "speakers": 1, "evaluate": 2, "results": 2}
+        counts.read(project, "ben")  # another annotator: only the rating queues are counted again
+        assert counts.reads["rating"] == 2 and counts.reads["items"] == 1 and counts.reads["evaluate"] == 2
 
 
 @pytest.mark.slow

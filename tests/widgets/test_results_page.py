@@ -9,9 +9,10 @@ import xml.etree.ElementTree as ET
 import pytest
 from matplotlib.backend_bases import MouseEvent
 from matplotlib.text import Text
+from PySide6.QtCore import Qt
 
 from spokenbench.core.evaluation.store import mark_run
-from spokenbench.core.panels import PANEL_ORDER
+from spokenbench.core.results.model import PANEL_ORDER
 from spokenbench.core.store import opened
 from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, short_labels
 
@@ -34,12 +35,14 @@ def page(results_page):
 
 
 def figure_texts(page) -> list[str]:
+    page.view.finish_drawing()  # drawn off the UI thread: the figure is read once it is done
     return [t.get_text() for t in page.view.figure.findobj(Text) if t.get_text()]
 
 
 def draw(page, key, published=False, render=True):
     page.show_panel(key)
     page.view.published_toggle.setChecked(published)
+    page.view.finish_drawing()
     if render:  # rasterize, as the screen would (the figure's artists exist either way)
         page.view.canvas.draw()
 
@@ -193,26 +196,48 @@ def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
 
 @pytest.mark.slow
 def test_the_page_follows_the_runs_and_the_run_picker(page, qtbot, demo):
-    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):
         page.select_runs([1])
     assert page.panels.series == ["simulated:steady"] and len(page.panels.responses) == 672
     assert page.panels.panels["ranking_changes"].empty  # rankings need two models
-    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):
         page.select_all_runs()
     # the three listeners, then the gender study's models (by model, not by run: its runs are grouped by setting)
     assert len(page.panels.series) == 6
-    reads = page.cache.reads
-    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+    computations = page.computations
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):  # nothing changed since: kept, not recomputed
+        page.select_runs([1])
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):
+        page.select_all_runs()
+    assert page.computations == computations and len(page.panels.series) == 6
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):
         with opened(demo) as project, project.transaction() as conn:  # another connection, as a CLI run would
             mark_run(conn, 2, "finished")
     assert len(page.panels.series) == 6
-    assert page.cache.reads - reads <= 1  # only the run whose row changed may be read again
+    assert page.computations == computations + 1  # the runs table's counter moved: computed again
+
+
+@pytest.mark.slow
+def test_while_new_figures_compute_the_old_ones_stay_marked_stale_and_keys_still_work(page, qtbot, demo):
+    """The panels compute in a job process: the figures shown stay, saying what they are from before, and the
+    panel list answers the arrow keys meanwhile."""
+    old = page.panels
+    page.panel_list.setFocus()
+    with opened(demo) as project, project.transaction() as conn:  # another connection, as a run would
+        mark_run(conn, 2, "finished")
+    qtbot.waitUntil(lambda: "Updating…" in page.answering_note.text(), timeout=10_000)
+    assert "from before a run started, ended or changed" in page.answering_note.text()
+    assert page.panels is old and page.view.panel is old.panels[PANEL_ORDER[0]]  # the previous figures stay
+    qtbot.keyClick(page.panel_list, Qt.Key.Key_Down)
+    assert page.panel_list.currentRow() == 1 and page.view.panel is old.panels[PANEL_ORDER[1]]
+    qtbot.waitUntil(lambda: page.panels is not old, timeout=60_000)
+    assert page.answering_note.text() == "" and page.view.panel is page.panels.panels[PANEL_ORDER[1]]
 
 
 @pytest.mark.slow
 def test_a_hidden_page_recomputes_once_shown_not_while_answers_stream_in(page, qtbot, demo):
     """Recomputing is seconds of pandas on a thread of the app: while another page is shown, changes only mark it."""
-    qtbot.waitUntil(lambda: page.panels is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: page.panels is not None, timeout=60_000)
     page.hide()
     computed = []
     page.panels_ready.connect(computed.append)
@@ -220,7 +245,7 @@ def test_a_hidden_page_recomputes_once_shown_not_while_answers_stream_in(page, q
         mark_run(conn, 2, "finished")
     qtbot.wait(1_500)  # two polls of the project monitor and more than a refresh delay
     assert computed == []
-    with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):
         page.show()
     assert len(computed) == 1
 
@@ -231,7 +256,7 @@ def test_while_a_job_stores_answers_the_panels_wait_for_it_to_end(page, qtbot, d
     app: they wait for the job to end (Refresh now recomputes them at once)."""
     from spokenbench.core.jobs.registry import tracked_job
 
-    qtbot.waitUntil(lambda: page.panels is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: page.panels is not None, timeout=60_000)
     computed = []
     page.panels_ready.connect(computed.append)
     with tracked_job(demo, "evaluate", "a run elsewhere"):  # as another process's run: a live job of the project
@@ -242,13 +267,13 @@ def test_while_a_job_stores_answers_the_panels_wait_for_it_to_end(page, qtbot, d
         qtbot.wait(1_200)
         assert computed == [] and "update when it ends" in page.answering_note.text()
         assert page.refresh_now.isVisible()
-        with qtbot.waitSignal(page.panels_ready, timeout=10_000):
+        with qtbot.waitSignal(page.panels_ready, timeout=60_000):
             page.refresh_now.click()
         assert not page.waiting_for_job and page.refresh_now.isHidden()
         with opened(demo) as project, project.transaction() as conn:
             mark_run(conn, 2, "finished")
         qtbot.waitUntil(lambda: page.waiting_for_job, timeout=3_000)
-    with qtbot.waitSignal(page.panels_ready, timeout=10_000):  # the job has ended
+    with qtbot.waitSignal(page.panels_ready, timeout=60_000):  # the job has ended
         pass
     assert len(computed) == 2 and not page.waiting_for_job and page.answering_note.text() == ""
 
@@ -263,15 +288,56 @@ def test_closing_the_project_clears_the_page(page):
 @pytest.mark.slow
 def test_real_and_simulated_runs_side_by_side_are_labelled_per_model(qtbot):
     from spokenbench.core.metrics.synthetic import biasinear_like
-    from spokenbench.core.panels import compute_panels
+    from spokenbench.core.results.compute import compute_panels
     from spokenbench.widgets.metric_panels import MetricPanelView
 
     panels = compute_panels(biasinear_like(12, 2, seed=4), simulated={"model_1": True}, n_resamples=50)
     view = MetricPanelView()
     qtbot.addWidget(view)
     view.set_panel(panels.panels["accuracy_by_level"], panels.series, panels.simulated)
+    view.finish_drawing()
     texts = [t.get_text() for t in view.figure.findobj(Text)]
     assert "model_1 (simulated)" in texts and "model_2" in texts  # the legend marks the simulated one
     assert any("simulated runs marked 'simulated' in the legend" in t for t in texts)
     table = panels.panels["accuracy_by_level"].tables["accuracy_by_level"]
     assert dict(zip(table["model"], table["source"])) == {"model_1": "yours (simulated)", "model_2": "yours"}
+
+
+@pytest.mark.slow
+def test_the_figure_is_drawn_off_the_ui_thread_and_a_click_on_its_image_finds_the_point(qtbot, monkeypatch):
+    """Building and rasterizing a panel happen on the view's drawing thread; the UI thread paints the image, and
+    a real mouse click on a bar's pixels lists that bar's point."""
+    import threading
+
+    from PySide6.QtCore import QPoint
+
+    from spokenbench.core.metrics.synthetic import biasinear_like
+    from spokenbench.core.results.compute import compute_panels
+    from spokenbench.widgets import metric_panels
+    from spokenbench.widgets.metric_panels import MetricPanelView
+
+    drawn_on = []
+    real_draw_panel = metric_panels.draw_panel
+
+    def recording_draw_panel(*args, **kwargs):
+        drawn_on.append(threading.current_thread())
+        return real_draw_panel(*args, **kwargs)
+
+    monkeypatch.setattr(metric_panels, "draw_panel", recording_draw_panel)
+    panels = compute_panels(biasinear_like(12, 2, seed=4), n_resamples=50)
+    view = MetricPanelView()
+    qtbot.addWidget(view)
+    view.resize(1000, 800)
+    view.show()
+    view.set_panel(panels.panels["accuracy_by_level"], panels.series, panels.simulated)
+    assert view.hits.targets == []  # nothing to hit until the figure is drawn
+    qtbot.waitUntil(lambda: bool(view.hits.targets) and not view.canvas.busy, timeout=30_000)
+    assert drawn_on and threading.main_thread() not in drawn_on
+    assert view.canvas.grab().toImage().pixelColor(5, 5).isValid()
+    patch, [point] = next((artist, pts) for artist, pts in view.hits.targets if len(pts) == 1 and len(pts[0].rows))
+    box = patch.get_window_extent()
+    ratio = view.canvas.device_pixel_ratio
+    x, y = (box.x0 + box.x1) / 2 / ratio, (view.figure.bbox.height - (box.y0 + box.y1) / 2) / ratio
+    with qtbot.waitSignal(view.point_clicked, timeout=5_000) as clicked:
+        qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=QPoint(round(x), round(y)))
+    assert clicked.args[0] is point

@@ -12,7 +12,7 @@ from spokenbench.core.demo.tour import TOUR
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import evaluate
-from spokenbench.core.panels import PANEL_ORDER, panel_heading
+from spokenbench.core.results.model import PANEL_ORDER, panel_heading
 from spokenbench.core.store import opened
 
 TEXT_MODEL = "simulated:steady"
@@ -62,6 +62,7 @@ def test_a_text_run_leaves_every_model_its_accent_and_gender_subplots(qtbot, wit
     step = next(s for s in TOUR if s.key == "language-accent-gender")
     assert "language, accent and gender subplots" in step.text  # what the tour's step asks to compare
     assert {"language", "accent", "gender"} <= set(facets)
+    page.view.finish_drawing()  # drawn off the UI thread
     titles = {ax.get_title() for ax in page.view.figure.get_axes()}
     assert {"language", "accent", "gender"} <= titles
     points = page.view.panel.points

@@ -13,7 +13,7 @@ from spokenbench.core.evaluation.launcher import LaunchForm, settings_from_form
 from spokenbench.core.evaluation.presets import resolve_model
 from spokenbench.core.evaluation.real_demo import REAL_LABEL, REAL_MODEL, split_real
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
-from spokenbench.core.panels import run_labels
+from spokenbench.core.results.compute import run_labels
 
 
 def test_a_name_that_is_neither_bundled_nor_a_gguf_path_is_refused_with_what_to_give():

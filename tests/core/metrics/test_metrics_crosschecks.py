@@ -12,7 +12,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kap
 from spokenbench.core.metrics.analysis import analyze_mcq
 from spokenbench.core.metrics.mcq import accuracy_cross_table, compute_mcq_metrics, model_summary
 from spokenbench.core.metrics.responses import prepare_mcq
-from spokenbench.core.published import published_dir
+from spokenbench.core.results.published import published_dir
 
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 

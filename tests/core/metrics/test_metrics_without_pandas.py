@@ -64,4 +64,4 @@ def test_text_columns_and_dataframe_give_the_same_analysis():
     assert from_frame.to_json() == from_columns.to_json()
     pd.testing.assert_frame_equal(from_frame.summary, from_columns.summary)
     summary = model_summary(from_frame.metrics).merge(from_frame.selection.per_model, on="model", how="left")
-    pd.testing.assert_frame_equal(from_frame.summary, summary)  # what core/panels.py builds
+    pd.testing.assert_frame_equal(from_frame.summary, summary)  # what core/results/ builds

@@ -6,7 +6,7 @@ import pytest
 from qc_support import item_id
 
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.published import published_dir
+from spokenbench.core.results.published import published_dir
 from spokenbench.core.rewriting.flagging import (
     AUTO_REVIEWER,
     char_diff,

@@ -13,7 +13,7 @@ from spokenbench.core.asr.screening import (
     ensure_screening,
     screen_project,
 )
-from spokenbench.core.published import published_dir
+from spokenbench.core.results.published import published_dir
 
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 

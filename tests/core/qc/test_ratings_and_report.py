@@ -9,9 +9,9 @@ import pytest
 from qc_support import add_clip, add_transcript, item_id
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
-from spokenbench.core.published import published_dir
 from spokenbench.core.qc.queues import rate_clip, sample_for_rating
 from spokenbench.core.qc.ratings import TABLE3_COLUMNS, consensus, rating_results
+from spokenbench.core.results.published import published_dir
 
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
 CATEGORIES = ("incorrect", "acceptable", "correct")
