@@ -49,12 +49,42 @@ def test_the_app_loads_only_essentials_qt_modules():
     assert loaded <= essentials, f"Qt modules outside pyside6-essentials: {sorted(loaded - essentials)}"
 
 
-@pytest.mark.slow
-def test_statsmodels_is_a_runtime_dependency_while_core_imports_it():
-    imports_statsmodels = any(
-        isinstance(node, ast.ImportFrom | ast.Import)
-        and any((getattr(node, "module", None) or alias.name).startswith("statsmodels") for alias in node.names)
-        for path in (REPO / "core").rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-    )
-    assert not imports_statsmodels or "statsmodels" in declared_dependencies()
+def imported_modules() -> set[str]:
+    """Every module named by an import statement in the installed code (core, app, widgets) and the frozen entry,
+    lazy ones included: a regular-expression scan, cheap enough for the default run."""
+    pattern = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
+    files = [REPO / "packaging" / "spokenbench_studio_entry.py"]
+    files += [path for top in ("core", "app", "widgets") for path in (REPO / top).rglob("*.py")]
+    return {a or b for path in files for a, b in pattern.findall(path.read_text(encoding="utf-8"))}
+
+
+def test_statsmodels_is_a_test_dependency_the_code_never_imports():
+    assert "statsmodels" not in declared_dependencies()
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"statsmodels>=' in pyproject.split("test = [", 1)[1].split("\n", 1)[0]
+    assert not {m for m in imported_modules() if m.split(".")[0] in ("statsmodels", "patsy", "formulaic")}
+
+
+def spec_excludes() -> list[str]:
+    tree = ast.parse((REPO / "packaging" / "spokenbench-studio.spec").read_text(encoding="utf-8"))
+    [node] = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "excludes"]
+    return ast.literal_eval(node.value)
+
+
+def test_the_build_leaves_out_no_runtime_dependency_and_nothing_the_code_imports():
+    """The spec's excludes and the code stay consistent: a runtime dependency is never left out whole, and no
+    excluded module is one the code imports (lazy imports of the optional extras excepted, which say when
+    missing). The packaged test (tests/packaging) checks the same by running the build."""
+    excludes, runtime = spec_excludes(), declared_dependencies()
+    extras_imports = {"torch", "chatterbox", "faster_whisper", "kokoro_onnx", "tokenizers", "safetensors"}
+    runtime_imports = {
+        module
+        for module, distributions in importlib.metadata.packages_distributions().items()
+        if {re.sub(r"[-_.]+", "-", d).lower() for d in distributions} & runtime
+    }
+    assert {"numpy", "scipy", "pyarrow", "PySide6"} <= runtime_imports
+    assert not set(excludes) & runtime_imports, "a runtime dependency is excluded whole"
+    imported = {m for m in imported_modules() if m.split(".")[0] not in extras_imports}
+    clashes = {e for e in excludes for m in imported if m == e or m.startswith(e + ".")}
+    assert not clashes, f"the spec excludes modules the code imports: {sorted(clashes)}"
+    assert extras_imports <= set(excludes)

@@ -7,6 +7,7 @@ data inside, and runs the app's job processes (`--job-host`). Slow (a build take
 
 It is skipped, with the reason, when PyInstaller is not installed."""
 
+import json
 import os
 import pickle
 import subprocess
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import gmmlu_rows, write_csv
+from support import gmmlu_rows, write_csv, write_parquet
 
 from spokenbench.core.importers import import_files
 from spokenbench.core.jobs import host as job_host
@@ -70,3 +71,19 @@ def test_pyinstaller_build_runs_the_demo_smoke_check(tmp_path):
     assert host.wait(60) == 0
     assert frames[0][0] == "job" and frames[-1][0] == "ok", frames[-1]
     assert frames[-1][1][0].imported == 20
+
+    # What the spec leaves out or strips is not needed by the headless paths either: a Parquet import (pyarrow
+    # without ORC, Substrait and encryption; stripped Arrow libraries) and the QC report (scipy, numpy's OpenBLAS).
+    parquet = write_parquet(tmp_path / "fr.parquet", gmmlu_rows(5))
+    command = [executable, "--cli", "import", data_dir / "demo-project", parquet, "--format", "gmmlu-lite"]
+    imported = subprocess.run(command + ["--language", "fr", "--json"], **_cli_options(env, tmp_path))
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    assert json.loads(imported.stdout)[0]["imported"] == 5
+    report = subprocess.run([executable, "--cli", "qc-report", data_dir / "demo-project", "--json"],
+                            **_cli_options(env, tmp_path))  # fmt: skip
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert json.loads(report.stdout)["reliability"]["pairs"][0]["cohen_kappa"] is not None
+
+
+def _cli_options(env: dict, cwd: Path) -> dict:
+    return {"env": env, "cwd": cwd, "capture_output": True, "text": True, "timeout": 300}

@@ -28,6 +28,14 @@ def test_the_wilson_interval_is_the_textbook_one(k, n):
     assert wilson_interval(0, 0) is None
 
 
+@pytest.mark.parametrize("k, n", [(5, 10), (10, 10), (0, 3), (7, 9), (1, 1), (3, 1000)])
+def test_the_wilson_interval_matches_statsmodels(k, n):
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    assert wilson_interval(k, n) == [round(low, 4), round(high, 4)]
+
+
 @pytest.fixture
 def queue(qc_project, speech_clips):
     """Queue 'c': three sampled clips and six corrupted controls (expected Incorrect)."""
