@@ -53,6 +53,7 @@ from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.host import job_call, run_task_in_job_process, task_call
+from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
@@ -145,18 +146,24 @@ class BadgeCounts:
         badges = {}
         for badge, tables in BADGE_SOURCES.items():
             key = (tuple(versions.get(table) for table in sorted(tables)), annotator if badge == "rating" else None)
+            if badge == "evaluate":
+                # a run's process can die without a write (its run then waits to be resumed): no counter shows
+                # that, so the claims live jobs hold are part of the key — read from the unfinished jobs only
+                key += (live_claims(project),)
             with self._lock:
                 known = self._known.get(badge)
-            # a run's process can die without a write (its run then waits to be resumed): no counter shows
-            # that, so while the badge says something runs it is read each time
-            running = badge == "evaluate" and known is not None and "running" in (known[1] or "")
-            if known is None or known[0] != key or running:
+            if known is None or known[0] != key:
                 known = (key, readers[badge]())
                 with self._lock:
                     self._known[badge] = known
                     self.reads[badge] += 1
             badges[badge] = known[1]
         return badges
+
+
+def live_claims(project: Project) -> frozenset[str]:
+    """The claims held by live jobs (a run's claim while its process runs): a killed run's process drops out."""
+    return frozenset(job.claim for job in list_jobs(project.conn, include_finished=False) if job.claim)
 
 
 def evaluate_badge(project: Project) -> str | None:

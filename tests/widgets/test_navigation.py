@@ -97,6 +97,25 @@ def test_badges_are_read_again_only_when_their_tables_change(demo_copy):
 
 
 @pytest.mark.slow
+def test_a_running_run_is_not_read_again_until_its_job_ends(demo_copy):
+    """While a run runs, badge refreshes re-read nothing (its counters and the live claims are unchanged); when its
+    process is gone without a word, the live claims change and the run is counted as waiting to be resumed."""
+    counts = BadgeCounts()
+    with opened(demo_copy) as project:
+        run_id = run_rows(project.conn)[0].run_id
+        with tracked_job(demo_copy, "evaluate", "Evaluating: a test run", claim=run_claim(run_id)):
+            with project.transaction() as conn:
+                mark_run(conn, run_id, "running")
+            assert counts.read(project, "ana")["evaluate"] == "1 running"
+            reads = counts.reads["evaluate"]
+            for _ in range(3):
+                assert counts.read(project, "ana")["evaluate"] == "1 running"
+            assert counts.reads["evaluate"] == reads
+        assert counts.read(project, "ana")["evaluate"] == "1 to resume"
+        assert counts.reads["evaluate"] == reads + 1
+
+
+@pytest.mark.slow
 def test_sidebar_switches_pages_and_each_page_is_real(window, qtbot, built_demo):
     open_and_wait(window, qtbot, built_demo)
     window.sidebar.select("rewrites")
