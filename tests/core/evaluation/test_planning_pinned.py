@@ -64,7 +64,7 @@ PINNED_KEYS = "6f80b09f47a0645d285ec35af293049d5a7c7cff399da31751f1fa51b955fabd"
 
 
 def test_a_batch_file_is_the_same_whether_preparation_keyed_its_requests_or_not(audio_project, tmp_path):
-    from spokenbench.core.evaluation.batches import write_batch_file
+    from spokenbench.core.evaluation.batch_files import write_batch_file
     from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 
     settings = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1", mode="audio")
