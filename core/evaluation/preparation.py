@@ -22,6 +22,7 @@ from spokenbench.core.evaluation.prompts import (
     SYSTEM_PROMPT_VARIANTS,
     RenderedPrompt,
     render_prompt,
+    render_texts,
     render_transcription_prompt,
     template_fingerprint,
 )
@@ -195,10 +196,25 @@ class RequestBuilder:
         )
 
     def answer(self, job: Job, transcript: str | None = None) -> ModelRequest:
-        rendered = self.render(job, transcript)
         audio = job.audio if self.settings.mode in ("audio", "audio+text-options") else ()
-        context = self._listener_context(job, rendered) if self.simulated else None
-        return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
+        if self.simulated:
+            rendered = self.render(job, transcript)
+            context = self._listener_context(job, rendered)
+            return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
+        planned = job.planned
+        system, user = render_texts(  # what is sent: in audio mode made once per presentation, not per request
+            self.settings.prompt,
+            self.settings.mode,
+            job.question,
+            job.option_texts,
+            planned.option_order,
+            planned.label_sequence,
+            planned.condition.spoken_labels,
+            job.item.language,
+            self.settings.system_variant,
+            transcript,
+        )
+        return ModelRequest(system, user, audio, language=job.item.language)
 
     def transcription(self, job: Job) -> ModelRequest:
         if self.transcription_endpoint:

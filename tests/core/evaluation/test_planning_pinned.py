@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from spokenbench.core.evaluation import adapters
 from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
 from spokenbench.core.evaluation.presets import resolve_model
-from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, render_prompt
+from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, render_prompt, render_texts
 
 PRESENTATIONS = [("ABCD", "ABCD"), ("DCBA", "DCBA"), ("ABCD", "DCBA"), ("BCDA", "ABCD"), ("BA", "AB"), ("CAB", "CAB")]
 LANGUAGES = ("en", "zh-CN", "ko", "fr")
@@ -57,6 +58,24 @@ def test_request_keys_are_unchanged():
             keys.append(adapter.request_key(request))
             keys.append(adapter.request_key(request))  # the second time from the adapter's kept identity
     assert digest(keys) == PINNED_KEYS
+
+
+def test_texts_made_once_per_presentation_are_the_rendered_ones():
+    """render_texts (a presentation's texts made once where no question goes into them) = render_prompt's."""
+    for name, mode, variant, labels, (order, sequence) in itertools.product(
+        PROMPTS, MODES, SYSTEM_PROMPT_VARIANTS, (True, False), PRESENTATIONS
+    ):
+        for question, transcript in (("Which one {x}?", None), ("Another question?", "what was heard")):
+            texts = [f"option {letter}" for letter in "ABCD"[: len(order)]]
+            arguments = (name, mode, question, texts, order, sequence, labels, "en", variant, transcript)
+            prompt = render_prompt(*arguments)
+            assert render_texts(*arguments) == (prompt.system, prompt.user), arguments
+
+
+def test_request_keys_are_unchanged_when_the_kept_texts_are_dropped(monkeypatch):
+    """The encoded texts a key splices are kept in a bounded table: emptied at every request, the same keys."""
+    monkeypatch.setattr(adapters, "_TEXTS_JSON_MAX", 0)
+    test_request_keys_are_unchanged()
 
 
 PINNED_PROMPTS = "a2f983ea1bfe1b39f9f18d2cad5927194835478eafa75614fd11876f818be50c"
