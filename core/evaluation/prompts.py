@@ -134,6 +134,8 @@ def render_prompt(
     order `label_sequence` speaks them."""
     shape = _presentation(template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant)
     shown = {letter: option_texts[source] for letter, source in shape.sources}
+    if shape.texts is not None:  # no question text goes into system or user: made once for the presentation
+        return RenderedPrompt(*shape.texts, shape.presented, shown, shape.neutral_letter, shape.neutral_text)
     line = shape.option_line
     if spoken_labels:
         lines = [line.format(letter=letter, text=shown[letter]) for letter in label_sequence]
