@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 
 from spokenbench.core.errors import SpokenBenchError
@@ -60,21 +61,48 @@ class _Line:
 
 
 def _context(rendered, keyer: ModelAdapter, request: ModelRequest) -> str:
-    """What parsing and costing a result needs later, without the plan."""
+    """What parsing and costing a result needs later, without the plan. Written out for the usual types (the
+    bytes of json.dumps with ensure_ascii=False and compact separators: a batch file records one per request);
+    anything else goes through json."""
     text_est, audio_est = keyer.estimate_tokens(request)
-    return json.dumps(
-        {
-            "letters": rendered.presented_letters,
-            "texts": rendered.option_texts,
-            "neutral_letter": rendered.neutral_letter,
-            "neutral_text": rendered.neutral_text,
-            "text_est": text_est,
-            "audio_est": audio_est,
-            "audio_s": sum(a.seconds for a in request.audio),
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
+    context = {
+        "letters": rendered.presented_letters,
+        "texts": rendered.option_texts,
+        "neutral_letter": rendered.neutral_letter,
+        "neutral_text": rendered.neutral_text,
+        "text_est": text_est,
+        "audio_est": audio_est,
+        "audio_s": sum(a.seconds for a in request.audio),
+    }
+    texts, neutral_letter, neutral_text, audio_s = (
+        context["texts"],
+        context["neutral_letter"],
+        context["neutral_text"],
+        context["audio_s"],
     )
+    if not (
+        type(context["letters"]) is str
+        and type(texts) is dict
+        and all(type(k) is str and type(v) is str for k, v in texts.items())
+        and (neutral_letter is None or type(neutral_letter) is str)
+        and (neutral_text is None or type(neutral_text) is str)
+        and type(text_est) is int
+        and type(audio_est) is int
+        and (type(audio_s) is int or (type(audio_s) is float and math.isfinite(audio_s)))
+    ):
+        return json.dumps(context, ensure_ascii=False, separators=(",", ":"))
+    text = _JSON_TEXT
+    shown = ",".join(f"{text(k)}:{text(v)}" for k, v in texts.items())
+    return (
+        f'{{"letters":{text(context["letters"])},"texts":{{{shown}}},'
+        f'"neutral_letter":{"null" if neutral_letter is None else text(neutral_letter)},'
+        f'"neutral_text":{"null" if neutral_text is None else text(neutral_text)},'
+        f'"text_est":{int.__repr__(text_est)},"audio_est":{int.__repr__(audio_est)},'
+        f'"audio_s":{(float if type(audio_s) is float else int).__repr__(audio_s)}}}'
+    )
+
+
+_JSON_TEXT = json.encoder.encode_basestring  # json.dumps's string encoder with ensure_ascii=False
 
 
 def _check_batchable(prepared: EvaluationPreparation, provider: str | None) -> None:

@@ -54,3 +54,36 @@ PINNED = {
     "audio neutral none": "62ef2419e880bec5b37b78e54dbdd34e070dbb56a577c448f8522e821982d5a4",
     "text standard": "26732527c7d60a97f209ae98eb2ca76b4fc34aa38b71925e3f34bea243c9351f",
 }
+
+
+@pytest.mark.parametrize(
+    ("texts", "neutral", "seconds"),
+    [
+        ({"A": "Paris", "B": 'say "B" \\ ü 中文\n'}, (None, None), (1.5, 0.25)),
+        ({"A": "x", "B": "y", "C": "z"}, ("D", "Cannot be determined — ¿"), ()),
+        ({"A": "\u2028 control \x01"}, ("B", "none"), (3.0,)),
+        ({"A": "x", "B": None}, (None, None), (1, 2)),  # a text that is no string: written by json, as before
+    ],
+)
+def test_a_request_context_is_the_json_of_its_fields(texts, neutral, seconds):
+    import json
+
+    from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
+    from spokenbench.core.evaluation.batch_records import _context
+    from spokenbench.core.evaluation.presets import resolve_model
+    from spokenbench.core.evaluation.prompts import RenderedPrompt
+
+    keyer = ModelAdapter(resolve_model("vllm:m", "http://127.0.0.1:9/v1"), GenerationParams())
+    request = ModelRequest("Système", "Réponds", tuple(AudioInput(b"", "ab" * 32, "wav", s) for s in seconds))
+    rendered = RenderedPrompt("Système", "Réponds", "".join(texts), texts, *neutral)
+    text_est, audio_est = keyer.estimate_tokens(request)
+    expected = {
+        "letters": "".join(texts),
+        "texts": texts,
+        "neutral_letter": neutral[0],
+        "neutral_text": neutral[1],
+        "text_est": text_est,
+        "audio_est": audio_est,
+        "audio_s": sum(seconds),
+    }
+    assert _context(rendered, keyer, request) == json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
