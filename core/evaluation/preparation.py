@@ -179,6 +179,7 @@ class RequestBuilder:
         self.settings, self.preset, self.asr_preset = settings, preset, asr_preset
         self.simulated = preset.provider == "simulated"
         self.transcription_endpoint = asr_preset is not None and is_transcription_endpoint(asr_preset)
+        self._levels: dict = {}  # condition → its factor levels as strings, read once per condition
 
     def render(self, job: Job, transcript: str | None = None) -> RenderedPrompt:
         planned = job.planned
@@ -226,7 +227,10 @@ class RequestBuilder:
         from spokenbench.core.evaluation.simulated import ListenerQuestion
 
         condition = job.planned.condition
-        levels = {k: str(v) for k, v in condition.factors().items()}
+        levels = self._levels.get(condition)
+        if levels is None:
+            levels = self._levels[condition] = {k: str(v) for k, v in condition.factors().items()}
+        levels = dict(levels)
         if job.item.cultural_label:
             levels["cultural_label"] = job.item.cultural_label
         levels["language"] = job.item.language

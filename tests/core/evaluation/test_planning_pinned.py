@@ -149,3 +149,30 @@ def test_a_written_out_fingerprint_is_jsons_own_encoding():
         assert _fingerprint_json(request) == json.dumps(request.fingerprint(), sort_keys=True, ensure_ascii=False)
     odd = ModelRequest("s", "u", (), language=7)  # not a string: encoded by json itself, the same way
     assert _fingerprint_json(odd) == json.dumps(odd.fingerprint(), sort_keys=True, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"mode": "text", "orders": ("original", "reversed"), "identifiers": (True, False)},
+        {"mode": "audio", "simulated": True, "orders": ("original", "DCBA")},
+        {"mode": "audio", "simulated": True, "filters": {"gender": ("female",)}},
+    ],
+)
+def test_text_and_simulated_plans_make_each_condition_once(project, options):
+    """Every request of a condition shares its one Condition and key; the keys are the conditions' own."""
+    from eval_support import add_items
+
+    from spokenbench.core.conditions import Condition
+    from spokenbench.core.evaluation.plans import PlanOptions, build_plan
+
+    add_items(project, 5)
+    plan = build_plan(project.conn, PlanOptions(**options))
+    keys = {request.condition_key for request in plan.requests}
+    assert len(plan.requests) > len(keys) > 1
+    assert len({id(request.condition) for request in plan.requests}) == len(keys)
+    for request in plan.requests:
+        assert request.condition == Condition.from_key(request.condition_key)
+        assert request.condition.key() == request.condition_key
+    if "filters" in options:
+        assert {request.condition.gender for request in plan.requests} == {"female"}
