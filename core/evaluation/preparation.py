@@ -182,8 +182,22 @@ class RequestBuilder:
         self._levels: dict = {}  # condition → its factor levels as strings, read once per condition
 
     def render(self, job: Job, transcript: str | None = None) -> RenderedPrompt:
+        return render_prompt(*self._prompt_arguments(job, transcript))
+
+    def answer(self, job: Job, transcript: str | None = None) -> ModelRequest:
+        audio = job.audio if self.settings.mode in ("audio", "audio+text-options") else ()
+        if self.simulated:
+            rendered = self.render(job, transcript)
+            context = self._listener_context(job, rendered)
+            return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
+        # only the texts sent: in audio mode made once per presentation, not per request
+        system, user = render_texts(*self._prompt_arguments(job, transcript))
+        return ModelRequest(system, user, audio, language=job.item.language)
+
+    def _prompt_arguments(self, job: Job, transcript: str | None) -> tuple:
+        """What render_prompt and render_texts take for `job`."""
         planned = job.planned
-        return render_prompt(
+        return (
             self.settings.prompt,
             self.settings.mode,
             job.question,
@@ -195,27 +209,6 @@ class RequestBuilder:
             self.settings.system_variant,
             transcript,
         )
-
-    def answer(self, job: Job, transcript: str | None = None) -> ModelRequest:
-        audio = job.audio if self.settings.mode in ("audio", "audio+text-options") else ()
-        if self.simulated:
-            rendered = self.render(job, transcript)
-            context = self._listener_context(job, rendered)
-            return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
-        planned = job.planned
-        system, user = render_texts(  # what is sent: in audio mode made once per presentation, not per request
-            self.settings.prompt,
-            self.settings.mode,
-            job.question,
-            job.option_texts,
-            planned.option_order,
-            planned.label_sequence,
-            planned.condition.spoken_labels,
-            job.item.language,
-            self.settings.system_variant,
-            transcript,
-        )
-        return ModelRequest(system, user, audio, language=job.item.language)
 
     def transcription(self, job: Job) -> ModelRequest:
         if self.transcription_endpoint:
