@@ -29,7 +29,7 @@ from spokenbench.app.operations import (
     show_error,
 )
 from spokenbench.core.cli.resume import evaluation_endpoints
-from spokenbench.core.evaluation import batches, launcher
+from spokenbench.core.evaluation import batch_files, batch_records, batch_results, batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
 from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.foundation.errors import InputError, SpokenBenchError
@@ -283,7 +283,7 @@ class EvaluatePage(QWidget):
         if way == BATCH:
             provider = batch_ops.batch_provider(prepared.model_name) or "?"
             cost = prepared.estimated_cost_usd
-            at_batch = "no price known" if cost is None else f"at most ${cost * batches.BATCH_DISCOUNT:.4f}"
+            at_batch = "no price known" if cost is None else f"at most ${cost * batch_records.BATCH_DISCOUNT:.4f}"
             lines.insert(
                 0,
                 f"Batch ({provider}): {at_batch} at the batch price (half the online price); answers within 24 h, "
@@ -528,7 +528,7 @@ class EvaluatePage(QWidget):
         description = launcher.describe_settings(settings)
         operation = JobOp(
             self.session,
-            job_call(batches.write_batch_file_for_settings, settings, path),
+            job_call(batch_files.write_batch_file_for_settings, settings, path),
             kind="batch-file",
             changes=BATCH_CHANGES,
             label=f"Exporting a batch file: {description}",
@@ -540,7 +540,7 @@ class EvaluatePage(QWidget):
         self.last_batch = operation.run()
         return self.last_batch
 
-    def _batch_file_written(self, result: tuple[batches.BatchFileSummary, str]) -> None:
+    def _batch_file_written(self, result: tuple[batch_files.BatchFileSummary, str]) -> None:
         summary, model_name = result
         model = model_name.split(":", 1)[-1]
         output = os.path.join(os.path.dirname(summary.path), "results.jsonl")
@@ -566,7 +566,7 @@ class EvaluatePage(QWidget):
             return None
         operation = JobOp(
             self.session,
-            job_call(batches.import_results, path),
+            job_call(batch_results.import_results, path),
             kind="import-results",
             changes=BATCH_CHANGES,
             label=f"Importing batch results from {os.path.basename(path)}",
@@ -578,7 +578,7 @@ class EvaluatePage(QWidget):
         self.last_import = operation.run()
         return self.last_import
 
-    def _results_imported(self, path: str, summary: batches.ImportSummary) -> None:
+    def _results_imported(self, path: str, summary: batch_results.ImportSummary) -> None:
         runs = ", ".join(map(str, summary.runs)) or "none"
         self.view.set_plan(
             f"Imported {os.path.basename(path)}: {summary.lines:,} lines, {summary.answered:,} answered, "

@@ -59,7 +59,9 @@ def register(subparsers) -> None:
 
 def evaluate_in_batch(args: argparse.Namespace, project, prepared, print_preparation) -> int:
     """`evaluate … --batch PROVIDER` or `--batch-file FILE`, after the plan was prepared."""
-    from spokenbench.core.evaluation.batches import BATCH_DISCOUNT, submit_batches, write_batch_file
+    from spokenbench.core.evaluation.batch_files import write_batch_file
+    from spokenbench.core.evaluation.batch_records import BATCH_DISCOUNT
+    from spokenbench.core.evaluation.batches import submit_batches
 
     if not args.json:
         print_preparation(prepared, file=sys.stderr)
@@ -166,7 +168,7 @@ def _print_collect(summary, folder) -> None:
 
 
 def cmd_import_results(args: argparse.Namespace) -> int:
-    from spokenbench.core.evaluation.batches import import_results
+    from spokenbench.core.evaluation.batch_results import import_results
 
     with opened(args.dir) as project:
         summary = import_results(project, args.file, text_progress_bar())

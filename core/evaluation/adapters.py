@@ -55,11 +55,22 @@ def _fingerprint_json(request: ModelRequest) -> str:
     ):
         return _KEY_JSON(request.fingerprint())
     audio = ", ".join(f"[{text(a.sha256)}, {text(a.format)}]" for a in request.audio)
-    return (
-        f'{{"audio": [{audio}], "kind": {text(request.kind)}, '
-        f'"language": {"null" if language is None else text(language)}, '
-        f'"system": {"null" if system is None else text(system)}, "user": {text(request.user)}}}'
-    )
+    texts = (request.kind, language, system, request.user)
+    after = _TEXTS_JSON.get(texts)
+    if after is None:
+        if len(_TEXTS_JSON) >= _TEXTS_JSON_MAX:
+            _TEXTS_JSON.clear()
+        after = _TEXTS_JSON[texts] = (
+            f'"kind": {text(request.kind)}, "language": {"null" if language is None else text(language)}, '
+            f'"system": {"null" if system is None else text(system)}, "user": {text(request.user)}}}'
+        )
+    return f'{{"audio": [{audio}], {after}'
+
+
+# The fingerprint's JSON after its audio, by (kind, language, system, user): in audio mode a plan's 100,000s of
+# requests share a few texts, so each is encoded once, not once per request (bounded: text mode never repeats)
+_TEXTS_JSON: dict[tuple, str] = {}
+_TEXTS_JSON_MAX = 1024
 
 
 @dataclass(frozen=True)

@@ -159,8 +159,8 @@ def condition_levels(conn: sqlite3.Connection) -> dict[str, list[str]]:
     simulated listener's grid (BiasInEar's accents and one voice per gender)."""
     levels: dict[str, set[str]] = {"language": set(item_languages(conn))}
     rows = store.assembled_input_rows(conn)
-    for row in rows:
-        for factor, value in Condition.from_key(row["condition_key"]).factors().items():
+    for condition_key in {row["condition_key"] for row in rows}:  # each condition's factors read once
+        for factor, value in Condition.from_key(condition_key).factors().items():
             if factor in FACTOR_FILTERS or factor == "order":
                 levels.setdefault(factor, set()).add(_level(value))
     if not rows:

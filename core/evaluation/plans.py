@@ -335,6 +335,7 @@ def _spoken_question_requests(
     """The gender paper's setup: the question clip is heard, the options are read. One presentation per
     question clip (language, accent, voice) of the item."""
     requests, missing = [], []
+    conditions = _Conditions(options.filters, options.identifiers)
     for item_id, item in items.items():
         clips = [c for c in store.question_clips(conn, item_id) if _voice_kind_wanted(c["neutralization"], options)]
         if not clips:
@@ -344,7 +345,7 @@ def _spoken_question_requests(
             for order in wanted_orders(item, options) or ["original"]:
                 option_order, label_sequence = order_strings(order, len(item.options))
                 for labelled in options.identifiers:
-                    condition = Condition(
+                    condition, key, kept = conditions(
                         language=clip["language"],
                         accent=clip["accent"],
                         voice=clip["voice"],
@@ -353,11 +354,9 @@ def _spoken_question_requests(
                         spoken_labels=labelled,
                         voice_source=_voice_source(clip),
                     )
-                    if _matches(condition, options.filters, options.identifiers):
+                    if kept:
                         requests.append(
-                            PlannedRequest(
-                                item_id, condition, condition.key(), option_order, label_sequence, clip["id"]
-                            )
+                            PlannedRequest(item_id, condition, key, option_order, label_sequence, clip["id"])
                         )
     if missing and options.voices == "neutralized":
         raise SpokenBenchError(
@@ -392,14 +391,33 @@ def _shared(text: str) -> str:
     return sys.intern(text)
 
 
+class _Conditions:
+    """One Condition, its key, and whether the plan's filters keep it, per distinct set of factors: a plan of
+    100,000 requests holds a handful of conditions, each made, keyed and matched once, shared by its requests."""
+
+    def __init__(self, filters: dict[str, tuple[str, ...]], identifiers: tuple[bool, ...]):
+        self.filters, self.identifiers = filters, identifiers
+        self._known: dict[tuple, tuple[Condition, str, bool]] = {}
+
+    def __call__(self, **factors) -> tuple[Condition, str, bool]:
+        signature = tuple(factors.items())
+        known = self._known.get(signature)
+        if known is None:
+            condition = Condition(**factors)
+            kept = _matches(condition, self.filters, self.identifiers)
+            known = self._known[signature] = (condition, condition.key(), kept)
+        return known
+
+
 def _text_requests(items: dict[int, Item], options: PlanOptions) -> list[PlannedRequest]:
     requests = []
+    conditions = _Conditions(options.filters, options.identifiers)
     for item_id, item in items.items():
         for order in wanted_orders(item, options) or ["original"]:
             option_order, label_sequence = order_strings(order, len(item.options))
             for labelled in options.identifiers:
-                condition = Condition(language=item.language, order=order, spoken_labels=labelled)
-                requests.append(PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence))
+                condition, key, _kept = conditions(language=item.language, order=order, spoken_labels=labelled)
+                requests.append(PlannedRequest(item_id, condition, key, option_order, label_sequence))
     return requests
 
 
@@ -408,6 +426,9 @@ def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[Pl
     accents_filter = options.filters.get("accent")
     genders_filter = options.filters.get("gender")
     requests = []
+    conditions = _Conditions(
+        {k: v for k, v in options.filters.items() if k not in ("accent", "voice")}, options.identifiers
+    )
     for item_id, item in items.items():
         language = item.language.split("-")[0].lower()
         accents = SIMULATED_ACCENTS.get(language, (None,))
@@ -420,7 +441,7 @@ def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[Pl
                 for order in wanted_orders(item, options) or ["original"]:
                     option_order, label_sequence = order_strings(order, len(item.options))
                     for labelled in options.identifiers:
-                        condition = Condition(
+                        condition, key, kept = conditions(
                             language=item.language,
                             accent=accent,
                             voice=voice,
@@ -428,14 +449,8 @@ def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[Pl
                             order=order,
                             spoken_labels=labelled,
                         )
-                        if _matches(
-                            condition,
-                            {k: v for k, v in options.filters.items() if k not in ("accent", "voice")},
-                            options.identifiers,
-                        ):
-                            requests.append(
-                                PlannedRequest(item_id, condition, condition.key(), option_order, label_sequence)
-                            )
+                        if kept:
+                            requests.append(PlannedRequest(item_id, condition, key, option_order, label_sequence))
     return requests
 
 

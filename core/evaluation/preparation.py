@@ -22,6 +22,7 @@ from spokenbench.core.evaluation.prompts import (
     SYSTEM_PROMPT_VARIANTS,
     RenderedPrompt,
     render_prompt,
+    render_texts,
     render_transcription_prompt,
     template_fingerprint,
 )
@@ -184,10 +185,25 @@ class RequestBuilder:
         self.settings, self.preset, self.asr_preset = settings, preset, asr_preset
         self.simulated = preset.provider == "simulated"
         self.transcription_endpoint = asr_preset is not None and is_transcription_endpoint(asr_preset)
+        self._levels: dict = {}  # condition → its factor levels as strings, read once per condition
 
     def render(self, job: Job, transcript: str | None = None) -> RenderedPrompt:
+        return render_prompt(*self._prompt_arguments(job, transcript))
+
+    def answer(self, job: Job, transcript: str | None = None) -> ModelRequest:
+        audio = job.audio if self.settings.mode in ("audio", "audio+text-options") else ()
+        if self.simulated:
+            rendered = self.render(job, transcript)
+            context = self._listener_context(job, rendered)
+            return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
+        # only the texts sent: in audio mode made once per presentation, not per request
+        system, user = render_texts(*self._prompt_arguments(job, transcript))
+        return ModelRequest(system, user, audio, language=job.item.language)
+
+    def _prompt_arguments(self, job: Job, transcript: str | None) -> tuple:
+        """What render_prompt and render_texts take for `job`."""
         planned = job.planned
-        return render_prompt(
+        return (
             self.settings.prompt,
             self.settings.mode,
             job.question,
@@ -200,12 +216,6 @@ class RequestBuilder:
             transcript,
         )
 
-    def answer(self, job: Job, transcript: str | None = None) -> ModelRequest:
-        rendered = self.render(job, transcript)
-        audio = job.audio if self.settings.mode in ("audio", "audio+text-options") else ()
-        context = self._listener_context(job, rendered) if self.simulated else None
-        return ModelRequest(rendered.system, rendered.user, audio, language=job.item.language, context=context)
-
     def transcription(self, job: Job) -> ModelRequest:
         if self.transcription_endpoint:
             return ModelRequest(None, "", job.audio, kind="transcribe", language=job.item.language)
@@ -216,7 +226,10 @@ class RequestBuilder:
         from spokenbench.core.evaluation.simulated import ListenerQuestion
 
         condition = job.planned.condition
-        levels = {k: str(v) for k, v in condition.factors().items()}
+        levels = self._levels.get(condition)
+        if levels is None:
+            levels = self._levels[condition] = {k: str(v) for k, v in condition.factors().items()}
+        levels = dict(levels)
         if job.item.cultural_label:
             levels["cultural_label"] = job.item.cultural_label
         levels["language"] = job.item.language

@@ -134,6 +134,8 @@ def render_prompt(
     order `label_sequence` speaks them."""
     shape = _presentation(template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant)
     shown = {letter: option_texts[source] for letter, source in shape.sources}
+    if shape.texts is not None:  # no question text goes into system or user: made once for the presentation
+        return RenderedPrompt(*shape.texts, shape.presented, shown, shape.neutral_letter, shape.neutral_text)
     line = shape.option_line
     if spoken_labels:
         lines = [line.format(letter=letter, text=shown[letter]) for letter in label_sequence]
@@ -147,12 +149,40 @@ def render_prompt(
     else:
         values["answer_instruction"] = shape.answer_instruction
     system = shape.system if shape.system_fixed else (_fill(shape.system_template, values).strip() or None)
-    user = _fill(shape.user_template, values).strip()
-    if system_variant == "inline" and system:
-        user, system = f"{system}\n\n{user}", None
-    elif system_variant == "none":
-        system = None
+    system, user = _placed(system, _fill(shape.user_template, values).strip(), system_variant)
     return RenderedPrompt(system, user, shape.presented, shown, shape.neutral_letter, shape.neutral_text)
+
+
+def render_texts(
+    template_name: str,
+    mode: str,
+    question: str,
+    option_texts: list[str] | tuple[str, ...],
+    option_order: str,
+    label_sequence: str,
+    spoken_labels: bool,
+    language: str,
+    system_variant: str = "separate",
+    transcript: str | None = None,
+) -> tuple[str | None, str]:
+    """render_prompt's (system, user) alone, for keying and costing a request: under a presentation whose texts
+    hold no question (audio mode: the question is heard) they are made once per presentation, not per request."""
+    shape = _presentation(template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant)
+    if shape.texts is not None:
+        return shape.texts
+    rendered = render_prompt(
+        template_name,
+        mode,
+        question,
+        list(option_texts),
+        option_order,
+        label_sequence,
+        spoken_labels,
+        language,
+        system_variant,
+        transcript,
+    )
+    return rendered.system, rendered.user
 
 
 # What a presentation's texts may use that is the same for every question under it
@@ -178,6 +208,7 @@ class _Presentation:
     system_fixed: bool
     system: str | None
     user_template: str
+    texts: tuple[str | None, str] | None  # (system, user) as sent, when no question text goes into either
 
 
 def _placeholders(text: str) -> set[str] | None:
@@ -249,6 +280,12 @@ def _presentation(
     system = None
     if system_fixed:
         system = _fill(system_template, {**values, "answer_instruction": answer_instruction}).strip() or None
+    user_template = template.user.get(mode_key, "{answer_instruction}")
+    user_names = _placeholders(user_template)
+    texts = None
+    if system_fixed and user_names is not None and user_names <= _PRESENTATION_VALUES | {"answer_instruction"}:
+        user = _fill(user_template, {**values, "answer_instruction": answer_instruction}).strip()
+        texts = _placed(system, user, system_variant)
     return _Presentation(
         sources,
         presented,
@@ -262,8 +299,18 @@ def _presentation(
         system_template,
         system_fixed,
         system,
-        template.user.get(mode_key, "{answer_instruction}"),
+        user_template,
+        texts,
     )
+
+
+def _placed(system: str | None, user: str, system_variant: str) -> tuple[str | None, str]:
+    """(system, user) as the system-prompt variant sends them: separate, inline in the user text, or none."""
+    if system_variant == "inline" and system:
+        return None, f"{system}\n\n{user}"
+    if system_variant == "none":
+        return None, user
+    return system, user
 
 
 def render_transcription_prompt(system_variant: str = "separate") -> tuple[str | None, str]:

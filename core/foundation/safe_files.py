@@ -44,15 +44,17 @@ def _refuse(path, message: str) -> InputError:
     return InputError(InputProblem(display_name(path), message))
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+_READ_FLAGS_NO_LINKS = _READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+
+
 def open_regular_descriptor(
     path: str | os.PathLike, max_bytes: int, follow_links: bool = True
 ) -> tuple[int, os.stat_result]:
     """An open read-only descriptor of `path` and its stat, after checking — on the descriptor, so nothing can be
     swapped in between — that it is a regular file of at most `max_bytes`. Opened with O_NONBLOCK, so a FIFO does
     not wait for a writer; with follow_links=False (files inside a project) a symbolic link is refused too."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    if not follow_links:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    flags = _READ_FLAGS if follow_links else _READ_FLAGS_NO_LINKS
     try:
         descriptor = os.open(path, flags)
     except FileNotFoundError:

@@ -105,11 +105,14 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
 
 WRITER = """
 import json, resource, sys, time
-from spokenbench.core.evaluation import batches
-from spokenbench.core.evaluation.batches import write_batch_file
+try:
+    from spokenbench.core.evaluation import batch_files
+except ImportError:  # a tree from before batches.py was split (--baseline)
+    from spokenbench.core.evaluation import batches as batch_files
+write_batch_file = batch_files.write_batch_file
 if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
     import base64
-    batches._b64encode = base64.b64encode
+    batch_files._b64encode = base64.b64encode
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.store import opened
 
@@ -131,6 +134,96 @@ print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": 
                   "lines": summary.lines, "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+PLAIN = """
+import json, os, sqlite3, sys, time
+from pybase64 import b64encode
+project, target, check = sys.argv[1], sys.argv[2], sys.argv[3] == "sha256"
+if check:
+    import hashlib
+conn = sqlite3.connect(os.path.join(project, "project.sqlite"))
+cpu, started = time.process_time(), time.perf_counter()
+written = 0
+with open(target, "wb", buffering=1 << 20) as out:
+    for sha, fmt in conn.execute("SELECT sha256, audio_format FROM assembled_inputs ORDER BY id"):
+        fd = os.open(os.path.join(project, "audio", sha[:2], sha + "." + fmt), os.O_RDONLY)
+        try:
+            data = os.read(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        if check and hashlib.sha256(data).hexdigest() != sha:
+            raise SystemExit("damaged")
+        line = b'{"custom_id":"' + sha.encode() + b'","body":"' + b64encode(data) + b'"}\\n'
+        out.write(line)
+        written += len(line)
+print(json.dumps({"write_s": time.perf_counter() - started, "write_cpu_s": time.process_time() - cpu, "bytes": written}))
+"""
+
+
+def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
+    """The plain pybase64 loop in a fresh process: each clip read, encoded and written as one line, nothing
+    planned (`check` 'sha256': each clip also checked against its name, as the batch writer must)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN, str(project_dir), str(target), check], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: str | None) -> int:
+    """The batch writer against the plain pybase64 loop (and, with `baseline`, the older tree's writer), run in
+    turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
+    the writer at >= 90% of the plain loop's MB/s)."""
+    import statistics
+
+    runs: dict[str, list[dict]] = {"writer": [], "plain loop": [], "plain + sha256": []}
+    if baseline:
+        runs["baseline writer"] = []
+    for n in range(rounds):
+        names = list(runs) if n % 2 == 0 else list(reversed(runs))
+        for name in names:
+            request_file.unlink(missing_ok=True)
+            if name == "plain loop":
+                figures = plain_loop(project_dir, request_file, "none")
+            elif name == "plain + sha256":
+                figures = plain_loop(project_dir, request_file, "sha256")
+            else:
+                figures = write_file(
+                    project_dir, request_file, "pybase64", baseline if name == "baseline writer" else None
+                )
+                if figures is None:
+                    return 1
+                reset_batches(project_dir)
+            runs[name].append(figures)
+    request_file.unlink(missing_ok=True)
+    medians = {}
+    print(
+        f"batch writer vs the plain pybase64 loop, {rounds} runs each in turn, medians; load {os.getloadavg()[0]:.1f}:"
+    )
+    for name, figures in runs.items():
+        wall = statistics.median(f["bytes"] / 1e6 / f["write_s"] for f in figures)
+        cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in figures)
+        medians[name] = (wall, cpu)
+        print(f"  {name:<16} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)")
+    for name in ("writer", "baseline writer"):
+        if name in medians:
+            wall, cpu = medians[name]
+            print(
+                f"  {name} / plain loop: {wall / medians['plain loop'][0]:.0%} wall, {cpu / medians['plain loop'][1]:.0%} "
+                f"CPU (target >= 90%); / plain + sha256: {wall / medians['plain + sha256'][0]:.0%} wall, "
+                f"{cpu / medians['plain + sha256'][1]:.0%} CPU"
+            )
+    return 0
+
+
+def reset_batches(project_dir: Path) -> None:
+    """Forget the written batch files and their run (each writer then writes every line again)."""
+    from spokenbench.core.store import opened
+
+    with opened(project_dir) as project, project.transaction() as conn:
+        conn.execute("DELETE FROM batch_requests")
+        conn.execute("DELETE FROM batch_jobs")
+        conn.execute("DELETE FROM runs")
 
 
 def _rss_mb(pid: int) -> float:
@@ -183,15 +276,19 @@ def write_results(request_file: Path, results_file: Path, replies: list[str] | N
     return count
 
 
-def write_file(project_dir: Path, request_file: Path, encoder: str) -> dict | None:
-    """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib'. Its
-    RSS while writing is sampled from here, every 50 ms (no sampling thread in the measured process)."""
+def write_file(project_dir: Path, request_file: Path, encoder: str, tree: str | None = None) -> dict | None:
+    """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib';
+    `tree`: an older tree to run instead (PYTHONPATH). Its RSS while writing is sampled from here, every 50 ms
+    (no sampling thread in the measured process)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if tree:
+        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
     child = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=env,
     )
     assert child.stdout is not None
     sampled = [0.0]
@@ -245,7 +342,7 @@ def collect(
     import shutil
     import statistics
 
-    from spokenbench.core.evaluation.batches import import_results
+    from spokenbench.core.evaluation.batch_results import import_results
     from spokenbench.core.store import opened
 
     count = write_results(request_file, results_file, corpus_replies() if varied else None)
@@ -336,6 +433,14 @@ def main() -> int:
         help="write the file N times with pybase64 and N times with the standard library's base64, alternated; "
         "print the medians (no import)",
     )
+    parser.add_argument(
+        "--compare-plain",
+        type=int,
+        default=0,
+        metavar="N",
+        help="write the file N times and run the plain pybase64 loop N times (and --baseline's writer), in turn; "
+        "print the medians and ratios (no import)",
+    )
     parser.add_argument("--only", choices=("all", "import"), default="all", help="import: time only the import")
     parser.add_argument(
         "--dry-runs",
@@ -359,6 +464,8 @@ def main() -> int:
         )
         if args.dry_runs:
             return compare_dry_runs(args.dry_runs, project_dir, args.baseline, args.dry_run_orders)
+        if args.compare_plain:
+            return compare_plain(args.compare_plain, project_dir, request_file, args.baseline)
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
         if args.only == "import":  # the file written as below, in a process of its own, not measured

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from spokenbench.core.evaluation import batches, preparation
+from spokenbench.core.evaluation import batch_files, preparation
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 
 VLLM = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1", mode="audio", prompt="standard")
@@ -14,12 +14,12 @@ VLLM = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1"
 
 def test_pybase64_writes_the_same_bytes_as_the_standard_library(audio_project, tmp_path, monkeypatch):
     pybase64 = pytest.importorskip("pybase64")  # the optional extra `fast-batch-files`
-    assert batches._b64encode is pybase64.b64encode
+    assert batch_files._b64encode is pybase64.b64encode
     fast = tmp_path / "fast.jsonl"
-    batches.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), fast)
-    monkeypatch.setattr(batches, "_b64encode", base64.b64encode)
+    batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), fast)
+    monkeypatch.setattr(batch_files, "_b64encode", base64.b64encode)
     plain = tmp_path / "plain.jsonl"
-    batches.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), plain)
+    batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), plain)
     assert fast.read_bytes() == plain.read_bytes() and fast.stat().st_size > 6 * 10_000
 
 

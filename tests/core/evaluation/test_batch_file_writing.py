@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from spokenbench.core.domain.conditions import Condition
-from spokenbench.core.evaluation import batches
+from spokenbench.core.evaluation import batch_files
 from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelRequest, OpenAICompatibleAdapter
 from spokenbench.core.evaluation.plans import PlanOptions, build_plan
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
@@ -23,12 +23,12 @@ VLLM = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1"
 def test_a_spliced_line_is_the_encoding_of_the_whole_record(audio_project, convention):
     preset = resolve_model("vllm:my-audio-model", "http://127.0.0.1:9/v1", convention)
     adapter = OpenAICompatibleAdapter(preset, GenerationParams(), None)
-    writer = batches._Writer(audio_project, adapter)
+    writer = batch_files._Writer(audio_project, adapter)
     shas = [row[0] for row in audio_project.conn.execute("SELECT sha256 FROM assembled_inputs ORDER BY id LIMIT 2")]
     audio = tuple(AudioInput(b"", sha, "wav", 0.3) for sha in shas)  # two audios: a chunked input
     for system, user in (("Listen.", 'Answer "A" or \\B\\ — ünïcode'), (None, "")):
         request = ModelRequest(system, user, audio)
-        line = b"".join(writer.openai_line(batches._Line("ab" * 32, request, [])))
+        line = b"".join(writer.openai_line(batch_files._Line("ab" * 32, request, [])))
         record = {"custom_id": "ab" * 32, "method": "POST", "url": "/v1/chat/completions"}
         record["body"] = adapter.chat_body(writer.loaded(request))
         assert line == json.dumps(record, separators=(",", ":")).encode() + b"\n"
@@ -48,7 +48,7 @@ def test_a_bad_audio_file_leaves_no_file_and_no_batch(audio_project, tmp_path, s
     out = tmp_path / "out"
     target = out / "requests.jsonl"
     with pytest.raises(ProjectError, match="is missing from the project" if spoil == "missing" else "is damaged"):
-        batches.write_batch_file(audio_project, prepared, target)
+        batch_files.write_batch_file(audio_project, prepared, target)
     assert list(out.iterdir()) == []  # neither the file nor its temporary
     assert audio_project.conn.execute("SELECT count(*) FROM batch_jobs").fetchone()[0] == 0
 

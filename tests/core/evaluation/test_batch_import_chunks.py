@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from spokenbench.core.evaluation import batches, store
+from spokenbench.core.evaluation import batch_results, store
 from spokenbench.core.evaluation.parsing import parse_answer
 
 VLLM = ("--model", "vllm:my-audio-model", "--base-url", "http://127.0.0.1:9/v1", "--mode", "audio")
@@ -49,8 +49,8 @@ def _stored(project):
 
 def test_results_stored_a_chunk_at_a_time_are_all_stored_and_parsed(exported, monkeypatch):
     project, results = exported
-    monkeypatch.setattr(batches, "RESULTS_CHUNK", 2)  # six requests: three chunks
-    summary = batches.import_results(project, results)
+    monkeypatch.setattr(batch_results, "RESULTS_CHUNK", 2)  # six requests: three chunks
+    summary = batch_results.import_results(project, results)
     assert (summary.lines, summary.answered, summary.failed) == (6, 5, 1)
     rows, statuses, cached = _stored(project)
     assert len(rows) == 6 and statuses == {"answered": 5, "failed": 1} and cached == 5
@@ -73,7 +73,7 @@ def test_results_stored_a_chunk_at_a_time_are_all_stored_and_parsed(exported, mo
 
 def test_a_failure_in_a_later_chunk_leaves_nothing_imported(exported, monkeypatch):
     project, results = exported
-    monkeypatch.setattr(batches, "RESULTS_CHUNK", 2)
+    monkeypatch.setattr(batch_results, "RESULTS_CHUNK", 2)
     upsert, calls = store.upsert_responses, []
 
     def fail_on_the_second_chunk(conn, records):
@@ -84,7 +84,7 @@ def test_a_failure_in_a_later_chunk_leaves_nothing_imported(exported, monkeypatc
 
     monkeypatch.setattr(store, "upsert_responses", fail_on_the_second_chunk)
     with pytest.raises(RuntimeError, match="disk full"):
-        batches.import_results(project, results)
+        batch_results.import_results(project, results)
     assert _stored(project) == ([], {"pending": 6}, 0)
     monkeypatch.setattr(store, "upsert_responses", upsert)
-    assert batches.import_results(project, results).answered == 5  # and it can simply be imported again
+    assert batch_results.import_results(project, results).answered == 5  # and it can simply be imported again

@@ -9,7 +9,7 @@ from batch_stub import BatchStub
 from eval_support import add_assembled, add_items
 
 from spokenbench.core.domain.conditions import Condition
-from spokenbench.core.evaluation import batches
+from spokenbench.core.evaluation import batch_files, batches
 from spokenbench.core.evaluation.adapters import ModelReply, OpenAICompatibleAdapter
 from spokenbench.core.evaluation.budget import reply_cost
 from spokenbench.core.evaluation.preparation import RequestBuilder, RunSettings, prepare_evaluation
@@ -133,7 +133,7 @@ def test_request_lines_are_the_online_adapters_bodies(audio_project, bstub, cli)
     by_key = {line["custom_id"]: line["body"] for line in lines}
     for job in prepared.jobs:
         request = builder.answer(job)
-        loaded = batches._Writer(audio_project, adapter).loaded(request)
+        loaded = batch_files._Writer(audio_project, adapter).loaded(request)
         assert by_key[adapter.request_key(request)] == adapter.chat_body(loaded)
 
 

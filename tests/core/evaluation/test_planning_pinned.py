@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from spokenbench.core.evaluation import adapters
 from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
 from spokenbench.core.evaluation.presets import resolve_model
-from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, render_prompt
+from spokenbench.core.evaluation.prompts import MODES, PROMPTS, SYSTEM_PROMPT_VARIANTS, render_prompt, render_texts
 
 PRESENTATIONS = [("ABCD", "ABCD"), ("DCBA", "DCBA"), ("ABCD", "DCBA"), ("BCDA", "ABCD"), ("BA", "AB"), ("CAB", "CAB")]
 LANGUAGES = ("en", "zh-CN", "ko", "fr")
@@ -59,12 +60,30 @@ def test_request_keys_are_unchanged():
     assert digest(keys) == PINNED_KEYS
 
 
+def test_texts_made_once_per_presentation_are_the_rendered_ones():
+    """render_texts (a presentation's texts made once where no question goes into them) = render_prompt's."""
+    for name, mode, variant, labels, (order, sequence) in itertools.product(
+        PROMPTS, MODES, SYSTEM_PROMPT_VARIANTS, (True, False), PRESENTATIONS
+    ):
+        for question, transcript in (("Which one {x}?", None), ("Another question?", "what was heard")):
+            texts = [f"option {letter}" for letter in "ABCD"[: len(order)]]
+            arguments = (name, mode, question, texts, order, sequence, labels, "en", variant, transcript)
+            prompt = render_prompt(*arguments)
+            assert render_texts(*arguments) == (prompt.system, prompt.user), arguments
+
+
+def test_request_keys_are_unchanged_when_the_kept_texts_are_dropped(monkeypatch):
+    """The encoded texts a key splices are kept in a bounded table: emptied at every request, the same keys."""
+    monkeypatch.setattr(adapters, "_TEXTS_JSON_MAX", 0)
+    test_request_keys_are_unchanged()
+
+
 PINNED_PROMPTS = "a2f983ea1bfe1b39f9f18d2cad5927194835478eafa75614fd11876f818be50c"
 PINNED_KEYS = "6f80b09f47a0645d285ec35af293049d5a7c7cff399da31751f1fa51b955fabd"
 
 
 def test_a_batch_file_is_the_same_whether_preparation_keyed_its_requests_or_not(audio_project, tmp_path):
-    from spokenbench.core.evaluation.batches import write_batch_file
+    from spokenbench.core.evaluation.batch_files import write_batch_file
     from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 
     settings = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1", mode="audio")
@@ -130,3 +149,30 @@ def test_a_written_out_fingerprint_is_jsons_own_encoding():
         assert _fingerprint_json(request) == json.dumps(request.fingerprint(), sort_keys=True, ensure_ascii=False)
     odd = ModelRequest("s", "u", (), language=7)  # not a string: encoded by json itself, the same way
     assert _fingerprint_json(odd) == json.dumps(odd.fingerprint(), sort_keys=True, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"mode": "text", "orders": ("original", "reversed"), "identifiers": (True, False)},
+        {"mode": "audio", "simulated": True, "orders": ("original", "DCBA")},
+        {"mode": "audio", "simulated": True, "filters": {"gender": ("female",)}},
+    ],
+)
+def test_text_and_simulated_plans_make_each_condition_once(project, options):
+    """Every request of a condition shares its one Condition and key; the keys are the conditions' own."""
+    from eval_support import add_items
+
+    from spokenbench.core.domain.conditions import Condition
+    from spokenbench.core.evaluation.plans import PlanOptions, build_plan
+
+    add_items(project, 5)
+    plan = build_plan(project.conn, PlanOptions(**options))
+    keys = {request.condition_key for request in plan.requests}
+    assert len(plan.requests) > len(keys) > 1
+    assert len({id(request.condition) for request in plan.requests}) == len(keys)
+    for request in plan.requests:
+        assert request.condition == Condition.from_key(request.condition_key)
+        assert request.condition.key() == request.condition_key
+    if "filters" in options:
+        assert {request.condition.gender for request in plan.requests} == {"female"}
