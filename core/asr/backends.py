@@ -18,7 +18,7 @@ from spokenbench.core.asr.normalize import base_language
 from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES, api_key
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 from spokenbench.core.foundation.optional import import_optional
-from spokenbench.core.jobs.remote import strip_url_credentials
+from spokenbench.core.jobs.remote import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, strip_url_credentials
 
 PROVIDERS = ("openai", "gemini", "mistral", "compatible", "local")
 DEFAULT_MODELS = {
@@ -88,9 +88,9 @@ class OpenAITranscriptionBackend(ASRBackend):
         base_url: str | None,
         key_provider: str | None,
         key: str | None = None,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         requests_per_minute: float | None = None,
-        timeout_s: float = 300.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ):
         super().__init__(name, model, concurrency, requests_per_minute, key)
         self.base_url = base_url
@@ -133,10 +133,10 @@ class GeminiTranscriptionBackend(ASRBackend):
         model: str,
         base_url: str | None,
         key: str | None = None,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         prompt: str = GEMINI_TRANSCRIBE_PROMPT,
         requests_per_minute: float | None = None,
-        timeout_s: float = 300.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ):
         super().__init__(name, model, concurrency, requests_per_minute, key)
         self.base_url = base_url
@@ -333,7 +333,7 @@ def get_asr_backend(
     key: str | None = None,
     concurrency: int | None = None,
     requests_per_minute: float | None = None,
-    timeout_s: float = 300.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> ASRBackend:
     """The backend of `spec`; a model ending in `+context` (local:tiny.en+context) hears each item's question and
     options as one clip (core/asr/context.py). The request limits apply to remote systems; a local one runs here."""

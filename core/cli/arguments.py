@@ -94,19 +94,18 @@ def http_url(text: str) -> str:
     return text.strip()
 
 
-# One set of defaults for every command that calls a remote service (rewrite, transcribe, evaluate): 8 requests in
-# flight and 6 attempts suit every provider we meet; 300 s lets a reasoning model (rewrite's gpt-oss-120b, a
-# thinking audio model) or a long clip finish, while a hung connection is still retried.
-DEFAULT_CONCURRENCY = 8
-DEFAULT_ATTEMPTS = 6
-DEFAULT_TIMEOUT_S = 300.0
-
-
 def add_request_limits(parser: argparse.ArgumentParser) -> None:
     """The options every command that calls a remote service shares — `--concurrency`, `--rpm`, `--retries`,
     `--timeout` — declared once, so their range, default and help are the same in `rewrite`, `transcribe` and
     `evaluate` (docs/reliability.md)."""
-    from spokenbench.core.jobs.remote import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT_S  # asyncio, ssl: ~0.1 s
+    from spokenbench.core.jobs.remote import (  # asyncio, ssl: ~0.1 s
+        DEFAULT_ATTEMPTS,
+        DEFAULT_CONCURRENCY,
+        DEFAULT_TIMEOUT_S,
+        MAX_ATTEMPTS,
+        MAX_CONCURRENCY,
+        MAX_TIMEOUT_S,
+    )
 
     parser.add_argument(
         "--concurrency",

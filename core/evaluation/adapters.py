@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from spokenbench.core.evaluation.presets import ModelPreset
 from spokenbench.core.foundation.credentials import api_key
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.jobs.remote import strip_url_credentials
+from spokenbench.core.jobs.remote import DEFAULT_TIMEOUT_S, strip_url_credentials
 
 AUDIO_MIME = {
     "wav": "audio/wav",
@@ -26,7 +26,6 @@ AUDIO_MIME = {
     "aiff": "audio/aiff",
 }
 AUDIO_TOKENS_PER_SECOND = {"gemini": 32.0, "openai-input-audio": 10.0}  # estimates for limits and budget only
-DEFAULT_TIMEOUT_S = 120.0
 CREDENTIAL_PROVIDER = {"gemini": "gemini", "openai": "openai", "nvidia": "nvidia", "mistral": "mistral"}
 
 

@@ -36,6 +36,7 @@ from spokenbench.core.evaluation.presets import all_presets, resolve_model
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, prompt_output_tokens
 from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.remote import DEFAULT_CONCURRENCY
 from spokenbench.core.store.items import item_languages
 
 MODE_LABELS = {
@@ -486,7 +487,7 @@ class LaunchForm:
     limit: str = ""
     seed: str = "0"
     budget: str = ""
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     name: str = ""
 
 

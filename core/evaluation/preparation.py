@@ -29,6 +29,7 @@ from spokenbench.core.evaluation.prompts import (
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.jobs.remote import (
+    DEFAULT_CONCURRENCY,
     MAX_ATTEMPTS,
     MAX_CONCURRENCY,
     MAX_TIMEOUT_S,
@@ -51,7 +52,7 @@ class RunSettings:
     convention: str | None = None
     asr: str | None = None  # pipeline: 'self' (the evaluated model transcribes) or PROVIDER:MODEL
     asr_base_url: str | None = None  # default: --base-url when the ASR model has the same provider
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     rpm: float | None = None
     tpm: float | None = None
     budget_usd: float | None = None

@@ -36,7 +36,13 @@ from typing import Any, Generic, TypeVar
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST, process_alive
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.jobs.remote import ProviderLimiter, RetryPolicy, call_with_retries, strip_url_credentials
+from spokenbench.core.jobs.remote import (
+    DEFAULT_CONCURRENCY,
+    ProviderLimiter,
+    RetryPolicy,
+    call_with_retries,
+    strip_url_credentials,
+)
 from spokenbench.core.store import database
 from spokenbench.core.store import jobs as job_store
 
@@ -597,7 +603,7 @@ class JobLoop(Generic[U]):
         db_path: Path,
         progress: Progress | None = None,
         *,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         describe: Callable[[U], str] = str,
         on_committed: Callable[[list], None] | None = None,  # tags of the units just committed
         claims: UnitClaims[U] | None = None,

@@ -34,6 +34,12 @@ T = TypeVar("T")
 
 # The ranges every remote-calling command and run setting shares (CLI option types and `prepare_evaluation` check
 # them): beyond them every request would fail or the run would hammer the provider.
+# One set of defaults for every remote call (rewrite, transcribe, evaluate; the CLI's options and the app's settings):
+# 8 requests in flight and 6 attempts suit every provider we meet; 300 s lets a reasoning model (rewrite's
+# gpt-oss-120b, a thinking audio model) or a long clip finish, while a hung connection is still retried.
+DEFAULT_CONCURRENCY = 8
+DEFAULT_ATTEMPTS = 6
+DEFAULT_TIMEOUT_S = 300.0
 MAX_CONCURRENCY = 256
 MAX_ATTEMPTS = 20
 MAX_TIMEOUT_S = 3600.0
@@ -337,7 +343,7 @@ def _shorten(text: str, limit: int = 500) -> str:
 
 @dataclass
 class RetryPolicy:
-    max_attempts: int = 6
+    max_attempts: int = DEFAULT_ATTEMPTS
     base_delay_s: float = 1.0
     max_delay_s: float = 60.0
     jitter: float = 0.25  # ± fraction of the delay
@@ -376,7 +382,7 @@ class ProviderLimiter:
     """One provider's limits, shared by all requests to it in this process."""
 
     name: str
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     _semaphore: asyncio.Semaphore | None = field(default=None, repr=False)

@@ -25,6 +25,8 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
 from spokenbench.core.jobs.remote import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT_S,
     ProviderLimiter,
     RemoteCallFailed,
     RetryPolicy,
@@ -65,9 +67,9 @@ class RewriteSettings:
     key_provider: str | None = DEFAULT_KEY_PROVIDER  # None: the endpoint needs no key (a local server)
     key: str | None = None
     max_attempts: int = 3  # answers per item: the first plus retries after an invalid answer
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     requests_per_minute: float | None = None
-    timeout_s: float = 300.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     languages: tuple[str, ...] = ()
     source: str | None = None
     limit: int | None = None

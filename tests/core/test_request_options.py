@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from spokenbench.core.cli.arguments import DEFAULT_ATTEMPTS, DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S
 from spokenbench.core.cli.main import main as cli_main
+from spokenbench.core.jobs.remote import DEFAULT_ATTEMPTS, DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S
 
 REQUEST_OPTIONS = ("--concurrency", "--rpm", "--retries", "--timeout")
 # The least each command needs to parse: its project folder and required options.
