@@ -128,9 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get(HEARTBEAT_ENV):
         start_heartbeat(window, os.environ[HEARTBEAT_ENV])
     keep_the_ui_responsive()
-    from spokenbench.core.metrics.gender_freeform import embed_in_job_processes
-
-    embed_in_job_processes()  # the sentence encoder's ~180 MiB peak stays out of the app (issue 28)
+    # The sentence encoder, scipy and pandas stay out of the app: the gender-probe detail that uses them is
+    # computed in a job process (core/results/gender_views.py compute_gender_view), as the panels are.
     opening = None
     if args.demo:
         opening = window.open_demo(tour=not args.smoke)

@@ -94,7 +94,7 @@ def run_smoke(
     rendered, 1 with the message on stderr otherwise. `parts` (all by default, as `--smoke` runs it) picks among
     the sidebar pages, the tour's steps and the Results panels: the fast widget test renders the pages only."""
     from spokenbench.app.main_window import PAGES, PlaceholderPage
-    from spokenbench.core.results.model import PANEL_ORDER
+    from spokenbench.core.results.names import PANEL_ORDER
 
     out = out or sys.stdout
     started = time.monotonic()
