@@ -1,7 +1,7 @@
 """Issue 28 item 6: the app's process stays small because the heavy numerical libraries stay in job processes.
 The main window and its tour load no pandas, pyarrow or scipy; the Results page, its panels and its gender-probe
-detail (computed in job processes) load no scipy or statsmodels. Checked in a fresh interpreter: this test
-process has long imported all of them."""
+detail (computed in job processes) load no scipy or statsmodels; and PySide6's import hook keeps no module's
+source in memory. Checked in a fresh interpreter: this test process has long imported all of them."""
 
 import json
 import os
@@ -65,13 +65,45 @@ print(json.dumps(loaded))
 """
 
 
-def loaded_modules(script: str, *args: str) -> set[str]:
+SOURCES_SCRIPT = """
+import json, linecache, sys
+import PySide6.QtWidgets
+from spokenbench.app.main import keep_module_sources_out_of_memory
+feature = sys.modules["shibokensupport.feature"]
+shibokens_own = feature._mod_uses_pyside
+keep_module_sources_out_of_memory()
+import spokenbench.widgets.tables, spokenbench.core.results.names, spokenbench.core.foundation.errors
+cached = sorted(linecache.cache)
+names = ["spokenbench.widgets.tables", "spokenbench.core.results.names", "spokenbench.core.foundation.errors", "math",
+         "PySide6.QtWidgets", "json"]
+answers = {name: [shibokens_own(sys.modules[name]), feature._mod_uses_pyside(sys.modules[name])] for name in names}
+print(json.dumps({"cached": cached, "answers": answers}))
+"""
+
+
+def run_fresh(script: str, *args: str):
+    """`script` in a fresh interpreter, offscreen: the JSON its last line prints."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script), *args], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def loaded_modules(script: str, *args: str) -> set[str]:
+    return set(run_fresh(script, *args))
+
+
+def test_pyside_asks_each_import_the_same_question_without_keeping_its_source():
+    """shiboken reads every imported module's source to see whether it uses PySide6 (~50 MiB kept in linecache
+    for the app): the replacement gives the same answers and keeps no line."""
+    result = run_fresh(SOURCES_SCRIPT)
+    assert result["cached"] == []
+    answers = result["answers"]
+    assert answers["spokenbench.widgets.tables"] == [True, True]  # imports PySide6
+    assert answers["spokenbench.core.results.names"] == [False, False]
+    assert all(shibokens == ours for shibokens, ours in answers.values()), answers
 
 
 def test_the_main_window_and_its_tour_load_no_pandas_pyarrow_or_scipy(tmp_path):
