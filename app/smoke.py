@@ -171,7 +171,16 @@ def run_smoke(
 
 def peak_memory_mib() -> float | None:
     """This process's peak resident memory so far (issue 28's target for `--demo --smoke`: 300 MiB), or None
-    where it cannot be read (Windows). Job processes are not counted: each exits once its work is done."""
+    where it cannot be read (Windows). Job processes are not counted: each exits once its work is done. On Linux
+    from /proc (VmHWM): getrusage's ru_maxrss keeps the peak of the process that started this one across exec,
+    so a smoke run started by a large process (a test run) would report that process's size."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     try:
         import resource
     except ImportError:

@@ -117,3 +117,20 @@ def test_the_results_page_and_gender_detail_compute_without_scipy_in_the_app(rea
     loaded = loaded_modules(RESULTS_SCRIPT, str(tmp_path / "settings.ini"), str(read_only_demo))
     assert "matplotlib" in loaded  # the panels were drawn here
     assert sorted(loaded & set(HEAVY_FOR_THE_RESULTS)) == []
+
+
+@pytest.mark.slow
+def test_the_smokes_peak_is_its_own_not_the_size_of_the_process_that_started_it():
+    """getrusage's ru_maxrss survives exec on Linux: a smoke started by a large process (a test run) reported that
+    process's size. The peak printed is the smoke process's own."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("VmHWM is Linux's")
+    ballast = b"x" * (400 * 2**20)  # this process: 400 MiB more, touched
+    script = (
+        "import json, resource\nfrom spokenbench.app.smoke import peak_memory_mib\n"
+        "print(json.dumps([peak_memory_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))"
+    )
+    own, inherited = run_fresh(script)
+    del ballast
+    assert inherited > 400  # what the old reading said
+    assert own < 200
