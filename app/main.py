@@ -45,6 +45,29 @@ def keep_the_ui_responsive() -> None:
     sys.setswitchinterval(0.001)
 
 
+def keep_module_sources_out_of_memory() -> None:
+    """PySide6 replaces `__import__` and asks of every Python module imported after it whether its source mentions
+    PySide6 (`shibokensupport.feature._mod_uses_pyside`, for its `__feature__` switches) through
+    `inspect.getsource`, which keeps every line of every module in `linecache`: ~50 MiB of strings for the app's
+    ~800 modules (issue 28). The same question is answered here from the module's loader, keeping nothing."""
+    import linecache
+
+    feature = sys.modules.get("shibokensupport.feature")
+    if feature is not None and callable(getattr(feature, "_mod_uses_pyside", None)):
+        feature._mod_uses_pyside = source_mentions_pyside
+    linecache.clearcache()  # what was read before (a traceback reads its files again)
+
+
+def source_mentions_pyside(module) -> bool:
+    """shiboken's answer (the source contains "PySide6"; False without a readable source), on every import."""
+    spec = getattr(module, "__spec__", None)
+    try:
+        source = spec.loader.get_source(spec.name)
+    except Exception:  # noqa: BLE001 - no spec, no loader, a built-in or unreadable module: no source, as shiboken
+        return False
+    return bool(source) and "PySide6" in source
+
+
 HEARTBEAT_ENV = "SPOKENBENCH_HEARTBEAT_FILE"
 
 
@@ -105,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
+    keep_module_sources_out_of_memory()  # before the app's own imports
     from spokenbench.app.main_window import MainWindow
     from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
 
@@ -128,9 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get(HEARTBEAT_ENV):
         start_heartbeat(window, os.environ[HEARTBEAT_ENV])
     keep_the_ui_responsive()
-    from spokenbench.core.metrics.gender_freeform import embed_in_job_processes
-
-    embed_in_job_processes()  # the sentence encoder's ~180 MiB peak stays out of the app (issue 28)
+    # The sentence encoder, scipy and pandas stay out of the app: the gender-probe detail that uses them is
+    # computed in a job process (core/results/gender_views.py compute_gender_view), as the panels are.
     opening = None
     if args.demo:
         opening = window.open_demo(tour=not args.smoke)

@@ -12,7 +12,7 @@ keeps answering keys. Clicking a point lists its questions
 and the model's answers in the detail pane (read in a QueryOp), with the audio file the model heard and a Play
 button. Runs in mode 'simulated' are labelled "simulated" in the run picker, the panels, the tables and the
 exports. The gender-probe panel has a detail below its figure (widgets/gender_panel.py, computed by
-core/results/gender_views.py in a QueryOp): J, Δ with significance marks, ν and κ per category and setting, the male- vs
+core/results/gender_views.py in a job process like the panels): J, Δ with significance marks, ν and κ per category and setting, the male- vs
 female-voice answers per question sorted by disagreement, and a listening view of one probe's male, female and
 neutralized question clips."""
 
@@ -45,8 +45,9 @@ from spokenbench.core.evaluation.batches import JOB_KIND_COLLECT
 from spokenbench.core.evaluation.runner import JOB_KIND as EVALUATE_KIND
 from spokenbench.core.jobs.host import run_task_in_job_process, task_call
 from spokenbench.core.results.details import point_details
-from spokenbench.core.results.gender_views import gender_view, question_versions
-from spokenbench.core.results.model import PANEL_ORDER, PanelSet, Point, panel_heading
+from spokenbench.core.results.gender_views import compute_gender_view, question_versions
+from spokenbench.core.results.model import PanelSet, Point, panel_heading
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.results.snapshot import (
     ResultsCache,
     ResultsRequest,
@@ -450,18 +451,21 @@ class ResultsPage(QWidget):
         if shown and self._gender_stale:
             self.refresh_gender()
 
-    def refresh_gender(self) -> QueryOp | None:
-        """Compute the gender-probe detail of the runs picked, on the read pool."""
+    def refresh_gender(self) -> BackgroundOp | None:
+        """Compute the gender-probe detail of the runs picked in a job process, as the panels are (the statistics
+        behind it stay out of the app's process)."""
         if self.session is None:
             return None
         self._gender_stale = False
         wanted = None if self.selected_runs is None else sorted(self.selected_runs)
         resamples = self.panels.n_resamples if self.panels is not None else 1000
+        call = task_call(compute_gender_view, str(self.session.path), wanted, resamples)
+        label = "Computing the gender-probe detail"
         return (
-            QueryOp(
-                self.session,
-                lambda project, progress: gender_view(project, wanted, n_resamples=resamples, progress=progress),
-                label="Computing the gender-probe detail",
+            BackgroundOp(
+                self.session.runner,
+                lambda progress: run_task_in_job_process(call, progress, label),
+                label=label,
                 parent=self,
                 supersede="results-gender",
             )

@@ -94,7 +94,7 @@ def run_smoke(
     rendered, 1 with the message on stderr otherwise. `parts` (all by default, as `--smoke` runs it) picks among
     the sidebar pages, the tour's steps and the Results panels: the fast widget test renders the pages only."""
     from spokenbench.app.main_window import PAGES, PlaceholderPage
-    from spokenbench.core.results.model import PANEL_ORDER
+    from spokenbench.core.results.names import PANEL_ORDER
 
     out = out or sys.stdout
     started = time.monotonic()
@@ -171,7 +171,16 @@ def run_smoke(
 
 def peak_memory_mib() -> float | None:
     """This process's peak resident memory so far (issue 28's target for `--demo --smoke`: 300 MiB), or None
-    where it cannot be read (Windows). Job processes are not counted: each exits once its work is done."""
+    where it cannot be read (Windows). Job processes are not counted: each exits once its work is done. On Linux
+    from /proc (VmHWM): getrusage's ru_maxrss keeps the peak of the process that started this one across exec,
+    so a smoke run started by a large process (a test run) would report that process's size."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     try:
         import resource
     except ImportError:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spokenbench.core.results.model import PANEL_ORDER, PAPER_TITLES
+from spokenbench.core.results.names import PANEL_ORDER, PAPER_TITLES
 
 SIMULATED = "simulated"
 PUBLISHED = "published"
@@ -31,7 +31,7 @@ class TourStep:
     title: str
     text: str  # plain text; paragraphs separated by a blank line
     page: str  # the sidebar page it opens (app/main_window.py PAGES)
-    panel: str | None  # the Results panel it selects (core/results/model.py PANEL_ORDER)
+    panel: str | None  # the Results panel it selects (core/results/names.py PANEL_ORDER)
     focus: str  # what it highlights: one of FOCUS_TARGETS
     published: bool  # the panel's published layer shown in this step
     simulated_note: str  # which numbers on screen are simulated, and by what

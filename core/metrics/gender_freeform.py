@@ -274,48 +274,9 @@ def minilm_available() -> bool:
 
 
 def minilm_embed(texts: Sequence[str]) -> np.ndarray:
-    """all-MiniLM-L6-v2 sentence embeddings, unit length (cosine similarity = dot product): in this process, or
-    in a job process once `embed_in_job_processes()` was called (the app)."""
-    if _job_process_vectors is not None:
-        return _embed_in_job_process(list(texts))
-    return _embed_here(list(texts))
-
-
-def _embed_here(texts: list[str], progress=None) -> np.ndarray:
-    """The model loaded (once) and run in this process; `progress` is the job host's, unused."""
-    return _minilm_model().encode(texts)
-
-
-# The app's choice: the model's weights, tokenizer and their load peak (~180 MiB) never enter its process. Vectors
-# already computed are kept (text → vector, at most EMBEDDED_KEPT), so recomputing panels sends only new answers.
-EMBEDDED_KEPT = 20_000
-_job_process_vectors: dict[str, np.ndarray] | None = None
-
-
-def embed_in_job_processes() -> None:
-    """From now on, `minilm_embed` runs the model in a job process (core/jobs/host.py) that exits after each call."""
-    global _job_process_vectors
-    if _job_process_vectors is None:
-        _job_process_vectors = {}
-
-
-def _embed_in_job_process(texts: list[str]) -> np.ndarray:
-    from spokenbench.core.foundation.progress import no_progress
-    from spokenbench.core.jobs.host import run_task_in_job_process, task_call
-
-    kept = _job_process_vectors
-    missing = list(dict.fromkeys(text for text in texts if text not in kept))
-    fresh: dict[str, np.ndarray] = {}
-    if missing or not texts:  # no texts: the model's empty (0, dim) answer
-        vectors = run_task_in_job_process(task_call(_embed_here, missing), no_progress(), "embedding free answers")
-        if not texts:
-            return vectors
-        fresh = dict(zip(missing, vectors))
-        if len(kept) + len(fresh) > EMBEDDED_KEPT:
-            kept.clear()
-        if len(fresh) <= EMBEDDED_KEPT:
-            kept.update(fresh)
-    return np.stack([fresh[text] if text in fresh else kept[text] for text in texts])
+    """all-MiniLM-L6-v2 sentence embeddings, unit length (cosine similarity = dot product). The app never calls it
+    in its own process: the panels and the gender-probe detail that use it are computed in job processes."""
+    return _minilm_model().encode(list(texts))
 
 
 def similarity(a: str, b: str, embed: Embedder | None = None) -> float:

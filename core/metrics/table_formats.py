@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # the app formats cells with this module and never needs pandas for it (issue 28)
+    import pandas as pd
 
 LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -44,7 +47,9 @@ def format_cell(value, digits: int = 3) -> str:
 
 def to_markdown(frame: pd.DataFrame, digits: int = 3) -> str:
     header = [str(c) for c in frame.columns]
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
+    from pandas.api.types import is_numeric_dtype
+
+    numeric = [is_numeric_dtype(frame[c]) for c in frame.columns]
     lines = [
         "| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
         "|" + "|".join("---:" if n else ":---" for n in numeric) + "|",
@@ -59,7 +64,9 @@ def latex_escape(text: str) -> str:
 
 
 def to_latex(frame: pd.DataFrame, caption: str = "", label: str = "", digits: int = 3) -> str:
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
+    from pandas.api.types import is_numeric_dtype
+
+    numeric = [is_numeric_dtype(frame[c]) for c in frame.columns]
     spec = "".join("r" if n else "l" for n in numeric)
     lines = [
         "\\begin{table}[ht]",

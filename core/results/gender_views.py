@@ -132,6 +132,20 @@ def gender_view(
     )
 
 
+def compute_gender_view(
+    project_path: str, run_ids=None, n_resamples: int = DEFAULT_RESAMPLES, progress=None
+) -> GenderView:
+    """`gender_view` on a fresh read-only connection, as a `task_call`: the Results page runs it in a job process
+    as it does the panels, so the app never loads the statistics (scipy) or holds their tables' working memory."""
+    from spokenbench.core.results.snapshot import open_read_only
+
+    project = open_read_only(project_path)
+    try:
+        return gender_view(project, run_ids, n_resamples=n_resamples, progress=progress)
+    finally:
+        project.close()
+
+
 def _categories(values) -> list[str]:
     present = [str(v) for v in pd.unique(values)]
     return [c for c in CATEGORIES if c in present] + sorted(c for c in present if c not in CATEGORIES)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from spokenbench.core.results.names import PANEL_ORDER, PAPER_TITLES, PAPERS  # noqa: F401 (re-exported)
+
 DEFAULT_RESAMPLES = 1000
 MAX_KEPT_WEIGHTS = 4_000_000  # resamples × questions kept between refreshes (32 MB); beyond, drawn in chunks
 MAX_DENSE_SUMS = 20_000_000  # questions × models × columns laid out densely for the bootstrap (160 MB)
@@ -18,29 +20,8 @@ Z95 = 1.959963984540054
 # Factor columns the panels use, in this order, when the table has two or more levels of them
 PANEL_FACTORS = ("language", "accent", "gender", "order", "speed", "volume", "snr_db", "voice_source", "spoken_labels")
 BOOTSTRAP = "question-level percentile bootstrap"
-PAPERS = {
-    "biasinear": "BiasInEar",
-    "hearing_the_order": "Hearing the Order",
-    "gender_differentiation": "Acoustic-based Gender Differentiation",  # PAPER_TITLES' short form
-}
-PAPER_TITLES = {
-    "biasinear": "Bias in the Ear of the Listener (BiasInEar)",
-    "hearing_the_order": "Hearing the Order: Investigating Selection Bias in Large Audio-Language Models",
-    "gender_differentiation": "Acoustic-based Gender Differentiation in Speech-aware Language Models",
-}
 # Hearing the Order's Table 3 covers four datasets; the figures draw the spoken one (the table beside has all)
 DRAWN_DATASET = "SPEECH-MMAU"
-PANEL_ORDER = (
-    "accuracy_by_level",
-    "entropy_distribution",
-    "kappa_vs_apes",
-    "entropy_cs_ca",
-    "gold_position",
-    "permutation_voting",
-    "ranking_changes",
-    "mcnemar",
-    "gender_probe",
-)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.results.compute import project_panels
 from spokenbench.core.results.model import DEFAULT_RESAMPLES, PanelSet
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import table_versions
@@ -66,6 +65,7 @@ def compute_results(
     """Every panel of `request`, its tables complete and every point's questions listed (a `task_call`: the
     Results page runs it in a job process). Picklable as a whole."""
     from spokenbench.core.metrics.store import run_list
+    from spokenbench.core.results.compute import project_panels  # here: the app that asks never loads the engine
 
     progress = progress or no_progress()
     project = open_read_only(project_path)

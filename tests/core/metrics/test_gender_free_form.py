@@ -188,31 +188,6 @@ def test_minilm_matches_sentence_transformers():
     assert np.abs(minilm_embed(texts) - reference).max() < 1e-4
 
 
-@pytest.mark.slow
-@needs_minilm
-def test_the_apps_embeddings_come_from_a_job_process_with_the_same_vectors(monkeypatch):
-    """The app (`embed_in_job_processes`) never loads the model itself; its vectors equal the in-process ones,
-    and texts embedded before are not sent again."""
-    from spokenbench.core.jobs import host as job_host
-    from spokenbench.core.metrics import gender_freeform
-
-    texts = ["You have XY chromosomes.", "You have XX chromosomes.", "You have XY chromosomes."]
-    here = gender_freeform.minilm_embed(texts)
-    gender_freeform._minilm_model.cache_clear()
-    calls = []
-    real_run = job_host.run_task_in_job_process
-    monkeypatch.setattr(
-        job_host, "run_task_in_job_process", lambda call, *a: calls.append(call.args) or real_run(call, *a)
-    )
-    monkeypatch.setattr(gender_freeform, "_job_process_vectors", None)
-    gender_freeform.embed_in_job_processes()
-    assert np.abs(gender_freeform.minilm_embed(texts) - here).max() < 1e-6
-    assert gender_freeform._minilm_model.cache_info().currsize == 0  # not loaded here
-    assert np.abs(gender_freeform.minilm_embed([texts[1], "Paris."])[0] - here[1]).max() < 1e-6
-    assert calls == [([texts[0], texts[1]],), (["Paris."],)]  # each text sent once
-    assert gender_freeform.minilm_embed([]).shape == (0, 384)
-
-
 def test_a_missing_encoder_names_the_extra(monkeypatch):
     import sys
 
