@@ -38,6 +38,15 @@ def ms(seconds: float) -> str:
     return f"{1000 * seconds:.0f} ms"
 
 
+def demo_builder():
+    """build_demo where this tree keeps it: core/demo/project.py, or core/demo.py in trees before issue 27's moves."""
+    try:
+        from spokenbench.core.demo.project import build_demo
+    except ModuleNotFoundError:
+        from spokenbench.core.demo import build_demo
+    return build_demo
+
+
 def run_trials(trials: int, demo: Path | None) -> list[dict]:
     """In this process: the page shown, its first panels computed, then `trials` runs finishing."""
     from PySide6.QtCore import QEventLoop, QTimer
@@ -47,7 +56,6 @@ def run_trials(trials: int, demo: Path | None) -> list[dict]:
     from spokenbench.app.operations import OperationRunner, ProjectSession
     from spokenbench.app.qt_refcounts import collect_garbage_at_safe_points
     from spokenbench.app.results_page import ResultsPage
-    from spokenbench.core.demo.project import build_demo
     from spokenbench.core.evaluation.store import mark_run
     from spokenbench.core.store import opened
 
@@ -58,7 +66,7 @@ def run_trials(trials: int, demo: Path | None) -> list[dict]:
     if demo is not None:
         shutil.copytree(demo, path)
     else:
-        build_demo(path)
+        demo_builder()(path)
 
     def run_loop_until(done, timeout_s: float = 180.0) -> None:
         loop = QEventLoop()
@@ -155,7 +163,7 @@ def summary(name: str, results: list[dict]) -> float:
     return statistics.median(largest)
 
 
-def compare(old_tree: Path, trials: int, demo: Path) -> None:
+def compare(old_tree: Path, trials: int, demos: dict[str, Path]) -> None:
     """One process per trial, old and new alternately, so the machine's load falls on both alike."""
     found: dict[str, list[dict]] = {"old": [], "new": []}
     for number in range(trials):
@@ -163,7 +171,7 @@ def compare(old_tree: Path, trials: int, demo: Path) -> None:
             env = dict(os.environ)
             if name == "old":
                 env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(old_tree), env.get("PYTHONPATH")]))
-            command = [sys.executable, __file__, "--trials", "1", "--json", "--demo", str(demo)]
+            command = [sys.executable, __file__, "--trials", "1", "--json", "--demo", str(demos[name])]
             output = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
             result = json.loads(output.strip().splitlines()[-1])[0]
             found[name].append(result)
@@ -180,15 +188,20 @@ def main() -> None:
     parser.add_argument("--demo", type=Path, help="a built demo project to copy (default: build one)")
     parser.add_argument("--compare", type=Path, metavar="OLD_TREE", help="a tree with spokenbench/ to run first")
     parser.add_argument("--json", action="store_true", help="print the trials as one JSON line (for --compare)")
+    parser.add_argument("--build-demo", type=Path, metavar="DIR", help="only build the demo there (for --compare)")
     args = parser.parse_args()
     if args.compare:
-        demo = args.demo
-        if demo is None:
-            from spokenbench.core.demo.project import build_demo
-
-            demo = Path(tempfile.mkdtemp(prefix="bench-results-demo-")) / "demo"
-            build_demo(demo)
-        compare(args.compare, args.trials, demo)
+        # each tree opens a demo it built: a newer schema (migration 13 came with issue 28) is refused by older code
+        demos = {}
+        for name, python_path in (("old", str(args.compare)), ("new", None)):
+            demos[name] = Path(tempfile.mkdtemp(prefix=f"bench-results-demo-{name}-")) / "demo"
+            env = dict(os.environ) | ({"PYTHONPATH": python_path} if python_path else {})
+            build = [sys.executable, __file__, "--build-demo", str(demos[name])]
+            subprocess.run(build, env=env, check=True, capture_output=True)
+        compare(args.compare, args.trials, demos)
+        return
+    if args.build_demo:
+        demo_builder()(args.build_demo)
         return
     results = run_trials(args.trials, args.demo)
     if args.json:
