@@ -176,6 +176,5 @@ def open_demo(window, base: Path | None = None, build=None):
             folder = ensure_demo(base, progress, build)
         return folder, load_project_view(folder, progress)
 
-    if building:
-        window.jobs_dock.show()  # a build takes a minute: show its progress
-    return window.run_open(work, "Opening the demo project")
+    opening = window.run_open(work, "Opening the demo project")
+    return window.show_jobs_until_built(opening) if building else opening  # a build takes a minute

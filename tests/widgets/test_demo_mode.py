@@ -107,6 +107,32 @@ def test_open_demo_reuses_the_current_demo_and_opens_the_tour(qtbot, read_only_d
         window.shutdown()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("open_before", [False, True])
+def test_the_jobs_panel_shows_a_first_build_and_goes_after_it(qtbot, read_only_demo, tmp_path, open_before):
+    """A first build shows its progress in the jobs panel, which goes again once the demo is open (at 720 pixels
+    it kept a third of every page); a panel the user had open stays open."""
+    from spokenbench.app.demo_mode import open_demo
+    from spokenbench.app.main_window import MainWindow
+
+    window = MainWindow(
+        audio_message="no audio in tests", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    )
+    qtbot.addWidget(window)
+    try:
+        if open_before:
+            window.jobs_dock.show()
+        opening = open_demo(
+            window, tmp_path / "data", build=lambda path, progress: shutil.copytree(read_only_demo, path)
+        )
+        assert not window.jobs_dock.isHidden()  # the build's progress is shown
+        qtbot.waitUntil(lambda: opening.status == "succeeded", timeout=20_000)
+        assert window.project_path == tmp_path / "data" / "demo-project"
+        assert window.jobs_dock.isHidden() is not open_before
+    finally:
+        window.shutdown()
+
+
 def smoke_on(qtbot, qapp, project, tmp_path, **options):
     from spokenbench.app.main_window import MainWindow
     from spokenbench.app.smoke import run_smoke
