@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A keyboard-only walk through `spokenbench-studio --demo` in a real X server at a laptop's 1280×720, driven by
 # xdotool alone, with a screenshot of the whole screen after each step (issue 22: keys after a page switch, Enter,
-# the focus ring, Esc, the tour's keys, a window that never outgrows the screen). Needs Xvfb, xdotool and
-# ImageMagick's import (Debian: apt-get install xvfb xdotool imagemagick). Nothing is written into the repository:
+# the focus ring, Esc, the tour's keys, a window that never outgrows the screen; issue 27: the Results page while
+# another process's evaluation ends, its old figures marked while new ones compute). Playback goes to a private
+# PulseAudio null sink, so the app has a real output device. Needs Xvfb, PulseAudio, xdotool and ImageMagick's
+# import (Debian: apt-get install xvfb pulseaudio xdotool imagemagick). Nothing is written into the repository:
 #
 #     bash docs/screenshots/keyboard_walk.sh OUT_DIR [DISPLAY_NUMBER]
 #
@@ -16,7 +18,13 @@ mkdir -p "$out"
 export XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
 Xvfb "$display" -screen 0 "${screen}x24" -nolisten tcp >"$out/xvfb.log" 2>&1 &
 xvfb=$!
-trap 'kill "$app" "$xvfb" 2>/dev/null' EXIT
+export PULSE_RUNTIME_PATH="$out/pulse" PULSE_STATE_PATH="$out/pulse"
+mkdir -p "$PULSE_RUNTIME_PATH"
+pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disallow-exit \
+    --load=module-native-protocol-unix "--load=module-null-sink sink_name=spokenbench_null" >"$out/pulse.log" 2>&1 &
+pulse=$!
+export PULSE_SERVER="unix:$PULSE_RUNTIME_PATH/native"  # Qt and PortAudio's ALSA pulse plugin both use it
+trap 'kill "$app" "$xvfb" "$pulse" 2>/dev/null' EXIT
 sleep 1
 export DISPLAY=$display
 spokenbench-studio --demo >"$out/app.log" 2>&1 &
@@ -55,3 +63,15 @@ step 13-qc ctrl+4
 step 14-f1-tour F1
 for n in 2 3 4 5 6; do step "14-tour-step-$n" alt+n; done
 step 15-alt-n-done alt+n
+step 16-tour-closed Escape
+step 17-results ctrl+7
+step 18-results-panel-above Up
+# another process's evaluation on the same project: the page waits for it, then shows the old figures marked
+# while it recomputes in its job process, and keeps answering keys
+spokenbench evaluate "$XDG_DATA_HOME/SpokenBench/SpokenBench Studio/demo-project" --model simulated:steady \
+    --mode text --prompt standard --limit 20 --name walk-run >"$out/evaluate.log" 2>&1
+sleep 0.3
+step 19-results-after-a-run Up
+sleep 4
+step 20-results-updated Down
+pactl list short sinks >"$out/sinks.txt" 2>&1
