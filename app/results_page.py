@@ -268,7 +268,7 @@ class ResultsPage(QWidget):
             if "items" in tables
             else "the latest answers"
         )
-        if not self.isVisible():  # recomputing is seconds of pandas on a thread of the app: once shown, not before
+        if not self.isVisible():  # a recomputation starts a job process: once shown, not before
             self._changed_while_hidden = True
             return
         # soon after a run starts or ends; a little later while answers stream in; never more often than

@@ -26,6 +26,22 @@ GMMLU_COLUMNS = [
 ]
 
 
+def run_event_loop_until(done, timeout_s: float = 30.0) -> None:
+    """Run the UI thread's event loop (idle between events, as in the app) until `done()` holds or `timeout_s`
+    passes: the benchmarks' way to wait for a page without sleeping through its events."""
+    import time
+
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    check = QTimer(interval=1)
+    deadline = time.perf_counter() + timeout_s
+    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
+    check.start()
+    loop.exec()
+    check.stop()
+
+
 def gmmlu_rows(count: int = 3, language_tag: str = "") -> list[dict]:
     rows = []
     for n in range(count):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.results.names import PANEL_ORDER, PAPER_TITLES, PAPERS  # noqa: F401 (re-exported)
+from spokenbench.core.results.names import PAPERS
 
 DEFAULT_RESAMPLES = 1000
 MAX_KEPT_WEIGHTS = 4_000_000  # resamples × questions kept between refreshes (32 MB); beyond, drawn in chunks

@@ -32,7 +32,7 @@ from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_r
 from spokenbench.core.metrics.store import run_list
 from spokenbench.core.metrics.synthetic import biasinear_like
 from spokenbench.core.results.compute import ResponseCache, compute_panels, project_panels
-from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.database import utc_now
 from spokenbench.core.store.items import insert_items

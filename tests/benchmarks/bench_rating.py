@@ -26,10 +26,10 @@ from types import SimpleNamespace
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
 
-from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from support import gmmlu_rows, write_csv
+from support import gmmlu_rows, run_event_loop_until, write_csv
 
 from spokenbench.app.evaluate_page import RUN_CHANGES, EvaluationRunOp
 from spokenbench.app.main import keep_the_ui_responsive
@@ -48,16 +48,6 @@ from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.store import opened
 
 QUEUE = "bench"
-
-
-def run_event_loop_until(done, timeout_s: float = 30.0) -> None:
-    loop = QEventLoop()
-    check = QTimer(interval=1)
-    deadline = time.perf_counter() + timeout_s
-    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
-    check.start()
-    loop.exec()
-    check.stop()
 
 
 class GapProbe:

@@ -26,6 +26,7 @@ import numpy as np
 from PySide6.QtCore import QEventLoop, Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from support import run_event_loop_until
 
 from spokenbench.app.operations import OperationRunner, ProjectSession
 from spokenbench.app.speakers_page import SpeakersPage
@@ -34,16 +35,6 @@ from spokenbench.core.recording.speakers import add_speaker, give_consent
 from spokenbench.core.store import Project
 
 RATE = DEFAULT_RATE
-
-
-def run_event_loop_until(done, timeout_s: float = 30.0) -> None:
-    loop = QEventLoop()
-    check = QTimer(interval=1)
-    deadline = time.perf_counter() + timeout_s
-    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
-    check.start()
-    loop.exec()
-    check.stop()
 
 
 def run_for(seconds: float) -> None:

@@ -28,6 +28,10 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
+
+from support import run_event_loop_until
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 TARGET_MS = 50
@@ -49,7 +53,7 @@ def demo_builder():
 
 def run_trials(trials: int, demo: Path | None) -> list[dict]:
     """In this process: the page shown, its first panels computed, then `trials` runs finishing."""
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from spokenbench.app.main import keep_the_ui_responsive
@@ -69,13 +73,7 @@ def run_trials(trials: int, demo: Path | None) -> list[dict]:
         demo_builder()(path)
 
     def run_loop_until(done, timeout_s: float = 180.0) -> None:
-        loop = QEventLoop()
-        check = QTimer(interval=1)
-        deadline = time.perf_counter() + timeout_s
-        check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
-        check.start()
-        loop.exec()
-        check.stop()
+        run_event_loop_until(done, timeout_s)
 
     runner = OperationRunner()
     session = ProjectSession(path, runner)

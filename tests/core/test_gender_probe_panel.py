@@ -13,7 +13,7 @@ from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
 from spokenbench.core.results.compute import compute_panels, project_panels
 from spokenbench.core.results.gender_probe_panel import probe_group
 from spokenbench.core.results.gender_views import gender_view
-from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.store import Project
 
 FACETS = (("J", "J"), ("Δ", "delta"), ("ν", "neutral_rate"), ("κ", "kappa"))

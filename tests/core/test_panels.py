@@ -22,7 +22,7 @@ from spokenbench.core.results.compute import compute_panels, project_panels
 from spokenbench.core.results.details import point_details
 from spokenbench.core.results.engine import wilson
 from spokenbench.core.results.gender_probe_panel import probe_group
-from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.results.order_panels import _kendall_tau_b
 from spokenbench.core.results.published import published_table
 from spokenbench.core.results.published_overlay import published_for

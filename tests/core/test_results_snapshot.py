@@ -11,7 +11,7 @@ from spokenbench.core.foundation.progress import no_progress
 from spokenbench.core.jobs.host import run_task_in_job_process, task_call
 from spokenbench.core.metrics.synthetic import biasinear_like
 from spokenbench.core.results.compute import compute_panels
-from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.results.published_overlay import published_for
 from spokenbench.core.results.snapshot import (
     ResultsCache,

@@ -12,7 +12,7 @@ from matplotlib.text import Text
 from PySide6.QtCore import Qt
 
 from spokenbench.core.evaluation.store import mark_run
-from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.store import opened
 from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, short_labels
 

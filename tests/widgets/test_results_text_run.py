@@ -12,7 +12,8 @@ from spokenbench.core.demo.tour import TOUR
 from spokenbench.core.evaluation.plans import PlanOptions
 from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.runner import evaluate
-from spokenbench.core.results.model import PANEL_ORDER, panel_heading
+from spokenbench.core.results.model import panel_heading
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.store import opened
 
 TEXT_MODEL = "simulated:steady"

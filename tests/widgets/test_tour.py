@@ -6,7 +6,7 @@ from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtTest import QTest
 
 from spokenbench.core.demo.tour import FOCUS_TARGETS, PUBLISHED, SIMULATED, TOUR, tour_markdown
-from spokenbench.core.results.model import PANEL_ORDER
+from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.widgets.tour_panel import HIGHLIGHT_WIDTH
 
 
