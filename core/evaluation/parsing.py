@@ -130,7 +130,8 @@ PARSE_STATUSES = ("ok", "failed", "ambiguous", "refusal")
 # tests/core/evaluation/parsing_golden.jsonl pins this version's outputs. 2: answer words of Global-MMLU's
 # languages, native option letters, JSON replies, one-line corrections, options discussed before the answer.
 # 3: "I think it's B" in French, German, Spanish, Portuguese and Italian (no pinned reply changed).
-PARSER_VERSION = 3
+# 4: circled option numbers, "정답은 ②입니다" (no pinned reply changed).
+PARSER_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -106,8 +106,15 @@ def _leads(before: str) -> bool:
     return bool(word) and word.group(1).lower() in _LEAD_WORDS
 
 
+# Circled numbers (① ② ③ ④, and the negative ❶ ❷ ❸ ❹) label options in Korean, Japanese and Chinese tests: a
+# reply "정답은 ②입니다" names the second option. Read before NFKC, which would make ② a plain 2.
+_CIRCLED_NUMBERS = {
+    start + offset: f"({letter})" for start in (0x2460, 0x2776) for offset, letter in enumerate(LETTERS[:10])
+}
+
+
 def _clean(raw: str) -> str:
-    text = normalize(raw)
+    text = normalize(raw.translate(_CIRCLED_NUMBERS))
     if '"' in text or "'" in text:
         text = _JSON_ANSWER.sub(r"\nFinal answer: \1\2\n", text)
     if "<" in text:

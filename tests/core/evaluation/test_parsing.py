@@ -50,6 +50,13 @@ OPTIONS = {"A": "Paris", "B": "London", "C": "Berlin", "D": "Madrid"}
         "C번",
         "C입니다",
         "정답은 C번입니다.",
+        # circled option numbers (Korean, Japanese and Chinese tests number options so)
+        "정답은 ③입니다",
+        "답: ❸",
+        "③",
+        "答案是③",
+        "正解は③です",
+        "①은 틀렸고 정답은 ③입니다",
         # chain of thought ending in an answer
         "Let's think. Option A is Paris, which is in France. B is London. D is Madrid.\nSo the capital of Germany is Berlin.\nAnswer: [[C]]",
         "A) is wrong, B) is wrong too.\nTherefore the answer is C.",
