@@ -131,6 +131,7 @@ def undecodable_argument(parser: argparse.ArgumentParser, args: argparse.Namespa
 def _run_handler(args) -> int:
     try:
         code = args.handler(args)
+        sys.stdout.flush()  # here, not at exit: a reader gone by then is a BrokenPipeError the interpreter prints
     except SpokenBenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -207,3 +207,30 @@ def test_output_cut_short_by_the_reader_is_not_an_error(built_demo):
         [sys.executable, "-c", script, str(built_demo)], capture_output=True, text=True, timeout=120
     )
     assert result.stderr.endswith("exit=0") and "internal error" not in result.stderr, result.stderr
+
+
+def test_short_output_to_a_reader_gone_before_exit_ends_quietly(tmp_path):
+    """`spokenbench-studio --cli qc-report … --json | head`: output shorter than the buffer is flushed when the
+    command ends, not at interpreter exit, where a closed pipe printed 'Exception ignored … BrokenPipeError'."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import os, sys
+        from spokenbench.core.cli.main import main
+        main(["init", sys.argv[1]])
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before we write
+        sys.stdout = os.fdopen(write_end, "w")  # fully buffered, as standard output is into a pipe
+        code = main(["info", sys.argv[1], "--json"])
+        sys.stderr.write(f"exit={code}")
+        sys.exit(code)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "p")], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.endswith("exit=0") and "BrokenPipeError" not in result.stderr, result.stderr
