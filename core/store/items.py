@@ -28,7 +28,16 @@ def record_import(conn: sqlite3.Connection, file: str, format_name: str, sha256:
 
 
 def insert_items(conn: sqlite3.Connection, items: Iterable[Item], import_id: int | None = None) -> list[int]:
-    """Insert items with their options; the caller owns the transaction. Returns the new row ids."""
+    """Insert items with their options; the caller owns the transaction. Returns the new row ids. Items of an import
+    (`import_id`) are counted here once (migration 14), items without one by the per-row trigger."""
+    ids = _insert_item_rows(conn, items, import_id)
+    if import_id is not None and ids:
+        count_change(conn, "items")
+    return ids
+
+
+def _insert_item_rows(conn: sqlite3.Connection, items: Iterable[Item], import_id: int | None) -> list[int]:
+    """The rows of `insert_items`, uncounted: also what a staging file (which has no change counters) holds."""
     now = utc_now()
     ids = []
     for item in items:
@@ -220,7 +229,7 @@ class ImportStaging:
     def add_items(self, items: list[Item], import_id: int) -> None:
         """Stage one batch in one cheap, unsynced transaction of the staging file."""
         with transaction(self._conn):
-            insert_items(self._conn, items, import_id)
+            _insert_item_rows(self._conn, items, import_id)
         self.item_count += len(items)
 
     def close(self) -> None:
@@ -277,15 +286,12 @@ def copy_staged_import(conn: sqlite3.Connection, staging: ImportStaging) -> list
             import_ids = [row[0] + import_offset for row in conn.execute("SELECT id FROM staging.imports ORDER BY id")]
         first, last = conn.execute("SELECT min(id), max(id) FROM staging.items").fetchone()
         for low in range(first or 1, (last or 0) + 1, IMPORT_CHUNK_ITEMS):
-            time.sleep(CHUNK_PAUSE_S)
+            _let_other_writers_in()
             with transaction(conn):
                 _copy_chunk(conn, low, low + IMPORT_CHUNK_ITEMS, import_offset, now)
         conn.execute(f"PRAGMA synchronous = {synchronous}")
-        with transaction(conn):
-            conn.execute(
-                f"DELETE FROM main.pending_imports WHERE import_id IN ({','.join('?' * len(import_ids))})", import_ids
-            )
-            count_change(conn, "items")  # a screen that looked between the last chunk and now sees the items
+        _let_other_writers_in()
+        _publish(conn, import_ids)
     except BaseException:
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         with contextlib.suppress(sqlite3.Error):
@@ -313,6 +319,22 @@ def _copy_chunk(conn: sqlite3.Connection, low: int, high: int, import_offset: in
         "WHERE item_id >= ? AND item_id < ? ORDER BY item_id, position",
         (item_offset, low, high),
     )
+
+
+def _let_other_writers_in() -> None:
+    """A pause between two of the copy's transactions, longer than the app's writer's poll for the lock (1 ms):
+    without it the copy would take the lock again within microseconds of releasing it, and a rating could wait
+    for every chunk."""
+    time.sleep(CHUNK_PAUSE_S)
+
+
+def _publish(conn: sqlite3.Connection, import_ids: list[int]) -> None:
+    """Make the whole of the copied imports visible at once, in one short transaction. Their items are counted
+    here, once (migration 14: rows that carry an import id do not bump the items counter row by row)."""
+    with transaction(conn):
+        marks = ",".join("?" * len(import_ids))
+        conn.execute(f"DELETE FROM main.pending_imports WHERE import_id IN ({marks})", import_ids)
+        count_change(conn, "items")
 
 
 def remove_pending_imports(conn: sqlite3.Connection, import_ids: Iterable[int]) -> None:
