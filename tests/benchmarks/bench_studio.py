@@ -157,6 +157,43 @@ def lock_holds(items: int) -> dict:
     return {"holds": holds, "copy_s": wall_1 - wall_0, "copy_cpu_s": cpu_1 - cpu_0}
 
 
+class TransactionTimes:
+    """Each write transaction of this process (the ratings: the import runs in a job process) in three parts:
+    waiting for the write lock (BEGIN IMMEDIATE), the statements, and the COMMIT (its fsync)."""
+
+    def __init__(self):
+        self.records: list[tuple[float, float, float, float]] = []  # (started at, lock wait, body, commit)
+        self.real_transaction = database.transaction
+
+    @contextlib.contextmanager
+    def timed(self, conn):
+        started = time.perf_counter()
+        database._begin_immediate(conn)
+        locked = time.perf_counter()
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        body_done = time.perf_counter()
+        conn.execute("COMMIT")
+        self.records.append((started, locked - started, body_done - locked, time.perf_counter() - body_done))
+
+    def __enter__(self):
+        database.transaction = self.timed
+        return self
+
+    def __exit__(self, *exc):
+        database.transaction = self.real_transaction
+
+    def within(self, start: float, seconds: float) -> tuple[float, float, float] | None:
+        """The parts of the transaction that started within a rating's [submitted, answered] window."""
+        for started, *parts in self.records:
+            if start <= started <= start + seconds:
+                return tuple(parts)
+        return None
+
+
 def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
     """One import with ratings meanwhile; prints its figures and returns them (waits in seconds)."""
     _app = QApplication.instance() or QApplication([])  # kept referenced for the run
@@ -192,11 +229,12 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
     )
     importing.finished.connect(lambda: window.append(time.perf_counter()))
     window.append(time.perf_counter())
-    importing.run()
-    probe.timer.start()
-    run_event_loop_until(lambda: len(window) == 2)
-    probe.timer.stop()
-    run_event_loop_until(lambda: not probe.in_flight)
+    with TransactionTimes() as transactions:
+        importing.run()
+        probe.timer.start()
+        run_event_loop_until(lambda: len(window) == 2)
+        probe.timer.stop()
+        run_event_loop_until(lambda: not probe.in_flight)
     if importing.status != "succeeded":
         raise SystemExit(f"the import did not succeed: {importing.status} {importing.error}")
     started, ended = window
@@ -224,6 +262,18 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
         print(f"  ratings during import: n={len(during):3d}  median {ms(figures['median'])}  p95 {ms(figures['p95'])}  "
               f"max {ms(figures['max'])}")  # fmt: skip
         print(f"  max rating latency / import duration: {figures['max'] / duration:.3f}")
+        worst_at, worst = max(((at, latency) for at, latency in probe.latencies if started <= at <= ended),
+                              key=lambda pair: pair[1])  # fmt: skip
+        parts = transactions.within(worst_at, worst)
+        if parts:
+            figures.update(worst_lock_wait=parts[0], worst_commit=parts[2])
+            print(f"  the longest rating: {ms(parts[0])} waiting for the lock, {ms(parts[1])} its statements, "
+                  f"{ms(parts[2])} its COMMIT, {ms(worst - sum(parts))} the rest (threads, event loop)")  # fmt: skip
+        waits = [wait for at, wait, _, _ in transactions.records if started <= at <= ended]
+        commits = [commit for at, _, _, commit in transactions.records if started <= at <= ended]
+        figures.update(max_lock_wait=max(waits), max_commit=max(commits))
+        print(f"  ratings' waits for the lock: max {ms(max(waits))}, p95 {ms(percentile(waits, 0.95))}; "
+              f"their COMMITs: max {ms(max(commits))}, p95 {ms(percentile(commits, 0.95))}")  # fmt: skip
     else:
         print("  no rating completed during the import")
     if not single_transaction:
