@@ -264,3 +264,35 @@ def test_a_kill_between_chunks_shows_nothing_and_reopening_removes_the_hidden_ro
         "items": 6_003, "visible_items": 6_003, "options": 24_012, "imports": 2, "pending_imports": 0
     }  # fmt: skip
     assert project.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_migration_14_keeps_every_item_of_an_older_project_visible_and_counted(tmp_path, monkeypatch):
+    """Items imported before migration 14 (with an import id, no pending row) stay visible; afterwards an item
+    without an import id still bumps the items counter row by row, one with an import id is counted by its insert."""
+    from spokenbench.core.importers import ImportOptions, parse_file
+    from spokenbench.core.store import migrations
+
+    items = parse_file(write_csv(tmp_path / "en.csv", gmmlu_rows(8)), "gmmlu-lite", ImportOptions())
+    monkeypatch.setattr(database, "MIGRATIONS", migrations.MIGRATIONS[:13])
+    monkeypatch.setattr(database, "SCHEMA_VERSION", 13)
+    monkeypatch.setattr("spokenbench.core.store.project.SCHEMA_VERSION", 13)
+    with Project.create(tmp_path / "p") as old, old.transaction() as conn:
+        import_id = store_items.record_import(conn, "old.csv", "gmmlu-lite", "0" * 64, 3)
+        store_items.insert_items(conn, items[:3], import_id)
+    monkeypatch.undo()
+    with Project.open(tmp_path / "p") as project:
+        assert project.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
+        assert counts(project.conn) == {
+            "items": 3, "visible_items": 3, "options": 12, "imports": 1, "pending_imports": 0
+        }  # fmt: skip
+
+        def items_counter() -> int:
+            return project.conn.execute("SELECT version FROM change_counters WHERE name = 'items'").fetchone()[0]
+
+        before = items_counter()
+        with project.transaction() as conn:
+            store_items.insert_items(conn, items[3:5])  # no import: the trigger, once per row
+        assert items_counter() == before + 2
+        with project.transaction() as conn:
+            store_items.insert_items(conn, items[5:8], import_id)  # an import's rows: once per statement
+        assert items_counter() == before + 3 and counts(project.conn)["visible_items"] == 8
