@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 from support import gmmlu_rows, write_csv
@@ -296,3 +297,28 @@ def test_migration_14_keeps_every_item_of_an_older_project_visible_and_counted(t
         with project.transaction() as conn:
             store_items.insert_items(conn, items[5:8], import_id)  # an import's rows: once per statement
         assert items_counter() == before + 3 and counts(project.conn)["visible_items"] == 8
+
+
+@pytest.mark.slow
+def test_two_imports_copied_at_once_interleave_their_chunks_and_keep_each_items_options(project, tmp_path):
+    """Each chunk takes its ids past the largest at that moment, so two imports' chunks may interleave: every
+    item keeps its own options all the same (option A of question n is 'alpha n'), and each import is whole."""
+    tables = [write_csv(tmp_path / f"{language}.csv", gmmlu_rows(4_000, f"{language} ")) for language in ("en", "ko")]
+    spokenbench = Path(sys.executable).with_name("spokenbench")
+    processes = [
+        subprocess.Popen(
+            [str(spokenbench), "import", str(project.path), str(table), "--format", "gmmlu-lite"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for table in tables
+    ]
+    assert [(p.wait(120), p.stderr.read().decode()) for p in processes] == [(0, ""), (0, "")]
+    assert counts(project.conn) == {
+        "items": 8_000, "visible_items": 8_000, "options": 32_000, "imports": 2, "pending_imports": 0
+    }  # fmt: skip
+    matched = project.conn.execute(
+        "SELECT count(*) FROM items i JOIN options o ON o.item_id = i.id WHERE o.letter = 'A' AND "
+        "o.text = 'alpha ' || substr(i.question, length(i.language) + 18, length(i.question) - length(i.language) - 18)"
+    ).fetchone()[0]
+    assert matched == 8_000
