@@ -194,7 +194,7 @@ class TransactionTimes:
         return None
 
 
-def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
+def run(items: int, interval_ms: int, single_transaction: bool, idle_s: float = 1.0) -> dict:
     """One import with ratings meanwhile; prints its figures and returns them (waits in seconds)."""
     _app = QApplication.instance() or QApplication([])  # kept referenced for the run
     folder = Path(tempfile.mkdtemp(prefix="bench-studio-"))
@@ -208,8 +208,9 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
     probe = RatingProbe(session, clip_ids, interval_ms)
 
     # idle baseline: ratings with nothing else running
+    transactions = TransactionTimes().__enter__()
     probe.timer.start()
-    idle_until = time.perf_counter() + 1.0
+    idle_until = time.perf_counter() + idle_s
     run_event_loop_until(lambda: time.perf_counter() >= idle_until)
     probe.timer.stop()
     run_event_loop_until(lambda: not probe.in_flight)
@@ -229,12 +230,14 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
     )
     importing.finished.connect(lambda: window.append(time.perf_counter()))
     window.append(time.perf_counter())
-    with TransactionTimes() as transactions:
+    try:
         importing.run()
         probe.timer.start()
         run_event_loop_until(lambda: len(window) == 2)
         probe.timer.stop()
         run_event_loop_until(lambda: not probe.in_flight)
+    finally:
+        transactions.__exit__()
     if importing.status != "succeeded":
         raise SystemExit(f"the import did not succeed: {importing.status} {importing.error}")
     started, ended = window
@@ -250,12 +253,17 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
     print(f"import of {items:,} items, write phase: {mode}")
     print(f"  import duration (job start → done on the UI thread): {ms(duration)}")
     print(f"  ratings while idle:   n={len(idle):3d}  median {ms(statistics.median(idle))}  max {ms(max(idle))}")
+    idle_commits = [commit for at, _, _, commit in transactions.records if at < started]
+    print(f"  their COMMITs:  p95 {ms(percentile(idle_commits, 0.95))}  max {ms(max(idle_commits))}  "
+          "(a rating's own fsync, with no import running)")  # fmt: skip
     figures = {
         "duration_s": duration,
         "n": len(during),
         "max": float("nan"),
         "p95": float("nan"),
         "median": float("nan"),
+        "idle_commit_max": max(idle_commits),
+        "idle_commit_p95": percentile(idle_commits, 0.95),
     }
     if during:
         figures.update(max=max(during), p95=percentile(during, 0.95), median=statistics.median(during))
@@ -271,7 +279,7 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> dict:
                   f"{ms(parts[2])} its COMMIT, {ms(worst - sum(parts))} the rest (threads, event loop)")  # fmt: skip
         waits = [wait for at, wait, _, _ in transactions.records if started <= at <= ended]
         commits = [commit for at, _, _, commit in transactions.records if started <= at <= ended]
-        figures.update(max_lock_wait=max(waits), max_commit=max(commits))
+        figures.update(max_lock_wait=max(waits), max_commit=max(commits), commit_p95=percentile(commits, 0.95))
         print(f"  ratings' waits for the lock: max {ms(max(waits))}, p95 {ms(percentile(waits, 0.95))}; "
               f"their COMMITs: max {ms(max(commits))}, p95 {ms(percentile(commits, 0.95))}")  # fmt: skip
     else:
@@ -300,7 +308,7 @@ def compare_back_off(items: int, interval_ms: int, repeats: int) -> None:
               f"of {', '.join(f'{1000 * v:.0f}' for v in values)} ms (target <= 50 ms)")  # fmt: skip
 
 
-def compare_baseline(baseline: str, items: int, interval_ms: int, repeats: int) -> None:
+def compare_baseline(baseline: str, items: int, interval_ms: int, repeats: int, idle_s: float) -> None:
     """This tree against an older core, each run in its own process (PYTHONPATH selects the older core for the
     process and its job process), interleaved; medians of each figure."""
     runs: dict[str, list[dict]] = {"baseline": [], "this tree": []}
@@ -310,7 +318,8 @@ def compare_baseline(baseline: str, items: int, interval_ms: int, repeats: int) 
             if name == "baseline":
                 env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
             print(f"-- {name}  (load average {' '.join(f'{x:.1f}' for x in os.getloadavg())})", flush=True)
-            command = [sys.executable, __file__, "--items", str(items), "--interval-ms", str(interval_ms), "--json"]
+            command = [sys.executable, __file__, "--items", str(items), "--interval-ms", str(interval_ms), "--json",
+                       "--idle-s", str(idle_s)]  # fmt: skip
             output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
             print("\n".join(output.splitlines()[:-1]))
             runs[name].append(json.loads(output.splitlines()[-1]))
@@ -322,6 +331,9 @@ def compare_baseline(baseline: str, items: int, interval_ms: int, repeats: int) 
             return 1000 * statistics.median(f[key] for f in figures)
 
         longest_hold = 1000 * statistics.median(max(f["holds"]) for f in figures)
+        print(f"  {name:9s}: a rating's wait for the lock: max {median('max_lock_wait'):6.1f} ms; its COMMIT: max "
+              f"{median('max_commit'):6.1f} ms, p95 {median('commit_p95'):5.1f} ms during the import, max "
+              f"{median('idle_commit_max'):6.1f} ms, p95 {median('idle_commit_p95'):5.1f} ms before it")  # fmt: skip
         worst = ", ".join(f"{1000 * f['max']:.0f}" for f in figures)
         print(f"  {name:9s}: rating wait max {median('max'):6.1f} ms (runs: "
               f"{worst}), p95 {median('p95'):6.1f} ms, "
@@ -340,12 +352,13 @@ if __name__ == "__main__":
     parser.add_argument("--compare-back-off", action="store_true")
     parser.add_argument("--baseline", help="an older tree holding spokenbench/core, compared interleaved")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on the last line")
+    parser.add_argument("--idle-s", type=float, default=1.0, help="seconds of ratings before the import")
     args = parser.parse_args()
     if args.baseline:
-        compare_baseline(args.baseline, args.items, args.interval_ms, args.repeats)
+        compare_baseline(args.baseline, args.items, args.interval_ms, args.repeats, args.idle_s)
     elif args.json:
-        print(json.dumps(run(args.items, args.interval_ms, False)))
+        print(json.dumps(run(args.items, args.interval_ms, False, args.idle_s)))
     elif args.compare_back_off:
         compare_back_off(args.items, args.interval_ms, args.repeats)
     else:
-        run(args.items, args.interval_ms, args.single_transaction)
+        run(args.items, args.interval_ms, args.single_transaction, args.idle_s)
