@@ -1,7 +1,8 @@
 """What changed in a project, as seen from any process. Triggers (migration 5) bump a counter per table on
 every insert, update and delete, whoever writes (clip_screening, written whole by one module, counts per statement
-instead: migration 13; so do items inserted by an import: migration 14); a screen keeps the counters it last saw and refreshes only
-the tables whose counter moved. Reading the counters is one query on a tiny table, cheap to poll every second."""
+instead: migration 13; so do items inserted by an import: migration 14); a screen keeps the counters it last saw
+and refreshes only the tables whose counter moved. Reading the counters is one query on a tiny table, cheap to
+poll every second."""
 
 from __future__ import annotations
 

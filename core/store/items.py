@@ -164,8 +164,9 @@ def option_letters(conn: sqlite3.Connection, item_id: int) -> list[str]:
 # A large import is written in batches to a throwaway SQLite file next to the project, without the project's write
 # lock, then copied into the project in short transactions, hidden until one last transaction publishes it
 # (`copy_staged_import`). A kill before that commit leaves no row of the import visible (its hidden rows are
-# removed by the next import or opening, `remove_abandoned_imports`); a kill after it leaves the whole import. A leftover staging file is never read again: it is
-# only disk space, removed by the next import (`remove_stale_staging_files`).
+# removed by the next import or opening, `remove_abandoned_imports`); a kill after it leaves the whole import. A
+# leftover staging file is never read again: it is only disk space, removed by the next import
+# (`remove_stale_staging_files`).
 #
 # The staging file holds `imports`, `items` and `options` created from the project's own CREATE TABLE statements,
 # so every staged row passes exactly the project's CHECK, NOT NULL, foreign-key and within-import UNIQUE rules while
