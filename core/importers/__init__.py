@@ -1,10 +1,12 @@
 """Importing benchmarks into a project: every file is read and validated completely first, then the rows are
-staged beside the project and copied in in one short transaction, so an import either lands whole or leaves the
-project unchanged, and never holds the project's write lock for longer than that copy."""
+staged beside the project and copied in in short transactions, hidden until one last transaction makes the whole
+import visible, so an import either lands whole or leaves nothing visible, and never holds the project's write lock
+for longer than one short transaction."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,14 @@ from spokenbench.core.foundation.standard_streams import STANDARD_INPUT_NAME, is
 from spokenbench.core.foundation.tables import read_table, table_digest
 from spokenbench.core.importers.formats import PARSERS, ImportOptions, language_from_path
 from spokenbench.core.store import Project
-from spokenbench.core.store.items import ImportStaging, copy_staged_import, existing_items, remove_stale_staging_files
+from spokenbench.core.store.items import (
+    ImportStaging,
+    copy_staged_import,
+    existing_items,
+    other_imports_pending,
+    remove_abandoned_imports,
+    remove_stale_staging_files,
+)
 
 FORMATS = IMPORT_FORMATS
 assert set(PARSERS) == set(FORMATS), "core.domain.items.IMPORT_FORMATS must name every parser"
@@ -78,14 +87,27 @@ def import_files(
                     f"other processes kept storing these items while this import was being prepared ({conflict}); "
                     "nothing was imported — run the import again"
                 ) from None
+            _wait_for_other_imports(project, progress)
     raise AssertionError("unreachable")
 
 
 CONCURRENT_IMPORT_ATTEMPTS = 3
 
 
+OTHER_IMPORT_WAIT_S = 120
+
+
 class _StoredMeanwhile(Exception):
     """The final copy met items another process stored after this import was validated."""
+
+
+def _wait_for_other_imports(project: Project, progress: Progress) -> None:
+    """Before validating again: let another process's import that is being copied in (still hidden, so this
+    import could not see its items) finish, so the next look sees its items as stored."""
+    deadline = time.monotonic() + OTHER_IMPORT_WAIT_S
+    while other_imports_pending(project.conn) and time.monotonic() < deadline:
+        progress.check_cancelled()
+        time.sleep(0.05)
 
 
 def _against_stored(
@@ -121,9 +143,11 @@ STAGING_BATCH = 1000
 def _write(
     project: Project, to_write: list[tuple[str, str, list[Item], int]], format_name: str, progress: Progress
 ) -> list[ImportedFile]:
-    """Stage every row in batches outside the project's write lock, then copy them in one short transaction:
-    the import lands whole or not at all, and other writers (a rating in the app) wait at most for the copy."""
+    """Stage every row in batches outside the project's write lock, then copy them in short transactions,
+    hidden until the last one: the import lands whole or not at all, and other writers (a rating in the app) wait
+    at most for one of them (`copy_staged_import`)."""
     remove_stale_staging_files(project.path)
+    remove_abandoned_imports(project.conn)  # an interrupted import's hidden rows would collide with these
     total = sum(len(items) for _, _, items, _ in to_write)
     written = 0
     with ImportStaging(project.path, project.conn) as staging:

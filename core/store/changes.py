@@ -1,7 +1,8 @@
 """What changed in a project, as seen from any process. Triggers (migration 5) bump a counter per table on
 every insert, update and delete, whoever writes (clip_screening, written whole by one module, counts per statement
-instead: migration 13); a screen keeps the counters it last saw and refreshes only
-the tables whose counter moved. Reading the counters is one query on a tiny table, cheap to poll every second."""
+instead: migration 13; so do items inserted by an import: migration 14); a screen keeps the counters it last saw
+and refreshes only the tables whose counter moved. Reading the counters is one query on a tiny table, cheap to
+poll every second."""
 
 from __future__ import annotations
 
@@ -20,5 +21,6 @@ def changed_tables(before: dict[str, int], after: dict[str, int]) -> set[str]:
 
 def count_change(conn: sqlite3.Connection, table: str) -> None:
     """Bump `table`'s counter once, for a statement that wrote many rows of a table whose writers count their
-    own statements instead of a trigger per row (clip_screening, migration 13). In the writer's transaction."""
+    own statements instead of a trigger per row (clip_screening, migration 13; an import's items, migration 14).
+    In the writer's transaction."""
     conn.execute("UPDATE change_counters SET version = version + 1 WHERE name = ?", (table,))

@@ -40,7 +40,7 @@ def gender_probe_orientations(conn: sqlite3.Connection) -> list[tuple[int, str, 
     """(item id, letter, orientation) of every gender-probe option, in option order: the gender-probe metrics
     need each presented option's orientation."""
     rows = conn.execute(
-        "SELECT o.item_id, o.letter, o.orientation FROM options o JOIN items i ON i.id = o.item_id "
+        "SELECT o.item_id, o.letter, o.orientation FROM options o JOIN visible_items i ON i.id = o.item_id "
         "WHERE i.kind = 'gender-probe' ORDER BY o.item_id, o.position"
     )
     return [tuple(row) for row in rows]

@@ -11,7 +11,7 @@ from spokenbench.core.store.database import NOT_A_CONTROL
 def gender_probe_items(conn: sqlite3.Connection) -> list[dict]:
     """The gender probes: item id, question id (source_id), language, category and question text, in id order."""
     rows = conn.execute(
-        "SELECT id, source_id, language, category, question FROM items WHERE kind = 'gender-probe' ORDER BY id"
+        "SELECT id, source_id, language, category, question FROM visible_items WHERE kind = 'gender-probe' ORDER BY id"
     ).fetchall()
     return [
         {"item_id": r[0], "question_id": r[1], "language": r[2], "category": r[3] or "", "question": r[4]} for r in rows

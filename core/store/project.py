@@ -12,6 +12,7 @@ from spokenbench.core import __version__
 from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.store import database
 from spokenbench.core.store.audio_files import AudioStore
+from spokenbench.core.store.items import remove_abandoned_imports
 from spokenbench.core.store.migrations import SCHEMA_VERSION
 
 DATABASE_NAME = "project.sqlite"
@@ -100,6 +101,8 @@ class Project:
             database.mark_as_project(conn)
         project = cls(path, conn)
         project.audio.remove_stale_temp_files()
+        with contextlib.suppress(sqlite3.OperationalError):  # busy: the next import or opening removes them
+            remove_abandoned_imports(conn)
         return project
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:

@@ -5,17 +5,23 @@ from __future__ import annotations
 import json
 import sqlite3
 
-COUNTED_TABLES = ("items", "rewrites", "clips", "transcripts", "ratings", "speakers", "recordings", "runs", "responses")
+# what each count reads: items being imported are hidden until their import is published (migration 14)
+COUNTED_TABLES = {"items": "visible_items"} | {
+    table: table
+    for table in ("rewrites", "clips", "transcripts", "ratings", "speakers", "recordings", "runs", "responses")
+}
 
 
 def project_summary(conn: sqlite3.Connection) -> dict:
     def grouped(column: str, where: str = "1") -> dict[str, int]:
         rows = conn.execute(
-            f"SELECT coalesce({column}, 'unknown'), count(*) FROM items WHERE {where} GROUP BY 1 ORDER BY 1"
+            f"SELECT coalesce({column}, 'unknown'), count(*) FROM visible_items WHERE {where} GROUP BY 1 ORDER BY 1"
         )
         return {key: count for key, count in rows}
 
-    counts = {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in COUNTED_TABLES}
+    counts = {
+        name: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for name, table in COUNTED_TABLES.items()
+    }
     return {
         "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
         "items": {
@@ -53,7 +59,7 @@ def item_rows(conn: sqlite3.Connection) -> list[tuple]:
                coalesce(i.answer, ''), i.question,
                (SELECT json_group_array(o.letter || '. ' || o.text) FROM
                    (SELECT letter, text FROM options WHERE item_id = i.id ORDER BY position) o)
-        FROM items i ORDER BY i.id"""
+        FROM visible_items i ORDER BY i.id"""
     return [(*row[:7], tuple(json.loads(row[7]))) for row in conn.execute(query)]
 
 
@@ -74,7 +80,7 @@ def item_browser_rows(conn: sqlite3.Connection) -> list[tuple]:
     extra = {
         row[0]: row[1:]
         for row in conn.execute(
-            "SELECT id, coalesce(subject, ''), coalesce(cultural_label, ''), coalesce(category, '') FROM items"
+            "SELECT id, coalesce(subject, ''), coalesce(cultural_label, ''), coalesce(category, '') FROM visible_items"
         )
     }
 

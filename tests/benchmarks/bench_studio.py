@@ -2,19 +2,25 @@
 takes while an import of 20,000 items runs in the same app — the Studio foundation's "done when". Ratings go
 through the app's real path (a `WriteOp` submitted on the UI thread, committed by the project's writer thread,
 its success delivered back to the UI thread); the import is a `JobOp` in a job process, as in the app. Also
-prints the import's duration and how long it held the project's write lock (the final copy of its staged rows).
+prints the import's duration and, from a second import of the same rows in this process, each write transaction
+the import's copy holds the lock for and the copy's total time.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_studio.py [--items 20000] [--interval-ms 20]
         [--single-transaction]   # for comparison: the old import, writing everything inside one transaction
         [--repeats 3 --compare-back-off]   # issue 28: each import run twice, the writer polling for the lock
                                              # (now) and in SQLite's back-off (before), interleaved; medians
+        [--repeats 3 --baseline /tmp/base-importlock]   # issue 28: this tree against an older core (PYTHONPATH,
+                                             # e.g. `git archive cb542b5 core`: one copy transaction), interleaved
 
 Target (issue 28): no rating waits more than 50 ms during an import.
 """
 
 import argparse
+import contextlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +34,7 @@ from PySide6.QtWidgets import QApplication
 from support import gmmlu_rows, write_csv
 
 import spokenbench.core.importers as importers
+import spokenbench.core.store.items as store_items
 from spokenbench.app.operations import JobOp, OperationRunner, ProjectSession, WriteOp
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.host import job_call
@@ -111,34 +118,99 @@ def run_event_loop_until(done) -> None:
     check.stop()
 
 
-def run(items: int, interval_ms: int, single_transaction: bool) -> float:
-    """One import with ratings meanwhile; prints its figures and returns the longest rating latency during it."""
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def lock_holds(items: int) -> dict:
+    """The same import in this process (where its functions can be timed), without ratings: how long each write
+    transaction of its copy holds the lock, and the copy's total time (wall and CPU)."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-studio-holds-"))
+    table = write_csv(folder / "en.csv", gmmlu_rows(items))
+    holds: list[float] = []
+    copying = []
+    real_transaction, real_copy = store_items.transaction, importers.copy_staged_import
+
+    @contextlib.contextmanager
+    def timed_transaction(conn):
+        with real_transaction(conn):
+            started = time.perf_counter()  # the lock is held from here (BEGIN IMMEDIATE succeeded) …
+            yield conn
+        if copying:
+            holds.append(time.perf_counter() - started)  # … to here (COMMIT returned)
+
+    def timed_copy(conn, staging):
+        copying.append((time.perf_counter(), time.process_time()))
+        try:
+            return real_copy(conn, staging)
+        finally:
+            copying.append((time.perf_counter(), time.process_time()))
+
+    store_items.transaction, importers.copy_staged_import = timed_transaction, timed_copy
+    try:
+        with Project.create(folder / "project") as project:
+            import_files(project, [table], "gmmlu-lite")
+    finally:
+        store_items.transaction, importers.copy_staged_import = real_transaction, real_copy
+    (wall_0, cpu_0), (wall_1, cpu_1) = copying
+    return {"holds": holds, "copy_s": wall_1 - wall_0, "copy_cpu_s": cpu_1 - cpu_0}
+
+
+class TransactionTimes:
+    """Each write transaction of this process (the ratings: the import runs in a job process) in three parts:
+    waiting for the write lock (BEGIN IMMEDIATE), the statements, and the COMMIT (its fsync)."""
+
+    def __init__(self):
+        self.records: list[tuple[float, float, float, float]] = []  # (started at, lock wait, body, commit)
+        self.real_transaction = database.transaction
+
+    @contextlib.contextmanager
+    def timed(self, conn):
+        started = time.perf_counter()
+        database._begin_immediate(conn)
+        locked = time.perf_counter()
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        body_done = time.perf_counter()
+        conn.execute("COMMIT")
+        self.records.append((started, locked - started, body_done - locked, time.perf_counter() - body_done))
+
+    def __enter__(self):
+        database.transaction = self.timed
+        return self
+
+    def __exit__(self, *exc):
+        database.transaction = self.real_transaction
+
+    def within(self, start: float, seconds: float) -> tuple[float, float, float] | None:
+        """The parts of the transaction that started within a rating's [submitted, answered] window."""
+        for started, *parts in self.records:
+            if start <= started <= start + seconds:
+                return tuple(parts)
+        return None
+
+
+def run(items: int, interval_ms: int, single_transaction: bool, idle_s: float = 1.0) -> dict:
+    """One import with ratings meanwhile; prints its figures and returns them (waits in seconds)."""
     _app = QApplication.instance() or QApplication([])  # kept referenced for the run
     folder = Path(tempfile.mkdtemp(prefix="bench-studio-"))
     path, clip_ids = build_project(folder)
     table = write_csv(folder / "en.csv", gmmlu_rows(items))
-    locked: list[float] = []
     if single_transaction:
         importers._write = single_transaction_write
-    else:
-        copy = importers.copy_staged_import
-
-        def timed_copy(conn, staging):
-            started = time.perf_counter()
-            try:
-                return copy(conn, staging)
-            finally:
-                locked.append(time.perf_counter() - started)
-
-        importers.copy_staged_import = timed_copy
 
     runner = OperationRunner()
     session = ProjectSession(path, runner)
     probe = RatingProbe(session, clip_ids, interval_ms)
 
     # idle baseline: ratings with nothing else running
+    transactions = TransactionTimes().__enter__()
     probe.timer.start()
-    idle_until = time.perf_counter() + 1.0
+    idle_until = time.perf_counter() + idle_s
     run_event_loop_until(lambda: time.perf_counter() >= idle_until)
     probe.timer.stop()
     run_event_loop_until(lambda: not probe.in_flight)
@@ -158,11 +230,14 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> float:
     )
     importing.finished.connect(lambda: window.append(time.perf_counter()))
     window.append(time.perf_counter())
-    importing.run()
-    probe.timer.start()
-    run_event_loop_until(lambda: len(window) == 2)
-    probe.timer.stop()
-    run_event_loop_until(lambda: not probe.in_flight)
+    try:
+        importing.run()
+        probe.timer.start()
+        run_event_loop_until(lambda: len(window) == 2)
+        probe.timer.stop()
+        run_event_loop_until(lambda: not probe.in_flight)
+    finally:
+        transactions.__exit__()
     if importing.status != "succeeded":
         raise SystemExit(f"the import did not succeed: {importing.status} {importing.error}")
     started, ended = window
@@ -174,19 +249,48 @@ def run(items: int, interval_ms: int, single_transaction: bool) -> float:
     def ms(seconds: float) -> str:
         return f"{1000 * seconds:7.1f} ms"
 
-    mode = "single transaction (old)" if single_transaction else "staged, one short copy"
+    mode = "single transaction (old)" if single_transaction else "staged, then copied"
     print(f"import of {items:,} items, write phase: {mode}")
     print(f"  import duration (job start → done on the UI thread): {ms(duration)}")
-    if locked:
-        print(f"  write lock held by the import (final copy):         {ms(locked[0])}")
     print(f"  ratings while idle:   n={len(idle):3d}  median {ms(statistics.median(idle))}  max {ms(max(idle))}")
+    idle_commits = [commit for at, _, _, commit in transactions.records if at < started]
+    print(f"  their COMMITs:  p95 {ms(percentile(idle_commits, 0.95))}  max {ms(max(idle_commits))}  "
+          "(a rating's own fsync, with no import running)")  # fmt: skip
+    figures = {
+        "duration_s": duration,
+        "n": len(during),
+        "max": float("nan"),
+        "p95": float("nan"),
+        "median": float("nan"),
+        "idle_commit_max": max(idle_commits),
+        "idle_commit_p95": percentile(idle_commits, 0.95),
+    }
     if during:
-        median, worst = statistics.median(during), max(during)
-        print(f"  ratings during import: n={len(during):3d}  median {ms(median)}  max {ms(worst)}")
-        print(f"  max rating latency / import duration: {worst / duration:.3f}")
-        return worst
-    print("  no rating completed during the import")
-    return float("nan")
+        figures.update(max=max(during), p95=percentile(during, 0.95), median=statistics.median(during))
+        print(f"  ratings during import: n={len(during):3d}  median {ms(figures['median'])}  p95 {ms(figures['p95'])}  "
+              f"max {ms(figures['max'])}")  # fmt: skip
+        print(f"  max rating latency / import duration: {figures['max'] / duration:.3f}")
+        worst_at, worst = max(((at, latency) for at, latency in probe.latencies if started <= at <= ended),
+                              key=lambda pair: pair[1])  # fmt: skip
+        parts = transactions.within(worst_at, worst)
+        if parts:
+            figures.update(worst_lock_wait=parts[0], worst_commit=parts[2])
+            print(f"  the longest rating: {ms(parts[0])} waiting for the lock, {ms(parts[1])} its statements, "
+                  f"{ms(parts[2])} its COMMIT, {ms(worst - sum(parts))} the rest (threads, event loop)")  # fmt: skip
+        waits = [wait for at, wait, _, _ in transactions.records if started <= at <= ended]
+        commits = [commit for at, _, _, commit in transactions.records if started <= at <= ended]
+        figures.update(max_lock_wait=max(waits), max_commit=max(commits), commit_p95=percentile(commits, 0.95))
+        print(f"  ratings' waits for the lock: max {ms(max(waits))}, p95 {ms(percentile(waits, 0.95))}; "
+              f"their COMMITs: max {ms(max(commits))}, p95 {ms(percentile(commits, 0.95))}")  # fmt: skip
+    else:
+        print("  no rating completed during the import")
+    if not single_transaction:
+        held = lock_holds(items)
+        figures.update(held)
+        print(f"  the copy (same import in this process): {ms(held['copy_s'])} wall, {ms(held['copy_cpu_s'])} CPU, "
+              f"{len(held['holds'])} write transactions holding the lock: longest {ms(max(held['holds']))}, "
+              f"median {ms(statistics.median(held['holds']))}, sum {ms(sum(held['holds']))}")  # fmt: skip
+    return figures
 
 
 def compare_back_off(items: int, interval_ms: int, repeats: int) -> None:
@@ -197,11 +301,46 @@ def compare_back_off(items: int, interval_ms: int, repeats: int) -> None:
         for name in worst:
             database.poll_for_the_write_lock = polling if name.startswith("polling") else (lambda conn: None)
             print(f"-- writer: {name}")
-            worst[name].append(run(items, interval_ms, False))
+            worst[name].append(run(items, interval_ms, False)["max"])
     database.poll_for_the_write_lock = polling
     for name, values in worst.items():
         print(f"longest rating wait during an import, writer {name}: median {1000 * statistics.median(values):.1f} ms "
               f"of {', '.join(f'{1000 * v:.0f}' for v in values)} ms (target <= 50 ms)")  # fmt: skip
+
+
+def compare_baseline(baseline: str, items: int, interval_ms: int, repeats: int, idle_s: float) -> None:
+    """This tree against an older core, each run in its own process (PYTHONPATH selects the older core for the
+    process and its job process), interleaved; medians of each figure."""
+    runs: dict[str, list[dict]] = {"baseline": [], "this tree": []}
+    for _ in range(repeats):
+        for name in runs:
+            env = dict(os.environ)
+            if name == "baseline":
+                env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
+            print(f"-- {name}  (load average {' '.join(f'{x:.1f}' for x in os.getloadavg())})", flush=True)
+            command = [sys.executable, __file__, "--items", str(items), "--interval-ms", str(interval_ms), "--json",
+                       "--idle-s", str(idle_s)]  # fmt: skip
+            output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+            print("\n".join(output.splitlines()[:-1]))
+            runs[name].append(json.loads(output.splitlines()[-1]))
+    print(f"\nmedians of {repeats} interleaved runs, {items:,} items (load average now "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}):")  # fmt: skip
+    for name, figures in runs.items():
+
+        def median(key: str, figures=figures) -> float:
+            return 1000 * statistics.median(f[key] for f in figures)
+
+        longest_hold = 1000 * statistics.median(max(f["holds"]) for f in figures)
+        print(f"  {name:9s}: a rating's wait for the lock: max {median('max_lock_wait'):6.1f} ms; its COMMIT: max "
+              f"{median('max_commit'):6.1f} ms, p95 {median('commit_p95'):5.1f} ms during the import, max "
+              f"{median('idle_commit_max'):6.1f} ms, p95 {median('idle_commit_p95'):5.1f} ms before it")  # fmt: skip
+        worst = ", ".join(f"{1000 * f['max']:.0f}" for f in figures)
+        print(f"  {name:9s}: rating wait max {median('max'):6.1f} ms (runs: "
+              f"{worst}), p95 {median('p95'):6.1f} ms, "
+              f"median {median('median'):5.1f} ms; longest lock hold {longest_hold:6.1f} ms in "
+              f"{statistics.median(len(f['holds']) for f in figures):.0f} transactions; copy {median('copy_s'):6.1f} ms "
+              f"wall, {median('copy_cpu_s'):6.1f} ms CPU; import {median('duration_s'):6.0f} ms")  # fmt: skip
+    print("target (issue 28): no rating waits more than 50 ms during an import")
 
 
 if __name__ == "__main__":
@@ -211,8 +350,15 @@ if __name__ == "__main__":
     parser.add_argument("--single-transaction", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="with --compare-back-off: imports per writer")
     parser.add_argument("--compare-back-off", action="store_true")
+    parser.add_argument("--baseline", help="an older tree holding spokenbench/core, compared interleaved")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON on the last line")
+    parser.add_argument("--idle-s", type=float, default=1.0, help="seconds of ratings before the import")
     args = parser.parse_args()
-    if args.compare_back_off:
+    if args.baseline:
+        compare_baseline(args.baseline, args.items, args.interval_ms, args.repeats, args.idle_s)
+    elif args.json:
+        print(json.dumps(run(args.items, args.interval_ms, False, args.idle_s)))
+    elif args.compare_back_off:
         compare_back_off(args.items, args.interval_ms, args.repeats)
     else:
-        run(args.items, args.interval_ms, args.single_transaction)
+        run(args.items, args.interval_ms, args.single_transaction, args.idle_s)
