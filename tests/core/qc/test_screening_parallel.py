@@ -1,0 +1,142 @@
+"""Screening on two cores (issue 28): half of the clips scored in a forked process gives the same stored rows,
+summary, Table 2, hallucinations and per-clip scores as scoring them all here — the pinned digests of
+test_screening_pinned.py (computed before issue 28) hold for the forked path too — and a child that fails, or a
+cancel while it runs, leaves the same result or nothing behind."""
+
+import hashlib
+import json
+import multiprocessing
+import os
+import threading
+
+import pytest
+from test_screening_pinned import PINNED_RESULT, PINNED_ROWS, corpus, digest
+
+from spokenbench.core.asr import screening
+from spokenbench.core.asr.screening import compute_screening, screen_project, stored_table2
+from spokenbench.core.foundation.errors import Cancelled
+from spokenbench.core.foundation.forking import ForkedCallFailed, call_in_fork, fork_is_safe
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.store.database import utc_now
+
+pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
+
+
+def _pinned_corpus_project(project):
+    now = utc_now()
+    with project.transaction() as conn:
+        for clip_id, language, reference, transcripts in corpus():
+            item = conn.execute(
+                "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
+                "VALUES ('pin', ?, ?, 's', 'q', 'A', ?)",
+                (f"p{clip_id}", language, now),
+            ).lastrowid
+            key = hashlib.sha256(str(clip_id).encode()).hexdigest()
+            conn.execute(
+                "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, "
+                "audio_format, status, created_at) VALUES (?, ?, 'question', ?, ?, 'a', 'v', 'pin', ?, ?, 'flac', "
+                "'ok', ?)",
+                (clip_id, item, reference, language, key, key, now),
+            )
+            conn.executemany(
+                "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, ?, ?)",
+                [(clip_id, f"asr-{'abc'[i]}", text, now) for i, text in enumerate(transcripts)],
+            )
+    return project
+
+
+def _stored_rows(project) -> list:
+    return [
+        list(row)
+        for row in project.conn.execute(
+            "SELECT clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, asr_count, cer "
+            "FROM clip_screening ORDER BY clip_id"
+        )
+    ]
+
+
+def _everything(result) -> tuple:
+    return (
+        list(result.scores.items()),
+        result.unscorable,
+        list(result.too_few_transcripts.items()),
+        result.summary(),
+        result.table2(),
+        result.hallucinated,
+    )
+
+
+@pytest.mark.slow
+def test_the_forked_half_stores_the_pinned_rows_and_results(project):
+    _pinned_corpus_project(project)
+    serial = compute_screening(project.conn, parallel=False)
+    result = screen_project(project, parallel=True)
+    assert digest(_stored_rows(project)) == PINNED_ROWS
+    pinned = [result.summary(), result.table2(), stored_table2(project.conn), result.hallucinated, result.unscorable]
+    assert digest(json.loads(json.dumps(pinned))) == PINNED_RESULT
+    assert _everything(result) == _everything(serial)  # every clip's score, per ASR system, in the same order
+    assert all(type(score) is type(serial.scores[clip_id]) for clip_id, score in result.scores.items())
+    assert result.unscorable and result.too_few_transcripts and result.hallucinated  # the corpus has each kind
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.slow
+def test_a_child_that_fails_leaves_its_part_to_this_process(project, monkeypatch):
+    _pinned_corpus_project(project)
+    serial = compute_screening(project.conn, parallel=False)
+    parent = os.getpid()
+    score_for_parent = screening._ClipScoring.score_for_parent
+
+    def fails_in_the_child(self, clip_ids):
+        if os.getpid() != parent:
+            raise MemoryError("the child ran out")
+        return score_for_parent(self, clip_ids)
+
+    monkeypatch.setattr(screening._ClipScoring, "score_for_parent", fails_in_the_child)
+    result = screen_project(project, parallel=True)
+    assert _everything(result) == _everything(serial)
+    assert digest(_stored_rows(project)) == PINNED_ROWS
+
+
+def test_a_cancel_while_the_child_scores_stores_nothing_and_leaves_no_process(qc_project):
+    from qc_support import add_clip, add_transcript, item_id
+
+    item = item_id(qc_project, "q1", "en")
+    for n in range(6):
+        clip = add_clip(qc_project, item, "question", f"the text number {n}", "en", voice=f"v{n}")
+        add_transcript(qc_project, clip, "asr-a", "the text")
+        add_transcript(qc_project, clip, "asr-b", f"the text number {n}")
+    progress = Progress()
+    progress.cancel()
+    with pytest.raises(Cancelled):
+        screen_project(qc_project, progress=progress, parallel=True)
+    assert qc_project.conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0] == 0
+    assert not multiprocessing.active_children()
+
+
+def _raises() -> None:
+    raise ValueError("a bug")
+
+
+def _exits() -> None:
+    os._exit(3)
+
+
+def test_a_forked_call_returns_its_result_or_says_it_failed():
+    with call_in_fork(sorted, [3, 1, 2]) as wait:
+        assert wait() == [1, 2, 3]
+    for function in (_raises, _exits):
+        with call_in_fork(function) as wait, pytest.raises(ForkedCallFailed):
+            wait(lambda: None)
+    assert not multiprocessing.active_children()
+
+
+def test_no_fork_while_another_thread_runs():
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not fork_is_safe()
+    finally:
+        stop.set()
+        other.join()
