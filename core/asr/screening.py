@@ -13,15 +13,17 @@ import contextlib
 import gc
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
-from spokenbench.core.foundation.forking import ForkedCallFailed, call_in_fork, fork_is_safe
+from spokenbench.core.foundation.forking import ForkedCallFailed, a_core_is_free, call_in_fork, fork_is_safe
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import utc_now
+from spokenbench.core.store.database import connect, utc_now
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 
 DEFAULT_MIN_ASR = 2
@@ -182,34 +184,39 @@ def _automatic_collection_paused():
 def compute_screening(
     conn, settings: ScreeningSettings | None = None, progress: Progress | None = None, parallel: bool | None = None
 ) -> ScreeningResult:
-    """Score every good item clip that has transcripts (instruction tokens are not screened). `parallel`: half
+    """Score every good item clip that has transcripts (instruction tokens are not screened). `parallel`: part
     of the clips in a forked process (None: when there are enough and `fork_is_safe`; the result is the same)."""
     with _automatic_collection_paused():
-        return _compute_screening(conn, settings, progress, parallel)
+        return _screen(conn, settings, progress, parallel)
 
 
 _NOT_SCORED = object()
-# Below this many clips a second process costs more than it saves (a fork and the result's trip back: ~10 ms).
-FORK_FROM_CLIPS = 4000
-# The share of the clips this process scores when a forked one scores the rest: the child also pickles its
-# part's scores and this process unpickles them, so this process takes a little more (bench_qc: 44,800 clips).
-PARENT_SHARE = 0.5
+# Below this many transcripts a second process costs more than it saves (a fork, a connection, the result's trip
+# back: ~20 ms).
+FORK_FROM_TRANSCRIPTS = 8000
+_CHILD_PART, _OWN_PART = 1, 0  # store.screenable_clips' parts
 
 
-def _compute_screening(
-    conn, settings: ScreeningSettings | None, progress: Progress | None, parallel: bool | None = None
+def _screen(
+    conn,
+    settings: ScreeningSettings | None,
+    progress: Progress | None,
+    parallel: bool | None,
+    store_in: Project | None = None,
 ) -> ScreeningResult:
+    """compute_screening, and with `store_in` also store_screening."""
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
-    clips = store.screenable_clips(conn)
-    no_speech: dict[int, dict[str, float]] = defaultdict(dict)
-    if settings.hallucinations:
-        for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
-            no_speech[clip_id][asr] = probability
-    transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for clip_id, asr, text in store.transcripts_in_clip_order(conn):
-        if clip_id in clips:
-            transcripts[clip_id].append((asr, text))
+    now = utc_now()
+    if parallel is None:
+        parallel = fork_is_safe() and a_core_is_free() and store.transcript_count(conn) >= FORK_FROM_TRANSCRIPTS
+    database = _database_file(conn)
+    if parallel and database and not conn.in_transaction:
+        try:
+            return _screen_on_two_cores(conn, database, settings, progress, now, store_in)
+        except _TwoCoresFailed:
+            pass  # a write came between the two processes' reads, or the child failed: all of it here, again
+    clips, transcripts, no_speech = _read_inputs(conn, settings)
     result = ScreeningResult(
         settings,
         {},
@@ -217,36 +224,154 @@ def _compute_screening(
         transcript_state=store.transcript_state(conn),
     )
     scoring = _ClipScoring(settings, clips, transcripts, no_speech)
-    clip_ids = list(transcripts)
-    total = len(clip_ids)
-    if parallel is None:
-        parallel = total >= FORK_FROM_CLIPS and fork_is_safe()
-    if parallel and total > 1:
-        split = max(1, int(total * PARENT_SHARE))
-        with call_in_fork(scoring.score_for_parent, clip_ids[split:]) as child_part:
-            scoring.score(clip_ids[:split], result, progress, total)
-            try:
-                child_scores = child_part(progress.check_cancelled)
-            except ForkedCallFailed:
-                child_scores = None
-        if child_scores is None:  # the fork failed: its part here, the same way
-            scoring.score(clip_ids[split:], result, progress, total, done_before=split)
-        else:
-            _add_part(result, child_scores)
-    else:
-        scoring.score(clip_ids, result, progress, total)
-    for clip_id in clips:
-        if clip_id not in transcripts:
-            result.too_few_transcripts[clip_id] = 0
-    result.metric_by_language = {
-        lang: scoring.scorer.metric_for(lang) for lang in sorted(set(result.languages.values()), key=language_sort_key)
-    }
-    progress.report(total, total, "screened")
+    scoring.score(result, progress)
+    result.too_few_transcripts.update(scoring.without_transcripts())
+    _add_metrics(result, scoring.scorer)
+    if store_in is not None:
+        _store(store_in, result, _score_rows(result.scores.items(), now), now)
+    progress.report(len(transcripts), len(transcripts), "screened")
     return result
 
 
+def _database_file(conn) -> str:
+    """The file of the connection's main database ('' for one in memory)."""
+    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+
+
+def _read_inputs(conn, settings: ScreeningSettings, part: int | None = None) -> tuple[dict, dict, dict]:
+    """(clip id → (language, text), clip id → [(ASR system, transcript)] by system, clip id → {ASR system →
+    no-speech probability}) of every screenable clip, or of one `part` of them (store.screenable_clips)."""
+    clips = store.screenable_clips(conn, part)
+    no_speech: dict[int, dict[str, float]] = defaultdict(dict)
+    if settings.hallucinations:
+        for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
+            no_speech[clip_id][asr] = probability
+    transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    if part is None:
+        for clip_id, asr, text in store.transcripts_in_clip_order(conn):
+            if clip_id in clips:
+                transcripts[clip_id].append((asr, text))
+    else:
+        for clip_id, asr, text in store.screenable_transcripts(conn, part):
+            transcripts[clip_id].append((asr, text))
+    return clips, transcripts, no_speech
+
+
+@contextlib.contextmanager
+def _one_snapshot(conn) -> Iterator[None]:
+    """The reads inside see the database at one moment (a read transaction)."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+class _TwoCoresFailed(Exception):
+    """The forked part gave no result, or it was read from other data than this process's part."""
+
+
+def _screen_on_two_cores(
+    conn, database: str, settings: ScreeningSettings, progress: Progress, now: str, store_in: Project | None
+) -> ScreeningResult:
+    """The clips in two parts (store.screenable_clips), each read and scored by its own process: a forked child
+    opens the database itself, so nothing big is shared (copy on write) or sent but its scores. Both note the
+    change counters of what they read; if they differ (a write in between) or the child fails, _TwoCoresFailed.
+    With `store_in`, this process stores its part's scores while the child may still score its own."""
+    with call_in_fork(_score_part_in_child, database, settings, now) as child_part:
+        with _one_snapshot(conn):
+            version = store.screening_inputs_version(conn)
+            state = store.transcript_state(conn)
+            languages = store.screenable_languages(conn)
+            clips, transcripts, no_speech = _read_inputs(conn, settings, _OWN_PART)
+        own = ScreeningResult(settings, {}, {})
+        scoring = _ClipScoring(settings, clips, transcripts, no_speech)
+        scoring.score(own, progress)
+        result = ScreeningResult(settings, {}, languages, transcript_state=state)
+
+        def the_rest() -> list[tuple]:
+            """Both parts merged into `result`; the child's rows to store."""
+            try:
+                child_version, rows, child, zeros = _decoded_part(child_part(progress.check_cancelled))
+            except ForkedCallFailed as error:
+                raise _TwoCoresFailed from error
+            if child_version != version:
+                raise _TwoCoresFailed("the two parts were read from different data")
+            _merge_in_clip_order(result, own, child, [scoring.without_transcripts(), zeros])
+            return rows
+
+        if store_in is None:
+            the_rest()
+        else:
+            own_rows = _score_rows(own.scores.items(), now)
+
+            def all_rows() -> Iterator[tuple]:  # one executemany: this part's rows while the child scores
+                yield from own_rows
+                yield from the_rest()
+
+            _store(store_in, result, all_rows(), now)
+    _add_metrics(result, scoring.scorer)
+    progress.report(len(result.languages), len(result.languages), "screened")
+    return result
+
+
+def _score_part_in_child(database: str, settings: ScreeningSettings, now: str) -> tuple:
+    """The child's part read on a connection of its own and scored, as plain tuples (a named tuple pickles
+    through a Python call per object, a plain one in C): the change counters it read, the rows to store, each
+    clip's index into the distinct scores, the distinct scores, the unscorable clips, the clips with too few
+    transcripts and those with none."""
+    conn = connect(Path(database), read_only=True)
+    with _one_snapshot(conn):
+        version = store.screening_inputs_version(conn)
+        clips, transcripts, no_speech = _read_inputs(conn, settings, _CHILD_PART)
+    scoring = _ClipScoring(settings, clips, transcripts, no_speech)
+    part = ScreeningResult(settings, {}, {})
+    scoring.score(part, no_progress())
+    index_of: dict[int, int] = {}
+    distinct, indexes = [], []
+    for score in part.scores.values():
+        index = index_of.get(id(score))
+        if index is None:
+            index = index_of[id(score)] = len(distinct)
+            distinct.append(tuple(score))
+        indexes.append(index)
+    rows = _score_rows(part.scores.items(), now)
+    return version, rows, indexes, distinct, part.unscorable, part.too_few_transcripts, scoring.without_transcripts()
+
+
+def _decoded_part(part: tuple) -> tuple[tuple, list[tuple], ScreeningResult, dict[int, int]]:
+    """The child's part (`_score_part_in_child`): its counters, its rows, a result of its own, its clips without
+    transcripts."""
+    version, rows, indexes, distinct, unscorable, too_few, zeros = part
+    new = tuple.__new__
+    scores = [new(ClipScore, fields) for fields in distinct]  # ClipScore(*fields) without its Python __new__
+    decoded = ScreeningResult(
+        ScreeningSettings(), dict(zip([row[0] for row in rows], [scores[i] for i in indexes])), {}
+    )
+    decoded.unscorable, decoded.too_few_transcripts = unscorable, too_few
+    return version, rows, decoded, zeros
+
+
+def _merge_in_clip_order(
+    result: ScreeningResult, own: ScreeningResult, child: ScreeningResult, zeros: list[dict[int, int]]
+) -> None:
+    """Both parts added to `result` in the order one process scoring every clip gives: scores and unscorable
+    clips by clip id, then the clips with too few transcripts by id, and after them those with none, by id."""
+    scores = own.scores | child.scores
+    result.scores.update((clip_id, scores[clip_id]) for clip_id in sorted(scores))
+    result.unscorable += sorted(own.unscorable + child.unscorable)
+    result.too_few_transcripts.update(sorted((own.too_few_transcripts | child.too_few_transcripts).items()))
+    result.too_few_transcripts.update(sorted((zeros[0] | zeros[1]).items()))
+
+
+def _add_metrics(result: ScreeningResult, scorer: Scorer) -> None:
+    result.metric_by_language = {
+        lang: scorer.metric_for(lang) for lang in sorted(set(result.languages.values()), key=language_sort_key)
+    }
+
+
 class _ClipScoring:
-    """Scores clips by id, in this process or a forked one: a clip's score is the minimum over its transcripts
+    """Scores clips, in this process or a forked one: a clip's score is the minimum over its transcripts
     (score_clip), its likely hallucinations set aside."""
 
     def __init__(self, settings: ScreeningSettings, clips: dict, transcripts: dict, no_speech: dict):
@@ -254,17 +379,18 @@ class _ClipScoring:
         self.min_asr, self.hallucinations = settings.min_asr, settings.hallucinations
         self.clips, self.transcripts, self.no_speech = clips, transcripts, no_speech
 
-    def score(
-        self, clip_ids: list[int], result: ScreeningResult, progress: Progress, total: int, done_before: int = 0
-    ) -> None:
-        """Score `clip_ids` into `result` (scores, unscorable, too few transcripts), in their order."""
+    def without_transcripts(self) -> dict[int, int]:
+        return {clip_id: 0 for clip_id in self.clips if clip_id not in self.transcripts}
+
+    def score(self, result: ScreeningResult, progress: Progress) -> None:
+        """Score the clips with transcripts into `result` (scores, unscorable, too few transcripts), by id."""
         clips, transcripts, scorer = self.clips, self.transcripts, self.scorer
         scores, min_asr, hallucinations = result.scores, self.min_asr, self.hallucinations
+        total = len(transcripts)
         # A sentence is synthesized in many voices and often transcribed alike: clips with the same text and the
         # same transcripts share one (immutable) score, the hallucination check, which depends on the clip, after.
         same_clip_scores: dict[tuple, ClipScore | None] = {}
-        for done, clip_id in enumerate(clip_ids, start=done_before + 1):
-            heard = transcripts[clip_id]
+        for done, (clip_id, heard) in enumerate(transcripts.items(), start=1):
             language, reference = clips[clip_id]
             if len(heard) < min_asr:
                 result.too_few_transcripts[clip_id] = len(heard)
@@ -285,53 +411,35 @@ class _ClipScoring:
                 progress.check_cancelled()
                 progress.report(done, total, "scoring transcripts")
 
-    def score_for_parent(self, clip_ids: list[int]) -> tuple:
-        """`score` in a forked process, its result as plain tuples (a named tuple pickles through a Python call
-        per object, a plain one in C): clip ids, each clip's index into the distinct scores, the distinct scores,
-        then the unscorable clips and those with too few transcripts."""
-        part = ScreeningResult(ScreeningSettings(), {}, {})
-        self.score(clip_ids, part, no_progress(), len(clip_ids))
-        index_of: dict[int, int] = {}
-        distinct, indexes = [], []
-        for score in part.scores.values():
-            index = index_of.get(id(score))
-            if index is None:
-                index = index_of[id(score)] = len(distinct)
-                distinct.append(tuple(score))
-            indexes.append(index)
-        return list(part.scores), indexes, distinct, part.unscorable, part.too_few_transcripts
 
-
-def _add_part(result: ScreeningResult, part: tuple) -> None:
-    """A forked process's part (`_ClipScoring.score_for_parent`) added to `result`, after this process's own."""
-    clip_ids, indexes, distinct, unscorable, too_few = part
-    new = tuple.__new__
-    scores = [new(ClipScore, fields) for fields in distinct]  # ClipScore(*fields) without its Python __new__
-    result.scores.update(zip(clip_ids, [scores[i] for i in indexes]))
-    result.unscorable += unscorable
-    result.too_few_transcripts.update(too_few)
+def _score_rows(scores: Iterable[tuple[int, ClipScore]], now: str) -> list[tuple]:
+    """clip_screening's rows of (clip id, score) pairs, screened at `now`."""
+    columns: dict[int, tuple] = {}  # by score object: clips that share a score share its columns
+    for _, s in scores:
+        if id(s) not in columns:
+            columns[id(s)] = (s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
+    return [(clip_id, *columns[id(s)]) for clip_id, s in scores]
 
 
 def store_screening(project: Project, result: ScreeningResult) -> None:
     """Replace the stored per-clip scores with `result` in one transaction."""
     now = utc_now()
-    columns: dict[int, tuple] = {}  # by score object: clips that share a score share its columns
-    for s in result.scores.values():
-        if id(s) not in columns:
-            columns[id(s)] = (s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
-    rows = [(clip_id, *columns[id(s)]) for clip_id, s in result.scores.items()]
-    meta = json.dumps(
-        {
+    _store(project, result, _score_rows(result.scores.items(), now), now)
+
+
+def _store(project: Project, result: ScreeningResult, rows: Iterable[tuple], now: str) -> None:
+    """The scores' `rows` and the screening's settings and state in one transaction. `rows` may complete
+    `result` as they are read (a forked part's), so the meta is made after them."""
+    with project.transaction() as conn:
+        store.replace_screening_scores(conn, rows)
+        meta = {
             "settings": result.settings.as_dict(),
             "transcripts": list(result.transcript_state),
             "screened": result.screened,
             "hallucinated": {str(clip_id): why for clip_id, why in result.hallucinated.items()},
             "computed_at": now,
         }
-    )
-    with project.transaction() as conn:
-        store.replace_screening_scores(conn, rows)
-        write_meta(conn, META_KEY, meta)
+        write_meta(conn, META_KEY, json.dumps(meta))
 
 
 def stored_screening_settings(conn) -> ScreeningSettings | None:
@@ -360,9 +468,7 @@ def screen_project(
 ) -> ScreeningResult:
     """Compute and store the screening of every clip with transcripts (`parallel`: see compute_screening)."""
     with _automatic_collection_paused():
-        result = compute_screening(project.conn, settings, progress, parallel)
-        store_screening(project, result)
-    return result
+        return _screen(project.conn, settings, progress, parallel, store_in=project)
 
 
 def screening_needs_update(conn, settings: ScreeningSettings | None = None) -> bool:

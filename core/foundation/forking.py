@@ -41,6 +41,17 @@ def fork_is_safe() -> bool:
     )
 
 
+def a_core_is_free() -> bool:
+    """Whether a second process would get a core of its own: where the load average is known, at least one of
+    this process's cores idle. On a busy machine a second process only competes for the same cores and adds its
+    own start and hand-over to the CPU time."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows has no load average
+        return True
+    return load <= usable_cores() - 1
+
+
 def _child(sender, function: Callable[..., Any], args: tuple) -> None:
     try:
         payload = pickle.dumps(function(*args), protocol=pickle.HIGHEST_PROTOCOL)

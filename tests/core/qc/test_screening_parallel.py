@@ -66,36 +66,64 @@ def _everything(result) -> tuple:
     )
 
 
+@pytest.fixture
+def forked_parts(monkeypatch) -> list:
+    """The parts the forked child handed back (screening fell back to one process when it stays empty)."""
+    handed_back = []
+    decoded_part = screening._decoded_part
+
+    def recorded(part):
+        handed_back.append(part)
+        return decoded_part(part)
+
+    monkeypatch.setattr(screening, "_decoded_part", recorded)
+    return handed_back
+
+
 @pytest.mark.slow
-def test_the_forked_half_stores_the_pinned_rows_and_results(project):
+def test_the_forked_half_stores_the_pinned_rows_and_results(project, forked_parts):
     _pinned_corpus_project(project)
     serial = compute_screening(project.conn, parallel=False)
     result = screen_project(project, parallel=True)
+    assert len(forked_parts) == 1 and 500 < len(forked_parts[0][1]) < 1000  # the child scored about half
     assert digest(_stored_rows(project)) == PINNED_ROWS
     pinned = [result.summary(), result.table2(), stored_table2(project.conn), result.hallucinated, result.unscorable]
     assert digest(json.loads(json.dumps(pinned))) == PINNED_RESULT
     assert _everything(result) == _everything(serial)  # every clip's score, per ASR system, in the same order
     assert all(type(score) is type(serial.scores[clip_id]) for clip_id, score in result.scores.items())
     assert result.unscorable and result.too_few_transcripts and result.hallucinated  # the corpus has each kind
+    assert compute_screening(project.conn, parallel=True).scores == serial.scores  # without storing, the same
     assert not multiprocessing.active_children()
 
 
+def _in_the_child_only(monkeypatch, target, name: str, replacement) -> None:
+    parent, original = os.getpid(), getattr(target, name)
+    monkeypatch.setattr(target, name, lambda *args: replacement(*args) if os.getpid() != parent else original(*args))
+
+
+def _fails(*_args):
+    raise MemoryError("the child ran out")
+
+
 @pytest.mark.slow
-def test_a_child_that_fails_leaves_its_part_to_this_process(project, monkeypatch):
+@pytest.mark.parametrize(
+    "what_goes_wrong",
+    [
+        (screening, "_score_part_in_child", _fails),
+        # a write between the two processes' reads: the child saw other change counters than this process
+        (screening.store, "screening_inputs_version", lambda conn: (("clips", -1),)),
+    ],
+    ids=["the child fails", "the parts were read from different data"],
+)
+def test_a_part_that_cannot_be_used_is_redone_here(project, monkeypatch, forked_parts, what_goes_wrong):
     _pinned_corpus_project(project)
     serial = compute_screening(project.conn, parallel=False)
-    parent = os.getpid()
-    score_for_parent = screening._ClipScoring.score_for_parent
-
-    def fails_in_the_child(self, clip_ids):
-        if os.getpid() != parent:
-            raise MemoryError("the child ran out")
-        return score_for_parent(self, clip_ids)
-
-    monkeypatch.setattr(screening._ClipScoring, "score_for_parent", fails_in_the_child)
+    _in_the_child_only(monkeypatch, *what_goes_wrong)
     result = screen_project(project, parallel=True)
     assert _everything(result) == _everything(serial)
     assert digest(_stored_rows(project)) == PINNED_ROWS
+    assert len(forked_parts) == (0 if what_goes_wrong[2] is _fails else 1)  # the child's answer, then refused
+    assert not multiprocessing.active_children()
 
 
 def test_a_cancel_while_the_child_scores_stores_nothing_and_leaves_no_process(qc_project):
