@@ -1,47 +1,29 @@
-"""Screening on two cores (issue 28): half of the clips scored in a forked process gives the same stored rows,
+"""Screening on two cores (issue 28): half of the clips read and scored in a forked process gives the same stored rows,
 summary, Table 2, hallucinations and per-clip scores as scoring them all here — the pinned digests of
 test_screening_pinned.py (computed before issue 28) hold for the forked path too — and a child that fails, or a
 cancel while it runs, leaves the same result or nothing behind."""
 
-import hashlib
 import json
 import multiprocessing
 import os
 import threading
 
 import pytest
-from test_screening_pinned import PINNED_RESULT, PINNED_ROWS, corpus, digest
+from test_screening_pinned import PINNED_RESULT, PINNED_ROWS, digest
+from test_screening_pinned import test_stored_screening_is_unchanged as screen_the_pinned_corpus_here
 
 from spokenbench.core.asr import screening
 from spokenbench.core.asr.screening import compute_screening, screen_project, stored_table2
 from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.foundation.forking import ForkedCallFailed, call_in_fork, fork_is_safe
 from spokenbench.core.foundation.progress import Progress
-from spokenbench.core.store.database import utc_now
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
 
 
 def _pinned_corpus_project(project):
-    now = utc_now()
-    with project.transaction() as conn:
-        for clip_id, language, reference, transcripts in corpus():
-            item = conn.execute(
-                "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
-                "VALUES ('pin', ?, ?, 's', 'q', 'A', ?)",
-                (f"p{clip_id}", language, now),
-            ).lastrowid
-            key = hashlib.sha256(str(clip_id).encode()).hexdigest()
-            conn.execute(
-                "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, "
-                "audio_format, status, created_at) VALUES (?, ?, 'question', ?, ?, 'a', 'v', 'pin', ?, ?, 'flac', "
-                "'ok', ?)",
-                (clip_id, item, reference, language, key, key, now),
-            )
-            conn.executemany(
-                "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, ?, ?)",
-                [(clip_id, f"asr-{'abc'[i]}", text, now) for i, text in enumerate(transcripts)],
-            )
+    """The pinned test's corpus in `project`, screened in one process, its pinned digests checked."""
+    screen_the_pinned_corpus_here(project)  # imported under another name: not collected again here
     return project
 
 
