@@ -19,7 +19,7 @@ from pathlib import Path
 
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
-from spokenbench.core.foundation.forking import ForkedCallFailed, a_core_is_free, call_in_fork, fork_is_safe
+from spokenbench.core.foundation.child_process import ChildCallFailed, a_core_is_free, call_in_child, child_start_method
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
@@ -185,15 +185,16 @@ def compute_screening(
     conn, settings: ScreeningSettings | None = None, progress: Progress | None = None, parallel: bool | None = None
 ) -> ScreeningResult:
     """Score every good item clip that has transcripts (instruction tokens are not screened). `parallel`: part
-    of the clips in a forked process (None: when there are enough and `fork_is_safe`; the result is the same)."""
+    of the clips in a second process (None: when there are enough, a core is idle and one can be started; the
+    result is the same)."""
     with _automatic_collection_paused():
         return _screen(conn, settings, progress, parallel)
 
 
 _NOT_SCORED = object()
-# Below this many transcripts a second process costs more than it saves (a fork, a connection, the result's trip
-# back: ~20 ms).
-FORK_FROM_TRANSCRIPTS = 8000
+# Below this many transcripts a second process costs more than it saves: a fork, a connection and the result's
+# trip back take ~20 ms, a spawned interpreter ~0.1 s more (bench_qc scores 89,600 in ~1 s of CPU).
+TWO_CORES_FROM_TRANSCRIPTS = {"fork": 8000, "spawn": 30000}
 _CHILD_PART, _OWN_PART = 1, 0  # store.screenable_clips' parts
 
 
@@ -208,12 +209,17 @@ def _screen(
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
     now = utc_now()
+    method = child_start_method()
     if parallel is None:
-        parallel = fork_is_safe() and a_core_is_free() and store.transcript_count(conn) >= FORK_FROM_TRANSCRIPTS
+        parallel = (
+            method is not None
+            and a_core_is_free()
+            and store.transcript_count(conn) >= TWO_CORES_FROM_TRANSCRIPTS[method]
+        )
     database = _database_file(conn)
-    if parallel and database and not conn.in_transaction:
+    if parallel and method and database and not conn.in_transaction:
         try:
-            return _screen_on_two_cores(conn, database, settings, progress, now, store_in)
+            return _screen_on_two_cores(conn, database, settings, progress, now, store_in, method)
         except _TwoCoresFailed:
             pass  # a write came between the two processes' reads, or the child failed: all of it here, again
     clips, transcripts, no_speech = _read_inputs(conn, settings)
@@ -268,17 +274,23 @@ def _one_snapshot(conn) -> Iterator[None]:
 
 
 class _TwoCoresFailed(Exception):
-    """The forked part gave no result, or it was read from other data than this process's part."""
+    """The child's part gave no result, or it was read from other data than this process's part."""
 
 
 def _screen_on_two_cores(
-    conn, database: str, settings: ScreeningSettings, progress: Progress, now: str, store_in: Project | None
+    conn,
+    database: str,
+    settings: ScreeningSettings,
+    progress: Progress,
+    now: str,
+    store_in: Project | None,
+    method: str,
 ) -> ScreeningResult:
-    """The clips in two parts (store.screenable_clips), each read and scored by its own process: a forked child
-    opens the database itself, so nothing big is shared (copy on write) or sent but its scores. Both note the
+    """The clips in two parts (store.screenable_clips), each read and scored by its own process: the child
+    (forked or spawned, `method`) opens the database itself, so nothing big is shared or sent but its scores. Both note the
     change counters of what they read; if they differ (a write in between) or the child fails, _TwoCoresFailed.
     With `store_in`, this process stores its part's scores while the child may still score its own."""
-    with call_in_fork(_score_part_in_child, database, settings, now) as child_part:
+    with call_in_child(method, _score_part_in_child, database, settings, now) as child_part:
         with _one_snapshot(conn):
             version = store.screening_inputs_version(conn)
             state = store.transcript_state(conn)
@@ -293,7 +305,7 @@ def _screen_on_two_cores(
             """Both parts merged into `result`; the child's rows to store."""
             try:
                 child_version, rows, child, zeros = _decoded_part(child_part(progress.check_cancelled))
-            except ForkedCallFailed as error:
+            except ChildCallFailed as error:
                 raise _TwoCoresFailed from error
             if child_version != version:
                 raise _TwoCoresFailed("the two parts were read from different data")
@@ -371,7 +383,7 @@ def _add_metrics(result: ScreeningResult, scorer: Scorer) -> None:
 
 
 class _ClipScoring:
-    """Scores clips, in this process or a forked one: a clip's score is the minimum over its transcripts
+    """Scores clips, in this process or the second one: a clip's score is the minimum over its transcripts
     (score_clip), its likely hallucinations set aside."""
 
     def __init__(self, settings: ScreeningSettings, clips: dict, transcripts: dict, no_speech: dict):
@@ -429,7 +441,7 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
 
 def _store(project: Project, result: ScreeningResult, rows: Iterable[tuple], now: str) -> None:
     """The scores' `rows` and the screening's settings and state in one transaction. `rows` may complete
-    `result` as they are read (a forked part's), so the meta is made after them."""
+    `result` as they are read (the child's part's), so the meta is made after them."""
     with project.transaction() as conn:
         store.replace_screening_scores(conn, rows)
         meta = {

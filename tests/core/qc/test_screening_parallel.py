@@ -1,4 +1,5 @@
-"""Screening on two cores (issue 28): half of the clips read and scored in a forked process gives the same stored rows,
+"""Screening on two cores (issue 28): half of the clips read and scored in a second process (forked, or spawned
+where another thread runs) gives the same stored rows,
 summary, Table 2, hallucinations and per-clip scores as scoring them all here — the pinned digests of
 test_screening_pinned.py (computed before issue 28) hold for the forked path too — and a child that fails, or a
 cancel while it runs, leaves the same result or nothing behind."""
@@ -14,8 +15,8 @@ from test_screening_pinned import test_stored_screening_is_unchanged as screen_t
 
 from spokenbench.core.asr import screening
 from spokenbench.core.asr.screening import compute_screening, screen_project, stored_table2
+from spokenbench.core.foundation.child_process import ChildCallFailed, call_in_child, child_start_method, usable_cores
 from spokenbench.core.foundation.errors import Cancelled
-from spokenbench.core.foundation.forking import ForkedCallFailed, call_in_fork, fork_is_safe
 from spokenbench.core.foundation.progress import Progress
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
@@ -124,29 +125,39 @@ def test_a_cancel_while_the_child_scores_stores_nothing_and_leaves_no_process(qc
     assert not multiprocessing.active_children()
 
 
-def _raises() -> None:
-    raise ValueError("a bug")
-
-
-def _exits() -> None:
-    os._exit(3)
-
-
-def test_a_forked_call_returns_its_result_or_says_it_failed():
-    with call_in_fork(sorted, [3, 1, 2]) as wait:
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_call_in_a_child_returns_its_result_or_says_it_failed(method):
+    with call_in_child(method, sorted, [3, 1, 2]) as wait:
         assert wait() == [1, 2, 3]
-    for function in (_raises, _exits):
-        with call_in_fork(function) as wait, pytest.raises(ForkedCallFailed):
+    for function, args in ((int, ("not a number",)), (os._exit, (3,))):  # it raises; it dies
+        with call_in_child(method, function, *args) as wait, pytest.raises(ChildCallFailed):
             wait(lambda: None)
     assert not multiprocessing.active_children()
 
 
-def test_no_fork_while_another_thread_runs():
+@pytest.fixture
+def another_thread():
+    """A thread running in this process, as in a job process (its cancel watch and progress flusher)."""
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
-    try:
-        assert not fork_is_safe()
-    finally:
-        stop.set()
-        other.join()
+    yield
+    stop.set()
+    other.join()
+
+
+def test_no_fork_while_another_thread_runs(another_thread):
+    assert child_start_method() == ("spawn" if usable_cores() >= 2 else None)
+
+
+@pytest.mark.slow
+def test_with_another_thread_running_the_child_is_spawned_and_stores_the_pinned_rows(
+    project, forked_parts, another_thread
+):
+    _pinned_corpus_project(project)
+    result = screen_project(project, parallel=True)
+    assert len(forked_parts) == 1  # the spawned child's part, used
+    assert digest(_stored_rows(project)) == PINNED_ROWS
+    pinned = [result.summary(), result.table2(), stored_table2(project.conn), result.hallucinated, result.unscorable]
+    assert digest(json.loads(json.dumps(pinned))) == PINNED_RESULT
+    assert not multiprocessing.active_children()
