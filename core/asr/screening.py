@@ -209,15 +209,10 @@ def _screen(
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
     now = utc_now()
-    method = child_start_method()
+    method = child_start_method() if parallel or (parallel is None and a_core_is_free()) else None
     if parallel is None:
-        parallel = (
-            method is not None
-            and a_core_is_free()
-            and store.transcript_count(conn) >= TWO_CORES_FROM_TRANSCRIPTS[method]
-        )
-    database = _database_file(conn)
-    if parallel and method and database and not conn.in_transaction:
+        parallel = method is not None and store.transcript_count(conn) >= TWO_CORES_FROM_TRANSCRIPTS[method]
+    if parallel and method and not conn.in_transaction and (database := _database_file(conn)):
         try:
             return _screen_on_two_cores(conn, database, settings, progress, now, store_in, method)
         except _TwoCoresFailed:
