@@ -95,7 +95,7 @@ def call_in_child(method: str, function: Callable[..., Any], *args: Any) -> Iter
     try:
         with _main_script_hidden() if method == "spawn" else contextlib.nullcontext():
             process.start()
-    except OSError:
+    except Exception:  # noqa: BLE001 - no process (resources, or arguments a spawn cannot pickle): done here
         process = None
     finally:
         sender.close()  # the child holds its own copy: once it exits, a read here ends instead of waiting

@@ -51,7 +51,9 @@ def _everything(result) -> tuple:
 
 @pytest.fixture
 def forked_parts(monkeypatch) -> list:
-    """The parts the forked child handed back (screening fell back to one process when it stays empty)."""
+    """The parts the forked child handed back (screening fell back to one process when it stays empty). Forked
+    whether or not an earlier test left a thread running: the child sees this test's patches."""
+    monkeypatch.setattr(screening, "child_start_method", lambda: "fork")
     handed_back = []
     decoded_part = screening._decoded_part
 
@@ -129,7 +131,8 @@ def test_a_cancel_while_the_child_scores_stores_nothing_and_leaves_no_process(qc
 def test_a_call_in_a_child_returns_its_result_or_says_it_failed(method):
     with call_in_child(method, sorted, [3, 1, 2]) as wait:
         assert wait() == [1, 2, 3]
-    for function, args in ((int, ("not a number",)), (os._exit, (3,))):  # it raises; it dies
+    # it raises; it dies; what it is given or gives back cannot be pickled (spawn: given, fork: given back)
+    for function, args in ((int, ("not a number",)), (os._exit, (3,)), (sorted, [lambda: 0])):
         with call_in_child(method, function, *args) as wait, pytest.raises(ChildCallFailed):
             wait(lambda: None)
     assert not multiprocessing.active_children()
@@ -152,11 +155,15 @@ def test_no_fork_while_another_thread_runs(another_thread):
 
 @pytest.mark.slow
 def test_with_another_thread_running_the_child_is_spawned_and_stores_the_pinned_rows(
-    project, forked_parts, another_thread
+    project, monkeypatch, another_thread
 ):
     _pinned_corpus_project(project)
+    handed_back = []
+    decoded_part = screening._decoded_part
+    monkeypatch.setattr(screening, "_decoded_part", lambda part: handed_back.append(part) or decoded_part(part))
+    assert child_start_method() == "spawn"
     result = screen_project(project, parallel=True)
-    assert len(forked_parts) == 1  # the spawned child's part, used
+    assert len(handed_back) == 1  # the spawned child's part, used
     assert digest(_stored_rows(project)) == PINNED_ROWS
     pinned = [result.summary(), result.table2(), stored_table2(project.conn), result.hallucinated, result.unscorable]
     assert digest(json.loads(json.dumps(pinned))) == PINNED_RESULT
