@@ -282,9 +282,10 @@ def _screen_on_two_cores(
     method: str,
 ) -> ScreeningResult:
     """The clips in two parts (store.screenable_clips), each read and scored by its own process: the child
-    (forked or spawned, `method`) opens the database itself, so nothing big is shared or sent but its scores. Both note the
-    change counters of what they read; if they differ (a write in between) or the child fails, _TwoCoresFailed.
-    With `store_in`, this process stores its part's scores while the child may still score its own."""
+    (forked or spawned, `method`) opens the database itself, so nothing big is shared or sent but its scores.
+    Both note the change counters of what they read; if they differ (a write in between) or the child fails,
+    _TwoCoresFailed. With `store_in`, this process stores its part's scores while the child may still score its
+    own."""
     with call_in_child(method, _score_part_in_child, database, settings, now) as child_part:
         with _one_snapshot(conn):
             version = store.screening_inputs_version(conn)
@@ -318,7 +319,8 @@ def _screen_on_two_cores(
 
             _store(store_in, result, all_rows(), now)
     _add_metrics(result, scoring.scorer)
-    progress.report(len(result.languages), len(result.languages), "screened")
+    with_transcripts = len(result.languages) - sum(1 for n in result.too_few_transcripts.values() if n == 0)
+    progress.report(with_transcripts, with_transcripts, "screened")
     return result
 
 
@@ -327,8 +329,7 @@ def _score_part_in_child(database: str, settings: ScreeningSettings, now: str) -
     through a Python call per object, a plain one in C): the change counters it read, the rows to store, each
     clip's index into the distinct scores, the distinct scores, the unscorable clips, the clips with too few
     transcripts and those with none."""
-    conn = connect(Path(database), read_only=True)
-    with _one_snapshot(conn):
+    with contextlib.closing(connect(Path(database), read_only=True)) as conn, _one_snapshot(conn):
         version = store.screening_inputs_version(conn)
         clips, transcripts, no_speech = _read_inputs(conn, settings, _CHILD_PART)
     scoring = _ClipScoring(settings, clips, transcripts, no_speech)
