@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.asr import store
-from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer
+from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer, wer_bin
 from spokenbench.core.foundation.child_process import ChildCallFailed, a_core_is_free, call_in_child, child_start_method
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
@@ -410,7 +410,7 @@ class _ClipScoring:
                 if score is None:
                     result.unscorable.append(clip_id)
                 else:
-                    if hallucinations and score.errors and score.bin == 3:  # above 0.6
+                    if hallucinations and score.errors and 5 * score.errors > 3 * score.units:  # bin 3: > 0.6
                         score = scorer.set_aside_hallucinations(
                             score, language, reference, heard, self.no_speech.get(clip_id)
                         )
@@ -425,7 +425,9 @@ def _score_rows(scores: Iterable[tuple[int, ClipScore]], now: str) -> list[tuple
     columns: dict[int, tuple] = {}  # by score object: clips that share a score share its columns
     for _, s in scores:
         if id(s) not in columns:
-            columns[id(s)] = (s.metric, s.errors, s.units, s.rate, s.bin, s.best_asr, s.asr_count, s.cer, now)
+            metric, errors, units, best_asr, asr_count, cer = s[:6]
+            rate = errors / units if units else float("inf")  # ClipScore.rate and .bin without two property calls
+            columns[id(s)] = (metric, errors, units, rate, wer_bin(errors, units), best_asr, asr_count, cer, now)
     return [(clip_id, *columns[id(s)]) for clip_id, s in scores]
 
 
