@@ -68,7 +68,7 @@ def _child(sender, function: Callable[..., Any], args: tuple) -> None:
 
 
 @contextlib.contextmanager
-def _main_script_hidden():
+def main_script_hidden():
     """A spawned process needs nothing of the program that started this one; told its path, it would run it again,
     and a script without an `if __name__ == "__main__":` guard would redo its work there."""
     main = sys.modules["__main__"]
@@ -93,7 +93,7 @@ def call_in_child(method: str, function: Callable[..., Any], *args: Any) -> Iter
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(sender, function, args), daemon=True)
     try:
-        with _main_script_hidden() if method == "spawn" else contextlib.nullcontext():
+        with main_script_hidden() if method == "spawn" else contextlib.nullcontext():
             process.start()
     except Exception:  # noqa: BLE001 - no process (resources, or arguments a spawn cannot pickle): done here
         process = None
