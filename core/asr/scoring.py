@@ -27,6 +27,9 @@ NONZERO_BINS = (1, 2, 3)
 # builds the alignment); tests/core/qc/test_screening_counts.py checks the counts equal jiwer's.
 
 
+_new_tuple = tuple.__new__  # NamedTupleClass(*fields) as _new_tuple(NamedTupleClass, fields): half the time
+
+
 class ErrorCount(NamedTuple):
     """A named tuple: screening builds one per distinct pair, and a frozen dataclass takes five times as long."""
 
@@ -66,9 +69,10 @@ def count_errors(reference: NormalizedText, hypothesis: NormalizedText, metric: 
         return ErrorCount(len(hyp), 0)
     if not hyp:
         return ErrorCount(len(ref), len(ref))
+    # ErrorCount(...) without its Python-level __new__: screening counts one per distinct pair
     if ref == hyp:
-        return ErrorCount(0, len(ref))
-    return ErrorCount(Levenshtein.distance(ref, hyp), len(ref))
+        return _new_tuple(ErrorCount, (0, len(ref)))
+    return _new_tuple(ErrorCount, (Levenshtein.distance(ref, hyp), len(ref)))
 
 
 def error_rate(reference: str, hypothesis: str, language: str, metric: str | None = None) -> float:
@@ -121,6 +125,7 @@ class Scorer:
         # (metric, language) → (reference, transcript) texts → count: short keys, hashed from the texts' cached hashes
         self._pair_counts: dict[tuple[str, str], dict[tuple[str, str], ErrorCount]] = {}
         self._languages: dict[str, tuple[str, bool]] = {}  # language → (metric, also CER)
+        self._per_language: dict[str, tuple[str, bool, dict, dict]] = {}  # see _language_state
         self._hallucinations: dict[tuple, Hallucination | None] = {}
 
     def metric_for(self, language: str) -> str:
@@ -154,6 +159,17 @@ class Scorer:
         found = self._counts.get(key)
         if found is None:
             found = self._counts[key] = count_errors(reference, hypothesis, metric)
+        return found
+
+    def _language_state(self, language: str) -> tuple[str, bool, dict, dict]:
+        """(metric, also CER, normalized texts, counts by pair) of a language: score_clip's one lookup."""
+        metric, both = self._language(language)
+        found = self._per_language[language] = (
+            metric,
+            both,
+            self._normalized_in(language),
+            self._counts_for(metric, language),
+        )
         return found
 
     def _counts_for(self, metric: str, language: str) -> dict[tuple[str, str], ErrorCount]:
@@ -190,34 +206,34 @@ class Scorer:
         """The minimum error over `transcripts` [(asr name, text)], or None when the reference normalizes to
         nothing (a clip of pure punctuation cannot be screened). With `check_hallucinations`, see
         `set_aside_hallucinations`."""
-        metric, both = self._language(language)
-        normalized = self._normalized_in(language)
+        metric, both, normalized, counts = self._per_language.get(language) or self._language_state(language)
         ref = normalized.get(reference) or self.normalized(reference, language)
         if not (ref.words if metric == "wer" else ref.characters):
             return None
         if not transcripts:
             raise ValueError("a clip needs at least one transcript to be scored")
-        counts = self._counts_for(metric, language)
-        best = best_asr = None
+        best_errors = best_asr = None
         per_asr = []
         for asr, text in transcripts:
             count = counts.get((reference, text))
             if count is None:
                 heard = normalized.get(text) or self.normalized(text, language)
                 count = counts[(reference, text)] = count_errors(ref, heard, metric)
-            per_asr.append((asr, count.errors / count.units))  # units > 0: the reference is not empty
-            if best is None or count.errors < best.errors or (count.errors == best.errors and asr < best_asr):
-                best, best_asr = count, asr  # the lowest, the first ASR system by name among equals
+            errors, units = count  # units: the reference's length, the same for every transcript
+            per_asr.append((asr, errors / units))  # units > 0: the reference is not empty
+            if best_errors is None or errors < best_errors or (errors == best_errors and asr < best_asr):
+                best_errors, best_asr = errors, asr  # the lowest, the first ASR system by name among equals
         cer = None
         if both and ref.characters:  # the minimum again, by characters
             character_counts = self._counts_for("cer", language)
             for _, text in transcripts:
-                count = character_counts.get((reference, text)) or self._count_texts(
+                character_errors, characters = character_counts.get((reference, text)) or self._count_texts(
                     "cer", language, reference, ref, text
                 )
-                if cer is None or count.errors / count.units < cer:
-                    cer = count.errors / count.units
-        score = ClipScore(metric, best.errors, best.units, best_asr, len(per_asr), cer, tuple(per_asr))
+                if cer is None or character_errors / characters < cer:
+                    cer = character_errors / characters
+        # ClipScore(...) without its Python-level __new__: one per distinct clip
+        score = _new_tuple(ClipScore, (metric, best_errors, units, best_asr, len(per_asr), cer, tuple(per_asr), ()))
         if check_hallucinations:
             return self.set_aside_hallucinations(score, language, reference, transcripts, no_speech)
         return score

@@ -11,7 +11,6 @@ A plan too small to repay starting processes renders on one thread of this proce
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
 import os
 import signal
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from spokenbench.core.audio.checks import check_audio
 from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
+from spokenbench.core.foundation.child_process import main_script_hidden
 from spokenbench.core.foundation.errors import SpokenBenchError
 
 MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
@@ -93,20 +93,6 @@ def _load_engine() -> None:
     _worker_backend().prepare()
 
 
-@contextlib.contextmanager
-def _main_script_hidden():
-    """Workers need nothing of the program that started them; told its path, a spawned process runs it again, and a
-    script without an `if __name__ == "__main__":` guard would then build a second demo in every worker."""
-    main = sys.modules["__main__"]
-    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
-    main.__spec__ = None
-    main.__dict__.pop("__file__", None)
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
-
-
 def _start_worker(factory: Callable[[], TTSBackend]) -> None:
     global _factory
     _factory = factory
@@ -142,7 +128,7 @@ class ClipWorkers:
                 initializer=_start_worker,
                 initargs=(type(backend),),
             )
-            with _main_script_hidden():  # each submit starts one process, until all are started
+            with main_script_hidden():  # each submit starts one process, until all are started
                 for _ in range(self.processes):
                     self.executor.submit(_load_engine)  # its error, if any, comes again with real work
         else:

@@ -8,7 +8,10 @@ issue 28, and checks that it stores the same scores:
 
     mkdir -p /tmp/base/spokenbench && git archive 562acf0 core | tar -x -C /tmp/base/spokenbench
     python tests/benchmarks/bench_qc.py [--clips 44800] [--exact-share 0.7] [--repeats 5] [--baseline /tmp/base]
-        [--profile]
+        [--profile] [--two-cores auto|yes|no]
+
+Screening forks a second process for half of the clips only when a core is idle (`--two-cores auto`); on a
+machine already busy, `yes` shows the cost of forcing it. CPU counts the child's too.
 """
 
 import argparse
@@ -126,7 +129,16 @@ def plain_jiwer_loop(conn) -> int:
     return scored
 
 
-def one_pass(what: str, path: Path, profile: bool = False) -> None:
+def process_and_children_cpu() -> float:
+    """CPU seconds of this process and of its children that ended (screening's forked half counts too)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+PARALLEL = {"auto": None, "yes": True, "no": False}
+
+
+def one_pass(what: str, path: Path, profile: bool = False, two_cores: str = "auto") -> None:
     """One timed pass in this (fresh) process, its seconds printed as JSON for the parent: `screening` runs
     screen_project from whichever code this process imports (PYTHONPATH selects a baseline tree). With `profile`,
     under cProfile, the top lines by own time printed first."""
@@ -135,12 +147,14 @@ def one_pass(what: str, path: Path, profile: bool = False) -> None:
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    started, cpu_started = time.perf_counter(), time.process_time()
+    started, cpu_started = time.perf_counter(), process_and_children_cpu()
     if what == "jiwer":
         plain_jiwer_loop(project.conn)
+    elif two_cores == "auto":
+        screen_project(project)  # a baseline tree's has no `parallel`
     else:
-        screen_project(project)
-    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        screen_project(project, parallel=PARALLEL[two_cores])
+    seconds, cpu = time.perf_counter() - started, process_and_children_cpu() - cpu_started
     if profiler:
         profiler.disable()
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(PROFILE_LINES)
@@ -159,12 +173,23 @@ def one_pass(what: str, path: Path, profile: bool = False) -> None:
     )
 
 
-def run_pass(what: str, path: Path, baseline: str | None = None, profile: bool = False) -> dict:
+def run_pass(
+    what: str, path: Path, baseline: str | None = None, profile: bool = False, two_cores: str = "auto"
+) -> dict:
     env = dict(os.environ)
     if baseline:
         env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run(
-        [sys.executable, __file__, "--one-pass", what, "--project", str(path), *(["--profile"] if profile else [])],
+        [
+            sys.executable,
+            __file__,
+            "--one-pass",
+            what,
+            "--project",
+            str(path),
+            *(["--profile"] if profile else []),
+            *(["--two-cores", two_cores] if what == "screening" and not baseline else []),
+        ],  # fmt: skip
         env=env,
         check=True,
         capture_output=True,
@@ -192,6 +217,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="also one screening pass of each tree under cProfile: its top lines"
     )
+    parser.add_argument(
+        "--two-cores",
+        choices=PARALLEL,
+        default="auto",
+        help="this tree's screening on two cores: auto (when a core is idle, by the load average), yes or no",
+    )
     parser.add_argument("--build-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--one-pass", choices=("jiwer", "screening"), help=argparse.SUPPRESS)
     parser.add_argument("--project", type=Path, help=argparse.SUPPRESS)
@@ -200,7 +231,7 @@ def main(argv=None) -> int:
         build(args.build_only, args.clips, exact_share=args.exact_share).close()
         return 0
     if args.one_pass:
-        one_pass(args.one_pass, args.project, args.profile)
+        one_pass(args.one_pass, args.project, args.profile, args.two_cores)
         return 0
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
@@ -225,13 +256,13 @@ def main(argv=None) -> int:
             for name, (what, baseline, project_path) in kinds.items():
                 if what == "screening":
                     print(f"profile of {name}, top {PROFILE_LINES} lines by own time:")
-                    run_pass(what, project_path, baseline, profile=True)
+                    run_pass(what, project_path, baseline, profile=True, two_cores=args.two_cores)
         times = {name: [] for name in kinds}
         cpu = {name: [] for name in kinds}
         digests = {}
         for _ in range(args.repeats):
             for name, (what, baseline, project_path) in kinds.items():
-                outcome = run_pass(what, project_path, baseline)
+                outcome = run_pass(what, project_path, baseline, two_cores=args.two_cores)
                 times[name].append(outcome["seconds"])
                 cpu[name].append(outcome["cpu"])
                 digests[name] = outcome["digest"]
@@ -240,7 +271,8 @@ def main(argv=None) -> int:
         median = {name: statistics.median(values) for name, values in times.items()}
         print(
             f"screening {args.clips} clips x 2 transcripts (normalize, count, minimum, bin, store); each pass a fresh "
-            f"process, alternating, median of {args.repeats}; load average {os.getloadavg()[0]:.1f}:"
+            f"process, alternating, median of {args.repeats}; two cores: {args.two_cores}; load average "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores:"
         )
         for name, seconds in median.items():
             print(
