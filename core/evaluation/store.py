@@ -262,6 +262,17 @@ def assembled_input_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     ).fetchall()
 
 
+def planned_inputs(conn: sqlite3.Connection) -> list[tuple[int, int, str, str, str, float, str, str]]:
+    """Every assembled input as a plain tuple (id, item_id, condition_key, option_order, label_sequence, duration_s,
+    sha256, audio_format), by item and id: what a plan and its requests' audio read, in one query."""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # tuples: a plan reads 100,000s of them
+    return cursor.execute(
+        "SELECT id, item_id, condition_key, option_order, label_sequence, duration_s, sha256, audio_format "
+        "FROM assembled_inputs ORDER BY item_id, id"
+    ).fetchall()
+
+
 def question_clips(conn: sqlite3.Connection, item_id: int) -> list[sqlite3.Row]:
     """The item's usable question clips (the spoken question of audio+text-options mode)."""
     return conn.execute(
