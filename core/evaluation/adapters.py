@@ -60,7 +60,10 @@ def _fingerprint_json(request: ModelRequest) -> str:
 def fingerprint_json(audio_json: str, texts_json: str) -> str:
     """A fingerprint's JSON from its two parts: the audio (fingerprint_audio_json) and the texts after it
     (fingerprint_texts_json), as json.dumps(fingerprint, sort_keys=True) writes it ("audio" sorts first)."""
-    return f'{{"audio": [{audio_json}], {texts_json}'
+    return f"{_AUDIO_OPEN}{audio_json}{_AUDIO_CLOSE}{texts_json}"
+
+
+_AUDIO_OPEN, _AUDIO_CLOSE = '{"audio": [', "], "  # a fingerprint's JSON around its audio list
 
 
 def fingerprint_audio_json(audio: Sequence[tuple]) -> str:
@@ -172,9 +175,18 @@ class ModelAdapter:
         return self.fingerprint_key(_fingerprint_json(request))
 
     def fingerprint_key(self, fingerprint: str) -> str:
-        """The response-cache key of a request whose fingerprint's JSON is `fingerprint`. The identity's JSON is
-        made once per adapter and spliced in (the same bytes: "model" sorts before "request", and a nested value
-        is encoded as on its own): a plan keys 100,000s of requests with one adapter."""
+        """The response-cache key of a request whose fingerprint's JSON is `fingerprint`."""
+        return hashlib.sha256(f"{self._key_prefix()}{fingerprint}}}".encode()).hexdigest()
+
+    def key_parts(self, texts_json: str) -> tuple[str, str]:
+        """(head, tail): the key of a request with these texts (fingerprint_texts_json) is the sha256 of
+        head + its audio's JSON (fingerprint_audio_json) + tail, as UTF-8. A plan keys 100,000s of requests that
+        differ only in what is heard: the rest is joined once per presentation."""
+        return self._key_prefix() + _AUDIO_OPEN, f"{_AUDIO_CLOSE}{texts_json}}}"
+
+    def _key_prefix(self) -> str:
+        """The key's JSON before the fingerprint. The identity's JSON is made once per adapter and spliced in (the
+        same bytes: "model" sorts before "request", and a nested value is encoded as on its own)."""
         made = self._identity_json
         if made is None or made[0] is not self.preset or made[1] is not self.params or self._own_identity:
             made = self._identity_json = (
@@ -182,7 +194,7 @@ class ModelAdapter:
                 self.params,
                 '{"model": ' + json.dumps(self.identity(), sort_keys=True, ensure_ascii=False) + ', "request": ',
             )
-        return hashlib.sha256(f"{made[2]}{fingerprint}}}".encode()).hexdigest()
+        return made[2]
 
     def estimate_tokens(self, request: ModelRequest) -> tuple[int, int]:
         """(text tokens, audio tokens) before sending: for tokens-per-minute limits and budget reservations."""

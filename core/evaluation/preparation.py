@@ -6,6 +6,7 @@ pays for anything; `spokenbench evaluate --dry-run` prints it; `runner.run_evalu
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,6 @@ from spokenbench.core.evaluation.adapters import (
     ModelAdapter,
     ModelRequest,
     fingerprint_audio_json,
-    fingerprint_json,
     fingerprint_texts_json,
 )
 from spokenbench.core.evaluation.budget import input_cost, input_cost_of, worst_case_cost, worst_case_cost_of
@@ -36,6 +36,7 @@ from spokenbench.core.evaluation.prompts import (
     render_transcription_prompt,
     template_fingerprint,
 )
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.jobs.remote import (
@@ -334,6 +335,10 @@ class JobSource:
         return () if whole is None else (whole,)
 
     def jobs(self) -> list[Job]:
+        with automatic_collection_paused():  # one Job per request: 100,000s of acyclic objects
+            return self._jobs()
+
+    def _jobs(self) -> list[Job]:
         made: dict[int | None, tuple[AudioInput, ...]] = {}  # one tuple per input, shared by its requests
         jobs = []
         items = self.plan.items
@@ -592,6 +597,11 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
     """Check, plan and cost one evaluation (see the module docstring). Raises SpokenBenchError for anything
     that would make the run fail before its first answer (bad settings, retired model, missing audio, inputs
     over the model's limits, a budget without a price, a run to resume made with other settings)."""
+    with automatic_collection_paused():  # a plan is 100,000s of acyclic objects
+        return _prepare_evaluation(project, settings)
+
+
+def _prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPreparation:
     _check_settings(settings)
     preset = resolve_model(settings.model, settings.base_url, settings.convention)
     _check_thinking_for(preset, settings.params.thinking)
@@ -733,7 +743,7 @@ def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, rem
         price = prepared.price
         keys, estimates = _answer_keys(prepared, answerer, remaining, price is not None)
         cache_keys = sorted(set(keys))
-        known = store.cached_replies(project.conn, cache_keys)
+        known = store.cached_keys(project.conn, cache_keys)
         for n, key in enumerate(keys):
             if key in known:
                 cached += 1
@@ -770,8 +780,8 @@ def _answer_keys(
     requests, items = prepared.plan.requests, prepared.plan.items
     prompt, mode, variant = settings.prompt, settings.mode, settings.system_variant
     heard = mode in ("audio", "audio+text-options")  # RequestBuilder.answer: the audio the answer request carries
-    presentations: dict[tuple, tuple[str, tuple[str | None, str]] | None] = {}
-    fingerprint_key, audio_of = answerer.fingerprint_key, source.audio_of
+    presentations: dict[tuple, tuple[str, str, tuple[str | None, str]] | None] = {}
+    audio_of, sha256 = source.audio_of, hashlib.sha256
     keys: list[str] = []
     estimates: list[tuple[tuple[int, int], float]] = []
     for n in remaining:
@@ -782,16 +792,18 @@ def _answer_keys(
         if shared is _UNSEEN:
             texts = presentation_texts(prompt, mode, *presentation, variant)
             shared = presentations[presentation] = (
-                None if texts is None else (fingerprint_texts_json("chat", language, *texts), texts)
+                None
+                if texts is None
+                else (*answerer.key_parts(fingerprint_texts_json("chat", language, *texts)), texts)
             )
         if shared is None:  # the question goes into the texts: rendered for this request
             question, option_texts, _ = source.texts(planned.item_id)
             texts = render_texts(prompt, mode, question, option_texts, *presentation[:3], language, variant)
-            after = fingerprint_texts_json("chat", language, *texts)
+            head, tail = answerer.key_parts(fingerprint_texts_json("chat", language, *texts))
         else:
-            after, texts = shared
+            head, tail, texts = shared
         audio = audio_of(planned.input_id) if heard else ()
-        keys.append(fingerprint_key(fingerprint_json(fingerprint_audio_json(audio), after)))
+        keys.append(sha256(f"{head}{fingerprint_audio_json(audio)}{tail}".encode()).hexdigest())
         if estimate:
             seconds = sum(entry[2] for entry in audio)
             estimates.append((answerer.estimate_tokens_of(*texts, seconds), seconds))
