@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.domain.conditions import (
@@ -124,8 +125,11 @@ class EvaluationPlan:
         """Counts per factor level, for the user to check before paying for anything."""
         counts: dict[str, Counter] = defaultdict(Counter)
         # a plan has few conditions and many requests: each condition's factors are read once, with its count
-        for condition, requests in Counter(request.condition for request in self.requests).items():
-            for factor, level in condition.factors().items():
+        # (counted by key, a string that keeps its hash, not by the Condition, hashed field by field each time)
+        keys = list(map(attrgetter("condition_key"), self.requests))
+        conditions = dict(zip(keys, map(attrgetter("condition"), self.requests)))  # equal conditions, equal keys
+        for key, requests in Counter(keys).items():
+            for factor, level in conditions[key].factors().items():
                 counts[factor][str(level)] += requests
         counts["option_order"].update(request.option_order for request in self.requests)
         varying = {f: dict(sorted(c.items())) for f, c in counts.items() if len(c) > 1 or f in ("language", "order")}

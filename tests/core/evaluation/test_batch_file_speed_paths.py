@@ -149,3 +149,19 @@ def test_a_dry_run_makes_no_job_per_request(audio_project, monkeypatch, capsys):
     assert "plan: 6 request(s) over 3 item(s)" in capsys.readouterr().out
     assert main([*argv, "--dry-run", "--json"]) == 0
     assert '"requests_to_send": 6' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cached", [3, 1500])
+def test_the_cache_says_which_keys_it_holds_read_whole_or_asked_in_batches(project, cached):
+    """store.cached_keys reads a cache no larger than the keys asked whole, a larger one a batch at a time (more
+    than one batch of 500 here): the same answer either way, only keys asked for, none it does not hold."""
+    from spokenbench.core.evaluation import store
+
+    reply = store.CachedReply("Answer: [[A]]", 1, 1, None, None, 0.0)
+    held = [f"{n:064x}" for n in range(cached)]
+    with project.transaction() as conn:
+        store.store_cached_replies(conn, [store.CacheEntry(key, "vllm:m", reply, "stop") for key in held])
+    asked = sorted(held[::2] + [f"{n:064x}" for n in range(10_000, 10_100)])
+    assert (len(asked) >= cached) == (cached == 3) and (cached == 3 or len(asked) > 500)  # read whole, or 2 batches
+    assert store.cached_keys(project.conn, asked) == set(held[::2])
+    assert store.cached_keys(project.conn, []) == set()
