@@ -300,7 +300,7 @@ def _assembled_requests(
     for item_id, item in items.items():
         available = []
         for row in by_item.get(item_id, ()):
-            key, condition, usable = condition_of(row[2])
+            key, condition, usable = conditions.get(row[2]) or condition_of(row[2])
             if usable:
                 available.append((row, key, condition))
         if options.max_audio_s and any(row[5] > options.max_audio_s for row, _, _ in available):
