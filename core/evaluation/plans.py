@@ -253,10 +253,9 @@ def _assembled_requests(
 ) -> tuple[list[PlannedRequest], int, dict[int, tuple[str, str, float]]]:
     """The requests, how many questions --max-audio-seconds left out, and each planned input's audio as
     (sha256, format, seconds): read here with the plan, in its one query, so preparing its jobs reads no more."""
-    rows = store.planned_inputs(
-        conn
-    )  # (id, item_id, condition_key, option_order, label_sequence, seconds, sha, format)
-    by_item: dict[int, list[tuple]] = defaultdict(list)
+    # (id, item_id, condition_key, option_order, label_sequence, seconds, sha256, format), by id
+    rows = store.planned_inputs(conn)
+    by_item: dict[int, list[tuple]] = defaultdict(list)  # each item's inputs, by id
     for row in rows:
         if row[1] in items:
             by_item[row[1]].append(row)

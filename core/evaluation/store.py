@@ -279,12 +279,13 @@ def assembled_input_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
 
 def planned_inputs(conn: sqlite3.Connection) -> list[tuple[int, int, str, str, str, float, str, str]]:
     """Every assembled input as a plain tuple (id, item_id, condition_key, option_order, label_sequence, duration_s,
-    sha256, audio_format), by item and id: what a plan and its requests' audio read, in one query."""
+    sha256, audio_format), by id: what a plan and its requests' audio read, in one query (in the table's own
+    order: sorting by item as well cost a third of the read; the plan groups them by item)."""
     cursor = conn.cursor()
     cursor.row_factory = None  # tuples: a plan reads 100,000s of them
     return cursor.execute(
         "SELECT id, item_id, condition_key, option_order, label_sequence, duration_s, sha256, audio_format "
-        "FROM assembled_inputs ORDER BY item_id, id"
+        "FROM assembled_inputs ORDER BY id"
     ).fetchall()
 
 
