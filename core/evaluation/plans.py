@@ -272,7 +272,7 @@ def _assembled_requests(
     # every request under it: a plan of 100,000 requests holds a handful of conditions, not 100,000 copies.
     conditions: dict[str, tuple[str, Condition, bool]] = {}
     bases: dict[str, str] = {}
-    strings: dict[str, str] = {}  # order strings ('ABCD') repeat across requests: one string object each
+    strings: dict[str, str] = {}  # order strings ('ABCD'), formats: repeated across requests, one object each
 
     def condition_of(key: str) -> tuple[str, Condition, bool]:
         known = conditions.get(key)
@@ -286,7 +286,7 @@ def _assembled_requests(
 
     def planned(item_id: int, row: tuple, key: str, condition: Condition) -> PlannedRequest:
         input_id, _, _, option_order, label_sequence, seconds, sha, fmt = row
-        audio[input_id] = (sha, fmt, seconds)
+        audio[input_id] = (sha, strings.setdefault(fmt, fmt), seconds)
         return PlannedRequest(
             item_id,
             condition,
