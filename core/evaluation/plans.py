@@ -118,7 +118,8 @@ class EvaluationPlan:
     items: dict[int, Item]
     requests: list[PlannedRequest]
     warnings: list[str] = field(default_factory=list)
-    # assembled input id → (sha256, format, seconds), read with an audio mode's plan (empty in other modes)
+    # assembled input id → (sha256, format, seconds), read with an audio mode's plan for its jobs (empty in other
+    # modes, and once the preparation has made the jobs, which hold it)
     input_audio: dict[int, tuple[str, str, float]] = field(default_factory=dict, repr=False)
 
     def summary(self) -> dict:
