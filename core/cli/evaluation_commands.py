@@ -515,7 +515,6 @@ def _settings(args: argparse.Namespace):
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Exit codes: see the module docstring."""
     from spokenbench.core.evaluation.preparation import prepare_evaluation
-    from spokenbench.core.evaluation.runner import run_evaluation
 
     if args.batch_file:
         from spokenbench.core.foundation.safe_files import check_output_file
@@ -535,6 +534,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             return evaluate_in_batch(args, project, prepared, _print_preparation)
         if not args.json:
             _print_preparation(prepared, file=sys.stderr)
+        from spokenbench.core.evaluation.runner import run_evaluation  # not for a dry run: parsing's patterns
+
         summary = run_evaluation(
             project, prepared, text_progress_bar(), wait=args.wait, on_wait=lambda note: print(note, file=sys.stderr)
         )

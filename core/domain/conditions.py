@@ -15,6 +15,7 @@ Any explicit permutation (gold-position moves, cyclic and full permutations) is 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import random
@@ -26,6 +27,7 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 NAMED_ORDERS = ("original", "reversed", "order-backward", "token-backward")
 
 
+@functools.lru_cache(maxsize=4096)  # a plan asks it twice per item and order: 100,000s of times for a few orders
 def order_strings(order: str, option_count: int) -> tuple[str, str]:
     """(option_order, label_sequence) for a named order or an explicit permutation such as 'CABD'."""
     identity = LETTERS[:option_count]

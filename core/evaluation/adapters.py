@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from spokenbench.core.evaluation.presets import ModelPreset
@@ -43,7 +44,6 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode  # json.
 def _fingerprint_json(request: ModelRequest) -> str:
     """_KEY_JSON(request.fingerprint()), written out for the usual field types (json's own string encoder, the
     keys in sorted order, its separators): a plan keys 100,000s of requests. Any other type goes through json."""
-    text = json.encoder.encode_basestring
     system, language = request.system, request.language
     if not (
         isinstance(request.kind, str)
@@ -53,17 +53,40 @@ def _fingerprint_json(request: ModelRequest) -> str:
         and all(isinstance(a.sha256, str) and isinstance(a.format, str) for a in request.audio)
     ):
         return _KEY_JSON(request.fingerprint())
-    audio = ", ".join(f"[{text(a.sha256)}, {text(a.format)}]" for a in request.audio)
-    texts = (request.kind, language, system, request.user)
+    audio = fingerprint_audio_json([(a.sha256, a.format) for a in request.audio])
+    return fingerprint_json(audio, fingerprint_texts_json(request.kind, language, system, request.user))
+
+
+def fingerprint_json(audio_json: str, texts_json: str) -> str:
+    """A fingerprint's JSON from its two parts: the audio (fingerprint_audio_json) and the texts after it
+    (fingerprint_texts_json), as json.dumps(fingerprint, sort_keys=True) writes it ("audio" sorts first)."""
+    return f"{_AUDIO_OPEN}{audio_json}{_AUDIO_CLOSE}{texts_json}"
+
+
+_AUDIO_OPEN, _AUDIO_CLOSE = '{"audio": [', "], "  # a fingerprint's JSON around its audio list
+
+
+def fingerprint_audio_json(audio: Sequence[tuple]) -> str:
+    """The fingerprint's audio list, without its brackets, from (sha256, format, ...) tuples of strings."""
+    text = json.encoder.encode_basestring
+    if len(audio) == 1:  # the usual case, without a generator
+        return f"[{text(audio[0][0])}, {text(audio[0][1])}]"
+    return ", ".join(f"[{text(entry[0])}, {text(entry[1])}]" for entry in audio)
+
+
+def fingerprint_texts_json(kind: str, language: str | None, system: str | None, user: str) -> str:
+    """The fingerprint's JSON after its audio, from strings (None for no language or system)."""
+    texts = (kind, language, system, user)
     after = _TEXTS_JSON.get(texts)
     if after is None:
         if len(_TEXTS_JSON) >= _TEXTS_JSON_MAX:
             _TEXTS_JSON.clear()
+        text = json.encoder.encode_basestring
         after = _TEXTS_JSON[texts] = (
-            f'"kind": {text(request.kind)}, "language": {"null" if language is None else text(language)}, '
-            f'"system": {"null" if system is None else text(system)}, "user": {text(request.user)}}}'
+            f'"kind": {text(kind)}, "language": {"null" if language is None else text(language)}, '
+            f'"system": {"null" if system is None else text(system)}, "user": {text(user)}}}'
         )
-    return f'{{"audio": [{audio}], {after}'
+    return after
 
 
 # The fingerprint's JSON after its audio, by (kind, language, system, user): in audio mode a plan's 100,000s of
@@ -148,9 +171,22 @@ class ModelAdapter:
         }
 
     def request_key(self, request: ModelRequest) -> str:
-        """sha256 of {"model": identity, "request": fingerprint} as sorted-key JSON. The identity's JSON is made
-        once per adapter and spliced in (the same bytes: "model" sorts before "request", and a nested value is
-        encoded as on its own): a plan keys 100,000s of requests with one adapter."""
+        """sha256 of {"model": identity, "request": fingerprint} as sorted-key JSON (see fingerprint_key)."""
+        return self.fingerprint_key(_fingerprint_json(request))
+
+    def fingerprint_key(self, fingerprint: str) -> str:
+        """The response-cache key of a request whose fingerprint's JSON is `fingerprint`."""
+        return hashlib.sha256(f"{self._key_prefix()}{fingerprint}}}".encode()).hexdigest()
+
+    def key_parts(self, texts_json: str) -> tuple[str, str]:
+        """(head, tail): the key of a request with these texts (fingerprint_texts_json) is the sha256 of
+        head + its audio's JSON (fingerprint_audio_json) + tail, as UTF-8. A plan keys 100,000s of requests that
+        differ only in what is heard: the rest is joined once per presentation."""
+        return self._key_prefix() + _AUDIO_OPEN, f"{_AUDIO_CLOSE}{texts_json}}}"
+
+    def _key_prefix(self) -> str:
+        """The key's JSON before the fingerprint. The identity's JSON is made once per adapter and spliced in (the
+        same bytes: "model" sorts before "request", and a nested value is encoded as on its own)."""
         made = self._identity_json
         if made is None or made[0] is not self.preset or made[1] is not self.params or self._own_identity:
             made = self._identity_json = (
@@ -158,15 +194,18 @@ class ModelAdapter:
                 self.params,
                 '{"model": ' + json.dumps(self.identity(), sort_keys=True, ensure_ascii=False) + ', "request": ',
             )
-        blob = made[2] + _fingerprint_json(request) + "}"
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return made[2]
 
     def estimate_tokens(self, request: ModelRequest) -> tuple[int, int]:
         """(text tokens, audio tokens) before sending: for tokens-per-minute limits and budget reservations."""
-        text = (request.system or "") + request.user
+        return self.estimate_tokens_of(request.system, request.user, sum(a.seconds for a in request.audio))
+
+    def estimate_tokens_of(self, system: str | None, user: str, audio_seconds: float) -> tuple[int, int]:
+        """estimate_tokens of a request with these texts and this much audio."""
+        text = (system or "") + user
         text_tokens = len(text.encode("utf-8")) / 3 + 8  # ~4 characters per token in Latin text, ~1 per CJK character
         per_second = AUDIO_TOKENS_PER_SECOND.get(self.preset.convention, 32.0)
-        return int(text_tokens), int(sum(a.seconds for a in request.audio) * per_second)
+        return int(text_tokens), int(audio_seconds * per_second)
 
     async def generate(self, request: ModelRequest) -> ModelReply:
         raise NotImplementedError

@@ -22,12 +22,17 @@ def worst_case_cost(price: Price | None, adapter: ModelAdapter, request: ModelRe
     """What the budget reserves before sending: the most this request can plausibly cost."""
     if price is None:
         return 0.0
-    text_est, audio_est = adapter.estimate_tokens(request)
+    seconds = sum(a.seconds for a in request.audio)
+    return worst_case_cost_of(
+        price, adapter.estimate_tokens_of(request.system, request.user, seconds), max_output_tokens, seconds
+    )
+
+
+def worst_case_cost_of(price: Price, estimate: tuple[int, int], max_output_tokens: int, audio_seconds: float) -> float:
+    """worst_case_cost of a request with this token estimate (ModelAdapter.estimate_tokens) and audio."""
+    text_est, audio_est = estimate
     return price.cost(
-        int(text_est * INPUT_RESERVE_FACTOR),
-        int(audio_est * INPUT_RESERVE_FACTOR),
-        max_output_tokens,
-        sum(a.seconds for a in request.audio),
+        int(text_est * INPUT_RESERVE_FACTOR), int(audio_est * INPUT_RESERVE_FACTOR), max_output_tokens, audio_seconds
     )
 
 
@@ -35,8 +40,13 @@ def input_cost(price: Price | None, adapter: ModelAdapter, request: ModelRequest
     """The estimated input alone, without any output: the least a request costs (for plans)."""
     if price is None:
         return 0.0
-    text_est, audio_est = adapter.estimate_tokens(request)
-    return price.cost(text_est, audio_est, 0, sum(a.seconds for a in request.audio))
+    seconds = sum(a.seconds for a in request.audio)
+    return input_cost_of(price, adapter.estimate_tokens_of(request.system, request.user, seconds), seconds)
+
+
+def input_cost_of(price: Price, estimate: tuple[int, int], audio_seconds: float) -> float:
+    """input_cost of a request with this token estimate and audio."""
+    return price.cost(*estimate, 0, audio_seconds)
 
 
 def reply_cost(

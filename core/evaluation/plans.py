@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.domain.conditions import (
@@ -118,13 +118,19 @@ class EvaluationPlan:
     items: dict[int, Item]
     requests: list[PlannedRequest]
     warnings: list[str] = field(default_factory=list)
+    # assembled input id → (sha256, format, seconds), read with an audio mode's plan for its jobs (empty in other
+    # modes, and once the preparation has made the jobs, which hold it)
+    input_audio: dict[int, tuple[str, str, float]] = field(default_factory=dict, repr=False)
 
     def summary(self) -> dict:
         """Counts per factor level, for the user to check before paying for anything."""
         counts: dict[str, Counter] = defaultdict(Counter)
         # a plan has few conditions and many requests: each condition's factors are read once, with its count
-        for condition, requests in Counter(request.condition for request in self.requests).items():
-            for factor, level in condition.factors().items():
+        # (counted by key, a string that keeps its hash, not by the Condition, hashed field by field each time)
+        keys = list(map(attrgetter("condition_key"), self.requests))
+        conditions = dict(zip(keys, map(attrgetter("condition"), self.requests)))  # equal conditions, equal keys
+        for key, requests in Counter(keys).items():
+            for factor, level in conditions[key].factors().items():
                 counts[factor][str(level)] += requests
         counts["option_order"].update(request.option_order for request in self.requests)
         varying = {f: dict(sorted(c.items())) for f, c in counts.items() if len(c) > 1 or f in ("language", "order")}
@@ -151,6 +157,7 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
         )
     items = _select_items(conn, options)
     warnings: list[str] = []
+    input_audio: dict[int, tuple[str, str, float]] = {}
     if not items:
         raise SpokenBenchError(
             "no items match the selection (check --languages, --kind, --option-count and --limit); import items first"
@@ -163,7 +170,7 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
     elif options.simulated and options.mode in AUDIO_MODES + ("audio+text-options",):
         requests = _simulated_requests(items, options)
     elif options.mode in AUDIO_MODES:
-        requests, too_long = _assembled_requests(conn, items, options)
+        requests, too_long, input_audio = _assembled_requests(conn, items, options)
         if too_long:
             warnings.append(
                 f"{too_long} question(s) left out: an input is longer than {options.max_audio_s:g} s "
@@ -177,7 +184,7 @@ def build_plan(conn: sqlite3.Connection, options: PlanOptions) -> EvaluationPlan
         raise SpokenBenchError(f"unknown mode '{options.mode}'")
     if not requests:
         raise SpokenBenchError("the plan is empty: no condition matches the selection")
-    return EvaluationPlan(options, items, requests, warnings)
+    return EvaluationPlan(options, items, requests, warnings, input_audio)
 
 
 def wanted_orders(item: Item, options: PlanOptions) -> list[str]:
@@ -244,25 +251,29 @@ def _same_number(value, allowed: tuple[str, ...]) -> bool:
 
 def _assembled_requests(
     conn: sqlite3.Connection, items: dict[int, Item], options: PlanOptions
-) -> tuple[list[PlannedRequest], int]:
-    """The requests, and how many questions --max-audio-seconds left out."""
-    rows = store.assembled_input_rows(conn)
-    by_item: dict[int, list[sqlite3.Row]] = defaultdict(list)
+) -> tuple[list[PlannedRequest], int, dict[int, tuple[str, str, float]]]:
+    """The requests, how many questions --max-audio-seconds left out, and each planned input's audio as
+    (sha256, format, seconds): read here with the plan, in its one query, so preparing its jobs reads no more."""
+    # (id, item_id, condition_key, option_order, label_sequence, seconds, sha256, format), by id
+    rows = store.planned_inputs(conn)
+    by_item: dict[int, list[tuple]] = defaultdict(list)  # each item's inputs, by id
     for row in rows:
-        if row["item_id"] in items:
-            by_item[row["item_id"]].append(row)
+        if row[1] in items:
+            by_item[row[1]].append(row)
     if not rows or not by_item:
         raise SpokenBenchError(
             f"no assembled audio for the selected items: --mode {options.mode} needs the audio each model hears; "
             "run `spokenbench assemble DIR --orders ...` first (or use --mode text, or a simulated: model)"
         )
     requests, missing, too_long = [], [], 0
+    audio: dict[int, tuple[str, str, float]] = {}
     neutralized = neutralized_voices(conn) if options.voices != "all" else set()
     wanted_voice = options.voices == "neutralized"
     # One Condition (and one key string) per distinct condition key, parsed and matched once and shared by
     # every request under it: a plan of 100,000 requests holds a handful of conditions, not 100,000 copies.
     conditions: dict[str, tuple[str, Condition, bool]] = {}
     bases: dict[str, str] = {}
+    strings: dict[str, str] = {}  # order strings ('ABCD'), formats: repeated across requests, one object each
 
     def condition_of(key: str) -> tuple[str, Condition, bool]:
         known = conditions.get(key)
@@ -274,21 +285,30 @@ def _assembled_requests(
             known = conditions[key] = (key, condition, usable)
         return known
 
+    def planned(item_id: int, row: tuple, key: str, condition: Condition) -> PlannedRequest:
+        input_id, _, _, option_order, label_sequence, seconds, sha, fmt = row
+        audio[input_id] = (sha, strings.setdefault(fmt, fmt), seconds)
+        return PlannedRequest(
+            item_id,
+            condition,
+            key,
+            strings.setdefault(option_order, option_order),
+            strings.setdefault(label_sequence, label_sequence),
+            input_id,
+        )
+
     for item_id, item in items.items():
         available = []
-        for row in by_item.get(item_id, []):
-            key, condition, usable = condition_of(row["condition_key"])
+        for row in by_item.get(item_id, ()):
+            key, condition, usable = conditions.get(row[2]) or condition_of(row[2])
             if usable:
                 available.append((row, key, condition))
-        if options.max_audio_s and any(row["duration_s"] > options.max_audio_s for row, _, _ in available):
+        if options.max_audio_s and any(row[5] > options.max_audio_s for row, _, _ in available):
             too_long += 1
             continue
         orders = wanted_orders(item, options)
         if not orders:  # take whatever was assembled
-            requests += [
-                PlannedRequest(item_id, c, key, _shared(row["option_order"]), _shared(row["label_sequence"]), row["id"])
-                for row, key, c in available
-            ]
+            requests += [planned(item_id, row, key, c) for row, key, c in available]
             if not available:
                 missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
             continue
@@ -297,29 +317,23 @@ def _assembled_requests(
             base = bases.get(key)
             if base is None:  # the condition's key in the original order, made once per condition
                 base = bases[key] = replace(condition, order="original").key()
-            presentations[base][(row["option_order"], row["label_sequence"])] = (row, key, condition)
+            presentations[base][(row[3], row[4])] = (row, key, condition)
         if not presentations:
             missing.append(f"item {item.source_id} ({item.language}): no assembled input matches the filters")
         for base, by_strings in presentations.items():
             for order in orders:
-                strings = order_strings(order, len(item.options))
-                found = by_strings.get(strings)
+                found = by_strings.get(order_strings(order, len(item.options)))
                 if found is None:
                     missing.append(f"item {item.source_id} ({item.language}), order {order}, {_describe(base)}")
                     continue
-                row, key, condition = found
-                requests.append(
-                    PlannedRequest(
-                        item_id, condition, key, _shared(row["option_order"]), _shared(row["label_sequence"]), row["id"]
-                    )
-                )
+                requests.append(planned(item_id, *found))
     if missing:
         shown = "\n  ".join(missing[:5]) + (f"\n  ... and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise SpokenBenchError(
             f"{len(missing)} requested condition(s) have no assembled audio:\n  {shown}\n"
             "run `spokenbench assemble DIR --orders ...` for them first (or narrow --orders / the filters)"
         )
-    return requests, too_long
+    return requests, too_long, audio
 
 
 def _describe(base_key: str) -> str:
@@ -384,11 +398,6 @@ def _voice_source(clip) -> str:
     if clip["neutralization"]:
         return NEUTRALIZED_SOURCE
     return "cloned" if clip["speaker_id"] else "direct"
-
-
-def _shared(text: str) -> str:
-    """Order strings ('ABCD') repeat across a plan's requests: one string object each, not one per row."""
-    return sys.intern(text)
 
 
 class _Conditions:

@@ -6,14 +6,23 @@ pays for anything; `spokenbench evaluate --dry-run` prints it; `runner.run_evalu
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from spokenbench.core.domain.items import Item, option_part
 from spokenbench.core.evaluation import store
-from spokenbench.core.evaluation.adapters import AudioInput, GenerationParams, ModelAdapter, ModelRequest
-from spokenbench.core.evaluation.budget import input_cost, worst_case_cost
+from spokenbench.core.evaluation.adapters import (
+    AudioInput,
+    GenerationParams,
+    ModelAdapter,
+    ModelRequest,
+    fingerprint_audio_json,
+    fingerprint_texts_json,
+)
+from spokenbench.core.evaluation.budget import input_cost, input_cost_of, worst_case_cost, worst_case_cost_of
 from spokenbench.core.evaluation.plans import AUDIO_MODES, EvaluationPlan, PlannedRequest, PlanOptions, build_plan
 from spokenbench.core.evaluation.presets import ModelPreset, Price, resolve_model, transcription_presets
 from spokenbench.core.evaluation.prompts import (
@@ -21,11 +30,13 @@ from spokenbench.core.evaluation.prompts import (
     PROMPTS,
     SYSTEM_PROMPT_VARIANTS,
     RenderedPrompt,
+    presentation_texts,
     render_prompt,
     render_texts,
     render_transcription_prompt,
     template_fingerprint,
 )
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.jobs.remote import (
@@ -89,7 +100,8 @@ class EvaluationPreparation:
     asr_preset: ModelPreset | None  # pipeline mode with a separate transcription model
     profile: object | None  # the simulated listener's ListenerProfile
     plan: EvaluationPlan = field(repr=False)
-    jobs: list[Job] = field(repr=False)
+    # what the jobs are made of when first asked for (a dry run never asks); let go once they are made
+    job_source: JobSource | None = field(repr=False)
     identity: dict  # what makes two sessions the same run (runs.parameters_json)
     model_name: str  # as stored with the run: PROVIDER:MODEL, or simulated:PROFILE
     run_mode: str  # as stored with the run ('simulated' for the simulated listener)
@@ -105,8 +117,29 @@ class EvaluationPreparation:
     warnings: list[str]
     spent_usd: float = 0.0  # what the resumed run has already cost
     cache_keys: tuple[str, ...] = field(default=(), repr=False)  # response-cache keys the session preloads
-    # id(job) → (job, its answer request's cache key) as counted here, so a batch file does not key it again
-    answer_keys: dict[int, tuple[Job, str]] = field(default_factory=dict, repr=False)
+    # the answer request's cache key of each planned request, as counted here (None: not keyed), by plan position
+    request_keys: list[str | None] = field(default_factory=list, repr=False)
+    _jobs: list[Job] | None = field(default=None, init=False, repr=False)
+    _answer_keys: dict[int, tuple[Job, str]] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def jobs(self) -> list[Job]:
+        """One Job per planned request, in plan order, made on first use: a run and a batch file need them, the
+        counts shown before a run (and a dry run) do not."""
+        if self._jobs is None:
+            self._jobs = self.job_source.jobs()
+            self.job_source = None  # the jobs hold what it read: its copies go (about 12 MB for 100,800 inputs)
+            self.plan.input_audio.clear()
+        return self._jobs
+
+    @property
+    def answer_keys(self) -> dict[int, tuple[Job, str]]:
+        """id(job) → (job, its answer request's cache key) as counted here, so a batch file does not key it again."""
+        if self._answer_keys is None:
+            self._answer_keys = {
+                id(job): (job, key) for job, key in zip(self.jobs, self.request_keys) if key is not None
+            }
+        return self._answer_keys
 
     def answer_key(self, job: Job) -> str | None:
         """The cache key preparation computed for `job`'s answer request (modes without a transcript), or None."""
@@ -115,7 +148,7 @@ class EvaluationPreparation:
 
     @property
     def request_count(self) -> int:
-        return len(self.jobs)
+        return len(self.plan.requests)
 
     @property
     def simulated(self) -> bool:
@@ -265,12 +298,67 @@ def _unloaded(sha: str, fmt: str, seconds: float) -> AudioInput:
     return AudioInput(data=b"", sha256=sha, format=fmt, seconds=seconds)
 
 
-def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) -> list[Job]:
-    """The plan's requests with their texts (rewrites where asked) and audio (chunks where the model's limit
-    needs them). Refuses, before anything is sent, inputs the model cannot take whole."""
+class JobSource:
+    """What a plan's jobs are made of, read from the project and checked while preparing: the texts of each item
+    and the audio of each input. The jobs themselves (objects per request) are made from it without reading
+    anything more, only when a run or a batch file asks for them."""
+
+    def __init__(
+        self,
+        plan: EvaluationPlan,
+        rewrites: dict[int, dict[str, str]],
+        audio: dict[int, tuple[str, str, float]],
+        chunked: dict[int, tuple[tuple[str, str, float], ...]],
+    ):
+        self.plan = plan
+        self.rewrites = rewrites  # item id → its accepted rewrites by part (text source 'rewritten')
+        self.audio = audio  # input id → (sha256, format, seconds) of what the request hears; absent: nothing
+        self.chunked = chunked  # input id → its chunks within the model's limit, heard instead of the whole input
+        self._texts: dict[int, tuple[str, tuple[str, ...], bool]] = {}
+
+    def texts(self, item_id: int) -> tuple[str, tuple[str, ...], bool]:
+        """(question, option texts in the original order, whether a rewrite was missing), one copy per item."""
+        known = self._texts.get(item_id)
+        if known is None:
+            item = self.plan.items[item_id]
+            texts = self.rewrites.get(item_id, {})
+            known = self._texts[item_id] = (
+                texts.get("question", item.question),
+                tuple(texts.get(option_part(o.letter), o.text) for o in item.options),
+                self.plan.options.text_source == "rewritten" and len(texts) < 1 + len(item.options),
+            )
+        return known
+
+    def audio_of(self, input_id: int | None) -> tuple[tuple[str, str, float], ...]:
+        """The (sha256, format, seconds) of each audio file a request on this input hears."""
+        chunks = self.chunked.get(input_id) if self.chunked else None
+        if chunks is not None:
+            return chunks
+        whole = self.audio.get(input_id)
+        return () if whole is None else (whole,)
+
+    def jobs(self) -> list[Job]:
+        with automatic_collection_paused():  # one Job per request: 100,000s of acyclic objects
+            return self._jobs()
+
+    def _jobs(self) -> list[Job]:
+        made: dict[int | None, tuple[AudioInput, ...]] = {}  # one tuple per input, shared by its requests
+        jobs = []
+        items = self.plan.items
+        for planned in self.plan.requests:
+            question, option_texts, _ = self.texts(planned.item_id)
+            audio = made.get(planned.input_id)
+            if audio is None:
+                audio = made[planned.input_id] = tuple(_unloaded(*entry) for entry in self.audio_of(planned.input_id))
+            jobs.append(Job(planned, items[planned.item_id], question, option_texts, audio))
+        return jobs
+
+
+def read_job_source(project: Project, plan: EvaluationPlan, preset: ModelPreset) -> JobSource:
+    """The plan's texts (rewrites where asked) and audio (chunks where the model's limit needs them). Refuses,
+    before anything is sent, inputs the model cannot take whole."""
     conn, options = project.conn, plan.options
     rewrites: dict[int, dict] = {}
-    fallbacks = 0
     if options.text_source == "rewritten":
         for item_id in plan.items:
             rewrites[item_id] = {
@@ -278,61 +366,46 @@ def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) ->
                 for part, row in latest_rewrites(conn, item_id).items()
                 if row["status"] in ("accepted", "edited")
             }
-    audio_rows: dict[int, tuple] = {}
-    chunk_rows: dict[int, list[tuple]] = {}
-    needs_audio = options.mode in AUDIO_MODES and not options.simulated
-    if needs_audio:
-        ids = sorted({r.input_id for r in plan.requests if r.input_id is not None})
-        audio_rows = store.assembled_audio(conn, ids)
-        chunk_rows = store.input_chunks(conn, ids)
-    clip_rows: dict[int, tuple] = {}
-    if options.mode == "audio+text-options" and not options.simulated:
-        clip_rows = store.clip_audio(conn, sorted({r.input_id for r in plan.requests}))
-    jobs, too_long = [], []
+    audio: dict[int, tuple[str, str, float]] = {}
+    if options.mode in AUDIO_MODES and not options.simulated:
+        audio = plan.input_audio  # read with the plan
+    elif options.mode == "audio+text-options" and not options.simulated:
+        audio = store.clip_audio(conn, sorted({r.input_id for r in plan.requests}))
     limit = preset.max_audio_seconds
-    item_texts: dict[int, tuple[str, tuple[str, ...], bool]] = {}  # one copy per item, shared by its requests
-    for planned in plan.requests:
-        item = plan.items[planned.item_id]
-        known = item_texts.get(planned.item_id)
-        if known is None:
-            texts = rewrites.get(planned.item_id, {})
-            known = item_texts[planned.item_id] = (
-                texts.get("question", item.question),
-                tuple(texts.get(option_part(o.letter), o.text) for o in item.options),
-                options.text_source == "rewritten" and len(texts) < 1 + len(item.options),
-            )
-        question, option_texts, fell_back = known
-        fallbacks += fell_back
-        audio: tuple[AudioInput, ...] = ()
-        if planned.input_id is not None and needs_audio:
-            sha, fmt, seconds = audio_rows[planned.input_id]
-            audio = (_unloaded(sha, fmt, seconds),)
-            if limit and seconds > limit:
-                chunked = _chunks_within(chunk_rows.get(planned.input_id, []), limit)
-                if chunked is None:
-                    too_long.append((item, planned, seconds))
-                else:
-                    audio = tuple(_unloaded(c_sha, fmt, c_seconds) for c_sha, c_seconds in chunked)
-        elif planned.input_id is not None and clip_rows:
-            sha, fmt, seconds = clip_rows[planned.input_id]
-            audio = (_unloaded(sha, fmt, seconds),)
-            if limit and seconds > limit:
-                too_long.append((item, planned, seconds))
-        jobs.append(Job(planned, item, question, option_texts, audio))
+    chunked: dict[int, tuple[tuple[str, str, float], ...]] = {}
+    too_long = []
+    if limit and audio:
+        over = {input_id for input_id, (_, _, seconds) in audio.items() if seconds > limit}
+        chunk_rows = store.input_chunks(conn, sorted(over)) if options.mode in AUDIO_MODES else {}
+        for input_id in over:
+            found = _chunks_within(chunk_rows.get(input_id, []), limit) if chunk_rows else None
+            if found is not None:
+                fmt = audio[input_id][1]
+                chunked[input_id] = tuple((sha, fmt, seconds) for sha, seconds in found)
+        for planned in plan.requests:
+            if planned.input_id in over and planned.input_id not in chunked:
+                too_long.append((plan.items[planned.item_id], planned, audio[planned.input_id][2]))
+    source = JobSource(plan, rewrites, audio, chunked)
     inline_limit = preset.max_inline_base64_chars
-    if inline_limit:
+    if inline_limit and audio:
+        sizes: dict[int, int] = {}
         too_big = []
-        for job in jobs:
-            size = sum(_file_size(project, a) for a in job.audio)
+        for planned in plan.requests:
+            if planned.input_id not in audio:
+                continue
+            size = sizes.get(planned.input_id)
+            if size is None:
+                entries = source.audio_of(planned.input_id)
+                size = sizes[planned.input_id] = sum(_file_size(project, sha, fmt) for sha, fmt, _ in entries)
             if (size + 2) // 3 * 4 > inline_limit:
-                too_big.append((job, size))
+                too_big.append((planned, size))
         if too_big:
-            job, size = too_big[0]
+            planned, size = too_big[0]
             raise SpokenBenchError(
                 f"{len(too_big)} input(s) are too large for {preset.spec}'s inline audio (at most {inline_limit:,} "
-                f"base64 characters, about {inline_limit * 3 // 4 // 1000} kB; e.g. item {job.item.source_id} is "
-                f"{size // 1000} kB): assemble shorter chunks or a lower sample rate, or serve the model yourself "
-                "(--base-url with --convention openai-input-audio)"
+                f"base64 characters, about {inline_limit * 3 // 4 // 1000} kB; e.g. item "
+                f"{plan.items[planned.item_id].source_id} is {size // 1000} kB): assemble shorter chunks or a lower "
+                "sample rate, or serve the model yourself (--base-url with --convention openai-input-audio)"
             )
     if too_long:
         item, planned, seconds = too_long[0]
@@ -341,14 +414,16 @@ def prepare_jobs(project: Project, plan: EvaluationPlan, preset: ModelPreset) ->
             f"(e.g. item {item.source_id}, {seconds:.1f} s); audio is never cut silently: run "
             f"`spokenbench assemble DIR --chunk-seconds {int(limit)}` first"
         )
-    if fallbacks:
-        plan.warnings.append(f"{fallbacks} request(s) use original text where no accepted rewrite exists")
-    return jobs
+    if rewrites:
+        fallbacks = sum(source.texts(planned.item_id)[2] for planned in plan.requests)
+        if fallbacks:
+            plan.warnings.append(f"{fallbacks} request(s) use original text where no accepted rewrite exists")
+    return source
 
 
-def _file_size(project: Project, audio: AudioInput) -> int:
+def _file_size(project: Project, sha: str, fmt: str) -> int:
     try:
-        return project.audio.path_for(audio.sha256, audio.format).stat().st_size
+        return project.audio.path_for(sha, fmt).stat().st_size
     except OSError:
         return 0
 
@@ -525,6 +600,11 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
     """Check, plan and cost one evaluation (see the module docstring). Raises SpokenBenchError for anything
     that would make the run fail before its first answer (bad settings, retired model, missing audio, inputs
     over the model's limits, a budget without a price, a run to resume made with other settings)."""
+    with automatic_collection_paused():  # a plan is 100,000s of acyclic objects
+        return _prepare_evaluation(project, settings)
+
+
+def _prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPreparation:
     _check_settings(settings)
     preset = resolve_model(settings.model, settings.base_url, settings.convention)
     _check_thinking_for(preset, settings.params.thinking)
@@ -548,7 +628,7 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
             "--price-input/--price-output (USD per 1M tokens)"
         )
     plan = build_plan(project.conn, settings.plan)
-    jobs = prepare_jobs(project, plan, preset)
+    source = read_job_source(project, plan, preset)
     identity = run_identity(settings, preset, asr_preset, profile)
     if simulated:
         identity["simulates_mode"] = settings.mode
@@ -556,21 +636,25 @@ def prepare_evaluation(project: Project, settings: RunSettings) -> EvaluationPre
     run_mode = "simulated" if simulated else settings.mode
     resume_row = _run_to_resume(project, settings, identity, model_name, run_mode)
     stored = store.done_keys(project.conn, resume_row["id"]) if resume_row is not None else set()
-    remaining = [job for job in jobs if job.key not in stored]
+    requests = plan.requests
+    if stored:
+        remaining = [n for n, r in enumerate(requests) if (r.item_id, r.condition_key) not in stored]  # Job.key
+    else:
+        remaining = range(len(requests))
     prepared = EvaluationPreparation(
         settings=settings,
         preset=preset,
         asr_preset=asr_preset,
         profile=profile,
         plan=plan,
-        jobs=jobs,
+        job_source=source,
         identity=identity,
         model_name=model_name,
         run_mode=run_mode,
         prompt_text=store.canonical_json(template_fingerprint(settings.prompt)),
         price=price,
         resume_run_id=resume_row["id"] if resume_row is not None else None,
-        already_stored=len(jobs) - len(remaining),
+        already_stored=len(requests) - len(remaining),
         already_cached=0,
         shared=0,
         requests_to_send=len(remaining),
@@ -612,14 +696,11 @@ def _run_to_resume(project: Project, settings: RunSettings, identity: dict, mode
     return None
 
 
-COUNT_CHUNK = 2_000  # planned requests rendered and keyed at a time while counting what the cache answers
-
-
-def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, remaining: list[Job]) -> None:
-    """Which remaining requests the response cache or an identical request answers, how many calls remain,
-    and what they cost at most. Cache keys come from adapters without a client: no credential is read."""
+def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, remaining: Sequence[int]) -> None:
+    """Which remaining requests (plan positions) the response cache or an identical request answers, how many
+    calls remain, and what they cost at most. Cache keys come from adapters without a client: no credential is
+    read."""
     settings = prepared.settings
-    builder = RequestBuilder(settings, prepared.preset, prepared.asr_preset)
     answerer = ModelAdapter(prepared.preset, settings.params)
     transcriber = ModelAdapter(prepared.asr_preset, asr_params(settings.params)) if prepared.asr_preset else answerer
     max_output = settings.params.max_output_tokens
@@ -637,11 +718,13 @@ def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, rem
         floor += input_cost(price, adapter, request)
 
     if settings.mode == "pipeline":
-        transcriptions = [builder.transcription(job) for job in remaining]
+        builder = RequestBuilder(settings, prepared.preset, prepared.asr_preset)
+        jobs = [prepared.jobs[n] for n in remaining]
+        transcriptions = [builder.transcription(job) for job in jobs]
         asr_keys = [transcriber.request_key(request) for request in transcriptions]
         hits = store.cached_replies(project.conn, sorted(set(asr_keys)))
         answers = []
-        for job, request, key in zip(remaining, transcriptions, asr_keys):
+        for job, request, key in zip(jobs, transcriptions, asr_keys):
             heard = hits.get(key)
             if heard is None:
                 if key not in seen:
@@ -659,29 +742,75 @@ def _count_reuse_and_cost(project: Project, prepared: EvaluationPreparation, rem
             else:
                 send(answerer, request, key, prepared.price)
         cache_keys = sorted(set(asr_keys) | {key for _job, _request, key in answers if key})
-    else:  # a chunk at a time: the rendered requests of a large plan are never all held at once
-        all_keys: set[str] = set()
-        answer_keys = prepared.answer_keys
-        for start in range(0, len(remaining), COUNT_CHUNK):
-            chunk = remaining[start : start + COUNT_CHUNK]
-            requests = [builder.answer(job) for job in chunk]
-            keys = [answerer.request_key(request) for request in requests]
-            answer_keys.update(zip(map(id, chunk), zip(chunk, keys)))
-            known = store.cached_replies(project.conn, sorted(set(keys)))
-            for request, key in zip(requests, keys):
-                if key in known:
-                    cached += 1
-                elif key in seen:
-                    shared += 1
-                else:
-                    send(answerer, request, key, prepared.price)
-            all_keys.update(keys)
-            del requests, known
-        cache_keys = sorted(all_keys)
+    else:  # keyed without a request object per planned request; counted in plan order as they would be sent
+        price = prepared.price
+        keys, estimates = _answer_keys(prepared, answerer, remaining, price is not None)
+        cache_keys = sorted(set(keys))
+        known = store.cached_keys(project.conn, cache_keys)
+        for n, key in enumerate(keys):
+            if key in known:
+                cached += 1
+            elif key in seen:
+                shared += 1
+            else:
+                seen.add(key)
+                calls += 1
+                if price is not None:
+                    estimate, seconds = estimates[n]
+                    ceiling += worst_case_cost_of(price, estimate, max_output, seconds)
+                    floor += input_cost_of(price, estimate, seconds)
+        request_keys: list[str | None] = [None] * len(prepared.plan.requests)
+        for n, key in zip(remaining, keys):
+            request_keys[n] = key
+        prepared.request_keys = request_keys
     prepared.already_cached, prepared.shared, prepared.requests_to_send = cached, shared, calls
     prepared.cache_keys = tuple(cache_keys)
     if prepared.price is not None and asr_price is not None:
         prepared.estimated_cost_usd, prepared.estimated_input_cost_usd = ceiling, floor
+
+
+_UNSEEN = object()
+
+
+def _answer_keys(
+    prepared: EvaluationPreparation, answerer: ModelAdapter, remaining: Sequence[int], estimate: bool
+) -> tuple[list[str], list[tuple[tuple[int, int], float]]]:
+    """The response-cache key of each remaining request's answer, the key ModelAdapter.request_key gives
+    RequestBuilder.answer's request, and with `estimate` its token estimate and seconds of audio; made without
+    a Job or a request object per planned request. A presentation's texts and their JSON are made once when
+    no question goes into them (audio mode), so each request costs a string and a sha256."""
+    settings, source = prepared.settings, prepared.job_source
+    requests, items = prepared.plan.requests, prepared.plan.items
+    prompt, mode, variant = settings.prompt, settings.mode, settings.system_variant
+    heard = mode in ("audio", "audio+text-options")  # RequestBuilder.answer: the audio the answer request carries
+    presentations: dict[tuple, tuple[str, str, tuple[str | None, str]] | None] = {}
+    audio_of, sha256 = source.audio_of, hashlib.sha256
+    keys: list[str] = []
+    estimates: list[tuple[tuple[int, int], float]] = []
+    for n in remaining:
+        planned = requests[n]
+        language = items[planned.item_id].language
+        presentation = (planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language)
+        shared = presentations.get(presentation, _UNSEEN)
+        if shared is _UNSEEN:
+            texts = presentation_texts(prompt, mode, *presentation, variant)
+            shared = presentations[presentation] = (
+                None
+                if texts is None
+                else (*answerer.key_parts(fingerprint_texts_json("chat", language, *texts)), texts)
+            )
+        if shared is None:  # the question goes into the texts: rendered for this request
+            question, option_texts, _ = source.texts(planned.item_id)
+            texts = render_texts(prompt, mode, question, option_texts, *presentation[:3], language, variant)
+            head, tail = answerer.key_parts(fingerprint_texts_json("chat", language, *texts))
+        else:
+            head, tail, texts = shared
+        audio = audio_of(planned.input_id) if heard else ()
+        keys.append(sha256(f"{head}{fingerprint_audio_json(audio)}{tail}".encode()).hexdigest())
+        if estimate:
+            seconds = sum(entry[2] for entry in audio)
+            estimates.append((answerer.estimate_tokens_of(*texts, seconds), seconds))
+    return keys, estimates
 
 
 def _warnings(prepared: EvaluationPreparation, plan: EvaluationPlan) -> list[str]:

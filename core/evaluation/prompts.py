@@ -167,9 +167,11 @@ def render_texts(
 ) -> tuple[str | None, str]:
     """render_prompt's (system, user) alone, for keying and costing a request: under a presentation whose texts
     hold no question (audio mode: the question is heard) they are made once per presentation, not per request."""
-    shape = _presentation(template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant)
-    if shape.texts is not None:
-        return shape.texts
+    texts = presentation_texts(
+        template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant
+    )
+    if texts is not None:
+        return texts
     rendered = render_prompt(
         template_name,
         mode,
@@ -183,6 +185,22 @@ def render_texts(
         transcript,
     )
     return rendered.system, rendered.user
+
+
+def presentation_texts(
+    template_name: str,
+    mode: str,
+    option_order: str,
+    label_sequence: str,
+    spoken_labels: bool,
+    language: str,
+    system_variant: str = "separate",
+) -> tuple[str | None, str] | None:
+    """The (system, user) every question under this presentation is sent with, or None when the question or
+    its options go into them (render_texts then renders each): a plan keys its requests per presentation."""
+    return _presentation(
+        template_name, mode, option_order, label_sequence, spoken_labels, language, system_variant
+    ).texts
 
 
 # What a presentation's texts may use that is the same for every question under it

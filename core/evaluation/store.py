@@ -226,6 +226,21 @@ def cached_replies(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, C
     return found
 
 
+def cached_keys(conn: sqlite3.Connection, keys: Sequence[str]) -> set[str]:
+    """Which of `keys` (distinct) the response cache holds. A cache with no more rows than keys asked is read
+    whole, its keys only, in one scan; a larger one is asked a batch of keys at a time."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute("SELECT max(rowid) FROM response_cache").fetchone()[0] or 0  # at least its row count
+    if rows <= len(keys):
+        return {key for (key,) in cursor.execute("SELECT request_sha256 FROM response_cache")}.intersection(keys)
+    found: set[str] = set()
+    for batch, marks in _batches(keys):
+        query = f"SELECT request_sha256 FROM response_cache WHERE request_sha256 IN ({marks})"
+        found.update(key for (key,) in cursor.execute(query, batch))
+    return found
+
+
 def store_cached_replies(conn: sqlite3.Connection, entries: Iterable[CacheEntry]) -> None:
     """Paid replies into the response cache in one statement (a batch's results: 100,000 rows); a key already
     there keeps its reply."""
@@ -259,6 +274,18 @@ def assembled_input_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     return conn.execute(
         "SELECT id, item_id, condition_key, option_order, label_sequence, duration_s FROM assembled_inputs "
         "ORDER BY item_id, id"
+    ).fetchall()
+
+
+def planned_inputs(conn: sqlite3.Connection) -> list[tuple[int, int, str, str, str, float, str, str]]:
+    """Every assembled input as a plain tuple (id, item_id, condition_key, option_order, label_sequence, duration_s,
+    sha256, audio_format), by id: what a plan and its requests' audio read, in one query (in the table's own
+    order: sorting by item as well cost a third of the read; the plan groups them by item)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # tuples: a plan reads 100,000s of them
+    return cursor.execute(
+        "SELECT id, item_id, condition_key, option_order, label_sequence, duration_s, sha256, audio_format "
+        "FROM assembled_inputs ORDER BY id"
     ).fetchall()
 
 

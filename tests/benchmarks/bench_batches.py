@@ -2,7 +2,7 @@
 
     /work/venv/bin/python tests/benchmarks/bench_batches.py [--requests 100800] [--audio-seconds 1.0] [--keep]
     /work/venv/bin/python tests/benchmarks/bench_batches.py --only import [--varied-replies] [--import-rounds 3]
-    /work/venv/bin/python tests/benchmarks/bench_batches.py --audio-seconds 0.01 --dry-runs 5 [--baseline DIR]
+    /work/venv/bin/python tests/benchmarks/bench_batches.py --audio-seconds 0.01 --dry-runs 5 [--baseline DIR ...]
 
 Builds a project of 25,200 items x 4 option orders = 100,800 planned requests (BiasInEar's nine-model grid in
 one file), each with its own assembled audio (a 16 kHz WAV tone of --audio-seconds, made distinct per request: in
@@ -374,24 +374,63 @@ def collect(
         print(f"collect, median of {rounds}: {wall:.1f} s, {cpu:.1f} s of CPU, load {load:.1f}")
 
 
-def compare_dry_runs(rounds: int, project_dir: Path, baseline: str | None, orders: str | None = None) -> int:
+SCHEMA_OF_TREE = (
+    "try:\n    from spokenbench.core.store.migrations import SCHEMA_VERSION\n"
+    "except ImportError:\n    from spokenbench.core.migrations import SCHEMA_VERSION\n"
+    "print(SCHEMA_VERSION)"
+)
+# Migrations after 12 that a dry run never reads: 13 only moved clip_screening's change counting into its writers
+PLANNING_NEUTRAL_MIGRATIONS = {13}
+
+
+def project_for_tree(project_dir: Path, tree: str) -> Path:
+    """The project as an older tree can open it: a tree that knows fewer migrations refuses a newer schema, so it
+    gets a copy of the database marked at its own schema (the audio shared by a link) when the migrations it
+    lacks change nothing a plan reads (PLANNING_NEUTRAL_MIGRATIONS); otherwise the run fails with the tree's
+    own message."""
+    import shutil
+    import sqlite3
+
+    env = {**os.environ, "PYTHONPATH": tree + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    known = int(
+        subprocess.run(
+            [sys.executable, "-c", SCHEMA_OF_TREE], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    )
+    with sqlite3.connect(project_dir / "project.sqlite") as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if known >= current or not set(range(known + 1, current + 1)) <= PLANNING_NEUTRAL_MIGRATIONS:
+        return project_dir
+    copy = project_dir.with_name(f"{project_dir.name}-schema{known}")
+    if not copy.exists():
+        copy.mkdir()
+        (copy / "audio").symlink_to(project_dir / "audio")
+        shutil.copyfile(project_dir / "project.sqlite", copy / "project.sqlite")
+        with sqlite3.connect(copy / "project.sqlite") as conn:
+            conn.execute(f"PRAGMA user_version = {known}")
+    return copy
+
+
+def compare_dry_runs(rounds: int, project_dir: Path, baselines: list[str], orders: str | None = None) -> int:
     """`spokenbench evaluate --dry-run` (plan, prompts, request keys, cache lookups, cost) as whole processes,
-    this tree and, with `baseline`, an older tree (PYTHONPATH) alternately; wall and CPU medians, and the two
-    outputs must be the same text (issue 28: ≥ 3x faster)."""
+    this tree and each `baselines` tree (PYTHONPATH) in turn, the order of the trees reversed every other round;
+    wall and CPU medians, and every output must be the same text (issue 28: >= 3x faster than ccf8dc9)."""
     import statistics
 
-    argv = [sys.executable, "-m", "spokenbench.core.cli.main", "evaluate", str(project_dir), "--model", MODEL]
-    argv += ["--base-url", "http://127.0.0.1:9/v1", "--mode", "audio", "--prompt", "standard", "--dry-run"]
-    argv += ["--orders", orders] if orders else []
-    trees = {"this tree": None} | ({"baseline": baseline} if baseline else {})
+    options = ["--model", MODEL, "--base-url", "http://127.0.0.1:9/v1", "--mode", "audio", "--prompt", "standard"]
+    options += ["--dry-run"] + (["--orders", orders] if orders else [])
+    trees = {"this tree": None} | {Path(tree).name or tree: tree for tree in baselines}
+    projects = {name: project_for_tree(project_dir, tree) if tree else project_dir for name, tree in trees.items()}
     wall: dict[str, list[float]] = {name: [] for name in trees}
     cpu: dict[str, list[float]] = {name: [] for name in trees}
     outputs = {}
-    for _ in range(rounds):
-        for name, tree in trees.items():
+    for round_ in range(rounds):
+        for name in list(trees) if round_ % 2 == 0 else list(reversed(trees)):
             env = dict(os.environ)
-            if tree:
-                env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+            if trees[name]:
+                env["PYTHONPATH"] = trees[name] + os.pathsep + env.get("PYTHONPATH", "")
+            argv = [sys.executable, "-m", "spokenbench.core.cli.main", "evaluate", str(projects[name]), *options]
             before = os.times()
             started = time.perf_counter()
             done = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -401,21 +440,24 @@ def compare_dry_runs(rounds: int, project_dir: Path, baseline: str | None, order
                 after.children_user + after.children_system - before.children_user - before.children_system
             )
             if done.returncode != 0:
-                print(done.stderr)
+                print(f"{name}: {done.stderr}")
                 return 1
-            outputs[name] = done.stdout
-    print(f"evaluate --dry-run, {rounds} alternating runs each, medians; load average {os.getloadavg()[0]:.1f}:")
+            outputs[name] = done.stdout.replace(str(projects[name]), str(project_dir))
+    print(
+        f"evaluate --dry-run{' --orders ' + orders if orders else ''}, {rounds} rounds of the trees in turn, medians; "
+        f"load average {os.getloadavg()[0]:.1f}:"
+    )
     for name in trees:
         print(
-            f"  {name:<10} {statistics.median(wall[name]):6.2f} s wall {statistics.median(cpu[name]):6.2f} s CPU   "
+            f"  {name:<24} {statistics.median(wall[name]):6.2f} s wall {statistics.median(cpu[name]):6.2f} s CPU   "
             f"(wall: {', '.join(f'{t:.2f}' for t in wall[name])})"
         )
-    if baseline:
-        assert outputs["baseline"] == outputs["this tree"], "the dry runs print different plans"
+    for name in list(trees)[1:]:
+        assert outputs[name] == outputs["this tree"], f"{name} prints a different plan"
         print(
-            f"  baseline / this tree: {statistics.median(wall['baseline']) / statistics.median(wall['this tree']):.2f}x "
-            f"wall, {statistics.median(cpu['baseline']) / statistics.median(cpu['this tree']):.2f}x CPU "
-            "(target ≥ 3x; the same output)"
+            f"  {name} / this tree: {statistics.median(wall[name]) / statistics.median(wall['this tree']):.2f}x "
+            f"wall, {statistics.median(cpu[name]) / statistics.median(cpu['this tree']):.2f}x CPU "
+            "(target >= 3x against ccf8dc9; the same output)"
         )
     return 0
 
@@ -449,14 +491,28 @@ def main() -> int:
         metavar="N",
         help="time `evaluate --dry-run` N times (against --baseline too, alternately); nothing else",
     )
-    parser.add_argument("--baseline", help="a folder holding an older tree as spokenbench/core, for --dry-runs")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        help="a folder holding an older tree as spokenbench/core (--dry-runs: repeat for several trees; "
+        "--compare-plain: the first)",
+    )
     parser.add_argument("--dry-run-orders", help="--orders for the dry runs (default: what was assembled)")
+    parser.add_argument(
+        "--project",
+        type=Path,
+        help="--dry-runs only: a project this benchmark built before (--keep) with the same --requests, used "
+        "instead of building one (it is not changed)",
+    )
     parser.add_argument("--varied-replies", action="store_true", help="answer with the parser corpus's replies")
     parser.add_argument("--import-rounds", type=int, default=1, metavar="N", help="import N times; print the median")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-batches-"))
     project_dir, request_file, results_file = folder / "project", folder / "requests.jsonl", folder / "results.jsonl"
     try:
+        if args.project and args.dry_runs:
+            return compare_dry_runs(args.dry_runs, args.project, args.baseline, args.dry_run_orders)
         started = time.perf_counter()
         build_project(project_dir, args.requests, args.audio_seconds)
         print(
@@ -465,7 +521,7 @@ def main() -> int:
         if args.dry_runs:
             return compare_dry_runs(args.dry_runs, project_dir, args.baseline, args.dry_run_orders)
         if args.compare_plain:
-            return compare_plain(args.compare_plain, project_dir, request_file, args.baseline)
+            return compare_plain(args.compare_plain, project_dir, request_file, (args.baseline or [None])[0])
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
         if args.only == "import":  # the file written as below, in a process of its own, not measured
