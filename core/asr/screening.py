@@ -10,7 +10,6 @@ interval (its score is still stored, so sampling can queue it for a listen)."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer, wer_bin
 from spokenbench.core.foundation.child_process import ChildCallFailed, a_core_is_free, call_in_child, child_start_method
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
@@ -165,29 +165,13 @@ def stored_hallucinations(conn) -> list[dict]:
     return [{"clip_id": clip_id, "why": why} for clip_id, why in sorted(hallucinated.items())]
 
 
-@contextlib.contextmanager
-def _automatic_collection_paused():
-    """Screening allocates a few hundred thousand small acyclic objects (texts, counts, scores); the cyclic
-    collector's automatic passes over them cost about as much as the scoring itself (bench_qc: 44,800 clips).
-    Pause it for the loop when it is on — the app already runs collection itself between Qt events, so there it
-    is off and stays off — and switch it back on after."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def compute_screening(
     conn, settings: ScreeningSettings | None = None, progress: Progress | None = None, parallel: bool | None = None
 ) -> ScreeningResult:
     """Score every good item clip that has transcripts (instruction tokens are not screened). `parallel`: part
     of the clips in a second process (None: when there are enough, a core is idle and one can be started; the
     result is the same)."""
-    with _automatic_collection_paused():
+    with automatic_collection_paused():
         return _screen(conn, settings, progress, parallel)
 
 
@@ -477,7 +461,7 @@ def screen_project(
     parallel: bool | None = None,
 ) -> ScreeningResult:
     """Compute and store the screening of every clip with transcripts (`parallel`: see compute_screening)."""
-    with _automatic_collection_paused():
+    with automatic_collection_paused():
         return _screen(project.conn, settings, progress, parallel, store_in=project)
 
 
