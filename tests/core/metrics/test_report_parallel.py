@@ -136,3 +136,41 @@ def test_no_fork_by_default_while_another_thread_runs_or_with_one_part():
         thread.join()
     assert report_module._worker_count(1, None) == 0
     assert report_module._worker_count(6, 0) == 0
+
+
+def _saved_the_plain_way(fig, folder, stem):
+    """What `save_figure` did before issue 28: matplotlib's own savefig, PNG then SVG, on the same figure."""
+    with figures.figure_style():
+        fig.savefig(folder / f"{stem}.png", format="png", metadata={"Software": None})
+        fig.savefig(folder / f"{stem}.svg", format="svg", metadata={"Date": None})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_resamples", [0, 60])
+def test_saving_with_one_layout_pass_writes_the_bytes_of_plain_savefig(tmp_path, monkeypatch, n_resamples):
+    from matplotlib.figure import Figure
+
+    from spokenbench.core.metrics.analysis import analyze_mcq
+    from spokenbench.core.metrics.gender_study import analyze_gender_study
+    from spokenbench.core.metrics.synthetic import gender_probe_like
+
+    analysis = analyze_mcq(frame(), FACTORS, n_resamples=n_resamples)
+    study = analyze_gender_study(gender_probe_like(n_questions=9, seed=3), {}, n_resamples=n_resamples)
+    builders = {stem: lambda build=build: build(analysis) for stem, build in figures.MCQ_FIGURES.items()}
+    builders |= {
+        f"gender_{setting}": lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting))
+        for setting in study.settings
+    }
+    plain, once = tmp_path / "plain", tmp_path / "once"
+    plain.mkdir()
+    once.mkdir()
+    for stem, build in builders.items():
+        _saved_the_plain_way(build(), plain, stem)
+    draws = []
+    real_draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(1) or real_draw(fig, renderer))
+    for stem, build in builders.items():
+        figures.save_figure(build(), once, stem)
+    assert len(builders) == 6  # five multiple-choice figures and a gender-probe panel
+    assert digests(once) == digests(plain)
+    assert len(draws) == 2 * len(builders)  # one draw per file: matplotlib's own dry pass drew each twice
