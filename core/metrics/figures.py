@@ -109,7 +109,7 @@ def kappa_vs_apes(analysis) -> Figure | None:
     """Mean Fleiss' κ against mean APES per model and factor (BiasInEar Figs. 4-5), with bootstrap
     intervals as error bars when computed."""
     data = analysis.data
-    summary = analysis.summary
+    summary = analysis.summary_columns  # plain columns: drawing needs no pandas (issue 28)
     if not data.factors:
         return None
     colors = _colors(len(data.models))
@@ -118,7 +118,7 @@ def kappa_vs_apes(analysis) -> Figure | None:
         ax = fig.add_subplot()
         for fi, f in enumerate(data.factors):
             for m in range(len(data.models)):
-                x, y = summary[f"apes[{f}]"].iloc[m], summary[f"kappa[{f}]"].iloc[m]
+                x, y = summary[f"apes[{f}]"][m], summary[f"kappa[{f}]"][m]
                 if np.isnan(x) or np.isnan(y):
                     continue
                 xerr = yerr = None
@@ -172,19 +172,14 @@ def position_accuracy_change(analysis) -> Figure | None:
     """Accuracy change (percentage points) when the gold answer sits at each position, against the
     original order (Hearing the Order Fig. 1)."""
     selection = analysis.selection
-    per_model = selection.per_model
+    per_model = selection.per_model_columns
+    n_models = len(per_model["model"])
     deltas = (
-        np.array(
-            [
-                [per_model[f"delta_accuracy_gold_{p}"].iloc[m] for p in selection.positions]
-                for m in range(len(per_model))
-            ]
-        )
+        np.array([[per_model[f"delta_accuracy_gold_{p}"][m] for p in selection.positions] for m in range(n_models)])
         * 100
     )
     if np.all(np.isnan(deltas)):
         return None
-    n_models = len(per_model)
     colors = _colors(n_models)
     width = 0.8 / n_models
     with figure_style():
@@ -197,7 +192,7 @@ def position_accuracy_change(analysis) -> Figure | None:
                 np.nan_to_num(deltas[m]),
                 width,
                 color=colors[m],
-                label=per_model["model"].iloc[m],
+                label=per_model["model"][m],
             )
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(x, selection.positions)
@@ -210,22 +205,18 @@ def position_accuracy_change(analysis) -> Figure | None:
 
 def ranking_changes(analysis) -> Figure | None:
     """Each model's rank (1 = most accurate) in each setting (Hearing the Order Fig. 3)."""
-    ranking = analysis.selection.ranking
+    ranking = analysis.selection.ranking_columns
     settings = list(dict.fromkeys(ranking["setting"]))
     models = list(dict.fromkeys(ranking["model"]))
     if len(models) < 2:
         return None
+    rank_of = dict(zip(zip(ranking["model"], ranking["setting"]), ranking["rank"]))
     colors = _colors(len(models))
     with figure_style():
         fig = Figure(figsize=(max(5.0, 0.9 * len(settings) + 2.5), 3.8), layout="constrained")
         ax = fig.add_subplot()
         for m, model in enumerate(models):
-            ranks = (
-                ranking.loc[ranking["model"] == model]
-                .set_index("setting")["rank"]
-                .reindex(settings)
-                .to_numpy(dtype=float)
-            )
+            ranks = np.array([rank_of.get((model, setting), np.nan) for setting in settings], dtype=float)
             ax.plot(range(len(settings)), ranks, marker="o", color=colors[m], label=model)
         ax.set_xticks(range(len(settings)), [s.replace("_", " ") for s in settings], rotation=30)
         ax.set_yticks(range(1, len(models) + 1))

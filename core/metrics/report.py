@@ -10,18 +10,20 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import figures, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
-from spokenbench.core.metrics.gender_probe import parse_backbones
 from spokenbench.core.metrics.loading import load_responses, read_responses_columns
 from spokenbench.core.metrics.table_formats import write_table
+
+if TYPE_CHECKING:  # a responses file's report imports pandas only in the process that writes the tables
+    import pandas as pd
 
 DEFAULT_REPORT_RESAMPLES = 1000
 
@@ -53,21 +55,22 @@ def write_report(
     `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to write the
     tables and figures in (None: `_worker_count` decides; 0: all in this one); the files are the same."""
     progress = progress or no_progress()
+    from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
     project_pairs: dict[str, str] = {}
-    if kind == "gender-probe" and not isinstance(source, pd.DataFrame) and Path(source).is_dir():
+    if kind == "gender-probe" and from_path and Path(source).is_dir():
         from spokenbench.core.metrics.gender_study import project_study_frame
 
         frame, project_pairs = project_study_frame(source)  # with raw answers, option texts and declared pairs
-    elif isinstance(source, pd.DataFrame):
+    elif not from_path:
         frame = source
     elif Path(source).is_dir():
         frame = load_responses(source, kind)
     else:  # text columns, as `metrics` reads them: the multiple-choice engine takes them without a DataFrame
         frame = read_responses_columns(source)
-    name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
+    name = str(source) if from_path else "<table>"
     kind = check_kind(kind, frame)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = Report(out_dir=out_dir, kind=kind)
@@ -90,11 +93,13 @@ def write_report(
         ]
         _write_parts(parts, report, progress, workers)
     else:
+        from spokenbench.core.foundation.tables import TextColumns
+        from spokenbench.core.metrics.gender_probe import parse_backbones
         from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
 
         flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
         study = analyze_gender_study(
-            frame if isinstance(frame, pd.DataFrame) else frame.to_frame(),
+            frame.to_frame() if isinstance(frame, TextColumns) else frame,
             flags or project_pairs,
             source=name,
             failures_as_category=failures_as_category,
@@ -250,6 +255,8 @@ def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) 
 
 
 def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
+    import pandas as pd
+
     data, summary, selection = analysis.data, analysis.summary, analysis.selection
     columns = [
         "model",
@@ -415,6 +422,8 @@ def _wide_cross_table(table: pd.DataFrame, factor: str) -> pd.DataFrame:
 
 
 def _gender_study_tables(study, report: Report) -> None:
+    import pandas as pd
+
     from spokenbench.core.metrics.gender_freeform import CLASSIFICATION_RULE
     from spokenbench.core.metrics.gender_tables import missing_paper_tables, paper_tables
 
