@@ -54,8 +54,9 @@ def write_report(
     workers: int | None = None,
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
-    `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to write the
-    tables and figures in (None: `_worker_count` decides; 0: all in this one); the files are the same."""
+    `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to draw the
+    figures in, besides the tables' own (None: `_worker_count` decides; 0: all in this one); the files are the
+    same."""
     progress = progress or no_progress()
     from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     out_dir = Path(out_dir)
@@ -339,7 +340,7 @@ def _write_forked_parts(parts: dict[int, Callable[[Report], None]], out_dir: Pat
 
 
 def _worker_count(n_parts: int, requested: int | None) -> int:
-    """Processes to write the parts in: `requested`, or by default one per core (at most one per part), forked
+    """Processes to write `n_parts` parts in: `requested`, or by default one per core (at most one per part), forked
     so they start at once with the data and libraries already loaded (spawning re-imports pandas and
     matplotlib, ~1 s of CPU each). 0 (all in this process) where fork is missing, and by default with one core
     or where forking is unsafe or nested: another thread running (the app, the demo report's pool) or inside a
