@@ -277,10 +277,10 @@ class _ForkedParts:
         # Ctrl-C held back while forking: in the child's start-up it would print a traceback; the child lets
         # it in once it can answer it, this process as soon as the child is started
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        self.process = context.Process(
-            target=_write_forked_parts, args=(parts, report.out_dir, report.kind, send, mask), daemon=True
-        )
         try:
+            self.process = context.Process(
+                target=_write_forked_parts, args=(parts, report.out_dir, report.kind, send, mask), daemon=True
+            )
             self.process.start()
         finally:
             send.close()  # this end only in the child, so the pipe ends when the child does
@@ -332,7 +332,7 @@ def _write_forked_parts(parts: dict[int, Callable[[Report], None]], out_dir: Pat
         outcome = "done"
     except KeyboardInterrupt:
         outcome = "interrupted"
-    except Exception:  # noqa: BLE001 - raised again, in the parent, where the part is written again
+    except Exception:  # raised again by the parent, which writes the part again
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # what is left is multiprocessing's own exit
     with contextlib.suppress(OSError):
