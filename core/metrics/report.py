@@ -3,25 +3,29 @@ with an index (README.md) saying what each file holds and what was skipped and w
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.metrics import figures, mcq
+from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
-from spokenbench.core.metrics.gender_probe import parse_backbones
 from spokenbench.core.metrics.loading import load_responses, read_responses_columns
 from spokenbench.core.metrics.table_formats import write_table
+
+if TYPE_CHECKING:  # a responses file's report imports pandas only in the process that writes the tables
+    import pandas as pd
 
 DEFAULT_REPORT_RESAMPLES = 1000
 
@@ -50,24 +54,26 @@ def write_report(
     workers: int | None = None,
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
-    `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to write the
-    tables and figures in (None: `_worker_count` decides; 0: all in this one); the files are the same."""
+    `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to draw the
+    figures in, besides the tables' own (None: `_worker_count` decides; 0: all in this one); the files are the
+    same."""
     progress = progress or no_progress()
+    from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
     project_pairs: dict[str, str] = {}
-    if kind == "gender-probe" and not isinstance(source, pd.DataFrame) and Path(source).is_dir():
+    if kind == "gender-probe" and from_path and Path(source).is_dir():
         from spokenbench.core.metrics.gender_study import project_study_frame
 
         frame, project_pairs = project_study_frame(source)  # with raw answers, option texts and declared pairs
-    elif isinstance(source, pd.DataFrame):
+    elif not from_path:
         frame = source
     elif Path(source).is_dir():
         frame = load_responses(source, kind)
     else:  # text columns, as `metrics` reads them: the multiple-choice engine takes them without a DataFrame
         frame = read_responses_columns(source)
-    name = "<table>" if isinstance(source, pd.DataFrame) else str(source)
+    name = str(source) if from_path else "<table>"
     kind = check_kind(kind, frame)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = Report(out_dir=out_dir, kind=kind)
@@ -84,17 +90,24 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-        parts = [lambda part: _mcq_tables(analysis, part)] + [
-            _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
-            for stem, build in figures.MCQ_FIGURES.items()
-        ]
-        _write_parts(parts, report, progress, workers)
+
+        def mcq_figure_parts() -> dict[str, Callable[[Report], None]]:
+            from spokenbench.core.metrics import figures
+
+            return {
+                stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
+                for stem, build in figures.MCQ_FIGURES.items()
+            }
+
+        _write_parts(lambda part: _mcq_tables(analysis, part), mcq_figure_parts, report, progress, workers)
     else:
+        from spokenbench.core.foundation.tables import TextColumns
+        from spokenbench.core.metrics.gender_probe import parse_backbones
         from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
 
         flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
         study = analyze_gender_study(
-            frame if isinstance(frame, pd.DataFrame) else frame.to_frame(),
+            frame.to_frame() if isinstance(frame, TextColumns) else frame,
             flags or project_pairs,
             source=name,
             failures_as_category=failures_as_category,
@@ -105,16 +118,22 @@ def write_report(
         )
         progress.check_cancelled()
         single = len(study.settings) == 1
-        parts = [lambda part: _gender_study_tables(study, part)] + [
-            _figure_part(
-                "fig_gender_probe" + ("" if single else f"_{setting}"),
-                lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
-                "J, Δ and ν per model and category with 95% bootstrap intervals "
-                f"({SETTING_NAMES.get(setting, setting)})",
-            )
-            for setting in study.settings
-        ]
-        _write_parts(parts, report, progress, workers)
+
+        def gender_figure_parts() -> dict[str, Callable[[Report], None]]:
+            from spokenbench.core.metrics import figures
+
+            stems = {setting: "fig_gender_probe" + ("" if single else f"_{setting}") for setting in study.settings}
+            return {
+                stems[setting]: _figure_part(
+                    stems[setting],
+                    lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
+                    "J, Δ and ν per model and category with 95% bootstrap intervals "
+                    f"({SETTING_NAMES.get(setting, setting)})",
+                )
+                for setting in study.settings
+            }
+
+        _write_parts(lambda part: _gender_study_tables(study, part), gender_figure_parts, report, progress, workers)
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
     return report
@@ -158,6 +177,7 @@ def _add(
 def _figure_part(stem: str, build: Callable, note: str) -> Callable[[Report], None]:
     """One figure built and saved (PNG, then SVG, from the same object, as always: the SVG's layout starts
     from the PNG's), or the reason it was skipped."""
+    from spokenbench.core.metrics import figures
 
     def write(part: Report) -> None:
         fig = build()
@@ -170,63 +190,157 @@ def _figure_part(stem: str, build: Callable, note: str) -> Callable[[Report], No
     return write
 
 
-# The parts of the report being written, for the forked workers (they inherit it; closures cannot be pickled).
-_PARTS: list[Callable[[Report], None]] = []
+# CPU seconds of each part on the benchmark's 100,800 rows (tests/benchmarks/bench_metrics.py, issue 28), to share
+# the figures out between processes largest first; others (gender probes) count as an average figure.
+MEASURED_FIGURE_SECONDS = {
+    "fig_entropy_cs_ca": 0.33,
+    "fig_kappa_vs_apes": 0.32,
+    "fig_accuracy_change_by_gold_position": 0.25,
+    "fig_ranking_changes": 0.24,
+    "fig_entropy_distribution": 0.23,
+}
 
 
 def _write_parts(
-    parts: list[Callable[[Report], None]], report: Report, progress: Progress, workers: int | None
+    tables: Callable[[Report], None],
+    make_figure_parts: Callable[[], dict[str, Callable[[Report], None]]],
+    report: Report,
+    progress: Progress,
+    workers: int | None,
 ) -> None:
-    """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows
-    (drawing is most of a report's time: 5 figures × PNG and SVG), and gather their files, index entries and
-    notes in the parts' order, so the result does not depend on which process finished first."""
-    workers = _worker_count(len(parts), workers)
+    """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows,
+    and gather their files, index entries and notes in the parts' order (tables first), so the result does not
+    depend on which process finished first. The tables' process is forked at once: it imports pandas while
+    this one imports matplotlib (`make_figure_parts`, 0.3 s); then the figures are shared out, largest first,
+    between `_worker_count` processes forked after that import, so they share it (a single figure is drawn
+    here, beside the tables). Parts not written in another process (no fork here, a process that failed or
+    died) are written here, where a part's own error is raised again."""
     done: dict[int, Report] = {}
-    if workers:
-        _PARTS[:] = parts
-        pool = None
-        try:
-            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-            futures = {pool.submit(_write_part, i, report.out_dir, report.kind): i for i in range(len(parts))}
-            for future in concurrent.futures.as_completed(futures):
-                done[futures[future]] = future.result()
+    forked: list[_ForkedParts] = []
+
+    def write_here(indices) -> None:
+        for i in indices:
+            if i not in done:
+                progress.check_cancelled()
+                done[i] = Report(out_dir=report.out_dir, kind=report.kind)
+                parts[i](done[i])
                 progress.report(len(done), len(parts), "writing tables and figures")
-        except (OSError, concurrent.futures.process.BrokenProcessPool):
-            pass  # no worker process here (a sandbox, memory) or a part failed: what is not written yet is
-            # written below, where a part's own error is raised again, from this process
-        finally:
-            if pool is not None:  # on an interrupt or an error, parts not started are not started
-                pool.shutdown(wait=True, cancel_futures=True)
-            _PARTS.clear()
-    for i, write in enumerate(parts):
-        if i not in done:
-            progress.check_cancelled()
-            done[i] = Report(out_dir=report.out_dir, kind=report.kind)
-            write(done[i])
+
+    parts = [tables]
+    try:
+        if _worker_count(2, workers):
+            forked += _ForkedParts.start({0: tables}, report)
+        figure_parts = make_figure_parts()
+        parts += figure_parts.values()
+        groups = _share_out(list(figure_parts), _worker_count(len(figure_parts), workers))
+        for group in groups:
+            forked += _ForkedParts.start({i: parts[i] for i in group}, report)
+        forked_parts = {i for process in forked for i in process.parts}
+        write_here(i for i in range(1, len(parts)) if i not in forked_parts)  # beside the forked ones
+        for written in _ForkedParts.results(forked):
+            done |= written
             progress.report(len(done), len(parts), "writing tables and figures")
+    finally:  # on an interrupt or an error: no process is left behind
+        for process in forked:
+            process.stop()
+    write_here(range(len(parts)))
     for i in range(len(parts)):
         report.files += done[i].files
         report.entries += done[i].entries
         report.skipped += done[i].skipped
 
 
-_INTERRUPTED = threading.Event()  # in a worker: Ctrl-C reached it, so it starts no further part
+def _share_out(stems: list[str], processes: int) -> list[list[int]]:
+    """The figures (part i + 1 is figure i) dealt to `processes` groups, each next largest (by
+    MEASURED_FIGURE_SECONDS) to the group with the least so far; a group keeps the parts' order."""
+    if not processes:
+        return []
+    average = sum(MEASURED_FIGURE_SECONDS.values()) / len(MEASURED_FIGURE_SECONDS)
+    cost = {i + 1: MEASURED_FIGURE_SECONDS.get(stem, average) for i, stem in enumerate(stems)}
+    groups: list[list[int]] = [[] for _ in range(processes)]
+    totals = [0.0] * processes
+    for i in sorted(cost, key=lambda i: -cost[i]):
+        least = totals.index(min(totals))
+        groups[least].append(i)
+        totals[least] += cost[i]
+    return [sorted(group) for group in groups if group]
 
 
-def _write_part(index: int, out_dir: Path, kind: str) -> Report:
-    if _INTERRUPTED.is_set():
-        raise KeyboardInterrupt
-    part = Report(out_dir=out_dir, kind=kind)
+class _ForkedParts:
+    """Some parts written in a process forked now (it inherits them: closures need no pickling); its Reports
+    come back through a pipe, or word that it stopped."""
+
+    def __init__(self, parts: dict[int, Callable[[Report], None]], report: Report) -> None:
+        context = multiprocessing.get_context("fork")
+        self.parts = list(parts)
+        self.receive, send = context.Pipe(duplex=False)
+        # Ctrl-C held back while forking: in the child's start-up it would print a traceback; the child lets
+        # it in once it can answer it, this process as soon as the child is started
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.process = context.Process(
+                target=_write_forked_parts, args=(parts, report.out_dir, report.kind, send, mask), daemon=True
+            )
+            self.process.start()
+        finally:
+            send.close()  # this end only in the child, so the pipe ends when the child does
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    @classmethod
+    def start(cls, parts: dict[int, Callable[[Report], None]], report: Report) -> list[_ForkedParts]:
+        """The started process in a list, or none where it cannot start (a sandbox, memory): the parts are
+        then written in this process."""
+        try:
+            return [cls(parts, report)]
+        except OSError:
+            return []
+
+    @staticmethod
+    def results(forked: list[_ForkedParts]):
+        """Each process's written parts, as the processes end; KeyboardInterrupt if one was interrupted."""
+        pending = {process.receive: process for process in forked}
+        while pending:
+            for receive in multiprocessing.connection.wait(list(pending)):
+                del pending[receive]
+                try:
+                    outcome, written = receive.recv()
+                except EOFError:  # it died without a word (killed, out of memory)
+                    outcome, written = "stopped", {}
+                if outcome == "interrupted":
+                    raise KeyboardInterrupt
+                yield written
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+        self.receive.close()
+
+
+def _write_forked_parts(parts: dict[int, Callable[[Report], None]], out_dir: Path, kind: str, send, mask) -> None:
+    """In a forked process: write the parts in order and send back what was written. A part that fails
+    ends the process's work; the parent writes that part again and so raises its error itself. Ctrl-C
+    (`mask`: the signals blocked before the fork) stops it quietly, here and not after."""
+    written: dict[int, Report] = {}
+    outcome = "stopped"
     try:
-        _PARTS[index](part)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for i, write in parts.items():
+            part = Report(out_dir=out_dir, kind=kind)
+            write(part)
+            written[i] = part
+        outcome = "done"
     except KeyboardInterrupt:
-        _INTERRUPTED.set()
-        raise
-    return part
+        outcome = "interrupted"
+    except Exception:  # raised again by the parent, which writes the part again
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what is left is multiprocessing's own exit
+    with contextlib.suppress(OSError):
+        send.send((outcome, written))
 
 
 def _worker_count(n_parts: int, requested: int | None) -> int:
-    """Processes to write the parts in: `requested`, or by default one per core (at most one per part), forked
+    """Processes to write `n_parts` parts in: `requested`, or by default one per core (at most one per part), forked
     so they start at once with the data and libraries already loaded (spawning re-imports pandas and
     matplotlib, ~1 s of CPU each). 0 (all in this process) where fork is missing, and by default with one core
     or where forking is unsafe or nested: another thread running (the app, the demo report's pool) or inside a
@@ -250,6 +364,8 @@ def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) 
 
 
 def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
+    import pandas as pd
+
     data, summary, selection = analysis.data, analysis.summary, analysis.selection
     columns = [
         "model",
@@ -415,6 +531,8 @@ def _wide_cross_table(table: pd.DataFrame, factor: str) -> pd.DataFrame:
 
 
 def _gender_study_tables(study, report: Report) -> None:
+    import pandas as pd
+
     from spokenbench.core.metrics.gender_freeform import CLASSIFICATION_RULE
     from spokenbench.core.metrics.gender_tables import missing_paper_tables, paper_tables
 

@@ -14,6 +14,8 @@
      (also each side's CPU time, steadier than wall time on a shared machine, and the load average)
   5. whole processes: `spokenbench report FILE --bootstrap 0` against `spokenbench metrics` on the same file
                                                                                    target ≤ 2.5× (issue 28)
+     (--profile: also where the report's time goes, in one process (no forked parts), imports included,
+     for this tree and the baseline)
 With --baseline DIR (an older tree as DIR/spokenbench/core, e.g. `git archive 562acf0 core | tar -x -C
 DIR/spokenbench`), parts 4 and 5 also run that tree's commands, interleaved with this tree's, give old/new
 ratios, and part 5 checks that both trees' reports hold the same files with the same bytes.
@@ -80,6 +82,9 @@ def main() -> int:
         help="which figures to measure, e.g. --parts 4 for the whole-process ratio alone (default 1,2,3,4,5)",
     )
     parser.add_argument("--baseline", help="a folder holding an older tree as spokenbench/core (parts 4 and 5)")
+    parser.add_argument(
+        "--profile", type=int, metavar="N", default=0, help="part 5: print the report's N costliest calls (cProfile)"
+    )
     args = parser.parse_args()
 
     frame = biasinear_like(n_questions=400, n_models=9, seed=0)
@@ -125,6 +130,8 @@ def main() -> int:
         import_cpu(max(5, args.repeats), args.baseline)
     if 5 in args.parts:
         report_vs_metrics(frame, max(3, args.reference_repeats), args.baseline)
+        if args.profile:
+            profile_report(frame, args.profile, args.baseline)
 
     if 3 in args.parts:
         boot, boot_all = median_time(
@@ -301,6 +308,36 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
             + ("all byte-identical" if identical else f"DIFFERENT: {', '.join(differing) or 'file lists differ'}")
         )
     print(f"   load average {load_before:.1f} before, {load_after:.1f} after ({os.cpu_count()} cores)")
+
+
+PROFILED_REPORT = """
+import cProfile, pstats, sys, time
+start = time.process_time()
+profile = cProfile.Profile()
+profile.enable()
+from spokenbench.core.metrics.report import write_report
+write_report(sys.argv[1], sys.argv[2], factors=sys.argv[3].split(","), n_resamples=0, workers=0)
+profile.disable()
+print(f"CPU {time.process_time() - start:.2f} s under the profiler")
+pstats.Stats(profile).strip_dirs().sort_stats("cumulative").print_stats(int(sys.argv[4]))
+"""
+
+
+def profile_report(frame, lines: int, baseline: str | None) -> None:
+    """Part 5's profile: the whole report (imports, metrics, tables, figures) in one process, per tree."""
+    trees = {"this tree": None} | ({"baseline": baseline} if baseline else {})
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "responses.csv"
+        frame.to_csv(source, index=False)
+        for tree_name, tree in trees.items():
+            env = dict(os.environ)
+            if tree:
+                env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+            out = Path(tmp) / tree_name.replace(" ", "_")
+            command = [sys.executable, "-c", PROFILED_REPORT, str(source), str(out), ",".join(FACTORS), str(lines)]
+            done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+            print(f"   profile of the report in one process, {tree_name}:")
+            print("\n".join("     " + line for line in done.stdout.splitlines() if line.strip()))
 
 
 def _timed(command: list[str], tree: str | None) -> tuple[float, float]:

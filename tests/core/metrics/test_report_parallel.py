@@ -136,3 +136,160 @@ def test_no_fork_by_default_while_another_thread_runs_or_with_one_part():
         thread.join()
     assert report_module._worker_count(1, None) == 0
     assert report_module._worker_count(6, 0) == 0
+
+
+def _saved_the_plain_way(fig, folder, stem):
+    """What `save_figure` did before issue 28: matplotlib's own savefig, PNG then SVG, on the same figure."""
+    with figures.figure_style():
+        fig.savefig(folder / f"{stem}.png", format="png", metadata={"Software": None})
+        fig.savefig(folder / f"{stem}.svg", format="svg", metadata={"Date": None})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_resamples", [0, 60])
+def test_saving_with_one_layout_pass_writes_the_bytes_of_plain_savefig(tmp_path, monkeypatch, n_resamples):
+    from matplotlib.figure import Figure
+
+    from spokenbench.core.metrics.analysis import analyze_mcq
+    from spokenbench.core.metrics.gender_study import analyze_gender_study
+    from spokenbench.core.metrics.synthetic import gender_probe_like
+
+    analysis = analyze_mcq(frame(), FACTORS, n_resamples=n_resamples)
+    study = analyze_gender_study(gender_probe_like(n_questions=9, seed=3), {}, n_resamples=n_resamples)
+    builders = {stem: lambda build=build: build(analysis) for stem, build in figures.MCQ_FIGURES.items()}
+    builders |= {
+        f"gender_{setting}": lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting))
+        for setting in study.settings
+    }
+    plain, once = tmp_path / "plain", tmp_path / "once"
+    plain.mkdir()
+    once.mkdir()
+    for stem, build in builders.items():
+        _saved_the_plain_way(build(), plain, stem)
+    draws = []
+    real_draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(1) or real_draw(fig, renderer))
+    for stem, build in builders.items():
+        figures.save_figure(build(), once, stem)
+    assert len(builders) == 6  # five multiple-choice figures and a gender-probe panel
+    assert digests(once) == digests(plain)
+    assert len(draws) == 2 * len(builders)  # one draw per file: matplotlib's own dry pass drew each twice
+
+
+def test_figures_are_shared_out_largest_first_and_kept_in_order():
+    stems = list(report_module.MCQ_FIGURE_NOTES)  # the five figures, in the report's order
+    groups = report_module._share_out(stems, 2)
+    assert sorted(i for group in groups for i in group) == [1, 2, 3, 4, 5]  # part 0 is the tables
+    assert all(group == sorted(group) for group in groups)
+    cost = [sum(report_module.MEASURED_FIGURE_SECONDS[stems[i - 1]] for i in group) for group in groups]
+    assert abs(cost[0] - cost[1]) <= min(report_module.MEASURED_FIGURE_SECONDS.values())
+    assert report_module._share_out(stems, 1) == [[1, 2, 3, 4, 5]]
+    assert report_module._share_out(stems, 0) == []
+    assert report_module._share_out(["fig_gender_probe_a", "fig_gender_probe_b"], 2) == [[1], [2]]  # unmeasured
+
+
+WHICH_PROCESS_LOADS_WHAT = """
+import json, os, sys
+from pathlib import Path
+from spokenbench.core.metrics import report
+
+out = Path(sys.argv[2])
+tables, figure_part = report._mcq_tables, report._figure_part
+
+def noting_tables(analysis, part):
+    seen = {"pid": os.getpid(), "loaded": sorted(m for m in ("matplotlib", "pandas") if m in sys.modules)}
+    (out.parent / "tables.json").write_text(json.dumps(seen))
+    return tables(analysis, part)
+
+def noting_figure(stem, build, note):
+    write = figure_part(stem, build, note)
+    def noted(part):
+        write(part)
+        seen = {"pid": os.getpid(), "pandas": "pandas" in sys.modules}
+        (out.parent / f"{stem}.json").write_text(json.dumps(seen))
+    return noted
+
+report._mcq_tables, report._figure_part = noting_tables, noting_figure
+report.write_report(sys.argv[1], out, factors=["language", "accent", "gender", "order"], n_resamples=0, workers=2)
+print(json.dumps({"pid": os.getpid(), "pandas": "pandas" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_the_tables_start_before_matplotlib_loads_and_the_figures_never_load_pandas(tmp_path):
+    """The tables' process is forked before this process imports matplotlib, the figures' processes after it
+    (they share it); pandas is imported only where the tables are written."""
+    import json
+    import subprocess
+    import sys
+
+    source = tmp_path / "responses.csv"
+    frame().to_csv(source, index=False)
+    done = subprocess.run(
+        [sys.executable, "-c", WHICH_PROCESS_LOADS_WHAT, str(source), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    parent = json.loads(done.stdout)
+    tables = json.loads((tmp_path / "tables.json").read_text())
+    drawn = [json.loads((tmp_path / f"{stem}.json").read_text()) for stem in report_module.MCQ_FIGURE_NOTES]
+    assert tables["loaded"] == [] and tables["pid"] != parent["pid"]
+    assert not parent["pandas"] and not any(figure["pandas"] for figure in drawn)
+    figure_pids = {figure["pid"] for figure in drawn}
+    assert len(figure_pids) == 2 and not figure_pids & {parent["pid"], tables["pid"]}
+    here = write_report(source, tmp_path / "here", factors=FACTORS, n_resamples=0, workers=0)
+    assert digests(tmp_path / "out") == digests(here.out_dir)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_report_ends_every_process_quietly(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from spokenbench.core.metrics.synthetic import biasinear_like
+
+    source = tmp_path / "responses.csv"
+    biasinear_like(n_questions=100, n_models=9, seed=0).to_csv(source, index=False)
+    command = [
+        str(Path(sys.executable).with_name("spokenbench")),
+        "report",
+        str(source),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    command += ["--bootstrap", "0"]
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _children_of(run.pid) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert _children_of(run.pid), "the report forked no process to interrupt"
+    os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    _, errors = run.communicate(timeout=30)
+    assert run.returncode == 130 and "interrupted" in errors and "Traceback" not in errors, errors
+    assert not _in_group(run.pid)
+
+
+def _children_of(pid: int) -> list[int]:
+    from pathlib import Path
+
+    return [int(task) for task in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _in_group(group: int) -> list[int]:
+    """Processes still in the process group (a stray forked one would have been handed to init)."""
+    from pathlib import Path
+
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
