@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spokenbench.core.foundation.child_process import usable_cores
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import mcq
@@ -349,7 +350,7 @@ def _worker_count(n_parts: int, requested: int | None) -> int:
         return 0
     if requested is not None:
         return max(0, min(requested, n_parts))
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     if cores < 2 or threading.active_count() > 1 or multiprocessing.parent_process() is not None:
         return 0
     return min(cores, n_parts)
