@@ -5,12 +5,18 @@ prepared plan (`write_batch_file`), written in bounded memory and recorded as a 
 from __future__ import annotations
 
 import base64
+import collections
+import contextlib
 import dataclasses
 import functools
 import json
+import multiprocessing
 import os
 import tempfile
 import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +42,12 @@ from spokenbench.core.evaluation.preparation import (
     RunSettings,
     prepare_evaluation,
 )
+from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
+from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
 
 try:  # SIMD base64 (a dependency): the same bytes as the standard library's at ~20x its speed
     from pybase64 import b64encode as _b64encode
@@ -79,6 +87,12 @@ _LINE_MIDDLE = b',"method":"POST","url":' + json.dumps(OPENAI_ENDPOINT).encode()
 _LINE_END = b"}\n"
 
 
+# A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
+# Built by the planning side; a `_LineSink` reads, checks and encodes the audio (in a forked process, for a large
+# file, while the next lines are planned).
+LineSpec = tuple[bytes, tuple[tuple[str, str, bytes], ...]]
+
+
 class _Writer:
     """Builds each line's request through the online adapter, loading each audio file when its line is written
     (a small cache keeps inputs shared by neighbouring lines), so memory stays bounded however many lines."""
@@ -86,18 +100,15 @@ class _Writer:
     def __init__(self, project: Project, adapter: ModelAdapter):
         self.project, self.adapter = project, adapter
         self._audio = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
-        self._base64 = functools.lru_cache(maxsize=64)(self._encoded)
         self._body_pieces = functools.lru_cache(maxsize=256)(self._spliced_body)  # bounded: text mode never repeats
         self.splice = adapter.preset.convention in _SPLICED_CONVENTIONS
+        self._in_process = _LineSink(project.audio)
 
     def loaded(self, request: ModelRequest) -> ModelRequest:
         if not request.audio:
             return request
         audio = tuple(dataclasses.replace(a, data=self._audio(a.sha256, a.format)) for a in request.audio)
         return dataclasses.replace(request, audio=audio)
-
-    def _encoded(self, sha256: str, audio_format: str) -> bytes:
-        return _b64encode(self._audio(sha256, audio_format))
 
     def _spliced_body(self, system: str | None, user: str, formats: tuple[str, ...]) -> tuple[bytes, ...]:
         """The encoded body of a request with these texts and audio formats, in the pieces between its audios."""
@@ -113,27 +124,215 @@ class _Writer:
         pieces.append(text[start:])
         return tuple(pieces)
 
-    def openai_line(self, line: _Line) -> list[bytes]:
-        """The line's bytes, in pieces (written with writelines: the audio is never copied into one string)."""
+    def line_spec(self, line: _Line) -> LineSpec:
+        """The line without its audio's base64: the audio spliced in later by a `_LineSink` (a line of a
+        convention that does not splice, or without audio, is built whole here, its audio loaded)."""
         request = line.request
         if not (self.splice and request.audio):
             body = self.adapter.chat_body(self.loaded(request))
             record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
-            return [json.dumps(record, separators=(",", ":")).encode("utf-8"), b"\n"]
+            return json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n", ()
         body = self._body_pieces(request.system, request.user, tuple(a.format for a in request.audio))
-        pieces = [_LINE_HEAD, json.dumps(line.key).encode(), _LINE_MIDDLE, body[0]]
-        for audio, after in zip(request.audio, body[1:]):
-            pieces += [self._base64(audio.sha256, audio.format), after]
-        pieces.append(_LINE_END)
+        head = b"".join((_LINE_HEAD, json.dumps(line.key).encode(), _LINE_MIDDLE, body[0]))
+        after = [*body[1:-1], body[-1] + _LINE_END]
+        return head, tuple((a.sha256, a.format, piece) for a, piece in zip(request.audio, after))
+
+    def openai_line(self, line: _Line) -> list[bytes]:
+        """The line's bytes, in pieces (the audio read, checked and encoded here, in this process)."""
+        return self._in_process.pieces([self.line_spec(line)])
+
+
+class _LineSink:
+    """Writes lines to a file descriptor: each clip read and checked against its name (`AudioStore.read_bytes`,
+    the store's own refusal naming a missing, damaged, linked or oversized file), base64-encoded once however many
+    neighbouring lines share it, and the pieces gathered into a few large `writev` calls (no copy of the audio
+    into one line or a buffer). `load` may run on another thread, ahead of `add`."""
+
+    GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
+    # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
+    CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
+
+    def __init__(self, audio: AudioStore, fd: int | None = None):
+        self.audio, self.fd, self.written = audio, fd, 0
+        self._encoded: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._gathered: list[bytes] = []
+        self._size = 0
+
+    def load(self, specs: list[LineSpec]) -> dict[tuple[str, str], bytes]:
+        """The clips of these lines that are not encoded already, read and checked."""
+        loaded = {}
+        for _, audios in specs:
+            for sha256, audio_format, _ in audios:
+                clip = (sha256, audio_format)
+                if clip not in loaded and clip not in self._encoded:
+                    loaded[clip] = self.audio.read_bytes(sha256, audio_format)
+        return loaded
+
+    def add(self, specs: list[LineSpec], loaded: dict[tuple[str, str], bytes]) -> None:
+        """Gather these lines (their clips from `loaded`), writing when enough is gathered."""
+        gathered = self._gathered
+        for head, audios in specs:
+            gathered.append(head)
+            self._size += len(head)
+            for sha256, audio_format, after in audios:
+                encoded = self._encode((sha256, audio_format), loaded)
+                gathered += (encoded, after)
+                self._size += len(encoded) + len(after)
+            if self._size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
+                self.flush()
+                gathered = self._gathered
+
+    def _encode(self, clip: tuple[str, str], loaded: dict[tuple[str, str], bytes]) -> bytes:
+        encoded = self._encoded.get(clip)
+        if encoded is not None:
+            self._encoded.move_to_end(clip)
+            return encoded
+        data = loaded.get(clip)
+        if data is None:  # it was encoded when its lines were loaded, and left the cache since
+            data = self.audio.read_bytes(*clip)
+        encoded = self._encoded[clip] = _b64encode(data)
+        if len(self._encoded) > self.CACHED_CLIPS:
+            self._encoded.popitem(last=False)
+        return encoded
+
+    def flush(self) -> None:
+        if self._gathered:
+            _write_all(self.fd, [memoryview(piece) for piece in self._gathered])
+            self.written += self._size
+            self._gathered, self._size = [], 0
+
+    def pieces(self, specs: list[LineSpec]) -> list[bytes]:
+        """The lines' bytes, in pieces (nothing written)."""
+        self.add(specs, self.load(specs))
+        pieces, self._gathered, self._size = self._gathered, [], 0
         return pieces
+
+    def write(self, specs: Iterable[LineSpec]) -> None:
+        """Write the lines, in order, here and now."""
+        for spec in specs:
+            self.add([spec], self.load([spec]))
+        self.flush()
+
+    def close(self) -> None:
+        """Every line is written (the same call as a `_ForkedSink`'s)."""
+
+    def stop(self) -> None:
+        """Nothing runs elsewhere to stop (the same call as a `_ForkedSink`'s)."""
+
+
+class _ForkedSink:
+    """A `_LineSink` in a forked process: the planning side sends lines a few hundred at a time through a pipe
+    (it waits when the sink is a message behind: bounded memory) and plans the next ones while the sink reads,
+    checks (sha256), encodes and writes these on the other core. Errors come back as the store's own message."""
+
+    def __init__(self, audio: AudioStore, fd: int):
+        context = multiprocessing.get_context("fork")
+        lines_in, self._lines = context.Pipe(duplex=False)
+        with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: a roomier pipe than 64 KiB
+            import fcntl
+
+            fcntl.fcntl(self._lines.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self._outcome, outcome_out = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_run_sink,
+            args=(audio, fd, lines_in, outcome_out, (self._lines, self._outcome)),
+            name="spokenbench-batch-file-writer",
+            daemon=True,
+        )
+        self._process.start()
+        lines_in.close()
+        outcome_out.close()
+        self.written = 0
+
+    def write(self, specs: list[LineSpec]) -> None:
+        if self._outcome.poll():  # the sink stopped early: its error, now
+            self._finish()
+        try:
+            self._lines.send(specs)
+        except OSError:  # the sink is gone (a broken pipe): why, from its outcome
+            self._finish()
+
+    def close(self) -> None:
+        """Wait until every line is written; raises the sink's error."""
+        try:
+            self._lines.send(None)
+        except OSError:
+            pass
+        self._finish()
+
+    def _finish(self) -> None:
+        try:
+            kind, detail = self._outcome.recv()
+        except (EOFError, OSError):
+            self._process.join(5)
+            raise SpokenBenchError(
+                f"the process writing the batch file stopped (exit code {self._process.exitcode})"
+            ) from None
+        self._process.join()
+        if kind == "written":
+            self.written = detail
+            return
+        raise (ProjectError if kind == "ProjectError" else SpokenBenchError)(detail)
+
+    def stop(self) -> None:
+        """End the sink at once (an error or a cancel on the planning side)."""
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        self._lines.close()
+        self._outcome.close()
+
+
+def _run_sink(audio: AudioStore, fd: int, lines_in, outcome, parent_ends) -> None:
+    """The forked sink: lines until None, then how many bytes were written (or why it stopped). A thread reads
+    and checks the clips of the next few groups of lines (file reads and sha256 let go of the GIL) while this one
+    encodes and writes: at most LOADS_AHEAD + 1 groups of clips in memory."""
+    for end in parent_ends:  # so that a parent killed outright gives this process an end of file, not a hang
+        end.close()
+    sink = _LineSink(audio, fd)
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="spokenbench-clip-reader") as reader:
+            ahead: collections.deque = collections.deque()
+            while (specs := lines_in.recv()) is not None:
+                for start in range(0, len(specs), LOAD_LINES):
+                    group = specs[start : start + LOAD_LINES]
+                    ahead.append((group, reader.submit(sink.load, group)))
+                    if len(ahead) > LOADS_AHEAD:
+                        group, loading = ahead.popleft()
+                        sink.add(group, loading.result())
+            for group, loading in ahead:
+                sink.add(group, loading.result())
+            sink.flush()
+        outcome.send(("written", sink.written))
+    except ProjectError as error:
+        outcome.send(("ProjectError", str(error)))
+    except EOFError:  # the planning side is gone
+        pass
+    except BaseException as error:  # noqa: BLE001 - said to the planning side, which raises it
+        outcome.send((type(error).__name__, f"writing the batch file failed: {type(error).__name__}: {error}"))
 
 
 # --------------------------------------------------------------------------------------------------
 # Batch files (vLLM run_batch) and importing their results
 
 
+SEND_LINES = 256  # lines handed to the sink at a time (a few MB of audio: the two sides overlap from the start)
+LOAD_LINES, LOADS_AHEAD = 4, 8  # the forked sink's clips read and checked ahead: lines per group, groups
+PIPE_BYTES = 1 << 20  # lines waiting for the forked sink (about 3,000): planning's commits do not starve it
+FORK_MIN_LINES = 2048  # a file of fewer requests is written in this process (a fork costs more than it saves)
 WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and written per step (one commit each:
 # their rows go into an index keyed by random hashes, and a commit writes every index page it touched)
+
+
+def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink | _ForkedSink:
+    """Where the lines go: a forked sink on the other core for a large file where processes fork and a second
+    core exists; otherwise this process."""
+    if requests >= FORK_MIN_LINES and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        try:
+            return _ForkedSink(audio, fd)
+        except OSError:  # no second process here (a sandbox, limits): written in this process
+            pass
+    return _LineSink(audio, fd)
 
 
 def write_batch_file_for_settings(
@@ -182,42 +381,54 @@ def write_batch_file(
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
-    lines = cached = written = 0
+    lines = cached = 0
+    sink: _LineSink | _ForkedSink | None = None
     try:
-        with os.fdopen(handle, "wb", buffering=1 << 20) as out:
-            for start in range(0, len(jobs), WRITE_CHUNK):
-                progress.check_cancelled()
-                keyed = []
-                for job in jobs[start : start + WRITE_CHUNK]:
-                    rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for both
-                    request = ModelRequest(
-                        rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
-                    )
-                    keyed.append((job, request, prepared.answer_key(job) or keyer.request_key(request), rendered))
-                hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
-                rows, answered = [], []
-                for job, request, key, rendered in keyed:
-                    context = _context(rendered, keyer, request)
-                    from_cache = seen.get(key)
-                    if from_cache is None:
-                        from_cache = seen[key] = key in hits
-                        if not from_cache:
-                            pieces = writer.openai_line(_Line(key, request, []))
-                            out.writelines(pieces)
-                            written += sum(map(len, pieces))
-                            lines += 1
-                    if from_cache:
-                        answered.append((job, key, context))
-                    else:
-                        planned = job.planned
-                        rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
-                cached += len(answered)
-                with project.transaction() as conn:
-                    batch_store.insert_requests(conn, batch_id, rows)
-                _store_cached(project, run_id, answered, hits)
-                progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
+        sink = _sink_for(project.audio, handle, len(jobs))
+        specs: list[LineSpec] = []
+        for start in range(0, len(jobs), WRITE_CHUNK):
+            progress.check_cancelled()
+            keyed = []
+            for job in jobs[start : start + WRITE_CHUNK]:
+                rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for both
+                request = ModelRequest(
+                    rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
+                )
+                keyed.append((job, request, prepared.answer_key(job) or keyer.request_key(request), rendered))
+            hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
+            rows, answered = [], []
+            for job, request, key, rendered in keyed:
+                context = _context(rendered, keyer, request)
+                from_cache = seen.get(key)
+                if from_cache is None:
+                    from_cache = seen[key] = key in hits
+                    if not from_cache:
+                        specs.append(writer.line_spec(_Line(key, request, [])))
+                        lines += 1
+                        if len(specs) >= SEND_LINES:
+                            sink.write(specs)
+                            specs = []
+                if from_cache:
+                    answered.append((job, key, context))
+                else:
+                    planned = job.planned
+                    rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
+            cached += len(answered)
+            with project.transaction() as conn:
+                batch_store.insert_requests(conn, batch_id, rows)
+            _store_cached(project, run_id, answered, hits)
+            progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
+        sink.write(specs)
+        sink.close()
+        written = sink.written
+        os.close(handle)
+        handle = None
         os.replace(temp_name, target)
     except BaseException:
+        if sink is not None:
+            sink.stop()
+        if handle is not None:
+            os.close(handle)
         Path(temp_name).unlink(missing_ok=True)
         with project.transaction() as conn:
             batch_store.delete_batch(conn, batch_id)
