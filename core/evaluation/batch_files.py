@@ -85,6 +85,7 @@ _SPLICED_CONVENTIONS = ("openai-input-audio", "mistral-input-audio", "audio-url"
 _LINE_HEAD = b'{"custom_id":'
 _LINE_MIDDLE = b',"method":"POST","url":' + json.dumps(OPENAI_ENDPOINT).encode() + b',"body":'
 _LINE_END = b"}\n"
+_json_ascii = json.encoder.encode_basestring_ascii  # json.dumps of a string (ensure_ascii), without its dispatch
 
 
 # A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
@@ -110,19 +111,20 @@ class _Writer:
         audio = tuple(dataclasses.replace(a, data=self._audio(a.sha256, a.format)) for a in request.audio)
         return dataclasses.replace(request, audio=audio)
 
-    def _spliced_body(self, system: str | None, user: str, formats: tuple[str, ...]) -> tuple[bytes, ...]:
-        """The encoded body of a request with these texts and audio formats, in the pieces between its audios."""
+    def _spliced_body(self, system: str | None, user: str, formats: tuple[str, ...]) -> tuple[bytes, tuple[bytes, ...]]:
+        """A line with these texts and audio formats, in the pieces around its audios: what follows its custom_id
+        up to the first audio, and what follows each audio (the last one ending the line)."""
         markers = [b"\xfb\xff\xbf" + b"%09d" % n for n in range(len(formats))]  # base64: '+/+/' + digits
         placeholder = ModelRequest(system, user, tuple(AudioInput(m, "", f, 0.0) for m, f in zip(markers, formats)))
-        text = json.dumps(self.adapter.chat_body(placeholder), separators=(",", ":")).encode("utf-8")
+        text = _LINE_MIDDLE + json.dumps(self.adapter.chat_body(placeholder), separators=(",", ":")).encode("utf-8")
         pieces, start = [], 0
         for marker in markers:
             token = base64.b64encode(marker)
             at = text.index(token, start)
             pieces.append(text[start:at])
             start = at + len(token)
-        pieces.append(text[start:])
-        return tuple(pieces)
+        pieces.append(text[start:] + _LINE_END)
+        return pieces[0], tuple(pieces[1:])
 
     def line_spec(self, line: _Line) -> LineSpec:
         """The line without its audio's base64: the audio spliced in later by a `_LineSink` (a line of a
@@ -132,10 +134,14 @@ class _Writer:
             body = self.adapter.chat_body(self.loaded(request))
             record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
             return json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n", ()
-        body = self._body_pieces(request.system, request.user, tuple(a.format for a in request.audio))
-        head = b"".join((_LINE_HEAD, json.dumps(line.key).encode(), _LINE_MIDDLE, body[0]))
-        after = [*body[1:-1], body[-1] + _LINE_END]
-        return head, tuple((a.sha256, a.format, piece) for a, piece in zip(request.audio, after))
+        audio = request.audio
+        if len(audio) == 1:  # most requests: one input
+            (clip,) = audio
+            middle, (after,) = self._body_pieces(request.system, request.user, (clip.format,))
+            return _LINE_HEAD + _json_ascii(line.key).encode() + middle, ((clip.sha256, clip.format, after),)
+        middle, afters = self._body_pieces(request.system, request.user, tuple(a.format for a in audio))
+        head = _LINE_HEAD + _json_ascii(line.key).encode() + middle
+        return head, tuple((a.sha256, a.format, after) for a, after in zip(audio, afters))
 
     def openai_line(self, line: _Line) -> list[bytes]:
         """The line's bytes, in pieces (the audio read, checked and encoded here, in this process)."""

@@ -104,7 +104,7 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
 
 
 WRITER = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 try:
     from spokenbench.core.evaluation import batch_files
 except ImportError:  # a tree from before batches.py was split (--baseline)
@@ -127,12 +127,16 @@ with opened(sys.argv[1]) as project:
     peak_prepare = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_before = rss_mb()
     print("writing", flush=True)  # the parent samples this process's RSS from here on
-    cpu, started = time.process_time(), time.perf_counter()
+    before, started = os.times(), time.perf_counter()
     summary = write_batch_file(project, prepared, sys.argv[2])
-    written_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s, "bytes": summary.bytes,
+    written_s, after = time.perf_counter() - started, os.times()
+    cpu_s = after.user + after.system - before.user - before.system
+    child_cpu_s = after.children_user + after.children_system - before.children_user - before.children_system
+print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s + child_cpu_s,
+                  "writer_child_cpu_s": child_cpu_s, "bytes": summary.bytes,
                   "lines": summary.lines, "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -204,7 +208,10 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
         wall = statistics.median(f["bytes"] / 1e6 / f["write_s"] for f in figures)
         cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in figures)
         medians[name] = (wall, cpu)
-        print(f"  {name:<16} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)")
+        print(
+            f"  {name:<16} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
+            f"{_writer_detail(figures)}"
+        )
     for name in ("writer", "baseline writer"):
         if name in medians:
             wall, cpu = medians[name]
@@ -214,6 +221,22 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
                 f"{cpu / medians['plain + sha256'][1]:.0%} CPU"
             )
     return 0
+
+
+def _writer_detail(figures: list[dict]) -> str:
+    """A writer's medians of wall and CPU seconds, the CPU of its forked sink (counted in MB per CPU-second) and
+    the peak RSS of each process."""
+    import statistics
+
+    if "peak_rss_mb" not in figures[0]:
+        return f"; {statistics.median(f['write_s'] for f in figures):.2f} s, {statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU"
+    return (
+        f"; {statistics.median(f['write_s'] for f in figures):.2f} s, "
+        f"{statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU (forked sink "
+        f"{statistics.median(f.get('writer_child_cpu_s', 0.0) for f in figures):.2f} s), peak RSS "
+        f"{statistics.median(f['peak_rss_mb'] for f in figures):.0f} MB (sink "
+        f"{statistics.median(f.get('child_peak_rss_mb', 0.0) for f in figures):.0f} MB)"
+    )
 
 
 def reset_batches(project_dir: Path) -> None:
