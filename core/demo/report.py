@@ -16,13 +16,13 @@ from __future__ import annotations
 import concurrent.futures
 import importlib.resources
 import multiprocessing
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.safe_files import check_output_folder
 
@@ -66,7 +66,7 @@ def write_demo_report(
     progress: Progress | None = None,
 ) -> DemoReport:
     """Write the demo project's full report into `out_dir` (new or empty). `parallel` None: a second process
-    for the gender-probe part when a core is idle (`_a_core_is_free`)."""
+    for the gender-probe part when a core is idle (`a_core_is_free`)."""
     from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
     from spokenbench.core.metrics.report import DEFAULT_REPORT_RESAMPLES, write_report
 
@@ -78,7 +78,7 @@ def write_demo_report(
     seed = DEFAULT_SEED if seed is None else seed
     options = {"n_resamples": n_resamples, "seed": seed}
     if parallel is None:
-        parallel = _a_core_is_free() and _START_METHOD in multiprocessing.get_all_start_methods()
+        parallel = a_core_is_free() and _START_METHOD in multiprocessing.get_all_start_methods()
     result = DemoReport(out_dir=out, index=out / INDEX, parallel=parallel)
     gender_future = None
     pool = None
@@ -133,20 +133,6 @@ def _without_real_model(project_dir):
         if REAL_MODEL not in run_models(project.conn):
             return project_dir, None
     return split_real(load_project_responses(project_dir, "mcq"))
-
-
-def _a_core_is_free() -> bool:
-    """Whether a second process would get a core of its own: two cores or more and, where the load average is
-    known, at least one idle. On a machine already busy (measured: 2 cores, load 4-7) the second process only
-    competes for the same cores and the two parts take as long as one after the other."""
-    cores = os.cpu_count() or 1
-    if cores < 2:
-        return False
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # Windows has no load average
-        return True
-    return load <= cores - 1
 
 
 def _gender_part(project_dir: str, out_dir: str, options: dict):

@@ -5,7 +5,6 @@ prepared plan (`write_batch_file`), written in bounded memory and recorded as a 
 from __future__ import annotations
 
 import base64
-import collections
 import contextlib
 import dataclasses
 import functools
@@ -14,9 +13,7 @@ import multiprocessing
 import os
 import tempfile
 import time
-from collections import OrderedDict
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +40,7 @@ from spokenbench.core.evaluation.preparation import (
     prepare_evaluation,
 )
 from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
+from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
 from spokenbench.core.store import Project
@@ -145,79 +143,47 @@ class _Writer:
 
     def openai_line(self, line: _Line) -> list[bytes]:
         """The line's bytes, in pieces (the audio read, checked and encoded here, in this process)."""
-        return self._in_process.pieces([self.line_spec(line)])
+        return list(self._in_process.pieces([self.line_spec(line)]))
 
 
 class _LineSink:
     """Writes lines to a file descriptor: each clip read and checked against its name (`AudioStore.read_bytes`,
     the store's own refusal naming a missing, damaged, linked or oversized file), base64-encoded once however many
-    neighbouring lines share it, and the pieces gathered into a few large `writev` calls (no copy of the audio
-    into one line or a buffer). `load` may run on another thread, ahead of `add`."""
+    neighbouring lines share it, and the pieces gathered into `writev` calls (no copy of the audio into one line or
+    a buffer)."""
 
     GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
     # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
     CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
 
     def __init__(self, audio: AudioStore, fd: int | None = None):
-        self.audio, self.fd, self.written = audio, fd, 0
-        self._encoded: OrderedDict[tuple[str, str], bytes] = OrderedDict()
-        self._gathered: list[bytes] = []
-        self._size = 0
+        self.fd, self.written = fd, 0
+        self._encoded = functools.lru_cache(maxsize=self.CACHED_CLIPS)(
+            lambda sha256, audio_format: _b64encode(audio.read_bytes(sha256, audio_format))
+        )
 
-    def load(self, specs: list[LineSpec]) -> dict[tuple[str, str], bytes]:
-        """The clips of these lines that are not encoded already, read and checked."""
-        loaded = {}
-        for _, audios in specs:
-            for sha256, audio_format, _ in audios:
-                clip = (sha256, audio_format)
-                if clip not in loaded and clip not in self._encoded:
-                    loaded[clip] = self.audio.read_bytes(sha256, audio_format)
-        return loaded
-
-    def add(self, specs: list[LineSpec], loaded: dict[tuple[str, str], bytes]) -> None:
-        """Gather these lines (their clips from `loaded`), writing when enough is gathered."""
-        gathered = self._gathered
+    def pieces(self, specs: Iterable[LineSpec]) -> Iterator[bytes]:
+        """The lines' bytes, in pieces."""
         for head, audios in specs:
-            gathered.append(head)
-            self._size += len(head)
+            yield head
             for sha256, audio_format, after in audios:
-                encoded = self._encode((sha256, audio_format), loaded)
-                gathered += (encoded, after)
-                self._size += len(encoded) + len(after)
-            if self._size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
-                self.flush()
-                gathered = self._gathered
-
-    def _encode(self, clip: tuple[str, str], loaded: dict[tuple[str, str], bytes]) -> bytes:
-        encoded = self._encoded.get(clip)
-        if encoded is not None:
-            self._encoded.move_to_end(clip)
-            return encoded
-        data = loaded.get(clip)
-        if data is None:  # it was encoded when its lines were loaded, and left the cache since
-            data = self.audio.read_bytes(*clip)
-        encoded = self._encoded[clip] = _b64encode(data)
-        if len(self._encoded) > self.CACHED_CLIPS:
-            self._encoded.popitem(last=False)
-        return encoded
-
-    def flush(self) -> None:
-        if self._gathered:
-            _write_all(self.fd, [memoryview(piece) for piece in self._gathered])
-            self.written += self._size
-            self._gathered, self._size = [], 0
-
-    def pieces(self, specs: list[LineSpec]) -> list[bytes]:
-        """The lines' bytes, in pieces (nothing written)."""
-        self.add(specs, self.load(specs))
-        pieces, self._gathered, self._size = self._gathered, [], 0
-        return pieces
+                yield self._encoded(sha256, audio_format)
+                yield after
 
     def write(self, specs: Iterable[LineSpec]) -> None:
-        """Write the lines, in order, here and now."""
-        for spec in specs:
-            self.add([spec], self.load([spec]))
-        self.flush()
+        """Write the lines, in order."""
+        gathered: list[memoryview] = []
+        size = 0
+        for piece in self.pieces(specs):
+            gathered.append(memoryview(piece))
+            size += len(piece)
+            if size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
+                _write_all(self.fd, gathered)
+                self.written += size
+                gathered, size = [], 0
+        if gathered:
+            _write_all(self.fd, gathered)
+            self.written += size
 
     def close(self) -> None:
         """Every line is written (the same call as a `_ForkedSink`'s)."""
@@ -290,25 +256,13 @@ class _ForkedSink:
 
 
 def _run_sink(audio: AudioStore, fd: int, lines_in, outcome, parent_ends) -> None:
-    """The forked sink: lines until None, then how many bytes were written (or why it stopped). A thread reads
-    and checks the clips of the next few groups of lines (file reads and sha256 let go of the GIL) while this one
-    encodes and writes: at most LOADS_AHEAD + 1 groups of clips in memory."""
+    """The forked sink: lines until None, then how many bytes were written (or why it stopped)."""
     for end in parent_ends:  # so that a parent killed outright gives this process an end of file, not a hang
         end.close()
     sink = _LineSink(audio, fd)
     try:
-        with ThreadPoolExecutor(1, thread_name_prefix="spokenbench-clip-reader") as reader:
-            ahead: collections.deque = collections.deque()
-            while (specs := lines_in.recv()) is not None:
-                for start in range(0, len(specs), LOAD_LINES):
-                    group = specs[start : start + LOAD_LINES]
-                    ahead.append((group, reader.submit(sink.load, group)))
-                    if len(ahead) > LOADS_AHEAD:
-                        group, loading = ahead.popleft()
-                        sink.add(group, loading.result())
-            for group, loading in ahead:
-                sink.add(group, loading.result())
-            sink.flush()
+        while (specs := lines_in.recv()) is not None:
+            sink.write(specs)
         outcome.send(("written", sink.written))
     except ProjectError as error:
         outcome.send(("ProjectError", str(error)))
@@ -323,7 +277,6 @@ def _run_sink(audio: AudioStore, fd: int, lines_in, outcome, parent_ends) -> Non
 
 
 SEND_LINES = 256  # lines handed to the sink at a time (a few MB of audio: the two sides overlap from the start)
-LOAD_LINES, LOADS_AHEAD = 4, 8  # the forked sink's clips read and checked ahead: lines per group, groups
 PIPE_BYTES = 1 << 20  # lines waiting for the forked sink (about 3,000): planning's commits do not starve it
 FORK_MIN_LINES = 2048  # a file of fewer requests is written in this process (a fork costs more than it saves)
 WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and written per step (one commit each:
@@ -331,9 +284,9 @@ WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and writ
 
 
 def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink | _ForkedSink:
-    """Where the lines go: a forked sink on the other core for a large file where processes fork and a second
-    core exists; otherwise this process."""
-    if requests >= FORK_MIN_LINES and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+    """Where the lines go: a forked sink on the other core for a large file, when a core is idle and processes
+    fork; otherwise this process (on a busy machine the two processes would only share the same cores)."""
+    if requests >= FORK_MIN_LINES and a_core_is_free() and "fork" in multiprocessing.get_all_start_methods():
         try:
             return _ForkedSink(audio, fd)
         except OSError:  # no second process here (a sandbox, limits): written in this process

@@ -21,8 +21,8 @@ VLLM = RunSettings(model="vllm:my-audio-model", base_url="http://127.0.0.1:9/v1"
 
 @pytest.fixture
 def forked(monkeypatch):
-    """Every batch file through a forked sink, in small messages and groups (so several of each are exercised);
-    the list of sinks made."""
+    """Every batch file through a forked sink, in messages of two lines (so several are exercised); the list of
+    sinks made."""
     made = []
 
     class CountedSink(batch_files._ForkedSink):
@@ -32,9 +32,8 @@ def forked(monkeypatch):
 
     monkeypatch.setattr(batch_files, "_ForkedSink", CountedSink)
     monkeypatch.setattr(batch_files, "FORK_MIN_LINES", 0)
+    monkeypatch.setattr(batch_files, "a_core_is_free", lambda: True)
     monkeypatch.setattr(batch_files, "SEND_LINES", 2)
-    monkeypatch.setattr(batch_files, "LOAD_LINES", 1)
-    monkeypatch.setattr(batch_files, "LOADS_AHEAD", 2)
     return made
 
 
@@ -59,7 +58,7 @@ def test_clips_shared_by_lines_give_the_same_bytes_through_either_sink(audio_pro
             batch_files._b64encode(audio_project.audio.read_bytes(s, f)) + a for s, f, a in audios
         )
     monkeypatch.setattr(batch_files._LineSink, "CACHED_CLIPS", 1)
-    monkeypatch.setattr(batch_files, "LOAD_LINES", 2)
+    monkeypatch.setattr(batch_files._LineSink, "GATHER_BYTES", 1)  # a write per piece, too
     for make in (batch_files._LineSink, batch_files._ForkedSink):
         path = tmp_path / f"{make.__name__}.jsonl"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT)
@@ -124,10 +123,10 @@ def test_a_cancel_while_the_sink_writes_stops_it_and_leaves_nothing(audio_projec
 
 
 def test_a_sink_that_dies_is_an_error_not_a_hang(audio_project, tmp_path, forked, monkeypatch):
-    def die(self, specs, loaded):
+    def die(self, specs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(batch_files._LineSink, "add", die)  # in the forked process: it dies at its first line
+    monkeypatch.setattr(batch_files._LineSink, "write", die)  # in the forked process: it dies at its first line
     out = tmp_path / "out"
     with pytest.raises(SpokenBenchError, match=r"the process writing the batch file stopped \(exit code -9\)"):
         batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), out / "r.jsonl")
