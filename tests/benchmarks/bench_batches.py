@@ -110,6 +110,8 @@ try:
 except ImportError:  # a tree from before batches.py was split (--baseline)
     from spokenbench.core.evaluation import batches as batch_files
 write_batch_file = batch_files.write_batch_file
+if sys.argv[5] != "auto":  # where the lines are encoded and written: forced to a forked sink or this process
+    batch_files.a_core_is_free = lambda: sys.argv[5] == "fork"
 if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
     import base64
     batch_files._b64encode = base64.b64encode
@@ -174,13 +176,20 @@ def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: str | None) -> int:
+WRITER_SINKS = {"auto": "writer", "fork": "writer, forked", "here": "writer, 1 process"}
+
+
+def compare_plain(
+    rounds: int, project_dir: Path, request_file: Path, baseline: str | None, sinks: tuple[str, ...] = ("auto",)
+) -> int:
     """The batch writer against the plain pybase64 loop (and, with `baseline`, the older tree's writer), run in
     turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
-    the writer at >= 90% of the plain loop's MB/s)."""
+    the writer at >= 90% of the plain loop's MB/s). `sinks`: the writer as it decides ('auto'), and/or forced to
+    its forked sink ('fork') or to one process ('here'), each a run of its own."""
     import statistics
 
-    runs: dict[str, list[dict]] = {"writer": [], "plain loop": [], "plain + sha256": []}
+    writers = {WRITER_SINKS[sink]: sink for sink in sinks}
+    runs: dict[str, list[dict]] = {name: [] for name in writers} | {"plain loop": [], "plain + sha256": []}
     if baseline:
         runs["baseline writer"] = []
     for n in range(rounds):
@@ -193,7 +202,11 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
                 figures = plain_loop(project_dir, request_file, "sha256")
             else:
                 figures = write_file(
-                    project_dir, request_file, "pybase64", baseline if name == "baseline writer" else None
+                    project_dir,
+                    request_file,
+                    "pybase64",
+                    baseline if name == "baseline writer" else None,
+                    writers.get(name, "auto"),
                 )
                 if figures is None:
                     return 1
@@ -209,10 +222,10 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
         cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in figures)
         medians[name] = (wall, cpu)
         print(
-            f"  {name:<16} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
+            f"  {name:<18} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
             f"{_writer_detail(figures)}"
         )
-    for name in ("writer", "baseline writer"):
+    for name in (*writers, "baseline writer"):
         if name in medians:
             wall, cpu = medians[name]
             print(
@@ -299,15 +312,18 @@ def write_results(request_file: Path, results_file: Path, replies: list[str] | N
     return count
 
 
-def write_file(project_dir: Path, request_file: Path, encoder: str, tree: str | None = None) -> dict | None:
+def write_file(
+    project_dir: Path, request_file: Path, encoder: str, tree: str | None = None, sink: str = "auto"
+) -> dict | None:
     """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib';
-    `tree`: an older tree to run instead (PYTHONPATH). Its RSS while writing is sampled from here, every 50 ms
+    `tree`: an older tree to run instead (PYTHONPATH); `sink`: 'auto' (a forked sink when a core is idle), 'fork'
+    or 'here' (this process). Its RSS while writing is sampled from here, every 50 ms
     (no sampling thread in the measured process)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
     child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder],
+        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder, sink],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -472,6 +488,12 @@ def main() -> int:
         metavar="N",
         help="time `evaluate --dry-run` N times (against --baseline too, alternately); nothing else",
     )
+    parser.add_argument(
+        "--sinks",
+        default="auto",
+        help="with --compare-plain: the writer as it decides (auto), forced to its forked sink (fork) or to one "
+        "process (here); a comma-separated list measures each, in turn",
+    )
     parser.add_argument("--baseline", help="a folder holding an older tree as spokenbench/core, for --dry-runs")
     parser.add_argument("--dry-run-orders", help="--orders for the dry runs (default: what was assembled)")
     parser.add_argument("--varied-replies", action="store_true", help="answer with the parser corpus's replies")
@@ -488,7 +510,8 @@ def main() -> int:
         if args.dry_runs:
             return compare_dry_runs(args.dry_runs, project_dir, args.baseline, args.dry_run_orders)
         if args.compare_plain:
-            return compare_plain(args.compare_plain, project_dir, request_file, args.baseline)
+            sinks = tuple(args.sinks.split(","))
+            return compare_plain(args.compare_plain, project_dir, request_file, args.baseline, sinks)
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
         if args.only == "import":  # the file written as below, in a process of its own, not measured
