@@ -11,6 +11,7 @@ import functools
 import json
 import multiprocessing
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -256,20 +257,25 @@ class _ForkedSink:
 
 
 def _run_sink(audio: AudioStore, fd: int, lines_in, outcome, parent_ends) -> None:
-    """The forked sink: lines until None, then how many bytes were written (or why it stopped)."""
+    """The forked sink: lines until None, then how many bytes were written (or why it stopped). Ctrl-C and
+    SIGTERM are the planning side's to handle (it stops this process); a handler inherited from it would not be."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for end in parent_ends:  # so that a parent killed outright gives this process an end of file, not a hang
         end.close()
     sink = _LineSink(audio, fd)
     try:
         while (specs := lines_in.recv()) is not None:
             sink.write(specs)
-        outcome.send(("written", sink.written))
+        result = ("written", sink.written)
     except ProjectError as error:
-        outcome.send(("ProjectError", str(error)))
+        result = ("ProjectError", str(error))
     except EOFError:  # the planning side is gone
-        pass
-    except BaseException as error:  # noqa: BLE001 - said to the planning side, which raises it
-        outcome.send((type(error).__name__, f"writing the batch file failed: {type(error).__name__}: {error}"))
+        return
+    except Exception as error:  # noqa: BLE001 - said to the planning side, which raises it
+        result = (type(error).__name__, f"writing the batch file failed: {type(error).__name__}: {error}")
+    with contextlib.suppress(OSError):  # the planning side may have stopped meanwhile
+        outcome.send(result)
 
 
 # --------------------------------------------------------------------------------------------------

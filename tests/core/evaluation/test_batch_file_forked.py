@@ -132,3 +132,48 @@ def test_a_sink_that_dies_is_an_error_not_a_hang(audio_project, tmp_path, forked
         batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), out / "r.jsonl")
     assert list(out.iterdir()) == [] and no_child_left()
     assert audio_project.conn.execute("SELECT count(*) FROM batch_jobs").fetchone()[0] == 0
+
+
+@pytest.mark.slow
+def test_the_sink_ends_when_its_parent_is_killed_outright(audio_project, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from spokenbench.core.foundation.processes import process_alive
+
+    script = (
+        "import sys, time\n"
+        "from spokenbench.core.evaluation import batch_files\n"
+        "from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation\n"
+        "from spokenbench.core.store import opened\n"
+        "batch_files.FORK_MIN_LINES = 0\n"
+        "batch_files.a_core_is_free = lambda: True\n"
+        "sent = batch_files._ForkedSink.write\n"
+        "def write_then_hang(self, specs):\n"
+        "    sent(self, specs)\n"
+        "    print(self._process.pid, flush=True)\n"
+        "    time.sleep(600)\n"
+        "batch_files._ForkedSink.write = write_then_hang\n"
+        "settings = RunSettings(model='vllm:my-audio-model', base_url='http://127.0.0.1:9/v1', mode='audio')\n"
+        "with opened(sys.argv[1]) as project:\n"
+        "    batch_files.write_batch_file(project, prepare_evaluation(project, settings), sys.argv[2])\n"
+    )
+    audio_project.conn.commit()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script, str(audio_project.path), str(tmp_path / "r.jsonl")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        sink = int(parent.stdout.readline())
+        assert process_alive(sink)
+        parent.kill()
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while process_alive(sink) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not process_alive(sink)
+    finally:
+        parent.kill()
+        parent.wait(10)
