@@ -186,11 +186,12 @@ class _LineSink:
             _write_all(self.fd, gathered)
             self.written += size
 
-    def close(self) -> None:
-        """Every line is written (the same call as a `_ForkedSink`'s)."""
+    def __enter__(self) -> _LineSink:
+        return self
 
-    def stop(self) -> None:
-        """Nothing runs elsewhere to stop (the same call as a `_ForkedSink`'s)."""
+    def __exit__(self, *error) -> None:
+        """The descriptor is the sink's once it is entered: closed on the way out."""
+        os.close(self.fd)
 
 
 class _ForkedSink:
@@ -215,7 +216,20 @@ class _ForkedSink:
         self._process.start()
         lines_in.close()
         outcome_out.close()
-        self.written = 0
+        self.fd, self.written = fd, 0
+
+    def __enter__(self) -> _ForkedSink:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        """On the way out, every line written (the sink's error raised), or, after an error or a cancel here,
+        the sink stopped at once; then the descriptor closed."""
+        try:
+            if kind is None:
+                self._close()
+        finally:
+            self._stop()
+            os.close(self.fd)
 
     def write(self, specs: list[LineSpec]) -> None:
         if self._outcome.poll():  # the sink stopped early: its error, now
@@ -225,12 +239,10 @@ class _ForkedSink:
         except OSError:  # the sink is gone (a broken pipe): why, from its outcome
             self._finish()
 
-    def close(self) -> None:
+    def _close(self) -> None:
         """Wait until every line is written; raises the sink's error."""
-        try:
+        with contextlib.suppress(OSError):
             self._lines.send(None)
-        except OSError:
-            pass
         self._finish()
 
     def _finish(self) -> None:
@@ -247,8 +259,8 @@ class _ForkedSink:
             return
         raise (ProjectError if kind == "ProjectError" else SpokenBenchError)(detail)
 
-    def stop(self) -> None:
-        """End the sink at once (an error or a cancel on the planning side)."""
+    def _stop(self) -> None:
+        """End the sink at once if it still runs, and close the pipes."""
         if self._process.is_alive():
             self._process.kill()
         self._process.join()
@@ -290,8 +302,9 @@ WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and writ
 
 
 def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink | _ForkedSink:
-    """Where the lines go: a forked sink on the other core for a large file, when a core is idle and processes
-    fork; otherwise this process (on a busy machine the two processes would only share the same cores)."""
+    """Where the lines go (the sink closes `fd` when it is done): a forked sink on the other core for a large
+    file, when a core is idle and processes fork; otherwise this process (on a busy machine the two processes
+    would only share the same cores)."""
     if requests >= FORK_MIN_LINES and a_core_is_free() and "fork" in multiprocessing.get_all_start_methods():
         try:
             return _ForkedSink(audio, fd)
@@ -347,53 +360,45 @@ def write_batch_file(
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
     lines = cached = 0
-    sink: _LineSink | _ForkedSink | None = None
     try:
-        sink = _sink_for(project.audio, handle, len(jobs))
-        specs: list[LineSpec] = []
-        for start in range(0, len(jobs), WRITE_CHUNK):
-            progress.check_cancelled()
-            keyed = []
-            for job in jobs[start : start + WRITE_CHUNK]:
-                rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for both
-                request = ModelRequest(
-                    rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
-                )
-                keyed.append((job, request, prepared.answer_key(job) or keyer.request_key(request), rendered))
-            hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
-            rows, answered = [], []
-            for job, request, key, rendered in keyed:
-                context = _context(rendered, keyer, request)
-                from_cache = seen.get(key)
-                if from_cache is None:
-                    from_cache = seen[key] = key in hits
-                    if not from_cache:
-                        specs.append(writer.line_spec(_Line(key, request, [])))
-                        lines += 1
-                        if len(specs) >= SEND_LINES:
-                            sink.write(specs)
-                            specs = []
-                if from_cache:
-                    answered.append((job, key, context))
-                else:
-                    planned = job.planned
-                    rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
-            cached += len(answered)
-            with project.transaction() as conn:
-                batch_store.insert_requests(conn, batch_id, rows)
-            _store_cached(project, run_id, answered, hits)
-            progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
-        sink.write(specs)
-        sink.close()
+        with _sink_for(project.audio, handle, len(jobs)) as sink:
+            specs: list[LineSpec] = []
+            for start in range(0, len(jobs), WRITE_CHUNK):
+                progress.check_cancelled()
+                keyed = []
+                for job in jobs[start : start + WRITE_CHUNK]:
+                    rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for both
+                    request = ModelRequest(
+                        rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
+                    )
+                    keyed.append((job, request, prepared.answer_key(job) or keyer.request_key(request), rendered))
+                hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
+                rows, answered = [], []
+                for job, request, key, rendered in keyed:
+                    context = _context(rendered, keyer, request)
+                    from_cache = seen.get(key)
+                    if from_cache is None:
+                        from_cache = seen[key] = key in hits
+                        if not from_cache:
+                            specs.append(writer.line_spec(_Line(key, request, [])))
+                            lines += 1
+                            if len(specs) >= SEND_LINES:
+                                sink.write(specs)
+                                specs = []
+                    if from_cache:
+                        answered.append((job, key, context))
+                    else:
+                        planned = job.planned
+                        rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
+                cached += len(answered)
+                with project.transaction() as conn:
+                    batch_store.insert_requests(conn, batch_id, rows)
+                _store_cached(project, run_id, answered, hits)
+                progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
+            sink.write(specs)
         written = sink.written
-        os.close(handle)
-        handle = None
         os.replace(temp_name, target)
     except BaseException:
-        if sink is not None:
-            sink.stop()
-        if handle is not None:
-            os.close(handle)
         Path(temp_name).unlink(missing_ok=True)
         with project.transaction() as conn:
             batch_store.delete_batch(conn, batch_id)

@@ -61,14 +61,9 @@ def test_clips_shared_by_lines_give_the_same_bytes_through_either_sink(audio_pro
     monkeypatch.setattr(batch_files._LineSink, "GATHER_BYTES", 1)  # a write per piece, too
     for make in (batch_files._LineSink, batch_files._ForkedSink):
         path = tmp_path / f"{make.__name__}.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT)
-        try:
-            sink = make(audio_project.audio, fd)
+        with make(audio_project.audio, os.open(path, os.O_WRONLY | os.O_CREAT)) as sink:
             sink.write(specs[:5])
             sink.write(specs[5:])
-            sink.close()
-        finally:
-            os.close(fd)
         assert path.read_bytes() == expected and sink.written == len(expected)
     assert no_child_left()
 
