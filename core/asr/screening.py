@@ -18,8 +18,9 @@ from pathlib import Path
 
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer, wer_bin
-from spokenbench.core.foundation.child_process import ChildCallFailed, a_core_is_free, call_in_child, child_start_method
+from spokenbench.core.foundation.child_process import ChildCallFailed, call_in_child, child_start_method
 from spokenbench.core.foundation.collection import automatic_collection_paused
+from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spokenbench.core.foundation.child_process import a_core_is_free, usable_cores
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.safe_files import check_output_folder
 
@@ -78,9 +78,7 @@ def write_demo_report(
     seed = DEFAULT_SEED if seed is None else seed
     options = {"n_resamples": n_resamples, "seed": seed}
     if parallel is None:
-        parallel = (
-            usable_cores() >= 2 and a_core_is_free()
-        ) and _START_METHOD in multiprocessing.get_all_start_methods()
+        parallel = a_core_is_free() and _START_METHOD in multiprocessing.get_all_start_methods()
     result = DemoReport(out_dir=out, index=out / INDEX, parallel=parallel)
     gender_future = None
     pool = None

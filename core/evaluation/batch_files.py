@@ -5,12 +5,16 @@ prepared plan (`write_batch_file`), written in bounded memory and recorded as a 
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import functools
 import json
+import multiprocessing
 import os
+import signal
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +40,13 @@ from spokenbench.core.evaluation.preparation import (
     RunSettings,
     prepare_evaluation,
 )
+from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
+from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
+from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
 
 try:  # SIMD base64 (a dependency): the same bytes as the standard library's at ~20x its speed
     from pybase64 import b64encode as _b64encode
@@ -77,6 +84,13 @@ _SPLICED_CONVENTIONS = ("openai-input-audio", "mistral-input-audio", "audio-url"
 _LINE_HEAD = b'{"custom_id":'
 _LINE_MIDDLE = b',"method":"POST","url":' + json.dumps(OPENAI_ENDPOINT).encode() + b',"body":'
 _LINE_END = b"}\n"
+_json_ascii = json.encoder.encode_basestring_ascii  # json.dumps of a string (ensure_ascii), without its dispatch
+
+
+# A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
+# Built by the planning side; a `_LineSink` reads, checks and encodes the audio (in a forked process, for a large
+# file, while the next lines are planned).
+LineSpec = tuple[bytes, tuple[tuple[str, str, bytes], ...]]
 
 
 class _Writer:
@@ -86,9 +100,9 @@ class _Writer:
     def __init__(self, project: Project, adapter: ModelAdapter):
         self.project, self.adapter = project, adapter
         self._audio = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
-        self._base64 = functools.lru_cache(maxsize=64)(self._encoded)
         self._body_pieces = functools.lru_cache(maxsize=256)(self._spliced_body)  # bounded: text mode never repeats
         self.splice = adapter.preset.convention in _SPLICED_CONVENTIONS
+        self._in_process = _LineSink(project.audio)
 
     def loaded(self, request: ModelRequest) -> ModelRequest:
         if not request.audio:
@@ -96,44 +110,207 @@ class _Writer:
         audio = tuple(dataclasses.replace(a, data=self._audio(a.sha256, a.format)) for a in request.audio)
         return dataclasses.replace(request, audio=audio)
 
-    def _encoded(self, sha256: str, audio_format: str) -> bytes:
-        return _b64encode(self._audio(sha256, audio_format))
-
-    def _spliced_body(self, system: str | None, user: str, formats: tuple[str, ...]) -> tuple[bytes, ...]:
-        """The encoded body of a request with these texts and audio formats, in the pieces between its audios."""
+    def _spliced_body(self, system: str | None, user: str, formats: tuple[str, ...]) -> tuple[bytes, tuple[bytes, ...]]:
+        """A line with these texts and audio formats, in the pieces around its audios: what follows its custom_id
+        up to the first audio, and what follows each audio (the last one ending the line)."""
         markers = [b"\xfb\xff\xbf" + b"%09d" % n for n in range(len(formats))]  # base64: '+/+/' + digits
         placeholder = ModelRequest(system, user, tuple(AudioInput(m, "", f, 0.0) for m, f in zip(markers, formats)))
-        text = json.dumps(self.adapter.chat_body(placeholder), separators=(",", ":")).encode("utf-8")
+        text = _LINE_MIDDLE + json.dumps(self.adapter.chat_body(placeholder), separators=(",", ":")).encode("utf-8")
         pieces, start = [], 0
         for marker in markers:
             token = base64.b64encode(marker)
             at = text.index(token, start)
             pieces.append(text[start:at])
             start = at + len(token)
-        pieces.append(text[start:])
-        return tuple(pieces)
+        pieces.append(text[start:] + _LINE_END)
+        return pieces[0], tuple(pieces[1:])
 
-    def openai_line(self, line: _Line) -> list[bytes]:
-        """The line's bytes, in pieces (written with writelines: the audio is never copied into one string)."""
+    def line_spec(self, line: _Line) -> LineSpec:
+        """The line without its audio's base64: the audio spliced in later by a `_LineSink` (a line of a
+        convention that does not splice, or without audio, is built whole here, its audio loaded)."""
         request = line.request
         if not (self.splice and request.audio):
             body = self.adapter.chat_body(self.loaded(request))
             record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
-            return [json.dumps(record, separators=(",", ":")).encode("utf-8"), b"\n"]
-        body = self._body_pieces(request.system, request.user, tuple(a.format for a in request.audio))
-        pieces = [_LINE_HEAD, json.dumps(line.key).encode(), _LINE_MIDDLE, body[0]]
-        for audio, after in zip(request.audio, body[1:]):
-            pieces += [self._base64(audio.sha256, audio.format), after]
-        pieces.append(_LINE_END)
-        return pieces
+            return json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n", ()
+        audio = request.audio
+        if len(audio) == 1:  # most requests: one input
+            (clip,) = audio
+            middle, (after,) = self._body_pieces(request.system, request.user, (clip.format,))
+            return _LINE_HEAD + _json_ascii(line.key).encode() + middle, ((clip.sha256, clip.format, after),)
+        middle, afters = self._body_pieces(request.system, request.user, tuple(a.format for a in audio))
+        head = _LINE_HEAD + _json_ascii(line.key).encode() + middle
+        return head, tuple((a.sha256, a.format, after) for a, after in zip(audio, afters))
+
+    def openai_line(self, line: _Line) -> list[bytes]:
+        """The line's bytes, in pieces (the audio read, checked and encoded here, in this process)."""
+        return list(self._in_process.pieces([self.line_spec(line)]))
+
+
+class _LineSink:
+    """Writes lines to a file descriptor: each clip read and checked against its name (`AudioStore.read_bytes`,
+    the store's own refusal naming a missing, damaged, linked or oversized file), base64-encoded once however many
+    neighbouring lines share it, and the pieces gathered into `writev` calls (no copy of the audio into one line or
+    a buffer)."""
+
+    GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
+    # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
+    CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
+
+    def __init__(self, audio: AudioStore, fd: int | None = None):
+        self.fd, self.written = fd, 0
+        self._encoded = functools.lru_cache(maxsize=self.CACHED_CLIPS)(
+            lambda sha256, audio_format: _b64encode(audio.read_bytes(sha256, audio_format))
+        )
+
+    def pieces(self, specs: Iterable[LineSpec]) -> Iterator[bytes]:
+        """The lines' bytes, in pieces."""
+        for head, audios in specs:
+            yield head
+            for sha256, audio_format, after in audios:
+                yield self._encoded(sha256, audio_format)
+                yield after
+
+    def write(self, specs: Iterable[LineSpec]) -> None:
+        """Write the lines, in order."""
+        gathered: list[memoryview] = []
+        size = 0
+        for piece in self.pieces(specs):
+            gathered.append(memoryview(piece))
+            size += len(piece)
+            if size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
+                _write_all(self.fd, gathered)
+                self.written += size
+                gathered, size = [], 0
+        if gathered:
+            _write_all(self.fd, gathered)
+            self.written += size
+
+    def __enter__(self) -> _LineSink:
+        return self
+
+    def __exit__(self, *error) -> None:
+        """The descriptor is the sink's once it is entered: closed on the way out."""
+        os.close(self.fd)
+
+
+class _ForkedSink:
+    """A `_LineSink` in a forked process: the planning side sends lines a few hundred at a time through a pipe
+    (it waits when the sink is a message behind: bounded memory) and plans the next ones while the sink reads,
+    checks (sha256), encodes and writes these on the other core. Errors come back as the store's own message."""
+
+    def __init__(self, audio: AudioStore, fd: int):
+        context = multiprocessing.get_context("fork")
+        lines_in, self._lines = context.Pipe(duplex=False)
+        with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: a roomier pipe than 64 KiB
+            import fcntl
+
+            fcntl.fcntl(self._lines.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self._outcome, outcome_out = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_run_sink,
+            args=(audio, fd, lines_in, outcome_out, (self._lines, self._outcome)),
+            name="spokenbench-batch-file-writer",
+            daemon=True,
+        )
+        self._process.start()
+        lines_in.close()
+        outcome_out.close()
+        self.fd, self.written = fd, 0
+
+    def __enter__(self) -> _ForkedSink:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        """On the way out, every line written (the sink's error raised), or, after an error or a cancel here,
+        the sink stopped at once; then the descriptor closed."""
+        try:
+            if kind is None:
+                self._close()
+        finally:
+            self._stop()
+            os.close(self.fd)
+
+    def write(self, specs: list[LineSpec]) -> None:
+        if self._outcome.poll():  # the sink stopped early: its error, now
+            self._finish()
+        try:
+            self._lines.send(specs)
+        except OSError:  # the sink is gone (a broken pipe): why, from its outcome
+            self._finish()
+
+    def _close(self) -> None:
+        """Wait until every line is written; raises the sink's error."""
+        with contextlib.suppress(OSError):
+            self._lines.send(None)
+        self._finish()
+
+    def _finish(self) -> None:
+        try:
+            kind, detail = self._outcome.recv()
+        except (EOFError, OSError):
+            self._process.join(5)
+            raise SpokenBenchError(
+                f"the process writing the batch file stopped (exit code {self._process.exitcode})"
+            ) from None
+        self._process.join()
+        if kind == "written":
+            self.written = detail
+            return
+        raise (ProjectError if kind == "ProjectError" else SpokenBenchError)(detail)
+
+    def _stop(self) -> None:
+        """End the sink at once if it still runs, and close the pipes."""
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        self._lines.close()
+        self._outcome.close()
+
+
+def _run_sink(audio: AudioStore, fd: int, lines_in, outcome, parent_ends) -> None:
+    """The forked sink: lines until None, then how many bytes were written (or why it stopped). Ctrl-C and
+    SIGTERM are the planning side's to handle (it stops this process); a handler inherited from it would not be."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for end in parent_ends:  # so that a parent killed outright gives this process an end of file, not a hang
+        end.close()
+    sink = _LineSink(audio, fd)
+    try:
+        while (specs := lines_in.recv()) is not None:
+            sink.write(specs)
+        result = ("written", sink.written)
+    except ProjectError as error:
+        result = ("ProjectError", str(error))
+    except EOFError:  # the planning side is gone
+        return
+    except Exception as error:  # noqa: BLE001 - said to the planning side, which raises it
+        result = (type(error).__name__, f"writing the batch file failed: {type(error).__name__}: {error}")
+    with contextlib.suppress(OSError):  # the planning side may have stopped meanwhile
+        outcome.send(result)
 
 
 # --------------------------------------------------------------------------------------------------
 # Batch files (vLLM run_batch) and importing their results
 
 
+SEND_LINES = 256  # lines handed to the sink at a time (a few MB of audio: the two sides overlap from the start)
+PIPE_BYTES = 1 << 20  # lines waiting for the forked sink (about 3,000): planning's commits do not starve it
+FORK_MIN_LINES = 2048  # a file of fewer requests is written in this process (a fork costs more than it saves)
 WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and written per step (one commit each:
 # their rows go into an index keyed by random hashes, and a commit writes every index page it touched)
+
+
+def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink | _ForkedSink:
+    """Where the lines go (the sink closes `fd` when it is done): a forked sink on the other core for a large
+    file, when a core is idle and processes fork; otherwise this process (on a busy machine the two processes
+    would only share the same cores)."""
+    if requests >= FORK_MIN_LINES and a_core_is_free() and "fork" in multiprocessing.get_all_start_methods():
+        try:
+            return _ForkedSink(audio, fd)
+        except OSError:  # no second process here (a sandbox, limits): written in this process
+            pass
+    return _LineSink(audio, fd)
 
 
 def write_batch_file_for_settings(
@@ -182,9 +359,10 @@ def write_batch_file(
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
-    lines = cached = written = 0
+    lines = cached = 0
     try:
-        with os.fdopen(handle, "wb", buffering=1 << 20) as out:
+        with _sink_for(project.audio, handle, len(jobs)) as sink:
+            specs: list[LineSpec] = []
             for start in range(0, len(jobs), WRITE_CHUNK):
                 progress.check_cancelled()
                 keyed = []
@@ -202,10 +380,11 @@ def write_batch_file(
                     if from_cache is None:
                         from_cache = seen[key] = key in hits
                         if not from_cache:
-                            pieces = writer.openai_line(_Line(key, request, []))
-                            out.writelines(pieces)
-                            written += sum(map(len, pieces))
+                            specs.append(writer.line_spec(_Line(key, request, [])))
                             lines += 1
+                            if len(specs) >= SEND_LINES:
+                                sink.write(specs)
+                                specs = []
                     if from_cache:
                         answered.append((job, key, context))
                     else:
@@ -216,6 +395,8 @@ def write_batch_file(
                     batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
                 progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
+            sink.write(specs)
+        written = sink.written
         os.replace(temp_name, target)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)

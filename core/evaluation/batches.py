@@ -42,6 +42,7 @@ from spokenbench.core.evaluation.adapters import (
 )
 from spokenbench.core.evaluation.batch_files import (
     OPENAI_ENDPOINT,
+    _LineSink,
     _Writer,
 )
 from spokenbench.core.evaluation.batch_records import (
@@ -330,12 +331,10 @@ def _submit_openai_part(project: Project, batch_id: int, lines: list[_Line], siz
     folder = project.path / "batches"
     folder.mkdir(exist_ok=True)
     path = folder / f"batch-{batch_id}-input.jsonl"
-    written = 0
-    with open(path, "wb", buffering=1 << 20) as out:
-        for line in lines:
-            pieces = writer.openai_line(line)
-            out.writelines(pieces)
-            written += sum(map(len, pieces))
+    with open(path, "wb") as out:
+        sink = _LineSink(project.audio, out.fileno())
+        sink.write(writer.line_spec(line) for line in lines)
+    written = sink.written
     try:
         with open(path, "rb") as handle:
             uploaded = client.files.create(file=(path.name, handle, "application/jsonl"), purpose="batch")

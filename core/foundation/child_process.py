@@ -18,17 +18,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from spokenbench.core.foundation.processes import usable_cores
+
 
 class ChildCallFailed(Exception):
     """The second process gave no result: the caller does the work itself."""
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity, where the system tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def child_start_method() -> str | None:
@@ -44,17 +38,6 @@ def child_start_method() -> str | None:
     if threading.active_count() == 1 and hasattr(os, "fork"):
         return "fork"
     return None if getattr(sys, "frozen", False) else "spawn"
-
-
-def a_core_is_free() -> bool:
-    """Whether a second process would get a core of its own: where the load average is known, at least one of
-    this process's cores idle. On a busy machine a second process only competes for the same cores and adds its
-    own start and hand-over to the CPU time."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # Windows has no load average
-        return True
-    return load <= usable_cores() - 1
 
 
 def _child(sender, function: Callable[..., Any], args: tuple) -> None:

@@ -1,5 +1,6 @@
-"""Whether a process that left something behind (a job row, a temp file, a staging file) still runs. Files
-and rows carry their owner's host and pid; only the owner may remove them while it lives."""
+"""Whether a process that left something behind (a job row, a temp file, a staging file) still runs (files and
+rows carry their owner's host and pid; only the owner may remove them while it lives), and whether a second
+process would get a core of its own."""
 
 from __future__ import annotations
 
@@ -46,3 +47,26 @@ def tagged_owner_alive(name: str) -> bool | None:
     if len(parts) < 3 or not parts[1].isdigit() or parts[0] != _TAG_HOST:
         return None
     return process_alive(int(parts[1]))
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity, where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def a_core_is_free() -> bool:
+    """Whether a second process would get a core of its own: two cores or more and, where the load average is
+    known, at least one idle. On a machine already busy (measured: 2 cores, load 4-7) the second process only
+    competes for the same cores (the scheduler shares them per session), so work split in two takes as long as
+    one after the other, or longer, and adds its own start and hand-over to the CPU time."""
+    cores = usable_cores()
+    if cores < 2:
+        return False
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows has no load average
+        return True
+    return load <= cores - 1

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spokenbench.core.foundation.child_process import usable_cores
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind

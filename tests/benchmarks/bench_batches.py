@@ -104,12 +104,14 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
 
 
 WRITER = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 try:
     from spokenbench.core.evaluation import batch_files
 except ImportError:  # a tree from before batches.py was split (--baseline)
     from spokenbench.core.evaluation import batches as batch_files
 write_batch_file = batch_files.write_batch_file
+if sys.argv[5] != "auto":  # where the lines are encoded and written: forced to a forked sink or this process
+    batch_files.a_core_is_free = lambda: sys.argv[5] == "fork"
 if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
     import base64
     batch_files._b64encode = base64.b64encode
@@ -127,12 +129,16 @@ with opened(sys.argv[1]) as project:
     peak_prepare = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_before = rss_mb()
     print("writing", flush=True)  # the parent samples this process's RSS from here on
-    cpu, started = time.process_time(), time.perf_counter()
+    before, started = os.times(), time.perf_counter()
     summary = write_batch_file(project, prepared, sys.argv[2])
-    written_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
-print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s, "bytes": summary.bytes,
+    written_s, after = time.perf_counter() - started, os.times()
+    cpu_s = after.user + after.system - before.user - before.system
+    child_cpu_s = after.children_user + after.children_system - before.children_user - before.children_system
+print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s + child_cpu_s,
+                  "writer_child_cpu_s": child_cpu_s, "bytes": summary.bytes,
                   "lines": summary.lines, "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -170,13 +176,20 @@ def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: str | None) -> int:
+WRITER_SINKS = {"auto": "writer", "fork": "writer, forked", "here": "writer, 1 process"}
+
+
+def compare_plain(
+    rounds: int, project_dir: Path, request_file: Path, baseline: str | None, sinks: tuple[str, ...] = ("auto",)
+) -> int:
     """The batch writer against the plain pybase64 loop (and, with `baseline`, the older tree's writer), run in
     turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
-    the writer at >= 90% of the plain loop's MB/s)."""
+    the writer at >= 90% of the plain loop's MB/s). `sinks`: the writer as it decides ('auto'), and/or forced to
+    its forked sink ('fork') or to one process ('here'), each a run of its own."""
     import statistics
 
-    runs: dict[str, list[dict]] = {"writer": [], "plain loop": [], "plain + sha256": []}
+    writers = {WRITER_SINKS[sink]: sink for sink in sinks}
+    runs: dict[str, list[dict]] = {name: [] for name in writers} | {"plain loop": [], "plain + sha256": []}
     if baseline:
         runs["baseline writer"] = []
     for n in range(rounds):
@@ -189,7 +202,11 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
                 figures = plain_loop(project_dir, request_file, "sha256")
             else:
                 figures = write_file(
-                    project_dir, request_file, "pybase64", baseline if name == "baseline writer" else None
+                    project_dir,
+                    request_file,
+                    "pybase64",
+                    baseline if name == "baseline writer" else None,
+                    writers.get(name, "auto"),
                 )
                 if figures is None:
                     return 1
@@ -204,8 +221,11 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
         wall = statistics.median(f["bytes"] / 1e6 / f["write_s"] for f in figures)
         cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in figures)
         medians[name] = (wall, cpu)
-        print(f"  {name:<16} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)")
-    for name in ("writer", "baseline writer"):
+        print(
+            f"  {name:<18} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
+            f"{_writer_detail(figures)}"
+        )
+    for name in (*writers, "baseline writer"):
         if name in medians:
             wall, cpu = medians[name]
             print(
@@ -214,6 +234,22 @@ def compare_plain(rounds: int, project_dir: Path, request_file: Path, baseline: 
                 f"{cpu / medians['plain + sha256'][1]:.0%} CPU"
             )
     return 0
+
+
+def _writer_detail(figures: list[dict]) -> str:
+    """A writer's medians of wall and CPU seconds, the CPU of its forked sink (counted in MB per CPU-second) and
+    the peak RSS of each process."""
+    import statistics
+
+    if "peak_rss_mb" not in figures[0]:
+        return f"; {statistics.median(f['write_s'] for f in figures):.2f} s, {statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU"
+    return (
+        f"; {statistics.median(f['write_s'] for f in figures):.2f} s, "
+        f"{statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU (forked sink "
+        f"{statistics.median(f.get('writer_child_cpu_s', 0.0) for f in figures):.2f} s), peak RSS "
+        f"{statistics.median(f['peak_rss_mb'] for f in figures):.0f} MB (sink "
+        f"{statistics.median(f.get('child_peak_rss_mb', 0.0) for f in figures):.0f} MB)"
+    )
 
 
 def reset_batches(project_dir: Path) -> None:
@@ -276,15 +312,18 @@ def write_results(request_file: Path, results_file: Path, replies: list[str] | N
     return count
 
 
-def write_file(project_dir: Path, request_file: Path, encoder: str, tree: str | None = None) -> dict | None:
+def write_file(
+    project_dir: Path, request_file: Path, encoder: str, tree: str | None = None, sink: str = "auto"
+) -> dict | None:
     """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib';
-    `tree`: an older tree to run instead (PYTHONPATH). Its RSS while writing is sampled from here, every 50 ms
+    `tree`: an older tree to run instead (PYTHONPATH); `sink`: 'auto' (a forked sink when a core is idle), 'fork'
+    or 'here' (this process). Its RSS while writing is sampled from here, every 50 ms
     (no sampling thread in the measured process)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
     child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder],
+        [sys.executable, "-c", WRITER, str(project_dir), str(request_file), MODEL, encoder, sink],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -492,6 +531,12 @@ def main() -> int:
         help="time `evaluate --dry-run` N times (against --baseline too, alternately); nothing else",
     )
     parser.add_argument(
+        "--sinks",
+        default="auto",
+        help="with --compare-plain: the writer as it decides (auto), forced to its forked sink (fork) or to one "
+        "process (here); a comma-separated list measures each, in turn",
+    )
+    parser.add_argument(
         "--baseline",
         action="append",
         default=[],
@@ -521,7 +566,8 @@ def main() -> int:
         if args.dry_runs:
             return compare_dry_runs(args.dry_runs, project_dir, args.baseline, args.dry_run_orders)
         if args.compare_plain:
-            return compare_plain(args.compare_plain, project_dir, request_file, (args.baseline or [None])[0])
+            sinks = tuple(args.sinks.split(","))
+            return compare_plain(args.compare_plain, project_dir, request_file, (args.baseline or [None])[0], sinks)
         if args.compare_base64:
             return compare_base64(args.compare_base64, project_dir, request_file)
         if args.only == "import":  # the file written as below, in a process of its own, not measured

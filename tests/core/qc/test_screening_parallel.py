@@ -15,8 +15,9 @@ from test_screening_pinned import test_stored_screening_is_unchanged as screen_t
 
 from spokenbench.core.asr import screening
 from spokenbench.core.asr.screening import compute_screening, screen_project, stored_table2
-from spokenbench.core.foundation.child_process import ChildCallFailed, call_in_child, child_start_method, usable_cores
+from spokenbench.core.foundation.child_process import ChildCallFailed, call_in_child, child_start_method
 from spokenbench.core.foundation.errors import Cancelled
+from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
