@@ -24,7 +24,7 @@ from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import connect, utc_now
+from spokenbench.core.store.database import connect, database_file, read_snapshot, utc_now
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 
 DEFAULT_MIN_ASR = 2
@@ -197,7 +197,7 @@ def _screen(
     method = child_start_method() if parallel or (parallel is None and a_core_is_free()) else None
     if parallel is None:
         parallel = method is not None and store.transcript_count(conn) >= TWO_CORES_FROM_TRANSCRIPTS[method]
-    if parallel and method and not conn.in_transaction and (database := _database_file(conn)):
+    if parallel and method and not conn.in_transaction and (database := database_file(conn)):
         try:
             return _screen_on_two_cores(conn, database, settings, progress, now, store_in, method)
         except _TwoCoresFailed:
@@ -219,11 +219,6 @@ def _screen(
     return result
 
 
-def _database_file(conn) -> str:
-    """The file of the connection's main database ('' for one in memory)."""
-    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
-
-
 def _read_inputs(conn, settings: ScreeningSettings, part: int | None = None) -> tuple[dict, dict, dict]:
     """(clip id → (language, text), clip id → [(ASR system, transcript)] by system, clip id → {ASR system →
     no-speech probability}) of every screenable clip, or of one `part` of them (store.screenable_clips)."""
@@ -241,16 +236,6 @@ def _read_inputs(conn, settings: ScreeningSettings, part: int | None = None) -> 
         for clip_id, asr, text in store.screenable_transcripts(conn, part):
             transcripts[clip_id].append((asr, text))
     return clips, transcripts, no_speech
-
-
-@contextlib.contextmanager
-def _one_snapshot(conn) -> Iterator[None]:
-    """The reads inside see the database at one moment (a read transaction)."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
 
 
 class _TwoCoresFailed(Exception):
@@ -272,7 +257,7 @@ def _screen_on_two_cores(
     _TwoCoresFailed. With `store_in`, this process stores its part's scores while the child may still score its
     own."""
     with call_in_child(method, _score_part_in_child, database, settings, now) as child_part:
-        with _one_snapshot(conn):
+        with read_snapshot(conn):
             version = store.screening_inputs_version(conn)
             state = store.transcript_state(conn)
             languages = store.screenable_languages(conn)
@@ -314,7 +299,7 @@ def _score_part_in_child(database: str, settings: ScreeningSettings, now: str) -
     through a Python call per object, a plain one in C): the change counters it read, the rows to store, each
     clip's index into the distinct scores, the distinct scores, the unscorable clips, the clips with too few
     transcripts and those with none."""
-    with contextlib.closing(connect(Path(database), read_only=True)) as conn, _one_snapshot(conn):
+    with contextlib.closing(connect(Path(database), read_only=True)) as conn, read_snapshot(conn):
         version = store.screening_inputs_version(conn)
         clips, transcripts, no_speech = _read_inputs(conn, settings, _CHILD_PART)
     scoring = _ClipScoring(settings, clips, transcripts, no_speech)

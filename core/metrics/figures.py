@@ -302,7 +302,7 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
     the engine off. Here that first pass runs the engine alone, as `Figure.draw` would have (the artists'
     own dry drawing left nothing the real draw does not redo): a third of a save's time. Each format keeps
     its own layout, solved with its own renderer, as before."""
-    engine = fig.get_layout_engine()
+    layout_engine = fig.get_layout_engine()
     if options.get("bbox_inches", matplotlib.rcParams["savefig.bbox"]) == "tight":  # measured on the dry pass
         fig.savefig(path, **options)
         return
@@ -311,11 +311,11 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
     def draw(renderer) -> None:
         nonlocal passes
         passes += 1
-        if passes > 1 or engine is None:
+        if passes > 1 or layout_engine is None:
             return Figure.draw(fig, renderer)
         if fig.axes:  # what Figure.draw does with the engine, from matplotlib 3.6 on
             with contextlib.suppress(ValueError):
-                engine.execute(fig)
+                layout_engine.execute(fig)
 
     fig.draw = draw  # an instance attribute: savefig's own draws call it; removed again below
     try:

@@ -92,9 +92,24 @@ def is_read_only(conn: sqlite3.Connection) -> bool:
     return bool(conn.execute("PRAGMA query_only").fetchone()[0])
 
 
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database ('' for one in memory)."""
+    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+
+
+@contextlib.contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """The reads inside see the database at one moment (a read transaction)."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
 def read_only_error(conn: sqlite3.Connection) -> ProjectError:
-    database_file = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
-    folder = Path(database_file).parent if database_file else "the project"
+    file = database_file(conn)
+    folder = Path(file).parent if file else "the project"
     return ProjectError(
         f"{folder} is open read-only (its folder or database is not writable), and this command changes the "
         "project; reading commands work. Copy the project somewhere writable, or make it writable, to change it."

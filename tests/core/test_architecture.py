@@ -94,6 +94,8 @@ def test_cli_and_core_run_without_portaudio(tmp_path):
 # Import and SQL contracts, checked on the source (AST), so a violation is named by file and line.
 
 PACKAGE = "spokenbench"
+# receivers whose `execute` is no cursor's: matplotlib's LayoutEngine.execute (core/metrics/figures.py)
+NOT_SQL_RECEIVERS = frozenset({"layout_engine"})
 SQL_METHODS = frozenset({"execute", "executemany", "executescript", "read_sql", "read_sql_query", "read_sql_table"})
 # A string that starts like a statement: checked case-sensitively, so prose ("Select the answer") never matches.
 SQL_STATEMENT = re.compile(
@@ -199,6 +201,7 @@ def sql_outside_store_modules(root: Path) -> list[str]:
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
                     and node.func.attr in SQL_METHODS
+                    and not (isinstance(node.func.value, ast.Name) and node.func.value.id in NOT_SQL_RECEIVERS)
                 ):
                     offenders.add((where, node.lineno, f".{node.func.attr}(…)"))
                 text = _literal_text(node)
