@@ -129,5 +129,4 @@ def opened(path: str | Path) -> Iterator[Project]:
 
 def audio_store_of(conn: sqlite3.Connection) -> AudioStore:
     """The audio folder of the project whose database `conn` is connected to."""
-    database_file = next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main")
-    return AudioStore(Path(database_file).parent / AUDIO_DIR_NAME)
+    return AudioStore(Path(database.database_file(conn)).parent / AUDIO_DIR_NAME)
