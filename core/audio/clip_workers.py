@@ -29,6 +29,7 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 
 MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
 CHUNK = 8  # requests per message to a worker
+SLOW_CHUNK = 32  # requests sent ahead (`render_ahead`) per message: one worker loads what they need for this many
 PARENT_POLL_S = 0.2
 MIN_CLIPS_FOR_PROCESSES = 48  # below this, starting the processes (~0.3 s of imports each) costs more than it saves
 
@@ -149,6 +150,7 @@ class ClipWorkers:
             self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-synthesis")
         self._waiting: list[tuple[SynthesisRequest, str, asyncio.Future]] = []
         self._flush_scheduled = False
+        self._ahead: dict[SynthesisRequest, asyncio.Future] = {}
 
     @property
     def in_flight(self) -> int:
@@ -157,6 +159,9 @@ class ClipWorkers:
 
     async def render(self, request: SynthesisRequest, label: str, audio_format: str) -> RenderedClip:
         """The clip of one request; requests made in the same turn of the event loop travel together."""
+        ahead = self._ahead.pop(request, None)
+        if ahead is not None:
+            return await ahead
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._waiting.append((request, label, future))
@@ -167,21 +172,38 @@ class ClipWorkers:
             loop.call_soon(self._flush, audio_format)
         return await future
 
+    def render_ahead(self, requests: list[tuple[SynthesisRequest, str]], audio_format: str) -> None:
+        """Send these (request, label)s now, before the plan's order reaches them; `render` then hands over their
+        clips. For the slowest requests (signal-processed voices, ten times a plain clip): sent first, they do not
+        end the job with one worker busy and the others idle, and in chunks of SLOW_CHUNK only one worker in a small
+        plan loads the libraries they need."""
+        loop = asyncio.get_running_loop()
+        for start in range(0, len(requests), SLOW_CHUNK):
+            chunk = [(request, label, loop.create_future()) for request, label in requests[start : start + SLOW_CHUNK]]
+            self._ahead.update((request, future) for request, _, future in chunk)
+            self._submit(chunk, audio_format)
+
     def _flush(self, audio_format: str) -> None:
         self._flush_scheduled = False
         chunk, self._waiting = self._waiting[:CHUNK], self._waiting[CHUNK:]
         if not chunk:
             return
+        self._submit(chunk, audio_format)
+        if self._waiting:
+            self._flush(audio_format)
+
+    def _submit(self, chunk: list[tuple[SynthesisRequest, str, asyncio.Future]], audio_format: str) -> None:
         requests = [(request, label) for request, label, _ in chunk]
         in_this_process = None if self.processes else self.backend
         done = asyncio.wrap_future(self.executor.submit(render_clips, requests, audio_format, in_this_process))
         done.add_done_callback(lambda finished: _settle([future for *_, future in chunk], finished))
-        if self._waiting:
-            self._flush(audio_format)
 
     def close(self) -> None:
         """Stop the pool: queued chunks are dropped, running ones finish (a few clips), no process is left."""
         self.executor.shutdown(wait=True, cancel_futures=True)
+        for unclaimed in self._ahead.values():  # rendered ahead for a clip stored meanwhile by another job
+            unclaimed.cancel()
+        self._ahead.clear()
 
     def __enter__(self) -> ClipWorkers:
         return self
