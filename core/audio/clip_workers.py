@@ -151,6 +151,7 @@ class ClipWorkers:
         self._waiting: list[tuple[SynthesisRequest, str, asyncio.Future]] = []
         self._flush_scheduled = False
         self._ahead: dict[SynthesisRequest, asyncio.Future] = {}
+        self._closing: threading.Thread | None = None
 
     @property
     def in_flight(self) -> int:
@@ -200,8 +201,22 @@ class ClipWorkers:
 
     def close(self) -> None:
         """Stop the pool: queued chunks are dropped, running ones finish (a few clips), no process is left."""
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        if self._closing is None:
+            self.close_soon()
+        self._closing.join()
+
+    def close_soon(self) -> None:
+        """Start stopping the pool without waiting for its processes to exit (each tears down its interpreter, a
+        few tenths of a second) so the caller goes on meanwhile; `close` waits for them."""
+        if self._closing is not None:
+            return
+        self._closing = threading.Thread(
+            target=self.executor.shutdown, kwargs={"wait": True, "cancel_futures": True}, name="spokenbench-pool-close"
+        )
+        self._closing.start()
         for unclaimed in self._ahead.values():  # rendered ahead for a clip stored meanwhile by another job
+            if unclaimed.done() and not unclaimed.cancelled():
+                unclaimed.exception()  # seen: not logged as never retrieved
             unclaimed.cancel()
         self._ahead.clear()
 

@@ -79,17 +79,18 @@ def _fill(project: Project, progress: Progress) -> None:
     workers); the runs on the neutralized question clips follow once those exist. Runs, jobs and every other row
     keep the ids and contents one step after another gives (tests/core/test_demo_overlap.py)."""
     audio_free, on_clips = _demo_listener_runs()
-    with _RunsAlongside(project.path, audio_free, progress) as alongside:
-        with ClipWorkers(get_backend("espeak"), in_processes=True) as workers:
+    with ClipWorkers(get_backend("espeak"), in_processes=True) as workers:
+        with _RunsAlongside(project.path, audio_free, progress) as alongside:
             _import_with_rewrites(project, progress)
             progress.report(3, 6, "synthesizing offline speech")
             _synthesize_offline(project, progress, workers, alongside.synthesis_started)
-        add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
-        progress.report(4, 6, "running three simulated listeners")
-        alongside.wait(progress)
-    progress.report(5, 6, "running the gender study's simulated listeners")
-    evaluate_runs(project, on_clips, progress.sub_task())
-    _declare_backbones(project, GENDER_PROFILES, DEMO_GENDER_BACKBONE)
+            workers.close_soon()  # the processes exit while the rest is built
+            add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
+            progress.report(4, 6, "running three simulated listeners")
+            alongside.wait(progress)
+        progress.report(5, 6, "running the gender study's simulated listeners")
+        evaluate_runs(project, on_clips, progress.sub_task())
+        _declare_backbones(project, GENDER_PROFILES, DEMO_GENDER_BACKBONE)
     progress.report(6, 6, "demo ready")
 
 

@@ -137,6 +137,21 @@ def test_neutralized_voices_render_first_and_store_what_the_one_at_a_time_path_s
         assert stored_files(ahead) == stored_files(serial)
 
 
+@pytest.mark.slow
+def test_a_pool_let_go_early_has_no_process_left_once_closed(mini_project):
+    """`close_soon` after the synthesis lets the demo build go on while the workers exit; leaving the pool still
+    waits for every one of them."""
+    backend = LocalToneBackend()
+    plan = plan_synthesis(mini_project.conn, backend, languages=["en"])
+    with ClipWorkers(backend, in_processes=True) as workers:
+        report = asyncio.run(run_synthesis(mini_project, plan, workers=workers))
+        started = multiprocessing.active_children()
+        workers.close_soon()
+        workers.close_soon()  # once is enough
+    assert report.synthesized == len(plan.jobs) and started
+    assert multiprocessing.active_children() == [] and not any(process.is_alive() for process in started)
+
+
 def test_the_workers_check_and_store_exactly_what_the_wav_a_backend_returns_decodes_to():
     """Workers skip the WAV between synthesis and check (`as_stored`): the samples must be those decoding it gives,
     at full scale and beyond it (clipped) too, so the FLAC written from them holds the same bytes."""
