@@ -44,9 +44,13 @@ def demo_file(name: str):
         yield path
 
 
-def build_demo(path: str | Path, progress: Progress | None = None, real: bool = False) -> Path:
+def build_demo(
+    path: str | Path, progress: Progress | None = None, real: bool = False, workers: ClipWorkers | None = None
+) -> Path:
     """Build the demo in a sibling temp folder and rename it into place, so a kill never leaves half a demo.
-    `real`: also the real model's run (core/evaluation/real_demo.py), checked installed before anything is built."""
+    `real`: also the real model's run (core/evaluation/real_demo.py), checked installed before anything is built.
+    `workers`: espeak-ng's speech workers when the caller started them before importing this module (the CLI does:
+    they load while it imports); the build closes them. Started here otherwise."""
     progress = progress or no_progress()
     if real:
         from spokenbench.core.evaluation.real_demo import check_real_demo_ready
@@ -59,7 +63,7 @@ def build_demo(path: str | Path, progress: Progress | None = None, real: bool = 
     shutil.rmtree(staging, ignore_errors=True)
     try:
         with Project.create(staging) as project:
-            _fill(project, progress)
+            _fill(project, progress, workers or ClipWorkers(get_backend("espeak"), in_processes=True))
             if real:
                 from spokenbench.core.evaluation.real_demo import REAL_LABEL, add_real_demo_run
 
@@ -73,13 +77,13 @@ def build_demo(path: str | Path, progress: Progress | None = None, real: bool = 
     return target
 
 
-def _fill(project: Project, progress: Progress) -> None:
-    """The speech workers start first: they load espeak-ng while the questions are imported. The simulated listeners'
+def _fill(project: Project, progress: Progress, workers: ClipWorkers) -> None:
+    """The speech workers were started first: they load espeak-ng while the questions are imported. The simulated listeners'
     runs that hear no audio then run on a thread while the clips are synthesized (the parent mostly waits for its
     workers); the runs on the neutralized question clips follow once those exist. Runs, jobs and every other row
     keep the ids and contents one step after another gives (tests/core/test_demo_overlap.py)."""
     audio_free, on_clips = _demo_listener_runs()
-    with ClipWorkers(get_backend("espeak"), in_processes=True) as workers:
+    with workers:
         with _RunsAlongside(project.path, audio_free, progress) as alongside:
             _import_with_rewrites(project, progress)
             progress.report(3, 6, "synthesizing offline speech")
