@@ -78,23 +78,23 @@ def build_demo(
 
 
 def _fill(project: Project, progress: Progress, workers: ClipWorkers) -> None:
-    """The speech workers were started first: they load espeak-ng while the questions are imported. The simulated listeners'
-    runs that hear no audio then run on a thread while the clips are synthesized (the parent mostly waits for its
-    workers); the runs on the neutralized question clips follow once those exist. Runs, jobs and every other row
-    keep the ids and contents one step after another gives (tests/core/test_demo_overlap.py)."""
+    """The speech workers were started first: they load espeak-ng while the questions are imported. The simulated
+    listeners' runs then go on a thread alongside: those that hear no audio while the clips are synthesized (the
+    parent mostly waits for its workers), those on the neutralized question clips once the clips are stored, while
+    this thread adds the QC state (mostly waiting for its commits). Runs, jobs and every other row keep the ids and
+    contents one step after another gives (tests/core/test_demo_overlap.py)."""
     audio_free, on_clips = _demo_listener_runs()
-    with workers:
-        with _RunsAlongside(project.path, audio_free, progress) as alongside:
-            _import_with_rewrites(project, progress)
-            progress.report(3, 6, "synthesizing offline speech")
-            _synthesize_offline(project, progress, workers, alongside.synthesis_started)
-            workers.close_soon()  # the processes exit while the rest is built
-            add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
-            progress.report(4, 6, "running three simulated listeners")
-            alongside.wait(progress)
-        progress.report(5, 6, "running the gender study's simulated listeners")
-        evaluate_runs(project, on_clips, progress.sub_task())
-        _declare_backbones(project, GENDER_PROFILES, DEMO_GENDER_BACKBONE)
+    with workers, _RunsAlongside(project.path, audio_free, on_clips, progress) as alongside:
+        _import_with_rewrites(project, progress)
+        progress.report(3, 6, "synthesizing offline speech")
+        _synthesize_offline(project, progress, workers, alongside.synthesis_started)
+        alongside.clips_stored.set()
+        workers.close_soon()  # the processes exit while the rest is built
+        progress.report(4, 6, "adding the QC state")
+        add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
+        progress.report(5, 6, "finishing the simulated listeners' runs")
+        alongside.wait(progress)
+    _declare_backbones(project, GENDER_PROFILES, DEMO_GENDER_BACKBONE)
     progress.report(6, 6, "demo ready")
 
 
@@ -110,26 +110,35 @@ def _demo_listener_runs() -> tuple[list[RunSettings], list[RunSettings]]:
 
 
 class _RunsAlongside:
-    """Simulated runs on a thread of their own (with their own connection), started once the synthesis job's row
-    exists so job ids stay in the serial order. It reports nothing (two threads would garble one progress bar) but
-    says the jobs it records; it stops at its next request when the build fails or is cancelled."""
+    """Simulated runs in order on a thread of their own (with their own connection): `audio_free` once the
+    synthesis job's row exists (so job ids stay in the serial order), then `on_clips` once the clips are stored. It
+    reports nothing (two threads would garble one progress bar) but says the jobs it records; it stops at its next
+    request when the build fails or is cancelled."""
 
-    def __init__(self, project_path: Path, runs: list[RunSettings], progress: Progress):
+    def __init__(
+        self, project_path: Path, audio_free: list[RunSettings], on_clips: list[RunSettings], progress: Progress
+    ):
         self.synthesis_started = threading.Event()
+        self.clips_stored = threading.Event()
         self.progress = Progress(None, threading.Event(), progress.job_recorded)
         self.error: BaseException | None = None
         self.thread = threading.Thread(
-            target=self._run, args=(project_path, runs), name="spokenbench-demo-listeners", daemon=True
+            target=self._run, args=(project_path, audio_free, on_clips), name="spokenbench-demo-listeners", daemon=True
         )
 
-    def _run(self, project_path: Path, runs: list[RunSettings]) -> None:
+    def _run(self, project_path: Path, audio_free: list[RunSettings], on_clips: list[RunSettings]) -> None:
         try:
-            while not self.synthesis_started.wait(0.05):
-                self.progress.check_cancelled()
+            self._wait_for(self.synthesis_started)
             with Project.open(project_path) as project:
-                evaluate_runs(project, runs, self.progress)
+                evaluate_runs(project, audio_free, self.progress)
+                self._wait_for(self.clips_stored)
+                evaluate_runs(project, on_clips, self.progress)
         except BaseException as error:  # noqa: BLE001 - handed to the build's thread by `wait`
             self.error = error
+
+    def _wait_for(self, event: threading.Event) -> None:
+        while not event.wait(0.05):
+            self.progress.check_cancelled()
 
     def wait(self, progress: Progress) -> None:
         """Until the runs are done; a cancel of `progress` reaches them; their error is raised here."""

@@ -69,3 +69,32 @@ def test_the_listeners_ran_while_the_clips_were_synthesized(built_demo):
     assert started_during and started_during[0] == "demo: simulated listener 'steady'"
     neutralized = [created for _id, name, created in runs if "neutralized voices" in name]
     assert len(neutralized) == 2 and min(neutralized) > synthesis_ended  # they need the clips
+
+
+@pytest.mark.slow
+def test_a_cancel_mid_build_stops_the_runs_alongside_and_leaves_nothing(tmp_path):
+    """Cancelled once the runs alongside the synthesis have started: the build raises Cancelled at once, and no
+    thread, worker process or half-built folder is left."""
+    import multiprocessing
+    import threading
+    import time
+
+    from spokenbench.core.demo.project import build_demo
+    from spokenbench.core.foundation.errors import Cancelled
+    from spokenbench.core.foundation.progress import Progress
+
+    jobs = []
+
+    def recorded(job_id, _claim):
+        jobs.append(job_id)
+        if len(jobs) == 3:  # the synthesis job, then the first two runs alongside it
+            progress.cancel()
+
+    progress = Progress(None, threading.Event(), recorded)
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        build_demo(tmp_path / "demo", progress)
+    assert time.monotonic() - started < 60 and jobs[:3] == [1, 2, 3]
+    assert not any(thread.name == "spokenbench-demo-listeners" for thread in threading.enumerate())
+    assert multiprocessing.active_children() == []
+    assert list(tmp_path.iterdir()) == []
