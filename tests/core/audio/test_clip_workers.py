@@ -138,14 +138,18 @@ def test_neutralized_voices_render_first_and_store_what_the_one_at_a_time_path_s
 
 
 @pytest.mark.slow
-def test_a_pool_let_go_early_has_no_process_left_once_closed(mini_project):
+def test_a_pool_let_go_early_has_no_process_left_once_closed(mini_project, monkeypatch):
     """`close_soon` after the synthesis lets the demo build go on while the workers exit; leaving the pool still
     waits for every one of them."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
     backend = LocalToneBackend()
     plan = plan_synthesis(mini_project.conn, backend, languages=["en"])
     with ClipWorkers(backend, in_processes=True) as workers:
         report = asyncio.run(run_synthesis(mini_project, plan, workers=workers))
         started = multiprocessing.active_children()
+        # one BLAS thread in each worker (they compete with one another), this process's setting untouched
+        assert workers.executor.submit(os.getenv, "OPENBLAS_NUM_THREADS").result() == "1"
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
         workers.close_soon()
         workers.close_soon()  # once is enough
     assert report.synthesized == len(plan.jobs) and started
