@@ -88,6 +88,7 @@ def _fill(project: Project, progress: Progress, workers: ClipWorkers) -> None:
         _import_with_rewrites(project, progress)
         progress.report(3, 6, "synthesizing offline speech")
         _synthesize_offline(project, progress, workers, alongside.synthesis_started)
+        alongside.synthesis_started.set()  # had it nothing to report, its job's row is there now all the same
         alongside.clips_stored.set()
         workers.close_soon()  # the processes exit while the rest is built
         progress.report(4, 6, "adding the QC state")
