@@ -11,6 +11,7 @@ A plan too small to repay starting processes renders on one thread of this proce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -29,7 +30,9 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 
 MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
 CHUNK = 8  # requests per message to a worker
+SLOW_CHUNK = 32  # requests sent ahead (`render_ahead`) per message: one worker loads what they need for this many
 PARENT_POLL_S = 0.2
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 MIN_CLIPS_FOR_PROCESSES = 48  # below this, starting the processes (~0.3 s of imports each) costs more than it saves
 
 
@@ -93,6 +96,22 @@ def _load_engine() -> None:
     _worker_backend().prepare()
 
 
+@contextlib.contextmanager
+def _one_blas_thread():
+    """A worker is one core's worth of work beside the others: OpenBLAS's own threads (one per core, started when
+    numpy is imported) would only compete with them, and spin while idle (~0.07 s of CPU in a demo build). Set
+    for the processes started meanwhile; this process keeps its own setting."""
+    saved = os.environ.get(BLAS_THREADS)
+    os.environ[BLAS_THREADS] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(BLAS_THREADS, None)
+        else:
+            os.environ[BLAS_THREADS] = saved
+
+
 def _start_worker(factory: Callable[[], TTSBackend]) -> None:
     global _factory
     _factory = factory
@@ -128,13 +147,15 @@ class ClipWorkers:
                 initializer=_start_worker,
                 initargs=(type(backend),),
             )
-            with main_script_hidden():  # each submit starts one process, until all are started
+            with main_script_hidden(), _one_blas_thread():  # each submit starts one process, until all are started
                 for _ in range(self.processes):
                     self.executor.submit(_load_engine)  # its error, if any, comes again with real work
         else:
             self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-synthesis")
         self._waiting: list[tuple[SynthesisRequest, str, asyncio.Future]] = []
         self._flush_scheduled = False
+        self._ahead: dict[SynthesisRequest, asyncio.Future] = {}
+        self._closing: threading.Thread | None = None
 
     @property
     def in_flight(self) -> int:
@@ -143,6 +164,9 @@ class ClipWorkers:
 
     async def render(self, request: SynthesisRequest, label: str, audio_format: str) -> RenderedClip:
         """The clip of one request; requests made in the same turn of the event loop travel together."""
+        ahead = self._ahead.pop(request, None)
+        if ahead is not None:
+            return await ahead
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._waiting.append((request, label, future))
@@ -153,21 +177,52 @@ class ClipWorkers:
             loop.call_soon(self._flush, audio_format)
         return await future
 
+    def render_ahead(self, requests: list[tuple[SynthesisRequest, str]], audio_format: str) -> None:
+        """Send these (request, label)s now, before the plan's order reaches them; `render` then hands over their
+        clips. For the slowest requests (signal-processed voices, ten times a plain clip): sent first, they do not
+        end the job with one worker busy and the others idle, and in chunks of SLOW_CHUNK only one worker in a small
+        plan loads the libraries they need."""
+        loop = asyncio.get_running_loop()
+        for start in range(0, len(requests), SLOW_CHUNK):
+            chunk = [(request, label, loop.create_future()) for request, label in requests[start : start + SLOW_CHUNK]]
+            self._ahead.update((request, future) for request, _, future in chunk)
+            self._submit(chunk, audio_format)
+
     def _flush(self, audio_format: str) -> None:
         self._flush_scheduled = False
         chunk, self._waiting = self._waiting[:CHUNK], self._waiting[CHUNK:]
         if not chunk:
             return
+        self._submit(chunk, audio_format)
+        if self._waiting:
+            self._flush(audio_format)
+
+    def _submit(self, chunk: list[tuple[SynthesisRequest, str, asyncio.Future]], audio_format: str) -> None:
         requests = [(request, label) for request, label, _ in chunk]
         in_this_process = None if self.processes else self.backend
         done = asyncio.wrap_future(self.executor.submit(render_clips, requests, audio_format, in_this_process))
         done.add_done_callback(lambda finished: _settle([future for *_, future in chunk], finished))
-        if self._waiting:
-            self._flush(audio_format)
 
     def close(self) -> None:
         """Stop the pool: queued chunks are dropped, running ones finish (a few clips), no process is left."""
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        if self._closing is None:
+            self.close_soon()
+        self._closing.join()
+
+    def close_soon(self) -> None:
+        """Start stopping the pool without waiting for its processes to exit (each tears down its interpreter, a
+        few tenths of a second) so the caller goes on meanwhile; `close` waits for them."""
+        if self._closing is not None:
+            return
+        self._closing = threading.Thread(
+            target=self.executor.shutdown, kwargs={"wait": True, "cancel_futures": True}, name="spokenbench-pool-close"
+        )
+        self._closing.start()
+        for unclaimed in self._ahead.values():  # rendered ahead for a clip stored meanwhile by another job
+            if unclaimed.done() and not unclaimed.cancelled():
+                unclaimed.exception()  # seen: not logged as never retrieved
+            unclaimed.cancel()
+        self._ahead.clear()
 
     def __enter__(self) -> ClipWorkers:
         return self

@@ -292,7 +292,9 @@ async def _run_local(project, backend, groups, job_progress, workers: ClipWorker
     """A local engine on every core: clips rendered in `workers`, their files written and made durable in groups
     (GroupDurability, as `assemble` does), and only then their rows handed to the job's writer, which commits them
     in batches — so a row never refers to a file that could be lost, and a kill loses at most a group's work.
-    Rows are handed over in the plan's order (`_InPlanOrder`), so clip ids are those one-at-a-time synthesis gives."""
+    Rows are handed over in the plan's order (`_InPlanOrder`), so clip ids are those one-at-a-time synthesis gives.
+    Neutralized voices' clips (signal processing after synthesis) are rendered ahead of that order: the slowest work
+    first, so it does not end the job on one worker."""
     files = GroupDurability(project.audio, STORED_FORMAT, FILES_PER_GROUP, BYTES_IN_FLIGHT)
     loop = _job_loop(project, job_progress, workers.in_flight + FILES_PER_GROUP)
     order = _InPlanOrder()
@@ -319,6 +321,8 @@ async def _run_local(project, backend, groups, job_progress, workers: ClipWorker
             audio = (sha, STORED_FORMAT, clip.duration_s, clip.sample_rate, clip.speech_level_db)
             return _clip_rows_write(backend, group, "ok", None, audio)
 
+    slow = [(group[0].request, group[0].label) for group in groups.values() if group[0].request.voice.neutralization]
+    workers.render_ahead(slow, STORED_FORMAT)
     try:
         await loop.run(list(groups.values()), synthesize)
     finally:

@@ -309,9 +309,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         check_report_folder(args.report)  # before the demo is built: an occupied folder fails at once
         if Path(args.report).resolve() == Path(args.dir).resolve():
             raise SpokenBenchError("--report needs a folder other than the demo project's")
-    from spokenbench.core.demo.project import build_demo
+    from spokenbench.core.audio.clip_workers import ClipWorkers
+    from spokenbench.core.audio.tts import get_backend
 
-    build_demo(args.dir, text_progress_bar(), real=args.real)
+    # the speech workers start before the rest of the build is imported (a tenth of a second): they load meanwhile
+    workers = ClipWorkers(get_backend("espeak"), in_processes=True)
+    with workers:
+        from spokenbench.core.demo.project import build_demo
+
+        build_demo(args.dir, text_progress_bar(), real=args.real, workers=workers)
     with opened(args.dir) as project:
         summary = project_summary(project.conn)
     if args.real:

@@ -13,13 +13,16 @@ import importlib.resources
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 from spokenbench.core.audio.clip_workers import ClipWorkers
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.domain.items import option_part
-from spokenbench.core.evaluation.demo import add_simulated_demo_runs
+from spokenbench.core.evaluation.demo import evaluate_runs, simulated_demo_runs
+from spokenbench.core.evaluation.plans import PlanOptions
+from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.simulated import GENDER_PROFILES, GENDER_STUDY_PROMPTS
 from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
@@ -41,9 +44,13 @@ def demo_file(name: str):
         yield path
 
 
-def build_demo(path: str | Path, progress: Progress | None = None, real: bool = False) -> Path:
+def build_demo(
+    path: str | Path, progress: Progress | None = None, real: bool = False, workers: ClipWorkers | None = None
+) -> Path:
     """Build the demo in a sibling temp folder and rename it into place, so a kill never leaves half a demo.
-    `real`: also the real model's run (core/evaluation/real_demo.py), checked installed before anything is built."""
+    `real`: also the real model's run (core/evaluation/real_demo.py), checked installed before anything is built.
+    `workers`: espeak-ng's speech workers when the caller started them before importing this module (the CLI does:
+    they load while it imports); the build closes them. Started here otherwise."""
     progress = progress or no_progress()
     if real:
         from spokenbench.core.evaluation.real_demo import check_real_demo_ready
@@ -56,7 +63,7 @@ def build_demo(path: str | Path, progress: Progress | None = None, real: bool = 
     shutil.rmtree(staging, ignore_errors=True)
     try:
         with Project.create(staging) as project:
-            _fill(project, progress)
+            _fill(project, progress, workers or ClipWorkers(get_backend("espeak"), in_processes=True))
             if real:
                 from spokenbench.core.evaluation.real_demo import REAL_LABEL, add_real_demo_run
 
@@ -70,18 +77,86 @@ def build_demo(path: str | Path, progress: Progress | None = None, real: bool = 
     return target
 
 
-def _fill(project: Project, progress: Progress) -> None:
-    # the speech workers start first: they load espeak-ng while the questions are imported
-    with ClipWorkers(get_backend("espeak"), in_processes=True) as workers:
+def _fill(project: Project, progress: Progress, workers: ClipWorkers) -> None:
+    """The speech workers were started first: they load espeak-ng while the questions are imported. The simulated
+    listeners' runs then go on a thread alongside: those that hear no audio while the clips are synthesized (the
+    parent mostly waits for its workers), those on the neutralized question clips once the clips are stored, while
+    this thread adds the QC state (mostly waiting for its commits). Runs, jobs and every other row keep the ids and
+    contents one step after another gives (tests/core/test_demo_overlap.py)."""
+    audio_free, on_clips = _demo_listener_runs()
+    with workers, _RunsAlongside(project.path, audio_free, on_clips, progress) as alongside:
         _import_with_rewrites(project, progress)
         progress.report(3, 6, "synthesizing offline speech")
-        _synthesize_offline(project, progress, workers)
-    add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
-    progress.report(4, 6, "running three simulated listeners")
-    add_simulated_demo_runs(project, progress.sub_task())
-    progress.report(5, 6, "running the gender study's simulated listeners")
-    add_gender_study_runs(project, progress.sub_task())
+        _synthesize_offline(project, progress, workers, alongside.synthesis_started)
+        alongside.synthesis_started.set()  # had it nothing to report, its job's row is there now all the same
+        alongside.clips_stored.set()
+        workers.close_soon()  # the processes exit while the rest is built
+        progress.report(4, 6, "adding the QC state")
+        add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
+        progress.report(5, 6, "finishing the simulated listeners' runs")
+        alongside.wait(progress)
+    _declare_backbones(project, GENDER_PROFILES, DEMO_GENDER_BACKBONE)
     progress.report(6, 6, "demo ready")
+
+
+def _demo_listener_runs() -> tuple[list[RunSettings], list[RunSettings]]:
+    """The demo's simulated runs in the order one step after another makes them — the three multiple-choice
+    listeners, then the gender study's (run_simulated_gender_study) — split into those that need no clips and, last,
+    those on the neutralized question clips."""
+    runs = simulated_demo_runs() + gender_study_runs(
+        GENDER_PROFILES, DEMO_GENDER_BACKBONE, DEMO_GENDER_PROMPTS, neutralized_prompts=DEMO_NEUTRALIZED_PROMPTS
+    )
+    first_on_clips = next(i for i, run in enumerate(runs) if run.plan.voices == "neutralized")
+    return runs[:first_on_clips], runs[first_on_clips:]
+
+
+class _RunsAlongside:
+    """Simulated runs in order on a thread of their own (with their own connection): `audio_free` once the
+    synthesis job's row exists (so job ids stay in the serial order), then `on_clips` once the clips are stored. It
+    reports nothing (two threads would garble one progress bar) but says the jobs it records; it stops at its next
+    request when the build fails or is cancelled."""
+
+    def __init__(
+        self, project_path: Path, audio_free: list[RunSettings], on_clips: list[RunSettings], progress: Progress
+    ):
+        self.synthesis_started = threading.Event()
+        self.clips_stored = threading.Event()
+        self.progress = Progress(None, threading.Event(), progress.job_recorded)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._run, args=(project_path, audio_free, on_clips), name="spokenbench-demo-listeners", daemon=True
+        )
+
+    def _run(self, project_path: Path, audio_free: list[RunSettings], on_clips: list[RunSettings]) -> None:
+        try:
+            self._wait_for(self.synthesis_started)
+            with Project.open(project_path) as project:
+                evaluate_runs(project, audio_free, self.progress)
+                self._wait_for(self.clips_stored)
+                evaluate_runs(project, on_clips, self.progress)
+        except BaseException as error:  # noqa: BLE001 - handed to the build's thread by `wait`
+            self.error = error
+
+    def _wait_for(self, event: threading.Event) -> None:
+        while not event.wait(0.05):
+            self.progress.check_cancelled()
+
+    def wait(self, progress: Progress) -> None:
+        """Until the runs are done; a cancel of `progress` reaches them; their error is raised here."""
+        while self.thread.is_alive():
+            if progress.cancelled:
+                self.progress.cancel()
+            self.thread.join(0.05)
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> _RunsAlongside:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.progress.cancel()  # a no-op after `wait`; on a failure or Ctrl-C the runs stop at once
+        self.thread.join()
 
 
 def _import_with_rewrites(project: Project, progress: Progress) -> None:
@@ -125,17 +200,6 @@ DEMO_NEUTRALIZED_PROMPTS = ("gender-paper",)
 DEMO_GENDER_BACKBONE = "gender-balanced"
 
 
-def add_gender_study_runs(project: Project, progress: Progress | None = None) -> list:
-    return run_simulated_gender_study(
-        project,
-        speech_profiles=GENDER_PROFILES,
-        backbone_profile=DEMO_GENDER_BACKBONE,
-        prompts=DEMO_GENDER_PROMPTS,
-        neutralized_prompts=DEMO_NEUTRALIZED_PROMPTS,
-        progress=progress,
-    )
-
-
 # The gender probes' questions are also spoken by a second voice per gender and by the neutralized approximation
 # (core/audio/neutralize.py) of the first, in American English: the gender paper hears only the question (the
 # options are read as text), and one accent keeps the demo's build time down.
@@ -143,9 +207,10 @@ DEMO_PROBE_VOICES = ("espeak-male-2", "espeak-female-2", "espeak-male-neutral-ap
 DEMO_PROBE_ACCENTS = ("american",)
 
 
-def _synthesize_offline(project: Project, progress: Progress, workers: ClipWorkers) -> None:
+def _synthesize_offline(project: Project, progress: Progress, workers: ClipWorkers, started: threading.Event) -> None:
     """espeak-ng audio for every item part and instruction token in the default voices (one per gender), and
-    the gender probes' questions in the extra probe voices; one synthesis job for both, on every core."""
+    the gender probes' questions in the extra probe voices; one synthesis job for both, on every core. `started` is
+    set at its first report, made once its job's row exists."""
     backend = workers.backend
     plan = plan_synthesis(project.conn, backend)
     probes = plan_synthesis(
@@ -157,7 +222,7 @@ def _synthesize_offline(project: Project, progress: Progress, workers: ClipWorke
         kinds=("gender-probe",),
     )
     plan.jobs += probes.jobs
-    report = asyncio.run(run_synthesis(project, plan, progress.sub_task(), workers=workers))
+    report = asyncio.run(run_synthesis(project, plan, progress.sub_task(lambda *_: started.set()), workers=workers))
     if report.failed:
         raise SpokenBenchError(f"the offline demo audio failed for {report.failed} clips: {report.failures[0]}")
 
@@ -181,12 +246,22 @@ def run_simulated_gender_study(
     (`--voice-kind neutralized`: the paper's Section 5, Table 4; the clips must exist). Returns the
     runs' summaries (core.evaluation.runner.RunSummary). Needs no audio and no network; reusable by the demo and
     the app."""
-    from spokenbench.core.evaluation.plans import PlanOptions
-    from spokenbench.core.evaluation.preparation import RunSettings
-    from spokenbench.core.evaluation.runner import evaluate
-    from spokenbench.core.foundation.progress import no_progress
+    runs = gender_study_runs(speech_profiles, backbone_profile, prompts, seed, neutralized_prompts)
+    summaries = evaluate_runs(project, runs, progress, "gender study runs ready")
+    if declare_backbones and backbone_profile:
+        _declare_backbones(project, speech_profiles, backbone_profile)
+    return summaries
 
-    progress = progress or no_progress()
+
+def gender_study_runs(
+    speech_profiles: tuple[str, ...],
+    backbone_profile: str | None,
+    prompts: tuple[str, ...],
+    seed: int = 0,
+    neutralized_prompts: tuple[str, ...] = (),
+) -> list[RunSettings]:
+    """The runs of run_simulated_gender_study, in its order: the speech listeners, the backbone, and last the runs
+    on the neutralized question clips (the only ones that need clips)."""
     runs = [(f"simulated:{p}", "audio+text-options", prompt, "original") for prompt in prompts for p in speech_profiles]
     if backbone_profile:
         runs += [(f"simulated:{backbone_profile}", "text", prompt, "original") for prompt in prompts]
@@ -195,24 +270,19 @@ def run_simulated_gender_study(
         for prompt in neutralized_prompts
         for p in speech_profiles
     ]
-    summaries = []
-    for done, (model, mode, prompt, voices) in enumerate(runs):
-        progress.check_cancelled()
-        progress.report(done, len(runs), f"{model} {mode} {prompt}")
-        heard = ", neutralized voices" if voices == "neutralized" else ""
-        settings = RunSettings(
+    return [
+        RunSettings(
             model=model,
             mode=mode,
             prompt=prompt,
             plan=PlanOptions(kind="gender-probe", seed=seed, voices=voices),
-            name=f"gender study: {model} ({mode}, {prompt}{heard})",
+            name=f"gender study: {model} ({mode}, {prompt}{', neutralized voices' if voices == 'neutralized' else ''})",
         )
-        summaries.append(evaluate(project, settings, progress.sub_task()))
-    if declare_backbones and backbone_profile:
-        from spokenbench.core.metrics.gender_backbones import declare_backbone_pairs
+        for model, mode, prompt, voices in runs
+    ]
 
-        declare_backbone_pairs(
-            project.path, {f"simulated:{p}": f"simulated:{backbone_profile}" for p in speech_profiles}
-        )
-    progress.report(len(runs), len(runs), "gender study runs ready")
-    return summaries
+
+def _declare_backbones(project, speech_profiles: tuple[str, ...], backbone_profile: str) -> None:
+    from spokenbench.core.metrics.gender_backbones import declare_backbone_pairs
+
+    declare_backbone_pairs(project.path, {f"simulated:{p}": f"simulated:{backbone_profile}" for p in speech_profiles})

@@ -10,21 +10,34 @@ from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.store import Project
 
 
-def add_simulated_demo_runs(project: Project, progress: Progress | None = None) -> list[RunSummary]:
-    """One simulated audio-mode run per demo listener: every multiple-choice item under the BiasInEar-like grid (accents of
-    its language × both voice genders × original and reversed order). Needs no audio and no network."""
-    progress = progress or no_progress()
-    summaries = []
-    for done, profile in enumerate(DEMO_PROFILES):
-        progress.check_cancelled()
-        progress.report(done, len(DEMO_PROFILES), f"simulated listener {profile}")
-        settings = RunSettings(
+def simulated_demo_runs() -> list[RunSettings]:
+    """One simulated audio-mode run per demo listener: every multiple-choice item under the BiasInEar-like grid
+    (accents of its language × both voice genders × original and reversed order). Needs no audio and no network."""
+    return [
+        RunSettings(
             model=f"simulated:{profile}",
             mode="audio",
             prompt="standard",
             plan=PlanOptions(orders=("original", "reversed"), kind="mcq", seed=0),
             name=f"demo: simulated listener '{profile}'",
         )
+        for profile in DEMO_PROFILES
+    ]
+
+
+def add_simulated_demo_runs(project: Project, progress: Progress | None = None) -> list[RunSummary]:
+    return evaluate_runs(project, simulated_demo_runs(), progress, "simulated runs ready")
+
+
+def evaluate_runs(
+    project: Project, runs: list[RunSettings], progress: Progress | None = None, ready: str = "runs ready"
+) -> list[RunSummary]:
+    """Each run in turn (run ids follow the list), cancellable between runs; their summaries."""
+    progress = progress or no_progress()
+    summaries = []
+    for done, settings in enumerate(runs):
+        progress.check_cancelled()
+        progress.report(done, len(runs), f"{settings.model} {settings.mode} {settings.prompt}")
         summaries.append(evaluate(project, settings, progress.sub_task()))
-    progress.report(len(DEMO_PROFILES), len(DEMO_PROFILES), "simulated runs ready")
+    progress.report(len(runs), len(runs), ready)
     return summaries

@@ -6,7 +6,10 @@ The machine is shared, so `--baseline` times an older tree in the same run, the 
 medians (a ratio holds where absolute figures drift with the load, printed before and after):
 
     mkdir -p /tmp/base-demobuild/spokenbench && git archive 562acf0 core | tar -x -C /tmp/base-demobuild/spokenbench
-    python tests/benchmarks/bench_demo_build.py [--repeats 5] [--baseline /tmp/base-demobuild]
+    python tests/benchmarks/bench_demo_build.py [--repeats 5] [--baseline /tmp/base-demobuild] [--phases]
+
+`--phases` adds one build of each tree that prints its steps as they start: the wall time and the build process's
+own CPU time (its workers' are not in it), to see where the time goes.
 """
 
 import argparse
@@ -22,6 +25,17 @@ from pathlib import Path
 TARGET_WALL_S = 4.0
 TARGET_CORES = 1.4
 BUILD = "import sys; from spokenbench.core.cli.main import main; sys.exit(main(['demo', sys.argv[1]]))"
+PHASES = """import os, sys, time
+started = time.perf_counter()
+from spokenbench.core.demo.project import build_demo
+from spokenbench.core.foundation.progress import Progress
+def step(done, total, message):
+    where = f"{done}/{total} " if total else ""
+    print(f"{time.perf_counter() - started:6.2f} s wall {sum(os.times()[:2]):5.2f} s CPU  {where}{message}")
+step(0, None, "imported")
+build_demo(sys.argv[1], Progress(step))
+step(None, None, "built")
+"""
 
 
 def build_once(folder: Path, baseline: str | None) -> dict:
@@ -43,10 +57,21 @@ def build_once(folder: Path, baseline: str | None) -> dict:
     return {"wall": wall, "cpu": cpu, "cores": cpu / wall}
 
 
+def phases(folder: Path, name: str, tree: str | None) -> None:
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+    shutil.rmtree(folder, ignore_errors=True)
+    process = subprocess.run([sys.executable, "-c", PHASES, str(folder)], env=env, capture_output=True, text=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    print(f"{name} steps (load {os.getloadavg()[0]:.2f}):\n{process.stdout.rstrip()}{process.stderr[-2000:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--baseline", help="an older tree to time alongside (PYTHONPATH), e.g. /tmp/base-demobuild")
+    parser.add_argument("--phases", action="store_true", help="one more build of each tree, printing its steps")
     args = parser.parse_args()
     kinds = {"this tree": None}
     if args.baseline:
@@ -63,6 +88,9 @@ def main() -> None:
                     f"{outcome['cores']:.2f} cores",
                     flush=True,
                 )
+        if args.phases:
+            for name, tree in kinds.items():
+                phases(Path(temp) / "demo", name, tree)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     medians = {}
     for name, runs in results.items():

@@ -21,6 +21,7 @@ from spokenbench.core.audio import clip_workers
 from spokenbench.core.audio.clip_workers import ClipWorkers
 from spokenbench.core.audio.io import as_stored, decode_audio, encode_audio, encode_wav
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
+from spokenbench.core.audio.tts.base import VoiceSpec
 from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import ImportOptions, import_files
@@ -105,6 +106,54 @@ def test_pooled_synthesis_stores_the_rows_and_bytes_of_the_one_at_a_time_path(tm
         assert stored_files(pooled) == stored_files(serial) and len(stored_files(serial)) > 40
         failures = [row[-1] for row in stored_clips(pooled) if row[-2] == "failed"]
         assert all("silent" in failure for failure in failures)
+
+
+@pytest.mark.slow
+def test_neutralized_voices_render_first_and_store_what_the_one_at_a_time_path_stores(tmp_path):
+    """A neutralized voice's clips are ten times slower (signal processing after synthesis), so they are rendered
+    ahead of the plan's order (ClipWorkers.render_ahead): the first calls are theirs. The rows still follow the plan
+    and hold, with the files, exactly what one-at-a-time synthesis stores."""
+    neutral = VoiceSpec("low-neutral", "male", "signal-approximation")
+    voices = ["low", "high", neutral.name]
+    with project_with(tmp_path, "serial", MINI_ITEMS) as serial, project_with(tmp_path, "ahead", MINI_ITEMS) as ahead:
+        one_at_a_time = ToneBackend()
+        one_at_a_time.voices += (neutral,)
+        one_at_a_time.max_concurrency = 1
+        asyncio.run(run_synthesis(serial, plan_synthesis(serial.conn, one_at_a_time, voices=voices)))
+
+        local = LocalToneBackend()
+        local.voices += (neutral,)
+        plan = plan_synthesis(ahead.conn, local, voices=voices)
+        with ClipWorkers(local, in_processes=False) as workers:  # one thread: chunks run in the order sent
+            asyncio.run(run_synthesis(ahead, plan, workers=workers))
+
+        slow = {job.cache_key for job in plan.jobs if job.request.voice == neutral}
+        assert 0 < len(slow) < len(plan.jobs) and plan.jobs[0].request.voice != neutral
+        assert {call.voice for call in local.calls[: len(slow)]} == {neutral}
+        assert neutral not in {call.voice for call in local.calls[len(slow) :]}
+        by_id = "SELECT coalesce(item_id, 0), part, cache_key FROM clips ORDER BY id"
+        assert [tuple(row) for row in ahead.conn.execute(by_id)] == in_plan_order(plan)
+        assert stored_clips(ahead) == stored_clips(serial)
+        assert stored_files(ahead) == stored_files(serial)
+
+
+@pytest.mark.slow
+def test_a_pool_let_go_early_has_no_process_left_once_closed(mini_project, monkeypatch):
+    """`close_soon` after the synthesis lets the demo build go on while the workers exit; leaving the pool still
+    waits for every one of them."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    backend = LocalToneBackend()
+    plan = plan_synthesis(mini_project.conn, backend, languages=["en"])
+    with ClipWorkers(backend, in_processes=True) as workers:
+        report = asyncio.run(run_synthesis(mini_project, plan, workers=workers))
+        started = multiprocessing.active_children()
+        # one BLAS thread in each worker (they compete with one another), this process's setting untouched
+        assert workers.executor.submit(os.getenv, "OPENBLAS_NUM_THREADS").result() == "1"
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+        workers.close_soon()
+        workers.close_soon()  # once is enough
+    assert report.synthesized == len(plan.jobs) and started
+    assert multiprocessing.active_children() == [] and not any(process.is_alive() for process in started)
 
 
 def test_the_workers_check_and_store_exactly_what_the_wav_a_backend_returns_decodes_to():

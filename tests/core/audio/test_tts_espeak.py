@@ -60,3 +60,28 @@ def test_concurrent_calls_are_serialized(espeak):
         )
     assert parallel == pytest.approx(sequential, abs=0.05)
     assert sorted(sequential) == sequential  # longer text, longer audio: each clip holds its own utterance
+
+
+def test_the_voice_is_loaded_again_only_when_it_changes_and_every_change_is_heard(espeak, monkeypatch):
+    """The engine loads a voice only when the next clip's differs (issue 28): clips in one voice, then another,
+    then the first again each sound in their own voice, and a refused voice name leaves nothing half-loaded."""
+    from spokenbench.core.audio.io import AudioError
+    from spokenbench.core.audio.tts import espeak as espeak_module
+
+    engine = espeak_module._engine_locked()
+    loads = []
+    real_load = engine.lib.espeak_SetVoiceByName
+    monkeypatch.setattr(engine.lib, "espeak_SetVoiceByName", lambda name: loads.append(name) or real_load(name))
+    monkeypatch.setattr(engine, "_voice", None)  # whatever an earlier test spoke last
+    text = "What is the capital of France?"
+    voices = ["espeak-male", "espeak-male", "espeak-female", "espeak-female", "espeak-male"]
+    pitches = []
+    for voice in voices:
+        audio = decode_audio(speak(espeak, text, "en", "american", voice), voice)
+        pitches.append(pitch(audio.samples[int(0.2 * audio.rate) :], audio.rate))
+    assert loads == [b"en-us+m3", b"en-us+f3", b"en-us+m3"]
+    assert min(pitches[2:4]) > max(pitches[0], pitches[1], pitches[4]) * 1.2
+    with pytest.raises(AudioError, match="no voice 'nonesuch'"):
+        engine.speak(text, "nonesuch")
+    engine.speak(text, "en-us+m3")
+    assert loads[-2:] == [b"nonesuch", b"en-us+m3"]  # loaded again after the refusal

@@ -1,0 +1,100 @@
+"""The demo build runs the simulated listeners that hear no audio on a thread while the clips are synthesized
+(issue 28 item 1). Everything it stores must be what the build did one step after another: the same runs, jobs,
+answers and every other row, in the same order and with the same ids. Pinned against the build of cb542b5 (before
+the overlap), leaving out only what varies between any two builds: times, the process's paths, and what espeak-ng's
+audio measures (its output depends on what the process spoke before, so the workers' clips differ between builds)."""
+
+import hashlib
+import json
+import sqlite3
+
+import pytest
+
+VARYING = {  # (table, column): differs between any two builds of the same code
+    ("jobs", "pid"),
+    ("jobs", "host"),
+    ("jobs", "argv_json"),
+    ("jobs", "cwd"),
+    ("jobs", "project"),
+    ("jobs", "message"),  # the last rate, e.g. '140.9/s'
+    ("responses", "latency_ms"),
+    ("ratings", "seconds"),
+    ("clips", "sha256"),
+    ("clips", "duration_s"),
+    ("clips", "speech_level_db"),
+}
+VARYING_ROWS = {  # (table, key column, key): rows whose value is a time or counts heartbeats
+    ("change_counters", "name", "jobs"),
+    ("project_meta", "key", "created_at"),
+    ("project_meta", "key", "qc_screening"),
+}
+# sha256 of stable_dump() of the demo built by cb542b5 (`spokenbench demo DIR` with that tree on PYTHONPATH)
+BEFORE_OVERLAP = "fbc546ef75257fbf703e58ba4c0f0a4cf5d53639415716a01ffb08a5fe8ac8e0"
+
+
+def stable_dump(db_path) -> str:
+    """Every table's rows in rowid order as JSON, without the varying columns and rows."""
+    conn = sqlite3.connect(db_path)
+    try:
+        dump = {}
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        for table in tables:
+            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            kept = [c for c in columns if not c.endswith("_at") and (table, c) not in VARYING]
+            rows = conn.execute(f"SELECT {', '.join(kept)} FROM {table} ORDER BY rowid").fetchall()
+            skipped = {(column, key) for name, column, key in VARYING_ROWS if name == table}
+            rows = [row for row in rows if not any(row[kept.index(column)] == key for column, key in skipped)]
+            dump[table] = {"columns": kept, "rows": rows}
+        return json.dumps(dump, sort_keys=True)
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_the_demo_stores_what_the_serial_build_stored(built_demo):
+    dump = stable_dump(built_demo / "project.sqlite")
+    assert json.loads(dump)["runs"]["rows"], "the dump must hold the runs"
+    assert hashlib.sha256(dump.encode()).hexdigest() == BEFORE_OVERLAP
+
+
+@pytest.mark.slow
+def test_the_listeners_ran_while_the_clips_were_synthesized(built_demo):
+    conn = sqlite3.connect(built_demo / "project.sqlite")
+    try:
+        (synthesis_ended,) = conn.execute("SELECT finished_at FROM jobs WHERE kind = 'synthesize'").fetchone()
+        runs = conn.execute("SELECT id, name, created_at FROM runs ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    started_during = [name for _id, name, created in runs if created < synthesis_ended]
+    assert started_during and started_during[0] == "demo: simulated listener 'steady'"
+    neutralized = [created for _id, name, created in runs if "neutralized voices" in name]
+    assert len(neutralized) == 2 and min(neutralized) > synthesis_ended  # they need the clips
+
+
+@pytest.mark.slow
+def test_a_cancel_mid_build_stops_the_runs_alongside_and_leaves_nothing(tmp_path):
+    """Cancelled once the runs alongside the synthesis have started: the build raises Cancelled at once, and no
+    thread, worker process or half-built folder is left."""
+    import multiprocessing
+    import threading
+    import time
+
+    from spokenbench.core.demo.project import build_demo
+    from spokenbench.core.foundation.errors import Cancelled
+    from spokenbench.core.foundation.progress import Progress
+
+    jobs = []
+
+    def recorded(job_id, _claim):
+        jobs.append(job_id)
+        if len(jobs) == 3:  # the synthesis job, then the first two runs alongside it
+            progress.cancel()
+
+    progress = Progress(None, threading.Event(), recorded)
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        build_demo(tmp_path / "demo", progress)
+    assert time.monotonic() - started < 60 and jobs[:3] == [1, 2, 3]
+    assert not any(thread.name == "spokenbench-demo-listeners" for thread in threading.enumerate())
+    assert multiprocessing.active_children() == []
+    assert list(tmp_path.iterdir()) == []
