@@ -28,8 +28,13 @@ VARYING_ROWS = {  # (table, key column, key): rows whose value is a time or coun
     ("project_meta", "key", "created_at"),
     ("project_meta", "key", "qc_screening"),
 }
+# What later changes meant to change, left out of the comparison with cb542b5's build: migration 14 counts an
+# import's items once per statement (a screen's reload signal, no content: 2 instead of 84), and adds the table
+# of imports still being copied, which a finished build leaves empty (checked below).
+CHANGED_SINCE_THE_PIN = {("change_counters", "name", "items")}
+TABLES_SINCE_THE_PIN = {"pending_imports"}
 # sha256 of stable_dump() of the demo built by cb542b5 (`spokenbench demo DIR` with that tree on PYTHONPATH)
-BEFORE_OVERLAP = "fbc546ef75257fbf703e58ba4c0f0a4cf5d53639415716a01ffb08a5fe8ac8e0"
+BEFORE_OVERLAP = "f905832b27afcaae5366c19cc9581b86335f28062f759f0ee65f54ba4f152c34"
 
 
 def stable_dump(db_path) -> str:
@@ -39,10 +44,13 @@ def stable_dump(db_path) -> str:
         dump = {}
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         for table in tables:
+            if table in TABLES_SINCE_THE_PIN:
+                assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table
+                continue
             columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
             kept = [c for c in columns if not c.endswith("_at") and (table, c) not in VARYING]
             rows = conn.execute(f"SELECT {', '.join(kept)} FROM {table} ORDER BY rowid").fetchall()
-            skipped = {(column, key) for name, column, key in VARYING_ROWS if name == table}
+            skipped = {(column, key) for name, column, key in VARYING_ROWS | CHANGED_SINCE_THE_PIN if name == table}
             rows = [row for row in rows if not any(row[kept.index(column)] == key for column, key in skipped)]
             dump[table] = {"columns": kept, "rows": rows}
         return json.dumps(dump, sort_keys=True)
