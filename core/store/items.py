@@ -394,10 +394,16 @@ def other_imports_pending(conn: sqlite3.Connection) -> bool:
 
 
 def _age_s(timestamp: str) -> float:
+    """How long ago an import started; infinite for a time this program would not have written — not a time, or
+    one in the future beyond clock skew (a shared project's row could otherwise hide its items for ever)."""
     try:
-        return time.time() - datetime.fromisoformat(timestamp).timestamp()
-    except ValueError:
-        return float("inf")  # not a time this program wrote: nothing says the import is alive
+        age = time.time() - datetime.fromisoformat(timestamp).timestamp()
+    except (TypeError, ValueError, OverflowError):
+        return float("inf")
+    return float("inf") if age < -_CLOCK_SKEW_S else age
+
+
+_CLOCK_SKEW_S = 3600.0
 
 
 def item_languages(conn: sqlite3.Connection) -> list[str]:

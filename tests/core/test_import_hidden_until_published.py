@@ -214,6 +214,21 @@ def test_a_hidden_import_of_another_machine_is_kept_for_a_day(project, tmp_path,
     }  # fmt: skip
 
 
+@pytest.mark.parametrize("started_at", ["2999-01-01T00:00:00.000+00:00", "yesterday", ""])
+def test_a_shared_projects_hidden_import_with_a_start_no_clock_gives_hides_nothing(
+    project, tmp_path, small_chunks, monkeypatch, started_at
+):
+    """A project from someone else is data: a pending import dated in the future (or not dated) would otherwise
+    keep its items hidden for ever; it is removed as abandoned like a day-old one."""
+    leave_an_import_hidden(project, write_csv(tmp_path / "en.csv", gmmlu_rows(12)), monkeypatch)
+    with project.transaction() as conn:
+        conn.execute(
+            "UPDATE pending_imports SET owner = 'elsewhere.example.4242.import', started_at = ?", (started_at,)
+        )
+    assert store_items.remove_abandoned_imports(project.conn) == 1
+    assert counts(project.conn)["pending_imports"] == 0 and counts(project.conn)["items"] == 0
+
+
 KILLED_BETWEEN_CHUNKS = textwrap.dedent(
     """
     import sys
