@@ -432,7 +432,9 @@ class ResultsPage(QWidget):
             self.view.set_panel(None)
             self._show_gender_detail(False)
             return
-        self.view.set_panel(self.panels.panels[PANEL_ORDER[row]], self.panels.series, self.panels.simulated)
+        self.view.set_panel(
+            self.panels.panels[PANEL_ORDER[row]], self.panels.series, self.panels.simulated, self.panels.color_order
+        )
         self._show_gender_detail(PANEL_ORDER[row] == "gender_probe")
 
     def show_panel(self, key: str) -> None:

@@ -68,10 +68,14 @@ CHAR_PX = 5.6  # about how wide one character of an 8-point tick label is, at th
 
 
 def series_colors(names: list[str]) -> dict[str, tuple]:
+    """A colour per name by its place in `names` (PanelSet.color_order: the order of the models' first runs, so
+    a model keeps its colour when runs are added). tab20's darker half first — the same ten colours as tab10 —
+    then its lighter half: an eleventh model does not recolour the first ten."""
     import matplotlib
 
-    cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
-    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+    cmap = matplotlib.colormaps["tab20"]
+    steps = [*range(0, cmap.N, 2), *range(1, cmap.N, 2)]
+    return {name: cmap(steps[i % cmap.N]) for i, name in enumerate(names)}
 
 
 def yours_label(series: list[str], simulated: dict[str, bool]) -> str:
@@ -116,14 +120,15 @@ def draw_panel(
     series: list[str],
     simulated: dict[str, bool],
     show_published: bool,
+    color_order: list[str] | None = None,
 ) -> Hits:
     """Draw `panel` into `figure` (cleared first): the user's numbers on top; with `show_published`, the
     papers' tables on the same layout below, the two rows of the same height. The figure's title is short
     (what and whose); where the layout comes from is said above the canvas. Legends sit outside the axes.
-    Returns the hit targets."""
+    Returns the hit targets. Colours follow `color_order` (default: `series`), legends `series`."""
     figure.clear()
     hits = Hits()
-    colors = series_colors(series)
+    colors = series_colors([*(color_order or []), *(s for s in series if s not in (color_order or []))])
     with figure_style(), matplotlib.rc_context(PANEL_STYLE):
         if show_published and panel.published:
             empty = bool(panel.empty or not panel.points)  # then the user's row is one line of text
@@ -611,6 +616,7 @@ class MetricPanelView(QWidget):
         self.panel: Panel | None = None
         self.view_key: str | None = None  # the view shown of a panel that has views (None: its first)
         self.series: list[str] = []
+        self.color_order: list[str] = []
         self.simulated: dict[str, bool] = {}
         self.hits = Hits()
         self.last_tooltip = ""
@@ -682,9 +688,10 @@ class MetricPanelView(QWidget):
 
     # -- content ------------------------------------------------------------------------------------
 
-    def set_panel(self, panel: Panel | None, series: list[str] | None = None, simulated=None) -> None:
+    def set_panel(self, panel: Panel | None, series: list[str] | None = None, simulated=None, color_order=None) -> None:
         self.panel = panel
         self.series = list(series or [])
+        self.color_order = list(color_order or [])
         self.simulated = dict(simulated or {})
         for button in self.export_buttons.values():
             button.setEnabled(panel is not None)
@@ -724,8 +731,8 @@ class MetricPanelView(QWidget):
         panel = self.panel.in_view(self.view_key)  # a panel with views (the gender probes' settings) shows one
         self._fit_canvas(panel_rows(panel, shown))
         self.hits = Hits()  # nothing to hit until the new figure is drawn
-        series, simulated = list(self.series), dict(self.simulated)
-        self.canvas.render(lambda figure: draw_panel(figure, panel, series, simulated, shown))
+        series, simulated, color_order = list(self.series), dict(self.simulated), list(self.color_order)
+        self.canvas.render(lambda figure: draw_panel(figure, panel, series, simulated, shown, color_order))
 
     def _figure_drawn(self, hits) -> None:
         if isinstance(hits, Hits):

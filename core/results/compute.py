@@ -89,6 +89,8 @@ def project_panels(
         frame, simulated=simulated, n_resamples=n_resamples, progress=progress, clean=True, probe_source=probes
     )
     result.runs = runs
+    first_runs = sorted(runs, key=lambda r: r["id"])
+    result.color_order = list(dict.fromkeys(labels[r["id"]] for r in first_runs if labels[r["id"]] in result.series))
     result.timings = {"reading the project": loaded, **result.timings}
     return result
 
@@ -323,4 +325,5 @@ def compute_panels(
         probe_responses=probe_frame,
         timings=timings,
         n_resamples=n_resamples,
+        color_order=list(series),
     )

@@ -200,6 +200,9 @@ class PanelSet:
     timings: dict[str, float]
     n_resamples: int
     runs: list[dict] = field(default_factory=list)
+    # the colours' order: a project's models in the order of their first run (a model added later takes the next
+    # colour, the others keep theirs); a table's: `series`
+    color_order: list[str] = field(default_factory=list)
 
     @property
     def any_simulated(self) -> bool:

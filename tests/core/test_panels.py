@@ -537,3 +537,41 @@ def test_a_panel_with_views_shows_one_at_a_time():
     assert len(panel.points) == 3  # the panel itself keeps every setting
     plain = Panel("accuracy", "Accuracy", "Fig. 2", "", "bars", ["J"], {}, points=panel.points)
     assert plain.in_view("binary_option") is plain
+
+
+@pytest.mark.slow
+def test_a_model_keeps_its_colour_when_a_run_of_another_model_is_added(tiny_project):
+    """The colours' order follows the models' first runs, not their names: a later model that sorts first takes the next
+    colour and leaves m1's and m2's alone (the legend still lists the models by name)."""
+    from spokenbench.core.evaluation.store import ResponseRecord, create_run, mark_run, upsert_responses
+    from spokenbench.core.store import Project
+    from spokenbench.core.store.database import utc_now
+
+    with opened(tiny_project) as project:
+        before = project_panels(project, n_resamples=0)
+    with Project.open(tiny_project) as project, project.transaction() as conn:
+        run = create_run(conn, "tiny a0", "a0", "test", "audio", "standard", "", {}, 16, None)
+        copied = conn.execute("SELECT item_id, condition_key, option_order FROM responses WHERE run_id = 1").fetchall()
+        upsert_responses(
+            conn,
+            [
+                ResponseRecord(
+                    run_id=run,
+                    item_id=item_id,
+                    condition_key=condition_key,
+                    option_order=option_order,
+                    created_at=utc_now(),
+                    raw_text="Answer: [[A]]",
+                    parsed_letter="A",
+                    parse_status="ok",
+                    mapped_option=option_order[0],
+                )
+                for item_id, condition_key, option_order in copied
+            ],
+        )
+        mark_run(conn, run, "finished")
+    with opened(tiny_project) as project:
+        after = project_panels(project, n_resamples=0)
+    assert before.color_order == ["m1", "m2"] and after.color_order == ["m1", "m2", "a0"]
+    assert after.series == ["a0", "m1", "m2"]  # legends by name
+    assert after.color_order.index("m1") == before.color_order.index("m1")  # the colour is the place

@@ -341,3 +341,11 @@ def test_the_figure_is_drawn_off_the_ui_thread_and_a_click_on_its_image_finds_th
     with qtbot.waitSignal(view.point_clicked, timeout=5_000) as clicked:
         qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=QPoint(round(x), round(y)))
     assert clicked.args[0] is point
+
+
+def test_an_eleventh_model_leaves_the_first_ten_colours_alone():
+    from spokenbench.widgets.metric_panels import series_colors
+
+    ten, eleven = series_colors([f"m{i}" for i in range(10)]), series_colors([f"m{i}" for i in range(11)])
+    assert all(eleven[name] == colour for name, colour in ten.items())
+    assert len(set(eleven.values())) == 11  # and the eleventh differs from them all
