@@ -81,6 +81,7 @@ class _Kind:
     flags: frozenset[str] = frozenset()  # options without one
     added: tuple[str, ...] = ()  # appended to the rebuilt command
     endpoints: object = None  # (argparse.Namespace) -> list[Endpoint]
+    repeated: frozenset[str] = frozenset()  # options given more than once (`transcribe --asr A --asr B`)
 
 
 _LIMITS = frozenset({"--concurrency", "--rpm", "--retries", "--timeout"})
@@ -126,6 +127,26 @@ def _rewrite_endpoints(args: argparse.Namespace) -> list[Endpoint]:
     return [_host_endpoint(args.base_url, None, PROVIDER_VARIABLES.get(args.key_provider))]
 
 
+def _transcription_endpoints(args: argparse.Namespace) -> list[Endpoint]:
+    """Each --asr system's host and key. A local system resumes only as a bundled model (local:tiny.en): a model
+    folder is a file the project's row names."""
+    from spokenbench.core.asr.backends import BUNDLED_LOCAL_MODELS, parse_asr_spec
+    from spokenbench.core.asr.context import CONTEXT_SUFFIX
+
+    endpoints = []
+    for text in args.asr or ():
+        spec = parse_asr_spec(text)
+        if spec.provider == "local":
+            if spec.model.removesuffix(CONTEXT_SUFFIX) not in BUNDLED_LOCAL_MODELS:
+                raise SpokenBenchError(f"--asr {_shown(text)} loads a model folder the project names")
+            continue
+        if spec.base_url and urlsplit(spec.base_url).scheme not in ("http", "https"):
+            raise SpokenBenchError(f"--asr {_shown(text)}: an endpoint must be an http(s) URL")
+        key = PROVIDER_VARIABLES.get(spec.provider)  # a compatible server gets none (core/asr/backends.py)
+        endpoints.append(_host_endpoint(spec.base_url, SDK_DEFAULT_HOSTS.get(spec.provider), key))
+    return endpoints
+
+
 def _synthesis_endpoints(args: argparse.Namespace) -> list[Endpoint]:
     if args.tts not in ("gemini", "openai"):
         return []
@@ -165,6 +186,12 @@ RESUMABLE: dict[str, _Kind] = {
             "--rate --pause --format".split()
         ),
         flags=frozenset({"--no-labels"}),
+    ),
+    "transcribe": _Kind(
+        options=frozenset({"--asr", "--languages"}) | _LIMITS,
+        flags=frozenset({"--include-tokens"}),
+        endpoints=_transcription_endpoints,
+        repeated=frozenset({"--asr"}),
     ),
 }
 # Text-to-speech engines a resumed synthesis may use: the others load a model or references named by the project.
@@ -209,13 +236,13 @@ def plan_resume(job: JobInfo, project_dir: str | Path) -> ResumePlan:
     if stored[0] != job.kind:
         raise ResumeRefused(f"job {job.id} is a {job.kind} job but its stored command is {_shown(stored[0])}")
     values, flags = _read_options(job.id, stored[1:], kind)
-    if "--tts" in values and job.kind == "synthesize" and values["--tts"] not in RESUMABLE_TTS:
+    tts = dict(values).get("--tts")
+    if tts is not None and job.kind == "synthesize" and tts not in RESUMABLE_TTS:
         raise ResumeRefused(
-            f"job {job.id} synthesizes with {_shown(values['--tts'])}, which loads files the project names: "
-            "start it again yourself"
+            f"job {job.id} synthesizes with {_shown(tts)}, which loads files the project names: start it again yourself"
         )
     argv = [job.kind, str(Path(project_dir).resolve())]
-    argv += [f"{option}={value}" for option, value in values.items()]  # '=': a value never reads as an option
+    argv += [f"{option}={value}" for option, value in values]  # '=': a value never reads as an option
     argv += [flag for flag in sorted(flags) if flag not in kind.added]
     argv += list(kind.added)
     args = _validated(job.id, argv)
@@ -226,10 +253,10 @@ def plan_resume(job: JobInfo, project_dir: str | Path) -> ResumePlan:
     return ResumePlan(job.id, job.kind, argv, endpoints)
 
 
-def _read_options(job_id: int, tokens: list[str], kind: _Kind) -> tuple[dict[str, str], set[str]]:
-    """The stored command's options by exact name, each at most once; its one positional (the project folder
-    it named) is dropped: the resumed job runs on the project open here."""
-    values: dict[str, str] = {}
+def _read_options(job_id: int, tokens: list[str], kind: _Kind) -> tuple[list[tuple[str, str]], set[str]]:
+    """The stored command's options by exact name, in order, each at most once unless the kind repeats it; its
+    one positional (the project folder it named) is dropped: the resumed job runs on the project open here."""
+    values: list[tuple[str, str]] = []
     flags: set[str] = set()
     positionals = 0
     position = 0
@@ -257,9 +284,9 @@ def _read_options(job_id: int, tokens: list[str], kind: _Kind) -> tuple[dict[str
                 raise ResumeRefused(f"job {job_id}'s stored command gives {name} no value")
             value = tokens[position]
             position += 1
-        if name in values:
+        if name not in kind.repeated and any(name == given for given, _ in values):
             raise ResumeRefused(f"job {job_id}'s stored command gives {name} twice")
-        values[name] = value
+        values.append((name, value))
     if positionals != 1:
         raise ResumeRefused(f"job {job_id}'s stored command names no project folder")
     return values, flags
@@ -301,13 +328,16 @@ def config_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def bundled_hosts() -> frozenset[str]:
-    """Hosts of the bundled model presets, the SDKs' defaults and the rewriter's default: known without asking."""
+    """Hosts of the bundled model presets, the SDKs' defaults and the rewriter's and ASR systems' defaults: known
+    without asking."""
+    from spokenbench.core.asr.backends import DEFAULT_BASE_URLS as ASR_DEFAULT_URLS
     from spokenbench.core.evaluation.presets import all_presets, provider_default_urls
     from spokenbench.core.rewriting.llm import DEFAULT_BASE_URL
 
     urls = [preset.base_url for preset in all_presets()]
     urls += provider_default_urls()
     urls.append(DEFAULT_BASE_URL)
+    urls += ASR_DEFAULT_URLS.values()
     hosts = {(urlsplit(url).hostname or "").lower() for url in urls if url}
     return frozenset(hosts | set(SDK_DEFAULT_HOSTS.values())) - {""}
 

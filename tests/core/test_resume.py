@@ -71,6 +71,10 @@ def test_the_bundled_hosts_and_approved_ones_need_no_yes(project, tmp_path):
         ("rewrite", ["rewrite", "P", "--base-url", "file:///etc/passwd"], "not valid"),
         ("rewrite", ["rewrite", "P", "--base-u", ATTACKER], "'--base-u'"),  # no abbreviations
         ("evaluate", ["evaluate", "P", "--model", "vllm:m", "--mode", "text"], "not valid"),  # --prompt missing
+        ("transcribe", ["transcribe", "P", "--asr", "local:/tmp/evil-model"], "loads a model folder"),
+        ("transcribe", ["transcribe", "P", "--asr", "openai", "--clips-out", "/tmp/x.csv"], "'--clips-out'"),
+        ("transcribe", ["transcribe", "P", "--languages", "en", "--languages", "ko"], "twice"),
+        ("transcribe", ["transcribe", "P", "--asr", "compatible:m@file:///etc/passwd"], "an http(s) URL"),
     ],
 )
 def test_a_crafted_row_is_refused_naming_why(project, kind, argv, reason):
@@ -89,6 +93,24 @@ def test_a_malformed_stored_command_lists_and_is_refused(project, argv_json):
     assert job.argv is None and job.status == "interrupted"
     with pytest.raises(ResumeRefused, match="not started by a `spokenbench` command"):
         plan_of(project, job_id)
+
+
+def test_a_transcription_resumes_with_each_asr_system_and_says_which_host_gets_which_key(project):
+    argv = ["transcribe", "/elsewhere", "--asr", "openai:whisper-1", "--asr", f"compatible:w@{ATTACKER}"]
+    plan = plan_of(project, crafted_job(project, "transcribe", [*argv, "--languages", "en", "--include-tokens"]))
+    assert plan.argv == [
+        "transcribe",
+        str(project.path.resolve()),
+        "--asr=openai:whisper-1",
+        f"--asr=compatible:w@{ATTACKER}",
+        "--languages=en",
+        "--include-tokens",
+    ]
+    assert [(e.host, e.key) for e in plan.endpoints] == [
+        ("api.openai.com", "OPENAI_API_KEY"),
+        ("attacker.example", None),  # a compatible server is sent no key
+    ]
+    assert plan.keys_to_new_hosts(ApprovedHosts()) == []
 
 
 def test_a_value_that_looks_like_an_option_stays_a_value(project):
@@ -165,7 +187,7 @@ def test_cli_refuses_a_crafted_command_and_lists_why(project, cli, monkeypatch):
     job_id = crafted_job(project, "voices", ["voices", "P", "--classifier", "os:system"])
     monkeypatch.setattr(subprocess, "call", lambda *a, **k: pytest.fail("nothing may run"))
     result = cli("jobs", project.path, "--resume", job_id, "--yes")
-    assert result.code == 2 and "only evaluate, rewrite, synthesize, assemble jobs resume" in result.err
+    assert result.code == 2 and "only evaluate, rewrite, synthesize, assemble, transcribe jobs resume" in result.err
     listed = cli("jobs", project.path)
     assert f"job {job_id} was interrupted; it cannot be resumed from here" in listed.out
     [job] = cli("jobs", project.path, "--json").json()

@@ -2,6 +2,7 @@
 the CLI says how many, in its summary and in --json; the --asr help names every accepted form (local, local:tiny.en,
 local:MODEL_DIR, the +context variant). Whisper itself is replaced by a stand-in: no model is loaded."""
 
+import json
 import sys
 import types
 from pathlib import Path
@@ -62,6 +63,33 @@ def test_an_english_only_model_reports_the_skipped_clips_in_its_summary(cli, eng
     result = cli("transcribe", english_chinese_korean.path, "--asr", "local:tiny.en")
     assert result.code == 0, result.err
     assert "stored 2 transcripts (2 requests); 0 clips failed; 3 clips skipped" in result.out
+
+
+def test_an_interrupted_transcription_resumes_from_the_jobs_table_sending_only_what_is_left(
+    cli, english_chinese_korean
+):
+    """A transcription killed after one clip shows as interrupted; Resume rebuilds its command (core/cli/resume.py)
+    and the resumed run transcribes only the clip left."""
+    from spokenbench.core.cli.resume import plan_resume
+    from spokenbench.core.foundation.processes import THIS_HOST
+    from spokenbench.core.jobs.registry import get_job
+    from spokenbench.core.store import database
+
+    project = english_chinese_korean
+    assert cli("transcribe", project.path, "--asr", "local:tiny.en").code == 0
+    with database.transaction(project.conn) as conn:
+        conn.execute("DELETE FROM transcripts WHERE id = (SELECT max(id) FROM transcripts)")  # the clip left
+        now = database.utc_now()
+        job_id = conn.execute(
+            "INSERT INTO jobs(kind, label, project, pid, host, argv_json, started_at, heartbeat_at, status) "
+            "VALUES ('transcribe', 'killed', ?, 999999999, ?, ?, ?, ?, 'running')",
+            (str(project.path), THIS_HOST, json.dumps(["transcribe", "P", "--asr", "local:tiny.en"]), now, now),
+        ).lastrowid
+    plan = plan_resume(get_job(project.conn, job_id), project.path)
+    assert plan.argv == ["transcribe", str(project.path.resolve()), "--asr=local:tiny.en"] and plan.endpoints == ()
+    resumed = cli(*plan.argv)
+    assert resumed.code == 0, resumed.err
+    assert "stored 1 transcripts (1 requests)" in resumed.out
 
 
 def test_a_multilingual_system_skips_nothing(cli, english_chinese_korean):
