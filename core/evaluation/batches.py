@@ -351,12 +351,13 @@ def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, w
         submission.cached += len(late)
         if not part_lines:
             continue
+        kept = {line.key for line in part_lines}
         try:
             fields = submit(
                 project=project,
                 batch_id=batch_id,
                 lines=part_lines,
-                size=sum(sizes[i] for i in indexes),  # at most
+                size=sum(sizes[i] for i in indexes if lines[i].key in kept),
             )
         except BaseException as error:
             with project.transaction() as conn:  # nothing was created remotely (or we cannot know its id)
