@@ -53,9 +53,9 @@ def _evaluate_args(project, url, *extra):
 
 
 def _uploaded_keys(bstub) -> Counter:
-    """custom_id → how many times it was uploaded in a batch input file."""
-    files = [data for name, data in bstub.state.files.items() if "-out-" not in name and "-err-" not in name]
-    return Counter(json.loads(line)["custom_id"] for data in files for line in data.splitlines())
+    """custom_id → how many provider batches were created with it (what would be paid for)."""
+    with bstub.state.lock:
+        return Counter(key for batch in bstub.state.batches.values() for key, _body in batch["lines"])
 
 
 def _run(project, run_id):
@@ -212,3 +212,41 @@ def test_a_submitter_killed_mid_submit_blocks_no_request(project, bstub, cli):
     assert other.code == 0 and other.json()["cached"] == 2 and other.json()["lines"] == 0  # its 2 from batch 1
     assert _run(project, 2)["status"] == "finished"
     assert len(_uploaded_keys(bstub)) == 6 and max(_uploaded_keys(bstub).values()) == 1
+
+
+def test_a_live_run_started_while_a_batch_is_being_submitted_waits_for_it_and_sends_nothing(audio_project, bstub):
+    """The submitter holds its part's requests (claimed) while it uploads: a live run of the same plan started then
+    waits for them instead of sending them, and once the provider has the batch leaves them to it (exit 3)."""
+    bstub.state.upload_budget = 0
+    env = {**os.environ, **TEST_KEYS}
+    submitter = subprocess.Popen(
+        [SPOKENBENCH, *_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--json")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while bstub.state.uploads_hanging < 1:
+        assert time.monotonic() < deadline and submitter.poll() is None, "the upload never started"
+        time.sleep(0.02)
+    live = subprocess.Popen(
+        [SPOKENBENCH, *_evaluate_args(audio_project, bstub.openai_url, "--json")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    waiting = live.stderr.readline()
+    assert "being sent by job 1" in waiting, waiting
+    assert live.poll() is None and bstub.paths("POST").count(CHAT) == 0
+    bstub.release()
+    submitted, submit_err = submitter.communicate(timeout=60)
+    out, err = live.communicate(timeout=60)
+    assert submitter.returncode == 0, submit_err
+    assert json.loads(submitted)["lines"] == 6
+    assert live.returncode == 3, err
+    summary = json.loads(out)
+    assert summary["fresh_requests"] == 0 and summary["waiting_elsewhere"] == 6
+    assert "6 request(s) wait in batch 1 (run 1)" in err
+    assert bstub.paths("POST").count(CHAT) == 0, "no request sent online"
