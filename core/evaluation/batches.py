@@ -11,7 +11,8 @@ Costs are recorded at the batch price (BATCH_DISCOUNT of the preset's, or of --p
 - `submit_batches(project, prepared, provider, progress)` creates (or continues) the run, stores the answers
   the cache already has, splits the rest into batch jobs by the provider's limits, uploads and creates each,
   and records each job (`batch_jobs`, with one `batch_requests` row per planned request). Requests waiting in a
-  batch that may still answer them are never submitted twice.
+  batch of any run that may still answer them, or claimed by a live job, are never submitted twice (see
+  `_submit_parts`; the waiting run is filled from the response cache by a resume once that batch is collected).
 - `batch_states(project, refresh=True)` asks the providers where each unfinished job is.
 - `collect_batches(project, ids, progress)` downloads what finished jobs answered and commits each job's
   results, failed lines included (stored with their error, as online failures: `--resume` retries them), in

@@ -6,8 +6,8 @@ module brings what is particular to evaluation, per planned request:
 - the response cache first (keyed by model, parameters, prompt and audio sha256), then identical requests
   in flight in this run (they share one call), then requests other live jobs are sending (claimed across
   processes in request_claims.py: waited for and their answers reused, so two processes that need the same
-  request send it once), and only then the model, through `loop.remote` (the provider's limits, retries
-  honouring the server's wait);
+  request send it once; one pending in a provider batch is not sent at all: WaitingInBatch), and only then
+  the model, through `loop.remote` (the provider's limits, retries honouring the server's wait);
 - the budget: the worst case is reserved before sending; a request the budget cannot cover stops the loop
   (`StopLoop('budget')`) before the cap is crossed;
 - the answer parsed and stored as a `ResponseRecord`. A paid answer is saved at once (`JobLoop.save_now`:
