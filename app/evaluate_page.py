@@ -31,6 +31,7 @@ from spokenbench.app.operations import (
 from spokenbench.core.cli.resume import evaluation_endpoints
 from spokenbench.core.evaluation import batch_files, batch_records, batch_results, batches, launcher
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
+from spokenbench.core.evaluation.request_claims import describe_waits
 from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.foundation.errors import InputError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
@@ -104,14 +105,21 @@ class QueuedRun:
 
 
 def reuse_note(summary: RunSummary) -> str:
-    """What a run that waited for another job's identical requests says about them (empty when none)."""
-    if not getattr(summary, "reused_from_other_jobs", 0):
-        return ""
-    jobs = ", ".join(map(str, summary.reused_from_jobs))
-    return (
-        f"{summary.reused_from_other_jobs:,} answer(s) were reused from job(s) {jobs}, which sent the same requests "
-        "at the same time; they were not sent again."
-    )
+    """What a run that waited for another job's identical requests, or left requests to a provider batch, says
+    about them (empty when none)."""
+    notes = []
+    if getattr(summary, "reused_from_other_jobs", 0):
+        jobs = ", ".join(map(str, summary.reused_from_jobs))
+        notes.append(
+            f"{summary.reused_from_other_jobs:,} answer(s) were reused from job(s) {jobs}, which sent the same "
+            "requests at the same time; they were not sent again."
+        )
+    if getattr(summary, "waiting_on", None):
+        notes.append(
+            f"Not sent: {describe_waits(summary.waiting_on)}. Resume this run once that batch is collected: its "
+            "answers then come from the response cache at no cost."
+        )
+    return " ".join(notes)
 
 
 class EvaluatePage(QWidget):
@@ -516,7 +524,12 @@ class EvaluatePage(QWidget):
         if summary.cached or summary.already_stored or summary.waiting_elsewhere:
             text.append(
                 f"Not sent: {summary.cached:,} answered from the cache, {summary.already_stored:,} already stored, "
-                f"{summary.waiting_elsewhere:,} waiting in an earlier batch."
+                f"{summary.waiting_elsewhere:,} waiting elsewhere."
+            )
+        if summary.waiting_on:
+            text.append(
+                f"{describe_waits(summary.waiting_on)}: not submitted again. Once that is collected, resume this run "
+                "to fill them from the response cache at no cost."
             )
         text.append("The jobs panel shows the jobs' state and collects their answers when the provider finishes.")
         self.view.set_plan("\n".join(text), ready=False)

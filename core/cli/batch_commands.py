@@ -57,6 +57,17 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_import_results)
 
 
+def waiting_note(waiting_on: list[dict], project_dir: str, run_id: int) -> str:
+    """What `evaluate` (online or --batch) says about requests it did not send because they wait elsewhere."""
+    from spokenbench.core.evaluation.request_claims import describe_waits
+
+    return (
+        f"note: not sent again: {describe_waits(waiting_on)}. Once that is done (spokenbench batches {project_dir} "
+        f"--collect), `spokenbench evaluate {project_dir} … --run {run_id}` fills run {run_id}'s from the response "
+        "cache at no cost"
+    )
+
+
 def evaluate_in_batch(args: argparse.Namespace, project, prepared, print_preparation) -> int:
     """`evaluate … --batch PROVIDER` or `--batch-file FILE`, after the plan was prepared."""
     from spokenbench.core.evaluation.batch_files import write_batch_file
@@ -82,13 +93,15 @@ def evaluate_in_batch(args: argparse.Namespace, project, prepared, print_prepara
         print(f"  then:   spokenbench import-results {args.dir} results.jsonl")
         return 0
     submission = submit_batches(project, prepared, args.batch, text_progress_bar())
+    if submission.waiting_on:  # on stderr also with --json: nothing is lost, but the run needs a resume
+        print(waiting_note(submission.waiting_on, args.dir, submission.run_id), file=sys.stderr)
     if args.json:
         print_json(submission.as_dict())
         return 0
     print(
         f"run {submission.run_id}: {submission.submitted} request(s) in {len(submission.batch_ids)} {args.batch} batch "
         f"job(s) ({submission.lines} line(s), {submission.bytes / 1e6:.1f} MB); {submission.cached} from the response "
-        f"cache, {submission.already_stored} already stored, {submission.waiting_elsewhere} waiting in earlier batches"
+        f"cache, {submission.already_stored} already stored, {submission.waiting_elsewhere} waiting elsewhere"
     )
     if submission.estimated_cost_usd is not None:
         print(

@@ -3,7 +3,8 @@
 Every numeric and enumerated option has a range, shown in its help and checked by argparse before anything
 runs (exit code 2 with the option's name). Exit codes of `evaluate` (docs/evaluation.md):
 0 every request answered; 2 a user error (bad option, missing key, rejected key, the run held by another
-job without --wait); 3 stopped at the budget; 4 every request of the session failed (nothing answered);
+job without --wait); 3 incomplete: stopped at the budget, or requests left to an in-flight provider batch
+(resume once collected); 4 every request of the session failed (nothing answered);
 5 finished, but some requests failed (stored with their error; --resume retries them); 130 cancelled."""
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.jobs.remote import RetryPolicy, strip_url_credentials
 from spokenbench.core.store import opened
 
-EXIT_INCOMPLETE = 3  # the run stopped at its budget; resume with --resume and a larger --budget
+EXIT_INCOMPLETE = 3  # the run is not complete: stopped at its budget (resume with a larger --budget), or
+# requests left to a provider batch that may still answer them (resume once it is collected)
 EXIT_ALL_FAILED = 4  # every request of this session failed: nothing was answered
 EXIT_SOME_FAILED = 5  # the run went through, but some requests failed; --resume retries them
 MAX_POWER_CONDITIONS = 1000
@@ -559,6 +561,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "request(s) at the same time; they were not sent again",
             file=sys.stderr,
         )
+    if summary.waiting_on:  # on stderr also with --json: the run needs a resume once the batch is collected
+        from spokenbench.core.cli.batch_commands import waiting_note
+
+        print(waiting_note(summary.waiting_on, args.dir, summary.run_id), file=sys.stderr)
     if summary.stop_reason == "budget":
         if not args.json:
             print(
@@ -567,6 +573,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return EXIT_INCOMPLETE
     if summary.errors:
         _print_failures(summary, prepared)
+    if summary.waiting_on:
+        return EXIT_INCOMPLETE
+    if summary.errors:
         return EXIT_ALL_FAILED if summary.all_failed else EXIT_SOME_FAILED
     return 0
 

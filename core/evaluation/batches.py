@@ -11,7 +11,8 @@ Costs are recorded at the batch price (BATCH_DISCOUNT of the preset's, or of --p
 - `submit_batches(project, prepared, provider, progress)` creates (or continues) the run, stores the answers
   the cache already has, splits the rest into batch jobs by the provider's limits, uploads and creates each,
   and records each job (`batch_jobs`, with one `batch_requests` row per planned request). Requests waiting in a
-  batch that may still answer them are never submitted twice.
+  batch of any run that may still answer them, or claimed by a live job, are never submitted twice (see
+  `_submit_parts`; the waiting run is filled from the response cache by a resume once that batch is collected).
 - `batch_states(project, refresh=True)` asks the providers where each unfinished job is.
 - `collect_batches(project, ids, progress)` downloads what finished jobs answered and commits each job's
   results, failed lines included (stored with their error, as online failures: `--resume` retries them), in
@@ -72,12 +73,14 @@ from spokenbench.core.evaluation.preparation import (
     prepare_evaluation,
     run_claim,
 )
+from spokenbench.core.evaluation.request_claims import Waits, claim_name, held_elsewhere
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.jobs.remote import redact, strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
+from spokenbench.core.store import jobs as job_store
 from spokenbench.core.store.database import utc_now
 
 PROVIDERS = ("openai", "gemini")
@@ -130,9 +133,10 @@ class BatchSubmission:
     lines: int  # unique requests sent (identical requests share one line)
     cached: int  # answered from the response cache at submission, not sent
     already_stored: int
-    waiting_elsewhere: int  # already waiting in an earlier batch of this run
+    waiting_elsewhere: int  # waiting in an in-flight batch (of any run) or being sent by a live job: not sent
     bytes: int
     estimated_cost_usd: float | None  # at most, at the batch price
+    waiting_on: list[dict] = field(default_factory=list)  # where they wait: request_claims.Waits.entries
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -246,19 +250,26 @@ def submit_batches(
     label = f"{prepared.model_name} batch ({provider}) of run {run_id}"
     price = batch_price(prepared.price)
     with tracked_job(project.path, JOB_KIND_SUBMIT, label, progress, claim=run_claim(run_id)) as job:
+        with project.transaction() as conn:
+            batch_store.delete_unsubmitted(conn, run_id)
+        waits = Waits()
         waiting = batch_store.in_flight_requests(project.conn, run_id)
-        lines, cached, already = _plan_lines(project, prepared, run_id, waiting)
+        for planned in prepared.jobs:
+            if planned.key in waiting:
+                waits.add(("batch", waiting[planned.key], run_id))
+        lines, cached, already = _plan_lines(project, prepared, run_id, set(waiting))
         _store_cached(project, run_id, cached)
+        lines = _drop_held(project.conn, lines, job.job_id, waits)  # a first look, without the write lock
         submission = BatchSubmission(
             run_id=run_id,
             provider=provider,
             batch_ids=[],
             requests=len(prepared.jobs),
-            submitted=sum(len(line.jobs) for line in lines),
-            lines=len(lines),
+            submitted=0,
+            lines=0,
             cached=len(cached),
             already_stored=already,
-            waiting_elsewhere=len(waiting & {j.key for j in prepared.jobs}),
+            waiting_elsewhere=0,
             bytes=0,
             estimated_cost_usd=None,
         )
@@ -270,61 +281,105 @@ def submit_batches(
                 worst_case_cost(price, keyer, line.request, prepared.settings.params.max_output_tokens)
                 for line in lines
             )
-        if not lines:
+        try:
+            _submit_parts(project, prepared, provider, key, run_id, price, lines, job, waits, submission)
+        finally:
+            submission.waiting_elsewhere, submission.waiting_on = waits.count, waits.entries()
+        if not submission.batch_ids:
             _settle_run(project, run_id)
-            return submission
-        sizes = _line_sizes(project, lines)
-        common = {
-            "run_id": run_id,
-            "provider": provider,
-            "model": prepared.model_name,
-            "api_model": preset.model,
-            "endpoint": strip_url_credentials(preset.base_url),
-            "price_json": _price_json(price),
-            "max_output_tokens": prepared.settings.params.max_output_tokens,
-        }
-        if provider == "openai":
-            client = _openai_client(key, preset.base_url)
-            adapter = OpenAICompatibleAdapter(preset, prepared.settings.params, None)
-            parts = list(_parts(lines, sizes, OPENAI_MAX_BYTES, OPENAI_MAX_REQUESTS))
-            submit = functools.partial(_submit_openai_part, client=client, writer=_Writer(project, adapter))
-        else:
-            client = _gemini_client(key, preset.base_url)
-            adapter = GeminiAdapter(preset, prepared.settings.params, None)
-            parts = list(_parts(lines, sizes, GEMINI_FILE_MAX_BYTES, GEMINI_MAX_REQUESTS))
-            submit = functools.partial(
-                _submit_gemini_part, client=client, writer=_Writer(project, adapter), model=preset.model
-            )
-        done = 0
-        for number, indexes in enumerate(parts, start=1):
-            job.check_cancelled()
-            part_lines = [lines[i] for i in indexes]
-            with project.transaction() as conn:
+    return submission
+
+
+def _drop_held(conn, lines: list[_Line], job_id: int, waits: Waits) -> list[_Line]:
+    """`lines` without those held elsewhere (held_elsewhere), which are counted in `waits` instead."""
+    held = held_elsewhere(conn, [line.key for line in lines], job_id)
+    for line in lines:
+        if line.key in held:
+            waits.add(held[line.key], len(line.jobs))
+    return [line for line in lines if line.key not in held]
+
+
+def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, waits, submission) -> None:
+    """Each part: its requests checked and recorded in one write transaction (BEGIN IMMEDIATE), so of two
+    submitters started together exactly one submits a request key and the other counts it in `waits`. Recorded
+    requests are claimed (`request:<key>`) until the provider has the batch (then the batch's rows hold them),
+    so a live run waits instead of sending them, and a submitter killed before that blocks nothing."""
+    if not lines:
+        return
+    preset = prepared.preset
+    sizes = _line_sizes(project, lines)
+    common = {
+        "run_id": run_id,
+        "provider": provider,
+        "model": prepared.model_name,
+        "api_model": preset.model,
+        "endpoint": strip_url_credentials(preset.base_url),
+        "price_json": _price_json(price),
+        "max_output_tokens": prepared.settings.params.max_output_tokens,
+    }
+    if provider == "openai":
+        client = _openai_client(key, preset.base_url)
+        adapter = OpenAICompatibleAdapter(preset, prepared.settings.params, None)
+        parts = list(_parts(lines, sizes, OPENAI_MAX_BYTES, OPENAI_MAX_REQUESTS))
+        submit = functools.partial(_submit_openai_part, client=client, writer=_Writer(project, adapter))
+    else:
+        client = _gemini_client(key, preset.base_url)
+        adapter = GeminiAdapter(preset, prepared.settings.params, None)
+        parts = list(_parts(lines, sizes, GEMINI_FILE_MAX_BYTES, GEMINI_MAX_REQUESTS))
+        submit = functools.partial(
+            _submit_gemini_part, client=client, writer=_Writer(project, adapter), model=preset.model
+        )
+    done = 0
+    for number, indexes in enumerate(parts, start=1):
+        job.check_cancelled()
+        with project.transaction() as conn:
+            part_lines = _drop_held(conn, [lines[i] for i in indexes], job.job_id, waits)
+            answered = store.cached_replies(conn, [line.key for line in part_lines])  # sent by a job just now
+            late = [
+                (planned, line.key, context)
+                for line in part_lines
+                if line.key in answered
+                for planned, context in line.jobs
+            ]
+            part_lines = [line for line in part_lines if line.key not in answered]
+            if part_lines:
                 batch_id = batch_store.insert_batch(
                     conn, **common, part=number, state="submitting", requests=len(part_lines)
                 )
                 batch_store.insert_requests(conn, batch_id, (row for line in part_lines for row in _request_rows(line)))
-            try:
-                fields = submit(
-                    project=project, batch_id=batch_id, lines=part_lines, size=sum(sizes[i] for i in indexes)
-                )
-            except BaseException as error:
-                with project.transaction() as conn:  # nothing was created remotely (or we cannot know its id)
-                    batch_store.delete_batch(conn, batch_id)
-                if isinstance(error, SpokenBenchError | KeyboardInterrupt):
-                    raise
-                if isinstance(error, Exception):
-                    raise SpokenBenchError(
-                        f"submitting batch part {number} of {len(parts)} failed: {_explain(error, (key,))}"
-                    ) from None
+                job_store.claim_units(conn, [claim_name(line.key) for line in part_lines], job.job_id)
+        _store_cached(project, run_id, late, answered)
+        submission.cached += len(late)
+        if not part_lines:
+            continue
+        kept = {line.key for line in part_lines}
+        try:
+            fields = submit(
+                project=project,
+                batch_id=batch_id,
+                lines=part_lines,
+                size=sum(sizes[i] for i in indexes if lines[i].key in kept),
+            )
+        except BaseException as error:
+            with project.transaction() as conn:  # nothing was created remotely (or we cannot know its id)
+                batch_store.delete_batch(conn, batch_id)
+            job_store.release_job_claims(project.conn, job.job_id)
+            if isinstance(error, SpokenBenchError | KeyboardInterrupt):
                 raise
-            with project.transaction() as conn:
-                batch_store.update_batch(conn, batch_id, **fields)
-            submission.batch_ids.append(batch_id)
-            submission.bytes += fields.get("bytes") or 0
-            done += len(part_lines)
-            job.report(done, len(lines), f"batch {batch_id} submitted")
-    return submission
+            if isinstance(error, Exception):
+                raise SpokenBenchError(
+                    f"submitting batch part {number} of {len(parts)} failed: {_explain(error, (key,))}"
+                ) from None
+            raise
+        with project.transaction() as conn:
+            batch_store.update_batch(conn, batch_id, **fields)
+        job_store.release_job_claims(project.conn, job.job_id)  # after: the batch's rows hold them now
+        submission.batch_ids.append(batch_id)
+        submission.bytes += fields.get("bytes") or 0
+        submission.lines += len(part_lines)
+        submission.submitted += sum(len(line.jobs) for line in part_lines)
+        done += len(indexes)
+        job.report(done, len(lines), f"batch {batch_id} submitted")
 
 
 def _submit_openai_part(project: Project, batch_id: int, lines: list[_Line], size: int, client, writer) -> dict:

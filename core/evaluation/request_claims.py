@@ -10,7 +10,11 @@ prompt, audio), in the jobs machinery's `work_claims` table, as `request:<key>`:
   gone, or its heartbeat is older than `core.jobs.registry.STALE_AFTER_S`) and sent;
 - a request another live job holds is waited for: once that job stores the answer (in the response cache, in
   the same transaction that releases the claim) it is reused — at no cost — and said so, once per job waited
-  for; if that job fails the request or stops, the claim is released (or goes stale) and this job sends it.
+  for; if that job fails the request or stops, the claim is released (or goes stale) and this job sends it;
+- a request pending in a provider batch that may still answer it (`spokenbench evaluate --batch`, of any run) is
+  not sent: `acquire` raises WaitingInBatch, and the run is resumed once that batch is collected (its answer is
+  then in the response cache). A submitter claims its requests until the provider has the batch, so a live run
+  waits for the submit rather than racing it.
 The claiming runs on a thread and connection of its own, so the event loop never waits on SQLite."""
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spokenbench.core.evaluation import store
-from spokenbench.core.jobs.registry import JobInfo, Write, claim_unit, live_claim_holder
+from spokenbench.core.jobs.registry import JobInfo, Write, claim_unit, live_claim_holder, live_claim_holders
+from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store import database
 from spokenbench.core.store import jobs as job_store
 
@@ -32,6 +37,67 @@ POLL_S = 0.1  # how often a request held by another job is looked for in the res
 
 def claim_name(key: str) -> str:
     return f"{CLAIM_KIND}:{key}"
+
+
+class WaitingInBatch(Exception):
+    """The request waits in provider batch `batch_id` (of run `run_id`), which may still answer it: not sent."""
+
+    def __init__(self, batch_id: int, run_id: int):
+        super().__init__(f"waiting in batch {batch_id} (run {run_id})")
+        self.batch_id, self.run_id = batch_id, run_id
+
+
+class Waits:
+    """Planned requests not sent because they wait elsewhere — in a provider batch that may still answer them
+    (of this run or another), or claimed by a live job sending them now — counted by where they wait. Once that
+    batch is collected (or that job is done) their answers are in the response cache: resuming the run fills
+    them at no cost."""
+
+    def __init__(self):
+        self.by_place: dict[tuple, int] = {}
+
+    def add(self, place: tuple, requests: int = 1) -> None:
+        """`place`: ('batch', batch id, run id) or ('job', job id, label)."""
+        self.by_place[place] = self.by_place.get(place, 0) + requests
+
+    @property
+    def count(self) -> int:
+        return sum(self.by_place.values())
+
+    def entries(self) -> list[dict]:
+        """[{"batch_id", "run_id", "job_id", "job", "requests"}] (None where it does not apply), for --json."""
+        return [
+            {
+                "batch_id": place[1] if place[0] == "batch" else None,
+                "run_id": place[2] if place[0] == "batch" else None,
+                "job_id": place[1] if place[0] == "job" else None,
+                "job": place[2] if place[0] == "job" else None,
+                "requests": requests,
+            }
+            for place, requests in sorted(self.by_place.items(), key=lambda entry: (entry[0][0], entry[0][1]))
+        ]
+
+
+def describe_waits(entries: list[dict]) -> str:
+    """'6 request(s) wait in batch 1 (run 1); 2 are being sent by job 5 (label)' from Waits.entries."""
+    return "; ".join(
+        f"{entry['requests']} request(s) wait in batch {entry['batch_id']} (run {entry['run_id']})"
+        if entry["batch_id"] is not None
+        else f"{entry['requests']} request(s) are being sent by job {entry['job_id']} ({entry['job']})"
+        for entry in entries
+    )
+
+
+def held_elsewhere(conn: sqlite3.Connection, keys: list[str], job_id: int) -> dict[str, tuple]:
+    """request key → where it waits (a Waits place) for the keys that must not be sent by job `job_id`: pending
+    in an in-flight provider batch of any run, or claimed (`request:<key>`) by another live job."""
+    held: dict[str, tuple] = {
+        key: ("batch", batch_id, run_id) for key, (batch_id, run_id) in batch_store.batches_holding(conn, keys).items()
+    }
+    names = {claim_name(key): key for key in keys if key not in held}
+    for name, holder in live_claim_holders(conn, list(names), job_id).items():
+        held[names[name]] = ("job", holder.id, holder.label)
+    return held
 
 
 class RequestClaims:
@@ -51,11 +117,13 @@ class RequestClaims:
 
     async def acquire(self, key: str) -> store.CachedReply | None:
         """None: the request is this job's to send (claimed). A reply: another job has sent it (waited for
-        while that job held it)."""
+        while that job held it). Raises WaitingInBatch for a request an in-flight provider batch holds."""
         loop = asyncio.get_running_loop()
         waited_for: JobInfo | None = None
         while True:
-            reply, holder = await loop.run_in_executor(self.executor, self._check, key)
+            reply, holder, batch = await loop.run_in_executor(self.executor, self._check, key)
+            if batch is not None:
+                raise WaitingInBatch(*batch)
             if reply is not None:
                 if waited_for is not None:
                     self.reused_from[waited_for.id] = self.reused_from.get(waited_for.id, 0) + 1
@@ -95,20 +163,24 @@ class RequestClaims:
             database.skip_fsync_on_commit(self.conn)
         return self.conn
 
-    def _check(self, key: str) -> tuple[store.CachedReply | None, JobInfo | None]:
+    def _check(self, key: str) -> tuple[store.CachedReply | None, JobInfo | None, tuple[int, int] | None]:
+        """(the cached reply, the live job holding the request, (batch id, run id) of a batch holding it)."""
         conn = self._connection()
         name = claim_name(key)
         reply = store.cached_replies(conn, [key]).get(key)
         if reply is not None:
-            return reply, None
+            return reply, None, None
         holder = live_claim_holder(conn, name, self.job_id)  # read first: waiting takes no write lock
         if holder is not None:
-            return None, holder
+            return None, holder, None
         with database.transaction(conn):
             reply = store.cached_replies(conn, [key]).get(key)
             if reply is not None:
-                return reply, None
-            return None, claim_unit(conn, name, self.job_id)
+                return reply, None, None
+            batch = batch_store.batches_holding(conn, [key]).get(key)
+            if batch is not None:
+                return None, None, batch
+            return None, claim_unit(conn, name, self.job_id), None
 
     def _release(self, key: str) -> None:
         conn = self._connection()

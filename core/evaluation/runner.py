@@ -8,7 +8,9 @@
   at its next safe point, and a second process cannot work on the same run at the same time (it is refused,
   or with `wait=True` waits until the holder ends, then continues with what is still missing); each request is
   claimed too (request_claims.py), so a request another process is sending — an identical fresh run started
-  at the same time — is waited for and its answer reused, never sent twice;
+  at the same time — is waited for and its answer reused, never sent twice; a request pending in a provider
+  batch (of any run) is not sent at all: the run stays 'created' ('batch pending') and is resumed once that
+  batch is collected, from the response cache at no cost;
 - `evaluate(project, settings, progress)` does both;
 - `list_runs(conn)` lists runs as a person should see them (a killed run shows as 'interrupted').
 The session itself (cache, budget, requests on the shared job loop) is in session.py; the SQL in store.py."""
@@ -26,6 +28,7 @@ from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import credential_for
 from spokenbench.core.evaluation.budget import BUDGET_STOP
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings, prepare_evaluation, run_claim
+from spokenbench.core.evaluation.request_claims import Waits
 from spokenbench.core.evaluation.session import Credentials, EvaluationSession
 from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.foundation.progress import Progress, no_progress
@@ -37,6 +40,7 @@ __all__ = ["RunSettings", "RunSummary", "evaluate", "list_runs", "prepare_evalua
 
 JOB_KIND = "evaluate"
 ALL_FAILED = "all requests failed"  # the stop reason of a session in which no request got an answer
+BATCH_PENDING = "batch pending"  # the stop reason of a run with requests left to a provider batch (as a batch run's)
 WAIT_POLL_S = 0.5  # how often a waiting process asks whether the run's holder has ended
 WAIT_NOTE_S = 60.0  # how often it says it is still waiting
 
@@ -64,6 +68,8 @@ class RunSummary:
     waited_s: float = 0.0  # waiting for another job that held the run (wait=True)
     reused_from_other_jobs: int = 0  # answers another live job was sending at the same time: waited for, not sent
     reused_from_jobs: list[int] = field(default_factory=list)  # the ids of those jobs
+    waiting_elsewhere: int = 0  # not sent: pending in a provider batch that may still answer them (resume later)
+    waiting_on: list[dict] = field(default_factory=list)  # where they wait (batches.Waits.entries)
 
     @property
     def requests_per_s(self) -> float:
@@ -171,6 +177,11 @@ def run_evaluation(
             raise
         stop = result.stop_reason
         status = "cancelled" if stop == BUDGET_STOP else "finished"
+        waits = Waits()
+        for (batch_id, batch_run), count in session.waiting_in_batches.items():
+            waits.add(("batch", batch_id, batch_run), count)
+        if stop is None and waits.count:
+            status, stop = "created", BATCH_PENDING
         if stop is None and session.errors and not session.succeeded:
             status, stop = "failed", ALL_FAILED
         _mark(project, run_id, status, stop)
@@ -196,11 +207,15 @@ def run_evaluation(
             waited_s=waited,
             reused_from_other_jobs=session.reused_from_other_jobs,
             reused_from_jobs=session.reused_from_jobs,
+            waiting_elsewhere=waits.count,
+            waiting_on=waits.entries(),
         )
         if stop == BUDGET_STOP:
             job.set_outcome("cancelled", "budget: stopped before exceeding it; resume with a larger --budget")
         elif summary.all_failed:
             job.set_outcome("failed", summary.failure_summary())
+        elif stop == BATCH_PENDING:
+            job.set_outcome("finished", f"{waits.count} request(s) wait in provider batches: resume once collected")
     return summary
 
 

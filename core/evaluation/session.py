@@ -6,8 +6,8 @@ module brings what is particular to evaluation, per planned request:
 - the response cache first (keyed by model, parameters, prompt and audio sha256), then identical requests
   in flight in this run (they share one call), then requests other live jobs are sending (claimed across
   processes in request_claims.py: waited for and their answers reused, so two processes that need the same
-  request send it once), and only then the model, through `loop.remote` (the provider's limits, retries
-  honouring the server's wait);
+  request send it once; one pending in a provider batch is not sent at all: WaitingInBatch), and only then
+  the model, through `loop.remote` (the provider's limits, retries honouring the server's wait);
 - the budget: the worst case is reserved before sending; a request the budget cannot cover stops the loop
   (`StopLoop('budget')`) before the cap is crossed;
 - the answer parsed and stored as a `ResponseRecord`. A paid answer is saved at once (`JobLoop.save_now`:
@@ -31,7 +31,7 @@ from spokenbench.core.evaluation.budget import Budget, reply_cost, worst_case_co
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, Job, RequestBuilder, asr_params
 from spokenbench.core.evaluation.presets import Price
-from spokenbench.core.evaluation.request_claims import RequestClaims
+from spokenbench.core.evaluation.request_claims import RequestClaims, WaitingInBatch
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.registry import DurableWriteFailed, JobLoop, JobProgress, LoopResult, UnitResult
@@ -82,6 +82,7 @@ class _Committed:
     parse_status: str | None
     error_kind: str | None = None
     error: str | None = None
+    waiting: bool = False  # not sent: it waits in a provider batch (nothing stored; a resume fills it)
 
 
 # A failure's kind is the start of its classified message (core.jobs.remote.classify_error) when it is one of these.
@@ -124,6 +125,7 @@ class EvaluationSession:
         self.parse_counts: dict[str, int] = {}
         self.error_kinds: dict[str, int] = {}  # this session's failed requests by kind
         self.error_examples: dict[str, str] = {}  # the first message of each kind
+        self.waiting_in_batches: dict[tuple[int, int], int] = {}  # (batch id, run id) → requests not sent for it
         self.budget = Budget(self.settings.budget_usd, spent)
         self.price: Price | None = prepared.price
         self.asr_price: Price | None = prepared.asr_preset.price if prepared.asr_preset else prepared.price
@@ -233,6 +235,10 @@ class EvaluationSession:
         except RemoteCallFailed as failure:
             error_text = f"{failure.error.message} (after {failure.attempts} attempt(s))"
             error_kind = failure_kind(failure.error)
+        except WaitingInBatch as waiting:  # a provider batch may still answer it: stored by a resume, not sent
+            place = (waiting.batch_id, waiting.run_id)
+            self.waiting_in_batches[place] = self.waiting_in_batches.get(place, 0) + 1
+            return UnitResult(None, _Committed(failed=False, parse_status=None, waiting=True))
         except (RemoteAuthError, DurableWriteFailed):  # stop the run, not just this request
             raise
         except SpokenBenchError as problem:  # e.g. inline audio over the host's limit: this request only
@@ -413,6 +419,8 @@ class EvaluationSession:
     def _committed(self, outcomes: list[_Committed]) -> None:
         """Called by the loop once answers are committed: only committed answers are counted."""
         for outcome in outcomes:
+            if outcome.waiting:
+                continue
             if outcome.failed:
                 self.errors += 1
                 kind = outcome.error_kind or "error"

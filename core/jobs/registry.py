@@ -514,6 +514,17 @@ def live_claim_holder(conn: sqlite3.Connection, unit: str, job_id: int) -> JobIn
     return info if info.is_live else None
 
 
+def live_claim_holders(conn: sqlite3.Connection, units: list[str], job_id: int) -> dict[str, JobInfo]:
+    """`live_claim_holder` for many units at once: unit → the live job other than `job_id` holding it."""
+    now, infos, held = time.time(), {}, {}
+    for unit, row in job_store.claim_holders(conn, units).items():
+        if row["id"] != job_id:
+            info = infos.get(row["id"]) or infos.setdefault(row["id"], _job_info(row, now))
+            if info.is_live:
+                held[unit] = info
+    return held
+
+
 def claim_unit(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
     """In the caller's transaction: claim `unit` for job `job_id` (taking it over from a dead holder) and
     return None — or return the live job that holds it, claiming nothing."""

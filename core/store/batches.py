@@ -9,8 +9,14 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from spokenbench.core.store.database import utc_now
 
-# A batch in one of these states may still answer its pending requests: they are not submitted again.
+# A batch in one of these states may still answer its pending requests: they are not submitted (nor sent) again.
+# A batch still 'submitting' counts only once the provider gave it an id: until then its requests are claimed by
+# the live submitter (`request:<key>`), and a killed submitter's rows block nothing.
 IN_FLIGHT_STATES = ("submitting", "pending", "running", "finalizing", "cancelling", "completed", "expired", "failed")
+_IN_FLIGHT = (
+    f"b.provider != 'file' AND b.remote_id IS NOT NULL AND r.status = 'pending' "
+    f"AND b.state IN ({','.join(repr(state) for state in IN_FLIGHT_STATES)})"
+)
 
 _BATCH_FIELDS = (
     "run_id",
@@ -85,15 +91,39 @@ def insert_requests(conn: sqlite3.Connection, batch_id: int, rows: Iterable[tupl
     )
 
 
-def in_flight_requests(conn: sqlite3.Connection, run_id: int) -> set[tuple[int, str]]:
-    """(item_id, condition_key) of run `run_id` waiting in a provider batch that may still answer them."""
-    marks = ",".join("?" * len(IN_FLIGHT_STATES))
+def in_flight_requests(conn: sqlite3.Connection, run_id: int) -> dict[tuple[int, str], int]:
+    """(item_id, condition_key) of run `run_id` waiting in a provider batch that may still answer them → that
+    batch's id."""
     rows = conn.execute(
-        f"SELECT r.item_id, r.condition_key FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id "
-        f"WHERE b.run_id = ? AND b.provider != 'file' AND r.status = 'pending' AND b.state IN ({marks})",
-        (run_id, *IN_FLIGHT_STATES),
+        f"SELECT r.item_id, r.condition_key, b.id FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id "
+        f"WHERE b.run_id = ? AND {_IN_FLIGHT}",
+        (run_id,),
     )
-    return {(row[0], row[1]) for row in rows}
+    return {(row[0], row[1]): row[2] for row in rows}
+
+
+def delete_unsubmitted(conn: sqlite3.Connection, run_id: int) -> int:
+    """Delete the run's batches a killed submitter left 'submitting' without a provider id (the caller holds the
+    run, so no live submitter is creating them): none can be collected, and they would keep the run unsettled."""
+    return conn.execute(
+        "DELETE FROM batch_jobs WHERE run_id = ? AND provider != 'file' AND state = 'submitting' AND remote_id IS NULL",
+        (run_id,),
+    ).rowcount
+
+
+def batches_holding(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """request key → (batch id, run id) of an in-flight provider batch, of any run, that may still answer it."""
+    holding: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(keys), 500):
+        chunk = list(keys[start : start + 500])
+        rows = conn.execute(
+            f"SELECT r.request_key, b.id, b.run_id FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id "
+            f"WHERE r.request_key IN ({','.join('?' * len(chunk))}) AND {_IN_FLIGHT} ORDER BY b.id",
+            chunk,
+        )
+        for key, batch_id, run_id in rows:
+            holding.setdefault(key, (batch_id, run_id))
+    return holding
 
 
 def request_rows(conn: sqlite3.Connection, batch_id: int, statuses: Sequence[str] = ("pending",)) -> list[sqlite3.Row]:

@@ -473,3 +473,15 @@ def test_resuming_a_run_whose_endpoint_is_a_new_host_asks_before_sending_the_key
     assert page.finished_ops[-1].status == "succeeded", page.finished_ops[-1].error
     assert len(sent) == 2 and all(r.headers["authorization"] == "Bearer nvapi-test-key" for r in sent)
     assert ApprovedHosts().knows("localhost")
+
+
+def test_a_run_that_left_requests_to_a_batch_says_where_and_how_to_finish_it():
+    from spokenbench.app.evaluate_page import reuse_note
+    from spokenbench.core.evaluation.runner import RunSummary
+
+    summary = RunSummary(2, "created", "batch pending", "m", "audio", 6, 0, 0, 0, 0, 0, 0.0, 0.0, {}, {})
+    assert reuse_note(summary) == ""
+    summary.waiting_elsewhere = 6
+    summary.waiting_on = [{"batch_id": 1, "run_id": 1, "job_id": None, "job": None, "requests": 6}]
+    note = reuse_note(summary)
+    assert "6 request(s) wait in batch 1 (run 1)" in note and "Resume this run" in note and "no cost" in note

@@ -49,6 +49,9 @@ class BatchStubState:
         self.answer_fn = answer_for
         self.uploads: dict[str, dict] = {}  # Gemini resumable sessions
         self.instant = False  # a batch is finished at its first poll (tests that do not follow the states)
+        self.upload_budget: int | None = None  # this many OpenAI file uploads go through, later ones hang
+        self.uploads_hanging = 0
+        self.uploads_open = threading.Event()  # set: hanging uploads go on
 
     def new_id(self, prefix: str) -> str:
         with self.lock:
@@ -188,6 +191,13 @@ class Handler(BaseHTTPRequestHandler):
     # -- OpenAI ---------------------------------------------------------------------------------------
 
     def _openai_upload(self, body: bytes) -> None:
+        with self.state.lock:
+            hang = self.state.upload_budget is not None and self.state.upload_budget <= 0
+            if self.state.upload_budget:
+                self.state.upload_budget -= 1
+            self.state.uploads_hanging += hang
+        if hang:  # a submitter caught mid-upload (a test kills it, or starts another job meanwhile)
+            self.state.uploads_open.wait(60)
         message = BytesParser(policy=HTTP).parsebytes(
             f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + body
         )
@@ -405,3 +415,4 @@ class BatchStub(LoopbackServer):
 
     def release(self) -> None:
         self.state.downloads_open.set()
+        self.state.uploads_open.set()
