@@ -114,8 +114,14 @@ _ASCII_FINISH = str.maketrans(
 def _finish(text: str) -> NormalizedText:
     if text.isascii():
         words = tuple(text.translate(_ASCII_FINISH).split())
-    else:
-        words = tuple(_NON_WORD.sub(" ", _APOSTROPHES.sub("", text)).split())
+        return _new(NormalizedText, (words, "".join(words)))
+    words = tuple(text.split())
+    characters = "".join(words)
+    # only letters and digits between the spaces (\w is isalnum or _) and no ʼ (a letter _APOSTROPHES drops):
+    # nothing to remove
+    if characters.isalnum() and "ʼ" not in characters:
+        return _new(NormalizedText, (words, characters))
+    words = tuple(_NON_WORD.sub(" ", _APOSTROPHES.sub("", text)).split())
     return _new(NormalizedText, (words, "".join(words)))
 
 
@@ -267,13 +273,11 @@ _EN_NUMBER = re.compile(r"(\d+)(?:\.(\d+))?")
 _EN_REGNAL_HINT = re.compile(r"[A-Z][a-z]+\s+(?:the\s|[IVXLC])")
 
 
-# An ASCII text without a digit and without what _EN_REGNAL_HINT looks for — most English — is only lowered, its
-# apostrophes dropped and its punctuation removed.
-_EN_PLAIN_UNLESS = re.compile(_EN_REGNAL_HINT.pattern + r"|\d")
-
-
 def normalize_english(text: str) -> NormalizedText:
-    if text.isascii() and not _EN_PLAIN_UNLESS.search(text):
+    # An ASCII text without a digit and without what _EN_REGNAL_HINT looks for — most English — is only lowered,
+    # its apostrophes dropped and its punctuation removed. The hint needs a capital: a text without one (most
+    # transcripts) skips that search.
+    if text.isascii() and not _DECIMAL_DIGIT.search(text) and (text.islower() or not _EN_REGNAL_HINT.search(text)):
         words = tuple(text.lower().translate(_ASCII_FINISH).split())
         normalized = _new(NormalizedText, (words, "".join(words)))
         return _without_and_in_numbers(normalized) if "and" in words else normalized
@@ -389,7 +393,9 @@ def normalize_chinese(text: str) -> NormalizedText:
         text = _ZH_YEAR.sub(lambda m: "".join(_ZH_DIGITS[int(d)] for d in m.group(1)), text)
         text = _ZH_PERCENT.sub(lambda m: "百分之" + m.group(1), text)
         text = _ZH_NUMBER.sub(lambda m: _chinese_number(m.group(1), m.group(2)), text)
-    characters = _NOT_A_CHARACTER_UNIT.sub("", text.replace("两", "二"))
+    text = text.replace("两", "二")
+    # only letters and digits (\w is isalnum or _): nothing to remove, unless the apostrophe letter ʼ
+    characters = text if text.isalnum() and "ʼ" not in text else _NOT_A_CHARACTER_UNIT.sub("", text)
     return _new(NormalizedText, (tuple(characters), characters))
 
 

@@ -220,21 +220,27 @@ def _screen(
 
 
 def _read_inputs(conn, settings: ScreeningSettings, part: int | None = None) -> tuple[dict, dict, dict]:
-    """(clip id → (language, text), clip id → [(ASR system, transcript)] by system, clip id → {ASR system →
-    no-speech probability}) of every screenable clip, or of one `part` of them (store.screenable_clips)."""
+    """(clip id → (language, text), clip id → (ASR system, transcript, ASR system, transcript, …) by system, clip
+    id → {ASR system → no-speech probability}) of every screenable clip, or of one `part` of them
+    (store.screenable_clips). A clip's transcripts are one flat tuple: (language, text) + it is the clip's key in
+    scoring, built without a list or a pair per transcript."""
     clips = store.screenable_clips(conn, part)
     no_speech: dict[int, dict[str, float]] = defaultdict(dict)
     if settings.hallucinations:
         for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
             no_speech[clip_id][asr] = probability
-    transcripts: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    if part is None:
-        for clip_id, asr, text in store.transcripts_in_clip_order(conn):
-            if clip_id in clips:
-                transcripts[clip_id].append((asr, text))
-    else:
-        for clip_id, asr, text in store.screenable_transcripts(conn, part):
-            transcripts[clip_id].append((asr, text))
+    transcripts: dict[int, tuple[str, ...]] = {}
+    rows = store.transcripts_in_clip_order(conn) if part is None else store.screenable_transcripts(conn, part)
+    last_clip, heard = None, ()
+    for clip_id, asr, text in rows:  # by clip: each clip's transcripts are consecutive
+        if clip_id == last_clip:
+            heard += (asr, text)
+        else:
+            if last_clip in clips:
+                transcripts[last_clip] = heard
+            last_clip, heard = clip_id, (asr, text)
+    if last_clip in clips:
+        transcripts[last_clip] = heard
     return clips, transcripts, no_speech
 
 
@@ -362,27 +368,35 @@ class _ClipScoring:
 
     def score(self, result: ScreeningResult, progress: Progress) -> None:
         """Score the clips with transcripts into `result` (scores, unscorable, too few transcripts), by id."""
-        clips, transcripts, scorer = self.clips, self.transcripts, self.scorer
-        scores, min_asr, hallucinations = result.scores, self.min_asr, self.hallucinations
-        total = len(transcripts)
+        clips, scorer, min_fields = self.clips, self.scorer, 2 * self.min_asr
+        scores, unscorable, too_few = result.scores, result.unscorable, result.too_few_transcripts
+        no_speech, hallucinations = self.no_speech, self.hallucinations
+        total = len(self.transcripts)
         # A sentence is synthesized in many voices and often transcribed alike: clips with the same text and the
-        # same transcripts share one (immutable) score, the hallucination check, which depends on the clip, after.
-        same_clip_scores: dict[tuple, ClipScore | None] = {}
-        for done, (clip_id, heard) in enumerate(transcripts.items(), start=1):
-            language, reference = clips[clip_id]
-            if len(heard) < min_asr:
-                result.too_few_transcripts[clip_id] = len(heard)
+        # same transcripts share one (immutable) score, and whether it is checked for hallucinations (a check
+        # that depends on the clip, so made after).
+        same_clip_scores: dict[tuple, tuple[ClipScore | None, bool]] = {}
+        for done, (clip_id, heard) in enumerate(self.transcripts.items(), start=1):
+            if len(heard) < min_fields:
+                too_few[clip_id] = len(heard) // 2
             else:
-                key = (language, reference, *heard)
-                score = same_clip_scores.get(key, _NOT_SCORED)
-                if score is _NOT_SCORED:
-                    score = same_clip_scores[key] = scorer.score_clip(language, reference, heard)
+                clip = clips[clip_id]
+                key = clip + heard
+                found = same_clip_scores.get(key)
+                if found is None:
+                    language, reference = clip
+                    score = scorer.score_clip(language, reference, list(zip(heard[::2], heard[1::2])))
+                    # only a clip above 0.6 (bin 3) can have its transcripts set aside
+                    check = hallucinations and score is not None and score.errors and 5 * score.errors > 3 * score.units
+                    found = same_clip_scores[key] = (score, check)
+                score, check = found
                 if score is None:
-                    result.unscorable.append(clip_id)
+                    unscorable.append(clip_id)
                 else:
-                    if hallucinations and score.errors and 5 * score.errors > 3 * score.units:  # bin 3: > 0.6
+                    if check:
+                        language, reference = clip
                         score = scorer.set_aside_hallucinations(
-                            score, language, reference, heard, self.no_speech.get(clip_id)
+                            score, language, reference, list(zip(heard[::2], heard[1::2])), no_speech.get(clip_id)
                         )
                     scores[clip_id] = score
             if done % 2000 == 0:

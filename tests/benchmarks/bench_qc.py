@@ -8,10 +8,12 @@ issue 28, and checks that it stores the same scores:
 
     mkdir -p /tmp/base/spokenbench && git archive 562acf0 core | tar -x -C /tmp/base/spokenbench
     python tests/benchmarks/bench_qc.py [--clips 44800] [--exact-share 0.7] [--repeats 5] [--baseline /tmp/base]
-        [--profile] [--two-cores auto|yes|no]
+        [--profile] [--phases] [--two-cores auto|yes|no]
 
 Screening forks a second process for half of the clips only when a core is idle (`--two-cores auto`); on a
-machine already busy, `yes` shows the cost of forcing it. CPU counts the child's too.
+machine already busy, `yes` shows the cost of forcing it. CPU counts the child's too. `--phases` also times one
+process's steps (reading, scoring, rows, storing, freeing) by CPU in fresh processes, the trees alternating: on a
+shared machine, CPU medians tell the steps' costs apart better than wall times.
 """
 
 import argparse
@@ -173,6 +175,45 @@ def one_pass(what: str, path: Path, profile: bool = False, two_cores: str = "aut
     )
 
 
+def phase_pass(path: Path) -> None:
+    """screen_project's steps in one process, each timed by CPU, printed as JSON: the inputs read, the clips
+    scored, the rows made, the rows stored (in a copy of the project) and what the steps made freed."""
+    work = path.parent / f"{path.name}-phases"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(path, work)
+    project = Project.open(work)
+    settings = screening.ScreeningSettings()
+    seconds = {}
+    gc.collect()
+    gc.disable()  # as screening runs
+    clock = time.process_time()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.process_time()
+        seconds[name], clock = now - clock, now
+
+    clips, transcripts, no_speech = screening._read_inputs(project.conn, settings)
+    lap("read")
+    scoring = screening._ClipScoring(settings, clips, transcripts, no_speech)
+    result = screening.ScreeningResult(settings, {}, {})
+    scoring.score(result, screening.no_progress())
+    lap("score")
+    rows = screening._score_rows(result.scores.items(), utc_now())
+    lap("rows")
+    with project.transaction() as conn:
+        screening.store.replace_screening_scores(conn, rows)
+    lap("store")
+    del clips, transcripts, no_speech, scoring, result, rows
+    lap("free")
+    project.close()
+    shutil.rmtree(work)
+    print(json.dumps(seconds))
+
+
+PHASES = ("read", "score", "rows", "store", "free")
+
+
 def run_pass(
     what: str, path: Path, baseline: str | None = None, profile: bool = False, two_cores: str = "auto"
 ) -> dict:
@@ -218,17 +259,23 @@ def main(argv=None) -> int:
         "--profile", action="store_true", help="also one screening pass of each tree under cProfile: its top lines"
     )
     parser.add_argument(
+        "--phases", action="store_true", help="also each tree's steps in one process by CPU, medians of --repeats"
+    )
+    parser.add_argument(
         "--two-cores",
         choices=PARALLEL,
         default="auto",
         help="this tree's screening on two cores: auto (when a core is idle, by the load average), yes or no",
     )
     parser.add_argument("--build-only", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--one-pass", choices=("jiwer", "screening"), help=argparse.SUPPRESS)
+    parser.add_argument("--one-pass", choices=("jiwer", "screening", "phases"), help=argparse.SUPPRESS)
     parser.add_argument("--project", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build_only:
         build(args.build_only, args.clips, exact_share=args.exact_share).close()
+        return 0
+    if args.one_pass == "phases":
+        phase_pass(args.project)
         return 0
     if args.one_pass:
         one_pass(args.one_pass, args.project, args.profile, args.two_cores)
@@ -268,6 +315,21 @@ def main(argv=None) -> int:
                 digests[name] = outcome["digest"]
         if args.baseline:
             assert digests["screening (baseline)"] == digests["screening (this tree)"], "stored scores differ"
+        if args.phases:
+            trees = {name: (baseline, project_path) for name, (what, baseline, project_path) in kinds.items()}
+            del trees["plain jiwer loop"]
+            steps = {name: [] for name in trees}
+            for _ in range(args.repeats):
+                for name, (baseline, project_path) in trees.items():
+                    steps[name].append(run_pass("phases", project_path, baseline))
+            print(f"steps of one process's screening, CPU s, median of {args.repeats} (load {os.getloadavg()[0]:.1f}):")
+            for name, passes in steps.items():
+                medians = {step: statistics.median(p[step] for p in passes) for step in PHASES}
+                print(
+                    f"  {name:<22} "
+                    + "  ".join(f"{step} {value:.3f}" for step, value in medians.items())
+                    + f"  sum {sum(medians.values()):.3f}"
+                )
         median = {name: statistics.median(values) for name, values in times.items()}
         print(
             f"screening {args.clips} clips x 2 transcripts (normalize, count, minimum, bin, store); each pass a fresh "
