@@ -3,11 +3,8 @@ with an index (README.md) saying what each file holds and what was skipped and w
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
-import multiprocessing.connection
 import os
-import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
@@ -217,7 +215,6 @@ def _write_parts(
     here, beside the tables). Parts not written in another process (no fork here, a process that failed or
     died) are written here, where a part's own error is raised again."""
     done: dict[int, Report] = {}
-    forked: list[_ForkedParts] = []
 
     def write_here(indices) -> None:
         for i in indices:
@@ -228,22 +225,24 @@ def _write_parts(
                 progress.report(len(done), len(parts), "writing tables and figures")
 
     parts = [tables]
-    try:
+    with ChildCalls("fork") as children:  # on an interrupt or an error: no process is left behind
+        forked_parts = set()
+
+        def fork(indices: list[int]) -> None:
+            children.start(_write_parts_in_child, {i: parts[i] for i in indices}, report.out_dir, report.kind)
+            forked_parts.update(indices)
+
         if _worker_count(2, workers):
-            forked += _ForkedParts.start({0: tables}, report)
+            fork([0])
         figure_parts = make_figure_parts()
         parts += figure_parts.values()
-        groups = _share_out(list(figure_parts), _worker_count(len(figure_parts), workers))
-        for group in groups:
-            forked += _ForkedParts.start({i: parts[i] for i in group}, report)
-        forked_parts = {i for process in forked for i in process.parts}
+        for group in _share_out(list(figure_parts), _worker_count(len(figure_parts), workers)):
+            fork(group)
         write_here(i for i in range(1, len(parts)) if i not in forked_parts)  # beside the forked ones
-        for written in _ForkedParts.results(forked):
-            done |= written
-            progress.report(len(done), len(parts), "writing tables and figures")
-    finally:  # on an interrupt or an error: no process is left behind
-        for process in forked:
-            process.stop()
+        for _, written in children.finished(progress.check_cancelled):
+            if not isinstance(written, ChildCallFailed):  # else its parts are written here, below
+                done |= written
+                progress.report(len(done), len(parts), "writing tables and figures")
     write_here(range(len(parts)))
     for i in range(len(parts)):
         report.files += done[i].files
@@ -267,77 +266,19 @@ def _share_out(stems: list[str], processes: int) -> list[list[int]]:
     return [sorted(group) for group in groups if group]
 
 
-class _ForkedParts:
-    """Some parts written in a process forked now (it inherits them: closures need no pickling); its Reports
-    come back through a pipe, or word that it stopped."""
-
-    def __init__(self, parts: dict[int, Callable[[Report], None]], report: Report) -> None:
-        context = multiprocessing.get_context("fork")
-        self.parts = list(parts)
-        self.receive, send = context.Pipe(duplex=False)
-        # Ctrl-C held back while forking: in the child's start-up it would print a traceback; the child lets
-        # it in once it can answer it, this process as soon as the child is started
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            self.process = context.Process(
-                target=_write_forked_parts, args=(parts, report.out_dir, report.kind, send, mask), daemon=True
-            )
-            self.process.start()
-        finally:
-            send.close()  # this end only in the child, so the pipe ends when the child does
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-    @classmethod
-    def start(cls, parts: dict[int, Callable[[Report], None]], report: Report) -> list[_ForkedParts]:
-        """The started process in a list, or none where it cannot start (a sandbox, memory): the parts are
-        then written in this process."""
-        try:
-            return [cls(parts, report)]
-        except OSError:
-            return []
-
-    @staticmethod
-    def results(forked: list[_ForkedParts]):
-        """Each process's written parts, as the processes end; KeyboardInterrupt if one was interrupted."""
-        pending = {process.receive: process for process in forked}
-        while pending:
-            for receive in multiprocessing.connection.wait(list(pending)):
-                del pending[receive]
-                try:
-                    outcome, written = receive.recv()
-                except EOFError:  # it died without a word (killed, out of memory)
-                    outcome, written = "stopped", {}
-                if outcome == "interrupted":
-                    raise KeyboardInterrupt
-                yield written
-
-    def stop(self) -> None:
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join()
-        self.receive.close()
-
-
-def _write_forked_parts(parts: dict[int, Callable[[Report], None]], out_dir: Path, kind: str, send, mask) -> None:
-    """In a forked process: write the parts in order and send back what was written. A part that fails
-    ends the process's work; the parent writes that part again and so raises its error itself. Ctrl-C
-    (`mask`: the signals blocked before the fork) stops it quietly, here and not after."""
+def _write_parts_in_child(parts: dict[int, Callable[[Report], None]], out_dir: Path, kind: str) -> dict[int, Report]:
+    """In a forked process (it inherits the parts: closures need no pickling): write the parts in order; what
+    was written goes back. A part that fails ends the work here; the parent writes that part and the rest again,
+    and so raises the part's error itself."""
     written: dict[int, Report] = {}
-    outcome = "stopped"
-    try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for i, write in parts.items():
-            part = Report(out_dir=out_dir, kind=kind)
+    for i, write in parts.items():
+        part = Report(out_dir=out_dir, kind=kind)
+        try:
             write(part)
-            written[i] = part
-        outcome = "done"
-    except KeyboardInterrupt:
-        outcome = "interrupted"
-    except Exception:  # raised again by the parent, which writes the part again
-        pass
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what is left is multiprocessing's own exit
-    with contextlib.suppress(OSError):
-        send.send((outcome, written))
+        except Exception:  # noqa: BLE001 - raised again by the parent, which writes the part again
+            break
+        written[i] = part
+    return written
 
 
 def _worker_count(n_parts: int, requested: int | None) -> int:
