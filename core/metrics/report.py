@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
@@ -38,6 +39,7 @@ class Report:
     skipped: list[str] = field(default_factory=list)
 
 
+@automatic_collection_paused()  # issue 28: its passes were ~6% of a report's CPU, and more in forked parts
 def write_report(
     source: str | Path | pd.DataFrame,
     out_dir: str | Path,
