@@ -3,10 +3,11 @@ with an index (README.md) saying what each file holds and what was skipped and w
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -212,9 +213,9 @@ def _write_parts(
     """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows,
     and gather their files, index entries and notes in the parts' order (tables first), so the result does not
     depend on which process finished first. The tables' process is forked at once: it imports pandas while
-    this one imports matplotlib (`make_figure_parts`, 0.3 s); then the figures are shared out, largest first,
-    between `_worker_count` processes forked after that import, so they share it (a single figure is drawn
-    here, beside the tables). Parts not written in another process (no fork here, a process that failed or
+    this one imports matplotlib (`make_figure_parts`, 0.3 s); then `_worker_count` processes forked after that
+    import (they share it) draw the figures, each taking the next largest whenever it is free (a single figure is
+    drawn here, beside the tables). Parts not written in another process (no fork here, a process that failed or
     died) are written here, where a part's own error is raised again."""
     done: dict[int, Report] = {}
 
@@ -228,19 +229,22 @@ def _write_parts(
 
     parts = [tables]
     with ChildCalls("fork") as children:  # on an interrupt or an error: no process is left behind
-        forked_parts = set()
-
-        def fork(indices: list[int]) -> None:
-            children.start(_write_parts_in_child, {i: parts[i] for i in indices}, report.out_dir, report.kind)
-            forked_parts.update(indices)
-
+        forked = set()
         if _worker_count(2, workers):
-            fork([0])
+            children.start(_write_parts_in_child, {0: tables}, report.out_dir, report.kind)
+            forked.add(0)
         figure_parts = make_figure_parts()
         parts += figure_parts.values()
-        for group in _share_out(list(figure_parts), _worker_count(len(figure_parts), workers)):
-            fork(group)
-        write_here(i for i in range(1, len(parts)) if i not in forked_parts)  # beside the forked ones
+        processes = _worker_count(len(figure_parts), workers)
+        if processes:
+            order = _largest_first(list(figure_parts))
+            with _queue_of_parts(order[processes:]) as queue:
+                for first in order[:processes]:  # one each to start with, so every process draws
+                    children.start(
+                        _write_parts_in_child, {first: parts[first]}, report.out_dir, report.kind, queue, parts
+                    )
+            forked.update(order)
+        write_here(i for i in range(1, len(parts)) if i not in forked)  # beside the forked ones
         for _, written in children.finished(progress.check_cancelled):
             if not isinstance(written, ChildCallFailed):  # else its parts are written here, below
                 done |= written
@@ -252,28 +256,47 @@ def _write_parts(
         report.skipped += done[i].skipped
 
 
-def _share_out(stems: list[str], processes: int) -> list[list[int]]:
-    """The figures (part i + 1 is figure i) dealt to `processes` groups, each next largest (by
-    MEASURED_FIGURE_SECONDS) to the group with the least so far; a group keeps the parts' order."""
-    if not processes:
-        return []
+def _largest_first(stems: list[str]) -> list[int]:
+    """The figures' part numbers (part i + 1 is figure i), largest first by MEASURED_FIGURE_SECONDS (others count
+    as an average figure), so that the last to start is a small one."""
     average = sum(MEASURED_FIGURE_SECONDS.values()) / len(MEASURED_FIGURE_SECONDS)
-    cost = {i + 1: MEASURED_FIGURE_SECONDS.get(stem, average) for i, stem in enumerate(stems)}
-    groups: list[list[int]] = [[] for _ in range(processes)]
-    totals = [0.0] * processes
-    for i in sorted(cost, key=lambda i: -cost[i]):
-        least = totals.index(min(totals))
-        groups[least].append(i)
-        totals[least] += cost[i]
-    return [sorted(group) for group in groups if group]
+    return sorted(range(1, len(stems) + 1), key=lambda i: -MEASURED_FIGURE_SECONDS.get(stems[i - 1], average))
 
 
-def _write_parts_in_child(parts: dict[int, Callable[[Report], None]], out_dir: Path, kind: str) -> dict[int, Report]:
-    """In a forked process (it inherits the parts: closures need no pickling): write the parts in order; what
-    was written goes back. A part that fails ends the work here; the parent writes that part and the rest again,
-    and so raises the part's error itself."""
+@contextlib.contextmanager
+def _queue_of_parts(indices: list[int]):
+    """A pipe holding `indices`, already closed for writing: forked processes take the next one whenever they
+    are free (a read of 2 bytes from a pipe is never split between readers), and see its end once it is empty.
+    Each process thus ends within about one figure of the others, whatever the figures' real costs there. The
+    block forks the processes; this one's copy is closed after it."""
+    read, write = os.pipe()
+    try:
+        with os.fdopen(write, "wb") as writing:  # all at once: a few bytes, far below the pipe's buffer
+            writing.write(b"".join(i.to_bytes(2, "little") for i in indices))
+        yield read
+    finally:
+        os.close(read)
+
+
+def _write_parts_in_child(
+    parts: dict[int, Callable[[Report], None]],
+    out_dir: Path,
+    kind: str,
+    queue: int | None = None,
+    all_parts: list[Callable[[Report], None]] | None = None,
+) -> dict[int, Report]:
+    """In a forked process (it inherits the parts: closures need no pickling): write the parts in order, then
+    those it takes from `queue` (_queue_of_parts: numbers in `all_parts`); what was written goes back. A part that
+    fails ends the work here; the parent writes that part and the rest again, and so raises the part's error."""
     written: dict[int, Report] = {}
-    for i, write in parts.items():
+
+    def taken() -> Iterator[tuple[int, Callable[[Report], None]]]:
+        yield from parts.items()
+        while queue is not None and len(number := os.read(queue, 2)) == 2:
+            i = int.from_bytes(number, "little")
+            yield i, all_parts[i]
+
+    for i, write in taken():
         part = Report(out_dir=out_dir, kind=kind)
         try:
             write(part)
