@@ -22,13 +22,25 @@ def _sleep_then(seconds: float, value):
     return value
 
 
-def test_several_calls_give_each_result_as_its_process_ends_and_failures_as_such():
+def _when_told(path, value):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return value
+
+
+def test_several_calls_give_each_result_as_its_process_ends_and_failures_as_such(tmp_path):
+    go = tmp_path / "go"
+    results = []
     with ChildCalls("fork") as children:
-        slow = children.start(_sleep_then, 0.3, "slow")
+        slow = children.start(_when_told, go, "slow")
         fast = children.start(_sleep_then, 0.0, "fast")
         dies = children.start(os._exit, 3)
-        results = list(children.finished(lambda: None))
-    assert [index for index, _ in results][-1] == slow  # the slow one ends last
+        for index, result in children.finished(lambda: None):
+            results.append((index, result))
+            if len(results) == 2:  # the slow one ends only once the other two have been given
+                go.touch()
+    assert [index for index, _ in results][-1] == slow
     outcome = dict(results)
     assert outcome[slow] == "slow" and outcome[fast] == "fast"
     assert isinstance(outcome[dies], ChildCallFailed)
