@@ -1,4 +1,6 @@
-"""A part of a CPU-bound computation in a second process while this process does the rest, on two cores.
+"""Parts of a CPU-bound computation in other processes while this process does the rest, on two cores or more
+(screening's second half, the report's tables and figures). One way to do it: `ChildCalls` (several calls), or
+`call_in_child` (one).
 
 Forked where that is safe (`child_start_method`): the child starts at once, with the libraries already loaded.
 Where this process runs other threads (a job process's helpers), a fork could leave the child a lock another
@@ -40,8 +42,10 @@ def child_start_method() -> str | None:
     return None if getattr(sys, "frozen", False) else "spawn"
 
 
-def _child(sender, function: Callable[..., Any], args: tuple) -> None:
+def _child(sender, function: Callable[..., Any], args: tuple, mask: set | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent ends us
+    if mask is not None:  # held back since before the start (ChildCalls.start): a Ctrl-C then is dropped here
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a job process's stdout is its frame channel
     try:
         payload = pickle.dumps(function(*args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -64,42 +68,101 @@ def main_script_hidden():
         main.__dict__.update(saved)
 
 
+class ChildCalls:
+    """Calls each in a process of its own, started by `method` ('fork': it inherits the arguments; 'spawn': they
+    are pickled, and the function must be importable), several at once if asked, started whenever the caller has
+    their data: `start` one, then `finished` gives each call's result as its process ends. Used as a context
+    manager: leaving it ends every process still running, so an error, a cancel or a Ctrl-C here leaves nothing
+    behind. Ctrl-C is held back while a process starts, and the child ignores it from then on (the parent, which
+    gets it too, ends the children): without that, a Ctrl-C during the start prints the child's traceback."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.calls: list[tuple[Any, Any]] = []  # (process or None where none started, its pipe's reading end)
+        self.reported: set[int] = set()
+
+    def __enter__(self) -> ChildCalls:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def start(self, function: Callable[..., Any], *args: Any) -> int:
+        """Start `function(*args)` in a new process; its index among this object's calls. When no process can
+        start (resources, or arguments a spawn cannot pickle), `finished` says so as for any failed call."""
+        import multiprocessing
+
+        context = multiprocessing.get_context(self.method)
+        receiver, sender = context.Pipe(duplex=False)
+        self.calls.append((None, receiver))
+        index = len(self.calls) - 1
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _CAN_MASK else None
+        try:
+            process = context.Process(target=_child, args=(sender, function, args, mask), daemon=True)
+            with main_script_hidden() if self.method == "spawn" else contextlib.nullcontext():
+                process.start()
+            self.calls[index] = (process, receiver)
+        except Exception:  # noqa: BLE001 - no process: the caller does this call's work itself
+            pass
+        finally:
+            sender.close()  # the child holds its own copy: once it exits, a read here ends instead of waiting
+            if mask is not None:  # a Ctrl-C held back is raised here, once the process is known to `stop`
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        return index
+
+    def finished(self, check: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
+        """(index, result) of each call not given yet, as their processes end: the function's result, or a
+        ChildCallFailed where the process gave none (could not start, died, raised). `check` (e.g. a cancel
+        check) is called while waiting."""
+        import multiprocessing.connection
+
+        pending = {}
+        for index, (process, receiver) in enumerate(self.calls):
+            if index in self.reported:
+                continue
+            if process is None:
+                self.reported.add(index)
+                yield index, ChildCallFailed("no second process could be started")
+            else:
+                pending[receiver] = index
+        while pending:
+            if check is not None:
+                check()
+            for receiver in multiprocessing.connection.wait(list(pending), None if check is None else 0.05):
+                index = pending.pop(receiver)
+                try:
+                    result = pickle.loads(receiver.recv_bytes())
+                except (EOFError, OSError) as error:
+                    result = ChildCallFailed("the second process ended without a result")
+                    result.__cause__ = error
+                self.reported.add(index)
+                yield index, result
+
+    def stop(self) -> None:
+        """End every process still running, and close the pipes."""
+        for process, receiver in self.calls:
+            receiver.close()
+            if process is not None:
+                if process.is_alive():
+                    process.terminate()
+                process.join()
+
+
+_CAN_MASK = hasattr(signal, "pthread_sigmask")  # not on Windows, where Ctrl-C reaches no child the same way
+
+
 @contextlib.contextmanager
 def call_in_child(method: str, function: Callable[..., Any], *args: Any) -> Iterator[Callable[..., Any]]:
-    """Start `function(*args)` in a second process started by `method` ('fork': it inherits the arguments;
-    'spawn': they are pickled, and `function` must be importable). The block gets `wait(check)`, which returns the
-    function's result, calling `check` (e.g. a cancel check) while it waits, or raises ChildCallFailed. Leaving
-    the block ends the process if it still runs, so an error or a cancel here leaves nothing behind."""
-    import multiprocessing
+    """`function(*args)` in a second process (ChildCalls, one call). The block gets `wait(check)`, which returns
+    the function's result, calling `check` (e.g. a cancel check) while it waits, or raises ChildCallFailed."""
+    with ChildCalls(method) as child:
+        child.start(function, *args)
 
-    context = multiprocessing.get_context(method)
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(sender, function, args), daemon=True)
-    try:
-        with main_script_hidden() if method == "spawn" else contextlib.nullcontext():
-            process.start()
-    except Exception:  # noqa: BLE001 - no process (resources, or arguments a spawn cannot pickle): done here
-        process = None
-    finally:
-        sender.close()  # the child holds its own copy: once it exits, a read here ends instead of waiting
+        def wait(check: Callable[[], None] | None = None) -> Any:
+            for _, result in child.finished(check):
+                if isinstance(result, ChildCallFailed):
+                    raise result
+                return result
+            raise ChildCallFailed("the result was taken already")
 
-    def wait(check: Callable[[], None] | None = None) -> Any:
-        if process is None:
-            raise ChildCallFailed("no second process could be started")
-        if check is not None:
-            check()
-            while not receiver.poll(0.05):
-                check()
-        try:
-            return pickle.loads(receiver.recv_bytes())
-        except (EOFError, OSError) as error:
-            raise ChildCallFailed("the second process ended without a result") from error
-
-    try:
         yield wait
-    finally:
-        receiver.close()
-        if process is not None:
-            if process.is_alive():
-                process.terminate()
-            process.join()

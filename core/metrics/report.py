@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import multiprocessing.connection
 import os
-import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
@@ -40,6 +40,7 @@ class Report:
     skipped: list[str] = field(default_factory=list)
 
 
+@automatic_collection_paused()  # issue 28: its passes were ~6% of a report's CPU, and more in forked parts
 def write_report(
     source: str | Path | pd.DataFrame,
     out_dir: str | Path,
@@ -212,12 +213,11 @@ def _write_parts(
     """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows,
     and gather their files, index entries and notes in the parts' order (tables first), so the result does not
     depend on which process finished first. The tables' process is forked at once: it imports pandas while
-    this one imports matplotlib (`make_figure_parts`, 0.3 s); then the figures are shared out, largest first,
-    between `_worker_count` processes forked after that import, so they share it (a single figure is drawn
-    here, beside the tables). Parts not written in another process (no fork here, a process that failed or
+    this one imports matplotlib (`make_figure_parts`, 0.3 s); then `_worker_count` processes forked after that
+    import (they share it) draw the figures, each taking the next largest whenever it is free (a single figure is
+    drawn here, beside the tables). Parts not written in another process (no fork here, a process that failed or
     died) are written here, where a part's own error is raised again."""
     done: dict[int, Report] = {}
-    forked: list[_ForkedParts] = []
 
     def write_here(indices) -> None:
         for i in indices:
@@ -228,22 +228,27 @@ def _write_parts(
                 progress.report(len(done), len(parts), "writing tables and figures")
 
     parts = [tables]
-    try:
+    with ChildCalls("fork") as children:  # on an interrupt or an error: no process is left behind
+        forked = set()
         if _worker_count(2, workers):
-            forked += _ForkedParts.start({0: tables}, report)
+            children.start(_write_parts_in_child, {0: tables}, report.out_dir, report.kind)
+            forked.add(0)
         figure_parts = make_figure_parts()
         parts += figure_parts.values()
-        groups = _share_out(list(figure_parts), _worker_count(len(figure_parts), workers))
-        for group in groups:
-            forked += _ForkedParts.start({i: parts[i] for i in group}, report)
-        forked_parts = {i for process in forked for i in process.parts}
-        write_here(i for i in range(1, len(parts)) if i not in forked_parts)  # beside the forked ones
-        for written in _ForkedParts.results(forked):
-            done |= written
-            progress.report(len(done), len(parts), "writing tables and figures")
-    finally:  # on an interrupt or an error: no process is left behind
-        for process in forked:
-            process.stop()
+        processes = _worker_count(len(figure_parts), workers)
+        if processes:
+            order = _largest_first(list(figure_parts))
+            with _queue_of_parts(order[processes:]) as queue:
+                for first in order[:processes]:  # one each to start with, so every process draws
+                    children.start(
+                        _write_parts_in_child, {first: parts[first]}, report.out_dir, report.kind, queue, parts
+                    )
+            forked.update(order)
+        write_here(i for i in range(1, len(parts)) if i not in forked)  # beside the forked ones
+        for _, written in children.finished(progress.check_cancelled):
+            if not isinstance(written, ChildCallFailed):  # else its parts are written here, below
+                done |= written
+                progress.report(len(done), len(parts), "writing tables and figures")
     write_here(range(len(parts)))
     for i in range(len(parts)):
         report.files += done[i].files
@@ -251,93 +256,54 @@ def _write_parts(
         report.skipped += done[i].skipped
 
 
-def _share_out(stems: list[str], processes: int) -> list[list[int]]:
-    """The figures (part i + 1 is figure i) dealt to `processes` groups, each next largest (by
-    MEASURED_FIGURE_SECONDS) to the group with the least so far; a group keeps the parts' order."""
-    if not processes:
-        return []
+def _largest_first(stems: list[str]) -> list[int]:
+    """The figures' part numbers (part i + 1 is figure i), largest first by MEASURED_FIGURE_SECONDS (others count
+    as an average figure), so that the last to start is a small one."""
     average = sum(MEASURED_FIGURE_SECONDS.values()) / len(MEASURED_FIGURE_SECONDS)
-    cost = {i + 1: MEASURED_FIGURE_SECONDS.get(stem, average) for i, stem in enumerate(stems)}
-    groups: list[list[int]] = [[] for _ in range(processes)]
-    totals = [0.0] * processes
-    for i in sorted(cost, key=lambda i: -cost[i]):
-        least = totals.index(min(totals))
-        groups[least].append(i)
-        totals[least] += cost[i]
-    return [sorted(group) for group in groups if group]
+    return sorted(range(1, len(stems) + 1), key=lambda i: -MEASURED_FIGURE_SECONDS.get(stems[i - 1], average))
 
 
-class _ForkedParts:
-    """Some parts written in a process forked now (it inherits them: closures need no pickling); its Reports
-    come back through a pipe, or word that it stopped."""
-
-    def __init__(self, parts: dict[int, Callable[[Report], None]], report: Report) -> None:
-        context = multiprocessing.get_context("fork")
-        self.parts = list(parts)
-        self.receive, send = context.Pipe(duplex=False)
-        # Ctrl-C held back while forking: in the child's start-up it would print a traceback; the child lets
-        # it in once it can answer it, this process as soon as the child is started
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            self.process = context.Process(
-                target=_write_forked_parts, args=(parts, report.out_dir, report.kind, send, mask), daemon=True
-            )
-            self.process.start()
-        finally:
-            send.close()  # this end only in the child, so the pipe ends when the child does
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-    @classmethod
-    def start(cls, parts: dict[int, Callable[[Report], None]], report: Report) -> list[_ForkedParts]:
-        """The started process in a list, or none where it cannot start (a sandbox, memory): the parts are
-        then written in this process."""
-        try:
-            return [cls(parts, report)]
-        except OSError:
-            return []
-
-    @staticmethod
-    def results(forked: list[_ForkedParts]):
-        """Each process's written parts, as the processes end; KeyboardInterrupt if one was interrupted."""
-        pending = {process.receive: process for process in forked}
-        while pending:
-            for receive in multiprocessing.connection.wait(list(pending)):
-                del pending[receive]
-                try:
-                    outcome, written = receive.recv()
-                except EOFError:  # it died without a word (killed, out of memory)
-                    outcome, written = "stopped", {}
-                if outcome == "interrupted":
-                    raise KeyboardInterrupt
-                yield written
-
-    def stop(self) -> None:
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join()
-        self.receive.close()
-
-
-def _write_forked_parts(parts: dict[int, Callable[[Report], None]], out_dir: Path, kind: str, send, mask) -> None:
-    """In a forked process: write the parts in order and send back what was written. A part that fails
-    ends the process's work; the parent writes that part again and so raises its error itself. Ctrl-C
-    (`mask`: the signals blocked before the fork) stops it quietly, here and not after."""
-    written: dict[int, Report] = {}
-    outcome = "stopped"
+@contextlib.contextmanager
+def _queue_of_parts(indices: list[int]):
+    """A pipe holding `indices`, already closed for writing: forked processes take the next one whenever they
+    are free (a read of 2 bytes from a pipe is never split between readers), and see its end once it is empty.
+    Each process thus ends within about one figure of the others, whatever the figures' real costs there. The
+    block forks the processes; this one's copy is closed after it."""
+    read, write = os.pipe()
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for i, write in parts.items():
-            part = Report(out_dir=out_dir, kind=kind)
+        with os.fdopen(write, "wb") as writing:  # all at once: a few bytes, far below the pipe's buffer
+            writing.write(b"".join(i.to_bytes(2, "little") for i in indices))
+        yield read
+    finally:
+        os.close(read)
+
+
+def _write_parts_in_child(
+    parts: dict[int, Callable[[Report], None]],
+    out_dir: Path,
+    kind: str,
+    queue: int | None = None,
+    all_parts: list[Callable[[Report], None]] | None = None,
+) -> dict[int, Report]:
+    """In a forked process (it inherits the parts: closures need no pickling): write the parts in order, then
+    those it takes from `queue` (_queue_of_parts: numbers in `all_parts`); what was written goes back. A part that
+    fails ends the work here; the parent writes that part and the rest again, and so raises the part's error."""
+    written: dict[int, Report] = {}
+
+    def taken() -> Iterator[tuple[int, Callable[[Report], None]]]:
+        yield from parts.items()
+        while queue is not None and len(number := os.read(queue, 2)) == 2:
+            i = int.from_bytes(number, "little")
+            yield i, all_parts[i]
+
+    for i, write in taken():
+        part = Report(out_dir=out_dir, kind=kind)
+        try:
             write(part)
-            written[i] = part
-        outcome = "done"
-    except KeyboardInterrupt:
-        outcome = "interrupted"
-    except Exception:  # raised again by the parent, which writes the part again
-        pass
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what is left is multiprocessing's own exit
-    with contextlib.suppress(OSError):
-        send.send((outcome, written))
+        except Exception:  # noqa: BLE001 - raised again by the parent, which writes the part again
+            break
+        written[i] = part
+    return written
 
 
 def _worker_count(n_parts: int, requested: int | None) -> int:

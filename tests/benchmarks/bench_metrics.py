@@ -132,6 +132,7 @@ def main() -> int:
         report_vs_metrics(frame, max(3, args.reference_repeats), args.baseline)
         if args.profile:
             profile_report(frame, args.profile, args.baseline)
+            report_timeline(frame, args.baseline)
 
     if 3 in args.parts:
         boot, boot_all = median_time(
@@ -325,19 +326,119 @@ pstats.Stats(profile).strip_dirs().sort_stats("cumulative").print_stats(int(sys.
 
 def profile_report(frame, lines: int, baseline: str | None) -> None:
     """Part 5's profile: the whole report (imports, metrics, tables, figures) in one process, per tree."""
+    for tree_name, env, folder in _each_tree(frame, baseline):
+        out = folder / tree_name.replace(" ", "_")
+        command = [sys.executable, "-c", PROFILED_REPORT, str(folder / "responses.csv"), str(out), ",".join(FACTORS)]
+        done = subprocess.run([*command, str(lines)], capture_output=True, text=True, env=env, check=True)
+        print(f"   profile of the report in one process, {tree_name}:")
+        print("\n".join("     " + line for line in done.stdout.splitlines() if line.strip()))
+
+
+def _each_tree(frame, baseline: str | None):
+    """(name, environment, a temporary folder holding `frame` as responses.csv) for this tree, then the baseline."""
     trees = {"this tree": None} | ({"baseline": baseline} if baseline else {})
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "responses.csv"
-        frame.to_csv(source, index=False)
+        frame.to_csv(Path(tmp) / "responses.csv", index=False)
         for tree_name, tree in trees.items():
             env = dict(os.environ)
             if tree:
                 env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
-            out = Path(tmp) / tree_name.replace(" ", "_")
-            command = [sys.executable, "-c", PROFILED_REPORT, str(source), str(out), ",".join(FACTORS), str(lines)]
-            done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-            print(f"   profile of the report in one process, {tree_name}:")
-            print("\n".join("     " + line for line in done.stdout.splitlines() if line.strip()))
+            yield tree_name, env, Path(tmp)
+
+
+TIMED_REPORT = r"""
+import os, sys, time
+def now():  # time.perf_counter is CLOCK_MONOTONIC: one clock for this process and the ones it forks
+    return time.perf_counter(), time.process_time()
+
+started = now()
+log = open(sys.argv[3], "a")
+
+def note(what, since):
+    (wall, cpu), end = since, now()
+    log.write(f"{os.getpid()}\t{wall - started[0]:.3f}\t{end[0] - started[0]:.3f}\t{end[1] - cpu:.3f}\t{what}\n")
+    log.flush()
+
+from spokenbench.core.metrics import report
+note("imports", started)
+analyze_mcq, mcq_tables, figure_part = report.analyze_mcq, report._mcq_tables, report._figure_part
+read_columns = report.read_responses_columns
+
+def timed_reading(*args, **kwargs):
+    begun = now()
+    result = read_columns(*args, **kwargs)
+    note("read the CSV", begun)
+    return result
+
+def timed_analysis(*args, **kwargs):
+    begun = now()
+    result = analyze_mcq(*args, **kwargs)
+    note("metrics", begun)
+    return result
+
+def timed_tables(analysis, part):
+    begun = now()
+    import pandas
+    note("import pandas", begun)
+    begun = now()
+    mcq_tables(analysis, part)
+    note("tables", begun)
+
+first_figure = []
+
+def timed_figure(stem, build, note_text):
+    if not first_figure:  # the figures module (matplotlib) was imported just before
+        first_figure.append(stem)
+        note("import matplotlib", analysis_done[0])
+    write = figure_part(stem, build, note_text)
+    def timed(part):
+        begun = now()
+        write(part)
+        note(stem.removeprefix("fig_"), begun)
+    return timed
+
+analysis_done = []
+def timed_analysis_noting_end(*args, **kwargs):
+    result = timed_analysis(*args, **kwargs)
+    analysis_done.append(now())
+    return result
+
+report.analyze_mcq, report._mcq_tables, report._figure_part = timed_analysis_noting_end, timed_tables, timed_figure
+report.read_responses_columns = timed_reading
+report.write_report(sys.argv[1], sys.argv[2], factors=["language", "accent", "gender", "order"], n_resamples=0)
+note("the whole report (this process)", started)
+"""
+
+
+def report_timeline(frame, baseline: str | None, width: int = 60) -> None:
+    """Part 5's timeline: which process does what when, in one `write_report` run with its default processes
+    (forked parts where a second core is usable), per tree; and how many cores were busy on average."""
+    for tree_name, env, folder in _each_tree(frame, baseline):
+        log = folder / f"timeline-{tree_name.replace(' ', '_')}.tsv"
+        out = folder / tree_name.replace(" ", "_")
+        load = os.getloadavg()[0]
+        source = folder / "responses.csv"
+        subprocess.run([sys.executable, "-c", TIMED_REPORT, str(source), str(out), str(log)], check=True, env=env)
+        rows = [line.split("\t") for line in log.read_text().splitlines()]
+        spans = [(int(pid), float(start), float(end), float(cpu), what) for pid, start, end, cpu, what in rows]
+        total = max(end for _, _, end, _, _ in spans)
+        parent = next(pid for pid, *_, what in spans if what == "imports")
+        spans = [span for span in spans if span[-1] != "the whole report (this process)"]
+        cpu = sum(span[3] for span in spans)  # a process's spans do not overlap
+        print(
+            f"   timeline of one report, {tree_name} (load {load:.1f}; seconds from the start; # = in a part): "
+            f"the parts' CPU {cpu:.2f} s in {total:.2f} s = {cpu / total:.2f} cores busy on average"
+        )
+        names = {parent: "parent"} | {
+            pid: f"child {i}" for i, pid in enumerate(dict.fromkeys(span[0] for span in spans if span[0] != parent), 1)
+        }
+        for pid, start, end, used, what in spans:
+            first, last = (
+                round(start / total * width),
+                max(round(end / total * width), round(start / total * width) + 1),
+            )
+            bar = " " * first + "#" * (last - first) + " " * (width - last)
+            print(f"     {names[pid]:<8}|{bar}| {start:5.2f}-{end:5.2f} (CPU {used:.2f}) {what}")
 
 
 def _timed(command: list[str], tree: str | None) -> tuple[float, float]:

@@ -176,16 +176,21 @@ def test_saving_with_one_layout_pass_writes_the_bytes_of_plain_savefig(tmp_path,
     assert len(draws) == 2 * len(builders)  # one draw per file: matplotlib's own dry pass drew each twice
 
 
-def test_figures_are_shared_out_largest_first_and_kept_in_order():
-    stems = list(report_module.MCQ_FIGURE_NOTES)  # the five figures, in the report's order
-    groups = report_module._share_out(stems, 2)
-    assert sorted(i for group in groups for i in group) == [1, 2, 3, 4, 5]  # part 0 is the tables
-    assert all(group == sorted(group) for group in groups)
-    cost = [sum(report_module.MEASURED_FIGURE_SECONDS[stems[i - 1]] for i in group) for group in groups]
-    assert abs(cost[0] - cost[1]) <= min(report_module.MEASURED_FIGURE_SECONDS.values())
-    assert report_module._share_out(stems, 1) == [[1, 2, 3, 4, 5]]
-    assert report_module._share_out(stems, 0) == []
-    assert report_module._share_out(["fig_gender_probe_a", "fig_gender_probe_b"], 2) == [[1], [2]]  # unmeasured
+def test_figures_are_taken_largest_first_by_whichever_process_is_free(tmp_path):
+    stems = list(report_module.MCQ_FIGURE_NOTES)  # the five figures, in the report's order; part 0 is the tables
+    order = report_module._largest_first(stems)
+    cost = [report_module.MEASURED_FIGURE_SECONDS[stems[i - 1]] for i in order]
+    assert sorted(order) == [1, 2, 3, 4, 5] and cost == sorted(cost, reverse=True)
+    assert report_module._largest_first(["fig_gender_probe_a", "fig_gender_probe_b"]) == [1, 2]  # unmeasured: as listed
+
+    def noting(i):
+        return lambda part: (tmp_path / f"{i}.{os.getpid()}").touch()
+
+    parts = [noting(i) for i in range(6)]
+    with report_module._queue_of_parts([3, 4, 5]) as queue:
+        taken = report_module._write_parts_in_child({1: parts[1]}, tmp_path, "mcq", queue, parts)
+        assert report_module._write_parts_in_child({2: parts[2]}, tmp_path, "mcq", queue, parts) == {2: taken[1]}
+    assert list(taken) == [1, 3, 4, 5]  # its own part, then every one left in the queue, in its order
 
 
 WHICH_PROCESS_LOADS_WHAT = """
