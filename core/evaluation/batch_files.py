@@ -5,16 +5,15 @@ prepared plan (`write_batch_file`), written in bounded memory and recorded as a 
 from __future__ import annotations
 
 import base64
-import contextlib
+import collections
+import concurrent.futures
 import dataclasses
 import functools
 import json
-import multiprocessing
 import os
-import signal
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +39,6 @@ from spokenbench.core.evaluation.preparation import (
     RunSettings,
     prepare_evaluation,
 )
-from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
 from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
@@ -88,8 +86,8 @@ _json_ascii = json.encoder.encode_basestring_ascii  # json.dumps of a string (en
 
 
 # A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
-# Built by the planning side; a `_LineSink` reads, checks and encodes the audio (in a forked process, for a large
-# file, while the next lines are planned).
+# Built by the planning side; a `_LineSink` reads, checks and encodes the audio (on a reader thread, for a large
+# file, while this thread writes and plans the next lines).
 LineSpec = tuple[bytes, tuple[tuple[str, str, bytes], ...]]
 
 
@@ -102,7 +100,6 @@ class _Writer:
         self._audio = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
         self._body_pieces = functools.lru_cache(maxsize=256)(self._spliced_body)  # bounded: text mode never repeats
         self.splice = adapter.preset.convention in _SPLICED_CONVENTIONS
-        self._in_process = _LineSink(project.audio)
 
     def loaded(self, request: ModelRequest) -> ModelRequest:
         if not request.audio:
@@ -143,45 +140,102 @@ class _Writer:
         return head, tuple((a.sha256, a.format, after) for a, after in zip(audio, afters))
 
     def openai_line(self, line: _Line) -> list[bytes]:
-        """The line's bytes, in pieces (the audio read, checked and encoded here, in this process)."""
-        return list(self._in_process.pieces([self.line_spec(line)]))
+        """The line's bytes, in pieces (the audio read, checked and encoded here)."""
+        head, audios = self.line_spec(line)
+        pieces = [head]
+        for sha256, audio_format, after in audios:
+            pieces += (_b64encode(self._audio(sha256, audio_format)), after)
+        return pieces
+
+
+class _Clip:
+    """One clip's base64, filled in by whoever reads it (a reader thread, or the writing thread itself); shared
+    by the neighbouring lines that hear the same clip."""
+
+    __slots__ = ("sha256", "format", "data")
+
+    def __init__(self, sha256: str, audio_format: str):
+        self.sha256, self.format, self.data = sha256, audio_format, b""
+
+
+def _read_clips(audio: AudioStore, clips: list[_Clip]) -> None:
+    """Read, check and encode `clips` in order (`AudioStore.read_bytes`: the store's own refusal naming a
+    missing, damaged, linked or oversized file). The reads, the sha256 and the encoding release the GIL."""
+    for clip in clips:
+        clip.data = _b64encode(audio.read_bytes(clip.sha256, clip.format))
 
 
 class _LineSink:
-    """Writes lines to a file descriptor: each clip read and checked against its name (`AudioStore.read_bytes`,
-    the store's own refusal naming a missing, damaged, linked or oversized file), base64-encoded once however many
-    neighbouring lines share it, and the pieces gathered into `writev` calls (no copy of the audio into one line or
-    a buffer)."""
+    """Writes lines to a file descriptor, in order: each clip read and checked against its name and base64-encoded
+    once however many neighbouring lines share it, and the pieces gathered into `writev` calls (no copy of the
+    audio into one line or a buffer). With `readers` threads, the clips of the next few lines are read, checked and
+    encoded on them while this thread writes (and plans): file reads, hashlib and the writes release the GIL, so
+    the sha256 runs on the other core. Without, they are read here as their lines are written (one core)."""
 
     GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
     # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
     CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
+    UNIT_LINES = 8  # lines whose clips one reader task reads (a task per clip would cost more than the clip)
+    AHEAD_UNITS = 8  # tasks read ahead of the writing: with CACHED_CLIPS, at most ~128 clips held (bounded memory)
 
-    def __init__(self, audio: AudioStore, fd: int | None = None):
+    def __init__(self, audio: AudioStore, fd: int, readers: int = 0):
         self.fd, self.written = fd, 0
-        self._encoded = functools.lru_cache(maxsize=self.CACHED_CLIPS)(
-            lambda sha256, audio_format: _b64encode(audio.read_bytes(sha256, audio_format))
+        self._audio = audio
+        self._recent: dict[tuple[str, str], _Clip] = {}  # the last CACHED_CLIPS clips, least recent first
+        self._lines: list[list] = []  # the unit being filled: each line's pieces (bytes, or a _Clip)
+        self._reads: list[_Clip] = []  # the clips it reads
+        self._units: collections.deque = collections.deque()  # (lines, clips, their reading: a Future or None)
+        self._pool = (
+            concurrent.futures.ThreadPoolExecutor(readers, thread_name_prefix="spokenbench-batch-clips")
+            if readers
+            else None
         )
 
-    def pieces(self, specs: Iterable[LineSpec]) -> Iterator[bytes]:
-        """The lines' bytes, in pieces."""
-        for head, audios in specs:
-            yield head
-            for sha256, audio_format, after in audios:
-                yield self._encoded(sha256, audio_format)
-                yield after
-
     def write(self, specs: Iterable[LineSpec]) -> None:
-        """Write the lines, in order."""
+        """Write the lines, in order (the last few are written by the next call, or on leaving the sink)."""
+        recent, reads, lines = self._recent, self._reads, self._lines
+        for head, audios in specs:
+            line = [head]
+            for sha256, audio_format, after in audios:
+                clip = recent.pop((sha256, audio_format), None)
+                if clip is None:
+                    clip = _Clip(sha256, audio_format)
+                    reads.append(clip)
+                    if len(recent) >= self.CACHED_CLIPS:
+                        del recent[next(iter(recent))]
+                recent[(sha256, audio_format)] = clip
+                line += (clip, after)
+            lines.append(line)
+            if len(lines) >= self.UNIT_LINES:
+                self._queue()
+                reads, lines = self._reads, self._lines
+
+    def _queue(self) -> None:
+        """Hand the unit to a reader, and write the units it is now far enough ahead of."""
+        if self._lines:
+            reading = self._pool.submit(_read_clips, self._audio, self._reads) if self._pool and self._reads else None
+            self._units.append((self._lines, self._reads, reading))
+            self._lines, self._reads = [], []
+        ahead = self.AHEAD_UNITS if self._pool else 0
+        while len(self._units) > ahead:
+            self._write_unit(*self._units.popleft())
+
+    def _write_unit(self, lines: list[list], clips: list[_Clip], reading) -> None:
+        if reading is None:
+            _read_clips(self._audio, clips)
+        else:
+            reading.result()  # the reader's error (the first bad clip in line order), raised here
         gathered: list[memoryview] = []
         size = 0
-        for piece in self.pieces(specs):
-            gathered.append(memoryview(piece))
-            size += len(piece)
-            if size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
-                _write_all(self.fd, gathered)
-                self.written += size
-                gathered, size = [], 0
+        for line in lines:
+            for piece in line:
+                view = memoryview(piece.data if type(piece) is _Clip else piece)
+                gathered.append(view)
+                size += view.nbytes
+                if size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
+                    _write_all(self.fd, gathered)
+                    self.written += size
+                    gathered, size = [], 0
         if gathered:
             _write_all(self.fd, gathered)
             self.written += size
@@ -189,128 +243,37 @@ class _LineSink:
     def __enter__(self) -> _LineSink:
         return self
 
-    def __exit__(self, *error) -> None:
-        """The descriptor is the sink's once it is entered: closed on the way out."""
-        os.close(self.fd)
-
-
-class _ForkedSink:
-    """A `_LineSink` in a forked process: the planning side sends lines a few hundred at a time through a pipe
-    (it waits when the sink is a message behind: bounded memory) and plans the next ones while the sink reads,
-    checks (sha256), encodes and writes these on the other core. Errors come back as the store's own message."""
-
-    def __init__(self, audio: AudioStore, fd: int):
-        context = multiprocessing.get_context("fork")
-        lines_in, self._lines = context.Pipe(duplex=False)
-        with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: a roomier pipe than 64 KiB
-            import fcntl
-
-            fcntl.fcntl(self._lines.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-        self._outcome, outcome_out = context.Pipe(duplex=False)
-        self._process = context.Process(
-            target=_run_sink,
-            args=(audio, fd, lines_in, outcome_out, (self._lines, self._outcome)),
-            name="spokenbench-batch-file-writer",
-            daemon=True,
-        )
-        self._process.start()
-        lines_in.close()
-        outcome_out.close()
-        self.fd, self.written = fd, 0
-
-    def __enter__(self) -> _ForkedSink:
-        return self
-
     def __exit__(self, kind, error, trace) -> None:
-        """On the way out, every line written (the sink's error raised), or, after an error or a cancel here,
-        the sink stopped at once; then the descriptor closed."""
+        """The descriptor is the sink's once it is entered. On the way out, every line written; after an error or a
+        cancel, the readers stopped (what they still read is dropped); then the descriptor closed."""
         try:
             if kind is None:
-                self._close()
+                self._queue()
+                while self._units:
+                    self._write_unit(*self._units.popleft())
         finally:
-            self._stop()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            self._units.clear()
             os.close(self.fd)
-
-    def write(self, specs: list[LineSpec]) -> None:
-        if self._outcome.poll():  # the sink stopped early: its error, now
-            self._finish()
-        try:
-            self._lines.send(specs)
-        except OSError:  # the sink is gone (a broken pipe): why, from its outcome
-            self._finish()
-
-    def _close(self) -> None:
-        """Wait until every line is written; raises the sink's error."""
-        with contextlib.suppress(OSError):
-            self._lines.send(None)
-        self._finish()
-
-    def _finish(self) -> None:
-        try:
-            kind, detail = self._outcome.recv()
-        except (EOFError, OSError):
-            self._process.join(5)
-            raise SpokenBenchError(
-                f"the process writing the batch file stopped (exit code {self._process.exitcode})"
-            ) from None
-        self._process.join()
-        if kind == "written":
-            self.written = detail
-            return
-        raise (ProjectError if kind == "ProjectError" else SpokenBenchError)(detail)
-
-    def _stop(self) -> None:
-        """End the sink at once if it still runs, and close the pipes."""
-        if self._process.is_alive():
-            self._process.kill()
-        self._process.join()
-        self._lines.close()
-        self._outcome.close()
-
-
-def _run_sink(audio: AudioStore, fd: int, lines_in, outcome, parent_ends) -> None:
-    """The forked sink: lines until None, then how many bytes were written (or why it stopped). Ctrl-C and
-    SIGTERM are the planning side's to handle (it stops this process); a handler inherited from it would not be."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    for end in parent_ends:  # so that a parent killed outright gives this process an end of file, not a hang
-        end.close()
-    sink = _LineSink(audio, fd)
-    try:
-        while (specs := lines_in.recv()) is not None:
-            sink.write(specs)
-        result = ("written", sink.written)
-    except ProjectError as error:
-        result = ("ProjectError", str(error))
-    except EOFError:  # the planning side is gone
-        return
-    except Exception as error:  # noqa: BLE001 - said to the planning side, which raises it
-        result = (type(error).__name__, f"writing the batch file failed: {type(error).__name__}: {error}")
-    with contextlib.suppress(OSError):  # the planning side may have stopped meanwhile
-        outcome.send(result)
 
 
 # --------------------------------------------------------------------------------------------------
 # Batch files (vLLM run_batch) and importing their results
 
 
-SEND_LINES = 256  # lines handed to the sink at a time (a few MB of audio: the two sides overlap from the start)
-PIPE_BYTES = 1 << 20  # lines waiting for the forked sink (about 3,000): planning's commits do not starve it
-FORK_MIN_LINES = 2048  # a file of fewer requests is written in this process (a fork costs more than it saves)
 WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and written per step (one commit each:
 # their rows go into an index keyed by random hashes, and a commit writes every index page it touched)
+SEND_LINES = 64  # lines handed to the sink at a time
+READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
+READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free
 
 
-def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink | _ForkedSink:
-    """Where the lines go (the sink closes `fd` when it is done): a forked sink on the other core for a large
-    file, when a core is idle and processes fork; otherwise this process (on a busy machine the two processes
-    would only share the same cores)."""
-    if requests >= FORK_MIN_LINES and a_core_is_free() and "fork" in multiprocessing.get_all_start_methods():
-        try:
-            return _ForkedSink(audio, fd)
-        except OSError:  # no second process here (a sandbox, limits): written in this process
-            pass
-    return _LineSink(audio, fd)
+def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink:
+    """The sink for a file of `requests` lines (it closes `fd` when it is done): its clips read by a reader thread
+    when a core is idle; on a busy machine, in this thread (two threads would only share the same cores)."""
+    readers = READER_THREADS if requests >= READERS_MIN_LINES and a_core_is_free() else 0
+    return _LineSink(audio, fd, readers)
 
 
 def write_batch_file_for_settings(
@@ -382,20 +345,21 @@ def write_batch_file(
                         if not from_cache:
                             specs.append(writer.line_spec(_Line(key, request, [])))
                             lines += 1
-                            if len(specs) >= SEND_LINES:
+                            if len(specs) >= SEND_LINES:  # the readers start on them while the next are planned
                                 sink.write(specs)
-                                specs = []
+                                specs.clear()
                     if from_cache:
                         answered.append((job, key, context))
                     else:
                         planned = job.planned
                         rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
+                sink.write(specs)
+                specs.clear()
                 cached += len(answered)
                 with project.transaction() as conn:
                     batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
                 progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
-            sink.write(specs)
         written = sink.written
         os.replace(temp_name, target)
     except BaseException:
