@@ -10,6 +10,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import json
+import math
 import os
 import tempfile
 import time
@@ -25,6 +26,7 @@ from spokenbench.core.evaluation.adapters import (
     OpenAICompatibleAdapter,
 )
 from spokenbench.core.evaluation.batch_records import (
+    _JSON_TEXT,
     _check_batchable,
     _context,
     _ensure_run,
@@ -35,10 +37,12 @@ from spokenbench.core.evaluation.batch_records import (
 )
 from spokenbench.core.evaluation.preparation import (
     EvaluationPreparation,
+    Job,
     RequestBuilder,
     RunSettings,
     prepare_evaluation,
 )
+from spokenbench.core.evaluation.prompts import presentation_texts, render_prompt
 from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
@@ -130,13 +134,16 @@ class _Writer:
             body = self.adapter.chat_body(self.loaded(request))
             record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
             return json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n", ()
-        audio = request.audio
+        return self.spliced_spec(line.key, request.system, request.user, request.audio)
+
+    def spliced_spec(self, key: str, system: str | None, user: str, audio: tuple[AudioInput, ...]) -> LineSpec:
+        """line_spec of a request with audio, of a convention that splices."""
         if len(audio) == 1:  # most requests: one input
             (clip,) = audio
-            middle, (after,) = self._body_pieces(request.system, request.user, (clip.format,))
-            return _LINE_HEAD + _json_ascii(line.key).encode() + middle, ((clip.sha256, clip.format, after),)
-        middle, afters = self._body_pieces(request.system, request.user, tuple(a.format for a in audio))
-        head = _LINE_HEAD + _json_ascii(line.key).encode() + middle
+            middle, (after,) = self._body_pieces(system, user, (clip.format,))
+            return _LINE_HEAD + _json_ascii(key).encode() + middle, ((clip.sha256, clip.format, after),)
+        middle, afters = self._body_pieces(system, user, tuple(a.format for a in audio))
+        head = _LINE_HEAD + _json_ascii(key).encode() + middle
         return head, tuple((a.sha256, a.format, after) for a, after in zip(audio, afters))
 
     def openai_line(self, line: _Line) -> list[bytes]:
@@ -146,6 +153,93 @@ class _Writer:
         for sha256, audio_format, after in audios:
             pieces += (_b64encode(self._audio(sha256, audio_format)), after)
         return pieces
+
+
+class _Contexts:
+    """Each planned request's texts (system, user) and request context (`_context`'s JSON), made from what is the
+    same for every request of its presentation when the texts sent hold no question (audio mode): the texts, and
+    the context's JSON around its option texts, found once by rendering with markers for the option texts. Per
+    request, only the item's encoded option texts and the seconds heard are put in. Other requests (the question
+    in the texts, a text or duration JSON would write otherwise) are rendered whole (`RequestBuilder.render`)."""
+
+    MARKER = "\ue000%d\ue001"  # an option text's stand-in (a private-use character JSON leaves as it is)
+    KNOWN_TEXTS = 4096  # items whose encoded option texts are kept (a plan's requests of an item are neighbours)
+
+    def __init__(self, prepared: EvaluationPreparation, builder: RequestBuilder, keyer: ModelAdapter):
+        settings = prepared.settings
+        self.builder, self.keyer = builder, keyer
+        self._prompt = (settings.prompt, settings.mode, settings.system_variant)
+        self.heard = settings.mode in ("audio", "audio+text-options")  # RequestBuilder.answer's audio
+        self._shapes: dict[tuple, tuple | None] = {}
+        self._encoded: dict[tuple, tuple[str, ...] | None] = {}
+
+    def of(self, job: Job) -> tuple[str | None, str, str]:
+        """(system, user, context) of the job's answer request."""
+        planned = job.planned
+        language = job.item.language
+        presentation = (planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language)
+        shape = self._shapes.get(presentation, _UNSEEN)
+        if shape is _UNSEEN:
+            shape = self._shapes[presentation] = self._shape(*presentation)
+        audio = job.audio if self.heard else ()
+        if shape is not None:
+            encoded = self._encoded.get(job.option_texts, _UNSEEN)
+            if encoded is _UNSEEN:
+                if len(self._encoded) >= self.KNOWN_TEXTS:
+                    self._encoded.clear()
+                encoded = self._encoded[job.option_texts] = self._encode(job.option_texts)
+            seconds = 0
+            for clip in audio:
+                seconds += clip.seconds
+            number = type(seconds)
+            if encoded is not None and (number is int or (number is float and math.isfinite(seconds))):
+                system, user, pieces, sources = shape
+                context = [pieces[0]]
+                for source, piece in zip(sources, pieces[1:]):
+                    context += (encoded[source], piece)
+                audio_est = self.keyer.estimate_tokens_of(system, user, seconds)[1]
+                context.append(f'{int.__repr__(audio_est)},"audio_s":{number.__repr__(seconds)}}}')
+                return system, user, "".join(context)
+        rendered = self.builder.render(job)
+        request = ModelRequest(rendered.system, rendered.user, audio, language=language)
+        return rendered.system, rendered.user, _context(rendered, self.keyer, request)
+
+    def _shape(self, option_order: str, label_sequence: str, spoken_labels: bool, language: str) -> tuple | None:
+        """(system, user, the context's pieces around its option texts up to its audio estimate, the option text
+        each gap takes), or None when the question goes into the texts."""
+        prompt, mode, variant = self._prompt
+        texts = presentation_texts(prompt, mode, option_order, label_sequence, spoken_labels, language, variant)
+        if texts is None:
+            return None
+        markers = [self.MARKER % n for n in range(len(option_order))]
+        rendered = render_prompt(
+            prompt, mode, "", markers, option_order, label_sequence, spoken_labels, language, variant
+        )
+        context = _context(rendered, self.keyer, ModelRequest(rendered.system, rendered.user, ()))
+        head, found, _ = context.rpartition(',"audio_est":')
+        if (rendered.system, rendered.user) != texts or not found:
+            return None
+        pieces, sources, start = [], [], 0
+        for letter, marker in rendered.option_texts.items():
+            token = _JSON_TEXT(marker)
+            at = head.find(token, start)
+            if at < 0 or not isinstance(letter, str):
+                return None
+            pieces.append(head[start:at])
+            sources.append(markers.index(marker))
+            start = at + len(token)
+        pieces.append(head[start:] + found)
+        return (*texts, tuple(pieces), tuple(sources))
+
+    @staticmethod
+    def _encode(option_texts: tuple) -> tuple[str, ...] | None:
+        """The option texts as JSON strings; None when one is not a string (its context is made by json)."""
+        if not all(type(text) is str for text in option_texts):
+            return None
+        return tuple(map(_JSON_TEXT, option_texts))
+
+
+_UNSEEN = object()
 
 
 class _Clip:
@@ -301,9 +395,10 @@ def write_batch_file(
     run_id = _ensure_run(project, prepared)
     builder = RequestBuilder(settings, prepared.preset, None)
     keyer = ModelAdapter(prepared.preset, settings.params)
-    audio_mode = settings.mode in ("audio", "audio+text-options")
     stored = store.done_keys(project.conn, run_id)
-    jobs = [job for job in prepared.jobs if job.key not in stored]
+    keys = prepared.request_keys or [None] * len(prepared.jobs)  # by plan position: keyed while preparing
+    todo = [(job, key) for job, key in zip(prepared.jobs, keys) if not stored or job.key not in stored]
+    contexts = _Contexts(prepared, builder, keyer)
     writer = _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None))
     with project.transaction() as conn:
         batch_id = batch_store.insert_batch(
@@ -324,26 +419,30 @@ def write_batch_file(
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
     lines = cached = 0
     try:
-        with _sink_for(project.audio, handle, len(jobs)) as sink:
+        with _sink_for(project.audio, handle, len(todo)) as sink:
             specs: list[LineSpec] = []
-            for start in range(0, len(jobs), WRITE_CHUNK):
+            for start in range(0, len(todo), WRITE_CHUNK):
                 progress.check_cancelled()
                 keyed = []
-                for job in jobs[start : start + WRITE_CHUNK]:
-                    rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for both
-                    request = ModelRequest(
-                        rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
-                    )
-                    keyed.append((job, request, prepared.answer_key(job) or keyer.request_key(request), rendered))
-                hits = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
+                for job, key in todo[start : start + WRITE_CHUNK]:
+                    system, user, context = contexts.of(job)
+                    if key is None:  # not keyed while preparing (stored since, or a plan made otherwise)
+                        audio = job.audio if contexts.heard else ()
+                        key = keyer.request_key(ModelRequest(system, user, audio, language=job.item.language))
+                    keyed.append((job, key, system, user, context))
+                hits = store.cached_replies(project.conn, sorted({entry[1] for entry in keyed}))
                 rows, answered = [], []
-                for job, request, key, rendered in keyed:
-                    context = _context(rendered, keyer, request)
+                for job, key, system, user, context in keyed:
                     from_cache = seen.get(key)
                     if from_cache is None:
                         from_cache = seen[key] = key in hits
                         if not from_cache:
-                            specs.append(writer.line_spec(_Line(key, request, [])))
+                            audio = job.audio if contexts.heard else ()
+                            if writer.splice and audio:
+                                specs.append(writer.spliced_spec(key, system, user, audio))
+                            else:
+                                request = ModelRequest(system, user, audio, language=job.item.language)
+                                specs.append(writer.line_spec(_Line(key, request, [])))
                             lines += 1
                             if len(specs) >= SEND_LINES:  # the readers start on them while the next are planned
                                 sink.write(specs)
@@ -359,7 +458,7 @@ def write_batch_file(
                 with project.transaction() as conn:
                     batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
-                progress.report(min(start + WRITE_CHUNK, len(jobs)), len(jobs), "requests written")
+                progress.report(min(start + WRITE_CHUNK, len(todo)), len(todo), "requests written")
         written = sink.written
         os.replace(temp_name, target)
     except BaseException:
@@ -374,7 +473,7 @@ def write_batch_file(
         batch_id=batch_id,
         path=str(target),
         lines=lines,
-        requests=len(jobs) - cached,
+        requests=len(todo) - cached,
         cached=cached,
         bytes=written,
         elapsed_s=time.monotonic() - started,
