@@ -12,7 +12,9 @@ import functools
 import json
 import math
 import os
+import queue
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -262,15 +264,17 @@ def _read_clips(audio: AudioStore, clips: list[_Clip]) -> None:
 class _LineSink:
     """Writes lines to a file descriptor, in order: each clip read and checked against its name and base64-encoded
     once however many neighbouring lines share it, and the pieces gathered into `writev` calls (no copy of the
-    audio into one line or a buffer). With `readers` threads, the clips of the next few lines are read, checked and
-    encoded on them while this thread writes (and plans): file reads, hashlib and the writes release the GIL, so
-    the sha256 runs on the other core. Without, they are read here as their lines are written (one core)."""
+    audio into one line or a buffer). With `readers`, the lines are handed to a writing thread, and the clips of
+    the next few lines are read, checked and encoded on reader threads while it writes: file reads, hashlib and
+    writev release the GIL, so the sha256 and the writes run on the other core while the caller plans the next
+    lines and records them in the database. Without, everything is done in the caller's thread (one core)."""
 
     GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
     # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
     CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
     UNIT_LINES = 8  # lines whose clips one reader task reads (a task per clip would cost more than the clip)
     AHEAD_UNITS = 8  # tasks read ahead of the writing: with CACHED_CLIPS, at most ~128 clips held (bounded memory)
+    HANDED_CALLS = 64  # write() calls waiting for the writing thread (their lines hold no audio: a few MB at most)
 
     def __init__(self, audio: AudioStore, fd: int, readers: int = 0):
         self.fd, self.written = fd, 0
@@ -279,14 +283,38 @@ class _LineSink:
         self._lines: list[list] = []  # the unit being filled: each line's pieces (bytes, or a _Clip)
         self._reads: list[_Clip] = []  # the clips it reads
         self._units: collections.deque = collections.deque()  # (lines, clips, their reading: a Future or None)
-        self._pool = (
-            concurrent.futures.ThreadPoolExecutor(readers, thread_name_prefix="spokenbench-batch-clips")
-            if readers
-            else None
-        )
+        self._pool = self._handed = self._writer = self._failure = None
+        self._stopped = False
+        if readers:
+            self._pool = concurrent.futures.ThreadPoolExecutor(readers, thread_name_prefix="spokenbench-batch-clips")
+            self._handed = queue.Queue(self.HANDED_CALLS)
+            self._writer = threading.Thread(target=self._write_handed, name="spokenbench-batch-clips-writer")
+            self._writer.start()
 
     def write(self, specs: Iterable[LineSpec]) -> None:
-        """Write the lines, in order (the last few are written by the next call, or on leaving the sink)."""
+        """Write the lines, in order (the last few are written by a later call, or on leaving the sink). With a
+        writing thread, they are handed to it (waiting while it is HANDED_CALLS behind); its error is raised here."""
+        if self._handed is None:
+            self._add(specs)
+            return
+        if self._failure is not None:
+            raise self._failure
+        self._handed.put(list(specs))
+
+    def _write_handed(self) -> None:
+        """The writing thread: every call's lines, then the rest at the end (None). After an error or a stop it
+        only empties the queue, so the caller never waits on it."""
+        while True:
+            specs = self._handed.get()
+            if self._failure is None and not self._stopped:
+                try:
+                    self._add(specs) if specs is not None else self._finish()
+                except BaseException as error:  # noqa: BLE001 - raised in the caller's thread
+                    self._failure = error
+            if specs is None:
+                return
+
+    def _add(self, specs: Iterable[LineSpec]) -> None:
         recent, reads, lines = self._recent, self._reads, self._lines
         for head, audios in specs:
             line = [head]
@@ -314,6 +342,11 @@ class _LineSink:
         while len(self._units) > ahead:
             self._write_unit(*self._units.popleft())
 
+    def _finish(self) -> None:
+        self._queue()
+        while self._units:
+            self._write_unit(*self._units.popleft())
+
     def _write_unit(self, lines: list[list], clips: list[_Clip], reading) -> None:
         if reading is None:
             _read_clips(self._audio, clips)
@@ -338,13 +371,19 @@ class _LineSink:
         return self
 
     def __exit__(self, kind, error, trace) -> None:
-        """The descriptor is the sink's once it is entered. On the way out, every line written; after an error or a
-        cancel, the readers stopped (what they still read is dropped); then the descriptor closed."""
+        """The descriptor is the sink's once it is entered. On the way out, every line written (the writing
+        thread's error raised); after an error or a cancel, the threads stopped (what they still read is dropped);
+        then the descriptor closed."""
         try:
-            if kind is None:
-                self._queue()
-                while self._units:
-                    self._write_unit(*self._units.popleft())
+            if self._writer is None:
+                if kind is None:
+                    self._finish()
+            else:
+                self._stopped = kind is not None
+                self._handed.put(None)
+                self._writer.join()
+                if kind is None and self._failure is not None:
+                    raise self._failure
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
