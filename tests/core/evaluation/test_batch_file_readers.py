@@ -1,8 +1,9 @@
-"""The batch file written with reader threads (large files, a core free: the clips read, checked and encoded on
-them while the writing thread writes and plans) is the same file: the pinned digests hold, clips shared by
-neighbouring lines give the same bytes however small the cache, the read-ahead stays bounded, and a bad clip, a
-failing reader or a cancel leave no file, no batch record and no thread behind, with the store's own message.
-A writer killed outright leaves its temporary, never a complete-looking file; writing again gives the same file."""
+"""The batch file written with a writing thread and reader threads (a file of many lines, a core free: the clips
+read, checked and encoded on a reader thread and the lines written on another while the caller plans and records
+the next lines) is the same file: the pinned digests hold, clips shared by neighbouring lines give the same bytes
+however small the cache, the read-ahead stays bounded, and a bad clip, a failing reader or a cancel leave no file,
+no batch record and no thread behind, with the store's own message. A writer killed outright leaves its
+temporary, never a complete-looking file; writing again gives the same file."""
 
 import os
 import threading
@@ -64,9 +65,7 @@ def test_a_busy_machine_reads_in_the_writing_thread(audio_project, tmp_path, mon
 
 
 @pytest.mark.parametrize("readers", [0, 1, 2])
-def test_clips_shared_by_lines_give_the_same_bytes_however_they_are_read(
-    audio_project, tmp_path, monkeypatch, readers
-):
+def test_clips_shared_by_lines_give_the_same_bytes_however_they_are_read(audio_project, tmp_path, monkeypatch, readers):
     shas = [row[0] for row in audio_project.conn.execute("SELECT sha256 FROM assembled_inputs ORDER BY id")]
     clips = [(sha, "wav", b'"after %d"\n' % n) for n, sha in enumerate(shas)]
     # neighbours sharing a clip, a clip back after others pushed it out of a one-clip cache, two audios in a line
