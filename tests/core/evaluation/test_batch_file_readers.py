@@ -217,4 +217,13 @@ def test_a_writer_killed_outright_leaves_no_complete_file_and_writing_again_give
         writer.wait(10)
     left = list(target.parent.iterdir())
     assert not target.exists() and len(left) == 1 and left[0].name.endswith(".part") and left[0].stat().st_size > 0
+    # the killed file's record stays 'writing' (its rows, recorded while the writing thread wrote, are never
+    # matched by an import); the file written again, and its rows, are the pinned ones
+    from spokenbench.core.store import batches as batch_store
+
+    killed = audio_project.conn.execute("SELECT id, state FROM batch_jobs").fetchall()
+    assert [tuple(row) for row in killed] == [(killed[0][0], "writing")]
+    assert batch_store.file_request_rows(audio_project.conn) == []
+    with audio_project.transaction() as conn:
+        batch_store.delete_batch(conn, killed[0][0])
     assert written(audio_project, VLLM, target) == PINNED["audio standard"]
