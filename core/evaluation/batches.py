@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -43,7 +44,7 @@ from spokenbench.core.evaluation.adapters import (
 )
 from spokenbench.core.evaluation.batch_files import (
     OPENAI_ENDPOINT,
-    _LineSink,
+    _sink_for,
     _Writer,
 )
 from spokenbench.core.evaluation.batch_records import (
@@ -386,11 +387,10 @@ def _submit_openai_part(project: Project, batch_id: int, lines: list[_Line], siz
     folder = project.path / "batches"
     folder.mkdir(exist_ok=True)
     path = folder / f"batch-{batch_id}-input.jsonl"
-    with open(path, "wb") as out:
-        sink = _LineSink(project.audio, out.fileno())
-        sink.write(writer.line_spec(line) for line in lines)
-    written = sink.written
     try:
+        with _sink_for(project.audio, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), len(lines)) as sink:
+            sink.write(writer.line_spec(line) for line in lines)
+        written = sink.written
         with open(path, "rb") as handle:
             uploaded = client.files.create(file=(path.name, handle, "application/jsonl"), purpose="batch")
         batch = client.batches.create(

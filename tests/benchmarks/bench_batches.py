@@ -111,7 +111,7 @@ try:
 except ImportError:  # a tree from before batches.py was split (--baseline)
     from spokenbench.core.evaluation import batches as batch_files
 write_batch_file = batch_files.write_batch_file
-if sys.argv[5] != "auto":  # where the lines are encoded and written: forced to a forked sink or this process
+if sys.argv[5] != "auto":  # told whether a core is free: a second core used (reader thread, or an older tree's forked sink) or not
     batch_files.a_core_is_free = lambda: sys.argv[5] == "fork"
 if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
     import base64
@@ -177,7 +177,9 @@ def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-WRITER_SINKS = {"auto": "writer", "fork": "writer, forked", "here": "writer, 1 process"}
+# How the writer may use a second core: as it decides (auto), told a core is free (fork: a reader thread beside the
+# writing one; a forked sink in trees before issue 28's round 3) or that none is (here: everything in one thread)
+WRITER_SINKS = {"auto": "writer", "fork": "writer, 2 cores", "here": "writer, 1 core"}
 
 
 def compare_plain(
@@ -186,13 +188,14 @@ def compare_plain(
     """The batch writer against the plain pybase64 loop (and, with `baseline`, the older tree's writer), run in
     turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
     the writer at >= 90% of the plain loop's MB/s). `sinks`: the writer as it decides ('auto'), and/or forced to
-    its forked sink ('fork') or to one process ('here'), each a run of its own."""
+    a second core ('fork': its reader thread; an older tree's forked sink) or to one core ('here'), each a run of
+    its own (with `baseline`, the older tree's writer told the same)."""
     import statistics
 
-    writers = {WRITER_SINKS[sink]: sink for sink in sinks}
+    writers = {WRITER_SINKS[sink]: (sink, None) for sink in sinks}
+    if baseline:  # the older tree's writer told the same about the cores
+        writers |= {f"baseline {WRITER_SINKS[sink]}": (sink, baseline) for sink in sinks}
     runs: dict[str, list[dict]] = {name: [] for name in writers} | {"plain loop": [], "plain + sha256": []}
-    if baseline:
-        runs["baseline writer"] = []
     for n in range(rounds):
         names = list(runs) if n % 2 == 0 else list(reversed(runs))
         for name in names:
@@ -202,9 +205,9 @@ def compare_plain(
             elif name == "plain + sha256":
                 figures = plain_loop(project_dir, request_file, "sha256")
             else:
-                tree = baseline if name == "baseline writer" else None
+                sink, tree = writers[name]
                 project = project_for_tree(project_dir, tree) if tree else project_dir
-                figures = write_file(project, request_file, "pybase64", tree, writers.get(name, "auto"))
+                figures = write_file(project, request_file, "pybase64", tree, sink)
                 if figures is None:
                     return 1
                 reset_batches(project)
@@ -219,10 +222,10 @@ def compare_plain(
         cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in figures)
         medians[name] = (wall, cpu)
         print(
-            f"  {name:<18} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
+            f"  {name:<27} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
             f"{_writer_detail(figures)}"
         )
-    for name in (*writers, "baseline writer"):
+    for name in writers:
         if name in medians:
             wall, cpu = medians[name]
             print(
@@ -242,7 +245,7 @@ def _writer_detail(figures: list[dict]) -> str:
         return f"; {statistics.median(f['write_s'] for f in figures):.2f} s, {statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU"
     return (
         f"; {statistics.median(f['write_s'] for f in figures):.2f} s, "
-        f"{statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU (forked sink "
+        f"{statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU (of which a forked sink "
         f"{statistics.median(f.get('writer_child_cpu_s', 0.0) for f in figures):.2f} s), peak RSS "
         f"{statistics.median(f['peak_rss_mb'] for f in figures):.0f} MB (sink "
         f"{statistics.median(f.get('child_peak_rss_mb', 0.0) for f in figures):.0f} MB)"
@@ -315,8 +318,8 @@ def write_file(
     project_dir: Path, request_file: Path, encoder: str, tree: str | None = None, sink: str = "auto"
 ) -> dict | None:
     """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib';
-    `tree`: an older tree to run instead (PYTHONPATH); `sink`: 'auto' (a forked sink when a core is idle), 'fork'
-    or 'here' (this process). Its RSS while writing is sampled from here, every 50 ms
+    `tree`: an older tree to run instead (PYTHONPATH); `sink`: 'auto' (a second core used when one is idle), 'fork'
+    (told one is) or 'here' (told none is). Its RSS while writing is sampled from here, every 50 ms
     (no sampling thread in the measured process)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if tree:
@@ -534,8 +537,9 @@ def main() -> int:
     parser.add_argument(
         "--sinks",
         default="auto",
-        help="with --compare-plain: the writer as it decides (auto), forced to its forked sink (fork) or to one "
-        "process (here); a comma-separated list measures each, in turn",
+        help="with --compare-plain: the writer as it decides (auto), told a core is free (fork: a reader thread; an "
+        "older tree's forked sink) or that none is (here: one core, one thread); a comma-separated list measures "
+        "each, in turn",
     )
     parser.add_argument(
         "--baseline",
