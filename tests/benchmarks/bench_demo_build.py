@@ -11,6 +11,11 @@ medians (a ratio holds where absolute figures drift with the load, printed befor
 `--phases` adds one build of each tree that prints its steps as they start: the wall time and the build process's
 own CPU time (its workers' are not in it), to see where the time goes.
 
+The build folder is a temp folder (TMPDIR decides where). The build creates ~1,200 files, and what creating a file
+costs depends on the host, not on the code: on the shared 2-core host of issue 28 it varied from 20 µs to 1 ms of
+CPU (kernel) within an hour, with what the other users' processes did (0.02-1.2 s per build), so the figures are
+framed by that cost, measured in the builds' folder before and after.
+
 `--bytecode-cache` runs every build as an installed package runs: with compiled bytecode (in a temp folder, written
 by one untimed build of each tree first). Without it, where PYTHONDONTWRITEBYTECODE is set and the tree has no
 __pycache__ (a git archive, an editable checkout under that setting), every build compiles the modules it imports
@@ -19,6 +24,7 @@ __pycache__ (a git archive, an editable checkout under that setting), every buil
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,6 +59,19 @@ def tree_environment(tree: str | None, bytecode_cache: Path | None) -> dict:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(bytecode_cache / ("baseline" if tree else "this-tree"))
     return env
+
+
+def file_creation_cost_us(folder: Path, files: int = 1000) -> float:
+    """CPU (µs, kernel included) to create one empty file in a new folder below `folder`, as the build's audio
+    store does for each clip."""
+    probe = folder / "file-creation-probe" / "audio" / "tmp"
+    probe.mkdir(parents=True)
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for number in range(files):
+        os.close(os.open(probe / f"{number}.part", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    shutil.rmtree(folder / "file-creation-probe")
+    return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / files * 1e6
 
 
 def build_once(folder: Path, env: dict) -> dict:
@@ -106,6 +125,7 @@ def main() -> None:
                 else "as Python's defaults and the trees' __pycache__ give"
             )
         )
+        print(f"creating a file in the build folder ({temp}): {file_creation_cost_us(Path(temp)):.0f} µs of CPU")
         if cache:
             for name in kinds:
                 build_once(Path(temp) / "demo", envs[name])  # untimed: writes the bytecode
@@ -121,6 +141,7 @@ def main() -> None:
         if args.phases:
             for name in kinds:
                 phases(Path(temp) / "demo", name, envs[name])
+        print(f"creating a file in the build folder, after: {file_creation_cost_us(Path(temp)):.0f} µs of CPU")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     medians = {}
     for name, runs in results.items():
