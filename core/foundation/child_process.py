@@ -28,8 +28,8 @@ class ChildCallFailed(Exception):
 
 
 def child_start_method() -> str | None:
-    """How a second process starts here: 'fork' where this process runs no other thread (a lock another thread
-    holds at the fork stays held forever in the child), else 'spawn'; None with one core, inside a
+    """How a second process starts here: 'fork' on Linux where this process runs no other thread (a lock another
+    thread holds at the fork stays held forever in the child), else 'spawn'; None with one core, inside a
     multiprocessing worker (no nesting), or in a frozen app, which cannot spawn Python. Answered without
     importing multiprocessing (25 ms): a worker has it imported already."""
     if usable_cores() < 2:
@@ -37,8 +37,8 @@ def child_start_method() -> str | None:
     multiprocessing = sys.modules.get("multiprocessing")
     if multiprocessing is not None and multiprocessing.parent_process() is not None:
         return None
-    if threading.active_count() == 1 and hasattr(os, "fork"):
-        return "fork"
+    if threading.active_count() == 1 and sys.platform.startswith("linux"):  # macOS: forking after numpy's
+        return "fork"  # Accelerate can crash (why CPython spawns there by default); Windows has no fork
     return None if getattr(sys, "frozen", False) else "spawn"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls
+from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls, child_start_method
 from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import usable_cores
@@ -310,16 +309,15 @@ def _worker_count(n_parts: int, requested: int | None) -> int:
     """Processes to write `n_parts` parts in: `requested`, or by default one per core (at most one per part), forked
     so they start at once with the data and libraries already loaded (spawning re-imports pandas and
     matplotlib, ~1 s of CPU each). 0 (all in this process) where fork is missing, and by default with one core
-    or where forking is unsafe or nested: another thread running (the app, the demo report's pool) or inside a
-    worker process already."""
+    or where forking is unsafe or nested (`child_start_method`): another thread running (the app, the demo
+    report's pool), inside a worker process already, or not on Linux."""
     if n_parts < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return 0
     if requested is not None:
         return max(0, min(requested, n_parts))
-    cores = usable_cores()
-    if cores < 2 or threading.active_count() > 1 or multiprocessing.parent_process() is not None:
+    if child_start_method() != "fork":  # one core, another thread, a worker already, or not Linux
         return 0
-    return min(cores, n_parts)
+    return min(usable_cores(), n_parts)
 
 
 def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) -> None:

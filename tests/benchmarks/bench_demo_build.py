@@ -10,10 +10,21 @@ medians (a ratio holds where absolute figures drift with the load, printed befor
 
 `--phases` adds one build of each tree that prints its steps as they start: the wall time and the build process's
 own CPU time (its workers' are not in it), to see where the time goes.
+
+The build folder is a temp folder (TMPDIR decides where). The build creates ~1,200 files, and what creating a file
+costs depends on the host, not on the code: on the shared 2-core host of issue 28 it varied from 20 µs to 1 ms of
+CPU (kernel) within an hour, with what the other users' processes did (0.02-1.2 s per build), so the figures are
+framed by that cost, measured in the builds' folder before and after.
+
+`--bytecode-cache` runs every build as an installed package runs: with compiled bytecode (in a temp folder, written
+by one untimed build of each tree first). Without it, where PYTHONDONTWRITEBYTECODE is set and the tree has no
+__pycache__ (a git archive, an editable checkout under that setting), every build compiles the modules it imports
+— ~0.2 s of CPU in the build process, and formerly in each spawned worker too; the figures say which was measured.
 """
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,12 +49,34 @@ step(None, None, "built")
 """
 
 
-def build_once(folder: Path, baseline: str | None) -> dict:
+def tree_environment(tree: str | None, bytecode_cache: Path | None) -> dict:
+    """The environment of a build of `tree` (None: this tree): its folder first on PYTHONPATH, and with a bytecode
+    cache, bytecode written and read there (one folder per tree, as the trees' files have the same paths)."""
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+    if bytecode_cache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode_cache / ("baseline" if tree else "this-tree"))
+    return env
+
+
+def file_creation_cost_us(folder: Path, files: int = 1000) -> float:
+    """CPU (µs, kernel included) to create one empty file in a new folder below `folder`, as the build's audio
+    store does for each clip."""
+    probe = folder / "file-creation-probe" / "audio" / "tmp"
+    probe.mkdir(parents=True)
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for number in range(files):
+        os.close(os.open(probe / f"{number}.part", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    shutil.rmtree(folder / "file-creation-probe")
+    return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / files * 1e6
+
+
+def build_once(folder: Path, env: dict) -> dict:
     """One build in a fresh process; CPU from the rusage of this process's waited-for children (the build and,
     through it, its workers: a child's figures include its own waited-for children)."""
-    env = dict(os.environ)
-    if baseline:
-        env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
     shutil.rmtree(folder, ignore_errors=True)
     before = os.times()
     started = time.perf_counter()
@@ -57,10 +90,7 @@ def build_once(folder: Path, baseline: str | None) -> dict:
     return {"wall": wall, "cpu": cpu, "cores": cpu / wall}
 
 
-def phases(folder: Path, name: str, tree: str | None) -> None:
-    env = dict(os.environ)
-    if tree:
-        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
+def phases(folder: Path, name: str, env: dict) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     process = subprocess.run([sys.executable, "-c", PHASES, str(folder)], env=env, capture_output=True, text=True)
     shutil.rmtree(folder, ignore_errors=True)
@@ -72,6 +102,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--baseline", help="an older tree to time alongside (PYTHONPATH), e.g. /tmp/base-demobuild")
     parser.add_argument("--phases", action="store_true", help="one more build of each tree, printing its steps")
+    parser.add_argument(
+        "--bytecode-cache", action="store_true", help="builds with compiled bytecode, as an installed package runs"
+    )
     args = parser.parse_args()
     kinds = {"this tree": None}
     if args.baseline:
@@ -79,9 +112,26 @@ def main() -> None:
     results: dict[str, list[dict]] = {name: [] for name in kinds}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="bench-demo-") as temp:
+        cache = Path(temp) / "bytecode" if args.bytecode_cache else None
+        envs = {name: tree_environment(tree, cache) for name, tree in kinds.items()}
+        compiling = "PYTHONDONTWRITEBYTECODE" in envs["this tree"] and "PYTHONPYCACHEPREFIX" not in envs["this tree"]
+        print(
+            "bytecode: "
+            + (
+                "compiled once, in a cache (--bytecode-cache)"
+                if cache
+                else "PYTHONDONTWRITEBYTECODE is set: trees without __pycache__ compile their modules in every build"
+                if compiling
+                else "as Python's defaults and the trees' __pycache__ give"
+            )
+        )
+        print(f"creating a file in the build folder ({temp}): {file_creation_cost_us(Path(temp)):.0f} µs of CPU")
+        if cache:
+            for name in kinds:
+                build_once(Path(temp) / "demo", envs[name])  # untimed: writes the bytecode
         for repeat in range(args.repeats):
-            for name, tree in kinds.items():
-                outcome = build_once(Path(temp) / "demo", tree)
+            for name in kinds:
+                outcome = build_once(Path(temp) / "demo", envs[name])
                 results[name].append(outcome)
                 print(
                     f"  {repeat + 1}/{args.repeats} {name:10s} {outcome['wall']:6.2f} s wall {outcome['cpu']:6.2f} s CPU "
@@ -89,8 +139,9 @@ def main() -> None:
                     flush=True,
                 )
         if args.phases:
-            for name, tree in kinds.items():
-                phases(Path(temp) / "demo", name, tree)
+            for name in kinds:
+                phases(Path(temp) / "demo", name, envs[name])
+        print(f"creating a file in the build folder, after: {file_creation_cost_us(Path(temp)):.0f} µs of CPU")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     medians = {}
     for name, runs in results.items():

@@ -107,3 +107,20 @@ def test_a_cancel_mid_build_stops_the_runs_alongside_and_leaves_nothing(tmp_path
     assert not any(thread.name == "spokenbench-demo-listeners" for thread in threading.enumerate())
     assert multiprocessing.active_children() == []
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_command_line_build_with_forked_workers_stores_what_the_serial_build_stored(tmp_path):
+    """`spokenbench demo` forks its speech workers (it runs no other thread when it starts them; the in-process
+    build above may spawn them): the same pin holds, and every clip's file is whole."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "demo"
+    script = "import sys; from spokenbench.core.cli.main import main; sys.exit(main())"
+    built = subprocess.run([sys.executable, "-c", script, "demo", str(target)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    dump = stable_dump(target / "project.sqlite")
+    assert hashlib.sha256(dump.encode()).hexdigest() == BEFORE_OVERLAP
+    checked = subprocess.run([sys.executable, "-c", script, "check", str(target)], capture_output=True, text=True)
+    assert checked.returncode == 0 and "0 missing, 0 damaged" in checked.stdout, checked.stdout + checked.stderr

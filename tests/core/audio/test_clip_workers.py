@@ -21,8 +21,9 @@ from spokenbench.core.audio import clip_workers
 from spokenbench.core.audio.clip_workers import ClipWorkers
 from spokenbench.core.audio.io import as_stored, decode_audio, encode_audio, encode_wav
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
-from spokenbench.core.audio.tts.base import VoiceSpec
+from spokenbench.core.audio.tts.base import SynthesisRequest, VoiceSpec
 from spokenbench.core.foundation.errors import Cancelled
+from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.store import Project
@@ -318,3 +319,53 @@ def test_sigterm_during_the_demo_build_stops_it_as_ctrl_c_does(tmp_path):
     assert took < 10
     assert_gone(workers)
     assert not target.exists() and not staging.exists()
+
+
+FORK_OR_SPAWN = """import threading
+from spokenbench.core.audio.clip_workers import ClipWorkers
+from spokenbench.core.audio.tts import get_backend
+
+with ClipWorkers(get_backend("espeak"), in_processes=True) as alone:
+    print(alone.start_method)
+busy = threading.Event()
+helper = threading.Thread(target=busy.wait)
+helper.start()
+with ClipWorkers(get_backend("espeak"), in_processes=True) as beside_a_thread:
+    print(beside_a_thread.start_method)
+busy.set()
+"""
+
+
+@pytest.mark.slow
+def test_workers_are_forked_where_no_other_thread_runs_and_spawned_elsewhere():
+    """A fork copies locks other threads hold: workers are forked only from a process of one thread (the CLI's
+    `spokenbench demo`), spawned beside any other thread (a job process, the app)."""
+    ran = subprocess.run([sys.executable, "-c", FORK_OR_SPAWN], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    expected = "fork" if usable_cores() >= 2 else "spawn"
+    assert ran.stdout.split() == [expected, "spawn"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_forked_and_spawned_workers_render_what_this_process_renders(method, monkeypatch):
+    """Whichever way the workers start, a clip's bytes, duration, rate and level are those rendering it here gives
+    (failures too). A forked worker must not keep this process's SIGTERM handler (the CLI turns SIGTERM into a
+    Ctrl-C, which workers ignore): the pool ends a broken worker with SIGTERM."""
+    monkeypatch.setattr(clip_workers, "child_start_method", lambda: method)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    requests = [
+        (SynthesisRequest(text, "en", "american", voice), text)
+        for text in ("One question?", "SILENT question?", "Another, longer question to speak?")
+        for voice in LocalToneBackend().default_voices
+    ]
+    try:
+        with ClipWorkers(LocalToneBackend(), in_processes=True) as workers:
+            assert workers.start_method == method
+            rendered = workers.executor.submit(clip_workers.render_clips, requests, "flac").result()
+            assert workers.executor.submit(signal.getsignal, signal.SIGTERM).result() == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    here = clip_workers.render_clips(requests, "flac", LocalToneBackend())
+    assert rendered == here
+    assert sum(clip.failure is not None for clip in here) == 2 and all(clip.data for clip in here[:2])

@@ -138,6 +138,16 @@ def test_no_fork_by_default_while_another_thread_runs_or_with_one_part():
     assert report_module._worker_count(6, 0) == 0
 
 
+def test_no_fork_off_linux(monkeypatch):
+    """macOS: a fork after numpy's Accelerate can crash the child, so parts stay here and workers are spawned."""
+    from spokenbench.core.foundation import child_process
+
+    monkeypatch.setattr(child_process, "usable_cores", lambda: 2)
+    assert child_process.child_start_method() == "fork" and report_module._worker_count(6, None) == 2
+    monkeypatch.setattr(child_process.sys, "platform", "darwin")
+    assert child_process.child_start_method() == "spawn" and report_module._worker_count(6, None) == 0
+
+
 def _saved_the_plain_way(fig, folder, stem):
     """What `save_figure` did before issue 28: matplotlib's own savefig, PNG then SVG, on the same figure."""
     with figures.figure_style():
