@@ -63,7 +63,13 @@ def test_a_call_started_later_is_waited_for_and_none_is_given_twice():
         assert list(children.finished()) == [(second, 2)]
 
 
-CTRL_C_AT_THE_FORK = """
+# Python as started from a terminal: a test run started in the background (a CI job, `cmd &`) inherits SIGINT
+# ignored, and Python then installs no handler of its own
+AS_FROM_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+CTRL_C_AT_THE_FORK = (
+    AS_FROM_A_TERMINAL
+    + """
 import os, signal, sys
 from spokenbench.core.foundation.child_process import call_in_child
 
@@ -74,6 +80,7 @@ with call_in_child("fork", sum, [1, 2, 3]) as wait:
 print("SIGINT still handled here:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 print("SIGINT unblocked here:", signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []))
 """
+)
 
 
 def test_a_ctrl_c_as_the_child_starts_is_dropped_there_quietly():
@@ -89,7 +96,9 @@ def test_a_ctrl_c_as_the_child_starts_is_dropped_there_quietly():
     ]
 
 
-CTRL_C_WHILE_STARTING = """
+CTRL_C_WHILE_STARTING = (
+    AS_FROM_A_TERMINAL
+    + """
 import signal, sys, time
 from spokenbench.core.foundation import child_process
 
@@ -109,6 +118,7 @@ except KeyboardInterrupt:
     import multiprocessing
     print("interrupted; children left:", len(multiprocessing.active_children()))
 """
+)
 
 
 def test_a_ctrl_c_while_the_child_starts_reaches_this_process_once_it_can_end_the_child():
