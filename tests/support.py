@@ -196,3 +196,18 @@ def rate_control_demo(project_dir, work_dir) -> dict:
         )
         assert code == 0
     return {"queue": queue, "controls": {c: controls[c] for c in queue if c in controls}}
+
+
+def as_from_a_terminal() -> None:
+    """`preexec_fn` for a command a test stops with Ctrl-C: SIGINT as a terminal's foreground job has it. A test
+    run started in the background (a CI job, `cmd &`) inherits SIGINT ignored, and so would the command."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def as_a_background_job() -> None:
+    """`preexec_fn` for a command started as a shell starts background jobs: SIGINT ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -98,13 +98,18 @@ def _run_job_command(argv: list[str], args: argparse.Namespace) -> int:
 
 def _stop_on_sigterm_as_on_ctrl_c():
     """A service manager, `timeout` or `kill` stops a run with SIGTERM: turn it into the SIGINT of a Ctrl-C, so the
-    run stops the same clean way (answers kept, claims released, job marked cancelled, exit code 130). Returns
-    the handler to restore, or None where no handler can be set (not the main thread)."""
+    run stops the same clean way (answers kept, claims released, job marked cancelled, exit code 130) — also in a
+    process started with SIGINT ignored, as a shell starts background jobs. Returns the handler to restore, or
+    None where no handler can be set (not the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def as_ctrl_c(signum, frame):
-        os.kill(os.getpid(), signal.SIGINT)
+        on_ctrl_c = signal.getsignal(signal.SIGINT)
+        if callable(on_ctrl_c):  # Python's own handler, or asyncio's (it cancels the running task first)
+            on_ctrl_c(signal.SIGINT, frame)
+        else:  # SIGINT ignored (a background job: `cmd &`, nohup): SIGTERM must still stop the run
+            raise KeyboardInterrupt
 
     return signal.signal(signal.SIGTERM, as_ctrl_c)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from eval_support import add_items
 from model_stub import StubServer
+from support import as_from_a_terminal
 
 from spokenbench.core.store import Project
 
@@ -150,7 +151,11 @@ def test_ctrl_c_while_waiting_for_another_jobs_requests_stops_at_once_and_releas
         warnings = json.loads(planned.stdout)["warnings"]
         assert any(f"job 1 (pid {holder.pid}" in w and "reused here, not sent twice" in w for w in warnings), warnings
         waiting = subprocess.Popen(
-            _evaluate_args(project_dir, stub.openai_url), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            _evaluate_args(project_dir, stub.openai_url),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=as_from_a_terminal,  # stopped with Ctrl-C below, wherever this test run was started
         )
         deadline = time.monotonic() + 30
         while "reusing its answer" not in (note := _read_stderr_line(waiting)):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from eval_support import add_assembled, add_items
 from model_stub import StubServer
+from support import as_a_background_job, as_from_a_terminal
 from test_kill_resume import _cli_json, _committed, _evaluate_args, _wait_for_answers, _wait_until
 
 from spokenbench.core.domain.conditions import Condition
@@ -19,8 +20,16 @@ from spokenbench.core.store import Project
 pytestmark = pytest.mark.slow  # real processes stopped by a signal
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_run_stopped_by_sigterm_ends_as_after_ctrl_c(tmp_path, stop):
+@pytest.mark.parametrize(
+    ("stop", "started"),
+    [
+        (signal.SIGINT, as_from_a_terminal),
+        (signal.SIGTERM, as_from_a_terminal),
+        (signal.SIGTERM, as_a_background_job),  # SIGINT ignored: SIGTERM used to be turned into it, and lost
+    ],
+    ids=["ctrl-c", "sigterm", "sigterm-background-job"],
+)
+def test_a_run_stopped_by_sigterm_ends_as_after_ctrl_c(tmp_path, stop, started):
     project_dir = tmp_path / "project"
     with Project.create(project_dir) as project:
         for item_id in add_items(project, 4):
@@ -28,7 +37,11 @@ def test_a_run_stopped_by_sigterm_ends_as_after_ctrl_c(tmp_path, stop):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     with StubServer(hold_after=2) as stub:
         run = subprocess.Popen(
-            _evaluate_args(project_dir, stub.openai_url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            _evaluate_args(project_dir, stub.openai_url),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=started,
         )
         _wait_for_answers(run, stub, project_dir, 2)
         _wait_until(lambda: len(stub.requests) == 4)  # the other two are in flight, held by the stub

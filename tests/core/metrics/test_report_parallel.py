@@ -266,6 +266,8 @@ def test_ctrl_c_during_a_report_ends_every_process_quietly(tmp_path):
     import time
     from pathlib import Path
 
+    from support import as_from_a_terminal
+
     from spokenbench.core.metrics.synthetic import biasinear_like
 
     source = tmp_path / "responses.csv"
@@ -278,7 +280,9 @@ def test_ctrl_c_during_a_report_ends_every_process_quietly(tmp_path):
         str(tmp_path / "out"),
     ]
     command += ["--bootstrap", "0"]
-    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    run = subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=as_from_a_terminal
+    )
     deadline = time.monotonic() + 60
     while not _children_of(run.pid) and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
