@@ -122,7 +122,7 @@ def _start_worker(factory: Callable[[], TTSBackend]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent handles it
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the CLI's SIGTERM-as-Ctrl-C handler
     signal.set_wakeup_fd(-1)  # ... and an event loop's wakeup socket, which signals here must not write to
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a job process's stdout is its frame channel
+    os.dup2(2, 1)  # a job process's stdout is its frame channel (raw descriptors: sys.stderr may be a StringIO)
     sys.stdout = sys.stderr
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent watch", daemon=True).start()
 

@@ -46,7 +46,7 @@ def _child(sender, function: Callable[..., Any], args: tuple, mask: set | None) 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent ends us
     if mask is not None:  # held back since before the start (ChildCalls.start): a Ctrl-C then is dropped here
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a job process's stdout is its frame channel
+    os.dup2(2, 1)  # a job process's stdout is its frame channel (raw descriptors: sys.stderr may be a StringIO)
     try:
         payload = pickle.dumps(function(*args), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # noqa: BLE001 - nothing is sent: the parent computes this part and raises its error

@@ -369,3 +369,25 @@ def test_forked_and_spawned_workers_render_what_this_process_renders(method, mon
     here = clip_workers.render_clips(requests, "flac", LocalToneBackend())
     assert rendered == here
     assert sum(clip.failure is not None for clip in here) == 2 and all(clip.data for clip in here[:2])
+
+
+FORKED_BESIDE_A_STRINGIO = """import contextlib, io
+from spokenbench.core.audio import clip_workers
+from spokenbench.core.audio.tts import SynthesisRequest, get_backend
+
+clip_workers.child_start_method = lambda: "fork"
+request = SynthesisRequest("One question?", "en", "american", get_backend("espeak").default_voices[0])
+with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+    with clip_workers.ClipWorkers(get_backend("espeak"), in_processes=True) as workers:
+        [clip] = workers.executor.submit(clip_workers.render_clips, [(request, "q")], "flac").result()
+print(workers.start_method, clip.failure is None and len(clip.data) > 0)
+"""
+
+
+@pytest.mark.slow
+def test_forked_workers_start_where_the_caller_redirected_stderr_to_a_stringio():
+    """A caller that captures output (a test's CLI runner, a notebook) has sys.stderr without a file descriptor:
+    a forked worker must still start (it used to die in its initializer: a broken pool)."""
+    ran = subprocess.run([sys.executable, "-c", FORKED_BESIDE_A_STRINGIO], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["fork", "True"]
