@@ -143,6 +143,7 @@ def test_no_fork_off_linux(monkeypatch):
     from spokenbench.core.foundation import child_process
 
     monkeypatch.setattr(child_process, "usable_cores", lambda: 2)
+    monkeypatch.setattr(child_process.threading, "active_count", lambda: 1)  # as in the CLI (pytest-xdist: 2+)
     assert child_process.child_start_method() == "fork" and report_module._worker_count(6, None) == 2
     monkeypatch.setattr(child_process.sys, "platform", "darwin")
     assert child_process.child_start_method() == "spawn" and report_module._worker_count(6, None) == 0
