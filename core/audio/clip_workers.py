@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from spokenbench.core.audio.checks import check_audio
 from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
-from spokenbench.core.foundation.child_process import child_start_method, main_script_hidden
+from spokenbench.core.foundation.child_process import child_start_method, main_script_hidden, settle_helper_process
 from spokenbench.core.foundation.errors import SpokenBenchError
 
 MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
@@ -119,10 +119,9 @@ def _one_blas_thread():
 def _start_worker(factory: Callable[[], TTSBackend]) -> None:
     global _factory
     _factory = factory
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent handles it
+    settle_helper_process()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the CLI's SIGTERM-as-Ctrl-C handler
     signal.set_wakeup_fd(-1)  # ... and an event loop's wakeup socket, which signals here must not write to
-    os.dup2(2, 1)  # a job process's stdout is its frame channel (raw descriptors: sys.stderr may be a StringIO)
     sys.stdout = sys.stderr
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent watch", daemon=True).start()
 

@@ -42,11 +42,18 @@ def child_start_method() -> str | None:
     return None if getattr(sys, "frozen", False) else "spawn"
 
 
+def settle_helper_process() -> None:
+    """What a helper process (a child call, a speech worker) does first: ignore Ctrl-C, which reaches the whole
+    process group (its parent ends it), and send its stdout to stderr (a job process's stdout is its frame
+    channel) by raw descriptors (a caller's sys.stderr may be a StringIO, without one)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.dup2(2, 1)
+
+
 def _child(sender, function: Callable[..., Any], args: tuple, mask: set | None) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent ends us
+    settle_helper_process()
     if mask is not None:  # held back since before the start (ChildCalls.start): a Ctrl-C then is dropped here
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    os.dup2(2, 1)  # a job process's stdout is its frame channel (raw descriptors: sys.stderr may be a StringIO)
     try:
         payload = pickle.dumps(function(*args), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # noqa: BLE001 - nothing is sent: the parent computes this part and raises its error
