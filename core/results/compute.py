@@ -89,10 +89,20 @@ def project_panels(
         frame, simulated=simulated, n_resamples=n_resamples, progress=progress, clean=True, probe_source=probes
     )
     result.runs = runs
-    first_runs = sorted(runs, key=lambda r: r["id"])
-    result.color_order = list(dict.fromkeys(labels[r["id"]] for r in first_runs if labels[r["id"]] in result.series))
+    result.color_order = _by_first_run(result)
     result.timings = {"reading the project": loaded, **result.timings}
     return result
+
+
+def _by_first_run(panels: PanelSet) -> list[str]:
+    """The series in the order of their first run (the colours' order): as the panels name them — a run's label
+    in the multiple-choice panels; in the gender probes' its model, a text run's as '<model> (text)'."""
+    first: dict[str, int] = {}
+    for frame in (panels.responses, panels.probe_responses):
+        if len(frame) and {"run_id", "model"} <= set(frame.columns):
+            for name, run_id in frame.groupby(frame["model"].astype(str))["run_id"].min().items():
+                first[name] = min(int(run_id), first.get(name, int(run_id)))
+    return sorted((name for name in first if name in panels.series), key=lambda name: (first[name], name))
 
 
 # What tells that a run's stored responses may have changed (core/metrics/store.py `run_list`)
@@ -213,13 +223,15 @@ def _probe_option_texts(conn) -> pd.DataFrame:
 
 def run_labels(runs: list[dict]) -> dict[int, str]:
     """run id → the name its numbers carry: the model, with the run id when two selected runs share a model."""
-    from spokenbench.core.evaluation.real_demo import REAL_LABEL  # the demo's real model: its label, not its model
+    models = pd.Series([run_model(r) for r in runs]).value_counts()
+    return {r["id"]: run_model(r) if models[run_model(r)] == 1 else f"{run_model(r)} (run {r['id']})" for r in runs}
 
-    def model(run: dict) -> str:
-        return REAL_LABEL if run.get("name") == REAL_LABEL else run["model"]
 
-    models = pd.Series([model(r) for r in runs]).value_counts()
-    return {r["id"]: model(r) if models[model(r)] == 1 else f"{model(r)} (run {r['id']})" for r in runs}
+def run_model(run: dict) -> str:
+    """The model a run's numbers are drawn for (the demo's real model: its label, not its model)."""
+    from spokenbench.core.evaluation.real_demo import REAL_LABEL
+
+    return REAL_LABEL if run.get("name") == REAL_LABEL else run["model"]
 
 
 def compute_panels(

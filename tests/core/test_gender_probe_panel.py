@@ -84,6 +84,8 @@ def test_probe_only_models_leave_the_multiple_choice_series_alone(demo, demo_pan
         mcq_only = project_panels(project, run_ids=[1, 2, 3], n_resamples=0)
     assert mcq_only.series == MCQ_LISTENERS
     assert panels.series[:3] == MCQ_LISTENERS  # the same positions, so the same colours
+    assert sorted(panels.color_order) == sorted(panels.series)  # probe-only models too: by their first run
+    assert panels.color_order[: len(MCQ_LISTENERS)] == mcq_only.color_order  # the runs 4+ come after
     assert set(panels.series[3:]) == {
         "simulated:gender-balanced",
         "simulated:gender-balanced (text)",
