@@ -507,11 +507,7 @@ class UnitClaims(Generic[U]):
 def live_claim_holder(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
     """The live job other than `job_id` that holds `unit`, or None (unclaimed, ours, or its holder is dead:
     killed, or no heartbeat for STALE_AFTER_S)."""
-    holder = job_store.claim_holders(conn, [unit]).get(unit)
-    if holder is None or holder["id"] == job_id:
-        return None
-    info = _job_info(holder, time.time())
-    return info if info.is_live else None
+    return live_claim_holders(conn, [unit], job_id).get(unit)
 
 
 def live_claim_holders(conn: sqlite3.Connection, units: list[str], job_id: int) -> dict[str, JobInfo]:
