@@ -74,4 +74,7 @@ sleep 0.3
 step 19-results-after-a-run Up
 sleep 4
 step 20-results-updated Down
+step 21-evaluate ctrl+6  # the evaluation page with the run just made
+step 22-jobs ctrl+j  # the jobs panel: every process's jobs on the project
+step 23-jobs-closed Escape
 pactl list short sinks >"$out/sinks.txt" 2>&1
