@@ -915,12 +915,24 @@ class MainWindow(QMainWindow):
         self.runner.shutdown(timeout_s=5.0)
 
     def keyPressEvent(self, event) -> None:
-        """Esc that no widget took (a list, a form, a page) closes the guided tour when it is open."""
+        """Esc that no widget took (a list, a form, a page) closes the guided tour when it is open; else, from the
+        jobs panel or its status-bar button, it closes the panel and gives the keyboard back to the page."""
         if event.key() == Qt.Key.Key_Escape and self.tour.is_open():
             self.tour.skip()
             event.accept()
             return
+        if event.key() == Qt.Key.Key_Escape and self._keyboard_in_jobs():
+            self.jobs_dock.hide()
+            self.focus_page()
+            event.accept()
+            return
         super().keyPressEvent(event)
+
+    def _keyboard_in_jobs(self) -> bool:
+        focused = QApplication.focusWidget()
+        if focused is None or not self.jobs_dock.isVisible():
+            return False
+        return focused is self.jobs_button or self.jobs_dock.isAncestorOf(focused)
 
     def closeEvent(self, event) -> None:
         self.save_window_state()
