@@ -657,7 +657,7 @@ class EvaluatePage(QWidget):
             run_id=run.run_id,
             title=f"Run {run.run_id}: {run.name or run.model}",
             model=model,
-            mode=run.mode_label,
+            mode=(run.simulates_mode or run.mode) if run.simulated else run.mode,  # the model cell says simulated
             prompt=run.prompt,
             status=status,
             done=done,

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
+    QStyledItemDelegate,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -66,6 +67,21 @@ RUN_WAY_TIPS = {
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
 SHARED_RUN_COLUMNS = ("Model", "Mode", "Prompt", "Progress")  # share the width the short columns leave
 MODEL_SHARE = 0.45  # of that width, the model's name gets at least this much (it is what tells runs apart)
+# where a narrow column keeps what tells its runs apart: a mode's start ('audio+text-…'), a prompt's end
+# ('…paper-neutral' against '…paper-open'); the middle ('ge…al') told the Xvfb walk nothing
+RUN_COLUMN_ELISION = {"Mode": Qt.TextElideMode.ElideRight, "Prompt": Qt.TextElideMode.ElideLeft}
+
+
+class _Elided(QStyledItemDelegate):
+    """A column elided its own way (a view has one elide mode for all its columns)."""
+
+    def __init__(self, elide: Qt.TextElideMode, parent=None):
+        super().__init__(parent)
+        self.elide = elide
+
+    def initStyleOption(self, option, index) -> None:
+        super().initStyleOption(option, index)
+        option.textElideMode = self.elide
 
 
 @dataclass(frozen=True)
@@ -75,7 +91,7 @@ class RunLine:
     run_id: int
     title: str
     model: str
-    mode: str
+    mode: str  # a simulated run's: the mode it simulates (its model and spent cells say simulated)
     prompt: str
     status: str
     done: int
@@ -255,6 +271,8 @@ class LauncherView(QWidget):
         header.setStretchLastSection(False)  # so progress, errors and spend are always in view
         self.runs_table.setWordWrap(False)  # one line a run; elided text is whole in the tooltip
         self.runs_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # 'openai:gpt-…-mini': both ends tell
+        for column, elide in RUN_COLUMN_ELISION.items():
+            self.runs_table.setItemDelegateForColumn(RUN_COLUMNS.index(column), _Elided(elide, self.runs_table))
         self.progress_bar = QProgressBar()
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)
@@ -525,7 +543,10 @@ class LauncherView(QWidget):
                     table.setItem(row, column, item)
                 item.setText(value)
                 item.setData(Qt.ItemDataRole.UserRole, line.run_id)
-                item.setToolTip(f"{line.title}\n{RUN_COLUMNS[column]}: {value}" if column else line.title)
+                whole = f"{value} (simulated)" if line.simulated and RUN_COLUMNS[column] == "Mode" else value
+                item.setToolTip(f"{line.title}\n{RUN_COLUMNS[column]}: {whole}" if column else line.title)
+        # no run failed: the empty Errors column leaves its width to the model, mode and prompt
+        table.setColumnHidden(RUN_COLUMNS.index("Errors"), not any(line.errors for line in lines))
         if selected is not None:
             for row, line in enumerate(lines):
                 if line.run_id == selected:

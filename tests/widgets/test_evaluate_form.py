@@ -3,6 +3,8 @@ changing it, the Test-connection answer wraps on a row of its own and is gone on
 names are elided in the middle with the whole name in the tooltip, the plan pane follows a cancelled run, and an
 audio-mode run whose inputs are not assembled is assembled by the page (a job) and then run."""
 
+import dataclasses
+
 import pytest
 from PySide6.QtCore import QPoint, QPointF, QSettings, Qt
 from PySide6.QtGui import QWheelEvent
@@ -218,3 +220,26 @@ def test_inputs_that_cannot_be_assembled_are_named_and_no_run_starts(window, qtb
     assert plan.startswith("Assembled 0 input(s).") and "could not be built (a clip is missing or damaged)" in plan
     assert page.current is None and not page.finished_ops and not view.start_button.isEnabled()
     assert dialogs == []  # said in the plan pane, not as an error
+
+
+def test_mode_and_prompt_keep_what_tells_runs_apart_and_an_empty_errors_column_gives_its_width(window, qtbot):
+    """The Xvfb walk at 1280x720 showed 'si…s)' and 'ge…er' for every gender-study run: a mode is elided at its
+    end, a prompt at its start ('…paper-neutral' against '…paper-open'); a simulated run's mode cell is the mode
+    it simulates, its tooltip and the model and spent cells say simulated; Errors shows only once a run failed."""
+    view = evaluate_page(window, qtbot).view
+    lines = [
+        RunLine(
+            n, f"Run {n}", "simulated:gender-balanced", "audio+text-options", prompt, "finished", 72, 72, "72/72",
+            "", "simulated, $0", False, False, False, True,
+        )
+        for n, prompt in ((1, "gender-paper-neutral"), (2, "gender-paper-open"))
+    ]  # fmt: skip
+    view.set_runs(lines)
+    table = view.runs_table
+    mode, prompt, errors = (RUN_COLUMNS.index(name) for name in ("Mode", "Prompt", "Errors"))
+    assert table.itemDelegateForColumn(mode).elide == Qt.TextElideMode.ElideRight
+    assert table.itemDelegateForColumn(prompt).elide == Qt.TextElideMode.ElideLeft
+    assert "Mode: audio+text-options (simulated)" in table.item(0, mode).toolTip()
+    assert table.isColumnHidden(errors)
+    view.set_runs([lines[0], dataclasses.replace(lines[1], errors="2 refused")])
+    assert not table.isColumnHidden(errors) and table.item(1, errors).text() == "2 refused"
