@@ -60,7 +60,7 @@ from spokenbench.core.store.changes import table_versions
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
-from spokenbench.widgets.screen import fitting_size
+from spokenbench.widgets.screen import first_window_geometry
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.wheel_guard import install_wheel_guard
 
@@ -309,7 +309,7 @@ class MainWindow(QMainWindow):
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
-        self.resize(fitting_size(self, QSize(1200, 760)))
+        self.setGeometry(first_window_geometry(self, QSize(1200, 760)))  # restore_window_state: the remembered one
 
         self.items_panel = ItemsPanel()
         self.items_panel.item_selected.connect(self.load_item_detail)
