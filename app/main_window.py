@@ -406,7 +406,8 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         jobs_action = self.jobs_dock.toggleViewAction()
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
-        jobs_action.setToolTip("Show or hide the jobs panel (Ctrl+J)")
+        jobs_action.setToolTip("Show or hide the jobs panel (Ctrl+J; Esc in it closes it)")
+        jobs_action.triggered.connect(self._jobs_toggled)  # the user's toggle, not a build showing its progress
         view_menu.addAction(jobs_action)
 
         self.summary_label = ElidedLabel("No project open")  # a long path never widens the window
@@ -927,6 +928,14 @@ class MainWindow(QMainWindow):
             event.accept()
             return
         super().keyPressEvent(event)
+
+    def _jobs_toggled(self, shown: bool) -> None:
+        """Ctrl+J (or the Jobs button) opens the panel with the keyboard in it, so Esc closes it again; closed,
+        the page has the keys back."""
+        if shown:
+            self.jobs_panel.take_focus()
+        else:
+            self.focus_page()
 
     def _keyboard_in_jobs(self) -> bool:
         focused = QApplication.focusWidget()

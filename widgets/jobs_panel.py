@@ -216,9 +216,10 @@ class JobsPanel(QWidget):
         self._list_layout.setSpacing(6)
         self._list_layout.addWidget(self.empty)
         self._list_layout.addStretch(1)
-        scroll = QScrollArea()
+        scroll = self._scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # no card yet: the keys still land in the panel
         scroll.setWidget(self._list)
         self.batches = BatchesView()
         self.batches.setVisible(False)
@@ -233,6 +234,15 @@ class JobsPanel(QWidget):
             "QLabel#jobDetail, QLabel#jobOrigin, QLabel#jobFigures { color: palette(dark); }"
             "QLabel#jobsEmpty { color: palette(dark); padding: 16px; }"
         )
+
+    def take_focus(self) -> None:
+        """The keyboard to the first card (Tab goes on to the next), or to the list while there is none."""
+        for index in range(self._list_layout.count()):
+            card = self._list_layout.itemAt(index).widget()
+            if isinstance(card, JobCard) and card.isVisible():
+                card.setFocus(Qt.FocusReason.ShortcutFocusReason)
+                return
+        self._scroll.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def set_rows(self, rows: list[JobRow]) -> None:
         keys = [row.key for row in rows]
