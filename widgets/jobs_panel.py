@@ -10,6 +10,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QFrame,
     QGroupBox,
     QHBoxLayout,
@@ -239,16 +240,19 @@ class JobsPanel(QWidget):
         """The keyboard to the first card (Tab goes on to the next), or to the list while there is none."""
         for index in range(self._list_layout.count()):
             card = self._list_layout.itemAt(index).widget()
-            if isinstance(card, JobCard) and card.isVisible():
+            if isinstance(card, JobCard) and card.isVisibleTo(self):  # a card just added is shown later
                 card.setFocus(Qt.FocusReason.ShortcutFocusReason)
                 return
         self._scroll.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def set_rows(self, rows: list[JobRow]) -> None:
         keys = [row.key for row in rows]
+        focused = QApplication.focusWidget()
+        lost_focus = False  # a card with the keyboard went (its job ended): the keyboard stays in the panel
         for key in list(self.cards):
             if key not in keys:
                 card = self.cards.pop(key)
+                lost_focus = lost_focus or (focused is not None and (focused is card or card.isAncestorOf(focused)))
                 self._list_layout.removeWidget(card)
                 card.deleteLater()
         for position, row in enumerate(rows):
@@ -259,6 +263,8 @@ class JobsPanel(QWidget):
                 self._list_layout.insertWidget(position, card)
             card.show_row(row)
         self.empty.setVisible(not rows)
+        if lost_focus:
+            self.take_focus()
 
     @property
     def rows(self) -> list[JobRow]:

@@ -206,6 +206,27 @@ def test_the_panel_shows_progress_and_time_left_and_an_empty_state(qtbot):
     assert panel.cards == {} and panel.empty.isVisibleTo(panel)
 
 
+def test_the_keyboard_stays_in_the_panel_when_the_card_it_was_on_goes(qtbot):
+    """The Xvfb walk: Ctrl+J put the keys on the first card, that job ended and its card went, and Esc no longer
+    reached the panel. Now the next card (or the list, when none is left) takes the keys."""
+    from PySide6.QtWidgets import QApplication
+
+    panel = JobsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.activateWindow()
+    qtbot.waitExposed(panel)
+    rows = [JobRow(key="a", title="Recomputing"), JobRow(key="b", title="Run 15", state="finished")]
+    panel.set_rows(rows)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is panel and panel.cards["a"].isVisible(), timeout=2_000)
+    panel.take_focus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is panel.cards["a"], timeout=2_000)
+    panel.set_rows(rows[1:])
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is panel.cards["b"], timeout=2_000)
+    panel.set_rows([])
+    qtbot.waitUntil(lambda: panel.isAncestorOf(QApplication.focusWidget()), timeout=2_000)
+
+
 def _crafted_job(project, kind, argv, label, cwd=None):
     """A jobs row as the sender of a project folder could write it: 'running' by a process that is gone."""
     from spokenbench.core.foundation.processes import THIS_HOST
