@@ -310,6 +310,9 @@ class BatchesController(QObject):
             )
             if summary.failed:
                 parts.append("Resume the run on the Evaluate page to send the failed requests again.")
+        for orphan in summary.orphans:  # a killed submitter's part: found by its tag, or never created
+            if orphan["outcome"] != "kept":
+                parts.append(f"Batch {orphan['batch_id']}: {orphan['note']}.")
         for batch_id, state in summary.not_ready:
             parts.append(f"Batch {batch_id} not ready: {state}.")
         self.view.set_message(" ".join(parts) or "Nothing to collect.")
