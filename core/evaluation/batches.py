@@ -543,7 +543,7 @@ def _find_openai_part(row, client) -> dict | None:
         if not batches or not page.has_more or any(_number(batch.created_at) < oldest for batch in batches):
             return None
         after = batches[-1].id
-    raise _SearchIncomplete(f"not among the provider's newest {ORPHAN_SEARCH_PAGES * ORPHAN_PAGE_SIZE} batches")
+    raise _SearchIncomplete(f"not in the newest {ORPHAN_SEARCH_PAGES} page(s) of the provider's batch list")
 
 
 def _find_gemini_part(row, client) -> dict | None:
@@ -565,7 +565,7 @@ def _find_gemini_part(row, client) -> dict | None:
         if not pager.config.get("page_token"):
             return None
         pager.next_page()
-    raise _SearchIncomplete(f"not among the provider's first {ORPHAN_SEARCH_PAGES * ORPHAN_PAGE_SIZE} batches")
+    raise _SearchIncomplete(f"not in the first {ORPHAN_SEARCH_PAGES} page(s) of the provider's batch list")
 
 
 def _number(value) -> float:

@@ -15,9 +15,9 @@ import hashlib
 import itertools
 import json
 import re
-import urllib.parse
 import threading
 import time
+import urllib.parse
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler
@@ -28,7 +28,7 @@ OPENAI_STATES = ("validating", "in_progress", "finalizing", "completed")
 GEMINI_STATES = ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED")
 GEMINI_CREATE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):batchGenerateContent$")
 GEMINI_BATCH = re.compile(r"^/(v1|v1beta|v1alpha)/batches/([^/:]+)(:cancel)?$")
-GEMINI_LIST = re.compile(r"^/(v1beta|v1alpha)/batches$")
+GEMINI_LIST = re.compile(r"^/(v1|v1beta|v1alpha)/batches$")
 GEMINI_DOWNLOAD = re.compile(r"^/(?:download/)?(v1|v1beta|v1alpha)/files/([^/:]+):download$")
 
 
@@ -104,10 +104,10 @@ class Handler(BaseHTTPRequestHandler):
         path = self._log("GET")
         if path.startswith("/v1/files/") and path.endswith("/content"):
             return self._download(self.state.files.get(path.split("/")[3]))
+        if GEMINI_LIST.match(path) and self.headers.get("x-goog-api-key"):  # Gemini's v1 shares OpenAI's path
+            return self._gemini_list()
         if path == "/v1/batches":
             return self._openai_list()
-        if GEMINI_LIST.match(path):
-            return self._gemini_list()
         if path.startswith("/v1/batches/") and path.split("/")[3] in self.state.batches:
             return self._openai_poll(path.split("/")[3])  # Gemini's batches are 'batches/…' (the same path in v1)
         match = GEMINI_DOWNLOAD.match(path)
@@ -140,7 +140,9 @@ class Handler(BaseHTTPRequestHandler):
         self._send(404, {"error": {"message": f"no route {path}"}})
 
     def _query(self) -> dict[str, str]:
-        return {name: values[-1] for name, values in urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).items()}
+        return {
+            name: values[-1] for name, values in urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).items()
+        }
 
     def _list_page(self, api: str, size: int, after) -> tuple[list[dict], bool] | None:
         """A page of `api`'s batches, newest first, after the one named `after`; None: the list is failing (sent)."""
