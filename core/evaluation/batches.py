@@ -79,7 +79,7 @@ from spokenbench.core.evaluation.request_claims import Waits, claim_name, held_e
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.registry import JobClaimed, _parse_time, get_job, tracked_job
-from spokenbench.core.jobs.remote import redact, strip_url_credentials
+from spokenbench.core.jobs.remote import classify_error, redact, strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store import jobs as job_store
@@ -392,8 +392,15 @@ def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, w
                 lines=part_lines,
                 size=sum(sizes[i] for i in indexes if lines[i].key in kept),
             )
+        except _CreateUnconfirmed as error:  # the part may exist remotely: kept (tagged, in flight) for recovery
+            job_store.release_job_claims(project.conn, job.job_id)
+            raise SpokenBenchError(
+                f"submitting batch part {number} of {len(parts)}: the provider did not confirm batch {batch_id} "
+                f"({redact(str(error), (key,))}); it is kept: `spokenbench batches DIR --collect` finds it at the "
+                "provider by its tag and collects it, or frees its requests for a resume if it was never created"
+            ) from None
         except BaseException as error:
-            with project.transaction() as conn:  # nothing was created remotely (or we cannot know its id)
+            with project.transaction() as conn:  # the provider refused it, or it was never asked
                 batch_store.delete_batch(conn, batch_id)
             job_store.release_job_claims(project.conn, job.job_id)
             if isinstance(error, SpokenBenchError | KeyboardInterrupt):
@@ -426,7 +433,8 @@ def _submit_openai_part(
         written = sink.written
         with open(path, "rb") as handle:
             uploaded = client.files.create(file=(path.name, handle, "application/jsonl"), purpose="batch")
-        batch = client.batches.create(
+        batch = _create_once(
+            client.with_options(max_retries=0).batches.create,  # a retried create is a second batch, paid again
             input_file_id=uploaded.id,
             endpoint=OPENAI_ENDPOINT,
             completion_window="24h",
@@ -467,7 +475,7 @@ def _submit_gemini_part(
             requests.append(
                 types.InlinedRequest(model=model, contents=contents, config=config, metadata={"key": line.key})
             )
-        job = client.batches.create(model=model, src=requests, config={"display_name": display})
+        job = _create_once(client.batches.create, model=model, src=requests, config={"display_name": display})
         written, source = size, None
     else:
         folder = project.path / "batches"
@@ -485,7 +493,7 @@ def _submit_gemini_part(
         finally:
             path.unlink(missing_ok=True)
         source = uploaded.name
-        job = client.batches.create(model=model, src=source, config={"display_name": display})
+        job = _create_once(client.batches.create, model=model, src=source, config={"display_name": display})
     state = _gemini_state(job)
     return {
         "remote_id": job.name,
@@ -503,6 +511,22 @@ def _raw_state(job) -> str | None:
 
 def _gemini_state(job) -> str:
     return _GEMINI_STATES.get(_raw_state(job) or "", "pending")
+
+
+class _CreateUnconfirmed(Exception):
+    """The provider's batch create failed without saying it made no batch (a timeout, a dropped connection, a 5xx, a
+    reply that is not one): the part is kept, to be found by its tag, rather than released and paid for again."""
+
+
+def _create_once(create, **kwargs):
+    """One batch create call, never retried (see _CreateUnconfirmed)."""
+    try:
+        return create(**kwargs)
+    except Exception as error:
+        status = classify_error(error).status
+        if status is None or status >= 500 or status in (408, 409, 425):
+            raise _CreateUnconfirmed(_explain(error)) from error
+        raise
 
 
 def _openai_metadata(batch_id: int, tag: str) -> dict[str, str]:

@@ -59,6 +59,7 @@ class BatchStubState:
         self.create_hangs = False  # a batch create makes the batch, then its reply hangs (until creates_open)
         self.creates_hanging = 0
         self.creates_open = threading.Event()
+        self.create_reply_status: int | None = None  # a batch create makes the batch, then answers this error
         self.list_failure: str | None = None  # '429' or 'garbage': how every batch list answers
         self.list_page_size: int | None = None  # caps the page size a list asks for (to see paging)
 
@@ -175,13 +176,18 @@ class Handler(BaseHTTPRequestHandler):
                 reply["nextPageToken"] = page[0][-1]["name"]
             self._send(200, reply)
 
-    def _created(self, batch: dict) -> None:
-        """A create whose batch now exists: its reply hangs while `create_hangs` (the test kills the submitter)."""
+    def _created(self, batch: dict) -> int | None:
+        """A create whose batch now exists: its reply hangs while `create_hangs` (the test kills the submitter);
+        returns the error status to answer instead of the batch, if any."""
         with self.state.lock:
             hang = self.state.create_hangs
             self.state.creates_hanging += hang
         if hang:
             self.state.creates_open.wait(60)
+        return self.state.create_reply_status
+
+    def _create_failed(self, status: int) -> None:
+        self._send(status, {"error": {"code": status, "message": "stub: internal error", "status": "INTERNAL"}})
 
     def _download(self, data: bytes | None) -> None:
         if data is None:
@@ -286,7 +292,8 @@ class Handler(BaseHTTPRequestHandler):
         batch = self._new_batch("openai", lines, id=batch_id, input_file_id=body["input_file_id"])
         batch["metadata"] = body.get("metadata")
         self.state.batches[batch_id] = batch
-        self._created(batch)
+        if failed := self._created(batch):
+            return self._create_failed(failed)
         self._send(200, self._openai_view(batch, "validating"))
 
     def _openai_poll(self, batch_id: str) -> None:
@@ -393,7 +400,8 @@ class Handler(BaseHTTPRequestHandler):
         batch = self._new_batch("gemini", lines, name=name, model=f"models/{model}", file=("fileName" in source))
         batch["display_name"] = body["batch"].get("displayName")
         self.state.batches[name] = batch
-        self._created(batch)
+        if failed := self._created(batch):
+            return self._create_failed(failed)
         self._send(200, self._gemini_view(batch, "BATCH_STATE_PENDING"))
 
     def _gemini_poll(self, name: str) -> None:

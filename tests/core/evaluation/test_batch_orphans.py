@@ -172,6 +172,29 @@ def test_a_part_never_created_is_released_and_the_resume_submits_it_once(audio_p
     assert len(bstub.state.batches) == 1 and len(created) == 6 and max(created.values()) == 1
 
 
+@pytest.mark.parametrize("model, provider", [(OPENAI, "openai"), (GEMINI, "gemini")])
+def test_a_create_answered_with_a_server_error_is_not_retried_and_its_part_is_kept_and_found(
+    audio_project, bstub, cli, monkeypatch, model, provider
+):
+    """The provider made the batch but answered 500: the SDK does not create it again, and the part is kept (not
+    released to be paid for twice) until a collect finds it by its tag."""
+    monkeypatch.setattr(batches, "ORPHAN_GRACE_S", 0.0)
+    bstub.state.create_reply_status = 500
+    url = bstub.openai_url if provider == "openai" else bstub.gemini_url
+    failed = cli(*_evaluate_args(audio_project, model, url, "--batch", provider))
+    assert failed.code == 2 and "Traceback" not in failed.err
+    assert "did not confirm batch 1" in failed.err and "it is kept" in failed.err, failed.err
+    assert len(bstub.state.batches) == 1, "the create was not retried"
+    [row] = _rows(audio_project)
+    assert row["state"] == "submitting" and row["remote_id"] is None
+    bstub.state.create_reply_status = None
+    collected = cli("batches", audio_project.path, "--collect", "--json")
+    assert collected.code == 0, collected.err
+    assert collected.json()["collected"] == [1] and collected.json()["answered"] == 6
+    assert [orphan["outcome"] for orphan in collected.json()["orphans"]] == ["adopted"]
+    assert _run(audio_project, 1)["status"] == "finished" and len(bstub.state.batches) == 1
+
+
 def test_a_live_submitters_part_is_left_alone(audio_project, bstub, cli):
     bstub.state.create_hangs = True
     submitter = _start_submitter(audio_project, OPENAI, bstub.openai_url, "openai")
