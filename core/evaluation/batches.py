@@ -596,6 +596,23 @@ def _number(value) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
+def _submitter_alive(conn, row) -> bool:
+    """Whether the job that recorded this part may still be creating it (then it stores the id itself)."""
+    info = get_job(conn, row["submit_job"]) if row["submit_job"] is not None else None
+    return info is not None and info.is_live
+
+
+def is_orphan(conn, row) -> bool:
+    """A tagged part left 'submitting' without the provider's id by a submitter that is dead: collect looks for it."""
+    return (
+        row["provider"] != "file"
+        and row["state"] == "submitting"
+        and row["remote_id"] is None
+        and row["part_tag"] is not None
+        and not _submitter_alive(conn, row)
+    )
+
+
 def _recover_orphan(project: Project, row) -> OrphanOutcome | None:
     """Look for a tagged part left 'submitting' without an id at its provider, once its submitter is dead (the
     caller holds `batch:<id>`): found → adopted (its id stored, collected as usual); not there after a complete
@@ -645,8 +662,7 @@ def recover_orphans(project: Project) -> list[OrphanOutcome]:
     under its `batch:<id>` claim (a part another job is looking at is left to it)."""
     outcomes = []
     for row in batch_store.orphan_rows(project.conn):
-        info = get_job(project.conn, row["submit_job"]) if row["submit_job"] is not None else None
-        if info is not None and info.is_live:
+        if _submitter_alive(project.conn, row):
             continue
         label = f"find batch {row['id']} (run {row['run_id']}) at {row['provider']}"
         try:
@@ -731,6 +747,7 @@ def batch_states(project: Project, *, refresh: bool = True, run_id: int | None =
         entry["cost_usd"] = round(row["cost_usd"] or 0.0, 6)
         entry["input_file"] = row["input_file"]
         entry["note"] = notes.get(row["id"])
+        entry["orphaned"] = is_orphan(project.conn, row)  # collect looks for it at the provider
         if row["provider"] == "file" and row["state"] == "exported":
             entry["pending"] = batch_store.request_counts(project.conn, row["id"]).get("pending", 0)
         result.append(entry)
