@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import secrets
 from collections.abc import Iterable, Iterator
@@ -394,6 +395,8 @@ def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, w
             )
         except _CreateUnconfirmed as error:  # the part may exist remotely: kept (tagged, in flight) for recovery
             job_store.release_job_claims(project.conn, job.job_id)
+            if isinstance(error.__cause__, KeyboardInterrupt):
+                raise error.__cause__ from None
             raise SpokenBenchError(
                 f"submitting batch part {number} of {len(parts)}: the provider did not confirm batch {batch_id} "
                 f"({redact(str(error), (key,))}); it is kept: `spokenbench batches DIR --collect` finds it at the "
@@ -522,6 +525,8 @@ def _create_once(create, **kwargs):
     """One batch create call, never retried (see _CreateUnconfirmed)."""
     try:
         return create(**kwargs)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM while the provider may be making it
+        raise _CreateUnconfirmed("interrupted") from interrupt
     except Exception as error:
         status = classify_error(error).status
         if status is None or status >= 500 or status in (408, 409, 425):
@@ -557,9 +562,9 @@ def _find_openai_part(row, client) -> dict | None:
         batches = list(page.data or [])
         for batch in batches:
             metadata = batch.metadata if isinstance(batch.metadata, dict) else {}
-            if all(metadata.get(name) == value for name, value in wanted.items()):
+            if isinstance(batch.id, str) and batch.id and all(metadata.get(k) == v for k, v in wanted.items()):
                 return {
-                    "remote_id": str(batch.id),
+                    "remote_id": batch.id,
                     "input_file": batch.input_file_id if isinstance(batch.input_file_id, str) else None,
                     "state": _OPENAI_STATES.get(batch.status, "pending"),
                     "remote_state": str(batch.status),
@@ -593,7 +598,8 @@ def _find_gemini_part(row, client) -> dict | None:
 
 
 def _number(value) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    """A provider's creation time; one that is not a number never ends the search early (it could free a part)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.inf
 
 
 def _submitter_alive(conn, row) -> bool:

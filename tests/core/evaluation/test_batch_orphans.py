@@ -195,6 +195,28 @@ def test_a_create_answered_with_a_server_error_is_not_retried_and_its_part_is_ke
     assert _run(audio_project, 1)["status"] == "finished" and len(bstub.state.batches) == 1
 
 
+def test_a_submit_stopped_by_sigterm_while_the_provider_creates_keeps_its_part(audio_project, bstub, cli):
+    """SIGTERM (or Ctrl-C) while the create's reply is on the way: the submitter stops as interrupted, and the part
+    it cannot know the fate of is kept, not deleted, so collect finds it."""
+    bstub.state.create_hangs = True
+    submitter = _start_submitter(audio_project, OPENAI, bstub.openai_url, "openai")
+    try:
+        _wait_for(lambda: bstub.state.creates_hanging >= 1, submitter, "the batch create")
+        submitter.send_signal(signal.SIGTERM)
+        _out, err = submitter.communicate(timeout=30)
+    finally:
+        if submitter.poll() is None:
+            submitter.kill()
+            submitter.wait(timeout=10)
+        bstub.release()
+    assert submitter.returncode not in (0, 2) and "Traceback" not in err, err
+    [row] = _rows(audio_project)
+    assert row["state"] == "submitting" and row["remote_id"] is None
+    collected = cli("batches", audio_project.path, "--collect", "--json")
+    assert collected.code == 0 and collected.json()["collected"] == [1] and collected.json()["answered"] == 6
+    assert len(bstub.state.batches) == 1
+
+
 def test_a_live_submitters_part_is_left_alone(audio_project, bstub, cli):
     bstub.state.create_hangs = True
     submitter = _start_submitter(audio_project, OPENAI, bstub.openai_url, "openai")
