@@ -602,9 +602,14 @@ def _number(value) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.inf
 
 
+def _submitter(conn, row):
+    """The job that recorded this part (a JobInfo), or None when it is not known."""
+    return get_job(conn, row["submit_job"]) if row["submit_job"] is not None else None
+
+
 def _submitter_alive(conn, row) -> bool:
     """Whether the job that recorded this part may still be creating it (then it stores the id itself)."""
-    info = get_job(conn, row["submit_job"]) if row["submit_job"] is not None else None
+    info = _submitter(conn, row)
     return info is not None and info.is_live
 
 
@@ -624,7 +629,7 @@ def _recover_orphan(project: Project, row) -> OrphanOutcome | None:
     caller holds `batch:<id>`): found → adopted (its id stored, collected as usual); not there after a complete
     search → the row is deleted and its requests are free for a resume; anything uncertain (the provider cannot
     be asked, the search hit its bound, the submitter died moments ago) → kept. None: the submitter is alive."""
-    info = get_job(project.conn, row["submit_job"]) if row["submit_job"] is not None else None
+    info = _submitter(project.conn, row)
     if info is not None and info.is_live:
         return None
 

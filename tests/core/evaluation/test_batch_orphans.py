@@ -163,9 +163,9 @@ def test_a_part_never_created_is_released_and_the_resume_submits_it_once(audio_p
     assert released.code == 0, released.err
     assert "batch 1 (run 1): never created at the provider" in released.out and "resume run 1" in released.out
     assert _rows(audio_project) == []
-    resumed = cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--run", "1", "--json"))
+    resumed = cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--resume", "--json"))
     assert resumed.code == 0, resumed.err
-    assert resumed.json()["lines"] == 6 and resumed.json()["orphans"] == []
+    assert resumed.json()["run_id"] == 1 and resumed.json()["lines"] == 6 and resumed.json()["orphans"] == []
     assert cli("batches", audio_project.path, "--collect").code == 0
     assert _run(audio_project, 1)["status"] == "finished"
     created = _created_keys(bstub)
