@@ -7,7 +7,9 @@ core/evaluation/batches.py's."""
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -156,7 +158,9 @@ def batch_row(entry: dict, collecting: set[int]) -> BatchRow:
         requests=requests,
         submitted=_submitted_text(entry.get("created_at")),
         detail=" · ".join(detail),
-        collectable=provider != "file" and state in batches.TERMINAL and entry["id"] not in collecting,
+        collectable=provider != "file"
+        and (state in batches.TERMINAL or bool(entry.get("orphaned")))
+        and entry["id"] not in collecting,
         cancellable=bool(waiting) and state != "cancelling",
         attention=bool(entry.get("note") or entry.get("error")),
     )
@@ -181,6 +185,7 @@ class BatchesController(QObject):
         self.collect_op: Operation | None = None
         self.last_read: Operation | None = None
         self._auto_tried: set[int] = set()
+        self._orphans_tried: dict[int, float] = {}  # killed submitters' parts → when a collect last looked for them
         self._asked: set[int] = set()  # jobs the providers were asked about since this session was set
         self.auto_collect = True
         self._poll = QTimer(self, interval=poll_ms or BATCH_POLL_MS)
@@ -200,6 +205,7 @@ class BatchesController(QObject):
                 pass
         self.session = session
         self.entries, self.collecting, self._auto_tried, self._asked = [], set(), set(), set()
+        self._orphans_tried = {}
         self.collect_op = None
         self.view.set_rows([])
         self.view.set_message("")
@@ -262,9 +268,17 @@ class BatchesController(QObject):
                 and entry["state"] in batches.TERMINAL
                 and entry["id"] not in self._auto_tried
             ]
-            if ready and (self.collect_op is None or not self.collect_op.is_running):
+            now = time.monotonic()  # a killed submitter's part is looked for again once the grace has passed
+            orphans = [
+                entry["id"]
+                for entry in entries
+                if entry.get("orphaned")
+                and now - self._orphans_tried.get(entry["id"], -math.inf) > batches.ORPHAN_GRACE_S
+            ]
+            if (ready or orphans) and (self.collect_op is None or not self.collect_op.is_running):
                 self._auto_tried.update(ready)
-                self.collect(ready)
+                self._orphans_tried.update(dict.fromkeys(orphans, now))
+                self.collect(ready + orphans)
 
     def _show(self) -> None:
         self.view.set_rows([batch_row(entry, self.collecting) for entry in self.entries])
@@ -310,6 +324,9 @@ class BatchesController(QObject):
             )
             if summary.failed:
                 parts.append("Resume the run on the Evaluate page to send the failed requests again.")
+        for orphan in summary.orphans:  # a killed submitter's part: found by its tag, or never created
+            if orphan["outcome"] != "kept":
+                parts.append(f"Batch {orphan['batch_id']}: {orphan['note']}.")
         for batch_id, state in summary.not_ready:
             parts.append(f"Batch {batch_id} not ready: {state}.")
         self.view.set_message(" ".join(parts) or "Nothing to collect.")

@@ -93,6 +93,8 @@ def evaluate_in_batch(args: argparse.Namespace, project, prepared, print_prepara
         print(f"  then:   spokenbench import-results {args.dir} results.jsonl")
         return 0
     submission = submit_batches(project, prepared, args.batch, text_progress_bar())
+    for orphan in submission.orphans:  # a killed submitter's part, looked for at the provider first
+        print(f"note: batch {orphan['batch_id']} (run {orphan['run_id']}): {orphan['note']}", file=sys.stderr)
     if submission.waiting_on:  # on stderr also with --json: nothing is lost, but the run needs a resume
         print(waiting_note(submission.waiting_on, args.dir, submission.run_id), file=sys.stderr)
     if args.json:
@@ -165,9 +167,12 @@ def _print_collect(summary, folder) -> None:
             f"collected {len(summary.collected)} batch job(s): {summary.answered} answered, {summary.failed} failed; "
             f"cost ${summary.cost_usd:.4f} at the batch price"
         )
+    for orphan in summary.orphans:  # parts whose submitter was killed before it stored the provider's id
+        if orphan["outcome"] != "kept":
+            print(f"batch {orphan['batch_id']} (run {orphan['run_id']}): {orphan['note']}")
     for batch_id, state in summary.not_ready:
         print(f"batch {batch_id}: not finished ({state}); collect again later")
-    if not summary.collected and not summary.not_ready:
+    if not summary.collected and not summary.not_ready and not summary.orphans:
         print("nothing to collect")
     if summary.failed:
         print(f"warning: {summary.failed} request(s) failed; they are stored with their error", file=sys.stderr)

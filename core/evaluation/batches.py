@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -77,8 +79,8 @@ from spokenbench.core.evaluation.preparation import (
 from spokenbench.core.evaluation.request_claims import Waits, claim_name, held_elsewhere
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.jobs.registry import tracked_job
-from spokenbench.core.jobs.remote import redact, strip_url_credentials
+from spokenbench.core.jobs.registry import JobClaimed, _parse_time, get_job, tracked_job
+from spokenbench.core.jobs.remote import classify_error, redact, strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store import jobs as job_store
@@ -93,6 +95,10 @@ GEMINI_MAX_REQUESTS = 50_000  # requests per job: a part bigger than this is spl
 LINE_SLACK = 512  # bytes a line may take beyond its base64 audio and texts (field names, the model, parameters)
 JOB_KIND_SUBMIT, JOB_KIND_COLLECT = "batch-submit", "batch-collect"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
+ORPHAN_SEARCH_PAGES = 20  # pages of the provider's batch list searched for a killed submitter's part
+ORPHAN_PAGE_SIZE = 100
+ORPHAN_CLOCK_MARGIN_S = 3600  # OpenAI's list is newest first: it is searched back to the part's creation minus this
+ORPHAN_GRACE_S = 30.0  # a part is declared never created only this long after its submitter's last heartbeat
 WAITING = ("submitting", "pending", "running", "finalizing", "cancelling")
 
 _OPENAI_STATES = {
@@ -138,6 +144,21 @@ class BatchSubmission:
     bytes: int
     estimated_cost_usd: float | None  # at most, at the batch price
     waiting_on: list[dict] = field(default_factory=list)  # where they wait: request_claims.Waits.entries
+    orphans: list[dict] = field(default_factory=list)  # killed submitters' parts looked for first (OrphanOutcome)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class OrphanOutcome:
+    """What became of a part whose submitter was killed before it stored the provider's id."""
+
+    batch_id: int
+    run_id: int
+    outcome: str  # 'adopted' (found at the provider by its tag), 'released' (never created), 'kept' (cannot tell)
+    requests: int
+    note: str
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -152,6 +173,7 @@ class CollectSummary:
     cost_usd: float = 0.0
     failed_examples: list[dict] = field(default_factory=list)
     runs: list[int] = field(default_factory=list)
+    orphans: list[dict] = field(default_factory=list)  # killed submitters' parts: OrphanOutcome.as_dict
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -251,6 +273,7 @@ def submit_batches(
     label = f"{prepared.model_name} batch ({provider}) of run {run_id}"
     price = batch_price(prepared.price)
     with tracked_job(project.path, JOB_KIND_SUBMIT, label, progress, claim=run_claim(run_id)) as job:
+        orphans = recover_orphans(project)  # before planning: a found part holds its requests, a released one not
         with project.transaction() as conn:
             batch_store.delete_unsubmitted(conn, run_id)
         waits = Waits()
@@ -273,6 +296,7 @@ def submit_batches(
             waiting_elsewhere=0,
             bytes=0,
             estimated_cost_usd=None,
+            orphans=[outcome.as_dict() for outcome in orphans],
         )
         if price is not None:
             from spokenbench.core.evaluation.budget import worst_case_cost
@@ -344,8 +368,15 @@ def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, w
             ]
             part_lines = [line for line in part_lines if line.key not in answered]
             if part_lines:
+                tag = secrets.token_hex(8)  # stored before the provider is asked: a killed submit is found by it
                 batch_id = batch_store.insert_batch(
-                    conn, **common, part=number, state="submitting", requests=len(part_lines)
+                    conn,
+                    **common,
+                    part=number,
+                    state="submitting",
+                    requests=len(part_lines),
+                    part_tag=tag,
+                    submit_job=job.job_id,
                 )
                 batch_store.insert_requests(conn, batch_id, (row for line in part_lines for row in _request_rows(line)))
                 job_store.claim_units(conn, [claim_name(line.key) for line in part_lines], job.job_id)
@@ -358,11 +389,21 @@ def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, w
             fields = submit(
                 project=project,
                 batch_id=batch_id,
+                tag=tag,
                 lines=part_lines,
                 size=sum(sizes[i] for i in indexes if lines[i].key in kept),
             )
+        except _CreateUnconfirmed as error:  # the part may exist remotely: kept (tagged, in flight) for recovery
+            job_store.release_job_claims(project.conn, job.job_id)
+            if isinstance(error.__cause__, KeyboardInterrupt):
+                raise error.__cause__ from None
+            raise SpokenBenchError(
+                f"submitting batch part {number} of {len(parts)}: the provider did not confirm batch {batch_id} "
+                f"({redact(str(error), (key,))}); it is kept: `spokenbench batches DIR --collect` finds it at the "
+                "provider by its tag and collects it, or frees its requests for a resume if it was never created"
+            ) from None
         except BaseException as error:
-            with project.transaction() as conn:  # nothing was created remotely (or we cannot know its id)
+            with project.transaction() as conn:  # the provider refused it, or it was never asked
                 batch_store.delete_batch(conn, batch_id)
             job_store.release_job_claims(project.conn, job.job_id)
             if isinstance(error, SpokenBenchError | KeyboardInterrupt):
@@ -383,7 +424,9 @@ def _submit_parts(project, prepared, provider, key, run_id, price, lines, job, w
         job.report(done, len(lines), f"batch {batch_id} submitted")
 
 
-def _submit_openai_part(project: Project, batch_id: int, lines: list[_Line], size: int, client, writer) -> dict:
+def _submit_openai_part(
+    project: Project, batch_id: int, tag: str, lines: list[_Line], size: int, client, writer
+) -> dict:
     folder = project.path / "batches"
     folder.mkdir(exist_ok=True)
     path = folder / f"batch-{batch_id}-input.jsonl"
@@ -393,11 +436,12 @@ def _submit_openai_part(project: Project, batch_id: int, lines: list[_Line], siz
         written = sink.written
         with open(path, "rb") as handle:
             uploaded = client.files.create(file=(path.name, handle, "application/jsonl"), purpose="batch")
-        batch = client.batches.create(
+        batch = _create_once(
+            client.with_options(max_retries=0).batches.create,  # a retried create is a second batch, paid again
             input_file_id=uploaded.id,
             endpoint=OPENAI_ENDPOINT,
             completion_window="24h",
-            metadata={"spokenbench_batch": str(batch_id)},
+            metadata=_openai_metadata(batch_id, tag),
         )
     finally:
         path.unlink(missing_ok=True)
@@ -422,11 +466,11 @@ def _gemini_request_dict(client, writer: _Writer, line: _Line, model: str) -> di
 
 
 def _submit_gemini_part(
-    project: Project, batch_id: int, lines: list[_Line], size: int, client, writer, model: str
+    project: Project, batch_id: int, tag: str, lines: list[_Line], size: int, client, writer, model: str
 ) -> dict:
     from google.genai import types
 
-    display = f"spokenbench-batch-{batch_id}"
+    display = _gemini_display_name(batch_id, tag)
     if size <= GEMINI_INLINE_MAX_BYTES:
         requests = []
         for line in lines:
@@ -434,7 +478,7 @@ def _submit_gemini_part(
             requests.append(
                 types.InlinedRequest(model=model, contents=contents, config=config, metadata={"key": line.key})
             )
-        job = client.batches.create(model=model, src=requests, config={"display_name": display})
+        job = _create_once(client.batches.create, model=model, src=requests, config={"display_name": display})
         written, source = size, None
     else:
         folder = project.path / "batches"
@@ -452,7 +496,7 @@ def _submit_gemini_part(
         finally:
             path.unlink(missing_ok=True)
         source = uploaded.name
-        job = client.batches.create(model=model, src=source, config={"display_name": display})
+        job = _create_once(client.batches.create, model=model, src=source, config={"display_name": display})
     state = _gemini_state(job)
     return {
         "remote_id": job.name,
@@ -470,6 +514,179 @@ def _raw_state(job) -> str | None:
 
 def _gemini_state(job) -> str:
     return _GEMINI_STATES.get(_raw_state(job) or "", "pending")
+
+
+class _CreateUnconfirmed(Exception):
+    """The provider's batch create failed without saying it made no batch (a timeout, a dropped connection, a 5xx, a
+    reply that is not one): the part is kept, to be found by its tag, rather than released and paid for again."""
+
+
+def _create_once(create, **kwargs):
+    """One batch create call, never retried (see _CreateUnconfirmed)."""
+    try:
+        return create(**kwargs)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM while the provider may be making it
+        raise _CreateUnconfirmed("interrupted") from interrupt
+    except Exception as error:
+        status = classify_error(error).status
+        if status is None or status >= 500 or status in (408, 409, 425):
+            raise _CreateUnconfirmed(_explain(error)) from error
+        raise
+
+
+def _openai_metadata(batch_id: int, tag: str) -> dict[str, str]:
+    """The local row id alone is not unique across projects on one account: the part's random tag is."""
+    return {"spokenbench_batch": str(batch_id), "spokenbench_part": tag}
+
+
+def _gemini_display_name(batch_id: int, tag: str) -> str:
+    return f"spokenbench-batch-{batch_id}-{tag}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Killed submissions: a part the provider may have created before its id was stored
+
+
+class _SearchIncomplete(Exception):
+    """The bounded search of the provider's batches ended before it could tell the part was never created."""
+
+
+def _find_openai_part(row, client) -> dict | None:
+    """The found batch's fields, or None when the provider's list (newest first) reached batches created well
+    before the part without it. Provider errors propagate."""
+    wanted = _openai_metadata(row["id"], row["part_tag"])
+    oldest = _parse_time(row["created_at"]) - ORPHAN_CLOCK_MARGIN_S
+    after = None
+    for _page in range(ORPHAN_SEARCH_PAGES):
+        page = client.batches.list(limit=ORPHAN_PAGE_SIZE, **({"after": after} if after else {}))
+        batches = list(page.data or [])
+        for batch in batches:
+            metadata = batch.metadata if isinstance(batch.metadata, dict) else {}
+            if isinstance(batch.id, str) and batch.id and all(metadata.get(k) == v for k, v in wanted.items()):
+                return {
+                    "remote_id": batch.id,
+                    "input_file": batch.input_file_id if isinstance(batch.input_file_id, str) else None,
+                    "state": _OPENAI_STATES.get(batch.status, "pending"),
+                    "remote_state": str(batch.status),
+                }
+        if not batches or not page.has_more or any(_number(batch.created_at) < oldest for batch in batches):
+            return None
+        after = batches[-1].id
+    raise _SearchIncomplete(f"not in the newest {ORPHAN_SEARCH_PAGES} page(s) of the provider's batch list")
+
+
+def _find_gemini_part(row, client) -> dict | None:
+    """As _find_openai_part, by display name; Gemini's list has no documented order, so it is read to its end
+    (within the page bound)."""
+    wanted = _gemini_display_name(row["id"], row["part_tag"])
+    pager = client.batches.list(config={"page_size": ORPHAN_PAGE_SIZE})
+    for _page in range(ORPHAN_SEARCH_PAGES):
+        for job in pager.page:
+            if getattr(job, "display_name", None) == wanted and isinstance(job.name, str):
+                source = getattr(job, "src", None)
+                file_name = getattr(source, "file_name", None) if source is not None else None
+                return {
+                    "remote_id": job.name,
+                    "input_file": file_name if isinstance(file_name, str) else None,
+                    "state": _gemini_state(job),
+                    "remote_state": _raw_state(job),
+                }
+        if not pager.config.get("page_token"):
+            return None
+        pager.next_page()
+    raise _SearchIncomplete(f"not in the first {ORPHAN_SEARCH_PAGES} page(s) of the provider's batch list")
+
+
+def _number(value) -> float:
+    """A provider's creation time; one that is not a number never ends the search early (it could free a part)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.inf
+
+
+def _submitter(conn, row):
+    """The job that recorded this part (a JobInfo), or None when it is not known."""
+    return get_job(conn, row["submit_job"]) if row["submit_job"] is not None else None
+
+
+def _submitter_alive(conn, row) -> bool:
+    """Whether the job that recorded this part may still be creating it (then it stores the id itself)."""
+    info = _submitter(conn, row)
+    return info is not None and info.is_live
+
+
+def is_orphan(conn, row) -> bool:
+    """A tagged part left 'submitting' without the provider's id by a submitter that is dead: collect looks for it."""
+    return (
+        row["provider"] != "file"
+        and row["state"] == "submitting"
+        and row["remote_id"] is None
+        and row["part_tag"] is not None
+        and not _submitter_alive(conn, row)
+    )
+
+
+def _recover_orphan(project: Project, row) -> OrphanOutcome | None:
+    """Look for a tagged part left 'submitting' without an id at its provider, once its submitter is dead (the
+    caller holds `batch:<id>`): found → adopted (its id stored, collected as usual); not there after a complete
+    search → the row is deleted and its requests are free for a resume; anything uncertain (the provider cannot
+    be asked, the search hit its bound, the submitter died moments ago) → kept. None: the submitter is alive."""
+    info = _submitter(project.conn, row)
+    if info is not None and info.is_live:
+        return None
+
+    def outcome(kind: str, note: str) -> OrphanOutcome:
+        return OrphanOutcome(row["id"], row["run_id"], kind, row["requests"], note)
+
+    try:
+        client = _client_for(row)
+        find = _find_openai_part if row["provider"] == "openai" else _find_gemini_part
+        fields = find(row, client)
+    except SpokenBenchError as error:
+        return outcome("kept", f"its submitter stopped; it cannot be looked for at the provider: {error}")
+    except _SearchIncomplete as error:
+        return outcome("kept", f"its submitter stopped and it is {error}: it may still exist; not submitted again")
+    except Exception as error:  # noqa: BLE001 - a provider error must never read as 'never created'
+        return outcome(
+            "kept",
+            f"its submitter stopped; the provider's batch list cannot be read ({_explain(error)}); collect again later",
+        )
+    with project.transaction() as conn:
+        current = batch_store.batch_row(conn, row["id"])
+        if current is None or current["remote_id"] is not None or current["state"] != "submitting":
+            return None  # settled meanwhile
+        if fields is not None:
+            batch_store.update_batch(conn, row["id"], **fields)
+            return outcome("adopted", f"found at the provider by its tag as {fields['remote_id']} ({fields['state']})")
+        silent_for = info.heartbeat_age_s if info is not None else float("inf")
+        if silent_for < ORPHAN_GRACE_S:
+            return outcome("kept", "its submitter stopped moments ago and it is not at the provider yet; collect again")
+        batch_store.delete_batch(conn, row["id"])
+        _settle_run_in(conn, row["run_id"])
+    return outcome(
+        "released",
+        f"never created at the provider (its submitter stopped first): its {row['requests']} request(s) are free; "
+        f"resume run {row['run_id']} to submit them",
+    )
+
+
+def recover_orphans(project: Project) -> list[OrphanOutcome]:
+    """`_recover_orphan` for every tagged part still 'submitting' without an id whose submitter is dead, each
+    under its `batch:<id>` claim (a part another job is looking at is left to it)."""
+    outcomes = []
+    for row in batch_store.orphan_rows(project.conn):
+        if _submitter_alive(project.conn, row):
+            continue
+        label = f"find batch {row['id']} (run {row['run_id']}) at {row['provider']}"
+        try:
+            with tracked_job(project.path, JOB_KIND_COLLECT, label, claim=f"batch:{row['id']}"):
+                current = batch_store.batch_row(project.conn, row["id"])
+                found = (
+                    None if current is None or current["remote_id"] is not None else _recover_orphan(project, current)
+                )
+        except JobClaimed:
+            continue
+        if found is not None:
+            outcomes.append(found)
+    return outcomes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -541,6 +758,7 @@ def batch_states(project: Project, *, refresh: bool = True, run_id: int | None =
         entry["cost_usd"] = round(row["cost_usd"] or 0.0, 6)
         entry["input_file"] = row["input_file"]
         entry["note"] = notes.get(row["id"])
+        entry["orphaned"] = is_orphan(project.conn, row)  # collect looks for it at the provider
         if row["provider"] == "file" and row["state"] == "exported":
             entry["pending"] = batch_store.request_counts(project.conn, row["id"]).get("pending", 0)
         result.append(entry)
@@ -639,8 +857,9 @@ def collect_batches(
             if row is None or row["state"] == "collected":
                 continue
             if row["remote_id"] is None:
-                summary.not_ready.append((row["id"], "never submitted (the submitting process stopped)"))
-                continue
+                row = _adopt_orphan(project, row, summary)
+                if row is None:
+                    continue
             client = _client_for(row)
             try:
                 fields = _refresh(project, row, client)
@@ -660,6 +879,23 @@ def collect_batches(
             _commit_results(project, row, results, summary)
             job.report(done + 1, len(todo), f"batch {row['id']} collected")
     return summary
+
+
+def _adopt_orphan(project: Project, row, summary: CollectSummary):
+    """A part still 'submitting' without an id (the caller holds `batch:<id>`): the row again once it was found at
+    the provider, or None (released, kept, or its live submitter is still at it), said in `summary`."""
+    if row["part_tag"] is None:  # submitted before parts were tagged: cannot be found again
+        summary.not_ready.append((row["id"], "never submitted (the submitting process stopped)"))
+        return None
+    found = _recover_orphan(project, row)
+    if found is not None:
+        summary.orphans.append(found.as_dict())
+    row = batch_store.batch_row(project.conn, row["id"])
+    if row is None or row["remote_id"] is not None:
+        return row
+    why = found.note if found is not None else f"being submitted by job {row['submit_job']}"
+    summary.not_ready.append((row["id"], f"submitting: {why}"))
+    return None
 
 
 def _commit_results(project: Project, row, results: dict[str, _Result], summary: CollectSummary) -> None:

@@ -10,11 +10,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from spokenbench.core.store.database import utc_now
 
 # A batch in one of these states may still answer its pending requests: they are not submitted (nor sent) again.
-# A batch still 'submitting' counts only once the provider gave it an id: until then its requests are claimed by
-# the live submitter (`request:<key>`), and a killed submitter's rows block nothing.
+# A batch still 'submitting' counts once the provider gave it an id, or once it carries a part tag: a tagged part
+# whose submitter was killed may exist at the provider, so its requests wait until a collect (or the next submit)
+# finds it by its tag or learns it was never created (core/evaluation/batches.py, recover_orphans). An untagged
+# 'submitting' row (written before tags) blocks nothing.
 IN_FLIGHT_STATES = ("submitting", "pending", "running", "finalizing", "cancelling", "completed", "expired", "failed")
 _IN_FLIGHT = (
-    f"b.provider != 'file' AND b.remote_id IS NOT NULL AND r.status = 'pending' "
+    f"b.provider != 'file' AND (b.remote_id IS NOT NULL OR b.part_tag IS NOT NULL) AND r.status = 'pending' "
     f"AND b.state IN ({','.join(repr(state) for state in IN_FLIGHT_STATES)})"
 )
 
@@ -40,6 +42,8 @@ _BATCH_FIELDS = (
     "max_output_tokens",
     "error",
     "collected_at",
+    "part_tag",
+    "submit_job",
 )
 
 
@@ -103,12 +107,23 @@ def in_flight_requests(conn: sqlite3.Connection, run_id: int) -> dict[tuple[int,
 
 
 def delete_unsubmitted(conn: sqlite3.Connection, run_id: int) -> int:
-    """Delete the run's batches a killed submitter left 'submitting' without a provider id (the caller holds the
-    run, so no live submitter is creating them): none can be collected, and they would keep the run unsettled."""
+    """Delete the run's untagged batches a killed submitter left 'submitting' without a provider id (the caller
+    holds the run, so no live submitter is creating them): without a tag none can be found again, and they would
+    keep the run unsettled. Tagged ones are left to `orphan_rows`' recovery."""
     return conn.execute(
-        "DELETE FROM batch_jobs WHERE run_id = ? AND provider != 'file' AND state = 'submitting' AND remote_id IS NULL",
+        "DELETE FROM batch_jobs WHERE run_id = ? AND provider != 'file' AND state = 'submitting' AND remote_id IS NULL "
+        "AND part_tag IS NULL",
         (run_id,),
     ).rowcount
+
+
+def orphan_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Tagged provider batches still 'submitting' without a provider id: their submitter is creating them now,
+    or was killed before it stored the id (the caller tells which by `submit_job`'s liveness)."""
+    return conn.execute(
+        "SELECT * FROM batch_jobs WHERE provider != 'file' AND state = 'submitting' AND remote_id IS NULL "
+        "AND part_tag IS NOT NULL ORDER BY id"
+    ).fetchall()
 
 
 def batches_holding(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, tuple[int, int]]:

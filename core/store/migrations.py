@@ -588,6 +588,15 @@ CREATE TRIGGER items_insert_counted AFTER INSERT ON items WHEN NEW.import_id IS 
 UPDATE change_counters SET version = version + 1 WHERE name = 'items'; END;
 """
 
+# A provider batch part is tagged before the provider is asked to create it (core/evaluation/batches.py): a random
+# part_tag sent with it (OpenAI metadata, Gemini display name), and the job submitting it. A submitter killed after
+# the provider created the batch but before its id was stored leaves a 'submitting' row without remote_id: a collect
+# (or the next submit) finds that batch again by its tag once submit_job is dead, instead of paying for it twice.
+MIGRATION_15_BATCH_PART_TAGS = """
+ALTER TABLE batch_jobs ADD COLUMN part_tag TEXT;
+ALTER TABLE batch_jobs ADD COLUMN submit_job INTEGER;
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -603,5 +612,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_12_ANNOTATOR_QUALITY,
     MIGRATION_13_SCREENING_COUNTED_PER_STATEMENT,
     MIGRATION_14_PENDING_IMPORTS,
+    MIGRATION_15_BATCH_PART_TAGS,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -265,3 +265,24 @@ def test_export_a_batch_file_then_import_results(page, qtbot, tmp_path, audio_pa
     wait_done(qtbot, page.import_results(str(good)))
     assert responses(audio_path) == 6 and len(dialogs) == 1
     assert "6 answered" in view.plan_text.toPlainText()
+
+
+@pytest.mark.slow  # a submit and a collect through the openai SDK
+def test_the_jobs_panel_finds_a_killed_submitters_batch_and_collects_it(page, jobs, to_stub, qtbot, audio_path):
+    """A part whose submitter died before storing the provider's id (its row as such a kill leaves it): the panel's
+    collect finds it at the provider by its tag and collects it, without a second batch."""
+    jobs.batches.auto_collect = False
+    prepare(page, qtbot, way="batch")
+    page.view.start_button.click()
+    wait_done(qtbot, page.last_batch)
+    with opened(audio_path) as project, project.transaction() as conn:
+        conn.execute("UPDATE batch_jobs SET state = 'submitting', remote_id = NULL")
+    view = jobs.panel.batches
+    wait_done(qtbot, jobs.batches.refresh())
+    qtbot.waitUntil(lambda: len(view.rows) == 1 and view.rows[0].state != "collected", timeout=5_000)
+    assert view.rows[0].job_id == "(not submitted)" and view.collect_button.isEnabled()
+    jobs.batches.auto_collect = True  # the next read collects it by itself
+    jobs.batches.refresh()
+    qtbot.waitUntil(lambda: batch_rows(audio_path)[0]["state"] == "collected", timeout=10_000)
+    assert responses(audio_path) == 6 and len(to_stub.state.batches) == 1
+    qtbot.waitUntil(lambda: "found at the provider by its tag" in view.message.text(), timeout=5_000)

@@ -1,11 +1,13 @@
 """A loopback HTTP server speaking just enough of the OpenAI Batch API and Gemini's batch mode for the official
-SDKs (`openai`: files.create / batches.create, retrieve, list, cancel / files.content; `google-genai`:
-batches.create (inline requests or a file), get, cancel / files.upload (resumable) / files.download).
+SDKs (`openai`: files.create / batches.create, retrieve, list (newest first, paged), cancel / files.content;
+`google-genai`: batches.create (inline requests or a file), get, list (paged), cancel / files.upload (resumable) /
+files.download).
 
 Each poll of a batch moves it one state on (OpenAI: validating → in_progress → finalizing → completed;
 Gemini: PENDING → RUNNING → SUCCEEDED), so tests see every state. Tests script failures: request keys that
 fail (an error line, or an inline error), a batch that fails validation, downloads that hang until released
-(the killed `--collect` test); and read back what was uploaded and asked."""
+(the killed `--collect` test), a create that hangs after the batch exists (a submitter killed before it stored the
+id), a batch list that fails; and read back what was uploaded and asked."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import json
 import re
 import threading
 import time
+import urllib.parse
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler
@@ -25,6 +28,7 @@ OPENAI_STATES = ("validating", "in_progress", "finalizing", "completed")
 GEMINI_STATES = ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED")
 GEMINI_CREATE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):batchGenerateContent$")
 GEMINI_BATCH = re.compile(r"^/(v1|v1beta|v1alpha)/batches/([^/:]+)(:cancel)?$")
+GEMINI_LIST = re.compile(r"^/(v1|v1beta|v1alpha)/batches$")
 GEMINI_DOWNLOAD = re.compile(r"^/(?:download/)?(v1|v1beta|v1alpha)/files/([^/:]+):download$")
 
 
@@ -52,6 +56,12 @@ class BatchStubState:
         self.upload_budget: int | None = None  # this many OpenAI file uploads go through, later ones hang
         self.uploads_hanging = 0
         self.uploads_open = threading.Event()  # set: hanging uploads go on
+        self.create_hangs = False  # a batch create makes the batch, then its reply hangs (until creates_open)
+        self.creates_hanging = 0
+        self.creates_open = threading.Event()
+        self.create_reply_status: int | None = None  # a batch create makes the batch, then answers this error
+        self.list_failure: str | None = None  # '429' or 'garbage': how every batch list answers
+        self.list_page_size: int | None = None  # caps the page size a list asks for (to see paging)
 
     def new_id(self, prefix: str) -> str:
         with self.lock:
@@ -95,10 +105,10 @@ class Handler(BaseHTTPRequestHandler):
         path = self._log("GET")
         if path.startswith("/v1/files/") and path.endswith("/content"):
             return self._download(self.state.files.get(path.split("/")[3]))
+        if GEMINI_LIST.match(path) and self.headers.get("x-goog-api-key"):  # Gemini's v1 shares OpenAI's path
+            return self._gemini_list()
         if path == "/v1/batches":
-            with self.state.lock:
-                data = [self._openai_view(b) for b in self.state.batches.values() if b["api"] == "openai"]
-            return self._send(200, {"object": "list", "data": data, "has_more": False})
+            return self._openai_list()
         if path.startswith("/v1/batches/") and path.split("/")[3] in self.state.batches:
             return self._openai_poll(path.split("/")[3])  # Gemini's batches are 'batches/…' (the same path in v1)
         match = GEMINI_DOWNLOAD.match(path)
@@ -129,6 +139,55 @@ class Handler(BaseHTTPRequestHandler):
         if match and match.group(3):
             return self._cancel(f"batches/{match.group(2)}", "gemini")
         self._send(404, {"error": {"message": f"no route {path}"}})
+
+    def _query(self) -> dict[str, str]:
+        return {
+            name: values[-1] for name, values in urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).items()
+        }
+
+    def _list_page(self, api: str, size: int, after) -> tuple[list[dict], bool] | None:
+        """A page of `api`'s batches, newest first, after the one named `after`; None: the list is failing (sent)."""
+        if self.state.list_failure == "429":
+            self._send(429, {"error": {"code": 429, "message": "stub: rate limited", "status": "RESOURCE_EXHAUSTED"}})
+            return None
+        if self.state.list_failure == "garbage":
+            self._send(200, b"<html>not json</html>", raw=True)
+            return None
+        with self.state.lock:
+            newest_first = [b for b in reversed(list(self.state.batches.values())) if b["api"] == api]
+        names = [b.get("id") or b.get("name") for b in newest_first]
+        start = names.index(after) + 1 if after in names else 0
+        size = min(size, self.state.list_page_size or size)
+        return newest_first[start : start + size], start + size < len(newest_first)
+
+    def _openai_list(self) -> None:
+        query = self._query()
+        page = self._list_page("openai", int(query.get("limit", 20)), query.get("after"))
+        if page is not None:
+            data = [self._openai_view(b, OPENAI_STATES[b["step"]]) for b in page[0]]
+            self._send(200, {"object": "list", "data": data, "has_more": page[1]})
+
+    def _gemini_list(self) -> None:
+        query = self._query()
+        page = self._list_page("gemini", int(query.get("pageSize", 50)), query.get("pageToken"))
+        if page is not None:
+            reply = {"operations": [self._gemini_view(b, GEMINI_STATES[b["step"]]) for b in page[0]]}
+            if page[1]:
+                reply["nextPageToken"] = page[0][-1]["name"]
+            self._send(200, reply)
+
+    def _created(self, batch: dict) -> int | None:
+        """A create whose batch now exists: its reply hangs while `create_hangs` (the test kills the submitter);
+        returns the error status to answer instead of the batch, if any."""
+        with self.state.lock:
+            hang = self.state.create_hangs
+            self.state.creates_hanging += hang
+        if hang:
+            self.state.creates_open.wait(60)
+        return self.state.create_reply_status
+
+    def _create_failed(self, status: int) -> None:
+        self._send(status, {"error": {"code": status, "message": "stub: internal error", "status": "INTERNAL"}})
 
     def _download(self, data: bytes | None) -> None:
         if data is None:
@@ -233,6 +292,8 @@ class Handler(BaseHTTPRequestHandler):
         batch = self._new_batch("openai", lines, id=batch_id, input_file_id=body["input_file_id"])
         batch["metadata"] = body.get("metadata")
         self.state.batches[batch_id] = batch
+        if failed := self._created(batch):
+            return self._create_failed(failed)
         self._send(200, self._openai_view(batch, "validating"))
 
     def _openai_poll(self, batch_id: str) -> None:
@@ -339,6 +400,8 @@ class Handler(BaseHTTPRequestHandler):
         batch = self._new_batch("gemini", lines, name=name, model=f"models/{model}", file=("fileName" in source))
         batch["display_name"] = body["batch"].get("displayName")
         self.state.batches[name] = batch
+        if failed := self._created(batch):
+            return self._create_failed(failed)
         self._send(200, self._gemini_view(batch, "BATCH_STATE_PENDING"))
 
     def _gemini_poll(self, name: str) -> None:
@@ -416,3 +479,4 @@ class BatchStub(LoopbackServer):
     def release(self) -> None:
         self.state.downloads_open.set()
         self.state.uploads_open.set()
+        self.state.creates_open.set()

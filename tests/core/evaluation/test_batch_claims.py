@@ -164,10 +164,14 @@ def test_two_submitters_started_together_submit_each_request_once(project, bstub
 
 
 @pytest.mark.slow
-def test_a_submitter_killed_mid_submit_blocks_no_request(project, bstub, cli):
+def test_a_submitter_killed_mid_submit_blocks_no_request(project, bstub, cli, monkeypatch):
     """Killed (SIGKILL) while its second part uploads, after its first part was created: the first part's requests
-    stay in flight, the second part's (recorded 'submitting', claimed by the dead job) and the third's (never
-    recorded) are submitted by the next submitter, each once; the killed run's resume then needs nothing sent."""
+    stay in flight, the second part's (recorded 'submitting', claimed by the dead job; the next submit searches the
+    provider for its tag and releases it) and the third's (never recorded) are submitted by the next submitter, each
+    once; the killed run's resume then needs nothing sent."""
+    from spokenbench.core.evaluation import batches
+
+    monkeypatch.setattr(batches, "ORPHAN_GRACE_S", 0.0)  # released at once, not 30 s after the kill
     _assemble(project, 3)  # 6 requests, parts of 2
     bstub.state.upload_budget = 1
     script = (
