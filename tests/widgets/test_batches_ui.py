@@ -278,8 +278,15 @@ def test_the_jobs_panel_finds_a_killed_submitters_batch_and_collects_it(page, jo
     with opened(audio_path) as project, project.transaction() as conn:
         conn.execute("UPDATE batch_jobs SET state = 'submitting', remote_id = NULL")
     view = jobs.panel.batches
-    jobs.batches.refresh()  # a poll may supersede this read: the list below is what counts
-    qtbot.waitUntil(lambda: len(view.rows) == 1 and view.rows[0].job_id == "(not submitted)", timeout=5_000)
+
+    def collectable() -> bool:
+        """Read again until the submitting job process has ended (a live submitter's part is never touched)."""
+        if len(view.rows) == 1 and view.rows[0].job_id == "(not submitted)" and view.rows[0].collectable:
+            return True
+        jobs.batches.refresh()  # a poll may supersede a read: the list is what counts
+        return False
+
+    qtbot.waitUntil(collectable, timeout=10_000)
     assert view.rows[0].state != "collected" and view.collect_button.isEnabled()
     jobs.batches.auto_collect = True  # the next read collects it by itself
     jobs.batches.refresh()
