@@ -2,9 +2,7 @@
 ctypes) runs in a small pool of worker processes, each loading it once, instead of one request at a time behind a
 lock on the job's thread. A worker synthesizes, checks and encodes a clip — the same calls in the same order as
 before, so the stored bytes are the same — and hands back the encoded file; the parent writes files and rows in
-groups (core/audio/synthesis.py). Requests travel a few at a time (one message per chunk) to amortize pickling,
-through each worker's own pipe, read on the job's event loop (core/foundation/worker_pool.py: no manager or
-feeder thread).
+groups (core/audio/synthesis.py). Requests travel a few at a time (one message per chunk) to amortize pickling.
 
 Workers are forked where this process runs no other thread (`child_start_method`; the CLI's `spokenbench demo`
 starts them first): they start at once with numpy, soundfile and this module loaded, and end without tearing down
@@ -18,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import BrokenExecutor, Executor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from spokenbench.core.audio.checks import check_audio
@@ -32,7 +31,6 @@ from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.foundation.child_process import child_start_method, main_script_hidden, settle_helper_process
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.foundation.worker_pool import WorkerProcesses
 
 MAX_WORKERS = 4  # beyond this the parent's file writing, not synthesis, is the limit
 CHUNK = 8  # requests per message to a worker
@@ -138,8 +136,7 @@ def _exit_with_parent(parent: int) -> None:
 
 class ClipWorkers:
     """The executor that renders clips, fed in chunks from the event loop. Use as a context manager (or call
-    `close`): the pool is shut down on the way out (worker processes end at once; on the thread, the chunk it
-    renders finishes first)."""
+    `close`): the pool is shut down on the way out, at most one chunk per worker finishing first."""
 
     def __init__(self, backend: TTSBackend, in_processes: bool):
         """Each worker makes its own backend by calling `backend`'s class without arguments (an engine with options
@@ -151,10 +148,17 @@ class ClipWorkers:
         self.start_method: str | None = None  # how the worker processes start, when there are any
         if in_processes:
             self.start_method = "fork" if child_start_method() == "fork" else "spawn"
+            self.executor = ProcessPoolExecutor(
+                self.processes,
+                mp_context=multiprocessing.get_context(self.start_method),
+                initializer=_start_worker,
+                initargs=(type(backend),),
+            )
+            # forked: the first submit starts every process, before the pool's own threads; spawned: each submit
+            # starts one, until all are started
             with main_script_hidden(), _one_blas_thread():
-                self.executor = WorkerProcesses(self.processes, self.start_method, _start_worker, (type(backend),))
-            for _ in range(self.processes):
-                self.executor.submit(_load_engine)  # its error, if any, comes again with real work
+                for _ in range(self.processes):
+                    self.executor.submit(_load_engine)  # its error, if any, comes again with real work
         else:
             self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-synthesis")
         self._waiting: list[tuple[SynthesisRequest, str, asyncio.Future]] = []
@@ -204,26 +208,21 @@ class ClipWorkers:
 
     def _submit(self, chunk: list[tuple[SynthesisRequest, str, asyncio.Future]], audio_format: str) -> None:
         requests = [(request, label) for request, label, _ in chunk]
-        futures = [future for *_, future in chunk]
-        if self.processes:  # answers are read, and the chunk settled, on this loop
-            self.executor.attach(asyncio.get_running_loop())
-            done = self.executor.submit(render_clips, requests, audio_format)
-        else:
-            done = asyncio.wrap_future(self.executor.submit(render_clips, requests, audio_format, self.backend))
-        done.add_done_callback(lambda finished: _settle(futures, finished))
+        in_this_process = None if self.processes else self.backend
+        done = asyncio.wrap_future(self.executor.submit(render_clips, requests, audio_format, in_this_process))
+        done.add_done_callback(lambda finished: _settle([future for *_, future in chunk], finished))
 
     def close(self) -> None:
-        """Stop the pool: chunks not rendered yet are dropped, no process is left."""
+        """Stop the pool: queued chunks are dropped, running ones finish (a few clips), no process is left."""
         if self._closing is None:
             self.close_soon()
         self._closing.join()
 
     def close_soon(self) -> None:
-        """Start stopping the pool (from the thread that renders, or once its loop has closed) without waiting for
-        its processes to be reaped or its thread's chunk to finish, so the caller goes on meanwhile; `close` waits."""
+        """Start stopping the pool without waiting for its processes to exit (each tears down its interpreter, a
+        few tenths of a second) so the caller goes on meanwhile; `close` waits for them."""
         if self._closing is not None:
             return
-        self.executor.shutdown(wait=False, cancel_futures=True)  # here: the workers' pipes are read on this thread
         self._closing = threading.Thread(
             target=self.executor.shutdown, kwargs={"wait": True, "cancel_futures": True}, name="spokenbench-pool-close"
         )

@@ -174,7 +174,7 @@ def test_a_small_plan_renders_on_a_thread_of_this_process(mini_project, monkeypa
     def no_processes(*args, **kwargs):
         raise AssertionError("a small plan started worker processes")
 
-    monkeypatch.setattr(clip_workers, "WorkerProcesses", no_processes)
+    monkeypatch.setattr(clip_workers, "ProcessPoolExecutor", no_processes)
     backend = LocalToneBackend()
     plan = plan_synthesis(mini_project.conn, backend, languages=["en"], voices=["low"], parts=("questions",))
     assert 0 < len(plan.jobs) < clip_workers.MIN_CLIPS_FOR_PROCESSES
