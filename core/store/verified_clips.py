@@ -135,7 +135,7 @@ class VerifiedClips:
             self._conn.execute(
                 "DELETE FROM verified_clips WHERE verified_at_ns < (SELECT verified_at_ns FROM verified_clips "
                 "ORDER BY verified_at_ns DESC LIMIT 1 OFFSET ?)",
-                (keep,),
+                (keep - 1,),
             )
 
     def _give_up(self) -> None:
