@@ -28,6 +28,8 @@ RACY_NS = 2_000_000_000  # a file written this close to its hash is not recorded
 MAX_ENTRIES = 1 << 19  # ~60 MB of cache; beyond it the oldest quarter is dropped (they are hashed again if met)
 BUSY_TIMEOUT_MS = 1000  # another process's write: waited for this long, then this one's entries are dropped
 SAVE_EVERY = 2048  # entries kept before they are written (one short transaction each)
+MAX_SKIPPED_LOOK_UPS = 16  # after look-ups that found nothing (clips never seen: a first batch file), the next 1, 3,
+# 7, then up to this many are skipped (their clips hashed, as they would be); one that finds an entry resets it
 _INT64 = 1 << 63
 
 _SCHEMA = """
@@ -70,12 +72,20 @@ class VerifiedClips:
         self._known: set[tuple] = set()
         self._pending: list[tuple] = []
         self._recorded = 0
+        self._missed = self._skipping = 0  # look-ups in a row that found nothing; look-ups still to skip
 
     def look_up(self, sha256s: Iterable[str]) -> None:
-        """Load what is known of these clips (one query; what was loaded before is forgotten, memory bounded)."""
-        names = list(dict.fromkeys(sha256s))
+        """Load what is known of these clips (one query; what was loaded before is forgotten, memory bounded).
+        While look-ups find nothing, more and more of them are skipped: a first batch file queries ~40 times for
+        20,000 clips instead of 625 (its clips are hashed all the same)."""
         self._known = set()
-        if self._conn is None or not names:
+        if self._conn is None:
+            return
+        if self._skipping:
+            self._skipping -= 1
+            return
+        names = list(dict.fromkeys(sha256s))
+        if not names:
             return
         try:
             rows = self._conn.execute(
@@ -87,6 +97,8 @@ class VerifiedClips:
             self._give_up()
             return
         self._known = set(rows)
+        self._missed = 0 if rows else self._missed + 1
+        self._skipping = min(MAX_SKIPPED_LOOK_UPS, (1 << self._missed) - 1)
 
     def vouches(self, sha256: str, status: os.stat_result) -> bool:
         """Whether the file with this stat was hashed as `sha256` and is unchanged since (`look_up` first)."""

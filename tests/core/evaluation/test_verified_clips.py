@@ -199,6 +199,29 @@ def test_a_cache_another_process_keeps_busy_only_means_hashing_again(aged_projec
     assert (tmp_path / "first.jsonl").read_bytes() == (tmp_path / "third.jsonl").read_bytes()
 
 
+def test_look_ups_that_find_nothing_are_skipped_more_and_more_until_one_finds_an_entry(tmp_path):
+    """A first batch file (no clip known) queries the cache ~40 times for 20,000 clips, not 625; a look-up that
+    finds an entry brings back one per unit. A skipped look-up only means hashing: no entry vouches for anything."""
+    clip = tmp_path / "clip"
+    clip.write_bytes(b"audio")
+    status = os.stat(clip)
+    cache = verified_clips.open_verified_clips()
+    cache._pending = [
+        ("a" * 64, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns, 0)
+    ]
+    cache.save()
+    queries = []
+    cache._conn.set_trace_callback(queries.append)
+    vouched = []
+    for unit in range(625):
+        cache.look_up(["b" * 64 if unit < 600 else "a" * 64])  # 600 units of unknown clips, then a known one
+        vouched.append(cache.vouches("a" * 64, status))
+    cache.close()
+    assert 30 <= len(queries) <= 60
+    assert not any(vouched[:600]) and vouched.index(True) <= 600 + verified_clips.MAX_SKIPPED_LOOK_UPS
+    assert all(vouched[vouched.index(True) :])  # found: looked up every time again
+
+
 def _entries(count: int, first: int, verified_at: int) -> list[tuple]:
     return [(f"{n:064x}", 1, n, 10, 1, 1, verified_at + n) for n in range(first, first + count)]
 
