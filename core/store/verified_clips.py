@@ -162,10 +162,10 @@ def open_verified_clips() -> VerifiedClips | None:
     """The user's cache of verified clips, or None when it is off or cannot be used (then every clip is hashed)."""
     if os.environ.get(VERIFY_EVERY_READ_VARIABLE, "").strip() not in ("", "0"):
         return None
-    folder = cache_dir()
-    path = folder / CACHE_FILE_NAME
     conn = None
     try:
+        folder = cache_dir()  # RuntimeError: no home folder to be found
+        path = folder / CACHE_FILE_NAME
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISREG(os.lstat(path).st_mode):  # a link or anything else there: not ours, not used
@@ -178,7 +178,7 @@ def open_verified_clips() -> VerifiedClips | None:
         conn.execute("PRAGMA synchronous = NORMAL")  # a lost entry only costs a hash
         conn.execute(_SCHEMA)
         conn.execute("SELECT 1 FROM verified_clips LIMIT 1").fetchall()
-    except (OSError, sqlite3.Error):
+    except (OSError, RuntimeError, sqlite3.Error):
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()

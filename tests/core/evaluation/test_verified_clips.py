@@ -176,6 +176,14 @@ def test_a_cache_off_or_unusable_means_every_clip_is_hashed_and_no_error(
         batch_files.write_batch_file(aged_project, prepare_evaluation(aged_project, VLLM), tmp_path / "r.jsonl")
 
 
+def test_no_home_folder_to_be_found_means_no_cache(monkeypatch):
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(verified_clips, "cache_dir", no_home)
+    assert verified_clips.open_verified_clips() is None
+
+
 def test_a_cache_another_process_keeps_busy_only_means_hashing_again(aged_project, tmp_path, hashed, monkeypatch):
     """The cache's write lock held by another process past the busy timeout: this file's entries are dropped (the
     file is written all the same), so the next file hashes its clips again, and records them."""
