@@ -19,8 +19,10 @@ sys.dont_write_bytecode = False
 
 @pytest.fixture(autouse=True)
 def own_config_dir(tmp_path_factory, monkeypatch):
-    """The hosts approved for keys (core.cli.resume.ApprovedHosts) are per machine: each test starts with none."""
+    """The hosts approved for keys (core.cli.resume.ApprovedHosts) and the verified clips (core.store.verified_clips)
+    are per machine: each test starts with none, and never touches the user's own."""
     monkeypatch.setenv("SPOKENBENCH_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("SPOKENBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.user_dirs import config_dir
 from spokenbench.core.jobs.registry import JobInfo
 
 RESUMABLE_STATUSES = ("interrupted", "cancelled", "failed")
@@ -313,17 +314,8 @@ def _shown(text: str) -> str:
 # Hosts this machine has sent keys to
 
 
-CONFIG_DIR_VARIABLE = "SPOKENBENCH_CONFIG_DIR"
 APPROVED_HOSTS_FILE = "approved_hosts.json"
 MAX_APPROVED_BYTES = 1_000_000
-
-
-def config_dir() -> Path:
-    """The user's SpokenBench config folder on this machine (never a project's)."""
-    if os.environ.get(CONFIG_DIR_VARIABLE):
-        return Path(os.environ[CONFIG_DIR_VARIABLE])
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "spokenbench"
 
 
 @functools.lru_cache(maxsize=1)

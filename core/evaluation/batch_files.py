@@ -51,6 +51,7 @@ from spokenbench.core.jobs.remote import strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
+from spokenbench.core.store.verified_clips import VerifiedClips, open_verified_clips
 
 try:  # SIMD base64 (a dependency): the same bytes as the standard library's at ~20x its speed
     from pybase64 import b64encode as _b64encode
@@ -254,11 +255,24 @@ class _Clip:
         self.sha256, self.format, self.data = sha256, audio_format, b""
 
 
-def _read_clips(audio: AudioStore, clips: list[_Clip]) -> None:
+@dataclass(frozen=True)
+class _ClipSource:
+    """Where a sink's clips come from: the project's audio, checked through the user's cache of verified clips
+    (None: every clip hashed). The cache is used by one thread at a time: the one reading."""
+
+    audio: AudioStore
+    verified: VerifiedClips | None
+
+
+def _read_clips(source: _ClipSource, clips: list[_Clip]) -> None:
     """Read, check and encode `clips` in order (`AudioStore.read_bytes`: the store's own refusal naming a
-    missing, damaged, linked or oversized file). The reads, the sha256 and the encoding release the GIL."""
+    missing, damaged, linked or oversized file; a file the cache of verified clips vouches for is not hashed
+    again). The reads, the sha256 and the encoding release the GIL."""
+    audio, verified = source.audio, source.verified
+    if verified is not None:
+        verified.look_up(clip.sha256 for clip in clips)
     for clip in clips:
-        clip.data = _b64encode(audio.read_bytes(clip.sha256, clip.format))
+        clip.data = _b64encode(audio.read_bytes(clip.sha256, clip.format, verified))
 
 
 class _LineSink:
@@ -277,9 +291,9 @@ class _LineSink:
     AHEAD_UNITS = 2  # tasks read ahead of the writing: with CACHED_CLIPS, at most ~160 clips held (bounded memory)
     HANDED_CALLS = 16  # write() calls waiting for the writing thread (their lines hold no audio: ~2 MB at most)
 
-    def __init__(self, audio: AudioStore, fd: int, readers: int = 0):
+    def __init__(self, audio: AudioStore, fd: int, readers: int = 0, verified: VerifiedClips | None = None):
         self.fd, self.written = fd, 0
-        self._audio = audio
+        self._source = _ClipSource(audio, verified)
         self._recent: dict[tuple[str, str], _Clip] = {}  # the last CACHED_CLIPS clips, least recent first
         self._lines: list[list] = []  # the unit being filled: each line's pieces (bytes, or a _Clip)
         self._reads: list[_Clip] = []  # the clips it reads
@@ -336,7 +350,9 @@ class _LineSink:
     def _queue(self) -> None:
         """Hand the unit to a reader, and write the units it is now far enough ahead of."""
         if self._lines:
-            reading = self._pool.submit(_read_clips, self._audio, self._reads) if self._pool and self._reads else None
+            reading = None
+            if self._pool and self._reads:
+                reading = self._pool.submit(_read_clips, self._source, self._reads)
             self._units.append((self._lines, self._reads, reading))
             self._lines, self._reads = [], []
         ahead = self.AHEAD_UNITS if self._pool else 0
@@ -350,7 +366,7 @@ class _LineSink:
 
     def _write_unit(self, lines: list[list], clips: list[_Clip], reading) -> None:
         if reading is None:
-            _read_clips(self._audio, clips)
+            _read_clips(self._source, clips)
         else:
             reading.result()  # the reader's error (the first bad clip in line order), raised here
         gathered: list[memoryview] = []
@@ -390,6 +406,8 @@ class _LineSink:
                 self._pool.shutdown(wait=True, cancel_futures=True)
             self._units.clear()
             os.close(self.fd)
+            if self._source.verified is not None:  # what was verified so far is kept, even after an error
+                self._source.verified.close()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -407,7 +425,7 @@ def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink:
     """The sink for a file of `requests` lines (it closes `fd` when it is done): its clips read by a reader thread
     when a core is idle; on a busy machine, in this thread (two threads would only share the same cores)."""
     readers = READER_THREADS if requests >= READERS_MIN_LINES and a_core_is_free() else 0
-    return _LineSink(audio, fd, readers)
+    return _LineSink(audio, fd, readers, open_verified_clips())
 
 
 def write_batch_file_for_settings(

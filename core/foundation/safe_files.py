@@ -81,6 +81,13 @@ def open_regular_descriptor(
 def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_links: bool = True) -> bytes:
     """The bytes of a regular file of at most `max_bytes`, read up to the size checked (a file that grows while
     it is read is cut there; one that shrinks ends early)."""
+    return read_regular_file_and_status(path, max_bytes, follow_links)[0]
+
+
+def read_regular_file_and_status(
+    path: str | os.PathLike, max_bytes: int, follow_links: bool = True
+) -> tuple[bytes, os.stat_result]:
+    """`read_regular_file`, with the stat of the descriptor read (what a cache of verified files is keyed by)."""
     descriptor, status = open_regular_descriptor(path, max_bytes, follow_links)
     try:
         chunks = []
@@ -95,7 +102,7 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_links: boo
         raise _refuse(path, f"cannot be read ({error.strerror or error})") from None
     finally:
         os.close(descriptor)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), status
 
 
 def read_regular_text(path: str | os.PathLike, max_bytes: int = MAX_TEXT_FILE_BYTES, encoding: str = "utf-8") -> str:

@@ -24,7 +24,12 @@ from pathlib import Path
 
 from spokenbench.core.foundation.errors import InputError, ProjectError
 from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive
-from spokenbench.core.foundation.safe_files import MAX_AUDIO_FILE_BYTES, open_regular_file, read_regular_file
+from spokenbench.core.foundation.safe_files import (
+    MAX_AUDIO_FILE_BYTES,
+    open_regular_file,
+    read_regular_file_and_status,
+)
+from spokenbench.core.store.verified_clips import VerifiedClips
 
 TEMP_DIR_NAME = ".incoming"
 STALE_FOREIGN_TEMP_S = 86_400  # a temp file of unknown owner older than a day is garbage
@@ -187,18 +192,25 @@ class AudioStore:
         """Whether the file is there (not whether it is intact: `read_bytes` and `spokenbench check` verify that)."""
         return bool(sha256 and extension) and self.path_for(sha256, extension).is_file()
 
-    def read_bytes(self, sha256: str, extension: str) -> bytes:
-        """The file's bytes, checked against its name. Read through a plain path string and one `os.read` of its
-        size (a batch file reads 100,800 clips: pathlib's path building and read_bytes cost twice as much)."""
+    def read_bytes(self, sha256: str, extension: str, verified: VerifiedClips | None = None) -> bytes:
+        """The file's bytes, checked against its name (unless `verified` vouches that this very file, unchanged,
+        was checked before; a file this call hashes is recorded there). Read through a plain path string and one
+        `os.read` of its size (a batch file reads 100,800 clips: pathlib's path building and read_bytes cost twice
+        as much)."""
         path = f"{self.root}{os.sep}{sha256[:2]}{os.sep}{sha256}.{extension.lstrip('.')}"
+        started_ns = time.time_ns()
         try:  # a regular file, no link, of bounded size: a link to /dev/zero or a FIFO is refused at once
-            data = read_regular_file(path, MAX_AUDIO_FILE_BYTES, follow_links=False)
+            data, status = read_regular_file_and_status(path, MAX_AUDIO_FILE_BYTES, follow_links=False)
         except FileNotFoundError:
             raise ProjectError(f"audio file {path} is missing from the project") from None
         except InputError as error:
             raise ProjectError(f"audio file {error}") from None
+        if verified is not None and len(data) == status.st_size and verified.vouches(sha256, status):
+            return data
         if hashlib.sha256(data).hexdigest() != sha256:
             raise ProjectError(f"audio file {path} is damaged: its content no longer matches its name")
+        if verified is not None and len(data) == status.st_size:
+            verified.record(sha256, status, started_ns)
         return data
 
     def remove_stale_temp_files(self, foreign_max_age_s: float = STALE_FOREIGN_TEMP_S) -> int:

@@ -180,6 +180,9 @@ def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
 # How the writer may use a second core: as it decides (auto), told a core is free (fork: a reader thread beside the
 # writing one; a forked sink in trees before issue 28's round 3) or that none is (here: everything in one thread)
 WRITER_SINKS = {"auto": "writer", "fork": "writer, 2 cores", "here": "writer, 1 core"}
+# This tree's writer is run twice in a row per round on a fresh cache of verified clips: cold (the cache empty,
+# every clip hashed: the first model's batch file) then warm (the same clips again: the next model's)
+CACHE_STATES = ("cold", "warm")
 
 
 def compare_plain(
@@ -189,29 +192,38 @@ def compare_plain(
     turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
     the writer at >= 90% of the plain loop's MB/s). `sinks`: the writer as it decides ('auto'), and/or forced to
     a second core ('fork': its reader thread; an older tree's forked sink) or to one core ('here'), each a run of
-    its own (with `baseline`, the older tree's writer told the same)."""
+    its own (with `baseline`, the older tree's writer told the same). This tree's writer runs cold (an empty cache of
+    verified clips: every clip hashed, the first model's file) then warm (the next model's: no clip hashed again)."""
+    import shutil
     import statistics
 
-    writers = {WRITER_SINKS[sink]: (sink, None) for sink in sinks}
+    writers = {f"{WRITER_SINKS[sink]}, {state}": (sink, None) for sink in sinks for state in CACHE_STATES}
     if baseline:  # the older tree's writer told the same about the cores
         writers |= {f"baseline {WRITER_SINKS[sink]}": (sink, baseline) for sink in sinks}
     runs: dict[str, list[dict]] = {name: [] for name in writers} | {"plain loop": [], "plain + sha256": []}
+    # what is run together, in turn: the plain loops, the baseline's writers, and this tree's cold + warm pairs
+    steps = [(name,) for name in runs if not name.endswith(CACHE_STATES)]
+    steps += [tuple(f"{WRITER_SINKS[sink]}, {state}" for state in CACHE_STATES) for sink in sinks]
+    time.sleep(2.5)  # the clips older than the cache's racily-clean margin, as clips of an earlier day are
+    verified_cache = request_file.parent / "verified-clips"
     for n in range(rounds):
-        names = list(runs) if n % 2 == 0 else list(reversed(runs))
-        for name in names:
-            request_file.unlink(missing_ok=True)
-            if name == "plain loop":
-                figures = plain_loop(project_dir, request_file, "none")
-            elif name == "plain + sha256":
-                figures = plain_loop(project_dir, request_file, "sha256")
-            else:
-                sink, tree = writers[name]
-                project = project_for_tree(project_dir, tree) if tree else project_dir
-                figures = write_file(project, request_file, "pybase64", tree, sink)
-                if figures is None:
-                    return 1
-                reset_batches(project)
-            runs[name].append(figures)
+        for step in steps if n % 2 == 0 else list(reversed(steps)):
+            shutil.rmtree(verified_cache, ignore_errors=True)  # each cold run starts from an empty cache
+            verified_cache.mkdir()
+            for name in step:
+                request_file.unlink(missing_ok=True)
+                if name == "plain loop":
+                    figures = plain_loop(project_dir, request_file, "none")
+                elif name == "plain + sha256":
+                    figures = plain_loop(project_dir, request_file, "sha256")
+                else:
+                    sink, tree = writers[name]
+                    project = project_for_tree(project_dir, tree) if tree else project_dir
+                    figures = write_file(project, request_file, "pybase64", tree, sink, verified_cache)
+                    if figures is None:
+                        return 1
+                    reset_batches(project)
+                runs[name].append(figures)
     request_file.unlink(missing_ok=True)
     medians = {}
     print(
@@ -315,13 +327,20 @@ def write_results(request_file: Path, results_file: Path, replies: list[str] | N
 
 
 def write_file(
-    project_dir: Path, request_file: Path, encoder: str, tree: str | None = None, sink: str = "auto"
+    project_dir: Path,
+    request_file: Path,
+    encoder: str,
+    tree: str | None = None,
+    sink: str = "auto",
+    verified_cache: Path | None = None,
 ) -> dict | None:
     """write_batch_file in a fresh process (its own peak RSS); `encoder` 'pybase64' (the default) or 'stdlib';
     `tree`: an older tree to run instead (PYTHONPATH); `sink`: 'auto' (a second core used when one is idle), 'fork'
-    (told one is) or 'here' (told none is). Its RSS while writing is sampled from here, every 50 ms
-    (no sampling thread in the measured process)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    (told one is) or 'here' (told none is); `verified_cache`: the folder of its cache of verified clips (default: a
+    new, empty one: every clip hashed; never the user's own). Its RSS while writing is sampled from here, every
+    50 ms (no sampling thread in the measured process)."""
+    verified_cache = verified_cache or Path(tempfile.mkdtemp(prefix="verified-", dir=request_file.parent))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SPOKENBENCH_CACHE_DIR": str(verified_cache)}
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
     child = subprocess.Popen(
