@@ -13,7 +13,9 @@ issue 28, and checks that it stores the same scores:
 Screening forks a second process for half of the clips only when a core is idle (`--two-cores auto`); on a
 machine already busy, `yes` shows the cost of forcing it. CPU counts the child's too. `--phases` also times one
 process's steps (reading, scoring, rows, storing, freeing) by CPU in fresh processes, the trees alternating: on a
-shared machine, CPU medians tell the steps' costs apart better than wall times.
+shared machine, CPU medians tell the steps' costs apart better than wall times. It then prints a timeline of one
+screening (the median of --repeats passes) per tree: each step's start and end by wall clock and its CPU, in this
+process and in the second one (two cores unless `--two-cores no`), which shows the serial part.
 """
 
 import argparse
@@ -36,6 +38,7 @@ import jiwer
 
 from spokenbench.core.asr import screening
 from spokenbench.core.asr.screening import screen_project
+from spokenbench.core.foundation import child_process
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
@@ -212,6 +215,78 @@ def phase_pass(path: Path) -> None:
 
 
 PHASES = ("read", "score", "rows", "store", "free")
+# screen_project's steps stamped in --phases' timeline, as (module or class, attribute): wrapped in the pass's
+# process before screening starts, so a forked second process runs the wrapped steps too.
+TIMELINE_STEPS = {
+    "second process started": (child_process.ChildCalls, "start"),
+    "inputs' change counters": (screening.store, "screening_inputs_version"),
+    "transcripts' state": (screening.store, "transcript_state"),
+    "languages of every clip": (screening.store, "screenable_languages"),
+    "read": (screening, "_read_inputs"),
+    "score": (screening._ClipScoring, "score"),
+    "rows": (screening, "_score_rows"),
+    "store (own rows, then the child's)": (screening.store, "replace_screening_scores"),
+    "child's result decoded": (screening, "_decoded_part"),
+    "merge": (screening, "_merge_in_clip_order"),
+    "child's part": (screening, "_score_part_in_child"),
+}
+
+
+def timeline_pass(path: Path, two_cores: str) -> None:
+    """One screen_project (in a copy of the project) with each of TIMELINE_STEPS stamped by wall clock
+    (perf_counter: CLOCK_MONOTONIC, one clock for both processes) and CPU, printed as JSON: which process did
+    what when, so the serial part of screening on two cores shows."""
+    work = path.parent / f"{path.name}-timeline"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(path, work)
+    stamps_file = path.parent / f"{path.name}-timeline.jsonl"
+    stamps_file.unlink(missing_ok=True)
+
+    def stamped(name: str, function):
+        def step(*args, **kwargs):
+            started, cpu = time.perf_counter(), time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:  # appended by each process as its step ends: the child's stamps outlive it
+                ended, cpu = time.perf_counter(), time.process_time() - cpu
+                with open(stamps_file, "a") as out:
+                    out.write(json.dumps([os.getpid(), name, started, ended, cpu]) + "\n")
+
+        return step
+
+    for name, (owner, attribute) in TIMELINE_STEPS.items():
+        if hasattr(owner, attribute):  # an older tree may lack a step
+            setattr(owner, attribute, stamped(name, getattr(owner, attribute)))
+    project = Project.open(work)
+    gc.collect()
+    started, cpu_started = time.perf_counter(), process_and_children_cpu()
+    screen_project(project, parallel=PARALLEL[two_cores])
+    ended, cpu = time.perf_counter(), process_and_children_cpu() - cpu_started
+    project.close()
+    stamps = [json.loads(line) for line in stamps_file.read_text().splitlines()]
+    stamps_file.unlink()
+    shutil.rmtree(work)
+    steps = [
+        ["this" if pid == os.getpid() else "child", name, begun - started, end - started, step_cpu]
+        for pid, name, begun, end, step_cpu in sorted(stamps, key=lambda stamp: stamp[2])
+    ]
+    print(json.dumps({"seconds": ended - started, "cpu": cpu, "steps": steps}))
+
+
+def print_timelines(kinds: dict, repeats: int, two_cores: str) -> None:
+    """The median pass's timeline of each tree's screening (by wall time) of `repeats` passes, trees alternating."""
+    passes = {name: [] for name in kinds}
+    for _ in range(repeats):
+        for name, (baseline, project_path) in kinds.items():
+            passes[name].append(run_pass("timeline", project_path, baseline, two_cores=two_cores))
+    print(
+        f"timeline of screening, two cores: {two_cores}; the median pass of {repeats} (load {os.getloadavg()[0]:.1f}):"
+    )
+    for name, runs in passes.items():
+        median = sorted(runs, key=lambda run: run["seconds"])[len(runs) // 2]
+        print(f"  {name}: {median['seconds']:.3f} s wall, {median['cpu']:.3f} s CPU (both processes)")
+        for process, step, begun, end, cpu in median["steps"]:
+            print(f"    {process:<5} {begun:6.3f} → {end:6.3f} s  {step:<36} CPU {cpu:.3f} s")
 
 
 def run_pass(
@@ -229,7 +304,7 @@ def run_pass(
             "--project",
             str(path),
             *(["--profile"] if profile else []),
-            *(["--two-cores", two_cores] if what == "screening" and not baseline else []),
+            *(["--two-cores", two_cores] if what == "timeline" or (what == "screening" and not baseline) else []),
         ],  # fmt: skip
         env=env,
         check=True,
@@ -268,7 +343,7 @@ def main(argv=None) -> int:
         help="this tree's screening on two cores: auto (when a core is idle, by the load average), yes or no",
     )
     parser.add_argument("--build-only", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--one-pass", choices=("jiwer", "screening", "phases"), help=argparse.SUPPRESS)
+    parser.add_argument("--one-pass", choices=("jiwer", "screening", "phases", "timeline"), help=argparse.SUPPRESS)
     parser.add_argument("--project", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build_only:
@@ -276,6 +351,9 @@ def main(argv=None) -> int:
         return 0
     if args.one_pass == "phases":
         phase_pass(args.project)
+        return 0
+    if args.one_pass == "timeline":
+        timeline_pass(args.project, args.two_cores)
         return 0
     if args.one_pass:
         one_pass(args.one_pass, args.project, args.profile, args.two_cores)
@@ -330,6 +408,7 @@ def main(argv=None) -> int:
                     + "  ".join(f"{step} {value:.3f}" for step, value in medians.items())
                     + f"  sum {sum(medians.values()):.3f}"
                 )
+            print_timelines(trees, args.repeats, "no" if args.two_cores == "no" else "yes")
         median = {name: statistics.median(values) for name, values in times.items()}
         print(
             f"screening {args.clips} clips x 2 transcripts (normalize, count, minimum, bin, store); each pass a fresh "
