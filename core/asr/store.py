@@ -75,13 +75,6 @@ def screenable_clips(conn: sqlite3.Connection, part: int | None = None) -> dict[
     return {clip_id: (language, text) for clip_id, language, text in rows}
 
 
-def screenable_languages(conn: sqlite3.Connection) -> dict[int, str]:
-    """clip id → language of every good item clip, by id."""
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    return dict(cursor.execute(f"SELECT id, language FROM clips WHERE {_SCREENABLE}"))
-
-
 def screenable_transcripts(conn: sqlite3.Connection, part: int) -> Iterator[tuple[int, str, str]]:
     """The transcripts of one `part` of the screenable clips as (clip id, ASR system, text), by clip then system:
     the columns screening uses, in its order, streamed."""

@@ -304,7 +304,8 @@ def run_pass(
             "--project",
             str(path),
             *(["--profile"] if profile else []),
-            *(["--two-cores", two_cores] if what == "timeline" or (what == "screening" and not baseline) else []),
+            # a baseline tree older than `parallel` (before round 3 of issue 28) runs with `--two-cores auto` only
+            *(["--two-cores", two_cores] if what != "jiwer" and (two_cores != "auto" or not baseline) else []),
         ],  # fmt: skip
         env=env,
         check=True,
@@ -340,7 +341,7 @@ def main(argv=None) -> int:
         "--two-cores",
         choices=PARALLEL,
         default="auto",
-        help="this tree's screening on two cores: auto (when a core is idle, by the load average), yes or no",
+        help="screening on two cores: auto (when a core is idle, by the load average), yes or no (a baseline too)",
     )
     parser.add_argument("--build-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--one-pass", choices=("jiwer", "screening", "phases", "timeline"), help=argparse.SUPPRESS)

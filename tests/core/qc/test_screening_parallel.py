@@ -76,6 +76,9 @@ def test_the_forked_half_stores_the_pinned_rows_and_results(project, forked_part
     pinned = [result.summary(), result.table2(), stored_table2(project.conn), result.hallucinated, result.unscorable]
     assert digest(json.loads(json.dumps(pinned))) == PINNED_RESULT
     assert _everything(result) == _everything(serial)  # every clip's score, per ASR system, in the same order
+    # read by the child alone since round 4 of issue 28: every clip's language, in the same order, and the state
+    assert list(result.languages.items()) == list(serial.languages.items())
+    assert result.transcript_state == serial.transcript_state == screening.store.transcript_state(project.conn)
     assert all(type(score) is type(serial.scores[clip_id]) for clip_id, score in result.scores.items())
     assert result.unscorable and result.too_few_transcripts and result.hallucinated  # the corpus has each kind
     assert compute_screening(project.conn, parallel=True).scores == serial.scores  # without storing, the same
