@@ -21,10 +21,11 @@ from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
+from spokenbench.core.metrics.encoding import combine, representative_row
 from spokenbench.core.metrics.loading import load_responses, read_responses_columns
-from spokenbench.core.metrics.table_formats import write_table
+from spokenbench.core.metrics.table_formats import ColumnTable, column_array, column_table, write_table
 
-if TYPE_CHECKING:  # a responses file's report imports pandas only in the process that writes the tables
+if TYPE_CHECKING:  # a multiple-choice report imports no pandas; a gender study's, only where it writes tables
     import pandas as pd
 
 DEFAULT_REPORT_RESAMPLES = 1000
@@ -158,10 +159,10 @@ MCQ_FIGURE_SKIP_REASONS = {
 
 def _add(
     report: Report,
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | ColumnTable,
     stem: str,
     description: str,
-    display: pd.DataFrame | None = None,
+    display: pd.DataFrame | ColumnTable | None = None,
     csv_only: bool = False,
 ) -> None:
     report.files += write_table(
@@ -320,18 +321,26 @@ def _worker_count(n_parts: int, requested: int | None) -> int:
     return min(usable_cores(), n_parts)
 
 
-def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) -> None:
+def _with_ci(table: ColumnTable, analysis: McqAnalysis, column: str, key: str) -> ColumnTable:
+    """`table` with the bootstrap interval of `column` (its `key` in the intervals) after it."""
     if not analysis.intervals:
-        return
-    position = frame.columns.get_loc(column) + 1
-    frame.insert(position, f"{column}_ci_low", [ci.get(key, (np.nan, np.nan))[0] for ci in analysis.intervals])
-    frame.insert(position + 1, f"{column}_ci_high", [ci.get(key, (np.nan, np.nan))[1] for ci in analysis.intervals])
+        return table
+    bounds = {
+        f"{column}_ci_{side}": column_array([ci.get(key, (np.nan, np.nan))[i] for ci in analysis.intervals])
+        for i, side in enumerate(("low", "high"))
+    }
+    out = {}
+    for name, values in table.items():
+        out[name] = values
+        if name == column:
+            out |= bounds
+    return out
 
 
 def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
-    import pandas as pd
-
-    data, summary, selection = analysis.data, analysis.summary, analysis.selection
+    """The multiple-choice tables, computed and written from plain columns: no pandas (its import and frames
+    were ~1 s of CPU on 100,800 rows, issue 28); the files are the bytes pandas wrote for them."""
+    data, summary, selection = analysis.data, analysis.summary_columns, analysis.selection
     columns = [
         "model",
         "n",
@@ -344,9 +353,9 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
         "rsd",
         "ckld",
     ]
-    overview = summary[columns].copy()
+    overview = column_table({c: summary[c] for c in columns})
     for column, key in (("accuracy", "accuracy"), ("entropy_mean", "entropy_mean"), ("rsd", "rsd"), ("ckld", "ckld")):
-        _with_ci(overview, analysis, column, key)
+        overview = _with_ci(overview, analysis, column, key)
     _add(report, overview, "summary", "Headline numbers per model (95% question-level bootstrap intervals)")
 
     rows = []
@@ -357,22 +366,22 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
                 {
                     "model": model,
                     "factor": f,
-                    "level_entropy": summary[f"level_entropy[{f}]"].iloc[m],
-                    "apes": summary[f"apes[{f}]"].iloc[m],
+                    "level_entropy": summary[f"level_entropy[{f}]"][m],
+                    "apes": summary[f"apes[{f}]"][m],
                     "apes_ci_low": ci.get(f"apes[{f}]", (np.nan, np.nan))[0],
                     "apes_ci_high": ci.get(f"apes[{f}]", (np.nan, np.nan))[1],
-                    "fleiss_kappa": summary[f"kappa[{f}]"].iloc[m],
+                    "fleiss_kappa": summary[f"kappa[{f}]"][m],
                     "fleiss_kappa_ci_low": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[0],
                     "fleiss_kappa_ci_high": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[1],
-                    "kappa_questions_defined": int(summary[f"kappa_defined[{f}]"].iloc[m]),
-                    "kappa_questions_undefined": int(summary[f"kappa_undefined[{f}]"].iloc[m]),
+                    "kappa_questions_defined": int(summary[f"kappa_defined[{f}]"][m]),
+                    "kappa_questions_undefined": int(summary[f"kappa_undefined[{f}]"][m]),
                     "kappa_item_factors": "+".join(result.kappa_item_factors) or "(none)",
                 }
             )
     if rows:
-        factor_table = pd.DataFrame(rows)
+        factor_table = _rows_table(rows)
         if not analysis.intervals:
-            factor_table = factor_table.drop(columns=[c for c in factor_table.columns if "_ci_" in c])
+            factor_table = {c: values for c, values in factor_table.items() if "_ci_" not in c}
         _add(
             report,
             factor_table,
@@ -383,13 +392,24 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
         report.skipped.append("robustness_by_factor: no factor columns")
 
     if data.factors:
-        long = pd.concat(
-            [mcq.accuracy_by(data, [f]).rename(columns={f: "level"}).assign(factor=f) for f in data.factors],
-            ignore_index=True,
-        )[["model", "factor", "level", "n", "accuracy", "parse_failure_rate"]]
+        parts = []
+        for f in data.factors:
+            by_level = mcq.accuracy_by_columns(data, [f])
+            n = len(by_level["n"])
+            parts.append(
+                {
+                    "model": by_level["model"],
+                    "factor": np.full(n, f, dtype=object),
+                    "level": by_level[f],
+                    "n": by_level["n"],
+                    "accuracy": by_level["accuracy"],
+                    "parse_failure_rate": by_level["parse_failure_rate"],
+                }
+            )
+        long = column_table(mcq.concatenated(parts, []))
         _add(report, long, "accuracy_by_factor_level", "Accuracy and parse-failure rate per factor level")
         for f in data.factors:
-            table = mcq.accuracy_cross_table(data, f)
+            table = column_table(mcq.accuracy_cross_columns(data, f))
             _add(
                 report,
                 table,
@@ -398,31 +418,32 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
                 display=_wide_cross_table(table, f),
             )
     if data.subject is not None:
-        frame = pd.DataFrame(
-            {"model": data.model, "subject": data.subject, "correct": data.correct, "failed": ~data.valid}
-        )
-        table = frame.groupby(["model", "subject"], sort=True).agg(
-            n=("correct", "size"), accuracy=("correct", "mean"), parse_failure_rate=("failed", "mean")
-        )
-        table = table.reset_index()
-        table["model"] = np.asarray(data.models, dtype=object)[table["model"]]
-        table["subject"] = np.asarray(data.subjects, dtype=object)[table["subject"]]
-        _add(report, table, "accuracy_by_subject", "Accuracy per subject")
+        key, n_keys = combine(data.model, data.subject)
+        first = representative_row(key, n_keys)
+        n = np.bincount(key, minlength=n_keys)
+        table = {
+            "model": np.asarray(data.models, dtype=object)[data.model[first]],
+            "subject": np.asarray(data.subjects, dtype=object)[data.subject[first]],
+            "n": n,
+            "accuracy": np.bincount(key, weights=data.correct, minlength=n_keys) / n,
+            "parse_failure_rate": np.bincount(key, weights=~data.valid, minlength=n_keys) / n,
+        }
+        _add(report, column_table(table), "accuracy_by_subject", "Accuracy per subject")
 
-    cs_ca = mcq.entropy_cs_ca(analysis.metrics)
-    if len(cs_ca):
+    cs_ca = column_table(mcq.entropy_cs_ca_columns(analysis.metrics))
+    if len(cs_ca["model"]):
         _add(report, cs_ca, "entropy_cs_ca", "Mean entropy of CS vs CA questions (BiasInEar Table 5 / Fig. 3)")
     else:
         report.skipped.append("entropy_cs_ca: no cultural_label column")
     if data.factors:
         _add(
             report,
-            mcq.level_entropy_by_level(analysis.metrics),
+            column_table(mcq.level_entropy_by_level_columns(analysis.metrics)),
             "level_entropy_by_level",
             "Mean level entropy per factor level (BiasInEar Table 22)",
         )
-        strata = mcq.apes_by_stratum(analysis.metrics)
-        if len(strata):
+        strata = column_table(mcq.apes_by_stratum_columns(analysis.metrics))
+        if len(strata["model"]):
             _add(
                 report,
                 strata,
@@ -431,67 +452,107 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
             )
 
     positions = []
+    per_model = selection.per_model_columns
     for m, model in enumerate(data.models):
-        row = selection.per_model.iloc[m]
         for p in selection.positions:
             positions.append(
                 {
                     "model": model,
                     "gold_position": p,
-                    "accuracy": row[f"accuracy_gold_{p}"],
-                    "delta_accuracy_vs_original": row[f"delta_accuracy_gold_{p}"],
-                    "predicted_share": row[f"predicted_share_{p}"],
-                    "gold_share": row[f"gold_share_{p}"],
+                    "accuracy": per_model[f"accuracy_gold_{p}"][m],
+                    "delta_accuracy_vs_original": per_model[f"delta_accuracy_gold_{p}"][m],
+                    "predicted_share": per_model[f"predicted_share_{p}"][m],
+                    "gold_share": per_model[f"gold_share_{p}"][m],
                 }
             )
     _add(
         report,
-        pd.DataFrame(positions),
+        _rows_table(
+            positions,
+            ["model", "gold_position", "accuracy", "delta_accuracy_vs_original", "predicted_share", "gold_share"],
+        ),
         "selection_bias_by_position",
         f"Accuracy by gold position, Δ vs the original order ({selection.comparison_rows}), predicted and gold shares (Hearing the Order)",
     )
     _add(
         report,
-        selection.voting,
+        column_table(selection.voting_columns),
         "permutation_voting",
         "Accuracy, RSD and CKLD in the original order and after majority voting over cyclic / full permutations "
         f"(Hearing the Order Table 3); {selection.vote_tie_note}",
     )
-    ranks = selection.ranking.pivot(index="model", columns="setting", values="rank")
-    ranks = ranks[list(dict.fromkeys(selection.ranking["setting"]))].reset_index()
-    ranks.columns.name = None
+    ranking = column_table(selection.ranking_columns)
     _add(
         report,
-        selection.ranking,
+        ranking,
         "model_ranking",
         "Model ranks (1 = most accurate) per setting (Hearing the Order Fig. 3)",
-        display=ranks,
+        display=_wide(ranking, ["model"], "setting", "rank", list(dict.fromkeys(ranking["setting"]))),
     )
+    tau_columns = ["setting", "n_models", "kendall_tau", "p_value"]
     _add(
         report,
-        selection.kendall_tau,
+        _rows_table([dict(zip(tau_columns, row)) for row in selection.kendall_tau_rows], tau_columns),
         "ranking_kendall_tau",
         "Kendall's τ-b of each setting's accuracies against the original order",
     )
     _add(
         report,
-        selection.mcnemar,
+        column_table(selection.mcnemar_columns),
         "mcnemar_original_vs_reversed",
         "Exact McNemar test of correctness, original vs reversed option order (pairs: same question and configuration)",
     )
-    _add(report, mcq.per_question_table(analysis.metrics), "per_question", "Every per-question value", csv_only=True)
+    _add(
+        report,
+        column_table(mcq.per_question_columns(analysis.metrics)),
+        "per_question",
+        "Every per-question value",
+        csv_only=True,
+    )
 
 
-def _wide_cross_table(table: pd.DataFrame, factor: str) -> pd.DataFrame:
+def _rows_table(rows: list[dict], columns: list[str] | None = None) -> ColumnTable:
+    """Rows (dicts of the same keys) as a ColumnTable, as pd.DataFrame(rows) makes them (no rows: `columns`
+    of objects)."""
+    if not rows:
+        return {c: np.empty(0, dtype=object) for c in columns or []}
+    return column_table({c: [row[c] for row in rows] for c in rows[0]})
+
+
+def _wide(table: ColumnTable, index: list[str], across: str, values: str, order: list | None = None) -> ColumnTable:
+    """`table` pivoted (pandas' pivot_table(index, columns=across, values, aggfunc="first", observed=True),
+    reset): one row per combination of the `index` columns that occurs, sorted by their texts; one column per
+    value of `across` (sorted, or in `order`), named as text, holding `values` (NaN where none)."""
+    row_key, n_rows = _index_key(table, index)
+    first = representative_row(row_key, n_rows)
+    wide = {c: table[c][first] for c in index}
+    for level in order if order is not None else sorted(set(table[across].tolist())):
+        wide[str(level)] = _first_per_key(row_key, n_rows, table[values], table[across] == level)
+    return wide
+
+
+def _index_key(table: ColumnTable, index: list[str]) -> tuple[np.ndarray, int]:
+    """Each row's combination of the `index` columns, numbered in the order of their sorted texts."""
+    return combine(*(np.unique(table[c], return_inverse=True)[1] for c in index))
+
+
+def _first_per_key(row_key: np.ndarray, n_keys: int, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per key, the first of `values` on the chosen `rows` that is not NaN (NaN if none), as groupby's first."""
+    cells = np.full(n_keys, np.nan)
+    chosen = np.flatnonzero(rows & ~np.isnan(values))
+    first = np.unique(row_key[chosen], return_index=True)
+    cells[first[0]] = values[chosen[first[1]]]
+    return cells
+
+
+def _wide_cross_table(table: ColumnTable, factor: str) -> ColumnTable:
     """The paper layout: one row per model × other factors, one column per level of `factor`, then Δ."""
-    index = [c for c in table.columns if c not in (factor, "n", "accuracy_pct") and not c.startswith("delta_")]
-    wide = table.pivot_table(index=index, columns=factor, values="accuracy_pct", aggfunc="first", observed=True)
-    wide.columns = [str(c) for c in wide.columns]
-    delta = [c for c in table.columns if c.startswith("delta_")]
+    index = [c for c in table if c not in (factor, "n", "accuracy_pct") and not c.startswith("delta_")]
+    wide = _wide(table, index, factor, "accuracy_pct")
+    delta = [c for c in table if c.startswith("delta_")]
     if delta:
-        wide["Δ"] = table.groupby(index, sort=False)[delta[0]].first()
-    wide = wide.reset_index()
-    wide.columns.name = None
+        row_key, n_rows = _index_key(table, index)
+        wide["Δ"] = _first_per_key(row_key, n_rows, table[delta[0]], np.ones(len(row_key), dtype=bool))
     return wide
 
 
