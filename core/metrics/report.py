@@ -4,8 +4,11 @@ with an index (README.md) saying what each file holds and what was skipped and w
 from __future__ import annotations
 
 import contextlib
+import mmap
 import multiprocessing
 import os
+import pickle
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,13 +60,33 @@ def write_report(
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
     `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to draw the
-    figures in, besides the tables' own (None: `_worker_count` decides; 0: all in this one); the files are the
-    same."""
+    figures in, while this one writes the tables (None: `_worker_count` decides; 0: all in this one); the files
+    are the same."""
     progress = progress or no_progress()
-    from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
+    with _FigureProcesses(out_dir, _worker_count(MANY_PARTS, workers)) as drawing:  # importing matplotlib already
+        return _computed_and_written(
+            source,
+            out_dir,
+            drawing,
+            kind,
+            factors,
+            backbones,
+            n_resamples,
+            seed,
+            failures_as_category,
+            vote_ties,
+            progress,
+        )
+
+
+def _computed_and_written(
+    source, out_dir, drawing, kind, factors, backbones, n_resamples, seed, failures_as_category, vote_ties, progress
+) -> Report:
+    """`write_report`'s work, while `drawing` (its figure processes, if any) imports matplotlib."""
+    from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     project_pairs: dict[str, str] = {}
     if kind == "gender-probe" and from_path and Path(source).is_dir():
         from spokenbench.core.metrics.gender_study import project_study_frame
@@ -92,20 +115,11 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-
-        def mcq_figure_parts() -> dict[str, Callable[[Report], None]]:
-            from spokenbench.core.metrics import figures
-
-            return {
-                stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
-                for stem, build in figures.MCQ_FIGURES.items()
-            }
-
-        _write_parts(lambda part: _mcq_tables(analysis, part), mcq_figure_parts, report, progress, workers)
+        _write_parts(lambda part: _mcq_tables(analysis, part), _mcq_figure_parts, analysis, report, progress, drawing)
     else:
         from spokenbench.core.foundation.tables import TextColumns
         from spokenbench.core.metrics.gender_probe import parse_backbones
-        from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
+        from spokenbench.core.metrics.gender_study import analyze_gender_study
 
         flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
         study = analyze_gender_study(
@@ -119,26 +133,39 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-        single = len(study.settings) == 1
-
-        def gender_figure_parts() -> dict[str, Callable[[Report], None]]:
-            from spokenbench.core.metrics import figures
-
-            stems = {setting: "fig_gender_probe" + ("" if single else f"_{setting}") for setting in study.settings}
-            return {
-                stems[setting]: _figure_part(
-                    stems[setting],
-                    lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
-                    "J, Δ and ν per model and category with 95% bootstrap intervals "
-                    f"({SETTING_NAMES.get(setting, setting)})",
-                )
-                for setting in study.settings
-            }
-
-        _write_parts(lambda part: _gender_study_tables(study, part), gender_figure_parts, report, progress, workers)
+        _write_parts(
+            lambda part: _gender_study_tables(study, part), _gender_figure_parts, study, report, progress, drawing
+        )
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
     return report
+
+
+def _mcq_figure_parts(analysis: McqAnalysis) -> dict[str, Callable[[Report], None]]:
+    """The multiple-choice figures, one part each, by file stem."""
+    from spokenbench.core.metrics import figures
+
+    return {
+        stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
+        for stem, build in figures.MCQ_FIGURES.items()
+    }
+
+
+def _gender_figure_parts(study) -> dict[str, Callable[[Report], None]]:
+    """A gender study's figures: one panel per answer setting, by file stem."""
+    from spokenbench.core.metrics import figures
+    from spokenbench.core.metrics.gender_study import SETTING_NAMES
+
+    single = len(study.settings) == 1
+    stems = {setting: "fig_gender_probe" + ("" if single else f"_{setting}") for setting in study.settings}
+    return {
+        stems[setting]: _figure_part(
+            stems[setting],
+            lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
+            f"J, Δ and ν per model and category with 95% bootstrap intervals ({SETTING_NAMES.get(setting, setting)})",
+        )
+        for setting in study.settings
+    }
 
 
 MCQ_FIGURE_NOTES = {
@@ -205,55 +232,135 @@ MEASURED_FIGURE_SECONDS = {
 
 def _write_parts(
     tables: Callable[[Report], None],
-    make_figure_parts: Callable[[], dict[str, Callable[[Report], None]]],
+    figure_parts_of: Callable[[object], dict[str, Callable[[Report], None]]],
+    data: object,
     report: Report,
     progress: Progress,
-    workers: int | None,
+    drawing: _FigureProcesses,
 ) -> None:
-    """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows,
-    and gather their files, index entries and notes in the parts' order (tables first), so the result does not
-    depend on which process finished first. The tables' process is forked at once: it imports pandas while
-    this one imports matplotlib (`make_figure_parts`, 0.3 s); then `_worker_count` processes forked after that
-    import (they share it) draw the figures, each taking the next largest whenever it is free (a single figure is
-    drawn here, beside the tables). Parts not written in another process (no fork here, a process that failed or
-    died) are written here, where a part's own error is raised again."""
+    """Write the tables here and the figures (`figure_parts_of(data)`) in `drawing`'s processes, which imported
+    matplotlib while this one read and computed; gather their files, index entries and notes in the parts' order
+    (tables first), so the result does not depend on which process finished first. Figures not drawn in another
+    process (none started, one failed or died) are drawn here, where a part's own error is raised again."""
     done: dict[int, Report] = {}
+    drawing.send(figure_parts_of, data, report.kind)
 
-    def write_here(indices) -> None:
-        for i in indices:
+    def write_here(parts: dict[int, Callable[[Report], None]]) -> None:
+        for i, write in parts.items():
             if i not in done:
                 progress.check_cancelled()
                 done[i] = Report(out_dir=report.out_dir, kind=report.kind)
-                parts[i](done[i])
-                progress.report(len(done), len(parts), "writing tables and figures")
+                write(done[i])
+                progress.report(len(done), None, "writing tables and figures")
 
-    parts = [tables]
-    with ChildCalls("fork") as children:  # on an interrupt or an error: no process is left behind
-        forked = set()
-        if _worker_count(2, workers):
-            children.start(_write_parts_in_child, {0: tables}, report.out_dir, report.kind)
-            forked.add(0)
-        figure_parts = make_figure_parts()
-        parts += figure_parts.values()
-        processes = _worker_count(len(figure_parts), workers)
-        if processes:
-            order = _largest_first(list(figure_parts))
-            with _queue_of_parts(order[processes:]) as queue:
-                for first in order[:processes]:  # one each to start with, so every process draws
-                    children.start(
-                        _write_parts_in_child, {first: parts[first]}, report.out_dir, report.kind, queue, parts
-                    )
-            forked.update(order)
-        write_here(i for i in range(1, len(parts)) if i not in forked)  # beside the forked ones
-        for _, written in children.finished(progress.check_cancelled):
-            if not isinstance(written, ChildCallFailed):  # else its parts are written here, below
-                done |= written
-                progress.report(len(done), len(parts), "writing tables and figures")
-    write_here(range(len(parts)))
-    for i in range(len(parts)):
+    write_here({0: tables})
+    done |= drawing.written(progress.check_cancelled)
+    figure_parts = [] if drawing.n_figures == len(done) - 1 else list(figure_parts_of(data).values())
+    write_here({i: write for i, write in enumerate(figure_parts, 1)})
+    for i in sorted(done):
         report.files += done[i].files
         report.entries += done[i].entries
         report.skipped += done[i].skipped
+
+
+MANY_PARTS = 1 << 16  # figures to draw, as far as the number of processes to start before they are known goes
+
+
+class _FigureProcesses:
+    """Processes that draw a report's figures: the first is forked as the report starts and imports matplotlib
+    (0.5 s of CPU) while this process reads the responses and computes the metrics (issue 28); it then gets the
+    figures' data (`send`), forks the others, which share that import and data, and draws with them, each taking
+    the next largest figure whenever it is free. None with `processes` 0. As a context manager: leaving it ends
+    every one still running."""
+
+    def __init__(self, out_dir: Path, processes: int) -> None:
+        self.out_dir, self.processes = out_dir, processes
+        self.n_figures: int | None = None
+        self.children: ChildCalls | None = None
+
+    def __enter__(self) -> _FigureProcesses:
+        if self.processes:
+            self.payload = _memory_file()
+            self.told, self.tell = os.pipe()  # the payload's length, once it is written
+            self.children = ChildCalls("fork")
+            self.children.start(_draw_figures, self.told, self.tell, self.payload, self.out_dir, self.processes)
+            os.close(self.told)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.children is not None:
+            self.children.stop()
+            for fd in (self.tell, self.payload):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def send(self, figure_parts_of, data, kind: str) -> None:
+        """Give the figure processes their parts' data (through a memory file, so this process never waits for
+        them to read it); when it cannot be pickled, they end without drawing and the figures are drawn here."""
+        if self.children is None:
+            return
+        with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError, OSError):  # OSError: none started
+            payload = pickle.dumps((figure_parts_of, data, kind), protocol=pickle.HIGHEST_PROTOCOL)
+            with open(self.payload, "wb", closefd=False) as file:
+                file.write(payload)
+            os.write(self.tell, len(payload).to_bytes(8, "little"))
+        os.close(self.tell)
+
+    def written(self, check: Callable[[], None]) -> dict[int, Report]:
+        """The figures the processes wrote (part i + 1 is figure i), once they have ended; also sets `n_figures`."""
+        if self.children is None:
+            return {}
+        for _, result in self.children.finished(check):
+            if not isinstance(result, ChildCallFailed):
+                self.n_figures, written = result
+                return written
+        return {}
+
+
+def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: int) -> tuple[int | None, dict]:
+    """In the first figure process, forked as the report starts: import matplotlib, wait for the figures' data,
+    then draw them with `processes` - 1 more forked from here. How many figures there are (None: no data came),
+    and what was written, by part number."""
+    os.close(tell)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # ended by the report: end the processes forked here too
+    multiprocessing.current_process().daemon = False  # a daemon may fork none; this one ends its own (ChildCalls)
+    from spokenbench.core.metrics import figures  # noqa: F401 - the import this process overlaps with the metrics
+
+    length = os.read(told, 8)
+    if len(length) < 8:  # nothing sent: the figures are drawn by the report's process
+        return None, {}
+    with mmap.mmap(payload, int.from_bytes(length, "little"), access=mmap.ACCESS_READ) as sent:
+        figure_parts_of, data, kind = pickle.loads(sent)
+    built = figure_parts_of(data)
+    parts = [None, *built.values()]
+    order = _largest_first(list(built))
+    helpers = max(0, min(processes, len(order)) - 1)
+    written: dict[int, Report] = {}
+    with ChildCalls("fork") as children:
+        with _queue_of_parts(order[helpers + 1 :]) as queue:
+            for first in order[1 : helpers + 1]:
+                children.start(_write_parts_in_child, {first: parts[first]}, out_dir, kind, queue, parts)
+            if order:
+                written = _write_parts_in_child({order[0]: parts[order[0]]}, out_dir, kind, queue, parts)
+        for _, result in children.finished():
+            if not isinstance(result, ChildCallFailed):
+                written |= result
+    return len(order), written
+
+
+def _memory_file() -> int:
+    """A file descriptor of an anonymous file in memory (a temporary file where there is no memfd)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("spokenbench-report-figures")
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="spokenbench-report-")
+    os.unlink(path)
+    return fd
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _largest_first(stems: list[str]) -> list[int]:
