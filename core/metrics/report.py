@@ -245,18 +245,18 @@ def _write_parts(
     done: dict[int, Report] = {}
     drawing.send(figure_parts_of, data, report.kind)
 
-    def write_here(parts: dict[int, Callable[[Report], None]]) -> None:
+    def write_here(parts: dict[int, Callable[[Report], None]], total: int | None) -> None:
         for i, write in parts.items():
             if i not in done:
                 progress.check_cancelled()
                 done[i] = Report(out_dir=report.out_dir, kind=report.kind)
                 write(done[i])
-                progress.report(len(done), None, "writing tables and figures")
+                progress.report(len(done), total, "writing tables and figures")
 
-    write_here({0: tables})
+    write_here({0: tables}, None)  # how many figures there are is known later
     done |= drawing.written(progress.check_cancelled)
     figure_parts = [] if drawing.n_figures == len(done) - 1 else list(figure_parts_of(data).values())
-    write_here({i: write for i, write in enumerate(figure_parts, 1)})
+    write_here(dict(enumerate(figure_parts, 1)), 1 + len(figure_parts))
     for i in sorted(done):
         report.files += done[i].files
         report.entries += done[i].entries
