@@ -277,22 +277,21 @@ class _FigureProcesses:
         self.out_dir, self.processes = out_dir, processes
         self.n_figures: int | None = None
         self.children: ChildCalls | None = None
+        self.tell: int | None = None  # this end of the pipe that gives the payload's length, until it is closed
 
     def __enter__(self) -> _FigureProcesses:
         if self.processes:
             self.payload = _memory_file()
-            self.told, self.tell = os.pipe()  # the payload's length, once it is written
+            told, self.tell = os.pipe()
             self.children = ChildCalls("fork")
-            self.children.start(_draw_figures, self.told, self.tell, self.payload, self.out_dir, self.processes)
-            os.close(self.told)
+            self.children.start(_draw_figures, told, self.tell, self.payload, self.out_dir, self.processes)
+            os.close(told)  # the figure process's end
         return self
 
     def __exit__(self, *exc_info) -> None:
         if self.children is not None:
             self.children.stop()
-            for fd in (self.tell, self.payload):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            self._close_payload()
 
     def send(self, figure_parts_of, data, kind: str) -> None:
         """Give the figure processes their parts' data (through a memory file, so this process never waits for
@@ -304,7 +303,14 @@ class _FigureProcesses:
             with open(self.payload, "wb", closefd=False) as file:
                 file.write(payload)
             os.write(self.tell, len(payload).to_bytes(8, "little"))
-        os.close(self.tell)
+        self._close_payload()
+
+    def _close_payload(self) -> None:
+        """Close this process's ends (once: a descriptor closed twice could be another file's by then)."""
+        if self.tell is not None:
+            os.close(self.tell)
+            os.close(self.payload)
+            self.tell = None
 
     def written(self, check: Callable[[], None]) -> dict[int, Report]:
         """The figures the processes wrote (part i + 1 is figure i), once they have ended; also sets `n_figures`."""
@@ -331,6 +337,7 @@ def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: 
         return None, {}
     with mmap.mmap(payload, int.from_bytes(length, "little"), access=mmap.ACCESS_READ) as sent:
         figure_parts_of, data, kind = pickle.loads(sent)
+    os.close(payload)
     built = figure_parts_of(data)
     parts = [None, *built.values()]
     order = _largest_first(list(built))
