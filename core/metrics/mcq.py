@@ -276,34 +276,53 @@ def accuracy_by_columns(data: McqResponses, by: list[str]) -> dict:
 
 
 def accuracy_cross_table(data: McqResponses, column_factor: str) -> pd.DataFrame:
+    """`accuracy_cross_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(accuracy_cross_columns(data, column_factor))
+
+
+def accuracy_cross_columns(data: McqResponses, column_factor: str) -> dict:
     """BiasInEar Tables 6 and 11-20 in long form: accuracy (%) per model × the other factors × the levels
-    of `column_factor`; with two levels a Δ column (first − second level, in sorted level order) repeated
-    on both rows of the pair, as the published CSVs do. Factors that determine the column factor (accent
-    for language) are averaged over instead of becoming rows."""
+    of `column_factor`, sorted by those columns' texts; with two levels a Δ column (first − second level, in
+    sorted level order) repeated on both rows of the pair, as the published CSVs do. Factors that determine
+    the column factor (accent for language) are averaged over instead of becoming rows."""
     row_factors = [f for f in data.factors if f != column_factor and not data.factor_determines(f, column_factor)]
-    table = accuracy_by(data, row_factors + [column_factor])
-    table["accuracy_pct"] = 100 * table["accuracy"]
-    table = table.drop(columns=["accuracy", "parse_failure_rate"])
+    table = accuracy_by_columns(data, row_factors + [column_factor])
+    keys = ["model"] + row_factors
+    order = text_order([table[c] for c in keys + [column_factor]])
+    out = {c: np.asarray(table[c])[order] for c in [*keys, column_factor, "n"]}
+    out["accuracy_pct"] = 100 * table["accuracy"][order]
     levels = data.factor_levels[column_factor]
-    sort_keys = ["model"] + row_factors + [column_factor]
-    table = table.sort_values(sort_keys, kind="stable").reset_index(drop=True)
-    if len(levels) == 2:
+    level = out[column_factor]
+    if len(levels) == 2 and all((level == v).any() for v in levels):
         a, b = levels
-        wide = table.pivot_table(
-            index=["model"] + row_factors, columns=column_factor, values="accuracy_pct", observed=True, aggfunc="first"
-        )
-        if a in wide.columns and b in wide.columns:
-            delta = (wide[a] - wide[b]).rename(f"delta_{a}_minus_{b}_pct").reset_index()
-            table = table.merge(delta, on=["model"] + row_factors, how="left")
-    return table
+        row_key, n_keys = combine(*(np.unique(out[c], return_inverse=True)[1] for c in keys))
+        pct = {}
+        for v in levels:  # each (model, row factors) key's accuracy at level v, NaN where it has none
+            pct[v] = np.full(n_keys, np.nan)
+            pct[v][row_key[level == v]] = out["accuracy_pct"][level == v]
+        out[f"delta_{a}_minus_{b}_pct"] = (pct[a] - pct[b])[row_key]
+    return out
+
+
+def text_order(columns: list) -> np.ndarray:
+    """The stable order of rows sorted by these columns (first column first), each by its values (texts in
+    Python's order), as pandas' sort_values(kind="stable") gives."""
+    return np.lexsort([np.unique(np.asarray(c), return_inverse=True)[1] for c in reversed(columns)])
 
 
 def level_entropy_by_level(metrics: McqMetrics) -> pd.DataFrame:
-    """Mean over questions of H_q^l for every factor level (BiasInEar Table 22 for the order factor)."""
+    """`level_entropy_by_level_columns` as a DataFrame."""
     import pandas as pd
 
+    return pd.DataFrame(level_entropy_by_level_columns(metrics))
+
+
+def level_entropy_by_level_columns(metrics: McqMetrics) -> dict:
+    """Mean over questions of H_q^l for every factor level (BiasInEar Table 22 for the order factor)."""
     data = metrics.data
-    frames = []
+    parts = []
     for f, result in metrics.factors.items():
         model = data.group_model[result.level_group]
         key = model * len(data.factor_levels[f]) + result.level_code
@@ -312,64 +331,76 @@ def level_entropy_by_level(metrics: McqMetrics) -> pd.DataFrame:
         count = np.bincount(key[defined], minlength=size)
         total = np.bincount(key[defined], weights=result.level_entropy_pairs[defined], minlength=size)
         present = np.flatnonzero(count > 0)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "model": np.asarray(data.models, dtype=object)[present // len(data.factor_levels[f])],
-                    "variable": f,
-                    "level": np.asarray(data.factor_levels[f], dtype=object)[present % len(data.factor_levels[f])],
-                    "n_questions": count[present],
-                    "mean_entropy": total[present] / count[present],
-                }
-            )
+        parts.append(
+            {
+                "model": np.asarray(data.models, dtype=object)[present // len(data.factor_levels[f])],
+                "variable": np.full(len(present), f, dtype=object),
+                "level": np.asarray(data.factor_levels[f], dtype=object)[present % len(data.factor_levels[f])],
+                "n_questions": count[present],
+                "mean_entropy": total[present] / count[present],
+            }
         )
-    if not frames:
-        return pd.DataFrame(columns=["model", "variable", "level", "n_questions", "mean_entropy"])
-    return pd.concat(frames, ignore_index=True)
+    return concatenated(parts, ["model", "variable", "level", "n_questions", "mean_entropy"])
+
+
+def concatenated(parts: list[dict], columns: list[str]) -> dict:
+    """Tables of the same columns one after the other (pd.concat(ignore_index=True)); no part: no rows."""
+    if not parts:
+        return {c: np.empty(0, dtype=object) for c in columns}
+    return {c: np.concatenate([part[c] for part in parts]) for c in parts[0]}
 
 
 def entropy_cs_ca(metrics: McqMetrics) -> pd.DataFrame:
-    """BiasInEar Table 5 / Fig. 3: mean entropy of culturally sensitive vs agnostic questions, for the
-    question entropy ('all') and the level entropy of each factor; Δ = CS − CA."""
+    """`entropy_cs_ca_columns` as a DataFrame."""
     import pandas as pd
 
+    return pd.DataFrame(entropy_cs_ca_columns(metrics))
+
+
+def entropy_cs_ca_columns(metrics: McqMetrics) -> dict:
+    """BiasInEar Table 5 / Fig. 3: mean entropy of culturally sensitive vs agnostic questions, for the
+    question entropy ('all') and the level entropy of each factor; Δ = CS − CA. Sorted by model and variable,
+    CS before CA."""
     data = metrics.data
+    columns = ["model", "variable", "question_subset", "n_questions", "mean_entropy", "delta_cs_minus_ca"]
     if not (data.group_cultural_label >= 0).any():
-        return pd.DataFrame(
-            columns=["model", "variable", "question_subset", "n_questions", "mean_entropy", "delta_cs_minus_ca"]
-        )
+        return concatenated([], columns)
     series = [("all", metrics.entropy)] + [(f, r.level_entropy) for f, r in metrics.factors.items()]
-    frames = []
+    n_models = len(data.models)
+    parts = []
     for name, values in series:
         cs, n_cs = mean_by_model(metrics, values, data.group_cultural_label == 1)
         ca, n_ca = mean_by_model(metrics, values, data.group_cultural_label == 0)
         for subset, mean, n in (("cs", cs, n_cs), ("ca", ca, n_ca)):
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "model": data.models,
-                        "variable": name,
-                        "question_subset": subset,
-                        "n_questions": n,
-                        "mean_entropy": mean,
-                        "delta_cs_minus_ca": cs - ca,
-                    }
-                )
+            parts.append(
+                {
+                    "model": np.asarray(data.models, dtype=object),
+                    "variable": np.full(n_models, name, dtype=object),
+                    "question_subset": np.full(n_models, subset, dtype=object),
+                    "n_questions": n,
+                    "mean_entropy": mean,
+                    "delta_cs_minus_ca": cs - ca,
+                }
             )
-    out = pd.concat(frames, ignore_index=True)
-    return out.sort_values(
-        ["model", "variable", "question_subset"], ascending=[True, True, False], kind="stable"
-    ).reset_index(drop=True)
+    out = concatenated(parts, columns)
+    cs_first = np.where(out["question_subset"] == "cs", 0, 1)
+    order = np.lexsort([cs_first, *(np.unique(out[c], return_inverse=True)[1] for c in ("variable", "model"))])
+    return {c: values[order] for c, values in out.items()}
 
 
 def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
+    """`apes_by_stratum_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(apes_by_stratum_columns(metrics))
+
+
+def apes_by_stratum_columns(metrics: McqMetrics) -> dict:
     """APES of each factor recomputed within each level of each other factor that is not nested with it
     (BiasInEar Table 21: APES of language/accent/gender under original vs reversed order, with its Δ = Rev − Ori:
     `delta_rev_minus_orig`, on the order stratum's rows of a model and factor that has both levels)."""
-    import pandas as pd
-
     data = metrics.data
-    frames = []
+    parts = []
     for stratum in data.factors:
         for level_code, level in enumerate(data.factor_levels[stratum]):
             rows = data.factor_codes[stratum] == level_code
@@ -382,59 +413,72 @@ def apes_by_stratum(metrics: McqMetrics) -> pd.DataFrame:
             if not varying:
                 continue
             sub_metrics = compute_mcq_metrics(subset, metrics.failures_as_category, metrics.kappa_nesting, varying)
+            n_models = len(subset.models)
             for f, result in sub_metrics.factors.items():
                 apes, n = mean_by_model(sub_metrics, result.apes)
                 kappa, _ = mean_by_model(sub_metrics, result.kappa)
-                frames.append(
-                    pd.DataFrame(
-                        {
-                            "model": subset.models,
-                            "variable": f,
-                            "stratum_factor": stratum,
-                            "stratum_level": level,
-                            "n_questions": n,
-                            "apes": apes,
-                            "fleiss_kappa": kappa,
-                        }
-                    )
+                parts.append(
+                    {
+                        "model": np.asarray(subset.models, dtype=object),
+                        "variable": np.full(n_models, f, dtype=object),
+                        "stratum_factor": np.full(n_models, stratum, dtype=object),
+                        "stratum_level": np.full(n_models, level, dtype=object),
+                        "n_questions": n,
+                        "apes": apes,
+                        "fleiss_kappa": kappa,
+                    }
                 )
     columns = ["model", "variable", "stratum_factor", "stratum_level", "n_questions", "apes", "fleiss_kappa"]
-    if not frames:
-        return pd.DataFrame(columns=[*columns, "delta_rev_minus_orig"])
-    out = pd.concat(frames, ignore_index=True)
-    order = out[out["stratum_factor"] == "order"]
-    original = order[order["stratum_level"] == "original"].set_index(["model", "variable"])["apes"]
-    reversed_ = order[order["stratum_level"] == "reversed"].set_index(["model", "variable"])["apes"]
-    delta = (reversed_ - original).dropna()
-    keys = list(zip(out["model"], out["variable"]))
-    out["delta_rev_minus_orig"] = [
-        delta.get(key, np.nan) if factor == "order" else np.nan for key, factor in zip(keys, out["stratum_factor"])
-    ]
+    out = concatenated(parts, columns)
+    if not parts:
+        return out | {"delta_rev_minus_orig": np.empty(0, dtype=object)}
+    order_apes = {}  # (model, variable, level) -> APES in the order stratum
+    for model, variable, factor, level, apes in zip(
+        out["model"], out["variable"], out["stratum_factor"], out["stratum_level"], out["apes"].tolist()
+    ):
+        if factor == "order":
+            order_apes[(model, variable, level)] = apes
+    out["delta_rev_minus_orig"] = np.array(
+        [
+            order_apes.get((model, variable, "reversed"), np.nan)
+            - order_apes.get((model, variable, "original"), np.nan)
+            if factor == "order"
+            else np.nan
+            for model, variable, factor in zip(out["model"], out["variable"], out["stratum_factor"])
+        ],
+        dtype=float,
+    )
     return out
 
 
 def per_question_table(metrics: McqMetrics) -> pd.DataFrame:
-    """Every per-question value, one row per (model, question)."""
+    """`per_question_columns` as a DataFrame."""
     import pandas as pd
 
+    return pd.DataFrame(per_question_columns(metrics))
+
+
+def per_question_columns(metrics: McqMetrics) -> dict:
+    """Every per-question value, one row per (model, question), sorted by model and question id."""
     data = metrics.data
-    out = pd.DataFrame(
-        {
-            "model": np.asarray(data.models, dtype=object)[data.group_model],
-            "question_id": np.asarray(data.questions, dtype=object)[data.group_question],
-            "n": metrics.group_rows,
-            "accuracy": metrics.group_correct / metrics.group_rows,
-            "parse_failures": metrics.group_failures.astype(int),
-            "entropy": metrics.entropy,
-        }
-    )
+    out = {
+        "model": np.asarray(data.models, dtype=object)[data.group_model],
+        "question_id": np.asarray(data.questions, dtype=object)[data.group_question],
+    }
     if (data.group_cultural_label >= 0).any():
-        out.insert(2, "cultural_label", np.array(["", "CA", "CS"], dtype=object)[data.group_cultural_label + 1])
+        out["cultural_label"] = np.array(["", "CA", "CS"], dtype=object)[data.group_cultural_label + 1]
+    out |= {
+        "n": metrics.group_rows,
+        "accuracy": metrics.group_correct / metrics.group_rows,
+        "parse_failures": metrics.group_failures.astype(int),
+        "entropy": metrics.entropy,
+    }
     for f, result in metrics.factors.items():
         out[f"level_entropy[{f}]"] = result.level_entropy
         out[f"apes[{f}]"] = result.apes
         out[f"kappa[{f}]"] = result.kappa
-    return out.sort_values(["model", "question_id"], kind="stable").reset_index(drop=True)
+    order = text_order([out["model"], out["question_id"]])
+    return {c: values[order] for c, values in out.items()}
 
 
 def _subset(data: McqResponses, rows: np.ndarray) -> McqResponses:

@@ -4,8 +4,11 @@ with an index (README.md) saying what each file holds and what was skipped and w
 from __future__ import annotations
 
 import contextlib
+import mmap
 import multiprocessing
 import os
+import pickle
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +24,11 @@ from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
+from spokenbench.core.metrics.encoding import combine, representative_row
 from spokenbench.core.metrics.loading import load_responses, read_responses_columns
-from spokenbench.core.metrics.table_formats import write_table
+from spokenbench.core.metrics.table_formats import ColumnTable, column_array, column_table, write_table
 
-if TYPE_CHECKING:  # a responses file's report imports pandas only in the process that writes the tables
+if TYPE_CHECKING:  # a multiple-choice report imports no pandas; a gender study's, only where it writes tables
     import pandas as pd
 
 DEFAULT_REPORT_RESAMPLES = 1000
@@ -56,13 +60,33 @@ def write_report(
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
     `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to draw the
-    figures in, besides the tables' own (None: `_worker_count` decides; 0: all in this one); the files are the
-    same."""
+    figures in, while this one writes the tables (None: `_worker_count` decides; 0: all in this one); the files
+    are the same."""
     progress = progress or no_progress()
-    from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
+    with _FigureProcesses(out_dir, _worker_count(MANY_PARTS, workers)) as drawing:  # importing matplotlib already
+        return _computed_and_written(
+            source,
+            out_dir,
+            drawing,
+            kind,
+            factors,
+            backbones,
+            n_resamples,
+            seed,
+            failures_as_category,
+            vote_ties,
+            progress,
+        )
+
+
+def _computed_and_written(
+    source, out_dir, drawing, kind, factors, backbones, n_resamples, seed, failures_as_category, vote_ties, progress
+) -> Report:
+    """`write_report`'s work, while `drawing` (its figure processes, if any) imports matplotlib."""
+    from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
     project_pairs: dict[str, str] = {}
     if kind == "gender-probe" and from_path and Path(source).is_dir():
         from spokenbench.core.metrics.gender_study import project_study_frame
@@ -91,20 +115,11 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-
-        def mcq_figure_parts() -> dict[str, Callable[[Report], None]]:
-            from spokenbench.core.metrics import figures
-
-            return {
-                stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
-                for stem, build in figures.MCQ_FIGURES.items()
-            }
-
-        _write_parts(lambda part: _mcq_tables(analysis, part), mcq_figure_parts, report, progress, workers)
+        _write_parts(lambda part: _mcq_tables(analysis, part), _mcq_figure_parts, analysis, report, progress, drawing)
     else:
         from spokenbench.core.foundation.tables import TextColumns
         from spokenbench.core.metrics.gender_probe import parse_backbones
-        from spokenbench.core.metrics.gender_study import SETTING_NAMES, analyze_gender_study
+        from spokenbench.core.metrics.gender_study import analyze_gender_study
 
         flags = backbones if isinstance(backbones, dict) else parse_backbones(backbones)
         study = analyze_gender_study(
@@ -118,26 +133,39 @@ def write_report(
             progress=progress,
         )
         progress.check_cancelled()
-        single = len(study.settings) == 1
-
-        def gender_figure_parts() -> dict[str, Callable[[Report], None]]:
-            from spokenbench.core.metrics import figures
-
-            stems = {setting: "fig_gender_probe" + ("" if single else f"_{setting}") for setting in study.settings}
-            return {
-                stems[setting]: _figure_part(
-                    stems[setting],
-                    lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
-                    "J, Δ and ν per model and category with 95% bootstrap intervals "
-                    f"({SETTING_NAMES.get(setting, setting)})",
-                )
-                for setting in study.settings
-            }
-
-        _write_parts(lambda part: _gender_study_tables(study, part), gender_figure_parts, report, progress, workers)
+        _write_parts(
+            lambda part: _gender_study_tables(study, part), _gender_figure_parts, study, report, progress, drawing
+        )
     _write_index(report, name, n_resamples, seed)
     progress.report(1, 1, "report written")
     return report
+
+
+def _mcq_figure_parts(analysis: McqAnalysis) -> dict[str, Callable[[Report], None]]:
+    """The multiple-choice figures, one part each, by file stem."""
+    from spokenbench.core.metrics import figures
+
+    return {
+        stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
+        for stem, build in figures.MCQ_FIGURES.items()
+    }
+
+
+def _gender_figure_parts(study) -> dict[str, Callable[[Report], None]]:
+    """A gender study's figures: one panel per answer setting, by file stem."""
+    from spokenbench.core.metrics import figures
+    from spokenbench.core.metrics.gender_study import SETTING_NAMES
+
+    single = len(study.settings) == 1
+    stems = {setting: "fig_gender_probe" + ("" if single else f"_{setting}") for setting in study.settings}
+    return {
+        stems[setting]: _figure_part(
+            stems[setting],
+            lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
+            f"J, Δ and ν per model and category with 95% bootstrap intervals ({SETTING_NAMES.get(setting, setting)})",
+        )
+        for setting in study.settings
+    }
 
 
 MCQ_FIGURE_NOTES = {
@@ -158,10 +186,10 @@ MCQ_FIGURE_SKIP_REASONS = {
 
 def _add(
     report: Report,
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | ColumnTable,
     stem: str,
     description: str,
-    display: pd.DataFrame | None = None,
+    display: pd.DataFrame | ColumnTable | None = None,
     csv_only: bool = False,
 ) -> None:
     report.files += write_table(
@@ -204,55 +232,142 @@ MEASURED_FIGURE_SECONDS = {
 
 def _write_parts(
     tables: Callable[[Report], None],
-    make_figure_parts: Callable[[], dict[str, Callable[[Report], None]]],
+    figure_parts_of: Callable[[object], dict[str, Callable[[Report], None]]],
+    data: object,
     report: Report,
     progress: Progress,
-    workers: int | None,
+    drawing: _FigureProcesses,
 ) -> None:
-    """Write the tables and each figure as separate parts, in forked processes when `_worker_count` allows,
-    and gather their files, index entries and notes in the parts' order (tables first), so the result does not
-    depend on which process finished first. The tables' process is forked at once: it imports pandas while
-    this one imports matplotlib (`make_figure_parts`, 0.3 s); then `_worker_count` processes forked after that
-    import (they share it) draw the figures, each taking the next largest whenever it is free (a single figure is
-    drawn here, beside the tables). Parts not written in another process (no fork here, a process that failed or
-    died) are written here, where a part's own error is raised again."""
+    """Write the tables here and the figures (`figure_parts_of(data)`) in `drawing`'s processes, which imported
+    matplotlib while this one read and computed; gather their files, index entries and notes in the parts' order
+    (tables first), so the result does not depend on which process finished first. Figures not drawn in another
+    process (none started, one failed or died) are drawn here, where a part's own error is raised again."""
     done: dict[int, Report] = {}
+    drawing.send(figure_parts_of, data, report.kind)
 
-    def write_here(indices) -> None:
-        for i in indices:
+    def write_here(parts: dict[int, Callable[[Report], None]], total: int | None) -> None:
+        for i, write in parts.items():
             if i not in done:
                 progress.check_cancelled()
                 done[i] = Report(out_dir=report.out_dir, kind=report.kind)
-                parts[i](done[i])
-                progress.report(len(done), len(parts), "writing tables and figures")
+                write(done[i])
+                progress.report(len(done), total, "writing tables and figures")
 
-    parts = [tables]
-    with ChildCalls("fork") as children:  # on an interrupt or an error: no process is left behind
-        forked = set()
-        if _worker_count(2, workers):
-            children.start(_write_parts_in_child, {0: tables}, report.out_dir, report.kind)
-            forked.add(0)
-        figure_parts = make_figure_parts()
-        parts += figure_parts.values()
-        processes = _worker_count(len(figure_parts), workers)
-        if processes:
-            order = _largest_first(list(figure_parts))
-            with _queue_of_parts(order[processes:]) as queue:
-                for first in order[:processes]:  # one each to start with, so every process draws
-                    children.start(
-                        _write_parts_in_child, {first: parts[first]}, report.out_dir, report.kind, queue, parts
-                    )
-            forked.update(order)
-        write_here(i for i in range(1, len(parts)) if i not in forked)  # beside the forked ones
-        for _, written in children.finished(progress.check_cancelled):
-            if not isinstance(written, ChildCallFailed):  # else its parts are written here, below
-                done |= written
-                progress.report(len(done), len(parts), "writing tables and figures")
-    write_here(range(len(parts)))
-    for i in range(len(parts)):
+    write_here({0: tables}, None)  # how many figures there are is known later
+    done |= drawing.written(progress.check_cancelled)
+    figure_parts = [] if drawing.n_figures == len(done) - 1 else list(figure_parts_of(data).values())
+    write_here(dict(enumerate(figure_parts, 1)), 1 + len(figure_parts))
+    for i in sorted(done):
         report.files += done[i].files
         report.entries += done[i].entries
         report.skipped += done[i].skipped
+
+
+MANY_PARTS = 1 << 16  # figures to draw, as far as the number of processes to start before they are known goes
+
+
+class _FigureProcesses:
+    """Processes that draw a report's figures: the first is forked as the report starts and imports matplotlib
+    (0.5 s of CPU) while this process reads the responses and computes the metrics (issue 28); it then gets the
+    figures' data (`send`), forks the others, which share that import and data, and draws with them, each taking
+    the next largest figure whenever it is free. None with `processes` 0. As a context manager: leaving it ends
+    every one still running."""
+
+    def __init__(self, out_dir: Path, processes: int) -> None:
+        self.out_dir, self.processes = out_dir, processes
+        self.n_figures: int | None = None
+        self.children: ChildCalls | None = None
+        self.tell: int | None = None  # this end of the pipe that gives the payload's length, until it is closed
+
+    def __enter__(self) -> _FigureProcesses:
+        if self.processes:
+            self.payload = _memory_file()
+            told, self.tell = os.pipe()
+            self.children = ChildCalls("fork")
+            self.children.start(_draw_figures, told, self.tell, self.payload, self.out_dir, self.processes)
+            os.close(told)  # the figure process's end
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.children is not None:
+            self.children.stop()
+            self._close_payload()
+
+    def send(self, figure_parts_of, data, kind: str) -> None:
+        """Give the figure processes their parts' data (through a memory file, so this process never waits for
+        them to read it); when it cannot be pickled, they end without drawing and the figures are drawn here."""
+        if self.children is None:
+            return
+        with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError, OSError):  # OSError: none started
+            payload = pickle.dumps((figure_parts_of, data, kind), protocol=pickle.HIGHEST_PROTOCOL)
+            with open(self.payload, "wb", closefd=False) as file:
+                file.write(payload)
+            os.write(self.tell, len(payload).to_bytes(8, "little"))
+        self._close_payload()
+
+    def _close_payload(self) -> None:
+        """Close this process's ends (once: a descriptor closed twice could be another file's by then)."""
+        if self.tell is not None:
+            os.close(self.tell)
+            os.close(self.payload)
+            self.tell = None
+
+    def written(self, check: Callable[[], None]) -> dict[int, Report]:
+        """The figures the processes wrote (part i + 1 is figure i), once they have ended; also sets `n_figures`."""
+        if self.children is None:
+            return {}
+        for _, result in self.children.finished(check):
+            if not isinstance(result, ChildCallFailed):
+                self.n_figures, written = result
+                return written
+        return {}
+
+
+def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: int) -> tuple[int | None, dict]:
+    """In the first figure process, forked as the report starts: import matplotlib, wait for the figures' data,
+    then draw them with `processes` - 1 more forked from here. How many figures there are (None: no data came),
+    and what was written, by part number."""
+    os.close(tell)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # ended by the report: end the processes forked here too
+    multiprocessing.current_process().daemon = False  # a daemon may fork none; this one ends its own (ChildCalls)
+    from spokenbench.core.metrics import figures  # noqa: F401 - the import this process overlaps with the metrics
+
+    length = os.read(told, 8)
+    if len(length) < 8:  # nothing sent: the figures are drawn by the report's process
+        return None, {}
+    with mmap.mmap(payload, int.from_bytes(length, "little"), access=mmap.ACCESS_READ) as sent:
+        figure_parts_of, data, kind = pickle.loads(sent)
+    os.close(payload)
+    built = figure_parts_of(data)
+    parts = [None, *built.values()]
+    order = _largest_first(list(built))
+    helpers = max(0, min(processes, len(order)) - 1)
+    written: dict[int, Report] = {}
+    with ChildCalls("fork") as children:
+        with _queue_of_parts(order[helpers + 1 :]) as queue:
+            for first in order[1 : helpers + 1]:
+                children.start(_write_parts_in_child, {first: parts[first]}, out_dir, kind, queue, parts)
+            if order:
+                written = _write_parts_in_child({order[0]: parts[order[0]]}, out_dir, kind, queue, parts)
+        for _, result in children.finished():
+            if not isinstance(result, ChildCallFailed):
+                written |= result
+    return len(order), written
+
+
+def _memory_file() -> int:
+    """A file descriptor of an anonymous file in memory (a temporary file where there is no memfd)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("spokenbench-report-figures")
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="spokenbench-report-")
+    os.unlink(path)
+    return fd
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _largest_first(stems: list[str]) -> list[int]:
@@ -320,18 +435,26 @@ def _worker_count(n_parts: int, requested: int | None) -> int:
     return min(usable_cores(), n_parts)
 
 
-def _with_ci(frame: pd.DataFrame, analysis: McqAnalysis, column: str, key: str) -> None:
+def _with_ci(table: ColumnTable, analysis: McqAnalysis, column: str, key: str) -> ColumnTable:
+    """`table` with the bootstrap interval of `column` (its `key` in the intervals) after it."""
     if not analysis.intervals:
-        return
-    position = frame.columns.get_loc(column) + 1
-    frame.insert(position, f"{column}_ci_low", [ci.get(key, (np.nan, np.nan))[0] for ci in analysis.intervals])
-    frame.insert(position + 1, f"{column}_ci_high", [ci.get(key, (np.nan, np.nan))[1] for ci in analysis.intervals])
+        return table
+    bounds = {
+        f"{column}_ci_{side}": column_array([ci.get(key, (np.nan, np.nan))[i] for ci in analysis.intervals])
+        for i, side in enumerate(("low", "high"))
+    }
+    out = {}
+    for name, values in table.items():
+        out[name] = values
+        if name == column:
+            out |= bounds
+    return out
 
 
 def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
-    import pandas as pd
-
-    data, summary, selection = analysis.data, analysis.summary, analysis.selection
+    """The multiple-choice tables, computed and written from plain columns: no pandas (its import and frames
+    were ~1 s of CPU on 100,800 rows, issue 28); the files are the bytes pandas wrote for them."""
+    data, summary, selection = analysis.data, analysis.summary_columns, analysis.selection
     columns = [
         "model",
         "n",
@@ -344,9 +467,9 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
         "rsd",
         "ckld",
     ]
-    overview = summary[columns].copy()
+    overview = column_table({c: summary[c] for c in columns})
     for column, key in (("accuracy", "accuracy"), ("entropy_mean", "entropy_mean"), ("rsd", "rsd"), ("ckld", "ckld")):
-        _with_ci(overview, analysis, column, key)
+        overview = _with_ci(overview, analysis, column, key)
     _add(report, overview, "summary", "Headline numbers per model (95% question-level bootstrap intervals)")
 
     rows = []
@@ -357,22 +480,22 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
                 {
                     "model": model,
                     "factor": f,
-                    "level_entropy": summary[f"level_entropy[{f}]"].iloc[m],
-                    "apes": summary[f"apes[{f}]"].iloc[m],
+                    "level_entropy": summary[f"level_entropy[{f}]"][m],
+                    "apes": summary[f"apes[{f}]"][m],
                     "apes_ci_low": ci.get(f"apes[{f}]", (np.nan, np.nan))[0],
                     "apes_ci_high": ci.get(f"apes[{f}]", (np.nan, np.nan))[1],
-                    "fleiss_kappa": summary[f"kappa[{f}]"].iloc[m],
+                    "fleiss_kappa": summary[f"kappa[{f}]"][m],
                     "fleiss_kappa_ci_low": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[0],
                     "fleiss_kappa_ci_high": ci.get(f"fleiss_kappa[{f}]", (np.nan, np.nan))[1],
-                    "kappa_questions_defined": int(summary[f"kappa_defined[{f}]"].iloc[m]),
-                    "kappa_questions_undefined": int(summary[f"kappa_undefined[{f}]"].iloc[m]),
+                    "kappa_questions_defined": int(summary[f"kappa_defined[{f}]"][m]),
+                    "kappa_questions_undefined": int(summary[f"kappa_undefined[{f}]"][m]),
                     "kappa_item_factors": "+".join(result.kappa_item_factors) or "(none)",
                 }
             )
     if rows:
-        factor_table = pd.DataFrame(rows)
+        factor_table = _rows_table(rows)
         if not analysis.intervals:
-            factor_table = factor_table.drop(columns=[c for c in factor_table.columns if "_ci_" in c])
+            factor_table = {c: values for c, values in factor_table.items() if "_ci_" not in c}
         _add(
             report,
             factor_table,
@@ -383,13 +506,24 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
         report.skipped.append("robustness_by_factor: no factor columns")
 
     if data.factors:
-        long = pd.concat(
-            [mcq.accuracy_by(data, [f]).rename(columns={f: "level"}).assign(factor=f) for f in data.factors],
-            ignore_index=True,
-        )[["model", "factor", "level", "n", "accuracy", "parse_failure_rate"]]
+        parts = []
+        for f in data.factors:
+            by_level = mcq.accuracy_by_columns(data, [f])
+            n = len(by_level["n"])
+            parts.append(
+                {
+                    "model": by_level["model"],
+                    "factor": np.full(n, f, dtype=object),
+                    "level": by_level[f],
+                    "n": by_level["n"],
+                    "accuracy": by_level["accuracy"],
+                    "parse_failure_rate": by_level["parse_failure_rate"],
+                }
+            )
+        long = column_table(mcq.concatenated(parts, []))
         _add(report, long, "accuracy_by_factor_level", "Accuracy and parse-failure rate per factor level")
         for f in data.factors:
-            table = mcq.accuracy_cross_table(data, f)
+            table = column_table(mcq.accuracy_cross_columns(data, f))
             _add(
                 report,
                 table,
@@ -398,31 +532,32 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
                 display=_wide_cross_table(table, f),
             )
     if data.subject is not None:
-        frame = pd.DataFrame(
-            {"model": data.model, "subject": data.subject, "correct": data.correct, "failed": ~data.valid}
-        )
-        table = frame.groupby(["model", "subject"], sort=True).agg(
-            n=("correct", "size"), accuracy=("correct", "mean"), parse_failure_rate=("failed", "mean")
-        )
-        table = table.reset_index()
-        table["model"] = np.asarray(data.models, dtype=object)[table["model"]]
-        table["subject"] = np.asarray(data.subjects, dtype=object)[table["subject"]]
-        _add(report, table, "accuracy_by_subject", "Accuracy per subject")
+        key, n_keys = combine(data.model, data.subject)
+        first = representative_row(key, n_keys)
+        n = np.bincount(key, minlength=n_keys)
+        table = {
+            "model": np.asarray(data.models, dtype=object)[data.model[first]],
+            "subject": np.asarray(data.subjects, dtype=object)[data.subject[first]],
+            "n": n,
+            "accuracy": np.bincount(key, weights=data.correct, minlength=n_keys) / n,
+            "parse_failure_rate": np.bincount(key, weights=~data.valid, minlength=n_keys) / n,
+        }
+        _add(report, column_table(table), "accuracy_by_subject", "Accuracy per subject")
 
-    cs_ca = mcq.entropy_cs_ca(analysis.metrics)
-    if len(cs_ca):
+    cs_ca = column_table(mcq.entropy_cs_ca_columns(analysis.metrics))
+    if len(cs_ca["model"]):
         _add(report, cs_ca, "entropy_cs_ca", "Mean entropy of CS vs CA questions (BiasInEar Table 5 / Fig. 3)")
     else:
         report.skipped.append("entropy_cs_ca: no cultural_label column")
     if data.factors:
         _add(
             report,
-            mcq.level_entropy_by_level(analysis.metrics),
+            column_table(mcq.level_entropy_by_level_columns(analysis.metrics)),
             "level_entropy_by_level",
             "Mean level entropy per factor level (BiasInEar Table 22)",
         )
-        strata = mcq.apes_by_stratum(analysis.metrics)
-        if len(strata):
+        strata = column_table(mcq.apes_by_stratum_columns(analysis.metrics))
+        if len(strata["model"]):
             _add(
                 report,
                 strata,
@@ -431,67 +566,107 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
             )
 
     positions = []
+    per_model = selection.per_model_columns
     for m, model in enumerate(data.models):
-        row = selection.per_model.iloc[m]
         for p in selection.positions:
             positions.append(
                 {
                     "model": model,
                     "gold_position": p,
-                    "accuracy": row[f"accuracy_gold_{p}"],
-                    "delta_accuracy_vs_original": row[f"delta_accuracy_gold_{p}"],
-                    "predicted_share": row[f"predicted_share_{p}"],
-                    "gold_share": row[f"gold_share_{p}"],
+                    "accuracy": per_model[f"accuracy_gold_{p}"][m],
+                    "delta_accuracy_vs_original": per_model[f"delta_accuracy_gold_{p}"][m],
+                    "predicted_share": per_model[f"predicted_share_{p}"][m],
+                    "gold_share": per_model[f"gold_share_{p}"][m],
                 }
             )
     _add(
         report,
-        pd.DataFrame(positions),
+        _rows_table(
+            positions,
+            ["model", "gold_position", "accuracy", "delta_accuracy_vs_original", "predicted_share", "gold_share"],
+        ),
         "selection_bias_by_position",
         f"Accuracy by gold position, Δ vs the original order ({selection.comparison_rows}), predicted and gold shares (Hearing the Order)",
     )
     _add(
         report,
-        selection.voting,
+        column_table(selection.voting_columns),
         "permutation_voting",
         "Accuracy, RSD and CKLD in the original order and after majority voting over cyclic / full permutations "
         f"(Hearing the Order Table 3); {selection.vote_tie_note}",
     )
-    ranks = selection.ranking.pivot(index="model", columns="setting", values="rank")
-    ranks = ranks[list(dict.fromkeys(selection.ranking["setting"]))].reset_index()
-    ranks.columns.name = None
+    ranking = column_table(selection.ranking_columns)
     _add(
         report,
-        selection.ranking,
+        ranking,
         "model_ranking",
         "Model ranks (1 = most accurate) per setting (Hearing the Order Fig. 3)",
-        display=ranks,
+        display=_wide(ranking, ["model"], "setting", "rank", list(dict.fromkeys(ranking["setting"]))),
     )
+    tau_columns = ["setting", "n_models", "kendall_tau", "p_value"]
     _add(
         report,
-        selection.kendall_tau,
+        _rows_table([dict(zip(tau_columns, row)) for row in selection.kendall_tau_rows], tau_columns),
         "ranking_kendall_tau",
         "Kendall's τ-b of each setting's accuracies against the original order",
     )
     _add(
         report,
-        selection.mcnemar,
+        column_table(selection.mcnemar_columns),
         "mcnemar_original_vs_reversed",
         "Exact McNemar test of correctness, original vs reversed option order (pairs: same question and configuration)",
     )
-    _add(report, mcq.per_question_table(analysis.metrics), "per_question", "Every per-question value", csv_only=True)
+    _add(
+        report,
+        column_table(mcq.per_question_columns(analysis.metrics)),
+        "per_question",
+        "Every per-question value",
+        csv_only=True,
+    )
 
 
-def _wide_cross_table(table: pd.DataFrame, factor: str) -> pd.DataFrame:
+def _rows_table(rows: list[dict], columns: list[str] | None = None) -> ColumnTable:
+    """Rows (dicts of the same keys) as a ColumnTable, as pd.DataFrame(rows) makes them (no rows: `columns`
+    of objects)."""
+    if not rows:
+        return {c: np.empty(0, dtype=object) for c in columns or []}
+    return column_table({c: [row[c] for row in rows] for c in rows[0]})
+
+
+def _wide(table: ColumnTable, index: list[str], across: str, values: str, order: list | None = None) -> ColumnTable:
+    """`table` pivoted (pandas' pivot_table(index, columns=across, values, aggfunc="first", observed=True),
+    reset): one row per combination of the `index` columns that occurs, sorted by their texts; one column per
+    value of `across` (sorted, or in `order`), named as text, holding `values` (NaN where none)."""
+    row_key, n_rows = _index_key(table, index)
+    first = representative_row(row_key, n_rows)
+    wide = {c: table[c][first] for c in index}
+    for level in order if order is not None else sorted(set(table[across].tolist())):
+        wide[str(level)] = _first_per_key(row_key, n_rows, table[values], table[across] == level)
+    return wide
+
+
+def _index_key(table: ColumnTable, index: list[str]) -> tuple[np.ndarray, int]:
+    """Each row's combination of the `index` columns, numbered in the order of their sorted texts."""
+    return combine(*(np.unique(table[c], return_inverse=True)[1] for c in index))
+
+
+def _first_per_key(row_key: np.ndarray, n_keys: int, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per key, the first of `values` on the chosen `rows` that is not NaN (NaN if none), as groupby's first."""
+    cells = np.full(n_keys, np.nan)
+    chosen = np.flatnonzero(rows & ~np.isnan(values))
+    first = np.unique(row_key[chosen], return_index=True)
+    cells[first[0]] = values[chosen[first[1]]]
+    return cells
+
+
+def _wide_cross_table(table: ColumnTable, factor: str) -> ColumnTable:
     """The paper layout: one row per model × other factors, one column per level of `factor`, then Δ."""
-    index = [c for c in table.columns if c not in (factor, "n", "accuracy_pct") and not c.startswith("delta_")]
-    wide = table.pivot_table(index=index, columns=factor, values="accuracy_pct", aggfunc="first", observed=True)
-    wide.columns = [str(c) for c in wide.columns]
-    delta = [c for c in table.columns if c.startswith("delta_")]
+    index = [c for c in table if c not in (factor, "n", "accuracy_pct") and not c.startswith("delta_")]
+    wide = _wide(table, index, factor, "accuracy_pct")
+    delta = [c for c in table if c.startswith("delta_")]
     if delta:
-        wide["Δ"] = table.groupby(index, sort=False)[delta[0]].first()
-    wide = wide.reset_index()
-    wide.columns.name = None
+        row_key, n_rows = _index_key(table, index)
+        wide["Δ"] = _first_per_key(row_key, n_rows, table[delta[0]], np.ones(len(row_key), dtype=bool))
     return wide
 
 

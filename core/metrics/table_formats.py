@@ -1,9 +1,13 @@
 """Writing one table three ways: CSV (full precision, for scripts), Markdown and LaTeX (rounded, for
-people and papers). Written by hand so no optional pandas extras (tabulate, jinja2) are needed."""
+people and papers). Written by hand so no optional pandas extras (tabulate, jinja2) are needed. A table is a
+DataFrame or plain columns (`column_table`): the multiple-choice report writes plain columns, without importing
+pandas (issue 28), byte for byte as pandas writes the same table."""
 
 from __future__ import annotations
 
+import csv
 import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +30,64 @@ LATEX_SPECIALS = {
 }
 
 
+ColumnTable = dict  # column name -> a 1-d numpy array (see `column_table`), all of one length, in column order
+CSV_FLOAT_FORMAT = "%.10g"
+
+
+def column_array(values) -> np.ndarray:
+    """`values` as the array a DataFrame column of them holds: numbers and bools as their numpy dtype (a list
+    of numbers with a NaN or None as floats, an empty list as floats), text and anything mixed as objects; so
+    that plain columns are written as pandas writes the same column."""
+    if isinstance(values, np.ndarray):  # an array of objects stays one, as in a DataFrame, even of numbers
+        return values if values.dtype.kind not in "US" else values.astype(object)
+    array = np.asarray(values)
+    if array.dtype.kind in "biuf":
+        return array
+    cells = list(values)
+    numbers = [v for v in cells if v is not None]
+    if numbers and all(isinstance(v, (int, float, np.integer, np.floating)) for v in numbers):
+        if not any(isinstance(v, (bool, np.bool_)) for v in numbers):
+            return np.array([np.nan if v is None else v for v in cells], dtype=float)
+    array = np.empty(len(cells), dtype=object)
+    array[:] = cells
+    return array
+
+
+def column_table(columns: Mapping[str, Iterable]) -> ColumnTable:
+    """Plain columns for `write_table`: each one as `column_array` makes it."""
+    return {str(name): column_array(values) for name, values in columns.items()}
+
+
+def _csv_cells(array: np.ndarray) -> list[str]:
+    """One column's CSV cells as pandas' `to_csv(float_format=CSV_FLOAT_FORMAT)` writes them: floats in that
+    format, NaN empty, other values (ints, bools, text) as `str`, a missing object empty."""
+    if array.dtype.kind == "f":
+        return ["" if v != v else CSV_FLOAT_FORMAT % v for v in array.tolist()]
+    if array.dtype.kind in "biu":
+        return [str(v) for v in array.tolist()]
+    return ["" if v is None or (isinstance(v, (float, np.floating)) and v != v) else str(v) for v in array.tolist()]
+
+
+def write_csv_columns(table: ColumnTable, path: Path) -> None:
+    """`table` as a CSV file, the bytes pandas' to_csv(index=False, lineterminator="\\n") writes for it."""
+    cells = [_csv_cells(array) for array in table.values()]
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(list(table))
+        writer.writerows(zip(*cells))
+
+
+def _layout(frame) -> tuple[list[str], list[bool], Iterable[tuple]]:
+    """Column names, which are numeric (right-aligned), and the rows, of a DataFrame or a ColumnTable."""
+    if isinstance(frame, dict):
+        arrays = list(frame.values())
+        return list(frame), [a.dtype.kind in "biuf" for a in arrays], zip(*arrays)
+    from pandas.api.types import is_numeric_dtype
+
+    numeric = [is_numeric_dtype(frame[c]) for c in frame.columns]
+    return [str(c) for c in frame.columns], numeric, frame.itertuples(index=False)
+
+
 def format_cell(value, digits: int = 3) -> str:
     if value is None:
         return ""
@@ -45,16 +107,13 @@ def format_cell(value, digits: int = 3) -> str:
     return str(value)
 
 
-def to_markdown(frame: pd.DataFrame, digits: int = 3) -> str:
-    header = [str(c) for c in frame.columns]
-    from pandas.api.types import is_numeric_dtype
-
-    numeric = [is_numeric_dtype(frame[c]) for c in frame.columns]
+def to_markdown(frame: pd.DataFrame | ColumnTable, digits: int = 3) -> str:
+    header, numeric, rows = _layout(frame)
     lines = [
         "| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
         "|" + "|".join("---:" if n else ":---" for n in numeric) + "|",
     ]
-    for row in frame.itertuples(index=False):
+    for row in rows:
         lines.append("| " + " | ".join(format_cell(v, digits).replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines) + "\n"
 
@@ -63,20 +122,18 @@ def latex_escape(text: str) -> str:
     return "".join(LATEX_SPECIALS.get(ch, ch) for ch in text)
 
 
-def to_latex(frame: pd.DataFrame, caption: str = "", label: str = "", digits: int = 3) -> str:
-    from pandas.api.types import is_numeric_dtype
-
-    numeric = [is_numeric_dtype(frame[c]) for c in frame.columns]
+def to_latex(frame: pd.DataFrame | ColumnTable, caption: str = "", label: str = "", digits: int = 3) -> str:
+    header, numeric, rows = _layout(frame)
     spec = "".join("r" if n else "l" for n in numeric)
     lines = [
         "\\begin{table}[ht]",
         "\\centering",
         f"\\begin{{tabular}}{{{spec}}}",
         "\\toprule",
-        " & ".join(latex_escape(str(c)) for c in frame.columns) + " \\\\",
+        " & ".join(latex_escape(c) for c in header) + " \\\\",
         "\\midrule",
     ]
-    for row in frame.itertuples(index=False):
+    for row in rows:
         lines.append(" & ".join(latex_escape(format_cell(v, digits)) or "--" for v in row) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     if caption:
@@ -88,11 +145,11 @@ def to_latex(frame: pd.DataFrame, caption: str = "", label: str = "", digits: in
 
 
 def write_table(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | ColumnTable,
     out_dir: Path,
     name: str,
     caption: str = "",
-    display: pd.DataFrame | None = None,
+    display: pd.DataFrame | ColumnTable | None = None,
     formats=("csv", "md", "tex"),
 ) -> list[Path]:
     """`frame` goes to CSV as is; `display` (default: `frame`) to Markdown and LaTeX. Returns the paths."""
@@ -101,7 +158,10 @@ def write_table(
     written = []
     if "csv" in formats:
         path = out_dir / f"{name}.csv"
-        frame.to_csv(path, index=False, lineterminator="\n", float_format="%.10g")
+        if isinstance(frame, dict):
+            write_csv_columns(frame, path)
+        else:
+            frame.to_csv(path, index=False, lineterminator="\n", float_format=CSV_FLOAT_FORMAT)
         written.append(path)
     if "md" in formats:
         path = out_dir / f"{name}.md"

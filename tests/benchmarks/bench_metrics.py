@@ -347,7 +347,7 @@ def _each_tree(frame, baseline: str | None):
 
 
 TIMED_REPORT = r"""
-import os, sys, time
+import inspect, os, sys, time
 def now():  # time.perf_counter is CLOCK_MONOTONIC: one clock for this process and the ones it forks
     return time.perf_counter(), time.process_time()
 
@@ -376,18 +376,33 @@ def timed_analysis(*args, **kwargs):
     note("metrics", begun)
     return result
 
+tables_need_pandas = "import pandas" in inspect.getsource(mcq_tables)  # before round 4 they did
+
 def timed_tables(analysis, part):
-    begun = now()
-    import pandas
-    note("import pandas", begun)
+    if tables_need_pandas:
+        begun = now()
+        import pandas
+        note("import pandas", begun)
     begun = now()
     mcq_tables(analysis, part)
     note("tables", begun)
 
 first_figure = []
+early_figures = hasattr(report, "_draw_figures")  # since round 4: matplotlib imported as the report starts
+
+if early_figures:
+    draw_figures = report._draw_figures
+
+    def timed_draw_figures(*args):
+        begun = now()
+        import spokenbench.core.metrics.figures
+        note("import matplotlib", begun)
+        return draw_figures(*args)
+
+    report._draw_figures = timed_draw_figures
 
 def timed_figure(stem, build, note_text):
-    if not first_figure:  # the figures module (matplotlib) was imported just before
+    if not first_figure and not early_figures:  # the figures module (matplotlib) was imported just before
         first_figure.append(stem)
         note("import matplotlib", analysis_done[0])
     write = figure_part(stem, build, note_text)

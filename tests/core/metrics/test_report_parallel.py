@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from metrics_helpers import random_design
 
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.metrics import figures
 from spokenbench.core.metrics import report as report_module
 from spokenbench.core.metrics.report import write_report
@@ -116,6 +117,36 @@ def test_gender_probe_report_is_the_same_forked(tmp_path):
     assert digests(tmp_path / "forked") == digests(tmp_path / "here")
 
 
+def _dying(*args):
+    os._exit(3)  # as if killed: no result comes back
+
+
+def _own_children() -> list[str]:
+    return open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failure", ["figure-process-dies", "data-cannot-be-sent"])
+def test_figures_are_drawn_here_when_the_figure_processes_give_nothing(tmp_path, monkeypatch, failure):
+    here = write_report(frame(), tmp_path / "here", factors=FACTORS, n_resamples=0, workers=0)
+    if failure == "figure-process-dies":
+        monkeypatch.setattr(report_module, "_draw_figures", _dying)
+    else:  # a local function is not pickled: the figure process gets no data and ends
+        parts_of = report_module._mcq_figure_parts
+        monkeypatch.setattr(report_module, "_mcq_figure_parts", lambda analysis: parts_of(analysis))
+    again = write_report(frame(), tmp_path / "again", factors=FACTORS, n_resamples=0, workers=2)
+    assert again.entries == here.entries and digests(tmp_path / "again") == digests(tmp_path / "here")
+    assert sum(p.suffix == ".svg" for p in again.files) == 5 and not _own_children()
+
+
+def test_a_bad_input_ends_the_figure_process_started_for_it(tmp_path):
+    source = tmp_path / "responses.csv"
+    source.write_text("question_id,model\nq1,m1\n")
+    with pytest.raises(SpokenBenchError, match="answer"):
+        write_report(source, tmp_path / "out", factors=FACTORS, n_resamples=0, workers=2)
+    assert not _own_children()
+
+
 @pytest.mark.slow
 def test_a_part_that_fails_in_a_worker_fails_the_report_with_its_own_error(tmp_path):
     out = tmp_path / "out"
@@ -210,7 +241,12 @@ from pathlib import Path
 from spokenbench.core.metrics import report
 
 out = Path(sys.argv[2])
-tables, figure_part = report._mcq_tables, report._figure_part
+tables, figure_part, analyze = report._mcq_tables, report._figure_part, report.analyze_mcq
+
+def noting_analysis(*args, **kwargs):
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    (out.parent / "analysis.json").write_text(json.dumps({"children": children}))
+    return analyze(*args, **kwargs)
 
 def noting_tables(analysis, part):
     seen = {"pid": os.getpid(), "loaded": sorted(m for m in ("matplotlib", "pandas") if m in sys.modules)}
@@ -225,16 +261,17 @@ def noting_figure(stem, build, note):
         (out.parent / f"{stem}.json").write_text(json.dumps(seen))
     return noted
 
-report._mcq_tables, report._figure_part = noting_tables, noting_figure
+report._mcq_tables, report._figure_part, report.analyze_mcq = noting_tables, noting_figure, noting_analysis
 report.write_report(sys.argv[1], out, factors=["language", "accent", "gender", "order"], n_resamples=0, workers=2)
 print(json.dumps({"pid": os.getpid(), "pandas": "pandas" in sys.modules}))
 """
 
 
 @pytest.mark.slow
-def test_the_tables_start_before_matplotlib_loads_and_the_figures_never_load_pandas(tmp_path):
-    """The tables' process is forked before this process imports matplotlib, the figures' processes after it
-    (they share it); pandas is imported only where the tables are written."""
+def test_the_figures_process_starts_before_the_metrics_and_neither_side_loads_pandas(tmp_path):
+    """The first figure process is forked as the report starts, so it imports matplotlib while this process
+    computes the metrics; it forks the second (they share the import). This process writes the tables without
+    matplotlib or pandas (issue 28, round 4), and the figures' processes never load pandas either."""
     import json
     import subprocess
     import sys
@@ -251,10 +288,12 @@ def test_the_tables_start_before_matplotlib_loads_and_the_figures_never_load_pan
     parent = json.loads(done.stdout)
     tables = json.loads((tmp_path / "tables.json").read_text())
     drawn = [json.loads((tmp_path / f"{stem}.json").read_text()) for stem in report_module.MCQ_FIGURE_NOTES]
-    assert tables["loaded"] == [] and tables["pid"] != parent["pid"]
+    running_during_the_metrics = json.loads((tmp_path / "analysis.json").read_text())["children"]
+    assert tables["loaded"] == [] and tables["pid"] == parent["pid"]
     assert not parent["pandas"] and not any(figure["pandas"] for figure in drawn)
     figure_pids = {figure["pid"] for figure in drawn}
-    assert len(figure_pids) == 2 and not figure_pids & {parent["pid"], tables["pid"]}
+    assert len(figure_pids) == 2 and parent["pid"] not in figure_pids
+    assert len(running_during_the_metrics) == 1 and int(running_during_the_metrics[0]) in figure_pids
     here = write_report(source, tmp_path / "here", factors=FACTORS, n_resamples=0, workers=0)
     assert digests(tmp_path / "out") == digests(here.out_dir)
 
