@@ -62,9 +62,9 @@ def waiting_note(waiting_on: list[dict], project_dir: str, run_id: int) -> str:
     from spokenbench.core.evaluation.request_claims import describe_waits
 
     return (
-        f"note: not sent again: {describe_waits(waiting_on)}. Once that is done (spokenbench batches {project_dir} "
-        f"--collect), `spokenbench evaluate {project_dir} … --run {run_id}` fills run {run_id}'s from the response "
-        "cache at no cost"
+        f"note: not sent again: {describe_waits(waiting_on)}. `spokenbench batches {project_dir} --collect` fills "
+        f"run {run_id}'s from the response cache at no cost once that batch is done (else, or if the collect says "
+        f"run {run_id} is still incomplete, `spokenbench evaluate {project_dir} … --run {run_id}` does)"
     )
 
 
@@ -172,8 +172,17 @@ def _print_collect(summary, folder) -> None:
             print(f"batch {orphan['batch_id']} (run {orphan['run_id']}): {orphan['note']}")
     for batch_id, state in summary.not_ready:
         print(f"batch {batch_id}: not finished ({state}); collect again later")
+    for filled in summary.filled:
+        print(f"run {filled['run_id']}: {filled['results']} result(s) filled from the response cache at no cost")
     if not summary.collected and not summary.not_ready and not summary.orphans:
         print("nothing to collect")
+    for run in summary.still_incomplete:
+        remaining = "" if run["remaining"] is None else f" ({run['remaining']} request(s) left)"
+        print(
+            f"note: run {run['run_id']} is still incomplete{remaining}: {run['why']}; "
+            f"`spokenbench evaluate {folder} … --run {run['run_id']}` resumes it",
+            file=sys.stderr,
+        )
     if summary.failed:
         print(f"warning: {summary.failed} request(s) failed; they are stored with their error", file=sys.stderr)
         for example in summary.failed_examples:

@@ -12,7 +12,7 @@ Costs are recorded at the batch price (BATCH_DISCOUNT of the preset's, or of --p
   the cache already has, splits the rest into batch jobs by the provider's limits, uploads and creates each,
   and records each job (`batch_jobs`, with one `batch_requests` row per planned request). Requests waiting in a
   batch of any run that may still answer them, or claimed by a live job, are never submitted twice (see
-  `_submit_parts`; the waiting run is filled from the response cache by a resume once that batch is collected).
+  `_submit_parts`; once that batch is collected, `collect_batches` fills the waiting run from the response cache).
 - `batch_states(project, refresh=True)` asks the providers where each unfinished job is.
 - `collect_batches(project, ids, progress)` downloads what finished jobs answered and commits each job's
   results, failed lines included (stored with their error, as online failures: `--resume` retries them), in
@@ -174,6 +174,8 @@ class CollectSummary:
     failed_examples: list[dict] = field(default_factory=list)
     runs: list[int] = field(default_factory=list)
     orphans: list[dict] = field(default_factory=list)  # killed submitters' parts: OrphanOutcome.as_dict
+    filled: list[dict] = field(default_factory=list)  # other runs filled from the cache: {"run_id", "results"}
+    still_incomplete: list[dict] = field(default_factory=list)  # {"run_id", "remaining", "why"}: resume them
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -878,7 +880,49 @@ def collect_batches(
             job.check_cancelled()
             _commit_results(project, row, results, summary)
             job.report(done + 1, len(todo), f"batch {row['id']} collected")
+    if summary.collected:
+        _fill_waiting_runs(project, summary, progress)
     return summary
+
+
+def _fill_waiting_runs(project: Project, summary: CollectSummary, progress: Progress) -> None:
+    """Every unfinished run of a collected batch's model gets the planned requests the response cache now
+    answers, stored as a resume stores them (`_plan_lines`, `_store_cached`: no provider call, no cost), under
+    the run's claim: a run a live job holds (being resumed now) is left to that job. Said in `summary`."""
+    from spokenbench.core.evaluation.launcher import settings_for_run
+
+    models = {row["model"] for row in batch_store.batch_rows(project.conn) if row["id"] in summary.collected}
+    runs = [
+        row["id"]
+        for row in project.conn.execute("SELECT id, model, status FROM runs WHERE status != 'finished' ORDER BY id")
+        if row["model"] in models
+    ]
+    for run_id in runs:
+        progress.check_cancelled()
+        try:
+            prepared = prepare_evaluation(project, settings_for_run(project.conn, run_id))
+        except SpokenBenchError as error:
+            summary.still_incomplete.append({"run_id": run_id, "remaining": None, "why": f"not planned ({error})"})
+            continue
+        if not _plan_lines(project, prepared, run_id, set())[1]:
+            continue  # the cache answers nothing of this run: not one waiting on these batches
+        label = f"fill run {run_id} from the response cache"
+        try:
+            with tracked_job(project.path, JOB_KIND_COLLECT, label, progress, claim=run_claim(run_id)):
+                waiting = batch_store.in_flight_requests(project.conn, run_id)  # again, now that the run is held
+                lines, cached, _already = _plan_lines(project, prepared, run_id, set(waiting))
+                _store_cached(project, run_id, cached)
+                _settle_run(project, run_id)
+        except JobClaimed as claimed:
+            why = f"held by a live job, which fills it ({str(claimed).split(';')[0]})"
+            summary.still_incomplete.append({"run_id": run_id, "remaining": None, "why": why})
+            continue
+        if cached:
+            summary.filled.append({"run_id": run_id, "results": len(cached)})
+        remaining = len(waiting) + sum(len(line.jobs) for line in lines)
+        if remaining:
+            why = "requests still wait in another batch or were never sent"
+            summary.still_incomplete.append({"run_id": run_id, "remaining": remaining, "why": why})
 
 
 def _adopt_orphan(project: Project, row, summary: CollectSummary):

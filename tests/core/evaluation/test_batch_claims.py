@@ -1,7 +1,7 @@
 """Batch submissions never pay for a request twice across runs and processes: a request pending in an in-flight
 provider batch of any run, or claimed by a live job, is neither submitted again (`evaluate --batch`) nor sent
-online; the run waiting for it is filled from the response cache, at no cost, by a resume once that batch is
-collected. Requests are counted per request key at the loopback batch stub (the real openai SDK talks to it)."""
+online; the run waiting for it is filled from the response cache, at no cost, when that batch is collected.
+Requests are counted per request key at the loopback batch stub (the real openai SDK talks to it)."""
 
 import json
 import os
@@ -66,7 +66,7 @@ def _responses(project, run_id):
     return project.conn.execute("SELECT error, cost_usd, cached FROM responses WHERE run_id = ?", (run_id,)).fetchall()
 
 
-def test_a_second_runs_batch_waits_for_the_first_and_its_resume_costs_nothing(audio_project, bstub, cli):
+def test_a_second_runs_batch_waits_for_the_first_and_the_collect_fills_it_at_no_cost(audio_project, bstub, cli):
     first = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--json"))
     assert first.code == 0, first.err
     assert first.json()["lines"] == 6
@@ -76,17 +76,19 @@ def test_a_second_runs_batch_waits_for_the_first_and_its_resume_costs_nothing(au
     assert summary["run_id"] == 2 and summary["lines"] == 0 and summary["batch_ids"] == []
     assert summary["waiting_elsewhere"] == 6
     assert summary["waiting_on"] == [{"batch_id": 1, "run_id": 1, "job_id": None, "job": None, "requests": 6}]
-    assert "6 request(s) wait in batch 1 (run 1)" in second.err and "--run 2" in second.err
+    assert "6 request(s) wait in batch 1 (run 1)" in second.err and "--collect` fills run 2" in second.err
     assert max(_uploaded_keys(bstub).values()) == 1 and len(_uploaded_keys(bstub)) == 6
     assert _run(audio_project, 2)["status"] == "created"
-    # the first batch is collected; the waiting run's resume fills it from the response cache at no cost
-    assert cli("batches", audio_project.path, "--collect").code == 0
-    resumed = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--run", "2", "--json"))
-    assert resumed.code == 0, resumed.err
-    assert resumed.json()["cached"] == 6 and resumed.json()["lines"] == 0 and resumed.json()["waiting_on"] == []
+    # the first batch's collect also fills the waiting run from the response cache, at no cost
+    collected = cli("batches", audio_project.path, "--collect", "--json")
+    assert collected.code == 0, collected.err
+    assert collected.json()["filled"] == [{"run_id": 2, "results": 6}] and collected.json()["still_incomplete"] == []
     rows = _responses(audio_project, 2)
     assert len(rows) == 6 and all(r["error"] is None and r["cached"] and not r["cost_usd"] for r in rows)
     assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    resumed = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--run", "2", "--json"))
+    assert resumed.code == 0, resumed.err
+    assert resumed.json()["cached"] == 0 and resumed.json()["lines"] == 0 and resumed.json()["already_stored"] == 6
     assert len(_uploaded_keys(bstub)) == 6 and max(_uploaded_keys(bstub).values()) == 1
 
 
@@ -208,13 +210,13 @@ def test_a_submitter_killed_mid_submit_blocks_no_request(project, bstub, cli, mo
     assert resumed.code == 0, resumed.err
     assert resumed.json()["lines"] == 0 and resumed.json()["waiting_elsewhere"] == 6
     assert [entry["run_id"] for entry in resumed.json()["waiting_on"]] == [1, 2]
-    assert cli("batches", project.path, "--collect").code == 0
+    collected = cli("batches", project.path, "--collect", "--json")
+    assert collected.code == 0, collected.err
+    # each run's own batch is stored, and the rest of each (4 of run 1's, run 2's 2 from batch 1) filled from the cache
+    assert collected.json()["filled"] == [{"run_id": 1, "results": 4}, {"run_id": 2, "results": 2}]
+    assert _run(project, 1)["status"] == "finished" and _run(project, 2)["status"] == "finished"
     again = cli(*_evaluate_args(project, bstub.openai_url, "--batch", "openai", "--run", "1", "--json"))
-    assert again.code == 0 and again.json()["cached"] == 4 and again.json()["lines"] == 0
-    assert _run(project, 1)["status"] == "finished" and _run(project, 2)["status"] == "created"
-    other = cli(*_evaluate_args(project, bstub.openai_url, "--batch", "openai", "--run", "2", "--json"))
-    assert other.code == 0 and other.json()["cached"] == 2 and other.json()["lines"] == 0  # its 2 from batch 1
-    assert _run(project, 2)["status"] == "finished"
+    assert again.code == 0 and again.json()["cached"] == 0 and again.json()["already_stored"] == 6
     assert len(_uploaded_keys(bstub)) == 6 and max(_uploaded_keys(bstub).values()) == 1
 
 

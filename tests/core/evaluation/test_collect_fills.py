@@ -1,0 +1,129 @@
+"""`batches --collect` also fills the other runs waiting on the collected batch (their requests were not sent
+again because that batch held them) from the response cache: no provider call, no cost, each request stored
+once, and a run a live job holds is left to that job. The real openai SDK talks to the loopback batch stub."""
+
+import json
+import os
+import subprocess
+
+import pytest
+from batch_stub import BatchStub
+from eval_support import TEST_KEYS
+from test_batch_claims import CHAT, SPOKENBENCH, _evaluate_args, _responses, _run, _uploaded_keys
+
+from spokenbench.core.evaluation.preparation import run_claim
+from spokenbench.core.jobs.registry import tracked_job
+
+pytestmark = pytest.mark.slow  # real SDK round trips through the batch stub, real processes
+
+
+@pytest.fixture
+def bstub():
+    with BatchStub() as server:
+        server.state.instant = True
+        yield server
+
+
+def _answers(project, run_id) -> dict:
+    rows = project.conn.execute(
+        "SELECT item_id, condition_key, raw_text, parsed_letter FROM responses WHERE run_id = ?", (run_id,)
+    )
+    return {(row[0], row[1]): (row[2], row[3]) for row in rows}
+
+
+def _rows_per_request(project, run_id) -> list[int]:
+    rows = project.conn.execute(
+        "SELECT count(*) FROM responses WHERE run_id = ? GROUP BY item_id, condition_key", (run_id,)
+    )
+    return [row[0] for row in rows]
+
+
+def _live_run_waiting_on_batch_1(project, bstub, cli) -> None:
+    """Run 1 submits a batch of the 6 requests; run 2 (same model, prompt and conditions) is started online and
+    leaves all 6 waiting on it (exit 3)."""
+    assert cli(*_evaluate_args(project, bstub.openai_url, "--batch", "openai")).code == 0
+    live = cli(*_evaluate_args(project, bstub.openai_url, "--json"))
+    assert live.code == 3, live.err
+    assert live.json()["waiting_elsewhere"] == 6 and _responses(project, 2) == []
+    assert "--collect` fills run 2" in live.err
+
+
+def test_collect_completes_the_live_run_waiting_on_the_batch_at_no_cost(audio_project, bstub, cli):
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    collected = cli("batches", audio_project.path, "--collect", "--json")
+    assert collected.code == 0, collected.err
+    summary = collected.json()
+    assert summary["collected"] == [1] and summary["answered"] == 6
+    assert summary["filled"] == [{"run_id": 2, "results": 6}] and summary["still_incomplete"] == []
+    assert _run(audio_project, 1)["status"] == "finished" and _run(audio_project, 2)["status"] == "finished"
+    uploaded = _uploaded_keys(bstub)
+    assert len(uploaded) == 6 and max(uploaded.values()) == 1, "each request went to the provider once"
+    assert bstub.paths("POST").count(CHAT) == 0, "nothing sent online"
+    first, second = _answers(audio_project, 1), _answers(audio_project, 2)
+    assert len(second) == 6 and second == first, "run 2 holds batch 1's answers"
+    assert _run(audio_project, 1)["cost_usd"] > 0 and _run(audio_project, 2)["cost_usd"] == 0  # paid once
+    rows = _responses(audio_project, 2)
+    assert all(row["cached"] and row["error"] is None and not row["cost_usd"] for row in rows)
+    assert _rows_per_request(audio_project, 2) == [1] * 6
+
+
+def test_collect_says_which_runs_it_filled(audio_project, bstub, cli):
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    collected = cli("batches", audio_project.path, "--collect")
+    assert collected.code == 0, collected.err
+    assert "run 2: 6 result(s) filled from the response cache at no cost" in collected.out
+    assert "still incomplete" not in collected.err and "--run 2" not in collected.err
+    assert cli("batches", audio_project.path, "--collect").out.strip() == "nothing to collect"
+
+
+def test_a_run_a_live_job_holds_is_left_to_it_and_the_note_says_to_resume(audio_project, bstub, cli):
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    with tracked_job(audio_project.path, "evaluate", "run 2 resumed elsewhere", claim=run_claim(2)):
+        collected = cli("batches", audio_project.path, "--collect", "--json")
+    assert collected.code == 0, collected.err
+    summary = collected.json()
+    assert summary["filled"] == [] and [entry["run_id"] for entry in summary["still_incomplete"]] == [2]
+    assert "held by a live job" in summary["still_incomplete"][0]["why"]
+    assert _responses(audio_project, 2) == [] and _run(audio_project, 2)["status"] == "created"
+    text = cli("batches", audio_project.path, "--collect")  # nothing left to collect: run 2 is not looked at again
+    assert text.out.strip() == "nothing to collect"
+    resumed = cli(*_evaluate_args(audio_project, bstub.openai_url, "--run", "2", "--json"))
+    assert resumed.code == 0, resumed.err
+    assert resumed.json()["fresh_requests"] == 0 and resumed.json()["cost_usd"] == 0
+    assert _rows_per_request(audio_project, 2) == [1] * 6 and bstub.paths("POST").count(CHAT) == 0
+
+
+def test_the_note_of_a_held_run_is_printed_on_stderr(audio_project, bstub, cli):
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    with tracked_job(audio_project.path, "evaluate", "run 2 resumed elsewhere", claim=run_claim(2)):
+        collected = cli("batches", audio_project.path, "--collect")
+    assert collected.code == 0, collected.err
+    assert "note: run 2 is still incomplete" in collected.err and "--run 2` resumes it" in collected.err
+    assert "filled" not in collected.out
+
+
+def test_a_resume_and_a_collect_at_the_same_time_store_each_result_once(audio_project, bstub, cli):
+    """Whichever of the two processes holds run 2 first fills it; the other leaves it (the collect) or finds
+    it answered (the resume, which then waits for the run or stores what the cache answers): one row per request,
+    nothing sent online, nothing paid twice."""
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    env = {**os.environ, **TEST_KEYS}
+    commands = [
+        [SPOKENBENCH, "batches", str(audio_project.path), "--collect", "--json"],
+        [SPOKENBENCH, *_evaluate_args(audio_project, bstub.openai_url, "--run", "2", "--wait", "--json")],
+    ]
+    started = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for command in commands
+    ]
+    outputs = [process.communicate(timeout=120) for process in started]
+    codes = [process.returncode for process in started]
+    assert codes[0] == 0, outputs[0][1]
+    assert codes[1] in (0, 3), outputs[1][1]  # 3: it ran before the batch was collected, leaving run 2 waiting
+    filled = json.loads(outputs[0][0])["filled"]
+    if codes[1] == 3:
+        assert filled == [{"run_id": 2, "results": 6}], outputs
+    assert _rows_per_request(audio_project, 2) == [1] * 6
+    assert _answers(audio_project, 2) == _answers(audio_project, 1)
+    assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    assert bstub.paths("POST").count(CHAT) == 0 and max(_uploaded_keys(bstub).values()) == 1
