@@ -324,6 +324,10 @@ class BatchesController(QObject):
             )
             if summary.failed:
                 parts.append("Resume the run on the Evaluate page to send the failed requests again.")
+        for filled in summary.filled:  # other runs that waited on these batches, filled from the response cache
+            parts.append(f"Run {filled['run_id']}: {filled['results']:,} result(s) filled from the cache at no cost.")
+        for run in summary.still_incomplete:
+            parts.append(f"Run {run['run_id']} is still incomplete ({run['why']}); resume it on the Evaluate page.")
         for orphan in summary.orphans:  # a killed submitter's part: found by its tag, or never created
             if orphan["outcome"] != "kept":
                 parts.append(f"Batch {orphan['batch_id']}: {orphan['note']}.")

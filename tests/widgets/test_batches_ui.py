@@ -293,3 +293,29 @@ def test_the_jobs_panel_finds_a_killed_submitters_batch_and_collects_it(page, jo
     qtbot.waitUntil(lambda: batch_rows(audio_path)[0]["state"] == "collected", timeout=10_000)
     assert responses(audio_path) == 6 and len(to_stub.state.batches) == 1
     qtbot.waitUntil(lambda: "found at the provider by its tag" in view.message.text(), timeout=5_000)
+
+
+@pytest.mark.slow
+def test_the_jobs_panels_collect_fills_a_run_waiting_on_the_batch(page, jobs, to_stub, qtbot, audio_path):
+    """A second run of the same plan leaves its requests to the first run's batch; the jobs panel's collect fills
+    it from the response cache (collect_batches) and the Evaluate page's runs list shows it finished."""
+    from spokenbench.core.evaluation.batches import submit_batches_for_settings
+
+    jobs.batches.auto_collect = False
+    prepare(page, qtbot, way="batch")
+    page.view.start_button.click()
+    wait_done(qtbot, page.last_batch)
+    with opened(audio_path) as project:
+        settings = dataclasses.replace(launcher.settings_for_run(project.conn, 1), run_id=None, name="second")
+        second = submit_batches_for_settings(project, settings, "openai")
+    assert second.run_id == 2 and second.waiting_elsewhere == 6 and second.lines == 0
+    view = jobs.panel.batches
+    qtbot.waitUntil(lambda: len(view.rows) == 1 and view.collect_button.isEnabled(), timeout=5_000)
+    view.collect_button.click()
+    summary = wait_done(qtbot, jobs.batches.collect_op)
+    assert summary.filled == [{"run_id": 2, "results": 6}]
+    assert "Run 2: 6 result(s) filled from the cache at no cost." in view.message.text()
+    # the collect's changes (runs, responses) make the page read its runs again, off the UI thread
+    qtbot.waitUntil(lambda: any(run.run_id == 2 and run.status == "finished" for run in page.runs), timeout=5_000)
+    run = next(run for run in page.runs if run.run_id == 2)
+    assert run.responses == 6 and run.cost_usd == 0
