@@ -888,13 +888,17 @@ def collect_batches(
 def _fill_waiting_runs(project: Project, summary: CollectSummary, progress: Progress) -> None:
     """Every unfinished run of a collected batch's model gets the planned requests the response cache now
     answers, stored as a resume stores them (`_plan_lines`, `_store_cached`: no provider call, no cost), under
-    the run's claim: a run a live job holds (being resumed now) is left to that job. Said in `summary`."""
+    the run's claim: a run a live job holds (being resumed now) is left to that job, and a run the user
+    cancelled stays as they left it. Said in `summary`."""
     from spokenbench.core.evaluation.launcher import settings_for_run
 
     models = {row["model"] for row in batch_store.batch_rows(project.conn) if row["id"] in summary.collected}
     runs = [
         row["id"]
-        for row in project.conn.execute("SELECT id, model, status FROM runs WHERE status != 'finished' ORDER BY id")
+        for row in project.conn.execute(
+            "SELECT id, model, status FROM runs WHERE status != 'finished' "
+            "AND NOT (status = 'cancelled' AND stop_reason IS 'cancelled') ORDER BY id"
+        )
         if row["model"] in models
     ]
     for run_id in runs:

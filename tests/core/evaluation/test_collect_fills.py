@@ -67,6 +67,17 @@ def test_collect_completes_the_live_run_waiting_on_the_batch_at_no_cost(audio_pr
     assert _rows_per_request(audio_project, 2) == [1] * 6
 
 
+def test_a_run_the_user_cancelled_is_not_filled(audio_project, bstub, cli):
+    """Cancelled by the user (Cancel, not a budget stop or an interruption): the collect leaves it as it was."""
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    with audio_project.transaction() as conn:
+        conn.execute("UPDATE runs SET status = 'cancelled', stop_reason = 'cancelled' WHERE id = 2")
+    collected = cli("batches", audio_project.path, "--collect", "--json")
+    assert collected.code == 0, collected.err
+    assert collected.json()["filled"] == [] and _responses(audio_project, 2) == []
+    assert _run(audio_project, 2)["status"] == "cancelled" and _run(audio_project, 1)["status"] == "finished"
+
+
 def test_collect_says_which_runs_it_filled(audio_project, bstub, cli):
     _live_run_waiting_on_batch_1(audio_project, bstub, cli)
     collected = cli("batches", audio_project.path, "--collect")
