@@ -893,14 +893,7 @@ def _fill_waiting_runs(project: Project, summary: CollectSummary, progress: Prog
     from spokenbench.core.evaluation.launcher import settings_for_run
 
     models = {row["model"] for row in batch_store.batch_rows(project.conn) if row["id"] in summary.collected}
-    runs = [
-        row["id"]
-        for row in project.conn.execute(
-            "SELECT id, model, status FROM runs WHERE status != 'finished' "
-            "AND NOT (status = 'cancelled' AND stop_reason IS 'cancelled') ORDER BY id"
-        )
-        if row["model"] in models
-    ]
+    runs = store.runs_left_to_fill(project.conn, models)
     for run_id in runs:
         progress.check_cancelled()
         try:

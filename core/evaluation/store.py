@@ -112,6 +112,16 @@ def find_resumable_run(
     ).fetchone()
 
 
+def runs_left_to_fill(conn: sqlite3.Connection, models: set[str]) -> list[int]:
+    """The ids of the runs of `models` not finished, by id, but for those the user cancelled (a budget stop or an
+    interruption is still to be completed): the runs a collected batch may complete from the response cache."""
+    rows = conn.execute(
+        "SELECT id, model FROM runs WHERE status != 'finished' "
+        "AND NOT (status = 'cancelled' AND stop_reason IS 'cancelled') ORDER BY id"
+    )
+    return [run_id for run_id, model in rows if model in models]
+
+
 def mark_run(
     conn: sqlite3.Connection,
     run_id: int,
