@@ -44,8 +44,8 @@ def _assemble(project, items):
             add_assembled(project, item_id, condition, frequency=200 + 20 * number + 10 * offset)
 
 
-def _evaluate_args(project, url, *extra):
-    return ["evaluate", str(project.path), "--model", OPENAI, "--base-url", url, "--mode", "audio"] + [
+def _evaluate_args(project, url, *extra, model=OPENAI):
+    return ["evaluate", str(project.path), "--model", model, "--base-url", url, "--mode", "audio"] + [
         "--prompt",
         "standard",
         *extra,

@@ -8,14 +8,12 @@ the loopback batch stub; the stub counts what was created (what would be paid fo
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections import Counter
-from pathlib import Path
 
 import pytest
 from batch_stub import BatchStub
 from eval_support import TEST_KEYS
+from test_batch_claims import CHAT, OPENAI, SPOKENBENCH, _evaluate_args, _uploaded_keys
 
 from spokenbench.core.evaluation import batches
 from spokenbench.core.evaluation.runner import list_runs
@@ -23,10 +21,7 @@ from spokenbench.core.store import batches as batch_store
 
 pytestmark = pytest.mark.slow  # real processes killed, real SDK round trips
 
-OPENAI = "openai:gpt-audio-mini"
 GEMINI = "gemini:gemini-2.5-flash"
-SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))
-CHAT = "/v1/chat/completions"
 
 
 @pytest.fixture
@@ -36,23 +31,9 @@ def bstub():
         yield server
 
 
-def _evaluate_args(project, model, url, *extra):
-    return ["evaluate", str(project.path), "--model", model, "--base-url", url, "--mode", "audio"] + [
-        "--prompt",
-        "standard",
-        *extra,
-    ]
-
-
-def _created_keys(bstub) -> Counter:
-    """request key → how many provider batches were created with it."""
-    with bstub.state.lock:
-        return Counter(key for batch in bstub.state.batches.values() for key, _body in batch["lines"])
-
-
 def _start_submitter(project, model, url, provider):
     return subprocess.Popen(
-        [SPOKENBENCH, *_evaluate_args(project, model, url, "--batch", provider, "--json")],
+        [SPOKENBENCH, *_evaluate_args(project, url, "--batch", provider, "--json", model=model)],
         env={**os.environ, **TEST_KEYS},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -115,7 +96,7 @@ def test_a_part_created_before_the_submitter_was_killed_is_found_by_its_tag_and_
     [remote] = bstub.state.batches.values()
     assert remote["metadata"] == {"spokenbench_batch": str(row["id"]), "spokenbench_part": row["part_tag"]}
     # meanwhile an online run of the same plan sends nothing: the part may still answer its requests
-    live = cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--run", "1", "--json"))
+    live = cli(*_evaluate_args(audio_project, bstub.openai_url, "--run", "1", "--json"))
     assert live.code == 3 and live.json()["fresh_requests"] == 0, live.err
     assert bstub.paths("POST").count(CHAT) == 0
     collected = cli("batches", audio_project.path, "--collect", "--json")
@@ -129,7 +110,7 @@ def test_a_part_created_before_the_submitter_was_killed_is_found_by_its_tag_and_
     assert _run(audio_project, 1)["status"] == "finished"
     responses = audio_project.conn.execute("SELECT error FROM responses WHERE run_id = 1").fetchall()
     assert len(responses) == 6 and all(r["error"] is None for r in responses)
-    created = _created_keys(bstub)
+    created = _uploaded_keys(bstub)
     assert len(bstub.state.batches) == 1 and len(created) == 6 and max(created.values()) == 1, "paid once"
     text = cli("batches", audio_project.path, "--collect")
     assert text.code == 0 and "nothing to collect" in text.out
@@ -137,7 +118,7 @@ def test_a_part_created_before_the_submitter_was_killed_is_found_by_its_tag_and_
 
 def test_a_resumed_submit_adopts_the_killed_part_instead_of_paying_for_it_again(audio_project, bstub, cli):
     _killed_after_create(audio_project, OPENAI, bstub.openai_url, "openai", bstub)
-    resumed = cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--run", "1", "--json"))
+    resumed = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--run", "1", "--json"))
     assert resumed.code == 0, resumed.err
     summary = resumed.json()
     assert summary["lines"] == 0 and summary["waiting_elsewhere"] == 6
@@ -163,12 +144,12 @@ def test_a_part_never_created_is_released_and_the_resume_submits_it_once(audio_p
     assert released.code == 0, released.err
     assert "batch 1 (run 1): never created at the provider" in released.out and "resume run 1" in released.out
     assert _rows(audio_project) == []
-    resumed = cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--resume", "--json"))
+    resumed = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--resume", "--json"))
     assert resumed.code == 0, resumed.err
     assert resumed.json()["run_id"] == 1 and resumed.json()["lines"] == 6 and resumed.json()["orphans"] == []
     assert cli("batches", audio_project.path, "--collect").code == 0
     assert _run(audio_project, 1)["status"] == "finished"
-    created = _created_keys(bstub)
+    created = _uploaded_keys(bstub)
     assert len(bstub.state.batches) == 1 and len(created) == 6 and max(created.values()) == 1
 
 
@@ -181,7 +162,7 @@ def test_a_create_answered_with_a_server_error_is_not_retried_and_its_part_is_ke
     monkeypatch.setattr(batches, "ORPHAN_GRACE_S", 0.0)
     bstub.state.create_reply_status = 500
     url = bstub.openai_url if provider == "openai" else bstub.gemini_url
-    failed = cli(*_evaluate_args(audio_project, model, url, "--batch", provider))
+    failed = cli(*_evaluate_args(audio_project, url, "--batch", provider, model=model))
     assert failed.code == 2 and "Traceback" not in failed.err
     assert "did not confirm batch 1" in failed.err and "it is kept" in failed.err, failed.err
     assert len(bstub.state.batches) == 1, "the create was not retried"
@@ -247,7 +228,7 @@ def test_a_provider_error_while_searching_keeps_the_part_and_says_so(audio_proje
     """The same state as a killed submitter leaves (a finished submit's part with its id unstored, written here
     directly to keep the test quick): the list fails, so nothing is deleted or submitted again."""
     monkeypatch.setattr(batches, "ORPHAN_GRACE_S", 0.0)
-    assert cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai")).code == 0
+    assert cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai")).code == 0
     with audio_project.transaction() as conn:
         batch_store.update_batch(conn, 1, state="submitting", remote_id=None)
     bstub.state.list_failure = failure
@@ -262,7 +243,7 @@ def test_a_provider_error_while_searching_keeps_the_part_and_says_so(audio_proje
     assert text.code == 0 and "batch 1: not finished (submitting: its submitter stopped;" in text.out
     assert len(_rows(audio_project)) == 1 and _rows(audio_project)[0]["state"] == "submitting"
     # a resumed submit does not pay for them either: they wait in the kept part
-    resumed = cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--run", "1", "--json"))
+    resumed = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--run", "1", "--json"))
     assert resumed.code == 0, resumed.err
     assert resumed.json()["lines"] == 0 and resumed.json()["waiting_elsewhere"] == 6
     assert len(bstub.state.batches) == 1
@@ -277,7 +258,7 @@ def test_a_search_that_reaches_its_bound_without_the_part_keeps_it(audio_project
     monkeypatch.setattr(batches, "ORPHAN_GRACE_S", 0.0)
     monkeypatch.setattr(batches, "ORPHAN_SEARCH_PAGES", 2)
     bstub.state.list_page_size = 1
-    assert cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai")).code == 0
+    assert cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai")).code == 0
     with bstub.state.lock:  # three batches of another project on the account, created after the part
         for number in range(3):
             bstub.state.batches[f"batch_other{number}"] = {
@@ -315,7 +296,7 @@ def test_a_gemini_part_created_before_the_submitter_was_killed_is_found_by_its_d
 def test_a_gemini_part_never_created_is_released(audio_project, bstub, cli, monkeypatch):
     """Written directly (a finished submit's row with its id unstored and a tag the provider never saw)."""
     monkeypatch.setattr(batches, "ORPHAN_GRACE_S", 0.0)
-    assert cli(*_evaluate_args(audio_project, GEMINI, bstub.gemini_url, "--batch", "gemini")).code == 0
+    assert cli(*_evaluate_args(audio_project, bstub.gemini_url, "--batch", "gemini", model=GEMINI)).code == 0
     with audio_project.transaction() as conn:
         batch_store.update_batch(conn, 1, state="submitting", remote_id=None, part_tag="0123456789abcdef")
     bstub.state.list_page_size = 1
@@ -331,7 +312,7 @@ def test_a_gemini_part_never_created_is_released(audio_project, bstub, cli, monk
 
 
 def test_an_untagged_part_from_before_tags_keeps_its_old_message(audio_project, bstub, cli):
-    assert cli(*_evaluate_args(audio_project, OPENAI, bstub.openai_url, "--batch", "openai")).code == 0
+    assert cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai")).code == 0
     with audio_project.transaction() as conn:
         batch_store.update_batch(conn, 1, state="submitting", remote_id=None, part_tag=None)
     collected = cli("batches", audio_project.path, "--collect", "--json")
