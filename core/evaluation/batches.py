@@ -79,7 +79,7 @@ from spokenbench.core.evaluation.preparation import (
 from spokenbench.core.evaluation.request_claims import Waits, claim_name, held_elsewhere
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.jobs.registry import JobClaimed, _parse_time, get_job, tracked_job
+from spokenbench.core.jobs.registry import JobClaimed, get_job, parse_stored_time, tracked_job
 from spokenbench.core.jobs.remote import classify_error, redact, strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
@@ -557,7 +557,7 @@ def _find_openai_part(row, client) -> dict | None:
     """The found batch's fields, or None when the provider's list (newest first) reached batches created well
     before the part without it. Provider errors propagate."""
     wanted = _openai_metadata(row["id"], row["part_tag"])
-    oldest = _parse_time(row["created_at"]) - ORPHAN_CLOCK_MARGIN_S
+    oldest = parse_stored_time(row["created_at"]) - ORPHAN_CLOCK_MARGIN_S
     after = None
     for _page in range(ORPHAN_SEARCH_PAGES):
         page = client.batches.list(limit=ORPHAN_PAGE_SIZE, **({"after": after} if after else {}))

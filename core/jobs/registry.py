@@ -110,8 +110,8 @@ class JobInfo:
 
     @property
     def elapsed_s(self) -> float:
-        end = _parse_time(self.finished_at) if self.finished_at else time.time()
-        return max(0.0, end - _parse_time(self.started_at))
+        end = parse_stored_time(self.finished_at) if self.finished_at else time.time()
+        return max(0.0, end - parse_stored_time(self.started_at))
 
     @property
     def eta_s(self) -> float | None:
@@ -127,7 +127,7 @@ class JobInfo:
         return data
 
 
-def _parse_time(stamp: str) -> float:
+def parse_stored_time(stamp: str) -> float:
     """A stored time; one that is not a time (a crafted row) reads as long ago, so its job shows as stopped."""
     try:
         return _dt.datetime.fromisoformat(stamp).timestamp()
@@ -151,7 +151,7 @@ def _stored_argv(text) -> list[str] | None:
 
 
 def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
-    age = max(0.0, now - _parse_time(row["heartbeat_at"]))
+    age = max(0.0, now - parse_stored_time(row["heartbeat_at"]))
     status = row["status"]
     if status == "running" and (age > STALE_AFTER_S or process_alive(row["pid"], row["host"]) is False):
         status = "interrupted"
