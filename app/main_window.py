@@ -931,11 +931,13 @@ class MainWindow(QMainWindow):
 
     def _jobs_toggled(self, shown: bool) -> None:
         """Ctrl+J (or the Jobs button) opens the panel with the keyboard in it, so Esc closes it again; closed,
-        the page has the keys back."""
+        the page has the keys back (where the user left them, if they were on the page all along)."""
         if shown:
             self.jobs_panel.take_focus()
         else:
-            self.focus_page()
+            focused = QApplication.focusWidget()
+            if focused is None or not self.page_stack.currentWidget().isAncestorOf(focused):
+                self.focus_page()
 
     def _keyboard_in_jobs(self) -> bool:
         focused = QApplication.focusWidget()
