@@ -2,6 +2,7 @@
 written directly (audio assembly itself belongs to core/audio)."""
 
 import pytest
+from batch_stub import BatchStub
 from eval_support import TEST_KEYS, add_assembled, add_items
 from model_stub import StubServer
 
@@ -49,3 +50,12 @@ def audio_project(project):
                 Condition(language="en", accent="american", voice="Zephyr", gender="female", order=order),
             )
     return project
+
+
+@pytest.fixture
+def bstub():
+    """The loopback batch stub, its batches finished at their first poll (test_openai_batch_submit_poll_collect_at_
+    half_price and test_gemini_batch follow every state)."""
+    with BatchStub() as server:
+        server.state.instant = True
+        yield server

@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from batch_stub import BatchStub
 from eval_support import TEST_KEYS, add_assembled, add_items
 
 from spokenbench.core.domain.conditions import Condition
@@ -27,13 +26,6 @@ pytestmark = pytest.mark.slow  # real SDK round trips through the batch stub, re
 OPENAI = "openai:gpt-audio-mini"
 SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))
 CHAT = "/v1/chat/completions"
-
-
-@pytest.fixture
-def bstub():
-    with BatchStub() as server:
-        server.state.instant = True
-        yield server
 
 
 def _assemble(project, items):

@@ -11,7 +11,6 @@ import subprocess
 import time
 
 import pytest
-from batch_stub import BatchStub
 from eval_support import TEST_KEYS
 from test_batch_claims import CHAT, OPENAI, SPOKENBENCH, _evaluate_args, _uploaded_keys
 
@@ -22,13 +21,6 @@ from spokenbench.core.store import batches as batch_store
 pytestmark = pytest.mark.slow  # real processes killed, real SDK round trips
 
 GEMINI = "gemini:gemini-2.5-flash"
-
-
-@pytest.fixture
-def bstub():
-    with BatchStub() as server:
-        server.state.instant = True
-        yield server
 
 
 def _start_submitter(project, model, url, provider):

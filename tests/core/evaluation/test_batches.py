@@ -5,7 +5,6 @@ import base64
 import json
 
 import pytest
-from batch_stub import BatchStub
 from eval_support import add_assembled, add_items
 
 from spokenbench.core.domain.conditions import Condition
@@ -17,15 +16,6 @@ from spokenbench.core.evaluation.preparation import RequestBuilder, RunSettings,
 OPENAI = "openai:gpt-audio-mini"
 GEMINI = "gemini:gemini-2.5-flash"
 REQUEST_FORMAT_KEYS = {"custom_id", "method", "url", "body"}
-
-
-@pytest.fixture
-def bstub():
-    """Batches finish at their first poll (test_openai_batch_submit_poll_collect_at_half_price and
-    test_gemini_batch follow every state)."""
-    with BatchStub() as server:
-        server.state.instant = True
-        yield server
 
 
 def _evaluate(cli, project, model, url, *extra):

@@ -7,7 +7,6 @@ import os
 import subprocess
 
 import pytest
-from batch_stub import BatchStub
 from eval_support import TEST_KEYS
 from test_batch_claims import CHAT, SPOKENBENCH, _evaluate_args, _responses, _run, _uploaded_keys
 
@@ -15,13 +14,6 @@ from spokenbench.core.evaluation.preparation import run_claim
 from spokenbench.core.jobs.registry import tracked_job
 
 pytestmark = pytest.mark.slow  # real SDK round trips through the batch stub, real processes
-
-
-@pytest.fixture
-def bstub():
-    with BatchStub() as server:
-        server.state.instant = True
-        yield server
 
 
 def _answers(project, run_id) -> dict:
