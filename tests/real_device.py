@@ -225,7 +225,7 @@ class Heartbeat:
             values = self.read()
             if values is not None:
                 self.values = values
-            if self.watching:
+            if self.watching and self.values[0] > 0:  # measured from the first beat read, never from 0
                 gap = now - self.values[0]
                 self.longest_gap = max(self.longest_gap, gap)
                 if gap > FREEZE_S:
@@ -246,8 +246,10 @@ class Heartbeat:
             if self.process.poll() is not None:
                 return False
             values = self.read()
-            if values is not None and condition(*values):
-                return True
+            if values is not None:
+                self.values = values  # the watchdog starts from the last beat seen here, not from nothing
+                if condition(*values):
+                    return True
             time.sleep(0.05)
         return False
 
