@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from spokenbench.core.domain.items import Item
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import (
     AudioInput,
@@ -37,9 +38,11 @@ from spokenbench.core.evaluation.batch_records import (
     _store_cached,
     batch_price,
 )
+from spokenbench.core.evaluation.plans import PlannedRequest
 from spokenbench.core.evaluation.preparation import (
     EvaluationPreparation,
     Job,
+    JobParts,
     RequestBuilder,
     RunSettings,
     prepare_evaluation,
@@ -178,19 +181,35 @@ class _Contexts:
 
     def of(self, job: Job) -> tuple[str | None, str, str]:
         """(system, user, context) of the job's answer request."""
-        planned = job.planned
-        language = job.item.language
-        presentation = (planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language)
+        return self.of_parts(job.planned, job.item, job.question, job.option_texts, job.audio)
+
+    def shape_of(self, option_order: str, label_sequence: str, spoken_labels: bool, language: str) -> tuple | None:
+        """A presentation's (system, user, context pieces, sources) (`_shape`), made once."""
+        presentation = (option_order, label_sequence, spoken_labels, language)
         shape = self._shapes.get(presentation, _UNSEEN)
         if shape is _UNSEEN:
             shape = self._shapes[presentation] = self._shape(*presentation)
-        audio = job.audio if self.heard else ()
+        return shape
+
+    def encoded(self, option_texts: tuple) -> tuple[str, ...] | None:
+        """The option texts as JSON strings (`_encode`), kept for the neighbouring requests of their item."""
+        encoded = self._encoded.get(option_texts, _UNSEEN)
+        if encoded is _UNSEEN:
+            if len(self._encoded) >= self.KNOWN_TEXTS:
+                self._encoded.clear()
+            encoded = self._encoded[option_texts] = self._encode(option_texts)
+        return encoded
+
+    def of_parts(
+        self, planned: PlannedRequest, item: Item, question: str, option_texts: tuple, audio: tuple
+    ) -> tuple[str | None, str, str]:
+        """`of` a job given as its fields (`JobParts`): no Job is made unless its texts are rendered whole."""
+        language = item.language
+        shape = self.shape_of(planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language)
+        if not self.heard:
+            audio = ()
         if shape is not None:
-            encoded = self._encoded.get(job.option_texts, _UNSEEN)
-            if encoded is _UNSEEN:
-                if len(self._encoded) >= self.KNOWN_TEXTS:
-                    self._encoded.clear()
-                encoded = self._encoded[job.option_texts] = self._encode(job.option_texts)
+            encoded = self.encoded(option_texts)
             seconds = 0
             for clip in audio:
                 seconds += clip.seconds
@@ -200,12 +219,16 @@ class _Contexts:
                 context = [pieces[0]]
                 for source, piece in zip(sources, pieces[1:]):
                     context += (encoded[source], piece)
-                audio_est = self.keyer.estimate_tokens_of(system, user, seconds)[1]
-                context.append(f'{int.__repr__(audio_est)},"audio_s":{number.__repr__(seconds)}}}')
+                context.append(self.audio_tail(system, user, seconds))
                 return system, user, "".join(context)
-        rendered = self.builder.render(job)
+        rendered = self.builder.render(Job(planned, item, question, option_texts, audio))
         request = ModelRequest(rendered.system, rendered.user, audio, language=language)
         return rendered.system, rendered.user, _context(rendered, self.keyer, request)
+
+    def audio_tail(self, system: str | None, user: str, seconds) -> str:
+        """The context's end after its '"audio_est":' for this much audio heard."""
+        audio_est = self.keyer.estimate_tokens_of(system, user, seconds)[1]
+        return f'{int.__repr__(audio_est)},"audio_s":{type(seconds).__repr__(seconds)}}}'
 
     def _shape(self, option_order: str, label_sequence: str, spoken_labels: bool, language: str) -> tuple | None:
         """(system, user, the context's pieces around its option texts up to its audio estimate, the option text
@@ -243,6 +266,97 @@ class _Contexts:
 
 
 _UNSEEN = object()
+
+
+class _LinePlanner:
+    """A batch file's planned requests as (key, context, line), without an object per request: what depends only
+    on the presentation and the clip's format (the texts, the context's JSON around the option texts and the audio
+    estimate as one format string, the line's bytes after its key and after its audio) is made once, from
+    `_Contexts` and `_Writer`, the pieces every other request is made of. Per request only the key, the item's
+    encoded option texts, the seconds heard and the clip are put in. A request with other audio (none, several
+    clips, a convention that does not splice) or texts holding its question is made by `_Contexts.of_parts` and
+    `_Writer.line_spec`, as the pieces were."""
+
+    KNOWN_SECONDS = 4096  # context endings kept per presentation, by the seconds heard
+
+    def __init__(self, contexts: _Contexts, writer: _Writer):
+        self.contexts, self.writer = contexts, writer
+        self._presentations: dict[tuple, tuple | None] = {}
+
+    def plan(self, entries: Iterable[tuple[JobParts, str | None]]) -> list[tuple[JobParts, str, str, tuple]]:
+        """(parts, key, context, how its line is made: `line`'s argument) of each (parts, key); a key that is
+        None (not keyed while preparing) is made here, as `RequestBuilder.answer`'s request's."""
+        contexts, presentations = self.contexts, self._presentations
+        heard, known_texts = contexts.heard, contexts._encoded
+        planned_lines = []
+        for parts, key in entries:
+            planned, item, _question, option_texts, audio = parts
+            if heard and len(audio) == 1 and key is not None:
+                (clip,) = audio
+                fields = (planned.option_order, planned.label_sequence, planned.condition_key, item.language)
+                presentation = presentations.get(fields + (clip.format,), _UNSEEN)
+                if presentation is _UNSEEN:
+                    presentation = self._presentation(planned, item.language, clip.format)
+                if presentation is not None:
+                    template, line, endings, _texts = presentation
+                    encoded = known_texts.get(option_texts, _UNSEEN)
+                    if encoded is _UNSEEN:
+                        encoded = contexts.encoded(option_texts)
+                    seconds = 0 + clip.seconds  # as `_Contexts.of_parts` sums them
+                    ending = endings.get((seconds, type(seconds))) or self._ending(presentation, seconds)
+                    if encoded is not None and ending is not None:
+                        planned_lines.append((parts, key, template.format(*encoded, ending), line))
+                        continue
+            system, user, context = contexts.of_parts(*parts)
+            if key is None:
+                heard_audio = audio if heard else ()
+                key = contexts.keyer.request_key(ModelRequest(system, user, heard_audio, language=item.language))
+            planned_lines.append((parts, key, context, (system, user)))
+        return planned_lines
+
+    def line(self, parts: JobParts, key: str, how: tuple) -> LineSpec:
+        """The request's line: its key and clip put between its presentation's bytes (`how`: (bytes after the
+        key, bytes after the audio)), or made by `_Writer` from its texts (`how`: (system, user))."""
+        audio = parts[4] if self.contexts.heard else ()
+        if type(how[0]) is bytes:
+            clip = audio[0]
+            return _LINE_HEAD + _json_ascii(key).encode() + how[0], ((clip.sha256, clip.format, how[1]),)
+        system, user = how
+        writer = self.writer
+        if writer.splice and audio:
+            return writer.spliced_spec(key, system, user, audio)
+        return writer.line_spec(_Line(key, ModelRequest(system, user, audio, language=parts[1].language), []))
+
+    def _presentation(self, planned: PlannedRequest, language: str, audio_format: str) -> tuple | None:
+        """(the context's format string, the line's bytes after the key and after the audio, the context endings
+        by seconds) of a presentation heard as one clip of this format; None: made per request."""
+        shape = self.contexts.shape_of(
+            planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language
+        )
+        presentation = None
+        if shape is not None and self.writer.splice:
+            system, user, pieces, sources = shape
+            escaped = [piece.replace("{", "{{").replace("}", "}}") for piece in pieces]
+            template = escaped[0]
+            for source, piece in zip(sources, escaped[1:]):
+                template += f"{{{source}}}{piece}"
+            template += f"{{{len(sources)}}}"  # the ending: the audio estimate and the seconds heard
+            middle, (after,) = self.writer._body_pieces(system, user, (audio_format,))
+            presentation = (template, (middle, after), {}, (system, user))
+        key = (planned.option_order, planned.label_sequence, planned.condition_key, language, audio_format)
+        self._presentations[key] = presentation
+        return presentation
+
+    def _ending(self, presentation: tuple, seconds) -> str | None:
+        """The context's ending for this much audio (None: not a whole or finite number: made by json)."""
+        number = type(seconds)
+        if not (number is int or (number is float and math.isfinite(seconds))):
+            return None
+        _template, _line, endings, (system, user) = presentation
+        if len(endings) >= self.KNOWN_SECONDS:
+            endings.clear()
+        ending = endings[(seconds, number)] = self.contexts.audio_tail(system, user, seconds)
+        return ending
 
 
 class _Clip:
@@ -454,10 +568,16 @@ def write_batch_file(
     builder = RequestBuilder(settings, prepared.preset, None)
     keyer = ModelAdapter(prepared.preset, settings.params)
     stored = store.done_keys(project.conn, run_id)
-    keys = prepared.request_keys or [None] * len(prepared.jobs)  # by plan position: keyed while preparing
-    todo = [(job, key) for job, key in zip(prepared.jobs, keys) if not stored or job.key not in stored]
-    contexts = _Contexts(prepared, builder, keyer)
-    writer = _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None))
+    keys = prepared.request_keys or [None] * prepared.request_count  # by plan position: keyed while preparing
+    todo = [
+        (parts, key)
+        for parts, key in zip(prepared.job_parts(), keys)
+        if not stored or (parts[0].item_id, parts[0].condition_key) not in stored
+    ]
+    planner = _LinePlanner(
+        _Contexts(prepared, builder, keyer),
+        _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None)),
+    )
     with project.transaction() as conn:
         batch_id = batch_store.insert_batch(
             conn,
@@ -481,34 +601,23 @@ def write_batch_file(
             specs: list[LineSpec] = []
             for start in range(0, len(todo), WRITE_CHUNK):
                 progress.check_cancelled()
-                keyed = []
-                for job, key in todo[start : start + WRITE_CHUNK]:
-                    system, user, context = contexts.of(job)
-                    if key is None:  # not keyed while preparing (stored since, or a plan made otherwise)
-                        audio = job.audio if contexts.heard else ()
-                        key = keyer.request_key(ModelRequest(system, user, audio, language=job.item.language))
-                    keyed.append((job, key, system, user, context))
+                keyed = planner.plan(todo[start : start + WRITE_CHUNK])
                 hits = store.cached_replies(project.conn, sorted({entry[1] for entry in keyed}))
                 rows, answered = [], []
-                for job, key, system, user, context in keyed:
+                for parts, key, context, how in keyed:
                     from_cache = seen.get(key)
                     if from_cache is None:
                         from_cache = seen[key] = key in hits
                         if not from_cache:
-                            audio = job.audio if contexts.heard else ()
-                            if writer.splice and audio:
-                                specs.append(writer.spliced_spec(key, system, user, audio))
-                            else:
-                                request = ModelRequest(system, user, audio, language=job.item.language)
-                                specs.append(writer.line_spec(_Line(key, request, [])))
+                            specs.append(planner.line(parts, key, how))
                             lines += 1
                             if len(specs) >= SEND_LINES:  # the readers start on them while the next are planned
                                 sink.write(specs)
                                 specs.clear()
+                    planned = parts[0]
                     if from_cache:
-                        answered.append((job, key, context))
+                        answered.append((Job(*parts), key, context))
                     else:
-                        planned = job.planned
                         rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
                 sink.write(specs)
                 specs.clear()
