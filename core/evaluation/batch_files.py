@@ -397,8 +397,6 @@ class _LineSink:
     writev release the GIL, so the sha256 and the writes run on the other core while the caller plans the next
     lines and records them in the database. Without, everything is done in the caller's thread (one core)."""
 
-    GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
-    # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
     CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
     UNIT_LINES = 32  # lines whose clips one reader task reads (fewer hand-overs between the threads: measured
     # 2.3 s of CPU for 20,000 lines against 2.7 s with tasks of 8)
@@ -409,8 +407,9 @@ class _LineSink:
         self.fd, self.written = fd, 0
         self._source = _ClipSource(audio, verified)
         self._recent: dict[tuple[str, str], _Clip] = {}  # the last CACHED_CLIPS clips, least recent first
-        self._lines: list[list] = []  # the unit being filled: each line's pieces (bytes, or a _Clip)
+        self._pieces: list = []  # the unit being filled: its lines' pieces, in order (bytes, or a _Clip)
         self._reads: list[_Clip] = []  # the clips it reads
+        self._count = 0  # its lines
         self._units: collections.deque = collections.deque()  # (lines, clips, their reading: a Future or None)
         self._pool = self._handed = self._writer = self._failure = None
         self._stopped = False
@@ -444,9 +443,9 @@ class _LineSink:
                 return
 
     def _add(self, specs: Iterable[LineSpec]) -> None:
-        recent, reads, lines = self._recent, self._reads, self._lines
+        recent, reads, pieces = self._recent, self._reads, self._pieces
         for head, audios in specs:
-            line = [head]
+            pieces.append(head)
             for sha256, audio_format, after in audios:
                 clip = recent.pop((sha256, audio_format), None)
                 if clip is None:
@@ -455,20 +454,20 @@ class _LineSink:
                     if len(recent) >= self.CACHED_CLIPS:
                         del recent[next(iter(recent))]
                 recent[(sha256, audio_format)] = clip
-                line += (clip, after)
-            lines.append(line)
-            if len(lines) >= self.UNIT_LINES:
+                pieces += (clip, after)
+            self._count += 1
+            if self._count >= self.UNIT_LINES:
                 self._queue()
-                reads, lines = self._reads, self._lines
+                reads, pieces = self._reads, self._pieces
 
     def _queue(self) -> None:
         """Hand the unit to a reader, and write the units it is now far enough ahead of."""
-        if self._lines:
+        if self._pieces:
             reading = None
             if self._pool and self._reads:
                 reading = self._pool.submit(_read_clips, self._source, self._reads)
-            self._units.append((self._lines, self._reads, reading))
-            self._lines, self._reads = [], []
+            self._units.append((self._pieces, self._reads, reading))
+            self._pieces, self._reads, self._count = [], [], 0
         ahead = self.AHEAD_UNITS if self._pool else 0
         while len(self._units) > ahead:
             self._write_unit(*self._units.popleft())
@@ -478,25 +477,16 @@ class _LineSink:
         while self._units:
             self._write_unit(*self._units.popleft())
 
-    def _write_unit(self, lines: list[list], clips: list[_Clip], reading) -> None:
+    def _write_unit(self, pieces: list, clips: list[_Clip], reading) -> None:
+        """The unit's lines, in `writev` calls of at most IOV_MAX pieces (its clips read and encoded first)."""
         if reading is None:
             _read_clips(self._source, clips)
         else:
             reading.result()  # the reader's error (the first bad clip in line order), raised here
-        gathered: list[memoryview] = []
-        size = 0
-        for line in lines:
-            for piece in line:
-                view = memoryview(piece.data if type(piece) is _Clip else piece)
-                gathered.append(view)
-                size += view.nbytes
-                if size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
-                    _write_all(self.fd, gathered)
-                    self.written += size
-                    gathered, size = [], 0
-        if gathered:
-            _write_all(self.fd, gathered)
-            self.written += size
+        data = [piece.data if type(piece) is _Clip else piece for piece in pieces]
+        for first in range(0, len(data), IOV_MAX):
+            _write_all(self.fd, data[first : first + IOV_MAX])
+        self.written += sum(map(len, data))
 
     def __enter__(self) -> _LineSink:
         return self

@@ -76,7 +76,7 @@ def test_clips_shared_by_lines_give_the_same_bytes_however_they_are_read(audio_p
             batch_files._b64encode(audio_project.audio.read_bytes(s, f)) + a for s, f, a in audios
         )
     monkeypatch.setattr(batch_files._LineSink, "CACHED_CLIPS", 1)
-    monkeypatch.setattr(batch_files._LineSink, "GATHER_BYTES", 1)  # a write per piece, too
+    monkeypatch.setattr(batch_files, "IOV_MAX", 1)  # a write per piece, too
     monkeypatch.setattr(batch_files._LineSink, "UNIT_LINES", 2)
     monkeypatch.setattr(batch_files._LineSink, "AHEAD_UNITS", 1)
     path = tmp_path / "lines.jsonl"
