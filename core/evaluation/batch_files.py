@@ -48,6 +48,7 @@ from spokenbench.core.evaluation.preparation import (
     prepare_evaluation,
 )
 from spokenbench.core.evaluation.prompts import presentation_texts, render_prompt
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
@@ -284,8 +285,8 @@ class _LinePlanner:
         self._presentations: dict[tuple, tuple | None] = {}
 
     def plan(self, entries: Iterable[tuple[JobParts, str | None]]) -> list[tuple[JobParts, str, str, tuple]]:
-        """(parts, key, context, how its line is made: `line`'s argument) of each (parts, key); a key that is
-        None (not keyed while preparing) is made here, as `RequestBuilder.answer`'s request's."""
+        """(parts, key, context, its line or how it is made: `line`'s argument) of each (parts, key); a key that
+        is None (not keyed while preparing) is made here, as `RequestBuilder.answer`'s request's."""
         contexts, presentations = self.contexts, self._presentations
         heard, known_texts = contexts.heard, contexts._encoded
         planned_lines = []
@@ -298,13 +299,14 @@ class _LinePlanner:
                 if presentation is _UNSEEN:
                     presentation = self._presentation(planned, item.language, clip.format)
                 if presentation is not None:
-                    template, line, endings, _texts = presentation
+                    template, (middle, after), endings, _texts = presentation
                     encoded = known_texts.get(option_texts, _UNSEEN)
                     if encoded is _UNSEEN:
                         encoded = contexts.encoded(option_texts)
                     seconds = 0 + clip.seconds  # as `_Contexts.of_parts` sums them
                     ending = endings.get((seconds, type(seconds))) or self._ending(presentation, seconds)
                     if encoded is not None and ending is not None:
+                        line = (_LINE_HEAD + _json_ascii(key).encode() + middle, ((clip.sha256, clip.format, after),))
                         planned_lines.append((parts, key, template.format(*encoded, ending), line))
                         continue
             system, user, context = contexts.of_parts(*parts)
@@ -315,12 +317,11 @@ class _LinePlanner:
         return planned_lines
 
     def line(self, parts: JobParts, key: str, how: tuple) -> LineSpec:
-        """The request's line: its key and clip put between its presentation's bytes (`how`: (bytes after the
-        key, bytes after the audio)), or made by `_Writer` from its texts (`how`: (system, user))."""
-        audio = parts[4] if self.contexts.heard else ()
+        """The request's line: `how` itself when `plan` made it (its head is bytes), else made by `_Writer` from
+        the texts `how` holds (system, user): only for a line that is written (its audio may be read here)."""
         if type(how[0]) is bytes:
-            clip = audio[0]
-            return _LINE_HEAD + _json_ascii(key).encode() + how[0], ((clip.sha256, clip.format, how[1]),)
+            return how
+        audio = parts[4] if self.contexts.heard else ()
         system, user = how
         writer = self.writer
         if writer.splice and audio:
@@ -550,6 +551,13 @@ def write_batch_file(
     and its requests recorded as it goes (bounded memory); the file is written under a temporary name and
     renamed when complete (a failure removes it and its record)."""
     _check_batchable(prepared, None)
+    with automatic_collection_paused():  # a few small acyclic tuples per request: passes over the plan cost more
+        return _write_batch_file(project, prepared, path, progress)
+
+
+def _write_batch_file(
+    project: Project, prepared: EvaluationPreparation, path: str | os.PathLike, progress: Progress | None
+) -> BatchFileSummary:
     progress = progress or no_progress()
     started = time.monotonic()
     target = Path(path)

@@ -305,10 +305,6 @@ def asr_params(params: GenerationParams) -> GenerationParams:
 # Jobs
 
 
-def _unloaded(sha: str, fmt: str, seconds: float) -> AudioInput:
-    return AudioInput(data=b"", sha256=sha, format=fmt, seconds=seconds)
-
-
 class JobSource:
     """What a plan's jobs are made of, read from the project and checked while preparing: the texts of each item
     and the audio of each input. The jobs themselves (objects per request) are made from it without reading
@@ -365,7 +361,8 @@ class JobSource:
             known = texts.get(item_id) or self.texts(item_id)
             audio = made.get(planned.input_id)
             if audio is None:
-                audio = made[planned.input_id] = tuple(_unloaded(*entry) for entry in self.audio_of(planned.input_id))
+                entries = self.audio_of(planned.input_id)  # (sha256, format, seconds): the bytes loaded when sent
+                audio = made[planned.input_id] = tuple([AudioInput(b"", *entry) for entry in entries])
             yield planned, items[item_id], known[0], known[1], audio
 
 
