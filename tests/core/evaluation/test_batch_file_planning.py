@@ -92,3 +92,15 @@ def test_a_batch_file_makes_no_job_per_written_request(audio_project, tmp_path, 
     monkeypatch.setattr(Job, "__init__", counted)
     summary = batch_files.write_batch_file(audio_project, prepared, tmp_path / "r.jsonl")
     assert summary.lines == prepared.request_count and made == []
+
+
+@pytest.mark.parametrize("name", ["audio cot inline", "text"])
+def test_a_provider_batch_plans_the_rows_a_batch_file_records(audio_project, tmp_path, name):
+    """Provider batches (`_plan_lines`) take their texts and contexts from the same `_Contexts` as batch files."""
+    from spokenbench.core.evaluation.batch_records import _plan_lines, _request_rows
+
+    prepared = prepare_evaluation(audio_project, SETTINGS[name])
+    planned, cached, _already = _plan_lines(audio_project, prepared, None, set())
+    rows = [row for line in planned for row in _request_rows(line)]
+    assert not cached and sorted(rows) == sorted(sent_online(audio_project, prepared)[1])
+    assert sorted(rows) == sorted(written(audio_project, prepared, tmp_path / "r.jsonl")[1])
