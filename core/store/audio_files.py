@@ -256,6 +256,9 @@ def _write_all(fd: int, views: list[memoryview | bytes]) -> None:
     first = 0
     while first < len(views):
         written = writev(fd, views[first : first + IOV_MAX]) if writev else os.write(fd, views[first])
+        if writev and written == sum(map(len, views[first : first + IOV_MAX])):  # all of them, as a rule
+            first += IOV_MAX
+            continue
         while first < len(views) and written >= len(views[first]):
             written -= len(views[first])
             first += 1

@@ -227,3 +227,25 @@ def test_a_writer_killed_outright_leaves_no_complete_file_and_writing_again_give
     with audio_project.transaction() as conn:
         batch_store.delete_batch(conn, killed[0][0])
     assert written(audio_project, VLLM, target) == PINNED["audio standard"]
+
+
+def test_writes_the_system_cuts_short_are_completed(tmp_path, monkeypatch):
+    """`_write_all` (the sink's writes) finishes a writev that wrote part of its buffers, bytes or memoryviews."""
+    from spokenbench.core.store import audio_files
+
+    real_writev = os.writev
+    calls = []
+
+    def short_writev(fd, buffers):  # at most 5 bytes a call, cutting buffers in the middle
+        calls.append(len(buffers))
+        return real_writev(fd, [bytes(b"".join(bytes(b) for b in buffers)[:5])])
+
+    monkeypatch.setattr(os, "writev", short_writev)
+    pieces = [b"first-", memoryview(b"second-"), b"", b"third"]
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        audio_files._write_all(fd, list(pieces))
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"first-second-third" and len(calls) == 4
