@@ -302,7 +302,7 @@ class _LineSink:
         self._pieces: list = []  # the unit being filled: its lines' pieces, in order (bytes, or a _Clip)
         self._reads: list[_Clip] = []  # the clips it reads
         self._count = 0  # its lines
-        self._units: collections.deque = collections.deque()  # (lines, clips, their reading: a Future or None)
+        self._units: collections.deque = collections.deque()  # (pieces, clips, their reading: a Future or None)
         self._pool = self._handed = self._writer = self._failure = None
         self._stopped = False
         if readers:
