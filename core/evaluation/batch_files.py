@@ -28,23 +28,25 @@ from spokenbench.core.evaluation.adapters import (
     OpenAICompatibleAdapter,
 )
 from spokenbench.core.evaluation.batch_records import (
-    _JSON_TEXT,
+    _UNSEEN,
     _check_batchable,
-    _context,
+    _Contexts,
     _ensure_run,
     _Line,
     _price_json,
     _store_cached,
     batch_price,
 )
+from spokenbench.core.evaluation.plans import PlannedRequest
 from spokenbench.core.evaluation.preparation import (
     EvaluationPreparation,
     Job,
+    JobParts,
     RequestBuilder,
     RunSettings,
     prepare_evaluation,
 )
-from spokenbench.core.evaluation.prompts import presentation_texts, render_prompt
+from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
@@ -158,91 +160,95 @@ class _Writer:
         return pieces
 
 
-class _Contexts:
-    """Each planned request's texts (system, user) and request context (`_context`'s JSON), made from what is the
-    same for every request of its presentation when the texts sent hold no question (audio mode): the texts, and
-    the context's JSON around its option texts, found once by rendering with markers for the option texts. Per
-    request, only the item's encoded option texts and the seconds heard are put in. Other requests (the question
-    in the texts, a text or duration JSON would write otherwise) are rendered whole (`RequestBuilder.render`)."""
+class _LinePlanner:
+    """A batch file's planned requests as (key, context, line), without an object per request: what depends only
+    on the presentation and the clip's format (the texts, the context's JSON around the option texts and the audio
+    estimate as one format string, the line's bytes after its key and after its audio) is made once, from
+    `_Contexts` and `_Writer`, the pieces every other request is made of. Per request only the key, the item's
+    encoded option texts, the seconds heard and the clip are put in. A request with other audio (none, several
+    clips, a convention that does not splice) or texts holding its question is made by `_Contexts.of_parts` and
+    `_Writer.line_spec`, as the pieces were."""
 
-    MARKER = "\ue000%d\ue001"  # an option text's stand-in (a private-use character JSON leaves as it is)
-    KNOWN_TEXTS = 4096  # items whose encoded option texts are kept (a plan's requests of an item are neighbours)
+    KNOWN_SECONDS = 4096  # context endings kept per presentation, by the seconds heard
 
-    def __init__(self, prepared: EvaluationPreparation, builder: RequestBuilder, keyer: ModelAdapter):
-        settings = prepared.settings
-        self.builder, self.keyer = builder, keyer
-        self._prompt = (settings.prompt, settings.mode, settings.system_variant)
-        self.heard = settings.mode in ("audio", "audio+text-options")  # RequestBuilder.answer's audio
-        self._shapes: dict[tuple, tuple | None] = {}
-        self._encoded: dict[tuple, tuple[str, ...] | None] = {}
+    def __init__(self, contexts: _Contexts, writer: _Writer):
+        self.contexts, self.writer = contexts, writer
+        self._presentations: dict[tuple, tuple | None] = {}
 
-    def of(self, job: Job) -> tuple[str | None, str, str]:
-        """(system, user, context) of the job's answer request."""
-        planned = job.planned
-        language = job.item.language
-        presentation = (planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language)
-        shape = self._shapes.get(presentation, _UNSEEN)
-        if shape is _UNSEEN:
-            shape = self._shapes[presentation] = self._shape(*presentation)
-        audio = job.audio if self.heard else ()
-        if shape is not None:
-            encoded = self._encoded.get(job.option_texts, _UNSEEN)
-            if encoded is _UNSEEN:
-                if len(self._encoded) >= self.KNOWN_TEXTS:
-                    self._encoded.clear()
-                encoded = self._encoded[job.option_texts] = self._encode(job.option_texts)
-            seconds = 0
-            for clip in audio:
-                seconds += clip.seconds
-            number = type(seconds)
-            if encoded is not None and (number is int or (number is float and math.isfinite(seconds))):
-                system, user, pieces, sources = shape
-                context = [pieces[0]]
-                for source, piece in zip(sources, pieces[1:]):
-                    context += (encoded[source], piece)
-                audio_est = self.keyer.estimate_tokens_of(system, user, seconds)[1]
-                context.append(f'{int.__repr__(audio_est)},"audio_s":{number.__repr__(seconds)}}}')
-                return system, user, "".join(context)
-        rendered = self.builder.render(job)
-        request = ModelRequest(rendered.system, rendered.user, audio, language=language)
-        return rendered.system, rendered.user, _context(rendered, self.keyer, request)
+    def plan(self, entries: Iterable[tuple[JobParts, str | None]]) -> list[tuple[JobParts, str, str, tuple]]:
+        """(parts, key, context, its line or how it is made: `line`'s argument) of each (parts, key); a key that
+        is None (not keyed while preparing) is made here, as `RequestBuilder.answer`'s request's."""
+        contexts, presentations = self.contexts, self._presentations
+        heard, known_texts = contexts.heard, contexts._encoded
+        planned_lines = []
+        for parts, key in entries:
+            planned, item, _question, option_texts, audio = parts
+            if heard and len(audio) == 1 and key is not None:
+                (clip,) = audio
+                fields = (planned.option_order, planned.label_sequence, planned.condition_key, item.language)
+                presentation = presentations.get(fields + (clip.format,), _UNSEEN)
+                if presentation is _UNSEEN:
+                    presentation = self._presentation(planned, item.language, clip.format)
+                if presentation is not None:
+                    template, (middle, after), endings, _texts = presentation
+                    encoded = known_texts.get(option_texts, _UNSEEN)
+                    if encoded is _UNSEEN:
+                        encoded = contexts.encoded(option_texts)
+                    seconds = 0 + clip.seconds  # as `_Contexts.of_parts` sums them
+                    ending = endings.get((seconds, type(seconds))) or self._ending(presentation, seconds)
+                    if encoded is not None and ending is not None:
+                        line = (_LINE_HEAD + _json_ascii(key).encode() + middle, ((clip.sha256, clip.format, after),))
+                        planned_lines.append((parts, key, template.format(*encoded, ending), line))
+                        continue
+            system, user, context = contexts.of_parts(*parts)
+            if key is None:
+                heard_audio = audio if heard else ()
+                key = contexts.keyer.request_key(ModelRequest(system, user, heard_audio, language=item.language))
+            planned_lines.append((parts, key, context, (system, user)))
+        return planned_lines
 
-    def _shape(self, option_order: str, label_sequence: str, spoken_labels: bool, language: str) -> tuple | None:
-        """(system, user, the context's pieces around its option texts up to its audio estimate, the option text
-        each gap takes), or None when the question goes into the texts."""
-        prompt, mode, variant = self._prompt
-        texts = presentation_texts(prompt, mode, option_order, label_sequence, spoken_labels, language, variant)
-        if texts is None:
-            return None
-        markers = [self.MARKER % n for n in range(len(option_order))]
-        rendered = render_prompt(
-            prompt, mode, "", markers, option_order, label_sequence, spoken_labels, language, variant
+    def line(self, parts: JobParts, key: str, how: tuple) -> LineSpec:
+        """The request's line: `how` itself when `plan` made it (its head is bytes), else made by `_Writer` from
+        the texts `how` holds (system, user): only for a line that is written (its audio may be read here)."""
+        if type(how[0]) is bytes:
+            return how
+        audio = parts[4] if self.contexts.heard else ()
+        system, user = how
+        writer = self.writer
+        if writer.splice and audio:
+            return writer.spliced_spec(key, system, user, audio)
+        return writer.line_spec(_Line(key, ModelRequest(system, user, audio, language=parts[1].language), []))
+
+    def _presentation(self, planned: PlannedRequest, language: str, audio_format: str) -> tuple | None:
+        """(the context's format string, the line's bytes after the key and after the audio, the context endings
+        by seconds) of a presentation heard as one clip of this format; None: made per request."""
+        shape = self.contexts.shape_of(
+            planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language
         )
-        context = _context(rendered, self.keyer, ModelRequest(rendered.system, rendered.user, ()))
-        head, found, _ = context.rpartition(',"audio_est":')
-        if (rendered.system, rendered.user) != texts or not found:
+        presentation = None
+        if shape is not None and self.writer.splice:
+            system, user, pieces, sources = shape
+            escaped = [piece.replace("{", "{{").replace("}", "}}") for piece in pieces]
+            template = escaped[0]
+            for source, piece in zip(sources, escaped[1:]):
+                template += f"{{{source}}}{piece}"
+            template += f"{{{len(sources)}}}"  # the ending: the audio estimate and the seconds heard
+            middle, (after,) = self.writer._body_pieces(system, user, (audio_format,))
+            presentation = (template, (middle, after), {}, (system, user))
+        key = (planned.option_order, planned.label_sequence, planned.condition_key, language, audio_format)
+        self._presentations[key] = presentation
+        return presentation
+
+    def _ending(self, presentation: tuple, seconds) -> str | None:
+        """The context's ending for this much audio (None: not a whole or finite number: made by json)."""
+        number = type(seconds)
+        if not (number is int or (number is float and math.isfinite(seconds))):
             return None
-        pieces, sources, start = [], [], 0
-        for letter, marker in rendered.option_texts.items():
-            token = _JSON_TEXT(marker)
-            at = head.find(token, start)
-            if at < 0 or not isinstance(letter, str):
-                return None
-            pieces.append(head[start:at])
-            sources.append(markers.index(marker))
-            start = at + len(token)
-        pieces.append(head[start:] + found)
-        return (*texts, tuple(pieces), tuple(sources))
-
-    @staticmethod
-    def _encode(option_texts: tuple) -> tuple[str, ...] | None:
-        """The option texts as JSON strings; None when one is not a string (its context is made by json)."""
-        if not all(type(text) is str for text in option_texts):
-            return None
-        return tuple(map(_JSON_TEXT, option_texts))
-
-
-_UNSEEN = object()
+        _template, _line, endings, (system, user) = presentation
+        if len(endings) >= self.KNOWN_SECONDS:
+            endings.clear()
+        ending = endings[(seconds, number)] = self.contexts.audio_tail(system, user, seconds)
+        return ending
 
 
 class _Clip:
@@ -283,8 +289,6 @@ class _LineSink:
     writev release the GIL, so the sha256 and the writes run on the other core while the caller plans the next
     lines and records them in the database. Without, everything is done in the caller's thread (one core)."""
 
-    GATHER_BYTES = 128 << 10  # written per system call, about (gathering more costs more than it saves: freshly
-    # allocated memory for the encoded clips once the allocator has given a larger batch back to the system)
     CACHED_CLIPS = 64  # encoded clips kept for neighbouring lines that share them
     UNIT_LINES = 32  # lines whose clips one reader task reads (fewer hand-overs between the threads: measured
     # 2.3 s of CPU for 20,000 lines against 2.7 s with tasks of 8)
@@ -295,9 +299,10 @@ class _LineSink:
         self.fd, self.written = fd, 0
         self._source = _ClipSource(audio, verified)
         self._recent: dict[tuple[str, str], _Clip] = {}  # the last CACHED_CLIPS clips, least recent first
-        self._lines: list[list] = []  # the unit being filled: each line's pieces (bytes, or a _Clip)
+        self._pieces: list = []  # the unit being filled: its lines' pieces, in order (bytes, or a _Clip)
         self._reads: list[_Clip] = []  # the clips it reads
-        self._units: collections.deque = collections.deque()  # (lines, clips, their reading: a Future or None)
+        self._count = 0  # its lines
+        self._units: collections.deque = collections.deque()  # (pieces, clips, their reading: a Future or None)
         self._pool = self._handed = self._writer = self._failure = None
         self._stopped = False
         if readers:
@@ -330,9 +335,9 @@ class _LineSink:
                 return
 
     def _add(self, specs: Iterable[LineSpec]) -> None:
-        recent, reads, lines = self._recent, self._reads, self._lines
+        recent, reads, pieces = self._recent, self._reads, self._pieces
         for head, audios in specs:
-            line = [head]
+            pieces.append(head)
             for sha256, audio_format, after in audios:
                 clip = recent.pop((sha256, audio_format), None)
                 if clip is None:
@@ -341,20 +346,20 @@ class _LineSink:
                     if len(recent) >= self.CACHED_CLIPS:
                         del recent[next(iter(recent))]
                 recent[(sha256, audio_format)] = clip
-                line += (clip, after)
-            lines.append(line)
-            if len(lines) >= self.UNIT_LINES:
+                pieces += (clip, after)
+            self._count += 1
+            if self._count >= self.UNIT_LINES:
                 self._queue()
-                reads, lines = self._reads, self._lines
+                reads, pieces = self._reads, self._pieces
 
     def _queue(self) -> None:
         """Hand the unit to a reader, and write the units it is now far enough ahead of."""
-        if self._lines:
+        if self._pieces:
             reading = None
             if self._pool and self._reads:
                 reading = self._pool.submit(_read_clips, self._source, self._reads)
-            self._units.append((self._lines, self._reads, reading))
-            self._lines, self._reads = [], []
+            self._units.append((self._pieces, self._reads, reading))
+            self._pieces, self._reads, self._count = [], [], 0
         ahead = self.AHEAD_UNITS if self._pool else 0
         while len(self._units) > ahead:
             self._write_unit(*self._units.popleft())
@@ -364,25 +369,16 @@ class _LineSink:
         while self._units:
             self._write_unit(*self._units.popleft())
 
-    def _write_unit(self, lines: list[list], clips: list[_Clip], reading) -> None:
+    def _write_unit(self, pieces: list, clips: list[_Clip], reading) -> None:
+        """The unit's lines, in `writev` calls of at most IOV_MAX pieces (its clips read and encoded first)."""
         if reading is None:
             _read_clips(self._source, clips)
         else:
             reading.result()  # the reader's error (the first bad clip in line order), raised here
-        gathered: list[memoryview] = []
-        size = 0
-        for line in lines:
-            for piece in line:
-                view = memoryview(piece.data if type(piece) is _Clip else piece)
-                gathered.append(view)
-                size += view.nbytes
-                if size >= self.GATHER_BYTES or len(gathered) >= IOV_MAX:
-                    _write_all(self.fd, gathered)
-                    self.written += size
-                    gathered, size = [], 0
-        if gathered:
-            _write_all(self.fd, gathered)
-            self.written += size
+        data = [piece.data if type(piece) is _Clip else piece for piece in pieces]
+        for first in range(0, len(data), IOV_MAX):
+            _write_all(self.fd, data[first : first + IOV_MAX])
+        self.written += sum(map(len, data))
 
     def __enter__(self) -> _LineSink:
         return self
@@ -446,6 +442,13 @@ def write_batch_file(
     and its requests recorded as it goes (bounded memory); the file is written under a temporary name and
     renamed when complete (a failure removes it and its record)."""
     _check_batchable(prepared, None)
+    with automatic_collection_paused():  # a few small acyclic tuples per request: passes over the plan cost more
+        return _write_batch_file(project, prepared, path, progress)
+
+
+def _write_batch_file(
+    project: Project, prepared: EvaluationPreparation, path: str | os.PathLike, progress: Progress | None
+) -> BatchFileSummary:
     progress = progress or no_progress()
     started = time.monotonic()
     target = Path(path)
@@ -454,10 +457,16 @@ def write_batch_file(
     builder = RequestBuilder(settings, prepared.preset, None)
     keyer = ModelAdapter(prepared.preset, settings.params)
     stored = store.done_keys(project.conn, run_id)
-    keys = prepared.request_keys or [None] * len(prepared.jobs)  # by plan position: keyed while preparing
-    todo = [(job, key) for job, key in zip(prepared.jobs, keys) if not stored or job.key not in stored]
-    contexts = _Contexts(prepared, builder, keyer)
-    writer = _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None))
+    keys = prepared.request_keys or [None] * prepared.request_count  # by plan position: keyed while preparing
+    todo = [
+        (parts, key)
+        for parts, key in zip(prepared.job_parts(), keys)
+        if not stored or (parts[0].item_id, parts[0].condition_key) not in stored
+    ]
+    planner = _LinePlanner(
+        _Contexts(prepared, builder, keyer),
+        _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None)),
+    )
     with project.transaction() as conn:
         batch_id = batch_store.insert_batch(
             conn,
@@ -481,34 +490,23 @@ def write_batch_file(
             specs: list[LineSpec] = []
             for start in range(0, len(todo), WRITE_CHUNK):
                 progress.check_cancelled()
-                keyed = []
-                for job, key in todo[start : start + WRITE_CHUNK]:
-                    system, user, context = contexts.of(job)
-                    if key is None:  # not keyed while preparing (stored since, or a plan made otherwise)
-                        audio = job.audio if contexts.heard else ()
-                        key = keyer.request_key(ModelRequest(system, user, audio, language=job.item.language))
-                    keyed.append((job, key, system, user, context))
+                keyed = planner.plan(todo[start : start + WRITE_CHUNK])
                 hits = store.cached_replies(project.conn, sorted({entry[1] for entry in keyed}))
                 rows, answered = [], []
-                for job, key, system, user, context in keyed:
+                for parts, key, context, how in keyed:
                     from_cache = seen.get(key)
                     if from_cache is None:
                         from_cache = seen[key] = key in hits
                         if not from_cache:
-                            audio = job.audio if contexts.heard else ()
-                            if writer.splice and audio:
-                                specs.append(writer.spliced_spec(key, system, user, audio))
-                            else:
-                                request = ModelRequest(system, user, audio, language=job.item.language)
-                                specs.append(writer.line_spec(_Line(key, request, [])))
+                            specs.append(planner.line(parts, key, how))
                             lines += 1
                             if len(specs) >= SEND_LINES:  # the readers start on them while the next are planned
                                 sink.write(specs)
                                 specs.clear()
+                    planned = parts[0]
                     if from_cache:
-                        answered.append((job, key, context))
+                        answered.append((Job(*parts), key, context))
                     else:
-                        planned = job.planned
                         rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
                 sink.write(specs)
                 specs.clear()

@@ -9,6 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from spokenbench.core.domain.items import Item
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import (
     AudioInput,
@@ -18,12 +19,14 @@ from spokenbench.core.evaluation.adapters import (
 )
 from spokenbench.core.evaluation.budget import reply_cost
 from spokenbench.core.evaluation.parsing import map_to_original, parse_answer
+from spokenbench.core.evaluation.plans import PlannedRequest
 from spokenbench.core.evaluation.preparation import (
     EvaluationPreparation,
     Job,
     RequestBuilder,
 )
 from spokenbench.core.evaluation.presets import Price
+from spokenbench.core.evaluation.prompts import presentation_texts, render_prompt
 from spokenbench.core.evaluation.runner import create_prepared_run
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.store import Project
@@ -105,6 +108,113 @@ def _context(rendered, keyer: ModelAdapter, request: ModelRequest) -> str:
 _JSON_TEXT = json.encoder.encode_basestring  # json.dumps's string encoder with ensure_ascii=False
 
 
+class _Contexts:
+    """Each planned request's texts (system, user) and request context (`_context`'s JSON), made from what is the
+    same for every request of its presentation when the texts sent hold no question (audio mode): the texts, and
+    the context's JSON around its option texts, found once by rendering with markers for the option texts. Per
+    request, only the item's encoded option texts and the seconds heard are put in. Other requests (the question
+    in the texts, a text or duration JSON would write otherwise) are rendered whole (`RequestBuilder.render`)."""
+
+    MARKER = "\ue000%d\ue001"  # an option text's stand-in (a private-use character JSON leaves as it is)
+    KNOWN_TEXTS = 4096  # items whose encoded option texts are kept (a plan's requests of an item are neighbours)
+
+    def __init__(self, prepared: EvaluationPreparation, builder: RequestBuilder, keyer: ModelAdapter):
+        settings = prepared.settings
+        self.builder, self.keyer = builder, keyer
+        self._prompt = (settings.prompt, settings.mode, settings.system_variant)
+        self.heard = settings.mode in ("audio", "audio+text-options")  # RequestBuilder.answer's audio
+        self._shapes: dict[tuple, tuple | None] = {}
+        self._encoded: dict[tuple, tuple[str, ...] | None] = {}
+
+    def of(self, job: Job) -> tuple[str | None, str, str]:
+        """(system, user, context) of the job's answer request."""
+        return self.of_parts(job.planned, job.item, job.question, job.option_texts, job.audio)
+
+    def shape_of(self, option_order: str, label_sequence: str, spoken_labels: bool, language: str) -> tuple | None:
+        """A presentation's (system, user, context pieces, sources) (`_shape`), made once."""
+        presentation = (option_order, label_sequence, spoken_labels, language)
+        shape = self._shapes.get(presentation, _UNSEEN)
+        if shape is _UNSEEN:
+            shape = self._shapes[presentation] = self._shape(*presentation)
+        return shape
+
+    def encoded(self, option_texts: tuple) -> tuple[str, ...] | None:
+        """The option texts as JSON strings (`_encode`), kept for the neighbouring requests of their item."""
+        encoded = self._encoded.get(option_texts, _UNSEEN)
+        if encoded is _UNSEEN:
+            if len(self._encoded) >= self.KNOWN_TEXTS:
+                self._encoded.clear()
+            encoded = self._encoded[option_texts] = self._encode(option_texts)
+        return encoded
+
+    def of_parts(
+        self, planned: PlannedRequest, item: Item, question: str, option_texts: tuple, audio: tuple
+    ) -> tuple[str | None, str, str]:
+        """`of` a job given as its fields (`JobParts`): no Job is made unless its texts are rendered whole."""
+        language = item.language
+        shape = self.shape_of(planned.option_order, planned.label_sequence, planned.condition.spoken_labels, language)
+        if not self.heard:
+            audio = ()
+        if shape is not None:
+            encoded = self.encoded(option_texts)
+            seconds = 0
+            for clip in audio:
+                seconds += clip.seconds
+            number = type(seconds)
+            if encoded is not None and (number is int or (number is float and math.isfinite(seconds))):
+                system, user, pieces, sources = shape
+                context = [pieces[0]]
+                for source, piece in zip(sources, pieces[1:]):
+                    context += (encoded[source], piece)
+                context.append(self.audio_tail(system, user, seconds))
+                return system, user, "".join(context)
+        rendered = self.builder.render(Job(planned, item, question, option_texts, audio))
+        request = ModelRequest(rendered.system, rendered.user, audio, language=language)
+        return rendered.system, rendered.user, _context(rendered, self.keyer, request)
+
+    def audio_tail(self, system: str | None, user: str, seconds) -> str:
+        """The context's end after its '"audio_est":' for this much audio heard."""
+        audio_est = self.keyer.estimate_tokens_of(system, user, seconds)[1]
+        return f'{int.__repr__(audio_est)},"audio_s":{type(seconds).__repr__(seconds)}}}'
+
+    def _shape(self, option_order: str, label_sequence: str, spoken_labels: bool, language: str) -> tuple | None:
+        """(system, user, the context's pieces around its option texts up to its audio estimate, the option text
+        each gap takes), or None when the question goes into the texts."""
+        prompt, mode, variant = self._prompt
+        texts = presentation_texts(prompt, mode, option_order, label_sequence, spoken_labels, language, variant)
+        if texts is None:
+            return None
+        markers = [self.MARKER % n for n in range(len(option_order))]
+        rendered = render_prompt(
+            prompt, mode, "", markers, option_order, label_sequence, spoken_labels, language, variant
+        )
+        context = _context(rendered, self.keyer, ModelRequest(rendered.system, rendered.user, ()))
+        head, found, _ = context.rpartition(',"audio_est":')
+        if (rendered.system, rendered.user) != texts or not found:
+            return None
+        pieces, sources, start = [], [], 0
+        for letter, marker in rendered.option_texts.items():
+            token = _JSON_TEXT(marker)
+            at = head.find(token, start)
+            if at < 0 or not isinstance(letter, str):
+                return None
+            pieces.append(head[start:at])
+            sources.append(markers.index(marker))
+            start = at + len(token)
+        pieces.append(head[start:] + found)
+        return (*texts, tuple(pieces), tuple(sources))
+
+    @staticmethod
+    def _encode(option_texts: tuple) -> tuple[str, ...] | None:
+        """The option texts as JSON strings; None when one is not a string (its context is made by json)."""
+        if not all(type(text) is str for text in option_texts):
+            return None
+        return tuple(map(_JSON_TEXT, option_texts))
+
+
+_UNSEEN = object()
+
+
 def _check_batchable(prepared: EvaluationPreparation, provider: str | None) -> None:
     if prepared.simulated:
         raise SpokenBenchError("a simulated listener answers offline at once: run it without --batch/--batch-file")
@@ -135,19 +245,17 @@ def _plan_lines(
     lines: dict[str, _Line] = {}
     keyed = []
     audio_mode = settings.mode in ("audio", "audio+text-options")
+    contexts = _Contexts(prepared, builder, keyer)  # the texts and contexts a batch file's planning makes too
     for job in prepared.jobs:
         if job.key in stored or job.key in skip:
             continue
-        rendered = builder.render(job)  # RequestBuilder.answer's request, rendered once for it and the context
-        request = ModelRequest(
-            rendered.system, rendered.user, job.audio if audio_mode else (), language=job.item.language
-        )
+        system, user, context = contexts.of(job)  # RequestBuilder.answer's texts, made once for it and the context
+        request = ModelRequest(system, user, job.audio if audio_mode else (), language=job.item.language)
         key = prepared.answer_key(job) or keyer.request_key(request)  # keyed once, while preparing
-        keyed.append((job, request, key, rendered))
+        keyed.append((job, request, key, context))
     cache = store.cached_replies(project.conn, sorted({entry[2] for entry in keyed}))
     cached = []
-    for job, request, key, rendered in keyed:
-        context = _context(rendered, keyer, request)
+    for job, request, key, context in keyed:
         if key in cache:
             cached.append((job, key, context))
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
@@ -91,6 +91,10 @@ class Job:
         return self.planned.item_id, self.planned.condition_key
 
 
+# A Job's fields, in its order (planned, item, question, option texts, audio)
+JobParts = tuple[PlannedRequest, Item, str, tuple[str, ...], tuple[AudioInput, ...]]
+
+
 @dataclass
 class EvaluationPreparation:
     """A checked, costed plan, ready for `run_evaluation`. A snapshot: run it soon, or prepare again."""
@@ -131,6 +135,13 @@ class EvaluationPreparation:
             self.job_source = None  # the jobs hold what it read: its copies go (about 12 MB for 100,800 inputs)
             self.plan.input_audio.clear()
         return self._jobs
+
+    def job_parts(self) -> Iterator[JobParts]:
+        """Each planned request's Job as its fields, in plan order: from the jobs once made, else from their
+        source without making them (a batch file needs no object per request)."""
+        if self._jobs is not None:
+            return ((job.planned, job.item, job.question, job.option_texts, job.audio) for job in self._jobs)
+        return self.job_source.parts()
 
     @property
     def answer_keys(self) -> dict[int, tuple[Job, str]]:
@@ -294,10 +305,6 @@ def asr_params(params: GenerationParams) -> GenerationParams:
 # Jobs
 
 
-def _unloaded(sha: str, fmt: str, seconds: float) -> AudioInput:
-    return AudioInput(data=b"", sha256=sha, format=fmt, seconds=seconds)
-
-
 class JobSource:
     """What a plan's jobs are made of, read from the project and checked while preparing: the texts of each item
     and the audio of each input. The jobs themselves (objects per request) are made from it without reading
@@ -342,16 +349,21 @@ class JobSource:
             return self._jobs()
 
     def _jobs(self) -> list[Job]:
-        made: dict[int | None, tuple[AudioInput, ...]] = {}  # one tuple per input, shared by its requests
-        jobs = []
-        items = self.plan.items
+        return [Job(*parts) for parts in self.parts()]
+
+    def parts(self) -> Iterator[JobParts]:
+        """What each planned request's Job holds, in plan order, without the Job (a batch file's planning makes
+        no object per request); one audio tuple per input, shared by its requests."""
+        made: dict[int | None, tuple[AudioInput, ...]] = {}
+        items, texts = self.plan.items, self._texts
         for planned in self.plan.requests:
-            question, option_texts, _ = self.texts(planned.item_id)
+            item_id = planned.item_id
+            known = texts.get(item_id) or self.texts(item_id)
             audio = made.get(planned.input_id)
             if audio is None:
-                audio = made[planned.input_id] = tuple(_unloaded(*entry) for entry in self.audio_of(planned.input_id))
-            jobs.append(Job(planned, items[planned.item_id], question, option_texts, audio))
-        return jobs
+                entries = self.audio_of(planned.input_id)  # (sha256, format, seconds): the bytes loaded when sent
+                audio = made[planned.input_id] = tuple([AudioInput(b"", *entry) for entry in entries])
+            yield planned, items[item_id], known[0], known[1], audio
 
 
 def read_job_source(project: Project, plan: EvaluationPlan, preset: ModelPreset) -> JobSource:

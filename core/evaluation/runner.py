@@ -116,7 +116,7 @@ def create_prepared_run(conn, prepared: EvaluationPreparation) -> int:
         settings.prompt,
         prepared.prompt_text,
         prepared.identity,
-        len(prepared.jobs),
+        prepared.request_count,  # not len(prepared.jobs): a batch file's planning makes no Job per request
         settings.budget_usd,
     )
 

@@ -249,18 +249,21 @@ def _in_parallel(function: Callable, items: list) -> None:
         pass
 
 
-def _write_all(fd: int, views: list[memoryview]) -> None:
-    """Write the buffers one after the other, in one system call where the OS has writev (an assembled input is
-    some thirty buffers: 30 times fewer calls, 0.2 s less CPU on the demo's 460 MB)."""
+def _write_all(fd: int, views: list[memoryview | bytes]) -> None:
+    """Write the buffers (byte memoryviews or bytes) one after the other, in one system call where the OS has
+    writev (an assembled input is some thirty buffers: 30 times fewer calls, 0.2 s less CPU on the demo's 460 MB)."""
     writev = getattr(os, "writev", None)
     first = 0
     while first < len(views):
         written = writev(fd, views[first : first + IOV_MAX]) if writev else os.write(fd, views[first])
-        while first < len(views) and written >= views[first].nbytes:
-            written -= views[first].nbytes
+        if writev and written == sum(map(len, views[first : first + IOV_MAX])):  # all of them, as a rule
+            first += IOV_MAX
+            continue
+        while first < len(views) and written >= len(views[first]):
+            written -= len(views[first])
             first += 1
         if written:
-            views[first] = views[first][written:]
+            views[first] = memoryview(views[first])[written:]
 
 
 def _fsync_directory(directory: Path) -> None:

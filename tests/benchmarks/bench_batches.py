@@ -180,7 +180,7 @@ def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
 # How the writer may use a second core: as it decides (auto), told a core is free (fork: a reader thread beside the
 # writing one; a forked sink in trees before issue 28's round 3) or that none is (here: everything in one thread)
 WRITER_SINKS = {"auto": "writer", "fork": "writer, 2 cores", "here": "writer, 1 core"}
-# This tree's writer is run twice in a row per round on a fresh cache of verified clips: cold (the cache empty,
+# Each tree's writer is run twice in a row per round on a fresh cache of verified clips: cold (the cache empty,
 # every clip hashed: the first model's batch file) then warm (the same clips again: the next model's)
 CACHE_STATES = ("cold", "warm")
 
@@ -192,18 +192,23 @@ def compare_plain(
     turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
     the writer at >= 90% of the plain loop's MB/s). `sinks`: the writer as it decides ('auto'), and/or forced to
     a second core ('fork': its reader thread; an older tree's forked sink) or to one core ('here'), each a run of
-    its own (with `baseline`, the older tree's writer told the same). This tree's writer runs cold (an empty cache of
+    its own (with `baseline`, the older tree's writer told the same). Each tree's writer runs cold (an empty cache of
     verified clips: every clip hashed, the first model's file) then warm (the next model's: no clip hashed again)."""
     import shutil
     import statistics
 
     writers = {f"{WRITER_SINKS[sink]}, {state}": (sink, None) for sink in sinks for state in CACHE_STATES}
-    if baseline:  # the older tree's writer told the same about the cores
-        writers |= {f"baseline {WRITER_SINKS[sink]}": (sink, baseline) for sink in sinks}
+    if baseline:  # the older tree's writer told the same about the cores, cold then warm too (trees from before
+        # the cache of verified clips are the same twice)
+        writers |= {
+            f"baseline {WRITER_SINKS[sink]}, {state}": (sink, baseline) for sink in sinks for state in CACHE_STATES
+        }
     runs: dict[str, list[dict]] = {name: [] for name in writers} | {"plain loop": [], "plain + sha256": []}
-    # what is run together, in turn: the plain loops, the baseline's writers, and this tree's cold + warm pairs
+    # what is run together, in turn: the plain loops, and each tree's cold + warm pairs
     steps = [(name,) for name in runs if not name.endswith(CACHE_STATES)]
     steps += [tuple(f"{WRITER_SINKS[sink]}, {state}" for state in CACHE_STATES) for sink in sinks]
+    if baseline:
+        steps += [tuple(f"baseline {WRITER_SINKS[sink]}, {state}" for state in CACHE_STATES) for sink in sinks]
     time.sleep(2.5)  # the clips older than the cache's racily-clean margin, as clips of an earlier day are
     verified_cache = request_file.parent / "verified-clips"
     for n in range(rounds):
@@ -234,7 +239,7 @@ def compare_plain(
         cpu = statistics.median(f["bytes"] / 1e6 / f["write_cpu_s"] for f in figures)
         medians[name] = (wall, cpu)
         print(
-            f"  {name:<27} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
+            f"  {name:<34} {wall:6.0f} MB/s wall {cpu:6.0f} MB per CPU-second ({figures[0]['bytes'] / 1e6:.0f} MB)"
             f"{_writer_detail(figures)}"
         )
     for name in writers:
@@ -245,6 +250,11 @@ def compare_plain(
                 f"CPU (target >= 90%); / plain + sha256: {wall / medians['plain + sha256'][0]:.0%} wall, "
                 f"{cpu / medians['plain + sha256'][1]:.0%} CPU"
             )
+    for name in writers:
+        older = f"baseline {name}"
+        if older in medians:
+            (wall, cpu), (old_wall, old_cpu) = medians[name], medians[older]
+            print(f"  {name} / baseline: {wall / old_wall:.2f}x wall, {cpu / old_cpu:.2f}x MB per CPU-second")
     return 0
 
 

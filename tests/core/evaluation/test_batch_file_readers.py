@@ -76,7 +76,7 @@ def test_clips_shared_by_lines_give_the_same_bytes_however_they_are_read(audio_p
             batch_files._b64encode(audio_project.audio.read_bytes(s, f)) + a for s, f, a in audios
         )
     monkeypatch.setattr(batch_files._LineSink, "CACHED_CLIPS", 1)
-    monkeypatch.setattr(batch_files._LineSink, "GATHER_BYTES", 1)  # a write per piece, too
+    monkeypatch.setattr(batch_files, "IOV_MAX", 1)  # a write per piece, too
     monkeypatch.setattr(batch_files._LineSink, "UNIT_LINES", 2)
     monkeypatch.setattr(batch_files._LineSink, "AHEAD_UNITS", 1)
     path = tmp_path / "lines.jsonl"
@@ -227,3 +227,25 @@ def test_a_writer_killed_outright_leaves_no_complete_file_and_writing_again_give
     with audio_project.transaction() as conn:
         batch_store.delete_batch(conn, killed[0][0])
     assert written(audio_project, VLLM, target) == PINNED["audio standard"]
+
+
+def test_writes_the_system_cuts_short_are_completed(tmp_path, monkeypatch):
+    """`_write_all` (the sink's writes) finishes a writev that wrote part of its buffers, bytes or memoryviews."""
+    from spokenbench.core.store import audio_files
+
+    real_writev = os.writev
+    calls = []
+
+    def short_writev(fd, buffers):  # at most 5 bytes a call, cutting buffers in the middle
+        calls.append(len(buffers))
+        return real_writev(fd, [bytes(b"".join(bytes(b) for b in buffers)[:5])])
+
+    monkeypatch.setattr(os, "writev", short_writev)
+    pieces = [b"first-", memoryview(b"second-"), b"", b"third"]
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        audio_files._write_all(fd, list(pieces))
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"first-second-third" and len(calls) == 4
