@@ -41,6 +41,11 @@ class ErrorCount(NamedTuple):
         return self.errors / self.units if self.units else float("inf")
 
 
+def reports_both(language: str) -> bool:
+    """Whether a clip of `language` also reports the CER of its best transcript (Korean: WER on spaces and CER)."""
+    return base_language(language) in BOTH_METRIC_LANGUAGES
+
+
 def wer_bin(errors: int, units: int) -> int:
     """0 for a perfect transcript, 1 for (0, 0.2], 2 for (0.2, 0.6], 3 above 0.6."""
     if errors == 0:
@@ -91,7 +96,7 @@ class ClipScore(NamedTuple):
     best_asr: str
     asr_count: int
     cer: float | None = None  # for languages that report both (Korean): CER of the same best transcript
-    per_asr: tuple[tuple[str, float], ...] = ()
+    per_asr: tuple[tuple[str, float], ...] = ()  # by score_clip; empty when screened from stored counts
     # transcripts set aside as likely hallucinations (asr, why); the minimum is over the others
     hallucinations: tuple[tuple[str, str], ...] = ()
 
@@ -137,7 +142,7 @@ class Scorer:
         if found is None:
             found = self._languages[language] = (
                 self.metric_for(language),
-                base_language(language) in BOTH_METRIC_LANGUAGES,
+                reports_both(language),
             )
         return found
 
@@ -184,6 +189,15 @@ class Scorer:
         if found is None:
             found = counts[(reference, text)] = count_errors(ref, self.normalized(text, language), metric)
         return found
+
+    def transcript_counts(self, language: str, reference: str, text: str) -> tuple[int, int, int, int]:
+        """(word errors, reference words, character errors, reference characters) of a transcript `text` of a clip
+        of `reference`: what is stored with a transcript (core/asr/store.py), both metrics since which one bins a
+        language is a screening option."""
+        ref = self.normalized(reference, language)
+        word_errors, words = self._count_texts("wer", language, reference, ref, text)
+        character_errors, characters = self._count_texts("cer", language, reference, ref, text)
+        return word_errors, words, character_errors, characters
 
     def hallucination(
         self, language: str, reference: str, ref: NormalizedText, text: str, no_speech: float | None, metric: str

@@ -5,9 +5,12 @@ the caller."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 
+from spokenbench.core.asr.normalize import NORMALIZER_VERSION
+from spokenbench.core.asr.scoring import Scorer
 from spokenbench.core.store.changes import count_change
 from spokenbench.core.store.database import NOT_A_CONTROL, utc_now
 
@@ -193,18 +196,109 @@ def all_clip_ids(conn: sqlite3.Connection) -> set[int]:
 
 def store_transcripts(conn: sqlite3.Connection, asr: str, rows: Iterable[tuple[int, str | None, str]]) -> None:
     """(clip id, model, text) transcripts by one ASR system; replaces that system's earlier transcript and
-    failure of the same clip. The caller holds the transaction."""
+    failure of the same clip. Each is stored with its edit counts against its clip's text (migration 16), in the
+    same statement, so screening gathers them instead of scoring every text again. The caller holds the
+    transaction."""
     now = utc_now()
     rows = list(rows)
+    references = clip_references(conn, [row[0] for row in rows])
+    scorer = Scorer()
+    stored = []
+    for clip_id, model, text in rows:
+        reference = references.get(clip_id)
+        if reference is None:  # no such clip: the insert's foreign key says so
+            stored.append((clip_id, asr, model, text, now, None, None, None, None, None, None, None))
+        else:
+            language, reference_text = reference
+            counts = scorer.transcript_counts(language, reference_text, text)
+            stored.append((clip_id, asr, model, text, now, NORMALIZER_VERSION, language, reference_text, *counts))
     conn.executemany(
-        "INSERT INTO transcripts(clip_id, asr, model, text, created_at) VALUES (?, ?, ?, ?, ?) "
+        f"INSERT INTO transcripts(clip_id, asr, model, text, created_at, {_COUNT_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, "
-        "created_at = excluded.created_at",
-        [(clip_id, asr, model, text, now) for clip_id, model, text in rows],
+        f"created_at = excluded.created_at, {_COUNTS_FROM_EXCLUDED}",
+        stored,
     )
     conn.executemany("DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(row[0], asr) for row in rows])
     # a replaced transcript's no-speech probability described the old one
     conn.executemany("DELETE FROM project_meta WHERE key = ?", [(_no_speech_key(row[0], asr),) for row in rows])
+
+
+def clip_references(conn: sqlite3.Connection, clip_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """clip id → (language, text) of the clips among `clip_ids` that exist."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(
+        "SELECT id, language, text FROM clips WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(clip_ids),)
+    )
+    return {clip_id: (language, text) for clip_id, language, text in rows}
+
+
+# A transcript's stored counts (migration 16) as store_transcripts writes them, and when screening may use them:
+# made by this normalizer version against its clip's current language and text, and plausible — integers, not
+# negative, words no more than characters, and no larger than the texts allow (normalization writes at most a few
+# characters per character: NFKC's longest expansion is 18, a number's reading ~7; 64 leaves room). Counts from
+# someone else's project are data: anything else is counted again from the texts.
+_COUNT_COLUMNS = "counts_version, counted_language, counted_reference, word_errors, words, character_errors, characters"
+_COUNTS_FROM_EXCLUDED = ", ".join(f"{column} = excluded.{column}" for column in _COUNT_COLUMNS.split(", "))
+_MOST_PER_CHARACTER = 64
+_COUNTS_ARE_CURRENT = (
+    "(t.counts_version IS ? AND t.counted_language IS c.language AND t.counted_reference IS c.text "
+    "AND typeof(t.word_errors) = 'integer' AND typeof(t.words) = 'integer' "
+    "AND typeof(t.character_errors) = 'integer' AND typeof(t.characters) = 'integer' "
+    "AND t.words >= 0 AND t.words <= t.characters "
+    f"AND t.characters <= {_MOST_PER_CHARACTER} * (length(c.text) + 1) "
+    f"AND t.word_errors >= 0 AND t.word_errors <= t.words + {_MOST_PER_CHARACTER} * (length(t.text) + 1) "
+    f"AND t.character_errors >= 0 AND t.character_errors <= t.characters + {_MOST_PER_CHARACTER} * (length(t.text) + 1))"
+)
+
+
+def clip_count_summaries(conn: sqlite3.Connection, asr_ranks: dict[str, int]) -> Iterator[tuple]:
+    """Per screenable clip with transcripts, by clip id, its transcripts' stored counts gathered in SQL: (clip id,
+    transcripts, how many have current counts, min(word errors × n + rank), min and max reference words,
+    min(character errors × n + rank), min and max reference characters, the lowest character error rate), where
+    rank is the ASR system's in `asr_ranks` (every system's, from 0) and n = len(asr_ranks): the minimum's errors
+    and, among equal errors, the first system by name, in one aggregate. Only a clip whose every transcript's
+    counts are current, and whose reference lengths agree, may use them."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    n = len(asr_ranks)
+    return cursor.execute(
+        "WITH ranks(asr, rank) AS (SELECT key, value FROM json_each(?)) "
+        f"SELECT t.clip_id, count(*), sum({_COUNTS_ARE_CURRENT}), "
+        f"min(t.word_errors * {n} + r.rank), min(t.words), max(t.words), "
+        f"min(t.character_errors * {n} + r.rank), min(t.characters), max(t.characters), "
+        "min(CASE WHEN t.characters > 0 THEN t.character_errors * 1.0 / t.characters END) "
+        "FROM clips c JOIN transcripts t ON t.clip_id = c.id JOIN ranks r ON r.asr = t.asr "
+        f"WHERE c.status = 'ok' AND c.item_id IS NOT NULL AND c.id {NOT_A_CONTROL} GROUP BY t.clip_id ORDER BY t.clip_id",
+        (json.dumps(asr_ranks), NORMALIZER_VERSION),
+    )
+
+
+def transcripts_of_clips(conn: sqlite3.Connection, clip_ids: list[int]) -> Iterator[tuple[int, int, str, str, int]]:
+    """(transcript id, clip id, ASR system, text, whether its stored counts are current) of the clips `clip_ids`,
+    by clip then system: the clips screening scores from their texts."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor.execute(
+        f"SELECT t.id, t.clip_id, t.asr, t.text, {_COUNTS_ARE_CURRENT} FROM transcripts t JOIN clips c ON c.id = t.clip_id "
+        "WHERE t.clip_id IN (SELECT value FROM json_each(?)) ORDER BY t.clip_id, t.asr",
+        (NORMALIZER_VERSION, json.dumps(clip_ids)),
+    )
+
+
+def store_transcript_counts(conn: sqlite3.Connection, rows: Iterable[tuple]) -> None:
+    """Store counts of transcripts scored from their texts, each row (transcript id, text, language, reference,
+    word errors, words, character errors, characters): only where the transcript still has that text (one
+    replaced since it was read keeps the counts store_transcripts gave it)."""
+    conn.executemany(
+        f"UPDATE transcripts SET counts_version = {NORMALIZER_VERSION}, counted_language = ?, counted_reference = ?, "
+        "word_errors = ?, words = ?, character_errors = ?, characters = ? WHERE id = ? AND text = ?",
+        [
+            (language, reference, *counts, transcript_id, text)
+            for transcript_id, text, language, reference, *counts in rows
+        ],
+    )
 
 
 # Whisper's no-speech probability of a transcript, where the backend gives one (local faster-whisper). Kept in

@@ -597,6 +597,25 @@ ALTER TABLE batch_jobs ADD COLUMN part_tag TEXT;
 ALTER TABLE batch_jobs ADD COLUMN submit_job INTEGER;
 """
 
+# Each transcript's edit counts against its clip's text, stored with the transcript (core/asr/store.py) so
+# screening gathers them instead of normalizing and counting every text again: word errors and the reference's
+# words, character errors and the reference's characters (which one a clip is binned by is a screening option).
+# They hold only for the normalizer version (normalize.NORMALIZER_VERSION) and the clip language and text they
+# were counted against, kept beside them and compared by screening; NULL: not counted yet (older transcripts).
+# Writing the counts is not a change screens show: the update trigger watches the other columns only.
+MIGRATION_16_TRANSCRIPT_COUNTS = """
+ALTER TABLE transcripts ADD COLUMN counts_version INTEGER;
+ALTER TABLE transcripts ADD COLUMN counted_language TEXT;
+ALTER TABLE transcripts ADD COLUMN counted_reference TEXT;
+ALTER TABLE transcripts ADD COLUMN word_errors INTEGER;
+ALTER TABLE transcripts ADD COLUMN words INTEGER;
+ALTER TABLE transcripts ADD COLUMN character_errors INTEGER;
+ALTER TABLE transcripts ADD COLUMN characters INTEGER;
+DROP TRIGGER transcripts_update_counted;
+CREATE TRIGGER transcripts_update_counted AFTER UPDATE OF clip_id, asr, model, text, created_at ON transcripts BEGIN
+UPDATE change_counters SET version = version + 1 WHERE name = 'transcripts'; END;
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -613,5 +632,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_13_SCREENING_COUNTED_PER_STATEMENT,
     MIGRATION_14_PENDING_IMPORTS,
     MIGRATION_15_BATCH_PART_TAGS,
+    MIGRATION_16_TRANSCRIPT_COUNTS,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

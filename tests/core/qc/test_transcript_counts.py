@@ -1,0 +1,284 @@
+"""Edit counts stored with each transcript (issue 28, round 5): screening from them stores byte-identical
+clip_screening rows and the same results as screening from the texts, on the pinned corpus (every language, empty
+transcripts, unscorable clips, one to three systems, repeated-word hallucinations) and the stored Whisper
+hallucinations with their no-speech probabilities, under every setting; counts that are missing, stale (another
+normalizer version, an edited clip text or language, a replaced transcript) or implausible are counted again from
+the texts, never used, and stored back."""
+
+import hashlib
+import json
+
+import pytest
+from test_normalize_fuzz_pinned import normalized_digest
+from test_screening_hallucinations import CASES
+from test_screening_pinned import PINNED_ROWS, corpus, digest
+
+from spokenbench.core.asr import normalize, screening, store
+from spokenbench.core.asr.screening import ScreeningSettings, compute_screening, screen_project, stored_table2
+from spokenbench.core.asr.store import store_no_speech, store_transcripts
+from spokenbench.core.foundation.errors import Cancelled
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.store.database import utc_now
+
+# NORMALIZER_VERSION → the fuzzed corpus's digest (test_normalize_fuzz_pinned.py) under that version's rules. A rule
+# change moves the digest: bump normalize.NORMALIZER_VERSION and add the new digest here, or screening would keep
+# using counts the old rules made.
+FUZZED_DIGEST_OF_VERSION = {1: "00b6ad51ab76a4572acc3b723e8e1488ae48dac930f778662337372e8ae48490"}
+
+ROWS = (
+    "SELECT clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, asr_count, cer "
+    "FROM clip_screening ORDER BY clip_id"
+)
+SETTINGS = [
+    ScreeningSettings(),
+    ScreeningSettings(hallucinations=False),
+    ScreeningSettings(min_asr=1, metrics=(("en", "cer"), ("ko", "cer"))),
+    ScreeningSettings(min_asr=3, metrics=(("ja", "wer"), ("zh", "wer"))),
+]
+
+
+@pytest.mark.slow
+def test_a_forgotten_normalizer_version_bump_is_caught():
+    assert normalized_digest() == FUZZED_DIGEST_OF_VERSION[normalize.NORMALIZER_VERSION], (
+        "a normalization rule changed: bump NORMALIZER_VERSION in core/asr/normalize.py and pin the new digest"
+    )
+
+
+def _corpus_project(project, with_counts: bool) -> None:
+    """The pinned corpus, then one clip per stored Whisper hallucination (alone, or beside a good transcript),
+    its transcripts stored as the ASR job stores them (`with_counts`) or by raw SQL as before migration 16."""
+    now = utc_now()
+    clips = corpus()
+    for n, case in enumerate(CASES):
+        others = [] if n % 2 else [case["reference"].lower()]
+        clips.append((2000 + n, case["language"], case["reference"], [case["transcript"], *others]))
+    with project.transaction() as conn:
+        for clip_id, language, reference, _ in clips:
+            item = conn.execute(
+                "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
+                "VALUES ('pin', ?, ?, 's', 'q', 'A', ?)",
+                (f"p{clip_id}", language, now),
+            ).lastrowid
+            key = hashlib.sha256(str(clip_id).encode()).hexdigest()
+            conn.execute(
+                "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, "
+                "audio_format, status, created_at) VALUES (?, ?, 'question', ?, ?, 'a', 'v', 'pin', ?, ?, 'flac', "
+                "'ok', ?)",
+                (clip_id, item, reference, language, key, key, now),
+            )
+        for i, asr in enumerate(("asr-a", "asr-b", "asr-c")):
+            rows = [(clip_id, None, heard[i]) for clip_id, _, _, heard in clips if len(heard) > i]
+            if with_counts:
+                store_transcripts(conn, asr, rows)
+            else:
+                conn.executemany(
+                    "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, ?, ?)",
+                    [(clip_id, asr, text, now) for clip_id, _, text in rows],
+                )
+        for n, case in enumerate(CASES):
+            store_no_speech(conn, "asr-a", [2000 + n], case["no_speech_prob"])
+
+
+def _everything(project, result) -> list:
+    rows = [list(row) for row in project.conn.execute(ROWS)]
+    return [
+        rows,
+        result.summary(),
+        result.table2(),
+        stored_table2(project.conn),
+        result.hallucinated,
+        result.unscorable,
+        list(result.too_few_transcripts.items()),
+        list(result.languages.items()),
+        [(clip_id, score[:6], score.hallucinations) for clip_id, score in result.scores.items()],
+    ]
+
+
+@pytest.fixture
+def texts_read(monkeypatch) -> list[list[int]]:
+    """The clip ids whose transcripts each screening read as texts."""
+    calls = []
+    original = store.transcripts_of_clips
+
+    def spy(conn, clip_ids):
+        calls.append(list(clip_ids))
+        return original(conn, clip_ids)
+
+    monkeypatch.setattr(store, "transcripts_of_clips", spy)
+    return calls
+
+
+def _pinned_corpus_only(project) -> list[list]:
+    """The stored rows of the pinned corpus's clips (the hallucination clips, ids ≥ 2000, left out)."""
+    return [list(row) for row in project.conn.execute(ROWS) if row[0] < 2000]
+
+
+@pytest.mark.slow
+def test_stored_counts_give_the_pinned_rows_and_read_only_the_texts_hallucinations_need(project, texts_read):
+    _corpus_project(project, with_counts=True)
+    assert project.conn.execute("SELECT count(*) FROM transcripts WHERE counts_version IS NULL").fetchone()[0] == 0
+    result = screen_project(project)
+    assert digest(_pinned_corpus_only(project)) == PINNED_ROWS
+    # only clips above 0.6 are read as texts (their hallucinations are looked for), none of them below
+    (read,) = texts_read
+    scores = {clip_id: score for clip_id, score in result.scores.items()}
+    assert read and all(scores[clip_id].bin == 3 for clip_id in read)
+    assert len(read) < len(scores) / 4
+    assert any(score.hallucinations for score in scores.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", SETTINGS, ids=["default", "no-hallucinations", "min1-cer", "min3-wer"])
+def test_screening_from_counts_equals_screening_from_texts(tmp_path, settings):
+    from spokenbench.core.store import Project
+
+    outcomes = []
+    for name, with_counts, rescore in (("counts", True, False), ("texts", False, True)):
+        project = Project.create(tmp_path / name)
+        _corpus_project(project, with_counts)
+        result = screen_project(project, settings, rescore=rescore)
+        outcomes.append(json.loads(json.dumps(_everything(project, result))))
+        outcomes.append(json.loads(json.dumps(_everything(project, compute_screening(project.conn, settings)))))
+        project.close()
+    assert outcomes[0] == outcomes[1] == outcomes[2] == outcomes[3]
+
+
+@pytest.mark.slow
+def test_an_old_project_is_screened_from_texts_as_before_and_its_counts_stored_back(project, texts_read):
+    _corpus_project(project, with_counts=False)
+    result = screen_project(project)
+    rows = _pinned_corpus_only(project)
+    assert digest(rows) == PINNED_ROWS
+    before = _everything(project, result)
+    uncounted = project.conn.execute(
+        "SELECT count(*) FROM transcripts t WHERE counts_version IS NULL AND (SELECT count(*) FROM transcripts o "
+        "WHERE o.clip_id = t.clip_id) >= 2"
+    ).fetchone()[0]
+    assert uncounted == 0  # every transcript of a screened clip now carries its counts
+    again = screen_project(project)
+    assert _everything(project, again) == before
+    assert len(texts_read[1]) < len(texts_read[0]) / 4  # the second reads only what hallucination checks need
+
+
+def _pinned_result_digest(project, result) -> str:
+    pinned = [result.summary(), result.table2(), stored_table2(project.conn), result.hallucinated, result.unscorable]
+    return digest(json.loads(json.dumps(pinned)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "tampering",
+    [
+        "UPDATE transcripts SET word_errors = -3 WHERE id % 7 = 0",
+        "UPDATE transcripts SET character_errors = 'many' WHERE id % 5 = 0",
+        "UPDATE transcripts SET words = 1000000000000 WHERE id % 3 = 0",
+        "UPDATE transcripts SET word_errors = 2.5 WHERE id % 4 = 0",
+        "UPDATE transcripts SET characters = characters + 1 WHERE asr = 'asr-b'",  # its clip's others disagree
+        "UPDATE transcripts SET words = characters + 1 WHERE id % 6 = 0",
+        "UPDATE transcripts SET word_errors = NULL, counts_version = NULL WHERE id % 3 = 1",
+        "UPDATE transcripts SET counts_version = 0 WHERE id % 2 = 1",
+        "UPDATE transcripts SET counted_reference = counted_reference || ' ' WHERE id % 3 = 2",
+        "UPDATE transcripts SET counted_language = 'de' WHERE id % 4 = 1",
+    ],
+)
+def test_implausible_or_stale_counts_are_counted_again_never_used(project, tampering):
+    _corpus_project(project, with_counts=True)
+    project.conn.execute(tampering)
+    project.conn.commit()
+    result = screen_project(project)
+    assert digest(_pinned_corpus_only(project)) == PINNED_ROWS
+    counts = "SELECT id, counts_version, word_errors, words, character_errors, characters FROM transcripts ORDER BY id"
+    repaired = project.conn.execute(counts).fetchall()
+    fresh = screen_project(project, rescore=True)  # every count made again from the texts
+    assert [tuple(row) for row in project.conn.execute(counts)] == [tuple(row) for row in repaired]
+    assert _pinned_result_digest(project, result) == _pinned_result_digest(project, fresh)
+
+
+def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_project, screened_clips):
+    clip = screened_clips["en_q"]
+    for asr in ("a", "b"):
+        with qc_project.transaction() as conn:
+            store_transcripts(conn, asr, [(clip, None, "Which holiday is in November")])
+    assert screen_project(qc_project).scores[clip].errors == 0
+    with qc_project.transaction() as conn:  # the clip's text changed since: its stored counts no longer hold
+        conn.execute("UPDATE clips SET text = 'Which holiday is in late November?' WHERE id = ?", (clip,))
+    score = screen_project(qc_project).scores[clip]
+    assert (score.errors, score.units) == (1, 6)
+    assert (
+        qc_project.conn.execute(
+            "SELECT count(*) FROM transcripts WHERE clip_id = ? AND counted_reference = ? AND word_errors = 1",
+            (clip, "Which holiday is in late November?"),
+        ).fetchone()[0]
+        == 2
+    )
+
+
+def test_a_replaced_transcript_gets_its_own_counts_and_counts_change_nothing_screens_watch(qc_project, screened_clips):
+    clip = screened_clips["en_q"]
+    with qc_project.transaction() as conn:
+        store_transcripts(conn, "a", [(clip, "m1", "Which holiday")])
+        store_transcripts(conn, "a", [(clip, "m2", "Which holiday is in November")])
+    counts = "SELECT word_errors, counts_version, counted_language FROM transcripts WHERE clip_id = ?"
+    assert tuple(qc_project.conn.execute(counts, (clip,)).fetchone()) == (0, normalize.NORMALIZER_VERSION, "en")
+    watched = "SELECT version FROM change_counters WHERE name = 'transcripts'"
+    version = qc_project.conn.execute(watched).fetchone()[0]
+    with qc_project.transaction() as conn:
+        conn.execute("UPDATE transcripts SET counts_version = NULL")
+        store.store_transcript_counts(conn, [])
+    assert qc_project.conn.execute(watched).fetchone()[0] == version
+    with qc_project.transaction() as conn:
+        conn.execute("UPDATE transcripts SET text = 'Which'")
+    assert qc_project.conn.execute(watched).fetchone()[0] == version + 1
+
+
+def test_a_transcript_replaced_while_screening_scored_it_keeps_its_own_counts(qc_project, screened_clips, monkeypatch):
+    clip = screened_clips["en_q"]
+    for asr in ("a", "b"):
+        with qc_project.transaction() as conn:
+            conn.execute(
+                "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, 'Which holiday', ?)",
+                (clip, asr, utc_now()),
+            )
+    original = screening._store
+
+    def replaced_first(project, *args):  # another process replaces a transcript between the read and the write
+        with project.transaction() as conn:
+            store_transcripts(conn, "a", [(clip, None, "Which holiday is in November")])
+        original(project, *args)
+
+    monkeypatch.setattr(screening, "_store", replaced_first)
+    screen_project(qc_project)
+    rows = qc_project.conn.execute("SELECT asr, word_errors FROM transcripts WHERE clip_id = ? ORDER BY asr", (clip,))
+    assert [tuple(row) for row in rows] == [("a", 0), ("b", 3)]
+
+
+def test_cli_screen_rescore_gives_the_same_table_and_stores_the_counts_again(cli, qc_project, screened_clips):
+    c = screened_clips
+    for asr, text in (("a", "Which holiday"), ("b", "Which holiday is in November")):
+        with qc_project.transaction() as conn:
+            store_transcripts(conn, asr, [(c["en_q"], None, text)])
+    first = cli("screen", qc_project.path, "--json").json()
+    with qc_project.transaction() as conn:  # counts that look current but are not: only --rescore can tell
+        conn.execute("UPDATE transcripts SET word_errors = 1")
+    assert cli("screen", qc_project.path, "--json").json() != first
+    rescored = cli("screen", qc_project.path, "--json", "--rescore")
+    assert rescored.code == 0 and rescored.json() == first
+    assert cli("screen", qc_project.path, "--json").json() == first
+
+
+def test_a_cancel_while_screening_stores_nothing(qc_project):
+    from qc_support import add_clip, add_transcript, item_id
+
+    item = item_id(qc_project, "q1", "en")
+    for n in range(6):
+        clip = add_clip(qc_project, item, "question", f"the text number {n}", "en", voice=f"v{n}")
+        add_transcript(qc_project, clip, "asr-a", "the text")
+        add_transcript(qc_project, clip, "asr-b", f"the text number {n}")
+    progress = Progress()
+    progress.cancel()
+    with pytest.raises(Cancelled):
+        screen_project(qc_project, progress=progress)
+    assert qc_project.conn.execute("SELECT count(*) FROM clip_screening").fetchone()[0] == 0
+    assert (
+        qc_project.conn.execute("SELECT count(*) FROM transcripts WHERE counts_version IS NOT NULL").fetchone()[0] == 0
+    )
