@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from spokenbench.core.asr import store
 from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer, reports_both, wer_bin
+from spokenbench.core.asr.store import LENGTHS_PACKED
 from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
@@ -197,7 +198,10 @@ def _screen(
         )
         scorer = Scorer(dict(settings.metrics))
         from_counts = _FromCounts(settings, scorer, clips)
-        summaries = store.clip_count_summaries(conn, from_counts.asr_ranks(store.asr_systems_with_transcripts(conn)))
+        from_counts.names = sorted(store.asr_systems_with_transcripts(conn))  # by name, as score_clip breaks a tie
+        # each name is a parameter twice: past SQLite's limit (someone else's project), every clip from its texts
+        rescore = rescore or len(from_counts.names) > MOST_ASR_SYSTEMS_FROM_COUNTS
+        summaries = store.clip_count_summaries(conn, [] if rescore else from_counts.names)
         rows = from_counts.score(summaries, result, rescore, now)
         progress.check_cancelled()
         transcripts, stale = _read_texts(conn, from_counts.from_texts, from_counts.recount)
@@ -216,6 +220,9 @@ def _screen(
     return result
 
 
+MOST_ASR_SYSTEMS_FROM_COUNTS = 1000
+
+
 class _FromCounts:
     """Scores clips from their transcripts' stored counts (store.clip_count_summaries): the same minimum, tie rule
     and bins as Scorer.score_clip, without a text. Clips it cannot score that way are left in `from_texts`."""
@@ -226,10 +233,6 @@ class _FromCounts:
         self.recount: set[int] = set()  # those of them whose counts are to be made again and stored
         self.with_transcripts: set[int] = set()
         self.names: list[str] = []
-
-    def asr_ranks(self, systems: Iterable[str]) -> dict[str, int]:
-        self.names = sorted(systems)  # by name, as score_clip breaks a tie
-        return {name: rank for rank, name in enumerate(self.names)}
 
     def without_transcripts(self) -> dict[int, int]:
         return {clip_id: 0 for clip_id in self.clips if clip_id not in self.with_transcripts}
@@ -244,23 +247,12 @@ class _FromCounts:
         by_language: dict[str, tuple[str, bool]] = {}
         rows = []
         new = tuple.__new__
-        for (
-            clip_id,
-            count,
-            current,
-            word_key,
-            words,
-            words_high,
-            character_key,
-            characters,
-            characters_high,
-            cer,
-        ) in summaries:
+        for clip_id, count, current, word_key, character_key, lengths, lengths_high, cer in summaries:
             with_transcripts.add(clip_id)
             if count < min_asr:
                 too_few[clip_id] = count
                 continue
-            if rescore or current != count or characters != characters_high or words != words_high:
+            if rescore or current != count or lengths != lengths_high:
                 from_texts.append(clip_id)
                 self.recount.add(clip_id)
                 continue
@@ -270,6 +262,7 @@ class _FromCounts:
                 metric = self.scorer.metric_for(language)
                 found = by_language[language] = (metric, reports_both(language))
             metric, both = found
+            words, characters = divmod(lengths, LENGTHS_PACKED)
             if metric == "wer":
                 errors, rank = divmod(word_key, n)
                 units = words

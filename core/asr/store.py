@@ -235,43 +235,40 @@ def clip_references(conn: sqlite3.Connection, clip_ids: list[int]) -> dict[int, 
 
 
 # A transcript's stored counts (migration 16) as store_transcripts writes them, and when screening may use them:
-# made by this normalizer version against its clip's current language and text, and plausible — integers, not
-# negative, words no more than characters, and no larger than the texts allow (normalization writes at most a few
-# characters per character: NFKC's longest expansion is 18, a number's reading ~7; 64 leaves room). Counts from
-# someone else's project are data: anything else is counted again from the texts.
+# made by this normalizer version against its clip's current language and text, and plausible — whole numbers
+# (their sum is an integer), none negative, words no more than characters, none above MOST_COUNTED (a clip of
+# 2 million characters is no sentence). Counts from someone else's project are data: any other is counted again
+# from the texts, which always gives the right score, so a bound errs on the safe side.
 _COUNT_COLUMNS = "counts_version, counted_language, counted_reference, word_errors, words, character_errors, characters"
 _COUNTS_FROM_EXCLUDED = ", ".join(f"{column} = excluded.{column}" for column in _COUNT_COLUMNS.split(", "))
-_MOST_PER_CHARACTER = 64
+MOST_COUNTED = 2**21
+LENGTHS_PACKED = 2**22  # words × LENGTHS_PACKED + characters: both reference lengths in one integer
 _COUNTS_ARE_CURRENT = (
     "(t.counts_version IS ? AND t.counted_language IS c.language AND t.counted_reference IS c.text "
-    "AND typeof(t.word_errors) = 'integer' AND typeof(t.words) = 'integer' "
-    "AND typeof(t.character_errors) = 'integer' AND typeof(t.characters) = 'integer' "
-    "AND t.words >= 0 AND t.words <= t.characters "
-    f"AND t.characters <= {_MOST_PER_CHARACTER} * (length(c.text) + 1) "
-    f"AND t.word_errors >= 0 AND t.word_errors <= t.words + {_MOST_PER_CHARACTER} * (length(t.text) + 1) "
-    f"AND t.character_errors >= 0 AND t.character_errors <= t.characters + {_MOST_PER_CHARACTER} * (length(t.text) + 1))"
+    f"AND t.word_errors BETWEEN 0 AND {MOST_COUNTED} AND t.character_errors BETWEEN 0 AND {MOST_COUNTED} "
+    f"AND t.words BETWEEN 0 AND t.characters AND t.characters <= {MOST_COUNTED} "
+    "AND typeof(t.word_errors + t.words + t.character_errors + t.characters) = 'integer')"
 )
 
 
-def clip_count_summaries(conn: sqlite3.Connection, asr_ranks: dict[str, int]) -> Iterator[tuple]:
+def clip_count_summaries(conn: sqlite3.Connection, asr_names: list[str]) -> Iterator[tuple]:
     """Per screenable clip with transcripts, by clip id, its transcripts' stored counts gathered in SQL: (clip id,
-    transcripts, how many have current counts, min(word errors × n + rank), min and max reference words,
-    min(character errors × n + rank), min and max reference characters, the lowest character error rate), where
-    rank is the ASR system's in `asr_ranks` (every system's, from 0) and n = len(asr_ranks): the minimum's errors
-    and, among equal errors, the first system by name, in one aggregate. Only a clip whose every transcript's
-    counts are current, and whose reference lengths agree, may use them."""
+    transcripts, how many have current counts, min(word errors × n + rank), min(character errors × n + rank), the
+    lowest and the highest reference lengths (words × LENGTHS_PACKED + characters), the lowest character error
+    rate), where rank is the ASR system's index in `asr_names` (every system's, sorted) and n = len(asr_names):
+    the minimum's errors and, among equal errors, the first system by name, in one aggregate. Only a clip whose
+    every transcript's counts are current, and whose reference lengths agree, may use them."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    n = len(asr_ranks)
+    n = len(asr_names)
+    rank = f"CASE t.asr {' '.join(f'WHEN ? THEN {index}' for index in range(n))} END" if n else "0"
+    lengths = f"t.words * {LENGTHS_PACKED} + t.characters"
     return cursor.execute(
-        "WITH ranks(asr, rank) AS (SELECT key, value FROM json_each(?)) "
-        f"SELECT t.clip_id, count(*), sum({_COUNTS_ARE_CURRENT}), "
-        f"min(t.word_errors * {n} + r.rank), min(t.words), max(t.words), "
-        f"min(t.character_errors * {n} + r.rank), min(t.characters), max(t.characters), "
-        "min(CASE WHEN t.characters > 0 THEN t.character_errors * 1.0 / t.characters END) "
-        "FROM clips c JOIN transcripts t ON t.clip_id = c.id JOIN ranks r ON r.asr = t.asr "
+        f"SELECT t.clip_id, count(*), sum({_COUNTS_ARE_CURRENT}), min(t.word_errors * {n} + {rank}), "
+        f"min(t.character_errors * {n} + {rank}), min({lengths}), max({lengths}), "
+        "min(t.character_errors * 1.0 / t.characters) FROM clips c JOIN transcripts t ON t.clip_id = c.id "
         f"WHERE c.status = 'ok' AND c.item_id IS NOT NULL AND c.id {NOT_A_CONTROL} GROUP BY t.clip_id ORDER BY t.clip_id",
-        (json.dumps(asr_ranks), NORMALIZER_VERSION),
+        (NORMALIZER_VERSION, *asr_names, *asr_names),
     )
 
 

@@ -282,3 +282,13 @@ def test_a_cancel_while_screening_stores_nothing(qc_project):
     assert (
         qc_project.conn.execute("SELECT count(*) FROM transcripts WHERE counts_version IS NOT NULL").fetchone()[0] == 0
     )
+
+
+def test_more_asr_systems_than_sql_takes_are_scored_from_texts(qc_project, screened_clips, monkeypatch):
+    monkeypatch.setattr(screening, "MOST_ASR_SYSTEMS_FROM_COUNTS", 2)
+    clip = screened_clips["en_q"]
+    for asr, text in (("a", "Which holiday"), ("b", "Which holiday is in November"), ("c", "Which")):
+        with qc_project.transaction() as conn:
+            store_transcripts(conn, asr, [(clip, None, text)])
+    score = screen_project(qc_project).scores[clip]
+    assert (score.errors, score.best_asr, score.asr_count) == (0, "b", 3)
