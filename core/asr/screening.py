@@ -197,19 +197,23 @@ def _screen(
             transcript_state=store.transcript_state(conn),
         )
         scorer = Scorer(dict(settings.metrics))
-        from_counts = _FromCounts(settings, scorer, clips)
-        from_counts.names = sorted(store.asr_systems_with_transcripts(conn))  # by name, as score_clip breaks a tie
+        names = sorted(store.asr_systems_with_transcripts(conn))  # by name, as score_clip breaks a tie
         # each name is a parameter twice: past SQLite's limit (someone else's project), every clip from its texts
-        rescore = rescore or len(from_counts.names) > MOST_ASR_SYSTEMS_FROM_COUNTS
-        summaries = store.clip_count_summaries(conn, [] if rescore else from_counts.names)
-        rows = from_counts.score(summaries, result, rescore, now)
-        progress.check_cancelled()
-        transcripts, stale = _read_texts(conn, from_counts.from_texts, from_counts.recount)
+        if rescore or len(names) > MOST_ASR_SYSTEMS_FROM_COUNTS or not store.counted_transcripts_exist(conn):
+            rows: list[tuple] = []  # an old project's first screening, or --rescore: every clip from its texts
+            transcripts, stale = _read_all_texts(conn, clips)
+            with_transcripts = transcripts
+        else:
+            from_counts = _FromCounts(settings, scorer, clips, names)
+            rows = from_counts.score(store.clip_count_summaries(conn, names), result, now)
+            transcripts, stale = _read_texts(conn, from_counts.from_texts, from_counts.recount)
+            with_transcripts = from_counts.with_transcripts
         no_speech = _no_speech(conn) if settings.hallucinations and transcripts else {}
+    progress.check_cancelled()
     scoring = _ClipScoring(settings, clips, transcripts, no_speech, scorer)
     from_texts = ScreeningResult(settings, {}, {})
     scoring.score(from_texts, progress)
-    _merge_in_clip_order(result, from_texts, from_counts.without_transcripts())
+    _merge_in_clip_order(result, from_texts, {clip_id: 0 for clip_id in clips if clip_id not in with_transcripts})
     _add_metrics(result, scorer)
     if store_in is not None:
         counts = [(transcript_id, text, *clips[clip_id], *scorer.transcript_counts(*clips[clip_id], text))
@@ -227,17 +231,13 @@ class _FromCounts:
     """Scores clips from their transcripts' stored counts (store.clip_count_summaries): the same minimum, tie rule
     and bins as Scorer.score_clip, without a text. Clips it cannot score that way are left in `from_texts`."""
 
-    def __init__(self, settings: ScreeningSettings, scorer: Scorer, clips: dict):
-        self.settings, self.scorer, self.clips = settings, scorer, clips
+    def __init__(self, settings: ScreeningSettings, scorer: Scorer, clips: dict, names: list[str]):
+        self.settings, self.scorer, self.clips, self.names = settings, scorer, clips, names
         self.from_texts: list[int] = []  # by id
         self.recount: set[int] = set()  # those of them whose counts are to be made again and stored
         self.with_transcripts: set[int] = set()
-        self.names: list[str] = []
 
-    def without_transcripts(self) -> dict[int, int]:
-        return {clip_id: 0 for clip_id in self.clips if clip_id not in self.with_transcripts}
-
-    def score(self, summaries: Iterable[tuple], result: ScreeningResult, rescore: bool, now: str) -> list[tuple]:
+    def score(self, summaries: Iterable[tuple], result: ScreeningResult, now: str) -> list[tuple]:
         """The clips scored from counts into `result` (scores, too few transcripts, unscorable), by id; returns
         their clip_screening rows, screened at `now`."""
         clips, names, n = self.clips, self.names, len(self.names)
@@ -252,7 +252,7 @@ class _FromCounts:
             if count < min_asr:
                 too_few[clip_id] = count
                 continue
-            if rescore or current != count or lengths != lengths_high:
+            if current != count or lengths != lengths_high:
                 from_texts.append(clip_id)
                 self.recount.add(clip_id)
                 continue
@@ -310,6 +310,26 @@ def _read_texts(
     return transcripts, stale
 
 
+def _read_all_texts(conn, clips: dict) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int, str]]]:
+    """_read_texts of every clip in `clips`, each transcript's counts to be stored."""
+    transcripts: dict[int, tuple[str, ...]] = {}
+    stale = []
+    last_clip, heard = None, ()
+    for transcript_id, clip_id, asr, text in store.transcripts_with_ids_in_clip_order(conn):
+        if clip_id not in clips:
+            continue
+        stale.append((transcript_id, clip_id, text))
+        if clip_id == last_clip:
+            heard += (asr, text)
+        else:
+            if last_clip is not None:
+                transcripts[last_clip] = heard
+            last_clip, heard = clip_id, (asr, text)
+    if last_clip is not None:
+        transcripts[last_clip] = heard
+    return transcripts, stale
+
+
 def _no_speech(conn) -> dict[int, dict[str, float]]:
     found: dict[int, dict[str, float]] = defaultdict(dict)
     for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
@@ -326,6 +346,7 @@ def _merge_in_clip_order(result: ScreeningResult, from_texts: ScreeningResult, z
         result.scores.update((clip_id, scores[clip_id]) for clip_id in sorted(scores))
     if from_texts.unscorable:
         result.unscorable[:] = sorted(result.unscorable + from_texts.unscorable)
+    result.too_few_transcripts.update(from_texts.too_few_transcripts)  # by id (none: _FromCounts kept them)
     result.too_few_transcripts.update(zeros)
 
 

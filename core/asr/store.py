@@ -45,12 +45,21 @@ def transcript_state(conn: sqlite3.Connection) -> tuple:
     )
 
 
-def transcripts_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
-    """Every transcript as (clip id, ASR system, text), by clip then system, streamed: a project may hold many.
-    The cursor itself, not a generator over it: no Python frame to resume per row."""
+def transcripts_with_ids_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, int, str, str]]:
+    """Every transcript as (transcript id, clip id, ASR system, text), by clip then system, streamed."""
     cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples: no Row object to build and convert for each of many rows
-    return cursor.execute("SELECT clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
+    cursor.row_factory = None
+    return cursor.execute("SELECT id, clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
+
+
+def counted_transcripts_exist(conn: sqlite3.Connection) -> bool:
+    """Whether any transcript has counts of this normalizer version: none (a project from before migration 16,
+    or after a version bump), and screening scores every clip from its texts without gathering counts first."""
+    return bool(
+        conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM transcripts WHERE counts_version = ?)", (NORMALIZER_VERSION,)
+        ).fetchone()[0]
+    )
 
 
 def transcript_failure_count(conn: sqlite3.Connection) -> int:
@@ -62,40 +71,15 @@ def transcript_failure_count(conn: sqlite3.Connection) -> int:
 # Screening scores
 
 
-# Screening on two cores reads its clips in two parts, one per process, told apart in SQL by the parity of the
-# clip text's length: every clip of one sentence is in the same part, so a sentence is normalized, and its
-# transcripts counted, in one process only. Part 1 is the odd lengths, part 0 every other clip.
 _SCREENABLE = f"status = 'ok' AND item_id IS NOT NULL AND id {NOT_A_CONTROL}"
-_IN_PART = {None: "", 0: " AND length(text) % 2 IS NOT 1", 1: " AND length(text) % 2 = 1"}
 
 
-def screenable_clips(conn: sqlite3.Connection, part: int | None = None) -> dict[int, tuple[str, str]]:
-    """clip id → (language, text) of every good item clip (instruction tokens are not screened), or of one
-    `part` of them (0 or 1, see above)."""
+def screenable_clips(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+    """clip id → (language, text) of every good item clip (instruction tokens are not screened)."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    rows = cursor.execute(f"SELECT id, language, text FROM clips WHERE {_SCREENABLE}{_IN_PART[part]}")
+    rows = cursor.execute(f"SELECT id, language, text FROM clips WHERE {_SCREENABLE}")
     return {clip_id: (language, text) for clip_id, language, text in rows}
-
-
-def screenable_transcripts(conn: sqlite3.Connection, part: int) -> Iterator[tuple[int, str, str]]:
-    """The transcripts of one `part` of the screenable clips as (clip id, ASR system, text), by clip then system:
-    the columns screening uses, in its order, streamed."""
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    return cursor.execute(
-        "SELECT t.clip_id, t.asr, t.text FROM transcripts t "
-        f"WHERE t.clip_id IN (SELECT id FROM clips WHERE {_SCREENABLE}{_IN_PART[part]}) ORDER BY t.clip_id, t.asr"
-    )
-
-
-def screening_inputs_version(conn: sqlite3.Connection) -> tuple:
-    """The change counters of what screening reads (clips, their transcripts, control clips): two reads that see
-    the same versions saw the same rows, whichever connection and process made them."""
-    rows = conn.execute(
-        "SELECT name, version FROM change_counters WHERE name IN ('clips', 'transcripts', 'control_clips') ORDER BY name"
-    )
-    return tuple((name, version) for name, version in rows)
 
 
 def replace_screening_scores(conn: sqlite3.Connection, rows: Iterable[tuple]) -> None:
