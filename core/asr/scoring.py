@@ -4,6 +4,7 @@ corpus rate is total edits over total units, and bins are decided in exact integ
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from rapidfuzz.distance import Levenshtein
@@ -190,14 +191,34 @@ class Scorer:
             found = counts[(reference, text)] = count_errors(ref, self.normalized(text, language), metric)
         return found
 
-    def transcript_counts(self, language: str, reference: str, text: str) -> tuple[int, int, int, int]:
-        """(word errors, reference words, character errors, reference characters) of a transcript `text` of a clip
-        of `reference`: what is stored with a transcript (core/asr/store.py), both metrics since which one bins a
-        language is a screening option."""
-        ref = self.normalized(reference, language)
-        word_errors, words = self._count_texts("wer", language, reference, ref, text)
-        character_errors, characters = self._count_texts("cer", language, reference, ref, text)
-        return word_errors, words, character_errors, characters
+    def transcript_counts(self, transcripts: Iterable[tuple]) -> list[tuple]:
+        """Each (…, language, reference, text) with (word errors, reference words, character errors, reference
+        characters) appended: what is stored with a transcript (core/asr/store.py), both metrics since which one
+        bins a language is a screening option. Counts already made while scoring are reused."""
+        found = []
+        state: dict[str, tuple[dict, dict, dict]] = {}
+        for entry in transcripts:
+            language, reference, text = entry[-3:]
+            known = state.get(language)
+            if known is None:
+                known = state[language] = (
+                    self._normalized_in(language),
+                    self._counts_for("wer", language),
+                    self._counts_for("cer", language),
+                )
+            normalized, word_counts, character_counts = known
+            key = (reference, text)
+            words = word_counts.get(key)
+            characters = character_counts.get(key)
+            if words is None or characters is None:
+                ref = normalized.get(reference) or self.normalized(reference, language)
+                heard = normalized.get(text) or self.normalized(text, language)
+                if words is None:
+                    words = word_counts[key] = count_errors(ref, heard, "wer")
+                if characters is None:
+                    characters = character_counts[key] = count_errors(ref, heard, "cer")
+            found.append((*entry, *words, *characters))
+        return found
 
     def hallucination(
         self, language: str, reference: str, ref: NormalizedText, text: str, no_speech: float | None, metric: str

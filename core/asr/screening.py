@@ -216,8 +216,9 @@ def _screen(
     _merge_in_clip_order(result, from_texts, {clip_id: 0 for clip_id in clips if clip_id not in with_transcripts})
     _add_metrics(result, scorer)
     if store_in is not None:
-        counts = [(transcript_id, text, *clips[clip_id], *scorer.transcript_counts(*clips[clip_id], text))
-                  for transcript_id, clip_id, text in stale]  # fmt: skip
+        counts = scorer.transcript_counts(
+            (transcript_id, *clips[clip_id], text) for transcript_id, clip_id, text in stale
+        )
         rows += _score_rows(from_texts.scores.items(), now)
         _store(store_in, result, rows, now, counts)
     progress.report(len(result.languages), len(result.languages), "screened")

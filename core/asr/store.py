@@ -186,23 +186,24 @@ def store_transcripts(conn: sqlite3.Connection, asr: str, rows: Iterable[tuple[i
     now = utc_now()
     rows = list(rows)
     references = clip_references(conn, [row[0] for row in rows])
-    scorer = Scorer()
-    stored = []
-    for clip_id, model, text in rows:
-        reference = references.get(clip_id)
-        if reference is None:  # no such clip: the insert's foreign key says so
-            stored.append((clip_id, asr, model, text, now, None, None, None, None, None, None, None))
-        else:
-            language, reference_text = reference
-            counts = scorer.transcript_counts(language, reference_text, text)
-            stored.append((clip_id, asr, model, text, now, NORMALIZER_VERSION, language, reference_text, *counts))
-    conn.executemany(
-        f"INSERT INTO transcripts(clip_id, asr, model, text, created_at, {_COUNT_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, "
-        f"created_at = excluded.created_at, {_COUNTS_FROM_EXCLUDED}",
-        stored,
+    counted = Scorer().transcript_counts(
+        (clip_id, model, *references[clip_id], text) for clip_id, model, text in rows if clip_id in references
     )
+    uncounted = [
+        (clip_id, model, None, None, text, None, None, None, None)
+        for clip_id, model, text in rows
+        if clip_id not in references
+    ]  # fmt: skip (no such clip: the insert's foreign key says so)
+    conn.executemany(
+        "INSERT INTO transcripts(clip_id, asr, model, text, created_at, counts_version, word_errors, words, "
+        "character_errors, characters) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(clip_id, asr) DO UPDATE SET model = excluded.model, text = excluded.text, "
+        "created_at = excluded.created_at, counts_version = excluded.counts_version, "
+        "word_errors = excluded.word_errors, words = excluded.words, character_errors = excluded.character_errors, "
+        "characters = excluded.characters",
+        [(clip_id, asr, model, text, now, NORMALIZER_VERSION if counts[0] is not None else None, *counts)
+         for clip_id, model, _language, _reference, text, *counts in counted + uncounted],
+    )  # fmt: skip
     conn.executemany("DELETE FROM transcript_failures WHERE clip_id = ? AND asr = ?", [(row[0], asr) for row in rows])
     # a replaced transcript's no-speech probability described the old one
     conn.executemany("DELETE FROM project_meta WHERE key = ?", [(_no_speech_key(row[0], asr),) for row in rows])
@@ -219,19 +220,16 @@ def clip_references(conn: sqlite3.Connection, clip_ids: list[int]) -> dict[int, 
 
 
 # A transcript's stored counts (migration 16) as store_transcripts writes them, and when screening may use them:
-# made by this normalizer version against its clip's current language and text, and plausible — whole numbers
-# (their sum is an integer), none negative, words no more than characters, none above MOST_COUNTED (a clip of
-# 2 million characters is no sentence). Counts from someone else's project are data: any other is counted again
-# from the texts, which always gives the right score, so a bound errs on the safe side.
-_COUNT_COLUMNS = "counts_version, counted_language, counted_reference, word_errors, words, character_errors, characters"
-_COUNTS_FROM_EXCLUDED = ", ".join(f"{column} = excluded.{column}" for column in _COUNT_COLUMNS.split(", "))
+# made by this normalizer version (a trigger forgets them when the clip's text or language changes), and
+# plausible — whole numbers (their sum is an integer), none negative, words no more than characters, none above
+# MOST_COUNTED (a clip of 2 million characters is no sentence). Counts from someone else's project are data: any
+# other is counted again from the texts, which always gives the right score, so a bound errs on the safe side.
 MOST_COUNTED = 2**21
 LENGTHS_PACKED = 2**22  # words × LENGTHS_PACKED + characters: both reference lengths in one integer
 _COUNTS_ARE_CURRENT = (
-    "(t.counts_version IS ? AND t.counted_language IS c.language AND t.counted_reference IS c.text "
-    f"AND t.word_errors BETWEEN 0 AND {MOST_COUNTED} AND t.character_errors BETWEEN 0 AND {MOST_COUNTED} "
-    f"AND t.words BETWEEN 0 AND t.characters AND t.characters <= {MOST_COUNTED} "
-    "AND typeof(t.word_errors + t.words + t.character_errors + t.characters) = 'integer')"
+    f"(t.counts_version IS ? AND t.word_errors BETWEEN 0 AND {MOST_COUNTED} "
+    f"AND t.character_errors BETWEEN 0 AND {MOST_COUNTED} AND t.words BETWEEN 0 AND t.characters "
+    f"AND t.characters <= {MOST_COUNTED} AND typeof(t.word_errors + t.words + t.character_errors + t.characters) = 'integer')"
 )
 
 
@@ -262,24 +260,23 @@ def transcripts_of_clips(conn: sqlite3.Connection, clip_ids: list[int]) -> Itera
     cursor = conn.cursor()
     cursor.row_factory = None
     return cursor.execute(
-        f"SELECT t.id, t.clip_id, t.asr, t.text, {_COUNTS_ARE_CURRENT} FROM transcripts t JOIN clips c ON c.id = t.clip_id "
+        f"SELECT t.id, t.clip_id, t.asr, t.text, {_COUNTS_ARE_CURRENT} FROM transcripts t "
         "WHERE t.clip_id IN (SELECT value FROM json_each(?)) ORDER BY t.clip_id, t.asr",
         (NORMALIZER_VERSION, json.dumps(clip_ids)),
     )
 
 
 def store_transcript_counts(conn: sqlite3.Connection, rows: Iterable[tuple]) -> None:
-    """Store counts of transcripts scored from their texts, each row (transcript id, text, language, reference,
-    word errors, words, character errors, characters): only where the transcript still has that text (one
-    replaced since it was read keeps the counts store_transcripts gave it)."""
+    """Store counts of transcripts scored from their texts, each row (transcript id, language, reference, text,
+    word errors, words, character errors, characters): only where the transcript still has that text and its clip
+    that language and text (either changed since they were read: the counts made then are not its)."""
     conn.executemany(
-        f"UPDATE transcripts SET counts_version = {NORMALIZER_VERSION}, counted_language = ?, counted_reference = ?, "
-        "word_errors = ?, words = ?, character_errors = ?, characters = ? WHERE id = ? AND text = ?",
-        [
-            (language, reference, *counts, transcript_id, text)
-            for transcript_id, text, language, reference, *counts in rows
-        ],
-    )
+        f"UPDATE transcripts SET counts_version = {NORMALIZER_VERSION}, word_errors = ?, words = ?, "
+        "character_errors = ?, characters = ? WHERE id = ? AND text = ? "
+        "AND (SELECT language = ? AND text = ? FROM clips WHERE clips.id = transcripts.clip_id)",
+        [(*counts, transcript_id, text, language, reference)
+         for transcript_id, language, reference, text, *counts in rows],
+    )  # fmt: skip
 
 
 # Whisper's no-speech probability of a transcript, where the backend gives one (local faster-whisper). Kept in

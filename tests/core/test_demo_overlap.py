@@ -40,8 +40,7 @@ TABLES_SINCE_THE_PIN = {"pending_imports"}
 COLUMNS_SINCE_THE_PIN = {("batch_jobs", "part_tag"), ("batch_jobs", "submit_job")} | {
     ("transcripts", column)
     for column in (
-        "counts_version", "counted_language", "counted_reference", "word_errors", "words", "character_errors",
-        "characters",
+        "counts_version", "word_errors", "words", "character_errors", "characters",
     )
 }  # fmt: skip
 # sha256 of stable_dump() of the demo built by cb542b5 (`spokenbench demo DIR` with that tree on PYTHONPATH)

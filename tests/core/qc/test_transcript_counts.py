@@ -2,8 +2,8 @@
 clip_screening rows and the same results as screening from the texts, on the pinned corpus (every language, empty
 transcripts, unscorable clips, one to three systems, repeated-word hallucinations) and the stored Whisper
 hallucinations with their no-speech probabilities, under every setting; counts that are missing, stale (another
-normalizer version, an edited clip text or language, a replaced transcript) or implausible are counted again from
-the texts, never used, and stored back."""
+normalizer version, an edited clip text or language, a replaced transcript, any of them while screening ran) or
+implausible are counted again from the texts, never used, and stored back."""
 
 import hashlib
 import json
@@ -178,8 +178,6 @@ def _pinned_result_digest(project, result) -> str:
         "UPDATE transcripts SET words = characters + 1 WHERE id % 6 = 0",
         "UPDATE transcripts SET word_errors = NULL, counts_version = NULL WHERE id % 3 = 1",
         "UPDATE transcripts SET counts_version = 0 WHERE id % 2 = 1",
-        "UPDATE transcripts SET counted_reference = counted_reference || ' ' WHERE id % 3 = 2",
-        "UPDATE transcripts SET counted_language = 'de' WHERE id % 4 = 1",
     ],
 )
 def test_implausible_or_stale_counts_are_counted_again_never_used(project, tampering):
@@ -204,17 +202,40 @@ def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_p
         with qc_project.transaction() as conn:
             store_transcripts(conn, asr, [(clip, None, "Which holiday is in November")])
     assert screen_project(qc_project).scores[clip].errors == 0
+    counts = "SELECT counts_version, word_errors, words FROM transcripts WHERE clip_id = ? ORDER BY asr"
     with qc_project.transaction() as conn:  # the clip's text changed since: its stored counts no longer hold
         conn.execute("UPDATE clips SET text = 'Which holiday is in late November?' WHERE id = ?", (clip,))
+    assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(None, 0, 5)] * 2
     score = screen_project(qc_project).scores[clip]
     assert (score.errors, score.units) == (1, 6)
-    assert (
-        qc_project.conn.execute(
-            "SELECT count(*) FROM transcripts WHERE clip_id = ? AND counted_reference = ? AND word_errors = 1",
-            (clip, "Which holiday is in late November?"),
-        ).fetchone()[0]
-        == 2
-    )
+    assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(1, 1, 6)] * 2
+    with qc_project.transaction() as conn:  # its language too
+        conn.execute("UPDATE clips SET language = 'en-GB' WHERE id = ?", (clip,))
+    assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(None, 1, 6)] * 2
+
+
+def test_a_clip_edited_while_screening_scored_it_gets_no_counts_from_its_old_text(
+    qc_project, screened_clips, monkeypatch
+):
+    clip = screened_clips["en_q"]
+    for asr in ("a", "b"):
+        with qc_project.transaction() as conn:
+            conn.execute(
+                "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, 'Which holiday', ?)",
+                (clip, asr, utc_now()),
+            )
+    original = screening._store
+
+    def edited_first(project, *args):  # another process edits the clip between the read and the write
+        with project.transaction() as conn:
+            conn.execute("UPDATE clips SET text = 'Which holiday?' WHERE id = ?", (clip,))
+        original(project, *args)
+
+    monkeypatch.setattr(screening, "_store", edited_first)
+    screen_project(qc_project)
+    assert {row[0] for row in qc_project.conn.execute("SELECT counts_version FROM transcripts")} == {None}
+    monkeypatch.undo()
+    assert screen_project(qc_project).scores[clip].errors == 0
 
 
 def test_a_replaced_transcript_gets_its_own_counts_and_counts_change_nothing_screens_watch(qc_project, screened_clips):
@@ -222,8 +243,8 @@ def test_a_replaced_transcript_gets_its_own_counts_and_counts_change_nothing_scr
     with qc_project.transaction() as conn:
         store_transcripts(conn, "a", [(clip, "m1", "Which holiday")])
         store_transcripts(conn, "a", [(clip, "m2", "Which holiday is in November")])
-    counts = "SELECT word_errors, counts_version, counted_language FROM transcripts WHERE clip_id = ?"
-    assert tuple(qc_project.conn.execute(counts, (clip,)).fetchone()) == (0, normalize.NORMALIZER_VERSION, "en")
+    counts = "SELECT word_errors, words, counts_version FROM transcripts WHERE clip_id = ?"
+    assert tuple(qc_project.conn.execute(counts, (clip,)).fetchone()) == (0, 5, normalize.NORMALIZER_VERSION)
     watched = "SELECT version FROM change_counters WHERE name = 'transcripts'"
     version = qc_project.conn.execute(watched).fetchone()[0]
     with qc_project.transaction() as conn:
