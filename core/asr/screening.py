@@ -206,7 +206,7 @@ def _screen(
         else:
             from_counts = _FromCounts(settings, scorer, clips, names)
             rows = from_counts.score(store.clip_count_summaries(conn, names), result, now)
-            transcripts, stale = _read_texts(conn, from_counts.from_texts, from_counts.recount)
+            transcripts, stale = _read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
             with_transcripts = from_counts.with_transcripts
         no_speech = _no_speech(conn) if settings.hallucinations and transcripts else {}
     progress.check_cancelled()
@@ -216,9 +216,7 @@ def _screen(
     _merge_in_clip_order(result, from_texts, {clip_id: 0 for clip_id in clips if clip_id not in with_transcripts})
     _add_metrics(result, scorer)
     if store_in is not None:
-        counts = scorer.transcript_counts(
-            (transcript_id, *clips[clip_id], text) for transcript_id, clip_id, text in stale
-        )
+        counts = scorer.transcript_counts(stale)
         rows += _score_rows(from_texts.scores.items(), now)
         _store(store_in, result, rows, now, counts)
     progress.report(len(result.languages), len(result.languages), "screened")
@@ -287,11 +285,11 @@ class _FromCounts:
 
 
 def _read_texts(
-    conn, clip_ids: list[int], recount: set[int]
-) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int, str]]]:
+    conn, clips: dict, clip_ids: list[int], recount: set[int]
+) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, str, str, str]]]:
     """The transcripts of `clip_ids` as _ClipScoring takes them (clip id → (ASR system, text, ASR system, text,
-    …) by system), and the (transcript id, clip id, text) of those whose counts are to be stored: every one of
-    the clips to `recount`, and any other whose stored counts are not current."""
+    …) by system), and the (transcript id, clip language, clip text, text) of those whose counts are to be
+    stored: every one of the clips to `recount`, and any other whose stored counts are not current."""
     transcripts: dict[int, tuple[str, ...]] = {}
     stale = []
     if not clip_ids:
@@ -299,7 +297,8 @@ def _read_texts(
     last_clip, heard = None, ()
     for transcript_id, clip_id, asr, text, current in store.transcripts_of_clips(conn, clip_ids):
         if not current or clip_id in recount:
-            stale.append((transcript_id, clip_id, text))
+            language, reference = clips[clip_id]
+            stale.append((transcript_id, language, reference, text))
         if clip_id == last_clip:
             heard += (asr, text)
         else:
@@ -311,15 +310,16 @@ def _read_texts(
     return transcripts, stale
 
 
-def _read_all_texts(conn, clips: dict) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int, str]]]:
+def _read_all_texts(conn, clips: dict) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, str, str, str]]]:
     """_read_texts of every clip in `clips`, each transcript's counts to be stored."""
     transcripts: dict[int, tuple[str, ...]] = {}
     stale = []
     last_clip, heard = None, ()
     for transcript_id, clip_id, asr, text in store.transcripts_with_ids_in_clip_order(conn):
-        if clip_id not in clips:
+        clip = clips.get(clip_id)
+        if clip is None:
             continue
-        stale.append((transcript_id, clip_id, text))
+        stale.append((transcript_id, clip[0], clip[1], text))
         if clip_id == last_clip:
             heard += (asr, text)
         else:

@@ -270,13 +270,12 @@ def store_transcript_counts(conn: sqlite3.Connection, rows: Iterable[tuple]) -> 
     """Store counts of transcripts scored from their texts, each row (transcript id, language, reference, text,
     word errors, words, character errors, characters): only where the transcript still has that text and its clip
     that language and text (either changed since they were read: the counts made then are not its)."""
-    conn.executemany(
-        f"UPDATE transcripts SET counts_version = {NORMALIZER_VERSION}, word_errors = ?, words = ?, "
-        "character_errors = ?, characters = ? WHERE id = ? AND text = ? "
-        "AND (SELECT language = ? AND text = ? FROM clips WHERE clips.id = transcripts.clip_id)",
-        [(*counts, transcript_id, text, language, reference)
-         for transcript_id, language, reference, text, *counts in rows],
-    )  # fmt: skip
+    conn.executemany(  # numbered parameters: the rows as they come, no list of reordered copies
+        f"UPDATE transcripts SET counts_version = {NORMALIZER_VERSION}, word_errors = ?5, words = ?6, "
+        "character_errors = ?7, characters = ?8 WHERE id = ?1 AND text = ?4 "
+        "AND (SELECT language = ?2 AND text = ?3 FROM clips WHERE clips.id = transcripts.clip_id)",
+        rows,
+    )
 
 
 # Whisper's no-speech probability of a transcript, where the backend gives one (local faster-whisper). Kept in

@@ -151,8 +151,8 @@ def forget_counts(path: Path) -> None:
     project = Project.open(path)
     with project.transaction() as conn:
         conn.execute(
-            "UPDATE transcripts SET counts_version = NULL, counted_language = NULL, counted_reference = NULL, "
-            "word_errors = NULL, words = NULL, character_errors = NULL, characters = NULL"
+            "UPDATE transcripts SET counts_version = NULL, word_errors = NULL, words = NULL, character_errors = NULL, "
+            "characters = NULL"
         )
     project.close()
 
@@ -286,7 +286,7 @@ def counted_phases(project: Project, settings, lap) -> None:
     lap("gather (SQL)")
     rows = from_counts.score(summaries, result, False, now)
     lap("score")
-    transcripts, stale = screening._read_texts(conn, from_counts.from_texts, from_counts.recount)
+    transcripts, stale = screening._read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
     from_texts = screening.ScreeningResult(settings, {}, {})
     screening._ClipScoring(settings, clips, transcripts, screening._no_speech(conn), scorer).score(
         from_texts, screening.no_progress()
