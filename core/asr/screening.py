@@ -201,7 +201,7 @@ def _screen(
         # each name is a parameter twice: past SQLite's limit (someone else's project), every clip from its texts
         if rescore or len(names) > MOST_ASR_SYSTEMS_FROM_COUNTS or not store.counted_transcripts_exist(conn):
             rows: list[tuple] = []  # an old project's first screening, or --rescore: every clip from its texts
-            transcripts, stale = _read_all_texts(conn, clips)
+            transcripts, stale = _read_texts(conn, clips, None)
             with_transcripts = transcripts
         else:
             from_counts = _FromCounts(settings, scorer, clips, names)
@@ -285,41 +285,25 @@ class _FromCounts:
 
 
 def _read_texts(
-    conn, clips: dict, clip_ids: list[int], recount: set[int]
+    conn, clips: dict, clip_ids: list[int] | None, recount: set[int] = frozenset()
 ) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, str, str, str]]]:
-    """The transcripts of `clip_ids` as _ClipScoring takes them (clip id → (ASR system, text, ASR system, text,
-    …) by system), and the (transcript id, clip language, clip text, text) of those whose counts are to be
-    stored: every one of the clips to `recount`, and any other whose stored counts are not current."""
+    """The transcripts of `clip_ids` (None: of every clip in `clips`) as _ClipScoring takes them (clip id → (ASR
+    system, text, ASR system, text, …) by system), and the (transcript id, clip language, clip text, text) of
+    those whose counts are to be stored: with `clip_ids` None every one, else those of the clips to `recount` and
+    any other whose stored counts are not current."""
     transcripts: dict[int, tuple[str, ...]] = {}
     stale = []
-    if not clip_ids:
+    if clip_ids is not None and not clip_ids:
         return transcripts, stale
+    every = clip_ids is None
+    rows = store.every_transcript_in_clip_order(conn) if every else store.transcripts_of_clips(conn, clip_ids)
     last_clip, heard = None, ()
-    for transcript_id, clip_id, asr, text, current in store.transcripts_of_clips(conn, clip_ids):
-        if not current or clip_id in recount:
-            language, reference = clips[clip_id]
-            stale.append((transcript_id, language, reference, text))
-        if clip_id == last_clip:
-            heard += (asr, text)
-        else:
-            if last_clip is not None:
-                transcripts[last_clip] = heard
-            last_clip, heard = clip_id, (asr, text)
-    if last_clip is not None:
-        transcripts[last_clip] = heard
-    return transcripts, stale
-
-
-def _read_all_texts(conn, clips: dict) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, str, str, str]]]:
-    """_read_texts of every clip in `clips`, each transcript's counts to be stored."""
-    transcripts: dict[int, tuple[str, ...]] = {}
-    stale = []
-    last_clip, heard = None, ()
-    for transcript_id, clip_id, asr, text in store.transcripts_with_ids_in_clip_order(conn):
+    for transcript_id, clip_id, asr, text, current in rows:
         clip = clips.get(clip_id)
-        if clip is None:
+        if clip is None:  # not screened
             continue
-        stale.append((transcript_id, clip[0], clip[1], text))
+        if every or not current or clip_id in recount:
+            stale.append((transcript_id, clip[0], clip[1], text))
         if clip_id == last_clip:
             heard += (asr, text)
         else:

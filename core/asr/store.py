@@ -45,11 +45,12 @@ def transcript_state(conn: sqlite3.Connection) -> tuple:
     )
 
 
-def transcripts_with_ids_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, int, str, str]]:
-    """Every transcript as (transcript id, clip id, ASR system, text), by clip then system, streamed."""
+def every_transcript_in_clip_order(conn: sqlite3.Connection) -> Iterator[tuple[int, int, str, str, int]]:
+    """Every transcript as (transcript id, clip id, ASR system, text, 0), by clip then system, streamed: as
+    transcripts_of_clips gives them, its counts to be made."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    return cursor.execute("SELECT id, clip_id, asr, text FROM transcripts ORDER BY clip_id, asr")
+    return cursor.execute("SELECT id, clip_id, asr, text, 0 FROM transcripts ORDER BY clip_id, asr")
 
 
 def counted_transcripts_exist(conn: sqlite3.Connection) -> bool:

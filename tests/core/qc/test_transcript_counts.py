@@ -9,6 +9,7 @@ import hashlib
 import json
 
 import pytest
+from qc_support import add_transcript
 from test_normalize_fuzz_pinned import normalized_digest
 from test_screening_hallucinations import CASES
 from test_screening_pinned import PINNED_ROWS, corpus, digest
@@ -214,28 +215,42 @@ def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_p
     assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(None, 1, 6)] * 2
 
 
-def test_a_clip_edited_while_screening_scored_it_gets_no_counts_from_its_old_text(
-    qc_project, screened_clips, monkeypatch
+def _edit_the_clip(conn, clip: int) -> None:
+    conn.execute("UPDATE clips SET text = 'Which holiday?' WHERE id = ?", (clip,))
+
+
+def _replace_a_transcript(conn, clip: int) -> None:
+    store_transcripts(conn, "a", [(clip, None, "Which holiday is in November")])
+
+
+@pytest.mark.parametrize(
+    "change, counts",
+    [
+        (_edit_the_clip, [("a", None, None), ("b", None, None)]),  # both counted against the old text: none kept
+        (_replace_a_transcript, [("a", 1, 0), ("b", 1, 3)]),  # "a" keeps the counts stored with its new text
+    ],
+    ids=["the clip edited", "a transcript replaced"],
+)
+def test_a_change_while_screening_ran_gets_no_counts_made_before_it(
+    qc_project, screened_clips, monkeypatch, change, counts
 ):
     clip = screened_clips["en_q"]
     for asr in ("a", "b"):
-        with qc_project.transaction() as conn:
-            conn.execute(
-                "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, 'Which holiday', ?)",
-                (clip, asr, utc_now()),
-            )
+        add_transcript(qc_project, clip, asr, "Which holiday")
     original = screening._store
 
-    def edited_first(project, *args):  # another process edits the clip between the read and the write
+    def changed_first(project, *args):  # another process changes it between screening's read and its write
         with project.transaction() as conn:
-            conn.execute("UPDATE clips SET text = 'Which holiday?' WHERE id = ?", (clip,))
+            change(conn, clip)
         original(project, *args)
 
-    monkeypatch.setattr(screening, "_store", edited_first)
+    monkeypatch.setattr(screening, "_store", changed_first)
     screen_project(qc_project)
-    assert {row[0] for row in qc_project.conn.execute("SELECT counts_version FROM transcripts")} == {None}
+    stored = "SELECT asr, counts_version, word_errors FROM transcripts WHERE clip_id = ? ORDER BY asr"
+    assert [tuple(row) for row in qc_project.conn.execute(stored, (clip,))] == counts
     monkeypatch.undo()
-    assert screen_project(qc_project).scores[clip].errors == 0
+    screen_project(qc_project)  # the next screening counts what is left
+    assert {row[1] for row in qc_project.conn.execute(stored, (clip,))} == {normalize.NORMALIZER_VERSION}
 
 
 def test_a_replaced_transcript_gets_its_own_counts_and_counts_change_nothing_screens_watch(qc_project, screened_clips):
@@ -254,27 +269,6 @@ def test_a_replaced_transcript_gets_its_own_counts_and_counts_change_nothing_scr
     with qc_project.transaction() as conn:
         conn.execute("UPDATE transcripts SET text = 'Which'")
     assert qc_project.conn.execute(watched).fetchone()[0] == version + 1
-
-
-def test_a_transcript_replaced_while_screening_scored_it_keeps_its_own_counts(qc_project, screened_clips, monkeypatch):
-    clip = screened_clips["en_q"]
-    for asr in ("a", "b"):
-        with qc_project.transaction() as conn:
-            conn.execute(
-                "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, 'Which holiday', ?)",
-                (clip, asr, utc_now()),
-            )
-    original = screening._store
-
-    def replaced_first(project, *args):  # another process replaces a transcript between the read and the write
-        with project.transaction() as conn:
-            store_transcripts(conn, "a", [(clip, None, "Which holiday is in November")])
-        original(project, *args)
-
-    monkeypatch.setattr(screening, "_store", replaced_first)
-    screen_project(qc_project)
-    rows = qc_project.conn.execute("SELECT asr, word_errors FROM transcripts WHERE clip_id = ? ORDER BY asr", (clip,))
-    assert [tuple(row) for row in rows] == [("a", 0), ("b", 3)]
 
 
 def test_cli_screen_rescore_gives_the_same_table_and_stores_the_counts_again(cli, qc_project, screened_clips):
