@@ -189,23 +189,20 @@ def _screen(
     progress = progress or no_progress()
     now = utc_now()
     with contextlib.nullcontext() if conn.in_transaction else read_snapshot(conn):
-        clips = store.screenable_clips(conn)
-        result = ScreeningResult(
-            settings,
-            {},
-            {clip_id: language for clip_id, (language, _) in clips.items()},
-            transcript_state=store.transcript_state(conn),
-        )
+        languages = store.screenable_languages(conn)
+        result = ScreeningResult(settings, {}, languages, transcript_state=store.transcript_state(conn))
         scorer = Scorer(dict(settings.metrics))
         names = sorted(store.asr_systems_with_transcripts(conn))  # by name, as score_clip breaks a tie
         # each name is a parameter twice: past SQLite's limit (someone else's project), every clip from its texts
         if rescore or len(names) > MOST_ASR_SYSTEMS_FROM_COUNTS or not store.counted_transcripts_exist(conn):
             rows: list[tuple] = []  # an old project's first screening, or --rescore: every clip from its texts
+            clips = store.screenable_clips(conn)
             transcripts, stale = _read_texts(conn, clips, None)
             with_transcripts = transcripts
         else:
-            from_counts = _FromCounts(settings, scorer, clips, names)
+            from_counts = _FromCounts(settings, scorer, languages, names)
             rows = from_counts.score(store.clip_count_summaries(conn, names), result, now)
+            clips = store.clip_references(conn, from_counts.from_texts)  # the texts only of the clips that need them
             transcripts, stale = _read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
             with_transcripts = from_counts.with_transcripts
         no_speech = _no_speech(conn) if settings.hallucinations and transcripts else {}
@@ -213,7 +210,7 @@ def _screen(
     scoring = _ClipScoring(settings, clips, transcripts, no_speech, scorer)
     from_texts = ScreeningResult(settings, {}, {})
     scoring.score(from_texts, progress)
-    _merge_in_clip_order(result, from_texts, {clip_id: 0 for clip_id in clips if clip_id not in with_transcripts})
+    _merge_in_clip_order(result, from_texts, {clip_id: 0 for clip_id in languages if clip_id not in with_transcripts})
     _add_metrics(result, scorer)
     if store_in is not None:
         counts = scorer.transcript_counts(stale)
@@ -230,8 +227,8 @@ class _FromCounts:
     """Scores clips from their transcripts' stored counts (store.clip_count_summaries): the same minimum, tie rule
     and bins as Scorer.score_clip, without a text. Clips it cannot score that way are left in `from_texts`."""
 
-    def __init__(self, settings: ScreeningSettings, scorer: Scorer, clips: dict, names: list[str]):
-        self.settings, self.scorer, self.clips, self.names = settings, scorer, clips, names
+    def __init__(self, settings: ScreeningSettings, scorer: Scorer, languages: dict[int, str], names: list[str]):
+        self.settings, self.scorer, self.languages, self.names = settings, scorer, languages, names
         self.from_texts: list[int] = []  # by id
         self.recount: set[int] = set()  # those of them whose counts are to be made again and stored
         self.with_transcripts: set[int] = set()
@@ -239,7 +236,7 @@ class _FromCounts:
     def score(self, summaries: Iterable[tuple], result: ScreeningResult, now: str) -> list[tuple]:
         """The clips scored from counts into `result` (scores, too few transcripts, unscorable), by id; returns
         their clip_screening rows, screened at `now`."""
-        clips, names, n = self.clips, self.names, len(self.names)
+        languages, names, n = self.languages, self.names, len(self.names)
         min_asr, hallucinations = self.settings.min_asr, self.settings.hallucinations
         scores, unscorable, too_few = result.scores, result.unscorable, result.too_few_transcripts
         from_texts, with_transcripts = self.from_texts, self.with_transcripts
@@ -255,7 +252,7 @@ class _FromCounts:
                 from_texts.append(clip_id)
                 self.recount.add(clip_id)
                 continue
-            language = clips[clip_id][0]
+            language = languages[clip_id]
             found = by_language.get(language)
             if found is None:
                 metric = self.scorer.metric_for(language)

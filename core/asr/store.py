@@ -75,6 +75,14 @@ def transcript_failure_count(conn: sqlite3.Connection) -> int:
 _SCREENABLE = f"status = 'ok' AND item_id IS NOT NULL AND id {NOT_A_CONTROL}"
 
 
+def screenable_languages(conn: sqlite3.Connection) -> dict[int, str]:
+    """clip id → language of every good item clip, by id: what screening reports on, read without the texts
+    (most clips are scored from their transcripts' stored counts)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return dict(cursor.execute(f"SELECT id, language FROM clips WHERE {_SCREENABLE}"))
+
+
 def screenable_clips(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
     """clip id → (language, text) of every good item clip (instruction tokens are not screened)."""
     cursor = conn.cursor()

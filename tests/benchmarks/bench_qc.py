@@ -275,17 +275,18 @@ def counted_phases(project: Project, settings, lap) -> None:
     gathered by SQL, the clips scored from them (their rows made), the clips that need their texts scored
     from them, everything stored, freed."""
     conn, now = project.conn, utc_now()
-    clips = screening.store.screenable_clips(conn)
-    result = screening.ScreeningResult(settings, {}, {c: lang for c, (lang, _) in clips.items()})
+    languages = screening.store.screenable_languages(conn)
+    result = screening.ScreeningResult(settings, {}, languages)
     result.transcript_state = screening.store.transcript_state(conn)
     scorer = screening.Scorer(dict(settings.metrics))
     names = sorted(screening.store.asr_systems_with_transcripts(conn))
-    from_counts = screening._FromCounts(settings, scorer, clips, names)
+    from_counts = screening._FromCounts(settings, scorer, languages, names)
     lap("read")
     summaries = list(screening.store.clip_count_summaries(conn, names))
     lap("gather (SQL)")
     rows = from_counts.score(summaries, result, now)
     lap("score")
+    clips = screening.store.clip_references(conn, from_counts.from_texts)
     transcripts, stale = screening._read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
     from_texts = screening.ScreeningResult(settings, {}, {})
     screening._ClipScoring(settings, clips, transcripts, screening._no_speech(conn), scorer).score(
@@ -295,7 +296,7 @@ def counted_phases(project: Project, settings, lap) -> None:
     lap(f"{len(from_counts.from_texts)} from texts")
     screening._store(project, result, rows, now, [])
     lap("store")
-    del clips, result, summaries, rows, transcripts, from_texts
+    del languages, clips, result, summaries, rows, transcripts, from_texts
     lap("free")
 
 
@@ -308,7 +309,7 @@ TIMELINE_STEPS = {
     "read": (screening, "_read_inputs"),
     "score": (screening._ClipScoring, "score"),
     "rows": (screening, "_score_rows"),
-    "store (own rows, then the child's)": (screening.store, "replace_screening_scores"),
+    "store the rows": (screening.store, "replace_screening_scores"),
     "child's result decoded": (screening, "_decoded_part"),
     "merge": (screening, "_merge_in_clip_order"),
     "child's part": (screening, "_score_part_in_child"),
