@@ -244,6 +244,9 @@ class _FromCounts:
         rows = []
         new = tuple.__new__
         for clip_id, count, current, word_key, character_key, lengths, lengths_high, cer in summaries:
+            language = languages.get(clip_id)
+            if language is None:  # not screened (an instruction token, a control, a failed clip)
+                continue
             with_transcripts.add(clip_id)
             if count < min_asr:
                 too_few[clip_id] = count
@@ -252,7 +255,6 @@ class _FromCounts:
                 from_texts.append(clip_id)
                 self.recount.add(clip_id)
                 continue
-            language = languages[clip_id]
             found = by_language.get(language)
             if found is None:
                 metric = self.scorer.metric_for(language)
