@@ -311,3 +311,24 @@ def test_more_asr_systems_than_sql_takes_are_scored_from_texts(qc_project, scree
             store_transcripts(conn, asr, [(clip, None, text)])
     score = screen_project(qc_project).scores[clip]
     assert (score.errors, score.best_asr, score.asr_count) == (0, "b", 3)
+
+
+def test_imported_transcripts_are_stored_with_their_counts(cli, qc_project, screened_clips, tmp_path):
+    from support import write_csv
+
+    rows = [
+        {"clip_id": screened_clips["en_q"], "text": "Which holiday is in"},
+        {"clip_id": screened_clips["zh_q"], "text": "硫酸的摩尔质量约为多"},
+        {"clip_id": screened_clips["ko_q"], "text": ""},
+    ]
+    imported = cli("import-transcripts", qc_project.path, write_csv(tmp_path / "t.csv", rows, ["clip_id", "text"]),
+                   "--asr", "x")  # fmt: skip
+    assert imported.code == 0, imported.err
+    stored = qc_project.conn.execute(
+        "SELECT clip_id, counts_version, word_errors, words, character_errors, characters FROM transcripts"
+    )
+    assert {row[0]: tuple(row[1:]) for row in stored} == {
+        screened_clips["en_q"]: (1, 1, 5, 8, 24),  # "November" missing: one word, eight characters
+        screened_clips["zh_q"]: (1, 1, 11, 1, 11),  # Chinese counts characters as its words
+        screened_clips["ko_q"]: (1, 5, 5, 13, 13),  # silence: every unit missing
+    }
