@@ -5,14 +5,13 @@ hallucinations with their no-speech probabilities, under every setting; counts t
 normalizer version, an edited clip text or language, a replaced transcript, any of them while screening ran) or
 implausible are counted again from the texts, never used, and stored back."""
 
-import hashlib
 import json
 
 import pytest
 from qc_support import add_transcript
 from test_normalize_fuzz_pinned import normalized_digest
 from test_screening_hallucinations import CASES
-from test_screening_pinned import PINNED_ROWS, corpus, digest
+from test_screening_pinned import PINNED_ROWS, corpus, digest, insert_clip
 
 from spokenbench.core.asr import normalize, screening, store
 from spokenbench.core.asr.screening import ScreeningSettings, compute_screening, screen_project, stored_table2
@@ -55,18 +54,7 @@ def _corpus_project(project, with_counts: bool) -> None:
         clips.append((2000 + n, case["language"], case["reference"], [case["transcript"], *others]))
     with project.transaction() as conn:
         for clip_id, language, reference, _ in clips:
-            item = conn.execute(
-                "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
-                "VALUES ('pin', ?, ?, 's', 'q', 'A', ?)",
-                (f"p{clip_id}", language, now),
-            ).lastrowid
-            key = hashlib.sha256(str(clip_id).encode()).hexdigest()
-            conn.execute(
-                "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, "
-                "audio_format, status, created_at) VALUES (?, ?, 'question', ?, ?, 'a', 'v', 'pin', ?, ?, 'flac', "
-                "'ok', ?)",
-                (clip_id, item, reference, language, key, key, now),
-            )
+            insert_clip(conn, clip_id, language, reference, now)
         for i, asr in enumerate(("asr-a", "asr-b", "asr-c")):
             rows = [(clip_id, None, heard[i]) for clip_id, _, _, heard in clips if len(heard) > i]
             if with_counts:
