@@ -198,19 +198,20 @@ def _screen(
             rows: list[tuple] = []  # an old project's first screening, or --rescore: every clip from its texts
             clips = store.screenable_clips(conn)
             transcripts, stale = _read_texts(conn, clips, None)
-            with_transcripts = transcripts
+            with_transcripts, reserved = transcripts, None
         else:
             from_counts = _FromCounts(settings, scorer, languages, names)
             rows = from_counts.score(store.clip_count_summaries(conn, names), result, now)
             clips = store.clip_references(conn, from_counts.from_texts)  # the texts only of the clips that need them
             transcripts, stale = _read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
-            with_transcripts = from_counts.with_transcripts
+            with_transcripts, reserved = from_counts.with_transcripts, from_counts.from_texts
         no_speech = _no_speech(conn) if settings.hallucinations and transcripts else {}
     progress.check_cancelled()
     scoring = _ClipScoring(settings, clips, transcripts, no_speech, scorer)
     from_texts = ScreeningResult(settings, {}, {})
     scoring.score(from_texts, progress)
-    _merge_in_clip_order(result, from_texts, {clip_id: 0 for clip_id in languages if clip_id not in with_transcripts})
+    zeros = {clip_id: 0 for clip_id in languages if clip_id not in with_transcripts}
+    _merge_in_clip_order(result, from_texts, reserved, zeros)
     _add_metrics(result, scorer)
     if store_in is not None:
         counts = scorer.transcript_counts(stale)
@@ -253,6 +254,7 @@ class _FromCounts:
                 continue
             if current != count or lengths != lengths_high:
                 from_texts.append(clip_id)
+                scores[clip_id] = None  # its place, in clip order, for its score from texts
                 self.recount.add(clip_id)
                 continue
             found = by_language.get(language)
@@ -272,6 +274,7 @@ class _FromCounts:
                 continue
             if errors and 5 * errors > 3 * units and hallucinations:  # above 0.6: its texts are looked at
                 from_texts.append(clip_id)
+                scores[clip_id] = None  # its place, in clip order, for its score from texts
                 continue
             if not (both and characters):
                 cer = None
@@ -321,13 +324,22 @@ def _no_speech(conn) -> dict[int, dict[str, float]]:
     return found
 
 
-def _merge_in_clip_order(result: ScreeningResult, from_texts: ScreeningResult, zeros: dict[int, int]) -> None:
+def _merge_in_clip_order(
+    result: ScreeningResult, from_texts: ScreeningResult, reserved: list[int] | None, zeros: dict[int, int]
+) -> None:
     """The clips scored from texts added to `result` in the order one pass over every clip gives: scores and
-    unscorable clips by clip id, then the clips with too few transcripts by id, and after them those with none."""
-    if from_texts.scores:
-        scores = result.scores | from_texts.scores
-        result.scores.clear()
-        result.scores.update((clip_id, scores[clip_id]) for clip_id in sorted(scores))
+    unscorable clips by clip id, then the clips with too few transcripts by id, and after them those with none.
+    `reserved`: the clips whose places in result.scores wait for their scores from texts (None: result has no
+    scores yet, and from_texts' are in clip order)."""
+    if reserved is None:
+        result.scores.update(from_texts.scores)
+    else:
+        for clip_id in reserved:
+            score = from_texts.scores.get(clip_id)
+            if score is None:  # its reference normalizes to nothing: unscorable
+                del result.scores[clip_id]
+            else:
+                result.scores[clip_id] = score
     if from_texts.unscorable:
         result.unscorable[:] = sorted(result.unscorable + from_texts.unscorable)
     result.too_few_transcripts.update(from_texts.too_few_transcripts)  # by id (none: _FromCounts kept them)
