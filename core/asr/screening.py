@@ -419,7 +419,7 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
 def _store(project: Project, result: ScreeningResult, rows: Iterable[tuple], now: str, counts: list = ()) -> None:
     """The scores' `rows`, the screening's settings and state, and the transcript `counts` made from texts
     (store.store_transcript_counts) in one transaction."""
-    with project.transaction() as conn:
+    with store.foreign_keys_unchecked(project.conn), project.transaction() as conn:
         store.replace_screening_scores(conn, rows)
         store.store_transcript_counts(conn, counts)
         meta = {

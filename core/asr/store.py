@@ -5,6 +5,7 @@ the caller."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -102,6 +103,26 @@ def replace_screening_scores(conn: sqlite3.Connection, rows: Iterable[tuple]) ->
         "asr_count, cer, screened_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+    # a clip deleted since its score was computed: its score goes too (what the foreign key would refuse, when the
+    # writer has it off: foreign_keys_unchecked)
+    conn.execute("DELETE FROM clip_screening WHERE clip_id NOT IN (SELECT id FROM clips)")
+
+
+@contextlib.contextmanager
+def foreign_keys_unchecked(conn: sqlite3.Connection) -> Iterator[None]:
+    """Foreign keys not enforced on `conn` for a block holding a whole transaction (a pragma inside one does
+    nothing) that only replaces screening's scores and stores transcript counts, which cascade nothing: with them
+    on, SQLite deletes the old scores row by row and looks up each new row's clip (0.04 of 0.15 s for 44,800
+    scores). replace_screening_scores drops the scores of clips deleted meanwhile itself."""
+    was_on = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    if conn.in_transaction or not was_on:
+        yield
+        return
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
 
 
 def delete_screening_scores(conn: sqlite3.Connection) -> None:

@@ -6,6 +6,7 @@ normalizer version, an edited clip text or language, a replaced transcript, any 
 implausible are counted again from the texts, never used, and stored back."""
 
 import json
+import sqlite3
 
 import pytest
 from qc_support import add_transcript
@@ -320,3 +321,33 @@ def test_imported_transcripts_are_stored_with_their_counts(cli, qc_project, scre
         screened_clips["zh_q"]: (1, 1, 11, 1, 11),  # Chinese counts characters as its words
         screened_clips["ko_q"]: (1, 5, 5, 13, 13),  # silence: every unit missing
     }
+
+
+def test_a_clip_deleted_while_screening_ran_loses_its_score_and_foreign_keys_come_back(
+    qc_project, screened_clips, monkeypatch
+):
+    for clip in (screened_clips["en_q"], screened_clips["en_a"]):
+        with qc_project.transaction() as conn:
+            for asr in ("a", "b"):
+                store_transcripts(conn, asr, [(clip, None, "Which holiday")])
+    original = screening._store
+
+    def deleted_first(project, *args):  # another process deletes a clip between screening's read and its write
+        with project.transaction() as conn:
+            conn.execute("DELETE FROM clips WHERE id = ?", (screened_clips["en_a"],))
+        original(project, *args)
+
+    monkeypatch.setattr(screening, "_store", deleted_first)
+    screen_project(qc_project)
+    stored = [row[0] for row in qc_project.conn.execute("SELECT clip_id FROM clip_screening")]
+    assert stored == [screened_clips["en_q"]]
+    assert qc_project.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+    def failing(conn, rows):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store, "replace_screening_scores", failing)
+    with pytest.raises(sqlite3.OperationalError):
+        screen_project(qc_project)
+    assert qc_project.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert [row[0] for row in qc_project.conn.execute("SELECT clip_id FROM clip_screening")] == stored
