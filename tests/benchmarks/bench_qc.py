@@ -292,6 +292,7 @@ def counted_phases(project: Project, settings, lap) -> None:
     screening._ClipScoring(settings, clips, transcripts, screening._no_speech(conn), scorer).score(
         from_texts, screening.no_progress()
     )
+    screening._merge_in_clip_order(result, from_texts, from_counts.from_texts, {})
     rows += screening._score_rows(from_texts.scores.items(), now)
     lap(f"{len(from_counts.from_texts)} from texts")
     screening._store(project, result, rows, now, [])
