@@ -4,6 +4,7 @@ corpus rate is total edits over total units, and bins are decided in exact integ
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from rapidfuzz.distance import Levenshtein
@@ -39,6 +40,11 @@ class ErrorCount(NamedTuple):
     @property
     def rate(self) -> float:
         return self.errors / self.units if self.units else float("inf")
+
+
+def reports_both(language: str) -> bool:
+    """Whether a clip of `language` also reports the CER of its best transcript (Korean: WER on spaces and CER)."""
+    return base_language(language) in BOTH_METRIC_LANGUAGES
 
 
 def wer_bin(errors: int, units: int) -> int:
@@ -91,7 +97,7 @@ class ClipScore(NamedTuple):
     best_asr: str
     asr_count: int
     cer: float | None = None  # for languages that report both (Korean): CER of the same best transcript
-    per_asr: tuple[tuple[str, float], ...] = ()
+    per_asr: tuple[tuple[str, float], ...] = ()  # by score_clip; empty when screened from stored counts
     # transcripts set aside as likely hallucinations (asr, why); the minimum is over the others
     hallucinations: tuple[tuple[str, str], ...] = ()
 
@@ -137,7 +143,7 @@ class Scorer:
         if found is None:
             found = self._languages[language] = (
                 self.metric_for(language),
-                base_language(language) in BOTH_METRIC_LANGUAGES,
+                reports_both(language),
             )
         return found
 
@@ -183,6 +189,35 @@ class Scorer:
         found = counts.get((reference, text))
         if found is None:
             found = counts[(reference, text)] = count_errors(ref, self.normalized(text, language), metric)
+        return found
+
+    def transcript_counts(self, transcripts: Iterable[tuple]) -> list[tuple]:
+        """Each (…, language, reference, text) with (word errors, reference words, character errors, reference
+        characters) appended: what is stored with a transcript (core/asr/store.py), both metrics since which one
+        bins a language is a screening option. Counts already made while scoring are reused."""
+        found = []
+        state: dict[str, tuple[dict, dict, dict]] = {}
+        for entry in transcripts:
+            language, reference, text = entry[-3:]
+            known = state.get(language)
+            if known is None:
+                known = state[language] = (
+                    self._normalized_in(language),
+                    self._counts_for("wer", language),
+                    self._counts_for("cer", language),
+                )
+            normalized, word_counts, character_counts = known
+            key = (reference, text)
+            words = word_counts.get(key)
+            characters = character_counts.get(key)
+            if words is None or characters is None:
+                ref = normalized.get(reference) or self.normalized(reference, language)
+                heard = normalized.get(text) or self.normalized(text, language)
+                if words is None:
+                    words = word_counts[key] = count_errors(ref, heard, "wer")
+                if characters is None:
+                    characters = character_counts[key] = count_errors(ref, heard, "cer")
+            found.append((*entry, *words, *characters))
         return found
 
     def hallucination(

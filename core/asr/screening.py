@@ -12,19 +12,17 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from spokenbench.core.asr import store
-from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer, wer_bin
-from spokenbench.core.foundation.child_process import ChildCallFailed, call_in_child, child_start_method
+from spokenbench.core.asr.scoring import WER_BINS, ClipScore, Scorer, reports_both, wer_bin
+from spokenbench.core.asr.store import LENGTHS_PACKED
 from spokenbench.core.foundation.collection import automatic_collection_paused
-from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.table_layout import TABLE2_LAYOUTS, language_sort_key, percent, table_language
 from spokenbench.core.store import Project
-from spokenbench.core.store.database import connect, database_file, read_snapshot, utc_now
+from spokenbench.core.store.database import read_snapshot, utc_now
 from spokenbench.core.store.meta import delete_meta, read_meta, write_meta
 
 DEFAULT_MIN_ASR = 2
@@ -167,194 +165,185 @@ def stored_hallucinations(conn) -> list[dict]:
 
 
 def compute_screening(
-    conn, settings: ScreeningSettings | None = None, progress: Progress | None = None, parallel: bool | None = None
+    conn, settings: ScreeningSettings | None = None, progress: Progress | None = None, rescore: bool = False
 ) -> ScreeningResult:
-    """Score every good item clip that has transcripts (instruction tokens are not screened). `parallel`: part
-    of the clips in a second process (None: when there are enough, a core is idle and one can be started; the
-    result is the same)."""
+    """Score every good item clip that has transcripts (instruction tokens are not screened); nothing is
+    written. `rescore`: every clip from its texts, not from stored counts (the result is the same)."""
     with automatic_collection_paused():
-        return _screen(conn, settings, progress, parallel)
-
-
-_NOT_SCORED = object()
-# Below this many transcripts a second process costs more than it saves: a fork, a connection and the result's
-# trip back take ~20 ms, a spawned interpreter ~0.1 s more (bench_qc scores 89,600 in ~1 s of CPU).
-TWO_CORES_FROM_TRANSCRIPTS = {"fork": 8000, "spawn": 30000}
-_CHILD_PART, _OWN_PART = 1, 0  # store.screenable_clips' parts
+        return _screen(conn, settings, progress, rescore=rescore)
 
 
 def _screen(
     conn,
     settings: ScreeningSettings | None,
     progress: Progress | None,
-    parallel: bool | None,
     store_in: Project | None = None,
+    rescore: bool = False,
 ) -> ScreeningResult:
-    """compute_screening, and with `store_in` also store_screening."""
+    """compute_screening, and with `store_in` also store_screening. A clip whose transcripts all carry current
+    counts (stored with them, core/asr/store.py) is scored from them, gathered in SQL; the others, and the clips
+    whose likely hallucinations must be looked for (their texts are needed), are scored from their texts as
+    before (_ClipScoring), all of them with `rescore`. With `store_in`, the counts made from texts are stored
+    back in the scores' transaction, so the next screening gathers them."""
     settings = settings or ScreeningSettings()
     progress = progress or no_progress()
     now = utc_now()
-    method = child_start_method() if parallel or (parallel is None and a_core_is_free()) else None
-    if parallel is None:
-        parallel = method is not None and store.transcript_count(conn) >= TWO_CORES_FROM_TRANSCRIPTS[method]
-    if parallel and method and not conn.in_transaction and (database := database_file(conn)):
-        try:
-            return _screen_on_two_cores(conn, database, settings, progress, now, store_in, method)
-        except _TwoCoresFailed:
-            pass  # a write came between the two processes' reads, or the child failed: all of it here, again
-    clips, transcripts, no_speech = _read_inputs(conn, settings)
-    result = ScreeningResult(
-        settings,
-        {},
-        {clip_id: language for clip_id, (language, _) in clips.items()},
-        transcript_state=store.transcript_state(conn),
-    )
-    scoring = _ClipScoring(settings, clips, transcripts, no_speech)
-    scoring.score(result, progress)
-    result.too_few_transcripts.update(scoring.without_transcripts())
-    _add_metrics(result, scoring.scorer)
+    with contextlib.nullcontext() if conn.in_transaction else read_snapshot(conn):
+        languages = store.screenable_languages(conn)
+        result = ScreeningResult(settings, {}, languages, transcript_state=store.transcript_state(conn))
+        scorer = Scorer(dict(settings.metrics))
+        names = sorted(store.asr_systems_with_transcripts(conn))  # by name, as score_clip breaks a tie
+        # each name is a parameter twice: past SQLite's limit (someone else's project), every clip from its texts
+        if rescore or len(names) > MOST_ASR_SYSTEMS_FROM_COUNTS or not store.counted_transcripts_exist(conn):
+            rows: list[tuple] = []  # an old project's first screening, or --rescore: every clip from its texts
+            clips = store.screenable_clips(conn)
+            transcripts, stale = _read_texts(conn, clips, None)
+            with_transcripts, reserved = transcripts, None
+        else:
+            from_counts = _FromCounts(settings, scorer, languages, names)
+            rows = from_counts.score(store.clip_count_summaries(conn, names), result, now)
+            clips = store.clip_references(conn, from_counts.from_texts)  # the texts only of the clips that need them
+            transcripts, stale = _read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
+            with_transcripts, reserved = from_counts.with_transcripts, from_counts.from_texts
+        no_speech = _no_speech(conn) if settings.hallucinations and transcripts else {}
+    progress.check_cancelled()
+    scoring = _ClipScoring(settings, clips, transcripts, no_speech, scorer)
+    from_texts = ScreeningResult(settings, {}, {})
+    scoring.score(from_texts, progress)
+    zeros = {clip_id: 0 for clip_id in languages if clip_id not in with_transcripts}
+    _merge_in_clip_order(result, from_texts, reserved, zeros)
+    _add_metrics(result, scorer)
     if store_in is not None:
-        _store(store_in, result, _score_rows(result.scores.items(), now), now)
-    progress.report(len(transcripts), len(transcripts), "screened")
+        counts = scorer.transcript_counts(stale)
+        rows += _score_rows(from_texts.scores.items(), now)
+        _store(store_in, result, rows, now, counts)
+    progress.report(len(result.languages), len(result.languages), "screened")
     return result
 
 
-def _read_inputs(conn, settings: ScreeningSettings, part: int | None = None) -> tuple[dict, dict, dict]:
-    """(clip id → (language, text), clip id → (ASR system, transcript, ASR system, transcript, …) by system, clip
-    id → {ASR system → no-speech probability}) of every screenable clip, or of one `part` of them
-    (store.screenable_clips). A clip's transcripts are one flat tuple: (language, text) + it is the clip's key in
-    scoring, built without a list or a pair per transcript."""
-    clips = store.screenable_clips(conn, part)
-    no_speech: dict[int, dict[str, float]] = defaultdict(dict)
-    if settings.hallucinations:
-        for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
-            no_speech[clip_id][asr] = probability
+MOST_ASR_SYSTEMS_FROM_COUNTS = 1000
+
+
+class _FromCounts:
+    """Scores clips from their transcripts' stored counts (store.clip_count_summaries): the same minimum, tie rule
+    and bins as Scorer.score_clip, without a text. Clips it cannot score that way are left in `from_texts`."""
+
+    def __init__(self, settings: ScreeningSettings, scorer: Scorer, languages: dict[int, str], names: list[str]):
+        self.settings, self.scorer, self.languages, self.names = settings, scorer, languages, names
+        self.from_texts: list[int] = []  # by id
+        self.recount: set[int] = set()  # those of them whose counts are to be made again and stored
+        self.with_transcripts: set[int] = set()
+
+    def score(self, summaries: Iterable[tuple], result: ScreeningResult, now: str) -> list[tuple]:
+        """The clips scored from counts into `result` (scores, too few transcripts, unscorable), by id; returns
+        their clip_screening rows, screened at `now`."""
+        languages, names, n = self.languages, self.names, len(self.names)
+        min_asr, hallucinations = self.settings.min_asr, self.settings.hallucinations
+        scores, unscorable, too_few = result.scores, result.unscorable, result.too_few_transcripts
+        from_texts, with_transcripts = self.from_texts, self.with_transcripts
+        by_language: dict[str, tuple[str, bool]] = {}
+        rows = []
+        new = tuple.__new__
+        for clip_id, count, current, word_key, character_key, lengths, lengths_high, cer in summaries:
+            language = languages.get(clip_id)
+            if language is None:  # not screened (an instruction token, a control, a failed clip)
+                continue
+            with_transcripts.add(clip_id)
+            if count < min_asr:
+                too_few[clip_id] = count
+                continue
+            if current != count or lengths != lengths_high:
+                from_texts.append(clip_id)
+                scores[clip_id] = None  # its place, in clip order, for its score from texts
+                self.recount.add(clip_id)
+                continue
+            found = by_language.get(language)
+            if found is None:
+                metric = self.scorer.metric_for(language)
+                found = by_language[language] = (metric, reports_both(language))
+            metric, both = found
+            words, characters = divmod(lengths, LENGTHS_PACKED)
+            if metric == "wer":
+                errors, rank = divmod(word_key, n)
+                units = words
+            else:
+                errors, rank = divmod(character_key, n)
+                units = characters
+            if not units:
+                unscorable.append(clip_id)
+                continue
+            if errors and 5 * errors > 3 * units and hallucinations:  # above 0.6: its texts are looked at
+                from_texts.append(clip_id)
+                scores[clip_id] = None  # its place, in clip order, for its score from texts
+                continue
+            if not (both and characters):
+                cer = None
+            best_asr = names[rank]
+            scores[clip_id] = new(ClipScore, (metric, errors, units, best_asr, count, cer, (), ()))
+            rows.append(
+                (clip_id, metric, errors, units, errors / units, wer_bin(errors, units), best_asr, count, cer, now)
+            )
+        return rows
+
+
+def _read_texts(
+    conn, clips: dict, clip_ids: list[int] | None, recount: set[int] = frozenset()
+) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, str, str, str]]]:
+    """The transcripts of `clip_ids` (None: of every clip in `clips`) as _ClipScoring takes them (clip id → (ASR
+    system, text, ASR system, text, …) by system), and the (transcript id, clip language, clip text, text) of
+    those whose counts are to be stored: with `clip_ids` None every one, else those of the clips to `recount` and
+    any other whose stored counts are not current."""
     transcripts: dict[int, tuple[str, ...]] = {}
-    rows = store.transcripts_in_clip_order(conn) if part is None else store.screenable_transcripts(conn, part)
+    stale = []
+    if clip_ids is not None and not clip_ids:
+        return transcripts, stale
+    every = clip_ids is None
+    rows = store.every_transcript_in_clip_order(conn) if every else store.transcripts_of_clips(conn, clip_ids)
     last_clip, heard = None, ()
-    for clip_id, asr, text in rows:  # by clip: each clip's transcripts are consecutive
+    for transcript_id, clip_id, asr, text, current in rows:
+        clip = clips.get(clip_id)
+        if clip is None:  # not screened
+            continue
+        if every or not current or clip_id in recount:
+            stale.append((transcript_id, clip[0], clip[1], text))
         if clip_id == last_clip:
             heard += (asr, text)
         else:
-            if last_clip in clips:
+            if last_clip is not None:
                 transcripts[last_clip] = heard
             last_clip, heard = clip_id, (asr, text)
-    if last_clip in clips:
+    if last_clip is not None:
         transcripts[last_clip] = heard
-    return clips, transcripts, no_speech
+    return transcripts, stale
 
 
-class _TwoCoresFailed(Exception):
-    """The child's part gave no result, or it was read from other data than this process's part."""
-
-
-def _screen_on_two_cores(
-    conn,
-    database: str,
-    settings: ScreeningSettings,
-    progress: Progress,
-    now: str,
-    store_in: Project | None,
-    method: str,
-) -> ScreeningResult:
-    """The clips in two parts (store.screenable_clips), each read and scored by its own process: the child
-    (forked or spawned, `method`) opens the database itself, so nothing big is shared or sent but its scores.
-    Both note the change counters of what they read; if they differ (a write in between) or the child fails,
-    _TwoCoresFailed. With `store_in`, this process stores its part's scores while the child may still score its
-    own."""
-    with call_in_child(method, _score_part_in_child, database, settings, now) as child_part:
-        with read_snapshot(conn):
-            version = store.screening_inputs_version(conn)
-            clips, transcripts, no_speech = _read_inputs(conn, settings, _OWN_PART)
-        own = ScreeningResult(settings, {}, {})
-        scoring = _ClipScoring(settings, clips, transcripts, no_speech)
-        scoring.score(own, progress)
-        result = ScreeningResult(settings, {}, {})
-
-        def the_rest() -> list[tuple]:
-            """Both parts merged into `result`; the child's rows to store."""
-            try:
-                child_version, rows, child, zeros = _decoded_part(child_part(progress.check_cancelled))
-            except ChildCallFailed as error:
-                raise _TwoCoresFailed from error
-            if child_version != version:
-                raise _TwoCoresFailed("the two parts were read from different data")
-            result.transcript_state = child.transcript_state  # read by the child: one query less on this side
-            languages = {clip_id: language for clip_id, (language, _) in clips.items()} | child.languages
-            result.languages.update((clip_id, languages[clip_id]) for clip_id in sorted(languages))
-            _merge_in_clip_order(result, own, child, [scoring.without_transcripts(), zeros])
-            return rows
-
-        if store_in is None:
-            the_rest()
-        else:
-            own_rows = _score_rows(own.scores.items(), now)
-
-            def all_rows() -> Iterator[tuple]:  # one executemany: this part's rows while the child scores
-                yield from own_rows
-                yield from the_rest()
-
-            _store(store_in, result, all_rows(), now)
-    _add_metrics(result, scoring.scorer)
-    with_transcripts = len(result.languages) - sum(1 for n in result.too_few_transcripts.values() if n == 0)
-    progress.report(with_transcripts, with_transcripts, "screened")
-    return result
-
-
-def _score_part_in_child(database: str, settings: ScreeningSettings, now: str) -> tuple:
-    """The child's part read on a connection of its own and scored, as plain tuples (a named tuple pickles
-    through a Python call per object, a plain one in C): the change counters it read, the rows to store, each
-    clip's index into the distinct scores, the distinct scores, the unscorable clips, the clips with too few
-    transcripts, those with none, the transcripts' state and its clips' languages. The state and the languages
-    are read here, not in the parent, whose own part and every row's insert are the longer path (bench_qc
-    --phases' timeline); the equal change counters say both processes read the same data."""
-    with contextlib.closing(connect(Path(database), read_only=True)) as conn, read_snapshot(conn):
-        version = store.screening_inputs_version(conn)
-        state = store.transcript_state(conn)
-        clips, transcripts, no_speech = _read_inputs(conn, settings, _CHILD_PART)
-    scoring = _ClipScoring(settings, clips, transcripts, no_speech)
-    part = ScreeningResult(settings, {}, {})
-    scoring.score(part, no_progress())
-    index_of: dict[int, int] = {}
-    distinct, indexes = [], []
-    for score in part.scores.values():
-        index = index_of.get(id(score))
-        if index is None:
-            index = index_of[id(score)] = len(distinct)
-            distinct.append(tuple(score))
-        indexes.append(index)
-    rows = _score_rows(part.scores.items(), now)
-    languages = {clip_id: language for clip_id, (language, _) in clips.items()}
-    zeros = scoring.without_transcripts()
-    return version, rows, indexes, distinct, part.unscorable, part.too_few_transcripts, zeros, state, languages
-
-
-def _decoded_part(part: tuple) -> tuple[tuple, list[tuple], ScreeningResult, dict[int, int]]:
-    """The child's part (`_score_part_in_child`): its counters, its rows, a result of its own (with its clips'
-    languages and the transcripts' state), its clips without transcripts."""
-    version, rows, indexes, distinct, unscorable, too_few, zeros, state, languages = part
-    new = tuple.__new__
-    scores = [new(ClipScore, fields) for fields in distinct]  # ClipScore(*fields) without its Python __new__
-    decoded = ScreeningResult(
-        ScreeningSettings(),
-        dict(zip([row[0] for row in rows], [scores[i] for i in indexes])),
-        languages,
-        transcript_state=state,
-    )
-    decoded.unscorable, decoded.too_few_transcripts = unscorable, too_few
-    return version, rows, decoded, zeros
+def _no_speech(conn) -> dict[int, dict[str, float]]:
+    found: dict[int, dict[str, float]] = defaultdict(dict)
+    for (clip_id, asr), probability in store.no_speech_probabilities(conn).items():
+        found[clip_id][asr] = probability
+    return found
 
 
 def _merge_in_clip_order(
-    result: ScreeningResult, own: ScreeningResult, child: ScreeningResult, zeros: list[dict[int, int]]
+    result: ScreeningResult, from_texts: ScreeningResult, reserved: list[int] | None, zeros: dict[int, int]
 ) -> None:
-    """Both parts added to `result` in the order one process scoring every clip gives: scores and unscorable
-    clips by clip id, then the clips with too few transcripts by id, and after them those with none, by id."""
-    scores = own.scores | child.scores
-    result.scores.update((clip_id, scores[clip_id]) for clip_id in sorted(scores))
-    result.unscorable += sorted(own.unscorable + child.unscorable)
-    result.too_few_transcripts.update(sorted((own.too_few_transcripts | child.too_few_transcripts).items()))
-    result.too_few_transcripts.update(sorted((zeros[0] | zeros[1]).items()))
+    """The clips scored from texts added to `result` in the order one pass over every clip gives: scores and
+    unscorable clips by clip id, then the clips with too few transcripts by id, and after them those with none.
+    `reserved`: the clips whose places in result.scores wait for their scores from texts (None: result has no
+    scores yet, and from_texts' are in clip order)."""
+    if reserved is None:
+        result.scores.update(from_texts.scores)
+    else:
+        for clip_id in reserved:
+            score = from_texts.scores.get(clip_id)
+            if score is None:  # its reference normalizes to nothing: unscorable
+                del result.scores[clip_id]
+            else:
+                result.scores[clip_id] = score
+    if from_texts.unscorable:
+        result.unscorable[:] = sorted(result.unscorable + from_texts.unscorable)
+    result.too_few_transcripts.update(from_texts.too_few_transcripts)  # by id (none: _FromCounts kept them)
+    result.too_few_transcripts.update(zeros)
 
 
 def _add_metrics(result: ScreeningResult, scorer: Scorer) -> None:
@@ -367,13 +356,10 @@ class _ClipScoring:
     """Scores clips, in this process or the second one: a clip's score is the minimum over its transcripts
     (score_clip), its likely hallucinations set aside."""
 
-    def __init__(self, settings: ScreeningSettings, clips: dict, transcripts: dict, no_speech: dict):
-        self.scorer = Scorer(dict(settings.metrics))
+    def __init__(self, settings: ScreeningSettings, clips: dict, transcripts: dict, no_speech: dict, scorer: Scorer):
+        self.scorer = scorer
         self.min_asr, self.hallucinations = settings.min_asr, settings.hallucinations
         self.clips, self.transcripts, self.no_speech = clips, transcripts, no_speech
-
-    def without_transcripts(self) -> dict[int, int]:
-        return {clip_id: 0 for clip_id in self.clips if clip_id not in self.transcripts}
 
     def score(self, result: ScreeningResult, progress: Progress) -> None:
         """Score the clips with transcripts into `result` (scores, unscorable, too few transcripts), by id."""
@@ -430,11 +416,12 @@ def store_screening(project: Project, result: ScreeningResult) -> None:
     _store(project, result, _score_rows(result.scores.items(), now), now)
 
 
-def _store(project: Project, result: ScreeningResult, rows: Iterable[tuple], now: str) -> None:
-    """The scores' `rows` and the screening's settings and state in one transaction. `rows` may complete
-    `result` as they are read (the child's part's), so the meta is made after them."""
-    with project.transaction() as conn:
+def _store(project: Project, result: ScreeningResult, rows: Iterable[tuple], now: str, counts: list = ()) -> None:
+    """The scores' `rows`, the screening's settings and state, and the transcript `counts` made from texts
+    (store.store_transcript_counts) in one transaction."""
+    with store.foreign_keys_unchecked(project.conn), project.transaction() as conn:
         store.replace_screening_scores(conn, rows)
+        store.store_transcript_counts(conn, counts)
         meta = {
             "settings": result.settings.as_dict(),
             "transcripts": list(result.transcript_state),
@@ -464,14 +451,12 @@ def screening_is_current(conn, settings: ScreeningSettings) -> bool:
 
 
 def screen_project(
-    project: Project,
-    settings: ScreeningSettings | None = None,
-    progress: Progress | None = None,
-    parallel: bool | None = None,
+    project: Project, settings: ScreeningSettings | None = None, progress: Progress | None = None, rescore: bool = False
 ) -> ScreeningResult:
-    """Compute and store the screening of every clip with transcripts (`parallel`: see compute_screening)."""
+    """Compute and store the screening of every clip with transcripts (`rescore`: see compute_screening; the
+    counts are then stored again too)."""
     with automatic_collection_paused():
-        return _screen(project.conn, settings, progress, parallel, store_in=project)
+        return _screen(project.conn, settings, progress, store_in=project, rescore=rescore)
 
 
 def screening_needs_update(conn, settings: ScreeningSettings | None = None) -> bool:

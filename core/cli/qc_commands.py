@@ -211,6 +211,12 @@ def register(subparsers) -> None:
         "--metric", action="append", metavar="LANG=wer|cer", help="override a language's metric, e.g. ko=cer"
     )
     p.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score every transcript from its text again, not from the edit counts stored with it (and store them "
+        "anew): for counts from someone else's project you do not trust; the result is the same",
+    )
+    p.add_argument(
         "--worst",
         type=whole_number(0, 100_000),
         default=0,
@@ -584,7 +590,7 @@ def cmd_screen(args: argparse.Namespace) -> int:
             else:
                 print("no transcripts yet, so no clip is screened.\n" + needs)
             return 0
-        result = screen_project(project, settings, text_progress_bar())
+        result = screen_project(project, settings, text_progress_bar(), rescore=args.rescore)
         worst = worst_clips(project.conn, args.worst) if args.worst else []
     summary = result.summary()
     if args.json:

@@ -478,8 +478,8 @@ def insert_control(
         "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (clip_id, kind, expected, source_clip_id, audio_clip_id, parameters_json, created_at),
     )
-    if copy_transcripts:
-        conn.execute(
+    if copy_transcripts:  # without their stored edit counts: made against the audio clip's text (controls are
+        conn.execute(  # never screened; a count-less transcript is counted from its text if ever needed)
             "INSERT INTO transcripts(clip_id, asr, model, text, created_at) "
             "SELECT ?, asr, model, text, created_at FROM transcripts WHERE clip_id = ?",
             (clip_id, audio_clip_id),

@@ -597,6 +597,30 @@ ALTER TABLE batch_jobs ADD COLUMN part_tag TEXT;
 ALTER TABLE batch_jobs ADD COLUMN submit_job INTEGER;
 """
 
+# Each transcript's edit counts against its clip's text, stored with the transcript (core/asr/store.py) so
+# screening gathers them instead of normalizing and counting every text again: word errors and the reference's
+# words, character errors and the reference's characters (which one a clip is binned by is a screening option).
+# counts_version is the normalizer version they were made with (normalize.NORMALIZER_VERSION); NULL: not counted
+# (older transcripts, or counts no longer true). A trigger forgets them when their clip's text or language changes,
+# whoever changes it — cheaper than keeping each reference beside its counts, and no edit gets past it. Writing
+# the counts is not a change screens show: the transcripts' update counter watches the other columns only.
+MIGRATION_16_TRANSCRIPT_COUNTS = """
+ALTER TABLE transcripts ADD COLUMN counts_version INTEGER;
+ALTER TABLE transcripts ADD COLUMN word_errors INTEGER;
+ALTER TABLE transcripts ADD COLUMN words INTEGER;
+ALTER TABLE transcripts ADD COLUMN character_errors INTEGER;
+ALTER TABLE transcripts ADD COLUMN characters INTEGER;
+DROP TRIGGER transcripts_update_counted;
+CREATE TRIGGER transcripts_update_counted AFTER UPDATE OF clip_id, asr, model, text, created_at ON transcripts BEGIN
+UPDATE change_counters SET version = version + 1 WHERE name = 'transcripts'; END;
+CREATE TRIGGER clips_text_forgets_transcript_counts AFTER UPDATE OF text, language ON clips
+WHEN NEW.text IS NOT OLD.text OR NEW.language IS NOT OLD.language BEGIN
+UPDATE transcripts SET counts_version = NULL WHERE clip_id = NEW.id AND counts_version IS NOT NULL; END;
+CREATE TRIGGER transcripts_moved_forget_counts AFTER UPDATE OF clip_id ON transcripts
+WHEN NEW.clip_id IS NOT OLD.clip_id BEGIN
+UPDATE transcripts SET counts_version = NULL WHERE id = NEW.id; END;
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -613,5 +637,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_13_SCREENING_COUNTED_PER_STATEMENT,
     MIGRATION_14_PENDING_IMPORTS,
     MIGRATION_15_BATCH_PART_TAGS,
+    MIGRATION_16_TRANSCRIPT_COUNTS,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

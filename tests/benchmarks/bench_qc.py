@@ -22,6 +22,7 @@ import argparse
 import cProfile
 import gc
 import hashlib
+import inspect
 import json
 import os
 import pstats
@@ -38,6 +39,7 @@ import jiwer
 
 from spokenbench.core.asr import screening
 from spokenbench.core.asr.screening import screen_project
+from spokenbench.core.asr.store import store_transcripts
 from spokenbench.core.foundation import child_process
 from spokenbench.core.qc.queues import sample_for_rating
 from spokenbench.core.store import Project
@@ -82,7 +84,10 @@ def heard(text: str, language: str, rng: random.Random, exact_share: float = 0.7
     return (" " if language != "zh" else "").join(tokens)
 
 
-def build(path: Path, clip_count: int, seed: int = 0, exact_share: float = 0.7) -> Project:
+def build(path: Path, clip_count: int, seed: int = 0, exact_share: float = 0.7) -> tuple[Project, dict]:
+    """The project, and the seconds and CPU seconds its transcripts took to store: stored as the ASR job stores
+    them (store_transcripts, one call per system), so a tree that counts their edits then (issue 28, round 5)
+    pays that here, as it would at ASR time."""
     rng = random.Random(seed)
     project = Project.create(path)
     now = utc_now()
@@ -108,15 +113,54 @@ def build(path: Path, clip_count: int, seed: int = 0, exact_share: float = 0.7) 
             clips.append(
                 (clip_id, item_ids[(language, n)], part, text, language, accent, f"v{clip_id % 2}", key, key, now)
             )
-            transcripts.append((clip_id, "asr-a", heard(text, language, rng, exact_share), now))
-            transcripts.append((clip_id, "asr-b", heard(text, language, rng, exact_share), now))
+            transcripts.append((clip_id, "asr-a", heard(text, language, rng, exact_share)))
+            transcripts.append((clip_id, "asr-b", heard(text, language, rng, exact_share)))
         conn.executemany(
             "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, audio_format, "
             "status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'bench', ?, ?, 'flac', 'ok', ?)",
             clips,
         )
-        conn.executemany("INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, ?, ?)", transcripts)
-    return project
+    by_system = {
+        asr: [(clip_id, None, text) for clip_id, system, text in transcripts if system == asr]
+        for asr in ("asr-a", "asr-b")
+    }
+    gc.collect()
+    started, cpu = time.perf_counter(), time.process_time()
+    with project.transaction() as conn:
+        for asr, rows in by_system.items():
+            store_transcripts(conn, asr, rows)
+    storing = {"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu}
+    return project, storing
+
+
+def build_in_a_process(path: Path, args, baseline: str | None) -> dict:
+    """`build` in a fresh process with `baseline`'s tree (None: this one): its transcripts' storing time."""
+    env = dict(os.environ)
+    if baseline:
+        env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [sys.executable, __file__, "--build-only", str(path), "--clips", str(args.clips),
+         "--exact-share", str(args.exact_share)],
+        env=env, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return json.loads(out.splitlines()[-1])
+
+
+def forget_counts(path: Path) -> None:
+    """The transcripts' stored counts removed, as in a project whose transcripts were stored before them."""
+    project = Project.open(path)
+    with project.transaction() as conn:
+        conn.execute(
+            "UPDATE transcripts SET counts_version = NULL, word_errors = NULL, words = NULL, character_errors = NULL, "
+            "characters = NULL"
+        )
+    project.close()
+
+
+def fresh_copy(template: Path | None, path: Path) -> None:
+    if template is not None:
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(template, path)
 
 
 def plain_jiwer_loop(conn) -> int:
@@ -143,6 +187,14 @@ def process_and_children_cpu() -> float:
 PARALLEL = {"auto": None, "yes": True, "no": False}
 
 
+def screen(project: Project, two_cores: str) -> None:
+    """screen_project; a tree with a second process (rounds 3 and 4 of issue 28) told whether to use it."""
+    if two_cores == "auto" or "parallel" not in inspect.signature(screen_project).parameters:
+        screen_project(project)  # a tree without `parallel`: before round 3 of issue 28, or since round 5
+    else:
+        screen_project(project, parallel=PARALLEL[two_cores])
+
+
 def one_pass(what: str, path: Path, profile: bool = False, two_cores: str = "auto") -> None:
     """One timed pass in this (fresh) process, its seconds printed as JSON for the parent: `screening` runs
     screen_project from whichever code this process imports (PYTHONPATH selects a baseline tree). With `profile`,
@@ -155,10 +207,8 @@ def one_pass(what: str, path: Path, profile: bool = False, two_cores: str = "aut
     started, cpu_started = time.perf_counter(), process_and_children_cpu()
     if what == "jiwer":
         plain_jiwer_loop(project.conn)
-    elif two_cores == "auto":
-        screen_project(project)  # a baseline tree's has no `parallel`
     else:
-        screen_project(project, parallel=PARALLEL[two_cores])
+        screen(project, two_cores)
     seconds, cpu = time.perf_counter() - started, process_and_children_cpu() - cpu_started
     if profiler:
         profiler.disable()
@@ -196,6 +246,12 @@ def phase_pass(path: Path) -> None:
         now = time.process_time()
         seconds[name], clock = now - clock, now
 
+    if hasattr(screening, "_FromCounts"):  # since round 5 of issue 28: from the counts stored with the transcripts
+        counted_phases(project, settings, lap)
+        project.close()
+        shutil.rmtree(work)
+        print(json.dumps(seconds))
+        return
     clips, transcripts, no_speech = screening._read_inputs(project.conn, settings)
     lap("read")
     scoring = screening._ClipScoring(settings, clips, transcripts, no_speech)
@@ -214,21 +270,53 @@ def phase_pass(path: Path) -> None:
     print(json.dumps(seconds))
 
 
-PHASES = ("read", "score", "rows", "store", "free")
+def counted_phases(project: Project, settings, lap) -> None:
+    """phase_pass's steps of screening from stored counts: the clips and the ASR systems read, the counts
+    gathered by SQL, the clips scored from them (their rows made), the clips that need their texts scored
+    from them, everything stored, freed."""
+    conn, now = project.conn, utc_now()
+    languages = screening.store.screenable_languages(conn)
+    result = screening.ScreeningResult(settings, {}, languages)
+    result.transcript_state = screening.store.transcript_state(conn)
+    scorer = screening.Scorer(dict(settings.metrics))
+    names = sorted(screening.store.asr_systems_with_transcripts(conn))
+    from_counts = screening._FromCounts(settings, scorer, languages, names)
+    lap("read")
+    summaries = list(screening.store.clip_count_summaries(conn, names))
+    lap("gather (SQL)")
+    rows = from_counts.score(summaries, result, now)
+    lap("score")
+    clips = screening.store.clip_references(conn, from_counts.from_texts)
+    transcripts, stale = screening._read_texts(conn, clips, from_counts.from_texts, from_counts.recount)
+    from_texts = screening.ScreeningResult(settings, {}, {})
+    screening._ClipScoring(settings, clips, transcripts, screening._no_speech(conn), scorer).score(
+        from_texts, screening.no_progress()
+    )
+    screening._merge_in_clip_order(result, from_texts, from_counts.from_texts, {})
+    rows += screening._score_rows(from_texts.scores.items(), now)
+    lap(f"{len(from_counts.from_texts)} from texts")
+    screening._store(project, result, rows, now, [])
+    lap("store")
+    del languages, clips, result, summaries, rows, transcripts, from_texts
+    lap("free")
+
+
 # screen_project's steps stamped in --phases' timeline, as (module or class, attribute): wrapped in the pass's
 # process before screening starts, so a forked second process runs the wrapped steps too.
 TIMELINE_STEPS = {
     "second process started": (child_process.ChildCalls, "start"),
-    "inputs' change counters": (screening.store, "screening_inputs_version"),
     "transcripts' state": (screening.store, "transcript_state"),
     "languages of every clip": (screening.store, "screenable_languages"),
     "read": (screening, "_read_inputs"),
     "score": (screening._ClipScoring, "score"),
     "rows": (screening, "_score_rows"),
-    "store (own rows, then the child's)": (screening.store, "replace_screening_scores"),
+    "store the rows": (screening.store, "replace_screening_scores"),
     "child's result decoded": (screening, "_decoded_part"),
     "merge": (screening, "_merge_in_clip_order"),
     "child's part": (screening, "_score_part_in_child"),
+    "counts gathered (SQL) and scored": (getattr(screening, "_FromCounts", None), "score"),
+    "texts read": (screening, "_read_texts"),
+    "counts stored back": (screening.store, "store_transcript_counts"),
 }
 
 
@@ -260,7 +348,7 @@ def timeline_pass(path: Path, two_cores: str) -> None:
     project = Project.open(work)
     gc.collect()
     started, cpu_started = time.perf_counter(), process_and_children_cpu()
-    screen_project(project, parallel=PARALLEL[two_cores])
+    screen(project, two_cores)
     ended, cpu = time.perf_counter(), process_and_children_cpu() - cpu_started
     project.close()
     stamps = [json.loads(line) for line in stamps_file.read_text().splitlines()]
@@ -348,7 +436,9 @@ def main(argv=None) -> int:
     parser.add_argument("--project", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build_only:
-        build(args.build_only, args.clips, exact_share=args.exact_share).close()
+        project, storing = build(args.build_only, args.clips, exact_share=args.exact_share)
+        project.close()
+        print(json.dumps(storing))
         return 0
     if args.one_pass == "phases":
         phase_pass(args.project)
@@ -362,48 +452,55 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         path = Path(folder) / "bench"
-        if args.baseline:  # built by the older code, at its schema: this tree migrates its own copy when it opens it
-            subprocess.run(
-                [sys.executable, __file__, "--build-only", str(path), "--clips", str(args.clips),
-                 "--exact-share", str(args.exact_share)],
-                env=dict(os.environ, PYTHONPATH=args.baseline + os.pathsep + os.environ.get("PYTHONPATH", "")),
-                check=True,
-            )  # fmt: skip
-        else:
-            build(path, args.clips, exact_share=args.exact_share).close()
+        storing = {"this tree": build_in_a_process(path, args, None)}
+        # An old project: the same transcripts without stored counts, as a project made before round 5 of issue 28
+        # is after its migration; copied afresh for each pass, since screening stores the counts back.
+        old_project = Path(folder) / "old-project"
+        shutil.copytree(path, old_project)
+        forget_counts(old_project)
+        kinds = {
+            "plain jiwer loop": ("jiwer", None, path, None),
+            "screening (this tree)": ("screening", None, path, None),
+            "old project (this tree)": ("screening", None, Path(folder) / "old-project-pass", old_project),
+        }
+        if args.baseline:  # built by the older code, at its schema (its own store_transcripts timed)
+            storing["baseline"] = build_in_a_process(Path(folder) / "baseline", args, args.baseline)
+            kinds["screening (baseline)"] = ("screening", args.baseline, Path(folder) / "baseline", None)
         print(
             f"built {args.clips} clips with 2 transcripts each in {time.perf_counter() - started:.1f} s (setup, not timed)"
         )
-        kinds = {"plain jiwer loop": ("jiwer", None, path), "screening (this tree)": ("screening", None, path)}
-        if args.baseline:  # its own copy: this tree's code migrates the project to a schema the older code refuses
-            shutil.copytree(path, Path(folder) / "baseline")
-            kinds["screening (baseline)"] = ("screening", args.baseline, Path(folder) / "baseline")
         if args.profile:
-            for name, (what, baseline, project_path) in kinds.items():
+            for name, (what, baseline, project_path, template) in kinds.items():
                 if what == "screening":
                     print(f"profile of {name}, top {PROFILE_LINES} lines by own time:")
+                    fresh_copy(template, project_path)
                     run_pass(what, project_path, baseline, profile=True, two_cores=args.two_cores)
         times = {name: [] for name in kinds}
         cpu = {name: [] for name in kinds}
         digests = {}
         for _ in range(args.repeats):
-            for name, (what, baseline, project_path) in kinds.items():
+            for name, (what, baseline, project_path, template) in kinds.items():
+                fresh_copy(template, project_path)
                 outcome = run_pass(what, project_path, baseline, two_cores=args.two_cores)
                 times[name].append(outcome["seconds"])
                 cpu[name].append(outcome["cpu"])
                 digests[name] = outcome["digest"]
+        assert digests["old project (this tree)"] == digests["screening (this tree)"], "stored scores differ"
         if args.baseline:
             assert digests["screening (baseline)"] == digests["screening (this tree)"], "stored scores differ"
         if args.phases:
-            trees = {name: (baseline, project_path) for name, (what, baseline, project_path) in kinds.items()}
-            del trees["plain jiwer loop"]
+            trees = {
+                name: (kinds[name][1], kinds[name][2])
+                for name in ("screening (this tree)", "screening (baseline)")
+                if name in kinds
+            }
             steps = {name: [] for name in trees}
             for _ in range(args.repeats):
                 for name, (baseline, project_path) in trees.items():
                     steps[name].append(run_pass("phases", project_path, baseline))
             print(f"steps of one process's screening, CPU s, median of {args.repeats} (load {os.getloadavg()[0]:.1f}):")
             for name, passes in steps.items():
-                medians = {step: statistics.median(p[step] for p in passes) for step in PHASES}
+                medians = {step: statistics.median(p[step] for p in passes) for step in passes[0]}
                 print(
                     f"  {name:<22} "
                     + "  ".join(f"{step} {value:.3f}" for step, value in medians.items())
@@ -425,12 +522,23 @@ def main(argv=None) -> int:
         ratio = median["plain jiwer loop"] / median["screening (this tree)"]
         cpu_ratio = cpu_median["plain jiwer loop"] / cpu_median["screening (this tree)"]
         print(f"  plain jiwer loop / screening: {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU (target ≥ 4x, issue 28)")
+        old = "old project (this tree)"
+        print(
+            f"  an old project (no stored counts; they are stored back): {median[old]:.2f} s wall, {cpu_median[old]:.2f} s CPU"
+        )
         if args.baseline:
             print(
                 f"  baseline / this tree: {median['screening (baseline)'] / median['screening (this tree)']:.2f}x "
-                f"wall, {cpu_median['screening (baseline)'] / cpu_median['screening (this tree)']:.2f}x CPU "
-                "(identical stored scores)"
+                f"wall, {cpu_median['screening (baseline)'] / cpu_median['screening (this tree)']:.2f}x CPU; "
+                f"baseline / old project: {median['screening (baseline)'] / median[old]:.2f}x wall, "
+                f"{cpu_median['screening (baseline)'] / cpu_median[old]:.2f}x CPU (identical stored scores)"
             )
+        transcripts = 2 * args.clips
+        line = f"storing {transcripts:,} transcripts (store_transcripts, as the ASR job does): "
+        line += f"{storing['this tree']['seconds']:.2f} s ({storing['this tree']['cpu']:.2f} s CPU) now"
+        if args.baseline:
+            line += f" vs {storing['baseline']['seconds']:.2f} s ({storing['baseline']['cpu']:.2f} s CPU) in the baseline tree"
+        print(line + " — the cost moved to ASR time, where each transcript took a model run or a network call")
         project = Project.open(path)
         started = time.perf_counter()
         outcome = sample_for_rating(project, "bench", per_bin=40, seed=0)

@@ -8,11 +8,13 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
-from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls
+from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls, call_in_child, child_start_method
+from spokenbench.core.foundation.processes import usable_cores
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
 
@@ -127,3 +129,32 @@ def test_a_ctrl_c_while_the_child_starts_reaches_this_process_once_it_can_end_th
     )
     assert done.stdout.strip() == "interrupted; children left: 0", done.stdout + done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+# Moved from tests/core/qc/test_screening_parallel.py when screening stopped forking (issue 28, round 5).
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_call_in_a_child_returns_its_result_or_says_it_failed(method):
+    with call_in_child(method, sorted, [3, 1, 2]) as wait:
+        assert wait() == [1, 2, 3]
+    # it raises; it dies; what it is given or gives back cannot be pickled (spawn: given, fork: given back)
+    for function, args in ((int, ("not a number",)), (os._exit, (3,)), (sorted, [lambda: 0])):
+        with call_in_child(method, function, *args) as wait, pytest.raises(ChildCallFailed):
+            wait(lambda: None)
+    assert not multiprocessing.active_children()
+
+
+@pytest.fixture
+def another_thread():
+    """A thread running in this process, as in a job process (its cancel watch and progress flusher)."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    yield
+    stop.set()
+    other.join()
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
+def test_no_fork_while_another_thread_runs(another_thread):
+    assert child_start_method() == ("spawn" if usable_cores() >= 2 else None)

@@ -35,8 +35,14 @@ VARYING_ROWS = {  # (table, key column, key): rows whose value is a time or coun
 CHANGED_SINCE_THE_PIN = {("change_counters", "name", "items")}
 TABLES_SINCE_THE_PIN = {"pending_imports"}
 # Migration 15 tags provider batch parts (a killed submitter's batch is found again); the demo submits none, so
-# these columns of its empty batch_jobs table are all there is of it
-COLUMNS_SINCE_THE_PIN = {("batch_jobs", "part_tag"), ("batch_jobs", "submit_job")}
+# these columns of its empty batch_jobs table are all there is of it. Migration 16 stores each transcript's edit counts
+# beside it (derived from the transcript and its clip, both still compared whole here)
+COLUMNS_SINCE_THE_PIN = {("batch_jobs", "part_tag"), ("batch_jobs", "submit_job")} | {
+    ("transcripts", column)
+    for column in (
+        "counts_version", "word_errors", "words", "character_errors", "characters",
+    )
+}  # fmt: skip
 # sha256 of stable_dump() of the demo built by cb542b5 (`spokenbench demo DIR` with that tree on PYTHONPATH)
 BEFORE_OVERLAP = "46ed452d3ec892e29049ded6899227767b31af04f400614d2e05d5391fbef54d"
 

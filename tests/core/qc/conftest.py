@@ -26,3 +26,15 @@ def speech_clips(qc_project):
                 made.append(add_clip(qc_project, item_id(qc_project, source, "en"), part, f"{source} {part}", "en",
                                      voice=voice, audio=audio))  # fmt: skip
     return made
+
+
+@pytest.fixture
+def screened_clips(qc_project):
+    """Clips in three languages; each test adds the transcripts it needs."""
+    en, zh, ko = (item_id(qc_project, s, lang) for s, lang in (("q3", "en"), ("q1", "zh"), ("q1", "ko")))
+    return {
+        "en_q": add_clip(qc_project, en, "question", "Which holiday is in November?", "en"),
+        "en_a": add_clip(qc_project, en, "option_A", "Thanksgiving Day is on a Thursday", "en", accent="british"),
+        "zh_q": add_clip(qc_project, zh, "question", "硫酸的摩尔质量约为多少？", "zh", accent="beijing"),
+        "ko_q": add_clip(qc_project, ko, "question", "황산의 몰 질량은 약 얼마입니까?", "ko", accent="seoul"),
+    }

@@ -3,7 +3,7 @@
 import csv
 
 import pytest
-from qc_support import add_clip, add_transcript, item_id
+from qc_support import add_transcript
 from support import write_csv, write_jsonl
 
 from spokenbench.core.asr.screening import (
@@ -16,18 +16,6 @@ from spokenbench.core.asr.screening import (
 from spokenbench.core.results.published import published_dir
 
 REFERENCE = published_dir("biasinear")  # the papers' tables, bundled in resources/published/
-
-
-@pytest.fixture
-def screened_clips(qc_project):
-    """Clips in three languages; each test adds the transcripts it needs."""
-    en, zh, ko = (item_id(qc_project, s, lang) for s, lang in (("q3", "en"), ("q1", "zh"), ("q1", "ko")))
-    return {
-        "en_q": add_clip(qc_project, en, "question", "Which holiday is in November?", "en"),
-        "en_a": add_clip(qc_project, en, "option_A", "Thanksgiving Day is on a Thursday", "en", accent="british"),
-        "zh_q": add_clip(qc_project, zh, "question", "硫酸的摩尔质量约为多少？", "zh", accent="beijing"),
-        "ko_q": add_clip(qc_project, ko, "question", "황산의 몰 질량은 약 얼마입니까?", "ko", accent="seoul"),
-    }
 
 
 def test_import_transcripts_from_csv_and_jsonl(cli, qc_project, screened_clips, tmp_path):

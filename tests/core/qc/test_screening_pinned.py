@@ -123,23 +123,27 @@ def test_normalized_texts_are_unchanged():
     assert digest(normalized) == PINNED_NORMALIZED
 
 
+def insert_clip(conn, clip_id: int, language: str, reference: str, now: str) -> None:
+    """A corpus clip (and its item) as synthesis leaves it."""
+    item = conn.execute(
+        "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
+        "VALUES ('pin', ?, ?, 's', 'q', 'A', ?)",
+        (f"p{clip_id}", language, now),
+    ).lastrowid
+    key = hashlib.sha256(str(clip_id).encode()).hexdigest()
+    conn.execute(
+        "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, "
+        "audio_format, status, created_at) VALUES (?, ?, 'question', ?, ?, 'a', 'v', 'pin', ?, ?, 'flac', 'ok', ?)",
+        (clip_id, item, reference, language, key, key, now),
+    )
+
+
 @pytest.mark.slow
 def test_stored_screening_is_unchanged(project):
     now = utc_now()
     with project.transaction() as conn:
         for clip_id, language, reference, transcripts in corpus():
-            item = conn.execute(
-                "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
-                "VALUES ('pin', ?, ?, 's', 'q', 'A', ?)",
-                (f"p{clip_id}", language, now),
-            ).lastrowid
-            key = hashlib.sha256(str(clip_id).encode()).hexdigest()
-            conn.execute(
-                "INSERT INTO clips(id, item_id, part, text, language, accent, voice, backend, cache_key, sha256, "
-                "audio_format, status, created_at) VALUES (?, ?, 'question', ?, ?, 'a', 'v', 'pin', ?, ?, 'flac', "
-                "'ok', ?)",
-                (clip_id, item, reference, language, key, key, now),
-            )
+            insert_clip(conn, clip_id, language, reference, now)
             conn.executemany(
                 "INSERT INTO transcripts(clip_id, asr, text, created_at) VALUES (?, ?, ?, ?)",
                 [(clip_id, f"asr-{'abc'[i]}", text, now) for i, text in enumerate(transcripts)],
