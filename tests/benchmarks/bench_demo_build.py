@@ -40,8 +40,9 @@ TARGET_WALL_S = 4.0
 TARGET_CORES = 1.4
 BUILD = """import os, sys
 from spokenbench.core.cli.main import main
+sys.argv = ["spokenbench", "demo", sys.argv[1]]  # run as the `spokenbench` console script runs it, exit included
 try:
-    code = main(['demo', sys.argv[1]])
+    code = main()
 finally:
     print(f"build process CPU {sum(os.times()[:2]):.3f}", file=sys.stderr)
 sys.exit(code)
