@@ -5,6 +5,7 @@ message and exit code 2; nothing prints a traceback unless SPOKENBENCH_DEBUG=1."
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import signal
@@ -67,7 +68,19 @@ JOBLESS_COMMANDS = frozenset({"metrics", "report", "info"})
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run one command. Without `argv` (sys.argv read) this call is the program — the console script, `python -m`
+    — and the process exits when it returns: what the command made and imported is then frozen out of the cyclic
+    collector, whose passes during the interpreter's exit would traverse it all (about 0.03-0.06 s of CPU after a
+    demo build). Every file and connection is closed by then, so nothing waits on a collection to be finished."""
+    if argv is not None:
+        return _run_command(list(argv))
+    try:
+        return _run_command(sys.argv[1:])
+    finally:
+        gc.freeze()
+
+
+def _run_command(argv: list[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     undecodable = undecodable_argument(parser, args)

@@ -15,23 +15,23 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spokenbench.core.audio.clip_workers import ClipWorkers
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import get_backend
 from spokenbench.core.domain.items import option_part
-from spokenbench.core.evaluation.demo import evaluate_runs, simulated_demo_runs
-from spokenbench.core.evaluation.plans import PlanOptions
-from spokenbench.core.evaluation.preparation import RunSettings
 from spokenbench.core.evaluation.simulated import GENDER_PROFILES, GENDER_STUDY_PROMPTS
 from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.importers import ImportOptions, import_files
-from spokenbench.core.qc.demo import add_demo_qc
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import iter_items
 from spokenbench.core.store.rewrites import add_rewrite
+
+if TYPE_CHECKING:
+    from spokenbench.core.evaluation.preparation import RunSettings
 
 DEMO_MCQ = "demo_mcq.jsonl"
 DEMO_GENDER_PROBES = "demo_gender_probes.jsonl"
@@ -81,13 +81,14 @@ def build_demo(
 
 
 def _fill(project: Project, progress: Progress, workers: ClipWorkers) -> None:
-    """The speech workers were started first: they load espeak-ng while the questions are imported. The simulated
-    listeners' runs then go on a thread alongside: those that hear no audio while the clips are synthesized (the
-    parent mostly waits for its workers), those on the neutralized question clips once the clips are stored, while
-    this thread adds the QC state (mostly waiting for its commits). Runs, jobs and every other row keep the ids and
-    contents one step after another gives (tests/core/test_demo_overlap.py)."""
-    audio_free, on_clips = _demo_listener_runs()
-    with workers, _RunsAlongside(project.path, audio_free, on_clips, progress) as alongside:
+    """The speech workers were started first: they load espeak-ng while the questions are imported. Whatever needs
+    no clip then goes on a thread alongside synthesis, where the parent mostly waits for its workers: the simulated
+    listeners' runs that hear no audio and the demo rewrites' flagging and reviews, with the modules they and the
+    build's last steps import — none of it on the way to the first clip, and little after the last. Once the clips
+    are stored, that thread runs the listeners on the neutralized question clips while this one adds the rating
+    queue. Runs, jobs and every other row keep the ids and contents one step after another gives
+    (tests/core/test_demo_overlap.py)."""
+    with workers, _RunsAlongside(project.path, progress) as alongside:
         _import_with_rewrites(project, progress)
         progress.report(3, 6, "synthesizing offline speech")
         _synthesize_offline(project, progress, workers, alongside.synthesis_started)
@@ -95,7 +96,10 @@ def _fill(project: Project, progress: Progress, workers: ClipWorkers) -> None:
         alongside.clips_stored.set()
         workers.close_soon()  # the processes exit while the rest is built
         progress.report(4, 6, "adding the QC state")
-        add_demo_qc(project, progress.sub_task())  # a few flagged rewrites and a rating queue
+        alongside.wait(progress, alongside.reviews_added)  # in the order one step after another adds them
+        from spokenbench.core.qc.demo import add_demo_rating_queue
+
+        add_demo_rating_queue(project, alongside.reviews, progress.sub_task())
         progress.report(5, 6, "finishing the simulated listeners' runs")
         alongside.wait(progress)
     _declare_backbones(project, GENDER_PROFILES, DEMO_GENDER_BACKBONE)
@@ -106,6 +110,8 @@ def _demo_listener_runs() -> tuple[list[RunSettings], list[RunSettings]]:
     """The demo's simulated runs in the order one step after another makes them — the three multiple-choice
     listeners, then the gender study's (run_simulated_gender_study) — split into those that need no clips and, last,
     those on the neutralized question clips."""
+    from spokenbench.core.evaluation.demo import simulated_demo_runs
+
     runs = simulated_demo_runs() + gender_study_runs(
         GENDER_PROFILES, DEMO_GENDER_BACKBONE, DEMO_GENDER_PROMPTS, neutralized_prompts=DEMO_NEUTRALIZED_PROMPTS
     )
@@ -114,27 +120,37 @@ def _demo_listener_runs() -> tuple[list[RunSettings], list[RunSettings]]:
 
 
 class _RunsAlongside:
-    """Simulated runs in order on a thread of their own (with their own connection): `audio_free` once the
-    synthesis job's row exists (so job ids stay in the serial order), then `on_clips` once the clips are stored. It
+    """The build's clip-free work in order on a thread of its own (with its own connection), once the synthesis
+    job's row exists (so job ids stay in the serial order): the runs that hear no audio, the demo rewrites' reviews
+    (`reviews_added`), the imports the build's last steps need; then the runs on the clips once they are stored. It
     reports nothing (two threads would garble one progress bar) but says the jobs it records; it stops at its next
     request when the build fails or is cancelled."""
 
-    def __init__(
-        self, project_path: Path, audio_free: list[RunSettings], on_clips: list[RunSettings], progress: Progress
-    ):
+    def __init__(self, project_path: Path, progress: Progress):
         self.synthesis_started = threading.Event()
         self.clips_stored = threading.Event()
+        self.reviews_added = threading.Event()
+        self.reviews = None  # add_demo_reviews' report
         self.progress = Progress(None, threading.Event(), progress.job_recorded)
         self.error: BaseException | None = None
         self.thread = threading.Thread(
-            target=self._run, args=(project_path, audio_free, on_clips), name="spokenbench-demo-listeners", daemon=True
+            target=self._run, args=(project_path,), name="spokenbench-demo-listeners", daemon=True
         )
 
-    def _run(self, project_path: Path, audio_free: list[RunSettings], on_clips: list[RunSettings]) -> None:
+    def _run(self, project_path: Path) -> None:
         try:
             self._wait_for(self.synthesis_started)
+            from spokenbench.core.evaluation.demo import evaluate_runs
+
+            audio_free, on_clips = _demo_listener_runs()
             with Project.open(project_path) as project:
                 evaluate_runs(project, audio_free, self.progress)
+                from spokenbench.core.qc.demo import add_demo_reviews
+
+                self.reviews = add_demo_reviews(project, self.progress)
+                self.reviews_added.set()
+                import spokenbench.core.metrics.gender_backbones  # noqa: F401 - for _declare_backbones, here in the clips' shadow
+
                 self._wait_for(self.clips_stored)
                 evaluate_runs(project, on_clips, self.progress)
         except BaseException as error:  # noqa: BLE001 - handed to the build's thread by `wait`
@@ -144,9 +160,10 @@ class _RunsAlongside:
         while not event.wait(0.05):
             self.progress.check_cancelled()
 
-    def wait(self, progress: Progress) -> None:
-        """Until the runs are done; a cancel of `progress` reaches them; their error is raised here."""
-        while self.thread.is_alive():
+    def wait(self, progress: Progress, until: threading.Event | None = None) -> None:
+        """Until the thread has done its work (`until` set, or all of it); a cancel of `progress` reaches it; its
+        error is raised here."""
+        while self.thread.is_alive() and not (until is not None and until.is_set()):
             if progress.cancelled:
                 self.progress.cancel()
             self.thread.join(0.05)
@@ -249,6 +266,8 @@ def run_simulated_gender_study(
     (`--voice-kind neutralized`: the paper's Section 5, Table 4; the clips must exist). Returns the
     runs' summaries (core.evaluation.runner.RunSummary). Needs no audio and no network; reusable by the demo and
     the app."""
+    from spokenbench.core.evaluation.demo import evaluate_runs
+
     runs = gender_study_runs(speech_profiles, backbone_profile, prompts, seed, neutralized_prompts)
     summaries = evaluate_runs(project, runs, progress, "gender study runs ready")
     if declare_backbones and backbone_profile:
@@ -265,6 +284,9 @@ def gender_study_runs(
 ) -> list[RunSettings]:
     """The runs of run_simulated_gender_study, in its order: the speech listeners, the backbone, and last the runs
     on the neutralized question clips (the only ones that need clips)."""
+    from spokenbench.core.evaluation.plans import PlanOptions
+    from spokenbench.core.evaluation.preparation import RunSettings
+
     runs = [(f"simulated:{p}", "audio+text-options", prompt, "original") for prompt in prompts for p in speech_profiles]
     if backbone_profile:
         runs += [(f"simulated:{backbone_profile}", "text", prompt, "original") for prompt in prompts]

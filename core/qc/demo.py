@@ -7,7 +7,7 @@ from __future__ import annotations
 from spokenbench.core.asr.screening import ensure_screening
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.qc.queues import sample_for_rating
-from spokenbench.core.rewriting.flagging import flag_rewrites, review_rewrite
+from spokenbench.core.rewriting.flagging import FlagReport, flag_rewrites, review_rewrite
 from spokenbench.core.rewriting.store import has_rewrites_from
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import item_id_by_key
@@ -44,20 +44,18 @@ def add_demo_qc(project: Project, progress: Progress | None = None) -> dict:
     """Add the demo's QC state. Takes well under a second; needs no network and no ASR; running it again
     changes nothing."""
     progress = progress or no_progress()
+    flags = add_demo_reviews(project, progress)
+    return add_demo_rating_queue(project, flags, progress)
+
+
+def add_demo_reviews(project: Project, progress: Progress | None = None) -> FlagReport | None:
+    """The demo "LLM"'s rewrites, diff-flagged, the English ones reviewed; None when they are there already (then
+    nothing changes). Needs no clip, so the demo build adds them while its clips are synthesized."""
+    progress = progress or no_progress()
     progress.report(0, 3, "demo rewrites")
     conn = project.conn
     if has_rewrites_from(conn, DEMO_ORIGIN):
-        outcome = sample_for_rating(
-            project, DEMO_QUEUE, per_bin=DEMO_QUEUE_PER_LANGUAGE, seed=0
-        )  # already there: a no-op
-        progress.report(3, 3, "demo QC ready")
-        return {
-            "rewrites_checked": 0,
-            "flagged": 0,
-            "queue": DEMO_QUEUE,
-            "queue_clips": len(outcome.result.selected),
-            "strategy": outcome.result.strategy,
-        }
+        return None
     wanted = {}
     for source_id, language in DEMO_ITEMS:
         item_id = item_id_by_key(conn, DEMO_SOURCE, source_id, language)
@@ -87,6 +85,25 @@ def add_demo_qc(project: Project, progress: Progress | None = None) -> dict:
                 )
             else:
                 review_rewrite(project, item_id, part, "accept", DEMO_REVIEWER)
+    return flags
+
+
+def add_demo_rating_queue(project: Project, flags: FlagReport | None, progress: Progress | None = None) -> dict:
+    """The simulated transcripts, their screening, the rating queue and its ratings, which need the clips; with
+    `flags` None (the demo's QC there already) only the queue is looked up. Returns add_demo_qc's summary."""
+    progress = progress or no_progress()
+    if flags is None:
+        outcome = sample_for_rating(
+            project, DEMO_QUEUE, per_bin=DEMO_QUEUE_PER_LANGUAGE, seed=0
+        )  # already there: a no-op
+        progress.report(3, 3, "demo QC ready")
+        return {
+            "rewrites_checked": 0,
+            "flagged": 0,
+            "queue": DEMO_QUEUE,
+            "queue_clips": len(outcome.result.selected),
+            "strategy": outcome.result.strategy,
+        }
     progress.report(2, 3, "rating queue")
     add_simulated_transcripts(project)
     ensure_screening(project)

@@ -9,8 +9,10 @@ medians (a ratio holds where absolute figures drift with the load, printed befor
     mkdir -p /tmp/base-demobuild/spokenbench && git archive 562acf0 core | tar -x -C /tmp/base-demobuild/spokenbench
     python tests/benchmarks/bench_demo_build.py [--repeats 5] [--baseline /tmp/base-demobuild] [--phases]
 
-`--phases` adds one build of each tree that prints its steps as they start: the wall time and the build process's
-own CPU time (its workers' are not in it), to see where the time goes.
+`--phases` adds one build of each tree that prints its timeline, in the order `spokenbench demo` goes (speech
+workers first): each step and each job recorded (the synthesis job, then the simulated listeners' runs, on the
+thread alongside it or after it) as it starts, with the wall time and the build process's own CPU time (its
+workers' are not in it) — what stays serial (before the synthesis job, after step 4/6) is what to shorten.
 
 The build folder is a temp folder (TMPDIR decides where). The build creates ~1,200 files, and what creating a file
 costs depends on the host, not on the code: on the shared 2-core host of issue 28 it varied from 20 µs to 1 ms of
@@ -38,21 +40,29 @@ TARGET_WALL_S = 4.0
 TARGET_CORES = 1.4
 BUILD = """import os, sys
 from spokenbench.core.cli.main import main
+sys.argv = ["spokenbench", "demo", sys.argv[1]]  # run as the `spokenbench` console script runs it, exit included
 try:
-    code = main(['demo', sys.argv[1]])
+    code = main()
 finally:
     print(f"build process CPU {sum(os.times()[:2]):.3f}", file=sys.stderr)
 sys.exit(code)
 """
-PHASES = """import os, sys, time
+PHASES = """import os, sys, threading, time
 started = time.perf_counter()
-from spokenbench.core.demo.project import build_demo
-from spokenbench.core.foundation.progress import Progress
 def step(done, total, message):
     where = f"{done}/{total} " if total else ""
-    print(f"{time.perf_counter() - started:6.2f} s wall {sum(os.times()[:2]):5.2f} s CPU  {where}{message}")
-step(0, None, "imported")
-build_demo(sys.argv[1], Progress(step))
+    thread = threading.current_thread().name.removeprefix("spokenbench-")
+    print(f"{time.perf_counter() - started:6.2f} s wall {sum(os.times()[:2]):5.2f} s CPU  [{thread}] {where}{message}")
+def recorded(job, _claim):
+    step(None, None, f"job {job} recorded" + (" (the synthesis: its first clips are sent)" if job == 1 else ""))
+from spokenbench.core.audio.clip_workers import ClipWorkers
+from spokenbench.core.audio.tts import get_backend
+workers = ClipWorkers(get_backend("espeak"), in_processes=True)
+step(None, None, "speech workers started (as `spokenbench demo` starts them, before importing the build)")
+from spokenbench.core.demo.project import build_demo
+from spokenbench.core.foundation.progress import Progress
+step(None, None, "imported")
+build_demo(sys.argv[1], Progress(step, None, recorded), workers=workers)
 step(None, None, "built")
 """
 

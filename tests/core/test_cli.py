@@ -234,3 +234,39 @@ def test_short_output_to_a_reader_gone_before_exit_ends_quietly(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.endswith("exit=0") and "BrokenPipeError" not in result.stderr, result.stderr
+
+
+def test_a_command_run_in_process_leaves_the_collector_as_it_was(tmp_path):
+    """Only the program's own call (no argv: the console script, `python -m`) freezes what it made before the
+    process exits; a caller running commands in its process keeps a collector that collects everything."""
+    import gc
+
+    from spokenbench.core.cli.main import main
+
+    frozen, enabled = gc.get_freeze_count(), gc.isenabled()
+    assert main(["init", str(tmp_path / "p")]) == 0
+    assert main(["info", str(tmp_path / "missing")]) == 2
+    assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, enabled)
+
+
+@pytest.mark.slow
+def test_the_program_exits_with_its_output_and_code_after_freezing_what_it_made(tmp_path):
+    """Run as the program, a command's output is whole and its exit code kept, for a success and a user error,
+    and the objects it made are out of the collector's reach by the time the interpreter exits."""
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, gc, sys; from spokenbench.core.cli.main import main; "
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr)); sys.exit(main())"
+    )
+    made = subprocess.run([sys.executable, "-c", script, "init", str(tmp_path / "p")], capture_output=True, text=True)
+    assert made.returncode == 0 and "frozen True" in made.stderr, made.stderr
+    info = subprocess.run(
+        [sys.executable, "-c", script, "info", str(tmp_path / "p"), "--json"], capture_output=True, text=True
+    )
+    assert info.returncode == 0 and json.loads(info.stdout)["items"]["total"] == 0
+    missing = subprocess.run(
+        [sys.executable, "-c", script, "info", str(tmp_path / "nope")], capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "no such project folder" in missing.stderr and "frozen True" in missing.stderr

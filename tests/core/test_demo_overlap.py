@@ -94,6 +94,57 @@ def test_the_listeners_ran_while_the_clips_were_synthesized(built_demo):
 
 
 @pytest.mark.slow
+def test_the_rewrite_reviews_were_added_while_the_clips_were_synthesized(built_demo):
+    """The demo QC's clip-free part (the "LLM" rewrites flagged and reviewed) runs alongside the synthesis; its
+    rating queue, which needs the clips, after it."""
+    conn = sqlite3.connect(built_demo / "project.sqlite")
+    try:
+        (synthesis_ended,) = conn.execute("SELECT finished_at FROM jobs WHERE kind = 'synthesize'").fetchone()
+        reviews = [created for (created,) in conn.execute("SELECT created_at FROM rewrite_reviews")]
+        rated = [created for (created,) in conn.execute("SELECT created_at FROM ratings")]
+    finally:
+        conn.close()
+    assert reviews and max(reviews) < synthesis_ended
+    assert rated and min(rated) > synthesis_ended
+
+
+@pytest.mark.slow
+def test_a_failure_alongside_the_synthesis_fails_the_build_and_leaves_nothing(tmp_path, monkeypatch):
+    """An error in the thread's work (here the rewrite reviews) is the build's error, raised once the clips are
+    done; no thread, worker process or half-built folder is left."""
+    import multiprocessing
+    import threading
+
+    import spokenbench.core.qc.demo as qc_demo
+    from spokenbench.core.demo.project import build_demo
+
+    def broken(project, progress=None):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(qc_demo, "add_demo_reviews", broken)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        build_demo(tmp_path / "demo")
+    assert not any(thread.name == "spokenbench-demo-listeners" for thread in threading.enumerate())
+    assert multiprocessing.active_children() == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_build_reaches_its_first_clip_without_the_listeners_or_qc_modules():
+    """What the clips do not need is imported on the thread alongside them, not on the way to the first clip."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; import spokenbench.core.demo.project; "
+        "print(sorted(m for m in ('spokenbench.core.evaluation.demo', 'spokenbench.core.qc.demo', "
+        "'spokenbench.core.metrics.gender_backbones') if m in sys.modules))"
+    )
+    imported = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
 def test_a_cancel_mid_build_stops_the_runs_alongside_and_leaves_nothing(tmp_path):
     """Cancelled once the runs alongside the synthesis have started: the build raises Cancelled at once, and no
     thread, worker process or half-built folder is left."""

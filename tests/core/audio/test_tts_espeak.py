@@ -85,3 +85,46 @@ def test_the_voice_is_loaded_again_only_when_it_changes_and_every_change_is_hear
         engine.speak(text, "nonesuch")
     engine.speak(text, "en-us+m3")
     assert loads[-2:] == [b"nonesuch", b"en-us+m3"]  # loaded again after the refusal
+
+
+BUFFER_PROBE = """
+import hashlib, json, sys
+from spokenbench.core.audio.tts import espeak
+engine = espeak._Engine(int(sys.argv[1]))
+spoken = [engine.speak(text, voice) for text, voice in json.loads(sys.stdin.read())]
+print(json.dumps([hashlib.sha256(samples.tobytes()).hexdigest() for samples in spoken]))
+"""
+
+
+@pytest.mark.slow
+def test_the_callback_buffer_changes_no_sample():
+    """espeak-ng hands its samples over in buffers of BUFFER_MS (fewer calls into Python than its default 60 ms):
+    a fresh process speaking the demo's questions and options in the deterministic (male) voices of every offline
+    language, in one order, gets the same samples either way — while a buffer of seconds would change them, so
+    the comparison can tell."""
+    import json
+    import subprocess
+    import sys
+
+    from spokenbench.core.audio.tts.espeak import BUFFER_MS
+    from spokenbench.core.demo.project import DEMO_MCQ, demo_file
+
+    with demo_file(DEMO_MCQ) as path:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    voices = {"en": ("en-us+m3", "en-gb-x-rp+m6"), "zh": ("cmn+m3",), "ko": ("ko+m3",)}
+    texts = [
+        (text, voice)
+        for row in rows[::4]
+        for voice in voices[row["language"]]
+        for text in [row["rewrite"]["question"], *row["rewrite"]["options"]]
+    ]
+
+    def sample_digests(buffer_ms: int) -> list[str]:
+        probe = [sys.executable, "-c", BUFFER_PROBE, str(buffer_ms)]
+        done = subprocess.run(probe, input=json.dumps(texts), capture_output=True, text=True, check=True, timeout=300)
+        return json.loads(done.stdout)
+
+    default = sample_digests(0)
+    assert len(default) == len(texts) >= 40
+    assert sample_digests(BUFFER_MS) == default
+    assert sample_digests(5000) != default
