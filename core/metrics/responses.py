@@ -6,7 +6,7 @@ works on these arrays. Bad input is reported all at once as an `InputError` (fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,6 +95,19 @@ class McqResponses:
         if len(self.orders) <= 1:
             return []
         return [f for f in self.factors if determines(self.order_code, self.factor_codes[f])]
+
+    def without_rows(self) -> McqResponses:
+        """These responses with every per-row array empty: what is per group and per model (the figures' inputs),
+        a few MB fewer to send to another process (issue 28)."""
+        rows = {
+            name: value[:0]
+            for name, value in vars(self).items()
+            if isinstance(value, np.ndarray) and value.shape[:1] == (self.n_rows,) and name not in GROUP_ARRAYS
+        }
+        return replace(self, factor_codes={f: codes[:0] for f, codes in self.factor_codes.items()}, **rows)
+
+
+GROUP_ARRAYS = ("group_model", "group_question", "group_n_options", "group_cultural_label")  # kept by without_rows
 
 
 def prepare_mcq(

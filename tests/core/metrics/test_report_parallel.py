@@ -359,3 +359,20 @@ def _in_group(group: int) -> list[int]:
         if int(fields[2]) == group and fields[0] != "Z":
             alive.append(int(stat.parent.name))
     return alive
+
+
+def test_the_figures_get_the_analysis_without_its_row_arrays():
+    """The figure processes are sent what the figures draw from: per group and per model (the figures the view
+    draws are pinned against 8470bfa's in test_report_figures_content.py)."""
+    import pickle
+
+    from spokenbench.core.metrics.analysis import analyze_mcq
+
+    analysis = analyze_mcq(frame(), FACTORS)
+    view = report_module._figures_view(analysis)
+    assert view.data.n_rows == 0 and not any(len(codes) for codes in view.data.factor_codes.values())
+    assert view.metrics.data is view.data and view.selection.presentation is None
+    assert view.data.group_model is analysis.data.group_model and view.data.models == analysis.data.models
+    assert view.metrics.entropy is analysis.metrics.entropy and view.summary_columns is analysis.summary_columns
+    assert analysis.data.n_rows == len(frame()) and analysis.selection.presentation is not None  # left as it was
+    assert len(pickle.dumps(view)) < len(pickle.dumps(analysis)) / 2
