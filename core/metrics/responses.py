@@ -99,15 +99,26 @@ class McqResponses:
     def without_rows(self) -> McqResponses:
         """These responses with every per-row array empty: what is per group and per model (the figures' inputs),
         a few MB fewer to send to another process (issue 28)."""
-        rows = {
-            name: value[:0]
-            for name, value in vars(self).items()
-            if isinstance(value, np.ndarray) and value.shape[:1] == (self.n_rows,) and name not in GROUP_ARRAYS
-        }
+        rows = {name: getattr(self, name)[:0] for name in ROW_ARRAYS if getattr(self, name) is not None}
         return replace(self, factor_codes={f: codes[:0] for f, codes in self.factor_codes.items()}, **rows)
 
 
-GROUP_ARRAYS = ("group_model", "group_question", "group_n_options", "group_cultural_label")  # kept by without_rows
+ROW_ARRAYS = (  # McqResponses' per-row arrays (and factor_codes' values), emptied by without_rows
+    "model",
+    "question",
+    "answer",
+    "prediction",
+    "chosen",
+    "gold_position",
+    "n_options",
+    "is_identity",
+    "is_reversed",
+    "is_cyclic",
+    "order_code",
+    "cultural_label",
+    "subject",
+    "group",
+)
 
 
 def prepare_mcq(

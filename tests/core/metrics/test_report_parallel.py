@@ -371,6 +371,11 @@ def test_the_figures_get_the_analysis_without_its_row_arrays():
     analysis = analyze_mcq(frame(), FACTORS)
     view = report_module._figures_view(analysis)
     assert view.data.n_rows == 0 and not any(len(codes) for codes in view.data.factor_codes.values())
+    arrays = {name: value for name, value in vars(view.data).items() if isinstance(value, np.ndarray)}
+    assert {name: len(value) for name, value in arrays.items() if len(value)} == {  # every row array emptied
+        name: analysis.data.n_groups
+        for name in ("group_model", "group_question", "group_n_options", "group_cultural_label")
+    }
     assert view.metrics.data is view.data and view.selection.presentation is None
     assert view.data.group_model is analysis.data.group_model and view.data.models == analysis.data.models
     assert view.metrics.entropy is analysis.metrics.entropy and view.summary_columns is analysis.summary_columns
