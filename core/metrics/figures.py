@@ -287,38 +287,53 @@ def mcq_figures(analysis) -> dict[str, Figure | None]:
     return {name: build(analysis) for name, build in MCQ_FIGURES.items()}
 
 
+# zlib level of the PNGs: 3 encodes as fast as 1 and ~30% faster than Pillow's default 6, the same pixels, files
+# ~7% larger (issue 28, round 5: measured on the benchmark's 100,800-row figures; level 1 made them 11% larger)
+PNG_COMPRESS_LEVEL = 3
+
+
 def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     """PNG (Agg) and SVG, with no timestamps in the files."""
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
     with figure_style():
-        _savefig_laid_out_once(fig, paths[0], format="png", metadata={"Software": None})
+        _savefig_laid_out_once(
+            fig, paths[0], format="png", metadata={"Software": None}, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL}
+        )
         _savefig_laid_out_once(fig, paths[1], format="svg", metadata={"Date": None})
     return paths
 
 
 def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
-    """`fig.savefig`, the same bytes, with less drawing (issue 28): with a layout engine, matplotlib first
-    draws the whole figure with output switched off, only so the engine runs, then draws it for real with
-    the engine off. Here that first pass runs the engine alone, as `Figure.draw` would have (the artists'
-    own dry drawing left nothing the real draw does not redo): a third of a save's time. Each format keeps
-    its own layout, solved with its own renderer, as before."""
+    """`fig.savefig`, the same figure, with less drawing (issue 28): with a layout engine, matplotlib first
+    draws the whole figure with output switched off, only so the engine runs, with a renderer of its own, then
+    draws it for real with the engine off. Here the engine is detached during the save, so there is no such
+    pass, and runs at the start of the real draw with the real renderer, as `Figure.draw` would have: the text
+    extents it measures are then measured once (an SVG's dry renderer was a second one, with its own cache).
+    Each format keeps its own layout, solved with its own renderer, as before."""
     layout_engine = fig.get_layout_engine()
-    if options.get("bbox_inches", matplotlib.rcParams["savefig.bbox"]) == "tight":  # measured on the dry pass
+    tight = options.get("bbox_inches", matplotlib.rcParams["savefig.bbox"]) == "tight"  # needs the dry pass
+    if layout_engine is None or tight:
         fig.savefig(path, **options)
         return
-    passes = 0
 
     def draw(renderer) -> None:
-        nonlocal passes
-        passes += 1
-        if passes > 1 or layout_engine is None:
-            return Figure.draw(fig, renderer)
         if fig.axes:  # what Figure.draw does with the engine, from matplotlib 3.6 on
-            with contextlib.suppress(ValueError):
-                layout_engine.execute(fig)
+            fig._get_renderer = lambda: renderer  # the engine measures with the renderer that draws
+            try:
+                with contextlib.suppress(ValueError):
+                    layout_engine.execute(fig)
+            finally:
+                del fig._get_renderer
+        return Figure.draw(fig, renderer)
 
-    fig.draw = draw  # an instance attribute: savefig's own draws call it; removed again below
+    fig.set_layout_engine(None)
+    if fig.get_layout_engine() is not None:  # an rcParams autolayout gave it another engine: the plain way
+        fig.set_layout_engine(layout_engine)
+        fig.savefig(path, **options)
+        return
+    fig.draw = draw  # an instance attribute: savefig's draw calls it; removed again below
     try:
         fig.savefig(path, **options)
     finally:
         del fig.draw
+        fig.set_layout_engine(layout_engine)

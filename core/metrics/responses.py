@@ -6,7 +6,7 @@ works on these arrays. Bad input is reported all at once as an `InputError` (fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,6 +95,30 @@ class McqResponses:
         if len(self.orders) <= 1:
             return []
         return [f for f in self.factors if determines(self.order_code, self.factor_codes[f])]
+
+    def without_rows(self) -> McqResponses:
+        """These responses with every per-row array empty: what is per group and per model (the figures' inputs),
+        a few MB fewer to send to another process (issue 28)."""
+        rows = {name: getattr(self, name)[:0] for name in ROW_ARRAYS if getattr(self, name) is not None}
+        return replace(self, factor_codes={f: codes[:0] for f, codes in self.factor_codes.items()}, **rows)
+
+
+ROW_ARRAYS = (  # McqResponses' per-row arrays (and factor_codes' values), emptied by without_rows
+    "model",
+    "question",
+    "answer",
+    "prediction",
+    "chosen",
+    "gold_position",
+    "n_options",
+    "is_identity",
+    "is_reversed",
+    "is_cyclic",
+    "order_code",
+    "cultural_label",
+    "subject",
+    "group",
+)
 
 
 def prepare_mcq(

@@ -18,7 +18,8 @@
      for this tree and the baseline)
 With --baseline DIR (an older tree as DIR/spokenbench/core, e.g. `git archive 562acf0 core | tar -x -C
 DIR/spokenbench`), parts 4 and 5 also run that tree's commands, interleaved with this tree's, give old/new
-ratios, and part 5 checks that both trees' reports hold the same files with the same bytes.
+ratios, and part 5 checks that both trees' reports hold the same files: the tables and index with the same bytes,
+the figures identical in content (tests/figure_content.py: the same pixels; SVG numbers within 0.01), and their sizes.
 Medians, because the machine is shared; each figure states how many runs it is the median of."""
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from spokenbench.core.metrics.responses import prepare_mcq
 from spokenbench.core.metrics.synthetic import biasinear_like
 
 FACTORS = ["language", "accent", "gender", "order"]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for figure_content.py
+from figure_content import report_figure_differences  # noqa: E402 - after the path it is found on
 
 
 def median_time(function, repeats: int) -> tuple[float, list[float]]:
@@ -125,6 +128,8 @@ def main() -> int:
             f"target ≥ 10×: {'met' if ratio >= 10 else 'MISSED'}"
         )
 
+    if args.parts & {4, 5}:
+        compiled_trees(args.baseline)
     if Evaluator is not None and 4 in args.parts:
         whole_process(frame, args.reference_repeats, args.baseline)
         import_cpu(max(5, args.repeats), args.baseline)
@@ -143,6 +148,22 @@ def main() -> int:
             f"(max {max(boot_all):.3f}); target ≤ 15 s: {'met' if boot <= 15 else 'MISSED'}"
         )
     return 0
+
+
+def compiled_trees(baseline: str | None) -> None:
+    """Bytecode for this tree's and the baseline's modules, as an installed package has: with
+    PYTHONDONTWRITEBYTECODE set (this environment), a tree without it compiles every module on every run
+    (a baseline from `git archive` has none: ~0.05 s more CPU in each `metrics`, more in `report`)."""
+    import compileall
+
+    import spokenbench.core
+
+    for tree in [
+        Path(spokenbench.core.__file__).parent,
+        *([Path(baseline) / "spokenbench" / "core"] if baseline else []),
+    ]:
+        compileall.compile_dir(tree, quiet=1)
+    print("bytecode compiled for this tree" + (" and the baseline" if baseline else "") + " (as installed)")
 
 
 REFERENCE_SCRIPT = """
@@ -281,8 +302,22 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
             new, old = Path(tmp) / "this_tree", Path(tmp) / "baseline"
             names = sorted(p.name for p in new.iterdir())
             listed_alike = names == sorted(p.name for p in old.iterdir())
-            _, differing, errors = filecmp.cmpfiles(new, old, names, shallow=False)
-            same = (listed_alike and not differing and not errors, len(names), differing + errors)
+            tables = [name for name in names if not name.endswith((".png", ".svg"))]
+            _, differing, errors = filecmp.cmpfiles(new, old, tables, shallow=False)
+            figures_differing = report_figure_differences(new, old)  # identical in content (tests/figure_content.py)
+            _, figures_bytes_differing, _ = filecmp.cmpfiles(new, old, sorted(set(names) - set(tables)), shallow=False)
+            same = (
+                listed_alike and not differing and not errors and not figures_differing,
+                (len(names), len(tables), len(names) - len(tables), len(figures_bytes_differing)),
+                differing + errors + figures_differing,
+            )
+            sizes = {
+                suffix: (
+                    sum(f.stat().st_size for f in old.glob(f"*{suffix}")),
+                    sum(f.stat().st_size for f in new.glob(f"*{suffix}")),
+                )
+                for suffix in (".png", ".svg")
+            }
     print(f"5. report vs metrics, whole processes on the same file, median of {repeats} (interleaved):")
     for tree_name in trees:
         med = {c: statistics.median(wall[(tree_name, c)]) for c in ("metrics", "report")}
@@ -303,10 +338,21 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
                 f"   {command_name}: baseline / this tree {old / new:.2f}× wall, {old_cpu / new_cpu:.2f}× CPU "
                 f"(CPU includes the report's worker processes)"
             )
-        identical, count, differing = same
+        identical, (count, n_tables, n_figures, figures_bytes_differing), differing = same
         print(
             f"   report files of both trees: {count} files, "
-            + ("all byte-identical" if identical else f"DIFFERENT: {', '.join(differing) or 'file lists differ'}")
+            + (
+                f"the same: {n_tables} tables and index byte-identical, {n_figures} figures identical in content "
+                f"({figures_bytes_differing} of them with other bytes)"
+                if identical
+                else f"DIFFERENT: {'; '.join(differing) or 'file lists differ'}"
+            )
+        )
+        print(
+            "   figure files' sizes, baseline → this tree: "
+            + ", ".join(
+                f"{suffix[1:].upper()} {old:,} → {new:,} B ({new / old:.2f}×)" for suffix, (old, new) in sizes.items()
+            )
         )
     print(f"   load average {load_before:.1f} before, {load_after:.1f} after ({os.cpu_count()} cores)")
 

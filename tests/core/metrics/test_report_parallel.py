@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 import pytest
+from figure_content import report_figure_differences
 from metrics_helpers import random_design
 
 from spokenbench.core.foundation.errors import SpokenBenchError
@@ -193,7 +194,7 @@ def _saved_the_plain_way(fig, folder, stem):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("n_resamples", [0, 60])
-def test_saving_with_one_layout_pass_writes_the_bytes_of_plain_savefig(tmp_path, monkeypatch, n_resamples):
+def test_saving_with_one_layout_pass_writes_the_figures_of_plain_savefig(tmp_path, monkeypatch, n_resamples):
     from matplotlib.figure import Figure
 
     from spokenbench.core.metrics.analysis import analyze_mcq
@@ -218,7 +219,9 @@ def test_saving_with_one_layout_pass_writes_the_bytes_of_plain_savefig(tmp_path,
     for stem, build in builders.items():
         figures.save_figure(build(), once, stem)
     assert len(builders) == 6  # five multiple-choice figures and a gender-probe panel
-    assert digests(once) == digests(plain)
+    svgs = {name: digest for name, digest in digests(once).items() if name.endswith(".svg")}
+    assert len(svgs) == 6 and svgs.items() <= digests(plain).items()  # the SVGs' bytes too
+    assert report_figure_differences(once, plain) == []  # the PNGs: the same pixels, at another zlib level
     assert len(draws) == 2 * len(builders)  # one draw per file: matplotlib's own dry pass drew each twice
 
 
@@ -356,3 +359,25 @@ def _in_group(group: int) -> list[int]:
         if int(fields[2]) == group and fields[0] != "Z":
             alive.append(int(stat.parent.name))
     return alive
+
+
+def test_the_figures_get_the_analysis_without_its_row_arrays():
+    """The figure processes are sent what the figures draw from: per group and per model (the figures the view
+    draws are pinned against 8470bfa's in test_report_figures_content.py)."""
+    import pickle
+
+    from spokenbench.core.metrics.analysis import analyze_mcq
+
+    analysis = analyze_mcq(frame(), FACTORS)
+    view = report_module._figures_view(analysis)
+    assert view.data.n_rows == 0 and not any(len(codes) for codes in view.data.factor_codes.values())
+    arrays = {name: value for name, value in vars(view.data).items() if isinstance(value, np.ndarray)}
+    assert {name: len(value) for name, value in arrays.items() if len(value)} == {  # every row array emptied
+        name: analysis.data.n_groups
+        for name in ("group_model", "group_question", "group_n_options", "group_cultural_label")
+    }
+    assert view.metrics.data is view.data and view.selection.presentation is None
+    assert view.data.group_model is analysis.data.group_model and view.data.models == analysis.data.models
+    assert view.metrics.entropy is analysis.metrics.entropy and view.summary_columns is analysis.summary_columns
+    assert analysis.data.n_rows == len(frame()) and analysis.selection.presentation is not None  # left as it was
+    assert len(pickle.dumps(view)) < len(pickle.dumps(analysis)) / 2
