@@ -15,7 +15,7 @@ import numpy as np
 
 from spokenbench.core.metrics.agreement import fleiss_kappa_by_group, mean_pairwise_abs_difference, normalized_entropy
 from spokenbench.core.metrics.encoding import combine, compact, representative_row
-from spokenbench.core.metrics.responses import McqResponses
+from spokenbench.core.metrics.responses import ROW_ARRAYS, McqResponses
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -488,20 +488,9 @@ def _subset(data: McqResponses, rows: np.ndarray) -> McqResponses:
     idx = np.flatnonzero(rows)
     group, n_groups = combine(data.model[idx], data.question[idx])
     first = representative_row(group, n_groups)
-    row_fields = (
-        "model",
-        "question",
-        "answer",
-        "prediction",
-        "chosen",
-        "gold_position",
-        "n_options",
-        "is_identity",
-        "is_reversed",
-        "is_cyclic",
-        "order_code",
-        "cultural_label",
-    )
+    row_fields = [
+        name for name in ROW_ARRAYS if name not in ("subject", "group")
+    ]  # subject may be None; group is recomputed
     changes = {name: getattr(data, name)[idx] for name in row_fields}
     changes["subject"] = data.subject[idx] if data.subject is not None else None
     changes["factor_codes"] = {f: c[idx] for f, c in data.factor_codes.items()}
