@@ -601,8 +601,8 @@ ALTER TABLE batch_jobs ADD COLUMN submit_job INTEGER;
 # screening gathers them instead of normalizing and counting every text again: word errors and the reference's
 # words, character errors and the reference's characters (which one a clip is binned by is a screening option).
 # counts_version is the normalizer version they were made with (normalize.NORMALIZER_VERSION); NULL: not counted
-# (older transcripts, or counts no longer true). A trigger forgets them when their clip's text or language changes,
-# whoever changes it — cheaper than keeping each reference beside its counts, and no edit gets past it. Writing
+# (older transcripts, or counts no longer true). Triggers forget them when their clip's text or language changes,
+# or the transcript's text changes without new counts (a script's UPDATE), whoever changes it — cheaper than keeping each reference beside its counts, and no edit gets past it. Writing
 # the counts is not a change screens show: the transcripts' update counter watches the other columns only.
 MIGRATION_16_TRANSCRIPT_COUNTS = """
 ALTER TABLE transcripts ADD COLUMN counts_version INTEGER;
@@ -619,6 +619,10 @@ UPDATE transcripts SET counts_version = NULL WHERE clip_id = NEW.id AND counts_v
 CREATE TRIGGER transcripts_moved_forget_counts AFTER UPDATE OF clip_id ON transcripts
 WHEN NEW.clip_id IS NOT OLD.clip_id BEGIN
 UPDATE transcripts SET counts_version = NULL WHERE id = NEW.id; END;
+CREATE TRIGGER transcripts_text_forgets_counts AFTER UPDATE OF text ON transcripts
+WHEN NEW.text IS NOT OLD.text AND NEW.counts_version IS OLD.counts_version AND NEW.word_errors IS OLD.word_errors
+AND NEW.words IS OLD.words AND NEW.character_errors IS OLD.character_errors AND NEW.characters IS OLD.characters
+BEGIN UPDATE transcripts SET counts_version = NULL WHERE id = NEW.id; END;
 """
 
 MIGRATIONS: list[str] = [

@@ -204,6 +204,24 @@ def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_p
     assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(None, 1, 6)] * 2
 
 
+def test_a_transcript_text_changed_by_a_script_is_scored_from_its_new_text(qc_project, screened_clips):
+    """A colleague's script editing transcripts with SQL, not store_transcripts: the old counts are forgotten."""
+    clip = screened_clips["en_q"]
+    for asr in ("a", "b"):
+        with qc_project.transaction() as conn:
+            store_transcripts(conn, asr, [(clip, None, "Which holiday is in November")])
+    assert screen_project(qc_project).scores[clip].errors == 0
+    with qc_project.transaction() as conn:
+        conn.execute("UPDATE transcripts SET text = 'Which day is it' WHERE clip_id = ?", (clip,))
+    counts = "SELECT counts_version FROM transcripts WHERE clip_id = ? ORDER BY asr"
+    assert [row[0] for row in qc_project.conn.execute(counts, (clip,))] == [None, None]
+    score = screen_project(qc_project).scores[clip]
+    assert (score.errors, score.units) == (3, 5)
+    with qc_project.transaction() as conn:  # store_transcripts writes a new text with its own counts: kept
+        store_transcripts(conn, "a", [(clip, None, "Which holiday is November")])
+    assert [row[0] for row in qc_project.conn.execute(counts, (clip,))] == [1, 1]
+
+
 def _edit_the_clip(conn, clip: int) -> None:
     conn.execute("UPDATE clips SET text = 'Which holiday?' WHERE id = ?", (clip,))
 
