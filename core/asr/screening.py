@@ -353,8 +353,8 @@ def _add_metrics(result: ScreeningResult, scorer: Scorer) -> None:
 
 
 class _ClipScoring:
-    """Scores clips, in this process or the second one: a clip's score is the minimum over its transcripts
-    (score_clip), its likely hallucinations set aside."""
+    """Scores clips from their texts: a clip's score is the minimum over its transcripts (score_clip), its
+    likely hallucinations set aside."""
 
     def __init__(self, settings: ScreeningSettings, clips: dict, transcripts: dict, no_speech: dict, scorer: Scorer):
         self.scorer = scorer

@@ -186,12 +186,17 @@ def test_implausible_or_stale_counts_are_counted_again_never_used(project, tampe
     assert _pinned_result_digest(project, result) == _pinned_result_digest(project, fresh)
 
 
-def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_project, screened_clips):
-    clip = screened_clips["en_q"]
+def _screened_with_exact_transcripts(project, clip: int) -> int:
+    """`clip` heard exactly by ASR systems a and b, screened once (its counts stored): returns the clip."""
     for asr in ("a", "b"):
-        with qc_project.transaction() as conn:
+        with project.transaction() as conn:
             store_transcripts(conn, asr, [(clip, None, "Which holiday is in November")])
-    assert screen_project(qc_project).scores[clip].errors == 0
+    assert screen_project(project).scores[clip].errors == 0
+    return clip
+
+
+def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_project, screened_clips):
+    clip = _screened_with_exact_transcripts(qc_project, screened_clips["en_q"])
     counts = "SELECT counts_version, word_errors, words FROM transcripts WHERE clip_id = ? ORDER BY asr"
     with qc_project.transaction() as conn:  # the clip's text changed since: its stored counts no longer hold
         conn.execute("UPDATE clips SET text = 'Which holiday is in late November?' WHERE id = ?", (clip,))
@@ -206,11 +211,7 @@ def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_p
 
 def test_a_transcript_text_changed_by_a_script_is_scored_from_its_new_text(qc_project, screened_clips):
     """A colleague's script editing transcripts with SQL, not store_transcripts: the old counts are forgotten."""
-    clip = screened_clips["en_q"]
-    for asr in ("a", "b"):
-        with qc_project.transaction() as conn:
-            store_transcripts(conn, asr, [(clip, None, "Which holiday is in November")])
-    assert screen_project(qc_project).scores[clip].errors == 0
+    clip = _screened_with_exact_transcripts(qc_project, screened_clips["en_q"])
     with qc_project.transaction() as conn:
         conn.execute("UPDATE transcripts SET text = 'Which day is it' WHERE clip_id = ?", (clip,))
     counts = "SELECT counts_version FROM transcripts WHERE clip_id = ? ORDER BY asr"
