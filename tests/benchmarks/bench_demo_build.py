@@ -19,6 +19,14 @@ costs depends on the host, not on the code: on the shared 2-core host of issue 2
 CPU (kernel) within an hour, with what the other users' processes did (0.02-1.2 s per build), so the figures are
 framed by that cost, measured in the builds' folder before and after.
 
+Why creating a file costs so much more at some times: the host's root file system is ext4 without a journal, and there
+ext4 will not reuse an inode freed less than 60 s before (6 min while its inode table block is unwritten): each new
+file's allocation walks past every such inode of its block group (`recently_deleted` in `find_inode_bit`, seen with
+`perf record -g`), so a creation costs in proportion to the files deleted in the last minutes near the build's folder
+— by other users, and by this benchmark itself, which deletes each build (~1,200 files) just before the next starts.
+`--keep-builds` keeps every build (and the probe's files) until all are timed: each build then meets only the other
+users' deletions, as a first `spokenbench demo` does, instead of its predecessor's as well.
+
 `--bytecode-cache` runs every build as an installed package runs: with compiled bytecode (in a temp folder, written
 by one untimed build of each tree first). Without it, where PYTHONDONTWRITEBYTECODE is set and the tree has no
 __pycache__ (a git archive, an editable checkout under that setting), every build compiles the modules it imports
@@ -79,22 +87,24 @@ def tree_environment(tree: str | None, bytecode_cache: Path | None) -> dict:
     return env
 
 
-def file_creation_cost_us(folder: Path, files: int = 1000) -> float:
+def file_creation_cost_us(folder: Path, files: int = 1000, keep: bool = False) -> float:
     """CPU (µs, kernel included) to create one empty file in a new folder below `folder`, as the build's audio
-    store does for each clip."""
-    probe = folder / "file-creation-probe" / "audio" / "tmp"
+    store does for each clip; `keep`: the files are left for the caller to remove."""
+    probe = folder / f"file-creation-probe-{time.monotonic_ns()}" / "audio" / "tmp"
     probe.mkdir(parents=True)
     before = resource.getrusage(resource.RUSAGE_SELF)
     for number in range(files):
         os.close(os.open(probe / f"{number}.part", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     after = resource.getrusage(resource.RUSAGE_SELF)
-    shutil.rmtree(folder / "file-creation-probe")
+    if not keep:
+        shutil.rmtree(probe.parents[1])
     return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / files * 1e6
 
 
-def build_once(folder: Path, env: dict) -> dict:
+def build_once(folder: Path, env: dict, keep: bool = False) -> dict:
     """One build in a fresh process; CPU from the rusage of this process's waited-for children (the build and,
-    through it, its workers: a child's figures include its own waited-for children)."""
+    through it, its workers: a child's figures include its own waited-for children). `keep`: the build is left
+    for the caller to remove."""
     shutil.rmtree(folder, ignore_errors=True)
     before = os.times()
     started = time.perf_counter()
@@ -104,7 +114,8 @@ def build_once(folder: Path, env: dict) -> dict:
     if process.returncode != 0:
         raise SystemExit(f"the build failed ({process.returncode}): {process.stderr[-2000:]}")
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    shutil.rmtree(folder, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(folder, ignore_errors=True)
     own = float(process.stderr.rsplit("build process CPU ", 1)[1].split()[0])
     return {"wall": wall, "cpu": cpu, "cores": cpu / wall, "own": own}
 
@@ -123,6 +134,11 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true", help="one more build of each tree, printing its steps")
     parser.add_argument(
         "--bytecode-cache", action="store_true", help="builds with compiled bytecode, as an installed package runs"
+    )
+    parser.add_argument(
+        "--keep-builds",
+        action="store_true",
+        help="keep every build until all are timed, so none meets its predecessor's freshly deleted files",
     )
     args = parser.parse_args()
     kinds = {"this tree": None}
@@ -144,13 +160,20 @@ def main() -> None:
                 else "as Python's defaults and the trees' __pycache__ give"
             )
         )
-        print(f"creating a file in the build folder ({temp}): {file_creation_cost_us(Path(temp)):.0f} µs of CPU")
+        keep = args.keep_builds
+        print(
+            f"creating a file in the build folder ({temp}): {file_creation_cost_us(Path(temp), keep=keep):.0f} µs of "
+            f"CPU; each build {'kept until all are timed' if keep else 'deleted before the next starts'}"
+        )
         if cache:
             for name in kinds:
                 build_once(Path(temp) / "demo", envs[name])  # untimed: writes the bytecode
         for repeat in range(args.repeats):
             for name in kinds:
-                outcome = build_once(Path(temp) / "demo", envs[name])
+                folder = Path(temp) / (
+                    f"demo-{repeat}-{len(results[name])}-{name.replace(' ', '-')}" if keep else "demo"
+                )
+                outcome = build_once(folder, envs[name], keep)
                 results[name].append(outcome)
                 print(
                     f"  {repeat + 1}/{args.repeats} {name:10s} {outcome['wall']:6.2f} s wall {outcome['cpu']:6.2f} s CPU "
@@ -161,7 +184,9 @@ def main() -> None:
         if args.phases:
             for name in kinds:
                 phases(Path(temp) / "demo", name, envs[name])
-        print(f"creating a file in the build folder, after: {file_creation_cost_us(Path(temp)):.0f} µs of CPU")
+        print(
+            f"creating a file in the build folder, after: {file_creation_cost_us(Path(temp), keep=keep):.0f} µs of CPU"
+        )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     medians = {}
     for name, runs in results.items():
