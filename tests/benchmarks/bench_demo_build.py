@@ -73,6 +73,74 @@ step(None, None, "imported")
 build_demo(sys.argv[1], Progress(step, None, recorded), workers=workers)
 step(None, None, "built")
 """
+# One more build, run as `spokenbench demo` runs, whose CPU is split: the build process's by thread (each thread's
+# CPU read as it ends, and from /proc every 50 ms and at the end for those still running; the reading thread's own
+# CPU is shown as "cpu sampler"), its speech workers' by part (the parts' functions wrapped
+# in the workers, which report their running totals after each chunk on stderr).
+BREAKDOWN = """import collections, functools, os, re, sys, threading, time
+from spokenbench.core.audio import clip_workers
+from spokenbench.core.audio.tts import espeak
+totals = collections.Counter()
+def timed(part, function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            totals[part] += time.thread_time() - started
+    return wrapper
+espeak._Engine.speak = timed("espeak-ng (synthesis and its callbacks)", espeak._Engine.speak)
+espeak.neutralize_approximation = timed("neutralized voices' signal processing", espeak.neutralize_approximation)
+espeak.as_stored = timed("samples as stored (16-bit round trip)", espeak.as_stored)
+clip_workers.check_audio = timed("clip check (speech level)", clip_workers.check_audio)
+clip_workers.encode_audio = timed("FLAC encoding", clip_workers.encode_audio)
+render_clips = clip_workers.render_clips
+@functools.wraps(render_clips)
+def reporting(*args, **kwargs):
+    try:
+        return render_clips(*args, **kwargs)
+    finally:
+        parts = ";".join(f"{part}={cpu:.4f}" for part, cpu in totals.items())
+        print(f"WORKER {os.getpid()} {sum(os.times()[:2]):.4f} {parts}", file=sys.stderr, flush=True)
+clip_workers.render_clips = reporting
+tick, names, seen, done = os.sysconf("SC_CLK_TCK"), {}, {}, threading.Event()
+def read_threads():
+    for thread in threading.enumerate():
+        if thread.native_id:
+            names[thread.native_id] = re.sub(r"\\d+", "N", thread.name).removeprefix("spokenbench-")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        seen[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+def sample():
+    while not done.wait(0.05):
+        read_threads()
+run_thread = threading.Thread._bootstrap_inner
+def run_thread_and_record(self):  # a thread's CPU as it ends, however briefly it ran
+    try:
+        run_thread(self)
+    finally:
+        names[self.native_id] = re.sub(r"\\d+", "N", self.name).removeprefix("spokenbench-")
+        seen[self.native_id] = time.thread_time()
+threading.Thread._bootstrap_inner = run_thread_and_record
+start_workers = clip_workers.ClipWorkers.__init__
+def start_workers_then_sampler(self, *args, **kwargs):  # started before, the sampler would make them spawned
+    start_workers(self, *args, **kwargs)
+    threading.Thread(target=sample, name="cpu sampler", daemon=True).start()
+clip_workers.ClipWorkers.__init__ = start_workers_then_sampler
+from spokenbench.core.cli.main import main
+sys.argv = ["spokenbench", "demo", sys.argv[1]]
+main()
+done.set()
+read_threads()
+by_thread = collections.Counter()
+for tid, cpu in seen.items():
+    by_thread[names.get(tid, "(unnamed)")] += cpu
+print(f"BUILD {sum(os.times()[:2]):.4f} " + " ".join(f"{n.replace(' ', '_')}={c:.2f}" for n, c in by_thread.items()), file=sys.stderr)
+"""
 
 
 def tree_environment(tree: str | None, bytecode_cache: Path | None) -> dict:
@@ -127,6 +195,44 @@ def phases(folder: Path, name: str, env: dict) -> None:
     print(f"{name} steps (load {os.getloadavg()[0]:.2f}):\n{process.stdout.rstrip()}{process.stderr[-2000:]}")
 
 
+def breakdown(folder: Path, name: str, env: dict) -> None:
+    """One build with its CPU split by thread (the build process) and by part (its speech workers)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    process = subprocess.run([sys.executable, "-c", BREAKDOWN, str(folder)], env=env, capture_output=True, text=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    lines = process.stderr.splitlines()
+    build = [line.split()[1:] for line in lines if line.startswith("BUILD ")]
+    if process.returncode != 0 or not build:
+        print(f"{name}: the breakdown build failed ({process.returncode}): {process.stderr[-2000:]}")
+        return
+    workers: dict[str, tuple[str, str]] = {}
+    for line in lines:  # each worker's last report holds its totals: "WORKER pid cpu part=seconds;part=seconds"
+        if line.startswith("WORKER "):
+            _, pid, cpu, measured = (line.split(" ", 3) + [""])[:4]
+            workers[pid] = (cpu, measured)
+    parts: dict[str, float] = {}
+    worker_cpu = 0.0
+    for cpu, measured in workers.values():
+        worker_cpu += float(cpu)
+        for field in filter(None, measured.split(";")):
+            part, _, seconds = field.rpartition("=")
+            parts[part] = parts.get(part, 0.0) + float(seconds)
+    own, *threads = build[0]
+    print(
+        f"{name} CPU breakdown (load {os.getloadavg()[0]:.2f}): build process {float(own):.2f} s, "
+        f"{len(workers)} speech workers {worker_cpu:.2f} s"
+    )
+    by_thread = sorted(
+        ((float(c), t.replace("_", " ")) for t, _, c in (f.rpartition("=") for f in threads)), reverse=True
+    )
+    print("  build process by thread: " + ", ".join(f"{thread} {cpu:.2f}" for cpu, thread in by_thread if cpu >= 0.01))
+    rest = worker_cpu - sum(parts.values())
+    shown = sorted(parts.items(), key=lambda item: -item[1]) + [
+        ("the rest (start, requests and results, Python)", rest)
+    ]
+    print("  workers by part: " + ", ".join(f"{part} {cpu:.2f}" for part, cpu in shown))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
@@ -134,6 +240,9 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true", help="one more build of each tree, printing its steps")
     parser.add_argument(
         "--bytecode-cache", action="store_true", help="builds with compiled bytecode, as an installed package runs"
+    )
+    parser.add_argument(
+        "--breakdown", action="store_true", help="one more build of each tree, its CPU split by thread and by part"
     )
     parser.add_argument(
         "--keep-builds",
@@ -184,6 +293,9 @@ def main() -> None:
         if args.phases:
             for name in kinds:
                 phases(Path(temp) / "demo", name, envs[name])
+        if args.breakdown:
+            for name in kinds:
+                breakdown(Path(temp) / "demo", name, envs[name])
         print(
             f"creating a file in the build folder, after: {file_creation_cost_us(Path(temp), keep=keep):.0f} µs of CPU"
         )
