@@ -25,7 +25,10 @@ file's allocation walks past every such inode of its block group (`recently_dele
 `perf record -g`), so a creation costs in proportion to the files deleted in the last minutes near the build's folder
 — by other users, and by this benchmark itself, which deletes each build (~1,200 files) just before the next starts.
 `--keep-builds` keeps every build (and the probe's files) until all are timed: each build then meets only the other
-users' deletions, as a first `spokenbench demo` does, instead of its predecessor's as well.
+users' deletions, as a first `spokenbench demo` does, instead of its predecessor's as well. The other users' deletions
+are /tmp's: a folder's new subfolders stay in its block group, and every test run on the host deletes there. At one
+moment of 2026-12-02, creating a file cost 258 µs of CPU below /tmp and 18-23 µs below /var/tmp, /root or /work,
+all on the same file system: `TMPDIR=/var/tmp` times the build where a project in a home folder would be.
 
 `--bytecode-cache` runs every build as an installed package runs: with compiled bytecode (in a temp folder, written
 by one untimed build of each tree first). Without it, where PYTHONDONTWRITEBYTECODE is set and the tree has no
@@ -188,18 +191,20 @@ def build_once(folder: Path, env: dict, keep: bool = False) -> dict:
     return {"wall": wall, "cpu": cpu, "cores": cpu / wall, "own": own}
 
 
-def phases(folder: Path, name: str, env: dict) -> None:
+def phases(folder: Path, name: str, env: dict, keep: bool = False) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     process = subprocess.run([sys.executable, "-c", PHASES, str(folder)], env=env, capture_output=True, text=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(folder, ignore_errors=True)
     print(f"{name} steps (load {os.getloadavg()[0]:.2f}):\n{process.stdout.rstrip()}{process.stderr[-2000:]}")
 
 
-def breakdown(folder: Path, name: str, env: dict) -> None:
+def breakdown(folder: Path, name: str, env: dict, keep: bool = False) -> None:
     """One build with its CPU split by thread (the build process) and by part (its speech workers)."""
     shutil.rmtree(folder, ignore_errors=True)
     process = subprocess.run([sys.executable, "-c", BREAKDOWN, str(folder)], env=env, capture_output=True, text=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(folder, ignore_errors=True)
     lines = process.stderr.splitlines()
     build = [line.split()[1:] for line in lines if line.startswith("BUILD ")]
     if process.returncode != 0 or not build:
@@ -292,10 +297,10 @@ def main() -> None:
                 )
         if args.phases:
             for name in kinds:
-                phases(Path(temp) / "demo", name, envs[name])
+                phases(Path(temp) / f"phases-{name.replace(' ', '-')}", name, envs[name], keep)
         if args.breakdown:
             for name in kinds:
-                breakdown(Path(temp) / "demo", name, envs[name])
+                breakdown(Path(temp) / f"breakdown-{name.replace(' ', '-')}", name, envs[name], keep)
         print(
             f"creating a file in the build folder, after: {file_creation_cost_us(Path(temp), keep=keep):.0f} µs of CPU"
         )
