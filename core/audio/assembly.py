@@ -642,7 +642,8 @@ def build_input(job: AssemblyJob, cache: SegmentCache, settings: AssemblySetting
 
 class GroupDurability:
     """Group commit for audio files, on the job's event loop. A built input's files are written to their temp
-    names (AudioStore.write_pending) as soon as it is built, on a thread of their own; written inputs wait here,
+    names (AudioStore.write_pending) as soon as it is built, on a thread of their own (with those of the inputs built
+    in the same turn of the event loop: one hand-off for a chunk of clips); written inputs wait here,
     and whenever no group is being made durable, all of them become the next group, made durable at once on a
     second thread (make_durable: fsyncs in flight together, renames, one fsync per folder) — so the next inputs'
     files are written while the disk flushes this group's. The group's inputs are released together, so their
@@ -656,6 +657,7 @@ class GroupDurability:
         self.syncer = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-assemble-sync")
         self.written: list[tuple[list[PendingFile], asyncio.Future]] = []
         self.writes: set[asyncio.Future] = set()
+        self.to_write: list[tuple[list[list], asyncio.Future]] = []  # handed to the writer thread at the turn's end
         self.building = 0
         self.bytes = 0  # buffers of built inputs not written yet (memory stays bounded whatever the input count)
         self.room = asyncio.Event()
@@ -673,7 +675,10 @@ class GroupDurability:
         loop = asyncio.get_running_loop()
         size = sum(memoryview(part).nbytes for parts in outputs for part in parts)
         self.bytes += size
-        write = loop.run_in_executor(self.writer, self._write, outputs)
+        write = loop.create_future()
+        self.to_write.append((outputs, write))
+        if len(self.to_write) == 1:
+            loop.call_soon(self._hand_over_writes)
         self.writes.add(write)
         write.add_done_callback(self.writes.discard)
         del outputs  # the buffers go as soon as they are written
@@ -699,6 +704,23 @@ class GroupDurability:
         if self.syncing is None and self.written:
             if len(self.written) >= self.min_group or (self.building == 0 and not self.writes):
                 self.syncing = asyncio.ensure_future(self._sync())
+
+    def _hand_over_writes(self) -> None:
+        """The outputs that arrived in this turn of the event loop (a chunk of clips comes back at once) go to the
+        writer thread together: one hand-off each way instead of one per output."""
+        batch, self.to_write = self.to_write, []
+        done = asyncio.get_running_loop().run_in_executor(self.writer, self._write_each, [out for out, _ in batch])
+        done.add_done_callback(lambda finished: _settle_writes([write for _, write in batch], finished))
+
+    def _write_each(self, batch: list[list[list]]) -> list[list[PendingFile] | BaseException]:
+        """Each output's files written, or the error that stopped them (that output's alone)."""
+        results: list[list[PendingFile] | BaseException] = []
+        for outputs in batch:
+            try:
+                results.append(self._write(outputs))
+            except BaseException as error:  # noqa: BLE001 - handed to its own output's caller
+                results.append(error)
+        return results
 
     def _write(self, outputs: list[list]) -> list[PendingFile]:
         pending: list[PendingFile] = []
@@ -741,6 +763,20 @@ class GroupDurability:
         self.written = []
         self.writer.shutdown(wait=True)
         self.syncer.shutdown(wait=True)
+
+
+def _settle_writes(writes: list[asyncio.Future], finished: asyncio.Future) -> None:
+    for index, write in enumerate(writes):
+        if write.done():
+            continue
+        if finished.cancelled():
+            write.cancel()
+        elif finished.exception() is not None:
+            write.set_exception(finished.exception())
+        elif isinstance(finished.result()[index], BaseException):
+            write.set_exception(finished.result()[index])
+        else:
+            write.set_result(finished.result()[index])
 
 
 def run_assembly(

@@ -1,4 +1,5 @@
 import asyncio
+import hashlib
 import math
 
 import numpy as np
@@ -6,10 +7,17 @@ import pytest
 from support import dominant_frequency
 
 from spokenbench.core.audio import dsp
-from spokenbench.core.audio.assembly import AssemblySettings, chunk_bounds, plan_assembly, run_assembly
+from spokenbench.core.audio.assembly import (
+    AssemblySettings,
+    GroupDurability,
+    chunk_bounds,
+    plan_assembly,
+    run_assembly,
+)
 from spokenbench.core.audio.io import AudioError, decode_audio
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.domain.conditions import Condition
+from spokenbench.core.store.audio_files import AudioStore
 
 SETTINGS = AssemblySettings()
 
@@ -205,3 +213,32 @@ def test_a_file_of_many_buffers_is_written_whole(tmp_path, monkeypatch, writes):
     store.make_durable([pending])
     assert pending.sha256 == hashlib.sha256(expected).hexdigest()
     assert store.read_bytes(pending.sha256, "wav") == expected
+
+
+def test_outputs_ready_in_one_turn_are_written_together_and_fail_alone(tmp_path, monkeypatch):
+    """A chunk of clips comes back from the speech workers at once: their files go to the writer thread in one
+    hand-off (the demo's 1,162 clips: 156 instead of 1,162). One output that cannot be written fails alone; the
+    others are stored whole, and no temp file is left."""
+    batches = []
+    write_each = GroupDurability._write_each
+    monkeypatch.setattr(
+        GroupDurability, "_write_each", lambda self, batch: batches.append(len(batch)) or write_each(self, batch)
+    )
+    store = AudioStore(tmp_path / "audio")
+
+    async def three_at_once():
+        files = GroupDurability(store, "flac", 2, 1 << 20)
+        try:
+            return await asyncio.gather(
+                files.durable([[b"first"]]), files.durable([[b""]]), files.durable([[b"third"]]), return_exceptions=True
+            )
+        finally:
+            await files.close()
+
+    first, empty, third = asyncio.run(three_at_once())
+    assert batches == [3]
+    assert isinstance(empty, ValueError) and "empty audio" in str(empty)
+    for outcome, data in ((first, b"first"), (third, b"third")):
+        assert outcome == [hashlib.sha256(data).hexdigest()]
+        assert store.read_bytes(outcome[0], "flac") == data
+    assert list(store.temp_dir.iterdir()) == []
