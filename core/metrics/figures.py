@@ -295,7 +295,7 @@ PNG_COMPRESS_LEVEL = 3
 def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     """PNG (Agg) and SVG, with no timestamps in the files."""
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
-    with figure_style():
+    with figure_style(), _text_layouts_shared():
         _savefig_laid_out_once(
             fig, paths[0], format="png", metadata={"Software": None}, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL}
         )
@@ -337,3 +337,78 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
     finally:
         del fig.draw
         fig.set_layout_engine(layout_engine)
+
+
+# matplotlib lays out each text (its lines' extents, rotation, alignment: Text._get_layout) again in every pass of
+# the constrained layout and again in the draw, and measures extents per renderer object, new in every save: on
+# the benchmark's 5 figures, 2,031 layouts of 166 different texts, ~15% of the figures' CPU (issue 28, round 6).
+# While `save_figure` saves, a layout is kept by everything it reads, for the process: the same numbers, so the
+# same pixels and SVG. A private hook, like `_get_renderer` above: installed only on the matplotlib version the
+# figures' content test pins (tests/core/metrics/test_report_figures_content.py), where the key below was
+# checked against Text._get_layout's code; on another version texts are laid out as matplotlib does.
+TEXT_LAYOUT_HOOK_VERSION = "3.11.2"
+_TEXT_LAYOUT_LIMIT = 20_000  # entries kept; a few hundred per report
+_LAYOUT_RC_PREFIXES = ("font.", "text.", "mathtext.")  # what a layout reads from rcParams
+_KEPT_LAYOUTS: dict = {}
+_text_layouts: dict | None = None  # while a figure is saved: _KEPT_LAYOUTS
+_style_of_layouts: tuple = ()  # and the rcParams it is saved under, part of each key
+
+
+@contextlib.contextmanager
+def _text_layouts_shared():
+    """Text layouts shared by the saves in this block (and kept for later ones) under the current rcParams."""
+    global _text_layouts, _style_of_layouts
+    if matplotlib.__version__ != TEXT_LAYOUT_HOOK_VERSION:
+        yield
+        return
+    saved = _text_layouts, _style_of_layouts
+    _style_of_layouts = tuple(
+        (key, str(value)) for key, value in matplotlib.rcParams.items() if key.startswith(_LAYOUT_RC_PREFIXES)
+    )
+    if len(_KEPT_LAYOUTS) > _TEXT_LAYOUT_LIMIT:
+        _KEPT_LAYOUTS.clear()
+    _text_layouts = _KEPT_LAYOUTS
+    try:
+        yield
+    finally:
+        _text_layouts, _style_of_layouts = saved
+
+
+def _shared_text_layout(original):
+    """`Text._get_layout` (`original`) looked up in `_text_layouts` while `_text_layouts_shared` is on."""
+
+    def _get_layout(self, renderer):
+        layouts = _text_layouts
+        if layouts is None:
+            return original(self, renderer)
+        key = (
+            _style_of_layouts,
+            type(renderer),
+            type(getattr(renderer, "_renderer", None)),  # what a MixedModeRenderer (SVG) measures with
+            getattr(renderer, "dpi", None),
+            self.get_figure(root=True).dpi,
+            self._get_wrapped_text(),
+            self._fontproperties.copy(),  # mutable: the key holds a copy
+            self.get_usetex(),
+            self._parse_math,
+            self._linespacing,
+            self._get_multialignment(),
+            self.get_rotation(),
+            self.get_rotation_mode(),
+            self._horizontalalignment,
+            self._verticalalignment,
+        )
+        layout = layouts.get(key)
+        if layout is None:
+            layout = layouts[key] = original(self, renderer)
+        bbox, lines, box = layout
+        return bbox.frozen(), list(lines), box  # the box a copy: callers may move it
+
+    return _get_layout
+
+
+if matplotlib.__version__ == TEXT_LAYOUT_HOOK_VERSION:
+    from matplotlib.text import Text
+
+    _matplotlib_text_layout = Text._get_layout
+    Text._get_layout = _shared_text_layout(_matplotlib_text_layout)
