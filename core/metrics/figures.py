@@ -13,6 +13,8 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from spokenbench.core.metrics.matplotlib_hooks import PINNED_MATPLOTLIB
+
 STYLE = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
     "font.size": 9,
@@ -343,10 +345,8 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
 # the constrained layout and again in the draw, and measures extents per renderer object, new in every save: on
 # the benchmark's 5 figures, 2,031 layouts of 166 different texts, ~15% of the figures' CPU (issue 28, round 6).
 # While `save_figure` saves, a layout is kept by everything it reads, for the process: the same numbers, so the
-# same pixels and SVG. A private hook, like `_get_renderer` above: installed only on the matplotlib version the
-# figures' content test pins (tests/core/metrics/test_report_figures_content.py), where the key below was
-# checked against Text._get_layout's code; on another version texts are laid out as matplotlib does.
-TEXT_LAYOUT_HOOK_VERSION = "3.11.2"
+# same pixels and SVG. A private hook (matplotlib_hooks): the key below was checked against Text._get_layout's
+# code of PINNED_MATPLOTLIB; on another version texts are laid out as matplotlib does.
 _TEXT_LAYOUT_LIMIT = 20_000  # entries kept; a few hundred per report
 _LAYOUT_RC_PREFIXES = ("font.", "text.", "mathtext.")  # what a layout reads from rcParams
 _KEPT_LAYOUTS: dict = {}
@@ -358,7 +358,7 @@ _style_of_layouts: tuple = ()  # and the rcParams it is saved under, part of eac
 def _text_layouts_shared():
     """Text layouts shared by the saves in this block (and kept for later ones) under the current rcParams."""
     global _text_layouts, _style_of_layouts
-    if matplotlib.__version__ != TEXT_LAYOUT_HOOK_VERSION:
+    if matplotlib.__version__ != PINNED_MATPLOTLIB:
         yield
         return
     saved = _text_layouts, _style_of_layouts
@@ -407,7 +407,7 @@ def _shared_text_layout(original):
     return _get_layout
 
 
-if matplotlib.__version__ == TEXT_LAYOUT_HOOK_VERSION:
+if matplotlib.__version__ == PINNED_MATPLOTLIB:
     from matplotlib.text import Text
 
     _matplotlib_text_layout = Text._get_layout

@@ -21,7 +21,7 @@ from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.metrics import mcq
+from spokenbench.core.metrics import matplotlib_hooks, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
 from spokenbench.core.metrics.encoding import combine, representative_row
@@ -350,7 +350,7 @@ def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: 
     os.close(tell)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # ended by the report: end the processes forked here too
     multiprocessing.current_process().daemon = False  # a daemon may fork none; this one ends its own (ChildCalls)
-    _matplotlib_imported_to_draw()  # the import this process overlaps with the metrics
+    matplotlib_hooks.import_to_draw()  # the import this process overlaps with the metrics
 
     length = os.read(told, 8)
     if len(length) < 8:  # nothing sent: the figures are drawn by the report's process
@@ -373,17 +373,6 @@ def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: 
             if not isinstance(result, ChildCallFailed):
                 written |= result
     return len(order), written
-
-
-def _matplotlib_imported_to_draw() -> None:
-    """Import the figures' modules in a process that only draws them, without what only `help()` shows: matplotlib
-    lists every property of each artist class in its docstrings as it defines the class (`matplotlib.artist.kwdoc`,
-    reading the docstring of each setter), ~0.1 s of the import's ~0.3 s of CPU (issue 28, round 6). Docstrings
-    only: the same figures."""
-    import matplotlib.artist
-
-    matplotlib.artist.kwdoc = lambda *args, **kwargs: ""  # called as each artist class is defined, from here on
-    from spokenbench.core.metrics import figures  # noqa: F401
 
 
 def _memory_file() -> int:

@@ -14,7 +14,7 @@ from matplotlib.text import Text
 from spokenbench.core.metrics import figures
 
 pytestmark = pytest.mark.skipif(
-    matplotlib.__version__ != figures.TEXT_LAYOUT_HOOK_VERSION, reason="the hook is installed on its version only"
+    matplotlib.__version__ != figures.PINNED_MATPLOTLIB, reason="the hook is installed on its version only"
 )
 
 VARIANTS = [
