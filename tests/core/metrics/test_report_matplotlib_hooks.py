@@ -1,6 +1,7 @@
-"""The report's figures keep each text's layout for the process (issue 28, round 6: `figures._text_layouts_shared`):
-a layout found again must be one matplotlib would have computed, so figures whose texts differ only in what a
-layout depends on (size, weight, rotation, alignment, line spacing, dpi, format) are the figures of plain
+"""What `figures` keeps instead of asking matplotlib again (issue 28, round 6; core/metrics/matplotlib_hooks.py):
+each text's layout for the process (`_text_layouts_shared`), and within one draw each axis's ticks and tick
+label boxes by the axis's state (`_ticks_kept_for_the_draw`). Whatever is found again must be what matplotlib
+would have computed: figures that differ only in what a layout or a tick depends on are the figures of plain
 `savefig`, whatever was saved before them."""
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def test_texts_laid_out_before_with_other_properties_give_the_figures_of_plain_s
     assert report_figure_differences(shared, plain) == []
 
 
+@pytest.mark.slow
 def test_a_figure_saved_again_lays_out_no_text_anew_and_other_saves_are_untouched(tmp_path, monkeypatch):
     laid_out = []
 
@@ -78,3 +80,48 @@ def test_a_figure_saved_again_lays_out_no_text_anew_and_other_saves_are_untouche
     with figures.figure_style():
         _figure({"fontsize": 11}).savefig(tmp_path / "c.png")  # outside save_figure: matplotlib's own way
     assert len(laid_out) > first
+
+
+def _figure_with_auto_ticks(width: float, title_lines: int, log: bool) -> Figure:
+    """Axes whose size the constrained layout changes between its passes (a title of several lines, long labels,
+    shared and twin axes), with ticks located from that size (MaxNLocator, LogLocator)."""
+    with figures.figure_style():
+        fig = Figure(figsize=(width, 2.4), layout="constrained")
+        axes = fig.subplots(1, 2, sharey=True)
+        for n, ax in enumerate(axes):
+            ax.plot([0.001, 3.7, 12_345.6], [1e-3, 2.5, 7e4 if log else 7.3])
+            ax.set_xlabel("a long label that takes room " * (n + 1))
+        axes[0].set_yscale("log" if log else "linear")
+        axes[1].twinx().plot([0, 1], [5e5, -3])
+        fig.suptitle("\n".join(["a title"] * title_lines))
+    return fig
+
+
+@pytest.mark.slow
+def test_axes_resized_by_the_layout_get_the_ticks_of_plain_savefig(tmp_path):
+    plain, kept = tmp_path / "plain", tmp_path / "kept"
+    plain.mkdir()
+    kept.mkdir()
+    cases = [(width, lines, log) for width in (2.2, 3.1, 5.0) for lines in (1, 4) for log in (False, True)]
+    for n, case in enumerate(cases):
+        _saved_plain(_figure_with_auto_ticks(*case), plain, f"case{n}")
+        figures.save_figure(_figure_with_auto_ticks(*case), kept, f"case{n}")
+    assert report_figure_differences(kept, plain) == []
+
+
+@pytest.mark.slow
+def test_ticks_are_updated_once_per_state_of_the_axis_in_a_draw(tmp_path, monkeypatch):
+    from matplotlib.axis import Axis
+
+    updates = []
+    update_ticks = figures._matplotlib_axis_methods[0]
+    counting = figures._ticks_kept(
+        lambda axis: updates.append(axis) or update_ticks(axis), figures._matplotlib_axis_methods[1]
+    )
+    monkeypatch.setattr(Axis, "_update_ticks", counting[0])
+    with figures.figure_style():
+        _figure_with_auto_ticks(3.1, 4, False).savefig(tmp_path / "plain.png")  # matplotlib's own way
+    plain = len(updates)
+    updates.clear()
+    figures.save_figure(_figure_with_auto_ticks(3.1, 4, False), tmp_path, "kept")
+    assert 0 < len(updates) < plain / 2  # for both formats, against one
