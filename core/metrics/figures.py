@@ -7,6 +7,7 @@ Each builder returns None when the data has nothing to draw (e.g. no CS/CA label
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 
 import matplotlib
@@ -351,39 +352,40 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
 _TEXT_LAYOUT_LIMIT = 20_000  # entries kept; a few hundred per report
 _LAYOUT_RC_PREFIXES = ("font.", "text.", "mathtext.")  # what a layout reads from rcParams
 _KEPT_LAYOUTS: dict = {}
-_text_layouts: dict | None = None  # while a figure is saved: _KEPT_LAYOUTS
-_style_of_layouts: tuple = ()  # and the rcParams it is saved under, part of each key
+# per thread (another thread may draw meanwhile, under other rcParams): `layouts` (_KEPT_LAYOUTS while this thread
+# saves a figure) and `style` (the rcParams it saves under, part of each key); `ticks`: see _ticks_kept_for_the_draw
+_kept = threading.local()
 
 
 @contextlib.contextmanager
 def _text_layouts_shared():
     """Text layouts shared by the saves in this block (and kept for later ones) under the current rcParams."""
-    global _text_layouts, _style_of_layouts
     if matplotlib.__version__ != PINNED_MATPLOTLIB:
         yield
         return
-    saved = _text_layouts, _style_of_layouts
-    _style_of_layouts = tuple(
+    saved = getattr(_kept, "layouts", None), getattr(_kept, "style", ())
+    _kept.style = tuple(
         (key, str(value)) for key, value in matplotlib.rcParams.items() if key.startswith(_LAYOUT_RC_PREFIXES)
     )
     if len(_KEPT_LAYOUTS) > _TEXT_LAYOUT_LIMIT:
         _KEPT_LAYOUTS.clear()
-    _text_layouts = _KEPT_LAYOUTS
+    _kept.layouts = _KEPT_LAYOUTS
     try:
         yield
     finally:
-        _text_layouts, _style_of_layouts = saved
+        _kept.layouts, _kept.style = saved
 
 
 def _shared_text_layout(original):
-    """`Text._get_layout` (`original`) looked up in `_text_layouts` while `_text_layouts_shared` is on."""
+    """`Text._get_layout` (`original`) looked up in _KEPT_LAYOUTS while `_text_layouts_shared` is on in this
+    thread."""
 
     def _get_layout(self, renderer):
-        layouts = _text_layouts
+        layouts = getattr(_kept, "layouts", None)
         if layouts is None:
             return original(self, renderer)
         key = (
-            _style_of_layouts,
+            _kept.style,
             type(renderer),
             type(getattr(renderer, "_renderer", None)),  # what a MixedModeRenderer (SVG) measures with
             getattr(renderer, "dpi", None),
@@ -415,17 +417,17 @@ def _shared_text_layout(original):
 # in pixels and the dpi, everything the locator, the formatter and the labels' places are computed from (no
 # property changes while a figure draws). A private hook (matplotlib_hooks), checked against Axis._update_ticks
 # and Axis._get_ticklabel_bboxes of PINNED_MATPLOTLIB.
-_ticks_of_this_draw: dict | None = None
 
 
 @contextlib.contextmanager
 def _ticks_kept_for_the_draw():
-    global _ticks_of_this_draw
-    saved, _ticks_of_this_draw = _ticks_of_this_draw, {} if matplotlib.__version__ == PINNED_MATPLOTLIB else None
+    """Ticks and tick label boxes kept (in `_kept.ticks`) while this thread draws in this block."""
+    saved = getattr(_kept, "ticks", None)
+    _kept.ticks = {} if matplotlib.__version__ == PINNED_MATPLOTLIB else None
     try:
         yield
     finally:
-        _ticks_of_this_draw = saved
+        _kept.ticks = saved
 
 
 def _axis_state(axis) -> tuple:
@@ -438,11 +440,11 @@ def _axis_state(axis) -> tuple:
 
 
 def _ticks_kept(update_ticks, ticklabel_bboxes):
-    """`Axis._update_ticks` and `Axis._get_ticklabel_bboxes`, looked up in `_ticks_of_this_draw` while a draw
-    keeps them."""
+    """`Axis._update_ticks` and `Axis._get_ticklabel_bboxes`, looked up in `_kept.ticks` while a draw in this
+    thread keeps them."""
 
     def _update_ticks(self):
-        kept = _ticks_of_this_draw
+        kept = getattr(_kept, "ticks", None)
         if kept is None:
             return update_ticks(self)
         key = ("ticks", self, *_axis_state(self))
@@ -451,7 +453,7 @@ def _ticks_kept(update_ticks, ticklabel_bboxes):
         return list(kept[key])
 
     def _get_ticklabel_bboxes(self, ticks, renderer=None):
-        kept = _ticks_of_this_draw
+        kept = getattr(_kept, "ticks", None)
         if kept is None:
             return ticklabel_bboxes(self, ticks, renderer)
         key = ("boxes", self, tuple(map(id, ticks)), renderer, *_axis_state(self))  # the ticks: the axis holds them

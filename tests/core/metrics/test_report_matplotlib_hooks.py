@@ -125,3 +125,37 @@ def test_ticks_are_updated_once_per_state_of_the_axis_in_a_draw(tmp_path, monkey
     updates.clear()
     figures.save_figure(_figure_with_auto_ticks(3.1, 4, False), tmp_path, "kept")
     assert 0 < len(updates) < plain / 2  # for both formats, against one
+
+
+@pytest.mark.slow
+def test_layouts_are_kept_only_for_the_thread_that_saves(tmp_path, monkeypatch):
+    import threading
+
+    laid_out = []
+    monkeypatch.setattr(
+        Text,
+        "_get_layout",
+        figures._shared_text_layout(
+            lambda text, renderer: laid_out.append(1) or figures._matplotlib_text_layout(text, renderer)
+        ),
+    )
+
+    def layouts_of_two_draws() -> list[int]:
+        counts = []
+        for n in range(2):
+            before = len(laid_out)
+            with figures.figure_style():
+                _figure({"fontsize": 13}).savefig(tmp_path / f"drawn{n}.png")
+            counts.append(len(laid_out) - before)
+        return counts
+
+    in_the_other_thread = []
+    with figures._text_layouts_shared():  # this thread saves meanwhile
+        other = threading.Thread(target=lambda: in_the_other_thread.extend(layouts_of_two_draws()))
+        other.start()
+        other.join()
+    first, second = in_the_other_thread
+    assert first > 0 and second == first  # matplotlib's own way: every text laid out again
+    figures._KEPT_LAYOUTS.clear()
+    with figures._text_layouts_shared():
+        assert layouts_of_two_draws()[1] == 0  # the thread that saves finds every layout of its first draw
