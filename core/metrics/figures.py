@@ -7,11 +7,17 @@ Each builder returns None when the data has nothing to draw (e.g. no CS/CA label
 from __future__ import annotations
 
 import contextlib
+import io
+import struct
+import threading
+import zlib
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+
+from spokenbench.core.metrics.matplotlib_hooks import PINNED_MATPLOTLIB
 
 STYLE = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
@@ -295,12 +301,41 @@ PNG_COMPRESS_LEVEL = 3
 def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     """PNG (Agg) and SVG, with no timestamps in the files."""
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
-    with figure_style():
-        _savefig_laid_out_once(
-            fig, paths[0], format="png", metadata={"Software": None}, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL}
-        )
+    with figure_style(), _text_layouts_shared():
+        dpi = matplotlib.rcParams["savefig.dpi"]
+        _savefig_laid_out_once(fig, _PngFile(paths[0], fig.dpi if dpi == "figure" else dpi), format="rgba")
         _savefig_laid_out_once(fig, paths[1], format="svg", metadata={"Date": None})
     return paths
+
+
+class _PngFile(io.RawIOBase):  # a file object to matplotlib
+    """Where Agg's `print_raw` writes its pixels (the renderer's RGBA buffer, rows top to bottom), written as a PNG
+    of those pixels at `dpi` with no other metadata: what `print_png` wrote through Pillow, whose choice of a row
+    filter by trying each (its "adaptive" filtering) took ~0.06 s of the 5 figures' ~0.08 s of encoding; here every
+    row is unfiltered, then deflated (issue 28, round 6: 0.025 s, files ~6% larger, the same decoded pixels)."""
+
+    def __init__(self, path: Path, dpi: float) -> None:
+        super().__init__()
+        self.path, self.dpi = path, dpi
+
+    def write(self, buffer) -> int:
+        pixels = np.asarray(buffer)  # (height, width, 4) bytes
+        height, width, _ = pixels.shape
+        rows = np.zeros((height, 1 + width * 4), dtype=np.uint8)  # each row: filter type 0 (none), its bytes
+        rows[:, 1:] = pixels.reshape(height, width * 4)
+        per_metre = int(self.dpi / 0.0254 + 0.5)  # as Pillow writes a dpi
+        self.path.write_bytes(
+            b"\x89PNG\r\n\x1a\n"
+            + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0))  # 8-bit RGBA
+            + _png_chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1))
+            + _png_chunk(b"IDAT", zlib.compress(rows.data, PNG_COMPRESS_LEVEL))
+            + _png_chunk(b"IEND", b"")
+        )
+        return pixels.nbytes
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
@@ -317,14 +352,15 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
         return
 
     def draw(renderer) -> None:
-        if fig.axes:  # what Figure.draw does with the engine, from matplotlib 3.6 on
-            fig._get_renderer = lambda: renderer  # the engine measures with the renderer that draws
-            try:
-                with contextlib.suppress(ValueError):
-                    layout_engine.execute(fig)
-            finally:
-                del fig._get_renderer
-        return Figure.draw(fig, renderer)
+        with _ticks_kept_for_the_draw():
+            if fig.axes:  # what Figure.draw does with the engine, from matplotlib 3.6 on
+                fig._get_renderer = lambda: renderer  # the engine measures with the renderer that draws
+                try:
+                    with contextlib.suppress(ValueError):
+                        layout_engine.execute(fig)
+                finally:
+                    del fig._get_renderer
+            return Figure.draw(fig, renderer)
 
     fig.set_layout_engine(None)
     if fig.get_layout_engine() is not None:  # an rcParams autolayout gave it another engine: the plain way
@@ -337,3 +373,135 @@ def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
     finally:
         del fig.draw
         fig.set_layout_engine(layout_engine)
+
+
+# matplotlib lays out each text (its lines' extents, rotation, alignment: Text._get_layout) again in every pass of
+# the constrained layout and again in the draw, and measures extents per renderer object, new in every save: on
+# the benchmark's 5 figures, 2,031 layouts of 166 different texts, ~15% of the figures' CPU (issue 28, round 6).
+# While `save_figure` saves, a layout is kept by everything it reads, for the process: the same numbers, so the
+# same pixels and SVG. A private hook (matplotlib_hooks): the key below was checked against Text._get_layout's
+# code of PINNED_MATPLOTLIB; on another version texts are laid out as matplotlib does.
+_TEXT_LAYOUT_LIMIT = 20_000  # entries kept; a few hundred per report
+_LAYOUT_RC_PREFIXES = ("font.", "text.", "mathtext.")  # what a layout reads from rcParams
+_KEPT_LAYOUTS: dict = {}
+# per thread (another thread may draw meanwhile, under other rcParams): `layouts` (_KEPT_LAYOUTS while this thread
+# saves a figure) and `style` (the rcParams it saves under, part of each key); `ticks`: see _ticks_kept_for_the_draw
+_kept = threading.local()
+
+
+@contextlib.contextmanager
+def _text_layouts_shared():
+    """Text layouts shared by the saves in this block (and kept for later ones) under the current rcParams."""
+    if matplotlib.__version__ != PINNED_MATPLOTLIB:
+        yield
+        return
+    saved = getattr(_kept, "layouts", None), getattr(_kept, "style", ())
+    _kept.style = tuple(
+        (key, str(value)) for key, value in matplotlib.rcParams.items() if key.startswith(_LAYOUT_RC_PREFIXES)
+    )
+    if len(_KEPT_LAYOUTS) > _TEXT_LAYOUT_LIMIT:
+        _KEPT_LAYOUTS.clear()
+    _kept.layouts = _KEPT_LAYOUTS
+    try:
+        yield
+    finally:
+        _kept.layouts, _kept.style = saved
+
+
+def _shared_text_layout(original):
+    """`Text._get_layout` (`original`) looked up in _KEPT_LAYOUTS while `_text_layouts_shared` is on in this
+    thread."""
+
+    def _get_layout(self, renderer):
+        layouts = getattr(_kept, "layouts", None)
+        if layouts is None:
+            return original(self, renderer)
+        key = (
+            _kept.style,
+            type(renderer),
+            type(getattr(renderer, "_renderer", None)),  # what a MixedModeRenderer (SVG) measures with
+            getattr(renderer, "dpi", None),
+            self.get_figure(root=True).dpi,
+            self._get_wrapped_text(),
+            self._fontproperties.copy(),  # mutable: the key holds a copy
+            self.get_usetex(),
+            self._parse_math,
+            self._linespacing,
+            self._get_multialignment(),
+            self.get_rotation(),
+            self.get_rotation_mode(),
+            self._horizontalalignment,
+            self._verticalalignment,
+        )
+        layout = layouts.get(key)
+        if layout is None:
+            layout = layouts[key] = original(self, renderer)
+        bbox, lines, box = layout
+        return bbox.frozen(), list(lines), box  # the box a copy: callers may move it
+
+    return _get_layout
+
+
+# An axis updates its ticks (locations, labels, Tick artists) and measures its tick labels ~35 times per save: in
+# both passes of the constrained layout, for each sibling axis, for the title's place, and again in the draw,
+# mostly in a state seen before (350 updates in 58 states on the benchmark's 5 figures; ~0.1 s of their CPU,
+# issue 28, round 6). Within one draw, both are kept by the axis's state: its view and data limits, its axes' place
+# in pixels and the dpi, everything the locator, the formatter and the labels' places are computed from (no
+# property changes while a figure draws). A private hook (matplotlib_hooks), checked against Axis._update_ticks
+# and Axis._get_ticklabel_bboxes of PINNED_MATPLOTLIB.
+
+
+@contextlib.contextmanager
+def _ticks_kept_for_the_draw():
+    """Ticks and tick label boxes kept (in `_kept.ticks`) while this thread draws in this block."""
+    saved = getattr(_kept, "ticks", None)
+    _kept.ticks = {} if matplotlib.__version__ == PINNED_MATPLOTLIB else None
+    try:
+        yield
+    finally:
+        _kept.ticks = saved
+
+
+def _axis_state(axis) -> tuple:
+    return (
+        tuple(axis.get_view_interval()),
+        tuple(axis.get_data_interval()),
+        axis.axes.bbox.bounds,
+        axis.get_figure(root=True).dpi,
+    )
+
+
+def _ticks_kept(update_ticks, ticklabel_bboxes):
+    """`Axis._update_ticks` and `Axis._get_ticklabel_bboxes`, looked up in `_kept.ticks` while a draw in this
+    thread keeps them."""
+
+    def _update_ticks(self):
+        kept = getattr(_kept, "ticks", None)
+        if kept is None:
+            return update_ticks(self)
+        key = ("ticks", self, *_axis_state(self))
+        if key not in kept:
+            kept[key] = update_ticks(self)
+        return list(kept[key])
+
+    def _get_ticklabel_bboxes(self, ticks, renderer=None):
+        kept = getattr(_kept, "ticks", None)
+        if kept is None:
+            return ticklabel_bboxes(self, ticks, renderer)
+        key = ("boxes", self, tuple(map(id, ticks)), renderer, *_axis_state(self))  # the ticks: the axis holds them
+        if key not in kept:
+            kept[key] = ticklabel_bboxes(self, ticks, renderer)
+        first, second = kept[key]
+        return [box.frozen() for box in first], [box.frozen() for box in second]
+
+    return _update_ticks, _get_ticklabel_bboxes
+
+
+if matplotlib.__version__ == PINNED_MATPLOTLIB:
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    _matplotlib_text_layout = Text._get_layout
+    Text._get_layout = _shared_text_layout(_matplotlib_text_layout)
+    _matplotlib_axis_methods = Axis._update_ticks, Axis._get_ticklabel_bboxes
+    Axis._update_ticks, Axis._get_ticklabel_bboxes = _ticks_kept(*_matplotlib_axis_methods)

@@ -21,7 +21,7 @@ from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.metrics import mcq
+from spokenbench.core.metrics import matplotlib_hooks, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED
 from spokenbench.core.metrics.encoding import combine, representative_row
@@ -350,7 +350,7 @@ def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: 
     os.close(tell)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # ended by the report: end the processes forked here too
     multiprocessing.current_process().daemon = False  # a daemon may fork none; this one ends its own (ChildCalls)
-    from spokenbench.core.metrics import figures  # noqa: F401 - the import this process overlaps with the metrics
+    matplotlib_hooks.import_to_draw()  # the import this process overlaps with the metrics
 
     length = os.read(told, 8)
     if len(length) < 8:  # nothing sent: the figures are drawn by the report's process

@@ -9,6 +9,7 @@ import hashlib
 import os
 import threading
 
+import matplotlib
 import numpy as np
 import pytest
 from figure_content import report_figure_differences
@@ -17,6 +18,7 @@ from metrics_helpers import random_design
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.metrics import figures
 from spokenbench.core.metrics import report as report_module
+from spokenbench.core.metrics.matplotlib_hooks import PINNED_MATPLOTLIB
 from spokenbench.core.metrics.report import write_report
 
 FACTORS = ["language", "accent", "gender", "order"]
@@ -264,7 +266,11 @@ def noting_figure(stem, build, note):
     write = figure_part(stem, build, note)
     def noted(part):
         write(part)
-        seen = {"pid": os.getpid(), "pandas": "pandas" in sys.modules}
+        from matplotlib.lines import Line2D
+
+        listed = "Properties:" in (Line2D.set.__doc__ or "")  # matplotlib.artist.kwdoc's listing
+        signed = "__signature__" in vars(Line2D.set)  # the signature built from the setters
+        seen = {"pid": os.getpid(), "pandas": "pandas" in sys.modules, "property_listings": listed, "signed": signed}
         (out.parent / f"{stem}.json").write_text(json.dumps(seen))
     return noted
 
@@ -278,7 +284,8 @@ print(json.dumps({"pid": os.getpid(), "pandas": "pandas" in sys.modules}))
 def test_the_figures_process_starts_before_the_metrics_and_neither_side_loads_pandas(tmp_path):
     """The first figure process is forked as the report starts, so it imports matplotlib while this process
     computes the metrics; it forks the second (they share the import). This process writes the tables without
-    matplotlib or pandas (issue 28, round 4), and the figures' processes never load pandas either."""
+    matplotlib or pandas (issue 28, round 4), and the figures' processes never load pandas either, nor write the
+    artists' property listings and `set` signatures (round 6): the figures are those drawn in one process, with them."""
     import json
     import subprocess
     import sys
@@ -298,11 +305,16 @@ def test_the_figures_process_starts_before_the_metrics_and_neither_side_loads_pa
     running_during_the_metrics = json.loads((tmp_path / "analysis.json").read_text())["children"]
     assert tables["loaded"] == [] and tables["pid"] == parent["pid"]
     assert not parent["pandas"] and not any(figure["pandas"] for figure in drawn)
+    assert not any(figure["property_listings"] for figure in drawn)
+    assert not any(figure["signed"] for figure in drawn) or matplotlib.__version__ != PINNED_MATPLOTLIB
     figure_pids = {figure["pid"] for figure in drawn}
     assert len(figure_pids) == 2 and parent["pid"] not in figure_pids
     assert len(running_during_the_metrics) == 1 and int(running_during_the_metrics[0]) in figure_pids
     here = write_report(source, tmp_path / "here", factors=FACTORS, n_resamples=0, workers=0)
     assert digests(tmp_path / "out") == digests(here.out_dir)
+    from matplotlib.lines import Line2D
+
+    assert "Properties:" in Line2D.set.__doc__ and "__signature__" in vars(Line2D.set)  # drawn here with them
 
 
 @pytest.mark.slow
