@@ -1,22 +1,20 @@
 """What `figures` keeps instead of asking matplotlib again (issue 28, round 6; core/metrics/matplotlib_hooks.py):
 each text's layout for the process (`_text_layouts_shared`), and within one draw each axis's ticks and tick
-label boxes by the axis's state (`_ticks_kept_for_the_draw`); and PNGs written from Agg's pixels without
-Pillow's filter search (`_PngFile`). Whatever is found again must be what matplotlib
+label boxes by the axis's state (`_ticks_kept_for_the_draw`). Whatever is found again must be what matplotlib
 would have computed: figures that differ only in what a layout or a tick depends on are the figures of plain
 `savefig`, whatever was saved before them."""
 
 from __future__ import annotations
 
 import matplotlib
-import numpy as np
 import pytest
-from figure_content import png_difference, report_figure_differences
+from figure_content import report_figure_differences
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from spokenbench.core.metrics import figures
 
-pinned = pytest.mark.skipif(
+pytestmark = pytest.mark.skipif(
     matplotlib.__version__ != figures.PINNED_MATPLOTLIB, reason="the hook is installed on its version only"
 )
 
@@ -50,7 +48,6 @@ def _saved_plain(fig: Figure, folder, stem: str) -> None:
         fig.savefig(folder / f"{stem}.svg", format="svg", metadata={"Date": None})
 
 
-@pinned
 @pytest.mark.slow
 def test_texts_laid_out_before_with_other_properties_give_the_figures_of_plain_savefig(tmp_path):
     plain, shared = tmp_path / "plain", tmp_path / "shared"
@@ -66,7 +63,6 @@ def test_texts_laid_out_before_with_other_properties_give_the_figures_of_plain_s
     assert report_figure_differences(shared, plain) == []
 
 
-@pinned
 @pytest.mark.slow
 def test_a_figure_saved_again_lays_out_no_text_anew_and_other_saves_are_untouched(tmp_path, monkeypatch):
     laid_out = []
@@ -101,7 +97,6 @@ def _figure_with_auto_ticks(width: float, title_lines: int, log: bool) -> Figure
     return fig
 
 
-@pinned
 @pytest.mark.slow
 def test_axes_resized_by_the_layout_get_the_ticks_of_plain_savefig(tmp_path):
     plain, kept = tmp_path / "plain", tmp_path / "kept"
@@ -114,7 +109,6 @@ def test_axes_resized_by_the_layout_get_the_ticks_of_plain_savefig(tmp_path):
     assert report_figure_differences(kept, plain) == []
 
 
-@pinned
 @pytest.mark.slow
 def test_ticks_are_updated_once_per_state_of_the_axis_in_a_draw(tmp_path, monkeypatch):
     from matplotlib.axis import Axis
@@ -133,7 +127,6 @@ def test_ticks_are_updated_once_per_state_of_the_axis_in_a_draw(tmp_path, monkey
     assert 0 < len(updates) < plain / 2  # for both formats, against one
 
 
-@pinned
 @pytest.mark.slow
 def test_layouts_are_kept_only_for_the_thread_that_saves(tmp_path, monkeypatch):
     import threading
@@ -166,18 +159,3 @@ def test_layouts_are_kept_only_for_the_thread_that_saves(tmp_path, monkeypatch):
     figures._KEPT_LAYOUTS.clear()
     with figures._text_layouts_shared():
         assert layouts_of_two_draws()[1] == 0  # the thread that saves finds every layout of its first draw
-
-
-@pytest.mark.parametrize(("height", "width", "dpi"), [(1, 1, 150), (37, 53, 150), (8, 300, 72)])
-def test_the_png_writer_gives_the_pixels_and_metadata_pillow_writes(tmp_path, height, width, dpi):
-    from PIL import Image
-
-    pixels = np.random.default_rng(height).integers(0, 256, (height, width, 4), dtype=np.uint8)
-    pixels[0, 0] = (255, 255, 255, 0)  # transparent white: kept as it is, not premultiplied
-    assert figures._PngFile(tmp_path / "ours.png", dpi).write(memoryview(pixels)) == pixels.nbytes
-    Image.fromarray(pixels).save(tmp_path / "pillow.png", dpi=(dpi, dpi))
-    with Image.open(tmp_path / "ours.png") as ours:
-        ours.verify()  # chunk lengths and checksums
-    assert png_difference(tmp_path / "ours.png", tmp_path / "pillow.png") is None
-    with Image.open(tmp_path / "ours.png") as ours:
-        assert np.array_equal(np.asarray(ours), pixels)
