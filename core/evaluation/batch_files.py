@@ -14,6 +14,7 @@ import json
 import math
 import os
 import queue
+import struct
 import tempfile
 import threading
 import time
@@ -58,10 +59,11 @@ from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
 from spokenbench.core.store.verified_clips import VerifiedClips, open_verified_clips
 
-try:  # the pipe to a second process made larger (Linux)
+try:  # the pipe to a second process: made larger, and how much it holds (Linux)
     import fcntl
+    import termios
 except ImportError:  # Windows, which forks nothing here
-    fcntl = None
+    fcntl = termios = None
 
 try:  # SIMD base64 (a dependency): the same bytes as the standard library's at ~20x its speed
     from pybase64 import b64encode as _b64encode
@@ -493,6 +495,7 @@ class _SplitSink:
         self.fd, self.written, self._audio = fd, 0, audio
         self._offset = 0  # where the next unit starts
         self._share = 0  # shares handed out so far, in line order (this process's and the child's)
+        self._share_here = PARENT_SHARE  # of each unit's lines, written here (`_balanced_share`)
         self._pending: list[LineSpec] = []
         self._sizes: dict[tuple[str, str], int] = {}  # base64 lengths of recent clips (neighbours share clips)
         self._children = ChildCalls("fork")
@@ -535,7 +538,7 @@ class _SplitSink:
                 sizes.append(size)
                 offset += size + len(after)
             ends.append((offset, len(sizes)))
-        here = round(len(specs) * PARENT_SHARE)
+        here = round(len(specs) * self._balanced_share())
         middle, sized_here = ends[here - 1] if here else (self._offset, 0)
         start, mine, theirs = self._offset, self._share, self._share + 1
         self._offset, self._share = offset, self._share + 2
@@ -549,6 +552,22 @@ class _SplitSink:
                 _write_share(self._source, self.fd, start, specs[:here], sizes[:sized_here])
             except Exception as error:
                 self._conclude(mine, error)
+
+    def _balanced_share(self) -> float:
+        """This process's share of the next unit: PARENT_SHARE at first, then moved by SHARE_STEP towards the
+        balance (how much the child does per line and how much this process does besides differ with the clips
+        already verified, the load, the prompts): more here while the child has more than half a pipe of lines
+        waiting, less when it has none (its queue read from the pipe: FIONREAD)."""
+        if SHARE_STEP:
+            try:
+                waiting = struct.unpack("i", fcntl.ioctl(self._sender.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+            except (OSError, AttributeError, ValueError):
+                return self._share_here
+            if waiting > SHARE_PIPE_BYTES // 2:
+                self._share_here = min(1.0, self._share_here + SHARE_STEP)
+            elif waiting == 0:
+                self._share_here = max(0.0, self._share_here - SHARE_STEP)
+        return self._share_here
 
     def _unreadable(self, sha256: str, audio_format: str) -> Exception:
         """The store's error for a clip that cannot be sized (or one saying it changed, if it reads now)."""
@@ -611,7 +630,9 @@ READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (thre
 READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free (and no fork)
 SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (the fork costs more than it saves)
 SPLIT_LINES = 512  # lines split between the two processes at a time
-PARENT_SHARE = 0.4  # of each unit, written by the process that also plans the lines and records their rows
+PARENT_SHARE = 0.3  # of each unit, written by the process that also plans the lines and records their rows (at
+# first: then balanced by SHARE_STEP, `_SplitSink._balanced_share`)
+SHARE_STEP = 0.05
 SHARE_PIPE_BYTES = 1 << 20  # the pipe to the second process (Linux's most for a user): a few units of its lines
 
 

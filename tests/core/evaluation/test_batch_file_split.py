@@ -42,6 +42,7 @@ def split(monkeypatch):
     monkeypatch.setattr(batch_files, "READERS_MIN_LINES", 0)
     monkeypatch.setattr(batch_files, "SPLIT_MIN_LINES", 0)
     monkeypatch.setattr(batch_files, "SPLIT_LINES", 3)
+    monkeypatch.setattr(batch_files, "SHARE_STEP", 0)  # the same lines here and in the child, whatever the timing
     monkeypatch.setattr(batch_files, "a_core_is_free", lambda: True)
     monkeypatch.setattr(batch_files, "child_start_method", lambda: "fork")  # as in the CLI (pytest-xdist: threads)
     yield made
@@ -70,6 +71,28 @@ def test_however_the_lines_are_split_the_file_is_the_one_process_file(
     assert written(audio_project, VLLM, tmp_path / "one.jsonl") == two == PINNED["audio standard"]
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
     assert len(split) == 1
+
+
+def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """One line a unit, all of it the child's at first; the child slowed, its lines pile up in a pipe of one page,
+    so this process takes the next lines (its share moved by SHARE_STEP), and the file is the pinned one."""
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 1)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
+    monkeypatch.setattr(batch_files, "SHARE_STEP", 0.5)
+    monkeypatch.setattr(batch_files, "SHARE_PIPE_BYTES", 4096)
+    in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
+    real, here = batch_files._write_share, []
+
+    def counted(source, fd, offset, specs, sizes):
+        if os.getpid() == PARENT:
+            here.append(len(specs))
+        real(source, fd, offset, specs, sizes)
+
+    monkeypatch.setattr(batch_files, "_write_share", counted)
+    assert written(audio_project, VLLM, tmp_path / "r.jsonl") == PINNED["audio standard"]
+    assert 0 < sum(here) < 6  # both wrote lines
 
 
 def test_the_decision_follows_the_cores_the_size_and_the_start_method(audio_project, tmp_path, monkeypatch):
