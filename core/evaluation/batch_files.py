@@ -506,6 +506,10 @@ class _SplitSink:
             self._children.start(_write_shares_in_child, str(audio.root), path, receiver, self._sender)
         finally:
             receiver.close()  # the child's copy is its own: when it exits, a send here fails instead of waiting
+        if self._children.calls[0][0] is None:  # no process could start (resources): `_sink_for` writes alone
+            self._children.stop()
+            self._sender.close()
+            raise ChildCallFailed("no second process could be started")
         self._source = _ClipSource(audio, open_verified_clips())  # opened after the fork: not shared with the child
 
     def write(self, specs: Iterable[LineSpec]) -> None:
@@ -643,7 +647,8 @@ def _sink_for(audio: AudioStore, fd: int, requests: int, path: str | None = None
     would only share the same cores)."""
     free = requests >= READERS_MIN_LINES and a_core_is_free()
     if free and path is not None and requests >= SPLIT_MIN_LINES and child_start_method() == "fork":
-        return _SplitSink(audio, fd, path)
+        with contextlib.suppress(ChildCallFailed):
+            return _SplitSink(audio, fd, path)
     return _LineSink(audio, fd, READER_THREADS if free else 0, open_verified_clips())
 
 

@@ -114,6 +114,15 @@ def test_the_decision_follows_the_cores_the_size_and_the_start_method(audio_proj
     assert multiprocessing.active_children() == []
 
 
+def test_when_no_second_process_can_start_one_writes_the_file(audio_project, tmp_path, split, monkeypatch):
+    def no_fork(process):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.get_context("fork").Process, "start", no_fork)
+    assert written(audio_project, VLLM, tmp_path / "r.jsonl") == PINNED["audio standard"]
+    assert split == []  # the one-process sink wrote it
+
+
 def in_the_child(monkeypatch, before) -> None:
     """Call `before(share)` in the child before it writes each share (the fork inherits the patch)."""
     real = batch_files._write_share
