@@ -5,6 +5,7 @@ store's own message (the first in line order), a clip whose size changed after i
 killed mid-write or a cancel leave no file, no batch record and no process behind, and writing again gives the
 file; the clips the child hashed reach the cache of verified clips."""
 
+import json
 import multiprocessing
 import os
 import signal
@@ -266,9 +267,9 @@ def test_clips_the_child_hashed_reach_the_cache_and_are_not_hashed_again(audio_p
 @pytest.mark.slow
 def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(audio_project, tmp_path):
     script = (
-        "import os, sys, time\n"
+        "import json, os, sys, time\n"
         "from spokenbench.core.evaluation import batch_files\n"
-        "from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation\n"
+        "from spokenbench.core.evaluation.preparation import RunSettings\n"
         "from spokenbench.core.store import opened\n"
         "batch_files.READERS_MIN_LINES = batch_files.SPLIT_MIN_LINES = 0\n"
         "batch_files.SPLIT_LINES = 3\n"
@@ -280,22 +281,18 @@ def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(
         "        print(next(p.pid for p in __import__('multiprocessing').active_children()), flush=True)\n"
         "        time.sleep(600)\n"
         "batch_files._write_share = write_then_hang\n"
-        "settings = RunSettings(model='vllm:my-audio-model', base_url='http://127.0.0.1:9/v1', mode='audio')\n"
         "with opened(sys.argv[1]) as project:\n"
-        "    batch_files.write_batch_file(project, prepare_evaluation(project, settings), sys.argv[2])\n"
+        "    batch_files.write_batch_file_for_settings(project, RunSettings(**json.loads(sys.argv[3])), sys.argv[2])\n"
     )
     audio_project.conn.commit()
     target = tmp_path / "out" / "r.jsonl"
-    writer = subprocess.Popen(
-        [sys.executable, "-c", script, str(audio_project.path), str(target)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        child = int(writer.stdout.readline())
-        os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(10)
-    finally:
-        writer.kill()
-        writer.wait(10)
+    settings = json.dumps({"model": VLLM.model, "base_url": VLLM.base_url, "mode": VLLM.mode, "prompt": VLLM.prompt})
+    command = [sys.executable, "-c", script, str(audio_project.path), str(target), settings]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as writer:
+        try:
+            child = int(writer.stdout.readline())  # the parent has written its first part, the child is alive
+        finally:
+            writer.kill()  # SIGKILL: no handler, no clean-up
     deadline = time.monotonic() + 10
     while process_alive(child) and time.monotonic() < deadline:  # its pipe's end: the child stops
         time.sleep(0.05)
