@@ -14,6 +14,7 @@ import json
 import math
 import os
 import queue
+import signal
 import struct
 import tempfile
 import threading
@@ -459,6 +460,9 @@ def _write_shares_in_child(audio_root: str, path: str, shares, parent_end) -> tu
     a connection of its own to the cache of verified clips (which records what it hashed), until told to stop
     (None). Returns None, or (the share, its error): the first it met, its clip named as the store names it."""
     parent_end.close()  # only the parent sends: when it dies, the next receive here ends instead of waiting
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ended by the parent (a fork inherits the CLI's SIGTERM handler)
+    with contextlib.suppress(ValueError):
+        signal.set_wakeup_fd(-1)  # ... and an event loop's wakeup socket, which signals here must not write to
     source = _ClipSource(AudioStore(Path(audio_root)), open_verified_clips())
     share = -1
     try:

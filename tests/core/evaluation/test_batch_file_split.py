@@ -247,6 +247,24 @@ def test_a_cancel_stops_the_child_and_leaves_nothing(audio_project, tmp_path, sp
     assert len(split) == 1 and multiprocessing.active_children() == []
 
 
+def test_the_child_ends_on_sigterm_whatever_handler_it_inherited(audio_project, tmp_path):
+    """The CLI turns SIGTERM into Ctrl-C, which the child ignores: a child keeping that handler would outlive the
+    SIGTERM its parent ends it with."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        path = str(tmp_path / "f")
+        sink = batch_files._SplitSink(audio_project.audio, os.open(path, os.O_WRONLY | os.O_CREAT), path)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    try:
+        (child, _pipe), *_ = sink._children.calls
+        os.kill(child.pid, signal.SIGTERM)
+        child.join(10)
+        assert child.exitcode == -signal.SIGTERM
+    finally:
+        sink.__exit__(Cancelled, Cancelled(), None)
+
+
 def cached_entries() -> set[tuple]:
     path = verified_clips.cache_dir() / verified_clips.CACHE_FILE_NAME
     with sqlite3.connect(path) as conn:
