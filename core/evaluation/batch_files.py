@@ -486,12 +486,13 @@ def _write_shares_in_child(audio_root: str, path: str, shares, parent_end) -> tu
 class _SplitSink:
     """Writes lines with a second process, on a machine with a core free: the lines come in units of SPLIT_LINES,
     each line's offset in the file known in advance (its pieces are known after planning, and a clip's base64 is
-    4 * ceil(size / 3) bytes, its size from one stat); the first PARENT_SHARE of a unit is written here, the rest
-    sent to the child (`_write_shares_in_child`), which reads, checks, encodes and writes it at its offset while
-    this process writes its part, plans the next lines and records their rows. Both reading and checking (sha256)
-    in Python is what a second thread could not share (the GIL); the two processes do not wait for each other but
-    through the pipe's bounded buffer. Errors are as with `_LineSink`: the first bad clip in line order, named by
-    the store; a child that dies is an error (the caller removes the file). Forked only: `_sink_for` decides."""
+    4 * ceil(size / 3) bytes, its size from one stat); the first part of a unit (`_balanced_share`) is written
+    here, the rest sent to the child (`_write_shares_in_child`), which reads, checks, encodes and writes it at its
+    offset while this process writes its part, plans the next lines and records their rows. The Python around the
+    reads (checks, the cache of verified clips, hand-overs) kept a reader thread and this one on one core (the
+    GIL); the two processes wait for each other only through the pipe's bounded buffer. Errors are as with
+    `_LineSink`: the first bad clip in line order, named by the store; a child that dies is an error (the caller
+    removes the file). Forked only: `_sink_for` decides."""
 
     def __init__(self, audio: AudioStore, fd: int, path: str):
         import multiprocessing
@@ -640,7 +641,7 @@ SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (th
 SPLIT_LINES = 512  # lines split between the two processes at a time
 PARENT_SHARE = 0.3  # of each unit, written by the process that also plans the lines and records their rows (at
 # first: then balanced by SHARE_STEP, `_SplitSink._balanced_share`)
-SHARE_STEP = 0.05
+SHARE_STEP = 0.05  # per unit: 0.3 to 0.15 in three units, a balance found within a few thousand lines
 SHARE_PIPE_BYTES = 1 << 20  # the pipe to the second process (Linux's most for a user): a few units of its lines
 
 
