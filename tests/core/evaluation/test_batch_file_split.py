@@ -247,6 +247,11 @@ def test_a_cancel_stops_the_child_and_leaves_nothing(audio_project, tmp_path, sp
     assert len(split) == 1 and multiprocessing.active_children() == []
 
 
+def caught_signals(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line for line in status if line.startswith("SigCgt:")).split()[1], 16)
+
+
 def test_the_child_ends_on_sigterm_whatever_handler_it_inherited(audio_project, tmp_path):
     """The CLI turns SIGTERM into Ctrl-C, which the child ignores: a child keeping that handler would outlive the
     SIGTERM its parent ends it with."""
@@ -258,6 +263,9 @@ def test_the_child_ends_on_sigterm_whatever_handler_it_inherited(audio_project, 
         signal.signal(signal.SIGTERM, previous)
     try:
         (child, _pipe), *_ = sink._children.calls
+        deadline = time.monotonic() + 10
+        while caught_signals(child.pid) & 1 << (signal.SIGTERM - 1) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the child has set its own SIGTERM handling (it starts with the parent's)
         os.kill(child.pid, signal.SIGTERM)
         child.join(10)
         assert child.exitcode == -signal.SIGTERM
