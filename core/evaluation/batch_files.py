@@ -565,14 +565,14 @@ class _SplitSink:
     def _balanced_share(self) -> float:
         """This process's share of the next unit: PARENT_SHARE at first, then moved by SHARE_STEP towards the
         balance (how much the child does per line and how much this process does besides differ with the clips
-        already verified, the load, the prompts): more here while the child has more than half a pipe of lines
+        already verified, the load, the prompts): more here while the child has more than SHARE_QUEUE_BYTES of lines
         waiting, less when it has none (its queue read from the pipe: FIONREAD)."""
         if SHARE_STEP:
             try:
                 waiting = struct.unpack("i", fcntl.ioctl(self._sender.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
             except (OSError, AttributeError, ValueError):
                 return self._share_here
-            if waiting > SHARE_PIPE_BYTES // 2:
+            if waiting > SHARE_QUEUE_BYTES:
                 self._share_here = min(1.0, self._share_here + SHARE_STEP)
             elif waiting == 0:
                 self._share_here = max(0.0, self._share_here - SHARE_STEP)
@@ -645,6 +645,7 @@ PARENT_SHARE = 0.3  # of each unit, written by the process that also plans the l
 # first: then balanced by SHARE_STEP, `_SplitSink._balanced_share`)
 SHARE_STEP = 0.05  # per unit: 0.3 to 0.15 in three units, a balance found within a few thousand lines
 SHARE_PIPE_BYTES = 1 << 20  # the pipe to the second process (Linux's most for a user): a few units of its lines
+SHARE_QUEUE_BYTES = SHARE_PIPE_BYTES // 2  # more of its lines waiting: the next unit's share here grows
 
 
 def _sink_for(audio: AudioStore, fd: int, requests: int, path: str | None = None) -> _LineSink | _SplitSink:
