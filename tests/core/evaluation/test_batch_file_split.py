@@ -83,6 +83,7 @@ def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
     monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
     monkeypatch.setattr(batch_files, "SHARE_STEP", 0.5)
     monkeypatch.setattr(batch_files, "SHARE_PIPE_BYTES", 4096)
+    monkeypatch.setattr(batch_files, "SHARE_QUEUE_BYTES", 2048)
     in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
     real, here = batch_files._write_share, []
 
