@@ -7,12 +7,15 @@ from __future__ import annotations
 import base64
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import json
 import math
 import os
 import queue
+import signal
+import struct
 import tempfile
 import threading
 import time
@@ -46,7 +49,9 @@ from spokenbench.core.evaluation.preparation import (
     RunSettings,
     prepare_evaluation,
 )
+from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls, child_start_method
 from spokenbench.core.foundation.collection import automatic_collection_paused
+from spokenbench.core.foundation.errors import ProjectError, SpokenBenchError
 from spokenbench.core.foundation.processes import a_core_is_free
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import strip_url_credentials
@@ -54,6 +59,12 @@ from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
 from spokenbench.core.store.verified_clips import VerifiedClips, open_verified_clips
+
+try:  # the pipe to a second process: made larger, and how much it holds (Linux)
+    import fcntl
+    import termios
+except ImportError:  # Windows, which forks nothing here
+    fcntl = termios = None
 
 try:  # SIMD base64 (a dependency): the same bytes as the standard library's at ~20x its speed
     from pybase64 import b64encode as _b64encode
@@ -406,22 +417,247 @@ class _LineSink:
                 self._source.verified.close()
 
 
+def _base64_size(size: int) -> int:
+    """The length of the base64 of `size` bytes (padded, no newlines: pybase64's and the standard library's)."""
+    return (size + 2) // 3 * 4
+
+
+def _write_share(source: _ClipSource, fd: int, offset: int, specs: list[LineSpec], sizes: list[int]) -> None:
+    """Write consecutive lines at `offset` of the file, UNIT_LINES at a time (their clips read, checked as by
+    `_read_clips` and encoded, then written: the buffers stay small and hot in the CPU's cache; a whole share's
+    clips at once measured twice the CPU, in page faults and copies from memory). A clip shared by neighbouring
+    lines is read once. `sizes` are the planned base64 lengths of the lines' audios, in order: a clip whose
+    base64 has another length changed since it was sized, and is refused, never spliced in."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    recent: dict[tuple[str, str], _Clip] = {}
+    planned = iter(sizes)
+    for first in range(0, len(specs), _LineSink.UNIT_LINES):
+        reads: list[tuple[_Clip, int]] = []
+        pieces: list = []
+        for head, audios in specs[first : first + _LineSink.UNIT_LINES]:
+            pieces.append(head)
+            for sha256, audio_format, after in audios:
+                size = next(planned)
+                clip = recent.get((sha256, audio_format))
+                if clip is None:
+                    clip = recent[(sha256, audio_format)] = _Clip(sha256, audio_format)
+                    reads.append((clip, size))
+                pieces += (clip, after)
+        _read_clips(source, [clip for clip, _ in reads])
+        for clip, size in reads:
+            if len(clip.data) != size:
+                raise ProjectError(
+                    f"audio file {source.audio.file_name(clip.sha256, clip.format)} changed while the batch file "
+                    "was written (its size is not the one planned): write the batch file again"
+                )
+        if len(recent) > _LineSink.CACHED_CLIPS:  # bounded: the clips of the last lines kept
+            recent = {(clip.sha256, clip.format): clip for clip, _ in reads[-_LineSink.CACHED_CLIPS :]}
+        _write_all(fd, [piece.data if type(piece) is _Clip else piece for piece in pieces])
+
+
+def _write_shares_in_child(audio_root: str, path: str, shares, parent_end) -> tuple[int, BaseException] | None:
+    """The second process of a `_SplitSink`: writes each share it is sent at its offset, checking its clips through
+    a connection of its own to the cache of verified clips (which records what it hashed), until told to stop
+    (None). Returns None, or (the share, its error): the first it met, its clip named as the store names it."""
+    parent_end.close()  # only the parent sends: when it dies, the next receive here ends instead of waiting
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ended by the parent (a fork inherits the CLI's SIGTERM handler)
+    with contextlib.suppress(ValueError):
+        signal.set_wakeup_fd(-1)  # ... and an event loop's wakeup socket, which signals here must not write to
+    source = _ClipSource(AudioStore(Path(audio_root)), open_verified_clips())
+    share = -1
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            while (message := shares.recv()) is not None:
+                share, offset, specs, sizes = message
+                _write_share(source, fd, offset, specs, sizes)
+        finally:
+            os.close(fd)
+    except EOFError:  # the parent stopped sending (it failed, or was killed): nothing to report
+        raise
+    except Exception as error:  # noqa: BLE001 - sent to the parent, which raises it
+        return share, error
+    finally:
+        if source.verified is not None:
+            source.verified.close()
+    return None
+
+
+class _SplitSink:
+    """Writes lines with a second process, on a machine with a core free: the lines come in units of SPLIT_LINES,
+    each line's offset in the file known in advance (its pieces are known after planning, and a clip's base64 is
+    4 * ceil(size / 3) bytes, its size from one stat); the first part of a unit (`_balanced_share`) is written
+    here, the rest sent to the child (`_write_shares_in_child`), which reads, checks, encodes and writes it at its
+    offset while this process writes its part, plans the next lines and records their rows. The Python around the
+    reads (checks, the cache of verified clips, hand-overs) kept a reader thread and this one on one core (the
+    GIL); the two processes wait for each other only through the pipe's bounded buffer. Errors are as with
+    `_LineSink`: the first bad clip in line order, named by the store; a child that dies is an error (the caller
+    removes the file). Forked only: `_sink_for` decides."""
+
+    def __init__(self, audio: AudioStore, fd: int, path: str):
+        import multiprocessing
+
+        self.fd, self.written, self._audio = fd, 0, audio
+        self._offset = 0  # where the next unit starts
+        self._share = 0  # shares handed out so far, in line order (this process's and the child's)
+        self._share_here = PARENT_SHARE  # of each unit's lines, written here (`_balanced_share`)
+        self._pending: list[LineSpec] = []
+        self._sizes: dict[tuple[str, str], int] = {}  # base64 lengths of recent clips (neighbours share clips)
+        self._children = ChildCalls("fork")
+        receiver, self._sender = multiprocessing.Pipe(duplex=False)
+        with contextlib.suppress(OSError, AttributeError):  # room for a few shares: the child works through this
+            fcntl.fcntl(self._sender.fileno(), fcntl.F_SETPIPE_SZ, SHARE_PIPE_BYTES)  # process's planning bursts
+        try:
+            self._children.start(_write_shares_in_child, str(audio.root), path, receiver, self._sender)
+        finally:
+            receiver.close()  # the child's copy is its own: when it exits, a send here fails instead of waiting
+        if self._children.calls[0][0] is None:  # no process could start (resources): `_sink_for` writes alone
+            self._children.stop()
+            self._sender.close()
+            raise ChildCallFailed("no second process could be started")
+        self._source = _ClipSource(audio, open_verified_clips())  # opened after the fork: not shared with the child
+
+    def write(self, specs: Iterable[LineSpec]) -> None:
+        pending = self._pending
+        pending += specs
+        while len(pending) >= SPLIT_LINES:
+            self._split(pending[:SPLIT_LINES])
+            del pending[:SPLIT_LINES]
+
+    def _split(self, specs: list[LineSpec]) -> None:
+        """Size the lines, send the child its part of them and write this process's part."""
+        sizes: list[int] = []
+        ends: list[tuple[int, int]] = []  # per line: the offset after it, the audios sized up to it
+        offset = self._offset
+        known, file_name = self._sizes, self._audio.file_name
+        for number, (head, audios) in enumerate(specs):
+            offset += len(head)
+            for sha256, audio_format, after in audios:
+                size = known.get((sha256, audio_format))
+                if size is None:
+                    try:
+                        size = _base64_size(os.stat(file_name(sha256, audio_format), follow_symlinks=False).st_size)
+                    except OSError:  # a missing clip: the lines before it written, then the store's own message
+                        if number:
+                            self._split(specs[:number])
+                        self._conclude(self._share, self._unreadable(sha256, audio_format))
+                    if len(known) >= _LineSink.CACHED_CLIPS:
+                        known.clear()
+                    known[(sha256, audio_format)] = size
+                sizes.append(size)
+                offset += size + len(after)
+            ends.append((offset, len(sizes)))
+        here = round(len(specs) * self._balanced_share())
+        middle, sized_here = ends[here - 1] if here else (self._offset, 0)
+        start, mine, theirs = self._offset, self._share, self._share + 1
+        self._offset, self._share = offset, self._share + 2
+        if here < len(specs):
+            try:
+                self._sender.send((theirs, middle, specs[here:], sizes[sized_here:]))
+            except OSError:  # the child has ended (its error, or killed): what it says is raised
+                self._conclude()
+        if here:
+            try:
+                _write_share(self._source, self.fd, start, specs[:here], sizes[:sized_here])
+            except Exception as error:
+                self._conclude(mine, error)
+
+    def _balanced_share(self) -> float:
+        """This process's share of the next unit: PARENT_SHARE at first, then moved by SHARE_STEP towards the
+        balance (how much the child does per line and how much this process does besides differ with the clips
+        already verified, the load, the prompts): more here while the child has more than SHARE_QUEUE_BYTES of lines
+        waiting, less when it has none (its queue read from the pipe: FIONREAD)."""
+        if SHARE_STEP:
+            try:
+                waiting = struct.unpack("i", fcntl.ioctl(self._sender.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+            except (OSError, AttributeError, ValueError):
+                return self._share_here
+            if waiting > SHARE_QUEUE_BYTES:
+                self._share_here = min(1.0, self._share_here + SHARE_STEP)
+            elif waiting == 0:
+                self._share_here = max(0.0, self._share_here - SHARE_STEP)
+        return self._share_here
+
+    def _unreadable(self, sha256: str, audio_format: str) -> Exception:
+        """The store's error for a clip that cannot be sized (or one saying it changed, if it reads now)."""
+        try:
+            self._audio.read_bytes(sha256, audio_format)
+        except ProjectError as error:
+            return error
+        path = self._audio.file_name(sha256, audio_format)
+        return ProjectError(f"audio file {path} changed while the batch file was written: write the batch file again")
+
+    def _conclude(self, share: int | None = None, error: Exception | None = None) -> None:
+        """Tell the child to stop after what it was sent, wait for it and raise the first error in line order: this
+        process's (`share`, `error`), the child's, or that the child ended without its result."""
+        with contextlib.suppress(OSError):
+            self._sender.send(None)
+        self._sender.close()
+        for _, result in self._children.finished():
+            if isinstance(result, ChildCallFailed):
+                if error is None:
+                    raise SpokenBenchError(
+                        "the second process writing the batch file ended before it was done (killed?); no file was "
+                        "written: write it again"
+                    ) from result
+            elif result is not None and (error is None or result[0] < share):
+                share, error = result
+        if error is not None:
+            raise error
+
+    def __enter__(self) -> _SplitSink:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        """On the way out, every line written and the file's size checked (or, after an error or a cancel, the
+        child ended); then the descriptor and the cache closed."""
+        try:
+            if kind is None:
+                if self._pending:
+                    self._split(self._pending)
+                    self._pending = []
+                self._conclude()
+                if os.fstat(self.fd).st_size != self._offset:
+                    raise SpokenBenchError("the batch file was not written whole: write it again")
+                self.written = self._offset
+        finally:
+            self._children.stop()
+            self._sender.close()
+            os.close(self.fd)
+            if self._source.verified is not None:
+                self._source.verified.close()
+
+
 # --------------------------------------------------------------------------------------------------
 # Batch files (vLLM run_batch) and importing their results
 
 
 WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and written per step (one commit each:
 # their rows go into an index keyed by random hashes, and a commit writes every index page it touched)
+PLAN_LINES = 1024  # of a chunk, planned and checked against the cache at a time: a second process's queue (a pipe
+# of ~1,400 lines) then covers the pauses between (planning 8,192 at once left it idle ~0.05 s a chunk)
 SEND_LINES = 256  # lines handed to the sink at a time
 READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
-READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free
+READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free (and no fork)
+SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (the fork costs more than it saves)
+SPLIT_LINES = 512  # lines split between the two processes at a time
+PARENT_SHARE = 0.3  # of each unit, written by the process that also plans the lines and records their rows (at
+# first: then balanced by SHARE_STEP, `_SplitSink._balanced_share`)
+SHARE_STEP = 0.05  # per unit: 0.3 to 0.15 in three units, a balance found within a few thousand lines
+SHARE_PIPE_BYTES = 1 << 20  # the pipe to the second process (Linux's most for a user): a few units of its lines
+SHARE_QUEUE_BYTES = SHARE_PIPE_BYTES // 2  # more of its lines waiting: the next unit's share here grows
 
 
-def _sink_for(audio: AudioStore, fd: int, requests: int) -> _LineSink:
-    """The sink for a file of `requests` lines (it closes `fd` when it is done): its clips read by a reader thread
-    when a core is idle; on a busy machine, in this thread (two threads would only share the same cores)."""
-    readers = READER_THREADS if requests >= READERS_MIN_LINES and a_core_is_free() else 0
-    return _LineSink(audio, fd, readers, open_verified_clips())
+def _sink_for(audio: AudioStore, fd: int, requests: int, path: str | None = None) -> _LineSink | _SplitSink:
+    """The sink for a file of `requests` lines (it closes `fd` when it is done): with a core idle, the lines of
+    a large file at `path` split with a second process (forked: where this process runs no other thread), else
+    its clips read by a reader thread; on a busy machine, everything in this thread (two threads or processes
+    would only share the same cores)."""
+    free = requests >= READERS_MIN_LINES and a_core_is_free()
+    if free and path is not None and requests >= SPLIT_MIN_LINES and child_start_method() == "fork":
+        with contextlib.suppress(ChildCallFailed):
+            return _SplitSink(audio, fd, path)
+    return _LineSink(audio, fd, READER_THREADS if free else 0, open_verified_clips())
 
 
 def write_batch_file_for_settings(
@@ -486,28 +722,30 @@ def _write_batch_file(
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
     lines = cached = 0
     try:
-        with _sink_for(project.audio, handle, len(todo)) as sink:
+        with _sink_for(project.audio, handle, len(todo), temp_name) as sink:
             specs: list[LineSpec] = []
             for start in range(0, len(todo), WRITE_CHUNK):
                 progress.check_cancelled()
-                keyed = planner.plan(todo[start : start + WRITE_CHUNK])
-                hits = store.cached_replies(project.conn, sorted({entry[1] for entry in keyed}))
-                rows, answered = [], []
-                for parts, key, context, how in keyed:
-                    from_cache = seen.get(key)
-                    if from_cache is None:
-                        from_cache = seen[key] = key in hits
-                        if not from_cache:
-                            specs.append(planner.line(parts, key, how))
-                            lines += 1
-                            if len(specs) >= SEND_LINES:  # the readers start on them while the next are planned
-                                sink.write(specs)
-                                specs.clear()
-                    planned = parts[0]
-                    if from_cache:
-                        answered.append((Job(*parts), key, context))
-                    else:
-                        rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
+                end = min(start + WRITE_CHUNK, len(todo))
+                rows, answered, hits = [], [], {}
+                for first in range(start, end, PLAN_LINES):
+                    keyed = planner.plan(todo[first : min(first + PLAN_LINES, end)])
+                    hits.update(store.cached_replies(project.conn, sorted({entry[1] for entry in keyed})))
+                    for parts, key, context, how in keyed:
+                        from_cache = seen.get(key)
+                        if from_cache is None:
+                            from_cache = seen[key] = key in hits
+                            if not from_cache:
+                                specs.append(planner.line(parts, key, how))
+                                lines += 1
+                                if len(specs) >= SEND_LINES:  # the readers start on them while the next are planned
+                                    sink.write(specs)
+                                    specs.clear()
+                        planned = parts[0]
+                        if from_cache:
+                            answered.append((Job(*parts), key, context))
+                        else:
+                            rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
                 sink.write(specs)
                 specs.clear()
                 cached += len(answered)

@@ -111,7 +111,7 @@ try:
 except ImportError:  # a tree from before batches.py was split (--baseline)
     from spokenbench.core.evaluation import batches as batch_files
 write_batch_file = batch_files.write_batch_file
-if sys.argv[5] != "auto":  # told whether a core is free: a second core used (reader thread, or an older tree's forked sink) or not
+if sys.argv[5] != "auto":  # told whether a core is free: a second core used (a second process, a reader thread, or an older tree's forked sink) or not
     batch_files.a_core_is_free = lambda: sys.argv[5] == "fork"
 if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), for comparison
     import base64
@@ -177,8 +177,9 @@ def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-# How the writer may use a second core: as it decides (auto), told a core is free (fork: a reader thread beside the
-# writing one; a forked sink in trees before issue 28's round 3) or that none is (here: everything in one thread)
+# How the writer may use a second core: as it decides (auto), told a core is free (fork: a second process writing
+# part of the lines since issue 28's round 6; a reader thread beside the writing one in rounds 3-5; a forked sink
+# before round 3) or that none is (here: everything in one thread)
 WRITER_SINKS = {"auto": "writer", "fork": "writer, 2 cores", "here": "writer, 1 core"}
 # Each tree's writer is run twice in a row per round on a fresh cache of verified clips: cold (the cache empty,
 # every clip hashed: the first model's batch file) then warm (the same clips again: the next model's)
@@ -191,7 +192,7 @@ def compare_plain(
     """The batch writer against the plain pybase64 loop (and, with `baseline`, the older tree's writer), run in
     turn `rounds` times on the same clips; medians of MB/s (wall and per CPU-second) and the ratios (issue 28:
     the writer at >= 90% of the plain loop's MB/s). `sinks`: the writer as it decides ('auto'), and/or forced to
-    a second core ('fork': its reader thread; an older tree's forked sink) or to one core ('here'), each a run of
+    a second core ('fork': its second process; an older tree's reader thread or forked sink) or to one core ('here'), each a run of
     its own (with `baseline`, the older tree's writer told the same). Each tree's writer runs cold (an empty cache of
     verified clips: every clip hashed, the first model's file) then warm (the next model's: no clip hashed again)."""
     import shutil
@@ -259,7 +260,7 @@ def compare_plain(
 
 
 def _writer_detail(figures: list[dict]) -> str:
-    """A writer's medians of wall and CPU seconds, the CPU of its forked sink (counted in MB per CPU-second) and
+    """A writer's medians of wall and CPU seconds, the CPU of its second process (counted in MB per CPU-second) and
     the peak RSS of each process."""
     import statistics
 
@@ -267,9 +268,9 @@ def _writer_detail(figures: list[dict]) -> str:
         return f"; {statistics.median(f['write_s'] for f in figures):.2f} s, {statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU"
     return (
         f"; {statistics.median(f['write_s'] for f in figures):.2f} s, "
-        f"{statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU (of which a forked sink "
+        f"{statistics.median(f['write_cpu_s'] for f in figures):.2f} s CPU (of which a second process "
         f"{statistics.median(f.get('writer_child_cpu_s', 0.0) for f in figures):.2f} s), peak RSS "
-        f"{statistics.median(f['peak_rss_mb'] for f in figures):.0f} MB (sink "
+        f"{statistics.median(f['peak_rss_mb'] for f in figures):.0f} MB (second process "
         f"{statistics.median(f.get('child_peak_rss_mb', 0.0) for f in figures):.0f} MB)"
     )
 
@@ -567,8 +568,8 @@ def main() -> int:
     parser.add_argument(
         "--sinks",
         default="auto",
-        help="with --compare-plain: the writer as it decides (auto), told a core is free (fork: a reader thread; an "
-        "older tree's forked sink) or that none is (here: one core, one thread); a comma-separated list measures "
+        help="with --compare-plain: the writer as it decides (auto), told a core is free (fork: a second process; an "
+        "older tree's reader thread or forked sink) or that none is (here: one core, one thread); a comma-separated list measures "
         "each, in turn",
     )
     parser.add_argument(

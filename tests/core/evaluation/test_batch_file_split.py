@@ -1,0 +1,335 @@
+"""The batch file written by two processes (a large file, a core free: each unit's lines split between this process
+and a forked child, each writing its part at the offset planned from the clips' sizes) is the same file as one
+process writes: the pinned digests hold however the lines are split; a bad clip in either process's part gives the
+store's own message (the first in line order), a clip whose size changed after it was sized is refused, a child
+killed mid-write or a cancel leave no file, no batch record and no process behind, and writing again gives the
+file; the clips the child hashed reach the cache of verified clips."""
+
+import json
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from test_batch_file_pinned import PINNED, SETTINGS, written
+from test_batch_file_readers import VLLM, spoil
+
+from spokenbench.core.evaluation import batch_files
+from spokenbench.core.evaluation.preparation import prepare_evaluation
+from spokenbench.core.foundation.errors import Cancelled, ProjectError, SpokenBenchError
+from spokenbench.core.foundation.processes import process_alive
+from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.store import audio_files, verified_clips
+
+PARENT = os.getpid()
+
+
+@pytest.fixture
+def split(monkeypatch):
+    """Every batch file written by two processes, three lines a unit (the first here, two in the child: with the
+    tests' six lines, two units, both processes writing in each); the sinks made."""
+    made = []
+
+    class CountedSplit(batch_files._SplitSink):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(batch_files, "_SplitSink", CountedSplit)
+    monkeypatch.setattr(batch_files, "READERS_MIN_LINES", 0)
+    monkeypatch.setattr(batch_files, "SPLIT_MIN_LINES", 0)
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 3)
+    monkeypatch.setattr(batch_files, "SHARE_STEP", 0)  # the same lines here and in the child, whatever the timing
+    monkeypatch.setattr(batch_files, "a_core_is_free", lambda: True)
+    monkeypatch.setattr(batch_files, "child_start_method", lambda: "fork")  # as in the CLI (pytest-xdist: threads)
+    yield made
+    assert multiprocessing.active_children() == []
+
+
+def one_process(monkeypatch) -> None:
+    monkeypatch.setattr(batch_files, "a_core_is_free", lambda: False)
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_two_processes_write_the_pinned_file(audio_project, tmp_path, split, name):
+    assert written(audio_project, SETTINGS[name], tmp_path / "requests.jsonl") == PINNED[name]
+    assert len(split) == 1
+
+
+@pytest.mark.parametrize(("unit", "share"), [(1, 0.4), (2, 0.5), (4, 0.4), (5, 0.0), (5, 1.0), (100, 0.7)])
+def test_however_the_lines_are_split_the_file_is_the_one_process_file(
+    audio_project, tmp_path, split, monkeypatch, unit, share
+):
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", unit)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", share)
+    monkeypatch.setattr(batch_files, "IOV_MAX", 2)
+    two = written(audio_project, VLLM, tmp_path / "two.jsonl")
+    one_process(monkeypatch)
+    assert written(audio_project, VLLM, tmp_path / "one.jsonl") == two == PINNED["audio standard"]
+    assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    assert len(split) == 1
+
+
+def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """One line a unit, all of it the child's at first; the child slowed, its lines pile up in a pipe of one page,
+    so this process takes the next lines (its share moved by SHARE_STEP), and the file is the pinned one."""
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 1)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
+    monkeypatch.setattr(batch_files, "SHARE_STEP", 0.5)
+    monkeypatch.setattr(batch_files, "SHARE_PIPE_BYTES", 4096)
+    monkeypatch.setattr(batch_files, "SHARE_QUEUE_BYTES", 2048)
+    in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
+    real, here = batch_files._write_share, []
+
+    def counted(source, fd, offset, specs, sizes):
+        if os.getpid() == PARENT:
+            here.append(len(specs))
+        real(source, fd, offset, specs, sizes)
+
+    monkeypatch.setattr(batch_files, "_write_share", counted)
+    assert written(audio_project, VLLM, tmp_path / "r.jsonl") == PINNED["audio standard"]
+    assert 0 < sum(here) < 6  # both wrote lines
+
+
+def test_the_decision_follows_the_cores_the_size_and_the_start_method(audio_project, tmp_path, monkeypatch):
+    monkeypatch.setattr(batch_files, "READERS_MIN_LINES", 0)
+    monkeypatch.setattr(batch_files, "SPLIT_MIN_LINES", 100)
+    path = str(tmp_path / "f")
+
+    def sink(free: bool, method: str | None, requests: int):
+        monkeypatch.setattr(batch_files, "a_core_is_free", lambda: free)
+        monkeypatch.setattr(batch_files, "child_start_method", lambda: method)
+        made = batch_files._sink_for(audio_project.audio, os.open(path, os.O_WRONLY | os.O_CREAT), requests, path)
+        with made:
+            return type(made).__name__, getattr(made, "_pool", None) is not None
+
+    assert sink(True, "fork", 100) == ("_SplitSink", False)
+    assert sink(True, "fork", 99) == ("_LineSink", True)  # a small file: a reader thread
+    assert sink(True, "spawn", 100) == ("_LineSink", True)  # other threads run: no fork
+    assert sink(False, "fork", 100) == ("_LineSink", False)  # a busy machine: one thread
+    assert multiprocessing.active_children() == []
+
+
+def test_when_no_second_process_can_start_one_writes_the_file(audio_project, tmp_path, split, monkeypatch):
+    def no_fork(process):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.get_context("fork").Process, "start", no_fork)
+    assert written(audio_project, VLLM, tmp_path / "r.jsonl") == PINNED["audio standard"]
+    assert split == []  # the one-process sink wrote it
+
+
+def in_the_child(monkeypatch, before) -> None:
+    """Call `before(share)` in the child before it writes each share (the fork inherits the patch)."""
+    real = batch_files._write_share
+
+    def patched(source, fd, offset, specs, sizes):
+        if os.getpid() != PARENT:
+            before(offset)
+        real(source, fd, offset, specs, sizes)
+
+    monkeypatch.setattr(batch_files, "_write_share", patched)
+
+
+def last_clip(project):
+    sha = project.conn.execute("SELECT sha256 FROM assembled_inputs ORDER BY id DESC LIMIT 1").fetchone()[0]
+    return sha, project.audio.path_for(sha, "wav")
+
+
+def nothing_left(project, out) -> None:
+    assert not out.exists() or list(out.iterdir()) == []  # neither the file nor its temporary
+    assert project.conn.execute("SELECT count(*) FROM batch_jobs").fetchone()[0] == 0
+    assert project.conn.execute("SELECT count(*) FROM batch_requests").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("how", ["missing", "damaged", "link", "too large"])
+def test_a_bad_clip_in_the_childs_part_is_the_stores_message_and_nothing_is_left(
+    audio_project, tmp_path, split, monkeypatch, how
+):
+    if how == "too large":
+        monkeypatch.setattr(audio_files, "MAX_AUDIO_FILE_BYTES", 100)
+    words = spoil(audio_project, how)  # the last line's clip: the child's part of the last unit
+    prepared = prepare_evaluation(audio_project, VLLM)
+    out = tmp_path / "out"
+    with pytest.raises(ProjectError, match=words) as two:
+        batch_files.write_batch_file(audio_project, prepared, out / "requests.jsonl")
+    nothing_left(audio_project, out)
+    assert len(split) == 1
+    one_process(monkeypatch)
+    with pytest.raises(ProjectError) as one:
+        batch_files.write_batch_file(audio_project, prepared, out / "requests.jsonl")
+    assert str(one.value) == str(two.value)
+
+
+def damage(project, row: int) -> str:
+    sha = project.conn.execute("SELECT sha256 FROM assembled_inputs ORDER BY id LIMIT 1 OFFSET ?", (row,)).fetchone()
+    path = project.audio.path_for(sha[0], "wav")
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return sha[0]
+
+
+@pytest.mark.parametrize(
+    ("rows", "named"),
+    [((0,), 0), ((2,), 2), ((1, 3), 1), ((2, 3), 2), ((4, 3), 3)],
+    ids=["parent's part", "child's part", "child first", "parent after the child", "both in one unit"],
+)
+def test_of_several_bad_clips_the_first_in_line_order_is_named_by_either_process(
+    audio_project, tmp_path, split, monkeypatch, rows, named
+):
+    """Lines 0 and 3 are this process's (the first of each unit of three), 1, 2, 4 and 5 the child's."""
+    order = prepare_evaluation(audio_project, VLLM)
+    shas = {row: damage(audio_project, row) for row in rows}
+    with pytest.raises(ProjectError) as two:
+        batch_files.write_batch_file(audio_project, order, tmp_path / "out" / "r.jsonl")
+    one_process(monkeypatch)
+    with pytest.raises(ProjectError) as one:
+        batch_files.write_batch_file(audio_project, order, tmp_path / "out" / "r.jsonl")
+    assert str(one.value) == str(two.value) and shas[named] in str(two.value)
+    nothing_left(audio_project, tmp_path / "out")
+
+
+def test_a_clip_whose_size_changed_after_it_was_sized_is_refused(audio_project, tmp_path, split, monkeypatch):
+    """The clip was longer when this process sized it (a damaged copy) and is whole again when the child reads it:
+    its base64 is not the length its line's offset was planned with, so it is refused, never spliced in."""
+    sha, path = last_clip(audio_project)
+    whole = path.read_bytes()
+    path.write_bytes(whole + b"more")
+
+    shares = []
+
+    def put_back(offset):  # before the child's second part (its line sized by then), not before its first
+        shares.append(offset)
+        if len(shares) == 2:
+            path.write_bytes(whole)
+
+    in_the_child(monkeypatch, put_back)
+    out = tmp_path / "out"
+    with pytest.raises(ProjectError, match=f"audio file .*{sha}.wav changed while the batch file was written"):
+        batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), out / "r.jsonl")
+    nothing_left(audio_project, out)
+    assert written(audio_project, VLLM, out / "r.jsonl") == PINNED["audio standard"]  # whole: written again
+
+
+def test_a_child_killed_mid_write_leaves_no_file_and_writing_again_gives_it(
+    audio_project, tmp_path, split, monkeypatch
+):
+    shares = []
+
+    def killed_after_one(offset):
+        shares.append(offset)
+        if len(shares) == 2:  # its first part written, killed before the second
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    in_the_child(monkeypatch, killed_after_one)
+    out = tmp_path / "out"
+    with pytest.raises(SpokenBenchError, match="second process writing the batch file ended before it was done"):
+        batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), out / "r.jsonl")
+    nothing_left(audio_project, out)
+    monkeypatch.undo()
+    assert written(audio_project, VLLM, out / "r.jsonl") == PINNED["audio standard"]
+
+
+def test_a_cancel_stops_the_child_and_leaves_nothing(audio_project, tmp_path, split, monkeypatch):
+    monkeypatch.setattr(batch_files, "WRITE_CHUNK", 3)
+    monkeypatch.setattr(batch_files, "SEND_LINES", 1)
+    progress = Progress(lambda done, total, message: progress.cancel())  # cancelled after the first chunk
+    out = tmp_path / "out"
+    with pytest.raises(Cancelled):
+        batch_files.write_batch_file(audio_project, prepare_evaluation(audio_project, VLLM), out / "r.jsonl", progress)
+    nothing_left(audio_project, out)
+    assert len(split) == 1 and multiprocessing.active_children() == []
+
+
+def caught_signals(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line for line in status if line.startswith("SigCgt:")).split()[1], 16)
+
+
+def test_the_child_ends_on_sigterm_whatever_handler_it_inherited(audio_project, tmp_path):
+    """The CLI turns SIGTERM into Ctrl-C, which the child ignores: a child keeping that handler would outlive the
+    SIGTERM its parent ends it with."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        path = str(tmp_path / "f")
+        sink = batch_files._SplitSink(audio_project.audio, os.open(path, os.O_WRONLY | os.O_CREAT), path)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    try:
+        (child, _pipe), *_ = sink._children.calls
+        deadline = time.monotonic() + 10
+        while caught_signals(child.pid) & 1 << (signal.SIGTERM - 1) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the child has set its own SIGTERM handling (it starts with the parent's)
+        os.kill(child.pid, signal.SIGTERM)
+        child.join(10)
+        assert child.exitcode == -signal.SIGTERM
+    finally:
+        sink.__exit__(Cancelled, Cancelled(), None)
+
+
+def cached_entries() -> set[tuple]:
+    path = verified_clips.cache_dir() / verified_clips.CACHE_FILE_NAME
+    with sqlite3.connect(path) as conn:
+        return set(conn.execute("SELECT * FROM verified_clips"))
+
+
+def test_clips_the_child_hashed_reach_the_cache_and_are_not_hashed_again(audio_project, tmp_path, split, monkeypatch):
+    monkeypatch.setattr(verified_clips, "RACY_NS", 50_000_000)
+    time.sleep(0.1)  # the clips older than the racily-clean margin
+    assert written(audio_project, VLLM, tmp_path / "cold.jsonl") == PINNED["audio standard"]
+    cold = cached_entries()
+    clips = [row[0] for row in audio_project.conn.execute("SELECT sha256 FROM assembled_inputs")]
+    assert sorted(entry[0] for entry in cold) == sorted(clips)  # both processes' clips, each recorded once
+    assert written(audio_project, VLLM, tmp_path / "warm.jsonl") == PINNED["audio standard"]
+    assert cached_entries() == cold  # nothing hashed again (a hash is recorded with its own time)
+
+
+@pytest.mark.slow
+def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(audio_project, tmp_path):
+    script = (
+        "import json, os, sys, time\n"
+        "from spokenbench.core.evaluation import batch_files\n"
+        "from spokenbench.core.evaluation.preparation import RunSettings\n"
+        "from spokenbench.core.store import opened\n"
+        "batch_files.READERS_MIN_LINES = batch_files.SPLIT_MIN_LINES = 0\n"
+        "batch_files.SPLIT_LINES = 3\n"
+        "batch_files.a_core_is_free = lambda: True\n"
+        "parent, real = os.getpid(), batch_files._write_share\n"
+        "def write_then_hang(*args):\n"
+        "    real(*args)\n"
+        "    if os.getpid() == parent:\n"
+        "        print(next(p.pid for p in __import__('multiprocessing').active_children()), flush=True)\n"
+        "        time.sleep(600)\n"
+        "batch_files._write_share = write_then_hang\n"
+        "with opened(sys.argv[1]) as project:\n"
+        "    batch_files.write_batch_file_for_settings(project, RunSettings(**json.loads(sys.argv[3])), sys.argv[2])\n"
+    )
+    audio_project.conn.commit()
+    target = tmp_path / "out" / "r.jsonl"
+    settings = json.dumps({"model": VLLM.model, "base_url": VLLM.base_url, "mode": VLLM.mode, "prompt": VLLM.prompt})
+    command = [sys.executable, "-c", script, str(audio_project.path), str(target), settings]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as writer:
+        try:
+            child = int(writer.stdout.readline())  # the parent has written its first part, the child is alive
+        finally:
+            writer.kill()  # SIGKILL: no handler, no clean-up
+    deadline = time.monotonic() + 10
+    while process_alive(child) and time.monotonic() < deadline:  # its pipe's end: the child stops
+        time.sleep(0.05)
+    assert not process_alive(child)
+    left = list(target.parent.iterdir())
+    assert not target.exists() and len(left) == 1 and left[0].name.endswith(".part")
+    from spokenbench.core.store import batches as batch_store
+
+    (killed,) = audio_project.conn.execute("SELECT id, state FROM batch_jobs").fetchall()
+    assert killed[1] == "writing" and batch_store.file_request_rows(audio_project.conn) == []
+    with audio_project.transaction() as conn:
+        batch_store.delete_batch(conn, killed[0])
+    assert written(audio_project, VLLM, target) == PINNED["audio standard"]
