@@ -715,8 +715,11 @@ def _refresh(project: Project, row, client) -> dict:
             fields["output_file"] = dest.file_name
         if getattr(job, "error", None):
             fields["error"] = str(job.error)[:500]
-    with project.transaction() as conn:
-        batch_store.update_batch(conn, row["id"], **fields)
+    with project.transaction() as conn:  # only onto the row as it was asked about: a collect (or a colleague's
+        # script) may have settled it while the provider answered, and a collected part never goes back
+        current = batch_store.batch_row(conn, row["id"])
+        if current is not None and current["remote_id"] == row["remote_id"] and current["state"] != "collected":
+            batch_store.update_batch(conn, row["id"], **fields)
     return fields
 
 

@@ -64,6 +64,28 @@ def _check_openai_batch_line(line, model):
     assert parts[-1]["type"] == "text" and parts[-1]["text"]
 
 
+@pytest.mark.slow  # a submit, polls and a collect through the openai SDK
+def test_a_state_answer_arriving_after_a_collect_does_not_undo_it(audio_project, bstub, cli):
+    """A state refresh asked before another process collected the part (or a kill left it without its id)
+    stores nothing over what that process wrote: a collected part never reads 'completed' again."""
+    from spokenbench.core.store import batches as batch_store
+
+    bstub.state.instant = False
+    submitted = _evaluate(cli, audio_project, OPENAI, bstub.openai_url, "--batch", "openai", "--json")
+    assert submitted.code == 0, submitted.err
+    (batch_id,) = submitted.json()["batch_ids"]
+    asked_about = batch_store.batch_row(audio_project.conn, batch_id)  # as a poll read it, before the collect
+    _poll_until_done(cli, audio_project)
+    assert cli("batches", audio_project.path, "--collect", "--json").json()["collected"] == [batch_id]
+    batches._refresh(audio_project, asked_about, batches._client_for(asked_about))  # the poll's answer, late
+    assert batch_store.batch_row(audio_project.conn, batch_id)["state"] == "collected"
+    with audio_project.transaction() as conn:  # a part whose id is gone (a kill as the tests simulate it)
+        conn.execute("UPDATE batch_jobs SET state = 'submitting', remote_id = NULL")
+    batches._refresh(audio_project, asked_about, batches._client_for(asked_about))
+    row = batch_store.batch_row(audio_project.conn, batch_id)
+    assert (row["state"], row["remote_id"]) == ("submitting", None)
+
+
 @pytest.mark.slow
 def test_openai_batch_submit_poll_collect_at_half_price(audio_project, bstub, cli):
     bstub.state.instant = False
