@@ -106,9 +106,11 @@ _json_ascii = json.encoder.encode_basestring_ascii  # json.dumps of a string (en
 
 
 # A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
-# Built by the planning side; a `_LineSink` reads, checks and encodes the audio (on a reader thread, for a large
+# The bytes up to the audio are one bytes object or a tuple of them: `_LinePlanner`'s lines keep their key apart
+# from the presentation's shared middle, so a unit sent to a `_SplitSink`'s second process carries that middle once
+# (pickle writes a shared object once), not once per line: ~3x the lines in its pipe. Built by the planning side; a `_LineSink` reads, checks and encodes the audio (on a reader thread, for a large
 # file, while this thread writes and plans the next lines).
-LineSpec = tuple[bytes, tuple[tuple[str, str, bytes], ...]]
+LineSpec = tuple[bytes | tuple[bytes, ...], tuple[tuple[str, str, bytes], ...]]
 
 
 class _Writer:
@@ -208,7 +210,7 @@ class _LinePlanner:
                     seconds = 0 + clip.seconds  # as `_Contexts.of_parts` sums them
                     ending = endings.get((seconds, type(seconds))) or self._ending(presentation, seconds)
                     if encoded is not None and ending is not None:
-                        line = (_LINE_HEAD + _json_ascii(key).encode() + middle, ((clip.sha256, clip.format, after),))
+                        line = ((_LINE_HEAD + _json_ascii(key).encode(), middle), ((clip.sha256, clip.format, after),))
                         planned_lines.append((parts, key, template.format(*encoded, ending), line))
                         continue
             system, user, context = contexts.of_parts(*parts)
@@ -219,9 +221,10 @@ class _LinePlanner:
         return planned_lines
 
     def line(self, parts: JobParts, key: str, how: tuple) -> LineSpec:
-        """The request's line: `how` itself when `plan` made it (its head is bytes), else made by `_Writer` from
-        the texts `how` holds (system, user): only for a line that is written (its audio may be read here)."""
-        if type(how[0]) is bytes:
+        """The request's line: `how` itself when `plan` made it (its head is a tuple of bytes), else made by
+        `_Writer` from the texts `how` holds (system, user): only for a line that is written (its audio may be read
+        here)."""
+        if type(how[0]) is tuple:
             return how
         audio = parts[4] if self.contexts.heard else ()
         system, user = how
@@ -348,7 +351,10 @@ class _LineSink:
     def _add(self, specs: Iterable[LineSpec]) -> None:
         recent, reads, pieces = self._recent, self._reads, self._pieces
         for head, audios in specs:
-            pieces.append(head)
+            if type(head) is bytes:
+                pieces.append(head)
+            else:
+                pieces += head
             for sha256, audio_format, after in audios:
                 clip = recent.pop((sha256, audio_format), None)
                 if clip is None:
@@ -435,7 +441,10 @@ def _write_share(source: _ClipSource, fd: int, offset: int, specs: list[LineSpec
         reads: list[tuple[_Clip, int]] = []
         pieces: list = []
         for head, audios in specs[first : first + _LineSink.UNIT_LINES]:
-            pieces.append(head)
+            if type(head) is bytes:
+                pieces.append(head)
+            else:
+                pieces += head
             for sha256, audio_format, after in audios:
                 size = next(planned)
                 clip = recent.get((sha256, audio_format))
@@ -531,7 +540,7 @@ class _SplitSink:
         offset = self._offset
         known, file_name = self._sizes, self._audio.file_name
         for number, (head, audios) in enumerate(specs):
-            offset += len(head)
+            offset += len(head) if type(head) is bytes else sum(map(len, head))
             for sha256, audio_format, after in audios:
                 size = known.get((sha256, audio_format))
                 if size is None:
