@@ -97,6 +97,29 @@ def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
     assert 0 < sum(here) < 6  # both wrote lines
 
 
+def test_near_the_end_this_process_takes_the_lines_a_slow_child_would_leave_it_waiting_for(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """One line a unit, all of them the child's by the steady share (SHARE_STEP 0); the child slowed, so lines pile
+    up in its hands, and the last lines are written here instead of waiting for them there; the file is the
+    pinned one."""
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 1)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
+    in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
+    real, here = batch_files._write_share, []
+
+    def counted(source, fd, offset, specs, sizes):
+        if os.getpid() == PARENT:
+            here.append(offset)
+        real(source, fd, offset, specs, sizes)
+
+    monkeypatch.setattr(batch_files, "_write_share", counted)
+    path = tmp_path / "r.jsonl"
+    assert written(audio_project, VLLM, path) == PINNED["audio standard"]
+    line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
+    assert here and here == line_starts[len(line_starts) - len(here) :]  # the last lines, and only those
+
+
 def test_a_unit_sent_to_the_child_carries_each_shared_middle_once(audio_project, tmp_path, split, monkeypatch):
     """The planner's lines keep their key apart from the presentation's middle (the body up to the audio), which
     the lines of a presentation share: pickled once per unit, so the child's pipe holds ~3x the lines; the file is
