@@ -106,9 +106,11 @@ _json_ascii = json.encoder.encode_basestring_ascii  # json.dumps of a string (en
 
 
 # A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
-# Built by the planning side; a `_LineSink` reads, checks and encodes the audio (on a reader thread, for a large
+# The bytes up to the audio are one bytes object or a tuple of them: `_LinePlanner`'s lines keep their key apart
+# from the presentation's shared middle, so a unit sent to a `_SplitSink`'s second process carries that middle once
+# (pickle writes a shared object once), not once per line: ~3x the lines in its pipe. Built by the planning side; a `_LineSink` reads, checks and encodes the audio (on a reader thread, for a large
 # file, while this thread writes and plans the next lines).
-LineSpec = tuple[bytes, tuple[tuple[str, str, bytes], ...]]
+LineSpec = tuple[bytes | tuple[bytes, ...], tuple[tuple[str, str, bytes], ...]]
 
 
 class _Writer:
@@ -208,7 +210,7 @@ class _LinePlanner:
                     seconds = 0 + clip.seconds  # as `_Contexts.of_parts` sums them
                     ending = endings.get((seconds, type(seconds))) or self._ending(presentation, seconds)
                     if encoded is not None and ending is not None:
-                        line = (_LINE_HEAD + _json_ascii(key).encode() + middle, ((clip.sha256, clip.format, after),))
+                        line = ((_LINE_HEAD + _json_ascii(key).encode(), middle), ((clip.sha256, clip.format, after),))
                         planned_lines.append((parts, key, template.format(*encoded, ending), line))
                         continue
             system, user, context = contexts.of_parts(*parts)
@@ -219,9 +221,10 @@ class _LinePlanner:
         return planned_lines
 
     def line(self, parts: JobParts, key: str, how: tuple) -> LineSpec:
-        """The request's line: `how` itself when `plan` made it (its head is bytes), else made by `_Writer` from
-        the texts `how` holds (system, user): only for a line that is written (its audio may be read here)."""
-        if type(how[0]) is bytes:
+        """The request's line: `how` itself when `plan` made it (its head is a tuple of bytes), else made by
+        `_Writer` from the texts `how` holds (system, user): only for a line that is written (its audio may be read
+        here)."""
+        if type(how[0]) is tuple:
             return how
         audio = parts[4] if self.contexts.heard else ()
         system, user = how
@@ -348,7 +351,10 @@ class _LineSink:
     def _add(self, specs: Iterable[LineSpec]) -> None:
         recent, reads, pieces = self._recent, self._reads, self._pieces
         for head, audios in specs:
-            pieces.append(head)
+            if type(head) is bytes:
+                pieces.append(head)
+            else:
+                pieces += head
             for sha256, audio_format, after in audios:
                 clip = recent.pop((sha256, audio_format), None)
                 if clip is None:
@@ -435,7 +441,10 @@ def _write_share(source: _ClipSource, fd: int, offset: int, specs: list[LineSpec
         reads: list[tuple[_Clip, int]] = []
         pieces: list = []
         for head, audios in specs[first : first + _LineSink.UNIT_LINES]:
-            pieces.append(head)
+            if type(head) is bytes:
+                pieces.append(head)
+            else:
+                pieces += head
             for sha256, audio_format, after in audios:
                 size = next(planned)
                 clip = recent.get((sha256, audio_format))
@@ -455,10 +464,13 @@ def _write_share(source: _ClipSource, fd: int, offset: int, specs: list[LineSpec
         _write_all(fd, [piece.data if type(piece) is _Clip else piece for piece in pieces])
 
 
-def _write_shares_in_child(audio_root: str, path: str, shares, parent_end) -> tuple[int, BaseException] | None:
+def _write_shares_in_child(
+    audio_root: str, path: str, shares, parent_end, lines_written
+) -> tuple[int, BaseException] | None:
     """The second process of a `_SplitSink`: writes each share it is sent at its offset, checking its clips through
     a connection of its own to the cache of verified clips (which records what it hashed), until told to stop
-    (None). Returns None, or (the share, its error): the first it met, its clip named as the store names it."""
+    (None), counting the lines written in `lines_written` (memory shared with the parent). Returns None, or (the
+    share, its error): the first it met, its clip named as the store names it."""
     parent_end.close()  # only the parent sends: when it dies, the next receive here ends instead of waiting
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ended by the parent (a fork inherits the CLI's SIGTERM handler)
     with contextlib.suppress(ValueError):
@@ -468,9 +480,12 @@ def _write_shares_in_child(audio_root: str, path: str, shares, parent_end) -> tu
     try:
         fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
+            written = 0
             while (message := shares.recv()) is not None:
                 share, offset, specs, sizes = message
                 _write_share(source, fd, offset, specs, sizes)
+                written += len(specs)
+                struct.pack_into("q", lines_written, 0, written)
         finally:
             os.close(fd)
     except EOFError:  # the parent stopped sending (it failed, or was killed): nothing to report
@@ -494,7 +509,8 @@ class _SplitSink:
     `_LineSink`: the first bad clip in line order, named by the store; a child that dies is an error (the caller
     removes the file). Forked only: `_sink_for` decides."""
 
-    def __init__(self, audio: AudioStore, fd: int, path: str):
+    def __init__(self, audio: AudioStore, fd: int, path: str, lines: int = 0):
+        import mmap
         import multiprocessing
 
         self.fd, self.written, self._audio = fd, 0, audio
@@ -502,13 +518,18 @@ class _SplitSink:
         self._share = 0  # shares handed out so far, in line order (this process's and the child's)
         self._share_here = PARENT_SHARE  # of each unit's lines, written here (`_balanced_share`)
         self._pending: list[LineSpec] = []
+        self._lines_left = lines  # expected from here on (at most: lines answered by the cache are not written)
+        self._lines_sent = 0  # to the child, and how many it has written (counted there: shared memory)
+        self._lines_written_there = mmap.mmap(-1, 8)
         self._sizes: dict[tuple[str, str], int] = {}  # base64 lengths of recent clips (neighbours share clips)
         self._children = ChildCalls("fork")
         receiver, self._sender = multiprocessing.Pipe(duplex=False)
         with contextlib.suppress(OSError, AttributeError):  # room for a few shares: the child works through this
             fcntl.fcntl(self._sender.fileno(), fcntl.F_SETPIPE_SZ, SHARE_PIPE_BYTES)  # process's planning bursts
         try:
-            self._children.start(_write_shares_in_child, str(audio.root), path, receiver, self._sender)
+            self._children.start(
+                _write_shares_in_child, str(audio.root), path, receiver, self._sender, self._lines_written_there
+            )
         finally:
             receiver.close()  # the child's copy is its own: when it exits, a send here fails instead of waiting
         if self._children.calls[0][0] is None:  # no process could start (resources): `_sink_for` writes alone
@@ -531,7 +552,7 @@ class _SplitSink:
         offset = self._offset
         known, file_name = self._sizes, self._audio.file_name
         for number, (head, audios) in enumerate(specs):
-            offset += len(head)
+            offset += len(head) if type(head) is bytes else sum(map(len, head))
             for sha256, audio_format, after in audios:
                 size = known.get((sha256, audio_format))
                 if size is None:
@@ -547,13 +568,14 @@ class _SplitSink:
                 sizes.append(size)
                 offset += size + len(after)
             ends.append((offset, len(sizes)))
-        here = round(len(specs) * self._balanced_share())
+        here = round(len(specs) * self._balanced_share(len(specs)))
         middle, sized_here = ends[here - 1] if here else (self._offset, 0)
         start, mine, theirs = self._offset, self._share, self._share + 1
         self._offset, self._share = offset, self._share + 2
         if here < len(specs):
             try:
                 self._sender.send((theirs, middle, specs[here:], sizes[sized_here:]))
+                self._lines_sent += len(specs) - here
             except OSError:  # the child has ended (its error, or killed): what it says is raised
                 self._conclude()
         if here:
@@ -562,11 +584,29 @@ class _SplitSink:
             except Exception as error:
                 self._conclude(mine, error)
 
-    def _balanced_share(self) -> float:
-        """This process's share of the next unit: PARENT_SHARE at first, then moved by SHARE_STEP towards the
-        balance (how much the child does per line and how much this process does besides differ with the clips
+    def _balanced_share(self, unit: int) -> float:
+        """This process's share of the next `unit` lines: PARENT_SHARE at first, then moved by SHARE_STEP towards
+        the balance (how much the child does per line and how much this process does besides differ with the clips
         already verified, the load, the prompts): more here while the child has more than SHARE_QUEUE_BYTES of lines
-        waiting, less when it has none (its queue read from the pipe: FIONREAD)."""
+        waiting, less when it has none (its queue read from the pipe: FIONREAD). Near the end (`_ending_share`)
+        more is taken here, so the two processes finish together."""
+        left, self._lines_left = self._lines_left, self._lines_left - unit
+        return max(self._steady_share(), self._ending_share(left))
+
+    def _ending_share(self, left: int) -> float:
+        """The share here with which both processes end together, once the child's backlog (lines sent, not yet
+        written) is at least half the `left` lines still to come (with SHARE_QUEUE_BYTES of lines queued, the
+        child was left a backlog of a few thousand lines at the end, which this process waited for). At the
+        balance `s` each process is busy for (1 - s) L lines of writing over the next L lines (this process writes
+        s of them besides its other work); with B more lines in the child's hands, both end together when this
+        process writes s + B / 2L of them."""
+        backlog = self._lines_sent - struct.unpack_from("q", self._lines_written_there)[0]
+        if left <= 0 or 2 * backlog < left:
+            return 0.0
+        return min(1.0, self._share_here + backlog / (2 * left))
+
+    def _steady_share(self) -> float:
+        """The share here moved by SHARE_STEP after the child's queue (`_balanced_share`)."""
         if SHARE_STEP:
             try:
                 waiting = struct.unpack("i", fcntl.ioctl(self._sender.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
@@ -623,6 +663,7 @@ class _SplitSink:
         finally:
             self._children.stop()
             self._sender.close()
+            self._lines_written_there.close()
             os.close(self.fd)
             if self._source.verified is not None:
                 self._source.verified.close()
@@ -656,7 +697,7 @@ def _sink_for(audio: AudioStore, fd: int, requests: int, path: str | None = None
     free = requests >= READERS_MIN_LINES and a_core_is_free()
     if free and path is not None and requests >= SPLIT_MIN_LINES and child_start_method() == "fork":
         with contextlib.suppress(ChildCallFailed):
-            return _SplitSink(audio, fd, path)
+            return _SplitSink(audio, fd, path, requests)
     return _LineSink(audio, fd, READER_THREADS if free else 0, open_verified_clips())
 
 

@@ -97,6 +97,56 @@ def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
     assert 0 < sum(here) < 6  # both wrote lines
 
 
+def test_near_the_end_this_process_takes_the_lines_a_slow_child_would_leave_it_waiting_for(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """One line a unit, all of them the child's by the steady share (SHARE_STEP 0); the child slowed, so lines pile
+    up in its hands, and the last lines are written here instead of waiting for them there; the file is the
+    pinned one."""
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 1)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
+    in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
+    real, here = batch_files._write_share, []
+
+    def counted(source, fd, offset, specs, sizes):
+        if os.getpid() == PARENT:
+            here.append(offset)
+        real(source, fd, offset, specs, sizes)
+
+    monkeypatch.setattr(batch_files, "_write_share", counted)
+    path = tmp_path / "r.jsonl"
+    assert written(audio_project, VLLM, path) == PINNED["audio standard"]
+    line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
+    assert here and here == line_starts[len(line_starts) - len(here) :]  # the last lines, and only those
+
+
+def test_a_unit_sent_to_the_child_carries_each_shared_middle_once(audio_project, tmp_path, split, monkeypatch):
+    """The planner's lines keep their key apart from the presentation's middle (the body up to the audio), which
+    the lines of a presentation share: pickled once per unit, so the child's pipe holds ~3x the lines; the file is
+    the pinned one."""
+    from multiprocessing.connection import Connection
+    from multiprocessing.reduction import ForkingPickler
+
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 6)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
+    sent: list[tuple[int, int, int]] = []  # per unit: its lines, its distinct middles, the middles in its pickle
+    real_send = Connection.send
+
+    def measured(self, message):
+        if message is not None:
+            specs = message[2]
+            heads = [b"".join(head) if type(head) is tuple else head for head, _audios in specs]
+            middles = {head[head.index(b',"method"') :] for head in heads}
+            pickled = bytes(ForkingPickler.dumps(message))
+            sent.append((len(specs), len(middles), pickled.count(b'"method":"POST"')))
+        real_send(self, message)
+
+    monkeypatch.setattr(Connection, "send", measured)
+    assert written(audio_project, VLLM, tmp_path / "r.jsonl") == PINNED["audio standard"]
+    assert sent and all(pickled == middles for _lines, middles, pickled in sent)
+    assert sum(middles for _lines, middles, _pickled in sent) < sum(lines for lines, _middles, _pickled in sent)
+
+
 def test_the_decision_follows_the_cores_the_size_and_the_start_method(audio_project, tmp_path, monkeypatch):
     monkeypatch.setattr(batch_files, "READERS_MIN_LINES", 0)
     monkeypatch.setattr(batch_files, "SPLIT_MIN_LINES", 100)
