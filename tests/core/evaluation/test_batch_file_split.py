@@ -74,6 +74,19 @@ def test_however_the_lines_are_split_the_file_is_the_one_process_file(
     assert len(split) == 1
 
 
+def _shares_written_here(monkeypatch) -> list[tuple[int, list]]:
+    """The (offset, lines) of every share this process writes itself (not its child), filled as they are written."""
+    real, here = batch_files._write_share, []
+
+    def counted(source, fd, offset, specs, sizes):
+        if os.getpid() == PARENT:
+            here.append((offset, specs))
+        real(source, fd, offset, specs, sizes)
+
+    monkeypatch.setattr(batch_files, "_write_share", counted)
+    return here
+
+
 def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
     audio_project, tmp_path, split, monkeypatch
 ):
@@ -85,16 +98,9 @@ def test_a_child_falling_behind_is_given_fewer_lines_and_the_file_is_the_same(
     monkeypatch.setattr(batch_files, "SHARE_PIPE_BYTES", 4096)
     monkeypatch.setattr(batch_files, "SHARE_QUEUE_BYTES", 2048)
     in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
-    real, here = batch_files._write_share, []
-
-    def counted(source, fd, offset, specs, sizes):
-        if os.getpid() == PARENT:
-            here.append(len(specs))
-        real(source, fd, offset, specs, sizes)
-
-    monkeypatch.setattr(batch_files, "_write_share", counted)
+    shares = _shares_written_here(monkeypatch)
     assert written(audio_project, VLLM, tmp_path / "r.jsonl") == PINNED["audio standard"]
-    assert 0 < sum(here) < 6  # both wrote lines
+    assert 0 < sum(len(specs) for _, specs in shares) < 6  # both wrote lines
 
 
 def test_near_the_end_this_process_takes_the_lines_a_slow_child_would_leave_it_waiting_for(
@@ -106,16 +112,10 @@ def test_near_the_end_this_process_takes_the_lines_a_slow_child_would_leave_it_w
     monkeypatch.setattr(batch_files, "SPLIT_LINES", 1)
     monkeypatch.setattr(batch_files, "PARENT_SHARE", 0.0)
     in_the_child(monkeypatch, lambda offset: time.sleep(0.05))
-    real, here = batch_files._write_share, []
-
-    def counted(source, fd, offset, specs, sizes):
-        if os.getpid() == PARENT:
-            here.append(offset)
-        real(source, fd, offset, specs, sizes)
-
-    monkeypatch.setattr(batch_files, "_write_share", counted)
+    shares = _shares_written_here(monkeypatch)
     path = tmp_path / "r.jsonl"
     assert written(audio_project, VLLM, path) == PINNED["audio standard"]
+    here = [offset for offset, _ in shares]
     line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
     assert here and here == line_starts[len(line_starts) - len(here) :]  # the last lines, and only those
 
