@@ -105,12 +105,13 @@ _LINE_END = b"}\n"
 _json_ascii = json.encoder.encode_basestring_ascii  # json.dumps of a string (ensure_ascii), without its dispatch
 
 
-# A line to write: its bytes up to its first audio, then per audio (sha256, format, the bytes after its base64).
-# The bytes up to the audio are one bytes object or a tuple of them: `_LinePlanner`'s lines keep their key apart
-# from the presentation's shared middle, so a unit sent to a `_SplitSink`'s second process carries that middle once
-# (pickle writes a shared object once), not once per line: ~3x the lines in its pipe. Built by the planning side; a `_LineSink` reads, checks and encodes the audio (on a reader thread, for a large
-# file, while this thread writes and plans the next lines).
-LineSpec = tuple[bytes | tuple[bytes, ...], tuple[tuple[str, str, bytes], ...]]
+# A line to write: its bytes up to its first audio, in pieces, then per audio (sha256, format, the bytes after its
+# base64). The pieces keep a spliced line's key apart from the body up to the audio, which the lines of a
+# presentation share, so a unit sent to a `_SplitSink`'s second process carries that body once (pickle writes a
+# shared object once), not once per line: ~3x the lines in its pipe. Built by the planning side; a `_LineSink` reads,
+# checks and encodes the audio (on a reader thread, for a large file, while this thread writes and plans the next
+# lines).
+LineSpec = tuple[tuple[bytes, ...], tuple[tuple[str, str, bytes], ...]]
 
 
 class _Writer:
@@ -151,7 +152,7 @@ class _Writer:
         if not (self.splice and request.audio):
             body = self.adapter.chat_body(self.loaded(request))
             record = {"custom_id": line.key, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}
-            return json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n", ()
+            return (json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n",), ()
         return self.spliced_spec(line.key, request.system, request.user, request.audio)
 
     def spliced_spec(self, key: str, system: str | None, user: str, audio: tuple[AudioInput, ...]) -> LineSpec:
@@ -159,15 +160,16 @@ class _Writer:
         if len(audio) == 1:  # most requests: one input
             (clip,) = audio
             middle, (after,) = self._body_pieces(system, user, (clip.format,))
-            return _LINE_HEAD + _json_ascii(key).encode() + middle, ((clip.sha256, clip.format, after),)
+            return (_LINE_HEAD + _json_ascii(key).encode(), middle), ((clip.sha256, clip.format, after),)
         middle, afters = self._body_pieces(system, user, tuple(a.format for a in audio))
-        head = _LINE_HEAD + _json_ascii(key).encode() + middle
-        return head, tuple((a.sha256, a.format, after) for a, after in zip(audio, afters))
+        return (_LINE_HEAD + _json_ascii(key).encode(), middle), tuple(
+            (a.sha256, a.format, after) for a, after in zip(audio, afters)
+        )
 
     def openai_line(self, line: _Line) -> list[bytes]:
         """The line's bytes, in pieces (the audio read, checked and encoded here)."""
         head, audios = self.line_spec(line)
-        pieces = [head]
+        pieces = list(head)
         for sha256, audio_format, after in audios:
             pieces += (_b64encode(self._audio(sha256, audio_format)), after)
         return pieces
@@ -222,8 +224,8 @@ class _LinePlanner:
 
     def line(self, parts: JobParts, key: str, how: tuple) -> LineSpec:
         """The request's line: `how` itself when `plan` made it (its head is a tuple of bytes), else made by
-        `_Writer` from the texts `how` holds (system, user): only for a line that is written (its audio may be read
-        here)."""
+        `_Writer` from the texts `how` holds (system: str or None, user): only for a line that is written (its audio
+        may be read here)."""
         if type(how[0]) is tuple:
             return how
         audio = parts[4] if self.contexts.heard else ()
@@ -351,10 +353,7 @@ class _LineSink:
     def _add(self, specs: Iterable[LineSpec]) -> None:
         recent, reads, pieces = self._recent, self._reads, self._pieces
         for head, audios in specs:
-            if type(head) is bytes:
-                pieces.append(head)
-            else:
-                pieces += head
+            pieces += head
             for sha256, audio_format, after in audios:
                 clip = recent.pop((sha256, audio_format), None)
                 if clip is None:
@@ -441,10 +440,7 @@ def _write_share(source: _ClipSource, fd: int, offset: int, specs: list[LineSpec
         reads: list[tuple[_Clip, int]] = []
         pieces: list = []
         for head, audios in specs[first : first + _LineSink.UNIT_LINES]:
-            if type(head) is bytes:
-                pieces.append(head)
-            else:
-                pieces += head
+            pieces += head
             for sha256, audio_format, after in audios:
                 size = next(planned)
                 clip = recent.get((sha256, audio_format))
@@ -552,7 +548,7 @@ class _SplitSink:
         offset = self._offset
         known, file_name = self._sizes, self._audio.file_name
         for number, (head, audios) in enumerate(specs):
-            offset += len(head) if type(head) is bytes else sum(map(len, head))
+            offset += sum(map(len, head))
             for sha256, audio_format, after in audios:
                 size = known.get((sha256, audio_format))
                 if size is None:

@@ -69,10 +69,11 @@ def test_clips_shared_by_lines_give_the_same_bytes_however_they_are_read(audio_p
     shas = [row[0] for row in audio_project.conn.execute("SELECT sha256 FROM assembled_inputs ORDER BY id")]
     clips = [(sha, "wav", b'"after %d"\n' % n) for n, sha in enumerate(shas)]
     # neighbours sharing a clip, a clip back after others pushed it out of a one-clip cache, two audios in a line
-    specs = [(b"head %d:" % n, (clips[n % 3],)) for n in range(7)] + [(b"two:", (clips[4], clips[5])), (b"none\n", ())]
+    specs = [((b"head %d:" % n,), (clips[n % 3],)) for n in range(7)]
+    specs += [((b"two", b":"), (clips[4], clips[5])), ((b"none\n",), ())]  # a head in two pieces, as planned lines
     expected = b""
     for head, audios in specs:
-        expected += head + b"".join(
+        expected += b"".join(head) + b"".join(
             batch_files._b64encode(audio_project.audio.read_bytes(s, f)) + a for s, f, a in audios
         )
     monkeypatch.setattr(batch_files._LineSink, "CACHED_CLIPS", 1)
@@ -109,7 +110,7 @@ def test_the_read_ahead_is_bounded(audio_project, tmp_path, monkeypatch):
 
     monkeypatch.setattr(batch_files, "_read_clips", counted_read)
     monkeypatch.setattr(batch_files._LineSink, "_write_unit", counted_write)
-    specs = [(b"%d:" % n, ((sha if n % 2 else other, "wav", b"\n"),)) for n in range(40)]
+    specs = [((b"%d:" % n,), ((sha if n % 2 else other, "wav", b"\n"),)) for n in range(40)]
     path = tmp_path / "lines.jsonl"
     with batch_files._LineSink(audio_project.audio, os.open(path, os.O_WRONLY | os.O_CREAT), 1) as sink:
         sink.write(specs)

@@ -135,7 +135,7 @@ def test_a_unit_sent_to_the_child_carries_each_shared_middle_once(audio_project,
     def measured(self, message):
         if message is not None:
             specs = message[2]
-            heads = [b"".join(head) if type(head) is tuple else head for head, _audios in specs]
+            heads = [b"".join(head) for head, _audios in specs]
             middles = {head[head.index(b',"method"') :] for head in heads}
             pickled = bytes(ForkingPickler.dumps(message))
             sent.append((len(specs), len(middles), pickled.count(b'"method":"POST"')))
