@@ -27,6 +27,7 @@ STYLE = {
     "savefig.dpi": 150,
 }
 FACTOR_MARKERS = "osD^vP*Xh<>p"
+ENTROPY_LABEL = "question entropy $H_q$ (normalized, 0–1)"
 
 
 @contextlib.contextmanager
@@ -65,7 +66,7 @@ def entropy_distribution(analysis) -> Figure | None:
             showmeans=True,
             meanprops={"marker": "^", "markerfacecolor": "white", "markeredgecolor": "black"},
         )
-        ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
+        ax.set_ylabel(ENTROPY_LABEL)
         ax.set_xlabel("model")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title("Answer entropy per question across configurations\n(box: IQR, line: median, △: mean)")
@@ -95,7 +96,7 @@ def entropy_cs_ca(analysis) -> Figure | None:
             patch.set_facecolor(colors["CS" if i % 2 == 0 else "CA"])
             patch.set_alpha(0.6)
         ax.set_xticks(range(len(data.models)), data.models, rotation=30)
-        ax.set_ylabel("question entropy $H_q$ (normalized, 0–1)")
+        ax.set_ylabel(ENTROPY_LABEL)
         ax.set_xlabel("model")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(
@@ -304,6 +305,18 @@ def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
         )
         _savefig_laid_out_once(fig, paths[1], format="svg", metadata={"Date": None})
     return paths
+
+
+def warm_up() -> None:
+    """Build matplotlib's mathtext parser (the entropy figures' axis label is mathtext) in a process that will
+    draw figures, before it has any to draw: ~0.05 s of CPU, paid once per process on its first mathtext, ~25%
+    of a figure (issue 28, round 7). The report's first figure process does it while it waits for the data, and
+    the processes it forks then inherit the parser instead of each building its own. A cache matplotlib keeps
+    for the process: the figures drawn after it are the same."""
+    from matplotlib.mathtext import MathTextParser
+
+    with figure_style():
+        MathTextParser("path").parse(ENTROPY_LABEL)
 
 
 def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:

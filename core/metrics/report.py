@@ -351,6 +351,9 @@ def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: 
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # ended by the report: end the processes forked here too
     multiprocessing.current_process().daemon = False  # a daemon may fork none; this one ends its own (ChildCalls)
     matplotlib_hooks.import_to_draw()  # the import this process overlaps with the metrics
+    from spokenbench.core.metrics import figures
+
+    figures.warm_up()  # once for every figure process: the ones forked below inherit it
 
     length = os.read(told, 8)
     if len(length) < 8:  # nothing sent: the figures are drawn by the report's process

@@ -265,12 +265,16 @@ def noting_tables(analysis, part):
 def noting_figure(stem, build, note):
     write = figure_part(stem, build, note)
     def noted(part):
+        from matplotlib.mathtext import MathTextParser
+
+        parser_before = MathTextParser._parser is not None  # built before the figure, by figures.warm_up
         write(part)
         from matplotlib.lines import Line2D
 
         listed = "Properties:" in (Line2D.set.__doc__ or "")  # matplotlib.artist.kwdoc's listing
         signed = "__signature__" in vars(Line2D.set)  # the signature built from the setters
         seen = {"pid": os.getpid(), "pandas": "pandas" in sys.modules, "property_listings": listed, "signed": signed}
+        seen["mathtext_parser_before"] = parser_before
         (out.parent / f"{stem}.json").write_text(json.dumps(seen))
     return noted
 
@@ -285,7 +289,8 @@ def test_the_figures_process_starts_before_the_metrics_and_neither_side_loads_pa
     """The first figure process is forked as the report starts, so it imports matplotlib while this process
     computes the metrics; it forks the second (they share the import). This process writes the tables without
     matplotlib or pandas (issue 28, round 4), and the figures' processes never load pandas either, nor write the
-    artists' property listings and `set` signatures (round 6): the figures are those drawn in one process, with them."""
+    artists' property listings and `set` signatures (round 6): the figures are those drawn in one process, with them.
+    The first builds the mathtext parser before it forks the second, which inherits it (round 7)."""
     import json
     import subprocess
     import sys
@@ -306,6 +311,7 @@ def test_the_figures_process_starts_before_the_metrics_and_neither_side_loads_pa
     assert tables["loaded"] == [] and tables["pid"] == parent["pid"]
     assert not parent["pandas"] and not any(figure["pandas"] for figure in drawn)
     assert not any(figure["property_listings"] for figure in drawn)
+    assert all(figure["mathtext_parser_before"] for figure in drawn)  # each process's first figure too
     assert not any(figure["signed"] for figure in drawn) or matplotlib.__version__ != PINNED_MATPLOTLIB
     figure_pids = {figure["pid"] for figure in drawn}
     assert len(figure_pids) == 2 and parent["pid"] not in figure_pids
