@@ -77,15 +77,18 @@ def write_csv_columns(table: ColumnTable, path: Path) -> None:
         writer.writerows(zip(*cells))
 
 
-def _layout(frame) -> tuple[list[str], list[bool], Iterable[tuple]]:
-    """Column names, which are numeric (right-aligned), and the rows, of a DataFrame or a ColumnTable."""
+def _layout(frame, digits: int) -> tuple[list[str], list[bool], list[tuple[str, ...]]]:
+    """Column names, which are numeric (right-aligned), and the rows' cells as `format_cell` writes them, of a
+    DataFrame or a ColumnTable (formatted a column at a time, from Python values: the same text, ~2x faster)."""
     if isinstance(frame, dict):
         arrays = list(frame.values())
-        return list(frame), [a.dtype.kind in "biuf" for a in arrays], zip(*arrays)
+        columns = [[format_cell(v, digits) for v in array.tolist()] for array in arrays]
+        return list(frame), [a.dtype.kind in "biuf" for a in arrays], list(zip(*columns))
     from pandas.api.types import is_numeric_dtype
 
     numeric = [is_numeric_dtype(frame[c]) for c in frame.columns]
-    return [str(c) for c in frame.columns], numeric, frame.itertuples(index=False)
+    rows = [tuple(format_cell(v, digits) for v in row) for row in frame.itertuples(index=False)]
+    return [str(c) for c in frame.columns], numeric, rows
 
 
 def format_cell(value, digits: int = 3) -> str:
@@ -108,22 +111,33 @@ def format_cell(value, digits: int = 3) -> str:
 
 
 def to_markdown(frame: pd.DataFrame | ColumnTable, digits: int = 3) -> str:
-    header, numeric, rows = _layout(frame)
+    return _markdown(_layout(frame, digits))
+
+
+def _markdown(layout) -> str:
+    header, numeric, rows = layout
     lines = [
         "| " + " | ".join(h.replace("|", "\\|") for h in header) + " |",
         "|" + "|".join("---:" if n else ":---" for n in numeric) + "|",
     ]
     for row in rows:
-        lines.append("| " + " | ".join(format_cell(v, digits).replace("|", "\\|") for v in row) + " |")
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     return "\n".join(lines) + "\n"
 
 
+_LATEX_ESCAPES = str.maketrans(LATEX_SPECIALS)
+
+
 def latex_escape(text: str) -> str:
-    return "".join(LATEX_SPECIALS.get(ch, ch) for ch in text)
+    return text.translate(_LATEX_ESCAPES)
 
 
 def to_latex(frame: pd.DataFrame | ColumnTable, caption: str = "", label: str = "", digits: int = 3) -> str:
-    header, numeric, rows = _layout(frame)
+    return _latex(_layout(frame, digits), caption, label)
+
+
+def _latex(layout, caption: str, label: str) -> str:
+    header, numeric, rows = layout
     spec = "".join("r" if n else "l" for n in numeric)
     lines = [
         "\\begin{table}[ht]",
@@ -134,7 +148,7 @@ def to_latex(frame: pd.DataFrame | ColumnTable, caption: str = "", label: str = 
         "\\midrule",
     ]
     for row in rows:
-        lines.append(" & ".join(latex_escape(format_cell(v, digits)) or "--" for v in row) + " \\\\")
+        lines.append(" & ".join(latex_escape(cell) or "--" for cell in row) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     if caption:
         lines.append(f"\\caption{{{latex_escape(caption)}}}")
@@ -155,6 +169,7 @@ def write_table(
     """`frame` goes to CSV as is; `display` (default: `frame`) to Markdown and LaTeX. Returns the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     display = frame if display is None else display
+    layout = _layout(display, 3) if {"md", "tex"} & set(formats) else None  # formatted once for both
     written = []
     if "csv" in formats:
         path = out_dir / f"{name}.csv"
@@ -165,11 +180,11 @@ def write_table(
         written.append(path)
     if "md" in formats:
         path = out_dir / f"{name}.md"
-        text = (f"**{caption}**\n\n" if caption else "") + to_markdown(display)
+        text = (f"**{caption}**\n\n" if caption else "") + _markdown(layout)
         path.write_text(text, encoding="utf-8")
         written.append(path)
     if "tex" in formats:
         path = out_dir / f"{name}.tex"
-        path.write_text(to_latex(display, caption, f"tab:{name}"), encoding="utf-8")
+        path.write_text(_latex(layout, caption, f"tab:{name}"), encoding="utf-8")
         written.append(path)
     return written

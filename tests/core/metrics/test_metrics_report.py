@@ -77,3 +77,31 @@ def test_markdown_and_latex_tables():
     assert "| c\\|d |  | 4 |" in markdown and "| a_b | 0.500 | 3 |" in markdown
     latex = to_latex(frame, caption="50% of runs", label="tab:x")
     assert r"a\_b & 0.500 & 3 \\" in latex and r"c|d & -- & 4 \\" in latex and r"50\% of runs" in latex
+
+
+def test_plain_columns_and_their_dataframe_give_the_same_markdown_and_latex(tmp_path):
+    """Plain columns are formatted a column at a time from Python values, once for both files (issue 28, round 7):
+    the text a DataFrame of the same values gets cell by cell, numpy scalars in object columns included."""
+    from spokenbench.core.metrics.table_formats import column_table, write_table
+
+    values = {
+        "model": ["a_b", "c|d", "e&f~^", "g"],
+        "mixed": np.array([np.float64(0.25), None, np.int64(3), "x"], dtype=object),
+        "accuracy": [0.5, np.nan, 1e-5, -np.inf],
+        "n": [3, 4, 0, -2],
+        "flag": [True, False, True, False],
+    }
+    columns, frame = column_table(values), pd.DataFrame(values)
+    written = write_table(columns, tmp_path, "t", caption="50% & more", formats=("md", "tex"))
+    assert [p.name for p in written] == ["t.md", "t.tex"]
+    assert (
+        (tmp_path / "t.md").read_text()
+        == "**50% & more**\n\n" + to_markdown(frame)
+        == "**50% & more**\n\n" + (to_markdown(columns))
+    )
+    assert (
+        (tmp_path / "t.tex").read_text()
+        == to_latex(frame, "50% & more", "tab:t")
+        == to_latex(columns, "50% & more", "tab:t")
+    )
+    assert r"e\&f\textasciitilde{}\textasciicircum{} & " in to_latex(columns) and "| 1.00e-05 |" in to_markdown(columns)
