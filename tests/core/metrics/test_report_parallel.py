@@ -124,6 +124,10 @@ def _dying(*args):
     os._exit(3)  # as if killed: no result comes back
 
 
+def _failing_warm_up():
+    raise RuntimeError("no mathtext here")
+
+
 def _own_children() -> set[str]:
     """This process's children now (a test compares with those it had before: a pytest worker may keep a child
     of an earlier test, such as a stub server, that is not the report's)."""
@@ -131,18 +135,29 @@ def _own_children() -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("failure", ["figure-process-dies", "data-cannot-be-sent"])
+@pytest.mark.parametrize("failure", ["figure-process-dies", "warm-up-fails", "data-cannot-be-sent"])
 def test_figures_are_drawn_here_when_the_figure_processes_give_nothing(tmp_path, monkeypatch, failure):
     before = _own_children()
     here = write_report(frame(), tmp_path / "here", factors=FACTORS, n_resamples=0, workers=0)
+    drawn_by, save_figure = tmp_path / "pids", figures.save_figure
+
+    def noting_the_process(*args):
+        with drawn_by.open("a") as file:
+            file.write(f"{os.getpid()}\n")
+        return save_figure(*args)
+
+    monkeypatch.setattr(figures, "save_figure", noting_the_process)
     if failure == "figure-process-dies":
         monkeypatch.setattr(report_module, "_draw_figures", _dying)
+    elif failure == "warm-up-fails":  # in the first figure process, before it forks the others
+        monkeypatch.setattr(figures, "warm_up", _failing_warm_up)
     else:  # a local function is not pickled: the figure process gets no data and ends
         parts_of = report_module._mcq_figure_parts
         monkeypatch.setattr(report_module, "_mcq_figure_parts", lambda analysis: parts_of(analysis))
     again = write_report(frame(), tmp_path / "again", factors=FACTORS, n_resamples=0, workers=2)
     assert again.entries == here.entries and digests(tmp_path / "again") == digests(tmp_path / "here")
     assert sum(p.suffix == ".svg" for p in again.files) == 5 and not _own_children() - before
+    assert drawn_by.read_text().split() == [str(os.getpid())] * 5  # all drawn here
 
 
 def test_a_bad_input_ends_the_figure_process_started_for_it(tmp_path):
