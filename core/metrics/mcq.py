@@ -126,14 +126,15 @@ def _factor_result(data: McqResponses, factor: str, category, used, n_categories
     n_groups = data.n_groups
     level = data.factor_codes[factor]
 
+    rows = np.flatnonzero(used)  # the counted rows, each array taken once (issue 28, round 7)
+    group, level_code, answer = data.group[rows], level[rows], category[rows]
+
     # level entropy (Eq. 2) and APES (Eq. 3)
-    pair, n_pairs = combine(data.group[used], level[used])
+    pair, n_pairs = combine(group, level_code)
     first = representative_row(pair, n_pairs)
-    pair_group = data.group[used][first]
-    pair_level = level[used][first]
-    counts = np.bincount(pair * n_categories + category[used], minlength=n_pairs * n_categories).reshape(
-        n_pairs, n_categories
-    )
+    pair_group = group[first]
+    pair_level = level_code[first]
+    counts = np.bincount(pair * n_categories + answer, minlength=n_pairs * n_categories).reshape(n_pairs, n_categories)
     h_pairs = normalized_entropy(counts, base[pair_group])
     n_levels = np.bincount(pair_group, minlength=n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -142,10 +143,9 @@ def _factor_result(data: McqResponses, factor: str, category, used, n_categories
 
     # Fleiss' κ (Appendix C.4): items = combinations of the other factors, ratings = modal answer per level
     item_factors = kappa_item_factors(data, factor, nesting)
-    rows = np.flatnonzero(used)
-    item_row, _ = combine(data.group[rows], *[data.factor_codes[f][rows] for f in item_factors])
-    cell_row, n_cells = combine(item_row, level[rows])
-    cell_counts = np.bincount(cell_row * n_categories + category[rows], minlength=n_cells * n_categories).reshape(
+    item_row, _ = combine(group, *[data.factor_codes[f][rows] for f in item_factors])
+    cell_row, n_cells = combine(item_row, level_code)
+    cell_counts = np.bincount(cell_row * n_categories + answer, minlength=n_cells * n_categories).reshape(
         n_cells, n_categories
     )
     modal = cell_counts.argmax(axis=1)  # first maximum = alphabetically first letter on ties
@@ -155,7 +155,7 @@ def _factor_result(data: McqResponses, factor: str, category, used, n_categories
     item_counts = np.bincount(item_index * n_categories + modal, minlength=n_items * n_categories)
     item_counts = item_counts.reshape(n_items, n_categories)
     item_first_cell = representative_row(item_index, n_items)
-    item_group = data.group[rows][cell_first][item_first_cell]
+    item_group = group[cell_first][item_first_cell]
     kappa, kappa_items = fleiss_kappa_by_group(item_group, item_counts, n_groups)
 
     return FactorResult(
