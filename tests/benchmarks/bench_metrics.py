@@ -14,6 +14,8 @@
      (also each side's CPU time, steadier than wall time on a shared machine, and the load average)
   5. whole processes: `spokenbench report FILE --bootstrap 0` against `spokenbench metrics` on the same file
                                                                                    target ≤ 2.5× (issue 28)
+     (each tree first in every other round; also how much CPU other processes used during each round, and the
+     ratio over the rounds no other process disturbed: on a shared host, the figure to compare)
      (--profile: also where the report's time goes, in one process (no forked parts), imports included,
      for this tree and the baseline)
 With --baseline DIR (an older tree as DIR/spokenbench/core, e.g. `git archive 562acf0 core | tar -x -C
@@ -25,6 +27,7 @@ Medians, because the machine is shared; each figure states how many runs it is t
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import statistics
@@ -214,7 +217,7 @@ def whole_process(frame, repeats: int, baseline: str | None = None) -> None:
         load_before = os.getloadavg()[0]
         for _ in range(repeats):  # interleaved: machine noise hits both alike
             for name, (command, tree) in commands.items():
-                wall, used = _timed(command, tree)
+                wall, used, _ = _timed(command, tree)
                 times[name].append(wall)
                 cpu[name].append(used)
         load_after = os.getloadavg()[0]
@@ -283,9 +286,12 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
         common = [str(source), "--factors", ",".join(FACTORS), "--bootstrap", "0"]
         wall: dict[tuple[str, str], list[float]] = {}
         cpu: dict[tuple[str, str], list[float]] = {}
+        others: list[float] = []  # per round: the most CPU other processes used during one of its runs
         load_before = os.getloadavg()[0]
-        for _ in range(repeats):
-            for tree_name, tree in trees.items():
+        for round_number in range(repeats):
+            others.append(0.0)
+            in_turn = list(trees.items())  # each tree first in every other round: neither always runs first
+            for tree_name, tree in in_turn if round_number % 2 == 0 else in_turn[::-1]:
                 out = Path(tmp) / tree_name.replace(" ", "_")
                 shutil.rmtree(out, ignore_errors=True)
                 commands = {
@@ -293,9 +299,10 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
                     "report": [spokenbench, "report", *common, "--out", str(out)],
                 }
                 for command_name, command in commands.items():
-                    seconds, used = _timed(command, tree)
+                    seconds, used, by_others = _timed(command, tree)
                     wall.setdefault((tree_name, command_name), []).append(seconds)
                     cpu.setdefault((tree_name, command_name), []).append(used)
+                    others[-1] = max(others[-1], by_others)
         load_after = os.getloadavg()[0]
         same = None
         if baseline:
@@ -355,7 +362,22 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
             )
         )
     print(f"   load average {load_before:.1f} before, {load_after:.1f} after ({os.cpu_count()} cores)")
+    if math.isnan(_host_busy_cpu()):  # not Linux: no way to tell
+        return
+    calm = [i for i, used in enumerate(others) if used < UNDISTURBED_CPU]
+    print(
+        f"   other processes' CPU during a round's runs: median of the largest {statistics.median(others):.2f} s; "
+        f"{len(calm)} of {repeats} rounds undisturbed (under {UNDISTURBED_CPU} s in each run)"
+        + "".join(
+            f"; {tree_name} there: report/metrics "
+            + f"{statistics.median(wall[(tree_name, 'report')][i] / wall[(tree_name, 'metrics')][i] for i in calm):.2f}×"
+            for tree_name in trees
+            if calm
+        )
+    )
 
+
+UNDISTURBED_CPU = 0.1  # seconds of other processes' CPU during a run, below which it ran alone (a shared host)
 
 PROFILED_REPORT = """
 import cProfile, pstats, sys, time
@@ -504,15 +526,28 @@ def report_timeline(frame, baseline: str | None, width: int = 60) -> None:
             print(f"     {names[pid]:<8}|{bar}| {start:5.2f}-{end:5.2f} (CPU {used:.2f}) {what}")
 
 
-def _timed(command: list[str], tree: str | None) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system, children included) of one run; `tree` goes first on PYTHONPATH."""
+def _timed(command: list[str], tree: str | None) -> tuple[float, float, float]:
+    """Wall and CPU seconds (user + system, children included) of one run, and the CPU seconds other processes
+    used meanwhile (NaN where /proc/stat is missing); `tree` goes first on PYTHONPATH."""
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
-    used = _children_cpu()
+    used, busy = _children_cpu(), _host_busy_cpu()
     start = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=env)
-    return time.perf_counter() - start, _children_cpu() - used
+    seconds, used = time.perf_counter() - start, _children_cpu() - used
+    return seconds, used, _host_busy_cpu() - busy - used
+
+
+def _host_busy_cpu() -> float:
+    """CPU seconds every process on the host has used since boot (/proc/stat: all but idle and I/O wait), NaN
+    off Linux."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(field) for field in stat.readline().split()[1:]]
+    except OSError:
+        return float("nan")
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _children_cpu() -> float:
