@@ -166,6 +166,44 @@ def test_the_decision_follows_the_cores_the_size_and_the_start_method(audio_proj
     assert multiprocessing.active_children() == []
 
 
+def test_a_resumed_runs_file_holds_only_what_it_has_not_answered_and_counts_it_before_planning(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """The plan is keyed and written as it is made (no list of it first): the sink and the progress are given the
+    count of requests left before any is planned, and the file holds exactly those lines."""
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import create_prepared_run
+
+    prepared = prepare_evaluation(audio_project, VLLM)
+    stored = prepared.jobs[2]
+    with audio_project.transaction() as conn:
+        run_id = create_prepared_run(conn, prepared)
+        conn.execute(
+            "INSERT INTO responses(run_id, item_id, condition_key, option_order, raw_text, created_at) "
+            "VALUES (?, ?, ?, ?, 'Answer: [[B]]', '2026-01-01')",
+            (run_id, stored.planned.item_id, stored.planned.condition_key, stored.planned.option_order),
+        )
+    resumed = prepare_evaluation(audio_project, RunSettings(**{**VLLM.__dict__, "run_id": run_id}))
+    counts, reports = [], []
+    real_sink_for = batch_files._sink_for
+
+    def sink_for(audio, fd, requests, path=None):
+        counts.append(requests)
+        return real_sink_for(audio, fd, requests, path)
+
+    monkeypatch.setattr(batch_files, "_sink_for", sink_for)
+    monkeypatch.setattr(batch_files, "WRITE_CHUNK", 2)  # three chunks, reported one by one
+    progress = Progress(lambda done, total, message: reports.append((done, total)))
+    out = tmp_path / "resumed.jsonl"
+    summary = batch_files.write_batch_file(audio_project, resumed, out, progress)
+    assert counts == [5] and summary.requests == summary.lines == 5 and reports == [(2, 5), (4, 5), (5, 5)]
+    keys = [json.loads(line)["custom_id"] for line in out.read_text().splitlines()]
+    rows = audio_project.conn.execute("SELECT item_id, condition_key FROM batch_requests ORDER BY rowid").fetchall()
+    assert len(keys) == len(set(keys)) == 5 and len(rows) == 5
+    assert (stored.planned.item_id, stored.planned.condition_key) not in {tuple(row) for row in rows}
+    assert len(split) == 1
+
+
 def test_when_no_second_process_can_start_one_writes_the_file(audio_project, tmp_path, split, monkeypatch):
     def no_fork(process):
         raise BlockingIOError(11, "Resource temporarily unavailable")
