@@ -281,10 +281,13 @@ class _Clip:
 @dataclass(frozen=True)
 class _ClipSource:
     """Where a sink's clips come from: the project's audio, checked through the user's cache of verified clips
-    (None: every clip hashed). The cache is used by one thread at a time: the one reading."""
+    (None: every clip hashed). The cache is used by one thread at a time: the one reading. `looked_up`: what the
+    cache knows of the clips about to be read is loaded already (a whole unit's, by the process that planned it),
+    so reading them asks it nothing more."""
 
     audio: AudioStore
     verified: VerifiedClips | None
+    looked_up: bool = False
 
 
 def _read_clips(source: _ClipSource, clips: list[_Clip]) -> None:
@@ -292,7 +295,7 @@ def _read_clips(source: _ClipSource, clips: list[_Clip]) -> None:
     missing, damaged, linked or oversized file; a file the cache of verified clips vouches for is not hashed
     again). The reads, the sha256 and the encoding release the GIL."""
     audio, verified = source.audio, source.verified
-    if verified is not None:
+    if verified is not None and not source.looked_up:
         verified.look_up(clip.sha256 for clip in clips)
     for clip in clips:
         clip.data = _b64encode(audio.read_bytes(clip.sha256, clip.format, verified))
@@ -472,14 +475,17 @@ def _write_shares_in_child(
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ended by the parent (a fork inherits the CLI's SIGTERM handler)
     with contextlib.suppress(ValueError):
         signal.set_wakeup_fd(-1)  # ... and an event loop's wakeup socket, which signals here must not write to
-    source = _ClipSource(AudioStore(Path(audio_root)), open_verified_clips())
+    verified = open_verified_clips()
+    source = _ClipSource(AudioStore(Path(audio_root)), verified, looked_up=verified is not None)
     share = -1
     try:
         fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
             written = 0
             while (message := shares.recv()) is not None:
-                share, offset, specs, sizes = message
+                share, offset, specs, sizes, entries = message
+                if verified is not None:
+                    verified.take(entries)  # what the parent's cache knows of these clips (looked up with the unit)
                 _write_share(source, fd, offset, specs, sizes)
                 written += len(specs)
                 struct.pack_into("q", lines_written, 0, written)
@@ -533,7 +539,8 @@ class _SplitSink:
             self._children.stop()
             self._sender.close()
             raise ChildCallFailed("no second process could be started")
-        self._source = _ClipSource(audio, open_verified_clips())  # opened after the fork: not shared with the child
+        verified = open_verified_clips()  # opened after the fork: not shared with the child
+        self._source = _ClipSource(audio, verified, looked_up=verified is not None)  # a unit at a time, by `_split`
 
     def write(self, specs: Iterable[LineSpec]) -> None:
         pending = self._pending
@@ -543,22 +550,31 @@ class _SplitSink:
             del pending[:SPLIT_LINES]
 
     def _split(self, specs: list[LineSpec]) -> None:
-        """Size the lines, send the child its part of them and write this process's part."""
+        """Size the lines, send the child its part of them and write this process's part. The unit's clips are
+        looked up in the cache of verified clips at once: it knows the size of those it holds (no stat for them:
+        the next model's file stats none) and what it knows goes to whichever process reads each clip."""
         sizes: list[int] = []
         ends: list[tuple[int, int]] = []  # per line: the offset after it, the audios sized up to it
         offset = self._offset
-        known, file_name = self._sizes, self._audio.file_name
+        known, file_name, verified = self._sizes, self._audio.file_name, self._source.verified
+        cached = {}
+        if verified is not None:
+            verified.look_up(sha256 for _head, audios in specs for sha256, _format, _after in audios)
+            cached = verified.sizes()
         for number, (head, audios) in enumerate(specs):
             offset += sum(map(len, head))
             for sha256, audio_format, after in audios:
                 size = known.get((sha256, audio_format))
                 if size is None:
-                    try:
-                        size = _base64_size(os.stat(file_name(sha256, audio_format), follow_symlinks=False).st_size)
-                    except OSError:  # a missing clip: the lines before it written, then the store's own message
-                        if number:
-                            self._split(specs[:number])
-                        self._conclude(self._share, self._unreadable(sha256, audio_format))
+                    size = cached.get(sha256)
+                    if size is None:
+                        try:
+                            size = os.stat(file_name(sha256, audio_format), follow_symlinks=False).st_size
+                        except OSError:  # a missing clip: the lines before it written, then the store's own message
+                            if number:
+                                self._split(specs[:number])
+                            self._conclude(self._share, self._unreadable(sha256, audio_format))
+                    size = _base64_size(size)
                     if len(known) >= _LineSink.CACHED_CLIPS:
                         known.clear()
                     known[(sha256, audio_format)] = size
@@ -570,8 +586,11 @@ class _SplitSink:
         start, mine, theirs = self._offset, self._share, self._share + 1
         self._offset, self._share = offset, self._share + 2
         if here < len(specs):
+            entries = []
+            if cached:
+                entries = verified.entries_for({sha256 for _head, audios in specs[here:] for sha256, _, _ in audios})
             try:
-                self._sender.send((theirs, middle, specs[here:], sizes[sized_here:]))
+                self._sender.send((theirs, middle, specs[here:], sizes[sized_here:], entries))
                 self._lines_sent += len(specs) - here
             except OSError:  # the child has ended (its error, or killed): what it says is raised
                 self._conclude()

@@ -421,3 +421,64 @@ def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(
     with audio_project.transaction() as conn:
         batch_store.delete_batch(conn, killed[0])
     assert written(audio_project, VLLM, target) == PINNED["audio standard"]
+
+
+def warm_cache(project, tmp_path, monkeypatch) -> None:
+    """Every clip of the project in the cache of verified clips (a first file written, its record then removed)."""
+    monkeypatch.setattr(verified_clips, "RACY_NS", 50_000_000)
+    time.sleep(0.1)  # the clips older than the racily-clean margin
+    assert written(project, VLLM, tmp_path / "cold.jsonl") == PINNED["audio standard"]
+    assert len(cached_entries()) == project.conn.execute("SELECT count(*) FROM assembled_inputs").fetchone()[0]
+    project.conn.execute("DELETE FROM batch_jobs")
+
+
+def test_a_unit_is_sized_from_the_cache_and_its_child_asks_the_cache_nothing(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """The next model's file: the cache knows every clip, so this process stats none of them to plan the offsets,
+    and the child vouches for its clips by what this process looked up with the unit (one query per unit here,
+    none there); the file is the same."""
+    warm_cache(audio_project, tmp_path, monkeypatch)
+    stats, queries = [], tmp_path / "queries"
+    real_stat, real_look_up = os.stat, verified_clips.VerifiedClips.look_up
+
+    def counted_stat(path, *args, **kwargs):
+        stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    def counted_look_up(self, sha256s):
+        with open(queries, "a") as out:
+            out.write(f"{'parent' if os.getpid() == PARENT else 'child'}\n")
+        real_look_up(self, sha256s)
+
+    monkeypatch.setattr(batch_files.os, "stat", counted_stat)
+    monkeypatch.setattr(verified_clips.VerifiedClips, "look_up", counted_look_up)
+    assert written(audio_project, VLLM, tmp_path / "warm.jsonl") == PINNED["audio standard"]
+    assert not [path for path in stats if str(audio_project.audio.root) in path]
+    assert queries.read_text().split() == ["parent", "parent"]  # two units of three lines, one look-up each
+
+
+@pytest.mark.parametrize("row", [0, 2], ids=["parent's part", "child's part"])
+@pytest.mark.parametrize("change", ["removed", "longer"])
+def test_a_clip_the_cache_sized_that_is_gone_or_changed_is_the_stores_message(
+    audio_project, tmp_path, split, monkeypatch, row, change
+):
+    """Sized from the cache, a clip removed since, or with other bytes of another size, is refused when it is read
+    with the store's own message (missing, or damaged: its stat no longer matches the cache's, so it is hashed),
+    the same as one process gives; nothing is left."""
+    warm_cache(audio_project, tmp_path, monkeypatch)
+    sha = audio_project.conn.execute(
+        "SELECT sha256 FROM assembled_inputs ORDER BY id LIMIT 1 OFFSET ?", (row,)
+    ).fetchone()[0]
+    path = audio_project.audio.path_for(sha, "wav")
+    path.unlink() if change == "removed" else path.write_bytes(path.read_bytes() + b"more")
+    prepared = prepare_evaluation(audio_project, VLLM)
+    out = tmp_path / "out"
+    with pytest.raises(ProjectError) as two:
+        batch_files.write_batch_file(audio_project, prepared, out / "requests.jsonl")
+    assert sha in str(two.value) and ("missing" if change == "removed" else "damaged") in str(two.value)
+    nothing_left(audio_project, out)
+    one_process(monkeypatch)
+    with pytest.raises(ProjectError) as one:
+        batch_files.write_batch_file(audio_project, prepared, out / "requests.jsonl")
+    assert str(one.value) == str(two.value)
