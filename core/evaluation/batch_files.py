@@ -341,6 +341,12 @@ class _LineSink:
             raise self._failure
         self._handed.put(list(specs))
 
+    def lead(self, lines: int) -> None:
+        """`_SplitSink.lead`: nothing to do here (the writing thread has up to HANDED_CALLS calls of lines queued)."""
+
+    def pause(self) -> None:
+        """`_SplitSink.pause`: nothing to do here."""
+
     def _write_handed(self) -> None:
         """The writing thread: every call's lines, then the rest at the end (None). After an error or a stop it
         only empties the queue, so the caller never waits on it."""
@@ -521,6 +527,7 @@ class _SplitSink:
         self._share = 0  # shares handed out so far, in line order (this process's and the child's)
         self._share_here = PARENT_SHARE  # of each unit's lines, written here (`_balanced_share`)
         self._pending: list[LineSpec] = []
+        self._leading = 0  # lines still to send whole to the child before this process pauses (`lead`)
         self._lines_left = lines  # expected from here on (at most: lines answered by the cache are not written)
         self._lines_sent = 0  # to the child, and how many it has written (counted there: shared memory)
         self._lines_written_there = mmap.mmap(-1, 8)
@@ -541,6 +548,18 @@ class _SplitSink:
             raise ChildCallFailed("no second process could be started")
         verified = open_verified_clips()  # opened after the fork: not shared with the child
         self._source = _ClipSource(audio, verified, looked_up=verified is not None)  # a unit at a time, by `_split`
+
+    def lead(self, lines: int) -> None:
+        """The caller pauses after its next `lines` lines (it records a chunk's rows in the database: ~40-80 ms for
+        8,192 with its commit): they all go to the child, whose queue then lasts through the pause (it waited
+        ~0.05-0.1 s per chunk for lines, idle, when this process had kept its share of the last units)."""
+        self._leading = lines
+
+    def pause(self) -> None:
+        """The caller pauses now: the lines held back for a whole unit are split at once, not after the pause."""
+        if self._pending:
+            self._split(self._pending)
+            self._pending = []
 
     def write(self, specs: Iterable[LineSpec]) -> None:
         pending = self._pending
@@ -581,7 +600,11 @@ class _SplitSink:
                 sizes.append(size)
                 offset += size + len(after)
             ends.append((offset, len(sizes)))
-        here = round(len(specs) * self._balanced_share(len(specs)))
+        share = self._balanced_share(len(specs))
+        if self._leading > 0:
+            self._leading -= len(specs)
+            share = 0.0
+        here = round(len(specs) * share)
         middle, sized_here = ends[here - 1] if here else (self._offset, 0)
         start, mine, theirs = self._offset, self._share, self._share + 1
         self._offset, self._share = offset, self._share + 2
@@ -694,6 +717,9 @@ WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and writ
 PLAN_LINES = 1024  # of a chunk, planned and checked against the cache at a time: a second process's queue (a pipe
 # of ~1,400 lines) then covers the pauses between (planning 8,192 at once left it idle ~0.05 s a chunk)
 SEND_LINES = 256  # lines handed to the sink at a time
+LEAD_LINES = 2048  # of a chunk, the last lines planned before its rows are recorded (`_SplitSink.lead`): ~50 ms of
+# a second process's writing (its pipe holds ~3,000 lines)
+LAST_LEAD_LINES = 1024  # of the last chunk, whose rows take less time (and the second process has its queue)
 READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
 READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free (and no fork)
 SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (the fork costs more than it saves)
@@ -790,7 +816,10 @@ def _write_batch_file(
                 progress.check_cancelled()
                 chunk = itertools.chain((head,), itertools.islice(todo, WRITE_CHUNK - 1))
                 rows, answered, hits = [], [], {}
+                chunk_end = min(done + WRITE_CHUNK, requests)
                 while keyed := planner.plan(itertools.islice(chunk, PLAN_LINES)):
+                    if done + len(keyed) > chunk_end - (LEAD_LINES if chunk_end < requests else LAST_LEAD_LINES):
+                        sink.lead(chunk_end - done)  # the chunk's last lines, before its rows are recorded
                     done += len(keyed)
                     hits.update(store.cached_replies(project.conn, sorted({entry[1] for entry in keyed})))
                     for parts, key, context, how in keyed:
@@ -810,6 +839,7 @@ def _write_batch_file(
                             rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
                 sink.write(specs)
                 specs.clear()
+                sink.pause()
                 cached += len(answered)
                 with project.transaction() as conn:
                     batch_store.insert_requests(conn, batch_id, rows)

@@ -44,6 +44,8 @@ def split(monkeypatch):
     monkeypatch.setattr(batch_files, "SPLIT_MIN_LINES", 0)
     monkeypatch.setattr(batch_files, "SPLIT_LINES", 3)
     monkeypatch.setattr(batch_files, "SHARE_STEP", 0)  # the same lines here and in the child, whatever the timing
+    monkeypatch.setattr(batch_files, "LEAD_LINES", 0)  # no chunk's last lines given whole to the child (see below)
+    monkeypatch.setattr(batch_files, "LAST_LEAD_LINES", 0)
     monkeypatch.setattr(batch_files, "a_core_is_free", lambda: True)
     monkeypatch.setattr(batch_files, "child_start_method", lambda: "fork")  # as in the CLI (pytest-xdist: threads)
     yield made
@@ -118,6 +120,43 @@ def test_near_the_end_this_process_takes_the_lines_a_slow_child_would_leave_it_w
     here = [offset for offset, _ in shares]
     line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
     assert here and here == line_starts[len(line_starts) - len(here) :]  # the last lines, and only those
+
+
+@pytest.mark.parametrize("lead", [0, 2])
+def test_a_chunks_last_lines_go_to_the_child_and_are_all_handed_out_before_its_rows_are_recorded(
+    audio_project, tmp_path, split, monkeypatch, lead
+):
+    """Chunks of four of the six lines, planned two at a time, three a unit: the lines the sink holds back for a
+    unit are split when the chunk ends, before its rows are recorded (this process pauses there); with a lead of
+    two lines, the first chunk's last lines are all the child's (in units: its first unit is split after the lead
+    began), so its queue lasts through the pause; the last chunk (LAST_LEAD_LINES 0) is shared as before (how many
+    of its lines are written here depends on the child's pace: `_ending_share`); the file is the pinned one."""
+    monkeypatch.setattr(batch_files, "WRITE_CHUNK", 4)
+    monkeypatch.setattr(batch_files, "PLAN_LINES", 2)
+    monkeypatch.setattr(batch_files, "LEAD_LINES", lead)
+    events = []
+    real_split, real_insert = batch_files._SplitSink._split, batch_files.batch_store.insert_requests
+
+    def split_unit(self, specs):
+        events.append(("split", len(specs)))
+        real_split(self, specs)
+
+    def insert(conn, batch_id, rows):
+        events.append(("rows", len(rows)))
+        real_insert(conn, batch_id, rows)
+
+    monkeypatch.setattr(batch_files._SplitSink, "_split", split_unit)
+    monkeypatch.setattr(batch_files.batch_store, "insert_requests", insert)
+    shares = _shares_written_here(monkeypatch)
+    path = tmp_path / "r.jsonl"
+    assert written(audio_project, VLLM, path) == PINNED["audio standard"]
+    assert events == [("split", 3), ("split", 1), ("rows", 4), ("split", 2), ("rows", 2)]
+    line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
+    here = [offset for offset, _ in shares]
+    if lead:  # lines 0-2 (the unit split after the lead began) the child's; the last chunk shared as before
+        assert here and min(here) >= line_starts[3]
+    else:
+        assert here[0] == line_starts[0]  # PARENT_SHARE of the first unit
 
 
 def test_a_unit_sent_to_the_child_carries_each_shared_middle_once(audio_project, tmp_path, split, monkeypatch):
