@@ -427,6 +427,7 @@ def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(
         "from spokenbench.core.store import opened\n"
         "batch_files.READERS_MIN_LINES = batch_files.SPLIT_MIN_LINES = 0\n"
         "batch_files.SPLIT_LINES = 3\n"
+        "batch_files.LEAD_LINES = batch_files.LAST_LEAD_LINES = 0\n"  # this process writes a part of each unit
         "batch_files.a_core_is_free = lambda: True\n"
         "parent, real = os.getpid(), batch_files._write_share\n"
         "def write_then_hang(*args):\n"
