@@ -45,7 +45,6 @@ def split(monkeypatch):
     monkeypatch.setattr(batch_files, "SPLIT_LINES", 3)
     monkeypatch.setattr(batch_files, "SHARE_STEP", 0)  # the same lines here and in the child, whatever the timing
     monkeypatch.setattr(batch_files, "LEAD_LINES", 0)  # no chunk's last lines given whole to the child (see below)
-    monkeypatch.setattr(batch_files, "LAST_LEAD_LINES", 0)
     monkeypatch.setattr(batch_files, "a_core_is_free", lambda: True)
     monkeypatch.setattr(batch_files, "child_start_method", lambda: "fork")  # as in the CLI (pytest-xdist: threads)
     yield made
@@ -129,7 +128,7 @@ def test_a_chunks_last_lines_go_to_the_child_and_are_all_handed_out_before_its_r
     """Chunks of four of the six lines, planned two at a time, three a unit: the lines the sink holds back for a
     unit are split when the chunk ends, before its rows are recorded (this process pauses there); with a lead of
     two lines, the first chunk's last lines are all the child's (in units: its first unit is split after the lead
-    began), so its queue lasts through the pause; the last chunk (LAST_LEAD_LINES 0) is shared as before (how many
+    began), so its queue lasts through the pause; the last chunk is shared as before, its shares ending together (how many
     of its lines are written here depends on the child's pace: `_ending_share`); the file is the pinned one."""
     monkeypatch.setattr(batch_files, "WRITE_CHUNK", 4)
     monkeypatch.setattr(batch_files, "PLAN_LINES", 2)
@@ -427,7 +426,7 @@ def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(
         "from spokenbench.core.store import opened\n"
         "batch_files.READERS_MIN_LINES = batch_files.SPLIT_MIN_LINES = 0\n"
         "batch_files.SPLIT_LINES = 3\n"
-        "batch_files.LEAD_LINES = batch_files.LAST_LEAD_LINES = 0\n"  # this process writes a part of each unit
+        "batch_files.LEAD_LINES = 0\n"  # this process writes a part of each unit
         "batch_files.a_core_is_free = lambda: True\n"
         "parent, real = os.getpid(), batch_files._write_share\n"
         "def write_then_hang(*args):\n"
