@@ -128,8 +128,9 @@ def test_a_chunks_last_lines_go_to_the_child_and_are_all_handed_out_before_its_r
     """Chunks of four of the six lines, planned two at a time, three a unit: the lines the sink holds back for a
     unit are split when the chunk ends, before its rows are recorded (this process pauses there); with a lead of
     two lines, the first chunk's last lines are all the child's (in units: its first unit is split after the lead
-    began), so its queue lasts through the pause; the last chunk is shared as before, its shares ending together (how many
-    of its lines are written here depends on the child's pace: `_ending_share`); the file is the pinned one."""
+    began), so its queue lasts through the pause; the last chunk is shared as before, its shares ending together
+    (how many of its lines are written here depends on the child's pace: `_ending_share`); the file is the pinned
+    one."""
     monkeypatch.setattr(batch_files, "WRITE_CHUNK", 4)
     monkeypatch.setattr(batch_files, "PLAN_LINES", 2)
     monkeypatch.setattr(batch_files, "LEAD_LINES", lead)
