@@ -719,7 +719,7 @@ PLAN_LINES = 1024  # of a chunk, planned and checked against the cache at a time
 # of ~1,400 lines) then covers the pauses between (planning 8,192 at once left it idle ~0.05 s a chunk)
 SEND_LINES = 256  # lines handed to the sink at a time
 LEAD_LINES = 2048  # of a chunk, the last lines planned before its rows are recorded (`_SplitSink.lead`): ~50 ms of
-# a second process's writing (its pipe holds ~3,000 lines). Not the last chunk's: there the shares end together
+# a second process's writing (its pipe holds ~2,000-3,000 lines). Not the last chunk's: there the shares end together
 # (`_SplitSink._ending_share`); giving the child its last 1,024 lines left this process waiting for it at the end
 # (0.08-0.10 s with every clip hashed: 0.83 s against 0.76 s, warm the same)
 READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
