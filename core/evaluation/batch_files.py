@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import math
 import os
@@ -280,10 +281,13 @@ class _Clip:
 @dataclass(frozen=True)
 class _ClipSource:
     """Where a sink's clips come from: the project's audio, checked through the user's cache of verified clips
-    (None: every clip hashed). The cache is used by one thread at a time: the one reading."""
+    (None: every clip hashed). The cache is used by one thread at a time: the one reading. `looked_up`: what the
+    cache knows of the clips about to be read is loaded already (a whole unit's, by the process that planned it),
+    so reading them asks it nothing more."""
 
     audio: AudioStore
     verified: VerifiedClips | None
+    looked_up: bool = False
 
 
 def _read_clips(source: _ClipSource, clips: list[_Clip]) -> None:
@@ -291,7 +295,7 @@ def _read_clips(source: _ClipSource, clips: list[_Clip]) -> None:
     missing, damaged, linked or oversized file; a file the cache of verified clips vouches for is not hashed
     again). The reads, the sha256 and the encoding release the GIL."""
     audio, verified = source.audio, source.verified
-    if verified is not None:
+    if verified is not None and not source.looked_up:
         verified.look_up(clip.sha256 for clip in clips)
     for clip in clips:
         clip.data = _b64encode(audio.read_bytes(clip.sha256, clip.format, verified))
@@ -336,6 +340,12 @@ class _LineSink:
         if self._failure is not None:
             raise self._failure
         self._handed.put(list(specs))
+
+    def lead(self, lines: int) -> None:
+        """`_SplitSink.lead`: nothing to do here (the writing thread has up to HANDED_CALLS calls of lines queued)."""
+
+    def pause(self) -> None:
+        """`_SplitSink.pause`: nothing to do here."""
 
     def _write_handed(self) -> None:
         """The writing thread: every call's lines, then the rest at the end (None). After an error or a stop it
@@ -471,14 +481,17 @@ def _write_shares_in_child(
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ended by the parent (a fork inherits the CLI's SIGTERM handler)
     with contextlib.suppress(ValueError):
         signal.set_wakeup_fd(-1)  # ... and an event loop's wakeup socket, which signals here must not write to
-    source = _ClipSource(AudioStore(Path(audio_root)), open_verified_clips())
+    verified = open_verified_clips()
+    source = _ClipSource(AudioStore(Path(audio_root)), verified, looked_up=verified is not None)
     share = -1
     try:
         fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
             written = 0
             while (message := shares.recv()) is not None:
-                share, offset, specs, sizes = message
+                share, offset, specs, sizes, entries = message
+                if verified is not None:
+                    verified.take(entries)  # what the parent's cache knows of these clips (looked up with the unit)
                 _write_share(source, fd, offset, specs, sizes)
                 written += len(specs)
                 struct.pack_into("q", lines_written, 0, written)
@@ -514,6 +527,7 @@ class _SplitSink:
         self._share = 0  # shares handed out so far, in line order (this process's and the child's)
         self._share_here = PARENT_SHARE  # of each unit's lines, written here (`_balanced_share`)
         self._pending: list[LineSpec] = []
+        self._leading = 0  # lines still to send whole to the child before this process pauses (`lead`)
         self._lines_left = lines  # expected from here on (at most: lines answered by the cache are not written)
         self._lines_sent = 0  # to the child, and how many it has written (counted there: shared memory)
         self._lines_written_there = mmap.mmap(-1, 8)
@@ -532,7 +546,21 @@ class _SplitSink:
             self._children.stop()
             self._sender.close()
             raise ChildCallFailed("no second process could be started")
-        self._source = _ClipSource(audio, open_verified_clips())  # opened after the fork: not shared with the child
+        verified = open_verified_clips()  # opened after the fork: not shared with the child
+        self._source = _ClipSource(audio, verified, looked_up=verified is not None)  # a unit at a time, by `_split`
+
+    def lead(self, lines: int) -> None:
+        """The caller pauses after its next `lines` lines (it records a chunk's rows in the database: ~40-80 ms for
+        8,192 with its commit): the units split from now until then all go to the child, whose queue then lasts
+        through the pause (it waited ~0.05-0.1 s per chunk for lines, idle, when this process kept its share of
+        the last units)."""
+        self._leading = lines
+
+    def pause(self) -> None:
+        """The caller pauses now: the lines held back for a whole unit are split at once, not after the pause."""
+        if self._pending:
+            self._split(self._pending)
+            self._pending = []
 
     def write(self, specs: Iterable[LineSpec]) -> None:
         pending = self._pending
@@ -542,35 +570,51 @@ class _SplitSink:
             del pending[:SPLIT_LINES]
 
     def _split(self, specs: list[LineSpec]) -> None:
-        """Size the lines, send the child its part of them and write this process's part."""
+        """Size the lines, send the child its part of them and write this process's part. The unit's clips are
+        looked up in the cache of verified clips at once: it knows the size of those it holds (no stat for them:
+        the next model's file stats none) and what it knows goes to whichever process reads each clip."""
         sizes: list[int] = []
         ends: list[tuple[int, int]] = []  # per line: the offset after it, the audios sized up to it
         offset = self._offset
-        known, file_name = self._sizes, self._audio.file_name
+        known, file_name, verified = self._sizes, self._audio.file_name, self._source.verified
+        cached = {}
+        if verified is not None:
+            verified.look_up(sha256 for _head, audios in specs for sha256, _format, _after in audios)
+            cached = verified.sizes()
         for number, (head, audios) in enumerate(specs):
             offset += sum(map(len, head))
             for sha256, audio_format, after in audios:
                 size = known.get((sha256, audio_format))
                 if size is None:
-                    try:
-                        size = _base64_size(os.stat(file_name(sha256, audio_format), follow_symlinks=False).st_size)
-                    except OSError:  # a missing clip: the lines before it written, then the store's own message
-                        if number:
-                            self._split(specs[:number])
-                        self._conclude(self._share, self._unreadable(sha256, audio_format))
+                    size = cached.get(sha256)
+                    if size is None:
+                        try:
+                            size = os.stat(file_name(sha256, audio_format), follow_symlinks=False).st_size
+                        except OSError:  # a missing clip: the lines before it written, then the store's own message
+                            if number:
+                                self._split(specs[:number])
+                            self._conclude(self._share, self._unreadable(sha256, audio_format))
+                    size = _base64_size(size)
                     if len(known) >= _LineSink.CACHED_CLIPS:
                         known.clear()
                     known[(sha256, audio_format)] = size
                 sizes.append(size)
                 offset += size + len(after)
             ends.append((offset, len(sizes)))
-        here = round(len(specs) * self._balanced_share(len(specs)))
+        share = self._balanced_share(len(specs))
+        if self._leading > 0:
+            self._leading -= len(specs)
+            share = 0.0
+        here = round(len(specs) * share)
         middle, sized_here = ends[here - 1] if here else (self._offset, 0)
         start, mine, theirs = self._offset, self._share, self._share + 1
         self._offset, self._share = offset, self._share + 2
         if here < len(specs):
+            entries = []
+            if cached:
+                entries = verified.entries_for({sha256 for _head, audios in specs[here:] for sha256, _, _ in audios})
             try:
-                self._sender.send((theirs, middle, specs[here:], sizes[sized_here:]))
+                self._sender.send((theirs, middle, specs[here:], sizes[sized_here:], entries))
                 self._lines_sent += len(specs) - here
             except OSError:  # the child has ended (its error, or killed): what it says is raised
                 self._conclude()
@@ -674,6 +718,10 @@ WRITE_CHUNK = 8192  # planned requests keyed, checked against the cache and writ
 PLAN_LINES = 1024  # of a chunk, planned and checked against the cache at a time: a second process's queue (a pipe
 # of ~1,400 lines) then covers the pauses between (planning 8,192 at once left it idle ~0.05 s a chunk)
 SEND_LINES = 256  # lines handed to the sink at a time
+LEAD_LINES = 2048  # of a chunk, the last lines planned before its rows are recorded (`_SplitSink.lead`): ~50 ms of
+# a second process's writing (its pipe holds ~2,000-3,000 lines). Not the last chunk's: there the shares end together
+# (`_SplitSink._ending_share`); giving the child its last 1,024 lines left this process waiting for it at the end
+# (0.08-0.10 s with every clip hashed: 0.83 s against 0.76 s, warm the same)
 READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
 READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free (and no fork)
 SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (the fork costs more than it saves)
@@ -730,12 +778,17 @@ def _write_batch_file(
     builder = RequestBuilder(settings, prepared.preset, None)
     keyer = ModelAdapter(prepared.preset, settings.params)
     stored = store.done_keys(project.conn, run_id)
-    keys = prepared.request_keys or [None] * prepared.request_count  # by plan position: keyed while preparing
-    todo = [
+    keys = prepared.request_keys or itertools.repeat(None)  # by plan position: keyed while preparing
+    # made as they are planned, not as a list first: a second process starts on the first lines at once (the list
+    # of 20,000 took ~45 ms before it was forked), and 100,800 (parts, key) pairs are never held at once
+    todo = (
         (parts, key)
         for parts, key in zip(prepared.job_parts(), keys)
         if not stored or (parts[0].item_id, parts[0].condition_key) not in stored
-    ]
+    )
+    requests = prepared.request_count - (
+        sum((planned.item_id, planned.condition_key) in stored for planned in prepared.plan.requests) if stored else 0
+    )
     planner = _LinePlanner(
         _Contexts(prepared, builder, keyer),
         _Writer(project, OpenAICompatibleAdapter(prepared.preset, settings.params, None)),
@@ -757,16 +810,19 @@ def _write_batch_file(
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
-    lines = cached = 0
+    lines = cached = done = 0
     try:
-        with _sink_for(project.audio, handle, len(todo), temp_name) as sink:
+        with _sink_for(project.audio, handle, requests, temp_name) as sink:
             specs: list[LineSpec] = []
-            for start in range(0, len(todo), WRITE_CHUNK):
+            while (head := next(todo, None)) is not None:
                 progress.check_cancelled()
-                end = min(start + WRITE_CHUNK, len(todo))
+                chunk = itertools.chain((head,), itertools.islice(todo, WRITE_CHUNK - 1))
                 rows, answered, hits = [], [], {}
-                for first in range(start, end, PLAN_LINES):
-                    keyed = planner.plan(todo[first : min(first + PLAN_LINES, end)])
+                chunk_end = min(done + WRITE_CHUNK, requests)
+                while keyed := planner.plan(itertools.islice(chunk, PLAN_LINES)):
+                    if chunk_end < requests and done + len(keyed) > chunk_end - LEAD_LINES:
+                        sink.lead(chunk_end - done)  # the chunk's last lines, before its rows are recorded
+                    done += len(keyed)
                     hits.update(store.cached_replies(project.conn, sorted({entry[1] for entry in keyed})))
                     for parts, key, context, how in keyed:
                         from_cache = seen.get(key)
@@ -785,11 +841,12 @@ def _write_batch_file(
                             rows.append((planned.item_id, planned.condition_key, planned.option_order, key, context))
                 sink.write(specs)
                 specs.clear()
+                sink.pause()
                 cached += len(answered)
                 with project.transaction() as conn:
                     batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
-                progress.report(min(start + WRITE_CHUNK, len(todo)), len(todo), "requests written")
+                progress.report(done, max(done, requests), "requests written")
         written = sink.written
         os.replace(temp_name, target)
     except BaseException:
@@ -804,7 +861,7 @@ def _write_batch_file(
         batch_id=batch_id,
         path=str(target),
         lines=lines,
-        requests=len(todo) - cached,
+        requests=done - cached,
         cached=cached,
         bytes=written,
         elapsed_s=time.monotonic() - started,

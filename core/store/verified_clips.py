@@ -100,6 +100,21 @@ class VerifiedClips:
         self._missed = 0 if rows else self._missed + 1
         self._skipping = min(MAX_SKIPPED_LOOK_UPS, (1 << self._missed) - 1)
 
+    def sizes(self) -> dict[str, int]:
+        """The size of each clip the last `look_up` found (any entry of a sha256 has its bytes' size: a file that
+        has another size no longer holds those bytes, and is hashed and refused when read)."""
+        return {entry[0]: entry[3] for entry in self._known}
+
+    def entries_for(self, sha256s: set[str]) -> list[tuple]:
+        """What the last `look_up` found of these clips, for another process to `take`."""
+        return [entry for entry in self._known if entry[0] in sha256s]
+
+    def take(self, entries: Iterable[tuple]) -> None:
+        """Vouch for the clips about to be read by what another process's `look_up` found of them (a batch file's
+        second process: its lines' clips are looked up with the unit they were planned in, one query, not one per
+        read); nothing if this cache has failed."""
+        self._known = set(entries) if self._conn is not None else set()
+
     def vouches(self, sha256: str, status: os.stat_result) -> bool:
         """Whether the file with this stat was hashed as `sha256` and is unchanged since (`look_up` first)."""
         return (sha256, *stat_key(status)) in self._known

@@ -44,6 +44,7 @@ def split(monkeypatch):
     monkeypatch.setattr(batch_files, "SPLIT_MIN_LINES", 0)
     monkeypatch.setattr(batch_files, "SPLIT_LINES", 3)
     monkeypatch.setattr(batch_files, "SHARE_STEP", 0)  # the same lines here and in the child, whatever the timing
+    monkeypatch.setattr(batch_files, "LEAD_LINES", 0)  # no chunk's last lines given whole to the child (see below)
     monkeypatch.setattr(batch_files, "a_core_is_free", lambda: True)
     monkeypatch.setattr(batch_files, "child_start_method", lambda: "fork")  # as in the CLI (pytest-xdist: threads)
     yield made
@@ -120,6 +121,44 @@ def test_near_the_end_this_process_takes_the_lines_a_slow_child_would_leave_it_w
     assert here and here == line_starts[len(line_starts) - len(here) :]  # the last lines, and only those
 
 
+@pytest.mark.parametrize("lead", [0, 2])
+def test_a_chunks_last_lines_go_to_the_child_and_are_all_handed_out_before_its_rows_are_recorded(
+    audio_project, tmp_path, split, monkeypatch, lead
+):
+    """Chunks of four of the six lines, planned two at a time, three a unit: the lines the sink holds back for a
+    unit are split when the chunk ends, before its rows are recorded (this process pauses there); with a lead of
+    two lines, the first chunk's last lines are all the child's (in units: its first unit is split after the lead
+    began), so its queue lasts through the pause; the last chunk is shared as before, its shares ending together
+    (how many of its lines are written here depends on the child's pace: `_ending_share`); the file is the pinned
+    one."""
+    monkeypatch.setattr(batch_files, "WRITE_CHUNK", 4)
+    monkeypatch.setattr(batch_files, "PLAN_LINES", 2)
+    monkeypatch.setattr(batch_files, "LEAD_LINES", lead)
+    events = []
+    real_split, real_insert = batch_files._SplitSink._split, batch_files.batch_store.insert_requests
+
+    def split_unit(self, specs):
+        events.append(("split", len(specs)))
+        real_split(self, specs)
+
+    def insert(conn, batch_id, rows):
+        events.append(("rows", len(rows)))
+        real_insert(conn, batch_id, rows)
+
+    monkeypatch.setattr(batch_files._SplitSink, "_split", split_unit)
+    monkeypatch.setattr(batch_files.batch_store, "insert_requests", insert)
+    shares = _shares_written_here(monkeypatch)
+    path = tmp_path / "r.jsonl"
+    assert written(audio_project, VLLM, path) == PINNED["audio standard"]
+    assert events == [("split", 3), ("split", 1), ("rows", 4), ("split", 2), ("rows", 2)]
+    line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
+    here = [offset for offset, _ in shares]
+    if lead:  # lines 0-2 (the unit split after the lead began) the child's; the last chunk shared as before
+        assert here and min(here) >= line_starts[3]
+    else:
+        assert here[0] == line_starts[0]  # PARENT_SHARE of the first unit
+
+
 def test_a_unit_sent_to_the_child_carries_each_shared_middle_once(audio_project, tmp_path, split, monkeypatch):
     """The planner's lines keep their key apart from the presentation's middle (the body up to the audio), which
     the lines of a presentation share: pickled once per unit, so the child's pipe holds ~3x the lines; the file is
@@ -164,6 +203,44 @@ def test_the_decision_follows_the_cores_the_size_and_the_start_method(audio_proj
     assert sink(True, "spawn", 100) == ("_LineSink", True)  # other threads run: no fork
     assert sink(False, "fork", 100) == ("_LineSink", False)  # a busy machine: one thread
     assert multiprocessing.active_children() == []
+
+
+def test_a_resumed_runs_file_holds_only_what_it_has_not_answered_and_counts_it_before_planning(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """The plan is keyed and written as it is made (no list of it first): the sink and the progress are given the
+    count of requests left before any is planned, and the file holds exactly those lines."""
+    from spokenbench.core.evaluation.preparation import RunSettings
+    from spokenbench.core.evaluation.runner import create_prepared_run
+
+    prepared = prepare_evaluation(audio_project, VLLM)
+    stored = prepared.jobs[2]
+    with audio_project.transaction() as conn:
+        run_id = create_prepared_run(conn, prepared)
+        conn.execute(
+            "INSERT INTO responses(run_id, item_id, condition_key, option_order, raw_text, created_at) "
+            "VALUES (?, ?, ?, ?, 'Answer: [[B]]', '2026-01-01')",
+            (run_id, stored.planned.item_id, stored.planned.condition_key, stored.planned.option_order),
+        )
+    resumed = prepare_evaluation(audio_project, RunSettings(**{**VLLM.__dict__, "run_id": run_id}))
+    counts, reports = [], []
+    real_sink_for = batch_files._sink_for
+
+    def sink_for(audio, fd, requests, path=None):
+        counts.append(requests)
+        return real_sink_for(audio, fd, requests, path)
+
+    monkeypatch.setattr(batch_files, "_sink_for", sink_for)
+    monkeypatch.setattr(batch_files, "WRITE_CHUNK", 2)  # three chunks, reported one by one
+    progress = Progress(lambda done, total, message: reports.append((done, total)))
+    out = tmp_path / "resumed.jsonl"
+    summary = batch_files.write_batch_file(audio_project, resumed, out, progress)
+    assert counts == [5] and summary.requests == summary.lines == 5 and reports == [(2, 5), (4, 5), (5, 5)]
+    keys = [json.loads(line)["custom_id"] for line in out.read_text().splitlines()]
+    rows = audio_project.conn.execute("SELECT item_id, condition_key FROM batch_requests ORDER BY rowid").fetchall()
+    assert len(keys) == len(set(keys)) == 5 and len(rows) == 5
+    assert (stored.planned.item_id, stored.planned.condition_key) not in {tuple(row) for row in rows}
+    assert len(split) == 1
 
 
 def test_when_no_second_process_can_start_one_writes_the_file(audio_project, tmp_path, split, monkeypatch):
@@ -350,6 +427,7 @@ def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(
         "from spokenbench.core.store import opened\n"
         "batch_files.READERS_MIN_LINES = batch_files.SPLIT_MIN_LINES = 0\n"
         "batch_files.SPLIT_LINES = 3\n"
+        "batch_files.LEAD_LINES = 0\n"  # this process writes a part of each unit
         "batch_files.a_core_is_free = lambda: True\n"
         "parent, real = os.getpid(), batch_files._write_share\n"
         "def write_then_hang(*args):\n"
@@ -383,3 +461,64 @@ def test_the_child_of_a_writer_killed_outright_ends_and_leaves_no_complete_file(
     with audio_project.transaction() as conn:
         batch_store.delete_batch(conn, killed[0])
     assert written(audio_project, VLLM, target) == PINNED["audio standard"]
+
+
+def warm_cache(project, tmp_path, monkeypatch) -> None:
+    """Every clip of the project in the cache of verified clips (a first file written, its record then removed)."""
+    monkeypatch.setattr(verified_clips, "RACY_NS", 50_000_000)
+    time.sleep(0.1)  # the clips older than the racily-clean margin
+    assert written(project, VLLM, tmp_path / "cold.jsonl") == PINNED["audio standard"]
+    assert len(cached_entries()) == project.conn.execute("SELECT count(*) FROM assembled_inputs").fetchone()[0]
+    project.conn.execute("DELETE FROM batch_jobs")
+
+
+def test_a_unit_is_sized_from_the_cache_and_its_child_asks_the_cache_nothing(
+    audio_project, tmp_path, split, monkeypatch
+):
+    """The next model's file: the cache knows every clip, so this process stats none of them to plan the offsets,
+    and the child vouches for its clips by what this process looked up with the unit (one query per unit here,
+    none there); the file is the same."""
+    warm_cache(audio_project, tmp_path, monkeypatch)
+    stats, queries = [], tmp_path / "queries"
+    real_stat, real_look_up = os.stat, verified_clips.VerifiedClips.look_up
+
+    def counted_stat(path, *args, **kwargs):
+        stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    def counted_look_up(self, sha256s):
+        with open(queries, "a") as out:
+            out.write(f"{'parent' if os.getpid() == PARENT else 'child'}\n")
+        real_look_up(self, sha256s)
+
+    monkeypatch.setattr(batch_files.os, "stat", counted_stat)
+    monkeypatch.setattr(verified_clips.VerifiedClips, "look_up", counted_look_up)
+    assert written(audio_project, VLLM, tmp_path / "warm.jsonl") == PINNED["audio standard"]
+    assert not [path for path in stats if str(audio_project.audio.root) in path]
+    assert queries.read_text().split() == ["parent", "parent"]  # two units of three lines, one look-up each
+
+
+@pytest.mark.parametrize("row", [0, 2], ids=["parent's part", "child's part"])
+@pytest.mark.parametrize("change", ["removed", "longer"])
+def test_a_clip_the_cache_sized_that_is_gone_or_changed_is_the_stores_message(
+    audio_project, tmp_path, split, monkeypatch, row, change
+):
+    """Sized from the cache, a clip removed since, or with other bytes of another size, is refused when it is read
+    with the store's own message (missing, or damaged: its stat no longer matches the cache's, so it is hashed),
+    the same as one process gives; nothing is left."""
+    warm_cache(audio_project, tmp_path, monkeypatch)
+    sha = audio_project.conn.execute(
+        "SELECT sha256 FROM assembled_inputs ORDER BY id LIMIT 1 OFFSET ?", (row,)
+    ).fetchone()[0]
+    path = audio_project.audio.path_for(sha, "wav")
+    path.unlink() if change == "removed" else path.write_bytes(path.read_bytes() + b"more")
+    prepared = prepare_evaluation(audio_project, VLLM)
+    out = tmp_path / "out"
+    with pytest.raises(ProjectError) as two:
+        batch_files.write_batch_file(audio_project, prepared, out / "requests.jsonl")
+    assert sha in str(two.value) and ("missing" if change == "removed" else "damaged") in str(two.value)
+    nothing_left(audio_project, out)
+    one_process(monkeypatch)
+    with pytest.raises(ProjectError) as one:
+        batch_files.write_batch_file(audio_project, prepared, out / "requests.jsonl")
+    assert str(one.value) == str(two.value)

@@ -230,6 +230,30 @@ def test_look_ups_that_find_nothing_are_skipped_more_and_more_until_one_finds_an
     assert all(vouched[vouched.index(True) :])  # found: looked up every time again
 
 
+def test_what_one_process_looked_up_vouches_in_another_unless_its_cache_has_failed(tmp_path):
+    """A batch file's second process takes the entries its parent looked up for the clips it reads (their sizes
+    planned the offsets); a cache that failed there vouches for nothing, so its clips are hashed."""
+    clip = tmp_path / "clip"
+    clip.write_bytes(b"audio")
+    status = os.stat(clip)
+    entry = ("a" * 64, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    parent = verified_clips.open_verified_clips()
+    parent._pending = [(*entry, 0)]
+    parent.save()
+    parent.look_up(["a" * 64, "b" * 64])
+    assert parent.sizes() == {"a" * 64: 5} and parent.entries_for({"b" * 64}) == []
+    given = parent.entries_for({"a" * 64, "b" * 64})
+    parent.close()
+    child = verified_clips.open_verified_clips()
+    queries = []
+    child._conn.set_trace_callback(queries.append)
+    child.take(given)
+    assert child.vouches("a" * 64, status) and not child.vouches("a" * 64, os.stat(tmp_path)) and queries == []
+    child._give_up()
+    child.take(given)
+    assert not child.vouches("a" * 64, status)
+
+
 def _entries(count: int, first: int, verified_at: int) -> list[tuple]:
     return [(f"{n:064x}", 1, n, 10, 1, 1, verified_at + n) for n in range(first, first + count)]
 
