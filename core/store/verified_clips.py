@@ -28,8 +28,10 @@ RACY_NS = 2_000_000_000  # a file written this close to its hash is not recorded
 MAX_ENTRIES = 1 << 19  # ~60 MB of cache; beyond it the oldest quarter is dropped (they are hashed again if met)
 BUSY_TIMEOUT_MS = 1000  # another process's write: waited for this long, then this one's entries are dropped
 SAVE_EVERY = 2048  # entries kept before they are written (one short transaction each)
+SKIP_UNIT_CLIPS = 32  # the unit the skipping below counts in: a reader thread's look-up (a task of 32 lines)
 MAX_SKIPPED_LOOK_UPS = 16  # after look-ups that found nothing (clips never seen: a first batch file), the next 1, 3,
-# 7, then up to this many are skipped (their clips hashed, as they would be); one that finds an entry resets it
+# 7, then up to this many units of clips are skipped (hashed, as they would be); one that finds an entry resets it.
+# Counted in clips, so a look-up of a whole 512-line unit (a second process's) skips no more clips than 16 of 32
 _INT64 = 1 << 63
 
 _SCHEMA = """
@@ -72,7 +74,7 @@ class VerifiedClips:
         self._known: set[tuple] = set()
         self._pending: list[tuple] = []
         self._recorded = 0
-        self._missed = self._skipping = 0  # look-ups in a row that found nothing; look-ups still to skip
+        self._missed = self._skipping = 0  # clips in a row looked up and not found; clips still to skip
 
     def look_up(self, sha256s: Iterable[str]) -> None:
         """Load what is known of these clips (one query; what was loaded before is forgotten, memory bounded).
@@ -81,11 +83,11 @@ class VerifiedClips:
         self._known = set()
         if self._conn is None:
             return
-        if self._skipping:
-            self._skipping -= 1
-            return
         names = list(dict.fromkeys(sha256s))
         if not names:
+            return
+        if self._skipping > 0:
+            self._skipping -= len(names)
             return
         try:
             rows = self._conn.execute(
@@ -97,8 +99,9 @@ class VerifiedClips:
             self._give_up()
             return
         self._known = set(rows)
-        self._missed = 0 if rows else self._missed + 1
-        self._skipping = min(MAX_SKIPPED_LOOK_UPS, (1 << self._missed) - 1)
+        self._missed = 0 if rows else self._missed + len(names)
+        units_missed = min(self._missed // SKIP_UNIT_CLIPS, MAX_SKIPPED_LOOK_UPS.bit_length())
+        self._skipping = min(MAX_SKIPPED_LOOK_UPS, (1 << units_missed) - 1) * SKIP_UNIT_CLIPS
 
     def sizes(self) -> dict[str, int]:
         """The size of each clip the last `look_up` found (any entry of a sha256 has its bytes' size: a file that

@@ -221,13 +221,38 @@ def test_look_ups_that_find_nothing_are_skipped_more_and_more_until_one_finds_an
     queries = []
     cache._conn.set_trace_callback(queries.append)
     vouched = []
-    for unit in range(625):
-        cache.look_up(["b" * 64 if unit < 600 else "a" * 64])  # 600 units of unknown clips, then a known one
+    unit_clips = verified_clips.SKIP_UNIT_CLIPS
+    for unit in range(625):  # 600 units of unknown clips, then units holding a known one
+        unknown = [f"{unit * unit_clips + n:064x}" for n in range(unit_clips)]
+        cache.look_up(unknown if unit < 600 else [*unknown[1:], "a" * 64])
         vouched.append(cache.vouches("a" * 64, status))
-    cache.close()
     assert 30 <= len(queries) <= 60
     assert not any(vouched[:600]) and vouched.index(True) <= 600 + verified_clips.MAX_SKIPPED_LOOK_UPS
     assert all(vouched[vouched.index(True) :])  # found: looked up every time again
+    cache.close()
+
+
+def test_skipped_look_ups_are_counted_in_clips_so_a_large_unit_skips_no_more_clips(tmp_path):
+    """A batch file's second process looks up a whole 512-line unit at once: after units that found nothing it
+    skips at most MAX_SKIPPED_LOOK_UPS x SKIP_UNIT_CLIPS clips (one such unit), as 32-clip look-ups would, so a
+    known clip is found again within one unit, not after up to 16 units (8,192 clips) hashed needlessly."""
+    clip = tmp_path / "clip"
+    clip.write_bytes(b"audio")
+    status = os.stat(clip)
+    cache = verified_clips.open_verified_clips()
+    cache._pending = [
+        ("a" * 64, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns, 0)
+    ]
+    cache.save()
+    unit_clips = verified_clips.MAX_SKIPPED_LOOK_UPS * verified_clips.SKIP_UNIT_CLIPS
+    vouched = []
+    for unit in range(60):  # 40 units of unknown clips, then units holding a known one
+        unknown = [f"{unit * unit_clips + n:064x}" for n in range(unit_clips)]
+        cache.look_up(unknown if unit < 40 else [*unknown[1:], "a" * 64])
+        vouched.append(cache.vouches("a" * 64, status))
+    cache.close()
+    assert not any(vouched[:40]) and vouched.index(True) <= 41
+    assert all(vouched[vouched.index(True) :])
 
 
 def test_what_one_process_looked_up_vouches_in_another_unless_its_cache_has_failed(tmp_path):
