@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
 THIS_HOST = socket.gethostname()
@@ -58,10 +59,12 @@ def usable_cores() -> int:
 
 
 def a_core_is_free() -> bool:
-    """Whether a second process would get a core of its own: two cores or more and, where the load average is
-    known, at least one idle. On a machine already busy (measured: 2 cores, load 4-7) the second process only
-    competes for the same cores (the scheduler shares them per session), so work split in two takes as long as
-    one after the other, or longer, and adds its own start and hand-over to the CPU time."""
+    """Whether a second process would get a core of its own: two cores or more and, where the load is known, at
+    least one idle. On a machine already busy (measured: 2 cores, load 4-7) the second process only competes for
+    the same cores (the scheduler shares them per session), so work split in two takes as long as one after the
+    other, or longer, and adds its own start and hand-over to the CPU time. The 1-minute load average lags: for a
+    minute after work ends (the previous model's batch file, written just before) it still says ~1 with both cores
+    idle, so where the system tells how many threads run right now, the lower of the two is the load."""
     cores = usable_cores()
     if cores < 2:
         return False
@@ -69,4 +72,26 @@ def a_core_is_free() -> bool:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # Windows has no load average
         return True
+    running = threads_running_now()
+    if running is not None:
+        load = min(load, running)
     return load <= cores - 1
+
+
+LOADAVG_FILE = "/proc/loadavg"  # Linux: "0.52 0.58 0.59 2/467 12345", the 4th field runnable/all threads
+RUNNING_SAMPLES = 3  # reads ~1 ms apart, the largest kept: a momentary lull on a busy machine is not idle
+
+
+def threads_running_now() -> int | None:
+    """Threads running or waiting to run on this machine now, other than the one asking (the largest of a few
+    reads of /proc/loadavg); None where the system does not tell."""
+    counts = []
+    for sample in range(RUNNING_SAMPLES):
+        if sample:
+            time.sleep(0.001)
+        try:
+            with open(LOADAVG_FILE, "rb") as loadavg:
+                counts.append(int(loadavg.read(256).split()[3].split(b"/")[0]) - 1)  # the reading thread runs too
+        except (OSError, ValueError, IndexError):
+            return None
+    return max(0, *counts)
