@@ -106,20 +106,25 @@ def test_counting_without_request_objects_gives_the_figures_of_counting_request_
     assert [prepared.answer_key(job) for job in prepared.jobs] == expected["answer_keys"]
 
 
-def test_a_resumed_run_counts_only_what_it_has_not_answered(audio_project):
-    """Stored answers are left out of the count, and their requests get no precomputed key."""
+def resumed_with_one_answer(project, settings=VLLM):
+    """A run of `settings` whose third request is answered, prepared again to resume it: (that job, the plan)."""
     from spokenbench.core.evaluation.runner import create_prepared_run
 
-    prepared = prepare_evaluation(audio_project, VLLM)
+    prepared = prepare_evaluation(project, settings)
     job = prepared.jobs[2]
-    with audio_project.transaction() as conn:
+    with project.transaction() as conn:
         run_id = create_prepared_run(conn, prepared)
         conn.execute(
             "INSERT INTO responses(run_id, item_id, condition_key, option_order, raw_text, created_at) "
             "VALUES (?, ?, ?, ?, 'Answer: [[B]]', '2026-01-01')",
             (run_id, job.planned.item_id, job.planned.condition_key, job.planned.option_order),
         )
-    resumed = prepare_evaluation(audio_project, RunSettings(**{**VLLM.__dict__, "run_id": run_id}))
+    return job, prepare_evaluation(project, RunSettings(**{**settings.__dict__, "run_id": run_id}))
+
+
+def test_a_resumed_run_counts_only_what_it_has_not_answered(audio_project):
+    """Stored answers are left out of the count, and their requests get no precomputed key."""
+    _job, resumed = resumed_with_one_answer(audio_project)
     expected = counted_request_by_request(audio_project, resumed)
     assert resumed.already_stored == 1 and resumed.requests_to_send == expected["requests_to_send"] == 5
     assert resumed.answer_key(resumed.jobs[2]) is None

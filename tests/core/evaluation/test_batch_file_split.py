@@ -17,6 +17,7 @@ import time
 import pytest
 from test_batch_file_pinned import PINNED, SETTINGS, written
 from test_batch_file_readers import VLLM, spoil
+from test_batch_file_speed_paths import resumed_with_one_answer
 
 from spokenbench.core.evaluation import batch_files
 from spokenbench.core.evaluation.preparation import prepare_evaluation
@@ -210,19 +211,7 @@ def test_a_resumed_runs_file_holds_only_what_it_has_not_answered_and_counts_it_b
 ):
     """The plan is keyed and written as it is made (no list of it first): the sink and the progress are given the
     count of requests left before any is planned, and the file holds exactly those lines."""
-    from spokenbench.core.evaluation.preparation import RunSettings
-    from spokenbench.core.evaluation.runner import create_prepared_run
-
-    prepared = prepare_evaluation(audio_project, VLLM)
-    stored = prepared.jobs[2]
-    with audio_project.transaction() as conn:
-        run_id = create_prepared_run(conn, prepared)
-        conn.execute(
-            "INSERT INTO responses(run_id, item_id, condition_key, option_order, raw_text, created_at) "
-            "VALUES (?, ?, ?, ?, 'Answer: [[B]]', '2026-01-01')",
-            (run_id, stored.planned.item_id, stored.planned.condition_key, stored.planned.option_order),
-        )
-    resumed = prepare_evaluation(audio_project, RunSettings(**{**VLLM.__dict__, "run_id": run_id}))
+    stored, resumed = resumed_with_one_answer(audio_project, VLLM)
     counts, reports = [], []
     real_sink_for = batch_files._sink_for
 

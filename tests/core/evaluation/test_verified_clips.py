@@ -207,9 +207,8 @@ def test_a_cache_another_process_keeps_busy_only_means_hashing_again(aged_projec
     assert (tmp_path / "first.jsonl").read_bytes() == (tmp_path / "third.jsonl").read_bytes()
 
 
-def test_look_ups_that_find_nothing_are_skipped_more_and_more_until_one_finds_an_entry(tmp_path):
-    """A first batch file (no clip known) queries the cache ~40 times for 20,000 clips, not 625; a look-up that
-    finds an entry brings back one per unit. A skipped look-up only means hashing: no entry vouches for anything."""
+def cache_knowing_one_clip(tmp_path):
+    """The user's cache with one entry: a file of sha256 "a" * 64, and that file's stat."""
     clip = tmp_path / "clip"
     clip.write_bytes(b"audio")
     status = os.stat(clip)
@@ -218,6 +217,13 @@ def test_look_ups_that_find_nothing_are_skipped_more_and_more_until_one_finds_an
         ("a" * 64, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns, 0)
     ]
     cache.save()
+    return cache, status
+
+
+def test_look_ups_that_find_nothing_are_skipped_more_and_more_until_one_finds_an_entry(tmp_path):
+    """A first batch file (no clip known) queries the cache ~40 times for 20,000 clips, not 625; a look-up that
+    finds an entry brings back one per unit. A skipped look-up only means hashing: no entry vouches for anything."""
+    cache, status = cache_knowing_one_clip(tmp_path)
     queries = []
     cache._conn.set_trace_callback(queries.append)
     vouched = []
@@ -236,14 +242,7 @@ def test_skipped_look_ups_are_counted_in_clips_so_a_large_unit_skips_no_more_cli
     """A batch file's second process looks up a whole 512-line unit at once: after units that found nothing it
     skips at most MAX_SKIPPED_LOOK_UPS x SKIP_UNIT_CLIPS clips (one such unit), as 32-clip look-ups would, so a
     known clip is found again within one unit, not after up to 16 units (8,192 clips) hashed needlessly."""
-    clip = tmp_path / "clip"
-    clip.write_bytes(b"audio")
-    status = os.stat(clip)
-    cache = verified_clips.open_verified_clips()
-    cache._pending = [
-        ("a" * 64, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns, 0)
-    ]
-    cache.save()
+    cache, status = cache_knowing_one_clip(tmp_path)
     unit_clips = verified_clips.MAX_SKIPPED_LOOK_UPS * verified_clips.SKIP_UNIT_CLIPS
     vouched = []
     for unit in range(60):  # 40 units of unknown clips, then units holding a known one
