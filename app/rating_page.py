@@ -52,6 +52,7 @@ from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_im
 
 QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
 STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
+SPECTROGRAM_RESIZE_MS = 150  # a resize this long settled before the spectrogram is drawn again for the new size
 VIEW_ACTIONS = frozenset({"toggle_spectrogram"})  # change only what is drawn: taken also while a save is in flight
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
 PLAYHEAD_MS = 30  # how often the playhead reads the player's position while a clip plays
@@ -170,6 +171,12 @@ class RatingPage(QWidget):
         self.playhead_timer = QTimer(self)
         self.playhead_timer.setInterval(PLAYHEAD_MS)
         self.playhead_timer.timeout.connect(self._follow_playback)
+        # the spectrogram is drawn for the waveform's size: drawn again once a resize has settled (a window dragged,
+        # a label that wraps onto another line), the stretched one shown meanwhile
+        self.spectrogram_resize_timer = QTimer(self)
+        self.spectrogram_resize_timer.setSingleShot(True)
+        self.spectrogram_resize_timer.setInterval(SPECTROGRAM_RESIZE_MS)
+        self.spectrogram_resize_timer.timeout.connect(self._fit_spectrogram)
 
         self.queue_list = QueueListView()
         self.view = RatingView()
@@ -186,6 +193,7 @@ class RatingPage(QWidget):
         self.view.key_pressed.connect(self.press_key)
         self.view.action_clicked.connect(self.do_action)
         self.view.back_requested.connect(self.show_queues)
+        self.view.waveform.resized.connect(self.spectrogram_resize_timer.start)
 
     # -- who and where -------------------------------------------------------------------------------------
 
@@ -606,6 +614,12 @@ class RatingPage(QWidget):
         if waveform.show_spectrogram and not waveform.has_spectrogram:
             self._compute_spectrogram()
 
+    def _fit_spectrogram(self) -> None:
+        """Draw the shown spectrogram again for the waveform's size, if it was drawn for another."""
+        waveform = self.view.waveform
+        if waveform.show_spectrogram and waveform.has_spectrogram and not waveform.spectrogram_fits:
+            self._compute_spectrogram()
+
     def _compute_spectrogram(self) -> None:
         clip = self.rating.current if self.rating else None
         if clip is None:
@@ -623,6 +637,8 @@ class RatingPage(QWidget):
             current = self.rating.current if self.rating else None
             if current is not None and current.clip_id == clip.clip_id:
                 self.view.waveform.set_spectrogram(image)
+                if not self.view.waveform.spectrogram_fits:  # resized while it was computed
+                    self.spectrogram_resize_timer.start()
 
         QueryOp(self.session, compute, label="Spectrogram", parent=self, supersede="rating-spectrogram").success(
             show

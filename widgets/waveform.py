@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QPointF, QSize, Qt
+from PySide6.QtCore import QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, qRgb
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -128,7 +128,10 @@ def waveform_pixels(stored: np.ndarray, width: int, height: int) -> np.ndarray:
 
 
 class WaveformView(QWidget):
-    """Paints a clip's waveform (or spectrogram) and a playhead at `set_playhead(fraction)`."""
+    """Paints a clip's waveform (or spectrogram) and a playhead at `set_playhead(fraction)`. `resized`: its size
+    changed (a spectrogram is drawn for one size: the page draws it again for the new one)."""
+
+    resized = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -163,6 +166,15 @@ class WaveformView(QWidget):
     @property
     def has_spectrogram(self) -> bool:
         return self._image is not None
+
+    @property
+    def spectrogram_fits(self) -> bool:
+        """Whether the spectrogram was drawn for the size the widget has now (else it is shown stretched)."""
+        return self._spectrogram is not None and self._spectrogram.shape == (self.height(), self.width())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.resized.emit()
 
     def set_playhead(self, fraction: float) -> None:
         self.playhead = min(max(fraction, 0.0), 1.0)

@@ -83,9 +83,10 @@ def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(pa
     open_demo_queue(page, qtbot)
     waveform = page.view.waveform
     press(page, qtbot, Qt.Key.Key_S)
-    qtbot.waitUntil(lambda: waveform.has_spectrogram, timeout=30_000)
+    # drawn for the widget, not stretched (again, if the widget was resized while it was computed)
+    qtbot.waitUntil(lambda: waveform.has_spectrogram and waveform.spectrogram_fits, timeout=30_000)
     picture = waveform._spectrogram
-    assert picture.shape == (waveform.height(), waveform.width())  # drawn for the widget, not stretched
+    assert picture.shape == (waveform.height(), waveform.width())
     assert 0.03 < picture.plot_left < 0.15 and 0.95 < picture.plot_right <= 1.0  # room for the kHz labels
     labels = picture.rgba[:, : int(picture.plot_left * waveform.width()) - 4, :3]
     assert (labels.max(axis=2) > 150).any()  # light text on the dark margin: the frequency tick labels
@@ -95,3 +96,15 @@ def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(pa
     image = waveform.grab().toImage()
     x = round(picture.plot_left * waveform.width())
     assert image.pixelColor(x, waveform.height() // 2).name() == "#ffb347"
+
+
+@pytest.mark.slow
+def test_a_spectrogram_is_drawn_again_for_the_size_the_waveform_is_resized_to(page, qtbot):
+    open_demo_queue(page, qtbot)
+    waveform = page.view.waveform
+    press(page, qtbot, Qt.Key.Key_S)
+    qtbot.waitUntil(lambda: waveform.has_spectrogram and waveform.spectrogram_fits, timeout=30_000)
+    page.window().resize(page.window().width() - 120, page.window().height() - 60)
+    qtbot.waitUntil(lambda: (waveform.height(), waveform.width()) != waveform._spectrogram.shape, timeout=5_000)
+    qtbot.waitUntil(lambda: waveform.spectrogram_fits, timeout=30_000)  # drawn again, once the resize settled
+    assert waveform._spectrogram.shape == (waveform.height(), waveform.width())
