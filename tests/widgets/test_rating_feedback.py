@@ -78,13 +78,19 @@ def test_a_chinese_clip_s_error_rate_reads_cer_as_on_the_items_page(page, qtbot,
     assert error_rate_name("ko", "cer") == "CER"  # the screened metric wins where one is stored
 
 
-@pytest.mark.slow
-def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(page, qtbot):
+def spectrogram_shown(page, qtbot):
+    """The demo queue opened and S pressed: the waveform view once its spectrogram is drawn for the size it has
+    (drawn again, if the widget was resized while it was computed)."""
     open_demo_queue(page, qtbot)
     waveform = page.view.waveform
     press(page, qtbot, Qt.Key.Key_S)
-    # drawn for the widget, not stretched (again, if the widget was resized while it was computed)
     qtbot.waitUntil(lambda: waveform.has_spectrogram and waveform.spectrogram_fits, timeout=30_000)
+    return waveform
+
+
+@pytest.mark.slow
+def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(page, qtbot):
+    waveform = spectrogram_shown(page, qtbot)
     picture = waveform._spectrogram
     assert picture.shape == (waveform.height(), waveform.width())
     assert 0.03 < picture.plot_left < 0.15 and 0.95 < picture.plot_right <= 1.0  # room for the kHz labels
@@ -100,10 +106,7 @@ def test_s_shows_a_spectrogram_with_time_and_frequency_axes_at_the_size_shown(pa
 
 @pytest.mark.slow
 def test_a_spectrogram_is_drawn_again_for_the_size_the_waveform_is_resized_to(page, qtbot):
-    open_demo_queue(page, qtbot)
-    waveform = page.view.waveform
-    press(page, qtbot, Qt.Key.Key_S)
-    qtbot.waitUntil(lambda: waveform.has_spectrogram and waveform.spectrogram_fits, timeout=30_000)
+    waveform = spectrogram_shown(page, qtbot)
     page.window().resize(page.window().width() - 120, page.window().height() - 60)
     qtbot.waitUntil(lambda: (waveform.height(), waveform.width()) != waveform._spectrogram.shape, timeout=5_000)
     qtbot.waitUntil(lambda: waveform.spectrogram_fits, timeout=30_000)  # drawn again, once the resize settled
