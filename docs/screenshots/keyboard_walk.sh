@@ -77,4 +77,18 @@ step 20-results-updated Down
 step 21-evaluate ctrl+6  # the evaluation page with the run just made
 step 22-jobs ctrl+j  # the jobs panel: every process's jobs on the project
 step 23-jobs-closed Escape
+# the spectrogram (S) while the window is resized: the stretched picture at once, drawn again for the new size
+# once the resize settles, and again at the old size (a window manager's drag does what xdotool windowsize does)
+step 24-rating-again ctrl+3 Tab Return
+step 25-spectrogram s
+size=$(xdotool getwindowgeometry "$window" | awk '/Geometry/{print $2}')
+xdotool windowsize "$window" $((${size%x*} - 200)) $((${size#*x} - 120))
+sleep 0.05
+import -window root "$out/26-spectrogram-just-resized.png"
+sleep 2
+import -window root "$out/27-spectrogram-resized-settled.png"
+xdotool windowsize "$window" "${size%x*}" "${size#*x}"
+sleep 2
+import -window root "$out/28-spectrogram-size-back.png"
+echo "26-28 resized to $((${size%x*} - 200))x$((${size#*x} - 120)) and back: $(xdotool getwindowgeometry "$window" | grep Geometry)"
 pactl list short sinks >"$out/sinks.txt" 2>&1
