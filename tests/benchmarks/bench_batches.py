@@ -18,7 +18,11 @@ collected in <= 30 s. Preparing the plan is timed and printed apart (it is the s
 `--only import` writes the request file without measuring it (use a small --audio-seconds: the audio does not
 reach the results) and times only the import; `--varied-replies` answers with the parser corpus's replies
 (tests/core/evaluation/parsing_corpus.jsonl, in turn) instead of "Answer: [[B]]" every time;
-`--import-rounds N` imports N times into the same project as it was before importing, and prints the median."""
+`--import-rounds N` imports N times into the same project as it was before importing, and prints the median.
+`--compare-plain N` (issue 28) runs the writer and the plain pybase64 loop in turn, each tree first in every other
+round; on a shared host read its last lines: the medians over the runs no other process disturbed (each measured
+process reads /proc/stat around its timed part: other processes' CPU = the host's busy CPU - its own, under
+UNDISTURBED_CPU), beside each run's disturbance."""
 
 from __future__ import annotations
 
