@@ -657,10 +657,10 @@ class _SplitSink:
         (`last_pause`: 35-65 ms of 0.5-0.6 s, idle). At the balance `s` each process is busy for (1 - s) L lines of
         writing over the next L lines (this process writes s of them besides its other work); with B more lines in
         the child's hands and P lines' worth of work here after the last line (the pause over the time a line
-        takes this process), both end together when this process writes s + (B - P) / 2L of them."""
+        takes this process, at most LAST_PAUSE_LINES), both end together when this process writes s + (B - P) / 2L of them."""
         backlog = self._lines_sent - struct.unpack_from("q", self._lines_written_there)[0]
         if self._last_pause_s and self._write_s_here:
-            backlog -= self._last_pause_s * self._lines_here / self._write_s_here
+            backlog -= min(LAST_PAUSE_LINES, self._last_pause_s * self._lines_here / self._write_s_here)
         if left <= 0 or 2 * abs(backlog) < left:
             return None
         return min(1.0, max(0.0, self._share_here + backlog / (2 * left)))
@@ -743,6 +743,9 @@ LEAD_LINES = 2048  # of a chunk, the last lines planned before its rows are reco
 # (`_SplitSink._ending_share`), the child's backlog sized to the time its rows will take (`_SplitSink.last_pause`,
 # from the chunks recorded before and this process's time per line); a fixed 1,024 lines left this process waiting
 # for the child at the end (0.08-0.10 s with every clip hashed: 0.83 s against 0.76 s, warm the same)
+LAST_PAUSE_LINES = 2048  # at most, the lines of this process's last pause (`_SplitSink.last_pause`) left to the child:
+# about what its pipe holds; a pause foretold longer (a chunk's rows that waited for another writer's lock) would
+# block this process's sends while the child works through them
 READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
 READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free (and no fork)
 SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (the fork costs more than it saves)
