@@ -59,7 +59,7 @@ from spokenbench.core.jobs.remote import strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
-from spokenbench.core.store.verified_clips import VerifiedClips, open_verified_clips
+from spokenbench.core.store.verified_clips import VerifiedClips, create_verified_clips, open_verified_clips
 
 try:  # the pipe to a second process: made larger, and how much it holds (Linux)
     import fcntl
@@ -541,6 +541,7 @@ class _SplitSink:
         receiver, self._sender = multiprocessing.Pipe(duplex=False)
         with contextlib.suppress(OSError, AttributeError):  # room for a few shares: the child works through this
             fcntl.fcntl(self._sender.fileno(), fcntl.F_SETPIPE_SZ, SHARE_PIPE_BYTES)  # process's planning bursts
+        create_verified_clips()  # made once here: the child and this process then open the same file at once
         try:
             self._children.start(
                 _write_shares_in_child, str(audio.root), path, receiver, self._sender, self._lines_written_there
