@@ -59,7 +59,7 @@ from spokenbench.core.jobs.remote import strip_url_credentials
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store.audio_files import IOV_MAX, AudioStore, _write_all
-from spokenbench.core.store.verified_clips import VerifiedClips, open_verified_clips
+from spokenbench.core.store.verified_clips import VerifiedClips, create_verified_clips, open_verified_clips
 
 try:  # the pipe to a second process: made larger, and how much it holds (Linux)
     import fcntl
@@ -347,6 +347,9 @@ class _LineSink:
     def pause(self) -> None:
         """`_SplitSink.pause`: nothing to do here."""
 
+    def last_pause(self, seconds: float) -> None:
+        """`_SplitSink.last_pause`: nothing to do here (the reader threads do not end before the caller)."""
+
     def _write_handed(self) -> None:
         """The writing thread: every call's lines, then the rest at the end (None). After an error or a stop it
         only empties the queue, so the caller never waits on it."""
@@ -528,6 +531,8 @@ class _SplitSink:
         self._share_here = PARENT_SHARE  # of each unit's lines, written here (`_balanced_share`)
         self._pending: list[LineSpec] = []
         self._leading = 0  # lines still to send whole to the child before this process pauses (`lead`)
+        self._last_pause_s = 0.0  # this process's work after its last line (`last_pause`)
+        self._write_s_here, self._lines_here = 0.0, 0  # its own writing so far: how long a line takes it
         self._lines_left = lines  # expected from here on (at most: lines answered by the cache are not written)
         self._lines_sent = 0  # to the child, and how many it has written (counted there: shared memory)
         self._lines_written_there = mmap.mmap(-1, 8)
@@ -536,6 +541,7 @@ class _SplitSink:
         receiver, self._sender = multiprocessing.Pipe(duplex=False)
         with contextlib.suppress(OSError, AttributeError):  # room for a few shares: the child works through this
             fcntl.fcntl(self._sender.fileno(), fcntl.F_SETPIPE_SZ, SHARE_PIPE_BYTES)  # process's planning bursts
+        create_verified_clips()  # made once here: the child and this process then open the same file at once
         try:
             self._children.start(
                 _write_shares_in_child, str(audio.root), path, receiver, self._sender, self._lines_written_there
@@ -555,6 +561,12 @@ class _SplitSink:
         through the pause (it waited ~0.05-0.1 s per chunk for lines, idle, when this process kept its share of
         the last units)."""
         self._leading = lines
+
+    def last_pause(self, seconds: float) -> None:
+        """After its last line the caller pauses for about `seconds` (it records the last chunk's rows: ~30-60 ms):
+        the last units are split so that the child's backlog lasts that long (`_ending_share`), instead of the
+        child ending with this process and then waiting idle through that pause."""
+        self._last_pause_s = seconds
 
     def pause(self) -> None:
         """The caller pauses now: the lines held back for a whole unit are split at once, not after the pause."""
@@ -619,31 +631,40 @@ class _SplitSink:
             except OSError:  # the child has ended (its error, or killed): what it says is raised
                 self._conclude()
         if here:
+            started = time.perf_counter()
             try:
                 _write_share(self._source, self.fd, start, specs[:here], sizes[:sized_here])
             except Exception as error:
                 self._conclude(mine, error)
+            self._write_s_here += time.perf_counter() - started
+            self._lines_here += here
 
     def _balanced_share(self, unit: int) -> float:
         """This process's share of the next `unit` lines: PARENT_SHARE at first, then moved by SHARE_STEP towards
         the balance (how much the child does per line and how much this process does besides differ with the clips
         already verified, the load, the prompts): more here while the child has more than SHARE_QUEUE_BYTES of lines
         waiting, less when it has none (its queue read from the pipe: FIONREAD). Near the end (`_ending_share`)
-        more is taken here, so the two processes finish together."""
+        the share is set so that the two processes finish together."""
         left, self._lines_left = self._lines_left, self._lines_left - unit
-        return max(self._steady_share(), self._ending_share(left))
+        steady = self._steady_share()
+        ending = self._ending_share(left)
+        return steady if ending is None else ending
 
-    def _ending_share(self, left: int) -> float:
-        """The share here with which both processes end together, once the child's backlog (lines sent, not yet
-        written) is at least half the `left` lines still to come (with SHARE_QUEUE_BYTES of lines queued, the
-        child was left a backlog of a few thousand lines at the end, which this process waited for). At the
-        balance `s` each process is busy for (1 - s) L lines of writing over the next L lines (this process writes
-        s of them besides its other work); with B more lines in the child's hands, both end together when this
-        process writes s + B / 2L of them."""
+    def _ending_share(self, left: int) -> float | None:
+        """The share here with which both processes end together, once what the child has in hand beyond this
+        process's last pause differs from it by at least half the `left` lines still to come (None before: the
+        steady share). With SHARE_QUEUE_BYTES of lines queued, the child was left a backlog of a few thousand lines
+        at the end, which this process waited for; with none, the child waited through this process's last pause
+        (`last_pause`: 35-65 ms of 0.5-0.6 s, idle). At the balance `s` each process is busy for (1 - s) L lines of
+        writing over the next L lines (this process writes s of them besides its other work); with B more lines in
+        the child's hands and P lines' worth of work here after the last line (the pause over the time a line
+        takes this process, at most LAST_PAUSE_LINES), both end together when this process writes s + (B - P) / 2L of them."""
         backlog = self._lines_sent - struct.unpack_from("q", self._lines_written_there)[0]
-        if left <= 0 or 2 * backlog < left:
-            return 0.0
-        return min(1.0, self._share_here + backlog / (2 * left))
+        if self._last_pause_s and self._write_s_here:
+            backlog -= min(LAST_PAUSE_LINES, self._last_pause_s * self._lines_here / self._write_s_here)
+        if left <= 0 or 2 * abs(backlog) < left:
+            return None
+        return min(1.0, max(0.0, self._share_here + backlog / (2 * left)))
 
     def _steady_share(self) -> float:
         """The share here moved by SHARE_STEP after the child's queue (`_balanced_share`)."""
@@ -720,8 +741,12 @@ PLAN_LINES = 1024  # of a chunk, planned and checked against the cache at a time
 SEND_LINES = 256  # lines handed to the sink at a time
 LEAD_LINES = 2048  # of a chunk, the last lines planned before its rows are recorded (`_SplitSink.lead`): ~50 ms of
 # a second process's writing (its pipe holds ~2,000-3,000 lines). Not the last chunk's: there the shares end together
-# (`_SplitSink._ending_share`); giving the child its last 1,024 lines left this process waiting for it at the end
-# (0.08-0.10 s with every clip hashed: 0.83 s against 0.76 s, warm the same)
+# (`_SplitSink._ending_share`), the child's backlog sized to the time its rows will take (`_SplitSink.last_pause`,
+# from the chunks recorded before and this process's time per line); a fixed 1,024 lines left this process waiting
+# for the child at the end (0.08-0.10 s with every clip hashed: 0.83 s against 0.76 s, warm the same)
+LAST_PAUSE_LINES = 2048  # at most, the lines of this process's last pause (`_SplitSink.last_pause`) left to the child:
+# about what its pipe holds; a pause foretold longer (a chunk's rows that waited for another writer's lock) would
+# block this process's sends while the child works through them
 READERS_MIN_LINES = 256  # a file of fewer requests is read in this thread (threads cost more than they save)
 READER_THREADS = 1  # clips read and checked beside the writing thread, when a core is free (and no fork)
 SPLIT_MIN_LINES = 4096  # a file of fewer requests is written by one process (the fork costs more than it saves)
@@ -811,6 +836,7 @@ def _write_batch_file(
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     seen: dict[str, bool] = {}  # request key → answered by the cache (else: its line is written)
     lines = cached = done = 0
+    recording_s_per_row = 0.0  # measured on the chunks recorded so far: the last chunk's pause foretold
     try:
         with _sink_for(project.audio, handle, requests, temp_name) as sink:
             specs: list[LineSpec] = []
@@ -819,6 +845,8 @@ def _write_batch_file(
                 chunk = itertools.chain((head,), itertools.islice(todo, WRITE_CHUNK - 1))
                 rows, answered, hits = [], [], {}
                 chunk_end = min(done + WRITE_CHUNK, requests)
+                if chunk_end >= requests and recording_s_per_row:
+                    sink.last_pause(recording_s_per_row * (requests - done))
                 while keyed := planner.plan(itertools.islice(chunk, PLAN_LINES)):
                     if chunk_end < requests and done + len(keyed) > chunk_end - LEAD_LINES:
                         sink.lead(chunk_end - done)  # the chunk's last lines, before its rows are recorded
@@ -843,9 +871,12 @@ def _write_batch_file(
                 specs.clear()
                 sink.pause()
                 cached += len(answered)
+                recording_started = time.perf_counter()
                 with project.transaction() as conn:
                     batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
+                if rows or answered:
+                    recording_s_per_row = (time.perf_counter() - recording_started) / (len(rows) + len(answered))
                 progress.report(done, max(done, requests), "requests written")
         written = sink.written
         os.replace(temp_name, target)

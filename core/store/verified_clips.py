@@ -176,6 +176,18 @@ class VerifiedClips:
         self._conn, self._known, self._pending = None, set(), []
 
 
+def create_verified_clips() -> None:
+    """Make the cache's file if there is none yet, before two processes open it at once (a batch file's second
+    process): both making it, one could find it locked while the other turns on WAL or creates the table, and go
+    without the cache (its clips hashed again by the next file). Nothing when the file exists or the cache is off."""
+    with contextlib.suppress(OSError, RuntimeError):
+        if (cache_dir() / CACHE_FILE_NAME).exists():
+            return
+    verified = open_verified_clips()
+    if verified is not None:
+        verified.close()
+
+
 def open_verified_clips() -> VerifiedClips | None:
     """The user's cache of verified clips, or None when it is off or cannot be used (then every clip is hashed)."""
     if os.environ.get(VERIFY_EVERY_READ_VARIABLE, "").strip() not in ("", "0"):

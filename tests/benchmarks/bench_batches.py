@@ -18,7 +18,11 @@ collected in <= 30 s. Preparing the plan is timed and printed apart (it is the s
 `--only import` writes the request file without measuring it (use a small --audio-seconds: the audio does not
 reach the results) and times only the import; `--varied-replies` answers with the parser corpus's replies
 (tests/core/evaluation/parsing_corpus.jsonl, in turn) instead of "Answer: [[B]]" every time;
-`--import-rounds N` imports N times into the same project as it was before importing, and prints the median."""
+`--import-rounds N` imports N times into the same project as it was before importing, and prints the median.
+`--compare-plain N` (issue 28) runs the writer and the plain pybase64 loop in turn, each tree first in every other
+round; on a shared host read its last lines: the medians over the runs no other process disturbed (each measured
+process reads /proc/stat around its timed part: other processes' CPU = the host's busy CPU - its own, under
+UNDISTURBED_CPU), beside each run's disturbance."""
 
 from __future__ import annotations
 
@@ -104,6 +108,28 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
             )
 
 
+# Read in the measured process around its timed part (the writer's write_batch_file, the plain loop's loop): the
+# host's busy CPU from /proc/stat (all but idle and I/O wait) and its steal, so that what other processes ran
+# meanwhile (busy minus the run's own CPU) tells a disturbed run from a calm one on a shared host
+HOST_TICKS = """
+def host_ticks():
+    try:
+        with open("/proc/stat") as stat:
+            return [int(field) for field in stat.readline().split()[1:]]
+    except OSError:
+        return None
+
+def others(before, after, own_cpu_s):
+    if before is None or after is None:
+        return {}
+    delta = [b - a for a, b in zip(before, after)]
+    tick = os.sysconf("SC_CLK_TCK")
+    busy = sum(delta[:8]) - delta[3] - delta[4]  # user .. steal; guest time is counted in user already
+    return {"others_cpu_s": busy / tick - own_cpu_s, "steal_s": delta[7] / tick if len(delta) > 7 else 0.0}
+"""
+UNDISTURBED_CPU = 0.05  # seconds of other processes' CPU (and steal) during a timed run, below which it ran alone:
+# the writer's window is ~0.5-1 s on 2 cores, so 0.05 s is under 5% of the second core
+
 WRITER = """
 import json, os, resource, sys, time
 try:
@@ -119,6 +145,8 @@ if sys.argv[4] == "stdlib":  # the standard library's base64 (identical bytes), 
 from spokenbench.core.evaluation.preparation import RunSettings, prepare_evaluation
 from spokenbench.core.store import opened
 
+HOST_TICKS
+
 def rss_mb():
     with open("/proc/self/status") as status:
         return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
@@ -130,17 +158,18 @@ with opened(sys.argv[1]) as project:
     peak_prepare = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_before = rss_mb()
     print("writing", flush=True)  # the parent samples this process's RSS from here on
-    before, started = os.times(), time.perf_counter()
+    host_before, before, started = host_ticks(), os.times(), time.perf_counter()
     summary = write_batch_file(project, prepared, sys.argv[2])
-    written_s, after = time.perf_counter() - started, os.times()
+    written_s, after, host_after = time.perf_counter() - started, os.times(), host_ticks()
     cpu_s = after.user + after.system - before.user - before.system
     child_cpu_s = after.children_user + after.children_system - before.children_user - before.children_system
 print(json.dumps({"prepare_s": prepared_s, "write_s": written_s, "write_cpu_s": cpu_s + child_cpu_s,
                   "writer_child_cpu_s": child_cpu_s, "bytes": summary.bytes,
+                  **others(host_before, host_after, cpu_s + child_cpu_s),
                   "lines": summary.lines, "peak_prepare_mb": peak_prepare, "rss_before_write_mb": rss_before,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "child_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
-"""
+""".replace("HOST_TICKS\n", HOST_TICKS)
 
 
 PLAIN = """
@@ -150,7 +179,9 @@ project, target, check = sys.argv[1], sys.argv[2], sys.argv[3] == "sha256"
 if check:
     import hashlib
 conn = sqlite3.connect(os.path.join(project, "project.sqlite"))
-cpu, started = time.process_time(), time.perf_counter()
+HOST_TICKS
+
+host_before, cpu, started = host_ticks(), time.process_time(), time.perf_counter()
 written = 0
 with open(target, "wb", buffering=1 << 20) as out:
     for sha, fmt in conn.execute("SELECT sha256, audio_format FROM assembled_inputs ORDER BY id"):
@@ -164,8 +195,9 @@ with open(target, "wb", buffering=1 << 20) as out:
         line = b'{"custom_id":"' + sha.encode() + b'","body":"' + b64encode(data) + b'"}\\n'
         out.write(line)
         written += len(line)
-print(json.dumps({"write_s": time.perf_counter() - started, "write_cpu_s": time.process_time() - cpu, "bytes": written}))
-"""
+write_s, cpu, host_after = time.perf_counter() - started, time.process_time() - cpu, host_ticks()
+print(json.dumps({"write_s": write_s, "write_cpu_s": cpu, "bytes": written, **others(host_before, host_after, cpu)}))
+""".replace("HOST_TICKS\n", HOST_TICKS)
 
 
 def plain_loop(project_dir: Path, target: Path, check: str) -> dict:
@@ -256,7 +288,37 @@ def compare_plain(
         if older in medians:
             (wall, cpu), (old_wall, old_cpu) = medians[name], medians[older]
             print(f"  {name} / baseline: {wall / old_wall:.2f}x wall, {cpu / old_cpu:.2f}x MB per CPU-second")
+    _print_undisturbed(runs, writers)
     return 0
+
+
+def _print_undisturbed(runs: dict[str, list[dict]], writers: dict) -> None:
+    """Beside the medians over all runs: the same over the runs no other process disturbed (under UNDISTURBED_CPU
+    seconds of other processes' CPU in the timed part, read from /proc/stat), each run's disturbance, and the
+    ratios to the plain loop's undisturbed median."""
+    import statistics
+
+    if any("others_cpu_s" not in f for figures in runs.values() for f in figures):
+        return  # not Linux: no way to tell
+    calm_medians = {}
+    print(f"  the same over the undisturbed runs (other processes' CPU under {UNDISTURBED_CPU} s in the timed part):")
+    for name, figures in runs.items():
+        calm = [f for f in figures if f["others_cpu_s"] < UNDISTURBED_CPU]
+        disturbance = ", ".join(f"{f['others_cpu_s']:.2f}" for f in figures)
+        steal = max(f["steal_s"] for f in figures)
+        if calm:
+            wall = statistics.median(f["bytes"] / 1e6 / f["write_s"] for f in calm)
+            calm_medians[name] = wall
+            figure = f"{wall:6.0f} MB/s wall, {statistics.median(f['write_s'] for f in calm):.2f} s"
+        else:
+            figure = "    no undisturbed run"
+        print(
+            f"  {name:<34} {figure} ({len(calm)} of {len(figures)} runs; others' CPU per run {disturbance} s; "
+            f"steal at most {steal:.2f} s)"
+        )
+    for name in writers:
+        if name in calm_medians and "plain loop" in calm_medians:
+            print(f"  {name} / plain loop, undisturbed: {calm_medians[name] / calm_medians['plain loop']:.0%} wall")
 
 
 def _writer_detail(figures: list[dict]) -> str:

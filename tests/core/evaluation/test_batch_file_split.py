@@ -160,6 +160,35 @@ def test_a_chunks_last_lines_go_to_the_child_and_are_all_handed_out_before_its_r
         assert here[0] == line_starts[0]  # PARENT_SHARE of the first unit
 
 
+@pytest.mark.parametrize(("chunk", "most"), [(4, 2048), (8, 2048), (4, 0)])
+def test_the_last_chunks_lines_go_to_the_child_while_this_process_records_their_rows(
+    audio_project, tmp_path, split, monkeypatch, chunk, most
+):
+    """One line a unit, every line written here by the steady share (PARENT_SHARE 1), recording rows slowed to
+    0.2 s a chunk. Chunks of four of the six lines: the first chunk's four rows took 0.2 s, so the last chunk's two
+    will take ~0.1 s, far longer than two lines take here; both go to the child, which writes them while this
+    process records their rows (`_SplitSink.last_pause`), unless no line may be left to it for that
+    (LAST_PAUSE_LINES 0). One chunk of all six: nothing was measured before the last chunk, and every line is
+    written here. The file is the pinned one in every case."""
+    monkeypatch.setattr(batch_files, "WRITE_CHUNK", chunk)
+    monkeypatch.setattr(batch_files, "LAST_PAUSE_LINES", most)
+    monkeypatch.setattr(batch_files, "SPLIT_LINES", 1)
+    monkeypatch.setattr(batch_files, "PARENT_SHARE", 1.0)
+    real_insert = batch_files.batch_store.insert_requests
+
+    def slowed(conn, batch_id, rows):
+        time.sleep(0.2)
+        real_insert(conn, batch_id, rows)
+
+    monkeypatch.setattr(batch_files.batch_store, "insert_requests", slowed)
+    shares = _shares_written_here(monkeypatch)
+    path = tmp_path / "r.jsonl"
+    assert written(audio_project, VLLM, path) == PINNED["audio standard"]
+    line_starts = [0] + [n + 1 for n, byte in enumerate(path.read_bytes()) if byte == ord("\n")][:-1]
+    here = [offset for offset, _ in shares]
+    assert here == (line_starts[:4] if chunk == 4 and most else line_starts)
+
+
 def test_a_unit_sent_to_the_child_carries_each_shared_middle_once(audio_project, tmp_path, split, monkeypatch):
     """The planner's lines keep their key apart from the presentation's middle (the body up to the audio), which
     the lines of a presentation share: pickled once per unit, so the child's pipe holds ~3x the lines; the file is

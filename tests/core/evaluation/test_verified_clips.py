@@ -184,6 +184,29 @@ def test_no_home_folder_to_be_found_means_no_cache(monkeypatch):
     assert verified_clips.open_verified_clips() is None
 
 
+def test_a_missing_cache_is_made_before_two_processes_open_it_and_an_existing_one_is_left_alone(monkeypatch):
+    """A batch file's second process and its parent open the cache at once: made first, in WAL with its table, so
+    neither finds a new file locked while the other sets it up (and goes without: seen as a flaky test); a cache
+    already there is not opened for this, and no cache to be had (no home folder) is no error."""
+    path = verified_clips.cache_dir() / verified_clips.CACHE_FILE_NAME
+    assert not path.exists()
+    verified_clips.create_verified_clips()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT count(*) FROM verified_clips").fetchone()[0] == 0
+    opened, real_open = [], verified_clips.open_verified_clips
+    monkeypatch.setattr(verified_clips, "open_verified_clips", lambda: opened.append(True))
+    verified_clips.create_verified_clips()
+    assert opened == []
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(verified_clips, "open_verified_clips", real_open)
+    monkeypatch.setattr(verified_clips, "cache_dir", no_home)
+    verified_clips.create_verified_clips()
+
+
 def test_a_cache_another_process_keeps_busy_only_means_hashing_again(aged_project, tmp_path, hashed, monkeypatch):
     """The cache's write lock held by another process past the busy timeout: this file's entries are dropped (the
     file is written all the same), so the next file hashes its clips again, and records them."""
