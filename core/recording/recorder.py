@@ -303,8 +303,8 @@ class FakeInputStream:
         start = index * self.blocksize
         block = self.signal[start : start + self.blocksize]
         if len(block) < self.blocksize:
-            self.delivered_signal.set()
             if not self.then_silence and len(block) == 0:
+                self.delivered_signal.set()
                 return None
             block = np.concatenate([block, np.zeros(self.blocksize - len(block), dtype=np.float32)])
         if self.noise:
@@ -332,6 +332,8 @@ class FakeInputStream:
             status = FakeStatus(input_overflow=late or index in self.overflow_blocks)
             self.callback(block, self.blocksize, None, status)
             self.blocks_sent += 1
+            if (index + 1) * self.blocksize >= len(self.signal):  # set once the callback has had the last sample
+                self.delivered_signal.set()
             late = self.realtime and time.perf_counter() > began + (index + 2) * period
             self.late_blocks += int(late)
         self.active = False

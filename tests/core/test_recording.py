@@ -64,8 +64,10 @@ def padded(signal: np.ndarray, lead_s: float = 0.5, tail_s: float = 0.6, noise: 
 
 
 def record(signal: np.ndarray, rate: int = RATE) -> np.ndarray:
-    """Record `signal` through the Recorder from a fake input stream (as fast as the fake can deliver it)."""
-    recorder = Recorder(InputDevice(None, "fake", 1, rate), stream_factory=fake_stream_factory(signal, noise_dbfs=None))
+    """Record `signal` through the Recorder from a fake input stream (as fast as the fake can deliver it, then
+    nothing: a test thread that stops the take late on a loaded machine must not add minutes of silence to it)."""
+    factory = fake_stream_factory(signal, noise_dbfs=None, then_silence=False)
+    recorder = Recorder(InputDevice(None, "fake", 1, rate), stream_factory=factory)
     recorder.start()
     recorder._stream.delivered_signal.wait(5)
     return recorder.stop()
@@ -233,6 +235,27 @@ def test_a_realtime_fake_stream_paces_its_blocks():
     time.sleep(0.32)
     stream.stop()
     assert 4 <= stream.blocks_sent <= 7 and stream.late_blocks == 0
+
+
+def test_a_fake_stream_says_its_signal_is_delivered_only_once_the_callback_has_the_last_sample():
+    """A waiter that stops the recorder as soon as the signal is delivered must find every sample recorded (the
+    event was set before the last block's callback: a slow callback lost that block)."""
+    import threading
+    import time
+
+    received, last_call_returned = [], threading.Event()
+
+    def slow_callback(block, frames, time_info, status):
+        time.sleep(0.05)
+        received.append(len(block))
+        if len(received) == 3:
+            last_call_returned.set()
+
+    stream = FakeInputStream(RATE, 512, callback=slow_callback, signal=np.ones(1100, np.float32), then_silence=False)
+    stream.start()
+    assert stream.delivered_signal.wait(5)
+    assert len(received) == 3 and last_call_returned.is_set()  # ceil(1100 / 512) blocks, the last one partial
+    stream.stop()
 
 
 def test_without_portaudio_recording_says_what_to_install(monkeypatch):
