@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -38,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import host_cpu  # this folder, first on the path of a script run from it
 import numpy as np
 import soundfile as sf
 
@@ -108,25 +110,9 @@ def build_project(path: Path, requests: int, seconds: float) -> None:
             )
 
 
-# Read in the measured process around its timed part (the writer's write_batch_file, the plain loop's loop): the
-# host's busy CPU from /proc/stat (all but idle and I/O wait) and its steal, so that what other processes ran
-# meanwhile (busy minus the run's own CPU) tells a disturbed run from a calm one on a shared host
-HOST_TICKS = """
-def host_ticks():
-    try:
-        with open("/proc/stat") as stat:
-            return [int(field) for field in stat.readline().split()[1:]]
-    except OSError:
-        return None
-
-def others(before, after, own_cpu_s):
-    if before is None or after is None:
-        return {}
-    delta = [b - a for a, b in zip(before, after)]
-    tick = os.sysconf("SC_CLK_TCK")
-    busy = sum(delta[:8]) - delta[3] - delta[4]  # user .. steal; guest time is counted in user already
-    return {"others_cpu_s": busy / tick - own_cpu_s, "steal_s": delta[7] / tick if len(delta) > 7 else 0.0}
-"""
+# Read in the measured process around its timed part (the writer's write_batch_file, the plain loop's loop): what
+# other processes ran meanwhile tells a disturbed run from a calm one on a shared host
+HOST_TICKS = inspect.getsource(host_cpu)
 UNDISTURBED_CPU = 0.05  # seconds of other processes' CPU (and steal) during a timed run, below which it ran alone:
 # the writer's window is ~0.5-1 s on 2 cores, so 0.05 s is under 5% of the second core
 

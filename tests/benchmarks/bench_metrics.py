@@ -46,6 +46,7 @@ from spokenbench.core.metrics.synthetic import biasinear_like
 
 FACTORS = ["language", "accent", "gender", "order"]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for figure_content.py
+import host_cpu  # noqa: E402 - this folder, first on the path of a script run from it
 from figure_content import report_figure_differences  # noqa: E402 - after the path it is found on
 
 
@@ -540,14 +541,9 @@ def _timed(command: list[str], tree: str | None) -> tuple[float, float, float]:
 
 
 def _host_busy_cpu() -> float:
-    """CPU seconds every process on the host has used since boot (/proc/stat: all but idle and I/O wait), NaN
-    off Linux."""
-    try:
-        with open("/proc/stat") as stat:
-            ticks = [int(field) for field in stat.readline().split()[1:]]
-    except OSError:
-        return float("nan")
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds every process on the host has used since boot (`host_cpu`), NaN off Linux."""
+    ticks = host_cpu.host_ticks()
+    return float("nan") if ticks is None else host_cpu.host_busy_seconds(ticks)
 
 
 def _children_cpu() -> float:
