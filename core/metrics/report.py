@@ -386,6 +386,8 @@ def _draw_figures(
     parts = [None, *built.values()]
     order = _largest_first(list(built))
     helpers = max(0, min(processes, len(order)) - 1)
+    if helpers + 1 < processes:  # fewer figures than processes: a core has none from the start
+        os.write(says_free, b"\0")
     written: dict[int, Report] = {}
     with ChildCalls("fork") as children:
         with _queue_of_parts(order[helpers + 1 :]) as queue:

@@ -295,6 +295,33 @@ def test_the_last_tables_are_written_once_a_figure_process_is_free(tmp_path, mon
     assert tables["per_question"] > tables["selection_bias_by_position"] > tables["apes_by_stratum"]
 
 
+@pytest.mark.slow
+def test_the_last_tables_do_not_wait_with_fewer_figures_than_processes(tmp_path, monkeypatch):
+    """One figure for two processes: a core has no figure process from the start, so the last tables do not
+    wait for the figure."""
+    log, save_figure, write_table = tmp_path / "log", figures.save_figure, report_module.write_table
+
+    def slow_figure(*args):
+        paths = save_figure(*args)
+        time.sleep(1)  # longer than all the tables
+        with log.open("a") as file:
+            file.write(f"figure {time.monotonic()}\n")
+        return paths
+
+    def noting_the_table(frame, out_dir, stem, **options):
+        with log.open("a") as file:
+            file.write(f"{stem} {time.monotonic()}\n")
+        return write_table(frame, out_dir, stem, **options)
+
+    monkeypatch.setattr(figures, "save_figure", slow_figure)
+    monkeypatch.setattr(report_module, "write_table", noting_the_table)
+    monkeypatch.setattr(figures, "MCQ_FIGURES", {"fig_ranking_changes": figures.ranking_changes})
+    written = write_report(frame(), tmp_path / "out", factors=FACTORS, n_resamples=0, workers=2)
+    noted = dict(line.split() for line in log.read_text().splitlines())
+    assert sum(p.suffix == ".svg" for p in written.files) == 1
+    assert float(noted["per_question"]) < float(noted["figure"])
+
+
 def _sleeping(*args):
     time.sleep(30)
 
