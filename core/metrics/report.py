@@ -8,6 +8,7 @@ import mmap
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -116,7 +117,7 @@ def _computed_and_written(
         )
         progress.check_cancelled()
         _write_parts(
-            lambda part: _mcq_tables(analysis, part),
+            lambda part: _mcq_tables(analysis, part, lambda: drawing.wait_until_one_is_free(progress.check_cancelled)),
             _mcq_figure_parts,
             _figures_view(analysis),
             report,
@@ -299,20 +300,24 @@ class _FigureProcesses:
         self.n_figures: int | None = None
         self.children: ChildCalls | None = None
         self.tell: int | None = None  # this end of the pipe that gives the payload's length, until it is closed
+        self.free: int | None = None  # this end of the pipe where a figure process says it has no figure left
 
     def __enter__(self) -> _FigureProcesses:
         if self.processes:
             self.payload = _memory_file()
             told, self.tell = os.pipe()
+            self.free, says_free = os.pipe()
             self.children = ChildCalls("fork")
-            self.children.start(_draw_figures, told, self.tell, self.payload, self.out_dir, self.processes)
-            os.close(told)  # the figure process's end
+            self.children.start(_draw_figures, told, self.tell, self.payload, self.out_dir, self.processes, says_free)
+            os.close(told)  # the figure processes' ends
+            os.close(says_free)
         return self
 
     def __exit__(self, *exc_info) -> None:
         if self.children is not None:
             self.children.stop()
             self._close_payload()
+            os.close(self.free)
 
     def send(self, figure_parts_of, data, kind: str) -> None:
         """Give the figure processes their parts' data (through a memory file, so this process never waits for
@@ -325,6 +330,19 @@ class _FigureProcesses:
                 file.write(payload)
             os.write(self.tell, len(payload).to_bytes(8, "little"))
         self._close_payload()
+
+    def wait_until_one_is_free(self, check: Callable[[], None]) -> None:
+        """Return once a figure process has no figure left to draw, or none runs any more (at once where fewer
+        than two were started), calling `check` (a cancel check) while waiting. The report holds its last tables
+        (~0.03 s of CPU on 100,800 rows) until then: written earlier, they slow the figure processes, which keep
+        both cores busy; written then, they use the core the free one leaves idle while the other draws its last
+        figure (0.035-0.13 s on the benchmark's rows; issue 28, round 9)."""
+        if self.children is None or self.processes < 2:
+            return
+        while not select.select([self.free], [], [], 0.05)[0]:
+            check()
+        os.read(self.free, 1)  # a figure process's byte, or nothing: every one ended
+        check()
 
     def _close_payload(self) -> None:
         """Close this process's ends (once: a descriptor closed twice could be another file's by then)."""
@@ -344,10 +362,12 @@ class _FigureProcesses:
         return {}
 
 
-def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: int) -> tuple[int | None, dict]:
+def _draw_figures(
+    told: int, tell: int, payload: int, out_dir: Path, processes: int, says_free: int
+) -> tuple[int | None, dict]:
     """In the first figure process, forked as the report starts: import matplotlib, wait for the figures' data,
-    then draw them with `processes` - 1 more forked from here. How many figures there are (None: no data came),
-    and what was written, by part number."""
+    then draw them with `processes` - 1 more forked from here; each writes a byte to `says_free` once it has no
+    figure left. How many figures there are (None: no data came), and what was written, by part number."""
     os.close(tell)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # ended by the report: end the processes forked here too
     multiprocessing.current_process().daemon = False  # a daemon may fork none; this one ends its own (ChildCalls)
@@ -366,13 +386,15 @@ def _draw_figures(told: int, tell: int, payload: int, out_dir: Path, processes: 
     parts = [None, *built.values()]
     order = _largest_first(list(built))
     helpers = max(0, min(processes, len(order)) - 1)
+    if helpers + 1 < processes:  # fewer figures than processes: a core has none from the start
+        os.write(says_free, b"\0")
     written: dict[int, Report] = {}
     with ChildCalls("fork") as children:
         with _queue_of_parts(order[helpers + 1 :]) as queue:
             for first in order[1 : helpers + 1]:
-                children.start(_write_parts_in_child, {first: parts[first]}, out_dir, kind, queue, parts)
+                children.start(_write_parts_in_child, {first: parts[first]}, out_dir, kind, queue, parts, says_free)
             if order:
-                written = _write_parts_in_child({order[0]: parts[order[0]]}, out_dir, kind, queue, parts)
+                written = _write_parts_in_child({order[0]: parts[order[0]]}, out_dir, kind, queue, parts, says_free)
         for _, result in children.finished():
             if not isinstance(result, ChildCallFailed):
                 written |= result
@@ -422,10 +444,12 @@ def _write_parts_in_child(
     kind: str,
     queue: int | None = None,
     all_parts: list[Callable[[Report], None]] | None = None,
+    says_free: int | None = None,
 ) -> dict[int, Report]:
     """In a forked process (it inherits the parts: closures need no pickling): write the parts in order, then
-    those it takes from `queue` (_queue_of_parts: numbers in `all_parts`); what was written goes back. A part that
-    fails ends the work here; the parent writes that part and the rest again, and so raises the part's error."""
+    those it takes from `queue` (_queue_of_parts: numbers in `all_parts`); what was written goes back, and a byte
+    to `says_free` once there is nothing left to write here. A part that fails ends the work here; the parent
+    writes that part and the rest again, and so raises the part's error."""
     written: dict[int, Report] = {}
 
     def taken() -> Iterator[tuple[int, Callable[[Report], None]]]:
@@ -441,6 +465,9 @@ def _write_parts_in_child(
         except Exception:  # noqa: BLE001 - raised again by the parent, which writes the part again
             break
         written[i] = part
+    if says_free is not None:
+        with contextlib.suppress(OSError):  # the report ended meanwhile
+            os.write(says_free, b"\0")
     return written
 
 
@@ -475,9 +502,11 @@ def _with_ci(table: ColumnTable, analysis: McqAnalysis, column: str, key: str) -
     return out
 
 
-def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
+def _mcq_tables(analysis: McqAnalysis, report: Report, before_the_last: Callable[[], None] = lambda: None) -> None:
     """The multiple-choice tables, computed and written from plain columns: no pandas (its import and frames
-    were ~1 s of CPU on 100,800 rows, issue 28); the files are the bytes pandas wrote for them."""
+    were ~1 s of CPU on 100,800 rows, issue 28); the files are the bytes pandas wrote for them. `before_the_last`
+    is called before the selection-bias and per-question tables: a report waits there for a figure process to
+    be free (`_FigureProcesses.wait_until_one_is_free`)."""
     data, summary, selection = analysis.data, analysis.summary_columns, analysis.selection
     columns = [
         "model",
@@ -589,6 +618,7 @@ def _mcq_tables(analysis: McqAnalysis, report: Report) -> None:
                 "APES and κ of each factor within each level of another (BiasInEar Table 21)",
             )
 
+    before_the_last()
     positions = []
     per_model = selection.per_model_columns
     for m, model in enumerate(data.models):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 
 import matplotlib
 import numpy as np
@@ -259,6 +260,94 @@ def test_figures_are_taken_largest_first_by_whichever_process_is_free(tmp_path):
     assert list(taken) == [1, 3, 4, 5]  # its own part, then every one left in the queue, in its order
 
 
+@pytest.mark.slow
+def test_the_last_tables_are_written_once_a_figure_process_is_free(tmp_path, monkeypatch):
+    """The selection-bias and per-question tables wait until a figure process has no figure left (issue 28,
+    round 9: then they use the core it leaves idle); the files are those one process writes."""
+    here = write_report(frame(), tmp_path / "here", factors=FACTORS, n_resamples=0, workers=0)
+    log, save_figure, write_table = tmp_path / "log", figures.save_figure, report_module.write_table
+
+    def noting(what: str) -> None:
+        with log.open("a") as file:
+            file.write(f"{what} {os.getpid()} {time.monotonic()}\n")
+
+    def noting_the_figure(*args):
+        paths = save_figure(*args)
+        noting("figure")
+        return paths
+
+    def noting_the_table(frame, out_dir, stem, **options):
+        noting(stem)
+        return write_table(frame, out_dir, stem, **options)
+
+    monkeypatch.setattr(figures, "save_figure", noting_the_figure)
+    monkeypatch.setattr(report_module, "write_table", noting_the_table)
+    again = write_report(frame(), tmp_path / "again", factors=FACTORS, n_resamples=0, workers=2)
+    assert again.entries == here.entries and digests(tmp_path / "again") == digests(tmp_path / "here")
+    noted = [line.split() for line in log.read_text().splitlines()]
+    last_figure = {}  # per figure process, when it saved its last figure
+    for what, pid, when in noted:
+        if what == "figure":
+            last_figure[pid] = max(float(when), last_figure.get(pid, 0.0))
+    tables = {what: float(when) for what, pid, when in noted if what != "figure"}
+    assert len(last_figure) == 2 and str(os.getpid()) not in last_figure
+    assert tables["selection_bias_by_position"] > min(last_figure.values())  # and after it the rest, in order
+    assert tables["per_question"] > tables["selection_bias_by_position"] > tables["apes_by_stratum"]
+
+
+@pytest.mark.slow
+def test_the_last_tables_do_not_wait_with_fewer_figures_than_processes(tmp_path, monkeypatch):
+    """One figure for two processes: a core has no figure process from the start, so the last tables do not
+    wait for the figure."""
+    log, save_figure, write_table = tmp_path / "log", figures.save_figure, report_module.write_table
+
+    def slow_figure(*args):
+        paths = save_figure(*args)
+        time.sleep(1)  # longer than all the tables
+        with log.open("a") as file:
+            file.write(f"figure {time.monotonic()}\n")
+        return paths
+
+    def noting_the_table(frame, out_dir, stem, **options):
+        with log.open("a") as file:
+            file.write(f"{stem} {time.monotonic()}\n")
+        return write_table(frame, out_dir, stem, **options)
+
+    monkeypatch.setattr(figures, "save_figure", slow_figure)
+    monkeypatch.setattr(report_module, "write_table", noting_the_table)
+    monkeypatch.setattr(figures, "MCQ_FIGURES", {"fig_ranking_changes": figures.ranking_changes})
+    written = write_report(frame(), tmp_path / "out", factors=FACTORS, n_resamples=0, workers=2)
+    noted = dict(line.split() for line in log.read_text().splitlines())
+    assert sum(p.suffix == ".svg" for p in written.files) == 1
+    assert float(noted["per_question"]) < float(noted["figure"])
+
+
+def _sleeping(*args):
+    time.sleep(30)
+
+
+@pytest.mark.parametrize("figure_process", ["none", "dies", "is-cancelled"])
+def test_waiting_for_a_free_figure_process_ends(tmp_path, monkeypatch, figure_process):
+    """No figure processes: no wait; every one ended without saying it is free (died, or got no data): the wait
+    ends; a cancel while it waits is raised, and the figure processes are ended."""
+    before = _own_children()
+    monkeypatch.setattr(report_module, "_draw_figures", _dying if figure_process == "dies" else _sleeping)
+    checks = []
+
+    def check():
+        checks.append(1)
+        if figure_process == "is-cancelled" and len(checks) > 2:
+            raise KeyboardInterrupt
+
+    with report_module._FigureProcesses(tmp_path, 0 if figure_process == "none" else 2) as drawing:
+        if figure_process == "is-cancelled":
+            with pytest.raises(KeyboardInterrupt):
+                drawing.wait_until_one_is_free(check)
+        else:
+            drawing.wait_until_one_is_free(check)
+    assert (checks == []) == (figure_process == "none") and not _own_children() - before
+
+
 WHICH_PROCESS_LOADS_WHAT = """
 import json, os, sys
 from pathlib import Path
@@ -272,10 +361,10 @@ def noting_analysis(*args, **kwargs):
     (out.parent / "analysis.json").write_text(json.dumps({"children": children}))
     return analyze(*args, **kwargs)
 
-def noting_tables(analysis, part):
+def noting_tables(analysis, part, *before_the_last):
     seen = {"pid": os.getpid(), "loaded": sorted(m for m in ("matplotlib", "pandas") if m in sys.modules)}
     (out.parent / "tables.json").write_text(json.dumps(seen))
-    return tables(analysis, part)
+    return tables(analysis, part, *before_the_last)
 
 def noting_figure(stem, build, note):
     write = figure_part(stem, build, note)
