@@ -248,9 +248,10 @@ def _ranking_changes(ctx: _Context) -> Panel:
         acc = acc.reshape(ctx.n_resamples, n_models, len(settings))
         ranks = _min_ranks_descending(acc)
         tail = 100 * (1 - CONFIDENCE) / 2
-        with np.errstate(invalid="ignore"):
-            low = np.nanpercentile(ranks, tail, axis=0, method="nearest")  # ranks are whole numbers
-            high = np.nanpercentile(ranks, 100 - tail, axis=0, method="nearest")
+        ranked = ~np.isnan(ranks).all(axis=0)  # a model without a setting's rows has no rank in any resample:
+        # left NaN here, since nanpercentile would warn "All-NaN slice" on the user's stderr for the same NaN
+        low[ranked] = np.nanpercentile(ranks[:, ranked], tail, axis=0, method="nearest")  # whole numbers
+        high[ranked] = np.nanpercentile(ranks[:, ranked], 100 - tail, axis=0, method="nearest")
         for s, name in enumerate(settings):
             if name == "original":
                 continue

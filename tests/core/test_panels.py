@@ -179,6 +179,19 @@ def test_gold_position_mcnemar_voting_and_ranks_match_hand_computation(tiny):
     assert ranks[("m1", "original")] == 1 and ranks[("m2", "original")] == 2
 
 
+def test_ranks_of_a_setting_without_rows_leave_their_interval_empty_without_a_warning():
+    """A setting some model has no rows in (8 questions: gold never at some position for it) has no rank in any
+    resample; its interval stays NaN, and nothing is printed: numpy's "All-NaN slice" RuntimeWarning reached the
+    user's stderr before."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        panels = compute_panels(biasinear_like(8, 2, seed=3), n_resamples=20)
+    ranks = panels.panels["ranking_changes"].points
+    assert ranks and all(p.low <= p.value <= p.high for p in ranks)  # every ranked point keeps its interval
+
+
 def test_gold_position_panel_keeps_a_question_whose_gold_at_p_order_is_the_identity():
     # issue 13's two questions (gold A): q1's gold-at-A order is ABCD, asked once as 'original' (wrong); q2's
     # ACDB (right); both originals wrong -> the paper's Δ_A = 1/2 - 0 = +50 points (was +100: q1 dropped)
