@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -71,16 +72,46 @@ def _start_together(count, project_dir, url, *extra):
     ]
 
 
+class _StderrLines:
+    """A process's stderr, read on a thread as it comes (its stdout is read at the end)."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.lines: list[str] = []
+        self.thread = threading.Thread(target=lambda: self.lines.extend(process.stderr), daemon=True)
+        self.thread.start()
+
+    def has(self, text: str) -> bool:
+        return any(text in line for line in list(self.lines))
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def wait(self, process: subprocess.Popen) -> str:
+        process.wait(timeout=180)
+        self.thread.join(timeout=10)
+        return self.text()
+
+
 def _answers_per_request(stub) -> Counter:
     return Counter(r["sha256"] for r in stub.requests if r["status"] == 200)
 
 
 @pytest.mark.parametrize("processes", [2, 3])
 def test_identical_evaluations_started_together_send_each_request_once(tmp_path, processes):
+    """The stub's answers wait until every process but the first claimer has found a request claimed by a live
+    job and said so: the runs overlap however slowly the processes start (under load one used to finish before
+    another planned, which then found every answer in the cache and reused none)."""
     project_dir = _project(tmp_path)
     with StubServer(delay_s=0.03) as stub:
+        stub.state.gate.clear()
         started = _start_together(processes, project_dir, stub.openai_url)
-        outputs = [process.communicate(timeout=180) for process in started]
+        errors = [_StderrLines(process) for process in started]
+        deadline = time.monotonic() + 60
+        while sum(lines.has("reusing its answer") for lines in errors) < processes - 1:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in started), [e.text() for e in errors]
+            time.sleep(0.01)
+        stub.state.gate.set()
+        outputs = [(process.stdout.read(), lines.wait(process)) for process, lines in zip(started, errors)]
         per_request = _answers_per_request(stub)
     assert [p.returncode for p in started] == [0] * processes, [err for _, err in outputs]
     assert len(per_request) == ITEMS * 2
