@@ -86,11 +86,13 @@ def batch_rows(conn: sqlite3.Connection, run_id: int | None = None) -> list[sqli
     return conn.execute("SELECT * FROM batch_jobs WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
 
 
-def insert_requests(conn: sqlite3.Connection, batch_id: int, rows: Iterable[tuple]) -> None:
-    """`rows`: (item_id, condition_key, option_order, request_key, context_json)."""
+def insert_requests(conn: sqlite3.Connection, batch_id: int, rows: Iterable[tuple], file_batch: bool = False) -> None:
+    """`rows`: (item_id, condition_key, option_order, request_key, context_json). `file_batch`: the batch is a
+    batch file's (provider 'file'), whose rows no request-key look-up needs (`batches_holding`): they are left
+    out of that index (migration 17)."""
     conn.executemany(
-        "INSERT INTO batch_requests(batch_id, item_id, condition_key, option_order, request_key, context_json) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO batch_requests(batch_id, item_id, condition_key, option_order, request_key, context_json, "
+        f"file_batch) VALUES (?, ?, ?, ?, ?, ?, {int(file_batch)})",
         ((batch_id, *row) for row in rows),
     )
 
@@ -133,7 +135,8 @@ def batches_holding(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, 
         chunk = list(keys[start : start + 500])
         rows = conn.execute(
             f"SELECT r.request_key, b.id, b.run_id FROM batch_requests r JOIN batch_jobs b ON b.id = r.batch_id "
-            f"WHERE r.request_key IN ({','.join('?' * len(chunk))}) AND {_IN_FLIGHT} ORDER BY b.id",
+            f"WHERE r.request_key IN ({','.join('?' * len(chunk))}) AND r.file_batch = 0 AND {_IN_FLIGHT} "
+            "ORDER BY b.id",  # file_batch = 0: the partial index of request keys (migration 17)
             chunk,
         )
         for key, batch_id, run_id in rows:

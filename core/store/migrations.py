@@ -625,6 +625,17 @@ AND NEW.words IS OLD.words AND NEW.character_errors IS OLD.character_errors AND 
 BEGIN UPDATE transcripts SET counts_version = NULL WHERE id = NEW.id; END;
 """
 
+# Only a provider batch's pending requests are looked up by request key (`batches.batches_holding`: a request
+# waiting in a provider's batch is not sent again). A batch file's rows never are, yet keeping them in that index
+# (random hashes: a page touched per row) was half the CPU of recording a batch file's rows, on the path that
+# writes the file (issue 28: 20,000 rows 0.22 s against 0.11 s). Rows written from now on say which they are;
+# older ones stay indexed (the default), which only costs them the space.
+MIGRATION_17_FILE_ROWS_UNINDEXED = """
+ALTER TABLE batch_requests ADD COLUMN file_batch INTEGER NOT NULL DEFAULT 0 CHECK (file_batch IN (0, 1));
+DROP INDEX batch_requests_key;
+CREATE INDEX batch_requests_key ON batch_requests(request_key) WHERE file_batch = 0;
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_FOUNDATION,
     MIGRATION_2_AUDIO,
@@ -642,5 +653,6 @@ MIGRATIONS: list[str] = [
     MIGRATION_14_PENDING_IMPORTS,
     MIGRATION_15_BATCH_PART_TAGS,
     MIGRATION_16_TRANSCRIPT_COUNTS,
+    MIGRATION_17_FILE_ROWS_UNINDEXED,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
