@@ -37,7 +37,7 @@ TABLES_SINCE_THE_PIN = {"pending_imports"}
 # Migration 15 tags provider batch parts (a killed submitter's batch is found again); the demo submits none, so
 # these columns of its empty batch_jobs table are all there is of it. Migration 16 stores each transcript's edit counts
 # beside it (derived from the transcript and its clip, both still compared whole here)
-COLUMNS_SINCE_THE_PIN = {("batch_jobs", "part_tag"), ("batch_jobs", "submit_job")} | {
+COLUMNS_SINCE_THE_PIN = {("batch_jobs", "part_tag"), ("batch_jobs", "submit_job"), ("batch_requests", "file_batch")} | {
     ("transcripts", column)
     for column in (
         "counts_version", "word_errors", "words", "character_errors", "characters",
