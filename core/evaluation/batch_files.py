@@ -873,7 +873,7 @@ def _write_batch_file(
                 cached += len(answered)
                 recording_started = time.perf_counter()
                 with project.transaction() as conn:
-                    batch_store.insert_requests(conn, batch_id, rows, file_batch=True)
+                    batch_store.insert_requests(conn, batch_id, rows)
                 _store_cached(project, run_id, answered, hits)
                 if rows or answered:
                     recording_s_per_row = (time.perf_counter() - recording_started) / (len(rows) + len(answered))

@@ -86,13 +86,14 @@ def batch_rows(conn: sqlite3.Connection, run_id: int | None = None) -> list[sqli
     return conn.execute("SELECT * FROM batch_jobs WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
 
 
-def insert_requests(conn: sqlite3.Connection, batch_id: int, rows: Iterable[tuple], file_batch: bool = False) -> None:
-    """`rows`: (item_id, condition_key, option_order, request_key, context_json). `file_batch`: the batch is a
-    batch file's (provider 'file'), whose rows no request-key look-up needs (`batches_holding`): they are left
-    out of that index (migration 17)."""
+def insert_requests(conn: sqlite3.Connection, batch_id: int, rows: Iterable[tuple]) -> None:
+    """`rows`: (item_id, condition_key, option_order, request_key, context_json). A batch file's rows (provider
+    'file') are marked `file_batch`, which leaves them out of the request-key index: only provider batches' rows
+    are looked up by key (`batches_holding`; migration 17)."""
+    (provider,) = conn.execute("SELECT provider FROM batch_jobs WHERE id = ?", (batch_id,)).fetchone()
     conn.executemany(
         "INSERT INTO batch_requests(batch_id, item_id, condition_key, option_order, request_key, context_json, "
-        f"file_batch) VALUES (?, ?, ?, ?, ?, ?, {int(file_batch)})",
+        f"file_batch) VALUES (?, ?, ?, ?, ?, ?, {int(provider == 'file')})",
         ((batch_id, *row) for row in rows),
     )
 

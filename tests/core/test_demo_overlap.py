@@ -36,7 +36,8 @@ CHANGED_SINCE_THE_PIN = {("change_counters", "name", "items")}
 TABLES_SINCE_THE_PIN = {"pending_imports"}
 # Migration 15 tags provider batch parts (a killed submitter's batch is found again); the demo submits none, so
 # these columns of its empty batch_jobs table are all there is of it. Migration 16 stores each transcript's edit counts
-# beside it (derived from the transcript and its clip, both still compared whole here)
+# beside it (derived from the transcript and its clip, both still compared whole here). Migration 17 marks a batch
+# file's request rows (the demo writes none)
 COLUMNS_SINCE_THE_PIN = {("batch_jobs", "part_tag"), ("batch_jobs", "submit_job"), ("batch_requests", "file_batch")} | {
     ("transcripts", column)
     for column in (

@@ -142,9 +142,9 @@ def test_a_chunks_last_lines_go_to_the_child_and_are_all_handed_out_before_its_r
         events.append(("split", len(specs)))
         real_split(self, specs)
 
-    def insert(conn, batch_id, rows, **options):
+    def insert(conn, batch_id, rows):
         events.append(("rows", len(rows)))
-        real_insert(conn, batch_id, rows, **options)
+        real_insert(conn, batch_id, rows)
 
     monkeypatch.setattr(batch_files._SplitSink, "_split", split_unit)
     monkeypatch.setattr(batch_files.batch_store, "insert_requests", insert)
@@ -176,9 +176,9 @@ def test_the_last_chunks_lines_go_to_the_child_while_this_process_records_their_
     monkeypatch.setattr(batch_files, "PARENT_SHARE", 1.0)
     real_insert = batch_files.batch_store.insert_requests
 
-    def slowed(conn, batch_id, rows, **options):
+    def slowed(conn, batch_id, rows):
         time.sleep(0.2)
-        real_insert(conn, batch_id, rows, **options)
+        real_insert(conn, batch_id, rows)
 
     monkeypatch.setattr(batch_files.batch_store, "insert_requests", slowed)
     shares = _shares_written_here(monkeypatch)

@@ -65,7 +65,7 @@ def test_a_batch_files_rows_stay_out_of_the_key_index_and_a_provider_batchs_are_
         run_id = _run(conn)
         provider, written = _provider_batch(conn, run_id), _file_batch(conn, run_id)
         batch_store.insert_requests(conn, provider, _rows(item_ids, "a"))
-        batch_store.insert_requests(conn, written, _rows(item_ids, "b"), file_batch=True)
+        batch_store.insert_requests(conn, written, _rows(item_ids, "b"))
     conn = project.conn
     provider_keys, file_keys = [r[3] for r in _rows(item_ids, "a")], [r[3] for r in _rows(item_ids, "b")]
     assert _indexed_keys(conn) == set(provider_keys)
