@@ -37,6 +37,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
+from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs import host as job_host
 from spokenbench.core.jobs import registry as core_jobs
@@ -143,6 +144,9 @@ class ProjectMonitor(threading.Thread):
 # Where operations run
 
 
+TRIM_DELAY_MS = 50  # after the last operation ended: its outcome slots and their follow-up events have run
+
+
 class OperationRunner(QObject):
     """The app's running operations (the jobs panel lists them) and the pool reads run on."""
 
@@ -158,6 +162,10 @@ class OperationRunner(QObject):
         self._ending: list[Operation] = []
         self._forget_soon = QTimer(self, singleShot=True, interval=0)
         self._forget_soon.timeout.connect(self._forget_ended)
+        # once the last operation has ended and its outcome slots have dropped what they did not keep, the C
+        # heap's freed pages go back to the system (issue 28: the app's peak memory)
+        self._trim_when_idle = QTimer(self, singleShot=True, interval=TRIM_DELAY_MS)
+        self._trim_when_idle.timeout.connect(self._return_freed_memory)
         self.error_parent: QWidget | None = None  # dialogs of operations whose own parent is gone
         self.closed = False
 
@@ -176,6 +184,12 @@ class OperationRunner(QObject):
         self._ending.append(operation)
         self._forget_soon.start()
         self.ended.emit(operation)
+        if not self.running:
+            self._trim_when_idle.start()
+
+    def _return_freed_memory(self) -> None:
+        if not self.running:
+            return_freed_memory()
 
     def _forget_ended(self) -> None:
         self._ending.clear()

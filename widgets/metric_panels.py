@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
 from spokenbench.core.results.model import Panel, Point, Published
@@ -545,6 +546,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._image = image
         self._on_rendered(built)
         self.update()
+        return_freed_memory()  # the drawing's transient buffers, freed on its thread (issue 28: peak memory)
 
     # Qt's side: paint the finished image; leave the figure alone while it is being drawn
 

@@ -234,3 +234,21 @@ def test_a_long_session_of_signals_does_not_abort_the_interpreter():
     result = subprocess.run([sys.executable, "-c", SIGNAL_STORM], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-500:]
     assert result.stdout.strip() == "30000"
+
+
+def test_freed_memory_goes_back_once_the_last_operation_has_ended(runner, qtbot, monkeypatch):
+    """Issue 28 (the app's peak memory): the C heap is trimmed after the last running operation ends and its
+    outcome has been delivered, never while another one still runs."""
+    from spokenbench.app import operations
+
+    trims = []
+    monkeypatch.setattr(operations, "return_freed_memory", lambda: trims.append(list(runner.running)))
+    release = threading.Event()
+    slow = BackgroundOp(runner, lambda progress: release.wait(10), label="slow").run()
+    quick = BackgroundOp(runner, lambda progress: 1, label="quick").run()
+    finish(qtbot, quick)
+    qtbot.wait(3 * operations.TRIM_DELAY_MS)
+    assert trims == []  # `slow` still runs
+    release.set()
+    finish(qtbot, slow)
+    qtbot.waitUntil(lambda: trims == [[]], timeout=2_000)

@@ -349,3 +349,21 @@ def test_an_eleventh_model_leaves_the_first_ten_colours_alone():
     ten, eleven = series_colors([f"m{i}" for i in range(10)]), series_colors([f"m{i}" for i in range(11)])
     assert all(eleven[name] == colour for name, colour in ten.items())
     assert len(set(eleven.values())) == 11  # and the eleventh differs from them all
+
+
+def test_a_finished_drawing_gives_its_freed_buffers_back(qtbot, monkeypatch):
+    """Issue 28 (the app's peak memory): once a canvas shows a drawing finished on its thread, the C heap's
+    freed pages (the drawing's transient copies) go back to the system."""
+    from matplotlib.figure import Figure
+
+    from spokenbench.widgets import metric_panels
+
+    trims = []
+    monkeypatch.setattr(metric_panels, "return_freed_memory", lambda: trims.append(True))
+    shown = []
+    canvas = metric_panels.BackgroundCanvas(Figure(), shown.append)
+    qtbot.addWidget(canvas)
+    canvas.resize(400, 300)
+    canvas.render(lambda figure: figure.add_subplot().plot([1, 2], [2, 1]))
+    qtbot.waitUntil(lambda: bool(shown) and not canvas.busy, timeout=10_000)
+    assert trims
