@@ -520,7 +520,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
             built = self._built
             FigureCanvasAgg.draw(self)
             buffer = self.buffer_rgba()
-            image = QImage(bytes(buffer), buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
+            # copied once, straight from the renderer's buffer (a bytes() copy first made the peak one image larger)
+            image = QImage(buffer, buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
             image.setDevicePixelRatio(ratio)
             with self._lock:
                 self._pending_result = (generation, image, built)

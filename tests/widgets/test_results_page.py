@@ -365,5 +365,8 @@ def test_a_finished_drawing_gives_its_freed_buffers_back(qtbot, monkeypatch):
     qtbot.addWidget(canvas)
     canvas.resize(400, 300)
     canvas.render(lambda figure: figure.add_subplot().plot([1, 2], [2, 1]))
-    qtbot.waitUntil(lambda: bool(shown) and not canvas.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: bool(shown) and shown[-1] is not None and not canvas.busy, timeout=10_000)  # the plot
     assert trims
+    image, drawn = canvas._image, canvas.buffer_rgba()  # the image shown is the drawing's pixels, copied once
+    assert (image.width(), image.height()) == (drawn.shape[1], drawn.shape[0])
+    assert bytes(image.constBits()) == bytes(drawn)
