@@ -503,7 +503,7 @@ SCHEMA_OF_TREE = (
 # project has none, so an older tree reading `items` itself sees the same rows); 15 adds batch_jobs columns no plan reads;
 # 16 adds transcripts' edit counts and their triggers (the project has no transcripts; no plan reads them); 17 leaves
 # batch files' rows out of the request-key index (an older tree's rows get the default: indexed, as it wrote them)
-PLANNING_NEUTRAL_MIGRATIONS = {13, 14, 15, 16, 17}
+PLANNING_NEUTRAL_MIGRATIONS = {13, 14, 15, 16, 17, 18}
 
 
 def project_for_tree(project_dir: Path, tree: str) -> Path:
