@@ -9,8 +9,11 @@ the import's copy holds the lock for and the copy's total time.
         [--single-transaction]   # for comparison: the old import, writing everything inside one transaction
         [--repeats 3 --compare-back-off]   # issue 28: each import run twice, the writer polling for the lock
                                              # (now) and in SQLite's back-off (before), interleaved; medians
-        [--repeats 3 --baseline /tmp/base-importlock]   # issue 28: this tree against an older core (PYTHONPATH,
-                                             # e.g. `git archive cb542b5 core`: one copy transaction), interleaved
+        [--repeats 3 --baseline /tmp/base-importlock]   # issue 28: this tree against an older tree (PYTHONPATH,
+                                             # e.g. `git archive cb542b5 core app widgets resources` into
+                                             # DIR/spokenbench: the app's code and its core from the same tree;
+                                             # with core alone, this tree's app runs on the old core, which may
+                                             # lack what it imports), interleaved
 
 Target (issue 28): no rating waits more than 50 ms during an import.
 """
@@ -350,7 +353,9 @@ if __name__ == "__main__":
     parser.add_argument("--single-transaction", action="store_true")
     parser.add_argument("--repeats", type=int, default=3, help="with --compare-back-off: imports per writer")
     parser.add_argument("--compare-back-off", action="store_true")
-    parser.add_argument("--baseline", help="an older tree holding spokenbench/core, compared interleaved")
+    parser.add_argument(
+        "--baseline", help="an older tree holding spokenbench/core, app, widgets and resources, compared interleaved"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on the last line")
     parser.add_argument("--idle-s", type=float, default=1.0, help="seconds of ratings before the import")
     args = parser.parse_args()
