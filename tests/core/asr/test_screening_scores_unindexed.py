@@ -2,6 +2,7 @@
 and every screening rewrote that index over all the scores."""
 
 import pytest
+from support import project_at_schema
 
 from spokenbench.core.asr.store import replace_screening_scores, screened_clip_bins
 from spokenbench.core.store import Project, migrations
@@ -13,23 +14,9 @@ def _indexes(conn) -> set[str]:
 
 def _old_project_with_a_score(path, monkeypatch):
     """A project made at schema 17, with the index, a clip and its score."""
-    from spokenbench.core.store import database
-
-    monkeypatch.setattr(database, "MIGRATIONS", migrations.MIGRATIONS[:17])
-    monkeypatch.setattr(database, "SCHEMA_VERSION", 17)
-    monkeypatch.setattr("spokenbench.core.store.project.SCHEMA_VERSION", 17)
-    with Project.create(path) as old, old.transaction() as conn:
-        conn.execute(
-            "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
-            "VALUES ('old', 'o1', 'en', 's', 'q', 'A', 'then')"
-        )
-        conn.execute(
-            "INSERT INTO clips(id, item_id, part, text, language, backend, cache_key, audio_format, status, created_at) "
-            "VALUES (7, 1, 'question', 't', 'en', 'b', 'k', 'flac', 'ok', 'then')"
-        )
+    with project_at_schema(path, monkeypatch, 17) as conn:
         replace_screening_scores(conn, [(7, "wer", 1, 4, 0.25, 2, "asr-a", 2, None, "then")])
         assert "clip_screening_bin" in _indexes(conn)
-    monkeypatch.undo()
 
 
 def test_a_new_project_has_no_index_on_the_wer_interval(tmp_path):

@@ -3,6 +3,7 @@ every screening stored or forgotten and every score removed with its clip, and a
 keeps its scores and counts the same way once opened."""
 
 from qc_support import add_clip, add_transcript, item_id
+from support import project_at_schema
 
 from spokenbench.core.asr.screening import ensure_screening, screen_project
 from spokenbench.core.store import Project, migrations
@@ -52,25 +53,11 @@ def test_deleting_a_screened_clip_moves_the_counter_and_an_unscreened_one_does_n
 
 
 def test_migration_13_keeps_scores_and_drops_the_row_triggers(tmp_path, monkeypatch):
-    from spokenbench.core.store import database
-
-    monkeypatch.setattr(database, "MIGRATIONS", migrations.MIGRATIONS[:12])
-    monkeypatch.setattr(database, "SCHEMA_VERSION", 12)
-    monkeypatch.setattr("spokenbench.core.store.project.SCHEMA_VERSION", 12)
-    with Project.create(tmp_path / "p") as old, old.transaction() as conn:
-        conn.execute(
-            "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
-            "VALUES ('old', 'o1', 'en', 's', 'q', 'A', 'then')"
-        )
-        conn.execute(
-            "INSERT INTO clips(id, item_id, part, text, language, backend, cache_key, audio_format, status, created_at) "
-            "VALUES (7, 1, 'question', 't', 'en', 'b', 'k', 'flac', 'ok', 'then')"
-        )
+    with project_at_schema(tmp_path / "p", monkeypatch, 12) as conn:
         conn.execute(
             "INSERT INTO clip_screening(clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, "
             "asr_count, screened_at) VALUES (7, 'wer', 1, 4, 0.25, 2, 'asr-a', 2, 'then')"
         )
-    monkeypatch.undo()
     with Project.open(tmp_path / "p") as project:
         conn = project.conn
         assert conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION  # 13 and later
