@@ -523,6 +523,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
             # copied once, straight from the renderer's buffer (a bytes() copy first made the peak one image larger)
             image = QImage(buffer, buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
             image.setDevicePixelRatio(ratio)
+            return_freed_memory()  # the drawing's transient buffers, here on its thread (issue 28: peak memory)
             with self._lock:
                 self._pending_result = (generation, image, built)
             self._carrier.done.emit(generation, image, built)
@@ -547,7 +548,6 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._image = image
         self._on_rendered(built)
         self.update()
-        return_freed_memory()  # the drawing's transient buffers, freed on its thread (issue 28: peak memory)
 
     # Qt's side: paint the finished image; leave the figure alone while it is being drawn
 

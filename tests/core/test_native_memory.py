@@ -1,7 +1,6 @@
 """Freed C-heap pages go back to the system (issue 28: the app's peak memory): measured on a real heap, in a
 process of its own, where the C library is glibc."""
 
-import ctypes
 import subprocess
 import sys
 
@@ -9,7 +8,7 @@ import pytest
 
 from spokenbench.core.foundation import native_memory
 
-HAS_MALLOC_TRIM = sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None), "malloc_trim")
+HAS_MALLOC_TRIM = native_memory._malloc_trim() is not None
 
 FRAGMENTED_HEAP = r"""
 import re, sys
