@@ -215,23 +215,25 @@ def as_a_background_job() -> None:
 
 
 @contextlib.contextmanager
-def project_at_schema(path: Path, monkeypatch, schema: int):
+def project_at_schema(path: Path, schema: int):
     """A project created as the code of migration `schema` made it (the later migrations withheld), open in the block
-    with an item and its clip 7 in a transaction; the migrations are given back after it, so the next open upgrades
-    it."""
+    with an item and its clip 7 in a transaction; the migrations are given back after it (only this helper's own
+    patches are undone), so the next open upgrades it."""
+    import pytest
+
     from spokenbench.core.store import Project, database, migrations
 
-    monkeypatch.setattr(database, "MIGRATIONS", migrations.MIGRATIONS[:schema])
-    monkeypatch.setattr(database, "SCHEMA_VERSION", schema)
-    monkeypatch.setattr("spokenbench.core.store.project.SCHEMA_VERSION", schema)
-    with Project.create(path) as old, old.transaction() as conn:
-        conn.execute(
-            "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
-            "VALUES ('old', 'o1', 'en', 's', 'q', 'A', 'then')"
-        )
-        conn.execute(
-            "INSERT INTO clips(id, item_id, part, text, language, backend, cache_key, audio_format, status, created_at) "
-            "VALUES (7, 1, 'question', 't', 'en', 'b', 'k', 'flac', 'ok', 'then')"
-        )
-        yield conn
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(database, "MIGRATIONS", migrations.MIGRATIONS[:schema])
+        patch.setattr(database, "SCHEMA_VERSION", schema)
+        patch.setattr("spokenbench.core.store.project.SCHEMA_VERSION", schema)
+        with Project.create(path) as old, old.transaction() as conn:
+            conn.execute(
+                "INSERT INTO items(source, source_id, language, subject, question, answer, created_at) "
+                "VALUES ('old', 'o1', 'en', 's', 'q', 'A', 'then')"
+            )
+            conn.execute(
+                "INSERT INTO clips(id, item_id, part, text, language, backend, cache_key, audio_format, status, "
+                "created_at) VALUES (7, 1, 'question', 't', 'en', 'b', 'k', 'flac', 'ok', 'then')"
+            )
+            yield conn

@@ -52,8 +52,8 @@ def test_deleting_a_screened_clip_moves_the_counter_and_an_unscreened_one_does_n
     )
 
 
-def test_migration_13_keeps_scores_and_drops_the_row_triggers(tmp_path, monkeypatch):
-    with project_at_schema(tmp_path / "p", monkeypatch, 12) as conn:
+def test_migration_13_keeps_scores_and_drops_the_row_triggers(tmp_path):
+    with project_at_schema(tmp_path / "p", 12) as conn:
         conn.execute(
             "INSERT INTO clip_screening(clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, "
             "asr_count, screened_at) VALUES (7, 'wer', 1, 4, 0.25, 2, 'asr-a', 2, 'then')"
