@@ -10,7 +10,8 @@
   claimed too (request_claims.py), so a request another process is sending — an identical fresh run started
   at the same time — is waited for and its answer reused, never sent twice; a request pending in a provider
   batch (of any run) is not sent at all: the run stays 'created' ('batch pending') and is resumed once that
-  batch is collected, from the response cache at no cost;
+  batch is collected, from the response cache at no cost (`batches --collect` fills it; a run the session held
+  while that batch was collected is filled by a second session once the first lets the run go);
 - `evaluate(project, settings, progress)` does both;
 - `list_runs(conn)` lists runs as a person should see them (a killed run shows as 'interrupted').
 The session itself (cache, budget, requests on the shared job loop) is in session.py; the SQL in store.py."""
@@ -22,7 +23,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from spokenbench.core.evaluation import store
 from spokenbench.core.evaluation.adapters import credential_for
@@ -35,6 +36,7 @@ from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.registry import JobClaimed, JobProgress, list_jobs, tracked_job
 from spokenbench.core.jobs.remote import RemoteAuthError
 from spokenbench.core.store import Project
+from spokenbench.core.store import batches as batch_store
 
 __all__ = ["RunSettings", "RunSummary", "evaluate", "list_runs", "prepare_evaluation", "run_evaluation"]
 
@@ -138,16 +140,43 @@ def run_evaluation(
     ALL_FAILED."""
     progress = progress or no_progress()
     credentials = read_credentials(prepared)
-    settings = prepared.settings
-    total = len(prepared.jobs)
     run_id = prepared.resume_run_id
     if run_id is None:
         with project.transaction() as conn:
             run_id = create_prepared_run(conn, prepared)
+    settings = prepared.settings
     label = f"{prepared.model_name} {settings.mode} {settings.prompt} (run {run_id})"
+    resuming = prepared.resume_run_id is not None
+    summary = _session(project, prepared, run_id, label, progress, credentials, resuming, wait, on_wait)
+    while summary.stop_reason == BATCH_PENDING and _collected_since(project, summary.waiting_on):
+        # A batch this session waited on was collected while it held the run, and a collect leaves a held run
+        # to its holder. Asked only once the run is let go (the collect stores the batch before it asks for
+        # the run), so one of the two always fills it. A job holding it now (that collect) fills it itself.
+        try:
+            later = _session(project, prepared, run_id, label, progress, credentials, True, wait, on_wait)
+        except JobClaimed:
+            break
+        summary = _combined(summary, later)
+    return summary
+
+
+def _session(
+    project: Project,
+    prepared: EvaluationPreparation,
+    run_id: int,
+    label: str,
+    progress: Progress,
+    credentials: Credentials,
+    resuming: bool,
+    wait: bool,
+    on_wait: Callable[[str], None] | None,
+) -> RunSummary:
+    """One session of run `run_id`, holding the run from start to end (see run_evaluation)."""
+    settings = prepared.settings
+    total = len(prepared.jobs)
     with contextlib.ExitStack() as holding:
         job, waited = _hold_run(holding, project, label, progress, run_id, total, wait, on_wait)
-        if prepared.resume_run_id is not None:  # only once this job holds the run
+        if resuming:  # only once this job holds the run
             with project.transaction() as conn:
                 store.mark_run(conn, run_id, "running", None, total, settings.budget_usd)
         session = EvaluationSession(
@@ -217,6 +246,40 @@ def run_evaluation(
         elif stop == BATCH_PENDING:
             job.set_outcome("finished", f"{waits.count} request(s) wait in provider batches: resume once collected")
     return summary
+
+
+def _collected_since(project: Project, waiting_on: list[dict]) -> bool:
+    """Whether a provider batch in `waiting_on` (RunSummary.waiting_on) has been collected since."""
+    for entry in waiting_on:
+        if entry["batch_id"] is None:
+            continue
+        row = batch_store.batch_row(project.conn, entry["batch_id"])
+        if row is not None and row["state"] == "collected":
+            return True
+    return False
+
+
+def _combined(first: RunSummary, later: RunSummary) -> RunSummary:
+    """The summary of two sessions of one run: the later one's state, both sessions' work."""
+    return replace(
+        later,
+        fresh_requests=first.fresh_requests + later.fresh_requests,
+        cache_hits=first.cache_hits + later.cache_hits,
+        retries=first.retries + later.retries,
+        elapsed_s=first.elapsed_s + later.elapsed_s,
+        succeeded=first.succeeded + later.succeeded,
+        errors=first.errors + later.errors,
+        parse_counts=_added(first.parse_counts, later.parse_counts),
+        error_kinds=_added(first.error_kinds, later.error_kinds),
+        error_examples={**later.error_examples, **first.error_examples},
+        waited_s=first.waited_s + later.waited_s,
+        reused_from_other_jobs=first.reused_from_other_jobs + later.reused_from_other_jobs,
+        reused_from_jobs=sorted(set(first.reused_from_jobs) | set(later.reused_from_jobs)),
+    )
+
+
+def _added(first: dict[str, int], later: dict[str, int]) -> dict[str, int]:
+    return {key: first.get(key, 0) + later.get(key, 0) for key in first.keys() | later.keys()}
 
 
 def _hold_run(

@@ -10,7 +10,10 @@ import pytest
 from eval_support import TEST_KEYS
 from test_batch_claims import CHAT, SPOKENBENCH, _evaluate_args, _responses, _run, _uploaded_keys
 
-from spokenbench.core.evaluation.preparation import run_claim
+from spokenbench.core.evaluation.launcher import settings_for_run
+from spokenbench.core.evaluation.preparation import prepare_evaluation, run_claim
+from spokenbench.core.evaluation.runner import run_evaluation
+from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.registry import tracked_job
 
 pytestmark = pytest.mark.slow  # real SDK round trips through the batch stub, real processes
@@ -126,6 +129,37 @@ def test_a_resume_and_a_collect_at_the_same_time_store_each_result_once(audio_pr
     filled = json.loads(outputs[0][0])["filled"]
     if codes[1] == 3:
         assert filled == [{"run_id": 2, "results": 6}], outputs
+    assert _rows_per_request(audio_project, 2) == [1] * 6
+    assert _answers(audio_project, 2) == _answers(audio_project, 1)
+    assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    assert bstub.paths("POST").count(CHAT) == 0 and max(_uploaded_keys(bstub).values()) == 1
+
+
+def test_a_resume_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_it(
+    audio_project, bstub, cli, monkeypatch
+):
+    """The interleaving CI met (the test above, one run in many): the resume has seen all 6 requests waiting in
+    batch 1 and still holds run 2 when the collect stores batch 1 and finds run 2 held, so it leaves run 2 to
+    the resume. The resume, having let the run go, sees batch 1 collected and fills run 2 from the cache."""
+    _live_run_waiting_on_batch_1(audio_project, bstub, cli)
+    for name, value in TEST_KEYS.items():
+        monkeypatch.setenv(name, value)
+    collects = []
+
+    def collect_once_every_request_was_seen(done, total, _message):
+        if done == total and not collects:  # on the resume's event loop, while it holds run 2
+            command = [SPOKENBENCH, "batches", str(audio_project.path), "--collect", "--json"]
+            collects.append(subprocess.run(command, capture_output=True, text=True, timeout=120))
+
+    prepared = prepare_evaluation(audio_project, settings_for_run(audio_project.conn, 2))
+    summary = run_evaluation(audio_project, prepared, Progress(collect_once_every_request_was_seen))
+    assert len(collects) == 1 and collects[0].returncode == 0, collects[0].stderr
+    collected = json.loads(collects[0].stdout)
+    assert collected["collected"] == [1] and collected["filled"] == []
+    assert "held by a live job" in collected["still_incomplete"][0]["why"]
+    assert summary.status == "finished" and summary.stop_reason is None
+    assert summary.waiting_elsewhere == 0 and summary.waiting_on == []
+    assert summary.answered == 6 and summary.cache_hits == 6 and summary.fresh_requests == 0
     assert _rows_per_request(audio_project, 2) == [1] * 6
     assert _answers(audio_project, 2) == _answers(audio_project, 1)
     assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
