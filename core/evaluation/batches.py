@@ -28,6 +28,7 @@ them as operations."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -314,6 +315,14 @@ def submit_batches(
             submission.waiting_elsewhere, submission.waiting_on = waits.count, waits.entries()
         if not submission.batch_ids:
             _settle_run(project, run_id)
+    collected = batch_store.collected_among(project.conn, (entry["batch_id"] for entry in submission.waiting_on))
+    if collected:
+        # A batch this submit left requests to was collected while it held the run, and a collect leaves a held
+        # run to its holder: filled here, asked only once the run is let go (as runner.run_evaluation does).
+        with contextlib.suppress(JobClaimed):  # a live job holding the run now (that collect) fills it
+            submission.cached += _fill_from_cache(project, prepared, run_id, progress)[0]
+        submission.waiting_on = [entry for entry in submission.waiting_on if entry["batch_id"] not in collected]
+        submission.waiting_elsewhere = sum(entry["requests"] for entry in submission.waiting_on)
     return submission
 
 
@@ -906,23 +915,31 @@ def _fill_waiting_runs(project: Project, summary: CollectSummary, progress: Prog
             continue
         if not _plan_lines(project, prepared, run_id, set())[1]:
             continue  # the cache answers nothing of this run: not one waiting on these batches
-        label = f"fill run {run_id} from the response cache"
         try:
-            with tracked_job(project.path, JOB_KIND_COLLECT, label, progress, claim=run_claim(run_id)):
-                waiting = batch_store.in_flight_requests(project.conn, run_id)  # again, now that the run is held
-                lines, cached, _already = _plan_lines(project, prepared, run_id, set(waiting))
-                _store_cached(project, run_id, cached)
-                _settle_run(project, run_id)
+            filled, remaining = _fill_from_cache(project, prepared, run_id, progress)
         except JobClaimed as claimed:
             why = f"held by a live job, which fills it ({str(claimed).split(';')[0]})"
             summary.still_incomplete.append({"run_id": run_id, "remaining": None, "why": why})
             continue
-        if cached:
-            summary.filled.append({"run_id": run_id, "results": len(cached)})
-        remaining = len(waiting) + sum(len(line.jobs) for line in lines)
+        if filled:
+            summary.filled.append({"run_id": run_id, "results": filled})
         if remaining:
             why = "requests still wait in another batch or were never sent"
             summary.still_incomplete.append({"run_id": run_id, "remaining": remaining, "why": why})
+
+
+def _fill_from_cache(
+    project: Project, prepared: EvaluationPreparation, run_id: int, progress: Progress
+) -> tuple[int, int]:
+    """Store the planned requests of run `run_id` the response cache answers, under the run's claim (JobClaimed
+    while a live job holds it: that job fills it): (results stored, requests still missing)."""
+    label = f"fill run {run_id} from the response cache"
+    with tracked_job(project.path, JOB_KIND_COLLECT, label, progress, claim=run_claim(run_id)):
+        waiting = batch_store.in_flight_requests(project.conn, run_id)  # again, now that the run is held
+        lines, cached, _already = _plan_lines(project, prepared, run_id, set(waiting))
+        _store_cached(project, run_id, cached)
+        _settle_run(project, run_id)
+    return len(cached), len(waiting) + sum(len(line.jobs) for line in lines)
 
 
 def _adopt_orphan(project: Project, row, summary: CollectSummary):

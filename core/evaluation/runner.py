@@ -250,13 +250,7 @@ def _session(
 
 def _collected_since(project: Project, waiting_on: list[dict]) -> bool:
     """Whether a provider batch in `waiting_on` (RunSummary.waiting_on) has been collected since."""
-    for entry in waiting_on:
-        if entry["batch_id"] is None:
-            continue
-        row = batch_store.batch_row(project.conn, entry["batch_id"])
-        if row is not None and row["state"] == "collected":
-            return True
-    return False
+    return bool(batch_store.collected_among(project.conn, (entry["batch_id"] for entry in waiting_on)))
 
 
 def _combined(first: RunSummary, later: RunSummary) -> RunSummary:

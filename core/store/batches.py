@@ -80,6 +80,16 @@ def batch_row(conn: sqlite3.Connection, batch_id: int) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM batch_jobs WHERE id = ?", (batch_id,)).fetchone()
 
 
+def collected_among(conn: sqlite3.Connection, batch_ids: Iterable[int | None]) -> set[int]:
+    """Those of `batch_ids` (None entries skipped) that have been collected."""
+    wanted = sorted({batch_id for batch_id in batch_ids if batch_id is not None})
+    if not wanted:
+        return set()
+    marks = ", ".join("?" * len(wanted))
+    query = f"SELECT id FROM batch_jobs WHERE state = 'collected' AND id IN ({marks})"
+    return {row[0] for row in conn.execute(query, wanted)}
+
+
 def batch_rows(conn: sqlite3.Connection, run_id: int | None = None) -> list[sqlite3.Row]:
     if run_id is None:
         return conn.execute("SELECT * FROM batch_jobs ORDER BY id").fetchall()

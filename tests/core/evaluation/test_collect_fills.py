@@ -164,3 +164,39 @@ def test_a_resume_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_i
     assert _answers(audio_project, 2) == _answers(audio_project, 1)
     assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
     assert bstub.paths("POST").count(CHAT) == 0 and max(_uploaded_keys(bstub).values()) == 1
+
+
+def test_a_batch_submit_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_it(
+    audio_project, bstub, cli, monkeypatch
+):
+    """The same interleaving for `evaluate --batch`: run 2's submit has found all 6 requests held by batch 1 and
+    still holds run 2 when the collect stores batch 1 and leaves run 2 to it. The submit, having let the run go,
+    fills run 2 from the cache: nothing submitted, nothing left waiting."""
+    from spokenbench.core.evaluation import batches
+
+    assert cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai")).code == 0
+    collects = []
+    drop_held = batches._drop_held
+
+    def drop_held_then_collect(*args):
+        kept = drop_held(*args)
+        if not collects:  # the submit has planned and holds run 2
+            command = [SPOKENBENCH, "batches", str(audio_project.path), "--collect", "--json"]
+            env = {**os.environ, **TEST_KEYS}
+            collects.append(subprocess.run(command, env=env, capture_output=True, text=True, timeout=120))
+        return kept
+
+    monkeypatch.setattr(batches, "_drop_held", drop_held_then_collect)
+    second = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--json"))
+    assert second.code == 0, second.err
+    assert len(collects) == 1 and collects[0].returncode == 0, collects[0].stderr
+    collected = json.loads(collects[0].stdout)
+    assert collected["collected"] == [1] and collected["filled"] == []
+    assert "held by a live job" in collected["still_incomplete"][0]["why"]
+    summary = second.json()
+    assert summary["run_id"] == 2 and summary["batch_ids"] == [] and summary["cached"] == 6
+    assert summary["waiting_elsewhere"] == 0 and summary["waiting_on"] == []
+    assert _rows_per_request(audio_project, 2) == [1] * 6
+    assert _answers(audio_project, 2) == _answers(audio_project, 1)
+    assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    assert max(_uploaded_keys(bstub).values()) == 1 and len(_uploaded_keys(bstub)) == 6
