@@ -43,6 +43,20 @@ def _live_run_waiting_on_batch_1(project, bstub, cli) -> None:
     assert "--collect` fills run 2" in live.err
 
 
+def _assert_run_2_holds_batch_1s_answers_once_at_no_cost(project) -> None:
+    assert _rows_per_request(project, 2) == [1] * 6
+    assert _answers(project, 2) == _answers(project, 1)
+    assert _run(project, 2)["status"] == "finished" and _run(project, 2)["cost_usd"] == 0
+
+
+def _assert_the_collect_left_run_2_to_its_holder(collects: list[subprocess.CompletedProcess]) -> None:
+    """One `batches --collect --json` ran, stored batch 1 and left run 2, held by a live job, unfilled."""
+    assert len(collects) == 1 and collects[0].returncode == 0, collects[0].stderr
+    collected = json.loads(collects[0].stdout)
+    assert collected["collected"] == [1] and collected["filled"] == []
+    assert "held by a live job" in collected["still_incomplete"][0]["why"]
+
+
 def test_collect_completes_the_live_run_waiting_on_the_batch_at_no_cost(audio_project, bstub, cli):
     _live_run_waiting_on_batch_1(audio_project, bstub, cli)
     collected = cli("batches", audio_project.path, "--collect", "--json")
@@ -129,9 +143,7 @@ def test_a_resume_and_a_collect_at_the_same_time_store_each_result_once(audio_pr
     filled = json.loads(outputs[0][0])["filled"]
     if codes[1] == 3:
         assert filled == [{"run_id": 2, "results": 6}], outputs
-    assert _rows_per_request(audio_project, 2) == [1] * 6
-    assert _answers(audio_project, 2) == _answers(audio_project, 1)
-    assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    _assert_run_2_holds_batch_1s_answers_once_at_no_cost(audio_project)
     assert bstub.paths("POST").count(CHAT) == 0 and max(_uploaded_keys(bstub).values()) == 1
 
 
@@ -153,16 +165,11 @@ def test_a_resume_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_i
 
     prepared = prepare_evaluation(audio_project, settings_for_run(audio_project.conn, 2))
     summary = run_evaluation(audio_project, prepared, Progress(collect_once_every_request_was_seen))
-    assert len(collects) == 1 and collects[0].returncode == 0, collects[0].stderr
-    collected = json.loads(collects[0].stdout)
-    assert collected["collected"] == [1] and collected["filled"] == []
-    assert "held by a live job" in collected["still_incomplete"][0]["why"]
+    _assert_the_collect_left_run_2_to_its_holder(collects)
     assert summary.status == "finished" and summary.stop_reason is None
     assert summary.waiting_elsewhere == 0 and summary.waiting_on == []
     assert summary.answered == 6 and summary.cache_hits == 6 and summary.fresh_requests == 0
-    assert _rows_per_request(audio_project, 2) == [1] * 6
-    assert _answers(audio_project, 2) == _answers(audio_project, 1)
-    assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    _assert_run_2_holds_batch_1s_answers_once_at_no_cost(audio_project)
     assert bstub.paths("POST").count(CHAT) == 0 and max(_uploaded_keys(bstub).values()) == 1
 
 
@@ -189,14 +196,9 @@ def test_a_batch_submit_that_saw_the_batch_pending_fills_the_run_the_collect_lef
     monkeypatch.setattr(batches, "_drop_held", drop_held_then_collect)
     second = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--json"))
     assert second.code == 0, second.err
-    assert len(collects) == 1 and collects[0].returncode == 0, collects[0].stderr
-    collected = json.loads(collects[0].stdout)
-    assert collected["collected"] == [1] and collected["filled"] == []
-    assert "held by a live job" in collected["still_incomplete"][0]["why"]
+    _assert_the_collect_left_run_2_to_its_holder(collects)
     summary = second.json()
     assert summary["run_id"] == 2 and summary["batch_ids"] == [] and summary["cached"] == 6
     assert summary["waiting_elsewhere"] == 0 and summary["waiting_on"] == []
-    assert _rows_per_request(audio_project, 2) == [1] * 6
-    assert _answers(audio_project, 2) == _answers(audio_project, 1)
-    assert _run(audio_project, 2)["status"] == "finished" and _run(audio_project, 2)["cost_usd"] == 0
+    _assert_run_2_holds_batch_1s_answers_once_at_no_cost(audio_project)
     assert max(_uploaded_keys(bstub).values()) == 1 and len(_uploaded_keys(bstub)) == 6
