@@ -531,6 +531,11 @@ class EvaluatePage(QWidget):
                 f"{describe_waits(summary.waiting_on)}: not submitted again. Once that is collected, resume this run "
                 "to fill them from the response cache at no cost."
             )
+        if summary.not_sent:
+            text.append(
+                f"{summary.not_sent:,} requests were left to a batch that was collected meanwhile and did not answer "
+                "them: resume this run to send them."
+            )
         text.append("The jobs panel shows the jobs' state and collects their answers when the provider finishes.")
         self.view.set_plan("\n".join(text), ready=False)
 

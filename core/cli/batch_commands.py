@@ -68,6 +68,16 @@ def waiting_note(waiting_on: list[dict], project_dir: str, run_id: int) -> str:
     )
 
 
+def not_sent_note(requests: int, project_dir: str, run_id: int, provider: str) -> str:
+    """What `evaluate --batch` says about requests it left to a batch that was collected meanwhile without
+    answering them: not sent anywhere yet."""
+    return (
+        f"note: {requests} request(s) of run {run_id} were left to a batch that was collected meanwhile and did not "
+        f"answer them: not submitted. `spokenbench evaluate {project_dir} … --run {run_id} --batch {provider}` "
+        f"submits them (`… --run {run_id}` sends them online)"
+    )
+
+
 def evaluate_in_batch(args: argparse.Namespace, project, prepared, print_preparation) -> int:
     """`evaluate … --batch PROVIDER` or `--batch-file FILE`, after the plan was prepared."""
     from spokenbench.core.evaluation.batch_files import write_batch_file
@@ -97,6 +107,8 @@ def evaluate_in_batch(args: argparse.Namespace, project, prepared, print_prepara
         print(f"note: batch {orphan['batch_id']} (run {orphan['run_id']}): {orphan['note']}", file=sys.stderr)
     if submission.waiting_on:  # on stderr also with --json: nothing is lost, but the run needs a resume
         print(waiting_note(submission.waiting_on, args.dir, submission.run_id), file=sys.stderr)
+    if submission.not_sent:
+        print(not_sent_note(submission.not_sent, args.dir, submission.run_id, args.batch), file=sys.stderr)
     if args.json:
         print_json(submission.as_dict())
         return 0

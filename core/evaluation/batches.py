@@ -146,6 +146,9 @@ class BatchSubmission:
     estimated_cost_usd: float | None  # at most, at the batch price
     waiting_on: list[dict] = field(default_factory=list)  # where they wait: request_claims.Waits.entries
     orphans: list[dict] = field(default_factory=list)  # killed submitters' parts looked for first (OrphanOutcome)
+    # left to a batch that was collected while this submit held the run, and not answered by it: neither sent nor
+    # waiting (submitting the run again sends them)
+    not_sent: int = 0
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -319,10 +322,12 @@ def submit_batches(
     if collected:
         # A batch this submit left requests to was collected while it held the run, and a collect leaves a held
         # run to its holder: filled here, asked only once the run is let go (as runner.run_evaluation does).
-        with contextlib.suppress(JobClaimed):  # a live job holding the run now (that collect) fills it
-            submission.cached += _fill_from_cache(project, prepared, run_id, progress)[0]
         submission.waiting_on = [entry for entry in submission.waiting_on if entry["batch_id"] not in collected]
         submission.waiting_elsewhere = sum(entry["requests"] for entry in submission.waiting_on)
+        with contextlib.suppress(JobClaimed):  # a live job holding the run now (that collect) fills it
+            filled, remaining = _fill_from_cache(project, prepared, run_id, progress)
+            submission.cached += filled
+            submission.not_sent = max(0, remaining - submission.waiting_elsewhere)  # the batch failed them
     return submission
 
 

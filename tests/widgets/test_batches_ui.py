@@ -332,3 +332,28 @@ def test_the_jobs_panels_collect_fills_a_run_waiting_on_the_batch(page, jobs, to
     qtbot.waitUntil(lambda: any(run.run_id == 2 and run.status == "finished" for run in page.runs), timeout=5_000)
     run = next(run for run in page.runs if run.run_id == 2)
     assert run.responses == 6 and run.cost_usd == 0
+
+
+def test_the_submitted_note_names_requests_a_collected_batch_did_not_answer(page):
+    """What the page shows after a submit that raced a collect (core: `BatchSubmission.not_sent`, tested in
+    tests/core/evaluation/test_collect_fills.py): the requests neither sent nor waiting, and how to send them."""
+    submission = batches_module.BatchSubmission(
+        run_id=2,
+        provider="openai",
+        batch_ids=[],
+        requests=6,
+        submitted=0,
+        lines=0,
+        cached=4,
+        already_stored=0,
+        waiting_elsewhere=0,
+        bytes=0,
+        estimated_cost_usd=None,
+        not_sent=2,
+    )
+    page._batch_submitted(submission)
+    text = page.view.plan_text.toPlainText()
+    assert "2 requests were left to a batch that was collected meanwhile" in text
+    assert "resume this run to send them" in text
+    page._batch_submitted(dataclasses.replace(submission, not_sent=0))
+    assert "collected meanwhile" not in page.view.plan_text.toPlainText()

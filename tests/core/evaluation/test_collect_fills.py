@@ -173,32 +173,61 @@ def test_a_resume_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_i
     assert bstub.paths("POST").count(CHAT) == 0 and max(_uploaded_keys(bstub).values()) == 1
 
 
-def test_a_batch_submit_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_it(
-    audio_project, bstub, cli, monkeypatch
-):
-    """The same interleaving for `evaluate --batch`: run 2's submit has found all 6 requests held by batch 1 and
-    still holds run 2 when the collect stores batch 1 and leaves run 2 to it. The submit, having let the run go,
-    fills run 2 from the cache: nothing submitted, nothing left waiting."""
+def _submit_while_batch_1_is_collected(project, bstub, cli, monkeypatch, failing: int = 0):
+    """Run 1 submits batch 1; run 2's submit finds all 6 requests held by it, and while it holds run 2 a
+    `batches --collect --json` stores batch 1 (with its first `failing` requests answered with an error) and
+    leaves run 2 to the submit. Returns the submit's CliResult and the collect's CompletedProcess."""
     from spokenbench.core.evaluation import batches
 
-    assert cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai")).code == 0
+    assert cli(*_evaluate_args(project, bstub.openai_url, "--batch", "openai")).code == 0
+    bstub.state.fail_keys = set(list(_uploaded_keys(bstub))[:failing])
     collects = []
     drop_held = batches._drop_held
 
     def drop_held_then_collect(*args):
         kept = drop_held(*args)
         if not collects:  # the submit has planned and holds run 2
-            command = [SPOKENBENCH, "batches", str(audio_project.path), "--collect", "--json"]
+            command = [SPOKENBENCH, "batches", str(project.path), "--collect", "--json"]
             env = {**os.environ, **TEST_KEYS}
             collects.append(subprocess.run(command, env=env, capture_output=True, text=True, timeout=120))
         return kept
 
     monkeypatch.setattr(batches, "_drop_held", drop_held_then_collect)
-    second = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--json"))
+    second = cli(*_evaluate_args(project, bstub.openai_url, "--batch", "openai", "--json"))
     assert second.code == 0, second.err
-    _assert_the_collect_left_run_2_to_its_holder(collects)
+    assert len(collects) == 1
+    return second, collects[0]
+
+
+def test_a_batch_submit_that_saw_the_batch_pending_fills_the_run_the_collect_left_to_it(
+    audio_project, bstub, cli, monkeypatch
+):
+    """The same interleaving for `evaluate --batch`: run 2's submit has found all 6 requests held by batch 1 and
+    still holds run 2 when the collect stores batch 1 and leaves run 2 to it. The submit, having let the run go,
+    fills run 2 from the cache: nothing submitted, nothing left waiting."""
+    second, collect = _submit_while_batch_1_is_collected(audio_project, bstub, cli, monkeypatch)
+    _assert_the_collect_left_run_2_to_its_holder([collect])
     summary = second.json()
     assert summary["run_id"] == 2 and summary["batch_ids"] == [] and summary["cached"] == 6
-    assert summary["waiting_elsewhere"] == 0 and summary["waiting_on"] == []
+    assert summary["waiting_elsewhere"] == 0 and summary["waiting_on"] == [] and summary["not_sent"] == 0
+    assert "note:" not in second.err
     _assert_run_2_holds_batch_1s_answers_once_at_no_cost(audio_project)
     assert max(_uploaded_keys(bstub).values()) == 1 and len(_uploaded_keys(bstub)) == 6
+
+
+def test_a_batch_submit_names_the_requests_the_collected_batch_did_not_answer(audio_project, bstub, cli, monkeypatch):
+    """As above, but batch 1 answers 2 of its 6 requests with an error: the submit fills run 2 with the other 4
+    and says that 2 were neither sent nor waiting, and how to send them; resubmitting the run sends just those."""
+    second, collect = _submit_while_batch_1_is_collected(audio_project, bstub, cli, monkeypatch, failing=2)
+    assert collect.returncode == 5, collect.stderr  # the collect's own failures
+    assert json.loads(collect.stdout)["filled"] == []
+    summary = second.json()
+    assert summary["batch_ids"] == [] and summary["cached"] == 4 and summary["waiting_elsewhere"] == 0
+    assert summary["not_sent"] == 2
+    assert "note: 2 request(s) of run 2 were left to a batch that was collected meanwhile" in second.err
+    assert "--run 2 --batch openai` submits them" in second.err
+    assert _rows_per_request(audio_project, 2) == [1] * 4 and _run(audio_project, 2)["status"] != "finished"
+    bstub.state.fail_keys = set()
+    again = cli(*_evaluate_args(audio_project, bstub.openai_url, "--batch", "openai", "--run", "2", "--json"))
+    assert again.code == 0, again.err
+    assert again.json()["lines"] == 2 and again.json()["already_stored"] == 4 and again.json()["not_sent"] == 0
