@@ -146,9 +146,7 @@ class BatchSubmission:
     estimated_cost_usd: float | None  # at most, at the batch price
     waiting_on: list[dict] = field(default_factory=list)  # where they wait: request_claims.Waits.entries
     orphans: list[dict] = field(default_factory=list)  # killed submitters' parts looked for first (OrphanOutcome)
-    # left to a batch that was collected while this submit held the run, and not answered by it: neither sent nor
-    # waiting (submitting the run again sends them)
-    not_sent: int = 0
+    not_sent: int = 0  # left to a batch collected while this submit held the run, which did not answer them
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
