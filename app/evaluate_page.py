@@ -533,8 +533,9 @@ class EvaluatePage(QWidget):
             )
         if summary.not_sent:
             text.append(
-                f"{summary.not_sent:,} requests were left to a batch that was collected meanwhile and did not answer "
-                "them: resume this run to send them."
+                f"{summary.not_sent:,} request{' was' if summary.not_sent == 1 else 's were'} left to a batch that was "
+                "collected meanwhile, which did not answer: resume this run to send "
+                f"{'it' if summary.not_sent == 1 else 'them'}."
             )
         text.append("The jobs panel shows the jobs' state and collects their answers when the provider finishes.")
         self.view.set_plan("\n".join(text), ready=False)

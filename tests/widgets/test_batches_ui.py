@@ -355,5 +355,10 @@ def test_the_submitted_note_names_requests_a_collected_batch_did_not_answer(page
     text = page.view.plan_text.toPlainText()
     assert "2 requests were left to a batch that was collected meanwhile" in text
     assert "resume this run to send them" in text
+    page._batch_submitted(dataclasses.replace(submission, not_sent=1))
+    assert (
+        "1 request was left to a batch that was collected meanwhile, which did not answer: resume this run to send it."
+        in page.view.plan_text.toPlainText()
+    )
     page._batch_submitted(dataclasses.replace(submission, not_sent=0))
     assert "collected meanwhile" not in page.view.plan_text.toPlainText()
