@@ -68,8 +68,13 @@ RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors",
 SHARED_RUN_COLUMNS = ("Model", "Mode", "Prompt", "Progress")  # share the width the short columns leave
 MODEL_SHARE = 0.45  # of that width, the model's name gets at least this much (it is what tells runs apart)
 # where a narrow column keeps what tells its runs apart: a mode's start ('audio+text-…'), a prompt's end
-# ('…paper-neutral' against '…paper-open'); the middle ('ge…al') told the Xvfb walk nothing
-RUN_COLUMN_ELISION = {"Mode": Qt.TextElideMode.ElideRight, "Prompt": Qt.TextElideMode.ElideLeft}
+# ('…paper-neutral' against '…paper-open'), a progress's count ('4/6 · e…'; errors and spend have their columns);
+# the middle ('ge…al', '4/…01') told the Xvfb walk nothing
+RUN_COLUMN_ELISION = {
+    "Mode": Qt.TextElideMode.ElideRight,
+    "Prompt": Qt.TextElideMode.ElideLeft,
+    "Progress": Qt.TextElideMode.ElideRight,
+}
 
 
 class _Elided(QStyledItemDelegate):

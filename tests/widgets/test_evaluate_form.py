@@ -224,7 +224,7 @@ def test_inputs_that_cannot_be_assembled_are_named_and_no_run_starts(window, qtb
 
 def test_mode_and_prompt_keep_what_tells_runs_apart_and_an_empty_errors_column_gives_its_width(window, qtbot):
     """The Xvfb walk at 1280x720 showed 'si…s)' and 'ge…er' for every gender-study run: a mode is elided at its
-    end, a prompt at its start ('…paper-neutral' against '…paper-open'); a simulated run's mode cell is the mode
+    end (as is a progress, '4/6 · e…'), a prompt at its start ('…paper-neutral' against '…paper-open'); a simulated run's mode cell is the mode
     it simulates, its tooltip and the model and spent cells say simulated; Errors shows only once a run failed."""
     view = evaluate_page(window, qtbot).view
     lines = [
@@ -239,6 +239,8 @@ def test_mode_and_prompt_keep_what_tells_runs_apart_and_an_empty_errors_column_g
     mode, prompt, errors = (RUN_COLUMNS.index(name) for name in ("Mode", "Prompt", "Errors"))
     assert table.itemDelegateForColumn(mode).elide == Qt.TextElideMode.ElideRight
     assert table.itemDelegateForColumn(prompt).elide == Qt.TextElideMode.ElideLeft
+    progress = RUN_COLUMNS.index("Progress")  # '4/…01' in the 1280x720 walk: the count is what is kept
+    assert table.itemDelegateForColumn(progress).elide == Qt.TextElideMode.ElideRight
     assert "Mode: audio+text-options (simulated)" in table.item(0, mode).toolTip()
     assert table.isColumnHidden(errors)
     view.set_runs([lines[0], dataclasses.replace(lines[1], errors="2 refused")])
