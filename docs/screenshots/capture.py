@@ -16,6 +16,7 @@ and prints any table cell whose text does not fit its column."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -187,10 +188,10 @@ def demo_choices(path: Path) -> dict:
     return {"browsed_item": browsed, "disagreed_clip": disagreed[0], "voice": voice, "voice_item": voice_item}
 
 
-def capture_batches(app, window, tmp: Path) -> None:
-    """Text runs (the demo assembles no audio). Two provider batches submitted from the Evaluate page to the loopback batch stub of the tests (the
-    official SDKs talk to it as to the providers; no key, no network), the Gemini one finished and collected,
-    the OpenAI one running, and a batch file exported for vLLM; then a Gemini run prepared as a batch."""
+@contextlib.contextmanager
+def batch_stub():
+    """The loopback batch stub of the tests (the official SDKs talk to it as to the providers; no key, no
+    network), with the Evaluate page's preset models sent to it."""
     import dataclasses
 
     sys.path.insert(0, str(OUT.parent.parent / "tests" / "core" / "evaluation"))
@@ -200,7 +201,6 @@ def capture_batches(app, window, tmp: Path) -> None:
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-screenshot-0123456789abcdef")
     os.environ.setdefault("GEMINI_API_KEY", "AIzaScreenshotKey0123456789abcdefghij")
-    stub = BatchStub().__enter__()
     real = launcher.settings_from_form
 
     def to_stub(form):
@@ -211,59 +211,120 @@ def capture_batches(app, window, tmp: Path) -> None:
             return dataclasses.replace(settings, base_url=stub.gemini_url)
         return settings
 
-    launcher.settings_from_form = to_stub
+    with BatchStub() as stub:
+        launcher.settings_from_form = to_stub
+        try:
+            yield stub
+        finally:
+            launcher.settings_from_form = real
+
+
+def prepare_run(app, evaluate, model: str, way: str, limit: str) -> None:
+    """The Evaluate page's form filled for a text run of `model` (the demo assembles no audio), then prepared."""
+    view = evaluate.view
+    view.select_model(model)
+    view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
+    view.limit_edit.setText(limit)
+    view.formEdited.emit()
+    view.set_run_way(way)
+    evaluate.prepare()
+    wait_until(app, lambda: evaluate.prepared is not None or "Cannot" in view.plan_text.toPlainText(), 60)
+    if evaluate.prepared is None:
+        raise RuntimeError(view.plan_text.toPlainText())
+
+
+def launch_batch(app, evaluate) -> None:
+    """Start (the prepared batch submit or batch file) and wait until it has ended well."""
+    evaluate.view.start_button.click()
+    wait_until(app, lambda: evaluate.last_batch is not None and not evaluate.last_batch.is_running, 120)
+    if evaluate.last_batch.status != "succeeded":
+        raise RuntimeError(f"{evaluate.last_batch.label}: {evaluate.last_batch.error}")
+
+
+def capture_batches(app, window, tmp: Path) -> None:
+    """Two provider batches submitted from the Evaluate page to the batch stub, the Gemini one finished and
+    collected, the OpenAI one running, and a batch file exported for vLLM; then a Gemini run prepared as a batch."""
     evaluate = open_page(window, "evaluate")
     view = evaluate.view
     controller = window.jobs.batches
     settle(app, 1.0)
-
-    def prepare(model: str, way: str, limit: str) -> None:
-        view.select_model(model)
+    with batch_stub():
+        prepare_run(app, evaluate, "gemini:gemini-2.5-flash", "batch", "12")
+        launch_batch(app, evaluate)
+        for _ in range(4):  # PENDING → RUNNING → SUCCEEDED, then collected by the panel itself
+            wait_until(app, lambda: controller.last_read is not None and not controller.last_read.is_running)
+            controller.refresh(remote=True)
+            settle(app, 0.3)
+        wait_until(app, lambda: any(entry["state"] == "collected" for entry in controller.entries), timeout_s=60)
+        prepare_run(app, evaluate, "openai:gpt-audio-mini", "batch", "20")
+        launch_batch(app, evaluate)
+        settle(app, 1.0)
+        view.select_model("custom")
         view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
-        view.limit_edit.setText(limit)
+        view.custom_url.setText("http://127.0.0.1:8000/v1")
+        view.custom_model.setText("google/gemma-3n-E4B-it")
+        view.custom_key.setText("")
+        view.limit_edit.setText("")
         view.formEdited.emit()
-        view.set_run_way(way)
+        view.set_run_way("file")
         evaluate.prepare()
-        wait_until(app, lambda: evaluate.prepared is not None or "Cannot" in view.plan_text.toPlainText(), 60)
-        if evaluate.prepared is None:
-            raise RuntimeError(view.plan_text.toPlainText())
+        wait_until(app, lambda: evaluate.prepared is not None, timeout_s=60)
+        view.ask_batch_file_path = lambda suggested: str(tmp / "gemma-3n-requests.jsonl")
+        launch_batch(app, evaluate)
+        wait_until(app, lambda: len(controller.entries) == 3 and not controller.last_read.is_running, timeout_s=60)
+        prepare_run(app, evaluate, "gemini:gemini-2.5-flash-lite", "batch", "")
+        show_jobs_dock(app, window, 280)
+        settle(app, 0.5)  # the dock's new height painted
+        grab(window, "studio-batches")
+        window.jobs_dock.hide()
 
-    def launched() -> None:
-        view.start_button.click()
-        wait_until(app, lambda: evaluate.last_batch is not None and not evaluate.last_batch.is_running, 120)
-        if evaluate.last_batch.status != "succeeded":
-            raise RuntimeError(f"{evaluate.last_batch.label}: {evaluate.last_batch.error}")
 
-    prepare("gemini:gemini-2.5-flash", "batch", "12")
-    launched()
-    for _ in range(4):  # PENDING → RUNNING → SUCCEEDED, then collected by the panel itself
-        wait_until(app, lambda: controller.last_read is not None and not controller.last_read.is_running)
-        controller.refresh(remote=True)
-        settle(app, 0.3)
-    wait_until(app, lambda: any(entry["state"] == "collected" for entry in controller.entries), timeout_s=60)
-    prepare("openai:gpt-audio-mini", "batch", "20")
-    launched()
+def capture_batch_not_sent(app, window) -> None:
+    """A submit that raced a collect (issue 28, round 16): run A's batch of 6 is submitted from the page; run B,
+    the same plan, finds all 6 waiting in it, and while B's submit holds the run, `spokenbench batches --collect`
+    (a real process) stores A's batch, 2 of whose requests the provider failed. The page then shows B's summary:
+    4 filled from the cache, 2 neither sent nor waiting. B's submit runs here, not in the page's job process,
+    only so that the collect can be started at the racing point (the hook of tests/core/evaluation/
+    test_collect_fills.py); its real summary is then shown by the page's own handler."""
+    import dataclasses
+    import subprocess
+
+    from spokenbench.core.evaluation import batches, launcher
+
+    evaluate = open_page(window, "evaluate")
+    window.jobs.batches.auto_collect = False  # the collect comes from the other process, at the racing point
     settle(app, 1.0)
-    view.select_model("custom")
-    view.mode_box.setCurrentIndex(view.mode_box.findData("text"))
-    view.custom_url.setText("http://127.0.0.1:8000/v1")
-    view.custom_model.setText("google/gemma-3n-E4B-it")
-    view.custom_key.setText("")
-    view.limit_edit.setText("")
-    view.formEdited.emit()
-    view.set_run_way("file")
-    evaluate.prepare()
-    wait_until(app, lambda: evaluate.prepared is not None, timeout_s=60)
-    view.ask_batch_file_path = lambda suggested: str(tmp / "gemma-3n-requests.jsonl")
-    launched()
-    wait_until(app, lambda: len(controller.entries) == 3 and not controller.last_read.is_running, timeout_s=60)
-    prepare("gemini:gemini-2.5-flash-lite", "batch", "")
-    show_jobs_dock(app, window, 280)
-    settle(app, 0.5)  # the dock's new height painted
-    grab(window, "studio-batches")
-    window.jobs_dock.hide()
-    launcher.settings_from_form = real
-    stub.__exit__(None, None, None)
+    with batch_stub() as stub:
+        prepare_run(app, evaluate, "openai:gpt-audio-mini", "batch", "6")
+        launch_batch(app, evaluate)
+        first = evaluate.last_batch.result.run_id
+        with stub.state.lock:
+            keys = [key for batch in stub.state.batches.values() for key, _body in batch["lines"]]
+        stub.state.fail_keys = set(keys[:2])
+        stub.state.instant = True  # finished when the collect asks
+        drop_held, collects = batches._drop_held, []
+
+        def drop_held_then_collect(*args):
+            kept = drop_held(*args)
+            if not collects:
+                command = ["spokenbench", "batches", str(window.project_path), "--collect", "--json"]
+                collects.append(subprocess.run(command, capture_output=True, text=True, timeout=120))
+            return kept
+
+        batches._drop_held = drop_held_then_collect
+        try:
+            with opened(window.project_path) as project:
+                settings = launcher.settings_for_run(project.conn, first)
+                again = dataclasses.replace(settings, run_id=None, name="the same plan again")
+                submission = batches.submit_batches_for_settings(project, again, "openai")
+        finally:
+            batches._drop_held = drop_held
+        if not submission.not_sent:
+            raise RuntimeError(f"the race was not met: {collects} {submission}")
+        evaluate._batch_submitted(submission)
+        evaluate.view.plan_text.setFocus()
+        settle(app, 0.5)
+        grab(window, "studio-batch-not-sent")
 
 
 def capture_rating(app, window, want) -> None:
@@ -702,6 +763,8 @@ def main() -> None:
     window = new_window(copies[0])
     if want("studio-batches"):  # large runs (issue 14 item 3): batch choices, the jobs panel's batch jobs
         capture_batches(app, window, tmp)
+    if "studio-batch-not-sent" in wanted:  # only when named: its runs would change the shots after it
+        capture_batch_not_sent(app, window)
     if want("studio-evaluate", "studio-jobs"):
         capture_evaluate(app, window, want)
     if want("studio-speakers"):  # on the other copy: the sidebar's counts as in the shots before the runs
