@@ -1,7 +1,8 @@
 """`spokenbench metrics` and `spokenbench report`: the bias metrics engine (core/metrics) from the shell.
 
     spokenbench metrics FILE [--factors a,b] [--kind mcq|gender-probe] [--backbone A=B] [--bootstrap N] [--json]
-    spokenbench report (FILE|PROJECT) --out DIR [--kind gender-probe]   (a project's backbone pairs: `backbone`)
+    spokenbench report (FILE|PROJECT) --out DIR [--kind gender-probe] [--figures png,svg|png|svg|none]
+                                           (a project's backbone pairs: `backbone`)
 
 The option names and the --json layout are a contract that outside scripts rely on."""
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spokenbench.core.cli.arguments import seed, whole_number
+from spokenbench.core.cli.arguments import comma_list, seed, whole_number
 from spokenbench.core.cli.commands import add_command
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import text_progress_bar
 
 DEFAULT_RESAMPLES = 1000
+FIGURE_FORMATS = ("png", "svg")  # core.metrics.report's default, named here so --help imports no metrics
 MAX_RESAMPLES = 100_000  # ~100 times the default: beyond it the interval no longer changes, only the wait does
 
 
@@ -44,7 +46,7 @@ def register(subparsers) -> None:
         subparsers,
         "report",
         description="Write the metrics report of a responses file or a project folder: tables as CSV, Markdown "
-        "and LaTeX, figures as PNG and SVG, and an index README.md.",
+        "and LaTeX, figures as PNG and SVG (--figures: fewer), and an index README.md.",
     )
     report.add_argument(
         "source",
@@ -55,6 +57,14 @@ def register(subparsers) -> None:
         "--out", metavar="DIR", required=True, help="folder to write the report into (created if needed)"
     )
     _common_options(report)
+    report.add_argument(
+        "--figures",
+        metavar="FORMATS",
+        type=_figure_formats,
+        default=FIGURE_FORMATS,
+        help="figure files to write: png,svg (default), png, svg, or none (tables only, faster; a figure's "
+        "file is the same whichever others are written)",
+    )
     report.set_defaults(handler=run_report)
 
 
@@ -106,6 +116,19 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="count parse failures as an answer category in entropy, APES and κ (default: leave them out)",
     )
+
+
+def _figure_formats(text: str) -> tuple[str, ...]:
+    if text.strip().lower() == "none":
+        return ()
+    formats = comma_list(text.lower())
+    unknown = [f for f in formats if f not in FIGURE_FORMATS]
+    if unknown or not formats:
+        raise argparse.ArgumentTypeError(f"{text!r}: give png, svg, png,svg or none")
+    return formats
+
+
+_figure_formats.__name__ = "figure formats"  # argparse names the type in its message
 
 
 def _factor_list(text: str) -> list[str]:
@@ -280,6 +303,7 @@ def run_report(args) -> int:
         failures_as_category=args.failures_as_category,
         vote_ties=args.vote_ties,
         progress=text_progress_bar(),
+        figure_formats=args.figures,
     )
     print(f"wrote {len(report.files)} files to {report.out_dir} (index: {report.out_dir / 'README.md'})")
     for note in report.skipped:

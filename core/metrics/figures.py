@@ -7,6 +7,7 @@ Each builder returns None when the data has nothing to draw (e.g. no CS/CA label
 from __future__ import annotations
 
 import contextlib
+import io
 import threading
 from pathlib import Path
 
@@ -296,14 +297,26 @@ def mcq_figures(analysis) -> dict[str, Figure | None]:
 PNG_COMPRESS_LEVEL = 3
 
 
-def save_figure(fig: Figure, out_dir: Path, name: str) -> list[Path]:
-    """PNG (Agg) and SVG, with no timestamps in the files."""
-    paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
+def save_figure(fig: Figure, out_dir: Path, name: str, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
+    """PNG (Agg) and SVG (of `formats`), with no timestamps in the files. An SVG's constrained layout starts from
+    where the PNG's left the axes, so an SVG alone is laid out after the PNG's layout and drawing into memory
+    (no PNG encoded): the same SVG file either way."""
+    paths = []
     with figure_style(), _text_layouts_shared():
-        _savefig_laid_out_once(
-            fig, paths[0], format="png", metadata={"Software": None}, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL}
-        )
-        _savefig_laid_out_once(fig, paths[1], format="svg", metadata={"Date": None})
+        if "png" in formats:
+            paths.append(out_dir / f"{name}.png")
+            _savefig_laid_out_once(
+                fig,
+                paths[-1],
+                format="png",
+                metadata={"Software": None},
+                pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL},
+            )
+        elif "svg" in formats:
+            _savefig_laid_out_once(fig, io.BytesIO(), format="rgba")  # what the PNG's save does, but encoding
+        if "svg" in formats:
+            paths.append(out_dir / f"{name}.svg")
+            _savefig_laid_out_once(fig, paths[-1], format="svg", metadata={"Date": None})
     return paths
 
 
@@ -319,7 +332,7 @@ def warm_up() -> None:
         MathTextParser("path").parse(ENTROPY_LABEL)
 
 
-def _savefig_laid_out_once(fig: Figure, path: Path, **options) -> None:
+def _savefig_laid_out_once(fig: Figure, path: Path | io.BytesIO, **options) -> None:
     """`fig.savefig`, the same figure, with less drawing (issue 28): with a layout engine, matplotlib first
     draws the whole figure with output switched off, only so the engine runs, with a renderer of its own, then
     draws it for real with the engine off. Here the engine is detached during the save, so there is no such

@@ -4,6 +4,7 @@ with an index (README.md) saying what each file holds and what was skipped and w
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import multiprocessing
 import os
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # a multiple-choice report imports no pandas; a gender study'
     import pandas as pd
 
 DEFAULT_REPORT_RESAMPLES = 1000
+FIGURE_FORMATS = ("png", "svg")  # each figure's files, by default; `report --figures` writes fewer
 
 
 @dataclass
@@ -58,16 +60,23 @@ def write_report(
     vote_ties: str = "fractional",
     progress: Progress | None = None,
     workers: int | None = None,
+    figure_formats: tuple[str, ...] = FIGURE_FORMATS,
 ) -> Report:
     """Compute everything for `source` (a responses file, a project folder, or a table) and write it to
     `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to draw the
     figures in, while this one writes the tables (None: `_worker_count` decides; 0: all in this one); the files
-    are the same."""
+    are the same. `figure_formats`: which of FIGURE_FORMATS to write each figure in (none: no figures, and
+    matplotlib is not imported); a figure's file is the same whichever others are written."""
     progress = progress or no_progress()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SpokenBenchError(f"{out_dir} exists and is not a folder")
-    with _FigureProcesses(out_dir, _worker_count(MANY_PARTS, workers)) as drawing:  # importing matplotlib already
+    unknown = [f for f in figure_formats if f not in FIGURE_FORMATS]
+    if unknown:
+        raise SpokenBenchError(f"no figure format {unknown[0]!r}: figures are written as {' or '.join(FIGURE_FORMATS)}")
+    figure_formats = tuple(f for f in FIGURE_FORMATS if f in figure_formats)  # one order, each once
+    processes = _worker_count(MANY_PARTS, workers) if figure_formats else 0
+    with _FigureProcesses(out_dir, processes, figure_formats) as drawing:  # importing matplotlib already
         return _computed_and_written(
             source,
             out_dir,
@@ -118,7 +127,7 @@ def _computed_and_written(
         progress.check_cancelled()
         _write_parts(
             lambda part: _mcq_tables(analysis, part, lambda: drawing.wait_until_one_is_free(progress.check_cancelled)),
-            _mcq_figure_parts,
+            functools.partial(_mcq_figure_parts, formats=drawing.formats),
             _figures_view(analysis),
             report,
             progress,
@@ -142,9 +151,14 @@ def _computed_and_written(
         )
         progress.check_cancelled()
         _write_parts(
-            lambda part: _gender_study_tables(study, part), _gender_figure_parts, study, report, progress, drawing
+            lambda part: _gender_study_tables(study, part),
+            functools.partial(_gender_figure_parts, formats=drawing.formats),
+            study,
+            report,
+            progress,
+            drawing,
         )
-    _write_index(report, name, n_resamples, seed)
+    _write_index(report, name, n_resamples, seed, drawing.formats)
     progress.report(1, 1, "report written")
     return report
 
@@ -162,18 +176,22 @@ def _figures_view(analysis: McqAnalysis) -> McqAnalysis:
     )
 
 
-def _mcq_figure_parts(analysis: McqAnalysis) -> dict[str, Callable[[Report], None]]:
-    """The multiple-choice figures, one part each, by file stem."""
+def _mcq_figure_parts(analysis: McqAnalysis, formats: tuple[str, ...]) -> dict[str, Callable[[Report], None]]:
+    """The multiple-choice figures, one part each, by file stem (none without `formats`)."""
+    if not formats:
+        return {}
     from spokenbench.core.metrics import figures
 
     return {
-        stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""))
+        stem: _figure_part(stem, lambda build=build: build(analysis), MCQ_FIGURE_NOTES.get(stem, ""), formats)
         for stem, build in figures.MCQ_FIGURES.items()
     }
 
 
-def _gender_figure_parts(study) -> dict[str, Callable[[Report], None]]:
-    """A gender study's figures: one panel per answer setting, by file stem."""
+def _gender_figure_parts(study, formats: tuple[str, ...]) -> dict[str, Callable[[Report], None]]:
+    """A gender study's figures: one panel per answer setting, by file stem (none without `formats`)."""
+    if not formats:
+        return {}
     from spokenbench.core.metrics import figures
     from spokenbench.core.metrics.gender_study import SETTING_NAMES
 
@@ -184,6 +202,7 @@ def _gender_figure_parts(study) -> dict[str, Callable[[Report], None]]:
             stems[setting],
             lambda setting=setting: figures.gender_probe_panel(study.for_setting(setting)),
             f"J, Δ and ν per model and category with 95% bootstrap intervals ({SETTING_NAMES.get(setting, setting)})",
+            formats,
         )
         for setting in study.settings
     }
@@ -224,9 +243,10 @@ def _add(
     report.entries.append((stem, description + (" (CSV only)" if csv_only else "")))
 
 
-def _figure_part(stem: str, build: Callable, note: str) -> Callable[[Report], None]:
-    """One figure built and saved (PNG, then SVG, from the same object, as always: the SVG's layout starts
-    from the PNG's), or the reason it was skipped."""
+def _figure_part(
+    stem: str, build: Callable, note: str, formats: tuple[str, ...] = FIGURE_FORMATS
+) -> Callable[[Report], None]:
+    """One figure built and saved in `formats` (`figures.save_figure`), or the reason it was skipped."""
     from spokenbench.core.metrics import figures
 
     def write(part: Report) -> None:
@@ -234,8 +254,8 @@ def _figure_part(stem: str, build: Callable, note: str) -> Callable[[Report], No
         if fig is None:
             part.skipped.append(f"{stem}: {MCQ_FIGURE_SKIP_REASONS.get(stem, 'nothing to draw')}")
             return
-        part.files += figures.save_figure(fig, part.out_dir, stem)
-        part.entries.append((stem, note + " (PNG, SVG)"))
+        part.files += figures.save_figure(fig, part.out_dir, stem, formats)
+        part.entries.append((stem, f"{note} ({', '.join(f.upper() for f in formats)})"))
 
     return write
 
@@ -293,10 +313,10 @@ class _FigureProcesses:
     (0.5 s of CPU) while this process reads the responses and computes the metrics (issue 28); it then gets the
     figures' data (`send`), forks the others, which share that import and data, and draws with them, each taking
     the next largest figure whenever it is free. None with `processes` 0. As a context manager: leaving it ends
-    every one still running."""
+    every one still running. `formats`: the figures' files to write (FIGURE_FORMATS or fewer)."""
 
-    def __init__(self, out_dir: Path, processes: int) -> None:
-        self.out_dir, self.processes = out_dir, processes
+    def __init__(self, out_dir: Path, processes: int, formats: tuple[str, ...] = FIGURE_FORMATS) -> None:
+        self.out_dir, self.processes, self.formats = out_dir, processes, formats
         self.n_figures: int | None = None
         self.children: ChildCalls | None = None
         self.tell: int | None = None  # this end of the pipe that gives the payload's length, until it is closed
@@ -765,7 +785,7 @@ def _gender_study_tables(study, report: Report) -> None:
     report.skipped += study.notes + missing_paper_tables(study)
 
 
-def _write_index(report: Report, source: str, n_resamples: int, seed: int) -> None:
+def _write_index(report: Report, source: str, n_resamples: int, seed: int, figure_formats: tuple[str, ...]) -> None:
     lines = [
         "# SpokenBench metrics report",
         "",
@@ -773,6 +793,11 @@ def _write_index(report: Report, source: str, n_resamples: int, seed: int) -> No
         f"- kind: {report.kind}",
         f"- bootstrap: {n_resamples} question-level resamples, seed {seed}" if n_resamples else "- bootstrap: off",
         "- definitions: docs/metrics.md in the SpokenBench repository",
+    ]
+    if figure_formats != FIGURE_FORMATS:  # said only when asked for: a default report's index stays as it was
+        drawn = " and ".join(f.upper() for f in figure_formats) + " only" if figure_formats else "none"
+        lines.append(f"- figures: {drawn} (as asked for)")
+    lines += [
         "",
         "## Files",
         "",

@@ -154,7 +154,9 @@ def test_figures_are_drawn_here_when_the_figure_processes_give_nothing(tmp_path,
         monkeypatch.setattr(figures, "warm_up", _failing_warm_up)
     else:  # a local function is not pickled: the figure process gets no data and ends
         parts_of = report_module._mcq_figure_parts
-        monkeypatch.setattr(report_module, "_mcq_figure_parts", lambda analysis: parts_of(analysis))
+        monkeypatch.setattr(
+            report_module, "_mcq_figure_parts", lambda analysis, **options: parts_of(analysis, **options)
+        )
     again = write_report(frame(), tmp_path / "again", factors=FACTORS, n_resamples=0, workers=2)
     assert again.entries == here.entries and digests(tmp_path / "again") == digests(tmp_path / "here")
     assert sum(p.suffix == ".svg" for p in again.files) == 5 and not _own_children() - before
@@ -366,8 +368,8 @@ def noting_tables(analysis, part, *before_the_last):
     (out.parent / "tables.json").write_text(json.dumps(seen))
     return tables(analysis, part, *before_the_last)
 
-def noting_figure(stem, build, note):
-    write = figure_part(stem, build, note)
+def noting_figure(stem, build, note, *formats):
+    write = figure_part(stem, build, note, *formats)
     def noted(part):
         from matplotlib.mathtext import MathTextParser
 
