@@ -16,6 +16,8 @@
                                                                                    target ≤ 2.5× (issue 28)
      (each tree first in every other round; also how much CPU other processes used during each round, and the
      ratio over the rounds no other process disturbed: on a shared host, the figure to compare)
+     (also this tree's `report --figures png` in the same rounds: what the SVGs cost; not the default, so not the
+     target's figure)
      (--profile: also where the report's time goes, in one process (no forked parts), imports included,
      for this tree and the baseline)
 With --baseline DIR (an older tree as DIR/spokenbench/core, e.g. `git archive 562acf0 core | tar -x -C
@@ -270,6 +272,9 @@ def import_cpu(repeats: int, baseline: str | None) -> None:
     )
 
 
+PNG_ONLY = "report --figures png"
+
+
 def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
     """Part 5: `report` and `metrics` as whole processes on the same file, both without bootstrap (the
     figures, tables and README against the numbers alone), interleaved, for this tree and the baseline."""
@@ -299,6 +304,9 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
                     "metrics": [spokenbench, "metrics", *common, "--json"],
                     "report": [spokenbench, "report", *common, "--out", str(out)],
                 }
+                if tree_name == "this tree":  # not the default, so not the target's figure: what SVGs cost
+                    commands[PNG_ONLY] = [*commands["report"], "--figures", "png"]
+                    commands[PNG_ONLY][commands[PNG_ONLY].index(str(out))] = str(out) + "-png"
                 for command_name, command in commands.items():
                     seconds, used, by_others = _timed(command, tree)
                     wall.setdefault((tree_name, command_name), []).append(seconds)
@@ -336,6 +344,11 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
             f"(CPU {med_cpu['metrics']:.2f} s, {med_cpu['report']:.2f} s = {med_cpu['report'] / med_cpu['metrics']:.2f}×)"
             f"; target ≤ 2.5×: {'met' if ratio <= 2.5 else 'MISSED'}"
         )
+    png_only = statistics.median(wall[("this tree", PNG_ONLY)])
+    print(
+        f"   this tree, `{PNG_ONLY}` (SVGs only on request: not the default, so not the target): {png_only:.2f} s "
+        f"= {png_only / statistics.median(wall[('this tree', 'metrics')]):.2f}× metrics"
+    )
     if baseline:
         for command_name in ("metrics", "report"):
             old = statistics.median(wall[("baseline", command_name)])
@@ -472,11 +485,11 @@ if early_figures:
 
     report._draw_figures = timed_draw_figures
 
-def timed_figure(stem, build, note_text):
+def timed_figure(stem, build, note_text, *formats):  # formats: since round 17 (`report --figures`)
     if not first_figure and not early_figures:  # the figures module (matplotlib) was imported just before
         first_figure.append(stem)
         note("import matplotlib", analysis_done[0])
-    write = figure_part(stem, build, note_text)
+    write = figure_part(stem, build, note_text, *formats)
     def timed(part):
         begun = now()
         write(part)
