@@ -313,7 +313,7 @@ def save_figure(fig: Figure, out_dir: Path, name: str, formats: tuple[str, ...] 
                 pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL},
             )
         elif "svg" in formats:
-            _savefig_laid_out_once(fig, io.BytesIO(), format="rgba")  # what the PNG's save does, but encoding
+            _savefig_laid_out_once(fig, io.BytesIO(), format="rgba")  # the PNG's save short of encoding
         if "svg" in formats:
             paths.append(out_dir / f"{name}.svg")
             _savefig_laid_out_once(fig, paths[-1], format="svg", metadata={"Date": None})

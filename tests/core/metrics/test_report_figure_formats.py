@@ -5,6 +5,7 @@ default report's, and the index says what was asked for."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import subprocess
 import sys
 
@@ -40,8 +41,12 @@ def index_without_figures(folder) -> list[str]:
     return [line for line in lines if not line.startswith(("- `fig_", "- figures: "))]
 
 
-def test_the_cli_names_the_same_default_formats_as_the_report():
-    assert metrics_commands.FIGURE_FORMATS == report_module.FIGURE_FORMATS
+def test_the_cli_and_save_figure_name_the_same_default_formats_as_the_report():
+    """Three spellings of one default: the CLI's (its --help imports no metrics), the report's, save_figure's."""
+    from spokenbench.core.metrics import figures
+
+    save_figure_default = inspect.signature(figures.save_figure).parameters["formats"].default
+    assert metrics_commands.FIGURE_FORMATS == report_module.FIGURE_FORMATS == save_figure_default
 
 
 def test_none_writes_the_tables_alone_and_says_so(cli, mcq_file, tmp_path):
