@@ -243,9 +243,7 @@ def _add(
     report.entries.append((stem, description + (" (CSV only)" if csv_only else "")))
 
 
-def _figure_part(
-    stem: str, build: Callable, note: str, formats: tuple[str, ...] = FIGURE_FORMATS
-) -> Callable[[Report], None]:
+def _figure_part(stem: str, build: Callable, note: str, formats: tuple[str, ...]) -> Callable[[Report], None]:
     """One figure built and saved in `formats` (`figures.save_figure`), or the reason it was skipped."""
     from spokenbench.core.metrics import figures
 

@@ -305,8 +305,7 @@ def report_vs_metrics(frame, repeats: int, baseline: str | None) -> None:
                     "report": [spokenbench, "report", *common, "--out", str(out)],
                 }
                 if tree_name == "this tree":  # not the default, so not the target's figure: what SVGs cost
-                    commands[PNG_ONLY] = [*commands["report"], "--figures", "png"]
-                    commands[PNG_ONLY][commands[PNG_ONLY].index(str(out))] = str(out) + "-png"
+                    commands[PNG_ONLY] = [spokenbench, "report", *common, "--out", f"{out}-png", "--figures", "png"]
                 for command_name, command in commands.items():
                     seconds, used, by_others = _timed(command, tree)
                     wall.setdefault((tree_name, command_name), []).append(seconds)
