@@ -4,8 +4,8 @@ after, then opened.
 The demo lives in `<data folder>/demo-project`: the data folder is `SPOKENBENCH_DATA_DIR` when set, else the
 platform's (`QStandardPaths.GenericDataLocation`/SpokenBench/SpokenBench Studio: ~/.local/share/… on Linux,
 %LOCALAPPDATA%\\… on Windows, ~/Library/Application Support/… on macOS). A marker file written last into a
-finished build, `.spokenbench-demo.json`, records what built it: the app's version, the schema version and a
-fingerprint of the demo's builders and data. A folder without the marker, or with a marker from another
+finished build, `.spokenbench-demo.json`, records what built it: the app's version, the schema's version and
+digest, and a fingerprint of the demo's builders and data. A folder without the marker, or with a marker from another
 version, is rebuilt — in a sibling folder swapped in only once complete, so the demo is never half-built or
 half-used. Building runs in a job process (core/jobs/host.py) waited for by a `BackgroundOp`, its progress in the
 jobs panel: the build is seconds of Python that, on a thread of the app, kept the UI from reacting."""
@@ -66,7 +66,7 @@ def _module_bytes(name: str) -> bytes:
 
 def demo_fingerprint() -> dict:
     """What a demo built now would be built by: compared with a built demo's marker."""
-    from spokenbench.core.store.migrations import SCHEMA_VERSION
+    from spokenbench.core.store.migrations import CURRENT_SCHEMA_DIGEST, SCHEMA_VERSION
 
     digest = hashlib.sha256()
     for name in DEMO_BUILDERS:
@@ -79,6 +79,7 @@ def demo_fingerprint() -> dict:
         "layout": DEMO_LAYOUT,
         "app_version": __version__,
         "schema_version": SCHEMA_VERSION,
+        "schema_digest": CURRENT_SCHEMA_DIGEST,  # a build whose migrations differed made a schema refused at opening
         "fingerprint": digest.hexdigest(),
     }
 

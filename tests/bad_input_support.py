@@ -1392,12 +1392,12 @@ _OUTPUT_XFAIL: dict[str, str] = {}
 
 # Project states a command meets at open: each is refused naming the folder, and the folder stays as it was.
 def _edited_database(source: Callable[[], Path], sql: str) -> Callable[[Path], Path]:
-    """A copy of the project whose database another program changed with `sql`."""
+    """A copy of the project whose database another program changed with the statements `sql`."""
 
     def make(root: Path) -> Path:
         folder = Path(shutil.copytree(source(), root / "edited"))
-        with sqlite3.connect(folder / "project.sqlite") as conn:
-            conn.execute(sql)
+        conn = sqlite3.connect(folder / "project.sqlite", isolation_level=None)
+        conn.executescript(sql)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         return folder
@@ -1434,6 +1434,14 @@ def generated_state_cases(source: Callable[[], Path]) -> list[Case]:
         "damaged database": lambda root: _damaged(source())(root),
         "schema number lowered": _edited_database(source, "PRAGMA user_version = 3"),
         "a table dropped": _edited_database(source, "DROP TABLE ratings"),
+        "a trigger of another program": _edited_database(
+            source, "CREATE TRIGGER zz AFTER INSERT ON ratings BEGIN UPDATE ratings SET rating = 'incorrect'; END"
+        ),
+        "a CHECK taken out": _edited_database(
+            source,
+            "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, "
+            "'CHECK (length(trim(annotator)) > 0)', '') WHERE name = 'ratings'",
+        ),
         "database is a FIFO": _database_special("FIFO"),
         "database links to /dev/zero": _database_special("link"),
         "journal is a FIFO": _neighbour_special(source, "-journal", "FIFO"),

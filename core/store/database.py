@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
+import hashlib
 import logging
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from spokenbench.core.foundation.errors import ProjectError
-from spokenbench.core.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from spokenbench.core.store.migrations import CURRENT_SCHEMA_DIGEST, MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 15_000
 # A connection that polls for the write lock (`poll_for_the_write_lock`): SQLite's own wait for at most this long,
@@ -25,6 +28,10 @@ POLL_INTERVAL_S = 0.001
 # SQLite file named project.sqlite is refused instead of being converted.
 PROJECT_APPLICATION_ID = 0x53424E43  # "SBNC"
 _log = logging.getLogger("spokenbench.store")
+# A project's schema may come from anyone: its triggers, views, checks and defaults may call only SQLite's harmless
+# functions (SQLite's advice for database files from others; `schema_objects_problem` refuses a schema that is not
+# ours before anything is written, this also covers a file changed after that check)
+UNTRUSTED_SCHEMA = "PRAGMA trusted_schema = OFF"
 
 
 # Control clips (core/qc/controls.py) are ordinary clips rows so that nothing a rater sees tells them apart; every
@@ -74,9 +81,11 @@ def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA query_only = 1")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(UNTRUSTED_SCHEMA)
             return conn
         conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         conn.row_factory = sqlite3.Row
+        conn.execute(UNTRUSTED_SCHEMA)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     except sqlite3.DatabaseError as error:
@@ -203,13 +212,108 @@ def schema_problem(conn: sqlite3.Connection, version: int) -> str | None:
         for table, column in columns:
             if table in present and column in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                 return f"it claims schema {version} but table {table} has column {column} of a later schema"
-    return None
+    return schema_objects_problem(conn, version)
+
+
+def schema_error(db_path: Path, problem: str) -> ProjectError:
+    return ProjectError(
+        f"{db_path}: the database's schema is not the one SpokenBench makes ({problem}): another program changed "
+        "it (or a development build whose migrations differed made it), and SQLite runs a schema's triggers and "
+        "checks on every write, so the project was not opened and nothing was changed. Restore project.sqlite from "
+        "a backup, or drop what you added yourself (e.g. `DROP TRIGGER name` in the sqlite3 shell) and open it again"
+    )
+
+
+# SQLite's own tables (AUTOINCREMENT's counters, ANALYZE's statistics, which a colleague's `sqlite3` shell may add):
+# data for the query planner, never code, so a project may hold them
+SQLITE_OWN_TABLES = frozenset({"sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
+
+
+def schema_objects_problem(conn: sqlite3.Connection, version: int) -> str | None:
+    """Whether the database's tables, indexes, triggers and views are exactly those the migrations up to `version`
+    create (their SQL compared in one layout). A schema is code SQLite runs on our writes: a trigger added by
+    someone else could rewrite every new rating, a CHECK or UNIQUE taken out would let bad rows or a second claim
+    in. None when it matches; else what differs (at most three objects)."""
+    present = _schema_objects(conn)
+    if version == SCHEMA_VERSION and schema_digest(present) == CURRENT_SCHEMA_DIGEST:
+        return None  # the usual case, without building the expected schema (~15 ms)
+    expected = migrated_schema(tuple(MIGRATIONS[:version]))
+    problems = [
+        f"{_schema_object(key, present[key][0])} that SpokenBench does not create"
+        for key in present.keys() - expected.keys()
+    ]
+    problems += [
+        f"{_schema_object(key, expected[key][0])} of schema {version} is missing"
+        for key in expected.keys() - present.keys()
+    ]
+    problems += [
+        f"{_schema_object(key, present[key][0])} differs from the one SpokenBench creates"
+        for key in present.keys() & expected.keys()
+        if present[key] != expected[key]
+    ]
+    return "; ".join(sorted(problems)[:3]) or None
+
+
+def schema_digest(objects: dict[tuple[str, str], tuple[str, str | None]]) -> str:
+    return hashlib.sha256(repr(sorted(objects.items())).encode()).hexdigest()
+
+
+def _schema_object(key: tuple[str, str], table: str) -> str:
+    kind, name = key
+    shown = repr(name)[:80]  # repr escapes control characters and bidirectional overrides
+    return f"{kind} {shown}" + (f" on {repr(table)[:80]}" if kind in ("index", "trigger") else "")
+
+
+@functools.lru_cache(maxsize=8)
+def migrated_schema(scripts: tuple[str, ...]) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """The schema objects the migration `scripts` create, as `schema_objects_problem` compares them: built once per
+    process in an empty in-memory database (~15 ms for the 18 migrations)."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+        for script in scripts:
+            conn.executescript(script)
+        return _schema_objects(conn)
+
+
+def _schema_objects(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(type, name) → (table, SQL in one layout) of every schema object but SQLite's own tables."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+    return {
+        (kind, name): (table, _comparable_sql(sql))
+        for kind, name, table, sql in rows
+        if not (kind == "table" and name in SQLITE_OWN_TABLES)
+    }
+
+
+# In SQL text: a string or quoted name (kept as it is), or a run of spaces and comments (layout)
+_SQL_SPACING = re.compile(
+    r"""('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\])|(?:\s|--[^\n]*|/\*.*?(?:\*/|\Z))+""", re.S
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def _comparable_sql(sql: str | None) -> str | None:
+    """`sql` in one layout: each run of spaces and comments outside strings and quoted names is one space between
+    two word characters and nothing elsewhere. A migration's comments and layout changed over time, and SQLite
+    keeps the text a project's tables were made with."""
+    if sql is None:
+        return None
+
+    def layout(match: re.Match) -> str:
+        if match.group(1):
+            return match.group(1)
+        start, end = match.start(), match.end()
+        between_words = 0 < start and end < len(sql) and _word_character(sql[start - 1]) and _word_character(sql[end])
+        return " " if between_words else ""
+
+    return _SQL_SPACING.sub(layout, sql)
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def _schema_parts() -> list[tuple[set[str], list[tuple[str, str]]]]:
     """Per migration: the tables it creates and the (table, column) pairs it adds, read from its script."""
-    import re
-
     parts = []
     for script in MIGRATIONS:
         tables = set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", script))
@@ -232,10 +336,7 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
         )
     problem = schema_problem(conn, current)
     if problem is not None:
-        raise ProjectError(
-            f"{db_path}: the database's schema number does not match its tables ({problem}); it was changed by "
-            "another program. Nothing was changed: restore project.sqlite from a backup"
-        )
+        raise schema_error(db_path, problem)
     if current == SCHEMA_VERSION:
         return []
     if current > 0:

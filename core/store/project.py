@@ -90,7 +90,7 @@ class Project:
             problem = database.schema_problem(conn, version)
             if problem is not None:
                 conn.close()
-                raise ProjectError(f"{db_path}: the database's schema number does not match its tables ({problem})")
+                raise database.schema_error(db_path, problem)
             return cls(path, conn, read_only=True)
         try:
             database.migrate(conn, db_path)
