@@ -57,6 +57,7 @@ from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
+from spokenbench.core.store.stored_values import stored_value_problems, stored_values_error
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
@@ -185,6 +186,10 @@ def load_project_view(path: Path, progress: Progress) -> ProjectView:
     """Open (and migrate, if needed) the project, then read what the window shows. Runs off the UI thread."""
     progress.report(0, None, f"opening {path}")
     with opened(path) as project:
+        progress.report(0, None, f"checking the stored values of {path.name}")
+        problems = stored_value_problems(project.conn, limit=10)  # a session's rows must all be readable
+        if problems:
+            raise stored_values_error(project.db_path, problems)
         return read_project_view(project)
 
 

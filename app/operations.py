@@ -36,6 +36,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
+from spokenbench.core.foundation.environment_errors import explain_environment_error
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.foundation.progress import Progress
@@ -56,9 +57,11 @@ POLL_INTERVAL_S = 0.5  # how often the monitor reads change counters and the job
 
 
 def show_error(parent: QWidget | None, error: BaseException, title: str = "SpokenBench Studio") -> QMessageBox:
-    """A readable, non-blocking dialog for a failure: the user's problem as a warning, a bug with its traceback."""
-    if isinstance(error, SpokenBenchError):
-        box = QMessageBox(QMessageBox.Icon.Warning, title, str(error), QMessageBox.StandardButton.Ok, parent)
+    """A readable, non-blocking dialog for a failure: the user's problem (or the machine's: a full disk, a damaged
+    database, text another program wrote) as a warning, a bug with its traceback."""
+    explained = str(error) if isinstance(error, SpokenBenchError) else explain_environment_error(error)
+    if explained is not None:
+        box = QMessageBox(QMessageBox.Icon.Warning, title, explained, QMessageBox.StandardButton.Ok, parent)
     else:
         box = QMessageBox(
             QMessageBox.Icon.Critical,

@@ -1,15 +1,18 @@
-"""`spokenbench check DIR [--repair]`: verify every stored audio file against its hash. Its name and options
-are a contract."""
+"""`spokenbench check DIR [--repair]`: verify every stored audio file against its hash, and every stored value's
+type and text (a project from someone else may hold rows another program wrote). Its name and options are a
+contract."""
 
 from __future__ import annotations
 
 from spokenbench.core.cli.commands import add_command
-from spokenbench.core.cli.output import print_json
+from spokenbench.core.cli.output import print_json, printable
 from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.store import opened
 from spokenbench.core.store.integrity import check_audio
+from spokenbench.core.store.stored_values import stored_value_problems
 
 EXIT_PROBLEMS_FOUND = 1
+MAX_VALUES_LISTED = 100
 
 
 def register(subparsers) -> None:
@@ -20,6 +23,8 @@ def register(subparsers) -> None:
         "and damaged files are listed with what refers to them. With --repair, clips are marked for synthesis "
         "again (their transcripts and ratings stay), assembled inputs are removed so `assemble` rebuilds them, "
         "and damaged files are deleted; then run `spokenbench synthesize` and `spokenbench assemble` as before. "
+        "Also lists stored values another program wrote that SpokenBench cannot read (a value of another type than "
+        "its column's, text that is not UTF-8), by table, row and column; --repair leaves those to you. "
         "Exit code 0: everything intact (or repaired); 1: problems found and not repaired.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
@@ -30,10 +35,17 @@ def register(subparsers) -> None:
 
 def cmd_check(args) -> int:
     with opened(args.dir) as project:
+        values = stored_value_problems(project.conn, limit=MAX_VALUES_LISTED)
         report = check_audio(project.conn, project.audio, text_progress_bar(), repair=args.repair)
     if args.json:
-        print_json(report.as_dict())
+        print_json({**report.as_dict(), "stored_values": [problem.as_dict() for problem in values]})
     else:
+        if values:
+            more = "+" if len(values) == MAX_VALUES_LISTED else ""
+            print(f"{len(values)}{more} stored values another program wrote that SpokenBench cannot read:")
+            for problem in values:
+                print(f"  {printable(problem)}")
+            print("correct or delete those rows (e.g. in the sqlite3 shell), or restore project.sqlite from a backup")
         summary = report.as_dict()
         print(f"{report.files_checked} audio files checked: {summary['missing']} missing, {summary['damaged']} damaged")
         for bad in report.bad[:20]:
@@ -45,4 +57,4 @@ def cmd_check(args) -> int:
             print(f"repaired: {what.replace('_', ' ')}: {count}")
         if report.bad and not args.repair:
             print("run `spokenbench check DIR --repair`, then `synthesize` and `assemble` again to re-create them")
-    return 0 if report.ok or args.repair else EXIT_PROBLEMS_FOUND
+    return 0 if (report.ok or args.repair) and not values else EXIT_PROBLEMS_FOUND

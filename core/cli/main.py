@@ -171,8 +171,11 @@ def _run_handler(args) -> int:
 
         if os.environ.get("SPOKENBENCH_DEBUG"):
             traceback.print_exc()
-        explained = explain_environment_error(error, getattr(args, "dir", None))
-        if explained is not None:  # not a bug: a damaged database, a full disk, a file without permission
+        from spokenbench.core.store.stored_values import explain_failure
+
+        project = getattr(args, "dir", None)
+        explained = explain_failure(error, project) or explain_environment_error(error, project)
+        if explained is not None:  # not a bug: another program's rows, a damaged database, a full disk, …
             print(f"error: {explained}", file=sys.stderr)
             return EXIT_USER_ERROR
         print(

@@ -32,6 +32,12 @@ _MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFB
 def explain_environment_error(error: BaseException, project: str | os.PathLike | None = None) -> str | None:
     """A message for `error` if it is a problem of the disk, the files or the project database; None if it may
     be a bug. `project` (the command's project folder, if any) names the database in the message."""
+    if isinstance(error, sqlite3.OperationalError) and str(error).startswith("Could not decode to UTF-8"):
+        where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
+        return (
+            f"{where}the project database holds text that is not UTF-8, which another program wrote ({error}); "
+            "nothing was changed. `spokenbench check PROJECT` lists every such value"
+        )
     if isinstance(error, sqlite3.DatabaseError):
         name = getattr(error, "sqlite_errorname", "") or ""
         prefix = next((p for p in _DATABASE_PROBLEMS if name.startswith(p)), None)
