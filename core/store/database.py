@@ -327,14 +327,17 @@ _SCHEMA_PARTS = _schema_parts()
 
 def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
     """Apply missing migrations, each atomically (SQLite DDL is transactional). Backs the database up
-    first when it already holds data, so a failed migration can be undone by hand. Returns the versions applied."""
-    current = schema_version(conn)
-    if current > SCHEMA_VERSION:
-        raise ProjectError(
-            f"{db_path.parent}: this project was written by a newer SpokenBench (schema {current}, "
-            f"this version knows up to {SCHEMA_VERSION}); upgrade spokenbench to open it"
-        )
-    problem = schema_problem(conn, current)
+    first when it already holds data, so a failed migration can be undone by hand. Returns the versions applied.
+    Several processes may open an old project at once (the app and a script after an upgrade): each migration is
+    applied under the write lock only if the schema number read under that lock still lacks it."""
+    with read_snapshot(conn):  # the number and the schema it is checked against from one moment
+        current = schema_version(conn)
+        if current > SCHEMA_VERSION:
+            raise ProjectError(
+                f"{db_path.parent}: this project was written by a newer SpokenBench (schema {current}, "
+                f"this version knows up to {SCHEMA_VERSION}); upgrade spokenbench to open it"
+            )
+        problem = schema_problem(conn, current)
     if problem is not None:
         raise schema_error(db_path, problem)
     if current == SCHEMA_VERSION:
@@ -345,15 +348,26 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> list[int]:
             conn.backup(target)
     applied = []
     for version in range(current + 1, SCHEMA_VERSION + 1):
-        script = MIGRATIONS[version - 1]
-        try:
-            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
-        except sqlite3.Error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        with transaction(conn):
+            if schema_version(conn) >= version:  # another process applied it meanwhile
+                continue
+            for statement in _statements(MIGRATIONS[version - 1]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
         applied.append(version)
     return applied
+
+
+def _statements(script: str) -> Iterator[str]:
+    """A migration's statements one by one (a trigger's body holds semicolons: SQLite says when one is whole),
+    so they run in a transaction this code began: `executescript` would commit it first."""
+    statement = ""
+    for piece in script.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip("; \t\n"):
+                yield statement
+            statement = ""
 
 
 SQLITE_NEIGHBOURS = ("-wal", "-shm", "-journal")
