@@ -80,14 +80,15 @@ class Project:
                 conn.close()
                 raise
         if read_only:
-            version = database.schema_version(conn)
+            with database.read_snapshot(conn):  # the number and the schema it is checked against from one moment
+                version = database.schema_version(conn)
+                problem = database.schema_problem(conn, version) if version == SCHEMA_VERSION else None
             if version != SCHEMA_VERSION:
                 conn.close()
                 raise ProjectError(
                     f"{path} is read-only and its database has schema {version} (this version uses "
                     f"{SCHEMA_VERSION}); opening it needs a migration, which writes: copy it somewhere writable first"
                 )
-            problem = database.schema_problem(conn, version)
             if problem is not None:
                 conn.close()
                 raise database.schema_error(db_path, problem)
