@@ -45,6 +45,7 @@ def test_the_list_holds_every_table_of_the_demo_with_rows(built_demo):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Glyph:UserWarning")  # a control character drawn in a figure's label
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("kind", WRONG_VALUES)
 def test_a_wrong_value_in_any_column_is_never_an_internal_error(cli, built_demo, tmp_path, kind, table):
