@@ -24,7 +24,7 @@ from spokenbench.app.operations import Operation, OperationRunner, ProjectSessio
 from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.jobs.registry import JobInfo, request_cancel
+from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, request_cancel
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 
 RECENT_S = 120.0
@@ -35,7 +35,8 @@ HOST = socket.gethostname()
 
 
 def _age_s(stamp: str | None, now: float) -> float:
-    return float("inf") if not stamp else now - _dt.datetime.fromisoformat(stamp).timestamp()
+    """How long ago `stamp` was; a job row's time that is not a time (any process writes them) reads as long ago."""
+    return float("inf") if not stamp else now - parse_stored_time(stamp)
 
 
 def _work_key(job: JobInfo) -> tuple:

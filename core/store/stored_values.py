@@ -71,10 +71,13 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, bool,
 
 # Columns whose text must have a form the code relies on (what SpokenBench writes there), beyond its type: each a
 # condition on the column's value `{v}` that holds when it is not NULL, and what it stores. JSON read with .get or
-# indexed, a letter looked up among A-Z (found by a fuzz of the demo's rows, 2026-12-04: valid JSON of another
-# shape and a letter outside A-Z failed `runs` and `export` as "internal error").
+# indexed, a letter looked up among A-Z, the names an answer is known by (found by fuzzing the demo's rows,
+# 2026-12-04: valid JSON of another shape and a letter outside A-Z failed `runs` and `export` as "internal error";
+# a gold letter outside A-Z or an empty model or question id failed the app's Results panels).
 _JSON_OBJECT = ("json_valid({v}) AND json_type({v}) = 'object'", "a JSON object")
 _JSON_ARRAY = ("json_valid({v}) AND json_type({v}) = 'array'", "a JSON array")
+_LETTER = ("{v} GLOB '[A-Z]'", "a letter A-Z")
+_NAMED = ("length(trim({v})) > 0", "a non-empty name")
 VALUE_FORMS: dict[tuple[str, str], tuple[str, str]] = {
     ("items", "extra_json"): _JSON_OBJECT,
     ("runs", "parameters_json"): _JSON_OBJECT,
@@ -88,7 +91,12 @@ VALUE_FORMS: dict[tuple[str, str], tuple[str, str]] = {
     ("rewrite_checks", "diff_json"): _JSON_ARRAY,
     ("jobs", "argv_json"): _JSON_ARRAY,
     ("recordings", "checks_json"): _JSON_ARRAY,
-    ("options", "letter"): ("{v} GLOB '[A-Z]'", "a letter A-Z"),
+    ("options", "letter"): _LETTER,
+    ("items", "answer"): _LETTER,
+    ("items", "source"): _NAMED,
+    ("items", "source_id"): _NAMED,
+    ("items", "language"): _NAMED,
+    ("runs", "model"): _NAMED,
 }
 
 

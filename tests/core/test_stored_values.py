@@ -45,6 +45,8 @@ def test_the_demo_holds_no_value_either_scan_names(built_demo):
         ("runs", "parameters_json", "[1, 2]", "not a JSON object"),
         ("jobs", "argv_json", "{not json", "not a JSON array"),
         ("options", "letter", "ab", "not a letter A-Z"),
+        ("items", "answer", "x", "not a letter A-Z"),
+        ("runs", "model", " ", "not a non-empty name"),
     ],
 )
 def test_a_value_of_another_type_is_named_by_table_row_and_column(demo_copy, table, column, value, named):

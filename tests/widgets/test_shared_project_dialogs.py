@@ -60,3 +60,23 @@ def test_text_that_is_not_utf8_met_later_is_a_warning_not_a_bug(qtbot, dialogs):
     show_error(None, error, "Items")
     assert dialogs[0].icon == QMessageBox.Icon.Warning
     assert "text that is not UTF-8" in dialogs[0].text and "bug" not in dialogs[0].text
+
+
+def test_a_job_row_whose_times_are_not_times_is_listed_as_long_ago_without_an_error():
+    """Any process writes job rows (a colleague's script too): a finished or interrupted job whose stamps are not
+    times reads as long ago, as the core's registry reads it; it made the jobs panel's refresh raise."""
+    import time
+
+    from spokenbench.app.jobs import HOST, jobs_to_show
+    from spokenbench.core.jobs.registry import JobInfo
+
+    def job(id, status, stamp):
+        return JobInfo(
+            id=id, kind="evaluate", label=f"Run {id}", claim=f"run:{id}", project="p", pid=999_999, host=HOST,
+            argv=None, cwd=None, started_at=stamp, heartbeat_at=stamp, finished_at=stamp, done=0, total=1,
+            message=None, status=status, stop_reason=None, cancel_requested=False, heartbeat_age_s=0.0,
+        )  # fmt: skip
+
+    fresh = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    jobs = [job(1, "finished", "x\u202ey"), job(2, "interrupted", "0"), job(3, "finished", fresh)]
+    assert [shown.id for shown in jobs_to_show(jobs, set(), time.time())] == [3]
