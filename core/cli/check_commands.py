@@ -24,7 +24,8 @@ def register(subparsers) -> None:
         "again (their transcripts and ratings stay), assembled inputs are removed so `assemble` rebuilds them, "
         "and damaged files are deleted; then run `spokenbench synthesize` and `spokenbench assemble` as before. "
         "Also lists stored values another program wrote that SpokenBench cannot read (a value of another type than "
-        "its column's, text that is not UTF-8), by table, row and column; --repair leaves those to you. "
+        "its column's, JSON of another shape, a letter outside A-Z, text that is not UTF-8), by table, row and "
+        "column; --repair leaves those to you. "
         "Exit code 0: everything intact (or repaired); 1: problems found and not repaired.",
     )
     p.add_argument("dir", metavar="DIR", help="project folder")
