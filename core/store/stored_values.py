@@ -8,8 +8,8 @@ column as `str`. Two scans name such values by table, row and column:
   SQLite's quick check takes 99 ms; 16 ms on the demo;
 - `undecodable_texts`: text that is not UTF-8, which Python cannot read at all (in Python: 272 ms there).
 
-`spokenbench check` runs both; a command that fails unexpectedly runs them to tell such a row from a bug
-(`foundation/environment_errors.py`); the app runs the first when it opens a project (off the UI thread)."""
+`spokenbench check` runs both; a command that fails where no failure was expected runs them to tell such a row from
+a bug (`explain_failure`, from the CLI's handler); the app runs both when it opens a project (off the UI thread)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ def foreign_values(conn: sqlite3.Connection, limit: int = 20) -> list[StoredValu
     """Up to `limit` values (at most one per row) whose type is not their column's, or whose text has not the
     form the code relies on (VALUE_FORMS)."""
     problems: list[StoredValueProblem] = []
+    json = _has_json_functions(conn)
     for table in _tables(conn):
         if len(problems) >= limit:
             break
@@ -113,7 +114,7 @@ def foreign_values(conn: sqlite3.Connection, limit: int = 20) -> list[StoredValu
             if allowed is not None and not is_rowid:
                 kinds = ", ".join(f"'{kind}'" for kind in allowed)
                 types.append((name, f"typeof({_quoted(name)}) NOT IN ({kinds})", _a(allowed[0])))
-            if (table, name) in VALUE_FORMS:
+            if (table, name) in VALUE_FORMS and (json or "json_" not in VALUE_FORMS[(table, name)][0]):
                 condition, stored = VALUE_FORMS[(table, name)]
                 value = _quoted(name)
                 forms.append((name, f"({value} IS NOT NULL AND NOT ({condition.format(v=value)}))", stored))
@@ -131,6 +132,15 @@ def foreign_values(conn: sqlite3.Connection, limit: int = 20) -> list[StoredValu
             problem = f"{_a(kind)} where SpokenBench stores {stored}" if index < len(types) else f"not {stored}"
             problems.append(StoredValueProblem(table, row, name, problem))
     return problems
+
+
+def _has_json_functions(conn: sqlite3.Connection) -> bool:
+    """SQLite's JSON functions are built in from 3.38; an older library built without them skips the JSON forms."""
+    try:
+        conn.execute("SELECT json_valid('{}')").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return True
 
 
 def _a(kind: str) -> str:

@@ -126,3 +126,16 @@ def test_a_real_bug_on_a_clean_project_is_still_reported_as_a_bug(cli, demo_copy
     result = cli("runs", demo_copy)
     assert result.code == cli_module.EXIT_INTERNAL_ERROR
     assert "internal error: TypeError: a bug of ours" in result.err
+
+
+def test_an_sqlite_without_json_functions_skips_only_the_json_forms(demo_copy, monkeypatch):
+    from spokenbench.core.store import stored_values
+
+    run, option = _first_id(demo_copy, "runs"), _first_id(demo_copy, "options")
+    _edit(demo_copy, "UPDATE runs SET parameters_json = '[1]' WHERE rowid = ?", run)
+    _edit(demo_copy, "UPDATE options SET letter = 'ab' WHERE rowid = ?", option)
+    monkeypatch.setattr(stored_values, "_has_json_functions", lambda conn: False)
+    with sqlite3.connect(demo_copy / "project.sqlite") as conn:
+        found = [(problem.table, problem.column) for problem in foreign_values(conn)]
+    conn.close()
+    assert found == [("options", "letter")]
