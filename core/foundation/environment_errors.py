@@ -36,7 +36,7 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
         where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
         return (
             f"{where}the project database holds text that is not UTF-8, which another program wrote ({error}); "
-            "nothing was changed. `spokenbench check PROJECT` lists every such value"
+            "what was reported saved is kept. `spokenbench check PROJECT` lists every such value"
         )
     if isinstance(error, sqlite3.DatabaseError):
         name = getattr(error, "sqlite_errorname", "") or ""

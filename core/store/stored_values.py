@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spokenbench.core.foundation.errors import ProjectError
-from spokenbench.core.store.database import SQLITE_OWN_TABLES
+from spokenbench.core.store.database import SQLITE_OWN_TABLES, connect
+from spokenbench.core.store.project import DATABASE_NAME
 
 
 @dataclass(frozen=True)
@@ -216,13 +217,13 @@ def explain_failure(error: BaseException, project: str | os.PathLike | None) -> 
         return None
     if isinstance(error, sqlite3.OperationalError) and "decode" not in str(error):
         return None
-    db_path = Path(project) / "project.sqlite"
+    db_path = Path(project) / DATABASE_NAME
     try:
         if not db_path.is_file():
             return None
-        with contextlib.closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+        with contextlib.closing(connect(db_path, read_only=True)) as conn:
             problems = stored_value_problems(conn)
-    except (sqlite3.Error, OSError, ValueError):
+    except (sqlite3.Error, OSError, ValueError, ProjectError):
         return None
     if not problems:
         return None
