@@ -153,8 +153,8 @@ def _run_handler(args) -> int:
     except SpokenBenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except Cancelled:
-        print("cancelled", file=sys.stderr)
+    except Cancelled as cancelled:
+        print(str(cancelled) or "cancelled", file=sys.stderr)
         return EXIT_CANCELLED
     except BrokenPipeError:
         # The reader went away (`spokenbench … | head`): stop quietly, as Unix tools do.

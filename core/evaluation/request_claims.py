@@ -26,7 +26,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spokenbench.core.evaluation import store
-from spokenbench.core.jobs.registry import JobInfo, Write, claim_unit, live_claim_holder, live_claim_holders
+from spokenbench.core.jobs.registry import (
+    ClaimInHand,
+    JobInfo,
+    Lease,
+    Write,
+    claim_unit,
+    live_claim_holder,
+    live_claim_holders,
+)
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store import database
 from spokenbench.core.store import jobs as job_store
@@ -104,8 +112,9 @@ class RequestClaims:
     """The claims of one job (`job_id`) on the requests it sends. `on_note` hears, once per other job, that
     this one waits for that job's answers instead of sending the same requests."""
 
-    def __init__(self, db_path: Path, job_id: int, on_note: Callable[[str], None] | None = None):
-        self.db_path, self.job_id, self.on_note = Path(db_path), job_id, on_note
+    def __init__(self, db_path: Path, job_id: int, lease: Lease, on_note: Callable[[str], None] | None = None):
+        self.db_path, self.job_id, self.lease, self.on_note = Path(db_path), job_id, lease, on_note
+        self._in_hand: dict[str, ClaimInHand] = {}  # request key → its claim, from `acquire` until it is sent
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-request-claims")
         self.conn: sqlite3.Connection | None = None
         self.reused_from: dict[int, int] = {}  # job id → answers of that job reused here
@@ -116,11 +125,13 @@ class RequestClaims:
         return sum(self.reused_from.values())
 
     async def acquire(self, key: str) -> store.CachedReply | None:
-        """None: the request is this job's to send (claimed). A reply: another job has sent it (waited for
-        while that job held it). Raises WaitingInBatch for a request an in-flight provider batch holds."""
+        """None: the request is this job's to send (claimed; `in_hand` is its claim). A reply: another job has
+        sent it (waited for while that job held it). Raises WaitingInBatch for a request an in-flight provider
+        batch holds."""
         loop = asyncio.get_running_loop()
         waited_for: JobInfo | None = None
         while True:
+            mark = self.lease.mark()
             reply, holder, batch = await loop.run_in_executor(self.executor, self._check, key)
             if batch is not None:
                 raise WaitingInBatch(*batch)
@@ -129,10 +140,15 @@ class RequestClaims:
                     self.reused_from[waited_for.id] = self.reused_from.get(waited_for.id, 0) + 1
                 return reply
             if holder is None:
+                self._in_hand[key] = ClaimInHand(claim_name(key), mark)
                 return None
             waited_for = holder
             self._note(holder)
             await asyncio.sleep(POLL_S)
+
+    def in_hand(self, key: str) -> ClaimInHand | None:
+        """The claim `acquire` just made on `key`, for sending it under (`core.jobs.registry.working_under`)."""
+        return self._in_hand.pop(key, None)
 
     def releasing(self, write: Write, keys: list[str]) -> Write:
         """`write` (which stores the answers to `keys`), releasing their claims in the same transaction."""

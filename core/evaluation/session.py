@@ -34,7 +34,15 @@ from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.request_claims import RequestClaims, WaitingInBatch
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
-from spokenbench.core.jobs.registry import DurableWriteFailed, JobLoop, JobProgress, LoopResult, UnitResult
+from spokenbench.core.jobs.registry import (
+    ClaimLost,
+    DurableWriteFailed,
+    JobLoop,
+    JobProgress,
+    LoopResult,
+    UnitResult,
+    working_under,
+)
 from spokenbench.core.jobs.remote import (
     ClassifiedError,
     ProviderLimiter,
@@ -144,7 +152,9 @@ class EvaluationSession:
         self._ramped = 0
         self._audio_bytes = functools.lru_cache(maxsize=64)(project.audio.read_bytes)
         self.claims = (  # requests claimed across processes: only a tracked job can hold claims
-            RequestClaims(project.db_path, progress.job_id, on_note) if isinstance(progress, JobProgress) else None
+            RequestClaims(project.db_path, progress.job_id, progress.lease, on_note)
+            if isinstance(progress, JobProgress)
+            else None
         )
 
     @property
@@ -333,18 +343,23 @@ class EvaluationSession:
             self.inflight[key] = future
         claimed = False
         try:
-            if key is not None and self.claims is not None:
-                reused = await self.claims.acquire(key)
-                if reused is not None:  # another job sent it (while this one waited, or just before)
-                    self.hits += 1
-                    self.cache[key] = reused
-                    obtained = _Obtained(
-                        reused.raw_text, reused.input_tokens, reused.output_tokens, reused.latency_ms, 0.0, True, 0, key
-                    )
-                    self.inflight.pop(key).set_result(obtained)
-                    return obtained
-                claimed = True
-            obtained = await self._send(adapter, request, key)
+            while True:
+                if key is not None and self.claims is not None:
+                    reused = await self.claims.acquire(key)
+                    if reused is not None:  # another job sent it (while this one waited, or just before)
+                        self.hits += 1
+                        self.cache[key] = reused
+                        text, tokens_in, tokens_out = reused.raw_text, reused.input_tokens, reused.output_tokens
+                        obtained = _Obtained(text, tokens_in, tokens_out, reused.latency_ms, 0.0, True, 0, key)
+                        self.inflight.pop(key).set_result(obtained)
+                        return obtained
+                    claimed = True
+                try:
+                    with working_under(self.claims.in_hand(key) if claimed else None):
+                        obtained = await self._send(adapter, request, key)
+                    break
+                except ClaimLost:  # taken over while this job was stopped: its new holder sends it
+                    claimed = False
             if key is not None:
                 cached = store.CachedReply(
                     obtained.text,

@@ -26,11 +26,16 @@ def process_alive(pid: int, host: str = THIS_HOST) -> bool | None:
         return True
     except OverflowError:
         return False
-    try:  # a killed child its parent has not reaped yet still answers kill(0): read its state
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
+    # a killed child its parent has not reaped yet still answers kill(0): read its state
+    return process_state(pid) not in ("Z", "X")
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of a process on this machine (R, S, T for stopped, Z, ...), None when it cannot be read."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 _TAG_HOST = THIS_HOST.replace(".", "_")

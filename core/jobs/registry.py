@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import datetime as _dt
 import json
 import logging
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
-from spokenbench.core.foundation.processes import THIS_HOST, process_alive
+from spokenbench.core.foundation.processes import THIS_HOST, process_alive, process_state
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import (
     DEFAULT_CONCURRENCY,
@@ -49,7 +50,8 @@ from spokenbench.core.store import jobs as job_store
 log = logging.getLogger("spokenbench.jobs")
 
 HEARTBEAT_S = 1.0
-STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
+STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this (or ahead of the clock) is interrupted
+LEASE_S = STALE_AFTER_S / 2  # a job whose own heartbeat is older confirms a claim before paying under it
 CANCEL_POLL_S = 0.05
 WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
 WRITER_BACKLOG = 500  # finished units not yet committed beyond which the workers wait for the writer
@@ -151,13 +153,25 @@ def _stored_argv(text) -> list[str] | None:
 
 
 def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
-    age = max(0.0, now - parse_stored_time(row["heartbeat_at"]))
+    beat_age = now - parse_stored_time(row["heartbeat_at"])
+    # A heartbeat is written as "now": one further ahead than a stale one is old comes from a clock that cannot be
+    # trusted (or a crafted row), and must not keep a job live — holding its claims — until that time comes.
+    age = abs(beat_age)
     status = row["status"]
-    if status == "running" and (age > STALE_AFTER_S or process_alive(row["pid"], row["host"]) is False):
+    alive = process_alive(row["pid"], row["host"]) if status == "running" else None
+    if status == "running" and (age > STALE_AFTER_S or alive is False):
         status = "interrupted"
     stop_reason = row["stop_reason"]
     if status == "interrupted" and stop_reason is None:
-        stop_reason = f"stopped without finishing (no heartbeat for {age:.0f} s)"
+        if alive and process_state(row["pid"]) == "T":
+            stop_reason = (
+                f"paused: its process is stopped (Ctrl+Z or SIGSTOP) and has written no heartbeat for {age:.0f} s; "
+                "another job may take over its work meanwhile, and once continued it sends nothing that job took"
+            )
+        elif beat_age < 0:
+            stop_reason = f"stopped without finishing (its heartbeat is {age:.0f} s ahead of this machine's clock)"
+        else:
+            stop_reason = f"stopped without finishing (no heartbeat for {age:.0f} s)"
     return JobInfo(
         id=row["id"],
         kind=row["kind"],
@@ -209,6 +223,14 @@ def request_cancel(conn: sqlite3.Connection, job_id: int) -> bool:
 # --------------------------------------------------------------------------------------------------
 # Recording a job
 
+TAKEN_OVER = (
+    f"another job took over its work while its process was stopped (no heartbeat for over {STALE_AFTER_S:.0f} s)"
+)
+
+
+class TakenOver(Cancelled):
+    """This job was stopped (Ctrl+Z, a suspended machine) long enough for another job to take over its claim."""
+
 
 class _JobState:
     """The latest progress a job reported; the heartbeat thread writes it at most once a second."""
@@ -217,6 +239,7 @@ class _JobState:
         self.lock = threading.Lock()
         self.done, self.total, self.message = 0, total, None
         self.outcome: tuple[str, str | None] | None = None
+        self.taken_over = False  # another job marked this one interrupted while its heartbeat was stale
 
     def update(self, done: int, total: int | None, message: str) -> None:
         with self.lock:
@@ -227,8 +250,38 @@ class _JobState:
             return self.done, self.total, self.message
 
 
+class Lease:
+    """What a job may assume about the claims it holds. Another job takes a claim over once its holder's
+    heartbeat is STALE_AFTER_S old — also when the holder is only stopped (Ctrl+Z, a suspended laptop, a starved
+    machine) and goes on once it continues. So every heartbeat the job writes is timed: a gap longer than LEASE_S
+    since the one before counts a lapse, and a claim made before a lapse (or during one) is confirmed, renewing the
+    heartbeat in the same transaction, before anything is paid for under it (`JobLoop.remote`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.written_at = time.time()  # taken before the job's row is inserted: never later than its first beat
+        self.lapses = 0
+
+    def renewed(self, written_at: str) -> None:
+        """The job's heartbeat was just stored as `written_at`."""
+        stamp = parse_stored_time(written_at)
+        with self.lock:
+            if stamp - self.written_at > LEASE_S:
+                self.lapses += 1
+            self.written_at = max(self.written_at, stamp)
+
+    def mark(self) -> int:
+        """Taken before claiming: what `holds` compares with (-1 during a lapse, which nothing holds through)."""
+        with self.lock:
+            return self.lapses if time.time() - self.written_at <= LEASE_S else -1
+
+    def holds(self, mark: int) -> bool:
+        """Whether a claim made at `mark` is still safe to act on without asking the database."""
+        return mark >= 0 and self.mark() == mark
+
+
 class _Heartbeat(threading.Thread):
-    def __init__(self, db_path: Path, job_id: int, state: _JobState, progress: Progress):
+    def __init__(self, db_path: Path, job_id: int, state: _JobState, progress: JobProgress):
         super().__init__(name=f"spokenbench-job-{job_id}-heartbeat", daemon=True)
         self.db_path, self.job_id, self.state, self.progress = db_path, job_id, state, progress
         self.stopping = threading.Event()
@@ -238,10 +291,18 @@ class _Heartbeat(threading.Thread):
         try:
             while not self.stopping.wait(HEARTBEAT_S):
                 try:
-                    if job_store.beat(conn, self.job_id, *self.state.snapshot()):
-                        self.progress.cancel()
+                    beat = job_store.beat(conn, self.job_id, *self.state.snapshot())
                 except sqlite3.Error as error:  # a busy or read-only database must not kill the job
                     log.warning("job %d: heartbeat not written (%s)", self.job_id, error)
+                    continue
+                self.progress.lease.renewed(beat.written_at)
+                if not beat.still_running and not self.state.taken_over:
+                    # Stopped for longer than STALE_AFTER_S, this job was marked interrupted by one that took over
+                    # its claim (a resume of the same run): that job does the work now, so this one stops.
+                    self.state.taken_over = True
+                    self.progress.cancel()
+                if beat.cancel_requested:
+                    self.progress.cancel()
         finally:
             conn.close()
 
@@ -250,9 +311,9 @@ class JobProgress(Progress):
     """The Progress a tracked job works with: reports go to the caller's progress and to the jobs table;
     cancelling it (or a cancel request in the table) cancels the caller's progress too."""
 
-    def __init__(self, inner: Progress, state: _JobState, job_id: int, db_path: Path):
+    def __init__(self, inner: Progress, state: _JobState, job_id: int, db_path: Path, lease: Lease):
         super().__init__(self._forward, inner._cancel_event, inner._on_job_recorded)
-        self.inner, self.state, self.job_id, self.db_path = inner, state, job_id, db_path
+        self.inner, self.state, self.job_id, self.db_path, self.lease = inner, state, job_id, db_path, lease
 
     def _forward(self, done: int, total: int | None, message: str) -> None:
         self.state.update(done, total, message)
@@ -318,9 +379,9 @@ def tracked_job(
         yield progress
         return
     inner = progress or no_progress()
-    state = _JobState(total)
+    state, lease = _JobState(total), Lease()
     job_id = _claim_and_insert(db_path, project_path, kind, label, claim, argv or _invocation, total)
-    job_progress = JobProgress(inner, state, job_id, db_path.resolve())
+    job_progress = JobProgress(inner, state, job_id, db_path.resolve(), lease)
     heartbeat = _Heartbeat(db_path, job_id, state, job_progress)
     heartbeat.start()
     status, reason = "finished", None
@@ -330,9 +391,12 @@ def tracked_job(
         if state.outcome is not None:
             status, reason = state.outcome
         elif job_progress.cancelled:  # the job saw the cancel and returned early on its own
-            status, reason = "cancelled", "cancel requested"
+            status, reason = ("interrupted", TAKEN_OVER) if state.taken_over else ("cancelled", "cancel requested")
     except Cancelled:
         status, reason = "cancelled", "cancel requested"
+        if state.taken_over:
+            status, reason = "interrupted", TAKEN_OVER
+            raise TakenOver(f"job {job_id} stopped: {TAKEN_OVER}") from None
         raise
     except KeyboardInterrupt:
         status, reason = "cancelled", "interrupted (Ctrl-C)"
@@ -504,6 +568,39 @@ class UnitClaims(Generic[U]):
     already_done: Callable[[sqlite3.Connection, list[str]], set[str]] = lambda conn, keys: set()
 
 
+class ClaimLost(BaseException):
+    """The unit a paid request was for is no longer this job's: another job took it over during a lapse of this
+    one's heartbeat (`Lease`). A BaseException, like a cancel, so that no unit's own error handling stores it as
+    that unit's failure: the job that holds the unit now stores its result."""
+
+    def __init__(self, unit: str):
+        super().__init__(f"{unit} was taken over by another job")
+        self.unit = unit
+
+
+@dataclass
+class ClaimInHand:
+    """The claim a piece of work is being done under, and the job's lease mark when it was claimed or confirmed."""
+
+    unit: str
+    mark: int
+
+
+_claim_in_hand: contextvars.ContextVar[ClaimInHand | None] = contextvars.ContextVar(
+    "spokenbench_claim_in_hand", default=None
+)
+
+
+@contextlib.contextmanager
+def working_under(claim: ClaimInHand | None) -> Iterator[None]:
+    """Remote calls made inside (by this task, or tasks it starts) confirm `claim` first after a lease lapse."""
+    token = _claim_in_hand.set(claim)
+    try:
+        yield
+    finally:
+        _claim_in_hand.reset(token)
+
+
 def live_claim_holder(conn: sqlite3.Connection, unit: str, job_id: int) -> JobInfo | None:
     """The live job other than `job_id` that holds `unit`, or None (unclaimed, ours, or its holder is dead:
     killed, or no heartbeat for STALE_AFTER_S)."""
@@ -534,13 +631,14 @@ class _ClaimingFeeder(Generic[U]):
     """Hands workers the units this job holds, claiming them a chunk at a time on a thread (and connection)
     of its own, so the event loop never waits on the claiming transaction."""
 
-    def __init__(self, units: Iterator[U], claims: UnitClaims[U], job_id: int, db_path: Path, chunk: int):
+    def __init__(self, units: Iterator[U], claims: UnitClaims[U], progress: JobProgress, db_path: Path, chunk: int):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.units, self.claims, self.job_id, self.db_path, self.chunk = units, claims, job_id, db_path, chunk
+        self.units, self.claims, self.db_path, self.chunk = units, claims, db_path, chunk
+        self.job_id, self.lease = progress.job_id, progress.lease
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-claims")
         self.conn: sqlite3.Connection | None = None
-        self.pending: list[U] = []
+        self.pending: list[tuple[U, ClaimInHand]] = []
         self.lock = asyncio.Lock()
         self.exhausted = False
         self.skipped_stored = 0
@@ -549,7 +647,7 @@ class _ClaimingFeeder(Generic[U]):
     def unit_name(self, unit: U) -> str:
         return f"{self.claims.kind}:{self.claims.key(unit)}"
 
-    async def next(self) -> U | None:
+    async def next(self) -> tuple[U, ClaimInHand] | None:
         async with self.lock:
             while not self.pending and not self.exhausted:
                 chunk = [unit for _, unit in zip(range(self.chunk), self.units)]
@@ -565,9 +663,10 @@ class _ClaimingFeeder(Generic[U]):
             self.conn = database.connect(self.db_path)
         return self.conn
 
-    def _claim(self, chunk: list[U]) -> list[U]:
+    def _claim(self, chunk: list[U]) -> list[tuple[U, ClaimInHand]]:
         conn = self._connection()
         keys = [self.claims.key(unit) for unit in chunk]
+        mark = self.lease.mark()
         now = time.time()
         with database.transaction(conn):
             done = self.claims.already_done(conn, keys)
@@ -582,7 +681,7 @@ class _ClaimingFeeder(Generic[U]):
                 if holder is not None and holder["id"] != self.job_id and _job_info(holder, now).is_live:
                     self.skipped_elsewhere += 1
                     continue
-                mine.append(unit)
+                mine.append((unit, ClaimInHand(name, mark)))
                 claimed.append(name)
             job_store.claim_units(conn, claimed, self.job_id)
         return mine
@@ -635,15 +734,16 @@ class JobLoop(Generic[U]):
         self._writer_caught_up: asyncio.Event | None = None
         self.claims, self.claim_chunk = claims, max(1, claim_chunk)
         self._feeder: _ClaimingFeeder[U] | None = None
+        self._taken_over = 0  # units another job took over during a lapse of this job's heartbeat
         if claims is not None and not isinstance(self.progress, JobProgress):
             raise ValueError("claiming units needs the JobProgress of a tracked job")
 
     @property
     def skipped(self) -> int:
-        """Units left out because they were already stored or another live job was doing them."""
+        """Units left out because they were already stored or another job was doing them."""
         if self._feeder is None:
-            return 0
-        return self._feeder.skipped_stored + self._feeder.skipped_elsewhere
+            return self._taken_over
+        return self._feeder.skipped_stored + self._feeder.skipped_elsewhere + self._taken_over
 
     # -- for work functions ---------------------------------------------------------------------
 
@@ -679,12 +779,33 @@ class JobLoop(Generic[U]):
         async def guarded() -> T:
             if self.stopping:
                 raise asyncio.CancelledError()
+            await self._confirm_claim_in_hand()
             return await call()
 
         def counted(_attempt, _error, _delay) -> None:
             self.retries += 1
 
         return await call_with_retries(guarded, limiter, policy, tokens=tokens, secrets=secrets, on_retry=counted)
+
+    async def _confirm_claim_in_hand(self) -> None:
+        """After a lapse of this job's heartbeat, make sure the unit about to be paid for is still its own (and
+        renew the heartbeat, so it stays so); raise ClaimLost if another job took it over meanwhile."""
+        claim, lease = _claim_in_hand.get(), getattr(self.progress, "lease", None)
+        if claim is None or lease is None or lease.holds(claim.mark):
+            return
+        held = await self.loop.run_in_executor(None, self._confirm, claim.unit, lease)
+        if not held:
+            raise ClaimLost(claim.unit)
+        claim.mark = lease.mark()
+
+    def _confirm(self, unit: str, lease: Lease) -> bool:
+        conn = database.connect(self.db_path)
+        try:
+            held, written_at = job_store.confirm_claim(conn, self.progress.job_id, unit)
+        finally:
+            conn.close()
+        lease.renewed(written_at)
+        return held
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -709,7 +830,7 @@ class JobLoop(Generic[U]):
         shared = iter(units)
         if self.claims is not None:
             self._feeder = _ClaimingFeeder(
-                shared, self.claims, self.progress.job_id, self.db_path, max(self.claim_chunk, self.concurrency)
+                shared, self.claims, self.progress, self.db_path, max(self.claim_chunk, self.concurrency)
             )
         self._workers = [asyncio.create_task(self._worker(shared, work)) for _ in range(self.concurrency)]
         watcher = asyncio.create_task(self._watch_cancel())
@@ -736,19 +857,25 @@ class JobLoop(Generic[U]):
             raise Cancelled()
         return LoopResult(self.completed, self.stop_reason, self.retries, time.monotonic() - self._started)
 
-    async def _next_unit(self, shared: Iterator[U]) -> U | None:
+    async def _next_unit(self, shared: Iterator[U]) -> tuple[U, ClaimInHand | None] | None:
         if self._feeder is not None:
             return await self._feeder.next()
-        return next(shared, None)
+        unit = next(shared, _STOP)
+        return None if unit is _STOP else (unit, None)
 
     async def _worker(self, shared: Iterator[U], work: Callable[[U], Awaitable[Write | UnitResult | None]]) -> None:
-        while (unit := await self._next_unit(shared)) is not None:
+        while (next_unit := await self._next_unit(shared)) is not None:
+            unit, claim = next_unit
             if self.stopping:
                 if self.progress.cancelled:
                     self._stop("cancelled")  # units are left undone: the job did not finish
                 return
             try:
-                write = await work(unit)
+                with working_under(claim):
+                    write = await work(unit)
+            except ClaimLost:
+                self._taken_over += 1  # the job that took it over stores its result
+                continue
             except StopLoop as stop:
                 self._stop(stop.reason)
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import NamedTuple
 
 from spokenbench.core.store.database import transaction, utc_now
 
@@ -40,15 +41,32 @@ def insert_job(
     return cursor.lastrowid
 
 
-def beat(conn: sqlite3.Connection, job_id: int, done: int, total: int | None, message: str | None) -> bool:
-    """Refresh the heartbeat and progress; returns whether someone asked this job to cancel."""
+class Beat(NamedTuple):
+    cancel_requested: bool
+    still_running: bool  # False once another job marked this one interrupted (its heartbeat had gone stale)
+    written_at: str  # the heartbeat stored: what other processes judge this job's life by
+
+
+def beat(conn: sqlite3.Connection, job_id: int, done: int, total: int | None, message: str | None) -> Beat:
+    """Refresh the heartbeat and progress; say whether someone asked this job to cancel or took over its claim."""
     with transaction(conn):
+        now = utc_now()  # taken holding the write lock, so no other job judged this job by an older heartbeat since
         conn.execute(
             "UPDATE jobs SET heartbeat_at = ?, done = ?, total = ?, message = ? WHERE id = ?",
-            (utc_now(), done, total, message, job_id),
+            (now, done, total, message, job_id),
         )
-        row = conn.execute("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()
-    return bool(row and row[0])
+        row = conn.execute("SELECT cancel_requested, status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    return Beat(bool(row and row[0]), row is None or row[1] == "running", now)  # a row gone: nothing to act on
+
+
+def confirm_claim(conn: sqlite3.Connection, job_id: int, unit: str) -> tuple[bool, str]:
+    """In one transaction: refresh the job's heartbeat and say whether it still holds `unit` — (held, the
+    heartbeat written). Another job may have taken the unit over while this one's heartbeat was stale."""
+    with transaction(conn):
+        now = utc_now()
+        conn.execute("UPDATE jobs SET heartbeat_at = ? WHERE id = ?", (now, job_id))
+        row = conn.execute("SELECT job_id FROM work_claims WHERE unit = ?", (unit,)).fetchone()
+    return bool(row and row[0] == job_id), now
 
 
 def finish_job(

@@ -108,3 +108,38 @@ def test_two_identical_rewrite_runs_send_each_request_once(project, tmp_path):
     assert project.conn.execute("SELECT count(*) FROM rewrite_outcomes WHERE status = 'done'").fetchone()[0] == len(
         ITEMS
     )
+
+
+def test_a_rewrite_stopped_while_another_took_its_items_over_does_not_send_them_again(project, tmp_path):
+    """Ctrl+Z on a rewrite holding claims on 16 items, for longer than its heartbeat stays fresh; a second rewrite
+    takes them over and rewrites them; once continued, the first sends none of them again (only the request it
+    had in flight when it was stopped can be paid twice). Before: 64 requests for 60 items."""
+    import signal
+    from dataclasses import replace
+
+    from spokenbench.core.jobs.registry import STALE_AFTER_S
+
+    more = [dict(item, id=f"{item['id']}b", question=f"And {item['question']}") for item in ITEMS]  # new requests
+    import_files(project, [write_jsonl(tmp_path / "c.jsonl", ITEMS + more)], "mcq", ImportOptions(source="stopped"))
+    items = project.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    script = Path(sys.executable).with_name("spokenbench")
+    env = dict(os.environ, NVIDIA_API_KEY=SECRET)
+    with StubServer() as server:
+        server.script("POST", CHAT_ROUTE, replace(chat_reply(GOOD), delay_s=0.2))
+        command = [str(script), "rewrite", str(project.path), "--base-url", f"{server.url}/v1", "--concurrency", "1"]
+        first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(server.requests_to(CHAT_ROUTE)) < 3:
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.01)
+        first.send_signal(signal.SIGSTOP)
+        time.sleep(STALE_AFTER_S + 1.5)
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stderr
+        first.send_signal(signal.SIGCONT)
+        _out, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+        requests = len(server.requests_to(CHAT_ROUTE))
+    assert items <= requests <= items + 1, f"{requests} requests for {items} items"
+    done = project.conn.execute("SELECT count(*) FROM rewrite_outcomes WHERE status = 'done'").fetchone()[0]
+    assert done == items
