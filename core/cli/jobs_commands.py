@@ -55,6 +55,9 @@ def _resume_fields(job: JobInfo, project_dir) -> dict:
     return {"resume_argv": plan.argv, "resume_refused": None, "resume_endpoints": endpoints}
 
 
+KILLED = "stopped without finishing (no heartbeat"  # the usual reason, which the table's status says already
+
+
 def cmd_jobs(args) -> int:
     with opened(args.dir) as project:
         if args.cancel is not None:
@@ -97,6 +100,8 @@ def cmd_jobs(args) -> int:
         ]
     )
     for job in jobs:
+        if job.status == "interrupted" and job.stop_reason and not job.stop_reason.startswith(KILLED):
+            print(f"job {job.id}: {job.stop_reason}")  # paused, taken over, a clock ahead: not simply killed
         if job.status == "interrupted":
             try:
                 plan_resume(job, project_dir)

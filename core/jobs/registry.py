@@ -165,8 +165,8 @@ def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
     if status == "interrupted" and stop_reason is None:
         if alive and process_state(row["pid"]) == "T":
             stop_reason = (
-                f"paused: its process is stopped (Ctrl+Z or SIGSTOP) and has written no heartbeat for {age:.0f} s; "
-                "another job may take over its work meanwhile, and once continued it sends nothing that job took"
+                f"paused: its process is stopped (Ctrl+Z or SIGSTOP), no heartbeat for {age:.0f} s; once continued "
+                "it skips what another job took over"
             )
         elif beat_age < 0:
             stop_reason = f"stopped without finishing (its heartbeat is {age:.0f} s ahead of this machine's clock)"

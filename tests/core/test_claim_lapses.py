@@ -103,7 +103,7 @@ def _stamp(seconds: float) -> str:
 
 
 @pytest.mark.parametrize("ahead_s", [60.0, 10_000_000.0])
-def test_a_heartbeat_ahead_of_the_clock_does_not_keep_a_job_live(project, ahead_s):
+def test_a_heartbeat_ahead_of_the_clock_does_not_keep_a_job_live(project, ahead_s, cli):
     """A project from a machine whose clock runs ahead (or a crafted row dated 2300) showed its job 'running' and
     its claims held until that time came: every evaluation needing one of its requests waited for it."""
     stamp = _stamp(time.time() + ahead_s)
@@ -118,6 +118,8 @@ def test_a_heartbeat_ahead_of_the_clock_does_not_keep_a_job_live(project, ahead_
     assert info.status == "interrupted" and not info.is_live
     assert "ahead of this machine's clock" in info.stop_reason
     assert jobs.live_claim_holder(project.conn, "request:k", job + 1) is None, "its claim can be taken over"
+    listed = cli("jobs", project.path)
+    assert listed.code == 0 and f"job {job}: stopped without finishing (its heartbeat is " in listed.out
 
 
 def test_a_stopped_process_is_shown_as_paused(project):
