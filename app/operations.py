@@ -389,6 +389,8 @@ class Operation(QObject):
         """Run `work` on a worker thread and deliver whatever happens."""
         try:
             result = work()
+        except core_jobs.TakenOver as error:  # not the user's cancel: say why it stopped
+            self._deliver("error", SpokenBenchError(str(error)))
         except Cancelled:
             self._deliver("cancelled", None)
         except BaseException as error:  # noqa: BLE001 - reported on the UI thread, never lost

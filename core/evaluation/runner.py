@@ -196,7 +196,8 @@ def _session(
             _mark(project, run_id, "failed", "auth")
             raise
         except Cancelled:
-            _mark(project, run_id, "cancelled", "cancelled")
+            if not job.taken_over:  # taken over by a resume of this run: the run is that job's to mark now
+                _mark(project, run_id, "cancelled", "cancelled")
             raise
         except KeyboardInterrupt:
             _mark(project, run_id, "cancelled", "interrupted")

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
-from spokenbench.core.jobs.registry import CANCEL_POLL_S, tracked_job
+from spokenbench.core.jobs.registry import CANCEL_POLL_S, TakenOver, tracked_job
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.project import DATABASE_NAME
 
@@ -331,6 +331,9 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
                 result = run(tracked)
         else:  # the call records its own job (run_evaluation holds its run's claim): one row, not two
             result = run(progress)
+    except TakenOver as error:  # not the user's cancel: the app says why it stopped
+        _stop_flushing(frames, flusher, flushing)
+        frames.send(("error", SpokenBenchError(str(error))))
     except (Cancelled, KeyboardInterrupt):  # Ctrl-C in the app's terminal reaches its job processes too
         _stop_flushing(frames, flusher, flushing)
         frames.send(("cancelled",))

@@ -50,7 +50,8 @@ from spokenbench.core.store import jobs as job_store
 log = logging.getLogger("spokenbench.jobs")
 
 HEARTBEAT_S = 1.0
-STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this (or ahead of the clock) is interrupted
+STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
+MAX_CLOCK_AHEAD_S = 3600.0  # a heartbeat further ahead of this machine's clock is no sign of life (crafted, broken)
 LEASE_S = STALE_AFTER_S / 2  # a job whose own heartbeat is older confirms a claim before paying under it
 CANCEL_POLL_S = 0.05
 WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
@@ -154,12 +155,14 @@ def _stored_argv(text) -> list[str] | None:
 
 def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
     beat_age = now - parse_stored_time(row["heartbeat_at"])
-    # A heartbeat is written as "now": one further ahead than a stale one is old comes from a clock that cannot be
-    # trusted (or a crafted row), and must not keep a job live — holding its claims — until that time comes.
-    age = abs(beat_age)
+    # A heartbeat is written as "now": one a little ahead comes from a clock that runs ahead (another machine's, or
+    # this one's before it was set back) and counts as fresh; one more than an hour ahead is no sign of life (a
+    # crafted row dated 2300 must not hold its claims until then).
+    ahead = beat_age < -MAX_CLOCK_AHEAD_S
+    age = -beat_age if ahead else max(0.0, beat_age)
     status = row["status"]
     alive = process_alive(row["pid"], row["host"]) if status == "running" else None
-    if status == "running" and (age > STALE_AFTER_S or alive is False):
+    if status == "running" and (ahead or age > STALE_AFTER_S or alive is False):
         status = "interrupted"
     stop_reason = row["stop_reason"]
     if status == "interrupted" and stop_reason is None:
@@ -168,7 +171,7 @@ def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
                 f"paused: its process is stopped (Ctrl+Z or SIGSTOP), no heartbeat for {age:.0f} s; once continued "
                 "it skips what another job took over"
             )
-        elif beat_age < 0:
+        elif ahead:
             stop_reason = f"stopped without finishing (its heartbeat is {age:.0f} s ahead of this machine's clock)"
         else:
             stop_reason = f"stopped without finishing (no heartbeat for {age:.0f} s)"
@@ -239,7 +242,7 @@ class _JobState:
         self.lock = threading.Lock()
         self.done, self.total, self.message = 0, total, None
         self.outcome: tuple[str, str | None] | None = None
-        self.taken_over = False  # another job marked this one interrupted while its heartbeat was stale
+        self.taken_over = False  # another job took over this one's claim (a resume of its run) while it was stopped
 
     def update(self, done: int, total: int | None, message: str) -> None:
         with self.lock:
@@ -262,13 +265,15 @@ class Lease:
         self.written_at = time.time()  # taken before the job's row is inserted: never later than its first beat
         self.lapses = 0
 
-    def renewed(self, written_at: str) -> None:
-        """The job's heartbeat was just stored as `written_at`."""
+    def renewed(self, written_at: str) -> bool:
+        """The job's heartbeat was just stored as `written_at`; returns whether that counted a lapse. A clock set
+        back counts as one too (the heartbeats before it read as younger than they are)."""
         stamp = parse_stored_time(written_at)
         with self.lock:
-            if stamp - self.written_at > LEASE_S:
-                self.lapses += 1
-            self.written_at = max(self.written_at, stamp)
+            lapsed = abs(stamp - self.written_at) > LEASE_S
+            self.lapses += lapsed
+            self.written_at = stamp
+            return lapsed
 
     def mark(self) -> int:
         """Taken before claiming: what `holds` compares with (-1 during a lapse, which nothing holds through)."""
@@ -296,11 +301,10 @@ class _Heartbeat(threading.Thread):
                     log.warning("job %d: heartbeat not written (%s)", self.job_id, error)
                     continue
                 self.progress.lease.renewed(beat.written_at)
-                if not beat.still_running and not self.state.taken_over:
+                if not beat.still_running:
                     # Stopped for longer than STALE_AFTER_S, this job was marked interrupted by one that took over
                     # its claim (a resume of the same run): that job does the work now, so this one stops.
-                    self.state.taken_over = True
-                    self.progress.cancel()
+                    self.progress.stop_taken_over()
                 if beat.cancel_requested:
                     self.progress.cancel()
         finally:
@@ -318,6 +322,15 @@ class JobProgress(Progress):
     def _forward(self, done: int, total: int | None, message: str) -> None:
         self.state.update(done, total, message)
         self.inner.report(done, total, message)
+
+    @property
+    def taken_over(self) -> bool:
+        return self.state.taken_over
+
+    def stop_taken_over(self) -> None:
+        """Another job took over this one's claim while it was stopped: stop, and end as interrupted, saying why."""
+        self.state.taken_over = True
+        self.cancel()
 
     def set_outcome(self, status: str, stop_reason: str | None) -> None:
         """Say how the job ended when it returns normally without finishing (e.g. stopped by its budget)."""
@@ -340,7 +353,8 @@ def _claim_and_insert(db_path: Path, project_path: Path, kind: str, label: str, 
                             f"{holder.host}, started {holder.started_at}); wait for it to finish or cancel it "
                             f"with `spokenbench jobs {project_path} --cancel {holder.id}`"
                         )
-                    job_store.mark_interrupted(conn, holder.id, holder.stop_reason)
+                    reason = TAKEN_OVER if holder.stop_reason.startswith("paused") else holder.stop_reason
+                    job_store.mark_interrupted(conn, holder.id, reason)  # "paused" would not stay true
             return job_store.insert_job(
                 conn,
                 kind=kind,
@@ -390,8 +404,10 @@ def tracked_job(
         yield job_progress
         if state.outcome is not None:
             status, reason = state.outcome
+        elif state.taken_over:  # it returned early on its own, having seen the cancel
+            raise Cancelled()  # below: recorded as interrupted, said as TakenOver
         elif job_progress.cancelled:  # the job saw the cancel and returned early on its own
-            status, reason = ("interrupted", TAKEN_OVER) if state.taken_over else ("cancelled", "cancel requested")
+            status, reason = "cancelled", "cancel requested"
     except Cancelled:
         status, reason = "cancelled", "cancel requested"
         if state.taken_over:
@@ -578,6 +594,11 @@ class ClaimLost(BaseException):
         self.unit = unit
 
 
+class ClaimUnconfirmed(BaseException):
+    """After a lapse, the database could not say whether a claim is still this job's: nothing is sent, and the
+    job stops (a BaseException, so that no retry or unit's error handling takes it for the request's failure)."""
+
+
 @dataclass
 class ClaimInHand:
     """The claim a piece of work is being done under, and the job's lease mark when it was claimed or confirmed."""
@@ -667,8 +688,8 @@ class _ClaimingFeeder(Generic[U]):
         conn = self._connection()
         keys = [self.claims.key(unit) for unit in chunk]
         mark = self.lease.mark()
-        now = time.time()
         with database.transaction(conn):
+            now = time.time()  # holding the write lock: no heartbeat is judged by a time read before a wait for it
             done = self.claims.already_done(conn, keys)
             names = [f"{self.claims.kind}:{key}" for key in keys]
             holders = job_store.claim_holders(conn, [n for n, k in zip(names, keys) if k not in done])
@@ -793,19 +814,29 @@ class JobLoop(Generic[U]):
         claim, lease = _claim_in_hand.get(), getattr(self.progress, "lease", None)
         if claim is None or lease is None or lease.holds(claim.mark):
             return
-        held = await self.loop.run_in_executor(None, self._confirm, claim.unit, lease)
+        try:
+            held, job_running, mark = await self.loop.run_in_executor(None, self._confirm, claim.unit, lease)
+        except sqlite3.Error as error:
+            raise ClaimUnconfirmed(
+                f"{claim.unit} could not be confirmed as this job's after a pause: {error}"
+            ) from None
+        if not job_running:
+            self.progress.stop_taken_over()
+        if self.stopping:
+            raise asyncio.CancelledError()
         if not held:
             raise ClaimLost(claim.unit)
-        claim.mark = lease.mark()
+        claim.mark = mark
 
-    def _confirm(self, unit: str, lease: Lease) -> bool:
+    def _confirm(self, unit: str, lease: Lease) -> tuple[bool, bool, int]:
+        """(held, whether this job's row is still running, the lease mark the confirmation is good for)."""
+        lapses = lease.lapses  # read before: a pause after the commit must still count against the new mark
         conn = database.connect(self.db_path)
         try:
-            held, written_at = job_store.confirm_claim(conn, self.progress.job_id, unit)
+            held, job_running, written_at = job_store.confirm_claim(conn, self.progress.job_id, unit)
         finally:
             conn.close()
-        lease.renewed(written_at)
-        return held
+        return held, job_running, lapses + lease.renewed(written_at)
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -883,7 +914,8 @@ class JobLoop(Generic[U]):
                 raise
             except BaseException as error:  # noqa: BLE001 - the first failure stops the job and is re-raised
                 if self._failure is None:
-                    self._failure = error
+                    unconfirmed = isinstance(error, ClaimUnconfirmed)
+                    self._failure = SpokenBenchError(str(error)) if unconfirmed else error
                 self._stop("error")
                 self._cancel_workers()
                 return

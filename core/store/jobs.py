@@ -59,14 +59,17 @@ def beat(conn: sqlite3.Connection, job_id: int, done: int, total: int | None, me
     return Beat(bool(row and row[0]), row is None or row[1] == "running", now)  # a row gone: nothing to act on
 
 
-def confirm_claim(conn: sqlite3.Connection, job_id: int, unit: str) -> tuple[bool, str]:
-    """In one transaction: refresh the job's heartbeat and say whether it still holds `unit` — (held, the
-    heartbeat written). Another job may have taken the unit over while this one's heartbeat was stale."""
+def confirm_claim(conn: sqlite3.Connection, job_id: int, unit: str) -> tuple[bool, bool, str]:
+    """In one transaction: refresh the job's heartbeat and say whether it still holds `unit` and is still running
+    — (held, running, the heartbeat written). Another job may have taken the unit over (or, a resume of its run,
+    marked it interrupted) while this one's heartbeat was stale."""
     with transaction(conn):
         now = utc_now()
         conn.execute("UPDATE jobs SET heartbeat_at = ? WHERE id = ?", (now, job_id))
-        row = conn.execute("SELECT job_id FROM work_claims WHERE unit = ?", (unit,)).fetchone()
-    return bool(row and row[0] == job_id), now
+        holder = conn.execute("SELECT job_id FROM work_claims WHERE unit = ?", (unit,)).fetchone()
+        status = conn.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    running = status is None or status[0] == "running"
+    return running and bool(holder and holder[0] == job_id), running, now
 
 
 def finish_job(

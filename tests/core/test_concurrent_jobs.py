@@ -132,6 +132,7 @@ def test_a_rewrite_stopped_while_another_took_its_items_over_does_not_send_them_
         while len(server.requests_to(CHAT_ROUTE)) < 3:
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.01)
+        time.sleep(0.05)  # the previous answer is committed: stopped while it waits for one, not while it writes
         first.send_signal(signal.SIGSTOP)
         time.sleep(STALE_AFTER_S + 1.5)
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)

@@ -90,4 +90,6 @@ def test_a_run_continued_after_a_resume_took_it_over_stops_and_says_why(tmp_path
     with sqlite3.connect(project_dir / "project.sqlite") as conn:
         status, reason = conn.execute("SELECT status, stop_reason FROM jobs ORDER BY id LIMIT 1").fetchone()
         assert conn.execute("SELECT count(*) FROM work_claims").fetchone()[0] == 0
+        runs = conn.execute("SELECT status FROM runs").fetchall()
+    assert runs == [("finished",)], "the stopped job left the run, which the resume finished, as it was"
     assert status == "interrupted" and reason.startswith("another job took over its work"), (status, reason)
