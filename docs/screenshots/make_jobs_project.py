@@ -1,5 +1,5 @@
 """Add to a demo project the three job rows `jobs_panel_walk.sh` shows: a job whose process on this machine is
-stopped (PAUSED_PID, `kill -STOP`), one a resume took over, one from a machine whose clock runs an hour ahead.
+stopped (PAUSED_PID, `kill -STOP`), one a resume took over, one from a machine whose clock runs two hours ahead.
 
     python docs/screenshots/make_jobs_project.py PROJECT PAUSED_PID
 """
@@ -44,8 +44,8 @@ with sqlite3.connect(f"{project}/project.sqlite") as conn:
             "gpt-4o-audio audio standard (run 3)",
             5150,
             "colleague-laptop",
-            stamp(3600),
-            stamp(3600),
+            stamp(7200),
+            stamp(7200),
             "running",
             None,
         ),
