@@ -100,7 +100,7 @@ def cmd_jobs(args) -> int:
         ]
     )
     for job in jobs:
-        if job.status == "interrupted" and job.stop_reason and not job.stop_reason.startswith(KILLED):
+        if job.status == "interrupted" and job.stop_reason and not str(job.stop_reason).startswith(KILLED):
             print(f"job {job.id}: {job.stop_reason}")  # paused, taken over, a clock ahead: not simply killed
         if job.status == "interrupted":
             try:

@@ -353,7 +353,7 @@ def _claim_and_insert(db_path: Path, project_path: Path, kind: str, label: str, 
                             f"{holder.host}, started {holder.started_at}); wait for it to finish or cancel it "
                             f"with `spokenbench jobs {project_path} --cancel {holder.id}`"
                         )
-                    reason = TAKEN_OVER if holder.stop_reason.startswith("paused") else holder.stop_reason
+                    reason = TAKEN_OVER if str(holder.stop_reason).startswith("paused") else holder.stop_reason
                     job_store.mark_interrupted(conn, holder.id, reason)  # "paused" would not stay true
             return job_store.insert_job(
                 conn,
