@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import pickle
 import select
+import shutil
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ import numpy as np
 from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls, child_start_method
 from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.foundation.processes import usable_cores
+from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive, usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import matplotlib_hooks, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # a multiple-choice report imports no pandas; a gender study'
     import pandas as pd
 
 DEFAULT_REPORT_RESAMPLES = 1000
+STAGING_PREFIX = ".report."  # + owner_tag() + ".<random>.part": where a report is written before it is published
 FIGURE_FORMATS = ("png", "svg")  # each figure's files, by default; `report --figures` writes fewer
 
 
@@ -66,7 +68,12 @@ def write_report(
     `out_dir` (created if needed; files of the same names are replaced). `workers`: processes to draw the
     figures in, while this one writes the tables (None: `_worker_count` decides; 0: all in this one); the files
     are the same. `figure_formats`: which of FIGURE_FORMATS to write each figure in (none: no figures, and
-    matplotlib is not imported); a figure's file is the same whichever others are written."""
+    matplotlib is not imported); a figure's file is the same whichever others are written.
+
+    The files are written into a staging folder inside `out_dir` and moved into place only once all are written,
+    the index last: a report that fails, is cancelled or killed leaves the folder's earlier report as it was (a
+    killed one's staging folder is removed by the next report there), and two reports into one folder are
+    published one after the other, never mixed."""
     progress = progress or no_progress()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -76,24 +83,62 @@ def write_report(
         raise SpokenBenchError(f"no figure format {unknown[0]!r}: figures are written as {' or '.join(FIGURE_FORMATS)}")
     figure_formats = tuple(f for f in FIGURE_FORMATS if f in figure_formats)  # one order, each once
     processes = _worker_count(MANY_PARTS, workers) if figure_formats else 0
-    with _FigureProcesses(out_dir, processes, figure_formats) as drawing:  # importing matplotlib already
-        return _computed_and_written(
-            source,
-            out_dir,
-            drawing,
-            kind,
-            factors,
-            backbones,
-            n_resamples,
-            seed,
-            failures_as_category,
-            vote_ties,
-            progress,
-        )
+    staging = out_dir / f"{STAGING_PREFIX}{owner_tag()}.{os.urandom(4).hex()}.part"  # one per report
+    try:
+        with _FigureProcesses(staging, processes, figure_formats) as drawing:  # importing matplotlib already
+            report = _computed_and_written(
+                source,
+                staging,
+                drawing,
+                kind,
+                factors,
+                backbones,
+                n_resamples,
+                seed,
+                failures_as_category,
+                vote_ties,
+                progress,
+            )
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # once its figure processes have ended
+        raise
+    return _published(report, out_dir)
+
+
+def _published(report: Report, out_dir: Path) -> Report:
+    """Move the staged files into `out_dir` in the report's order (its index last), holding a lock on the folder
+    so that a second report into it publishes after this one rather than between its files."""
+    import fcntl
+
+    folder = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        published = []
+        for path in report.files:
+            target = out_dir / path.relative_to(report.out_dir)
+            os.replace(path, target)
+            published.append(target)
+    finally:
+        os.close(folder)  # and with it the lock
+    shutil.rmtree(report.out_dir, ignore_errors=True)  # empty, unless a figure process died mid-figure
+    return replace(report, out_dir=out_dir, files=published)
+
+
+def _stage(staging: Path) -> None:
+    """Make the staging folder (and the output folder it is in), removing those reports killed while writing
+    there left behind."""
+    out_dir = staging.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for entry in out_dir.iterdir():
+        name = entry.name
+        if name.startswith(STAGING_PREFIX) and name.endswith(".part") and entry.is_dir() and not entry.is_symlink():
+            if tagged_owner_alive(name[len(STAGING_PREFIX) :]) is False:
+                shutil.rmtree(entry, ignore_errors=True)
+    staging.mkdir()
 
 
 def _computed_and_written(
-    source, out_dir, drawing, kind, factors, backbones, n_resamples, seed, failures_as_category, vote_ties, progress
+    source, staging, drawing, kind, factors, backbones, n_resamples, seed, failures_as_category, vote_ties, progress
 ) -> Report:
     """`write_report`'s work, while `drawing` (its figure processes, if any) imports matplotlib."""
     from_path = isinstance(source, (str, os.PathLike))  # else a DataFrame
@@ -110,8 +155,8 @@ def _computed_and_written(
         frame = read_responses_columns(source)
     name = str(source) if from_path else "<table>"
     kind = check_kind(kind, frame)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    report = Report(out_dir=out_dir, kind=kind)
+    _stage(staging)
+    report = Report(out_dir=staging, kind=kind)
     progress.report(0, None, "computing metrics")
     if kind == "mcq":
         analysis = analyze_mcq(
