@@ -39,6 +39,9 @@ def process_state(pid: int) -> str | None:
 
 
 _TAG_HOST = THIS_HOST.replace(".", "_")
+STALE_FOREIGN_S = (
+    86_400  # what a process of unknown fate left (another machine, an older version) is garbage after a day
+)
 
 
 def owner_tag() -> str:
@@ -53,6 +56,14 @@ def tagged_owner_alive(name: str) -> bool | None:
     if len(parts) < 3 or not parts[1].isdigit() or parts[0] != _TAG_HOST:
         return None
     return process_alive(int(parts[1]))
+
+
+def left_behind(path: Path, tag: str, foreign_max_age_s: float = STALE_FOREIGN_S) -> bool:
+    """Whether `path`, named after its creator's `tag` (`owner_tag()…`), was left behind by a killed process: its
+    creator is gone, or cannot be asked (another machine, an older version) and the file is older than
+    `foreign_max_age_s`. OSError when the path is gone meanwhile."""
+    alive = tagged_owner_alive(tag)
+    return alive is False or (alive is None and time.time() - path.lstat().st_mtime > foreign_max_age_s)
 
 
 def usable_cores() -> int:

@@ -22,7 +22,7 @@ import numpy as np
 from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls, child_start_method
 from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive, usable_cores
+from spokenbench.core.foundation.processes import left_behind, owner_tag, usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import matplotlib_hooks, mcq
 from spokenbench.core.metrics.analysis import McqAnalysis, analyze_mcq, check_kind
@@ -126,14 +126,15 @@ def _published(report: Report, out_dir: Path) -> Report:
 
 def _stage(staging: Path) -> None:
     """Make the staging folder (and the output folder it is in), removing those reports killed while writing
-    there left behind."""
+    there left behind (another machine's after a day)."""
     out_dir = staging.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     for entry in out_dir.iterdir():
         name = entry.name
         if name.startswith(STAGING_PREFIX) and name.endswith(".part") and entry.is_dir() and not entry.is_symlink():
-            if tagged_owner_alive(name[len(STAGING_PREFIX) :]) is False:
-                shutil.rmtree(entry, ignore_errors=True)
+            with contextlib.suppress(OSError):  # gone meanwhile: another report removed it
+                if left_behind(entry, name[len(STAGING_PREFIX) :]):
+                    shutil.rmtree(entry, ignore_errors=True)
     staging.mkdir()
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spokenbench.core.foundation.errors import InputError, ProjectError
-from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive
+from spokenbench.core.foundation.processes import STALE_FOREIGN_S, left_behind, owner_tag
 from spokenbench.core.foundation.safe_files import (
     MAX_AUDIO_FILE_BYTES,
     open_regular_file,
@@ -32,7 +32,6 @@ from spokenbench.core.foundation.safe_files import (
 from spokenbench.core.store.verified_clips import VerifiedClips
 
 TEMP_DIR_NAME = ".incoming"
-STALE_FOREIGN_TEMP_S = 86_400  # a temp file of unknown owner older than a day is garbage
 SYNC_THREADS = 16  # fsyncs in flight together when a group of files is made durable
 
 
@@ -217,18 +216,15 @@ class AudioStore:
             verified.record(sha256, status, started_ns)
         return data
 
-    def remove_stale_temp_files(self, foreign_max_age_s: float = STALE_FOREIGN_TEMP_S) -> int:
+    def remove_stale_temp_files(self, foreign_max_age_s: float = STALE_FOREIGN_S) -> int:
         """Remove temp files left by killed writers: those whose owner process is gone, and those of unknown
         owners (another machine, an older version) once they are older than `foreign_max_age_s`."""
         if not self.temp_dir.is_dir():
             return 0
         removed = 0
-        now = time.time()
         for leftover in self.temp_dir.iterdir():
-            alive = tagged_owner_alive(leftover.name)
             try:
-                stale = alive is False or (alive is None and now - leftover.stat().st_mtime > foreign_max_age_s)
-                if stale:
+                if left_behind(leftover, leftover.name, foreign_max_age_s):
                     leftover.unlink()
                     removed += 1
             except OSError:  # gone meanwhile, or a read-only project: nothing to clean here

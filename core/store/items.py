@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from spokenbench.core.domain.items import Item, Option
-from spokenbench.core.foundation.processes import owner_tag, tagged_owner_alive
+from spokenbench.core.foundation.processes import STALE_FOREIGN_S, left_behind, owner_tag, tagged_owner_alive
 from spokenbench.core.store.changes import count_change
 from spokenbench.core.store.database import is_read_only, read_only_error, transaction, utc_now
 
@@ -183,14 +183,13 @@ _ITEM_COPY_COLUMNS = (
 )
 
 
-def remove_stale_staging_files(project_path: Path, max_foreign_age_s: float = 86_400) -> int:
+def remove_stale_staging_files(project_path: Path, max_foreign_age_s: float = STALE_FOREIGN_S) -> int:
     """Delete staging files whose importing process is gone (and those of unknown owners — another machine
     sharing the folder — untouched for a day). Returns how many were removed."""
     removed = 0
     for path in Path(project_path).glob(f"{STAGING_PREFIX}.*"):
-        alive = tagged_owner_alive(path.name.removeprefix(STAGING_PREFIX + "."))
         try:
-            if alive is False or (alive is None and time.time() - path.stat().st_mtime > max_foreign_age_s):
+            if left_behind(path, path.name.removeprefix(STAGING_PREFIX + "."), max_foreign_age_s):
                 path.unlink()
                 removed += 1
         except FileNotFoundError:
@@ -372,7 +371,7 @@ def remove_pending_imports(conn: sqlite3.Connection, import_ids: Iterable[int]) 
         conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
 
 
-def remove_abandoned_imports(conn: sqlite3.Connection, max_foreign_age_s: float = 86_400) -> int:
+def remove_abandoned_imports(conn: sqlite3.Connection, max_foreign_age_s: float = STALE_FOREIGN_S) -> int:
     """Remove the hidden rows of imports whose process is gone (those of unknown owners — another machine
     sharing the folder — once started a day ago). Returns how many imports were removed."""
     abandoned = []

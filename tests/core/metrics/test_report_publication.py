@@ -111,3 +111,18 @@ def test_a_report_published_into_a_folder_waits_for_one_publishing_there(earlier
         os.close(folder)
     thread.join(timeout=60)
     assert done.is_set() and _contents(earlier_report) != before and _staged(earlier_report) == []
+
+
+def test_another_machines_staging_folder_is_removed_only_after_a_day(earlier_report, tmp_path):
+    """Whether another machine's report still writes cannot be asked: its folder is garbage once a day old."""
+    fresh, old = (earlier_report / f"{STAGING_PREFIX}another-host.4242.{n}.part" for n in ("0a", "0b"))
+    for folder in (fresh, old):
+        folder.mkdir()
+        (folder / "accuracy.csv").write_text("half-written")
+    day_ago = time.time() - 86_400 - 60
+    os.utime(old, (day_ago, day_ago))
+    responses = tmp_path / "responses.csv"
+    random_design(np.random.default_rng(9), n_questions=4).to_csv(responses, index=False)
+    write_report(responses, earlier_report, factors=FACTORS, workers=0, n_resamples=0, figure_formats=())
+    assert _staged(earlier_report) == [fresh]
+    assert (fresh / "accuracy.csv").read_text() == "half-written"
