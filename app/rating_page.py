@@ -24,6 +24,7 @@ from spokenbench.core.asr.backends import asr_availability, screening_requiremen
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import transcribe_missing
+from spokenbench.core.foundation.environment_errors import explain_environment_error
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.host import JobCall, job_call
 from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
@@ -481,6 +482,10 @@ class RatingPage(QWidget):
     def _save_failed(self, session: RatingSession, error: BaseException) -> None:
         self.busy = False
         if session is self.rating:
+            # the machine's problem (a write lock another process keeps, a full disk) in words the rater can act on
+            if not isinstance(error, SpokenBenchError):
+                explained = explain_environment_error(error, self.session.path if self.session else None)
+                error = SpokenBenchError(explained) if explained else error
             self.handle(session.failed(error))
 
     def _step(self, step: Callable[[], Outcome], from_save: bool = False) -> None:

@@ -38,6 +38,10 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             f"{where}the project database holds text that is not UTF-8, which another program wrote ({error}); "
             "what was reported saved is kept. `spokenbench check PROJECT` lists every such value"
         )
+    if isinstance(error, sqlite3.OperationalError) and (getattr(error, "sqlite_errorname", "") or "").startswith(
+        "SQLITE_BUSY"
+    ):
+        return _write_lock_held(error, project)
     if isinstance(error, sqlite3.DatabaseError):
         name = getattr(error, "sqlite_errorname", "") or ""
         prefix = next((p for p in _DATABASE_PROBLEMS if name.startswith(p)), None)
@@ -63,6 +67,33 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
                 hint = f"; this process may not write files larger than {limit:,} bytes (ulimit -f)"
             return f"{where}{reason}{hint}"
     return None
+
+
+def _write_lock_held(error: sqlite3.OperationalError, project: str | os.PathLike | None) -> str:
+    """Another process held the project's write lock for longer than we wait (SQLite's busy timeout): not a bug,
+    and nothing half-written. Names the stopped processes of this machine that have the database open, the usual
+    holders of a lock that never ends (a command suspended with Ctrl+Z in another terminal)."""
+    from spokenbench.core.foundation.processes import stopped_processes_with_open
+
+    database = Path(project) / "project.sqlite" if project is not None else None
+    where = f"{database}: " if database is not None else ""
+    message = (
+        f"{where}another process kept the project's write lock for as long as SpokenBench waited for it (SQLite: "
+        f"{error}), so nothing more was written; everything reported saved is kept"
+    )
+    stopped = stopped_processes_with_open(database) if database is not None else []
+    if stopped:
+        named = "; ".join(f"process {pid}" + (f" ({command})" if command else "") for pid, command in stopped)
+        pids = " ".join(str(pid) for pid, _command in stopped)
+        return (
+            f"{message}. Stopped (Ctrl+Z or SIGSTOP) with the project open: {named}. A stopped process keeps the "
+            f"lock until it continues: continue it (`fg` in its terminal, or `kill -CONT {pids}`) or end it, then "
+            "try again"
+        )
+    return (
+        f"{message}. A process stopped with Ctrl+Z, or on a suspended machine sharing the folder, keeps the lock "
+        "until it continues (`spokenbench jobs PROJECT` shows a stopped job as paused); try again once it is released"
+    )
 
 
 def file_size_limit() -> int | None:

@@ -111,3 +111,45 @@ def threads_running_now() -> int | None:
         except (OSError, ValueError, IndexError):
             return None
     return max(0, *counts)
+
+
+def stopped_processes_with_open(path: str | os.PathLike, limit: int = 5) -> list[tuple[int, str]]:
+    """Processes of this machine that have `path` open and are stopped (Ctrl+Z, SIGSTOP, a debugger), with their
+    command lines: the likely holders of a lock on it that never ends (Linux /proc; others' processes only as
+    root). Empty where /proc is missing or tells nothing; at most `limit`, this process left out."""
+    try:
+        target = os.stat(path)
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+    except OSError:
+        return []
+    found = []
+    for pid in sorted(pids):
+        if process_state(pid) not in ("T", "t"):
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                opened = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (opened.st_dev, opened.st_ino) == (target.st_dev, target.st_ino):
+                found.append((pid, _command_line(pid)))
+                break
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _command_line(pid: int) -> str:
+    """A process's command line as one short printable line ("" when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            raw = file.read(4096)
+    except OSError:
+        return ""
+    text = " ".join(part.decode("utf-8", "backslashreplace") for part in raw.split(b"\0") if part)
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= 120 else text[:119] + "…"
