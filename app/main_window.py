@@ -13,7 +13,7 @@ import logging
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt
+from PySide6.QtCore import QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -97,6 +97,7 @@ BADGE_SOURCES = {
 BADGE_TABLES = frozenset().union(*BADGE_SOURCES.values()) - {"jobs"}  # a job's heartbeat is no reason to count
 DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening", "ratings", "responses"})
 RECENT_LIMIT = 8
+PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a Play button's outcome is looked for over at most 5 s
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 ITEM_ROW_TABLES = frozenset(
     {"items", "rewrites"}
@@ -435,6 +436,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
         self.recording_message = recording_message  # why speakers cannot be recorded here (None: they can)
+        self._followed_play, self._play_polls = 0, 0  # a Play button's request, until it plays or fails
+        self._play_watch = QTimer(self, interval=PLAY_POLL_MS, timeout=self._check_followed_play)
         self.sidebar.select("items")
         from spokenbench.app.tour import install_tour
 
@@ -614,8 +617,34 @@ class MainWindow(QMainWindow):
         """Hand the file to the shared player (it reads and plays it on its own thread); a message when it cannot."""
         if self.audio_message:
             return NO_DEVICE_FLASH
-        shared_player().play(path, path.name, chosen_output(self))
+        self._followed_play, self._play_polls = shared_player().play(path, path.name, chosen_output(self)), 0
+        self._play_watch.start()
         return None
+
+    def _check_followed_play(self) -> None:
+        """The outcome of a Play button's clip, polled (the playback thread never calls into Qt): a failure is
+        said in the status bar, since the page that asked has no line of its own for it."""
+        state = shared_player().state
+        self._play_polls += 1
+        if state.request < self._followed_play and self._play_polls < PLAY_POLLS_MAX:
+            return  # not started yet
+        self._play_watch.stop()
+        if state.request != self._followed_play:
+            return  # replaced by another play, or the player never answered
+        if state.error:
+            self.statusBar().showMessage(state.error, 15_000)
+        self.note_playback(state)
+
+    def note_playback(self, state) -> None:
+        """The status bar's audio label follows the last play: "playback failed" while the sound output fails
+        (its tooltip says why), back to what it said at start once a clip plays again."""
+        if state.error and state.output_failed:
+            self.audio_label.setText("Audio: playback failed")
+            self.audio_label.setToolTip(f"{state.error}\nThe next play tries the sound output again.")
+        elif state.playing or not state.error:
+            status, tooltip = audio_status(self.audio_message, self.recording_message)
+            self.audio_label.setText(status)
+            self.audio_label.setToolTip(tooltip)
 
     # --- the window between sessions: geometry, page, last project -----------------------------------------
     def save_window_state(self) -> None:

@@ -48,7 +48,7 @@ from spokenbench.core.qc.sampling import SampleResult, load_clip_records, strati
 from spokenbench.core.qc.store import clip_voices
 from spokenbench.core.store import Project
 from spokenbench.widgets.queue_dialog import QueueDialog
-from spokenbench.widgets.rating_view import QueueListView, RatingView
+from spokenbench.widgets.rating_view import QueueListView, RatingView, keys_text
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_image
 
 QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
@@ -169,6 +169,7 @@ class RatingPage(QWidget):
         self.player, self.audio_message = page_player(window)
         self.audio_ok = self.player is not None
         self.play_request = 0  # the player's number for this page's last play
+        self.playback_problem_shown = ""  # the status line last given for a failed play (cleared once sound is back)
         self.playhead_timer = QTimer(self)
         self.playhead_timer.setInterval(PLAYHEAD_MS)
         self.playhead_timer.timeout.connect(self._follow_playback)
@@ -565,11 +566,26 @@ class RatingPage(QWidget):
         if state.request < self.play_request:  # ours has not started yet
             return
         if state.error:
-            self.view.status_label.setText(state.error)
+            self.view.status_label.setText(self._playback_problem_text(state))
         elif state.duration_s > 0:
             self.view.waveform.set_playhead(state.position_s / state.duration_s)
+        if state.playing and self.view.status_label.text() == self.playback_problem_shown:
+            self.view.status_label.clear()  # the sound is back: the earlier failure no longer holds
+        note_playback = getattr(self.window_, "note_playback", None)
+        if note_playback is not None and (state.error or state.playing):
+            note_playback(state)
         if not state.playing:
             self.playhead_timer.stop()
+
+    def _playback_problem_text(self, state) -> str:
+        """The player's error, with what the annotator can do when the sound output (not the clip) failed."""
+        text = state.error
+        if state.output_failed:
+            keys = keys_text(self.view.keymap.get("replay", ()))
+            again = f"{keys} plays the clip again" if keys else "Replay plays the clip again"
+            text = f"{text}. Rating still works; {again} once the headphones or sound server are back."
+        self.playback_problem_shown = text
+        return text
 
     def hideEvent(self, event) -> None:
         """Leaving the page (another page, the window closing) silences its clip."""

@@ -14,6 +14,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -80,6 +81,15 @@ class RealDesktop:
             raise RuntimeError("Xvfb did not start")
         self.display = f":{number}"
 
+    def stop_pulse(self) -> None:
+        """Kill the sound server (SIGKILL, as a crash): the app's streams break and new ones cannot open."""
+        self.pulse.kill()
+        self.pulse.wait(10)
+
+    def start_pulse(self) -> None:
+        """Start the sound server again on the same socket (a restarted or re-plugged output)."""
+        self._start_pulse()
+
     def _start_pulse(self) -> None:
         runtime = self.folder / "pulse"
         runtime.mkdir(parents=True, exist_ok=True)
@@ -95,6 +105,7 @@ class RealDesktop:
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         self.processes.append(pulse)
+        self.pulse = pulse
         self.pulse_server = f"unix:{runtime / 'native'}"
         deadline = time.monotonic() + 15
         while self.pactl("info").returncode != 0:
@@ -121,8 +132,14 @@ class RealDesktop:
         return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=timeout)
 
     def screenshot(self, path: Path) -> None:
-        env = {**os.environ, "DISPLAY": self.display}
-        subprocess.run(["import", "-window", "root", str(path)], env=env, timeout=30, check=False)
+        """The whole screen as a PNG: ImageMagick's import where installed, else Qt's grab of the root window."""
+        env = {key: value for key, value in os.environ.items() if key != "QT_QPA_PLATFORM"}
+        env["DISPLAY"] = self.display
+        if shutil.which("import"):
+            subprocess.run(["import", "-window", "root", str(path)], env=env, timeout=30, check=False)
+            return
+        grab = "import sys; from PySide6.QtGui import QGuiApplication as A; a = A([]); a.primaryScreen().grabWindow(0).save(sys.argv[1])"
+        subprocess.run([sys.executable, "-c", grab, str(path)], env=env, timeout=30, check=False)
 
     def __exit__(self, *exc) -> None:
         for process in reversed(self.processes):
@@ -173,11 +190,14 @@ class SessionFigures:
     polls_with_stream: int = 0
     polls: int = 0
     seconds: float = 0.0
+    started: float = 0.0  # monotonic time the app was started
+    round_keys: str = "] [ Space R and a rating key"  # what one round presses
+    back_after_s: float | None = None  # run_output_outage: a stream open this long after the restart
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         return [
-            f"rounds: {self.rounds_done} of {self.rounds_planned} (each ] [ Space R and a rating key)",
+            f"rounds: {self.rounds_done} of {self.rounds_planned} (each {self.round_keys})",
             f"longest event-loop gap: {self.longest_gap_s:.3f} s (watchdog limit {FREEZE_S:.0f} s)"
             + (" — FROZE" if self.froze else ""),
             f"process: {'died' if self.died else 'alive to the end'}; exit code {self.exit_code}",
@@ -216,7 +236,8 @@ class Heartbeat:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(10)
+        if self._thread.ident is not None:  # started
+            self._thread.join(10)
 
     def _watch(self) -> None:
         last_pulse_poll = 0.0
@@ -268,35 +289,10 @@ def run_session(
     Enter, then `rounds` rounds of ] [ Space R and a rating key (1/2/3) at random 50-100 ms intervals; stop at
     a freeze or death; close the app (Ctrl+Q) and count the ratings stored."""
     figures = SessionFigures(rounds)
-    config, heartbeat_path = work / "config", work / "heartbeat"
-    settings = config / "SpokenBench" / "SpokenBench Studio.conf"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(f"[annotator]\nname={ANNOTATOR}\n", encoding="utf-8")
-    log = (work / "app.log").open("w")
-    command = app_command or [shutil.which("spokenbench-studio") or "spokenbench-studio"]
-    process = subprocess.Popen(
-        [*command, str(project_folder)], env=desktop.app_env(config, heartbeat_path), stdout=log, stderr=log
-    )
-    heart = Heartbeat(heartbeat_path, process, desktop)
-    started = time.monotonic()
+    process, heart, log = launch_rating_session(desktop, project_folder, work, figures, app_command)
     try:
-        found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
-        window = found.stdout.split()[0] if found.returncode == 0 and found.stdout.split() else None
-        if window is None or not heart.wait_for(lambda *_: True, 30):
-            figures.notes.append("the app's window or heartbeat never appeared; see app.log")
-            figures.died = process.poll() is not None
+        if process is None:
             return figures
-        desktop.xdotool("windowfocus", "--sync", window)
-        time.sleep(3.0)  # the project opens on the read pool
-        desktop.xdotool("key", "ctrl+3")
-        time.sleep(2.0)  # the Rating page is built and reads its queues
-        desktop.xdotool("key", "Down", "Return")  # the second queue (the stress queue), started by Enter
-        if not heart.wait_for(lambda beat, saves, ignored, session: session == 1, 30):
-            figures.notes.append("Enter did not open the rating session")
-            return figures
-        time.sleep(1.0)
-        heart.watching = True
-        heart.start()
         chooser = random.Random(seed)
         for index in range(rounds):
             if heart.froze or heart.died:
@@ -308,38 +304,141 @@ def run_session(
             time.sleep(delay / 1000)
             if screenshot is not None and index == rounds // 2:
                 desktop.screenshot(screenshot)
-        if not (heart.froze or heart.died):  # the last save and step settle, still watched
-            heart.wait_for(lambda beat, saves, ignored, session: time.monotonic() - beat < 0.3, 5)
-            time.sleep(2.0)
+        settle(heart)
     finally:
-        heart.stop()
-        figures.seconds = time.monotonic() - started
-        figures.longest_gap_s, figures.froze, figures.died = heart.longest_gap, heart.froze, heart.died
-        figures.saves_acknowledged, figures.ignored_keys = heart.values[1], heart.values[2]
-        figures.sink_inputs_seen, figures.polls, figures.polls_with_stream = (
-            heart.sink_inputs,
-            heart.polls,
-            heart.polls_with_stream,
-        )
-        if heart.froze and process.poll() is None:  # a deadlock never answers again; a long stall does
-            recovered = heart.wait_for(lambda beat, *_: time.monotonic() - beat < 0.5, 10)
-            figures.notes.append(
-                "the event loop answered again later" if recovered else "still frozen 10 s after the watchdog fired"
-            )
-        if process.poll() is None and not heart.froze:
-            desktop.xdotool("key", "ctrl+q")
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                figures.notes.append("Ctrl+Q did not close the app within 20 s")
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)  # frozen: nothing else can end it
-            process.wait(10)
-            figures.notes.append("the app was killed (SIGKILL) at the end")
-        figures.exit_code = process.returncode
-        log.close()
+        close_app(desktop, process, heart, log, figures)
     figures.ratings_stored = stored_ratings(project_folder)
     return figures
+
+
+def run_output_outage(
+    desktop: RealDesktop,
+    project_folder: Path,
+    work: Path,
+    rounds: int = 20,
+    app_command: list[str] | None = None,
+    shots: Path | None = None,
+) -> SessionFigures:
+    """A rating session whose sound server dies and comes back: a few rounds with sound, then the server killed
+    and `rounds` rounds of Space and a rating key without one, then the server started again and Space pressed
+    until PulseAudio sees the app's stream (`notes` says how long that took). `shots`: screenshots
+    (sound-output-lost.png, sound-output-back.png) into that folder."""
+    figures = SessionFigures(rounds, round_keys="Space and a rating key, with no sound server")
+    process, heart, log = launch_rating_session(desktop, project_folder, work, figures, app_command)
+    try:
+        if process is None:
+            return figures
+        for _round in range(3):  # with sound
+            desktop.xdotool("key", "--delay", "80", "space", "1")
+            time.sleep(0.3)
+        desktop.stop_pulse()
+        time.sleep(0.5)
+        for index in range(rounds):
+            if heart.froze or heart.died:
+                break
+            desktop.xdotool("key", "--delay", "80", "space", "2")
+            figures.rounds_done = index + 1
+            time.sleep(0.1)
+        desktop.xdotool("key", "space")
+        time.sleep(1.0)
+        if shots is not None:
+            desktop.screenshot(shots / "sound-output-lost.png")
+        desktop.start_pulse()  # a new server: it has seen no stream yet
+        restarted, heard = time.monotonic(), False
+        while time.monotonic() - restarted < 15 and not heard:
+            desktop.xdotool("key", "space")
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline and not heard:
+                heard = bool(desktop.pactl("list", "short", "sink-inputs").stdout.strip())
+                time.sleep(0.05)
+        figures.back_after_s = time.monotonic() - restarted if heard else None
+        figures.notes.append(
+            f"playback back {figures.back_after_s:.1f} s after the sound server restarted"
+            if heard
+            else "no playback stream within 15 s of the sound server's restart"
+        )
+        if shots is not None:
+            time.sleep(0.5)
+            desktop.screenshot(shots / "sound-output-back.png")
+        settle(heart)
+    finally:
+        close_app(desktop, process, heart, log, figures)
+    figures.ratings_stored = stored_ratings(project_folder)
+    return figures
+
+
+def launch_rating_session(
+    desktop: RealDesktop, project_folder: Path, work: Path, figures: SessionFigures, app_command: list[str] | None
+):
+    """The app started on the project with the annotator set, its Rating page open (Ctrl+3) on the stress queue
+    (↓ Enter), the watchdog on: (process, heartbeat, log); process None when that did not happen (`notes` says
+    why)."""
+    config, heartbeat_path = work / "config", work / "heartbeat"
+    settings = config / "SpokenBench" / "SpokenBench Studio.conf"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(f"[annotator]\nname={ANNOTATOR}\n", encoding="utf-8")
+    log = (work / "app.log").open("w")
+    command = app_command or [shutil.which("spokenbench-studio") or "spokenbench-studio"]
+    process = subprocess.Popen(
+        [*command, str(project_folder)], env=desktop.app_env(config, heartbeat_path), stdout=log, stderr=log
+    )
+    heart = Heartbeat(heartbeat_path, process, desktop)
+    figures.started = time.monotonic()
+    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+    window = found.stdout.split()[0] if found.returncode == 0 and found.stdout.split() else None
+    if window is None or not heart.wait_for(lambda *_: True, 30):
+        figures.notes.append("the app's window or heartbeat never appeared; see app.log")
+        close_app(desktop, process, heart, log, figures)
+        return None, heart, log
+    desktop.xdotool("windowfocus", "--sync", window)
+    time.sleep(3.0)  # the project opens on the read pool
+    desktop.xdotool("key", "ctrl+3")
+    time.sleep(2.0)  # the Rating page is built and reads its queues
+    desktop.xdotool("key", "Down", "Return")  # the second queue (the stress queue), started by Enter
+    if not heart.wait_for(lambda beat, saves, ignored, session: session == 1, 30):
+        figures.notes.append("Enter did not open the rating session")
+        close_app(desktop, process, heart, log, figures)
+        return None, heart, log
+    time.sleep(1.0)
+    heart.watching = True
+    heart.start()
+    return process, heart, log
+
+
+def settle(heart: Heartbeat) -> None:
+    """Let the last save and step settle, still watched."""
+    if not (heart.froze or heart.died):
+        heart.wait_for(lambda beat, saves, ignored, session: time.monotonic() - beat < 0.3, 5)
+        time.sleep(2.0)
+
+
+def close_app(desktop: RealDesktop, process: subprocess.Popen, heart: Heartbeat, log, figures: SessionFigures) -> None:
+    """Stop the watchdog, take its figures, close the app with Ctrl+Q (SIGKILL when it cannot answer)."""
+    if log.closed:
+        return
+    heart.stop()
+    figures.seconds = time.monotonic() - figures.started
+    figures.longest_gap_s, figures.froze, figures.died = heart.longest_gap, heart.froze, heart.died
+    figures.saves_acknowledged, figures.ignored_keys = heart.values[1], heart.values[2]
+    figures.sink_inputs_seen = max(figures.sink_inputs_seen, heart.sink_inputs)
+    figures.polls, figures.polls_with_stream = heart.polls, heart.polls_with_stream
+    if heart.froze and process.poll() is None:  # a deadlock never answers again; a long stall does
+        recovered = heart.wait_for(lambda beat, *_: time.monotonic() - beat < 0.5, 10)
+        figures.notes.append(
+            "the event loop answered again later" if recovered else "still frozen 10 s after the watchdog fired"
+        )
+    if process.poll() is None and not heart.froze:
+        desktop.xdotool("key", "ctrl+q")
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            figures.notes.append("Ctrl+Q did not close the app within 20 s")
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)  # frozen: nothing else can end it
+        process.wait(10)
+        figures.notes.append("the app was killed (SIGKILL) at the end")
+    figures.exit_code = process.returncode
+    log.close()
 
 
 def temporary_folder() -> Path:

@@ -49,6 +49,7 @@ class PlaybackState:
     duration_s: float = 0.0
     playing: bool = False
     error: str | None = None  # why the request could not be played
+    output_failed: bool = False  # the error is the sound output's, not the clip's: playing again works once it is back
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def sounddevice_output_stream(device: str | None, rate: int):
 @dataclass
 class _Playing:
     request: int
+    what: str  # the clip, as messages name it
     samples: np.ndarray
     rate: int
     written: int = 0
@@ -178,6 +180,10 @@ class ClipPlayer:
         _kind, request, audio, what, device = command
         try:
             samples, rate = self._decode(audio, what)
+        except Exception as error:  # noqa: BLE001 - a damaged or unreadable clip: say so, keep running
+            self.state = PlaybackState(request, error=f"Cannot play {what}: {error}")
+            return None
+        try:
             key = (device, rate)
             if self._stream is not None and self._stream_key == key:
                 self._stream.abort()  # drop what the last clip left buffered; the stream is reused
@@ -192,11 +198,12 @@ class ClipPlayer:
                 self._stream_key = key
                 self.streams_opened += 1
             self._stream.start()
-        except Exception as error:  # noqa: BLE001 - a damaged clip or a device gone: say so, keep running
+        except Exception as error:  # noqa: BLE001 - no sound server, a device gone: say so, keep running
             self._close_stream()
-            self.state = PlaybackState(request, error=f"Cannot play {what}: {error}")
+            message = f"Cannot play {what}: the sound output is not available ({error})"
+            self.state = PlaybackState(request, error=message, output_failed=True)
             return None
-        playing = _Playing(request, samples, rate, started_at=time.monotonic())
+        playing = _Playing(request, what, samples, rate, started_at=time.monotonic())
         self.state = PlaybackState(request, 0.0, playing.duration_s, True)
         return playing
 
@@ -230,7 +237,8 @@ class ClipPlayer:
                 return None
         except Exception as error:  # noqa: BLE001 - the device went away mid-clip
             self._close_stream()
-            self.state = PlaybackState(playing.request, error=f"Playback stopped: {error}")
+            message = f"Playback of {playing.what} stopped: the sound output went away ({error})"
+            self.state = PlaybackState(playing.request, error=message, output_failed=True)
             return None
         self.state = PlaybackState(playing.request, playing.position_s(now), playing.duration_s, True)
         return playing

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from real_device import RealDesktop, add_stress_queue, missing_tools, run_session
+from real_device import RealDesktop, add_stress_queue, missing_tools, run_output_outage, run_session
 
 ROUNDS = 200
 
@@ -41,3 +41,22 @@ def test_a_fast_keyboard_session_on_a_real_sound_device_neither_freezes_nor_lose
     assert figures.sink_inputs_seen >= 1 and figures.polls_with_stream >= figures.polls // 2, (
         f"PulseAudio never saw the app's playback: no sound device was exercised\n{report}"
     )
+
+
+@pytest.mark.slow
+def test_a_sound_server_killed_mid_session_loses_no_rating_and_playback_comes_back(demo_copy, tmp_path):
+    """PulseAudio killed (SIGKILL) under a running session, 20 rounds of Space and a rating key without it, then
+    started again: the event loop keeps answering, every acknowledged rating is stored, and Space plays again
+    (PulseAudio sees the app's stream) without restarting the app."""
+    problem = missing_tools()
+    if problem:
+        pytest.skip(f"a real X server and sound server are needed: {problem}")
+    add_stress_queue(demo_copy)
+    with RealDesktop(tmp_path / "desktop") as desktop:
+        figures = run_output_outage(desktop, demo_copy, tmp_path, rounds=20, app_command=app_command())
+    report = "\n".join(figures.lines()) + "\napp output:\n" + (tmp_path / "app.log").read_text(errors="replace")[-3000:]
+    print(report)
+    assert not figures.froze and not figures.died and figures.rounds_done == 20, report
+    assert figures.exit_code == 0, f"Ctrl+Q did not close the app cleanly\n{report}"
+    assert figures.ratings_stored == figures.saves_acknowledged >= 20, report
+    assert figures.back_after_s is not None, f"playback did not come back after the restart\n{report}"

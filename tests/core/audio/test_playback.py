@@ -124,6 +124,7 @@ def test_a_damaged_clip_is_reported_and_the_next_one_plays(player_of):
     broken = player.play(b"RIFF not really a wave", "clip 12")
     wait_for(lambda: player.state.request == broken and player.state.error is not None)
     assert player.state.error.startswith("Cannot play clip 12:") and not player.state.playing
+    assert not player.state.output_failed  # the clip's fault: playing it again would not help
     _samples, wav = tone(0.05)
     good = player.play(wav)
     wait_for(lambda: player.state.request == good and not player.state.playing)
@@ -138,7 +139,37 @@ def test_a_device_that_cannot_be_opened_is_reported(player_of):
     _samples, wav = tone(0.05)
     request = player.play(wav, "clip 3", device="Gone")
     wait_for(lambda: player.state.request == request and player.state.error is not None)
-    assert "Cannot play clip 3: Error opening OutputStream: Invalid device 'Gone'" == player.state.error
+    assert player.state.error == (
+        "Cannot play clip 3: the sound output is not available (Error opening OutputStream: Invalid device 'Gone')"
+    )
+    assert player.state.output_failed
+
+
+class VanishingStream(FakeOutputStream):
+    """A device unplugged (or a sound server killed) after its first write."""
+
+    def write(self, data):
+        if self.written:
+            raise OSError("Error writing to stream: Unanticipated host error [PaErrorCode -9999]")
+        return super().write(data)
+
+
+def test_an_output_gone_mid_clip_is_reported_and_the_next_play_works_once_it_is_back(player_of):
+    """The clip is not at fault: the state says the output failed, and a later play opens a new stream."""
+    streams = Streams(VanishingStream)
+    player = player_of(streams)
+    _samples, wav = tone(0.5)
+    request = player.play(wav, "clip 5")
+    wait_for(lambda: player.state.request == request and player.state.error is not None)
+    assert player.state.error == (
+        "Playback of clip 5 stopped: the sound output went away "
+        "(Error writing to stream: Unanticipated host error [PaErrorCode -9999])"
+    )
+    assert player.state.output_failed and not player.state.playing
+    streams.stream = FakeOutputStream  # the sound server is back
+    again = player.play(wav, "clip 5")
+    wait_for(lambda: player.state.request == again and player.state.playing)
+    assert player.state.error is None and len(streams.made) == 2
 
 
 def test_a_file_is_read_on_the_playback_thread(player_of, tmp_path, monkeypatch):

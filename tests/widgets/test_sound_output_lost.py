@@ -1,0 +1,108 @@
+"""The sound output failing mid-session (the sound server killed or restarted, a headset unplugged): the
+annotator is told in plain words that the output, not the clip, failed and that rating still works; the message
+goes once a clip plays again, and the status bar's audio label follows. tests/widgets/test_real_device_session.py
+kills a real PulseAudio server under the running app."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from support import strip_simulated_qc
+
+import spokenbench.app.audio as app_audio
+import spokenbench.app.rating_page as rating_page
+from spokenbench.app.audio import audio_status
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.rating_page import RatingPage
+from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream
+from spokenbench.core.store import opened
+
+ANNOTATOR = "alice"
+PORTAUDIO_ERROR = "Error opening OutputStream: Illegal combination of I/O devices [PaErrorCode -9993]"
+
+
+class SwitchableOutput:
+    """A sound output that can be taken away and brought back, as PortAudio reports it."""
+
+    def __init__(self, gone: bool):
+        self.gone = gone
+        self.streams: list[FakeOutputStream] = []
+
+    def __call__(self, device, rate):
+        if self.gone:
+            raise OSError(PORTAUDIO_ERROR)
+        self.streams.append(FakeOutputStream(device, rate))
+        return self.streams[-1]
+
+
+@pytest.fixture
+def player_of():
+    players = []
+
+    def make(output):
+        players.append(ClipPlayer(stream_factory=output))
+        return players[-1]
+
+    yield make
+    for player in players:
+        player.close()
+        assert player.join(2.0)
+
+
+@pytest.mark.slow
+def test_the_rating_page_says_the_output_failed_and_clears_it_once_sound_is_back(
+    qtbot, demo_copy, open_session, monkeypatch, player_of
+):
+    strip_simulated_qc(demo_copy)
+    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
+    output = SwitchableOutput(gone=True)
+    noted = []
+    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR, player=player_of(output), note_playback=noted.append))
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(demo_copy))
+    page.open_queue("demo-qc")
+    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    first = page.rating.current.clip_id
+    qtbot.waitUntil(lambda: "sound output" in page.view.status_label.text(), timeout=5_000)  # played on arrival
+    assert page.view.status_label.text() == (
+        f"Cannot play clip {first}: the sound output is not available ({PORTAUDIO_ERROR}). Rating still works; "
+        "Space / R plays the clip again once the headphones or sound server are back."
+    )
+    assert noted[-1].output_failed
+    qtbot.keyClick(page.view, "1")  # rating still works
+    qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=5_000)
+    with opened(demo_copy) as project:
+        assert project.conn.execute("SELECT count(*) FROM ratings WHERE annotator = ?", (ANNOTATOR,)).fetchone()[0]
+    second = page.rating.current.clip_id
+    qtbot.waitUntil(lambda: f"Cannot play clip {second}:" in page.view.status_label.text(), timeout=5_000)
+    output.gone = False  # the sound server is back
+    qtbot.keyClick(page.view, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: page.view.status_label.text() == "", timeout=5_000)
+    assert noted[-1].playing and noted[-1].error is None and len(output.streams) == 1
+
+
+def test_a_play_button_whose_output_fails_says_so_in_the_status_bar(qtbot, tmp_path, monkeypatch, player_of):
+    output = SwitchableOutput(gone=True)
+    monkeypatch.setattr(app_audio, "_shared", [player_of(output)])
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(window)
+    clip = tmp_path / "clip.wav"
+    clip.write_bytes(encode_wav(np.zeros(8000, dtype=np.float32), 8000))
+    ready = audio_status(window.audio_message, window.recording_message)[0]
+    try:
+        assert window.play_file(clip) is None  # posted: the outcome comes from the playback thread
+        qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: playback failed", timeout=5_000)
+        assert window.statusBar().currentMessage() == (
+            f"Cannot play clip.wav: the sound output is not available ({PORTAUDIO_ERROR})"
+        )
+        assert PORTAUDIO_ERROR in window.audio_label.toolTip()
+        output.gone = False
+        window.play_file(clip)
+        qtbot.waitUntil(lambda: window.audio_label.text() == ready, timeout=5_000)
+        assert len(output.streams) == 1
+    finally:
+        window.shutdown()
