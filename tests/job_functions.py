@@ -72,3 +72,16 @@ def return_leaving_a_thread_behind(*, progress):
 def die_saying(message: str, *, progress):
     print(message, file=sys.stderr, flush=True)
     os._exit(3)
+
+
+def fail_on_the_write_lock(project, *, progress):
+    """A write that waits for a lock another connection keeps (briefly, as a stopped process would for ever)."""
+    import sqlite3
+
+    holder = sqlite3.connect(project.path / "project.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = sqlite3.connect(project.path / "project.sqlite", isolation_level=None, timeout=0.05)
+    try:
+        waiter.execute("BEGIN IMMEDIATE")
+    finally:
+        holder.execute("ROLLBACK")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from spokenbench.core.foundation.environment_errors import explain_environment_error
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.registry import CANCEL_POLL_S, TakenOver, tracked_job
@@ -215,9 +216,10 @@ def run_task_in_job_process(call: JobCall, progress: Progress, label: str) -> An
     return run_in_job_process(encode_request(None, call, label=label), progress, label)
 
 
-def portable_error(error: BaseException) -> BaseException:
+def portable_error(error: BaseException, project: str | None = None) -> BaseException:
     """An exception the parent can unpickle and show as the same message: ours as they are when they survive
-    the round trip, anything else as a JobProcessError with the child's traceback."""
+    the round trip; the machine's problems (a write lock another process keeps, a full disk, a damaged database)
+    in the words the CLI gives them, not as bugs; anything else as a JobProcessError with the child's traceback."""
     if isinstance(error, SpokenBenchError):
         try:
             copy = pickle.loads(pickle.dumps(error))
@@ -226,6 +228,9 @@ def portable_error(error: BaseException) -> BaseException:
         except Exception:  # noqa: BLE001 - falls back to the plain message below
             pass
         return SpokenBenchError(str(error))
+    explained = explain_environment_error(error, project)
+    if explained is not None:
+        return SpokenBenchError(explained)
     return JobProcessError(type(error).__name__, str(error), "".join(traceback.format_exception(error)))
 
 
@@ -339,7 +344,7 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
         frames.send(("cancelled",))
     except BaseException as error:  # noqa: BLE001 - every failure is the parent's to show
         _stop_flushing(frames, flusher, flushing)
-        frames.send(("error", portable_error(error)))
+        frames.send(("error", portable_error(error, request["project"])))
     else:
         _stop_flushing(frames, flusher, flushing)
         try:

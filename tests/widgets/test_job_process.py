@@ -115,6 +115,20 @@ def test_a_bug_in_the_job_process_is_an_unexpected_error_with_the_childs_traceba
 
 
 @pytest.mark.slow
+def test_a_write_lock_another_process_keeps_is_said_as_the_cli_says_it_not_as_a_bug(
+    open_session, qtbot, project, dialogs
+):
+    session = open_session(project.path)
+    operation = run_job(session, job_call(job_functions.fail_on_the_write_lock), qtbot)
+    (dialog,) = dialogs
+    assert operation.status == "failed" and dialog.title != "Unexpected error"
+    assert dialog.text.startswith(
+        f"{project.path / 'project.sqlite'}: another process kept the project's write lock for as long as "
+        "SpokenBench waited for it"
+    )
+
+
+@pytest.mark.slow
 def test_a_result_that_cannot_be_sent_back_is_a_bug_not_a_hang(open_session, qtbot, project, dialogs):
     session = open_session(project.path)
     operation = run_job(session, job_call(job_functions.return_the_unpicklable), qtbot)
