@@ -617,13 +617,18 @@ class MainWindow(QMainWindow):
         """Hand the file to the shared player (it reads and plays it on its own thread); a message when it cannot."""
         if self.audio_message:
             return NO_DEVICE_FLASH
-        self._followed_play, self._play_polls = shared_player().play(path, path.name, chosen_output(self)), 0
-        self._play_watch.start()
+        self.follow_play(shared_player().play(path, path.name, chosen_output(self)))
         return None
 
+    def follow_play(self, request: int) -> None:
+        """Say in the status bar how the shared player's `request` went (pages without a line of their own for
+        it: the Play buttons, the Speakers page's takes)."""
+        self._followed_play, self._play_polls = request, 0
+        self._play_watch.start()
+
     def _check_followed_play(self) -> None:
-        """The outcome of a Play button's clip, polled (the playback thread never calls into Qt): a failure is
-        said in the status bar, since the page that asked has no line of its own for it."""
+        """The outcome of the followed play, polled (the playback thread never calls into Qt): a failure is said
+        in the status bar."""
         state = shared_player().state
         self._play_polls += 1
         if state.request < self._followed_play and self._play_polls < PLAY_POLLS_MAX:

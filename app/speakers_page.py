@@ -605,7 +605,10 @@ class SpeakersPage(QWidget):
             if NO_DEVICE_FLASH not in current:
                 self.view.status_label.setText(f"{current} · {NO_DEVICE_FLASH}" if current else NO_DEVICE_FLASH)
             return
-        self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
+        request = self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
+        follow_play = getattr(self.window_, "follow_play", None)
+        if follow_play is not None:  # a failure of the sound output is said in the status bar
+            follow_play(request)
 
     # -- cloning -----------------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 prompt navigation with the keyboard, the checks shown after a take, speaker creation, withdrawal, cloning from
 the best take (a stub backend; the real one's missing package as a dialog), and the page without PortAudio."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
@@ -9,6 +11,7 @@ from support import write_jsonl
 
 from spokenbench.app.speakers_page import SpeakersPage
 from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.playback import ClipPlayer
 from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording.recorder import InputDevice, RecordingUnavailable, fake_stream_factory
@@ -381,3 +384,31 @@ def test_a_chosen_input_device_is_the_one_recorded_from(qtbot, open_session, pro
     page.find_devices()  # a rescan keeps the choice
     qtbot.waitUntil(lambda: not page.last_scan.is_running, timeout=5_000)
     assert page.device is not None and page.device.name == "USB headset"
+
+
+@pytest.mark.slow
+def test_a_take_played_while_the_sound_output_fails_is_followed_by_the_window(
+    qtbot, open_session, project_path, consented
+):
+    """The page has no line for playback: the window follows the request and says a failure in its status bar."""
+
+    def no_output(device, rate):
+        raise OSError("Error opening OutputStream: Illegal combination of I/O devices [PaErrorCode -9993]")
+
+    player, followed = ClipPlayer(stream_factory=no_output), []
+    page = SpeakersPage(SimpleNamespace(player=player, follow_play=followed.append))
+    page.device_lister = lambda: [FAKE_DEVICE]
+    page.stream_factory = fake(1.2)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(
+        lambda: page.speaker is not None and page.speaker.consent_in_force and bool(page.devices), timeout=5_000
+    )
+    record_take(page, qtbot)
+    press(page, qtbot, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: bool(followed) and player.state.request == followed[-1], timeout=5_000)
+    qtbot.waitUntil(lambda: player.state.error is not None, timeout=5_000)
+    assert player.state.output_failed and player.state.error.startswith("Cannot play the take: the sound output")
+    player.close()
+    assert player.join(2.0)
