@@ -89,6 +89,9 @@ def show_recording_status(window, recording: str | None) -> None:
     if label is None:
         return
     window.recording_message = recording
+    if hasattr(window, "show_audio_status"):  # the window's own: a failed play still shows
+        window.show_audio_status()
+        return
     text, tooltip = audio_status(getattr(window, "audio_message", None), recording)
     label.setText(text)
     label.setToolTip(tooltip)

@@ -97,7 +97,7 @@ BADGE_SOURCES = {
 BADGE_TABLES = frozenset().union(*BADGE_SOURCES.values()) - {"jobs"}  # a job's heartbeat is no reason to count
 DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening", "ratings", "responses"})
 RECENT_LIMIT = 8
-PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a Play button's outcome is looked for over at most 5 s
+PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a followed play is waited for at most 5 s to start, then to its end
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 ITEM_ROW_TABLES = frozenset(
     {"items", "rewrites"}
@@ -436,7 +436,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
         self.recording_message = recording_message  # why speakers cannot be recorded here (None: they can)
-        self._followed_play, self._play_polls = 0, 0  # a Play button's request, until it plays or fails
+        self._followed_play, self._play_polls = 0, 0  # a Play button's request, until it ends or fails
+        self.playback_failure: str | None = None  # the last play's failure of the sound output, until one plays
         self._play_watch = QTimer(self, interval=PLAY_POLL_MS, timeout=self._check_followed_play)
         self.sidebar.select("items")
         from spokenbench.app.tour import install_tour
@@ -633,22 +634,34 @@ class MainWindow(QMainWindow):
         self._play_polls += 1
         if state.request < self._followed_play and self._play_polls < PLAY_POLLS_MAX:
             return  # not started yet
-        self._play_watch.stop()
         if state.request != self._followed_play:
-            return  # replaced by another play, or the player never answered
+            self._play_watch.stop()  # replaced by another play, or the player never answered
+            return
+        if state.playing:  # followed to its end: the output can still go away mid-clip
+            self.note_playback(state)
+            return
+        self._play_watch.stop()
         if state.error:
             self.statusBar().showMessage(state.error, 15_000)
-        self.note_playback(state)
+            self.note_playback(state)
 
     def note_playback(self, state) -> None:
         """The status bar's audio label follows the last play: "playback failed" while the sound output fails
         (its tooltip says why), back to what it said at start once a clip plays again."""
         if state.error and state.output_failed:
-            self.audio_label.setText("Audio: playback failed")
-            self.audio_label.setToolTip(f"{state.error}\nThe next play tries the sound output again.")
+            self.playback_failure = state.error
         elif state.playing or not state.error:
-            status, tooltip = audio_status(self.audio_message, self.recording_message)
-            self.audio_label.setText(status)
+            self.playback_failure = None
+        self.show_audio_status()
+
+    def show_audio_status(self) -> None:
+        """The audio label from what is known: the start's checks, a newer device scan, the last play."""
+        if self.playback_failure:
+            text, tooltip = "Audio: playback failed", f"{self.playback_failure}\nThe next play tries the output again."
+        else:
+            text, tooltip = audio_status(self.audio_message, self.recording_message)
+        if self.audio_label.text() != text or self.audio_label.toolTip() != tooltip:  # polled: change only news
+            self.audio_label.setText(text)
             self.audio_label.setToolTip(tooltip)
 
     # --- the window between sessions: geometry, page, last project -----------------------------------------

@@ -40,6 +40,17 @@ DECODED_KEPT = 8  # decoded clips kept, so a replay or a speed toggle back start
 CLOSE_WAIT_S = 1.0  # at interpreter exit, before PortAudio is terminated
 
 
+# PortAudio's errors for a format a device does not take (paInvalidChannelCount, paInvalidSampleRate,
+# paSampleFormatNotSupported): playing again will not help, another output will
+FORMAT_ERROR_CODES = frozenset({-9998, -9997, -9994})
+
+
+def _portaudio_code(error: BaseException) -> int | None:
+    """The PortAudio error code of a sounddevice.PortAudioError (its second argument), None for other errors."""
+    args = getattr(error, "args", ())
+    return args[1] if len(args) > 1 and isinstance(args[1], int) else None
+
+
 @dataclass(frozen=True)
 class PlaybackState:
     """What the player is doing, for a screen's playhead: read it from a timer, it never blocks."""
@@ -200,8 +211,15 @@ class ClipPlayer:
             self._stream.start()
         except Exception as error:  # noqa: BLE001 - no sound server, a device gone: say so, keep running
             self._close_stream()
-            message = f"Cannot play {what}: the sound output is not available ({error})"
-            self.state = PlaybackState(request, error=message, output_failed=True)
+            if _portaudio_code(error) in FORMAT_ERROR_CODES:  # the device is there but refuses the clip's format
+                message = (
+                    f"Cannot play {what}: the sound output does not take its audio ({rate} Hz, mono: {error}); choose "
+                    "another output in Settings (the system's default output converts)"
+                )
+                self.state = PlaybackState(request, error=message)
+            else:
+                message = f"Cannot play {what}: the sound output is not available ({error})"
+                self.state = PlaybackState(request, error=message, output_failed=True)
             return None
         playing = _Playing(request, what, samples, rate, started_at=time.monotonic())
         self.state = PlaybackState(request, 0.0, playing.duration_s, True)

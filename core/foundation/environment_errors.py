@@ -70,10 +70,10 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
 
 
 def _write_lock_held(error: sqlite3.OperationalError, project: str | os.PathLike | None) -> str:
-    """Another process held the project's write lock for longer than we wait (SQLite's busy timeout): not a bug,
-    and nothing half-written. Names the stopped processes of this machine that have the database open, the usual
-    holders of a lock that never ends (a command suspended with Ctrl+Z in another terminal)."""
-    from spokenbench.core.foundation.processes import stopped_processes_with_open
+    """Another process kept the project's write lock for longer than we wait (SQLite's busy timeout): not a bug,
+    and nothing half-written. Names the process that holds it, when it runs on this machine, and what to do:
+    a stopped one (a command suspended with Ctrl+Z in another terminal) keeps it until it continues."""
+    from spokenbench.core.foundation.processes import write_lock_holders
 
     database = Path(project) / "project.sqlite" if project is not None else None
     where = f"{database}: " if database is not None else ""
@@ -81,18 +81,27 @@ def _write_lock_held(error: sqlite3.OperationalError, project: str | os.PathLike
         f"{where}another process kept the project's write lock for as long as SpokenBench waited for it (SQLite: "
         f"{error}), so nothing more was written; everything reported saved is kept"
     )
-    stopped = stopped_processes_with_open(database) if database is not None else []
-    if stopped:
-        named = "; ".join(f"process {pid}" + (f" ({command})" if command else "") for pid, command in stopped)
-        pids = " ".join(str(pid) for pid, _command in stopped)
-        return (
-            f"{message}. Stopped (Ctrl+Z or SIGSTOP) with the project open: {named}. A stopped process keeps the "
-            f"lock until it continues: continue it (`fg` in its terminal, or `kill -CONT {pids}`) or end it, then "
-            "try again"
+    holders = write_lock_holders(database) if database is not None else []
+    stopped = [pid for pid, _command, is_stopped in holders if is_stopped]
+    if holders:
+        named = "; ".join(
+            f"process {pid}"
+            + (f" ({command})" if command else "")
+            + (", stopped (Ctrl+Z or SIGSTOP)" if halted else "")
+            for pid, command, halted in holders
         )
+        advice = (
+            f"a stopped process keeps it until it continues: continue it (`fg` in its terminal, or `kill -CONT "
+            f"{' '.join(map(str, stopped))}`) or end it, then try again"
+            if stopped
+            else "try again once it has finished (a long import, a database browser with unsaved changes or an "
+            "sqlite3 shell inside BEGIN keeps it until it commits)"
+        )
+        return f"{message}. It is held by {named}: {advice}"
     return (
-        f"{message}. A process stopped with Ctrl+Z, or on a suspended machine sharing the folder, keeps the lock "
-        "until it continues (`spokenbench jobs PROJECT` shows a stopped job as paused); try again once it is released"
+        f"{message}. A process stopped with Ctrl+Z, a long import, a database browser with unsaved changes, or a "
+        "process on another machine sharing the folder keeps it (`spokenbench jobs PROJECT` shows a stopped job "
+        "as paused); try again once it is released"
     )
 
 

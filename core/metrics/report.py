@@ -106,21 +106,28 @@ def write_report(
 
 
 def _published(report: Report, out_dir: Path) -> Report:
-    """Move the staged files into `out_dir` in the report's order (its index last), holding a lock on the folder
-    so that a second report into it publishes after this one rather than between its files."""
+    """Move the staged files into `out_dir` in the report's order, holding a lock on the folder so that a second
+    report into it publishes after this one rather than between its files (on this machine: a network file
+    system may not share the lock, or have none, and then the moves go on without it). The earlier index goes
+    first and the new one comes last, so a folder whose publishing was cut short has no index that describes
+    the wrong files; what could not be published is removed with the staging folder."""
     import fcntl
 
     folder = os.open(out_dir, os.O_RDONLY)
+    published = []
     try:
-        fcntl.flock(folder, fcntl.LOCK_EX)
-        published = []
+        with contextlib.suppress(OSError):  # no lock on this file system: publish without it
+            fcntl.flock(folder, fcntl.LOCK_EX)
+        index = out_dir / "README.md"
+        if index.is_file() and not index.is_symlink():
+            index.unlink()
         for path in report.files:
             target = out_dir / path.relative_to(report.out_dir)
             os.replace(path, target)
             published.append(target)
     finally:
         os.close(folder)  # and with it the lock
-    shutil.rmtree(report.out_dir, ignore_errors=True)  # empty, unless a figure process died mid-figure
+        shutil.rmtree(report.out_dir, ignore_errors=True)  # empty, unless publishing stopped or a figure died
     return replace(report, out_dir=out_dir, files=published)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from spokenbench.core.foundation.environment_errors import explain_environment_error
-from spokenbench.core.foundation.processes import process_state, stopped_processes_with_open
+from spokenbench.core.foundation.processes import process_state, write_lock_holders
 from spokenbench.core.store import Project
 
 HOLDER = textwrap.dedent(
@@ -81,28 +81,37 @@ def test_a_stopped_holder_is_named_with_how_to_continue_it(project, holder):
     assert message.startswith(
         f"{project.path / 'project.sqlite'}: another process kept the project's write lock for as long as "
         "SpokenBench waited for it (SQLite: database is locked), so nothing more was written; everything reported "
-        "saved is kept. Stopped (Ctrl+Z or SIGSTOP) with the project open: "
-        f"process {process.pid} ({sys.executable} -c "
+        f"saved is kept. It is held by process {process.pid} ({sys.executable} -c "
     )
-    assert message.endswith(f"(`fg` in its terminal, or `kill -CONT {process.pid}`) or end it, then try again")
-
-
-def test_a_running_holder_gets_the_general_hint(project, holder):
-    holder("run")
-    message = explain_environment_error(busy_error(project), project.path)
-    assert "Stopped (Ctrl+Z or SIGSTOP) with the project open" not in message
     assert message.endswith(
-        "keeps the lock until it continues (`spokenbench jobs PROJECT` shows a stopped job as paused); try again "
-        "once it is released"
+        ", stopped (Ctrl+Z or SIGSTOP): a stopped process keeps it until it continues: continue it (`fg` in its "
+        f"terminal, or `kill -CONT {process.pid}`) or end it, then try again"
     )
 
 
-def test_only_stopped_processes_with_the_file_open_are_listed(project, holder, tmp_path):
-    running, stopped = holder("open"), holder("stop")
-    other = tmp_path / "other.sqlite"
-    other.write_bytes(b"")
-    assert [pid for pid, _command in stopped_processes_with_open(project.path / "project.sqlite")] == [stopped.pid]
-    assert stopped_processes_with_open(other) == [] and running.poll() is None
+def test_a_running_holder_is_named_and_waited_for(project, holder):
+    process = holder("run")
+    message = explain_environment_error(busy_error(project), project.path)
+    assert f"It is held by process {process.pid} (" in message and "stopped" not in message
+    assert message.endswith("try again once it has finished (a long import, a database browser with unsaved changes "
+                            "or an sqlite3 shell inside BEGIN keeps it until it commits)")  # fmt: skip
+
+
+def test_only_the_process_holding_the_write_lock_is_named(project, holder):
+    """Readers hold locks of their own on the same files (WAL): only the write lock's holder is named."""
+    reader, writer = holder("open"), holder("stop")
+    assert [pid for pid, _command, _stopped in write_lock_holders(project.path / "project.sqlite")] == [writer.pid]
+    assert reader.poll() is None
+
+
+def test_without_a_holder_on_this_machine_the_general_hint_is_given(project, tmp_path):
+    """A lock held from another machine (or unseen): what usually keeps one, and how to look."""
+    error = sqlite3.OperationalError("database is locked")
+    error.sqlite_errorname = "SQLITE_BUSY"
+    message = explain_environment_error(error, project.path)
+    assert write_lock_holders(project.path / "project.sqlite") == []
+    assert "It is held by" not in message
+    assert message.endswith("(`spokenbench jobs PROJECT` shows a stopped job as paused); try again once it is released")
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ annotator is told in plain words that the output, not the clip, failed and that 
 goes once a clip plays again, and the status bar's audio label follows. tests/widgets/test_real_device_session.py
 kills a real PulseAudio server under the running app."""
 
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -104,5 +105,39 @@ def test_a_play_button_whose_output_fails_says_so_in_the_status_bar(qtbot, tmp_p
         window.play_file(clip)
         qtbot.waitUntil(lambda: window.audio_label.text() == ready, timeout=5_000)
         assert len(output.streams) == 1
+    finally:
+        window.shutdown()
+
+
+class VanishingStream(FakeOutputStream):
+    """An output unplugged half a second into the clip (after the window has seen it play)."""
+
+    def write(self, data):
+        if not self.written:
+            self.first_write = time.monotonic()
+        elif time.monotonic() - self.first_write > 0.5:
+            raise OSError("Error writing to stream: Unanticipated host error [PaErrorCode -9999]")
+        return super().write(data)
+
+
+def test_a_play_button_whose_output_goes_away_mid_clip_says_so_too(qtbot, tmp_path, monkeypatch, player_of):
+    """The window follows a Play button's clip to its end, not only to its start."""
+    monkeypatch.setattr(app_audio, "_shared", [player_of(VanishingStream)])
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(window)
+    clip = tmp_path / "long.wav"
+    clip.write_bytes(encode_wav(np.zeros(16000, dtype=np.float32), 8000))  # 2 s
+    try:
+        window.play_file(clip)
+        qtbot.waitUntil(lambda: app_audio._shared[0].state.playing, timeout=5_000)
+        qtbot.wait(250)  # the window has polled it playing
+        qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: playback failed", timeout=5_000)
+        assert (
+            window.statusBar()
+            .currentMessage()
+            .startswith("Playback of long.wav stopped: the sound output went away (Error writing to stream")
+        )
+        assert not window._play_watch.isActive()
     finally:
         window.shutdown()

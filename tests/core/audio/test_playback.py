@@ -190,3 +190,25 @@ def test_a_file_is_read_on_the_playback_thread(player_of, tmp_path, monkeypatch)
     wait_for(lambda: player.state.request == request and not player.state.playing)
     assert readers == ["clip-playback"]
     assert np.allclose(np.concatenate(streams.made[0].written), samples, atol=1e-4)
+
+
+def test_an_output_that_refuses_the_clips_rate_is_not_a_lost_output(player_of):
+    """A device that does not take 8 kHz (an ALSA hw: device): another output helps, playing again does not."""
+
+    class PortAudioError(Exception):  # shaped like sounddevice's: (message, PaErrorCode)
+        def __str__(self):
+            return f"{self.args[0]} [PaErrorCode {self.args[1]}]"
+
+    def no_such_rate(device, rate):
+        raise PortAudioError("Error opening OutputStream: Invalid sample rate", -9997)
+
+    player = player_of(no_such_rate)
+    _samples, wav = tone(0.05)
+    request = player.play(wav, "clip 4", device="hw:0,0")
+    wait_for(lambda: player.state.request == request and player.state.error is not None)
+    assert player.state.error == (
+        "Cannot play clip 4: the sound output does not take its audio (8000 Hz, mono: Error opening OutputStream: "
+        "Invalid sample rate [PaErrorCode -9997]); choose another output in Settings (the system's default output "
+        "converts)"
+    )
+    assert not player.state.output_failed

@@ -126,3 +126,17 @@ def test_another_machines_staging_folder_is_removed_only_after_a_day(earlier_rep
     write_report(responses, earlier_report, factors=FACTORS, workers=0, n_resamples=0, figure_formats=())
     assert _staged(earlier_report) == [fresh]
     assert (fresh / "accuracy.csv").read_text() == "half-written"
+
+
+def test_publishing_cut_short_leaves_no_index_describing_the_wrong_files(earlier_report, tmp_path):
+    """A file that cannot be replaced (here a folder where a table goes): the error is raised, the staging folder
+    is gone, and the folder has no index — not the earlier one beside some of the new tables."""
+    responses = tmp_path / "responses.csv"
+    random_design(np.random.default_rng(10), n_questions=4).to_csv(responses, index=False)
+    (earlier_report / "summary.md").unlink()
+    (earlier_report / "summary.md").mkdir()
+    (earlier_report / "summary.md" / "keep").write_text("a colleague's")
+    with pytest.raises(IsADirectoryError):
+        write_report(responses, earlier_report, factors=FACTORS, workers=0, n_resamples=0, figure_formats=())
+    assert not (earlier_report / "README.md").exists() and _staged(earlier_report) == []
+    assert (earlier_report / "summary.md" / "keep").read_text() == "a colleague's"
