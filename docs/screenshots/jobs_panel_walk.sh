@@ -10,25 +10,7 @@
 # this script), one of them naming a process on this machine stopped with `kill -STOP`.
 set -u
 out=$1; screen=$2; display=:$3; project=$4
-mkdir -p "$out"
-export XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
-Xvfb "$display" -screen 0 "${screen}x24" -nolisten tcp >"$out/xvfb.log" 2>&1 &
-xvfb=$!
-export PULSE_RUNTIME_PATH="$out/pulse" PULSE_STATE_PATH="$out/pulse"
-mkdir -p "$PULSE_RUNTIME_PATH"
-pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disallow-exit \
-    --load=module-native-protocol-unix "--load=module-null-sink sink_name=spokenbench_null" >"$out/pulse.log" 2>&1 &
-pulse=$!
-export PULSE_SERVER="unix:$PULSE_RUNTIME_PATH/native"
-sleep 1
-export DISPLAY=$display
-spokenbench-studio >"$out/app.log" 2>&1 &
-app=$!
-trap 'kill $app $xvfb $pulse 2>/dev/null' EXIT
-sleep 5
-window=$(xdotool search --name "SpokenBench Studio" | head -1)
-xdotool windowfocus --sync "$window"
-shot() { sleep "${2:-1.5}"; python -c "import sys; from PySide6.QtGui import QGuiApplication; app = QGuiApplication([]); app.primaryScreen().grabWindow(0).save(sys.argv[1])" "$out/$1.png" >/dev/null; echo "$1: $(xdotool getactivewindow getwindowname 2>/dev/null)"; }
+. "$(dirname "$0")/desktop.sh"
 xdotool key ctrl+o; sleep 1.5
 xdotool key ctrl+a; xdotool type --delay 20 "$project"; shot 01-open-typed 0.5
 xdotool key Escape; sleep 0.3; xdotool key Return; shot 02-opened 6

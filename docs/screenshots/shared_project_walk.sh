@@ -14,25 +14,7 @@
 # No window manager runs, so the script gives the window the keyboard back after a dialog closes, as one would.
 set -u
 out=$1; screen=$2; display=:$3; trigger_project=$4; value_project=$5; jobs_project=$6
-mkdir -p "$out"
-export XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
-Xvfb "$display" -screen 0 "${screen}x24" -nolisten tcp >"$out/xvfb.log" 2>&1 &
-xvfb=$!
-export PULSE_RUNTIME_PATH="$out/pulse" PULSE_STATE_PATH="$out/pulse"
-mkdir -p "$PULSE_RUNTIME_PATH"
-pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disallow-exit \
-    --load=module-native-protocol-unix "--load=module-null-sink sink_name=spokenbench_null" >"$out/pulse.log" 2>&1 &
-pulse=$!
-export PULSE_SERVER="unix:$PULSE_RUNTIME_PATH/native"
-sleep 1
-export DISPLAY=$display
-spokenbench-studio >"$out/app.log" 2>&1 &
-app=$!
-trap 'kill $app $xvfb $pulse 2>/dev/null' EXIT
-sleep 5
-window=$(xdotool search --name "SpokenBench Studio" | head -1)
-xdotool windowfocus --sync "$window"
-shot() { sleep "${2:-1.5}"; python -c "import sys; from PySide6.QtGui import QGuiApplication; app = QGuiApplication([]); app.primaryScreen().grabWindow(0).save(sys.argv[1])" "$out/$1.png" >/dev/null; echo "$1: $(xdotool getactivewindow getwindowname 2>/dev/null)"; }
+. "$(dirname "$0")/desktop.sh"
 open_path() {  # Ctrl+O, select the file name field's text, type the folder, Enter twice (into it, then Choose)
     xdotool windowfocus --sync "$window"  # as a window manager gives it back after a dialog closes
     xdotool key ctrl+o; sleep 1.5
