@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from spokenbench.app.operations import Operation, OperationRunner, ProjectSessio
 from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.processes import THIS_HOST
 from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, request_cancel
 from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
 
@@ -31,7 +31,6 @@ RECENT_S = 120.0
 RESUME_GRACE_S = 15.0  # a resumed job's new process has this long to show up before Resume is offered again  # how long a job that ended on its own stays listed
 INTERRUPTED_KEPT_S = 7 * 86_400  # an interrupted job is offered for resuming this long
 SHORT_READ_S = 1.0  # a read (a spectrogram, the next clip, a count) is listed only once it has taken this long
-HOST = socket.gethostname()
 
 
 def _age_s(stamp: str | None, now: float) -> float:
@@ -172,10 +171,10 @@ def job_row(
 ) -> JobRow:
     """`from_this_window`: recorded by one of this window's operations (in a job process, with that pid).
     `resume`: what Resume would run, or why it cannot (asked only for jobs that are not live)."""
-    if from_this_window or (job.pid == os.getpid() and job.host == HOST):
+    if from_this_window or (job.pid == os.getpid() and job.host == THIS_HOST):
         where = "this window"
     else:
-        where = f"pid {job.pid}" + ("" if job.host == HOST else f" on {job.host}")
+        where = f"pid {job.pid}" + ("" if job.host == THIS_HOST else f" on {job.host}")
     origin = f"{job.kind} · {where}"
     detail = job.message or ""
     if not job.is_live and job.stop_reason:

@@ -9,7 +9,33 @@ import socket
 import time
 from pathlib import Path
 
-THIS_HOST = socket.gethostname()
+INIT_PID_NAMESPACE = (
+    0xEFFFFFFC  # Linux's first PID namespace (PROC_PID_INIT_INO): the machine's own, outside containers
+)
+
+
+def host_identity(hostname: str, pid_namespace_link: str | None) -> str:
+    """This machine's name as job rows and temporary names record it: the hostname, with the PID namespace added
+    for a process in one of its own (a container that shares the machine's name, as `docker run --network=host`
+    does). Its pids mean nothing outside it, so to every other process it is another machine, whose liveness
+    only a heartbeat or age can tell — not a pid that may be absent, or another process's, out here."""
+    namespace = None
+    if pid_namespace_link and pid_namespace_link.startswith("pid:[") and pid_namespace_link.endswith("]"):
+        digits = pid_namespace_link[5:-1]
+        namespace = int(digits) if digits.isdigit() else None
+    if namespace is None or namespace == INIT_PID_NAMESPACE:
+        return hostname
+    return f"{hostname}/pidns{namespace}"
+
+
+def _pid_namespace_link() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:  # not Linux, or /proc not mounted
+        return None
+
+
+THIS_HOST = host_identity(socket.gethostname(), _pid_namespace_link())
 
 
 def process_alive(pid: int, host: str = THIS_HOST) -> bool | None:
@@ -38,7 +64,7 @@ def process_state(pid: int) -> str | None:
         return None
 
 
-_TAG_HOST = THIS_HOST.replace(".", "_")
+_TAG_HOST = THIS_HOST.replace(".", "_").replace("/", "-")  # one name part: no dot, no folder
 STALE_FOREIGN_S = (
     86_400  # what a process of unknown fate left (another machine, an older version) is garbage after a day
 )

@@ -144,3 +144,65 @@ def test_a_rewrite_stopped_while_another_took_its_items_over_does_not_send_them_
     assert items <= requests <= items + 1, f"{requests} requests for {items} items"
     done = project.conn.execute("SELECT count(*) FROM rewrite_outcomes WHERE status = 'done'").fetchone()[0]
     assert done == items
+
+
+IN_OWN_PID_NAMESPACE = textwrap.dedent(
+    """
+    # pid 1 of a new PID namespace (unshare --pid --fork): fork until the next child gets pid `wanted`, a pid no
+    # process of the machine has, then run the command as that child, as a container's process would
+    import os, sys
+    wanted, command = int(sys.argv[1]), sys.argv[2:]
+    while True:
+        child = os.fork()
+        if child == 0:
+            if os.getpid() == wanted:
+                os.execv(command[0], command)
+            os._exit(0)
+        os.waitpid(child, 0)
+        if child >= wanted:
+            break
+    """
+)
+
+
+def _a_pid_no_process_has(start: int = 200) -> int:
+    return next(pid for pid in range(start, 4000) if not Path(f"/proc/{pid}").exists())
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or os.geteuid() != 0 or not Path("/usr/bin/unshare").exists(),
+    reason="needs Linux, root and unshare to start a process in a PID namespace of its own",
+)
+def test_a_job_in_a_container_sharing_the_hostname_is_not_taken_for_dead(project, tmp_path):
+    """`docker run --network=host` gives a container the machine's hostname but pids of its own: a job there, seen
+    from the machine, has a pid no process has. It used to look dead at once, so a second rewrite took its items
+    over and both sent them; the job's row now names its PID namespace, and only its heartbeat tells."""
+    from dataclasses import replace
+
+    import_files(project, [write_jsonl(tmp_path / "c.jsonl", ITEMS)], "mcq", ImportOptions(source="container"))
+    script = Path(sys.executable).with_name("spokenbench")
+    env = dict(os.environ, NVIDIA_API_KEY=SECRET)
+    with StubServer() as server:
+        server.script("POST", CHAT_ROUTE, replace(chat_reply(GOOD), delay_s=0.3))
+        command = [str(script), "rewrite", str(project.path), "--base-url", f"{server.url}/v1", "--concurrency", "1"]
+        wanted = _a_pid_no_process_has()
+        inside = subprocess.Popen(
+            ["unshare", "--pid", "--fork", sys.executable, "-c", IN_OWN_PID_NAMESPACE, str(wanted), *command],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while len(server.requests_to(CHAT_ROUTE)) < 2:
+            assert time.monotonic() < deadline and inside.poll() is None, inside.communicate()[1]
+            time.sleep(0.01)
+        [job] = [job for job in list_jobs(project.conn) if job.kind == "rewrite"]
+        assert job.pid == wanted and not Path(f"/proc/{wanted}").exists()  # its pid means nothing out here
+        assert job.status == "running", job.stop_reason
+        outside = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert outside.returncode == 0, outside.stderr
+        _out, err = inside.communicate(timeout=120)
+        assert inside.returncode == 0, err
+        requests = len(server.requests_to(CHAT_ROUTE))
+    assert requests == len(ITEMS), f"{requests} requests for {len(ITEMS)} items"

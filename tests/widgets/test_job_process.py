@@ -306,7 +306,8 @@ def test_the_windows_demo_build_runs_in_a_job_process_and_opens_the_demo(qtbot, 
 
 def test_a_finished_job_of_a_job_process_is_listed_as_this_windows():
     """Its row carries the job process's pid; the jobs panel still says it came from this window."""
-    from spokenbench.app.jobs import HOST, job_row
+    from spokenbench.app.jobs import job_row
+    from spokenbench.core.foundation.processes import THIS_HOST as HOST
 
     job = jobs.JobInfo(
         id=7, kind="evaluate", label="Run 7", claim="run:7", project="p", pid=999_999, host=HOST, argv=None,

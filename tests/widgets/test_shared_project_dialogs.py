@@ -67,7 +67,8 @@ def test_a_job_row_whose_times_are_not_times_is_listed_as_long_ago_without_an_er
     times reads as long ago, as the core's registry reads it; it made the jobs panel's refresh raise."""
     import time
 
-    from spokenbench.app.jobs import HOST, jobs_to_show
+    from spokenbench.app.jobs import jobs_to_show
+    from spokenbench.core.foundation.processes import THIS_HOST as HOST
     from spokenbench.core.jobs.registry import JobInfo
 
     def job(id, status, stamp):
