@@ -640,10 +640,10 @@ class MainWindow(QMainWindow):
         if state.playing:  # followed to its end: the output can still go away mid-clip
             self.note_playback(state)
             return
-        self._play_watch.stop()
+        self._play_watch.stop()  # ended, played through (a short clip may end between two polls) or failed
         if state.error:
             self.statusBar().showMessage(state.error, 15_000)
-            self.note_playback(state)
+        self.note_playback(state)
 
     def note_playback(self, state) -> None:
         """The status bar's audio label follows the last play: "playback failed" while the sound output fails

@@ -147,16 +147,19 @@ RESERVED_LOCK_BYTE = 0x40000001  # a rollback-journal database's RESERVED lock: 
 
 
 def write_lock_holders(database: str | os.PathLike, limit: int = 5) -> list[tuple[int, str, bool]]:
-    """The processes of this machine that hold an SQLite database's write lock, from the file locks the kernel
-    lists (Linux /proc/locks: any user's processes, no per-process scan): (pid, command line, stopped). Empty where
-    that cannot be read or no process of this machine holds it (another machine sharing the folder)."""
-    wanted = {}  # inode → the byte whose write lock is the database's write lock
+    """The other processes of this machine that hold an SQLite database's write lock, from the file locks the
+    kernel lists (Linux /proc/locks: any user's processes, no per-process scan): (pid, command line, stopped).
+    Empty where that cannot be read or no other process of this machine holds it (another machine sharing the
+    folder, or another connection of this process)."""
+    # inode → the byte whose write lock is the database's write lock. By inode alone: the kernel lists a file
+    # system's own device number, which a btrfs subvolume's stat does not give; a WRITE lock on exactly that byte
+    # of a file with that inode is SQLite's.
+    wanted = {}
     for path, byte in ((f"{os.fspath(database)}-shm", WAL_WRITE_LOCK_BYTE), (database, RESERVED_LOCK_BYTE)):
         try:
-            status = os.stat(path)
+            wanted[os.stat(path).st_ino] = byte
         except OSError:
             continue
-        wanted[(os.major(status.st_dev), os.minor(status.st_dev), status.st_ino)] = byte
     if not wanted:
         return []
     try:
@@ -170,14 +173,13 @@ def write_lock_holders(database: str | os.PathLike, limit: int = 5) -> list[tupl
         if "->" in fields or len(fields) < 8 or fields[3] != "WRITE":  # "->": a lock waited for, not held
             continue
         try:
-            pid, (major, minor, inode) = int(fields[4]), fields[5].split(":")
-            key = (int(major, 16), int(minor, 16), int(inode))
+            pid, inode = int(fields[4]), int(fields[5].rsplit(":", 1)[-1])
             start, end = int(fields[6]), (None if fields[7] == "EOF" else int(fields[7]))
         except ValueError:
             continue
-        byte = wanted.get(key)
-        if byte is None or pid <= 0 or not start <= byte <= (byte if end is None else end):
-            continue
+        byte = wanted.get(inode)
+        if byte is None or pid <= 0 or pid == os.getpid() or not start <= byte <= (byte if end is None else end):
+            continue  # (this process: another of its own connections, not another process)
         if pid not in [holder[0] for holder in holders]:
             holders.append((pid, _command_line(pid), process_state(pid) in ("T", "t")))
         if len(holders) >= limit:

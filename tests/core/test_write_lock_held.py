@@ -140,3 +140,32 @@ def test_a_command_waiting_for_a_stopped_holder_exits_2_saying_so_and_writes_not
         text=True,
     )
     assert again.returncode == 0, again.stderr
+
+
+def test_the_holder_is_found_where_the_kernel_lists_another_device_number(project, holder, tmp_path, monkeypatch):
+    """btrfs: a subvolume's stat gives another device number than the one /proc/locks lists."""
+    import spokenbench.core.foundation.processes as processes
+
+    process = holder("stop")
+    listed = Path(processes.LOCKS_FILE).read_text().splitlines()
+    relisted = []
+    for line in listed:
+        fields = line.split()
+        if len(fields) >= 8 and "->" not in fields:
+            fields[5] = "00:99:" + fields[5].rsplit(":", 1)[-1]
+        relisted.append(" ".join(fields))
+    fake = tmp_path / "locks"
+    fake.write_text("\n".join(relisted) + "\n")
+    monkeypatch.setattr(processes, "LOCKS_FILE", str(fake))
+    assert [pid for pid, _command, _stopped in write_lock_holders(project.path / "project.sqlite")] == [process.pid]
+
+
+def test_this_process_holding_the_lock_on_another_connection_is_not_named(project):
+    conn = sqlite3.connect(project.path / "project.sqlite", isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE project_meta SET value = value")
+        assert write_lock_holders(project.path / "project.sqlite") == []
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()

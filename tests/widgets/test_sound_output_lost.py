@@ -17,7 +17,7 @@ from spokenbench.app.audio import audio_status
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream
+from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream, PlaybackState
 from spokenbench.core.store import opened
 
 ANNOTATOR = "alice"
@@ -139,5 +139,41 @@ def test_a_play_button_whose_output_goes_away_mid_clip_says_so_too(qtbot, tmp_pa
             .startswith("Playback of long.wav stopped: the sound output went away (Error writing to stream")
         )
         assert not window._play_watch.isActive()
+    finally:
+        window.shutdown()
+
+
+class StatePlayer:
+    """A player whose published state the test sets: a play's outcome as the window may first see it."""
+
+    alive = True
+
+    def __init__(self):
+        self.requests, self.next_state = 0, None
+
+    def play(self, audio, what="clip", device=None):
+        self.requests += 1
+        self.state = self.next_state(self.requests)
+        return self.requests
+
+    def stop(self):
+        pass
+
+
+def test_a_short_clip_that_ended_between_two_polls_clears_an_earlier_failure(qtbot, tmp_path, monkeypatch):
+    player = StatePlayer()
+    monkeypatch.setattr(app_audio, "_shared", [player])
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(window)
+    ready = audio_status(window.audio_message, window.recording_message)[0]
+    try:
+        player.next_state = lambda n: PlaybackState(n, error="Cannot play a.wav: …", output_failed=True)
+        window.play_file(tmp_path / "a.wav")
+        qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: playback failed", timeout=5_000)
+        player.next_state = lambda n: PlaybackState(n, 0.05, 0.05)  # already played through, never seen playing
+        window.play_file(tmp_path / "b.wav")
+        qtbot.waitUntil(lambda: not window._play_watch.isActive(), timeout=5_000)
+        assert window.audio_label.text() == ready
     finally:
         window.shutdown()
