@@ -185,7 +185,7 @@ class RatingView(QWidget):
         self.skipped_label.setStyleSheet("color:#8a4b00;")
         self.skipped_label.hide()
         self.status_label = QLabel()
-        self.status_label.setWordWrap(True)  # a long message wraps at its spaces instead of widening the window
+        self.status_label.setWordWrap(True)  # a long message (a path without spaces too) never widens the window
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # messages carry stored names: never markup
         self.buttons: dict[str, QPushButton] = {}
         grid = QGridLayout()

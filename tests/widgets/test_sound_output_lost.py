@@ -177,3 +177,14 @@ def test_a_short_clip_that_ended_between_two_polls_clears_an_earlier_failure(qtb
         assert window.audio_label.text() == ready
     finally:
         window.shutdown()
+
+
+def test_a_long_path_in_the_status_line_never_widens_the_rating_view(qtbot):
+    """A write-lock message names the project's path, which may have no space to wrap at for 400 characters."""
+    from spokenbench.widgets.rating_view import RatingView
+
+    view = RatingView()
+    qtbot.addWidget(view)
+    narrowest = view.minimumSizeHint().width()
+    view.status_label.setText("Not saved: /" + "a_long_folder_name/" * 20 + "project.sqlite: another process kept it")
+    assert view.minimumSizeHint().width() == narrowest < 1280
