@@ -56,10 +56,16 @@ POLL_INTERVAL_S = 0.5  # how often the monitor reads change counters and the job
 # Dialogs
 
 
+def explained_error(error: BaseException, project: Path | None = None) -> str | None:
+    """What to tell the user about a failure that is theirs or the machine's (a full disk, a damaged database, a
+    write lock another process keeps: named with `project`'s holder); None for a bug."""
+    return str(error) if isinstance(error, SpokenBenchError) else explain_environment_error(error, project)
+
+
 def show_error(parent: QWidget | None, error: BaseException, title: str = "SpokenBench Studio") -> QMessageBox:
     """A readable, non-blocking dialog for a failure: the user's problem (or the machine's: a full disk, a damaged
     database, text another program wrote) as a warning, a bug with its traceback."""
-    explained = str(error) if isinstance(error, SpokenBenchError) else explain_environment_error(error)
+    explained = explained_error(error)
     if explained is not None:
         box = QMessageBox(QMessageBox.Icon.Warning, title, explained, QMessageBox.StandardButton.Ok, parent)
     else:

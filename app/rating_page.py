@@ -19,12 +19,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
 from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, page_player
-from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp
+from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp, explained_error
 from spokenbench.core.asr.backends import asr_availability, screening_requirements
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import transcribe_missing
-from spokenbench.core.foundation.environment_errors import explain_environment_error
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.host import JobCall, job_call
 from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
@@ -484,10 +483,8 @@ class RatingPage(QWidget):
         self.busy = False
         if session is self.rating:
             # the machine's problem (a write lock another process keeps, a full disk) in words the rater can act on
-            if not isinstance(error, SpokenBenchError):
-                explained = explain_environment_error(error, self.session.path if self.session else None)
-                error = SpokenBenchError(explained) if explained else error
-            self.handle(session.failed(error))
+            explained = explained_error(error, self.session.path if self.session else None)
+            self.handle(session.failed(SpokenBenchError(explained) if explained else error))
 
     def _step(self, step: Callable[[], Outcome], from_save: bool = False) -> None:
         """Run a session step that may read the next clip on the read pool; draw its outcome when it returns."""

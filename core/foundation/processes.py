@@ -9,9 +9,8 @@ import socket
 import time
 from pathlib import Path
 
-INIT_PID_NAMESPACE = (
-    0xEFFFFFFC  # Linux's first PID namespace (PROC_PID_INIT_INO): the machine's own, outside containers
-)
+# Linux's first PID namespace (PROC_PID_INIT_INO): the machine's own, outside containers
+INIT_PID_NAMESPACE = 0xEFFFFFFC
 
 
 def host_identity(hostname: str, pid_namespace_link: str | None) -> str:
@@ -56,6 +55,11 @@ def process_alive(pid: int, host: str = THIS_HOST) -> bool | None:
     return process_state(pid) not in ("Z", "X")
 
 
+def process_stopped(pid: int) -> bool:
+    """Whether a process on this machine is stopped (Ctrl+Z, SIGSTOP, a debugger's trace stop)."""
+    return process_state(pid) in ("T", "t")
+
+
 def process_state(pid: int) -> str | None:
     """The state letter of a process on this machine (R, S, T for stopped, Z, ...), None when it cannot be read."""
     try:
@@ -65,9 +69,8 @@ def process_state(pid: int) -> str | None:
 
 
 _TAG_HOST = THIS_HOST.replace(".", "_").replace("/", "-")  # one name part: no dot, no folder
-STALE_FOREIGN_S = (
-    86_400  # what a process of unknown fate left (another machine, an older version) is garbage after a day
-)
+# what a process of unknown fate left (another machine, an older version) is garbage after a day
+STALE_FOREIGN_S = 86_400
 
 
 def owner_tag() -> str:
@@ -139,9 +142,8 @@ def threads_running_now() -> int | None:
     return max(0, *counts)
 
 
-LOCKS_FILE = (
-    "/proc/locks"  # Linux: every file lock on the machine, "1: POSIX ADVISORY WRITE pid maj:min:inode start end"
-)
+# Linux: every file lock on the machine, "1: POSIX ADVISORY WRITE pid maj:min:inode start end"
+LOCKS_FILE = "/proc/locks"
 WAL_WRITE_LOCK_BYTE = 120  # SQLite's WAL write lock: a byte of the -shm file (WAL_WRITE_LOCK at WALINDEX_LOCK_OFFSET)
 RESERVED_LOCK_BYTE = 0x40000001  # a rollback-journal database's RESERVED lock: a byte of the database file
 
@@ -181,7 +183,7 @@ def write_lock_holders(database: str | os.PathLike, limit: int = 5) -> list[tupl
         if byte is None or pid <= 0 or pid == os.getpid() or not start <= byte <= (byte if end is None else end):
             continue  # (this process: another of its own connections, not another process)
         if pid not in [holder[0] for holder in holders]:
-            holders.append((pid, _command_line(pid), process_state(pid) in ("T", "t")))
+            holders.append((pid, _command_line(pid), process_stopped(pid)))
         if len(holders) >= limit:
             break
     return holders

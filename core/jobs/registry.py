@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
-from spokenbench.core.foundation.processes import THIS_HOST, process_alive, process_state
+from spokenbench.core.foundation.processes import THIS_HOST, process_alive, process_stopped
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.jobs.remote import (
     DEFAULT_CONCURRENCY,
@@ -166,7 +166,7 @@ def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
         status = "interrupted"
     stop_reason = row["stop_reason"]
     if status == "interrupted" and stop_reason is None:
-        if alive and process_state(row["pid"]) == "T":
+        if alive and process_stopped(row["pid"]):
             stop_reason = (
                 f"paused: its process is stopped (Ctrl+Z or SIGSTOP), no heartbeat for {age:.0f} s; once continued "
                 "it skips what another job took over"

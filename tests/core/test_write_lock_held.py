@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from spokenbench.core.foundation.environment_errors import explain_environment_error
-from spokenbench.core.foundation.processes import process_state, write_lock_holders
+from spokenbench.core.foundation.processes import process_stopped, write_lock_holders
 from spokenbench.core.store import Project
 
 HOLDER = textwrap.dedent(
@@ -53,7 +53,7 @@ def holder(project):
         started.append(process)
         assert process.stdout.readline().strip() == "holding"
         deadline = time.monotonic() + 10
-        while how == "stop" and process_state(process.pid) not in ("T", "t"):
+        while how == "stop" and not process_stopped(process.pid):
             assert time.monotonic() < deadline, "the holder did not stop"
             time.sleep(0.01)
         return process

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 from PySide6.QtWidgets import QMessageBox
+from support import strip_simulated_qc
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -116,6 +117,28 @@ def results_page(qtbot, read_only_demo, open_session, played):
         page.show()
         with qtbot.waitSignal(page.panels_ready, timeout=timeout_ms):
             page.set_session(open_session(read_only_demo))
+        return page
+
+    return make
+
+
+@pytest.fixture
+def rating_page_on_demo_queue(qtbot, demo_copy, open_session, monkeypatch):
+    """rating_page_on_demo_queue(window) → the Rating page on the demo (without its simulated QC, no ASR ready)
+    with its queue demo-qc open, `window` standing for the main window."""
+    import spokenbench.app.rating_page as rating_page
+    from spokenbench.app.rating_page import RatingPage
+
+    strip_simulated_qc(demo_copy)
+    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
+
+    def make(window):
+        page = RatingPage(window)
+        qtbot.addWidget(page)
+        page.show()
+        page.set_session(open_session(demo_copy))
+        page.open_queue("demo-qc")
+        qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
         return page
 
     return make

@@ -9,11 +9,8 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from support import strip_simulated_qc
 
-import spokenbench.app.rating_page as rating_page
-from spokenbench.app.rating_page import RatingPage
-from spokenbench.core.foundation.processes import process_state
+from spokenbench.core.foundation.processes import process_stopped
 from spokenbench.core.store import database, opened
 
 ANNOTATOR = "alice"
@@ -31,17 +28,10 @@ def ratings(path) -> int:
 
 @pytest.mark.slow
 def test_a_rating_blocked_by_a_stopped_process_says_which_and_saves_once_it_is_gone(
-    qtbot, demo_copy, open_session, monkeypatch
+    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
 ):
-    strip_simulated_qc(demo_copy)
-    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
     monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait, shortened
-    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
-    qtbot.addWidget(page)
-    page.show()
-    page.set_session(open_session(demo_copy))
-    page.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     clip = page.rating.current.clip_id
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(demo_copy / "project.sqlite")], stdout=subprocess.PIPE, text=True
@@ -49,7 +39,7 @@ def test_a_rating_blocked_by_a_stopped_process_says_which_and_saves_once_it_is_g
     try:
         assert holder.stdout.readline().strip() == "holding"
         deadline = time.monotonic() + 10
-        while process_state(holder.pid) not in ("T", "t"):
+        while not process_stopped(holder.pid):
             assert time.monotonic() < deadline
             time.sleep(0.01)
         qtbot.keyClick(page.view, "1")

@@ -9,13 +9,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from support import strip_simulated_qc
 
 import spokenbench.app.audio as app_audio
-import spokenbench.app.rating_page as rating_page
 from spokenbench.app.audio import audio_status
 from spokenbench.app.main_window import MainWindow
-from spokenbench.app.rating_page import RatingPage
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream, PlaybackState
 from spokenbench.core.store import opened
@@ -54,18 +51,13 @@ def player_of():
 
 @pytest.mark.slow
 def test_the_rating_page_says_the_output_failed_and_clears_it_once_sound_is_back(
-    qtbot, demo_copy, open_session, monkeypatch, player_of
+    qtbot, demo_copy, rating_page_on_demo_queue, player_of
 ):
-    strip_simulated_qc(demo_copy)
-    monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
     output = SwitchableOutput(gone=True)
     noted = []
-    page = RatingPage(SimpleNamespace(annotator=ANNOTATOR, player=player_of(output), note_playback=noted.append))
-    qtbot.addWidget(page)
-    page.show()
-    page.set_session(open_session(demo_copy))
-    page.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    page = rating_page_on_demo_queue(
+        SimpleNamespace(annotator=ANNOTATOR, player=player_of(output), note_playback=noted.append)
+    )
     first = page.rating.current.clip_id
     qtbot.waitUntil(lambda: "sound output" in page.view.status_label.text(), timeout=5_000)  # played on arrival
     assert page.view.status_label.text() == (
