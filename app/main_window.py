@@ -614,11 +614,12 @@ class MainWindow(QMainWindow):
     def _play_function(self):
         return None if self.audio_message else self.play_file
 
-    def play_file(self, path: Path) -> str | None:
-        """Hand the file to the shared player (it reads and plays it on its own thread); a message when it cannot."""
+    def play_file(self, path: Path, what: str | None = None) -> str | None:
+        """Hand the file to the shared player (it reads and plays it on its own thread); a message when it cannot.
+        `what` names it in messages ("clip 12"; the file's name when not given)."""
         if self.audio_message:
             return NO_DEVICE_FLASH
-        self.follow_play(shared_player().play(path, path.name, chosen_output(self)))
+        self.follow_play(shared_player().play(path, what or path.name, chosen_output(self)))
         return None
 
     def follow_play(self, request: int) -> None:
@@ -641,8 +642,8 @@ class MainWindow(QMainWindow):
             self.note_playback(state)
             return
         self._play_watch.stop()  # ended, played through (a short clip may end between two polls) or failed
-        if state.error:
-            self.statusBar().showMessage(state.error, 15_000)
+        if state.error:  # one line: PortAudio's words are in the audio label's tooltip
+            self.statusBar().showMessage(state.short_error, 15_000)
         self.note_playback(state)
 
     def note_playback(self, state) -> None:

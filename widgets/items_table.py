@@ -237,8 +237,11 @@ class ItemDetail(QWidget):
             table.setRowCount(0)
         self.audio_note.setText("Loading rewrites, clips and answers…")
 
-    def show_detail(self, detail: dict, play: Callable[[Path], str | None] | None, audio_root: Path | None) -> None:
-        """Fill the tabs. `play(path)` plays a clip and returns a message when it cannot (None: audio is off)."""
+    def show_detail(
+        self, detail: dict, play: Callable[[Path, str], str | None] | None, audio_root: Path | None
+    ) -> None:
+        """Fill the tabs. `play(path, what)` plays a clip and returns a message when it cannot (None: audio is
+        off)."""
         self._fill(
             self.rewrites,
             [(r["part"], r["version"], r["status"], r["text"], r["origin"], r["reviewer"]) for r in detail["rewrites"]],
@@ -272,7 +275,7 @@ class ItemDetail(QWidget):
                 button.setToolTip("This clip has no audio file (not synthesized, or its synthesis failed).")
             else:
                 button.setToolTip(f"Play clip {clip['id']} ({clip['part']})")
-            button.clicked.connect(lambda _=False, p=path: self._play(play, p))
+            button.clicked.connect(lambda _=False, p=path, what=f"clip {clip['id']}": self._play(play, p, what))
             self.clips.setCellWidget(r, 0, button)
             self.play_buttons.append(button)
         self.clips.resizeColumnToContents(0)
@@ -326,12 +329,12 @@ class ItemDetail(QWidget):
             self.play_buttons[row].click()
         return True
 
-    def _play(self, play: Callable[[Path], str | None] | None, path: Path | None) -> None:
+    def _play(self, play: Callable[[Path, str], str | None] | None, path: Path | None, what: str) -> None:
         if play is None or path is None:
             self.audio_note.setText(NO_PLAYBACK)
             return
-        problem = play(path)
-        self.audio_note.setText(problem or f"Playing {path.name[:12]}…")
+        problem = play(path, what)
+        self.audio_note.setText(problem or f"Playing {what}…")
 
 
 class ItemsPanel(QWidget):

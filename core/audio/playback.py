@@ -61,6 +61,14 @@ class PlaybackState:
     playing: bool = False
     error: str | None = None  # why the request could not be played
     output_failed: bool = False  # the error is the sound output's, not the clip's: playing again works once it is back
+    detail: str | None = None  # PortAudio's own words, ending `error` in brackets
+
+    @property
+    def short_error(self) -> str | None:
+        """`error` without PortAudio's words, for a line that has room for one sentence (a status bar)."""
+        if self.error and self.detail:
+            return self.error.removesuffix(f" ({self.detail})")
+        return self.error
 
 
 @dataclass(frozen=True)
@@ -219,7 +227,7 @@ class ClipPlayer:
                 self.state = PlaybackState(request, error=message)
             else:
                 message = f"Cannot play {what}: the sound output is not available ({error})"
-                self.state = PlaybackState(request, error=message, output_failed=True)
+                self.state = PlaybackState(request, error=message, output_failed=True, detail=str(error))
             return None
         playing = _Playing(request, what, samples, rate, started_at=time.monotonic())
         self.state = PlaybackState(request, 0.0, playing.duration_s, True)
@@ -256,7 +264,7 @@ class ClipPlayer:
         except Exception as error:  # noqa: BLE001 - the device went away mid-clip
             self._close_stream()
             message = f"Playback of {playing.what} stopped: the sound output went away ({error})"
-            self.state = PlaybackState(playing.request, error=message, output_failed=True)
+            self.state = PlaybackState(playing.request, error=message, output_failed=True, detail=str(error))
             return None
         self.state = PlaybackState(playing.request, playing.position_s(now), playing.duration_s, True)
         return playing

@@ -357,7 +357,8 @@ def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_de
     w = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
     qtbot.addWidget(w)
     played = []
-    w.play_file = lambda path: played.append(path)  # the real one starts Qt Multimedia
+    named = []
+    w.play_file = lambda path, what=None: played.append(path) or named.append(what)  # the real one starts Qt Multimedia
     try:
         open_and_wait(w, qtbot, built_demo)
         assert w.items_panel.select_item(1)
@@ -367,6 +368,8 @@ def test_play_hands_the_clips_audio_file_to_the_player(qtbot, settings, built_de
         w.items_panel.detail.play_buttons[0].click()
         [path] = played
         assert path.is_file() and path.suffix == ".flac" and path.is_relative_to(built_demo / "audio")
+        assert named == [f"clip {w.items_panel.detail.clip_ids[0]}"]  # messages name the clip, not its file
+        assert w.items_panel.detail.audio_note.text() == f"Playing {named[0]}…"
     finally:
         w.shutdown()
 

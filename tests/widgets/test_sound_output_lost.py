@@ -89,10 +89,8 @@ def test_a_play_button_whose_output_fails_says_so_in_the_status_bar(qtbot, tmp_p
     try:
         assert window.play_file(clip) is None  # posted: the outcome comes from the playback thread
         qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: playback failed", timeout=5_000)
-        assert window.statusBar().currentMessage() == (
-            f"Cannot play clip.wav: the sound output is not available ({PORTAUDIO_ERROR})"
-        )
-        assert PORTAUDIO_ERROR in window.audio_label.toolTip()
+        assert window.statusBar().currentMessage() == "Cannot play clip.wav: the sound output is not available"
+        assert PORTAUDIO_ERROR in window.audio_label.toolTip()  # PortAudio's words: the status bar keeps one line
         output.gone = False
         window.play_file(clip)
         qtbot.waitUntil(lambda: window.audio_label.text() == ready, timeout=5_000)
@@ -125,11 +123,7 @@ def test_a_play_button_whose_output_goes_away_mid_clip_says_so_too(qtbot, tmp_pa
         qtbot.waitUntil(lambda: app_audio._shared[0].state.playing, timeout=5_000)
         qtbot.wait(250)  # the window has polled it playing
         qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: playback failed", timeout=5_000)
-        assert (
-            window.statusBar()
-            .currentMessage()
-            .startswith("Playback of long.wav stopped: the sound output went away (Error writing to stream")
-        )
+        assert window.statusBar().currentMessage() == "Playback of long.wav stopped: the sound output went away"
         assert not window._play_watch.isActive()
     finally:
         window.shutdown()
