@@ -61,6 +61,7 @@ from spokenbench.core.store.stored_values import stored_value_problems, stored_v
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
+from spokenbench.widgets.keys import place_key_name
 from spokenbench.widgets.screen import first_window_geometry
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.wheel_guard import install_wheel_guard
@@ -980,7 +981,24 @@ class MainWindow(QMainWindow):
             self.focus_page()
             event.accept()
             return
+        if (action := self._action_at_place(event)) is not None:
+            action.trigger()
+            event.accept()
+            return
         super().keyPressEvent(event)
+
+    def _action_at_place(self, event) -> QAction | None:
+        """The menu action whose shortcut this key is by its place on a US keyboard: Ctrl+1 pressed on AZERTY
+        (Ctrl+&) or Ctrl+J on a Russian layout, which no shortcut of Qt's took (`widgets/keys.py`)."""
+        place = place_key_name(event)
+        if place is None:
+            return None
+        sequence = QKeySequence(place)
+        menus = [action.menu() for action in self.menuBar().actions() if action.menu() is not None]
+        for action in [*self.actions(), *(action for menu in menus for action in menu.actions())]:
+            if action.isEnabled() and sequence in action.shortcuts():
+                return action
+        return None
 
     def _jobs_toggled(self, shown: bool) -> None:
         """Ctrl+J (or the Jobs button) opens the panel with the keyboard in it, so Esc closes it again; closed,

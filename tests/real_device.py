@@ -21,7 +21,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PACKAGES = {"Xvfb": "xvfb", "pulseaudio": "pulseaudio", "pactl": "pulseaudio-utils", "xdotool": "xdotool"}
+PACKAGES = {
+    "Xvfb": "xvfb",
+    "setxkbmap": "x11-xkb-utils",
+    "pulseaudio": "pulseaudio",
+    "pactl": "pulseaudio-utils",
+    "xdotool": "xdotool",
+}
 FREEZE_S = 2.0
 ANNOTATOR = "stress-tester"
 QUEUE = "stress"
@@ -68,7 +74,7 @@ class RealDesktop:
     def _start_x(self) -> None:
         read, write = os.pipe()
         x = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write), "-screen", "0", self.screen, "-nolisten", "tcp"],
+            ["Xvfb", "-displayfd", str(write), "-screen", "0", self.screen, "-nolisten", "tcp", "-noreset"],
             pass_fds=(write,),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -80,6 +86,11 @@ class RealDesktop:
         if not number:
             raise RuntimeError("Xvfb did not start")
         self.display = f":{number}"
+
+    def set_layout(self, layout: str) -> None:
+        """Give the keyboard another layout ('fr', 'ru'), as the person at it chose (the server must not reset
+        when its last client leaves, hence Xvfb's -noreset: a reset brings back the US layout)."""
+        subprocess.run(["setxkbmap", "-display", self.display, layout], check=True, timeout=30)
 
     def stop_pulse(self) -> None:
         """Kill the sound server (SIGKILL, as a crash): the app's streams break and new ones cannot open."""
@@ -218,6 +229,7 @@ class Heartbeat:
         self.longest_gap = 0.0
         self.froze = self.died = False
         self.values = (0.0, 0, 0, 0)
+        self.page = ""
         self.sink_inputs = 0
         self.polls = self.polls_with_stream = 0
         self.watching = False
@@ -225,11 +237,14 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def read(self) -> tuple[float, int, int, int] | None:
+        """(beat, saves acknowledged, keys ignored, session open); `page` is set to the page shown."""
         try:
-            beat, saves, ignored, session = self.path.read_text().split()
-            return float(beat), int(saves), int(ignored), int(session)
+            beat, saves, ignored, session, page = self.path.read_text().split()
+            values = float(beat), int(saves), int(ignored), int(session)
         except (OSError, ValueError):
             return None  # not written yet, or caught mid-write
+        self.page = page
+        return values
 
     def start(self) -> None:
         self._thread.start()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QKeySequence
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -20,7 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress
+from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, normalize_key
+from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.waveform import WaveformView
 
@@ -48,16 +50,10 @@ WINDOW_KEYS = (
     ("Tab / Shift+Tab", "Move between controls (outside a session)"),
     ("F1", "Guided tour"),
 )
-_SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
-
-
-def key_name(event: QKeyEvent) -> str:
-    """The key's name as the key map spells it: '1', 'Space', 'Left', '?', '[', 'Ctrl+Z'."""
-    modifiers = event.modifiers()
-    text = event.text()
-    if text and text.isprintable() and not text.isspace() and not (modifiers & ~_SHIFTED_OK):
-        return text  # '?' and '[' as typed, whatever Shift it took
-    return QKeySequence(event.keyCombination()).toString()
+PLACE_NOTE = (  # widgets/keys.py
+    "On AZERTY, Cyrillic, Greek, Arabic, Hebrew … layouts, digits and letters<br>also work by their place on a "
+    "US keyboard: the key labelled 1 rates Correct."
+)
 
 
 def keys_text(keys: tuple[str, ...]) -> str:
@@ -229,8 +225,8 @@ class RatingView(QWidget):
         )
         closing = keys_text(self.keymap.get("help", ()))
         self.help_overlay.setText(
-            f"<h3>Keys</h3><table>{rows}</table><p>Press {html.escape(closing) + ' or ' if closing else ''}Esc "
-            "to close</p>"
+            f"<h3>Keys</h3><table>{rows}</table><p>{PLACE_NOTE}</p><p>Press "
+            f"{html.escape(closing) + ' or ' if closing else ''}Esc to close</p>"
         )
         self.help_overlay.adjustSize()
 
@@ -317,16 +313,25 @@ class RatingView(QWidget):
         if event.isAutoRepeat():
             event.accept()  # holding a key never rates a run of clips
             return
-        name = key_name(event)
-        if name == "Esc" and not any("Esc" in keys for keys in self.keymap.values()):
+        names = key_names(event)
+        if names[0] == "Esc" and not any("Esc" in keys for keys in self.keymap.values()):
             if self.help_overlay.isVisible():
                 self.toggle_help()  # Esc closes the key help first
             else:
                 self.back_requested.emit()  # then leaves the session
             event.accept()
             return
+        name = next((name for name in names if self.is_bound(name)), None)
         if name:
             self.key_pressed.emit(name)
             event.accept()
         else:
-            super().keyPressEvent(event)
+            super().keyPressEvent(event)  # the window's keys (Ctrl+1 on any layout) get it
+
+    def is_bound(self, name: str) -> bool:
+        """Whether the key map gives this key name an action."""
+        try:
+            key = normalize_key(name)
+        except SpokenBenchError:
+            return False
+        return any(key in keys for keys in self.keymap.values())

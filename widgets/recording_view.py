@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.recording.speakers import Speaker
-from spokenbench.widgets.rating_view import key_name
+from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.waveform import WaveformView
 
@@ -425,7 +425,7 @@ class RecorderView(QWidget):
         if event.isAutoRepeat():
             event.accept()
             return
-        action = action_for_key(key_name(event))
+        action = next(filter(None, map(action_for_key, key_names(event))), None)
         if action is not None:
             self.action_requested.emit(action)
             event.accept()

@@ -14,10 +14,11 @@ import dataclasses
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent
+from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
+from spokenbench.widgets.keys import place_key_name
 
 STATUS_TEXT = {
     "flagged": "awaiting review",
@@ -222,7 +223,9 @@ class RewriteReviewView(QWidget):
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if self.editing:
             return super().keyPressEvent(event)
-        key, modifiers = event.key(), event.modifiers()
+        place = place_key_name(event)  # the key labelled A on a Russian or Greek layout accepts too
+        key = QKeySequence(place)[0].key() if place else event.key()
+        modifiers = event.modifiers()
         if key == Qt.Key.Key_Z and modifiers & Qt.KeyboardModifier.ControlModifier:
             self.undo_requested.emit()
         elif modifiers & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):

@@ -7,10 +7,22 @@ app's playback streams (so a sound device was really used). The old QMediaPlayer
 first rounds. Slow (about 1.5 min); skipped only where Xvfb, PulseAudio or xdotool cannot be installed."""
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from real_device import RealDesktop, add_stress_queue, missing_tools, run_output_outage, run_session
+from real_device import (
+    RealDesktop,
+    SessionFigures,
+    add_stress_queue,
+    close_app,
+    launch_rating_session,
+    missing_tools,
+    run_output_outage,
+    run_session,
+    settle,
+    stored_ratings,
+)
 
 ROUNDS = 200
 
@@ -60,3 +72,53 @@ def test_a_sound_server_killed_mid_session_loses_no_rating_and_playback_comes_ba
     assert figures.exit_code == 0, f"Ctrl+Q did not close the app cleanly\n{report}"
     assert figures.ratings_stored == figures.saves_acknowledged >= 20, report
     assert figures.back_after_s is not None, f"playback did not come back after the restart\n{report}"
+
+
+# Keys as a person at a French (AZERTY) or Russian keyboard presses them: xdotool sends the key's own symbol on
+# that layout ('ampersand' is the unshifted key labelled 1 on AZERTY, 'Cyrillic_ya' the key at US Z on Russian),
+# then what the app did: the annotator's live ratings in the project, and the page shown
+FRENCH_STEPS = (
+    ("ampersand", 1, "rating"),  # the key labelled 1 (types &): Correct
+    ("eacute", 2, "rating"),  # 2 (types é): Acceptable
+    ("quotedbl", 3, "rating"),  # 3 (types "): Incorrect
+    ("ctrl+z", 2, "rating"),  # AZERTY's own Z, elsewhere than on a US keyboard: Undo
+    ("ctrl+ampersand", 2, "items"),  # Ctrl and the key labelled 1: the Items page
+)
+RUSSIAN_STEPS = (
+    ("1", 1, "rating"),  # digits are digits on this layout
+    ("2", 2, "rating"),
+    ("ctrl+Cyrillic_ya", 1, "rating"),  # the key at US Z types я: Undo
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("layout", "steps"), [("fr", FRENCH_STEPS), ("ru", RUSSIAN_STEPS)])
+def test_rating_keys_work_by_their_place_on_a_french_or_russian_keyboard(demo_copy, tmp_path, layout, steps):
+    """An annotator whose keyboard has another layout rates, undoes and changes pages with the keys the help
+    names: on AZERTY the digit row types & é " without Shift, on a Russian layout the letter keys type Cyrillic.
+    Before, neither rated nor undid (the keys were looked up by what they type only)."""
+    problem = missing_tools()
+    if problem:
+        pytest.skip(f"a real X server and sound server are needed: {problem}")
+    add_stress_queue(demo_copy)
+    figures = SessionFigures(len(steps), round_keys=f"keys of a {layout} keyboard")
+    seen = []
+    with RealDesktop(tmp_path / "desktop") as desktop:
+        desktop.set_layout(layout)
+        process, heart, log = launch_rating_session(desktop, demo_copy, tmp_path, figures, app_command())
+        try:
+            assert process is not None, "\n".join(figures.notes)
+            for key, ratings, page in steps:
+                desktop.xdotool("key", key)
+                deadline = time.monotonic() + 5
+                while (stored_ratings(demo_copy), heart.page) != (ratings, page) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                seen.append((key, stored_ratings(demo_copy), heart.page))
+            settle(heart)
+        finally:
+            close_app(desktop, process, heart, log, figures)
+    expected = [(key, ratings, page) for key, ratings, page in steps]
+    assert seen == expected, f"(key, live ratings, page) seen {seen}, expected {expected}\n" + "\n".join(
+        figures.lines()
+    )
+    assert figures.exit_code == 0 and not figures.froze and not figures.died, "\n".join(figures.lines())

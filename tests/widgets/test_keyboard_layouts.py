@@ -1,0 +1,151 @@
+"""Keys on other keyboard layouts (widgets/keys.py): the key labelled 1 rates on AZERTY, where it types '&'; the
+keys at US R and Z replay and undo on a Russian layout, where they type Cyrillic; a layout's own Latin letters
+and punctuation keep their meaning. Events carry the native codes the platform reports (XKB keycodes here, as
+under X11 and Wayland); the real X server with French and Russian layouts is in test_real_device_session.py."""
+
+import pytest
+from PySide6.QtCore import QEvent, QSettings, Qt
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QApplication
+
+from spokenbench.core.rewriting.flagging import FlaggedRewrite
+from spokenbench.widgets.keys import key_names, us_place
+from spokenbench.widgets.rating_view import RatingView
+from spokenbench.widgets.recording_view import RecorderView
+from spokenbench.widgets.rewrite_review import RewriteReviewView
+
+NONE, SHIFT, CTRL = (
+    Qt.KeyboardModifier.NoModifier,
+    Qt.KeyboardModifier.ShiftModifier,
+    Qt.KeyboardModifier.ControlModifier,
+)
+# XKB keycodes (Linux input code + 8) of the keys used below
+KEY_1, KEY_2, KEY_7, KEY_Q, KEY_R, KEY_A, KEY_Z, KEY_N, KEY_M = 10, 11, 16, 24, 27, 38, 52, 57, 58
+
+
+def key_event(key: int, modifiers, scan_code: int, text: str) -> QKeyEvent:
+    return QKeyEvent(QEvent.Type.KeyPress, key, modifiers, scan_code, 0, 0, text)
+
+
+@pytest.mark.parametrize(
+    ("platform", "scan_code", "virtual_key", "place"),
+    [
+        ("xcb", 10, 0x26, "1"),  # X11: XKB keycode
+        ("wayland", 52, 0, "Z"),
+        ("xcb", 9, 0xFF1B, None),  # Escape: not a digit or letter key
+        ("windows", 0x02, 0x31, "1"),  # Windows: the set-1 scan code
+        ("windows", 0x2C, 0x5A, "Z"),
+        ("cocoa", 0, 0x12, "1"),  # macOS: no scan code, the ANSI virtual key
+        ("cocoa", 0, 0x06, "Z"),
+        ("cocoa", 0, 0x00, "A"),
+        ("cocoa", 0, 0x35, None),  # kVK_Escape
+    ],
+)
+def test_each_platform_s_native_codes_name_the_key_s_place_on_a_us_keyboard(platform, scan_code, virtual_key, place):
+    assert us_place(scan_code, virtual_key, platform) == place
+
+
+@pytest.mark.parametrize(
+    ("layout", "event", "names"),
+    [
+        ("AZERTY 1 without Shift", (Qt.Key.Key_Ampersand, NONE, KEY_1, "&"), ("&", "1")),
+        ("AZERTY 2 without Shift", (Qt.Key.Key_Eacute, NONE, KEY_2, "é"), ("é", "2")),
+        ("AZERTY 1 with Shift", (Qt.Key.Key_1, SHIFT, KEY_1, "1"), ("1",)),
+        ("AZERTY Ctrl and 1", (Qt.Key.Key_Ampersand, CTRL, KEY_1, ""), ("Ctrl+&", "Ctrl+1")),
+        ("Czech 1 without Shift", (Qt.Key.Key_Plus, NONE, KEY_1, "+"), ("+", "1")),
+        ("US Shift+1", (Qt.Key.Key_Exclam, SHIFT, KEY_1, "!"), ("!", "Shift+1")),
+        ("US Shift+7", (Qt.Key.Key_Ampersand, SHIFT, KEY_7, "&"), ("&", "Shift+7")),
+        ("Russian R", (0x41A, NONE, KEY_R, "к"), ("к", "R")),
+        ("Russian Shift+R", (0x41A, SHIFT, KEY_R, "К"), ("К", "R")),
+        ("Russian Ctrl+Z", (0x42F, CTRL, KEY_Z, "\x1a"), ("Ctrl+Я", "Ctrl+Z")),
+        ("Greek R", (0x3A1, NONE, KEY_R, "ρ"), ("ρ", "R")),
+        ("AZERTY comma at US M", (Qt.Key.Key_Comma, NONE, KEY_M, ","), (",",)),
+        ("AZERTY a at US Q", (Qt.Key.Key_A, NONE, KEY_Q, "a"), ("a",)),
+        ("German z at US Y", (Qt.Key.Key_Z, NONE, 29, "z"), ("z",)),
+        ("Turkish F ı at US R", (0x131, NONE, KEY_R, "ı"), ("ı",)),
+        ("US n", (Qt.Key.Key_N, NONE, KEY_N, "n"), ("n",)),
+        ("keypad 1", (Qt.Key.Key_1, Qt.KeyboardModifier.KeypadModifier, 87, "1"), ("1",)),
+        ("Space", (Qt.Key.Key_Space, NONE, 65, " "), ("Space",)),
+    ],
+)
+def test_a_key_is_named_as_typed_then_by_its_place_only_where_the_layout_has_no_such_key(qapp, layout, event, names):
+    assert key_names(key_event(*event)) == names, layout
+
+
+def send(widget, event: QKeyEvent) -> QKeyEvent:
+    QApplication.sendEvent(widget, event)
+    return event
+
+
+def test_the_rating_view_rates_with_the_key_labelled_1_on_azerty_and_undoes_with_ctrl_z_on_russian(qtbot):
+    view = RatingView()
+    qtbot.addWidget(view)
+    pressed = []
+    view.key_pressed.connect(pressed.append)
+    send(view, key_event(Qt.Key.Key_Ampersand, NONE, KEY_1, "&"))
+    send(view, key_event(0x42F, CTRL, KEY_Z, "\x1a"))
+    send(view, key_event(0x41A, NONE, KEY_R, "к"))
+    send(view, key_event(Qt.Key.Key_2, NONE, KEY_2, "2"))  # a US layout, as before
+    assert pressed == ["1", "Ctrl+Z", "R", "2"]
+
+
+def test_a_key_the_rating_view_has_no_action_for_goes_on_to_the_window(qtbot):
+    """Ctrl and the key labelled 1 on AZERTY is no key of the session: left to the window (its Ctrl+1 page key),
+    as is AZERTY's comma, which never stands in for the US M."""
+    view = RatingView()
+    qtbot.addWidget(view)
+    pressed = []
+    view.key_pressed.connect(pressed.append)
+    assert not send(view, key_event(Qt.Key.Key_Ampersand, CTRL, KEY_1, "")).isAccepted()
+    assert not send(view, key_event(Qt.Key.Key_Comma, NONE, KEY_M, ",")).isAccepted()
+    assert send(view, key_event(Qt.Key.Key_3, NONE, 12, "3")).isAccepted()
+    assert pressed == ["3"]
+
+
+def test_the_recorder_records_with_the_key_at_us_r_on_a_russian_layout(qtbot):
+    view = RecorderView()
+    qtbot.addWidget(view)
+    actions = []
+    view.action_requested.connect(actions.append)
+    send(view, key_event(0x41A, NONE, KEY_R, "к"))
+    send(view, key_event(Qt.Key.Key_R, NONE, KEY_R, "r"))
+    assert actions == ["record", "record"]
+
+
+def test_the_rewrite_review_accepts_with_the_key_at_us_a_and_undoes_with_ctrl_z_on_a_russian_layout(qtbot):
+    view = RewriteReviewView()
+    qtbot.addWidget(view)
+    rewrite = FlaggedRewrite(1, 1, "demo/001", "en", "question", "2+2", "two plus two", "", "flagged")
+    view.set_entries([rewrite, rewrite])
+    decisions, undos = [], []
+    view.decision_requested.connect(lambda index, decision, _text: decisions.append((index, decision)))
+    view.undo_requested.connect(lambda: undos.append(True))
+    send(view, key_event(0x424, NONE, KEY_A, "ф"))  # the key at US A types ф
+    send(view, key_event(0x42F, CTRL, KEY_Z, "\x1a"))
+    assert decisions == [(0, "accept")] and undos == [True]
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    from spokenbench.app.main_window import MainWindow
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(w)
+    w.show()
+    w.activateWindow()
+    qtbot.waitExposed(w)
+    yield w
+    w.shutdown()
+
+
+def test_the_window_s_page_keys_work_with_ctrl_and_the_digit_row_on_azerty(window, qtbot):
+    """Ctrl+1 … Ctrl+7 as an AZERTY keyboard sends them (Ctrl+&, Ctrl+é …), wherever the keyboard is."""
+    window.sidebar.select("rating")
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is not None)
+    send(QApplication.focusWidget(), key_event(Qt.Key.Key_Ampersand, CTRL, KEY_1, ""))
+    assert window.sidebar.current_key() == "items"
+    send(QApplication.focusWidget(), key_event(Qt.Key.Key_QuoteDbl, CTRL, 12, ""))
+    assert window.sidebar.current_key() == "rating"
+    send(QApplication.focusWidget(), key_event(Qt.Key.Key_Comma, CTRL, KEY_M, ""))  # Ctrl+, is Settings'
+    assert window.sidebar.current_key() == "rating"

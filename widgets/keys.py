@@ -1,0 +1,86 @@
+"""Keys by name, on any keyboard layout. A key is first named as typed ('1', 'R', '?', 'Ctrl+Z'); where the layout
+puts something else on a digit or letter key, the key is also named by its place on a US keyboard, as Qt's own
+shortcuts and browsers' `KeyboardEvent.code` do. So the key labelled 1 rates on a French AZERTY or a Czech layout
+(where it types '&' or '+' without Shift), and R replays and Ctrl+Z undoes on a Russian, Greek, Arabic or Hebrew
+layout (where those keys type letters of another script). A layout's own Latin letters and punctuation keep their
+meaning: Z on a German keyboard is the key labelled Z, and ',' never stands in for the US key at its place."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from PySide6.QtCore import QKeyCombination, Qt
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
+
+_SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
+
+DIGIT_ROW = "1234567890"
+# Linux input codes of the digit and letter keys, which are also the PC's set-1 scan codes (Windows): X11 and
+# Wayland report them plus 8 (the XKB keycode), Windows as they are
+_PC_SCAN_CODES = {
+    **{2 + index: digit for index, digit in enumerate(DIGIT_ROW)},
+    **{16 + index: letter for index, letter in enumerate("QWERTYUIOP")},
+    **{30 + index: letter for index, letter in enumerate("ASDFGHJKL")},
+    **{44 + index: letter for index, letter in enumerate("ZXCVBNM")},
+}
+XKB_KEYCODE_OFFSET = 8
+# macOS reports no scan code; its virtual key codes name the place on an ANSI (US) keyboard (kVK_ANSI_* in
+# Carbon's Events.h)
+_MAC_VIRTUAL_KEYS = dict(
+    zip(
+        (0x12, 0x13, 0x14, 0x15, 0x17, 0x16, 0x1A, 0x1C, 0x19, 0x1D, 0x0C, 0x0D, 0x0E, 0x0F, 0x11, 0x10, 0x20,
+         0x22, 0x1F, 0x23, 0x00, 0x01, 0x02, 0x03, 0x05, 0x04, 0x26, 0x28, 0x25, 0x06, 0x07, 0x08, 0x09, 0x0B,
+         0x2D, 0x2E),
+        DIGIT_ROW + "QWERTYUIOP" + "ASDFGHJKL" + "ZXCVBNM",
+        strict=True,
+    )
+)  # fmt: skip
+
+
+def us_place(scan_code: int, virtual_key: int, platform: str) -> str | None:
+    """The digit or letter a US keyboard has where this key is ('1', 'R'), from the platform's native codes;
+    None for any other key or an unknown code. Platforms other than Windows and macOS (X11, Wayland, and the
+    offscreen platform of tests) report XKB keycodes."""
+    if platform == "cocoa":
+        return _MAC_VIRTUAL_KEYS.get(virtual_key)
+    if platform == "windows":
+        return _PC_SCAN_CODES.get(scan_code)
+    return _PC_SCAN_CODES.get(scan_code - XKB_KEYCODE_OFFSET)
+
+
+def typed_key_name(event: QKeyEvent) -> str:
+    """The key's name as typed and as a key map spells it: '1', 'Space', 'Left', '?', '[', 'Ctrl+Z'."""
+    modifiers = event.modifiers()
+    text = event.text()
+    if text and text.isprintable() and not text.isspace() and not (modifiers & ~_SHIFTED_OK):
+        return text  # '?' and '[' as typed, whatever Shift it took
+    return QKeySequence(event.keyCombination()).toString()
+
+
+def place_key_name(event: QKeyEvent) -> str | None:
+    """The key named by its place on a US keyboard ('1', 'Ctrl+Z', 'Shift+1'), when this layout types something
+    else there that is no key of its own: a digit-row key that types no digit, a letter key that types a letter of
+    another script. None otherwise (the typed name is the key's only name)."""
+    place = us_place(event.nativeScanCode(), event.nativeVirtualKey(), QGuiApplication.platformName())
+    if place is None:
+        return None
+    typed = event.text() if event.text().isprintable() and event.text().strip() else ""
+    if not typed and 0 < event.key() < 0x110000:
+        typed = chr(event.key())  # with Ctrl the text is a control character: the key's own symbol
+    if len(typed) != 1:
+        return None
+    if place.isdigit() and typed.isdigit() and typed.isascii():
+        return None  # a digit as typed (AZERTY with Shift, a keypad)
+    if place.isalpha() and not (typed.isalpha() and not unicodedata.name(typed, "").startswith("LATIN")):
+        return None  # the layout's own Latin letter (ğ on Turkish F too) or punctuation: it keeps its meaning
+    modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+    if place.isalpha() and modifiers == Qt.KeyboardModifier.ShiftModifier:
+        modifiers = Qt.KeyboardModifier.NoModifier  # 'R' with or without Shift, as a typed letter is named
+    return QKeySequence(QKeyCombination(modifiers, Qt.Key(ord(place)))).toString()
+
+
+def key_names(event: QKeyEvent) -> tuple[str, ...]:
+    """The names to look the key up by, in order: as typed, then by its place on a US keyboard (`place_key_name`)."""
+    typed = typed_key_name(event)
+    place = place_key_name(event)
+    return (typed,) if place is None or place == typed else (typed, place)
