@@ -16,6 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QApplication,
     QDockWidget,
     QFileDialog,
@@ -981,24 +982,33 @@ class MainWindow(QMainWindow):
             self.focus_page()
             event.accept()
             return
-        if (action := self._action_at_place(event)) is not None:
-            action.trigger()
+        if self._press_at_place(event):
             event.accept()
             return
         super().keyPressEvent(event)
 
-    def _action_at_place(self, event) -> QAction | None:
-        """The menu action whose shortcut this key is by its place on a US keyboard: Ctrl+1 pressed on AZERTY
-        (Ctrl+&) or Ctrl+J on a Russian layout, which no shortcut of Qt's took (`widgets/keys.py`)."""
+    def _press_at_place(self, event) -> bool:
+        """A key no shortcut or widget took, found by its place on a US keyboard (`widgets/keys.py`): a menu
+        action's shortcut (Ctrl+1 pressed on AZERTY as Ctrl+&, Ctrl+O on a Russian layout), a button's Alt
+        mnemonic (the tour's Alt+N) or a menu's (Alt+F), which Qt matches by the typed letter only."""
         place = place_key_name(event)
         if place is None:
-            return None
+            return False
         sequence = QKeySequence(place)
-        menus = [action.menu() for action in self.menuBar().actions() if action.menu() is not None]
-        for action in [*self.actions(), *(action for menu in menus for action in menu.actions())]:
+        menus = [action for action in self.menuBar().actions() if action.menu() is not None]
+        for action in [*self.actions(), *(action for menu in menus for action in menu.menu().actions())]:
             if action.isEnabled() and sequence in action.shortcuts():
-                return action
-        return None
+                action.trigger()
+                return True
+        for button in self.findChildren(QAbstractButton):
+            if button.isVisible() and button.isEnabled() and QKeySequence.mnemonic(button.text()) == sequence:
+                button.click()
+                return True
+        for menu in menus:
+            if menu.isEnabled() and QKeySequence.mnemonic(menu.text()) == sequence:
+                self.menuBar().setActiveAction(menu)
+                return True
+        return False
 
     def _jobs_toggled(self, shown: bool) -> None:
         """Ctrl+J (or the Jobs button) opens the panel with the keyboard in it, so Esc closes it again; closed,

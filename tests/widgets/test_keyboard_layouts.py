@@ -14,11 +14,8 @@ from spokenbench.widgets.rating_view import RatingView
 from spokenbench.widgets.recording_view import RecorderView
 from spokenbench.widgets.rewrite_review import RewriteReviewView
 
-NONE, SHIFT, CTRL = (
-    Qt.KeyboardModifier.NoModifier,
-    Qt.KeyboardModifier.ShiftModifier,
-    Qt.KeyboardModifier.ControlModifier,
-)
+NONE, SHIFT = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
+CTRL, ALT = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.AltModifier
 # XKB keycodes (Linux input code + 8) of the keys used below
 KEY_1, KEY_2, KEY_7, KEY_Q, KEY_R, KEY_A, KEY_Z, KEY_N, KEY_M = 10, 11, 16, 24, 27, 38, 52, 57, 58
 
@@ -149,3 +146,17 @@ def test_the_window_s_page_keys_work_with_ctrl_and_the_digit_row_on_azerty(windo
     assert window.sidebar.current_key() == "rating"
     send(QApplication.focusWidget(), key_event(Qt.Key.Key_Comma, CTRL, KEY_M, ""))  # Ctrl+, is Settings'
     assert window.sidebar.current_key() == "rating"
+
+
+def test_the_tour_s_alt_n_and_the_menus_alt_letters_work_on_a_russian_layout(window, qtbot):
+    """Alt and the key at US N (it types т) goes to the tour's next step, as Alt+N does; Alt and the key at US V
+    (м) opens the View menu."""
+    window.tour.start()
+    qtbot.waitUntil(lambda: window.tour.is_open())
+    step = window.tour.index
+    send(QApplication.focusWidget() or window, key_event(0x442, ALT, KEY_N, "т"))
+    assert window.tour.index == step + 1
+    window.tour.skip()
+    send(QApplication.focusWidget() or window, key_event(0x43C, ALT, 55, "м"))
+    assert window.menuBar().activeAction() is not None and window.menuBar().activeAction().text() == "&View"
+    window.menuBar().activeAction().menu().close()
