@@ -458,3 +458,23 @@ def close_app(desktop: RealDesktop, process: subprocess.Popen, heart: Heartbeat,
 
 def temporary_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="spokenbench-real-device-"))
+
+
+def walk_arguments(doc: str) -> tuple[Path, str]:
+    """A screenshot walk's command line (docs/screenshots/*_walk.py): OUT [--screen WxH] → (OUT made, 'WxHx24')."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--screen", default="1400x900")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    return args.out, f"{args.screen}x24"
+
+
+def demo_in(out: Path) -> Path:
+    """OUT/demo, built by `spokenbench demo` the first time."""
+    project = out / "demo"
+    if not project.exists():
+        subprocess.run(["spokenbench", "demo", str(project)], check=True, capture_output=True)
+    return project

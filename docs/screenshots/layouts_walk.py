@@ -11,7 +11,6 @@ PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
@@ -23,8 +22,10 @@ from real_device import (  # noqa: E402
     SessionFigures,
     add_stress_queue,
     close_app,
+    demo_in,
     launch_rating_session,
     stored_ratings,
+    walk_arguments,
 )
 
 WALKS = (
@@ -34,22 +35,15 @@ WALKS = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--screen", default="1400x900")
-    args = parser.parse_args()
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    demo = out / "demo"
-    if not demo.exists():
-        subprocess.run(["spokenbench", "demo", str(demo)], check=True, capture_output=True)
+    out, screen = walk_arguments(__doc__)
+    demo = demo_in(out)
     for layout, keys, shot in WALKS:
         project = out / f"project-{layout}"
         subprocess.run(["rm", "-rf", str(project)], check=True)
         subprocess.run(["cp", "-a", str(demo), str(project)], check=True)
         add_stress_queue(project)
         figures = SessionFigures(len(keys))
-        with RealDesktop(out / f"desktop-{layout}", screen=f"{args.screen}x24") as desktop:
+        with RealDesktop(out / f"desktop-{layout}", screen=screen) as desktop:
             desktop.set_layout(layout)
             process, heart, log = launch_rating_session(desktop, project, out, figures, None)
             if process is None:

@@ -11,7 +11,6 @@ again). Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdot
 
 from __future__ import annotations
 
-import argparse
 import signal
 import subprocess
 import sys
@@ -24,7 +23,10 @@ from real_device import (  # noqa: E402
     SessionFigures,
     add_stress_queue,
     close_app,
+    demo_in,
     launch_rating_session,
+    stored_ratings,
+    walk_arguments,
 )
 
 HOLDER = (
@@ -35,18 +37,11 @@ HOLDER = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--screen", default="1400x900")
-    args = parser.parse_args()
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    project = out / "demo"
-    if not project.exists():
-        subprocess.run(["spokenbench", "demo", str(project)], check=True, capture_output=True)
+    out, screen = walk_arguments(__doc__)
+    project = demo_in(out)
     add_stress_queue(project)
     figures = SessionFigures(0)
-    with RealDesktop(out / "desktop", screen=f"{args.screen}x24") as desktop:
+    with RealDesktop(out / "desktop", screen=screen) as desktop:
         process, heart, log = launch_rating_session(desktop, project, out, figures, None)
         if process is None:
             raise SystemExit("\n".join(figures.notes))
@@ -76,6 +71,7 @@ def main() -> None:
             desktop.screenshot(out / "4-rating-saved-after-lock.png")
         finally:
             close_app(desktop, process, heart, log, figures)
+    figures.ratings_stored = stored_ratings(project)  # the figures' "in the database" line
     print("\n".join(figures.lines()))
 
 
