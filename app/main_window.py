@@ -438,7 +438,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
         self.recording_message = recording_message  # why speakers cannot be recorded here (None: they can)
-        self._followed_play, self._play_polls = 0, 0  # a Play button's request, until it ends or fails
+        self._followed_play, self._followed_what, self._play_polls = 0, "", 0  # a Play button's request, until it ends
         self.playback_failure: str | None = None  # the last play's failure of the sound output, until one plays
         self._play_watch = QTimer(self, interval=PLAY_POLL_MS, timeout=self._check_followed_play)
         self.sidebar.select("items")
@@ -621,13 +621,14 @@ class MainWindow(QMainWindow):
         `what` names it in messages ("clip 12"; the file's name when not given)."""
         if self.audio_message:
             return NO_DEVICE_FLASH
-        self.follow_play(shared_player().play(path, what or path.name, chosen_output(self)))
+        what = what or path.name
+        self.follow_play(shared_player().play(path, what, chosen_output(self)), what)
         return None
 
-    def follow_play(self, request: int) -> None:
+    def follow_play(self, request: int, what: str = "") -> None:
         """Say in the status bar how the shared player's `request` went (pages without a line of their own for
-        it: the Play buttons, the Speakers page's takes)."""
-        self._followed_play, self._play_polls = request, 0
+        it: the Play buttons, the Speakers page's takes); `what` it plays, for the Items detail's line."""
+        self._followed_play, self._followed_what, self._play_polls = request, what, 0
         self._play_watch.start()
 
     def _check_followed_play(self) -> None:
@@ -646,6 +647,7 @@ class MainWindow(QMainWindow):
         self._play_watch.stop()  # ended, played through (a short clip may end between two polls) or failed
         if state.error:  # one line: PortAudio's words are in the audio label's tooltip
             self.statusBar().showMessage(state.short_error, 15_000)
+        self.items_panel.detail.play_ended(self._followed_what, state.short_error)
         self.note_playback(state)
 
     def note_playback(self, state) -> None:

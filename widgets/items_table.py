@@ -336,6 +336,12 @@ class ItemDetail(QWidget):
         problem = play(path, what)
         self.audio_note.setText(problem or f"Playing {what}…")
 
+    def play_ended(self, what: str, error: str | None) -> None:
+        """The play of `what` ended (the window follows it): the line that said "Playing …" says how, unless it
+        moved on to something else since."""
+        if what and self.audio_note.text() == f"Playing {what}…":
+            self.audio_note.setText(error or f"Played {what}")
+
 
 class ItemsPanel(QWidget):
     """Filters, the table and the selected item's detail. Emits `item_selected(item_id)` so the app can load the

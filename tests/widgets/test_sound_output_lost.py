@@ -174,3 +174,36 @@ def test_a_long_path_in_the_status_line_never_widens_the_rating_view(qtbot):
     narrowest = view.minimumSizeHint().width()
     view.status_label.setText("Not saved: /" + "a_long_folder_name/" * 20 + "project.sqlite: another process kept it")
     assert view.minimumSizeHint().width() == narrowest < 1280
+
+
+def test_the_items_detail_line_says_how_a_play_ended_not_playing_after_it_failed(
+    qtbot, tmp_path, monkeypatch, player_of
+):
+    """The line under an item's clips said "Playing clip 12…" for good while the status bar said the play
+    failed; it now says the failure, and "Played clip 12" once a play went through."""
+    output = SwitchableOutput(gone=True)
+    monkeypatch.setattr(app_audio, "_shared", [player_of(output)])
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(window)
+    sha = "ab" * 32
+    (tmp_path / "audio" / sha[:2]).mkdir(parents=True)
+    (tmp_path / "audio" / sha[:2] / f"{sha}.wav").write_bytes(encode_wav(np.zeros(800, dtype=np.float32), 8000))
+    clip = {
+        "id": 12, "part": "question", "voice": "v", "accent": "american", "backend": "espeak", "duration_s": 0.1,
+        "error_rate": None, "language": "en", "metric": "wer", "transcripts": [], "sha256": sha, "audio_format": "wav",
+    }  # fmt: skip
+    detail = window.items_panel.detail
+    detail.show_detail(
+        {"rewrites": [], "clips": [clip], "ratings": [], "responses": []}, window._play_function(), tmp_path / "audio"
+    )
+    try:
+        detail.play_row(0)
+        assert detail.audio_note.text() == "Playing clip 12…"  # posted to the playback thread
+        qtbot.waitUntil(lambda: detail.audio_note.text() != "Playing clip 12…", timeout=5_000)
+        assert detail.audio_note.text() == "Cannot play clip 12: the sound output is not available"
+        output.gone = False
+        detail.play_row(0)
+        qtbot.waitUntil(lambda: detail.audio_note.text() == "Played clip 12", timeout=5_000)
+    finally:
+        window.shutdown()
