@@ -1002,10 +1002,15 @@ class MainWindow(QMainWindow):
             if action.isEnabled() and sequence in action.shortcuts():
                 action.trigger()
                 return True
-        for button in self.findChildren(QAbstractButton):
-            if button.isVisible() and button.isEnabled() and QKeySequence.mnemonic(button.text()) == sequence:
-                button.click()
-                return True
+        buttons = [
+            button
+            for button in self.findChildren(QAbstractButton)
+            if button.window() is self and button.isVisible() and button.isEnabled()
+            if QKeySequence.mnemonic(button.text()) == sequence
+        ]
+        if len(buttons) == 1:  # two buttons with one mnemonic: Qt's own rule, neither is pressed
+            buttons[0].click()
+            return True
         for menu in menus:
             if menu.isEnabled() and QKeySequence.mnemonic(menu.text()) == sequence:
                 self.menuBar().setActiveAction(menu)

@@ -62,8 +62,8 @@ def place_key_name(event: QKeyEvent) -> str | None:
     else there that is no key of its own: a digit-row key that types no digit, a letter key that types a letter of
     another script. None otherwise (the typed name is the key's only name)."""
     place = us_place(event.nativeScanCode(), event.nativeVirtualKey(), QGuiApplication.platformName())
-    if place is None:
-        return None
+    if place is None or _alt_gr(event):
+        return None  # AltGr types a layout's third symbol (German AltGr+2 is ²): never a key by its place
     typed = event.text() if event.text().isprintable() and event.text().strip() else ""
     if not typed and 0 < event.key() < 0x110000:
         typed = chr(event.key())  # with Ctrl the text is a control character: the key's own symbol
@@ -77,6 +77,15 @@ def place_key_name(event: QKeyEvent) -> str | None:
     if place.isalpha() and modifiers == Qt.KeyboardModifier.ShiftModifier:
         modifiers = Qt.KeyboardModifier.NoModifier  # 'R' with or without Shift, as a typed letter is named
     return QKeySequence(QKeyCombination(modifiers, Qt.Key(ord(place)))).toString()
+
+
+def _alt_gr(event: QKeyEvent) -> bool:
+    """AltGr held: X11 reports it as the group switch; Windows as Ctrl+Alt with a printable symbol."""
+    modifiers = event.modifiers()
+    if modifiers & Qt.KeyboardModifier.GroupSwitchModifier:
+        return True
+    ctrl_alt = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier
+    return (modifiers & ctrl_alt) == ctrl_alt and event.text().isprintable() and bool(event.text().strip())
 
 
 def key_names(event: QKeyEvent) -> tuple[str, ...]:

@@ -50,6 +50,9 @@ WINDOW_KEYS = (
     ("Tab / Shift+Tab", "Move between controls (outside a session)"),
     ("F1", "Guided tour"),
 )
+WINDOW_KEY_MODIFIERS = (
+    Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.MetaModifier
+)
 PLACE_NOTE = (  # widgets/keys.py
     "On AZERTY, Cyrillic, Greek, Arabic, Hebrew … layouts, digits and letters<br>also work by their place on a "
     "US keyboard: the key labelled 1 rates Correct."
@@ -325,8 +328,10 @@ class RatingView(QWidget):
         if name:
             self.key_pressed.emit(name)
             event.accept()
+        elif event.modifiers() & WINDOW_KEY_MODIFIERS:
+            super().keyPressEvent(event)  # maybe the window's (Ctrl+& on AZERTY is Ctrl+1): passed on to it
         else:
-            super().keyPressEvent(event)  # the window's keys (Ctrl+1 on any layout) get it
+            event.accept()  # any other key stays here: Page Down never scrolls the page under the session
 
     def is_bound(self, name: str) -> bool:
         """Whether the key map gives this key name an action."""

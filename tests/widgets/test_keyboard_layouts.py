@@ -6,7 +6,7 @@ under X11 and Wayland); the real X server with French and Russian layouts is in 
 import pytest
 from PySide6.QtCore import QEvent, QSettings, Qt
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialog, QPushButton, QScrollArea
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite
 from spokenbench.widgets.keys import key_names, us_place
@@ -16,6 +16,7 @@ from spokenbench.widgets.rewrite_review import RewriteReviewView
 
 NONE, SHIFT = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
 CTRL, ALT = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.AltModifier
+ALTGR = Qt.KeyboardModifier.GroupSwitchModifier
 # XKB keycodes (Linux input code + 8) of the keys used below
 KEY_1, KEY_2, KEY_7, KEY_Q, KEY_R, KEY_A, KEY_Z, KEY_N, KEY_M = 10, 11, 16, 24, 27, 38, 52, 57, 58
 
@@ -63,6 +64,10 @@ def test_each_platform_s_native_codes_name_the_key_s_place_on_a_us_keyboard(plat
         ("US n", (Qt.Key.Key_N, NONE, KEY_N, "n"), ("n",)),
         ("keypad 1", (Qt.Key.Key_1, Qt.KeyboardModifier.KeypadModifier, 87, "1"), ("1",)),
         ("Space", (Qt.Key.Key_Space, NONE, 65, " "), ("Space",)),
+        ("Russian Ctrl+Z, its text as X11 gives it", (0x42F, CTRL, KEY_Z, "я"), ("Ctrl+Я", "Ctrl+Z")),
+        ("German AltGr+2 (X11)", (Qt.Key.Key_twosuperior, ALTGR, KEY_2, "²"), ("²",)),
+        ("AZERTY AltGr+3 (X11)", (Qt.Key.Key_NumberSign, ALTGR, 12, "#"), ("#",)),
+        ("German AltGr+7 (Windows: Ctrl+Alt)", (Qt.Key.Key_BraceLeft, CTRL | ALT, KEY_7, "{"), ("Ctrl+Alt+{",)),
     ],
 )
 def test_a_key_is_named_as_typed_then_by_its_place_only_where_the_layout_has_no_such_key(qapp, layout, event, names):
@@ -86,17 +91,34 @@ def test_the_rating_view_rates_with_the_key_labelled_1_on_azerty_and_undoes_with
     assert pressed == ["1", "Ctrl+Z", "R", "2"]
 
 
-def test_a_key_the_rating_view_has_no_action_for_goes_on_to_the_window(qtbot):
-    """Ctrl and the key labelled 1 on AZERTY is no key of the session: left to the window (its Ctrl+1 page key),
-    as is AZERTY's comma, which never stands in for the US M."""
+def test_a_ctrl_key_the_rating_view_has_no_action_for_goes_on_to_the_window(qtbot):
+    """Ctrl and the key labelled 1 on AZERTY is no key of the session: left to the window (its Ctrl+1 page key).
+    AZERTY's comma never stands in for the US M at its place: no action, and it stays in the view."""
     view = RatingView()
     qtbot.addWidget(view)
     pressed = []
     view.key_pressed.connect(pressed.append)
-    assert not send(view, key_event(Qt.Key.Key_Ampersand, CTRL, KEY_1, "")).isAccepted()
-    assert not send(view, key_event(Qt.Key.Key_Comma, NONE, KEY_M, ",")).isAccepted()
+    assert not send(view, key_event(Qt.Key.Key_Ampersand, CTRL, KEY_1, "&")).isAccepted()
+    assert send(view, key_event(Qt.Key.Key_Comma, NONE, KEY_M, ",")).isAccepted()
     assert send(view, key_event(Qt.Key.Key_3, NONE, 12, "3")).isAccepted()
     assert pressed == ["3"]
+
+
+def test_a_key_without_an_action_never_scrolls_the_page_under_the_session(qtbot):
+    """Page Down or ↓ pressed in a session stay in it (the page sits in a scroll area when the window is small);
+    only keys with Ctrl, Alt or Meta go on, for the window's shortcuts."""
+    area = QScrollArea()
+    qtbot.addWidget(area)
+    view = RatingView()
+    view.setMinimumHeight(1500)
+    area.setWidget(view)
+    area.setWidgetResizable(True)
+    area.resize(600, 300)
+    area.show()
+    qtbot.waitExposed(area)
+    for key in (Qt.Key.Key_PageDown, Qt.Key.Key_Down, Qt.Key.Key_End):
+        assert send(view, key_event(key, NONE, 0, "")).isAccepted()
+    assert area.verticalScrollBar().value() == 0
 
 
 def test_the_recorder_records_with_the_key_at_us_r_on_a_russian_layout(qtbot):
@@ -160,3 +182,21 @@ def test_the_tour_s_alt_n_and_the_menus_alt_letters_work_on_a_russian_layout(win
     send(QApplication.focusWidget() or window, key_event(0x43C, ALT, 55, "м"))
     assert window.menuBar().activeAction() is not None and window.menuBar().activeAction().text() == "&View"
     window.menuBar().activeAction().menu().close()
+
+
+def test_a_mnemonic_two_buttons_share_or_one_in_another_window_is_not_pressed_by_place(window, qtbot):
+    """As Qt does with mnemonics: two buttons with one letter are ambiguous, and a dialog's buttons are its own."""
+    clicked = []
+    for name in ("first", "second"):
+        button = QPushButton("&Zap")
+        button.clicked.connect(lambda _=False, n=name: clicked.append(n))
+        window.statusBar().addWidget(button)
+    dialog = QDialog(window)
+    other = QPushButton("&Quux", dialog)
+    other.clicked.connect(lambda: clicked.append("dialog"))
+    dialog.show()
+    window.activateWindow()
+    send(window, key_event(0x44F, ALT, KEY_Z, "я"))
+    send(window, key_event(0x439, ALT, KEY_Q, "й"))
+    assert clicked == []
+    dialog.close()
