@@ -27,20 +27,40 @@ class Audio:
         return len(self.samples) / self.rate
 
 
+# The most audio one file may decode to: 31 minutes at 48 kHz, above the longest SpokenBench makes (a 30-minute
+# assembled input) and ~360 MB as float32. Compressed audio can hold far more: a FLAC of silence decodes to ~1,300
+# times its size, so a 1 MB file in a shared project or pack could take gigabytes (a decompression bomb).
+MAX_DECODED_SAMPLES = 31 * 60 * 48_000
+DECODE_BLOCK_FRAMES = 1 << 20  # read in blocks: a header that lies about its length never sizes an allocation
+UNKNOWN_LENGTH = 1 << 62
+
+
 def decode_audio(data: bytes, what: str, expected_rate: int | None = None, expected_channels: int | None = 1) -> Audio:
-    """Decode WAV/FLAC/OGG bytes. `what` names the clip in errors ('item demo/001 (en) option_B, voice Orus')."""
+    """Decode WAV/FLAC/OGG bytes. `what` names the clip in errors ('item demo/001 (en) option_B, voice Orus').
+    Audio longer than MAX_DECODED_SAMPLES is refused before and while it is read, whatever its header says."""
     if not data:
         raise AudioError(f"{what}: the audio is empty (0 bytes)")
     try:
         with soundfile.SoundFile(io.BytesIO(data)) as handle:
-            rate = handle.samplerate
-            if handle.subtype == "PCM_16":  # libsndfile's int->float conversion is slow; numpy's is not
-                samples = handle.read(dtype="int16", always_2d=True).astype(np.float32) / np.float32(32768)
-            else:
-                samples = handle.read(dtype="float32", always_2d=True)
+            rate, channels = handle.samplerate, handle.channels
+            if handle.frames < UNKNOWN_LENGTH:  # else a stream that did not say (libsndfile's largest count)
+                _check_length(handle.frames, channels, rate, what)
+            pcm16 = handle.subtype == "PCM_16"  # libsndfile's int->float conversion is slow; numpy's is not
+            blocks, frames = [], 0
+            while True:
+                block = handle.read(DECODE_BLOCK_FRAMES, dtype="int16" if pcm16 else "float32", always_2d=True)
+                frames += len(block)
+                _check_length(frames, channels, rate, what)
+                blocks.append(block)
+                if len(block) < DECODE_BLOCK_FRAMES:
+                    break
     except (soundfile.LibsndfileError, RuntimeError, ValueError) as error:
         raise AudioError(f"{what}: the audio is unreadable or corrupt ({error})") from None
-    channels = samples.shape[1]
+    except MemoryError:
+        raise AudioError(f"{what}: not enough memory to decode the audio ({len(data):,} bytes)") from None
+    samples = np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+    if pcm16 and len(samples):
+        samples = samples.astype(np.float32) / np.float32(32768)
     if expected_channels is not None and channels != expected_channels:
         raise AudioError(f"{what}: the audio has {channels} channels; {expected_channels} expected")
     if expected_rate is not None and rate != expected_rate:
@@ -51,6 +71,24 @@ def decode_audio(data: bytes, what: str, expected_rate: int | None = None, expec
     return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(rate))
 
 
+def _check_length(frames: int, channels: int, rate: int, what: str) -> None:
+    """AudioError when `frames` frames of `channels` channels exceed MAX_DECODED_SAMPLES."""
+    if frames * max(channels, 1) > MAX_DECODED_SAMPLES:
+        seconds = frames / rate if rate > 0 else None
+        length = (
+            f"{frames:,} frames"
+            if seconds is None
+            else f"{seconds:,.0f} s at {rate:,} Hz"
+            if seconds < 120
+            else f"{seconds / 60:,.0f} minutes at {rate:,} Hz"
+        )
+        raise AudioError(
+            f"{what}: the audio decodes to more than {length} ({channels} channel(s)), beyond the "
+            f"{MAX_DECODED_SAMPLES:,} samples SpokenBench reads from one file (31 minutes at 48 kHz); no clip is "
+            "this long: the file is damaged or was made to exhaust memory"
+        )
+
+
 def read_pcm16(data: bytes, what: str) -> tuple[np.ndarray, int] | None:
     """Mono 16-bit PCM WAV samples as int16 with their rate, without conversion (the stdlib's wave reader is the
     cheapest way in); None for any other layout, which callers then decode in full."""
@@ -58,6 +96,7 @@ def read_pcm16(data: bytes, what: str) -> tuple[np.ndarray, int] | None:
         with wave.open(io.BytesIO(data)) as handle:
             if handle.getsampwidth() != 2 or handle.getnchannels() != 1:
                 return None
+            _check_length(handle.getnframes(), 1, handle.getframerate(), what)
             return np.frombuffer(handle.readframes(handle.getnframes()), dtype="<i2"), handle.getframerate()
     except (wave.Error, EOFError):
         return None

@@ -1,0 +1,104 @@
+"""Audio that decodes to far more than it weighs (a FLAC of silence is ~1,300 times smaller than its samples):
+a clip in a shared project or pack, or a TTS reply, never takes more memory than MAX_DECODED_SAMPLES allows.
+Before, a 1 MB FLAC made `spokenbench assemble` use 4.0 GB and take 17.6 s, or fail as an "internal error:
+MemoryError" where memory was shorter."""
+
+import hashlib
+import io
+import resource
+import sqlite3
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+import soundfile
+
+from spokenbench.core.audio import io as audio_io
+from spokenbench.core.audio.io import AudioError, decode_audio, read_pcm16, write_pcm16_wav
+
+RATE = 16_000
+
+
+def silence_flac(seconds: int, rate: int = RATE) -> bytes:
+    buffer = io.BytesIO()
+    with soundfile.SoundFile(buffer, "w", samplerate=rate, channels=1, format="FLAC", subtype="PCM_16") as handle:
+        for _ in range(seconds):
+            handle.write(np.zeros(rate, dtype=np.int16))
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def one_minute_bound(monkeypatch):
+    monkeypatch.setattr(audio_io, "MAX_DECODED_SAMPLES", 60 * RATE)
+
+
+def test_a_flac_longer_than_the_bound_is_refused_from_its_header_before_anything_is_decoded(one_minute_bound):
+    data = silence_flac(120)
+    assert len(data) < 10_000  # two minutes of silence in a few kilobytes
+    tracemalloc.start()
+    try:
+        with pytest.raises(AudioError, match=r"clip 7: the audio decodes to more than 2 minutes at 16,000 Hz"):
+            decode_audio(data, "clip 7")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, f"{peak:,} bytes allocated to refuse it"
+
+
+def test_audio_within_the_bound_decodes_as_before(one_minute_bound):
+    samples = (np.sin(np.arange(30 * RATE) / 10) * 8000).astype(np.int16)
+    buffer = io.BytesIO()
+    soundfile.write(buffer, samples, RATE, format="FLAC", subtype="PCM_16")
+    audio = decode_audio(buffer.getvalue(), "clip 1")
+    assert audio.rate == RATE and np.array_equal(audio.samples, samples.astype(np.float32) / np.float32(32768))
+    wav = decode_audio(write_pcm16_wav(samples, RATE), "clip 2")
+    assert np.array_equal(wav.samples, audio.samples)
+
+
+def test_a_file_whose_header_does_not_give_its_length_is_read_in_blocks_and_refused_past_the_bound(monkeypatch):
+    """Every header taken as silent about its length (as libsndfile reports a stream that does not say): the
+    bound holds block by block while reading, and no block is kept past it."""
+    monkeypatch.setattr(audio_io, "MAX_DECODED_SAMPLES", 30 * RATE)
+    monkeypatch.setattr(audio_io, "DECODE_BLOCK_FRAMES", RATE)
+    monkeypatch.setattr(audio_io, "UNKNOWN_LENGTH", 0)
+    data = silence_flac(45)
+    with pytest.raises(AudioError, match="clip 3: the audio decodes to more than 31 s at 16,000 Hz"):
+        decode_audio(data, "clip 3")
+    assert len(decode_audio(silence_flac(30), "clip 5").samples) == 30 * RATE  # exactly at the bound: read
+
+
+def test_a_wav_read_as_pcm16_is_bounded_too(one_minute_bound):
+    wav = write_pcm16_wav(np.zeros(61 * RATE, dtype=np.int16), RATE)
+    with pytest.raises(AudioError, match="clip 4: the audio decodes to more than"):
+        read_pcm16(wav, "clip 4")
+
+
+@pytest.mark.slow
+def test_assemble_with_a_decompression_bomb_clip_skips_it_with_a_message_in_bounded_memory(demo_copy, tmp_path):
+    """A shared project whose one clip is 4 hours of silence as a 1 MB FLAC: assemble refuses that clip by name
+    and builds the rest, within 1.5 GB of address space (before: MemoryError, 'This is a bug in spokenbench')."""
+    conn = sqlite3.connect(demo_copy / "project.sqlite")
+    clip_id, rate = conn.execute(
+        "SELECT c.id, c.sample_rate FROM clips c JOIN items i ON i.id = c.item_id WHERE i.source_id = 'demo/001' "
+        "AND c.part = 'question' AND c.accent = 'american' AND c.voice = 'espeak-male' AND c.language = 'en'"
+    ).fetchone()
+    data = silence_flac(4 * 3600, rate)
+    sha = hashlib.sha256(data).hexdigest()
+    (demo_copy / "audio" / sha[:2]).mkdir(exist_ok=True)
+    (demo_copy / "audio" / sha[:2] / f"{sha}.flac").write_bytes(data)
+    conn.execute("UPDATE clips SET sha256 = ?, audio_format = 'flac' WHERE id = ?", (sha, clip_id))
+    conn.commit()
+    conn.close()
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+
+    command = [sys.executable, "-m", "spokenbench.core.cli.main", "assemble", str(demo_copy), "--speed", "1.25"]
+    command += ["--languages", "en", "--accents", "american", "--voices", "espeak-male"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, preexec_fn=limit_memory)
+    output = done.stdout + done.stderr
+    assert "internal error" not in output and "MemoryError" not in output, output
+    assert "demo/001 (en) question: the audio decodes to more than 240 minutes at" in output, output
+    assert "assembled 35 inputs" in output, output
