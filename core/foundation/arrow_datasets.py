@@ -66,11 +66,49 @@ def arrow_dataset_files(path: Path) -> list[Path]:
     return files
 
 
+def decoded_bytes(table) -> int:
+    """The bytes `table` holds once its dictionary-encoded columns are expanded (each value counted at every row
+    that refers to it): what reading its rows as Python values or pandas takes, however small its file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for column in table.columns:
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type) and is_text_type(chunk.type.value_type):
+                lengths = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
+                total += (pc.sum(lengths).as_py() or 0) + chunk.indices.nbytes + 8 * len(chunk)
+            else:
+                total += chunk.nbytes
+    return total
+
+
+def is_text_type(arrow_type) -> bool:
+    """Strings or bytes, of either offset width."""
+    import pyarrow as pa
+
+    return any(check(arrow_type) for check in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+                                                 pa.types.is_large_binary))  # fmt: skip
+
+
+def check_decoded_size(name: str, decoded: int) -> None:
+    """InputError when a table decodes to more than MAX_TABLE_BYTES: as much as the largest text table read, so a
+    small Parquet or Arrow file of repeated or compressed values (a decompression bomb) never takes more."""
+    if decoded > MAX_TABLE_BYTES:
+        raise InputError(
+            InputProblem(
+                name,
+                f"decodes to more than {MAX_TABLE_BYTES:,} bytes of data (repeated or compressed values), the most "
+                "a table may hold; split it, or check that it is the file you meant",
+            )
+        )
+
+
 def read_arrow_dataset(path: Path):
     """The dataset as one pyarrow Table (its files concatenated), every column validated."""
     import pyarrow as pa
 
-    tables, total = [], 0
+    tables, total, decoded = [], 0, 0
     for file in arrow_dataset_files(path):
         try:
             data = read_regular_file(file, MAX_TABLE_BYTES)
@@ -80,7 +118,12 @@ def read_arrow_dataset(path: Path):
         if total > MAX_TABLE_BYTES:
             raise InputError(InputProblem(str(path), f"holds more than {MAX_TABLE_BYTES:,} bytes of data"))
         try:
-            tables.append(pa.ipc.open_stream(pa.BufferReader(data)).read_all())
+            stream, batches = pa.ipc.open_stream(pa.BufferReader(data)), []
+            for batch in stream:  # one batch at a time, each counted before the next is read
+                decoded += decoded_bytes(pa.Table.from_batches([batch]))
+                check_decoded_size(str(path), decoded)
+                batches.append(batch)
+            tables.append(pa.Table.from_batches(batches, schema=stream.schema))
         except (pa.ArrowException, OSError) as error:
             raise InputError(
                 InputProblem(str(file), f"is not an Arrow stream file as `datasets` writes them ({error})")

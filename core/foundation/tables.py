@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spokenbench.core.foundation.arrow_datasets import arrow_dataset_digest, is_arrow_dataset, read_arrow_dataset
+from spokenbench.core.foundation.arrow_datasets import (
+    arrow_dataset_digest,
+    check_decoded_size,
+    decoded_bytes,
+    is_arrow_dataset,
+    is_text_type,
+    read_arrow_dataset,
+)
 from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
 from spokenbench.core.foundation.safe_files import MAX_TABLE_BYTES, check_output_file, display_name, read_regular_file
 from spokenbench.core.foundation.standard_streams import (
@@ -573,12 +580,11 @@ def _has_surrogate(text: str) -> bool:
 
 def _parquet(name: str, data: bytes):
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if not data.startswith(PARQUET_MAGIC):
         raise InputError(InputProblem(name, "is not a Parquet file (no Parquet header); check the extension"))
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = _bounded_parquet(name, data)
     except (pa.ArrowException, OSError) as error:
         raise InputError(InputProblem(name, f"the Parquet file is damaged or unreadable ({error})")) from None
     problems = []
@@ -589,6 +595,35 @@ def _parquet(name: str, data: bytes):
             problems.append(InputProblem(name, f"holds invalid data ({error})", column=column_name))
     if problems:
         raise InputError(problems)
+    return table
+
+
+def _bounded_parquet(name: str, data: bytes):
+    """The file's table, as `pq.read_table` gives it, read so that it never decodes to more than MAX_TABLE_BYTES:
+    the sizes its footer declares are checked first, then each row group is read with its text columns kept
+    dictionary-encoded and counted as if expanded, and only a table within the bound is expanded."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(pa.BufferReader(data))
+    texts = [field.name for field in schema if is_text_type(field.type)]
+    parquet = pq.ParquetFile(pa.BufferReader(data), read_dictionary=texts)
+    metadata = parquet.metadata
+    declared = sum(
+        metadata.row_group(group).column(column).total_uncompressed_size
+        for group in range(metadata.num_row_groups)
+        for column in range(metadata.num_columns)
+    )
+    check_decoded_size(name, declared)
+    groups, decoded = [], 0
+    for group in range(parquet.num_row_groups):
+        groups.append(parquet.read_row_group(group))
+        decoded += decoded_bytes(groups[-1])
+        check_decoded_size(name, decoded)
+    table = pa.concat_tables(groups) if groups else parquet.schema_arrow.empty_table()
+    for index, field in enumerate(schema):
+        if field.name in texts:  # back to the column's own type, now that its size is known
+            table = table.set_column(index, field, table.column(index).cast(field.type))
     return table
 
 

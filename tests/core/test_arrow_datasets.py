@@ -1,30 +1,8 @@
 """Hugging Face `datasets` tables imported without the `datasets` package: a `save_to_disk` folder and a single
 .arrow file (Arrow IPC stream), Global-MMLU-Lite's columns mapped as for Parquet; broken ones named, exit 2."""
 
-import json
-
-import pyarrow as pa
 import pytest
-from support import gmmlu_rows
-
-
-def write_arrow_stream(path, rows):
-    table = pa.Table.from_pylist(rows)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return path
-
-
-def save_to_disk(folder, rows, shards=1):
-    """A folder as `Dataset.save_to_disk` writes it: dataset_info.json, state.json and data-*.arrow shards."""
-    folder.mkdir(parents=True)
-    names = [f"data-{n:05d}-of-{shards:05d}.arrow" for n in range(shards)]
-    for n, name in enumerate(names):
-        write_arrow_stream(folder / name, rows[n::shards])
-    (folder / "dataset_info.json").write_text(json.dumps({"features": {}, "splits": {}}), encoding="utf-8")
-    state = {"_data_files": [{"filename": name} for name in names], "_fingerprint": "abc", "_split": "test"}
-    (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    return folder
+from support import gmmlu_rows, save_to_disk, write_arrow_stream
 
 
 def hf_rows(count):
