@@ -74,7 +74,8 @@ HEARTBEAT_ENV = "SPOKENBENCH_HEARTBEAT_FILE"
 def start_heartbeat(window, path: str):
     """For the real-device stress test (tests/widgets/test_real_device_session.py): every 100 ms the UI thread
     rewrites `path` with its monotonic time, the Rating page's acknowledged saves, its ignored keys,
-    whether a session is open and the page shown, so a watchdog in another
+    whether a session is open, the page shown and
+    whether a save or step is in flight, so a watchdog in another
     process sees at once when the event loop stops answering. Only when the variable is set."""
     import time
 
@@ -85,7 +86,7 @@ def start_heartbeat(window, path: str):
         in_session = int(getattr(rating, "rating", None) is not None)
         line = (
             f"{time.monotonic():.3f} {getattr(rating, 'saves', 0)} {getattr(rating, 'ignored_keys', 0)} {in_session}"
-            f" {window.sidebar.current_key() or '-'}\n"
+            f" {window.sidebar.current_key() or '-'} {int(bool(getattr(rating, 'busy', False)))}\n"
         )
         with open(path, "w", encoding="utf-8") as handle:  # a few bytes on a test's temporary folder
             handle.write(line)

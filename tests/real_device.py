@@ -230,6 +230,7 @@ class Heartbeat:
         self.froze = self.died = False
         self.values = (0.0, 0, 0, 0)
         self.page = ""
+        self.busy = False
         self.sink_inputs = 0
         self.polls = self.polls_with_stream = 0
         self.watching = False
@@ -237,10 +238,12 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def read(self) -> tuple[float, int, int, int] | None:
-        """(beat, saves acknowledged, keys ignored, session open); `page` is set to the page shown."""
+        """(beat, saves acknowledged, keys ignored, session open); `page` is set to the page shown and `busy` to
+        whether a save or step is in flight (keys pressed then are ignored by design)."""
         try:
-            beat, saves, ignored, session, page = self.path.read_text().split()
+            beat, saves, ignored, session, page, busy = self.path.read_text().split()
             values = float(beat), int(saves), int(ignored), int(session)
+            self.busy = bool(int(busy))
         except (OSError, ValueError):
             return None  # not written yet, or caught mid-write
         self.page = page

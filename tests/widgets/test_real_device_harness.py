@@ -19,7 +19,7 @@ class _QuietPulse:
 
 def test_the_watchdog_measures_from_the_last_beat_seen_when_its_first_read_finds_a_half_written_file(tmp_path):
     path = tmp_path / "heartbeat"
-    path.write_text(f"{time.monotonic():.3f} 0 0 1 rating\n")
+    path.write_text(f"{time.monotonic():.3f} 0 0 1 rating 0\n")
     heart = Heartbeat(path, _Alive(), _QuietPulse())
     assert heart.wait_for(lambda beat, saves, ignored, session: session == 1, 5)
     path.write_text("")  # the app truncated it and has not written the line yet

@@ -91,6 +91,22 @@ RUSSIAN_STEPS = (
 )
 
 
+def wait_until_done(heart, reached, timeout: float = 10) -> None:
+    """Until `reached()` holds and the app takes keys again: a heartbeat written after that moment says no save
+    or step is in flight (a key pressed during one is ignored by design). A beat from before the key was handled
+    says "not busy" too, so only a later one counts."""
+    deadline, reached_at = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        values = heart.read()
+        if values is not None and reached():
+            reached_at = reached_at or time.monotonic()
+            if values[0] > reached_at and not heart.busy:  # the app's monotonic clock is this machine's
+                return
+        else:
+            reached_at = None
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("layout", "steps"), [("fr", FRENCH_STEPS), ("ru", RUSSIAN_STEPS)])
 def test_rating_keys_work_by_their_place_on_a_french_or_russian_keyboard(demo_copy, tmp_path, layout, steps):
@@ -110,9 +126,7 @@ def test_rating_keys_work_by_their_place_on_a_french_or_russian_keyboard(demo_co
             assert process is not None, "\n".join(figures.notes)
             for key, ratings, page in steps:
                 desktop.xdotool("key", key)
-                deadline = time.monotonic() + 5
-                while (stored_ratings(demo_copy), heart.page) != (ratings, page) and time.monotonic() < deadline:
-                    time.sleep(0.1)
+                wait_until_done(heart, lambda r=ratings, p=page: (stored_ratings(demo_copy), heart.page) == (r, p))
                 seen.append((key, stored_ratings(demo_copy), heart.page))
             settle(heart)
         finally:
