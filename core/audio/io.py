@@ -31,36 +31,32 @@ class Audio:
 # assembled input) and ~360 MB as float32. Compressed audio can hold far more: a FLAC of silence decodes to ~1,300
 # times its size, so a 1 MB file in a shared project or pack could take gigabytes (a decompression bomb).
 MAX_DECODED_SAMPLES = 31 * 60 * 48_000
-DECODE_BLOCK_FRAMES = 1 << 20  # read in blocks: a header that lies about its length never sizes an allocation
+DECODE_BLOCK_FRAMES = 1 << 20  # a file of unknown length is read in blocks, so no count of its own sizes a read
 UNKNOWN_LENGTH = 1 << 62
 
 
 def decode_audio(data: bytes, what: str, expected_rate: int | None = None, expected_channels: int | None = 1) -> Audio:
     """Decode WAV/FLAC/OGG bytes. `what` names the clip in errors ('item demo/001 (en) option_B, voice Orus').
-    Audio longer than MAX_DECODED_SAMPLES is refused before and while it is read, whatever its header says."""
+    Audio longer than MAX_DECODED_SAMPLES is refused: from the length its header gives, before a sample is read
+    (libsndfile reads no further than that length), or block by block when the header gives none."""
     if not data:
         raise AudioError(f"{what}: the audio is empty (0 bytes)")
     try:
         with soundfile.SoundFile(io.BytesIO(data)) as handle:
             rate, channels = handle.samplerate, handle.channels
-            if handle.frames < UNKNOWN_LENGTH:  # else a stream that did not say (libsndfile's largest count)
-                _check_length(handle.frames, channels, rate, what)
             pcm16 = handle.subtype == "PCM_16"  # libsndfile's int->float conversion is slow; numpy's is not
-            blocks, frames = [], 0
-            while True:
-                block = handle.read(DECODE_BLOCK_FRAMES, dtype="int16" if pcm16 else "float32", always_2d=True)
-                frames += len(block)
-                _check_length(frames, channels, rate, what)
-                blocks.append(block)
-                if len(block) < DECODE_BLOCK_FRAMES:
-                    break
+            dtype = "int16" if pcm16 else "float32"
+            if handle.frames < UNKNOWN_LENGTH:  # one read, which libsndfile stops at the length the header gives
+                _check_length(handle.frames, channels, rate, what)
+                samples = handle.read(dtype=dtype, always_2d=True)
+            else:  # a stream that did not say its length (libsndfile's largest count): read in bounded blocks
+                samples = _read_blocks(handle, dtype, channels, rate, what)
+        if pcm16 and len(samples):
+            samples = samples.astype(np.float32) / np.float32(32768)
     except (soundfile.LibsndfileError, RuntimeError, ValueError) as error:
         raise AudioError(f"{what}: the audio is unreadable or corrupt ({error})") from None
     except MemoryError:
         raise AudioError(f"{what}: not enough memory to decode the audio ({len(data):,} bytes)") from None
-    samples = np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
-    if pcm16 and len(samples):
-        samples = samples.astype(np.float32) / np.float32(32768)
     if expected_channels is not None and channels != expected_channels:
         raise AudioError(f"{what}: the audio has {channels} channels; {expected_channels} expected")
     if expected_rate is not None and rate != expected_rate:
@@ -69,6 +65,18 @@ def decode_audio(data: bytes, what: str, expected_rate: int | None = None, expec
         raise AudioError(f"{what}: the audio holds no samples")
     mono = samples[:, 0] if channels == 1 else samples.mean(axis=1)
     return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(rate))
+
+
+def _read_blocks(handle: soundfile.SoundFile, dtype: str, channels: int, rate: int, what: str) -> np.ndarray:
+    """All frames of a file of unknown length, block by block, refused once past MAX_DECODED_SAMPLES."""
+    blocks, frames = [], 0
+    while True:
+        block = handle.read(DECODE_BLOCK_FRAMES, dtype=dtype, always_2d=True)
+        frames += len(block)
+        _check_length(frames, channels, rate, what)
+        blocks.append(block)
+        if len(block) < DECODE_BLOCK_FRAMES:
+            return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
 
 
 def _check_length(frames: int, channels: int, rate: int, what: str) -> None:
@@ -96,7 +104,6 @@ def read_pcm16(data: bytes, what: str) -> tuple[np.ndarray, int] | None:
         with wave.open(io.BytesIO(data)) as handle:
             if handle.getsampwidth() != 2 or handle.getnchannels() != 1:
                 return None
-            _check_length(handle.getnframes(), 1, handle.getframerate(), what)
             return np.frombuffer(handle.readframes(handle.getnframes()), dtype="<i2"), handle.getframerate()
     except (wave.Error, EOFError):
         return None

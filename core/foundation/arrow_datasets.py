@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import struct
 from pathlib import Path
 
 from spokenbench.core.foundation.errors import InputError, InputProblem
@@ -66,20 +67,29 @@ def arrow_dataset_files(path: Path) -> list[Path]:
     return files
 
 
+# What a row and a cell cost at least once read as Python values (a row's dict, a value and its slot in it; a
+# None, a bool and a small number too): two million rows of one null column, which a file stores in a few bytes,
+# take ~400 MB as rows and count 528 MB, not nothing
+ROW_BYTES = 200
+CELL_BYTES = 64
+
+
 def decoded_bytes(table) -> int:
     """The bytes `table` holds once its dictionary-encoded columns are expanded (each value counted at every row
-    that refers to it): what reading its rows as Python values or pandas takes, however small its file."""
+    that refers to it), every row counted at least ROW_BYTES and every cell CELL_BYTES: what reading its rows as Python values or pandas
+    takes, however small its file."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    total = 0
+    total = ROW_BYTES * table.num_rows
     for column in table.columns:
         for chunk in column.chunks:
             if pa.types.is_dictionary(chunk.type) and is_text_type(chunk.type.value_type):
                 lengths = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
-                total += (pc.sum(lengths).as_py() or 0) + chunk.indices.nbytes + 8 * len(chunk)
+                size = (pc.sum(lengths).as_py() or 0) + chunk.indices.nbytes + 8 * len(chunk)
             else:
-                total += chunk.nbytes
+                size = chunk.nbytes
+            total += max(size, CELL_BYTES * len(chunk))
     return total
 
 
@@ -104,6 +114,57 @@ def check_decoded_size(name: str, decoded: int) -> None:
         )
 
 
+def _compressed_batches(data: bytes) -> bool:
+    """Whether the stream's record or dictionary batches use IPC body compression, from each message's
+    flatbuffer header alone (nothing decoded): a compressed batch is decompressed whole before it can be counted."""
+    import pyarrow as pa
+
+    reader = pa.ipc.MessageReader.open_stream(pa.BufferReader(data))
+    while (message := _next_message(reader)) is not None:
+        if message.type in ("record batch", "dictionary"):
+            header = message.metadata.to_pybytes()
+            batch = _table_field(header, _root(header), 2)  # Message.header
+            if message.type == "dictionary":
+                batch = _table_field(header, batch, 1)  # DictionaryBatch.data
+            if batch is not None and _table_field(header, batch, 3) is not None:  # RecordBatch.compression
+                return True
+    return False
+
+
+def _next_message(reader):
+    try:
+        return reader.read_next_message()
+    except StopIteration:
+        return None
+
+
+def _root(buffer: bytes) -> int:
+    return struct.unpack_from("<I", buffer, 0)[0]
+
+
+def _table_field(buffer: bytes, table: int | None, index: int) -> int | None:
+    """The position of the table a flatbuffer table's field `index` points to; None when the field is absent."""
+    if table is None:
+        return None
+    vtable = _inside(buffer, table - struct.unpack_from("<i", buffer, _inside(buffer, table))[0])
+    slot = 4 + 2 * index
+    if slot >= struct.unpack_from("<H", buffer, vtable)[0]:
+        return None
+    offset = struct.unpack_from("<H", buffer, vtable + slot)[0]
+    if offset == 0:
+        return None
+    position = _inside(buffer, table + offset)
+    return _inside(buffer, position + struct.unpack_from("<I", buffer, position)[0])
+
+
+def _inside(buffer: bytes, position: int) -> int:
+    """`position`, or struct.error when it is outside the buffer (struct would count a negative one from the
+    end)."""
+    if not 0 <= position < len(buffer):
+        raise struct.error(f"offset {position} outside the {len(buffer)}-byte message header")
+    return position
+
+
 def read_arrow_dataset(path: Path):
     """The dataset as one pyarrow Table (its files concatenated), every column validated."""
     import pyarrow as pa
@@ -118,13 +179,22 @@ def read_arrow_dataset(path: Path):
         if total > MAX_TABLE_BYTES:
             raise InputError(InputProblem(str(path), f"holds more than {MAX_TABLE_BYTES:,} bytes of data"))
         try:
+            if _compressed_batches(data):
+                raise InputError(
+                    InputProblem(
+                        str(file),
+                        "holds compressed record batches (Arrow IPC body compression), which are not read: a "
+                        "batch would be decompressed whole before its size is known; `datasets` writes them "
+                        "uncompressed (save it again, or write it with pyarrow without compression)",
+                    )
+                )
             stream, batches = pa.ipc.open_stream(pa.BufferReader(data)), []
             for batch in stream:  # one batch at a time, each counted before the next is read
                 decoded += decoded_bytes(pa.Table.from_batches([batch]))
                 check_decoded_size(str(path), decoded)
                 batches.append(batch)
             tables.append(pa.Table.from_batches(batches, schema=stream.schema))
-        except (pa.ArrowException, OSError) as error:
+        except (pa.ArrowException, OSError, struct.error) as error:
             raise InputError(
                 InputProblem(str(file), f"is not an Arrow stream file as `datasets` writes them ({error})")
             ) from None

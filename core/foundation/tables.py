@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spokenbench.core.foundation.arrow_datasets import (
+    CELL_BYTES,
+    ROW_BYTES,
     arrow_dataset_digest,
     check_decoded_size,
     decoded_bytes,
@@ -599,32 +601,37 @@ def _parquet(name: str, data: bytes):
 
 
 def _bounded_parquet(name: str, data: bytes):
-    """The file's table, as `pq.read_table` gives it, read so that it never decodes to more than MAX_TABLE_BYTES:
-    the sizes its footer declares are checked first, then each row group is read with its text columns kept
-    dictionary-encoded and counted as if expanded, and only a table within the bound is expanded."""
+    """The file's table, as `pq.read_table` gives it, read so that it never decodes to more than MAX_TABLE_BYTES
+    (`decoded_bytes`: rows and cells counted at least what they cost as Python values): each row group's size as its footer declares it is
+    checked before any is read, then each row group is read with its text columns kept dictionary-encoded and
+    counted as if expanded, and only a table within the bound is expanded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(pa.BufferReader(data))
+    repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
+    if repeated:  # pyarrow would read them; which one a row's value came from would be anyone's guess
+        raise InputError(InputProblem(name, f"column '{repeated[0]}' appears twice; column names must be unique"))
     texts = [field.name for field in schema if is_text_type(field.type)]
     parquet = pq.ParquetFile(pa.BufferReader(data), read_dictionary=texts)
     metadata = parquet.metadata
-    declared = sum(
-        metadata.row_group(group).column(column).total_uncompressed_size
-        for group in range(metadata.num_row_groups)
-        for column in range(metadata.num_columns)
-    )
-    check_decoded_size(name, declared)
+    declared = [_declared_bytes(metadata.row_group(group)) for group in range(metadata.num_row_groups)]
+    check_decoded_size(name, sum(declared))
     groups, decoded = [], 0
     for group in range(parquet.num_row_groups):
         groups.append(parquet.read_row_group(group))
         decoded += decoded_bytes(groups[-1])
         check_decoded_size(name, decoded)
     table = pa.concat_tables(groups) if groups else parquet.schema_arrow.empty_table()
-    for index, field in enumerate(schema):
-        if field.name in texts:  # back to the column's own type, now that its size is known
-            table = table.set_column(index, field, table.column(index).cast(field.type))
-    return table
+    return table.cast(schema)  # the text columns back to their own types, now that their size is known
+
+
+def _declared_bytes(row_group) -> int:
+    """What a row group decodes to at least, from its footer: its pages' declared sizes or CELL_BYTES for every
+    value (run-length encoding stores a million equal numbers in a few bytes), and ROW_BYTES for every row."""
+    pages = sum(row_group.column(column).total_uncompressed_size for column in range(row_group.num_columns))
+    values = sum(row_group.column(column).num_values for column in range(row_group.num_columns))
+    return max(pages, values * CELL_BYTES) + row_group.num_rows * ROW_BYTES
 
 
 def write_table(

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from support import gmmlu_rows, save_to_disk
 
-from spokenbench.core.foundation import arrow_datasets
+from spokenbench.core.foundation import arrow_datasets, tables
 from spokenbench.core.foundation.errors import InputError
 from spokenbench.core.foundation.tables import read_columns, read_table
 
@@ -46,13 +46,62 @@ def test_a_parquet_file_of_repeated_text_past_the_bound_is_refused_by_name(tmp_p
             read(path)
 
 
-def test_a_compressed_plain_column_past_the_bound_is_refused_from_the_sizes_its_footer_declares(tmp_path, small_bound):
+@pytest.fixture
+def no_row_group_read(monkeypatch):
+    """Reading a row group fails the test: a refusal must come from the footer alone."""
+
+    def refused(*_args, **_kwargs):
+        raise AssertionError("a row group was read")
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", refused)
+
+
+def test_a_compressed_plain_column_past_the_bound_is_refused_from_the_sizes_its_footer_declares(
+    tmp_path, small_bound, no_row_group_read
+):
     path = tmp_path / "compressed.parquet"
     table = pa.table({"question": pa.array([TEXT] * 6_000)})
     pq.write_table(table, path, compression="zstd", use_dictionary=False)  # 12 MB plain, zstd-compressed
     assert path.stat().st_size < 200_000
     with pytest.raises(InputError, match="compressed.parquet: decodes to more than"):
         read_table(path)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [pa.nulls(200_000), pa.array([0] * 200_000, type=pa.int64()), pa.array([True] * 200_000)],
+    ids=["nulls", "zeros", "booleans"],
+)
+def test_rows_of_values_a_file_stores_in_a_few_bytes_count_what_they_cost_as_rows(
+    tmp_path, small_bound, no_row_group_read, column
+):
+    """200,000 rows of one null, 0 or True: a few kilobytes of Parquet, ~40 MB as Python rows (counted 53 MB)."""
+    path = tmp_path / "runs.parquet"
+    pq.write_table(pa.table({"answer": column}), path, compression="zstd")
+    assert path.stat().st_size < 20_000
+    with pytest.raises(InputError, match="runs.parquet: decodes to more than 10,000,000 bytes"):
+        read_table(path)
+
+
+def test_a_parquet_file_with_a_column_name_twice_is_refused_by_name(tmp_path):
+    """pyarrow reads it; the answers would silently stand in for the questions."""
+    path = tmp_path / "twice.parquet"
+    table = pa.Table.from_arrays([pa.array(["2+2?"]), pa.array(["4"])], names=["question", "question"])
+    pq.write_table(table, path)
+    for read in (read_table, read_columns):
+        with pytest.raises(InputError, match="twice.parquet: column 'question' appears twice"):
+            read(path)
+
+
+def test_an_arrow_stream_with_compressed_batches_is_refused_before_any_is_decompressed(tmp_path):
+    folder = save_to_disk(tmp_path / "ko", gmmlu_rows(2))
+    shard = next(folder.glob("data-*.arrow"))
+    table = pa.Table.from_pylist(gmmlu_rows(3))
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.OSFile(str(shard), "wb") as sink, pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    with pytest.raises(InputError, match="holds compressed record batches"):
+        read_table(folder)
 
 
 def test_a_table_within_the_bound_reads_as_pyarrow_reads_it(tmp_path):
@@ -70,9 +119,13 @@ def test_a_table_within_the_bound_reads_as_pyarrow_reads_it(tmp_path):
     path = tmp_path / "plain.parquet"
     frame.to_parquet(path, row_group_size=64)
     expected = pq.read_table(path)
+    assert tables._parquet(str(path), path.read_bytes()).equals(expected, check_metadata=True)  # schema too
     table = read_table(path)
     assert table.columns == expected.column_names
     assert table.rows == expected.to_pylist()
+    dotted = tmp_path / "dotted.parquet"  # a top-level 'a.b' beside a struct 'a' with a field 'b'
+    pq.write_table(pa.table({"a.b": ["x"], "a": pa.array([{"b": "y"}])}), dotted)
+    assert tables._parquet(str(dotted), dotted.read_bytes()).equals(pq.read_table(dotted), check_metadata=True)
     large = tmp_path / "large.parquet"
     pq.write_table(pa.table({"q": pa.array(["x", "y"], type=pa.large_string())}), large)
     assert read_table(large).rows == [{"q": "x"}, {"q": "y"}]
