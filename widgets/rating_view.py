@@ -59,6 +59,12 @@ PLACE_NOTE = (  # widgets/keys.py
 )
 
 
+def _named_reason(clip_id: int, reason: str) -> str:
+    """'clip 7: …' once: the audio's own errors already start by naming the clip."""
+    named = f"clip {clip_id}"
+    return reason if reason.startswith((f"{named} ", f"{named}:")) else f"{named}: {reason}"
+
+
 def keys_text(keys: tuple[str, ...]) -> str:
     return " / ".join(keys)
 
@@ -301,9 +307,10 @@ class RatingView(QWidget):
         if not skipped:
             self.skipped_label.hide()
             return
-        reasons = "; ".join(f"clip {s.clip_id} (#{s.position}): {s.reason}" for s in skipped[:5])
+        reasons = "; ".join(f"#{s.position} {_named_reason(s.clip_id, s.reason)}" for s in skipped[:5])
         more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-        self.skipped_label.setText(f"{len(skipped)} clips skipped (missing or unreadable audio): {reasons}{more}")
+        clips = "1 clip" if len(skipped) == 1 else f"{len(skipped)} clips"
+        self.skipped_label.setText(f"{clips} skipped (missing or unreadable audio): {reasons}{more}")
         self.skipped_label.show()
 
     def set_banner(self, text: str | None) -> None:

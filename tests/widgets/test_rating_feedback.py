@@ -1,5 +1,6 @@
 """What the Rating page says back, driven by keys: the session tally after re-rating a browsed clip, what an
-undo took back, and a character-language clip's error rate named CER as on the Items page."""
+undo took back, a character-language clip's error rate named CER as on the Items page, and a skipped clip named
+once."""
 
 from types import SimpleNamespace
 
@@ -111,3 +112,22 @@ def test_a_spectrogram_is_drawn_again_for_the_size_the_waveform_is_resized_to(pa
     qtbot.waitUntil(lambda: (waveform.height(), waveform.width()) != waveform._spectrogram.shape, timeout=5_000)
     qtbot.waitUntil(lambda: waveform.spectrogram_fits, timeout=30_000)  # drawn again, once the resize settled
     assert waveform._spectrogram.shape == (waveform.height(), waveform.width())
+
+
+def test_a_skipped_clip_is_named_once_in_the_session_s_skipped_line(qtbot):
+    """The audio's own error already names the clip ('clip 7 (demo/001 question): …'): the line said 'clip 7
+    (#1): clip 7 (…)' and '1 clips'."""
+    from spokenbench.core.qc.rating_session import SkippedClip
+    from spokenbench.widgets.rating_view import RatingView
+
+    view = RatingView()
+    qtbot.addWidget(view)
+    view.show_skipped([SkippedClip(7, 1, "clip 7 (demo/001 question): the audio decodes to more than 240 minutes")])
+    assert view.skipped_label.text() == (
+        "1 clip skipped (missing or unreadable audio): #1 clip 7 (demo/001 question): the audio decodes to more "
+        "than 240 minutes"
+    )
+    view.show_skipped([SkippedClip(7, 1, "clip 7: gone"), SkippedClip(9, 4, "the audio file is missing")])
+    assert view.skipped_label.text() == (
+        "2 clips skipped (missing or unreadable audio): #1 clip 7: gone; #4 clip 9: the audio file is missing"
+    )
