@@ -259,3 +259,39 @@ def save_to_disk(folder, rows, shards=1):
     state = {"_data_files": [{"filename": name} for name in names], "_fingerprint": "abc", "_split": "test"}
     (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
     return folder
+
+
+def silence_flac_bytes(seconds: int, rate: int) -> bytes:
+    """`seconds` of 16-bit silence as FLAC: ~1,300 times smaller than its samples."""
+    import io
+
+    import numpy as np
+    import soundfile
+
+    buffer = io.BytesIO()
+    with soundfile.SoundFile(buffer, "w", samplerate=rate, channels=1, format="FLAC", subtype="PCM_16") as handle:
+        minute = np.zeros(rate * 60, dtype=np.int16)
+        for _ in range(seconds // 60):
+            handle.write(minute)
+        handle.write(np.zeros(rate * (seconds % 60), dtype=np.int16))
+    return buffer.getvalue()
+
+
+def silence_bomb_clip(project_folder: Path, hours: float = 4) -> int:
+    """Replace demo/001's American male English question clip with `hours` of silence as FLAC (a 1 MB file for 4
+    hours at 22,050 Hz), content-addressed like any clip: a decompression bomb in a shared project. Its clip id."""
+    import hashlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(project_folder / "project.sqlite")) as conn:
+        clip_id, rate = conn.execute(
+            "SELECT c.id, c.sample_rate FROM clips c JOIN items i ON i.id = c.item_id WHERE i.source_id = 'demo/001' "
+            "AND c.part = 'question' AND c.accent = 'american' AND c.voice = 'espeak-male' AND c.language = 'en'"
+        ).fetchone()
+        data = silence_flac_bytes(int(hours * 3600), rate)
+        sha = hashlib.sha256(data).hexdigest()
+        (project_folder / "audio" / sha[:2]).mkdir(exist_ok=True)
+        (project_folder / "audio" / sha[:2] / f"{sha}.flac").write_bytes(data)
+        with conn:
+            conn.execute("UPDATE clips SET sha256 = ?, audio_format = 'flac' WHERE id = ?", (sha, clip_id))
+    return clip_id

@@ -3,10 +3,8 @@ a clip in a shared project or pack, or a TTS reply, never takes more memory than
 Before, a 1 MB FLAC made `spokenbench assemble` use 4.0 GB and take 17.6 s, or fail as an "internal error:
 MemoryError" where memory was shorter."""
 
-import hashlib
 import io
 import resource
-import sqlite3
 import subprocess
 import sys
 import tracemalloc
@@ -14,6 +12,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import soundfile
+from support import silence_bomb_clip, silence_flac_bytes
 
 from spokenbench.core.audio import io as audio_io
 from spokenbench.core.audio.io import AudioError, decode_audio, read_pcm16, write_pcm16_wav
@@ -21,12 +20,8 @@ from spokenbench.core.audio.io import AudioError, decode_audio, read_pcm16, writ
 RATE = 16_000
 
 
-def silence_flac(seconds: int, rate: int = RATE) -> bytes:
-    buffer = io.BytesIO()
-    with soundfile.SoundFile(buffer, "w", samplerate=rate, channels=1, format="FLAC", subtype="PCM_16") as handle:
-        for _ in range(seconds):
-            handle.write(np.zeros(rate, dtype=np.int16))
-    return buffer.getvalue()
+def silence_flac(seconds: int) -> bytes:
+    return silence_flac_bytes(seconds, RATE)
 
 
 @pytest.fixture
@@ -86,18 +81,7 @@ def test_a_wav_whose_header_gives_no_length_still_decodes(one_minute_bound):
 def test_assemble_with_a_decompression_bomb_clip_skips_it_with_a_message_in_bounded_memory(demo_copy, tmp_path):
     """A shared project whose one clip is 4 hours of silence as a 1 MB FLAC: assemble refuses that clip by name
     and builds the rest, within 1.5 GB of address space (before: MemoryError, 'This is a bug in spokenbench')."""
-    conn = sqlite3.connect(demo_copy / "project.sqlite")
-    clip_id, rate = conn.execute(
-        "SELECT c.id, c.sample_rate FROM clips c JOIN items i ON i.id = c.item_id WHERE i.source_id = 'demo/001' "
-        "AND c.part = 'question' AND c.accent = 'american' AND c.voice = 'espeak-male' AND c.language = 'en'"
-    ).fetchone()
-    data = silence_flac(4 * 3600, rate)
-    sha = hashlib.sha256(data).hexdigest()
-    (demo_copy / "audio" / sha[:2]).mkdir(exist_ok=True)
-    (demo_copy / "audio" / sha[:2] / f"{sha}.flac").write_bytes(data)
-    conn.execute("UPDATE clips SET sha256 = ?, audio_format = 'flac' WHERE id = ?", (sha, clip_id))
-    conn.commit()
-    conn.close()
+    silence_bomb_clip(demo_copy, hours=4)
 
     def limit_memory():
         resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
