@@ -60,6 +60,7 @@ from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
 from spokenbench.core.store.stored_values import stored_value_problems, stored_values_error
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
+from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name
@@ -428,12 +429,16 @@ class MainWindow(QMainWindow):
         status, tooltip = audio_status(audio_message, recording_message)
         self.audio_label = QLabel(status)
         self.audio_label.setToolTip(tooltip)
+        self.font_label = QLabel()  # languages of the project that no installed font can show
+        self.font_label.setStyleSheet("color:#b00020;")
+        self.font_label.hide()
         self.pack_label = QLabel()
         self.pack_label.setObjectName("packStatus")
         self.pack_label.hide()
         self.packs.status_changed.connect(self._show_pack_status)
         self.statusBar().addWidget(self.summary_label, 1)
         self.statusBar().addWidget(self.pack_label)
+        self.statusBar().addPermanentWidget(self.font_label)
         self.statusBar().addPermanentWidget(self.jobs_button)
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
@@ -948,6 +953,15 @@ class MainWindow(QMainWindow):
             f"rewrites  ·  {summary['clips']['total']} clips  ·  {summary['runs']} runs"
         )
         self.summary_label.setText(self._summary_text)
+        self.show_missing_fonts(items["by_language"])
+
+    def show_missing_fonts(self, languages) -> None:
+        """'No font: ko, zh' in the status bar (how to get one in its tooltip) while the project has text in a
+        script no installed font covers; nothing otherwise."""
+        missing = languages_without_font(languages)
+        self.font_label.setText(f"No font: {', '.join(missing)}" if missing else "")
+        self.font_label.setToolTip(missing_font_advice(missing) if missing else "")
+        self.font_label.setVisible(bool(missing))
 
     def _show_job_count(self, live: int) -> None:
         self.jobs_button.defaultAction().setText(f"Jobs · {live} running" if live else "Jobs")
@@ -965,6 +979,7 @@ class MainWindow(QMainWindow):
             self.session.close()
             self.session.deleteLater()
             self.session = None
+        self.show_missing_fonts([])
 
     def shutdown(self) -> None:
         """Stop every operation and thread this window started (writes already queued are finished)."""

@@ -46,6 +46,7 @@ from spokenbench.core.qc.rating_session import (
 from spokenbench.core.qc.sampling import SampleResult, load_clip_records, stratified_sample
 from spokenbench.core.qc.store import clip_voices
 from spokenbench.core.store import Project
+from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.queue_dialog import QueueDialog
 from spokenbench.widgets.rating_view import QueueListView, RatingView, keys_text
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_image
@@ -393,10 +394,14 @@ class RatingPage(QWidget):
         self.busy = False
         self.rating = session
         self.view.set_keymap(session.keymap)
+        banners = []
+        if missing := languages_without_font(session.languages):  # first: reading the text is the fallback below
+            banners.append(missing_font_advice(missing))
         if not self.audio_ok:
             packs = getattr(self.window_, "packs", None)
             in_pack = getattr(packs, "pack", None) is not None
-            self.view.set_banner(no_audio_banner(self.audio_message, session.has_transcripts, in_pack))
+            banners.append(no_audio_banner(self.audio_message, session.has_transcripts, in_pack))
+        self.view.set_banner("\n".join(banners) or None)
         self.stack.setCurrentWidget(self.view)
         self.view.setFocus()
         self.handle(first)

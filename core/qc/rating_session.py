@@ -328,6 +328,11 @@ class RatingSession:
         return RatingProgress(done, len(self._clips), len(self.skipped), {r: counts[r] for r in RATINGS})
 
     @property
+    def languages(self) -> set[str]:
+        """The languages of the queue's clips (what the screen must be able to draw)."""
+        return {clip.language for clip in self._clips}
+
+    @property
     def has_transcripts(self) -> bool:
         """Whether any clip of the queue has a transcript to show (an annotation pack carries none)."""
         return any(self._transcripts.values())
