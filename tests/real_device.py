@@ -9,6 +9,7 @@ share them; every process started here is ended by its own id."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -481,3 +482,27 @@ def demo_in(out: Path) -> Path:
     if not project.exists():
         subprocess.run(["spokenbench", "demo", str(project)], check=True, capture_output=True)
     return project
+
+
+def demo_copy_in(out: Path) -> Path:
+    """A fresh copy of OUT/demo (`demo_in`) at OUT/project, for a walk to change."""
+    project = out / "project"
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(demo_in(out), project)
+    return project
+
+
+@contextlib.contextmanager
+def walked_session(out: Path, screen: str, project: Path):
+    """A screenshot walk's desktop and app: Xvfb and PulseAudio started, the app on `project` with its Rating page
+    open on a session (`launch_rating_session`); yields (desktop, app process, figures); the app closed by Ctrl+Q
+    after, which completes the figures."""
+    figures = SessionFigures(0)
+    with RealDesktop(out / "desktop", screen=screen) as desktop:
+        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
+        if process is None:
+            raise SystemExit("\n".join(figures.notes))
+        try:
+            yield desktop, process, figures
+        finally:
+            close_app(desktop, process, heart, log, figures)

@@ -10,43 +10,25 @@ Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import (  # noqa: E402
-    RealDesktop,
-    SessionFigures,
-    add_stress_queue,
-    close_app,
-    demo_in,
-    launch_rating_session,
-    walk_arguments,
-)
+from real_device import add_stress_queue, demo_copy_in, walk_arguments, walked_session  # noqa: E402
 from support import silence_bomb_clip  # noqa: E402
 
 
 def main() -> None:
     out, screen = walk_arguments(__doc__)
-    project = out / "project"
-    shutil.rmtree(project, ignore_errors=True)
-    shutil.copytree(demo_in(out), project)
+    project = demo_copy_in(out)
     clip = silence_bomb_clip(project, hours=4)
     add_stress_queue(project)
-    figures = SessionFigures(0)
-    with RealDesktop(out / "desktop", screen=screen) as desktop:
-        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
-        if process is None:
-            raise SystemExit("\n".join(figures.notes))
-        try:
-            time.sleep(2.0)
-            desktop.screenshot(out / "rating-bomb-skipped.png")
-            status = Path(f"/proc/{process.pid}/status").read_text()
-            peak = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
-        finally:
-            close_app(desktop, process, heart, log, figures)
+    with walked_session(out, screen, project) as (desktop, process, _figures):
+        time.sleep(2.0)
+        desktop.screenshot(out / "rating-bomb-skipped.png")
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        peak = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
     print(
         f"clip {clip} is the bomb; the app's peak memory: {int(peak) / 1024:.0f} MB; {out / 'rating-bomb-skipped.png'}"
     )

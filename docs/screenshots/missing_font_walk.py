@@ -11,38 +11,20 @@ installed and neither appears. Needs Xvfb, PulseAudio and xdotool (apt-get insta
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import (  # noqa: E402
-    RealDesktop,
-    SessionFigures,
-    close_app,
-    demo_in,
-    launch_rating_session,
-    walk_arguments,
-)
+from real_device import demo_copy_in, walk_arguments, walked_session  # noqa: E402
 
 
 def main() -> None:
     out, screen = walk_arguments(__doc__)
-    project = out / "project"
-    shutil.rmtree(project, ignore_errors=True)
-    shutil.copytree(demo_in(out), project)
-    figures = SessionFigures(0)
-    with RealDesktop(out / "desktop", screen=screen) as desktop:
-        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
-        if process is None:
-            raise SystemExit("\n".join(figures.notes))
-        try:
-            desktop.xdotool("key", "1")  # the first clip is English, the second Korean
-            time.sleep(2.0)
-            desktop.screenshot(out / "missing-font-rating.png")
-        finally:
-            close_app(desktop, process, heart, log, figures)
+    with walked_session(out, screen, demo_copy_in(out)) as (desktop, _process, _figures):
+        desktop.xdotool("key", "1")  # the first clip is English, the second Korean
+        time.sleep(2.0)
+        desktop.screenshot(out / "missing-font-rating.png")
     print(out / "missing-font-rating.png")
 
 

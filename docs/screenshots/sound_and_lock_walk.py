@@ -18,16 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import (  # noqa: E402
-    RealDesktop,
-    SessionFigures,
-    add_stress_queue,
-    close_app,
-    demo_in,
-    launch_rating_session,
-    stored_ratings,
-    walk_arguments,
-)
+from real_device import add_stress_queue, demo_in, stored_ratings, walk_arguments, walked_session  # noqa: E402
 
 HOLDER = (
     "import os, signal, sqlite3, sys; conn = sqlite3.connect(sys.argv[1], isolation_level=None); "
@@ -40,37 +31,30 @@ def main() -> None:
     out, screen = walk_arguments(__doc__)
     project = demo_in(out)
     add_stress_queue(project)
-    figures = SessionFigures(0)
-    with RealDesktop(out / "desktop", screen=screen) as desktop:
-        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
-        if process is None:
-            raise SystemExit("\n".join(figures.notes))
-        try:
-            desktop.xdotool("key", "space")
-            time.sleep(0.5)
-            desktop.stop_pulse()
-            desktop.xdotool("key", "--delay", "300", "1", "space")
-            time.sleep(1.5)
-            desktop.screenshot(out / "1-sound-output-lost.png")
-            desktop.start_pulse()
-            desktop.xdotool("key", "space")
-            time.sleep(0.6)
-            desktop.screenshot(out / "2-sound-output-back.png")
-            holder = subprocess.Popen(
-                [sys.executable, "-c", HOLDER, str(project / "project.sqlite")], stdout=subprocess.PIPE, text=True
-            )
-            holder.stdout.readline()
-            time.sleep(0.3)
-            desktop.xdotool("key", "1")
-            time.sleep(17)  # the writer waits 15 s for the lock
-            desktop.screenshot(out / "3-rating-write-lock.png")
-            holder.send_signal(signal.SIGKILL)
-            holder.wait(10)
-            desktop.xdotool("key", "1")
-            time.sleep(1.5)
-            desktop.screenshot(out / "4-rating-saved-after-lock.png")
-        finally:
-            close_app(desktop, process, heart, log, figures)
+    with walked_session(out, screen, project) as (desktop, _process, figures):
+        desktop.xdotool("key", "space")
+        time.sleep(0.5)
+        desktop.stop_pulse()
+        desktop.xdotool("key", "--delay", "300", "1", "space")
+        time.sleep(1.5)
+        desktop.screenshot(out / "1-sound-output-lost.png")
+        desktop.start_pulse()
+        desktop.xdotool("key", "space")
+        time.sleep(0.6)
+        desktop.screenshot(out / "2-sound-output-back.png")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(project / "project.sqlite")], stdout=subprocess.PIPE, text=True
+        )
+        holder.stdout.readline()
+        time.sleep(0.3)
+        desktop.xdotool("key", "1")
+        time.sleep(17)  # the writer waits 15 s for the lock
+        desktop.screenshot(out / "3-rating-write-lock.png")
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        desktop.xdotool("key", "1")
+        time.sleep(1.5)
+        desktop.screenshot(out / "4-rating-saved-after-lock.png")
     figures.ratings_stored = stored_ratings(project)  # the figures' "in the database" line
     print("\n".join(figures.lines()))
 
