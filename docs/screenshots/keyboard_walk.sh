@@ -3,8 +3,9 @@
 # xdotool alone, with a screenshot of the whole screen after each step (issue 22: keys after a page switch, Enter,
 # the focus ring, Esc, the tour's keys, a window that never outgrows the screen; issue 27: the Results page while
 # another process's evaluation ends, its old figures marked while new ones compute). Playback goes to a private
-# PulseAudio null sink, so the app has a real output device. Needs Xvfb, PulseAudio, xdotool and ImageMagick's
-# import (Debian: apt-get install xvfb pulseaudio xdotool imagemagick). Nothing is written into the repository:
+# PulseAudio null sink, so the app has a real output device (desktop.sh beside it starts both and the app). Needs
+# Xvfb, PulseAudio, xdotool (Debian: apt-get install xvfb pulseaudio xdotool). Nothing is written into the
+# repository:
 #
 #     bash docs/screenshots/keyboard_walk.sh OUT_DIR [DISPLAY_NUMBER]
 #
@@ -14,35 +15,15 @@ set -u
 out=${1:?give a folder for the screenshots}
 display=:${2:-77}
 screen=${SCREEN:-1280x720}  # SCREEN=1400x900 for the desktop size
-mkdir -p "$out"
-export XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
-Xvfb "$display" -screen 0 "${screen}x24" -nolisten tcp >"$out/xvfb.log" 2>&1 &
-xvfb=$!
-export PULSE_RUNTIME_PATH="$out/pulse" PULSE_STATE_PATH="$out/pulse"
-mkdir -p "$PULSE_RUNTIME_PATH"
-pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disallow-exit \
-    --load=module-native-protocol-unix "--load=module-null-sink sink_name=spokenbench_null" >"$out/pulse.log" 2>&1 &
-pulse=$!
-export PULSE_SERVER="unix:$PULSE_RUNTIME_PATH/native"  # Qt and PortAudio's ALSA pulse plugin both use it
-trap 'kill "$app" "$xvfb" "$pulse" 2>/dev/null' EXIT
-sleep 1
-export DISPLAY=$display
-spokenbench-studio --demo >"$out/app.log" 2>&1 &
-app=$!
-for _ in $(seq 1 120); do  # the demo is built the first time (a minute on a slow machine)
-    sleep 1
-    xdotool search --name "SpokenBench Studio — " >/dev/null 2>&1 && break
-done
-sleep 8  # the tour's first step drawn
-window=$(xdotool search --name "SpokenBench Studio" | head -1)
-xdotool windowfocus --sync "$window"  # no window manager gives it the keyboard
+app_args=--demo app_title="SpokenBench Studio — " app_wait=120 app_settle=8  # the demo is built the first time
+. "$(dirname "$0")/desktop.sh"
 
 step() {  # step NAME KEY...: press the keys 0.15 s apart, wait for the screen, grab it, say the window's size
     local name=$1
     shift
     xdotool key --delay 150 "$@"
     sleep 1.2
-    import -window root "$out/$name.png"
+    grab "$name"
     echo "$name: $(xdotool getwindowgeometry "$window" | grep Geometry)"
 }
 
@@ -84,11 +65,11 @@ step 25-spectrogram s
 size=$(xdotool getwindowgeometry "$window" | awk '/Geometry/{print $2}')
 xdotool windowsize "$window" $((${size%x*} - 200)) $((${size#*x} - 120))
 sleep 0.05
-import -window root "$out/26-spectrogram-just-resized.png"
+grab 26-spectrogram-just-resized
 sleep 2
-import -window root "$out/27-spectrogram-resized-settled.png"
+grab 27-spectrogram-resized-settled
 xdotool windowsize "$window" "${size%x*}" "${size#*x}"
 sleep 2
-import -window root "$out/28-spectrogram-size-back.png"
+grab 28-spectrogram-size-back
 echo "26-28 resized to $((${size%x*} - 200))x$((${size#*x} - 120)) and back: $(xdotool getwindowgeometry "$window" | grep Geometry)"
 pactl list short sinks >"$out/sinks.txt" 2>&1
