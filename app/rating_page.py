@@ -41,7 +41,7 @@ from spokenbench.core.qc.rating_session import (
     SPEED,
     Outcome,
     RatingSession,
-    normalize_key,
+    keymap_action,
 )
 from spokenbench.core.qc.sampling import SampleResult, load_clip_records, stratified_sample
 from spokenbench.core.qc.store import clip_voices
@@ -415,17 +415,10 @@ class RatingPage(QWidget):
     def press_key(self, name: str) -> None:
         if self.rating is None:
             return
-        action = self._action_of(name)
+        action = keymap_action(self.rating.keymap, name)
         if action is None:
             return
         self.do_action(action)
-
-    def _action_of(self, name: str) -> str | None:
-        try:
-            key = normalize_key(name)
-        except SpokenBenchError:
-            return None
-        return next((a for a, keys in self.rating.keymap.items() if key in keys), None)
 
     def do_action(self, action: str) -> None:
         """One action of the key map (or a button). Ignored while a write or step is in flight."""

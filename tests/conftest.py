@@ -77,3 +77,24 @@ def demo_copy(built_demo, tmp_path):
     import shutil
 
     return Path(shutil.copytree(built_demo, tmp_path / "demo-project"))
+
+
+@pytest.fixture
+def player_of():
+    """player_of(stream_factory) → a ClipPlayer playing into that factory's streams; every player made is closed
+    after the test, its thread ended, and every stream opened counted closed."""
+    from spokenbench.core.audio import open_streams
+    from spokenbench.core.audio.playback import ClipPlayer
+
+    players = []
+
+    def make(streams):
+        player = ClipPlayer(stream_factory=streams)
+        players.append(player)
+        return player
+
+    yield make
+    for player in players:
+        player.close()
+        assert player.join(2.0), "the playback thread did not end"
+    assert open_streams.count == 0  # every stream opened was counted closed

@@ -30,7 +30,7 @@ def languages_without_font(languages: Iterable[str]) -> list[str]:
     """The languages (as given: 'ko', 'zh-TW') whose script no installed font covers, sorted."""
     missing = set()
     for language in languages:
-        system = WRITING_SYSTEMS.get(str(language).split("-")[0].split("_")[0].lower())
+        system = WRITING_SYSTEMS.get(_base(language))
         if system is not None and not QFontDatabase.families(system):
             missing.add(language)
     return sorted(missing)
@@ -38,10 +38,15 @@ def languages_without_font(languages: Iterable[str]) -> list[str]:
 
 def missing_font_advice(missing: list[str]) -> str:
     """What to tell the user: which languages show as boxes, and the fonts that fix it."""
-    base = {language.split("-")[0].split("_")[0].lower() for language in missing}
+    base = {_base(language) for language in missing}
     packages = (["fonts-noto-cjk"] if base & CJK else []) + (["fonts-noto-core"] if base - CJK else [])
     return (
         f"No font on this machine shows {', '.join(missing)} text: it appears as boxes, so it cannot be read or "
         f"checked against the audio. Install one (Debian/Ubuntu: apt-get install {' '.join(packages)}; Windows and "
         "macOS include them) and restart the app."
     )
+
+
+def _base(language: str) -> str:
+    """'zh-TW', 'zh_TW' and 'ZH' are Chinese: the ISO 639-1 code of a language tag."""
+    return str(language).split("-")[0].split("_")[0].lower()

@@ -20,8 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, normalize_key
+from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, keymap_action
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.waveform import WaveformView
@@ -331,7 +330,7 @@ class RatingView(QWidget):
                 self.back_requested.emit()  # then leaves the session
             event.accept()
             return
-        name = next((name for name in names if self.is_bound(name)), None)
+        name = next((name for name in names if keymap_action(self.keymap, name)), None)
         if name:
             self.key_pressed.emit(name)
             event.accept()
@@ -339,11 +338,3 @@ class RatingView(QWidget):
             super().keyPressEvent(event)  # maybe the window's (Ctrl+& on AZERTY is Ctrl+1): passed on to it
         else:
             event.accept()  # any other key stays here: Page Down never scrolls the page under the session
-
-    def is_bound(self, name: str) -> bool:
-        """Whether the key map gives this key name an action."""
-        try:
-            key = normalize_key(name)
-        except SpokenBenchError:
-            return False
-        return any(key in keys for keys in self.keymap.values())

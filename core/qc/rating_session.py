@@ -143,6 +143,16 @@ def normalize_key(key: str) -> str:
     return "+".join([*named, last])
 
 
+def keymap_action(keymap: Mapping[str, tuple[str, ...]], key: str) -> str | None:
+    """The action `key` triggers in `keymap` ('ctrl+z' and 'Ctrl+Z' alike); None for a key it does not bind or
+    a name that is no key."""
+    try:
+        key = normalize_key(key)
+    except SpokenBenchError:
+        return None
+    return next((action for action, keys in keymap.items() if key in keys), None)
+
+
 def validate_keymap(overrides: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """The default map with `overrides` (action → list of keys) applied, or a SpokenBenchError naming the unknown
     action, the key bound twice or the rating left without a key."""

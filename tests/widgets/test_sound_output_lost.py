@@ -14,7 +14,7 @@ import spokenbench.app.audio as app_audio
 from spokenbench.app.audio import audio_status
 from spokenbench.app.main_window import MainWindow
 from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream, PlaybackState
+from spokenbench.core.audio.playback import FakeOutputStream, PlaybackState
 from spokenbench.core.store import opened
 
 ANNOTATOR = "alice"
@@ -33,20 +33,6 @@ class SwitchableOutput:
             raise OSError(PORTAUDIO_ERROR)
         self.streams.append(FakeOutputStream(device, rate))
         return self.streams[-1]
-
-
-@pytest.fixture
-def player_of():
-    players = []
-
-    def make(output):
-        players.append(ClipPlayer(stream_factory=output))
-        return players[-1]
-
-    yield make
-    for player in players:
-        player.close()
-        assert player.join(2.0)
 
 
 @pytest.mark.slow

@@ -9,9 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from spokenbench.core.audio import open_streams
 from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.audio.playback import ClipPlayer, FakeOutputStream
+from spokenbench.core.audio.playback import FakeOutputStream
 
 RATE = 8000
 
@@ -47,22 +46,6 @@ def wait_for(condition, timeout=3.0):
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.005)
-
-
-@pytest.fixture
-def player_of():
-    players = []
-
-    def make(streams):
-        player = ClipPlayer(stream_factory=streams)
-        players.append(player)
-        return player
-
-    yield make
-    for player in players:
-        player.close()
-        assert player.join(2.0), "the playback thread did not end"
-    assert open_streams.count == 0  # every stream opened was counted closed
 
 
 def test_a_clip_plays_to_its_end_and_its_device_is_freed(player_of):
