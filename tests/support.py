@@ -295,3 +295,19 @@ def silence_bomb_clip(project_folder: Path, hours: float = 4) -> int:
         with conn:
             conn.execute("UPDATE clips SET sha256 = ?, audio_format = 'flac' WHERE id = ?", (sha, clip_id))
     return clip_id
+
+
+def physics_items(count: int, prefix: str) -> list[dict]:
+    """`count` multiple-choice items (ids PREFIX1…), each a unit conversion with A right: the rewrite tests' and
+    benchmarks' items."""
+    return [
+        {
+            "id": f"{prefix}{n}",
+            "language": "en",
+            "subject": "high_school_physics",
+            "question": f"What is {n} m/s in km/h?",
+            "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"],
+            "answer": "A",
+        }
+        for n in range(1, count + 1)
+    ]

@@ -29,7 +29,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "core" / "qc")]
 
 from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json  # noqa: E402
-from support import write_jsonl  # noqa: E402
+from support import physics_items, write_jsonl  # noqa: E402
 
 from spokenbench.core.importers import ImportOptions, import_files  # noqa: E402
 from spokenbench.core.jobs.registry import STALE_AFTER_S  # noqa: E402
@@ -65,17 +65,7 @@ def stopped_beside_another(items: int, concurrency: int, tree: str | None) -> in
     env = dict(os.environ, NVIDIA_API_KEY=SECRET)
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
-    rows = [
-        {
-            "id": f"s{n}",
-            "language": "en",
-            "subject": "high_school_physics",
-            "question": f"What is {n} m/s in km/h?",
-            "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"],
-            "answer": "A",
-        }
-        for n in range(1, items + 1)
-    ]
+    rows = physics_items(items, "s")
     with tempfile.TemporaryDirectory() as tmp, StubServer() as server:
         with Project.create(Path(tmp) / "project") as project:
             import_files(project, [write_jsonl(Path(tmp) / "items.jsonl", rows)], "mcq", ImportOptions(source="b"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
-from support import write_jsonl
+from support import physics_items, write_jsonl
 
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.registry import list_jobs
@@ -74,17 +74,7 @@ def test_two_identical_synthesis_jobs_synthesize_each_recipe_once(project, tmp_p
     assert [job.status for job in list_jobs(mini_project.conn)] == ["finished", "finished"]
 
 
-ITEMS = [
-    {
-        "id": f"c{n}",
-        "language": "en",
-        "subject": "high_school_physics",
-        "question": f"What is {n} m/s in km/h?",
-        "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"],
-        "answer": "A",
-    }
-    for n in range(1, 13)
-]
+ITEMS = physics_items(12, "c")
 GOOD = rewrite_json("What is this speed in kilometers per hour?", ["one", "two", "three", "four"])
 
 

@@ -14,22 +14,12 @@ from pathlib import Path
 import pytest
 from qc_support import CHAT_ROUTE, SECRET, StubServer, chat_reply, rewrite_json
 from stub_server import Reply
-from support import write_jsonl
+from support import physics_items, write_jsonl
 
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.rewriting.llm import RewriteSettings, plan_rewrites, run_rewrites
 
-ITEMS = [
-    {
-        "id": f"k{n}",
-        "language": "en",
-        "subject": "high_school_physics",
-        "question": f"What is {n} m/s in km/h?",
-        "options": [f"{n} km/h", f"{2 * n} km/h", f"{3 * n} km/h", f"{4 * n} km/h"],
-        "answer": "A",
-    }
-    for n in range(1, 7)
-]
+ITEMS = physics_items(6, "k")
 GOOD = rewrite_json("What is this speed in kilometers per hour?", ["one", "two", "three", "four"])
 ANSWERED_BEFORE_KILL = 3
 
