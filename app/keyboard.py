@@ -10,7 +10,8 @@ from PySide6.QtCore import QEvent, QObject, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QAbstractButton, QApplication, QDialog, QFocusFrame, QWidget
 
-RING_COLOR = "#1a73e8"  # a blue that stands out on the light palette and on the orange tour frame
+from spokenbench.widgets.tones import tone
+
 RING_WIDTH = 2  # pixels, drawn in the frame's margin just outside the widget
 ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 
@@ -26,7 +27,7 @@ class FocusRing(QFocusFrame):
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(QPen(QColor(RING_COLOR), RING_WIDTH))
+        painter.setPen(QPen(QColor(tone("focus")), RING_WIDTH))  # blue: stands out on the tour's orange too
         inset = RING_WIDTH / 2
         shown = self.rect()
         parent = self.parentWidget()

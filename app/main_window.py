@@ -13,7 +13,7 @@ import logging
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -66,6 +66,7 @@ from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name
 from spokenbench.widgets.screen import first_window_geometry
 from spokenbench.widgets.sidebar import Sidebar
+from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
 
 log = logging.getLogger("spokenbench.app.main_window")
@@ -430,7 +431,7 @@ class MainWindow(QMainWindow):
         self.audio_label = QLabel(status)
         self.audio_label.setToolTip(tooltip)
         self.font_label = QLabel()  # languages of the project that no installed font can show
-        self.font_label.setStyleSheet("color:#b00020;")
+        set_toned_sheet(self.font_label, "color: $error")
         self.font_label.hide()
         self.pack_label = QLabel()
         self.pack_label.setObjectName("packStatus")
@@ -1047,6 +1048,13 @@ class MainWindow(QMainWindow):
         if focused is None or not self.jobs_dock.isVisible():
             return False
         return focused is self.jobs_button or self.jobs_dock.isAncestorOf(focused)
+
+    def changeEvent(self, event) -> None:
+        """The desktop switched between light and dark while the app ran (Qt hands the app the new palette):
+        hints, warnings and errors take the new palette's tones."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # the application palette, propagated to each widget
+            retone(self)
 
     def closeEvent(self, event) -> None:
         self.save_window_state()

@@ -35,6 +35,7 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.rating_session import keymap_for, save_keymap, validate_keymap
 from spokenbench.widgets.keymap_editor import KeymapEditor
 from spokenbench.widgets.screen import fitting_size
+from spokenbench.widgets.tones import set_toned_sheet
 
 ANNOTATOR_KEY = "annotator/name"
 AUDIO_OUTPUT_KEY = "audio/output_device"
@@ -231,7 +232,7 @@ class SettingsDialog(QDialog):
         self.keymap_editor.setMinimumHeight(200)
         self.keymap_error = QLabel()
         self.keymap_error.setWordWrap(True)
-        self.keymap_error.setStyleSheet("color: #b00020")
+        set_toned_sheet(self.keymap_error, "color: $error")
         self.keymap_loaded = False
         restore = QPushButton("Restore defaults")
         restore.clicked.connect(self.keymap_editor.restore_defaults)

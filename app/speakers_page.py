@@ -50,6 +50,7 @@ from spokenbench.core.recording.takes import (
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import item_languages
 from spokenbench.widgets.recording_view import AddSpeakerDialog, ConsentDialog, RecorderView, SpeakerListView
+from spokenbench.widgets.tones import set_toned_sheet, tone
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip
 
 SPEAKER_TABLES = frozenset({"speakers", "consents", "recordings", "cloned_voices"})
@@ -469,7 +470,7 @@ class SpeakersPage(QWidget):
         self.state = "recording"
         self.recording_since = time.monotonic()
         self.view.state_label.setText(RECORDING_TEXT.format(seconds=0.0))
-        self.view.state_label.setStyleSheet("font-weight:bold; color:#b00020;")
+        set_toned_sheet(self.view.state_label, "font-weight:bold; color: $error")
         self.meter_timer.start()
 
     def _start_failed(self, recorder: Recorder, error: BaseException) -> None:
@@ -499,7 +500,7 @@ class SpeakersPage(QWidget):
         self._poll_levels()
         self.view.meter.reset()  # nothing is coming in now: the meter must not hold the last level
         self.view.state_label.setText("Checking the take…")
-        self.view.state_label.setStyleSheet("font-weight:bold;")
+        set_toned_sheet(self.view.state_label, "font-weight:bold;")
 
         def finish(progress) -> tuple[PreparedTake, ClipAudio]:
             samples = recorder.stop()
@@ -532,7 +533,7 @@ class SpeakersPage(QWidget):
             else f"Take failed {len(analysis.failures())} check(s): press Backspace to record it again"
         )
         self.view.state_label.setText(verdict)
-        self.view.state_label.setStyleSheet(f"font-weight:bold; color:{'#2e7d32' if analysis.passed else '#b00020'};")
+        set_toned_sheet(self.view.state_label, f"font-weight:bold; color: ${'success' if analysis.passed else 'error'}")
         self.view.show_checks([c.as_dict() for c in analysis.checks])
         self.state = "saving"
         WriteOp(self.session, lambda project: save_take(project, speaker.id, prepared), changes={"recordings"}, label="Saving the take", parent=self)\
@@ -657,7 +658,7 @@ class SpeakersPage(QWidget):
         consent = (
             "consent given"
             if speaker.consent_in_force
-            else "<span style='color:#b00020'>no consent: recording refused</span>"
+            else f"<span style='color:{tone('error')}'>no consent: recording refused</span>"
         )
         view.speaker_label.setText(
             f"<b>{speaker.name}</b> · {speaker.language or '—'} · {speaker.accent or '—'} · {consent}"
@@ -692,13 +693,13 @@ class SpeakersPage(QWidget):
             return
         if take is None:
             self.view.state_label.setText("Not recorded yet: press R and read the prompt")
-            self.view.state_label.setStyleSheet("font-weight:bold;")
+            set_toned_sheet(self.view.state_label, "font-weight:bold;")
             self.view.show_checks(None)
             self.view.waveform.set_clip(None, "no take yet")
             return
         verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
         self.view.state_label.setText(f"Take {take.take}: {verdict}")
-        self.view.state_label.setStyleSheet(f"font-weight:bold; color:{'#2e7d32' if take.passed else '#b00020'};")
+        set_toned_sheet(self.view.state_label, f"font-weight:bold; color: ${'success' if take.passed else 'error'}")
         self.view.show_checks(take.checks)
         audio = self.take_audio.get(take.id)
         self.view.waveform.set_clip(audio, "" if audio else "Space plays the take")

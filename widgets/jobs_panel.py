@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.tones import set_toned_sheet, tone
 
 # state → (badge text, badge colour); colours read on light and dark palettes
 STATES = {
@@ -229,11 +230,12 @@ class JobsPanel(QWidget):
         layout.addWidget(scroll, 1)
         layout.addWidget(self.batches, 1)
         self.batches.rowsChanged.connect(lambda count: self.batches.setVisible(count > 0))
-        self.setStyleSheet(
+        set_toned_sheet(
+            self,
             "QWidget#jobsList { background: palette(base); }"
             "QFrame#jobCard { background: palette(window); border: 1px solid palette(mid); border-radius: 6px; }"
-            "QLabel#jobDetail, QLabel#jobOrigin, QLabel#jobFigures { color: palette(dark); }"
-            "QLabel#jobsEmpty { color: palette(dark); padding: 16px; }"
+            "QLabel#jobDetail, QLabel#jobOrigin, QLabel#jobFigures { color: $muted; }"
+            "QLabel#jobsEmpty { color: $muted; padding: 16px; }",
         )
 
     def take_focus(self) -> None:
@@ -366,7 +368,7 @@ class BatchesView(QGroupBox):
                 item.setToolTip(row.detail)
                 item.setData(Qt.ItemDataRole.UserRole, row.batch_id)
                 if column == 3:
-                    item.setForeground(QBrush(QColor("#c62828")) if row.attention else table.palette().text())
+                    item.setForeground(QBrush(QColor(tone("error"))) if row.attention else table.palette().text())
             if row.batch_id in selected:
                 table.selectRow(position)
         table.blockSignals(False)

@@ -41,6 +41,7 @@ from spokenbench.core.evaluation.launcher import (
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
 from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.tones import set_toned_sheet
 
 GRID_FIELDS = (  # (LaunchForm field, label, the factor whose levels the placeholder lists)
     ("languages", "Languages", "language"),
@@ -240,7 +241,7 @@ class LauncherView(QWidget):
         self.way_note = QLabel()
         self.way_note.setWordWrap(True)
         self.way_note.setObjectName("wayNote")
-        self.way_note.setStyleSheet("QLabel#wayNote { color: palette(dark); }")
+        set_toned_sheet(self.way_note, "QLabel#wayNote { color: $muted; }")
         way_layout.addWidget(self.way_note)
         self.plan_text = QPlainTextEdit()
         self.plan_text.setReadOnly(True)

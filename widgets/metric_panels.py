@@ -47,6 +47,7 @@ from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
 from spokenbench.core.results.model import Panel, Point, Published
+from spokenbench.widgets.tones import set_toned_sheet
 
 log = logging.getLogger("spokenbench.widgets.metric_panels")
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -627,6 +628,10 @@ class MetricPanelView(QWidget):
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.description = QLabel()  # what the panel shows, as a hint under its title
+        self.description.setWordWrap(True)
+        self.description.setTextFormat(Qt.TextFormat.RichText)
+        set_toned_sheet(self.description, "color: $muted")
         self.published_toggle = QCheckBox("Published (paper)")
         self.published_toggle.setToolTip("Show the papers' own numbers (resources/published/) below yours")
         self.published_toggle.toggled.connect(self._published_toggled)
@@ -647,7 +652,11 @@ class MetricPanelView(QWidget):
         self.export_buttons: dict[tuple[str, str], QPushButton] = {}
 
         top = QHBoxLayout()
-        top.addWidget(self.title, 1)
+        heading = QVBoxLayout()
+        heading.setSpacing(0)
+        heading.addWidget(self.title)
+        heading.addWidget(self.description)
+        top.addLayout(heading, 1)
         top.addWidget(self.published_toggle)
         for fmt in FIGURE_FORMATS:
             self._export_button(top, "figure", fmt, f"{fmt.upper()}…", f"Export the figure as {fmt.upper()}")
@@ -701,15 +710,16 @@ class MetricPanelView(QWidget):
         self.published_toggle.setEnabled(panel is not None and bool(panel.published))
         if panel is None:
             self.title.setText("No panel")
+            self.description.clear()
             self.hits = Hits()
             self.canvas.render(lambda figure: figure.clear() or Hits())
             self._set_tables([])
             return
         mine = yours_label(self.series, self.simulated)
-        self.title.setText(
-            f"<b>{panel.title}</b> — laid out like {panel.mirrors} · numbers: <b>{mine}</b><br>"
-            f"<small style='color:#555'>{panel.description} Hover a point for its 95% interval; click it for "
-            "its questions and answers.</small>"
+        self.title.setText(f"<b>{panel.title}</b> — laid out like {panel.mirrors} · numbers: <b>{mine}</b>")
+        self.description.setText(
+            f"<small>{panel.description} Hover a point for its 95% interval; click it for its questions and "
+            "answers.</small>"
         )
         tables = [
             (name, mine, functools.partial(panel.tables.__getitem__, name), f"{panel.title}: {name} ({mine})")

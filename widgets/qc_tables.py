@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.metrics.table_formats import format_cell
+from spokenbench.widgets.tones import set_toned_sheet
 
 EXPORT_FORMATS = (("csv", "CSV…"), ("tex", "LaTeX…"))
 LONG_CELL = 30  # characters: a longer cell gets its text as a tooltip
@@ -60,7 +61,7 @@ class QcTableSection(QWidget):
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.empty_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.empty_label.setStyleSheet("QLabel { color: #3c3c3c; padding: 12px; }")
+        set_toned_sheet(self.empty_label, "QLabel { color: $muted; padding: 12px; }")
         self.table = QTableWidget()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

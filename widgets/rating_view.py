@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, keymap_action
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.tones import set_toned_sheet
 from spokenbench.widgets.waveform import WaveformView
 
 ACTION_LABELS = {
@@ -186,7 +187,7 @@ class RatingView(QWidget):
         self.transcripts_label.setTextFormat(Qt.TextFormat.PlainText)
         self.skipped_label = QLabel()
         self.skipped_label.setWordWrap(True)
-        self.skipped_label.setStyleSheet("color:#8a4b00;")
+        set_toned_sheet(self.skipped_label, "color: $warning")
         self.skipped_label.hide()
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)  # a long message (a path without spaces too) never widens the window

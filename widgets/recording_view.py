@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.tones import set_toned_sheet, tone
 from spokenbench.widgets.waveform import WaveformView
 
 # action -> (button label, keys): one table for the buttons, the key handling and the help line
@@ -189,7 +190,7 @@ class AddSpeakerDialog(QDialog):
         self.gender_edit.setPlaceholderText("in the speaker's own words (optional)")
         self.notes_edit = QLineEdit()
         self.error_label = QLabel()
-        self.error_label.setStyleSheet("color:#b00020;")
+        set_toned_sheet(self.error_label, "color: $error")
         self.error_label.setWordWrap(True)
         form = QFormLayout()
         form.addRow("Name", self.name_edit)
@@ -248,7 +249,7 @@ class ConsentDialog(QDialog):
         self.by_edit = QLineEdit(recorded_by)
         self.agree_box = QCheckBox(f"{speaker} has read this text and agrees to it")
         self.error_label = QLabel()
-        self.error_label.setStyleSheet("color:#b00020;")
+        set_toned_sheet(self.error_label, "color: $error")
         self.error_label.setWordWrap(True)
         self.agree_button = QPushButton("Record agreement")
         self.agree_button.setEnabled(False)
@@ -334,7 +335,7 @@ class RecorderView(QWidget):
         self.prompt_label.setTextFormat(Qt.TextFormat.PlainText)
         self.prompt_label.setStyleSheet("font-size:20px; padding:10px 0;")
         self.state_label = QLabel()
-        self.state_label.setStyleSheet("font-weight:bold;")
+        set_toned_sheet(self.state_label, "font-weight:bold;")
         self.waveform = WaveformView()
         self.waveform.setMinimumHeight(80)
         self.checks_label = QLabel()
@@ -410,7 +411,7 @@ class RecorderView(QWidget):
             self.checks_label.setText(header)
             return
         rows = "".join(
-            f"<tr><td style='color:{'#2e7d32' if c['passed'] else '#b00020'}; padding-right:8px'>"
+            f"<tr><td style='color:{tone('success' if c['passed'] else 'error')}; padding-right:8px'>"
             f"{'✓ pass' if c['passed'] else '✗ fail'}</td><td style='padding-right:8px'>{c['name'].replace('_', ' ')}</td>"
             f"<td>{_escape(c['reason'])}</td></tr>"
             for c in checks

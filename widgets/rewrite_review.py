@@ -14,11 +14,12 @@ import dataclasses
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
+from PySide6.QtGui import QFont, QKeyEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
 from spokenbench.widgets.keys import place_key_name
+from spokenbench.widgets.tones import set_toned_sheet, toned
 
 STATUS_TEXT = {
     "flagged": "awaiting review",
@@ -28,14 +29,16 @@ STATUS_TEXT = {
     "edited": "edited",
     "saving": "saving…",
 }
-REMOVED_STYLE = "background:#f8c9c4;text-decoration:line-through"
-ADDED_STYLE = "background:#c6efce"
+REMOVED_STYLE = "background:$removed_bg;color:$removed_text;text-decoration:line-through"
+ADDED_STYLE = "background:$added_bg;color:$added_text"
 
 
-def highlighted(original: str, rewrite: str) -> tuple[str, str]:
+def highlighted(original: str, rewrite: str, palette: QPalette | None = None) -> tuple[str, str]:
     """HTML of both texts with what differs marked: removed/replaced stretches in the original, inserted or
-    replacing ones in the rewrite. `char_diff` gives positions in the original; the rewrite's follow from the
+    replacing ones in the rewrite, each with its own text colour (the palette's own text, white in dark mode,
+    is unreadable on a light mark). `char_diff` gives positions in the original; the rewrite's follow from the
     running difference in length, since equal stretches are equally long."""
+    removed_style, added_style = toned(REMOVED_STYLE, palette), toned(ADDED_STYLE, palette)
     left, right = [], []
     i = j = 0
     for change in char_diff(original, rewrite):
@@ -45,9 +48,9 @@ def highlighted(original: str, rewrite: str) -> tuple[str, str]:
         right.append(html.escape(rewrite[j : j + len(equal)]))
         j += len(equal)
         if change["original"]:
-            left.append(f'<span style="{REMOVED_STYLE}">{html.escape(change["original"])}</span>')
+            left.append(f'<span style="{removed_style}">{html.escape(change["original"])}</span>')
         if change["rewrite"]:
-            right.append(f'<span style="{ADDED_STYLE}">{html.escape(change["rewrite"])}</span>')
+            right.append(f'<span style="{added_style}">{html.escape(change["rewrite"])}</span>')
         i = at + len(change["original"])
         j += len(change["rewrite"])
     left.append(html.escape(original[i:]))
@@ -97,7 +100,7 @@ class RewriteReviewView(QWidget):
             "<b>A</b>/<b>Enter</b> accept · <b>E</b> edit (<b>Ctrl+Enter</b> saves, <b>Esc</b> cancels) · "
             "<b>X</b> reject · <b>J</b>/<b>↓</b> next · <b>K</b>/<b>↑</b> previous · <b>Ctrl+Z</b> undo"
         )
-        self.keys_label.setStyleSheet("color: #444")
+        set_toned_sheet(self.keys_label, "color: $muted")
 
         grid = QGridLayout()
         grid.addWidget(QLabel("<b>Original</b>"), 0, 0)
@@ -245,6 +248,12 @@ class RewriteReviewView(QWidget):
         event.accept()
 
     # -- drawing ---------------------------------------------------------------------------------
+    def changeEvent(self, event: QEvent) -> None:
+        """The desktop switched between light and dark while the app ran: mark the differences in the new tones."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # the application palette, propagated to each widget
+            self._show()
+
     def _show(self) -> None:
         entry = self.current_entry()
         if entry is None:

@@ -11,6 +11,7 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from spokenbench.core.demo.tour import TourStep
+from spokenbench.widgets.tones import set_toned_sheet
 
 SIMULATED_STYLE = "background:#fdebd0; color:#7e4a05; border-radius:3px; padding:1px 5px; font-weight:bold"
 PUBLISHED_STYLE = "background:#e5e8e8; color:#2c3e50; border-radius:3px; padding:1px 5px; font-weight:bold"
@@ -61,7 +62,7 @@ class TourPanel(QWidget):
         self.index = -1
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.counter = QLabel()
-        self.counter.setStyleSheet("color:#666")
+        set_toned_sheet(self.counter, "color: $muted")
         # the step as one rich-text document: wraps to any width and scrolls when the dock is short
         self.browser = QTextBrowser()
         self.browser.setObjectName("tourText")
@@ -73,7 +74,7 @@ class TourPanel(QWidget):
         self.browser.setStyleSheet("QTextBrowser#tourText { background: transparent; }")
         self.note = QLabel()  # e.g. no project open: nothing to point at
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color:#a04000")
+        set_toned_sheet(self.note, "color: $warning")
         self.note.hide()
         self.demo_button = QPushButton("Open the demo project")
         self.demo_button.setToolTip("Build (the first time) or reuse the demo in your data folder and open it")
