@@ -21,8 +21,8 @@ _DATABASE_PROBLEMS = {
 _DATABASE_HINTS = {
     "SQLITE_CORRUPT": "restore project.sqlite from a backup (each upgrade keeps one as project.schemaN.bak.sqlite)",
     "SQLITE_NOTADB": "restore project.sqlite from a backup (each upgrade keeps one as project.schemaN.bak.sqlite)",
-    "SQLITE_FULL": "free some space and run the command again; everything reported saved is kept",
-    "SQLITE_IOERR": "check the disk, then run the command again",
+    "SQLITE_FULL": "free some space and try again; everything reported saved is kept",
+    "SQLITE_IOERR": "check the disk, then try again",
 }
 # OS errors that describe the environment; the first group only when they name the file they are about.
 _FILE_ERRNOS = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM}
@@ -54,14 +54,14 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
         hint = _DATABASE_HINTS.get(prefix)
         limit = file_size_limit() if prefix in ("SQLITE_FULL", "SQLITE_IOERR") else None
         if limit is not None:  # under `ulimit -f` a write past the limit fails like a full disk or an I/O error
-            hint = f"this process may not write files larger than {limit:,} bytes (ulimit -f); raise the limit and run the command again"
+            hint = f"this process may not write files larger than {limit:,} bytes (ulimit -f); raise the limit and try again"
         return f"{where}{_DATABASE_PROBLEMS[prefix]} ({error})" + (f"; {hint}" if hint else "")
     if isinstance(error, OSError) and error.errno is not None:
         named = error.filename is not None
         if error.errno in _MACHINE_ERRNOS or (error.errno in _FILE_ERRNOS and named):
             reason = error.strerror or str(error)
             where = f"{_printable_path(error.filename)}: " if named else ""
-            hint = "; free some space and run the command again" if error.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+            hint = "; free some space and try again" if error.errno in (errno.ENOSPC, errno.EDQUOT) else ""
             limit = file_size_limit() if error.errno in (errno.EFBIG, errno.EIO, errno.ENOSPC) else None
             if limit is not None:
                 hint = f"; this process may not write files larger than {limit:,} bytes (ulimit -f)"

@@ -124,19 +124,19 @@ def results_page(qtbot, read_only_demo, open_session, played):
 
 @pytest.fixture
 def rating_page_on_demo_queue(qtbot, demo_copy, open_session, monkeypatch):
-    """rating_page_on_demo_queue(window) → the Rating page on the demo (without its simulated QC, no ASR ready)
-    with its queue demo-qc open, `window` standing for the main window."""
+    """rating_page_on_demo_queue(window, project=demo_copy) → the Rating page on a copy of the demo (without its
+    simulated QC, no ASR ready) with its queue demo-qc open, `window` standing for the main window."""
     import spokenbench.app.rating_page as rating_page
     from spokenbench.app.rating_page import RatingPage
 
-    strip_simulated_qc(demo_copy)
     monkeypatch.setattr(rating_page, "ready_asr_systems", lambda: [])
 
-    def make(window):
+    def make(window, project=demo_copy):
+        strip_simulated_qc(project)
         page = RatingPage(window)
         qtbot.addWidget(page)
         page.show()
-        page.set_session(open_session(demo_copy))
+        page.set_session(open_session(project))
         page.open_queue("demo-qc")
         qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
         return page
