@@ -66,7 +66,8 @@ PANEL_STYLE = {
 }
 CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of subplots (yours) and two (published)
 TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
-CHAR_PX = 5.6  # about how wide one character of an 8-point tick label is, at the canvas's 100 dpi
+BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 (matplotlib multiplies it by the ratio)
+CHAR_PX = 5.6  # about how wide one character of an 8-point tick label (or a legend's 7-point one) is, at BASE_DPI
 
 
 def series_colors(names: list[str]) -> dict[str, tuple]:
@@ -163,7 +164,10 @@ def panel_rows(panel: Panel | None, show_published: bool) -> int:
 
 
 def _width_px(container) -> float:
-    return float(container.bbox.width) or 900.0
+    """The container's width in pixels at BASE_DPI, the unit every text-size estimate here is in: on a scaled
+    screen (150 %) the canvas draws at BASE_DPI × the device pixel ratio, its text as many pixels wider."""
+    width = float(container.bbox.width)
+    return width * BASE_DPI / container.get_figure(root=True).dpi if width else 900.0
 
 
 def _wrap(text: str, chars: float) -> str:
@@ -175,7 +179,7 @@ def _legend_below(container, handles, labels, title: str | None = None) -> None:
     if not handles:
         return
     longest = max(len(str(label)) for label in labels)
-    column_px = longest * 5.6 + 40  # DejaVu Sans at the legend size: about 5.5 px a character
+    column_px = longest * CHAR_PX + 40
     ncols = max(1, min(len(labels), int(_width_px(container) * 0.95 // column_px)))
     ncols = math.ceil(len(labels) / math.ceil(len(labels) / ncols))  # balanced rows
     container.legend(handles, labels, loc="outside lower center", ncols=ncols, title=title, frameon=False)

@@ -95,6 +95,30 @@ def assert_nothing_overlaps(figure, key) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("ratio", [1.0, 1.25, 1.5, 2.0])
+def test_on_a_scaled_screen_tick_labels_still_slant_rather_than_run_into_each_other(page, ratio):
+    """A laptop at 150 % (Windows' default on a 1080p 14-inch screen): the canvas draws at 100 dpi × the device
+    pixel ratio, with as many more pixels, and the accent facet's seven names were left upright and ran into
+    each other ("americanbeijingbritish…"), judged against pixels counted at 100 dpi."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from spokenbench.widgets.metric_panels import draw_panel
+
+    width, height = 724, 290  # the Results canvas at 1280×720 (its logical pixels; published: twice as high)
+    for key in PANEL_ORDER:
+        for published in (False, True):
+            figure = Figure(
+                figsize=(width / 100, height * (1 + published) / 100), dpi=100 * ratio, layout="constrained"
+            )
+            FigureCanvasAgg(figure)
+            view = page.view
+            draw_panel(figure, page.panels.panels[key], view.series, view.simulated, published, view.color_order)
+            figure.canvas.draw()
+            assert_nothing_overlaps(figure, (key, published, ratio))
+
+
+@pytest.mark.slow
 def test_crowded_tick_labels_are_shortened_in_the_middle_and_kept_apart():
     assert short_labels(["simulated:steady", "simulated:accent-sensitive"]) == ["steady", "accent-sensitive"]
     assert short_labels(["openai:gpt-4o-audio-preview-2024-12-17", "qwen2-audio"]) == [
