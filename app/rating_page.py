@@ -641,13 +641,14 @@ class RatingPage(QWidget):
         if clip is None:
             return
         audio = clip.audio
-        size = (self.view.waveform.width(), self.view.waveform.height())  # drawn at the size it is shown
+        waveform = self.view.waveform
+        size, ratio = (waveform.width(), waveform.height()), waveform.devicePixelRatioF()  # as it is shown
 
         def compute(project: Project, progress):
             from spokenbench.core.audio.io import decode_audio
 
             decoded = decode_audio(audio, f"clip {clip.clip_id}")
-            return spectrogram_image(decoded.samples, decoded.rate, size)
+            return spectrogram_image(decoded.samples, decoded.rate, size, ratio)
 
         def show(image) -> None:
             current = self.rating.current if self.rating else None

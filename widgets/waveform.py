@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, qRgb
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -33,6 +33,12 @@ class ClipAudio:
     spectrogram: SpectrogramPicture | None = None
 
 
+def device_size(widget: QWidget) -> tuple[int, int]:
+    """(height, width) of the widget in device pixels: 1.5 times its logical size on a 150 % screen."""
+    ratio = widget.devicePixelRatioF()
+    return round(widget.height() * ratio), round(widget.width() * ratio)
+
+
 def peaks(samples: np.ndarray, columns: int = PEAK_COLUMNS) -> np.ndarray:
     """Min and max of the samples in `columns` equal slices (fewer when the clip is shorter)."""
     columns = max(1, min(columns, len(samples)))
@@ -45,9 +51,10 @@ class SpectrogramPicture:
     """The spectrogram drawn with its axes (time in s, frequency in kHz) as RGBA pixels, and where its plot area
     lies across the width, so the playhead moves over the time axis rather than over the labels."""
 
-    rgba: np.ndarray  # (height, width, 4) uint8
+    rgba: np.ndarray  # (height, width, 4) uint8, in device pixels
     plot_left: float  # fractions of the width
     plot_right: float
+    pixel_ratio: float = 1.0  # device pixels per logical pixel it was drawn for (1.5 on a 150 % screen)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -57,9 +64,12 @@ class SpectrogramPicture:
 SPECTROGRAM_SIZE = (960, 200)  # pixels, when the widget's size is not known
 
 
-def spectrogram_image(samples: np.ndarray, rate: int, size: tuple[int, int] = SPECTROGRAM_SIZE) -> SpectrogramPicture:
+def spectrogram_image(
+    samples: np.ndarray, rate: int, size: tuple[int, int] = SPECTROGRAM_SIZE, pixel_ratio: float = 1.0
+) -> SpectrogramPicture:
     """A log-magnitude spectrogram (80 dB range) with labelled axes, drawn by matplotlib's Agg renderer (no
-    pyplot, no GUI backend) at `size` pixels: runs on a worker thread, the widget only paints the pixels."""
+    pyplot, no GUI backend) for `size` logical pixels on a screen of `pixel_ratio` (its device pixels, text and
+    lines as large as at 1×, sharp rather than stretched): runs on a worker thread, the widget only paints it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from scipy.signal import spectrogram
@@ -67,9 +77,9 @@ def spectrogram_image(samples: np.ndarray, rate: int, size: tuple[int, int] = SP
     frequencies, times, power = spectrogram(samples, fs=rate, nperseg=512, noverlap=384, mode="magnitude")
     level = 20 * np.log10(power + 1e-9)
     width, height = max(int(size[0]), 200), max(int(size[1]), 100)
-    dpi = 100
+    dpi = 100 * pixel_ratio
     background, ink = tuple(c / 255 for c in BACKGROUND), "#c8ccd4"
-    figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, facecolor=background)
+    figure = Figure(figsize=(width / 100, height / 100), dpi=dpi, facecolor=background)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     duration = len(samples) / rate
@@ -92,7 +102,7 @@ def spectrogram_image(samples: np.ndarray, rate: int, size: tuple[int, int] = SP
     figure.canvas.draw()
     rgba = np.ascontiguousarray(np.asarray(figure.canvas.buffer_rgba()))
     box = axes.get_position()
-    return SpectrogramPicture(rgba, float(box.x0), float(box.x1))
+    return SpectrogramPicture(rgba, float(box.x0), float(box.x1), pixel_ratio)
 
 
 def prepare_clip(audio: bytes, what: str, speed: float = 1.0, with_spectrogram: bool = False) -> ClipAudio:
@@ -161,6 +171,7 @@ class WaveformView(QWidget):
         else:
             rows, columns = picture.shape
             self._image = QImage(picture.rgba.data, columns, rows, columns * 4, QImage.Format.Format_RGBA8888).copy()
+            self._image.setDevicePixelRatio(picture.pixel_ratio)
         self.update()
 
     @property
@@ -169,8 +180,9 @@ class WaveformView(QWidget):
 
     @property
     def spectrogram_fits(self) -> bool:
-        """Whether the spectrogram was drawn for the size the widget has now (else it is shown stretched)."""
-        return self._spectrogram is not None and self._spectrogram.shape == (self.height(), self.width())
+        """Whether the spectrogram was drawn for the size and pixel ratio the widget has now (else it is shown
+        stretched)."""
+        return self._spectrogram is not None and self._spectrogram.shape == device_size(self)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -186,13 +198,15 @@ class WaveformView(QWidget):
             return None
         return column_peaks_of(self._peaks, width)
 
-    def _waveform_image(self, size: QSize) -> QImage:
+    def _waveform_image(self) -> QImage:
+        """The waveform in the widget's device pixels (sharp on a scaled screen), remade when they change."""
         image = self._wave_image
-        if image is None or image.size() != size:
-            pixels = np.ascontiguousarray(waveform_pixels(self._peaks, size.width(), size.height()))
-            width, height = size.width(), size.height()
+        height, width = device_size(self)
+        if image is None or (image.height(), image.width()) != (height, width):
+            pixels = np.ascontiguousarray(waveform_pixels(self._peaks, width, height))
             image = QImage(pixels.data, width, height, width, QImage.Format.Format_Indexed8).copy()
             image.setColorTable([qRgb(*BACKGROUND), qRgb(*WAVE)])
+            image.setDevicePixelRatio(self.devicePixelRatioF())
             self._wave_image = image
         return image
 
@@ -204,7 +218,7 @@ class WaveformView(QWidget):
             painter.drawImage(rect, self._image)
         elif self._peaks is not None:
             if not rect.isEmpty():
-                painter.drawImage(0, 0, self._waveform_image(rect.size()))
+                painter.drawImage(0, 0, self._waveform_image())
         else:
             painter.setPen(QColor("#c8ccd4"))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.message or "No clip")
