@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
 from spokenbench.app.audio import NO_DEVICE_FLASH, chosen_output, page_player, show_recording_status
@@ -533,7 +533,7 @@ class SpeakersPage(QWidget):
             else f"Take failed {len(analysis.failures())} check(s): press Backspace to record it again"
         )
         self.view.state_label.setText(verdict)
-        set_toned_sheet(self.view.state_label, f"font-weight:bold; color: ${'success' if analysis.passed else 'error'}")
+        self._show_verdict_tone(analysis.passed)
         self.view.show_checks([c.as_dict() for c in analysis.checks])
         self.state = "saving"
         WriteOp(self.session, lambda project: save_take(project, speaker.id, prepared), changes={"recordings"}, label="Saving the take", parent=self)\
@@ -655,14 +655,7 @@ class SpeakersPage(QWidget):
             view.show_checks(None)
             self._show_clone_state()
             return
-        consent = (
-            "consent given"
-            if speaker.consent_in_force
-            else f"<span style='color:{tone('error')}'>no consent: recording refused</span>"
-        )
-        view.speaker_label.setText(
-            f"<b>{speaker.name}</b> · {speaker.language or '—'} · {speaker.accent or '—'} · {consent}"
-        )
+        view.speaker_label.setText(self._speaker_line(speaker))
         prompt = self.prompt
         view.set_prompt(
             self.prompt_index + 1, len(self.prompts), prompt.text if prompt else "", prompt.label if prompt else ""
@@ -670,6 +663,24 @@ class SpeakersPage(QWidget):
         self._show_clone_state()
         self._show_take()
         self._show_progress()
+
+    def _show_verdict_tone(self, passed: bool) -> None:
+        set_toned_sheet(self.view.state_label, f"font-weight:bold; color: ${'success' if passed else 'error'}")
+
+    @staticmethod
+    def _speaker_line(speaker) -> str:
+        consent = (
+            "consent given"
+            if speaker.consent_in_force
+            else f"<span style='color:{tone('error')}'>no consent: recording refused</span>"
+        )
+        return f"<b>{speaker.name}</b> · {speaker.language or '—'} · {speaker.accent or '—'} · {consent}"
+
+    def changeEvent(self, event) -> None:
+        """The desktop switched between light and dark while the app ran: the consent line takes the new tone."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.speaker is not None:
+            self.view.speaker_label.setText(self._speaker_line(self.speaker))
 
     def _show_clone_state(self) -> None:
         """Create cloned voice needs consent and a take that passed every check."""
@@ -699,7 +710,7 @@ class SpeakersPage(QWidget):
             return
         verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
         self.view.state_label.setText(f"Take {take.take}: {verdict}")
-        set_toned_sheet(self.view.state_label, f"font-weight:bold; color: ${'success' if take.passed else 'error'}")
+        self._show_verdict_tone(take.passed)
         self.view.show_checks(take.checks)
         audio = self.take_audio.get(take.id)
         self.view.waveform.set_clip(audio, "" if audio else "Space plays the take")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -28,14 +28,14 @@ from PySide6.QtWidgets import (
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet, tone
 
-# state → (badge text, badge colour); colours read on light and dark palettes
+# state → (badge text, badge colour); white text on each at least 4.5:1, on light and dark palettes alike
 STATES = {
     "running": ("Running", "#2f6fdf"),
-    "cancelling": ("Cancelling…", "#7a7a7a"),
+    "cancelling": ("Cancelling…", "#616161"),
     "resuming": ("Resuming…", "#2f6fdf"),
-    "interrupted": ("Interrupted", "#c77700"),
+    "interrupted": ("Interrupted", "#995400"),
     "failed": ("Failed", "#c62828"),
-    "cancelled": ("Cancelled", "#7a7a7a"),
+    "cancelled": ("Cancelled", "#616161"),
     "finished": ("Finished", "#2e7d32"),
 }
 LIVE_STATES = ("running", "cancelling", "resuming")
@@ -153,7 +153,7 @@ class JobCard(QFrame):
     def show_row(self, row: JobRow) -> None:
         self.row = row
         self.title.setText(row.title)
-        text, colour = STATES.get(row.state, (row.state.title(), "#7a7a7a"))
+        text, colour = STATES.get(row.state, (row.state.title(), "#616161"))
         self.badge.setText(text)
         self.badge.setStyleSheet(
             f"QLabel#jobBadge {{ color: white; background: {colour}; border-radius: 8px; padding: 1px 8px; }}"
@@ -367,13 +367,21 @@ class BatchesView(QGroupBox):
                 item.setText(value)
                 item.setToolTip(row.detail)
                 item.setData(Qt.ItemDataRole.UserRole, row.batch_id)
-                if column == 3:
-                    item.setForeground(QBrush(QColor(tone("error"))) if row.attention else table.palette().text())
+                if column == 3:  # no colour of its own unless it needs attention: the palette's text, whichever
+                    item.setData(
+                        Qt.ItemDataRole.ForegroundRole, QBrush(QColor(tone("error"))) if row.attention else None
+                    )
             if row.batch_id in selected:
                 table.selectRow(position)
         table.blockSignals(False)
         self._update_buttons()
         self.rowsChanged.emit(len(rows))
+
+    def changeEvent(self, event) -> None:
+        """The desktop switched between light and dark while the app ran: the attention colour follows."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.rows:
+            self.set_rows(self.rows)
 
     def set_message(self, text: str) -> None:
         self.message.setText(text)

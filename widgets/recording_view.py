@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -302,6 +302,7 @@ class RecorderView(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self._checks: tuple[list[dict] | None, str] = (None, "")  # the last shown, drawn again in new tones
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.banner = QLabel()
         self.banner.setWordWrap(True)
@@ -406,7 +407,14 @@ class RecorderView(QWidget):
         self.position_label.setText(f"Prompt {position} of {total} · {label}")
         self.prompt_label.setText(text)
 
+    def changeEvent(self, event) -> None:
+        """The desktop switched between light and dark while the app ran: pass and fail take the new tones."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.show_checks(*self._checks)
+
     def show_checks(self, checks: list[dict] | None, header: str = "") -> None:
+        self._checks = (checks, header)
         if not checks:
             self.checks_label.setText(header)
             return

@@ -62,9 +62,13 @@ def set_toned_sheet(widget: QWidget, sheet: str) -> None:
 
 
 def retone(root: QWidget) -> None:
-    """Write again, for the palette now, every toned style sheet under root (root included): after the desktop
-    switched between light and dark while the app ran."""
+    """Write again, for the palette now, every toned style sheet under root (root included), and apply every other
+    style sheet again: Qt works a widget's palette out when its sheet is applied (even `font-family: monospace`)
+    and keeps it when the application palette changes, so such a widget kept black text on a dark window after
+    the desktop switched while the app ran."""
     for widget in (root, *root.findChildren(QWidget)):
         sheet = widget.property(_SHEET_PROPERTY)
         if isinstance(sheet, str):
             widget.setStyleSheet(toned(sheet))
+        elif widget.styleSheet():
+            widget.setStyleSheet(widget.styleSheet())

@@ -10,12 +10,12 @@ import re
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QLabel
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite
-from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
+from spokenbench.widgets.jobs_panel import STATES, BatchesView, BatchRow, JobRow, JobsPanel
 from spokenbench.widgets.rewrite_review import RewriteReviewView
 from spokenbench.widgets.tones import TONES, tone
 
@@ -44,18 +44,16 @@ def contrast(a: QColor, b: QColor) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
-def palette_of(window: str, base: str, text: str) -> QPalette:
+def palette_of(colours: dict[str, str]) -> QPalette:
+    """A palette with these roles' colours (role name → #rrggbb), Qt's defaults for the others."""
     palette = QPalette()
-    for role, colour in (("Window", window), ("Base", base), ("WindowText", text), ("Text", text)):
+    for role, colour in colours.items():
         palette.setColor(getattr(QPalette.ColorRole, role), QColor(colour))
     return palette
 
 
 def adwaita_dark() -> QPalette:
-    palette = QPalette()
-    for role, colour in ADWAITA_DARK.items():
-        palette.setColor(getattr(QPalette.ColorRole, role), QColor(colour))
-    return palette
+    return palette_of(ADWAITA_DARK)
 
 
 @pytest.fixture
@@ -66,14 +64,20 @@ def application_palette(qapp):
     qapp.setPalette(before)
 
 
-def background_of(widget) -> QColor:
-    """The colour most of the widget's drawn pixels have: what its text stands on."""
-    image = widget.grab().toImage().convertToFormat(widget.grab().toImage().Format.Format_RGB32)
+def pixels_of(widget) -> np.ndarray:
+    """The widget as drawn, (height, width, 3) RGB."""
+    image = widget.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
     rows = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine() // 4, 4)
-    pixels = rows[:, : image.width(), :3].reshape(-1, 3)
-    colours, counts = np.unique(pixels, axis=0, return_counts=True)
-    blue, green, red = (int(value) for value in colours[counts.argmax()])
-    return QColor(red, green, blue)
+    return rows[:, : image.width(), 2::-1].copy()  # its own memory: the image goes when this returns
+
+
+def background_in(window_pixels: np.ndarray, label: QLabel) -> QColor:
+    """The colour most of the label's pixels have in its window's picture: what its text stands on on screen (a
+    grab of the label alone would paint its own palette's window colour, stale after a switch, under it)."""
+    corner = label.mapTo(label.window(), QPoint(0, 0))
+    area = window_pixels[corner.y() : corner.y() + label.height(), corner.x() : corner.x() + label.width()]
+    colours, counts = np.unique(area.reshape(-1, 3), axis=0, return_counts=True)
+    return QColor(*(int(value) for value in colours[counts.argmax()]))
 
 
 def text_colours(label: QLabel) -> list[QColor]:
@@ -88,12 +92,15 @@ def label_colour(label: QLabel) -> str:
 
 
 def unreadable_labels(root) -> list[str]:
-    """Each visible, enabled label under root whose text is below 4.5:1 on what it is drawn on."""
-    found = []
+    """Each visible, enabled label under root whose text is below 4.5:1 on what it is drawn on in its window."""
+    found, windows = [], {}
     for label in root.findChildren(QLabel):
         if not (label.isVisible() and label.isEnabled() and label.text().strip()) or label.visibleRegion().isEmpty():
             continue
-        ground = background_of(label)
+        window = label.window()
+        if window not in windows:
+            windows[window] = pixels_of(window)
+        ground = background_in(windows[window], label)
         worst = min(contrast(colour, ground) for colour in text_colours(label))
         if worst < TEXT_CONTRAST:
             found.append(f"{label.objectName() or type(label.parent()).__name__}: {label.text()[:60]!r} {worst:.2f}:1")
@@ -104,7 +111,7 @@ def test_every_tone_is_readable_on_the_common_light_and_dark_palettes():
     for grounds, text in ((LIGHT_GROUNDS, "#000000"), (DARK_GROUNDS, "#ffffff")):
         for window in grounds:
             for base in grounds:
-                palette = palette_of(window, base, text)
+                palette = palette_of({"Window": window, "Base": base, "WindowText": text, "Text": text})
                 for name in ("error", "warning", "success", "muted", "focus"):
                     needed = LINE_CONTRAST if name == "focus" else TEXT_CONTRAST
                     for ground in (window, base):
@@ -113,7 +120,11 @@ def test_every_tone_is_readable_on_the_common_light_and_dark_palettes():
                 for mark in ("removed", "added"):  # a diff mark carries its own text colour on its own ground
                     ratio = contrast(QColor(tone(f"{mark}_text", palette)), QColor(tone(f"{mark}_bg", palette)))
                     assert ratio >= TEXT_CONTRAST, f"{mark} on {window}: {ratio:.2f}:1"
-    assert set(TONES) >= {"error", "warning", "success", "focus"}
+    for state, (_text, colour) in STATES.items():  # the jobs panel's badges: white on their colour
+        assert contrast(QColor("#ffffff"), QColor(colour)) >= TEXT_CONTRAST, state
+
+
+FLAGGED = FlaggedRewrite(1, 49, "demo/001", "en", "option_A", "2 and -5", "two and minus five", "[-2-]", "flagged")
 
 
 def review_view(qtbot) -> RewriteReviewView:
@@ -121,9 +132,7 @@ def review_view(qtbot) -> RewriteReviewView:
     qtbot.addWidget(view)
     view.resize(1000, 600)
     view.show()
-    view.set_entries(
-        [FlaggedRewrite(1, 49, "demo/001", "en", "option_A", "2 and -5", "two and minus five", "", "flagged")]
-    )
+    view.set_entries([FLAGGED])
     return view
 
 
@@ -158,30 +167,49 @@ def test_the_rewrite_review_s_marks_and_key_line_are_readable(qtbot, application
     assert unreadable_labels(view) == []
 
 
-def test_a_switch_to_dark_while_the_app_runs_recolours_hints_and_marks(qtbot, application_palette, tmp_path):
+@pytest.mark.slow
+def test_a_switch_to_dark_while_the_app_runs_leaves_no_text_unreadable(
+    qtbot, application_palette, tmp_path, read_only_demo
+):
     """Desktops switch at sunset: the palette changes under a running app. Toned style sheets are written again
-    (MainWindow.changeEvent → retone) and the review draws its marks again."""
-    from spokenbench.app.main_window import MainWindow
-
-    window = MainWindow(audio_message="off", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(window)
-    window.show()
+    and every other style sheet applied again (MainWindow.changeEvent → retone: Qt fixes a widget's palette when
+    its sheet is applied, so the review's diff line, `font-family: monospace`, kept black text on the dark
+    window), and the review draws its marks again. Every page is looked at before and after, as the window
+    shows it, with the tour open."""
+    window = demo_window(qtbot, tmp_path, read_only_demo)
     try:
-        window.show_missing_fonts({"ko": 3})
-        view = review_view(qtbot)
-        light_marks = marked_fragments(view)
+        window.tour.start(0)
+        review = window.rewrite_page.view
         assert label_colour(window.font_label) == TONES["error"][0]
+        assert unreadable_pages(window, qtbot) == []
+        light_marks = marked_fragments(review)
         application_palette(adwaita_dark())  # Qt passes the change on to each widget through posted events
         qtbot.waitUntil(lambda: label_colour(window.font_label) == TONES["error"][1], timeout=2_000)
-        assert unreadable_labels(window.statusBar()) == []
-        dark_marks = marked_fragments(view)
-        assert [text for text, _, _ in dark_marks] == [text for text, _, _ in light_marks]
+        assert unreadable_pages(window, qtbot) == []
+        dark_marks = marked_fragments(review)
+        assert [text for text, _, _ in dark_marks] == [text for text, _, _ in light_marks] and dark_marks
         assert {ground for _, _, ground in light_marks} == {TONES["removed_bg"][0], TONES["added_bg"][0]}
-        assert {ground for _, _, ground in dark_marks} == {TONES["removed_bg"][1], TONES["added_bg"][1]}  # drawn again
+        assert {ground for _, _, ground in dark_marks} == {TONES["removed_bg"][1], TONES["added_bg"][1]}
         assert all(ratio >= TEXT_CONTRAST for _, ratio, _ in dark_marks), dark_marks
-        assert unreadable_labels(view) == []
     finally:
         window.shutdown()
+
+
+def test_the_batch_table_s_state_colours_follow_a_switch(qtbot, application_palette):
+    """A row needing attention is in the error tone of the palette now; the others in the palette's own text
+    (they were given the light palette's black once, and kept it on the dark window)."""
+    view = BatchesView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_rows(
+        [
+            BatchRow(1, "openai", "batch_1", "gpt-4o", "completed", "12", "12:00"),
+            BatchRow(2, "openai", "batch_2", "gpt-4o", "failed", "12", "12:01", attention=True),
+        ]
+    )
+    application_palette(adwaita_dark())
+    qtbot.waitUntil(lambda: view.table.item(1, 3).foreground().color().name() == TONES["error"][1], timeout=2_000)
+    assert view.table.item(0, 3).data(Qt.ItemDataRole.ForegroundRole) is None  # the palette's text, whichever
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
@@ -198,35 +226,48 @@ def test_the_jobs_panel_s_details_are_readable(qtbot, application_palette, dark)
     assert unreadable_labels(panel) == []
 
 
+def demo_window(qtbot, tmp_path, project):
+    """The main window at 1400×900 on the project, its status bar saying No font for Korean."""
+    from spokenbench.app.main_window import MainWindow
+
+    window = MainWindow(audio_message="off", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    with qtbot.waitSignal(window.open_project(project).finished, timeout=20_000):
+        pass
+    window.show_missing_fonts({"ko": 24})
+    return window
+
+
+def unreadable_pages(window, qtbot) -> list[str]:
+    """Every page shown in turn (Results once its panel is drawn), the status bar and the tour: the labels below
+    4.5:1, each named with its page."""
+    from spokenbench.app.main_window import PAGES
+
+    found = []
+    for key, _name in PAGES:
+        window.show_page(key)
+        if key == "results":
+            results = window.page_widgets["results"]
+            qtbot.waitUntil(lambda results=results: results.view.panel is not None, timeout=60_000)
+        qtbot.wait(300)
+        found += [f"{key}: {label}" for label in unreadable_labels(window.page_stack.currentWidget())]
+    found += [f"status bar: {label}" for label in unreadable_labels(window.statusBar())]
+    return found + [f"tour: {label}" for label in unreadable_labels(window.tour.dock)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_every_page_s_text_is_readable_on_a_light_and_a_dark_palette(
     qtbot, tmp_path, read_only_demo, application_palette, dark
 ):
-    from spokenbench.app.main_window import PAGES, MainWindow
-
     if dark:
         application_palette(adwaita_dark())
-    window = MainWindow(audio_message="off", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(window)
-    window.resize(1400, 900)
-    window.show()
+    window = demo_window(qtbot, tmp_path, read_only_demo)
     try:
-        with qtbot.waitSignal(window.open_project(read_only_demo).finished, timeout=20_000):
-            pass
-        window.show_missing_fonts({"ko": 24})
-        unreadable = []
-        for key, _name in PAGES:
-            window.show_page(key)
-            if key == "results":
-                results = window.page_widgets["results"]
-                qtbot.waitUntil(lambda results=results: results.view.panel is not None, timeout=60_000)
-            qtbot.wait(300)
-            unreadable += [f"{key}: {found}" for found in unreadable_labels(window.page_stack.currentWidget())]
-        unreadable += [f"status bar: {found}" for found in unreadable_labels(window.statusBar())]
         window.tour.start(0)
         qtbot.wait(100)
-        unreadable += [f"tour: {found}" for found in unreadable_labels(window.tour.dock)]
-        assert unreadable == []
+        assert unreadable_pages(window, qtbot) == []
     finally:
         window.shutdown()
