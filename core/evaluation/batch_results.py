@@ -24,7 +24,7 @@ from spokenbench.core.evaluation.batch_records import (
     _record,
     _settle_run_in,
 )
-from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.safe_files import MAX_BATCH_RESULTS_BYTES, open_regular_file
 from spokenbench.core.store import Project
@@ -221,7 +221,7 @@ def import_results(project: Project, path: str | os.PathLike, progress: Progress
             "this project has written no batch file (spokenbench evaluate DIR ... --batch-file FILE) whose results "
             "could be imported"
         )
-    problems: list[InputProblem] = []
+    problems = Problems()
     results: dict[str, _Result] = {}
     seen_at: dict[str, int] = {}
     lines = 0

@@ -13,7 +13,7 @@ import re
 import struct
 from pathlib import Path
 
-from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems
 from spokenbench.core.foundation.safe_files import MAX_TABLE_BYTES, MAX_TEXT_FILE_BYTES, read_regular_file
 
 ARROW_SUFFIX = ".arrow"
@@ -202,7 +202,7 @@ def read_arrow_dataset(path: Path):
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     except pa.ArrowException as error:
         raise InputError(InputProblem(str(path), f"its files have different columns ({error})")) from None
-    problems = []
+    problems = Problems()
     for column_name, column in zip(table.column_names, table.columns):
         try:
             column.validate(full=True)

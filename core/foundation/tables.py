@@ -29,7 +29,7 @@ from spokenbench.core.foundation.arrow_datasets import (
     is_text_type,
     read_arrow_dataset,
 )
-from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems, SpokenBenchError
 from spokenbench.core.foundation.safe_files import MAX_TABLE_BYTES, check_output_file, display_name, read_regular_file
 from spokenbench.core.foundation.standard_streams import (
     STANDARD_INPUT_NAME,
@@ -367,7 +367,7 @@ def _validity(array) -> np.ndarray:
 
 def _check_column_cells(name: str, columns: TextColumns) -> None:
     """Cells longer than MAX_CELL_CHARS, located by row and column (measured on distinct values: cheap)."""
-    problems = []
+    problems = Problems()
     for column in columns.columns:
         lengths = np.array([len(v) for v in columns[column].values] + [0])[columns[column].codes]
         if len(lengths) and lengths.max() > MAX_CELL_CHARS:
@@ -437,23 +437,30 @@ def _read_delimited(name: str, text: str, delimiter: str) -> Table:
     if problems:
         raise InputError(problems)
     rows = []
+    number = decoded = 0  # the data row read (blank lines not counted), what the rows kept take as values
     try:
         for record in reader:
             if not record or (len(record) == 1 and not record[0].strip()):
                 continue  # blank line
-            number = len(rows) + 1
+            number += 1
             if len(record) != len(header):
-                problems.append(
-                    InputProblem(name, f"has {len(record)} fields but the header has {len(header)}", number)
-                )
+                if problems.full:
+                    problems.unlisted += 1
+                else:
+                    problems.append(
+                        InputProblem(name, f"has {len(record)} fields but the header has {len(header)}", number)
+                    )
                 continue
+            decoded += ROW_BYTES + CELL_BYTES * len(record) + sum(map(len, record))
+            if decoded > MAX_TABLE_BYTES:
+                raise InputError(_too_many_values(name, number))
             rows.append(dict(zip(header, record)))
     except csv.Error as error:
         if "field larger than field limit" in str(error):
             message = f"has a cell longer than {MAX_CELL_CHARS:,} characters (the most accepted)"
         else:
             message = f"cannot be parsed ({error})"
-        problems.append(InputProblem(name, message, len(rows) + 1))
+        problems.append(InputProblem(name, message, number + 1))
     if problems:
         raise InputError(problems)
     if not rows:
@@ -461,8 +468,21 @@ def _read_delimited(name: str, text: str, delimiter: str) -> Table:
     return Table(name, header, rows)
 
 
+def _too_many_values(name: str, number: int) -> InputProblem:
+    """A text table whose rows, read as values, would take more than MAX_TABLE_BYTES: millions of short cells
+    take far more as Python values than as text (a 112 MB CSV of 8 million rows took 12 GB), so the bound is the
+    same as for a Parquet file's decoded values."""
+    return InputProblem(
+        name,
+        f"has more rows and cells than one table may hold: by this row they take more than {MAX_TABLE_BYTES:,} "
+        f"bytes as values (each row counts {ROW_BYTES} bytes and each cell {CELL_BYTES}, besides its text); "
+        "split it into smaller tables",
+        number,
+    )
+
+
 def _header_problems(name: str, header: list[str]) -> list[InputProblem]:
-    problems = []
+    problems = Problems()
     seen = set()
     for position, column in enumerate(header, start=1):
         if not column:
@@ -475,8 +495,9 @@ def _header_problems(name: str, header: list[str]) -> list[InputProblem]:
 
 def _read_jsonl(name: str, text: str) -> Table:
     rows: list[dict[str, Any]] = []
-    problems = []
+    problems = Problems()
     columns: dict[str, None] = {}
+    decoded = 0  # what the rows take as values
     stripped = text.lstrip()
     if stripped.startswith("["):
         raise InputError(InputProblem(name, "is a JSON array, not JSON Lines (one object per line)"))
@@ -512,15 +533,18 @@ def _read_jsonl(name: str, text: str) -> Table:
             continue
         if len(line) > MAX_CELL_CHARS or "\\u" in line or line.count("[") + line.count("{") > MAX_NESTING:
             problems.extend(_value_problems(name, value, len(rows) + 1))  # only lines that could hold a problem
+        decoded += ROW_BYTES + CELL_BYTES * len(value) + len(line)
+        if decoded > MAX_TABLE_BYTES:
+            raise InputError(_too_many_values(name, len(rows) + 1))
         rows.append(value)
         columns.update(dict.fromkeys(value))
     if problems:
-        raise InputError(problems[: InputError.MAX_LISTED * 5])
+        raise InputError(problems)
     return Table(name, list(columns), rows)
 
 
 def _check_rows(name: str, rows: list[dict[str, Any]]) -> None:
-    problems = []
+    problems = Problems()
     for number, row in enumerate(rows, start=1):
         problems.extend(_value_problems(name, row, number))
         if len(problems) > InputError.MAX_LISTED:
@@ -531,7 +555,7 @@ def _check_rows(name: str, rows: list[dict[str, Any]]) -> None:
 
 def _value_problems(name: str, row: dict[str, Any], number: int) -> list[InputProblem]:
     """Cells too long, nested too deeply, or holding lone surrogates (text that cannot be stored or printed)."""
-    problems = []
+    problems = Problems()
     for column, value in row.items():
         problem = _cell_problem(value, 0)
         if problem == "long":
@@ -589,7 +613,7 @@ def _parquet(name: str, data: bytes):
         table = _bounded_parquet(name, data)
     except (pa.ArrowException, OSError) as error:
         raise InputError(InputProblem(name, f"the Parquet file is damaged or unreadable ({error})")) from None
-    problems = []
+    problems = Problems()
     for column_name, column in zip(table.column_names, table.columns):
         try:
             column.validate(full=True)  # checks, among others, that every string is valid UTF-8
@@ -727,7 +751,7 @@ def _arrow_table(rows: list[dict[str, Any]], columns: list[str], name: str):
     try:
         return pa.Table.from_pylist(rows)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as error:
-        problems = []
+        problems = Problems()
         for column in dict.fromkeys(key for row in rows for key in row):
             first_type = None
             for number, row in enumerate(rows, start=1):

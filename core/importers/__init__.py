@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spokenbench.core.domain.items import IMPORT_FORMATS, Item
-from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.foundation.standard_streams import STANDARD_INPUT_NAME, is_standard_stream
 from spokenbench.core.foundation.tables import read_table, table_digest
@@ -59,7 +59,7 @@ def import_files(
     options = options or ImportOptions()
     progress = progress or no_progress()
     parsed: list[tuple[str, str, list[Item]]] = []
-    problems: list[InputProblem] = []
+    problems = Problems()
     for done, path in enumerate(paths):
         progress.check_cancelled()
         progress.report(done, len(paths), f"reading {Path(path).name}")
@@ -114,7 +114,7 @@ def _against_stored(
     project: Project, parsed: list[tuple[str, str, list[Item]]], skip_existing: bool
 ) -> list[tuple[str, str, list[Item], int]]:
     """The items of each file still to write, after comparing them with what the project holds now."""
-    problems: list[InputProblem] = []
+    problems = Problems()
     keys = {(i.source, i.source_id, i.language) for _, _, items in parsed for i in items}
     stored = existing_items(project.conn, keys)
     to_write: list[tuple[str, str, list[Item], int]] = []
@@ -172,7 +172,7 @@ def _write(
 
 def _cross_file_duplicates(parsed: list[tuple[str, str, list[Item]]]) -> list[InputProblem]:
     first_file: dict[tuple[str, str, str], tuple[int, str]] = {}
-    problems = []
+    problems = Problems()
     for position, (file, _, items) in enumerate(parsed):
         for number, item in enumerate(items, start=1):
             key = (item.source, item.source_id, item.language)

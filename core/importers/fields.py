@@ -7,7 +7,7 @@ from typing import Any
 
 from spokenbench.core.domain.items import DEFAULT_MAX_TEXT_CHARS, LETTERS, MAX_OPTIONS, MIN_OPTIONS, Item
 from spokenbench.core.domain.languages import normalize_language
-from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems
 from spokenbench.core.foundation.tables import Table
 
 # A question or option is read aloud: 4,000 characters are about four and a half minutes of speech. Longer text
@@ -152,7 +152,7 @@ def check_language(reader: RowReader, language: str | None, column: str | None) 
 def check_duplicates(table: Table, items: list[tuple[int, Item]], id_column: str) -> list[InputProblem]:
     """Within one file, (source id, language) must be unique."""
     first_row: dict[tuple[str, str], int] = {}
-    problems = []
+    problems = Problems()
     for number, item in items:
         key = (item.source_id, item.language)
         if key in first_row:

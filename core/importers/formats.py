@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from spokenbench.core.domain.items import CULTURAL_LABELS, GENDER_PROBE_CATEGORIES, LETTERS, Item, Option
-from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems
 from spokenbench.core.foundation.tables import Table
 from spokenbench.core.importers.fields import (
     DEFAULT_MAX_TEXT_CHARS,
@@ -122,7 +122,7 @@ def parse_global_mmlu_lite(table: Table, options: ImportOptions) -> list[Item]:
             )
         )
     source = options.source or "global-mmlu-lite"
-    problems: list[InputProblem] = []
+    problems = Problems()
     parsed = []
     used = {
         "sample_id",
@@ -238,7 +238,7 @@ def parse_mcq(table: Table, options: ImportOptions) -> list[Item]:
         *(option_columns or [list_column]),
     }
     source = options.source or "mcq"
-    problems: list[InputProblem] = []
+    problems = Problems()
     parsed = []
     for number, row in enumerate(table.rows, start=1):
         r = RowReader(table, number, row, problems, options.max_text_chars)
@@ -294,7 +294,7 @@ def parse_gender_probes(table: Table, options: ImportOptions) -> list[Item]:
         *(option_columns or [list_column]),
     }
     used |= {f"orientation_{c.lower()}" for c in LETTERS}
-    problems: list[InputProblem] = []
+    problems = Problems()
     parsed = []
     for number, row in enumerate(table.rows, start=1):
         r = RowReader(table, number, row, problems, options.max_text_chars)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.metrics.agreement import bowker_symmetry, cohen_kappa_from_tables, one_sample_t
 from spokenbench.core.metrics.bootstrap import DEFAULT_SEED, ColumnBuilder, bootstrap_intervals
@@ -85,7 +85,7 @@ def prepare_gender_probe(frame: pd.DataFrame, source: str = "<table>") -> ProbeR
                 for c in missing
             ]
         )
-    problems: list[InputProblem] = []
+    problems = Problems()
     for column in ("question_id", "model", "category", "option_orientation"):
         problems += row_problems(
             source, np.flatnonzero((frame[column] == "").to_numpy(dtype=bool)), column, "empty value"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spokenbench.core.foundation.errors import InputError, InputProblem
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems
 from spokenbench.core.foundation.tables import TextColumn, TextColumns
 from spokenbench.core.metrics.encoding import (
     combine,
@@ -127,7 +127,7 @@ def prepare_mcq(
     """Validate and encode a responses table: text columns (`read_responses_columns`) or a DataFrame of strings
     (`read_responses_file`)."""
     frame = TextColumns.of(frame)
-    problems: list[InputProblem] = []
+    problems = Problems()
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(

@@ -32,7 +32,7 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from spokenbench.core.foundation.bounded_json import JsonBoundError, loads_bounded
-from spokenbench.core.foundation.errors import InputError, InputProblem, SpokenBenchError
+from spokenbench.core.foundation.errors import InputError, InputProblem, Problems, SpokenBenchError
 from spokenbench.core.foundation.safe_files import MiB, read_regular_file
 from spokenbench.core.foundation.tables import current_umask
 from spokenbench.core.qc import store
@@ -178,7 +178,7 @@ def import_label_studio(project: Project, path: str | Path) -> LabelStudioImport
     if not isinstance(tasks, list):
         raise InputError(InputProblem(name, "is not a Label Studio JSON export (a list of tasks)"))
     home_id = read_meta(project.conn, PROJECT_ID_KEY)
-    problems: list[InputProblem] = []
+    problems = Problems()
     ratings: list[dict] = []
     report = LabelStudioImport(tasks=len(tasks))
     with project.transaction() as conn:
