@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, qRgb
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -34,9 +34,10 @@ class ClipAudio:
 
 
 def device_size(widget: QWidget) -> tuple[int, int]:
-    """(height, width) of the widget in device pixels: 1.5 times its logical size on a 150 % screen."""
-    ratio = widget.devicePixelRatioF()
-    return round(widget.height() * ratio), round(widget.width() * ratio)
+    """(height, width) of the widget in device pixels, rounded as Qt rounds them (halves away from zero): 1.5
+    times its logical size on a 150 % screen."""
+    size = widget.size() * widget.devicePixelRatioF()
+    return size.height(), size.width()
 
 
 def peaks(samples: np.ndarray, columns: int = PEAK_COLUMNS) -> np.ndarray:
@@ -54,7 +55,7 @@ class SpectrogramPicture:
     rgba: np.ndarray  # (height, width, 4) uint8, in device pixels
     plot_left: float  # fractions of the width
     plot_right: float
-    pixel_ratio: float = 1.0  # device pixels per logical pixel it was drawn for (1.5 on a 150 % screen)
+    drawn_for: tuple[int, int, float] = (0, 0, 1.0)  # the logical (width, height) and pixel ratio asked for
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -79,7 +80,9 @@ def spectrogram_image(
     width, height = max(int(size[0]), 200), max(int(size[1]), 100)
     dpi = 100 * pixel_ratio
     background, ink = tuple(c / 255 for c in BACKGROUND), "#c8ccd4"
-    figure = Figure(figsize=(width / 100, height / 100), dpi=dpi, facecolor=background)
+    device_width, device_height = int(width * pixel_ratio + 0.5), int(height * pixel_ratio + 0.5)  # as Qt rounds
+    # half a pixel more, so matplotlib's truncation gives these exact device pixels
+    figure = Figure(figsize=((device_width + 0.5) / dpi, (device_height + 0.5) / dpi), dpi=dpi, facecolor=background)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     duration = len(samples) / rate
@@ -102,7 +105,7 @@ def spectrogram_image(
     figure.canvas.draw()
     rgba = np.ascontiguousarray(np.asarray(figure.canvas.buffer_rgba()))
     box = axes.get_position()
-    return SpectrogramPicture(rgba, float(box.x0), float(box.x1), pixel_ratio)
+    return SpectrogramPicture(rgba, float(box.x0), float(box.x1), (int(size[0]), int(size[1]), pixel_ratio))
 
 
 def prepare_clip(audio: bytes, what: str, speed: float = 1.0, with_spectrogram: bool = False) -> ClipAudio:
@@ -171,7 +174,7 @@ class WaveformView(QWidget):
         else:
             rows, columns = picture.shape
             self._image = QImage(picture.rgba.data, columns, rows, columns * 4, QImage.Format.Format_RGBA8888).copy()
-            self._image.setDevicePixelRatio(picture.pixel_ratio)
+            self._image.setDevicePixelRatio(picture.drawn_for[2])
         self.update()
 
     @property
@@ -181,12 +184,21 @@ class WaveformView(QWidget):
     @property
     def spectrogram_fits(self) -> bool:
         """Whether the spectrogram was drawn for the size and pixel ratio the widget has now (else it is shown
-        stretched)."""
-        return self._spectrogram is not None and self._spectrogram.shape == device_size(self)
+        stretched): judged by what it was drawn for, not by its pixels, which may differ by one from the widget's
+        device size at 125 % and, for a widget narrower than the picture's least width, always do."""
+        asked = (self.width(), self.height(), self.devicePixelRatioF())
+        return self._spectrogram is not None and self._spectrogram.drawn_for == asked
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self.resized.emit()
+
+    def changeEvent(self, event) -> None:
+        """Moved to a screen of another scale: the same logical size, other device pixels, drawn again."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.DevicePixelRatioChange:
+            self._wave_image = None
+            self.resized.emit()
 
     def set_playhead(self, fraction: float) -> None:
         self.playhead = min(max(fraction, 0.0), 1.0)

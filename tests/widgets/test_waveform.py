@@ -1,6 +1,12 @@
 """The waveform picture made with numpy: what is lit, and that painting is one image, not a call per column."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 from PySide6.QtGui import QImage
 
 from spokenbench.core.audio.io import encode_wav
@@ -55,6 +61,7 @@ def test_the_view_paints_the_clip_and_remakes_the_picture_only_when_the_size_cha
 SCALED_SCREEN = r"""
 import json
 import numpy as np
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.widgets.waveform import WaveformView, prepare_clip, spectrogram_image
@@ -63,38 +70,44 @@ app = QApplication([])
 rate = 16_000
 samples = (0.8 * np.sin(2 * np.pi * 220 * np.arange(rate) / rate)).astype(np.float32)
 view = WaveformView()
-view.resize(300, 120)
 view.show()
-app.processEvents()
-ratio = view.devicePixelRatioF()
-view.set_clip(prepare_clip(encode_wav(samples, rate), "tone"))
-view.grab()
-view.show_spectrogram = True
-picture = spectrogram_image(samples, rate, (view.width(), view.height()), ratio)
-view.set_spectrogram(picture)
-shown = view.grab().toImage().convertToFormat(view._wave_image.Format.Format_RGBA8888)
-drawn = np.frombuffer(shown.constBits(), np.uint8).reshape(shown.height(), shown.bytesPerLine() // 4, 4)
-playhead = round(shown.width() * picture.plot_left)  # the playhead's line, at the start
-outside = np.r_[0 : playhead - 3, playhead + 4 : shown.width()]
-same = drawn[:, outside, :3].shape == picture.rgba[:, outside, :3].shape and np.array_equal(
-    drawn[:, outside, :3], picture.rgba[:, outside, :3]
-)
-print(json.dumps({"ratio": ratio, "wave": [view._wave_image.width(), view._wave_image.height()],
-                  "picture": list(picture.shape), "fits": view.spectrogram_fits, "same_pixels": bool(same)}))
+seen = []
+for width, height in ((300, 120), (301, 121), (333, 157), (150, 80)):
+    view.resize(width, height)
+    app.processEvents()
+    view.show_spectrogram = False
+    view.set_clip(prepare_clip(encode_wav(samples, rate), "tone"))
+    grabbed = view.grab().toImage()
+    wave = [view._wave_image.width(), view._wave_image.height()]
+    view.show_spectrogram = True
+    picture = spectrogram_image(samples, rate, (view.width(), view.height()), view.devicePixelRatioF())
+    view.set_spectrogram(picture)
+    shown = view.grab().toImage().convertToFormat(QImage.Format.Format_RGBA8888)
+    drawn = np.frombuffer(shown.constBits(), np.uint8).reshape(shown.height(), shown.bytesPerLine() // 4, 4)
+    drawn = drawn[:, : shown.width(), :3]
+    playhead = round(shown.width() * picture.plot_left)  # the playhead's line, at the start
+    outside = np.r_[0 : playhead - 3, playhead + 4 : shown.width()]
+    same = drawn.shape[:2] == picture.shape and np.array_equal(drawn[:, outside], picture.rgba[:, outside, :3])
+    seen.append({"grab": [grabbed.width(), grabbed.height()], "wave": wave, "picture": list(picture.shape[::-1]),
+                 "fits": view.spectrogram_fits, "same_pixels": bool(same)})
+print(json.dumps({"ratio": view.devicePixelRatioF(), "sizes": seen}))
 """
 
 
-def test_on_a_150_percent_screen_the_waveform_and_spectrogram_are_drawn_in_device_pixels():
-    """A laptop at 150 %: the waveform and the spectrogram were drawn for the widget's logical pixels and stretched
-    1.5 times, the spectrogram's axis labels blurred. Now both are made in device pixels and shown pixel for
-    pixel, and a spectrogram drawn for another pixel ratio does not count as fitting (it is drawn again)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_SCALE_FACTOR": "1.5"}
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", ["1.25", "1.5"])
+def test_on_a_scaled_screen_the_waveform_and_spectrogram_are_drawn_in_device_pixels(scale):
+    """A laptop at 125 % or 150 %: the waveform and the spectrogram were drawn for the widget's logical pixels and
+    stretched, the spectrogram's axis labels blurred. Now both are made in the widget's device pixels (as Qt rounds
+    them) and shown pixel for pixel, at odd sizes too; and a spectrogram counts as fitting when it was drawn for
+    the widget's size and ratio — judged by its pixels, one pixel off at odd sizes sent the Rating page into
+    drawing it again five times a second. A widget narrower than the spectrogram's least width (200) fits too."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_SCALE_FACTOR": scale}
     done = subprocess.run([sys.executable, "-c", SCALED_SCREEN], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen == {"ratio": 1.5, "wave": [450, 180], "picture": [180, 450], "fits": True, "same_pixels": True}
+    assert seen["ratio"] == float(scale)
+    for size in seen["sizes"]:
+        assert size["fits"], size
+        if size["grab"][0] >= 200 * float(scale):  # drawn at the widget's size: pixel for pixel
+            assert size["wave"] == size["picture"] == size["grab"] and size["same_pixels"], size
