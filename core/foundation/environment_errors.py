@@ -52,7 +52,9 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             return None
         where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
         hint = _DATABASE_HINTS.get(prefix)
-        limit = file_size_limit() if prefix in ("SQLITE_FULL", "SQLITE_IOERR") else None
+        database = Path(project) / "project.sqlite" if project is not None else None
+        files = [f"{database}{suffix}" for suffix in ("", "-wal", "-journal")] if database else []
+        limit = _size_limit_reached(files) if prefix in ("SQLITE_FULL", "SQLITE_IOERR") else None
         if limit is not None:  # under `ulimit -f` a write past the limit fails like a full disk or an I/O error
             hint = f"this process may not write files larger than {limit:,} bytes (ulimit -f); raise the limit and try again"
         return f"{where}{_DATABASE_PROBLEMS[prefix]} ({error})" + (f"; {hint}" if hint else "")
@@ -62,7 +64,8 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             reason = error.strerror or str(error)
             where = f"{_printable_path(error.filename)}: " if named else ""
             hint = "; free some space and try again" if error.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-            limit = file_size_limit() if error.errno in (errno.EFBIG, errno.EIO, errno.ENOSPC) else None
+            files = [error.filename] if named else []
+            limit = _size_limit_reached(files) if error.errno in (errno.EFBIG, errno.EIO, errno.ENOSPC) else None
             if limit is not None:
                 hint = f"; this process may not write files larger than {limit:,} bytes (ulimit -f)"
             return f"{where}{reason}{hint}"
@@ -100,7 +103,7 @@ def _write_lock_held(error: sqlite3.OperationalError, project: str | os.PathLike
         return f"{message}. It is held by {named}: {advice}"
     return (
         f"{message}. A process stopped with Ctrl+Z, a long import, a database browser with unsaved changes, or a "
-        "process on another machine sharing the folder keeps it (`spokenbench jobs PROJECT` shows a stopped job "
+        "process on another machine sharing the folder keeps it (the jobs panel, or `spokenbench jobs PROJECT`, shows a stopped job "
         "as paused); try again once it is released"
     )
 
@@ -113,6 +116,22 @@ def file_size_limit() -> int | None:
         return None
     soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _size_limit_reached(files) -> int | None:
+    """The file-size limit (`ulimit -f`) when one is set and one of the files written has reached it (within a
+    megabyte): a write past it fails like a full disk or an I/O error, but a full disk under a distant limit
+    (ulimit -f of 20 GB) is a full disk, and the hint to free space must stay."""
+    limit = file_size_limit()
+    if limit is None:
+        return None
+    for path in files:
+        try:
+            if os.stat(path).st_size >= limit - (1 << 20):
+                return limit
+        except (OSError, TypeError, ValueError):
+            continue
+    return None
 
 
 def _printable_path(path) -> str:

@@ -134,3 +134,36 @@ def test_a_database_neighbour_that_is_not_a_regular_file_is_refused_at_once(cli,
     assert result.code == 2
     kind = "a FIFO" if how == "FIFO" else "a symbolic link"
     assert f"project.sqlite{suffix} is {kind}, not a file SQLite wrote" in result.err
+
+
+@pytest.fixture
+def distant_file_size_limit():
+    """`ulimit -f` of 20 GB in this process (the soft limit; restored after)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000_000_000, hard))
+    yield 20_000_000_000
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_a_full_disk_under_a_distant_file_size_limit_is_still_a_full_disk(tmp_path, distant_file_size_limit):
+    """Any `ulimit -f` made every full disk read "this process may not write files larger than …; raise the
+    limit": the limit is blamed only when a file written has reached it."""
+    import errno
+
+    from spokenbench.core.foundation.environment_errors import explain_environment_error
+
+    small = tmp_path / "take.wav"
+    small.write_bytes(b"\0" * 1000)
+    message = explain_environment_error(OSError(errno.ENOSPC, "No space left on device", str(small)))
+    assert message.endswith("No space left on device; free some space and try again"), message
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorname = "SQLITE_FULL"
+    (tmp_path / "project.sqlite").write_bytes(b"\0" * 1000)
+    message = explain_environment_error(full, tmp_path)
+    assert "the disk is full" in message and "free some space and try again" in message and "ulimit" not in message
+    with open(small, "r+b") as handle:  # sparse: the file has reached the limit, within a megabyte
+        handle.truncate(distant_file_size_limit - 1000)
+    message = explain_environment_error(OSError(errno.EFBIG, "File too large", str(small)))
+    assert "may not write files larger than 20,000,000,000 bytes (ulimit -f)" in message, message
