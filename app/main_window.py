@@ -781,18 +781,30 @@ class MainWindow(QMainWindow):
             self.import_items([Path(f) for f in files], format_name)
 
     def import_items(self, files: list[Path], format_name: str, options: ImportOptions | None = None) -> Operation:
-        """Import in a job process; the items view refreshes itself once the items are in."""
+        """Import in a job process; the items view refreshes itself once the items are in. Items already in the
+        project with the same content are skipped (`import --skip-existing`): importing a file again after adding
+        rows to it just adds them, where it was refused with advice for a command-line option the app lacks."""
         names = ", ".join(f.name for f in files)
         self.jobs_dock.show()
-        return JobOp(
-            self.session,
-            job_call(import_files, files, format_name, options),
-            kind="import",
-            changes={"items"},
-            label=f"Importing {names}",
-            parent=self,
-            error_title="Cannot import",
-        ).run()
+
+        def imported(results) -> None:
+            added, skipped = sum(r.imported for r in results), sum(r.skipped for r in results)
+            already = f"; {skipped:,} already in the project, skipped" if skipped else ""
+            self.statusBar().showMessage(f"Imported {added:,} item{'s' if added != 1 else ''} from {names}{already}")
+
+        return (
+            JobOp(
+                self.session,
+                job_call(import_files, files, format_name, options, skip_existing=True),
+                kind="import",
+                changes={"items"},
+                label=f"Importing {names}",
+                parent=self,
+                error_title="Cannot import",
+            )
+            .success(imported)
+            .run()
+        )
 
     def open_project(self, path: Path) -> Operation:
         path = Path(path)

@@ -121,7 +121,8 @@ def sample_preview(project: Project, spec: dict) -> SampleResult:
     if not records:
         wanted = ", ".join(f"{k} {v}" for k, v in filters.items())
         raise SpokenBenchError(f"no synthesized clip matches {wanted or 'this choice'}")
-    return stratified_sample(records, spec["per_bin"], spec["seed"])
+    result = stratified_sample(records, spec["per_bin"], spec["seed"])
+    return replace(result, unscreened_asked=spec["mode"] == "unscreened")
 
 
 def store_queue(project: Project, spec: dict, result: SampleResult) -> tuple[int, bool]:

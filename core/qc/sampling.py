@@ -76,13 +76,16 @@ class SampleResult:
     selected: list[ClipRecord]  # in queue order
     strata: list[StratumReport] = field(default_factory=list)
     left_out_unscreened: int = 0  # clips without a screening score when others had one
+    unscreened_asked: bool = False  # WER intervals left aside by choice, not for want of screening
 
     @property
     def note(self) -> str:
+        if self.strategy == "unscreened" and self.unscreened_asked:
+            return "sampled by language, accent and subject only, as asked (WER intervals ignored)"
         if self.strategy == "unscreened":
             return (
-                "no ASR screening yet: sampled by language, accent and subject only (no WER intervals); "
-                "transcribe the clips and run `spokenbench screen` to stratify by WER"
+                "no ASR screening yet: sampled by language, accent and subject only (no WER intervals); transcribe "
+                "the clips (Transcribe on the Rating page, or `spokenbench transcribe`) to stratify by WER"
             )
         if self.left_out_unscreened:
             return f"{self.left_out_unscreened} clips without a screening score were left out of the WER strata"

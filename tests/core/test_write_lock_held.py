@@ -111,7 +111,9 @@ def test_without_a_holder_on_this_machine_the_general_hint_is_given(project, tmp
     message = explain_environment_error(error, project.path)
     assert write_lock_holders(project.path / "project.sqlite") == []
     assert "It is held by" not in message
-    assert message.endswith("(`spokenbench jobs PROJECT` shows a stopped job as paused); try again once it is released")
+    assert message.endswith(
+        "(the jobs panel, or `spokenbench jobs PROJECT`, shows a stopped job as paused); try again once it is released"
+    )
 
 
 @pytest.mark.slow

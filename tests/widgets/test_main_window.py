@@ -158,6 +158,25 @@ def test_importing_from_the_window_runs_as_a_job_process_and_refreshes_the_items
 
 
 @pytest.mark.slow
+def test_importing_a_file_again_from_the_window_adds_its_new_rows_and_skips_the_rest(window, qtbot, project, tmp_path):
+    """The app offers no --skip-existing: importing a file a second time, with rows added, was refused ("use
+    --skip-existing"). Now the items already there with the same content are skipped and the new ones added."""
+    with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
+        pass
+    rows = gmmlu_rows(6)
+    operation = window.import_items([write_csv(tmp_path / "en.csv", rows[:4])], "gmmlu-lite")
+    with qtbot.waitSignal(operation.finished, timeout=20_000):
+        pass
+    operation = window.import_items([write_csv(tmp_path / "en.csv", rows)], "gmmlu-lite")
+    with qtbot.waitSignal(operation.finished, timeout=20_000):
+        pass
+    assert operation.status == "succeeded", operation.status
+    assert (operation.result[0].imported, operation.result[0].skipped) == (2, 4)
+    assert window.statusBar().currentMessage() == "Imported 2 items from en.csv; 4 already in the project, skipped"
+    qtbot.waitUntil(lambda: window.items_panel.model.total_count() == 6, timeout=3_000)
+
+
+@pytest.mark.slow
 def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):
     """Without libportaudio2 sounddevice cannot load (playback and recording both need it): the app starts with
     audio off and says once what to install."""

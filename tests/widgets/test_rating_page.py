@@ -441,3 +441,17 @@ def test_the_create_queue_dialog_mixes_in_hidden_controls(page, qtbot, demo_copy
         queue = queue_clips(project.conn, "with-controls")
         known = control_clips(project.conn)
     assert len(queue) == 13 and sum(clip.clip_id in known for clip in queue) == 4
+
+
+@pytest.mark.slow
+def test_an_unscreened_sample_asked_for_says_so_not_that_screening_is_missing(demo_copy):
+    """Choosing "Unscreened strata" on purpose said "no ASR screening yet … run `spokenbench screen`": wrong on
+    a screened project, and a command for someone in the app. Without screening, the note names the app's
+    Transcribe as well as the command."""
+    spec = {"per_bin": 5, "seed": 0, "filters": {}}
+    with opened(demo_copy) as project:  # the demo without its transcripts: nothing screened
+        asked = rating_page.sample_preview(project, {**spec, "mode": "unscreened"})
+        wanted = rating_page.sample_preview(project, {**spec, "mode": "wer-bins"})
+    assert asked.note == "sampled by language, accent and subject only, as asked (WER intervals ignored)"
+    assert wanted.strategy == "unscreened" and wanted.note.startswith("no ASR screening yet")
+    assert "Transcribe on the Rating page" in wanted.note and "spokenbench screen" not in wanted.note
