@@ -311,3 +311,28 @@ def physics_items(count: int, prefix: str) -> list[dict]:
         }
         for n in range(1, count + 1)
     ]
+
+
+@contextlib.contextmanager
+def tmpfs(folder: Path, size: str = "100m"):
+    """A small disk: a tmpfs of `size` mounted at `folder` (made) for the block, unmounted after. OSError where
+    this process cannot mount one (not root, or without CAP_SYS_ADMIN)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    if made.returncode != 0:
+        raise OSError(f"cannot mount a tmpfs at {folder}: {made.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill_disk(folder: Path) -> Path:
+    """A file written in `folder` until its file system has not a byte left (the last block partly); returns it."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        for block in (1 << 20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * block)
+    return filler

@@ -12,48 +12,33 @@ step. Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotoo
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from real_device import demo_in, stored_ratings, walk_arguments, walked_session  # noqa: E402
-
-
-def fill(disk: Path) -> None:
-    with open(disk / "filler", "wb", buffering=0) as handle:
-        for size in (1 << 20, 4096):
-            try:
-                while True:
-                    handle.write(b"\0" * size)
-            except OSError:
-                pass
+from support import fill_disk, tmpfs  # noqa: E402
 
 
 def main() -> None:
     out, screen = walk_arguments(__doc__)
-    disk = out / "disk"
-    disk.mkdir(exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs(out / "disk") as disk:
         project = Path(shutil.copytree(demo_in(out), disk / "project"))
         with walked_session(out, screen, project) as (desktop, _process, _figures):
             desktop.xdotool("key", "1")
             time.sleep(1.5)
             print("rated with space left:", stored_ratings(project))
-            fill(disk)
+            filler = fill_disk(disk)
             desktop.xdotool("key", "2")
             time.sleep(2.0)
             desktop.screenshot(out / "full-disk-not-saved.png")
             print("2 pressed on the full disk:", stored_ratings(project))
-            (disk / "filler").unlink()
+            filler.unlink()
             desktop.xdotool("key", "2")
             time.sleep(2.0)
             desktop.screenshot(out / "full-disk-saved.png")
             print("2 pressed again with room:", stored_ratings(project))
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
     print(out / "full-disk-not-saved.png")
 
 
