@@ -336,3 +336,22 @@ def fill_disk(folder: Path) -> Path:
                 while True:
                     handle.write(b"\0" * block)
     return filler
+
+
+def import_in_bounded_memory(
+    folder: Path, table: Path, format_name: str, address_space: int, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """A fresh project in `folder`, then `spokenbench import FOLDER TABLE --format F --language en` in a child
+    process whose address space is limited to `address_space` bytes (RLIMIT_AS): what a file from others costs,
+    measured where too much memory ends in a MemoryError rather than the machine's OOM killer."""
+    import resource
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    cli = [sys.executable, "-m", "spokenbench.core.cli.main"]
+    assert subprocess.run([*cli, "init", str(folder)], capture_output=True).returncode == 0
+    return subprocess.run(
+        [*cli, "import", str(folder), str(table), "--format", format_name, "--language", "en"],
+        capture_output=True, text=True, timeout=timeout, preexec_fn=limit_memory,
+    )  # fmt: skip

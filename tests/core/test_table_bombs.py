@@ -3,15 +3,11 @@ or compressed): never more than MAX_TABLE_BYTES of data, as much as the largest 
 Parquet file of Global-MMLU-Lite's columns declaring 17.9 GiB of text took 6.6 GB and 15 s to fail as "internal
 error … This is a bug" under an 8 GB limit (and would take ~20 GB without one); a 534 KB one took 2.1 GB."""
 
-import resource
-import subprocess
-import sys
-
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support import gmmlu_rows, save_to_disk
+from support import gmmlu_rows, import_in_bounded_memory, save_to_disk
 
 from spokenbench.core.foundation import arrow_datasets, tables
 from spokenbench.core.foundation.errors import InputError
@@ -146,16 +142,6 @@ def test_importing_a_4_mb_parquet_that_declares_18_gib_exits_2_in_bounded_memory
     path = tmp_path / "test-00000.parquet"
     pq.write_table(gmmlu_bomb(2_000_000), path, compression="zstd")
     assert path.stat().st_size < 4_000_000
-    project = tmp_path / "project"
-
-    def limit_memory():
-        resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
-
-    cli = [sys.executable, "-m", "spokenbench.core.cli.main"]
-    assert subprocess.run([*cli, "init", str(project)], capture_output=True).returncode == 0
-    done = subprocess.run(
-        [*cli, "import", str(project), str(path), "--format", "gmmlu-lite", "--language", "en"],
-        capture_output=True, text=True, timeout=120, preexec_fn=limit_memory,
-    )  # fmt: skip
+    done = import_in_bounded_memory(tmp_path / "project", path, "gmmlu-lite", 1_500_000_000, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{path}: decodes to more than 2,147,483,648 bytes of data" in done.stderr

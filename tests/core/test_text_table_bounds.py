@@ -5,11 +5,9 @@ problems), and an 80 MB CSV of malformed rows 9.6 GB and 69 s — naming every p
 kept up to Problems.MAX_KEPT and counted beyond it, and each malformed row is named by its own number."""
 
 import pickle
-import resource
-import subprocess
-import sys
 
 import pytest
+from support import import_in_bounded_memory
 
 from spokenbench.core.foundation import tables
 from spokenbench.core.foundation.errors import InputError, InputProblem, Problems
@@ -85,16 +83,6 @@ def test_importing_a_112_mb_csv_of_8_million_rows_exits_2_in_bounded_memory(tmp_
     with path.open("w", encoding="utf-8") as handle:
         handle.write(HEADER)
         handle.write("1,q,a,b,c,d,A\n" * 8_000_000)
-    project = tmp_path / "project"
-
-    def limit_memory():
-        resource.setrlimit(resource.RLIMIT_AS, (3_000_000_000, 3_000_000_000))
-
-    cli = [sys.executable, "-m", "spokenbench.core.cli.main"]
-    assert subprocess.run([*cli, "init", str(project)], capture_output=True).returncode == 0
-    done = subprocess.run(
-        [*cli, "import", str(project), str(path), "--format", "mcq", "--language", "en"],
-        capture_output=True, text=True, timeout=300, preexec_fn=limit_memory,
-    )  # fmt: skip
+    done = import_in_bounded_memory(tmp_path / "project", path, "mcq", 3_000_000_000)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{path}, row 3278601: has more rows and cells than one table may hold" in done.stderr
