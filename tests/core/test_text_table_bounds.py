@@ -86,3 +86,20 @@ def test_importing_a_112_mb_csv_of_8_million_rows_exits_2_in_bounded_memory(tmp_
     done = import_in_bounded_memory(tmp_path / "project", path, "mcq", 3_000_000_000)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{path}, row 3278601: has more rows and cells than one table may hold" in done.stderr
+
+
+def test_a_csv_is_read_line_by_line_not_from_a_copy_of_its_text(tmp_path):
+    """Read through io.StringIO, a CSV took its bytes, its text, a copy of 4 bytes a character and its rows (an
+    80 MB file of malformed rows 470 MB). Decoded line by line: its bytes, its text while it is checked, then its
+    rows."""
+    import tracemalloc
+
+    path = tmp_path / "items.csv"
+    path.write_text("id,question\n" + "".join(f"{n},{'q' * 1_000}\n" for n in range(2_000)), encoding="utf-8")
+    tracemalloc.start()
+    try:
+        assert len(read_table(path).rows) == 2_000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * path.stat().st_size, peak / path.stat().st_size
