@@ -14,7 +14,7 @@ import dataclasses
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent, QKeySequence, QPalette
+from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
@@ -33,12 +33,12 @@ REMOVED_STYLE = "background:$removed_bg;color:$removed_text;text-decoration:line
 ADDED_STYLE = "background:$added_bg;color:$added_text"
 
 
-def highlighted(original: str, rewrite: str, palette: QPalette | None = None) -> tuple[str, str]:
+def highlighted(original: str, rewrite: str) -> tuple[str, str]:
     """HTML of both texts with what differs marked: removed/replaced stretches in the original, inserted or
     replacing ones in the rewrite, each with its own text colour (the palette's own text, white in dark mode,
     is unreadable on a light mark). `char_diff` gives positions in the original; the rewrite's follow from the
     running difference in length, since equal stretches are equally long."""
-    removed_style, added_style = toned(REMOVED_STYLE, palette), toned(ADDED_STYLE, palette)
+    removed_style, added_style = toned(REMOVED_STYLE), toned(ADDED_STYLE)
     left, right = [], []
     i = j = 0
     for change in char_diff(original, rewrite):

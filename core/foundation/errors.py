@@ -46,25 +46,25 @@ class Problems(list):
     rows took 9.6 GB). `len()` counts every problem found, kept or not; iterating and slicing give the kept ones."""
 
     MAX_KEPT = 1_000
+    unlisted = 0  # the problems counted, not kept (a class default: unpickling appends before it sets attributes)
 
     def __init__(self, problems=()):
         super().__init__()
-        self.unlisted = 0
         self.extend(problems)
 
     def append(self, problem: InputProblem) -> None:
         if super().__len__() < self.MAX_KEPT:
             super().append(problem)
         else:
-            self.unlisted = getattr(self, "unlisted", 0) + 1
+            self.unlisted += 1
 
     def extend(self, problems) -> None:
         for problem in problems:
             self.append(problem)
-        self.unlisted = getattr(self, "unlisted", 0) + getattr(problems, "unlisted", 0)
+        self.unlisted += getattr(problems, "unlisted", 0)
 
     def __len__(self) -> int:
-        return super().__len__() + getattr(self, "unlisted", 0)
+        return super().__len__() + self.unlisted
 
     @property
     def full(self) -> bool:
