@@ -790,7 +790,8 @@ class MainWindow(QMainWindow):
         def imported(results) -> None:
             added, skipped = sum(r.imported for r in results), sum(r.skipped for r in results)
             already = f"; {skipped:,} already in the project, skipped" if skipped else ""
-            self.statusBar().showMessage(f"Imported {added:,} item{'s' if added != 1 else ''} from {names}{already}")
+            plural = "s" if added != 1 else ""
+            self.statusBar().showMessage(f"Imported {added:,} item{plural} from {names}{already}", 15_000)
 
         return (
             JobOp(

@@ -88,6 +88,7 @@ class QueueDialog(QDialog):
         self.strata.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.strata.verticalHeader().hide()
         self.strata.horizontalHeader().setStretchLastSection(True)
+        self.strata.resizeColumnsToContents()  # the headers whole before any preview ("Quotas (accent: N)" was cut)
         self.summary = QLabel("Preview the strata to see what the queue will hold.")
         self.summary.setWordWrap(True)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
@@ -154,8 +155,8 @@ class QueueDialog(QDialog):
         text = f"{len(result.selected)} clips in {len(result.strata)} strata ({result.strategy})."
         if spec.get("controls"):
             text += f" Plus {spec['controls']} hidden control clips, made when the queue is created."
-        if result.note:
-            text += f" {result.note}."
+        if result.note:  # a note reads as a clause on the command line ("note: …"), as a sentence here
+            text += f" {result.note[:1].upper()}{result.note[1:]}."
         self.summary.setText(text)
         self.previewed = spec
         self._choice_changed()

@@ -455,3 +455,20 @@ def test_an_unscreened_sample_asked_for_says_so_not_that_screening_is_missing(de
     assert asked.note == "sampled by language, accent and subject only, as asked (WER intervals ignored)"
     assert wanted.strategy == "unscreened" and wanted.note.startswith("no ASR screening yet")
     assert "Transcribe on the Rating page" in wanted.note and "spokenbench screen" not in wanted.note
+
+
+def test_the_create_queue_dialog_shows_its_column_headers_whole_before_a_preview(qtbot):
+    """Opened by keys on a real X server, its strata table read "uotas (accent: N" until the first preview
+    sized the columns."""
+    from PySide6.QtGui import QFontMetrics
+
+    from spokenbench.widgets.queue_dialog import QueueDialog
+
+    dialog = QueueDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    header = dialog.strata.horizontalHeader()
+    metrics = QFontMetrics(header.font())
+    for column in range(dialog.strata.columnCount() - 1):  # the last one stretches
+        text = dialog.strata.horizontalHeaderItem(column).text()
+        assert header.sectionSize(column) >= metrics.horizontalAdvance(text), text
