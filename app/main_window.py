@@ -58,6 +58,7 @@ from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
+from spokenbench.core.store.database import ROLLBACK_JOURNAL_NOTE
 from spokenbench.core.store.stored_values import stored_value_problems, stored_values_error
 from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
@@ -433,12 +434,17 @@ class MainWindow(QMainWindow):
         self.font_label = QLabel()  # languages of the project that no installed font can show
         set_toned_sheet(self.font_label, "color: $error")
         self.font_label.hide()
+        self.journal_label = QLabel("Rollback journal")  # the project's file system cannot share WAL's index
+        self.journal_label.setToolTip(f"The project's folder: {ROLLBACK_JOURNAL_NOTE}.")
+        set_toned_sheet(self.journal_label, "color: $warning")
+        self.journal_label.hide()
         self.pack_label = QLabel()
         self.pack_label.setObjectName("packStatus")
         self.pack_label.hide()
         self.packs.status_changed.connect(self._show_pack_status)
         self.statusBar().addWidget(self.summary_label, 1)
         self.statusBar().addWidget(self.pack_label)
+        self.statusBar().addPermanentWidget(self.journal_label)
         self.statusBar().addPermanentWidget(self.font_label)
         self.statusBar().addPermanentWidget(self.jobs_button)
         self.statusBar().addPermanentWidget(self.audio_label)
@@ -967,6 +973,7 @@ class MainWindow(QMainWindow):
             f"rewrites  ·  {summary['clips']['total']} clips  ·  {summary['runs']} runs"
         )
         self.summary_label.setText(self._summary_text)
+        self.journal_label.setVisible(summary.get("journal") == "rollback")
         self.show_missing_fonts(items["by_language"])
 
     def show_missing_fonts(self, languages) -> None:
@@ -994,6 +1001,7 @@ class MainWindow(QMainWindow):
             self.session.deleteLater()
             self.session = None
         self.show_missing_fonts([])
+        self.journal_label.hide()
 
     def shutdown(self) -> None:
         """Stop every operation and thread this window started (writes already queued are finished)."""

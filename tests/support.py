@@ -327,6 +327,27 @@ def tmpfs(folder: Path, size: str = "100m"):
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
+@contextlib.contextmanager
+def no_shared_memory_file_system(folder: Path):
+    """A folder where SQLite's WAL cannot work: `backing` seen through bindfs with FUSE's direct I/O, which maps no
+    file shared (SQLITE_IOERR_SHMMAP), as on WSL's Windows drives or sshfs -o direct_io. Yields the mount point;
+    OSError where it cannot be mounted (no bindfs, no /dev/fuse, not root)."""
+    import shutil
+
+    backing, mounted = folder / "backing", folder / "mounted"
+    backing.mkdir(parents=True, exist_ok=True)
+    mounted.mkdir(exist_ok=True)
+    if shutil.which("bindfs") is None:
+        raise OSError("bindfs is not installed (apt-get install bindfs)")
+    made = subprocess.run(["bindfs", "-o", "direct_io", str(backing), str(mounted)], capture_output=True)
+    if made.returncode != 0:
+        raise OSError(f"cannot mount bindfs at {mounted}: {made.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mounted
+    finally:
+        subprocess.run(["umount", "-l", str(mounted)], check=False, capture_output=True)
+
+
 def fill_disk(folder: Path) -> Path:
     """A file written in `folder` until its file system has not a byte left (the last block partly); returns it."""
     filler = folder / "filler"

@@ -20,6 +20,7 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.foundation.standard_streams import is_standard_stream
 from spokenbench.core.store import Project, opened
+from spokenbench.core.store.database import ROLLBACK_JOURNAL_NOTE
 from spokenbench.core.store.items import items_in_languages
 from spokenbench.core.store.summary import project_summary
 
@@ -232,6 +233,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"clips: {summary['clips']['total']} ({summary['clips']['failed']} failed)")
     for key in ("transcripts", "ratings", "speakers", "recordings", "runs", "responses"):
         print(f"{key}: {summary[key]}")
+    if summary["journal"] == "rollback":
+        print(f"journal: rollback — {ROLLBACK_JOURNAL_NOTE}")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""The one way to talk to a project's SQLite database: WAL so a GUI and a headless run can share it,
-foreign keys on, a busy timeout instead of 'database is locked', synchronous=FULL so a committed
-rating survives a power cut, and short explicit transactions."""
+"""The one way to talk to a project's SQLite database: WAL so a GUI and a headless run can share it (a rollback
+journal where the file system cannot share WAL's index), foreign keys on, a busy timeout instead of 'database is
+locked', synchronous=FULL so a committed rating survives a power cut, and short explicit transactions."""
 
 from __future__ import annotations
 
@@ -32,12 +32,24 @@ _log = logging.getLogger("spokenbench.store")
 # functions (SQLite's advice for database files from others; `schema_objects_problem` refuses a schema that is not
 # ours before anything is written, this also covers a file changed after that check)
 UNTRUSTED_SCHEMA = "PRAGMA trusted_schema = OFF"
+# SQLite's write-ahead log keeps its index in memory every process shares: the `-shm` file, sized and mapped. Some
+# file systems cannot give that (WSL's view of a Windows drive, some network shares and FUSE file systems such as
+# fusefat: the file cannot be sized, SQLITE_IOERR_SHM*). There a project uses a rollback journal instead: the same
+# durability (synchronous FULL), but a write waits while another connection reads. Folders found so in this process:
+_ROLLBACK_JOURNAL_FOLDERS: set[str] = set()
+WAL_PROBE_PREFIX = ".spokenbench-wal-probe"
 
 
 # Control clips (core/qc/controls.py) are ordinary clips rows so that nothing a rater sees tells them apart; every
 # query that feeds screening, sampling, evaluation, voice checks, exports or Table 3 leaves them out with this
 # condition on the clip id ("c.id {NOT_A_CONTROL}").
 NOT_A_CONTROL = "NOT IN (SELECT clip_id FROM control_clips)"
+
+
+class ProjectConnection(sqlite3.Connection):
+    """A project's connection; it remembers whether its transactions poll for the write lock."""
+
+    polls_for_the_write_lock = False
 
 
 def utc_now() -> str:
@@ -63,8 +75,10 @@ def _read_only_uri(db_path: Path) -> str:
 
 def skip_fsync_on_commit(conn: sqlite3.Connection) -> None:
     """Commit on this connection without an fsync (WAL's synchronous=NORMAL): for rows that need not survive a
-    power cut, such as request claims, whose job would be dead and its claims stale all the same."""
-    conn.execute("PRAGMA synchronous = NORMAL")
+    power cut, such as request claims, whose job would be dead and its claims stale all the same. With a rollback
+    journal it stays FULL: there NORMAL could damage the file at a power cut."""
+    if uses_wal(conn):
+        conn.execute("PRAGMA synchronous = NORMAL")
 
 
 def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
@@ -83,18 +97,112 @@ def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute(UNTRUSTED_SCHEMA)
             return conn
-        conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        conn.row_factory = sqlite3.Row
-        conn.execute(UNTRUSTED_SCHEMA)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        conn, mode = _connect_with_journal(Path(db_path))
     except sqlite3.DatabaseError as error:
         raise ProjectError(_open_failure(db_path, error)) from None
-    if mode.lower() != "wal":
+    if mode.lower() not in ("wal", "delete"):
         raise ProjectError(f"{db_path}: could not switch the database to WAL mode (got {mode!r})")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = FULL")
     return conn
+
+
+def _writable_connection(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, factory=ProjectConnection)
+    conn.row_factory = sqlite3.Row
+    conn.execute(UNTRUSTED_SCHEMA)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _connect_with_journal(db_path: Path) -> tuple[sqlite3.Connection, str]:
+    """A writable connection in WAL mode, or with a rollback journal where this file system cannot share WAL's
+    index. A file already in WAL mode is tried as it is (the common case costs nothing more); a new file, or one
+    left with a rollback journal (by a fallback on another file system), is switched to WAL only where a scratch
+    database in the folder shows WAL works — so no process ever switches a file that others use with a rollback
+    journal to a WAL they cannot read."""
+    folder = os.path.realpath(db_path.parent)
+    conn = _writable_connection(db_path)
+    try:
+        if folder not in _ROLLBACK_JOURNAL_FOLDERS and (_file_is_in_wal_mode(db_path) or _wal_works_in(folder)):
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # sizes and maps the shared index
+                return conn, mode
+            except sqlite3.OperationalError as error:
+                if not wal_index_unavailable(error):
+                    raise
+            conn.close()
+            _ROLLBACK_JOURNAL_FOLDERS.add(folder)
+            _leave_wal(db_path)
+            conn = _writable_connection(db_path)
+        _ROLLBACK_JOURNAL_FOLDERS.add(folder)
+        return conn, conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    except BaseException:
+        conn.close()
+        raise
+
+
+def wal_index_unavailable(error: BaseException) -> bool:
+    """Whether SQLite failed because the file system cannot share WAL's index (the `-shm` file)."""
+    return (getattr(error, "sqlite_errorname", "") or "").startswith("SQLITE_IOERR_SHM")
+
+
+def _file_is_in_wal_mode(db_path: Path) -> bool:
+    """The database header's read and write versions (bytes 18-19) are 2 in WAL mode, 1 with a rollback journal."""
+    try:
+        with open(db_path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18:20] == b"\x02\x02"
+
+
+ROLLBACK_JOURNAL_NOTE = (
+    "this file system cannot share SQLite's write-ahead log index (as with WSL's Windows drives, some network "
+    "shares and FUSE file systems), so the project uses a rollback journal here: as safe, but a write waits while "
+    "another program reads it"
+)
+
+
+def journal_kind(conn: sqlite3.Connection) -> str:
+    """'wal' or 'rollback': how the project's file is kept, read from its header (whatever this connection is)."""
+    file = database_file(conn)
+    return "wal" if not file or _file_is_in_wal_mode(Path(file)) else "rollback"
+
+
+def _wal_works_in(folder: str) -> bool:
+    """Whether a WAL database works in this folder: a scratch one is made, written and removed (a few ms, only for
+    a new project or one that has a rollback journal)."""
+    probe = Path(folder) / f"{WAL_PROBE_PREFIX}.{os.getpid()}.{os.urandom(4).hex()}.sqlite"
+    try:
+        with contextlib.closing(sqlite3.connect(probe, isolation_level=None)) as conn:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.execute("CREATE TABLE probe(x)")
+        return True
+    except sqlite3.OperationalError as error:
+        if wal_index_unavailable(error):
+            return False
+        raise
+    finally:
+        for suffix in ("-wal", "-shm", "-journal", ""):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{probe}{suffix}")
+
+
+def _leave_wal(db_path: Path) -> None:
+    """Switch a WAL database to a rollback journal where WAL's shared index cannot be made: in exclusive locking
+    mode SQLite keeps the index in its own memory, so it can still read the log, copy what it holds into the file
+    and remove it — nothing committed is lost. It fails (busy) while another connection has the file open."""
+    with contextlib.closing(_writable_connection(db_path)) as conn:
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        conn.execute("PRAGMA journal_mode = DELETE").fetchone()
+    _log.warning(f"note: {db_path.parent}: {ROLLBACK_JOURNAL_NOTE}")
+
+
+def uses_wal(conn: sqlite3.Connection) -> bool:
+    return conn.execute("PRAGMA main.journal_mode").fetchone()[0].lower() == "wal"
 
 
 def is_read_only(conn: sqlite3.Connection) -> bool:
@@ -112,8 +220,19 @@ def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN")
     try:
         yield
-    finally:
+    except BaseException:
+        _roll_back_keeping_the_error(conn)
+        raise
+    if conn.in_transaction:
         conn.execute("COMMIT")
+
+
+def _roll_back_keeping_the_error(conn: sqlite3.Connection) -> None:
+    """After a failure inside a transaction: SQLite has already rolled it back after some errors (a disk I/O error,
+    a full disk), and a ROLLBACK then fails too; the error to report is the first."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def read_only_error(conn: sqlite3.Connection) -> ProjectError:
@@ -132,21 +251,48 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     read-only project it raises a ProjectError saying so before anything is attempted."""
     if is_read_only(conn):
         raise read_only_error(conn)
-    _begin_immediate(conn)
+    polls = getattr(conn, "polls_for_the_write_lock", False)
+    if polls:
+        conn.execute(f"PRAGMA busy_timeout = {POLL_BUSY_TIMEOUT_MS}")
     try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
-        conn.execute("COMMIT")
+        _begin_immediate(conn)
+        try:
+            yield conn
+        except BaseException:
+            _roll_back_keeping_the_error(conn)
+            raise
+        try:
+            _commit(conn)
+        except BaseException:
+            _roll_back_keeping_the_error(conn)
+            raise
+    finally:
+        if polls:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    """COMMIT, tried again while it is busy, for BUSY_TIMEOUT_MS in all. With a rollback journal a commit waits
+    for other connections' reads to end (in WAL mode it never does); a busy COMMIT leaves the transaction open, so
+    trying again is what SQLite advises."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("COMMIT")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(POLL_INTERVAL_S)
 
 
 def poll_for_the_write_lock(conn: sqlite3.Connection) -> None:
     """Wait for another writer's lock in short polls instead of SQLite's back-off, which sleeps 1, 2, 5 … 100 ms
     at a time and so wakes up to 100 ms after the lock was released: a rating queued behind an import's copy
-    waited for the copy plus that. For the app's writer thread, where a rating waits; never the UI thread."""
-    conn.execute(f"PRAGMA busy_timeout = {POLL_BUSY_TIMEOUT_MS}")
+    waited for the copy plus that. For the app's writer thread, where a rating waits; never the UI thread. Only
+    `transaction()` polls: with a rollback journal a read outside one waits for a writer's commit, in SQLite's
+    own way and for its full busy timeout."""
+    conn.polls_for_the_write_lock = True
 
 
 def _begin_immediate(conn: sqlite3.Connection) -> None:
@@ -403,22 +549,45 @@ def inspect_project_file(db_path: Path, recovered: bool = False) -> str:
     check_database_files(db_path)
     uri = _read_only_uri(db_path)
     try:
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            if conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID:
-                return "marked"
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not tables:
-                return "empty"
-            if (
-                "project_meta" in tables
-                and conn.execute("SELECT 1 FROM project_meta WHERE key = 'created_by_version'").fetchone()
-            ):
-                return "legacy"
-            return "foreign"
+        return _inspect(uri)
     except sqlite3.DatabaseError as error:
+        if wal_index_unavailable(error):
+            return _inspect_without_the_wal_index(db_path)
         if not recovered and _recover_hot_journal(db_path, error):
             return inspect_project_file(db_path, recovered=True)
         raise ProjectError(_open_failure(db_path, error)) from None
+
+
+def _inspect_without_the_wal_index(db_path: Path) -> str:
+    """A WAL file on a file system that cannot share WAL's index: its main file is read as it is (`immutable`: no
+    index, no lock). A project's marker is written when it is made, so a marked file is a project; anything else
+    may have its last changes in the log, which cannot be read here without changing the file — so it is refused."""
+    try:
+        kind = _inspect(f"{Path(db_path).resolve().as_uri()}?mode=ro&immutable=1")
+    except sqlite3.DatabaseError as error:
+        raise ProjectError(_open_failure(db_path, error)) from None
+    if kind == "marked":
+        return kind
+    raise ProjectError(
+        f"{db_path}: this file system cannot share SQLite's write-ahead log index, and the database carries no "
+        "SpokenBench marker in its main file, so it was not opened and nothing was changed. Copy the folder to a "
+        "local disk and open it there."
+    )
+
+
+def _inspect(uri: str) -> str:
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+        if conn.execute("PRAGMA application_id").fetchone()[0] == PROJECT_APPLICATION_ID:
+            return "marked"
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return "empty"
+        if (
+            "project_meta" in tables
+            and conn.execute("SELECT 1 FROM project_meta WHERE key = 'created_by_version'").fetchone()
+        ):
+            return "legacy"
+        return "foreign"
 
 
 def _recover_hot_journal(db_path: Path, error: sqlite3.DatabaseError) -> bool:

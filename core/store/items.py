@@ -14,7 +14,13 @@ from pathlib import Path
 from spokenbench.core.domain.items import Item, Option
 from spokenbench.core.foundation.processes import STALE_FOREIGN_S, left_behind, owner_tag, tagged_owner_alive
 from spokenbench.core.store.changes import count_change
-from spokenbench.core.store.database import is_read_only, read_only_error, transaction, utc_now
+from spokenbench.core.store.database import (
+    is_read_only,
+    read_only_error,
+    skip_fsync_on_commit,
+    transaction,
+    utc_now,
+)
 
 ITEM_COLUMNS = "id, source, source_id, language, kind, subject, subject_category, cultural_label, category, question, answer, extra_json"
 
@@ -271,8 +277,9 @@ def copy_staged_import(conn: sqlite3.Connection, staging: ImportStaging) -> list
         # Both pragmas only apply outside a transaction; both were enforced on every row while it was staged.
         conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("PRAGMA ignore_check_constraints = ON")
-        # Hidden rows need no fsync of their own: the publishing commit (synchronous as before) syncs them all.
-        conn.execute("PRAGMA synchronous = NORMAL")
+        # Hidden rows need no fsync of their own (in WAL mode): the publishing commit (synchronous as before) syncs
+        # them all.
+        skip_fsync_on_commit(conn)
         now = utc_now()
         with transaction(conn):
             import_offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.imports").fetchone()[0]

@@ -45,13 +45,17 @@ class Project:
         except OSError as error:
             raise ProjectError(f"cannot create a project in {path}: {error.strerror or error}") from None
         conn = database.connect(path / DATABASE_NAME, read_only=False)
-        database.migrate(conn, path / DATABASE_NAME)
-        with database.transaction(conn):
-            conn.executemany(
-                "INSERT INTO project_meta(key, value) VALUES (?, ?)",
-                [("created_at", database.utc_now()), ("created_by_version", __version__)],
-            )
-        database.mark_as_project(conn)
+        try:
+            database.migrate(conn, path / DATABASE_NAME)
+            with database.transaction(conn):
+                conn.executemany(
+                    "INSERT INTO project_meta(key, value) VALUES (?, ?)",
+                    [("created_at", database.utc_now()), ("created_by_version", __version__)],
+                )
+            database.mark_as_project(conn)
+        except BaseException:
+            conn.close()  # an open file keeps a folder from being removed (Windows, and FUSE's .fuse_hidden files)
+            raise
         return cls(path, conn)
 
     @classmethod

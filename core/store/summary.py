@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from spokenbench.core.store.database import journal_kind
+
 # what each count reads: items being imported are hidden until their import is published (migration 14)
 COUNTED_TABLES = {"items": "visible_items"} | {
     table: table
@@ -46,6 +48,7 @@ def project_summary(conn: sqlite3.Connection) -> dict:
         "recordings": counts["recordings"],
         "runs": counts["runs"],
         "responses": counts["responses"],
+        "journal": journal_kind(conn),
     }
 
 
