@@ -58,9 +58,14 @@ from spokenbench.core.jobs.registry import list_jobs
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
-from spokenbench.core.store.database import ROLLBACK_JOURNAL_NOTE
 from spokenbench.core.store.stored_values import stored_value_problems, stored_values_error
-from spokenbench.core.store.summary import clip_item_id, item_browser_rows, item_detail, project_summary
+from spokenbench.core.store.summary import (
+    ROLLBACK_JOURNAL_NOTE,
+    clip_item_id,
+    item_browser_rows,
+    item_detail,
+    project_summary,
+)
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel

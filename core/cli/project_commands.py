@@ -20,9 +20,8 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.foundation.standard_streams import is_standard_stream
 from spokenbench.core.store import Project, opened
-from spokenbench.core.store.database import ROLLBACK_JOURNAL_NOTE
 from spokenbench.core.store.items import items_in_languages
-from spokenbench.core.store.summary import project_summary
+from spokenbench.core.store.summary import ROLLBACK_JOURNAL_NOTE, project_summary
 
 MAPPABLE_FIELDS = (
     "id",

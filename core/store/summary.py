@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from spokenbench.core.store.database import ROLLBACK_JOURNAL_NOTE as ROLLBACK_JOURNAL_NOTE  # for `info`, the app
 from spokenbench.core.store.database import journal_kind
 
 # what each count reads: items being imported are hidden until their import is published (migration 14)
