@@ -23,6 +23,7 @@ session's `ProjectMonitor` sends the same notification for changes made by other
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -36,7 +37,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
-from spokenbench.core.foundation.environment_errors import explain_environment_error
+from spokenbench.core.foundation.environment_errors import explain_environment_error, may_have_lost_its_files
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.foundation.progress import Progress
@@ -140,6 +141,10 @@ class ProjectMonitor(threading.Thread):
                 if not failing:
                     log.warning("watching %s failed: %s", self.db_path, error)
                 failing = True
+                if conn is not None and may_have_lost_its_files(error):  # a USB stick pulled out and put back
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                    conn = None
             self.stopping.wait(self.interval_s)
         if conn is not None:
             conn.close()

@@ -7,6 +7,7 @@ Qt-free on purpose: `operations.WriteOp` bridges results to the UI thread."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spokenbench.core.foundation.environment_errors import may_have_lost_its_files
 from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.project import DATABASE_NAME
@@ -83,23 +85,47 @@ class StoreWriter:
         return self._thread
 
     def _run(self) -> None:
-        project: Project | None = None
-        open_error: BaseException | None = None
-        try:
-            project = connect_project(self.project_path)
-            if not project.read_only:
-                database.poll_for_the_write_lock(project.conn)  # a rating is committed as soon as a job's commit ends
-        except BaseException as error:  # noqa: BLE001 - every request is answered with it
-            open_error = error
+        project, open_error = self._open()
+        lost = False  # the connection failed in a way that may mean its files went away: open it again first
         try:
             while (request := self._queue.get()) is not _STOP:
-                self._execute(project, open_error, request)
+                if lost:
+                    project, open_error = self._open(check=True)
+                    lost = project is None  # still out of reach (or damaged): tried again at the next write
+                error = self._execute(project, open_error, request)
+                if project is not None and may_have_lost_its_files(error):
+                    log.warning(
+                        "write %s failed (%s); the connection is opened again for the next", request.label, error
+                    )
+                    with contextlib.suppress(Exception):
+                        project.close()
+                    project, lost = None, True
         finally:
             if project is not None:
                 project.close()
 
+    def _open(self, check: bool = False) -> tuple[Project | None, BaseException | None]:
+        """The writer's connection, or why it could not be opened (every request is then answered with it).
+        `check`: after a lost connection — a USB stick pulled out mid-write and put back — the file is checked
+        for damage before anything is written into it (once per file and process)."""
+        project = None
+        try:
+            project = connect_project(self.project_path)
+            if not project.read_only:
+                if check:
+                    database.check_not_damaged(project.conn, project.db_path)
+                database.poll_for_the_write_lock(project.conn)  # a rating is committed as soon as a job's commit ends
+        except BaseException as error:  # noqa: BLE001 - every request is answered with it
+            if project is not None:
+                with contextlib.suppress(Exception):
+                    project.close()
+            return None, error
+        return project, None
+
     @staticmethod
-    def _execute(project: Project | None, open_error: BaseException | None, request: WriteRequest) -> None:
+    def _execute(
+        project: Project | None, open_error: BaseException | None, request: WriteRequest
+    ) -> BaseException | None:
         result, error = None, None
         if request.cancelled.is_set():
             error = Cancelled()
@@ -117,3 +143,4 @@ class StoreWriter:
             request.done(result, error)
         except Exception:  # a broken callback must not stop the writer
             log.exception("write %s: completion callback failed", request.label)
+        return error

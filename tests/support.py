@@ -4,6 +4,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 GMMLU_COLUMNS = [
@@ -346,6 +347,74 @@ def no_shared_memory_file_system(folder: Path):
         yield mounted
     finally:
         subprocess.run(["umount", "-l", str(mounted)], check=False, capture_output=True)
+
+
+class UsbStick:
+    """An exFAT file system on a loop device, mounted through exfat-fuse as a USB stick is on many desktops, that
+    can be pulled out (its FUSE process killed: every file open on it then fails with ENOTCONN, as when the stick
+    is removed) and put back (mounted again at the same place). Needs root, losetup and `apt-get install
+    exfatprogs exfat-fuse`; OSError otherwise."""
+
+    def __init__(self, folder: Path, size_mb: int = 256):
+        import shutil
+
+        for tool in ("losetup", "mkfs.exfat", "mount.exfat-fuse"):
+            if shutil.which(tool) is None:
+                raise OSError(f"{tool} is not installed (apt-get install exfatprogs exfat-fuse)")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.image, self.mounted = folder / "stick.img", folder / "stick"
+        self.mounted.mkdir(exist_ok=True)
+        with open(self.image, "wb") as image:
+            image.truncate(size_mb << 20)
+        self._run("mkfs.exfat", str(self.image))
+        self.devices: list[str] = []
+        self.plug_in()
+
+    @staticmethod
+    def _run(*command: str) -> str:
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise OSError(f"{' '.join(command)}: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+    def plug_in(self) -> None:
+        """A new device each time, as a stick put back gets one (the old one stays claimed while a process still
+        has a file of the pulled stick open)."""
+        self.devices.append(self._run("losetup", "--find", "--show", str(self.image)).strip())
+        self._run("mount.exfat-fuse", self.devices[-1], str(self.mounted))
+        self._wait_until(mounted=True)
+
+    def pull_out(self) -> None:
+        pattern = f"mount.exfat-fuse {self.devices[-1]} "
+        found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+        if not found.stdout.split():
+            raise OSError(f"no exfat-fuse process serves {self.devices[-1]}")
+        for pid in found.stdout.split():
+            subprocess.run(["kill", "-9", pid], check=False)
+        time.sleep(0.3)
+        subprocess.run(["umount", "-l", str(self.mounted)], check=False, capture_output=True)
+        self._wait_until(mounted=False)
+
+    def _wait_until(self, mounted: bool) -> None:
+        for _ in range(50):
+            if (subprocess.run(["mountpoint", "-q", str(self.mounted)]).returncode == 0) == mounted:
+                return
+            time.sleep(0.1)
+        raise OSError(f"{self.mounted} is {'not ' if mounted else ''}mounted after 5 s")
+
+    def close(self) -> None:
+        subprocess.run(["umount", "-l", str(self.mounted)], check=False, capture_output=True)
+        for device in self.devices:  # a device still claimed is detached once its last user lets it go
+            subprocess.run(["losetup", "-d", device], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def usb_stick(folder: Path, size_mb: int = 256):
+    stick = UsbStick(folder, size_mb)
+    try:
+        yield stick
+    finally:
+        stick.close()
 
 
 def fill_disk(folder: Path) -> Path:

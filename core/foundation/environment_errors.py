@@ -51,6 +51,12 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
         if prefix is None:
             return None
         where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
+        unreachable = _unreachable(project) if prefix in ("SQLITE_IOERR", "SQLITE_CANTOPEN") else None
+        if unreachable is not None:
+            return (
+                f"{where}the project can no longer be reached ({unreachable}; {error}): was its drive removed, or "
+                "its network share disconnected? Put it back, then try again; everything reported saved is kept"
+            )
         hint = _DATABASE_HINTS.get(prefix)
         database = Path(project) / "project.sqlite" if project is not None else None
         files = [f"{database}{suffix}" for suffix in ("", "-wal", "-journal")] if database else []
@@ -69,6 +75,31 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             if limit is not None:
                 hint = f"; this process may not write files larger than {limit:,} bytes (ulimit -f)"
             return f"{where}{reason}{hint}"
+    return None
+
+
+# Errors after which a connection's open files may belong to a file system that went away (a USB stick pulled out
+# and put back is a new mount: the old descriptors fail for good, while the path works again)
+_LOST_FILE_ERRNOS = {errno.EIO, errno.ENOTCONN, errno.ENODEV, errno.ENXIO, errno.ESTALE}
+
+
+def may_have_lost_its_files(error: BaseException | None) -> bool:
+    """Whether a connection that failed with `error` should be opened again before its next use: an I/O error
+    or a file that could not be opened, from SQLite or the system."""
+    if isinstance(error, sqlite3.Error):
+        return (getattr(error, "sqlite_errorname", "") or "").startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN"))
+    return isinstance(error, OSError) and error.errno in _LOST_FILE_ERRNOS
+
+
+def _unreachable(project: str | os.PathLike | None) -> str | None:
+    """Why the project's database cannot be looked at any more (its drive removed, its share disconnected:
+    "No such file or directory", "Transport endpoint is not connected"), or None when it is there."""
+    if project is None:
+        return None
+    try:
+        os.stat(Path(project) / "project.sqlite")
+    except OSError as error:
+        return error.strerror or str(error)
     return None
 
 
