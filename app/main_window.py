@@ -440,7 +440,7 @@ class MainWindow(QMainWindow):
         set_toned_sheet(self.font_label, "color: $error")
         self.font_label.hide()
         self.journal_label = QLabel("Rollback journal")  # the project's file system cannot share WAL's index
-        self.journal_label.setToolTip(f"The project's folder: {ROLLBACK_JOURNAL_NOTE}.")
+        self.journal_label.setToolTip(f"{ROLLBACK_JOURNAL_NOTE[0].upper()}{ROLLBACK_JOURNAL_NOTE[1:]}.")
         set_toned_sheet(self.journal_label, "color: $warning")
         self.journal_label.hide()
         self.pack_label = QLabel()

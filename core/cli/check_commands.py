@@ -1,4 +1,4 @@
-"""`spokenbench check DIR [--repair]`: verify every stored audio file against its hash, and every stored value's
+"""`spokenbench check DIR [--repair] [--use-wal]`: verify every stored audio file against its hash, and every stored value's
 type and text (a project from someone else may hold rows another program wrote). Its name and options are a
 contract."""
 
@@ -9,6 +9,7 @@ from spokenbench.core.cli.output import print_json, printable
 from spokenbench.core.foundation.progress import text_progress_bar
 from spokenbench.core.store import opened
 from spokenbench.core.store.integrity import check_audio
+from spokenbench.core.store.project import use_wal
 from spokenbench.core.store.stored_values import stored_value_problems
 
 EXIT_PROBLEMS_FOUND = 1
@@ -31,6 +32,12 @@ def register(subparsers) -> None:
     p.add_argument("dir", metavar="DIR", help="project folder")
     p.add_argument("--repair", action="store_true", help="mark what can be re-created for re-creation")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--use-wal",
+        action="store_true",
+        help="switch a project that keeps a rollback journal (it was opened where SQLite's write-ahead log cannot "
+        "work) back to WAL: only on a local disk, with no other program using it",
+    )
     p.set_defaults(handler=cmd_check)
 
 
@@ -58,4 +65,8 @@ def cmd_check(args) -> int:
             print(f"repaired: {what.replace('_', ' ')}: {count}")
         if report.bad and not args.repair:
             print("run `spokenbench check DIR --repair`, then `synthesize` and `assemble` again to re-create them")
+    if args.use_wal:
+        switched = use_wal(args.dir)
+        if not args.json:
+            print("journal: switched back to WAL" if switched else "journal: WAL already")
     return 0 if (report.ok or args.repair) and not values else EXIT_PROBLEMS_FOUND

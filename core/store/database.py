@@ -10,6 +10,7 @@ import functools
 import hashlib
 import logging
 import os
+import random
 import re
 import sqlite3
 import time
@@ -117,27 +118,31 @@ def _writable_connection(db_path: Path) -> sqlite3.Connection:
 
 def _connect_with_journal(db_path: Path) -> tuple[sqlite3.Connection, str]:
     """A writable connection in WAL mode, or with a rollback journal where this file system cannot share WAL's
-    index. A file already in WAL mode is tried as it is (the common case costs nothing more); a new file, or one
-    left with a rollback journal (by a fallback on another file system), is switched to WAL only where a scratch
-    database in the folder shows WAL works — so no process ever switches a file that others use with a rollback
-    journal to a WAL they cannot read."""
+    index. A file is opened in the mode its header says: a WAL file is read as it is (the common case costs
+    nothing more) and switched to a rollback journal only where that first read cannot share the index; a file
+    with a rollback journal keeps it (it is never switched back to WAL behind the back of a process that cannot
+    use WAL: `spokenbench check DIR --use-wal` does it on request); a new file gets WAL where a scratch database in
+    the folder shows WAL works."""
     folder = os.path.realpath(db_path.parent)
+    header = _journal_in_header(db_path)
     conn = _writable_connection(db_path)
     try:
-        if folder not in _ROLLBACK_JOURNAL_FOLDERS and (_file_is_in_wal_mode(db_path) or _wal_works_in(folder)):
+        if header == "new":
+            wal = folder not in _ROLLBACK_JOURNAL_FOLDERS and _wal_works_in(folder)
+            if not wal:
+                _ROLLBACK_JOURNAL_FOLDERS.add(folder)
+            return conn, conn.execute(f"PRAGMA journal_mode = {'WAL' if wal else 'DELETE'}").fetchone()[0]
+        if header == "wal":
             try:
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # sizes and maps the shared index
-                return conn, mode
             except sqlite3.OperationalError as error:
                 if not wal_index_unavailable(error):
                     raise
-            conn.close()
-            _ROLLBACK_JOURNAL_FOLDERS.add(folder)
-            _leave_wal(db_path)
-            conn = _writable_connection(db_path)
-        _ROLLBACK_JOURNAL_FOLDERS.add(folder)
-        return conn, conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+                conn.close()
+                _leave_wal(db_path)
+                _ROLLBACK_JOURNAL_FOLDERS.add(folder)
+                conn = _writable_connection(db_path)
+        return conn, conn.execute("PRAGMA journal_mode").fetchone()[0]
     except BaseException:
         conn.close()
         raise
@@ -148,27 +153,30 @@ def wal_index_unavailable(error: BaseException) -> bool:
     return (getattr(error, "sqlite_errorname", "") or "").startswith("SQLITE_IOERR_SHM")
 
 
-def _file_is_in_wal_mode(db_path: Path) -> bool:
-    """The database header's read and write versions (bytes 18-19) are 2 in WAL mode, 1 with a rollback journal."""
+def _journal_in_header(db_path: Path) -> str:
+    """'wal', 'rollback' or 'new' (no file, or an empty one): the database header's read and write versions (bytes
+    18-19) are 2 in WAL mode, 1 with a rollback journal."""
     try:
         with open(db_path, "rb") as file:
             header = file.read(20)
-    except OSError:
-        return False
-    return len(header) == 20 and header[18:20] == b"\x02\x02"
+    except FileNotFoundError:
+        return "new"
+    if not header:
+        return "new"
+    return "wal" if header[18:20] == b"\x02\x02" else "rollback"
 
 
 ROLLBACK_JOURNAL_NOTE = (
-    "this file system cannot share SQLite's write-ahead log index (as with WSL's Windows drives, some network "
-    "shares and FUSE file systems), so the project uses a rollback journal here: as safe, but a write waits while "
-    "another program reads it"
+    "the project keeps a rollback journal, as it was opened where SQLite's write-ahead log cannot work (WSL's "
+    "Windows drives, some network shares and FUSE file systems): as safe, but a write waits while another program "
+    "reads it. On a local disk, `spokenbench check DIR --use-wal` switches it back"
 )
 
 
 def journal_kind(conn: sqlite3.Connection) -> str:
     """'wal' or 'rollback': how the project's file is kept, read from its header (whatever this connection is)."""
     file = database_file(conn)
-    return "wal" if not file or _file_is_in_wal_mode(Path(file)) else "rollback"
+    return "wal" if not file or _journal_in_header(Path(file)) != "rollback" else "rollback"
 
 
 def _wal_works_in(folder: str) -> bool:
@@ -194,11 +202,67 @@ def _wal_works_in(folder: str) -> bool:
 def _leave_wal(db_path: Path) -> None:
     """Switch a WAL database to a rollback journal where WAL's shared index cannot be made: in exclusive locking
     mode SQLite keeps the index in its own memory, so it can still read the log, copy what it holds into the file
-    and remove it — nothing committed is lost. It fails (busy) while another connection has the file open."""
-    with contextlib.closing(_writable_connection(db_path)) as conn:
+    and remove it — nothing committed is lost. Several processes may try at once: each tries without waiting (one
+    that waited would keep the shared lock the others need) and, while another has the file, again a few ms later
+    until the header says it is done, for BUSY_TIMEOUT_MS in all."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while _journal_in_header(db_path) == "wal":
+        conn = sqlite3.connect(db_path, isolation_level=None, timeout=0)
+        try:
+            conn.execute(UNTRUSTED_SCHEMA)
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+            conn.execute("PRAGMA journal_mode = DELETE").fetchone()
+            _log.warning(
+                f"note: {db_path.parent}: this file system cannot share SQLite's write-ahead log index, so the "
+                "project now keeps a rollback journal: as safe, but a write waits while another program reads it"
+            )
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            if time.monotonic() >= deadline:
+                raise ProjectError(
+                    f"{db_path}: this file system cannot share SQLite's write-ahead log index, so the project must "
+                    "switch to a rollback journal, which needs it to itself for a moment, and another program kept "
+                    f"it open for {BUSY_TIMEOUT_MS // 1000} s; close the other programs using it and open it again"
+                ) from None
+        finally:
+            conn.close()
+        time.sleep(random.uniform(0.001, 0.02))
+
+
+def switch_back_to_wal(db_path: Path) -> bool:
+    """Put a project that keeps a rollback journal back in WAL mode (`check --use-wal`), where a scratch database
+    shows WAL works and no other connection holds the file: True if it switched, False if it was in WAL mode
+    already. A process that still had the file open where WAL cannot work switches it back to a rollback journal
+    when it next reads it (its next write fails once), so this is done only when asked."""
+    if _journal_in_header(db_path) != "rollback":
+        return False
+    folder = os.path.realpath(db_path.parent)
+    if not _wal_works_in(folder):
+        raise ProjectError(
+            f"{db_path.parent}: this file system cannot share SQLite's write-ahead log index, so the project keeps "
+            "its rollback journal here"
+        )
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=0)
+    try:
+        conn.execute(UNTRUSTED_SCHEMA)
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-        conn.execute("PRAGMA journal_mode = DELETE").fetchone()
-    _log.warning(f"note: {db_path.parent}: {ROLLBACK_JOURNAL_NOTE}")
+        conn.execute("BEGIN EXCLUSIVE")  # nobody else may be reading or writing it now
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            raise
+        raise ProjectError(
+            f"{db_path}: another program is using the project, so it was left with its rollback journal; close it "
+            "and try again"
+        ) from None
+    finally:
+        conn.close()
+    _ROLLBACK_JOURNAL_FOLDERS.discard(folder)
+    return True
 
 
 def uses_wal(conn: sqlite3.Connection) -> bool:
@@ -559,19 +623,41 @@ def inspect_project_file(db_path: Path, recovered: bool = False) -> str:
 
 
 def _inspect_without_the_wal_index(db_path: Path) -> str:
-    """A WAL file on a file system that cannot share WAL's index: its main file is read as it is (`immutable`: no
-    index, no lock). A project's marker is written when it is made, so a marked file is a project; anything else
-    may have its last changes in the log, which cannot be read here without changing the file — so it is refused."""
+    """A WAL file on a file system that cannot share WAL's index, looked at without changing it. Its marker is in
+    the header of its first page, whether that page is the one the project was made with or one a checkpoint (or
+    an interrupted switch to a rollback journal) copied from the log: a marked header is a project. Otherwise the
+    main file is read as it is (`immutable`: no index, no lock) to tell a project made before the marker from a
+    foreign database; another process that has meanwhile switched the file to a rollback journal is waited for."""
+    if _marked_in_header(db_path):
+        return "marked"
     try:
         kind = _inspect(f"{Path(db_path).resolve().as_uri()}?mode=ro&immutable=1")
     except sqlite3.DatabaseError as error:
+        if _journal_in_header(db_path) == "rollback":
+            return inspect_project_file(db_path)
         raise ProjectError(_open_failure(db_path, error)) from None
-    if kind == "marked":
+    if kind == "legacy":
         return kind
+    if _journal_in_header(db_path) == "rollback":
+        return inspect_project_file(db_path)
     raise ProjectError(
         f"{db_path}: this file system cannot share SQLite's write-ahead log index, and the database carries no "
         "SpokenBench marker in its main file, so it was not opened and nothing was changed. Copy the folder to a "
         "local disk and open it there."
+    )
+
+
+def _marked_in_header(db_path: Path) -> bool:
+    """Whether the file starts with SQLite's header carrying SpokenBench's application id (bytes 68-71)."""
+    try:
+        with open(db_path, "rb") as file:
+            header = file.read(72)
+    except OSError:
+        return False
+    return (
+        len(header) == 72
+        and header.startswith(b"SQLite format 3\x00")
+        and int.from_bytes(header[68:72], "big") == PROJECT_APPLICATION_ID
     )
 
 

@@ -135,3 +135,9 @@ def opened(path: str | Path) -> Iterator[Project]:
 def audio_store_of(conn: sqlite3.Connection) -> AudioStore:
     """The audio folder of the project whose database `conn` is connected to."""
     return AudioStore(Path(database.database_file(conn)).parent / AUDIO_DIR_NAME)
+
+
+def use_wal(path: str | Path) -> bool:
+    """`spokenbench check DIR --use-wal`: the project's file back in WAL mode after a rollback journal (see
+    `database.switch_back_to_wal`); True if it switched."""
+    return database.switch_back_to_wal(Path(path) / DATABASE_NAME)

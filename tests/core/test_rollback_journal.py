@@ -59,15 +59,6 @@ def test_an_error_sqlite_rolled_back_itself_is_the_error_raised(tmp_path):
         assert read_meta(conn, "kept") == "yes"
 
 
-def test_a_read_snapshot_reports_its_own_error_and_leaves_no_transaction(tmp_path):
-    with Project.create(tmp_path / "p") as project:
-        conn = project.conn
-        with pytest.raises(sqlite3.OperationalError, match="no such table: missing"):
-            with database.read_snapshot(conn):
-                conn.execute("SELECT * FROM missing")
-        assert not conn.in_transaction
-
-
 def test_with_a_rollback_journal_a_commit_waits_for_a_reader_instead_of_failing(tmp_path, rollback_folders):
     """With a rollback journal a commit waits until no connection reads; the app's writer polls with a 5 ms busy
     timeout, so its COMMIT came back busy at once and left its transaction open. It is now tried again."""
@@ -81,7 +72,7 @@ def test_with_a_rollback_journal_a_commit_waits_for_a_reader_instead_of_failing(
     database.poll_for_the_write_lock(writer)
     database.skip_fsync_on_commit(writer)
     assert writer.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL kept: NORMAL is unsafe without WAL
-    reading, released = threading.Event(), []
+    reading, releasing = threading.Event(), []
 
     def read_for_a_while() -> None:
         reader = database.connect(db_path, read_only=True)
@@ -89,17 +80,17 @@ def test_with_a_rollback_journal_a_commit_waits_for_a_reader_instead_of_failing(
             reader.execute("SELECT count(*) FROM project_meta").fetchone()
             reading.set()
             time.sleep(0.3)
-        released.append(time.perf_counter())
+            releasing.append(time.perf_counter())  # the read lock is held until just after this
         reader.close()
 
     thread = threading.Thread(target=read_for_a_while)
     thread.start()
-    reading.wait(5)
+    assert reading.wait(5)
     with database.transaction(writer):
         write_meta(writer, "rating", "1")
     committed = time.perf_counter()
     thread.join()
-    assert committed >= released[0]  # it waited for the reader, and did not fail
+    assert committed >= releasing[0]  # it waited for the reader, and did not fail
     assert not writer.in_transaction
     assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == database.BUSY_TIMEOUT_MS  # polls only inside
     writer.close()
@@ -107,16 +98,32 @@ def test_with_a_rollback_journal_a_commit_waits_for_a_reader_instead_of_failing(
         assert read_meta(project.conn, "rating") == "1"
 
 
-def test_a_project_left_with_a_rollback_journal_goes_back_to_wal_where_wal_works(tmp_path, cli):
-    """A project that came back from a file system without WAL (its file has a rollback journal) is switched to
-    WAL again once a scratch database shows WAL works in its folder; the scratch files are removed."""
+def test_a_project_with_a_rollback_journal_keeps_it_until_check_use_wal_switches_it_back(tmp_path, cli):
+    """A project that comes back from a file system without WAL keeps its rollback journal when opened (the same
+    file may be open where WAL cannot work, as on both sides of a WSL drive: switched behind its back, that
+    process's writes failed); `check --use-wal` switches it back, and not while another connection reads it."""
     Project.create(tmp_path / "p").close()
     db_path = tmp_path / "p" / DATABASE_NAME
     with contextlib.closing(sqlite3.connect(db_path)) as conn:
         assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+    info = cli("info", tmp_path / "p")
+    assert info.code == 0 and "journal: rollback — the project keeps a rollback journal" in info.out
+    assert "`spokenbench check DIR --use-wal` switches it back" in info.out
     assert header_journal(db_path) == b"\x01\x01"
-    assert json.loads(cli("info", tmp_path / "p", "--json").out)["journal"] == "wal"
+
+    reader = database.connect(db_path, read_only=True)
+    with database.read_snapshot(reader):
+        reader.execute("SELECT count(*) FROM project_meta").fetchone()
+        refused = cli("check", tmp_path / "p", "--use-wal")
+    reader.close()
+    assert refused.code == 2 and "another program is using the project" in refused.err, refused.err
+    assert header_journal(db_path) == b"\x01\x01"
+
+    switched = cli("check", tmp_path / "p", "--use-wal")
+    assert switched.code == 0 and "journal: switched back to WAL" in switched.out, switched.err
     assert header_journal(db_path) == b"\x02\x02"
+    assert json.loads(cli("info", tmp_path / "p", "--json").out)["journal"] == "wal"
+    assert "journal: WAL already" in cli("check", tmp_path / "p", "--use-wal").out
     assert not [name for name in os.listdir(tmp_path / "p") if name.startswith(database.WAL_PROBE_PREFIX)]
 
 
@@ -171,10 +178,13 @@ def test_the_demo_is_built_opened_and_checked_there(no_wal_folder):
     assert built.returncode == 0, built.stderr
     info = run_console_script("info", no_wal_folder / "demo")
     assert info.returncode == 0, info.stderr
-    assert "journal: rollback — this file system cannot share SQLite's write-ahead log index" in info.stdout
+    assert "journal: rollback — the project keeps a rollback journal" in info.stdout
     checked = run_console_script("check", no_wal_folder / "demo")
     assert checked.returncode == 0, checked.stderr
-    assert sorted(os.listdir(no_wal_folder)) == ["demo"]  # no staging folder, no scratch database left
+    assert sorted(os.listdir(no_wal_folder)) == ["demo"]  # no staging folder left
+    assert sorted(os.listdir(no_wal_folder / "demo")) == ["audio", DATABASE_NAME]  # no scratch database either
+    refused = run_console_script("check", no_wal_folder / "demo", "--use-wal")
+    assert refused.returncode == 2 and "keeps its rollback journal here" in refused.stderr, refused.stderr
 
 
 @pytest.mark.slow
@@ -183,7 +193,7 @@ def test_a_live_copy_brought_there_opens_with_its_last_changes(tmp_path, no_wal_
     first = run_console_script("info", no_wal_folder / "copy", "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["journal"] == "rollback"
-    assert "uses a rollback journal here" in first.stderr  # said once, when the file is switched
+    assert "now keeps a rollback journal" in first.stderr  # said once, when the file is switched
     again = run_console_script("info", no_wal_folder / "copy")
     assert again.returncode == 0 and again.stderr == ""
     with Project.open(no_wal_folder / "copy") as project:
@@ -248,3 +258,98 @@ def test_a_rating_is_not_held_up_by_a_cli_import_there(tmp_path, no_wal_folder):
         assert project.conn.execute("SELECT count(*) FROM visible_items").fetchone()[0] == 20_000
         stored = project.conn.execute("SELECT count(*) FROM project_meta WHERE key LIKE 'rating %'").fetchone()[0]
     assert stored == len(waits)
+
+
+OPEN_AT_THE_SIGNAL = """
+import sys, time
+from pathlib import Path
+from spokenbench.core.store import Project
+start = Path(sys.argv[2])
+while not start.exists():
+    time.sleep(0.001)
+with Project.open(sys.argv[1]) as project:
+    print(project.conn.execute("SELECT value FROM project_meta WHERE key = 'in the log'").fetchone()[0])
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_wal_project_there_at_the_same_moment_all_open_it(tmp_path, no_wal_folder):
+    """Four processes that meet the WAL file at once: one switches it, the others wait for it (before, each held
+    the shared lock the others needed: all but one failed after 15 s, saying a stopped process held the lock)."""
+    for round_number in range(3):
+        project = no_wal_folder / f"copy{round_number}"
+        live_copy_with_changes_in_its_log(tmp_path / f"live{round_number}", project)
+        signal = tmp_path / f"go{round_number}"
+        openers = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AT_THE_SIGNAL, str(project), str(signal)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        time.sleep(1.5)  # all four have imported and wait for the signal
+        signal.touch()
+        started = time.perf_counter()
+        results = [opener.communicate(timeout=60) for opener in openers]
+        assert [(opener.returncode, out.strip()) for opener, (out, _) in zip(openers, results)] == [(0, "only")] * 4, [
+            err for _, err in results
+        ]
+        assert time.perf_counter() - started < 10
+        assert header_journal(project / DATABASE_NAME) == b"\x01\x01"
+
+
+@pytest.mark.slow
+def test_a_switch_killed_halfway_is_finished_by_the_next_opening(tmp_path, no_wal_folder):
+    """SIGKILL while the log (30 MB) is being copied into the file: the next opening finishes the switch with
+    every row (before, the half-copied main file was read on its own and the project said to be damaged)."""
+    source = tmp_path / "live"
+    Project.create(source).close()
+    conn = database.connect(source / DATABASE_NAME)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    with database.transaction(conn):
+        conn.executemany(
+            "INSERT INTO project_meta(key, value) VALUES (?, ?)", [(f"row {n}", "x" * 1000) for n in range(30_000)]
+        )
+    killed_halfway = 0
+    for delay in (0.2, 0.4, 0.6, 0.8, 1.0):
+        project = no_wal_folder / f"killed-{delay}"
+        project.mkdir()
+        for name in (DATABASE_NAME, f"{DATABASE_NAME}-wal"):
+            shutil.copyfile(source / DATABASE_NAME if name == DATABASE_NAME else source / name, project / name)
+        (project / "audio").mkdir()
+        opener = subprocess.Popen(
+            [sys.executable, "-c", f"from spokenbench.core.store import Project; Project.open({str(project)!r})"],
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        opener.kill()
+        opener.wait()
+        killed_halfway += header_journal(project / DATABASE_NAME) == b"\x02\x02"
+        info = run_console_script("info", project, "--json")
+        assert info.returncode == 0, (delay, info.stderr)
+        with Project.open(project) as reopened:
+            assert (
+                reopened.conn.execute("SELECT count(*) FROM project_meta WHERE key LIKE 'row %'").fetchone()[0]
+                == 30_000
+            )
+            assert reopened.conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    conn.close()
+    assert killed_halfway, "no kill landed before the switch ended: the test proved nothing"
+
+
+@pytest.mark.slow
+def test_opened_where_wal_works_the_file_keeps_its_rollback_journal(tmp_path, no_wal_folder):
+    """The same folder seen without the mount (as Windows sees a WSL drive's files) opens the switched project
+    with its rollback journal: switched back to WAL, every write of a process on the mount failed."""
+    live_copy_with_changes_in_its_log(tmp_path / "live", no_wal_folder / "copy")
+    Project.open(no_wal_folder / "copy").close()
+    backing = no_wal_folder.parent / "backing" / "copy"
+    with Project.open(backing) as project:
+        assert database.journal_kind(project.conn) == "rollback"
+        with project.transaction() as conn:
+            write_meta(conn, "written beside", "yes")
+    assert header_journal(backing / DATABASE_NAME) == b"\x01\x01"
+    with Project.open(no_wal_folder / "copy") as project:
+        assert read_meta(project.conn, "written beside") == "yes"
