@@ -319,35 +319,20 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     if polls:
         conn.execute(f"PRAGMA busy_timeout = {POLL_BUSY_TIMEOUT_MS}")
     try:
-        _begin_immediate(conn)
+        _execute_while_busy(conn, "BEGIN IMMEDIATE")
         try:
             yield conn
         except BaseException:
             _roll_back_keeping_the_error(conn)
             raise
         try:
-            _commit(conn)
+            _execute_while_busy(conn, "COMMIT")
         except BaseException:
             _roll_back_keeping_the_error(conn)
             raise
     finally:
         if polls:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
-def _commit(conn: sqlite3.Connection) -> None:
-    """COMMIT, tried again while it is busy, for BUSY_TIMEOUT_MS in all. With a rollback journal a commit waits
-    for other connections' reads to end (in WAL mode it never does); a busy COMMIT leaves the transaction open, so
-    trying again is what SQLite advises."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            conn.execute("COMMIT")
-            return
-        except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-        time.sleep(POLL_INTERVAL_S)
 
 
 def poll_for_the_write_lock(conn: sqlite3.Connection) -> None:
@@ -359,13 +344,15 @@ def poll_for_the_write_lock(conn: sqlite3.Connection) -> None:
     conn.polls_for_the_write_lock = True
 
 
-def _begin_immediate(conn: sqlite3.Connection) -> None:
-    """BEGIN IMMEDIATE, tried again while another connection holds the write lock, for BUSY_TIMEOUT_MS in all
-    (a connection with SQLite's full busy timeout has already waited that long when it fails)."""
+def _execute_while_busy(conn: sqlite3.Connection, statement: str) -> None:
+    """BEGIN IMMEDIATE or COMMIT, tried again while another connection holds the lock it needs, for
+    BUSY_TIMEOUT_MS in all (a connection with SQLite's full busy timeout has already waited that long when it
+    fails). A busy COMMIT leaves the transaction open, so trying again is what SQLite advises: with a rollback
+    journal a commit waits for other connections' reads to end (in WAL mode it never does)."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     while True:
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(statement)
             return
         except sqlite3.OperationalError as error:
             if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:

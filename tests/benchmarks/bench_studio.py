@@ -171,7 +171,7 @@ class TransactionTimes:
     @contextlib.contextmanager
     def timed(self, conn):
         started = time.perf_counter()
-        database._begin_immediate(conn)
+        database._execute_while_busy(conn, "BEGIN IMMEDIATE")
         locked = time.perf_counter()
         try:
             yield conn
