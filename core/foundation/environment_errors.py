@@ -52,10 +52,15 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
             return None
         where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
         unreachable = _unreachable(project) if prefix in ("SQLITE_IOERR", "SQLITE_CANTOPEN") else None
-        if unreachable is not None:
+        if unreachable is not None and prefix == "SQLITE_IOERR":  # it was there: the connection had read it
             return (
                 f"{where}the project can no longer be reached ({unreachable}; {error}): was its drive removed, or "
                 "its network share disconnected? Put it back, then try again; everything reported saved is kept"
+            )
+        if unreachable is not None:
+            return (
+                f"{where}{_DATABASE_PROBLEMS[prefix]} ({unreachable}; {error}): if it is on a drive that was "
+                "removed or a network share that disconnected, put it back, then try again"
             )
         hint = _DATABASE_HINTS.get(prefix)
         database = Path(project) / "project.sqlite" if project is not None else None

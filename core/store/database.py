@@ -122,26 +122,26 @@ def _connect_with_journal(db_path: Path) -> tuple[sqlite3.Connection, str]:
     nothing more) and switched to a rollback journal only where that first read cannot share the index; a file
     with a rollback journal keeps it (it is never switched back to WAL behind the back of a process that cannot
     use WAL: `spokenbench check DIR --use-wal` does it on request); a new file gets WAL where a scratch database in
-    the folder shows WAL works."""
+    the folder shows WAL works. The header is only ever read through SQLite: a file descriptor of our own on the
+    database, once closed, would drop every lock this process's connections hold on it (POSIX locks)."""
     folder = os.path.realpath(db_path.parent)
-    header = _journal_in_header(db_path)
     conn = _writable_connection(db_path)
     try:
-        if header == "new":
+        try:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]  # a WAL file: sizes and maps the shared index
+        except sqlite3.OperationalError as error:
+            if not wal_index_unavailable(error):
+                raise
+            conn.close()
+            _leave_wal(db_path)
+            _ROLLBACK_JOURNAL_FOLDERS.add(folder)
+            conn = _writable_connection(db_path)
+            return conn, conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if pages == 0:  # a new database
             wal = folder not in _ROLLBACK_JOURNAL_FOLDERS and _wal_works_in(folder)
             if not wal:
                 _ROLLBACK_JOURNAL_FOLDERS.add(folder)
             return conn, conn.execute(f"PRAGMA journal_mode = {'WAL' if wal else 'DELETE'}").fetchone()[0]
-        if header == "wal":
-            try:
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # sizes and maps the shared index
-            except sqlite3.OperationalError as error:
-                if not wal_index_unavailable(error):
-                    raise
-                conn.close()
-                _leave_wal(db_path)
-                _ROLLBACK_JOURNAL_FOLDERS.add(folder)
-                conn = _writable_connection(db_path)
         return conn, conn.execute("PRAGMA journal_mode").fetchone()[0]
     except BaseException:
         conn.close()
@@ -153,19 +153,6 @@ def wal_index_unavailable(error: BaseException) -> bool:
     return (getattr(error, "sqlite_errorname", "") or "").startswith("SQLITE_IOERR_SHM")
 
 
-def _journal_in_header(db_path: Path) -> str:
-    """'wal', 'rollback' or 'new' (no file, or an empty one): the database header's read and write versions (bytes
-    18-19) are 2 in WAL mode, 1 with a rollback journal."""
-    try:
-        with open(db_path, "rb") as file:
-            header = file.read(20)
-    except FileNotFoundError:
-        return "new"
-    if not header:
-        return "new"
-    return "wal" if header[18:20] == b"\x02\x02" else "rollback"
-
-
 ROLLBACK_JOURNAL_NOTE = (
     "the project keeps a rollback journal, as it was opened where SQLite's write-ahead log cannot work (WSL's "
     "Windows drives, some network shares and FUSE file systems): as safe, but a write waits while another program "
@@ -174,9 +161,16 @@ ROLLBACK_JOURNAL_NOTE = (
 
 
 def journal_kind(conn: sqlite3.Connection) -> str:
-    """'wal' or 'rollback': how the project's file is kept, read from its header (whatever this connection is)."""
+    """'wal', 'rollback', or 'unknown': how the project's file is kept, as this connection reads it. A read-only
+    connection that reads the file as immutable (`_read_only_uri`) cannot tell: it never uses a journal."""
+    if conn.execute("PRAGMA main.journal_mode").fetchone()[0].lower() == "wal":
+        return "wal"
     file = database_file(conn)
-    return "wal" if not file or _journal_in_header(Path(file)) != "rollback" else "rollback"
+    if not file:
+        return "unknown"
+    if is_read_only(conn) and "immutable=1" in _read_only_uri(Path(file)):
+        return "unknown"
+    return "rollback"
 
 
 def _wal_works_in(folder: str) -> bool:
@@ -203,14 +197,16 @@ def _leave_wal(db_path: Path) -> None:
     """Switch a WAL database to a rollback journal where WAL's shared index cannot be made: in exclusive locking
     mode SQLite keeps the index in its own memory, so it can still read the log, copy what it holds into the file
     and remove it — nothing committed is lost. Several processes may try at once: each tries without waiting (one
-    that waited would keep the shared lock the others need) and, while another has the file, again a few ms later
-    until the header says it is done, for BUSY_TIMEOUT_MS in all."""
+    that waited would keep the shared lock the others need) and, while another has the file, again a few ms later,
+    for BUSY_TIMEOUT_MS in all; one that finds it switched already has nothing to do."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while _journal_in_header(db_path) == "wal":
+    while True:
         conn = sqlite3.connect(db_path, isolation_level=None, timeout=0)
         try:
             conn.execute(UNTRUSTED_SCHEMA)
             conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                return  # switched by another process meanwhile
             conn.execute("PRAGMA journal_mode = DELETE").fetchone()
             _log.warning(
                 f"note: {db_path.parent}: this file system cannot share SQLite's write-ahead log index, so the "
@@ -236,18 +232,18 @@ def switch_back_to_wal(db_path: Path) -> bool:
     shows WAL works and no other connection holds the file: True if it switched, False if it was in WAL mode
     already. A process that still had the file open where WAL cannot work switches it back to a rollback journal
     when it next reads it (its next write fails once), so this is done only when asked."""
-    if _journal_in_header(db_path) != "rollback":
-        return False
     folder = os.path.realpath(db_path.parent)
-    if not _wal_works_in(folder):
-        raise ProjectError(
-            f"{db_path.parent}: this file system cannot share SQLite's write-ahead log index, so the project keeps "
-            "its rollback journal here"
-        )
     conn = sqlite3.connect(db_path, isolation_level=None, timeout=0)
     try:
         conn.execute(UNTRUSTED_SCHEMA)
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+            return False
+        if not _wal_works_in(folder):
+            raise ProjectError(
+                f"{db_path.parent}: this file system cannot share SQLite's write-ahead log index, so the project "
+                "keeps its rollback journal here"
+            )
         conn.execute("BEGIN EXCLUSIVE")  # nobody else may be reading or writing it now
         conn.execute("COMMIT")
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
@@ -612,21 +608,26 @@ def inspect_project_file(db_path: Path, recovered: bool = False) -> str:
 def _inspect_without_the_wal_index(db_path: Path) -> str:
     """A WAL file on a file system that cannot share WAL's index, looked at without changing it. Its marker is in
     the header of its first page, whether that page is the one the project was made with or one a checkpoint (or
-    an interrupted switch to a rollback journal) copied from the log: a marked header is a project. Otherwise the
-    main file is read as it is (`immutable`: no index, no lock) to tell a project made before the marker from a
-    foreign database; another process that has meanwhile switched the file to a rollback journal is waited for."""
-    if _marked_in_header(db_path):
+    an interrupted switch to a rollback journal) copied from the log: read through `immutable` (no index, no
+    lock), a marked file is a project. Otherwise the main file tells a project made before the marker from a
+    foreign database; one another process has meanwhile switched to a rollback journal is read as it is now."""
+    header = _first_bytes(db_path, 100)
+    if header.startswith(b"SQLite format 3\x00") and int.from_bytes(header[68:72], "big") == PROJECT_APPLICATION_ID:
         return "marked"
+    immutable = f"{Path(db_path).resolve().as_uri()}?mode=ro&immutable=1"
+    failure = None
     try:
-        kind = _inspect(f"{Path(db_path).resolve().as_uri()}?mode=ro&immutable=1")
+        if (kind := _inspect(immutable)) == "legacy":
+            return kind
     except sqlite3.DatabaseError as error:
-        if _journal_in_header(db_path) == "rollback":
-            return inspect_project_file(db_path)
-        raise ProjectError(_open_failure(db_path, error)) from None
-    if kind == "legacy":
-        return kind
-    if _journal_in_header(db_path) == "rollback":
-        return inspect_project_file(db_path)
+        failure = error
+    try:
+        return _inspect(_read_only_uri(db_path))
+    except sqlite3.DatabaseError as error:
+        if not wal_index_unavailable(error):
+            raise ProjectError(_open_failure(db_path, error)) from None
+    if failure is not None:
+        raise ProjectError(_open_failure(db_path, failure)) from None
     raise ProjectError(
         f"{db_path}: this file system cannot share SQLite's write-ahead log index, and the database carries no "
         "SpokenBench marker in its main file, so it was not opened and nothing was changed. Copy the folder to a "
@@ -634,18 +635,33 @@ def _inspect_without_the_wal_index(db_path: Path) -> str:
     )
 
 
-def _marked_in_header(db_path: Path) -> bool:
-    """Whether the file starts with SQLite's header carrying SpokenBench's application id (bytes 68-71)."""
+# Descriptors of database files whose first bytes were read on our own (`_first_bytes`), by path: never closed,
+# since closing any descriptor of a file drops every POSIX lock this process's SQLite connections hold on it.
+_HEADER_DESCRIPTORS: dict[str, tuple[int, tuple[int, int]]] = {}
+
+
+def _first_bytes(db_path: Path, count: int) -> bytes:
+    """The file's first `count` bytes, read where SQLite cannot read them without changing the file (a WAL file
+    whose shared index cannot be made), through a descriptor kept open for the life of the process (b'' if the
+    file cannot be read)."""
+    path = os.path.realpath(db_path)
+    if os.name == "nt":  # Windows locks belong to a handle, and a handle kept open would keep the file from moving
+        try:
+            with open(path, "rb") as file:
+                return file.read(count)
+        except OSError:
+            return b""
     try:
-        with open(db_path, "rb") as file:
-            header = file.read(72)
+        status = os.stat(path)
+        kept = _HEADER_DESCRIPTORS.get(path)
+        if kept is None or kept[1] != (status.st_dev, status.st_ino):  # not read yet, or replaced since
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            opened_status = os.fstat(descriptor)
+            kept = (descriptor, (opened_status.st_dev, opened_status.st_ino))
+            _HEADER_DESCRIPTORS[path] = kept
+        return os.pread(kept[0], count, 0)
     except OSError:
-        return False
-    return (
-        len(header) == 72
-        and header.startswith(b"SQLite format 3\x00")
-        and int.from_bytes(header[68:72], "big") == PROJECT_APPLICATION_ID
-    )
+        return b""
 
 
 def _inspect(uri: str) -> str:
