@@ -334,10 +334,13 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def poll_for_the_write_lock(conn: sqlite3.Connection) -> None:
     """Wait for another writer's lock in short polls instead of SQLite's back-off, which sleeps 1, 2, 5 … 100 ms
     at a time and so wakes up to 100 ms after the lock was released: a rating queued behind an import's copy
-    waited for the copy plus that. For the app's writer thread, where a rating waits; never the UI thread. Only
-    `transaction()` polls: with a rollback journal a read outside one waits for a writer's commit, in SQLite's
-    own way and for its full busy timeout."""
-    conn.polls_for_the_write_lock = True
+    waited for the copy plus that. For the app's writer thread, where a rating waits; never the UI thread. In WAL
+    mode reads never wait, so the connection's busy timeout is simply short; with a rollback journal a read
+    outside a transaction waits for a writer's commit, so there only `transaction()` polls."""
+    if uses_wal(conn):
+        conn.execute(f"PRAGMA busy_timeout = {POLL_BUSY_TIMEOUT_MS}")
+    else:
+        conn.polls_for_the_write_lock = True
 
 
 def _execute_while_busy(conn: sqlite3.Connection, statement: str) -> None:

@@ -2,7 +2,8 @@
 writer's connection (`poll_for_the_write_lock`), the path every rating takes — `transaction()`, one row, COMMIT.
 Measured with the commit's fsync (synchronous FULL, as a rating) and without it (NORMAL: the code's own CPU time),
 in WAL mode on the local disk; with `--baseline DIR` also an older tree's (`git archive REV core | tar -x -C
-DIR/spokenbench/core`, or a worktree linked as DIR/spokenbench), its rounds interleaved with this tree's.
+DIR/spokenbench/core`, or a worktree linked as DIR/spokenbench), its rounds interleaved with this tree's (each
+tree first in every other round).
 
     python tests/benchmarks/bench_write_transaction.py [--writes 2000] [--rounds 7] [--baseline DIR]
 """
@@ -62,8 +63,9 @@ def main() -> None:
     args = parser.parse_args()
     trees = {"this tree": None} | ({"baseline": args.baseline} if args.baseline else {})
     results: dict[str, list[dict]] = {name: [] for name in trees}
-    for _ in range(args.rounds):
-        for name, tree in trees.items():
+    for round_number in range(args.rounds):
+        order = list(trees.items())
+        for name, tree in order if round_number % 2 == 0 else reversed(order):  # neither tree always first
             results[name].append(one_round(tree, args.writes))
     for synchronous in ("FULL", "NORMAL"):
         medians = {name: statistics.median(r[synchronous] for r in rounds) for name, rounds in results.items()}
