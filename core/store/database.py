@@ -98,7 +98,7 @@ def connect(db_path: Path, read_only: bool | None = None) -> sqlite3.Connection:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute(UNTRUSTED_SCHEMA)
             return conn
-        conn, mode = _connect_with_journal(Path(db_path))
+        conn, mode = connect_with_journal(Path(db_path))
     except sqlite3.DatabaseError as error:
         raise ProjectError(_open_failure(db_path, error)) from None
     if mode.lower() not in ("wal", "delete"):
@@ -116,16 +116,19 @@ def _writable_connection(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _connect_with_journal(db_path: Path) -> tuple[sqlite3.Connection, str]:
+def connect_with_journal(db_path: Path, make_connection=None) -> tuple[sqlite3.Connection, str]:
     """A writable connection in WAL mode, or with a rollback journal where this file system cannot share WAL's
     index. A file is opened in the mode its header says: a WAL file is read as it is (the common case costs
     nothing more) and switched to a rollback journal only where that first read cannot share the index; a file
     with a rollback journal keeps it (it is never switched back to WAL behind the back of a process that cannot
     use WAL: `spokenbench check DIR --use-wal` does it on request); a new file gets WAL where a scratch database in
     the folder shows WAL works. The header is only ever read through SQLite: a file descriptor of our own on the
-    database, once closed, would drop every lock this process's connections hold on it (POSIX locks)."""
+    database, once closed, would drop every lock this process's connections hold on it (POSIX locks).
+    `make_connection`: a new connection to the file (the project's writable one by default; the verified-clips
+    cache has its own)."""
+    make_connection = make_connection or (lambda: _writable_connection(db_path))
     folder = os.path.realpath(db_path.parent)
-    conn = _writable_connection(db_path)
+    conn = make_connection()
     try:
         try:
             pages = conn.execute("PRAGMA page_count").fetchone()[0]  # a WAL file: sizes and maps the shared index
@@ -135,7 +138,7 @@ def _connect_with_journal(db_path: Path) -> tuple[sqlite3.Connection, str]:
             conn.close()
             _leave_wal(db_path)
             _ROLLBACK_JOURNAL_FOLDERS.add(folder)
-            conn = _writable_connection(db_path)
+            conn = make_connection()
             return conn, conn.execute("PRAGMA journal_mode").fetchone()[0]
         if pages == 0:  # a new database
             wal = folder not in _ROLLBACK_JOURNAL_FOLDERS and _wal_works_in(folder)

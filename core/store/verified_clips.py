@@ -20,7 +20,9 @@ import sqlite3
 import stat
 from collections.abc import Iterable
 
+from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.foundation.user_dirs import cache_dir
+from spokenbench.core.store.database import connect_with_journal
 
 VERIFY_EVERY_READ_VARIABLE = "SPOKENBENCH_VERIFY_EVERY_READ"
 CACHE_FILE_NAME = "verified-clips.sqlite"
@@ -202,13 +204,15 @@ def open_verified_clips() -> VerifiedClips | None:
                 return None
         if not os.access(folder, os.W_OK):
             return None
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-        if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-            raise sqlite3.OperationalError("no WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")  # a lost entry only costs a hash
+        # WAL, or a rollback journal where the home folder cannot share WAL's index, as for a project
+        conn, mode = connect_with_journal(
+            path, lambda: sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        )
+        if mode.lower() == "wal":  # with a rollback journal it stays FULL: there NORMAL could damage the file
+            conn.execute("PRAGMA synchronous = NORMAL")  # a lost entry only costs a hash
         conn.execute(_SCHEMA)
         conn.execute("SELECT 1 FROM verified_clips LIMIT 1").fetchall()
-    except (OSError, RuntimeError, sqlite3.Error):
+    except (OSError, RuntimeError, sqlite3.Error, ProjectError):
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()

@@ -379,3 +379,25 @@ def test_opened_where_wal_works_the_file_keeps_its_rollback_journal(tmp_path, no
     assert header_journal(backing / DATABASE_NAME) == b"\x01\x01"
     with Project.open(no_wal_folder / "copy") as project:
         assert read_meta(project.conn, "written beside") == "yes"
+
+
+@pytest.mark.slow
+def test_the_verified_clips_cache_keeps_a_rollback_journal_there_too(no_wal_folder, monkeypatch):
+    """A home folder on such a file system: the cache of verified clips keeps a rollback journal instead of being
+    off (before, it could not be opened, so every clip was hashed again each time)."""
+    from spokenbench.core.store import verified_clips
+
+    monkeypatch.setattr(verified_clips, "cache_dir", lambda: no_wal_folder / "cache")
+    clip = no_wal_folder / "clip.flac"
+    clip.write_bytes(b"x" * 100)
+    old = os.stat(clip)
+    cache = verified_clips.open_verified_clips()
+    assert cache is not None
+    cache.record("ab" * 32, old, old.st_mtime_ns + 10 * verified_clips.RACY_NS)
+    cache.close()
+    again = verified_clips.open_verified_clips()
+    assert again is not None
+    again.look_up(["ab" * 32])
+    assert again.vouches("ab" * 32, old)
+    assert again._conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    again.close()
