@@ -314,6 +314,18 @@ def physics_items(count: int, prefix: str) -> list[dict]:
     ]
 
 
+def entered_or_skipped(stack: contextlib.ExitStack, made):
+    """A fixture's file system (`tmpfs`, `no_shared_memory_file_system`, `usb_stick`) entered on `stack`, or the
+    test skipped with why it cannot be made here (no root, a tool not installed). Only making it may skip: a
+    failure in the test is never a reason to."""
+    import pytest
+
+    try:
+        return stack.enter_context(made)
+    except OSError as error:
+        pytest.skip(str(error))
+
+
 @contextlib.contextmanager
 def tmpfs(folder: Path, size: str = "100m"):
     """A small disk: a tmpfs of `size` mounted at `folder` (made) for the block, unmounted after. OSError where

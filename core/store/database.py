@@ -166,7 +166,7 @@ ROLLBACK_JOURNAL_NOTE = (
 def journal_kind(conn: sqlite3.Connection) -> str:
     """'wal', 'rollback', or 'unknown': how the project's file is kept, as this connection reads it. A read-only
     connection that reads the file as immutable (`_read_only_uri`) cannot tell: it never uses a journal."""
-    if conn.execute("PRAGMA main.journal_mode").fetchone()[0].lower() == "wal":
+    if uses_wal(conn):
         return "wal"
     file = database_file(conn)
     if not file:

@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
-from support import gmmlu_rows, no_shared_memory_file_system, run_console_script, write_csv
+from support import (
+    entered_or_skipped,
+    gmmlu_rows,
+    no_shared_memory_file_system,
+    run_console_script,
+    write_csv,
+)
 
 from spokenbench.core.foundation.errors import ProjectError
 from spokenbench.core.store import Project, database
@@ -182,11 +188,8 @@ def test_leaving_wal_keeps_what_only_the_log_held(tmp_path):
 
 @pytest.fixture
 def no_wal_folder(tmp_path):
-    try:
-        with no_shared_memory_file_system(tmp_path / "fuse") as mounted:
-            yield mounted
-    except OSError as error:
-        pytest.skip(str(error))
+    with contextlib.ExitStack() as stack:
+        yield entered_or_skipped(stack, no_shared_memory_file_system(tmp_path / "fuse"))
 
 
 def test_the_mount_really_cannot_share_the_index(no_wal_folder):

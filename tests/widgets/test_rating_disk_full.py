@@ -10,7 +10,7 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
-from support import fill_disk, tmpfs
+from support import entered_or_skipped, fill_disk, tmpfs
 
 from spokenbench.core.store import opened
 
@@ -21,11 +21,7 @@ ANNOTATOR = "alice"
 def small_disk(tmp_path):
     """A 100 MB tmpfs at tmp_path/disk, unmounted after the test."""
     with contextlib.ExitStack() as stack:
-        try:
-            disk = stack.enter_context(tmpfs(tmp_path / "disk"))
-        except OSError as error:  # the mount only: a failure in the test is not a reason to skip
-            pytest.skip(str(error))
-        yield disk
+        yield entered_or_skipped(stack, tmpfs(tmp_path / "disk"))
 
 
 def stored(project) -> list[tuple[str, str | None]]:

@@ -13,7 +13,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from support import usb_stick
+from support import entered_or_skipped, usb_stick
 
 from spokenbench.app.operations import ProjectMonitor
 from spokenbench.app.store_writer import StoreWriter
@@ -26,11 +26,7 @@ ANNOTATOR = "alice"
 @pytest.fixture
 def stick(tmp_path):
     with contextlib.ExitStack() as stack:
-        try:
-            made = stack.enter_context(usb_stick(tmp_path / "usb"))
-        except OSError as error:  # the stick only: a failure in the test is not a reason to skip
-            pytest.skip(str(error))
-        yield made
+        yield entered_or_skipped(stack, usb_stick(tmp_path / "usb"))
 
 
 def stored(project) -> list[str]:
