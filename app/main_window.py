@@ -70,7 +70,7 @@ from spokenbench.widgets.fonts import languages_without_font, missing_font_advic
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name
-from spokenbench.widgets.screen import first_window_geometry
+from spokenbench.widgets.screen import first_window_geometry, keep_frame_on_screen
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
@@ -326,6 +326,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
         self.setGeometry(first_window_geometry(self, QSize(1200, 760)))  # restore_window_state: the remembered one
+        self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
 
         self.items_panel = ItemsPanel()
         self.items_panel.item_selected.connect(self.load_item_detail)
@@ -1081,6 +1082,12 @@ class MainWindow(QMainWindow):
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:  # the application palette, propagated to each widget
             retone(self)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._frame_kept_on_screen:
+            self._frame_kept_on_screen = True
+            keep_frame_on_screen(self)
 
     def closeEvent(self, event) -> None:
         self.save_window_state()

@@ -29,6 +29,23 @@ PACKAGES = {
     "pactl": "pulseaudio-utils",
     "xdotool": "xdotool",
 }
+# window managers a walk can run under (SPOKENBENCH_WALK_WM=xfwm4; apt-get install --no-install-recommends xfwm4):
+# xfwm4 needs a session bus for its settings
+WINDOW_MANAGERS = {
+    "xfwm4": ["dbus-run-session", "--", "xfwm4", "--compositor=off"],
+}
+# A panel along the bottom of the screen (a Tk window of the dock type reserving its height through
+# _NET_WM_STRUT_PARTIAL), as a taskbar or an Xfce or KDE panel keeps windows out of it: the window manager takes it
+# out of the work area, which is what Qt's availableGeometry reports (SPOKENBENCH_WALK_PANEL pixels, 40 by default)
+PANEL_SCRIPT = """
+import sys, tkinter
+height = int(sys.argv[1])
+root = tkinter.Tk(className="spokenbench-walk-panel")
+root.geometry(f"{root.winfo_screenwidth()}x{height}+0+{root.winfo_screenheight() - height}")
+root.attributes("-type", "dock")
+root.configure(background="#303030")
+root.mainloop()
+"""
 FREEZE_S = 2.0
 ANNOTATOR = "stress-tester"
 QUEUE = "stress"
@@ -53,12 +70,35 @@ def missing_tools() -> str | None:
     return f"could not install {' '.join(still)} with apt-get" if still else None
 
 
+def missing_window_manager() -> str | None:
+    """Install xfwm4 (without its recommended packages: they bring a Chinese font, and the font tests need a
+    machine without one), xwininfo and xprop when missing; why not, when they cannot be. The panel needs tkinter."""
+    try:
+        import tkinter  # noqa: F401 - the panel's window
+    except ImportError:
+        return "the walk's panel needs tkinter (apt-get install python3-tk)"
+    tools = {"xfwm4": "xfwm4", "dbus-run-session": "dbus-bin", "xwininfo": "x11-utils", "xprop": "x11-utils"}
+    missing = sorted({package for tool, package in tools.items() if shutil.which(tool) is None})
+    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
+        subprocess.run(command, check=False, timeout=600, env=env, capture_output=True)
+        missing = sorted({package for tool, package in tools.items() if shutil.which(tool) is None})
+    if not missing:
+        return None
+    return f"needs {' '.join(missing)} (apt-get install --no-install-recommends {' '.join(missing)})"
+
+
 class RealDesktop:
     """Xvfb on a display it picks itself and a PulseAudio server whose only sink is a null sink."""
 
-    def __init__(self, folder: Path, screen: str = "1400x900x24"):
+    def __init__(
+        self, folder: Path, screen: str = "1400x900x24", window_manager: str | None = None, panel: int | None = None
+    ):
         self.folder = folder
         self.screen = screen
+        self.window_manager = window_manager or os.environ.get("SPOKENBENCH_WALK_WM") or None
+        self.panel = int(os.environ.get("SPOKENBENCH_WALK_PANEL", "40")) if panel is None else panel
         self.processes: list[subprocess.Popen] = []
         self.display = ""
         self.pulse_server = ""
@@ -66,6 +106,8 @@ class RealDesktop:
     def __enter__(self) -> RealDesktop:
         try:
             self._start_x()
+            if self.window_manager:
+                self._start_window_manager()
             self._start_pulse()
         except BaseException:
             self.__exit__(None, None, None)
@@ -87,6 +129,60 @@ class RealDesktop:
         if not number:
             raise RuntimeError("Xvfb did not start")
         self.display = f":{number}"
+
+    def _start_window_manager(self) -> None:
+        """A real window manager (xfwm4, Xfce's): it decorates, places and activates windows and gives
+        the keyboard back to a window when a dialog closes, which nothing does on a bare X server."""
+        command = WINDOW_MANAGERS[self.window_manager]
+        env = {**os.environ, "DISPLAY": self.display, "HOME": str(self.folder)}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        manager = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.processes.append(manager)
+        deadline = time.monotonic() + 20
+        while "window id" not in self.xprop("-root", "_NET_SUPPORTING_WM_CHECK"):
+            if manager.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.window_manager} did not start")
+            time.sleep(0.1)
+        if self.panel:
+            self._start_panel(env)
+
+    def _start_panel(self, env: dict[str, str]) -> None:
+        panel = subprocess.Popen([sys.executable, "-c", PANEL_SCRIPT, str(self.panel)], env=env)
+        self.processes.append(panel)
+        found = self.xdotool("search", "--sync", "--classname", "spokenbench-walk-panel", timeout=20).stdout.split()
+        width = int(self.screen.split("x")[0])
+        for window in found:
+            for name, value in (
+                ("_NET_WM_STRUT", f"0,0,0,{self.panel}"),
+                ("_NET_WM_STRUT_PARTIAL", f"0,0,0,{self.panel},0,0,0,0,0,0,0,{width - 1}"),
+            ):
+                self.xprop("-id", window, "-f", name, "32c", "-set", name, value)
+        deadline = time.monotonic() + 20
+        while self.work_area()[3] == int(self.screen.split("x")[1]):
+            if panel.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the panel did not take its place (is tkinter installed? python3-tk)")
+            time.sleep(0.1)
+
+    def frame(self, window: str) -> tuple[int, int, int, int]:
+        """A window's outer rectangle on the screen (x, y, width, height), with the title bar and borders its
+        window manager added (_NET_FRAME_EXTENTS: left, right, top, bottom)."""
+        env = {**os.environ, "DISPLAY": self.display}
+        info = subprocess.run(["xwininfo", "-id", window], env=env, capture_output=True, text=True, timeout=10).stdout
+        fields = dict(line.strip().split(": ", 1) for line in info.splitlines() if ": " in line)
+        x, y = int(fields["Absolute upper-left X"]), int(fields["Absolute upper-left Y"])
+        width, height = int(fields["Width"]), int(fields["Height"])
+        extents = self.xprop("-id", window, "_NET_FRAME_EXTENTS").split("=")[-1].split(",")
+        left, right, top, bottom = (int(value) for value in extents) if len(extents) == 4 else (0, 0, 0, 0)
+        return x - left, y - top, width + left + right, height + top + bottom
+
+    def work_area(self) -> tuple[int, int, int, int]:
+        """The window manager's work area (x, y, width, height): the screen less its panels."""
+        values = self.xprop("-root", "_NET_WORKAREA").split("=")[-1].split(",")[:4]
+        return tuple(int(value) for value in values) if len(values) == 4 else (0, 0, 0, 0)
+
+    def xprop(self, *args: str) -> str:
+        env = {**os.environ, "DISPLAY": self.display}
+        return subprocess.run(["xprop", *args], env=env, capture_output=True, text=True, timeout=10).stdout
 
     def set_layout(self, layout: str) -> None:
         """Give the keyboard another layout ('fr', 'ru'), as the person at it chose (the server must not reset

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QMargins, QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QWidget
 
 
@@ -35,3 +35,49 @@ def first_window_geometry(widget: QWidget, least: QSize) -> QRect:
         size.width(),
         size.height(),
     )
+
+
+def frame_fitted_geometry(inner: QRect, margins: QMargins, free: QRect) -> QRect | None:
+    """The window geometry (inside its frame) that keeps the whole frame — `inner` with the window manager's
+    title bar and borders, `margins` — within `free`: as large as before where that fits, smaller where it does
+    not, moved in from the edges; None when the frame already fits."""
+    frame = inner.marginsAdded(margins)
+    if free.contains(frame):
+        return None
+    across, down = margins.left() + margins.right(), margins.top() + margins.bottom()
+    width = max(min(inner.width(), free.width() - across), 1)
+    height = max(min(inner.height(), free.height() - down), 1)
+    left = max(min(frame.left(), free.right() + 1 - (width + across)), free.left())
+    top = max(min(frame.top(), free.bottom() + 1 - (height + down)), free.top())  # the title bar never off the top
+    return QRect(left + margins.left(), top + margins.top(), width, height)
+
+
+FRAME_WAIT_MS, FRAME_POLLS = 100, 30  # a window manager frames a new window within a few hundred ms
+
+
+def keep_frame_on_screen(window: QWidget) -> None:
+    """Once the window manager has framed the shown `window` (its title bar is known only then, on X11 from
+    _NET_FRAME_EXTENTS), fit the frame into the screen's free area: a window sized to a 720-pixel laptop screen
+    before it had a title bar otherwise ends below the screen's edge or under its panel, its status bar hidden.
+    Nothing for a maximized or full-screen window (the window manager fits those), nor where no window manager
+    adds a frame (polls for FRAME_POLLS × FRAME_WAIT_MS, then stops)."""
+    timer = QTimer(window)
+    timer.setInterval(FRAME_WAIT_MS)
+    polls = [0]
+
+    def poll() -> None:
+        polls[0] += 1
+        handle, screen = window.windowHandle(), window.screen()
+        framed = handle is not None and not handle.frameMargins().isNull()
+        if not framed and polls[0] < FRAME_POLLS:
+            return
+        timer.stop()
+        timer.deleteLater()
+        if not framed or screen is None or window.windowState() & (Qt.WindowMaximized | Qt.WindowFullScreen):
+            return
+        fitted = frame_fitted_geometry(window.geometry(), handle.frameMargins(), screen.availableGeometry())
+        if fitted is not None:
+            window.setGeometry(fitted)
+
+    timer.timeout.connect(poll)
+    timer.start()

@@ -1,9 +1,9 @@
 """Where the window opens the first time: most of the screen, centred (the Xvfb walk saw 1200×760 in the corner
 of a 1400×900 screen), never larger than the screen's free area."""
 
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QMargins, QRect, QSize
 
-from spokenbench.widgets.screen import first_window_geometry
+from spokenbench.widgets.screen import first_window_geometry, frame_fitted_geometry
 
 LEAST = QSize(1200, 760)
 
@@ -51,3 +51,34 @@ def test_the_window_opens_inside_its_screen(qtbot, tmp_path):
     qtbot.addWidget(window)
     free = window.screen().availableGeometry()
     assert free.contains(window.geometry()) and window.geometry() == first_window_geometry(window, LEAST)
+
+
+# xfwm4's frame: 5-pixel borders and a 29-pixel title bar (left, top, right, bottom)
+XFWM4_FRAME = QMargins(5, 29, 5, 5)
+
+
+def test_a_window_sized_to_a_laptop_screen_is_fitted_once_its_title_bar_is_known():
+    """The first window on 1280×720 with a 40-pixel panel at the bottom (free 1280×680) is 1200×680 before the
+    window manager frames it: with the title bar its frame is 714 high, its status bar under the panel."""
+    free = QRect(0, 0, 1280, 680)
+    fitted = frame_fitted_geometry(QRect(40, 0, 1200, 680), XFWM4_FRAME, free)
+    assert fitted == QRect(40, 29, 1200, 646)  # the frame stays where it was across, moved up
+    assert free.contains(fitted.marginsAdded(XFWM4_FRAME))
+
+
+def test_a_frame_that_fits_is_left_alone():
+    assert frame_fitted_geometry(QRect(75, 74, 1260, 774), XFWM4_FRAME, QRect(0, 0, 1400, 860)) is None
+
+
+def test_a_frame_off_an_edge_is_moved_in_keeping_its_size():
+    """A window left half off the right edge and above a top panel: moved in, as large as it was."""
+    free = QRect(0, 32, 1366, 736)
+    fitted = frame_fitted_geometry(QRect(900, 10, 800, 500), XFWM4_FRAME, free)
+    assert fitted.size() == QSize(800, 500) and free.contains(fitted.marginsAdded(XFWM4_FRAME))
+    assert fitted.topLeft().y() == 32 + 29  # the title bar just below the panel, never off the top
+
+
+def test_a_frame_larger_than_the_screen_is_made_smaller_with_its_title_bar_on_screen():
+    free = QRect(0, 0, 1024, 600)
+    fitted = frame_fitted_geometry(QRect(-50, -40, 1400, 900), XFWM4_FRAME, free)
+    assert fitted == QRect(5, 29, 1014, 566)

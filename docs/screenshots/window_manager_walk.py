@@ -1,0 +1,103 @@
+"""Screenshots of the app under a real window manager (xfwm4, Xfce's) with a 40-pixel panel along the bottom of
+the screen, as on a laptop, driven by keys alone:
+
+    python docs/screenshots/window_manager_walk.py OUT [--screen 1280x720]
+
+Builds the demo into OUT/demo, starts Xvfb, xfwm4 (apt-get install --no-install-recommends xfwm4), a panel that
+keeps windows out of the bottom 40 pixels (a Tk dock window reserving them) and a PulseAudio null sink
+(tests/real_device.py). Opens the app for the first time (no remembered geometry) on a 260-clip queue (Ctrl+3, ↓,
+Enter): OUT/1-first-open.png; rates with 1, writes a note (N, text, Enter) and rates the next clip with 2 once the
+window manager gave the keyboard back: OUT/2-after-note.png; opens Settings (Ctrl+,): OUT/3-settings.png, closed
+with Esc; the Results page (Ctrl+7): OUT/4-results.png; quits with Ctrl+Q and opens the app again where it was
+left: OUT/5-reopened.png. Prints each window's frame (title bar and borders included) against the work area (the
+screen less the panel)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from real_device import (  # noqa: E402
+    RealDesktop,
+    SessionFigures,
+    add_stress_queue,
+    close_app,
+    demo_in,
+    launch_rating_session,
+    stored_ratings,
+    walk_arguments,
+)
+
+
+def inside(frame: tuple[int, int, int, int], area: tuple[int, int, int, int]) -> bool:
+    x, y, width, height = frame
+    left, top, area_width, area_height = area
+    return x >= left and y >= top and x + width <= left + area_width and y + height <= top + area_height
+
+
+def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
+    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+    return found.stdout.split()[0]
+
+
+def report(desktop: RealDesktop, window: str, what: str) -> bool:
+    frame, area = desktop.frame(window), desktop.work_area()
+    fits = inside(frame, area)
+    print(f"{what}: frame {frame} in work area {area}: {'inside' if fits else 'NOT INSIDE'}")
+    return fits
+
+
+def main() -> None:
+    out, screen = walk_arguments(__doc__)
+    project = out / "project"
+    subprocess.run(["rm", "-rf", str(project), str(out / "config")], check=True)
+    subprocess.run(["cp", "-a", str(demo_in(out)), str(project)], check=True)
+    add_stress_queue(project)
+    with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop:
+        figures = SessionFigures(0)
+        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
+        if process is None:
+            raise SystemExit("\n".join(figures.notes))
+        try:
+            window = app_window(desktop, process)
+            report(desktop, window, "first open")
+            desktop.screenshot(out / "1-first-open.png")
+            desktop.xdotool("key", "1")
+            time.sleep(1.0)
+            desktop.xdotool("key", "n")
+            time.sleep(1.0)
+            desktop.xdotool("type", "--delay", "40", "a long pause before the answer")
+            desktop.xdotool("key", "Return")
+            time.sleep(1.0)
+            desktop.xdotool("key", "2")  # reaches the session only if the keyboard came back to the window
+            time.sleep(1.5)
+            focused = desktop.xdotool("getwindowfocus", "getwindowname").stdout.strip()
+            print(f"after the note: the keyboard is in {focused!r}; {stored_ratings(project)} ratings stored")
+            desktop.screenshot(out / "2-after-note.png")
+            desktop.xdotool("key", "ctrl+comma")
+            time.sleep(2.0)
+            desktop.screenshot(out / "3-settings.png")
+            desktop.xdotool("key", "Escape")
+            time.sleep(1.0)
+            desktop.xdotool("key", "ctrl+7")
+            time.sleep(6.0)  # the figures are drawn in a job process
+            desktop.screenshot(out / "4-results.png")
+        finally:
+            close_app(desktop, process, heart, log, figures)
+        print(f"Ctrl+Q: exit code {figures.exit_code}")
+        figures = SessionFigures(0)
+        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
+        if process is None:
+            raise SystemExit("\n".join(figures.notes))
+        try:
+            report(desktop, app_window(desktop, process), "reopened")
+            desktop.screenshot(out / "5-reopened.png")
+        finally:
+            close_app(desktop, process, heart, log, figures)
+
+
+if __name__ == "__main__":
+    main()

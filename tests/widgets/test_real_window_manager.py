@@ -1,0 +1,69 @@
+"""The app under a real window manager on a laptop screen: xfwm4 (Xfce's) on Xvfb with a 40-pixel panel along
+the bottom, PulseAudio's null sink, keys only through xdotool (tests/real_device.py). A bare X server adds no
+title bar, so the walks without a window manager never saw that the first window, sized to the whole free
+height of a 720- or 768-pixel screen, got a 29-pixel title bar on top and ended under the panel, its status bar
+hidden. Slow (about 40 s a screen); skipped where Xvfb, PulseAudio, xdotool or xfwm4 cannot be installed."""
+
+import subprocess
+import time
+
+import pytest
+from real_device import (
+    RealDesktop,
+    SessionFigures,
+    add_stress_queue,
+    close_app,
+    launch_rating_session,
+    missing_tools,
+    missing_window_manager,
+    stored_ratings,
+)
+
+
+def inside(frame: tuple[int, int, int, int], area: tuple[int, int, int, int]) -> bool:
+    x, y, width, height = frame
+    left, top, area_width, area_height = area
+    return x >= left and y >= top and x + width <= left + area_width and y + height <= top + area_height
+
+
+def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
+    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+    return found.stdout.split()[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("screen", ["1280x720", "1366x768"])
+def test_on_a_laptop_screen_with_a_panel_the_whole_window_stays_in_the_work_area(demo_copy, tmp_path, screen):
+    """First open (nothing remembered) and the next one (the geometry it was left with): the frame, title bar
+    and borders included, inside the screen less the panel; a note written in its dialog (N, text, Enter)
+    gives the keyboard back, so the next rating key rates; Ctrl+Q ends the app."""
+    problem = missing_tools() or missing_window_manager()
+    if problem:
+        pytest.skip(f"a real X server, sound server and window manager are needed: {problem}")
+    add_stress_queue(demo_copy)
+    with RealDesktop(tmp_path / "desktop", screen=f"{screen}x24", window_manager="xfwm4", panel=40) as desktop:
+        area = desktop.work_area()
+        assert area[3] == int(screen.split("x")[1]) - 40, f"the panel reserved no room: {area}"
+        frames = []
+        for opening in ("first", "again"):
+            figures = SessionFigures(0)
+            process, heart, log = launch_rating_session(desktop, demo_copy, tmp_path, figures, None)
+            assert process is not None, "\n".join(figures.notes)
+            try:
+                time.sleep(1.0)
+                frames.append(desktop.frame(app_window(desktop, process)))
+                if opening == "first":
+                    desktop.xdotool("key", "1")
+                    time.sleep(1.0)
+                    desktop.xdotool("key", "n")
+                    time.sleep(1.0)
+                    desktop.xdotool("type", "--delay", "30", "hesitant start")
+                    desktop.xdotool("key", "Return")
+                    time.sleep(1.0)
+                    desktop.xdotool("key", "2")
+                    time.sleep(1.5)
+            finally:
+                close_app(desktop, process, heart, log, figures)
+            assert figures.exit_code == 0, f"Ctrl+Q did not end the app ({opening} opening): {figures.notes}"
+    assert all(inside(frame, area) for frame in frames), f"frames {frames} not inside the work area {area}"
+    assert stored_ratings(demo_copy) == 2, "the rating key after the note dialog did not reach the session"
