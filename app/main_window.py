@@ -11,6 +11,7 @@ import html
 import importlib
 import logging
 import threading
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt, QTimer
@@ -107,6 +108,8 @@ BADGE_SOURCES = {
 BADGE_TABLES = frozenset().union(*BADGE_SOURCES.values()) - {"jobs"}  # a job's heartbeat is no reason to count
 DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening", "ratings", "responses"})
 RECENT_LIMIT = 8
+NOT_NORMAL_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen | Qt.WindowState.WindowMinimized
+STATE_CHANGE_S = 0.5  # a window manager's new geometry arrives this soon before its new state
 PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a followed play is waited for at most 5 s to start, then to its end
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 ITEM_ROW_TABLES = frozenset(
@@ -327,6 +330,7 @@ class MainWindow(QMainWindow):
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
         self.setGeometry(first_window_geometry(self, QSize(1200, 760)))  # restore_window_state: the remembered one
         self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
+        self._normal_geometries: list[tuple[float, QRect]] = []  # (when, geometry): _remember_normal_geometry
 
         self.items_panel = ItemsPanel()
         self.items_panel.item_selected.connect(self.load_item_detail)
@@ -690,7 +694,9 @@ class MainWindow(QMainWindow):
     # --- the window between sessions: geometry, page, last project -----------------------------------------
     def save_window_state(self) -> None:
         """Remember the window's normal geometry, whether it was maximized and the page shown (QSettings)."""
-        normal = self.normalGeometry() if self.isMaximized() else self.geometry()
+        normal = self.geometry()
+        if self.isMaximized():
+            normal = self._normal_geometries[-1][1] if self._normal_geometries else self.normalGeometry()
         self.settings.setValue(WINDOW_GEOMETRY_KEY, [normal.x(), normal.y(), normal.width(), normal.height()])
         self.settings.setValue(WINDOW_MAXIMIZED_KEY, self.isMaximized())
         page = self.current_page_key()
@@ -1078,10 +1084,33 @@ class MainWindow(QMainWindow):
 
     def changeEvent(self, event) -> None:
         """The desktop switched between light and dark while the app ran (Qt hands the app the new palette):
-        hints, warnings and errors take the new palette's tones."""
+        hints, warnings and errors take the new palette's tones. Maximized or full screen: the geometry it
+        returns to is the one before."""
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:  # the application palette, propagated to each widget
             retone(self)
+        elif event.type() == QEvent.Type.WindowStateChange and self.windowState() & NOT_NORMAL_STATES:
+            # the geometries of the last moments were the window manager's, sent before the state: not normal ones
+            settled = time.monotonic() - STATE_CHANGE_S
+            kept = [(when, geometry) for when, geometry in self._normal_geometries if when <= settled]
+            self._normal_geometries = kept or self._normal_geometries[:1]
+
+    def _remember_normal_geometry(self) -> None:
+        """Keep the window's recent geometries while it is neither maximized nor full screen: what it returns to.
+        Qt's own normalGeometry is the maximized one when a window manager on X11 maximized it (the title bar's
+        button, a double click): the new size arrives before the new state, so Qt takes it for the normal one."""
+        if self.isVisible() and not self.windowState() & NOT_NORMAL_STATES:
+            geometry = self.geometry()
+            if not self._normal_geometries or self._normal_geometries[-1][1] != geometry:
+                self._normal_geometries = [*self._normal_geometries[-7:], (time.monotonic(), geometry)]
+
+    def moveEvent(self, event) -> None:
+        super().moveEvent(event)
+        self._remember_normal_geometry()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._remember_normal_geometry()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

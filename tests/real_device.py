@@ -491,7 +491,8 @@ def launch_rating_session(
     config, heartbeat_path = work / "config", work / "heartbeat"
     settings = config / "SpokenBench" / "SpokenBench Studio.conf"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(f"[annotator]\nname={ANNOTATOR}\n", encoding="utf-8")
+    if not settings.exists():  # a second start keeps what the first left (the window's geometry, recent projects)
+        settings.write_text(f"[annotator]\nname={ANNOTATOR}\n", encoding="utf-8")
     log = (work / "app.log").open("w")
     command = app_command or [shutil.which("spokenbench-studio") or "spokenbench-studio"]
     process = subprocess.Popen(

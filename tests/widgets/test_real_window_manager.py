@@ -31,12 +31,18 @@ def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
     return found.stdout.split()[0]
 
 
+def maximized(desktop: RealDesktop, window: str) -> bool:
+    return "_NET_WM_STATE_MAXIMIZED_VERT" in desktop.xprop("-id", window, "_NET_WM_STATE")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", ["1280x720", "1366x768"])
 def test_on_a_laptop_screen_with_a_panel_the_whole_window_stays_in_the_work_area(demo_copy, tmp_path, screen):
-    """First open (nothing remembered) and the next one (the geometry it was left with): the frame, title bar
-    and borders included, inside the screen less the panel; a note written in its dialog (N, text, Enter)
-    gives the keyboard back, so the next rating key rates; Ctrl+Q ends the app."""
+    """First open (nothing remembered): the frame, title bar and borders included, inside the screen less the
+    panel; a note written in its dialog (N, text, Enter) gives the keyboard back, so the next rating key rates;
+    maximized by the window manager (Alt+F10, xfwm4's key) and closed with Ctrl+Q, the app opens maximized again,
+    and Alt+F10 brings back the window as it was before it was maximized, not one filling the screen with its
+    borders off it."""
     problem = missing_tools() or missing_window_manager()
     if problem:
         pytest.skip(f"a real X server, sound server and window manager are needed: {problem}")
@@ -44,26 +50,41 @@ def test_on_a_laptop_screen_with_a_panel_the_whole_window_stays_in_the_work_area
     with RealDesktop(tmp_path / "desktop", screen=f"{screen}x24", window_manager="xfwm4", panel=40) as desktop:
         area = desktop.work_area()
         assert area[3] == int(screen.split("x")[1]) - 40, f"the panel reserved no room: {area}"
-        frames = []
-        for opening in ("first", "again"):
-            figures = SessionFigures(0)
-            process, heart, log = launch_rating_session(desktop, demo_copy, tmp_path, figures, None)
-            assert process is not None, "\n".join(figures.notes)
-            try:
-                time.sleep(1.0)
-                frames.append(desktop.frame(app_window(desktop, process)))
-                if opening == "first":
-                    desktop.xdotool("key", "1")
-                    time.sleep(1.0)
-                    desktop.xdotool("key", "n")
-                    time.sleep(1.0)
-                    desktop.xdotool("type", "--delay", "30", "hesitant start")
-                    desktop.xdotool("key", "Return")
-                    time.sleep(1.0)
-                    desktop.xdotool("key", "2")
-                    time.sleep(1.5)
-            finally:
-                close_app(desktop, process, heart, log, figures)
-            assert figures.exit_code == 0, f"Ctrl+Q did not end the app ({opening} opening): {figures.notes}"
-    assert all(inside(frame, area) for frame in frames), f"frames {frames} not inside the work area {area}"
-    assert stored_ratings(demo_copy) == 2, "the rating key after the note dialog did not reach the session"
+        figures = SessionFigures(0)
+        process, heart, log = launch_rating_session(desktop, demo_copy, tmp_path, figures, None)
+        assert process is not None, "\n".join(figures.notes)
+        try:
+            window = app_window(desktop, process)
+            first = desktop.frame(window)
+            desktop.xdotool("key", "1")
+            time.sleep(1.0)
+            desktop.xdotool("key", "n")
+            time.sleep(1.0)
+            desktop.xdotool("type", "--delay", "30", "hesitant start")
+            desktop.xdotool("key", "Return")
+            time.sleep(1.0)
+            desktop.xdotool("key", "2")
+            time.sleep(1.5)
+            desktop.xdotool("key", "alt+F10")
+            time.sleep(1.5)
+            was_maximized = maximized(desktop, window)
+        finally:
+            close_app(desktop, process, heart, log, figures)
+        assert figures.exit_code == 0, f"Ctrl+Q did not end the app: {figures.notes}"
+        assert inside(first, area), f"first open: frame {first} not inside the work area {area}"
+        assert stored_ratings(demo_copy) == 2, "the rating key after the note dialog did not reach the session"
+        assert was_maximized, "Alt+F10 did not maximize the window"
+
+        figures = SessionFigures(0)
+        process, heart, log = launch_rating_session(desktop, demo_copy, tmp_path, figures, None)
+        assert process is not None, "\n".join(figures.notes)
+        try:
+            window = app_window(desktop, process)
+            reopened_maximized = maximized(desktop, window)
+            desktop.xdotool("key", "alt+F10")
+            time.sleep(1.5)
+            restored = desktop.frame(window)
+        finally:
+            close_app(desktop, process, heart, log, figures)
+    assert reopened_maximized, "the app left maximized did not open maximized"
+    assert restored == first, f"un-maximized after reopening: frame {restored}, before maximizing {first}"

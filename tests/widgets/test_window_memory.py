@@ -9,7 +9,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication
 
 from spokenbench.app.main_window import MainWindow
-from spokenbench.app.settings_dialog import RECENT_KEY, WINDOW_GEOMETRY_KEY
+from spokenbench.app.settings_dialog import RECENT_KEY, WINDOW_GEOMETRY_KEY, WINDOW_MAXIMIZED_KEY
 
 
 @pytest.fixture
@@ -93,3 +93,24 @@ def test_without_a_recent_project_the_launcher_opens_as_before(make_window):
     window = make_window()
     assert window.reopen_last_project() is None and window.pages.currentWidget() is window.welcome
     assert not window.welcome.note.isVisibleTo(window)
+
+
+def test_a_window_maximized_by_the_window_manager_remembers_the_size_before(make_window, qtbot, settings):
+    """On X11 a window manager that maximizes the window (its title bar's button, a double click) sends the
+    new size before the new state, so Qt's normalGeometry is the maximized size and the window, reopened and
+    restored, filled the screen with its borders off it. The geometry before is what is remembered."""
+    available = QGuiApplication.primaryScreen().availableGeometry()
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    window.setGeometry(available.left() + 40, available.top() + 50, 700, 520)
+    qtbot.wait(700)  # the person left it so for a while
+    before = window.geometry()
+    window.setGeometry(available)  # the window manager's resize, arriving while the state is still normal
+    qtbot.wait(50)
+    window.setWindowState(Qt.WindowState.WindowMaximized)  # then its new state
+    qtbot.waitUntil(window.isMaximized)
+    window.save_window_state()
+    stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
+    assert stored == [before.x(), before.y(), before.width(), before.height()]
+    assert str(settings.value(WINDOW_MAXIMIZED_KEY)).lower() == "true"
