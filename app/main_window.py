@@ -37,7 +37,15 @@ from PySide6.QtWidgets import (
 from spokenbench.app.audio import NO_DEVICE_FLASH, audio_status, chosen_output, shared_player, silence
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.keyboard import install as install_keyboard_aids
-from spokenbench.app.operations import BackgroundOp, JobOp, Operation, OperationRunner, ProjectSession, QueryOp
+from spokenbench.app.operations import (
+    BackgroundOp,
+    JobOp,
+    Operation,
+    OperationRunner,
+    ProjectSession,
+    QueryOp,
+    replace_dialog,
+)
 from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
 from spokenbench.app.settings_dialog import (
@@ -330,6 +338,7 @@ class MainWindow(QMainWindow):
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
         self.setGeometry(first_window_geometry(self, QSize(1200, 760)))  # restore_window_state: the remembered one
         self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
+        self.settings_dialog: SettingsDialog | None = None  # the last, deleted before the next (replace_dialog)
         self._normal_geometries: list[tuple[float, QRect]] = []  # (when, geometry): _remember_normal_geometry
 
         self.items_panel = ItemsPanel()
@@ -564,7 +573,9 @@ class MainWindow(QMainWindow):
             self.sidebar.set_badge(key, badges.get(key))
 
     def open_settings(self) -> SettingsDialog:
+        replace_dialog(self.settings_dialog)
         dialog = SettingsDialog(self.settings, self.runner, self, session=self.session, annotator=self.annotator)
+        self.settings_dialog = dialog
         dialog.accepted.connect(self.refresh_badges)
         rating_page = self.page_widgets["rating"]
         if hasattr(rating_page, "use_keymap"):

@@ -84,6 +84,14 @@ def show_error(parent: QWidget | None, error: BaseException, title: str = "Spoke
     return box
 
 
+def replace_dialog(previous: QWidget | None) -> None:
+    """Delete the closed dialog a page kept from its last opening, before it makes the next: a dialog made at
+    each opening (a note per clip, Settings) otherwise stays with its window until the page goes, one more each
+    time for an annotator's hours. One still open is left alone."""
+    if previous is not None and shiboken6.isValid(previous) and not previous.isVisible():
+        previous.deleteLater()
+
+
 # --------------------------------------------------------------------------------------------------
 # Change notifications
 

@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
 from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, page_player
-from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp, explained_error
+from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp, explained_error, replace_dialog
 from spokenbench.core.asr.backends import asr_availability, screening_requirements
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
@@ -162,6 +162,8 @@ class RatingPage(QWidget):
         self.ignored_keys = 0
         self.saves = 0  # writes the writer acknowledged (ratings, notes, undos) in this page's life
         self.queues: list[dict] = []
+        self.note_dialog: QInputDialog | None = None  # the last of each kind, deleted before the next (replace_dialog)
+        self.queue_dialog: QueueDialog | None = None
         self.asr_for_transcription: list[str] = []
         self.clip_audio: ClipAudio | None = None
         self._renders: OrderedDict[tuple[int, float], ClipAudio] = OrderedDict()
@@ -275,6 +277,7 @@ class RatingPage(QWidget):
         stored is exactly the sample previewed."""
         if self.session is None:
             return None
+        replace_dialog(self.queue_dialog)
         dialog = QueueDialog(self)
         self.queue_dialog = dialog
         previews: dict[str, tuple[dict, SampleResult]] = {}
@@ -663,6 +666,7 @@ class RatingPage(QWidget):
         ).run()
 
     def _ask_note(self) -> None:
+        replace_dialog(self.note_dialog)
         dialog = QInputDialog(self)
         dialog.setWindowTitle("Note")
         dialog.setLabelText("A note on this clip (saved with its rating):")

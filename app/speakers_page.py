@@ -22,7 +22,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
 from spokenbench.app.audio import NO_DEVICE_FLASH, chosen_output, page_player, show_recording_status
-from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp
+from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp, replace_dialog
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
@@ -79,6 +79,8 @@ class SpeakersPage(QWidget):
         self.session: ProjectSession | None = None
         self.speakers: list[Speaker] = []
         self.speaker: Speaker | None = None
+        self.add_dialog: AddSpeakerDialog | None = None  # the last of each kind, deleted before the next
+        self.withdraw_box: QMessageBox | None = None
         self.wanted_speaker: str | None = None  # the speaker being read (selected, not shown yet)
         self.prompts: list[Prompt] = []
         self.prompt_index = 0
@@ -256,6 +258,7 @@ class SpeakersPage(QWidget):
     def open_add_dialog(self) -> AddSpeakerDialog | None:
         if self.session is None:
             return None
+        replace_dialog(self.add_dialog)
         dialog = AddSpeakerDialog(self)
         self.add_dialog = dialog
         QueryOp(
@@ -322,6 +325,7 @@ class SpeakersPage(QWidget):
         speaker = self.speaker
         if speaker is None or not speaker.consent_in_force:
             return None
+        replace_dialog(self.withdraw_box)
         box = QMessageBox(
             QMessageBox.Icon.Warning,
             "Withdraw consent",

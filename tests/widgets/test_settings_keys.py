@@ -93,3 +93,14 @@ def test_the_spectrogram_key_is_listed_reserved_and_remappable(window, qtbot, de
         dialog.accept()
     stored = stored_keymap(demo_copy, "ana")
     assert stored["note"] == ("S",) and stored["toggle_spectrogram"] == ("G",)
+
+
+def test_settings_opened_again_and_again_keeps_one_dialog(window, qtbot):
+    """Each Ctrl+, made a Settings dialog that stayed, with its window, for the app's life."""
+    from spokenbench.app.settings_dialog import SettingsDialog
+
+    for _ in range(5):
+        dialog = open_settings(window, qtbot)
+        dialog.reject()
+        qtbot.wait(1)
+    qtbot.waitUntil(lambda: len(window.findChildren(SettingsDialog)) == 1)
