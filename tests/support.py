@@ -2,9 +2,12 @@
 
 import contextlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 GMMLU_COLUMNS = [
@@ -457,3 +460,38 @@ def import_in_bounded_memory(
         [*cli, "import", str(folder), str(table), "--format", format_name, "--language", "en"],
         capture_output=True, text=True, timeout=timeout, preexec_fn=limit_memory,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def read_only_copy(source: Path):
+    """A copy of `source` (a project folder, or any file) in a folder this process cannot write: a tmpfs remounted
+    read-only when running as root (root ignores permissions), the copy's write bits removed otherwise."""
+    import pytest
+
+    base = Path("/tmp") / f"spokenbench-ro-{uuid.uuid4().hex[:8]}"
+    base.mkdir()
+    mounted = False
+    try:
+        if os.geteuid() == 0:
+            if subprocess.run(["mount", "-t", "tmpfs", "none", str(base)], capture_output=True).returncode != 0:
+                pytest.skip("cannot mount a tmpfs here to make a read-only file system")
+            mounted = True
+        copy = base / ("project" if source.is_dir() else source.name)
+        if source.is_dir():
+            shutil.copytree(source, copy)
+        else:
+            shutil.copy2(source, copy)
+        if mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(base)], check=True)
+        else:
+            for path in [copy, *copy.rglob("*")]:
+                path.chmod(path.stat().st_mode & ~0o222)
+        yield copy
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(base)], check=False)
+        else:
+            for path in [base, *base.rglob("*")]:
+                with contextlib.suppress(OSError):
+                    path.chmod(path.stat().st_mode | 0o200)
+        shutil.rmtree(base, ignore_errors=True)

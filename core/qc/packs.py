@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import errno
 import hashlib
 import hmac
 import json
@@ -793,7 +794,16 @@ def open_pack(pack_path: str | Path) -> Project:
                 f"{folder} belongs to another pack ({found or 'none'}); move it away to open {pack.path}"
             )
         return project
-    temp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        temp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    except OSError as error:
+        if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        raise SpokenBenchError(
+            f"{pack.path} is in a folder that cannot be written ({error.strerror or error}): a pack is rated in a "
+            f"folder made beside it, {folder.name}, and its ratings are saved into the pack file. Copy "
+            f"{pack.path.name} to a folder of yours (Documents, the desktop) and open it there"
+        ) from None
     os.rmdir(temp)
     try:
         with Project.create(temp) as project:

@@ -1,16 +1,11 @@
 """A project on a read-only file system (or without write permission) opens read-only: reading commands work,
 writing ones exit 2 saying why, and nothing in the folder changes."""
 
-import contextlib
 import hashlib
-import os
-import shutil
-import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
-from support import write_jsonl
+from support import read_only_copy, write_jsonl
 
 from spokenbench.core.store import Project
 
@@ -22,36 +17,6 @@ def folder_digest(folder: Path) -> str:
         if path.is_file():
             digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def read_only_copy(source: Path):
-    """A copy of the project that this process cannot write: a tmpfs remounted read-only when running as root
-    (root ignores permissions), the copy's write bits removed otherwise."""
-    base = Path("/tmp") / f"spokenbench-ro-{uuid.uuid4().hex[:8]}"
-    base.mkdir()
-    mounted = False
-    try:
-        if os.geteuid() == 0:
-            if subprocess.run(["mount", "-t", "tmpfs", "none", str(base)], capture_output=True).returncode != 0:
-                pytest.skip("cannot mount a tmpfs here to make a read-only file system")
-            mounted = True
-        copy = base / "project"
-        shutil.copytree(source, copy)
-        if mounted:
-            subprocess.run(["mount", "-o", "remount,ro", str(base)], check=True)
-        else:
-            for path in [copy, *copy.rglob("*")]:
-                path.chmod(path.stat().st_mode & ~0o222)
-        yield copy
-    finally:
-        if mounted:
-            subprocess.run(["umount", str(base)], check=False)
-        else:
-            for path in [base, *base.rglob("*")]:
-                with contextlib.suppress(OSError):
-                    path.chmod(path.stat().st_mode | 0o200)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -231,3 +231,18 @@ def test_saving_unchanged_ratings_leaves_the_pack_file_untouched(packed):
     before = packed.stat().st_mtime_ns, packed.read_bytes()
     assert save_pack_ratings(packed) == 1
     assert (packed.stat().st_mtime_ns, packed.read_bytes()) == before
+
+
+def test_a_pack_in_a_folder_that_cannot_be_written_says_to_copy_it(packed):
+    """A pack on a read-only stick, share or mounted image: it is rated in a folder made beside it, which
+    cannot be made there. Before, the app said "…/.ana.sbpack.d.x1y2z3: Read-only file system", naming a
+    temporary folder and not what to do."""
+    from support import read_only_copy
+
+    with read_only_copy(packed) as copy:
+        with pytest.raises(SpokenBenchError) as raised:
+            open_pack(copy)
+        assert not pack_folder(copy).exists() and sorted(p.name for p in copy.parent.iterdir()) == [copy.name]
+    message = str(raised.value)
+    assert f"{copy} is in a folder that cannot be written" in message
+    assert f"Copy {copy.name} to a folder of yours" in message and ".sbpack.d." not in message
