@@ -79,7 +79,7 @@ from spokenbench.widgets.fonts import languages_without_font, missing_font_advic
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name
-from spokenbench.widgets.screen import first_window_geometry, keep_frame_on_screen
+from spokenbench.widgets.screen import first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
@@ -117,7 +117,11 @@ BADGE_TABLES = frozenset().union(*BADGE_SOURCES.values()) - {"jobs"}  # a job's 
 DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening", "ratings", "responses"})
 RECENT_LIMIT = 8
 NOT_NORMAL_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen | Qt.WindowState.WindowMinimized
-STATE_CHANGE_S = 0.5  # a window manager's new geometry arrives this soon before its new state
+MAXIMIZED_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen
+STATE_CHANGE_S = 0.5
+FIRST_WINDOW_LEAST = QSize(
+    1200, 760
+)  # the first window's least size, where the screen has room  # a window manager's new geometry arrives this soon before its new state
 PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a followed play is waited for at most 5 s to start, then to its end
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 ITEM_ROW_TABLES = frozenset(
@@ -336,7 +340,7 @@ class MainWindow(QMainWindow):
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
-        self.setGeometry(first_window_geometry(self, QSize(1200, 760)))  # restore_window_state: the remembered one
+        self.setGeometry(first_window_geometry(self, FIRST_WINDOW_LEAST))  # restore_window_state: the remembered one
         self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
         self.settings_dialog: SettingsDialog | None = None  # the last, deleted before the next (replace_dialog)
         self._normal_geometries: list[tuple[float, QRect]] = []  # (when, geometry): _remember_normal_geometry
@@ -376,7 +380,7 @@ class MainWindow(QMainWindow):
         self.jobs_dock.setWidget(self.jobs_panel)
         self.jobs_dock.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.jobs_dock)
-        self.resizeDocks([self.jobs_dock], [190], Qt.Orientation.Vertical)
+        self.resizeDocks([self.jobs_dock], [180], Qt.Orientation.Vertical)
         self.jobs_dock.hide()
         self.jobs = JobsController(self.runner, self.jobs_panel, self)
         self.jobs_panel.runOpened.connect(self.show_run_progress)
@@ -716,11 +720,14 @@ class MainWindow(QMainWindow):
 
     def restore_window_state(self) -> None:
         """The remembered geometry, clamped to the screen it falls on (a laptop after a large monitor: never
-        larger than the screen, never off it); nothing when none was remembered or it is not four numbers."""
+        larger than the screen, never off it). When none was remembered (or it is not four numbers): maximized on
+        a screen too small for the first window's least size with a frame (`opens_maximized`), else as made."""
         stored = self.settings.value(WINDOW_GEOMETRY_KEY)
         try:
             x, y, width, height = (int(value) for value in stored)
         except (TypeError, ValueError):
+            if opens_maximized(self, FIRST_WINDOW_LEAST):
+                self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
             return
         screen = QGuiApplication.screenAt(QPoint(x + width // 2, y + height // 2)) or QGuiApplication.primaryScreen()
         if screen is None:
@@ -1096,7 +1103,7 @@ class MainWindow(QMainWindow):
     def changeEvent(self, event) -> None:
         """The desktop switched between light and dark while the app ran (Qt hands the app the new palette):
         hints, warnings and errors take the new palette's tones. Maximized or full screen: the geometry it
-        returns to is the one before."""
+        returns to is the one before, and back from it the frame is fitted into the screen."""
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:  # the application palette, propagated to each widget
             retone(self)
@@ -1105,6 +1112,8 @@ class MainWindow(QMainWindow):
             settled = time.monotonic() - STATE_CHANGE_S
             kept = [(when, geometry) for when, geometry in self._normal_geometries if when <= settled]
             self._normal_geometries = kept or self._normal_geometries[:1]
+        elif event.type() == QEvent.Type.WindowStateChange and event.oldState() & MAXIMIZED_STATES:
+            keep_frame_on_screen(self)  # back from maximized: a size chosen before its frame was known is fitted
 
     def _remember_normal_geometry(self) -> None:
         """Keep the window's recent geometries while it is neither maximized nor full screen: what it returns to.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QMargins, QRect, QSize, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QWidget
 
 
@@ -37,6 +38,21 @@ def first_window_geometry(widget: QWidget, least: QSize) -> QRect:
     )
 
 
+FRAME_ROOM = 100  # pixels each way a window manager's title bar, borders and a panel may take
+
+
+def opens_maximized(widget: QWidget, least: QSize) -> bool:
+    """Whether a first window (nothing remembered) opens maximized: where its screen's free area cannot hold
+    `least` with a title bar and borders around it — a laptop's 1280×720 or 1366×768 — the window would take
+    nearly all of it anyway, and maximized it gets all of it (the pages fit 1280×640, the room left by a
+    48-pixel taskbar and a 32-pixel title bar). Never on Qt's screenless platforms."""
+    screen = widget.screen()
+    if screen is None or QGuiApplication.platformName() in SCREENLESS_PLATFORMS:
+        return False
+    free = screen.availableGeometry().size()
+    return free.width() < least.width() + FRAME_ROOM or free.height() < least.height() + FRAME_ROOM
+
+
 def frame_fitted_geometry(inner: QRect, margins: QMargins, free: QRect) -> QRect | None:
     """The window geometry (inside its frame) that keeps the whole frame — `inner` with the window manager's
     title bar and borders, `margins` — within `free`: as large as before where that fits, smaller where it does
@@ -53,6 +69,7 @@ def frame_fitted_geometry(inner: QRect, margins: QMargins, free: QRect) -> QRect
 
 
 FRAME_WAIT_MS, FRAME_POLLS = 100, 30  # a window manager frames a new window within a few hundred ms
+SCREENLESS_PLATFORMS = frozenset({"offscreen", "minimal"})
 
 
 def keep_frame_on_screen(window: QWidget) -> None:
@@ -60,7 +77,10 @@ def keep_frame_on_screen(window: QWidget) -> None:
     _NET_FRAME_EXTENTS), fit the frame into the screen's free area: a window sized to a 720-pixel laptop screen
     before it had a title bar otherwise ends below the screen's edge or under its panel, its status bar hidden.
     Nothing for a maximized or full-screen window (the window manager fits those), nor where no window manager
-    adds a frame (polls for FRAME_POLLS × FRAME_WAIT_MS, then stops)."""
+    adds a frame (polls for FRAME_POLLS × FRAME_WAIT_MS, then stops), nor on Qt's screenless platforms, whose
+    made-up 800×800 screen the tests' windows are larger than on purpose."""
+    if QGuiApplication.platformName() in SCREENLESS_PLATFORMS:
+        return
     timer = QTimer(window)
     timer.setInterval(FRAME_WAIT_MS)
     polls = [0]

@@ -5,12 +5,13 @@ the screen, as on a laptop, driven by keys alone:
 
 Builds the demo into OUT/demo, starts Xvfb, xfwm4 (apt-get install --no-install-recommends xfwm4), a panel that
 keeps windows out of the bottom 40 pixels (a Tk dock window reserving them) and a PulseAudio null sink
-(tests/real_device.py). Opens the app for the first time (no remembered geometry) on a 260-clip queue (Ctrl+3, ↓,
-Enter): OUT/1-first-open.png; rates with 1, writes a note (N, text, Enter) and rates the next clip with 2 once the
-window manager gave the keyboard back: OUT/2-after-note.png; opens Settings (Ctrl+,): OUT/3-settings.png, closed
-with Esc; the Results page (Ctrl+7): OUT/4-results.png; quits with Ctrl+Q and opens the app again where it was
-left: OUT/5-reopened.png. Prints each window's frame (title bar and borders included) against the work area (the
-screen less the panel)."""
+(tests/real_device.py). Opens the app for the first time (no remembered geometry; maximized on a screen smaller
+than 1300×860 less the panel) on a 260-clip queue (Ctrl+3, ↓, Enter): OUT/1-first-open.png; rates with 1, writes
+a note (N, text, Enter) and rates the next clip with 2 once the window manager gave the keyboard back:
+OUT/2-after-note.png; opens Settings (Ctrl+,): OUT/3-settings.png, closed with Esc; the Results page (Ctrl+7):
+OUT/4-results.png; switches maximized (Alt+F10, xfwm4's key): OUT/5-switched.png; quits with Ctrl+Q and opens
+the app again as it was left: OUT/6-reopened.png. Prints each window's frame (title bar and borders included)
+against the work area (the screen less the panel)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
 def report(desktop: RealDesktop, window: str, what: str) -> bool:
     frame, area = desktop.frame(window), desktop.work_area()
     fits = inside(frame, area)
-    print(f"{what}: frame {frame} in work area {area}: {'inside' if fits else 'NOT INSIDE'}")
+    state = "maximized" if "MAXIMIZED_VERT" in desktop.xprop("-id", window, "_NET_WM_STATE") else "not maximized"
+    print(f"{what}: {state}, frame {frame} in work area {area}: {'inside' if fits else 'NOT INSIDE'}")
     return fits
 
 
@@ -85,6 +87,10 @@ def main() -> None:
             desktop.xdotool("key", "ctrl+7")
             time.sleep(6.0)  # the figures are drawn in a job process
             desktop.screenshot(out / "4-results.png")
+            desktop.xdotool("key", "alt+F10")
+            time.sleep(2.0)
+            report(desktop, window, "Alt+F10")
+            desktop.screenshot(out / "5-switched.png")
         finally:
             close_app(desktop, process, heart, log, figures)
         print(f"Ctrl+Q: exit code {figures.exit_code}")
@@ -94,7 +100,7 @@ def main() -> None:
             raise SystemExit("\n".join(figures.notes))
         try:
             report(desktop, app_window(desktop, process), "reopened")
-            desktop.screenshot(out / "5-reopened.png")
+            desktop.screenshot(out / "6-reopened.png")
         finally:
             close_app(desktop, process, heart, log, figures)
 

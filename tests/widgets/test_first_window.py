@@ -82,3 +82,14 @@ def test_a_frame_larger_than_the_screen_is_made_smaller_with_its_title_bar_on_sc
     free = QRect(0, 0, 1024, 600)
     fitted = frame_fitted_geometry(QRect(-50, -40, 1400, 900), XFWM4_FRAME, free)
     assert fitted == QRect(5, 29, 1014, 566)
+
+
+def test_a_laptop_screen_opens_the_first_window_maximized_a_large_one_does_not(monkeypatch):
+    import spokenbench.widgets.screen as screen
+
+    monkeypatch.setattr(screen, "SCREENLESS_PLATFORMS", frozenset())  # these tests run on the offscreen platform
+    assert screen.opens_maximized(_OnScreen(QRect(0, 0, 1280, 680)), LEAST)  # 1280×720 less a 40-pixel panel
+    assert screen.opens_maximized(_OnScreen(QRect(0, 32, 1366, 736)), LEAST)  # 1366×768 less GNOME's top bar
+    assert not screen.opens_maximized(_OnScreen(QRect(0, 0, 1400, 860)), LEAST)  # room for 1260×774 and a frame
+    assert not screen.opens_maximized(_OnScreen(QRect(0, 0, 1920, 1040)), LEAST)
+    assert not screen.opens_maximized(_OnScreen(None), LEAST)
