@@ -398,7 +398,7 @@ class MainWindow(QMainWindow):
         self.save_pack_action = QAction("&Save Ratings into Pack", self)
         self.save_pack_action.setShortcut(QKeySequence.StandardKey.Save)
         self.save_pack_action.setEnabled(False)
-        self.save_pack_action.triggered.connect(lambda: self.packs.save())
+        self.save_pack_action.triggered.connect(lambda: self.packs.save(asked=True))
         file_menu.addAction(self.save_pack_action)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
@@ -941,9 +941,10 @@ class MainWindow(QMainWindow):
         if hasattr(rating_page, "open_queue"):
             rating_page.open_queue(pack.queue)
 
-    def _show_pack_status(self, text: str) -> None:
+    def _show_pack_status(self, text: str, warns: bool) -> None:
         self.pack_label.setText(text)
         self.pack_label.setVisible(bool(text))
+        set_toned_sheet(self.pack_label, "color: $warning" if warns else "")
 
     # --- opening -------------------------------------------------------------------------------------------
     def _open(self, path: Path, fn, label: str) -> Operation:

@@ -459,6 +459,12 @@ class Operation(QObject):
         parent = self.parent_widget
         return parent if parent is not None and shiboken6.isValid(parent) else None
 
+    def _dialog_parent(self) -> QWidget | None:
+        """The window a dialog about this operation belongs to: its parent when that is a widget, else the
+        runner's (an operation of a controller, a QObject, once passed the controller and the dialog failed)."""
+        parent = self._live_parent()
+        return parent if isinstance(parent, QWidget) else self.runner.error_parent
+
     def _receive_progress(self) -> None:
         self._progress_pending.clear()
         if self._latest_progress is None or not self.is_running:
@@ -495,13 +501,13 @@ class Operation(QObject):
         if self.abandoned is not None and not self._failure_matters_when_abandoned():
             log.info("'%s' failed after it was abandoned (%s): %s", self.label, self.abandoned, error)
             return
-        parent = self._live_parent()
+        parent = self._dialog_parent()
         if self.abandoned is None:
             for callback in self._on_failure:
                 self._call(callback, error)
             self.failed.emit(error)
         if self._failure_dialog or self.abandoned is not None:
-            show_error(parent or self.runner.error_parent, error, self.error_title)
+            show_error(parent, error, self.error_title)
 
     def _failure_matters_when_abandoned(self) -> bool:
         """A failed write is news even when its screen is gone: what the user did was not saved."""
@@ -512,7 +518,7 @@ class Operation(QObject):
         try:
             callback(*args)
         except Exception as error:
-            show_error(self._live_parent() or self.runner.error_parent, error, self.error_title)
+            show_error(self._dialog_parent(), error, self.error_title)
 
 
 class BackgroundOp(Operation):

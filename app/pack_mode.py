@@ -5,7 +5,10 @@ Rating page, and every rating lands in the pack file to send back.
 folder like any project, with the pack's annotator as the one who rates. Ratings are committed to that folder at
 once (as everywhere); this controller also writes them into the `.sbpack` itself — 1.5 s after the last change,
 on "Save Ratings into Pack" (Ctrl+S) and when the pack is closed — so the file to send back is never stale for
-long. The zip is replaced atomically: a crash leaves the previous pack, and the folder keeps every rating."""
+long. The zip is replaced atomically: a crash leaves the previous pack, and the folder keeps every rating. A save
+that fails (the pack moved away, a full disk, a file another program holds) is said in the status bar, in the
+warning tone, until a save succeeds; only Ctrl+S, which the annotator asked for, answers with a dialog: one popping
+up 1.5 s after a rating would take the next rating keys."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner
+from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, explained_error
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.qc.packs import PACK_SUFFIX, open_pack, pack_folder, read_pack, save_pack_ratings
 
@@ -62,7 +65,7 @@ class PackController(QObject):
     """Keeps the open pack's file in step with the ratings made in it."""
 
     saved = Signal(int)  # how many ratings the pack file now carries
-    status_changed = Signal(str)
+    status_changed = Signal(str, bool)  # the status line, and whether it warns (the last save failed)
 
     def __init__(self, runner: OperationRunner, parent: QObject | None = None):
         super().__init__(parent)
@@ -71,34 +74,35 @@ class PackController(QObject):
         self.dirty = False
         self.saving: Operation | None = None
         self.last_saved: int | None = None
+        self.problem: str | None = None  # why the last save into the pack file failed; None once one succeeds
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(SAVE_DELAY_MS)
         self._timer.timeout.connect(self.save)
 
     def opened(self, pack: OpenedPack | None) -> None:
-        self.pack, self.dirty, self.last_saved = pack, False, None
+        self.pack, self.dirty, self.last_saved, self.problem = pack, False, None, None
         self._timer.stop()
-        self.status_changed.emit(self.describe())
+        self._tell()
 
     def ratings_changed(self) -> None:
         if self.pack is not None:
             self.dirty = True
             self._timer.start()
-            self.status_changed.emit(self.describe())
+            self._tell()
 
-    def save(self) -> Operation | None:
+    def save(self, asked: bool = False) -> Operation | None:
         """Write the folder's ratings into the pack file (off the UI thread); a save in flight is followed by
-        another when ratings arrived meanwhile."""
+        another when ratings arrived meanwhile. `asked` (Ctrl+S): a failure is a dialog too."""
         if self.pack is None:
             return None
         if self.saving is not None:
             self._timer.start()  # try again once this one is done
             return self.saving
-        self.saving = self._start_save(self.pack.path)
+        self.saving = self._start_save(self.pack.path, asked)
         return self.saving
 
-    def _start_save(self, path: Path) -> Operation:
+    def _start_save(self, path: Path, asked: bool = False) -> Operation:
         self.dirty = False
         operation = BackgroundOp(
             self.runner,
@@ -108,7 +112,7 @@ class PackController(QObject):
             error_title="Cannot save ratings into the pack",
         )
         operation.success(lambda count: self._saved(path, count))
-        operation.failure(lambda error: self._failed(path), dialog=True)
+        operation.failure(lambda error: self._failed(path, error), dialog=asked)
         operation.finished.connect(lambda: self._finished(operation))
         return operation.run()
 
@@ -123,24 +127,33 @@ class PackController(QObject):
         self._timer.stop()
         self.pack = None
         self.saving = None
-        self.status_changed.emit("")
+        self.status_changed.emit("", False)
         return operation
 
     def _saved(self, path: Path, count: int) -> None:
         if self.pack is not None and self.pack.path == path:
-            self.last_saved = count
-            self.status_changed.emit(self.describe())
+            self.last_saved, self.problem = count, None
+            self._tell()
         self.saved.emit(count)
 
-    def _failed(self, path: Path) -> None:
+    def _failed(self, path: Path, error: BaseException) -> None:
         if self.pack is not None and self.pack.path == path:
             self.dirty = True
-            self.status_changed.emit(self.describe())
+            self.problem = explained_error(error) or f"{type(error).__name__}: {error}"
+            self._tell()
+
+    def _tell(self) -> None:
+        self.status_changed.emit(self.describe(), self.problem is not None)
 
     def describe(self) -> str:
         if self.pack is None:
             return ""
         head = f"Pack {self.pack.path.name} · queue {self.pack.queue} · rating as {self.pack.annotator}"
+        if self.problem is not None:
+            return (
+                f"{head} · NOT saved into the pack: {self.problem}. Your ratings are kept in {self.pack.folder.name} "
+                "and go into the pack at the next save that works (Ctrl+S)"
+            )
         if self.dirty:
             return f"{head} · saving…"
         if self.last_saved is not None:

@@ -112,6 +112,34 @@ def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pac
     assert window.recent_projects()[0] == str(packed)
 
 
+def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialog(window, qtbot, packed, dialogs):
+    """The pack file moved (sent, tidied away) while its queue is rated: every save into it fails. Before, the
+    failure's dialog could not be made (a TypeError on stderr, its parent a QObject) and the status bar said
+    "saving…" for good, so the annotator believed the pack held ratings it lacked. Now the status bar says it,
+    in the warning tone, with no dialog to take the next rating keys; Ctrl+S, asked for, is a dialog; with the
+    file back, the next save writes every rating and the warning goes."""
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 1, timeout=10_000)
+    away = packed.with_name("sent-ana.sbpack")
+    packed.rename(away)
+    press(page, qtbot, Qt.Key.Key_2)
+    qtbot.waitUntil(lambda: window.packs.problem is not None, timeout=10_000)
+    text = window.pack_label.text()
+    assert "NOT saved into the pack" in text and "no such pack file" in text and "saving…" not in text
+    assert "ana.sbpack.d" in text and window.pack_label.styleSheet().startswith("color:")
+    assert dialogs == []  # nothing took the keyboard from the session
+    press(page, qtbot, Qt.Key.Key_3)  # rating goes on
+    window.save_pack_action.trigger()
+    qtbot.waitUntil(lambda: len(dialogs) == 1, timeout=10_000)
+    assert dialogs[0].title == "Cannot save ratings into the pack" and "no such pack file" in dialogs[0].text
+    away.rename(packed)
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: window.packs.problem is None and len(pack_ratings(packed)) == 4, timeout=10_000)
+    assert "4 ratings saved into the pack" in window.pack_label.text() and window.pack_label.styleSheet() == ""
+
+
 @pytest.mark.slow
 def test_a_damaged_pack_is_a_dialog_and_no_folder_is_left(window, qtbot, tmp_path, dialogs):
     bad = tmp_path / "bad.sbpack"
