@@ -710,7 +710,7 @@ class MainWindow(QMainWindow):
     def save_window_state(self) -> None:
         """Remember the window's normal geometry, whether it was maximized and the page shown (QSettings)."""
         normal = self.geometry()
-        if self.isMaximized():
+        if self.windowState() & MAXIMIZED_STATES:  # maximized or full screen: the geometry it returns to
             normal = self._normal_geometries[-1][1] if self._normal_geometries else self.normalGeometry()
         self.settings.setValue(WINDOW_GEOMETRY_KEY, [normal.x(), normal.y(), normal.width(), normal.height()])
         self.settings.setValue(WINDOW_MAXIMIZED_KEY, self.isMaximized())
@@ -1111,19 +1111,24 @@ class MainWindow(QMainWindow):
         elif event.type() == QEvent.Type.WindowStateChange and self.windowState() & NOT_NORMAL_STATES:
             # the geometries of the last moments were the window manager's, sent before the state: not normal ones
             settled = time.monotonic() - STATE_CHANGE_S
-            kept = [(when, geometry) for when, geometry in self._normal_geometries if when <= settled]
-            self._normal_geometries = kept or self._normal_geometries[:1]
+            self._normal_geometries = [(when, shape) for when, shape in self._normal_geometries if when <= settled]
         elif event.type() == QEvent.Type.WindowStateChange and event.oldState() & MAXIMIZED_STATES:
-            keep_frame_on_screen(self)  # back from maximized: a size chosen before its frame was known is fitted
+            self._remember_normal_geometry(settled=True)  # the window manager sent the size before the state
+            keep_frame_on_screen(self, fitted=self._remember_fitted_geometry)  # a size from before a frame
 
-    def _remember_normal_geometry(self) -> None:
+    def _remember_fitted_geometry(self, _geometry: QRect) -> None:
+        self._remember_normal_geometry(settled=True)
+
+    def _remember_normal_geometry(self, settled: bool = False) -> None:
         """Keep the window's recent geometries while it is neither maximized nor full screen: what it returns to.
         Qt's own normalGeometry is the maximized one when a window manager on X11 maximized it (the title bar's
         button, a double click): the new size arrives before the new state, so Qt takes it for the normal one."""
         if self.isVisible() and not self.windowState() & NOT_NORMAL_STATES:
             geometry = self.geometry()
-            if not self._normal_geometries or self._normal_geometries[-1][1] != geometry:
-                self._normal_geometries = [*self._normal_geometries[-7:], (time.monotonic(), geometry)]
+            when = time.monotonic() - (STATE_CHANGE_S if settled else 0.0)  # settled: never taken for the WM's
+            if self._normal_geometries and self._normal_geometries[-1][1] == geometry:
+                when = min(when, self._normal_geometries.pop()[0])
+            self._normal_geometries = [*self._normal_geometries[-7:], (when, geometry)]
 
     def moveEvent(self, event) -> None:
         super().moveEvent(event)
@@ -1137,7 +1142,8 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._frame_kept_on_screen:
             self._frame_kept_on_screen = True
-            keep_frame_on_screen(self)
+            self._remember_normal_geometry(settled=True)  # restored or made: where it returns to from maximized
+            keep_frame_on_screen(self, fitted=self._remember_fitted_geometry)
 
     def closeEvent(self, event) -> None:
         self.save_window_state()

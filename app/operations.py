@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -87,9 +88,24 @@ def show_error(parent: QWidget | None, error: BaseException, title: str = "Spoke
 def replace_dialog(previous: QWidget | None) -> None:
     """Delete the closed dialog a page kept from its last opening, before it makes the next: a dialog made at
     each opening (a note per clip, Settings) otherwise stays with its window until the page goes, one more each
-    time for an annotator's hours. One still open is left alone."""
-    if previous is not None and shiboken6.isValid(previous) and not previous.isVisible():
-        previous.deleteLater()
+    time for an annotator's hours. One still open is left alone; one whose work still runs — operations it
+    started, or those in its `operations` list, whose callbacks reach it (a key being tested, rating keys being
+    saved, a speaker being added) — goes once the last of them has delivered its outcome."""
+    if previous is None or not shiboken6.isValid(previous) or previous.isVisible():
+        return
+    running = [operation for runner in list(_RUNNERS) for operation in runner.running]
+    listed = getattr(previous, "operations", ())
+    pending = [operation for operation in running if operation in listed or _started_from(operation, previous)]
+    if pending:
+        for operation in pending:  # `finished` comes after its callbacks, once it left `running`
+            operation.finished.connect(lambda: replace_dialog(previous))
+        return
+    previous.deleteLater()
+
+
+def _started_from(operation: Operation, dialog: QWidget) -> bool:
+    parent = operation._live_parent()
+    return parent is dialog or (isinstance(parent, QWidget) and dialog.isAncestorOf(parent))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -166,6 +182,7 @@ class ProjectMonitor(threading.Thread):
 # Where operations run
 
 
+_RUNNERS: weakref.WeakSet[OperationRunner] = weakref.WeakSet()  # every runner, for replace_dialog
 TRIM_DELAY_MS = 50  # after the last operation ended: its outcome slots and their follow-up events have run
 
 
@@ -181,6 +198,7 @@ class OperationRunner(QObject):
         self.pool = concurrent.futures.ThreadPoolExecutor(max_read_threads, thread_name_prefix="spokenbench-read")
         self._reads: set[concurrent.futures.Future] = set()
         self.running: list[Operation] = []
+        _RUNNERS.add(self)
         self._ending: list[Operation] = []
         self._forget_soon = QTimer(self, singleShot=True, interval=0)
         self._forget_soon.timeout.connect(self._forget_ended)

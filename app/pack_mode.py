@@ -98,6 +98,8 @@ class PackController(QObject):
             return None
         if self.saving is not None:
             self._timer.start()  # try again once this one is done
+            if asked:  # Ctrl+S during an automatic save: its failure, if it fails, is a dialog
+                self.saving.failure(lambda _error: None, dialog=True)
             return self.saving
         self.saving = self._start_save(self.pack.path, asked)
         return self.saving

@@ -295,15 +295,18 @@ class RatingPage(QWidget):
 
         def create(spec: dict) -> None:
             shown, result = previews["last"]
-            WriteOp(
-                self.session,
-                lambda project: store_queue(project, {**shown, "name": spec["name"]}, result),
-                changes={"rating_queues", "rating_queue_clips", "clips", "control_clips"},
-                label=f"Creating rating queue {spec['name']}",
-                parent=self,
-            ).success(lambda _created: (dialog.accept(), self.refresh_queues())).failure(
-                lambda error: dialog.show_message(str(error))
-            ).run()
+            operation = (
+                WriteOp(
+                    self.session,
+                    lambda project: store_queue(project, {**shown, "name": spec["name"]}, result),
+                    changes={"rating_queues", "rating_queue_clips", "clips", "control_clips"},
+                    label=f"Creating rating queue {spec['name']}",
+                    parent=self,
+                )
+                .success(lambda _created: (dialog.accept(), self.refresh_queues()))
+                .failure(lambda error: dialog.show_message(str(error)))
+            )
+            dialog.operations.append(operation.run())  # its callbacks reach the dialog (replace_dialog)
 
         dialog.preview_requested.connect(preview)
         dialog.create_requested.connect(create)

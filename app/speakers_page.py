@@ -269,17 +269,20 @@ class SpeakersPage(QWidget):
         ).success(dialog.add_languages).run()
 
         def submit(values: dict) -> None:
-            WriteOp(
-                self.session,
-                lambda project: add_speaker(
-                    project, values["name"], values["language"], values["accent"], values["gender"], values["notes"]
-                ),
-                changes={"speakers"},
-                label=f"Adding speaker {values['name']}",
-                parent=self,
-            ).success(lambda speaker: (dialog.accept(), self._added(speaker))).failure(
-                lambda error: dialog.show_error(str(error))
-            ).run()
+            operation = (
+                WriteOp(
+                    self.session,
+                    lambda project: add_speaker(
+                        project, values["name"], values["language"], values["accent"], values["gender"], values["notes"]
+                    ),
+                    changes={"speakers"},
+                    label=f"Adding speaker {values['name']}",
+                    parent=self,
+                )
+                .success(lambda speaker: (dialog.accept(), self._added(speaker)))
+                .failure(lambda error: dialog.show_error(str(error)))
+            )
+            dialog.operations.append(operation.run())  # its callbacks reach the dialog (replace_dialog)
 
         dialog.submitted.connect(submit)
         dialog.open()

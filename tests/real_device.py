@@ -483,15 +483,20 @@ def run_output_outage(
 
 
 def launch_rating_session(
-    desktop: RealDesktop, project_folder: Path, work: Path, figures: SessionFigures, app_command: list[str] | None
+    desktop: RealDesktop,
+    project_folder: Path,
+    work: Path,
+    figures: SessionFigures,
+    app_command: list[str] | None,
+    keep_settings: bool = False,
 ):
-    """The app started on the project with the annotator set, its Rating page open (Ctrl+3) on the stress queue
-    (↓ Enter), the watchdog on: (process, heartbeat, log); process None when that did not happen (`notes` says
-    why)."""
+    """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`), its
+    Rating page open (Ctrl+3) on the stress queue (↓ Enter), the watchdog on: (process, heartbeat, log); process
+    None when that did not happen (`notes` says why)."""
     config, heartbeat_path = work / "config", work / "heartbeat"
     settings = config / "SpokenBench" / "SpokenBench Studio.conf"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    if not settings.exists():  # a second start keeps what the first left (the window's geometry, recent projects)
+    if not (keep_settings and settings.exists()):  # kept: a second start as the first left it (its geometry)
         settings.write_text(f"[annotator]\nname={ANNOTATOR}\n", encoding="utf-8")
     log = (work / "app.log").open("w")
     command = app_command or [shutil.which("spokenbench-studio") or "spokenbench-studio"]

@@ -46,6 +46,7 @@ class QueueDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.operations: list = []  # the app's work whose callbacks reach this dialog
         self.setWindowTitle("Create rating queue")
         self.resize(720, 560)
         self.name_edit = QLineEdit()

@@ -179,6 +179,7 @@ class AddSpeakerDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None, languages: list[str] | None = None):
         super().__init__(parent)
+        self.operations: list = []  # the app's work whose callbacks reach this dialog
         self.setWindowTitle("Add speaker")
         self.name_edit = QLineEdit()
         self.language_box = QComboBox()

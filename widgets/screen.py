@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QMargins, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QWidget
@@ -72,13 +74,13 @@ FRAME_WAIT_MS, FRAME_POLLS = 100, 30  # a window manager frames a new window wit
 SCREENLESS_PLATFORMS = frozenset({"offscreen", "minimal"})
 
 
-def keep_frame_on_screen(window: QWidget) -> None:
+def keep_frame_on_screen(window: QWidget, fitted: Callable[[QRect], None] | None = None) -> None:
     """Once the window manager has framed the shown `window` (its title bar is known only then, on X11 from
     _NET_FRAME_EXTENTS), fit the frame into the screen's free area: a window sized to a 720-pixel laptop screen
     before it had a title bar otherwise ends below the screen's edge or under its panel, its status bar hidden.
     Nothing for a maximized or full-screen window (the window manager fits those), nor where no window manager
     adds a frame (polls for FRAME_POLLS × FRAME_WAIT_MS, then stops), nor on Qt's screenless platforms, whose
-    made-up 800×800 screen the tests' windows are larger than on purpose."""
+    made-up 800×800 screen the tests' windows are larger than on purpose. `fitted` is told the geometry given."""
     if QGuiApplication.platformName() in SCREENLESS_PLATFORMS:
         return
     timer = QTimer(window)
@@ -95,9 +97,11 @@ def keep_frame_on_screen(window: QWidget) -> None:
         timer.deleteLater()
         if not framed or screen is None or window.windowState() & (Qt.WindowMaximized | Qt.WindowFullScreen):
             return
-        fitted = frame_fitted_geometry(window.geometry(), handle.frameMargins(), screen.availableGeometry())
-        if fitted is not None:
-            window.setGeometry(fitted)
+        geometry = frame_fitted_geometry(window.geometry(), handle.frameMargins(), screen.availableGeometry())
+        if geometry is not None:
+            window.setGeometry(geometry)
+            if fitted is not None:
+                fitted(geometry)
 
     timer.timeout.connect(poll)
     timer.start()

@@ -95,7 +95,7 @@ def main() -> None:
             close_app(desktop, process, heart, log, figures)
         print(f"Ctrl+Q: exit code {figures.exit_code}")
         figures = SessionFigures(0)
-        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
+        process, heart, log = launch_rating_session(desktop, project, out, figures, None, keep_settings=True)
         if process is None:
             raise SystemExit("\n".join(figures.notes))
         try:

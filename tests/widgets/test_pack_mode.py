@@ -2,6 +2,7 @@
 annotator, the ratings reach the .sbpack file (debounced, on Ctrl+S, on close), and `unpack` at home merges
 exactly them; a damaged pack is a dialog, never a traceback. Plus the QC dashboard's click-through to a clip."""
 
+import time
 import zipfile
 
 import pytest
@@ -112,7 +113,9 @@ def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pac
     assert window.recent_projects()[0] == str(packed)
 
 
-def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialog(window, qtbot, packed, dialogs):
+def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialog(
+    window, qtbot, packed, dialogs, monkeypatch
+):
     """The pack file moved (sent, tidied away) while its queue is rated: every save into it fails. Before, the
     failure's dialog could not be made (a TypeError on stderr, its parent a QObject) and the status bar said
     "saving…" for good, so the annotator believed the pack held ratings it lacked. Now the status bar says it,
@@ -130,14 +133,17 @@ def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialo
     assert "NOT saved into the pack" in text and "no such pack file" in text and "saving…" not in text
     assert "ana.sbpack.d" in text and window.pack_label.styleSheet().startswith("color:")
     assert dialogs == []  # nothing took the keyboard from the session
+    real_save = pack_mode.save_ratings_in_order
+    monkeypatch.setattr(pack_mode, "save_ratings_in_order", lambda path: (time.sleep(0.5), real_save(path))[1])
     press(page, qtbot, Qt.Key.Key_3)  # rating goes on
+    qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)  # Ctrl+S while it saves by itself
     window.save_pack_action.trigger()
     qtbot.waitUntil(lambda: len(dialogs) == 1, timeout=10_000)
     assert dialogs[0].title == "Cannot save ratings into the pack" and "no such pack file" in dialogs[0].text
     away.rename(packed)
     press(page, qtbot, Qt.Key.Key_1)
-    qtbot.waitUntil(lambda: window.packs.problem is None and len(pack_ratings(packed)) == 4, timeout=10_000)
-    assert "4 ratings saved into the pack" in window.pack_label.text() and window.pack_label.styleSheet() == ""
+    qtbot.waitUntil(lambda: "4 ratings saved into the pack" in window.pack_label.text(), timeout=15_000)
+    assert window.packs.problem is None and len(pack_ratings(packed)) == 4 and window.pack_label.styleSheet() == ""
 
 
 @pytest.mark.slow

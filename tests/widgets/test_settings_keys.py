@@ -104,3 +104,45 @@ def test_settings_opened_again_and_again_keeps_one_dialog(window, qtbot):
         dialog.reject()
         qtbot.wait(1)
     qtbot.waitUntil(lambda: len(window.findChildren(SettingsDialog)) == 1)
+
+
+def message_boxes(widget) -> list[tuple[str, str]]:
+    from PySide6.QtWidgets import QMessageBox
+
+    return [(box.windowTitle(), box.text()) for box in widget.findChildren(QMessageBox)]
+
+
+def test_rating_keys_saved_after_settings_was_opened_again_reach_the_session(window, qtbot, monkeypatch):
+    """OK with new keys while the writer is busy, then Ctrl+, again at once: the first dialog, replaced, was
+    deleted before its save delivered the keys ("Signal source has been deleted" in an Unexpected error box,
+    and the session kept the old keys). It now goes once its save has delivered them."""
+    import time
+
+    import spokenbench.app.settings_dialog as settings_module
+
+    real_save = settings_module.save_keymap
+    monkeypatch.setattr(settings_module, "save_keymap", lambda *args: (time.sleep(1.0), real_save(*args))[1])
+    window.show_page("rating")
+    page = window.page_widgets["rating"]
+    page.open_queue("demo-qc")
+    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=10_000)
+    dialog = open_settings(window, qtbot)
+    dialog.keymap_editor.set_keys("rate_incorrect", "L")
+    dialog.accept()
+    window.open_settings()
+    qtbot.waitUntil(lambda: list(page.view.keymap.get("rate_incorrect", ())) == ["L"], timeout=10_000)
+    assert message_boxes(window) == []
+
+
+def test_a_key_test_ending_after_settings_was_opened_again_is_no_error(window, qtbot, monkeypatch):
+    import time
+
+    import spokenbench.app.settings_dialog as settings_module
+
+    monkeypatch.setattr(settings_module, "test_key", lambda *args, **kwargs: (time.sleep(1.0), "ok")[1])
+    dialog = open_settings(window, qtbot)
+    dialog.test_key("openai")
+    dialog.reject()
+    window.open_settings()
+    qtbot.wait(1600)  # an exception in its callback on the deleted dialog would fail the test (pytest-qt)
+    assert message_boxes(window) == []

@@ -412,3 +412,24 @@ def test_a_take_played_while_the_sound_output_fails_is_followed_by_the_window(
     assert player.state.output_failed and player.state.error.startswith("Cannot play the take: the sound output")
     player.close()
     assert player.join(2.0)
+
+
+def test_a_speaker_added_after_add_speaker_was_opened_again_is_listed_and_chosen(page, qtbot, monkeypatch):
+    """Add speaker submitted, Esc while it is stored, Add speaker again: the first dialog, replaced, was deleted
+    before its write delivered ("AddSpeakerDialog already deleted" in an Unexpected error box, Kim not chosen)."""
+    import time
+
+    from PySide6.QtWidgets import QMessageBox
+
+    import spokenbench.app.speakers_page as speakers_module
+
+    real_add = speakers_module.add_speaker
+    monkeypatch.setattr(speakers_module, "add_speaker", lambda *args: (time.sleep(1.0), real_add(*args))[1])
+    dialog = page.open_add_dialog()
+    dialog.name_edit.setText("Kim")
+    dialog.language_box.setCurrentText("ko")
+    dialog.buttons.accepted.emit()
+    dialog.reject()
+    page.open_add_dialog()
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.name == "Kim", timeout=10_000)
+    assert [box.text() for box in page.findChildren(QMessageBox)] == []

@@ -114,3 +114,40 @@ def test_a_window_maximized_by_the_window_manager_remembers_the_size_before(make
     stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
     assert stored == [before.x(), before.y(), before.width(), before.height()]
     assert str(settings.value(WINDOW_MAXIMIZED_KEY)).lower() == "true"
+
+
+def test_a_restored_window_the_window_manager_maximized_remembers_the_size_it_was_restored_at(
+    make_window, qtbot, settings
+):
+    """The second start on: a window restored and never moved had no geometry of its own kept, and the
+    window manager's own resize (sent before the new state) was saved, so a third start un-maximized filled
+    the screen, borders off it (found by the round's review on xfwm4)."""
+    available = QGuiApplication.primaryScreen().availableGeometry()
+    settings.setValue(WINDOW_GEOMETRY_KEY, [available.left() + 40, available.top() + 50, 700, 520])
+    window = make_window()  # restored, then shown
+    qtbot.waitExposed(window)
+    restored = window.geometry()
+    window.setGeometry(available)  # the window manager's resize, before its new state, at once
+    qtbot.wait(50)
+    window.setWindowState(Qt.WindowState.WindowMaximized)
+    qtbot.waitUntil(window.isMaximized)
+    window.save_window_state()
+    stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
+    assert stored == [restored.x(), restored.y(), restored.width(), restored.height()]
+
+
+def test_full_screen_remembers_the_geometry_before_too(make_window, qtbot, settings):
+    """Only a maximized window's geometry before was saved: full screen saved the screen's size."""
+    available = QGuiApplication.primaryScreen().availableGeometry()
+    window = make_window()
+    qtbot.waitExposed(window)
+    window.setGeometry(available.left() + 30, available.top() + 40, 700, 520)
+    qtbot.wait(700)
+    before = window.geometry()
+    window.setGeometry(available)  # the window manager's (xfwm4's Alt+F11) new size, before its new state
+    qtbot.wait(50)
+    window.setWindowState(Qt.WindowState.WindowFullScreen)
+    qtbot.waitUntil(lambda: bool(window.windowState() & Qt.WindowState.WindowFullScreen))
+    window.save_window_state()
+    stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
+    assert stored == [before.x(), before.y(), before.width(), before.height()]
