@@ -944,6 +944,7 @@ class MainWindow(QMainWindow):
     def _show_pack_status(self, text: str, warns: bool) -> None:
         self.pack_label.setText(text)
         self.pack_label.setVisible(bool(text))
+        self.pack_label.setToolTip(self.packs.explain())
         set_toned_sheet(self.pack_label, "color: $warning" if warns else "")
 
     # --- opening -------------------------------------------------------------------------------------------

@@ -147,15 +147,23 @@ class PackController(QObject):
     def _tell(self) -> None:
         self.status_changed.emit(self.describe(), self.problem is not None)
 
+    def explain(self) -> str:
+        """The status line's tooltip: what failed, and that nothing rated is lost."""
+        if self.pack is None or self.problem is None:
+            return ""
+        return (
+            f"The last save into {self.pack.path} failed: {self.problem}. Every rating is kept in "
+            f"{self.pack.folder}, and the next save that works writes them all into the pack (after the next "
+            "rating, or File → Save Ratings into Pack, Ctrl+S). Send the pack back only once this line says so."
+        )
+
     def describe(self) -> str:
         if self.pack is None:
             return ""
         head = f"Pack {self.pack.path.name} · queue {self.pack.queue} · rating as {self.pack.annotator}"
-        if self.problem is not None:
-            return (
-                f"{head} · NOT saved into the pack: {self.problem}. Your ratings are kept in {self.pack.folder.name} "
-                "and go into the pack at the next save that works (Ctrl+S)"
-            )
+        if self.problem is not None:  # short enough for a 1280-pixel status bar; the whole story: `explain`
+            reason = self.problem.removeprefix(f"{self.pack.path}: ")
+            return f"Pack {self.pack.path.name} NOT saved: {reason} · ratings kept in {self.pack.folder.name} · Ctrl+S"
         if self.dirty:
             return f"{head} · saving…"
         if self.last_saved is not None:

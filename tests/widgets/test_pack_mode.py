@@ -129,9 +129,10 @@ def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialo
     packed.rename(away)
     press(page, qtbot, Qt.Key.Key_2)
     qtbot.waitUntil(lambda: window.packs.problem is not None, timeout=10_000)
-    text = window.pack_label.text()
-    assert "NOT saved into the pack" in text and "no such pack file" in text and "saving…" not in text
-    assert "ana.sbpack.d" in text and window.pack_label.styleSheet().startswith("color:")
+    text, told = window.pack_label.text(), window.pack_label.toolTip()
+    assert text == "Pack ana.sbpack NOT saved: no such pack file · ratings kept in ana.sbpack.d · Ctrl+S"
+    assert f"{packed}: no such pack file" in told and "Every rating is kept in" in told
+    assert window.pack_label.styleSheet().startswith("color:")
     assert dialogs == []  # nothing took the keyboard from the session
     real_save = pack_mode.save_ratings_in_order
     monkeypatch.setattr(pack_mode, "save_ratings_in_order", lambda path: (time.sleep(0.5), real_save(path))[1])
