@@ -562,6 +562,38 @@ def close_app(desktop: RealDesktop, process: subprocess.Popen, heart: Heartbeat,
     log.close()
 
 
+def frame_inside(frame: tuple[int, int, int, int], area: tuple[int, int, int, int]) -> bool:
+    """Whether a window's frame (`RealDesktop.frame`) lies within an area (`RealDesktop.work_area`)."""
+    x, y, width, height = frame
+    left, top, area_width, area_height = area
+    return x >= left and y >= top and x + width <= left + area_width and y + height <= top + area_height
+
+
+def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
+    """The app's visible window (waited for)."""
+    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+    return found.stdout.split()[0]
+
+
+@contextlib.contextmanager
+def app_on(desktop: RealDesktop, opened: Path, out: Path):
+    """`spokenbench-studio OPENED` on the desktop with fresh settings in OUT/config, its window shown; ended
+    (SIGTERM) after."""
+    shutil.rmtree(out / "config", ignore_errors=True)
+    app = subprocess.Popen(
+        ["spokenbench-studio", str(opened)],
+        env=desktop.app_env(out / "config", out / "heartbeat"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        app_window(desktop, app)
+        yield app
+    finally:
+        app.terminate()
+        app.wait(20)
+
+
 def temporary_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="spokenbench-real-device-"))
 

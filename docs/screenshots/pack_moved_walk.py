@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import RealDesktop, demo_in, walk_arguments  # noqa: E402
+from real_device import RealDesktop, app_on, demo_in, walk_arguments  # noqa: E402
 
 
 def counts(pack: Path, folder: Path) -> str:
@@ -38,38 +38,29 @@ def main() -> None:
     for stale in (pack, sent):
         stale.unlink(missing_ok=True)
     shutil.rmtree(out / "bo.sbpack.d", ignore_errors=True)
-    shutil.rmtree(out / "config", ignore_errors=True)
     sent.parent.mkdir(exist_ok=True)
     command = ["spokenbench", "pack", str(demo_in(out)), "--queue", "demo-qc", "--annotator", "bo", "--out", str(pack)]
     subprocess.run(command, check=True, capture_output=True)
-    with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop:
-        app = subprocess.Popen(
-            ["spokenbench-studio", str(pack)],
-            env=desktop.app_env(out / "config", out / "heartbeat"),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(app.pid), timeout=60)
-            time.sleep(6.0)  # the pack is unpacked and its queue opened on the Rating page
-            desktop.xdotool("key", "1")
-            time.sleep(3.0)  # saved into the pack 1.5 s after the last rating
-            print(f"rated one: {counts(pack, out / 'bo.sbpack.d')}")
-            shutil.move(pack, sent)
-            for key in "2312312":
-                desktop.xdotool("key", key)
-                time.sleep(0.9)
-            time.sleep(3.0)
-            desktop.screenshot(out / "pack-moved.png")
-            print(f"moved away, seven more: {counts(pack, out / 'bo.sbpack.d')}")
-            shutil.move(sent, pack)
-            desktop.xdotool("key", "3")
-            time.sleep(4.0)
-            desktop.screenshot(out / "pack-back.png")
-            print(f"back, one more: {counts(pack, out / 'bo.sbpack.d')}")
-        finally:
-            app.terminate()
-            app.wait(20)
+    with (
+        RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop,
+        app_on(desktop, pack, out),
+    ):
+        time.sleep(6.0)  # the pack is unpacked and its queue opened on the Rating page
+        desktop.xdotool("key", "1")
+        time.sleep(3.0)  # saved into the pack 1.5 s after the last rating
+        print(f"rated one: {counts(pack, out / 'bo.sbpack.d')}")
+        shutil.move(pack, sent)
+        for key in "2312312":
+            desktop.xdotool("key", key)
+            time.sleep(0.9)
+        time.sleep(3.0)
+        desktop.screenshot(out / "pack-moved.png")
+        print(f"moved away, seven more: {counts(pack, out / 'bo.sbpack.d')}")
+        shutil.move(sent, pack)
+        desktop.xdotool("key", "3")
+        time.sleep(4.0)
+        desktop.screenshot(out / "pack-back.png")
+        print(f"back, one more: {counts(pack, out / 'bo.sbpack.d')}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import RealDesktop, demo_in, walk_arguments  # noqa: E402
+from real_device import RealDesktop, app_on, demo_in, walk_arguments  # noqa: E402
 
 
 def main() -> None:
@@ -31,26 +31,16 @@ def main() -> None:
     try:
         subprocess.run(["cp", str(pack), str(mount)], check=True)
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
-        with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop:
-            config, heartbeat = out / "config", out / "heartbeat"
-            subprocess.run(["rm", "-rf", str(config)], check=True)
-            app = subprocess.Popen(
-                ["spokenbench-studio", str(mount / pack.name)],
-                env=desktop.app_env(config, heartbeat),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            try:
-                desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(app.pid), timeout=60)
-                time.sleep(5.0)  # the pack is read on a worker thread; the dialog comes up over the window
-                desktop.screenshot(out / "read-only-pack.png")
-                desktop.xdotool("key", "Return")
-                time.sleep(1.5)
-                desktop.screenshot(out / "read-only-pack-closed.png")
-                print(f"open files in {mount}: {sorted(p.name for p in mount.iterdir())}")
-            finally:
-                app.terminate()
-                app.wait(20)
+        with (
+            RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop,
+            app_on(desktop, mount / pack.name, out),
+        ):
+            time.sleep(5.0)  # the pack is read on a worker thread; the dialog comes up over the window
+            desktop.screenshot(out / "read-only-pack.png")
+            desktop.xdotool("key", "Return")
+            time.sleep(1.5)
+            desktop.screenshot(out / "read-only-pack-closed.png")
+            print(f"files in {mount}: {sorted(p.name for p in mount.iterdir())}")
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 

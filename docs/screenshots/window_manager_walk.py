@@ -25,28 +25,19 @@ from real_device import (  # noqa: E402
     RealDesktop,
     SessionFigures,
     add_stress_queue,
+    app_window,
     close_app,
     demo_in,
+    frame_inside,
     launch_rating_session,
     stored_ratings,
     walk_arguments,
 )
 
 
-def inside(frame: tuple[int, int, int, int], area: tuple[int, int, int, int]) -> bool:
-    x, y, width, height = frame
-    left, top, area_width, area_height = area
-    return x >= left and y >= top and x + width <= left + area_width and y + height <= top + area_height
-
-
-def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
-    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
-    return found.stdout.split()[0]
-
-
 def report(desktop: RealDesktop, window: str, what: str) -> bool:
     frame, area = desktop.frame(window), desktop.work_area()
-    fits = inside(frame, area)
+    fits = frame_inside(frame, area)
     state = "maximized" if "MAXIMIZED_VERT" in desktop.xprop("-id", window, "_NET_WM_STATE") else "not maximized"
     print(f"{what}: {state}, frame {frame} in work area {area}: {'inside' if fits else 'NOT INSIDE'}")
     return fits

@@ -4,7 +4,6 @@ title bar, so the walks without a window manager never saw that the first window
 height of a 720- or 768-pixel screen, got a 29-pixel title bar on top and ended under the panel, its status bar
 hidden; opened maximized there now, it fits. Slow (about 40 s a screen); skipped where Xvfb, PulseAudio, xdotool or xfwm4 cannot be installed."""
 
-import subprocess
 import time
 
 import pytest
@@ -12,23 +11,14 @@ from real_device import (
     RealDesktop,
     SessionFigures,
     add_stress_queue,
+    app_window,
     close_app,
+    frame_inside,
     launch_rating_session,
     missing_tools,
     missing_window_manager,
     stored_ratings,
 )
-
-
-def inside(frame: tuple[int, int, int, int], area: tuple[int, int, int, int]) -> bool:
-    x, y, width, height = frame
-    left, top, area_width, area_height = area
-    return x >= left and y >= top and x + width <= left + area_width and y + height <= top + area_height
-
-
-def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
-    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
-    return found.stdout.split()[0]
 
 
 def maximized(desktop: RealDesktop, window: str) -> bool:
@@ -75,10 +65,10 @@ def test_on_a_laptop_screen_with_a_panel_the_whole_window_stays_in_the_work_area
         finally:
             close_app(desktop, process, heart, log, figures)
         assert figures.exit_code == 0, f"Ctrl+Q did not end the app: {figures.notes}"
-        assert opened_maximized and inside(opened, area), f"first open: frame {opened} in the work area {area}"
+        assert opened_maximized and frame_inside(opened, area), f"first open: frame {opened} in the work area {area}"
         assert stored_ratings(demo_copy) == 2, "the rating key after the note dialog did not reach the session"
         assert normal is not None and maximized_again, "Alt+F10 did not switch between maximized and not"
-        assert inside(normal, area), f"un-maximized: frame {normal} not inside the work area {area}"
+        assert frame_inside(normal, area), f"un-maximized: frame {normal} not inside the work area {area}"
 
         for start in ("second", "third"):  # the third: as the second (a restored window) left it
             figures = SessionFigures(0)
