@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QScrollArea,
     QStackedWidget,
@@ -1147,6 +1148,30 @@ class MainWindow(QMainWindow):
             keep_frame_on_screen(self, fitted=self._remember_fitted_geometry)
 
     def closeEvent(self, event) -> None:
+        if not self.quitting_with_a_stale_pack_is_confirmed():
+            event.ignore()
+            return
         self.save_window_state()
         self.shutdown()
         super().closeEvent(event)
+
+    def quitting_with_a_stale_pack_is_confirmed(self) -> bool:
+        """Quitting while the open pack's last save failed: the file to send back lacks ratings, so ask first
+        (No by default). Nothing is lost either way: the folder keeps them, and the next opening saves them."""
+        if self.packs.problem is None or self.packs.pack is None:
+            return True
+        pack = self.packs.pack
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Quit with ratings not in the pack?",
+            f"The last save into {pack.path.name} failed: {self.packs.problem}.\n\nThe pack file lacks ratings made "
+            f"since; do not send it back yet. Every rating is kept in {pack.folder.name} and goes into the pack "
+            "when it is opened again where it can be written.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self,
+        )
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.button(QMessageBox.StandardButton.Yes).setText("Quit anyway")
+        box.button(QMessageBox.StandardButton.No).setText("Stay")
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        return box.exec() == QMessageBox.StandardButton.Yes

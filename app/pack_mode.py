@@ -81,9 +81,13 @@ class PackController(QObject):
         self._timer.timeout.connect(self.save)
 
     def opened(self, pack: OpenedPack | None) -> None:
+        """A pack opened: saved into at once, as the folder may hold ratings the file lacks (a save that failed
+        before the app was closed); a file that already says so is not rewritten."""
         self.pack, self.dirty, self.last_saved, self.problem = pack, False, None, None
         self._timer.stop()
         self._tell()
+        if pack is not None:
+            self.save()
 
     def ratings_changed(self) -> None:
         if self.pack is not None:
@@ -166,6 +170,6 @@ class PackController(QObject):
             return f"Pack {self.pack.path.name} NOT saved: {reason} · ratings kept in {self.pack.folder.name} · Ctrl+S"
         if self.dirty:
             return f"{head} · saving…"
-        if self.last_saved is not None:
+        if self.last_saved:
             return f"{head} · {self.last_saved} ratings saved into the pack at {time.strftime('%H:%M:%S')}"
         return f"{head} · send the .sbpack back when done"

@@ -7,7 +7,8 @@ Packs the demo's queue demo-qc for the annotator bo into OUT/bo.sbpack and start
 OUT/bo.sbpack` on Xvfb with xfwm4, a 40-pixel panel and a PulseAudio null sink (tests/real_device.py). Rates one
 clip with 1 (saved into the pack), moves the pack to OUT/sent/, rates seven more with 2 3 1 2 3 1 2:
 OUT/pack-moved.png (the status bar says the pack was not saved, in the warning tone; no dialog took the keys).
-Moves the pack back and rates one more: OUT/pack-back.png (every rating saved into the pack). Prints the ratings
+Ctrl+Q: OUT/pack-quit-asked.png (asked first, Stay by default; Enter stays). Moves the pack back and rates one
+more: OUT/pack-back.png (every rating saved into the pack). Prints the ratings
 in the pack's folder and in the pack file at each step. Needs Xvfb, PulseAudio, xdotool and xfwm4."""
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def main() -> None:
     subprocess.run(command, check=True, capture_output=True)
     with (
         RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop,
-        app_on(desktop, pack, out),
+        app_on(desktop, pack, out) as app,
     ):
         time.sleep(6.0)  # the pack is unpacked and its queue opened on the Rating page
         desktop.xdotool("key", "1")
@@ -56,6 +57,12 @@ def main() -> None:
         time.sleep(3.0)
         desktop.screenshot(out / "pack-moved.png")
         print(f"moved away, seven more: {counts(pack, out / 'bo.sbpack.d')}")
+        desktop.xdotool("key", "ctrl+q")
+        time.sleep(1.5)
+        desktop.screenshot(out / "pack-quit-asked.png")
+        desktop.xdotool("key", "Return")  # Stay, the default
+        time.sleep(1.0)
+        print(f"Ctrl+Q, then Enter: the app {'is still open' if app.poll() is None else 'ended'}")
         shutil.move(sent, pack)
         desktop.xdotool("key", "3")
         time.sleep(4.0)

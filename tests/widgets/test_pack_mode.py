@@ -147,6 +147,41 @@ def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialo
     assert window.packs.problem is None and len(pack_ratings(packed)) == 4 and window.pack_label.styleSheet() == ""
 
 
+def test_quitting_after_a_failed_save_asks_first_and_the_next_opening_saves_what_the_file_lacks(
+    window, qtbot, packed, dialogs, monkeypatch, tmp_path
+):
+    """The pack file lacked ratings when the app was closed (its last save failed): nothing asked, and an
+    opening later wrote them into it only after one more rating or Ctrl+S, so a finished pack went back stale."""
+    from PySide6.QtWidgets import QMessageBox
+
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 1, timeout=10_000)
+    away = packed.with_name("sent-ana.sbpack")
+    packed.rename(away)
+    press(page, qtbot, Qt.Key.Key_2)
+    qtbot.waitUntil(lambda: window.packs.problem is not None, timeout=10_000)
+    asked = []
+    answer = [QMessageBox.StandardButton.No]
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: asked.append(box.text()) or answer[0])
+    window.close()
+    assert window.isVisible() and "do not send it back yet" in asked[0]  # Stay: the window stays
+    answer[0] = QMessageBox.StandardButton.Yes
+    window.close()
+    assert not window.isVisible() and len(asked) == 2
+    away.rename(packed)
+    assert len(pack_ratings(packed)) == 1  # the file lacks the second rating
+
+    settings = QSettings(str(tmp_path / "again.ini"), QSettings.Format.IniFormat)
+    again = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(again)
+    again.show()
+    again.open_pack_file(packed)
+    qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 2, timeout=10_000)  # no key pressed
+    again.shutdown()
+
+
 @pytest.mark.slow
 def test_a_damaged_pack_is_a_dialog_and_no_folder_is_left(window, qtbot, tmp_path, dialogs):
     bad = tmp_path / "bad.sbpack"
