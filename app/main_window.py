@@ -786,20 +786,31 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction("Clear list", lambda: self.settings.setValue(RECENT_KEY, []))
 
     # --- actions -------------------------------------------------------------------------------------------
+    def starting_folder(self) -> str:
+        """Where a file dialog opens: the folder of the project or pack used last, where it still is (a pack
+        from the same sender lands beside the last one), else the home folder — never the folder the app
+        happened to be started from."""
+        for recent in self.recent_projects():
+            folder = Path(recent).parent
+            if folder.is_dir():
+                return str(folder)
+        return str(Path.home())
+
     def choose_project(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open SpokenBench project")
+        folder = QFileDialog.getExistingDirectory(self, "Open SpokenBench project", self.starting_folder())
         if folder:
             self.open_project(Path(folder))
 
     def choose_pack(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Open annotation pack", "", "Annotation packs (*.sbpack);;All files (*)"
+            self, "Open annotation pack", self.starting_folder(), "Annotation packs (*.sbpack);;All files (*)"
         )
         if path:
             self.open_pack_file(Path(path))
 
     def choose_demo_folder(self, real: bool = False) -> None:
-        folder, _ = QFileDialog.getSaveFileName(self, "New folder for the demo project", "demo-project")
+        suggested = str(Path(self.starting_folder()) / "demo-project")
+        folder, _ = QFileDialog.getSaveFileName(self, "New folder for the demo project", suggested)
         if folder:
             self.build_demo(Path(folder), real=real)
 
@@ -807,7 +818,7 @@ class MainWindow(QMainWindow):
         if self.session is None:
             return
         files, _ = QFileDialog.getOpenFileNames(
-            self, "Import items", "", "Tables (*.csv *.tsv *.jsonl *.parquet);;All files (*)"
+            self, "Import items", self.starting_folder(), "Tables (*.csv *.tsv *.jsonl *.parquet);;All files (*)"
         )
         if not files:
             return

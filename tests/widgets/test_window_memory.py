@@ -151,3 +151,27 @@ def test_full_screen_remembers_the_geometry_before_too(make_window, qtbot, setti
     window.save_window_state()
     stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
     assert stored == [before.x(), before.y(), before.width(), before.height()]
+
+
+def test_file_dialogs_open_where_the_last_project_or_pack_was_not_where_the_app_was_started(
+    make_window, settings, tmp_path, monkeypatch
+):
+    """Open, Open Annotation Pack and Import started in the process's working folder (the walk saw the source
+    checkout): the folder of the project or pack used last, still there, else the home folder."""
+    from PySide6.QtWidgets import QFileDialog
+
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda parent, title, start: asked.append(start) or "")
+    monkeypatch.setattr(
+        QFileDialog, "getOpenFileName", lambda parent, title, start, kinds: asked.append(start) or ("", "")
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    packs = tmp_path / "from-ana"
+    packs.mkdir()
+    settings.setValue(RECENT_KEY, [str(tmp_path / "gone" / "old"), str(packs / "ana.sbpack")])
+    window = make_window()
+    window.choose_project()
+    window.choose_pack()
+    settings.setValue(RECENT_KEY, [str(tmp_path / "gone" / "old")])
+    window.choose_project()
+    assert asked == [str(packs), str(packs), str(tmp_path / "home")]
