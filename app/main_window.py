@@ -957,7 +957,9 @@ class MainWindow(QMainWindow):
         self.pack_label.setText(text)
         self.pack_label.setVisible(bool(text))
         self.pack_label.setToolTip(self.packs.explain())
-        set_toned_sheet(self.pack_label, "color: $warning" if warns else "")
+        if warns != self.pack_label.property("warns"):  # every rating tells the status: restyle only on a change
+            self.pack_label.setProperty("warns", warns)
+            set_toned_sheet(self.pack_label, "color: $warning" if warns else "")
 
     # --- opening -------------------------------------------------------------------------------------------
     def _open(self, path: Path, fn, label: str) -> Operation:

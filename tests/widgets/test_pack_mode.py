@@ -113,14 +113,9 @@ def test_ctrl_s_saves_into_the_pack_at_once_and_recent_projects_remember_the_pac
     assert window.recent_projects()[0] == str(packed)
 
 
-def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialog(
-    window, qtbot, packed, dialogs, monkeypatch
-):
-    """The pack file moved (sent, tidied away) while its queue is rated: every save into it fails. Before, the
-    failure's dialog could not be made (a TypeError on stderr, its parent a QObject) and the status bar said
-    "saving…" for good, so the annotator believed the pack held ratings it lacked. Now the status bar says it,
-    in the warning tone, with no dialog to take the next rating keys; Ctrl+S, asked for, is a dialog; with the
-    file back, the next save writes every rating and the warning goes."""
+def rated_then_moved_away(window, qtbot, packed):
+    """The pack opened, one clip rated and saved into it, the file moved away, a second clip rated: its save
+    failed. Returns (the Rating page, where the file went)."""
     window.open_pack_file(packed)
     page = rating_page_ready(window, qtbot)
     press(page, qtbot, Qt.Key.Key_1)
@@ -129,6 +124,18 @@ def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialo
     packed.rename(away)
     press(page, qtbot, Qt.Key.Key_2)
     qtbot.waitUntil(lambda: window.packs.problem is not None, timeout=10_000)
+    return page, away
+
+
+def test_a_pack_moved_away_while_rated_is_said_in_the_status_bar_without_a_dialog(
+    window, qtbot, packed, dialogs, monkeypatch
+):
+    """The pack file moved (sent, tidied away) while its queue is rated: every save into it fails. Before, the
+    failure's dialog could not be made (a TypeError on stderr, its parent a QObject) and the status bar said
+    "saving…" for good, so the annotator believed the pack held ratings it lacked. Now the status bar says it,
+    in the warning tone, with no dialog to take the next rating keys; Ctrl+S, asked for, is a dialog; with the
+    file back, the next save writes every rating and the warning goes."""
+    page, away = rated_then_moved_away(window, qtbot, packed)
     text, told = window.pack_label.text(), window.pack_label.toolTip()
     assert text == "Pack ana.sbpack NOT saved: no such pack file · ratings kept in ana.sbpack.d · Ctrl+S"
     assert f"{packed}: no such pack file" in told and "Every rating is kept in" in told
@@ -154,14 +161,7 @@ def test_quitting_after_a_failed_save_asks_first_and_the_next_opening_saves_what
     opening later wrote them into it only after one more rating or Ctrl+S, so a finished pack went back stale."""
     from PySide6.QtWidgets import QMessageBox
 
-    window.open_pack_file(packed)
-    page = rating_page_ready(window, qtbot)
-    press(page, qtbot, Qt.Key.Key_1)
-    qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 1, timeout=10_000)
-    away = packed.with_name("sent-ana.sbpack")
-    packed.rename(away)
-    press(page, qtbot, Qt.Key.Key_2)
-    qtbot.waitUntil(lambda: window.packs.problem is not None, timeout=10_000)
+    page, away = rated_then_moved_away(window, qtbot, packed)
     asked = []
     answer = [QMessageBox.StandardButton.No]
     monkeypatch.setattr(QMessageBox, "exec", lambda box: asked.append(box.text()) or answer[0])
