@@ -22,6 +22,7 @@ import numpy as np
 from spokenbench.core.foundation.child_process import ChildCallFailed, ChildCalls, child_start_method
 from spokenbench.core.foundation.collection import automatic_collection_paused
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.foundation.file_system import folder_lock
 from spokenbench.core.foundation.processes import left_behind, owner_tag, usable_cores
 from spokenbench.core.foundation.progress import Progress, no_progress
 from spokenbench.core.metrics import matplotlib_hooks, mcq
@@ -111,22 +112,17 @@ def _published(report: Report, out_dir: Path) -> Report:
     system may not share the lock, or have none, and then the moves go on without it). The earlier index goes
     first and the new one comes last, so a folder whose publishing was cut short has no index that describes
     the wrong files; what could not be published is removed with the staging folder."""
-    import fcntl
-
-    folder = os.open(out_dir, os.O_RDONLY)
     published = []
     try:
-        with contextlib.suppress(OSError):  # no lock on this file system: publish without it
-            fcntl.flock(folder, fcntl.LOCK_EX)
-        index = out_dir / "README.md"
-        if index.is_file() and not index.is_symlink():
-            index.unlink()
-        for path in report.files:
-            target = out_dir / path.relative_to(report.out_dir)
-            os.replace(path, target)
-            published.append(target)
+        with folder_lock(out_dir):
+            index = out_dir / "README.md"
+            if index.is_file() and not index.is_symlink():
+                index.unlink()
+            for path in report.files:
+                target = out_dir / path.relative_to(report.out_dir)
+                os.replace(path, target)
+                published.append(target)
     finally:
-        os.close(folder)  # and with it the lock
         shutil.rmtree(report.out_dir, ignore_errors=True)  # empty, unless publishing stopped or a figure died
     return replace(report, out_dir=out_dir, files=published)
 

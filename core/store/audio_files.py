@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spokenbench.core.foundation.errors import InputError, ProjectError
+from spokenbench.core.foundation.file_system import fsync_directory
 from spokenbench.core.foundation.processes import STALE_FOREIGN_S, left_behind, owner_tag
 from spokenbench.core.foundation.safe_files import (
     MAX_AUDIO_FILE_BYTES,
@@ -92,7 +93,7 @@ class AudioStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp_name)
             raise
-        _fsync_directory(target.parent)
+        fsync_directory(target.parent)
         return sha256
 
     def put_stream(self, chunks: Iterable[bytes], extension: str) -> str:
@@ -124,7 +125,7 @@ class AudioStore:
             if isinstance(error, OSError):
                 raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
             raise
-        _fsync_directory(target.parent)
+        fsync_directory(target.parent)
         return sha256
 
     def write_pending(self, parts: Sequence[bytes | memoryview], extension: str) -> PendingFile:
@@ -171,7 +172,7 @@ class AudioStore:
                 file.fd = None
                 os.replace(file.temp, file.target)
                 file.temp = None
-            _in_parallel(_fsync_directory, sorted({f.target.parent for f in pending}))
+            _in_parallel(fsync_directory, sorted({f.target.parent for f in pending}))
         except OSError as error:
             self.discard(pending)
             raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
@@ -264,18 +265,6 @@ def _write_all(fd: int, views: list[memoryview | bytes]) -> None:
             first += 1
         if written:
             views[first] = memoryview(views[first])[written:]
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _file_sha256(path: Path) -> str:

@@ -1,0 +1,103 @@
+"""Locks and durable renames on whatever file system a project, report or pack sits on: a local disk, a USB
+stick through FUSE, a network share. Locks are advisory `flock`s: where a file system has none (or does not
+share them between machines), the work goes on without one rather than failing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from spokenbench.core.foundation.processes import left_behind, owner_tag
+from spokenbench.core.foundation.progress import Progress
+
+LOCK_POLL_S = 0.05
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename into `directory` durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, progress: Progress | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `folder` while the block runs, waiting for another process (or thread) that holds
+    it; the wait ends with `Cancelled` when `progress` is cancelled. Without `fcntl` (not POSIX) or where the file
+    system refuses locks, the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if progress is not None:
+                    progress.check_cancelled()
+                time.sleep(LOCK_POLL_S)
+            except OSError:  # no locks here
+                break
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def replace_atomically(
+    path: Path, write: Callable[[BinaryIO], None], mode: int, before_replace: Callable[[], None] | None = None
+) -> None:
+    """Write `path` through a temp file beside it, made durable and then renamed into place with `mode`: a crash
+    or a kill leaves the old file whole. `before_replace` runs once the new file is durable, before it
+    appears: if it fails, nothing appears. The temp file is named after this process (`owner_tag`), so that one
+    a killed process left can be told from one still being written (`remove_left_behind_temp_files`)."""
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f"{_temp_prefix(path)}{owner_tag()}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        if before_replace is not None:
+            before_replace()
+        os.replace(temp_name, path)
+    except BaseException:
+        if os.path.exists(temp_name):
+            os.unlink(temp_name)
+        raise
+    fsync_directory(path.parent)  # the rename too: "saved" must survive a stick pulled right after
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_left_behind_temp_files(path: Path) -> int:
+    """Remove the temp files of `replace_atomically(path)` that a process killed while writing left beside it (a
+    quit that could not wait, a pulled stick): each can be as large as the file. One still being written, or
+    another machine's from the last day, is left alone. Returns how many were removed."""
+    prefix, removed = _temp_prefix(path), 0
+    with contextlib.suppress(OSError):
+        for entry in path.parent.iterdir():
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".part")):
+                continue
+            with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
+                if entry.is_symlink() or not entry.is_file() or not left_behind(entry, name[len(prefix) :]):
+                    continue
+                entry.unlink()
+                removed += 1
+    return removed
