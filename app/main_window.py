@@ -47,7 +47,7 @@ from spokenbench.app.operations import (
     QueryOp,
     replace_dialog,
 )
-from spokenbench.app.pack_mode import OpenedPack, PackController, is_pack, prepare_pack
+from spokenbench.app.pack_mode import OpenedPack, PackController, PackQuitDialog, is_pack, prepare_pack
 from spokenbench.app.rewrite_page import RewritePage, review_queue
 from spokenbench.app.settings_dialog import (
     RECENT_KEY,
@@ -65,6 +65,7 @@ from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.host import job_call, run_task_in_job_process, task_call
 from spokenbench.core.jobs.registry import list_jobs
+from spokenbench.core.qc.packs import pack_folder
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
@@ -120,6 +121,7 @@ RECENT_LIMIT = 8
 NOT_NORMAL_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen | Qt.WindowState.WindowMinimized
 MAXIMIZED_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen
 STATE_CHANGE_S = 0.5
+QUIT_DIALOG_DELAY_MS = 400  # a quit's save into a pack that takes longer says how far it is, in a dialog
 FIRST_WINDOW_LEAST = QSize(
     1200, 760
 )  # the first window's least size, where the screen has room  # a window manager's new geometry arrives this soon before its new state
@@ -344,6 +346,10 @@ class MainWindow(QMainWindow):
         self.setGeometry(first_window_geometry(self, FIRST_WINDOW_LEAST))  # restore_window_state: the remembered one
         self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
         self.settings_dialog: SettingsDialog | None = None  # the last, deleted before the next (replace_dialog)
+        self.pack_quit_dialog: PackQuitDialog | None = None
+        self.quit_question: QMessageBox | None = None  # the last 'Quit with ratings not in the pack?'
+        self._quit_waits_for_pack = False  # a quit waits for the last save into the pack
+        self._quit_without_pack = False  # the annotator chose to quit without it
         self._normal_geometries: list[tuple[float, QRect]] = []  # (when, geometry): _remember_normal_geometry
 
         self.items_panel = ItemsPanel()
@@ -1161,30 +1167,88 @@ class MainWindow(QMainWindow):
             keep_frame_on_screen(self, fitted=self._remember_fitted_geometry)
 
     def closeEvent(self, event) -> None:
-        if not self.quitting_with_a_stale_pack_is_confirmed():
+        if not self.pack_saved_before_quitting():
             event.ignore()
             return
         self.save_window_state()
         self.shutdown()
         super().closeEvent(event)
 
-    def quitting_with_a_stale_pack_is_confirmed(self) -> bool:
-        """Quitting while the open pack's last save failed: the file to send back lacks ratings, so ask first
-        (No by default). Nothing is lost either way: the folder keeps them, and the next opening saves them."""
-        if self.packs.problem is None or self.packs.pack is None:
+    def pack_saved_before_quitting(self) -> bool:
+        """Whether the window may close as far as the open pack goes: its file holds every rating, or the
+        annotator chose to quit without. Otherwise the close waits (False) while the last save runs, and the
+        window closes by itself once it is done: silently when it takes a moment, with `PackQuitDialog` saying
+        how far it is when it takes longer (a pack of real audio on a stick), asked first when it fails."""
+        if self._quit_without_pack:
             return True
-        pack = self.packs.pack
+        if self._quit_waits_for_pack:
+            return False  # Ctrl+Q again while it waits
+        if not self.packs.flush():
+            return True
+        self._quit_waits_for_pack = True
+        self.packs.settled.connect(self._pack_settled_for_quit)
+        QTimer.singleShot(QUIT_DIALOG_DELAY_MS, self._show_pack_quit_progress)
+        return False
+
+    def _show_pack_quit_progress(self) -> None:
+        if not self._quit_waits_for_pack or self.packs.saving is None:
+            return
+        replace_dialog(self.pack_quit_dialog)
+        self.pack_quit_dialog = PackQuitDialog(self.packs, self)
+        self.pack_quit_dialog.finished.connect(self._pack_quit_answered)
+        self.pack_quit_dialog.open()
+
+    def _pack_quit_answered(self, result: int) -> None:
+        if result == PackQuitDialog.QUIT_UNSAVED:
+            self._stop_waiting_for_pack()
+            self.packs.stop_flushing(cancel=True)
+            self._quit_without_pack = True
+            self.close()
+        elif result == PackQuitDialog.BACK:  # automatic saves go on
+            self._stop_waiting_for_pack()
+            self.packs.stop_flushing(cancel=False)
+
+    def _pack_settled_for_quit(self, ok: bool) -> None:
+        self._stop_waiting_for_pack()
+        if self.pack_quit_dialog is not None and self.pack_quit_dialog.isVisible():
+            self.pack_quit_dialog.finished.disconnect(self._pack_quit_answered)
+            self.pack_quit_dialog.accept()
+        if ok:
+            self.close()
+        else:
+            self.ask_quitting_with_a_stale_pack()
+
+    def _stop_waiting_for_pack(self) -> None:
+        if self._quit_waits_for_pack:
+            self._quit_waits_for_pack = False
+            self.packs.settled.disconnect(self._pack_settled_for_quit)
+
+    def ask_quitting_with_a_stale_pack(self) -> QMessageBox | None:
+        """The quit's save into the pack failed: the file to send back lacks ratings, so ask (Stay by default).
+        Nothing is lost either way: the folder keeps them, and the next opening saves them."""
+        if self.packs.flush_failure is None:
+            return None
+        path, reason = self.packs.flush_failure
         box = QMessageBox(
             QMessageBox.Icon.Warning,
             "Quit with ratings not in the pack?",
-            f"The last save into {pack.path.name} failed: {self.packs.problem}.\n\nThe pack file lacks ratings made "
-            f"since; do not send it back yet. Every rating is kept in {pack.folder.name} and goes into the pack "
-            "when it is opened again where it can be written.",
+            f"The last save into {path.name} failed: {reason.removeprefix(f'{path}: ')}.\n\nThe pack file lacks "
+            f"ratings made since; do not send it back yet. Every rating is kept in {pack_folder(path).name} and "
+            "goes into the pack when it is opened again where it can be written.",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             self,
         )
         box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.button(QMessageBox.StandardButton.Yes).setText("Quit anyway")
         box.button(QMessageBox.StandardButton.No).setText("Stay")
         box.setDefaultButton(QMessageBox.StandardButton.No)
-        return box.exec() == QMessageBox.StandardButton.Yes
+        box.finished.connect(self._stale_pack_answered)
+        self.quit_question = box
+        box.open()
+        return box
+
+    def _stale_pack_answered(self, result: int) -> None:
+        if result == QMessageBox.StandardButton.Yes:
+            self._quit_without_pack = True
+            self.close()
