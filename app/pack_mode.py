@@ -279,9 +279,7 @@ class PackController(QObject):
         if self.saving is not None and self.copied is not None and self.copied[1]:
             return f"{head} · saving… {100 * self.copied[0] // self.copied[1]}%"
         if self.dirty and self.saving is None and self._due is not None and self.save_delay_ms() > SAVE_DELAY_MS:
-            return (
-                f"{head} · newest ratings go in at {time.strftime('%H:%M:%S', time.localtime(self._due))} · Ctrl+S now"
-            )
+            return f"{head} · next save {time.strftime('%H:%M:%S', time.localtime(self._due))} · Ctrl+S now"
         if self.dirty or self.saving is not None:
             return f"{head} · saving…"
         if self.last_saved:

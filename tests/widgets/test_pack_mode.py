@@ -327,7 +327,7 @@ def test_a_pack_that_is_slow_to_save_is_saved_at_most_a_tenth_of_the_time(window
         press(page, qtbot, key)
         qtbot.wait(1_000)
     assert window.packs.saving is None and len(pack_ratings(packed)) == 1  # not yet
-    assert "newest ratings go in at" in window.pack_label.text() and "Ctrl+S now" in window.pack_label.text()
+    assert "· next save " in window.pack_label.text() and "Ctrl+S now" in window.pack_label.text()
     assert "Ctrl+S saves into the pack now" in window.pack_label.toolTip()
     window.save_pack_action.trigger()
     qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 3, timeout=10_000)
