@@ -350,6 +350,9 @@ class MainWindow(QMainWindow):
         self.quit_question: QMessageBox | None = None  # the last 'Quit with ratings not in the pack?'
         self._quit_waits_for_pack = False  # a quit waits for the last save into the pack
         self._quit_without_pack = False  # the annotator chose to quit without it
+        self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
+        self._pack_quit_timer.setSingleShot(True)
+        self._pack_quit_timer.timeout.connect(self._show_pack_quit_progress)
         self._normal_geometries: list[tuple[float, QRect]] = []  # (when, geometry): _remember_normal_geometry
 
         self.items_panel = ItemsPanel()
@@ -1187,11 +1190,11 @@ class MainWindow(QMainWindow):
             return True
         self._quit_waits_for_pack = True
         self.packs.settled.connect(self._pack_settled_for_quit)
-        QTimer.singleShot(QUIT_DIALOG_DELAY_MS, self._show_pack_quit_progress)
+        self._pack_quit_timer.start(QUIT_DIALOG_DELAY_MS)
         return False
 
     def _show_pack_quit_progress(self) -> None:
-        if not self._quit_waits_for_pack or self.packs.saving is None:
+        if not self._quit_waits_for_pack or not self.packs.flushing:
             return
         replace_dialog(self.pack_quit_dialog)
         self.pack_quit_dialog = PackQuitDialog(self.packs, self)
@@ -1219,6 +1222,7 @@ class MainWindow(QMainWindow):
             self.ask_quitting_with_a_stale_pack()
 
     def _stop_waiting_for_pack(self) -> None:
+        self._pack_quit_timer.stop()
         if self._quit_waits_for_pack:
             self._quit_waits_for_pack = False
             self.packs.settled.disconnect(self._pack_settled_for_quit)
@@ -1250,5 +1254,6 @@ class MainWindow(QMainWindow):
 
     def _stale_pack_answered(self, result: int) -> None:
         if result == QMessageBox.StandardButton.Yes:
+            self.packs.stop_flushing(cancel=True)  # and closing the pack saves nothing more
             self._quit_without_pack = True
             self.close()

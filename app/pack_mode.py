@@ -23,7 +23,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, QVBoxLayout, QWidget
 
-from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, explained_error
+from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, WriteOp, explained_error
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.qc.packs import PACK_SUFFIX, open_pack, pack_folder, read_pack, save_pack_ratings
 
@@ -116,6 +116,8 @@ class PackController(QObject):
             self.dirty = True
             if not self.flushing:
                 self._schedule()
+            elif self.saving is None:  # a rating stored while the quit waits: it goes in at once
+                self._start_save(self.pack.path)
             self._tell()
 
     def save(self, asked: bool = False) -> Operation | None:
@@ -123,6 +125,8 @@ class PackController(QObject):
         another when ratings arrived meanwhile. `asked` (Ctrl+S): a failure is a dialog too."""
         if self.pack is None:
             return None
+        if self.flushing:
+            return self.saving  # the quit saves already
         if self.saving is not None:
             if asked:  # Ctrl+S during an automatic save: its failure, if it fails, is a dialog, and ratings
                 self.saving.failure(lambda _error: None, dialog=True)  # made since go in right after it
@@ -136,22 +140,7 @@ class PackController(QObject):
         self.dirty, self.copied, self._due = False, None, None
         self._again_at_once = False
         started = time.monotonic()
-        # stopped only by the annotator's "Quit without saving into the pack": the runner's cancel at shutdown
-        # must not cut the last save short (the window waits for it)
-        stop = threading.Event()
-
-        def work(progress: Progress) -> int:
-            return save_pack_ratings(path, Progress(progress.report, stop))
-
-        operation = BackgroundOp(
-            self.runner,
-            work,
-            label=f"Saving ratings into {path.name}",
-            parent=self,
-            error_title="Cannot save ratings into the pack",
-        )
-        operation.stop_saving = stop
-        operation.saving_into = path
+        operation = PackSave(self.runner, path, parent=self)
         operation.on_progress(lambda done, total, _message: self._copying(path, done, total))
         operation.success(lambda count: self._saved(path, count, time.monotonic() - started))
         operation.failure(lambda error: self._failed(path, error), dialog=asked)
@@ -164,11 +153,13 @@ class PackController(QObject):
         """Quitting: save until the pack file holds every rating, and let the saves of packs closed earlier end;
         `settled` says how it ended (a failed save is tried once more first). False when there is nothing to wait
         for."""
-        waiting = any(operation.is_running for operation in self.closed_saves)
+        waiting = any(operation.is_running for operation in self.closed_saves) or self._rating_writes()
         if not waiting and (self.pack is None or not (self.dirty or self.saving or self.problem is not None)):
             return False
         self.flushing, self.flush_failure = True, None
         self._timer.stop()
+        for write in self._rating_writes():  # queued ratings: stored, then saved into the pack
+            write.finished.connect(self._rating_stored)
         if self.pack is not None and self.saving is None and (self.dirty or self.problem is not None):
             self._start_save(self.pack.path)
         return True
@@ -181,7 +172,7 @@ class PackController(QObject):
             self.saves_stopped = True  # closing the pack next saves nothing either
             for operation in [self.saving, *self.closed_saves]:
                 if operation is not None:
-                    operation.stop_saving.set()
+                    operation.stop()
         elif self.dirty and self.saving is None:
             self._schedule()
 
@@ -204,8 +195,18 @@ class PackController(QObject):
         self._settle_flush()
         self._tell()
 
+    def _rating_writes(self) -> list[Operation]:
+        """Ratings queued for the project's writer, not yet stored: the pack file must wait for them too."""
+        return [op for op in list(self.runner.running) if isinstance(op, WriteOp) and "ratings" in op.changes]
+
+    def _rating_stored(self) -> None:
+        if self.flushing and self.pack is not None:
+            self.ratings_changed()  # its change may be announced after this: saving again costs no rewrite
+        self._settle_flush()
+
     def _settle_flush(self) -> None:
-        if not self.flushing or self.saving is not None or any(op.is_running for op in self.closed_saves):
+        running = self.saving is not None or any(op.is_running for op in self.closed_saves)
+        if not self.flushing or running or self._rating_writes():
             return
         self.flushing = False
         self.settled.emit(self.flush_failure is None)
@@ -213,9 +214,10 @@ class PackController(QObject):
     def close(self) -> Operation | None:
         """The pack is being closed: one last save if anything changed since the last one started. It goes on
         in the background; a quit (`flush`) waits for it."""
+        previous = self.saving
         wanted = self.pack is not None and self.dirty and not self.saves_stopped
         operation = self._start_save(self.pack.path) if wanted else None
-        self.closed_saves.extend(op for op in {self.saving, operation} - {None} if op.is_running)
+        self.closed_saves.extend(op for op in (previous, operation) if op is not None and op.is_running)
         self._timer.stop()
         self.pack = None
         self.saving = None
@@ -285,6 +287,33 @@ class PackController(QObject):
         if self.last_saved:
             return f"{head} · {self.last_saved} ratings saved into the pack at {time.strftime('%H:%M:%S')}"
         return f"{head} · send the .sbpack back when done"
+
+
+class PackSave(BackgroundOp):
+    """One save of the ratings into a pack file. Stopped only by `stop()` (the annotator's "Quit without saving
+    into the pack"), never by a cancel — the jobs panel's, or the runner's at shutdown, which a quit has waited
+    out: a save cut short leaves the file without the ratings it was to carry, and its temp file behind."""
+
+    def __init__(self, runner: OperationRunner, path: Path, parent: QObject):
+        self.saving_into = path
+        self._stop = threading.Event()
+        super().__init__(
+            runner,
+            lambda progress: save_pack_ratings(path, Progress(progress.report, self._stop)),
+            label=f"Saving ratings into {path.name}",
+            parent=parent,
+            error_title="Cannot save ratings into the pack",
+        )
+
+    @property
+    def cancellable(self) -> bool:
+        return False
+
+    def cancel(self) -> None:
+        """Ignored: see the class."""
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 class PackQuitDialog(QDialog):

@@ -5,8 +5,10 @@ share them between machines), the work goes on without one rather than failing."
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from spokenbench.core.foundation.processes import left_behind, owner_tag
 from spokenbench.core.foundation.progress import Progress
 
 LOCK_POLL_S = 0.05
+_log = logging.getLogger(__name__)
 
 
 def fsync_directory(directory: Path) -> None:
@@ -31,16 +34,47 @@ def fsync_directory(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def folder_lock(folder: Path, progress: Progress | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on `folder` while the block runs, waiting for another process (or thread) that holds
-    it; the wait ends with `Cancelled` when `progress` is cancelled. Without `fcntl` (not POSIX) or where the file
-    system refuses locks, the block runs unlocked."""
+def folder_lock(folder: Path, progress: Progress | None = None, lock_file: str | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `folder` while the block runs, waiting for another thread or process that holds
+    it; the wait ends with `Cancelled` when `progress` is cancelled. Threads of this process take turns whatever
+    the file system; processes through an `flock` on the folder itself or, with `lock_file`, on that regular file
+    in it (made if missing) — which NFS needs: it emulates `flock` with byte-range locks, which a folder opened for
+    reading cannot take. Where the file system refuses locks (or is not POSIX), processes go on unlocked, once
+    logged."""
+    key = os.path.realpath(folder)
+    with _IN_PROCESS_GUARD:
+        in_process = _IN_PROCESS_LOCKS.setdefault(key, threading.Lock())
+    while not in_process.acquire(timeout=LOCK_POLL_S):
+        if progress is not None:
+            progress.check_cancelled()
+    try:
+        with _file_lock(Path(folder), lock_file, progress):
+            yield
+    finally:
+        in_process.release()
+
+
+_IN_PROCESS_GUARD = threading.Lock()
+_IN_PROCESS_LOCKS: dict[str, threading.Lock] = {}
+_REFUSED: set[str] = set()  # folders whose file system refused a lock (logged once each)
+
+
+@contextlib.contextmanager
+def _file_lock(folder: Path, lock_file: str | None, progress: Progress | None) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if lock_file is None:
+            fd = os.open(folder, os.O_RDONLY)
+        else:
+            fd = os.open(folder / lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as error:
+        _refused(folder, error)
+        yield
+        return
     try:
         while True:
             try:
@@ -50,11 +84,18 @@ def folder_lock(folder: Path, progress: Progress | None = None) -> Iterator[None
                 if progress is not None:
                     progress.check_cancelled()
                 time.sleep(LOCK_POLL_S)
-            except OSError:  # no locks here
+            except OSError as error:  # no locks here
+                _refused(folder, error)
                 break
         yield
     finally:
         os.close(fd)  # and with it the lock
+
+
+def _refused(folder: Path, error: OSError) -> None:
+    if str(folder) not in _REFUSED:
+        _REFUSED.add(str(folder))
+        _log.warning(f"note: {folder}: no file lock here ({error.strerror or error}); other programs are not kept out")
 
 
 def replace_atomically(

@@ -93,6 +93,7 @@ MAX_TEXT_CHARS = 100_000  # any text field of the manifest (an item's question, 
 MAX_NAME_CHARS = 1_000  # the annotator's and the queue's names
 MAX_NOTE_CHARS = 50_000  # a rating's note (its line stays within MAX_RATING_LINE_CHARS)
 _READ_BLOCK = 2**20
+SYNC_BYTES, SAVE_LOCK_FILE = 4 * 2**20, ".pack-save.lock"  # a save syncs each 4 MiB; its lock in the pack's folder
 
 _AUDIO_NAME = re.compile(r"^audio/([0-9a-f]{64})\.([A-Za-z0-9]{1,8})$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -340,7 +341,7 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
         "created_at": manifest["created_at"],
     }
 
-    def write(archive: zipfile.ZipFile) -> None:
+    def write(archive: zipfile.ZipFile, _sync) -> None:
         archive.writestr(MANIFEST_NAME, manifest_bytes)
         for sha256, name in audio.items():
             extension = name.rsplit(".", 1)[1]
@@ -364,13 +365,17 @@ def create_pack(project: Project, queue: str, annotator: str, out: str | Path) -
 
 
 def _write_zip_atomically(path: Path, fill, before_replace=None) -> None:
-    """Write a zip through a temp file renamed into place (`replace_atomically`), with the permissions of a plain
-    `open` (the umask's) or, when replacing a pack, the ones it had."""
+    """Write a zip through a temp file renamed into place (`replace_atomically`), with the umask's permissions or
+    those of the pack it replaces. `fill(archive, sync)`: `sync()` puts what is written so far on the disk."""
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~current_umask()
 
     def write(handle) -> None:
+        def sync() -> None:
+            handle.flush()
+            os.fdatasync(handle.fileno())
+
         with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            fill(archive)
+            fill(archive, sync)
 
     replace_atomically(path, write, mode, before_replace)
 
@@ -830,15 +835,13 @@ def _fill_pack_project(project: Project, pack: Pack) -> None:
 def save_pack_ratings(pack_path: str | Path, progress: Progress | None = None) -> int:
     """Write every rating made in the pack's folder (undone ones too, with their uuids) into the pack file,
     replacing its ratings.jsonl and signing them with the pack's key; returns how many ratings the pack now
-    carries. The whole zip is rewritten (its audio too: ~18 s for a 112 MB pack on a USB 2 stick), so `progress`
-    hears the bytes copied, and a cancel leaves the pack as it was. One save of a pack at a time, across
-    processes (the app, `pack-ratings`, a script): each reads the ratings once it holds the pack folder's lock,
-    so whichever saves last has the latest."""
-    progress = progress or no_progress()
-    folder = pack_folder(Path(pack_path))
+    carries. The whole zip is rewritten, audio too (~18 s for 112 MB on a USB 2 stick): `progress` hears the
+    bytes on the disk, and a cancel leaves the pack as it was. One save of a pack at a time across processes
+    (the app, `pack-ratings`, a script), each reading the ratings under the lock: the last has the latest."""
+    progress, folder = progress or no_progress(), pack_folder(Path(pack_path))
     if not folder.is_dir():
         raise SpokenBenchError(f"{folder} does not exist: open the pack first (nothing was rated in it)")
-    with folder_lock(folder, progress):
+    with folder_lock(folder, progress, SAVE_LOCK_FILE):
         remove_left_behind_temp_files(Path(pack_path))
         return _save_pack_ratings(Path(pack_path), folder, progress)
 
@@ -867,9 +870,9 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
     if pack.ratings_bytes == data and pack.signature == signature:
         return len(ratings)  # the file already says exactly this: no rewrite
 
-    def copy_with_new_ratings(archive: zipfile.ZipFile) -> None:
+    def copy_with_new_ratings(archive: zipfile.ZipFile, sync) -> None:
         with _open_archive(pack.path) as (source, members):
-            total, copied = sum(info.file_size for info in members.values()), 0
+            total, copied, synced = sum(info.file_size for info in members.values()), 0, 0
             for name, info in members.items():
                 if name in (RATINGS_NAME, SIGNATURE_NAME):
                     continue
@@ -880,7 +883,10 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
                         progress.check_cancelled()
                         target.write(block)
                         copied += len(block)
-                        progress.report(copied, total, f"saving ratings into {pack.path.name}")
+                        if copied - synced >= SYNC_BYTES:  # progress counts bytes on the disk, not in a cache
+                            sync()
+                            synced = copied
+                            progress.report(copied, total, f"saving ratings into {pack.path.name}")
         archive.writestr(RATINGS_NAME, data)
         if signature is not None:
             archive.writestr(SIGNATURE_NAME, signature)

@@ -15,15 +15,18 @@ import pytest
 from spokenbench.core.foundation.file_system import folder_lock
 from spokenbench.core.foundation.processes import owner_tag
 from spokenbench.core.foundation.progress import Cancelled, Progress
-from spokenbench.core.qc.packs import open_pack, pack_folder, read_pack, save_pack_ratings
+from spokenbench.core.qc import packs
+from spokenbench.core.qc.packs import SAVE_LOCK_FILE, open_pack, pack_folder, read_pack, save_pack_ratings
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 
 QUEUE = "demo-qc"
 
 
 @pytest.fixture
-def rated_pack(demo_copy, tmp_path, cli):
-    """The demo's queue packed for 'ana', opened, and two clips rated in its folder (not yet in the file)."""
+def rated_pack(demo_copy, tmp_path, cli, monkeypatch):
+    """The demo's queue packed for 'ana' (~5 MB), opened, and two clips rated in its folder (not yet in the file);
+    saves sync (and report) every 256 KiB, as a pack of real audio does every 4 MiB."""
+    monkeypatch.setattr(packs, "SYNC_BYTES", 256 * 1024)
     pack = tmp_path / "stick" / "ana.sbpack"
     pack.parent.mkdir()
     assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack).code == 0
@@ -65,7 +68,10 @@ SLOW_SAVE = textwrap.dedent(
     """
     import sys, time
     from spokenbench.core.foundation.progress import Progress
+    from spokenbench.core.qc import packs
     from spokenbench.core.qc.packs import save_pack_ratings
+
+    packs.SYNC_BYTES = 256 * 1024
 
     print("saving", flush=True)
     save_pack_ratings(sys.argv[1], Progress(lambda done, total, message: time.sleep(0.05)))
@@ -116,7 +122,7 @@ SAVE_WITH_THE_CLI = (
 def test_two_processes_saving_one_pack_take_turns(rated_pack):
     """The app's automatic save and `spokenbench pack-ratings` (or a script) on the same pack: each reads the
     ratings only once it holds the pack folder's lock, so the one that saves last has the latest."""
-    with folder_lock(pack_folder(rated_pack)):
+    with folder_lock(pack_folder(rated_pack), lock_file=SAVE_LOCK_FILE):
         saver = subprocess.Popen(
             [sys.executable, "-c", SAVE_WITH_THE_CLI, str(rated_pack)], stdout=subprocess.PIPE, text=True
         )
@@ -130,10 +136,40 @@ def test_two_processes_saving_one_pack_take_turns(rated_pack):
 
 def test_a_save_waiting_for_another_can_be_stopped(rated_pack):
     stop = threading.Event()
-    with folder_lock(pack_folder(rated_pack)):
+    with folder_lock(pack_folder(rated_pack), lock_file=SAVE_LOCK_FILE):
         timer = threading.Timer(0.3, stop.set)
         timer.start()
         started = time.monotonic()
         with pytest.raises(Cancelled):
             save_pack_ratings(rated_pack, Progress(None, stop))
         assert time.monotonic() - started < 5
+
+
+def test_where_the_file_system_refuses_locks_saves_in_one_process_still_take_turns(rated_pack, monkeypatch):
+    """NFS emulates flock with byte-range locks, which a folder opened for reading cannot take (EBADF): the
+    folder lock was skipped and two saves of one pack in the app could rename in either order (review of
+    a3203d6). The lock is now a regular file in the pack's folder, and threads of one process take turns
+    whatever the file system says."""
+    import errno
+    import fcntl
+
+    def refused(fd, operation):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    inside, overlapped = [], []
+
+    def hold():
+        with folder_lock(pack_folder(rated_pack), lock_file=SAVE_LOCK_FILE):
+            overlapped.append(bool(inside))
+            inside.append(1)
+            time.sleep(0.3)
+            inside.pop()
+
+    threads = [threading.Thread(target=hold) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert overlapped == [False, False]
+    assert (pack_folder(rated_pack) / SAVE_LOCK_FILE).is_file()
