@@ -8,8 +8,8 @@ clips packed for ana (a 112 MB pack, ~230 KB a clip as real TTS questions are). 
 at USB 2 speed (tests/slow_stick.py: 8 MB/s written, 20 MB/s read; needs fusepy and /dev/fuse), copies the pack
 onto it and opens it with `spokenbench-studio` on Xvfb with xfwm4, a 40-pixel panel and a PulseAudio null sink.
 Rates RATINGS clips 4 s apart while counting how often the pack file on the stick is rewritten, takes
-OUT/slow-stick-rating.png, presses Ctrl+Q, takes OUT/slow-stick-quitting.png 1.5 s later, and waits for the app
-to end. Prints the seconds each step took, the rewrites, and then the ratings in the pack's folder and in the
+OUT/slow-stick-rating.png, presses Ctrl+Q and then Esc (back to rating: the app stays, the save goes on) and 2
+(one more rating), Ctrl+Q again, takes OUT/slow-stick-quitting.png 1.5 s later, and waits for the app to end. Prints the seconds each step took, the rewrites, and then the ratings in the pack's folder and in the
 pack file, and any temp file left on the stick. Needs Xvfb, PulseAudio, xdotool and xfwm4."""
 
 from __future__ import annotations
@@ -132,6 +132,13 @@ def main() -> None:
                 f"{args.ratings} ratings in {time.monotonic() - rated_from:.0f} s: the pack file rewritten "
                 f"{counter.rewrites} time(s), {counter.begun} rewrite(s) begun"
             )
+            desktop.xdotool("key", "ctrl+q")
+            time.sleep(1.5)
+            desktop.xdotool("key", "Escape")  # Back to rating: the save goes on
+            time.sleep(1.0)
+            desktop.xdotool("key", "2")
+            time.sleep(1.0)
+            print(f"Ctrl+Q, Esc, 2: the app {'is still open' if app.poll() is None else 'ended'}; {counts(pack)}")
             quit_at = time.monotonic()
             desktop.xdotool("key", "ctrl+q")
             time.sleep(1.5)
