@@ -48,7 +48,7 @@ def prepare_pack(path: Path, progress: Progress) -> OpenedPack:
     """Check the pack and unpack it (first time) or reuse its folder. Runs off the UI thread."""
     progress.report(0, None, f"opening {Path(path).name}")
     pack = read_pack(path)
-    open_pack(path).close()
+    open_pack(path, progress).close()  # the first opening copies every clip: its bytes reported, cancellable
     manifest = pack.manifest
     return OpenedPack(
         path=pack.path,

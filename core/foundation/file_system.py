@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -126,10 +127,18 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
+def make_temp_folder(path: Path) -> Path:
+    """An empty temp folder beside `path`, named as `replace_atomically` names its files, for a folder that is to
+    appear at `path` complete or not at all (`os.replace`); those killed processes left are removed first."""
+    remove_left_behind_temp_files(path)
+    return Path(tempfile.mkdtemp(dir=path.parent, prefix=f"{_temp_prefix(path)}{owner_tag()}.", suffix=".part"))
+
+
 def remove_left_behind_temp_files(path: Path) -> int:
-    """Remove the temp files of `replace_atomically(path)` that a process killed while writing left beside it (a
-    quit that could not wait, a pulled stick): each can be as large as the file. One still being written, or
-    another machine's from the last day, is left alone. Returns how many were removed."""
+    """Remove the temp files (`replace_atomically`) and folders (`make_temp_folder`) of `path` that a process
+    killed while writing left beside it (a quit that could not wait, a pulled stick): each can be as large as
+    the file. One still being written, or another machine's from the last day, is left alone. Returns how many
+    were removed."""
     prefix, removed = _temp_prefix(path), 0
     with contextlib.suppress(OSError):
         for entry in path.parent.iterdir():
@@ -137,8 +146,11 @@ def remove_left_behind_temp_files(path: Path) -> int:
             if not (name.startswith(prefix) and name.endswith(".part")):
                 continue
             with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
-                if entry.is_symlink() or not entry.is_file() or not left_behind(entry, name[len(prefix) :]):
+                if entry.is_symlink() or not left_behind(entry, name[len(prefix) :]):
                     continue
-                entry.unlink()
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                elif entry.is_file():
+                    entry.unlink()
                 removed += 1
     return removed

@@ -7,7 +7,7 @@ Builds OUT/big once: 160 English questions of ~28 words read by espeak (640 clip
 clips packed for ana (a 112 MB pack, ~230 KB a clip as real TTS questions are). Mounts a stick that moves data
 at USB 2 speed (tests/slow_stick.py: 8 MB/s written, 20 MB/s read; needs fusepy and /dev/fuse), copies the pack
 onto it and opens it with `spokenbench-studio` on Xvfb with xfwm4, a 40-pixel panel and a PulseAudio null sink.
-Rates RATINGS clips 4 s apart while counting how often the pack file on the stick is rewritten, takes
+Takes OUT/slow-stick-opening.png 9 s into the first opening, the jobs panel open (Ctrl+J). Rates RATINGS clips 4 s apart while counting how often the pack file on the stick is rewritten, takes
 OUT/slow-stick-rating.png, presses Ctrl+Q and then Esc (back to rating: the app stays, the save goes on) and 2
 (one more rating), Ctrl+Q again, takes OUT/slow-stick-quitting.png 1.5 s later, and waits for the app to end. Prints the seconds each step took, the rewrites, and then the ratings in the pack's folder and in the
 pack file, and any temp file left on the stick. Needs Xvfb, PulseAudio, xdotool and xfwm4."""
@@ -116,6 +116,11 @@ def main() -> None:
             app_on(desktop, pack, out) as app,
         ):
             started = time.monotonic()
+            time.sleep(8.0)
+            desktop.xdotool("key", "ctrl+j")  # the jobs panel: how far the first opening is
+            time.sleep(1.0)
+            desktop.screenshot(out / "slow-stick-opening.png")
+            desktop.xdotool("key", "ctrl+j")
             folder = pack.parent / f"{pack.name}.d" / "project.sqlite"
             while not folder.exists() and time.monotonic() - started < 120:
                 time.sleep(0.5)

@@ -1,6 +1,7 @@
 """Saving ratings into a pack file where that is slow (a pack of real audio on a USB stick or a share): the whole
 zip is rewritten, so a save reports its bytes and can be stopped, one process saves at a time, and a save killed
-mid-write leaves the pack whole and its temp file to be removed by the next save, not for good."""
+mid-write leaves the pack whole and its temp file to be removed by the next save, not for good. The first
+opening, which copies every clip out of the pack, is reported and stoppable the same way."""
 
 import os
 import signal
@@ -173,3 +174,54 @@ def test_where_the_file_system_refuses_locks_saves_in_one_process_still_take_tur
         thread.join(10)
     assert overlapped == [False, False]
     assert (pack_folder(rated_pack) / SAVE_LOCK_FILE).is_file()
+
+
+def test_a_first_opening_reports_its_bytes_and_a_stopped_one_leaves_no_folder(demo_copy, tmp_path, cli):
+    pack = tmp_path / "stick" / "bo.sbpack"
+    pack.parent.mkdir()
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "bo", "--out", pack).code == 0
+    stop, reports = threading.Event(), []
+
+    def stop_halfway(done, total, _message):
+        reports.append((done, total))
+        if done > total // 2:
+            stop.set()
+
+    with pytest.raises(Cancelled):
+        open_pack(pack, Progress(stop_halfway, stop))
+    assert sorted(path.name for path in pack.parent.iterdir()) == ["bo.sbpack"]  # no folder, no temp folder
+    reports.clear()
+    open_pack(pack, Progress(lambda done, total, _message: reports.append((done, total)))).close()
+    assert reports[-1][0] == reports[-1][1] > 1_000_000 and pack_folder(pack).is_dir()
+
+
+SLOW_OPENING = textwrap.dedent(
+    """
+    import sys, time
+    from spokenbench.core.foundation.progress import Progress
+    from spokenbench.core.qc.packs import open_pack
+
+    open_pack(sys.argv[1], Progress(lambda done, total, message: time.sleep(0.05)))
+    """
+)
+
+
+def test_an_opening_killed_midway_leaves_a_temp_folder_the_next_opening_removes(demo_copy, tmp_path, cli):
+    """Before, a first opening killed midway (the app quit or killed while it unpacked: ~30 s for 112 MB on a
+    USB 2 stick) left its temp folder, as large as the pack's audio, beside the pack for good."""
+    pack = tmp_path / "stick" / "bo.sbpack"
+    pack.parent.mkdir()
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "bo", "--out", pack).code == 0
+    opener = subprocess.Popen([sys.executable, "-c", SLOW_OPENING, str(pack)])
+    try:
+        deadline = time.monotonic() + 30
+        while len(list(pack.parent.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # some clips copied
+    finally:
+        opener.send_signal(signal.SIGKILL)
+        opener.wait()
+    left = [path.name for path in pack.parent.iterdir() if path.name != "bo.sbpack"]
+    assert len(left) == 1 and left[0].startswith(".bo.sbpack.d.") and not pack_folder(pack).exists()
+    open_pack(pack).close()
+    assert sorted(path.name for path in pack.parent.iterdir()) == ["bo.sbpack", "bo.sbpack.d"]
