@@ -265,13 +265,19 @@ def slow_saves(monkeypatch, seconds):
     monkeypatch.setattr(pack_mode, "save_pack_ratings", slow)
 
 
+def opened_with_slow_saves(window, qtbot, packed, monkeypatch, seconds):
+    """The pack opened on its Rating page, the opening's save done; saves from then on `slow_saves`."""
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
+    slow_saves(monkeypatch, seconds)
+    return page
+
+
 def test_quitting_waits_for_the_last_save_into_the_pack_and_says_how_far_it_is(window, qtbot, packed, monkeypatch):
     """Before, the window closed at once and the app ended 5 s later whatever the save: on a USB 2 stick (a
     112 MB pack, 18 s a save) the pack file kept 1 of 5 ratings, and a 43 MB temp file stayed beside it."""
-    window.open_pack_file(packed)
-    page = rating_page_ready(window, qtbot)
-    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)  # the opening's save
-    slow_saves(monkeypatch, 2.0)
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 2.0)
     for key in (Qt.Key.Key_1, Qt.Key.Key_2):
         press(page, qtbot, key)
     window.close()
@@ -290,11 +296,8 @@ def test_quitting_waits_for_the_last_save_into_the_pack_and_says_how_far_it_is(w
 def test_back_to_rating_goes_on_saving_and_quitting_without_the_save_leaves_the_pack_as_it_was(
     window, qtbot, packed, monkeypatch
 ):
-    window.open_pack_file(packed)
-    page = rating_page_ready(window, qtbot)
-    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
     before = packed.read_bytes()
-    slow_saves(monkeypatch, 3.0)
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 3.0)
     press(page, qtbot, Qt.Key.Key_1)
     window.close()
     qtbot.waitUntil(lambda: window.pack_quit_dialog is not None and window.pack_quit_dialog.isVisible(), timeout=5_000)
@@ -316,10 +319,7 @@ def test_a_pack_that_is_slow_to_save_is_saved_at_most_a_tenth_of_the_time(window
     """Before, every pause of 1.5 s rewrote the whole pack: on a stick, 18 s of writing after each rating, so
     the stick was written to all session long. Now an automatic save comes 9x the last one's time after the
     first rating since, the status bar says when, and Ctrl+S saves at once."""
-    window.open_pack_file(packed)
-    page = rating_page_ready(window, qtbot)
-    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
-    slow_saves(monkeypatch, 0.6)
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 0.6)
     press(page, qtbot, Qt.Key.Key_1)
     qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)  # 0.1 s later (the test's delay)
     qtbot.waitUntil(lambda: window.packs.saving is None and len(pack_ratings(packed)) == 1, timeout=10_000)
@@ -340,10 +340,7 @@ def test_a_quit_waits_for_the_last_saves_of_packs_closed_before_and_can_stop_the
     """Another project opened while the pack's save ran: the quit waited for it with no dialog (Ctrl+Q did
     nothing for ~18 s on a stick), and the save in flight at the closing was tracked nowhere, so "Quit without
     saving into the pack" could not stop it (review of a3203d6)."""
-    window.open_pack_file(packed)
-    page = rating_page_ready(window, qtbot)
-    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
-    slow_saves(monkeypatch, 3.0)
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 3.0)
     press(page, qtbot, Qt.Key.Key_1)
     qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)
     press(page, qtbot, Qt.Key.Key_2)  # during the save: another follows
@@ -397,10 +394,7 @@ def test_a_rating_still_being_stored_at_the_quit_reaches_the_pack_file(window, q
 def test_a_pack_save_is_not_cancelled_from_the_jobs_panel_or_at_shutdown(window, qtbot, packed, monkeypatch):
     """Cancel left the save 'cancelling' until it ended, then dropped its outcome: the status line promised a
     save no timer would make (review of a3203d6). A save cut short only leaves the file without its ratings."""
-    window.open_pack_file(packed)
-    page = rating_page_ready(window, qtbot)
-    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
-    slow_saves(monkeypatch, 1.0)
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 1.0)
     press(page, qtbot, Qt.Key.Key_1)
     qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)
     save = window.packs.saving
