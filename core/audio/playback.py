@@ -36,6 +36,10 @@ from spokenbench.core.audio.open_streams import count_open_stream
 
 LATENCY_S = 0.1  # asked of PortAudio: enough to ride over a busy UI thread holding the GIL for a moment
 POLL_S = 0.01  # how often the playback thread feeds the stream while a clip plays
+TAIL_S = 0.3  # silence played after a clip, past its stream's buffer, before the stream is closed: what a sound
+# server or a headset still holds downstream is heard, not dropped with the stream
+STALL_S = 5.0  # an output that takes no audio for this long is reported stopped (a sound server that starts a
+# stream only once its own latency is buffered takes up to ~2 s; a hung one never does)
 DECODED_KEPT = 8  # decoded clips kept, so a replay or a speed toggle back starts at once
 CLOSE_WAIT_S = 1.0  # at interpreter exit, before PortAudio is terminated
 
@@ -105,20 +109,38 @@ def sounddevice_output_stream(device: str | None, rate: int):
 
 @dataclass
 class _Playing:
+    """A clip on its stream, followed by what the stream says it took, never by the clock: a stream may start
+    sounding a second or more after it was started (a sound server filling its own latency first, a headset
+    waking up), and what it holds when it is aborted is never heard."""
+
     request: int
     what: str  # the clip, as messages name it
     samples: np.ndarray
     rate: int
-    written: int = 0
-    started_at: float = 0.0
-    drained_at: float | None = None  # when the last sample written will have been heard
+    written: int = 0  # frames written: the clip's, then the silence after it
+    buffer_bound: int | None = None  # frames written when the stream first read full: at least what it holds
+    taken_at: float = 0.0  # when the stream last took frames (or started)
 
     @property
     def duration_s(self) -> float:
         return len(self.samples) / self.rate
 
-    def position_s(self, now: float) -> float:
-        return max(0.0, min(now - self.started_at, self.written / self.rate, self.duration_s))
+    @property
+    def taken(self) -> int:
+        """Frames the stream has surely passed on (a lower bound): what was written less what its buffer can
+        hold. Until its buffer was first seen full, all of it may still be there."""
+        return 0 if self.buffer_bound is None else max(0, self.written - self.buffer_bound)
+
+    @property
+    def heard(self) -> bool:
+        """The clip and TAIL_S of silence, plus one more buffer of it for what lies past the stream (a sound
+        server's own buffer is as long as the stream's), have been passed on."""
+        tail = (self.buffer_bound or 0) + int(TAIL_S * self.rate)
+        silence = self.written - len(self.samples)  # a stream that never reads full (unclocked) ends there
+        return self.taken >= len(self.samples) + tail or silence >= STALL_S * self.rate
+
+    def position_s(self) -> float:
+        return min(self.taken / self.rate, self.duration_s)
 
 
 _players: weakref.WeakSet[ClipPlayer] = weakref.WeakSet()
@@ -138,9 +160,12 @@ class ClipPlayer:
         self._stream_key: tuple[str | None, int] | None = None
         self.streams_opened = 0
         self.state = PlaybackState()
+        self._posted_lock = threading.Lock()  # held for an assignment at a time, never across a device call
+        self._unanswered_since: float | None = None  # when the oldest command the thread has not answered was posted
+        self._last_posted = 0
+        self._fed_at = time.monotonic()  # when the thread last came back from feeding a stream
         self._thread = threading.Thread(target=self._run, name="clip-playback", daemon=True)
         _players.add(self)
-        _register_exit_hook()
         self._thread.start()
 
     # -- any thread: post and return --------------------------------------------------------------------
@@ -149,15 +174,32 @@ class ClipPlayer:
         """Play encoded audio (bytes, or a file read on the playback thread) from its start, replacing whatever
         plays. Returns the request's number, which `state.request` shows once it plays."""
         request = next(self._requests)
-        self._commands.put(("play", request, audio, what, device or None))
+        self._post(("play", request, audio, what, device or None))
         return request
 
     def stop(self) -> None:
-        self._commands.put(("stop",))
+        self._post(("stop",))
+
+    def _post(self, command: tuple) -> None:
+        with self._posted_lock:  # numbered and queued in one step: SimpleQueue.put never blocks
+            self._last_posted += 1
+            if self._unanswered_since is None:
+                self._unanswered_since = time.monotonic()
+            self._commands.put((self._last_posted, command))
+
+    def unanswered_s(self) -> float:
+        """How long the playback thread has left the commands posted to it unanswered, or a clip it plays unfed
+        (0: neither). A thread held in a call to a sound server that does not answer (PortAudio's first listing of
+        the devices, a stream's opening, even asking a stream for room once the server hung mid-clip) answers
+        nothing: a screen says so instead of showing a clip that plays, or waiting for one, for good."""
+        now, since = time.monotonic(), self._unanswered_since
+        posted = 0.0 if since is None else now - since
+        unfed = now - self._fed_at if self.state.playing else 0.0  # fed every POLL_S while a clip plays
+        return max(0.0, posted, unfed)
 
     def close(self) -> None:
         """Stop and end the thread (without waiting for it)."""
-        self._commands.put(("quit",))
+        self._commands.put((None, ("quit",)))  # not counted as unanswered
 
     def join(self, timeout: float) -> bool:
         """Wait for the thread to end after `close` (tests and interpreter exit only); whether it ended."""
@@ -172,28 +214,37 @@ class ClipPlayer:
 
     def _run(self) -> None:
         playing: _Playing | None = None
+        _register_exit_hook()  # imports sounddevice: here, never on a caller's thread (see unanswered_s)
         try:
             while True:
                 try:
                     wait = None if playing is None else POLL_S
-                    commands = [self._commands.get(timeout=wait)]
+                    posted = [self._commands.get(timeout=wait)]
                 except queue.Empty:
-                    commands = []
+                    posted = []
                 while True:
                     try:
-                        commands.append(self._commands.get_nowait())
+                        posted.append(self._commands.get_nowait())
                     except queue.Empty:
                         break
+                commands = [command for _number, command in posted]
                 if any(command[0] == "quit" for command in commands):
                     return
                 last = commands[-1] if commands else None
                 if last is not None:
                     playing = self._start(last) if last[0] == "play" else self._halt(playing)
+                    self._answered(posted[-1][0])
                 if playing is not None:
                     playing = self._feed(playing)
+                    self._fed_at = time.monotonic()
         finally:
             self._close_stream()
             self.state = PlaybackState(self.state.request, self.state.position_s, self.state.duration_s, False)
+
+    def _answered(self, number: int) -> None:
+        with self._posted_lock:
+            if number == self._last_posted:  # else newer commands wait in the queue, posted since
+                self._unanswered_since = None
 
     def _start(self, command: tuple) -> _Playing | None:
         _kind, request, audio, what, device = command
@@ -229,13 +280,14 @@ class ClipPlayer:
                 message = f"Cannot play {what}: the sound output is not available ({error})"
                 self.state = PlaybackState(request, error=message, output_failed=True, detail=str(error))
             return None
-        playing = _Playing(request, what, samples, rate, started_at=time.monotonic())
+        playing = _Playing(request, what, samples, rate, taken_at=time.monotonic())
+        self._fed_at = playing.taken_at
         self.state = PlaybackState(request, 0.0, playing.duration_s, True)
         return playing
 
     def _halt(self, playing: _Playing | None) -> None:
         if playing is not None:
-            self.state = PlaybackState(playing.request, playing.position_s(time.monotonic()), playing.duration_s)
+            self.state = PlaybackState(playing.request, playing.position_s(), playing.duration_s)
         if self._stream is not None:
             try:
                 self._stream.abort()
@@ -244,29 +296,39 @@ class ClipPlayer:
         return None
 
     def _feed(self, playing: _Playing) -> _Playing | None:
-        """Write what the stream can take now (never waiting on the device); close the clip once it is heard."""
+        """Write what the stream can take now (never waiting on the device): the clip, then silence until the
+        stream has passed the clip on and a tail after it; only then is the stream closed."""
         now = time.monotonic()
         try:
-            if playing.drained_at is None:
+            for _refill in range(4):  # write, then read again: a stream reads 0 once its buffer is full
                 room = self._stream.write_available
+                if not room:
+                    if playing.buffer_bound is None:
+                        playing.buffer_bound = playing.written
+                    break
+                playing.taken_at = now
                 chunk = playing.samples[playing.written : playing.written + room]
-                if len(chunk):
-                    self._stream.write(chunk)
-                    playing.written += len(chunk)
-                if playing.written >= len(playing.samples):
-                    buffered_s = max(LATENCY_S, float(getattr(self._stream, "latency", LATENCY_S) or 0.0))
-                    playing.drained_at = now + max(0.0, playing.duration_s - (now - playing.started_at)) + buffered_s
-            elif now >= playing.drained_at:
-                self._stream.abort()  # all heard by now; abort, unlike stop, never waits on a stalled device
+                if len(chunk) < room:  # the clip is all written: silence carries it through the buffer
+                    chunk = np.concatenate([chunk, np.zeros(room - len(chunk), dtype=np.float32)])
+                self._stream.write(chunk)
+                playing.written += room
+            if playing.heard:
+                self._stream.abort()  # only silence is left in it; abort, unlike stop, never waits on the device
                 self._close_stream()  # frees the device between clips
                 self.state = PlaybackState(playing.request, playing.duration_s, playing.duration_s)
+                return None
+            if now - playing.taken_at > STALL_S:  # a hung sound server: say so rather than "playing" for good
+                detail = f"it took no audio for {STALL_S:g} s"
+                message = f"Playback of {playing.what} stopped: the sound output is not playing ({detail})"
+                self.state = PlaybackState(playing.request, error=message, output_failed=True, detail=detail)
+                self._close_stream()  # said first: closing may wait on that server as long as it hangs
                 return None
         except Exception as error:  # noqa: BLE001 - the device went away mid-clip
             self._close_stream()
             message = f"Playback of {playing.what} stopped: the sound output went away ({error})"
             self.state = PlaybackState(playing.request, error=message, output_failed=True, detail=str(error))
             return None
-        self.state = PlaybackState(playing.request, playing.position_s(now), playing.duration_s, True)
+        self.state = PlaybackState(playing.request, playing.position_s(), playing.duration_s, True)
         return playing
 
     def _decode(self, audio: bytes | Path, what: str) -> tuple[np.ndarray, int]:
@@ -297,9 +359,17 @@ class ClipPlayer:
 _exit_hook: list[bool] = []
 
 
+_exit_hook_lock = threading.Lock()
+
+
 def _register_exit_hook() -> None:
     """Registered after sounddevice's own exit hook (which terminates PortAudio), so it runs before it: exit
-    hooks run last registered first."""
+    hooks run last registered first. Called on a playback thread: sounddevice's import can hang."""
+    with _exit_hook_lock:
+        _register_exit_hook_once()
+
+
+def _register_exit_hook_once() -> None:
     if _exit_hook:
         return
     try:
@@ -327,6 +397,7 @@ class FakeOutputStream:
         self.device, self.rate, self.latency = device, rate, latency
         self.capacity = max(1, int(rate * latency))
         self.buffered = 0
+        self.played = 0  # frames taken out of the buffer: what a listener heard
         self.written: list[np.ndarray] = []
         self.active = self.closed = False
         self._clock = time.monotonic()
@@ -334,7 +405,9 @@ class FakeOutputStream:
     def _consume(self) -> None:
         now = time.monotonic()
         if self.active:
-            self.buffered = max(0, self.buffered - int((now - self._clock) * self.rate))
+            taken = min(self.buffered, int((now - self._clock) * self.rate))
+            self.buffered -= taken
+            self.played += taken
         self._clock = now
 
     @property

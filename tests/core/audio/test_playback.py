@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spokenbench.core.audio.io import encode_wav
-from spokenbench.core.audio.playback import FakeOutputStream
+from spokenbench.core.audio.playback import TAIL_S, FakeOutputStream
 
 RATE = 8000
 
@@ -41,6 +41,13 @@ class StalledStream(FakeOutputStream):
         return 0
 
 
+def assert_clip_then_silence(stream, samples):
+    """Every sample, in order, once; then only silence, at least TAIL_S of it, so the clip's end is heard."""
+    written = np.concatenate(stream.written)
+    assert np.allclose(written[: len(samples)], samples, atol=1e-4)
+    assert not written[len(samples) :].any() and len(written) - len(samples) >= TAIL_S * RATE
+
+
 def wait_for(condition, timeout=3.0):
     deadline = time.monotonic() + timeout
     while not condition():
@@ -58,7 +65,7 @@ def test_a_clip_plays_to_its_end_and_its_device_is_freed(player_of):
     assert state.error is None and state.position_s == state.duration_s == pytest.approx(0.15)
     [stream] = streams.made
     assert stream.device == "Speakers" and stream.rate == RATE and stream.closed
-    assert np.allclose(np.concatenate(stream.written), samples, atol=1e-4)  # every sample, in order, once
+    assert_clip_then_silence(stream, samples)
 
 
 def test_posting_never_waits_even_on_a_stalled_device(player_of):
@@ -85,8 +92,9 @@ def test_a_burst_of_presses_ends_with_the_newest_clip(player_of):
     wait_for(lambda: player.state.request == last and not player.state.playing)
     assert player.state.error is None
     assert len(streams.made) == 1  # the stream is reused: aborted and started again, not reopened
-    final = np.concatenate(streams.made[0].written)[-len(clips[-1][0]) :]
-    assert np.allclose(final, clips[-1][0], atol=1e-4)
+    written = np.concatenate(streams.made[0].written)
+    final = written[np.flatnonzero(written)[-1] + 1 - len(clips[-1][0]) :]  # the newest clip, then silence only
+    assert np.allclose(final[: len(clips[-1][0])], clips[-1][0], atol=1e-4) and not final[len(clips[-1][0]) :].any()
 
 
 def test_stop_silences_at_once(player_of):
@@ -172,7 +180,7 @@ def test_a_file_is_read_on_the_playback_thread(player_of, tmp_path, monkeypatch)
     request = player.play(path, path.name)
     wait_for(lambda: player.state.request == request and not player.state.playing)
     assert readers == ["clip-playback"]
-    assert np.allclose(np.concatenate(streams.made[0].written), samples, atol=1e-4)
+    assert_clip_then_silence(streams.made[0], samples)
 
 
 def test_an_output_that_refuses_the_clips_rate_is_not_a_lost_output(player_of):
@@ -195,3 +203,125 @@ def test_an_output_that_refuses_the_clips_rate_is_not_a_lost_output(player_of):
         "converts)"
     )
     assert not player.state.output_failed
+
+
+class LateStream(FakeOutputStream):
+    """A stream that takes nothing for its first `LATE_S` once started, then plays at its rate: a sound server
+    filling its own latency first (PulseAudio's null sink here: 1.5 s), a Bluetooth headset waking up."""
+
+    LATE_S = 0.6
+
+    def start(self) -> None:
+        super().start()
+        self.started_at = time.monotonic()
+
+    def _consume(self) -> None:
+        if self.active and time.monotonic() - self.started_at < self.LATE_S:
+            self._clock = time.monotonic()
+            return
+        super()._consume()
+
+    def abort(self) -> None:
+        self.played_at_abort = self.played
+        super().abort()
+
+
+def test_a_clip_on_a_stream_that_starts_late_is_heard_to_its_end(player_of):
+    """Before, the end was reckoned from the clock (start + duration + latency): the stream was aborted with the
+    clip's last LATE_S still in it, never heard. (On PulseAudio's null sink the old player lost the last 20-30 ms
+    of every clip: tests/benchmarks/bench_heard_clips.py.)"""
+    streams = Streams(LateStream)
+    player = player_of(streams)
+    samples, wav = tone(0.4)
+    request = player.play(wav, "clip 3")
+    time.sleep(LateStream.LATE_S / 2)
+    assert player.state.playing and player.state.position_s == 0.0  # the playhead waits for the sound
+    wait_for(lambda: player.state.request == request and not player.state.playing)
+    [stream] = streams.made
+    assert player.state.error is None and stream.closed
+    assert stream.played_at_abort >= len(samples) + TAIL_S * RATE  # the clip, then a tail of silence, heard
+    assert_clip_then_silence(stream, samples)
+
+
+def test_an_output_that_takes_nothing_for_long_is_reported(player_of, monkeypatch):
+    monkeypatch.setattr("spokenbench.core.audio.playback.STALL_S", 0.3)
+    streams = Streams(StalledStream)
+    player = player_of(streams)
+    _samples, wav = tone(0.1)
+    request = player.play(wav, "clip 9")
+    wait_for(lambda: player.state.request == request and player.state.error is not None)
+    assert (
+        player.state.error == "Playback of clip 9 stopped: the sound output is not playing (it took no audio for 0.3 s)"
+    )
+    assert player.state.output_failed and streams.made[0].closed
+
+
+def test_a_player_held_by_a_sound_server_that_does_not_answer_never_holds_its_caller(player_of, monkeypatch):
+    """sounddevice's import lists the devices through the sound server; a hung one (PulseAudio stopped) held it
+    for more than 100 s, measured. Before, ClipPlayer() imported it on the caller's thread (the UI's): the app
+    never showed its window. Now the playback thread imports it, and says how long it has not answered."""
+    import importlib.abc
+    import sys
+
+    from spokenbench.core.audio import playback
+
+    server_answers = threading.Event()
+
+    class HungImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "sounddevice":
+                server_answers.wait(10)
+            return None  # then the normal finders
+
+    monkeypatch.delitem(sys.modules, "sounddevice", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [HungImport(), *sys.meta_path])
+    monkeypatch.setattr(playback, "_exit_hook", [])
+    started = time.perf_counter()
+    player = player_of(Streams())
+    _samples, wav = tone(0.1)
+    request = player.play(wav, "clip 2")
+    assert time.perf_counter() - started < 0.5  # made and posted to without waiting for the import
+    time.sleep(0.3)
+    assert player.state.request < request and player.unanswered_s() >= 0.25
+    server_answers.set()
+    wait_for(lambda: player.state.request == request, timeout=10)
+    assert player.unanswered_s() < 0.1  # answered; the clip fed every POLL_S
+    wait_for(lambda: not player.state.playing)
+    assert player.state.error is None
+
+
+class HungMidClip(FakeOutputStream):
+    """A sound server that stops answering 0.2 s into a clip: the stream takes nothing more, and closing it waits
+    until the server goes on (as PulseAudio's ALSA plugin does with the server stopped)."""
+
+    server_goes_on = threading.Event()  # one server for every stream of the test
+
+    @property
+    def write_available(self) -> int:
+        hung = not self.server_goes_on.is_set() and time.monotonic() - self.started_at > 0.2
+        return 0 if self.active and hung else super().write_available
+
+    def start(self) -> None:
+        super().start()
+        self.started_at = time.monotonic()
+
+    def close(self) -> None:
+        self.server_goes_on.wait(10)
+        super().close()
+
+
+def test_a_sound_server_that_hangs_mid_clip_is_said_not_playing_and_then_not_answering(player_of, monkeypatch):
+    """Before, the clip stayed "playing" where it stopped for as long as the server hung (measured: PulseAudio
+    stopped 0.3 s into a clip, still "playing" at 0.3 s 11 s later)."""
+    monkeypatch.setattr("spokenbench.core.audio.playback.STALL_S", 0.5)
+    monkeypatch.setattr(HungMidClip, "server_goes_on", threading.Event())
+    player = player_of(Streams(HungMidClip))
+    _samples, wav = tone(3.0)
+    request = player.play(wav, "clip 5")
+    wait_for(lambda: player.state.request == request and player.state.error is not None)
+    assert player.state.error.startswith("Playback of clip 5 stopped: the sound output is not playing")
+    later = player.play(wav, "clip 6")  # the thread is held closing the stream: the next play is not taken up
+    time.sleep(0.7)
+    assert player.state.request < later and player.unanswered_s() > 0.5
+    HungMidClip.server_goes_on.set()
+    wait_for(lambda: player.state.request == later and player.state.playing)
