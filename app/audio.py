@@ -7,6 +7,9 @@ at start and the Speakers page on every scan of the devices, which then shows it
 
 from __future__ import annotations
 
+import threading
+import time
+
 from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY
 from spokenbench.core.audio import playback
 
@@ -18,9 +21,72 @@ NO_AUDIO_BANNER = (
 
 NO_DEVICE_FLASH = "No sound device — playback unavailable"  # a play key answered where nothing can sound
 
+NOT_ANSWERING = (
+    "The sound output does not answer: the sound server (PulseAudio or PipeWire) may be hung, or a forwarded one out "
+    "of reach. Clips play once it answers; restarting it (systemctl --user restart pulseaudio, or pipewire "
+    "pipewire-pulse) usually helps. You can still rate — read the text and, with T, the transcripts."
+)
+
+
+def not_answering_line(what: str) -> str:
+    """A status line for a clip the player has not taken up for STALL_S (core/audio/playback.py unanswered_s)."""
+    name = what or "the clip"
+    return (
+        f"{name[:1].upper()}{name[1:]} is not playing: the sound output does not answer (the sound server may be hung)"
+    )
+
+
+class SoundCheck:
+    """PortAudio's first use (sounddevice's import) lists the devices through the sound server, and a server that
+    does not answer (a hung PulseAudio or PipeWire, a forwarded one across a dropped network) holds that call for
+    good: measured, more than 100 s with PulseAudio stopped. So the start's checks run on a thread of their own,
+    and nothing on the UI thread touches sounddevice before they have answered (`answered`)."""
+
+    def __init__(self):
+        self.started_at = time.monotonic()
+        self.playback: str | None = None  # why clips cannot be played (None: they can), once answered
+        self.recording: str | None = None  # why speakers cannot be recorded, once answered
+        self._answered = threading.Event()
+        threading.Thread(target=self._run, name="sound-check", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.playback, self.recording = playback_problem(), recording_problem()
+        finally:
+            self._answered.set()
+
+    @property
+    def answered(self) -> bool:
+        return self._answered.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._answered.wait(timeout)
+
+    def waited_s(self) -> float:
+        return time.monotonic() - self.started_at
+
+
+_check: list[SoundCheck] = []
+_check_lock = threading.Lock()
+
+
+def sound_check() -> SoundCheck:
+    """The process's one check, started at the first call (the app's start calls it before importing Qt)."""
+    with _check_lock:
+        if not _check:
+            _check.append(SoundCheck())
+        return _check[0]
+
 
 def audio_outputs_available() -> tuple[bool, str]:
-    """Whether clips can be played, and why not."""
+    """Whether clips can be played, and why not. Before the sound check has answered, clips are taken to be
+    playable: the player plays them once the server answers, and says so when it does not (`player_waiting`)."""
+    if not sound_check().answered:
+        return True, ""
+    return _outputs_available_now()
+
+
+def _outputs_available_now() -> tuple[bool, str]:
     from spokenbench.core.audio.support import sounddevice_support
 
     support = sounddevice_support()
@@ -67,12 +133,15 @@ def chosen_output(window) -> str | None:
 
 
 def playback_problem() -> str | None:
-    ok, message = audio_outputs_available()
+    """Why clips cannot be played here, or None. Lists the devices the first time: the sound check's thread, or
+    any thread once it has answered."""
+    ok, message = _outputs_available_now()
     return None if ok else message
 
 
 def recording_problem() -> str | None:
-    """Why speakers cannot be recorded here (PortAudio missing, or no input device), or None."""
+    """Why speakers cannot be recorded here (PortAudio missing, or no input device), or None. Asks PortAudio for
+    the devices again: off the UI thread, or at the start's sound check."""
     from spokenbench.core.audio.support import sounddevice_support
     from spokenbench.core.recording import recorder
 

@@ -23,6 +23,9 @@ def audio_problem() -> str | None:
     return " ".join(problem for problem in (playback, recording) if problem) or None
 
 
+SOUND_CHECK_WAIT_S = 1.0  # the longest the first window waits for the sound check (see app/audio.py SoundCheck)
+
+
 # Libraries Qt's X11 plugin loads at start; without them Qt aborts with a cryptic message, so check first.
 X11_LIBRARIES = {"xcb-cursor": "libxcb-cursor0", "xcb-icccm": "libxcb-icccm4", "xcb-keysyms": "libxcb-keysyms1"}
 
@@ -114,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         help="open the project (or --demo), render every screen once and exit: 0 when all rendered, 1 otherwise",
     )
     args = parser.parse_args(argv)
+    from spokenbench.app.audio import sound_check
+
+    check = sound_check()  # started now, on its own thread: it overlaps Qt's start, and may never answer
     if args.demo and args.project:
         parser.error("give a project folder or --demo, not both")
     if args.smoke and not (args.demo or args.project):
@@ -137,8 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpokenBench Studio")
     collect_garbage_at_safe_points(app)
-    from spokenbench.app.audio import playback_problem, recording_problem
-
     settings = None
     if args.smoke:  # a throwaway settings file: the smoke test leaves the user's recent projects and tour alone
         import tempfile
@@ -147,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
 
         smoke_dir = tempfile.mkdtemp(prefix="spokenbench-smoke-")
         settings = QSettings(str(Path(smoke_dir) / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(audio_message=playback_problem(), recording_message=recording_problem(), settings=settings)
+    if check.wait(SOUND_CHECK_WAIT_S):  # ~0.1-0.3 s when the sound server answers: the window opens knowing
+        window = MainWindow(audio_message=check.playback, recording_message=check.recording, settings=settings)
+    else:  # a server that does not answer: the window opens anyway, and says so once it has waited STALL_S
+        window = MainWindow(settings=settings)
+        window.follow_sound_check(check)
     if not args.smoke:
         window.restore_window_state()  # size and place as left, fitted to this screen
     window.show()

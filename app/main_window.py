@@ -35,7 +35,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from spokenbench.app.audio import NO_DEVICE_FLASH, audio_status, chosen_output, shared_player, silence
+from spokenbench.app.audio import (
+    NO_DEVICE_FLASH,
+    NOT_ANSWERING,
+    audio_status,
+    chosen_output,
+    not_answering_line,
+    shared_player,
+    silence,
+)
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.keyboard import install as install_keyboard_aids
 from spokenbench.app.operations import (
@@ -58,6 +66,7 @@ from spokenbench.app.settings_dialog import (
     annotator_name,
     app_settings,
 )
+from spokenbench.core.audio.playback import STALL_S
 from spokenbench.core.demo.project import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.foundation.progress import Progress
@@ -126,6 +135,7 @@ FIRST_WINDOW_LEAST = QSize(
     1200, 760
 )  # the first window's least size, where the screen has room  # a window manager's new geometry arrives this soon before its new state
 PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a followed play is waited for at most 5 s to start, then to its end
+SOUND_CHECK_POLL_MS = 250  # how often a start's sound check that has not answered is looked at
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
 ITEM_ROW_TABLES = frozenset(
     {"items", "rewrites"}
@@ -687,6 +697,14 @@ class MainWindow(QMainWindow):
             return  # not started yet
         if state.request != self._followed_play:
             self._play_watch.stop()  # replaced by another play, or the player never answered
+            if state.request < self._followed_play and shared_player().unanswered_s() > 0:  # 5 s unanswered
+                self.statusBar().showMessage(not_answering_line(self._followed_what), 15_000)
+                self.items_panel.detail.play_ended(self._followed_what, "the sound output does not answer")
+            return
+        if state.playing and shared_player().unanswered_s() > STALL_S:  # the server hung mid-clip
+            self._play_watch.stop()
+            self.statusBar().showMessage(not_answering_line(self._followed_what), 15_000)
+            self.items_panel.detail.play_ended(self._followed_what, "the sound output does not answer")
             return
         if state.playing:  # followed to its end: the output can still go away mid-clip
             self.note_playback(state)
@@ -706,8 +724,33 @@ class MainWindow(QMainWindow):
             self.playback_failure = None
         self.show_audio_status()
 
+    def follow_sound_check(self, check) -> None:
+        """The start's sound check has not answered (app/audio.py SoundCheck): say "checking", then, past
+        STALL_S, that the sound output does not answer; take its answer whenever it comes."""
+        self._sound_check = check
+        self.audio_label.setText("Audio: checking…")
+        self.audio_label.setToolTip("Asking the sound server for the audio devices.")
+        self._sound_check_watch = QTimer(self, interval=SOUND_CHECK_POLL_MS, timeout=self._check_sound_check)
+        self._sound_check_watch.start()
+
+    def _check_sound_check(self) -> None:
+        check = self._sound_check
+        if check.answered:
+            self._sound_check_watch.stop()
+            self.audio_message, self.recording_message = check.playback, check.recording
+            set_toned_sheet(self.audio_label, "")
+            self.show_audio_status()
+            self.statusBar().showMessage(f"The sound server answered. {self.audio_label.toolTip()}", 10_000)
+        elif check.waited_s() > STALL_S and self.audio_label.text() != "Audio: not answering":
+            self.audio_label.setText("Audio: not answering")
+            self.audio_label.setToolTip(NOT_ANSWERING)
+            set_toned_sheet(self.audio_label, "color: $warning")
+
     def show_audio_status(self) -> None:
         """The audio label from what is known: the start's checks, a newer device scan, the last play."""
+        check = getattr(self, "_sound_check", None)
+        if check is not None and not check.answered:
+            return  # "checking" or "not answering" until it answers (_check_sound_check)
         if self.playback_failure:
             text, tooltip = "Audio: playback failed", f"{self.playback_failure}\nThe next play tries the output again."
         else:

@@ -18,12 +18,13 @@ import shiboken6
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
-from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, page_player
+from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, not_answering_line, page_player
 from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp, explained_error, replace_dialog
 from spokenbench.core.asr.backends import asr_availability, screening_requirements
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
 from spokenbench.core.asr.transcribe import transcribe_missing
+from spokenbench.core.audio.playback import STALL_S
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.host import JobCall, job_call
 from spokenbench.core.qc.queues import QueueClip, create_queue, list_queues
@@ -173,6 +174,7 @@ class RatingPage(QWidget):
         self.audio_ok = self.player is not None
         self.play_request = 0  # the player's number for this page's last play
         self.playback_problem_shown = ""  # the status line last given for a failed play (cleared once sound is back)
+        self._said_unanswered = 0  # the last play said not taken up by the player (a sound server not answering)
         self.playhead_timer = QTimer(self)
         self.playhead_timer.setInterval(PLAYHEAD_MS)
         self.playhead_timer.timeout.connect(self._follow_playback)
@@ -564,6 +566,16 @@ class RatingPage(QWidget):
         state = self.player.state if self.player is not None else None
         if state is None or state.request > self.play_request:  # another page's clip replaced ours
             self.playhead_timer.stop()
+            return
+        stuck = self.player.unanswered_s() > STALL_S  # held by a sound server that does not answer
+        if stuck and (state.request < self.play_request or state.playing):
+            if self._said_unanswered != self.play_request:  # said once a play
+                self._said_unanswered = self.play_request
+                clip = self.rating.current if self.rating else None
+                line = not_answering_line(f"clip {clip.clip_id}" if clip else "")
+                self.view.status_label.setText(
+                    self._playback_problem_text(replace(state, error=line, output_failed=True))
+                )
             return
         if state.request < self.play_request:  # ours has not started yet
             return

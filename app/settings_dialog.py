@@ -63,9 +63,13 @@ def annotator_name(settings: QSettings) -> str:
 
 def audio_outputs() -> list[tuple[str, str]]:
     """(name, label) of every audio output PortAudio sees; empty without PortAudio or devices. The name is what
-    Settings stores and the player opens."""
+    Settings stores and the player opens. None but the system's default while the start's sound check has not
+    answered: listing them then would wait for a sound server that may never answer."""
+    from spokenbench.app.audio import sound_check
     from spokenbench.core.audio.playback import output_devices
 
+    if not sound_check().answered:
+        return []
     return [(device.name, device.name) for device in output_devices()]
 
 

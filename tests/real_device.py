@@ -194,6 +194,14 @@ class RealDesktop:
         self.pulse.kill()
         self.pulse.wait(10)
 
+    def hang_pulse(self) -> None:
+        """Stop the sound server (SIGSTOP): it keeps its socket and answers nothing, as a hung PulseAudio or
+        PipeWire does; `resume_pulse` lets it go on."""
+        self.pulse.send_signal(signal.SIGSTOP)
+
+    def resume_pulse(self) -> None:
+        self.pulse.send_signal(signal.SIGCONT)
+
     def start_pulse(self) -> None:
         """Start the sound server again on the same socket (a restarted or re-plugged output)."""
         self._start_pulse()
@@ -221,9 +229,13 @@ class RealDesktop:
                 raise RuntimeError("PulseAudio did not start")
             time.sleep(0.1)
 
-    def pactl(self, *args: str) -> subprocess.CompletedProcess:
+    def pactl(self, *args: str, timeout: float = 10) -> subprocess.CompletedProcess:
+        """pactl's answer; exit code 124 and nothing listed when the server does not answer in `timeout`."""
         env = {**os.environ, "PULSE_SERVER": self.pulse_server}
-        return subprocess.run(["pactl", *args], env=env, capture_output=True, text=True, timeout=10)
+        try:
+            return subprocess.run(["pactl", *args], env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(["pactl", *args], 124, "", "the sound server did not answer")
 
     def app_env(self, config: Path, heartbeat: Path) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key != "QT_QPA_PLATFORM"}
@@ -301,6 +313,7 @@ class SessionFigures:
     started: float = 0.0  # monotonic time the app was started
     round_keys: str = "] [ Space R and a rating key"  # what one round presses
     back_after_s: float | None = None  # run_output_outage: a stream open this long after the restart
+    window_after_s: float | None = None  # the app's window visible this long after its start (None: never)
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -370,7 +383,7 @@ class Heartbeat:
                     self.died = True
                 if now - last_pulse_poll > 0.5:
                     last_pulse_poll = now
-                    listed = self.desktop.pactl("list", "short", "sink-inputs").stdout.strip().splitlines()
+                    listed = self.desktop.pactl("list", "short", "sink-inputs", timeout=1).stdout.strip().splitlines()
                     self.sink_inputs = max(self.sink_inputs, len(listed))
                     self.polls += 1
                     self.polls_with_stream += bool(listed)
@@ -482,6 +495,55 @@ def run_output_outage(
     return figures
 
 
+def run_hung_server_session(
+    desktop: RealDesktop,
+    project_folder: Path,
+    work: Path,
+    rounds: int = 5,
+    app_command: list[str] | None = None,
+    shots: Path | None = None,
+    suffix: str = "",
+) -> SessionFigures:
+    """The app started while the sound server answers nothing (`hang_pulse`): its Rating page opened, Space
+    pressed and 6.5 s waited (past the player's STALL_S), `rounds` rating keys (1 2 3 …), then the server let go on
+    and Space pressed until PulseAudio sees the app's stream (`back_after_s`). `shots`: screenshots
+    studio-sound-hung{suffix}.png and studio-sound-hung-back{suffix}.png into that folder."""
+    figures = SessionFigures(rounds, round_keys="a rating key, the sound server stopped")
+    desktop.hang_pulse()
+    process, heart, log = launch_rating_session(desktop, project_folder, work, figures, app_command)
+    try:
+        if process is None:
+            return figures
+        desktop.xdotool("key", "space")
+        time.sleep(6.5)
+        if shots is not None:
+            desktop.screenshot(shots / f"studio-sound-hung{suffix}.png")
+        for index in range(rounds):
+            desktop.xdotool("key", "123"[index % 3])
+            figures.rounds_done = index + 1
+            time.sleep(0.5)
+        time.sleep(1.0)
+        figures.notes.append(f"ratings stored while the sound server was stopped: {stored_ratings(project_folder)}")
+        desktop.resume_pulse()
+        resumed, heard = time.monotonic(), False
+        while time.monotonic() - resumed < 20 and not heard:
+            desktop.xdotool("key", "space")
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline and not heard:
+                heard = bool(desktop.pactl("list", "short", "sink-inputs", timeout=1).stdout.strip())
+                time.sleep(0.05)
+        figures.back_after_s = time.monotonic() - resumed if heard else None
+        if shots is not None:
+            time.sleep(1.0)
+            desktop.screenshot(shots / f"studio-sound-hung-back{suffix}.png")
+        settle(heart)
+    finally:
+        desktop.resume_pulse()
+        close_app(desktop, process, heart, log, figures)
+    figures.ratings_stored = stored_ratings(project_folder)
+    return figures
+
+
 def launch_rating_session(
     desktop: RealDesktop,
     project_folder: Path,
@@ -505,8 +567,12 @@ def launch_rating_session(
     )
     heart = Heartbeat(heartbeat_path, process, desktop)
     figures.started = time.monotonic()
-    found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+    try:
+        found = desktop.xdotool("search", "--sync", "--onlyvisible", "--pid", str(process.pid), timeout=60)
+    except subprocess.TimeoutExpired:
+        found = subprocess.CompletedProcess([], 1, "", "")
     window = found.stdout.split()[0] if found.returncode == 0 and found.stdout.split() else None
+    figures.window_after_s = time.monotonic() - figures.started if window else None
     if window is None or not heart.wait_for(lambda *_: True, 30):
         figures.notes.append("the app's window or heartbeat never appeared; see app.log")
         close_app(desktop, process, heart, log, figures)

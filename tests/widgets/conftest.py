@@ -20,6 +20,15 @@ def garbage_collected_at_safe_points(qapp):
     gc.enable()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def sound_checked():
+    """The start's sound check (app/audio.py SoundCheck) answered, as the app's first window waits for it: the
+    pages then ask for the devices at once, and a test's patched device list is what they see."""
+    from spokenbench.app.audio import sound_check
+
+    assert sound_check().wait(60), "the sound check did not answer in 60 s"
+
+
 @pytest.fixture(autouse=True)
 def collect_between_tests(qapp):
     """A full collection after each widget test, at a safe point (no event is being dispatched)."""

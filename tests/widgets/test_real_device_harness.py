@@ -13,7 +13,7 @@ class _Alive:
 
 
 class _QuietPulse:
-    def pactl(self, *args):
+    def pactl(self, *args, timeout: float = 10):
         return subprocess.CompletedProcess(args, 0, stdout="", stderr="")
 
 

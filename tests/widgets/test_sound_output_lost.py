@@ -131,6 +131,9 @@ class StatePlayer:
     def stop(self):
         pass
 
+    def unanswered_s(self) -> float:
+        return 0.0
+
 
 def test_a_short_clip_that_ended_between_two_polls_clears_an_earlier_failure(qtbot, tmp_path, monkeypatch):
     player = StatePlayer()
@@ -192,4 +195,115 @@ def test_the_items_detail_line_says_how_a_play_ended_not_playing_after_it_failed
         detail.play_row(0)
         qtbot.waitUntil(lambda: detail.audio_note.text() == "Played clip 12", timeout=5_000)
     finally:
+        window.shutdown()
+
+
+class HeldOutput:
+    """A sound server that does not answer (PulseAudio stopped): opening a stream waits until it is let go."""
+
+    def __init__(self):
+        import threading
+
+        self.answers = threading.Event()
+        self.streams: list[FakeOutputStream] = []
+
+    def __call__(self, device, rate):
+        self.answers.wait(30)
+        self.streams.append(FakeOutputStream(device, rate))
+        return self.streams[-1]
+
+
+@pytest.mark.slow
+def test_a_clip_the_player_has_not_taken_up_is_said_not_playing_and_rating_goes_on(
+    qtbot, demo_copy, rating_page_on_demo_queue, player_of, monkeypatch
+):
+    """Before, the page waited without a word for a clip a hung sound server held (the playhead still)."""
+    monkeypatch.setattr("spokenbench.app.rating_page.STALL_S", 0.3)
+    output = HeldOutput()
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR, player=player_of(output)))
+    first = page.rating.current.clip_id
+    qtbot.waitUntil(lambda: "does not answer" in page.view.status_label.text(), timeout=5_000)  # played on arrival
+    assert page.view.status_label.text() == (
+        f"Clip {first} is not playing: the sound output does not answer (the sound server may be hung). Rating "
+        "still works; Space / R plays the clip again once the headphones or sound server are back."
+    )
+    qtbot.keyClick(page.view, "1")
+    qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=5_000)
+    with opened(demo_copy) as project:
+        assert project.conn.execute("SELECT count(*) FROM ratings WHERE annotator = ?", (ANNOTATOR,)).fetchone()[0]
+    output.answers.set()  # the server answers again: the newest clip plays, and the line goes
+    qtbot.waitUntil(lambda: page.player.state.request == page.play_request, timeout=5_000)
+    qtbot.waitUntil(lambda: "does not answer" not in page.view.status_label.text(), timeout=5_000)
+    assert len(output.streams) == 1
+
+
+class UnansweredCheck:
+    """The start's sound check (app/audio.py SoundCheck) as a test drives it."""
+
+    def __init__(self):
+        self.answered, self.waited, self.playback, self.recording = False, 0.0, None, None
+
+    def waited_s(self) -> float:
+        return self.waited
+
+
+def test_a_window_opened_before_the_sound_check_answered_says_so_and_takes_the_answer_when_it_comes(
+    qtbot, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("spokenbench.app.main_window.SOUND_CHECK_POLL_MS", 20)
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings)
+    qtbot.addWidget(window)
+    check = UnansweredCheck()
+    try:
+        window.follow_sound_check(check)
+        assert window.audio_label.text() == "Audio: checking…"
+        window.show_audio_status()  # a play's outcome meanwhile does not say "ready"
+        assert window.audio_label.text() == "Audio: checking…"
+        check.waited = 6.0
+        qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: not answering", timeout=2_000)
+        assert window.audio_label.toolTip() == app_audio.NOT_ANSWERING
+        check.answered, check.recording = True, "No audio input device: connect a microphone."
+        qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: playback only", timeout=2_000)
+        assert window.recording_message == check.recording and window.audio_message is None
+        assert window.statusBar().currentMessage().startswith("The sound server answered. Recording is off")
+    finally:
+        window.shutdown()
+
+
+def test_before_the_sound_check_answered_nothing_on_the_ui_thread_lists_devices(monkeypatch):
+    """Listing them then would wait on sounddevice's import, held by the check's thread for as long as the
+    server does not answer: the pages take clips to be playable, Settings offers the system's default."""
+    from spokenbench.app.settings_dialog import audio_outputs
+    from spokenbench.core.audio import playback
+
+    def listed():
+        raise AssertionError("the devices were listed on the UI thread")
+
+    monkeypatch.setattr(playback, "output_devices", listed)
+    monkeypatch.setattr(app_audio, "_check", [UnansweredCheck()])
+    assert app_audio.audio_outputs_available() == (True, "")
+    assert audio_outputs() == []
+
+
+def test_a_play_button_whose_clip_the_player_has_not_taken_up_says_the_output_does_not_answer(
+    qtbot, tmp_path, monkeypatch, player_of
+):
+    """Before, the window gave up following such a play after 5 s without a word."""
+    monkeypatch.setattr("spokenbench.app.main_window.PLAY_POLLS_MAX", 3)
+    output = HeldOutput()
+    monkeypatch.setattr(app_audio, "_shared", [player_of(output)])
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(window)
+    clip = tmp_path / "clip.wav"
+    clip.write_bytes(encode_wav(np.zeros(8000, dtype=np.float32), 8000))
+    try:
+        window.play_file(clip)
+        qtbot.waitUntil(lambda: not window._play_watch.isActive(), timeout=5_000)
+        assert window.statusBar().currentMessage() == (
+            "Clip.wav is not playing: the sound output does not answer (the sound server may be hung)"
+        )
+    finally:
+        output.answers.set()
         window.shutdown()
