@@ -314,6 +314,7 @@ class SessionFigures:
     round_keys: str = "] [ Space R and a rating key"  # what one round presses
     back_after_s: float | None = None  # run_output_outage: a stream open this long after the restart
     window_after_s: float | None = None  # the app's window visible this long after its start (None: never)
+    quit_after_s: float | None = None  # run_hung_server_session: Ctrl+Q with the server hung ended it this soon
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -506,7 +507,9 @@ def run_hung_server_session(
 ) -> SessionFigures:
     """The app started while the sound server answers nothing (`hang_pulse`): its Rating page opened, Space
     pressed and 6.5 s waited (past the player's STALL_S), `rounds` rating keys (1 2 3 …), then the server let go on
-    and Space pressed until PulseAudio sees the app's stream (`back_after_s`). `shots`: screenshots
+    and Space pressed until PulseAudio sees the app's stream (`back_after_s`); then the server stopped again
+    mid-clip, Space and 1 pressed, and Ctrl+Q (`quit_after_s`, None when it did not end the app with 0). `shots`:
+    screenshots
     studio-sound-hung{suffix}.png and studio-sound-hung-back{suffix}.png into that folder."""
     figures = SessionFigures(rounds, round_keys="a rating key, the sound server stopped")
     desktop.hang_pulse()
@@ -537,6 +540,14 @@ def run_hung_server_session(
             time.sleep(1.0)
             desktop.screenshot(shots / f"studio-sound-hung-back{suffix}.png")
         settle(heart)
+        desktop.hang_pulse()  # hung again, mid-clip: Space, a rating, then Ctrl+Q
+        desktop.xdotool("key", "space")
+        time.sleep(1.0)
+        desktop.xdotool("key", "1")
+        time.sleep(1.0)
+        quit_at = time.monotonic()
+        close_app(desktop, process, heart, log, figures)
+        figures.quit_after_s = time.monotonic() - quit_at if figures.exit_code == 0 else None
     finally:
         desktop.resume_pulse()
         close_app(desktop, process, heart, log, figures)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -381,12 +382,16 @@ def _register_exit_hook_once() -> None:
 
 
 def _close_players() -> None:
-    """No stream is written while PortAudio goes away at exit."""
+    """No stream is written while PortAudio goes away at exit. A player still held in a call to a sound server
+    that does not answer (measured: `abort` with PulseAudio stopped) would hold sounddevice's exit hook too, whose
+    Pa_Terminate waits on that server: the app never ended after Ctrl+Q. Then PortAudio is left to the exit."""
     players = list(_players)
     for player in players:
         player.close()
-    for player in players:
-        player.join(CLOSE_WAIT_S)
+    held = [player for player in players if not player.join(CLOSE_WAIT_S)]
+    sounddevice = sys.modules.get("sounddevice")
+    if held and sounddevice is not None and hasattr(sounddevice, "_exit_handler"):
+        atexit.unregister(sounddevice._exit_handler)
 
 
 class FakeOutputStream:

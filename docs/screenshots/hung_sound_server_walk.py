@@ -7,7 +7,8 @@ Copies the demo into OUT/project (built into OUT/demo the first time), starts Xv
 (tests/real_device.py), stops the sound server, starts the app on the project, opens the Rating page on a
 260-clip queue (Ctrl+3, ↓ Enter), presses Space and waits 6.5 s: studio-sound-hung.png; rates five clips (1 2 3
 1 2); lets the server go on (SIGCONT) and presses Space until PulseAudio sees the app's stream:
-studio-sound-hung-back.png; Ctrl+Q. Screenshots at a screen other than 1400x900 end in -WxH. Prints how long the
+studio-sound-hung-back.png; stops the server again, presses Space and 1, and
+Ctrl+Q. Screenshots at a screen other than 1400x900 end in -WxH. Prints how long the
 window took to show, the ratings stored while the server was stopped, and how long playback took to come back.
 The docs' screenshots were taken under xfwm4 with a panel (SPOKENBENCH_WALK_WM=xfwm4). Needs Xvfb, PulseAudio
 and xdotool (apt-get install xvfb pulseaudio xdotool)."""
@@ -30,7 +31,9 @@ def main() -> None:
         figures = run_hung_server_session(desktop, project, out, shots=out, suffix=suffix)
     window = "never" if figures.window_after_s is None else f"{figures.window_after_s:.1f} s after the start"
     back = "never" if figures.back_after_s is None else f"{figures.back_after_s:.1f} s after the server went on"
-    print("\n".join([f"window visible: {window}", f"playback back: {back}", *figures.lines()]))
+    ended = "never (killed)" if figures.quit_after_s is None else f"{figures.quit_after_s:.1f} s later"
+    print("\n".join([f"window visible: {window}", f"playback back: {back}", f"Ctrl+Q, server hung: {ended}"]))
+    print("\n".join(figures.lines()))
 
 
 if __name__ == "__main__":

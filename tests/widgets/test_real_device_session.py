@@ -79,8 +79,9 @@ def test_a_sound_server_killed_mid_session_loses_no_rating_and_playback_comes_ba
 def test_the_app_started_while_the_sound_server_does_not_answer_opens_rates_and_plays_once_it_does(demo_copy, tmp_path):
     """PulseAudio stopped (SIGSTOP: its socket there, no answer, as a hung server) before the app starts. Before,
     the app's start listed the devices on the UI thread and showed no window for as long as the server did not
-    answer (none in 60 s, then SIGKILL). Now the window opens, the clip is said not playing, ratings are stored,
-    and once the server goes on Space plays without a restart."""
+    answer (none in 60 s, then SIGKILL), and Ctrl+Q with the server hung mid-clip never ended it (PortAudio's exit
+    hook waiting on that server). Now the window opens, the clip is said not playing, ratings are stored, once the
+    server goes on Space plays without a restart, and Ctrl+Q ends the app with it hung again."""
     problem = missing_tools()
     if problem:
         pytest.skip(f"a real X server and sound server are needed: {problem}")
@@ -91,9 +92,9 @@ def test_the_app_started_while_the_sound_server_does_not_answer_opens_rates_and_
     print(report)
     assert figures.window_after_s is not None and figures.window_after_s < 15, f"no window\n{report}"
     assert not figures.froze and not figures.died and figures.rounds_done == 5, report
-    assert figures.ratings_stored == figures.saves_acknowledged == 5, report
+    assert figures.ratings_stored == figures.saves_acknowledged == 6, report  # 5 hung, 1 hung again at the end
     assert figures.back_after_s is not None, f"playback did not come back once the server answered\n{report}"
-    assert figures.exit_code == 0, f"Ctrl+Q did not close the app cleanly\n{report}"
+    assert figures.exit_code == 0 and figures.quit_after_s < 10, f"Ctrl+Q with the server hung\n{report}"
 
 
 # Keys as a person at a French (AZERTY) or Russian keyboard presses them: xdotool sends the key's own symbol on

@@ -325,3 +325,28 @@ def test_a_sound_server_that_hangs_mid_clip_is_said_not_playing_and_then_not_ans
     assert player.state.request < later and player.unanswered_s() > 0.5
     HungMidClip.server_goes_on.set()
     wait_for(lambda: player.state.request == later and player.state.playing)
+
+
+def test_at_exit_a_player_held_by_a_hung_server_keeps_portaudio_from_being_terminated(player_of, monkeypatch):
+    """sounddevice's exit hook (Pa_Terminate) waits on the server a held player's stream waits on: measured,
+    the app never ended after Ctrl+Q with PulseAudio stopped mid-clip. A held player unregisters that hook."""
+    import sys
+    import types
+
+    from spokenbench.core.audio import playback
+
+    monkeypatch.setattr(playback, "CLOSE_WAIT_S", 0.2)
+    monkeypatch.setattr(HungMidClip, "server_goes_on", threading.Event())
+    fake_sounddevice = types.SimpleNamespace(_exit_handler=lambda: None)
+    monkeypatch.setitem(sys.modules, "sounddevice", fake_sounddevice)
+    unregistered = []
+    monkeypatch.setattr(playback.atexit, "unregister", unregistered.append)
+    player = player_of(Streams(HungMidClip))
+    _samples, wav = tone(3.0)
+    player.play(wav, "clip 5")
+    wait_for(lambda: player.state.playing)
+    time.sleep(0.3)  # the server hung: closing the stream at the quit waits on it
+    monkeypatch.setattr(playback, "_players", [player])
+    playback._close_players()
+    assert unregistered == [fake_sounddevice._exit_handler]
+    HungMidClip.server_goes_on.set()
