@@ -543,8 +543,10 @@ def run_hung_server_session(
         desktop.hang_pulse()  # hung again, mid-clip: Space, a rating, then Ctrl+Q
         desktop.xdotool("key", "space")
         time.sleep(1.0)
+        saved = heart.values[1]
         desktop.xdotool("key", "1")
-        time.sleep(1.0)
+        heart.wait_for(lambda beat, saves, ignored, session: saves > saved, 5)  # acknowledged before the quit
+        time.sleep(0.5)
         quit_at = time.monotonic()
         close_app(desktop, process, heart, log, figures)
         figures.quit_after_s = time.monotonic() - quit_at if figures.exit_code == 0 else None

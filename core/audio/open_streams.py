@@ -3,6 +3,8 @@ core/recording/recorder.py): the one count both keep, so the device list is neve
 
 from __future__ import annotations
 
+import atexit
+import sys
 import threading
 
 # PortAudio lists the devices once, when it is initialized (at sounddevice's import), so a microphone connected
@@ -17,3 +19,33 @@ def count_open_stream(change: int) -> None:
     global count
     with lock:
         count += change
+
+
+_guarded: list[bool] = []
+
+
+def guard_portaudio_exit() -> None:
+    """Call right after sounddevice's import (whose exit hook terminates PortAudio): registered after that hook,
+    `_leave_held_portaudio` runs before it. Once is enough."""
+    with lock:
+        if not _guarded:
+            atexit.register(_leave_held_portaudio)
+            _guarded.append(True)
+
+
+def _leave_held_portaudio() -> None:
+    """A thread still inside a sounddevice call at exit is held by a sound server that does not answer (a hung
+    PulseAudio or PipeWire: a stream's abort or close, a recording's start, a device scan). sounddevice's exit
+    hook would then wait on that server for good (measured: the app never ended after Ctrl+Q), so it is
+    unregistered and PortAudio left to the process's end."""
+    sounddevice = sys.modules.get("sounddevice")
+    handler = getattr(sounddevice, "_exit_handler", None)
+    if handler is None:
+        return
+    here = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        while frame is not None and ident != here:
+            if frame.f_code.co_filename == sounddevice.__file__:
+                atexit.unregister(handler)
+                return
+            frame = frame.f_back

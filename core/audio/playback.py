@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import queue
-import sys
 import threading
 import time
 import weakref
@@ -33,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from spokenbench.core.audio.io import decode_audio
-from spokenbench.core.audio.open_streams import count_open_stream
+from spokenbench.core.audio.open_streams import count_open_stream, guard_portaudio_exit
 
 LATENCY_S = 0.1  # asked of PortAudio: enough to ride over a busy UI thread holding the GIL for a moment
 POLL_S = 0.01  # how often the playback thread feeds the stream while a clip plays
@@ -377,21 +376,20 @@ def _register_exit_hook_once() -> None:
         import sounddevice  # noqa: F401  (registers its hook at import)
     except Exception:  # noqa: BLE001 - no PortAudio: nothing to order against
         pass
-    atexit.register(_close_players)
+    else:
+        guard_portaudio_exit()
+    atexit.register(_close_players)  # last: runs first, then the guard, then sounddevice's hook
     _exit_hook.append(True)
 
 
 def _close_players() -> None:
-    """No stream is written while PortAudio goes away at exit. A player still held in a call to a sound server
-    that does not answer (measured: `abort` with PulseAudio stopped) would hold sounddevice's exit hook too, whose
-    Pa_Terminate waits on that server: the app never ended after Ctrl+Q. Then PortAudio is left to the exit."""
+    """No stream is written while PortAudio goes away at exit; a player held in a call to a sound server that
+    does not answer is waited for CLOSE_WAIT_S, then left (open_streams.guard_portaudio_exit)."""
     players = list(_players)
     for player in players:
         player.close()
-    held = [player for player in players if not player.join(CLOSE_WAIT_S)]
-    sounddevice = sys.modules.get("sounddevice")
-    if held and sounddevice is not None and hasattr(sounddevice, "_exit_handler"):
-        atexit.unregister(sounddevice._exit_handler)
+    for player in players:
+        player.join(CLOSE_WAIT_S)
 
 
 class FakeOutputStream:

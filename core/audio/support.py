@@ -25,4 +25,7 @@ def sounddevice_support() -> AudioSupport:
         )
     except ImportError as error:
         return AudioSupport(False, f"Audio playback and recording are disabled: {error}.")
+    from spokenbench.core.audio.open_streams import guard_portaudio_exit
+
+    guard_portaudio_exit()
     return AudioSupport(True, "audio playback and recording available")

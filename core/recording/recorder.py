@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spokenbench.core.audio import open_streams
-from spokenbench.core.audio.open_streams import count_open_stream
+from spokenbench.core.audio.open_streams import count_open_stream, guard_portaudio_exit
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 DEFAULT_RATE = 48_000
@@ -55,6 +55,7 @@ def import_sounddevice():
         raise RecordingUnavailable(
             f"Recording needs the Python package sounddevice ({error}): pip install sounddevice, and {PORTAUDIO_HELP}"
         ) from None
+    guard_portaudio_exit()
     return sounddevice
 
 

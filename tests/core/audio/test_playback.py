@@ -327,26 +327,30 @@ def test_a_sound_server_that_hangs_mid_clip_is_said_not_playing_and_then_not_ans
     wait_for(lambda: player.state.request == later and player.state.playing)
 
 
-def test_at_exit_a_player_held_by_a_hung_server_keeps_portaudio_from_being_terminated(player_of, monkeypatch):
-    """sounddevice's exit hook (Pa_Terminate) waits on the server a held player's stream waits on: measured,
-    the app never ended after Ctrl+Q with PulseAudio stopped mid-clip. A held player unregisters that hook."""
+def test_at_exit_a_thread_held_in_a_sounddevice_call_keeps_portaudio_from_being_terminated(monkeypatch):
+    """sounddevice's exit hook (Pa_Terminate) waits on the server a held call waits on: measured, the app never
+    ended after Ctrl+Q with PulseAudio stopped mid-clip. A thread inside sounddevice at exit unregisters the hook;
+    none inside leaves it."""
     import sys
     import types
 
-    from spokenbench.core.audio import playback
+    from spokenbench.core.audio import open_streams
 
-    monkeypatch.setattr(playback, "CLOSE_WAIT_S", 0.2)
-    monkeypatch.setattr(HungMidClip, "server_goes_on", threading.Event())
-    fake_sounddevice = types.SimpleNamespace(_exit_handler=lambda: None)
-    monkeypatch.setitem(sys.modules, "sounddevice", fake_sounddevice)
+    held = threading.Event()
+    source = "def abort(wait):\n    wait.wait(10)\n"
+    fake = types.ModuleType("sounddevice")
+    fake.__file__ = "/fake/site-packages/sounddevice.py"
+    exec(compile(source, fake.__file__, "exec"), fake.__dict__)  # a function whose frames name sounddevice.py
+    fake._exit_handler = lambda: None
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
     unregistered = []
-    monkeypatch.setattr(playback.atexit, "unregister", unregistered.append)
-    player = player_of(Streams(HungMidClip))
-    _samples, wav = tone(3.0)
-    player.play(wav, "clip 5")
-    wait_for(lambda: player.state.playing)
-    time.sleep(0.3)  # the server hung: closing the stream at the quit waits on it
-    monkeypatch.setattr(playback, "_players", [player])
-    playback._close_players()
-    assert unregistered == [fake_sounddevice._exit_handler]
-    HungMidClip.server_goes_on.set()
+    monkeypatch.setattr(open_streams.atexit, "unregister", unregistered.append)
+    open_streams._leave_held_portaudio()
+    assert unregistered == []  # nothing held: PortAudio terminated as usual
+    caller = threading.Thread(target=fake.abort, args=(held,), daemon=True)
+    caller.start()
+    time.sleep(0.1)
+    open_streams._leave_held_portaudio()
+    assert unregistered == [fake._exit_handler]
+    held.set()
+    caller.join(2)
