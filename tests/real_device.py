@@ -440,6 +440,20 @@ def run_session(
     return figures
 
 
+def press_space_until_heard(desktop: RealDesktop, within: float) -> float | None:
+    """Space pressed once a second until PulseAudio lists a playback stream: the seconds that took, None when
+    none came `within` seconds."""
+    since = time.monotonic()
+    while time.monotonic() - since < within:
+        desktop.xdotool("key", "space")
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            if desktop.pactl("list", "short", "sink-inputs", timeout=1).stdout.strip():
+                return time.monotonic() - since
+            time.sleep(0.05)
+    return None
+
+
 def run_output_outage(
     desktop: RealDesktop,
     project_folder: Path,
@@ -473,17 +487,10 @@ def run_output_outage(
         if shots is not None:
             desktop.screenshot(shots / "sound-output-lost.png")
         desktop.start_pulse()  # a new server: it has seen no stream yet
-        restarted, heard = time.monotonic(), False
-        while time.monotonic() - restarted < 15 and not heard:
-            desktop.xdotool("key", "space")
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline and not heard:
-                heard = bool(desktop.pactl("list", "short", "sink-inputs").stdout.strip())
-                time.sleep(0.05)
-        figures.back_after_s = time.monotonic() - restarted if heard else None
+        figures.back_after_s = press_space_until_heard(desktop, 15)
         figures.notes.append(
             f"playback back {figures.back_after_s:.1f} s after the sound server restarted"
-            if heard
+            if figures.back_after_s is not None
             else "no playback stream within 15 s of the sound server's restart"
         )
         if shots is not None:
@@ -528,14 +535,7 @@ def run_hung_server_session(
         time.sleep(1.0)
         figures.notes.append(f"ratings stored while the sound server was stopped: {stored_ratings(project_folder)}")
         desktop.resume_pulse()
-        resumed, heard = time.monotonic(), False
-        while time.monotonic() - resumed < 20 and not heard:
-            desktop.xdotool("key", "space")
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline and not heard:
-                heard = bool(desktop.pactl("list", "short", "sink-inputs", timeout=1).stdout.strip())
-                time.sleep(0.05)
-        figures.back_after_s = time.monotonic() - resumed if heard else None
+        figures.back_after_s = press_space_until_heard(desktop, 20)
         if shots is not None:
             time.sleep(1.0)
             desktop.screenshot(shots / f"studio-sound-hung-back{suffix}.png")

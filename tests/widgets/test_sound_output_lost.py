@@ -35,6 +35,14 @@ class SwitchableOutput:
         return self.streams[-1]
 
 
+def playing_window(qtbot, tmp_path) -> MainWindow:
+    """The main window with audio (its start's checks passed), its settings in tmp_path."""
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
+    qtbot.addWidget(window)
+    return window
+
+
 @pytest.mark.slow
 def test_the_rating_page_says_the_output_failed_and_clears_it_once_sound_is_back(
     qtbot, demo_copy, rating_page_on_demo_queue, player_of
@@ -66,9 +74,7 @@ def test_the_rating_page_says_the_output_failed_and_clears_it_once_sound_is_back
 def test_a_play_button_whose_output_fails_says_so_in_the_status_bar(qtbot, tmp_path, monkeypatch, player_of):
     output = SwitchableOutput(gone=True)
     monkeypatch.setattr(app_audio, "_shared", [player_of(output)])
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(window)
+    window = playing_window(qtbot, tmp_path)
     clip = tmp_path / "clip.wav"
     clip.write_bytes(encode_wav(np.zeros(8000, dtype=np.float32), 8000))
     ready = audio_status(window.audio_message, window.recording_message)[0]
@@ -99,9 +105,7 @@ class VanishingStream(FakeOutputStream):
 def test_a_play_button_whose_output_goes_away_mid_clip_says_so_too(qtbot, tmp_path, monkeypatch, player_of):
     """The window follows a Play button's clip to its end, not only to its start."""
     monkeypatch.setattr(app_audio, "_shared", [player_of(VanishingStream)])
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(window)
+    window = playing_window(qtbot, tmp_path)
     clip = tmp_path / "long.wav"
     clip.write_bytes(encode_wav(np.zeros(16000, dtype=np.float32), 8000))  # 2 s
     try:
@@ -138,9 +142,7 @@ class StatePlayer:
 def test_a_short_clip_that_ended_between_two_polls_clears_an_earlier_failure(qtbot, tmp_path, monkeypatch):
     player = StatePlayer()
     monkeypatch.setattr(app_audio, "_shared", [player])
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(window)
+    window = playing_window(qtbot, tmp_path)
     ready = audio_status(window.audio_message, window.recording_message)[0]
     try:
         player.next_state = lambda n: PlaybackState(n, error="Cannot play a.wav: …", output_failed=True)
@@ -172,9 +174,7 @@ def test_the_items_detail_line_says_how_a_play_ended_not_playing_after_it_failed
     failed; it now says the failure, and "Played clip 12" once a play went through."""
     output = SwitchableOutput(gone=True)
     monkeypatch.setattr(app_audio, "_shared", [player_of(output)])
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(window)
+    window = playing_window(qtbot, tmp_path)
     sha = "ab" * 32
     (tmp_path / "audio" / sha[:2]).mkdir(parents=True)
     (tmp_path / "audio" / sha[:2] / f"{sha}.wav").write_bytes(encode_wav(np.zeros(800, dtype=np.float32), 8000))
@@ -293,9 +293,7 @@ def test_a_play_button_whose_clip_the_player_has_not_taken_up_says_the_output_do
     monkeypatch.setattr("spokenbench.app.main_window.PLAY_POLLS_MAX", 3)
     output = HeldOutput()
     monkeypatch.setattr(app_audio, "_shared", [player_of(output)])
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(audio_message=None, poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(window)
+    window = playing_window(qtbot, tmp_path)
     clip = tmp_path / "clip.wav"
     clip.write_bytes(encode_wav(np.zeros(8000, dtype=np.float32), 8000))
     try:
