@@ -28,12 +28,12 @@ NOT_ANSWERING = (
 )
 
 
+NOT_ANSWERING_WORDS = "the sound output does not answer"
+
+
 def not_answering_line(what: str) -> str:
     """A status line for a clip the player has not taken up for STALL_S (core/audio/playback.py unanswered_s)."""
-    name = what or "the clip"
-    return (
-        f"{name[:1].upper()}{name[1:]} is not playing: the sound output does not answer (the sound server may be hung)"
-    )
+    return f"Not playing {what or 'the clip'}: {NOT_ANSWERING_WORDS} (the sound server may be hung)"
 
 
 class SoundCheck:

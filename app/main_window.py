@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from spokenbench.app.audio import (
     NO_DEVICE_FLASH,
     NOT_ANSWERING,
+    NOT_ANSWERING_WORDS,
     audio_status,
     chosen_output,
     not_answering_line,
@@ -66,7 +67,7 @@ from spokenbench.app.settings_dialog import (
     annotator_name,
     app_settings,
 )
-from spokenbench.core.audio.playback import STALL_S
+from spokenbench.core.audio.playback import STALL_S, PlaybackState
 from spokenbench.core.demo.project import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
 from spokenbench.core.foundation.progress import Progress
@@ -494,6 +495,7 @@ class MainWindow(QMainWindow):
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
         self.recording_message = recording_message  # why speakers cannot be recorded here (None: they can)
         self._followed_play, self._followed_what, self._play_polls = 0, "", 0  # a Play button's request, until it ends
+        self._followed_unanswered = False  # that play was said not taken up by the player
         self.playback_failure: str | None = None  # the last play's failure of the sound output, until one plays
         self._play_watch = QTimer(self, interval=PLAY_POLL_MS, timeout=self._check_followed_play)
         self.sidebar.select("items")
@@ -686,27 +688,30 @@ class MainWindow(QMainWindow):
         """Say in the status bar how the shared player's `request` went (pages without a line of their own for
         it: the Play buttons, the Speakers page's takes); `what` it plays, for the Items detail's line."""
         self._followed_play, self._followed_what, self._play_polls = request, what, 0
+        self._followed_unanswered = False
         self._play_watch.start()
 
     def _check_followed_play(self) -> None:
         """The outcome of the followed play, polled (the playback thread never calls into Qt): a failure is said
-        in the status bar."""
+        in the status bar. A play the player has not taken up for 5 s (a sound server that does not answer) is
+        said not playing, and still followed: it plays, and the line clears, once the server answers."""
         state = shared_player().state
         self._play_polls += 1
         if state.request < self._followed_play and self._play_polls < PLAY_POLLS_MAX:
             return  # not started yet
-        if state.request != self._followed_play:
-            self._play_watch.stop()  # replaced by another play, or the player never answered
-            if state.request < self._followed_play and shared_player().unanswered_s() > 0:  # 5 s unanswered
-                self.statusBar().showMessage(not_answering_line(self._followed_what), 15_000)
-                self.items_panel.detail.play_ended(self._followed_what, "the sound output does not answer")
+        unanswered = shared_player().unanswered_s()
+        if state.request < self._followed_play and unanswered > 0 or state.playing and unanswered > STALL_S:
+            if not self._followed_unanswered:  # said once
+                self._followed_unanswered = True
+                self._say_not_answering(not_answering_line(self._followed_what))
             return
-        if state.playing and shared_player().unanswered_s() > STALL_S:  # the server hung mid-clip
-            self._play_watch.stop()
-            self.statusBar().showMessage(not_answering_line(self._followed_what), 15_000)
-            self.items_panel.detail.play_ended(self._followed_what, "the sound output does not answer")
+        if state.request != self._followed_play:
+            self._play_watch.stop()  # replaced by another play
             return
         if state.playing:  # followed to its end: the output can still go away mid-clip
+            if self._followed_unanswered:  # it plays after all: the server answered
+                self._followed_unanswered = False
+                self.items_panel.detail.play_waiting(self._followed_what, False)
             self.note_playback(state)
             return
         self._play_watch.stop()  # ended, played through (a short clip may end between two polls) or failed
@@ -714,6 +719,12 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(state.short_error, 15_000)
         self.items_panel.detail.play_ended(self._followed_what, state.short_error)
         self.note_playback(state)
+
+    def _say_not_answering(self, line: str) -> None:
+        """A play the sound server holds: the status bar, the Items detail's line and the audio label say so."""
+        self.statusBar().showMessage(line, 15_000)
+        self.items_panel.detail.play_waiting(self._followed_what, True)
+        self.note_playback(PlaybackState(error=line, output_failed=True))
 
     def note_playback(self, state) -> None:
         """The status bar's audio label follows the last play: "playback failed" while the sound output fails
@@ -740,7 +751,8 @@ class MainWindow(QMainWindow):
             self.audio_message, self.recording_message = check.playback, check.recording
             set_toned_sheet(self.audio_label, "")
             self.show_audio_status()
-            self.statusBar().showMessage(f"The sound server answered. {self.audio_label.toolTip()}", 10_000)
+            answer = self.audio_label.toolTip().replace("\n", " ")
+            self.statusBar().showMessage(f"The sound server answered. {answer}", 10_000)
         elif check.waited_s() > STALL_S and self.audio_label.text() != "Audio: not answering":
             self.audio_label.setText("Audio: not answering")
             self.audio_label.setToolTip(NOT_ANSWERING)
@@ -751,7 +763,9 @@ class MainWindow(QMainWindow):
         check = getattr(self, "_sound_check", None)
         if check is not None and not check.answered:
             return  # "checking" or "not answering" until it answers (_check_sound_check)
-        if self.playback_failure:
+        if self.playback_failure and NOT_ANSWERING_WORDS in self.playback_failure:
+            text, tooltip = "Audio: not answering", f"{self.playback_failure}\nThe clip plays once the server answers."
+        elif self.playback_failure:
             text, tooltip = "Audio: playback failed", f"{self.playback_failure}\nThe next play tries the output again."
         else:
             text, tooltip = audio_status(self.audio_message, self.recording_message)

@@ -573,9 +573,11 @@ class RatingPage(QWidget):
                 self._said_unanswered = self.play_request
                 clip = self.rating.current if self.rating else None
                 line = not_answering_line(f"clip {clip.clip_id}" if clip else "")
-                self.view.status_label.setText(
-                    self._playback_problem_text(replace(state, error=line, output_failed=True))
-                )
+                self.playback_problem_shown = f"{line}. Rating still works; the clip plays once the server answers."
+                self.view.status_label.setText(self.playback_problem_shown)
+                note_playback = getattr(self.window_, "note_playback", None)
+                if note_playback is not None:  # the status bar's audio label says it too
+                    note_playback(replace(state, error=line, output_failed=True, playing=False))
             return
         if state.request < self.play_request:  # ours has not started yet
             return

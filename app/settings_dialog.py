@@ -61,15 +61,15 @@ def annotator_name(settings: QSettings) -> str:
     return str(settings.value(ANNOTATOR_KEY, "") or "").strip()
 
 
-def audio_outputs() -> list[tuple[str, str]]:
+def audio_outputs() -> list[tuple[str, str]] | None:
     """(name, label) of every audio output PortAudio sees; empty without PortAudio or devices. The name is what
-    Settings stores and the player opens. None but the system's default while the start's sound check has not
-    answered: listing them then would wait for a sound server that may never answer."""
+    Settings stores and the player opens. None while the start's sound check has not answered: listing them then
+    would wait for a sound server that may never answer."""
     from spokenbench.app.audio import sound_check
     from spokenbench.core.audio.playback import output_devices
 
     if not sound_check().answered:
-        return []
+        return None
     return [(device.name, device.name) for device in output_devices()]
 
 
@@ -160,7 +160,14 @@ class SettingsDialog(QDialog):
         self.annotator_edit.setPlaceholderText("your name, recorded with every rating and review")
         self.device_box = QComboBox()
         outputs = audio_outputs()
-        if outputs:
+        stored_output = str(settings.value(AUDIO_OUTPUT_KEY, "") or "")
+        if outputs is None:  # the sound server has not answered: the choice kept, the others listed once it does
+            self.device_box.addItem("System default", "")
+            if stored_output:
+                self.device_box.addItem(stored_output, stored_output)
+                self.device_box.setCurrentIndex(1)
+            self.device_box.setToolTip("The sound server has not answered yet: its outputs are listed once it does.")
+        elif outputs:
             self.device_box.addItem("System default", "")
             for device_id, description in outputs:
                 self.device_box.addItem(description, device_id)

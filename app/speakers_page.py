@@ -14,6 +14,7 @@ input device the page says what to install; the speaker list and consent still w
 from __future__ import annotations
 
 import getpass
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, 
 from spokenbench.app.audio import NO_DEVICE_FLASH, chosen_output, page_player, show_recording_status
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp, replace_dialog
 from spokenbench.core.audio.io import encode_wav
+from spokenbench.core.audio.playback import STALL_S
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
 from spokenbench.core.recording.recorder import InputDevice, Recorder, input_devices, recording_availability
@@ -63,6 +65,15 @@ def read_speaker_state(project: Project, name: str, reading_list: list[Prompt] |
     speaker = get_speaker(project.conn, name)
     prompts = reading_list if reading_list is not None else project_prompts(project.conn, speaker.language)
     return speaker, prompts, speaker_takes(project.conn, speaker.id)
+
+
+def _abort_quietly(recorder: Recorder) -> None:
+    """Stop a recording's stream off the UI thread: a sound server that does not answer holds that call (the
+    window froze and Ctrl+Q never ended the app, measured with PulseAudio stopped)."""
+    try:
+        recorder.abort()
+    except Exception:  # noqa: BLE001 - a stream already gone
+        pass
 
 
 class SpeakersPage(QWidget):
@@ -114,6 +125,8 @@ class SpeakersPage(QWidget):
         layout.addWidget(splitter)
         self.meter_timer = QTimer(self, interval=METER_INTERVAL_MS)
         self.meter_timer.timeout.connect(self._poll_levels)
+        self.start_watch = QTimer(self, singleShot=True, interval=int(STALL_S * 1000))
+        self.start_watch.timeout.connect(self._still_starting)
 
         self.list_view.selected.connect(self.select_speaker)
         self.list_view.table.activated.connect(lambda _index: self.view.setFocus())  # Enter: the recorder's keys
@@ -461,6 +474,7 @@ class SpeakersPage(QWidget):
         self.state = "starting"
         self.prepared = None
         self.view.state_label.setText("Starting…")
+        self.start_watch.start()  # a start the sound server holds is said after STALL_S
         self.view.show_checks(None)
         return (
             BackgroundOp(
@@ -470,6 +484,14 @@ class SpeakersPage(QWidget):
             .failure(lambda error: self._start_failed(recorder, error), dialog=True)
             .run()
         )
+
+    def _still_starting(self) -> None:
+        """A start held by a sound server that does not answer: said, rather than "Starting…" for good."""
+        if self.state == "starting":
+            self.view.status_label.setText(
+                "The recording has not started: the sound input does not answer (the sound server may be hung). "
+                "It starts once the server answers; reading on now would not be recorded."
+            )
 
     def _started(self, recorder: Recorder) -> None:
         if recorder is not self.recorder or self.state != "starting":
@@ -578,11 +600,8 @@ class SpeakersPage(QWidget):
         recorder, self.recorder = self.recorder, None
         self.meter_timer.stop()
         self.state = "idle"
-        if recorder is not None and recorder.recording:
-            try:
-                recorder.abort()  # a page or session closing: stopping the stream here is the only way to be sure
-            except Exception:  # noqa: BLE001 - a stream already gone
-                pass
+        if recorder is not None and recorder.recording:  # a page or session closing: the take is thrown away
+            threading.Thread(target=_abort_quietly, args=(recorder,), name="recording-abort", daemon=True).start()
 
     # -- playback ----------------------------------------------------------------------------------------
 

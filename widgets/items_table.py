@@ -337,10 +337,22 @@ class ItemDetail(QWidget):
         self.audio_note.setText(problem or f"Playing {what}…")
 
     def play_ended(self, what: str, error: str | None) -> None:
-        """The play of `what` ended (the window follows it): the line that said "Playing …" says how, unless it
-        moved on to something else since."""
-        if what and self.audio_note.text() == f"Playing {what}…":
+        """The play of `what` ended (the window follows it): the line that said "Playing …" (or that it waits for
+        the sound output) says how, unless it moved on to something else since."""
+        if what and self.audio_note.text() in (f"Playing {what}…", self._waiting_text(what)):
             self.audio_note.setText(error or f"Played {what}")
+
+    def play_waiting(self, what: str, waiting: bool) -> None:
+        """The play of `what` is held by a sound output that does not answer (True), or plays after all (False)."""
+        before, after = f"Playing {what}…", self._waiting_text(what)
+        if not waiting:
+            before, after = after, before
+        if what and self.audio_note.text() == before:
+            self.audio_note.setText(after)
+
+    @staticmethod
+    def _waiting_text(what: str) -> str:
+        return f"Not playing {what} yet: the sound output does not answer"
 
 
 class ItemsPanel(QWidget):

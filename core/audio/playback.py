@@ -303,8 +303,8 @@ class ClipPlayer:
             for _refill in range(4):  # write, then read again: a stream reads 0 once its buffer is full
                 room = self._stream.write_available
                 if not room:
-                    if playing.buffer_bound is None:
-                        playing.buffer_bound = playing.written
+                    if playing.buffer_bound is None and playing.written:  # full of what was written (a stream
+                        playing.buffer_bound = playing.written  # that reads 0 before any write is not full)
                     break
                 playing.taken_at = now
                 chunk = playing.samples[playing.written : playing.written + room]

@@ -224,8 +224,8 @@ def test_a_clip_the_player_has_not_taken_up_is_said_not_playing_and_rating_goes_
     first = page.rating.current.clip_id
     qtbot.waitUntil(lambda: "does not answer" in page.view.status_label.text(), timeout=5_000)  # played on arrival
     assert page.view.status_label.text() == (
-        f"Clip {first} is not playing: the sound output does not answer (the sound server may be hung). Rating "
-        "still works; Space / R plays the clip again once the headphones or sound server are back."
+        f"Not playing clip {first}: the sound output does not answer (the sound server may be hung). Rating still "
+        "works; the clip plays once the server answers."
     )
     qtbot.keyClick(page.view, "1")
     qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=5_000)
@@ -271,10 +271,11 @@ def test_a_window_opened_before_the_sound_check_answered_says_so_and_takes_the_a
         window.shutdown()
 
 
-def test_before_the_sound_check_answered_nothing_on_the_ui_thread_lists_devices(monkeypatch):
+def test_before_the_sound_check_answered_nothing_on_the_ui_thread_lists_devices(qtbot, tmp_path, runner, monkeypatch):
     """Listing them then would wait on sounddevice's import, held by the check's thread for as long as the
-    server does not answer: the pages take clips to be playable, Settings offers the system's default."""
-    from spokenbench.app.settings_dialog import audio_outputs
+    server does not answer: the pages take clips to be playable, Settings offers the system's default and keeps
+    the output chosen before (it said "No audio output device found", greyed out)."""
+    from spokenbench.app.settings_dialog import AUDIO_OUTPUT_KEY, SettingsDialog, audio_outputs
     from spokenbench.core.audio import playback
 
     def listed():
@@ -283,7 +284,14 @@ def test_before_the_sound_check_answered_nothing_on_the_ui_thread_lists_devices(
     monkeypatch.setattr(playback, "output_devices", listed)
     monkeypatch.setattr(app_audio, "_check", [UnansweredCheck()])
     assert app_audio.audio_outputs_available() == (True, "")
-    assert audio_outputs() == []
+    assert audio_outputs() is None
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue(AUDIO_OUTPUT_KEY, "USB headset")
+    dialog = SettingsDialog(settings, runner)
+    qtbot.addWidget(dialog)
+    box = dialog.device_box
+    assert box.isEnabled() and [box.itemText(i) for i in range(box.count())] == ["System default", "USB headset"]
+    assert box.currentData() == "USB headset"
 
 
 def test_a_play_button_whose_clip_the_player_has_not_taken_up_says_the_output_does_not_answer(
@@ -298,10 +306,14 @@ def test_a_play_button_whose_clip_the_player_has_not_taken_up_says_the_output_do
     clip.write_bytes(encode_wav(np.zeros(8000, dtype=np.float32), 8000))
     try:
         window.play_file(clip)
-        qtbot.waitUntil(lambda: not window._play_watch.isActive(), timeout=5_000)
+        qtbot.waitUntil(lambda: "does not answer" in window.statusBar().currentMessage(), timeout=5_000)
         assert window.statusBar().currentMessage() == (
-            "Clip.wav is not playing: the sound output does not answer (the sound server may be hung)"
+            "Not playing clip.wav: the sound output does not answer (the sound server may be hung)"
         )
+        assert window.audio_label.text() == "Audio: not answering"  # the label agrees with the line
+        assert window._play_watch.isActive()  # still followed: it plays once the server answers
+        output.answers.set()
+        qtbot.waitUntil(lambda: window.audio_label.text() == "Audio: ready", timeout=5_000)
     finally:
         output.answers.set()
         window.shutdown()

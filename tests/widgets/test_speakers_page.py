@@ -2,6 +2,7 @@
 prompt navigation with the keyboard, the checks shown after a take, speaker creation, withdrawal, cloning from
 the best take (a stub backend; the real one's missing package as a dialog), and the page without PortAudio."""
 
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -433,3 +434,34 @@ def test_a_speaker_added_after_add_speaker_was_opened_again_is_listed_and_chosen
     page.open_add_dialog()
     qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.name == "Kim", timeout=10_000)
     assert [box.text() for box in page.findChildren(QMessageBox)] == []
+
+
+def test_closing_the_page_mid_recording_never_waits_for_the_stream(page, qtbot, consented):
+    """A sound server that does not answer holds a stream's stop: the page closed on the UI thread (Ctrl+Q, another
+    project) froze the window and kept the app from ending, measured with PulseAudio stopped."""
+    import threading
+
+    released = threading.Event()
+
+    class HeldStop:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __getattr__(self, name):
+            return getattr(self.stream, name)
+
+        def stop(self):
+            released.wait(10)
+            self.stream.stop()
+
+    reload_consented(page, qtbot)
+    made = fake(1.2)
+    page.stream_factory = lambda **options: HeldStop(made(**options))
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    recorder = page.recorder
+    started = time.perf_counter()
+    page.set_session(None)
+    assert time.perf_counter() - started < 0.5 and page.state == "idle"
+    released.set()
+    qtbot.waitUntil(lambda: not recorder.recording, timeout=5_000)
