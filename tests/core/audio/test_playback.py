@@ -354,3 +354,28 @@ def test_at_exit_a_thread_held_in_a_sounddevice_call_keeps_portaudio_from_being_
     assert unregistered == [fake._exit_handler]
     held.set()
     caller.join(2)
+
+
+class EmptyAtFirst(LateStream):
+    """A 1 s buffer that reads 0 for its first 30 ms (as the review's probe found a stream may, before any write)."""
+
+    LATE_S = 0.03
+
+    def __init__(self, device, rate):
+        super().__init__(device, rate, latency=1.0)
+
+    @property
+    def write_available(self) -> int:
+        return 0 if time.monotonic() - self.started_at < self.LATE_S else super().write_available
+
+
+def test_a_stream_that_reads_empty_before_any_write_still_plays_the_clip_to_its_end(player_of):
+    """Before the review's fix the first 0 set the buffer's bound at 0 frames: the clip "ended" 0.04 s after the
+    play with all of it still in the buffer, never heard."""
+    streams = Streams(EmptyAtFirst)
+    player = player_of(streams)
+    samples, wav = tone(0.5)
+    request = player.play(wav, "clip 4")
+    wait_for(lambda: player.state.request == request and not player.state.playing, timeout=5)
+    assert player.state.error is None
+    assert streams.made[0].played_at_abort >= len(samples)  # the whole clip left the buffer before the abort
