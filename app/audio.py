@@ -80,7 +80,7 @@ def sound_check() -> SoundCheck:
 
 def audio_outputs_available() -> tuple[bool, str]:
     """Whether clips can be played, and why not. Before the sound check has answered, clips are taken to be
-    playable: the player plays them once the server answers, and says so when it does not (`player_waiting`)."""
+    playable: the player plays them once the server answers, and says so when it does not (`ClipPlayer.unanswered_s`)."""
     if not sound_check().answered:
         return True, ""
     return _outputs_available_now()
