@@ -206,6 +206,7 @@ class SpeakersPage(QWidget):
             label="Finding input devices",
             parent=self,
             supersede="input-devices",
+            sound_device=True,
         )
         operation.success(lambda found: self._show_devices(*found))
         operation.finished.connect(lambda: self.view.rescan_button.setEnabled(True))
@@ -478,7 +479,11 @@ class SpeakersPage(QWidget):
         self.view.show_checks(None)
         return (
             BackgroundOp(
-                self.session.runner, lambda progress: recorder.start(), label="Starting the recording", parent=self
+                self.session.runner,
+                lambda progress: recorder.start(),
+                label="Starting the recording",
+                parent=self,
+                sound_device=True,
             )
             .success(lambda _none: self._started(recorder))
             .failure(lambda error: self._start_failed(recorder, error), dialog=True)
@@ -538,7 +543,7 @@ class SpeakersPage(QWidget):
             return prepared, prepare_clip(wav, f"take of {prompt.label}")
 
         return (
-            BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self)
+            BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self, sound_device=True)
             .success(lambda result: self._checked(speaker, *result))
             .failure(self._stop_failed, dialog=True)
             .run()
@@ -590,7 +595,7 @@ class SpeakersPage(QWidget):
             recorder, self.recorder = self.recorder, None
             self.meter_timer.stop()
             self.state = "starting"
-            BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self)\
+            BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
                 .success(lambda _none: (setattr(self, "state", "idle"), self.start_recording())).run()  # fmt: skip
             return
         if self.state == "idle":

@@ -258,3 +258,20 @@ def test_freed_memory_goes_back_once_the_last_operation_has_ended(runner, qtbot,
     release.set()
     finish(qtbot, slow)
     qtbot.waitUntil(lambda: trims == [[]], timeout=2_000)
+
+
+def test_shutdown_does_not_wait_for_a_call_the_sound_server_holds(qtbot):
+    """A device scan or a recording's start held by a sound server that does not answer: Ctrl+Q took 6-7 s, the
+    window frozen for the runner's 5 s wait, with nothing of it to finish. Other operations are still waited for."""
+    from spokenbench.app.operations import OperationRunner
+
+    runner = OperationRunner()
+    server_answers, work_done = threading.Event(), threading.Event()
+    BackgroundOp(
+        runner, lambda progress: server_answers.wait(10), label="Finding input devices", sound_device=True
+    ).run()
+    BackgroundOp(runner, lambda progress: (time.sleep(0.3), work_done.set()), label="Some work").run()
+    started = time.monotonic()
+    assert runner.shutdown(timeout_s=5.0)
+    assert time.monotonic() - started < 2.0 and work_done.is_set()  # the work waited for, the held call not
+    server_answers.set()
