@@ -168,6 +168,8 @@ def show_recording_status(window, recording: str | None) -> None:
 
 def audio_status(playback: str | None, recording: str | None) -> tuple[str, str]:
     """The status bar's short text and its tooltip."""
+    if NOT_ANSWERING in (playback, recording):  # a held recording start (the Speakers page) or play
+        return "Audio: not answering", NOT_ANSWERING
     if playback is None and recording is None:
         return "Audio: ready", "Clips can be played and speakers recorded."
     if playback is None:

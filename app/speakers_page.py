@@ -22,7 +22,7 @@ import shiboken6
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
-from spokenbench.app.audio import NO_DEVICE_FLASH, chosen_output, page_player, show_recording_status
+from spokenbench.app.audio import NO_DEVICE_FLASH, NOT_ANSWERING, chosen_output, page_player, show_recording_status
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp, replace_dialog
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import STALL_S
@@ -497,10 +497,13 @@ class SpeakersPage(QWidget):
                 "The recording has not started: the sound input does not answer (the sound server may be hung). "
                 "It starts once the server answers; reading on now would not be recorded."
             )
+            show_recording_status(self.window_, NOT_ANSWERING)  # the status bar's label says it too
 
     def _started(self, recorder: Recorder) -> None:
         if recorder is not self.recorder or self.state != "starting":
             return
+        if getattr(self.window_, "recording_message", None) == NOT_ANSWERING:  # it answered after all
+            show_recording_status(self.window_, None)
         self.state = "recording"
         self.recording_since = time.monotonic()
         self.view.state_label.setText(RECORDING_TEXT.format(seconds=0.0))
@@ -640,7 +643,7 @@ class SpeakersPage(QWidget):
         request = self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
         follow_play = getattr(self.window_, "follow_play", None)
         if follow_play is not None:  # a failure of the sound output is said in the status bar
-            follow_play(request)
+            follow_play(request, "the take")
 
     # -- cloning -----------------------------------------------------------------------------------------
 

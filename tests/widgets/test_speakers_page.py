@@ -397,7 +397,7 @@ def test_a_take_played_while_the_sound_output_fails_is_followed_by_the_window(
         raise OSError("Error opening OutputStream: Illegal combination of I/O devices [PaErrorCode -9993]")
 
     player, followed = ClipPlayer(stream_factory=no_output), []
-    page = SpeakersPage(SimpleNamespace(player=player, follow_play=followed.append))
+    page = SpeakersPage(SimpleNamespace(player=player, follow_play=lambda request, what: followed.append(request)))
     page.device_lister = lambda: [FAKE_DEVICE]
     page.stream_factory = fake(1.2)
     qtbot.addWidget(page)
@@ -465,3 +465,39 @@ def test_closing_the_page_mid_recording_never_waits_for_the_stream(page, qtbot, 
     assert time.perf_counter() - started < 0.5 and page.state == "idle"
     released.set()
     qtbot.waitUntil(lambda: not recorder.recording, timeout=5_000)
+
+
+def test_a_recording_start_the_sound_server_holds_is_said_on_the_page_and_in_the_status_bar(
+    qtbot, open_session, project_path, consented
+):
+    """Before, the page said "Starting…" for good and the status bar "Audio: ready"."""
+    import threading
+
+    from spokenbench.app import audio
+
+    server_answers = threading.Event()
+    window = status_window()
+    page = SpeakersPage(window)
+    page.device_lister = lambda: [FAKE_DEVICE]
+    page.start_watch.setInterval(300)  # STALL_S, shortened
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
+    reload_consented(page, qtbot)
+    made = fake(1.2)
+
+    def held(**options):
+        server_answers.wait(10)
+        return made(**options)
+
+    page.stream_factory = held
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: "does not answer" in page.view.status_label.text(), timeout=5_000)
+    assert page.state == "starting" and window.audio_label.text() == "Audio: not answering"
+    assert window.recording_message == audio.NOT_ANSWERING
+    server_answers.set()
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    assert window.recording_message is None and window.audio_label.text() == "Audio: ready"
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
