@@ -29,6 +29,7 @@ NOT_ANSWERING = (
 
 
 NOT_ANSWERING_WORDS = "the sound output does not answer"
+SOUND_CHECK_WAIT_S = 1.0  # the longest the first window and pages wait for the start's sound check, from its start
 
 
 def not_answering_line(what: str) -> str:
@@ -65,6 +66,11 @@ class SoundCheck:
     def waited_s(self) -> float:
         return time.monotonic() - self.started_at
 
+    def answered_at_start(self) -> bool:
+        """Whether it has answered, waited for until it is SOUND_CHECK_WAIT_S old: ~0.1-0.3 s when the server
+        answers, so the first window and pages know; never longer, so a server that does not answer holds nothing."""
+        return self._answered.wait(max(0.0, SOUND_CHECK_WAIT_S - self.waited_s()))
+
 
 _check: list[SoundCheck] = []
 _check_lock = threading.Lock()
@@ -81,7 +87,7 @@ def sound_check() -> SoundCheck:
 def audio_outputs_available() -> tuple[bool, str]:
     """Whether clips can be played, and why not. Before the sound check has answered, clips are taken to be
     playable: the player plays them once the server answers, and says so when it does not (`ClipPlayer.unanswered_s`)."""
-    if not sound_check().answered:
+    if not sound_check().answered_at_start():
         return True, ""
     return _outputs_available_now()
 

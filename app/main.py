@@ -23,9 +23,6 @@ def audio_problem() -> str | None:
     return " ".join(problem for problem in (playback, recording) if problem) or None
 
 
-SOUND_CHECK_WAIT_S = 1.0  # the longest the first window waits for the sound check (see app/audio.py SoundCheck)
-
-
 # Libraries Qt's X11 plugin loads at start; without them Qt aborts with a cryptic message, so check first.
 X11_LIBRARIES = {"xcb-cursor": "libxcb-cursor0", "xcb-icccm": "libxcb-icccm4", "xcb-keysyms": "libxcb-keysyms1"}
 
@@ -151,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
         smoke_dir = tempfile.mkdtemp(prefix="spokenbench-smoke-")
         settings = QSettings(str(Path(smoke_dir) / "settings.ini"), QSettings.Format.IniFormat)
-    if check.wait(SOUND_CHECK_WAIT_S):  # ~0.1-0.3 s when the sound server answers: the window opens knowing
+    if check.answered_at_start():  # ~0.1-0.3 s when the sound server answers: the window opens knowing
         window = MainWindow(audio_message=check.playback, recording_message=check.recording, settings=settings)
     else:  # a server that does not answer: the window opens anyway, and says so once it has waited STALL_S
         window = MainWindow(settings=settings)

@@ -68,7 +68,7 @@ def audio_outputs() -> list[tuple[str, str]] | None:
     from spokenbench.app.audio import sound_check
     from spokenbench.core.audio.playback import output_devices
 
-    if not sound_check().answered:
+    if not sound_check().answered_at_start():
         return None
     return [(device.name, device.name) for device in output_devices()]
 

@@ -246,6 +246,9 @@ class UnansweredCheck:
     def waited_s(self) -> float:
         return self.waited
 
+    def answered_at_start(self) -> bool:
+        return self.answered
+
 
 def test_a_window_opened_before_the_sound_check_answered_says_so_and_takes_the_answer_when_it_comes(
     qtbot, tmp_path, monkeypatch
