@@ -125,7 +125,8 @@ def plan_synthesis(
     project_languages = item_languages(conn)
     for language in languages or project_languages:
         if language not in backend.accents:
-            unsupported.add(f"{backend.name} cannot speak {language}")
+            why = backend.notes.get(language) or backend.notes.get(language.split("-")[0])
+            unsupported.add(f"{backend.name} cannot speak {language}" + (f": {why}" if why else ""))
             continue
         language_accents = backend.accents[language]
         for missing in set(ACCENTS_BY_LANGUAGE.get(language, ())) - set(language_accents):

@@ -25,6 +25,10 @@ from spokenbench.core.domain.items import LETTERS
 from spokenbench.core.foundation.errors import SpokenBenchError
 
 NAMED_ORDERS = ("original", "reversed", "order-backward", "token-backward")
+# The accent of a voice that speaks a language in its own single accent (espeak-ng's Arabic, Hindi, Swahili …):
+# a level like 'american', so `metrics --factors accent` and the Results page group its answers instead of
+# finding the factor empty.
+DEFAULT_ACCENT = "default"
 
 
 @functools.lru_cache(maxsize=4096)  # a plan asks it twice per item and order: 100,000s of times for a few orders

@@ -17,6 +17,7 @@ from operator import attrgetter
 
 from spokenbench.core.audio.store import neutralized_voices
 from spokenbench.core.domain.conditions import (
+    DEFAULT_ACCENT,
     Condition,
     cyclic_orders,
     full_orders,
@@ -440,7 +441,7 @@ def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[Pl
     )
     for item_id, item in items.items():
         language = item.language.split("-")[0].lower()
-        accents = SIMULATED_ACCENTS.get(language, (None,))
+        accents = SIMULATED_ACCENTS.get(language, (DEFAULT_ACCENT,))  # one accent, as espeak-ng's voice has
         if accents_filter:
             accents = tuple(a for a in accents if a in accents_filter) or tuple(accents_filter)
         for accent in accents:

@@ -14,6 +14,7 @@ from spokenbench.core.audio.io import Audio, AudioError, as_stored, encode_wav
 from spokenbench.core.audio.neutralize import METHOD as NEUTRALIZATION_METHOD
 from spokenbench.core.audio.neutralize import neutralize_approximation
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, VoiceSpec
+from spokenbench.core.domain.conditions import DEFAULT_ACCENT
 from spokenbench.core.foundation.errors import MissingDependencyError
 
 AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -28,11 +29,34 @@ EE_OK = 0
 BUFFER_MS = 500
 
 # (language, accent) -> espeak-ng voice. There is no Indian-English voice offline, and none is faked.
-ESPEAK_VOICES = {
+STUDY_VOICES = {
     ("en", "american"): "en-us",
     ("en", "british"): "en-gb-x-rp",
     ("zh", "beijing"): "cmn",
     ("ko", "seoul"): "ko",
+}
+# Beyond the studies' three languages: every Global-MMLU language espeak-ng has a voice for, in that voice's own
+# accent, named DEFAULT_ACCENT ('default', a factor level like any other: `metrics --factors accent` and the Results page
+# group by it), so a benchmark in Arabic, Hindi or Swahili gets offline clips too. Left out: Japanese (espeak-ng reads kana only: kanji are spelled out as "Chinese letter", a 11-character
+# question took 6.2 s against 1.6 s in kana) and the languages espeak-ng has no voice for (Filipino, Hausa, Igbo,
+# Malagasy, Chichewa, Shona, Somali, Yoruba: `synthesize` says so and names a backend to use).
+DEFAULT_ACCENT_VOICES = {
+    "am": "am", "ar": "ar", "bn": "bn", "cs": "cs", "de": "de", "el": "el", "es": "es", "fa": "fa", "fr": "fr",
+    "he": "he", "hi": "hi", "id": "id", "it": "it", "ky": "ky", "lt": "lt", "ms": "ms", "ne": "ne", "nl": "nl",
+    "pl": "pl", "pt": "pt", "pt-br": "pt-br", "ro": "ro", "ru": "ru", "si": "si", "sr": "sr", "sv": "sv",
+    "sw": "sw", "te": "te", "tr": "tr", "uk": "uk", "vi": "vi",
+}  # fmt: skip
+ESPEAK_VOICES = {
+    **STUDY_VOICES,
+    **{(language, DEFAULT_ACCENT): voice for language, voice in DEFAULT_ACCENT_VOICES.items()},
+}
+# Global-MMLU languages without an offline voice, and why: said by `synthesize` instead of "cannot speak"
+NO_OFFLINE_VOICE = {
+    "ja": "espeak-ng reads Japanese kana only (kanji are spelled out as Chinese letters); use Gemini or OpenAI TTS",
+    **{
+        language: "espeak-ng has no voice for this language; use Gemini or OpenAI TTS"
+        for language in ("fil", "ha", "ig", "mg", "ny", "sn", "so", "yo")
+    },
 }
 # voice name -> (espeak-ng variant, speaker gender). Two per gender for the gender probes; the variants were
 # chosen by their measured median F0 (core/audio/pitch.py), clear of the ambiguous band in every offline
@@ -146,12 +170,15 @@ class EspeakBackend(TTSBackend):
             name="espeak",
             model="espeak-ng",
             output_rate=22_050,
-            accents={"en": ("american", "british"), "zh": ("beijing",), "ko": ("seoul",)},
+            accents={
+                **{"en": ("american", "british"), "zh": ("beijing",), "ko": ("seoul",)},
+                **{language: (DEFAULT_ACCENT,) for language in DEFAULT_ACCENT_VOICES},
+            },
             voices=espeak_voices(),
             default_voice_names=DEFAULT_VOICES,
             max_concurrency=1,
             synthesizes_in_processes=True,
-            notes=MISSING_ACCENT_NOTES,
+            notes={**MISSING_ACCENT_NOTES, **NO_OFFLINE_VOICE},
         )
 
     def prepare(self) -> None:

@@ -3,11 +3,16 @@ import concurrent.futures
 
 import numpy as np
 import pytest
-from support import pitch
+from support import pitch, write_jsonl
 
 from spokenbench.core.audio.io import decode_audio
+from spokenbench.core.audio.pitch import median_f0
+from spokenbench.core.audio.synthesis import plan_synthesis
 from spokenbench.core.audio.tts import SynthesisRequest, get_backend
 from spokenbench.core.audio.tts.base import UnsupportedRequest
+from spokenbench.core.audio.tts.espeak import DEFAULT_ACCENT_VOICES
+from spokenbench.core.domain.conditions import DEFAULT_ACCENT
+from spokenbench.core.importers import ImportOptions, import_files
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +47,50 @@ def test_every_offline_language_speaks_in_both_voices(espeak, language, accent, 
 def test_missing_accents_and_languages_are_refused_with_a_reason(espeak):
     with pytest.raises(UnsupportedRequest, match="no Indian-English voice"):
         speak(espeak, "Hello", "en", "indian", "espeak-male")
-    with pytest.raises(UnsupportedRequest, match="cannot speak language 'fr'"):
-        speak(espeak, "Bonjour", "fr", None, "espeak-male")
+    with pytest.raises(UnsupportedRequest, match="cannot speak language 'ja'"):
+        speak(espeak, "日本の首都はどこですか", "ja", None, "espeak-male")
+    with pytest.raises(UnsupportedRequest, match="no american accent for ar .offers default."):
+        speak(espeak, "مرحبا", "ar", "american", "espeak-male")
     with pytest.raises(UnsupportedRequest, match="empty text"):
         speak(espeak, "   ", "en", "american", "espeak-male")
     with pytest.raises(UnsupportedRequest, match="no voice 'Orus'"):
         espeak.voice("Orus")
+
+
+@pytest.mark.parametrize("language", sorted(DEFAULT_ACCENT_VOICES))  # ~0.05 s each
+def test_every_global_mmlu_language_espeak_ng_has_is_spoken_in_its_default_accent_by_a_male_and_a_female_voice(
+    espeak, language
+):
+    """Beyond en/zh/ko: each language's own reading of the digits (its dictionary, not English letter names), in
+    the 'default' accent, at a speaking rate, the male voice below the pitch band's 145 Hz and the female one above
+    its 175 Hz (espeak-female-2: espeak-female falls to 169-172 Hz in Malay and Vietnamese; docs/voices.md)."""
+    assert language in espeak.languages and espeak.accents[language] == (DEFAULT_ACCENT,)
+    durations, pitches = {}, {}
+    for voice in ("espeak-male", "espeak-female-2"):
+        audio = decode_audio(speak(espeak, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10?", language, DEFAULT_ACCENT, voice), language)
+        assert np.abs(audio.samples).max() > 0.05
+        durations[voice], pitches[voice] = audio.duration, median_f0(audio.samples, audio.rate)
+    assert all(1.5 < seconds < 12 for seconds in durations.values()), durations
+    assert pitches["espeak-male"] < 145 < 175 < pitches["espeak-female-2"], pitches
+
+
+def test_the_languages_without_an_offline_voice_are_named_with_the_reason_and_a_backend_to_use(project, tmp_path):
+    """Japanese (kanji would be spelled out) and the Global-MMLU languages espeak-ng has no voice for are said by
+    `synthesize`'s plan, not planned; an Arabic item is planned in the default accent."""
+    items = [
+        {"id": f"{language}-1", "language": language, "question": question, "options": ["1", "2"], "answer": "A"}
+        for language, question in (
+            ("ja", "日本の首都はどこですか"),
+            ("yo", "Kí ni olú ìlú?"),
+            ("ar", "ما هي عاصمة فرنسا؟"),
+        )
+    ]
+    import_files(project, [write_jsonl(tmp_path / "items.jsonl", items)], "mcq", ImportOptions(source="t"))
+    plan = plan_synthesis(project.conn, get_backend("espeak"), parts=("questions",))
+    assert {(job.request.language, job.request.accent) for job in plan.jobs} == {("ar", DEFAULT_ACCENT)}
+    notes = " | ".join(sorted(plan.unsupported))
+    assert "espeak cannot speak ja: espeak-ng reads Japanese kana only" in notes
+    assert "espeak cannot speak yo: espeak-ng has no voice for this language; use Gemini or OpenAI TTS" in notes
 
 
 def test_concurrent_calls_are_serialized(espeak):

@@ -1,0 +1,40 @@
+"""A benchmark in a language the studies did not use (Arabic, Hebrew), offline from import to metrics: espeak-ng
+speaks it in its 'default' accent, and that accent is a factor level the metrics group by."""
+
+import json
+import sqlite3
+
+from support import write_jsonl
+
+ITEMS = [
+    {"id": "ar-1", "language": "ar", "subject": "geography", "question": "ما هي عاصمة فرنسا؟",
+     "options": ["باريس", "ليون", "مرسيليا", "نيس"], "answer": "A"},
+    {"id": "ar-2", "language": "ar", "subject": "chemistry", "question": "كم عدد ذرات الهيدروجين في جزيء الماء (H2O)؟",
+     "options": ["1", "2", "3", "4"], "answer": "B"},
+    {"id": "he-1", "language": "he", "subject": "geography", "question": "מהי בירת יפן?",
+     "options": ["טוקיו", "אוסקה", "קיוטו", "נגויה"], "answer": "A"},
+]  # fmt: skip
+
+
+def test_an_arabic_and_hebrew_benchmark_is_spoken_assembled_evaluated_and_measured_by_accent(cli, tmp_path):
+    project = tmp_path / "project"
+    assert cli("init", project).code == 0
+    assert cli("import", project, write_jsonl(tmp_path / "items.jsonl", ITEMS), "--format", "mcq").code == 0
+    spoken = cli("synthesize", project, "--tts", "espeak", "--json")
+    assert spoken.code == 0, spoken.err
+    assert json.loads(spoken.out)["failed"] == 0 and "cannot speak" not in spoken.err
+    assert cli("assemble", project).code == 0
+    with sqlite3.connect(project / "project.sqlite") as conn:
+        clips = set(conn.execute("SELECT DISTINCT language, accent FROM clips WHERE part NOT LIKE 'token%'"))
+        conditions = [json.loads(key) for (key,) in conn.execute("SELECT condition_key FROM assembled_inputs")]
+    assert clips == {("ar", "default"), ("he", "default")}
+    assert {(c["language"], c["accent"]) for c in conditions} == {("ar", "default"), ("he", "default")}
+    evaluated = cli(
+        "evaluate", project, "--model", "simulated:accent-sensitive", "--mode", "audio", "--prompt", "standard"
+    )
+    assert evaluated.code == 0, evaluated.err
+    responses = tmp_path / "responses.csv"
+    assert cli("export", project, "--what", "responses", "--out", responses).code == 0
+    measured = cli("metrics", responses, "--factors", "language,accent,gender,order", "--bootstrap", "0", "--json")
+    assert measured.code == 0, measured.err  # before: "column 'accent': empty factor level" on every row, exit 2
+    assert "default" in measured.out and '"accent"' in measured.out
