@@ -56,6 +56,7 @@ from spokenbench.core.results.snapshot import (
     open_read_only,
     results_versions,
 )
+from spokenbench.widgets.bidi import follow_text_direction
 from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
 
@@ -154,6 +155,7 @@ class ResultsPage(QWidget):
         self.detail.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.detail.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.detail.setWordWrap(False)
+        follow_text_direction(self.detail)  # an Arabic or Hebrew question or answer right-to-left
         self.detail.itemSelectionChanged.connect(self._detail_selected)
         self.detail.itemDoubleClicked.connect(lambda _item: self.play_selected())
         self.play_button = QPushButton("▶ Play")

@@ -564,10 +564,11 @@ def launch_rating_session(
     figures: SessionFigures,
     app_command: list[str] | None,
     keep_settings: bool = False,
+    queue_keys: tuple[str, ...] = ("Down", "Return"),
 ):
     """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`), its
-    Rating page open (Ctrl+3) on the stress queue (↓ Enter), the watchdog on: (process, heartbeat, log); process
-    None when that did not happen (`notes` says why)."""
+    Rating page open (Ctrl+3) on the stress queue (↓ Enter; `queue_keys` for another), the watchdog on: (process,
+    heartbeat, log); process None when that did not happen (`notes` says why)."""
     config, heartbeat_path = work / "config", work / "heartbeat"
     settings = config / "SpokenBench" / "SpokenBench Studio.conf"
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -594,7 +595,7 @@ def launch_rating_session(
     time.sleep(3.0)  # the project opens on the read pool
     desktop.xdotool("key", "ctrl+3")
     time.sleep(2.0)  # the Rating page is built and reads its queues
-    desktop.xdotool("key", "Down", "Return")  # the second queue (the stress queue), started by Enter
+    desktop.xdotool("key", *queue_keys)  # the second queue (the stress queue), started by Enter
     if not heart.wait_for(lambda beat, saves, ignored, session: session == 1, 30):
         figures.notes.append("Enter did not open the rating session")
         close_app(desktop, process, heart, log, figures)
@@ -685,8 +686,9 @@ def walk_arguments(doc: str) -> tuple[Path, str]:
     parser.add_argument("out", type=Path)
     parser.add_argument("--screen", default="1400x900")
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    return args.out, f"{args.screen}x24"
+    out = args.out.resolve()  # absolute: the sound server's socket path and HOME are taken from it
+    out.mkdir(parents=True, exist_ok=True)
+    return out, f"{args.screen}x24"
 
 
 def demo_in(out: Path) -> Path:
@@ -706,13 +708,13 @@ def demo_copy_in(out: Path) -> Path:
 
 
 @contextlib.contextmanager
-def walked_session(out: Path, screen: str, project: Path):
+def walked_session(out: Path, screen: str, project: Path, queue_keys: tuple[str, ...] = ("Down", "Return")):
     """A screenshot walk's desktop and app: Xvfb and PulseAudio started, the app on `project` with its Rating page
-    open on a session (`launch_rating_session`); yields (desktop, app process, figures); the app closed by Ctrl+Q
-    after, which completes the figures."""
+    open on a session (`launch_rating_session`, the queue chosen by `queue_keys`); yields (desktop, app process,
+    figures); the app closed by Ctrl+Q after, which completes the figures."""
     figures = SessionFigures(0)
     with RealDesktop(out / "desktop", screen=screen) as desktop:
-        process, heart, log = launch_rating_session(desktop, project, out, figures, None)
+        process, heart, log = launch_rating_session(desktop, project, out, figures, None, queue_keys=queue_keys)
         if process is None:
             raise SystemExit("\n".join(figures.notes))
         try:

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.asr.normalize import error_rate_name
+from spokenbench.widgets.bidi import follow_text_direction
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
@@ -199,6 +200,7 @@ class ItemDetail(QWidget):
         table.setWordWrap(False)
         table.setTabKeyNavigation(False)  # Tab leaves the table, Shift+Tab comes back to the items
         table.horizontalHeader().setStretchLastSection(True)
+        follow_text_direction(table)  # a rewrite, transcript or answer in Arabic or Hebrew right-to-left
         return table
 
     @staticmethod
@@ -227,11 +229,9 @@ class ItemDetail(QWidget):
             else f"<li>{html.escape(text)}</li>"
             for text in options
         )
-        subject = _field(row, SUBJECT)
-        self.header.setHtml(
-            f"<p><b>{html.escape(source_id)}</b> · {language} · {kind} · {html.escape(label)}"
-            + (f" · {html.escape(subject)}" if subject else "")
-            + f"</p><p>{html.escape(question)}</p><ul>{option_lines}</ul>"
+        facts = " · ".join(html.escape(str(fact)) for fact in (language, kind, label, _field(row, SUBJECT)) if fact)
+        self.header.setHtml(  # an item without a cultural label or subject leaves no empty '· ·'
+            f"<p><b>{html.escape(source_id)}</b> · {facts}</p><p>{html.escape(question)}</p><ul>{option_lines}</ul>"
         )
         for table in (self.rewrites, self.clips, self.ratings, self.responses):
             table.setRowCount(0)
@@ -398,6 +398,7 @@ class ItemsPanel(QWidget):
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no per-row measuring
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setWordWrap(False)
+        follow_text_direction(self.table)  # an Arabic or Hebrew question right-to-left, elided at its end
         header = self.table.horizontalHeader()
         for column, width in enumerate((40, 90, 70, 60, 50, 55)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)  # ResizeToContents reads all rows

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.metrics.table_formats import format_cell
+from spokenbench.widgets.bidi import follow_text_direction
 from spokenbench.widgets.tones import set_toned_sheet
 
 EXPORT_FORMATS = (("csv", "CSV…"), ("tex", "LaTeX…"))
@@ -68,6 +69,7 @@ class QcTableSection(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().hide()
         self.table.setTabKeyNavigation(False)  # Tab leaves for the export buttons
+        follow_text_direction(self.table)  # a disagreement's Arabic or Hebrew text right-to-left
         self.table.itemActivated.connect(self._activated)
         self.table.viewport().installEventFilter(self)
         self.export_buttons: dict[str, QPushButton] = {}

@@ -18,6 +18,7 @@ from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
+from spokenbench.widgets.bidi import is_right_to_left
 from spokenbench.widgets.keys import place_key_name
 from spokenbench.widgets.tones import set_toned_sheet, toned
 
@@ -31,6 +32,8 @@ STATUS_TEXT = {
 }
 REMOVED_STYLE = "background:$removed_bg;color:$removed_text;text-decoration:line-through"
 ADDED_STYLE = "background:$added_bg;color:$added_text"
+
+MONOSPACE = "font-family: monospace"
 
 
 def highlighted(original: str, rewrite: str) -> tuple[str, str]:
@@ -92,7 +95,7 @@ class RewriteReviewView(QWidget):
             view.setMaximumHeight(240)
         self.diff_label = QLabel()
         self.diff_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.diff_label.setStyleSheet("font-family: monospace")
+        self.diff_label.setStyleSheet(MONOSPACE)
         self.diff_label.setWordWrap(True)
         self.message_label = QLabel()
         self.message_label.setWordWrap(True)
@@ -280,3 +283,6 @@ class RewriteReviewView(QWidget):
         if not self.editing:
             self.rewrite_view.setHtml(right or "<i>no rewrite yet</i>")
         self.diff_label.setText(html.escape(entry.diff) or "—")
+        # monospace lines the markers up in Latin, Chinese and Korean text; Arabic in a monospace font loses its
+        # joined letter shapes (each letter drawn apart in a fixed cell): right-to-left diffs keep the page's font
+        self.diff_label.setStyleSheet("" if is_right_to_left(entry.diff) else MONOSPACE)

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from PySide6.QtWidgets import QAbstractItemView, QTableWidget
 
+from spokenbench.widgets.bidi import follow_text_direction
+
 SelectionMode = QAbstractItemView.SelectionMode
 
 
@@ -18,4 +20,5 @@ def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.S
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.verticalHeader().setVisible(False)
     table.setTabKeyNavigation(False)  # rows are picked whole: Tab leaves the table for the next control
+    follow_text_direction(table)  # an Arabic or Hebrew cell right-to-left
     return table

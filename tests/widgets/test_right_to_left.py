@@ -1,0 +1,109 @@
+"""Arabic and Hebrew text in the app's tables (widgets/bidi.py): each cell laid out in its own text's direction,
+as a paragraph is, so a question's final '؟' or '?' sits at its end (the left) and the text starts at the cell's
+right edge; Latin and digit-only cells stay left to right."""
+
+import pytest
+from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QStyleOptionViewItem, QTableWidgetItem
+
+from spokenbench.core.rewriting.flagging import FlaggedRewrite
+from spokenbench.widgets.bidi import is_right_to_left
+from spokenbench.widgets.items_table import ItemsPanel
+from spokenbench.widgets.rewrite_review import RewriteReviewView
+from spokenbench.widgets.tables import row_table
+
+QUESTION = 6
+
+
+@pytest.mark.parametrize(
+    "text, right_to_left",
+    [
+        ("ما هي عاصمة فرنسا؟", True),
+        ("מהי בירת יפן?", True),
+        ("12 × 12 ما ناتج", True),  # digits are weak: the first letter decides
+        ("(H2O) كم عدد ذرات", False),  # a Latin letter first: left to right, as Qt lays out a paragraph
+        ("A. باريس | B. ليون", False),
+        ("What is the capital of France?", False),
+        ("1948", False),
+        ("", False),
+    ],
+)
+def test_a_text_s_direction_is_its_first_strong_character_s(text, right_to_left):
+    assert is_right_to_left(text) is right_to_left
+
+
+def _row(item_id, language, question, options):
+    return (item_id, f"{language}-{item_id}", language, "mcq", "", "A", question, tuple(options), "", "", "", "")
+
+
+def _inked_columns(image: QImage, left: int, right: int, top: int, bottom: int) -> list[int]:
+    """The x positions in [left, right) where some pixel of rows [top, bottom) is dark (text)."""
+    inked = []
+    for x in range(left, right):
+        if any(QColor(image.pixel(x, y)).lightness() < 110 for y in range(top, bottom)):
+            inked.append(x)
+    return inked
+
+
+def test_the_items_table_lays_an_arabic_or_hebrew_question_out_right_to_left_from_the_cell_s_right_edge(qtbot):
+    panel = ItemsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1300, 500)
+    panel.set_rows(
+        [
+            _row(1, "ar", "ما هي عاصمة فرنسا؟", ["باريس", "ليون", "مرسيليا", "نيس"]),
+            _row(2, "he", "מהי בירת יפן?", ["טוקיו", "אוסקה", "קיוטו", "נגויה"]),
+            _row(3, "en", "What is the capital of France?", ["Paris", "Lyon", "Marseille", "Nice"]),
+        ]
+    )
+    panel.show()
+    qtbot.waitExposed(panel)
+    table = panel.table
+    delegate = table.itemDelegate()
+    directions = []
+    for row in range(3):
+        option = QStyleOptionViewItem()
+        delegate.initStyleOption(option, panel.model.index(row, QUESTION, QModelIndex()))
+        directions.append(option.direction)
+    assert directions == [
+        Qt.LayoutDirection.RightToLeft,
+        Qt.LayoutDirection.RightToLeft,
+        Qt.LayoutDirection.LeftToRight,
+    ]
+
+    table.clearSelection()  # no highlighted row: dark pixels are text
+    image = table.viewport().grab().toImage()
+    left, width = table.columnViewportPosition(QUESTION), table.columnWidth(QUESTION)
+    middle = left + width // 2
+    for row, starts_right in ((0, True), (1, True), (2, False)):
+        top = table.rowViewportPosition(row)
+        inked = _inked_columns(image, left + 1, left + width - 1, top + 3, top + table.rowHeight(row) - 3)
+        assert inked, f"row {row}: no text drawn"
+        if starts_right:  # before: drawn from the left edge, its '؟' / '?' at the right end
+            assert min(inked) > middle and max(inked) > left + width - 12, (row, min(inked), max(inked), left, width)
+        else:
+            assert max(inked) < middle and min(inked) < left + 12, (row, min(inked), max(inked), left, width)
+
+
+def test_the_shared_row_tables_follow_each_cell_s_direction_too(qtbot):
+    """Rating queues, recordings and the other row tables (widgets/tables.row_table) take the same delegate."""
+    table = row_table(("Text",))
+    qtbot.addWidget(table)
+    table.setRowCount(1)
+    table.setItem(0, 0, QTableWidgetItem("איזה איבר שואב דם בגוף האדם."))
+    option = QStyleOptionViewItem()
+    table.itemDelegate().initStyleOption(option, table.model().index(0, 0))
+    assert option.direction == Qt.LayoutDirection.RightToLeft
+
+
+def test_an_arabic_diff_keeps_the_page_s_font_where_a_latin_one_is_monospaced(qtbot):
+    """Arabic drawn in a monospace font loses its joined letters; Latin keeps the monospace that lines markers up."""
+    view = RewriteReviewView()
+    qtbot.addWidget(view)
+    arabic = FlaggedRewrite(1, 1, "ar-2", "ar", "question", "الماء (H2O)؟", "الماء؟", "…الماء[-(h2o)-]؟", "flagged")
+    english = FlaggedRewrite(2, 2, "en-1", "en", "question", "x^2 = 4", "x squared is four", "[-x^2=4-]{+x…", "flagged")
+    view.set_entries([arabic, english], keep_position=False)
+    assert "monospace" not in view.diff_label.styleSheet() and "(h2o)" in view.diff_label.text()
+    view.set_entries([english, arabic], keep_position=False)
+    assert "monospace" in view.diff_label.styleSheet()
