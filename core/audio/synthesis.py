@@ -17,7 +17,7 @@ from spokenbench.core.audio.checks import check_clip
 from spokenbench.core.audio.clip_workers import MIN_CLIPS_FOR_PROCESSES, ClipWorkers
 from spokenbench.core.audio.io import AudioError, encode_audio
 from spokenbench.core.audio.store import ClipRow, clips_with_files, store_clip_rows, stored_clip_audio
-from spokenbench.core.audio.tokens import token_part, token_texts, token_voice_source
+from spokenbench.core.audio.tokens import QUESTION_WORD, has_question_word, token_part, token_texts, token_voice_source
 from spokenbench.core.audio.tts.base import SynthesisRequest, TTSBackend, UnsupportedRequest
 from spokenbench.core.domain.items import option_part
 from spokenbench.core.foundation.errors import SpokenBenchError
@@ -156,6 +156,12 @@ def plan_synthesis(
         for token_lang, token_accent, option_count in sorted(token_sources, key=str):
             if token_lang not in backend.accents or token_accent not in backend.accents[token_lang]:
                 unsupported.add(f"{backend.name} cannot speak instruction tokens in {token_lang} ({token_accent})")
+                continue
+            if not has_question_word(token_lang):  # never an English word in another language's voice
+                unsupported.add(
+                    f"no native word for 'question' is known in {token_lang} (only {', '.join(QUESTION_WORD)}): its "
+                    "instruction tokens are left out; use --token-language english, as the paper did"
+                )
                 continue
             for voice in voice_specs:
                 if not backend.voice_speaks(voice, token_lang, token_accent):

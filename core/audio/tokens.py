@@ -23,6 +23,11 @@ def token_texts(language: str, option_count: int = 4, token_language: str = "eng
     return texts
 
 
+def has_question_word(language: str) -> bool:
+    """Whether the native word for "question" is known in `language` (else native tokens cannot be spoken)."""
+    return language in QUESTION_WORD
+
+
 def token_voice_source(language: str, accent: str | None, token_language: str = "english") -> tuple[str, str | None]:
     """(language, accent) the tokens are spoken in: English tokens keep an English item's accent and are
     American for other languages, as in the paper; native tokens follow the item."""

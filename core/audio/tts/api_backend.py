@@ -7,19 +7,22 @@ from __future__ import annotations
 from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
 from spokenbench.core.audio.tts.presets import (
     LANGUAGE_CODES,
+    default_accent_languages,
     default_template,
     model_settings,
     render_template,
     tts_presets,
 )
+from spokenbench.core.domain.conditions import DEFAULT_ACCENT
 from spokenbench.core.foundation.credentials import api_key
 
 
-def _prompted_accents() -> dict[str, tuple]:
+def _prompted_accents(provider: str) -> dict[str, tuple]:
+    """The studies' accents (en, zh, ko), then every other language the provider speaks, in DEFAULT_ACCENT."""
     accents: dict[str, tuple] = {}
     for language, accent in LANGUAGE_CODES:
         accents[language] = accents.get(language, ()) + (accent,)
-    return accents
+    return accents | {language: (DEFAULT_ACCENT,) for language in default_accent_languages(provider)}
 
 
 class APIBackend(TTSBackend):
@@ -41,7 +44,7 @@ class APIBackend(TTSBackend):
             name=self.provider,
             model=model,
             output_rate=24_000,
-            accents=_prompted_accents(),
+            accents=_prompted_accents(self.provider),
             voices=tuple(VoiceSpec(v, self.voice_genders[v]) for v in voices),
             max_concurrency=presets["concurrency"],
             requests_per_minute=presets["requests_per_minute"],

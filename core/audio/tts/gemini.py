@@ -8,7 +8,7 @@ import re
 from spokenbench.core.audio.io import AudioError, pcm16_to_wav
 from spokenbench.core.audio.tts.api_backend import APIBackend
 from spokenbench.core.audio.tts.base import SynthesisRequest
-from spokenbench.core.audio.tts.presets import LANGUAGE_CODES
+from spokenbench.core.audio.tts.presets import LANGUAGE_CODES, default_accent_languages
 
 # The prebuilt voices and the speaker gender each presents.
 GEMINI_VOICES = {
@@ -76,7 +76,8 @@ class GeminiTTSBackend(APIBackend):
         config = types.GenerateContentConfig(
             response_modalities=["AUDIO"],
             speech_config=types.SpeechConfig(
-                language_code=LANGUAGE_CODES.get((request.language, request.accent)),
+                language_code=LANGUAGE_CODES.get((request.language, request.accent))
+                or default_accent_languages("gemini").get(request.language),
                 voice_config=types.VoiceConfig(
                     prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=request.voice.name)
                 ),

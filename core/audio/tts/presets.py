@@ -7,6 +7,7 @@ import functools
 import importlib.resources
 import json
 
+from spokenbench.core.domain.conditions import DEFAULT_ACCENT
 from spokenbench.core.foundation.errors import SpokenBenchError
 
 LANGUAGE_NAMES = {"en": "English", "zh": "Mandarin Chinese", "ko": "Korean"}
@@ -18,6 +19,7 @@ ACCENT_NAMES = {
     "northeastern": "Northeastern (Dongbei) Mandarin",
     "seoul": "Seoul standard Korean",
     "jeolla": "Jeolla dialect Korean",
+    DEFAULT_ACCENT: "standard",  # a language beyond the studies, in its one accent
 }
 # BCP-47 codes for the speech config's language field, by (language, accent).
 LANGUAGE_CODES = {
@@ -38,6 +40,27 @@ def _resource(name: str) -> str:
 @functools.cache
 def tts_presets() -> dict:
     return json.loads(_resource("presets.json"))
+
+
+@functools.cache
+def tts_languages() -> dict:
+    """resources/tts/languages.json: the languages beyond en, zh and ko each API backend speaks, and their names."""
+    return json.loads(_resource("languages.json"))
+
+
+def language_name(language: str) -> str:
+    """The English name a prompt says ('Arabic' for ar, 'Brazilian Portuguese' for pt-br); the code if unknown."""
+    names = tts_languages()["names"]
+    return LANGUAGE_NAMES.get(language) or names.get(language) or names.get(language.split("-")[0], language)
+
+
+def default_accent_languages(provider: str) -> dict[str, str | None]:
+    """The languages `provider` speaks in DEFAULT_ACCENT (beyond the studies'), each with the language code its
+    request sends (None: the language is only named in the prompt)."""
+    listed = tts_languages()[provider]
+    codes = listed if isinstance(listed, dict) else dict.fromkeys(listed)
+    studied = {language for language, _ in LANGUAGE_CODES}
+    return {language: code for language, code in codes.items() if language not in studied}
 
 
 def default_template(name: str) -> str:
@@ -76,7 +99,7 @@ def render_template(template: str, text: str, language: str, accent: str | None)
     try:
         return template.format(
             text=text,
-            language_name=LANGUAGE_NAMES.get(language, language),
+            language_name=language_name(language),
             accent_name=ACCENT_NAMES.get(accent or "", accent or "standard"),
         )
     except (KeyError, IndexError, ValueError) as error:

@@ -6,12 +6,14 @@ import base64
 import numpy as np
 import pytest
 from stub_server import Reply, StubServer
-from support import tone
+from support import tone, write_jsonl
 
 from spokenbench.core.audio.io import decode_audio, encode_wav
 from spokenbench.core.audio.synthesis import plan_synthesis, run_synthesis
 from spokenbench.core.audio.tts import SynthesisRequest, get_backend
+from spokenbench.core.domain.conditions import DEFAULT_ACCENT
 from spokenbench.core.foundation.credentials import MissingCredentialError
+from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.remote import RemoteAuthError, RetryPolicy
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
@@ -238,3 +240,46 @@ def test_corrupt_or_stereo_audio_from_a_backend_is_named_and_not_stored(mini_pro
     assert "sample rate is 8000 Hz; 24000 Hz expected" in failures[2]
     assert all("(en) question, american, " in f for f in failures)
     assert mini_project.conn.execute("SELECT count(*) FROM clips WHERE status = 'ok'").fetchone()[0] == 0
+
+
+def _import_items(project, tmp_path, items):
+    rows = [
+        {"id": f"{language}-1", "language": language, "question": question, "options": ["1", "2"], "answer": "A"}
+        for language, question in items
+    ]
+    import_files(project, [write_jsonl(tmp_path / "items.jsonl", rows)], "mcq", ImportOptions(source="t"))
+
+
+def test_gemini_speaks_a_language_beyond_the_studies_in_its_default_accent_with_its_language_code(project, tmp_path):
+    """Arabic through Gemini: the documented code ar-EG in the speech config, the prompt naming Arabic and a
+    standard accent, the clip stored under accent 'default'; Yoruba, which Gemini TTS does not list, said."""
+    _import_items(project, tmp_path, [("ar", "ما هي عاصمة فرنسا؟"), ("yo", "Kí ni olú ìlú Faranse?")])
+    with StubServer() as server:
+        server.script("POST", GEMINI_ROUTE, pcm_reply(1.0))
+        backend = gemini(server)
+        plan = plan_synthesis(project.conn, backend, voices=["Orus"], parts=("questions",))
+        report = asyncio.run(run_synthesis(project, plan, retry_policy=FAST_RETRIES))
+        [sent] = server.requests_to(GEMINI_ROUTE)
+    assert report.synthesized == 1 and report.failed == 0
+    assert plan.unsupported == ["gemini cannot speak yo"]
+    body = sent.json()
+    speech = body["generationConfig"]["speechConfig"]
+    assert (speech.get("languageCode") or speech["language_code"]) == "ar-EG"
+    prompt = body["contents"][0]["parts"][0]["text"]
+    assert "in Arabic, spoken with a natural standard accent" in prompt and "ما هي عاصمة فرنسا؟" in prompt
+    stored = project.conn.execute("SELECT language, accent FROM clips WHERE status = 'ok'").fetchall()
+    assert [tuple(row) for row in stored] == [("ar", DEFAULT_ACCENT)]
+
+
+def test_openai_speaks_hebrew_naming_it_in_the_instructions(project, tmp_path):
+    _import_items(project, tmp_path, [("he", "מהי בירת יפן?")])
+    wav = encode_wav(tone(200, 1.5, 0.3, 24_000), 24_000)
+    with StubServer() as server:
+        server.script("POST", r"/v1/audio/speech", Reply(200, wav, headers={"Content-Type": "audio/wav"}))
+        backend = get_backend("openai", base_url=f"{server.url}/v1", key=SECRET)
+        plan = plan_synthesis(project.conn, backend, voices=["nova"], parts=("questions",))
+        report = asyncio.run(run_synthesis(project, plan, retry_policy=FAST_RETRIES))
+        [sent] = server.requests_to(r"/v1/audio/speech")
+    assert report.synthesized == 1 and not plan.unsupported
+    body = sent.json()
+    assert body["input"] == "מהי בירת יפן?" and "Speak Hebrew with a natural standard accent" in body["instructions"]

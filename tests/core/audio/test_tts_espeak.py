@@ -171,3 +171,17 @@ def test_the_callback_buffer_changes_no_sample():
     assert len(default) == len(texts) >= 40
     assert sample_digests(BUFFER_MS) == default
     assert sample_digests(5000) != default
+
+
+def test_native_instruction_tokens_are_left_out_with_a_note_where_no_native_word_is_known(project, tmp_path):
+    """Before, an Arabic voice read the English word 'Question' as if it were Arabic's."""
+    items = [{"id": "ar-1", "language": "ar", "question": "ما هي عاصمة فرنسا؟", "options": ["1", "2"], "answer": "A"}]
+    import_files(project, [write_jsonl(tmp_path / "items.jsonl", items)], "mcq", ImportOptions(source="t"))
+    native = plan_synthesis(project.conn, get_backend("espeak"), parts=("tokens",), token_language="native")
+    assert not native.jobs
+    assert native.unsupported == [
+        "no native word for 'question' is known in ar (only en, zh, ko): its instruction tokens are left out; use "
+        "--token-language english, as the paper did"
+    ]
+    english = plan_synthesis(project.conn, get_backend("espeak"), parts=("tokens",))
+    assert {job.request.text for job in english.jobs} == {"Question", "A", "B"} and not english.unsupported
