@@ -24,8 +24,12 @@ from spokenbench.core.store.database import utc_now
 # NORMALIZER_VERSION → the fuzzed corpus's digest (test_normalize_fuzz_pinned.py) under that version's rules. A rule
 # change moves the digest: bump normalize.NORMALIZER_VERSION and add the new digest here, or screening would keep
 # using counts the old rules made.
-FUZZED_DIGEST_OF_VERSION = {1: "00b6ad51ab76a4572acc3b723e8e1488ae48dac930f778662337372e8ae48490"}
+FUZZED_DIGEST_OF_VERSION = {
+    1: "00b6ad51ab76a4572acc3b723e8e1488ae48dac930f778662337372e8ae48490",
+    2: "3ba988552b1efa3d3d8d84c530d41a9c16246355d575295a452ef10751960de9",
+}
 
+VERSION = normalize.NORMALIZER_VERSION  # the counts_version stored with counts made now
 ROWS = (
     "SELECT clip_id, metric, errors, reference_units, error_rate, wer_bin, best_asr, asr_count, cer "
     "FROM clip_screening ORDER BY clip_id"
@@ -203,7 +207,7 @@ def test_a_clip_edited_after_its_transcripts_is_scored_against_its_new_text(qc_p
     assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(None, 0, 5)] * 2
     score = screen_project(qc_project).scores[clip]
     assert (score.errors, score.units) == (1, 6)
-    assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(1, 1, 6)] * 2
+    assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(VERSION, 1, 6)] * 2
     with qc_project.transaction() as conn:  # its language too
         conn.execute("UPDATE clips SET language = 'en-GB' WHERE id = ?", (clip,))
     assert [tuple(row) for row in qc_project.conn.execute(counts, (clip,))] == [(None, 1, 6)] * 2
@@ -220,7 +224,7 @@ def test_a_transcript_text_changed_by_a_script_is_scored_from_its_new_text(qc_pr
     assert (score.errors, score.units) == (3, 5)
     with qc_project.transaction() as conn:  # store_transcripts writes a new text with its own counts: kept
         store_transcripts(conn, "a", [(clip, None, "Which holiday is November")])
-    assert [row[0] for row in qc_project.conn.execute(counts, (clip,))] == [1, 1]
+    assert [row[0] for row in qc_project.conn.execute(counts, (clip,))] == [VERSION, VERSION]
 
 
 def _edit_the_clip(conn, clip: int) -> None:
@@ -235,7 +239,7 @@ def _replace_a_transcript(conn, clip: int) -> None:
     "change, counts",
     [
         (_edit_the_clip, [("a", None, None), ("b", None, None)]),  # both counted against the old text: none kept
-        (_replace_a_transcript, [("a", 1, 0), ("b", 1, 3)]),  # "a" keeps the counts stored with its new text
+        (_replace_a_transcript, [("a", VERSION, 0), ("b", VERSION, 3)]),  # "a" keeps the counts stored with its new text
     ],
     ids=["the clip edited", "a transcript replaced"],
 )
@@ -336,9 +340,9 @@ def test_imported_transcripts_are_stored_with_their_counts(cli, qc_project, scre
         "SELECT clip_id, counts_version, word_errors, words, character_errors, characters FROM transcripts"
     )
     assert {row[0]: tuple(row[1:]) for row in stored} == {
-        screened_clips["en_q"]: (1, 1, 5, 8, 24),  # "November" missing: one word, eight characters
-        screened_clips["zh_q"]: (1, 1, 11, 1, 11),  # Chinese counts characters as its words
-        screened_clips["ko_q"]: (1, 5, 5, 13, 13),  # silence: every unit missing
+        screened_clips["en_q"]: (VERSION, 1, 5, 8, 24),  # "November" missing: one word, eight characters
+        screened_clips["zh_q"]: (VERSION, 1, 11, 1, 11),  # Chinese counts characters as its words
+        screened_clips["ko_q"]: (VERSION, 5, 5, 13, 13),  # silence: every unit missing
     }
 
 
