@@ -239,7 +239,10 @@ def _replace_a_transcript(conn, clip: int) -> None:
     "change, counts",
     [
         (_edit_the_clip, [("a", None, None), ("b", None, None)]),  # both counted against the old text: none kept
-        (_replace_a_transcript, [("a", VERSION, 0), ("b", VERSION, 3)]),  # "a" keeps the counts stored with its new text
+        (
+            _replace_a_transcript,
+            [("a", VERSION, 0), ("b", VERSION, 3)],
+        ),  # "a" keeps the counts stored with its new text
     ],
     ids=["the clip edited", "a transcript replaced"],
 )
