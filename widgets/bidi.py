@@ -14,6 +14,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QStyledItemDelegate, QStyleOptionViewItem
 
 RIGHT_TO_LEFT_CLASSES = frozenset({"R", "AL"})  # Hebrew, Arabic, Syriac, Thaana, N'Ko … letters
+FIRST_STRONG_ISOLATE, POP_DIRECTIONAL_ISOLATE = "\u2068", "\u2069"
 
 
 @functools.lru_cache(maxsize=4096)  # a table repaints its visible cells often; their texts repeat
@@ -27,6 +28,23 @@ def is_right_to_left(text: str) -> bool:
         if direction in RIGHT_TO_LEFT_CLASSES:
             return True
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def isolated(text: str) -> str:
+    """`text` laid out in its own direction inside a line that is not (after 'whisper: ' or 'A. '): wrapped in
+    Unicode's first-strong isolate when it holds right-to-left letters, so an Arabic transcript keeps its '؟' and
+    '(H2O)' where Arabic puts them instead of taking the line's left-to-right order. Other text is left as is (the
+    marks are invisible, but would be copied with a selection)."""
+    if any(unicodedata.bidirectional(character) in RIGHT_TO_LEFT_CLASSES for character in text):
+        return f"{FIRST_STRONG_ISOLATE}{text}{POP_DIRECTIONAL_ISOLATE}"
+    return text
+
+
+def isolated_option(option: str) -> str:
+    """An option as items are listed, 'A. text', with its text `isolated`."""
+    label, separator, text = option.partition(". ")
+    return f"{label}{separator}{isolated(text)}" if separator else isolated(option)
 
 
 class TextDirectionDelegate(QStyledItemDelegate):

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.asr.normalize import error_rate_name
-from spokenbench.widgets.bidi import follow_text_direction
+from spokenbench.widgets.bidi import follow_text_direction, isolated_option
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
@@ -137,8 +137,8 @@ class ItemsTableModel(QAbstractTableModel):
         if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return None
         value = self._rows[self._visible[index.row()]][index.column()]
-        if isinstance(value, tuple):
-            value = " | ".join(value)
+        if isinstance(value, tuple):  # the options: each one's text in its own direction
+            value = " | ".join(isolated_option(option) for option in value)
         if role == Qt.ItemDataRole.DisplayRole or index.column() >= 6:
             return value
         return None
@@ -224,9 +224,9 @@ class ItemDetail(QWidget):
     def show_row(self, row: tuple) -> None:
         item_id, source_id, language, kind, label, answer, question, options = row[:8]
         option_lines = "".join(
-            f"<li><b>{html.escape(text)} ✓</b></li>"
+            f"<li><b>{html.escape(isolated_option(text))} ✓</b></li>"
             if answer and text.startswith(f"{answer}. ")
-            else f"<li>{html.escape(text)}</li>"
+            else f"<li>{html.escape(isolated_option(text))}</li>"
             for text in options
         )
         facts = " · ".join(html.escape(str(fact)) for fact in (language, kind, label, _field(row, SUBJECT)) if fact)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, keymap_action
+from spokenbench.widgets.bidi import isolated
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet
@@ -289,7 +290,7 @@ class RatingView(QWidget):
         state += f" · speed {speed:.1f}×"
         self.state_label.setText(state)
         if clip.transcripts_visible:
-            lines = [f"{asr}: {text}" for asr, text in clip.transcripts] or ["no transcripts for this clip"]
+            lines = [f"{asr}: {isolated(text)}" for asr, text in clip.transcripts] or ["no transcripts for this clip"]
             wer = "—" if clip.wer is None else f"{clip.wer:.2f}"
             self.transcripts_label.setText("\n".join([f"{clip.error_metric} {wer}", *lines]))
             self.transcripts_label.show()

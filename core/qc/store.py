@@ -103,10 +103,12 @@ def queue_overviews(conn: sqlite3.Connection) -> list[dict]:
 
 def queue_clip_rows(conn: sqlite3.Connection, queue_id: int) -> list[tuple]:
     """A queue's clips in rating order, with what a rater needs to hear and judge them: (position, clip id,
-    language, accent, voice, part, text, item source id, sha256, audio format, WER interval, error rate, metric)."""
+    language, accent, voice, part, text, item source id, sha256, audio format, WER interval, error rate, metric).
+    The error rate is the one the clip was sampled with; a queue sampled before screening takes the clip's
+    screening since (before, an annotator saw 'WER —' beside the transcripts of a screened clip)."""
     rows = conn.execute(
         """SELECT q.position, q.clip_id, q.language, q.accent, c.voice, c.part, c.text, i.source_id, c.sha256,
-                  c.audio_format, q.wer_bin, q.error_rate, s.metric
+                  c.audio_format, q.wer_bin, coalesce(q.error_rate, s.error_rate), s.metric
            FROM rating_queue_clips q JOIN clips c ON c.id = q.clip_id JOIN items i ON i.id = c.item_id
                 LEFT JOIN clip_screening s ON s.clip_id = q.clip_id
            WHERE q.queue_id = ? ORDER BY q.position""",

@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QStyleOptionViewItem, QTableWidgetItem
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite
-from spokenbench.widgets.bidi import is_right_to_left
+from spokenbench.widgets.bidi import is_right_to_left, isolated, isolated_option
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.rewrite_review import RewriteReviewView
 from spokenbench.widgets.tables import row_table
@@ -34,7 +34,9 @@ def test_a_text_s_direction_is_its_first_strong_character_s(text, right_to_left)
 
 
 def _row(item_id, language, question, options):
-    return (item_id, f"{language}-{item_id}", language, "mcq", "", "A", question, tuple(options), "", "", "", "")
+    """A row as core's item_browser_rows gives it: options as 'A. text'."""
+    lettered = tuple(f"{letter}. {text}" for letter, text in zip("ABCD", options))
+    return (item_id, f"{language}-{item_id}", language, "mcq", "", "A", question, lettered, "", "", "", "")
 
 
 def _inked_columns(image: QImage, left: int, right: int, top: int, bottom: int) -> list[int]:
@@ -107,3 +109,42 @@ def test_an_arabic_diff_keeps_the_page_s_font_where_a_latin_one_is_monospaced(qt
     assert "monospace" not in view.diff_label.styleSheet() and "(h2o)" in view.diff_label.text()
     view.set_entries([english, arabic], keep_position=False)
     assert "monospace" in view.diff_label.styleSheet()
+
+
+def test_right_to_left_text_inside_a_left_to_right_line_is_isolated_and_other_text_left_alone():
+    assert isolated("אוסקה.") == "\u2068אוסקה.\u2069"
+    assert isolated("Osaka.") == "Osaka." and isolated("1948") == "1948"
+    assert isolated_option("A. النيوتن (N)") == "A. \u2068النيوتن (N)\u2069"
+    assert isolated_option("B. 144") == "B. 144"
+
+
+def test_the_items_table_isolates_each_arabic_option_and_the_rating_view_each_transcript(qtbot):
+    panel = ItemsPanel()
+    qtbot.addWidget(panel)
+    panel.set_rows([_row(1, "ar", "ما وحدة قياس القوة؟", ["النيوتن (N)", "الجول"])])
+    options = panel.model.data(panel.model.index(0, 7))
+    assert options == "A. \u2068النيوتن (N)\u2069 | B. \u2068الجول\u2069"
+    # the row's answer is A: its line in the detail is bold, its text isolated too
+    panel.table.selectRow(0)
+    assert "A. \u2068النيوتن (N)\u2069 ✓" in panel.detail.header.toPlainText()
+
+
+def test_an_isolated_transcript_is_drawn_with_its_final_mark_on_its_left():
+    """The same label text drawn with and without the isolate: the Hebrew word's '.' moves to its left."""
+    from PySide6.QtWidgets import QLabel
+
+    def inked_columns(text):
+        label = QLabel()
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setText(text)
+        label.setStyleSheet("background: white; color: black")
+        label.resize(300, 30)
+        image = label.grab().toImage()
+        return {  # x → how many pixels of that column are inked
+            x: sum(QColor(image.pixel(x, y)).lightness() < 110 for y in range(image.height()))
+            for x in _inked_columns(image, 0, image.width(), 0, image.height())
+        }
+
+    plain, isolated_line = inked_columns("asr-b: אוסקה."), inked_columns(f"asr-b: {isolated('אוסקה.')}")
+    # the line's rightmost ink: the period's dot (a few pixels high) before, a Hebrew letter's stroke after
+    assert plain[max(plain)] <= 3 < isolated_line[max(isolated_line)], (plain, isolated_line)

@@ -321,3 +321,20 @@ def test_a_rating_survives_sigkill_right_after_it(qc_project, queued):
     with Project.open(path) as reopened:
         assert [(r["clip_id"], r["rating"]) for r in stored(reopened)] == [(queued[0], "incorrect")]
         assert session(reopened).current.clip_id == queued[1]
+
+
+def test_a_queue_sampled_before_screening_shows_each_clip_s_error_rate_once_it_is_screened(qc_project, queued):
+    """Before, the session's transcripts line read 'WER —' for good: the rate came only from the sampling."""
+    from spokenbench.core.asr.screening import screen_project
+
+    assert [clip.error_rate for clip in queue_clips(qc_project.conn, QUEUE)] == [None] * 4
+    texts = {clip.clip_id: clip.text for clip in queue_clips(qc_project.conn, QUEUE)}
+    first = queued[0]
+    for asr in ("a", "b"):
+        for clip_id, text in texts.items():  # exact, but the first clip's last word missing
+            add_transcript(qc_project, clip_id, asr, text.rsplit(" ", 1)[0] if clip_id == first else text)
+    screen_project(qc_project)
+    rates = {clip.clip_id: clip.error_rate for clip in queue_clips(qc_project.conn, QUEUE)}
+    assert rates == {first: 0.5, **{clip_id: 0.0 for clip_id in queued[1:]}}
+    view = session(qc_project).current
+    assert view.clip_id == first and view.wer == 0.5
