@@ -40,7 +40,8 @@ def test_optional_marks_and_other_scripts_digits_make_no_difference(vowelled, pl
 def test_a_hindi_transcript_with_one_wrong_word_has_one_word_error():
     reference = normalize("प्राचीन संस्कृतियों और जनजातियों", "hi").words
     transcript = normalize("प्राचीन संस्कृति और जनजातियों", "hi").words
-    assert jiwer.wer(" ".join(reference), " ".join(transcript)) == pytest.approx(1 / 4)  # before: 1 of 13 fragments, 0.08
+    # before: 1 of 13 fragments, 0.08
+    assert jiwer.wer(" ".join(reference), " ".join(transcript)) == pytest.approx(1 / 4)
 
 
 def test_a_mark_without_a_letter_is_a_symbol():
