@@ -105,8 +105,10 @@ def _prepare(text: str) -> str:
 
 
 def _lowered(text: str) -> str:
-    """_prepare after NFKC: lower case, one minus sign, no thousands separators."""
-    text = text.lower() if text.isascii() else text.lower().replace("−", "-")
+    """_prepare after NFKC: lower case, one minus sign, no thousands separators. Lower case of the capital İ
+    (Turkish, and İstanbul in any language) is i and a combining dot above: the dot dropped, as Turkish writes it,
+    so İstanbul and Istanbul read the same."""
+    text = text.lower() if text.isascii() else text.lower().replace("−", "-").replace("i\u0307", "i")
     if "," not in text:  # the thousands separator
         return text
     return _THOUSANDS.sub(lambda m: m.group(1).replace(",", ""), text)
@@ -129,13 +131,15 @@ def _finish(text: str) -> NormalizedText:
     # nothing to remove
     if characters.isalnum() and "ʼ" not in characters:
         return _new(NormalizedText, (words, characters))
-    words = tuple(_non_word().sub(" ", _APOSTROPHES.sub("", text)).split())
+    words = tuple(_without_non_word(_APOSTROPHES.sub("", text)).split())
     return _new(NormalizedText, (words, "".join(words)))
 
 
-# Unicode's combining marks (categories Mn, Mc, Me) below U+20000 and the variation selectors supplement: the vowel
-# signs and viramas of Devanagari, Bengali, Tamil, Thai … are part of a word's spelling, not punctuation.
-_MARK_PLANES = (range(0x300, 0x20000), range(0xE0100, 0xE01F0))
+# Unicode's combining marks (categories Mn, Mc, Me) of the Basic Multilingual Plane: the vowel signs and viramas
+# of Devanagari, Bengali, Tamil, Thai … are part of a word's spelling, not punctuation. Marks above U+FFFF (historic
+# scripts: Brahmi, Kaithi …) stay non-word characters: with their ~70 ranges in the class, Python's regex engine
+# tested each range for every character, and Korean screening took twice as long.
+_MARK_PLANES = (range(0x300, 0x10000),)
 
 
 def _mark_ranges() -> list[tuple[int, int]]:
@@ -153,28 +157,58 @@ def _mark_ranges() -> list[tuple[int, int]]:
     return ranges
 
 
+_NON_WORD = re.compile(r"[^\w]|_")  # punctuation, symbols, whitespace and _, for text without a combining mark
+
+
+class _MarkPatterns(NamedTuple):
+    any_mark: re.Pattern  # whether a text has a combining mark at all (most Korean or Latin text has none)
+    non_word: re.Pattern  # as _NON_WORD, but a combining mark is part of its word
+    stray: re.Pattern  # a mark with no letter before it (NFKC makes ´ a space and a combining acute): a symbol
+
+
 @functools.cache
-def _non_word() -> re.Pattern:
-    """Punctuation, symbols, whitespace and _ (each made a space), never a combining mark on a letter: splitting a word at
+def _mark_patterns() -> _MarkPatterns:
+    """Built on first use: Unicode's marks are scanned once (~20 ms), not at import."""
+    marks = "".join(f"{re.escape(chr(first))}-{re.escape(chr(last))}" for first, last in _mark_ranges())
+    return _MarkPatterns(
+        re.compile(f"[{marks}]"),
+        re.compile(f"[^\\w{marks}]|_"),
+        re.compile(f"(?:^|(?<=[^\\w{marks}])|(?<=_))[{marks}]+"),
+    )
+
+
+def _without_non_word(text: str) -> str:
+    """Punctuation, symbols, whitespace and _ made spaces, never a combining mark on a letter: splitting a word at
     its vowel signs shatters Hindi, Bengali, Tamil or Thai into bare consonants and counts WER over the fragments
     (Whisper's BasicTextNormalizer does, a known pitfall: Manohar et al., EMNLP 2024, "What is lost in
-    Normalization?"). Built on first use: Unicode's marks are scanned once (~35 ms), not at import."""
-    marks = "".join(f"{re.escape(chr(first))}-{re.escape(chr(last))}" for first, last in _mark_ranges())
-    # a mark with no letter before it (NFKC makes ´ a space and a combining acute) is a symbol: made a space too
-    return re.compile(f"[^\\w{marks}]|_|(?:^|(?<=[^\\w{marks}])|(?<=_))[{marks}]+")
+    Normalization?")."""
+    patterns = _mark_patterns()
+    if patterns.any_mark.search(text) is None:
+        return _NON_WORD.sub(" ", text)
+    return patterns.non_word.sub(" ", patterns.stray.sub(" ", text))
 
 
 # Arabic and Hebrew vowel points and cantillation (harakat, shadda, sukun, niqqud …) are optional in writing: a
 # transcript rarely has them where a vowelled reference does. Deleted, with the Arabic tatweel (a stretching
 # stroke), in every language written in these scripts.
-_OPTIONAL_MARK_BLOCKS = (range(0x0591, 0x05C8), range(0x0610, 0x061B), range(0x064B, 0x0660), range(0x06D6, 0x06EE))
+_OPTIONAL_MARK_BLOCKS = (
+    range(0x0591, 0x05C8),  # Hebrew points and cantillation
+    range(0x0610, 0x061B),  # Arabic honorific and Quranic signs
+    range(0x064B, 0x0660),  # harakat, tanwin, shadda, sukun …
+    range(0x0670, 0x0671),  # the superscript alef (هٰذا)
+    range(0x06D6, 0x06EE),  # Quranic annotation marks
+    range(0x08D3, 0x0900),  # Arabic Extended-A marks
+)
+# Arabic's own decimal and thousands separators, as the digits they stand between are folded
+_ARABIC_SEPARATORS = {0x066B: ord("."), 0x066C: ord(",")}
 _TATWEEL = 0x0640
 
 
 @functools.cache
 def _script_folding() -> dict[int, int | None]:
     """A str.translate table: every decimal digit of another script (Arabic-Indic ١٢, Persian ۱۲, Devanagari १२ …)
-    made its ASCII digit, as the same number; Arabic and Hebrew optional marks and the tatweel deleted."""
+    made its ASCII digit, as the same number (Arabic's ٫ and ٬ the separators . and ,); Arabic and Hebrew optional
+    marks and the tatweel deleted."""
     table: dict[int, int | None] = {}
     for code in range(0x80, 0x20000):
         character = chr(code)
@@ -183,7 +217,7 @@ def _script_folding() -> dict[int, int | None]:
     for block in _OPTIONAL_MARK_BLOCKS:
         table.update({code: None for code in block if unicodedata.category(chr(code)) == "Mn"})
     table[_TATWEEL] = None
-    return table
+    return table | _ARABIC_SEPARATORS
 
 
 # --------------------------------------------------------------------------------------------------

@@ -25,10 +25,10 @@ from spokenbench.core.evaluation.plans import (
     AUDIO_MODES,
     FACTOR_FILTERS,
     PERMUTATION_STRATEGIES,
-    SIMULATED_ACCENTS,
     SIMULATED_VOICES,
     PlanOptions,
     _select_items,
+    simulated_accents,
     wanted_orders,
 )
 from spokenbench.core.evaluation.preparation import EvaluationPreparation, RunSettings
@@ -165,7 +165,7 @@ def condition_levels(conn: sqlite3.Connection) -> dict[str, list[str]]:
             if factor in FACTOR_FILTERS or factor == "order":
                 levels.setdefault(factor, set()).add(_level(value))
     if not rows:
-        levels["accent"] = {a for lang in levels["language"] for a in SIMULATED_ACCENTS.get(lang, ())}
+        levels["accent"] = {accent for language in levels["language"] for accent in simulated_accents(language)}
         levels["voice"] = set(SIMULATED_VOICES.values())
         levels["gender"] = set(SIMULATED_VOICES)
         levels["order"] = {"original"}

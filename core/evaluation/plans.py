@@ -39,6 +39,14 @@ SIMULATED_ACCENTS = {
     "ko": ("seoul", "jeolla"),
 }
 SIMULATED_VOICES = {"female": "Zephyr", "male": "Orus"}
+
+
+def simulated_accents(language: str) -> tuple[str, ...]:
+    """The simulated grid's accents for an item language ('en-GB' as 'en'): BiasInEar's for en, zh and ko, one
+    DEFAULT_ACCENT for any other, as espeak-ng's voice speaks it."""
+    return SIMULATED_ACCENTS.get(language.split("-")[0].lower(), (DEFAULT_ACCENT,))
+
+
 FACTOR_FILTERS = ("language", "accent", "voice", "gender", "speed", "volume", "snr_db", "voice_source")
 # Which voices a run hears (`--voice-kind`): the original male and female voices (default), the gender-neutralized
 # ones (clips.neutralization set; the gender paper's Section 5, Table 4), or both. A neutralized clip keeps the
@@ -440,10 +448,9 @@ def _simulated_requests(items: dict[int, Item], options: PlanOptions) -> list[Pl
         {k: v for k, v in options.filters.items() if k not in ("accent", "voice")}, options.identifiers
     )
     for item_id, item in items.items():
-        language = item.language.split("-")[0].lower()
-        accents = SIMULATED_ACCENTS.get(language, (DEFAULT_ACCENT,))  # one accent, as espeak-ng's voice has
-        if accents_filter:
-            accents = tuple(a for a in accents if a in accents_filter) or tuple(accents_filter)
+        accents = simulated_accents(item.language)
+        if accents_filter:  # an item in none of the chosen accents is left out, never heard in another's
+            accents = tuple(a for a in accents if a in accents_filter)
         for accent in accents:
             for gender, voice in SIMULATED_VOICES.items():
                 if genders_filter and gender not in genders_filter:

@@ -5,8 +5,9 @@ by keys alone (tests/real_device.py):
 
 Builds OUT/project (`spokenbench init`, `import` of six Arabic and six Hebrew questions with digits, Latin
 formulas and a final full stop, rewrites flagged by `spokenbench flag`, espeak-ng clips in the 'default' accent,
-a rating queue) and takes:
-- OUT/rtl-rating-1.png, -2.png: the Rating page (Ctrl+3, Enter) on the queue's first clips, the second after 1;
+a rating queue, two systems' transcripts) and takes:
+- OUT/rtl-rating-1.png, -2.png: the Rating page (Ctrl+3, Enter) on the queue's first clips, the second after 1 with
+  its transcripts (T; two systems' imported transcripts, screened);
 - OUT/rtl-rewrites.png: the Rewrites page (Ctrl+2, J four times) on a flagged Arabic question, its diff;
 - OUT/rtl-items.png: the Items page (Ctrl+1) with the first item's detail (↓).
 Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
@@ -87,6 +88,16 @@ def build_project(out: Path) -> Path:
     run("flag", str(project))
     run("synthesize", str(project), "--tts", "espeak", "--parts", "questions,options")
     run("sample", str(project), "--name", "arabic-hebrew", "--per-bin", "20")
+    with opened(project) as store:  # two systems' transcripts: one exact, one with a final full stop
+        clips = store.conn.execute("SELECT id, text FROM clips WHERE part NOT LIKE 'token%'").fetchall()
+    for asr, ending in (("asr-exact", ""), ("asr-stop", ".")):
+        transcripts = out / f"{asr}.jsonl"
+        transcripts.write_text(
+            "".join(json.dumps({"clip_id": i, "text": t + ending}, ensure_ascii=False) + "\n" for i, t in clips),
+            encoding="utf-8",
+        )
+        run("import-transcripts", str(project), str(transcripts), "--asr", asr)
+    run("screen", str(project))
     return project
 
 
@@ -96,7 +107,9 @@ def main() -> None:
         time.sleep(1.5)
         desktop.screenshot(out / "rtl-rating-1.png")
         desktop.xdotool("key", "1")
-        time.sleep(1.5)
+        time.sleep(1.5)  # saved: keys pressed while a rating saves are ignored
+        desktop.xdotool("key", "t")  # the next clip's transcripts
+        time.sleep(1.0)
         desktop.screenshot(out / "rtl-rating-2.png")
         desktop.xdotool("key", "ctrl+2")
         time.sleep(2.5)

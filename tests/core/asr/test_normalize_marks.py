@@ -31,6 +31,11 @@ def test_a_word_with_vowel_signs_stays_one_word(text, language, words):
         ("كم ١٢ × ١٢", "كم 12 × 12", "ar"),  # Arabic-Indic digits
         ("پایتخت ۱۳۹۹", "پایتخت 1399", "fa"),  # Persian digits
         ("कक्षा १२", "कक्षा 12", "hi"),  # Devanagari digits
+        ("هٰذَا", "هذا", "ar"),  # the superscript alef
+        ("١٢٫٥ و ١٬٠٠٠", "12.5 و 1,000", "ar"),  # Arabic's decimal and thousands separators
+        ("İstanbul", "Istanbul", "en"),  # İ's lower case is i and a combining dot: the dot dropped
+        ("İstanbul", "istanbul", "tr"),
+        ("İstanbul", "Istanbul", "ko"),
     ],
 )
 def test_optional_marks_and_other_scripts_digits_make_no_difference(vowelled, plain, language):

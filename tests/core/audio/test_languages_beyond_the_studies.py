@@ -38,3 +38,23 @@ def test_an_arabic_and_hebrew_benchmark_is_spoken_assembled_evaluated_and_measur
     measured = cli("metrics", responses, "--factors", "language,accent,gender,order", "--bootstrap", "0", "--json")
     assert measured.code == 0, measured.err  # before: "column 'accent': empty factor level" on every row, exit 2
     assert "default" in measured.out and '"accent"' in measured.out
+
+
+def test_the_simulated_grid_offers_and_hears_arabic_in_its_default_accent_and_never_in_an_american_one(cli, tmp_path):
+    """Without assembled audio the Evaluate page's accent levels and the simulated listener's plan come from the
+    grid: 'default' for Arabic (before: no level at all), and a chosen accent an item lacks leaves the item out
+    (before: the Arabic items were planned under 'american')."""
+    from spokenbench.core.evaluation.launcher import condition_levels
+    from spokenbench.core.evaluation.plans import PlanOptions, build_plan
+    from spokenbench.core.store import opened
+
+    project = tmp_path / "project"
+    cli("init", project)
+    english = {"id": "en-1", "language": "en-GB", "question": "Which city?", "options": ["a", "b"], "answer": "A"}
+    assert cli("import", project, write_jsonl(tmp_path / "i.jsonl", [*ITEMS, english]), "--format", "mcq").code == 0
+    with opened(project) as store:
+        assert "default" in condition_levels(store.conn)["accent"]
+        assert {"american", "british", "indian"} <= set(condition_levels(store.conn)["accent"])  # en-GB as en
+        plan = build_plan(store.conn, PlanOptions(simulated=True, filters={"accent": ("american",)}))
+    heard = {(request.condition.language, request.condition.accent) for request in plan.requests}
+    assert heard == {("en-gb", "american")}
