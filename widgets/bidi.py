@@ -30,13 +30,18 @@ def is_right_to_left(text: str) -> bool:
     return False
 
 
+def has_right_to_left(text: str) -> bool:
+    """Whether any letter of `text` is of a right-to-left script."""
+    return any(unicodedata.bidirectional(character) in RIGHT_TO_LEFT_CLASSES for character in text)
+
+
 @functools.lru_cache(maxsize=4096)
 def isolated(text: str) -> str:
     """`text` laid out in its own direction inside a line that is not (after 'whisper: ' or 'A. '): wrapped in
     Unicode's first-strong isolate when it holds right-to-left letters, so an Arabic transcript keeps its '؟' and
     '(H2O)' where Arabic puts them instead of taking the line's left-to-right order. Other text is left as is (the
     marks are invisible, but would be copied with a selection)."""
-    if any(unicodedata.bidirectional(character) in RIGHT_TO_LEFT_CLASSES for character in text):
+    if has_right_to_left(text):
         return f"{FIRST_STRONG_ISOLATE}{text}{POP_DIRECTIONAL_ISOLATE}"
     return text
 

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.asr.normalize import error_rate_name
-from spokenbench.widgets.bidi import follow_text_direction, isolated_option
+from spokenbench.widgets.bidi import follow_text_direction, isolated, isolated_option
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
@@ -253,7 +253,7 @@ class ItemDetail(QWidget):
                 if clip["error_rate"] is None
                 else f"{error_rate_name(clip['language'], clip['metric'])} {clip['error_rate']:.2f}"
             )
-            heard = "\n".join(f"{t['asr']}: {t['text']}" for t in clip["transcripts"]) or "not transcribed"
+            heard = "\n".join(f"{t['asr']}: {isolated(t['text'])}" for t in clip["transcripts"]) or "not transcribed"
             seconds = "" if clip["duration_s"] is None else f"{clip['duration_s']:.1f}"
             rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))
         self._fill(self.clips, rows)

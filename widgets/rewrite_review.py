@@ -18,7 +18,7 @@ from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
-from spokenbench.widgets.bidi import is_right_to_left
+from spokenbench.widgets.bidi import has_right_to_left
 from spokenbench.widgets.keys import place_key_name
 from spokenbench.widgets.tones import set_toned_sheet, toned
 
@@ -284,5 +284,6 @@ class RewriteReviewView(QWidget):
             self.rewrite_view.setHtml(right or "<i>no rewrite yet</i>")
         self.diff_label.setText(html.escape(entry.diff) or "—")
         # monospace lines the markers up in Latin, Chinese and Korean text; Arabic in a monospace font loses its
-        # joined letter shapes (each letter drawn apart in a fixed cell): right-to-left diffs keep the page's font
-        self.diff_label.setStyleSheet("" if is_right_to_left(entry.diff) else MONOSPACE)
+        # joined letter shapes (each letter drawn apart in a fixed cell): a diff with any right-to-left letter
+        # (after a Latin '(h2o)' too) keeps the page's font
+        self.diff_label.setStyleSheet("" if has_right_to_left(entry.diff) else MONOSPACE)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spokenbench.core.asr.normalize import base_language
+from spokenbench.core.audio.tts.presets import language_name
 from spokenbench.core.foundation.credentials import PROVIDER_VARIABLES, api_key
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 from spokenbench.core.foundation.optional import import_optional
@@ -167,7 +168,9 @@ class GeminiTranscriptionBackend(ASRBackend):
         config = types.GenerateContentConfig(temperature=0.0, candidate_count=1, thinking_config=thinking)
         contents = [
             types.Part.from_bytes(data=audio, mime_type=AUDIO_MIME.get(audio_format, "audio/wav")),
-            types.Part.from_text(text=self.prompt.format(language_name=LANGUAGE_NAMES.get(code, code))),
+            types.Part.from_text(
+                text=self.prompt.format(language_name=LANGUAGE_NAMES.get(code) or language_name(code))
+            ),
         ]
         response = await self._client.aio.models.generate_content(model=self.model, contents=contents, config=config)
         candidates = response.candidates or []

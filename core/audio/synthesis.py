@@ -124,15 +124,16 @@ def plan_synthesis(
     token_sources: set[tuple[str, str | None, int]] = set()
     project_languages = item_languages(conn)
     for language in languages or project_languages:
-        if language not in backend.accents:
+        spoken_as = backend.spoken_as(language)  # 'ar-eg' items spoken as 'ar'
+        if spoken_as is None:
             why = backend.notes.get(language) or backend.notes.get(language.split("-")[0])
             unsupported.add(f"{backend.name} cannot speak {language}" + (f": {why}" if why else ""))
             continue
-        language_accents = backend.accents[language]
-        for missing in set(ACCENTS_BY_LANGUAGE.get(language, ())) - set(language_accents):
+        language_accents = backend.accents[spoken_as]
+        for missing in set(ACCENTS_BY_LANGUAGE.get(spoken_as, ())) - set(language_accents):
             if not accents or missing in accents:
                 unsupported.add(
-                    backend.notes.get(f"{language}:{missing}")
+                    backend.notes.get(f"{spoken_as}:{missing}")
                     or f"{backend.name} has no {missing} accent for {language}"
                 )
         for accent in accents or language_accents:
@@ -154,7 +155,8 @@ def plan_synthesis(
                         _add_job(jobs, stored, backend, item_id, part, text, language, accent, voice, label)
     if "tokens" in parts:
         for token_lang, token_accent, option_count in sorted(token_sources, key=str):
-            if token_lang not in backend.accents or token_accent not in backend.accents[token_lang]:
+            spoken_as = backend.spoken_as(token_lang)
+            if spoken_as is None or token_accent not in backend.accents[spoken_as]:
                 unsupported.add(f"{backend.name} cannot speak instruction tokens in {token_lang} ({token_accent})")
                 continue
             if not has_question_word(token_lang):  # never an English word in another language's voice

@@ -17,7 +17,7 @@ def token_part(label: str) -> str:
 
 def token_texts(language: str, option_count: int = 4, token_language: str = "english") -> dict[str, str]:
     """label -> text to speak, for 'question' and the option letters."""
-    word_language = "en" if token_language == "english" else language
+    word_language = "en" if token_language == "english" else language.split("-")[0]
     texts = {"question": QUESTION_WORD.get(word_language, QUESTION_WORD["en"])}
     texts.update({letter: letter for letter in LETTERS[:option_count]})
     return texts
@@ -25,7 +25,7 @@ def token_texts(language: str, option_count: int = 4, token_language: str = "eng
 
 def has_question_word(language: str) -> bool:
     """Whether the native word for "question" is known in `language` (else native tokens cannot be spoken)."""
-    return language in QUESTION_WORD
+    return language.split("-")[0] in QUESTION_WORD
 
 
 def token_voice_source(language: str, accent: str | None, token_language: str = "english") -> tuple[str, str | None]:

@@ -148,3 +148,11 @@ def test_an_isolated_transcript_is_drawn_with_its_final_mark_on_its_left():
     plain, isolated_line = inked_columns("asr-b: אוסקה."), inked_columns(f"asr-b: {isolated('אוסקה.')}")
     # the line's rightmost ink: the period's dot (a few pixels high) before, a Hebrew letter's stroke after
     assert plain[max(plain)] <= 3 < isolated_line[max(isolated_line)], (plain, isolated_line)
+
+
+def test_a_diff_with_arabic_after_latin_letters_keeps_the_page_s_font_too(qtbot):
+    view = RewriteReviewView()
+    qtbot.addWidget(view)
+    mixed = FlaggedRewrite(3, 3, "ar-6", "ar", "question", "(SI) النظام", "النظام", "…(si)[-x-]{+س+}", "flagged")
+    view.set_entries([mixed], keep_position=False)
+    assert "monospace" not in view.diff_label.styleSheet()

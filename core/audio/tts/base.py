@@ -63,6 +63,14 @@ class TTSBackend:
     def languages(self) -> tuple[str, ...]:
         return tuple(self.accents)
 
+    def spoken_as(self, language: str) -> str | None:
+        """The language this backend speaks an item language as: itself ('pt-br'), else its base language ('ar'
+        for 'ar-eg', 'es' for 'es-419'); None when it speaks neither."""
+        if language in self.accents:
+            return language
+        base = language.split("-")[0]
+        return base if base in self.accents else None
+
     def voice(self, name: str) -> VoiceSpec:
         for voice in self.voices:
             if voice.name == name:
@@ -82,13 +90,14 @@ class TTSBackend:
         return True
 
     def check(self, request: SynthesisRequest) -> None:
-        if request.language not in self.accents:
+        language = self.spoken_as(request.language)
+        if language is None:
             raise UnsupportedRequest(
                 f"{self.name} cannot speak language '{request.language}'; it speaks {', '.join(self.languages)}"
             )
-        if request.accent not in self.accents[request.language]:
-            note = self.notes.get(f"{request.language}:{request.accent}", "")
-            offered = ", ".join(a or "default" for a in self.accents[request.language])
+        if request.accent not in self.accents[language]:
+            note = self.notes.get(f"{language}:{request.accent}", "")
+            offered = ", ".join(a or "default" for a in self.accents[language])
             raise UnsupportedRequest(
                 f"{self.name} has no {request.accent} accent for {request.language} (offers {offered}){'; ' + note if note else ''}"
             )

@@ -53,14 +53,17 @@ ESPEAK_VOICES = {
 # Global-MMLU languages without an offline voice, and why: said by `synthesize` instead of "cannot speak"
 NO_OFFLINE_VOICE = {
     "ja": "espeak-ng reads Japanese kana only (kanji are spelled out as Chinese letters); use Gemini or OpenAI TTS",
+    "fil": "espeak-ng has no Filipino voice; OpenAI TTS speaks it (as Tagalog)",
     **{
-        language: "espeak-ng has no voice for this language; use Gemini or OpenAI TTS"
-        for language in ("fil", "ha", "ig", "mg", "ny", "sn", "so", "yo")
+        language: "espeak-ng has no voice for this language, and neither Gemini's nor OpenAI's TTS lists it: record "
+        "real speakers (the Speakers page) for it"
+        for language in ("ha", "ig", "mg", "ny", "sn", "so", "yo")
     },
 }
 # voice name -> (espeak-ng variant, speaker gender). Two per gender for the gender probes; the variants were
-# chosen by their measured median F0 (core/audio/pitch.py), clear of the ambiguous band in every offline
-# language: m3 100-114 Hz, m6 93-107 Hz, f3 186-226 Hz, f5 186-215 Hz (f1, f4 fall to 163 Hz in Mandarin).
+# chosen by their measured median F0 (core/audio/pitch.py), clear of the ambiguous band in en, zh and ko: m3
+# 100-114 Hz, m6 93-107 Hz, f3 186-226 Hz, f5 186-215 Hz (f1, f4 fall to 163 Hz in Mandarin). In the other
+# languages f3 falls to 169-172 Hz in Malay and Vietnamese; f5 stays above 176 Hz (docs/voices.md).
 VARIANTS = {
     "espeak-male": ("m3", "male"),
     "espeak-female": ("f3", "female"),
@@ -186,7 +189,7 @@ class EspeakBackend(TTSBackend):
 
     def espeak_voice(self, request: SynthesisRequest) -> str:
         variant, _ = VARIANTS[request.voice.name.removesuffix(NEUTRAL_SUFFIX)]
-        return f"{ESPEAK_VOICES[(request.language, request.accent)]}+{variant}"
+        return f"{ESPEAK_VOICES[(self.spoken_as(request.language), request.accent)]}+{variant}"
 
     def speak_sync(self, request: SynthesisRequest) -> bytes:
         return encode_wav(*self._speak(request))

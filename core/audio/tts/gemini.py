@@ -76,8 +76,8 @@ class GeminiTTSBackend(APIBackend):
         config = types.GenerateContentConfig(
             response_modalities=["AUDIO"],
             speech_config=types.SpeechConfig(
-                language_code=LANGUAGE_CODES.get((request.language, request.accent))
-                or default_accent_languages("gemini").get(request.language),
+                language_code=LANGUAGE_CODES.get((self.spoken_as(request.language), request.accent))
+                or default_accent_languages("gemini").get(self.spoken_as(request.language)),
                 voice_config=types.VoiceConfig(
                     prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=request.voice.name)
                 ),

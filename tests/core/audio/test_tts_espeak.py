@@ -90,7 +90,7 @@ def test_the_languages_without_an_offline_voice_are_named_with_the_reason_and_a_
     assert {(job.request.language, job.request.accent) for job in plan.jobs} == {("ar", DEFAULT_ACCENT)}
     notes = " | ".join(sorted(plan.unsupported))
     assert "espeak cannot speak ja: espeak-ng reads Japanese kana only" in notes
-    assert "espeak cannot speak yo: espeak-ng has no voice for this language; use Gemini or OpenAI TTS" in notes
+    assert "espeak cannot speak yo: espeak-ng has no voice for this language, and neither Gemini" in notes
 
 
 def test_concurrent_calls_are_serialized(espeak):
@@ -185,3 +185,25 @@ def test_native_instruction_tokens_are_left_out_with_a_note_where_no_native_word
     ]
     english = plan_synthesis(project.conn, get_backend("espeak"), parts=("tokens",))
     assert {job.request.text for job in english.jobs} == {"Question", "A", "B"} and not english.unsupported
+
+
+def test_an_item_language_with_a_region_is_spoken_in_its_base_language_s_voice(project, tmp_path):
+    """'ar-EG' and 'es-419' items (stored lower case) are spoken by the ar and es voices and keep their own codes;
+    before, espeak said it 'cannot speak ar-eg'."""
+    items = [
+        {"id": "ar-1", "language": "ar-EG", "question": "ما هي عاصمة فرنسا؟", "options": ["1", "2"], "answer": "A"},
+        {"id": "es-1", "language": "es-419", "question": "¿Cuál es la capital?", "options": ["1", "2"], "answer": "A"},
+    ]
+    import_files(project, [write_jsonl(tmp_path / "items.jsonl", items)], "mcq", ImportOptions(source="t"))
+    backend = get_backend("espeak")
+    plan = plan_synthesis(project.conn, backend, parts=("questions",), voices=["espeak-male"])
+    assert not plan.unsupported
+    assert sorted((job.request.language, job.request.accent) for job in plan.jobs) == [
+        ("ar-eg", DEFAULT_ACCENT),
+        ("es-419", DEFAULT_ACCENT),
+    ]
+    assert {backend.espeak_voice(job.request) for job in plan.jobs} == {"ar+m3", "es+m3"}
+    assert (
+        decode_audio(speak(backend, "¿Cuál es la capital?", "es-419", DEFAULT_ACCENT, "espeak-male"), "es").duration
+        > 0.5
+    )
