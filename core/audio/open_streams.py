@@ -24,9 +24,19 @@ def count_open_stream(change: int) -> None:
 _guarded: list[bool] = []
 
 
-def guard_portaudio_exit() -> None:
-    """Call right after sounddevice's import (whose exit hook terminates PortAudio): registered after that hook,
-    `_leave_held_portaudio` runs before it. Once is enough."""
+def import_sounddevice():
+    """The sounddevice module — the one way the project imports it. Its import loads PortAudio, lists the devices
+    through the sound server (which can hang: never on the UI thread before the start's sound check answered) and
+    registers an exit hook that terminates PortAudio; `_leave_held_portaudio` is registered after that hook, so it
+    runs before it. Raises what the import raises (OSError without PortAudio, ImportError without the package)."""
+    import sounddevice
+
+    _guard_portaudio_exit()
+    return sounddevice
+
+
+def _guard_portaudio_exit() -> None:
+    """Register `_leave_held_portaudio` once, after sounddevice's own exit hook."""
     with lock:
         if not _guarded:
             atexit.register(_leave_held_portaudio)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from spokenbench.core.audio.io import decode_audio
-from spokenbench.core.audio.open_streams import count_open_stream, guard_portaudio_exit
+from spokenbench.core.audio.open_streams import count_open_stream, import_sounddevice
 
 LATENCY_S = 0.1  # asked of PortAudio: enough to ride over a busy UI thread holding the GIL for a moment
 POLL_S = 0.01  # how often the playback thread feeds the stream while a clip plays
@@ -85,8 +85,7 @@ class OutputDevice:
 def output_devices() -> list[OutputDevice]:
     """The output devices PortAudio sees, the default first; empty without PortAudio or devices."""
     try:
-        import sounddevice as sd
-
+        sd = import_sounddevice()
         devices = sd.query_devices()
         default_output = sd.default.device[1] if sd.default.device is not None else -1
     except Exception:  # noqa: BLE001 - PortAudio missing or failing: no device
@@ -101,8 +100,7 @@ def output_devices() -> list[OutputDevice]:
 
 def sounddevice_output_stream(device: str | None, rate: int):
     """A started-later PortAudio output stream (mono float32) on the device named, else the default one."""
-    import sounddevice as sd
-
+    sd = import_sounddevice()
     index = next((d.index for d in output_devices() if device and d.name == device), None)
     return sd.OutputStream(samplerate=rate, channels=1, dtype="float32", device=index, latency=LATENCY_S)
 
@@ -373,18 +371,16 @@ def _register_exit_hook_once() -> None:
     if _exit_hook:
         return
     try:
-        import sounddevice  # noqa: F401  (registers its hook at import)
+        import_sounddevice()  # its exit hook, then the guard's
     except Exception:  # noqa: BLE001 - no PortAudio: nothing to order against
         pass
-    else:
-        guard_portaudio_exit()
     atexit.register(_close_players)  # last: runs first, then the guard, then sounddevice's hook
     _exit_hook.append(True)
 
 
 def _close_players() -> None:
     """No stream is written while PortAudio goes away at exit; a player held in a call to a sound server that
-    does not answer is waited for CLOSE_WAIT_S, then left (open_streams.guard_portaudio_exit)."""
+    does not answer is waited for CLOSE_WAIT_S, then left (open_streams.import_sounddevice)."""
     players = list(_players)
     for player in players:
         player.close()

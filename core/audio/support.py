@@ -15,8 +15,10 @@ class AudioSupport:
 
 @functools.cache
 def sounddevice_support() -> AudioSupport:
+    from spokenbench.core.audio.open_streams import import_sounddevice
+
     try:
-        import sounddevice  # noqa: F401  (loads libportaudio at import)
+        import_sounddevice()  # loads libportaudio
     except OSError as error:
         return AudioSupport(
             False,
@@ -25,7 +27,4 @@ def sounddevice_support() -> AudioSupport:
         )
     except ImportError as error:
         return AudioSupport(False, f"Audio playback and recording are disabled: {error}.")
-    from spokenbench.core.audio.open_streams import guard_portaudio_exit
-
-    guard_portaudio_exit()
     return AudioSupport(True, "audio playback and recording available")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spokenbench.core.audio import open_streams
-from spokenbench.core.audio.open_streams import count_open_stream, guard_portaudio_exit
+from spokenbench.core.audio.open_streams import count_open_stream
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
 
 DEFAULT_RATE = 48_000
@@ -46,7 +46,7 @@ class RecordingUnavailable(MissingDependencyError):
 def import_sounddevice():
     """The sounddevice module, or a RecordingUnavailable saying what to install."""
     try:
-        import sounddevice
+        sounddevice = open_streams.import_sounddevice()
     except OSError as error:  # the module loads libportaudio at import
         raise RecordingUnavailable(
             f"Recording needs the PortAudio library, which was not found ({error}): {PORTAUDIO_HELP}"
@@ -55,7 +55,6 @@ def import_sounddevice():
         raise RecordingUnavailable(
             f"Recording needs the Python package sounddevice ({error}): pip install sounddevice, and {PORTAUDIO_HELP}"
         ) from None
-    guard_portaudio_exit()
     return sounddevice
 
 
