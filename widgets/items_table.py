@@ -224,10 +224,9 @@ class ItemDetail(QWidget):
     def show_row(self, row: tuple) -> None:
         item_id, source_id, language, kind, label, answer, question, options = row[:8]
         option_lines = "".join(
-            f"<li><b>{html.escape(isolated_option(text))} ✓</b></li>"
-            if answer and text.startswith(f"{answer}. ")
-            else f"<li>{html.escape(isolated_option(text))}</li>"
+            f"<li><b>{shown} ✓</b></li>" if answer and text.startswith(f"{answer}. ") else f"<li>{shown}</li>"
             for text in options
+            for shown in [html.escape(isolated_option(text))]
         )
         facts = " · ".join(html.escape(str(fact)) for fact in (language, kind, label, _field(row, SUBJECT)) if fact)
         self.header.setHtml(  # an item without a cultural label or subject leaves no empty '· ·'

@@ -139,22 +139,20 @@ def _finish(text: str) -> NormalizedText:
 # of Devanagari, Bengali, Tamil, Thai … are part of a word's spelling, not punctuation. Marks above U+FFFF (historic
 # scripts: Brahmi, Kaithi …) stay non-word characters: with their ~70 ranges in the class, Python's regex engine
 # tested each range for every character, and Korean screening took twice as long.
-_MARK_PLANES = (range(0x300, 0x10000),)
+_MARK_SPAN = range(0x300, 0x10000)
 
 
 def _mark_ranges() -> list[tuple[int, int]]:
+    """The combining marks of _MARK_SPAN as (first, last) code point runs."""
     ranges: list[tuple[int, int]] = []
-    for plane in _MARK_PLANES:
-        start = None
-        for code in plane:
-            if unicodedata.category(chr(code))[0] == "M":
-                start = code if start is None else start
-            elif start is not None:
-                ranges.append((start, code - 1))
-                start = None
-        if start is not None:
-            ranges.append((start, plane[-1]))
-    return ranges
+    start = None
+    for code in _MARK_SPAN:
+        if unicodedata.category(chr(code))[0] == "M":
+            start = code if start is None else start
+        elif start is not None:
+            ranges.append((start, code - 1))
+            start = None
+    return ranges  # U+FFFF is no mark: the last run is closed
 
 
 _NON_WORD = re.compile(r"[^\w]|_")  # punctuation, symbols, whitespace and _, for text without a combining mark

@@ -73,11 +73,12 @@ class GeminiTTSBackend(APIBackend):
         from google.genai import types
 
         self.check(request)
+        language = self.spoken_as(request.language)
         config = types.GenerateContentConfig(
             response_modalities=["AUDIO"],
             speech_config=types.SpeechConfig(
-                language_code=LANGUAGE_CODES.get((self.spoken_as(request.language), request.accent))
-                or default_accent_languages("gemini").get(self.spoken_as(request.language)),
+                language_code=LANGUAGE_CODES.get((language, request.accent))
+                or default_accent_languages("gemini").get(language),
                 voice_config=types.VoiceConfig(
                     prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=request.voice.name)
                 ),
