@@ -5,11 +5,14 @@ by keys alone (tests/real_device.py):
 
 Builds OUT/project (`spokenbench init`, `import` of six Arabic and six Hebrew questions with digits, Latin
 formulas and a final full stop, rewrites flagged by `spokenbench flag`, espeak-ng clips in the 'default' accent,
-a rating queue, two systems' transcripts) and takes:
+a rating queue, two systems' transcripts, two annotators' ratings, a simulated run) and takes:
 - OUT/rtl-rating-1.png, -2.png: the Rating page (Ctrl+3, Enter) on the queue's first clips, the second after 1 with
   its transcripts (T; two systems' imported transcripts, screened);
 - OUT/rtl-rewrites.png: the Rewrites page (Ctrl+2, J four times) on a flagged Arabic question, its diff;
-- OUT/rtl-items.png: the Items page (Ctrl+1) with the first item's detail (↓).
+- OUT/rtl-items.png: the Items page (Ctrl+1) with the first item's detail (↓);
+- OUT/rtl-qc-disagreements.png: the QC page (Ctrl+4, Tab into its table, Ctrl+Tab to the last tab), the clips two
+  other annotators (`spokenbench rate --from`) disagree on;
+- OUT/rtl-results.png: the Results page (Ctrl+7) on a simulated run.
 Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations
@@ -98,6 +101,19 @@ def build_project(out: Path) -> Path:
         )
         run("import-transcripts", str(project), str(transcripts), "--asr", asr)
     run("screen", str(project))
+    with opened(project) as store:
+        queued = [clip for (clip,) in store.conn.execute("SELECT clip_id FROM rating_queue_clips ORDER BY position")]
+    for annotator, every in (("ann-a", 0), ("ann-b", 3)):  # every third clip: ann-b says incorrect, ann-a correct
+        ratings = out / f"{annotator}.jsonl"
+        ratings.write_text(
+            "".join(
+                json.dumps({"clip": clip, "rating": "incorrect" if every and n % every == 0 else "correct"}) + "\n"
+                for n, clip in enumerate(queued)
+            ),
+            encoding="utf-8",
+        )
+        run("rate", str(project), "--queue", "arabic-hebrew", "--annotator", annotator, "--from", str(ratings))
+    run("evaluate", str(project), "--model", "simulated:accent-sensitive", "--mode", "audio", "--prompt", "standard")
     return project
 
 
@@ -121,11 +137,18 @@ def main() -> None:
         desktop.xdotool("key", "Down")
         time.sleep(1.5)
         desktop.screenshot(out / "rtl-items.png")
-    print(
-        "\n".join(
-            str(out / name) for name in ("rtl-rating-1.png", "rtl-rating-2.png", "rtl-rewrites.png", "rtl-items.png")
-        )
-    )
+        desktop.xdotool("key", "ctrl+4")
+        time.sleep(3.0)
+        desktop.xdotool("key", *(["Tab"] * 6))  # into the QC page's table, inside its tabs
+        time.sleep(0.5)
+        desktop.xdotool("key", *(["ctrl+Tab"] * 7))  # the last tab: Disagreements
+        time.sleep(1.0)
+        desktop.screenshot(out / "rtl-qc-disagreements.png")
+        desktop.xdotool("key", "ctrl+7")
+        time.sleep(4.0)
+        desktop.screenshot(out / "rtl-results.png")
+    shots = ("rtl-rating-1", "rtl-rating-2", "rtl-rewrites", "rtl-items", "rtl-qc-disagreements", "rtl-results")
+    print("\n".join(str(out / f"{name}.png") for name in shots))
 
 
 if __name__ == "__main__":
