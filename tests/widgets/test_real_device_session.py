@@ -34,16 +34,28 @@ def app_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "spokenbench.app.main"]
 
 
-@pytest.mark.slow
-def test_a_fast_keyboard_session_on_a_real_sound_device_neither_freezes_nor_loses_a_rating(demo_copy, tmp_path):
+def prepared_stress_queue(demo_copy: Path) -> None:
+    """The demo copy's stress queue added; the test skipped where no X server or sound server can run."""
     problem = missing_tools()
     if problem:
         pytest.skip(f"a real X server and sound server are needed: {problem}")
     add_stress_queue(demo_copy)
+
+
+def real_session(run, demo_copy: Path, tmp_path: Path, **options) -> tuple[SessionFigures, str]:
+    """`run` (a session of tests/real_device.py) on a fresh desktop over the demo copy's stress queue: its figures
+    and the report, printed and given with every failed assertion."""
+    prepared_stress_queue(demo_copy)
     with RealDesktop(tmp_path / "desktop") as desktop:
-        figures = run_session(desktop, demo_copy, tmp_path, rounds=ROUNDS, app_command=app_command())
+        figures = run(desktop, demo_copy, tmp_path, app_command=app_command(), **options)
     report = "\n".join(figures.lines()) + "\napp output:\n" + (tmp_path / "app.log").read_text(errors="replace")[-3000:]
     print(report)
+    return figures, report
+
+
+@pytest.mark.slow
+def test_a_fast_keyboard_session_on_a_real_sound_device_neither_freezes_nor_loses_a_rating(demo_copy, tmp_path):
+    figures, report = real_session(run_session, demo_copy, tmp_path, rounds=ROUNDS)
     assert not figures.froze, f"the event loop stopped answering for more than 2 s\n{report}"
     assert not figures.died, f"the app died during the session\n{report}"
     assert figures.rounds_done == ROUNDS and figures.longest_gap_s < 2.0, report
@@ -61,14 +73,7 @@ def test_a_sound_server_killed_mid_session_loses_no_rating_and_playback_comes_ba
     """PulseAudio killed (SIGKILL) under a running session, 20 rounds of Space and a rating key without it, then
     started again: the event loop keeps answering, every acknowledged rating is stored, and Space plays again
     (PulseAudio sees the app's stream) without restarting the app."""
-    problem = missing_tools()
-    if problem:
-        pytest.skip(f"a real X server and sound server are needed: {problem}")
-    add_stress_queue(demo_copy)
-    with RealDesktop(tmp_path / "desktop") as desktop:
-        figures = run_output_outage(desktop, demo_copy, tmp_path, rounds=20, app_command=app_command())
-    report = "\n".join(figures.lines()) + "\napp output:\n" + (tmp_path / "app.log").read_text(errors="replace")[-3000:]
-    print(report)
+    figures, report = real_session(run_output_outage, demo_copy, tmp_path, rounds=20)
     assert not figures.froze and not figures.died and figures.rounds_done == 20, report
     assert figures.exit_code == 0, f"Ctrl+Q did not close the app cleanly\n{report}"
     assert figures.ratings_stored == figures.saves_acknowledged >= 20, report
@@ -82,14 +87,7 @@ def test_the_app_started_while_the_sound_server_does_not_answer_opens_rates_and_
     answer (none in 60 s, then SIGKILL), and Ctrl+Q with the server hung mid-clip never ended it (PortAudio's exit
     hook waiting on that server). Now the window opens, the clip is said not playing, ratings are stored, once the
     server goes on Space plays without a restart, and Ctrl+Q ends the app with it hung again."""
-    problem = missing_tools()
-    if problem:
-        pytest.skip(f"a real X server and sound server are needed: {problem}")
-    add_stress_queue(demo_copy)
-    with RealDesktop(tmp_path / "desktop") as desktop:
-        figures = run_hung_server_session(desktop, demo_copy, tmp_path, rounds=5, app_command=app_command())
-    report = "\n".join(figures.lines()) + "\napp output:\n" + (tmp_path / "app.log").read_text(errors="replace")[-3000:]
-    print(report)
+    figures, report = real_session(run_hung_server_session, demo_copy, tmp_path, rounds=5)
     assert figures.window_after_s is not None and figures.window_after_s < 15, f"no window\n{report}"
     assert not figures.froze and not figures.died and figures.rounds_done == 5, report
     assert figures.ratings_stored == figures.saves_acknowledged == 6, report  # 5 hung, 1 hung again at the end
@@ -136,10 +134,7 @@ def test_rating_keys_work_by_their_place_on_a_french_or_russian_keyboard(demo_co
     """An annotator whose keyboard has another layout rates, undoes and changes pages with the keys the help
     names: on AZERTY the digit row types & é " without Shift, on a Russian layout the letter keys type Cyrillic.
     Before, neither rated nor undid (the keys were looked up by what they type only)."""
-    problem = missing_tools()
-    if problem:
-        pytest.skip(f"a real X server and sound server are needed: {problem}")
-    add_stress_queue(demo_copy)
+    prepared_stress_queue(demo_copy)
     figures = SessionFigures(len(steps), round_keys=f"keys of a {layout} keyboard")
     seen = []
     with RealDesktop(tmp_path / "desktop") as desktop:
