@@ -11,9 +11,11 @@ Round trip (docs/qc.md, "Annotation packs"):
    project records the pack (its key, annotator, queue, the project's ids of its clips and the manifest's sha256)
    in `project_meta` under `pack:<pack id>`.
 2. `open_pack(A.sbpack)` unpacks it once into a small real project next to it (`A.sbpack.d/`, keyed clip ids)
-   for the rating screen and `RatingSession`; reopening reuses the folder and its ratings.
-3. `save_pack_ratings(A.sbpack)` gives each rating of the folder a uuid (once), writes them all, undone ones
-   included, into the pack's `ratings.jsonl`, signed (HMAC-SHA256, the pack's key). The annotator sends it back.
+   for the rating screen and `RatingSession`; reopening reuses the folder and its ratings, and takes in the
+   ratings the file carries that the folder lacks (the file rated elsewhere: `take_in_file_ratings`).
+3. `save_pack_ratings(A.sbpack)` gives each rating of the folder a uuid (once), takes in the file's own again,
+   writes them all, undone ones included, into the pack's `ratings.jsonl`, signed (HMAC-SHA256, the pack's key).
+   The annotator sends it back.
 4. `unpack(project, A.sbpack)` merges those ratings: only a pack this project made, only ratings by its annotator
    for its clips (keyed ids mapped back first), signed with the key the project kept (an edited pack is refused);
    a uuid already merged adds nothing (one undone since is marked undone at home); clips the same annotator rated
@@ -786,6 +788,11 @@ def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Projec
             raise SpokenBenchError(
                 f"{folder} belongs to another pack ({found or 'none'}); move it away to open {pack.path}"
             )
+        try:
+            take_in_file_ratings(project, pack)
+        except BaseException:
+            project.close()
+            raise
         return project
     try:
         temp = file_system.make_temp_folder(folder)
@@ -806,6 +813,40 @@ def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Projec
         raise
     os.replace(temp, folder)  # the folder appears complete or not at all
     return Project.open(folder)
+
+
+@dataclass(frozen=True)
+class TakenIn:
+    """What `take_in_file_ratings` added to a pack's folder from its file."""
+
+    added: int = 0
+    undone: int = 0
+
+
+def take_in_file_ratings(project: Project, pack: Pack) -> TakenIn:
+    """Add to the pack's folder the ratings its file carries that the folder lacks, and the undos it lacks, in one
+    transaction: a pack file rated elsewhere without this folder (copied home alone, then back beside the old
+    folder) keeps those ratings, where the next save used to write the folder's alone over them. Ratings are
+    matched by uuid; a uuid naming another rating than the folder's is refused, nothing changed."""
+    if not pack.ratings:
+        return TakenIn()
+    added = undone = 0
+    with project.transaction() as conn:
+        queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
+        for rating in pack.ratings:
+            here = store.rating_by_origin(conn, rating["origin_uuid"])
+            if here is None:
+                store.insert_merged_rating(conn, rating, queue_id)
+                added += 1
+            elif any(here[key] != rating[key] for key in ("clip_id", "annotator", "rating", "created_at")):
+                raise SpokenBenchError(
+                    f"{pack.path}: rating {rating['origin_uuid']} names another rating than the one in "
+                    f"{pack_folder(pack.path).name} (clip {here['clip_id']}); nothing saved. Move one of them away"
+                )
+            elif rating["undone_at"] and here["undone_at"] is None:
+                store.mark_rating_undone(conn, here["id"], rating["undone_at"], rating["undone_by"])
+                undone += 1
+    return TakenIn(added, undone)
 
 
 def _fill_pack_project(project: Project, pack: Pack, progress: Progress) -> None:
@@ -852,6 +893,7 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
     with Project.open(folder) as project:
         if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
             raise SpokenBenchError(f"{folder} belongs to another pack than {pack.path}")
+        take_in_file_ratings(project, pack)  # the file may have been rated elsewhere since it was opened here
         with project.transaction() as conn:
             store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
         ratings = store.all_ratings_with_origin(project.conn)
