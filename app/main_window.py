@@ -55,8 +55,18 @@ from spokenbench.app.operations import (
     ProjectSession,
     QueryOp,
     replace_dialog,
+    show_error,
 )
-from spokenbench.app.pack_mode import OpenedPack, PackController, PackQuitDialog, is_pack, prepare_pack
+from spokenbench.app.pack_mode import (
+    PACK_COPY_FOLDER_KEY,
+    OpenedPack,
+    PackController,
+    PackCopyDialog,
+    PackQuitDialog,
+    is_pack,
+    pack_copy_folder,
+    prepare_pack,
+)
 from spokenbench.app.rewrite_page import RewritePage, review_queue
 from spokenbench.app.settings_dialog import (
     RECENT_KEY,
@@ -75,7 +85,7 @@ from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.host import job_call, run_task_in_job_process, task_call
 from spokenbench.core.jobs.registry import list_jobs
-from spokenbench.core.qc.packs import pack_folder
+from spokenbench.core.qc.packs import PackCopy, PackFolderNotWritable, copy_pack_to, pack_folder
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions
@@ -358,6 +368,7 @@ class MainWindow(QMainWindow):
         self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
         self.settings_dialog: SettingsDialog | None = None  # the last, deleted before the next (replace_dialog)
         self.pack_quit_dialog: PackQuitDialog | None = None
+        self.pack_copy_dialog: PackCopyDialog | None = None
         self.quit_question: QMessageBox | None = None  # the last 'Quit with ratings not in the pack?'
         self._quit_waits_for_pack = False  # a quit waits for the last save into the pack
         self._quit_without_pack = False  # the annotator chose to quit without it
@@ -1004,9 +1015,65 @@ class MainWindow(QMainWindow):
                 error_title="Cannot open the annotation pack",
             )
             .success(lambda opened: self._pack_opened(*opened))
+            .failure(self._pack_open_failed)
+            .run()
+        )
+
+    def _pack_open_failed(self, error: BaseException) -> None:
+        self._open_failed(error)
+        if isinstance(error, PackFolderNotWritable):
+            self.offer_pack_copy(error.pack_path, error.reason)
+        else:
+            show_error(self, error, "Cannot open the annotation pack")
+
+    def offer_pack_copy(self, path: Path, reason: str) -> PackCopyDialog:
+        """A pack where it cannot be rated (read-only): offer to copy it to the annotator's folder and rate that."""
+        folder = pack_copy_folder(self.settings)
+        box = PackCopyDialog(path, reason, folder, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda _result: self._pack_copy_answered(path, folder, box.answer()))
+        replace_dialog(self.pack_copy_dialog)
+        self.pack_copy_dialog = box
+        box.open()
+        return box
+
+    def _pack_copy_answered(self, path: Path, folder: Path, answer: str) -> None:
+        self.pack_copy_dialog = None
+        if answer == PackCopyDialog.CHOOSE:
+            chosen = QFileDialog.getExistingDirectory(self, f"Copy {path.name} into", str(folder))
+            if not chosen:
+                return
+            folder = Path(chosen)
+            self.settings.setValue(PACK_COPY_FOLDER_KEY, str(folder))
+        elif answer != PackCopyDialog.COPY:
+            return
+        self.copy_pack_and_open(path, folder)
+
+    def copy_pack_and_open(self, path: Path, folder: Path) -> Operation:
+        """Copy the pack into `folder` off the UI thread (its bytes in the jobs panel; an earlier copy there is
+        reused), then open the copy."""
+        self.summary_label.setText(f"Copying {path.name} to {folder}…")
+        return self.show_jobs_until_built(
+            BackgroundOp(
+                self.runner,
+                lambda progress: copy_pack_to(path, folder, progress),
+                label=f"Copying {path.name} to {folder}",
+                parent=self,
+                supersede="open",
+                error_title="Cannot copy the annotation pack",
+            )
+            .success(self._pack_copied)
             .failure(self._open_failed, dialog=True)
             .run()
         )
+
+    def _pack_copied(self, copy: PackCopy) -> None:
+        if copy.earlier:
+            line = f"Opening the copy made before, {copy.path}, with its ratings: send that file back when done."
+        else:
+            line = f"Copied the pack to {copy.path}: rate it here and send that file back when done."
+        self.statusBar().showMessage(line, 30_000)
+        self.open_pack_file(copy.path)
 
     def _pack_opened(self, pack: OpenedPack, view: ProjectView) -> None:
         self._opened(pack.folder, view, remember=pack.path)

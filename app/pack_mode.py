@@ -20,8 +20,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, QVBoxLayout, QWidget
+from PySide6.QtCore import QObject, QStandardPaths, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, WriteOp, explained_error
 from spokenbench.core.foundation.progress import Progress
@@ -360,3 +368,51 @@ class PackQuitDialog(QDialog):
             self.bar.setRange(0, 1000)
             self.bar.setValue(min(1000, 1000 * done // total))
             self.bar.setFormat(f"{done / 1e6:,.0f} of {total / 1e6:,.0f} MB")
+
+
+PACK_COPY_FOLDER_KEY = "packs/copy_folder"  # the folder a pack was last copied into (Choose Folder…)
+
+
+def pack_copy_folder(settings) -> Path:
+    """Where a pack that cannot be rated where it is gets copied: the folder chosen last where it still is, else
+    the user's Documents, else the home folder."""
+    chosen = str(settings.value(PACK_COPY_FOLDER_KEY, "") or "")
+    if chosen and Path(chosen).is_dir():
+        return Path(chosen)
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(documents) if documents and Path(documents).is_dir() else Path.home()
+
+
+class PackCopyDialog(QMessageBox):
+    """A pack on a read-only stick, a mounted image or a share without write rights cannot be rated where it is
+    (its folder is made beside it): say so, and offer to copy it to `folder` (Enter) or to another folder, and
+    rate the copy. An earlier copy there is reused, never overwritten (`copy_pack_to`)."""
+
+    COPY, CHOOSE, CANCEL = "copy", "choose", "cancel"
+
+    def __init__(self, pack_path: Path, reason: str, folder: Path, parent: QWidget):
+        super().__init__(
+            QMessageBox.Icon.Warning, "Copy the pack to rate it?", "", QMessageBox.StandardButton.NoButton, parent
+        )
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setText(
+            f"{pack_path.name} cannot be rated where it is: {pack_path.parent} cannot be written ({reason}). A "
+            "pack is rated in a folder made beside it, and its ratings are saved into the pack file."
+        )
+        self.setInformativeText(
+            f"Copy it to {folder} and rate the copy there? Send that copy back when you are done; the original "
+            "stays as it is. A copy made there before is opened again, with its ratings."
+        )
+        self.copy_button = self.addButton(
+            f"&Copy to {folder.name or folder} and Open", QMessageBox.ButtonRole.AcceptRole
+        )
+        self.choose_button = self.addButton("C&hoose Another Folder…", QMessageBox.ButtonRole.ActionRole)
+        self.cancel_button = self.addButton(QMessageBox.StandardButton.Cancel)
+        self.setDefaultButton(self.copy_button)
+        self.setEscapeButton(self.cancel_button)
+
+    def answer(self) -> str:
+        clicked = self.clickedButton()
+        if clicked is self.copy_button:
+            return self.COPY
+        return self.CHOOSE if clicked is self.choose_button else self.CANCEL

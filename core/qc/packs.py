@@ -768,6 +768,91 @@ def _check_rating(where: str, row: dict, annotator: str, clip_ids: set[int]) -> 
 # Rating offline: the pack as a small project
 
 
+class PackFolderNotWritable(SpokenBenchError):
+    """The pack lies where its folder cannot be made (a read-only stick, a mounted image, a share without write
+    rights): it must be copied somewhere writable first (`copy_pack_to`)."""
+
+    def __init__(self, message: str, pack_path: Path, reason: str):
+        super().__init__(message)
+        self.pack_path, self.reason = pack_path, reason
+
+
+COPY_BLOCK_BYTES, MAX_COPY_NAMES = 4 * 2**20, 100
+COPY_REFUSALS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+@dataclass(frozen=True)
+class PackCopy:
+    path: Path  # the copy to open
+    earlier: bool  # an earlier copy of the same pack, reused (it may hold ratings)
+
+
+def copy_pack_to(pack_path: str | Path, folder: str | Path, progress: Progress | None = None) -> PackCopy:
+    """Where to rate a pack found where it cannot be rated: a copy in `folder` (the annotator's Documents), for
+    `open_pack`. An earlier copy of the same pack there (the same pack id) is reused, never
+    overwritten: it may hold ratings; the ones the original carries that it lacks are taken in. A file of that
+    name that is another pack or no pack leaves it alone: the copy is named "NAME (2).sbpack". The copy appears
+    whole or not at all (`progress` hears its bytes; a cancel leaves nothing)."""
+    progress, original = progress or no_progress(), read_pack(pack_path)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SpokenBenchError(f"{folder} is not a folder: choose a folder to copy {original.path.name} into")
+    stem = original.path.name.removesuffix(PACK_SUFFIX)
+    for number in range(1, MAX_COPY_NAMES + 1):
+        target = folder / (original.path.name if number == 1 else f"{stem} ({number}){PACK_SUFFIX}")
+        if not os.path.lexists(target):
+            _copy_file(original.path, target, progress)
+            return PackCopy(target, earlier=False)
+        if _same_pack(target, original.pack_id):
+            if target.resolve() == original.path.resolve():
+                raise SpokenBenchError(f"{folder} is where {original.path.name} is: choose another folder")
+            with open_pack(target) as project:  # its own folder made now if it had none, its file's ratings in
+                take_in_file_ratings(project, original)
+            return PackCopy(target, earlier=True)
+    raise SpokenBenchError(f"{folder} already holds {MAX_COPY_NAMES} files named like {original.path.name}")
+
+
+def _same_pack(path: Path, pack_id: str) -> bool:
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        return read_pack(path).pack_id == pack_id
+    except (SpokenBenchError, OSError):
+        return False
+
+
+def _copy_file(source: Path, target: Path, progress: Progress) -> None:
+    """Copy `source` into a new file `target` through a temp file (never over a file that appeared meanwhile)."""
+    try:
+        handle = open_regular_file(source, MAX_PACK_BYTES)
+    except InputError as error:
+        raise SpokenBenchError(f"{error}; a pack is a .sbpack file") from None
+    with handle:
+        total = os.fstat(handle.fileno()).st_size
+
+        def write(out) -> None:
+            copied = 0
+            while block := handle.read(COPY_BLOCK_BYTES):
+                progress.check_cancelled()
+                out.write(block)
+                copied += len(block)
+                progress.report(copied, total, f"copying {source.name} to {target.parent}")
+
+        def still_free() -> None:
+            if os.path.lexists(target):
+                raise SpokenBenchError(f"{target} appeared while {source.name} was copied; try again")
+
+        try:
+            file_system.replace_atomically(target, write, 0o666 & ~current_umask(), before_replace=still_free)
+        except OSError as error:
+            if error.errno not in COPY_REFUSALS:
+                raise
+            raise SpokenBenchError(
+                f"{source.name} ({total / 2**20:,.0f} MB) could not be copied to {target.parent}: "
+                f"{error.strerror or error}; choose another folder"
+            ) from None
+
+
 def pack_folder(pack_path: str | Path) -> Path:
     """Where `open_pack` keeps the pack's project: `A.sbpack.d/` next to `A.sbpack`."""
     pack_path = Path(pack_path)
@@ -799,10 +884,12 @@ def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Projec
     except OSError as error:
         if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
             raise
-        raise SpokenBenchError(
+        raise PackFolderNotWritable(
             f"{pack.path} is in a folder that cannot be written ({error.strerror or error}): a pack is rated in a "
             f"folder made beside it, {folder.name}, and its ratings are saved into the pack file. Copy "
-            f"{pack.path.name} to a folder of yours (Documents, the desktop) and open it there"
+            f"{pack.path.name} to a folder of yours (Documents, the desktop) and open it there",
+            pack.path,
+            error.strerror or str(error),
         ) from None
     os.rmdir(temp)
     try:

@@ -12,7 +12,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from spokenbench.app import pack_mode
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
-from spokenbench.core.qc.packs import read_pack
+from spokenbench.core.qc.packs import pack_folder, read_pack
 from spokenbench.core.qc.queues import queue_clips
 from spokenbench.core.store import opened
 
@@ -402,3 +402,62 @@ def test_a_pack_save_is_not_cancelled_from_the_jobs_panel_or_at_shutdown(window,
     window.runner.cancel_all()
     qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
     assert save.status == "succeeded" and len(pack_ratings(packed)) == 1
+
+
+@pytest.fixture
+def read_only_pack(packed):
+    from support import read_only_copy
+
+    with read_only_copy(packed) as original:
+        yield original
+
+
+def copy_offered(window, qtbot, pack, documents):
+    window.settings.setValue(pack_mode.PACK_COPY_FOLDER_KEY, str(documents))
+    window.open_pack_file(pack)
+    qtbot.waitUntil(lambda: window.pack_copy_dialog is not None and window.pack_copy_dialog.isVisible(), timeout=10_000)
+    return window.pack_copy_dialog
+
+
+def test_a_read_only_pack_offers_a_copy_and_enter_rates_the_copy(window, qtbot, read_only_pack, tmp_path):
+    """Before, a dialog said to copy the pack by hand, and that was all (docs/screenshots/
+    studio-read-only-pack-before-1280x720.png)."""
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    box = copy_offered(window, qtbot, read_only_pack, documents)
+    assert "cannot be rated where it is" in box.text() and "Read-only file system" in box.text()
+    assert str(documents) in box.informativeText() and box.defaultButton() is box.copy_button
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    page = rating_page_ready(window, qtbot)
+    copy = documents / "ana.sbpack"
+    assert window.project_path == pack_folder(copy)
+    assert "Copied the pack to" in window.statusBar().currentMessage()
+    press(page, qtbot, Qt.Key.Key_1)
+    window.save_pack_action.trigger()
+    qtbot.waitUntil(lambda: pack_ratings(copy) == [("ana", "correct", False)], timeout=10_000)
+    assert pack_ratings(read_only_pack) == []
+    assert window.recent_projects()[0] == str(copy)
+
+
+def test_the_copy_offered_again_opens_the_earlier_copy_with_its_ratings(window, qtbot, read_only_pack, tmp_path):
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    qtbot.keyClick(copy_offered(window, qtbot, read_only_pack, documents), Qt.Key.Key_Return)
+    press(rating_page_ready(window, qtbot), qtbot, Qt.Key.Key_3)
+    window.save_pack_action.trigger()
+    copy = documents / "ana.sbpack"
+    qtbot.waitUntil(lambda: len(pack_ratings(copy)) == 1, timeout=10_000)
+    window.close_project()
+    qtbot.keyClick(copy_offered(window, qtbot, read_only_pack, documents), Qt.Key.Key_Return)
+    page = rating_page_ready(window, qtbot)
+    assert "copy made before" in window.statusBar().currentMessage()
+    assert page.rating.progress.done == 1
+    assert sorted(p.name for p in documents.iterdir()) == ["ana.sbpack", "ana.sbpack.d"]
+
+
+def test_escape_copies_nothing(window, qtbot, read_only_pack, tmp_path):
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    qtbot.keyClick(copy_offered(window, qtbot, read_only_pack, documents), Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: window.pack_copy_dialog is None, timeout=5_000)
+    assert list(documents.iterdir()) == [] and window.session is None

@@ -1,15 +1,26 @@
 """A pack file that travels without its folder: copied alone to another machine, rated there, and brought back
 beside the folder it was first rated in. The folder then lacks the ratings made elsewhere; opening the pack and
 every save take them in, so the file to send back never loses one (before, the next save wrote the old folder's
-ratings alone over them)."""
+ratings alone over them). And a pack found where it cannot be rated (read-only) is copied to a folder of the
+annotator's first, an earlier copy there reused with its ratings, never overwritten."""
 
 import shutil
 import sqlite3
+import threading
 
 import pytest
 
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.qc.packs import open_pack, pack_folder, read_pack, save_pack_ratings
+from spokenbench.core.foundation.progress import Cancelled, Progress
+from spokenbench.core.qc.packs import (
+    PackCopy,
+    PackFolderNotWritable,
+    copy_pack_to,
+    open_pack,
+    pack_folder,
+    read_pack,
+    save_pack_ratings,
+)
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from tests.pack_mutations import PackParts, write_pack
 
@@ -100,3 +111,89 @@ def test_the_cli_save_of_a_file_rated_elsewhere_says_how_many_it_carries(travell
     result = cli("pack-ratings", work, "--json")
     assert result.code == 0, result.err
     assert result.json()["ratings"] == 5
+
+
+# ------------------------------------------------------------------ a pack where it cannot be rated: copied first
+
+
+@pytest.fixture
+def packed(demo_copy, tmp_path, cli):
+    pack = tmp_path / "stick" / "ana.sbpack"
+    pack.parent.mkdir()
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack).code == 0
+    return pack
+
+
+@pytest.fixture
+def documents(tmp_path):
+    folder = tmp_path / "Documents"
+    folder.mkdir()
+    return folder
+
+
+def test_a_read_only_pack_is_copied_whole_and_the_copy_is_rated(packed, documents):
+    from support import read_only_copy
+
+    reports = []
+    with read_only_copy(packed) as original:
+        with pytest.raises(PackFolderNotWritable) as raised:
+            open_pack(original)
+        assert raised.value.pack_path == original and raised.value.reason
+        copy = copy_pack_to(original, documents, Progress(lambda done, total, _m: reports.append((done, total))))
+        assert copy == PackCopy(documents / "ana.sbpack", earlier=False)
+        assert copy.path.read_bytes() == original.read_bytes()
+    assert reports and reports[-1] == (packed.stat().st_size, packed.stat().st_size)
+    assert sorted(p.name for p in documents.iterdir()) == ["ana.sbpack"]  # no temp file left
+    rate(copy.path, ["1"])
+    assert save_pack_ratings(copy.path) == 1
+
+
+def test_an_earlier_copy_is_reused_with_its_ratings_and_takes_in_the_originals(packed, documents, tmp_path):
+    first = copy_pack_to(packed, documents).path
+    rate(first, ["1", "3"])
+    save_pack_ratings(first)
+    rated_copy = first.read_bytes()
+    elsewhere = tmp_path / "elsewhere" / "ana.sbpack"  # the original rated on another machine meanwhile
+    elsewhere.parent.mkdir()
+    shutil.copy(packed, elsewhere)
+    rate(elsewhere, ["2"])
+    save_pack_ratings(elsewhere)
+    shutil.copy(elsewhere, packed)
+    again = copy_pack_to(packed, documents)
+    assert again == PackCopy(first, earlier=True)
+    assert first.read_bytes() == rated_copy  # never copied over
+    assert len(folder_ratings(first)) == 3  # its two and the original's one
+    assert save_pack_ratings(first) == 3
+
+
+def test_a_file_of_that_name_that_is_not_this_pack_is_left_alone(packed, documents, demo_copy, cli):
+    (documents / "ana.sbpack").write_bytes(b"a letter, not a pack")
+    other = documents / "ana (2).sbpack"
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "bo", "--out", other).code == 0  # another pack
+    copy = copy_pack_to(packed, documents)
+    assert copy == PackCopy(documents / "ana (3).sbpack", earlier=False)
+    assert (documents / "ana.sbpack").read_bytes() == b"a letter, not a pack"
+    assert read_pack(other).manifest["annotator"] == "bo"
+    assert read_pack(copy.path).pack_id == read_pack(packed).pack_id
+
+
+def test_a_copy_stopped_midway_leaves_nothing(packed, documents, monkeypatch):
+    from spokenbench.core.qc import packs
+
+    monkeypatch.setattr(packs, "COPY_BLOCK_BYTES", 64 * 1024)
+    stop = threading.Event()
+    with pytest.raises(Cancelled):
+        copy_pack_to(packed, documents, Progress(lambda done, total, _m: stop.set(), stop))
+    assert list(documents.iterdir()) == []
+
+
+def test_a_folder_that_cannot_be_written_either_or_the_packs_own_is_said(packed, documents):
+    from support import read_only_copy
+
+    with read_only_copy(documents) as read_only:
+        with pytest.raises(SpokenBenchError, match=r"ana\.sbpack \(\d+ MB\) could not be copied to .*choose another"):
+            copy_pack_to(packed, read_only)
+    with pytest.raises(SpokenBenchError, match="is where ana.sbpack is: choose another folder"):
+        copy_pack_to(packed, packed.parent)
+    with pytest.raises(SpokenBenchError, match="is not a folder"):
+        copy_pack_to(packed, documents / "missing")
