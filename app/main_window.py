@@ -499,6 +499,7 @@ class MainWindow(QMainWindow):
         self.packs.status_changed.connect(self._show_pack_status)
         self.statusBar().addWidget(self.summary_label, 1)
         self.statusBar().addWidget(self.pack_label)
+        self.statusBar().messageChanged.connect(self._status_message_changed)
         self.statusBar().addPermanentWidget(self.journal_label)
         self.statusBar().addPermanentWidget(self.font_label)
         self.statusBar().addPermanentWidget(self.jobs_button)
@@ -1086,9 +1087,15 @@ class MainWindow(QMainWindow):
         if hasattr(rating_page, "open_queue"):
             rating_page.open_queue(pack.queue)
 
+    def _status_message_changed(self, message: str) -> None:
+        """A passing message hides the status bar's own widgets until it goes; the pack's line, shown or hidden
+        meanwhile (each rating tells it), comes back with them. Before, it was drawn over the message."""
+        if not message:
+            self.pack_label.setVisible(bool(self.pack_label.text()))
+
     def _show_pack_status(self, text: str, warns: bool) -> None:
         self.pack_label.setText(text)
-        self.pack_label.setVisible(bool(text))
+        self.pack_label.setVisible(bool(text) and not self.statusBar().currentMessage())  # else once it is gone
         self.pack_label.setToolTip(self.packs.explain())
         if warns != self.pack_label.property("warns"):  # every rating tells the status: restyle only on a change
             self.pack_label.setProperty("warns", warns)

@@ -461,3 +461,18 @@ def test_escape_copies_nothing(window, qtbot, read_only_pack, tmp_path):
     qtbot.keyClick(copy_offered(window, qtbot, read_only_pack, documents), Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: window.pack_copy_dialog is None, timeout=5_000)
     assert list(documents.iterdir()) == [] and window.session is None
+
+
+def test_the_packs_status_line_waits_for_a_passing_message_and_comes_back_after(window, qtbot, packed):
+    """Each rating tells the pack's line, which was shown over a passing message (the copy's "Copied the pack
+    to …"), the two texts drawn on top of each other."""
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    qtbot.waitUntil(lambda: window.pack_label.isVisible(), timeout=5_000)
+    window.statusBar().showMessage("a passing message", 60_000)
+    assert not window.pack_label.isVisible()
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: "saved into the pack" in window.pack_label.text(), timeout=10_000)
+    assert not window.pack_label.isVisible()
+    window.statusBar().clearMessage()
+    assert window.pack_label.isVisible()
