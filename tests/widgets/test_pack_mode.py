@@ -476,3 +476,20 @@ def test_the_packs_status_line_waits_for_a_passing_message_and_comes_back_after(
     assert not window.pack_label.isVisible()
     window.statusBar().clearMessage()
     assert window.pack_label.isVisible()
+
+
+def test_another_folder_chosen_for_the_copy_is_used_and_remembered(
+    window, qtbot, read_only_pack, tmp_path, monkeypatch
+):
+    from PySide6.QtWidgets import QFileDialog
+
+    documents, chosen = tmp_path / "Documents", tmp_path / "packs"
+    documents.mkdir()
+    chosen.mkdir()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(chosen))
+    box = copy_offered(window, qtbot, read_only_pack, documents)
+    box.choose_button.click()
+    rating_page_ready(window, qtbot)
+    assert window.project_path == pack_folder(chosen / "ana.sbpack")
+    assert list(documents.iterdir()) == []
+    assert pack_mode.pack_copy_folder(window.settings) == chosen
