@@ -101,7 +101,7 @@ from spokenbench.widgets.fonts import languages_without_font, missing_font_advic
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name
-from spokenbench.widgets.screen import first_window_geometry, keep_frame_on_screen, opens_maximized
+from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
@@ -366,6 +366,7 @@ class MainWindow(QMainWindow):
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
         self.setGeometry(first_window_geometry(self, FIRST_WINDOW_LEAST))  # restore_window_state: the remembered one
         self._frame_kept_on_screen = False  # the first show fits the window manager's frame in (showEvent)
+        self.screen_watch = ScreenWatch(self, fitted=self._remember_fitted_geometry)  # a monitor unplugged
         self.settings_dialog: SettingsDialog | None = None  # the last, deleted before the next (replace_dialog)
         self.pack_quit_dialog: PackQuitDialog | None = None
         self.pack_copy_dialog: PackCopyDialog | None = None

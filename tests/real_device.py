@@ -117,7 +117,7 @@ class RealDesktop:
     def _start_x(self) -> None:
         read, write = os.pipe()
         x = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write), "-screen", "0", self.screen, "-nolisten", "tcp", "-noreset"],
+            [*self._x_server(), "-displayfd", str(write), "-nolisten", "tcp", "-noreset"],
             pass_fds=(write,),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -127,8 +127,11 @@ class RealDesktop:
         with os.fdopen(read) as handle:
             number = handle.readline().strip()  # written once the server accepts clients
         if not number:
-            raise RuntimeError("Xvfb did not start")
+            raise RuntimeError(f"{self._x_server()[0]} did not start")
         self.display = f":{number}"
+
+    def _x_server(self) -> list[str]:
+        return ["Xvfb", "-screen", "0", self.screen]
 
     def _start_window_manager(self) -> None:
         """A real window manager (xfwm4, Xfce's): it decorates, places and activates windows and gives
@@ -271,6 +274,64 @@ class RealDesktop:
                     process.kill()
                     process.wait(5)
         self.processes.clear()
+
+
+class TwoMonitorDesktop(RealDesktop):
+    """A laptop's own screen (`screen`, the primary) and an external monitor (`external`) to its right, as Qt
+    sees them (two QScreens from RandR 1.5 monitors); `unplug()` takes the external one away as undocking does,
+    the desktop shrinking to the laptop's screen. Xvfb has one screen and no RandR monitors, so this runs Xorg with
+    its dummy driver (apt-get install xserver-xorg-core xserver-xorg-video-dummy) as root."""
+
+    def __init__(self, folder: Path, screen: str = "1280x720x24", external: str = "1400x900", **kwargs):
+        super().__init__(folder, screen=screen, **kwargs)
+        self.laptop = tuple(int(value) for value in screen.split("x")[:2])
+        self.external = tuple(int(value) for value in external.split("x")[:2])
+
+    def _x_server(self) -> list[str]:
+        width, height = self.laptop[0] + self.external[0], max(self.laptop[1], self.external[1])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        config = self.folder / "xorg-dummy.conf"
+        config.write_text(DUMMY_XORG_CONFIG.format(width=width, height=height))
+        return ["Xorg", "-config", str(config), "-logfile", str(self.folder / "xorg.log")]
+
+    def _start_x(self) -> None:
+        super()._start_x()
+        laptop, external = self.laptop, self.external
+        self.xrandr("--fb", f"{laptop[0] + external[0]}x{max(laptop[1], external[1])}")
+        self.xrandr("--output", "DUMMY0", "--mode", f"{laptop[0]}x{laptop[1]}", "--pos", "0x0", "--primary")
+        self.xrandr("--setmonitor", "EXTERNAL", f"{external[0]}/370x{external[1]}/240+{laptop[0]}+0", "none")
+
+    def unplug(self) -> None:
+        self.xrandr("--delmonitor", "EXTERNAL")
+        self.xrandr("--fb", f"{self.laptop[0]}x{self.laptop[1]}")
+
+    def xrandr(self, *args: str) -> str:
+        env = {**os.environ, "DISPLAY": self.display}
+        return subprocess.run(["xrandr", *args], env=env, capture_output=True, text=True, timeout=10, check=True).stdout
+
+
+DUMMY_XORG_CONFIG = """
+Section "Device"
+    Identifier "dummy"
+    Driver "dummy"
+    VideoRam 256000
+EndSection
+Section "Monitor"
+    Identifier "monitor"
+    HorizSync 5.0 - 1000.0
+    VertRefresh 5.0 - 200.0
+EndSection
+Section "Screen"
+    Identifier "screen"
+    Device "dummy"
+    Monitor "monitor"
+    DefaultDepth 24
+    SubSection "Display"
+        Depth 24
+        Virtual {width} {height}
+    EndSubSection
+EndSection
+"""
 
 
 def add_stress_queue(project_folder: Path, clips: int = QUEUE_CLIPS) -> int:

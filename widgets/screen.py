@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QMargins, QRect, QSize, Qt, QTimer
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QMargins, QObject, QRect, QSize, Qt, QTimer
+from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
 
@@ -105,3 +105,70 @@ def keep_frame_on_screen(window: QWidget, fitted: Callable[[QRect], None] | None
 
     timer.timeout.connect(poll)
     timer.start()
+
+
+REACHABLE_PIXELS = 100  # of a title bar's width on some screen: enough to take the window with the mouse
+SCREENS_SETTLE_MS = 500  # a monitor unplugged: its screen goes, then the desktop shrinks; look once both are done
+
+
+def reachable(frame: QRect, free_areas: list[QRect], title_height: int) -> bool:
+    """Whether some screen's free area shows enough of the frame's title bar to take the window with the mouse
+    (REACHABLE_PIXELS of its width, or all of a narrower one)."""
+    title = QRect(frame.left(), frame.top(), frame.width(), max(title_height, 1))
+    needed = min(REACHABLE_PIXELS, frame.width())
+    return any(area.intersected(title).width() >= needed for area in free_areas)
+
+
+def bring_back_on_screen(window: QWidget) -> QRect | None:
+    """Move a window whose title bar no screen shows any more onto the primary screen, fitted into its free area
+    (a maximized one stays maximized there); the geometry given, or None when it was reachable."""
+    screens, primary = QGuiApplication.screens(), QGuiApplication.primaryScreen()
+    handle = window.windowHandle()
+    if primary is None or handle is None:
+        return None
+    margins = handle.frameMargins()
+    if reachable(window.geometry().marginsAdded(margins), [s.availableGeometry() for s in screens], margins.top()):
+        return None
+    free = primary.availableGeometry()
+    geometry = frame_fitted_geometry(window.geometry(), margins, free) or window.geometry()
+    enlarged = window.windowState() & (Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen)
+    if enlarged:
+        window.setWindowState(window.windowState() & ~enlarged)
+    handle.setScreen(primary)
+    window.setGeometry(geometry)
+    if enlarged:
+        window.setWindowState(window.windowState() | enlarged)
+    return geometry
+
+
+class ScreenWatch(QObject):
+    """Brings `window` back onto a screen when the screens change and leave it on none: a laptop undocked or its
+    monitor unplugged while the app runs on the monitor, a resolution lowered. Window managers differ in whether
+    they move such a window themselves; without one (or with xfwm4 where it does not see the monitor) it stayed
+    where the monitor had been, out of sight and out of reach of the keys. `fitted` is told the geometry given."""
+
+    def __init__(self, window: QWidget, fitted: Callable[[QRect], None] | None = None):
+        super().__init__(window)
+        self.window, self.fitted = window, fitted
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(SCREENS_SETTLE_MS)
+        self.timer.timeout.connect(self.check)
+        application = QGuiApplication.instance()
+        application.screenAdded.connect(self.watch)
+        application.screenRemoved.connect(self.timer.start)
+        application.primaryScreenChanged.connect(self.timer.start)
+        for screen in QGuiApplication.screens():
+            screen.availableGeometryChanged.connect(self.timer.start)
+
+    def watch(self, screen: QScreen) -> None:
+        """A screen added: its free area watched too (the primary screen may change with it)."""
+        screen.availableGeometryChanged.connect(self.timer.start)
+        self.timer.start()
+
+    def check(self) -> None:
+        if not self.window.isVisible() or self.window.isMinimized():
+            return
+        geometry = bring_back_on_screen(self.window)
+        if geometry is not None and self.fitted is not None:
+            self.fitted(geometry)
