@@ -85,7 +85,7 @@ from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.host import job_call, run_task_in_job_process, task_call
 from spokenbench.core.jobs.registry import list_jobs
-from spokenbench.core.qc.packs import PackCopy, PackFolderNotWritable, copy_pack_to, pack_folder
+from spokenbench.core.qc.pack_folders import PackCopy, PackFolderNotWritable, copy_pack_to, pack_folder
 from spokenbench.core.qc.queues import list_queues
 from spokenbench.core.store import Project, opened
 from spokenbench.core.store.changes import table_versions

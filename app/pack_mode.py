@@ -33,7 +33,8 @@ from PySide6.QtWidgets import (
 
 from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, WriteOp, explained_error
 from spokenbench.core.foundation.progress import Progress
-from spokenbench.core.qc.packs import PACK_SUFFIX, open_pack, pack_folder, read_pack, save_pack_ratings
+from spokenbench.core.qc.pack_folders import open_pack, pack_folder, save_pack_ratings
+from spokenbench.core.qc.packs import PACK_SUFFIX, read_pack
 
 SAVE_DELAY_MS = 1500  # after the last rating: a burst of ratings costs one rewrite of the zip
 SAVE_COST_FACTOR = 9  # an automatic save waits 9x as long as the last one took: the disk busy at most 1/10

@@ -27,15 +27,8 @@ from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.cli.main import main as cli_main
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.qc import store
-from spokenbench.core.qc.packs import (
-    MANIFEST_NAME,
-    RATINGS_NAME,
-    SIGNATURE_NAME,
-    open_pack,
-    pack_folder,
-    ratings_signature,
-    save_pack_ratings,
-)
+from spokenbench.core.qc.pack_folders import open_pack, pack_folder, save_pack_ratings
+from spokenbench.core.qc.packs import MANIFEST_NAME, RATINGS_NAME, SIGNATURE_NAME, ratings_signature
 from spokenbench.core.qc.queues import MAX_RATING_SECONDS, rate_clip
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from spokenbench.core.store import Project

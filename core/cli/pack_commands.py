@@ -84,7 +84,7 @@ def cmd_pack(args) -> int:
 
 
 def cmd_pack_ratings(args) -> int:
-    from spokenbench.core.qc.packs import save_pack_ratings
+    from spokenbench.core.qc.pack_folders import save_pack_ratings
 
     count = save_pack_ratings(args.pack)
     if args.json:

@@ -18,7 +18,8 @@ from bad_input_support import project_snapshot
 from pack_mutations import PackParts, Variant, build_rated_pack, pack_variants, write_pack
 
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.qc.packs import CLIP_ID_KEY, open_pack, permute_clip_id, save_pack_ratings
+from spokenbench.core.qc.pack_folders import open_pack, save_pack_ratings
+from spokenbench.core.qc.packs import CLIP_ID_KEY, permute_clip_id
 from spokenbench.core.qc.queues import note_rating
 from spokenbench.core.store import Project
 

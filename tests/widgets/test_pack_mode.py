@@ -12,7 +12,8 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from spokenbench.app import pack_mode
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
-from spokenbench.core.qc.packs import pack_folder, read_pack
+from spokenbench.core.qc.pack_folders import pack_folder
+from spokenbench.core.qc.packs import read_pack
 from spokenbench.core.qc.queues import queue_clips
 from spokenbench.core.store import opened
 

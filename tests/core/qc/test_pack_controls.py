@@ -11,7 +11,8 @@ import pytest
 from support import mark_demo_gold
 
 from spokenbench.core.qc.controls import control_clips
-from spokenbench.core.qc.packs import create_pack, open_pack, save_pack_ratings, unpack
+from spokenbench.core.qc.pack_folders import open_pack, save_pack_ratings
+from spokenbench.core.qc.packs import create_pack, unpack
 from spokenbench.core.qc.queues import queue_clips, sample_for_rating
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from spokenbench.core.store import opened

@@ -16,8 +16,9 @@ import pytest
 from spokenbench.core.foundation.file_system import folder_lock
 from spokenbench.core.foundation.processes import owner_tag
 from spokenbench.core.foundation.progress import Cancelled, Progress
-from spokenbench.core.qc import packs
-from spokenbench.core.qc.packs import SAVE_LOCK_FILE, open_pack, pack_folder, read_pack, save_pack_ratings
+from spokenbench.core.qc import pack_folders
+from spokenbench.core.qc.pack_folders import SAVE_LOCK_FILE, open_pack, pack_folder, save_pack_ratings
+from spokenbench.core.qc.packs import read_pack
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 
 QUEUE = "demo-qc"
@@ -27,7 +28,7 @@ QUEUE = "demo-qc"
 def rated_pack(demo_copy, tmp_path, cli, monkeypatch):
     """The demo's queue packed for 'ana' (~5 MB), opened, and two clips rated in its folder (not yet in the file);
     saves sync (and report) every 256 KiB, as a pack of real audio does every 4 MiB."""
-    monkeypatch.setattr(packs, "SYNC_BYTES", 256 * 1024)
+    monkeypatch.setattr(pack_folders, "SYNC_BYTES", 256 * 1024)
     pack = tmp_path / "stick" / "ana.sbpack"
     pack.parent.mkdir()
     assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", pack).code == 0
@@ -69,10 +70,10 @@ SLOW_SAVE = textwrap.dedent(
     """
     import sys, time
     from spokenbench.core.foundation.progress import Progress
-    from spokenbench.core.qc import packs
-    from spokenbench.core.qc.packs import save_pack_ratings
+    from spokenbench.core.qc import pack_folders
+    from spokenbench.core.qc.pack_folders import save_pack_ratings
 
-    packs.SYNC_BYTES = 256 * 1024
+    pack_folders.SYNC_BYTES = 256 * 1024
 
     print("saving", flush=True)
     save_pack_ratings(sys.argv[1], Progress(lambda done, total, message: time.sleep(0.05)))
@@ -199,7 +200,7 @@ SLOW_OPENING = textwrap.dedent(
     """
     import sys, time
     from spokenbench.core.foundation.progress import Progress
-    from spokenbench.core.qc.packs import open_pack
+    from spokenbench.core.qc.pack_folders import open_pack
 
     open_pack(sys.argv[1], Progress(lambda done, total, message: time.sleep(0.05)))
     """

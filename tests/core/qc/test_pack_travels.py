@@ -12,15 +12,15 @@ import pytest
 
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Cancelled, Progress
-from spokenbench.core.qc.packs import (
+from spokenbench.core.qc.pack_folders import (
     PackCopy,
     PackFolderNotWritable,
     copy_pack_to,
     open_pack,
     pack_folder,
-    read_pack,
     save_pack_ratings,
 )
+from spokenbench.core.qc.packs import read_pack
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from tests.pack_mutations import PackParts, write_pack
 
@@ -178,9 +178,9 @@ def test_a_file_of_that_name_that_is_not_this_pack_is_left_alone(packed, documen
 
 
 def test_a_copy_stopped_midway_leaves_nothing(packed, documents, monkeypatch):
-    from spokenbench.core.qc import packs
+    from spokenbench.core.qc import pack_folders
 
-    monkeypatch.setattr(packs, "COPY_BLOCK_BYTES", 64 * 1024)
+    monkeypatch.setattr(pack_folders, "COPY_BLOCK_BYTES", 64 * 1024)
     stop = threading.Event()
     with pytest.raises(Cancelled):
         copy_pack_to(packed, documents, Progress(lambda done, total, _m: stop.set(), stop))
@@ -197,3 +197,14 @@ def test_a_folder_that_cannot_be_written_either_or_the_packs_own_is_said(packed,
         copy_pack_to(packed, packed.parent)
     with pytest.raises(SpokenBenchError, match="is not a folder"):
         copy_pack_to(packed, documents / "missing")
+
+
+def test_a_pack_and_its_folder_on_a_read_only_stick_still_open_when_the_folder_lacks_nothing(travelled):
+    """Taking in writes only what the folder lacks: a stick set read-only after the last save still opens."""
+    from support import read_only_copy
+
+    work, _home = travelled
+    save_pack_ratings(work)  # the folder now holds every rating the file carries
+    with read_only_copy(work.parent) as stick:
+        with open_pack(stick / work.name) as project:
+            assert project.conn.execute("SELECT COUNT(*) FROM ratings").fetchone()[0] == 5

@@ -9,15 +9,8 @@ import pytest
 
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.tables import current_umask
-from spokenbench.core.qc.packs import (
-    CLIP_ID_KEY,
-    ensure_project_id,
-    open_pack,
-    pack_folder,
-    permute_clip_id,
-    read_pack,
-    save_pack_ratings,
-)
+from spokenbench.core.qc.pack_folders import open_pack, pack_folder, save_pack_ratings
+from spokenbench.core.qc.packs import CLIP_ID_KEY, ensure_project_id, permute_clip_id, read_pack
 from spokenbench.core.qc.queues import queue_clips, rate_clip
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
 from spokenbench.core.store import Project, opened

@@ -1,0 +1,318 @@
+"""Rating a pack where it was sent: `open_pack` unpacks it once into a small real project beside it (`A.sbpack.d/`)
+for the rating screen and `RatingSession`, `save_pack_ratings` writes the ratings made there back into the file,
+and `copy_pack_to` copies a pack found where it cannot be rated (read-only) to a folder of the annotator's. The
+file may travel without its folder (rated on another machine, brought back): opening and every save take in the
+ratings it carries that the folder lacks (`take_in_file_ratings`). The pack itself — its format, checks and caps,
+and merging it back home — is `packs`."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import sqlite3
+import uuid
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from spokenbench.core.foundation import file_system
+from spokenbench.core.foundation.errors import InputError, SpokenBenchError
+from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.foundation.safe_files import open_regular_file
+from spokenbench.core.foundation.tables import current_umask
+from spokenbench.core.qc import store
+from spokenbench.core.qc.packs import (
+    MAX_PACK_BYTES,
+    PACK_ID_KEY,
+    PACK_SUFFIX,
+    RATINGS_NAME,
+    SIGNATURE_NAME,
+    Pack,
+    member_blocks,
+    open_archive,
+    parse_ratings,
+    rating_fields,
+    ratings_signature,
+    read_pack,
+    write_zip_atomically,
+)
+from spokenbench.core.store import Project
+from spokenbench.core.store.meta import read_meta, write_meta
+
+SYNC_BYTES, SAVE_LOCK_FILE = 4 * 2**20, ".pack-save.lock"  # a save syncs each 4 MiB; its lock in the pack's folder
+
+
+class PackFolderNotWritable(SpokenBenchError):
+    """The pack lies where its folder cannot be made (a read-only stick, a mounted image, a share without write
+    rights): it must be copied somewhere writable first (`copy_pack_to`)."""
+
+    def __init__(self, message: str, pack_path: Path, reason: str):
+        super().__init__(message)
+        self.pack_path, self.reason = pack_path, reason
+
+
+COPY_BLOCK_BYTES, MAX_COPY_NAMES = 4 * 2**20, 100
+COPY_REFUSALS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+@dataclass(frozen=True)
+class PackCopy:
+    path: Path  # the copy to open
+    earlier: bool  # an earlier copy of the same pack, reused (it may hold ratings)
+
+
+def copy_pack_to(pack_path: str | Path, folder: str | Path, progress: Progress | None = None) -> PackCopy:
+    """Where to rate a pack found where it cannot be rated: a copy in `folder` (the annotator's Documents), for
+    `open_pack`. An earlier copy of the same pack there (the same pack id) is reused, never
+    overwritten: it may hold ratings; the ones the original carries that it lacks are taken in. A file of that
+    name that is another pack or no pack leaves it alone: the copy is named "NAME (2).sbpack". The copy appears
+    whole or not at all (`progress` hears its bytes; a cancel leaves nothing)."""
+    progress, original = progress or no_progress(), read_pack(pack_path)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SpokenBenchError(f"{folder} is not a folder: choose a folder to copy {original.path.name} into")
+    stem = original.path.name.removesuffix(PACK_SUFFIX)
+    for number in range(1, MAX_COPY_NAMES + 1):
+        target = folder / (original.path.name if number == 1 else f"{stem} ({number}){PACK_SUFFIX}")
+        if not os.path.lexists(target):
+            _copy_file(original.path, target, progress)
+            return PackCopy(target, earlier=False)
+        if _same_pack(target, original.pack_id):
+            if target.resolve() == original.path.resolve():
+                raise SpokenBenchError(f"{folder} is where {original.path.name} is: choose another folder")
+            with open_pack(target, progress) as project:  # its folder made now if it had none, its file's ratings in
+                take_in_file_ratings(project, original)
+            return PackCopy(target, earlier=True)
+    raise SpokenBenchError(f"{folder} already holds {MAX_COPY_NAMES} files named like {original.path.name}")
+
+
+def _same_pack(path: Path, pack_id: str) -> bool:
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        return read_pack(path).pack_id == pack_id
+    except (SpokenBenchError, OSError):
+        return False
+
+
+def _copy_file(source: Path, target: Path, progress: Progress) -> None:
+    """Copy `source` into a new file `target` through a temp file (never over a file that appeared meanwhile)."""
+    try:
+        handle = open_regular_file(source, MAX_PACK_BYTES)
+    except InputError as error:
+        raise SpokenBenchError(f"{error}; a pack is a .sbpack file") from None
+    with handle:
+        total = os.fstat(handle.fileno()).st_size
+
+        def write(out) -> None:
+            copied = 0
+            while block := handle.read(COPY_BLOCK_BYTES):
+                progress.check_cancelled()
+                out.write(block)
+                copied += len(block)
+                progress.report(copied, total, f"copying {source.name} to {target.parent}")
+
+        def still_free() -> None:
+            if os.path.lexists(target):
+                raise SpokenBenchError(f"{target} appeared while {source.name} was copied; try again")
+
+        try:
+            file_system.replace_atomically(target, write, 0o666 & ~current_umask(), before_replace=still_free)
+        except OSError as error:
+            if error.errno not in COPY_REFUSALS:
+                raise
+            raise SpokenBenchError(
+                f"{source.name} ({total / 2**20:,.0f} MB) could not be copied to {target.parent}: "
+                f"{error.strerror or error}; choose another folder"
+            ) from None
+
+
+def pack_folder(pack_path: str | Path) -> Path:
+    """Where `open_pack` keeps the pack's project: `A.sbpack.d/` next to `A.sbpack`."""
+    pack_path = Path(pack_path)
+    return pack_path.with_name(pack_path.name + ".d")
+
+
+def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Project:
+    """The pack as a real project (created next to it on first open, reused after), holding just the queue, its
+    clips and audio, and the ratings made in it: the same screens rate it as any project. A first opening copies
+    every clip (~20 s for 112 MB on a USB 2 stick): `progress` hears the bytes, and a cancel leaves no folder."""
+    pack, progress = read_pack(pack_path), progress or no_progress()
+    folder = pack_folder(pack.path)
+    if folder.exists():
+        project = Project.open(folder)
+        found = read_meta(project.conn, PACK_ID_KEY)
+        if found != pack.pack_id:
+            project.close()
+            raise SpokenBenchError(
+                f"{folder} belongs to another pack ({found or 'none'}); move it away to open {pack.path}"
+            )
+        try:
+            take_in_file_ratings(project, pack)
+        except BaseException:
+            project.close()
+            raise
+        return project
+    try:
+        temp = file_system.make_temp_folder(folder)
+    except OSError as error:
+        if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        raise PackFolderNotWritable(
+            f"{pack.path} is in a folder that cannot be written ({error.strerror or error}): a pack is rated in a "
+            f"folder made beside it, {folder.name}, and its ratings are saved into the pack file. Copy "
+            f"{pack.path.name} to a folder of yours (Documents, the desktop) and open it there",
+            pack.path,
+            error.strerror or str(error),
+        ) from None
+    os.rmdir(temp)
+    try:
+        with Project.create(temp) as project:
+            _fill_pack_project(project, pack, progress)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)  # a damaged pack leaves no half-made folder behind
+        raise
+    os.replace(temp, folder)  # the folder appears complete or not at all
+    return Project.open(folder)
+
+
+@dataclass(frozen=True)
+class TakenIn:
+    """What `take_in_file_ratings` added to a pack's folder from its file."""
+
+    added: int = 0
+    undone: int = 0
+
+
+def take_in_file_ratings(project: Project, pack: Pack) -> TakenIn:
+    """Add to the pack's folder the ratings its file carries that the folder lacks, and the undos it lacks, in one
+    transaction: a pack file rated elsewhere without this folder (copied home alone, then back beside the old
+    folder) keeps those ratings, where the next save used to write the folder's alone over them. Ratings are
+    matched by uuid; a uuid naming another rating than the folder's is refused, nothing changed. Nothing is
+    written when the folder lacks nothing (it may be where nothing can be written)."""
+    if not pack.ratings or not _missing_from_folder(project.conn, pack):
+        return TakenIn()
+    added = undone = 0
+    with project.transaction() as conn:
+        queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
+        for rating, here in _file_ratings_beside_folders(conn, pack):
+            if here is None:
+                store.insert_merged_rating(conn, rating, queue_id)
+                added += 1
+            elif rating["undone_at"] and here["undone_at"] is None:
+                store.mark_rating_undone(conn, here["id"], rating["undone_at"], rating["undone_by"])
+                undone += 1
+    return TakenIn(added, undone)
+
+
+def _missing_from_folder(conn: sqlite3.Connection, pack: Pack) -> bool:
+    return any(
+        here is None or (rating["undone_at"] and here["undone_at"] is None)
+        for rating, here in _file_ratings_beside_folders(conn, pack)
+    )
+
+
+def _file_ratings_beside_folders(conn: sqlite3.Connection, pack: Pack) -> Iterator[tuple[dict, dict | None]]:
+    """Each rating of the file with the folder's of the same uuid (None where it has none); a uuid naming
+    another rating than the folder's is refused."""
+    for rating in pack.ratings:
+        here = store.rating_by_origin(conn, rating["origin_uuid"])
+        if here is not None and any(
+            here[key] != rating[key] for key in ("clip_id", "annotator", "rating", "created_at")
+        ):
+            raise SpokenBenchError(
+                f"{pack.path}: rating {rating['origin_uuid']} names another rating than the one in "
+                f"{pack_folder(pack.path).name} (clip {here['clip_id']}); nothing saved. Move one of them away"
+            )
+        yield rating, here
+
+
+def _fill_pack_project(project: Project, pack: Pack, progress: Progress) -> None:
+    """Stream each audio member to disk (checked against its hash), then insert the queue, clips and ratings."""
+    with open_archive(pack.path) as (archive, members):
+        total, done = sum(members[name].file_size for name in pack.manifest["audio"].values()), 0
+        for sha256, name in pack.manifest["audio"].items():
+            progress.check_cancelled()
+            stored = project.audio.put_stream(member_blocks(pack.path, archive, members[name]), name.rsplit(".", 1)[1])
+            if stored != sha256:
+                raise SpokenBenchError(f"{pack.path} is damaged: audio {name} does not match its hash")
+            done += members[name].file_size
+            progress.report(done, total, f"unpacking {pack.path.name}")
+    try:
+        with project.transaction() as conn:
+            store.insert_pack_contents(conn, pack.manifest["queue"], pack.manifest["clips"])
+            queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
+            for rating in pack.ratings:  # a pack written back earlier carries its ratings along
+                store.insert_merged_rating(conn, rating, queue_id)
+            write_meta(conn, PACK_ID_KEY, pack.pack_id)
+            write_meta(conn, "pack_annotator", pack.manifest["annotator"])
+            write_meta(conn, "pack_project_id", pack.manifest["project_id"])
+    except sqlite3.IntegrityError as error:  # e.g. two clips of one item part and recipe, an unknown strategy
+        raise SpokenBenchError(f"{pack.path}: the manifest's clips or queue are inconsistent ({error})") from None
+
+
+def save_pack_ratings(pack_path: str | Path, progress: Progress | None = None) -> int:
+    """Write every rating made in the pack's folder (undone ones too, with their uuids) into the pack file,
+    replacing its ratings.jsonl and signing them with the pack's key; returns how many ratings the pack now
+    carries. The whole zip is rewritten, audio too (~18 s for 112 MB on a USB 2 stick): `progress` hears the
+    bytes on the disk, and a cancel leaves the pack as it was. One save of a pack at a time across processes
+    (the app, `pack-ratings`, a script), each reading the ratings under the lock: the last has the latest."""
+    progress, folder = progress or no_progress(), pack_folder(Path(pack_path))
+    if not folder.is_dir():
+        raise SpokenBenchError(f"{folder} does not exist: open the pack first (nothing was rated in it)")
+    with file_system.folder_lock(folder, progress, SAVE_LOCK_FILE):
+        file_system.remove_left_behind_temp_files(Path(pack_path))
+        return _save_pack_ratings(Path(pack_path), folder, progress)
+
+
+def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int:
+    pack = read_pack(pack_path)
+    annotator = pack.manifest["annotator"]
+    with Project.open(folder) as project:
+        if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
+            raise SpokenBenchError(f"{folder} belongs to another pack than {pack.path}")
+        take_in_file_ratings(project, pack)  # the file may have been rated elsewhere since it was opened here
+        with project.transaction() as conn:
+            store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
+        ratings = store.all_ratings_with_origin(project.conn)
+    others = sorted({rating["annotator"] for rating in ratings} - {annotator})
+    if others:
+        raise SpokenBenchError(
+            f"{folder} holds ratings by {', '.join(others)[:200]}; a pack carries only its annotator's ({annotator})"
+        )
+    fields = rating_fields(pack.manifest)
+    data = "".join(
+        json.dumps({key: rating[key] for key in fields}, ensure_ascii=False) + "\n" for rating in ratings
+    ).encode("utf-8")
+    clip_ids = {clip["id"] for clip in pack.manifest["clips"]}
+    parse_ratings(pack.path, data, annotator, clip_ids, fields)  # write only what `unpack` accepts (a long note)
+    signature = ratings_signature(pack.manifest["signing_key"], pack.pack_id, annotator, data) if pack.signed else None
+    if pack.ratings_bytes == data and pack.signature == signature:
+        return len(ratings)  # the file already says exactly this: no rewrite
+
+    def copy_with_new_ratings(archive: zipfile.ZipFile, sync) -> None:
+        with open_archive(pack.path) as (source, members):
+            total, copied, synced = sum(info.file_size for info in members.values()), 0, 0
+            for name, info in members.items():
+                if name in (RATINGS_NAME, SIGNATURE_NAME):
+                    continue
+                copy = zipfile.ZipInfo(name, date_time=info.date_time)
+                copy.compress_type, copy.external_attr = info.compress_type, info.external_attr
+                with archive.open(copy, "w") as target:
+                    for block in member_blocks(pack.path, source, info):
+                        progress.check_cancelled()
+                        target.write(block)
+                        copied += len(block)
+                        if copied - synced >= SYNC_BYTES:  # progress counts bytes on the disk, not in a cache
+                            sync()
+                            synced = copied
+                            progress.report(copied, total, f"saving ratings into {pack.path.name}")
+        archive.writestr(RATINGS_NAME, data)
+        if signature is not None:
+            archive.writestr(SIGNATURE_NAME, signature)
+
+    write_zip_atomically(pack.path, copy_with_new_ratings)
+    return len(ratings)
