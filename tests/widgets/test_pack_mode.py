@@ -494,3 +494,31 @@ def test_another_folder_chosen_for_the_copy_is_used_and_remembered(
     assert window.project_path == pack_folder(chosen / "ana.sbpack")
     assert list(documents.iterdir()) == []
     assert pack_mode.pack_copy_folder(window.settings) == chosen
+
+
+def test_opening_a_pack_file_rated_elsewhere_beside_its_old_folder_keeps_those_ratings(window, qtbot, packed, tmp_path):
+    """The app saves into a pack as it opens it: before, that save wrote the old folder's ratings alone over a
+    file rated on another machine, without a key pressed (2 of 5 left here)."""
+    import shutil
+
+    from spokenbench.core.qc.pack_folders import open_pack, save_pack_ratings
+    from spokenbench.core.qc.rating_session import SynchronousRatingSession
+
+    def rate(pack, keys):
+        with open_pack(pack) as project:
+            session = SynchronousRatingSession.open(project, QUEUE, "ana")
+            for key in keys:
+                session.press(key)
+        save_pack_ratings(pack)
+
+    home = tmp_path / "home" / packed.name
+    home.parent.mkdir()
+    rate(packed, ["1", "3"])
+    shutil.copy(packed, home)
+    rate(home, ["2", "1", "3"])
+    shutil.copy(home, packed)  # back beside the folder that holds the first two only
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    qtbot.waitUntil(lambda: "5 ratings saved into the pack" in window.pack_label.text(), timeout=10_000)
+    assert len(pack_ratings(packed)) == 5
+    assert page.rating.progress.done == 5
