@@ -14,7 +14,6 @@ import shutil
 import sqlite3
 import uuid
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,53 +180,104 @@ def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Projec
 
 @dataclass(frozen=True)
 class TakenIn:
-    """What `take_in_file_ratings` added to a pack's folder from its file."""
+    """What `take_in_file_ratings` brought into a pack's folder from its file."""
 
-    added: int = 0
-    undone: int = 0
+    added: int = 0  # ratings the folder lacked
+    updated: int = 0  # ratings it had, given the undo or the note the file's copy has
+
+
+IDENTITY_FIELDS = ("clip_id", "annotator", "rating", "created_at")  # never change once a rating is made
+
+
+def merged_ratings(here: list[dict], carried: list[dict], where: str) -> list[dict]:
+    """The folder's ratings (`here`, in id order) and those of the file (`carried`) as one history: the file's that
+    the folder lacks merged in by the time each was made, each side keeping its own order, so that of a clip rated
+    on both machines the later rating counts, as the newest does everywhere; a rating on both sides with the undo
+    or the note only the file's copy has, with it. A uuid naming another rating on each side is refused."""
+    theirs = {rating["origin_uuid"]: rating for rating in carried}
+    mine = {rating["origin_uuid"] for rating in here if rating["origin_uuid"]}
+    ours = []
+    for rating in here:
+        other = theirs.get(rating["origin_uuid"]) if rating["origin_uuid"] else None
+        if other is not None and any(other[key] != rating[key] for key in IDENTITY_FIELDS):
+            raise SpokenBenchError(
+                f"{where}: rating {rating['origin_uuid']} names another rating in the pack file than in its "
+                f"folder (clip {rating['clip_id']}); nothing saved. Move one of them away"
+            )
+        ours.append(_with_what_only_the_file_has(rating, other) if other is not None else rating)
+    extra = [rating for rating in carried if rating["origin_uuid"] not in mine]
+    merged, i, j = [], 0, 0
+    while i < len(ours) and j < len(extra):
+        if extra[j]["created_at"] < ours[i]["created_at"]:
+            merged.append(extra[j])
+            j += 1
+        else:
+            merged.append(ours[i])
+            i += 1
+    return merged + ours[i:] + extra[j:]
+
+
+def _with_what_only_the_file_has(rating: dict, other: dict) -> dict:
+    """A rating of the folder, undone where the file's copy is, and with its note where the folder's has none
+    (a note is written into a rating after it is made)."""
+    taken = dict(rating)
+    if other.get("undone_at") and not rating.get("undone_at"):
+        taken["undone_at"], taken["undone_by"] = other["undone_at"], other.get("undone_by")
+    if other.get("note") and not rating.get("note"):
+        taken["note"] = other["note"]
+    return taken
 
 
 def take_in_file_ratings(project: Project, pack: Pack) -> TakenIn:
-    """Add to the pack's folder the ratings its file carries that the folder lacks, and the undos it lacks, in one
-    transaction: a pack file rated elsewhere without this folder (copied home alone, then back beside the old
-    folder) keeps those ratings, where the next save used to write the folder's alone over them. Ratings are
-    matched by uuid; a uuid naming another rating than the folder's is refused, nothing changed. Nothing is
-    written when the folder lacks nothing (it may be where nothing can be written)."""
-    if not pack.ratings or not _missing_from_folder(project.conn, pack):
+    """Bring into the pack's folder what its file carries and the folder lacks — ratings made elsewhere (the file
+    copied home alone, rated there, brought back beside this folder), undos and notes — in one transaction, in
+    the order of `merged_ratings`: the folder's ratings made after the first one taken in are stored again after
+    it (ids are the folder's own; a uuid is what identifies a rating). Nothing is written when the folder lacks
+    nothing; a folder that cannot be written then is `PackFolderNotWritable`. Runs before any rating session of
+    the folder (`open_pack`), whose rating ids it may change."""
+    where = str(pack.path)
+    if not pack.ratings or _merged_if_changed(store.all_ratings_with_origin(project.conn), pack, where) is None:
         return TakenIn()
-    added = undone = 0
+    if project.read_only:
+        raise PackFolderNotWritable(
+            f"{pack.path} carries ratings its folder, {pack_folder(pack.path).name}, lacks, and that folder cannot "
+            "be written: copy the pack to a folder of yours (Documents, the desktop) and open it there",
+            pack.path,
+            "its folder is read-only",
+        )
     with project.transaction() as conn:
+        store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
+        here = store.all_ratings_with_origin(conn)
+        merged = _merged_if_changed(here, pack, where) or here
+        start = next(
+            (i for i, (a, b) in enumerate(zip(here, merged)) if a["origin_uuid"] != b["origin_uuid"]),
+            min(len(here), len(merged)),
+        )
+        for before, after in zip(here[:start], merged[:start], strict=True):
+            if before != after:
+                store.update_rating_note_and_undo(conn, before["id"], after)
+        if start < len(here):
+            store.delete_ratings_from(conn, here[start]["id"])
         queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
-        for rating, here in _file_ratings_beside_folders(conn, pack):
-            if here is None:
-                store.insert_merged_rating(conn, rating, queue_id)
-                added += 1
-            elif rating["undone_at"] and here["undone_at"] is None:
-                store.mark_rating_undone(conn, here["id"], rating["undone_at"], rating["undone_by"])
-                undone += 1
-    return TakenIn(added, undone)
+        for rating in merged[start:]:
+            store.insert_merged_rating(conn, rating, queue_id)
+    before = {rating["origin_uuid"]: _kept(rating) for rating in here}
+    added = sum(1 for rating in merged if rating["origin_uuid"] not in before)
+    updated = sum(1 for r in merged if r["origin_uuid"] in before and _kept(r) != before[r["origin_uuid"]])
+    return TakenIn(added, updated)
 
 
-def _missing_from_folder(conn: sqlite3.Connection, pack: Pack) -> bool:
-    return any(
-        here is None or (rating["undone_at"] and here["undone_at"] is None)
-        for rating, here in _file_ratings_beside_folders(conn, pack)
-    )
+RATING_KEYS = ("origin_uuid", *IDENTITY_FIELDS, "note", "undone_at", "undone_by", "seconds")
 
 
-def _file_ratings_beside_folders(conn: sqlite3.Connection, pack: Pack) -> Iterator[tuple[dict, dict | None]]:
-    """Each rating of the file with the folder's of the same uuid (None where it has none); a uuid naming
-    another rating than the folder's is refused."""
-    for rating in pack.ratings:
-        here = store.rating_by_origin(conn, rating["origin_uuid"])
-        if here is not None and any(
-            here[key] != rating[key] for key in ("clip_id", "annotator", "rating", "created_at")
-        ):
-            raise SpokenBenchError(
-                f"{pack.path}: rating {rating['origin_uuid']} names another rating than the one in "
-                f"{pack_folder(pack.path).name} (clip {here['clip_id']}); nothing saved. Move one of them away"
-            )
-        yield rating, here
+def _kept(rating: dict) -> tuple:
+    """What a rating says, whatever row it is stored in."""
+    return tuple(rating.get(key) for key in RATING_KEYS)
+
+
+def _merged_if_changed(here: list[dict], pack: Pack, where: str) -> list[dict] | None:
+    merged = merged_ratings(here, pack.ratings, where)
+    return None if [_kept(r) for r in merged] == [_kept(r) for r in here] else merged
 
 
 def _fill_pack_project(project: Project, pack: Pack, progress: Progress) -> None:
@@ -265,19 +315,47 @@ def save_pack_ratings(pack_path: str | Path, progress: Progress | None = None) -
         raise SpokenBenchError(f"{folder} does not exist: open the pack first (nothing was rated in it)")
     with file_system.folder_lock(folder, progress, SAVE_LOCK_FILE):
         file_system.remove_left_behind_temp_files(Path(pack_path))
-        return _save_pack_ratings(Path(pack_path), folder, progress)
+        for _attempt in range(SAVE_ATTEMPTS):
+            try:
+                return _save_pack_ratings(Path(pack_path), folder, progress)
+            except _PackReplaced:
+                continue  # read again: it may carry ratings made elsewhere
+    raise SpokenBenchError(
+        f"{pack_path} was replaced {SAVE_ATTEMPTS} times while ratings were saved into it (another program is "
+        f"writing it?); every rating is kept in {folder.name}: save again once it is done"
+    )
+
+
+SAVE_ATTEMPTS = 3
+
+
+class _PackReplaced(Exception):
+    """The pack file was replaced (a copy of it brought back from another machine) while a save read or wrote it."""
+
+
+def _file_identity(path: Path) -> tuple[int, ...]:
+    status = os.stat(path)
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
 
 
 def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int:
+    """One save; `_PackReplaced` when the file is replaced meanwhile, which the new file would otherwise replace
+    with what it read before: the ratings the newer copy carries that the folder lacks would be gone."""
+    try:
+        identity = _file_identity(pack_path)
+    except FileNotFoundError:
+        raise SpokenBenchError(f"{pack_path}: no such pack file") from None
     pack = read_pack(pack_path)
+    if _file_identity(pack_path) != identity:
+        raise _PackReplaced
     annotator = pack.manifest["annotator"]
     with Project.open(folder) as project:
         if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
             raise SpokenBenchError(f"{folder} belongs to another pack than {pack.path}")
-        take_in_file_ratings(project, pack)  # the file may have been rated elsewhere since it was opened here
         with project.transaction() as conn:
             store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
-        ratings = store.all_ratings_with_origin(project.conn)
+        # the file may have been rated elsewhere since the folder was opened: it keeps what it carries
+        ratings = merged_ratings(store.all_ratings_with_origin(project.conn), pack.ratings, str(pack.path))
     others = sorted({rating["annotator"] for rating in ratings} - {annotator})
     if others:
         raise SpokenBenchError(
@@ -314,5 +392,14 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
         if signature is not None:
             archive.writestr(SIGNATURE_NAME, signature)
 
-    write_zip_atomically(pack.path, copy_with_new_ratings)
+    def unchanged() -> None:
+        if _file_identity(pack.path) != identity:
+            raise _PackReplaced
+
+    try:
+        write_zip_atomically(pack.path, copy_with_new_ratings, before_replace=unchanged)
+    except SpokenBenchError:  # the copy read a file rewritten in place under it
+        if _file_identity(pack.path) != identity:
+            raise _PackReplaced from None
+        raise
     return len(ratings)

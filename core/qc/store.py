@@ -326,12 +326,26 @@ def assign_origin_uuids(conn: sqlite3.Connection, new_uuid) -> int:
 
 
 def all_ratings_with_origin(conn: sqlite3.Connection) -> list[dict]:
-    """Every rating (live and undone) in id order with its uuid: what a pack carries home."""
+    """Every rating (live and undone) in id order with its uuid and id: what a pack carries home."""
     rows = conn.execute(
-        "SELECT origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by, seconds FROM ratings "
-        "ORDER BY id"
+        "SELECT id, origin_uuid, clip_id, annotator, rating, note, created_at, undone_at, undone_by, seconds "
+        "FROM ratings ORDER BY id"
     )
     return [dict(row) for row in rows]
+
+
+def update_rating_note_and_undo(conn: sqlite3.Connection, rating_id: int, rating: dict) -> None:
+    """Give a pack folder's rating the note and undo state its copy in the pack file has (taken in)."""
+    conn.execute(
+        "UPDATE ratings SET note = ?, undone_at = ?, undone_by = ? WHERE id = ?",
+        (rating.get("note"), rating.get("undone_at"), rating.get("undone_by"), rating_id),
+    )
+
+
+def delete_ratings_from(conn: sqlite3.Connection, rating_id: int) -> None:
+    """Remove the ratings from this id on, to store them again in another order (a pack folder taking in ratings
+    made elsewhere before them: `pack_folders.take_in_file_ratings`)."""
+    conn.execute("DELETE FROM ratings WHERE id >= ?", (rating_id,))
 
 
 def rating_by_origin(conn: sqlite3.Connection, origin_uuid: str) -> dict | None:
