@@ -1079,6 +1079,13 @@ class MainWindow(QMainWindow):
 
     def _pack_opened(self, pack: OpenedPack, view: ProjectView) -> None:
         self._opened(pack.folder, view, remember=pack.path)
+        taken = pack.taken_in
+        if taken.added or taken.updated:
+            self.statusBar().showMessage(
+                f"{pack.path.name} brought {taken.added} rating(s) made elsewhere and {taken.updated} undo(s) or "
+                "note(s): they are in, and the file keeps them.",
+                30_000,
+            )
         self.packs.opened(pack)
         self.save_pack_action.setEnabled(True)
         self.setWindowTitle(f"SpokenBench Studio — pack {pack.path.name} (rating as {pack.annotator})")

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner, WriteOp, explained_error
 from spokenbench.core.foundation.progress import Progress
-from spokenbench.core.qc.pack_folders import open_pack, pack_folder, save_pack_ratings
+from spokenbench.core.qc.pack_folders import TakenIn, open_pack, pack_folder, save_pack_ratings
 from spokenbench.core.qc.packs import PACK_SUFFIX, read_pack
 
 SAVE_DELAY_MS = 1500  # after the last rating: a burst of ratings costs one rewrite of the zip
@@ -47,6 +47,7 @@ class OpenedPack:
     annotator: str
     queue: str
     clips: int
+    taken_in: TakenIn = TakenIn()  # ratings made elsewhere that the file brought and its folder lacked
 
 
 def is_pack(path: Path) -> bool:
@@ -57,7 +58,8 @@ def prepare_pack(path: Path, progress: Progress) -> OpenedPack:
     """Check the pack and unpack it (first time) or reuse its folder. Runs off the UI thread."""
     progress.report(0, None, f"opening {Path(path).name}")
     pack = read_pack(path)
-    open_pack(path, progress).close()  # the first opening copies every clip: its bytes reported, cancellable
+    taken: list[TakenIn] = []
+    open_pack(path, progress, taken.append).close()  # the first opening copies every clip: bytes reported
     manifest = pack.manifest
     return OpenedPack(
         path=pack.path,
@@ -65,6 +67,7 @@ def prepare_pack(path: Path, progress: Progress) -> OpenedPack:
         annotator=manifest["annotator"],
         queue=manifest["queue"]["name"],
         clips=len(manifest["clips"]),
+        taken_in=taken[0] if taken else TakenIn(),
     )
 
 
@@ -404,9 +407,8 @@ class PackCopyDialog(QMessageBox):
             f"Copy it to {folder} and rate the copy there? Send that copy back when you are done; the original "
             "stays as it is. A copy made there before is opened again, with its ratings."
         )
-        self.copy_button = self.addButton(
-            f"&Copy to {folder.name or folder} and Open", QMessageBox.ButtonRole.AcceptRole
-        )
+        named = "Home Folder" if folder == Path.home() else (folder.name or str(folder))
+        self.copy_button = self.addButton(f"&Copy to {named} and Open", QMessageBox.ButtonRole.AcceptRole)
         self.choose_button = self.addButton("C&hoose Another Folder…", QMessageBox.ButtonRole.ActionRole)
         self.cancel_button = self.addButton(QMessageBox.StandardButton.Cancel)
         self.setDefaultButton(self.copy_button)

@@ -483,8 +483,8 @@ def read_only_copy(source: Path):
             shutil.copy2(source, copy)
         if mounted:
             subprocess.run(["mount", "-o", "remount,ro", str(base)], check=True)
-        else:
-            for path in [copy, *copy.rglob("*")]:
+        else:  # the folder holding the copy too: nothing can be made beside it
+            for path in [*copy.rglob("*"), copy, base]:
                 path.chmod(path.stat().st_mode & ~0o222)
         yield copy
     finally:

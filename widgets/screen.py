@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QMargins, QObject, QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QMargins, QObject, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
@@ -160,6 +160,16 @@ class ScreenWatch(QObject):
         application.primaryScreenChanged.connect(self.timer.start)
         for screen in QGuiApplication.screens():
             screen.availableGeometryChanged.connect(self.timer.start)
+        window.installEventFilter(self)  # a window minimized while the monitor went: looked at once restored
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+        if (
+            event.type() == QEvent.Type.WindowStateChange
+            and event.oldState() & Qt.WindowState.WindowMinimized
+            and not self.window.isMinimized()
+        ):
+            self.timer.start()
+        return False
 
     def watch(self, screen: QScreen) -> None:
         """A screen added: its free area watched too (the primary screen may change with it)."""

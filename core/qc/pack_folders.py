@@ -7,6 +7,7 @@ and merging it back home — is `packs`."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -14,6 +15,7 @@ import shutil
 import sqlite3
 import uuid
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,7 @@ from spokenbench.core.qc.packs import (
 )
 from spokenbench.core.store import Project
 from spokenbench.core.store.meta import read_meta, write_meta
+from spokenbench.core.store.project import DATABASE_NAME
 
 SYNC_BYTES, SAVE_LOCK_FILE = 4 * 2**20, ".pack-save.lock"  # a save syncs each 4 MiB; its lock in the pack's folder
 
@@ -65,27 +68,56 @@ class PackCopy:
 
 def copy_pack_to(pack_path: str | Path, folder: str | Path, progress: Progress | None = None) -> PackCopy:
     """Where to rate a pack found where it cannot be rated: a copy in `folder` (the annotator's Documents), for
-    `open_pack`. An earlier copy of the same pack there (the same pack id) is reused, never
-    overwritten: it may hold ratings; the ones the original carries that it lacks are taken in. A file of that
-    name that is another pack or no pack leaves it alone: the copy is named "NAME (2).sbpack". The copy appears
-    whole or not at all (`progress` hears its bytes; a cancel leaves nothing)."""
+    `open_pack`. An earlier copy of the same pack there (the same pack id) is reused, never overwritten: it may
+    hold ratings. A file of that name that is another pack or no pack is left alone: the copy is named
+    "NAME (2).sbpack". The copy appears whole or not at all (`progress` hears its bytes; a cancel leaves nothing),
+    its folder made at once, and it takes in the ratings the original carries and those of the original's own
+    folder (rated on the stick before it went read-only) that it lacks."""
     progress, original = progress or no_progress(), read_pack(pack_path)
     folder = Path(folder)
     if not folder.is_dir():
         raise SpokenBenchError(f"{folder} is not a folder: choose a folder to copy {original.path.name} into")
+    carried = dataclasses.replace(original, ratings=_ratings_with_its_folders(original))
     stem = original.path.name.removesuffix(PACK_SUFFIX)
     for number in range(1, MAX_COPY_NAMES + 1):
         target = folder / (original.path.name if number == 1 else f"{stem} ({number}){PACK_SUFFIX}")
         if not os.path.lexists(target):
             _copy_file(original.path, target, progress)
-            return PackCopy(target, earlier=False)
-        if _same_pack(target, original.pack_id):
+            if not _same_pack(target, original.pack_id):
+                target.unlink()
+                raise SpokenBenchError(f"{original.path} changed while it was copied; try again")
+            earlier = False
+        elif _same_pack(target, original.pack_id):
             if target.resolve() == original.path.resolve():
                 raise SpokenBenchError(f"{folder} is where {original.path.name} is: choose another folder")
-            with open_pack(target, progress) as project:  # its folder made now if it had none, its file's ratings in
-                take_in_file_ratings(project, original)
-            return PackCopy(target, earlier=True)
+            earlier = True
+        else:
+            continue
+        with open_pack(target, progress) as project:  # its folder made now if it had none, its file's ratings in
+            take_in_file_ratings(project, carried, where=f"{original.path} (copied to {target})")
+        return PackCopy(target, earlier)
     raise SpokenBenchError(f"{folder} already holds {MAX_COPY_NAMES} files named like {original.path.name}")
+
+
+def _ratings_with_its_folders(pack: Pack) -> list[dict]:
+    """The pack file's ratings with those of its own folder, where one is beside it (only read: it may be on a
+    read-only stick), merged (`merged_ratings`): ratings made there that never reached the file. One never saved
+    has no uuid yet: it is given one made from what it is, the same at every copy."""
+    folder = pack_folder(pack.path)
+    if not (folder / DATABASE_NAME).is_file():
+        return pack.ratings
+    try:
+        with Project.open(folder) as project:
+            if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
+                return pack.ratings
+            here = store.all_ratings_with_origin(project.conn)
+    except (SpokenBenchError, sqlite3.Error, OSError):
+        return pack.ratings  # a damaged folder: the file's ratings alone
+    for rating in here:
+        if rating["origin_uuid"] is None:
+            made = f"{pack.pack_id}/{rating['id']}/{rating['clip_id']}/{rating['created_at']}"
+            rating["origin_uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, made))
+    return merged_ratings(here, pack.ratings, str(pack.path))
 
 
 def _same_pack(path: Path, pack_id: str) -> bool:
@@ -124,7 +156,7 @@ def _copy_file(source: Path, target: Path, progress: Progress) -> None:
             if error.errno not in COPY_REFUSALS:
                 raise
             raise SpokenBenchError(
-                f"{source.name} ({total / 2**20:,.0f} MB) could not be copied to {target.parent}: "
+                f"{source.name} ({total / 2**20:,.1f} MB) could not be copied to {target.parent}: "
                 f"{error.strerror or error}; choose another folder"
             ) from None
 
@@ -135,10 +167,13 @@ def pack_folder(pack_path: str | Path) -> Path:
     return pack_path.with_name(pack_path.name + ".d")
 
 
-def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Project:
+def open_pack(
+    pack_path: str | Path, progress: Progress | None = None, told: Callable[[TakenIn], None] | None = None
+) -> Project:
     """The pack as a real project (created next to it on first open, reused after), holding just the queue, its
     clips and audio, and the ratings made in it: the same screens rate it as any project. A first opening copies
-    every clip (~20 s for 112 MB on a USB 2 stick): `progress` hears the bytes, and a cancel leaves no folder."""
+    every clip (~20 s for 112 MB on a USB 2 stick): `progress` hears the bytes, and a cancel leaves no folder.
+    Reopened, the folder takes in what the file carries and it lacks (`take_in_file_ratings`; `told` hears it)."""
     pack, progress = read_pack(pack_path), progress or no_progress()
     folder = pack_folder(pack.path)
     if folder.exists():
@@ -150,7 +185,9 @@ def open_pack(pack_path: str | Path, progress: Progress | None = None) -> Projec
                 f"{folder} belongs to another pack ({found or 'none'}); move it away to open {pack.path}"
             )
         try:
-            take_in_file_ratings(project, pack)
+            taken = take_in_file_ratings(project, pack)
+            if told is not None:
+                told(taken)
         except BaseException:
             project.close()
             raise
@@ -228,14 +265,14 @@ def _with_what_only_the_file_has(rating: dict, other: dict) -> dict:
     return taken
 
 
-def take_in_file_ratings(project: Project, pack: Pack) -> TakenIn:
+def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None) -> TakenIn:
     """Bring into the pack's folder what its file carries and the folder lacks — ratings made elsewhere (the file
     copied home alone, rated there, brought back beside this folder), undos and notes — in one transaction, in
     the order of `merged_ratings`: the folder's ratings made after the first one taken in are stored again after
     it (ids are the folder's own; a uuid is what identifies a rating). Nothing is written when the folder lacks
     nothing; a folder that cannot be written then is `PackFolderNotWritable`. Runs before any rating session of
-    the folder (`open_pack`), whose rating ids it may change."""
-    where = str(pack.path)
+    the folder (`open_pack`), whose rating ids it may change. `where` names the file in messages."""
+    where = where or str(pack.path)
     if not pack.ratings or _merged_if_changed(store.all_ratings_with_origin(project.conn), pack, where) is None:
         return TakenIn()
     if project.read_only:

@@ -522,3 +522,26 @@ def test_opening_a_pack_file_rated_elsewhere_beside_its_old_folder_keeps_those_r
     qtbot.waitUntil(lambda: "5 ratings saved into the pack" in window.pack_label.text(), timeout=10_000)
     assert len(pack_ratings(packed)) == 5
     assert page.rating.progress.done == 5
+
+
+def test_the_status_bar_says_what_a_pack_file_brought_from_elsewhere(window, qtbot, packed, tmp_path):
+    import shutil
+
+    from spokenbench.core.qc.pack_folders import open_pack, save_pack_ratings
+    from spokenbench.core.qc.rating_session import SynchronousRatingSession
+
+    with open_pack(packed) as project:
+        SynchronousRatingSession.open(project, QUEUE, "ana").press("1")
+    save_pack_ratings(packed)
+    home = tmp_path / "home" / packed.name
+    home.parent.mkdir()
+    shutil.copy(packed, home)
+    with open_pack(home) as project:
+        session = SynchronousRatingSession.open(project, QUEUE, "ana")
+        session.press("2")
+        session.press("3")
+    save_pack_ratings(home)
+    shutil.copy(home, packed)
+    window.open_pack_file(packed)
+    rating_page_ready(window, qtbot)
+    assert "brought 2 rating(s) made elsewhere" in window.statusBar().currentMessage()

@@ -55,3 +55,20 @@ def test_the_watch_brings_the_window_back_once_the_screens_change(qtbot, monkeyp
     window.setGeometry(QRect(free.right() + 500, 60, 300, 200))
     watch.check()  # a hidden window is not moved
     assert not free.contains(window.geometry())
+
+
+def test_a_window_minimized_while_its_monitor_went_is_brought_back_once_restored(qtbot, monkeypatch):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QWindowStateChangeEvent
+    from PySide6.QtWidgets import QApplication
+
+    monkeypatch.setattr(screen_module, "SCREENS_SETTLE_MS", 50)
+    window = QWidget()
+    qtbot.addWidget(window)
+    ScreenWatch(window)
+    window.show()
+    qtbot.waitExposed(window)
+    free = QGuiApplication.primaryScreen().availableGeometry()
+    window.setGeometry(QRect(free.right() + 500, 60, 300, 200))  # the screens changed while it was minimized
+    QApplication.sendEvent(window, QWindowStateChangeEvent(Qt.WindowState.WindowMinimized))  # now restored
+    qtbot.waitUntil(lambda: free.contains(window.geometry()), timeout=3_000)

@@ -23,7 +23,9 @@ from spokenbench.core.qc.pack_folders import (
     save_pack_ratings,
 )
 from spokenbench.core.qc.packs import read_pack
+from spokenbench.core.qc.queues import queue_clips, rate_clip
 from spokenbench.core.qc.rating_session import SynchronousRatingSession
+from spokenbench.core.store import opened
 from tests.pack_mutations import PackParts, write_pack
 
 QUEUE = "demo-qc"
@@ -189,11 +191,14 @@ def test_a_read_only_pack_is_copied_whole_and_the_copy_is_rated(packed, document
         with pytest.raises(PackFolderNotWritable) as raised:
             open_pack(original)
         assert raised.value.pack_path == original and raised.value.reason
-        copy = copy_pack_to(original, documents, Progress(lambda done, total, _m: reports.append((done, total))))
+        copying = Progress(lambda done, total, message: reports.append((done, total, message.split()[0])))
+        copy = copy_pack_to(original, documents, copying)
         assert copy == PackCopy(documents / "ana.sbpack", earlier=False)
         assert copy.path.read_bytes() == original.read_bytes()
-    assert reports and reports[-1] == (packed.stat().st_size, packed.stat().st_size)
-    assert sorted(p.name for p in documents.iterdir()) == ["ana.sbpack"]  # no temp file left
+    copied = [report[:2] for report in reports if report[2] == "copying"]
+    assert copied and copied[-1] == (packed.stat().st_size, packed.stat().st_size)
+    assert reports[-1][2] == "unpacking"  # then its folder made, so that it opens at once
+    assert sorted(p.name for p in documents.iterdir()) == ["ana.sbpack", "ana.sbpack.d"]  # no temp file left
     rate(copy.path, ["1"])
     assert save_pack_ratings(copy.path) == 1
 
@@ -241,7 +246,9 @@ def test_a_folder_that_cannot_be_written_either_or_the_packs_own_is_said(packed,
     from support import read_only_copy
 
     with read_only_copy(documents) as read_only:
-        with pytest.raises(SpokenBenchError, match=r"ana\.sbpack \(\d+ MB\) could not be copied to .*choose another"):
+        with pytest.raises(
+            SpokenBenchError, match=r"ana\.sbpack \([\d.]+ MB\) could not be copied to .*choose another"
+        ):
             copy_pack_to(packed, read_only)
     with pytest.raises(SpokenBenchError, match="is where ana.sbpack is: choose another folder"):
         copy_pack_to(packed, packed.parent)
@@ -295,3 +302,21 @@ def test_a_pack_file_brought_back_while_a_save_writes_it_keeps_its_ratings(demo_
 
     assert save_pack_ratings(work, Progress(bring_back)) == 6
     assert copied and len(read_pack(work).ratings) == 6
+
+
+def test_a_copy_of_a_read_only_pack_carries_its_folders_ratings_too_once(travelled, documents):
+    """A stick rated on, then set read-only: its folder holds a rating never saved into the file (no uuid yet),
+    and the file carries the home ratings the folder lacks. The copy has all six, and copying again adds none."""
+    from support import read_only_copy
+
+    work, _home = travelled
+    with opened(pack_folder(work)) as project:  # one more at work, into the folder, never saved into the file
+        rate_clip(project, queue_clips(project.conn, QUEUE)[-1].clip_id, "ana", "incorrect", queue=QUEUE)
+    with read_only_copy(work.parent) as stick:
+        with pytest.raises(PackFolderNotWritable):
+            open_pack(stick / work.name)
+        first = copy_pack_to(stick / work.name, documents)
+        again = copy_pack_to(stick / work.name, documents)
+    assert again == PackCopy(first.path, earlier=True)
+    assert len(folder_ratings(first.path)) == 6
+    assert save_pack_ratings(first.path) == 6
