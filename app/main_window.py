@@ -1081,9 +1081,14 @@ class MainWindow(QMainWindow):
         self._opened(pack.folder, view, remember=pack.path)
         taken = pack.taken_in
         if taken.added or taken.updated:
+            brought = [
+                f"{n} {what}{'' if n == 1 else 's'}"
+                for n, what in ((taken.added, "rating"), (taken.updated, "undo or note"))
+                if n
+            ]
             self.statusBar().showMessage(
-                f"{pack.path.name} brought {taken.added} rating(s) made elsewhere and {taken.updated} undo(s) or "
-                "note(s): they are in, and the file keeps them.",
+                f"{pack.path.name} brought {' and '.join(brought)} made on another machine: they are in, and the "
+                "file keeps them.",
                 30_000,
             )
         self.packs.opened(pack)

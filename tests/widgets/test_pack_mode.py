@@ -544,4 +544,4 @@ def test_the_status_bar_says_what_a_pack_file_brought_from_elsewhere(window, qtb
     shutil.copy(home, packed)
     window.open_pack_file(packed)
     rating_page_ready(window, qtbot)
-    assert "brought 2 rating(s) made elsewhere" in window.statusBar().currentMessage()
+    assert "ana.sbpack brought 2 ratings made on another machine" in window.statusBar().currentMessage()
