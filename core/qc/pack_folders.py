@@ -102,7 +102,7 @@ def copy_pack_to(pack_path: str | Path, folder: str | Path, progress: Progress |
 def _ratings_with_its_folders(pack: Pack) -> list[dict]:
     """The pack file's ratings with those of its own folder, where one is beside it (only read: it may be on a
     read-only stick), merged (`merged_ratings`): ratings made there that never reached the file. One never saved
-    has no uuid yet: it is given one made from what it is, the same at every copy."""
+    has no uuid yet: it is given the one its folder will give it (`rating_uuid`)."""
     folder = pack_folder(pack.path)
     if not (folder / DATABASE_NAME).is_file():
         return pack.ratings
@@ -113,11 +113,20 @@ def _ratings_with_its_folders(pack: Pack) -> list[dict]:
             here = store.all_ratings_with_origin(project.conn)
     except (SpokenBenchError, sqlite3.Error, OSError):
         return pack.ratings  # a damaged folder: the file's ratings alone
+    made = rating_uuid(pack.pack_id)
     for rating in here:
         if rating["origin_uuid"] is None:
-            made = f"{pack.pack_id}/{rating['id']}/{rating['clip_id']}/{rating['created_at']}"
-            rating["origin_uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, made))
+            rating["origin_uuid"] = made(rating)
     return merged_ratings(here, pack.ratings, str(pack.path))
+
+
+def rating_uuid(pack_id: str) -> Callable[[dict], str]:
+    """The uuid a rating of this pack's folder is given when it first leaves it (a save, a take-in, a copy of a
+    read-only pack): made from the pack, the row and what was rated when, so each way gives it the same one and a
+    rating copied off a read-only stick, then saved on the stick later, is one rating at home, not two."""
+    return lambda row: str(
+        uuid.uuid5(uuid.NAMESPACE_URL, f"{pack_id}/{row['id']}/{row['clip_id']}/{row['created_at']}")
+    )
 
 
 def _same_pack(path: Path, pack_id: str) -> bool:
@@ -283,7 +292,7 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
             "its folder is read-only",
         )
     with project.transaction() as conn:
-        store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
+        store.assign_origin_uuids(conn, rating_uuid(pack.pack_id))
         here = store.all_ratings_with_origin(conn)
         merged = _merged_if_changed(here, pack, where) or here
         start = next(
@@ -390,7 +399,7 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
         if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
             raise SpokenBenchError(f"{folder} belongs to another pack than {pack.path}")
         with project.transaction() as conn:
-            store.assign_origin_uuids(conn, lambda: str(uuid.uuid4()))
+            store.assign_origin_uuids(conn, rating_uuid(pack.pack_id))
         # the file may have been rated elsewhere since the folder was opened: it keeps what it carries
         ratings = merged_ratings(store.all_ratings_with_origin(project.conn), pack.ratings, str(pack.path))
     others = sorted({rating["annotator"] for rating in ratings} - {annotator})

@@ -320,3 +320,7 @@ def test_a_copy_of_a_read_only_pack_carries_its_folders_ratings_too_once(travell
     assert again == PackCopy(first.path, earlier=True)
     assert len(folder_ratings(first.path)) == 6
     assert save_pack_ratings(first.path) == 6
+    save_pack_ratings(work)  # the stick writable again and saved: its rating gets the uuid the copy gave it
+    assert {r["origin_uuid"] for r in read_pack(work).ratings} == {
+        r["origin_uuid"] for r in read_pack(first.path).ratings
+    }
