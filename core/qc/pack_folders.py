@@ -110,7 +110,8 @@ def _ratings_with_its_folders(pack: Pack) -> list[dict]:
         with Project.open(folder) as project:
             if read_meta(project.conn, PACK_ID_KEY) != pack.pack_id:
                 return pack.ratings
-            here = store.all_ratings_with_origin(project.conn)
+            annotator = pack.manifest["annotator"]
+            here = [r for r in store.all_ratings_with_origin(project.conn) if r["annotator"] == annotator]
     except (SpokenBenchError, sqlite3.Error, OSError):
         return pack.ratings  # a damaged folder: the file's ratings alone
     made = rating_uuid(pack.pack_id)
@@ -237,11 +238,13 @@ IDENTITY_FIELDS = ("clip_id", "annotator", "rating", "created_at")  # never chan
 
 def merged_ratings(here: list[dict], carried: list[dict], where: str) -> list[dict]:
     """The folder's ratings (`here`, in id order) and those of the file (`carried`) as one history: the file's that
-    the folder lacks merged in by the time each was made, each side keeping its own order, so that of a clip rated
-    on both machines the later rating counts, as the newest does everywhere; a rating on both sides with the undo
-    or the note only the file's copy has, with it. A uuid naming another rating on each side is refused."""
+    the folder lacks merged in by the time each was made, so that of a clip rated on both machines the later
+    rating counts, as the newest does everywhere. Each side keeps its own order, and a rating the file lists after
+    one both sides have stays after it whatever the clocks say (a machine whose clock is behind re-rating a clip
+    after taking in the other's rating). A rating on both sides gets the undo or the note only the file's copy has
+    (`_with_what_only_the_file_has`). A uuid naming another rating on each side is refused."""
     theirs = {rating["origin_uuid"]: rating for rating in carried}
-    mine = {rating["origin_uuid"] for rating in here if rating["origin_uuid"]}
+    position = {rating["origin_uuid"]: i for i, rating in enumerate(here) if rating["origin_uuid"]}
     ours = []
     for rating in here:
         other = theirs.get(rating["origin_uuid"]) if rating["origin_uuid"] else None
@@ -251,10 +254,17 @@ def merged_ratings(here: list[dict], carried: list[dict], where: str) -> list[di
                 f"folder (clip {rating['clip_id']}); nothing saved. Move one of them away"
             )
         ours.append(_with_what_only_the_file_has(rating, other) if other is not None else rating)
-    extra = [rating for rating in carried if rating["origin_uuid"] not in mine]
+    extra, after = [], []  # the file's ratings the folder lacks, each with the place in `ours` it must follow
+    last_shared = -1
+    for rating in carried:
+        if rating["origin_uuid"] in position:
+            last_shared = max(last_shared, position[rating["origin_uuid"]])
+        else:
+            extra.append(rating)
+            after.append(last_shared)
     merged, i, j = [], 0, 0
     while i < len(ours) and j < len(extra):
-        if extra[j]["created_at"] < ours[i]["created_at"]:
+        if i > after[j] and extra[j]["created_at"] < ours[i]["created_at"]:
             merged.append(extra[j])
             j += 1
         else:
@@ -278,9 +288,9 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
     """Bring into the pack's folder what its file carries and the folder lacks — ratings made elsewhere (the file
     copied home alone, rated there, brought back beside this folder), undos and notes — in one transaction, in
     the order of `merged_ratings`: the folder's ratings made after the first one taken in are stored again after
-    it (ids are the folder's own; a uuid is what identifies a rating). Nothing is written when the folder lacks
-    nothing; a folder that cannot be written then is `PackFolderNotWritable`. Runs before any rating session of
-    the folder (`open_pack`), whose rating ids it may change. `where` names the file in messages."""
+    it, under new ids above every old one (a uuid is what identifies a rating; an id a rating session elsewhere
+    still holds then names no rating, never another one). Nothing is written when the folder lacks nothing; a
+    folder that cannot be written then is `PackFolderNotWritable`. `where` names the file in messages."""
     where = where or str(pack.path)
     if not pack.ratings or _merged_if_changed(store.all_ratings_with_origin(project.conn), pack, where) is None:
         return TakenIn()
@@ -302,11 +312,10 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
         for before, after in zip(here[:start], merged[:start], strict=True):
             if before != after:
                 store.update_rating_note_and_undo(conn, before["id"], after)
-        if start < len(here):
-            store.delete_ratings_from(conn, here[start]["id"])
+        top = store.delete_ratings_from(conn, here[start]["id"]) if start < len(here) else None
         queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
-        for rating in merged[start:]:
-            store.insert_merged_rating(conn, rating, queue_id)
+        for number, rating in enumerate(merged[start:], start=1):  # new ids above every old one
+            store.insert_merged_rating(conn, rating, queue_id, None if top is None else top + number)
     before = {rating["origin_uuid"]: _kept(rating) for rating in here}
     added = sum(1 for rating in merged if rating["origin_uuid"] not in before)
     updated = sum(1 for r in merged if r["origin_uuid"] in before and _kept(r) != before[r["origin_uuid"]])
@@ -380,8 +389,8 @@ class _PackReplaced(Exception):
 
 
 def _file_identity(path: Path) -> tuple[int, ...]:
-    status = os.stat(path)
-    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+    status = os.stat(path)  # not the inode: vfat and exFAT give a file a new one once it leaves the inode cache
+    return status.st_size, status.st_mtime_ns, status.st_ctime_ns
 
 
 def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int:

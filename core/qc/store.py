@@ -345,10 +345,13 @@ def update_rating_note_and_undo(conn: sqlite3.Connection, rating_id: int, rating
     )
 
 
-def delete_ratings_from(conn: sqlite3.Connection, rating_id: int) -> None:
+def delete_ratings_from(conn: sqlite3.Connection, rating_id: int) -> int:
     """Remove the ratings from this id on, to store them again in another order (a pack folder taking in ratings
-    made elsewhere before them: `pack_folders.take_in_file_ratings`)."""
+    made elsewhere before them: `pack_folders.take_in_file_ratings`). Returns the highest id there was, which new
+    ids are to stay above: an id held by a rating session elsewhere never names another rating."""
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM ratings").fetchone()[0]
     conn.execute("DELETE FROM ratings WHERE id >= ?", (rating_id,))
+    return top
 
 
 def rating_by_origin(conn: sqlite3.Connection, origin_uuid: str) -> dict | None:
@@ -372,15 +375,19 @@ def live_home_rating_of(conn: sqlite3.Connection, clip_id: int, annotator: str, 
     return dict(row) if row else None
 
 
-def insert_merged_rating(conn: sqlite3.Connection, rating: dict, queue_id: int | None) -> int:
-    """Append a rating made in a pack, with its uuid and its undo state as made there. Returns its id."""
+def insert_merged_rating(
+    conn: sqlite3.Connection, rating: dict, queue_id: int | None, rating_id: int | None = None
+) -> int:
+    """Append a rating made in a pack, with its uuid and its undo state as made there (under `rating_id` when
+    given). Returns its id."""
     return conn.execute(
-        """INSERT INTO ratings(clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by, origin_uuid,
-                               seconds)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        """INSERT INTO ratings(id, clip_id, annotator, rating, note, created_at, queue_id, undone_at, undone_by,
+                               origin_uuid, seconds)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
-            rating["clip_id"], rating["annotator"], rating["rating"], rating.get("note"), rating["created_at"],
-            queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"], rating.get("seconds"),
+            rating_id, rating["clip_id"], rating["annotator"], rating["rating"], rating.get("note"),
+            rating["created_at"], queue_id, rating.get("undone_at"), rating.get("undone_by"), rating["origin_uuid"],
+            rating.get("seconds"),
         ),
     ).lastrowid  # fmt: skip
 

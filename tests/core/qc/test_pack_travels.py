@@ -324,3 +324,43 @@ def test_a_copy_of_a_read_only_pack_carries_its_folders_ratings_too_once(travell
     assert {r["origin_uuid"] for r in read_pack(work).ratings} == {
         r["origin_uuid"] for r in read_pack(first.path).ratings
     }
+
+
+def test_a_rating_made_after_taking_in_another_stays_after_it_whatever_the_clocks_say(demo_copy, tmp_path, cli):
+    """Home's clock is 5 minutes behind: it takes in work's rating of clip 1, then rates clip 1 again. The file
+    lists the two in that order, and the re-rating counts at work too, though its time reads earlier."""
+    work, home = tmp_path / "work" / "ana.sbpack", tmp_path / "home" / "ana.sbpack"
+    work.parent.mkdir()
+    home.parent.mkdir()
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", work).code == 0
+    rate(work, ["1"])
+    save_pack_ratings(work)
+    shutil.copy(work, home)
+    rate(home, ["Left", "3"])  # back to clip 1, rated again
+    save_pack_ratings(home)
+    parts = PackParts.of(home, outside_clip_id=-1)
+    rows = [dict(row) for row in parts.ratings]
+    assert [row["rating"] for row in rows] == ["correct", "incorrect"] and rows[0]["clip_id"] == rows[1]["clip_id"]
+    rows[1]["created_at"] = "2000-01-01T00:00:00.000+00:00"  # home's clock far behind
+    write_pack(parts, work, ratings=rows)  # brought back over work's
+    with open_pack(work) as project:
+        session = SynchronousRatingSession.open(project, QUEUE, "ana")
+        while session.current.position != 1:
+            session.perform("previous")
+        assert session.current.rating == "incorrect"
+    assert [r["rating"] for r in read_pack(work).ratings] == ["correct", "incorrect"]
+
+
+def test_ratings_stored_again_in_order_take_new_ids_so_an_old_one_names_no_other_rating(travelled):
+    """Work's folder rates one more after home's ratings were made; taking them in stores that one again after
+    them, under an id above every old one: a session still holding its old id finds no rating there, not one of
+    home's (the note written by id lands nowhere)."""
+    work, _home = travelled
+    with opened(pack_folder(work)) as project:
+        late = rate_clip(project, queue_clips(project.conn, QUEUE)[-1].clip_id, "ana", "incorrect", queue=QUEUE)
+        top = project.conn.execute("SELECT max(id) FROM ratings").fetchone()[0]
+    assert late == top == 3
+    rate(work, [])  # opened: home's three go in before it
+    with opened(pack_folder(work)) as project:
+        ids = [row[0] for row in project.conn.execute("SELECT id FROM ratings ORDER BY id")]
+    assert ids[:2] == [1, 2] and min(ids[2:]) > top and late not in ids
