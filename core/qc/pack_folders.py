@@ -7,8 +7,10 @@ and merging it back home — is `packs`."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -236,13 +238,16 @@ class TakenIn:
 IDENTITY_FIELDS = ("clip_id", "annotator", "rating", "created_at")  # never change once a rating is made
 
 
-def merged_ratings(here: list[dict], carried: list[dict], where: str) -> list[dict]:
+def merged_ratings(
+    here: list[dict], carried: list[dict], where: str, synced: dict[str, str] | None = None
+) -> list[dict]:
     """The folder's ratings (`here`, in id order) and those of the file (`carried`) as one history: the file's that
     the folder lacks merged in by the time each was made, so that of a clip rated on both machines the later
     rating counts, as the newest does everywhere. Each side keeps its own order, and a rating the file lists after
     one both sides have stays after it whatever the clocks say (a machine whose clock is behind re-rating a clip
-    after taking in the other's rating). A rating on both sides gets the undo or the note only the file's copy has
-    (`_with_what_only_the_file_has`). A uuid naming another rating on each side is refused."""
+    after taking in the other's rating). A rating on both sides gets the undo the file's copy has, and its note
+    where only the file's changed since the two last agreed (`synced`, `_with_what_only_the_file_has`). A uuid
+    naming another rating on each side is refused."""
     theirs = {rating["origin_uuid"]: rating for rating in carried}
     position = {rating["origin_uuid"]: i for i, rating in enumerate(here) if rating["origin_uuid"]}
     ours = []
@@ -253,7 +258,7 @@ def merged_ratings(here: list[dict], carried: list[dict], where: str) -> list[di
                 f"{where}: rating {rating['origin_uuid']} names another rating in the pack file than in its "
                 f"folder (clip {rating['clip_id']}); nothing saved. Move one of them away"
             )
-        ours.append(_with_what_only_the_file_has(rating, other) if other is not None else rating)
+        ours.append(_with_what_only_the_file_has(rating, other, synced or {}) if other is not None else rating)
     extra, after = [], []  # the file's ratings the folder lacks, each with the place in `ours` it must follow
     last_shared = -1
     for rating in carried:
@@ -273,15 +278,41 @@ def merged_ratings(here: list[dict], carried: list[dict], where: str) -> list[di
     return merged + ours[i:] + extra[j:]
 
 
-def _with_what_only_the_file_has(rating: dict, other: dict) -> dict:
-    """A rating of the folder, undone where the file's copy is, and with its note where the folder's has none
-    (a note is written into a rating after it is made)."""
+def _with_what_only_the_file_has(rating: dict, other: dict, synced: dict[str, str]) -> dict:
+    """A rating of the folder, undone where the file's copy is, and with the file's note where the folder's is
+    still the one the two last agreed on (`synced`: the hash of each note as last saved into the file or taken in
+    from it; none where there was no note): a note written, changed or cleared on one machine only reaches the
+    other, and one changed on both keeps the folder's."""
     taken = dict(rating)
     if other.get("undone_at") and not rating.get("undone_at"):
         taken["undone_at"], taken["undone_by"] = other["undone_at"], other.get("undone_by")
-    if other.get("note") and not rating.get("note"):
-        taken["note"] = other["note"]
+    agreed = synced.get(rating["origin_uuid"])
+    if note_hash(rating.get("note")) == agreed and note_hash(other.get("note")) != agreed:
+        taken["note"] = other.get("note")
     return taken
+
+
+SYNCED_NOTES_KEY = "pack_synced_notes"  # project_meta: {uuid: note hash} as the folder and its file last agreed
+
+
+def note_hash(note: str | None) -> str | None:
+    return None if not note else hashlib.sha256(note.encode("utf-8")).hexdigest()[:16]
+
+
+def synced_notes(conn: sqlite3.Connection) -> dict[str, str]:
+    """The notes the folder and its file last agreed on (`SYNCED_NOTES_KEY`); empty when never recorded (a folder
+    from before: then a note the folder lacks is taken from the file, and the folder's wins otherwise)."""
+    try:
+        recorded = json.loads(read_meta(conn, SYNCED_NOTES_KEY) or "{}")
+    except ValueError:
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def record_synced_notes(conn: sqlite3.Connection, ratings: list[dict]) -> None:
+    write_meta(
+        conn, SYNCED_NOTES_KEY, json.dumps({r["origin_uuid"]: note_hash(r["note"]) for r in ratings if r.get("note")})
+    )
 
 
 def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None) -> TakenIn:
@@ -292,7 +323,10 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
     still holds then names no rating, never another one). Nothing is written when the folder lacks nothing; a
     folder that cannot be written then is `PackFolderNotWritable`. `where` names the file in messages."""
     where = where or str(pack.path)
-    if not pack.ratings or _merged_if_changed(store.all_ratings_with_origin(project.conn), pack, where) is None:
+    if (
+        not pack.ratings
+        or _merged_if_changed(project.conn, store.all_ratings_with_origin(project.conn), pack, where) is None
+    ):
         return TakenIn()
     if project.read_only:
         raise PackFolderNotWritable(
@@ -304,7 +338,7 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
     with project.transaction() as conn:
         store.assign_origin_uuids(conn, rating_uuid(pack.pack_id))
         here = store.all_ratings_with_origin(conn)
-        merged = _merged_if_changed(here, pack, where) or here
+        merged = _merged_if_changed(conn, here, pack, where) or here
         start = next(
             (i for i, (a, b) in enumerate(zip(here, merged)) if a["origin_uuid"] != b["origin_uuid"]),
             min(len(here), len(merged)),
@@ -316,6 +350,7 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
         queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
         for number, rating in enumerate(merged[start:], start=1):  # new ids above every old one
             store.insert_merged_rating(conn, rating, queue_id, None if top is None else top + number)
+        record_synced_notes(conn, merged)
     before = {rating["origin_uuid"]: _kept(rating) for rating in here}
     added = sum(1 for rating in merged if rating["origin_uuid"] not in before)
     updated = sum(1 for r in merged if r["origin_uuid"] in before and _kept(r) != before[r["origin_uuid"]])
@@ -330,8 +365,8 @@ def _kept(rating: dict) -> tuple:
     return tuple(rating.get(key) for key in RATING_KEYS)
 
 
-def _merged_if_changed(here: list[dict], pack: Pack, where: str) -> list[dict] | None:
-    merged = merged_ratings(here, pack.ratings, where)
+def _merged_if_changed(conn: sqlite3.Connection, here: list[dict], pack: Pack, where: str) -> list[dict] | None:
+    merged = merged_ratings(here, pack.ratings, where, synced_notes(conn))
     return None if [_kept(r) for r in merged] == [_kept(r) for r in here] else merged
 
 
@@ -352,6 +387,7 @@ def _fill_pack_project(project: Project, pack: Pack, progress: Progress) -> None
             queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
             for rating in pack.ratings:  # a pack written back earlier carries its ratings along
                 store.insert_merged_rating(conn, rating, queue_id)
+            record_synced_notes(conn, pack.ratings)
             write_meta(conn, PACK_ID_KEY, pack.pack_id)
             write_meta(conn, "pack_annotator", pack.manifest["annotator"])
             write_meta(conn, "pack_project_id", pack.manifest["project_id"])
@@ -410,7 +446,8 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
         with project.transaction() as conn:
             store.assign_origin_uuids(conn, rating_uuid(pack.pack_id))
         # the file may have been rated elsewhere since the folder was opened: it keeps what it carries
-        ratings = merged_ratings(store.all_ratings_with_origin(project.conn), pack.ratings, str(pack.path))
+        here, synced = store.all_ratings_with_origin(project.conn), synced_notes(project.conn)
+        ratings = merged_ratings(here, pack.ratings, str(pack.path), synced)
     others = sorted({rating["annotator"] for rating in ratings} - {annotator})
     if others:
         raise SpokenBenchError(
@@ -424,6 +461,7 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
     parse_ratings(pack.path, data, annotator, clip_ids, fields)  # write only what `unpack` accepts (a long note)
     signature = ratings_signature(pack.manifest["signing_key"], pack.pack_id, annotator, data) if pack.signed else None
     if pack.ratings_bytes == data and pack.signature == signature:
+        _record_saved_notes(folder, ratings, here, synced)
         return len(ratings)  # the file already says exactly this: no rewrite
 
     def copy_with_new_ratings(archive: zipfile.ZipFile, sync) -> None:
@@ -457,4 +495,23 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
         if _file_identity(pack.path) != identity:
             raise _PackReplaced from None
         raise
+    _record_saved_notes(folder, ratings, here, synced)
     return len(ratings)
+
+
+def _record_saved_notes(folder: Path, saved: list[dict], here: list[dict], synced: dict[str, str]) -> None:
+    """What the file and the folder now agree on of each note: the saved note where the folder has it too, else
+    what they agreed on before (a note the save took from the file is not in the folder yet). Recorded after the
+    file is saved; left unrecorded (the folder locked), the next save keeps the folder's notes where both differ."""
+    in_folder = {rating["origin_uuid"]: rating.get("note") for rating in here}
+    agreed = {}
+    for rating in saved:
+        uuid_, note = rating["origin_uuid"], rating.get("note")
+        if uuid_ in in_folder and in_folder[uuid_] == note:
+            if note:
+                agreed[uuid_] = note_hash(note)
+        elif uuid_ in synced:
+            agreed[uuid_] = synced[uuid_]
+    with contextlib.suppress(SpokenBenchError, sqlite3.Error, OSError), Project.open(folder) as project:
+        with project.transaction() as conn:
+            write_meta(conn, SYNCED_NOTES_KEY, json.dumps(agreed))

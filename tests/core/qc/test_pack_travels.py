@@ -364,3 +364,42 @@ def test_ratings_stored_again_in_order_take_new_ids_so_an_old_one_names_no_other
     with opened(pack_folder(work)) as project:
         ids = [row[0] for row in project.conn.execute("SELECT id FROM ratings ORDER BY id")]
     assert ids[:2] == [1, 2] and min(ids[2:]) > top and late not in ids
+
+
+def folder_note(pack, origin_uuid):
+    with sqlite3.connect(pack_folder(pack) / "project.sqlite") as conn:
+        return conn.execute("SELECT note FROM ratings WHERE origin_uuid = ?", (origin_uuid,)).fetchone()[0]
+
+
+def test_a_note_cleared_here_stays_cleared_and_one_changed_elsewhere_arrives(packed, tmp_path):
+    """A note saved, then cleared at work: the next save and the next opening leave it cleared (the file's old
+    note does not come back). The same note changed at home: work takes the change."""
+    from spokenbench.core.qc.queues import note_rating
+
+    rate(packed, ["1"])
+    with open_pack(packed) as project:
+        note_rating(project, 1, "noisy")
+    save_pack_ratings(packed)
+    (rating,) = read_pack(packed).ratings
+    assert rating["note"] == "noisy"
+    with open_pack(packed) as project:
+        note_rating(project, 1, None)
+    save_pack_ratings(packed)
+    assert read_pack(packed).ratings[0]["note"] is None
+    rate(packed, [])  # opened again
+    assert folder_note(packed, rating["origin_uuid"]) is None
+
+    with open_pack(packed) as project:
+        note_rating(project, 1, "noisy")
+    save_pack_ratings(packed)
+    home = tmp_path / "home" / packed.name
+    home.parent.mkdir()
+    shutil.copy(packed, home)
+    with open_pack(home) as project:
+        note_rating(project, 1, "noisy, and clipped at the end")
+    save_pack_ratings(home)
+    shutil.copy(home, packed)
+    save_pack_ratings(packed)
+    assert read_pack(packed).ratings[0]["note"] == "noisy, and clipped at the end"
+    rate(packed, [])
+    assert folder_note(packed, rating["origin_uuid"]) == "noisy, and clipped at the end"
