@@ -1,9 +1,9 @@
 """Rating a pack where it was sent: `open_pack` unpacks it once into a small real project beside it (`A.sbpack.d/`)
 for the rating screen and `RatingSession`, `save_pack_ratings` writes the ratings made there back into the file,
 and `copy_pack_to` copies a pack found where it cannot be rated (read-only) to a folder of the annotator's. The
-file may travel without its folder (rated on another machine, brought back): opening and every save take in the
-ratings it carries that the folder lacks (`take_in_file_ratings`). The pack itself — its format, checks and caps,
-and merging it back home — is `packs`."""
+file may travel without its folder (rated on another machine, brought back): every save writes the folder's ratings
+with those only the file carries, and opening takes those into the folder (`merged_ratings`,
+`take_in_file_ratings`). The pack itself — its format, checks and caps, and merging it back home — is `packs`."""
 
 from __future__ import annotations
 
