@@ -60,6 +60,19 @@ def travelled(demo_copy, tmp_path, cli):
     return work, home
 
 
+@pytest.fixture
+def first_rating_taken_home(demo_copy, tmp_path, cli):
+    """One rating made at work and saved; the file alone copied home (work's folder stays)."""
+    work, home = tmp_path / "work" / "ana.sbpack", tmp_path / "home" / "ana.sbpack"
+    work.parent.mkdir()
+    home.parent.mkdir()
+    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", work).code == 0
+    rate(work, ["1"])
+    save_pack_ratings(work)
+    shutil.copy(work, home)
+    return work, home
+
+
 def test_a_save_beside_the_old_folder_keeps_the_ratings_made_elsewhere(travelled):
     work, home = travelled
     assert len(folder_ratings(work)) == 2  # the old folder, not opened since: it lacks home's three
@@ -105,17 +118,11 @@ def test_an_undo_and_a_note_made_elsewhere_on_a_rating_both_have_reach_the_file_
     assert note == "the speaker swallows the last word"
 
 
-def test_a_clip_rated_on_both_machines_counts_the_later_rating(demo_copy, tmp_path, cli):
+def test_a_clip_rated_on_both_machines_counts_the_later_rating(first_rating_taken_home):
     """Both machines resume at the same first unrated clip. Rated at home first (incorrect), then at work
     (correct), the work rating is the newer: it counts in the folder, its undo takes it back, and the file lists
     the two in the order they were made. Before, the rating taken in from the file got the higher id and counted."""
-    work, home = tmp_path / "work" / "ana.sbpack", tmp_path / "home" / "ana.sbpack"
-    work.parent.mkdir()
-    home.parent.mkdir()
-    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", work).code == 0
-    rate(work, ["1"])
-    save_pack_ratings(work)
-    shutil.copy(work, home)
+    work, home = first_rating_taken_home
     rate(home, ["3"])  # clip 2, at home
     save_pack_ratings(home)
     time.sleep(0.01)
@@ -326,16 +333,10 @@ def test_a_copy_of_a_read_only_pack_carries_its_folders_ratings_too_once(travell
     }
 
 
-def test_a_rating_made_after_taking_in_another_stays_after_it_whatever_the_clocks_say(demo_copy, tmp_path, cli):
-    """Home's clock is 5 minutes behind: it takes in work's rating of clip 1, then rates clip 1 again. The file
+def test_a_rating_made_after_taking_in_another_stays_after_it_whatever_the_clocks_say(first_rating_taken_home):
+    """Home's clock is behind: it takes in work's rating of clip 1, then rates clip 1 again. The file
     lists the two in that order, and the re-rating counts at work too, though its time reads earlier."""
-    work, home = tmp_path / "work" / "ana.sbpack", tmp_path / "home" / "ana.sbpack"
-    work.parent.mkdir()
-    home.parent.mkdir()
-    assert cli("pack", demo_copy, "--queue", QUEUE, "--annotator", "ana", "--out", work).code == 0
-    rate(work, ["1"])
-    save_pack_ratings(work)
-    shutil.copy(work, home)
+    work, home = first_rating_taken_home
     rate(home, ["Left", "3"])  # back to clip 1, rated again
     save_pack_ratings(home)
     parts = PackParts.of(home, outside_clip_id=-1)
