@@ -404,3 +404,19 @@ def test_a_note_cleared_here_stays_cleared_and_one_changed_elsewhere_arrives(pac
     assert read_pack(packed).ratings[0]["note"] == "noisy, and clipped at the end"
     rate(packed, [])
     assert folder_note(packed, rating["origin_uuid"]) == "noisy, and clipped at the end"
+
+
+def test_a_copy_onto_a_full_disk_is_said_and_leaves_nothing(packed, tmp_path):
+    """Documents on a disk with 1 MB free: the 3 MB pack does not fit. The message names the pack, its size and
+    the folder; no temp file or half copy is left, and the original is untouched."""
+    import contextlib
+
+    from support import entered_or_skipped, tmpfs
+
+    before = packed.read_bytes()
+    with contextlib.ExitStack() as stack:
+        small = entered_or_skipped(stack, tmpfs(tmp_path / "small", "1m"))
+        with pytest.raises(SpokenBenchError, match=r"ana\.sbpack \([\d.]+ MB\) could not be copied to .*No space"):
+            copy_pack_to(packed, small)
+        assert list(small.iterdir()) == []
+    assert packed.read_bytes() == before
