@@ -309,10 +309,24 @@ def synced_notes(conn: sqlite3.Connection) -> dict[str, str]:
     return recorded if isinstance(recorded, dict) else {}
 
 
-def record_synced_notes(conn: sqlite3.Connection, ratings: list[dict]) -> None:
-    write_meta(
-        conn, SYNCED_NOTES_KEY, json.dumps({r["origin_uuid"]: note_hash(r["note"]) for r in ratings if r.get("note")})
-    )
+def agreed_notes(folder: list[dict], file: list[dict], before: dict[str, str]) -> dict[str, str]:
+    """What the folder and its file agree on of each note (`SYNCED_NOTES_KEY`): the note both hold, else what they
+    agreed on before (a note the folder kept over the file's, both changed; one a save took from the file and the
+    folder has not taken in yet)."""
+    in_folder = {rating["origin_uuid"]: rating.get("note") for rating in folder}
+    in_file = {rating["origin_uuid"]: rating.get("note") for rating in file}
+    agreed = {}
+    for origin in in_folder.keys() | in_file.keys():
+        if origin in in_folder and origin in in_file and in_folder[origin] == in_file[origin]:
+            if in_folder[origin]:
+                agreed[origin] = note_hash(in_folder[origin])
+        elif origin in before:
+            agreed[origin] = before[origin]
+    return agreed
+
+
+def record_agreed_notes(conn: sqlite3.Connection, folder: list[dict], file: list[dict], before: dict[str, str]) -> None:
+    write_meta(conn, SYNCED_NOTES_KEY, json.dumps(agreed_notes(folder, file, before), sort_keys=True))
 
 
 def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None) -> TakenIn:
@@ -350,7 +364,7 @@ def take_in_file_ratings(project: Project, pack: Pack, where: str | None = None)
         queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
         for number, rating in enumerate(merged[start:], start=1):  # new ids above every old one
             store.insert_merged_rating(conn, rating, queue_id, None if top is None else top + number)
-        record_synced_notes(conn, merged)
+        record_agreed_notes(conn, merged, pack.ratings, synced_notes(conn))
     before = {rating["origin_uuid"]: _kept(rating) for rating in here}
     added = sum(1 for rating in merged if rating["origin_uuid"] not in before)
     updated = sum(1 for r in merged if r["origin_uuid"] in before and _kept(r) != before[r["origin_uuid"]])
@@ -387,7 +401,7 @@ def _fill_pack_project(project: Project, pack: Pack, progress: Progress) -> None
             queue_id = store.queue_id_by_name(conn, pack.manifest["queue"]["name"])
             for rating in pack.ratings:  # a pack written back earlier carries its ratings along
                 store.insert_merged_rating(conn, rating, queue_id)
-            record_synced_notes(conn, pack.ratings)
+            record_agreed_notes(conn, pack.ratings, pack.ratings, {})
             write_meta(conn, PACK_ID_KEY, pack.pack_id)
             write_meta(conn, "pack_annotator", pack.manifest["annotator"])
             write_meta(conn, "pack_project_id", pack.manifest["project_id"])
@@ -500,18 +514,8 @@ def _save_pack_ratings(pack_path: Path, folder: Path, progress: Progress) -> int
 
 
 def _record_saved_notes(folder: Path, saved: list[dict], here: list[dict], synced: dict[str, str]) -> None:
-    """What the file and the folder now agree on of each note: the saved note where the folder has it too, else
-    what they agreed on before (a note the save took from the file is not in the folder yet). Recorded after the
-    file is saved; left unrecorded (the folder locked), the next save keeps the folder's notes where both differ."""
-    in_folder = {rating["origin_uuid"]: rating.get("note") for rating in here}
-    agreed = {}
-    for rating in saved:
-        uuid_, note = rating["origin_uuid"], rating.get("note")
-        if uuid_ in in_folder and in_folder[uuid_] == note:
-            if note:
-                agreed[uuid_] = note_hash(note)
-        elif uuid_ in synced:
-            agreed[uuid_] = synced[uuid_]
+    """Recorded after the file is saved; left unrecorded (the folder locked), the next save keeps the folder's
+    notes where both differ."""
     with contextlib.suppress(SpokenBenchError, sqlite3.Error, OSError), Project.open(folder) as project:
         with project.transaction() as conn:
-            write_meta(conn, SYNCED_NOTES_KEY, json.dumps(agreed))
+            record_agreed_notes(conn, here, saved, synced)

@@ -420,3 +420,30 @@ def test_a_copy_onto_a_full_disk_is_said_and_leaves_nothing(packed, tmp_path):
             copy_pack_to(packed, small)
         assert list(small.iterdir()) == []
     assert packed.read_bytes() == before
+
+
+def test_a_note_changed_on_both_machines_keeps_the_folders_at_every_later_save(packed, tmp_path):
+    from spokenbench.core.qc.queues import note_rating
+
+    rate(packed, ["1"])
+    with open_pack(packed) as project:
+        note_rating(project, 1, "noisy")
+    save_pack_ratings(packed)
+    home = tmp_path / "home" / packed.name
+    home.parent.mkdir()
+    shutil.copy(packed, home)
+    with open_pack(home) as project:
+        note_rating(project, 1, "noisy at home")
+    rate(home, ["2"])  # and one more rating, so that the opening at work has something to take in
+    save_pack_ratings(home)
+    with open_pack(packed) as project:
+        note_rating(project, 1, "noisy at work")
+    shutil.copy(home, packed)
+    rating = read_pack(packed).ratings[0]
+    rate(packed, [])  # opened: both changed, the folder's kept
+    assert folder_note(packed, rating["origin_uuid"]) == "noisy at work"
+    save_pack_ratings(packed)
+    save_pack_ratings(packed)
+    assert read_pack(packed).ratings[0]["note"] == "noisy at work"
+    rate(packed, [])
+    assert folder_note(packed, rating["origin_uuid"]) == "noisy at work"
