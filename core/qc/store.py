@@ -320,12 +320,10 @@ def insert_pack_contents(conn: sqlite3.Connection, queue: dict, clips: list[dict
 def assign_origin_uuids(conn: sqlite3.Connection, new_uuid) -> int:
     """Give every rating without one a uuid (`new_uuid(row)`, the row's id, clip_id and created_at), once: a pack's
     ratings keep the same identity however often they are written back. Returns how many were given one."""
-    rows = [dict(row) for row in conn.execute(UNSAVED_RATINGS)]
+    unsaved = "SELECT id, clip_id, created_at FROM ratings WHERE origin_uuid IS NULL ORDER BY id"
+    rows = [dict(row) for row in conn.execute(unsaved)]
     conn.executemany("UPDATE ratings SET origin_uuid = ? WHERE id = ?", [(new_uuid(row), row["id"]) for row in rows])
     return len(rows)
-
-
-UNSAVED_RATINGS = "SELECT id, clip_id, created_at FROM ratings WHERE origin_uuid IS NULL ORDER BY id"
 
 
 def all_ratings_with_origin(conn: sqlite3.Connection) -> list[dict]:
