@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -372,6 +373,17 @@ def folder_note(pack, origin_uuid):
         return conn.execute("SELECT note FROM ratings WHERE origin_uuid = ?", (origin_uuid,)).fetchone()[0]
 
 
+def noted_then_taken_home(pack, home_folder):
+    """The pack's first rating noted "noisy" and saved, then the file alone copied to `home_folder`."""
+    from spokenbench.core.qc.queues import note_rating
+
+    with open_pack(pack) as project:
+        note_rating(project, 1, "noisy")
+    save_pack_ratings(pack)
+    home_folder.mkdir()
+    return Path(shutil.copy(pack, home_folder / pack.name))
+
+
 def test_a_note_cleared_here_stays_cleared_and_one_changed_elsewhere_arrives(packed, tmp_path):
     """A note saved, then cleared at work: the next save and the next opening leave it cleared (the file's old
     note does not come back). The same note changed at home: work takes the change."""
@@ -390,12 +402,7 @@ def test_a_note_cleared_here_stays_cleared_and_one_changed_elsewhere_arrives(pac
     rate(packed, [])  # opened again
     assert folder_note(packed, rating["origin_uuid"]) is None
 
-    with open_pack(packed) as project:
-        note_rating(project, 1, "noisy")
-    save_pack_ratings(packed)
-    home = tmp_path / "home" / packed.name
-    home.parent.mkdir()
-    shutil.copy(packed, home)
+    home = noted_then_taken_home(packed, tmp_path / "home")
     with open_pack(home) as project:
         note_rating(project, 1, "noisy, and clipped at the end")
     save_pack_ratings(home)
@@ -426,12 +433,7 @@ def test_a_note_changed_on_both_machines_keeps_the_folders_at_every_later_save(p
     from spokenbench.core.qc.queues import note_rating
 
     rate(packed, ["1"])
-    with open_pack(packed) as project:
-        note_rating(project, 1, "noisy")
-    save_pack_ratings(packed)
-    home = tmp_path / "home" / packed.name
-    home.parent.mkdir()
-    shutil.copy(packed, home)
+    home = noted_then_taken_home(packed, tmp_path / "home")
     with open_pack(home) as project:
         note_rating(project, 1, "noisy at home")
     rate(home, ["2"])  # and one more rating, so that the opening at work has something to take in
