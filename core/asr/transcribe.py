@@ -26,7 +26,8 @@ from spokenbench.core.audio.io import AudioError
 from spokenbench.core.foundation.errors import InputError, ProjectError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.foundation.tables import read_table
-from spokenbench.core.jobs.registry import JobLoop, UnitClaims, Write, tracked_job
+from spokenbench.core.jobs.batch_writer import Write
+from spokenbench.core.jobs.registry import JobLoop, UnitClaims, tracked_job
 from spokenbench.core.jobs.remote import (
     ProviderLimiter,
     RemoteCallFailed,

@@ -32,7 +32,18 @@ def register(subparsers) -> None:
     p.add_argument(
         "--limit", type=whole_number(1, 100_000), default=50, metavar="N", help="at most N jobs, 1-100,000 (default 50)"
     )
-    p.add_argument("--cancel", type=whole_number(1), metavar="JOB", help="ask running job JOB to cancel")
+    p.add_argument(
+        "--cancel",
+        type=whole_number(1),
+        metavar="JOB",
+        help="ask running job JOB to cancel; answers to requests it has already sent are waited for and kept",
+    )
+    p.add_argument(
+        "--now",
+        action="store_true",
+        help="with --cancel: do not wait for the answers to requests already sent (they are lost, and a resume "
+        "sends and pays for them again)",
+    )
     p.add_argument(
         "--resume",
         type=whole_number(1),
@@ -60,12 +71,19 @@ KILLED = "stopped without finishing (no heartbeat"  # the usual reason, which th
 
 def cmd_jobs(args) -> int:
     with opened(args.dir) as project:
+        if args.now and args.cancel is None:
+            raise SpokenBenchError("--now goes with --cancel JOB")
         if args.cancel is not None:
-            asked = request_cancel(project.conn, args.cancel)
+            asked = request_cancel(project.conn, args.cancel, now=args.now)
             if args.json:
-                print_json({"job": args.cancel, "cancel_requested": asked})
+                print_json({"job": args.cancel, "cancel_requested": asked, "now": args.now})
+            elif asked and args.now:
+                print(f"job {args.cancel} asked to stop now; answers to requests it has already sent are abandoned")
             elif asked:
-                print(f"job {args.cancel} asked to cancel; it stops at its next safe point")
+                print(
+                    f"job {args.cancel} asked to cancel; it stops at its next safe point, once the answers to "
+                    f"requests it has already sent are in (`--cancel {args.cancel} --now` abandons them)"
+                )
             else:
                 print(f"job {args.cancel} is not running; nothing to cancel")
             return 0 if asked else 1

@@ -34,9 +34,9 @@ from spokenbench.core.evaluation.presets import Price
 from spokenbench.core.evaluation.request_claims import RequestClaims, WaitingInBatch
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs.batch_writer import DurableWriteFailed
 from spokenbench.core.jobs.registry import (
     ClaimLost,
-    DurableWriteFailed,
     JobLoop,
     JobProgress,
     LoopResult,

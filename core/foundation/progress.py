@@ -1,6 +1,8 @@
 """One progress/cancel interface for all long work. Core functions take a `Progress`; the CLI backs it with
 a text bar, the app with a Qt signal, tests with a list. Cancellation is cooperative: work calls
-`check_cancelled()` at safe points (between transactions), never mid-write."""
+`check_cancelled()` at safe points (between transactions), never mid-write. It has two steps: a cancel lets a
+request already sent to a paid service finish, so its answer is kept, not paid for again by a resume
+(core.jobs.registry.JobLoop); `cancel(now=True)` abandons those too."""
 
 from __future__ import annotations
 
@@ -22,9 +24,11 @@ class Progress:
         callback: ProgressCallback | None = None,
         cancel_event: threading.Event | None = None,
         on_job_recorded: Callable[[int, str | None], None] | None = None,
+        stop_now_event: threading.Event | None = None,
     ):
         self._callback = callback
         self._cancel_event = cancel_event or threading.Event()
+        self._stop_now_event = stop_now_event or threading.Event()
         self._on_job_recorded = on_job_recorded
 
     def job_recorded(self, job_id: int, claim: str | None) -> None:
@@ -38,15 +42,24 @@ class Progress:
             self._callback(done, total, message)
 
     def sub_task(self, callback: ProgressCallback | None = None) -> Progress:
-        """A progress for one step of a larger job: its own reports (or none), the same cancel flag."""
-        return Progress(callback, self._cancel_event, self._on_job_recorded)
+        """A progress for one step of a larger job: its own reports (or none), the same cancel flags."""
+        return Progress(callback, self._cancel_event, self._on_job_recorded, self._stop_now_event)
 
-    def cancel(self) -> None:
+    def cancel(self, *, now: bool = False) -> None:
+        """Ask the work to stop at its next safe point. Requests already sent to a paid service are waited for
+        and their answers kept, unless `now`: then they are abandoned too (and a resume pays for them again)."""
+        if now:
+            self._stop_now_event.set()
         self._cancel_event.set()
 
     @property
     def cancelled(self) -> bool:
         return self._cancel_event.is_set()
+
+    @property
+    def stopping_now(self) -> bool:
+        """Cancelled with `now`: nothing is waited for."""
+        return self._stop_now_event.is_set()
 
     def check_cancelled(self) -> None:
         if self._cancel_event.is_set():

@@ -12,8 +12,9 @@ own, as `run_evaluation` does with its run's claim).
 
 The protocol, over the child's standard streams (pickle frames; both ends are this package):
 - parent → child, stdin: one request dict, length-prefixed (project path, kind, label, claim, the `JobCall`); after it,
-  any byte — or the end of stdin, when the parent closes it or dies — asks the job to cancel at its next safe
-  point, exactly as a cancel from the Jobs panel or another process does.
+  a byte — or the end of stdin, when the parent closes it or dies — asks the job to cancel at its next safe
+  point, exactly as a cancel from the Jobs panel or another process does (answers to requests already sent are
+  waited for and kept); STOP_NOW_BYTE asks it to abandon those too (Stop Now).
 - child → parent, stdout: ("job", id, claim) for each job recorded (the first is the work's own), ("progress", done, total, message) at most
   `PROGRESS_INTERVAL_S` apart, then one outcome: ("ok", result), ("cancelled",) or ("error", exception).
   The child's own prints and warnings go to stderr, so nothing but frames ever reaches the parent's reader.
@@ -47,6 +48,7 @@ PROGRESS_INTERVAL_S = 0.05  # the parent's bar needs no more; every frame costs 
 REAP_S = 10.0  # how long an exit may take after the outcome was sent before the process is killed
 LAST_WORDS = 12  # lines of a job process's own output kept for the message if it dies
 CANCEL_BYTE = b"c"
+STOP_NOW_BYTE = b"n"
 
 
 @dataclass(frozen=True)
@@ -132,14 +134,18 @@ def run_in_job_process(request: bytes, progress: Progress, label: str) -> Any:
     finished = threading.Event()
 
     def forward_cancel() -> None:
+        sent = b""
         while not finished.wait(CANCEL_POLL_S):
-            if progress.cancelled:
+            wanted = STOP_NOW_BYTE if progress.stopping_now else CANCEL_BYTE if progress.cancelled else b""
+            if wanted and wanted != sent:
                 try:
-                    process.stdin.write(CANCEL_BYTE)
+                    process.stdin.write(wanted)
                     process.stdin.flush()
                 except (OSError, ValueError):
-                    pass  # it has ended: nothing left to cancel
-                return
+                    return  # it has ended: nothing left to cancel
+                sent = wanted
+                if wanted == STOP_NOW_BYTE:
+                    return
 
     watcher = threading.Thread(target=forward_cancel, name=f"cancel forward: {label}", daemon=True)
     outcome = None
@@ -300,12 +306,17 @@ def read_request(fd: int) -> dict:
     return pickle.loads(_read_exactly(fd, int.from_bytes(_read_exactly(fd, 8), "big")))
 
 
-def _watch_for_cancel(fd: int, cancel: threading.Event) -> None:
-    try:
-        os.read(fd, 1)  # a byte, or the end of stdin (the parent closed it, or died)
-    except OSError:
-        pass
-    cancel.set()
+def _watch_for_cancel(fd: int, progress: Progress) -> None:
+    """A byte cancels; STOP_NOW_BYTE stops now. The end of stdin (the parent closed it, or died) cancels: the
+    answers to requests already sent are still kept."""
+    while True:
+        try:
+            byte = os.read(fd, 1)
+        except OSError:
+            byte = b""
+        progress.cancel(now=byte == STOP_NOW_BYTE)
+        if byte in (b"", STOP_NOW_BYTE):
+            return
 
 
 def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
@@ -313,11 +324,11 @@ def serve(stdin_fd: int, frames_out: BinaryIO) -> int:
     request = read_request(stdin_fd)
     cancel = threading.Event()
     frames = _Frames(frames_out, cancel)
-    threading.Thread(target=_watch_for_cancel, args=(stdin_fd, cancel), name="cancel watch", daemon=True).start()
     flushing = threading.Event()
     flusher = threading.Thread(target=_flush_held_progress, args=(frames, flushing), name="progress", daemon=True)
     flusher.start()
     progress = Progress(frames.progress, cancel, lambda job_id, claim: frames.send(("job", job_id, claim)))
+    threading.Thread(target=_watch_for_cancel, args=(stdin_fd, progress), name="cancel watch", daemon=True).start()
     path = Path(request["project"] or ".")
 
     def run(job_progress: Progress) -> Any:

@@ -13,7 +13,10 @@ runs on one loop.
   each finished unit hands back a write, which one writer thread with its own connection commits in batches
   (so the event loop never waits on a commit and a rating from the app never waits behind a long job);
   progress counts committed units only, so whatever was reported survives a SIGKILL; cancel is polled every
-  50 ms. Resuming is the plan's business: plans leave out units already stored.
+  50 ms. A cancel stops every worker at once but those whose request has gone out to a paid service: their
+  answers are waited for and stored (the provider bills a request it received whether or not anyone reads the
+  answer, so a resume would pay for it twice); `cancel(now=True)` — a second Ctrl+C, Stop Now, `jobs --cancel
+  JOB --now` — abandons those too. Resuming is the plan's business: plans leave out units already stored.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import datetime as _dt
 import json
 import logging
 import os
-import queue
 import sqlite3
 import threading
 import time
@@ -37,6 +39,7 @@ from typing import Any, Generic, TypeVar
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST, process_alive, process_stopped
 from spokenbench.core.foundation.progress import Progress, no_progress
+from spokenbench.core.jobs.batch_writer import BatchWriter, Write
 from spokenbench.core.jobs.remote import (
     DEFAULT_CONCURRENCY,
     ProviderLimiter,
@@ -54,14 +57,12 @@ STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is show
 MAX_CLOCK_AHEAD_S = 3600.0  # a heartbeat further ahead of this machine's clock is no sign of life (crafted, broken)
 LEASE_S = STALE_AFTER_S / 2  # a job whose own heartbeat is older confirms a claim before paying under it
 CANCEL_POLL_S = 0.05
-WRITER_LINGER_S = 0.01  # the longest a finished unit waits for its commit: bounds what a SIGKILL can lose
 WRITER_BACKLOG = 500  # finished units not yet committed beyond which the workers wait for the writer
 
 JOB_STATUSES = ("running", "finished", "failed", "cancelled", "interrupted")
 
 U = TypeVar("U")
 T = TypeVar("T")
-Write = Callable[[sqlite3.Connection], None]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -106,6 +107,7 @@ class JobInfo:
     stop_reason: str | None
     cancel_requested: bool
     heartbeat_age_s: float
+    stop_now_requested: bool = False  # asked to abandon requests already sent too (`jobs --cancel JOB --now`)
 
     @property
     def is_live(self) -> bool:
@@ -195,6 +197,7 @@ def _job_info(row: sqlite3.Row, now: float) -> JobInfo:
         stop_reason=stop_reason,
         cancel_requested=bool(row["cancel_requested"]),
         heartbeat_age_s=age,
+        stop_now_requested=row["cancel_requested"] == job_store.STOP_NOW,
     )
 
 
@@ -212,15 +215,16 @@ def get_job(conn: sqlite3.Connection, job_id: int) -> JobInfo | None:
     return None if row is None else _job_info(row, time.time())
 
 
-def request_cancel(conn: sqlite3.Connection, job_id: int) -> bool:
+def request_cancel(conn: sqlite3.Connection, job_id: int, *, now: bool = False) -> bool:
     """Ask a running job — in this process or any other — to stop at its next safe point (within about a
-    second). False when there is no such running job."""
+    second), waiting for the answers to requests it has already sent (they are paid for); `now` abandons those
+    too. False when there is no such running job."""
     job = get_job(conn, job_id)
     if job is None:
         raise SpokenBenchError(f"no job {job_id} in this project (see `spokenbench jobs DIR`)")
     if not job.is_live:
         return False
-    return job_store.set_cancel_requested(conn, job_id)
+    return job_store.set_cancel_requested(conn, job_id, now=now)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -306,7 +310,7 @@ class _Heartbeat(threading.Thread):
                     # its claim (a resume of the same run): that job does the work now, so this one stops.
                     self.progress.stop_taken_over()
                 if beat.cancel_requested:
-                    self.progress.cancel()
+                    self.progress.cancel(now=beat.cancel_requested == job_store.STOP_NOW)
         finally:
             conn.close()
 
@@ -316,7 +320,7 @@ class JobProgress(Progress):
     cancelling it (or a cancel request in the table) cancels the caller's progress too."""
 
     def __init__(self, inner: Progress, state: _JobState, job_id: int, db_path: Path, lease: Lease):
-        super().__init__(self._forward, inner._cancel_event, inner._on_job_recorded)
+        super().__init__(self._forward, inner._cancel_event, inner._on_job_recorded, inner._stop_now_event)
         self.inner, self.state, self.job_id, self.db_path, self.lease = inner, state, job_id, db_path, lease
 
     def _forward(self, done: int, total: int | None, message: str) -> None:
@@ -449,101 +453,29 @@ class StopLoop(Exception):
 
 
 _STOP = object()
+# What a job says while a cancel waits for the answers to requests already sent (the app offers Stop Now then).
+WAITING_FOR_SENT = "stopping: waiting for the answers to"
+_RUNNING_LOOPS: set[JobLoop] = set()  # the loops running in this process, for Ctrl+C (`stop_on_interrupt`)
 
 
-class DurableWriteFailed(SpokenBenchError):
-    """A result that was paid for could not be stored (disk full, database unwritable): the job stops."""
-
-
-class BatchWriter(threading.Thread):
-    """A job's writer: its own connection; writes are committed in batches (one fsync for many), and each
-    commit is reported back with the tags of what it committed. With `linger_s` the writer waits that long for
-    more writes to share a commit (throughput); without, it commits what is waiting at once (durability: a
-    paid answer is on disk before the worker that received it moves on). A write may carry a future that is
-    resolved — on the event loop — once it is committed, or failed when it could not be."""
-
-    def __init__(
-        self,
-        db_path: Path,
-        on_commit: Callable[[list | None], None] | None = None,
-        *,
-        linger_s: float = WRITER_LINGER_S,
-        max_batch: int = 2000,
-        name: str = "spokenbench-job-writer",
-    ):
-        super().__init__(name=name, daemon=True)
-        self.db_path, self.on_commit, self.linger_s, self.max_batch = db_path, on_commit, linger_s, max_batch
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.error: BaseException | None = None
-        self.commits = 0
-        self.largest_batch = 0  # the most writes one commit held the write lock for (the backlog limit bounds it)
-
-    def put(self, write: Write | None, tag: Any = None, future: asyncio.Future | None = None) -> None:
-        self.queue.put((write, tag, future))
-
-    def run(self) -> None:
-        conn = database.connect(self.db_path)
-        try:
-            stop = False
-            while not stop:
-                batch = [self.queue.get()]
-                if self.linger_s:
-                    time.sleep(self.linger_s)  # let a few more arrive: one commit for several
-                while len(batch) < self.max_batch:
-                    try:
-                        batch.append(self.queue.get_nowait())
-                    except queue.Empty:
-                        break
-                stop = any(entry is _STOP for entry in batch)
-                batch = [entry for entry in batch if entry is not _STOP]
-                if batch:
-                    self._commit(conn, batch)
-        finally:
-            conn.close()
-
-    def _commit(self, conn: sqlite3.Connection, batch: list) -> None:
-        if self.error is None:
-            try:
-                if any(write is not None for write, _tag, _future in batch):
-                    with database.transaction(conn):
-                        for write, _tag, _future in batch:
-                            if write is not None:
-                                write(conn)
-                    self.commits += 1
-                    self.largest_batch = max(self.largest_batch, len(batch))
-            except BaseException as error:  # noqa: BLE001 - handed to the loop, which stops and re-raises
-                self.error = error
-                if self.on_commit is not None:
-                    self.on_commit(None)
-            else:
-                if self.on_commit is not None:
-                    self.on_commit([tag for _write, tag, _future in batch])
-        for _write, _tag, future in batch:  # after a failure, every later write fails too: nobody waits forever
-            if future is not None:
-                _resolve(future, self.error)
-
-    def finish(self) -> None:
-        """Commit what is queued, then stop (blocking: call it from a thread, or after the event loop)."""
-        if self.is_alive():
-            self.queue.put(_STOP)
-            self.join()
-
-
-def _resolve(future: asyncio.Future, error: BaseException | None) -> None:
-    def settle() -> None:
-        if future.done():
-            return
-        if error is None:
-            future.set_result(None)
-        else:
-            failure = DurableWriteFailed(f"storing a paid result failed: {error}")
-            failure.__cause__ = error
-            future.set_exception(failure)
-
-    try:
-        future.get_loop().call_soon_threadsafe(settle)
-    except RuntimeError:  # the event loop is closed: nobody waits any more
-        pass
+def stop_on_interrupt() -> str | None:
+    """What a Ctrl+C (or SIGTERM) does to the loops of this process that wait for answers to requests already
+    sent — the CLI's signal handler calls it, on the main thread, between two steps of the event loop. The first
+    asks them to stop, waiting for those answers (they are paid for); the second abandons them. Returns what to
+    tell the user, or None when nothing waits for an answer (or both were asked already): then interrupt at once,
+    as Ctrl+C always did."""
+    loops = [loop for loop in _RUNNING_LOOPS if loop._sending and loop._interrupts < 2]
+    if not loops:
+        return None
+    sending = sum(len(loop._sending) for loop in loops)
+    now = all(loop._interrupts for loop in loops)
+    for loop in loops:
+        loop._interrupts += 1
+        # Set from a thread of its own: the main thread this runs on may hold the event's lock at this instant.
+        threading.Thread(target=loop.progress.cancel, kwargs={"now": now}, daemon=True).start()
+    if now:
+        return f"stopping now: abandoning {sending} request(s) already sent; a resume sends them again"
+    return f"{WAITING_FOR_SENT} {sending} request(s) already sent (paid for); Ctrl+C again abandons them"
 
 
 @dataclass
@@ -746,6 +678,9 @@ class JobLoop(Generic[U]):
         self.retries = 0
         self.total: int | None = None
         self._workers: list[asyncio.Task] = []
+        self._sending: set[asyncio.Task] = set()  # workers whose request is out: a cancel waits for their answers
+        self._kept_after_cancel = 0  # answers to requests in flight at the cancel, waited for and stored
+        self._interrupts = 0  # Ctrl+Cs that reached this loop (stop_on_interrupt)
         self._failure: BaseException | None = None
         self._started = time.monotonic()
         self._carried = 0  # units counted as done before this session (resume)
@@ -798,10 +733,18 @@ class JobLoop(Generic[U]):
         attempt is sent (after the limiter's wait): once the job stops, nothing more goes out."""
 
         async def guarded() -> T:
-            if self.stopping:
-                raise asyncio.CancelledError()
             await self._confirm_claim_in_hand()
-            return await call()
+            if self.stopping:  # no await from here to `call()`: a cancel finds this request either unsent or out
+                raise asyncio.CancelledError()
+            worker = asyncio.current_task()
+            self._sending.add(worker)
+            try:
+                result = await call()
+            finally:
+                self._sending.discard(worker)
+            if self.progress.cancelled:
+                self._kept_after_cancel += 1
+            return result
 
         def counted(_attempt, _error, _delay) -> None:
             self.retries += 1
@@ -866,9 +809,11 @@ class JobLoop(Generic[U]):
         self._workers = [asyncio.create_task(self._worker(shared, work)) for _ in range(self.concurrency)]
         watcher = asyncio.create_task(self._watch_cancel())
         self._report()
+        _RUNNING_LOOPS.add(self)
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
+            _RUNNING_LOOPS.discard(self)
             watcher.cancel()
             await self.loop.run_in_executor(None, self.durable.finish)
             await self.loop.run_in_executor(None, self.writer.finish)
@@ -885,7 +830,10 @@ class JobLoop(Generic[U]):
         if self._failure is not None:
             raise self._failure
         if self.stop_reason == "cancelled":
-            raise Cancelled()
+            kept = self._kept_after_cancel
+            raise Cancelled(
+                f"cancelled; the answers to {kept} request(s) already sent were waited for and kept" if kept else ""
+            )
         return LoopResult(self.completed, self.stop_reason, self.retries, time.monotonic() - self._started)
 
     async def _next_unit(self, shared: Iterator[U]) -> tuple[U, ClaimInHand | None] | None:
@@ -949,15 +897,24 @@ class JobLoop(Generic[U]):
         if self.stop_reason is None:
             self.stop_reason = reason
 
-    def _cancel_workers(self) -> None:
+    def _cancel_workers(self, sparing: set[asyncio.Task] = frozenset()) -> None:
         for task in self._workers:
-            if task is not asyncio.current_task():
+            if task is not asyncio.current_task() and task not in sparing:
                 task.cancel()
 
     async def _watch_cancel(self) -> None:
+        """Cancels every worker but those waiting for the answer to a request already sent (see the module
+        docstring); cancels those too once the cancel is `now`. Ends when `run` cancels it."""
         while not self.progress.cancelled:
             await asyncio.sleep(CANCEL_POLL_S)
         self._stop("cancelled")
+        self._cancel_workers(sparing=set(self._sending))
+        said = None
+        while not self.progress.stopping_now:
+            if len(self._sending) != said:
+                said = len(self._sending)
+                self._report()
+            await asyncio.sleep(CANCEL_POLL_S)
         self._cancel_workers()
 
     def _on_commit(self, tags: list | None) -> None:
@@ -988,4 +945,8 @@ class JobLoop(Generic[U]):
         if self.total and rate > 0 and done < self.total:
             left = (self.total - done) / rate
             eta = f" ETA {int(left // 60)}:{int(left % 60):02d}"
+        if self.stop_reason == "cancelled" and self._sending and not self.progress.stopping_now:
+            message = f"{WAITING_FOR_SENT} {len(self._sending)} request(s) already sent (paid for)"
+            self.progress.report(done, self.total, message)
+            return
         self.progress.report(done, self.total, f"{rate:.1f}/s{eta} {message}".strip())

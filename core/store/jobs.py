@@ -41,8 +41,13 @@ def insert_job(
     return cursor.lastrowid
 
 
+# jobs.cancel_requested: 0 nobody asked; STOP (1) stop at the next safe point, waiting for the answers to requests
+# already sent; STOP_NOW (2) abandon those too. Older versions read any non-zero value as STOP.
+STOP, STOP_NOW = 1, 2
+
+
 class Beat(NamedTuple):
-    cancel_requested: bool
+    cancel_requested: int  # 0, STOP or STOP_NOW
     still_running: bool  # False once another job marked this one interrupted (its heartbeat had gone stale)
     written_at: str  # the heartbeat stored: what other processes judge this job's life by
 
@@ -56,7 +61,9 @@ def beat(conn: sqlite3.Connection, job_id: int, done: int, total: int | None, me
             (now, done, total, message, job_id),
         )
         row = conn.execute("SELECT cancel_requested, status FROM jobs WHERE id = ?", (job_id,)).fetchone()
-    return Beat(bool(row and row[0]), row is None or row[1] == "running", now)  # a row gone: nothing to act on
+    return Beat(
+        _cancel_level(row[0]) if row else 0, row is None or row[1] == "running", now
+    )  # a row gone: nothing to act on
 
 
 def confirm_claim(conn: sqlite3.Connection, job_id: int, unit: str) -> tuple[bool, bool, str]:
@@ -110,9 +117,21 @@ def job_row(conn: sqlite3.Connection, job_id: int) -> sqlite3.Row | None:
     return conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
 
 
-def set_cancel_requested(conn: sqlite3.Connection, job_id: int) -> bool:
+def _cancel_level(value) -> int:
+    """A stored cancel_requested as 0, STOP or STOP_NOW (another program's value is read as STOP)."""
+    if not value:
+        return 0
+    return STOP_NOW if value == STOP_NOW else STOP
+
+
+def set_cancel_requested(conn: sqlite3.Connection, job_id: int, *, now: bool = False) -> bool:
+    """Never lowers a request: STOP asked after STOP_NOW stays STOP_NOW."""
+    level = STOP_NOW if now else STOP
     with transaction(conn):
-        cursor = conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (job_id,))
+        cursor = conn.execute(
+            "UPDATE jobs SET cancel_requested = max(cancel_requested, ?) WHERE id = ? AND status = 'running'",
+            (level, job_id),
+        )
     return cursor.rowcount > 0
 
 

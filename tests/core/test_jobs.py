@@ -17,6 +17,7 @@ import pytest
 from spokenbench.core.cli.resume import ResumeRefused, plan_resume
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
+from spokenbench.core.jobs import batch_writer
 from spokenbench.core.jobs import registry as jobs
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import changed_tables, table_versions
@@ -343,7 +344,7 @@ def test_a_durable_write_that_fails_stops_the_job(project):
         await loop.save_now(lambda conn: conn.execute("INSERT INTO no_such_table VALUES (1)"))
 
     loop = jobs.JobLoop(project.db_path, concurrency=2)
-    with pytest.raises(jobs.DurableWriteFailed, match="no_such_table"):
+    with pytest.raises(batch_writer.DurableWriteFailed, match="no_such_table"):
         asyncio.run(loop.run(range(4), work))
 
 
@@ -409,3 +410,27 @@ def test_units_finishing_faster_than_they_are_stored_leave_the_write_lock_to_oth
     # waiting idle for the commit, 0.95-1.05 s when they polled the queue, 2.3-2.7 s with no limit
     assert len(waits) > 5, waits
     assert statistics.median(waits) < 0.2 and max(waits) < 1.5, f"the other writer waited up to {max(waits):.2f} s"
+
+
+def test_a_stop_now_request_reaches_the_jobs_progress_and_is_never_lowered(project):
+    with jobs.tracked_job(project.path, "evaluate", "sending") as progress:
+        [job] = jobs.list_jobs(project.conn)
+        assert jobs.request_cancel(project.conn, job.id, now=True)
+        assert jobs.request_cancel(project.conn, job.id)  # a plain cancel after it keeps "now"
+        wait_for(lambda: progress.stopping_now, timeout=3)
+        [job] = jobs.list_jobs(project.conn)
+        assert job.cancel_requested and job.stop_now_requested and progress.cancelled
+
+
+def test_a_plain_cancel_request_does_not_stop_now(project):
+    with jobs.tracked_job(project.path, "evaluate", "sending") as progress:
+        [job] = jobs.list_jobs(project.conn)
+        assert jobs.request_cancel(project.conn, job.id)
+        wait_for(lambda: progress.cancelled, timeout=3)
+        time.sleep(jobs.HEARTBEAT_S * 1.5)
+        assert not progress.stopping_now and not jobs.list_jobs(project.conn)[0].stop_now_requested
+
+
+def test_now_without_cancel_is_refused_naming_both(cli, project):
+    result = cli("jobs", project.path, "--now")
+    assert result.code == 2 and "--now goes with --cancel JOB" in result.err

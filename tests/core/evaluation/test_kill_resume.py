@@ -178,10 +178,14 @@ def test_a_live_run_cannot_be_taken_and_stops_when_cancelled_from_elsewhere(tmp_
         assert len(stub.requests) == sent  # the refused process sent nothing
 
         [job] = _cli_json("jobs", project_dir)
+        # --now: the two requests the stub holds are never answered, and a plain cancel waits for their answers
         cancel = subprocess.run(
-            [SPOKENBENCH, "jobs", str(project_dir), "--cancel", str(job["id"])], capture_output=True, text=True
+            [SPOKENBENCH, "jobs", str(project_dir), "--cancel", str(job["id"]), "--now"], capture_output=True, text=True
         )
         assert cancel.returncode == 0, cancel.stderr
+        assert cancel.stdout.strip() == (
+            f"job {job['id']} asked to stop now; answers to requests it has already sent are abandoned"
+        )
         asked = time.monotonic()
         assert holder.wait(timeout=10) == 130
         assert time.monotonic() - asked < 3.0  # the heartbeat sees the request within a second

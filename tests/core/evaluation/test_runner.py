@@ -181,16 +181,49 @@ def test_budget_without_price_is_refused(audio_project, stub):
         evaluate(audio_project, settings(stub, model="vllm:some-model", budget_usd=1.0))
 
 
+def _wait_for_requests(stub, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(stub.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
-def test_cancel_stops_within_a_second(audio_project, stub):
+def test_a_cancel_waits_for_the_requests_already_sent_and_keeps_their_answers(audio_project, stub):
+    stub.state.delay_s = 1.0  # every answer takes a second: the cancel comes while 4 are out
+    progress = Progress()
+
+    def cancel_once_four_are_out():
+        _wait_for_requests(stub, 4)
+        progress.cancel()
+
+    threading.Thread(target=cancel_once_four_are_out).start()
+    with pytest.raises(Cancelled, match="the answers to 4 request.s. already sent were waited for and kept"):
+        evaluate(audio_project, settings(stub), progress)
+    assert len(stub.requests) == 4 and len(responses(audio_project)) == 4  # sent before the cancel, kept
+    run = audio_project.conn.execute("SELECT status, stop_reason FROM runs").fetchone()
+    assert tuple(run) == ("cancelled", "cancelled")
+    stub.state.delay_s = 0.0
+    resumed = evaluate(audio_project, settings(stub, resume=True))
+    assert resumed.status == "finished" and resumed.fresh_requests == 2 and len(stub.requests) == 6  # none twice
+
+
+@pytest.mark.slow
+def test_a_cancel_now_abandons_the_requests_already_sent_within_a_second(audio_project, stub):
     stub.state.delay_s = 5.0  # every request hangs far longer than the cancel allowance
     progress = Progress()
-    timer = threading.Timer(0.3, progress.cancel)
-    timer.start()
+
+    def cancel_then_stop_now():
+        _wait_for_requests(stub, 4)
+        progress.cancel()
+        time.sleep(0.3)
+        progress.cancel(now=True)
+
+    threading.Thread(target=cancel_then_stop_now).start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
         evaluate(audio_project, settings(stub), progress)
-    assert time.monotonic() - started < 0.3 + 1.0
+    assert time.monotonic() - started < 5.0  # the answers would take 5 s
+    assert responses(audio_project) == [] and len(stub.requests) == 4
     run = audio_project.conn.execute("SELECT status, stop_reason FROM runs").fetchone()
     assert tuple(run) == ("cancelled", "cancelled")
 
@@ -463,18 +496,25 @@ def test_a_run_held_by_a_live_job_is_refused_before_anything_changes(audio_proje
     assert tuple(run) == ("finished", 2)
 
 
+def _cancel_from_elsewhere(project_path, now: bool, when=lambda jobs: bool(jobs)) -> list[str]:
+    """Cancel the project's first job from another connection (as the app or `spokenbench jobs --cancel` would)
+    once `when(jobs)` holds; returns the job messages seen until it ended."""
+    seen = []
+    with Project.open(project_path) as other:
+        deadline = time.monotonic() + 10
+        while not when(list_jobs(other.conn)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        request_cancel(other.conn, list_jobs(other.conn)[0].id, now=now)
+        while time.monotonic() < deadline and list_jobs(other.conn)[0].is_live:
+            seen.append(list_jobs(other.conn)[0].message)
+            time.sleep(0.1)
+    return seen
+
+
 @pytest.mark.slow
-def test_a_cancel_requested_in_the_jobs_table_stops_the_run(audio_project, stub):
+def test_a_cancel_now_requested_in_the_jobs_table_stops_the_run(audio_project, stub):
     stub.state.delay_s = 5.0
-
-    def cancel_from_elsewhere():  # another connection, as the app or `spokenbench jobs --cancel` would
-        with Project.open(audio_project.path) as other:
-            deadline = time.monotonic() + 5
-            while not list_jobs(other.conn) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            request_cancel(other.conn, list_jobs(other.conn)[0].id)
-
-    thread = threading.Thread(target=cancel_from_elsewhere)
+    thread = threading.Thread(target=_cancel_from_elsewhere, args=(audio_project.path, True))
     thread.start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
@@ -483,6 +523,21 @@ def test_a_cancel_requested_in_the_jobs_table_stops_the_run(audio_project, stub)
     assert time.monotonic() - started < 2.5  # the heartbeat polls once a second, the loop every 50 ms
     assert list_jobs(audio_project.conn)[0].status == "cancelled"
     assert list_runs(audio_project.conn)[0]["status"] == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_cancel_requested_in_the_jobs_table_says_it_waits_for_answers_already_sent(audio_project, stub):
+    stub.state.delay_s = 2.5
+    seen = []
+    thread = threading.Thread(
+        target=lambda: seen.extend(_cancel_from_elsewhere(audio_project.path, False, lambda _: len(stub.requests) == 4))
+    )
+    thread.start()
+    with pytest.raises(Cancelled):
+        evaluate(audio_project, settings(stub))
+    thread.join()
+    assert "stopping: waiting for the answers to 4 request(s) already sent (paid for)" in seen
+    assert list_jobs(audio_project.conn)[0].status == "cancelled" and len(responses(audio_project)) == 4
 
 
 @pytest.mark.slow
