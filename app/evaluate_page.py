@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QMessageBox, QVBoxLayout, QWidget
 
 from spokenbench.app import batch_ops
 from spokenbench.app.batch_ops import BATCH, BATCH_CHANGES, FILE
-from spokenbench.app.jobs import confirm_resume
+from spokenbench.app.jobs import confirm_resume, waits_for_sent
 from spokenbench.app.operations import (
     BackgroundOp,
     JobOp,
@@ -156,6 +156,7 @@ class EvaluatePage(QWidget):
         self.view.testConnectionRequested.connect(self.test_connection)
         self.view.formEdited.connect(self._form_edited)
         self.view.cancelRequested.connect(self.cancel_run)
+        self.view.stopNowRequested.connect(lambda run_id: self.cancel_run(run_id, now=True))
         self.view.resumeRequested.connect(self.resume_run)
         self.view.removeQueuedRequested.connect(self.remove_queued)
         self.view.runWayChanged.connect(self._way_changed)
@@ -658,6 +659,10 @@ class EvaluatePage(QWidget):
         progress = launcher.progress_text(done, total, message, run.error_kinds, spent)
         errors = ", ".join(f"{count} {kind}" for kind, count in run.error_kinds.items()) if run.errors else ""
         live = job is not None or (own is not None and own.is_running)
+        if job is not None:
+            stoppable_now = job.cancel_requested and not job.stop_now_requested and waits_for_sent(job.message)
+        else:
+            stoppable_now = live and own.status == "cancelling" and not own.stopping_now and waits_for_sent(message)
         model = run.model + (" (simulated)" if run.simulated and "simulated" not in run.model else "")
         return RunLine(
             run_id=run.run_id,
@@ -673,6 +678,7 @@ class EvaluatePage(QWidget):
             spent="simulated, $0" if run.simulated else f"${run.cost_usd:.4f}",
             live=live,
             cancellable=live and status == "running",
+            stoppable_now=stoppable_now,
             resumable=not live and run.resumable and not self._queued_run(run.run_id),
             simulated=run.simulated,
         )
@@ -680,21 +686,22 @@ class EvaluatePage(QWidget):
     def _queued_run(self, run_id: int) -> bool:
         return any(entry.settings.run_id == run_id for entry in self.queue)
 
-    def cancel_run(self, run_id: int) -> Operation | None:
-        """Ask the run's job — in this window or any other process — to stop at its next safe point."""
+    def cancel_run(self, run_id: int, now: bool = False) -> Operation | None:
+        """Ask the run's job — in this window or any other process — to stop at its next safe point, waiting for
+        the answers to requests already sent unless `now` (Stop Now)."""
         if self.session is None:
             return None
         job = self.live_job(run_id)
         if job is None:
             own = self.current
             if own is not None and own.run_id == run_id:
-                own.cancel()
+                own.stop_now() if now else own.cancel()
             return None
         return WriteOp(
             self.session,
-            lambda project, job_id=job.id: request_cancel(project.conn, job_id),
+            lambda project, job_id=job.id: request_cancel(project.conn, job_id, now=now),
             changes={"jobs"},
-            label=f"Cancelling run {run_id}",
+            label=f"{'Stopping' if now else 'Cancelling'} run {run_id}",
             parent=self,
             error_title="Cannot cancel the run",
         ).run()

@@ -19,13 +19,13 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox
 
 from spokenbench.app.batch_ops import BatchesController
-from spokenbench.app.operations import Operation, OperationRunner, ProjectSession, QueryOp, WriteOp, show_error
+from spokenbench.app.operations import JobOp, Operation, OperationRunner, ProjectSession, QueryOp, WriteOp, show_error
 from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST
-from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, request_cancel
-from spokenbench.widgets.jobs_panel import JobRow, JobsPanel
+from spokenbench.core.jobs.registry import WAITING_FOR_SENT, JobInfo, parse_stored_time, request_cancel
+from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, JobRow, JobsPanel
 
 RECENT_S = 120.0
 RESUME_GRACE_S = 15.0  # a resumed job's new process has this long to show up before Resume is offered again  # how long a job that ended on its own stays listed
@@ -143,8 +143,24 @@ def listed(operation: Operation, now: float) -> bool:
     return True
 
 
+STOPPING_NOW_TOOLTIP = "Stopping now: requests already sent are abandoned."
+
+
+def waits_for_sent(message: str | None) -> bool:
+    """Whether a cancelled job says it waits for answers to requests already sent (then Stop Now is offered)."""
+    return bool(message) and message.startswith(WAITING_FOR_SENT)
+
+
 def operation_row(operation: Operation) -> JobRow:
     state = "cancelling" if operation.status == "cancelling" else "running"
+    action, enabled = "cancel", operation.cancellable
+    if operation.cancellable:
+        tooltip = "Stop at the next safe point; what is already saved stays saved."
+    else:
+        tooltip = "Cancel requested; it stops at its next safe point."
+    if state == "cancelling" and isinstance(operation, JobOp) and waits_for_sent(operation.message):
+        action, enabled = "stop_now", not operation.stopping_now
+        tooltip = STOPPING_NOW_TOOLTIP if operation.stopping_now else STOP_NOW_TOOLTIP
     return JobRow(
         key=f"op:{id(operation)}",
         title=operation.label,
@@ -154,12 +170,10 @@ def operation_row(operation: Operation) -> JobRow:
         done=operation.done,
         total=operation.total,
         eta_s=operation.eta_s,
-        action="cancel",
-        action_enabled=operation.cancellable,
+        action=action,
+        action_enabled=enabled,
         run_id=claimed_run(getattr(operation, "claim", None)),
-        action_tooltip="Stop at the next safe point; what is already saved stays saved."
-        if operation.cancellable
-        else "Cancel requested; it stops at its next safe point.",
+        action_tooltip=tooltip,
     )
 
 
@@ -189,6 +203,14 @@ def job_row(
         run_id=claimed_run(job.claim),
     )
     if job.is_live:
+        if job.cancel_requested and waits_for_sent(job.message):
+            return JobRow(
+                **row,
+                state="cancelling",
+                action="stop_now",
+                action_enabled=not job.stop_now_requested,
+                action_tooltip=STOPPING_NOW_TOOLTIP if job.stop_now_requested else STOP_NOW_TOOLTIP,
+            )
         if job.cancel_requested:
             return JobRow(
                 **row,
@@ -239,6 +261,7 @@ class JobsController(QObject):
         for signal in (runner.started, runner.updated, runner.ended):
             signal.connect(self._schedule)
         panel.cancelRequested.connect(self.cancel)
+        panel.stopNowRequested.connect(self.stop_now)
         panel.resumeRequested.connect(self.resume)
         self.batches = BatchesController(runner, panel.batches, self)  # provider batches and batch files
 
@@ -295,19 +318,23 @@ class JobsController(QObject):
             return None
         return next((job for job in self.session.jobs if f"job:{job.id}" == key), None)
 
-    def cancel(self, key: str) -> None:
+    def cancel(self, key: str, now: bool = False) -> None:
         operation = self._operation(key)
         if operation is not None:
-            operation.cancel()
+            operation.stop_now() if now else operation.cancel()
         elif (job := self._job(key)) is not None and self.session is not None:
             WriteOp(
                 self.session,
-                lambda project, job_id=job.id: request_cancel(project.conn, job_id),
+                lambda project, job_id=job.id: request_cancel(project.conn, job_id, now=now),
                 changes={"jobs"},
-                label=f"Cancelling “{job.label}”",
+                label=f"{'Stopping' if now else 'Cancelling'} “{job.label}”",
                 error_title="Cannot cancel the job",
             ).run()
         self.refresh()
+
+    def stop_now(self, key: str) -> None:
+        """Stop Now on a job that waits for answers to requests it has already sent: abandon them."""
+        self.cancel(key, now=True)
 
     def resume(self, key: str) -> None:
         """Show what Resume would run and ask; a key for a host not used on this machine is warned about, and

@@ -342,6 +342,7 @@ class Operation(QObject):
         self.started_at: float | None = None
         self.job_id: int | None = None  # its row in the jobs table, for operations recorded there
         self._cancel_event = threading.Event()
+        self._stop_now_event = threading.Event()  # a second step of cancel: abandon requests already sent too
         self._thread: threading.Thread | None = None  # only operations that need a thread of their own
         self._on_success: list[Callable[[Any], None]] = []
         self._on_failure: list[Callable[[BaseException], None]] = []
@@ -382,11 +383,23 @@ class Operation(QObject):
     # -- controlling ----------------------------------------------------------------------------
 
     def cancel(self) -> None:
-        """Ask the work to stop at its next safe point; its result is dropped either way."""
+        """Ask the work to stop at its next safe point; its result is dropped either way. Answers to requests
+        it has already sent to a paid service are waited for and kept (`stop_now` abandons them)."""
         self._cancel_event.set()
         if self.status == "running":
             self.status = "cancelling"
             self.runner.updated.emit(self)
+
+    def stop_now(self) -> None:
+        """Cancel without waiting for the answers to requests already sent: they are lost, and a resume sends
+        (and pays for) them again."""
+        self._stop_now_event.set()
+        self.cancel()
+        self.runner.updated.emit(self)
+
+    @property
+    def stopping_now(self) -> bool:
+        return self._stop_now_event.is_set()
 
     def abandon(self, reason: str) -> None:
         """Nobody wants the outcome any more (superseded, parent closed): cancel and drop it."""
@@ -416,7 +429,7 @@ class Operation(QObject):
         raise NotImplementedError
 
     def _make_progress(self) -> Progress:
-        return Progress(self._report_from_worker, self._cancel_event)
+        return Progress(self._report_from_worker, self._cancel_event, stop_now_event=self._stop_now_event)
 
     def _report_from_worker(self, done: int, total: int | None, message: str) -> None:
         """Keeps the latest report; at most one progress event waits in the UI queue at a time."""
@@ -654,7 +667,7 @@ class JobOp(Operation):
 
     def _make_progress(self) -> Progress:
         """Also hears of every job the work records (tracked_job tells its progress), as frames do in a process."""
-        return Progress(self._report_from_worker, self._cancel_event, self._job_recorded)
+        return Progress(self._report_from_worker, self._cancel_event, self._job_recorded, self._stop_now_event)
 
     def _start(self) -> None:
         if isinstance(self._fn, JobCall):

@@ -85,3 +85,34 @@ def fail_on_the_write_lock(project, *, progress):
         waiter.execute("BEGIN IMMEDIATE")
     finally:
         holder.execute("ROLLBACK")
+
+
+def one_request_out(project, marker: str, answer_after_s: float, *, progress):
+    """A JobLoop whose one unit sends a request (an awaitable answering after `answer_after_s`) through
+    `JobLoop.remote`, as a model, TTS or ASR request goes. Writes `marker` once it is out, and the answer to
+    `marker`.answer once it arrives (as a job stores what it paid for); returns the answer."""
+    import asyncio
+
+    from spokenbench.core.jobs.registry import JobLoop
+    from spokenbench.core.jobs.remote import ProviderLimiter, RetryPolicy
+
+    async def run() -> str:
+        loop = JobLoop(project.db_path, progress, concurrency=1)
+        answers = []
+
+        async def request() -> str:
+            with open(marker, "w") as out:
+                out.write(str(os.getpid()))
+            await asyncio.sleep(answer_after_s)
+            return "answered"
+
+        async def work(_unit):
+            answer, _attempts = await loop.remote(request, ProviderLimiter("stub"), RetryPolicy(max_attempts=1))
+            with open(f"{marker}.answer", "w") as out:
+                out.write(answer)
+            answers.append(answer)
+
+        await loop.run([1], work)
+        return answers[0]
+
+    return asyncio.run(run())

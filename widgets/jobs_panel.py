@@ -39,6 +39,11 @@ STATES = {
     "finished": ("Finished", "#2e7d32"),
 }
 LIVE_STATES = ("running", "cancelling", "resuming")
+ACTION_LABELS = {"cancel": "Cancel", "stop_now": "Stop Now", "resume": "Resume"}
+STOP_NOW_TOOLTIP = (
+    "Stop without waiting for the answers to requests already sent: the service has them and bills them, but "
+    "their answers are lost, and resuming sends (and pays for) them again."
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class JobRow:
     done: int = 0
     total: int | None = None
     eta_s: float | None = None
-    action: str | None = None  # "cancel", "resume" or None
+    action: str | None = None  # "cancel", "stop_now" (a cancel waiting for answers already sent), "resume" or None
     action_enabled: bool = True
     action_tooltip: str = ""
     run_id: int | None = None  # the evaluation run it works on: Enter (or a double-click) on the card opens it
@@ -170,7 +175,7 @@ class JobCard(QFrame):
         self.figures.setText(progress_text(row))
         self.origin.setText(row.origin)
         self.button.setVisible(row.action is not None)
-        self.button.setText({"cancel": "Cancel", "resume": "Resume"}.get(row.action or "", ""))
+        self.button.setText(ACTION_LABELS.get(row.action or "", ""))
         self.button.setEnabled(row.action_enabled)
         self.button.setToolTip(row.action_tooltip)
         # a disabled button shows no tooltip on most styles: say it on the card too
@@ -195,6 +200,7 @@ class JobsPanel(QWidget):
     """Cards for the given rows, in the given order, updated in place."""
 
     cancelRequested = Signal(str)  # row key
+    stopNowRequested = Signal(str)  # row key: abandon requests already sent too
     resumeRequested = Signal(str)
     runOpened = Signal(int)  # a card's evaluation run, opened with Enter or a double-click
 
@@ -281,6 +287,8 @@ class JobsPanel(QWidget):
             return
         if card.row.action == "cancel":
             self.cancelRequested.emit(card.key)
+        elif card.row.action == "stop_now":
+            self.stopNowRequested.emit(card.key)
         elif card.row.action == "resume":
             self.resumeRequested.emit(card.key)
 

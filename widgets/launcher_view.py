@@ -40,6 +40,7 @@ from spokenbench.core.evaluation.launcher import (
     PromptChoice,
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
+from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet
 
@@ -109,6 +110,7 @@ class RunLine:
     cancellable: bool
     resumable: bool
     simulated: bool
+    stoppable_now: bool = False  # cancelled, waiting for answers to requests already sent: Stop Now abandons them
 
 
 class LauncherView(QWidget):
@@ -117,6 +119,7 @@ class LauncherView(QWidget):
     testConnectionRequested = Signal()
     formEdited = Signal()
     cancelRequested = Signal(int)  # run id
+    stopNowRequested = Signal(int)  # run id: a cancelled run that waits for answers already sent abandons them
     resumeRequested = Signal(int)
     runOpened = Signal(int)  # run id: Enter or a double-click on a run, to see its results
     removeQueuedRequested = Signal(int)  # queue position
@@ -322,7 +325,7 @@ class LauncherView(QWidget):
         self.remove_queued_button.clicked.connect(self._remove_queued)
         self.import_button.clicked.connect(self.importResultsRequested)
         self._ways.buttonToggled.connect(self._way_toggled)
-        self.cancel_button.clicked.connect(lambda: self._run_action(self.cancelRequested))
+        self.cancel_button.clicked.connect(self._cancel_clicked)
         self.resume_button.clicked.connect(lambda: self._run_action(self.resumeRequested))
         self.runs_table.itemSelectionChanged.connect(self._selection_changed)
         self.runs_table.activated.connect(lambda _index: self._run_action(self.runOpened))  # Enter, double-click
@@ -617,15 +620,30 @@ class LauncherView(QWidget):
             self.progress_bar.setValue(0)
             self.progress_bar.setTextVisible(False)  # no run: no "0%"
             self.progress_label.setText("Select a run to see its progress.")
-            self.cancel_button.setEnabled(False)
+            self._show_cancel(None)
             self.resume_button.setEnabled(False)
             return
         self.progress_bar.setRange(0, max(line.total, 1))
         self.progress_bar.setValue(min(line.done, max(line.total, 1)))
         self.progress_bar.setTextVisible(True)
         self.progress_label.setText(f"{line.title} — {line.status}: {line.progress}")
-        self.cancel_button.setEnabled(line.cancellable)
+        self._show_cancel(line)
         self.resume_button.setEnabled(line.resumable)
+
+    def _show_cancel(self, line: RunLine | None) -> None:
+        """Cancel, or Stop Now for a cancelled run that waits for the answers to requests already sent."""
+        stop_now = line is not None and line.stoppable_now
+        self.cancel_button.setText("Stop Now" if stop_now else "Cancel")
+        self.cancel_button.setToolTip(
+            STOP_NOW_TOOLTIP
+            if stop_now
+            else "Stop the run at its next safe point; answers to requests already sent are waited for and kept."
+        )
+        self.cancel_button.setEnabled(line is not None and (line.cancellable or stop_now))
+
+    def _cancel_clicked(self) -> None:
+        line = self.line(self.selected_run_id()) if self.selected_run_id() is not None else None
+        self._run_action(self.stopNowRequested if line is not None and line.stoppable_now else self.cancelRequested)
 
     def _run_action(self, signal) -> None:
         run_id = self.selected_run_id()

@@ -36,6 +36,7 @@ from spokenbench.core.evaluation.presets import all_presets, resolve_model
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, prompt_output_tokens
 from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.registry import WAITING_FOR_SENT
 from spokenbench.core.jobs.remote import DEFAULT_CONCURRENCY
 from spokenbench.core.store.items import item_languages
 
@@ -851,6 +852,8 @@ def progress_text(
         parts.append("errors: " + ", ".join(f"{count} {kind}" for kind, count in errors.items()))
     if spent is not None:
         parts.append(f"spent ${spent:.4f}")
+    if message and message.startswith(WAITING_FOR_SENT):  # a cancelled run that waits for answers it paid for
+        parts.append(message)
     return " · ".join(parts)
 
 

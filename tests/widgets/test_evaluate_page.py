@@ -6,6 +6,7 @@ Test connection against a loopback stub succeeds and a 401 fails with a clear me
 
 import os
 import threading
+import time
 
 import pytest
 from stub_server import Reply, StubServer, chat_answer
@@ -170,9 +171,8 @@ def test_a_run_shows_progress_is_cancelled_resumed_and_completes_once(page, qtbo
         assert resumed.result.run_id == run_id and resumed.result.status == "finished"
         assert responses(project_copy, run_id) == total == responses(project_copy)
         asked = [request.body for request in server.requests_to("/chat/completions")]
-        # Nothing answered is asked again; a cancel stops at once (core's contract: within a second, even with
-        # requests hanging), so the one request in flight then (concurrency 1) may be the only one asked twice.
-        assert len(set(asked)) == total and len(asked) <= total + 1
+        # Nothing is asked twice: the cancel waited for the answer to the request in flight then, and kept it.
+        assert len(set(asked)) == total and len(asked) == total
     qtbot.waitUntil(lambda: view.line(run_id).status == "finished", timeout=5_000)
     assert view.line(run_id).done == total and not view.resume_button.isEnabled()
 
@@ -325,7 +325,36 @@ def test_a_cli_run_is_listed_live_cancelled_from_the_page_and_resumed_here(page,
         assert resumed.result.fresh_requests == ITEMS - stored
         sent = len(server.requests_to("/chat/completions"))
     assert responses(project_copy, run_id) == ITEMS == responses(project_copy)
-    assert ITEMS <= sent <= ITEMS + 1, "at most the one request in flight at the cancel is sent again"
+    assert sent == ITEMS, "the request in flight at the cancel was waited for, not sent again"
+
+
+@pytest.mark.slow
+def test_a_cancelled_run_waiting_for_an_answer_already_sent_offers_stop_now(page, qtbot, project_copy):
+    view = page.view
+    with StubServer() as server:
+        server.script("POST", r"/v1/chat/completions$", Reply(200, chat_answer("A"), delay_s=30.0))
+        use_stub_endpoint(view, server)
+        prepare(page, qtbot, model=CUSTOM)
+        view.start_button.click()
+        run = page.current
+        qtbot.waitUntil(
+            lambda: run.run_id is not None and len(server.requests_to("/chat/completions")) == 1, timeout=15_000
+        )
+        qtbot.waitUntil(lambda: (line := view.line(run.run_id)) is not None and line.live, timeout=5_000)
+        view.select_run(run.run_id)
+        assert view.cancel_button.text() == "Cancel" and view.cancel_button.isEnabled()
+        view.cancel_button.click()
+        qtbot.waitUntil(lambda: view.cancel_button.text() == "Stop Now", timeout=5_000)
+        line = view.line(run.run_id)
+        assert line.status == "cancelling" and view.cancel_button.isEnabled()
+        assert "waiting for the answers to 1 request(s) already sent (paid for)" in line.progress
+        assert page.current is run  # the cancel waits for the answer
+        started = time.monotonic()
+        view.cancel_button.click()
+        qtbot.waitUntil(lambda: page.current is None, timeout=10_000)
+        assert time.monotonic() - started < 5 and run.status == "cancelled"
+        assert responses(project_copy, run.run_id) == 0
+    qtbot.waitUntil(lambda: view.cancel_button.text() == "Cancel" and not view.cancel_button.isEnabled(), timeout=5_000)
 
 
 def wait_prepared(page, qtbot):

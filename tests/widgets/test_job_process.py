@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QMessageBox
 from stub_server import Reply, StubServer
 from support import gmmlu_rows, write_csv
 
+from spokenbench.app.jobs import operation_row
 from spokenbench.app.operations import JobOp
 from spokenbench.app.rating_page import transcribe_with
 from spokenbench.core.foundation.errors import InputError, SpokenBenchError
@@ -363,3 +364,49 @@ def test_a_job_process_that_dies_is_reported_with_its_exit_code_and_last_output(
         job_host.run_task_in_job_process(task_call(job_functions.die_saying, "libfoo.so: cannot open"), Progress(), "t")
     assert "t: the job process stopped unexpectedly (exit code 3)" in str(raised.value)
     assert str(raised.value).endswith("Its last output:\nlibfoo.so: cannot open")
+
+
+def start_job_with_a_request_out(session, qtbot, tmp_path, answer_after_s: float) -> JobOp:
+    marker = tmp_path / "sent.pid"
+    operation = JobOp(
+        session,
+        job_call(job_functions.one_request_out, str(marker), answer_after_s),
+        kind="test",
+        changes=(),
+        label="Sending",
+    ).run()
+    qtbot.waitUntil(lambda: marker.exists() and marker.read_text().isdigit(), timeout=30_000)
+    qtbot.waitUntil(lambda: operation.job_id is not None, timeout=2_000)
+    return operation
+
+
+@pytest.mark.slow
+def test_a_cancelled_job_process_waits_for_its_request_already_sent_then_stop_now_abandons_it(
+    open_session, qtbot, project, tmp_path
+):
+    session = open_session(project.path)
+    operation = start_job_with_a_request_out(session, qtbot, tmp_path, answer_after_s=60.0)
+    operation.cancel()
+    waiting = "stopping: waiting for the answers to 1 request(s) already sent (paid for)"
+    qtbot.waitUntil(lambda: operation.message == waiting, timeout=5_000)
+    qtbot.wait(500)
+    assert operation.is_running  # the cancel waits for the answer it has paid for
+    row = operation_row(operation)
+    assert (row.action, row.action_enabled, row.detail) == ("stop_now", True, waiting)
+    started = time.monotonic()
+    with qtbot.waitSignal(operation.finished, timeout=10_000):
+        operation.stop_now()
+    assert operation.status == "cancelled" and time.monotonic() - started < 5
+    assert job_row(project.path, operation.job_id).status == "cancelled"
+    assert not (tmp_path / "sent.pid.answer").exists()
+
+
+@pytest.mark.slow
+def test_a_cancelled_job_process_keeps_the_answer_it_waited_for(open_session, qtbot, project, tmp_path):
+    session = open_session(project.path)
+    operation = start_job_with_a_request_out(session, qtbot, tmp_path, answer_after_s=2.0)
+    with qtbot.waitSignal(operation.finished, timeout=15_000):
+        operation.cancel()
+    assert operation.status == "cancelled"
+    assert (tmp_path / "sent.pid.answer").read_text() == "answered"  # arrived after the cancel, and was kept
+    assert job_row(project.path, operation.job_id).status == "cancelled"

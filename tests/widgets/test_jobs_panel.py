@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from job_functions import one_request_out
 from PySide6.QtCore import Qt
 from support import gmmlu_rows, write_csv
 
@@ -153,6 +154,39 @@ def test_cancel_in_the_panel_stops_a_job_of_another_thread(studio, qtbot, projec
         row = check.conn.execute("SELECT status, cancel_requested FROM jobs").fetchone()
     assert tuple(row) == ("cancelled", 1)
     qtbot.waitUntil(lambda: card_titled(studio, "Evaluating simulated:steady").row.state == "cancelled", timeout=3_000)
+
+
+@pytest.mark.slow
+def test_a_job_of_another_thread_waiting_for_a_request_already_sent_offers_stop_now(studio, qtbot, project, tmp_path):
+    outcome = []
+    marker = tmp_path / "sent"
+
+    def job():
+        try:
+            with tracked_job(project.path, "evaluate", "Evaluating vllm:stub") as progress:
+                one_request_out(project, str(marker), 60.0, progress=progress)
+        except Cancelled:
+            outcome.append("cancelled")
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    try:
+        qtbot.waitUntil(lambda: marker.exists() and card_titled(studio, "Evaluating vllm:stub") is not None)
+        card = card_titled(studio, "Evaluating vllm:stub")
+        assert card.button.text() == "Cancel"
+        qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: card.button.text() == "Stop Now", timeout=5_000)
+        assert card.row.state == "cancelling" and card.button.isEnabled()
+        assert card.detail.text() == "stopping: waiting for the answers to 1 request(s) already sent (paid for)"
+        assert thread.is_alive()  # the cancel waits for the answer
+        qtbot.mouseClick(card.button, Qt.MouseButton.LeftButton)
+        thread.join(5)
+        assert outcome == ["cancelled"]
+    finally:
+        thread.join(70)
+    with Project.open(project.path) as check:
+        row = check.conn.execute("SELECT status, cancel_requested FROM jobs").fetchone()
+    assert tuple(row) == ("cancelled", 2)  # Stop Now: asked to abandon the request
 
 
 @pytest.mark.slow
