@@ -62,6 +62,36 @@ class JobRow:
     run_id: int | None = None  # the evaluation run it works on: Enter (or a double-click) on the card opens it
 
 
+class StopButtonKeys:
+    """The keyboard on a button whose action changes under it as a job stops (Cancel, disabled while the job takes
+    the cancel in, Stop Now, disabled, Resume). Disabled, a button passes the keys on down the focus chain — to
+    another card's Resume, or out of the panel, where Esc no longer closes it — so they go to `holder` instead;
+    and to the holder too when the button turns into Resume, which a second Space on Stop Now would press as the
+    job ends. They come back only for Stop Now, the next step of the stop the user pressed."""
+
+    def __init__(self, button: QPushButton, holder: QWidget):
+        self.button, self.holder = button, holder
+        self.held = False  # the holder took the keys from the button
+
+    def before(self, keeps_keys: bool) -> None:
+        """Call before the button changes: `keeps_keys`, whether it will be enabled and not Resume."""
+        if self._has_keys(self.button) and not keeps_keys:
+            self.holder.setFocus(Qt.FocusReason.OtherFocusReason)
+            self.held = True
+
+    def after(self, stop_now: bool) -> None:
+        """Call after the button changed: `stop_now`, whether it now offers Stop Now (enabled)."""
+        if self.held and self.button.isEnabled() and not self.button.isHidden():
+            self.held = False
+            if stop_now and self._has_keys(self.holder):
+                self.button.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    @staticmethod
+    def _has_keys(widget: QWidget) -> bool:
+        """Whether `widget` has its window's keyboard, also while another window is active."""
+        return widget.window().focusWidget() is widget
+
+
 def format_duration(seconds: float) -> str:
     seconds = int(round(seconds))
     if seconds < 60:
@@ -153,6 +183,7 @@ class JobCard(QFrame):
         layout.addLayout(bottom)
         self.row: JobRow | None = None
         self.panel = panel
+        self.keys = StopButtonKeys(self.button, self)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # Tab reaches each card; the focus ring shows which
 
     def show_row(self, row: JobRow) -> None:
@@ -174,9 +205,11 @@ class JobCard(QFrame):
         self.detail.setText(row.detail)
         self.figures.setText(progress_text(row))
         self.origin.setText(row.origin)
+        self.keys.before(row.action in ("cancel", "stop_now") and row.action_enabled)
         self.button.setVisible(row.action is not None)
         self.button.setText(ACTION_LABELS.get(row.action or "", ""))
         self.button.setEnabled(row.action_enabled)
+        self.keys.after(row.action_enabled and row.action == "stop_now")
         self.button.setToolTip(row.action_tooltip)
         # a disabled button shows no tooltip on most styles: say it on the card too
         tips = ["" if row.action_enabled else row.action_tooltip]

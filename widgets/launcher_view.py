@@ -40,7 +40,7 @@ from spokenbench.core.evaluation.launcher import (
     PromptChoice,
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
-from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP
+from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, StopButtonKeys
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet
 
@@ -286,6 +286,7 @@ class LauncherView(QWidget):
         self.progress_label = QLabel("Select a run to see its progress.")
         self.progress_label.setWordWrap(True)
         self.cancel_button = QPushButton("Cancel")
+        self.cancel_keys = StopButtonKeys(self.cancel_button, self.runs_table)  # the run the button acts on
         self.resume_button = QPushButton("Resume")
         self.cancel_button.setEnabled(False)
         self.resume_button.setEnabled(False)
@@ -633,13 +634,16 @@ class LauncherView(QWidget):
     def _show_cancel(self, line: RunLine | None) -> None:
         """Cancel, or Stop Now for a cancelled run that waits for the answers to requests already sent."""
         stop_now = line is not None and line.stoppable_now
+        enabled = line is not None and (line.cancellable or stop_now)
+        self.cancel_keys.before(enabled)
         self.cancel_button.setText("Stop Now" if stop_now else "Cancel")
         self.cancel_button.setToolTip(
             STOP_NOW_TOOLTIP
             if stop_now
             else "Stop the run at its next safe point; answers to requests already sent are waited for and kept."
         )
-        self.cancel_button.setEnabled(line is not None and (line.cancellable or stop_now))
+        self.cancel_button.setEnabled(enabled)
+        self.cancel_keys.after(stop_now)
 
     def _cancel_clicked(self) -> None:
         line = self.line(self.selected_run_id()) if self.selected_run_id() is not None else None

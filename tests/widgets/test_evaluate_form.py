@@ -4,6 +4,7 @@ names are elided in the middle with the whole name in the tooltip, the plan pane
 audio-mode run whose inputs are not assembled is assembled by the page (a job) and then run."""
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import QPoint, QPointF, QSettings, Qt
@@ -105,6 +106,27 @@ def test_a_long_model_name_is_elided_in_the_middle_with_the_whole_name_in_the_to
     assert model in table.item(0, column).toolTip()
     widths = {name: table.columnWidth(i) for i, name in enumerate(RUN_COLUMNS)}
     assert widths["Model"] == max(widths.values())  # the widest column: the rest of the row is short
+
+
+def test_the_keyboard_on_cancel_stays_with_the_run_and_comes_back_for_stop_now_only(window, qtbot):
+    """Space on a run's Cancel: the button is disabled while the job takes the cancel in, and passed the keys on
+    down the focus chain; they stay on the runs list, and come back to the button for Stop Now, never Resume."""
+    view = evaluate_page(window, qtbot).view
+    running = RunLine(
+        7, "Run 7: vllm:m", "vllm:m", "text", "standard", "running", 3, 48, "3/48", "", "$0.0010", True, True, False,
+        False,
+    )  # fmt: skip
+    view.set_runs([running])
+    view.select_run(7)
+    view.cancel_button.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is view.cancel_button, timeout=2_000)
+    view.set_runs([replace(running, status="cancelling", cancellable=False)])
+    assert QApplication.focusWidget() is view.runs_table and not view.cancel_button.isEnabled()
+    view.set_runs([replace(running, status="cancelling", cancellable=False, stoppable_now=True)])
+    assert view.cancel_button.text() == "Stop Now" and QApplication.focusWidget() is view.cancel_button
+    view.set_runs([replace(running, status="cancelling", cancellable=False)])
+    view.set_runs([replace(running, status="cancelled", live=False, cancellable=False, resumable=True)])
+    assert QApplication.focusWidget() is view.runs_table and view.resume_button.isEnabled()
 
 
 def use_endpoint(view, server, mode: str) -> None:

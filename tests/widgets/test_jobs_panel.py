@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -259,6 +260,38 @@ def test_the_keyboard_stays_in_the_panel_when_the_card_it_was_on_goes(qtbot):
     qtbot.waitUntil(lambda: QApplication.focusWidget() is panel.cards["b"], timeout=2_000)
     panel.set_rows([])
     qtbot.waitUntil(lambda: panel.isAncestorOf(QApplication.focusWidget()), timeout=2_000)
+
+
+def test_the_keyboard_stays_on_the_card_when_its_button_is_disabled_under_it(qtbot):
+    """The Xvfb walk: Tab to a run's Cancel, Space; the button, disabled while the job takes the cancel in, lost
+    the keys, and Esc no longer reached the panel. Then Stop Now, then Resume, came up on a card without them."""
+    from PySide6.QtWidgets import QApplication
+
+    panel = JobsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.activateWindow()
+    qtbot.waitExposed(panel)
+    running, ended = JobRow(key="a", title="Run 15", action="cancel"), JobRow(key="b", title="Run 14", state="finished")
+    panel.set_rows([running, ended])
+    card = panel.cards["a"]
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is panel and card.isVisible(), timeout=2_000)
+    card.button.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is card.button, timeout=2_000)
+    panel.set_rows([replace(running, state="cancelling", action_enabled=False), ended])  # the cancel asked
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is not card.button, timeout=2_000)
+    assert QApplication.focusWidget() is card  # the same card, not the next one or the page under the panel
+    panel.set_rows([replace(running, state="cancelling", action="stop_now"), ended])
+    assert card.button.text() == "Stop Now" and card.button.isEnabled()
+    assert QApplication.focusWidget() is card.button  # the cancel's next step has the keys: Space stops now
+    panel.set_rows([replace(running, state="cancelling", action="stop_now", action_enabled=False), ended])
+    assert QApplication.focusWidget() is card
+    panel.set_rows([replace(running, state="cancelled", action="resume"), ended])
+    assert QApplication.focusWidget() is card  # never Resume, which a second Space would press
+    card.button.setFocus()  # the job ended before Stop Now was seen: Stop Now turns into Resume at once
+    panel.set_rows([replace(running, state="cancelling", action="stop_now"), ended])
+    panel.set_rows([replace(running, state="cancelled", action="resume"), ended])
+    assert QApplication.focusWidget() is card
 
 
 def _crafted_job(project, kind, argv, label, cwd=None):
