@@ -412,8 +412,9 @@ def tracked_job(
             raise Cancelled()  # below: recorded as interrupted, said as TakenOver
         elif job_progress.cancelled:  # the job saw the cancel and returned early on its own
             status, reason = "cancelled", "cancel requested"
-    except Cancelled:
-        status, reason = "cancelled", "cancel requested"
+    except Cancelled as cancelled:
+        said = str(cancelled).removeprefix("cancelled; ")  # what it did to requests out (JobLoop), if anything
+        status, reason = "cancelled", f"cancel requested; {said}" if said else "cancel requested"
         if state.taken_over:
             status, reason = "interrupted", TAKEN_OVER
             raise TakenOver(f"job {job_id} stopped: {TAKEN_OVER}") from None
@@ -681,6 +682,7 @@ class JobLoop(Generic[U]):
         self._sending: set[asyncio.Task] = set()  # workers whose request is out: a cancel waits for their answers
         self._kept_after_cancel = 0  # answers to requests in flight at the cancel, waited for and stored
         self._interrupts = 0  # Ctrl+Cs that reached this loop (stop_on_interrupt)
+        self._abandoned = 0  # requests out when a cancel became `now`
         self._failure: BaseException | None = None
         self._started = time.monotonic()
         self._carried = 0  # units counted as done before this session (resume)
@@ -830,11 +832,17 @@ class JobLoop(Generic[U]):
         if self._failure is not None:
             raise self._failure
         if self.stop_reason == "cancelled":
-            kept = self._kept_after_cancel
-            raise Cancelled(
-                f"cancelled; the answers to {kept} request(s) already sent were waited for and kept" if kept else ""
-            )
+            raise Cancelled(self._cancel_outcome())
         return LoopResult(self.completed, self.stop_reason, self.retries, time.monotonic() - self._started)
+
+    def _cancel_outcome(self) -> str:
+        """What a cancel did to the requests that were out (empty when none were)."""
+        said = []
+        if self._kept_after_cancel:
+            said.append(f"the answers to {self._kept_after_cancel} request(s) already sent were waited for and kept")
+        if self._abandoned:
+            said.append(f"{self._abandoned} request(s) already sent were abandoned; a resume sends them again")
+        return f"cancelled; {'; '.join(said)}" if said else ""
 
     async def _next_unit(self, shared: Iterator[U]) -> tuple[U, ClaimInHand | None] | None:
         if self._feeder is not None:
@@ -915,6 +923,7 @@ class JobLoop(Generic[U]):
                 said = len(self._sending)
                 self._report()
             await asyncio.sleep(CANCEL_POLL_S)
+        self._abandoned = len(self._sending)
         self._cancel_workers()
 
     def _on_commit(self, tags: list | None) -> None:

@@ -75,6 +75,10 @@ def test_a_stopped_run_waits_for_the_answers_already_sent_and_keeps_them(tmp_pat
     assert f"the answers to {IN_FLIGHT} request(s) already sent were waited for and kept" in said, said
     assert _committed(project_dir) == IN_FLIGHT
     _ended_cancelled(project_dir)
+    [job] = _cli_json("jobs", project_dir)
+    assert job["stop_reason"] == (
+        f"cancel requested; the answers to {IN_FLIGHT} request(s) already sent were waited for and kept"
+    )
 
 
 @pytest.mark.parametrize(("stop", "started"), STOPS, ids=STOP_IDS)
@@ -92,3 +96,7 @@ def test_a_second_signal_abandons_the_requests_already_sent(tmp_path, stop, star
     assert f"abandoning {IN_FLIGHT} request(s) already sent" in said, said
     assert _committed(project_dir) == 0
     _ended_cancelled(project_dir)
+    [job] = _cli_json("jobs", project_dir)
+    assert job["stop_reason"] == (
+        f"cancel requested; {IN_FLIGHT} request(s) already sent were abandoned; a resume sends them again"
+    )
