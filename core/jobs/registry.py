@@ -422,6 +422,9 @@ def tracked_job(
     except KeyboardInterrupt:
         status, reason = "cancelled", "interrupted (Ctrl-C)"
         raise
+    except asyncio.CancelledError:  # its task cancelled: asyncio.run ending on a KeyboardInterrupt, or its caller
+        status, reason = "cancelled", "interrupted"
+        raise
     except SpokenBenchError as error:
         status, reason = "failed", str(error)[:500]
         raise
@@ -460,23 +463,28 @@ _RUNNING_LOOPS: set[JobLoop] = set()  # the loops running in this process, for C
 
 
 def stop_on_interrupt() -> str | None:
-    """What a Ctrl+C (or SIGTERM) does to the loops of this process that wait for answers to requests already
-    sent — the CLI's signal handler calls it, on the main thread, between two steps of the event loop. The first
-    asks them to stop, waiting for those answers (they are paid for); the second abandons them. Returns what to
-    tell the user, or None when nothing waits for an answer (or both were asked already): then interrupt at once,
-    as Ctrl+C always did."""
-    loops = [loop for loop in _RUNNING_LOOPS if loop._sending and loop._interrupts < 2]
+    """What a Ctrl+C (or SIGTERM) does to the loops running in this process — the CLI's signal handler calls it,
+    on the main thread, between two steps of the event loop. The first asks them to stop: a loop waiting for the
+    answers to requests already sent waits for them (they are paid for), the others stop at once; the second
+    abandons those answers. Returns what to tell the user ("" for nothing), or None when no loop runs (or every
+    one was asked all it can be): then interrupt at once, as Ctrl+C always did."""
+    loops = [loop for loop in _RUNNING_LOOPS if loop._interrupts < 2]
     if not loops:
         return None
-    sending = sum(len(loop._sending) for loop in loops)
-    now = all(loop._interrupts for loop in loops)
+    waiting = 0
     for loop in loops:
-        loop._interrupts += 1
+        now = loop._interrupts > 0 or not loop._sending
+        loop._interrupts = 2 if now else 1
+        if not now:
+            waiting += len(loop._sending)
         # Set from a thread of its own: the main thread this runs on may hold the event's lock at this instant.
         threading.Thread(target=loop.progress.cancel, kwargs={"now": now}, daemon=True).start()
-    if now:
-        return f"stopping now: abandoning {sending} request(s) already sent; a resume sends them again"
-    return f"{WAITING_FOR_SENT} {sending} request(s) already sent (paid for); Ctrl+C again abandons them"
+    abandoned = sum(len(loop._sending) for loop in loops) - waiting
+    if waiting:
+        return f"{WAITING_FOR_SENT} {waiting} request(s) already sent (paid for); Ctrl+C again abandons them"
+    if abandoned:
+        return f"stopping now: abandoning {abandoned} request(s) already sent; a resume sends them again"
+    return ""
 
 
 @dataclass

@@ -50,9 +50,10 @@ def _started_with_answers_held(tmp_path, stub, started) -> tuple[Path, subproces
     return project_dir, run
 
 
-def _ended_cancelled(project_dir) -> None:
+def _ended_cancelled(project_dir, what_it_did: str) -> None:
+    """The run and its job cancelled, nothing left held, the job's stop reason saying what it did."""
     [job] = _cli_json("jobs", project_dir)
-    assert job["status"] == "cancelled"
+    assert job["status"] == "cancelled" and job["stop_reason"] == f"cancel requested; {what_it_did}"
     with sqlite3.connect(Path(project_dir) / "project.sqlite") as conn:
         held = conn.execute("SELECT count(*) FROM jobs WHERE status = 'running'").fetchone()[0]
         run_status = conn.execute("SELECT status FROM runs").fetchone()[0]
@@ -74,11 +75,7 @@ def test_a_stopped_run_waits_for_the_answers_already_sent_and_keeps_them(tmp_pat
     assert f"waiting for the answers to {IN_FLIGHT} request(s) already sent (paid for)" in said, said
     assert f"the answers to {IN_FLIGHT} request(s) already sent were waited for and kept" in said, said
     assert _committed(project_dir) == IN_FLIGHT
-    _ended_cancelled(project_dir)
-    [job] = _cli_json("jobs", project_dir)
-    assert job["stop_reason"] == (
-        f"cancel requested; the answers to {IN_FLIGHT} request(s) already sent were waited for and kept"
-    )
+    _ended_cancelled(project_dir, f"the answers to {IN_FLIGHT} request(s) already sent were waited for and kept")
 
 
 @pytest.mark.parametrize(("stop", "started"), STOPS, ids=STOP_IDS)
@@ -95,8 +92,4 @@ def test_a_second_signal_abandons_the_requests_already_sent(tmp_path, stop, star
         stub.state.gate.set()
     assert f"abandoning {IN_FLIGHT} request(s) already sent" in said, said
     assert _committed(project_dir) == 0
-    _ended_cancelled(project_dir)
-    [job] = _cli_json("jobs", project_dir)
-    assert job["stop_reason"] == (
-        f"cancel requested; {IN_FLIGHT} request(s) already sent were abandoned; a resume sends them again"
-    )
+    _ended_cancelled(project_dir, f"{IN_FLIGHT} request(s) already sent were abandoned; a resume sends them again")
