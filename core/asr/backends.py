@@ -65,6 +65,7 @@ class ASRBackend:
     max_concurrency: int = 4
     requests_per_minute: float | None = None
     _key: str | None = field(default=None, repr=False)
+    paid_requests = True  # a service that bills each request: a cancel waits for its answers (local: no)
 
     def prepare(self) -> None:
         """Resolve keys and clients before the first request, so a missing key fails before any work."""
@@ -187,6 +188,8 @@ class LocalWhisperBackend(ASRBackend):
     transcribed one at a time in a worker thread. Returns the text with Whisper's no-speech probability, which
     screening uses to recognise hallucinated transcripts (core/asr/hallucination.py)."""
 
+    paid_requests = False
+
     def __init__(self, name: str, model_dir: str, device: str = "cpu", compute_type: str = "int8"):
         super().__init__(name, Path(model_dir).name or model_dir, 1, None, None)
         self.model_ref = model_dir
@@ -278,6 +281,7 @@ class ContextBackend(ASRBackend):
 
         super().__init__(inner.name + CONTEXT_SUFFIX, inner.model, inner.max_concurrency, inner.requests_per_minute)
         self.inner = inner
+        self.paid_requests = inner.paid_requests
 
     def prepare(self) -> None:
         self.inner.prepare()

@@ -150,6 +150,7 @@ async def run_transcription(
                         limiters[job.asr],
                         retry_policy,
                         secrets=backend.secrets(),
+                        paid=backend.paid_requests,
                     )
                 except (RemoteCallFailed, ProjectError, AudioError) as error:
                     message = redact(f"{job.asr}: {job.label}: {error}", backend.secrets())

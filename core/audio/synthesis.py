@@ -282,7 +282,11 @@ async def _run_remote(project, backend, groups, job_progress, retry_policy, repo
             return _clip_rows_write(backend, group, "ok", None, stored)
         try:
             data, _ = await loop.remote(
-                lambda: backend.synthesize(first.request), limiter, retry_policy, secrets=backend.secrets()
+                lambda: backend.synthesize(first.request),
+                limiter,
+                retry_policy,
+                secrets=backend.secrets(),
+                paid=backend.paid_requests,
             )
             audio, level = check_clip(data, first.request.text, first.label, backend.output_rate)
         except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:

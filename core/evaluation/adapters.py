@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from spokenbench.core.evaluation.presets import ModelPreset
 from spokenbench.core.foundation.credentials import api_key
 from spokenbench.core.foundation.errors import SpokenBenchError
+from spokenbench.core.jobs.registry import before_next_request
 from spokenbench.core.jobs.remote import DEFAULT_TIMEOUT_S, strip_url_credentials
 
 AUDIO_MIME = {
@@ -141,6 +142,7 @@ class ModelAdapter:
     """Base class. Subclasses implement `generate`; `identity` names everything that changes the answer."""
 
     cacheable = True
+    paid_requests = True  # its requests go to a service that bills them: a cancel waits for their answers
     _identity_json: tuple | None = None  # (preset, params, JSON prefix) for request_key
 
     def __init__(self, preset: ModelPreset, params: GenerationParams):
@@ -289,7 +291,9 @@ class OpenAICompatibleAdapter(ModelAdapter):
 
     async def _transcribe(self, request: ModelRequest) -> ModelReply:
         texts = []
-        for audio in request.audio:
+        for index, audio in enumerate(request.audio):
+            if index:
+                before_next_request()  # a cancel waits for the chunk out, never sends the next
             kwargs = {
                 "model": self.preset.model,
                 "file": (f"input.{audio.format}", audio.data, AUDIO_MIME.get(audio.format, "audio/wav")),

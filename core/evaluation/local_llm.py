@@ -250,6 +250,7 @@ def _adapter_classes():
     from spokenbench.core.evaluation.adapters import ModelAdapter, ModelReply, OpenAICompatibleAdapter
 
     class LocalLlamaAdapter(OpenAICompatibleAdapter):
+        paid_requests = False  # this machine's own server: a cancel need not wait for it
         """The OpenAI-compatible adapter, against a llama.cpp server it starts on first use and stops in aclose."""
 
         def __init__(self, preset, params, key=None):
@@ -279,6 +280,7 @@ def _adapter_classes():
                 await self.client.close()
 
     class LocalWhisperAdapter(ModelAdapter):
+        paid_requests = False
         """Transcription by faster-whisper in this process (the pipeline's first step); nothing else."""
 
         def __init__(self, preset, params):

@@ -41,6 +41,7 @@ from spokenbench.core.jobs.registry import (
     JobProgress,
     LoopResult,
     UnitResult,
+    before_next_request,
     working_under,
 )
 from spokenbench.core.jobs.remote import (
@@ -238,6 +239,7 @@ class EvaluationSession:
                     )
                 else:
                     unstored_cost += heard.cost
+                before_next_request()  # a cancel kept the transcript: the answer is a resume's to ask
             obtained = await self._obtain(self.adapter, self.builder.answer(job, transcript))
             cost += obtained.cost
             unstored_cost += obtained.cost
@@ -403,6 +405,7 @@ class EvaluationSession:
                 self.settings.retry,
                 tokens=text_est + audio_est,
                 secrets=self.secrets,
+                paid=adapter.paid_requests,
             )
         except BaseException:
             self.budget.settle(reservation, 0.0)

@@ -315,6 +315,7 @@ class SimulatedAdapter(ModelAdapter):
     store and exports as real ones. Free and offline, so nothing is cached."""
 
     cacheable = False
+    paid_requests = False
 
     def __init__(
         self, preset: ModelPreset, params: GenerationParams, profile: ListenerProfile | None = None, seed: int = 0

@@ -464,27 +464,36 @@ _RUNNING_LOOPS: set[JobLoop] = set()  # the loops running in this process, for C
 
 def stop_on_interrupt() -> str | None:
     """What a Ctrl+C (or SIGTERM) does to the loops running in this process — the CLI's signal handler calls it,
-    on the main thread, between two steps of the event loop. The first asks them to stop: a loop waiting for the
-    answers to requests already sent waits for them (they are paid for), the others stop at once; the second
-    abandons those answers. Returns what to tell the user ("" for nothing), or None when no loop runs (or every
-    one was asked all it can be): then interrupt at once, as Ctrl+C always did."""
+    on the main thread, between two steps of the event loop, so it only counts the press on each loop (its
+    watcher acts on it within CANCEL_POLL_S). The first asks them to stop: a loop waiting for the answers to
+    requests already sent waits for them (they are paid for), the others stop at once; the second abandons those
+    answers. Returns what to tell the user ("" for nothing), or None when no loop runs (or every one was asked
+    all it can be): then interrupt at once, as Ctrl+C always did."""
     loops = [loop for loop in _RUNNING_LOOPS if loop._interrupts < 2]
     if not loops:
         return None
-    waiting = 0
+    waiting = abandoned = 0
     for loop in loops:
-        now = loop._interrupts > 0 or not loop._sending
-        loop._interrupts = 2 if now else 1
-        if not now:
+        if loop._interrupts == 0 and loop._sending:
+            loop._interrupts = 1
             waiting += len(loop._sending)
-        # Set from a thread of its own: the main thread this runs on may hold the event's lock at this instant.
-        threading.Thread(target=loop.progress.cancel, kwargs={"now": now}, daemon=True).start()
-    abandoned = sum(len(loop._sending) for loop in loops) - waiting
+        else:
+            loop._interrupts = 2
+            abandoned += len(loop._sending)
     if waiting:
         return f"{WAITING_FOR_SENT} {waiting} request(s) already sent (paid for); Ctrl+C again abandons them"
     if abandoned:
         return f"stopping now: abandoning {abandoned} request(s) already sent; a resume sends them again"
     return ""
+
+
+def before_next_request() -> None:
+    """For a unit's work with a next request to send after an answer — a long clip's next chunk, pipeline mode's
+    answer after its transcript: raise asyncio.CancelledError once the unit's job stops, so a cancel waits for the
+    request out, never for the ones after it."""
+    loop = _working_in.get()
+    if loop is not None and loop.stopping:
+        raise asyncio.CancelledError()
 
 
 @dataclass
@@ -548,6 +557,7 @@ class ClaimInHand:
     mark: int
 
 
+_working_in: contextvars.ContextVar[JobLoop | None] = contextvars.ContextVar("spokenbench_working_in", default=None)
 _claim_in_hand: contextvars.ContextVar[ClaimInHand | None] = contextvars.ContextVar(
     "spokenbench_claim_in_hand", default=None
 )
@@ -715,7 +725,7 @@ class JobLoop(Generic[U]):
 
     @property
     def stopping(self) -> bool:
-        return self.stop_reason is not None or self.progress.cancelled
+        return self.stop_reason is not None or self.progress.cancelled or self._interrupts > 0
 
     def save(self, write: Write, tag: Any = None) -> None:
         """Queue a write that does not complete a unit; it is committed with the next batch."""
@@ -738,21 +748,29 @@ class JobLoop(Generic[U]):
         *,
         secrets: Iterable[str] = (),
         tokens: float = 0.0,
+        paid: bool = True,
     ) -> tuple[T, int]:
         """A remote call through the provider's limits and the retry policy. Checked right before each
-        attempt is sent (after the limiter's wait): once the job stops, nothing more goes out."""
+        attempt is sent (after the limiter's wait): once the job stops, nothing more goes out. A `paid` call
+        already out when the job is cancelled is waited for (see the module docstring), and one that fails then is
+        not tried again; an unpaid one (this machine's own model, a free engine) is cancelled at once."""
 
         async def guarded() -> T:
             await self._confirm_claim_in_hand()
             if self.stopping:  # no await from here to `call()`: a cancel finds this request either unsent or out
                 raise asyncio.CancelledError()
             worker = asyncio.current_task()
-            self._sending.add(worker)
+            if paid:
+                self._sending.add(worker)
             try:
                 result = await call()
+            except Exception:
+                if self.stopping:  # no retry once the job stops (nor its backoff, up to a server's Retry-After)
+                    raise asyncio.CancelledError() from None
+                raise
             finally:
                 self._sending.discard(worker)
-            if self.progress.cancelled:
+            if paid and self.stopping:
                 self._kept_after_cancel += 1
             return result
 
@@ -823,14 +841,16 @@ class JobLoop(Generic[U]):
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
-            _RUNNING_LOOPS.discard(self)
             watcher.cancel()
-            await self.loop.run_in_executor(None, self.durable.finish)
-            await self.loop.run_in_executor(None, self.writer.finish)
-            await asyncio.sleep(0)  # deliver the writer's last commit callback
-            if self._feeder is not None:
-                await self._feeder.close()
-        if self.progress.cancelled and (self.stop_reason is None or self.stop_reason == "cancelled"):
+            try:
+                await self.loop.run_in_executor(None, self.durable.finish)
+                await self.loop.run_in_executor(None, self.writer.finish)
+                await asyncio.sleep(0)  # deliver the writer's last commit callback
+                if self._feeder is not None:
+                    await self._feeder.close()
+            finally:
+                _RUNNING_LOOPS.discard(self)  # after the flush: a Ctrl+C during it is a cancel, not an interrupt
+        if self.stopping and (self.stop_reason is None or self.stop_reason == "cancelled"):
             # a worker's own check (or `remote`'s, right before a request) may see the cancel before the watcher
             # does and end quietly: units were left undone all the same, so this is a cancel, never "finished"
             self._stop("cancelled")
@@ -859,6 +879,7 @@ class JobLoop(Generic[U]):
         return None if unit is _STOP else (unit, None)
 
     async def _worker(self, shared: Iterator[U], work: Callable[[U], Awaitable[Write | UnitResult | None]]) -> None:
+        _working_in.set(self)  # this worker task's own context: before_next_request finds its loop
         while (next_unit := await self._next_unit(shared)) is not None:
             unit, claim = next_unit
             if self.stopping:
@@ -921,12 +942,16 @@ class JobLoop(Generic[U]):
     async def _watch_cancel(self) -> None:
         """Cancels every worker but those waiting for the answer to a request already sent (see the module
         docstring); cancels those too once the cancel is `now`. Ends when `run` cancels it."""
-        while not self.progress.cancelled:
+        while not self.progress.cancelled and not self._interrupts:
             await asyncio.sleep(CANCEL_POLL_S)
         self._stop("cancelled")
         self._cancel_workers(sparing=set(self._sending))
-        said = None
+        said, told = None, 0
         while not self.progress.stopping_now:
+            if self._interrupts > told:  # Ctrl+C: told to the job's Progress here, not in the signal handler
+                told = self._interrupts
+                self.progress.cancel(now=told > 1)
+                continue
             if len(self._sending) != said:
                 said = len(self._sending)
                 self._report()

@@ -434,3 +434,68 @@ def test_a_plain_cancel_request_does_not_stop_now(project):
 def test_now_without_cancel_is_refused_naming_both(cli, project):
     result = cli("jobs", project.path, "--now")
     assert result.code == 2 and "--now goes with --cancel JOB" in result.err
+
+
+def _one_remote_unit(project, call, *, paid=True, policy=None, then=None):
+    """A loop of one unit that sends `call` through `remote` (then, if given, `then()` and `call` again), cancelled
+    0.1 s after it starts; returns (the Cancelled raised, seconds from the cancel to the loop's end)."""
+    from spokenbench.core.jobs.remote import ProviderLimiter, RetryPolicy
+
+    progress = Progress()
+    loop = jobs.JobLoop(project.db_path, progress, concurrency=1)
+    limiter = ProviderLimiter("stub")
+
+    async def work(_unit):
+        await loop.remote(call, limiter, policy or RetryPolicy(max_attempts=1), paid=paid)
+        if then is not None:
+            then()
+            await loop.remote(call, limiter, policy or RetryPolicy(max_attempts=1), paid=paid)
+
+    async def run():
+        asyncio.get_running_loop().call_later(0.1, progress.cancel)
+        await loop.run([1], work)
+
+    with pytest.raises(Cancelled) as cancelled:
+        asyncio.run(run())
+    return cancelled.value, progress
+
+
+def test_a_request_out_that_fails_after_the_cancel_is_not_tried_again_nor_waited_for(project):
+    """Its retry's backoff (here 8 s; a server's Retry-After may ask 300) is not slept through: the job stops."""
+    from spokenbench.core.jobs.remote import RetryPolicy
+
+    sent = []
+
+    async def timing_out():
+        sent.append(time.monotonic())
+        await asyncio.sleep(0.3)
+        raise TimeoutError("the provider did not answer")
+
+    started = time.monotonic()
+    _one_remote_unit(project, timing_out, policy=RetryPolicy(max_attempts=3, base_delay_s=8.0, jitter=0.0))
+    assert len(sent) == 1 and time.monotonic() - started < 2.0
+
+
+def test_a_cancel_does_not_wait_for_unpaid_work(project):
+    """This machine's own model or a free engine: nothing is paid, nothing is waited for."""
+
+    async def slow_local_answer():
+        await asyncio.sleep(30)
+
+    started = time.monotonic()
+    cancelled, _ = _one_remote_unit(project, slow_local_answer, paid=False)
+    assert time.monotonic() - started < 2.0 and str(cancelled) == ""
+
+
+def test_a_cancel_waits_for_the_request_out_but_never_sends_the_next(project):
+    """A unit with two requests in a row (a transcript, then the answer): the first, out at the cancel, is waited
+    for; before_next_request stops the unit before the second."""
+    sent = []
+
+    async def answered_later():
+        sent.append(time.monotonic())
+        await asyncio.sleep(0.5)
+        return "answer"
+
+    cancelled, _ = _one_remote_unit(project, answered_later, then=jobs.before_next_request)
+    assert len(sent) == 1 and "the answers to 1 request(s) already sent were waited for and kept" in str(cancelled)

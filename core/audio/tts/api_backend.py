@@ -48,6 +48,7 @@ class APIBackend(TTSBackend):
             voices=tuple(VoiceSpec(v, self.voice_genders[v]) for v in voices),
             max_concurrency=presets["concurrency"],
             requests_per_minute=presets["requests_per_minute"],
+            paid_requests=True,
             price_per_million_chars=settings.get("price_per_million_chars", 0.0),
         )
         self.base_url = base_url

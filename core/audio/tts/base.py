@@ -57,6 +57,7 @@ class TTSBackend:
     synthesizes_in_processes: bool = False
     requests_per_minute: int | None = None
     price_per_million_chars: float = 0.0
+    paid_requests: bool = False  # a service that bills each request (APIBackend): a cancel waits for its answers
     notes: dict[str, str] = field(default_factory=dict)  # e.g. why an accent is missing
 
     @property
