@@ -45,6 +45,9 @@ GEMINI_VOICES = {
 }
 
 
+TIMEOUT_MS = 120_000  # as the OpenAI speech client's 120 s
+
+
 class GeminiTTSBackend(APIBackend):
     provider = "gemini"
     template_file = "gemini_prompt.txt"
@@ -64,10 +67,9 @@ class GeminiTTSBackend(APIBackend):
         from google import genai
         from google.genai import types
 
-        # No SDK retries: the synthesis job retries, honouring the server's RetryInfo delay.
-        return genai.Client(
-            api_key=key, http_options=types.HttpOptions(base_url=self.base_url) if self.base_url else None
-        )
+        # No SDK retries: the synthesis job retries, honouring the server's RetryInfo delay. A timeout, as OpenAI's
+        # speech has: without one a request the server never answers holds the job (and a cancel waiting for it).
+        return genai.Client(api_key=key, http_options=types.HttpOptions(base_url=self.base_url, timeout=TIMEOUT_MS))
 
     async def synthesize(self, request: SynthesisRequest) -> bytes:
         from google.genai import types

@@ -283,3 +283,18 @@ def test_openai_speaks_hebrew_naming_it_in_the_instructions(project, tmp_path):
     assert report.synthesized == 1 and not plan.unsupported
     body = sent.json()
     assert body["input"] == "מהי בירת יפן?" and "Speak Hebrew with a natural standard accent" in body["instructions"]
+
+
+def test_a_gemini_speech_request_the_server_never_answers_times_out(mini_project, monkeypatch):
+    """Its client had no timeout: a request the server held kept the job (and a cancel waiting for it) forever."""
+    from spokenbench.core.audio.tts import gemini as gemini_tts
+
+    monkeypatch.setattr(gemini_tts, "TIMEOUT_MS", 500)
+    with StubServer() as server:
+        server.script("POST", GEMINI_ROUTE, Reply(200, b"{}", delay_s=5.0))
+        backend = gemini(server)
+        plan = plan_synthesis(
+            mini_project.conn, backend, languages=["en"], voices=["Orus"], accents=["british"], parts=("questions",)
+        )
+        report = asyncio.run(run_synthesis(mini_project, plan, retry_policy=RetryPolicy(max_attempts=1)))
+    assert report.failed == 2 and "timed out" in report.failures[0]  # not the 5 s reply's "no audio"
