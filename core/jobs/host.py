@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -383,6 +384,9 @@ def main() -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     os.dup2(error_fd, 1)
     sys.stdout = sys.stderr
+    # A Ctrl-C in the terminal the app was started from reaches its job processes too; their app tells them when
+    # to stop (a byte, or the end of stdin: a cancel that still waits for the answers to requests already sent).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = serve(sys.stdin.fileno(), frames_out)
     try:
         frames_out.close()

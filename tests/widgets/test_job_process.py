@@ -201,12 +201,12 @@ def test_a_killed_job_process_is_a_clear_failure_and_its_job_is_not_left_running
     assert not job_row(project.path, operation.job_id).is_live  # its pid is gone: seen as interrupted
 
 
-def start_job_host(project, tmp_path) -> tuple[subprocess.Popen, Path]:
-    """A job process started by hand, as the app starts one, running wait_for_cancel; returns it once running."""
+def start_job_host(project, tmp_path, call=None) -> tuple[subprocess.Popen, Path]:
+    """A job process started by hand, as the app starts one, running `call` (made with the marker's path; by
+    default wait_for_cancel); returns it once running."""
     marker = tmp_path / "running.pid"
-    request = job_host.encode_request(
-        project.path, job_call(job_functions.wait_for_cancel, str(marker)), kind="test", label="Orphan", claim=None
-    )
+    call = call or (lambda marker: job_call(job_functions.wait_for_cancel, marker))
+    request = job_host.encode_request(project.path, call(str(marker)), kind="test", label="Orphan", claim=None)
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     child = subprocess.Popen(job_host.job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     child.stdin.write(request)
@@ -231,6 +231,24 @@ def test_a_job_process_whose_stdin_ends_cancels_itself(project, tmp_path):
     assert child.wait(10) == 0
     assert frames[0][0] == "job" and frames[-1] == ("cancelled",)
     assert job_row(project.path, frames[0][1]).status == "cancelled"
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_in_the_apps_terminal_leaves_a_job_process_and_its_request_alone(project, tmp_path):
+    """Ctrl-C where the app was started reaches its job processes too (one process group): a job with a request
+    out went on without it, and its app decides when it stops; before, asyncio's handler abandoned the request."""
+    child, marker = start_job_host(
+        project, tmp_path, lambda marker: job_call(job_functions.one_request_out, marker, 1.5)
+    )
+    child.send_signal(signal.SIGINT)
+    frames = []
+    while True:
+        try:
+            frames.append(pickle.load(child.stdout))
+        except EOFError:
+            break
+    assert child.wait(10) == 0
+    assert frames[-1] == ("ok", "answered") and Path(f"{marker}.answer").read_text() == "answered"
 
 
 @pytest.mark.slow
