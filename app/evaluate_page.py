@@ -659,10 +659,11 @@ class EvaluatePage(QWidget):
         progress = launcher.progress_text(done, total, message, run.error_kinds, spent)
         errors = ", ".join(f"{count} {kind}" for kind, count in run.error_kinds.items()) if run.errors else ""
         live = job is not None or (own is not None and own.is_running)
-        if job is not None:
-            stoppable_now = job.cancel_requested and not job.stop_now_requested and waits_for_sent(job.message)
-        else:
-            stoppable_now = live and own.status == "cancelling" and not own.stopping_now and waits_for_sent(message)
+        # The job says it waits for answers already sent, whoever cancelled it (this page, the jobs panel, a CLI)
+        stopped_now = (job is not None and job.stop_now_requested) or (own is not None and own.stopping_now)
+        stoppable_now = live and waits_for_sent(message) and not stopped_now
+        if stoppable_now:
+            status = "cancelling"
         model = run.model + (" (simulated)" if run.simulated and "simulated" not in run.model else "")
         return RunLine(
             run_id=run.run_id,

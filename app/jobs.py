@@ -158,8 +158,8 @@ def operation_row(operation: Operation) -> JobRow:
         tooltip = "Stop at the next safe point; what is already saved stays saved."
     else:
         tooltip = "Cancel requested; it stops at its next safe point."
-    if state == "cancelling" and isinstance(operation, JobOp) and waits_for_sent(operation.message):
-        action, enabled = "stop_now", not operation.stopping_now
+    if isinstance(operation, JobOp) and waits_for_sent(operation.message):  # cancelled here or from elsewhere
+        state, action, enabled = "cancelling", "stop_now", not operation.stopping_now
         tooltip = STOPPING_NOW_TOOLTIP if operation.stopping_now else STOP_NOW_TOOLTIP
     return JobRow(
         key=f"op:{id(operation)}",

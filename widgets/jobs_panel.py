@@ -67,17 +67,20 @@ class StopButtonKeys:
     the cancel in, Stop Now, disabled, Resume). Disabled, a button passes the keys on down the focus chain — to
     another card's Resume, or out of the panel, where Esc no longer closes it — so they go to `holder` instead;
     and to the holder too when the button turns into Resume, which a second Space on Stop Now would press as the
-    job ends. They come back only for Stop Now, the next step of the stop the user pressed."""
+    job ends. They come back only for Stop Now, the next step of the stop the user pressed. Only a change moves
+    them: a Resume the user went to keeps them."""
 
     def __init__(self, button: QPushButton, holder: QWidget):
         self.button, self.holder = button, holder
+        self.offered_stop = False  # the button was an enabled Cancel or Stop Now
         self.held = False  # the holder took the keys from the button
 
-    def before(self, keeps_keys: bool) -> None:
-        """Call before the button changes: `keeps_keys`, whether it will be enabled and not Resume."""
-        if self._has_keys(self.button) and not keeps_keys:
+    def before(self, offers_stop: bool) -> None:
+        """Call before the button changes: `offers_stop`, whether it will be an enabled Cancel or Stop Now."""
+        if self.offered_stop and not offers_stop and self._has_keys(self.button):
             self.holder.setFocus(Qt.FocusReason.OtherFocusReason)
             self.held = True
+        self.offered_stop = offers_stop
 
     def after(self, stop_now: bool) -> None:
         """Call after the button changed: `stop_now`, whether it now offers Stop Now (enabled)."""

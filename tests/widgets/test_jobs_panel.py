@@ -292,6 +292,10 @@ def test_the_keyboard_stays_on_the_card_when_its_button_is_disabled_under_it(qtb
     panel.set_rows([replace(running, state="cancelling", action="stop_now"), ended])
     panel.set_rows([replace(running, state="cancelled", action="resume"), ended])
     assert QApplication.focusWidget() is card
+    card.button.setFocus()  # Tab to Resume: the panel's refreshes (every second) leave the keys there
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is card.button, timeout=2_000)
+    panel.set_rows([replace(running, state="cancelled", action="resume"), ended])
+    assert QApplication.focusWidget() is card.button
 
 
 def _crafted_job(project, kind, argv, label, cwd=None):
