@@ -24,7 +24,8 @@ from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST
-from spokenbench.core.jobs.registry import WAITING_FOR_SENT, JobInfo, parse_stored_time, request_cancel
+from spokenbench.core.jobs.loop import WAITING_FOR_SENT
+from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, request_cancel
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, JobRow, JobsPanel
 
 RECENT_S = 120.0
@@ -203,7 +204,7 @@ def job_row(
         run_id=claimed_run(job.claim),
     )
     if job.is_live:
-        if job.cancel_requested and waits_for_sent(job.message):
+        if waits_for_sent(job.message):  # cancelled from anywhere: a panel, `jobs --cancel`, Ctrl-C in its terminal
             return JobRow(
                 **row,
                 state="cancelling",

@@ -93,7 +93,7 @@ def one_request_out(project, marker: str, answer_after_s: float, *, progress):
     `marker`.answer once it arrives (as a job stores what it paid for); returns the answer."""
     import asyncio
 
-    from spokenbench.core.jobs.registry import JobLoop
+    from spokenbench.core.jobs.loop import JobLoop
     from spokenbench.core.jobs.remote import ProviderLimiter, RetryPolicy
 
     async def run() -> str:

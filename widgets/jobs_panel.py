@@ -72,11 +72,16 @@ class StopButtonKeys:
 
     def __init__(self, button: QPushButton, holder: QWidget):
         self.button, self.holder = button, holder
+        self.subject = None  # what the button acts on (the Evaluate page's selected run; a card's own job)
         self.offered_stop = False  # the button was an enabled Cancel or Stop Now
         self.held = False  # the holder took the keys from the button
 
-    def before(self, offers_stop: bool) -> None:
-        """Call before the button changes: `offers_stop`, whether it will be an enabled Cancel or Stop Now."""
+    def before(self, offers_stop: bool, subject=None) -> None:
+        """Call before the button changes: `offers_stop`, whether it will be an enabled Cancel or Stop Now, for
+        `subject`. Another subject (another run selected) starts afresh: the keys come back only to stop the job
+        the user stopped."""
+        if subject != self.subject:
+            self.subject, self.offered_stop, self.held = subject, False, False
         if self.offered_stop and not offers_stop and self._has_keys(self.button):
             self.holder.setFocus(Qt.FocusReason.OtherFocusReason)
             self.held = True

@@ -635,7 +635,7 @@ class LauncherView(QWidget):
         """Cancel, or Stop Now for a cancelled run that waits for the answers to requests already sent."""
         stop_now = line is not None and line.stoppable_now
         enabled = line is not None and (line.cancellable or stop_now)
-        self.cancel_keys.before(enabled)
+        self.cancel_keys.before(enabled, line.run_id if line is not None else None)
         self.cancel_button.setText("Stop Now" if stop_now else "Cancel")
         self.cancel_button.setToolTip(
             STOP_NOW_TOOLTIP

@@ -27,7 +27,8 @@ from spokenbench.core.foundation.errors import InputError, ProjectError, SpokenB
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.foundation.tables import read_table
 from spokenbench.core.jobs.batch_writer import Write
-from spokenbench.core.jobs.registry import JobLoop, UnitClaims, tracked_job
+from spokenbench.core.jobs.loop import JobLoop, UnitClaims
+from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.jobs.remote import (
     ProviderLimiter,
     RemoteCallFailed,

@@ -36,7 +36,8 @@ from spokenbench.core.domain.items import option_part
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.batch_writer import Write
-from spokenbench.core.jobs.registry import JobLoop, UnitClaims, tracked_job
+from spokenbench.core.jobs.loop import JobLoop, UnitClaims
+from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.store import Project
 from spokenbench.core.store.audio_files import PendingFile
 from spokenbench.core.store.database import utc_now

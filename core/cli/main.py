@@ -115,7 +115,7 @@ def _run_job_command(argv: list[str], args: argparse.Namespace) -> int:
 def _keep_paid_answers_on_ctrl_c():
     """Ctrl+C during a job's loop stops the job as a cancel does: at once, but for requests already out to a paid
     service (a model, a TTS or ASR service), whose answers are waited for and stored, since the provider bills
-    them anyway and a resume would pay again (core.jobs.registry.stop_on_interrupt). It says so on stderr; a
+    them anyway and a resume would pay again (core.jobs.loop.stop_on_interrupt). It says so on stderr; a
     second Ctrl+C abandons them, and one more interrupts at once. Outside a job's loop, Ctrl+C interrupts at
     once, as always. Returns the handler to restore, or None where none was set (not the main thread, or SIGINT
     ignored: a background job)."""
@@ -145,11 +145,11 @@ def _stop_on_sigterm_as_on_ctrl_c():
 
 
 def _interrupt_keeping_paid_answers() -> None:
-    """Raise KeyboardInterrupt, unless a job loop runs in this process (core.jobs.registry.stop_on_interrupt): then
+    """Raise KeyboardInterrupt, unless a job loop runs in this process (core.jobs.loop.stop_on_interrupt): then
     it is asked to stop — and the user told when it waits for answers to requests already sent. Runs in a signal
     handler."""
-    registry = sys.modules.get("spokenbench.core.jobs.registry")  # imported by every command that sends requests
-    said = registry.stop_on_interrupt() if registry is not None else None
+    loop = sys.modules.get("spokenbench.core.jobs.loop")  # imported by every command that runs a job's loop
+    said = loop.stop_on_interrupt() if loop is not None else None
     if said is None:
         raise KeyboardInterrupt
     if said:  # os.write, not print: the main thread this runs on may be inside a write to stderr (the progress bar)

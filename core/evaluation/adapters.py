@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from spokenbench.core.evaluation.presets import ModelPreset
 from spokenbench.core.foundation.credentials import api_key
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.jobs.registry import before_next_request
 from spokenbench.core.jobs.remote import DEFAULT_TIMEOUT_S, strip_url_credentials
 
 AUDIO_MIME = {
@@ -291,9 +290,9 @@ class OpenAICompatibleAdapter(ModelAdapter):
 
     async def _transcribe(self, request: ModelRequest) -> ModelReply:
         texts = []
-        for index, audio in enumerate(request.audio):
-            if index:
-                before_next_request()  # a cancel waits for the chunk out, never sends the next
+        # A long clip's chunks are one request to its job: a cancel lets the rest go out too, since a part of the
+        # transcript is not stored, and a resume would pay for every chunk again (Stop Now abandons them).
+        for audio in request.audio:
             kwargs = {
                 "model": self.preset.model,
                 "file": (f"input.{audio.format}", audio.data, AUDIO_MIME.get(audio.format, "audio/wav")),

@@ -11,7 +11,7 @@ import asyncio
 
 from spokenbench.core.evaluation.adapters import ModelAdapter, ModelReply, ModelRequest
 from spokenbench.core.evaluation.presets import Price
-from spokenbench.core.jobs.registry import StopLoop
+from spokenbench.core.jobs.loop import StopLoop
 
 INPUT_RESERVE_FACTOR = 1.5
 BUDGET_STOP = "budget"  # the StopLoop reason, the run's stop_reason, and the CLI's exit code 3

@@ -36,7 +36,7 @@ from spokenbench.core.evaluation.presets import all_presets, resolve_model
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, prompt_output_tokens
 from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.jobs.registry import WAITING_FOR_SENT
+from spokenbench.core.jobs.loop import WAITING_FOR_SENT
 from spokenbench.core.jobs.remote import DEFAULT_CONCURRENCY
 from spokenbench.core.store.items import item_languages
 

@@ -250,8 +250,9 @@ def _adapter_classes():
     from spokenbench.core.evaluation.adapters import ModelAdapter, ModelReply, OpenAICompatibleAdapter
 
     class LocalLlamaAdapter(OpenAICompatibleAdapter):
-        paid_requests = False  # this machine's own server: a cancel need not wait for it
         """The OpenAI-compatible adapter, against a llama.cpp server it starts on first use and stops in aclose."""
+
+        paid_requests = False  # this machine's own server: a cancel need not wait for it
 
         def __init__(self, preset, params, key=None):
             super().__init__(preset, params, None)  # no client yet: it is made when the server answers
@@ -280,8 +281,9 @@ def _adapter_classes():
                 await self.client.close()
 
     class LocalWhisperAdapter(ModelAdapter):
-        paid_requests = False
         """Transcription by faster-whisper in this process (the pipeline's first step); nothing else."""
+
+        paid_requests = False  # this machine's own model
 
         def __init__(self, preset, params):
             super().__init__(preset, params)

@@ -26,15 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spokenbench.core.evaluation import store
-from spokenbench.core.jobs.registry import (
-    ClaimInHand,
-    JobInfo,
-    Lease,
-    Write,
-    claim_unit,
-    live_claim_holder,
-    live_claim_holders,
-)
+from spokenbench.core.jobs.batch_writer import Write
+from spokenbench.core.jobs.loop import ClaimInHand, claim_unit, live_claim_holder, live_claim_holders
+from spokenbench.core.jobs.registry import JobInfo, Lease
 from spokenbench.core.store import batches as batch_store
 from spokenbench.core.store import database
 from spokenbench.core.store import jobs as job_store

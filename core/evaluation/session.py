@@ -1,4 +1,4 @@
-"""One session of one evaluation run, on the shared job loop (core.jobs.registry.JobLoop).
+"""One session of one evaluation run, on the shared job loop (core.jobs.loop.JobLoop).
 
 The loop brings the bounded concurrency, cooperative cancel (polled every 50 ms), the writer thread that
 commits in batches without blocking the event loop, and progress that counts committed answers only. This
@@ -35,15 +35,8 @@ from spokenbench.core.evaluation.request_claims import RequestClaims, WaitingInB
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.batch_writer import DurableWriteFailed
-from spokenbench.core.jobs.registry import (
-    ClaimLost,
-    JobLoop,
-    JobProgress,
-    LoopResult,
-    UnitResult,
-    before_next_request,
-    working_under,
-)
+from spokenbench.core.jobs.loop import ClaimLost, JobLoop, LoopResult, UnitResult, before_next_request, working_under
+from spokenbench.core.jobs.registry import JobProgress
 from spokenbench.core.jobs.remote import (
     ClassifiedError,
     ProviderLimiter,

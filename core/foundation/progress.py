@@ -2,7 +2,7 @@
 a text bar, the app with a Qt signal, tests with a list. Cancellation is cooperative: work calls
 `check_cancelled()` at safe points (between transactions), never mid-write. It has two steps: a cancel lets a
 request already sent to a paid service finish, so its answer is kept, not paid for again by a resume
-(core.jobs.registry.JobLoop); `cancel(now=True)` abandons those too."""
+(core.jobs.loop.JobLoop); `cancel(now=True)` abandons those too."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A job's writer thread: what a JobLoop's units hand back is committed here, in batches, on a connection of
 its own — so the event loop never waits on a commit, and a rating from the app never waits behind a long job.
-core.jobs.registry.JobLoop runs two: one that lingers to share a commit among many units (throughput), and one
+core.jobs.loop.JobLoop runs two: one that lingers to share a commit among many units (throughput), and one
 that commits at once what was paid for (`JobLoop.save_now`)."""
 
 from __future__ import annotations

@@ -126,8 +126,11 @@ def run_in_job_process(request: bytes, progress: Progress, label: str) -> Any:
     cancel byte (looked at every CANCEL_POLL_S); its outcome is returned or raised as soon as it arrives (the
     process is reaped apart, killed if its exit hangs). A process that ends without one (killed, crashed) is a
     SpokenBenchError with its last lines of output: what it committed is kept, its job shows as interrupted."""
+    # In a process group of its own: a Ctrl-C in the terminal the app was started from goes to the app's group
+    # only, also while the job process starts (before it can ignore SIGINT); the app tells it when to stop.
+    own_group = {"process_group": 0} if os.name == "posix" else {}
     process = subprocess.Popen(
-        job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        job_host_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **own_group
     )
     last_words: collections.deque[str] = collections.deque(maxlen=LAST_WORDS)
     relay = threading.Thread(target=_relay_stderr, args=(process, last_words), name=f"stderr: {label}", daemon=True)

@@ -24,7 +24,8 @@ from spokenbench.core.foundation.credentials import api_key
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.batch_writer import Write
-from spokenbench.core.jobs.registry import JobLoop, UnitClaims, tracked_job
+from spokenbench.core.jobs.loop import JobLoop, UnitClaims
+from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.jobs.remote import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT_S,

@@ -60,7 +60,8 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.jobs.batch_writer import Write
-from spokenbench.core.jobs.registry import JobLoop, UnitClaims, tracked_job
+from spokenbench.core.jobs.loop import JobLoop, UnitClaims
+from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.store import Project
 
 ITEMS = 20

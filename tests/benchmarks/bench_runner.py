@@ -13,7 +13,7 @@ Prints, as medians over the repeats:
 Targets from the issue: >= 90 % of ideal, <= 2 ms CPU per request, >= 25x the sequential loop.
 
 The figures include the durability of paid answers: each one is committed and fsynced (JobLoop.save_now in
-core/jobs/registry.py) before it is counted. To compare with another version of the code, run the script with that
+core/jobs/loop.py) before it is counted. To compare with another version of the code, run the script with that
 version first on the path, alternating the two a few times (the machine's load is the largest noise):
 
     git archive COMMIT core resources | tar -x -C /tmp/base/spokenbench

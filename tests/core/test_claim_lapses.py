@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from spokenbench.core.jobs import loop as job_loop
 from spokenbench.core.jobs import registry as jobs
 from spokenbench.core.jobs.remote import ProviderLimiter
 from spokenbench.core.store import database
@@ -59,9 +60,9 @@ def _run_with_a_lapse(project, monkeypatch, *, take_over: str | None, sent: list
         return lambda conn: conn.execute("INSERT INTO project_meta(key, value) VALUES (?, 'unit')", (f"unit-{n}",))
 
     limiter = ProviderLimiter("stub", concurrency=1)
-    claims = jobs.UnitClaims("demo", key=str)
+    claims = job_loop.UnitClaims("demo", key=str)
     with jobs.tracked_job(project.path, "demo", "lapsing") as progress:
-        loop = jobs.JobLoop(project.db_path, progress, concurrency=1, claims=claims, claim_chunk=UNITS)
+        loop = job_loop.JobLoop(project.db_path, progress, concurrency=1, claims=claims, claim_chunk=UNITS)
         result = asyncio.run(loop.run(range(UNITS), work))
         lapses = progress.lease.lapses if hasattr(progress, "lease") else None
     held = project.conn.execute("SELECT unit, job_id FROM work_claims ORDER BY unit").fetchall()
@@ -127,7 +128,7 @@ def test_a_heartbeat_far_ahead_of_the_clock_does_not_keep_a_job_live(project, ah
     info = jobs.get_job(project.conn, job)
     assert info.status == "interrupted" and not info.is_live
     assert "ahead of this machine's clock" in info.stop_reason
-    assert jobs.live_claim_holder(project.conn, "request:k", job + 1) is None, "its claim can be taken over"
+    assert job_loop.live_claim_holder(project.conn, "request:k", job + 1) is None, "its claim can be taken over"
     listed = cli("jobs", project.path)
     assert listed.code == 0 and f"job {job}: stopped without finishing (its heartbeat is " in listed.out
 
@@ -136,7 +137,7 @@ def test_a_heartbeat_a_little_ahead_is_a_live_job_on_a_machine_whose_clock_runs_
     job = _foreign_job(project, 60.0)
     info = jobs.get_job(project.conn, job)
     assert info.status == "running" and info.is_live
-    assert jobs.live_claim_holder(project.conn, "request:k", job + 1).id == job, "its claim is respected"
+    assert job_loop.live_claim_holder(project.conn, "request:k", job + 1).id == job, "its claim is respected"
 
 
 def _foreign_job(project, ahead_s: float) -> int:

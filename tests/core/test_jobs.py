@@ -18,6 +18,7 @@ from spokenbench.core.cli.resume import ResumeRefused, plan_resume
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs import batch_writer
+from spokenbench.core.jobs import loop as job_loop
 from spokenbench.core.jobs import registry as jobs
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.changes import changed_tables, table_versions
@@ -165,7 +166,7 @@ def test_the_loop_bounds_concurrency_and_counts_committed_units(project):
         in_flight -= 1
         return insert_marker(n)
 
-    loop = jobs.JobLoop(project.db_path, Progress(lambda d, t, m: reports.append((d, t))), concurrency=3)
+    loop = job_loop.JobLoop(project.db_path, Progress(lambda d, t, m: reports.append((d, t))), concurrency=3)
     result = asyncio.run(loop.run(range(40), work))
     assert result.completed == 40 and result.stop_reason is None and peak == 3
     assert len(stored_units(project)) == 40
@@ -180,7 +181,7 @@ def test_a_failing_unit_stops_the_loop_after_committing_what_finished(project):
             raise RuntimeError("a bug in unit 5")
         return insert_marker(n)
 
-    loop = jobs.JobLoop(project.db_path, concurrency=1)
+    loop = job_loop.JobLoop(project.db_path, concurrency=1)
     with pytest.raises(RuntimeError, match="unit 5"):
         asyncio.run(loop.run(range(20), work))
     assert stored_units(project) == {f"unit-{n}" for n in range(5)}
@@ -189,10 +190,10 @@ def test_a_failing_unit_stops_the_loop_after_committing_what_finished(project):
 def test_stop_loop_ends_quietly_with_its_reason(project):
     async def work(n):
         if n == 3:
-            raise jobs.StopLoop("budget")
+            raise job_loop.StopLoop("budget")
         return insert_marker(n)
 
-    result = asyncio.run(jobs.JobLoop(project.db_path, concurrency=1).run(range(10), work))
+    result = asyncio.run(job_loop.JobLoop(project.db_path, concurrency=1).run(range(10), work))
     assert result.stop_reason == "budget" and result.completed == 3
 
 
@@ -208,7 +209,7 @@ def test_cancel_stops_within_a_poll_and_keeps_finished_units(project):
 
     started = time.monotonic()
     with pytest.raises(Cancelled):
-        asyncio.run(jobs.JobLoop(project.db_path, progress, concurrency=2).run(range(100), work))
+        asyncio.run(job_loop.JobLoop(project.db_path, progress, concurrency=2).run(range(100), work))
     assert time.monotonic() - started < 2
     assert {f"unit-{n}" for n in range(9)} <= stored_units(project) and len(stored_units(project)) < 12
 
@@ -228,11 +229,11 @@ def test_remote_calls_stop_going_out_once_the_job_stops(project):
 
         await loop.remote(call, limiter)
         if n == 0:
-            raise jobs.StopLoop("budget")
+            raise job_loop.StopLoop("budget")
         return insert_marker(n)
 
     limiter = ProviderLimiter("stub", concurrency=1)
-    loop = jobs.JobLoop(project.db_path, concurrency=2)
+    loop = job_loop.JobLoop(project.db_path, concurrency=2)
     result = asyncio.run(loop.run(range(10), work))
     assert result.stop_reason == "budget" and sent == [0] and result.completed == 0
 
@@ -242,7 +243,7 @@ def test_a_write_that_fails_stops_the_job_with_a_clear_error(project):
         return lambda conn: conn.execute("INSERT INTO no_such_table VALUES (1)")
 
     with pytest.raises(SpokenBenchError, match="storing results failed"):
-        asyncio.run(jobs.JobLoop(project.db_path, concurrency=1).run(range(3), work))
+        asyncio.run(job_loop.JobLoop(project.db_path, concurrency=1).run(range(3), work))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -308,11 +309,11 @@ def test_claimed_units_of_a_live_job_are_skipped_and_a_dead_jobs_are_taken_over(
             worked.append(n)
             return insert_marker(n)
 
-        claims = jobs.UnitClaims(
+        claims = job_loop.UnitClaims(
             "demo", key=str, already_done=lambda conn, keys: {k for k in keys if 10 <= int(k) < 15}
         )
         with jobs.tracked_job(project.path, "demo", "sharing") as progress:
-            loop = jobs.JobLoop(project.db_path, progress, concurrency=2, claims=claims, claim_chunk=4)
+            loop = job_loop.JobLoop(project.db_path, progress, concurrency=2, claims=claims, claim_chunk=4)
             result = asyncio.run(loop.run(range(20), work))
         assert sorted(worked) == list(range(5, 10)) + list(range(15, 20))
         assert result.completed == 10 and loop.skipped == 10
@@ -333,7 +334,7 @@ def test_save_now_commits_a_burst_in_few_transactions_without_lingering(project)
         elapsed.append(time.perf_counter() - started)
         return None
 
-    loop = jobs.JobLoop(project.db_path, concurrency=50)
+    loop = job_loop.JobLoop(project.db_path, concurrency=50)
     asyncio.run(loop.run(range(50), work))
     assert sorted(written) == list(range(50))
     assert loop.durable.commits <= 5 and max(elapsed) < 0.5
@@ -343,7 +344,7 @@ def test_a_durable_write_that_fails_stops_the_job(project):
     async def work(n):
         await loop.save_now(lambda conn: conn.execute("INSERT INTO no_such_table VALUES (1)"))
 
-    loop = jobs.JobLoop(project.db_path, concurrency=2)
+    loop = job_loop.JobLoop(project.db_path, concurrency=2)
     with pytest.raises(batch_writer.DurableWriteFailed, match="no_such_table"):
         asyncio.run(loop.run(range(4), work))
 
@@ -381,7 +382,7 @@ def test_units_finishing_faster_than_they_are_stored_leave_the_write_lock_to_oth
 
     finished = threading.Event()
 
-    loop = jobs.JobLoop(project.db_path, concurrency=8)
+    loop = job_loop.JobLoop(project.db_path, concurrency=8)
 
     def run() -> None:
         try:
@@ -405,7 +406,7 @@ def test_units_finishing_faster_than_they_are_stored_leave_the_write_lock_to_oth
         other.close()
     assert len(stored_units(project)) == UNITS
     # workers wait while more than the limit is uncommitted, and each puts at most one unit before it checks
-    assert loop.writer.largest_batch <= jobs.WRITER_BACKLOG + 8, loop.writer.largest_batch
+    assert loop.writer.largest_batch <= job_loop.WRITER_BACKLOG + 8, loop.writer.largest_batch
     # measured side by side (the same 12,000 units outside pytest): at most 0.08-0.14 s with the workers
     # waiting idle for the commit, 0.95-1.05 s when they polled the queue, 2.3-2.7 s with no limit
     assert len(waits) > 5, waits
@@ -442,7 +443,7 @@ def _one_remote_unit(project, call, *, paid=True, policy=None, then=None):
     from spokenbench.core.jobs.remote import ProviderLimiter, RetryPolicy
 
     progress = Progress()
-    loop = jobs.JobLoop(project.db_path, progress, concurrency=1)
+    loop = job_loop.JobLoop(project.db_path, progress, concurrency=1)
     limiter = ProviderLimiter("stub")
 
     async def work(_unit):
@@ -497,5 +498,5 @@ def test_a_cancel_waits_for_the_request_out_but_never_sends_the_next(project):
         await asyncio.sleep(0.5)
         return "answer"
 
-    cancelled, _ = _one_remote_unit(project, answered_later, then=jobs.before_next_request)
+    cancelled, _ = _one_remote_unit(project, answered_later, then=job_loop.before_next_request)
     assert len(sent) == 1 and "the answers to 1 request(s) already sent were waited for and kept" in str(cancelled)

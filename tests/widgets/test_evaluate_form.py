@@ -127,6 +127,17 @@ def test_the_keyboard_on_cancel_stays_with_the_run_and_comes_back_for_stop_now_o
     view.set_runs([replace(running, status="cancelling", cancellable=False)])
     view.set_runs([replace(running, status="cancelled", live=False, cancellable=False, resumable=True)])
     assert QApplication.focusWidget() is view.runs_table and view.resume_button.isEnabled()
+    # Cancel on run 7 again, then the user goes to run 9, which another window cancelled and which waits: the keys
+    # stay on the list, one Space away from nothing, not on run 9's Stop Now
+    view.set_runs([running])
+    view.cancel_button.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is view.cancel_button, timeout=2_000)
+    other = replace(running, run_id=9, title="Run 9: vllm:m", status="cancelling", cancellable=False)
+    view.set_runs([replace(running, status="cancelling", cancellable=False), other])
+    assert QApplication.focusWidget() is view.runs_table
+    view.set_runs([replace(running, status="cancelling", cancellable=False), replace(other, stoppable_now=True)])
+    view.select_run(9)
+    assert view.cancel_button.text() == "Stop Now" and QApplication.focusWidget() is view.runs_table
 
 
 def use_endpoint(view, server, mode: str) -> None:

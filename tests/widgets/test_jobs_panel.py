@@ -357,3 +357,21 @@ def test_resume_of_a_crafted_row_asks_before_sending_a_key_to_a_new_host(studio,
     from spokenbench.core.cli.resume import ApprovedHosts
 
     assert ApprovedHosts().knows("attacker.example"), "approved on this machine, not in the project"
+
+
+def test_a_command_line_job_stopped_with_ctrl_c_and_waiting_offers_stop_now():
+    """Ctrl-C in its own terminal writes no cancel request: its message says it waits for answers already sent."""
+    from spokenbench.core.foundation.processes import THIS_HOST
+    from spokenbench.core.jobs.loop import WAITING_FOR_SENT
+    from spokenbench.core.jobs.registry import JobInfo
+
+    job = JobInfo(
+        id=7, kind="evaluate", label="Run 7", claim="run:7", project="p", pid=4242, host=THIS_HOST, argv=None,
+        cwd=None, started_at="", heartbeat_at="", finished_at=None, done=3, total=12,
+        message=f"{WAITING_FOR_SENT} 4 request(s) already sent (paid for)", status="running", stop_reason=None,
+        cancel_requested=False, heartbeat_age_s=0.5,
+    )  # fmt: skip
+    row = app_jobs.job_row(job)
+    assert (row.state, row.action, row.action_enabled) == ("cancelling", "stop_now", True)
+    asked = app_jobs.job_row(replace(job, cancel_requested=True, stop_now_requested=True))
+    assert (asked.action, asked.action_enabled) == ("stop_now", False)
