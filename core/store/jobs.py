@@ -125,12 +125,14 @@ def _cancel_level(value) -> int:
 
 
 def set_cancel_requested(conn: sqlite3.Connection, job_id: int, *, now: bool = False) -> bool:
-    """Never lowers a request: STOP asked after STOP_NOW stays STOP_NOW."""
+    """Never lowers a request: STOP asked after STOP_NOW stays STOP_NOW (any other stored value, another
+    program's, is replaced)."""
     level = STOP_NOW if now else STOP
     with transaction(conn):
         cursor = conn.execute(
-            "UPDATE jobs SET cancel_requested = max(cancel_requested, ?) WHERE id = ? AND status = 'running'",
-            (level, job_id),
+            "UPDATE jobs SET cancel_requested = CASE WHEN cancel_requested = ? THEN ? ELSE ? END "
+            "WHERE id = ? AND status = 'running'",
+            (STOP_NOW, STOP_NOW, level, job_id),
         )
     return cursor.rowcount > 0
 

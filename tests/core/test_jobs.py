@@ -500,3 +500,13 @@ def test_a_cancel_waits_for_the_request_out_but_never_sends_the_next(project):
 
     cancelled, _ = _one_remote_unit(project, answered_later, then=job_loop.before_next_request)
     assert len(sent) == 1 and "the answers to 1 request(s) already sent were waited for and kept" in str(cancelled)
+
+
+def test_stop_now_overrides_a_cancel_request_another_program_stored(project):
+    with jobs.tracked_job(project.path, "evaluate", "sending") as progress:
+        [job] = jobs.list_jobs(project.conn)
+        with database.transaction(project.conn) as conn:
+            conn.execute("UPDATE jobs SET cancel_requested = 7 WHERE id = ?", (job.id,))
+        assert jobs.request_cancel(project.conn, job.id, now=True)
+        wait_for(lambda: progress.stopping_now, timeout=3)
+        assert jobs.list_jobs(project.conn)[0].stop_now_requested
