@@ -183,7 +183,7 @@ def _run_handler(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USER_ERROR
     except Cancelled as cancelled:
-        print(str(cancelled) or "cancelled", file=sys.stderr)
+        print(str(cancelled) or "cancelled; everything reported saved is kept", file=sys.stderr)
         return EXIT_CANCELLED
     except BrokenPipeError:
         # The reader went away (`spokenbench … | head`): stop quietly, as Unix tools do.
