@@ -696,7 +696,10 @@ class EvaluatePage(QWidget):
         if job is None:
             own = self.current
             if own is not None and own.run_id == run_id:
-                own.stop_now() if now else own.cancel()
+                if now:
+                    own.stop_now()
+                else:
+                    own.cancel()
             return None
         return WriteOp(
             self.session,

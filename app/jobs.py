@@ -322,7 +322,10 @@ class JobsController(QObject):
     def cancel(self, key: str, now: bool = False) -> None:
         operation = self._operation(key)
         if operation is not None:
-            operation.stop_now() if now else operation.cancel()
+            if now:
+                operation.stop_now()
+            else:
+                operation.cancel()
         elif (job := self._job(key)) is not None and self.session is not None:
             WriteOp(
                 self.session,

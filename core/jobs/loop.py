@@ -96,9 +96,9 @@ def stop_on_interrupt() -> str | None:
 
 
 def before_next_request() -> None:
-    """For a unit's work with a next request to send after an answer — a long clip's next chunk, pipeline mode's
-    answer after its transcript: raise asyncio.CancelledError once the unit's job stops, so a cancel waits for the
-    request out, never for the ones after it."""
+    """For a unit's work with a next request to send after an answer it stored — pipeline mode's answer after its
+    transcript: raise asyncio.CancelledError once the unit's job stops, so a cancel waits for the request out,
+    never for the ones after it."""
     loop = _working_in.get()
     if loop is not None and loop.stopping:
         raise asyncio.CancelledError()
