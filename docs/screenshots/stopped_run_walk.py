@@ -6,11 +6,11 @@ real window manager (xfwm4), driven by keys only:
 A `spokenbench evaluate` of the demo (text mode, --concurrency 4) runs in another process against a loopback stub
 that holds its answers. In the app on the same project: Ctrl+J (the jobs panel, the run's card has the keyboard),
 Tab to its Cancel, Space. OUT/stopped-run-waiting.png: the card says it waits for the answers to the 4 requests
-already sent, and offers Stop Now; OUT/stopped-run-evaluate-page.png: the Evaluate page (Ctrl+6), the run
-selected in its list (Shift+Tab five times, Down, Up), its Cancel become Stop Now. Then the stub answers: OUT/stopped-run-kept.png, the run cancelled with those
-4 answers stored. A second run is cancelled the same way and then stopped with Space on Stop Now:
-OUT/stopped-run-stop-now.png. Prints what each run stored and what the stub was sent. Needs Xvfb, PulseAudio,
-xdotool and xfwm4."""
+already sent, and offers Stop Now. OUT/stopped-run-evaluate-page.png: the Evaluate page (Esc, Ctrl+6), the run
+selected in its list (Shift+Tab five times, Down, Up), its Cancel become Stop Now. Then the stub answers:
+OUT/stopped-run-kept.png (Ctrl+1, Ctrl+J), the run cancelled with those 4 answers stored. A second run is
+cancelled the same way and then stopped with Space on Stop Now: OUT/stopped-run-stop-now.png. Prints what each
+run stored and what the stub was sent. Needs Xvfb, PulseAudio, xdotool and xfwm4."""
 
 from __future__ import annotations
 
@@ -89,6 +89,7 @@ def main() -> None:
         print(f"run {run_id}: cancelled with {len(stub.requests)} requests out; still running: {run.poll() is None}")
         stub.state.gate.set()
         code = run.wait(30)
+        desktop.xdotool("key", "ctrl+j")  # the jobs panel again
         time.sleep(2.0)
         desktop.screenshot(out / "stopped-run-kept.png")
         print(
