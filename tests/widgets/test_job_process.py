@@ -217,17 +217,22 @@ def start_job_host(project, tmp_path, call=None) -> tuple[subprocess.Popen, Path
     return child, marker
 
 
-@pytest.mark.slow
-def test_a_job_process_whose_stdin_ends_cancels_itself(project, tmp_path):
-    """The app closed or killed: the end of the child's stdin is a cancel, so no orphan keeps writing."""
-    child, _ = start_job_host(project, tmp_path)
-    child.stdin.close()
+def frames_until_it_ends(child: subprocess.Popen) -> list:
+    """Every frame a job process started by hand sends, up to the end of its output."""
     frames = []
     while True:
         try:
             frames.append(pickle.load(child.stdout))
         except EOFError:
-            break
+            return frames
+
+
+@pytest.mark.slow
+def test_a_job_process_whose_stdin_ends_cancels_itself(project, tmp_path):
+    """The app closed or killed: the end of the child's stdin is a cancel, so no orphan keeps writing."""
+    child, _ = start_job_host(project, tmp_path)
+    child.stdin.close()
+    frames = frames_until_it_ends(child)
     assert child.wait(10) == 0
     assert frames[0][0] == "job" and frames[-1] == ("cancelled",)
     assert job_row(project.path, frames[0][1]).status == "cancelled"
@@ -235,18 +240,14 @@ def test_a_job_process_whose_stdin_ends_cancels_itself(project, tmp_path):
 
 @pytest.mark.slow
 def test_a_ctrl_c_in_the_apps_terminal_leaves_a_job_process_and_its_request_alone(project, tmp_path):
-    """Ctrl-C where the app was started reaches its job processes too (one process group): a job with a request
-    out went on without it, and its app decides when it stops; before, asyncio's handler abandoned the request."""
+    """A job process ignores SIGINT (sent to it here directly; it also runs in a process group of its own, out of
+    reach of a Ctrl-C in the app's terminal): a job with a request out goes on, and its app decides when it stops.
+    Before, asyncio's handler abandoned the request."""
     child, marker = start_job_host(
         project, tmp_path, lambda marker: job_call(job_functions.one_request_out, marker, 1.5)
     )
     child.send_signal(signal.SIGINT)
-    frames = []
-    while True:
-        try:
-            frames.append(pickle.load(child.stdout))
-        except EOFError:
-            break
+    frames = frames_until_it_ends(child)
     assert child.wait(10) == 0
     assert frames[-1] == ("ok", "answered") and Path(f"{marker}.answer").read_text() == "answered"
 
