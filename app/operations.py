@@ -240,13 +240,17 @@ class OperationRunner(QObject):
 
     def shutdown(self, timeout_s: float = 10.0) -> bool:
         """Abandon everything and wait (up to the timeout) for the threads to return, but those held by the sound
-        server (`sound_device`). True when all waited for did."""
+        server (`sound_device`) and those that only relay a job process: cancelled, it stops on its own, also after
+        the app is gone, and may first wait for the answers to requests it has already sent (its quit waited 5 s
+        for them, the window frozen). True when all waited for did."""
         self.cancel_all()
         deadline = time.monotonic() + timeout_s
         self.closed = True
         _, reading = concurrent.futures.wait(list(self._reads), timeout_s)  # a copy: workers discard from it
         self.pool.shutdown(wait=False, cancel_futures=True)
-        waited = [operation for operation in self.running if not operation.sound_device]
+        waited = [
+            operation for operation in self.running if not operation.sound_device and not operation.in_job_process
+        ]
         for operation in waited:
             operation._join(max(0.0, deadline - time.monotonic()))
         return not reading and all(not op._thread_alive() for op in waited)
@@ -343,6 +347,7 @@ class Operation(QObject):
         self.job_id: int | None = None  # its row in the jobs table, for operations recorded there
         self._cancel_event = threading.Event()
         self._stop_now_event = threading.Event()  # a second step of cancel: abandon requests already sent too
+        self.in_job_process = False  # its work runs in a job process (JobOp given a JobCall): nothing to wait for
         self._thread: threading.Thread | None = None  # only operations that need a thread of their own
         self._on_success: list[Callable[[Any], None]] = []
         self._on_failure: list[Callable[[BaseException], None]] = []
@@ -703,6 +708,7 @@ class JobOp(Operation):
             self._deliver("error", error)
             return
         progress = self._make_progress()
+        self.in_job_process = True
 
         def work() -> Any:
             try:

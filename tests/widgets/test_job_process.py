@@ -429,3 +429,25 @@ def test_a_cancelled_job_process_keeps_the_answer_it_waited_for(open_session, qt
     assert operation.status == "cancelled"
     assert (tmp_path / "sent.pid.answer").read_text() == "answered"  # arrived after the cancel, and was kept
     assert job_row(project.path, operation.job_id).status == "cancelled"
+
+
+@pytest.mark.slow
+def test_quitting_leaves_a_job_process_to_keep_the_answer_it_waits_for_without_waiting(qtbot, project, tmp_path):
+    """Ctrl+Q with a paid request out: the window closed after a frozen 5 s, waiting for a job process that waits
+    for its answer. Now it closes at once; the job process, cancelled, stores the answer and ends on its own."""
+    from PySide6.QtCore import QSettings
+
+    from spokenbench.app.main_window import MainWindow
+
+    window = MainWindow(
+        audio_message="no audio in tests", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    )
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.open_project(project.path).finished, timeout=10_000):
+        pass
+    operation = start_job_with_a_request_out(window.session, qtbot, tmp_path, answer_after_s=2.0)
+    started = time.monotonic()
+    window.close()
+    assert time.monotonic() - started < 1.0
+    qtbot.waitUntil(lambda: (tmp_path / "sent.pid.answer").exists(), timeout=15_000)
+    qtbot.waitUntil(lambda: job_row(project.path, operation.job_id).status == "cancelled", timeout=15_000)
