@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QMessageBox, QVBoxLayout, QWidget
 
 from spokenbench.app import batch_ops
 from spokenbench.app.batch_ops import BATCH, BATCH_CHANGES, FILE
-from spokenbench.app.jobs import confirm_resume, waits_for_sent
+from spokenbench.app.jobs import confirm_resume
 from spokenbench.app.operations import (
     BackgroundOp,
     JobOp,
@@ -36,6 +36,7 @@ from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.foundation.errors import InputError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.host import job_call
+from spokenbench.core.jobs.loop import waits_for_sent
 from spokenbench.core.jobs.registry import JobInfo, request_cancel
 from spokenbench.core.store import Project
 from spokenbench.widgets.launcher_view import LauncherView, RunLine

@@ -24,9 +24,9 @@ from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST
-from spokenbench.core.jobs.loop import WAITING_FOR_SENT
+from spokenbench.core.jobs.loop import waits_for_sent
 from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, request_cancel
-from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, JobRow, JobsPanel
+from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, STOPPING_NOW_TOOLTIP, JobRow, JobsPanel
 
 RECENT_S = 120.0
 RESUME_GRACE_S = 15.0  # a resumed job's new process has this long to show up before Resume is offered again  # how long a job that ended on its own stays listed
@@ -142,14 +142,6 @@ def listed(operation: Operation, now: float) -> bool:
     if isinstance(operation, QueryOp):
         return operation.started_at is not None and now - operation.started_at >= SHORT_READ_S
     return True
-
-
-STOPPING_NOW_TOOLTIP = "Stopping now: requests already sent are abandoned."
-
-
-def waits_for_sent(message: str | None) -> bool:
-    """Whether a cancelled job says it waits for answers to requests already sent (then Stop Now is offered)."""
-    return bool(message) and message.startswith(WAITING_FOR_SENT)
 
 
 def operation_row(operation: Operation) -> JobRow:

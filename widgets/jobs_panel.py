@@ -44,6 +44,7 @@ STOP_NOW_TOOLTIP = (
     "Stop without waiting for the answers to requests already sent: the service has them and bills them, but "
     "their answers are lost, and resuming sends (and pays for) them again."
 )
+STOPPING_NOW_TOOLTIP = "Stopping now: requests already sent are abandoned."
 
 
 @dataclass(frozen=True)

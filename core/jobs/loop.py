@@ -66,6 +66,13 @@ class StopLoop(Exception):
 _STOP = object()
 # What a job says while a cancel waits for the answers to requests already sent (the app offers Stop Now then).
 WAITING_FOR_SENT = "stopping: waiting for the answers to"
+
+
+def waits_for_sent(message: str | None) -> bool:
+    """Whether a job's message says a cancel waits for answers to requests already sent (Stop Now is offered)."""
+    return bool(message) and message.startswith(WAITING_FOR_SENT)
+
+
 _RUNNING_LOOPS: set[JobLoop] = set()  # the loops running in this process, for Ctrl+C (`stop_on_interrupt`)
 
 
