@@ -4,9 +4,9 @@ import sys
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import json
-from pathlib import Path
 
 import pytest
+from demo_copies import audio_fingerprint, changed_audio, damaged_audio, linked_copy
 
 from spokenbench.core.cli.main import main as cli_main
 from spokenbench.core.store import Project
@@ -68,15 +68,32 @@ def built_demo(tmp_path_factory):
         if not target.exists():
             target.parent.mkdir(exist_ok=True)
             build_demo(target)
-    return target
+    yield target
+    damaged = damaged_audio(target)
+    assert not damaged, f"a test wrote into the shared demo's audio (tests/demo_copies.py): {damaged[:5]}"
+
+
+@pytest.fixture(autouse=True)
+def shared_demo_untouched(request):
+    """Copies of the demo hard-link its audio (tests/demo_copies.py): a test that wrote into one is named here,
+    before the tests after it hear the change."""
+    if "built_demo" not in request.fixturenames:
+        yield
+        return
+    demo = request.getfixturevalue("built_demo")
+    before = audio_fingerprint(demo)
+    yield
+    changed = changed_audio(before, audio_fingerprint(demo))
+    assert not changed, (
+        f"this test wrote into {len(changed)} of the shared demo's audio files ({changed[:3]}): copies hard-link "
+        "them (tests/demo_copies.py); replace a file (unlink it, then write) instead of writing into it"
+    )
 
 
 @pytest.fixture
 def demo_copy(built_demo, tmp_path):
-    """A private, writable copy of the demo project."""
-    import shutil
-
-    return Path(shutil.copytree(built_demo, tmp_path / "demo-project"))
+    """A private, writable copy of the demo project (its audio files shared: replace one, never write into it)."""
+    return linked_copy(built_demo, tmp_path / "demo-project")
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from demo_copies import linked_copy
 
 README = Path(__file__).parents[2] / "README.md"
 PARTS = ("## Set up", "## Quick start")
@@ -121,7 +121,7 @@ def test_every_readme_command_runs_on_the_demo(built_demo, tmp_path):
     (tmp_path / "consent.txt").write_text("I agree to be recorded for SpokenBench.\n", encoding="utf-8")
     for command in run:
         if command == DEMO_BUILD:
-            shutil.copytree(built_demo, tmp_path / "demo-project")
+            linked_copy(built_demo, tmp_path / "demo-project")
             continue
         _run(command, tmp_path, env)
     assert (tmp_path / "responses.csv").stat().st_size > 0 and (tmp_path / "demo-report").is_dir()

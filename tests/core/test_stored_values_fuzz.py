@@ -5,10 +5,10 @@ so (`items`, `export`, `runs`, `jobs`, `qc-report`). Slow: 68 demo copies, 884 c
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 
 import pytest
+from demo_copies import linked_copy
 
 WRONG_VALUES = {"blob": b"\xff\x00\xfe", "big integer": 2**62, "text": "x\u202ey", "huge real": 1e308}
 READING_COMMANDS = [
@@ -49,7 +49,7 @@ def test_the_list_holds_every_table_of_the_demo_with_rows(built_demo):
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("kind", WRONG_VALUES)
 def test_a_wrong_value_in_any_column_is_never_an_internal_error(cli, built_demo, tmp_path, kind, table):
-    project = shutil.copytree(built_demo, tmp_path / "project")
+    project = linked_copy(built_demo, tmp_path / "project")
     conn = sqlite3.connect(project / "project.sqlite", isolation_level=None)
     first = conn.execute(f"SELECT min(rowid) FROM {table}").fetchone()[0]
     changed = []

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_copies import linked_copy
 from PySide6.QtCore import QSettings
 
 from spokenbench.app.demo_mode import (
@@ -194,7 +195,7 @@ def test_smoke_needs_a_project(capsys):
 @pytest.mark.slow
 def test_demo_smoke_as_the_packaged_check_runs_it(built_demo, tmp_path):
     """`spokenbench-studio --demo --smoke` offscreen, its data folder holding a current copy of the demo."""
-    shutil.copytree(built_demo, tmp_path / "data" / "demo-project")
+    linked_copy(built_demo, tmp_path / "data" / "demo-project")
     write_marker(tmp_path / "data" / "demo-project")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **{DATA_DIR_ENV: str(tmp_path / "data")})
     script = Path(sys.executable).with_name("spokenbench-studio")

@@ -3,10 +3,10 @@ is missing, refresh when ratings or transcripts arrive from another connection, 
 click-through to a clip, CSV and LaTeX export."""
 
 import csv
-import shutil
 from types import SimpleNamespace
 
 import pytest
+from demo_copies import linked_copy
 from PySide6.QtCore import Qt
 from support import strip_simulated_qc
 
@@ -42,7 +42,7 @@ def page(qtbot, demo_copy, open_session):
 @pytest.fixture
 def qc_page(qtbot, built_demo, tmp_path, open_session):
     """The dashboard on the demo as built: simulated transcripts, its screening, and two annotators' ratings."""
-    project = shutil.copytree(built_demo, tmp_path / "demo-with-qc")
+    project = linked_copy(built_demo, tmp_path / "demo-with-qc")
     page = QcDashboardPage(SimpleNamespace())
     qtbot.addWidget(page)
     page.resize(1100, 700)
@@ -239,7 +239,7 @@ def controls_page(qtbot, built_demo, tmp_path, open_session):
     and an attentive annotator."""
     from support import rate_control_demo
 
-    project = shutil.copytree(built_demo, tmp_path / "demo-with-controls")
+    project = linked_copy(built_demo, tmp_path / "demo-with-controls")
     rate_control_demo(project, tmp_path)
     page = QcDashboardPage(SimpleNamespace())
     qtbot.addWidget(page)

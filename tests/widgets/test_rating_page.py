@@ -5,6 +5,7 @@ import csv
 from types import SimpleNamespace
 
 import pytest
+from demo_copies import linked_copy, replace_file
 from PySide6.QtCore import Qt
 from support import strip_simulated_qc
 
@@ -207,10 +208,9 @@ def test_without_an_audio_device_a_banner_explains_and_rating_still_works(
 def test_without_an_audio_device_the_banner_points_to_the_transcripts_when_there_are_some(
     qtbot, built_demo, tmp_path, open_session, no_asr, monkeypatch
 ):
-    import shutil
 
     monkeypatch.setattr(playback, "output_devices", lambda: [])
-    project = shutil.copytree(built_demo, tmp_path / "with-transcripts")  # the demo's simulated transcripts kept
+    project = linked_copy(built_demo, tmp_path / "with-transcripts")  # the demo's simulated transcripts kept
     page = RatingPage(SimpleNamespace(annotator=ANNOTATOR))
     qtbot.addWidget(page)
     page.show()
@@ -284,7 +284,7 @@ def test_a_missing_clip_is_skipped_and_its_reason_shown(page, qtbot, demo_copy):
 def test_a_damaged_clip_file_is_marked_and_skipped_without_a_crash(page, qtbot, demo_copy):
     with opened(demo_copy) as project:
         clips = queue_clips(project.conn, "demo-qc")
-        project.audio.path_for(clips[1].sha256, clips[1].audio_format).write_bytes(b"not audio at all")
+        replace_file(project.audio.path_for(clips[1].sha256, clips[1].audio_format), b"not audio at all")
     session = open_demo_queue(page, qtbot)
     assert session.current.clip_id == clips[0].clip_id
     press(page, qtbot, "1")  # the next clip is the damaged one: skipped on the way

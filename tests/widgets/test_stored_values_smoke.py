@@ -8,12 +8,12 @@ A-Z or an empty model or question id. Slow: 17 smoke runs, one kind of odd value
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 
 import pytest
+from demo_copies import linked_copy
 
 from spokenbench.core.store.stored_values import VALUE_FORMS
 
@@ -42,7 +42,7 @@ def _storage(declared: str) -> str | None:
 @pytest.mark.parametrize("table", TABLES)
 def test_every_screen_renders_or_the_project_is_refused_naming_the_row(built_demo, tmp_path, table):
     odd = ODD_VALUES[TABLES.index(table) % len(ODD_VALUES)]
-    project = shutil.copytree(built_demo, tmp_path / "project")
+    project = linked_copy(built_demo, tmp_path / "project")
     conn = sqlite3.connect(project / "project.sqlite", isolation_level=None)
     first = conn.execute(f"SELECT min(rowid) FROM {table}").fetchone()[0]
     for _, column, declared, _, _, key in conn.execute(f"PRAGMA table_info({table})").fetchall():

@@ -2,6 +2,7 @@
 and finishing are remembered; Help → Guided Tour opens it again."""
 
 import pytest
+from demo_copies import linked_copy
 from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtTest import QTest
 
@@ -179,13 +180,12 @@ def test_the_frame_is_outside_its_widget_and_hides_and_shows_with_its_page(qtbot
 def test_the_free_form_step_shows_j_s_delta_s_and_s_on_the_demo(make_window, qtbot, built_demo, tmp_path):
     """Issue 25: the tour's free-form step opens the gender probes' free-form setting, whose summary holds the demo's
     simulated J_s, Δ_s and s."""
-    import shutil
 
     from spokenbench.core.demo.tour import step_index
     from spokenbench.widgets.gender_panel import FREE_FORM_SUMMARY_COLUMNS
 
     window = make_window()
-    project = shutil.copytree(built_demo, tmp_path / "demo-project")
+    project = linked_copy(built_demo, tmp_path / "demo-project")
     with qtbot.waitSignal(window.open_project(project).finished, timeout=30_000):
         pass
     tour = window.tour

@@ -1,8 +1,7 @@
 """Undoing a review decision appends a new flagged version; nothing is deleted."""
 
-import shutil
-
 import pytest
+from demo_copies import linked_copy
 
 from spokenbench.core.rewriting.flagging import flagged_rewrites, review_rewrite, undo_last_review
 from spokenbench.core.rewriting.report import rewrite_qc
@@ -11,7 +10,7 @@ from spokenbench.core.store import opened
 
 @pytest.mark.slow
 def test_undo_walks_back_through_a_reviewers_decisions_keeping_history(built_demo, tmp_path):
-    path = shutil.copytree(built_demo, tmp_path / "p")
+    path = linked_copy(built_demo, tmp_path / "p")
     with opened(path) as project:
         conn = project.conn
         first, second, third = flagged_rewrites(conn)[:3]

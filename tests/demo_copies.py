@@ -1,0 +1,57 @@
+"""Copies of the shared demo project that share its audio files, and the checks that no test wrote into one.
+
+The demo's audio is content-addressed and the app only ever replaces a file (a new file renamed into place), never
+writes into one, so a copy can hard-link the audio and copy only the database: 3 MB a copy instead of 67 MB. Whole
+copies, kept as pytest keeps a run's folders, filled CI's disk (about 20 GB a CI run); deleted as each test ends,
+they cost the default run ~20 % more time on a disk mounted with `discard`. A test that wrote into a linked file in
+place would change it for every test after it, in every worker: `changed_audio` names it at once, and
+`damaged_audio` catches at the session's end what a write that put back size and mtime hid.
+"""
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+AUDIO_FOLDER = "audio"
+
+
+def linked_copy(project: Path, target: Path) -> Path:
+    """A writable copy of a project folder whose audio files are hard links to the original's (same file system)."""
+    audio = Path(project, AUDIO_FOLDER)
+
+    def link_audio_copy_the_rest(source: str, destination: str) -> None:
+        if Path(source).parent.parent == audio:
+            os.link(source, destination)
+        else:
+            shutil.copy2(source, destination)
+
+    return Path(shutil.copytree(project, target, copy_function=link_audio_copy_the_rest))
+
+
+def audio_fingerprint(project: Path) -> dict[str, tuple[int, int, int]]:
+    """Size, mtime and mode of each audio file: a write into one changes its mtime (linking changes only ctime)."""
+    fingerprint = {}
+    for path in Path(project, AUDIO_FOLDER).glob("*/*"):
+        status = path.stat()
+        fingerprint[path.name] = (status.st_size, status.st_mtime_ns, status.st_mode)
+    return fingerprint
+
+
+def changed_audio(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]) -> list[str]:
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+def damaged_audio(project: Path) -> list[str]:
+    """Audio files whose bytes no longer hash to their name."""
+    return sorted(
+        path.name
+        for path in Path(project, AUDIO_FOLDER).glob("*/*")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != path.name.partition(".")[0]
+    )
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Put new bytes at `path` in a new file, as the app does: a linked file is left as it was for the others."""
+    path.unlink()
+    path.write_bytes(data)
