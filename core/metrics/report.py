@@ -382,8 +382,10 @@ class _FigureProcesses:
 
     def __exit__(self, *exc_info) -> None:
         if self.children is not None:
-            self.children.stop()
+            # the data's pipe first: a figure process still waiting for it reads its end and ends, even one whose
+            # SIGTERM a library swallowed while it imported matplotlib (it then waited forever, and `stop` for it)
             self._close_payload()
+            self.children.stop()
             os.close(self.free)
 
     def send(self, figure_parts_of, data, kind: str) -> None:

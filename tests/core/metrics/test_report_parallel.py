@@ -172,6 +172,31 @@ def test_a_bad_input_ends_the_figure_process_started_for_it(tmp_path):
     assert not _own_children() - before
 
 
+def test_a_figure_process_that_missed_its_stop_still_ends_when_the_report_fails(tmp_path, monkeypatch):
+    """The report is told it has a bad input at once and stops its figure process while that one still imports
+    matplotlib; a library there that swallowed the SystemExit of its SIGTERM (as one did on a loaded CI machine)
+    left it waiting for the figures' data forever, and the report with it, in `join`. Now the data's pipe is
+    closed first: it gets nothing, and ends."""
+
+    def an_import_that_swallows_the_stop():
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            try:
+                time.sleep(0.05)
+            except BaseException:  # noqa: BLE001 - what the library did
+                pass
+
+    monkeypatch.setattr(report_module.matplotlib_hooks, "import_to_draw", an_import_that_swallows_the_stop)
+    source = tmp_path / "responses.csv"
+    source.write_text("question_id,model\nq1,m1\n")
+    before = _own_children()
+    started = time.monotonic()
+    with pytest.raises(SpokenBenchError, match="answer"):
+        write_report(source, tmp_path / "out", factors=FACTORS, n_resamples=0, workers=2)
+    assert time.monotonic() - started < 10
+    assert not _own_children() - before
+
+
 @pytest.mark.slow
 def test_a_part_that_fails_in_a_worker_fails_the_report_with_its_own_error(tmp_path):
     out = tmp_path / "out"
