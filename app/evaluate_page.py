@@ -36,7 +36,7 @@ from spokenbench.core.evaluation.runner import JOB_KIND, RunSummary, evaluate
 from spokenbench.core.foundation.errors import InputError, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.jobs.host import job_call
-from spokenbench.core.jobs.loop import waits_for_sent
+from spokenbench.core.jobs.loop import offers_stop_now
 from spokenbench.core.jobs.registry import JobInfo, request_cancel
 from spokenbench.core.store import Project
 from spokenbench.widgets.launcher_view import LauncherView, RunLine
@@ -662,7 +662,7 @@ class EvaluatePage(QWidget):
         live = job is not None or (own is not None and own.is_running)
         # The job says it waits for answers already sent, whoever cancelled it (this page, the jobs panel, a CLI)
         stopped_now = (job is not None and job.stop_now_requested) or (own is not None and own.stopping_now)
-        stoppable_now = live and waits_for_sent(message) and not stopped_now
+        stoppable_now = live and offers_stop_now(message) and not stopped_now
         if stoppable_now:
             status = "cancelling"
         model = run.model + (" (simulated)" if run.simulated and "simulated" not in run.model else "")

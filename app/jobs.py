@@ -24,8 +24,8 @@ from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused
 from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST
-from spokenbench.core.jobs.loop import waits_for_sent
-from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, request_cancel
+from spokenbench.core.jobs.loop import offers_stop_now
+from spokenbench.core.jobs.registry import PAUSED_FOR_ROOM, JobInfo, parse_stored_time, request_cancel
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, STOPPING_NOW_TOOLTIP, JobRow, JobsPanel
 
 RECENT_S = 120.0
@@ -151,7 +151,7 @@ def operation_row(operation: Operation) -> JobRow:
         tooltip = "Stop at the next safe point; what is already saved stays saved."
     else:
         tooltip = "Cancel requested; it stops at its next safe point."
-    if isinstance(operation, JobOp) and waits_for_sent(operation.message):  # cancelled here or from elsewhere
+    if isinstance(operation, JobOp) and offers_stop_now(operation.message):  # cancelled here or from elsewhere
         state, action, enabled = "cancelling", "stop_now", not operation.stopping_now
         tooltip = STOPPING_NOW_TOOLTIP if operation.stopping_now else STOP_NOW_TOOLTIP
     return JobRow(
@@ -196,7 +196,7 @@ def job_row(
         run_id=claimed_run(job.claim),
     )
     if job.is_live:
-        if waits_for_sent(job.message):  # cancelled from anywhere: a panel, `jobs --cancel`, Ctrl-C in its terminal
+        if offers_stop_now(job.message):  # cancelled from anywhere: a panel, `jobs --cancel`, Ctrl-C in its terminal
             return JobRow(
                 **row,
                 state="cancelling",
@@ -221,6 +221,10 @@ def job_row(
         )
     if resuming:
         return JobRow(**row, state="resuming", action="resume", action_enabled=False, action_tooltip="Starting…")
+    if job.status == "interrupted" and (job.stop_reason or "").startswith(PAUSED_FOR_ROOM):
+        # alive, waiting for room on its disk to store what it paid for: it goes on by itself, and a resume
+        # would only compete with it (and a cancel cannot be written on the full disk)
+        return JobRow(**row, state="paused")
     resumable = isinstance(resume, ResumePlan)
     if job.status == "interrupted" or resumable:
         if resumable:

@@ -33,12 +33,13 @@ STATES = {
     "running": ("Running", "#2f6fdf"),
     "cancelling": ("Cancelling…", "#616161"),
     "resuming": ("Resuming…", "#2f6fdf"),
+    "paused": ("Paused", "#995400"),  # a live job waiting for room on a full disk (it goes on by itself)
     "interrupted": ("Interrupted", "#995400"),
     "failed": ("Failed", "#c62828"),
     "cancelled": ("Cancelled", "#616161"),
     "finished": ("Finished", "#2e7d32"),
 }
-LIVE_STATES = ("running", "cancelling", "resuming")
+LIVE_STATES = ("running", "cancelling", "resuming", "paused")
 ACTION_LABELS = {"cancel": "Cancel", "stop_now": "Stop Now", "resume": "Resume"}
 STOP_NOW_TOOLTIP = (
     "Stop without waiting for the answers to requests already sent: the service has them and bills them, but "

@@ -136,6 +136,7 @@ async def run_transcription(
                 concurrency=concurrency,
                 describe=lambda job: job.label,
                 claims=UnitClaims("transcribe", key=_claim_key, already_done=_already_transcribed),
+                wait_for_room=any(backend.paid_requests for backend in plan.backends),
             )
 
             async def transcribe(job: TranscriptionJob) -> Write | None:

@@ -259,20 +259,21 @@ def _failed(report: SynthesisReport, backend: TTSBackend, group: list[ClipJob], 
     return _clip_rows_write(backend, group, "failed", message, (None,) * 5)
 
 
-def _job_loop(project: Project, job_progress: Progress, concurrency: int) -> JobLoop:
+def _job_loop(project: Project, job_progress: Progress, concurrency: int, paid: bool) -> JobLoop:
     return JobLoop(
         project.db_path,
         job_progress,
         concurrency=concurrency,
         describe=lambda group: group[0].label,
         claims=UnitClaims("synthesize", key=lambda group: group[0].cache_key),
+        wait_for_room=paid,
     )
 
 
 async def _run_remote(project, backend, groups, job_progress, retry_policy, report) -> None:
     """A service (or a local engine of its own threads): each paid clip's file and rows are durable at once."""
     limiter = ProviderLimiter(backend.name, backend.max_concurrency, backend.requests_per_minute)
-    loop = _job_loop(project, job_progress, backend.max_concurrency)
+    loop = _job_loop(project, job_progress, backend.max_concurrency, backend.paid_requests)
 
     async def synthesize(group: list[ClipJob]) -> Write | None:
         """One recipe, possibly needed by several parts: synthesize (or reuse) once, store for all."""
@@ -293,7 +294,8 @@ async def _run_remote(project, backend, groups, job_progress, retry_policy, repo
         except (AudioError, UnsupportedRequest, RemoteCallFailed) as error:
             message = f"{first.label}: {error}" if isinstance(error, RemoteCallFailed) else str(error)
             return _failed(report, backend, group, message)
-        sha = project.audio.put_bytes(encode_audio(audio.samples, audio.rate, STORED_FORMAT), STORED_FORMAT)
+        encoded = encode_audio(audio.samples, audio.rate, STORED_FORMAT)
+        sha = await loop.store_file(lambda: project.audio.put_bytes(encoded, STORED_FORMAT))  # paid: room awaited
         report.synthesized += 1
         report.reused += len(group) - 1
         stored = (sha, STORED_FORMAT, audio.duration, audio.rate, level)
@@ -311,7 +313,7 @@ async def _run_local(project, backend, groups, job_progress, workers: ClipWorker
     Neutralized voices' clips (signal processing after synthesis) are rendered ahead of that order: the slowest work
     first, so it does not end the job on one worker."""
     files = GroupDurability(project.audio, STORED_FORMAT, FILES_PER_GROUP, BYTES_IN_FLIGHT)
-    loop = _job_loop(project, job_progress, workers.in_flight + FILES_PER_GROUP)
+    loop = _job_loop(project, job_progress, workers.in_flight + FILES_PER_GROUP, paid=False)
     order = _InPlanOrder()
 
     async def synthesize(group: list[ClipJob]) -> Write | None:

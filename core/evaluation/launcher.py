@@ -36,7 +36,7 @@ from spokenbench.core.evaluation.presets import all_presets, resolve_model
 from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, prompt_output_tokens
 from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.jobs.loop import waits_for_sent
+from spokenbench.core.jobs.loop import offers_stop_now
 from spokenbench.core.jobs.remote import DEFAULT_CONCURRENCY
 from spokenbench.core.store.items import item_languages
 
@@ -852,7 +852,7 @@ def progress_text(
         parts.append("errors: " + ", ".join(f"{count} {kind}" for kind, count in errors.items()))
     if spent is not None:
         parts.append(f"spent ${spent:.4f}")
-    if waits_for_sent(message):  # a cancelled run that waits for answers it paid for
+    if offers_stop_now(message):  # a cancelled run that waits for answers it paid for
         parts.append(message)
     return " · ".join(parts)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -45,6 +46,8 @@ ALL_FAILED = "all requests failed"  # the stop reason of a session in which no r
 BATCH_PENDING = "batch pending"  # the stop reason of a run with requests left to a provider batch (as a batch run's)
 WAIT_POLL_S = 0.5  # how often a waiting process asks whether the run's holder has ended
 WAIT_NOTE_S = 60.0  # how often it says it is still waiting
+
+log = logging.getLogger("spokenbench.evaluation")
 
 
 @dataclass
@@ -193,17 +196,17 @@ def _session(
         try:
             result = asyncio.run(session.run())
         except RemoteAuthError:
-            _mark(project, run_id, "failed", "auth")
+            _mark_as_it_stops(project, run_id, "failed", "auth")
             raise
         except Cancelled:
             if not job.taken_over:  # taken over by a resume of this run: the run is that job's to mark now
-                _mark(project, run_id, "cancelled", "cancelled")
+                _mark_as_it_stops(project, run_id, "cancelled", "cancelled")
             raise
         except KeyboardInterrupt:
-            _mark(project, run_id, "cancelled", "interrupted")
+            _mark_as_it_stops(project, run_id, "cancelled", "interrupted")
             raise
         except BaseException:
-            _mark(project, run_id, "failed", "error")
+            _mark_as_it_stops(project, run_id, "failed", "error")
             raise
         stop = result.stop_reason
         status = "cancelled" if stop == BUDGET_STOP else "finished"
@@ -311,6 +314,15 @@ def _hold_run(
         if progress.cancelled:
             raise Cancelled()
         time.sleep(WAIT_POLL_S)
+
+
+def _mark_as_it_stops(project: Project, run_id: int, status: str, stop_reason: str | None) -> None:
+    """`_mark` while a stop or a failure propagates: on a full disk the mark cannot be stored, and what stopped
+    the run (the command's message) must not be replaced by that; the run keeps its last status until a resume."""
+    try:
+        _mark(project, run_id, status, stop_reason)
+    except sqlite3.Error as error:
+        log.warning("run %d: not marked %s (%s)", run_id, status, error)
 
 
 def _mark(project: Project, run_id: int, status: str, stop_reason: str | None) -> None:

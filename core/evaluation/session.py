@@ -177,6 +177,7 @@ class EvaluationSession:
             concurrency=1 if self.prepared.simulated else self.settings.concurrency,  # simulated: no I/O to overlap
             describe=self._describe,
             on_committed=self._committed,
+            wait_for_room=any(a.paid_requests for a in filter(None, (self.adapter, self.asr_adapter))),
         )
         try:
             return await self.loop.run(self.jobs, self._process, total=self.total, already_done=self.answered)

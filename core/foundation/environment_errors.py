@@ -83,6 +83,20 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
     return None
 
 
+def is_disk_full(error: BaseException | None) -> bool:
+    """Whether `error` (or what caused it) is a full disk or an exhausted quota: room may come back, so a job
+    holding paid results waits for it (core.jobs.loop) instead of throwing them away."""
+    while error is not None:
+        if isinstance(error, sqlite3.Error) and (getattr(error, "sqlite_errorname", "") or "").startswith(
+            "SQLITE_FULL"
+        ):
+            return True
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        error = error.__cause__
+    return False
+
+
 # Errors after which a connection's open files may belong to a file system that went away (a USB stick pulled out
 # and put back is a new mount: the old descriptors fail for good, while the path works again)
 _LOST_FILE_ERRNOS = {errno.EIO, errno.ENOTCONN, errno.ENODEV, errno.ENXIO, errno.ESTALE}

@@ -7,7 +7,10 @@ from the app never waits behind a long job); progress counts committed units onl
 survives a SIGKILL; cancel is polled every 50 ms. A cancel stops every worker at once but those whose request
 has gone out to a paid service: their answers are waited for and stored (the provider bills a request it
 received whether or not anyone reads the answer, so a resume would pay for it twice); `cancel(now=True)` — a
-second Ctrl+C, Stop Now, `jobs --cancel JOB --now` — abandons those too. Units are claimed before they are done
+second Ctrl+C, Stop Now, `jobs --cancel JOB --now` — abandons those too. A full disk does not throw away what a
+paid job received either: with `wait_for_room`, the writers hold what the disk refused and try it again every
+ROOM_POLL_S, a clip's file waits the same way (`store_file`), no new request goes out meanwhile, and the job says
+it is paused until the user frees some space (Stop Now, or a second Ctrl+C, discards what is held). Units are claimed before they are done
 (`UnitClaims`), so two identical jobs share the work. Resuming is the plan's business: plans leave out units
 already stored.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import sqlite3
 import threading
 import time
@@ -25,12 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from spokenbench.core.foundation.environment_errors import is_disk_full
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.jobs.batch_writer import BatchWriter, Write
+from spokenbench.core.jobs.batch_writer import ROOM_POLL_S, BatchWriter, Write
 from spokenbench.core.jobs.registry import (
     CANCEL_POLL_S,
     HEARTBEAT_S,
+    PAUSED_FOR_ROOM,
     JobInfo,
     JobProgress,
     Lease,
@@ -63,14 +69,17 @@ class StopLoop(Exception):
         self.reason = reason
 
 
+log = logging.getLogger("spokenbench.jobs")
 _STOP = object()
-# What a job says while a cancel waits for the answers to requests already sent (the app offers Stop Now then).
+# What a job says while a cancel waits to keep what was paid for (the app offers Stop Now then): the answers to
+# requests already sent, or results a full disk refused, held until there is room.
 WAITING_FOR_SENT = "stopping: waiting for the answers to"
+WAITING_FOR_ROOM = "stopping: waiting for room on the disk"
 
 
-def waits_for_sent(message: str | None) -> bool:
-    """Whether a job's message says a cancel waits for answers to requests already sent (Stop Now is offered)."""
-    return bool(message) and message.startswith(WAITING_FOR_SENT)
+def offers_stop_now(message: str | None) -> bool:
+    """Whether a job's message says a cancel waits to keep what was paid for (Stop Now is offered)."""
+    return bool(message) and message.startswith((WAITING_FOR_SENT, WAITING_FOR_ROOM))
 
 
 _RUNNING_LOOPS: set[JobLoop] = set()  # the loops running in this process, for Ctrl+C (`stop_on_interrupt`)
@@ -87,16 +96,20 @@ def stop_on_interrupt() -> str | None:
     loops = [loop for loop in list(_RUNNING_LOOPS) if loop._thread == here and loop._interrupts < 2]
     if not loops:
         return None
-    waiting = abandoned = 0
+    waiting = abandoned = held = paused = 0
     for loop in loops:
-        if loop._interrupts == 0 and loop._sending:
+        if loop._interrupts == 0 and (loop._sending or loop.disk_full() is not None):
             loop._interrupts = 1
             waiting += len(loop._sending)
+            held += loop.held_for_room()
+            paused += loop.disk_full() is not None
         else:
             loop._interrupts = 2
             abandoned += len(loop._sending)
     if waiting:
         return f"{WAITING_FOR_SENT} {waiting} request(s) already sent (paid for); Ctrl+C again abandons them"
+    if paused:
+        return f"{WAITING_FOR_ROOM} to store {held} paid result(s) held; Ctrl+C again discards them"
     if abandoned:
         return f"stopping now: abandoning {abandoned} request(s) already sent; a resume sends them again"
     return ""
@@ -301,8 +314,15 @@ class JobLoop(Generic[U]):
         on_committed: Callable[[list], None] | None = None,  # tags of the units just committed
         claims: UnitClaims[U] | None = None,
         claim_chunk: int = 16,
+        wait_for_room: bool = False,  # paid work: on a full disk, hold what was received and wait for room
     ):
         self.db_path = Path(db_path)
+        self.wait_for_room = wait_for_room
+        self._file_waits = 0  # workers whose clip file waits for room (`store_file`)
+        self._file_error: BaseException | None = None
+        self._holding: set[asyncio.Task] = set()  # those workers: a cancel waits for them, as for requests out
+        self._discarded = 0  # results held for room when a cancel became `now`
+        self._paused_for_room = False
         self.progress = progress or no_progress()
         self.concurrency = max(1, concurrency)
         self.describe = describe
@@ -372,6 +392,8 @@ class JobLoop(Generic[U]):
         not tried again; an unpaid one (this machine's own model, a free engine) is cancelled at once."""
 
         async def guarded() -> T:
+            while self.disk_full() is not None and not self.stopping:  # what it brought could not be stored
+                await asyncio.sleep(CANCEL_POLL_S)
             await self._confirm_claim_in_hand()
             worker = asyncio.current_task()
             if paid:  # counted before the check: a Ctrl-C between the two finds it out, and waits for it
@@ -395,6 +417,46 @@ class JobLoop(Generic[U]):
             self.retries += 1
 
         return await call_with_retries(guarded, limiter, policy, tokens=tokens, secrets=secrets, on_retry=counted)
+
+    async def store_file(self, store: Callable[[], T]) -> T:
+        """`store()` — writing a paid result's file, as a clip's audio — tried again every ROOM_POLL_S while the
+        disk is full (with `wait_for_room`), until it is stored or the job is stopped now."""
+        worker = asyncio.current_task()
+        try:
+            while True:
+                try:
+                    return store()
+                except Exception as error:
+                    if not (self.wait_for_room and is_disk_full(error)) or self.progress.stopping_now:
+                        raise
+                    self._file_error = error
+                    if worker not in self._holding:
+                        self._holding.add(worker)
+                        self._file_waits += 1
+                    self._room_changed()
+                waited = 0.0
+                while waited < ROOM_POLL_S and not self.progress.stopping_now:
+                    await asyncio.sleep(CANCEL_POLL_S)
+                    waited += CANCEL_POLL_S
+        finally:
+            if worker in self._holding:
+                self._holding.discard(worker)
+                self._file_waits -= 1
+                self._room_changed()
+
+    def disk_full(self) -> BaseException | None:
+        """The full-disk error the job waits behind, or None."""
+        for writer in (self.durable, self.writer):
+            if writer is not None and writer.full is not None:
+                return writer.full
+        return self._file_error if self._file_waits else None
+
+    def held_for_room(self) -> int:
+        """Paid results received and not yet stored because the disk is full (the durable writer's, and clip
+        files waiting for room)."""
+        if self.disk_full() is None or self.durable is None:
+            return 0
+        return self._file_waits + self.durable.unstored()
 
     async def _confirm_claim_in_hand(self) -> None:
         """After a lapse of this job's heartbeat, make sure the unit about to be paid for is still its own (and
@@ -443,9 +505,11 @@ class JobLoop(Generic[U]):
         self._started = time.monotonic()
         self._writer_caught_up = asyncio.Event()
         self.writer = BatchWriter(self.db_path, self._on_commit)
-        self.writer.start()
         self.durable = BatchWriter(self.db_path, linger_s=0.0, name="spokenbench-job-durable-writer")
-        self.durable.start()
+        for writer in (self.writer, self.durable):
+            writer.wait_for_room = self.wait_for_room
+            writer.on_full = lambda: self.loop.call_soon_threadsafe(self._room_changed)
+            writer.start()
         shared = iter(units)
         if self.claims is not None:
             self._feeder = _ClaimingFeeder(
@@ -459,7 +523,6 @@ class JobLoop(Generic[U]):
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
-            watcher.cancel()
             try:
                 await self.loop.run_in_executor(None, self.durable.finish)
                 await self.loop.run_in_executor(None, self.writer.finish)
@@ -467,6 +530,7 @@ class JobLoop(Generic[U]):
                 if self._feeder is not None:
                     await self._feeder.close()
             finally:
+                watcher.cancel()  # after the flush: a wait for room on a full disk can still be stopped now
                 _RUNNING_LOOPS.discard(self)  # after the flush: a Ctrl+C during it is a cancel, not an interrupt
         if self._interrupts and not self.progress.cancelled:  # a Ctrl-C the watcher had no time to tell
             self.progress.cancel(now=self._interrupts > 1)
@@ -475,6 +539,8 @@ class JobLoop(Generic[U]):
             # does and end quietly: units were left undone all the same, so this is a cancel, never "finished"
             self._stop("cancelled")
         self._report()
+        if self._discarded and self.stop_reason == "cancelled":  # stopped now on a full disk: say what was lost
+            raise Cancelled(self._cancel_outcome())
         if self.writer.error is not None:
             raise SpokenBenchError(f"storing results failed: {self.writer.error}") from self.writer.error
         if self._failure is not None:
@@ -490,6 +556,11 @@ class JobLoop(Generic[U]):
             said.append(f"the answers to {self._kept_after_cancel} request(s) already sent were waited for and kept")
         if self._abandoned:
             said.append(f"{self._abandoned} request(s) already sent were abandoned; a resume sends them again")
+        if self._discarded:
+            said.append(
+                f"{self._discarded} paid result(s) held for room on the full disk were discarded; a resume asks for "
+                "them again"
+            )
         return f"cancelled; {'; '.join(said)}" if said else ""
 
     async def _next_unit(self, shared: Iterator[U]) -> tuple[U, ClaimInHand | None] | None:
@@ -571,7 +642,7 @@ class JobLoop(Generic[U]):
         while not self.progress.cancelled and not self._interrupts:
             await asyncio.sleep(CANCEL_POLL_S)
         self._stop("cancelled")
-        self._cancel_workers(sparing=set(self._sending))
+        self._cancel_workers(sparing=self._sending | self._holding)
         said, told = None, 0
         while not self.progress.stopping_now:
             if self._interrupts > told:  # Ctrl+C: told to the job's Progress here, not in the signal handler
@@ -583,6 +654,9 @@ class JobLoop(Generic[U]):
                 self._report()
             await asyncio.sleep(CANCEL_POLL_S)
         self._abandoned = len(self._sending)
+        self._discarded = self.held_for_room()
+        for writer in (self.writer, self.durable):
+            writer.give_up()
         self._cancel_workers()
 
     def _on_commit(self, tags: list | None) -> None:
@@ -604,6 +678,23 @@ class JobLoop(Generic[U]):
         if finished:
             self._report(message=finished[-1].label)
 
+    def _room_changed(self) -> None:
+        """At each try on a full disk and once room is back: said once on stderr (scripts see no progress bar),
+        and in the job's progress at every try (so a bar drawn at most every so often shows it)."""
+        paused = self.disk_full() is not None
+        if paused != self._paused_for_room:
+            self._paused_for_room = paused
+            where = self.db_path.parent
+            if paused:
+                log.warning(
+                    "%s (%s): what was paid for is held and stored once there is room; free some space",
+                    PAUSED_FOR_ROOM,
+                    where,
+                )
+            else:
+                log.warning("room on the disk again (%s): what was held is stored; the job goes on", where)
+        self._report()
+
     def _report(self, message: str = "") -> None:
         """After every commit (commits are batched, so at most about a hundred a second)."""
         now = time.monotonic()
@@ -613,8 +704,19 @@ class JobLoop(Generic[U]):
         if self.total and rate > 0 and done < self.total:
             left = (self.total - done) / rate
             eta = f" ETA {int(left // 60)}:{int(left % 60):02d}"
-        if (self.progress.cancelled or self._interrupts) and self._sending and not self.progress.stopping_now:
+        stopping = (self.progress.cancelled or self._interrupts) and not self.progress.stopping_now
+        if stopping and self._sending:
             message = f"{WAITING_FOR_SENT} {len(self._sending)} request(s) already sent (paid for)"
+            self.progress.report(done, self.total, message)
+            return
+        if self.disk_full() is not None and not self.progress.stopping_now:
+            where, held = self.db_path.parent, self.held_for_room()
+            message = (
+                f"{WAITING_FOR_ROOM} ({where}) to store {held} paid result(s) held; free some space"
+                if stopping
+                else f"{PAUSED_FOR_ROOM} ({where}): {held} paid result(s) held, stored once there is room; "
+                "free some space"
+            )
             self.progress.report(done, self.total, message)
             return
         self.progress.report(done, self.total, f"{rate:.1f}/s{eta} {message}".strip())

@@ -38,6 +38,8 @@ log = logging.getLogger("spokenbench.jobs")
 
 HEARTBEAT_S = 1.0
 STALE_AFTER_S = 10.0  # a running job whose heartbeat is older than this is shown as interrupted
+PAUSED_FOR_ROOM = "paused: the disk is full"  # a paid job holding what it received until there is room (JobLoop)
+FULL_DISK_BYTES = 1 << 20  # less free space than this where a live job's heartbeat stopped: the disk is full
 MAX_CLOCK_AHEAD_S = 3600.0  # a heartbeat further ahead of this machine's clock is no sign of life (crafted, broken)
 LEASE_S = STALE_AFTER_S / 2  # a job whose own heartbeat is older confirms a claim before paying under it
 CANCEL_POLL_S = 0.05
@@ -135,6 +137,14 @@ def _stored_argv(text) -> list[str] | None:
     return argv if isinstance(argv, list) and all(isinstance(arg, str) for arg in argv) else None
 
 
+def _disk_full(folder: str | None) -> bool:
+    try:
+        status = os.statvfs(folder)
+    except (OSError, TypeError, ValueError):
+        return False
+    return status.f_bavail * status.f_frsize < FULL_DISK_BYTES
+
+
 def job_info(row: sqlite3.Row, now: float) -> JobInfo:
     """A jobs row as every process sees it: a 'running' row whose process is gone or whose heartbeat is stale is
     interrupted (paused, when its process here is stopped)."""
@@ -154,6 +164,10 @@ def job_info(row: sqlite3.Row, now: float) -> JobInfo:
             stop_reason = (
                 f"paused: its process is stopped (Ctrl+Z or SIGSTOP), no heartbeat for {age:.0f} s; once continued "
                 "it skips what another job took over"
+            )
+        elif alive and _disk_full(row["project"]):  # its heartbeat cannot be written: a paid job waits for room
+            stop_reason = (
+                f"{PAUSED_FOR_ROOM}: no heartbeat for {age:.0f} s; it goes on once there is room: free some space"
             )
         elif ahead:
             stop_reason = f"stopped without finishing (its heartbeat is {age:.0f} s ahead of this machine's clock)"
@@ -279,13 +293,24 @@ class _Heartbeat(threading.Thread):
 
     def run(self) -> None:
         conn = database.connect(self.db_path)
+        failing = False
         try:
             while not self.stopping.wait(HEARTBEAT_S):
                 try:
                     beat = job_store.beat(conn, self.job_id, *self.state.snapshot())
-                except sqlite3.Error as error:  # a busy or read-only database must not kill the job
-                    log.warning("job %d: heartbeat not written (%s)", self.job_id, error)
+                except sqlite3.Error as error:  # a busy, read-only or full database must not kill the job
+                    if not failing:  # once, not every second of a full disk
+                        log.warning(
+                            "job %d: heartbeat not written (%s); tried again every %g s",
+                            self.job_id,
+                            error,
+                            HEARTBEAT_S,
+                        )
+                    failing = True
                     continue
+                if failing:
+                    log.warning("job %d: heartbeat written again", self.job_id)
+                    failing = False
                 self.progress.lease.renewed(beat.written_at)
                 if not beat.still_running:
                     # Stopped for longer than STALE_AFTER_S, this job was marked interrupted by one that took over

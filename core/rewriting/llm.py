@@ -207,6 +207,7 @@ async def run_rewrites(
                 project.db_path,
                 job_progress,
                 concurrency=settings.concurrency,
+                wait_for_room=True,  # an LLM's rewrites are paid for
                 describe=lambda unit: f"{unit[1].source_id} ({unit[1].language})",
                 claims=UnitClaims(
                     "rewrite",

@@ -82,7 +82,7 @@ class AudioStore:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
         except OSError as error:  # a read-only project, a full disk: say so, never a traceback
-            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from error
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -103,7 +103,7 @@ class AudioStore:
             self.temp_dir.mkdir(parents=True, exist_ok=True)
             fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
         except OSError as error:
-            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from error
         digest, size = hashlib.sha256(), 0
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -123,7 +123,7 @@ class AudioStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp_name)
             if isinstance(error, OSError):
-                raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+                raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from error
             raise
         fsync_directory(target.parent)
         return sha256
@@ -147,14 +147,14 @@ class AudioStore:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, temp_name = tempfile.mkstemp(dir=self.temp_dir, prefix=f"{owner_tag()}.", suffix=".part")
         except OSError as error:
-            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from error
         pending = PendingFile(sha256, target, temp_name, fd)
         try:
             _write_all(fd, [memoryview(part).cast("B") for part in parts])
         except BaseException as error:
             self.discard([pending])
             if isinstance(error, OSError):
-                raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+                raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from error
             raise
         return pending
 
@@ -175,7 +175,7 @@ class AudioStore:
             _in_parallel(fsync_directory, sorted({f.target.parent for f in pending}))
         except OSError as error:
             self.discard(pending)
-            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from None
+            raise ProjectError(f"cannot store audio in {self.root}: {error.strerror or error}") from error
         except BaseException:
             self.discard(pending)
             raise

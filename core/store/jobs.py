@@ -4,10 +4,13 @@ so a heartbeat or a cancel request never waits behind a job's work."""
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from typing import NamedTuple
 
 from spokenbench.core.store.database import transaction, utc_now
+
+log = logging.getLogger("spokenbench.jobs")
 
 JOB_COLUMNS = (
     "id, kind, label, claim, project, pid, host, argv_json, cwd, started_at, heartbeat_at, finished_at, done, total, "
@@ -170,5 +173,10 @@ def release_claim(conn: sqlite3.Connection, unit: str, job_id: int) -> None:
 
 
 def release_job_claims(conn: sqlite3.Connection, job_id: int) -> None:
-    with transaction(conn):
-        conn.execute("DELETE FROM work_claims WHERE job_id = ?", (job_id,))
+    """At a job's end. When they cannot be released (a full disk) they are left: a claim whose job has ended is
+    taken over like any other stale one, and the job's outcome is what to tell, not this."""
+    try:
+        with transaction(conn):
+            conn.execute("DELETE FROM work_claims WHERE job_id = ?", (job_id,))
+    except sqlite3.Error as error:
+        log.warning("job %d: its claims were not released (%s); they lapse as it ends", job_id, error)

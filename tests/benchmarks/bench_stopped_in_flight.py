@@ -25,65 +25,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "core" / "qc"), str(TESTS / "core" / "evaluation")]
 
-from eval_support import add_assembled, add_items  # noqa: E402
-from qc_support import CHAT_ROUTE, SECRET, chat_reply, rewrite_json  # noqa: E402
-from stub_server import Reply, StubServer, chat_answer  # noqa: E402
-from support import as_from_a_terminal, physics_items, write_jsonl  # noqa: E402
-
-from spokenbench.core.audio.io import encode_wav  # noqa: E402
-from spokenbench.core.domain.conditions import Condition  # noqa: E402
-from spokenbench.core.importers import ImportOptions, import_files  # noqa: E402
-from spokenbench.core.store import Project  # noqa: E402
+from paid_commands import KINDS, SPOKENBENCH  # noqa: E402
+from qc_support import SECRET  # noqa: E402
+from stub_server import StubServer  # noqa: E402
+from support import as_from_a_terminal  # noqa: E402
 
 ANSWER_S = 1.5
-SPOKENBENCH = str(Path(sys.executable).with_name("spokenbench"))
-GOOD_REWRITE = rewrite_json("What is this speed in kilometers per hour?", ["one", "two", "three", "four"])
-
-
-def _tone_wav() -> bytes:
-    import numpy as np
-
-    samples = (0.2 * np.sin(2 * np.pi * 220 * np.arange(24_000) / 24_000)).astype(np.float32)
-    return encode_wav(samples, 24_000)
-
-
-def rewrite_setup(folder: Path, items: int, server: StubServer, concurrency: int) -> tuple[list[str], str]:
-    with Project.create(folder / "project") as project:
-        rows = physics_items(items, "s")
-        import_files(project, [write_jsonl(folder / "items.jsonl", rows)], "mcq", ImportOptions(source="b"))
-    server.script("POST", CHAT_ROUTE, replace(chat_reply(GOOD_REWRITE), delay_s=ANSWER_S))
-    command = ["rewrite", str(folder / "project"), "--base-url", f"{server.url}/v1", "--concurrency", str(concurrency)]
-    return command, CHAT_ROUTE
-
-
-def synthesize_setup(folder: Path, items: int, server: StubServer, concurrency: int) -> tuple[list[str], str]:
-    with Project.create(folder / "project") as project:
-        rows = physics_items(items, "s")
-        import_files(project, [write_jsonl(folder / "items.jsonl", rows)], "mcq", ImportOptions(source="b"))
-    route = r"/v1/audio/speech$"
-    server.script("POST", route, Reply(200, _tone_wav(), headers={"Content-Type": "audio/wav"}, delay_s=ANSWER_S))
-    command = ["synthesize", str(folder / "project"), "--tts", "openai", "--base-url", f"{server.url}/v1"]
-    command += ["--voices", "nova", "--accents", "american", "--parts", "questions", "--original-text"]
-    return command, route
-
-
-def evaluate_setup(folder: Path, items: int, server: StubServer, concurrency: int) -> tuple[list[str], str]:
-    with Project.create(folder / "project") as project:
-        for item_id in add_items(project, items):
-            add_assembled(project, item_id, Condition(language="en", voice="Zephyr", order="original"))
-    server.script("POST", CHAT_ROUTE, Reply(200, chat_answer("A"), delay_s=ANSWER_S))
-    command = ["evaluate", str(folder / "project"), "--model", "vllm:stub-model", "--base-url", f"{server.url}/v1"]
-    command += ["--mode", "audio", "--prompt", "standard", "--concurrency", str(concurrency)]
-    return command, CHAT_ROUTE
-
-
-KINDS = {"rewrite": rewrite_setup, "synthesize": synthesize_setup, "evaluate": evaluate_setup}
 
 
 def stopped_then_finished(kind: str, items: int, concurrency: int, tree: str | None) -> tuple[int, int, float]:
@@ -92,7 +44,7 @@ def stopped_then_finished(kind: str, items: int, concurrency: int, tree: str | N
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as tmp, StubServer() as server:
-        command, route = KINDS[kind](Path(tmp), items, server, concurrency)
+        command, route = KINDS[kind](Path(tmp), items, server, concurrency, ANSWER_S)
         stopped = subprocess.Popen(
             [SPOKENBENCH, *command],
             env=env,

@@ -23,7 +23,7 @@ from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.importers import import_files
 from spokenbench.core.jobs.registry import tracked_job
 from spokenbench.core.store import Project
-from spokenbench.widgets.jobs_panel import JobRow, JobsPanel, progress_text
+from spokenbench.widgets.jobs_panel import LIVE_STATES, STATES, JobRow, JobsPanel, progress_text
 
 
 @pytest.fixture
@@ -375,3 +375,23 @@ def test_a_command_line_job_stopped_with_ctrl_c_and_waiting_offers_stop_now():
     assert (row.state, row.action, row.action_enabled) == ("cancelling", "stop_now", True)
     asked = app_jobs.job_row(replace(job, cancel_requested=True, stop_now_requested=True))
     assert (asked.action, asked.action_enabled) == ("stop_now", False)
+
+
+def test_a_job_waiting_for_room_on_a_full_disk_is_paused_not_offered_for_resuming():
+    """Its heartbeat stopped because the disk is full; its process is alive and goes on once there is room: a
+    Resume would start a second job competing for the same units."""
+    from spokenbench.core.foundation.processes import THIS_HOST
+    from spokenbench.core.jobs.registry import PAUSED_FOR_ROOM, JobInfo
+
+    job = JobInfo(
+        id=7, kind="evaluate", label="Run 7", claim="run:7", project="p", pid=4242, host=THIS_HOST,
+        argv=["evaluate", "p"], cwd=None, started_at="", heartbeat_at="", finished_at=None, done=3, total=12,
+        message="2.0/s", status="interrupted", cancel_requested=False, heartbeat_age_s=17.0,
+        stop_reason=f"{PAUSED_FOR_ROOM}: no heartbeat for 17 s; it goes on once there is room: free some space",
+    )  # fmt: skip
+    row = app_jobs.job_row(job)
+    assert (row.state, row.action) == ("paused", None)
+    assert row.detail.startswith("paused: the disk is full") and "free some space" in row.detail
+    assert STATES["paused"][0] == "Paused" and "paused" in LIVE_STATES
+    stopped = app_jobs.job_row(replace(job, stop_reason="stopped without finishing (no heartbeat for 17 s)"))
+    assert (stopped.state, stopped.action) == ("interrupted", "resume")
