@@ -25,7 +25,7 @@ from spokenbench.core.evaluation.preparation import claimed_run
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST
 from spokenbench.core.jobs.loop import offers_stop_now
-from spokenbench.core.jobs.registry import PAUSED_FOR_ROOM, JobInfo, parse_stored_time, request_cancel
+from spokenbench.core.jobs.registry import JobInfo, parse_stored_time, paused_for_room, request_cancel
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, STOPPING_NOW_TOOLTIP, JobRow, JobsPanel
 
 RECENT_S = 120.0
@@ -221,7 +221,7 @@ def job_row(
         )
     if resuming:
         return JobRow(**row, state="resuming", action="resume", action_enabled=False, action_tooltip="Starting…")
-    if job.status == "interrupted" and (job.stop_reason or "").startswith(PAUSED_FOR_ROOM):
+    if paused_for_room(job):
         # alive, waiting for room on its disk to store what it paid for: it goes on by itself, and a resume
         # would only compete with it (and a cancel cannot be written on the full disk)
         return JobRow(**row, state="paused")

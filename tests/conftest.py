@@ -85,8 +85,9 @@ def shared_demo_untouched(request):
     yield
     changed = changed_audio(before, audio_fingerprint(demo))
     assert not changed, (
-        f"this test wrote into {len(changed)} of the shared demo's audio files ({changed[:3]}): copies hard-link "
-        "them (tests/demo_copies.py); replace a file (unlink it, then write) instead of writing into it"
+        f"this test (or one running beside it) wrote into {len(changed)} of the shared demo's audio files "
+        f"({changed[:3]}): copies hard-link them (tests/demo_copies.py); replace a file (unlink it, then write) "
+        "instead of writing into it"
     )
 
 

@@ -15,7 +15,7 @@ from spokenbench.core.cli.commands import add_command
 from spokenbench.core.cli.output import print_json, print_table
 from spokenbench.core.cli.resume import ApprovedHosts, ResumePlan, ResumeRefused, plan_resume, resume_process_argv
 from spokenbench.core.foundation.errors import SpokenBenchError
-from spokenbench.core.jobs.registry import JobInfo, get_job, list_jobs, request_cancel
+from spokenbench.core.jobs.registry import JobInfo, get_job, list_jobs, paused_for_room, request_cancel
 from spokenbench.core.store import opened
 
 
@@ -120,7 +120,9 @@ def cmd_jobs(args) -> int:
     for job in jobs:
         if job.status == "interrupted" and job.stop_reason and not str(job.stop_reason).startswith(KILLED):
             print(f"job {job.id}: {job.stop_reason}")  # paused, taken over, a clock ahead: not simply killed
-        if job.status == "interrupted":
+        if paused_for_room(job):
+            print(f"job {job.id} goes on by itself once there is room; it is not for resuming")
+        elif job.status == "interrupted":
             try:
                 plan_resume(job, project_dir)
             except ResumeRefused as refused:

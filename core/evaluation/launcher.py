@@ -37,6 +37,7 @@ from spokenbench.core.evaluation.prompts import MODES, PROMPTS, load_template, p
 from spokenbench.core.evaluation.runner import list_runs
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.jobs.loop import offers_stop_now
+from spokenbench.core.jobs.registry import PAUSED_FOR_ROOM
 from spokenbench.core.jobs.remote import DEFAULT_CONCURRENCY
 from spokenbench.core.store.items import item_languages
 
@@ -852,7 +853,7 @@ def progress_text(
         parts.append("errors: " + ", ".join(f"{count} {kind}" for kind, count in errors.items()))
     if spent is not None:
         parts.append(f"spent ${spent:.4f}")
-    if offers_stop_now(message):  # a cancelled run that waits for answers it paid for
+    if offers_stop_now(message) or (message or "").startswith(PAUSED_FOR_ROOM):  # waits to keep what it paid for
         parts.append(message)
     return " · ".join(parts)
 

@@ -34,7 +34,7 @@ from spokenbench.core.evaluation.request_claims import Waits
 from spokenbench.core.evaluation.session import Credentials, EvaluationSession
 from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.foundation.progress import Progress, no_progress
-from spokenbench.core.jobs.registry import JobClaimed, JobProgress, list_jobs, tracked_job
+from spokenbench.core.jobs.registry import JobClaimed, JobProgress, list_jobs, paused_for_room, tracked_job
 from spokenbench.core.jobs.remote import RemoteAuthError
 from spokenbench.core.store import Project
 from spokenbench.core.store import batches as batch_store
@@ -339,7 +339,7 @@ def list_runs(conn: sqlite3.Connection) -> list[dict]:
     """Every run with its counts (store.run_summaries). A run recorded as 'running' that no live job holds
     stopped without saying so (killed, machine off): it is shown as 'interrupted', and `--resume` continues
     it. `recorded_status` keeps what the runs table says."""
-    held = {job.claim for job in list_jobs(conn, include_finished=False) if job.claim}
+    held = {job.claim for job in list_jobs(conn) if job.claim and (job.is_live or paused_for_room(job))}
     runs = store.run_summaries(conn)
     for run in runs:
         run["recorded_status"] = run["status"]

@@ -341,7 +341,7 @@ class EvaluationSession:
         try:
             while True:
                 if key is not None and self.claims is not None:
-                    reused = await self.claims.acquire(key)
+                    reused = await self.loop.with_room(lambda: self.claims.acquire(key))
                     if reused is not None:  # another job sent it (while this one waited, or just before)
                         self.hits += 1
                         self.cache[key] = reused
@@ -377,7 +377,7 @@ class EvaluationSession:
                 else:
                     future.set_exception(error)
             if claimed and not isinstance(error, asyncio.CancelledError):
-                await self.claims.release(key)  # failed: a job waiting for it sends it itself
+                await self.loop.with_room(lambda: self.claims.release(key))  # failed: one waiting for it sends it
             raise
 
     async def _send(self, adapter: ModelAdapter, request: ModelRequest, key: str | None) -> _Obtained:

@@ -10,7 +10,8 @@ received whether or not anyone reads the answer, so a resume would pay for it tw
 second Ctrl+C, Stop Now, `jobs --cancel JOB --now` — abandons those too. A full disk does not throw away what a
 paid job received either: with `wait_for_room`, the writers hold what the disk refused and try it again every
 ROOM_POLL_S, a clip's file waits the same way (`store_file`), no new request goes out meanwhile, and the job says
-it is paused until the user frees some space (Stop Now, or a second Ctrl+C, discards what is held). Units are claimed before they are done
+it is paused until the user frees some space (a second Ctrl+C, or Stop Now through a job process, discards what is
+held). Units are claimed before they are done
 (`UnitClaims`), so two identical jobs share the work. Resuming is the plan's business: plans leave out units
 already stored.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import sqlite3
 import threading
@@ -109,7 +111,7 @@ def stop_on_interrupt() -> str | None:
     if waiting:
         return f"{WAITING_FOR_SENT} {waiting} request(s) already sent (paid for); Ctrl+C again abandons them"
     if paused:
-        return f"{WAITING_FOR_ROOM} to store {held} paid result(s) held; Ctrl+C again discards them"
+        return f"{WAITING_FOR_ROOM} to store {held} result(s) held; Ctrl+C again discards them"
     if abandoned:
         return f"stopping now: abandoning {abandoned} request(s) already sent; a resume sends them again"
     return ""
@@ -231,10 +233,19 @@ class _ClaimingFeeder(Generic[U]):
     """Hands workers the units this job holds, claiming them a chunk at a time on a thread (and connection)
     of its own, so the event loop never waits on the claiming transaction."""
 
-    def __init__(self, units: Iterator[U], claims: UnitClaims[U], progress: JobProgress, db_path: Path, chunk: int):
+    def __init__(
+        self,
+        units: Iterator[U],
+        claims: UnitClaims[U],
+        progress: JobProgress,
+        db_path: Path,
+        chunk: int,
+        with_room: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]],
+    ):
         from concurrent.futures import ThreadPoolExecutor
 
         self.units, self.claims, self.db_path, self.chunk = units, claims, db_path, chunk
+        self.with_room = with_room  # JobLoop.with_room: a claim a full disk refused is tried again once there is room
         self.job_id, self.lease = progress.job_id, progress.lease
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-claims")
         self.conn: sqlite3.Connection | None = None
@@ -255,7 +266,10 @@ class _ClaimingFeeder(Generic[U]):
                     self.exhausted = True
                     break
                 loop = asyncio.get_running_loop()
-                self.pending.extend(await loop.run_in_executor(self.executor, self._claim, chunk))
+                claimed = await self.with_room(
+                    functools.partial(loop.run_in_executor, self.executor, self._claim, chunk)
+                )
+                self.pending.extend(claimed)
             return self.pending.pop(0) if self.pending else None
 
     def _connection(self) -> sqlite3.Connection:
@@ -318,10 +332,10 @@ class JobLoop(Generic[U]):
     ):
         self.db_path = Path(db_path)
         self.wait_for_room = wait_for_room
-        self._file_waits = 0  # workers whose clip file waits for room (`store_file`)
-        self._file_error: BaseException | None = None
-        self._holding: set[asyncio.Task] = set()  # those workers: a cancel waits for them, as for requests out
+        # workers waiting for room (`with_room`) → (the error, whether they hold a paid result: a cancel spares them)
+        self._room_waits: dict[asyncio.Task, tuple[BaseException, bool]] = {}
         self._discarded = 0  # results held for room when a cancel became `now`
+        self._stopped_on_full_disk = False
         self._paused_for_room = False
         self.progress = progress or no_progress()
         self.concurrency = max(1, concurrency)
@@ -421,27 +435,36 @@ class JobLoop(Generic[U]):
     async def store_file(self, store: Callable[[], T]) -> T:
         """`store()` — writing a paid result's file, as a clip's audio — tried again every ROOM_POLL_S while the
         disk is full (with `wait_for_room`), until it is stored or the job is stopped now."""
+
+        async def attempt() -> T:
+            return store()
+
+        return await self.with_room(attempt, holding=True)
+
+    async def with_room(self, attempt: Callable[[], Awaitable[T]], *, holding: bool = False) -> T:
+        """`await attempt()`, tried again every ROOM_POLL_S while it fails on a full disk (with `wait_for_room`):
+        a clip's file, or a claim or its confirmation written before a request. `holding`: the worker holds a
+        paid result meanwhile (counted as held; a cancel waits for it as for a request out). Stopped now, a
+        worker waiting here ends as cancelled (a held result counted as discarded)."""
         worker = asyncio.current_task()
         try:
             while True:
                 try:
-                    return store()
+                    return await attempt()
                 except Exception as error:
-                    if not (self.wait_for_room and is_disk_full(error)) or self.progress.stopping_now:
+                    if not (self.wait_for_room and is_disk_full(error)):
                         raise
-                    self._file_error = error
-                    if worker not in self._holding:
-                        self._holding.add(worker)
-                        self._file_waits += 1
+                    if self.progress.stopping_now:
+                        self._discarded += holding
+                        raise asyncio.CancelledError() from None
+                    self._room_waits[worker] = (error, holding)
                     self._room_changed()
                 waited = 0.0
                 while waited < ROOM_POLL_S and not self.progress.stopping_now:
                     await asyncio.sleep(CANCEL_POLL_S)
                     waited += CANCEL_POLL_S
         finally:
-            if worker in self._holding:
-                self._holding.discard(worker)
-                self._file_waits -= 1
+            if self._room_waits.pop(worker, None) is not None:
                 self._room_changed()
 
     def disk_full(self) -> BaseException | None:
@@ -449,14 +472,14 @@ class JobLoop(Generic[U]):
         for writer in (self.durable, self.writer):
             if writer is not None and writer.full is not None:
                 return writer.full
-        return self._file_error if self._file_waits else None
+        return next((error for error, _ in self._room_waits.values()), None)
 
     def held_for_room(self) -> int:
-        """Paid results received and not yet stored because the disk is full (the durable writer's, and clip
-        files waiting for room)."""
-        if self.disk_full() is None or self.durable is None:
+        """Results finished and not yet stored because the disk is full (both writers', and paid clips' files)."""
+        if self.disk_full() is None:
             return 0
-        return self._file_waits + self.durable.unstored()
+        files = sum(holding for _, holding in self._room_waits.values())
+        return files + sum(writer.unstored() for writer in (self.durable, self.writer) if writer is not None)
 
     async def _confirm_claim_in_hand(self) -> None:
         """After a lapse of this job's heartbeat, make sure the unit about to be paid for is still its own (and
@@ -465,7 +488,9 @@ class JobLoop(Generic[U]):
         if claim is None or lease is None or lease.holds(claim.mark):
             return
         try:
-            held, job_running, mark = await self.loop.run_in_executor(None, self._confirm, claim.unit, lease)
+            held, job_running, mark = await self.with_room(
+                lambda: self.loop.run_in_executor(None, self._confirm, claim.unit, lease)
+            )
         except sqlite3.Error as error:
             raise ClaimUnconfirmed(
                 f"{claim.unit} could not be confirmed as this job's after a pause: {error}"
@@ -513,7 +538,12 @@ class JobLoop(Generic[U]):
         shared = iter(units)
         if self.claims is not None:
             self._feeder = _ClaimingFeeder(
-                shared, self.claims, self.progress, self.db_path, max(self.claim_chunk, self.concurrency)
+                shared,
+                self.claims,
+                self.progress,
+                self.db_path,
+                max(self.claim_chunk, self.concurrency),
+                self.with_room,
             )
         self._workers = [asyncio.create_task(self._worker(shared, work)) for _ in range(self.concurrency)]
         watcher = asyncio.create_task(self._watch_cancel())
@@ -539,7 +569,7 @@ class JobLoop(Generic[U]):
             # does and end quietly: units were left undone all the same, so this is a cancel, never "finished"
             self._stop("cancelled")
         self._report()
-        if self._discarded and self.stop_reason == "cancelled":  # stopped now on a full disk: say what was lost
+        if self._stopped_on_full_disk and self.stop_reason == "cancelled":  # stopped now on a full disk: say so
             raise Cancelled(self._cancel_outcome())
         if self.writer.error is not None:
             raise SpokenBenchError(f"storing results failed: {self.writer.error}") from self.writer.error
@@ -552,14 +582,14 @@ class JobLoop(Generic[U]):
     def _cancel_outcome(self) -> str:
         """What a cancel did to the requests that were out (empty when none were)."""
         said = []
-        if self._kept_after_cancel:
-            said.append(f"the answers to {self._kept_after_cancel} request(s) already sent were waited for and kept")
+        kept = max(0, self._kept_after_cancel - self._discarded)  # a kept answer may be one a full disk then lost
+        if kept:
+            said.append(f"the answers to {kept} request(s) already sent were waited for and kept")
         if self._abandoned:
             said.append(f"{self._abandoned} request(s) already sent were abandoned; a resume sends them again")
-        if self._discarded:
+        if self._stopped_on_full_disk:
             said.append(
-                f"{self._discarded} paid result(s) held for room on the full disk were discarded; a resume asks for "
-                "them again"
+                f"{self._discarded} result(s) held for room on the full disk were discarded; a resume does them again"
             )
         return f"cancelled; {'; '.join(said)}" if said else ""
 
@@ -571,7 +601,16 @@ class JobLoop(Generic[U]):
 
     async def _worker(self, shared: Iterator[U], work: Callable[[U], Awaitable[Write | UnitResult | None]]) -> None:
         _working_in.set(self)  # this worker task's own context: before_next_request finds its loop
-        while not self._stopped_here() and (next_unit := await self._next_unit(shared)) is not None:
+        while not self._stopped_here():
+            try:
+                next_unit = await self._next_unit(shared)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # noqa: BLE001 - a claim that failed: the job stops, as a unit's failure does
+                self._fail(error)
+                return
+            if next_unit is None:
+                return
             unit, claim = next_unit
             if self._stopped_here():  # checked before claiming a unit too: a spared worker claims no more
                 return
@@ -587,11 +626,7 @@ class JobLoop(Generic[U]):
             except asyncio.CancelledError:
                 raise
             except BaseException as error:  # noqa: BLE001 - the first failure stops the job and is re-raised
-                if self._failure is None:
-                    unconfirmed = isinstance(error, ClaimUnconfirmed)
-                    self._failure = SpokenBenchError(str(error)) if unconfirmed else error
-                self._stop("error")
-                self._cancel_workers()
+                self._fail(error)
                 return
             tag = write.tag if isinstance(write, UnitResult) else None
             write = write.write if isinstance(write, UnitResult) else write
@@ -607,6 +642,14 @@ class JobLoop(Generic[U]):
                 self._writer_caught_up.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._writer_caught_up.wait(), HEARTBEAT_S)
+
+    def _fail(self, error: BaseException) -> None:
+        """The first failure stops the job (every worker) and is re-raised once what finished is stored."""
+        if self._failure is None:
+            unconfirmed = isinstance(error, ClaimUnconfirmed)
+            self._failure = SpokenBenchError(str(error)) if unconfirmed else error
+        self._stop("error")
+        self._cancel_workers()
 
     def _stopped_here(self) -> bool:
         """Whether the job stops; units left undone by a cancel make it cancelled, never finished."""
@@ -642,7 +685,8 @@ class JobLoop(Generic[U]):
         while not self.progress.cancelled and not self._interrupts:
             await asyncio.sleep(CANCEL_POLL_S)
         self._stop("cancelled")
-        self._cancel_workers(sparing=self._sending | self._holding)
+        holding = {worker for worker, (_, holds) in self._room_waits.items() if holds}
+        self._cancel_workers(sparing=self._sending | holding)
         said, told = None, 0
         while not self.progress.stopping_now:
             if self._interrupts > told:  # Ctrl+C: told to the job's Progress here, not in the signal handler
@@ -654,7 +698,10 @@ class JobLoop(Generic[U]):
                 self._report()
             await asyncio.sleep(CANCEL_POLL_S)
         self._abandoned = len(self._sending)
-        self._discarded = self.held_for_room()
+        self._stopped_on_full_disk = self.disk_full() is not None
+        self._discarded += (
+            sum(writer.unstored() for writer in (self.writer, self.durable)) if self._stopped_on_full_disk else 0
+        )
         for writer in (self.writer, self.durable):
             writer.give_up()
         self._cancel_workers()
@@ -712,10 +759,9 @@ class JobLoop(Generic[U]):
         if self.disk_full() is not None and not self.progress.stopping_now:
             where, held = self.db_path.parent, self.held_for_room()
             message = (
-                f"{WAITING_FOR_ROOM} ({where}) to store {held} paid result(s) held; free some space"
+                f"{WAITING_FOR_ROOM} ({where}) to store {held} result(s) held; free some space"
                 if stopping
-                else f"{PAUSED_FOR_ROOM} ({where}): {held} paid result(s) held, stored once there is room; "
-                "free some space"
+                else f"{PAUSED_FOR_ROOM} ({where}): {held} result(s) held, stored once there is room; free some space"
             )
             self.progress.report(done, self.total, message)
             return

@@ -211,6 +211,12 @@ def get_job(conn: sqlite3.Connection, job_id: int) -> JobInfo | None:
     return None if row is None else job_info(row, time.time())
 
 
+def paused_for_room(job: JobInfo) -> bool:
+    """Whether `job` is a live paid job paused on a full disk (its heartbeat stopped; it goes on once there is
+    room): nobody should resume it, and a cancel cannot be written to it."""
+    return job.status == "interrupted" and (job.stop_reason or "").startswith(PAUSED_FOR_ROOM)
+
+
 def request_cancel(conn: sqlite3.Connection, job_id: int, *, now: bool = False) -> bool:
     """Ask a running job — in this process or any other — to stop at its next safe point (within about a
     second), waiting for the answers to requests it has already sent (they are paid for); `now` abandons those
@@ -218,6 +224,12 @@ def request_cancel(conn: sqlite3.Connection, job_id: int, *, now: bool = False) 
     job = get_job(conn, job_id)
     if job is None:
         raise SpokenBenchError(f"no job {job_id} in this project (see `spokenbench jobs DIR`)")
+    if paused_for_room(job):
+        raise SpokenBenchError(
+            f"job {job_id} is paused on a full disk, where no cancel can be written: free some space (it then goes "
+            f"on), or stop it from its own terminal with Ctrl-C or with `kill -INT {job.pid}` on {job.host} (a "
+            "second one discards what it holds)"
+        )
     if not job.is_live:
         return False
     return job_store.set_cancel_requested(conn, job_id, now=now)

@@ -4,6 +4,7 @@ frees some space — before, it stopped with "the disk is full" and the next run
 could not store. Stopped now (a second Ctrl-C), it says how many it discarded. The disk is a real one: a tmpfs
 (mounting needs root; the tests are skipped where it is not allowed)."""
 
+import asyncio
 import collections
 import contextlib
 import os
@@ -19,10 +20,11 @@ from qc_support import SECRET
 from stub_server import StubServer
 from support import as_from_a_terminal, entered_or_skipped, fill_disk, tmpfs
 
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.processes import THIS_HOST
 from spokenbench.core.jobs import batch_writer, registry
 from spokenbench.core.jobs.batch_writer import BatchWriter
-from spokenbench.core.jobs.loop import offers_stop_now
+from spokenbench.core.jobs.loop import JobLoop, UnitClaims
 from spokenbench.core.store import Project, database
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
@@ -87,8 +89,8 @@ def test_stopped_now_on_a_full_disk_it_says_what_it_discarded_and_a_resume_asks_
         filler.unlink()
         assert job.returncode == 130, err
         assert "stopping: waiting for room on the disk to store" in err and "Ctrl+C again discards them" in err, err
-        discarded = int(err.split("cancelled; ")[1].split(" paid result(s) held for room")[0])
-        assert discarded > 0 and "a resume asks for them again" in err, err
+        discarded = int(err.split("cancelled; ")[1].split(" result(s) held for room")[0])
+        assert discarded > 0 and "a resume does them again" in err, err
         assert "error:" not in err, err  # the cancel is said, not a failure to mark the run on the full disk
         resumed = subprocess.run([SPOKENBENCH, *command], env=ENV, capture_output=True, text=True, timeout=120)
         assert resumed.returncode == 0, resumed.stderr
@@ -154,21 +156,7 @@ def test_a_writer_told_to_give_up_fails_what_it_held(small_disk):
     assert writer.error is not None and writer.unstored() == 1
 
 
-@pytest.mark.parametrize(
-    "message, offered",
-    [
-        ("stopping: waiting for the answers to 4 request(s) already sent (paid for)", True),
-        ("stopping: waiting for room on the disk (/p) to store 3 paid result(s) held; free some space", True),
-        ("paused: the disk is full (/p): 3 paid result(s) held, stored once there is room; free some space", False),
-        ("2.0/s ETA 0:10", False),
-        (None, False),
-    ],
-)
-def test_stop_now_is_offered_while_a_cancel_waits_to_keep_what_was_paid_for(message, offered):
-    assert offers_stop_now(message) is offered
-
-
-def test_a_live_job_whose_heartbeat_a_full_disk_stopped_is_said_to_wait_for_room(small_disk, monkeypatch):
+def test_a_live_job_whose_heartbeat_a_full_disk_stopped_is_said_to_wait_for_room(small_disk, monkeypatch, cli):
     """What the jobs panel and `spokenbench jobs` show: the job cannot write its heartbeat or its message."""
     project = Project.create(small_disk / "project")
     with database.transaction(project.conn) as conn:
@@ -183,5 +171,47 @@ def test_a_live_job_whose_heartbeat_a_full_disk_stopped_is_said_to_wait_for_room
     job = registry.list_jobs(project.conn)[0]
     assert job.status == "interrupted" and job.stop_reason.startswith("paused: the disk is full"), job.stop_reason
     assert "free some space" in job.stop_reason
+    with pytest.raises(SpokenBenchError, match="paused on a full disk.*kill -INT"):  # not "nothing to cancel"
+        registry.request_cancel(project.conn, job.id)
+    listed = cli("jobs", project.path)
+    assert "goes on by itself once there is room" in listed.out and "--resume" not in listed.out, listed.out
     filler.unlink()
     project.close()
+
+
+@pytest.mark.parametrize("waits", [True, False], ids=["paid: waits for room", "free: fails"])
+def test_units_whose_claim_a_full_disk_refused_are_done_once_there_is_room_never_skipped(
+    small_disk, monkeypatch, waits
+):
+    """Claims are written a chunk at a time: one refused by the full disk ended its worker quietly, and the job
+    said it had finished with the units of that chunk (and every later one that worker would have taken) undone."""
+    monkeypatch.setattr(batch_writer, "ROOM_POLL_S", 0.1)
+    project = Project.create(small_disk / "project")
+    done, filled = [], []
+
+    async def work(unit):
+        if unit == 3 and not filled:  # the disk fills while unit 3 is worked on, and is emptied a second later
+            filled.append(fill_disk(small_disk))
+            threading.Timer(1.0, filled[0].unlink).start()
+        await asyncio.sleep(0.02)
+        done.append(unit)
+
+    async def run():
+        with registry.tracked_job(project.path, "rewrite", "units", None, total=40) as progress:
+            loop = JobLoop(
+                project.db_path, progress, concurrency=2, claims=UnitClaims("t", key=str), claim_chunk=4,
+                wait_for_room=waits,
+            )  # fmt: skip
+            return await loop.run(list(range(40)), work)
+
+    try:
+        if waits:
+            result = asyncio.run(run())
+            assert (result.completed, result.stop_reason) == (40, None) and sorted(done) == list(range(40))
+        else:
+            with pytest.raises(Exception, match="full"):  # stops saying so, instead of "finished"
+                asyncio.run(run())
+            assert len(done) < 40
+    finally:
+        time.sleep(1.2)  # the filler gone before the disk is unmounted
+        project.close()

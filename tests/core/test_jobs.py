@@ -510,3 +510,19 @@ def test_stop_now_overrides_a_cancel_request_another_program_stored(project):
         assert jobs.request_cancel(project.conn, job.id, now=True)
         wait_for(lambda: progress.stopping_now, timeout=3)
         assert jobs.list_jobs(project.conn)[0].stop_now_requested
+
+
+@pytest.mark.parametrize(
+    "message, offered",
+    [
+        ("stopping: waiting for the answers to 4 request(s) already sent (paid for)", True),
+        ("stopping: waiting for room on the disk (/p) to store 3 paid result(s) held; free some space", True),
+        ("paused: the disk is full (/p): 3 paid result(s) held, stored once there is room; free some space", False),
+        ("2.0/s ETA 0:10", False),
+        (None, False),
+    ],
+)
+def test_stop_now_is_offered_while_a_cancel_waits_to_keep_what_was_paid_for(message, offered):
+    from spokenbench.core.jobs.loop import offers_stop_now
+
+    assert offers_stop_now(message) is offered

@@ -166,6 +166,11 @@ def test_errors_are_grouped_by_kind():
     assert text == "12/48 · 35.2/s · ETA 0:01 · errors: 2 HTTP 500 · spent $0.0123"
 
 
+def test_a_run_paused_on_a_full_disk_says_so_on_its_line():
+    paused = "paused: the disk is full (/p): 4 result(s) held, stored once there is room; free some space"
+    assert launcher.progress_text(12, 48, paused, None, 0.01) == f"12/48 · spent $0.0100 · {paused}"
+
+
 def test_connection_to_a_stub_server_succeeds_and_a_401_is_clear():
     with StubServer() as server:
         server.script("GET", r"/ok/v1/models$", Reply(200, {"object": "list", "data": [{"id": "qwen-audio"}]}))
