@@ -27,12 +27,16 @@ def _tone_wav() -> bytes:
     return encode_wav(samples, 24_000)
 
 
-def rewrite_setup(
-    folder: Path, items: int, server: StubServer, concurrency: int, answer_s: float
-) -> tuple[list[str], str]:
+def _project_of_items(folder: Path, items: int) -> None:
     with Project.create(folder / "project") as project:
         rows = physics_items(items, "s")
         import_files(project, [write_jsonl(folder / "items.jsonl", rows)], "mcq", ImportOptions(source="b"))
+
+
+def rewrite_setup(
+    folder: Path, items: int, server: StubServer, concurrency: int, answer_s: float
+) -> tuple[list[str], str]:
+    _project_of_items(folder, items)
     server.script("POST", CHAT_ROUTE, replace(chat_reply(GOOD_REWRITE), delay_s=answer_s))
     command = ["rewrite", str(folder / "project"), "--base-url", f"{server.url}/v1", "--concurrency", str(concurrency)]
     return command, CHAT_ROUTE
@@ -41,9 +45,7 @@ def rewrite_setup(
 def synthesize_setup(
     folder: Path, items: int, server: StubServer, concurrency: int, answer_s: float
 ) -> tuple[list[str], str]:
-    with Project.create(folder / "project") as project:
-        rows = physics_items(items, "s")
-        import_files(project, [write_jsonl(folder / "items.jsonl", rows)], "mcq", ImportOptions(source="b"))
+    _project_of_items(folder, items)
     route = r"/v1/audio/speech$"
     server.script("POST", route, Reply(200, _tone_wav(), headers={"Content-Type": "audio/wav"}, delay_s=answer_s))
     command = ["synthesize", str(folder / "project"), "--tts", "openai", "--base-url", f"{server.url}/v1"]

@@ -455,6 +455,7 @@ class JobLoop(Generic[U]):
                     if not (self.wait_for_room and is_disk_full(error)):
                         raise
                     if self.progress.stopping_now:
+                        self._stopped_on_full_disk = True  # said even when the watcher looks after this worker left
                         self._discarded += holding
                         raise asyncio.CancelledError() from None
                     self._room_waits[worker] = (error, holding)
@@ -698,7 +699,7 @@ class JobLoop(Generic[U]):
                 self._report()
             await asyncio.sleep(CANCEL_POLL_S)
         self._abandoned = len(self._sending)
-        self._stopped_on_full_disk = self.disk_full() is not None
+        self._stopped_on_full_disk |= self.disk_full() is not None
         self._discarded += (
             sum(writer.unstored() for writer in (self.writer, self.durable)) if self._stopped_on_full_disk else 0
         )
