@@ -137,7 +137,9 @@ class RealDesktop:
         """A real window manager (xfwm4, Xfce's): it decorates, places and activates windows and gives
         the keyboard back to a window when a dialog closes, which nothing does on a bare X server."""
         command = WINDOW_MANAGERS[self.window_manager]
-        env = {**os.environ, "DISPLAY": self.display, "HOME": str(self.folder)}
+        # NO_AT_BRIDGE: GTK (xfwm4) would start the accessibility bus, a daemon of its own that outlived the
+        # desktop (three left running by every test run)
+        env = {**os.environ, "DISPLAY": self.display, "HOME": str(self.folder), "NO_AT_BRIDGE": "1"}
         self.folder.mkdir(parents=True, exist_ok=True)
         manager = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.processes.append(manager)
