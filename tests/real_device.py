@@ -742,6 +742,15 @@ def temporary_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="spokenbench-real-device-"))
 
 
+def walk_wait_until(condition, what: str, timeout: float = 30.0) -> None:
+    """A screenshot walk waits for `condition()` (a request sent, a run stored), or stops saying what it awaited."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
 def walk_arguments(doc: str) -> tuple[Path, str]:
     """A screenshot walk's command line (docs/screenshots/*_walk.py): OUT [--screen WxH] → (OUT made, 'WxHx24')."""
     import argparse

@@ -23,20 +23,12 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[2] / "tests"
 sys.path[:0] = [str(TESTS), str(TESTS / "core" / "evaluation")]
 from model_stub import StubServer  # noqa: E402
-from real_device import RealDesktop, app_on, demo_in, walk_arguments  # noqa: E402
+from real_device import RealDesktop, app_on, demo_in, walk_arguments, walk_wait_until  # noqa: E402
 from support import fill_disk, tmpfs  # noqa: E402
 
 from spokenbench.core.jobs.registry import STALE_AFTER_S  # noqa: E402
 
 IN_FLIGHT, ITEMS = 4, 12
-
-
-def wait_until(condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def answers_of_the_newest_run(project: Path) -> int:
@@ -61,7 +53,7 @@ def main() -> None:
             command += ["--base-url", stub.openai_url, "--mode", "text", "--prompt", "standard"]
             command += ["--concurrency", str(IN_FLIGHT), "--limit", str(ITEMS)]
             run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            wait_until(lambda: len(stub.requests) == IN_FLIGHT, "the run's first requests")
+            walk_wait_until(lambda: len(stub.requests) == IN_FLIGHT, "the run's first requests", timeout=60.0)
             filler = fill_disk(disk)
             stub.state.gate.set()
             time.sleep(STALE_AFTER_S + 4.0)  # the job's heartbeat cannot be written: others see it stop

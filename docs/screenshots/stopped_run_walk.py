@@ -23,7 +23,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[2] / "tests"
 sys.path[:0] = [str(TESTS), str(TESTS / "core" / "evaluation")]
 from model_stub import StubServer  # noqa: E402
-from real_device import RealDesktop, app_on, demo_copy_in, walk_arguments  # noqa: E402
+from real_device import RealDesktop, app_on, demo_copy_in, walk_arguments, walk_wait_until  # noqa: E402
 
 IN_FLIGHT = 4
 
@@ -32,14 +32,6 @@ def start_run(project: Path, stub: StubServer) -> subprocess.Popen:
     command = ["spokenbench", "evaluate", str(project), "--model", "vllm:stub-model", "--base-url", stub.openai_url]
     command += ["--mode", "text", "--prompt", "standard", "--concurrency", str(IN_FLIGHT), "--limit", "12"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def wait_until(condition, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def answers(project: Path, run_id: int) -> int:
@@ -71,7 +63,7 @@ def main() -> None:
         time.sleep(3.0)
         stub.state.gate.clear()  # answers are held until the walk lets them go
         run = start_run(project, stub)
-        wait_until(lambda: len(stub.requests) == IN_FLIGHT, "the run's first requests")
+        walk_wait_until(lambda: len(stub.requests) == IN_FLIGHT, "the run's first requests")
         run_id = newest_run(project)
         time.sleep(2.0)  # the panel lists the run (the app polls the jobs table)
         cancel_from_the_panel(desktop)
@@ -100,7 +92,7 @@ def main() -> None:
         stub.state.gate.clear()
         sent_before = len(stub.requests)
         second = start_run(project, stub)
-        wait_until(lambda: len(stub.requests) == sent_before + IN_FLIGHT, "the second run's requests")
+        walk_wait_until(lambda: len(stub.requests) == sent_before + IN_FLIGHT, "the second run's requests")
         second_id = newest_run(project)
         time.sleep(2.0)
         desktop.xdotool("key", "Escape")  # the panel closed: Ctrl+J opens it with the keyboard on the card again
