@@ -45,6 +45,7 @@ from spokenbench.app.audio import (
     shared_player,
     silence,
 )
+from spokenbench.app.input_methods import InputMethodSetup
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.keyboard import install as install_keyboard_aids
 from spokenbench.app.operations import (
@@ -490,6 +491,9 @@ class MainWindow(QMainWindow):
         self.font_label = QLabel()  # languages of the project that no installed font can show
         set_toned_sheet(self.font_label, "color: $error")
         self.font_label.hide()
+        self.input_method_label = QLabel()  # the desktop's input method, when this Qt cannot reach it
+        set_toned_sheet(self.input_method_label, "color: $warning")
+        self.input_method_label.hide()
         self.journal_label = QLabel("Rollback journal")  # the project's file system cannot share WAL's index
         self.journal_label.setToolTip(f"{ROLLBACK_JOURNAL_NOTE[0].upper()}{ROLLBACK_JOURNAL_NOTE[1:]}.")
         set_toned_sheet(self.journal_label, "color: $warning")
@@ -503,6 +507,7 @@ class MainWindow(QMainWindow):
         self.statusBar().messageChanged.connect(self._status_message_changed)
         self.statusBar().addPermanentWidget(self.journal_label)
         self.statusBar().addPermanentWidget(self.font_label)
+        self.statusBar().addPermanentWidget(self.input_method_label)
         self.statusBar().addPermanentWidget(self.jobs_button)
         self.statusBar().addPermanentWidget(self.audio_label)
         self.audio_message = audio_message  # why clips cannot be played here (None: they can)
@@ -1182,6 +1187,13 @@ class MainWindow(QMainWindow):
         self.font_label.setText(f"No font: {', '.join(missing)}" if missing else "")
         self.font_label.setToolTip(missing_font_advice(missing) if missing else "")
         self.font_label.setVisible(bool(missing))
+
+    def show_input_method(self, setup: InputMethodSetup) -> None:
+        """'No input method: kime' in the status bar (why, and what to do, in its tooltip) when the desktop's
+        input method cannot type into this app's text fields (app/input_methods.py); nothing otherwise."""
+        self.input_method_label.setText(f"No input method: {setup.unsupported}" if setup.unsupported else "")
+        self.input_method_label.setToolTip(setup.advice or "")
+        self.input_method_label.setVisible(bool(setup.unsupported))
 
     def _show_job_count(self, live: int) -> None:
         self.jobs_button.defaultAction().setText(f"Jobs · {live} running" if live else "Jobs")
