@@ -14,6 +14,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,12 @@ FREEZE_S = 2.0
 ANNOTATOR = "stress-tester"
 QUEUE = "stress"
 QUEUE_CLIPS = 260  # more than the rounds: every rating key lands on a new clip
+
+
+def app_command() -> list[str]:
+    """The installed `spokenbench-studio` of this interpreter's environment."""
+    script = Path(sys.executable).parent / "spokenbench-studio"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "spokenbench.app.main"]
 
 
 def missing_tools() -> str | None:
@@ -336,6 +343,100 @@ EndSection
 """
 
 
+# Input methods as a Chinese or Korean annotator's desktop runs them: Fcitx 5 with its pinyin (the Chinese add-ons)
+# and IBus with its Hangul engine; files whose presence says each is installed, and its packages
+INPUT_METHOD_PACKAGES = {
+    "fcitx5": ("/usr/share/fcitx5/addon/pinyin.conf", ["fcitx5", "fcitx5-chinese-addons"]),
+    "ibus": ("/usr/share/ibus/component/hangul.xml", ["ibus", "ibus-hangul"]),
+}
+FCITX5_PROFILE = """[Groups/0]
+Name=Default
+Default Layout=us
+DefaultIM=pinyin
+
+[Groups/0/Items/0]
+Name=keyboard-us
+Layout=
+
+[Groups/0/Items/1]
+Name=pinyin
+Layout=
+
+[GroupOrder]
+0=Default
+"""
+
+
+def missing_input_method(kind: str) -> str | None:
+    """Install an input method of INPUT_METHOD_PACKAGES (as root, apt-get without recommended packages) and the
+    session bus's tools when missing; why not, when they cannot be."""
+    marker, packages = INPUT_METHOD_PACKAGES[kind]
+    if Path(marker).exists() and shutil.which("dbus-daemon") and shutil.which("dbus-send"):
+        return None
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return f"needs {' '.join(packages)} (apt-get install -y {' '.join(packages)}; not root here)"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages, "dbus-daemon", "dbus-bin"]
+    subprocess.run(command, check=False, timeout=900, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return None if Path(marker).exists() else f"could not install {' '.join(packages)} with apt-get"
+
+
+def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[str, str]:
+    """A session bus and an input method on the desktop, as the annotator's login starts them: 'fcitx5' (pinyin,
+    turned on by Ctrl+Space; its environment says QT_IM_MODULE=fcitx, as im-config and Fcitx 5's own docs set it)
+    or 'ibus' (the Hangul engine, Hangul mode by Shift+Space; QT_IM_MODULE=ibus). `config` is the app's
+    XDG_CONFIG_HOME, where IBus leaves its address and Fcitx 5 reads its profile. Returns the app's variables."""
+    config.mkdir(parents=True, exist_ok=True)
+    bus = subprocess.Popen(
+        ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    desktop.processes.append(bus)
+    address = bus.stdout.readline().strip()
+    env = {
+        **os.environ,
+        "DISPLAY": desktop.display,
+        "DBUS_SESSION_BUS_ADDRESS": address,
+        "XDG_CONFIG_HOME": str(config),
+    }
+    env.pop("QT_QPA_PLATFORM", None)
+    quiet = {"env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    deadline = time.monotonic() + 30
+    if kind == "fcitx5":
+        (config / "fcitx5").mkdir(exist_ok=True)
+        (config / "fcitx5" / "profile").write_text(FCITX5_PROFILE, encoding="utf-8")
+        desktop.processes.append(subprocess.Popen(["fcitx5", "--disable=wayland"], **quiet))
+        ask = ["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+               "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.portal.IBus"]  # fmt: skip
+        while "boolean true" not in subprocess.run(ask, env=env, capture_output=True, text=True, timeout=10).stdout:
+            if time.monotonic() > deadline:
+                raise RuntimeError("Fcitx 5 did not answer on the IBus portal")
+            time.sleep(0.2)
+        return {"DBUS_SESSION_BUS_ADDRESS": address, "QT_IM_MODULE": "fcitx", "XMODIFIERS": "@im=fcitx"}
+    desktop.processes.append(subprocess.Popen(["ibus-daemon", "--panel=disable", "--replace"], **quiet))
+    while subprocess.run(["ibus", "engine", "hangul"], **quiet, timeout=10).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError("IBus did not take the Hangul engine")
+        time.sleep(0.2)
+    return {"DBUS_SESSION_BUS_ADDRESS": address, "QT_IM_MODULE": "ibus", "XMODIFIERS": "@im=ibus"}
+
+
+def stored_notes(project_folder: Path, annotator: str = ANNOTATOR) -> list[str]:
+    """The notes of the annotator's ratings, oldest first."""
+    with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
+        query = "SELECT note FROM ratings WHERE annotator = ? AND note IS NOT NULL ORDER BY id"
+        return [note for (note,) in conn.execute(query, (annotator,))]
+
+
+def stored_edits(project_folder: Path, annotator: str = ANNOTATOR) -> list[str]:
+    """The texts of the rewrites the annotator edited in review, oldest first."""
+    with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
+        query = "SELECT text FROM rewrites WHERE status = 'edited' AND reviewer = ? ORDER BY id"
+        return [text for (text,) in conn.execute(query, (annotator,))]
+
+
 def add_stress_queue(project_folder: Path, clips: int = QUEUE_CLIPS) -> int:
     """A queue of `clips` clips in clip order (the demo's own queues are smaller than 200 rounds)."""
     from spokenbench.core.qc.queues import create_queue
@@ -351,8 +452,6 @@ def add_stress_queue(project_folder: Path, clips: int = QUEUE_CLIPS) -> int:
 
 
 def stored_ratings(project_folder: Path, annotator: str = ANNOTATOR) -> int:
-    import sqlite3
-
     with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
         query = "SELECT count(*) FROM ratings WHERE annotator = ? AND undone_at IS NULL"
         return conn.execute(query, (annotator,)).fetchone()[0]
@@ -628,10 +727,12 @@ def launch_rating_session(
     app_command: list[str] | None,
     keep_settings: bool = False,
     queue_keys: tuple[str, ...] = ("Down", "Return"),
+    env: dict[str, str] | None = None,
 ):
-    """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`), its
-    Rating page open (Ctrl+3) on the stress queue (↓ Enter; `queue_keys` for another), the watchdog on: (process,
-    heartbeat, log); process None when that did not happen (`notes` says why)."""
+    """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`) and
+    `env` added to its environment, its Rating page open (Ctrl+3) on the stress queue (↓ Enter; `queue_keys` for
+    another), the watchdog on: (process, heartbeat, log); process None when that did not happen (`notes` says
+    why)."""
     config, heartbeat_path = work / "config", work / "heartbeat"
     settings = config / "SpokenBench" / "SpokenBench Studio.conf"
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -640,7 +741,10 @@ def launch_rating_session(
     log = (work / "app.log").open("w")
     command = app_command or [shutil.which("spokenbench-studio") or "spokenbench-studio"]
     process = subprocess.Popen(
-        [*command, str(project_folder)], env=desktop.app_env(config, heartbeat_path), stdout=log, stderr=log
+        [*command, str(project_folder)],
+        env={**desktop.app_env(config, heartbeat_path), **(env or {})},
+        stdout=log,
+        stderr=log,
     )
     heart = Heartbeat(heartbeat_path, process, desktop)
     figures.started = time.monotonic()

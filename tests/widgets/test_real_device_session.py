@@ -6,7 +6,6 @@ the process dies; every rating the app acknowledged must be in the database, and
 app's playback streams (so a sound device was really used). The old QMediaPlayer playback froze here in the
 first rounds. Slow (about 1.5 min); skipped only where Xvfb, PulseAudio or xdotool cannot be installed."""
 
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from real_device import (
     RealDesktop,
     SessionFigures,
     add_stress_queue,
+    app_command,
     close_app,
     launch_rating_session,
     missing_tools,
@@ -26,12 +26,6 @@ from real_device import (
 )
 
 ROUNDS = 200
-
-
-def app_command() -> list[str]:
-    """The installed `spokenbench-studio` of this interpreter's environment."""
-    script = Path(sys.executable).parent / "spokenbench-studio"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "spokenbench.app.main"]
 
 
 def prepared_stress_queue(demo_copy: Path) -> None:
