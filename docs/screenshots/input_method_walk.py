@@ -1,0 +1,108 @@
+"""Screenshots of Chinese typed into the app through Fcitx 5's pinyin on a real X server (xfwm4), keys only:
+
+    python docs/screenshots/input_method_walk.py OUT [--screen 1280x720]
+
+Builds the demo into OUT/demo, starts Xvfb, PulseAudio, a session bus and Fcitx 5 as an annotator's login does
+(QT_IM_MODULE=fcitx; tests/real_device.py), and opens the Rating page on a 260-clip queue. Into OUT:
+1-fcitx-note.png (N, Ctrl+Space, 'nihao': the pinyin's candidates under the note), 2-fcitx-noted.png (Space
+chose 你好, Enter kept it: the clip's state line shows the note), 3-fcitx-edit.png (Ctrl+2, E: a rewrite edited
+to 你好 and 'ma' still composing), 4-fcitx-before.png (the note as the app typed it before, Qt asked for the
+fcitx plugin only: 'nihao'), 5-no-input-method.png (QT_IM_MODULE=kime, an input method this Qt cannot reach: the
+status bar says so, its tooltip shown by resting the mouse on it). Needs Xvfb, PulseAudio, xdotool, xfwm4, fcitx5
+and fcitx5-chinese-addons, and a Chinese font for the text to be legible (fonts-noto-cjk; without one the app's
+status bar says No font and the characters are boxes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from real_device import (  # noqa: E402
+    RealDesktop,
+    SessionFigures,
+    add_stress_queue,
+    app_window,
+    close_app,
+    demo_in,
+    launch_rating_session,
+    missing_input_method,
+    missing_window_manager,
+    start_input_method,
+    stored_edits,
+    stored_notes,
+    walk_arguments,
+)
+
+PAUSED = ("n", "e", "ctrl+2")  # a dialog or page opens
+
+
+def press(desktop: RealDesktop, *keys: str) -> None:
+    for key in keys:
+        desktop.xdotool("key", key)
+        time.sleep(1.5 if key in PAUSED else 0.3)
+
+
+def walk(out: Path, screen: str, name: str, env_extra: dict[str, str], steps) -> Path:
+    """The app on a fresh copy of the demo under Fcitx 5 (its variables changed by `env_extra`); `steps(desktop,
+    process)` presses keys and takes the screenshots."""
+    project = out / f"project-{name}"
+    subprocess.run(["rm", "-rf", str(project)], check=True)
+    subprocess.run(["cp", "-a", str(demo_in(out)), str(project)], check=True)
+    add_stress_queue(project)
+    figures = SessionFigures(0)
+    with RealDesktop(out / f"desktop-{name}", screen=screen, window_manager="xfwm4") as desktop:
+        work = out / f"work-{name}"
+        env = {**start_input_method(desktop, "fcitx5", work / "config"), **env_extra}
+        process, heart, log = launch_rating_session(desktop, project, work, figures, None, env=env)
+        if process is None:
+            raise SystemExit("\n".join(figures.notes))
+        try:
+            steps(desktop, process)
+        finally:
+            close_app(desktop, process, heart, log, figures)
+    return project
+
+
+def main() -> None:
+    out, screen = walk_arguments(__doc__)
+    problem = missing_window_manager() or missing_input_method("fcitx5")
+    if problem:
+        raise SystemExit(problem)
+
+    def chinese(desktop: RealDesktop, _process) -> None:
+        press(desktop, "n", "ctrl+space", *"nihao")
+        desktop.screenshot(out / "1-fcitx-note.png")
+        press(desktop, "space", "Return")
+        time.sleep(1.0)
+        desktop.screenshot(out / "2-fcitx-noted.png")
+        press(desktop, "1", "ctrl+2", "e", "ctrl+a", "BackSpace", *"nihao", "space", *"ma")
+        desktop.screenshot(out / "3-fcitx-edit.png")
+        press(desktop, "space", "ctrl+Return")
+        time.sleep(1.0)
+
+    project = walk(out, screen, "fcitx", {}, chinese)
+    print(f"under Fcitx 5: notes {stored_notes(project)}, edits {stored_edits(project)}")
+
+    def before(desktop: RealDesktop, _process) -> None:
+        press(desktop, "n", "ctrl+space", *"nihao")
+        desktop.screenshot(out / "4-fcitx-before.png")
+        press(desktop, "Escape")
+
+    walk(out, screen, "before", {"QT_IM_MODULES": "fcitx"}, before)
+
+    def unreachable(desktop: RealDesktop, process) -> None:
+        x, y, width, height = desktop.frame(app_window(desktop, process))
+        # the mouse rests on the label, left of 'Jobs' and 'Audio', for its tooltip (the only step not a key)
+        desktop.xdotool("mousemove", "--sync", str(x + width - 230), str(y + height - 14))
+        time.sleep(2.5)
+        desktop.screenshot(out / "5-no-input-method.png")
+
+    walk(out, screen, "kime", {"QT_IM_MODULE": "kime", "XMODIFIERS": "@im=kime"}, unreachable)
+    print(f"screenshots in {out}")
+
+
+if __name__ == "__main__":
+    main()
