@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from spokenbench.app.input_methods import prepare_input_method
+    from spokenbench.app.input_methods import checked_input_method, prepare_input_method
 
     input_method = prepare_input_method()  # before Qt starts: it reads the variables once
     keep_module_sources_out_of_memory()  # before the app's own imports
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     else:  # a server that does not answer: the window opens anyway, and says so once it has waited STALL_S
         window = MainWindow(settings=settings)
         window.follow_sound_check(check)
-    window.show_input_method(input_method)
+    window.show_input_method(checked_input_method(input_method))  # Qt's IBus plugin has tried the portal
     if not args.smoke:
         window.restore_window_state()  # size and place as left, fitted to this screen
     window.show()

@@ -1,40 +1,62 @@
 """The desktop's input method as the app asks Qt for it (app/input_methods.py): PySide6's Qt carries IBus's plugin
-only, so Fcitx 5 (QT_IM_MODULE=fcitx) is reached through its IBus portal, and an input method with no way in is
-named in the status bar. The real input methods on a real desktop: tests/widgets/test_real_input_method.py."""
+only, so Fcitx 5 (QT_IM_MODULE=fcitx) is reached through its IBus portal, and an input method with no way in, or
+a portal nobody answers, is named in the status bar. The real input methods on a real desktop:
+tests/widgets/test_real_input_method.py."""
+
+import shutil
+import subprocess
 
 import pytest
 from PySide6.QtCore import QSettings
+from PySide6.QtDBus import QDBusConnection
 
-from spokenbench.app.input_methods import choose_input_method, prepare_input_method, shipped_input_methods
+from spokenbench.app.input_methods import (
+    IBUS_PORTAL,
+    InputMethodSetup,
+    checked_input_method,
+    choose_input_method,
+    portal_answers,
+    prepare_input_method,
+    shipped_input_methods,
+)
 
 PYSIDE_PLUGINS = frozenset({"ibus", "compose", "qtvirtualkeyboard"})
 THROUGH_FCITX = {"QT_IM_MODULES": "fcitx;wayland;ibus", "IBUS_USE_PORTAL": "1"}
+FROM_XMODIFIERS = {"QT_IM_MODULES": "wayland;ibus", "IBUS_USE_PORTAL": "1"}
 
 
 @pytest.mark.parametrize(
     ("environ", "expected"),
     [
-        ({"QT_IM_MODULE": "fcitx", "XMODIFIERS": "@im=fcitx"}, THROUGH_FCITX),  # Fcitx 5 as im-config sets it
-        ({"QT_IM_MODULE": "Fcitx5"}, {"QT_IM_MODULES": "fcitx5;wayland;ibus", "IBUS_USE_PORTAL": "1"}),
-        ({"QT_IM_MODULE": "xim", "XMODIFIERS": "@im=fcitx"}, {"QT_IM_MODULES": "wayland;ibus", "IBUS_USE_PORTAL": "1"}),
-        ({"XMODIFIERS": "@im=fcitx"}, {"QT_IM_MODULES": "wayland;ibus", "IBUS_USE_PORTAL": "1"}),
-        ({"QT_IM_MODULE": "fcitx", "IBUS_USE_PORTAL": "0"}, {"QT_IM_MODULES": "fcitx;wayland;ibus"}),  # kept
-        ({"QT_IM_MODULE": "xim", "XMODIFIERS": "@im=ibus"}, {"QT_IM_MODULES": "wayland;ibus"}),  # no portal: IBus's own
-        ({"QT_IM_MODULE": "ibus", "XMODIFIERS": "@im=ibus"}, {}),  # Qt has it
-        ({"QT_IM_MODULE": "fcitx", "QT_IM_MODULES": "fcitx"}, {}),  # the person's own list
-        ({"XMODIFIERS": "@im=none"}, {}),
-        ({}, {}),  # no input method: Qt's default (Wayland's own, or dead keys on X11)
+        ({"QT_IM_MODULE": "fcitx", "XMODIFIERS": "@im=fcitx"}, InputMethodSetup(THROUGH_FCITX, through_portal="fcitx")),
+        (
+            {"QT_IM_MODULE": "Fcitx5:x"},
+            InputMethodSetup({"QT_IM_MODULES": "fcitx5;wayland;ibus", "IBUS_USE_PORTAL": "1"}, through_portal="fcitx5"),
+        ),
+        ({"QT_IM_MODULE": "xim", "XMODIFIERS": "@im=fcitx"}, InputMethodSetup(FROM_XMODIFIERS, through_portal="fcitx")),
+        ({"XMODIFIERS": "@im=fcitx"}, InputMethodSetup(FROM_XMODIFIERS, through_portal="fcitx")),
+        # the person's IBUS_USE_PORTAL is kept (Qt takes any value but '' as on)
+        (
+            {"QT_IM_MODULE": "fcitx", "IBUS_USE_PORTAL": "0"},
+            InputMethodSetup({"QT_IM_MODULES": "fcitx;wayland;ibus"}, through_portal="fcitx"),
+        ),
+        # IBus named by XMODIFIERS only: Qt 6 alone gave X11 the compose plugin, which types no Chinese or Korean
+        ({"QT_IM_MODULE": "xim", "XMODIFIERS": "@im=ibus"}, InputMethodSetup({"QT_IM_MODULES": "wayland;ibus"})),
+        ({"QT_IM_MODULE": "ibus", "XMODIFIERS": "@im=ibus"}, InputMethodSetup()),  # Qt has it
+        ({"QT_IM_MODULE": "fcitx", "QT_IM_MODULES": "fcitx"}, InputMethodSetup()),  # the person's own list
+        ({"QT_IM_MODULE": "none", "XMODIFIERS": "@im=ibus"}, InputMethodSetup()),  # no input method, chosen
+        ({"QT_IM_MODULE": "compose", "XMODIFIERS": "@im=fcitx"}, InputMethodSetup()),  # dead keys only, chosen
+        ({"XMODIFIERS": "@im=none"}, InputMethodSetup()),
+        ({}, InputMethodSetup()),  # no input method: Qt's default (Wayland's own, or dead keys on X11)
     ],
 )
 def test_the_variables_set_before_qt_starts(environ, expected):
-    setup = choose_input_method(environ, PYSIDE_PLUGINS, platform="linux")
-    assert setup.environment == expected
-    assert setup.unsupported is None and setup.advice is None
+    assert choose_input_method(environ, PYSIDE_PLUGINS, platform="linux") == expected
 
 
 def test_an_input_method_without_a_way_in_is_named_with_what_to_do():
     setup = choose_input_method({"QT_IM_MODULE": "kime", "XMODIFIERS": "@im=kime"}, PYSIDE_PLUGINS, platform="linux")
-    assert setup.environment == {} and setup.unsupported == "kime"
+    assert setup.environment == {} and setup.unsupported == "kime" and setup.through_portal is None
     assert "kime, has no plugin in this app's Qt (it has: compose, ibus, qtvirtualkeyboard)" in setup.advice
     assert "IBus or Fcitx 5" in setup.advice and "paste" in setup.advice
     assert (
@@ -46,7 +68,7 @@ def test_an_input_method_without_a_way_in_is_named_with_what_to_do():
 
 def test_windows_and_macos_are_left_to_qt():
     for platform in ("win32", "darwin"):
-        assert choose_input_method({"QT_IM_MODULE": "kime"}, PYSIDE_PLUGINS, platform=platform).environment == {}
+        assert choose_input_method({"QT_IM_MODULE": "kime"}, PYSIDE_PLUGINS, platform=platform) == InputMethodSetup()
 
 
 def test_the_plugins_are_read_from_qt_s_plugin_folder(tmp_path):
@@ -63,6 +85,52 @@ def test_prepare_sets_the_variables_in_the_environment_given():
     environ = {"QT_IM_MODULE": "fcitx"}
     setup = prepare_input_method(environ)
     assert environ == {"QT_IM_MODULE": "fcitx", **THROUGH_FCITX} and setup.environment == THROUGH_FCITX
+
+
+@pytest.fixture
+def session_bus(qapp, tmp_path):
+    """A private session bus (a real dbus-daemon) and a connection of this process to it."""
+    if shutil.which("dbus-daemon") is None:
+        pytest.skip("needs dbus-daemon (apt-get install dbus-daemon)")
+    daemon = subprocess.Popen(
+        [
+            "dbus-daemon",
+            "--session",
+            "--nofork",
+            "--nopidfile",
+            f"--address=unix:path={tmp_path / 'bus'}",
+            "--print-address=1",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        address = daemon.stdout.readline().strip()
+        yield address, QDBusConnection.connectToBus(address, f"test-{tmp_path.name}")
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+
+
+def test_a_portal_nobody_answers_is_said_and_one_that_answers_is_not(session_bus):
+    address, bus = session_bus
+    setup = choose_input_method({"QT_IM_MODULE": "fcitx"}, PYSIDE_PLUGINS, platform="linux")
+    assert not portal_answers(bus)
+    checked = checked_input_method(setup, bus)
+    assert checked.unsupported == "fcitx" and checked.environment == setup.environment
+    assert "does not answer on the session bus's IBus portal" in checked.advice and "IBus Frontend" in checked.advice
+
+    fcitx = QDBusConnection.connectToBus(address, "test-fcitx")  # a second client takes the portal's name
+    assert fcitx.registerService(IBUS_PORTAL)
+    assert portal_answers(bus)
+    assert checked_input_method(setup, bus) == setup
+
+
+def test_no_session_bus_counts_as_no_portal(qapp, tmp_path):
+    gone = QDBusConnection.connectToBus(f"unix:path={tmp_path / 'no-bus'}", "test-no-bus")
+    assert not portal_answers(gone)
+    ibus = InputMethodSetup({"QT_IM_MODULES": "ibus"})
+    assert checked_input_method(ibus, gone) == ibus  # not reached through the portal: nothing to check
 
 
 def test_the_status_bar_names_an_input_method_qt_cannot_reach(qtbot, tmp_path):
