@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import selectors
 import shutil
 import signal
 import sqlite3
@@ -31,10 +32,11 @@ PACKAGES = {
     "xdotool": "xdotool",
 }
 # window managers a walk can run under (SPOKENBENCH_WALK_WM=xfwm4; apt-get install --no-install-recommends xfwm4):
-# xfwm4 needs a session bus for its settings
+# xfwm4 needs a session bus for its settings (the desktop's own, `RealDesktop.session_bus`)
 WINDOW_MANAGERS = {
-    "xfwm4": ["dbus-run-session", "--", "xfwm4", "--compositor=off"],
+    "xfwm4": ["xfwm4", "--compositor=off"],
 }
+BUS_START_S = 10.0  # for a session bus to print its address
 # A panel along the bottom of the screen (a Tk window of the dock type reserving its height through
 # _NET_WM_STRUT_PARTIAL), as a taskbar or an Xfce or KDE panel keeps windows out of it: the window manager takes it
 # out of the work area, which is what Qt's availableGeometry reports (SPOKENBENCH_WALK_PANEL pixels, 40 by default)
@@ -84,7 +86,7 @@ def missing_window_manager() -> str | None:
         import tkinter  # noqa: F401 - the panel's window
     except ImportError:
         return "the walk's panel needs tkinter (apt-get install python3-tk)"
-    tools = {"xfwm4": "xfwm4", "dbus-run-session": "dbus-bin", "xwininfo": "x11-utils", "xprop": "x11-utils"}
+    tools = {"xfwm4": "xfwm4", "dbus-daemon": "dbus-daemon", "xwininfo": "x11-utils", "xprop": "x11-utils"}
     missing = sorted({package for tool, package in tools.items() if shutil.which(tool) is None})
     if missing and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -109,6 +111,7 @@ class RealDesktop:
         self.processes: list[subprocess.Popen] = []
         self.display = ""
         self.pulse_server = ""
+        self.bus_address = ""
 
     def __enter__(self) -> RealDesktop:
         try:
@@ -147,6 +150,7 @@ class RealDesktop:
         # NO_AT_BRIDGE: GTK (xfwm4) would start the accessibility bus, a daemon of its own that outlived the
         # desktop (three left running by every test run)
         env = {**os.environ, "DISPLAY": self.display, "HOME": str(self.folder), "NO_AT_BRIDGE": "1"}
+        env["DBUS_SESSION_BUS_ADDRESS"] = self.session_bus()
         self.folder.mkdir(parents=True, exist_ok=True)
         manager = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.processes.append(manager)
@@ -174,6 +178,26 @@ class RealDesktop:
             if panel.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the panel did not take its place (is tkinter installed? python3-tk)")
             time.sleep(0.1)
+
+    def session_bus(self) -> str:
+        """The desktop's session bus (started the first time), as a login has one: the window manager's settings
+        and the input methods live on it. Its own process, ended with the desktop, so what it started for its
+        clients (xfconfd) goes with it; dbus-run-session left its bus running (two daemons per desktop)."""
+        if not self.bus_address:
+            bus = subprocess.Popen(
+                ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            self.processes.append(bus)
+            with selectors.DefaultSelector() as ready:
+                ready.register(bus.stdout, selectors.EVENT_READ)
+                address = bus.stdout.readline().strip() if ready.select(BUS_START_S) else ""
+            if not address:
+                raise RuntimeError(f"the session bus printed no address within {BUS_START_S:g} s")
+            self.bus_address = address
+        return self.bus_address
 
     def frame(self, window: str) -> tuple[int, int, int, int]:
         """A window's outer rectangle on the screen (x, y, width, height), with the title bar and borders its
@@ -382,19 +406,12 @@ def missing_input_method(kind: str) -> str | None:
 
 
 def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[str, str]:
-    """A session bus and an input method on the desktop, as the annotator's login starts them: 'fcitx5' (pinyin,
+    """An input method on the desktop's session bus, as the annotator's login starts it: 'fcitx5' (pinyin,
     turned on by Ctrl+Space; its environment says QT_IM_MODULE=fcitx, as im-config and Fcitx 5's own docs set it)
     or 'ibus' (the Hangul engine, Hangul mode by Shift+Space; QT_IM_MODULE=ibus). `config` is the app's
     XDG_CONFIG_HOME, where IBus leaves its address and Fcitx 5 reads its profile. Returns the app's variables."""
     config.mkdir(parents=True, exist_ok=True)
-    bus = subprocess.Popen(
-        ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    desktop.processes.append(bus)
-    address = bus.stdout.readline().strip()
+    address = desktop.session_bus()
     env = {
         **os.environ,
         "DISPLAY": desktop.display,

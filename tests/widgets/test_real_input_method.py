@@ -72,7 +72,8 @@ def test_a_chinese_edit_typed_through_fcitx5_is_stored_in_chinese(demo_copy, tmp
 
 def test_korean_typed_through_ibus_is_stored_whole_when_enter_closes_the_last_syllable(demo_copy, tmp_path):
     """IBus's Hangul engine (Shift+Space): the edit 한글 saved by Ctrl+Enter and the note 한글 kept by Enter, each
-    while its last syllable 글 is still composing; then 1 rates the clip with the note."""
+    while its last syllable 글 is still composing; then 1 rates the clip with the note. It passed before the app
+    chose input methods too: it guards IBus itself (Qt's own plugin), which the app must not lose."""
     hangeul = ["g", "k", "s", "r", "m", "f"]  # 한글 on the Korean two-set layout
     keys = ["ctrl+2", "e", "ctrl+a", "BackSpace", "shift+space", *hangeul, "ctrl+Return"]
     keys += ["ctrl+3", "n", *hangeul, "Return", "1"]  # the Hangul mode stays on for the app's input context
