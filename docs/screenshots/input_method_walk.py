@@ -8,7 +8,8 @@ Builds the demo into OUT/demo, starts Xvfb, PulseAudio, a session bus and Fcitx 
 chose 你好, Enter kept it: the clip's state line shows the note), 3-fcitx-edit.png (Ctrl+2, E: a rewrite edited
 to 你好 and 'ma' still composing), 4-fcitx-before.png (the note as the app typed it before, Qt asked for the
 fcitx plugin only: 'nihao'), 5-no-input-method.png (QT_IM_MODULE=kime, an input method this Qt cannot reach: the
-status bar says so, its tooltip shown by resting the mouse on it). Needs Xvfb, PulseAudio, xdotool, xfwm4, fcitx5
+status bar says so, its tooltip shown by resting the mouse on it), 6-no-portal.png (QT_IM_MODULE=fcitx with no
+Fcitx answering on the session bus's IBus portal, as under Fcitx 4: the same, naming fcitx). Needs Xvfb, PulseAudio, xdotool, xfwm4, fcitx5
 and fcitx5-chinese-addons, and a Chinese font for the text to be legible (fonts-noto-cjk; without one the app's
 status bar says No font and the characters are boxes)."""
 
@@ -45,9 +46,10 @@ def press(desktop: RealDesktop, *keys: str) -> None:
         time.sleep(1.5 if key in PAUSED else 0.3)
 
 
-def walk(out: Path, screen: str, name: str, env_extra: dict[str, str], steps) -> Path:
-    """The app on a fresh copy of the demo under Fcitx 5 (its variables changed by `env_extra`); `steps(desktop,
-    process)` presses keys and takes the screenshots."""
+def walk(out: Path, screen: str, name: str, env_extra: dict[str, str], steps, fcitx: bool = True) -> Path:
+    """The app on a fresh copy of the demo under Fcitx 5 (its variables changed by `env_extra`; with `fcitx`
+    False, Fcitx 5's variables and session bus without Fcitx 5 running); `steps(desktop, process)` presses keys and
+    takes the screenshots."""
     project = out / f"project-{name}"
     subprocess.run(["rm", "-rf", str(project)], check=True)
     subprocess.run(["cp", "-a", str(demo_in(out)), str(project)], check=True)
@@ -55,7 +57,10 @@ def walk(out: Path, screen: str, name: str, env_extra: dict[str, str], steps) ->
     figures = SessionFigures(0)
     with RealDesktop(out / f"desktop-{name}", screen=screen, window_manager="xfwm4") as desktop:
         work = out / f"work-{name}"
-        env = {**start_input_method(desktop, "fcitx5", work / "config"), **env_extra}
+        if fcitx:
+            env = {**start_input_method(desktop, "fcitx5", work / "config"), **env_extra}
+        else:
+            env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus(), "QT_IM_MODULE": "fcitx", **env_extra}
         process, heart, log = launch_rating_session(desktop, project, work, figures, None, env=env)
         if process is None:
             raise SystemExit("\n".join(figures.notes))
@@ -93,14 +98,18 @@ def main() -> None:
 
     walk(out, screen, "before", {"QT_IM_MODULES": "fcitx"}, before)
 
-    def unreachable(desktop: RealDesktop, process) -> None:
-        x, y, width, height = desktop.frame(app_window(desktop, process))
-        # the mouse rests on the label, left of 'Jobs' and 'Audio', for its tooltip (the only step not a key)
-        desktop.xdotool("mousemove", "--sync", str(x + width - 230), str(y + height - 14))
-        time.sleep(2.5)
-        desktop.screenshot(out / "5-no-input-method.png")
+    def unreachable(shot: str):
+        def steps(desktop: RealDesktop, process) -> None:
+            x, y, width, height = desktop.frame(app_window(desktop, process))
+            # the mouse rests on the label, left of 'Jobs' and 'Audio', for its tooltip (the only step not a key)
+            desktop.xdotool("mousemove", "--sync", str(x + width - 230), str(y + height - 14))
+            time.sleep(2.5)
+            desktop.screenshot(out / shot)
 
-    walk(out, screen, "kime", {"QT_IM_MODULE": "kime", "XMODIFIERS": "@im=kime"}, unreachable)
+        return steps
+
+    walk(out, screen, "kime", {"QT_IM_MODULE": "kime", "XMODIFIERS": "@im=kime"}, unreachable("5-no-input-method.png"))
+    walk(out, screen, "no-portal", {}, unreachable("6-no-portal.png"), fcitx=False)
     print(f"screenshots in {out}")
 
 
