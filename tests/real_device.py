@@ -440,6 +440,49 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
     return {"DBUS_SESSION_BUS_ADDRESS": address, "QT_IM_MODULE": "ibus", "XMODIFIERS": "@im=ibus"}
 
 
+OPENS = frozenset({"n", "e", "ctrl+2", "ctrl+3"})  # keys that open a dialog or a page: a longer pause after them
+
+
+def type_keys(desktop: RealDesktop, *keys: str) -> None:
+    """xdotool's keys one by one, paused after each as a person types (longer after one that opens something)."""
+    for key in keys:
+        desktop.xdotool("key", key)
+        time.sleep(1.5 if key in OPENS else 0.3)
+
+
+def typed_session(
+    project: Path,
+    work: Path,
+    kind: str | None,
+    keys: list[str],
+    env: dict[str, str] | None = None,
+    steps=None,
+    screen: str = "1400x900x24",
+) -> SessionFigures:
+    """The app on the project's stress queue (added here) on a real desktop under xfwm4 (which gives the keyboard
+    back to the window when a dialog closes) and the input method `kind` (`start_input_method`; None: the session
+    bus alone), its variables changed by `env`; `keys` typed, then `steps(desktop, process)` when given; its
+    figures once it is closed (`notes` says why when it never opened)."""
+    add_stress_queue(project)
+    figures = SessionFigures(0)
+    with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
+        started = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}
+        if kind is not None:
+            started = start_input_method(desktop, kind, work / "config")
+        app_env = {**started, **(env or {})}
+        process, heart, log = launch_rating_session(desktop, project, work, figures, app_command(), env=app_env)
+        if process is None:
+            return figures
+        try:
+            type_keys(desktop, *keys)
+            if steps is not None:
+                steps(desktop, process)
+            settle(heart)
+        finally:
+            close_app(desktop, process, heart, log, figures)
+    return figures
+
+
 def stored_notes(project_folder: Path, annotator: str = ANNOTATOR) -> list[str]:
     """The notes of the annotator's ratings, oldest first."""
     with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:

@@ -23,51 +23,28 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from real_device import (  # noqa: E402
     RealDesktop,
-    SessionFigures,
-    add_stress_queue,
     app_window,
-    close_app,
     demo_in,
-    launch_rating_session,
     missing_input_method,
     missing_window_manager,
-    start_input_method,
     stored_edits,
     stored_notes,
+    type_keys,
+    typed_session,
     walk_arguments,
 )
 
-PAUSED = ("n", "e", "ctrl+2")  # a dialog or page opens
 
-
-def press(desktop: RealDesktop, *keys: str) -> None:
-    for key in keys:
-        desktop.xdotool("key", key)
-        time.sleep(1.5 if key in PAUSED else 0.3)
-
-
-def walk(out: Path, screen: str, name: str, env_extra: dict[str, str], steps, fcitx: bool = True) -> Path:
-    """The app on a fresh copy of the demo under Fcitx 5 (its variables changed by `env_extra`; with `fcitx`
-    False, Fcitx 5's variables and session bus without Fcitx 5 running); `steps(desktop, process)` presses keys and
-    takes the screenshots."""
+def walk(out: Path, screen: str, name: str, env: dict[str, str], steps, fcitx: bool = True) -> Path:
+    """The app on a fresh copy of the demo under Fcitx 5 (with `fcitx` False, the session bus alone), its variables
+    changed by `env`; `steps(desktop, process)` presses keys and takes the screenshots."""
     project = out / f"project-{name}"
     subprocess.run(["rm", "-rf", str(project)], check=True)
     subprocess.run(["cp", "-a", str(demo_in(out)), str(project)], check=True)
-    add_stress_queue(project)
-    figures = SessionFigures(0)
-    with RealDesktop(out / f"desktop-{name}", screen=screen, window_manager="xfwm4") as desktop:
-        work = out / f"work-{name}"
-        if fcitx:
-            env = {**start_input_method(desktop, "fcitx5", work / "config"), **env_extra}
-        else:
-            env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus(), "QT_IM_MODULE": "fcitx", **env_extra}
-        process, heart, log = launch_rating_session(desktop, project, work, figures, None, env=env)
-        if process is None:
-            raise SystemExit("\n".join(figures.notes))
-        try:
-            steps(desktop, process)
-        finally:
-            close_app(desktop, process, heart, log, figures)
+    kind = "fcitx5" if fcitx else None
+    figures = typed_session(project, out / f"work-{name}", kind, [], env=env, steps=steps, screen=screen)
+    if figures.window_after_s is None:
+        raise SystemExit("\n".join(figures.notes))
     return project
 
 
@@ -78,23 +55,23 @@ def main() -> None:
         raise SystemExit(problem)
 
     def chinese(desktop: RealDesktop, _process) -> None:
-        press(desktop, "n", "ctrl+space", *"nihao")
+        type_keys(desktop, "n", "ctrl+space", *"nihao")
         desktop.screenshot(out / "1-fcitx-note.png")
-        press(desktop, "space", "Return")
+        type_keys(desktop, "space", "Return")
         time.sleep(1.0)
         desktop.screenshot(out / "2-fcitx-noted.png")
-        press(desktop, "1", "ctrl+2", "e", "ctrl+a", "BackSpace", *"nihao", "space", *"ma")
+        type_keys(desktop, "1", "ctrl+2", "e", "ctrl+a", "BackSpace", *"nihao", "space", *"ma")
         desktop.screenshot(out / "3-fcitx-edit.png")
-        press(desktop, "space", "ctrl+Return")
+        type_keys(desktop, "space", "ctrl+Return")
         time.sleep(1.0)
 
     project = walk(out, screen, "fcitx", {}, chinese)
     print(f"under Fcitx 5: notes {stored_notes(project)}, edits {stored_edits(project)}")
 
     def before(desktop: RealDesktop, _process) -> None:
-        press(desktop, "n", "ctrl+space", *"nihao")
+        type_keys(desktop, "n", "ctrl+space", *"nihao")
         desktop.screenshot(out / "4-fcitx-before.png")
-        press(desktop, "Escape")
+        type_keys(desktop, "Escape")
 
     walk(out, screen, "before", {"QT_IM_MODULES": "fcitx"}, before)
 
@@ -109,7 +86,7 @@ def main() -> None:
         return steps
 
     walk(out, screen, "kime", {"QT_IM_MODULE": "kime", "XMODIFIERS": "@im=kime"}, unreachable("5-no-input-method.png"))
-    walk(out, screen, "no-portal", {}, unreachable("6-no-portal.png"), fcitx=False)
+    walk(out, screen, "no-portal", {"QT_IM_MODULE": "fcitx"}, unreachable("6-no-portal.png"), fcitx=False)
     print(f"screenshots in {out}")
 
 

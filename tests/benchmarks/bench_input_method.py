@@ -18,24 +18,19 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for real_device.py
 
 from real_device import (
     RealDesktop,
-    SessionFigures,
-    add_stress_queue,
-    close_app,
-    launch_rating_session,
     missing_input_method,
     missing_tools,
     missing_window_manager,
-    settle,
     start_input_method,
     stored_notes,
     temporary_folder,
+    typed_session,
 )
 
 VARIANTS = {"now": {}, "before": {"QT_IM_MODULES": "fcitx"}}
@@ -62,20 +57,9 @@ def one_round(source: Path, work: Path, extra: dict[str, str]) -> tuple[str, flo
     shutil.rmtree(work, ignore_errors=True)
     project = work / "project"
     shutil.copytree(source, project)
-    add_stress_queue(project)
-    figures = SessionFigures(0)
-    with RealDesktop(work / "desktop", window_manager="xfwm4") as desktop:
-        env = {**start_input_method(desktop, "fcitx5", work / "config"), **extra}
-        process, heart, log = launch_rating_session(desktop, project, work, figures, None, env=env)
-        if process is None:
-            return "; ".join(figures.notes), None
-        try:
-            for key in KEYS:
-                desktop.xdotool("key", key)
-                time.sleep(1.5 if key == "n" else 0.3)
-            settle(heart)
-        finally:
-            close_app(desktop, process, heart, log, figures)
+    figures = typed_session(project, work, "fcitx5", KEYS, env=extra)
+    if figures.window_after_s is None:
+        return "; ".join(figures.notes), None
     notes = stored_notes(project)
     return (notes[-1] if notes else "(no note stored)"), figures.window_after_s
 
