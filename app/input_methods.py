@@ -110,10 +110,10 @@ def portal_answers(bus=None) -> bool:
     return reply.isValid() and bool(reply.value())
 
 
-def checked_input_method(setup: InputMethodSetup, bus=None) -> InputMethodSetup:
+def checked_input_method(setup: InputMethodSetup, platform_name: str, bus=None) -> InputMethodSetup:
     """`setup`, with the status bar's warning when the input method it reaches through the IBus portal does not
-    answer there."""
-    if setup.through_portal is None or portal_answers(bus):
+    answer there. Not on Wayland (`platform_name`, Qt's): a compositor's text input may reach it without."""
+    if setup.through_portal is None or platform_name.startswith("wayland") or portal_answers(bus):
         return setup
     advice = (
         f"The desktop's input method, {setup.through_portal}, does not answer on the session bus's IBus portal, "

@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     else:  # a server that does not answer: the window opens anyway, and says so once it has waited STALL_S
         window = MainWindow(settings=settings)
         window.follow_sound_check(check)
-    window.show_input_method(checked_input_method(input_method))  # Qt's IBus plugin has tried the portal
+    # after Qt's start, whose IBus plugin has asked the portal: whether anything answers there
+    window.show_input_method(checked_input_method(input_method, app.platformName()))
     if not args.smoke:
         window.restore_window_state()  # size and place as left, fitted to this screen
     window.show()
