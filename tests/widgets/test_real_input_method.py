@@ -22,13 +22,13 @@ from real_device import (
 pytestmark = pytest.mark.slow
 
 
-def typed(demo_copy, tmp_path, kind: str, keys: list[str]) -> None:
-    """`keys` typed into the app under the input method `kind` (tests/real_device.py's `typed_session`); skipped
-    where the desktop or the input method cannot be installed."""
+def typed(demo_copy, tmp_path, kind: str, keys: list[str], env: dict[str, str] | None = None) -> None:
+    """`keys` typed into the app under the input method `kind` (tests/real_device.py's `typed_session`, its
+    variables changed by `env`); skipped where the desktop or the input method cannot be installed."""
     problem = missing_tools() or missing_window_manager() or missing_input_method(kind)
     if problem:
         pytest.skip(f"a real desktop with {kind} is needed: {problem}")
-    figures = typed_session(demo_copy, tmp_path, kind, keys)
+    figures = typed_session(demo_copy, tmp_path, kind, keys, env=env)
     assert figures.window_after_s is not None and not (figures.froze or figures.died), "\n".join(figures.lines())
 
 
@@ -57,3 +57,11 @@ def test_korean_typed_through_ibus_is_stored_whole_when_enter_closes_the_last_sy
     typed(demo_copy, tmp_path, "ibus", keys)
     assert stored_edits(demo_copy) == ["한글"]
     assert stored_notes(demo_copy) == ["한글"]
+
+
+def test_korean_typed_through_ibus_named_by_xmodifiers_only_is_stored_in_korean(demo_copy, tmp_path):
+    """A login that names IBus in XMODIFIERS=@im=ibus alone (QT_IM_MODULE empty): Qt 6 on X11 took its dead-key
+    plugin, and the edit was saved as the Latin 'gksrmf'; the app asks Qt for IBus."""
+    keys = ["ctrl+2", "e", "ctrl+a", "BackSpace", "shift+space", "g", "k", "s", "r", "m", "f", "ctrl+Return"]
+    typed(demo_copy, tmp_path, "ibus", keys, env={"QT_IM_MODULE": ""})
+    assert stored_edits(demo_copy) == ["한글"]
