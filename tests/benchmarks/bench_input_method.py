@@ -36,18 +36,20 @@ from real_device import (
 VARIANTS = {"now": {}, "before": {"QT_IM_MODULES": "fcitx"}}
 KEYS = ["n", "ctrl+space", *"nihao", "space", "Return", "1"]
 # Qt's start as the app makes it (the variables of app/input_methods.py set first) to a text field shown and
-# given the keyboard, which is when Qt's IBus plugin has connected to the portal: seconds, printed
+# given the keyboard, which is when Qt's IBus plugin has connected to the portal, and the app's check that the
+# portal answers: seconds, printed
 QT_START = """
 import sys, time
 start = time.perf_counter()
-from spokenbench.app.input_methods import prepare_input_method
-prepare_input_method()
+from spokenbench.app.input_methods import checked_input_method, prepare_input_method
+setup = prepare_input_method()
 from PySide6.QtWidgets import QApplication, QLineEdit
 app = QApplication([])
 field = QLineEdit()
 field.show()
 field.setFocus()
 app.processEvents()
+checked_input_method(setup, app.platformName())
 print(time.perf_counter() - start)
 """
 
