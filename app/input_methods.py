@@ -24,6 +24,7 @@ from pathlib import Path
 # input methods that answer IBus's protocol on the session bus's IBus portal (Fcitx 5's ibusfrontend)
 SPEAKS_IBUS = frozenset({"fcitx", "fcitx5"})
 IBUS_PORTAL = "org.freedesktop.portal.IBus"
+PORTAL_CHECK_MS = 1000  # a bus daemon that stopped answering holds the window no longer than this
 # QT_IM_MODULE values that leave the choice to XMODIFIERS=@im=NAME: none set, or Qt 6's "xim", which is the
 # compose plugin (Qt 6 has no XIM); "none" and "compose" are a choice of no input method, kept
 FROM_XMODIFIERS = frozenset({"", "xim"})
@@ -77,7 +78,7 @@ def choose_input_method(
         environment = {"QT_IM_MODULES": ";".join([*tried, "wayland", "ibus"])}
         if wanted == "ibus":  # QT_IM_MODULE unset or xim under IBus: Qt 6 alone gave compose (no IBus) on X11
             return InputMethodSetup(environment)
-        if "IBUS_USE_PORTAL" not in environ:  # Qt takes any value but '' as on; the person's own is kept
+        if "IBUS_USE_PORTAL" not in environ:  # Qt takes it set at all ('', 0) as on; the person's own is kept
             environment["IBUS_USE_PORTAL"] = "1"  # the portal needs no ibus-daemon installed, as Fcitx alone has
         return InputMethodSetup(environment, through_portal=wanted)
     plugins = ", ".join(sorted(shipped)) or "none"
@@ -99,21 +100,25 @@ def prepare_input_method(environ: MutableMapping[str, str] | None = None) -> Inp
 
 
 def portal_answers(bus=None) -> bool:
-    """Whether something answers on the session bus's IBus portal (`bus`: a QDBusConnection, the session bus by
-    default). One call to the bus daemon, once the QApplication exists (Qt's IBus plugin has then called it)."""
+    """Whether something owns the IBus portal's name on the session bus (`bus`: a QDBusConnection, the session
+    bus by default): one call to the bus daemon, at most PORTAL_CHECK_MS. IBus installs a service file for that
+    name, so Qt's IBus plugin's own call may have started IBus's portal by then: an answer, all the same."""
     from PySide6.QtDBus import QDBusConnection
 
     bus = QDBusConnection.sessionBus() if bus is None else bus
     if not bus.isConnected():
         return False
-    reply = bus.interface().isServiceRegistered(IBUS_PORTAL)
+    daemon = bus.interface()
+    daemon.setTimeout(PORTAL_CHECK_MS)
+    reply = daemon.isServiceRegistered(IBUS_PORTAL)
     return reply.isValid() and bool(reply.value())
 
 
 def checked_input_method(setup: InputMethodSetup, platform_name: str, bus=None) -> InputMethodSetup:
     """`setup`, with the status bar's warning when the input method it reaches through the IBus portal does not
-    answer there. Not on Wayland (`platform_name`, Qt's): a compositor's text input may reach it without."""
-    if setup.through_portal is None or platform_name.startswith("wayland") or portal_answers(bus):
+    answer there. On X11 only (`platform_name`, Qt's, is 'xcb'): on Wayland a compositor's text input may reach
+    it without the portal, and offscreen (tests, --smoke) no input method is used."""
+    if setup.through_portal is None or platform_name != "xcb" or portal_answers(bus):
         return setup
     advice = (
         f"The desktop's input method, {setup.through_portal}, does not answer on the session bus's IBus portal, "

@@ -98,6 +98,29 @@ def missing_window_manager() -> str | None:
     return f"needs {' '.join(missing)} (apt-get install --no-install-recommends {' '.join(missing)})"
 
 
+def start_session_bus(env: dict[str, str] | None = None, processes: list | None = None) -> tuple[subprocess.Popen, str]:
+    """A private D-Bus session bus (dbus-daemon) and its address, waited for at most BUS_START_S; the process is
+    added to `processes` at once, so whoever ends those ends it even when it never answered. The address comes
+    on a pipe of its own, closed once read; the daemon's output (and its services') goes nowhere."""
+    read, write = os.pipe()
+    bus = subprocess.Popen(
+        ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--print-address={write}"],
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    os.close(write)
+    if processes is not None:
+        processes.append(bus)
+    with os.fdopen(read) as printed, selectors.DefaultSelector() as ready:
+        ready.register(printed, selectors.EVENT_READ)
+        address = printed.readline().strip() if ready.select(BUS_START_S) else ""
+    if not address:
+        raise RuntimeError(f"the session bus printed no address within {BUS_START_S:g} s")
+    return bus, address
+
+
 class RealDesktop:
     """Xvfb on a display it picks itself and a PulseAudio server whose only sink is a null sink."""
 
@@ -184,19 +207,10 @@ class RealDesktop:
         and the input methods live on it. Its own process, ended with the desktop, so what it started for its
         clients (xfconfd) goes with it; dbus-run-session left its bus running (two daemons per desktop)."""
         if not self.bus_address:
-            bus = subprocess.Popen(
-                ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            self.processes.append(bus)
-            with selectors.DefaultSelector() as ready:
-                ready.register(bus.stdout, selectors.EVENT_READ)
-                address = bus.stdout.readline().strip() if ready.select(BUS_START_S) else ""
-            if not address:
-                raise RuntimeError(f"the session bus printed no address within {BUS_START_S:g} s")
-            self.bus_address = address
+            # what it starts for its clients (xfconfd) gets its environment: the desktop's folder as HOME, so
+            # xfwm4's settings stay there and out of the user's own
+            env = {**os.environ, "HOME": str(self.folder), "DISPLAY": self.display, "NO_AT_BRIDGE": "1"}
+            _bus, self.bus_address = start_session_bus(env, self.processes)
         return self.bus_address
 
     def frame(self, window: str) -> tuple[int, int, int, int]:
@@ -462,7 +476,7 @@ def typed_session(
     """The app on the project's stress queue (added here) on a real desktop under xfwm4 (which gives the keyboard
     back to the window when a dialog closes) and the input method `kind` (`start_input_method`; None: the session
     bus alone), its variables changed by `env`; `keys` typed, then `steps(desktop, process)` when given; its
-    figures once it is closed (`notes` says why when it never opened)."""
+    figures once it is closed. RuntimeError when the app's rating session never opened (why in its message)."""
     add_stress_queue(project)
     figures = SessionFigures(0)
     with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
@@ -472,7 +486,7 @@ def typed_session(
         app_env = {**started, **(env or {})}
         process, heart, log = launch_rating_session(desktop, project, work, figures, app_command(), env=app_env)
         if process is None:
-            return figures
+            raise RuntimeError("the app's rating session did not open: " + "; ".join(figures.notes))
         try:
             type_keys(desktop, *keys)
             if steps is not None:

@@ -42,9 +42,7 @@ def walk(out: Path, screen: str, name: str, env: dict[str, str], steps, fcitx: b
     subprocess.run(["rm", "-rf", str(project)], check=True)
     subprocess.run(["cp", "-a", str(demo_in(out)), str(project)], check=True)
     kind = "fcitx5" if fcitx else None
-    figures = typed_session(project, out / f"work-{name}", kind, [], env=env, steps=steps, screen=screen)
-    if figures.window_after_s is None:
-        raise SystemExit("\n".join(figures.notes))
+    typed_session(project, out / f"work-{name}", kind, [], env=env, steps=steps, screen=screen)
     return project
 
 

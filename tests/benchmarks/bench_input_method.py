@@ -59,9 +59,10 @@ def one_round(source: Path, work: Path, extra: dict[str, str]) -> tuple[str, flo
     shutil.rmtree(work, ignore_errors=True)
     project = work / "project"
     shutil.copytree(source, project)
-    figures = typed_session(project, work, "fcitx5", KEYS, env=extra)
-    if figures.window_after_s is None:
-        return "; ".join(figures.notes), None
+    try:
+        figures = typed_session(project, work, "fcitx5", KEYS, env=extra)
+    except RuntimeError as error:  # the app's session never opened: the round says why
+        return str(error), None
     notes = stored_notes(project)
     return (notes[-1] if notes else "(no note stored)"), figures.window_after_s
 

@@ -4,11 +4,11 @@ a portal nobody answers, is named in the status bar. The real input methods on a
 tests/widgets/test_real_input_method.py."""
 
 import shutil
-import subprocess
 
 import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtDBus import QDBusConnection
+from real_device import start_session_bus
 
 from spokenbench.app.input_methods import (
     IBUS_PORTAL,
@@ -35,7 +35,7 @@ FROM_XMODIFIERS = {"QT_IM_MODULES": "wayland;ibus", "IBUS_USE_PORTAL": "1"}
         ),
         ({"QT_IM_MODULE": "xim", "XMODIFIERS": "@im=fcitx"}, InputMethodSetup(FROM_XMODIFIERS, through_portal="fcitx")),
         ({"XMODIFIERS": "@im=fcitx"}, InputMethodSetup(FROM_XMODIFIERS, through_portal="fcitx")),
-        # the person's IBUS_USE_PORTAL is kept (Qt takes any value but '' as on)
+        # the person's IBUS_USE_PORTAL is kept (Qt takes it set at all, '' or 0 too, as on)
         (
             {"QT_IM_MODULE": "fcitx", "IBUS_USE_PORTAL": "0"},
             InputMethodSetup({"QT_IM_MODULES": "fcitx;wayland;ibus"}, through_portal="fcitx"),
@@ -89,25 +89,16 @@ def test_prepare_sets_the_variables_in_the_environment_given():
 
 @pytest.fixture
 def session_bus(qapp, tmp_path):
-    """A private session bus (a real dbus-daemon) and a connection of this process to it."""
+    """A private session bus (a real dbus-daemon, tests/real_device.py's `start_session_bus`) and a connection of
+    this process to it."""
     if shutil.which("dbus-daemon") is None:
         pytest.skip("needs dbus-daemon (apt-get install dbus-daemon)")
-    daemon = subprocess.Popen(
-        [
-            "dbus-daemon",
-            "--session",
-            "--nofork",
-            "--nopidfile",
-            f"--address=unix:path={tmp_path / 'bus'}",
-            "--print-address=1",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    daemon, address = start_session_bus()
+    name = f"bus-{tmp_path.name}"
     try:
-        address = daemon.stdout.readline().strip()
-        yield address, QDBusConnection.connectToBus(address, f"test-{tmp_path.name}")
+        yield address, QDBusConnection.connectToBus(address, name)
     finally:
+        QDBusConnection.disconnectFromBus(name)
         daemon.terminate()
         daemon.wait(10)
 
@@ -120,18 +111,28 @@ def test_a_portal_nobody_answers_is_said_and_one_that_answers_is_not(session_bus
     assert checked.unsupported == "fcitx" and checked.environment == setup.environment
     assert "does not answer on the session bus's IBus portal" in checked.advice and "IBus Frontend" in checked.advice
     assert checked_input_method(setup, "wayland", bus) == setup  # a compositor's text input may reach it there
+    assert checked_input_method(setup, "offscreen", bus) == setup  # no input method used
 
-    fcitx = QDBusConnection.connectToBus(address, "test-fcitx")  # a second client takes the portal's name
-    assert fcitx.registerService(IBUS_PORTAL)
-    assert portal_answers(bus)
-    assert checked_input_method(setup, "xcb", bus) == setup
+    owner = f"fcitx-{address.rsplit('=', 1)[-1]}"
+    fcitx = QDBusConnection.connectToBus(address, owner)  # a second client takes the portal's name
+    try:
+        assert fcitx.registerService(IBUS_PORTAL)
+        assert portal_answers(bus)
+        assert checked_input_method(setup, "xcb", bus) == setup
+    finally:
+        QDBusConnection.disconnectFromBus(owner)
 
 
 def test_no_session_bus_counts_as_no_portal(qapp, tmp_path):
-    gone = QDBusConnection.connectToBus(f"unix:path={tmp_path / 'no-bus'}", "test-no-bus")
-    assert not portal_answers(gone)
-    ibus = InputMethodSetup({"QT_IM_MODULES": "ibus"})
-    assert checked_input_method(ibus, "xcb", gone) == ibus  # not reached through the portal: nothing to check
+    gone = QDBusConnection.connectToBus(f"unix:path={tmp_path / 'no-bus'}", f"gone-{tmp_path.name}")
+    try:
+        assert not portal_answers(gone)
+        fcitx = choose_input_method({"QT_IM_MODULE": "fcitx"}, PYSIDE_PLUGINS, platform="linux")
+        assert checked_input_method(fcitx, "xcb", gone).unsupported == "fcitx"
+        ibus = InputMethodSetup({"QT_IM_MODULES": "ibus"})
+        assert checked_input_method(ibus, "xcb", gone) == ibus  # not reached through the portal: nothing to check
+    finally:
+        QDBusConnection.disconnectFromBus(f"gone-{tmp_path.name}")
 
 
 def test_the_status_bar_names_an_input_method_qt_cannot_reach(qtbot, tmp_path):
