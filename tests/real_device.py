@@ -209,6 +209,7 @@ class RealDesktop:
         if not self.bus_address:
             # what it starts for its clients (xfconfd) gets its environment: the desktop's folder as HOME, so
             # xfwm4's settings stay there and out of the user's own
+            self.folder.mkdir(parents=True, exist_ok=True)
             env = {**os.environ, "HOME": str(self.folder), "DISPLAY": self.display, "NO_AT_BRIDGE": "1"}
             _bus, self.bus_address = start_session_bus(env, self.processes)
         return self.bus_address
@@ -426,8 +427,9 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
     XDG_CONFIG_HOME, where IBus leaves its address and Fcitx 5 reads its profile. Returns the app's variables."""
     config.mkdir(parents=True, exist_ok=True)
     address = desktop.session_bus()
-    env = {
+    env = {  # the desktop's folder as HOME: their caches and pinyin history stay there, out of the user's own
         **os.environ,
+        "HOME": str(desktop.folder),
         "DISPLAY": desktop.display,
         "DBUS_SESSION_BUS_ADDRESS": address,
         "XDG_CONFIG_HOME": str(config),
