@@ -135,6 +135,7 @@ class RealDesktop:
         self.display = ""
         self.pulse_server = ""
         self.bus_address = ""
+        self._short_home: Path | None = None
 
     def __enter__(self) -> RealDesktop:
         try:
@@ -322,6 +323,18 @@ class RealDesktop:
                     process.kill()
                     process.wait(5)
         self.processes.clear()
+        if self._short_home is not None:
+            shutil.rmtree(self._short_home, ignore_errors=True)
+            self._short_home = None
+
+    def short_home(self) -> Path:
+        """A home folder for the desktop's daemons with a short path (made the first time, removed with the
+        desktop): IBus names its socket after $HOME/.cache, and a test's folder under xdist
+        (/tmp/pytest-of-root/pytest-N/popen-gw0/test_…/desktop) made that name too long for a socket (the app
+        typed Latin letters under IBus in CI, 'gksrmf' for 한글)."""
+        if self._short_home is None:
+            self._short_home = Path(tempfile.mkdtemp(prefix="sb-home-", dir="/tmp"))
+        return self._short_home
 
 
 class TwoMonitorDesktop(RealDesktop):
@@ -427,9 +440,9 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
     XDG_CONFIG_HOME, where IBus leaves its address and Fcitx 5 reads its profile. Returns the app's variables."""
     config.mkdir(parents=True, exist_ok=True)
     address = desktop.session_bus()
-    env = {  # the desktop's folder as HOME: their caches and pinyin history stay there, out of the user's own
+    env = {  # a home of the desktop's: their caches and pinyin history stay there, out of the user's own
         **os.environ,
-        "HOME": str(desktop.folder),
+        "HOME": str(desktop.short_home()),
         "DISPLAY": desktop.display,
         "DBUS_SESSION_BUS_ADDRESS": address,
         "XDG_CONFIG_HOME": str(config),
