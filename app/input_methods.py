@@ -1,15 +1,16 @@
 """Typing Chinese and Korean into the app's text fields (a rating's note, an edited rewrite, a search, a speaker's
 name) through the desktop's input method, chosen before Qt starts.
 
-PySide6's wheels carry one input-method plugin of Qt's, IBus's (and the dead-key `compose` one); a plugin built
-for the system's Qt cannot load into them (it needs that exact Qt). On an Fcitx 5 desktop, whose environment
-says QT_IM_MODULE=fcitx, Qt found no plugin and every key arrived as a Latin letter: a Chinese annotator's note
-was "nihao", not 你好. Fcitx 5 also answers IBus's protocol through the IBus portal on the session bus (its
+PySide6's wheels carry one input-method plugin of Qt's, IBus's (and the dead-key `compose` one); a plugin built for
+the system's Qt cannot load into them (it needs that exact Qt). On an Fcitx 5 desktop, whose environment says
+QT_IM_MODULE=fcitx, Qt found no plugin and every key arrived as a Latin letter: a Chinese annotator's note was
+"nihao", not 你好. Fcitx 5 also answers IBus's protocol through the IBus portal on the session bus (its
 `ibusfrontend`, on by default), so Qt is asked to try the module named, then its own Wayland one (a Wayland
-compositor's text input, where there is one), then IBus through that portal (QT_IM_MODULES, Qt ≥ 6.7). Where
-nothing answers on the portal (Fcitx 4, Fcitx 5 with that add-on off) or the input method has no such door
-(kime, uim, nimf …), the status bar says so instead of the keys turning silently into Latin letters. What the
-person set themselves (QT_IM_MODULES, IBUS_USE_PORTAL, QT_IM_MODULE=none or compose) is kept."""
+compositor's text input, where there is one), then IBus through that portal (QT_IM_MODULES, a list that newer Qt 6
+releases read, PySide6's 6.12 among them). Where nothing answers on the portal (Fcitx 4, Fcitx 5 with that add-on
+off) or the input method has no such door (kime, uim, nimf …), the status bar says so instead of the keys turning
+silently into Latin letters. What the person set themselves (QT_IM_MODULES, IBUS_USE_PORTAL, QT_IM_MODULE=none or
+compose) is kept."""
 
 from __future__ import annotations
 
