@@ -87,15 +87,23 @@ def missing_window_manager() -> str | None:
     except ImportError:
         return "the walk's panel needs tkinter (apt-get install python3-tk)"
     tools = {"xfwm4": "xfwm4", "dbus-daemon": "dbus-daemon", "xwininfo": "x11-utils", "xprop": "x11-utils"}
-    missing = sorted({package for tool, package in tools.items() if shutil.which(tool) is None})
-    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
-        subprocess.run(command, check=False, timeout=600, env=env, capture_output=True)
-        missing = sorted({package for tool, package in tools.items() if shutil.which(tool) is None})
+    return install_missing(lambda: sorted({package for tool, package in tools.items() if shutil.which(tool) is None}))
+
+
+def install_missing(missing_packages) -> str | None:
+    """Install the packages `missing_packages()` names, as root with apt-get and without their recommended
+    packages, then ask it again; why not, when they cannot be."""
+    missing = missing_packages()
     if not missing:
         return None
-    return f"needs {' '.join(missing)} (apt-get install --no-install-recommends {' '.join(missing)})"
+    wanted = " ".join(missing)
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return f"needs {wanted} (apt-get install --no-install-recommends {wanted}; not root here)"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
+    subprocess.run(command, check=False, timeout=900, env=env, capture_output=True)
+    still = missing_packages()
+    return f"could not install {' '.join(still)} with apt-get" if still else None
 
 
 def start_session_bus(env: dict[str, str] | None = None, processes: list | None = None) -> tuple[subprocess.Popen, str]:
@@ -420,17 +428,16 @@ Layout=
 
 
 def missing_input_method(kind: str) -> str | None:
-    """Install an input method of INPUT_METHOD_PACKAGES (as root, apt-get without recommended packages) and the
-    session bus's tools when missing; why not, when they cannot be."""
+    """Install an input method of INPUT_METHOD_PACKAGES and the session bus's tools when missing
+    (`install_missing`); why not, when they cannot be."""
     marker, packages = INPUT_METHOD_PACKAGES[kind]
-    if Path(marker).exists() and shutil.which("dbus-daemon") and shutil.which("dbus-send"):
-        return None
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return f"needs {' '.join(packages)} (apt-get install -y {' '.join(packages)}; not root here)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages, "dbus-daemon", "dbus-bin"]
-    subprocess.run(command, check=False, timeout=900, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return None if Path(marker).exists() else f"could not install {' '.join(packages)} with apt-get"
+    bus_tools = {"dbus-daemon": "dbus-daemon", "dbus-send": "dbus-bin"}
+
+    def missing() -> list[str]:
+        absent = [] if Path(marker).exists() else list(packages)
+        return absent + [package for tool, package in bus_tools.items() if shutil.which(tool) is None]
+
+    return install_missing(missing)
 
 
 def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[str, str]:
@@ -965,9 +972,9 @@ def demo_in(out: Path) -> Path:
     return project
 
 
-def demo_copy_in(out: Path) -> Path:
-    """A fresh copy of OUT/demo (`demo_in`) at OUT/project, for a walk to change."""
-    project = out / "project"
+def demo_copy_in(out: Path, name: str = "project") -> Path:
+    """A fresh copy of OUT/demo (`demo_in`) at OUT/NAME, for a walk to change."""
+    project = out / name
     shutil.rmtree(project, ignore_errors=True)
     shutil.copytree(demo_in(out), project)
     return project

@@ -15,7 +15,6 @@ status bar says No font and the characters are boxes)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from real_device import (  # noqa: E402
     RealDesktop,
     app_window,
-    demo_in,
+    demo_copy_in,
     missing_input_method,
     missing_window_manager,
     stored_edits,
@@ -38,9 +37,7 @@ from real_device import (  # noqa: E402
 def walk(out: Path, screen: str, name: str, env: dict[str, str], steps, fcitx: bool = True) -> Path:
     """The app on a fresh copy of the demo under Fcitx 5 (with `fcitx` False, the session bus alone), its variables
     changed by `env`; `steps(desktop, process)` presses keys and takes the screenshots."""
-    project = out / f"project-{name}"
-    subprocess.run(["rm", "-rf", str(project)], check=True)
-    subprocess.run(["cp", "-a", str(demo_in(out)), str(project)], check=True)
+    project = demo_copy_in(out, f"project-{name}")
     kind = "fcitx5" if fcitx else None
     typed_session(project, out / f"work-{name}", kind, [], env=env, steps=steps, screen=screen)
     return project

@@ -1,12 +1,12 @@
 """The desktop's input method as the app asks Qt for it (app/input_methods.py): PySide6's Qt carries IBus's plugin
 only, so Fcitx 5 (QT_IM_MODULE=fcitx) is reached through its IBus portal, and an input method with no way in, or
-a portal nobody answers, is named in the status bar. The real input methods on a real desktop:
+a portal nobody answers, is named in the status bar (tests/widgets/test_main_window.py). The real input methods
+on a real desktop:
 tests/widgets/test_real_input_method.py."""
 
 import shutil
 
 import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtDBus import QDBusConnection
 from real_device import start_session_bus
 
@@ -133,23 +133,3 @@ def test_no_session_bus_counts_as_no_portal(qapp, tmp_path):
         assert checked_input_method(ibus, "xcb", gone) == ibus  # not reached through the portal: nothing to check
     finally:
         QDBusConnection.disconnectFromBus(f"gone-{tmp_path.name}")
-
-
-def test_the_status_bar_names_an_input_method_qt_cannot_reach(qtbot, tmp_path):
-    from spokenbench.app.main_window import MainWindow
-
-    window = MainWindow(
-        audio_message="off",
-        poll_interval_s=0.1,
-        settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
-    )
-    qtbot.addWidget(window)
-    window.show()
-    try:
-        window.show_input_method(choose_input_method({"QT_IM_MODULE": "kime"}, PYSIDE_PLUGINS, platform="linux"))
-        assert window.input_method_label.isVisible() and window.input_method_label.text() == "No input method: kime"
-        assert "cannot be typed" in window.input_method_label.toolTip()
-        window.show_input_method(choose_input_method({"QT_IM_MODULE": "fcitx"}, PYSIDE_PLUGINS, platform="linux"))
-        assert not window.input_method_label.isVisible()
-    finally:
-        window.shutdown()

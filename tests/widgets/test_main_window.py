@@ -7,6 +7,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 from support import gmmlu_rows, write_csv
 
+from spokenbench.app.input_methods import choose_input_method
 from spokenbench.app.main_window import MainWindow
 from spokenbench.core.importers import import_files
 from spokenbench.core.jobs import registry as jobs
@@ -191,3 +192,12 @@ def test_missing_audio_libraries_are_explained_not_fatal(monkeypatch):
     )
     message = app_main.audio_problem()
     assert message.count("apt-get install libportaudio2") == 1 and NO_AUDIO_BANNER in message
+
+
+def test_the_status_bar_names_an_input_method_qt_cannot_reach(window):
+    plugins = frozenset({"ibus", "compose", "qtvirtualkeyboard"})  # PySide6's
+    window.show_input_method(choose_input_method({"QT_IM_MODULE": "kime"}, plugins, platform="linux"))
+    assert window.input_method_label.isVisible() and window.input_method_label.text() == "No input method: kime"
+    assert "cannot be typed" in window.input_method_label.toolTip()
+    window.show_input_method(choose_input_method({"QT_IM_MODULE": "fcitx"}, plugins, platform="linux"))
+    assert not window.input_method_label.isVisible()
