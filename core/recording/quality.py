@@ -5,7 +5,11 @@
   level a high one; their difference, with the noise's own power taken out, is the SNR;
 - speech duration: the active speech (frames well above the noise floor) must lie within bounds;
 - silence: leading and trailing silence is trimmed (a little padding kept); speech touching the very start or end
-  of the take fails, because a word was probably cut off.
+  of the take fails, because a word was probably cut off;
+- input: only when the input stopped sending sound before the take was stopped (a microphone pulled out, the
+  sound server gone), which fails: the rest of what was read is not in the take.
+
+A take of exact zeros (a muted input) says so in its speech-duration reason: no microphone's noise is that quiet.
 
 Pure numpy on mono float32 samples in [-1, 1]; nothing here touches the project."""
 
@@ -35,7 +39,7 @@ class QualitySettings:
 
 @dataclass(frozen=True)
 class Check:
-    name: str  # clipping / snr / speech_duration / silence
+    name: str  # clipping / snr / speech_duration / silence / input
     passed: bool
     value: float | None
     reason: str
@@ -88,19 +92,41 @@ def frame_levels_db(samples: np.ndarray, rate: int, frame_s: float = FRAME_S) ->
     return 10 * np.log10(np.maximum(power, 1e-12))
 
 
-def analyse_take(samples: np.ndarray, rate: int, settings: QualitySettings = QualitySettings()) -> TakeAnalysis:
+def analyse_take(
+    samples: np.ndarray,
+    rate: int,
+    settings: QualitySettings = QualitySettings(),
+    input_stopped_at_s: float | None = None,
+) -> TakeAnalysis:
+    """The take's checks and trimmed samples. `input_stopped_at_s`: how far into the take the input stopped
+    sending sound, when it did before the take was stopped (`Recorder.input_stopped_at_s`)."""
     samples = np.asarray(samples, dtype=np.float32).reshape(-1)
     duration = len(samples) / rate if rate else 0.0
     peak = float(np.max(np.abs(samples))) if len(samples) else 0.0
     clipped = float(np.mean(np.abs(samples) >= settings.clip_level)) if len(samples) else 0.0
     checks = [_clipping_check(clipped, settings)]
+    if input_stopped_at_s is not None:
+        checks.append(
+            Check(
+                "input",
+                False,
+                round(input_stopped_at_s, 2),
+                f"the input stopped sending sound {input_stopped_at_s:.1f} s into the take (a microphone "
+                "disconnected, or the sound server stopped), so the rest was not recorded: check the input, then "
+                "record it again",
+            )
+        )
 
     levels = frame_levels_db(samples, rate)
     frame = max(1, int(rate * FRAME_S))
     if len(levels) == 0 or float(np.max(levels)) < settings.silence_floor_dbfs:
         loudest = float(np.max(levels)) if len(levels) else -120.0
         reason = (
-            f"no speech found: the loudest moment is {loudest:.0f} dBFS (speech needs at least "
+            "no sound at all: every sample is exactly zero, as from a muted input (a mute key or switch, the "
+            "system's sound settings, a microphone permission not given) or an input that sends nothing; unmute "
+            "it or choose another input"
+            if not samples.any()
+            else f"no speech found: the loudest moment is {loudest:.0f} dBFS (speech needs at least "
             f"{settings.silence_floor_dbfs:.0f} dBFS); check the microphone and the chosen input device"
         )
         checks += [
@@ -131,7 +157,7 @@ def analyse_take(samples: np.ndarray, rate: int, settings: QualitySettings = Qua
     if cut_start or cut_end:
         where = "start" if cut_start and not cut_end else "end" if cut_end and not cut_start else "start and end"
         advice = {
-            "start": "wait a moment after starting before you speak",
+            "start": "wait a moment after ● Recording shows before you speak",
             "end": "wait a moment after the last word before stopping",
             "start and end": "leave a moment of silence before and after speaking",
         }[where]

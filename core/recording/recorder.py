@@ -27,6 +27,12 @@ from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBen
 DEFAULT_RATE = 48_000
 DEFAULT_BLOCK = 1_024  # 21 ms at 48 kHz: about 47 level readings a second
 LEVEL_QUEUE = 512  # level readings kept for the meter (about 10 s); older ones are dropped
+# No block for this long while recording: the input stopped (a microphone pulled out, the sound server gone).
+# Blocks come every ~21 ms; PortAudio's buffers and a busy machine may hold one back a few hundred ms, not 1 s.
+INPUT_STALL_S = 1.0
+# Only exact zeros for this long: the input is muted (a mute key or switch, the system's sound settings, a denied
+# microphone permission) or sends nothing. A live microphone's noise floor is never exactly zero.
+DIGITAL_SILENCE_S = 1.5
 PORTAUDIO_HELP = (
     "install PortAudio (Debian/Ubuntu: apt-get install libportaudio2; Fedora: dnf install portaudio; "
     "macOS: brew install portaudio) and restart SpokenBench Studio"
@@ -115,6 +121,15 @@ def recording_availability(
     return devices, None
 
 
+class InputState:
+    """What the input is doing during a take (`Recorder.input_state`), for the screen and its heartbeat."""
+
+    WAITING = "waiting"  # the stream has started, no sound has come yet (an input waking up)
+    SOUND = "sound"  # blocks are coming in
+    SILENT = "silent"  # blocks of exact zeros only, for DIGITAL_SILENCE_S (muted)
+    STALLED = "stalled"  # no block for INPUT_STALL_S after the first (the input stopped)
+
+
 @dataclass(frozen=True)
 class Level:
     rms_dbfs: float
@@ -158,6 +173,11 @@ class Recorder:
         self.levels: collections.deque[Level] = collections.deque(maxlen=LEVEL_QUEUE)
         self.blocks = 0
         self.dropped_blocks = 0
+        self.frames = 0  # samples received in this take
+        self.first_block_at: float | None = None  # time.monotonic() of the take's first block: sound is coming
+        self.last_block_at: float | None = None
+        self.silent_since: float | None = None  # when the current run of blocks of exact zeros began
+        self.stopped_at: float | None = None
         self._chunks: list[np.ndarray] = []
         self._stream = None
         self._recording = False
@@ -175,8 +195,8 @@ class Recorder:
         if self._recording:
             raise SpokenBenchError("already recording")
         self._chunks = []
-        self.blocks = 0
-        self.dropped_blocks = 0
+        self.blocks = self.dropped_blocks = self.frames = 0
+        self.first_block_at = self.last_block_at = self.silent_since = self.stopped_at = None
         self.levels.clear()
         count_open_stream(+1)  # before opening: the device list is not renewed under an opening stream
         try:
@@ -209,10 +229,44 @@ class Recorder:
             self.dropped_blocks += 1
         block = np.asarray(indata, dtype=np.float32)
         mono = block[:, 0].copy() if block.ndim == 2 else block.reshape(-1).copy()
+        now = time.monotonic()
         self._chunks.append(mono)
         self.blocks += 1
+        self.frames += len(mono)
+        if self.first_block_at is None:
+            self.first_block_at = now
+        self.last_block_at = now
+        if mono.any():
+            self.silent_since = None
+        elif self.silent_since is None:
+            self.silent_since = now
         rms, peak = block_level(mono)
-        self.levels.append(Level(rms, peak, time.monotonic()))
+        self.levels.append(Level(rms, peak, now))
+
+    @property
+    def recorded_s(self) -> float:
+        """Seconds of sound received so far: the take's length, which stops growing when the input stops."""
+        return self.frames / self.rate
+
+    def input_state(self, now: float | None = None) -> str:
+        """What the input is doing now (an InputState), read on the UI thread from the callback's plain fields."""
+        now = time.monotonic() if now is None else now
+        first, last, silent = self.first_block_at, self.last_block_at, self.silent_since
+        if first is None or last is None:
+            return InputState.WAITING
+        if now - last > INPUT_STALL_S:
+            return InputState.STALLED
+        if silent is not None and now - silent >= DIGITAL_SILENCE_S:
+            return InputState.SILENT
+        return InputState.SOUND
+
+    @property
+    def input_stopped_at_s(self) -> float | None:
+        """After `stop()`: how far into the take the input stopped sending sound, when it stopped for more than
+        INPUT_STALL_S before the take was stopped (a microphone pulled out mid-take); else None."""
+        if self.stopped_at is None or self.last_block_at is None:
+            return None
+        return self.recorded_s if self.stopped_at - self.last_block_at > INPUT_STALL_S else None
 
     def drain_levels(self) -> list[Level]:
         """Every level reading since the last drain (for the meter, on the UI thread)."""
@@ -227,6 +281,8 @@ class Recorder:
         """Stop the stream (waits for the callback in flight) and return the take's samples."""
         with self._lock:
             stream, self._stream = self._stream, None
+            if self._recording:
+                self.stopped_at = time.monotonic()
             self._recording = False
             if stream is not None:
                 try:
@@ -278,6 +334,8 @@ class FakeInputStream:
         noise_dbfs: float | None = -80.0,
         overflow_blocks: tuple[int, ...] = (),
         max_seconds: float = 600.0,
+        start_delay_s: float = 0.0,
+        stop_after_s: float | None = None,
     ):
         self.samplerate, self.blocksize, self.channels = int(samplerate), int(blocksize or DEFAULT_BLOCK), channels
         self.callback = callback
@@ -286,6 +344,11 @@ class FakeInputStream:
         self.noise = 0.0 if noise_dbfs is None else 10 ** (noise_dbfs / 20)
         self.overflow_blocks = set(overflow_blocks)
         self.max_blocks = int(max_seconds * self.samplerate / self.blocksize)
+        self.start_delay_s = start_delay_s
+        self.first_block = int(start_delay_s * self.samplerate / self.blocksize)  # blocks lost while waking
+        self.last_block = (
+            None if stop_after_s is None else self.first_block + int(stop_after_s * self.samplerate / self.blocksize)
+        )
         self.delivered_signal = threading.Event()  # every sample of `signal` has been delivered
         self.active = False
         self.blocks_sent = 0
@@ -313,10 +376,16 @@ class FakeInputStream:
 
     def _run(self) -> None:
         period = self.blocksize / self.samplerate
-        began = time.perf_counter()
+        if self.start_delay_s and self._stopping.wait(self.start_delay_s):
+            self.active = False
+            return
+        began = time.perf_counter() - self.first_block * period
         late = False
-        for index in range(self.max_blocks):
+        for index in range(self.first_block, self.max_blocks):
             if self._stopping.is_set():
+                break
+            if self.last_block is not None and index >= self.last_block:  # the input stopped: nothing comes
+                self._stopping.wait()
                 break
             if self.realtime:
                 due = began + (index + 1) * period  # a block is complete once its last sample was captured

@@ -79,14 +79,16 @@ def prepare_take(
     prompt: Prompt,
     device: str | None = None,
     settings: QualitySettings = QualitySettings(),
+    input_stopped_at_s: float | None = None,
 ) -> PreparedTake:
-    """Check and trim a take and encode it for storage. Pure: nothing is stored."""
+    """Check and trim a take and encode it for storage. Pure: nothing is stored. `input_stopped_at_s`: where the
+    input stopped sending sound, when it did before the take was stopped (a failed check)."""
     if rate <= 0:
         raise SpokenBenchError(f"a take needs a positive sample rate, not {rate}")
     samples = np.asarray(samples, dtype=np.float32).reshape(-1)
     if len(samples) == 0:
         raise SpokenBenchError("the take is empty: nothing was recorded")
-    analysis = analyse_take(samples, rate, settings)
+    analysis = analyse_take(samples, rate, settings, input_stopped_at_s)
     audio = encode_audio(analysis.trimmed if len(analysis.trimmed) else samples, rate, STORED_FORMAT)
     return PreparedTake(prompt, analysis, audio, STORED_FORMAT, device)
 

@@ -5,6 +5,7 @@ migration 9 keeping existing data, and the `speakers` command's refusals (exit 2
 
 import json
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -19,8 +20,11 @@ from spokenbench.core.recording.cloning import create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, reading_list_prompts
 from spokenbench.core.recording.quality import analyse_take
 from spokenbench.core.recording.recorder import (
+    DIGITAL_SILENCE_S,
+    INPUT_STALL_S,
     FakeInputStream,
     InputDevice,
+    InputState,
     Recorder,
     RecordingUnavailable,
     block_level,
@@ -195,10 +199,29 @@ def test_a_too_short_take_fails_the_duration_check():
 
 
 def test_silence_and_cut_off_speech_fail_with_reasons():
-    silent = analyse_take(np.zeros(RATE, dtype=np.float32), RATE)
+    silent = analyse_take(np.random.default_rng(1).normal(0, 1e-4, RATE).astype(np.float32), RATE)
     assert not silent.passed and "no speech found" in silent.check("speech_duration").reason
     cut = analyse_take(padded(speech(1.5), lead_s=0.0), RATE).check("silence")
     assert not cut.passed and "start of the take" in cut.reason
+
+
+def test_a_take_of_exact_zeros_is_said_to_come_from_a_muted_input_and_a_quiet_one_is_not():
+    muted = analyse_take(np.zeros(RATE, dtype=np.float32), RATE).check("speech_duration").reason
+    assert "every sample is exactly zero" in muted and "muted" in muted
+    quiet = np.random.default_rng(0).normal(0, 1e-4, RATE).astype(np.float32)  # a live microphone in a quiet room
+    reason = analyse_take(quiet, RATE).check("speech_duration").reason
+    assert "no speech found" in reason and "exactly zero" not in reason
+
+
+def test_a_take_whose_input_stopped_fails_its_input_check_and_others_have_none():
+    take = padded(speech(1.0))
+    stopped = analyse_take(take, RATE, input_stopped_at_s=1.234)
+    assert not stopped.passed and [check.name for check in stopped.failures()] == ["input"]
+    assert (
+        stopped.check("input").value == 1.23
+        and "stopped sending sound 1.2 s into the take" in stopped.check("input").reason
+    )
+    assert "input" not in [check.name for check in analyse_take(take, RATE).checks]
 
 
 # -- the recorder ------------------------------------------------------------------------------------------------
@@ -219,6 +242,45 @@ def test_the_recorder_collects_blocks_levels_and_dropped_blocks():
     levels = recorder.drain_levels()
     assert len(levels) == recorder.blocks and max(level.peak_dbfs for level in levels) > -15
     assert recorder.drain_levels() == []
+
+
+def test_the_recorder_says_whether_sound_comes_is_silent_or_stopped():
+    """What the screen shows while recording: waiting for the input's first block, sound, exact zeros for
+    DIGITAL_SILENCE_S (muted), no block for INPUT_STALL_S (stopped); where the input stopped is kept after stop."""
+    signal = np.concatenate([padded(speech(0.5)), np.zeros(RATE // 2, dtype=np.float32)])  # ends in exact zeros
+    recorder = Recorder(
+        InputDevice(None, "fake", 1, RATE),
+        blocksize=400,
+        stream_factory=fake_stream_factory(signal, noise_dbfs=None, then_silence=False),
+    )
+    assert recorder.input_state() == InputState.WAITING and recorder.input_stopped_at_s is None
+    recorder.start()
+    assert recorder._stream.delivered_signal.wait(5)
+    last, silent = recorder.last_block_at, recorder.silent_since
+    assert silent is not None and recorder.first_block_at <= silent <= last
+    assert recorder.input_state(last) == InputState.SOUND
+    assert recorder.input_state(last + INPUT_STALL_S + 0.01) == InputState.STALLED
+    recorder.last_block_at = silent + DIGITAL_SILENCE_S  # as if zeros had kept coming in real time
+    assert recorder.input_state(silent + DIGITAL_SILENCE_S) == InputState.SILENT
+    assert recorder.input_state(silent + DIGITAL_SILENCE_S - 0.1) == InputState.SOUND
+    recorder.last_block_at = last
+    assert recorder.recorded_s == pytest.approx(len(signal) / RATE, abs=400 / RATE)
+    recorder.stopped_at = None
+    samples = recorder.stop()
+    assert recorder.input_stopped_at_s is None  # stopped at once: the input never stopped
+    recorder.stopped_at = last + INPUT_STALL_S + 0.5  # as if R came 1.5 s after the last block
+    assert recorder.input_stopped_at_s == pytest.approx(len(samples) / RATE)
+
+
+def test_a_fake_input_can_wake_late_and_stop_mid_take():
+    blocks = []
+    stream = FakeInputStream(RATE, 800, callback=lambda *a: blocks.append(time.monotonic()), realtime=True,
+                             start_delay_s=0.2, stop_after_s=0.15)  # fmt: skip
+    started = time.monotonic()
+    stream.start()
+    time.sleep(0.6)
+    stream.stop()
+    assert blocks and blocks[0] - started >= 0.2 and len(blocks) == 3  # 150 ms of 50 ms blocks, then nothing
 
 
 def test_block_level_is_in_dbfs():
