@@ -74,8 +74,9 @@ HEARTBEAT_ENV = "SPOKENBENCH_HEARTBEAT_FILE"
 def start_heartbeat(window, path: str):
     """For the real-device stress test (tests/widgets/test_real_device_session.py): every 100 ms the UI thread
     rewrites `path` with its monotonic time, the Rating page's acknowledged saves, its ignored keys,
-    whether a session is open, the page shown and
-    whether a save or step is in flight, so a watchdog in another
+    whether a session is open, the page shown,
+    whether a save or step is in flight and the Speakers page's recorder state (`heartbeat_state`: what a
+    speaker is told about the input), so a watchdog in another
     process sees at once when the event loop stops answering. Only when the variable is set."""
     import time
 
@@ -84,9 +85,10 @@ def start_heartbeat(window, path: str):
     def beat() -> None:
         rating = window.page_widgets.get("rating")
         in_session = int(getattr(rating, "rating", None) is not None)
+        recorder = getattr(window.page_widgets.get("speakers"), "heartbeat_state", "-")
         line = (
             f"{time.monotonic():.3f} {getattr(rating, 'saves', 0)} {getattr(rating, 'ignored_keys', 0)} {in_session}"
-            f" {window.sidebar.current_key() or '-'} {int(bool(getattr(rating, 'busy', False)))}\n"
+            f" {window.sidebar.current_key() or '-'} {int(bool(getattr(rating, 'busy', False)))} {recorder}\n"
         )
         with open(path, "w", encoding="utf-8") as handle:  # a few bytes on a test's temporary folder
             handle.write(line)

@@ -26,9 +26,16 @@ from spokenbench.app.audio import NO_DEVICE_FLASH, NOT_ANSWERING, chosen_output,
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp, replace_dialog
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import STALL_S
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
-from spokenbench.core.recording.recorder import InputDevice, Recorder, input_devices, recording_availability
+from spokenbench.core.recording.recorder import (
+    InputDevice,
+    InputState,
+    Recorder,
+    input_devices,
+    recording_availability,
+)
 from spokenbench.core.recording.speakers import (
     Speaker,
     add_speaker,
@@ -57,6 +64,10 @@ from spokenbench.widgets.waveform import ClipAudio, prepare_clip
 
 SPEAKER_TABLES = frozenset({"speakers", "consents", "recordings", "cloned_voices"})
 RECORDING_TEXT = "● Recording {seconds:.1f} s — R stops, Backspace starts again"
+# Until the input's first sound has come, the take has not begun: an input waking up (a suspended USB microphone,
+# a Bluetooth headset changing profile, PulseAudio's idle null sink) loses what is said meanwhile.
+WAITING_TEXT = "Starting the microphone… read once ● Recording shows"
+STOPPED_TEXT = "● Input stopped at {seconds:.1f} s — R stops, Backspace starts again"
 METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
 
 
@@ -100,8 +111,10 @@ class SpeakersPage(QWidget):
         self.devices: list[InputDevice] = []
         self.recording_problem: str | None = "Looking for input devices…"
         self.recorder: Recorder | None = None
-        self.recording_since = 0.0
+        self.recording_since = 0.0  # when the stream started (time.monotonic())
         self.state = "idle"  # idle, starting, recording, stopping, saving
+        self.input_shown: str | None = None  # the InputState shown while recording
+        self.input_warning: str | None = None  # the status line said about the input, cleared when it recovers
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
@@ -506,9 +519,55 @@ class SpeakersPage(QWidget):
             show_recording_status(self.window_, None)
         self.state = "recording"
         self.recording_since = time.monotonic()
-        self.view.state_label.setText(RECORDING_TEXT.format(seconds=0.0))
-        set_toned_sheet(self.view.state_label, "font-weight:bold; color: $error")
+        self.input_shown = self.input_warning = None
+        self._show_input(recorder)
         self.meter_timer.start()
+
+    @property
+    def heartbeat_state(self) -> str:
+        """The recorder's state for the app's heartbeat file (real-device tests): the input's while recording."""
+        return f"recording-{self.input_shown}" if self.state == "recording" and self.input_shown else self.state
+
+    def _show_input(self, recorder: Recorder) -> None:
+        """Say what the input is doing: ● Recording only once its sound comes (the take's clock is the sound
+        received, so it stops when the input stops), and a line when it is silent, stopped or never started."""
+        now = time.monotonic()
+        state = recorder.input_state(now)
+        name = recorder.device_name or "the default input"
+        warning = None
+        if state == InputState.WAITING:
+            self.view.state_label.setText(WAITING_TEXT)
+            set_toned_sheet(self.view.state_label, "font-weight:bold;")
+            if now - self.recording_since >= STALL_S:
+                warning = (
+                    f"No sound has come from {name} in the {now - self.recording_since:.0f} s since the recording "
+                    "started: check that the microphone is connected and on, or choose another input "
+                    "(Backspace starts again)."
+                )
+        elif state == InputState.STALLED:
+            self.view.state_label.setText(STOPPED_TEXT.format(seconds=recorder.recorded_s))
+            set_toned_sheet(self.view.state_label, "font-weight:bold; color: $error")
+            self.view.meter.reset()  # nothing is coming in: the meter must not hold the last level
+            warning = (
+                f"No sound has come from {name} for {now - (recorder.last_block_at or now):.0f} s: the microphone "
+                "may have been disconnected, or the sound server stopped. What you read since is not recorded; "
+                "press R to stop (the take fails its input check), check the input, then record it again."
+            )
+        else:
+            self.view.state_label.setText(RECORDING_TEXT.format(seconds=recorder.recorded_s))
+            set_toned_sheet(self.view.state_label, "font-weight:bold; color: $error")
+            if state == InputState.SILENT:
+                warning = (
+                    f"{name} sends no sound at all (every sample is exactly zero): the microphone is probably muted "
+                    "(a mute key or switch, the system's sound settings, a microphone permission not given)."
+                )
+        self.input_shown = state
+        if warning != self.input_warning:
+            if warning is not None:
+                self.view.status_label.setText(warning)
+            elif self.view.status_label.text() == self.input_warning:
+                self.view.status_label.setText("")
+            self.input_warning = warning
 
     def _start_failed(self, recorder: Recorder, error: BaseException) -> None:
         if recorder is self.recorder:
@@ -524,8 +583,8 @@ class SpeakersPage(QWidget):
         if levels:
             self.view.meter.set_level(max(lv.rms_dbfs for lv in levels), max(lv.peak_dbfs for lv in levels))
             self.meter_updates.append(time.perf_counter())
-            if self.state == "recording":
-                self.view.state_label.setText(RECORDING_TEXT.format(seconds=time.monotonic() - self.recording_since))
+        if self.state == "recording":
+            self._show_input(recorder)
 
     def stop_recording(self, then_record: bool = False) -> BackgroundOp | None:
         """Stop the stream, check and encode the take off the UI thread; show the checks; save it."""
@@ -541,7 +600,13 @@ class SpeakersPage(QWidget):
 
         def finish(progress) -> tuple[PreparedTake, ClipAudio]:
             samples = recorder.stop()
-            prepared = prepare_take(samples, recorder.rate, prompt, recorder.device_name)
+            if len(samples) == 0:
+                raise SpokenBenchError(
+                    f"no sound came from {recorder.device_name or 'the default input'} before R was pressed "
+                    "(read once ● Recording shows)"
+                )
+            stopped = recorder.input_stopped_at_s
+            prepared = prepare_take(samples, recorder.rate, prompt, recorder.device_name, input_stopped_at_s=stopped)
             wav = encode_wav(prepared.analysis.trimmed if len(prepared.analysis.trimmed) else samples, recorder.rate)
             return prepared, prepare_clip(wav, f"take of {prompt.label}")
 

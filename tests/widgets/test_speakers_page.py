@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from support import write_jsonl
 
-from spokenbench.app.speakers_page import SpeakersPage
+from spokenbench.app.speakers_page import WAITING_TEXT, SpeakersPage
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import ClipPlayer
 from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
@@ -501,3 +501,81 @@ def test_a_recording_start_the_sound_server_holds_is_said_on_the_page_and_in_the
     assert window.recording_message is None and window.audio_label.text() == "Audio: ready"
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
+
+
+def recorded_checks(path) -> dict[str, dict]:
+    """The newest stored take's checks, by name."""
+    import json
+
+    with opened(path) as project:
+        [(checks,)] = project.conn.execute("SELECT checks_json FROM recordings ORDER BY id DESC LIMIT 1")
+    return {check["name"]: check for check in json.loads(checks)}
+
+
+def started_on(page, qtbot, **stream) -> None:
+    """R pressed on a real-time fake input with `stream`'s options (a late start, a stop, silence)."""
+    page.stream_factory = fake_stream_factory(take_signal(1.0), then_silence=False, realtime=True, **stream)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+
+
+@pytest.mark.slow
+def test_recording_shows_only_once_the_inputs_first_sound_comes(page, qtbot, consented, project_path):
+    """An input that wakes late (PulseAudio's idle null sink: its first sound 1.7-2.0 s after the start, measured;
+    a suspended USB microphone) loses what is said meanwhile. Before, "● Recording 0.0 s" showed at once, and a
+    speaker who read a moment after it lost the first words of every take."""
+    reload_consented(page, qtbot)
+    started = time.monotonic()
+    started_on(page, qtbot, start_delay_s=0.6, noise_dbfs=-75)
+    assert page.view.state_label.text() == WAITING_TEXT and page.heartbeat_state == "recording-waiting"
+    assert page.view.status_label.text() == ""  # not a problem yet: inputs take a moment to wake
+    qtbot.waitUntil(lambda: page.view.state_label.text().startswith("● Recording"), timeout=5_000)
+    assert time.monotonic() - started >= 0.55 and page.heartbeat_state == "recording-sound"
+    qtbot.wait(400)
+    shown = float(page.view.state_label.text().split()[2])  # the take's seconds: the sound received
+    assert shown == pytest.approx(page.recorder.recorded_s, abs=0.1) and shown < time.monotonic() - started - 0.5
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+
+
+@pytest.mark.slow
+def test_an_input_that_stops_mid_take_is_said_and_the_take_fails_its_input_check(page, qtbot, consented, project_path):
+    """A microphone pulled out, or the sound server gone, mid-take: no block comes any more. Before, the clock
+    went on counting, the meter held, and the take was saved cut short without a word."""
+    reload_consented(page, qtbot)
+    started_on(page, qtbot, stop_after_s=0.8)
+    qtbot.waitUntil(lambda: page.heartbeat_state == "recording-stalled", timeout=5_000)
+    assert page.view.state_label.text().startswith("● Input stopped at 0.8 s")
+    assert page.view.status_label.text().startswith("No sound has come from Fake microphone for 1 s")
+    assert page.view.meter.rms_db == METER_FLOOR_DB  # the meter does not hold the last level
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+    checks = recorded_checks(project_path)
+    assert not page.takes[-1].passed and not checks["input"]["passed"]
+    assert checks["input"]["value"] == pytest.approx(0.8, abs=0.05)
+    assert "stopped sending sound 0.8 s into the take" in page.view.checks_label.text()
+
+
+@pytest.mark.slow
+def test_a_muted_input_is_said_while_recording_and_in_the_takes_check(page, qtbot, consented, project_path):
+    """A muted microphone (a mute key, `pactl set-source-mute`) sends exact zeros. Before, the page recorded
+    silence without a word and the take said only "no speech found … check the microphone"."""
+    reload_consented(page, qtbot)
+    page.stream_factory = fake_stream_factory(None, realtime=True, noise_dbfs=None)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.heartbeat_state == "recording-silent", timeout=5_000)
+    assert "sends no sound at all (every sample is exactly zero)" in page.view.status_label.text()
+    assert page.view.state_label.text().startswith("● Recording")  # it is recording: what it gets is zeros
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+    assert "every sample is exactly zero" in recorded_checks(project_path)["speech_duration"]["reason"]
+
+
+@pytest.mark.slow
+def test_r_before_the_input_sent_anything_keeps_no_take_and_says_why(page, qtbot, consented, project_path):
+    reload_consented(page, qtbot)
+    started_on(page, qtbot, start_delay_s=5.0)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
+    assert "no sound came from Fake microphone before R was pressed" in page.view.status_label.text()
+    assert stored_takes(project_path) == []
