@@ -519,6 +519,81 @@ def typed_session(
     return figures
 
 
+SPEAKER = "Ana"
+SPOKEN = "The quick brown fox jumps over the lazy dog near the river bank."
+
+
+def add_consented_speaker(project_folder: Path, name: str = SPEAKER) -> None:
+    """An English speaker with consent in force, so the Speakers page records their takes."""
+    from spokenbench.core.recording.speakers import add_speaker, give_consent
+    from spokenbench.core.store import opened
+
+    with opened(project_folder) as project:
+        add_speaker(project, name, "en", "american", "woman")
+        give_consent(project, name, "I agree to be recorded.", "tester")
+
+
+def speech_file(path: Path, text: str = SPOKEN) -> Path:
+    """`text` spoken by the offline voice (espeak-ng) into a WAV file: what the speaker reads."""
+    from spokenbench.core.audio.tts.base import SynthesisRequest
+    from spokenbench.core.audio.tts.espeak import EspeakBackend
+
+    backend = EspeakBackend()
+    request = SynthesisRequest(text, "en", "american", backend.voices[0])
+    path.write_bytes(backend.speak_sync(request))
+    return path
+
+
+def read_aloud(desktop: RealDesktop, wav: Path, wait: bool = True) -> subprocess.Popen:
+    """Play `wav` into the null sink, whose monitor is the desktop's default input: the app's microphone hears
+    it as a speaker reading. `wait`: return once it has been played."""
+    env = {**os.environ, "PULSE_SERVER": desktop.pulse_server}
+    player = subprocess.Popen(["paplay", str(wav)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    desktop.processes.append(player)
+    if wait:
+        player.wait(60)
+    return player
+
+
+def recording_session(project: Path, work: Path, steps, screen: str = "1400x900x24") -> SessionFigures:
+    """The app on a real desktop under xfwm4, its Speakers page open (Ctrl+5) with the first speaker's recorder
+    given the keys (Enter); then `steps(desktop, heart)`, its figures once it is closed. The project needs a
+    consented speaker (`add_consented_speaker`). No clip is played first: a player's open output stream would
+    keep the null sink awake, and its monitor (the input) would not wake late as an idle one does. RuntimeError
+    when the app or the page did not open."""
+    figures = SessionFigures(0)
+    with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
+        env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}
+        process, heart, log = launch_app(desktop, project, work, figures, app_command(), env=env)
+        if process is None:
+            raise RuntimeError("the app did not open: " + "; ".join(figures.notes))
+        heart.watching = True
+        heart.start()
+        try:
+            type_keys(desktop, "ctrl+5")
+            if not heart.wait_for(lambda *_: heart.recorder == "idle", 30):
+                raise RuntimeError("the Speakers page did not open")
+            time.sleep(2.0)  # its speakers and devices are read on the pool
+            type_keys(desktop, "Return")
+            steps(desktop, heart)
+            settle(heart)
+        finally:
+            close_app(desktop, process, heart, log, figures)
+    return figures
+
+
+def stored_takes(project_folder: Path) -> list[dict]:
+    """The takes recorded, oldest first: their length, whether they passed and their checks by name."""
+    import json
+
+    with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT duration_s, passed, checks_json FROM recordings ORDER BY id").fetchall()
+    return [
+        {"duration_s": duration, "passed": bool(passed), **{check["name"]: check for check in json.loads(checks)}}
+        for duration, passed, checks in rows
+    ]
+
+
 def stored_notes(project_folder: Path, annotator: str = ANNOTATOR) -> list[str]:
     """The notes of the annotator's ratings, oldest first."""
     with sqlite3.connect(f"file:{project_folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
@@ -600,6 +675,7 @@ class Heartbeat:
         self.values = (0.0, 0, 0, 0)
         self.page = ""
         self.busy = False
+        self.recorder = "-"  # the Speakers page's recorder state (SpeakersPage.heartbeat_state)
         self.sink_inputs = 0
         self.polls = self.polls_with_stream = 0
         self.watching = False
@@ -607,15 +683,16 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def read(self) -> tuple[float, int, int, int] | None:
-        """(beat, saves acknowledged, keys ignored, session open); `page` is set to the page shown and `busy` to
-        whether a save or step is in flight (keys pressed then are ignored by design)."""
+        """(beat, saves acknowledged, keys ignored, session open); `page` is set to the page shown, `busy` to
+        whether a save or step is in flight (keys pressed then are ignored by design) and `recorder` to the Speakers
+        page's recorder state."""
         try:
-            beat, saves, ignored, session, page, busy = self.path.read_text().split()
+            beat, saves, ignored, session, page, busy, recorder = self.path.read_text().split()
             values = float(beat), int(saves), int(ignored), int(session)
             self.busy = bool(int(busy))
         except (OSError, ValueError):
             return None  # not written yet, or caught mid-write
-        self.page = page
+        self.page, self.recorder = page, recorder
         return values
 
     def start(self) -> None:
@@ -815,20 +892,18 @@ def run_hung_server_session(
     return figures
 
 
-def launch_rating_session(
+def launch_app(
     desktop: RealDesktop,
     project_folder: Path,
     work: Path,
     figures: SessionFigures,
     app_command: list[str] | None,
     keep_settings: bool = False,
-    queue_keys: tuple[str, ...] = ("Down", "Return"),
     env: dict[str, str] | None = None,
 ):
     """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`) and
-    `env` added to its environment, its Rating page open (Ctrl+3) on the stress queue (↓ Enter; `queue_keys` for
-    another), the watchdog on: (process, heartbeat, log); process None when that did not happen (`notes` says
-    why)."""
+    `env` added to its environment, its window focused and the project open: (process, heartbeat, log); process
+    None when that did not happen (`notes` says why)."""
     config, heartbeat_path = work / "config", work / "heartbeat"
     settings = config / "SpokenBench" / "SpokenBench Studio.conf"
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -856,6 +931,26 @@ def launch_rating_session(
         return None, heart, log
     desktop.xdotool("windowfocus", "--sync", window)
     time.sleep(3.0)  # the project opens on the read pool
+    return process, heart, log
+
+
+def launch_rating_session(
+    desktop: RealDesktop,
+    project_folder: Path,
+    work: Path,
+    figures: SessionFigures,
+    app_command: list[str] | None,
+    keep_settings: bool = False,
+    queue_keys: tuple[str, ...] = ("Down", "Return"),
+    env: dict[str, str] | None = None,
+):
+    """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`) and
+    `env` added to its environment, its Rating page open (Ctrl+3) on the stress queue (↓ Enter; `queue_keys` for
+    another), the watchdog on: (process, heartbeat, log); process None when that did not happen (`notes` says
+    why)."""
+    process, heart, log = launch_app(desktop, project_folder, work, figures, app_command, keep_settings, env)
+    if process is None:
+        return None, heart, log
     desktop.xdotool("key", "ctrl+3")
     time.sleep(2.0)  # the Rating page is built and reads its queues
     desktop.xdotool("key", *queue_keys)  # the second queue (the stress queue), started by Enter

@@ -1,0 +1,117 @@
+"""A speaker's takes recorded by the real app from a real sound input: `spokenbench-studio` on a real X server,
+its Speakers page driven by xdotool's keys, recording through PortAudio from PulseAudio's null sink monitor, into
+which the "speaker" reads (espeak-ng's speech played by paplay; tests/real_device.py).
+
+Measured on this bed, the idle null sink's monitor sends its first sound 1.7-2.0 s after a recording starts (it
+renders in long blocks while nothing plays), as a suspended microphone or a Bluetooth headset changing profile
+wakes late; before, the page showed "● Recording" at once, and a speaker who read 0.5 s after it lost the first
+words of every take ("speech reaches the start of the take"). A sound server killed mid-take, and a muted input,
+were recorded without a word. Slow (about 30 s each); skipped where Xvfb, PulseAudio, xfwm4 or xdotool cannot be
+installed."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from real_device import (
+    add_consented_speaker,
+    missing_tools,
+    missing_window_manager,
+    read_aloud,
+    recording_session,
+    speech_file,
+    stored_takes,
+    type_keys,
+)
+
+from spokenbench.core.audio.io import encode_wav
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def speaking(demo_copy, tmp_path):
+    problem = missing_tools() or missing_window_manager()
+    if problem:
+        pytest.skip(f"a real desktop is needed: {problem}")
+    add_consented_speaker(demo_copy)
+    return speech_file(tmp_path / "speech.wav")
+
+
+def recorded(demo_copy, tmp_path, steps) -> list[dict]:
+    figures = recording_session(demo_copy, tmp_path, steps)
+    assert not (figures.froze or figures.died), "\n".join(figures.lines())
+    return stored_takes(demo_copy)
+
+
+def test_a_take_read_once_recording_shows_keeps_its_first_words(demo_copy, tmp_path, speaking):
+    """R, then the speaker reads 0.3 s after ● Recording shows, and R again after a pause: twice (the second
+    take on the next prompt, once the input has gone idle again). Both pass every check."""
+    waited = []
+
+    def steps(desktop, heart):
+        for _prompt in range(2):
+            type_keys(desktop, "r")
+            pressed = time.monotonic()
+            assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10), heart.recorder
+            waited.append(time.monotonic() - pressed)
+            time.sleep(0.3)
+            read_aloud(desktop, speaking)
+            time.sleep(0.6)
+            type_keys(desktop, "r")
+            assert heart.wait_for(lambda *_: heart.recorder == "idle", 15), heart.recorder
+            time.sleep(3.0)  # the input goes idle again, as between a speaker's prompts
+            type_keys(desktop, "Right")
+
+    takes = recorded(demo_copy, tmp_path, steps)
+    assert [take["passed"] for take in takes] == [True, True], (takes, waited)
+    assert all(take["speech_duration"]["value"] >= 3.0 for take in takes), takes  # the whole sentence, 3.4 s
+    print(f"● Recording shown {', '.join(f'{s:.2f}' for s in waited)} s after R")
+
+
+def test_a_sound_server_killed_mid_take_is_said_and_the_take_fails_its_input_check(demo_copy, tmp_path, speaking):
+    def steps(desktop, heart):
+        type_keys(desktop, "r")
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10), heart.recorder
+        read_aloud(desktop, speaking, wait=False)
+        time.sleep(1.5)
+        desktop.stop_pulse()  # SIGKILL, as a crash; PortAudio's stream gets nothing more
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-stalled", 5), heart.recorder
+        desktop.screenshot(tmp_path / "stalled.png")
+        type_keys(desktop, "r")
+        assert heart.wait_for(lambda *_: heart.recorder == "idle", 15), heart.recorder
+
+    [take] = recorded(demo_copy, tmp_path, steps)
+    assert not take["passed"] and not take["input"]["passed"], take
+    assert 1.0 < take["input"]["value"] < 3.5, take  # where the server died, not where R was pressed
+
+
+def test_a_muted_microphone_is_said_while_recording_and_unmuting_it_clears_that(demo_copy, tmp_path, speaking):
+    """A room's noise plays all along (a live microphone is never exactly silent); the input is muted mid-take
+    (`pactl set-source-mute`: PulseAudio then sends exact zeros) and unmuted again; the speaker reads. (The take
+    then fails its silence check: the muted stretch is quieter than the room, whose noise counts as speech.)"""
+
+    def steps(desktop, heart):
+        room = tmp_path / "room.wav"
+        noise = np.random.default_rng(0).normal(0, 0.003, 30 * 22_050).astype(np.float32)
+        room.write_bytes(encode_wav(noise, 22_050))
+        read_aloud(desktop, room, wait=False)
+        time.sleep(1.0)
+        type_keys(desktop, "r")
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10), heart.recorder
+        time.sleep(2.0)
+        assert heart.recorder == "recording-sound"  # the room's noise is sound, not silence
+        desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "1")
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-silent", 5), heart.recorder
+        desktop.screenshot(tmp_path / "muted.png")
+        desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "0")
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 5), heart.recorder
+        read_aloud(desktop, speaking)
+        time.sleep(0.6)
+        type_keys(desktop, "r")
+        assert heart.wait_for(lambda *_: heart.recorder == "idle", 15), heart.recorder
+
+    [take] = recorded(demo_copy, tmp_path, steps)
+    assert take["speech_duration"]["value"] >= 3.0, take  # what was read after unmuting is in the take
