@@ -26,10 +26,11 @@ from spokenbench.app.audio import NO_DEVICE_FLASH, NOT_ANSWERING, chosen_output,
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp, replace_dialog
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import STALL_S
-from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
+from spokenbench.core.recording.quality import INPUT_LOST, MUTED_INPUT
 from spokenbench.core.recording.recorder import (
+    INPUT_STALL_S,
     InputDevice,
     InputState,
     Recorder,
@@ -115,6 +116,7 @@ class SpeakersPage(QWidget):
         self.state = "idle"  # idle, starting, recording, stopping, saving
         self.input_shown: str | None = None  # the InputState shown while recording
         self.input_warning: str | None = None  # the status line said about the input, cleared when it recovers
+        self.input_warned: str | None = None  # the InputState that line is about
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
@@ -519,25 +521,29 @@ class SpeakersPage(QWidget):
             show_recording_status(self.window_, None)
         self.state = "recording"
         self.recording_since = time.monotonic()
-        self.input_shown = self.input_warning = None
+        self._clear_input()
         self._show_input(recorder)
         self.meter_timer.start()
 
     @property
     def heartbeat_state(self) -> str:
-        """The recorder's state for the app's heartbeat file (real-device tests): the input's while recording."""
-        return f"recording-{self.input_shown}" if self.state == "recording" and self.input_shown else self.state
+        """The recorder's state for the app's heartbeat file (real-device tests): the input's while recording,
+        "scanning" while the input devices are looked for (R is refused until they are found)."""
+        if self.state == "recording" and self.input_shown:
+            return f"recording-{self.input_shown}"
+        return "scanning" if self.state == "idle" and not self.view.rescan_button.isEnabled() else self.state
 
     def _show_input(self, recorder: Recorder) -> None:
-        """Say what the input is doing: ● Recording only once its sound comes (the take's clock is the sound
-        received, so it stops when the input stops), and a line when it is silent, stopped or never started."""
+        """Say what the input is doing: ● Recording only once its first block has come (the take's clock is the
+        sound received, so it stops when the input stops), and a line when it is silent, stopped or never
+        started — written again as its seconds change only while it is still the line shown."""
         now = time.monotonic()
+        last = recorder.last_block_at
         state = recorder.input_state(now)
         name = recorder.device_name or "the default input"
         warning = None
         if state == InputState.WAITING:
-            self.view.state_label.setText(WAITING_TEXT)
-            set_toned_sheet(self.view.state_label, "font-weight:bold;")
+            text, sheet = WAITING_TEXT, "font-weight:bold;"
             if now - self.recording_since >= STALL_S:
                 warning = (
                     f"No sound has come from {name} in the {now - self.recording_since:.0f} s since the recording "
@@ -545,29 +551,35 @@ class SpeakersPage(QWidget):
                     "(Backspace starts again)."
                 )
         elif state == InputState.STALLED:
-            self.view.state_label.setText(STOPPED_TEXT.format(seconds=recorder.recorded_s))
-            set_toned_sheet(self.view.state_label, "font-weight:bold; color: $error")
+            text, sheet = STOPPED_TEXT.format(seconds=recorder.recorded_s), "font-weight:bold; color: $error"
             self.view.meter.reset()  # nothing is coming in: the meter must not hold the last level
+            waited = max(INPUT_STALL_S, now - (last or now))  # the snapshot input_state judged by
             warning = (
-                f"No sound has come from {name} for {now - (recorder.last_block_at or now):.0f} s: the microphone "
-                "may have been disconnected, or the sound server stopped. What you read since is not recorded; "
-                "press R to stop (the take fails its input check), check the input, then record it again."
+                f"No sound has come from {name} for {waited:.0f} s: {INPUT_LOST}. What you read since is not "
+                "recorded; press R to stop (the take fails its input check), check the input, then record it again."
             )
         else:
-            self.view.state_label.setText(RECORDING_TEXT.format(seconds=recorder.recorded_s))
-            set_toned_sheet(self.view.state_label, "font-weight:bold; color: $error")
+            text, sheet = RECORDING_TEXT.format(seconds=recorder.recorded_s), "font-weight:bold; color: $error"
             if state == InputState.SILENT:
-                warning = (
-                    f"{name} sends no sound at all (every sample is exactly zero): the microphone is probably muted "
-                    "(a mute key or switch, the system's sound settings, a microphone permission not given)."
-                )
-        self.input_shown = state
-        if warning != self.input_warning:
-            if warning is not None:
-                self.view.status_label.setText(warning)
-            elif self.view.status_label.text() == self.input_warning:
+                warning = f"{name} sends no sound at all (every sample is exactly zero): it is probably {MUTED_INPUT}."
+        self.view.state_label.setText(text)
+        if state != self.input_shown:  # a style sheet is parsed again each time it is set: only on a change
+            set_toned_sheet(self.view.state_label, sheet)
+        ours = self.input_warning is not None and self.view.status_label.text() == self.input_warning
+        if warning is None:
+            if ours:
                 self.view.status_label.setText("")
-            self.input_warning = warning
+            self.input_warning = self.input_warned = None
+        elif ours or state != self.input_warned:  # a new problem, or ours still shown: never over another line
+            self.view.status_label.setText(warning)
+            self.input_warning, self.input_warned = warning, state
+        self.input_shown = state
+
+    def _clear_input(self) -> None:
+        """The take is over (stopped, started again, thrown away): its input's line goes with it."""
+        if self.input_warning is not None and self.view.status_label.text() == self.input_warning:
+            self.view.status_label.setText("")
+        self.input_shown = self.input_warning = self.input_warned = None
 
     def _start_failed(self, recorder: Recorder, error: BaseException) -> None:
         if recorder is self.recorder:
@@ -591,22 +603,21 @@ class SpeakersPage(QWidget):
         recorder, prompt, speaker = self.recorder, self.prompt, self.speaker
         if self.state != "recording" or recorder is None or prompt is None or speaker is None:
             return None
+        if recorder.first_block_at is None:  # the input has sent nothing yet: there is no take to check or keep
+            return self._discard_unstarted(recorder)
         self.state = "stopping"
         self.meter_timer.stop()
         self._poll_levels()
+        self._clear_input()
         self.view.meter.reset()  # nothing is coming in now: the meter must not hold the last level
         self.view.state_label.setText("Checking the take…")
         set_toned_sheet(self.view.state_label, "font-weight:bold;")
 
         def finish(progress) -> tuple[PreparedTake, ClipAudio]:
             samples = recorder.stop()
-            if len(samples) == 0:
-                raise SpokenBenchError(
-                    f"no sound came from {recorder.device_name or 'the default input'} before R was pressed "
-                    "(read once ● Recording shows)"
-                )
-            stopped = recorder.input_stopped_at_s
-            prepared = prepare_take(samples, recorder.rate, prompt, recorder.device_name, input_stopped_at_s=stopped)
+            prepared = prepare_take(
+                samples, recorder.rate, prompt, recorder.device_name, input_break=recorder.input_break
+            )
             wav = encode_wav(prepared.analysis.trimmed if len(prepared.analysis.trimmed) else samples, recorder.rate)
             return prepared, prepare_clip(wav, f"take of {prompt.label}")
 
@@ -616,6 +627,26 @@ class SpeakersPage(QWidget):
             .failure(self._stop_failed, dialog=True)
             .run()
         )
+
+    def _discard_unstarted(self, recorder: Recorder) -> BackgroundOp:
+        """R before the input's first block: the stream is closed off the UI thread and nothing is kept, said on
+        the status line (no dialog: the speaker only has to wait for ● Recording)."""
+        self.recorder, self.state = None, "stopping"
+        self.meter_timer.stop()
+        self._clear_input()
+        self.view.state_label.setText("")
+        name = recorder.device_name or "the default input"
+
+        def discarded(_none) -> None:
+            self.state = "idle"
+            self.view.status_label.setText(
+                f"Nothing was recorded: no sound had come from {name} when R was pressed. Read once ● Recording shows."
+            )
+
+        return (
+            BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)
+            .success(discarded).failure(self._stop_failed).run()
+        )  # fmt: skip
 
     def _stop_failed(self, error: BaseException) -> None:
         self.recorder, self.state = None, "idle"
@@ -662,6 +693,7 @@ class SpeakersPage(QWidget):
         if self.state == "recording" and self.recorder is not None:
             recorder, self.recorder = self.recorder, None
             self.meter_timer.stop()
+            self._clear_input()
             self.state = "starting"
             BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
                 .success(lambda _none: (setattr(self, "state", "idle"), self.start_recording())).run()  # fmt: skip
@@ -672,6 +704,9 @@ class SpeakersPage(QWidget):
     def _abort_recording(self) -> None:
         recorder, self.recorder = self.recorder, None
         self.meter_timer.stop()
+        self._clear_input()
+        if recorder is not None:
+            self.view.state_label.setText("")
         self.state = "idle"
         if recorder is not None and recorder.recording:  # a page or session closing: the take is thrown away
             threading.Thread(target=_abort_quietly, args=(recorder,), name="recording-abort", daemon=True).start()

@@ -571,9 +571,8 @@ def recording_session(project: Path, work: Path, steps, screen: str = "1400x900x
         heart.start()
         try:
             type_keys(desktop, "ctrl+5")
-            if not heart.wait_for(lambda *_: heart.recorder == "idle", 30):
-                raise RuntimeError("the Speakers page did not open")
-            time.sleep(2.0)  # its speakers and devices are read on the pool
+            if not heart.wait_for(lambda *_: heart.recorder == "idle", 30):  # its input devices found
+                raise RuntimeError(f"the Speakers page did not open: {heart.recorder}")
             type_keys(desktop, "Return")
             steps(desktop, heart)
             settle(heart)
@@ -582,7 +581,7 @@ def recording_session(project: Path, work: Path, steps, screen: str = "1400x900x
     return figures
 
 
-def stored_takes(project_folder: Path) -> list[dict]:
+def recorded_takes(project_folder: Path) -> list[dict]:
     """The takes recorded, oldest first: their length, whether they passed and their checks by name."""
     import json
 
@@ -676,6 +675,7 @@ class Heartbeat:
         self.page = ""
         self.busy = False
         self.recorder = "-"  # the Speakers page's recorder state (SpeakersPage.heartbeat_state)
+        self.recorder_states: list[str] = []  # each state the watchdog saw, in order (repeats left out)
         self.sink_inputs = 0
         self.polls = self.polls_with_stream = 0
         self.watching = False
@@ -687,7 +687,8 @@ class Heartbeat:
         whether a save or step is in flight (keys pressed then are ignored by design) and `recorder` to the Speakers
         page's recorder state."""
         try:
-            beat, saves, ignored, session, page, busy, recorder = self.path.read_text().split()
+            beat, saves, ignored, session, page, busy, *rest = self.path.read_text().split()
+            recorder = rest[0] if rest else "-"  # the Speakers page's, written by the app since it records
             values = float(beat), int(saves), int(ignored), int(session)
             self.busy = bool(int(busy))
         except (OSError, ValueError):
@@ -710,6 +711,8 @@ class Heartbeat:
             values = self.read()
             if values is not None:
                 self.values = values
+                if not self.recorder_states or self.recorder_states[-1] != self.recorder:
+                    self.recorder_states.append(self.recorder)
             if self.watching and self.values[0] > 0:  # measured from the first beat read, never from 0
                 gap = now - self.values[0]
                 self.longest_gap = max(self.longest_gap, gap)

@@ -6,8 +6,8 @@
 - speech duration: the active speech (frames well above the noise floor) must lie within bounds;
 - silence: leading and trailing silence is trimmed (a little padding kept); speech touching the very start or end
   of the take fails, because a word was probably cut off;
-- input: only when the input stopped sending sound before the take was stopped (a microphone pulled out, the
-  sound server gone), which fails: the rest of what was read is not in the take.
+- input: only when the input sent nothing for a while during the take (`InputBreak`: a microphone pulled out, the
+  sound server gone, a wireless headset dropping out), which fails: what was read meanwhile is not in the take.
 
 A take of exact zeros (a muted input) says so in its speech-duration reason: no microphone's noise is that quiet.
 
@@ -21,6 +21,33 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 FRAME_S = 0.02
+MUTED_INPUT = (
+    "muted (a mute key or switch, the system's sound settings, a microphone permission not given) or sends nothing"
+)
+INPUT_LOST = "a microphone disconnected or out of range, or the sound server stopped"
+
+
+@dataclass(frozen=True)
+class InputBreak:
+    """The input sent nothing for a while during a take (`Recorder.input_break`): from `at_s` seconds into the
+    take, for `seconds` (None: it never came back before the take was stopped)."""
+
+    at_s: float
+    seconds: float | None = None
+
+    def check(self) -> Check:
+        if self.seconds is None:
+            what = f"stopped sending sound {self.at_s:.1f} s into the take"
+            rest = "the rest was not recorded"
+        else:
+            what = f"sent nothing for {self.seconds:.1f} s, {self.at_s:.1f} s into the take"
+            rest = "what was said meanwhile is missing"
+        return Check(
+            "input",
+            False,
+            round(self.at_s, 2),
+            f"the input {what} ({INPUT_LOST}), so {rest}: check the input, then record it again",
+        )
 
 
 @dataclass(frozen=True)
@@ -96,35 +123,26 @@ def analyse_take(
     samples: np.ndarray,
     rate: int,
     settings: QualitySettings = QualitySettings(),
-    input_stopped_at_s: float | None = None,
+    input_break: InputBreak | None = None,
 ) -> TakeAnalysis:
-    """The take's checks and trimmed samples. `input_stopped_at_s`: how far into the take the input stopped
-    sending sound, when it did before the take was stopped (`Recorder.input_stopped_at_s`)."""
+    """The take's checks and trimmed samples. `input_break`: when the input sent nothing for a while during the
+    take (`Recorder.input_break`), a failed input check; one that never came back is not also a word cut off at
+    the end, which the speaker could not have helped."""
     samples = np.asarray(samples, dtype=np.float32).reshape(-1)
     duration = len(samples) / rate if rate else 0.0
     peak = float(np.max(np.abs(samples))) if len(samples) else 0.0
     clipped = float(np.mean(np.abs(samples) >= settings.clip_level)) if len(samples) else 0.0
     checks = [_clipping_check(clipped, settings)]
-    if input_stopped_at_s is not None:
-        checks.append(
-            Check(
-                "input",
-                False,
-                round(input_stopped_at_s, 2),
-                f"the input stopped sending sound {input_stopped_at_s:.1f} s into the take (a microphone "
-                "disconnected, or the sound server stopped), so the rest was not recorded: check the input, then "
-                "record it again",
-            )
-        )
+    if input_break is not None:
+        checks.append(input_break.check())
 
     levels = frame_levels_db(samples, rate)
     frame = max(1, int(rate * FRAME_S))
     if len(levels) == 0 or float(np.max(levels)) < settings.silence_floor_dbfs:
         loudest = float(np.max(levels)) if len(levels) else -120.0
         reason = (
-            "no sound at all: every sample is exactly zero, as from a muted input (a mute key or switch, the "
-            "system's sound settings, a microphone permission not given) or an input that sends nothing; unmute "
-            "it or choose another input"
+            f"no sound at all: every sample is exactly zero, so the input is {MUTED_INPUT}; unmute it or choose "
+            "another input"
             if not samples.any()
             else f"no speech found: the loudest moment is {loudest:.0f} dBFS (speech needs at least "
             f"{settings.silence_floor_dbfs:.0f} dBFS); check the microphone and the chosen input device"
@@ -154,6 +172,8 @@ def analyse_take(
     lead, tail = start / rate, (len(samples) - end) / rate
     edge = int(math.ceil(settings.edge_s / FRAME_S))
     cut_start, cut_end = first < edge, last >= len(active) - edge
+    if input_break is not None and input_break.seconds is None:
+        cut_end = False  # the input check says why: no pause before R would have helped
     if cut_start or cut_end:
         where = "start" if cut_start and not cut_end else "end" if cut_end and not cut_start else "start and end"
         advice = {

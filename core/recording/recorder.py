@@ -2,8 +2,10 @@
 and benchmarks use `FakeInputStream` instead.
 
 The stream's callback runs on PortAudio's audio thread: it copies the block, counts blocks the device dropped
-(`status.input_overflow`), and puts the block's level (RMS and peak dBFS) on a bounded, thread-safe deque that the
-screen's timer drains for the level meter. Nothing in the callback waits, allocates much or touches the disk.
+(`status.input_overflow`), notes when blocks come (the first, the last, the longest wait between two) and since
+when they are exact zeros, and puts the block's level (RMS and peak dBFS) on a bounded, thread-safe deque that the
+screen's timer drains for the level meter; the screen reads `input_state()` from those plain fields to say whether
+the input is up, silent or stopped. Nothing in the callback waits, allocates much or touches the disk.
 
 sounddevice is imported only when a device is listed or a stream opened: where PortAudio is missing its import
 raises OSError, which becomes a `RecordingUnavailable` naming what to install."""
@@ -23,6 +25,7 @@ import numpy as np
 from spokenbench.core.audio import open_streams
 from spokenbench.core.audio.open_streams import count_open_stream
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
+from spokenbench.core.recording.quality import InputBreak
 
 DEFAULT_RATE = 48_000
 DEFAULT_BLOCK = 1_024  # 21 ms at 48 kHz: about 47 level readings a second
@@ -124,8 +127,8 @@ def recording_availability(
 class InputState:
     """What the input is doing during a take (`Recorder.input_state`), for the screen and its heartbeat."""
 
-    WAITING = "waiting"  # the stream has started, no sound has come yet (an input waking up)
-    SOUND = "sound"  # blocks are coming in
+    WAITING = "waiting"  # the stream has started, its first block has not come (an input waking up)
+    SOUND = "sound"  # blocks are coming in (the first may be exact zeros: an input sends what it hears)
     SILENT = "silent"  # blocks of exact zeros only, for DIGITAL_SILENCE_S (muted)
     STALLED = "stalled"  # no block for INPUT_STALL_S after the first (the input stopped)
 
@@ -174,8 +177,9 @@ class Recorder:
         self.blocks = 0
         self.dropped_blocks = 0
         self.frames = 0  # samples received in this take
-        self.first_block_at: float | None = None  # time.monotonic() of the take's first block: sound is coming
+        self.first_block_at: float | None = None  # time.monotonic() of the take's first block: the input is up
         self.last_block_at: float | None = None
+        self.longest_gap: tuple[float, float] | None = None  # (seconds into the take, seconds) of the longest wait
         self.silent_since: float | None = None  # when the current run of blocks of exact zeros began
         self.stopped_at: float | None = None
         self._chunks: list[np.ndarray] = []
@@ -196,7 +200,7 @@ class Recorder:
             raise SpokenBenchError("already recording")
         self._chunks = []
         self.blocks = self.dropped_blocks = self.frames = 0
-        self.first_block_at = self.last_block_at = self.silent_since = self.stopped_at = None
+        self.first_block_at = self.last_block_at = self.silent_since = self.stopped_at = self.longest_gap = None
         self.levels.clear()
         count_open_stream(+1)  # before opening: the device list is not renewed under an opening stream
         try:
@@ -232,9 +236,13 @@ class Recorder:
         now = time.monotonic()
         self._chunks.append(mono)
         self.blocks += 1
-        self.frames += len(mono)
         if self.first_block_at is None:
             self.first_block_at = now
+        elif self.last_block_at is not None:
+            gap = now - self.last_block_at - len(mono) / self.rate  # beyond the block's own time
+            if gap > INPUT_STALL_S and (self.longest_gap is None or gap > self.longest_gap[1]):
+                self.longest_gap = (self.frames / self.rate, gap)
+        self.frames += len(mono)
         self.last_block_at = now
         if mono.any():
             self.silent_since = None
@@ -261,12 +269,15 @@ class Recorder:
         return InputState.SOUND
 
     @property
-    def input_stopped_at_s(self) -> float | None:
-        """After `stop()`: how far into the take the input stopped sending sound, when it stopped for more than
-        INPUT_STALL_S before the take was stopped (a microphone pulled out mid-take); else None."""
+    def input_break(self) -> InputBreak | None:
+        """After `stop()`: when the input sent nothing for more than INPUT_STALL_S during the take — it stopped
+        before the take was stopped (a microphone pulled out, the server gone: `seconds` None), or it paused and
+        came back (a wireless headset dropping out: the longest pause); else None."""
         if self.stopped_at is None or self.last_block_at is None:
             return None
-        return self.recorded_s if self.stopped_at - self.last_block_at > INPUT_STALL_S else None
+        if self.stopped_at - self.last_block_at > INPUT_STALL_S:
+            return InputBreak(self.recorded_s)
+        return None if self.longest_gap is None else InputBreak(*self.longest_gap)
 
     def drain_levels(self) -> list[Level]:
         """Every level reading since the last drain (for the meter, on the UI thread)."""
@@ -318,7 +329,9 @@ class FakeInputStream:
     """Shaped like sounddevice.InputStream: calls `callback(indata, frames, time, status)` from a thread of its own
     with `signal` cut into blocks, then silence (or nothing, with `then_silence=False`). With `realtime=True` blocks
     arrive at the pace a device would deliver them, and a block whose callback returned after the next block was
-    due is reported with `status.input_overflow`, as PortAudio does when its buffer overruns."""
+    due is reported with `status.input_overflow`, as PortAudio does when its buffer overruns. An input that wakes
+    late (`start_delay_s`: its first block comes that long after the start, and the signal meanwhile is lost) and
+    one that stops mid-take (`stop_after_s` of blocks, then none) are simulated too."""
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from spokenbench.core.audio.io import encode_audio
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording import store
 from spokenbench.core.recording.prompts import Prompt
-from spokenbench.core.recording.quality import QualitySettings, TakeAnalysis, analyse_take
+from spokenbench.core.recording.quality import InputBreak, QualitySettings, TakeAnalysis, analyse_take
 from spokenbench.core.recording.speakers import require_consent
 from spokenbench.core.store import Project
 
@@ -79,16 +79,16 @@ def prepare_take(
     prompt: Prompt,
     device: str | None = None,
     settings: QualitySettings = QualitySettings(),
-    input_stopped_at_s: float | None = None,
+    input_break: InputBreak | None = None,
 ) -> PreparedTake:
-    """Check and trim a take and encode it for storage. Pure: nothing is stored. `input_stopped_at_s`: where the
-    input stopped sending sound, when it did before the take was stopped (a failed check)."""
+    """Check and trim a take and encode it for storage. Pure: nothing is stored. `input_break`: when the input
+    sent nothing for a while during the take (a failed check)."""
     if rate <= 0:
         raise SpokenBenchError(f"a take needs a positive sample rate, not {rate}")
     samples = np.asarray(samples, dtype=np.float32).reshape(-1)
     if len(samples) == 0:
         raise SpokenBenchError("the take is empty: nothing was recorded")
-    analysis = analyse_take(samples, rate, settings, input_stopped_at_s)
+    analysis = analyse_take(samples, rate, settings, input_break)
     audio = encode_audio(analysis.trimmed if len(analysis.trimmed) else samples, rate, STORED_FORMAT)
     return PreparedTake(prompt, analysis, audio, STORED_FORMAT, device)
 

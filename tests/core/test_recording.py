@@ -18,7 +18,7 @@ from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording import store as recording_store
 from spokenbench.core.recording.cloning import create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, reading_list_prompts
-from spokenbench.core.recording.quality import analyse_take
+from spokenbench.core.recording.quality import InputBreak, analyse_take
 from spokenbench.core.recording.recorder import (
     DIGITAL_SILENCE_S,
     INPUT_STALL_S,
@@ -213,15 +213,18 @@ def test_a_take_of_exact_zeros_is_said_to_come_from_a_muted_input_and_a_quiet_on
     assert "no speech found" in reason and "exactly zero" not in reason
 
 
-def test_a_take_whose_input_stopped_fails_its_input_check_and_others_have_none():
+def test_a_take_whose_input_stopped_or_paused_fails_its_input_check_and_others_have_none():
     take = padded(speech(1.0))
-    stopped = analyse_take(take, RATE, input_stopped_at_s=1.234)
+    stopped = analyse_take(take, RATE, input_break=InputBreak(1.234))
     assert not stopped.passed and [check.name for check in stopped.failures()] == ["input"]
-    assert (
-        stopped.check("input").value == 1.23
-        and "stopped sending sound 1.2 s into the take" in stopped.check("input").reason
-    )
+    assert stopped.check("input").value == 1.23
+    assert "stopped sending sound 1.2 s into the take" in stopped.check("input").reason
+    paused = analyse_take(take, RATE, input_break=InputBreak(0.8, 1.5)).check("input")
+    assert not paused.passed and "sent nothing for 1.5 s, 0.8 s into the take" in paused.reason
     assert "input" not in [check.name for check in analyse_take(take, RATE).checks]
+    cut = padded(speech(1.0), tail_s=0.0)  # speech up to where the input stopped: the input check says why
+    assert analyse_take(cut, RATE, input_break=InputBreak(1.5)).check("silence").passed
+    assert not analyse_take(cut, RATE, input_break=InputBreak(0.8, 1.5)).check("silence").passed
 
 
 # -- the recorder ------------------------------------------------------------------------------------------------
@@ -253,7 +256,7 @@ def test_the_recorder_says_whether_sound_comes_is_silent_or_stopped():
         blocksize=400,
         stream_factory=fake_stream_factory(signal, noise_dbfs=None, then_silence=False),
     )
-    assert recorder.input_state() == InputState.WAITING and recorder.input_stopped_at_s is None
+    assert recorder.input_state() == InputState.WAITING and recorder.input_break is None
     recorder.start()
     assert recorder._stream.delivered_signal.wait(5)
     last, silent = recorder.last_block_at, recorder.silent_since
@@ -267,9 +270,24 @@ def test_the_recorder_says_whether_sound_comes_is_silent_or_stopped():
     assert recorder.recorded_s == pytest.approx(len(signal) / RATE, abs=400 / RATE)
     recorder.stopped_at = None
     samples = recorder.stop()
-    assert recorder.input_stopped_at_s is None  # stopped at once: the input never stopped
+    assert recorder.input_break is None  # stopped at once, no block late: the input never stopped
     recorder.stopped_at = last + INPUT_STALL_S + 0.5  # as if R came 1.5 s after the last block
-    assert recorder.input_stopped_at_s == pytest.approx(len(samples) / RATE)
+    assert recorder.input_break == InputBreak(pytest.approx(len(samples) / RATE))
+
+
+def test_a_pause_of_the_input_it_came_back_from_is_kept_as_the_takes_longest():
+    """A wireless headset dropping out for 1.3 s mid-take: its blocks come again, so the page's line goes, but what
+    was said meanwhile is missing; the take keeps the longest such pause for its input check."""
+    recorder = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
+    block = np.full((400, 1), 0.01, dtype=np.float32)
+    clock = iter([10.0, 10.025, 11.35, 11.375, 11.4, 13.0, 13.025])  # gaps of 1.3 s and 1.6 s after 3 and 5 blocks
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(time, "monotonic", lambda: next(clock))
+        recorder._recording = True
+        for _ in range(7):
+            recorder._callback(block, 400, None, None)
+    recorder._recording, recorder.stopped_at = False, 13.03
+    assert recorder.input_break == InputBreak(pytest.approx(5 * 400 / RATE), pytest.approx(1.6 - 400 / RATE))
 
 
 def test_a_fake_input_can_wake_late_and_stop_mid_take():
