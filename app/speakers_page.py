@@ -79,6 +79,11 @@ def read_speaker_state(project: Project, name: str, reading_list: list[Prompt] |
     return speaker, prompts, speaker_takes(project.conn, speaker.id)
 
 
+def input_name(recorder: Recorder) -> str:
+    """The input a take comes from, for a sentence: 'the input "USB mic"' or 'the default input'."""
+    return f'the input "{recorder.device_name}"' if recorder.device_name else "the default input"
+
+
 def _abort_quietly(recorder: Recorder) -> None:
     """Stop a recording's stream off the UI thread: a sound server that does not answer holds that call (the
     window froze and Ctrl+Q never ended the app, measured with PulseAudio stopped)."""
@@ -540,7 +545,7 @@ class SpeakersPage(QWidget):
         now = time.monotonic()
         last = recorder.last_block_at
         state = recorder.input_state(now)
-        name = recorder.device_name or "the default input"
+        name = input_name(recorder)
         warning = None
         if state == InputState.WAITING:
             text, sheet = WAITING_TEXT, "font-weight:bold;"
@@ -561,7 +566,10 @@ class SpeakersPage(QWidget):
         else:
             text, sheet = RECORDING_TEXT.format(seconds=recorder.recorded_s), "font-weight:bold; color: $error"
             if state == InputState.SILENT:
-                warning = f"{name} sends no sound at all (every sample is exactly zero): it is probably {MUTED_INPUT}."
+                warning = (
+                    f"{name[0].upper()}{name[1:]} sends no sound at all (every sample is exactly zero): it is probably "
+                    f"{MUTED_INPUT}."
+                )
         self.view.state_label.setText(text)
         if state != self.input_shown:  # a style sheet is parsed again each time it is set: only on a change
             set_toned_sheet(self.view.state_label, sheet)
@@ -635,7 +643,7 @@ class SpeakersPage(QWidget):
         self.meter_timer.stop()
         self._clear_input()
         self.view.state_label.setText("")
-        name = recorder.device_name or "the default input"
+        name = input_name(recorder)
 
         def discarded(_none) -> None:
             self.state = "idle"

@@ -546,7 +546,8 @@ def test_an_input_that_stops_mid_take_is_said_and_the_take_fails_its_input_check
     qtbot.waitUntil(lambda: page.heartbeat_state == "recording-stalled", timeout=5_000)
     assert page.view.state_label.text().startswith("● Input stopped at 0.8 s")
     assert re.match(
-        r"No sound has come from Fake microphone for \d s: a microphone disconnected", page.view.status_label.text()
+        r'No sound has come from the input "Fake microphone" for \d s: a microphone disconnected',
+        page.view.status_label.text(),
     )
     assert page.view.meter.rms_db == METER_FLOOR_DB  # the meter does not hold the last level
     press(page, qtbot, "r")
@@ -581,7 +582,9 @@ def test_r_before_the_input_sent_anything_keeps_no_take_and_says_why(page, qtbot
     recorder = page.recorder
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
-    assert page.view.status_label.text().startswith("Nothing was recorded: no sound had come from Fake microphone")
+    assert page.view.status_label.text().startswith(
+        'Nothing was recorded: no sound had come from the input "Fake microphone"'
+    )
     assert stored_takes(project_path) == [] and dialogs == [] and not recorder.recording  # before: a dialog
 
 
