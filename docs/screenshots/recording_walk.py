@@ -24,14 +24,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from real_device import (  # noqa: E402
-    RealDesktop,
-    SessionFigures,
     add_consented_speaker,
-    app_command,
-    close_app,
     demo_copy_in,
-    launch_app,
     read_aloud,
+    recording_session,
     speech_file,
     type_keys,
     walk_arguments,
@@ -48,14 +44,9 @@ def main() -> None:
     speech = speech_file(out / "speech.wav")
     room = out / "room.wav"
     room.write_bytes(encode_wav(np.random.default_rng(0).normal(0, 0.003, 60 * 22_050).astype(np.float32), 22_050))
-    figures = SessionFigures(0)
     shown_after = []
-    with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4") as desktop:
-        env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}
-        process, heart, log = launch_app(desktop, project, out, figures, app_command(), env=env)
-        if process is None:
-            raise SystemExit("\n".join(figures.notes))
 
+    def steps(desktop, heart) -> None:
         def record() -> None:
             type_keys(desktop, "r")
             pressed = time.monotonic()
@@ -69,47 +60,43 @@ def main() -> None:
                 raise SystemExit(f"the take was not saved: {heart.recorder}")
             time.sleep(1.0)
 
-        try:
-            type_keys(desktop, "ctrl+5")
-            heart.wait_for(lambda *_: heart.recorder == "idle", 30)  # its input devices found
-            type_keys(desktop, "Return")
-            desktop.xdotool("key", "r")
-            time.sleep(0.3)
-            desktop.screenshot(out / f"1-recording-waiting{suffix}.png")
-            pressed = time.monotonic()
-            heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10)
-            shown_after.append(time.monotonic() - pressed + 0.3)
-            time.sleep(0.3)
-            reader = read_aloud(desktop, speech, wait=False)
-            time.sleep(1.5)
-            desktop.screenshot(out / f"2-recording{suffix}.png")
-            reader.wait(30)
-            time.sleep(0.6)
-            stop()
-            desktop.screenshot(out / f"3-recording-passed{suffix}.png")
-            type_keys(desktop, "Right")
-            read_aloud(desktop, room, wait=False)
-            time.sleep(1.0)
-            record()
-            time.sleep(1.0)
-            desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "1")
-            heart.wait_for(lambda *_: heart.recorder == "recording-silent", 5)
-            time.sleep(0.5)
-            desktop.screenshot(out / f"4-recording-muted{suffix}.png")
-            desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "0")
-            stop()
-            type_keys(desktop, "Right")
-            record()
-            read_aloud(desktop, speech, wait=False)
-            time.sleep(1.5)
-            desktop.stop_pulse()
-            heart.wait_for(lambda *_: heart.recorder == "recording-stalled", 5)
-            time.sleep(1.5)
-            desktop.screenshot(out / f"5-recording-stopped{suffix}.png")
-            stop()
-            desktop.screenshot(out / f"6-recording-stopped-take{suffix}.png")
-        finally:
-            close_app(desktop, process, heart, log, figures)
+        desktop.xdotool("key", "r")
+        time.sleep(0.3)
+        desktop.screenshot(out / f"1-recording-waiting{suffix}.png")
+        pressed = time.monotonic()
+        heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10)
+        shown_after.append(time.monotonic() - pressed + 0.3)
+        time.sleep(0.3)
+        reader = read_aloud(desktop, speech, wait=False)
+        time.sleep(1.5)
+        desktop.screenshot(out / f"2-recording{suffix}.png")
+        reader.wait(30)
+        time.sleep(0.6)
+        stop()
+        desktop.screenshot(out / f"3-recording-passed{suffix}.png")
+        type_keys(desktop, "Right")
+        read_aloud(desktop, room, wait=False)
+        time.sleep(1.0)
+        record()
+        time.sleep(1.0)
+        desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "1")
+        heart.wait_for(lambda *_: heart.recorder == "recording-silent", 5)
+        time.sleep(0.5)
+        desktop.screenshot(out / f"4-recording-muted{suffix}.png")
+        desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "0")
+        stop()
+        type_keys(desktop, "Right")
+        record()
+        read_aloud(desktop, speech, wait=False)
+        time.sleep(1.5)
+        desktop.stop_pulse()
+        heart.wait_for(lambda *_: heart.recorder == "recording-stalled", 5)
+        time.sleep(1.5)
+        desktop.screenshot(out / f"5-recording-stopped{suffix}.png")
+        stop()
+        desktop.screenshot(out / f"6-recording-stopped-take{suffix}.png")
+
+    figures = recording_session(project, out, steps, screen=screen)
     print("● Recording shown " + ", ".join(f"{seconds:.2f}" for seconds in shown_after) + " s after R")
     print("\n".join(figures.lines()))
 
