@@ -84,6 +84,12 @@ def input_name(recorder: Recorder) -> str:
     return f'the input "{recorder.device_name}"' if recorder.device_name else "the default input"
 
 
+def _input_lost(recorder: Recorder) -> bool:
+    """Whether the input stopped for good during the take (not a pause it came back from)."""
+    lost = recorder.input_break
+    return lost is not None and lost.seconds is None
+
+
 def _abort_quietly(recorder: Recorder) -> None:
     """Stop a recording's stream off the UI thread: a sound server that does not answer holds that call (the
     window froze and Ctrl+Q never ended the app, measured with PulseAudio stopped)."""
@@ -122,6 +128,7 @@ class SpeakersPage(QWidget):
         self.input_shown: str | None = None  # the InputState shown while recording
         self.input_warning: str | None = None  # the status line said about the input, cleared when it recovers
         self.input_warned: str | None = None  # the InputState that line is about
+        self.look_again = False  # the take being saved lost its input: scan the devices once it is saved
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
@@ -532,11 +539,14 @@ class SpeakersPage(QWidget):
 
     @property
     def heartbeat_state(self) -> str:
-        """The recorder's state for the app's heartbeat file (real-device tests): the input's while recording,
-        "scanning" while the input devices are looked for (R is refused until they are found)."""
+        """The recorder's state for the app's heartbeat file (real-device tests): the input's while recording;
+        when idle, "scanning" while the input devices are looked for and "unavailable" when recording cannot work
+        here (R is refused in both)."""
         if self.state == "recording" and self.input_shown:
             return f"recording-{self.input_shown}"
-        return "scanning" if self.state == "idle" and not self.view.rescan_button.isEnabled() else self.state
+        if self.state == "idle" and not self.view.rescan_button.isEnabled():
+            return "scanning"
+        return "unavailable" if self.state == "idle" and self.recording_problem is not None else self.state
 
     def _show_input(self, recorder: Recorder) -> None:
         """Say what the input is doing: ● Recording only once its first block has come (the take's clock is the
@@ -631,7 +641,7 @@ class SpeakersPage(QWidget):
 
         return (
             BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self, sound_device=True)
-            .success(lambda result: self._checked(speaker, *result))
+            .success(lambda result: self._checked(speaker, *result, input_lost=_input_lost(recorder)))
             .failure(self._stop_failed, dialog=True)
             .run()
         )
@@ -661,9 +671,11 @@ class SpeakersPage(QWidget):
         self.view.state_label.setText("")
         self.view.status_label.setText(f"The take was not kept: {error}")
 
-    def _checked(self, speaker: Speaker, prepared: PreparedTake, audio: ClipAudio) -> None:
-        """The checks are shown at once; the take is saved meanwhile."""
+    def _checked(self, speaker: Speaker, prepared: PreparedTake, audio: ClipAudio, input_lost: bool = False) -> None:
+        """The checks are shown at once; the take is saved meanwhile. `input_lost`: the input stopped for good
+        during the take, so the devices are looked for again once it is saved (the banner and the status bar)."""
         self.recorder = None
+        self.look_again = input_lost
         self.prepared = prepared
         self.shown_audio = audio
         self.view.waveform.set_clip(audio, "")
@@ -683,6 +695,7 @@ class SpeakersPage(QWidget):
     def _saved(self, speaker: Speaker, take: Take, audio: ClipAudio) -> None:
         self.state = "idle"
         self.prepared = None
+        self._look_again_if_lost()
         if self.speaker is None or self.speaker.id != speaker.id:
             return
         self.takes.append(take)
@@ -693,7 +706,16 @@ class SpeakersPage(QWidget):
 
     def _save_failed(self, error: BaseException) -> None:
         self.state = "idle"
+        self._look_again_if_lost()
         self.view.status_label.setText(f"The take was not saved: {error}")
+
+    def _look_again_if_lost(self) -> None:
+        """After a take whose input stopped for good: the devices are scanned again, so the page's banner and the
+        status bar say whether it is still there (a pulled microphone, a sound server gone: "No audio input
+        device"), rather than "Audio: ready" until the page is shown again."""
+        if self.look_again:
+            self.look_again = False
+            self.find_devices()
 
     def retake(self) -> None:
         """While recording: throw the take away and start again. Otherwise: record this prompt again (the newest

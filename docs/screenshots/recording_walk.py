@@ -11,7 +11,7 @@ while the sentence is read, 0.3 s after it showed), 3-recording-passed.png (R: t
 4-recording-muted.png (next prompt, a room's noise playing; R; the input muted with pactl: the line under the
 buttons says so), 5-recording-stopped.png (next prompt; R; the sentence read and the sound server killed
 mid-take: "● Input stopped at …" and the line saying what happened), 6-recording-stopped-take.png (R: the take's
-failed input check). Prints the seconds from each R to ● Recording. Screenshots at a screen other than 1400x900
+failed input check, the input looked for again: none, with the server gone). Prints the seconds from each R to ● Recording. Screenshots at a screen other than 1400x900
 end in -WxH. Needs Xvfb, PulseAudio, xdotool and xfwm4 (apt-get install xvfb pulseaudio xdotool xfwm4)."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main() -> None:
 
         def stop() -> None:
             type_keys(desktop, "r")
-            if not heart.wait_for(lambda *_: heart.recorder == "idle", 15):
+            if not heart.wait_for(lambda *_: heart.recorder in ("idle", "unavailable"), 15):
                 raise SystemExit(f"the take was not saved: {heart.recorder}")
             time.sleep(1.0)
 

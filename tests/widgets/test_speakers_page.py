@@ -561,6 +561,31 @@ def test_an_input_that_stops_mid_take_is_said_and_the_take_fails_its_input_check
 
 
 @pytest.mark.slow
+def test_after_a_take_whose_input_stopped_the_page_and_status_bar_look_for_the_input_again(
+    qtbot, open_session, project_path, consented
+):
+    """Before, the status bar said "Audio: ready" after the sound server had gone mid-take, until the page was
+    shown again."""
+    connected = [FAKE_DEVICE]
+    window = status_window()
+    page = SpeakersPage(window)
+    page.device_lister = lambda: list(connected)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
+    reload_consented(page, qtbot)
+    started_on(page, qtbot, stop_after_s=0.5)
+    qtbot.waitUntil(lambda: page.heartbeat_state == "recording-stalled", timeout=5_000)
+    connected.clear()  # the microphone was pulled out, or the server is gone: PortAudio lists no input now
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.view.banner.isVisible(), timeout=5_000)
+    assert page.view.banner.text().startswith("No audio input device") and len(page.takes) == 1
+    assert window.audio_label.text() == "Audio: playback only" and not page.view.buttons["record"].isEnabled()
+    assert page.heartbeat_state == "unavailable"
+
+
+@pytest.mark.slow
 def test_a_muted_input_is_said_while_recording_and_in_the_takes_check(page, qtbot, consented, project_path):
     """A muted microphone (a mute key, `pactl set-source-mute`) sends exact zeros. Before, the page recorded
     silence without a word and the take said only "no speech found … check the microphone"."""
