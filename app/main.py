@@ -72,7 +72,8 @@ HEARTBEAT_ENV = "SPOKENBENCH_HEARTBEAT_FILE"
 
 
 def start_heartbeat(window, path: str):
-    """For the real-device stress test (tests/widgets/test_real_device_session.py): every 100 ms the UI thread
+    """For the real-desktop tests (tests/widgets/test_real_device_session.py, test_real_recording.py and the other
+    tests/real_device.py sessions): every 100 ms the UI thread
     rewrites `path` with its monotonic time, the Rating page's acknowledged saves, its ignored keys,
     whether a session is open, the page shown,
     whether a save or step is in flight and the Speakers page's recorder state (`heartbeat_state`: what a

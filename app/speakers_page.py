@@ -540,8 +540,8 @@ class SpeakersPage(QWidget):
     @property
     def heartbeat_state(self) -> str:
         """The recorder's state for the app's heartbeat file (real-device tests): the input's while recording;
-        when idle, "scanning" while the input devices are looked for and "unavailable" when recording cannot work
-        here (R is refused in both)."""
+        when idle, "scanning" while the input devices are looked for, and "unavailable" while recording cannot work
+        here (R is refused: before the first scan has answered, or without an input)."""
         if self.state == "recording" and self.input_shown:
             return f"recording-{self.input_shown}"
         if self.state == "idle" and not self.view.rescan_button.isEnabled():
@@ -618,11 +618,12 @@ class SpeakersPage(QWidget):
 
     def stop_recording(self, then_record: bool = False) -> BackgroundOp | None:
         """Stop the stream, check and encode the take off the UI thread; show the checks; save it."""
-        recorder, prompt, speaker = self.recorder, self.prompt, self.speaker
+        recorder, prompt, speaker, session = self.recorder, self.prompt, self.speaker, self.session
         if self.state != "recording" or recorder is None or prompt is None or speaker is None:
             return None
         if recorder.first_block_at is None:  # the input has sent nothing yet: there is no take to check or keep
-            return self._discard_unstarted(recorder)
+            self._discard_unstarted(recorder)
+            return None
         self.state = "stopping"
         self.meter_timer.stop()
         self._poll_levels()
@@ -641,39 +642,44 @@ class SpeakersPage(QWidget):
 
         return (
             BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self, sound_device=True)
-            .success(lambda result: self._checked(speaker, *result, input_lost=_input_lost(recorder)))
+            .success(lambda result: self._checked(speaker, *result, input_lost=_input_lost(recorder), session=session))
             .failure(self._stop_failed, dialog=True)
             .run()
         )
 
-    def _discard_unstarted(self, recorder: Recorder) -> BackgroundOp:
-        """R before the input's first block: the stream is closed off the UI thread and nothing is kept, said on
-        the status line (no dialog: the speaker only has to wait for ● Recording)."""
-        self.recorder, self.state = None, "stopping"
+    def _discard_unstarted(self, recorder: Recorder) -> None:
+        """R before the input's first block: nothing is kept, said on the status line (no dialog: the speaker only
+        has to wait for ● Recording). The stream is closed on a thread of its own, as a take thrown away with its
+        page is: a sound server that does not answer holds that call, and the page must not wait for it."""
+        self.recorder, self.state = None, "idle"
         self.meter_timer.stop()
         self._clear_input()
-        self.view.state_label.setText("")
-        name = input_name(recorder)
-
-        def discarded(_none) -> None:
-            self.state = "idle"
-            self.view.status_label.setText(
-                f"Nothing was recorded: no sound had come from {name} when R was pressed. Read once ● Recording shows."
-            )
-
-        return (
-            BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)
-            .success(discarded).failure(self._stop_failed).run()
-        )  # fmt: skip
+        threading.Thread(target=_abort_quietly, args=(recorder,), name="recording-discard", daemon=True).start()
+        self._show_take()
+        self.view.status_label.setText(
+            f"Nothing was recorded: no sound had come from {input_name(recorder)} when R was pressed. Read once "
+            "● Recording shows."
+        )
 
     def _stop_failed(self, error: BaseException) -> None:
         self.recorder, self.state = None, "idle"
         self.view.state_label.setText("")
         self.view.status_label.setText(f"The take was not kept: {error}")
 
-    def _checked(self, speaker: Speaker, prepared: PreparedTake, audio: ClipAudio, input_lost: bool = False) -> None:
+    def _checked(
+        self,
+        speaker: Speaker,
+        prepared: PreparedTake,
+        audio: ClipAudio,
+        input_lost: bool = False,
+        session: ProjectSession | None = None,
+    ) -> None:
         """The checks are shown at once; the take is saved meanwhile. `input_lost`: the input stopped for good
-        during the take, so the devices are looked for again once it is saved (the banner and the status bar)."""
+        during the take, so the devices are looked for again once it is saved (the banner and the status bar).
+        A take checked while its project was closed is not saved into the project opened since (its speaker is
+        not that project's)."""
+        if session is not None and session is not self.session:
+            return
         self.recorder = None
         self.look_again = input_lost
         self.prepared = prepared
@@ -725,10 +731,18 @@ class SpeakersPage(QWidget):
             self.meter_timer.stop()
             self._clear_input()
             self.state = "starting"
+            session = self.session
             BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
-                .success(lambda _none: (setattr(self, "state", "idle"), self.start_recording())).run()  # fmt: skip
+                .success(lambda _none: self._record_again(session)).run()  # fmt: skip
             return
         if self.state == "idle":
+            self.start_recording()
+
+    def _record_again(self, session: ProjectSession | None) -> None:
+        """Backspace's discarded take is closed: record again, unless the page moved on meanwhile (another
+        project, a take started since)."""
+        if self.session is session and self.state == "starting" and self.recorder is None:
+            self.state = "idle"
             self.start_recording()
 
     def _abort_recording(self) -> None:

@@ -1,6 +1,8 @@
 """A real desktop for the app: an X server (Xvfb) and a PulseAudio server with a null sink, started here for
-one test or benchmark and stopped after it, and a keyboard-only rating session driven with xdotool against
-`spokenbench-studio` (tests/widgets/test_real_device_session.py, tests/benchmarks/bench_real_device_session.py).
+one test or benchmark and stopped after it, and the keyboard-only sessions driven with xdotool against
+`spokenbench-studio`: rating (tests/widgets/test_real_device_session.py, tests/benchmarks/bench_real_device_session.py),
+recording a speaker's takes (`recording_session`: tests/widgets/test_real_recording.py,
+docs/screenshots/recording_walk.py), typing through an input method (`typed_session`) and others.
 
 The app's UI thread rewrites a heartbeat file every 100 ms (SPOKENBENCH_HEARTBEAT_FILE, app/main.py); a watchdog
 thread here reads it every 20 ms and stops the session when the event loop has not answered for `FREEZE_S` or

@@ -6,7 +6,7 @@ one real sound server (PulseAudio with a null sink, whose monitor is the default
 
 Each round waits `--idle` seconds with no stream open (PulseAudio's null sink then renders in long blocks, so its
 monitor sends its first sound late, as a suspended microphone or a Bluetooth headset changing profile does),
-starts a Recorder on the default input through PortAudio, and plays a 3.4 s sentence (espeak-ng) into the sink:
+starts a Recorder on the default input through PortAudio, and plays a sentence (espeak-ng: a 3.4 s file, 3.2 s of speech) into the sink:
 "before", 0.5 s after the stream started (when "● Recording" showed); "now", 0.3 s after the input's first sound
 (when it shows now). Prints, per round and as medians: how long the input took to send its first sound, the
 seconds of speech the take's checks found, against the sentence's own, how far into the take the speech begins,

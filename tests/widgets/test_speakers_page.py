@@ -3,6 +3,7 @@ prompt navigation with the keyboard, the checks shown after a take, speaker crea
 the best take (a stub backend; the real one's missing package as a dialog), and the page without PortAudio."""
 
 import re
+import sqlite3
 import time
 from types import SimpleNamespace
 
@@ -602,15 +603,55 @@ def test_a_muted_input_is_said_while_recording_and_in_the_takes_check(page, qtbo
 
 @pytest.mark.slow
 def test_r_before_the_input_sent_anything_keeps_no_take_and_says_why(page, qtbot, consented, project_path, dialogs):
+    """On a prompt with a take: R, then R before the input's first block. Nothing is kept, no dialog opens (before:
+    a warning box), the prompt's take stays shown, and the page takes R again at once."""
     reload_consented(page, qtbot)
+    first = record_take(page, qtbot)
     started_on(page, qtbot, start_delay_s=5.0)
     recorder = page.recorder
     press(page, qtbot, "r")
-    qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
-    assert page.view.status_label.text().startswith(
-        'Nothing was recorded: no sound had come from the input "Fake microphone"'
-    )
-    assert stored_takes(project_path) == [] and dialogs == [] and not recorder.recording  # before: a dialog
+    assert page.state == "idle"  # the stream is closed on a thread of its own: the page never waits for it
+    assert page.view.status_label.text().startswith('Nothing was recorded: no sound had come from the input "Fake')
+    assert page.view.state_label.text().startswith(f"Take {first.take}: ")  # the prompt's take, still shown
+    qtbot.waitUntil(lambda: not recorder.recording, timeout=5_000)
+    assert stored_takes(project_path) == [(page.prompts[0].key, 1, 1)] and dialogs == []
+
+
+@pytest.mark.slow
+def test_a_take_checked_while_its_project_closed_is_not_saved_into_the_next(
+    page, qtbot, consented, project_path, open_session, tmp_path
+):
+    """Its speaker belongs to the closed project: before, the take landed in the other project's recordings."""
+    import threading
+
+    released = threading.Event()
+    reload_consented(page, qtbot)
+    made = fake(1.2)
+
+    class HeldStop:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __getattr__(self, name):
+            return getattr(self.stream, name)
+
+        def stop(self):
+            released.wait(10)
+            self.stream.stop()
+
+    page.stream_factory = lambda **options: HeldStop(made(**options))
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording" and page.recorder.first_block_at is not None, timeout=5_000)
+    press(page, qtbot, "r")  # checking the take: its stop is held
+    other = tmp_path / "other"  # a copy: its speaker 1 and items could take the first project's take
+    other.mkdir()
+    with sqlite3.connect(project_path / "project.sqlite") as source, sqlite3.connect(other / "project.sqlite") as copy:
+        source.backup(copy)
+    page.set_session(open_session(other))
+    qtbot.waitUntil(lambda: page.speaker is not None and page.session.path == other, timeout=5_000)
+    released.set()
+    qtbot.wait(1_000)
+    assert stored_takes(other) == [] and stored_takes(project_path) == []
 
 
 @pytest.mark.slow
@@ -627,7 +668,6 @@ def test_a_warning_about_the_input_goes_with_its_take_and_never_covers_another_l
     assert page.view.status_label.text() == ""
     page.stream_factory = fake_stream_factory(take_signal(1.0), realtime=True, start_delay_s=8.0)
     press(page, qtbot, Qt.Key.Key_Backspace)
-    page.start_watch.setInterval(10)
     qtbot.waitUntil(lambda: page.heartbeat_state == "recording-waiting", timeout=5_000)
     page.recording_since -= 5.0  # as if it had waited STALL_S: the line says so, with its seconds
     qtbot.waitUntil(lambda: page.view.status_label.text().startswith("No sound has come"), timeout=5_000)
