@@ -152,8 +152,8 @@ class SpeakersPage(QWidget):
         layout.addWidget(splitter)
         self.meter_timer = QTimer(self, interval=METER_INTERVAL_MS)
         self.meter_timer.timeout.connect(self._poll_levels)
-        self.start_watch = QTimer(self, singleShot=True, interval=int(STALL_S * 1000))
-        self.start_watch.timeout.connect(self._still_starting)
+        self.held_watch = QTimer(self, singleShot=True, interval=int(STALL_S * 1000))  # a start or stop held
+        self.held_watch.timeout.connect(self._still_held)
 
         self.list_view.selected.connect(self.select_speaker)
         self.list_view.table.activated.connect(lambda _index: self.view.setFocus())  # Enter: the recorder's keys
@@ -502,7 +502,7 @@ class SpeakersPage(QWidget):
         self.state = "starting"
         self.prepared = None
         self.view.state_label.setText("Starting…")
-        self.start_watch.start()  # a start the sound server holds is said after STALL_S
+        self.held_watch.start()  # a start the sound server holds is said after STALL_S
         self.view.show_checks(None)
         return (
             BackgroundOp(
@@ -517,20 +517,33 @@ class SpeakersPage(QWidget):
             .run()
         )
 
-    def _still_starting(self) -> None:
-        """A start held by a sound server that does not answer: said, rather than "Starting…" for good."""
+    def _still_held(self) -> None:
+        """A start or a stop held by a sound server that does not answer: said, rather than "Starting…" or
+        "Checking the take…" for good."""
         if self.state == "starting":
             self.view.status_label.setText(
                 "The recording has not started: the sound input does not answer (the sound server may be hung). "
                 "It starts once the server answers; reading on now would not be recorded."
             )
-            show_recording_status(self.window_, NOT_ANSWERING)  # the status bar's label says it too
+        elif self.state == "stopping":
+            self.view.status_label.setText(
+                "The take is not checked yet: the sound input does not answer its stop (the sound server may be "
+                "hung). It is checked and saved once the server answers."
+            )
+        else:
+            return
+        show_recording_status(self.window_, NOT_ANSWERING)  # the status bar's label says it too
+
+    def _answered(self) -> None:
+        """The sound input answered a start or a stop: the status bar no longer says it does not."""
+        self.held_watch.stop()
+        if getattr(self.window_, "recording_message", None) == NOT_ANSWERING:
+            show_recording_status(self.window_, None)
 
     def _started(self, recorder: Recorder) -> None:
         if recorder is not self.recorder or self.state != "starting":
             return
-        if getattr(self.window_, "recording_message", None) == NOT_ANSWERING:  # it answered after all
-            show_recording_status(self.window_, None)
+        self._answered()
         self.state = "recording"
         self.recording_since = time.monotonic()
         self._clear_input()
@@ -631,6 +644,7 @@ class SpeakersPage(QWidget):
         self.view.meter.reset()  # nothing is coming in now: the meter must not hold the last level
         self.view.state_label.setText("Checking the take…")
         set_toned_sheet(self.view.state_label, "font-weight:bold;")
+        self.held_watch.start()  # a stop the sound server holds is said after STALL_S
 
         def finish(progress) -> tuple[PreparedTake, ClipAudio]:
             samples = recorder.stop()
@@ -662,6 +676,7 @@ class SpeakersPage(QWidget):
         )
 
     def _stop_failed(self, error: BaseException) -> None:
+        self._answered()
         self.recorder, self.state = None, "idle"
         self.view.state_label.setText("")
         self.view.status_label.setText(f"The take was not kept: {error}")
@@ -680,6 +695,7 @@ class SpeakersPage(QWidget):
         not that project's)."""
         if session is not None and session is not self.session:
             return
+        self._answered()
         self.recorder = None
         self.look_again = input_lost
         self.prepared = prepared

@@ -9,8 +9,11 @@ and reads into the input with paplay (espeak-ng's sentence). Into OUT: 1-recordi
 (R pressed; the idle input has not sent its first sound: "Starting the microphone…"), 2-recording.png (● Recording
 while the sentence is read, 0.3 s after it showed), 3-recording-passed.png (R: the take's checks, all passed),
 4-recording-muted.png (next prompt, a room's noise playing; R; the input muted with pactl: the line under the
-buttons says so), 5-recording-stopped.png (next prompt; R; the sentence read and the sound server killed
-mid-take: "● Input stopped at …" and the line saying what happened), 6-recording-stopped-take.png (R: the take's
+buttons says so), 5-recording-held-stop.png (next prompt; R; the sentence read, the sound server stopped with
+SIGSTOP as a hung one, R: 6 s later the line says the input does not answer its stop, and the status bar; the
+server goes on and the take is saved), 6-recording-stopped.png (next prompt; R; the sentence read and the sound
+server killed mid-take: "● Input stopped at …" and the line saying what happened), 7-recording-stopped-take.png
+(R: the take's
 failed input check, the input looked for again: none, with the server gone). Prints the seconds from each R to ● Recording. Screenshots at a screen other than 1400x900
 end in -WxH. Needs Xvfb, PulseAudio, xdotool and xfwm4 (apt-get install xvfb pulseaudio xdotool xfwm4)."""
 
@@ -87,14 +90,26 @@ def main() -> None:
         stop()
         type_keys(desktop, "Right")
         record()
+        time.sleep(0.3)
+        read_aloud(desktop, speech)
+        time.sleep(0.4)
+        desktop.hang_pulse()  # SIGSTOP: the stream's stop waits on the server
+        desktop.xdotool("key", "r")
+        time.sleep(6.0)
+        desktop.screenshot(out / f"5-recording-held-stop{suffix}.png")
+        desktop.resume_pulse()
+        heart.wait_for(lambda *_: heart.recorder == "idle", 15)
+        time.sleep(1.0)
+        type_keys(desktop, "Right")
+        record()
         read_aloud(desktop, speech, wait=False)
         time.sleep(1.5)
         desktop.stop_pulse()
         heart.wait_for(lambda *_: heart.recorder == "recording-stalled", 5)
         time.sleep(1.5)
-        desktop.screenshot(out / f"5-recording-stopped{suffix}.png")
+        desktop.screenshot(out / f"6-recording-stopped{suffix}.png")
         stop()
-        desktop.screenshot(out / f"6-recording-stopped-take{suffix}.png")
+        desktop.screenshot(out / f"7-recording-stopped-take{suffix}.png")
 
     figures = recording_session(project, out, steps, screen=screen)
     print("● Recording shown " + ", ".join(f"{seconds:.2f}" for seconds in shown_after) + " s after R")

@@ -94,6 +94,32 @@ def test_a_sound_server_killed_mid_take_is_said_and_the_take_fails_its_input_che
     assert 1.0 < take["input"]["value"] < 3.5, take  # where the server died, not where R was pressed
 
 
+def test_a_take_stopped_while_the_sound_server_hangs_is_saved_once_it_answers(demo_copy, tmp_path, speaking):
+    """PulseAudio stopped (SIGSTOP, as a hung server) right before R: the stream's stop waits on it. The page
+    stays answering (the watchdog), says so after 5 s, and checks and saves the take once the server goes on."""
+
+    def steps(desktop, heart):
+        type_keys(desktop, "r")
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10), heart.recorder
+        time.sleep(0.3)
+        read_aloud(desktop, speaking)
+        time.sleep(0.4)
+        desktop.hang_pulse()
+        try:
+            type_keys(desktop, "r")
+            time.sleep(6.0)  # past STALL_S: the page says the input does not answer its stop
+            assert heart.recorder == "stopping", heart.recorder_states
+            desktop.screenshot(tmp_path / "held.png")
+        finally:
+            desktop.resume_pulse()
+        assert heart.wait_for(lambda *_: heart.recorder == "idle", 15), heart.recorder_states
+
+    figures = recording_session(demo_copy, tmp_path, steps)
+    assert not (figures.froze or figures.died) and figures.longest_gap_s < 1.0, "\n".join(figures.lines())
+    [take] = recorded_takes(demo_copy)
+    assert take["passed"], take
+
+
 def test_a_muted_microphone_is_said_while_recording_and_unmuting_it_clears_that(demo_copy, tmp_path, speaking):
     """A room's noise plays all along (a live microphone is never exactly silent); the input is muted mid-take
     (`pactl set-source-mute`: PulseAudio then sends exact zeros) and unmuted again; the speaker reads, and the

@@ -482,7 +482,7 @@ def test_a_recording_start_the_sound_server_holds_is_said_on_the_page_and_in_the
     window = status_window()
     page = SpeakersPage(window)
     page.device_lister = lambda: [FAKE_DEVICE]
-    page.start_watch.setInterval(300)  # STALL_S, shortened
+    page.held_watch.setInterval(300)  # STALL_S, shortened
     qtbot.addWidget(page)
     page.show()
     page.set_session(open_session(project_path))
@@ -675,3 +675,51 @@ def test_a_warning_about_the_input_goes_with_its_take_and_never_covers_another_l
     assert page.view.status_label.text() == "Stop recording first (R)"
     qtbot.wait(1_200)  # the waiting line's seconds changed meanwhile
     assert page.view.status_label.text() == "Stop recording first (R)"
+
+
+@pytest.mark.slow
+def test_a_stop_the_sound_server_holds_is_said_and_the_take_is_saved_once_it_answers(
+    qtbot, open_session, project_path, consented
+):
+    """A server that hangs as R stops the take holds the stream's stop. Before, the page said "Checking the
+    take…" for good and the status bar "Audio: ready"."""
+    import threading
+
+    from spokenbench.app import audio
+
+    server_answers = threading.Event()
+    window = status_window()
+    window.audio_label.setText("Audio: ready")
+    page = SpeakersPage(window)
+    page.device_lister = lambda: [FAKE_DEVICE]
+    page.held_watch.setInterval(300)  # STALL_S, shortened
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
+    reload_consented(page, qtbot)
+    made = fake(1.2)
+
+    class HeldStop:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __getattr__(self, name):
+            return getattr(self.stream, name)
+
+        def stop(self):
+            server_answers.wait(10)
+            self.stream.stop()
+
+    page.stream_factory = lambda **options: HeldStop(made(**options))
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.heartbeat_state == "recording-sound", timeout=5_000)
+    assert page.recorder._stream.stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: "does not answer its stop" in page.view.status_label.text(), timeout=5_000)
+    assert page.state == "stopping" and window.audio_label.text() == "Audio: not answering"
+    assert window.recording_message == audio.NOT_ANSWERING
+    server_answers.set()
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+    assert page.takes[0].passed and page.view.status_label.text().startswith("Take 1 saved")
+    assert window.recording_message is None and window.audio_label.text() == "Audio: ready"
