@@ -43,6 +43,25 @@ def fake(seconds: float):
     return fake_stream_factory(take_signal(seconds), then_silence=False, noise_dbfs=-75)
 
 
+class HeldStop:
+    """A stream whose stop waits for `released`, as a sound server that does not answer holds it."""
+
+    def __init__(self, stream, released):
+        self.stream, self.released = stream, released
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def stop(self):
+        self.released.wait(10)
+        self.stream.stop()
+
+
+def held_stops(made, released):
+    """A stream factory giving `made`'s streams with their stop held until `released` is set."""
+    return lambda **options: HeldStop(made(**options), released)
+
+
 class StubClone(TTSBackend):
     def __init__(self, references):
         super().__init__(
@@ -311,6 +330,21 @@ def test_create_cloned_voice_waits_for_a_passing_take(page, qtbot, consented):
     assert button.isEnabled() and "best passing take" in button.toolTip()
 
 
+def page_in_window(qtbot, open_session, path, lister=lambda: [FAKE_DEVICE]):
+    """The page in a stand-in window (`status_window`) on the project, its input devices found and its speaker's
+    consent read; a start or stop the sound server holds is said after 0.3 s (STALL_S, shortened)."""
+    window = status_window()
+    page = SpeakersPage(window)
+    page.device_lister = lister
+    page.held_watch.setInterval(300)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(path))
+    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
+    reload_consented(page, qtbot)
+    return window, page
+
+
 def status_window():
     """What the page needs of the main window: the status bar's audio label and the playback answer."""
     from types import SimpleNamespace
@@ -446,20 +480,9 @@ def test_closing_the_page_mid_recording_never_waits_for_the_stream(page, qtbot, 
 
     released = threading.Event()
 
-    class HeldStop:
-        def __init__(self, stream):
-            self.stream = stream
-
-        def __getattr__(self, name):
-            return getattr(self.stream, name)
-
-        def stop(self):
-            released.wait(10)
-            self.stream.stop()
-
     reload_consented(page, qtbot)
     made = fake(1.2)
-    page.stream_factory = lambda **options: HeldStop(made(**options))
+    page.stream_factory = held_stops(made, released)
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
     recorder = page.recorder
@@ -479,15 +502,7 @@ def test_a_recording_start_the_sound_server_holds_is_said_on_the_page_and_in_the
     from spokenbench.app import audio
 
     server_answers = threading.Event()
-    window = status_window()
-    page = SpeakersPage(window)
-    page.device_lister = lambda: [FAKE_DEVICE]
-    page.held_watch.setInterval(300)  # STALL_S, shortened
-    qtbot.addWidget(page)
-    page.show()
-    page.set_session(open_session(project_path))
-    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
-    reload_consented(page, qtbot)
+    window, page = page_in_window(qtbot, open_session, project_path)
     made = fake(1.2)
 
     def held(**options):
@@ -568,14 +583,7 @@ def test_after_a_take_whose_input_stopped_the_page_and_status_bar_look_for_the_i
     """Before, the status bar said "Audio: ready" after the sound server had gone mid-take, until the page was
     shown again."""
     connected = [FAKE_DEVICE]
-    window = status_window()
-    page = SpeakersPage(window)
-    page.device_lister = lambda: list(connected)
-    qtbot.addWidget(page)
-    page.show()
-    page.set_session(open_session(project_path))
-    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
-    reload_consented(page, qtbot)
+    window, page = page_in_window(qtbot, open_session, project_path, lister=lambda: list(connected))
     started_on(page, qtbot, stop_after_s=0.5)
     qtbot.waitUntil(lambda: page.heartbeat_state == "recording-stalled", timeout=5_000)
     connected.clear()  # the microphone was pulled out, or the server is gone: PortAudio lists no input now
@@ -628,18 +636,7 @@ def test_a_take_checked_while_its_project_closed_is_not_saved_into_the_next(
     reload_consented(page, qtbot)
     made = fake(1.2)
 
-    class HeldStop:
-        def __init__(self, stream):
-            self.stream = stream
-
-        def __getattr__(self, name):
-            return getattr(self.stream, name)
-
-        def stop(self):
-            released.wait(10)
-            self.stream.stop()
-
-    page.stream_factory = lambda **options: HeldStop(made(**options))
+    page.stream_factory = held_stops(made, released)
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.state == "recording" and page.recorder.first_block_at is not None, timeout=5_000)
     press(page, qtbot, "r")  # checking the take: its stop is held
@@ -688,30 +685,11 @@ def test_a_stop_the_sound_server_holds_is_said_and_the_take_is_saved_once_it_ans
     from spokenbench.app import audio
 
     server_answers = threading.Event()
-    window = status_window()
+    window, page = page_in_window(qtbot, open_session, project_path)
     window.audio_label.setText("Audio: ready")
-    page = SpeakersPage(window)
-    page.device_lister = lambda: [FAKE_DEVICE]
-    page.held_watch.setInterval(300)  # STALL_S, shortened
-    qtbot.addWidget(page)
-    page.show()
-    page.set_session(open_session(project_path))
-    qtbot.waitUntil(lambda: page.speaker is not None and bool(page.devices), timeout=5_000)
-    reload_consented(page, qtbot)
     made = fake(1.2)
 
-    class HeldStop:
-        def __init__(self, stream):
-            self.stream = stream
-
-        def __getattr__(self, name):
-            return getattr(self.stream, name)
-
-        def stop(self):
-            server_answers.wait(10)
-            self.stream.stop()
-
-    page.stream_factory = lambda **options: HeldStop(made(**options))
+    page.stream_factory = held_stops(made, server_answers)
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.heartbeat_state == "recording-sound", timeout=5_000)
     assert page.recorder._stream.stream.delivered_signal.wait(5)
