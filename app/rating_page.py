@@ -49,7 +49,8 @@ from spokenbench.core.qc.store import clip_voices
 from spokenbench.core.store import Project
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.queue_dialog import QueueDialog
-from spokenbench.widgets.rating_view import QueueListView, RatingView, keys_text
+from spokenbench.widgets.rating_view import ACTION_LABELS, QueueListView, RatingView, keys_text
+from spokenbench.widgets.screen_reader import spoken
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_image
 
 QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
@@ -174,7 +175,9 @@ class RatingPage(QWidget):
         self.audio_ok = self.player is not None
         self.play_request = 0  # the player's number for this page's last play
         self.playback_problem_shown = ""  # the status line last given for a failed play (cleared once sound is back)
+        self.playback_problem_said = False  # a screen reader was told of the sound's failure (again once it is back)
         self._said_unanswered = 0  # the last play said not taken up by the player (a sound server not answering)
+        self.said_next = ""  # what a screen reader says before the next clip shown: the rating saved, the queue opened
         self.playhead_timer = QTimer(self)
         self.playhead_timer.setInterval(PLAYHEAD_MS)
         self.playhead_timer.timeout.connect(self._follow_playback)
@@ -403,17 +406,20 @@ class RatingPage(QWidget):
         self.busy = False
         self.rating = session
         self.view.set_keymap(session.keymap)
-        banners = []
+        banners, no_audio = [], ""
         if missing := languages_without_font(session.languages):  # first: reading the text is the fallback below
             banners.append(missing_font_advice(missing))
         if not self.audio_ok:
             packs = getattr(self.window_, "packs", None)
             in_pack = getattr(packs, "pack", None) is not None
-            banners.append(no_audio_banner(self.audio_message, session.has_transcripts, in_pack))
+            no_audio = no_audio_banner(self.audio_message, session.has_transcripts, in_pack)
+            banners.append(no_audio)
         self.view.set_banner("\n".join(banners) or None)
+        progress = session.progress  # said with the first clip; a screen reader has no use for the font advice
+        self.said_next = spoken(no_audio, f"Queue {session.queue}, {progress.done} of {progress.total} rated")
         self.stack.setCurrentWidget(self.view)
+        self.handle(first)  # drawn and said before the focus comes, so a screen reader reads it on the focus
         self.view.setFocus()
-        self.handle(first)
 
     def use_keymap(self, keymap: dict[str, tuple[str, ...]]) -> None:
         """Keys remapped in Settings take effect in the open session at once (new sessions read them anyway)."""
@@ -440,7 +446,10 @@ class RatingPage(QWidget):
         if action in STEP_ACTIONS:
             self._step(session.next_clip if action == "next" else session.previous_clip)
             return
-        self.handle(session.perform(action))
+        outcome = session.perform(action)
+        if outcome.action == SAVE and action.startswith("rate_"):
+            self.said_next = f"{ACTION_LABELS[action]} saved"
+        self.handle(outcome)
 
     def handle(self, outcome: Outcome) -> None:
         """Do what the session asks."""
@@ -454,23 +463,31 @@ class RatingPage(QWidget):
             self._show_current()
             if outcome.reason:  # what an undo took back, instead of the save's plain "Saved"
                 self.view.status_label.setText(outcome.reason)
+            self.view.speak(outcome.reason or self.said_next, with_context=True)
+            self.said_next = ""
         elif action == PLAY:
             self._play_current(asked=True)
         elif action == SPEED:
             self._render_speed()
+            self.view.speak(f"Speed {session.speed:.1f} times")
         elif action == ASK_NOTE:
             self._ask_note()
         elif action == HELP:
             self.view.toggle_help()
         elif action == SPECTROGRAM:
             self.toggle_spectrogram()
+            self.view.speak("Spectrogram shown" if self.view.waveform.show_spectrogram else "Waveform shown")
         elif action == REDRAW:
             self.view.show_state(session.current, session.speed)
             self.view.show_progress(session.progress)
+            noted = outcome.reason or self.said_next  # a note's outcome, said as its dialog closes: with the clip
+            self.view.speak(noted or self.view.transcripts_said(), with_context=bool(noted))
+            self.said_next = ""
         elif action == ERROR:
-            self.view.status_label.setText(f"Not saved: {outcome.reason}")
+            self.said_next = ""
+            self.view.show_status(f"Not saved: {outcome.reason}")
         elif action == IGNORED:
-            self.view.status_label.setText(outcome.reason)
+            self.view.show_status(outcome.reason)
 
     def _save(self, session: RatingSession, outcome: Outcome) -> None:
         self.busy = True
@@ -518,15 +535,16 @@ class RatingPage(QWidget):
 
     def _step_failed(self, error: BaseException) -> None:
         self.busy = False
-        self.view.status_label.setText(f"Failed: {error}")
+        self.said_next = ""
+        self.view.show_status(f"Failed: {error}")
 
     # -- drawing and playing ------------------------------------------------------------------------------
 
     def _show_current(self) -> None:
         session = self.rating
         clip = session.current
+        self.view.show_progress(session.progress)  # first: a finished queue's line says it
         self.view.show_clip(clip, session.queue, session.speed)
-        self.view.show_progress(session.progress)
         self.view.show_skipped(session.skipped)
         if clip is None:
             self.clip_audio = None
@@ -549,7 +567,7 @@ class RatingPage(QWidget):
         self.play_requested_at = time.perf_counter()
         if self.player is None:
             if asked:
-                self.view.status_label.setText(f"{NO_DEVICE_FLASH} (rating still works)")
+                self.view.show_status(f"{NO_DEVICE_FLASH} (rating still works)")
             return
         clip = self.rating.current if self.rating else None
         what = f"clip {clip.clip_id}" if clip else "clip"
@@ -574,7 +592,7 @@ class RatingPage(QWidget):
                 clip = self.rating.current if self.rating else None
                 line = not_answering_line(f"clip {clip.clip_id}" if clip else "")
                 self.playback_problem_shown = f"{line}. Rating still works; the clip plays once the server answers."
-                self.view.status_label.setText(self.playback_problem_shown)
+                self._show_playback_problem(self.playback_problem_shown)
                 note_playback = getattr(self.window_, "note_playback", None)
                 if note_playback is not None:  # the status bar's audio label says it too
                     note_playback(replace(state, error=line, output_failed=True, playing=False))
@@ -582,9 +600,11 @@ class RatingPage(QWidget):
         if state.request < self.play_request:  # ours has not started yet
             return
         if state.error:
-            self.view.status_label.setText(self._playback_problem_text(state))
+            self._show_playback_problem(self._playback_problem_text(state))
         elif state.duration_s > 0:
             self.view.waveform.set_playhead(state.position_s / state.duration_s)
+        if state.playing:
+            self.playback_problem_said = False
         if state.playing and self.view.status_label.text() == self.playback_problem_shown:
             self.view.status_label.clear()  # the sound is back: the earlier failure no longer holds
         note_playback = getattr(self.window_, "note_playback", None)
@@ -592,6 +612,14 @@ class RatingPage(QWidget):
             note_playback(state)
         if not state.playing:
             self.playhead_timer.stop()
+
+    def _show_playback_problem(self, text: str) -> None:
+        """Shown for each clip the failure stops, said once until the sound is back: said with every clip, it cut
+        off each clip's line."""
+        self.view.status_label.setText(text)
+        if not self.playback_problem_said:
+            self.playback_problem_said = True
+            self.view.speak(text)
 
     def _playback_problem_text(self, state) -> str:
         """The player's error, with what the annotator can do when the sound output (not the clip) failed."""
@@ -696,4 +724,7 @@ class RatingPage(QWidget):
 
     def _noted(self, session: RatingSession, text: str) -> None:
         if session is self.rating and not self.busy:
-            self.handle(session.note(text))
+            outcome = session.note(text)
+            if outcome.action == SAVE:
+                self.said_next = "Note saved"
+            self.handle(outcome)

@@ -82,10 +82,12 @@ class RewritePage(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.view, 1)
         self.last_read = None  # the newest queue load and the newest decision or undo, for tests and status
+        self.said_after_reload = ""  # an undo's message: said with the part once the queue is read again (its text)
         self.last_write = None
 
     def set_session(self, session: ProjectSession | None) -> None:
         self.session = session
+        self.said_after_reload = ""
         self.view.set_entries([], keep_position=False)
         if session is not None:
             session.changes.changed.connect(self._changed)
@@ -117,15 +119,21 @@ class RewritePage(QWidget):
                 parent=self,
                 supersede="rewrite-queue",
             )
-            .success(self.view.set_entries)
+            .success(self._loaded)
             .run()
         )
         return self.last_read
 
+    def _loaded(self, entries) -> None:
+        said, self.said_after_reload = self.said_after_reload, ""
+        self.view.set_entries(entries, said=said)
+
     def _reviewer(self) -> str | None:
         name = self.window.annotator_name()
         if not name:
-            self.view.set_message("Set your annotator name in Settings (Ctrl+,): every decision records who made it.")
+            self.view.set_message(
+                "Set your annotator name in Settings (Ctrl+,): every decision records who made it.", with_part=True
+            )
         return name or None
 
     def _decide(self, index: int, decision: str, text: str | None) -> None:
@@ -152,7 +160,7 @@ class RewritePage(QWidget):
     def _saved(self, index: int, decision: str, text: str | None) -> None:
         self.view.mark(index, DECIDED_STATUS[decision], text)
         entry = self.view.entries[index]
-        self.view.set_message(f"Saved: {entry.source_id} {entry.part} {DECIDED_STATUS[decision]}.")
+        self.view.set_message(f"Saved: {entry.source_id} {entry.part} {DECIDED_STATUS[decision]}.", with_part=True)
 
     def undo(self):
         reviewer = self._reviewer()
@@ -177,4 +185,6 @@ class RewritePage(QWidget):
             self.view.set_message("Nothing of yours left to undo.")
             return
         self.view.reopen(undone.item_id, undone.part)
-        self.view.set_message(f"Undid your {undone.decision} of item {undone.item_id} {undone.part}.")
+        # the reopened part's text is the one read again after the undo's change (a reload follows every undo)
+        self.said_after_reload = f"Undid your {undone.decision} of item {undone.item_id} {undone.part}."
+        self.view.set_message(self.said_after_reload, said=False)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, keymap_action
 from spokenbench.widgets.bidi import isolated
 from spokenbench.widgets.keys import key_names
+from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet
 from spokenbench.widgets.waveform import WaveformView
@@ -70,6 +71,24 @@ def keys_text(keys: tuple[str, ...]) -> str:
     return " / ".join(keys)
 
 
+def clip_line(clip: ClipView, speed: float) -> str:
+    """One clip as a screen reader says it: where it is, its rating, its text and who speaks it."""
+    rating = f"rated {clip.rating.capitalize()}" if clip.rating else "not rated"
+    note = f", note: {clip.note}" if clip.note else ""
+    who = ", ".join(
+        part
+        for part in (
+            clip.language,
+            f"accent {clip.accent}" if clip.accent else "",
+            f"voice {clip.voice}" if clip.voice else "",
+            clip.part,
+            f"speed {speed:.1f} times" if round(speed, 2) != 1.0 else "",
+        )
+        if part
+    )
+    return spoken(f"Clip {clip.position} of {clip.total}, {rating}{note}: {clip.text}", who)
+
+
 class QueueListView(QWidget):
     """Rating queues with this annotator's progress; what screening needs when the project has no transcripts."""
 
@@ -84,6 +103,8 @@ class QueueListView(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the page's width
         self.table.doubleClicked.connect(lambda _index: self._start_selected())
         self.table.installEventFilter(self)  # Enter starts the selected queue
+        self.table.setAccessibleName("Rating queues")
+        self.table.setAccessibleDescription("Up and Down choose a queue; Enter starts rating it")
         self.start_button = QPushButton("Start rating")
         self.start_button.clicked.connect(self._start_selected)
         self.create_button = QPushButton("Create queue…")
@@ -150,9 +171,12 @@ class QueueListView(QWidget):
         return super().eventFilter(watched, event)
 
 
-class RatingView(QWidget):
+class RatingView(SpokenFocus, QWidget):
     """One clip: the text to hear, who speaks it, the waveform, the buttons (labelled from the key map), the
-    progress. Keys are reported by name through `key_pressed`; buttons report their action."""
+    progress. Keys are reported by name through `key_pressed`; buttons report their action.
+
+    The session keeps the keyboard here: `speak` (widgets/screen_reader.py) has a screen reader say each
+    action's outcome and the clip; the description lists the rating keys."""
 
     key_pressed = Signal(str)
     action_clicked = Signal(str)
@@ -161,6 +185,8 @@ class RatingView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.help_spoken = ""  # the key help, as `speak` says it
+        self.transcripts_spoken = ""  # the clip's transcripts, as `speak` says them
         self.banner = QLabel()
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:6px; border:1px solid #e0c36a;")
@@ -239,11 +265,20 @@ class RatingView(QWidget):
             f"{html.escape(closing) + ' or ' if closing else ''}Esc to close</p>"
         )
         self.help_overlay.adjustSize()
+        said_keys = [(keys_text(self.keymap.get(a, ())), ACTION_LABELS[a]) for a in ACTION_LABELS]
+        self.help_spoken = spoken(
+            "Keys",
+            *(f"{keys}: {what}" for keys, what in said_keys if keys),
+            *(f"{keys}: {what}" for keys, what in WINDOW_KEYS),
+        )
+        rating_keys = [f"{keys}: {what}" for keys, what in said_keys[:4] if keys]
+        self.setAccessibleDescription(spoken(", ".join(rating_keys), f"{closing}: all keys" if closing else ""))
 
     def toggle_help(self) -> None:
         self.help_overlay.setVisible(not self.help_overlay.isVisible())
         self._place_help()
         self.help_overlay.raise_()
+        self.speak(self.help_spoken if self.help_overlay.isVisible() else "Keys help closed")
 
     def _place_help(self) -> None:
         size = self.help_overlay.sizeHint()
@@ -259,13 +294,14 @@ class RatingView(QWidget):
     # -- drawing -----------------------------------------------------------------------------------------
 
     def show_clip(self, clip: ClipView | None, queue: str, speed: float) -> None:
-        self.queue_label.setText(f"Queue <b>{queue}</b>")
+        self.queue_label.setText(f"Queue <b>{html.escape(queue)}</b>")
         if clip is None:
             self.text_label.setText("Every clip of this queue is rated. Thank you!")
             self.meta_label.setText("")
             self.state_label.setText("")
             self.transcripts_label.hide()
             self.waveform.set_clip(None, "Queue finished")
+            self.context_line = spoken(self.text_label.text(), self.progress_label.text())
             return
         self.text_label.setText(clip.text)
         who = " · ".join(
@@ -289,10 +325,14 @@ class RatingView(QWidget):
             state += f" · note: {clip.note}"
         state += f" · speed {speed:.1f}×"
         self.state_label.setText(state)
+        self.context_line = clip_line(clip, speed)
         if clip.transcripts_visible:
             lines = [f"{asr}: {isolated(text)}" for asr, text in clip.transcripts] or ["no transcripts for this clip"]
             wer = "—" if clip.wer is None else f"{clip.wer:.2f}"
             self.transcripts_label.setText("\n".join([f"{clip.error_metric} {wer}", *lines]))
+            said_rate = "" if clip.wer is None else f"{clip.error_metric} {clip.wer:.2f}"
+            heard = [f"{asr}: {text}" for asr, text in clip.transcripts]
+            self.transcripts_spoken = spoken(said_rate, *heard) if heard else "No transcripts for this clip"
             self.transcripts_label.show()
         else:
             self.transcripts_label.hide()
@@ -317,6 +357,15 @@ class RatingView(QWidget):
     def set_banner(self, text: str | None) -> None:
         self.banner.setText(text or "")
         self.banner.setVisible(bool(text))
+
+    def transcripts_said(self) -> str:
+        """The transcripts as shown (the error rate and each system's text), or that they are hidden."""
+        return self.transcripts_spoken if self.transcripts_label.isVisibleTo(self) else "Transcripts hidden"
+
+    def show_status(self, text: str) -> None:
+        """A status line the rater sees and a screen reader says."""
+        self.status_label.setText(text)
+        self.speak(text)
 
     # -- input -------------------------------------------------------------------------------------------
 

@@ -15,13 +15,15 @@ import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QGridLayout, QLabel, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QStackedWidget, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
 from spokenbench.widgets.bidi import has_right_to_left
 from spokenbench.widgets.keys import place_key_name
+from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tones import set_toned_sheet, toned
 
+EDITING = "Editing: Ctrl+Enter saves, Esc cancels."
 STATUS_TEXT = {
     "flagged": "awaiting review",
     "manual": "needs a hand-written rewrite (E)",
@@ -61,13 +63,17 @@ def highlighted(original: str, rewrite: str) -> tuple[str, str]:
     return "".join(left), "".join(right)
 
 
-class RewriteReviewView(QWidget):
+class RewriteReviewView(SpokenFocus, QWidget):
+    """One flagged part at a time. The keys act without moving the focus: `speak` (widgets/screen_reader.py)
+    has a screen reader say each message and, on a move or a saved decision, the part now shown."""
+
     decision_requested = Signal(int, str, object)  # index, 'accept' | 'edit' | 'reject', edited text or None
     undo_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAccessibleDescription(spoken("A or Enter: accept, X: reject, E: edit, J: next, K: previous"))
         self.entries: list[FlaggedRewrite] = []
         self.statuses: list[str] = []
         self.index = 0
@@ -82,13 +88,21 @@ class RewriteReviewView(QWidget):
         self.status_label = QLabel()
         self.original_view = QTextBrowser()
         self.original_view.setAccessibleName("Original text")
-        self.rewrite_view = QTextEdit()
+        # the rewrite is shown read-only and edited (E) in an editor of its own: a screen reader takes a text field
+        # whose text changes for the focus (Orca does), so one shown field that changed with every part moved it off
+        # the review, and what each key did went unsaid
+        self.rewrite_view = QTextBrowser()
         self.rewrite_view.setAccessibleName("Rewrite")
-        self.rewrite_view.setReadOnly(True)
-        self.rewrite_view.installEventFilter(self)
+        self.rewrite_editor = QTextEdit()
+        self.rewrite_editor.setAccessibleName("Rewrite, editing")
+        self.rewrite_editor.setStyleSheet("QTextEdit { border: 2px solid palette(highlight); }")
+        self.rewrite_editor.installEventFilter(self)
+        self.rewrite_stack = QStackedWidget()
+        self.rewrite_stack.addWidget(self.rewrite_view)
+        self.rewrite_stack.addWidget(self.rewrite_editor)
         text_font = QFont(self.font())
         text_font.setPointSizeF(text_font.pointSizeF() * 1.3)
-        for view in (self.original_view, self.rewrite_view):
+        for view in (self.original_view, self.rewrite_view, self.rewrite_editor):
             view.setFont(text_font)
             view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             view.setMinimumHeight(90)
@@ -109,7 +123,7 @@ class RewriteReviewView(QWidget):
         grid.addWidget(QLabel("<b>Original</b>"), 0, 0)
         grid.addWidget(QLabel("<b>Rewrite</b> (read aloud)"), 0, 1)
         grid.addWidget(self.original_view, 1, 0)
-        grid.addWidget(self.rewrite_view, 1, 1)
+        grid.addWidget(self.rewrite_stack, 1, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.progress_label)
         layout.addWidget(self.title_label)
@@ -123,7 +137,9 @@ class RewriteReviewView(QWidget):
         self._show()
 
     # -- the queue -------------------------------------------------------------------------------
-    def set_entries(self, entries: list[FlaggedRewrite], keep_position: bool = True) -> None:
+    def set_entries(self, entries: list[FlaggedRewrite], keep_position: bool = True, said: str = "") -> None:
+        """The queue (read again after every change). A screen reader on the review says the part shown when it
+        changed, and `said` with it (an undo's outcome, once the reopened part's text has been read again)."""
         current = self.current_key() if keep_position else None
         self.entries = list(entries)
         self.statuses = [entry.status for entry in self.entries]
@@ -132,8 +148,10 @@ class RewriteReviewView(QWidget):
             self.index = next((i for i, e in enumerate(self.entries) if (e.item_id, e.part) == current), 0)
         else:  # a fresh queue opens at the first part still waiting
             self.index = next((i for i, s in enumerate(self.statuses) if s in ("flagged", "manual")), 0)
-        self._stop_editing()
         self._show()
+        self._stop_editing()
+        if self.hasFocus() and (said or self._said_context != self.context_line):  # read again under a reader
+            self.speak(said, with_context=True)
 
     def current_entry(self) -> FlaggedRewrite | None:
         return self.entries[self.index] if self.entries else None
@@ -165,12 +183,22 @@ class RewriteReviewView(QWidget):
 
     def go(self, step: int) -> None:
         if self.entries and not self.editing:
-            self.index = max(0, min(len(self.entries) - 1, self.index + step))
-            self.set_message("")  # a message is about the part it was said on, not the one moved to
+            moved_to = max(0, min(len(self.entries) - 1, self.index + step))
+            edge = "" if moved_to != self.index else ("First part" if step < 0 else "Last part")
+            self.index = moved_to
             self._show()
+            self.set_message("", said=False)  # a message is about the part it was said on, not the one moved to
+            self.speak(edge, with_context=True)
 
-    def set_message(self, text: str) -> None:
+    def set_message(self, text: str, with_part: bool = False, said: bool = True) -> None:
+        """A message under the texts, `said` by a screen reader (with the part shown, `with_part`); an empty one
+        has the part said. While editing, the editor has the focus: the message is its description, which a
+        screen reader reads when it changes."""
         self.message_label.setText(text)
+        if said and self.editing:
+            self.rewrite_editor.setAccessibleDescription(text)
+        elif said:
+            self.speak(text, with_context=with_part)
 
     # -- decisions -------------------------------------------------------------------------------
     def decide(self, decision: str, text: str | None = None) -> None:
@@ -192,37 +220,40 @@ class RewriteReviewView(QWidget):
         if entry is None:
             return
         self.editing = True
-        self.rewrite_view.setReadOnly(False)
-        self.rewrite_view.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.rewrite_view.setPlainText(entry.rewrite or entry.original)
-        self.rewrite_view.setStyleSheet("QTextEdit { border: 2px solid palette(highlight); }")
-        self.rewrite_view.setFocus()
-        self.set_message("Editing: Ctrl+Enter saves, Esc cancels.")
+        self.set_message(EDITING)  # the editor's description: read with it as it takes the focus
+        self.rewrite_editor.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.rewrite_stack.setCurrentWidget(self.rewrite_editor)
+        self.rewrite_editor.setFocus()
+        # the text after the focus: a screen reader that saw the editor's caret move first took the focus as known
+        # and said nothing of it (Orca 43)
+        self.rewrite_editor.setPlainText(entry.rewrite or entry.original)
 
-    def _stop_editing(self) -> None:
+    def _stop_editing(self, said: str | None = None) -> None:
+        """Back to the review. `said` (with the part shown) is set before the focus comes back, so a screen reader
+        reads it then, once; the focus moves before the stack drops the editor, which would hand it to the
+        rewrite shown (and a screen reader would say that)."""
         self.editing = False
-        self.rewrite_view.setReadOnly(True)
-        self.rewrite_view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.rewrite_view.setStyleSheet("")
+        if said is not None:
+            self.set_message(said, with_part=True)
         if self.isVisible():  # a hidden page never takes the keys from the page shown (a project just opened)
             self.setFocus()
+        self.rewrite_editor.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.rewrite_stack.setCurrentWidget(self.rewrite_view)
 
     def eventFilter(self, watched, event) -> bool:
-        if watched is self.rewrite_view and self.editing and event.type() == QEvent.Type.KeyPress:
+        if watched is self.rewrite_editor and self.editing and event.type() == QEvent.Type.KeyPress:
             key, modifiers = event.key(), event.modifiers()
             if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and modifiers & Qt.KeyboardModifier.ControlModifier:
-                text = self.rewrite_view.toPlainText().strip()
+                text = self.rewrite_editor.toPlainText().strip()
                 if not text:
                     self.set_message("An edit needs text; Esc cancels.")
                     return True
-                self._stop_editing()
-                self.set_message("")
-                self.decide("edit", text)
+                self.decide("edit", text)  # on to the next part, said as the focus comes back; then the save
+                self._stop_editing("")
                 return True
             if key == Qt.Key.Key_Escape:
-                self._stop_editing()
-                self.set_message("Edit cancelled.")
                 self._show()
+                self._stop_editing("Edit cancelled.")
                 return True
         return super().eventFilter(watched, event)
 
@@ -268,6 +299,11 @@ class RewriteReviewView(QWidget):
             self.original_view.clear()
             self.rewrite_view.clear()
             self.diff_label.clear()
+            self.context_line = spoken(
+                "Nothing to review",
+                "No flagged or hand-written parts wait for review",
+                "Run spokenbench flag after rewriting",
+            )
             return
         self.progress_label.setText(
             f"{self.index + 1} / {len(self.entries)}  ·  {self.decided_count()} decided"
@@ -278,10 +314,15 @@ class RewriteReviewView(QWidget):
         )
         status = self.statuses[self.index]
         self.status_label.setText(f"Status: <b>{STATUS_TEXT.get(status, status)}</b>")
+        self.context_line = spoken(
+            f"Part {self.index + 1} of {len(self.entries)}, {STATUS_TEXT.get(status, status)}",
+            f"{entry.source_id}, {entry.language}, {entry.part}",
+            f"Original: {entry.original}",
+            f"Rewrite: {entry.rewrite}" if entry.rewrite else "No rewrite yet",
+        )
         left, right = highlighted(entry.original, entry.rewrite) if entry.rewrite else (html.escape(entry.original), "")
         self.original_view.setHtml(left)
-        if not self.editing:
-            self.rewrite_view.setHtml(right or "<i>no rewrite yet</i>")
+        self.rewrite_view.setHtml(right or "<i>no rewrite yet</i>")
         self.diff_label.setText(html.escape(entry.diff) or "—")
         # monospace lines the markers up in Latin, Chinese and Korean text; Arabic in a monospace font loses its
         # joined letter shapes (each letter drawn apart in a fixed cell): a diff with any right-to-left letter

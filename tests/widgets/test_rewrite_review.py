@@ -62,9 +62,9 @@ def test_accept_reject_and_edit_with_keys_alone(review, qtbot):
     third = view.current_entry()
     qtbot.keyClick(view, Qt.Key.Key_E)
     assert view.editing
-    view.rewrite_view.selectAll()
-    qtbot.keyClicks(view.rewrite_view, "fixed by hand")
-    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    view.rewrite_editor.selectAll()
+    qtbot.keyClicks(view.rewrite_editor, "fixed by hand")
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     saved(qtbot, page)
     assert reviews_by(path, "ana")[:2] == [
         (first.item_id, first.part, "accept", None),
@@ -97,7 +97,7 @@ def test_moving_with_j_k_and_arrows_changes_nothing(review, qtbot):
     qtbot.keyClick(view, Qt.Key.Key_Up)
     assert view.index == start - 1
     qtbot.keyClick(view, Qt.Key.Key_E)
-    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Escape)
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Escape)
     assert not view.editing and reviews_by(path, "ana") == []
 
 
@@ -162,9 +162,9 @@ def test_a_part_marked_for_manual_rewriting_is_written_by_hand(window, qtbot, de
     qtbot.keyClick(view, Qt.Key.Key_A)
     assert "write one with E" in view.message_label.text() and page.last_write is None
     qtbot.keyClick(view, Qt.Key.Key_E)
-    view.rewrite_view.selectAll()
-    qtbot.keyClicks(view.rewrite_view, "a question read aloud")
-    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Enter, Qt.KeyboardModifier.ControlModifier)
+    view.rewrite_editor.selectAll()
+    qtbot.keyClicks(view.rewrite_editor, "a question read aloud")
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Enter, Qt.KeyboardModifier.ControlModifier)
     saved(qtbot, page)
     [(stored_item, part, decision, edited_id)] = reviews_by(demo_copy, "ana")
     assert (stored_item, decision) == (item_id, "edit") and edited_id is not None
@@ -179,9 +179,9 @@ def test_going_back_to_a_saved_edit_shows_the_edit_and_no_stale_message(review, 
     page, view, path = review
     edited = view.current_entry()
     qtbot.keyClick(view, Qt.Key.Key_E)
-    view.rewrite_view.selectAll()
-    qtbot.keyClicks(view.rewrite_view, "the annotator's own words")
-    qtbot.keyClick(view.rewrite_view, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    view.rewrite_editor.selectAll()
+    qtbot.keyClicks(view.rewrite_editor, "the annotator's own words")
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     saved(qtbot, page)
     assert "edited" in view.message_label.text()
     qtbot.keyClick(view, Qt.Key.Key_K)
@@ -195,3 +195,37 @@ def test_going_back_to_a_saved_edit_shows_the_edit_and_no_stale_message(review, 
     assert view.current_key() == (edited.item_id, edited.part)
     assert view.rewrite_view.toPlainText() == "the annotator's own words"
     assert "edited" in view.status_label.text()
+
+
+@pytest.mark.slow
+def test_a_screen_reader_hears_each_decision_saved_with_the_next_part_and_an_undo_once_read_again(review, qtbot):
+    """What the review gives a screen reader (its accessible name, as tests/widgets/test_screen_reader.py reads
+    it), driven through the page with real writes."""
+    page, view, _path = review
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus, timeout=2_000)
+    first = view.current_entry()
+    assert view.accessibleName().startswith(f"Part 11 of 20, awaiting review. {first.source_id}, {first.language}")
+    qtbot.keyClick(view, Qt.Key.Key_A)
+    saved(qtbot, page)
+    assert view.accessibleName().startswith(f"Saved: {first.source_id} {first.part} accepted. Part 12 of 20,")
+    qtbot.keyClick(view, Qt.Key.Key_K)
+    assert view.accessibleName().startswith(f"Part 11 of 20, accepted. {first.source_id}")
+    qtbot.keyClick(view, Qt.Key.Key_E)
+    assert view.rewrite_editor.hasFocus()
+    assert view.rewrite_editor.accessibleDescription() == "Editing: Ctrl+Enter saves, Esc cancels."
+    view.rewrite_editor.selectAll()
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Delete)
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert view.rewrite_editor.accessibleDescription() == "An edit needs text; Esc cancels."  # said in the editor
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Escape)
+    assert view.hasFocus() and view.accessibleName().startswith("Edit cancelled. Part 11 of 20, accepted.")
+    qtbot.keyClick(view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    saved(qtbot, page)
+    qtbot.waitUntil(lambda: view.accessibleName().startswith("Undid your accept of item"), timeout=5_000)
+    assert "Part 11 of 20, awaiting review." in view.accessibleName()  # the part read again, back in the queue
+    qtbot.keyClick(view, Qt.Key.Key_K)
+    assert view.accessibleName().startswith("Part 10 of 20")
+    for _ in range(12):
+        qtbot.keyClick(view, Qt.Key.Key_K)
+    assert view.accessibleName().startswith("First part. Part 1 of 20")  # the end said, not silence

@@ -1,0 +1,189 @@
+"""What a screen reader is given in the views that keep the keys while the work goes on: the focused view's
+accessible name, which Qt's AT-SPI bridge hands to Orca (the real Orca hears it in
+tests/widgets/test_real_screen_reader.py). Each action says what it did and, when the clip or part
+changed, where the rater now is; the rewrite shown is never an editable field (a screen reader takes one whose text
+changes for the focus)."""
+
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLineEdit, QTextBrowser, QVBoxLayout, QWidget
+
+from spokenbench.core.audio import playback
+from spokenbench.core.qc.rating_session import ClipView, RatingProgress
+from spokenbench.core.rewriting.flagging import FlaggedRewrite
+from spokenbench.widgets.rating_view import RatingView
+from spokenbench.widgets.rewrite_review import RewriteReviewView
+from spokenbench.widgets.screen_reader import spoken
+
+CLIP = ClipView(
+    position=2, total=47, clip_id=805, text="Which is larger?", item="demo/019", language="en", accent="american",
+    voice="espeak-male", part="question", audio=b"", audio_format="wav", rating=None, note=None,
+    transcripts=(("asr-a", "which is larger"),), wer=0.07, transcripts_visible=False,
+)  # fmt: skip
+PARTS = [
+    FlaggedRewrite(1, 49, "demo/001", "en", "option_A", "2 and -5", "two and minus five", "[-2-]", "flagged"),
+    FlaggedRewrite(2, 49, "demo/001", "en", "option_B", "-2 and 5", "minus two and five", "[-2-]", "flagged"),
+]
+
+
+def said(widget) -> str:
+    """What the screen reader is given for the widget: its accessible name, which Qt's AT-SPI bridge hands on as
+    set. (Not read through QAccessible.queryAccessibleInterface: a test run that asked for interfaces from Python
+    corrupted memory as the process ended, PySide6 6.12.)"""
+    return widget.accessibleName()
+
+
+@pytest.fixture
+def shown(qtbot):
+    """shown(view) → a text field beside the view, both in a shown window (kept to the test's end) that can
+    move the focus between them."""
+    windows = []
+
+    def show(view: QWidget) -> QLineEdit:
+        window = QWidget()
+        elsewhere = QLineEdit()
+        layout = QVBoxLayout(window)
+        layout.addWidget(elsewhere)
+        layout.addWidget(view)
+        qtbot.addWidget(window)
+        window.resize(1000, 700)
+        window.show()
+        qtbot.waitExposed(window)
+        window.activateWindow()
+        windows.append(window)
+        return elsewhere
+
+    return show
+
+
+def focus(qtbot, widget: QWidget) -> None:
+    widget.setFocus()
+    qtbot.waitUntil(widget.hasFocus, timeout=2_000)
+
+
+def test_parts_become_sentences_without_doubled_stops():
+    assert spoken("Correct saved", "", "Clip 2 of 47: Which is larger?", "en.") == (
+        "Correct saved. Clip 2 of 47: Which is larger? en."
+    )
+    assert spoken("Part 1", "原文：二和负五。") == "Part 1. 原文：二和负五。"
+    assert spoken("", "  ") == ""
+
+
+def test_a_rating_says_what_was_saved_and_the_next_clip_with_its_text_and_speaker(shown):
+    view = RatingView()
+    shown(view)
+    view.show_progress(RatingProgress(1, 47, 0, {"correct": 1, "acceptable": 0, "incorrect": 0}))
+    view.show_clip(CLIP, "demo-qc", 1.0)
+    view.speak("Correct saved", with_context=True)
+    assert said(view) == (
+        "Correct saved. Clip 2 of 47, not rated: Which is larger? en, accent american, voice espeak-male, question."
+    )
+    view.show_clip(CLIP.__class__(**{**CLIP.__dict__, "rating": "acceptable", "note": "a click"}), "demo-qc", 0.9)
+    view.speak(with_context=True)
+    assert said(view).startswith("Clip 2 of 47, rated Acceptable, note: a click: Which is larger?")
+    assert said(view).endswith("question, speed 0.9 times.")
+    assert view.transcripts_said() == "Transcripts hidden"
+    view.show_state(CLIP.__class__(**{**CLIP.__dict__, "transcripts_visible": True}), 1.0)
+    assert view.transcripts_said() == "WER 0.07. asr-a: which is larger."
+
+
+def test_a_short_outcome_gives_way_to_the_clip_when_the_focus_comes_back(qtbot, shown):
+    view = RatingView()
+    elsewhere = shown(view)
+    view.show_clip(CLIP, "demo-qc", 1.0)
+    focus(qtbot, view)
+    view.speak("Speed 0.9 times")
+    assert said(view) == "Speed 0.9 times."  # said alone: the clip did not change
+    focus(qtbot, elsewhere)  # a note dialog, another page
+    focus(qtbot, view)
+    assert said(view).startswith("Clip 2 of 47, not rated: Which is larger?")
+    view.speak("Correct saved", with_context=True)
+    focus(qtbot, elsewhere)
+    focus(qtbot, view)  # the line said last is done with once the focus has left
+    assert said(view).startswith("Clip 2 of 47, not rated")
+    focus(qtbot, elsewhere)  # a note's dialog: its outcome is said while the dialog still has the focus
+    view.speak("the note is saved with the rating", with_context=True)
+    focus(qtbot, view)  # and is what the focus coming back reads
+    assert said(view).startswith("the note is saved with the rating. Clip 2 of 47")
+
+
+def test_the_keys_are_said_as_mapped(shown):
+    view = RatingView()
+    shown(view)
+    view.set_keymap({"rate_correct": ("J",), "rate_acceptable": ("K",), "rate_incorrect": ("L",), "help": ("H",)})
+    description = view.accessibleDescription()
+    assert description == "J: Correct, K: Acceptable, L: Incorrect. H: all keys."
+    view.toggle_help()
+    assert said(view).startswith("Keys. J: Correct. K: Acceptable. L: Incorrect. H: Keys.")
+    assert "Esc: Close this help; without it, back to the queue list." in said(view)  # the window's keys too
+    assert said(view).endswith("F1: Guided tour.")
+    view.toggle_help()
+    assert said(view) == "Keys help closed."
+
+
+def test_a_finished_queue_is_said(shown):
+    view = RatingView()
+    shown(view)
+    view.show_progress(RatingProgress(47, 47, 0, {"correct": 47, "acceptable": 0, "incorrect": 0}))
+    view.show_clip(None, "demo-qc", 1.0)
+    view.speak("Correct saved", with_context=True)
+    assert said(view).startswith("Correct saved. Every clip of this queue is rated. Thank you! 47 / 47 rated")
+
+
+def test_a_queue_name_is_shown_as_text_not_markup(qtbot):
+    view = RatingView()
+    view.show_clip(CLIP, "<img src='x'>q", 1.0)
+    assert "&lt;img" in view.queue_label.text()
+
+
+def test_a_review_says_each_move_and_the_editor_and_never_shows_an_editable_field(qtbot, shown):
+    view = RewriteReviewView()
+    shown(view)
+    view.set_entries(PARTS, keep_position=False)
+    focus(qtbot, view)
+    assert said(view).startswith("Part 1 of 2, awaiting review. demo/001, en, option_A. Original: 2 and -5.")
+    qtbot.keyClick(view, Qt.Key.Key_J)
+    assert said(view) == (
+        "Part 2 of 2, awaiting review. demo/001, en, option_B. Original: -2 and 5. Rewrite: minus two and five."
+    )
+    # the rewrite shown changes with every part: in a text field (QTextEdit's role, editable text), Orca took it
+    # for the focus; Qt gives a QTextBrowser the role of static text
+    assert type(view.rewrite_view) is QTextBrowser and not view.rewrite_editor.isVisible()
+    qtbot.keyClick(view, Qt.Key.Key_E)
+    assert view.rewrite_editor.hasFocus() and view.rewrite_editor.toPlainText() == "minus two and five"
+    assert said(view.rewrite_editor) == "Rewrite, editing"
+    qtbot.keyClick(view.rewrite_editor, Qt.Key.Key_Escape)
+    assert view.hasFocus() and said(view).startswith("Edit cancelled. Part 2 of 2, awaiting review.")
+    view.decide("accept")  # the page says the save with the next part (the last part stays shown)
+    view.mark(1, "accepted")
+    view.set_message("Saved: demo/001 option_B accepted.", with_part=True)
+    assert said(view).startswith("Saved: demo/001 option_B accepted. Part 2 of 2, accepted.")
+
+
+@pytest.mark.slow
+def test_the_rating_page_says_the_queue_each_save_each_move_and_a_note(rating_page_on_demo_queue, qtbot, monkeypatch):
+    monkeypatch.setattr(playback, "output_devices", lambda: [])  # no sound device, whatever this machine has
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator="alice"))
+    opened = said(page.view)
+    total = page.rating.progress.total
+    assert opened.startswith("No audio output device: clips cannot be played here.")  # said first
+    assert f"Queue demo-qc, 0 of {total} rated. Clip 1 of {total}, not rated: {page.rating.current.text}" in opened
+    first = page.rating.current.text
+    qtbot.keyClick(page.view, "1")
+    qtbot.waitUntil(lambda: said(page.view).startswith(f"Correct saved. Clip 2 of {total}"), timeout=5_000)
+    qtbot.keyClick(page.view, Qt.Key.Key_Right)  # the newest clip: nothing after it
+    qtbot.waitUntil(lambda: said(page.view) == "this is the newest clip.", timeout=5_000)
+    qtbot.keyClick(page.view, Qt.Key.Key_Left)
+    qtbot.waitUntil(lambda: said(page.view).startswith(f"Clip 1 of {total}, rated Correct: {first}"), timeout=5_000)
+    qtbot.keyClick(page.view, Qt.Key.Key_Right)  # back to the first unrated clip
+    qtbot.waitUntil(lambda: said(page.view).startswith(f"Clip 2 of {total}, not rated"), timeout=5_000)
+    qtbot.keyClick(page.view, Qt.Key.Key_N)
+    qtbot.waitUntil(lambda: page.note_dialog is not None and page.note_dialog.isVisible(), timeout=5_000)
+    page.note_dialog.textValueSelected.emit("a click at the start")
+    assert said(page.view).startswith(f"the note is saved with the rating. Clip 2 of {total}, not rated, note: a click")
+    qtbot.keyClick(page.view, "t")  # the queue's transcripts were stripped with its simulated QC
+    assert said(page.view) == "No transcripts for this clip."
+    qtbot.keyClick(page.view, "t")
+    assert said(page.view) == "Transcripts hidden."
