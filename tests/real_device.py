@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import selectors
 import shutil
 import signal
@@ -476,6 +477,148 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
             raise RuntimeError("IBus did not take the Hangul engine")
         time.sleep(0.2)
     return {"DBUS_SESSION_BUS_ADDRESS": address, "QT_IM_MODULE": "ibus", "XMODIFIERS": "@im=ibus"}
+
+
+# Orca, the screen reader of GNOME and most Linux desktops, and what it needs: the accessibility bus (at-spi2-core,
+# started by the session bus when Qt or Orca asks for it), Orca's Python bindings, and speech-dispatcher with espeak-ng
+SCREEN_READER_PACKAGES = ("orca", "at-spi2-core", "python3-pyatspi", "speech-dispatcher", "speech-dispatcher-espeak-ng")
+ORCA = Path("/usr/bin/orca")
+SPEECH_OUTPUT = " - SPEECH OUTPUT: '"  # Orca's debug line for each utterance: HH:MM:SS - SPEECH OUTPUT: 'text'{…}
+SPOKEN_TEXT = re.compile(r"^(.*)' ?\{.*\}$")  # the text, without the voice settings after it
+
+
+def missing_screen_reader() -> str | None:
+    """Install Orca and the accessibility bus (`install_missing`); why not, when they cannot be."""
+
+    def missing() -> list[str]:
+        present = ORCA.exists() and Path("/usr/libexec/at-spi-bus-launcher").exists()
+        absent = [] if present else list(SCREEN_READER_PACKAGES)
+        return absent + ([] if shutil.which("dbus-daemon") else ["dbus-daemon"])
+
+    return install_missing(missing)
+
+
+class ScreenReader:
+    """Orca on the desktop's session bus, started before the app as a blind annotator's login starts it. What it
+    says is read from its debug output, one 'SPEECH OUTPUT' line per utterance (speech-dispatcher also speaks it,
+    into the null sink, with the clips). Orca writes that output to a file it opens itself, block-buffered unless
+    the file is a terminal: it gets a pseudo-terminal, read here line by line as Orca writes. `close` ends Orca,
+    the speech-dispatcher it started and the reading."""
+
+    def __init__(self, desktop: RealDesktop, folder: Path):
+        self.desktop = desktop
+        self.lines: list[str] = []
+        folder.mkdir(parents=True, exist_ok=True)
+        self.log = (folder / "orca-debug.out").open("w", encoding="utf-8")  # the whole output, kept for a failure
+        home = desktop.short_home()  # speech-dispatcher's socket is named after $HOME
+        self.env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "QT_QPA_PLATFORM")}
+        self.env.update(
+            HOME=str(home), DISPLAY=desktop.display, DBUS_SESSION_BUS_ADDRESS=desktop.session_bus(),
+            PULSE_SERVER=desktop.pulse_server, XDG_RUNTIME_DIR=str(home),
+        )  # fmt: skip
+        # the follower side stays open here until `close`: closed before Orca opened it, the terminal hung up
+        self.terminal, self.follower = os.openpty()
+        self.process: subprocess.Popen | None = None
+        self.reading = threading.Thread(target=self._read, daemon=True)
+        self.reading.start()
+        try:
+            settings = folder / "orca-settings"
+            command = [str(ORCA), "--replace", "-u", str(settings), "--debug-file", os.ttyname(self.follower)]
+            self.process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            desktop.processes.append(self.process)
+            if not self.wait_for("Screen reader on", 0, 60):
+                raise RuntimeError("Orca did not start (no 'Screen reader on' in its debug output)")
+        except BaseException:
+            self.close()
+            raise
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self.terminal, 65536)
+            except OSError:  # EIO: Orca has ended and `close` closed the follower side
+                break
+            if not chunk:
+                break
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                line = raw.decode("utf-8", errors="replace").rstrip("\r")
+                self.log.write(line + "\n")
+                if SPEECH_OUTPUT in line:
+                    self.lines.append(spoken_text(line.split(SPEECH_OUTPUT, 1)[1]))
+        os.close(self.terminal)
+        self.log.close()
+
+    def said(self) -> list[str]:
+        """Every utterance so far, in order."""
+        return list(self.lines)
+
+    def wait_for(self, text: str, since: int, timeout: float = 10.0) -> str | None:
+        """The first utterance after the first `since` that contains `text`, waited for; None if none came."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            match = next((line for line in self.said()[since:] if text in line), None)
+            if match is not None:
+                return match
+            time.sleep(0.05)
+        return None
+
+    def close(self) -> None:
+        """End Orca and the speech-dispatcher it started (which outlives it; found by this reader's HOME, a folder
+        of its own), waited for, then the reading of Orca's output."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        marker = f"HOME={self.env['HOME']}".encode()
+        ended = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGTERM)
+                    ended.append(entry)
+            except (OSError, ValueError):
+                continue
+        deadline = time.monotonic() + 10
+        while any(entry.exists() for entry in ended) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.close(self.follower)
+        self.reading.join(10)
+
+
+def spoken_text(logged: str) -> str:
+    """An utterance from Orca's debug line after "SPEECH OUTPUT: '": the text up to its closing quote, without
+    the voice settings Orca logs after it ({'established': False} …); the text may hold quotes itself."""
+    match = SPOKEN_TEXT.match(logged)
+    return match.group(1) if match else logged.removesuffix("'")
+
+
+@contextlib.contextmanager
+def screen_reader_session(project: Path, work: Path, screen: str = "1400x900x24", command: list[str] | None = None):
+    """Orca, then the app (`command`, the installed one by default) on the project's Rating page with its first
+    queue open (Enter), on a desktop under xfwm4; yields (desktop, reader, figures); the app closed by Ctrl+Q
+    after, which completes the figures."""
+    figures = SessionFigures(0)
+    with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
+        reader = ScreenReader(desktop, work / "orca")  # it ends what it started, when it cannot start too
+        try:
+            env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}  # Qt finds the accessibility bus through it
+            process, heart, log = launch_rating_session(
+                desktop, project, work, figures, command, queue_keys=("Return",), env=env
+            )
+            if process is None:
+                raise RuntimeError("the app's rating session did not open: " + "; ".join(figures.notes))
+            try:
+                yield desktop, reader, figures
+            finally:
+                close_app(desktop, process, heart, log, figures)
+        finally:
+            reader.close()
 
 
 OPENS = frozenset({"n", "e", "ctrl+2", "ctrl+3"})  # keys that open a dialog or a page: a longer pause after them
@@ -1036,6 +1179,17 @@ def app_on(desktop: RealDesktop, opened: Path, out: Path, fresh: bool = True, en
     finally:
         app.terminate()
         app.wait(20)
+
+
+def app_trees(baseline: Path | None) -> list[tuple[str, list[str] | None]]:
+    """A benchmark's apps by name: this tree's installed one (None: `launch_app`'s default) and, with `baseline`
+    (a folder holding an older tree as spokenbench/, e.g. a link to a `git worktree`), that tree's app run from it
+    through PYTHONPATH."""
+    trees: list[tuple[str, list[str] | None]] = [("this tree", None)]
+    if baseline:
+        module = [sys.executable, "-m", "spokenbench.app.main"]
+        trees.append((f"baseline {baseline}", ["env", f"PYTHONPATH={baseline.resolve()}", *module]))
+    return trees
 
 
 def temporary_folder() -> Path:

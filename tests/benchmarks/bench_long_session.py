@@ -29,6 +29,7 @@ from real_device import (
     RealDesktop,
     SessionFigures,
     add_stress_queue,
+    app_trees,
     close_app,
     launch_rating_session,
     missing_tools,
@@ -120,10 +121,7 @@ def main() -> int:
         print(f"cannot run: {problem}")
         return 2
     work = temporary_folder()
-    trees = [("this tree", None)]
-    if args.baseline:
-        module = [sys.executable, "-m", "spokenbench.app.main"]
-        trees.append((f"baseline {args.baseline}", ["env", f"PYTHONPATH={args.baseline.resolve()}", *module]))
+    trees = app_trees(args.baseline)
     try:
         demo = work / "demo"
         subprocess.run(["spokenbench", "demo", str(demo)], check=True, stdout=subprocess.DEVNULL)

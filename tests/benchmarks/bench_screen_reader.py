@@ -1,0 +1,109 @@
+"""Benchmark (run by hand, prints its figures; not part of the test run): what a screen reader says of each key
+of a rating session and a rewrite review, on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's
+screen reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
+through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
+
+    python tests/benchmarks/bench_screen_reader.py [--baseline DIR] [--screen 1400x900] [--wait 10]
+
+A key counts as said when one of its utterances (within `--wait` seconds) holds what the key did: the clip shown
+with its text, the rating saved, the part moved to; the seconds until then are printed, with their median. `--baseline DIR`: an older tree as DIR/spokenbench
+(`git worktree add X REV` and a link DIR/spokenbench → X), given to its app as PYTHONPATH; this tree runs first.
+Installs Orca, the accessibility bus, xvfb, pulseaudio, xdotool and xfwm4 with apt-get when missing (root only)."""
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for real_device.py
+
+from real_device import (
+    app_trees,
+    missing_screen_reader,
+    missing_tools,
+    missing_window_manager,
+    screen_reader_session,
+    temporary_folder,
+)
+
+OPENING_S = 45.0  # Orca falls seconds behind the app's start on a busy 2-core machine
+SETTLE_S = 0.5
+# (key, what an utterance after it must hold for the key to count as said); the first row is the session opening
+STEPS = [
+    ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
+    ("1", "Correct saved. Clip 2 of 47"),
+    ("2", "Acceptable saved. Clip 3 of 47"),
+    ("Left", "Clip 2 of 47, rated Acceptable"),
+    ("Right", "Clip 3 of 47, not rated"),
+    ("ctrl+z", "Undid rating 2 (acceptable)"),
+    ("bracketright", "Speed 1.1 times"),
+    ("t", "simulated-asr"),
+    ("question", "Keys. 1: Correct"),
+    ("Escape", "Keys help closed"),
+    ("3", "Incorrect saved."),
+    ("ctrl+2", "Part 11 of 20, awaiting review."),
+    ("j", "Part 12 of 20, awaiting review."),
+    ("a", "accepted. Part 13 of 20"),
+    ("k", "Part 12 of 20, accepted."),
+    ("x", "rejected. Part 13 of 20"),
+]
+
+
+def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: float) -> list[tuple]:
+    """Each step's key, the seconds until Orca said what it did (None: not within `wait`), and every utterance
+    after it."""
+    project = work / "project"
+    shutil.copytree(demo, project)
+    rows = []
+    with screen_reader_session(project, work, f"{screen}x24", command) as (desktop, reader, _figures):
+        since = 0
+        for key, expected in STEPS:
+            pressed = time.monotonic()
+            if key.startswith("("):
+                wait_s = OPENING_S
+            else:
+                since, wait_s = len(reader.said()), wait
+                desktop.xdotool("key", key)
+            line = reader.wait_for(expected, since, wait_s)
+            took = None if line is None else time.monotonic() - pressed
+            time.sleep(SETTLE_S)  # what follows the line (a description) is listed with it
+            rows.append((key, took, reader.said()[since:]))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="a folder holding an older tree as spokenbench/")
+    parser.add_argument("--screen", default="1400x900")
+    parser.add_argument("--wait", type=float, default=10.0, help="seconds a key's line is waited for")
+    args = parser.parse_args()
+    problem = missing_tools() or missing_window_manager() or missing_screen_reader()
+    if problem:
+        print(f"cannot run: {problem}")
+        return 2
+    work = temporary_folder()
+    trees = app_trees(args.baseline)
+    try:
+        demo = work / "demo"
+        subprocess.run(["spokenbench", "demo", str(demo)], check=True, stdout=subprocess.DEVNULL)
+        for name, command in trees:
+            folder = work / name.split()[0]
+            rows = heard(command, demo, folder, args.screen, args.wait)
+            delays = sorted(took for _key, took, _after in rows[1:] if took is not None)
+            middle = f"; median {statistics.median(delays):.2f} s from a key to its line" if delays else ""
+            print(
+                f"== {name}: {sum(took is not None for _key, took, _ in rows)} of {len(rows)} keys said what they did{middle}"
+            )
+            for key, took, after in rows:
+                lines = " | ".join(line[:110] for line in after) or "(nothing)"
+                print(f"  {'NOT  ' if took is None else f'{took:4.2f}s'} {key:>26}: {lines}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
