@@ -18,7 +18,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from real_device import (
     add_stress_queue,
     app_trees,
     close_app,
+    demo_in,
     launch_rating_session,
     missing_tools,
     missing_window_manager,
@@ -123,8 +123,7 @@ def main() -> int:
     work = temporary_folder()
     trees = app_trees(args.baseline)
     try:
-        demo = work / "demo"
-        subprocess.run(["spokenbench", "demo", str(demo)], check=True, stdout=subprocess.DEVNULL)
+        demo = demo_in(work)
         for name, command in trees:
             folder = work / name.split()[0]
             folder.mkdir()

@@ -13,7 +13,6 @@ Installs Orca, the accessibility bus, xvfb, pulseaudio, xdotool and xfwm4 with a
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for real
 
 from real_device import (
     app_trees,
+    demo_in,
     missing_screen_reader,
     missing_tools,
     missing_window_manager,
@@ -87,8 +87,7 @@ def main() -> int:
     work = temporary_folder()
     trees = app_trees(args.baseline)
     try:
-        demo = work / "demo"
-        subprocess.run(["spokenbench", "demo", str(demo)], check=True, stdout=subprocess.DEVNULL)
+        demo = demo_in(work)
         for name, command in trees:
             folder = work / name.split()[0]
             rows = heard(command, demo, folder, args.screen, args.wait)
