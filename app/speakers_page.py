@@ -142,11 +142,13 @@ class SpeakersPage(QWidget):
 
         self.list_view = SpeakerListView()
         self.view = RecorderView()
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.list_view)
         splitter.addWidget(self.view)
         splitter.setStretchFactor(1, 2)
         splitter.setSizes([440, 760])
+        self.list_width_by_hand = False  # the person dragged the splitter: their width is kept
+        splitter.splitterMoved.connect(lambda *_: setattr(self, "list_width_by_hand", True))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -217,6 +219,23 @@ class SpeakersPage(QWidget):
             if self.state == "idle":
                 self._show_speaker()
         self.list_view.set_speakers(speakers, self.wanted_speaker or (shown.name if shown else None))
+        self._share_width()
+
+    def _share_width(self) -> None:
+        """The speakers list as wide as its columns need, as far as the recorder can spare it (keeping what its
+        buttons and prompt need): on a laptop's screen the fixed 440 pixels pushed 'Prompts done' and 'Cloned'
+        off the list. A width the person dragged the splitter to is kept."""
+        total = sum(self.splitter.sizes())
+        if self.list_width_by_hand or total <= 0:
+            return
+        spare = total - self.view.minimumSizeHint().width()
+        width = max(min(self.list_view.fitted.wanted_width(), spare), 0)
+        if width != self.splitter.sizes()[0]:
+            self.splitter.setSizes([width, total - width])
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._share_width()  # the splitter shared the new width by its stretch factors
 
     # -- devices -----------------------------------------------------------------------------------------
 
@@ -250,6 +269,7 @@ class SpeakersPage(QWidget):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        self._share_width()
         self.find_devices()  # a microphone connected since the last look is listed
 
     @property

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.asr.normalize import error_rate_name
 from spokenbench.widgets.bidi import follow_text_direction, isolated, isolated_option
+from spokenbench.widgets.tables import FittedColumns
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
@@ -161,10 +162,13 @@ class ItemDetail(QWidget):
         self.header.setAccessibleName("Item details")
         self.header.setPlaceholderText("Select an item to see its question, options, rewrites, clips and answers.")
         self.tabs = QTabWidget()
-        self.rewrites = self._table(("Part", "Version", "Status", "Text", "Origin", "Reviewer"))
-        self.clips = self._table(("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"))
-        self.ratings = self._table(("Part", "Annotator", "Rating", "Note", "When"))
-        self.responses = self._table(("Run", "Order", "Parsed", "Maps to", "Status", "Condition"))
+        # each table's long-text column wraps when the tab is narrow, so the columns after it stay in view
+        self.rewrites = self._table(("Part", "Version", "Status", "Text", "Origin", "Reviewer"), wrapped="Text")
+        self.clips = self._table(
+            ("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"), wrapped="Transcripts"
+        )
+        self.ratings = self._table(("Part", "Annotator", "Rating", "Note", "When"), wrapped="Note")
+        self.responses = self._table(("Run", "Order", "Parsed", "Maps to", "Status", "Condition"), wrapped="Condition")
         for name, table in (
             ("Rewrites", self.rewrites),
             ("Clips", self.clips),
@@ -192,14 +196,13 @@ class ItemDetail(QWidget):
         self.play_buttons: list[QPushButton] = []
 
     @staticmethod
-    def _table(headers: tuple[str, ...]) -> QTableWidget:
+    def _table(headers: tuple[str, ...], wrapped: str) -> QTableWidget:
         table = QTableWidget(0, len(headers))
         table.setHorizontalHeaderLabels(headers)
         table.verticalHeader().hide()
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        table.setWordWrap(False)
         table.setTabKeyNavigation(False)  # Tab leaves the table, Shift+Tab comes back to the items
-        table.horizontalHeader().setStretchLastSection(True)
+        table.fitted = FittedColumns(table, wrapped=[headers.index(wrapped)])
         follow_text_direction(table)  # a rewrite, transcript or answer in Arabic or Hebrew right-to-left
         return table
 
@@ -211,7 +214,7 @@ class ItemDetail(QWidget):
                 item = QTableWidgetItem("" if value is None else str(value))
                 item.setToolTip(item.text())
                 table.setItem(r, c, item)
-        table.resizeColumnsToContents()
+        table.fitted.fit()
 
     def clear(self) -> None:
         self.header.clear()
@@ -255,8 +258,7 @@ class ItemDetail(QWidget):
             heard = "\n".join(f"{t['asr']}: {isolated(t['text'])}" for t in clip["transcripts"]) or "not transcribed"
             seconds = "" if clip["duration_s"] is None else f"{clip['duration_s']:.1f}"
             rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))
-        self._fill(self.clips, rows)
-        self.clips.resizeRowsToContents()  # a line per ASR system: two short lines, not one cut-off line
+        self._fill(self.clips, rows)  # rows as tall as their text: a line per ASR system, not one cut-off line
         self.play_buttons = []
         self.clip_ids = [clip["id"] for clip in detail["clips"]]
         for r, clip in enumerate(detail["clips"]):
@@ -277,7 +279,7 @@ class ItemDetail(QWidget):
             button.clicked.connect(lambda _=False, p=path, what=f"clip {clip['id']}": self._play(play, p, what))
             self.clips.setCellWidget(r, 0, button)
             self.play_buttons.append(button)
-        self.clips.resizeColumnToContents(0)
+        self.clips.fitted.fit()  # the buttons' column as wide as a button
         self._fill(
             self.ratings,
             [

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.keys import key_names
-from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.tables import FittedColumns, row_table
 from spokenbench.widgets.tones import set_toned_sheet, tone
 from spokenbench.widgets.waveform import WaveformView
 
@@ -104,7 +104,7 @@ class SpeakerListView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.table = row_table(self.COLUMNS)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.fitted = FittedColumns(self.table, wrapped=[0, 3, 4])  # name, gender and consent wrap when narrow
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.add_button = QPushButton("Add speaker…")
         self.consent_button = QPushButton("Consent…")
@@ -146,7 +146,7 @@ class SpeakerListView(QWidget):
             ]
             for column, text in enumerate(cells):
                 self.table.setItem(row, column, QTableWidgetItem(text))
-        self.table.resizeColumnsToContents()
+        self.fitted.fit()
         self.table.blockSignals(False)
         if keep in self._names:
             self.table.selectRow(self._names.index(keep))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtWidgets import QAbstractItemView, QTableWidget
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget
 
 from spokenbench.widgets.bidi import follow_text_direction
 
 SelectionMode = QAbstractItemView.SelectionMode
+NARROWEST_WRAPPED = 8  # characters: a wrapped column narrower than this is a column of broken words
 
 
 def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.SingleSelection) -> QTableWidget:
@@ -22,3 +24,68 @@ def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.S
     table.setTabKeyNavigation(False)  # rows are picked whole: Tab leaves the table for the next control
     follow_text_direction(table)  # an Arabic or Hebrew cell right-to-left
     return table
+
+
+class FittedColumns(QObject):
+    """Keeps every column of a record table in view at the width it is given: each column as wide as its text
+    and header when they fit, and when they do not, the `wrapped` columns (long text: a rewrite, transcripts, a
+    consent line) share what the others leave and wrap their text onto more lines — so on a laptop's screen no
+    column is pushed off to the right behind a scroll bar (the Speakers list lost 'Prompts done' and 'Cloned',
+    an item's rewrites 'Origin' and 'Reviewer'). Refitted when the table is refilled (`fit`) or resized."""
+
+    def __init__(self, table: QTableWidget, wrapped: Sequence[int]):
+        super().__init__(table)
+        self.table = table
+        self.wrapped = tuple(wrapped)
+        self.fitted_width = -1
+        header = table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)  # widths set here; a person may drag
+        table.setWordWrap(True)
+        rows = table.verticalHeader()
+        rows.setMinimumSectionSize(rows.defaultSectionSize())  # one-line rows as tall as in the other tables
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # narrower than the floors
+        table.viewport().installEventFilter(self)
+
+    def wanted(self) -> dict[int, int]:
+        """Each shown column's width for its header and text on one line."""
+        table, header = self.table, self.table.horizontalHeader()
+        shown = [column for column in range(table.columnCount()) if not table.isColumnHidden(column)]
+        return {c: max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in shown}
+
+    def wanted_width(self) -> int:
+        """The table's width with every column whole on one line: its frame and vertical scroll bar included."""
+        table = self.table
+        bar = table.verticalScrollBar()
+        bar_width = bar.sizeHint().width() if bar.isVisible() else 0
+        return sum(self.wanted().values()) + 2 * table.frameWidth() + bar_width
+
+    def fit(self) -> None:
+        table = self.table
+        wanted = self.wanted()
+        shown = list(wanted)
+        room = table.viewport().width()
+        self.fitted_width = room
+        wrapped = [c for c in self.wrapped if c in wanted]
+        overflow = sum(wanted.values()) - room
+        widths = dict(wanted)
+        if overflow > 0 and wrapped:
+            floor = {c: min(wanted[c], self._floor(c)) for c in wrapped}
+            free = max(room - sum(wanted[c] for c in shown if c not in wrapped), sum(floor.values()))
+            for left, column in enumerate(sorted(wrapped, key=wanted.get)):  # narrowest first: its text or a share
+                share = free // (len(wrapped) - left)
+                widths[column] = max(min(wanted[column], share), floor[column])
+                free -= widths[column]
+        for column, width in widths.items():
+            table.setColumnWidth(column, width)
+        table.resizeRowsToContents()
+
+    def _floor(self, column: int) -> int:
+        """The narrowest a wrapped column goes: its header whole, and room for a few characters a line."""
+        characters = self.table.fontMetrics().averageCharWidth() * NARROWEST_WRAPPED + 12
+        return max(self.table.horizontalHeader().sectionSizeHint(column), characters)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize and watched.width() != self.fitted_width:
+            self.fit()
+        return super().eventFilter(watched, event)

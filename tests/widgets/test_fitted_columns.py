@@ -1,0 +1,110 @@
+"""Record tables on a laptop's screen (1280×720 less a title bar and panel): every column in view. At the widths
+the window gives them there, the Speakers list lost 'Prompts done' and 'Cloned', and an item's rewrites 'Origin'
+and 'Reviewer', behind a scroll bar (seen under xfwm4 on Xvfb): their long text is wrapped now instead."""
+
+import pytest
+from PySide6.QtCore import QSettings, QSize
+from real_device import add_consented_speaker
+
+from spokenbench.app.main_window import MainWindow
+from spokenbench.widgets.tables import FittedColumns, row_table
+
+LONG = "two and negative five, read as the question's own words say it in the rewrite " * 2
+
+
+def filled(columns, rows):
+    from PySide6.QtWidgets import QTableWidgetItem
+
+    table = row_table(columns)
+    table.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            table.setItem(r, c, QTableWidgetItem(text))
+    return table
+
+
+def right_edges_in_view(table) -> list[str]:
+    """The columns whose right edge is past the viewport (hidden behind the horizontal scroll bar)."""
+    header, room = table.horizontalHeader(), table.viewport().width()
+    return [
+        table.horizontalHeaderItem(c).text()
+        for c in range(table.columnCount())
+        if header.sectionViewportPosition(c) + header.sectionSize(c) > room or header.sectionViewportPosition(c) < 0
+    ]
+
+
+def test_a_narrow_table_wraps_its_long_column_and_keeps_every_other_column_whole(qtbot):
+    table = filled(("Part", "Text", "Origin", "Reviewer"), [("option_A", LONG, "llm:demo-rewriter", "demo-reviewer")])
+    qtbot.addWidget(table)
+    fitted = FittedColumns(table, wrapped=[1])
+    table.resize(500, 300)
+    table.show()
+    qtbot.waitExposed(table)
+    fitted.fit()
+    wanted = fitted.wanted()
+    assert right_edges_in_view(table) == [], [table.columnWidth(c) for c in range(4)]
+    assert table.horizontalScrollBar().maximum() == 0
+    for column in (0, 2, 3):  # the short columns as wide as their text: nothing of them elided
+        assert table.columnWidth(column) == wanted[column], table.horizontalHeaderItem(column).text()
+    assert table.columnWidth(1) < wanted[1]
+    one_line = table.verticalHeader().defaultSectionSize()
+    assert table.rowHeight(0) >= 3 * table.fontMetrics().height() > one_line, "the long text was not wrapped whole"
+
+    table.resize(3000, 300)  # room for all: the long text on one line again, the row as tall as any other
+    qtbot.waitUntil(lambda: table.columnWidth(1) == fitted.wanted()[1], timeout=2_000)
+    assert table.rowHeight(0) == one_line
+    assert fitted.wanted_width() <= table.width()
+
+
+def test_a_table_narrower_than_its_headers_scrolls_rather_than_break_words_letter_by_letter(qtbot):
+    table = filled(("Speaker", "Consent", "Prompts done"), [("Ana", "given 2026-12-06", "3")])
+    qtbot.addWidget(table)
+    fitted = FittedColumns(table, wrapped=[0, 1])
+    table.resize(120, 200)
+    table.show()
+    qtbot.waitExposed(table)
+    fitted.fit()
+    characters = table.fontMetrics().averageCharWidth() * 8
+    assert table.columnWidth(1) >= characters and table.columnWidth(2) == fitted.wanted()[2]
+    assert table.horizontalScrollBar().maximum() > 0  # the last resort, at a width no laptop window gives it
+
+
+@pytest.mark.parametrize("room", [QSize(1280, 640), QSize(1400, 826)])
+def test_on_a_laptop_window_the_speakers_list_and_an_items_detail_tables_show_every_column(
+    qtbot, tmp_path, demo_copy, room
+):
+    """The window a maximized app gets on 1280×720 (and on 1400×900) under a window manager with a panel."""
+    add_consented_speaker(demo_copy, "Ana")
+    window = MainWindow(
+        audio_message="Audio is off in tests", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    )
+    qtbot.addWidget(window)
+    window.resize(room)
+    window.show()
+    with qtbot.waitSignal(window.open_project(demo_copy).finished, timeout=20_000):
+        pass
+    detail = window.items_panel.detail
+    qtbot.waitUntil(lambda: detail.rewrites.rowCount() > 0 and detail.clips.rowCount() > 0, timeout=10_000)
+    for index, table in enumerate((detail.rewrites, detail.clips, detail.ratings, detail.responses)):
+        detail.tabs.setCurrentIndex(index)
+        qtbot.waitUntil(table.isVisible, timeout=2_000)
+        qtbot.wait(50)
+        assert right_edges_in_view(table) == [], f"{detail.tabs.tabText(index)}: columns off to the right"
+
+    window.show_page("speakers")
+    page = window.page_widgets["speakers"]
+    table = page.list_view.table
+    qtbot.waitUntil(lambda: table.rowCount() == 1 and table.isVisible(), timeout=10_000)
+    qtbot.wait(100)
+    assert right_edges_in_view(table) == [], [table.columnWidth(c) for c in range(table.columnCount())]
+    assert page.view.width() >= page.view.minimumSizeHint().width(), "the recorder was squeezed below its minimum"
+
+    sizes = page.splitter.sizes()  # a width the person drags the list to is theirs, through later refreshes
+    page.splitter.moveSplitter(sizes[0] - 120, 1)
+    dragged = page.splitter.sizes()[0]
+    with qtbot.waitSignal(page.refresh_speakers().finished, timeout=10_000):
+        pass
+    window.resize(room.width() - 10, room.height())
+    qtbot.wait(100)
+    assert dragged < sizes[0] and abs(page.splitter.sizes()[0] - dragged) <= 10
+    window.shutdown()
