@@ -153,6 +153,16 @@ class ItemsTableModel(QAbstractTableModel):
         return self.values(2)
 
 
+def _centred(button: QPushButton) -> QWidget:
+    """The button at its own height in the middle of its cell: a row of wrapped transcripts is several lines
+    tall, and a cell's widget is stretched to the cell."""
+    holder = QWidget()
+    layout = QVBoxLayout(holder)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
+    return holder
+
+
 class ItemDetail(QWidget):
     """The selected item: question and options on top, then tabs for rewrites, clips, ratings and responses."""
 
@@ -277,7 +287,7 @@ class ItemDetail(QWidget):
             else:
                 button.setToolTip(f"Play clip {clip['id']} ({clip['part']})")
             button.clicked.connect(lambda _=False, p=path, what=f"clip {clip['id']}": self._play(play, p, what))
-            self.clips.setCellWidget(r, 0, button)
+            self.clips.setCellWidget(r, 0, _centred(button))
             self.play_buttons.append(button)
         self.clips.fitted.fit()  # the buttons' column as wide as a button
         self._fill(

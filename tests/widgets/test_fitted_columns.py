@@ -90,6 +90,10 @@ def test_on_a_laptop_window_the_speakers_list_and_an_items_detail_tables_show_ev
         qtbot.waitUntil(table.isVisible, timeout=2_000)
         qtbot.wait(50)
         assert right_edges_in_view(table) == [], f"{detail.tabs.tabText(index)}: columns off to the right"
+    detail.tabs.setCurrentIndex(1)
+    button = detail.play_buttons[0]  # in a row of wrapped transcripts, at a button's height, not the row's
+    qtbot.waitUntil(button.isVisible, timeout=2_000)
+    assert button.height() == button.sizeHint().height() < detail.clips.rowHeight(0)
 
     window.show_page("speakers")
     page = window.page_widgets["speakers"]
