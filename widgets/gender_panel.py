@@ -35,7 +35,7 @@ from spokenbench.core.results.gender_views import (
     QuestionVersions,
     voice_names,
 )
-from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.tables import FittedColumns, row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
 # the free form's measures in the same columns: answer similarity J_s, Δ_s over the classified answers, similarity s
@@ -68,7 +68,7 @@ def _with_interval(value, low, high) -> str:
         return "—"
     text = f"{value:.2f}"
     if not (low is None or high is None or math.isnan(low) or math.isnan(high)):
-        text += f"  [{low:.2f}, {high:.2f}]"
+        text += f"  [{low:.2f},\u00a0{high:.2f}]"  # in a narrow column the interval wraps whole under the value
     return text
 
 
@@ -81,7 +81,7 @@ def _delta_text(delta, record: dict) -> str:
     if _missing(delta):
         return "—"
     low, high = record.get("delta_ci_low"), record.get("delta_ci_high")
-    interval = "" if _missing(low) or _missing(high) else f"  [{low:+.2f}, {high:+.2f}]"
+    interval = "" if _missing(low) or _missing(high) else f"  [{low:+.2f},\u00a0{high:+.2f}]"
     return f"{delta:+.2f}{record.get('mark', '')}{interval}"
 
 
@@ -99,10 +99,13 @@ class NumericItem(QTableWidgetItem):
         return super().__lt__(other)
 
 
-def _table(columns) -> QTableWidget:
+def _table(columns, wrapped: tuple[str, ...] = ()) -> QTableWidget:
+    """A results table; the `wrapped` columns (names) wrap when the panel is narrow, so none is off to the right."""
     table = row_table(columns)
     table.setAlternatingRowColors(True)
     table.setWordWrap(False)
+    if wrapped:
+        table.fitted = FittedColumns(table, wrapped=[columns.index(name) for name in wrapped])
     return table
 
 
@@ -128,7 +131,9 @@ class GenderPanel(QWidget):
         top.addWidget(self.setting_picker)
 
         # per category
-        self.summary_table = _table(SUMMARY_COLUMNS)
+        self.summary_table = _table(
+            SUMMARY_COLUMNS, wrapped=("model", "J", "Δ", "ν", "κ", "backbone")
+        )  # value over interval
         self.summary_table.setToolTip(
             "J: overlap of male- and female-voice answers; Δ > 0: male-oriented; ν: neutral answers and refusals; κ: agreement with the backbone"
         )
@@ -195,7 +200,9 @@ class GenderPanel(QWidget):
             versions_row.addWidget(box, 1)
         self.listen_note = QLabel("Pick a question to hear its versions.")
         self.listen_note.setWordWrap(True)
-        self.answers_table = _table(ANSWER_COLUMNS)  # how each model answered the question heard
+        self.answers_table = _table(
+            ANSWER_COLUMNS, wrapped=ANSWER_COLUMNS[:4]
+        )  # how each model answered the question heard
         listen = QWidget()
         layout = QVBoxLayout(listen)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -313,7 +320,7 @@ class GenderPanel(QWidget):
             )
             for c, cell in enumerate(cells):
                 table.setItem(r, c, cell)
-        table.resizeColumnsToContents()
+        table.fitted.fit()
 
     def _fill_questions(self) -> None:
         table = self.question_table
@@ -467,7 +474,7 @@ class GenderPanel(QWidget):
                 if c in (2, 3):
                     item.setToolTip(str(record.get("legend", "")))
                 table.setItem(r, c, item)
-        table.resizeColumnsToContents()
+        table.fitted.fit()
 
     def version_labels(self) -> dict[str, list[str]]:
         return {

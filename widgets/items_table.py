@@ -10,6 +10,7 @@ sorting), which is what made 20,000 items stutter. The detail is read by the app
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -151,6 +152,18 @@ class ItemsTableModel(QAbstractTableModel):
 
     def languages(self) -> list[str]:
         return self.values(2)
+
+
+def condition_text(key: str | None) -> str:
+    """A response's condition as words that wrap ('accent american, gender female, …') rather than its stored
+    key, one unbroken JSON line; the key itself when it is not a JSON object (a project from elsewhere)."""
+    try:
+        condition = json.loads(key or "")
+    except (TypeError, ValueError, RecursionError):
+        return key or ""
+    if not isinstance(condition, dict):
+        return key or ""
+    return ", ".join(f"{name} {value}" for name, value in condition.items())
 
 
 def _centred(button: QPushButton) -> QWidget:
@@ -312,7 +325,7 @@ class ItemDetail(QWidget):
                     r["parsed_letter"],
                     r["mapped_option"],
                     r["parse_status"],
-                    r["condition_key"],
+                    condition_text(r["condition_key"]),
                 )
                 for r in detail["responses"]
             ],

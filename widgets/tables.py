@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QObject, Qt
@@ -11,6 +12,10 @@ from spokenbench.widgets.bidi import follow_text_direction
 
 SelectionMode = QAbstractItemView.SelectionMode
 NARROWEST_WRAPPED = 8  # characters: a wrapped column narrower than this is a column of broken words
+LONGEST_WORD = 30  # characters: a longer word (a path, a key) is broken, or elided, rather than kept whole
+CELL_MARGINS = 12  # pixels the item delegate keeps around a cell's text
+# where text wraps: at spaces and line breaks, and after a hyphen between letters ('gender-balanced', not '-0.58')
+UNBREAKABLE = re.compile(r"[ \t\n]+|(?<=[^\W\d_]-)")
 
 
 def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.SingleSelection) -> QTableWidget:
@@ -81,9 +86,22 @@ class FittedColumns(QObject):
         table.resizeRowsToContents()
 
     def _floor(self, column: int) -> int:
-        """The narrowest a wrapped column goes: its header whole, and room for a few characters a line."""
-        characters = self.table.fontMetrics().averageCharWidth() * NARROWEST_WRAPPED + 12
-        return max(self.table.horizontalHeader().sectionSizeHint(column), characters)
+        """The narrowest a wrapped column goes: its header whole, a few characters a line, and its longest word
+        whole (a model's name such as 'simulated:gender-balanced' breaks at its hyphen at most, never elided)."""
+        table = self.table
+        metrics = table.fontMetrics()
+        words = (
+            word
+            for row in range(table.rowCount())
+            for item in [table.item(row, column)]
+            if item is not None
+            for word in UNBREAKABLE.split(item.text())
+        )
+        longest = max((metrics.horizontalAdvance(word) for word in words), default=0)
+        narrowest, widest = (metrics.averageCharWidth() * count for count in (NARROWEST_WRAPPED, LONGEST_WORD))
+        return max(
+            table.horizontalHeader().sectionSizeHint(column), min(max(narrowest, longest), widest) + CELL_MARGINS
+        )
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Resize and watched.width() != self.fitted_width:

@@ -112,3 +112,26 @@ def test_on_a_laptop_window_the_speakers_list_and_an_items_detail_tables_show_ev
     qtbot.wait(100)
     assert dragged < sizes[0] and abs(page.splitter.sizes()[0] - dragged) <= 10
     window.shutdown()
+
+
+def test_a_wrapped_column_keeps_its_longest_word_whole_and_an_interval_under_its_value(qtbot):
+    interval = "-0.08  [-0.58,\u00a0+0.33]"  # the gender panel's Δ: the interval never split at its comma
+    table = filled(("model", "Δ", "answers"), [("simulated:gender-balanced (text)", interval, "24")])
+    qtbot.addWidget(table)
+    fitted = FittedColumns(table, wrapped=[0, 1])
+    table.resize(160, 200)
+    table.show()
+    qtbot.waitExposed(table)
+    fitted.fit()
+    metrics = table.fontMetrics()
+    assert table.columnWidth(0) > metrics.horizontalAdvance("simulated:gender-")  # broken at its hyphen at most
+    assert table.columnWidth(1) > metrics.horizontalAdvance("[-0.58,\u00a0+0.33]")
+
+
+def test_a_response_condition_is_shown_as_words_and_a_foreign_key_as_it_is():
+    from spokenbench.widgets.items_table import condition_text
+
+    stored = '{"accent":"american","gender":"female","order":"original","speed":1.0}'
+    assert condition_text(stored) == "accent american, gender female, order original, speed 1.0"
+    for foreign in ("not json", "[1, 2]", "", None, "[" * 100_000):
+        assert condition_text(foreign) == (foreign or "")
