@@ -230,14 +230,15 @@ class ItemDetail(QWidget):
         return table
 
     @staticmethod
-    def _fill(table: QTableWidget, rows: list[tuple]) -> None:
+    def _fill(table: QTableWidget, rows: list[tuple], fit: bool = True) -> None:
         table.setRowCount(len(rows))
         for r, values in enumerate(rows):
             for c, value in enumerate(values):
                 item = QTableWidgetItem("" if value is None else str(value))
                 item.setToolTip(item.text())
                 table.setItem(r, c, item)
-        table.fitted.fit()
+        if fit:
+            table.fitted.fit()
 
     def clear(self) -> None:
         self.header.clear()
@@ -281,7 +282,7 @@ class ItemDetail(QWidget):
             heard = "\n".join(f"{t['asr']}: {isolated(t['text'])}" for t in clip["transcripts"]) or "not transcribed"
             seconds = "" if clip["duration_s"] is None else f"{clip['duration_s']:.1f}"
             rows.append(("", clip["part"], clip["voice"], clip["accent"], clip["backend"], seconds, wer, heard))
-        self._fill(self.clips, rows)  # rows as tall as their text: a line per ASR system, not one cut-off line
+        self._fill(self.clips, rows, fit=False)  # fitted once its Play buttons are in
         self.play_buttons = []
         self.clip_ids = [clip["id"] for clip in detail["clips"]]
         for r, clip in enumerate(detail["clips"]):
@@ -302,7 +303,7 @@ class ItemDetail(QWidget):
             button.clicked.connect(lambda _=False, p=path, what=f"clip {clip['id']}": self._play(play, p, what))
             self.clips.setCellWidget(r, 0, _centred(button))
             self.play_buttons.append(button)
-        self.clips.fitted.fit()  # the buttons' column as wide as a button
+        self.clips.fitted.fit()  # rows as tall as their text: a line per ASR system, not one cut-off line
         self._fill(
             self.ratings,
             [

@@ -97,7 +97,7 @@ class FittedColumns(QObject):
             if item is not None
             for word in UNBREAKABLE.split(item.text())
         )
-        longest = max((metrics.horizontalAdvance(word) for word in words), default=0)
+        longest = max((metrics.horizontalAdvance(word) for word in set(words)), default=0)  # words repeat
         narrowest, widest = (metrics.averageCharWidth() * count for count in (NARROWEST_WRAPPED, LONGEST_WORD))
         return max(
             table.horizontalHeader().sectionSizeHint(column), min(max(narrowest, longest), widest) + CELL_MARGINS
