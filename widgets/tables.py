@@ -50,7 +50,9 @@ class FittedColumns(QObject):
         rows = table.verticalHeader()
         rows.setMinimumSectionSize(rows.defaultSectionSize())  # one-line rows as tall as in the other tables
         table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # narrower than the floors
+        self.stale = False  # refilled while hidden (a tab not shown): fitted when it is shown
         table.viewport().installEventFilter(self)
+        table.installEventFilter(self)
 
     def wanted(self) -> dict[int, int]:
         """Each shown column's width for its header and text on one line."""
@@ -67,6 +69,9 @@ class FittedColumns(QObject):
 
     def fit(self) -> None:
         table = self.table
+        self.stale = not table.isVisible()
+        if self.stale:  # an item's four tabs are refilled at each ↓: only the one shown is measured then
+            return
         wanted = self.wanted()
         shown = list(wanted)
         room = table.viewport().width()
@@ -104,6 +109,11 @@ class FittedColumns(QObject):
         )
 
     def eventFilter(self, watched, event) -> bool:
-        if event.type() == QEvent.Type.Resize and watched.width() != self.fitted_width:
+        if "table" not in vars(self):  # the table's last events, as Python lets go of this object
+            return False
+        if watched is self.table:
+            if event.type() == QEvent.Type.Show and self.stale:
+                self.fit()
+        elif event.type() == QEvent.Type.Resize and watched.width() != self.fitted_width:
             self.fit()
         return super().eventFilter(watched, event)

@@ -9,7 +9,8 @@ Each tree runs in its own process on a real X server (Xvfb, `xvfb-run`; Qt's off
 missing) on a copy of the demo with one consented speaker. Counted: the four tabs of the first item's detail
 (rewrites, clips, ratings, responses), the Speakers list beside the recorder, and the Results page's gender-probe
 summary. Timed: `ItemDetail.show_detail` for each of the first `--items` items, selected one after another, as
-↓ in the item list does (median and 90th percentile, ms). `--baseline DIR`: an older tree as DIR/spokenbench
+↓ in the item list does (median and 90th percentile, ms), and showing the clips tab after each of the next
+`--items`/2 refills (median, ms: a tab refilled while hidden is measured when shown). `--baseline DIR`: an older tree as DIR/spokenbench
 (`git worktree add X REV` and a link DIR/spokenbench → X), put first on its PYTHONPATH; this tree runs first."""
 
 import argparse
@@ -97,6 +98,16 @@ for row in range(1, items + 1):
     count = len(filled)
     panel.table.selectRow(row)
     wait_until(lambda: len(filled) > count, what=f"item {row + 1}")
+switched = []  # the clips tab shown after each refill: where a tab refilled while hidden is measured now
+for row in range(items + 1, items + 1 + items // 2):
+    count = len(filled)
+    panel.table.selectRow(row)
+    wait_until(lambda: len(filled) > count, what=f"item {row + 1}")
+    start = time.perf_counter()
+    detail.tabs.setCurrentIndex(1)
+    switched.append((time.perf_counter() - start) * 1000)
+    pause(0.05)
+    detail.tabs.setCurrentIndex(0)
 window.show_page("speakers")
 speakers = window.page_widgets["speakers"].list_view.table
 wait_until(lambda: speakers.rowCount() == 1 and speakers.isVisible(), what="the speakers")
@@ -112,8 +123,13 @@ wait_until(lambda: page.findChild(GenderPanel) is not None and page.findChild(Ge
 pause(1.0)
 summary = page.findChild(GenderPanel).summary_table
 off["gender summary"] = off_to_the_right(summary)
-ordered = sorted(filled)
-print(json.dumps({"off": off, "median_ms": statistics.median(filled), "p90_ms": ordered[int(0.9 * (len(ordered) - 1))]}))
+ordered = sorted(filled[:items])
+print(json.dumps({
+    "off": off,
+    "median_ms": statistics.median(filled[:items]),
+    "p90_ms": ordered[int(0.9 * (len(ordered) - 1))],
+    "switch_ms": statistics.median(switched),
+}))
 window.shutdown()
 """
 
@@ -159,9 +175,12 @@ def main() -> int:
             for table, columns in figures["off"].items():
                 print(f"  {table:15} {len(columns)} {', '.join(columns)}")
             print(f"  item detail fill: median {figures['median_ms']:.1f} ms, p90 {figures['p90_ms']:.1f} ms")
+            print(f"  clips tab shown after a refill: median {figures['switch_ms']:.1f} ms")
         if len(results) == 2:
             ratio = results[0][1]["median_ms"] / results[1][1]["median_ms"]
             print(f"detail fill, this tree / baseline (medians): {ratio:.2f}x")
+            switch = results[0][1]["switch_ms"] / results[1][1]["switch_ms"]
+            print(f"clips tab shown, this tree / baseline (medians): {switch:.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
