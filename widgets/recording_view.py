@@ -311,6 +311,7 @@ class RecorderView(QWidget):
         self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:6px; border:1px solid #e0c36a;")
         self.banner.hide()
         self.speaker_label = QLabel("Choose or add a speaker")
+        self.speaker_label.setWordWrap(True)  # a long name wraps: the recorder's width never grows with it
         self.progress_label = QLabel()
         self.progress_label.setAlignment(Qt.AlignmentFlag.AlignRight)
         top = QHBoxLayout()

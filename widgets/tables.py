@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget
 
 from spokenbench.widgets.bidi import follow_text_direction
@@ -51,6 +51,8 @@ class FittedColumns(QObject):
         rows.setMinimumSectionSize(rows.defaultSectionSize())  # one-line rows as tall as in the other tables
         table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # narrower than the floors
         self.stale = False  # refilled while hidden (a tab not shown): fitted when it is shown
+        self.resized = QTimer(self, singleShot=True, interval=0)  # a drag's many widths: one refit once it pauses
+        self.resized.timeout.connect(lambda: self.fit(rows=False))
         table.viewport().installEventFilter(self)
         table.installEventFilter(self)
 
@@ -61,13 +63,14 @@ class FittedColumns(QObject):
         return {c: max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in shown}
 
     def wanted_width(self) -> int:
-        """The table's width with every column whole on one line: its frame and vertical scroll bar included."""
+        """The table's width with every column whole on one line: its frame and a vertical scroll bar included
+        (whether or not the bar is shown yet: rows are laid out after a refill)."""
         table = self.table
-        bar = table.verticalScrollBar()
-        bar_width = bar.sizeHint().width() if bar.isVisible() else 0
-        return sum(self.wanted().values()) + 2 * table.frameWidth() + bar_width
+        return sum(self.wanted().values()) + 2 * table.frameWidth() + table.verticalScrollBar().sizeHint().width()
 
-    def fit(self) -> None:
+    def fit(self, rows: bool = True) -> None:
+        """Size the columns to the table's width; `rows`: the text changed, so the rows are measured again even
+        when no column's width did (a resize measures them only when one did)."""
         table = self.table
         self.stale = not table.isVisible()
         if self.stale:  # an item's four tabs are refilled at each ↓: only the one shown is measured then
@@ -82,13 +85,18 @@ class FittedColumns(QObject):
         if overflow > 0 and wrapped:
             floor = {c: min(wanted[c], self._floor(c)) for c in wrapped}
             free = max(room - sum(wanted[c] for c in shown if c not in wrapped), sum(floor.values()))
-            for left, column in enumerate(sorted(wrapped, key=wanted.get)):  # narrowest first: its text or a share
-                share = free // (len(wrapped) - left)
+            placing = sorted(wrapped, key=wanted.get)  # the narrowest first: its text, or an even share
+            for left, column in enumerate(placing):
+                kept = sum(floor[c] for c in placing[left + 1 :])  # the floors of the columns still to place
+                share = min(free // (len(placing) - left), free - kept)
                 widths[column] = max(min(wanted[column], share), floor[column])
                 free -= widths[column]
+        changed = False
         for column, width in widths.items():
+            changed = changed or table.columnWidth(column) != width
             table.setColumnWidth(column, width)
-        table.resizeRowsToContents()
+        if rows or changed:
+            table.resizeRowsToContents()
 
     def _floor(self, column: int) -> int:
         """The narrowest a wrapped column goes: its header whole, a few characters a line, and its longest word
@@ -115,5 +123,5 @@ class FittedColumns(QObject):
             if event.type() == QEvent.Type.Show and self.stale:
                 self.fit()
         elif event.type() == QEvent.Type.Resize and watched.width() != self.fitted_width:
-            self.fit()
+            self.resized.start()
         return super().eventFilter(watched, event)
