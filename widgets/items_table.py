@@ -186,12 +186,14 @@ class ItemDetail(QWidget):
         self.header.setPlaceholderText("Select an item to see its question, options, rewrites, clips and answers.")
         self.tabs = QTabWidget()
         # each table's long-text column wraps when the tab is narrow, so the columns after it stay in view
-        self.rewrites = self._table(("Part", "Version", "Status", "Text", "Origin", "Reviewer"), wrapped="Text")
+        self.rewrites = self._table(("Part", "Version", "Status", "Text", "Origin", "Reviewer"), wrapped=("Text",))
         self.clips = self._table(
-            ("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"), wrapped="Transcripts"
+            ("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"), wrapped=("Transcripts",)
         )
-        self.ratings = self._table(("Part", "Annotator", "Rating", "Note", "When"), wrapped="Note")
-        self.responses = self._table(("Run", "Order", "Parsed", "Maps to", "Status", "Condition"), wrapped="Condition")
+        self.ratings = self._table(("Part", "Annotator", "Rating", "Note", "When"), wrapped=("Note",))
+        self.responses = self._table(
+            ("Run", "Order", "Parsed", "Maps to", "Status", "Condition"), wrapped=("Run", "Condition")
+        )
         for name, table in (
             ("Rewrites", self.rewrites),
             ("Clips", self.clips),
@@ -219,13 +221,13 @@ class ItemDetail(QWidget):
         self.play_buttons: list[QPushButton] = []
 
     @staticmethod
-    def _table(headers: tuple[str, ...], wrapped: str) -> QTableWidget:
+    def _table(headers: tuple[str, ...], wrapped: tuple[str, ...]) -> QTableWidget:
         table = QTableWidget(0, len(headers))
         table.setHorizontalHeaderLabels(headers)
         table.verticalHeader().hide()
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         table.setTabKeyNavigation(False)  # Tab leaves the table, Shift+Tab comes back to the items
-        table.fitted = FittedColumns(table, wrapped=[headers.index(wrapped)])
+        table.fitted = FittedColumns(table, wrapped=[headers.index(name) for name in wrapped])
         follow_text_direction(table)  # a rewrite, transcript or answer in Arabic or Hebrew right-to-left
         return table
 

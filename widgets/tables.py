@@ -34,7 +34,8 @@ def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.S
 class FittedColumns(QObject):
     """Keeps every column of a record table in view at the width it is given: each column as wide as its text
     and header when they fit, and when they do not, the `wrapped` columns (long text: a rewrite, transcripts, a
-    consent line) share what the others leave and wrap their text onto more lines — so on a laptop's screen no
+    consent line) share what the others leave, each in proportion to its text, and wrap it onto more lines (each
+    word whole, down to a floor) — so on a laptop's screen no
     column is pushed off to the right behind a scroll bar (the Speakers list lost 'Prompts done' and 'Cloned',
     an item's rewrites 'Origin' and 'Reviewer'). Refitted when the table is refilled (`fit`) or resized."""
 
@@ -85,10 +86,10 @@ class FittedColumns(QObject):
         if overflow > 0 and wrapped:
             floor = {c: min(wanted[c], self._floor(c)) for c in wrapped}
             free = max(room - sum(wanted[c] for c in shown if c not in wrapped), sum(floor.values()))
-            placing = sorted(wrapped, key=wanted.get)  # the narrowest first: its text, or an even share
+            placing = sorted(wrapped, key=wanted.get)  # the narrowest first: its text, or a share as long as it is
             for left, column in enumerate(placing):
                 kept = sum(floor[c] for c in placing[left + 1 :])  # the floors of the columns still to place
-                share = min(free // (len(placing) - left), free - kept)
+                share = min(free * wanted[column] // sum(wanted[c] for c in placing[left:]), free - kept)
                 widths[column] = max(min(wanted[column], share), floor[column])
                 free -= widths[column]
         changed = False

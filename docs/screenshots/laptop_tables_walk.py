@@ -7,8 +7,8 @@ Builds the demo into OUT/demo, copies it with two consented speakers added (one 
 accent and a self-described gender), starts Xvfb, xfwm4, the panel and a PulseAudio null sink
 (tests/real_device.py) and opens the app maximized. Into OUT: 1-item-rewrites.png (Ctrl+1: the first item's
 rewrites: Origin and Reviewer in view), 2-item-clips.png (Tab to the detail's tabs, → : its clips with WER and
-both transcripts), 3-speakers.png (Ctrl+5: the speakers with Prompts done and Cloned in view, beside the
-recorder). Needs Xvfb, PulseAudio, xdotool and xfwm4 (apt-get install xvfb pulseaudio xdotool; xfwm4 with
+both transcripts), 3-item-responses.png (→ →: its answers, each condition as words), 4-speakers.png (Ctrl+5:
+the speakers with Prompts done and Cloned in view, beside the recorder). Needs Xvfb, PulseAudio, xdotool and xfwm4 (apt-get install xvfb pulseaudio xdotool; xfwm4 with
 --no-install-recommends)."""
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from real_device import (  # noqa: E402
 STEPS = (
     (("ctrl+1",), 3.0, "1-item-rewrites.png"),
     (("Tab", "Tab", "Right"), 2.0, "2-item-clips.png"),
-    (("ctrl+5",), 4.0, "3-speakers.png"),
+    (("Right", "Right"), 2.0, "3-item-responses.png"),
+    (("ctrl+5",), 4.0, "4-speakers.png"),
 )
 
 
