@@ -35,9 +35,9 @@ class FittedColumns(QObject):
     """Keeps every column of a record table in view at the width it is given: each column as wide as its text
     and header when they fit, and when they do not, the `wrapped` columns (long text: a rewrite, transcripts, a
     consent line) share what the others leave, each in proportion to its text, and wrap it onto more lines (each
-    word whole, down to a floor) — so on a laptop's screen no
-    column is pushed off to the right behind a scroll bar (the Speakers list lost 'Prompts done' and 'Cloned',
-    an item's rewrites 'Origin' and 'Reviewer'). Refitted when the table is refilled (`fit`) or resized."""
+    word whole, down to a floor) — so on a laptop's screen no column is pushed off to the right behind a scroll
+    bar (the Speakers list lost 'Prompts done' and 'Cloned', an item's rewrites 'Origin' and 'Reviewer').
+    Refitted when the table is refilled (`fit`), resized, or shown after a refill while hidden."""
 
     def __init__(self, table: QTableWidget, wrapped: Sequence[int]):
         super().__init__(table)
