@@ -6,14 +6,13 @@ import re
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget
 
 from spokenbench.widgets.bidi import follow_text_direction
 
 SelectionMode = QAbstractItemView.SelectionMode
 NARROWEST_WRAPPED = 8  # characters: a wrapped column narrower than this is a column of broken words
 LONGEST_WORD = 30  # characters: a longer word (a path, a key) is broken, or elided, rather than kept whole
-CELL_MARGINS = 12  # pixels the item delegate keeps around a cell's text
 # where text wraps: at spaces and line breaks, and after a hyphen between letters ('gender-balanced', not '-0.58')
 UNBREAKABLE = re.compile(r"[ \t\n]+|(?<=[^\W\d_]-)")
 
@@ -104,6 +103,8 @@ class FittedColumns(QObject):
         whole (a model's name such as 'simulated:gender-balanced' breaks at its hyphen at most, never elided)."""
         table = self.table
         metrics = table.fontMetrics()
+        # the item delegate's margin on each side of a cell's text (the style's focus frame and a pixel), and 2 to spare
+        margins = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1) + 2
         words = (
             word
             for row in range(table.rowCount())
@@ -113,9 +114,7 @@ class FittedColumns(QObject):
         )
         longest = max((metrics.horizontalAdvance(word) for word in set(words)), default=0)  # words repeat
         narrowest, widest = (metrics.averageCharWidth() * count for count in (NARROWEST_WRAPPED, LONGEST_WORD))
-        return max(
-            table.horizontalHeader().sectionSizeHint(column), min(max(narrowest, longest), widest) + CELL_MARGINS
-        )
+        return max(table.horizontalHeader().sectionSizeHint(column), min(max(narrowest, longest), widest) + margins)
 
     def eventFilter(self, watched, event) -> bool:
         if "table" not in vars(self):  # the table's last events, as Python lets go of this object

@@ -7,6 +7,7 @@ from PySide6.QtCore import QSettings, QSize
 from real_device import add_consented_speaker
 
 from spokenbench.app.main_window import MainWindow
+from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.tables import FittedColumns, row_table
 
 LONG_NAME = "Maximiliano Bartholomew Fitzgerald-Ortega"
@@ -108,6 +109,17 @@ def test_on_a_laptop_window_the_speakers_list_and_an_items_detail_tables_show_ev
         qtbot.wait(100)
         assert right_edges_in_view(table) == [], (name, [table.columnWidth(c) for c in range(table.columnCount())])
 
+    window.show_page("results")  # the gender probes' summary: nine columns, six of them wrapped
+    results = window.page_widgets["results"]
+    qtbot.waitUntil(lambda: results.panels is not None, timeout=60_000)
+    results.show_panel("gender_probe")
+    qtbot.waitUntil(lambda: results.findChild(GenderPanel) is not None, timeout=30_000)
+    summary = results.findChild(GenderPanel).summary_table
+    qtbot.waitUntil(lambda: summary.isVisible() and summary.rowCount() > 0, timeout=30_000)
+    qtbot.wait(100)
+    assert right_edges_in_view(summary) == [], [summary.columnWidth(c) for c in range(summary.columnCount())]
+
+    window.show_page("speakers")
     sizes = page.splitter.sizes()  # a width the person drags the list to is theirs, through later refreshes
     page.splitter.moveSplitter(sizes[0] - 120, 1)
     dragged = page.splitter.sizes()[0]
