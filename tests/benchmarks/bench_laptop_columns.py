@@ -19,12 +19,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for real_device.py
 
-from real_device import add_consented_speaker, demo_in  # noqa: E402
+from real_device import add_consented_speaker, demo_copy_in, temporary_folder  # noqa: E402
 
 CHILD = r"""
 import json, statistics, sys, time
@@ -157,10 +156,9 @@ def main() -> int:
     parser.add_argument("--size", default="1280x646", help="the window, WIDTHxHEIGHT (default 1280x646)")
     parser.add_argument("--items", type=int, default=40, help="items whose detail is timed (default 40)")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-laptop-columns-"))
+    work = temporary_folder()
     try:
-        project = work / "project"
-        shutil.copytree(demo_in(work), project)
+        project = demo_copy_in(work)
         add_consented_speaker(project, "Ana")
         trees = [("this tree", None)] + ([(f"baseline {args.baseline}", args.baseline)] if args.baseline else [])
         results = []

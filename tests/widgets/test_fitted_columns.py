@@ -25,6 +25,18 @@ def filled(columns, rows):
     return table
 
 
+def shown(qtbot, table, wrapped, width=None, height=300) -> FittedColumns:
+    """`table` fitted (its `wrapped` columns wrapping), shown at `width` × `height` (its own size: None)."""
+    qtbot.addWidget(table)
+    fitted = FittedColumns(table, wrapped=wrapped)
+    if width is not None:
+        table.resize(width, height)
+    table.show()
+    qtbot.waitExposed(table)
+    fitted.fit()
+    return fitted
+
+
 def right_edges_in_view(table) -> list[str]:
     """The columns whose right edge is past the viewport (hidden behind the horizontal scroll bar)."""
     header, room = table.horizontalHeader(), table.viewport().width()
@@ -37,12 +49,7 @@ def right_edges_in_view(table) -> list[str]:
 
 def test_a_narrow_table_wraps_its_long_column_and_keeps_every_other_column_whole(qtbot):
     table = filled(("Part", "Text", "Origin", "Reviewer"), [("option_A", LONG, "llm:demo-rewriter", "demo-reviewer")])
-    qtbot.addWidget(table)
-    fitted = FittedColumns(table, wrapped=[1])
-    table.resize(500, 300)
-    table.show()
-    qtbot.waitExposed(table)
-    fitted.fit()
+    fitted = shown(qtbot, table, [1], 500)
     wanted = fitted.wanted()
     assert right_edges_in_view(table) == [], [table.columnWidth(c) for c in range(4)]
     assert table.horizontalScrollBar().maximum() == 0
@@ -60,12 +67,7 @@ def test_a_narrow_table_wraps_its_long_column_and_keeps_every_other_column_whole
 
 def test_a_table_narrower_than_its_headers_scrolls_rather_than_break_words_letter_by_letter(qtbot):
     table = filled(("Speaker", "Consent", "Prompts done"), [("Ana", "given 2026-12-06", "3")])
-    qtbot.addWidget(table)
-    fitted = FittedColumns(table, wrapped=[0, 1])
-    table.resize(120, 200)
-    table.show()
-    qtbot.waitExposed(table)
-    fitted.fit()
+    fitted = shown(qtbot, table, [0, 1], 120, 200)
     characters = table.fontMetrics().averageCharWidth() * 8
     assert table.columnWidth(1) >= characters and table.columnWidth(2) == fitted.wanted()[2]
     assert table.horizontalScrollBar().maximum() > 0  # the last resort, at a width no laptop window gives it
@@ -134,12 +136,7 @@ def test_on_a_laptop_window_the_speakers_list_and_an_items_detail_tables_show_ev
 def test_a_wrapped_column_keeps_its_longest_word_whole_and_an_interval_under_its_value(qtbot):
     interval = "-0.08  [-0.58,\u00a0+0.33]"  # the gender panel's Δ: the interval never split at its comma
     table = filled(("model", "Δ", "answers"), [("simulated:gender-balanced (text)", interval, "24")])
-    qtbot.addWidget(table)
-    fitted = FittedColumns(table, wrapped=[0, 1])
-    table.resize(160, 200)
-    table.show()
-    qtbot.waitExposed(table)
-    fitted.fit()
+    shown(qtbot, table, [0, 1], 160, 200)
     metrics = table.fontMetrics()
     assert table.columnWidth(0) > metrics.horizontalAdvance("simulated:gender-")  # broken at its hyphen at most
     assert table.columnWidth(1) > metrics.horizontalAdvance("[-0.58,\u00a0+0.33]")
@@ -159,10 +156,7 @@ def test_the_wrapped_columns_never_take_more_than_the_room_when_their_floors_fit
     pushed the last column off (the review's case: wanted 85 and 350, floors 60 and 182, room 268-288)."""
     unbroken = "Donaudampfschifffahrtskapitän"  # a long word kept whole: a wide floor for the second column
     table = filled(("model", "note", "n"), [("one two three", f"{unbroken} {LONG}", "24")])
-    qtbot.addWidget(table)
-    fitted = FittedColumns(table, wrapped=[0, 1])
-    table.show()
-    qtbot.waitExposed(table)
+    fitted = shown(qtbot, table, [0, 1])
     checked = 0
     for width in range(120, 900, 6):
         table.resize(width, 300)
