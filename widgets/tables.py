@@ -91,6 +91,9 @@ class FittedColumns(QObject):
                 share = min(free * wanted[column] // sum(wanted[c] for c in placing[left:]), free - kept)
                 widths[column] = max(min(wanted[column], share), floor[column])
                 free -= widths[column]
+        slack = room - sum(widths.values())
+        if slack > 0 and shown:  # the header spans the table: the room left goes to its long text (or last column)
+            widths[wrapped[-1] if wrapped else shown[-1]] += slack
         changed = False
         for column, width in widths.items():
             changed = changed or table.columnWidth(column) != width
