@@ -12,11 +12,13 @@ raises OSError, which becomes a `RecordingUnavailable` naming what to install.""
 
 from __future__ import annotations
 
+import atexit
 import collections
 import math
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +38,9 @@ INPUT_STALL_S = 1.0
 # Only exact zeros for this long: the input is muted (a mute key or switch, the system's sound settings, a denied
 # microphone permission) or sends nothing. A live microphone's noise floor is never exactly zero.
 DIGITAL_SILENCE_S = 1.5
+# A stream's stop answers in milliseconds; one a sound server that does not answer holds is left this long, then
+# the take is kept without it (the stream closes on its own thread once the server answers).
+STOP_WAIT_S = 2.0
 PORTAUDIO_HELP = (
     "install PortAudio (Debian/Ubuntu: apt-get install libportaudio2; Fedora: dnf install portaudio; "
     "macOS: brew install portaudio) and restart SpokenBench Studio"
@@ -182,6 +187,7 @@ class Recorder:
         self.longest_gap: tuple[float, float] | None = None  # (seconds into the take, seconds) of the longest wait
         self.silent_since: float | None = None  # when the current run of blocks of exact zeros began
         self.stopped_at: float | None = None
+        self.stop_held = False  # the last stop was not answered within its wait (a hung sound server)
         self._chunks: list[np.ndarray] = []
         self._stream = None
         self._recording = False
@@ -212,6 +218,8 @@ class Recorder:
                 device=self.device.index if self.device else None,
                 callback=self._callback,
             )
+            _register_exit_hook()  # after the factory imported sounddevice: its exit hook runs after this one
+            _recorders.add(self)
             self._recording = True
             stream.start()
         except SpokenBenchError:
@@ -288,27 +296,92 @@ class Recorder:
             except IndexError:
                 return drained
 
-    def stop(self) -> np.ndarray:
-        """Stop the stream (waits for the callback in flight) and return the take's samples."""
+    def stop(self, wait_s: float | None = None) -> np.ndarray:
+        """Stop collecting and return the take's samples. The stream is stopped and closed on a thread of its own,
+        waited for `wait_s` (STOP_WAIT_S): a sound server that does not answer holds that call for good (measured with PulseAudio
+        stopped), while the take is in memory already. When the stop answered, the samples are exact (PortAudio
+        waits for the callback in flight); when it did not (`stop_held`), a block in flight then may be missing.
+        A stream that fails to stop (a device gone) keeps its take too."""
+        wait_s = STOP_WAIT_S if wait_s is None else wait_s
         with self._lock:
             stream, self._stream = self._stream, None
             if self._recording:
                 self.stopped_at = time.monotonic()
             self._recording = False
             if stream is not None:
-                try:
-                    stream.stop()
-                finally:
-                    try:
-                        stream.close()
-                    finally:
-                        count_open_stream(-1)
+                closing = threading.Thread(target=_close_stream, args=(stream,), name="recording-close", daemon=True)
+                with _closing_lock:
+                    _closing[closing] = time.monotonic()
+                closing.start()
+                closing.join(wait_s)
+                self.stop_held = closing.is_alive()
             chunks, self._chunks = self._chunks, []
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 
     def abort(self) -> None:
         """Stop and throw the take away (the screen closed, the speaker changed)."""
         self.stop()
+
+
+def _close_stream(stream) -> None:
+    """Stop and close a recording's stream (on its own thread: `Recorder.stop`); its count goes once it is closed."""
+    try:
+        try:
+            stream.stop()
+        finally:
+            stream.close()
+    except Exception:  # noqa: BLE001 - a stream whose device is gone: the take is kept all the same
+        pass
+    finally:
+        count_open_stream(-1)
+        with _closing_lock:
+            _closing.pop(threading.current_thread(), None)
+
+
+_closing: dict[threading.Thread, float] = {}  # recording streams being stopped and closed: since when
+_closing_lock = threading.Lock()
+
+
+def wait_for_closing_streams(timeout_s: float = STOP_WAIT_S) -> bool:
+    """Wait up to `timeout_s` in all for the recording streams being closed; whether none is left."""
+    deadline = time.monotonic() + timeout_s
+    with _closing_lock:
+        closing = dict(_closing)
+    for thread in closing:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    with _closing_lock:
+        return not _closing
+
+
+_recorders: weakref.WeakSet[Recorder] = weakref.WeakSet()  # recorders that opened a stream
+_exit_hook: list[bool] = []
+
+
+def _register_exit_hook() -> None:
+    """Register `close_recordings` once; exit hooks run last registered first, so it runs before sounddevice's
+    (which terminates PortAudio) and open_streams' guard (which looks for a call still held)."""
+    with _closing_lock:
+        if not _exit_hook:
+            atexit.register(close_recordings)
+            _exit_hook.append(True)
+
+
+def close_recordings() -> None:
+    """At exit, before PortAudio goes (registered after sounddevice's own exit hook, so it runs first): every
+    recording still open is stopped, and each stream's close is waited for until STOP_WAIT_S after it began; one
+    a hung sound server holds is left (open_streams' guard then leaves PortAudio to the process's end). A stream
+    still running while the interpreter ends calls its Python callback from PortAudio's thread into a finalized
+    interpreter: the app died with SIGSEGV after Ctrl+Q in a take."""
+    for recorder in list(_recorders):
+        if recorder._stream is not None:
+            threading.Thread(target=recorder.stop, args=(0.0,), name="recording-exit", daemon=True).start()
+    deadline = time.monotonic() + STOP_WAIT_S
+    while any(recorder._stream is not None for recorder in list(_recorders)) and time.monotonic() < deadline:
+        time.sleep(0.01)  # each stop hands its stream to a closing thread at once, unless another stop holds it
+    with _closing_lock:
+        closing = dict(_closing)
+    for thread, began in closing.items():
+        thread.join(max(0.0, began + STOP_WAIT_S - time.monotonic()))
 
 
 # --------------------------------------------------------------------------------------------------
