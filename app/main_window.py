@@ -374,6 +374,9 @@ class MainWindow(QMainWindow):
         self.quit_question: QMessageBox | None = None  # the last 'Quit with ratings not in the pack?'
         self._quit_waits_for_pack = False  # a quit waits for the last save into the pack
         self._quit_without_pack = False  # the annotator chose to quit without it
+        self.take_question: QMessageBox | None = None  # the last 'A take is being recorded' asked before closing
+        self._after_take = None  # what waits for the Speakers page's take to be saved (a quit, an opening)
+        self._waiting_for_take = False  # take_settled is connected
         self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
         self._pack_quit_timer.setSingleShot(True)
         self._pack_quit_timer.timeout.connect(self._show_pack_quit_progress)
@@ -976,7 +979,7 @@ class MainWindow(QMainWindow):
         self.summary_label.setText(f"{label}…")
         return (
             BackgroundOp(self.runner, fn, label=label, parent=self, supersede="open", error_title="Cannot open project")
-            .success(lambda opened: self._opened(*opened))
+            .success(lambda opened: self._open_after_take(opened[0], lambda: self._opened(*opened)))
             .failure(self._open_failed, dialog=True)
             .run()
         )
@@ -1021,7 +1024,7 @@ class MainWindow(QMainWindow):
                 supersede="open",
                 error_title="Cannot open the annotation pack",
             )
-            .success(lambda opened: self._pack_opened(*opened))
+            .success(lambda opened: self._open_after_take(path, lambda: self._pack_opened(*opened)))
             .failure(self._pack_open_failed)
             .run()
         )
@@ -1124,7 +1127,7 @@ class MainWindow(QMainWindow):
         self.summary_label.setText(f"{label}…")
         return (
             BackgroundOp(self.runner, fn, label=label, parent=self, supersede="open", error_title="Cannot open project")
-            .success(lambda view: self._opened(path, view))
+            .success(lambda view: self._open_after_take(path, lambda: self._opened(path, view)))
             .failure(self._open_failed, dialog=True)
             .run()
         )
@@ -1326,12 +1329,91 @@ class MainWindow(QMainWindow):
             keep_frame_on_screen(self, fitted=self._remember_fitted_geometry)
 
     def closeEvent(self, event) -> None:
+        if not self.take_settled_before(self.close, "quit"):
+            event.ignore()
+            return
         if not self.pack_saved_before_quitting():
             event.ignore()
             return
         self.save_window_state()
         self.shutdown()
         super().closeEvent(event)
+
+    def take_settled_before(self, then, doing: str) -> bool:
+        """Whether closing the project now (quitting, opening another) loses no take on the Speakers page. A take
+        being recorded: asked first — keep it (stopped, checked and saved, as R does), discard it, or go on
+        recording (Esc, the default); one already stopped: its save is waited for. `then` runs once the take is
+        saved; not when it could not be (its dialog says why, and trying again asks nothing). Before, Ctrl+Q in a
+        take threw it away without a word."""
+        page = self.page_widgets.get("speakers")
+        held = getattr(page, "take_in_hand", None)
+        if held is None:
+            return True
+        self._after_take = then  # Ctrl+Q again while it waits: still one closing
+        if held == "finishing":
+            self._wait_for_take(page, doing)
+        elif self.take_question is None or not self.take_question.isVisible():
+            self._ask_about_take(page, doing)
+        return False
+
+    def _ask_about_take(self, page, doing: str) -> QMessageBox:
+        replace_dialog(self.take_question)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Keep the take being recorded?",
+            f"A take is being recorded: {page.take_described}.\n\nKeep it (it is stopped, checked and saved, as R "
+            f"does) before you {doing}, or discard it?",
+            QMessageBox.StandardButton.NoButton,
+            self,
+        )
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        keep = box.addButton(f"&Keep the take and {doing}", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton(f"&Discard it and {doing}", QMessageBox.ButtonRole.DestructiveRole)
+        back = box.addButton("&Go on recording", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(back)
+        box.setEscapeButton(back)
+        box.buttonClicked.connect(lambda button: self._take_answered(page, doing, button, keep, discard))
+        self.take_question = box
+        box.open()
+        return box
+
+    def _take_answered(self, page, doing: str, button, keep, discard) -> None:
+        then, self._after_take = self._after_take, None
+        if button is keep:
+            if page.keep_take():
+                self._after_take = then
+                self._wait_for_take(page, doing)
+            elif page.take_in_hand is None and then is not None:
+                then()  # the take ended meanwhile (saved, or there was nothing to keep)
+        elif button is discard:
+            page.discard_take()
+            if then is not None:
+                then()
+        else:  # Go on recording: the quit or the opening is dropped
+            self.summary_label.setText(self._summary_text)
+
+    def _wait_for_take(self, page, doing: str) -> None:
+        if not self._waiting_for_take:
+            self._waiting_for_take = True
+            page.take_settled.connect(self._take_settled)
+        self.statusBar().showMessage(f"Saving the take before you {doing}…")
+
+    def _take_settled(self, saved: bool) -> None:
+        page = self.page_widgets.get("speakers")
+        self._waiting_for_take = False
+        page.take_settled.disconnect(self._take_settled)
+        self.statusBar().clearMessage()
+        then, self._after_take = self._after_take, None
+        if saved and then is not None:
+            then()
+        else:
+            self.summary_label.setText(self._summary_text)
+
+    def _open_after_take(self, path: Path, then) -> None:
+        """A project opened in the background is shown once the Speakers page's take is settled (asked first
+        while one is being recorded)."""
+        if self.take_settled_before(then, f"open {Path(path).name}"):
+            then()
 
     def pack_saved_before_quitting(self) -> bool:
         """Whether the window may close as far as the open pack goes: its file holds every rating, or the

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
 from spokenbench.app.audio import NO_DEVICE_FLASH, NOT_ANSWERING, chosen_output, page_player, show_recording_status
@@ -36,6 +36,7 @@ from spokenbench.core.recording.recorder import (
     Recorder,
     input_devices,
     recording_availability,
+    wait_for_closing_streams,
 )
 from spokenbench.core.recording.speakers import (
     Speaker,
@@ -84,6 +85,12 @@ def input_name(recorder: Recorder) -> str:
     return f'the input "{recorder.device_name}"' if recorder.device_name else "the default input"
 
 
+CLOSE_WATCH_MS = 500
+HELD_STOP = (
+    "The sound input did not answer its stop (the sound server may be hung): the next recording starts once it answers"
+)
+
+
 def _input_lost(recorder: Recorder) -> bool:
     """Whether the input stopped for good during the take (not a pause it came back from)."""
     lost = recorder.input_break
@@ -101,7 +108,11 @@ def _abort_quietly(recorder: Recorder) -> None:
 
 class SpeakersPage(QWidget):
     """Works standalone: `set_session` is all it needs. `stream_factory` and `device_lister` replace sounddevice
-    (tests, benchmarks); `clone_backend_factory` replaces the cloning backend (a stub offline voice)."""
+    (tests, benchmarks); `clone_backend_factory` replaces the cloning backend (a stub offline voice).
+    `take_settled(saved)`: a take stopped with R (or `keep_take`) was saved, or was not kept — what a window
+    closing waits for (`take_in_hand`)."""
+
+    take_settled = Signal(bool)
 
     stream_factory = None  # None: sounddevice.InputStream
     device_lister = staticmethod(input_devices)
@@ -123,6 +134,7 @@ class SpeakersPage(QWidget):
         self.devices: list[InputDevice] = []
         self.recording_problem: str | None = "Looking for input devices…"
         self.recorder: Recorder | None = None
+        self.stop_held = False  # the take being saved was kept without its stream's stop (a hung sound server)
         self.recording_since = 0.0  # when the stream started (time.monotonic())
         self.state = "idle"  # idle, starting, recording, stopping, saving
         self.input_shown: str | None = None  # the InputState shown while recording
@@ -156,6 +168,8 @@ class SpeakersPage(QWidget):
         self.meter_timer.timeout.connect(self._poll_levels)
         self.held_watch = QTimer(self, singleShot=True, interval=int(STALL_S * 1000))  # a start or stop held
         self.held_watch.timeout.connect(self._still_held)
+        self.close_watch = QTimer(self, interval=CLOSE_WATCH_MS)  # a held stop's stream, until it has closed
+        self.close_watch.timeout.connect(self._closed_yet)
 
         self.list_view.selected.connect(self.select_speaker)
         self.list_view.table.activated.connect(lambda _index: self.view.setFocus())  # Enter: the recorder's keys
@@ -538,20 +552,14 @@ class SpeakersPage(QWidget):
         )
 
     def _still_held(self) -> None:
-        """A start or a stop held by a sound server that does not answer: said, rather than "Starting…" or
-        "Checking the take…" for good."""
-        if self.state == "starting":
-            self.view.status_label.setText(
-                "The recording has not started: the sound input does not answer (the sound server may be hung). "
-                "It starts once the server answers; reading on now would not be recorded."
-            )
-        elif self.state == "stopping":
-            self.view.status_label.setText(
-                "The take is not checked yet: the sound input does not answer its stop (the sound server may be "
-                "hung). It is checked and saved once the server answers."
-            )
-        else:
+        """A start held by a sound server that does not answer: said, rather than "Starting…" for good. (A stop
+        is never held: the take is kept without it, `Recorder.stop`.)"""
+        if self.state != "starting":
             return
+        self.view.status_label.setText(
+            "The recording has not started: the sound input does not answer (the sound server may be hung). "
+            "It starts once the server answers; reading on now would not be recorded."
+        )
         show_recording_status(self.window_, NOT_ANSWERING)  # the status bar's label says it too
 
     def _answered(self) -> None:
@@ -559,6 +567,16 @@ class SpeakersPage(QWidget):
         self.held_watch.stop()
         if getattr(self.window_, "recording_message", None) == NOT_ANSWERING:
             show_recording_status(self.window_, None)
+
+    def _closed_yet(self) -> None:
+        """A held stop's stream has closed (the sound server answered): the status bar no longer says it does not,
+        nor the line under the buttons."""
+        if not wait_for_closing_streams(0.0):
+            return
+        self.close_watch.stop()
+        self._answered()
+        if HELD_STOP in self.view.status_label.text():
+            self.view.status_label.setText(self.view.status_label.text().replace(f". {HELD_STOP}", ""))
 
     def _started(self, recorder: Recorder) -> None:
         if recorder is not self.recorder or self.state != "starting":
@@ -664,7 +682,6 @@ class SpeakersPage(QWidget):
         self.view.meter.reset()  # nothing is coming in now: the meter must not hold the last level
         self.view.state_label.setText("Checking the take…")
         set_toned_sheet(self.view.state_label, "font-weight:bold;")
-        self.held_watch.start()  # a stop the sound server holds is said after STALL_S
 
         def finish(progress) -> tuple[PreparedTake, ClipAudio]:
             samples = recorder.stop()
@@ -676,7 +693,11 @@ class SpeakersPage(QWidget):
 
         return (
             BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self, sound_device=True)
-            .success(lambda result: self._checked(speaker, *result, input_lost=_input_lost(recorder), session=session))
+            .success(
+                lambda result: self._checked(
+                    speaker, *result, input_lost=_input_lost(recorder), stop_held=recorder.stop_held, session=session
+                )
+            )
             .failure(self._stop_failed, dialog=True)
             .run()
         )
@@ -696,10 +717,10 @@ class SpeakersPage(QWidget):
         )
 
     def _stop_failed(self, error: BaseException) -> None:
-        self._answered()
         self.recorder, self.state = None, "idle"
         self.view.state_label.setText("")
         self.view.status_label.setText(f"The take was not kept: {error}")
+        self.take_settled.emit(False)
 
     def _checked(
         self,
@@ -707,17 +728,20 @@ class SpeakersPage(QWidget):
         prepared: PreparedTake,
         audio: ClipAudio,
         input_lost: bool = False,
+        stop_held: bool = False,
         session: ProjectSession | None = None,
     ) -> None:
         """The checks are shown at once; the take is saved meanwhile. `input_lost`: the input stopped for good
         during the take, so the devices are looked for again once it is saved (the banner and the status bar).
-        A take checked while its project was closed is not saved into the project opened since (its speaker is
-        not that project's)."""
+        `stop_held`: the sound server did not answer the stream's stop, so the take was kept without it; said
+        once it is saved. A take checked while its project was closed is not saved into the project opened since
+        (its speaker is not that project's)."""
         if session is not None and session is not self.session:
+            self.take_settled.emit(False)
             return
-        self._answered()
         self.recorder = None
         self.look_again = input_lost
+        self.stop_held = stop_held
         self.prepared = prepared
         self.shown_audio = audio
         self.view.waveform.set_clip(audio, "")
@@ -738,11 +762,17 @@ class SpeakersPage(QWidget):
         self.state = "idle"
         self.prepared = None
         self._look_again_if_lost()
+        self.take_settled.emit(True)
         if self.speaker is None or self.speaker.id != speaker.id:
             return
         self.takes.append(take)
         self.take_audio[take.id] = audio
-        self.view.status_label.setText(f"Take {take.take} saved ({take.duration_s:.1f} s, {take.audio_format.upper()})")
+        saved = f"Take {take.take} saved ({take.duration_s:.1f} s, {take.audio_format.upper()})"
+        if self.stop_held:  # the status bar says it too, until the stream has closed
+            saved += f". {HELD_STOP}"
+            show_recording_status(self.window_, NOT_ANSWERING)
+            self.close_watch.start()
+        self.view.status_label.setText(saved)
         self._show_progress()
         self._show_clone_state()
 
@@ -750,6 +780,36 @@ class SpeakersPage(QWidget):
         self.state = "idle"
         self._look_again_if_lost()
         self.view.status_label.setText(f"The take was not saved: {error}")
+        self.take_settled.emit(False)
+
+    @property
+    def take_in_hand(self) -> str | None:
+        """What a closing window or project would lose: "recording" (sound has come in since R), "finishing"
+        (stopped, being checked and saved), or None."""
+        if self.state == "recording" and self.recorder is not None and self.recorder.first_block_at is not None:
+            return "recording"
+        return "finishing" if self.state in ("stopping", "saving") else None
+
+    @property
+    def take_described(self) -> str:
+        """The take in hand in words, for the question asked before closing: its length, prompt and speaker."""
+        recorder, prompt, speaker = self.recorder, self.prompt, self.speaker
+        seconds = f"{recorder.recorded_s:.0f} s of " if recorder is not None else ""
+        where = f"prompt {self.prompt_index + 1} of {len(self.prompts)}" if prompt is not None else "a prompt"
+        return f"{seconds}{where}" + (f", read by {speaker.name}" if speaker is not None else "")
+
+    def keep_take(self) -> bool:
+        """Stop the take being recorded and save it, as R does; whether a take is on its way to being saved
+        (`take_settled` follows)."""
+        if self.take_in_hand == "recording":
+            self.stop_recording()
+        return self.take_in_hand == "finishing"
+
+    def discard_take(self) -> None:
+        """Throw the take being recorded away (Quit's "Discard the take")."""
+        if self.state == "recording":
+            self._abort_recording()
+            self.view.status_label.setText("The take was discarded")
 
     def _look_again_if_lost(self) -> None:
         """After a take whose input stopped for good: the devices are scanned again, so the page's banner and the

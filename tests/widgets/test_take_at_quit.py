@@ -1,0 +1,174 @@
+"""A take in hand when the window closes or another project opens: Ctrl+Q in a take asks (keep it, discard it,
+go on recording), a take already stopped is saved before the window closes, and a sound server that does not
+answer the stream's stop holds neither. Before, Ctrl+Q in a take closed the window at once and the take was gone
+(seen on the real desktop: 4 s of reading, no question, no take)."""
+
+import sqlite3
+import threading
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QMessageBox
+from recording_fakes import FAKE_DEVICE, HeldStop, take_signal
+from support import write_jsonl
+
+from spokenbench.app.main_window import MainWindow
+from spokenbench.app.speakers_page import SpeakersPage
+from spokenbench.core.importers import ImportOptions, import_files
+from spokenbench.core.recording.recorder import FakeInputStream, wait_for_closing_streams
+from spokenbench.core.recording.speakers import add_speaker, give_consent
+from spokenbench.core.store import Project
+
+SPEECH_S = 30.0  # a long reading: the take is still being recorded when the window closes
+
+
+def make_project(folder):
+    rows = [
+        {"id": f"q{i}", "language": "en", "question": f"Question {i}?", "options": ["a", "b", "c", "d"], "answer": "A"}
+        for i in range(3)
+    ]
+    with Project.create(folder) as project:
+        import_files(
+            project, [write_jsonl(folder.parent / f"{folder.name}.jsonl", rows)], "mcq", ImportOptions(source="t")
+        )
+        add_speaker(project, "Ana", "en", "british", "woman")
+        give_consent(project, "Ana", "I agree.", "tester")
+    return folder
+
+
+def stored_takes(folder) -> list[tuple]:
+    with sqlite3.connect(f"file:{folder / 'project.sqlite'}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT prompt_key, take, duration_s FROM recordings ORDER BY id").fetchall()
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    """The whole window on a project with a consented speaker, its Speakers page recording from a fake input that
+    reads for SPEECH_S at a device's pace."""
+    monkeypatch.setattr(SpeakersPage, "device_lister", staticmethod(lambda: [FAKE_DEVICE]))
+    monkeypatch.setattr(SpeakersPage, "stream_factory", staticmethod(reading))
+    w = MainWindow(audio_message="off", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    w.open_project(make_project(tmp_path / "p"))
+    qtbot.waitUntil(lambda: w.session is not None, timeout=10_000)
+    w.show_page("speakers")
+    qtbot.waitUntil(lambda: isinstance(w.page_widgets["speakers"], SpeakersPage), timeout=10_000)
+    page = w.page_widgets["speakers"]
+    qtbot.waitUntil(
+        lambda: page.speaker is not None and page.speaker.consent_in_force and bool(page.devices), timeout=10_000
+    )
+    yield w
+    w.shutdown()
+    wait_for_closing_streams(5.0)
+
+
+def reading(**options):
+    return FakeInputStream(signal=take_signal(SPEECH_S), realtime=True, noise_dbfs=-75, **options)
+
+
+def recording(window, qtbot) -> SpeakersPage:
+    page = window.page_widgets["speakers"]
+    qtbot.keyClick(page.view, "r")
+    qtbot.waitUntil(lambda: page.take_in_hand == "recording" and page.recorder.recorded_s > 1.0, timeout=5_000)
+    return page
+
+
+def asked(window, qtbot) -> QMessageBox:
+    qtbot.waitUntil(lambda: window.take_question is not None and window.take_question.isVisible(), timeout=5_000)
+    return window.take_question
+
+
+def answer(box: QMessageBox, starts: str) -> None:
+    [button] = [button for button in box.buttons() if button.text().replace("&", "").startswith(starts)]
+    button.click()
+
+
+def test_quitting_in_a_take_asks_and_keeping_it_saves_it_before_the_window_closes(window, qtbot, tmp_path):
+    recording(window, qtbot)
+    window.close()
+    box = asked(window, qtbot)
+    assert window.isVisible() and "A take is being recorded" in box.text() and "read by Ana" in box.text()
+    assert {b.text() for b in box.buttons()} == {"&Keep the take and quit", "&Discard it and quit", "&Go on recording"}
+    assert box.defaultButton().text() == "&Go on recording" and box.escapeButton() is box.defaultButton()
+    answer(box, "Keep")
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)  # closed by itself once the take is saved
+    [(prompt, take, seconds)] = stored_takes(tmp_path / "p")
+    assert take == 1 and seconds > 0.5  # the speech read before Ctrl+Q, its leading silence trimmed
+
+
+def test_discarding_the_take_quits_at_once_and_keeps_nothing(window, qtbot, tmp_path):
+    recording(window, qtbot)
+    window.close()
+    answer(asked(window, qtbot), "Discard")
+    assert not window.isVisible()
+    assert stored_takes(tmp_path / "p") == []
+
+
+def test_going_on_recording_keeps_the_window_and_the_take_running(window, qtbot, tmp_path):
+    page = recording(window, qtbot)
+    window.close()
+    box = asked(window, qtbot)
+    qtbot.keyClick(box, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not box.isVisible(), timeout=5_000)
+    assert window.isVisible() and page.take_in_hand == "recording"
+    seconds = page.recorder.recorded_s
+    qtbot.waitUntil(lambda: page.recorder.recorded_s > seconds + 0.5, timeout=5_000)  # still recording
+    qtbot.keyClick(page.view, "r")
+    qtbot.waitUntil(lambda: page.take_in_hand is None and page.state == "idle", timeout=10_000)
+    assert len(stored_takes(tmp_path / "p")) == 1
+    window.close()  # nothing in hand: no question
+    assert not window.isVisible()
+
+
+def test_a_take_stopped_just_before_quitting_is_saved_first_without_a_question(window, qtbot, tmp_path):
+    page = recording(window, qtbot)
+    qtbot.keyClick(page.view, "r")
+    assert page.take_in_hand == "finishing"
+    window.close()
+    window.close()  # Ctrl+Q again while it waits: still one closing
+    assert window.isVisible() and window.take_question is None
+    assert window.statusBar().currentMessage() == "Saving the take before you quit…"
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert len(stored_takes(tmp_path / "p")) == 1
+
+
+def test_a_take_whose_stop_the_sound_server_never_answers_is_saved_and_the_window_closes(
+    window, qtbot, tmp_path, monkeypatch
+):
+    """PulseAudio stopped as R is pressed: the stream's stop waits on it. Before, the take waited with it, and
+    Ctrl+Q meanwhile lost it."""
+    server_answers = threading.Event()
+    monkeypatch.setattr(
+        SpeakersPage, "stream_factory", staticmethod(lambda **o: HeldStop(reading(**o), server_answers))
+    )
+    page = recording(window, qtbot)
+    window.close()
+    answer(asked(window, qtbot), "Keep")
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)  # STOP_WAIT_S, then the take is saved
+    assert len(stored_takes(tmp_path / "p")) == 1 and page.stop_held
+    assert not wait_for_closing_streams(0.0)  # the stream still waits on the server
+    server_answers.set()
+    assert wait_for_closing_streams(5.0)
+
+
+def test_opening_another_project_in_a_take_asks_and_saves_the_take_into_its_own_project(window, qtbot, tmp_path):
+    other = make_project(tmp_path / "other")
+    recording(window, qtbot)
+    window.open_project(other)
+    box = asked(window, qtbot)
+    assert "&Keep the take and open other" in [button.text() for button in box.buttons()]
+    assert window.session.path == tmp_path / "p"  # not opened yet
+    answer(box, "Keep")
+    qtbot.waitUntil(lambda: window.session is not None and window.session.path == other, timeout=10_000)
+    assert len(stored_takes(tmp_path / "p")) == 1 and stored_takes(other) == []
+
+
+def test_going_on_recording_drops_the_opening(window, qtbot, tmp_path):
+    other = make_project(tmp_path / "other")
+    page = recording(window, qtbot)
+    window.open_project(other)
+    answer(asked(window, qtbot), "Go on")
+    qtbot.wait(300)
+    assert window.session.path == tmp_path / "p" and page.take_in_hand == "recording"
+    assert str(tmp_path / "p") in window.summary_label.text()
