@@ -700,16 +700,18 @@ def read_aloud(desktop: RealDesktop, wav: Path, wait: bool = True) -> subprocess
     return player
 
 
-def recording_session(project: Path, work: Path, steps, screen: str = "1400x900x24") -> SessionFigures:
+def recording_session(
+    project: Path, work: Path, steps, screen: str = "1400x900x24", command: list[str] | None = None
+) -> SessionFigures:
     """The app on a real desktop under xfwm4, its Speakers page open (Ctrl+5) with the first speaker's recorder
     given the keys (Enter); then `steps(desktop, heart)`, its figures once it is closed. The project needs a
-    consented speaker (`add_consented_speaker`). No clip is played first: a player's open output stream would
+    consented speaker (`add_consented_speaker`); `command` runs another tree's app (`app_trees`). No clip is played first: a player's open output stream would
     keep the null sink awake, and its monitor (the input) would not wake late as an idle one does. RuntimeError
     when the app or the page did not open."""
     figures = SessionFigures(0)
     with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
         env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}
-        process, heart, log = launch_app(desktop, project, work, figures, app_command(), env=env)
+        process, heart, log = launch_app(desktop, project, work, figures, command or app_command(), env=env)
         if process is None:
             raise RuntimeError("the app did not open: " + "; ".join(figures.notes))
         heart.watching = True
