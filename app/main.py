@@ -102,6 +102,54 @@ def start_heartbeat(window, path: str):
     return timer
 
 
+def close_when_told_to_end(window):
+    """SIGTERM (a logout, a shutdown, `kill`) and SIGINT (Ctrl+C where it was started) close the window as Ctrl+Q
+    does (`MainWindow.close_when_told`), with nobody there to answer: a take being recorded is kept. Before, either
+    signal ended the process at once, and a take in hand was lost. A second one ends it at once, as before. Python
+    runs a signal's handler only between bytecodes, never inside Qt's event loop: the signal's number is written
+    to a socket (`signal.set_wakeup_fd`) whose notifier wakes the loop (the handlers themselves do nothing)."""
+    import signal
+    import socket
+
+    from PySide6.QtCore import QSocketNotifier
+
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    told: list[int] = []
+
+    def woken() -> None:
+        try:
+            numbers = reader.recv(64)
+        except BlockingIOError:
+            return
+        for number in numbers:
+            if number not in (signal.SIGTERM, signal.SIGINT):
+                continue
+            if told:  # told twice: end now, as the signal does by default
+                signal.signal(number, signal.SIG_DFL)
+                os.kill(os.getpid(), number)
+            told.append(number)
+            window.close_when_told()
+
+    taken = [number for number in (signal.SIGTERM, signal.SIGINT) if signal.getsignal(number) is not signal.SIG_IGN]
+    defaults = {number: signal.signal(number, lambda *_: None) for number in taken}  # ignored ones stay so
+
+    def forked() -> None:
+        """A process forked from the app (a worker pool) ends on these signals as before, and never wakes the
+        app's loop through the socket it inherited."""
+        signal.set_wakeup_fd(-1)
+        for number, handler in defaults.items():
+            signal.signal(number, handler)
+
+    os.register_at_fork(after_in_child=forked)
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, window)
+    notifier.activated.connect(woken)
+    notifier.sockets = (reader, writer)  # kept open as long as the notifier
+    return notifier
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spokenbench-studio", description="SpokenBench Studio desktop app")
     parser.add_argument("project", nargs="?", help="project folder to open")
@@ -166,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     if os.environ.get(HEARTBEAT_ENV):
         start_heartbeat(window, os.environ[HEARTBEAT_ENV])
+    if not args.smoke:
+        window.end_signals = close_when_told_to_end(window)  # kept: its socket lives as long as the window
     keep_the_ui_responsive()
     # The sentence encoder, scipy and pandas stay out of the app: the gender-probe detail that uses them is
     # computed in a job process (core/results/gender_views.py compute_gender_view), as the panels are.

@@ -377,6 +377,7 @@ class MainWindow(QMainWindow):
         self.take_question: QMessageBox | None = None  # the last 'A take is being recorded' asked before closing
         self._after_take = None  # what waits for the Speakers page's take to be saved (a quit, an opening)
         self._waiting_for_take = False  # take_settled is connected
+        self._told_to_end = False  # a SIGTERM or SIGINT: nothing is asked
         self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
         self._pack_quit_timer.setSingleShot(True)
         self._pack_quit_timer.timeout.connect(self._show_pack_quit_progress)
@@ -1339,6 +1340,22 @@ class MainWindow(QMainWindow):
         self.shutdown()
         super().closeEvent(event)
 
+    def close_when_told(self) -> None:
+        """Told to end (SIGTERM, SIGINT: app/main.py): closed as Ctrl+Q closes it, with nobody there to answer —
+        a take being recorded is kept (stopped, checked and saved first), and a failed last save into the pack
+        quits anyway (the folder keeps every rating; the next opening saves them into the pack)."""
+        self._told_to_end = True
+        page = self.page_widgets.get("speakers")
+        if getattr(page, "take_in_hand", None) == "recording":
+            page.keep_take()
+        if self.take_question is not None and self.take_question.isVisible():
+            self._after_take = None
+            self.take_question.reject()
+        if self.quit_question is not None and self.quit_question.isVisible():
+            self.quit_question.done(QMessageBox.StandardButton.Yes)
+            return
+        self.close()
+
     def take_settled_before(self, then, doing: str) -> bool:
         """Whether closing the project now (quitting, opening another) loses no take on the Speakers page. A take
         being recorded: asked first — keep it (stopped, checked and saved, as R does), discard it, or go on
@@ -1404,7 +1421,7 @@ class MainWindow(QMainWindow):
         page.take_settled.disconnect(self._take_settled)
         self.statusBar().clearMessage()
         then, self._after_take = self._after_take, None
-        if saved and then is not None:
+        if then is not None and (saved or self._told_to_end):
             then()
         else:
             self.summary_label.setText(self._summary_text)
@@ -1455,6 +1472,9 @@ class MainWindow(QMainWindow):
             self.pack_quit_dialog.finished.disconnect(self._pack_quit_answered)
             self.pack_quit_dialog.accept()
         if ok:
+            self.close()
+        elif self._told_to_end:  # nobody to ask: the folder keeps every rating
+            self._quit_without_pack = True
             self.close()
         else:
             self.ask_quitting_with_a_stale_pack()

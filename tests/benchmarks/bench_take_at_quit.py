@@ -7,7 +7,8 @@ Each round starts the app (Xvfb, xfwm4, a PulseAudio null sink whose monitor is 
 on a fresh copy of the demo with one consented speaker, opens the Speakers page (Ctrl+5, Enter), presses R, plays
 a 3.4 s sentence into the input, and then, by keys alone:
 - "in a take": Ctrl+Q while recording; where the app asks, Alt+K (Keep the take and quit);
-- "stop held": PulseAudio stopped (SIGSTOP, a hung server), R, then Ctrl+Q at once.
+- "stop held": PulseAudio stopped (SIGSTOP, a hung server), R, then Ctrl+Q at once;
+- "SIGTERM": that signal while recording, as a logout or a shutdown sends it.
 Counted per tree and case: takes kept (in the project's database after the app ended), the app's exit codes
 (a negative one is a signal: -11 SIGSEGV), and the seconds from Ctrl+Q to the process's end (median; where the
 app asks, they include the ANSWER_AFTER_S a person takes to answer). Needs Xvfb,
@@ -16,6 +17,7 @@ a link DIR/spokenbench → X), put first on its PYTHONPATH; this tree runs first
 
 import argparse
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -37,7 +39,7 @@ from real_device import (  # noqa: E402
     type_keys,
 )
 
-CASES = ("in a take", "stop held")
+CASES = ("in a take", "stop held", "SIGTERM")
 QUIT_LIMIT_S = 20.0
 ANSWER_AFTER_S = 1.0  # Alt+K this long after Ctrl+Q, if the app is still there (it asks)
 
@@ -59,7 +61,10 @@ def quit_round(work: Path, speech: Path, case: str, command) -> tuple[int, int |
             desktop.xdotool("key", "r")
             time.sleep(0.2)
         pressed = time.monotonic()
-        desktop.xdotool("key", "ctrl+q")
+        if case == "SIGTERM":
+            heart.process.send_signal(signal.SIGTERM)
+        else:
+            desktop.xdotool("key", "ctrl+q")
         answered = case != "in a take"
         try:
             while heart.process.poll() is None and time.monotonic() - pressed < QUIT_LIMIT_S:

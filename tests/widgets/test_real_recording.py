@@ -11,6 +11,7 @@ installed."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 import numpy as np
@@ -120,8 +121,8 @@ def test_a_take_stopped_while_the_sound_server_hangs_is_saved_without_waiting_fo
 
 
 def quit_in_a_take(desktop, heart, speaking, keys: tuple[str, ...], hung: bool = False) -> float | None:
-    """R, the sentence read, (the server hung and R,) Ctrl+Q, then `keys` a second later: the seconds from
-    Ctrl+Q to the app's end (None: it had not ended 20 s later)."""
+    """R, the sentence read, (the server hung and R,) Ctrl+Q, then `keys` a second later (("SIGTERM",): that
+    signal instead of Ctrl+Q): the seconds from then to the app's end (None: it had not ended 20 s later)."""
     type_keys(desktop, "r")
     assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10), heart.recorder
     read_aloud(desktop, speaking)
@@ -131,7 +132,11 @@ def quit_in_a_take(desktop, heart, speaking, keys: tuple[str, ...], hung: bool =
         desktop.xdotool("key", "r")
         time.sleep(0.2)
     pressed = time.monotonic()
-    desktop.xdotool("key", "ctrl+q")
+    if keys == ("SIGTERM",):  # a logout or shutdown: told to end, nobody to answer
+        heart.process.send_signal(signal.SIGTERM)
+        keys = ()
+    else:
+        desktop.xdotool("key", "ctrl+q")
     try:
         time.sleep(1.0)
         for key in keys:
@@ -144,11 +149,12 @@ def quit_in_a_take(desktop, heart, speaking, keys: tuple[str, ...], hung: bool =
     return time.monotonic() - pressed if heart.process.poll() is not None else None
 
 
-@pytest.mark.parametrize(("keys", "kept"), [(("alt+k",), 1), (("alt+d",), 0)])
+@pytest.mark.parametrize(("keys", "kept"), [(("alt+k",), 1), (("alt+d",), 0), (("SIGTERM",), 1)])
 def test_quitting_in_a_take_asks_and_keeps_or_discards_it(demo_copy, tmp_path, speaking, keys, kept):
     """Ctrl+Q while recording: before, the window closed at once and the take was gone, and 1 quit in 9 ended in
     SIGSEGV (a stream still running as the interpreter ended). Now the app asks; Alt+K keeps the take, Alt+D
-    discards it, and the app ends cleanly either way."""
+    discards it, and the app ends cleanly either way. SIGTERM (a logout, a shutdown) keeps it without asking;
+    before, it ended the app at once (exit -15)."""
     ended = []
     figures = recording_session(
         demo_copy, tmp_path, lambda desktop, heart: ended.append(quit_in_a_take(desktop, heart, speaking, keys))

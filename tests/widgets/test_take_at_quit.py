@@ -3,15 +3,21 @@ go on recording), a take already stopped is saved before the window closes, and 
 answer the stream's stop holds neither. Before, Ctrl+Q in a take closed the window at once and the take was gone
 (seen on the real desktop: 4 s of reading, no question, no take)."""
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 from recording_fakes import FAKE_DEVICE, HeldStop, take_signal
-from support import write_jsonl
+from support import as_from_a_terminal, write_jsonl
 
+from spokenbench.app.main import HEARTBEAT_ENV
 from spokenbench.app.main_window import MainWindow
 from spokenbench.app.speakers_page import SpeakersPage
 from spokenbench.core.importers import ImportOptions, import_files
@@ -172,3 +178,47 @@ def test_going_on_recording_drops_the_opening(window, qtbot, tmp_path):
     qtbot.wait(300)
     assert window.session.path == tmp_path / "p" and page.take_in_hand == "recording"
     assert str(tmp_path / "p") in window.summary_label.text()
+
+
+def test_told_to_end_in_a_take_keeps_it_without_asking(window, qtbot, tmp_path):
+    """SIGTERM or SIGINT (`close_when_told`): nobody may be there to answer, so the take is kept."""
+    recording(window, qtbot)
+    window.close_when_told()
+    assert window.take_question is None
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert len(stored_takes(tmp_path / "p")) == 1
+
+
+def test_told_to_end_while_asked_keeps_the_take(window, qtbot, tmp_path):
+    recording(window, qtbot)
+    window.close()
+    box = asked(window, qtbot)
+    window.close_when_told()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert not box.isVisible() and len(stored_takes(tmp_path / "p")) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("told", [signal.SIGTERM, signal.SIGINT])
+def test_the_app_closes_as_ctrl_q_does_when_told_to_end_by_a_signal(tmp_path, told):
+    """A logout, a shutdown or `kill` sends SIGTERM; Ctrl+C in its terminal, SIGINT. Before, SIGTERM ended the
+    process at once (exit -15: no closing, a take in hand lost) and SIGINT waited for Python code to run."""
+    project = make_project(tmp_path / "p")
+    heartbeat, config = tmp_path / "heartbeat", tmp_path / "config"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(config), HEARTBEAT_ENV: str(heartbeat)}
+    app = [sys.executable, "-c", "from spokenbench.app.main import main; raise SystemExit(main())"]
+    process = subprocess.Popen([*app, str(project)], env=env, preexec_fn=as_from_a_terminal)
+    try:
+        deadline = time.monotonic() + 60
+        settings = config / "SpokenBench" / "SpokenBench Studio.conf"
+        while not (settings.exists() and str(project) in settings.read_text() and heartbeat.exists()):
+            assert time.monotonic() < deadline and process.poll() is None, "the app never opened the project"
+            time.sleep(0.05)  # opened: the project is among the recent ones
+        process.send_signal(told)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "page=items" in settings.read_text(), (
+        settings.read_text()
+    )  # the window was closed as Ctrl+Q closes it: its state saved
