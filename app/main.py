@@ -102,52 +102,77 @@ def start_heartbeat(window, path: str):
     return timer
 
 
-def close_when_told_to_end(window):
+class EndSignals:
     """SIGTERM (a logout, a shutdown, `kill`) and SIGINT (Ctrl+C where it was started) close the window as Ctrl+Q
     does (`MainWindow.close_when_told`), with nobody there to answer: a take being recorded is kept. Before, either
-    signal ended the process at once, and a take in hand was lost. A second one ends it at once, as before. Python
-    runs a signal's handler only between bytecodes, never inside Qt's event loop: the signal's number is written
-    to a socket (`signal.set_wakeup_fd`) whose notifier wakes the loop (the handlers themselves do nothing)."""
-    import signal
-    import socket
+    signal ended the process at once (SIGINT once Python code ran), and a take in hand was lost. A second one ends
+    it at once, as before: counted in the handler, which Python runs between bytecodes whatever the UI thread does
+    (a quit's wait for its threads, the exit hooks). Qt's event loop runs no bytecode while it waits, so the
+    signal's number is also written to a socket (`signal.set_wakeup_fd`) whose notifier wakes it. A signal ignored
+    at the start (SIGINT in a background job) stays ignored; `restore()` (once the event loop has ended) and a
+    process forked from the app put back the handlers from before."""
 
-    from PySide6.QtCore import QSocketNotifier
+    def __init__(self, window):
+        import signal
+        import socket
 
-    reader, writer = socket.socketpair()
-    reader.setblocking(False)
-    writer.setblocking(False)
-    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    told: list[int] = []
+        from PySide6.QtCore import QSocketNotifier
 
-    def woken() -> None:
+        self.window, self.told, self.closing = window, [], False
+        self.reader, self.writer = socket.socketpair()
+        self.reader.setblocking(False)
+        self.writer.setblocking(False)
+        self.before = {
+            number: signal.getsignal(number)
+            for number in (signal.SIGTERM, signal.SIGINT)
+            if signal.getsignal(number) is not signal.SIG_IGN
+        }
+        signal.set_wakeup_fd(self.writer.fileno(), warn_on_full_buffer=False)
+        for number in self.before:
+            signal.signal(number, self._handle)
+        os.register_at_fork(after_in_child=self.restore)
+        self.notifier = QSocketNotifier(self.reader.fileno(), QSocketNotifier.Type.Read, window)
+        self.notifier.activated.connect(self._woken)
+
+    def _handle(self, number: int, _frame) -> None:
+        import signal
+
+        from PySide6.QtCore import QTimer
+
+        self.told.append(number)
+        if len(self.told) > 1:  # told twice: end now, as the signal does by default
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+        QTimer.singleShot(0, self._close)  # on the event loop, never inside whatever code the signal interrupted
+
+    def _woken(self) -> None:
+        """The socket woke the event loop: Python has run (or is about to run) the handler."""
         try:
-            numbers = reader.recv(64)
+            while self.reader.recv(64):
+                pass
         except BlockingIOError:
-            return
-        for number in numbers:
-            if number not in (signal.SIGTERM, signal.SIGINT):
-                continue
-            if told:  # told twice: end now, as the signal does by default
-                signal.signal(number, signal.SIG_DFL)
-                os.kill(os.getpid(), number)
-            told.append(number)
-            window.close_when_told()
+            pass
+        self._close()
 
-    taken = [number for number in (signal.SIGTERM, signal.SIGINT) if signal.getsignal(number) is not signal.SIG_IGN]
-    defaults = {number: signal.signal(number, lambda *_: None) for number in taken}  # ignored ones stay so
+    def _close(self) -> None:
+        if self.told and not self.closing:
+            self.closing = True
+            self.window.close_when_told()
 
-    def forked() -> None:
-        """A process forked from the app (a worker pool) ends on these signals as before, and never wakes the
-        app's loop through the socket it inherited."""
-        signal.set_wakeup_fd(-1)
-        for number, handler in defaults.items():
-            signal.signal(number, handler)
+    def restore(self) -> None:
+        import signal
 
-    os.register_at_fork(after_in_child=forked)
-    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, window)
-    notifier.activated.connect(woken)
-    notifier.sockets = (reader, writer)  # kept open as long as the notifier
-    return notifier
+        if threading_main():
+            signal.set_wakeup_fd(-1)
+            for number, handler in self.before.items():
+                signal.signal(number, handler)
+
+
+def threading_main() -> bool:
+    """Whether this is the main thread, the only one that may set signal handlers."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,8 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     if os.environ.get(HEARTBEAT_ENV):
         start_heartbeat(window, os.environ[HEARTBEAT_ENV])
-    if not args.smoke:
-        window.end_signals = close_when_told_to_end(window)  # kept: its socket lives as long as the window
+    end_signals = None if args.smoke else EndSignals(window)
     keep_the_ui_responsive()
     # The sentence encoder, scipy and pandas stay out of the app: the gender-probe detail that uses them is
     # computed in a job process (core/results/gender_views.py compute_gender_view), as the panels are.
@@ -235,7 +259,10 @@ def main(argv: list[str] | None = None) -> int:
 
         shutil.rmtree(smoke_dir, ignore_errors=True)
         return code
-    return app.exec()
+    code = app.exec()
+    if end_signals is not None:  # before its socket goes: the exit hooks end as the signals did before
+        end_signals.restore()
+    return code
 
 
 if __name__ == "__main__":

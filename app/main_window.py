@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import QEvent, QPoint, QRect, QSettings, QSignalBlocker, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
@@ -375,7 +376,7 @@ class MainWindow(QMainWindow):
         self._quit_waits_for_pack = False  # a quit waits for the last save into the pack
         self._quit_without_pack = False  # the annotator chose to quit without it
         self.take_question: QMessageBox | None = None  # the last 'A take is being recorded' asked before closing
-        self._after_take = None  # what waits for the Speakers page's take to be saved (a quit, an opening)
+        self._after_take = None  # (then, doing): what waits for the Speakers page's take (a quit, an opening)
         self._waiting_for_take = False  # take_settled is connected
         self._told_to_end = False  # a SIGTERM or SIGINT: nothing is asked
         self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
@@ -1342,17 +1343,18 @@ class MainWindow(QMainWindow):
 
     def close_when_told(self) -> None:
         """Told to end (SIGTERM, SIGINT: app/main.py): closed as Ctrl+Q closes it, with nobody there to answer —
-        a take being recorded is kept (stopped, checked and saved first), and a failed last save into the pack
-        quits anyway (the folder keeps every rating; the next opening saves them into the pack)."""
+        a take being recorded is kept (stopped, checked and saved first; thrown away only where it cannot be
+        stopped as R does), and a failed last save into the pack quits anyway (the folder keeps every rating; the
+        next opening saves them into the pack)."""
         self._told_to_end = True
         page = self.page_widgets.get("speakers")
-        if getattr(page, "take_in_hand", None) == "recording":
-            page.keep_take()
+        if getattr(page, "take_in_hand", None) == "recording" and not page.keep_take():
+            page.discard_take()
         if self.take_question is not None and self.take_question.isVisible():
-            self._after_take = None
-            self.take_question.reject()
-        if self.quit_question is not None and self.quit_question.isVisible():
-            self.quit_question.done(QMessageBox.StandardButton.Yes)
+            self.take_question.done(QMessageBox.StandardButton.Cancel)  # no button's answer: the quit below
+        question = self.quit_question
+        if question is not None and shiboken6.isValid(question) and question.isVisible():
+            question.done(QMessageBox.StandardButton.Yes)  # Quit anyway
             return
         self.close()
 
@@ -1360,17 +1362,21 @@ class MainWindow(QMainWindow):
         """Whether closing the project now (quitting, opening another) loses no take on the Speakers page. A take
         being recorded: asked first — keep it (stopped, checked and saved, as R does), discard it, or go on
         recording (Esc, the default); one already stopped: its save is waited for. `then` runs once the take is
-        saved; not when it could not be (its dialog says why, and trying again asks nothing). Before, Ctrl+Q in a
-        take threw it away without a word."""
+        saved; not when it could not be (its dialog says why, and trying again asks nothing). A quit wins over an
+        opening that comes meanwhile, which is dropped. Before, Ctrl+Q in a take threw it away without a word."""
         page = self.page_widgets.get("speakers")
         held = getattr(page, "take_in_hand", None)
         if held is None:
             return True
-        self._after_take = then  # Ctrl+Q again while it waits: still one closing
+        if self._after_take is not None and self._after_take[1] == "quit" and doing != "quit":
+            self.summary_label.setText(self._summary_text)  # the opening is dropped: the window is closing
+            return False
+        asked = self._after_take is not None and self._after_take[1] == doing
+        self._after_take = (then, doing)  # Ctrl+Q again while it waits: still one closing
         if held == "finishing":
-            self._wait_for_take(page, doing)
-        elif self.take_question is None or not self.take_question.isVisible():
-            self._ask_about_take(page, doing)
+            self._wait_for_take(page)
+        elif not (asked and self.take_question is not None and self.take_question.isVisible()):
+            self._ask_about_take(page, doing)  # a quit replaces an opening's question
         return False
 
     def _ask_about_take(self, page, doing: str) -> QMessageBox:
@@ -1389,40 +1395,41 @@ class MainWindow(QMainWindow):
         back = box.addButton("&Go on recording", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(back)
         box.setEscapeButton(back)
-        box.buttonClicked.connect(lambda button: self._take_answered(page, doing, button, keep, discard))
+        box.buttonClicked.connect(lambda button: self._take_answered(page, button, keep, discard))
         self.take_question = box
         box.open()
         return box
 
-    def _take_answered(self, page, doing: str, button, keep, discard) -> None:
-        then, self._after_take = self._after_take, None
-        if button is keep:
-            if page.keep_take():
-                self._after_take = then
-                self._wait_for_take(page, doing)
-            elif page.take_in_hand is None and then is not None:
-                then()  # the take ended meanwhile (saved, or there was nothing to keep)
-        elif button is discard:
+    def _take_answered(self, page, button, keep, discard) -> None:
+        if self._after_take is None:
+            return
+        then = self._after_take[0]
+        if button is keep and page.keep_take():
+            self._wait_for_take(page)
+            return
+        self._after_take = None
+        if button is discard:
             page.discard_take()
-            if then is not None:
-                then()
+            then()
+        elif button is keep and page.take_in_hand is None:
+            then()  # the take ended meanwhile (saved, or nothing to keep)
         else:  # Go on recording: the quit or the opening is dropped
             self.summary_label.setText(self._summary_text)
 
-    def _wait_for_take(self, page, doing: str) -> None:
+    def _wait_for_take(self, page) -> None:
         if not self._waiting_for_take:
             self._waiting_for_take = True
             page.take_settled.connect(self._take_settled)
-        self.statusBar().showMessage(f"Saving the take before you {doing}…")
+        self.statusBar().showMessage(f"Saving the take before you {self._after_take[1]}…")
 
     def _take_settled(self, saved: bool) -> None:
         page = self.page_widgets.get("speakers")
         self._waiting_for_take = False
         page.take_settled.disconnect(self._take_settled)
         self.statusBar().clearMessage()
-        then, self._after_take = self._after_take, None
-        if then is not None and (saved or self._told_to_end):
-            then()
+        after, self._after_take = self._after_take, None
+        if after is not None and (saved or self._told_to_end):
+            after[0]()
         else:
             self.summary_label.setText(self._summary_text)
 

@@ -574,7 +574,8 @@ class SpeakersPage(QWidget):
         if not wait_for_closing_streams(0.0):
             return
         self.close_watch.stop()
-        self._answered()
+        if self.state == "idle":  # a start held since is another take's to say
+            self._answered()
         if HELD_STOP in self.view.status_label.text():
             self.view.status_label.setText(self.view.status_label.text().replace(f". {HELD_STOP}", ""))
 
@@ -691,7 +692,7 @@ class SpeakersPage(QWidget):
             wav = encode_wav(prepared.analysis.trimmed if len(prepared.analysis.trimmed) else samples, recorder.rate)
             return prepared, prepare_clip(wav, f"take of {prompt.label}")
 
-        return (
+        operation = (
             BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self, sound_device=True)
             .success(
                 lambda result: self._checked(
@@ -699,8 +700,24 @@ class SpeakersPage(QWidget):
                 )
             )
             .failure(self._stop_failed, dialog=True)
-            .run()
         )
+        operation.finished.connect(
+            lambda: self._take_dropped(
+                self.recorder is recorder and self.state == "stopping", "its check was cancelled"
+            )
+        )
+        return operation.run()
+
+    def _take_dropped(self, still_ours: bool, why: str) -> None:
+        """A take's check or save that ended with neither outcome (cancelled in the jobs panel): the page goes back
+        to idle and says so, and a closing that waits for the take goes on. Before, the page kept "Checking the
+        take…" for good, and a quit waiting for it never ended."""
+        if not still_ours:  # its success or failure has moved the page on
+            return
+        self.recorder, self.prepared, self.state = None, None, "idle"
+        self.view.state_label.setText("")
+        self.view.status_label.setText(f"The take was not kept: {why}")
+        self.take_settled.emit(False)
 
     def _discard_unstarted(self, recorder: Recorder) -> None:
         """R before the input's first block: nothing is kept, said on the status line (no dialog: the speaker only
@@ -755,8 +772,12 @@ class SpeakersPage(QWidget):
         self._show_verdict_tone(analysis.passed)
         self.view.show_checks([c.as_dict() for c in analysis.checks])
         self.state = "saving"
-        WriteOp(self.session, lambda project: save_take(project, speaker.id, prepared), changes={"recordings"}, label="Saving the take", parent=self)\
-            .success(lambda take: self._saved(speaker, take, audio)).failure(self._save_failed, dialog=True).run()  # fmt: skip
+        saving = WriteOp(self.session, lambda project: save_take(project, speaker.id, prepared), changes={"recordings"}, label="Saving the take", parent=self)\
+            .success(lambda take: self._saved(speaker, take, audio)).failure(self._save_failed, dialog=True)  # fmt: skip
+        saving.finished.connect(
+            lambda: self._take_dropped(self.prepared is prepared and self.state == "saving", "its save was cancelled")
+        )
+        saving.run()
 
     def _saved(self, speaker: Speaker, take: Take, audio: ClipAudio) -> None:
         self.state = "idle"

@@ -28,17 +28,17 @@ def fake(seconds: float):
 class HeldStop:
     """A stream whose stop waits for `released`, as a sound server that does not answer holds it."""
 
-    def __init__(self, stream, released):
-        self.stream, self.released = stream, released
+    def __init__(self, stream, released, longest_s: float = 10.0):
+        self.stream, self.released, self.longest_s = stream, released, longest_s
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
 
     def stop(self):
-        self.released.wait(10)
+        self.released.wait(self.longest_s)  # a test that fails never holds its worker for good
         self.stream.stop()
 
 
-def held_stops(made, released):
+def held_stops(made, released, longest_s: float = 10.0):
     """A stream factory giving `made`'s streams with their stop held until `released` is set."""
-    return lambda **options: HeldStop(made(**options), released)
+    return lambda **options: HeldStop(made(**options), released, longest_s)

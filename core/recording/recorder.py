@@ -188,6 +188,7 @@ class Recorder:
         self.silent_since: float | None = None  # when the current run of blocks of exact zeros began
         self.stopped_at: float | None = None
         self.stop_held = False  # the last stop was not answered within its wait (a hung sound server)
+        self.closing: StreamCloser | None = None  # the thread that stops and closes the last take's stream
         self._chunks: list[np.ndarray] = []
         self._stream = None
         self._recording = False
@@ -297,9 +298,9 @@ class Recorder:
                 return drained
 
     def stop(self, wait_s: float | None = None) -> np.ndarray:
-        """Stop collecting and return the take's samples. The stream is stopped and closed on a thread of its own,
-        waited for `wait_s` (STOP_WAIT_S): a sound server that does not answer holds that call for good (measured with PulseAudio
-        stopped), while the take is in memory already. When the stop answered, the samples are exact (PortAudio
+        """Stop collecting and return the take's samples. The stream is stopped and closed on a thread of its own
+        (`StreamCloser`), waited for `wait_s` (STOP_WAIT_S): a sound server that does not answer holds that call for
+        good (measured with PulseAudio stopped), while the take is in memory already. When the stop answered, the samples are exact (PortAudio
         waits for the callback in flight); when it did not (`stop_held`), a block in flight then may be missing.
         A stream that fails to stop (a device gone) keeps its take too."""
         wait_s = STOP_WAIT_S if wait_s is None else wait_s
@@ -309,12 +310,15 @@ class Recorder:
                 self.stopped_at = time.monotonic()
             self._recording = False
             if stream is not None:
-                closing = threading.Thread(target=_close_stream, args=(stream,), name="recording-close", daemon=True)
+                closing = StreamCloser(stream)
                 with _closing_lock:
                     _closing[closing] = time.monotonic()
-                closing.start()
-                closing.join(wait_s)
-                self.stop_held = closing.is_alive()
+                try:
+                    closing.start()
+                    closing.join(wait_s)
+                except RuntimeError:  # no new thread at the interpreter's end (Python 3.12.0-3.12.1): close here
+                    closing.run()
+                self.closing, self.stop_held = closing, closing.is_alive()
             chunks, self._chunks = self._chunks, []
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 
@@ -323,22 +327,28 @@ class Recorder:
         self.stop()
 
 
-def _close_stream(stream) -> None:
-    """Stop and close a recording's stream (on its own thread: `Recorder.stop`); its count goes once it is closed."""
-    try:
+class StreamCloser(threading.Thread):
+    """Stops and closes one recording's stream (`Recorder.stop`); the open-stream count goes once it is closed."""
+
+    def __init__(self, stream):
+        super().__init__(name="recording-close", daemon=True)
+        self.stream = stream
+
+    def run(self) -> None:
         try:
-            stream.stop()
+            try:
+                self.stream.stop()
+            finally:
+                self.stream.close()
+        except Exception:  # noqa: BLE001 - a stream whose device is gone: the take is kept all the same
+            pass
         finally:
-            stream.close()
-    except Exception:  # noqa: BLE001 - a stream whose device is gone: the take is kept all the same
-        pass
-    finally:
-        count_open_stream(-1)
-        with _closing_lock:
-            _closing.pop(threading.current_thread(), None)
+            count_open_stream(-1)
+            with _closing_lock:
+                _closing.pop(self, None)
 
 
-_closing: dict[threading.Thread, float] = {}  # recording streams being stopped and closed: since when
+_closing: dict[StreamCloser, float] = {}  # recording streams being stopped and closed: since when
 _closing_lock = threading.Lock()
 
 
@@ -374,7 +384,10 @@ def close_recordings() -> None:
     interpreter: the app died with SIGSEGV after Ctrl+Q in a take."""
     for recorder in list(_recorders):
         if recorder._stream is not None:
-            threading.Thread(target=recorder.stop, args=(0.0,), name="recording-exit", daemon=True).start()
+            try:
+                threading.Thread(target=recorder.stop, args=(0.0,), name="recording-exit", daemon=True).start()
+            except RuntimeError:  # no new thread at the interpreter's end (Python 3.12.0-3.12.1)
+                recorder._recording = False  # its callback returns at once, as before this hook
     deadline = time.monotonic() + STOP_WAIT_S
     while any(recorder._stream is not None for recorder in list(_recorders)) and time.monotonic() < deadline:
         time.sleep(0.01)  # each stop hands its stream to a closing thread at once, unless another stop holds it

@@ -266,7 +266,6 @@ def test_a_take_is_kept_when_its_streams_stop_is_never_answered():
     import threading
 
     from spokenbench.core.audio import open_streams
-    from spokenbench.core.recording.recorder import wait_for_closing_streams
 
     signal = padded(speech(1.0))
     answered = threading.Event()
@@ -284,9 +283,10 @@ def test_a_take_is_kept_when_its_streams_stop_is_never_answered():
     samples = recorder.stop(wait_s=0.3)
     assert 0.25 < time.perf_counter() - started < 2.0 and recorder.stop_held
     assert np.array_equal(samples[: len(signal)], signal)
-    assert not wait_for_closing_streams(0.0) and open_streams.count == open_before + 1  # still closing
+    assert recorder.closing.is_alive() and open_streams.count == open_before + 1  # still closing
     answered.set()
-    assert wait_for_closing_streams(5.0) and open_streams.count == open_before
+    recorder.closing.join(5)
+    assert not recorder.closing.is_alive() and open_streams.count == open_before
 
 
 def test_a_take_is_kept_when_its_stream_fails_to_stop():

@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 from recording_fakes import FAKE_DEVICE, HeldStop, take_signal
-from support import as_from_a_terminal, write_jsonl
+from support import as_a_background_job, as_from_a_terminal, write_jsonl
 
 from spokenbench.app.main import HEARTBEAT_ENV
 from spokenbench.app.main_window import MainWindow
@@ -108,6 +108,7 @@ def test_discarding_the_take_quits_at_once_and_keeps_nothing(window, qtbot, tmp_
     window.close()
     answer(asked(window, qtbot), "Discard")
     assert not window.isVisible()
+    qtbot.wait(1_500)  # a take wrongly kept would be saved by now (STOP_WAIT_S at most, then its check)
     assert stored_takes(tmp_path / "p") == []
 
 
@@ -146,16 +147,18 @@ def test_a_take_whose_stop_the_sound_server_never_answers_is_saved_and_the_windo
     Ctrl+Q meanwhile lost it."""
     server_answers = threading.Event()
     monkeypatch.setattr(
-        SpeakersPage, "stream_factory", staticmethod(lambda **o: HeldStop(reading(**o), server_answers))
+        SpeakersPage, "stream_factory", staticmethod(lambda **o: HeldStop(reading(**o), server_answers, 60))
     )
     page = recording(window, qtbot)
+    recorder = page.recorder
     window.close()
     answer(asked(window, qtbot), "Keep")
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)  # STOP_WAIT_S, then the take is saved
     assert len(stored_takes(tmp_path / "p")) == 1 and page.stop_held
-    assert not wait_for_closing_streams(0.0)  # the stream still waits on the server
+    assert recorder.closing.is_alive()  # the stream still waits on the server
     server_answers.set()
-    assert wait_for_closing_streams(5.0)
+    recorder.closing.join(5)
+    assert not recorder.closing.is_alive()
 
 
 def test_opening_another_project_in_a_take_asks_and_saves_the_take_into_its_own_project(window, qtbot, tmp_path):
@@ -222,3 +225,103 @@ def test_the_app_closes_as_ctrl_q_does_when_told_to_end_by_a_signal(tmp_path, to
     assert "page=items" in settings.read_text(), (
         settings.read_text()
     )  # the window was closed as Ctrl+Q closes it: its state saved
+
+
+def test_a_check_cancelled_while_a_quit_waits_lets_the_next_quit_through(window, qtbot, tmp_path, monkeypatch):
+    """Cancel on "Checking the take" in the jobs panel: before, the page kept "Checking the take…" for good and
+    the quit waiting for it never ended (nor did any later one)."""
+    held = threading.Event()
+    monkeypatch.setattr(SpeakersPage, "stream_factory", staticmethod(lambda **o: HeldStop(reading(**o), held, 60)))
+    page = recording(window, qtbot)
+    qtbot.keyClick(page.view, "r")
+    window.close()
+    [check] = [op for op in window.runner.running if op.label == "Checking the take"]
+    check.cancel()
+    qtbot.waitUntil(lambda: page.state == "idle", timeout=10_000)
+    assert window.isVisible() and page.view.status_label.text() == "The take was not kept: its check was cancelled"
+    window.close()
+    assert not window.isVisible()
+    held.set()
+
+
+def test_a_quit_waiting_for_a_take_wins_over_an_opening_that_comes_meanwhile(window, qtbot, tmp_path, monkeypatch):
+    """Before, the opening took the quit's place: once the take was saved, the other project opened instead."""
+    other = make_project(tmp_path / "other")
+    held = threading.Event()  # the stop is held: the take is saved only after STOP_WAIT_S
+    monkeypatch.setattr(SpeakersPage, "stream_factory", staticmethod(lambda **o: HeldStop(reading(**o), held, 60)))
+    page = recording(window, qtbot)
+    qtbot.keyClick(page.view, "r")  # stopped: the quit waits for its save
+    window.close()
+    opening = window.open_project(other)
+    qtbot.waitUntil(lambda: opening.status == "succeeded", timeout=10_000)
+    assert page.take_in_hand == "finishing"  # the opening came while the quit waited
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert window.session is None and len(stored_takes(tmp_path / "p")) == 1
+    held.set()
+
+
+def test_a_quit_while_an_openings_question_is_open_replaces_it(window, qtbot, tmp_path):
+    other = make_project(tmp_path / "other")
+    recording(window, qtbot)
+    window.open_project(other)
+    opening_question = asked(window, qtbot)
+    window.close()
+    box = asked(window, qtbot)
+    assert box is not opening_question and "&Keep the take and quit" in [button.text() for button in box.buttons()]
+    answer(box, "Keep")
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert len(stored_takes(tmp_path / "p")) == 1
+
+
+END_SIGNALS_SCRIPT = """
+import os, signal, sys, time
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QApplication
+from spokenbench.app.main import EndSignals
+
+app = QApplication([])
+
+
+class Window(QObject):
+    told = 0
+
+    def close_when_told(self):
+        self.told += 1  # a window that takes its time to close
+
+
+window = Window()
+ending = EndSignals(window)
+child = os.fork()
+if child == 0:  # a process forked from the app: the handlers from before, no wakeup socket
+    os._exit(0 if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.set_wakeup_fd(-1) == -1 else 3)
+print("forked child", os.waitpid(child, 0)[1] >> 8, flush=True)
+os.kill(os.getpid(), signal.SIGINT)  # ignored from the start (a background job): stays ignored
+os.kill(os.getpid(), signal.SIGTERM)
+deadline = time.monotonic() + 5
+while not window.told and time.monotonic() < deadline:
+    app.processEvents()
+    time.sleep(0.01)
+print("told", window.told, ending.told, flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # told twice: ends at once
+time.sleep(5)
+print("still alive", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_second_signal_ends_the_app_at_once_an_ignored_one_stays_ignored_and_a_fork_gets_the_old_handlers(
+    tmp_path,
+):
+    script = tmp_path / "end_signals.py"
+    script.write_text(END_SIGNALS_SCRIPT)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_a_background_job,
+    )
+    assert done.returncode == -signal.SIGTERM, (done.stdout, done.stderr)
+    assert done.stdout == f"forked child 0\ntold 1 [{int(signal.SIGTERM)}]\n", (done.stdout, done.stderr)
