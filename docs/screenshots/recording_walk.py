@@ -10,8 +10,8 @@ and reads into the input with paplay (espeak-ng's sentence). Into OUT: 1-recordi
 while the sentence is read, 0.3 s after it showed), 3-recording-passed.png (R: the take's checks, all passed),
 4-recording-muted.png (next prompt, a room's noise playing; R; the input muted with pactl: the line under the
 buttons says so), 5-recording-held-stop.png (next prompt; R; the sentence read, the sound server stopped with
-SIGSTOP as a hung one, R: 6 s later the line says the input does not answer its stop, and the status bar; the
-server goes on and the take is saved), 6-recording-stopped.png (next prompt; R; the sentence read and the sound
+SIGSTOP as a hung one, R: 2 s later the take is saved without it, and the line and the status bar say the input
+did not answer its stop; the server goes on), 6-recording-stopped.png (next prompt; R; the sentence read and the sound
 server killed mid-take: "● Input stopped at …" and the line saying what happened), 7-recording-stopped-take.png
 (R: the take's
 failed input check, the input looked for again: none, with the server gone). Prints the seconds from each R to ● Recording. Screenshots at a screen other than 1400x900
@@ -95,11 +95,11 @@ def main() -> None:
         time.sleep(0.4)
         desktop.hang_pulse()  # SIGSTOP: the stream's stop waits on the server
         desktop.xdotool("key", "r")
-        time.sleep(6.0)
+        heart.wait_for(lambda *_: heart.recorder == "idle", 10)  # saved without the server
+        time.sleep(0.5)
         desktop.screenshot(out / f"5-recording-held-stop{suffix}.png")
         desktop.resume_pulse()
-        heart.wait_for(lambda *_: heart.recorder == "idle", 15)
-        time.sleep(1.0)
+        time.sleep(1.5)  # the held stream closes: the line and the status bar no longer say it
         type_keys(desktop, "Right")
         record()
         read_aloud(desktop, speech, wait=False)
