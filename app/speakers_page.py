@@ -815,7 +815,7 @@ class SpeakersPage(QWidget):
     def take_described(self) -> str:
         """The take in hand in words, for the question asked before closing: its length, prompt and speaker."""
         recorder, prompt, speaker = self.recorder, self.prompt, self.speaker
-        seconds = f"{recorder.recorded_s:.0f} s of " if recorder is not None else ""
+        seconds = f"{recorder.recorded_s:.0f} s so far, of " if recorder is not None else ""
         where = f"prompt {self.prompt_index + 1} of {len(self.prompts)}" if prompt is not None else "a prompt"
         return f"{seconds}{where}" + (f", read by {speaker.name}" if speaker is not None else "")
 
