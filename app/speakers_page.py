@@ -166,7 +166,7 @@ class SpeakersPage(QWidget):
         layout.addWidget(splitter)
         self.meter_timer = QTimer(self, interval=METER_INTERVAL_MS)
         self.meter_timer.timeout.connect(self._poll_levels)
-        self.held_watch = QTimer(self, singleShot=True, interval=int(STALL_S * 1000))  # a start or stop held
+        self.held_watch = QTimer(self, singleShot=True, interval=int(STALL_S * 1000))  # a start held
         self.held_watch.timeout.connect(self._still_held)
         self.close_watch = QTimer(self, interval=CLOSE_WATCH_MS)  # a held stop's stream, until it has closed
         self.close_watch.timeout.connect(self._closed_yet)

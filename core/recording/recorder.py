@@ -300,9 +300,9 @@ class Recorder:
     def stop(self, wait_s: float | None = None) -> np.ndarray:
         """Stop collecting and return the take's samples. The stream is stopped and closed on a thread of its own
         (`StreamCloser`), waited for `wait_s` (STOP_WAIT_S): a sound server that does not answer holds that call for
-        good (measured with PulseAudio stopped), while the take is in memory already. When the stop answered, the samples are exact (PortAudio
-        waits for the callback in flight); when it did not (`stop_held`), a block in flight then may be missing.
-        A stream that fails to stop (a device gone) keeps its take too."""
+        good (measured with PulseAudio stopped), while the take is in memory already. When the stop answered, the
+        samples are exact (PortAudio waits for the callback in flight); when it did not (`stop_held`), a block in
+        flight then may be missing. A stream that fails to stop (a device gone) keeps its take too."""
         wait_s = STOP_WAIT_S if wait_s is None else wait_s
         with self._lock:
             stream, self._stream = self._stream, None
@@ -382,12 +382,14 @@ def close_recordings() -> None:
     a hung sound server holds is left (open_streams' guard then leaves PortAudio to the process's end). A stream
     still running while the interpreter ends calls its Python callback from PortAudio's thread into a finalized
     interpreter: the app died with SIGSEGV after Ctrl+Q in a take."""
-    for recorder in list(_recorders):
-        if recorder._stream is not None:
-            try:
-                threading.Thread(target=recorder.stop, args=(0.0,), name="recording-exit", daemon=True).start()
-            except RuntimeError:  # no new thread at the interpreter's end (Python 3.12.0-3.12.1)
-                recorder._recording = False  # its callback returns at once, as before this hook
+    still_open = [recorder for recorder in list(_recorders) if recorder._stream is not None]
+    try:
+        for recorder in still_open:
+            threading.Thread(target=recorder.stop, args=(0.0,), name="recording-exit", daemon=True).start()
+    except RuntimeError:  # no new thread at the interpreter's end (Python 3.12.0-3.12.1): as before this hook
+        for recorder in still_open:
+            recorder._recording = False  # its callback returns at once
+        return
     deadline = time.monotonic() + STOP_WAIT_S
     while any(recorder._stream is not None for recorder in list(_recorders)) and time.monotonic() < deadline:
         time.sleep(0.01)  # each stop hands its stream to a closing thread at once, unless another stop holds it
