@@ -47,6 +47,7 @@ from spokenbench.core.recording.speakers import (
     list_speakers,
     withdraw_consent,
 )
+from spokenbench.core.recording.spool import ClaimedTake, LeftTake, TakeSpool, left_takes
 from spokenbench.core.recording.takes import (
     PreparedTake,
     Take,
@@ -54,7 +55,7 @@ from spokenbench.core.recording.takes import (
     latest_takes,
     prepare_take,
     read_take_audio,
-    save_take,
+    save_recorded_take,
     script_progress,
     speaker_takes,
 )
@@ -126,6 +127,8 @@ class SpeakersPage(QWidget):
         self.speaker: Speaker | None = None
         self.add_dialog: AddSpeakerDialog | None = None  # the last of each kind, deleted before the next
         self.withdraw_box: QMessageBox | None = None
+        self.left_take_box: QMessageBox | None = None  # the last 'Keep a take cut short?'
+        self.left_to_ask: list[tuple[LeftTake, str | None]] = []  # takes cut short still to be asked about
         self.wanted_speaker: str | None = None  # the speaker being read (selected, not shown yet)
         self.prompts: list[Prompt] = []
         self.prompt_index = 0
@@ -204,6 +207,7 @@ class SpeakersPage(QWidget):
         session.changes.changed.connect(self._project_changed)
         self.refresh_speakers()
         self.find_devices()
+        self.offer_left_takes()
 
     def _project_changed(self, tables: set[str]) -> None:
         if tables & SPEAKER_TABLES:
@@ -394,6 +398,111 @@ class SpeakersPage(QWidget):
         self.refused = None
         self._reload_speaker()
 
+    # -- takes cut short -----------------------------------------------------------------------------------
+
+    def offer_left_takes(self) -> QueryOp | None:
+        """Takes a process that ended left in the project's spool — the app killed, crashed or cut off by a power
+        cut in the middle of a take (core/recording/spool.py): each offered in turn, to keep or discard."""
+        if self.session is None:
+            return None
+        folder = self.session.path
+
+        def read(project, progress) -> list[tuple[LeftTake, str | None]]:
+            names = {speaker.id: speaker.name for speaker in list_speakers(project.conn)}
+            return [(left, names.get(left.speaker_id)) for left in left_takes(folder)]
+
+        return (
+            QueryOp(self.session, read, label="Looking for takes cut short", parent=self, supersede="left-takes")
+            .success(self._ask_left_takes)
+            .run()
+        )
+
+    def _ask_left_takes(self, found: list[tuple[LeftTake, str | None]]) -> None:
+        self.left_to_ask = list(found)
+        self._ask_next_left_take()
+
+    def _ask_next_left_take(self) -> QMessageBox | None:
+        if not self.left_to_ask or self.session is None:
+            return None
+        left, name = self.left_to_ask.pop(0)
+        replace_dialog(self.left_take_box)
+        if left.problem is not None:
+            text = (
+                f"A take left in {left.pcm_path.parent} by a recording cut short cannot be read back: "
+                f"{left.pcm_path.name} {left.problem}.\n\nRemove it?"
+            )
+        else:
+            who = name or f"speaker {left.speaker_id} (no longer in the project)"
+            text = (
+                f"A take was cut short when SpokenBench Studio stopped in the middle of it (a crash, a kill or a power "
+                f"cut): {left.seconds:.0f} s of {left.prompt.label or left.prompt.key}, read by {who}, begun "
+                f"{left.started}.\n\nKeep it (it is checked and saved as a new take, as R does), or discard it?"
+            )
+        box = QMessageBox(
+            QMessageBox.Icon.Question, "Keep a take cut short?", text, QMessageBox.StandardButton.NoButton, self
+        )
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        keep = None if left.problem else box.addButton("&Keep the take", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton("&Remove it" if left.problem else "&Discard it", QMessageBox.ButtonRole.DestructiveRole)
+        later = box.addButton("&Later", QMessageBox.ButtonRole.RejectRole)  # asked again at the next opening
+        box.setDefaultButton(keep or later)
+        box.setEscapeButton(later)
+        box.buttonClicked.connect(lambda button: self._left_take_answered(left, button, keep, discard))
+        self.left_take_box = box
+        box.open()
+        return box
+
+    def _left_take_answered(self, left: LeftTake, button, keep, discard) -> None:
+        session = self.session
+        if session is None:
+            return
+        if button is keep:
+            self.recover_left_take(left)
+        elif button is discard:
+            BackgroundOp(session.runner, lambda progress: ClaimedTake(left).remove(), label="Discarding a take cut short", parent=self)\
+                .success(lambda _none: self._ask_next_left_take()).failure(lambda _error: self._ask_next_left_take(), dialog=True).run()  # fmt: skip
+        else:
+            self.left_to_ask = []  # Later: the rest are asked at the next opening too
+
+    def recover_left_take(self, left: LeftTake) -> BackgroundOp | None:
+        """Read the take back, check it as R does, save it as the prompt's newest take; its spool goes once saved
+        (or once its speaker's consent is found gone: nothing of the voice stays)."""
+        session = self.session
+        if session is None:
+            return None
+
+        def check(progress) -> tuple[ClaimedTake, PreparedTake]:
+            claimed = ClaimedTake(left)
+            try:
+                return claimed, prepare_take(claimed.samples(), left.rate, left.prompt, left.device)
+            except BaseException:
+                claimed.release()
+                raise
+
+        def save(claimed: ClaimedTake, prepared: PreparedTake) -> None:
+            def release(remove: bool) -> None:
+                claimed.remove() if remove else claimed.release()
+
+            WriteOp(session, lambda project: save_recorded_take(project, left.speaker_id, prepared, release), changes={"recordings"}, label="Saving a take cut short", parent=self)\
+                .success(lambda take: self._left_take_saved(left, take)).failure(lambda _error: self._ask_next_left_take(), dialog=True).run()  # fmt: skip
+
+        return (
+            BackgroundOp(session.runner, check, label="Checking a take cut short", parent=self)
+            .success(lambda result: save(*result))
+            .failure(lambda _error: self._ask_next_left_take(), dialog=True)
+            .run()
+        )
+
+    def _left_take_saved(self, left: LeftTake, take: Take) -> None:
+        verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
+        self.view.status_label.setText(
+            f"The take cut short was kept: take {take.take} of {left.prompt.label or left.prompt.key} "
+            f"({take.duration_s:.1f} s), {verdict}"
+        )
+        if self.speaker is not None and self.speaker.id == left.speaker_id and self.state == "idle":
+            self._reload_speaker()  # its takes and progress, read again
+        self._ask_next_left_take()
+
     def _reload_speaker(self) -> None:
         if self.speaker is not None:
             name, self.speaker = self.speaker.name, None
@@ -533,6 +642,11 @@ class SpeakersPage(QWidget):
         self.refused = None
         recorder = Recorder(self.device, stream_factory=self.stream_factory)
         self.recorder = recorder
+        folder, prompt = self.session.path, self.prompt
+
+        def spool_opener(rate: int) -> TakeSpool:  # on the start's thread: the take kept on disk as it comes
+            return TakeSpool(folder, speaker.id, prompt, rate, recorder.device_name)
+
         self.state = "starting"
         self.prepared = None
         self.view.state_label.setText("Starting…")
@@ -541,7 +655,7 @@ class SpeakersPage(QWidget):
         return (
             BackgroundOp(
                 self.session.runner,
-                lambda progress: recorder.start(),
+                lambda progress: recorder.start(spool_opener),
                 label="Starting the recording",
                 parent=self,
                 sound_device=True,
@@ -696,24 +810,32 @@ class SpeakersPage(QWidget):
             BackgroundOp(self.session.runner, finish, label="Checking the take", parent=self, sound_device=True)
             .success(
                 lambda result: self._checked(
-                    speaker, *result, input_lost=_input_lost(recorder), stop_held=recorder.stop_held, session=session
+                    speaker,
+                    *result,
+                    input_lost=_input_lost(recorder),
+                    stop_held=recorder.stop_held,
+                    session=session,
+                    release_spool=recorder.release_spool,
                 )
             )
             .failure(self._stop_failed, dialog=True)
         )
         operation.finished.connect(
             lambda: self._take_dropped(
-                self.recorder is recorder and self.state == "stopping", "its check was cancelled"
+                self.recorder is recorder and self.state == "stopping",
+                "its check was cancelled",
+                recorder.release_spool,
             )
         )
         return operation.run()
 
-    def _take_dropped(self, still_ours: bool, why: str) -> None:
+    def _take_dropped(self, still_ours: bool, why: str, release_spool) -> None:
         """A take's check or save that ended with neither outcome (cancelled in the jobs panel): the page goes back
-        to idle and says so, and a closing that waits for the take goes on. Before, the page kept "Checking the
-        take…" for good, and a quit waiting for it never ended."""
+        to idle and says so, the take's spool is removed (the cancel said so), and a closing that waits for the
+        take goes on. Before, the page kept "Checking the take…" for good, and a quit waiting for it never ended."""
         if not still_ours:  # its success or failure has moved the page on
             return
+        threading.Thread(target=release_spool, args=(True,), name="spool-remove", daemon=True).start()
         self.recorder, self.prepared, self.state = None, None, "idle"
         self.view.state_label.setText("")
         self.view.status_label.setText(f"The take was not kept: {why}")
@@ -734,6 +856,9 @@ class SpeakersPage(QWidget):
         )
 
     def _stop_failed(self, error: BaseException) -> None:
+        """The take could not be checked: its spool stays, and it is offered back at the next opening."""
+        if self.recorder is not None:
+            self.recorder.release_spool(remove=False)  # closes its file: nothing waits on the disk
         self.recorder, self.state = None, "idle"
         self.view.state_label.setText("")
         self.view.status_label.setText(f"The take was not kept: {error}")
@@ -747,13 +872,16 @@ class SpeakersPage(QWidget):
         input_lost: bool = False,
         stop_held: bool = False,
         session: ProjectSession | None = None,
+        release_spool=lambda remove: None,
     ) -> None:
         """The checks are shown at once; the take is saved meanwhile. `input_lost`: the input stopped for good
         during the take, so the devices are looked for again once it is saved (the banner and the status bar).
         `stop_held`: the sound server did not answer the stream's stop, so the take was kept without it; said
         once it is saved. A take checked while its project was closed is not saved into the project opened since
-        (its speaker is not that project's)."""
+        (its speaker is not that project's): its spool stays in its own project, offered at its next opening.
+        `release_spool(remove)`: the take's spool, let go once the take is saved."""
         if session is not None and session is not self.session:
+            release_spool(False)  # closes its file: nothing waits on the disk
             self.take_settled.emit(False)
             return
         self.recorder = None
@@ -772,10 +900,12 @@ class SpeakersPage(QWidget):
         self._show_verdict_tone(analysis.passed)
         self.view.show_checks([c.as_dict() for c in analysis.checks])
         self.state = "saving"
-        saving = WriteOp(self.session, lambda project: save_take(project, speaker.id, prepared), changes={"recordings"}, label="Saving the take", parent=self)\
+        saving = WriteOp(self.session, lambda project: save_recorded_take(project, speaker.id, prepared, release_spool), changes={"recordings"}, label="Saving the take", parent=self)\
             .success(lambda take: self._saved(speaker, take, audio)).failure(self._save_failed, dialog=True)  # fmt: skip
         saving.finished.connect(
-            lambda: self._take_dropped(self.prepared is prepared and self.state == "saving", "its save was cancelled")
+            lambda: self._take_dropped(
+                self.prepared is prepared and self.state == "saving", "its save was cancelled", release_spool
+            )
         )
         saving.run()
 

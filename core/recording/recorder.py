@@ -41,6 +41,7 @@ DIGITAL_SILENCE_S = 1.5
 # A stream's stop answers in milliseconds; one a sound server that does not answer holds is left this long, then
 # the take is kept without it (the stream closes on its own thread once the server answers).
 STOP_WAIT_S = 2.0
+SPOOL_INTERVAL_S = 0.25  # how often the take's new blocks go to its spool file (core/recording/spool.py)
 PORTAUDIO_HELP = (
     "install PortAudio (Debian/Ubuntu: apt-get install libportaudio2; Fedora: dnf install portaudio; "
     "macOS: brew install portaudio) and restart SpokenBench Studio"
@@ -189,6 +190,11 @@ class Recorder:
         self.stopped_at: float | None = None
         self.stop_held = False  # the last stop was not answered within its wait (a hung sound server)
         self.closing: StreamCloser | None = None  # the thread that stops and closes the last take's stream
+        self.spool = None  # the take's file on disk as it is recorded (a spool.TakeSpool), when one could be made
+        self.spool_problem: str | None = None  # why the take is not (or no longer) kept on disk as it comes
+        self._spooled = 0  # blocks of `_chunks` written to the spool
+        self._spool_thread: threading.Thread | None = None
+        self._spool_stop = threading.Event()
         self._chunks: list[np.ndarray] = []
         self._stream = None
         self._recording = False
@@ -202,10 +208,14 @@ class Recorder:
     def device_name(self) -> str | None:
         return self.device.name if self.device else None
 
-    def start(self) -> None:
+    def start(self, spool_opener: Callable[[int], object] | None = None) -> None:
+        """Open and start the stream. `spool_opener(rate)`: the take's file on disk (spool.TakeSpool), written
+        as the take comes in by a thread of its own; a take is recorded without it when it cannot be made."""
         if self._recording:
             raise SpokenBenchError("already recording")
         self._chunks = []
+        self._spooled = 0
+        self.spool, self.spool_problem = None, None
         self.blocks = self.dropped_blocks = self.frames = 0
         self.first_block_at = self.last_block_at = self.silent_since = self.stopped_at = self.longest_gap = None
         self.levels.clear()
@@ -233,6 +243,60 @@ class Recorder:
             name = self.device.name if self.device else "the default input device"
             raise SpokenBenchError(f"cannot record from {name} at {self.rate} Hz: {error}") from None
         self._stream = stream
+        if spool_opener is not None:
+            self._start_spool(spool_opener)
+
+    def _start_spool(self, spool_opener: Callable[[int], object]) -> None:
+        try:
+            self.spool = spool_opener(self.rate)
+        except OSError as error:  # a read-only or full project folder: the take is in memory only, as before
+            self.spool_problem = f"the take is not kept on disk as it is recorded ({error.strerror or error})"
+            return
+        self._spool_stop.clear()
+        self._spool_thread = threading.Thread(target=self._spool_loop, name="recording-spool", daemon=True)
+        self._spool_thread.start()
+
+    def _spool_loop(self) -> None:
+        while not self._spool_stop.wait(SPOOL_INTERVAL_S):
+            self._spool_new_blocks()
+
+    def _spool_new_blocks(self) -> None:
+        """Write the blocks come since the last call to the spool (the callback only appends to `_chunks`)."""
+        spool = self.spool
+        if spool is None or self.spool_problem is not None:
+            return
+        chunks = self._chunks
+        new = chunks[self._spooled : len(chunks)]
+        if not new:
+            return
+        try:
+            spool.write(np.concatenate(new))
+        except OSError as error:  # a disk filling up mid-take: the take goes on in memory
+            self.spool_problem = f"the take stopped being kept on disk ({error.strerror or error})"
+            return
+        self._spooled += len(new)
+
+    def _finish_spool(self) -> None:
+        """At the stop: the spool thread ended, and the spool holds the whole take, durable, while it is checked
+        and saved (a crash then loses nothing)."""
+        thread, self._spool_thread = self._spool_thread, None
+        if thread is None:
+            return
+        self._spool_stop.set()
+        thread.join()
+        self._spool_new_blocks()
+        if self.spool_problem is None:
+            try:
+                self.spool.sync()
+            except OSError as error:
+                self.spool_problem = f"the take could not be made durable on disk ({error.strerror or error})"
+
+    def release_spool(self, remove: bool) -> None:
+        """Let the take's spool go: `remove` once the take is saved or thrown away; kept when its save failed (it
+        is offered back at the next opening). Safe to call twice."""
+        spool, self.spool = self.spool, None
+        if spool is not None:
+            spool.close(remove=remove)
 
     def _callback(self, indata, frames, time_info, status) -> None:
         """On the audio thread: copy, count, measure. Never blocks."""
@@ -319,12 +383,14 @@ class Recorder:
                 except RuntimeError:  # no new thread at the interpreter's end (Python 3.12.0-3.12.1): close here
                     closing.run()
                 self.closing, self.stop_held = closing, closing.is_alive()
+            self._finish_spool()
             chunks, self._chunks = self._chunks, []
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 
     def abort(self) -> None:
-        """Stop and throw the take away (the screen closed, the speaker changed)."""
+        """Stop and throw the take away (the screen closed, the speaker changed), its spool with it."""
         self.stop()
+        self.release_spool(remove=True)
 
 
 class StreamCloser(threading.Thread):

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from spokenbench.core.domain.languages import normalize_language
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording import store
+from spokenbench.core.recording.spool import remove_left_takes_of
 from spokenbench.core.store import Project
 from spokenbench.core.store.database import utc_now
 
@@ -301,6 +302,7 @@ def withdraw_consent(project: Project, speaker: str | int) -> Withdrawal:
         takes = store.delete_takes_of(conn, row.id)
         clips, clip_files = store.delete_cloned_clips(conn, row.id, row.name)
         inputs, input_files = store.delete_cloned_inputs(conn, row.name)
+    remove_left_takes_of(project.path, row.id)  # a take of theirs cut short by a crash: nothing of the voice stays
     candidates = {sha: fmt for sha, fmt in [*files, *takes, *clip_files, *input_files] if sha}
     deleted = 0
     for sha, fmt in candidates.items():

@@ -10,6 +10,7 @@ file and then the row in one short transaction, refusing when the consent is gon
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.recording import store
 from spokenbench.core.recording.prompts import Prompt
 from spokenbench.core.recording.quality import InputBreak, QualitySettings, TakeAnalysis, analyse_take
-from spokenbench.core.recording.speakers import require_consent
+from spokenbench.core.recording.speakers import ConsentRequired, require_consent
 from spokenbench.core.store import Project
 
 STORED_FORMAT = "flac"  # lossless, about half the size of WAV
@@ -91,6 +92,24 @@ def prepare_take(
     analysis = analyse_take(samples, rate, settings, input_break)
     audio = encode_audio(analysis.trimmed if len(analysis.trimmed) else samples, rate, STORED_FORMAT)
     return PreparedTake(prompt, analysis, audio, STORED_FORMAT, device)
+
+
+def save_recorded_take(
+    project: Project, speaker_id: int, prepared: PreparedTake, release_spool: Callable[[bool], None]
+) -> Take:
+    """`save_take` for a take just recorded, then its spool (core/recording/spool.py) let go: removed once the take
+    is saved, or when the consent is gone (nothing of the voice stays); kept when the save failed otherwise (a
+    full disk), so the take is offered back at the next opening."""
+    try:
+        take = save_take(project, speaker_id, prepared)
+    except ConsentRequired:
+        release_spool(True)
+        raise
+    except BaseException:
+        release_spool(False)
+        raise
+    release_spool(True)
+    return take
 
 
 def save_take(project: Project, speaker_id: int, prepared: PreparedTake) -> Take:

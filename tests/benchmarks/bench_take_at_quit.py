@@ -8,7 +8,9 @@ on a fresh copy of the demo with one consented speaker, opens the Speakers page 
 a 3.4 s sentence into the input, and then, by keys alone:
 - "in a take": Ctrl+Q while recording; where the app asks, Alt+K (Keep the take and quit);
 - "stop held": PulseAudio stopped (SIGSTOP, a hung server), R, then Ctrl+Q at once;
-- "SIGTERM": that signal while recording, as a logout or a shutdown sends it.
+- "SIGTERM": that signal while recording, as a logout or a shutdown sends it;
+- "SIGKILL": that signal while recording, as a crash or a power cut ends it; the take counts as kept when it is
+  in the project's spool, whole enough to be offered at the next start (core/recording/spool.py).
 Counted per tree and case: takes kept (in the project's database after the app ended), the app's exit codes
 (a negative one is a signal: -11 SIGSEGV), and the seconds from Ctrl+Q to the process's end (median; where the
 app asks, they include the ANSWER_AFTER_S a person takes to answer). Needs Xvfb,
@@ -39,8 +41,11 @@ from real_device import (  # noqa: E402
     type_keys,
 )
 
-CASES = ("in a take", "stop held", "SIGTERM")
+from spokenbench.core.recording.spool import left_takes  # noqa: E402
+
+CASES = ("in a take", "stop held", "SIGTERM", "SIGKILL")
 QUIT_LIMIT_S = 20.0
+SPOKEN_S = 3.0  # a take left in the spool counts when it holds the sentence read (3.4 s)
 ANSWER_AFTER_S = 1.0  # Alt+K this long after Ctrl+Q, if the app is still there (it asks)
 
 
@@ -61,8 +66,8 @@ def quit_round(work: Path, speech: Path, case: str, command) -> tuple[int, int |
             desktop.xdotool("key", "r")
             time.sleep(0.2)
         pressed = time.monotonic()
-        if case == "SIGTERM":
-            heart.process.send_signal(signal.SIGTERM)
+        if case in ("SIGTERM", "SIGKILL"):
+            heart.process.send_signal(signal.SIGTERM if case == "SIGTERM" else signal.SIGKILL)
         else:
             desktop.xdotool("key", "ctrl+q")
         answered = case != "in a take"
@@ -79,7 +84,8 @@ def quit_round(work: Path, speech: Path, case: str, command) -> tuple[int, int |
                 desktop.resume_pulse()
 
     figures = recording_session(project, work, steps, screen="1280x720x24", command=command)
-    return len(recorded_takes(project)), figures.exit_code, ended[0]
+    offered = [left for left in left_takes(project) if left.problem is None and left.seconds >= SPOKEN_S]
+    return len(recorded_takes(project)) + len(offered), figures.exit_code, ended[0]
 
 
 def main() -> int:

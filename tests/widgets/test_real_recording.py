@@ -202,3 +202,36 @@ def test_a_muted_microphone_is_said_while_recording_and_unmuting_it_clears_that(
 
     [take] = recorded(demo_copy, tmp_path, steps)
     assert 3.0 <= take["speech_duration"]["value"] <= 3.6, take  # the sentence (3.2 s), not the room
+
+
+def test_a_take_cut_short_by_killing_the_app_is_offered_and_kept_at_the_next_start(demo_copy, tmp_path, speaking):
+    """SIGKILL in the middle of a take (as a crash or a power cut ends it): before, the take was gone. Now it is on
+    disk as it comes; the next start's Speakers page asks, and Enter (Keep the take, the default) keeps it."""
+    from spokenbench.core.recording.spool import left_takes
+
+    def killed(desktop, heart):
+        type_keys(desktop, "r")
+        assert heart.wait_for(lambda *_: heart.recorder == "recording-sound", 10), heart.recorder
+        read_aloud(desktop, speaking)
+        time.sleep(0.6)
+        heart.process.send_signal(signal.SIGKILL)
+        heart.process.wait(10)
+
+    first = recording_session(demo_copy, tmp_path / "first", killed)
+    assert first.exit_code == -signal.SIGKILL and recorded_takes(demo_copy) == []
+    [left] = left_takes(demo_copy)
+    assert left.problem is None and 3.0 < left.seconds < 6.0, left
+
+    def kept(desktop, heart):
+        time.sleep(1.5)  # the question opens once the page has looked for takes cut short
+        desktop.screenshot(tmp_path / "asked.png")
+        type_keys(desktop, "Return")
+        deadline = time.monotonic() + 15
+        while not recorded_takes(demo_copy) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    second = recording_session(demo_copy, tmp_path / "second", kept)
+    assert second.exit_code == 0, "\n".join(second.lines())
+    [take] = recorded_takes(demo_copy)
+    assert take["passed"] and take["speech_duration"]["value"] >= 3.0, take  # the whole sentence
+    assert left_takes(demo_copy) == []

@@ -14,7 +14,7 @@ import time
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
-from recording_fakes import FAKE_DEVICE, HeldStop, take_signal
+from recording_fakes import FAKE_DEVICE, RATE, HeldStop, take_signal
 from support import as_a_background_job, as_from_a_terminal, write_jsonl
 
 from spokenbench.app.main import HEARTBEAT_ENV
@@ -325,3 +325,63 @@ def test_a_second_signal_ends_the_app_at_once_an_ignored_one_stays_ignored_and_a
     )
     assert done.returncode == -signal.SIGTERM, (done.stdout, done.stderr)
     assert done.stdout == f"forked child 0\ntold 1 [{int(signal.SIGTERM)}]\n", (done.stdout, done.stderr)
+
+
+def left_behind(folder, seconds: float = 1.5) -> None:
+    """A take a killed process left in the project's spool: 1.5 s of speech of the first prompt, by Ana."""
+    from spokenbench.core.recording.prompts import project_prompts
+    from spokenbench.core.recording.spool import TakeSpool
+    from spokenbench.core.store import opened
+
+    with opened(folder) as project:  # the first prompt of Ana's script, as the page lists it
+        prompt = project_prompts(project.conn, "en")[0]
+    spool = TakeSpool(folder, 1, prompt, RATE, "Fake microphone")
+    spool.write(take_signal(seconds))
+    spool.close(remove=False)  # as a kill leaves it
+
+
+def window_on(qtbot, tmp_path, folder) -> MainWindow:
+    w = MainWindow(audio_message="off", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    w.open_project(folder)
+    qtbot.waitUntil(lambda: w.session is not None, timeout=10_000)
+    w.show_page("speakers")
+    qtbot.waitUntil(lambda: isinstance(w.page_widgets["speakers"], SpeakersPage), timeout=10_000)
+    return w
+
+
+@pytest.mark.parametrize(("answer_with", "kept", "left"), [("Keep", 1, 0), ("Discard", 0, 0), ("Later", 0, 1)])
+def test_a_take_cut_short_by_a_kill_is_offered_at_the_next_opening(
+    qtbot, tmp_path, monkeypatch, answer_with, kept, left
+):
+    """Before, a take lived in memory until R: the app killed (a crash, a power cut) mid-take lost all of it."""
+    from spokenbench.core.recording.spool import left_takes
+
+    monkeypatch.setattr(SpeakersPage, "device_lister", staticmethod(lambda: [FAKE_DEVICE]))
+    folder = make_project(tmp_path / "p")
+    left_behind(folder)
+    window = window_on(qtbot, tmp_path, folder)
+    page = window.page_widgets["speakers"]
+    qtbot.waitUntil(lambda: page.left_take_box is not None and page.left_take_box.isVisible(), timeout=10_000)
+    box = page.left_take_box
+    assert "cut short" in box.text() and "2 s of q0 question, read by Ana" in box.text(), box.text()
+    assert box.defaultButton().text() == "&Keep the take"
+    answer(box, answer_with)
+    qtbot.waitUntil(lambda: len(left_takes(folder)) == left and len(stored_takes(folder)) == kept, timeout=10_000)
+    if kept:
+        qtbot.waitUntil(lambda: page.view.status_label.text().startswith("The take cut short was kept"), timeout=5_000)
+        [(_prompt, take, seconds)] = stored_takes(folder)
+        assert take == 1 and 1.0 < seconds < 2.0
+    window.shutdown()
+
+
+def test_a_take_being_recorded_is_on_disk_until_it_is_saved(window, qtbot, tmp_path):
+    from spokenbench.core.recording.spool import SPOOL_DIR_NAME
+
+    spool_dir = tmp_path / "p" / SPOOL_DIR_NAME
+    page = recording(window, qtbot)
+    qtbot.waitUntil(lambda: sum(f.stat().st_size for f in spool_dir.glob("*.pcm")) > RATE, timeout=5_000)
+    qtbot.keyClick(page.view, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(stored_takes(tmp_path / "p")) == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: not any(spool_dir.iterdir()), timeout=5_000)  # let go once saved
