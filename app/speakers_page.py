@@ -13,6 +13,7 @@ input device the page says what to install; the speaker list and consent still w
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import threading
 import time
@@ -47,7 +48,7 @@ from spokenbench.core.recording.speakers import (
     list_speakers,
     withdraw_consent,
 )
-from spokenbench.core.recording.spool import ClaimedTake, LeftTake, TakeSpool, left_takes
+from spokenbench.core.recording.spool import ClaimedTake, LeftTake, TakeSpool, left_takes, prompt_as_it_is_now
 from spokenbench.core.recording.takes import (
     PreparedTake,
     Take,
@@ -98,9 +99,15 @@ def _input_lost(recorder: Recorder) -> bool:
     return lost is not None and lost.seconds is None
 
 
+def _abort_in_background(recorder: Recorder, name: str) -> None:
+    """Throw a take away off the UI thread: a sound server that does not answer holds its stream's stop (the
+    window froze and Ctrl+Q never ended the app, measured with PulseAudio stopped). Marked thrown away at once,
+    so an exit before the thread has run still removes its spool."""
+    recorder.discarding = True
+    threading.Thread(target=_abort_quietly, args=(recorder,), name=name, daemon=True).start()
+
+
 def _abort_quietly(recorder: Recorder) -> None:
-    """Stop a recording's stream off the UI thread: a sound server that does not answer holds that call (the
-    window froze and Ctrl+Q never ended the app, measured with PulseAudio stopped)."""
     try:
         recorder.abort()
     except Exception:  # noqa: BLE001 - a stream already gone
@@ -199,6 +206,9 @@ class SpeakersPage(QWidget):
         self.session = session
         self.speakers, self.speaker, self.takes, self.prompts = [], None, [], []
         self.wanted_speaker = None
+        self.left_to_ask = []  # the closed project's takes cut short are its own: asked at its next opening
+        if self.left_take_box is not None and shiboken6.isValid(self.left_take_box):
+            self.left_take_box.done(0)
         self.take_audio.clear()
         self._show_speaker()
         if session is None:
@@ -447,14 +457,14 @@ class SpeakersPage(QWidget):
         later = box.addButton("&Later", QMessageBox.ButtonRole.RejectRole)  # asked again at the next opening
         box.setDefaultButton(keep or later)
         box.setEscapeButton(later)
-        box.buttonClicked.connect(lambda button: self._left_take_answered(left, button, keep, discard))
+        session = self.session
+        box.buttonClicked.connect(lambda button: self._left_take_answered(session, left, button, keep, discard))
         self.left_take_box = box
         box.open()
         return box
 
-    def _left_take_answered(self, left: LeftTake, button, keep, discard) -> None:
-        session = self.session
-        if session is None:
+    def _left_take_answered(self, session: ProjectSession, left: LeftTake, button, keep, discard) -> None:
+        if session is not self.session:  # another project since: this take is the other project's
             return
         if button is keep:
             self.recover_left_take(left)
@@ -483,7 +493,11 @@ class SpeakersPage(QWidget):
             def release(remove: bool) -> None:
                 claimed.remove() if remove else claimed.release()
 
-            WriteOp(session, lambda project: save_recorded_take(project, left.speaker_id, prepared, release), changes={"recordings"}, label="Saving a take cut short", parent=self)\
+            def store(project) -> Take:  # an item deleted since: the take keeps its prompt's text, unlinked
+                now = dataclasses.replace(prepared, prompt=prompt_as_it_is_now(project.conn, prepared.prompt))
+                return save_recorded_take(project, left.speaker_id, now, release)
+
+            WriteOp(session, store, changes={"recordings"}, label="Saving a take cut short", parent=self)\
                 .success(lambda take: self._left_take_saved(left, take)).failure(lambda _error: self._ask_next_left_take(), dialog=True).run()  # fmt: skip
 
         return (
@@ -699,6 +713,8 @@ class SpeakersPage(QWidget):
         self._answered()
         self.state = "recording"
         self.recording_since = time.monotonic()
+        if recorder.spool_problem is not None:  # a read-only or full project folder: said, the take goes on
+            self.view.status_label.setText(f"Recording, but {recorder.spool_problem}")
         self._clear_input()
         self._show_input(recorder)
         self.meter_timer.start()
@@ -848,7 +864,7 @@ class SpeakersPage(QWidget):
         self.recorder, self.state = None, "idle"
         self.meter_timer.stop()
         self._clear_input()
-        threading.Thread(target=_abort_quietly, args=(recorder,), name="recording-discard", daemon=True).start()
+        _abort_in_background(recorder, "recording-discard")
         self._show_take()
         self.view.status_label.setText(
             f"Nothing was recorded: no sound had come from {input_name(recorder)} when R was pressed. Read once "
@@ -999,8 +1015,8 @@ class SpeakersPage(QWidget):
         if recorder is not None:
             self.view.state_label.setText("")
         self.state = "idle"
-        if recorder is not None and recorder.recording:  # a page or session closing: the take is thrown away
-            threading.Thread(target=_abort_quietly, args=(recorder,), name="recording-abort", daemon=True).start()
+        if recorder is not None:  # a page or session closing: the take is thrown away (one still starting too)
+            _abort_in_background(recorder, "recording-abort")
 
     # -- playback ----------------------------------------------------------------------------------------
 

@@ -701,11 +701,12 @@ def read_aloud(desktop: RealDesktop, wav: Path, wait: bool = True) -> subprocess
 
 
 def recording_session(
-    project: Path, work: Path, steps, screen: str = "1400x900x24", command: list[str] | None = None
+    project: Path, work: Path, steps, screen: str = "1400x900x24", command: list[str] | None = None, enter: bool = True
 ) -> SessionFigures:
     """The app on a real desktop under xfwm4, its Speakers page open (Ctrl+5) with the first speaker's recorder
     given the keys (Enter); then `steps(desktop, heart)`, its figures once it is closed. The project needs a
-    consented speaker (`add_consented_speaker`); `command` runs another tree's app (`app_trees`). No clip is played first: a player's open output stream would
+    consented speaker (`add_consented_speaker`); `command` runs another tree's app (`app_trees`); `enter=False`
+    leaves Enter unpressed (a question the page opens at once is the steps' to answer). No clip is played first: a player's open output stream would
     keep the null sink awake, and its monitor (the input) would not wake late as an idle one does. RuntimeError
     when the app or the page did not open."""
     figures = SessionFigures(0)
@@ -720,7 +721,8 @@ def recording_session(
             type_keys(desktop, "ctrl+5")
             if not heart.wait_for(lambda *_: heart.recorder == "idle", 30):  # its input devices found
                 raise RuntimeError(f"the Speakers page did not open: {heart.recorder}")
-            type_keys(desktop, "Return")
+            if enter:
+                type_keys(desktop, "Return")
             steps(desktop, heart)
             settle(heart)
         finally:

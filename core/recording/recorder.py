@@ -192,6 +192,7 @@ class Recorder:
         self.closing: StreamCloser | None = None  # the thread that stops and closes the last take's stream
         self.spool = None  # the take's file on disk as it is recorded (a spool.TakeSpool), when one could be made
         self.spool_problem: str | None = None  # why the take is not (or no longer) kept on disk as it comes
+        self.discarding = False  # thrown away (`abort`): its spool goes, even at the exit
         self._spooled = 0  # blocks of `_chunks` written to the spool
         self._spool_thread: threading.Thread | None = None
         self._spool_stop = threading.Event()
@@ -242,9 +243,17 @@ class Recorder:
             count_open_stream(-1)
             name = self.device.name if self.device else "the default input device"
             raise SpokenBenchError(f"cannot record from {name} at {self.rate} Hz: {error}") from None
-        self._stream = stream
-        if spool_opener is not None:
-            self._start_spool(spool_opener)
+        with self._lock:
+            if not self._recording or self.discarding:  # stopped or thrown away while it started (a held start)
+                self._recording = False
+                closing = StreamCloser(stream)
+                with _closing_lock:
+                    _closing[closing] = time.monotonic()
+                closing.start()
+                return
+            self._stream = stream
+            if spool_opener is not None and not self.discarding:
+                self._start_spool(spool_opener)
 
     def _start_spool(self, spool_opener: Callable[[int], object]) -> None:
         try:
@@ -276,24 +285,30 @@ class Recorder:
             return
         self._spooled += len(new)
 
-    def _finish_spool(self) -> None:
-        """At the stop: the spool thread ended, and the spool holds the whole take, durable, while it is checked
-        and saved (a crash then loses nothing)."""
+    def _end_spool_thread(self) -> None:
+        """The spool thread ended: nothing writes to the spool's file any more (before it is closed, whose
+        descriptor's number another file could take)."""
         thread, self._spool_thread = self._spool_thread, None
-        if thread is None:
+        if thread is not None:
+            self._spool_stop.set()
+            thread.join()
+
+    def _finish_spool(self) -> None:
+        """At the stop: the spool holds the whole take, durable, while it is checked and saved (a crash then
+        loses nothing)."""
+        self._end_spool_thread()
+        if self.spool is None or self.spool_problem is not None:
             return
-        self._spool_stop.set()
-        thread.join()
         self._spool_new_blocks()
-        if self.spool_problem is None:
-            try:
-                self.spool.sync()
-            except OSError as error:
-                self.spool_problem = f"the take could not be made durable on disk ({error.strerror or error})"
+        try:
+            self.spool.sync()
+        except OSError as error:
+            self.spool_problem = f"the take could not be made durable on disk ({error.strerror or error})"
 
     def release_spool(self, remove: bool) -> None:
         """Let the take's spool go: `remove` once the take is saved or thrown away; kept when its save failed (it
         is offered back at the next opening). Safe to call twice."""
+        self._end_spool_thread()
         spool, self.spool = self.spool, None
         if spool is not None:
             spool.close(remove=remove)
@@ -388,9 +403,11 @@ class Recorder:
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 
     def abort(self) -> None:
-        """Stop and throw the take away (the screen closed, the speaker changed), its spool with it."""
-        self.stop()
+        """Throw the take away (the screen closed, the speaker changed, Discard): its spool first — removed even
+        when the stream's stop is held or the process ends meanwhile (`close_recordings`) — then the stream."""
+        self.discarding = True
         self.release_spool(remove=True)
+        self.stop()
 
 
 class StreamCloser(threading.Thread):
@@ -463,6 +480,9 @@ def close_recordings() -> None:
         closing = dict(_closing)
     for thread, began in closing.items():
         thread.join(max(0.0, began + STOP_WAIT_S - time.monotonic()))
+    for recorder in list(_recorders):
+        if recorder.discarding:  # thrown away on a thread the exit may not have waited for
+            recorder.release_spool(remove=True)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -302,7 +302,6 @@ def withdraw_consent(project: Project, speaker: str | int) -> Withdrawal:
         takes = store.delete_takes_of(conn, row.id)
         clips, clip_files = store.delete_cloned_clips(conn, row.id, row.name)
         inputs, input_files = store.delete_cloned_inputs(conn, row.name)
-    remove_left_takes_of(project.path, row.id)  # a take of theirs cut short by a crash: nothing of the voice stays
     candidates = {sha: fmt for sha, fmt in [*files, *takes, *clip_files, *input_files] if sha}
     deleted = 0
     for sha, fmt in candidates.items():
@@ -312,4 +311,6 @@ def withdraw_consent(project: Project, speaker: str | int) -> Withdrawal:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             deleted += 1
+    with contextlib.suppress(OSError):  # after the audio: nothing here may stop its deletion
+        remove_left_takes_of(project.path, row.id)  # a take of theirs cut short: nothing of the voice stays
     return Withdrawal(row.name, when, len(takes), voice_count, clips, inputs, deleted)

@@ -17,6 +17,7 @@ pair that fails a check is listed with the reason and can only be removed."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -35,6 +36,8 @@ from spokenbench.core.recording.prompts import Prompt
 SPOOL_DIR_NAME = "recording-spool"
 SYNC_EVERY_S = 1.0  # what a power cut may lose of a take
 MAX_TAKE_S = 3600  # an hour of reading: a longer .pcm is not read back
+MAX_PCM_BYTES = 512 * 1024 * 1024  # and never more than this (an hour and a half at 48 kHz)
+LOCK_TRIES_S = 1.0  # a new spool's lock, taken while another process's listing looks at it briefly
 MAX_META_BYTES = 64 * 1024
 RATES = range(8_000, 384_001)
 ID_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,80}")
@@ -45,35 +48,88 @@ def spool_folder(project_dir: Path) -> Path:
     return Path(project_dir) / SPOOL_DIR_NAME
 
 
-def _lock(fd: int) -> bool:
-    """An exclusive flock without waiting; True where the file system has no locks (nothing else can be told)."""
+_NO_LINKS = getattr(os, "O_NOFOLLOW", 0)
+_CLOSE_ON_EXEC = getattr(os, "O_CLOEXEC", 0)
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0)  # a FIFO in a folder from someone else never holds the open
+
+
+def _lock(fd: int, wait_s: float = 0.0) -> bool:
+    """An exclusive flock, tried for up to `wait_s`; True where the file system has no locks (nothing else can be
+    told there: a take a live process records on such a file system could be offered to another)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         return True
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        except OSError:  # no locks on this file system
+            return True
+
+
+def _real_folder(folder: Path, make: bool = False) -> Path:
+    """The spool folder, never through a symbolic link (a project from someone else could point it anywhere)."""
+    if make:
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir()
+    status = os.lstat(folder)
+    if not stat.S_ISDIR(status.st_mode):
+        raise NotADirectoryError(f"{folder} is not a folder (a symbolic link or a file): takes are not kept there")
+    return folder
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    temp = path.with_name(path.name + ".part")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NO_LINKS | _CLOSE_ON_EXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:  # no locks on this file system
-        return True
-    return True
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+
+
+def _sync_folder(folder: Path) -> None:
+    """The folder's entries made durable (the renamed files survive a power cut)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _unlink_quietly(*paths: Path) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):  # gone already, or a folder in its place: offered again, never raised
+            path.unlink()
 
 
 class TakeSpool:
     """The files of one take being recorded, locked by this process until `close`."""
 
     def __init__(self, project_dir: Path, speaker_id: int, prompt: Prompt, rate: int, device: str | None):
-        folder = spool_folder(project_dir)
-        folder.mkdir(exist_ok=True)
+        """Made in this order, so that another process never sees a take of a live one unlocked or without its
+        description: the samples' file under a temp name, locked; the description, durable; then the samples'
+        file under its name. OSError when it cannot be made (the take is then recorded in memory only)."""
+        folder = _real_folder(spool_folder(project_dir), make=True)
         self.id = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.pcm_path, self.meta_path = folder / f"{self.id}.pcm", folder / f"{self.id}.json"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(self.pcm_path, flags, 0o644)
+        part = folder / f"{self.id}.pcm.part"
+        self.fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_LINKS | _CLOSE_ON_EXEC, 0o644)
         self.frames = 0
         self.synced_at = time.monotonic()
         try:
-            _lock(self.fd)
+            if not _lock(self.fd, wait_s=LOCK_TRIES_S):
+                raise OSError(f"{part}: could not be locked")
             meta = {
                 "speaker_id": speaker_id,
                 "prompt": {
@@ -87,10 +143,12 @@ class TakeSpool:
                 "device": device,
                 "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             }
-            temp = self.meta_path.with_suffix(".json.part")
-            temp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-            os.replace(temp, self.meta_path)
+            _write_durably(self.meta_path, json.dumps(meta, ensure_ascii=False).encode("utf-8"))
+            os.rename(part, self.pcm_path)
+            _sync_folder(folder)
         except BaseException:
+            with contextlib.suppress(OSError):
+                part.unlink()
             self.close(remove=True)
             raise
 
@@ -113,14 +171,15 @@ class TakeSpool:
 
     def close(self, remove: bool) -> None:
         """Let the take go: `remove` once it is saved or thrown away; kept (and offered at the next opening) when
-        its save failed."""
-        if remove:
-            for path in (self.meta_path, self.pcm_path):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-        if self.fd >= 0:
-            fd, self.fd = self.fd, -1
-            os.close(fd)  # and with it the lock
+        its save failed. Never raises: a file that cannot be removed is offered again, its lock let go."""
+        try:
+            if remove:
+                _unlink_quietly(self.meta_path, self.pcm_path)
+        finally:
+            if self.fd >= 0:
+                fd, self.fd = self.fd, -1
+                with contextlib.suppress(OSError):
+                    os.close(fd)  # and with it the lock
 
 
 @dataclass(frozen=True)
@@ -153,15 +212,15 @@ def _read_meta(meta_path: Path, pcm_size: int, take_id: str, pcm_path: Path) -> 
     if not isinstance(meta, dict) or not isinstance(meta.get("prompt"), dict):
         raise ValueError("it is not an object with a prompt")
     speaker_id, rate, prompt = meta.get("speaker_id"), meta.get("rate"), meta["prompt"]
-    if not isinstance(speaker_id, int) or isinstance(speaker_id, bool) or speaker_id < 1:
+    if not isinstance(speaker_id, int) or isinstance(speaker_id, bool) or not 1 <= speaker_id < 2**63:
         raise ValueError("its speaker_id is not a positive whole number")
     if not isinstance(rate, int) or isinstance(rate, bool) or rate not in RATES:
         raise ValueError(f"its rate is not a sample rate from {RATES.start:,} to {RATES.stop - 1:,} Hz")
     item_id = prompt.get("item_id")
-    if item_id is not None and (not isinstance(item_id, int) or isinstance(item_id, bool)):
+    if item_id is not None and (not isinstance(item_id, int) or isinstance(item_id, bool) or not 1 <= item_id < 2**63):
         raise ValueError("its prompt's item_id is not a whole number")
-    if pcm_size > MAX_TAKE_S * rate * 2:
-        raise ValueError(f"its samples are longer than {MAX_TAKE_S // 60} minutes")
+    if pcm_size > min(MAX_TAKE_S * rate * 2, MAX_PCM_BYTES):
+        raise ValueError(f"its samples are longer than {MAX_TAKE_S // 60} minutes or {MAX_PCM_BYTES >> 20} MiB")
     return LeftTake(
         take_id,
         pcm_path,
@@ -183,11 +242,12 @@ def _read_meta(meta_path: Path, pcm_size: int, take_id: str, pcm_path: Path) -> 
 
 def left_takes(project_dir: Path) -> list[LeftTake]:
     """The takes processes that ended left in the project's spool, oldest first; none being recorded or recovered
-    by a live process. Never raises for a file: one that fails a check is listed with its `problem`."""
+    by a live process. Never raises for what the folder holds: a pair that fails a check is listed with its
+    `problem`, and a spool folder that cannot be read (or is a link) lists nothing."""
     folder = spool_folder(project_dir)
     try:
-        names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
+        names = sorted(os.listdir(_real_folder(folder)))
+    except OSError:
         return []
     left = []
     for name in names:
@@ -196,7 +256,9 @@ def left_takes(project_dir: Path) -> list[LeftTake]:
             continue
         pcm_path, meta_path = folder / name, folder / f"{take_id}.json"
         try:
-            fd = os.open(pcm_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(pcm_path, os.O_RDONLY | _NO_LINKS | _NO_WAIT | _CLOSE_ON_EXEC)
+        except FileNotFoundError:
+            continue  # saved and removed meanwhile
         except OSError as error:
             left.append(LeftTake(take_id, pcm_path, meta_path, problem=f"cannot be read ({error.strerror})"))
             continue
@@ -209,22 +271,34 @@ def left_takes(project_dir: Path) -> list[LeftTake]:
                 continue  # a live process records or recovers it
             try:
                 left.append(_read_meta(meta_path, status.st_size, take_id, pcm_path))
-            except (OSError, InputError, ValueError, UnicodeDecodeError) as error:
-                left.append(LeftTake(take_id, pcm_path, meta_path, problem=f"its description: {error}"))
+            except Exception as error:  # noqa: BLE001 - a description from anyone: deep nesting, bad bytes, …
+                left.append(LeftTake(take_id, pcm_path, meta_path, problem=f"its description: {_reason(error)}"))
         finally:
             os.close(fd)
     return left
 
 
+def _reason(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return "it is nested too deeply"
+    if isinstance(error, FileNotFoundError):
+        return "it is missing"
+    return str(error) or type(error).__name__
+
+
 class ClaimedTake:
-    """A left take locked by this process while it is read back and saved, or removed."""
+    """A left take locked by this process while it is read back and saved, or removed. One that cannot be opened
+    (a link, a FIFO, a folder in its place: `problem`) is only removed: the entries themselves, never what they
+    point to."""
 
     def __init__(self, left: LeftTake):
         self.left = left
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(left.pcm_path, flags)
+        self.fd = -1
+        if left.problem is not None:
+            return
+        self.fd = os.open(left.pcm_path, os.O_RDONLY | _NO_LINKS | _NO_WAIT | _CLOSE_ON_EXEC)
         if not _lock(self.fd):
-            os.close(self.fd)
+            self.release()
             raise InputError(InputProblem(str(left.pcm_path), "another process is recovering this take"))
 
     def samples(self) -> np.ndarray:
@@ -232,21 +306,32 @@ class ClaimedTake:
         left = self.left
         if left.problem is not None:
             raise InputError(InputProblem(str(left.pcm_path), left.problem))
-        limit = MAX_TAKE_S * left.rate * 2
+        limit = min(MAX_TAKE_S * left.rate * 2, MAX_PCM_BYTES)
         data = read_regular_file(left.pcm_path, limit, follow_links=False)
         usable = len(data) - len(data) % 2
         return np.frombuffer(data[:usable], dtype="<i2").astype(np.float32) / 32767.0
 
     def remove(self) -> None:
-        for path in (self.left.meta_path, self.left.pcm_path):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        self.release()
+        """Never raises: an entry that cannot be removed is offered again."""
+        try:
+            _unlink_quietly(self.left.meta_path, self.left.pcm_path)
+        finally:
+            self.release()
 
     def release(self) -> None:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def prompt_as_it_is_now(conn, prompt: Prompt) -> Prompt:
+    """The prompt of a take cut short as it can be stored now: an item deleted since is no longer linked (the
+    prompt's key and text stay with the take)."""
+    if prompt.item_id is None:
+        return prompt
+    found = conn.execute("SELECT 1 FROM items WHERE id = ?", (prompt.item_id,)).fetchone()
+    return prompt if found else dataclasses.replace(prompt, item_id=None)
 
 
 def remove_left_takes_of(project_dir: Path, speaker_id: int) -> int:
@@ -254,7 +339,7 @@ def remove_left_takes_of(project_dir: Path, speaker_id: int) -> int:
     their voice stays behind. How many were removed."""
     removed = 0
     for left in left_takes(project_dir):
-        if left.speaker_id == speaker_id or left.problem is not None:
+        if left.speaker_id == speaker_id or left.problem is not None:  # an unreadable one may be theirs
             with contextlib.suppress(InputError, OSError):
                 ClaimedTake(left).remove()
                 removed += 1

@@ -9,12 +9,15 @@ PulseAudio with a null sink, whose monitor is the default input (tests/real_devi
 studio-take-quit-asked.png (*Keep the take being recorded?*, Go on recording the default). Esc goes on
 recording; R stops and saves the take; → to the next prompt, R, the sentence again, the sound server stopped
 (SIGSTOP, a hung one), R and Ctrl+Q at once: studio-take-quit-saving.png (*Saving the take before you quit…* in
-the status bar, 0.6 s later), and the app ends by itself once the take is saved. Screenshots at a screen other
-than 1400x900 end in -WxH. Prints the takes stored, the seconds from the last Ctrl+Q to the app's end and its exit
-code. Needs Xvfb, PulseAudio, xdotool and xfwm4 (apt-get install xvfb pulseaudio xdotool xfwm4)."""
+the status bar, 0.6 s later), and the app ends by itself once the take is saved. Then the app is started again,
+R, the sentence, and the app killed (SIGKILL, as a crash or a power cut ends it); started once more, its Speakers
+page asks: studio-take-cut-short.png (*Keep a take cut short?*); Enter keeps it: studio-take-cut-short-kept.png.
+Screenshots at a screen other than 1400x900 end in -WxH. Prints the takes stored, the seconds from the last
+Ctrl+Q to the app's end and the exit codes. Needs Xvfb, PulseAudio, xdotool and xfwm4 (apt-get install xvfb pulseaudio xdotool xfwm4)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -75,10 +78,27 @@ def main() -> None:
             desktop.resume_pulse()
 
     figures = recording_session(project, out, steps, screen=screen)
+
+    def killed(desktop, heart) -> None:
+        type_keys(desktop, "Right", "Right")  # a prompt of its own
+        record_and_read(desktop, heart)
+        heart.process.send_signal(signal.SIGKILL)
+        heart.process.wait(10)
+
+    def kept(desktop, heart) -> None:
+        desktop.xdotool("search", "--sync", "--name", "Keep a take cut short", timeout=30)
+        time.sleep(0.5)
+        desktop.screenshot(out / f"studio-take-cut-short{suffix}.png")
+        type_keys(desktop, "Return")
+        time.sleep(2.0)
+        desktop.screenshot(out / f"studio-take-cut-short-kept{suffix}.png")
+
+    killed_figures = recording_session(project, out / "killed", killed, screen=screen)
+    kept_figures = recording_session(project, out / "kept", kept, screen=screen, enter=False)
     takes = recorded_takes(project)
     print(f"takes stored: {len(takes)} ({', '.join('passed' if take['passed'] else 'failed' for take in takes)})")
     print(f"Ctrl+Q with the stop held: the app ended {ended[0]:.2f} s later" if ended and ended[0] else "never ended")
-    print(f"exit code {figures.exit_code}")
+    print(f"exit codes: {figures.exit_code}, killed {killed_figures.exit_code}, then {kept_figures.exit_code}")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,10 @@ def left_pair(project_dir, meta, pcm: bytes = b"\0\0" * RATE, name="20261206-000
     folder = project_dir / SPOOL_DIR_NAME
     folder.mkdir(exist_ok=True)
     (folder / f"{name}.pcm").write_bytes(pcm)
-    (folder / f"{name}.json").write_text(meta if isinstance(meta, str) else json.dumps(meta), encoding="utf-8")
+    if isinstance(meta, bytes):
+        (folder / f"{name}.json").write_bytes(meta)
+    else:
+        (folder / f"{name}.json").write_text(meta if isinstance(meta, str) else json.dumps(meta), encoding="utf-8")
     return folder / f"{name}.pcm"
 
 
@@ -148,11 +151,14 @@ GOOD_META = {
         ({**GOOD_META, "prompt": {**GOOD_META["prompt"], "text": 7}}, "its text is not a text"),
         ({**GOOD_META, "prompt": {**GOOD_META["prompt"], "key": "k" * 5000}}, "its key is not a text"),
         ({**GOOD_META, "rate": 8000}, "longer than 60 minutes"),
+        ("[" * 30_000 + "]" * 30_000, "nested too deeply"),
+        (b"\xff\xfe{}", "its description"),
     ],
 )
 def test_a_left_take_from_someone_else_is_checked_field_by_field(project_dir, meta, problem):
-    pcm = b"\0\0" * (3600 * 8000 + 1) if problem.startswith("longer") else b"\0\0" * RATE
-    left_pair(project_dir, meta, pcm)
+    pcm_path = left_pair(project_dir, meta)
+    if problem.startswith("longer"):
+        os.truncate(pcm_path, 3600 * 8000 * 2 + 2)  # sparse: an hour at 8 kHz and a sample more
     [left] = left_takes(project_dir)
     assert left.problem is not None and problem in left.problem
     claimed = ClaimedTake(left)
@@ -180,7 +186,82 @@ def test_links_and_special_files_in_the_spool_are_never_read(project_dir, tmp_pa
     assert time.perf_counter() - started < 2.0  # the FIFO never waited for a writer
     assert "cannot be read" in found["a"] and found["b"] == "is not a regular file"
     assert "symbolic link" in found["c"] and set(found) == {"a", "b", "c"}
-    assert secret.read_bytes() == b"\1\0" * 100
+    for left in left_takes(project_dir):  # removed as entries, never through them, and without waiting
+        ClaimedTake(left).remove()
+    assert left_takes(project_dir) == [] and secret.read_bytes() == b"\1\0" * 100
+    assert time.perf_counter() - started < 4.0
+
+
+def test_a_spool_folder_that_is_a_link_is_never_followed(project_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    left_pair(tmp_path, GOOD_META)  # a take pair in tmp_path/recording-spool, reached through the link
+    (project_dir / SPOOL_DIR_NAME).symlink_to(tmp_path / SPOOL_DIR_NAME)
+    assert left_takes(project_dir) == []
+    with pytest.raises(OSError, match="not a folder"):
+        TakeSpool(project_dir, 1, PROMPT, RATE, None)
+    assert len(list((tmp_path / SPOOL_DIR_NAME).iterdir())) == 2  # untouched
+
+
+def test_a_withdrawal_removes_the_audio_even_with_a_hostile_spool(project_dir):
+    """A description nested 30,000 deep made `json.loads` raise RecursionError, which stopped the withdrawal
+    after its rows were deleted, before its audio files were."""
+    left_pair(project_dir, "[" * 30_000 + "]" * 30_000)
+    with opened(project_dir) as project:
+        withdrawal = withdraw_consent(project, "Ana")
+    assert withdrawal.speaker == "Ana" and left_takes(project_dir) == []
+
+
+def test_a_take_thrown_away_loses_its_spool_at_once_even_with_its_stop_held(project_dir):
+    import threading
+
+    from recording_fakes import HeldStop
+
+    held = threading.Event()
+    recorder = Recorder(
+        InputDevice(None, "fake", 1, RATE),
+        blocksize=512,
+        stream_factory=lambda **o: HeldStop(fake_stream_factory(take_signal(5.0), realtime=True)(**o), held, 30),
+    )
+    recorder.start(lambda rate: TakeSpool(project_dir, 1, PROMPT, rate, None))
+    time.sleep(0.6)
+    worker = threading.Thread(target=recorder.abort, daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 1.0
+    while any((project_dir / SPOOL_DIR_NAME).iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any((project_dir / SPOOL_DIR_NAME).iterdir())  # before the held stop answered
+    held.set()
+    worker.join(10)
+
+
+def test_a_start_thrown_away_while_it_was_held_leaves_no_stream_and_no_spool(project_dir):
+    """Before, a take discarded while its start was held (R, then a project switch or a withdrawal) went on
+    recording once the server answered, with nobody to stop it."""
+    import threading
+
+    answered = threading.Event()
+    made = []
+
+    def held_start(**options):
+        answered.wait(10)
+        stream = fake_stream_factory(take_signal(5.0), realtime=True)(**options)
+        made.append(stream)
+        return stream
+
+    recorder = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=512, stream_factory=held_start)
+    starting = threading.Thread(
+        target=recorder.start, args=(lambda rate: TakeSpool(project_dir, 1, PROMPT, rate, None),), daemon=True
+    )
+    starting.start()
+    time.sleep(0.2)
+    recorder.abort()  # thrown away while its start waits on the server
+    answered.set()
+    starting.join(10)
+    time.sleep(0.3)
+    spool_dir = project_dir / SPOOL_DIR_NAME
+    assert recorder.spool is None and not (spool_dir.exists() and any(spool_dir.iterdir()))
+    assert made and not made[0].active  # the stream was closed as soon as it had started
 
 
 def test_withdrawing_consent_removes_the_speakers_left_takes(project_dir):
@@ -207,3 +288,17 @@ def test_a_take_saved_without_consent_removes_its_spool_and_a_failed_save_keeps_
         with pytest.raises(ConsentRequired):
             save_recorded_take(project, 1, prepared, released.append)
     assert released == [False, True]
+
+
+def test_a_take_cut_short_whose_item_was_deleted_since_is_kept_unlinked(project_dir):
+    """Before, its save failed on the item's foreign key at every opening."""
+    from spokenbench.core.recording.spool import prompt_as_it_is_now
+
+    with opened(project_dir) as project:
+        [item_id] = [row[0] for row in project.conn.execute("SELECT id FROM items")]
+        linked = Prompt("k", "Question 0?", item_id, "question", "x")
+        assert prompt_as_it_is_now(project.conn, linked) == linked
+        gone = prompt_as_it_is_now(project.conn, Prompt("k", "Question 0?", item_id + 1, "question", "x"))
+        assert gone.item_id is None and gone.text == "Question 0?"
+        take = save_recorded_take(project, 1, prepare_take(take_signal(1.0), RATE, gone), lambda remove: None)
+        assert take.prompt_key == "k"
