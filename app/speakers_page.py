@@ -439,7 +439,7 @@ class SpeakersPage(QWidget):
         if left.problem is not None:
             text = (
                 f"A take left in {left.pcm_path.parent} by a recording cut short cannot be read back: "
-                f"{left.pcm_path.name} {left.problem}.\n\nRemove it?"
+                f"{left.pcm_path.name}: {left.problem}.\n\nRemove it?"
             )
         else:
             who = name or f"speaker {left.speaker_id} (no longer in the project)"
@@ -508,7 +508,7 @@ class SpeakersPage(QWidget):
         )
 
     def _left_take_saved(self, left: LeftTake, take: Take) -> None:
-        verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
+        verdict = "passed every check" if take.passed else "failed a check: record that prompt again"
         self.view.status_label.setText(
             f"The take cut short was kept: take {take.take} of {left.prompt.label or left.prompt.key} "
             f"({take.duration_s:.1f} s), {verdict}"
@@ -1149,7 +1149,7 @@ class SpeakersPage(QWidget):
             self.view.show_checks(None)
             self.view.waveform.set_clip(None, "no take yet")
             return
-        verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
+        verdict = "passed every check" if take.passed else "failed a check: record that prompt again"
         self.view.state_label.setText(f"Take {take.take}: {verdict}")
         self._show_verdict_tone(take.passed)
         self.view.show_checks(take.checks)
