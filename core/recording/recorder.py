@@ -408,6 +408,7 @@ class Recorder:
         self.discarding = True
         self.release_spool(remove=True)
         self.stop()
+        self.release_spool(remove=True)  # one a start still under way made meanwhile
 
 
 class StreamCloser(threading.Thread):
