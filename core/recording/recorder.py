@@ -442,9 +442,18 @@ def wait_for_closing_streams(timeout_s: float = STOP_WAIT_S) -> bool:
     with _closing_lock:
         closing = dict(_closing)
     for thread in closing:
-        thread.join(max(0.0, deadline - time.monotonic()))
+        _join_by(thread, deadline)
     with _closing_lock:
         return not _closing
+
+
+def _join_by(thread: threading.Thread, deadline: float) -> None:
+    """Join until `deadline`, a thread registered just before it was started too (a join before its start
+    raises)."""
+    while thread.ident is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if thread.ident is not None:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 _recorders: weakref.WeakSet[Recorder] = weakref.WeakSet()  # recorders that opened a stream
@@ -480,7 +489,7 @@ def close_recordings() -> None:
     with _closing_lock:
         closing = dict(_closing)
     for thread, began in closing.items():
-        thread.join(max(0.0, began + STOP_WAIT_S - time.monotonic()))
+        _join_by(thread, max(began + STOP_WAIT_S, time.monotonic() + 0.1))
     for recorder in list(_recorders):
         if recorder.discarding:  # thrown away on a thread the exit may not have waited for
             recorder.release_spool(remove=True)

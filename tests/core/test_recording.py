@@ -732,3 +732,18 @@ def test_synthesize_clone_references_the_cloned_voices_take_never_a_failed_one(p
     newer = save_take(project, consented.id, prepare_take(padded(speech(1.6)), RATE, Prompt("line:c", "C.")))
     assert newer.passed and voice.take_id == good.id
     assert cloning_references(project)["Ana"][1] == project.audio.path_for(good.sha256, "flac")
+
+
+def test_waiting_for_closing_streams_copes_with_a_closer_registered_before_it_started():
+    """A stop registers its stream's closer, then starts it; the exit hook waiting in between raised "cannot join
+    thread before it is started" (seen once in a CI run), and the exit hook's wait was lost."""
+    import threading
+
+    from spokenbench.core.recording import recorder as recorder_module
+
+    closer = recorder_module.StreamCloser(FakeInputStream())
+    with recorder_module._closing_lock:
+        recorder_module._closing[closer] = time.monotonic()
+    threading.Timer(0.1, closer.start).start()
+    assert recorder_module.wait_for_closing_streams(5.0)  # waited for its start, then for its end
+    assert not closer.is_alive()
