@@ -739,11 +739,14 @@ def test_waiting_for_closing_streams_copes_with_a_closer_registered_before_it_st
     thread before it is started" (seen once in a CI run), and the exit hook's wait was lost."""
     import threading
 
+    from spokenbench.core.audio import open_streams
     from spokenbench.core.recording import recorder as recorder_module
 
+    before = open_streams.count
+    recorder_module.count_open_stream(+1)  # as the stream's opening counted it: the closer counts it out
     closer = recorder_module.StreamCloser(FakeInputStream())
     with recorder_module._closing_lock:
         recorder_module._closing[closer] = time.monotonic()
     threading.Timer(0.1, closer.start).start()
     assert recorder_module.wait_for_closing_streams(5.0)  # waited for its start, then for its end
-    assert not closer.is_alive()
+    assert not closer.is_alive() and open_streams.count == before
