@@ -1149,7 +1149,7 @@ class SpeakersPage(QWidget):
             self.view.show_checks(None)
             self.view.waveform.set_clip(None, "no take yet")
             return
-        verdict = "passed every check" if take.passed else "failed a check: record that prompt again"
+        verdict = "passed every check" if take.passed else "failed a check: Backspace records it again"
         self.view.state_label.setText(f"Take {take.take}: {verdict}")
         self._show_verdict_tone(take.passed)
         self.view.show_checks(take.checks)

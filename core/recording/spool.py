@@ -31,6 +31,7 @@ import numpy as np
 
 from spokenbench.core.foundation.errors import InputError, InputProblem
 from spokenbench.core.foundation.safe_files import read_regular_file
+from spokenbench.core.recording import store
 from spokenbench.core.recording.prompts import Prompt
 
 SPOOL_DIR_NAME = "recording-spool"
@@ -330,8 +331,7 @@ def prompt_as_it_is_now(conn, prompt: Prompt) -> Prompt:
     prompt's key and text stay with the take)."""
     if prompt.item_id is None:
         return prompt
-    found = conn.execute("SELECT 1 FROM items WHERE id = ?", (prompt.item_id,)).fetchone()
-    return prompt if found else dataclasses.replace(prompt, item_id=None)
+    return prompt if store.item_exists(conn, prompt.item_id) else dataclasses.replace(prompt, item_id=None)
 
 
 def remove_left_takes_of(project_dir: Path, speaker_id: int) -> int:

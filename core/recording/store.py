@@ -359,3 +359,7 @@ def audio_referenced(conn: sqlite3.Connection, sha256: str) -> bool:
 def item_language(conn: sqlite3.Connection, item_id: int) -> str | None:
     row = conn.execute("SELECT language FROM visible_items WHERE id = ?", (item_id,)).fetchone()
     return row[0] if row else None
+
+
+def item_exists(conn: sqlite3.Connection, item_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
