@@ -69,9 +69,16 @@ from spokenbench.widgets.waveform import ClipAudio, prepare_clip
 SPEAKER_TABLES = frozenset({"speakers", "consents", "recordings", "cloned_voices"})
 RECORDING_TEXT = "● Recording {seconds:.1f} s — R stops, Backspace starts again"
 # Until the input's first sound has come, the take has not begun: an input waking up (a suspended USB microphone,
-# a Bluetooth headset changing profile, PulseAudio's idle null sink) loses what is said meanwhile.
+# a Bluetooth headset changing profile, PulseAudio's idle null sink) loses what is said meanwhile, whether it sends
+# nothing or exact zeros (InputState.WAITING).
 WAITING_TEXT = "Starting the microphone… read once ● Recording shows"
 STOPPED_TEXT = "● Input stopped at {seconds:.1f} s — R stops, Backspace starts again"
+# An input that sends exact zeros between words (NoiseTorch's gate, some noise filters) is heard only once the speaker
+# speaks: ● Recording shows after DIGITAL_SILENCE_S, with this said.
+NOISE_FILTER = (
+    "A noise filter that silences the pauses sends zeros too: if that is it, read on (a voice clone is better made "
+    "without one)."
+)
 METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
 
 
@@ -150,6 +157,7 @@ class SpeakersPage(QWidget):
         self.input_shown: str | None = None  # the InputState shown while recording
         self.input_warning: str | None = None  # the status line said about the input, cleared when it recovers
         self.input_warned: str | None = None  # the InputState that line is about
+        self.unstarted_line: str | None = None  # the line said when R came before ● Recording, until it shows
         self.look_again = False  # the take being saved lost its input: scan the devices once it is saved
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
@@ -731,7 +739,7 @@ class SpeakersPage(QWidget):
         return "unavailable" if self.state == "idle" and self.recording_problem is not None else self.state
 
     def _show_input(self, recorder: Recorder) -> None:
-        """Say what the input is doing: ● Recording only once its first block has come (the take's clock is the
+        """Say what the input is doing: ● Recording only once it hears (`Recorder.take_begun`; the take's clock is the
         sound received, so it stops when the input stops), and a line when it is silent, stopped or never
         started — written again as its seconds change only while it is still the line shown."""
         now = time.monotonic()
@@ -762,7 +770,11 @@ class SpeakersPage(QWidget):
                     f"{name[0].upper()}{name[1:]} sends no sound at all (every sample is exactly zero): it is probably "
                     f"{MUTED_INPUT}."
                 )
+                if recorder.heard_at is None:  # zeros since R: a noise filter's pause looks the same
+                    warning += f" {NOISE_FILTER}"
         self.view.state_label.setText(text)
+        if state != InputState.WAITING and self.unstarted_line == self.view.status_label.text():
+            self.view.status_label.setText("")  # its advice is followed: ● Recording shows
         if state != self.input_shown:  # a style sheet is parsed again each time it is set: only on a change
             set_toned_sheet(self.view.state_label, sheet)
         ours = self.input_warning is not None and self.view.status_label.text() == self.input_warning
@@ -803,7 +815,7 @@ class SpeakersPage(QWidget):
         recorder, prompt, speaker, session = self.recorder, self.prompt, self.speaker, self.session
         if self.state != "recording" or recorder is None or prompt is None or speaker is None:
             return None
-        if recorder.first_block_at is None:  # the input has sent nothing yet: there is no take to check or keep
+        if not recorder.take_begun:  # the input hears nothing yet: there is no take to check or keep
             self._discard_unstarted(recorder)
             return None
         self.state = "stopping"
@@ -858,7 +870,7 @@ class SpeakersPage(QWidget):
         self.take_settled.emit(False)
 
     def _discard_unstarted(self, recorder: Recorder) -> None:
-        """R before the input's first block: nothing is kept, said on the status line (no dialog: the speaker only
+        """R before ● Recording (the input's first block, or its first sound): nothing is kept, said on the status line (no dialog: the speaker only
         has to wait for ● Recording). The stream is closed on a thread of its own, as a take thrown away with its
         page is: a sound server that does not answer holds that call, and the page must not wait for it."""
         self.recorder, self.state = None, "idle"
@@ -866,10 +878,11 @@ class SpeakersPage(QWidget):
         self._clear_input()
         _abort_in_background(recorder, "recording-discard")
         self._show_take()
-        self.view.status_label.setText(
+        self.unstarted_line = (
             f"Nothing was recorded: no sound had come from {input_name(recorder)} when R was pressed. Read once "
             "● Recording shows."
         )
+        self.view.status_label.setText(self.unstarted_line)
 
     def _stop_failed(self, error: BaseException) -> None:
         """The take could not be checked: its spool stays, and it is offered back at the next opening."""
@@ -953,7 +966,7 @@ class SpeakersPage(QWidget):
     def take_in_hand(self) -> str | None:
         """What a closing window or project would lose: "recording" (sound has come in since R), "finishing"
         (stopped, being checked and saved), or None."""
-        if self.state == "recording" and self.recorder is not None and self.recorder.first_block_at is not None:
+        if self.state == "recording" and self.recorder is not None and self.recorder.take_begun:
             return "recording"
         return "finishing" if self.state in ("stopping", "saving") else None
 

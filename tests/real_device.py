@@ -12,6 +12,7 @@ share them; every process started here is ended by its own id."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -26,6 +27,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 PACKAGES = {
     "Xvfb": "xvfb",
@@ -147,6 +150,8 @@ class RealDesktop:
         self.pulse_server = ""
         self.bus_address = ""
         self._short_home: Path | None = None
+        self._quiet = threading.Event()  # the room's noise (`room_noise`) ends
+        self._room: threading.Thread | None = None
 
     def __enter__(self) -> RealDesktop:
         try:
@@ -324,7 +329,43 @@ class RealDesktop:
         grab = "import sys; from PySide6.QtGui import QGuiApplication as A; a = A([]); a.primaryScreen().grabWindow(0).save(sys.argv[1])"
         subprocess.run([sys.executable, "-c", grab, str(path)], env=env, timeout=30, check=False)
 
+    def room_noise(self, dbfs: float = -70.0) -> None:
+        """A microphone's noise floor, played into the null sink (whose monitor is the input) until `quiet_room`
+        or the desktop's end. A real microphone is never exactly zero; the null sink's monitor alone is, as a muted
+        input or a noise gate's pause is (core/recording/recorder.py's InputState)."""
+        from spokenbench.core.audio.io import encode_wav
+
+        rate = 16_000
+        noise = np.random.default_rng(0).normal(0, 10 ** (dbfs / 20), 60 * rate).astype(np.float32)
+        room = self.folder / "room-noise.wav"
+        room.write_bytes(encode_wav(noise, rate))
+        self._quiet.clear()
+        self._room = threading.Thread(target=self._play_room, args=(room,), name="room-noise", daemon=True)
+        self._room.start()
+
+    def _play_room(self, room: Path) -> None:
+        env = {**os.environ, "PULSE_SERVER": self.pulse_server}
+        while not self._quiet.is_set():
+            player = subprocess.Popen(
+                ["paplay", str(room)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            while player.poll() is None and not self._quiet.wait(0.1):
+                pass
+            if player.poll() is None:
+                player.kill()
+            player.wait(5)
+            if player.returncode not in (0, -signal.SIGKILL):  # the server gone: nothing to play into
+                self._quiet.wait(0.5)
+
+    def quiet_room(self) -> None:
+        """The room's noise ends: the input is exactly zero again (as a muted input or a noise gate's pause)."""
+        self._quiet.set()
+        if self._room is not None:
+            self._room.join(10)
+            self._room = None
+
     def __exit__(self, *exc) -> None:
+        self.quiet_room()
         for process in reversed(self.processes):
             if process.poll() is None:
                 process.terminate()
@@ -701,16 +742,25 @@ def read_aloud(desktop: RealDesktop, wav: Path, wait: bool = True) -> subprocess
 
 
 def recording_session(
-    project: Path, work: Path, steps, screen: str = "1400x900x24", command: list[str] | None = None, enter: bool = True
+    project: Path,
+    work: Path,
+    steps,
+    screen: str = "1400x900x24",
+    command: list[str] | None = None,
+    enter: bool = True,
+    room: bool = True,
 ) -> SessionFigures:
     """The app on a real desktop under xfwm4, its Speakers page open (Ctrl+5) with the first speaker's recorder
     given the keys (Enter); then `steps(desktop, heart)`, its figures once it is closed. The project needs a
     consented speaker (`add_consented_speaker`); `command` runs another tree's app (`app_trees`); `enter=False`
-    leaves Enter unpressed (a question the page opens at once is the steps' to answer). No clip is played first: a player's open output stream would
-    keep the null sink awake, and its monitor (the input) would not wake late as an idle one does. RuntimeError
-    when the app or the page did not open."""
+    leaves Enter unpressed (a question the page opens at once is the steps' to answer). `room`: the input has a
+    microphone's noise floor (`RealDesktop.room_noise`); without it, it sends exact zeros until something is played.
+    Either way its first block comes late (1-2 s after the stream's start, measured): PulseAudio's null sink
+    renders in long blocks, as a suspended microphone wakes. RuntimeError when the app or the page did not open."""
     figures = SessionFigures(0)
     with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
+        if room:
+            desktop.room_noise()
         env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}
         process, heart, log = launch_app(desktop, project, work, figures, command or app_command(), env=env)
         if process is None:
@@ -727,6 +777,79 @@ def recording_session(
             settle(heart)
         finally:
             close_app(desktop, process, heart, log, figures)
+    return figures
+
+
+RECORDING_SHOWN = ("recording-sound", "recording-silent")  # the page shows ● Recording (SpeakersPage.heartbeat_state)
+READ_AFTER_SHOWN_S = 0.3  # a speaker reads this long after ● Recording shows
+
+
+@dataclass
+class WakingTake:
+    """What one take through an input waking with zeros (`take_through_a_waking_input`) went through, in seconds."""
+
+    shown_after_r: float | None = None  # from R to ● Recording
+    first_block_after_r: float | None = None  # from R to the take's first samples on disk (its spool)
+    zeros: float | None = None  # the exact zeros the take begins with (read from its spool before the stop)
+    read_before_heard: float = 0.0  # how long the speaker read while the input still sent zeros: that is lost
+
+
+def spool_samples(project_folder: Path) -> np.ndarray | None:
+    """The samples of the take being recorded, from the project's spool (core/recording/spool.py), or None."""
+    pcms = sorted((project_folder / "recording-spool").glob("*.pcm"))
+    return np.frombuffer(pcms[0].read_bytes(), dtype="<i2") if pcms else None
+
+
+def take_through_a_waking_input(
+    desktop: RealDesktop, heart: Heartbeat, project_folder: Path, speaking: Path, zeros_s: float | None
+) -> WakingTake:
+    """R on an input that wakes with zeros, as WASAPI's first buffers, a USB microphone leaving its power saving or
+    a Bluetooth headset changing profile do: the default source is muted (PulseAudio then sends exact zeros) from
+    before R until `zeros_s` after the take's first samples reached its spool (None: not muted). The speaker reads
+    READ_AFTER_SHOWN_S after ● Recording shows; R once the sentence has been read and a pause taken."""
+    figures = WakingTake()
+    if zeros_s is not None:
+        desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "1")
+    type_keys(desktop, "r")
+    pressed = time.monotonic()
+    unmute_at = read_at = unmuted = None
+    player = None
+    deadline = pressed + 15
+    while time.monotonic() < deadline and (player is None or (zeros_s is not None and unmuted is None)):
+        now = time.monotonic()
+        heart.read()
+        if figures.shown_after_r is None and heart.recorder in RECORDING_SHOWN:
+            figures.shown_after_r = now - pressed
+            read_at = now + READ_AFTER_SHOWN_S
+        if figures.first_block_after_r is None:
+            samples = spool_samples(project_folder)
+            if samples is not None and len(samples):
+                figures.first_block_after_r = now - pressed
+                unmute_at = now + (zeros_s or 0.0)
+        if zeros_s is not None and unmuted is None and unmute_at is not None and now >= unmute_at:
+            desktop.pactl("set-source-mute", "@DEFAULT_SOURCE@", "0")
+            unmuted = time.monotonic()
+        if player is None and read_at is not None and now >= read_at:
+            player = read_aloud(desktop, speaking, wait=False)
+            read_at = time.monotonic()
+        time.sleep(0.01)
+    if player is None:
+        raise RuntimeError(f"● Recording never showed: {heart.recorder_states}")
+    if unmuted is not None:
+        figures.read_before_heard = max(0.0, unmuted - read_at)
+    player.wait(30)
+    time.sleep(0.8)  # a pause after the last word; the spool is written four times a second
+    samples = spool_samples(project_folder)
+    if samples is not None and len(samples):
+        rate = 48_000
+        with contextlib.suppress(OSError, ValueError, KeyError, StopIteration):
+            description = next((project_folder / "recording-spool").glob("*.json"))
+            rate = int(json.loads(description.read_text())["rate"])
+        sounding = np.flatnonzero(samples)
+        figures.zeros = (int(sounding[0]) if len(sounding) else len(samples)) / rate
+    type_keys(desktop, "r")
+    if not heart.wait_for(lambda *_: heart.recorder == "idle", 15):
+        raise RuntimeError(f"the take was not saved: {heart.recorder_states}")
     return figures
 
 

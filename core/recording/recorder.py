@@ -2,10 +2,10 @@
 and benchmarks use `FakeInputStream` instead.
 
 The stream's callback runs on PortAudio's audio thread: it copies the block, counts blocks the device dropped
-(`status.input_overflow`), notes when blocks come (the first, the last, the longest wait between two) and since
-when they are exact zeros, and puts the block's level (RMS and peak dBFS) on a bounded, thread-safe deque that the
+(`status.input_overflow`), notes when blocks come (the first, the last, the longest wait between two), when the
+first sample that is not exactly zero came and since when they are exact zeros, and puts the block's level (RMS and peak dBFS) on a bounded, thread-safe deque that the
 screen's timer drains for the level meter; the screen reads `input_state()` from those plain fields to say whether
-the input is up, silent or stopped. Nothing in the callback waits, allocates much or touches the disk.
+the input is up (it hears: an input waking up may send exact zeros first), silent or stopped. Nothing in the callback waits, allocates much or touches the disk.
 
 sounddevice is imported only when a device is listed or a stream opened: where PortAudio is missing its import
 raises OSError, which becomes a `RecordingUnavailable` naming what to install."""
@@ -133,9 +133,12 @@ def recording_availability(
 class InputState:
     """What the input is doing during a take (`Recorder.input_state`), for the screen and its heartbeat."""
 
-    WAITING = "waiting"  # the stream has started, its first block has not come (an input waking up)
-    SOUND = "sound"  # blocks are coming in (the first may be exact zeros: an input sends what it hears)
-    SILENT = "silent"  # blocks of exact zeros only, for DIGITAL_SILENCE_S (muted)
+    # The stream has started, but the input does not hear yet: no block has come, or only blocks of exact zeros for
+    # less than DIGITAL_SILENCE_S (an input waking up: WASAPI's and ASIO's first buffers, a USB microphone leaving
+    # its power saving, a Bluetooth headset changing profile send zeros before the first sound).
+    WAITING = "waiting"
+    SOUND = "sound"  # the input hears: a sample that is not exactly zero has come (a microphone's noise floor)
+    SILENT = "silent"  # blocks of exact zeros only, for DIGITAL_SILENCE_S (muted, or a noise gate's pause)
     STALLED = "stalled"  # no block for INPUT_STALL_S after the first (the input stopped)
 
 
@@ -183,7 +186,8 @@ class Recorder:
         self.blocks = 0
         self.dropped_blocks = 0
         self.frames = 0  # samples received in this take
-        self.first_block_at: float | None = None  # time.monotonic() of the take's first block: the input is up
+        self.first_block_at: float | None = None  # time.monotonic() of the take's first block: the stream is up
+        self.heard_at: float | None = None  # of its first sample that is not exactly zero: the input hears
         self.last_block_at: float | None = None
         self.longest_gap: tuple[float, float] | None = None  # (seconds into the take, seconds) of the longest wait
         self.silent_since: float | None = None  # when the current run of blocks of exact zeros began
@@ -219,6 +223,7 @@ class Recorder:
         self.spool, self.spool_problem = None, None
         self.blocks = self.dropped_blocks = self.frames = 0
         self.first_block_at = self.last_block_at = self.silent_since = self.stopped_at = self.longest_gap = None
+        self.heard_at = None
         self.levels.clear()
         count_open_stream(+1)  # before opening: the device list is not renewed under an opening stream
         try:
@@ -334,6 +339,8 @@ class Recorder:
         self.last_block_at = now
         if mono.any():
             self.silent_since = None
+            if self.heard_at is None:
+                self.heard_at = now
         elif self.silent_since is None:
             self.silent_since = now
         rms, peak = block_level(mono)
@@ -344,6 +351,15 @@ class Recorder:
         """Seconds of sound received so far: the take's length, which stops growing when the input stops."""
         return self.frames / self.rate
 
+    @property
+    def take_begun(self) -> bool:
+        """Whether ● Recording is due: the input hears, or has sent only exact zeros for DIGITAL_SILENCE_S (muted,
+        or a noise gate's pause: the speaker is told, and may read). Before, what is said is lost or cut."""
+        first, last = self.first_block_at, self.last_block_at
+        if self.heard_at is not None:
+            return True
+        return first is not None and last is not None and last - first >= DIGITAL_SILENCE_S
+
     def input_state(self, now: float | None = None) -> str:
         """What the input is doing now (an InputState), read on the UI thread from the callback's plain fields."""
         now = time.monotonic() if now is None else now
@@ -352,6 +368,8 @@ class Recorder:
             return InputState.WAITING
         if now - last > INPUT_STALL_S:
             return InputState.STALLED
+        if not self.take_begun:
+            return InputState.WAITING
         if silent is not None and now - silent >= DIGITAL_SILENCE_S:
             return InputState.SILENT
         return InputState.SOUND
@@ -514,8 +532,9 @@ class FakeInputStream:
     with `signal` cut into blocks, then silence (or nothing, with `then_silence=False`). With `realtime=True` blocks
     arrive at the pace a device would deliver them, and a block whose callback returned after the next block was
     due is reported with `status.input_overflow`, as PortAudio does when its buffer overruns. An input that wakes
-    late (`start_delay_s`: its first block comes that long after the start, and the signal meanwhile is lost) and
-    one that stops mid-take (`stop_after_s` of blocks, then none) are simulated too."""
+    late (`start_delay_s`: its first block comes that long after the start, and the signal meanwhile is lost), one
+    that wakes with zeros (`zeros_s`: its blocks are exact zeros that long, the signal meanwhile lost) and one that
+    stops mid-take (`stop_after_s` of blocks, then none) are simulated too."""
 
     def __init__(
         self,
@@ -533,6 +552,7 @@ class FakeInputStream:
         max_seconds: float = 600.0,
         start_delay_s: float = 0.0,
         stop_after_s: float | None = None,
+        zeros_s: float = 0.0,
     ):
         self.samplerate, self.blocksize, self.channels = int(samplerate), int(blocksize or DEFAULT_BLOCK), channels
         self.callback = callback
@@ -543,6 +563,7 @@ class FakeInputStream:
         self.max_blocks = int(max_seconds * self.samplerate / self.blocksize)
         self.start_delay_s = start_delay_s
         self.first_block = int(start_delay_s * self.samplerate / self.blocksize)  # blocks lost while waking
+        self.zero_blocks = self.first_block + int(zeros_s * self.samplerate / self.blocksize)  # then zeros before this
         self.last_block = (
             None if stop_after_s is None else self.first_block + int(stop_after_s * self.samplerate / self.blocksize)
         )
@@ -560,6 +581,8 @@ class FakeInputStream:
         self._thread.start()
 
     def _block(self, index: int) -> np.ndarray | None:
+        if index < self.zero_blocks:  # waking: what it hears is not sent yet
+            return np.zeros((self.blocksize, self.channels), dtype=np.float32)
         start = index * self.blocksize
         block = self.signal[start : start + self.blocksize]
         if len(block) < self.blocksize:

@@ -379,6 +379,53 @@ def test_a_pause_of_the_input_it_came_back_from_is_kept_as_the_takes_longest():
     assert recorder.input_break == InputBreak(pytest.approx(5 * 400 / RATE), pytest.approx(1.6 - 400 / RATE))
 
 
+def fed_blocks(recorder: Recorder, blocks: list[tuple[float, float]]) -> None:
+    """`blocks` of 400 samples given to the recorder's callback as (arrival time, level; 0: exact zeros)."""
+    with pytest.MonkeyPatch.context() as patch:
+        clock = iter([at for at, _ in blocks])
+        patch.setattr(time, "monotonic", lambda: next(clock))
+        recorder._recording = True
+        for _, level in blocks:
+            recorder._callback(np.full((400, 1), level, dtype=np.float32), 400, None, None)
+
+
+def test_an_input_that_wakes_with_zeros_is_not_heard_until_its_first_sound():
+    """WASAPI's and ASIO's first buffers, a USB microphone leaving its power saving and a Bluetooth headset changing
+    profile send exact zeros before the first sound (python-sounddevice#44: 255 and 512 samples; voicebox#910: 1 s
+    on a USB microphone). Before, the input counted as hearing at its first block, zeros or not: ● Recording showed
+    while it was still deaf, and the speaker's first words were lost without a word."""
+    recorder = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
+    fed_blocks(recorder, [(10.0 + 0.025 * index, 0.0) for index in range(32)])  # 0.8 s of exact zeros
+    assert recorder.input_state(now=10.8) == InputState.WAITING and not recorder.take_begun
+    fed_blocks(recorder, [(10.8, 0.001)])  # its noise floor: it hears now
+    assert recorder.input_state(now=10.81) == InputState.SOUND and recorder.take_begun
+    assert recorder.heard_at == 10.8 and recorder.first_block_at == 10.0
+    fed_blocks(recorder, [(10.825, 0.0), (12.5, 0.0)])  # zeros after a sound: as before, silent after a while
+    assert recorder.input_state(now=12.51) == InputState.SILENT and recorder.take_begun
+
+
+def test_an_input_that_sends_only_zeros_is_said_silent_once_it_has_for_the_muted_wait():
+    """A muted input, or a noise gate's pause at the start, sends zeros for good: the wait for its first sound is
+    DIGITAL_SILENCE_S, then the take begins and the input is said silent (the speaker is told, and may read)."""
+    recorder = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
+    fed_blocks(recorder, [(20.0 + 0.025 * index, 0.0) for index in range(int(DIGITAL_SILENCE_S / 0.025))])
+    assert recorder.input_state(now=20.0 + DIGITAL_SILENCE_S) == InputState.WAITING and not recorder.take_begun
+    fed_blocks(recorder, [(20.0 + DIGITAL_SILENCE_S + 0.01, 0.0)])
+    assert recorder.input_state(now=20.0 + DIGITAL_SILENCE_S + 0.02) == InputState.SILENT and recorder.take_begun
+    waking = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
+    fed_blocks(waking, [(30.0, 0.0), (30.025, 0.0)])  # zeros, then nothing: the input stopped as it woke
+    assert waking.input_state(now=30.025 + INPUT_STALL_S + 0.1) == InputState.STALLED and not waking.take_begun
+
+
+def test_a_fake_input_can_wake_with_zeros():
+    blocks = []
+    stream = FakeInputStream(RATE, 800, callback=lambda block, *a: blocks.append(block.copy()), zeros_s=0.1)
+    stream.start()
+    time.sleep(0.3)
+    stream.stop()
+    assert [bool(block.any()) for block in blocks[:3]] == [False, False, True]  # 100 ms of 50 ms blocks
+
+
 def test_a_fake_input_can_wake_late_and_stop_mid_take():
     blocks = []
     stream = FakeInputStream(RATE, 800, callback=lambda *a: blocks.append(time.monotonic()), realtime=True,

@@ -13,7 +13,7 @@ from real_device import recorded_takes
 from recording_fakes import FAKE_DEVICE, RATE, fake, held_stops, speech, take_signal
 from support import write_jsonl
 
-from spokenbench.app.speakers_page import WAITING_TEXT, SpeakersPage
+from spokenbench.app.speakers_page import NOISE_FILTER, WAITING_TEXT, SpeakersPage
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import ClipPlayer
 from spokenbench.core.audio.tts.base import TTSBackend, VoiceSpec
@@ -516,6 +516,31 @@ def test_recording_shows_only_once_the_inputs_first_sound_comes(page, qtbot, con
 
 
 @pytest.mark.slow
+def test_recording_shows_only_once_an_input_waking_with_zeros_hears(page, qtbot, consented, project_path, dialogs):
+    """An input that wakes with exact zeros (WASAPI's first buffers, a USB microphone leaving its power saving, a
+    Bluetooth headset changing profile) is deaf until its first sound. Before, "● Recording" showed at its first
+    block of zeros, a speaker who read then lost the first words, and a take of those zeros was kept."""
+    reload_consented(page, qtbot)
+    started_on(page, qtbot, zeros_s=0.8, noise_dbfs=-75)
+    recorder = page.recorder
+    qtbot.waitUntil(lambda: recorder.first_block_at is not None, timeout=5_000)
+    qtbot.wait(150)  # a few meter ticks with zeros coming
+    assert page.view.state_label.text() == WAITING_TEXT and page.heartbeat_state == "recording-waiting"
+    assert page.take_in_hand is None  # nothing to lose yet: a quit now asks nothing
+    press(page, qtbot, "r")  # R while it is still deaf: nothing is kept, and the page says why
+    assert page.state == "idle" and stored_takes(project_path) == [] and dialogs == []
+    assert page.view.status_label.text().startswith('Nothing was recorded: no sound had come from the input "Fake')
+    qtbot.waitUntil(lambda: not recorder.recording, timeout=5_000)
+    started = time.monotonic()
+    started_on(page, qtbot, zeros_s=0.8, noise_dbfs=-75)
+    qtbot.waitUntil(lambda: page.view.state_label.text().startswith("● Recording"), timeout=5_000)
+    assert time.monotonic() - started >= 0.75 and page.heartbeat_state == "recording-sound"
+    assert page.take_in_hand == "recording" and page.view.status_label.text() == ""
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+
+
+@pytest.mark.slow
 def test_an_input_that_stops_mid_take_is_said_and_the_take_fails_its_input_check(page, qtbot, consented, project_path):
     """A microphone pulled out, or the sound server gone, mid-take: no block comes any more. Before, the clock
     went on counting, the meter held, and the take was saved cut short without a word."""
@@ -565,10 +590,15 @@ def test_a_muted_input_is_said_while_recording_and_in_the_takes_check(page, qtbo
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.heartbeat_state == "recording-silent", timeout=5_000)
     assert "sends no sound at all (every sample is exactly zero)" in page.view.status_label.text()
+    assert page.view.status_label.text().endswith(NOISE_FILTER)  # zeros since R: a noise filter's pause, maybe
     assert page.view.state_label.text().startswith("● Recording")  # it is recording: what it gets is zeros
     press(page, qtbot, "r")
     qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
     assert "every sample is exactly zero" in newest_checks(project_path)["speech_duration"]["reason"]
+    page.stream_factory = fake_stream_factory(take_signal(0.3)[6_400:11_200], realtime=True, noise_dbfs=None)
+    press(page, qtbot, "r")  # sound, then zeros: muted mid-take, no noise filter's pause
+    qtbot.waitUntil(lambda: page.heartbeat_state == "recording-silent", timeout=5_000)
+    assert "exactly zero" in page.view.status_label.text() and NOISE_FILTER not in page.view.status_label.text()
 
 
 @pytest.mark.slow
