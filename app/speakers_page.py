@@ -48,7 +48,7 @@ from spokenbench.core.recording.speakers import (
     list_speakers,
     withdraw_consent,
 )
-from spokenbench.core.recording.spool import ClaimedTake, LeftTake, TakeSpool, left_takes, prompt_as_it_is_now
+from spokenbench.core.recording.spool import ClaimedTake, LeftTake, TakeSpool, prompt_as_it_is_now, takes_to_offer
 from spokenbench.core.recording.takes import (
     PreparedTake,
     Take,
@@ -427,7 +427,7 @@ class SpeakersPage(QWidget):
 
         def read(project, progress) -> list[tuple[LeftTake, str | None]]:
             names = {speaker.id: speaker.name for speaker in list_speakers(project.conn)}
-            return [(left, names.get(left.speaker_id)) for left in left_takes(folder)]
+            return [(left, names.get(left.speaker_id)) for left in takes_to_offer(folder)]
 
         return (
             QueryOp(self.session, read, label="Looking for takes cut short", parent=self, supersede="left-takes")

@@ -12,7 +12,8 @@ files go. A pair whose lock can be taken was left by a process that ended: `left
 locks one for this process, `ClaimedTake.samples` reads it back and `ClaimedTake.remove` deletes it. A take
 another process is still recording or recovering is never listed. The folder may come from someone else: every
 field of the `.json` is checked, both files must be regular files (no symbolic links) of bounded size, and a
-pair that fails a check is listed with the reason and can only be removed."""
+pair that fails a check is listed with the reason and can only be removed. `takes_to_offer` is what is asked
+about: a take that never heard anything (the app ended while its input was waking) is removed instead."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from spokenbench.core.recording.prompts import Prompt
 SPOOL_DIR_NAME = "recording-spool"
 SYNC_EVERY_S = 1.0  # what a power cut may lose of a take
 MAX_TAKE_S = 3600  # an hour of reading: a longer .pcm is not read back
+READ_CHUNK = 1024 * 1024  # a left take is looked through this much at a time for its first sound
 MAX_PCM_BYTES = 512 * 1024 * 1024  # and never more than this (an hour and a half at 48 kHz)
 LOCK_TRIES_S = 1.0  # a new spool's lock, taken while another process's listing looks at it briefly
 MAX_META_BYTES = 64 * 1024
@@ -197,6 +199,7 @@ class LeftTake:
     started: str = ""
     seconds: float = 0.0
     problem: str | None = None
+    heard: bool = True  # it holds a sample that is not exactly zero (`takes_to_offer`)
 
 
 def _text(value, name: str, optional: bool = False) -> str | None:
@@ -271,12 +274,44 @@ def left_takes(project_dir: Path) -> list[LeftTake]:
             if not _lock(fd):
                 continue  # a live process records or recovers it
             try:
-                left.append(_read_meta(meta_path, status.st_size, take_id, pcm_path))
+                found = _read_meta(meta_path, status.st_size, take_id, pcm_path)
+                left.append(dataclasses.replace(found, heard=_holds_sound(fd, status.st_size)))
             except Exception as error:  # noqa: BLE001 - a description from anyone: deep nesting, bad bytes, …
                 left.append(LeftTake(take_id, pcm_path, meta_path, problem=f"its description: {_reason(error)}"))
         finally:
             os.close(fd)
     return left
+
+
+def _holds_sound(fd: int, size: int) -> bool:
+    """Whether the samples hold one that is not exactly zero: read until it is found, never past `size` (the length
+    checked against the take's limit). An input waking up sends zeros first (recorder.InputState.WAITING)."""
+    left = size
+    try:
+        while left > 0:
+            chunk = os.read(fd, min(left, READ_CHUNK))
+            if not chunk:
+                return False
+            if chunk.count(0) != len(chunk):
+                return True
+            left -= len(chunk)
+    except OSError:
+        return True  # offered: reading it back says what is wrong
+    return False
+
+
+def takes_to_offer(project_dir: Path) -> list[LeftTake]:
+    """The left takes to ask about: those holding sound, and those that cannot be read (to be removed). A take that
+    never heard anything — the app ended while its input was still waking (no sample, or only exact zeros) —
+    holds nothing to keep, as R then keeps nothing, and is removed here."""
+    offered = []
+    for left in left_takes(project_dir):
+        if left.problem is None and not left.heard:
+            with contextlib.suppress(InputError, OSError):  # claimed meanwhile, or not removable: asked again
+                ClaimedTake(left).remove()
+            continue
+        offered.append(left)
+    return offered
 
 
 def _reason(error: Exception) -> str:

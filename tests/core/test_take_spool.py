@@ -27,6 +27,7 @@ from spokenbench.core.recording.spool import (
     ClaimedTake,
     TakeSpool,
     left_takes,
+    takes_to_offer,
 )
 from spokenbench.core.recording.takes import prepare_take, save_recorded_take
 from spokenbench.core.store import Project, opened
@@ -138,6 +139,21 @@ GOOD_META = {
     "device": None,
     "started": "2026-12-06 09:00:00",
 }
+
+
+def test_a_take_left_before_its_input_heard_anything_is_removed_not_offered(project_dir):
+    """The app killed while the input was still waking (no sample yet, or only the exact zeros an input wakes with):
+    before, "A take was cut short … 0 s" was asked about, and Keep saved a take of nothing. A take with one sound
+    in it, however late, is offered; one that cannot be read is offered to be removed."""
+    silent = left_pair(project_dir, GOOD_META, b"", name="20261206-000000-1-00000001")
+    zeros = left_pair(project_dir, GOOD_META, b"\0\0" * RATE * 3, name="20261206-000000-1-00000002")
+    late = left_pair(project_dir, GOOD_META, b"\0\0" * RATE * 3 + b"\x01\0", name="20261206-000000-1-00000003")
+    broken = left_pair(project_dir, "{not json", b"\0\0", name="20261206-000000-1-00000004")
+    assert [left.heard for left in left_takes(project_dir)] == [False, False, True, True]
+    offered = takes_to_offer(project_dir)
+    assert [left.pcm_path for left in offered] == [late, broken] and offered[1].problem is not None
+    assert not silent.exists() and not zeros.exists() and not silent.with_suffix(".json").exists()
+    assert late.exists() and broken.exists()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
@@ -327,8 +328,9 @@ def test_a_second_signal_ends_the_app_at_once_an_ignored_one_stays_ignored_and_a
     assert done.stdout == f"forked child 0\ntold 1 [{int(signal.SIGTERM)}]\n", (done.stdout, done.stderr)
 
 
-def left_behind(folder, seconds: float = 1.5) -> None:
-    """A take a killed process left in the project's spool: 1.5 s of speech of the first prompt, by Ana."""
+def left_behind(folder, seconds: float = 1.5, heard: bool = True) -> None:
+    """A take a killed process left in the project's spool: 1.5 s of speech of the first prompt, by Ana (`heard`
+    False: the exact zeros an input waking up sends)."""
     from spokenbench.core.recording.prompts import project_prompts
     from spokenbench.core.recording.spool import TakeSpool
     from spokenbench.core.store import opened
@@ -336,7 +338,7 @@ def left_behind(folder, seconds: float = 1.5) -> None:
     with opened(folder) as project:  # the first prompt of Ana's script, as the page lists it
         prompt = project_prompts(project.conn, "en")[0]
     spool = TakeSpool(folder, 1, prompt, RATE, "Fake microphone")
-    spool.write(take_signal(seconds))
+    spool.write(take_signal(seconds) if heard else np.zeros(int(seconds * RATE), dtype=np.float32))
     spool.close(remove=False)  # as a kill leaves it
 
 
@@ -375,6 +377,22 @@ def test_a_take_cut_short_by_a_kill_is_offered_at_the_next_opening(
         qtbot.waitUntil(lambda: page.view.status_label.text().startswith("The take cut short was kept"), timeout=5_000)
         [(_prompt, take, seconds)] = stored_takes(folder)
         assert take == 1 and 1.0 < seconds < 2.0
+    window.shutdown()
+
+
+def test_a_take_cut_short_before_its_input_heard_anything_is_not_asked_about(qtbot, tmp_path, monkeypatch):
+    """Killed while "Starting the microphone…" showed, on an input waking with zeros: before, the next opening asked
+    "Keep a take cut short?" about 2 s of nothing. Nothing was recorded, as R then says: its files are removed."""
+    from spokenbench.core.recording.spool import SPOOL_DIR_NAME
+
+    monkeypatch.setattr(SpeakersPage, "device_lister", staticmethod(lambda: [FAKE_DEVICE]))
+    folder = make_project(tmp_path / "p")
+    left_behind(folder, heard=False)
+    window = window_on(qtbot, tmp_path, folder)
+    page = window.page_widgets["speakers"]
+    qtbot.waitUntil(lambda: not any((folder / SPOOL_DIR_NAME).iterdir()), timeout=10_000)
+    qtbot.wait(300)
+    assert page.left_take_box is None and stored_takes(folder) == []
     window.shutdown()
 
 
