@@ -739,9 +739,10 @@ class SpeakersPage(QWidget):
         return "unavailable" if self.state == "idle" and self.recording_problem is not None else self.state
 
     def _show_input(self, recorder: Recorder) -> None:
-        """Say what the input is doing: ● Recording only once it hears (`Recorder.take_begun`; the take's clock is the
-        sound received, so it stops when the input stops), and a line when it is silent, stopped or never
-        started — written again as its seconds change only while it is still the line shown."""
+        """Say what the input is doing: ● Recording only once it hears, or has sent DIGITAL_SILENCE_S of zeros
+        (`Recorder.take_begun`; the take's clock is the sound received, so it stops when the input stops), and a
+        line when it is silent, stopped or never started — written again as its seconds change only while it is
+        still the line shown."""
         now = time.monotonic()
         last = recorder.last_block_at
         state = recorder.input_state(now)
@@ -964,8 +965,8 @@ class SpeakersPage(QWidget):
 
     @property
     def take_in_hand(self) -> str | None:
-        """What a closing window or project would lose: "recording" (sound has come in since R), "finishing"
-        (stopped, being checked and saved), or None."""
+        """What a closing window or project would lose: "recording" (● Recording shows: the input hears, or has
+        sent the muted wait's zeros), "finishing" (stopped, being checked and saved), or None."""
         if self.state == "recording" and self.recorder is not None and self.recorder.take_begun:
             return "recording"
         return "finishing" if self.state in ("stopping", "saving") else None

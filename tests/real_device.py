@@ -796,8 +796,8 @@ class WakingTake:
 
 def spool_samples(project_folder: Path) -> np.ndarray | None:
     """The samples of the take being recorded, from the project's spool (core/recording/spool.py), or None."""
-    pcms = sorted((project_folder / "recording-spool").glob("*.pcm"))
-    return np.frombuffer(pcms[0].read_bytes(), dtype="<i2") if pcms else None
+    pcms = sorted((project_folder / "recording-spool").glob("*.pcm"), key=lambda pcm: pcm.stat().st_mtime)
+    return np.frombuffer(pcms[-1].read_bytes(), dtype="<i2") if pcms else None  # the newest: a failed save's stays
 
 
 def take_through_a_waking_input(
@@ -843,7 +843,7 @@ def take_through_a_waking_input(
     if samples is not None and len(samples):
         rate = 48_000
         with contextlib.suppress(OSError, ValueError, KeyError, StopIteration):
-            description = next((project_folder / "recording-spool").glob("*.json"))
+            description = next((project_folder / "recording-spool").glob("*.json"))  # every take here: one rate
             rate = int(json.loads(description.read_text())["rate"])
         sounding = np.flatnonzero(samples)
         figures.zeros = (int(sounding[0]) if len(sounding) else len(samples)) / rate

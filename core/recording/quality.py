@@ -21,6 +21,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 FRAME_S = 0.02
+# Only exact zeros for this long: the input is muted (a mute key or switch, the system's sound settings, a denied
+# microphone permission), sends nothing, or is a noise filter's pause. A live microphone's noise floor is never
+# exactly zero; an input waking up sends zeros for less (WASAPI 255 samples, a USB microphone up to 1 s).
+DIGITAL_SILENCE_S = 1.5
 MUTED_INPUT = (
     "muted (a mute key or switch, the system's sound settings, a microphone permission not given) or sends nothing"
 )
@@ -117,6 +121,14 @@ def frame_levels_db(samples: np.ndarray, rate: int, frame_s: float = FRAME_S) ->
     frames = samples[: count * frame].astype(np.float64).reshape(count, frame)
     power = np.mean(frames * frames, axis=1)
     return 10 * np.log10(np.maximum(power, 1e-12))
+
+
+def waking_zeros(samples: np.ndarray, rate: int) -> int:
+    """How many exact zeros a take begins with that its input sent while waking up, which are not the take's: those
+    before its first sound when it came within DIGITAL_SILENCE_S. None when it came later, or never: then the take
+    began with its zeros (a muted input, a noise filter's pause), and they stay."""
+    nonzero = np.flatnonzero(np.asarray(samples[: int(DIGITAL_SILENCE_S * rate)]))
+    return int(nonzero[0]) if len(nonzero) else 0
 
 
 def analyse_take(

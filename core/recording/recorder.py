@@ -27,7 +27,7 @@ import numpy as np
 from spokenbench.core.audio import open_streams
 from spokenbench.core.audio.open_streams import count_open_stream
 from spokenbench.core.foundation.errors import MissingDependencyError, SpokenBenchError
-from spokenbench.core.recording.quality import InputBreak
+from spokenbench.core.recording.quality import DIGITAL_SILENCE_S, InputBreak, waking_zeros
 
 DEFAULT_RATE = 48_000
 DEFAULT_BLOCK = 1_024  # 21 ms at 48 kHz: about 47 level readings a second
@@ -35,9 +35,6 @@ LEVEL_QUEUE = 512  # level readings kept for the meter (about 10 s); older ones 
 # No block for this long while recording: the input stopped (a microphone pulled out, the sound server gone).
 # Blocks come every ~21 ms; PortAudio's buffers and a busy machine may hold one back a few hundred ms, not 1 s.
 INPUT_STALL_S = 1.0
-# Only exact zeros for this long: the input is muted (a mute key or switch, the system's sound settings, a denied
-# microphone permission) or sends nothing. A live microphone's noise floor is never exactly zero.
-DIGITAL_SILENCE_S = 1.5
 # A stream's stop answers in milliseconds; one a sound server that does not answer holds is left this long, then
 # the take is kept without it (the stream closes on its own thread once the server answers).
 STOP_WAIT_S = 2.0
@@ -188,6 +185,7 @@ class Recorder:
         self.frames = 0  # samples received in this take
         self.first_block_at: float | None = None  # time.monotonic() of the take's first block: the stream is up
         self.heard_at: float | None = None  # of its first sample that is not exactly zero: the input hears
+        self.lead_frames = 0  # the zeros the input sent while waking up (quality.waking_zeros): not the take's
         self.last_block_at: float | None = None
         self.longest_gap: tuple[float, float] | None = None  # (seconds into the take, seconds) of the longest wait
         self.silent_since: float | None = None  # when the current run of blocks of exact zeros began
@@ -223,7 +221,7 @@ class Recorder:
         self.spool, self.spool_problem = None, None
         self.blocks = self.dropped_blocks = self.frames = 0
         self.first_block_at = self.last_block_at = self.silent_since = self.stopped_at = self.longest_gap = None
-        self.heard_at = None
+        self.heard_at, self.lead_frames = None, 0
         self.levels.clear()
         count_open_stream(+1)  # before opening: the device list is not renewed under an opening stream
         try:
@@ -334,13 +332,18 @@ class Recorder:
         elif self.last_block_at is not None:
             gap = now - self.last_block_at - len(mono) / self.rate  # beyond the block's own time
             if gap > INPUT_STALL_S and (self.longest_gap is None or gap > self.longest_gap[1]):
-                self.longest_gap = (self.frames / self.rate, gap)
+                self.longest_gap = ((self.frames - self.lead_frames) / self.rate, gap)
+        sounding = mono.any()
+        if sounding and self.heard_at is None:
+            self.heard_at = now
+            heard = self.frames + int(np.argmax(mono != 0))
+            if heard < int(DIGITAL_SILENCE_S * self.rate):  # as quality.waking_zeros counts on the whole take
+                self.lead_frames = heard
+                self.longest_gap = None  # a wait while it woke up is not in the take
         self.frames += len(mono)
         self.last_block_at = now
-        if mono.any():
+        if sounding:
             self.silent_since = None
-            if self.heard_at is None:
-                self.heard_at = now
         elif self.silent_since is None:
             self.silent_since = now
         rms, peak = block_level(mono)
@@ -348,28 +351,24 @@ class Recorder:
 
     @property
     def recorded_s(self) -> float:
-        """Seconds of sound received so far: the take's length, which stops growing when the input stops."""
-        return self.frames / self.rate
+        """Seconds of sound received so far: the take's length (without the zeros of an input waking up), which
+        stops growing when the input stops."""
+        return (self.frames - self.lead_frames) / self.rate
 
     @property
     def take_begun(self) -> bool:
-        """Whether ● Recording is due: the input hears, or has sent only exact zeros for DIGITAL_SILENCE_S (muted,
-        or a noise gate's pause: the speaker is told, and may read). Before, what is said is lost or cut."""
-        first, last = self.first_block_at, self.last_block_at
-        if self.heard_at is not None:
-            return True
-        return first is not None and last is not None and last - first >= DIGITAL_SILENCE_S
+        """Whether ● Recording is due: the input hears, or has sent DIGITAL_SILENCE_S of exact zeros (muted, or a
+        noise filter's pause: the speaker is told, and may read). Before, what is said is lost or cut."""
+        return self.heard_at is not None or self.frames >= DIGITAL_SILENCE_S * self.rate
 
     def input_state(self, now: float | None = None) -> str:
         """What the input is doing now (an InputState), read on the UI thread from the callback's plain fields."""
         now = time.monotonic() if now is None else now
         first, last, silent = self.first_block_at, self.last_block_at, self.silent_since
-        if first is None or last is None:
+        if first is None or last is None or not self.take_begun:  # a stall then is still a wait for it to wake
             return InputState.WAITING
         if now - last > INPUT_STALL_S:
             return InputState.STALLED
-        if not self.take_begun:
-            return InputState.WAITING
         if silent is not None and now - silent >= DIGITAL_SILENCE_S:
             return InputState.SILENT
         return InputState.SOUND
@@ -399,7 +398,8 @@ class Recorder:
         (`StreamCloser`), waited for `wait_s` (STOP_WAIT_S): a sound server that does not answer holds that call for
         good (measured with PulseAudio stopped), while the take is in memory already. When the stop answered, the
         samples are exact (PortAudio waits for the callback in flight); when it did not (`stop_held`), a block in
-        flight then may be missing. A stream that fails to stop (a device gone) keeps its take too."""
+        flight then may be missing. A stream that fails to stop (a device gone) keeps its take too. The zeros an
+        input sent while waking up are not the take's (`quality.waking_zeros`): its noise floor and speech are."""
         wait_s = STOP_WAIT_S if wait_s is None else wait_s
         with self._lock:
             stream, self._stream = self._stream, None
@@ -418,7 +418,8 @@ class Recorder:
                 self.closing, self.stop_held = closing, closing.is_alive()
             self._finish_spool()
             chunks, self._chunks = self._chunks, []
-        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+        samples = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+        return samples[waking_zeros(samples, self.rate) :]
 
     def abort(self) -> None:
         """Throw the take away (the screen closed, the speaker changed, Discard): its spool first — removed even

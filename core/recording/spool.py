@@ -34,11 +34,13 @@ from spokenbench.core.foundation.errors import InputError, InputProblem
 from spokenbench.core.foundation.safe_files import read_regular_file
 from spokenbench.core.recording import store
 from spokenbench.core.recording.prompts import Prompt
+from spokenbench.core.recording.quality import waking_zeros
 
 SPOOL_DIR_NAME = "recording-spool"
 SYNC_EVERY_S = 1.0  # what a power cut may lose of a take
 MAX_TAKE_S = 3600  # an hour of reading: a longer .pcm is not read back
 READ_CHUNK = 1024 * 1024  # a left take is looked through this much at a time for its first sound
+SOUNDLESS_GRACE_S = 30.0  # a soundless left take written since then is left alone (`takes_to_offer`)
 MAX_PCM_BYTES = 512 * 1024 * 1024  # and never more than this (an hour and a half at 48 kHz)
 LOCK_TRIES_S = 1.0  # a new spool's lock, taken while another process's listing looks at it briefly
 MAX_META_BYTES = 64 * 1024
@@ -199,7 +201,6 @@ class LeftTake:
     started: str = ""
     seconds: float = 0.0
     problem: str | None = None
-    heard: bool = True  # it holds a sample that is not exactly zero (`takes_to_offer`)
 
 
 def _text(value, name: str, optional: bool = False) -> str | None:
@@ -274,8 +275,7 @@ def left_takes(project_dir: Path) -> list[LeftTake]:
             if not _lock(fd):
                 continue  # a live process records or recovers it
             try:
-                found = _read_meta(meta_path, status.st_size, take_id, pcm_path)
-                left.append(dataclasses.replace(found, heard=_holds_sound(fd, status.st_size)))
+                left.append(_read_meta(meta_path, status.st_size, take_id, pcm_path))
             except Exception as error:  # noqa: BLE001 - a description from anyone: deep nesting, bad bytes, …
                 left.append(LeftTake(take_id, pcm_path, meta_path, problem=f"its description: {_reason(error)}"))
         finally:
@@ -283,33 +283,26 @@ def left_takes(project_dir: Path) -> list[LeftTake]:
     return left
 
 
-def _holds_sound(fd: int, size: int) -> bool:
-    """Whether the samples hold one that is not exactly zero: read until it is found, never past `size` (the length
-    checked against the take's limit). An input waking up sends zeros first (recorder.InputState.WAITING)."""
-    left = size
-    try:
-        while left > 0:
-            chunk = os.read(fd, min(left, READ_CHUNK))
-            if not chunk:
-                return False
-            if chunk.count(0) != len(chunk):
-                return True
-            left -= len(chunk)
-    except OSError:
-        return True  # offered: reading it back says what is wrong
-    return False
-
-
-def takes_to_offer(project_dir: Path) -> list[LeftTake]:
-    """The left takes to ask about: those holding sound, and those that cannot be read (to be removed). A take that
-    never heard anything — the app ended while its input was still waking (no sample, or only exact zeros) —
-    holds nothing to keep, as R then keeps nothing, and is removed here."""
+def takes_to_offer(project_dir: Path, now: float | None = None) -> list[LeftTake]:
+    """The left takes to ask about: those holding sound, and those that cannot be read (to be removed). One that
+    holds no sample other than exact zeros — the app ended while its input was still waking, or muted all along —
+    holds nothing to keep, as R then keeps nothing, and is removed here; unless it was written in the last
+    SOUNDLESS_GRACE_S, where a file system without `flock` could not tell it from a take being recorded now."""
+    now = time.time() if now is None else now
     offered = []
     for left in left_takes(project_dir):
-        if left.problem is None and not left.heard:
-            with contextlib.suppress(InputError, OSError):  # claimed meanwhile, or not removable: asked again
-                ClaimedTake(left).remove()
-            continue
+        if left.problem is None:
+            try:
+                claimed = ClaimedTake(left)
+            except (InputError, OSError):
+                continue  # claimed meanwhile: another process's
+            try:
+                if not claimed.holds_sound():
+                    if now - os.fstat(claimed.fd).st_mtime >= SOUNDLESS_GRACE_S:
+                        claimed.remove()
+                    continue
+            finally:
+                claimed.release()
         offered.append(left)
     return offered
 
@@ -337,15 +330,34 @@ class ClaimedTake:
             self.release()
             raise InputError(InputProblem(str(left.pcm_path), "another process is recovering this take"))
 
+    def holds_sound(self) -> bool:
+        """Whether its samples hold one that is not exactly zero: read until it is found, never past the length
+        `left_takes` checked against the take's limit. An error reading says yes: reading it back tells why."""
+        remaining = os.fstat(self.fd).st_size
+        offset = 0
+        try:
+            while offset < remaining:
+                chunk = os.pread(self.fd, min(remaining - offset, READ_CHUNK), offset)
+                if not chunk:
+                    return False
+                if chunk.count(0) != len(chunk):
+                    return True
+                offset += len(chunk)
+        except OSError:
+            return True
+        return False
+
     def samples(self) -> np.ndarray:
-        """The take's samples as floats (a last half sample, cut by the crash, is dropped)."""
+        """The take's samples as floats, as `Recorder.stop` returns them: without the zeros its input sent while
+        waking up (`quality.waking_zeros`), and a last half sample, cut by the crash, dropped."""
         left = self.left
         if left.problem is not None:
             raise InputError(InputProblem(str(left.pcm_path), left.problem))
         limit = min(MAX_TAKE_S * left.rate * 2, MAX_PCM_BYTES)
         data = read_regular_file(left.pcm_path, limit, follow_links=False)
         usable = len(data) - len(data) % 2
-        return np.frombuffer(data[:usable], dtype="<i2").astype(np.float32) / 32767.0
+        samples = np.frombuffer(data[:usable], dtype="<i2").astype(np.float32) / 32767.0
+        return samples[waking_zeros(samples, left.rate) :]
 
     def remove(self) -> None:
         """Never raises: an entry that cannot be removed is offered again."""

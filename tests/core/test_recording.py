@@ -18,7 +18,7 @@ from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording import store as recording_store
 from spokenbench.core.recording.cloning import create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, reading_list_prompts
-from spokenbench.core.recording.quality import InputBreak, analyse_take
+from spokenbench.core.recording.quality import InputBreak, analyse_take, waking_zeros
 from spokenbench.core.recording.recorder import (
     DIGITAL_SILENCE_S,
     INPUT_STALL_S,
@@ -408,13 +408,34 @@ def test_an_input_that_sends_only_zeros_is_said_silent_once_it_has_for_the_muted
     """A muted input, or a noise gate's pause at the start, sends zeros for good: the wait for its first sound is
     DIGITAL_SILENCE_S, then the take begins and the input is said silent (the speaker is told, and may read)."""
     recorder = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
-    fed_blocks(recorder, [(20.0 + 0.025 * index, 0.0) for index in range(int(DIGITAL_SILENCE_S / 0.025))])
+    waited = int(DIGITAL_SILENCE_S * RATE / 400)  # blocks of zeros in the wait: the last one ends it
+    fed_blocks(recorder, [(20.0 + 0.025 * index, 0.0) for index in range(waited - 1)])
     assert recorder.input_state(now=20.0 + DIGITAL_SILENCE_S) == InputState.WAITING and not recorder.take_begun
     fed_blocks(recorder, [(20.0 + DIGITAL_SILENCE_S + 0.01, 0.0)])
     assert recorder.input_state(now=20.0 + DIGITAL_SILENCE_S + 0.02) == InputState.SILENT and recorder.take_begun
     waking = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
-    fed_blocks(waking, [(30.0, 0.0), (30.025, 0.0)])  # zeros, then nothing: the input stopped as it woke
-    assert waking.input_state(now=30.025 + INPUT_STALL_S + 0.1) == InputState.STALLED and not waking.take_begun
+    fed_blocks(waking, [(30.0, 0.0), (30.025, 0.0)])  # zeros, then nothing: a wait for it to wake, not a take
+    assert waking.input_state(now=30.025 + INPUT_STALL_S + 0.1) == InputState.WAITING and not waking.take_begun
+
+
+def test_the_zeros_an_input_woke_with_are_not_the_takes():
+    """Its noise floor and speech are: before, 0.8 s of zeros (-120 dB frames) became the take's noise floor, so a
+    take with 11 dB of SNR passed as 91 dB; and a wait while the input woke (zeros, nothing, then sound) failed the
+    take's input check as a pause. The take's clock and a later pause's place count from its first sound."""
+    recorder = Recorder(InputDevice(None, "fake", 1, RATE), blocksize=400, stream_factory=fake_stream_factory(None))
+    fed_blocks(recorder, [(10.0, 0.0), (10.025, 0.0), (11.6, 0.0)])  # zeros, 1.5 s of nothing while it wakes
+    fed_blocks(recorder, [(11.625, 0.001), (11.65, 0.001), (13.0, 0.001)])  # it hears; then a pause of 1.3 s
+    assert recorder.lead_frames == 1_200 and recorder.recorded_s == pytest.approx(3 * 400 / RATE)
+    samples = recorder.stop()
+    recorder.stopped_at = 13.01
+    assert len(samples) == 1_200 and samples.all()
+    assert recorder.input_break == InputBreak(pytest.approx(2 * 400 / RATE), pytest.approx(1.35 - 400 / RATE))
+    noisy = (np.random.default_rng(0).normal(0, 0.01, 3 * RATE) + 0.03 * speech(3.0)).astype(np.float32)
+    snr = analyse_take(noisy, RATE).snr_db
+    woken = np.concatenate([np.zeros(int(0.8 * RATE), dtype=np.float32), noisy])
+    assert analyse_take(woken[waking_zeros(woken, RATE) :], RATE).snr_db == pytest.approx(snr)
+    muted = np.concatenate([np.zeros(2 * RATE, dtype=np.float32), noisy])  # longer than the wait: it stays
+    assert waking_zeros(muted, RATE) == 0
 
 
 def test_a_fake_input_can_wake_with_zeros():

@@ -20,9 +20,11 @@ from support import write_jsonl
 from spokenbench.core.foundation.errors import InputError
 from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording.prompts import Prompt
+from spokenbench.core.recording.quality import waking_zeros
 from spokenbench.core.recording.recorder import InputDevice, Recorder, fake_stream_factory
 from spokenbench.core.recording.speakers import ConsentRequired, add_speaker, give_consent, withdraw_consent
 from spokenbench.core.recording.spool import (
+    SOUNDLESS_GRACE_S,
     SPOOL_DIR_NAME,
     ClaimedTake,
     TakeSpool,
@@ -67,7 +69,8 @@ def test_a_take_is_on_disk_as_it_comes_whole_once_stopped_and_gone_once_let_go(p
     assert 0.4 < pcm_seconds(spool) <= 1.0  # written while it comes, a quarter second behind at most
     assert left_takes(project_dir) == []  # ours, locked: never offered while it is being recorded
     samples = recorder.stop()
-    assert spool.frames == len(samples) and pcm_seconds(spool) == len(samples) / RATE  # whole once stopped
+    woke = waking_zeros(signal_samples, RATE)  # the zeros it began with (0.4 s): in the spool, not in the take
+    assert spool.frames == woke + len(samples) and pcm_seconds(spool) == spool.frames / RATE  # whole once stopped
     recorder.release_spool(remove=True)
     assert not any((project_dir / SPOOL_DIR_NAME).iterdir())
 
@@ -109,7 +112,8 @@ def test_a_take_whose_process_was_killed_mid_take_is_left_and_read_back(project_
     assert left.rate == RATE and 1.0 <= left.seconds <= 2.1  # at most a spool interval behind the kill
     claimed = ClaimedTake(left)
     samples = claimed.samples()
-    expected = take_signal(30.0)[: len(samples)]
+    read = take_signal(30.0)
+    expected = read[waking_zeros(read, RATE) :][: len(samples)]  # without the zeros it woke with
     assert np.max(np.abs(samples - expected)) < 2 / 32767  # 16-bit PCM of what was read
     with pytest.raises(InputError, match="another process is recovering"):
         ClaimedTake(left)
@@ -144,16 +148,30 @@ GOOD_META = {
 def test_a_take_left_before_its_input_heard_anything_is_removed_not_offered(project_dir):
     """The app killed while the input was still waking (no sample yet, or only the exact zeros an input wakes with):
     before, "A take was cut short … 0 s" was asked about, and Keep saved a take of nothing. A take with one sound
-    in it, however late, is offered; one that cannot be read is offered to be removed."""
+    in it, however late, is offered; one that cannot be read is offered to be removed. A soundless one written in
+    the last SOUNDLESS_GRACE_S is left alone: without flock it could be a take being recorded now."""
     silent = left_pair(project_dir, GOOD_META, b"", name="20261206-000000-1-00000001")
     zeros = left_pair(project_dir, GOOD_META, b"\0\0" * RATE * 3, name="20261206-000000-1-00000002")
     late = left_pair(project_dir, GOOD_META, b"\0\0" * RATE * 3 + b"\x01\0", name="20261206-000000-1-00000003")
     broken = left_pair(project_dir, "{not json", b"\0\0", name="20261206-000000-1-00000004")
-    assert [left.heard for left in left_takes(project_dir)] == [False, False, True, True]
-    offered = takes_to_offer(project_dir)
+    assert [left.pcm_path for left in takes_to_offer(project_dir)] == [late, broken]
+    assert silent.exists() and zeros.exists()  # just written: left alone
+    offered = takes_to_offer(project_dir, now=time.time() + SOUNDLESS_GRACE_S)
     assert [left.pcm_path for left in offered] == [late, broken] and offered[1].problem is not None
     assert not silent.exists() and not zeros.exists() and not silent.with_suffix(".json").exists()
     assert late.exists() and broken.exists()
+
+
+def test_a_take_read_back_loses_the_zeros_its_input_woke_with(project_dir):
+    """As `Recorder.stop` returns a take: the zeros before its first sound, when it came within the muted wait,
+    are not the take's (its noise floor is); zeros for longer than the wait (muted, a noise filter) stay."""
+    sound = (np.full(RATE, 0.01) * 32767).astype("<i2").tobytes()
+    woke = left_pair(project_dir, GOOD_META, b"\0\0" * (RATE // 2) + sound, name="20261206-000000-1-00000005")
+    muted = left_pair(project_dir, GOOD_META, b"\0\0" * (RATE * 2) + sound, name="20261206-000000-1-00000006")
+    by_path = {left.pcm_path: left for left in left_takes(project_dir)}
+    woke_samples, muted_samples = (ClaimedTake(by_path[path]).samples() for path in (woke, muted))
+    assert len(woke_samples) == RATE and woke_samples.all()
+    assert len(muted_samples) == 3 * RATE and not muted_samples[: 2 * RATE].any()
 
 
 @pytest.mark.parametrize(

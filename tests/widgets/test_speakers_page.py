@@ -521,7 +521,7 @@ def test_recording_shows_only_once_an_input_waking_with_zeros_hears(page, qtbot,
     Bluetooth headset changing profile) is deaf until its first sound. Before, "● Recording" showed at its first
     block of zeros, a speaker who read then lost the first words, and a take of those zeros was kept."""
     reload_consented(page, qtbot)
-    started_on(page, qtbot, zeros_s=0.8, noise_dbfs=-75)
+    started_on(page, qtbot, zeros_s=1.3, noise_dbfs=-75)  # R lands well within its zeros
     recorder = page.recorder
     qtbot.waitUntil(lambda: recorder.first_block_at is not None, timeout=5_000)
     qtbot.wait(150)  # a few meter ticks with zeros coming

@@ -388,6 +388,8 @@ def test_a_take_cut_short_before_its_input_heard_anything_is_not_asked_about(qtb
     monkeypatch.setattr(SpeakersPage, "device_lister", staticmethod(lambda: [FAKE_DEVICE]))
     folder = make_project(tmp_path / "p")
     left_behind(folder, heard=False)
+    for left in (folder / SPOOL_DIR_NAME).iterdir():  # left a minute ago, as by a kill before this start
+        os.utime(left, (time.time() - 60, time.time() - 60))
     window = window_on(qtbot, tmp_path, folder)
     page = window.page_widgets["speakers"]
     qtbot.waitUntil(lambda: not any((folder / SPOOL_DIR_NAME).iterdir()), timeout=10_000)
