@@ -14,7 +14,8 @@ opens the Speakers page (Ctrl+5, Enter) and records one take per case, on prompt
 - "no noise floor": the room's noise ended, so the input sends exact zeros until the sentence (a muted input, a
   noise gate's pause, or this null sink alone look the same): what waiting for a first sound costs there.
 The speaker reads (paplay, espeak-ng's 3.4 s sentence, 3.2 s of speech) 0.3 s after "● Recording" shows, and
-presses R after a pause. Per tree and case: the seconds from R to ● Recording, the zeros the take began with, the
+presses R after a pause. Per tree and case: the seconds from R to ● Recording and from the take's first samples on
+disk to it (the page's own wait; negative: shown before the spool's quarter-second write), the zeros the take began with, the
 seconds read while the input still sent zeros (lost), the takes that passed their checks, and the seconds of
 speech the checks found (medians). `--baseline DIR`: an older tree as DIR/spokenbench (`git worktree add X REV` and
 a link DIR/spokenbench → X); the trees alternate round by round."""
@@ -67,6 +68,14 @@ def session(work: Path, speech: Path, command) -> list[dict]:
     return [{"case": case, "figures": figures, "take": take} for case, figures, take in zip(CASES, taken, takes)]
 
 
+def after_first_samples(figures) -> float | None:
+    """From the take's first samples on disk (its spool, written four times a second) to ● Recording: the wait the
+    page adds to the input's own (its first block comes 0.5-2 s after R here, whichever the tree)."""
+    if figures.shown_after_r is None or figures.first_block_after_r is None:
+        return None
+    return figures.shown_after_r - figures.first_block_after_r
+
+
 def median(values) -> str:
     values = [value for value in values if value is not None]
     return f"{statistics.median(values):.2f}" if values else "-"
@@ -97,11 +106,15 @@ def main() -> int:
                         f"{take['speech_duration']['value']} s, silence: {take['silence']['reason']}"
                     )
         print(f"\n{args.rounds} round(s) per tree; the sentence holds 3.2 s of speech")
-        print("tree | case | R to ● Recording | zeros at the start | read while deaf | passed | speech found")
+        print(
+            "tree | case | R to ● Recording | its first samples to ● Recording | zeros at the start | read while deaf"
+            " | passed | speech found"
+        )
         for (name, case), rows in results.items():
             passed = sum(row["take"]["passed"] for row in rows)
             print(
                 f"{name} | {case} | {median(row['figures'].shown_after_r for row in rows)} s | "
+                f"{median(after_first_samples(row['figures']) for row in rows)} s | "
                 f"{median(row['figures'].zeros for row in rows)} s | "
                 f"{median(row['figures'].read_before_heard for row in rows)} s | {passed}/{len(rows)} | "
                 f"{median(row['take']['speech_duration']['value'] for row in rows)} s"
