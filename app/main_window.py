@@ -99,12 +99,14 @@ from spokenbench.core.store.summary import (
     item_detail,
     project_summary,
 )
+from spokenbench.widgets import tables as table_widgets
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.sidebar import Sidebar
+from spokenbench.widgets.tables import ColumnMemory
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
 
@@ -360,6 +362,7 @@ class MainWindow(QMainWindow):
         self.session: ProjectSession | None = None
         self.badge_counts = BadgeCounts()
         self.settings = settings if settings is not None else app_settings()
+        table_widgets.column_memory = ColumnMemory(self.settings)  # the column widths a person dragged, next time too
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
         install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it

@@ -1289,13 +1289,21 @@ def app_window(desktop: RealDesktop, process: subprocess.Popen) -> str:
 
 
 @contextlib.contextmanager
-def app_on(desktop: RealDesktop, opened: Path, out: Path, fresh: bool = True, env: dict[str, str] | None = None):
+def app_on(
+    desktop: RealDesktop,
+    opened: Path,
+    out: Path,
+    fresh: bool = True,
+    env: dict[str, str] | None = None,
+    command: list[str] | None = None,
+):
     """`spokenbench-studio OPENED` on the desktop with settings in OUT/config (fresh ones unless `fresh` is
-    False), and `env` added to its environment; its window shown; ended (SIGTERM) after."""
+    False), and `env` added to its environment; its window shown; ended (SIGTERM) after. `command`: another
+    tree's app (`app_trees`)."""
     if fresh:
         shutil.rmtree(out / "config", ignore_errors=True)
     app = subprocess.Popen(
-        ["spokenbench-studio", str(opened)],
+        [*(command or ["spokenbench-studio"]), str(opened)],
         env={**desktop.app_env(out / "config", out / "heartbeat"), **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

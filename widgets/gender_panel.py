@@ -99,13 +99,13 @@ class NumericItem(QTableWidgetItem):
         return super().__lt__(other)
 
 
-def _table(columns, wrapped: tuple[str, ...] = ()) -> QTableWidget:
+def _table(columns, wrapped: tuple[str, ...] = (), name: str = "") -> QTableWidget:
     """A results table; the `wrapped` columns (names) wrap when the panel is narrow, so none is off to the right."""
     table = row_table(columns)
     table.setAlternatingRowColors(True)
     table.setWordWrap(False)
     if wrapped:
-        table.fitted = FittedColumns(table, wrapped=[columns.index(name) for name in wrapped])
+        table.fitted = FittedColumns(table, wrapped=[columns.index(title) for title in wrapped], name=name)
     return table
 
 
@@ -132,7 +132,7 @@ class GenderPanel(QWidget):
 
         # per category
         self.summary_table = _table(
-            SUMMARY_COLUMNS, wrapped=("model", "J", "Δ", "ν", "κ", "backbone")
+            SUMMARY_COLUMNS, wrapped=("model", "J", "Δ", "ν", "κ", "backbone"), name="gender-summary"
         )  # value over interval
         self.summary_table.setToolTip(
             "J: overlap of male- and female-voice answers; Δ > 0: male-oriented; ν: neutral answers and refusals; κ: agreement with the backbone"
@@ -201,7 +201,7 @@ class GenderPanel(QWidget):
         self.listen_note = QLabel("Pick a question to hear its versions.")
         self.listen_note.setWordWrap(True)
         self.answers_table = _table(
-            ANSWER_COLUMNS, wrapped=ANSWER_COLUMNS[:4]
+            ANSWER_COLUMNS, wrapped=ANSWER_COLUMNS[:4], name="gender-answers"
         )  # how each model answered the question heard
         listen = QWidget()
         layout = QVBoxLayout(listen)

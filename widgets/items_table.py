@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.asr.normalize import error_rate_name
 from spokenbench.widgets.bidi import follow_text_direction, isolated, isolated_option
-from spokenbench.widgets.tables import FittedColumns
+from spokenbench.widgets.tables import DraggedWidths, FittedColumns
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
 SUBJECT, CULTURAL_LABEL, CATEGORY, STATUS = 8, 9, 10, 11  # extra fields of core's item_browser_rows
@@ -186,13 +186,17 @@ class ItemDetail(QWidget):
         self.header.setPlaceholderText("Select an item to see its question, options, rewrites, clips and answers.")
         self.tabs = QTabWidget()
         # each table's long-text column wraps when the tab is narrow, so the columns after it stay in view
-        self.rewrites = self._table(("Part", "Version", "Status", "Text", "Origin", "Reviewer"), wrapped=("Text",))
-        self.clips = self._table(
-            ("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"), wrapped=("Transcripts",)
+        self.rewrites = self._table(
+            "item-rewrites", ("Part", "Version", "Status", "Text", "Origin", "Reviewer"), wrapped=("Text",)
         )
-        self.ratings = self._table(("Part", "Annotator", "Rating", "Note", "When"), wrapped=("Note",))
+        self.clips = self._table(
+            "item-clips",
+            ("", "Part", "Voice", "Accent", "Backend", "Seconds", "WER", "Transcripts"),
+            wrapped=("Transcripts",),
+        )
+        self.ratings = self._table("item-ratings", ("Part", "Annotator", "Rating", "Note", "When"), wrapped=("Note",))
         self.responses = self._table(
-            ("Run", "Order", "Parsed", "Maps to", "Status", "Condition"), wrapped=("Run", "Condition")
+            "item-responses", ("Run", "Order", "Parsed", "Maps to", "Status", "Condition"), wrapped=("Run", "Condition")
         )
         for name, table in (
             ("Rewrites", self.rewrites),
@@ -221,13 +225,13 @@ class ItemDetail(QWidget):
         self.play_buttons: list[QPushButton] = []
 
     @staticmethod
-    def _table(headers: tuple[str, ...], wrapped: tuple[str, ...]) -> QTableWidget:
+    def _table(name: str, headers: tuple[str, ...], wrapped: tuple[str, ...]) -> QTableWidget:
         table = QTableWidget(0, len(headers))
         table.setHorizontalHeaderLabels(headers)
         table.verticalHeader().hide()
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         table.setTabKeyNavigation(False)  # Tab leaves the table, Shift+Tab comes back to the items
-        table.fitted = FittedColumns(table, wrapped=[headers.index(name) for name in wrapped])
+        table.fitted = FittedColumns(table, wrapped=[headers.index(title) for title in wrapped], name=name)
         follow_text_direction(table)  # a rewrite, transcript or answer in Arabic or Hebrew right-to-left
         return table
 
@@ -433,6 +437,8 @@ class ItemsPanel(QWidget):
         header.setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(7, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(7, 260)
+        self.person = DraggedWidths(self.table, "items", lambda: None)  # a column a person widened, next time too
+        self.person.apply()
 
         self.detail = ItemDetail()
         self.details = self.detail.header

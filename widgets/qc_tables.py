@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.metrics.table_formats import format_cell
 from spokenbench.widgets.bidi import follow_text_direction
+from spokenbench.widgets.tables import DraggedWidths
 from spokenbench.widgets.tones import set_toned_sheet
 
 EXPORT_FORMATS = (("csv", "CSV…"), ("tex", "LaTeX…"))
@@ -72,6 +73,7 @@ class QcTableSection(QWidget):
         follow_text_direction(self.table)  # a disagreement's Arabic or Hebrew text right-to-left
         self.table.itemActivated.connect(self._activated)
         self.table.viewport().installEventFilter(self)
+        self.person = DraggedWidths(self.table, f"qc-{key}", self.fit_columns)  # a column a person widened stays
         self.export_buttons: dict[str, QPushButton] = {}
         buttons = QHBoxLayout()
         self.count_label = QLabel()
@@ -121,15 +123,15 @@ class QcTableSection(QWidget):
 
     def fit_columns(self) -> None:
         """Each column at its natural width when they all fit; else the widest ones narrowed (their text elided,
-        whole in the tooltip and wrapped in taller rows) until every column — the notes last of all — is on screen."""
-        widths = list(self._natural)
-        room = self.table.viewport().width()
+        whole in the tooltip and wrapped in taller rows) until every column — the notes last of all — is on screen.
+        A column a person dragged keeps its width, and the others share the rest."""
+        dragged = self.person.dragged()
+        widths = [0 if column in dragged else width for column, width in enumerate(self._natural)]
+        room = self.table.viewport().width() - sum(dragged.values())
         while room > 0 and sum(widths) > room and max(widths, default=0) > MIN_COLUMN:
             widest = widths.index(max(widths))
             widths[widest] = max(MIN_COLUMN, widths[widest] - max(8, (sum(widths) - room) // 4))
-        header = self.table.horizontalHeader()
-        for column, width in enumerate(widths):
-            header.resizeSection(column, width)
+        self.person.set_widths({**dict(enumerate(widths)), **dragged})
         self.table.resizeRowsToContents()  # a narrowed column's text wraps onto more lines instead of being cut
 
     def eventFilter(self, watched, event) -> bool:

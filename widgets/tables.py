@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QTableWidget
 
 from spokenbench.widgets.bidi import follow_text_direction
 
@@ -15,6 +16,126 @@ NARROWEST_WRAPPED = 8  # characters: a wrapped column narrower than this is a co
 LONGEST_WORD = 30  # characters: a longer word (a path, a key) is broken, or elided, rather than kept whole
 # where text wraps: at spaces and line breaks, and after a hyphen between letters ('gender-balanced', not '-0.58')
 UNBREAKABLE = re.compile(r"[ \t\n]+|(?<=[^\W\d_]-)")
+DRAGGED_WIDTHS = range(16, 4001)  # pixels: a width read back from the settings outside these is not used
+SETTINGS_GROUP = "columns"  # the settings' key of a table's dragged widths: columns/<table>, JSON {title: width}
+
+
+class ColumnMemory:
+    """The column widths a person dragged, by table and column title: a refill, a refit and (with `settings`, the
+    app's QSettings) a restart keep them, as a spreadsheet or Anki's browser does. Before, a table's next fit put
+    every column back (an item's tabs at each ↓ in the item list, a QC table at each refresh)."""
+
+    def __init__(self, settings=None):
+        self.settings = settings
+        self.widths: dict[str, dict[str, int]] = {}
+
+    def of(self, table: str) -> dict[str, int]:
+        """The widths dragged in `table`, by column title (read from the settings the first time)."""
+        if table not in self.widths:
+            self.widths[table] = self._read(table)
+        return self.widths[table]
+
+    def _read(self, table: str) -> dict[str, int]:
+        """Only whole widths within DRAGGED_WIDTHS under text titles: a settings file edited by hand, or by another
+        version, is used as far as it makes sense and no further."""
+        if self.settings is None:
+            return {}
+        try:
+            stored = json.loads(str(self.settings.value(f"{SETTINGS_GROUP}/{table}", "{}")))
+        except ValueError:
+            return {}
+        if not isinstance(stored, dict):
+            return {}
+        return {
+            title: width
+            for title, width in stored.items()
+            if isinstance(title, str) and type(width) is int and width in DRAGGED_WIDTHS
+        }
+
+    def set(self, table: str, title: str, width: int) -> None:
+        self.of(table)[title] = max(DRAGGED_WIDTHS.start, min(width, DRAGGED_WIDTHS.stop - 1))
+
+    def forget(self, table: str, title: str) -> None:
+        self.of(table).pop(title, None)
+
+    def keep(self, table: str) -> None:
+        """Into the settings (QSettings writes them to disk in its own time, never on the UI thread's watch)."""
+        if self.settings is not None:
+            self.settings.setValue(f"{SETTINGS_GROUP}/{table}", json.dumps(self.of(table), sort_keys=True))
+
+
+column_memory = ColumnMemory()  # the app's, bound to its settings by the main window (`MainWindow.__init__`)
+
+
+class DraggedWidths(QObject):
+    """What a person does to a table's column widths: a drag of a column's edge is kept in `column_memory` under
+    the table's `name` (and put back by `apply` after the table's own sizing); a double-click on the edge forgets
+    it, and `refit` fits the table again. Widths set by code are never taken for a person's."""
+
+    def __init__(self, table: QTableView, name: str, refit: Callable[[], None]):
+        super().__init__(table)
+        self.table, self.name, self.refit = table, name, refit
+        self.dragging = False  # the left button is down on the header: what it resizes is a person's drag
+        self.dragged_column: int | None = None  # the one column a drag resizes (code may resize others meanwhile)
+        self.sizing = False  # widths set by code (`sized_by_code`): never a person's
+        header = table.horizontalHeader()
+        header.viewport().installEventFilter(self)
+        header.sectionResized.connect(self._resized)
+        header.sectionHandleDoubleClicked.connect(self._fit_again)
+
+    def titles(self) -> dict[int, str]:
+        """The shown columns' titles, from the model (a QTableWidget's or any other)."""
+        table, model = self.table, self.table.model()
+        if model is None:
+            return {}
+        titles = {}
+        for column in range(model.columnCount()):
+            title = model.headerData(column, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole)
+            if isinstance(title, str) and not table.isColumnHidden(column):
+                titles[column] = title
+        return titles
+
+    def dragged(self) -> dict[int, int]:
+        """The table's columns whose width a person chose: {column: width}."""
+        widths = column_memory.of(self.name)
+        return {column: widths[title] for column, title in self.titles().items() if title in widths}
+
+    def apply(self) -> None:
+        """Put back the dragged widths, after the table's own sizing."""
+        self.set_widths(self.dragged())
+
+    def set_widths(self, widths: dict[int, int]) -> None:
+        """Columns sized by code, never taken for a person's drag."""
+        self.sizing = True
+        try:
+            for column, width in widths.items():
+                self.table.setColumnWidth(column, width)
+        finally:
+            self.sizing = False
+
+    def _resized(self, column: int, _old: int, new: int) -> None:
+        if not self.dragging or self.sizing or self.dragged_column not in (None, column):
+            return
+        if (title := self.titles().get(column)) is not None:
+            self.dragged_column = column
+            column_memory.set(self.name, title, new)
+
+    def _fit_again(self, column: int) -> None:
+        title = self.titles().get(column)
+        if title is not None:
+            column_memory.forget(self.name, title)
+            column_memory.keep(self.name)
+        QTimer.singleShot(0, self, self.refit)  # after the header's own fit of that column to its contents
+
+    def eventFilter(self, watched, event) -> bool:
+        kind = event.type()
+        if kind == QEvent.Type.MouseButtonPress and event.button() == Qt.MouseButton.LeftButton:
+            self.dragging, self.dragged_column = True, None
+        elif kind == QEvent.Type.MouseButtonRelease and self.dragging:
+            self.dragging = False
+            if self.dragged_column is not None:
+                column_memory.keep(self.name)
+        return super().eventFilter(watched, event)
 
 
 def row_table(columns: Sequence[str], selection: SelectionMode = SelectionMode.SingleSelection) -> QTableWidget:
@@ -36,12 +157,14 @@ class FittedColumns(QObject):
     consent line) share what the others leave, each in proportion to its text, and wrap it onto more lines (each
     word whole, down to a floor) — so on a laptop's screen no column is pushed off to the right behind a scroll
     bar (the Speakers list lost 'Prompts done' and 'Cloned', an item's rewrites 'Origin' and 'Reviewer').
-    Refitted when the table is refilled (`fit`), resized, or shown after a refill while hidden."""
+    Refitted when the table is refilled (`fit`), resized, or shown after a refill while hidden. A column whose
+    edge a person dragged keeps that width (`DraggedWidths`, under `name`), and the others share the rest."""
 
-    def __init__(self, table: QTableWidget, wrapped: Sequence[int]):
+    def __init__(self, table: QTableWidget, wrapped: Sequence[int], name: str):
         super().__init__(table)
         self.table = table
         self.wrapped = tuple(wrapped)
+        self.person = DraggedWidths(table, name, self.fit)
         self.fitted_width = -1
         header = table.horizontalHeader()
         header.setStretchLastSection(False)
@@ -75,10 +198,12 @@ class FittedColumns(QObject):
         self.stale = not table.isVisible()
         if self.stale:  # an item's four tabs are refilled at each ↓: only the one shown is measured then
             return
-        wanted = self.wanted()
+        dragged = self.person.dragged()
+        wanted = {column: width for column, width in self.wanted().items() if column not in dragged}
         shown = list(wanted)
         room = table.viewport().width()
         self.fitted_width = room
+        room -= sum(dragged.values())
         wrapped = [c for c in self.wrapped if c in wanted]
         overflow = sum(wanted.values()) - room
         widths = dict(wanted)
@@ -94,10 +219,9 @@ class FittedColumns(QObject):
         slack = room - sum(widths.values())
         if slack > 0 and shown:  # the header spans the table: the room left goes to its long text (or last column)
             widths[wrapped[-1] if wrapped else shown[-1]] += slack
-        changed = False
-        for column, width in widths.items():
-            changed = changed or table.columnWidth(column) != width
-            table.setColumnWidth(column, width)
+        widths.update(dragged)
+        changed = any(table.columnWidth(column) != width for column, width in widths.items())
+        self.person.set_widths(widths)
         if rows or changed:
             table.resizeRowsToContents()
 

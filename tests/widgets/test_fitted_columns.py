@@ -28,7 +28,7 @@ def filled(columns, rows):
 def shown(qtbot, table, wrapped, width=None, height=300) -> FittedColumns:
     """`table` fitted (its `wrapped` columns wrapping), shown at `width` × `height` (its own size: None)."""
     qtbot.addWidget(table)
-    fitted = FittedColumns(table, wrapped=wrapped)
+    fitted = FittedColumns(table, wrapped=wrapped, name="test-table")
     if width is not None:
         table.resize(width, height)
     table.show()

@@ -1,0 +1,126 @@
+"""A column a person widened by dragging its edge keeps that width: through a refill, a refit and a restart, as a
+spreadsheet or Anki's browser does. Before, the table's next fit put every column back: an item's tabs at each ↓
+in the item list, a QC table at each refresh, every table at each start."""
+
+import pytest
+from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QTableWidgetItem
+
+from spokenbench.widgets import tables
+from spokenbench.widgets.qc_tables import QcTable, QcTableSection
+from spokenbench.widgets.tables import ColumnMemory, FittedColumns, row_table
+
+LONG = "two and negative five, read as the question's own words say it in the rewrite " * 2
+COLUMNS = ("Part", "Version", "Status", "Text", "Origin", "Reviewer")
+
+
+@pytest.fixture
+def memory(tmp_path, monkeypatch) -> ColumnMemory:
+    """The app's memory of dragged widths, bound to settings of the test's own (as `MainWindow` binds the app's)."""
+    memory = ColumnMemory(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    monkeypatch.setattr(tables, "column_memory", memory)
+    return memory
+
+
+def fill(table, rows) -> None:
+    table.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            table.setItem(r, c, QTableWidgetItem(text))
+    table.fitted.fit()
+
+
+def item_table(qtbot, width=700):
+    table = row_table(COLUMNS)
+    table.fitted = FittedColumns(table, wrapped=[3], name="item-rewrites")
+    qtbot.addWidget(table)
+    table.resize(width, 300)
+    table.show()
+    qtbot.waitExposed(table)
+    fill(table, [("question", "1", "approved", LONG, "llm:demo", "ana")])
+    return table
+
+
+def drag_edge(table, column: int, by: int) -> None:
+    """A person's drag of the right edge of `column`'s header by `by` pixels, with the mouse."""
+    header = table.horizontalHeader()
+    edge = header.sectionViewportPosition(column) + header.sectionSize(column) - 1
+    y = header.height() // 2
+    viewport = header.viewport()
+    QTest.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(edge, y))
+    for step in range(1, 5):
+        QTest.mouseMove(viewport, QPoint(edge + by * step // 4, y))
+    QTest.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(edge + by, y))
+
+
+def test_a_dragged_column_keeps_its_width_through_a_refill_and_a_resize(qtbot, memory):
+    table = item_table(qtbot)
+    fitted_origin = table.columnWidth(4)
+    drag_edge(table, 4, 60)  # Origin widened, as a person reads long model names
+    dragged = table.columnWidth(4)
+    assert dragged >= fitted_origin + 50, (fitted_origin, dragged)
+    fill(table, [("option_A", "2", "edited", LONG + "more", "llm:other", "li")])  # ↓: the next item
+    assert table.columnWidth(4) == dragged
+    table.resize(640, 300)  # the window narrowed: the others share what is left
+    qtbot.waitUntil(lambda: table.viewport().width() == table.fitted.fitted_width, timeout=2_000)
+    assert table.columnWidth(4) == dragged
+    room = table.viewport().width()
+    assert sum(table.columnWidth(c) for c in range(len(COLUMNS))) <= room + 1  # every column still in view
+    assert memory.of("item-rewrites") == {"Origin": dragged}
+
+
+def test_widths_set_by_code_are_never_taken_for_a_persons(qtbot, memory):
+    table = item_table(qtbot)
+    table.resize(520, 300)  # a refit, and code widths of its own
+    qtbot.waitUntil(lambda: table.viewport().width() == table.fitted.fitted_width, timeout=2_000)
+    table.setColumnWidth(2, 200)
+    QTest.mouseClick(table.horizontalHeader().viewport(), Qt.MouseButton.LeftButton)  # a click, no drag
+    assert memory.of("item-rewrites") == {}
+
+
+def test_a_double_click_on_the_edge_fits_the_column_again_and_forgets_the_drag(qtbot, memory):
+    table = item_table(qtbot)
+    fitted_origin = table.columnWidth(4)
+    drag_edge(table, 4, 80)
+    assert memory.of("item-rewrites")
+    header = table.horizontalHeader()
+    edge = header.sectionViewportPosition(4) + header.sectionSize(4) - 1
+    QTest.mouseDClick(header.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                      QPoint(edge, header.height() // 2))  # fmt: skip
+    qtbot.waitUntil(lambda: table.columnWidth(4) == fitted_origin, timeout=2_000)
+    assert memory.of("item-rewrites") == {}
+
+
+def test_a_dragged_width_is_kept_for_the_next_start_and_a_garbled_one_is_not_used(qtbot, memory, tmp_path):
+    table = item_table(qtbot)
+    drag_edge(table, 4, 60)
+    dragged = table.columnWidth(4)
+    memory.settings.sync()
+    again = ColumnMemory(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    assert again.of("item-rewrites") == {"Origin": dragged}
+    garbled = QSettings(str(tmp_path / "g.ini"), QSettings.Format.IniFormat)
+    for name, value in {
+        "a": "not json",
+        "b": "[1, 2]",
+        "c": '{"Origin": 10000000, "Text": -5, "Part": 3.5, "When": true, "Status": "wide"}',
+        "d": '{"Origin": 120}',
+    }.items():
+        garbled.setValue(f"columns/{name}", value)
+    read = ColumnMemory(garbled)
+    assert [read.of(name) for name in "abcd"] == [{}, {}, {}, {"Origin": 120}]
+
+
+def test_a_qc_tables_dragged_column_keeps_its_width_at_the_next_refresh(qtbot, memory):
+    section = QcTableSection("disagreements")
+    qtbot.addWidget(section)
+    section.resize(700, 400)
+    section.show()
+    qtbot.waitExposed(section)
+    data = QcTable("disagreements", "Disagreements", "caption", ["clip", "note"], [{"clip": "c1", "note": "n" * 40}])
+    section.set_table(data)
+    drag_edge(section.table, 0, 90)
+    dragged = section.table.columnWidth(0)
+    section.set_table(QcTable("disagreements", "Disagreements", "caption", ["clip", "note"], [{"clip": "c2"}]))
+    assert section.table.columnWidth(0) == dragged
+    assert memory.of("qc-disagreements") == {"clip": dragged}
