@@ -35,7 +35,7 @@ from spokenbench.core.results.gender_views import (
     QuestionVersions,
     voice_names,
 )
-from spokenbench.widgets.tables import FittedColumns, row_table
+from spokenbench.widgets.tables import DraggedWidths, FittedColumns, row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
 # the free form's measures in the same columns: answer similarity J_s, Δ_s over the classified answers, similarity s
@@ -99,7 +99,7 @@ class NumericItem(QTableWidgetItem):
         return super().__lt__(other)
 
 
-def _table(columns, wrapped: tuple[str, ...] = (), name: str = "") -> QTableWidget:
+def _table(columns, name: str, wrapped: tuple[str, ...] = ()) -> QTableWidget:
     """A results table; the `wrapped` columns (names) wrap when the panel is narrow, so none is off to the right."""
     table = row_table(columns)
     table.setAlternatingRowColors(True)
@@ -132,7 +132,7 @@ class GenderPanel(QWidget):
 
         # per category
         self.summary_table = _table(
-            SUMMARY_COLUMNS, wrapped=("model", "J", "Δ", "ν", "κ", "backbone"), name="gender-summary"
+            SUMMARY_COLUMNS, "gender-summary", wrapped=("model", "J", "Δ", "ν", "κ", "backbone")
         )  # value over interval
         self.summary_table.setToolTip(
             "J: overlap of male- and female-voice answers; Δ > 0: male-oriented; ν: neutral answers and refusals; κ: agreement with the backbone"
@@ -156,7 +156,8 @@ class GenderPanel(QWidget):
         self.listen_button = QPushButton("Listen to this question")
         self.listen_button.setEnabled(False)
         self.listen_button.clicked.connect(self._listen_to_selected)
-        self.question_table = _table(QUESTION_COLUMNS)
+        self.question_table = _table(QUESTION_COLUMNS, "gender-questions")
+        self.question_widths = DraggedWidths(self.question_table, "gender-questions", self._fit_questions)
         self.question_table.setSortingEnabled(True)
         self.question_table.itemSelectionChanged.connect(
             lambda: self.listen_button.setEnabled(self.selected_question() is not None)
@@ -201,7 +202,7 @@ class GenderPanel(QWidget):
         self.listen_note = QLabel("Pick a question to hear its versions.")
         self.listen_note.setWordWrap(True)
         self.answers_table = _table(
-            ANSWER_COLUMNS, wrapped=ANSWER_COLUMNS[:4], name="gender-answers"
+            ANSWER_COLUMNS, "gender-answers", wrapped=ANSWER_COLUMNS[:4]
         )  # how each model answered the question heard
         listen = QWidget()
         layout = QVBoxLayout(listen)
@@ -364,8 +365,14 @@ class GenderPanel(QWidget):
                 table.setItem(r, c, cell)
         table.setSortingEnabled(True)
         self.sort_by_disagreement()
-        table.resizeColumnsToContents()
+        self._fit_questions()
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+
+    def _fit_questions(self) -> None:
+        """Each column as wide as its text, but a column a person dragged (`DraggedWidths`)."""
+        with self.question_widths.by_code():
+            self.question_table.resizeColumnsToContents()
+        self.question_widths.apply()
 
     def sort_by_disagreement(self) -> None:
         self.question_table.sortItems(DISAGREEMENT_COLUMN, Qt.SortOrder.DescendingOrder)

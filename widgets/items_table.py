@@ -50,6 +50,10 @@ def _field(row: tuple, column: int):
     return row[column] if column < len(row) else ""
 
 
+# the item list's columns' widths (# … Answer, Options); the question (6) stretches over what they leave
+ITEM_COLUMN_WIDTHS = {0: 40, 1: 90, 2: 70, 3: 60, 4: 50, 5: 55, 7: 260}
+
+
 class ItemsTableModel(QAbstractTableModel):
     """All rows, and the indices of those the filters let through, in the current sort order."""
 
@@ -431,14 +435,11 @@ class ItemsPanel(QWidget):
         self.table.setWordWrap(False)
         follow_text_direction(self.table)  # an Arabic or Hebrew question right-to-left, elided at its end
         header = self.table.horizontalHeader()
-        for column, width in enumerate((40, 90, 70, 60, 50, 55)):
+        for column in ITEM_COLUMN_WIDTHS:
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)  # ResizeToContents reads all rows
-            header.resizeSection(column, width)
         header.setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(7, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(7, 260)
-        self.person = DraggedWidths(self.table, "items", lambda: None)  # a column a person widened, next time too
-        self.person.apply()
+        self.person = DraggedWidths(self.table, "items", self._fit_columns)  # a column a person widened stays
+        self._fit_columns()
 
         self.detail = ItemDetail()
         self.details = self.detail.header
@@ -519,6 +520,10 @@ class ItemsPanel(QWidget):
         item_id, self._selected_before_reset = self._selected_before_reset, None
         if item_id is not None and not self.select_item(item_id):
             self.detail.clear()
+
+    def _fit_columns(self) -> None:
+        """The columns at their widths, but those a person dragged (`DraggedWidths`): the question stretches."""
+        self.person.set_widths({**ITEM_COLUMN_WIDTHS, **self.person.dragged()})
 
     def _current_changed(self, current: QModelIndex, previous: QModelIndex = QModelIndex()) -> None:
         if not current.isValid():

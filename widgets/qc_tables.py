@@ -114,7 +114,8 @@ class QcTableSection(QWidget):
                 self.table.setItem(row_index, column_index, item)
                 if len(item.text()) > LONG_CELL:
                     item.setToolTip(item.text())  # a cell cut to fit the page says all of it on hover
-        self.table.resizeColumnsToContents()
+        with self.person.by_code():
+            self.table.resizeColumnsToContents()
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         # room to breathe, but no column stretched across the page

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QTableWidget
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QStyle, QTableView, QTableWidget
 
 from spokenbench.widgets.bidi import follow_text_direction
 
@@ -59,7 +60,8 @@ class ColumnMemory:
         self.of(table).pop(title, None)
 
     def keep(self, table: str) -> None:
-        """Into the settings (QSettings writes them to disk in its own time, never on the UI thread's watch)."""
+        """Into the settings, which QSettings writes to disk a moment later (a few hundred bytes, as the window's
+        place and the recent projects are)."""
         if self.settings is not None:
             self.settings.setValue(f"{SETTINGS_GROUP}/{table}", json.dumps(self.of(table), sort_keys=True))
 
@@ -70,14 +72,15 @@ column_memory = ColumnMemory()  # the app's, bound to its settings by the main w
 class DraggedWidths(QObject):
     """What a person does to a table's column widths: a drag of a column's edge is kept in `column_memory` under
     the table's `name` (and put back by `apply` after the table's own sizing); a double-click on the edge forgets
-    it, and `refit` fits the table again. Widths set by code are never taken for a person's."""
+    it, and `refit` fits the table again. Only the column whose edge the left button went down on, while it is
+    down, is a person's: never a width set by code meanwhile (`by_code`, or a refresh of the table's own)."""
 
     def __init__(self, table: QTableView, name: str, refit: Callable[[], None]):
         super().__init__(table)
         self.table, self.name, self.refit = table, name, refit
-        self.dragging = False  # the left button is down on the header: what it resizes is a person's drag
-        self.dragged_column: int | None = None  # the one column a drag resizes (code may resize others meanwhile)
-        self.sizing = False  # widths set by code (`sized_by_code`): never a person's
+        self.dragged_column: int | None = None  # the column whose edge the left button is down on
+        self.resized_by_person = False  # that column was resized since
+        self.sizing = False  # widths set by code (`by_code`): never a person's
         header = table.horizontalHeader()
         header.viewport().installEventFilter(self)
         header.sectionResized.connect(self._resized)
@@ -105,20 +108,41 @@ class DraggedWidths(QObject):
         self.set_widths(self.dragged())
 
     def set_widths(self, widths: dict[int, int]) -> None:
-        """Columns sized by code, never taken for a person's drag."""
-        self.sizing = True
-        try:
+        with self.by_code():
             for column, width in widths.items():
                 self.table.setColumnWidth(column, width)
+
+    @contextlib.contextmanager
+    def by_code(self):
+        """Columns sized by code meanwhile (a fit, `resizeColumnsToContents`): never taken for a person's drag."""
+        self.sizing = True
+        try:
+            yield
         finally:
             self.sizing = False
 
+    def edge_at(self, x: int) -> int | None:
+        """The column whose resizable edge is under `x` on the header (its right edge, its left one right to
+        left), as QHeaderView finds the handle it resizes; None elsewhere."""
+        header = self.table.horizontalHeader()
+        grip = header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderGripMargin, None, header)
+        right_to_left = header.isRightToLeft()
+        for column in range(header.count()):
+            if header.isSectionHidden(column):
+                continue
+            start = header.sectionViewportPosition(column)
+            edge = start if right_to_left else start + header.sectionSize(column)
+            if abs(x - edge) <= grip and header.sectionResizeMode(column) == QHeaderView.ResizeMode.Interactive:
+                return column
+        return None
+
     def _resized(self, column: int, _old: int, new: int) -> None:
-        if not self.dragging or self.sizing or self.dragged_column not in (None, column):
+        held = QApplication.mouseButtons() & Qt.MouseButton.LeftButton
+        if self.sizing or column != self.dragged_column or not held:  # a release lost to a dialog is not held
             return
         if (title := self.titles().get(column)) is not None:
-            self.dragged_column = column
             column_memory.set(self.name, title, new)
+            self.resized_by_person = True
 
     def _fit_again(self, column: int) -> None:
         title = self.titles().get(column)
@@ -130,10 +154,10 @@ class DraggedWidths(QObject):
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
         if kind == QEvent.Type.MouseButtonPress and event.button() == Qt.MouseButton.LeftButton:
-            self.dragging, self.dragged_column = True, None
-        elif kind == QEvent.Type.MouseButtonRelease and self.dragging:
-            self.dragging = False
-            if self.dragged_column is not None:
+            self.dragged_column, self.resized_by_person = self.edge_at(int(event.position().x())), False
+        elif kind == QEvent.Type.MouseButtonRelease and self.dragged_column is not None:
+            self.dragged_column = None
+            if self.resized_by_person:
                 column_memory.keep(self.name)
         return super().eventFilter(watched, event)
 

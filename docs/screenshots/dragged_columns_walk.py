@@ -5,8 +5,9 @@ panel), the app maximized:
 
 Copies the demo into OUT/project and opens the app on it. Ctrl+1: the first item's rewrites. The edge between the
 rewrites' Origin and Reviewer columns, found in a screenshot (the header's separators: grey lines down the whole
-table), is dragged 80 pixels right with the mouse (xdotool): studio-columns-dragged.png. ↓ ↓ in the item list
-(the next items, whose rewrites refill the table): studio-columns-after-down.png. The app ended (SIGTERM, as a
+table), is dragged 80 pixels right with the mouse (xdotool): studio-columns-dragged.png. A click on the first item
+(the press on the header gave the rewrites table the keys), then ↓ ↓ in the item list (the next items, whose
+rewrites refill the table): studio-columns-after-down.png. The app ended (SIGTERM, as a
 logout does) and started again on the same settings, Ctrl+1: studio-columns-after-restart.png. Prints Origin's
 width in each, measured between the separators. `--baseline DIR`: the same with an older tree's app
 (DIR/spokenbench, `git worktree add X REV` and a link DIR/spokenbench → X) into OUT/baseline, its shots unsaved
@@ -25,19 +26,21 @@ from real_device import (  # noqa: E402
     RealDesktop,
     app_on,
     app_trees,
+    app_window,
     demo_copy_in,
     missing_tools,
     missing_window_manager,
 )
 
-SEPARATOR_GREY = range(200, 213)  # the table's grid and header separators (206 in Fusion's light palette)
+SEPARATOR_GREY = range(195, 213)  # the grid (199) and the header's separators (206), in Fusion's light palette
 LONG_RUN = 60  # pixels: a separator runs down the table; a letter's stem does not
 DRAG_BY = 80
+FIRST_ITEM = ("300", "88")  # the item list's first row, in the window (under the menus, the filters and the header)
 
 
 def separators(shot: Path) -> tuple[int, list[int]]:
     """(the header's middle row, the x of each column's right edge) of the lowest table at the right of the
-    screen: the item detail's table under its tabs."""
+    screen: the item detail's table under its tabs. The grid's lines run down from the header's bottom border."""
     from PIL import Image
 
     image = Image.open(shot).convert("L")
@@ -58,7 +61,7 @@ def separators(shot: Path) -> tuple[int, list[int]]:
     if len(lines) < 5:
         raise SystemExit(f"the detail table's separators were not found in {shot}: {lines}")
     top = min(top for _x, top in lines)
-    return top + 10, [x for x, line_top in lines if line_top == top]
+    return top - 10, [x for x, line_top in lines if line_top == top]  # the header: above the grid's top
 
 
 def origin_width(shot: Path) -> int:
@@ -71,7 +74,7 @@ def walk(out: Path, screen: str, command, suffix: str) -> list[int]:
     project = demo_copy_in(out)
     widths = []
     with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4", panel=40) as desktop:
-        with app_on(desktop, project, out, command=command):
+        with app_on(desktop, project, out, command=command) as app:
             time.sleep(6.0)  # the project opens and the first item's detail is read
             desktop.xdotool("key", "ctrl+1")
             time.sleep(2.0)
@@ -89,7 +92,10 @@ def walk(out: Path, screen: str, command, suffix: str) -> list[int]:
             desktop.xdotool("mousemove", "5", str(y))  # the pointer out of the way
             time.sleep(1.0)
             for name, keys in (("dragged", ()), ("after-down", ("Down", "Down"))):
-                if keys:
+                if keys:  # the press on the header gave the rewrites table the keys: a click gives them back
+                    window = app_window(desktop, app)
+                    desktop.xdotool("mousemove", "--window", window, *FIRST_ITEM, "click", "1")
+                    time.sleep(1.0)
                     desktop.xdotool("key", "--delay", "400", *keys)
                     time.sleep(2.0)
                 shot = out / f"studio-columns-{name}{suffix}.png"

@@ -20,6 +20,15 @@ def garbage_collected_at_safe_points(qapp):
     gc.enable()
 
 
+@pytest.fixture(autouse=True)
+def column_widths_of_this_test(monkeypatch):
+    """A memory of dragged column widths of the test's own: a window binds the module's to its settings, and the
+    next test in the worker must not find that one's (widgets/tables.ColumnMemory)."""
+    from spokenbench.widgets import tables
+
+    monkeypatch.setattr(tables, "column_memory", tables.ColumnMemory())
+
+
 @pytest.fixture(autouse=True, scope="session")
 def sound_checked():
     """The start's sound check (app/audio.py SoundCheck) answered, as the app's first window waits for it: the

@@ -71,12 +71,44 @@ def test_a_dragged_column_keeps_its_width_through_a_refill_and_a_resize(qtbot, m
 
 
 def test_widths_set_by_code_are_never_taken_for_a_persons(qtbot, memory):
+    """Found by the review: a QC refresh with the button down on the header was kept as the person's drag (the
+    column fixed at its content width, across restarts), and the drag itself then ignored."""
     table = item_table(qtbot)
     table.resize(520, 300)  # a refit, and code widths of its own
     qtbot.waitUntil(lambda: table.viewport().width() == table.fitted.fitted_width, timeout=2_000)
     table.setColumnWidth(2, 200)
     QTest.mouseClick(table.horizontalHeader().viewport(), Qt.MouseButton.LeftButton)  # a click, no drag
     assert memory.of("item-rewrites") == {}
+    header = table.horizontalHeader()
+    edge = header.sectionViewportPosition(4) + header.sectionSize(4) - 1
+    y = header.height() // 2
+    QTest.mousePress(header.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(edge, y))
+    table.setColumnWidth(1, 150)  # a refresh's own sizing while the button is down on Origin's edge
+    fill(table, [("question", "2", "edited", LONG, "llm:demo", "li")])
+    QTest.mouseMove(header.viewport(), QPoint(edge + 40, y))
+    QTest.mouseRelease(header.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                       QPoint(edge + 40, y))  # fmt: skip
+    assert list(memory.of("item-rewrites")) == ["Origin"]  # the drag, and only the drag
+
+
+def test_a_gender_probes_question_table_keeps_a_dragged_column_when_it_is_filled_again(qtbot, memory):
+    from spokenbench.widgets.gender_panel import GenderPanel
+
+    panel = GenderPanel()
+    qtbot.addWidget(panel)
+    table = panel.question_table
+    table.setRowCount(1)
+    for column in range(table.columnCount()):
+        table.setItem(0, column, QTableWidgetItem(f"cell {column}"))
+    panel.resize(900, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel._fit_questions()
+    table.show()
+    drag_edge(table, 1, 70)
+    dragged = table.columnWidth(1)
+    panel._fit_questions()  # the next model picked: the table filled and fitted again
+    assert table.columnWidth(1) == dragged and len(memory.of("gender-questions")) == 1
 
 
 def test_a_double_click_on_the_edge_fits_the_column_again_and_forgets_the_drag(qtbot, memory):
