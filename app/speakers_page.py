@@ -871,9 +871,10 @@ class SpeakersPage(QWidget):
         self.take_settled.emit(False)
 
     def _discard_unstarted(self, recorder: Recorder) -> None:
-        """R before ● Recording (the input's first block, or its first sound): nothing is kept, said on the status line (no dialog: the speaker only
-        has to wait for ● Recording). The stream is closed on a thread of its own, as a take thrown away with its
-        page is: a sound server that does not answer holds that call, and the page must not wait for it."""
+        """R before ● Recording (the input's first block, or its first sound): nothing is kept, said on the status
+        line (no dialog: the speaker only has to wait for ● Recording). The stream is closed on a thread of its own,
+        as a take thrown away with its page is: a sound server that does not answer holds that call, and the page
+        must not wait for it."""
         self.recorder, self.state = None, "idle"
         self.meter_timer.stop()
         self._clear_input()

@@ -125,7 +125,7 @@ def frame_levels_db(samples: np.ndarray, rate: int, frame_s: float = FRAME_S) ->
 
 def waking_zeros(samples: np.ndarray, rate: int) -> int:
     """How many exact zeros a take begins with that its input sent while waking up, which are not the take's: those
-    before its first sound when it came within DIGITAL_SILENCE_S. None when it came later, or never: then the take
+    before its first sound when it came within DIGITAL_SILENCE_S; 0 when it came later, or never: then the take
     began with its zeros (a muted input, a noise filter's pause), and they stay."""
     nonzero = np.flatnonzero(np.asarray(samples[: int(DIGITAL_SILENCE_S * rate)]))
     return int(nonzero[0]) if len(nonzero) else 0

@@ -3,9 +3,10 @@ and benchmarks use `FakeInputStream` instead.
 
 The stream's callback runs on PortAudio's audio thread: it copies the block, counts blocks the device dropped
 (`status.input_overflow`), notes when blocks come (the first, the last, the longest wait between two), when the
-first sample that is not exactly zero came and since when they are exact zeros, and puts the block's level (RMS and peak dBFS) on a bounded, thread-safe deque that the
-screen's timer drains for the level meter; the screen reads `input_state()` from those plain fields to say whether
-the input is up (it hears: an input waking up may send exact zeros first), silent or stopped. Nothing in the callback waits, allocates much or touches the disk.
+first sample that is not exactly zero came and since when they are exact zeros, and puts the block's level (RMS
+and peak dBFS) on a bounded, thread-safe deque that the screen's timer drains for the level meter; the screen reads
+`input_state()` from those plain fields to say whether the input is up (it hears: an input waking up may send
+exact zeros first), silent or stopped. Nothing in the callback waits, allocates much or touches the disk.
 
 sounddevice is imported only when a device is listed or a stream opened: where PortAudio is missing its import
 raises OSError, which becomes a `RecordingUnavailable` naming what to install."""
