@@ -7,8 +7,9 @@ one real sound server (PulseAudio with a null sink, whose monitor is the default
 Each round waits `--idle` seconds with no stream open (PulseAudio's null sink then renders in long blocks, so its
 monitor sends its first sound late, as a suspended microphone or a Bluetooth headset changing profile does),
 starts a Recorder on the default input through PortAudio, and plays a sentence (espeak-ng: a 3.4 s file, 3.2 s of speech) into the sink:
-"before", 0.5 s after the stream started (when "● Recording" showed); "now", 0.3 s after the input's first sound
-(when it shows now). Prints, per round and as medians: how long the input took to send its first sound, the
+"before", 0.5 s after the stream started (when "● Recording" showed); "now", 0.3 s after ● Recording shows now
+(`Recorder.take_begun`: the input's first sound, or 1.5 s of exact zeros — this idle sink's monitor sends only
+zeros until the sentence, as a muted input or a noise filter's pause does). Prints, per round and as medians: how long the input took to send its first sound, the
 seconds of speech the take's checks found, against the sentence's own, how far into the take the speech begins,
 and whether its silence check passed. On this bed the idle sink holds the played sentence as long as it holds
 its monitor, so "before" loses almost no speech: its takes begin with it, which the silence check fails as a
@@ -48,7 +49,7 @@ def take(desktop: RealDesktop, speech: Path, variant: str) -> tuple[float, float
     if variant == "before":
         time.sleep(READ_AFTER_START_S)
     else:
-        while recorder.first_block_at is None and time.monotonic() - started < 10:
+        while not recorder.take_begun and time.monotonic() - started < 10:  # ● Recording's own condition
             time.sleep(0.005)
         time.sleep(READ_AFTER_SOUND_S)
     read_aloud(desktop, speech)
