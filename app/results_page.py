@@ -59,6 +59,7 @@ from spokenbench.core.results.snapshot import (
 from spokenbench.widgets.bidi import follow_text_direction
 from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
+from spokenbench.widgets.tables import DraggedWidths
 
 RESULTS_TABLES = frozenset({"responses", "runs", "items"})
 REFRESH_DELAY_MS = 400  # gather a burst of changes into one recomputation
@@ -85,6 +86,8 @@ DETAIL_COLUMNS = (
     ("raw_text", "raw answer"),
     ("audio_kind", "audio"),
 )
+LONG_DETAIL = {"question text", "options", "raw answer"}  # their titles: at most LONG_DETAIL_PX wide, whole on hover
+LONG_DETAIL_PX = 320
 
 
 class ResultsPage(QWidget):
@@ -156,6 +159,7 @@ class ResultsPage(QWidget):
         self.detail.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.detail.setWordWrap(False)
         follow_text_direction(self.detail)  # an Arabic or Hebrew question or answer right-to-left
+        self.detail_widths = DraggedWidths(self.detail, "results-detail", self._fit_detail)  # a person's widths stay
         self.detail.itemSelectionChanged.connect(self._detail_selected)
         self.detail.itemDoubleClicked.connect(lambda _item: self.play_selected())
         self.play_button = QPushButton("▶ Play")
@@ -535,6 +539,16 @@ class ResultsPage(QWidget):
             .run()
         )
 
+    def _fit_detail(self) -> None:
+        """Each column as wide as its text, a long text at most LONG_DETAIL_PX, and a column a person dragged as
+        they left it (`DraggedWidths`: kept from one point's responses to the next, and the next start)."""
+        with self.detail_widths.by_code():
+            self.detail.resizeColumnsToContents()
+            for column, title in self.detail_widths.titles().items():
+                if title in LONG_DETAIL:
+                    self.detail.setColumnWidth(column, min(self.detail.columnWidth(column), LONG_DETAIL_PX))
+        self.detail_widths.apply()
+
     def _show_details(self, point: Point, rows: pd.DataFrame) -> None:
         rows = rows.copy()
         if "question_id" in rows.columns:  # a question's answers together (a pair's two orders side by side)
@@ -563,10 +577,7 @@ class ResultsPage(QWidget):
                 if key in ("question_text", "raw_text", "options"):
                     item.setToolTip(text)
                 self.detail.setItem(r, c, item)
-        self.detail.resizeColumnsToContents()
-        for c, (key, _title) in enumerate(columns):
-            if key in ("question_text", "options", "raw_text"):
-                self.detail.setColumnWidth(c, min(self.detail.columnWidth(c), 320))
+        self._fit_detail()
         self.play_button.setEnabled(False)
         self.audio_note.setText("Select a row to play the audio its model heard.")
         self._open_details(True)

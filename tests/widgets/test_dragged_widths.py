@@ -3,6 +3,7 @@ spreadsheet or Anki's browser does. Before, the table's next fit put every colum
 in the item list, a QC table at each refresh, every table at each start."""
 
 import pytest
+from header_drags import drag_edge
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QTableWidgetItem
@@ -40,18 +41,6 @@ def item_table(qtbot, width=700):
     qtbot.waitExposed(table)
     fill(table, [("question", "1", "approved", LONG, "llm:demo", "ana")])
     return table
-
-
-def drag_edge(table, column: int, by: int) -> None:
-    """A person's drag of the right edge of `column`'s header by `by` pixels, with the mouse."""
-    header = table.horizontalHeader()
-    edge = header.sectionViewportPosition(column) + header.sectionSize(column) - 1
-    y = header.height() // 2
-    viewport = header.viewport()
-    QTest.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(edge, y))
-    for step in range(1, 5):
-        QTest.mouseMove(viewport, QPoint(edge + by * step // 4, y))
-    QTest.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(edge + by, y))
 
 
 def test_a_dragged_column_keeps_its_width_through_a_refill_and_a_resize(qtbot, memory):

@@ -186,6 +186,34 @@ def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_
 
 
 @pytest.mark.slow
+def test_a_dragged_column_of_the_responses_keeps_its_width_at_the_next_point(page, qtbot, monkeypatch):
+    """Before, each click on a point sized every column to its text again: a question widened to be read was cut
+    at 320 px at the next point."""
+    from header_drags import drag_edge
+
+    from spokenbench.widgets import tables
+
+    monkeypatch.setattr(tables, "column_memory", tables.ColumnMemory())
+    draw(page, "accuracy_by_level")
+    points = [(artist, pts[0]) for artist, pts in page.view.hits.targets if pts[0].facet == "accent"][:2]
+    assert len(points) == 2
+    for index, (patch, _point) in enumerate(points):
+        box = patch.get_window_extent()
+        with qtbot.waitSignal(page.details_ready, timeout=10_000):
+            mouse(page, "button_press_event", (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+        titles = page.detail_widths.titles()
+        question = next(column for column, title in titles.items() if title == "question text")
+        if index == 0:
+            assert page.detail.columnWidth(question) == 320  # a long text at most 320 px
+            page.detail.horizontalScrollBar().setValue(0)
+            drag_edge(page.detail, question, 120)
+            widened = page.detail.columnWidth(question)
+            assert widened > 400, widened
+    assert page.detail.columnWidth(question) == widened
+    assert tables.column_memory.of("results-detail") == {"question text": widened}
+
+
+@pytest.mark.slow
 def test_figures_and_tables_export_as_valid_files(page, qtbot, tmp_path):
     draw(page, "mcnemar", published=True, render=False)  # saving draws it
     png = page.export_figure(tmp_path / "mcnemar.png")
