@@ -438,7 +438,7 @@ class ItemsPanel(QWidget):
         for column in ITEM_COLUMN_WIDTHS:
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)  # ResizeToContents reads all rows
         header.setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
-        self.person = DraggedWidths(self.table, "items", self._fit_columns)  # a column a person widened stays
+        self.dragged_widths = DraggedWidths(self.table, "items", self._fit_columns)  # a column a person widened stays
         self._fit_columns()
 
         self.detail = ItemDetail()
@@ -523,7 +523,7 @@ class ItemsPanel(QWidget):
 
     def _fit_columns(self) -> None:
         """The columns at their widths, but those a person dragged (`DraggedWidths`): the question stretches."""
-        self.person.set_widths({**ITEM_COLUMN_WIDTHS, **self.person.dragged()})
+        self.dragged_widths.set_widths({**ITEM_COLUMN_WIDTHS, **self.dragged_widths.dragged()})
 
     def _current_changed(self, current: QModelIndex, previous: QModelIndex = QModelIndex()) -> None:
         if not current.isValid():

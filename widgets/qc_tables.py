@@ -73,7 +73,9 @@ class QcTableSection(QWidget):
         follow_text_direction(self.table)  # a disagreement's Arabic or Hebrew text right-to-left
         self.table.itemActivated.connect(self._activated)
         self.table.viewport().installEventFilter(self)
-        self.person = DraggedWidths(self.table, f"qc-{key}", self.fit_columns)  # a column a person widened stays
+        self.dragged_widths = DraggedWidths(
+            self.table, f"qc-{key}", self.fit_columns
+        )  # a column a person widened stays
         self.export_buttons: dict[str, QPushButton] = {}
         buttons = QHBoxLayout()
         self.count_label = QLabel()
@@ -114,7 +116,7 @@ class QcTableSection(QWidget):
                 self.table.setItem(row_index, column_index, item)
                 if len(item.text()) > LONG_CELL:
                     item.setToolTip(item.text())  # a cell cut to fit the page says all of it on hover
-        with self.person.by_code():
+        with self.dragged_widths.by_code():
             self.table.resizeColumnsToContents()
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -126,13 +128,13 @@ class QcTableSection(QWidget):
         """Each column at its natural width when they all fit; else the widest ones narrowed (their text elided,
         whole in the tooltip and wrapped in taller rows) until every column — the notes last of all — is on screen.
         A column a person dragged keeps its width, and the others share the rest."""
-        dragged = self.person.dragged()
+        dragged = self.dragged_widths.dragged()
         widths = [0 if column in dragged else width for column, width in enumerate(self._natural)]
         room = self.table.viewport().width() - sum(dragged.values())
         while room > 0 and sum(widths) > room and max(widths, default=0) > MIN_COLUMN:
             widest = widths.index(max(widths))
             widths[widest] = max(MIN_COLUMN, widths[widest] - max(8, (sum(widths) - room) // 4))
-        self.person.set_widths({**dict(enumerate(widths)), **dragged})
+        self.dragged_widths.set_widths({**dict(enumerate(widths)), **dragged})
         self.table.resizeRowsToContents()  # a narrowed column's text wraps onto more lines instead of being cut
 
     def eventFilter(self, watched, event) -> bool:

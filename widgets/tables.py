@@ -188,7 +188,7 @@ class FittedColumns(QObject):
         super().__init__(table)
         self.table = table
         self.wrapped = tuple(wrapped)
-        self.person = DraggedWidths(table, name, self.fit)
+        self.dragged_widths = DraggedWidths(table, name, self.fit)
         self.fitted_width = -1
         header = table.horizontalHeader()
         header.setStretchLastSection(False)
@@ -222,7 +222,7 @@ class FittedColumns(QObject):
         self.stale = not table.isVisible()
         if self.stale:  # an item's four tabs are refilled at each ↓: only the one shown is measured then
             return
-        dragged = self.person.dragged()
+        dragged = self.dragged_widths.dragged()
         wanted = {column: width for column, width in self.wanted().items() if column not in dragged}
         shown = list(wanted)
         room = table.viewport().width()
@@ -245,7 +245,7 @@ class FittedColumns(QObject):
             widths[wrapped[-1] if wrapped else shown[-1]] += slack
         widths.update(dragged)
         changed = any(table.columnWidth(column) != width for column, width in widths.items())
-        self.person.set_widths(widths)
+        self.dragged_widths.set_widths(widths)
         if rows or changed:
             table.resizeRowsToContents()
 

@@ -42,7 +42,6 @@ MAX_TAKE_S = 3600  # an hour of reading: a longer .pcm is not read back
 READ_CHUNK = 1024 * 1024  # a left take is looked through this much at a time for its first sound
 SOUNDLESS_GRACE_S = 30.0  # a soundless left take written since then is left alone (`takes_to_offer`)
 MAX_PCM_BYTES = 512 * 1024 * 1024  # and never more than this (an hour and a half at 48 kHz)
-LOCK_TRIES_S = 1.0  # a new spool's lock, taken while another process's listing looks at it briefly
 MAX_META_BYTES = 64 * 1024
 RATES = range(8_000, 384_001)
 ID_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,80}")
@@ -58,24 +57,20 @@ _CLOSE_ON_EXEC = getattr(os, "O_CLOEXEC", 0)
 _NO_WAIT = getattr(os, "O_NONBLOCK", 0)  # a FIFO in a folder from someone else never holds the open
 
 
-def _lock(fd: int, wait_s: float = 0.0) -> bool:
-    """An exclusive flock, tried for up to `wait_s`; True where the file system has no locks (nothing else can be
-    told there: a take a live process records on such a file system could be offered to another)."""
+def _lock(fd: int) -> bool:
+    """An exclusive flock without waiting; True where the file system has no locks (nothing else can be told
+    there: a take a live process records on such a file system could be offered to another)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         return True
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.02)
-        except OSError:  # no locks on this file system
-            return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # no locks on this file system
+        return True
+    return True
 
 
 def _real_folder(folder: Path, make: bool = False) -> Path:
@@ -133,7 +128,7 @@ class TakeSpool:
         self.frames = 0
         self.synced_at = time.monotonic()
         try:
-            if not _lock(self.fd, wait_s=LOCK_TRIES_S):
+            if not _lock(self.fd):  # a new file by its own name (O_EXCL), which no listing opens: never held
                 raise OSError(f"{part}: could not be locked")
             meta = {
                 "speaker_id": speaker_id,
