@@ -78,7 +78,8 @@ def start_heartbeat(window, path: str):
     whether a session is open, the page shown,
     whether a save or step is in flight and the Speakers page's recorder state (`heartbeat_state`: what a
     speaker is told about the input), so a watchdog in another
-    process sees at once when the event loop stops answering. Only when the variable is set."""
+    process sees at once when the event loop stops answering; `watch_for_stalls` writes down what it was doing
+    then. Only when the variable is set; the tests put the file on tmpfs (`tests/real_device.beat_file`)."""
     import time
 
     from PySide6.QtCore import QTimer
@@ -99,7 +100,58 @@ def start_heartbeat(window, path: str):
     timer.timeout.connect(beat)
     timer.start()
     beat()
+    watch_for_stalls(path + ".stalls", timer)
     return timer
+
+
+STALL_REPORT_S = 1.0  # a beat this late is written down with what the UI thread was doing
+
+
+def watch_for_stalls(path: str, timer):
+    """For the real-desktop tests: a thread that writes to `path` what each thread was doing (their Python
+    stacks, the UI thread's first) when the UI thread's beat is STALL_REPORT_S late, so a watchdog's "froze" comes
+    with its cause (`tests/real_device.close_app` adds it to the session's notes). It also writes when it slept
+    that much too long itself: then the whole process was held (the GIL kept by C code, or the process not
+    scheduled), and the stacks it finds after are not the stall's. Returns the event that stops it."""
+    import sys
+    import threading
+    import time
+    import traceback
+
+    ui_thread = threading.main_thread().ident
+    last_beat = [time.monotonic()]
+    timer.timeout.connect(lambda: last_beat.__setitem__(0, time.monotonic()))
+
+    def stacks() -> str:
+        names = {thread.ident: thread.name for thread in threading.enumerate()}
+        frames = sys._current_frames()
+        ordered = sorted(frames, key=lambda ident: ident != ui_thread)  # the UI thread first
+        return "".join(
+            f"--- {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frames[ident])) for ident in ordered
+        )
+
+    stopping = threading.Event()
+
+    def watch() -> None:
+        reported_beat = None
+        while True:
+            asleep_at = time.monotonic()
+            if stopping.wait(0.2):
+                return
+            now = time.monotonic()
+            lines = []
+            if now - asleep_at > STALL_REPORT_S:
+                lines.append(f"{now:.3f} the stall watcher itself slept {now - asleep_at:.3f} s (asked 0.2 s)\n")
+            late = now - last_beat[0]
+            if late > STALL_REPORT_S and reported_beat != last_beat[0]:
+                reported_beat = last_beat[0]
+                lines.append(f"{now:.3f} the UI thread's beat is {late:.3f} s late\n{stacks()}")
+            if lines:
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.writelines(lines)
+
+    threading.Thread(target=watch, name="stall watcher", daemon=True).start()
+    return stopping
 
 
 class EndSignals:

@@ -12,6 +12,7 @@ share them; every process started here is ended by its own id."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -1179,7 +1180,7 @@ def launch_app(
     """The app started on the project with the annotator set (a fresh settings file unless `keep_settings`) and
     `env` added to its environment, its window focused and the project open: (process, heartbeat, log); process
     None when that did not happen (`notes` says why)."""
-    config, heartbeat_path = work / "config", work / "heartbeat"
+    config, heartbeat_path = work / "config", beat_file(work)
     settings = config / "SpokenBench" / "SpokenBench Studio.conf"
     settings.parent.mkdir(parents=True, exist_ok=True)
     if not (keep_settings and settings.exists()):  # kept: a second start as the first left it (its geometry)
@@ -1239,6 +1240,18 @@ def launch_rating_session(
     return process, heart, log
 
 
+def beat_file(work: Path) -> Path:
+    """Where the app's heartbeat for a session in `work` goes: on tmpfs (/dev/shm) where there is one, named for
+    `work`, removed when the session closes (`close_app`). A beat on the disk waits with the disk: with another
+    worker's writes in flight, truncating it took 0.5-3.4 s (tests/benchmarks/bench_disk_writeback.py), the file
+    read empty meanwhile, and the watchdog took that for the event loop stopping."""
+    shared_memory = Path("/dev/shm")
+    if not shared_memory.is_dir():
+        return work / "heartbeat"
+    digest = hashlib.sha256(str(work.resolve()).encode()).hexdigest()[:16]
+    return shared_memory / f"spokenbench-heartbeat-{os.getpid()}-{digest}"
+
+
 def settle(heart: Heartbeat) -> None:
     """Let the last save and step settle, still watched."""
     if not (heart.froze or heart.died):
@@ -1261,6 +1274,11 @@ def close_app(desktop: RealDesktop, process: subprocess.Popen, heart: Heartbeat,
         figures.notes.append(
             "the event loop answered again later" if recovered else "still frozen 10 s after the watchdog fired"
         )
+    stalls = heart.path.with_name(heart.path.name + ".stalls")  # app/main.py watch_for_stalls
+    if stalls.is_file():
+        figures.notes.append(
+            "what the app's threads were doing when its beat was late:\n" + stalls.read_text()[-20000:]
+        )
     if process.poll() is None and not heart.froze:
         desktop.xdotool("key", "ctrl+q")
         try:
@@ -1273,6 +1291,9 @@ def close_app(desktop: RealDesktop, process: subprocess.Popen, heart: Heartbeat,
         figures.notes.append("the app was killed (SIGKILL) at the end")
     figures.exit_code = process.returncode
     log.close()
+    if heart.path.parent == Path("/dev/shm"):  # beat_file's: gone with the session
+        heart.path.unlink(missing_ok=True)
+        stalls.unlink(missing_ok=True)
 
 
 def frame_inside(frame: tuple[int, int, int, int], area: tuple[int, int, int, int]) -> bool:
