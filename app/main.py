@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes.util
+import logging
 import os
 import sys
 from pathlib import Path
@@ -108,28 +109,19 @@ STALL_REPORT_S = 1.0  # a beat this late is written down with what the UI thread
 
 
 def watch_for_stalls(path: str, timer):
-    """For the real-desktop tests: a thread that writes to `path` what each thread was doing (their Python
-    stacks, the UI thread's first) when the UI thread's beat is STALL_REPORT_S late, so a watchdog's "froze" comes
-    with its cause (`tests/real_device.close_app` adds it to the session's notes). It also writes when it slept
-    that much too long itself: then the whole process was held (the GIL kept by C code, or the process not
-    scheduled), and the stacks it finds after are not the stall's. Returns the event that stops it."""
-    import sys
+    """For the real-desktop tests: a thread that writes to `path` what each thread was doing (faulthandler's
+    tracebacks of every thread, which hold no reference to their frames, so no object of the UI thread ends on this
+    one) when the UI thread's beat is STALL_REPORT_S late, so a watchdog's "froze" comes with its cause
+    (`tests/real_device.close_app` adds it to the session's notes). It also writes when it slept that much too long
+    itself: then the whole process was held (the GIL kept by C code, or the process not scheduled), and the stacks
+    it finds after are not the stall's. Returns the event that stops it."""
+    import faulthandler
     import threading
     import time
-    import traceback
 
     ui_thread = threading.main_thread().ident
     last_beat = [time.monotonic()]
     timer.timeout.connect(lambda: last_beat.__setitem__(0, time.monotonic()))
-
-    def stacks() -> str:
-        names = {thread.ident: thread.name for thread in threading.enumerate()}
-        frames = sys._current_frames()
-        ordered = sorted(frames, key=lambda ident: ident != ui_thread)  # the UI thread first
-        return "".join(
-            f"--- {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frames[ident])) for ident in ordered
-        )
-
     stopping = threading.Event()
 
     def watch() -> None:
@@ -143,12 +135,18 @@ def watch_for_stalls(path: str, timer):
             if now - asleep_at > STALL_REPORT_S:
                 lines.append(f"{now:.3f} the stall watcher itself slept {now - asleep_at:.3f} s (asked 0.2 s)\n")
             late = now - last_beat[0]
-            if late > STALL_REPORT_S and reported_beat != last_beat[0]:
+            stalled = late > STALL_REPORT_S and reported_beat != last_beat[0]
+            if stalled:
                 reported_beat = last_beat[0]
-                lines.append(f"{now:.3f} the UI thread's beat is {late:.3f} s late\n{stacks()}")
+                lines.append(
+                    f"{now:.3f} the UI thread's beat is {late:.3f} s late (the UI thread: {ui_thread:#018x}, as faulthandler names it)\n"
+                )
             if lines:
                 with open(path, "a", encoding="utf-8") as handle:
                     handle.writelines(lines)
+                    handle.flush()
+                    if stalled:
+                        faulthandler.dump_traceback(handle, all_threads=True)
 
     threading.Thread(target=watch, name="stall watcher", daemon=True).start()
     return stopping
@@ -314,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     code = app.exec()
     if end_signals is not None:  # before its socket goes: the exit hooks end as the signals did before
         end_signals.restore()
+    if window.settings.abandoned:  # the disk held the settings' last write past the quit's wait (AppSettings.close)
+        logging.getLogger("spokenbench.app").warning("ending without the settings' last write: the disk did not answer")
+        logging.shutdown()
+        os._exit(code)  # Qt's teardown would delete the QSettings the writer thread is still syncing
     return code
 
 

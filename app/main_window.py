@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from spokenbench.app.app_settings import AppSettings
 from spokenbench.app.audio import (
     NO_DEVICE_FLASH,
     NOT_ANSWERING,
@@ -361,7 +362,9 @@ class MainWindow(QMainWindow):
         self._summary_text = "No project open"
         self.session: ProjectSession | None = None
         self.badge_counts = BadgeCounts()
-        self.settings = settings if settings is not None else app_settings()
+        self.settings = AppSettings.on(
+            settings if settings is not None else app_settings()
+        )  # written off the UI thread
         table_widgets.column_memory = ColumnMemory(self.settings)  # the column widths a person dragged, next time too
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
@@ -801,7 +804,7 @@ class MainWindow(QMainWindow):
 
     # --- the window between sessions: geometry, page, last project -----------------------------------------
     def save_window_state(self) -> None:
-        """Remember the window's normal geometry, whether it was maximized and the page shown (QSettings)."""
+        """Remember the window's normal geometry, whether it was maximized and the page shown (the settings)."""
         normal = self.geometry()
         if self.windowState() & MAXIMIZED_STATES:  # maximized or full screen: the geometry it returns to
             normal = self._normal_geometries[-1][1] if self._normal_geometries else self.normalGeometry()
@@ -1227,6 +1230,7 @@ class MainWindow(QMainWindow):
         self.close_project()
         silence()  # posted: the player's thread ends at exit (core/audio/playback.py)
         self.runner.shutdown(timeout_s=5.0)
+        self.settings.close(timeout_s=5.0)
 
     def keyPressEvent(self, event) -> None:
         """Esc that no widget took (a list, a form, a page) closes the guided tour when it is open; else, from the

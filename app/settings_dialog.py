@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from spokenbench.app.app_settings import AppSettings
 from spokenbench.app.operations import BackgroundOp, OperationRunner, ProjectSession, QueryOp, WriteOp
 from spokenbench.core.foundation.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, api_key
 from spokenbench.core.foundation.errors import SpokenBenchError
@@ -57,7 +58,7 @@ def app_settings() -> QSettings:
     return QSettings("SpokenBench", "SpokenBench Studio")
 
 
-def annotator_name(settings: QSettings) -> str:
+def annotator_name(settings: AppSettings) -> str:
     return str(settings.value(ANNOTATOR_KEY, "") or "").strip()
 
 
@@ -140,7 +141,7 @@ class SettingsDialog(QDialog):
 
     def __init__(
         self,
-        settings: QSettings,
+        settings: AppSettings,
         runner: OperationRunner,
         parent: QWidget | None = None,
         test_base_urls: dict[str, str] | None = None,
@@ -381,5 +382,4 @@ class SettingsDialog(QDialog):
         self.settings.setValue(ANNOTATOR_KEY, self.annotator_edit.text().strip())
         if self.device_box.isEnabled():
             self.settings.setValue(AUDIO_OUTPUT_KEY, self.device_box.currentData())
-        self.settings.sync()
         super().accept()

@@ -125,9 +125,9 @@ def test_ctrl_z_undoes_the_last_decision_keeping_history(review, qtbot):
 
 
 @pytest.mark.slow
-def test_without_an_annotator_name_nothing_is_stored(review, qtbot, settings):
+def test_without_an_annotator_name_nothing_is_stored(review, qtbot, window):
     page, view, path = review
-    settings.setValue(ANNOTATOR_KEY, "")
+    window.settings.setValue(ANNOTATOR_KEY, "")
     qtbot.keyClick(view, Qt.Key.Key_A)
     assert "Settings" in view.message_label.text()
     assert view.statuses[view.index] == "flagged"  # the entry it stayed on or came back to

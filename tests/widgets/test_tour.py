@@ -113,7 +113,7 @@ def test_keys_move_through_the_tour_and_finishing_is_remembered(make_window, set
     assert tour.index == len(TOUR) - 1
     tour.panel.next_button.click()  # Done
     assert not tour.is_open() and tour.highlight.target is None
-    assert settings.value("tour/state") == "finished"
+    assert window.settings.value("tour/state") == "finished"
     assert not make_window().tour.start_if_new()
 
 
@@ -124,7 +124,7 @@ def test_skip_is_remembered_and_help_opens_the_tour_again(make_window, settings)
     assert tour.start_if_new()
     tour.show_step(3)
     QTest.keyClick(tour.panel, Qt.Key.Key_Escape)
-    assert not tour.is_open() and settings.value("tour/state") == "skipped"
+    assert not tour.is_open() and window.settings.value("tour/state") == "skipped"
 
     again = make_window()
     assert not again.tour.start_if_new() and not again.tour.is_open()
@@ -140,7 +140,7 @@ def test_closing_the_dock_skips_the_tour(make_window, settings):
     window = make_window()
     window.tour.start()
     window.tour.dock.close()
-    assert settings.value("tour/state") == "skipped" and window.tour.highlight.target is None
+    assert window.settings.value("tour/state") == "skipped" and window.tour.highlight.target is None
 
 
 def test_the_frame_is_outside_its_widget_and_hides_and_shows_with_its_page(qtbot):

@@ -111,6 +111,7 @@ def test_a_window_maximized_by_the_window_manager_remembers_the_size_before(make
     window.setWindowState(Qt.WindowState.WindowMaximized)  # then its new state
     qtbot.waitUntil(window.isMaximized)
     window.save_window_state()
+    assert window.settings.flush()  # on disk: the QSettings on the same file reads it
     stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
     assert stored == [before.x(), before.y(), before.width(), before.height()]
     assert str(settings.value(WINDOW_MAXIMIZED_KEY)).lower() == "true"
@@ -132,6 +133,7 @@ def test_a_restored_window_the_window_manager_maximized_remembers_the_size_it_wa
     window.setWindowState(Qt.WindowState.WindowMaximized)
     qtbot.waitUntil(window.isMaximized)
     window.save_window_state()
+    assert window.settings.flush()  # on disk: the QSettings on the same file reads it
     stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
     assert stored == [restored.x(), restored.y(), restored.width(), restored.height()]
 
@@ -149,6 +151,7 @@ def test_full_screen_remembers_the_geometry_before_too(make_window, qtbot, setti
     window.setWindowState(Qt.WindowState.WindowFullScreen)
     qtbot.waitUntil(lambda: bool(window.windowState() & Qt.WindowState.WindowFullScreen))
     window.save_window_state()
+    assert window.settings.flush()  # on disk: the QSettings on the same file reads it
     stored = [int(value) for value in settings.value(WINDOW_GEOMETRY_KEY)]
     assert stored == [before.x(), before.y(), before.width(), before.height()]
 
@@ -172,6 +175,6 @@ def test_file_dialogs_open_where_the_last_project_or_pack_was_not_where_the_app_
     window = make_window()
     window.choose_project()
     window.choose_pack()
-    settings.setValue(RECENT_KEY, [str(tmp_path / "gone" / "old")])
+    window.settings.setValue(RECENT_KEY, [str(tmp_path / "gone" / "old")])
     window.choose_project()
     assert asked == [str(packs), str(packs), str(tmp_path / "home")]
