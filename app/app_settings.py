@@ -5,9 +5,9 @@ QSettings writes its file on the thread of the object that was set — the UI th
 file and the new file) and a wait for any other instance's lock. With another process's writes in flight (a
 backup, a copy, a colleague's evaluation on the same disk) that sync took 0.5 s in one case of ten and up to
 1.1 s (tests/benchmarks/bench_disk_writeback.py; up to 1.8 s under a `dd` loop): the window froze at every
-project opened (the recent list), column dragged and window closed. Two QSettings objects on one file share its state and its mutex inside a process, so a
-second object synced by a thread would still hold the UI thread's reads during the write; the UI thread therefore
-keeps no QSettings after the start at all. And PySide6 keeps Python's GIL through a call into Qt (QSettings.sync
+project opened (the recent list), column dragged and window closed. Two QSettings objects on one file share its
+state and its mutex inside a process, so a second object synced by a thread would still hold the UI thread's reads
+during the write; the UI thread therefore keeps no QSettings after the start at all. And PySide6 keeps Python's GIL through a call into Qt (QSettings.sync
 included), so the writer thread calls Qt's own QSettings::sync through ctypes, which lets go of it for the call
 (`sync_letting_go_of_the_gil`): with `settings.sync()` there, the UI thread waited as long as before."""
 

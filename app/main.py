@@ -138,9 +138,8 @@ def watch_for_stalls(path: str, timer):
             stalled = late > STALL_REPORT_S and reported_beat != last_beat[0]
             if stalled:
                 reported_beat = last_beat[0]
-                lines.append(
-                    f"{now:.3f} the UI thread's beat is {late:.3f} s late (the UI thread: {ui_thread:#018x}, as faulthandler names it)\n"
-                )
+                where = f"the UI thread: {ui_thread:#018x}, as faulthandler names it"
+                lines.append(f"{now:.3f} the UI thread's beat is {late:.3f} s late ({where})\n")
             if lines:
                 with open(path, "a", encoding="utf-8") as handle:
                     handle.writelines(lines)

@@ -362,9 +362,8 @@ class MainWindow(QMainWindow):
         self._summary_text = "No project open"
         self.session: ProjectSession | None = None
         self.badge_counts = BadgeCounts()
-        self.settings = AppSettings.on(
-            settings if settings is not None else app_settings()
-        )  # written off the UI thread
+        # read once, written by a thread of its own: the UI thread never waits for the settings file
+        self.settings = AppSettings.on(settings if settings is not None else app_settings())
         table_widgets.column_memory = ColumnMemory(self.settings)  # the column widths a person dragged, next time too
         self.runner = OperationRunner(self)
         self.runner.error_parent = self

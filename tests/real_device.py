@@ -1243,8 +1243,9 @@ def launch_rating_session(
 def beat_file(work: Path) -> Path:
     """Where the app's heartbeat for a session in `work` goes: on tmpfs (/dev/shm) where there is one, named for
     `work`, removed when the session closes (`close_app`). A beat on the disk waits with the disk: with another
-    worker's writes in flight, truncating it took 0.5-3.4 s (tests/benchmarks/bench_disk_writeback.py), the file
-    read empty meanwhile, and the watchdog took that for the event loop stopping."""
+    process's writes in flight, truncating it took 0.55 s in a probe, the file read empty for 3.1-3.4 s in the
+    real-desktop tests (up to 0.4 s in tests/benchmarks/bench_disk_writeback.py), and the watchdog took that for the
+    event loop stopping."""
     shared_memory = Path("/dev/shm")
     if not shared_memory.is_dir():
         return work / "heartbeat"

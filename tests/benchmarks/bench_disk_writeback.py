@@ -106,7 +106,8 @@ def heartbeat_turn(path: Path, seconds: float) -> tuple[list[float], float]:
 def figures(seconds: list[float]) -> str:
     ordered = sorted(seconds)
     p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
-    return f"median {statistics.median(ordered) * 1000:7.1f}  p90 {p90 * 1000:7.1f}  worst {ordered[-1] * 1000:7.1f}  (n={len(ordered)})"
+    median, worst = statistics.median(ordered) * 1000, ordered[-1] * 1000
+    return f"median {median:7.1f}  p90 {p90 * 1000:7.1f}  worst {worst:7.1f}  (n={len(ordered)})"
 
 
 def measure(folder: Path, shm: Path, seconds: float) -> None:

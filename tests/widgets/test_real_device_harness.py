@@ -36,8 +36,8 @@ def test_the_watchdog_measures_from_the_last_beat_seen_when_its_first_read_finds
 
 
 def test_the_heartbeat_goes_on_tmpfs_so_a_disk_busy_with_another_process_s_writes_never_delays_it(tmp_path):
-    """With another worker's writes in flight, truncating a beat file on the disk took 0.5-3.4 s, the file read
-    empty meanwhile and the watchdog reported the event loop frozen (stop 79's CI: 3.1 s): the app never was."""
+    """With another process's writes in flight, a beat file on the disk read empty for 3.1-3.4 s while its
+    truncation waited, and the watchdog reported the event loop frozen (stop 79's CI: 3.1 s): the app never was."""
     if not Path("/dev/shm").is_dir():
         return  # no tmpfs there: the session's folder, as before
     path = beat_file(tmp_path)
