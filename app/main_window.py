@@ -1,8 +1,10 @@
 """The Studio window: open a project (or build the demo), move between its pages from the left sidebar — Items,
 Rewrites, Rating, QC, Speakers, Evaluate, Results, each with a count badge — and follow every job in the jobs
 panel. All disk work runs through `operations`; pages and badges refresh when the tables they show change,
-whoever changed them. The Rating, QC, Speakers, Evaluate and Results pages live in their own modules and are
-imported when first shown: if one cannot be imported, its page says so and the rest of the window works."""
+whoever changed them. The Rating, QC, Speakers, Evaluate and Results pages live in their own modules, imported on
+a thread (app/page_modules.py: the small ones soon after the window is shown, the Results page's when it is asked
+for) and built when first shown: a page asked for before its module is in says it is opening, one that cannot be
+imported says why; the rest of the window works."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import importlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import shiboken6
@@ -70,6 +73,8 @@ from spokenbench.app.pack_mode import (
     pack_copy_folder,
     prepare_pack,
 )
+from spokenbench.app.page_modules import PageModules
+from spokenbench.app.page_modules import imported as page_module_imported
 from spokenbench.app.rewrite_page import RewritePage, review_queue
 from spokenbench.app.settings_dialog import (
     RECENT_KEY,
@@ -145,11 +150,12 @@ DETAIL_TABLES = frozenset({"rewrites", "clips", "transcripts", "clip_screening",
 RECENT_LIMIT = 8
 NOT_NORMAL_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen | Qt.WindowState.WindowMinimized
 MAXIMIZED_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen
-STATE_CHANGE_S = 0.5
+STATE_CHANGE_S = 0.5  # a window manager's new geometry arrives this soon before its new state
 QUIT_DIALOG_DELAY_MS = 400  # a quit's save into a pack that takes longer says how far it is, in a dialog
-FIRST_WINDOW_LEAST = QSize(
-    1200, 760
-)  # the first window's least size, where the screen has room  # a window manager's new geometry arrives this soon before its new state
+PREFETCH_PAGES_MS = 1500  # after the window is first shown, these pages' modules are imported on a thread: not the
+# Results page's (matplotlib, pandas, pyarrow: 131 MB more in the app's process, kept out until it is asked for)
+PREFETCHED_PAGES = ("rating", "qc", "speakers", "evaluate")
+FIRST_WINDOW_LEAST = QSize(1200, 760)  # the first window's least size, where the screen has room
 PLAY_POLL_MS, PLAY_POLLS_MAX = 100, 50  # a followed play is waited for at most 5 s to start, then to its end
 SOUND_CHECK_POLL_MS = 250  # how often a start's sound check that has not answered is looked at
 ITEM_VIEW_TABLES = frozenset({"items", "rewrites", "clips", "runs"})  # what the items view and summary show
@@ -399,6 +405,10 @@ class MainWindow(QMainWindow):
             if key in OPTIONAL_PAGES:
                 self.page_widgets[key] = PlaceholderPage(name, "Loading…")  # replaced when first shown
             self.page_stack.addWidget(self.page_widgets[key])
+        self.page_modules = PageModules(self.runner, self)  # their modules, imported off the UI thread
+        self.page_modules.loaded.connect(self._page_module_loaded)
+        self._pages_opening: dict[str, list] = {}  # key -> what waits for its page (when_page), until it is built
+        self._focus_when_open: set[str] = set()  # pages opening that take the keys when built, if still shown
         self.sidebar.page_selected.connect(self.show_page)
         self.sidebar.page_entered.connect(lambda _key: self.focus_page())
         self.workspace = QWidget()
@@ -534,9 +544,10 @@ class MainWindow(QMainWindow):
     # --- pages ---------------------------------------------------------------------------------------------
     def show_page(self, key: str, focus: bool = True) -> None:
         """Show the page `key` and, with `focus`, give it the keyboard (a rating session's keys work at once after
-        Ctrl+6, Ctrl+3); not while the user walks the sidebar with the arrow keys, nor for the tour."""
+        Ctrl+6, Ctrl+3); not while the user walks the sidebar with the arrow keys, nor for the tour. A page whose
+        module is not imported yet shows "Opening …" until it is (app/page_modules.py)."""
         if key in OPTIONAL_PAGES and isinstance(self.page_widgets[key], PlaceholderPage):
-            self._load_optional_page(key)
+            self._open_optional_page(key, focus and not self.sidebar.moving_by_key)
         self.page_stack.setCurrentWidget(self.page_widgets[key])
         if self.sidebar.current_key() != key:
             with QSignalBlocker(self.sidebar):  # no second show_page from the sidebar's own signal
@@ -548,6 +559,10 @@ class MainWindow(QMainWindow):
         """The keyboard to the shown page: its own choice (`take_focus`), else the widget that had it when the user
         left, else its first widget that takes Tab."""
         page = self.page_stack.currentWidget()
+        key = self.current_page_key()
+        if key in self._pages_opening:  # Enter on its sidebar entry: the page takes the keys once it is built
+            self._focus_when_open.add(key)
+            return
         if hasattr(page, "take_focus"):
             page.take_focus()
             return
@@ -566,12 +581,62 @@ class MainWindow(QMainWindow):
     def current_page_key(self) -> str | None:
         return self.sidebar.current_key()
 
-    def _load_optional_page(self, key: str) -> None:
-        """Import a page another module provides; a page that cannot be imported or built becomes a placeholder
-        saying why, so the window never depends on it."""
+    def page_opening(self, key: str) -> bool:
+        """Whether the page `key` waits for its module (shown as "Opening …")."""
+        return key in self._pages_opening
+
+    def when_page(self, key: str, then: Callable[[QWidget], None]) -> None:
+        """`then(page)` with the page `key` once it is built: at once when it is, else when its module is in."""
+        if key in self._pages_opening:
+            self._pages_opening[key].append(then)
+        else:
+            then(self.page_widgets[key])
+
+    def _open_optional_page(self, key: str, focus: bool) -> None:
+        """Build an optional page now if its module is in, else say it is opening and import the module first;
+        with `focus`, the page takes the keys when it is built, if it is still the one shown."""
+        module_name, _class_name, what = OPTIONAL_PAGES[key]
+        if page_module_imported(module_name) and key not in self._pages_opening:  # else `loaded` is on its way
+            self._load_optional_page(key)
+            return
+        if focus:
+            self._focus_when_open.add(key)
+        else:
+            self._focus_when_open.discard(key)
+        if key not in self._pages_opening:
+            self._pages_opening[key] = []
+            self.page_widgets[key].message.setText(f"<h2>{dict(PAGES)[key]}</h2><p>Opening {what}…</p>")
+        self.page_modules.load(module_name)
+
+    def _page_module_loaded(self, module_name: str, error: BaseException | None) -> None:
+        """A module is in (or failed): build the pages that wait for it. The one still shown is shown built, and
+        takes the keys if it was shown to have them."""
+        for key in [key for key in self._pages_opening if OPTIONAL_PAGES[key][0] == module_name]:
+            waiting = self._pages_opening.pop(key)  # first: whatever happens below, the page is not left opening
+            focus = key in self._focus_when_open
+            self._focus_when_open.discard(key)
+            shown = self.page_stack.currentWidget() is self.page_widgets[key]
+            self._load_optional_page(key, error)
+            if shown and focus and not self.sidebar.moving_by_key:
+                self.focus_page()
+            for then in waiting:
+                then(self.page_widgets[key])
+
+    def _prefetch_pages(self) -> None:
+        if self.runner.closed:  # the window was closed before its timer fired
+            return
+        self.page_modules.prefetch([OPTIONAL_PAGES[key][0] for key in PREFETCHED_PAGES])
+
+    def _load_optional_page(self, key: str, import_error: BaseException | None = None) -> None:
+        """Build a page another module provides (imported by now); a page that cannot be imported or built
+        becomes a placeholder saying why, so the window never depends on it."""
         module_name, class_name, what = OPTIONAL_PAGES[key]
         old = self.page_widgets[key]
         try:
+            if isinstance(import_error, Exception):
+                raise import_error
+            if import_error is not None:  # SystemExit or the like, raised by the module's body on the thread
+                raise RuntimeError(f"its module raised {import_error!r}")
             page = getattr(importlib.import_module(module_name), class_name)(self)
             page.set_session(self.session)
         except Exception as error:  # missing module, import error, a bug in its constructor
@@ -581,6 +646,8 @@ class MainWindow(QMainWindow):
             )
             page.failed = True
         if getattr(old, "failed", False) and getattr(page, "failed", False):
+            old.message.setText(page.message.text())  # why, again (its "Opening …" said it was tried again)
+            page.deleteLater()
             return
         if hasattr(page, "clip_requested"):  # e.g. the QC dashboard's disagreements: show that clip
             page.clip_requested.connect(self.show_clip)
@@ -588,6 +655,8 @@ class MainWindow(QMainWindow):
             page.view.runOpened.connect(self.show_run_results)
         index = self.page_stack.indexOf(old)
         self.page_stack.insertWidget(index, page)
+        if self.page_stack.currentWidget() is old:  # else removing it would show the next page for a moment
+            self.page_stack.setCurrentWidget(page)
         self.page_stack.removeWidget(old)
         old.deleteLater()
         self.page_widgets[key] = page
@@ -689,16 +758,26 @@ class MainWindow(QMainWindow):
         """A run opened from the Evaluate page: the Results page with that run's panels alone ('All runs' brings
         the others back)."""
         self.show_page("results")
-        results = self.page_widgets["results"]
-        if hasattr(results, "select_runs"):
-            results.select_runs({run_id})
+        session = self.session
+
+        def select(results: QWidget) -> None:
+            if hasattr(results, "select_runs") and self.session is session:  # run ids are the project's own
+                results.select_runs({run_id})
+
+        self.when_page("results", select)
 
     def show_run_progress(self, run_id: int) -> None:
         """A run opened from the jobs panel: the Evaluate page with that run selected (its progress below)."""
         self.show_page("evaluate")
-        view = getattr(self.page_widgets["evaluate"], "view", None)
-        if hasattr(view, "select_run"):
-            view.select_run(run_id)
+
+        session = self.session
+
+        def select(page: QWidget) -> None:
+            view = getattr(page, "view", None)
+            if hasattr(view, "select_run") and self.session is session:  # run ids are the project's own
+                view.select_run(run_id)
+
+        self.when_page("evaluate", select)
 
     def _play_function(self):
         return None if self.audio_message else self.play_file
@@ -1111,9 +1190,12 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"SpokenBench Studio — pack {pack.path.name} (rating as {pack.annotator})")
         self.refresh_badges()  # counted for the pack's annotator
         self.show_page("rating")
-        rating_page = self.page_widgets["rating"]
-        if hasattr(rating_page, "open_queue"):
-            rating_page.open_queue(pack.queue)
+
+        def rate(page: QWidget) -> None:
+            if hasattr(page, "open_queue") and self.packs.pack is pack:  # not a pack opened after, or closed
+                page.open_queue(pack.queue)
+
+        self.when_page("rating", rate)
 
     def _status_message_changed(self, message: str) -> None:
         """A passing message hides the status bar's own widgets until it goes; the pack's line, shown or hidden
@@ -1333,6 +1415,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._frame_kept_on_screen:
             self._frame_kept_on_screen = True
+            QTimer.singleShot(PREFETCH_PAGES_MS, self, self._prefetch_pages)
             self._remember_normal_geometry(settled=True)  # restored or made: where it returns to from maximized
             keep_frame_on_screen(self, fitted=self._remember_fitted_geometry)
 

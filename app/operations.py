@@ -520,6 +520,10 @@ class Operation(QObject):
                 self._call(callback, self.done, self.total, self.message)
 
     def _receive_outcome(self, outcome: str, payload: Any) -> None:
+        if not shiboken6.isValid(self.runner):  # its window was closed and deleted: abandoned, nobody to tell
+            if outcome == "error":
+                log.warning("'%s' failed after its window was gone: %s", self.label, payload)
+            return
         if outcome == "ok" and self._cancel_event.is_set():
             outcome = "cancelled"  # a cancelled operation's result is dropped even when the work finished
         self.status = {"ok": "succeeded", "error": "failed", "cancelled": "cancelled"}[outcome]

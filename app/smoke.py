@@ -67,11 +67,12 @@ class _Smoke:
             raise SmokeFailure(self.errors[0])
 
     def render(self, what: str) -> None:
-        from spokenbench.widgets.metric_panels import BackgroundCanvas
-
         self.idle(what)
-        for canvas in self.window.findChildren(BackgroundCanvas):  # figures drawn off the UI thread: a failed
-            canvas.finish()  # drawing raises here
+        # the figures, drawn off the UI thread: a failed drawing raises here. Their module is not imported here: the
+        # Results page's module brings it, on a thread (app/page_modules.py), as in the app
+        panels = sys.modules.get("spokenbench.widgets.metric_panels")
+        for canvas in self.window.findChildren(panels.BackgroundCanvas) if panels else ():
+            canvas.finish()
         image = self.window.grab()  # paints every visible widget
         if image.isNull():
             raise SmokeFailure(f"{what}: nothing was drawn")
@@ -114,10 +115,13 @@ def run_smoke(
         smoke.render("the opened project")
         for key, name in PAGES if "pages" in parts else ():
             window.show_page(key)
+            smoke.wait(lambda key=key: not window.page_opening(key), f"the {name} page to open", open_timeout_s)
             smoke.render(f"the {name} page")
             page = window.page_widgets[key]
             if isinstance(page, PlaceholderPage) and getattr(page, "failed", False):
                 raise SmokeFailure(f"the {name} page could not be loaded: {page.message.text()}")
+        window.show_page("results", focus=False)
+        smoke.wait(lambda: not window.page_opening("results"), "the Results page to open", open_timeout_s)
         results = window.page_widgets["results"]
         tour = window.tour
         drawn = set()

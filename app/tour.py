@@ -104,7 +104,7 @@ class TourController(QObject):
             self.window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
         self.show_step(index)
         if opening:
-            self._make_room()
+            self.window.when_page("results", lambda _page: self._make_room())  # once the page is built
         self.panel.setFocus()
 
     def _make_room(self) -> None:
@@ -178,11 +178,22 @@ class TourController(QObject):
 
     # -- pointing -------------------------------------------------------------------------------
 
-    def open_target(self, step: TourStep) -> QWidget | None:
-        """Open the step's page and panel, set its published layer, and frame what it talks about."""
-        window = self.window
-        window.show_page(step.page, focus=False)  # the keys stay with the tour
-        page = window.page_widgets.get(step.page)
+    def open_target(self, step: TourStep) -> None:
+        """Open the step's page and panel, set its published layer, and frame what it talks about: once the page
+        is built (its module may still be importing: app/page_modules.py), if the step is still shown."""
+        self.window.show_page(step.page, focus=False)  # the keys stay with the tour
+        shown_now = self.index
+
+        def frame(page: QWidget) -> None:
+            if self.is_open() and self.index == shown_now and self.steps[shown_now] is step:  # still this step
+                self._frame(step, page)
+
+        if self.window.page_opening(step.page):
+            self.window.when_page(step.page, frame)
+        else:
+            self._frame(step, self.window.page_widgets.get(step.page))
+
+    def _frame(self, step: TourStep, page: QWidget) -> QWidget:
         target = page
         if step.panel is not None and hasattr(page, "show_panel"):
             view = page.view

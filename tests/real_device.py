@@ -1253,6 +1253,46 @@ def beat_file(work: Path) -> Path:
     return shared_memory / f"spokenbench-heartbeat-{os.getpid()}-{digest}"
 
 
+def walk_app(
+    desktop: RealDesktop, project: Path, out: Path, command: list[str] | None = None, name: str = "walk"
+) -> tuple[subprocess.Popen, Heartbeat]:
+    """A screenshot walk's app on `project` (this tree's `spokenbench-studio`, or `command` as `app_trees` gives
+    it), its settings in OUT/config-NAME, its window focused and its heartbeat (on tmpfs) watched from the first
+    beat; `walk_app_ended` quits it."""
+    beat = beat_file(out / name)
+    app = subprocess.Popen(
+        [*(command or ["spokenbench-studio"]), str(project)],
+        env=desktop.app_env(out / f"config-{name}", beat),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    desktop.xdotool("windowfocus", "--sync", app_window(desktop, app))
+    heart = Heartbeat(beat, app, desktop)
+    heart.wait_for(lambda *_: True, 90)
+    heart.watching = True
+    heart.start()
+    return app, heart
+
+
+def walk_app_ended(desktop: RealDesktop, app: subprocess.Popen, heart: Heartbeat) -> float:
+    """Ctrl+Q, the app waited for and its heartbeat removed: the longest event-loop gap seen."""
+    heart.stop()
+    desktop.xdotool("key", "ctrl+q")
+    app.wait(60)
+    heart.path.unlink(missing_ok=True)
+    return heart.longest_gap
+
+
+def drop_page_cache() -> bool:
+    """Written pages to disk and every clean page dropped, as after a reboot; False without the right (not root)."""
+    try:
+        subprocess.run(["sync"], check=True)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return True
+
+
 def settle(heart: Heartbeat) -> None:
     """Let the last save and step settle, still watched."""
     if not (heart.froze or heart.died):

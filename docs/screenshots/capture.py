@@ -117,6 +117,7 @@ def grab(widget, name: str, tables: tuple[QTableWidget, ...] = ()) -> None:
 def open_page(window, key: str):
     """The page `key`, shown; an error saying why when it could not be loaded (it is a placeholder then)."""
     window.show_page(key)
+    wait_until(QApplication.instance(), lambda: not window.page_opening(key), 60, f"the {key} page's module")
     shown = window.page_widgets[key]
     if type(shown).__name__ == "PlaceholderPage":
         raise RuntimeError(f"the {key} page did not load: {shown.message.text()}")
@@ -509,6 +510,7 @@ def capture_pack(app, window, demo: Path, tmp: Path) -> None:
         pack = create_pack(project, QUEUE, "carla", away / "carla.sbpack").path
     opening = window.open_pack_file(pack)
     wait_until(app, lambda: opening.status == "succeeded", 60, "the pack")
+    wait_until(app, lambda: not window.page_opening("rating"), 60, "the rating page's module")
     rating = window.page_widgets["rating"]
     wait_until(app, lambda: rating.rating is not None and not rating.busy and rating.clip_audio is not None)
     for action in ("rate_correct", "rate_acceptable"):

@@ -108,11 +108,13 @@ for row in range(items + 1, items + 1 + items // 2):
     pause(0.05)
     detail.tabs.setCurrentIndex(0)
 window.show_page("speakers")
+wait_until(lambda: not window.page_opening("speakers"), what="the speakers page")  # its module: imported on a thread
 speakers = window.page_widgets["speakers"].list_view.table
 wait_until(lambda: speakers.rowCount() == 1 and speakers.isVisible(), what="the speakers")
 pause(0.5)
 off["speakers list"] = off_to_the_right(speakers)
 window.show_page("results")
+wait_until(lambda: not window.page_opening("results"), what="the results page")  # its module: imported on a thread
 page = window.page_widgets["results"]
 wait_until(lambda: any(w.isVisible() and w.count() == 9 for w in page.findChildren(QListWidget)), 60, "the panels")
 panels = next(w for w in page.findChildren(QListWidget) if w.isVisible() and w.count() == 9)

@@ -30,6 +30,19 @@ def column_widths_of_this_test(monkeypatch):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def page_modules_imported():
+    """The optional pages' modules in, as the app has them once each page was first opened (app/page_modules.py
+    imports them on a thread: a page asked for sooner says "Opening …" until then): a test's `show_page` builds
+    the page at once. tests/widgets/test_page_modules.py covers a page asked for before its module is in."""
+    import importlib
+
+    from spokenbench.app.main_window import OPTIONAL_PAGES
+
+    for module_name, _class_name, _what in OPTIONAL_PAGES.values():
+        importlib.import_module(module_name)
+
+
+@pytest.fixture(autouse=True, scope="session")
 def sound_checked():
     """The start's sound check (app/audio.py SoundCheck) answered, as the app's first window waits for it: the
     pages then ask for the devices at once, and a test's patched device list is what they see."""

@@ -41,6 +41,7 @@ APP_RATES_AND_WAITS = textwrap.dedent(
     opening = window.open_project(Path(sys.argv[1]))
     wait(lambda: opening.status == "succeeded")
     window.show_page("rating")
+    wait(lambda: not window.page_opening("rating"))  # its module is imported on a thread
     page = window.page_widgets["rating"]
     page.open_queue("demo-qc")
     wait(lambda: page.rating is not None and not page.busy)

@@ -137,11 +137,16 @@ def test_a_page_that_cannot_be_imported_becomes_a_placeholder(window, qtbot, bui
     )
     open_and_wait(window, qtbot, built_demo)
     window.sidebar.select("rating")
+    assert "Opening the rating screen" in window.page_stack.currentWidget().message.text()  # imported on a thread
+    qtbot.waitUntil(lambda: not window.page_opening("rating"), timeout=10_000)
     page = window.page_stack.currentWidget()
     assert isinstance(page, PlaceholderPage)
     assert "could not be loaded" in page.message.text() and "no_such_page" in page.message.text()
     window.sidebar.select("items")
     window.sidebar.select("rating")  # asking again neither crashes nor stacks placeholders
+    qtbot.waitUntil(lambda: not window.page_opening("rating"), timeout=10_000)
+    assert window.page_stack.currentWidget() is window.page_widgets["rating"]
+    assert "could not be loaded" in window.page_widgets["rating"].message.text()
     assert window.page_stack.count() == len(main_window_module.PAGES)
 
 
