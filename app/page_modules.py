@@ -1,8 +1,8 @@
 """The optional pages' modules (the Rating, QC, Speakers, Evaluate and Results pages), imported off the UI thread.
 
-Why: importing the Results page's module loads matplotlib, pandas and pyarrow: 0.7-0.8 s in a fresh process, 1.0 s
-after the page cache was dropped, 4-5 s with that and another program writing to the disk
-(tests/benchmarks/bench_first_results_visit.py). When it ran on the UI thread, at the first Ctrl+7, the window was
+Why: importing the Results page's module loads matplotlib, pandas and pyarrow: 0.7 s in a fresh process, 1.0 s
+after the page cache was dropped, 5.4 s with that and another program writing to the disk (medians,
+tests/benchmarks/bench_first_results_visit.py). When it ran on the UI thread, at the first Ctrl+7, the window was
 frozen meanwhile. Now a page asked for before its module is in says "Opening …" while the module is imported on a
 thread, and the window keeps answering.
 
