@@ -30,6 +30,31 @@ def column_widths_of_this_test(monkeypatch):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def widgets_gone_before_exit(qapp):
+    """The windows and widgets the worker's tests left alive, shut down and deleted while Python is whole. Else
+    PySide's exit cleanup (`destroyQCoreApplication`) deletes them in the middle of its own walk: a slot's closure
+    freed there deletes the widget it held, and objects the walk has yet to visit are freed under it ("QObject:
+    shared QObject was deleted directly", then "malloc(): unaligned tcache chunk detected": an abort at the
+    worker's exit, seen in about 3 default runs of 8)."""
+    yield
+    import gc
+
+    import shiboken6
+    from PySide6.QtCore import QEvent
+
+    from spokenbench.app.main_window import MainWindow
+
+    for widget in qapp.topLevelWidgets():
+        if isinstance(widget, MainWindow) and not widget.runner.closed:
+            widget.shutdown()
+    for widget in qapp.topLevelWidgets():
+        if shiboken6.isValid(widget) and shiboken6.ownedByPython(widget):
+            shiboken6.delete(widget)
+    qapp.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+
+
+@pytest.fixture(autouse=True, scope="session")
 def page_modules_imported():
     """The optional pages' modules in, as the app has them once each page was first opened (app/page_modules.py
     imports them on a thread: a page asked for sooner says "Opening …" until then): a test's `show_page` builds
