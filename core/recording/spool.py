@@ -43,6 +43,7 @@ READ_CHUNK = 1024 * 1024  # a left take is looked through this much at a time fo
 SOUNDLESS_GRACE_S = 30.0  # a soundless left take written since then is left alone (`takes_to_offer`)
 MAX_PCM_BYTES = 512 * 1024 * 1024  # and never more than this (an hour and a half at 48 kHz)
 MAX_META_BYTES = 64 * 1024
+CLAIM_WAIT_S = 0.5  # a claim waits this long for a look (`left_takes` locks a take while it reads its description)
 RATES = range(8_000, 384_001)
 ID_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,80}")
 TEXT_LIMITS = {"key": 1_000, "text": 100_000, "part": 100, "label": 1_000}
@@ -57,20 +58,25 @@ _CLOSE_ON_EXEC = getattr(os, "O_CLOEXEC", 0)
 _NO_WAIT = getattr(os, "O_NONBLOCK", 0)  # a FIFO in a folder from someone else never holds the open
 
 
-def _lock(fd: int) -> bool:
-    """An exclusive flock without waiting; True where the file system has no locks (nothing else can be told
-    there: a take a live process records on such a file system could be offered to another)."""
+def _lock(fd: int, wait_s: float = 0.0) -> bool:
+    """An exclusive flock, trying for up to `wait_s`; True where the file system has no locks (nothing else can be
+    told there: a take a live process records on such a file system could be offered to another)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:  # no locks on this file system
-        return True
-    return True
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        except OSError:  # no locks on this file system
+            return True
+        else:
+            return True
 
 
 def _real_folder(folder: Path, make: bool = False) -> Path:
@@ -321,7 +327,7 @@ class ClaimedTake:
         if left.problem is not None:
             return
         self.fd = os.open(left.pcm_path, os.O_RDONLY | _NO_LINKS | _NO_WAIT | _CLOSE_ON_EXEC)
-        if not _lock(self.fd):
+        if not _lock(self.fd, CLAIM_WAIT_S):  # another process only looking lets go within milliseconds
             self.release()
             raise InputError(InputProblem(str(left.pcm_path), "another process is recovering this take"))
 

@@ -336,3 +336,51 @@ def test_a_take_cut_short_whose_item_was_deleted_since_is_kept_unlinked(project_
         assert gone.item_id is None and gone.text == "Question 0?"
         take = save_recorded_take(project, 1, prepare_take(take_signal(1.0), RATE, gone), lambda remove: None)
         assert take.prompt_key == "k"
+
+
+LOOKING = """
+import sys, time
+from spokenbench.core.recording.spool import left_takes
+print("looking", flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    left_takes(sys.argv[1])
+"""
+
+
+def test_a_take_is_claimed_while_another_process_only_looks_at_the_spool(project_dir):
+    """Another app on the project looks for left takes (`left_takes` locks each one while it reads its description).
+    Before, a claim made meanwhile was refused as "another process is recovering this take" about one time in four:
+    the Speakers page's Discard or Keep failed, and a withdrawn consent's `remove_left_takes_of` left the take."""
+    pcm = left_pair(project_dir, GOOD_META, b"\x01\0" * RATE)
+    looker = subprocess.Popen(
+        [sys.executable, "-c", LOOKING, str(project_dir), "20"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert looker.stdout.readline() == "looking\n"
+        [left] = left_takes(project_dir)
+        refused = 0
+        for _ in range(200):
+            try:
+                ClaimedTake(left).release()
+            except InputError:
+                refused += 1
+        assert refused == 0
+        ClaimedTake(left).remove()
+        assert not pcm.exists()
+    finally:
+        looker.kill()
+        looker.wait(10)
+
+
+def test_a_take_another_process_recovers_is_still_refused_after_the_claim_s_wait(project_dir):
+    left_pair(project_dir, GOOD_META, b"\x01\0")
+    [left] = left_takes(project_dir)
+    held = ClaimedTake(left)
+    try:
+        started = time.monotonic()
+        with pytest.raises(InputError, match="another process is recovering"):
+            ClaimedTake(left)
+        assert 0.4 < time.monotonic() - started < 3.0  # CLAIM_WAIT_S, then refused
+    finally:
+        held.release()
