@@ -91,7 +91,7 @@ def start_heartbeat(window, path: str):
         recorder = getattr(window.page_widgets.get("speakers"), "heartbeat_state", "-")
         line = (
             f"{time.monotonic():.3f} {getattr(rating, 'saves', 0)} {getattr(rating, 'ignored_keys', 0)} {in_session}"
-            f" {window.sidebar.current_key() or '-'} {int(bool(getattr(rating, 'busy', False)))} {recorder}\n"
+            f" {window.sidebar.current_key() or '-'} {int(not getattr(rating, 'idle', True))} {recorder}\n"
         )
         with open(path, "w", encoding="utf-8") as handle:  # a few bytes on a test's temporary folder
             handle.write(line)

@@ -51,7 +51,7 @@ def explain_environment_error(error: BaseException, project: str | os.PathLike |
         if prefix is None:
             return None
         where = f"{Path(project) / 'project.sqlite'}: " if project is not None else ""
-        unreachable = _unreachable(project) if prefix in ("SQLITE_IOERR", "SQLITE_CANTOPEN") else None
+        unreachable = why_unreachable(project) if prefix in ("SQLITE_IOERR", "SQLITE_CANTOPEN") else None
         if unreachable is not None and prefix == "SQLITE_IOERR":  # it was there: the connection had read it
             return (
                 f"{where}the project can no longer be reached ({unreachable}; {error}): was its drive removed, or "
@@ -110,7 +110,7 @@ def may_have_lost_its_files(error: BaseException | None) -> bool:
     return isinstance(error, OSError) and error.errno in _LOST_FILE_ERRNOS
 
 
-def _unreachable(project: str | os.PathLike | None) -> str | None:
+def why_unreachable(project: str | os.PathLike | None) -> str | None:
     """Why the project's database cannot be looked at any more (its drive removed, its share disconnected:
     "No such file or directory", "Transport endpoint is not connected"), or None when it is there."""
     if project is None:

@@ -1,9 +1,15 @@
 """The rating screen's state machine, without Qt: the screen draws `current`, feeds key names to `press` and runs
-the writes it is handed. showing → saving → showing the next clip (or finished); reviewing while ← / → browse
-clips already rated. Keys that would write are ignored while a write is in flight, so a double press never rates
-twice. The session never writes itself: an action that changes the project returns a `PendingWrite` (a function of
-a `Project` that commits in its own short transaction), which the app runs on its writer thread and answers with
-`saved(result)` or `failed(error)`; `SynchronousRatingSession` runs them at once, for the CLI and tests.
+the writes it is handed. showing → the next clip (or finished); reviewing while ← / → browse clips already rated.
+The session never writes itself: an action that changes the project returns a `PendingWrite` (a function of a
+`Project` that commits in its own short transaction), which the app runs on its writer thread;
+`SynchronousRatingSession` runs them at once, for the CLI and tests.
+
+A new clip's rating is saved ahead (`SAVE_AHEAD`): the next clip is shown without waiting for the commit, which
+takes a busy disk's fsync (0.5 s at p90 while another program writes; 1 ms idle). The app answers
+`rating_saved` or `rating_failed`; a failed rating brings its clip back, with its note. The rating key is ignored
+on a clip whose rating is in flight, so a double press never rates twice, and undo, browsing and notes on rated
+clips wait for the saves in flight. Other writes (a re-rating, a note, an undo) go through `SAVE`: nothing moves
+until `saved(result)` or `failed(error)`.
 
 Each session belongs to one annotator and one queue: it sees only that annotator's ratings and resumes at the
 first clip in queue order they have no live rating for."""
@@ -17,9 +23,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from spokenbench.core.asr.normalize import error_rate_name
+from spokenbench.core.foundation.environment_errors import why_unreachable
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc import store
 from spokenbench.core.qc.queues import (
@@ -50,6 +58,9 @@ REDRAW = "redraw"  # something shown changed (a note, the transcripts toggle); s
 SPECTROGRAM = "spectrogram"  # switch the clip's picture between waveform and spectrogram (the view holds which)
 IGNORED = "ignored"  # nothing happened; `reason` says why
 ERROR = "error"  # the write failed and nothing changed; `reason` is the message
+SAVE_AHEAD = (
+    "save_ahead"  # run `write` on the writer, answer rating_saved/rating_failed(clip_id); now next_after_rating
+)
 DONE = "finished"  # every clip is rated (or skipped)
 
 SPEED_MIN, SPEED_MAX, SPEED_STEP = 0.5, 2.0, 0.1
@@ -80,6 +91,7 @@ class Outcome:
     action: str
     write: PendingWrite | None = None
     reason: str = ""
+    clip_id: int | None = None  # SAVE_AHEAD: the clip whose rating `write` stores
 
 
 @dataclass(frozen=True)
@@ -228,6 +240,11 @@ def save_keymap(project: Project, annotator: str, overrides: Mapping[str, Any]) 
     return merged
 
 
+class ProjectUnreachable(SpokenBenchError):
+    """A clip could not be read because the whole project cannot be reached (its drive pulled out, its share
+    disconnected): no clip's fault, so none is skipped; the session stays where it is."""
+
+
 def _annotator(annotator: str) -> str:
     annotator = (annotator or "").strip()
     if not annotator:
@@ -253,11 +270,17 @@ class RatingSession:
         audio_loader: Callable[[QueueClip], bytes],
         keymap: Mapping[str, tuple[str, ...]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        project_path: Path | None = None,
     ):
         self.queue = queue
+        self.project_path = project_path  # where a clip that cannot be read tells a damaged file from a pulled drive
         self.annotator = _annotator(annotator)
         self._clips = clips
-        self._rated = dict(rated)  # clip id → (rating id, rating, note): this annotator's live ratings
+        self._rated = dict(
+            rated
+        )  # clip id → (rating id, rating, note): this annotator's live ratings (id None: saving)
+        self._saving: dict[int, tuple[str, str | None]] = {}  # clip id → (rating, note) of a rating saved ahead
+        self._held_notes: dict[int, str] = {}  # clip id → a note typed for it and not stored, held again on return
         self._transcripts = transcripts
         self._load_audio = audio_loader
         self.use_keymap(keymap or DEFAULT_KEYMAP)
@@ -301,6 +324,7 @@ class RatingSession:
             loader,
             keymap_for(conn, annotator),
             **kwargs,
+            project_path=project.path,
         )
 
     # ---------------------------------------------------------------- what the view draws
@@ -387,7 +411,11 @@ class RatingSession:
         if blocked := self._blocked():
             return blocked
         clip = self._clips[self._index]
+        if clip.clip_id in self._saving:  # a double press: the next clip is on its way
+            return Outcome(IGNORED, reason="saving")
         earlier = self._rated.get(clip.clip_id)
+        if earlier is not None and self._saving:  # a re-rating waits, as undo does, for the saves in flight
+            return Outcome(IGNORED, reason="saving")
         note = self._held_note if earlier is None else earlier[2]
         queue, annotator = self.queue, self.annotator
         seconds = None if self._shown_at is None else min(max(self._clock() - self._shown_at, 0.0), MAX_RATING_SECONDS)
@@ -403,15 +431,25 @@ class RatingSession:
             self._held_note = None
             return self._advance()
 
+        if earlier is None and self.state == SHOWING:
+            return self._save_ahead(clip.clip_id, rating, note, write)
         return self._submit(write, apply)
 
-    def note(self, text: str) -> Outcome:
-        """A note on the clip shown: stored on its rating when it has one, else kept for the rating to come."""
+    def note(self, text: str, clip_id: int | None = None) -> Outcome:
+        """A note on the clip shown: stored on its rating when it has one, else kept for the rating to come.
+        `clip_id`: the clip it was typed for; when a failed rating brought another clip back meanwhile, the note
+        is held for that clip, for when it is shown again."""
+        text = (text or "").strip() or None
+        shown = None if self._index is None else self._clips[self._index].clip_id
+        if clip_id is not None and clip_id != shown and clip_id not in self._rated:
+            self._keep_held_notes({clip_id: text})
+            return Outcome(REDRAW, reason=f"the note is kept for clip {clip_id}, shown again once this one is rated")
         if blocked := self._blocked():
             return blocked
-        text = (text or "").strip() or None
         clip = self._clips[self._index]
         rated = self._rated.get(clip.clip_id)
+        if clip.clip_id in self._saving:
+            return Outcome(IGNORED, reason="saving")
         if rated is None:
             self._held_note = text
             return Outcome(REDRAW, reason="the note is saved with the rating")
@@ -426,7 +464,7 @@ class RatingSession:
     def undo(self) -> Outcome:
         """Take back this annotator's last live rating in the queue (kept, marked undone); its clip is offered
         again."""
-        if self.state == SAVING:
+        if self._writes_in_flight:
             return Outcome(IGNORED, reason="saving")
         queue, annotator = self.queue, self.annotator
 
@@ -463,24 +501,34 @@ class RatingSession:
 
     def previous_clip(self) -> Outcome:
         """Browse back to the closest rated clip before the one shown."""
-        if self.state == SAVING:
+        if self._writes_in_flight:
             return Outcome(IGNORED, reason="saving")
         before = len(self._clips) if self._index is None else self._index
-        for index in reversed(self._rated_indices()):
-            if index < before and self._enter(index, REVIEWING):
-                return Outcome(SHOW)
-        return Outcome(IGNORED, reason="no rated clip before this one")
+
+        def back() -> Outcome:
+            for index in reversed(self._rated_indices()):
+                if index < before and self._enter(index, REVIEWING):
+                    return Outcome(SHOW)
+            return Outcome(IGNORED, reason="no rated clip before this one")
+
+        return self._in_place(back)
 
     def next_clip(self) -> Outcome:
         """Browse forward through rated clips; past the last one, back to the first unrated clip."""
-        if self.state == SAVING:
+        if self._writes_in_flight:
             return Outcome(IGNORED, reason="saving")
+        if self.state == SHOWING and self._is_rated(self._index):  # the next clip could not be read after a rating
+            return self._in_place(self._advance)
         if self.state != REVIEWING:
             return Outcome(IGNORED, reason="this is the newest clip")
-        for index in self._rated_indices():
-            if index > self._index and self._enter(index, REVIEWING):
-                return Outcome(SHOW)
-        return self._advance()
+
+        def forward() -> Outcome:
+            for index in self._rated_indices():
+                if index > self._index and self._enter(index, REVIEWING):
+                    return Outcome(SHOW)
+            return self._advance()
+
+        return self._in_place(forward)
 
     def replay(self) -> Outcome:
         if self.state == SAVING or self._index is None:
@@ -503,13 +551,41 @@ class RatingSession:
 
     # ---------------------------------------------------------------- the write's answer
 
+    @property
+    def saving(self) -> int:
+        """Ratings saved ahead and not yet answered."""
+        return len(self._saving)
+
+    def next_after_rating(self) -> Outcome:
+        """After SAVE_AHEAD: the first clip in queue order not rated (the rating in flight counts as rated)."""
+        return self._in_place(self._advance)
+
+    def rating_saved(self, clip_id: int, rating_id: int) -> None:
+        """A rating saved ahead committed: it counts, and undo and notes can reach it."""
+        rating, note = self._saving.pop(clip_id)
+        self._rated[clip_id] = (rating_id, rating, note)
+        self._session_ratings[rating_id] = rating
+
+    def rating_failed(self, clip_id: int, error: BaseException) -> Outcome:
+        """A rating saved ahead failed and stored nothing: its clip is unrated again and is shown again (the first
+        unrated clip in queue order), with its note held, and `reason` says why."""
+        _rating, note = self._saving.pop(clip_id)
+        self._rated.pop(clip_id, None)
+        shown = None if self._index is None else self._clips[self._index].clip_id
+        if shown == clip_id:  # still shown: the next clip had not been asked for
+            self._held_note = note
+        else:
+            self._keep_held_notes({clip_id: note, shown: self._held_note})  # a note typed for the clip shown too
+        outcome = self._in_place(self._advance)  # unreadable: the clip shown stays; this one is offered after it
+        return dataclasses.replace(outcome, reason=f"Not saved: {error}")
+
     def saved(self, result: Any = None) -> Outcome:
         """The pending write committed; move on (or stay, for a write that does not change the clip)."""
         if self._pending is None:
             raise SpokenBenchError("saved() without a pending write")
         self.state, apply = self._pending
         self._pending = None
-        return apply(result)
+        return self._in_place(lambda: apply(result))
 
     def failed(self, error: BaseException) -> Outcome:
         """The pending write failed and changed nothing: back to where the rater was, with the reason."""
@@ -525,6 +601,28 @@ class RatingSession:
         self._pending = (self.state, apply)
         self.state = SAVING
         return Outcome(SAVE, write=write)
+
+    def _save_ahead(self, clip_id: int, rating: str, note: str | None, write: PendingWrite) -> Outcome:
+        self._saving[clip_id] = (rating, note)
+        self._rated[clip_id] = (None, rating, note)
+        return Outcome(SAVE_AHEAD, write=write, clip_id=clip_id)
+
+    @property
+    def _writes_in_flight(self) -> bool:
+        return self.state == SAVING or bool(self._saving)
+
+    def _in_place(self, move: Callable[[], Outcome]) -> Outcome:
+        """A move that reads a clip; where the project cannot be reached, nothing moves and `reason` says why."""
+        try:
+            return move()
+        except ProjectUnreachable as error:
+            return Outcome(IGNORED, reason=f"Not shown: {error}")
+
+    def _is_rated(self, index: int | None) -> bool:
+        return index is not None and self._clips[index].clip_id in self._rated
+
+    def _keep_held_notes(self, notes: dict[int | None, str | None]) -> None:
+        self._held_notes.update({clip: note for clip, note in notes.items() if clip is not None and note})
 
     def _blocked(self) -> Outcome | None:
         if self.state == SAVING:
@@ -549,13 +647,18 @@ class RatingSession:
         try:
             audio = self._load_audio(clip)
         except (SpokenBenchError, OSError) as error:
+            if self.project_path is not None and (why := why_unreachable(self.project_path)) is not None:
+                raise ProjectUnreachable(
+                    f"the project can no longer be reached ({why}): was its drive removed, or its network share "
+                    "disconnected? Put it back, then try again; everything reported saved is kept"
+                ) from error
             self.skipped.append(SkippedClip(clip.clip_id, index + 1, str(error)))
             self._skipped_ids.add(clip.clip_id)
             return False
         self._index, self._audio, self.state = index, audio, state
         self._shown_at = self._clock()
         if state == SHOWING:
-            self._held_note = None
+            self._held_note = self._held_notes.pop(clip.clip_id, None)
         return True
 
     def _advance(self) -> Outcome:
@@ -582,6 +685,18 @@ class SynchronousRatingSession(RatingSession):
     @classmethod
     def open(cls, project: Project, queue: str, annotator: str, audio_loader=None, **kwargs) -> RatingSession:
         return super().open(project, queue, annotator, audio_loader, writes_to=project, **kwargs)
+
+    def _save_ahead(self, clip_id: int, rating: str, note: str | None, write: PendingWrite) -> Outcome:
+        super()._save_ahead(clip_id, rating, note, write)
+        try:
+            rating_id = write(self.project)
+        except Exception as error:
+            outcome = self.rating_failed(clip_id, error)
+            if not isinstance(error, SpokenBenchError):
+                raise
+            return outcome
+        self.rating_saved(clip_id, rating_id)
+        return self.next_after_rating()
 
     def _submit(self, write: PendingWrite, apply: Callable[[Any], Outcome]) -> Outcome:
         super()._submit(write, apply)

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "benchmarks"))
 
-from bench_disk_writeback import disk_writer  # noqa: E402
+from bench_disk_writeback import disk_writing  # noqa: E402
 from real_device import RealDesktop, demo_copy_in, walk_app, walk_app_ended, walk_arguments  # noqa: E402
 
 
@@ -26,8 +26,7 @@ def main() -> None:
     size = screen.removesuffix("x24")
     project = demo_copy_in(out)
     with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4") as desktop:
-        writer = disk_writer(out)
-        try:
+        with disk_writing(out, settle_s=0.0):
             app, heart = walk_app(desktop, project, out)
             time.sleep(4.0)  # the project opens and goes on the recent list
             desktop.xdotool("key", "ctrl+comma")
@@ -46,10 +45,6 @@ def main() -> None:
             desktop.screenshot(out / f"studio-busy-disk-settings-kept-{size}.png")
             desktop.xdotool("key", "Escape")
             second = walk_app_ended(desktop, app, heart)
-        finally:
-            writer.kill()
-            writer.wait()
-            (out / "bench-disk-writeback.bin").unlink(missing_ok=True)
     stored = (out / "config-walk" / "SpokenBench" / "SpokenBench Studio.conf").read_text(encoding="utf-8")
     print(f"{size}: longest event-loop gap {first:.2f} s (first start), {second:.2f} s (second start)")
     print("settings file:", [line for line in stored.splitlines() if line.startswith("name=")])

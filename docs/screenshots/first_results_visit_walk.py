@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "benchmarks"))
 
-from bench_disk_writeback import disk_writer  # noqa: E402
+from bench_disk_writeback import disk_writing  # noqa: E402
 from real_device import (  # noqa: E402
     RealDesktop,
     app_trees,
@@ -63,16 +63,10 @@ def main() -> None:
     size = screen.removesuffix("x24")
     project = demo_copy_in(out)
     with RealDesktop(out / "desktop", screen=screen, window_manager="xfwm4") as desktop:
-        writer = disk_writer(out)
-        try:
-            time.sleep(3.0)  # writeback under way
+        with disk_writing(out):
             for name, command in app_trees(baseline):
                 suffix = f"-{size}" if command is None else f"-{size}-baseline"
                 print(f"{name}, {size}: {visit(desktop, project, out, command, suffix)}", flush=True)
-        finally:
-            writer.kill()
-            writer.wait()
-            (out / "bench-disk-writeback.bin").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ saved), then Ctrl+Q. Per tree: the longest time its event loop did not answer (t
 first beat until Ctrl+Q, and the stalls its own watcher wrote down (with what the UI thread was doing)."""
 
 import argparse
+import contextlib
 import shutil
 import statistics
 import subprocess
@@ -51,6 +52,20 @@ def disk_writer(folder: Path) -> subprocess.Popen:
         f"    os.remove({str(target)!r})\n"
     )
     return subprocess.Popen([sys.executable, "-c", script])
+
+
+@contextlib.contextmanager
+def disk_writing(folder: Path, settle_s: float = 3.0):
+    """`disk_writer` into FOLDER for the block (after `settle_s`: its first dirty pages under way), then killed and
+    its file removed."""
+    writer = disk_writer(folder)
+    try:
+        time.sleep(settle_s)
+        yield writer
+    finally:
+        writer.kill()
+        writer.wait()
+        (folder / "bench-disk-writeback.bin").unlink(missing_ok=True)
 
 
 def settings_turn(folder: Path, kind: str, seconds: float) -> list[float]:
@@ -138,8 +153,7 @@ def app_rounds(folder: Path, baseline: Path | None, rounds: int) -> None:
     with tempfile.TemporaryDirectory(dir=folder) as work:
         work = Path(work)
         with RealDesktop(work / "desktop", window_manager="xfwm4") as desktop:
-            writer = disk_writer(work)
-            try:
+            with disk_writing(work, settle_s=0.0):
                 for round_index in range(rounds):
                     for name, command in app_trees(baseline):
                         out = work / f"{name.split()[0]}-{round_index}"
@@ -173,9 +187,6 @@ def app_rounds(folder: Path, baseline: Path | None, rounds: int) -> None:
                         beat.unlink(missing_ok=True)
                         written.unlink(missing_ok=True)
                         shutil.rmtree(project, ignore_errors=True)
-            finally:
-                writer.kill()
-                writer.wait()
     for name, seconds in gaps.items():
         listed = ", ".join(f"{gap:.2f}" for gap in seconds)
         print(f"{name}: longest event-loop gap median {statistics.median(seconds):.2f} s (rounds: {listed})")
@@ -198,15 +209,9 @@ def main() -> None:
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.mkdtemp())
     with tempfile.TemporaryDirectory(dir=args.folder) as work:
         work = Path(work)
-        writer = disk_writer(work)
-        try:
-            time.sleep(3.0)  # the writer's first dirty pages
+        with disk_writing(work):
             print(f"with another process writing 3 GiB files to {args.folder} (milliseconds):")
             measure(work, shm, args.seconds)
-        finally:
-            writer.kill()
-            writer.wait()
-        (work / "bench-disk-writeback.bin").unlink(missing_ok=True)
         subprocess.run(["sync"], check=False)
         print("with no other writer (milliseconds):")
         measure(work, shm, min(args.seconds, 20.0))

@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 CHILD = r"""
@@ -82,7 +81,7 @@ window.shutdown()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for real_device.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for bench_disk_writeback.py
 
-from bench_disk_writeback import disk_writer  # noqa: E402
+from bench_disk_writeback import disk_writing  # noqa: E402
 from real_device import drop_page_cache  # noqa: E402
 
 FIGURES = (
@@ -91,23 +90,6 @@ FIGURES = (
     ("gap", "longest event-loop gap from the press"),
     ("wait_gap", "longest gap while the app was left"),
 )
-
-
-@contextlib.contextmanager
-def busy_disk(folder: Path, busy: bool):
-    """With `busy`, another program writing 3 GiB files to the disk in a loop (bench_disk_writeback.disk_writer)
-    while the block runs."""
-    if not busy:
-        yield
-        return
-    writer = disk_writer(folder)
-    try:
-        time.sleep(3)  # writeback under way
-        yield
-    finally:
-        writer.kill()
-        writer.wait()
-        (folder / "bench-disk-writeback.bin").unlink(missing_ok=True)
 
 
 def main() -> None:
@@ -124,7 +106,7 @@ def main() -> None:
         demo = tmp / "demo"
         subprocess.run(["spokenbench", "demo", str(demo)], check=True, capture_output=True)
         results: dict[tuple[str, float], list[dict]] = {}
-        with busy_disk(tmp, args.busy):
+        with disk_writing(tmp) if args.busy else contextlib.nullcontext():
             for start in range(args.starts):
                 for wait_s in args.wait:
                     for name, path in trees:

@@ -1,5 +1,5 @@
-"""The rating screen's Qt-free state machine: keys rate and save one rating each, a double press while saving
-stores one, undo keeps the row but takes it out of every report, resume after reopening (and after a SIGKILL),
+"""The rating screen's Qt-free state machine: keys rate and save one rating each, saved ahead of the next clip
+(a failed one comes back with its note), a double press stores one, undo keeps the row but takes it out of every report, resume after reopening (and after a SIGKILL),
 independent annotators, the per-annotator key map, unreadable clips skipped, and playback speed bounds."""
 
 import os
@@ -72,28 +72,123 @@ def test_rating_a_queue_with_keys_alone_stores_each_rating_and_finishes(qc_proje
     assert s.press("Ctrl+Z").action == rs.SHOW and s.current.clip_id == queued[3]  # undo works after the end too
 
 
-def test_keys_pressed_while_saving_are_ignored_so_a_double_press_stores_one_rating(qc_project, queued):
+def test_keys_pressed_before_the_next_clip_is_shown_are_ignored_so_a_double_press_stores_one_rating(qc_project, queued):
     s = RatingSession.open(qc_project, QUEUE, "ana")
     first = s.press("1")
-    assert first.action == rs.SAVE and s.state == rs.SAVING and stored(qc_project) == []
-    for key in ("1", "3", "Ctrl+Z", "Right", "Left", "N"):
+    assert first.action == rs.SAVE_AHEAD and first.clip_id == queued[0] and stored(qc_project) == []
+    assert s.saving == 1 and s.current.clip_id == queued[0]  # the next clip is asked for apart: it reads audio
+    for key in ("1", "3", "Ctrl+Z", "Left", "N"):
         if key == "N":
             assert s.note("too late").action == rs.IGNORED
         else:
             outcome = s.press(key)
             assert outcome.action == rs.IGNORED and outcome.reason == "saving", key
-    after = s.saved(first.write(qc_project))  # as the app's writer thread would, then back on the UI thread
-    assert after.action == rs.SHOW and s.current.clip_id == queued[1] and s.state == rs.SHOWING
+    assert s.next_after_rating().action == rs.SHOW and s.current.clip_id == queued[1] and s.state == rs.SHOWING
+    s.rating_saved(queued[0], first.write(qc_project))  # as the app's writer thread would, then on the UI thread
     assert [(r["clip_id"], r["rating"]) for r in stored(qc_project)] == [(queued[0], "correct")]
+    assert s.saving == 0 and s.progress.session_counts["correct"] == 1
 
 
-def test_a_failed_write_changes_nothing_and_the_clip_stays(qc_project, queued):
+def test_the_next_clip_is_rated_while_the_last_rating_is_still_being_saved(qc_project, queued):
     s = RatingSession.open(qc_project, QUEUE, "ana")
+    first = s.press("1")
+    s.next_after_rating()
+    second = s.press("3")  # before the writer answered the first
+    assert second.action == rs.SAVE_AHEAD and second.clip_id == queued[1] and s.saving == 2
+    assert s.progress.done == 2 and s.progress.session_counts["correct"] == 0  # counted once committed
+    for key in ("Ctrl+Z", "Left"):  # they act on committed ratings: they wait for the saves in flight
+        assert s.press(key).reason == "saving", key
+    s.next_after_rating()
+    assert s.current.clip_id == queued[2]
+    s.rating_saved(queued[0], first.write(qc_project))
+    s.rating_saved(queued[1], second.write(qc_project))
+    assert [(r["clip_id"], r["rating"]) for r in stored(qc_project)] == [
+        (queued[0], "correct"),
+        (queued[1], "incorrect"),
+    ]
+    assert s.progress.session_counts == {"correct": 1, "acceptable": 0, "incorrect": 1}
+    undo = s.press("Ctrl+Z")  # undo reaches it once it is in (a blocking write: nothing moves until it answers)
+    assert undo.action == rs.SAVE and s.saved(undo.write(qc_project)).action == rs.SHOW
+    assert s.current.clip_id == queued[1] and s.progress.session_counts["incorrect"] == 0
+
+
+def test_a_failed_rating_brings_its_clip_back_with_its_note_and_stores_nothing(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    s.note("hiss")
     s.press("2")
-    outcome = s.failed(SpokenBenchError("disk full"))
+    s.next_after_rating()
+    s.note("a click at 0.4 s")  # typed for the second clip, not yet rated
+    outcome = s.rating_failed(queued[0], SpokenBenchError("the disk is full"))
+    assert outcome.action == rs.SHOW and outcome.reason == "Not saved: the disk is full"
+    assert s.current.clip_id == queued[0] and s.current.note == "hiss" and s.current.rating is None
+    assert s.progress.done == 0 and s.saving == 0 and stored(qc_project) == []
+    again = s.press("2")
+    assert again.action == rs.SAVE_AHEAD
+    s.rating_saved(queued[0], again.write(qc_project))
+    s.next_after_rating()
+    assert s.current.clip_id == queued[1] and s.current.note == "a click at 0.4 s"  # held while it was away
+    assert [(r["rating"], r["note"]) for r in stored(qc_project)] == [("acceptable", "hiss")]
+
+
+def test_a_rating_that_fails_before_the_next_clip_is_shown_keeps_the_clip(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    s.note("hiss")
+    s.press("2")
+    outcome = s.rating_failed(queued[0], SpokenBenchError("database is locked"))
+    assert outcome.action == rs.SHOW and "database is locked" in outcome.reason
+    assert s.current.clip_id == queued[0] and s.current.note == "hiss" and s.saving == 0
+    assert s.press("2").action == rs.SAVE_AHEAD
+
+
+def test_right_moves_on_from_a_rated_clip_whose_next_clip_could_not_be_read(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    first = s.press("1")
+    s.rating_saved(queued[0], first.write(qc_project))  # next_after_rating failed (a read pool error): still shown
+    assert s.current.clip_id == queued[0] and s.current.rating == "correct"
+    assert s.press("Right").action == rs.SHOW and s.current.clip_id == queued[1] and s.state == rs.SHOWING
+
+
+def test_a_pulled_drive_skips_no_clip_and_the_session_stays_where_it_is(qc_project, queued, tmp_path):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    first = s.press("2")
+    moved = qc_project.path.with_name("pulled")
+    qc_project.path.rename(moved)  # the drive pulled out: no file of the project can be reached
+    try:
+        outcome = s.next_after_rating()
+        assert outcome.action == rs.IGNORED and "can no longer be reached" in outcome.reason
+        assert s.current.clip_id == queued[0] and s.skipped == []
+        back = s.rating_failed(queued[0], SpokenBenchError("disk I/O error"))
+        assert back.action == rs.SHOW and back.reason == "Not saved: disk I/O error"
+        assert s.current.clip_id == queued[0] and s.current.rating is None and s.skipped == []
+    finally:
+        moved.rename(qc_project.path)
+    assert first.action == rs.SAVE_AHEAD and s.press("2").action == rs.SAVE_AHEAD
+
+
+def test_a_note_typed_for_a_clip_no_longer_shown_is_held_for_it(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    s.press("1")
+    s.next_after_rating()
+    s.rating_failed(queued[0], SpokenBenchError("the disk is full"))  # while a note dialog was open on the second
+    outcome = s.note("echo", clip_id=queued[1])
+    assert outcome.action == rs.REDRAW and f"clip {queued[1]}" in outcome.reason and s.current.note is None
+    s.rating_saved(queued[0], s.press("1").write(qc_project))
+    s.next_after_rating()
+    assert s.current.clip_id == queued[1] and s.current.note == "echo"
+
+
+def test_a_failed_blocking_write_changes_nothing_and_the_clip_stays(qc_project, queued):
+    s = session(qc_project)
+    s.press("1")
+    s.press("Left")
+    s2 = RatingSession.open(qc_project, QUEUE, "ana")
+    s2.press("Left")
+    assert s2.current.clip_id == queued[0] and s2.state == rs.REVIEWING
+    rerating = s2.press("2")  # a re-rating: nothing moves until the writer answers
+    assert rerating.action == rs.SAVE and s2.state == rs.SAVING
+    outcome = s2.failed(SpokenBenchError("disk full"))
     assert outcome.action == rs.ERROR and "disk full" in outcome.reason
-    assert s.state == rs.SHOWING and s.current.clip_id == queued[0] and s.progress.done == 0
-    assert s.press("2").action == rs.SAVE
+    assert s2.state == rs.REVIEWING and s2.current.clip_id == queued[0] and s2.current.rating == "correct"
 
 
 def test_undo_marks_the_last_rating_undone_keeps_the_row_and_offers_the_clip_again(qc_project, queued):
@@ -194,7 +289,7 @@ def test_s_is_in_the_key_map_and_toggles_the_spectrogram_even_while_saving(qc_pr
     s = RatingSession.open(qc_project, QUEUE, "ana")
     assert s.keys_for("toggle_spectrogram") == ("S",)
     assert s.press("s").action == rs.SPECTROGRAM
-    assert s.press("1").action == rs.SAVE
+    assert s.press("1").action == rs.SAVE_AHEAD
     assert s.press("S").action == rs.SPECTROGRAM  # only the picture changes: no reason to wait for the save
     with pytest.raises(SpokenBenchError, match="key 'S' is bound twice"):
         validate_keymap({"note": ["S"]})  # the table reserves S like every other key

@@ -1,0 +1,119 @@
+"""Screenshots and figures of a rating session whose commits wait on the disk, on a real X server and sound server,
+driven by keys alone (xdotool):
+
+    python docs/screenshots/rating_saved_ahead_walk.py OUT [--screen 1280x720] [--baseline DIR] [--ratings 40]
+
+Builds the demo into OUT/demo and opens the Rating page on a 260-clip queue. Then, into OUT, while another process
+holds the project's write lock (as a colleague's script does for a moment): rating-saving-ahead-WxH.png (1 pressed:
+the next clip is shown, "Saving…"), rating-saving-then-WxH.png (3 pressed on it: "Saving… then incorrect"),
+rating-saved-ahead-WxH.png (the lock let go: both stored, "Saved"). Then, for this tree and with `--baseline` an older
+one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB files to the disk in a
+loop: `--ratings` rating keys, each 0.8 s after the last (a quick rater), and the ratings stored, the keys ignored
+and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "benchmarks"))
+from bench_disk_writeback import disk_writing  # noqa: E402
+from real_device import (  # noqa: E402
+    RealDesktop,
+    SessionFigures,
+    add_stress_queue,
+    app_trees,
+    close_app,
+    demo_in,
+    launch_rating_session,
+    stored_ratings,
+    walk_arguments,
+    walked_session,
+)
+
+HOLDER = (  # holds the write lock until a line comes on stdin, then commits and exits
+    "import sqlite3, sys; conn = sqlite3.connect(sys.argv[1], isolation_level=None); "
+    "conn.execute('BEGIN IMMEDIATE'); conn.execute('UPDATE project_meta SET value = value'); "
+    "print('holding', flush=True); sys.stdin.readline(); conn.execute('COMMIT')"
+)
+
+
+def options() -> tuple[Path | None, int]:
+    found: dict[str, str] = {}
+    for name in ("--baseline", "--ratings"):
+        if name in sys.argv:
+            at = sys.argv.index(name)
+            found[name] = sys.argv[at + 1]
+            del sys.argv[at : at + 2]
+    baseline = Path(found["--baseline"]) if "--baseline" in found else None
+    return baseline, int(found.get("--ratings", "40"))
+
+
+def screenshots(out: Path, screen: str, project: Path) -> str:
+    size = screen.removesuffix("x24")
+    with walked_session(out, screen, project) as (desktop, _process, figures):
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        holder.stdout.readline()
+        desktop.xdotool("key", "1")
+        time.sleep(1.0)
+        desktop.screenshot(out / f"rating-saving-ahead-{size}.png")
+        desktop.xdotool("key", "3")
+        time.sleep(0.5)
+        desktop.screenshot(out / f"rating-saving-then-{size}.png")
+        held = stored_ratings(project)
+        holder.communicate("\n", timeout=10)
+        time.sleep(1.5)
+        desktop.screenshot(out / f"rating-saved-ahead-{size}.png")
+    return f"{held} stored while the lock was held, {stored_ratings(project)} after; {figures.lines()[1]}"
+
+
+def busy_ratings(out: Path, screen: str, demo: Path, baseline: Path | None, ratings: int) -> None:
+    with RealDesktop(out / "desktop-busy", screen=screen) as desktop, disk_writing(out):
+        for name, command in app_trees(baseline):
+            project = out / f"busy-{name.split()[0]}"
+            shutil.rmtree(project, ignore_errors=True)
+            shutil.copytree(demo, project)
+            figures = SessionFigures(ratings, round_keys="a rating key, 0.8 s after the last")
+            process, heart, log = launch_rating_session(desktop, project, out, figures, command)
+            if process is None:
+                print(f"{name}: {'; '.join(figures.notes)}")
+                continue
+            try:
+                for index in range(ratings):
+                    if heart.froze or heart.died:
+                        break
+                    desktop.xdotool("key", "123"[index % 3])
+                    figures.rounds_done = index + 1
+                    time.sleep(0.8)
+                time.sleep(3.0)  # the last commit
+            finally:
+                close_app(desktop, process, heart, log, figures)
+            figures.ratings_stored = stored_ratings(project)
+            print(f"{name}, {screen.removesuffix('x24')}, disk busy:")
+            print("  " + "\n  ".join(line for line in figures.lines() if not line.startswith("PulseAudio")))
+            shutil.rmtree(project, ignore_errors=True)
+
+
+def main() -> None:
+    baseline, ratings = options()
+    out, screen = walk_arguments(__doc__)
+    demo = demo_in(out)
+    add_stress_queue(demo)
+    project = out / "walked"
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(demo, project)
+    print(screenshots(out, screen, project), flush=True)
+    busy_ratings(out, screen, demo, baseline, ratings)
+
+
+if __name__ == "__main__":
+    main()

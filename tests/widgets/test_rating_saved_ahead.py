@@ -1,0 +1,152 @@
+"""A rating's commit waits on the disk (SQLite's fsync: 0.5 s at p90 while another program writes a lot, a colleague's
+script holding the write lock for a moment). The next clip is shown and can be heard and rated meanwhile; the page
+says "Saving…" until every rating is in, then "Saved", and nothing is reported saved before it is. Here the wait is
+another process holding the project's write lock for a while, then letting it go, as a short job commit does.
+
+On 7dd7237 the next clip waited for the commit: the first test fails there."""
+
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+
+from spokenbench.core.store import database, opened
+
+ANNOTATOR = "alice"
+HOLDER = (  # holds the write lock until a line comes on stdin, then commits and exits
+    "import sqlite3, sys; conn = sqlite3.connect(sys.argv[1], isolation_level=None); "
+    "conn.execute('BEGIN IMMEDIATE'); conn.execute('UPDATE project_meta SET value = value'); "
+    "print('holding', flush=True); sys.stdin.readline(); conn.execute('COMMIT')"
+)
+
+
+def stored(path) -> list[tuple[int, str]]:
+    with opened(path) as project:
+        query = "SELECT clip_id, rating FROM ratings WHERE annotator = ? AND undone_at IS NULL ORDER BY id"
+        return [tuple(row) for row in project.conn.execute(query, (ANNOTATOR,))]
+
+
+def hold_write_lock(project) -> subprocess.Popen:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "holding"
+    return holder
+
+
+def let_go(holder: subprocess.Popen) -> None:
+    holder.stdin.write("\n")
+    holder.stdin.flush()
+    assert holder.wait(10) == 0
+
+
+def test_the_next_clip_is_shown_and_rated_while_the_last_rating_waits_for_the_disk(
+    qtbot, demo_copy, rating_page_on_demo_queue
+):
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    first = page.rating.current.clip_id
+    holder = hold_write_lock(demo_copy)
+    try:
+        pressed = time.monotonic()
+        qtbot.keyClick(page.view, "1")
+        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        shown_after = time.monotonic() - pressed
+        second = page.rating.current.clip_id
+        assert page.view.status_label.text() == "Saving…" and stored(demo_copy) == []
+        assert page.rating.progress.done == 1  # the queue's position moves on; the session's counts wait
+        qtbot.keyClick(page.view, "3")  # rated too, before the first is in: saved once it is (one at a time)
+        assert page.view.status_label.text() == "Saving… then incorrect" and page.rating.saving == 1
+        qtbot.keyClick(page.view, Qt.Key.Key_Space)  # heard again meanwhile
+        qtbot.keyClick(page.view, "2")  # a second thought is not taken: the first stands
+        assert page.ignored_keys == 1 and page.after_saves == "rate_incorrect" and stored(demo_copy) == []
+    finally:
+        let_go(holder)
+    qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
+    assert page.rating.current.clip_id not in (first, second)
+    assert stored(demo_copy) == [(first, "correct"), (second, "incorrect")]
+    assert page.rating.progress.session_counts == {"correct": 1, "acceptable": 0, "incorrect": 1}
+    assert shown_after < 1.0, f"the next clip came {shown_after:.2f} s after the key"
+
+
+def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
+    qtbot, demo_copy, rating_page_on_demo_queue
+):
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    first = page.rating.current.clip_id
+    holder = hold_write_lock(demo_copy)
+    try:
+        qtbot.keyClick(page.view, "1")
+        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)  # "oops"
+        assert page.view.status_label.text() == "Saving… then undo"
+        qtbot.keyClick(page.view, "2")  # not taken: it would rate the clip the undo is about to leave
+        assert page.ignored_keys == 1 and page.rating.saving == 1 and page.after_saves == "undo"
+    finally:
+        let_go(holder)
+    qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)
+    assert page.view.status_label.text().startswith("Undid rating 1 (correct)"), page.view.status_label.text()
+    assert stored(demo_copy) == []
+
+
+def test_a_rating_the_writer_cannot_store_brings_its_clip_back_and_drops_the_one_waiting_behind_it(
+    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
+):
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_000)  # the writer's wait for the lock, shortened
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    first = page.rating.current.clip_id
+    holder = hold_write_lock(demo_copy)
+    try:
+        qtbot.keyClick(page.view, "1")
+        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        second = page.rating.current.clip_id
+        qtbot.keyClick(page.view, "2")  # waits behind the first
+        qtbot.waitUntil(lambda: page.idle and page.view.status_label.text().startswith("Not saved:"), timeout=10_000)
+        assert page.rating.current.clip_id == first and page.rating.current.rating is None
+        assert page.after_saves is None and stored(demo_copy) == []
+    finally:
+        let_go(holder)
+    qtbot.keyClick(page.view, "1")  # the same key, once the lock is free
+    qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
+    assert stored(demo_copy) == [(first, "correct")] and page.rating.current.clip_id == second
+
+
+def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy, rating_page_on_demo_queue):
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    first = page.rating.current.clip_id
+    holder = hold_write_lock(demo_copy)
+    try:
+        qtbot.keyClick(page.view, "2")
+        qtbot.keyClick(page.view, "2")  # a bounce, before the next clip is shown
+        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        assert page.ignored_keys == 1 and page.rating.saving == 1
+    finally:
+        let_go(holder)
+    qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
+    assert stored(demo_copy) == [(first, "acceptable")]
+
+
+@pytest.mark.slow
+def test_a_rating_in_flight_when_the_session_closes_is_stored(qtbot, demo_copy, rating_page_on_demo_queue):
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    first = page.rating.current.clip_id
+    holder = hold_write_lock(demo_copy)
+    letting_go = threading.Timer(1.0, let_go, (holder,))  # while the close waits for the writer
+    try:
+        qtbot.keyClick(page.view, "1")
+        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        assert stored(demo_copy) == []
+        letting_go.start()
+        page.session.close()  # as the window's close: the writer finishes what it was given
+    finally:
+        if letting_go.ident is not None:
+            letting_go.join(10)
+        elif holder.poll() is None:
+            let_go(holder)
+    assert stored(demo_copy) == [(first, "correct")]
