@@ -37,7 +37,7 @@ import shiboken6
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from spokenbench.app.store_writer import StoreWriter, WriteRequest, connect_project
+from spokenbench.app.store_writer import StoreWriter, connect_project
 from spokenbench.core.foundation.environment_errors import explain_environment_error, may_have_lost_its_files
 from spokenbench.core.foundation.errors import Cancelled, SpokenBenchError
 from spokenbench.core.foundation.native_memory import return_freed_memory
@@ -614,26 +614,26 @@ class WriteOp(Operation):
         self.session = session
         self.changes = frozenset(changes)
         self._fn = fn
-        self._request: WriteRequest | None = None
 
     def _start(self) -> None:
         if self.session.closed:
             self._deliver("error", SpokenBenchError(f"{self.label}: the project {self.session.path} was closed"))
             return
-        self._request = self.session.writer.submit(self._fn, self._written, self.label)
+        self.session.writer.submit(self._fn, self._written, self.label)
 
     def cancel(self) -> None:
-        """A write that has not started yet is skipped; one that has is kept (its result is dropped)."""
-        if self._request is not None:
-            self._request.cancelled.set()
+        """Only its outcome is dropped: what the user did is written even when the screen that asked is gone or the
+        project closes behind it (a rating queued behind another write was skipped, and lost, by the close)."""
         super().cancel()
+
+    @property
+    def cancellable(self) -> bool:
+        return False  # the jobs panel offers no cancel for a user's write: it is never skipped
 
     def _written(self, result: Any, error: BaseException | None) -> None:  # on the writer thread
         if error is None:
             self.session.changes.notify(self.changes)
             self._deliver("ok", result)
-        elif isinstance(error, Cancelled):
-            self._deliver("cancelled", None)
         else:
             self._deliver("error", error)
 

@@ -64,10 +64,11 @@ VIEW_ACTIONS = frozenset({"toggle_spectrogram"})  # change only what is drawn: t
 # done once the rating in flight is in: undo and browsing act on committed ratings, and one rating at a time is in
 # flight, so a lock that never comes (a stopped process holding it) leaves one rating to redo, not a pile
 AFTER_SAVES = frozenset({"undo", "previous", "next", "rate_correct", "rate_acceptable", "rate_incorrect"})
+HELD_BLOCKS = AFTER_SAVES | {"note"}  # ignored while an action waits in `after_saves`
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
 # the next clip, read before its rating's commit is in, waits this long for it: on an idle disk the commit comes
 # first (a few ms) and a screen reader says "Correct saved" with the clip every time, not "saving" half the time
-SAVED_GRACE_MS = 50
+SAVED_GRACE_MS = 25
 PLAYHEAD_MS = 30  # how often the playhead reads the player's position while a clip plays
 
 
@@ -171,8 +172,10 @@ class RatingPage(QWidget):
         self.session: ProjectSession | None = None
         self.rating: RatingSession | None = None
         self.busy = False  # a step or a blocking write is in flight: keys are ignored
-        self.answers: deque[Callable[[], None]] = deque()  # the writer's answers to ratings saved ahead, to apply
-        self.after_saves: str | None = None  # an action pressed while ratings were saved ahead: done once they are in
+        # the writer's answers to ratings saved ahead, to apply: (a failure, apply)
+        self.answers: deque[tuple[bool, Callable[[], None]]] = deque()
+        # an action pressed while a rating was saved ahead, with the clip shown then: done once it is in
+        self.after_saves: tuple[str, int | None] | None = None
         self.held_step: tuple[RatingSession, Outcome] | None = (
             None  # the next clip, waiting SAVED_GRACE_MS for its commit
         )
@@ -233,6 +236,8 @@ class RatingPage(QWidget):
         self.session = session
         self.rating = None
         self.busy = False
+        self.answers.clear()  # the closed project's writer finishes its writes; a failure is still told (_answer)
+        self.after_saves = self.held_step = None
         self._renders.clear()
         self.show_queues()
         if session is not None:
@@ -382,11 +387,19 @@ class RatingPage(QWidget):
     # -- the session -------------------------------------------------------------------------------------
 
     def open_queue(self, name: str) -> QueryOp | None:
-        """Open the queue for this annotator on the read pool (it reads the queue and the first clip)."""
+        """Open the queue for this annotator on the read pool (it reads the queue and the first clip). A rating of
+        the last session still in flight is waited for (a write after it on the writer), so the queue reads it."""
         if self.session is None:
             return None
-        annotator = self.annotator
         self.busy = True
+        if self.rating is not None and self.rating.saving:
+            WriteOp(self.session, lambda project: None, changes=(), label="Waiting for the last rating", parent=self)\
+                .success(lambda _none: self._open_queue_now(name)).failure(self._step_failed).run()  # fmt: skip
+            return None
+        return self._open_queue_now(name)
+
+    def _open_queue_now(self, name: str) -> QueryOp:
+        annotator = self.annotator
 
         def read(project: Project, progress) -> tuple[RatingSession, Outcome]:
             session = RatingSession.open(project, name, annotator, audio_loader=self._loader(project))
@@ -457,11 +470,16 @@ class RatingPage(QWidget):
         if self.rating is None:
             return
         session = self.rating
-        if (self.busy and action not in VIEW_ACTIONS) or (self.after_saves and action in AFTER_SAVES):
+        shown = session.current.clip_id if session.current is not None else None
+        if (
+            (self.busy and action not in VIEW_ACTIONS)
+            or (self.after_saves and action in HELD_BLOCKS)  # the held one goes first; a note would find another clip
+            or (action.startswith("rate_") and shown is not None and session.is_saving(shown))  # a double press
+        ):
             self.ignored_keys += 1
             return
         if action in AFTER_SAVES and session.saving:  # an "oops" undo, or the next clip's rating, is not lost
-            self.after_saves = action
+            self.after_saves = (action, shown)
             self.view.status_label.setText(f"Saving… then {ACTION_LABELS[action].lower()}")
             return
         if action in STEP_ACTIONS:
@@ -543,8 +561,8 @@ class RatingPage(QWidget):
             self._draw_held_step()
 
         def not_saved(error: BaseException) -> None:
-            explained = explained_error(error, self.session.path if self.session else None)
-            self._answer(session, lambda: self._rating_failed(session, clip_id, explained or str(error)))
+            explained = explained_error(error, self.session.path if self.session else None) or str(error)
+            self._answer(session, lambda: self._rating_failed(session, clip_id, explained), failed=True)
             self._draw_held_step()
 
         (
@@ -555,9 +573,12 @@ class RatingPage(QWidget):
         )
         self._step(session.next_after_rating, after_save_ahead=True)
 
-    def _answer(self, session: RatingSession, apply: Callable[[], None]) -> None:
+    def _answer(self, session: RatingSession, apply: Callable[[], None], failed: bool = False) -> None:
+        """Another queue opens only once the writer is done with this one's ratings (`open_queue`), and a closed
+        project's failed write says so in a dialog of its own (`WriteOp` abandoned): an answer for a session no
+        longer open has nothing left to do."""
         if session is self.rating:
-            self.answers.append(apply)
+            self.answers.append((failed, apply))
             self._apply_answers()
 
     def _apply_answers(self) -> None:
@@ -565,16 +586,19 @@ class RatingPage(QWidget):
         in order. "Saved" once every rating saved ahead is in."""
         applied = bool(self.answers)
         while self.answers and not self.busy:
-            self.answers.popleft()()
+            _failed, apply = self.answers.popleft()
+            apply()
         session = self.rating
         if not self.busy and session is not None and not session.saving:
             if self.view.status_label.text().startswith("Saving…"):
                 self.view.status_label.setText("Saved")
             if applied:
                 self.view.show_progress(session.progress)  # the session's tallies count it now
-            if action := self.after_saves:
-                self.after_saves = None
-                self.do_action(action)
+            if self.after_saves is not None:
+                (action, clip_id), self.after_saves = self.after_saves, None
+                current = session.current
+                if current is not None and current.clip_id == clip_id:  # else a failed rating's clip came back
+                    self.do_action(action)
 
     def _rating_failed(self, session: RatingSession, clip_id: int, reason: str) -> None:
         """Back to the clip whose rating was not stored (its audio is read again: a step)."""
@@ -622,7 +646,7 @@ class RatingPage(QWidget):
             QTimer.singleShot(SAVED_GRACE_MS, self, self._draw_held_step)
             return
         self.busy = False
-        if session is self.rating:
+        if session is self.rating and not any(failed for failed, _apply in self.answers):  # else it comes back
             self.handle(outcome)
         self._apply_answers()
 
@@ -823,7 +847,9 @@ class RatingPage(QWidget):
         dialog.open()
 
     def _noted(self, session: RatingSession, clip_id: int | None, text: str) -> None:
-        if session is self.rating and not self.busy:
+        if session is self.rating and self.busy:  # a failed rating's clip on its way back: the note waits for it
+            self._answer(session, lambda: self._noted(session, clip_id, text))
+        elif session is self.rating:
             outcome = session.note(text, clip_id)
             if outcome.action == SAVE:
                 self.said_next = "Note saved"

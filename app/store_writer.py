@@ -12,12 +12,11 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spokenbench.core.foundation.environment_errors import may_have_lost_its_files
-from spokenbench.core.foundation.errors import Cancelled
 from spokenbench.core.store import Project, database
 from spokenbench.core.store.project import DATABASE_NAME
 
@@ -43,7 +42,6 @@ class WriteRequest:
     fn: WriteFunction
     done: Done
     label: str = ""
-    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 class LeftTransactionOpen(RuntimeError):
@@ -64,8 +62,8 @@ class StoreWriter:
         self._thread.start()
 
     def submit(self, fn: WriteFunction, done: Done, label: str = "") -> WriteRequest:
-        """Queue `fn(project)`; `done(result, error)` is called on the writer thread once it ran (or was
-        skipped because the request was cancelled first: error is then `Cancelled`)."""
+        """Queue `fn(project)`; `done(result, error)` is called on the writer thread once it ran. A queued write is
+        never skipped: what the user did is written (`close` finishes the queue)."""
         if self._closed:
             raise RuntimeError("the project's writer is closed")
         request = WriteRequest(fn, done, label)
@@ -127,9 +125,7 @@ class StoreWriter:
         project: Project | None, open_error: BaseException | None, request: WriteRequest
     ) -> BaseException | None:
         result, error = None, None
-        if request.cancelled.is_set():
-            error = Cancelled()
-        elif project is None:
+        if project is None:
             error = open_error
         else:
             try:

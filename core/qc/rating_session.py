@@ -556,6 +556,9 @@ class RatingSession:
         """Ratings saved ahead and not yet answered."""
         return len(self._saving)
 
+    def is_saving(self, clip_id: int) -> bool:
+        return clip_id in self._saving
+
     def next_after_rating(self) -> Outcome:
         """After SAVE_AHEAD: the first clip in queue order not rated (the rating in flight counts as rated)."""
         return self._in_place(self._advance)

@@ -355,7 +355,7 @@ def capture_rating(app, window, want) -> None:
     view = rating.view
 
     def clip_drawn() -> bool:
-        return rating.rating is not None and not rating.busy and rating.clip_audio is not None
+        return rating.rating is not None and rating.idle and rating.clip_audio is not None
 
     try:
         wait_until(app, clip_drawn, 60, "the first clip")
@@ -512,10 +512,10 @@ def capture_pack(app, window, demo: Path, tmp: Path) -> None:
     wait_until(app, lambda: opening.status == "succeeded", 60, "the pack")
     wait_until(app, lambda: not window.page_opening("rating"), 60, "the rating page's module")
     rating = window.page_widgets["rating"]
-    wait_until(app, lambda: rating.rating is not None and not rating.busy and rating.clip_audio is not None)
+    wait_until(app, lambda: rating.rating is not None and rating.idle and rating.clip_audio is not None)
     for action in ("rate_correct", "rate_acceptable"):
         rating.do_action(action)
-        wait_until(app, lambda: not rating.busy and rating.clip_audio is not None)
+        wait_until(app, lambda: rating.idle and rating.clip_audio is not None)
     packs = window.packs
 
     def saved() -> bool:

@@ -194,7 +194,7 @@ def rating_page_on_demo_queue(qtbot, demo_copy, open_session, monkeypatch):
         page.show()
         page.set_session(open_session(project))
         page.open_queue("demo-qc")
-        qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+        qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=5_000)
         return page
 
     return make

@@ -44,10 +44,10 @@ APP_RATES_AND_WAITS = textwrap.dedent(
     wait(lambda: not window.page_opening("rating"))  # its module is imported on a thread
     page = window.page_widgets["rating"]
     page.open_queue("demo-qc")
-    wait(lambda: page.rating is not None and not page.busy)
+    wait(lambda: page.rating is not None and page.idle)
     rated = page.rating.current.clip_id
     QTest.keyClick(page.view, Qt.Key.Key_3)
-    wait(lambda: not page.busy and page.view.status_label.text() == "Saved")
+    wait(lambda: page.idle and page.view.status_label.text() == "Saved")
     print("RATED", rated, flush=True)
     while True:  # the app keeps running, its project open, until it is killed
         app.processEvents()

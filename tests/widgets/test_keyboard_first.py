@@ -65,7 +65,7 @@ def test_ctrl_6_then_ctrl_3_or_the_tour_closing_gives_the_session_the_keys_and_e
     rating = window.page_widgets["rating"]
     qtbot.waitUntil(lambda: rating.queue_list.table.rowCount() > 0, timeout=15_000)
     rating.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: rating.rating is not None and not rating.busy, timeout=15_000)
+    qtbot.waitUntil(lambda: rating.rating is not None and rating.idle, timeout=15_000)
     window.sidebar.setFocus()  # as after a click on the sidebar
     press(qtbot, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
     assert window.current_page_key() == "evaluate"
@@ -73,7 +73,7 @@ def test_ctrl_6_then_ctrl_3_or_the_tour_closing_gives_the_session_the_keys_and_e
     assert window.current_page_key() == "rating" and focused() is rating.view
     before = rating.rating.progress.done
     press(qtbot, Qt.Key.Key_1)  # rates at once: no click on the waveform first
-    qtbot.waitUntil(lambda: not rating.busy and rating.rating.progress.done == before + 1, timeout=10_000)
+    qtbot.waitUntil(lambda: rating.idle and rating.rating.progress.done == before + 1, timeout=10_000)
     with opened(demo_copy) as project:
         assert len(qc_store.live_ratings_by(project.conn, ANNOTATOR)) == before + 1
     window.settings.setValue("tour/state", "")  # as never shown
@@ -83,7 +83,7 @@ def test_ctrl_6_then_ctrl_3_or_the_tour_closing_gives_the_session_the_keys_and_e
     press(qtbot, Qt.Key.Key_Escape)
     assert not window.tour.is_open() and window.current_page_key() == "rating" and focused() is rating.view
     press(qtbot, Qt.Key.Key_2)
-    qtbot.waitUntil(lambda: not rating.busy and rating.rating.progress.done == before + 2, timeout=10_000)
+    qtbot.waitUntil(lambda: rating.idle and rating.rating.progress.done == before + 2, timeout=10_000)
 
     press(qtbot, "?")
     assert rating.view.help_overlay.isVisible()

@@ -43,13 +43,13 @@ def packed(demo_copy, tmp_path, cli):
 def rating_page_ready(window, qtbot):
     qtbot.waitUntil(lambda: window.current_page_key() == "rating", timeout=10_000)
     page = window.page_widgets["rating"]
-    qtbot.waitUntil(lambda: getattr(page, "rating", None) is not None and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: getattr(page, "rating", None) is not None and page.idle, timeout=10_000)
     return page
 
 
 def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
     qtbot.keyClick(page.view, key, modifier)
-    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle, timeout=5_000)
 
 
 def pack_ratings(pack):

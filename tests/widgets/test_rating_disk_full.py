@@ -40,7 +40,7 @@ def test_a_rating_on_a_full_disk_is_not_saved_says_why_and_saves_with_its_note_o
     project = shutil.copytree(built_demo, small_disk / "demo-project")
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR), project)
     qtbot.keyClick(page.view, "1")
-    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and page.idle, timeout=10_000)
     clip = page.rating.current.clip_id
     qtbot.keyClick(page.view, "n")
     qtbot.waitUntil(lambda: getattr(page, "note_dialog", None) is not None and page.note_dialog.isVisible())
@@ -49,7 +49,7 @@ def test_a_rating_on_a_full_disk_is_not_saved_says_why_and_saves_with_its_note_o
 
     filler = fill_disk(small_disk)
     qtbot.keyClick(page.view, "2")
-    qtbot.waitUntil(lambda: page.view.status_label.text().startswith("Not saved:") and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.view.status_label.text().startswith("Not saved:") and page.idle, timeout=10_000)
     text = page.view.status_label.text()
     assert "the disk is full" in text and "free some space and try again" in text, text
     assert "command" not in text, text  # an annotator runs no command
@@ -57,6 +57,6 @@ def test_a_rating_on_a_full_disk_is_not_saved_says_why_and_saves_with_its_note_o
 
     filler.unlink()
     qtbot.keyClick(page.view, "2")  # the same key, once there is room
-    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and page.idle, timeout=10_000)
     assert stored(project) == [("correct", None), ("acceptable", "a click at 0.4 s")]
     assert page.rating.current.clip_id != clip

@@ -30,13 +30,13 @@ def page(qtbot, demo_copy, open_session, monkeypatch):
 
 def open_demo_queue(page, qtbot):
     page.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=5_000)
     return page.rating
 
 
 def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
     qtbot.keyClick(page.view, key, modifier)
-    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle, timeout=5_000)
 
 
 @pytest.mark.slow

@@ -48,7 +48,7 @@ def page(qtbot, demo_copy, open_session, no_asr):
 
 def open_demo_queue(page, qtbot):
     page.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=5_000)
     return page.rating
 
 
@@ -64,7 +64,7 @@ def rating_rows(path):
 
 def press(page, qtbot, key, modifier=Qt.KeyboardModifier.NoModifier):
     qtbot.keyClick(page.view, key, modifier)
-    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle, timeout=5_000)
 
 
 @pytest.mark.slow
@@ -94,7 +94,7 @@ def test_a_double_key_press_stores_one_rating(page, qtbot, demo_copy):
     open_demo_queue(page, qtbot)
     qtbot.keyClick(page.view, "1")
     qtbot.keyClick(page.view, "1")  # arrives while the first is being saved
-    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle, timeout=5_000)
     assert page.ignored_keys == 1
     assert len(rating_rows(demo_copy)) == 1
 
@@ -178,7 +178,7 @@ def test_a_spectrogram_key_pressed_while_saving_still_switches_the_picture(page,
     assert page.busy
     qtbot.keyClick(page.view, "s")
     assert page.view.waveform.show_spectrogram and page.ignored_keys == 0
-    qtbot.waitUntil(lambda: not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle, timeout=5_000)
     assert len(rating_rows(demo_copy)) == 1
 
 
@@ -409,7 +409,7 @@ def test_a_burst_of_speed_and_replay_keys_ends_with_the_current_clip_playing_at_
 def test_enter_on_the_selected_queue_starts_it(page, qtbot):
     assert page.stack.currentWidget() is page.queue_list and page.queue_list.table.hasFocus()
     qtbot.keyClick(page.queue_list.table, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=5_000)
     assert page.stack.currentWidget() is page.view and page.rating.queue == "demo-qc"
 
 

@@ -46,16 +46,14 @@ def test_a_rating_while_the_stick_is_out_says_so_and_the_same_key_saves_it_once_
     os.sync()  # the copy on the stick, as one made and ejected elsewhere (a pull loses what was not written)
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR), project)
     qtbot.keyClick(page.view, "1")
-    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and page.idle, timeout=10_000)
     clip = page.rating.current.clip_id
 
     stick.pull_out()
     # the first fails on the old connection, the second opening a new one
     for said in ("the project can no longer be reached", "the project database cannot be opened"):
         qtbot.keyClick(page.view, "2")
-        qtbot.waitUntil(
-            lambda: page.view.status_label.text().startswith("Not saved:") and not page.busy, timeout=10_000
-        )
+        qtbot.waitUntil(lambda: page.view.status_label.text().startswith("Not saved:") and page.idle, timeout=10_000)
         text = page.view.status_label.text()
         assert said in text and "put it back, then try again" in text.lower(), text
         assert page.rating.current.clip_id == clip
@@ -63,7 +61,7 @@ def test_a_rating_while_the_stick_is_out_says_so_and_the_same_key_saves_it_once_
 
     stick.plug_in()
     qtbot.keyClick(page.view, "2")  # the same key, once the stick is back
-    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and page.idle, timeout=10_000)
     assert stored(project) == ["correct", "acceptable"]
     assert page.rating.current.clip_id != clip
 

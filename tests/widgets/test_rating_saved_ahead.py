@@ -3,12 +3,11 @@ script holding the write lock for a moment). The next clip is shown and can be h
 says "Saving…" until every rating is in, then "Saved", and nothing is reported saved before it is. Here the wait is
 another process holding the project's write lock for a while, then letting it go, as a short job commit does.
 
-On 7dd7237 the next clip waited for the commit: the first test fails there."""
+Before this change (78428e2) the next clip waited for the commit: these tests fail there."""
 
 import subprocess
 import sys
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -54,10 +53,8 @@ def test_the_next_clip_is_shown_and_rated_while_the_last_rating_waits_for_the_di
     first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)
     try:
-        pressed = time.monotonic()
         qtbot.keyClick(page.view, "1")
         qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
-        shown_after = time.monotonic() - pressed
         second = page.rating.current.clip_id
         assert page.view.status_label.text() == "Saving…" and stored(demo_copy) == []
         assert page.rating.progress.done == 1  # the queue's position moves on; the session's counts wait
@@ -65,14 +62,14 @@ def test_the_next_clip_is_shown_and_rated_while_the_last_rating_waits_for_the_di
         assert page.view.status_label.text() == "Saving… then incorrect" and page.rating.saving == 1
         qtbot.keyClick(page.view, Qt.Key.Key_Space)  # heard again meanwhile
         qtbot.keyClick(page.view, "2")  # a second thought is not taken: the first stands
-        assert page.ignored_keys == 1 and page.after_saves == "rate_incorrect" and stored(demo_copy) == []
+        qtbot.keyClick(page.view, Qt.Key.Key_N)  # nor a note, which would find another clip once it is done
+        assert page.ignored_keys == 2 and page.after_saves == ("rate_incorrect", second) and stored(demo_copy) == []
     finally:
         let_go(holder)
     qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
     assert page.rating.current.clip_id not in (first, second)
     assert stored(demo_copy) == [(first, "correct"), (second, "incorrect")]
     assert page.rating.progress.session_counts == {"correct": 1, "acceptable": 0, "incorrect": 1}
-    assert shown_after < 1.0, f"the next clip came {shown_after:.2f} s after the key"
 
 
 def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
@@ -87,7 +84,7 @@ def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
         qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)  # "oops"
         assert page.view.status_label.text() == "Saving… then undo"
         qtbot.keyClick(page.view, "2")  # not taken: it would rate the clip the undo is about to leave
-        assert page.ignored_keys == 1 and page.rating.saving == 1 and page.after_saves == "undo"
+        assert page.ignored_keys == 1 and page.rating.saving == 1 and page.after_saves[0] == "undo"
     finally:
         let_go(holder)
     qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)
@@ -98,7 +95,7 @@ def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
 def test_a_rating_the_writer_cannot_store_brings_its_clip_back_and_drops_the_one_waiting_behind_it(
     qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
 ):
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_000)  # the writer's wait for the lock, shortened
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 3_000)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)

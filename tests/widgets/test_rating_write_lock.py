@@ -52,5 +52,5 @@ def test_a_rating_blocked_by_a_stopped_process_says_which_and_saves_once_it_is_g
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
     qtbot.keyClick(page.view, "1")  # the same key, once the lock is free
-    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.view.status_label.text() == "Saved" and page.idle, timeout=10_000)
     assert ratings(demo_copy) == 1

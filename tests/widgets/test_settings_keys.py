@@ -39,7 +39,7 @@ def test_remapped_keys_are_stored_for_this_annotator_and_used_by_the_open_sessio
     window.show_page("rating")
     page = window.page_widgets["rating"]
     page.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=10_000)
 
     dialog = open_settings(window, qtbot)
     dialog.keymap_editor.set_keys("rate_correct", "J, 1")
@@ -52,7 +52,7 @@ def test_remapped_keys_are_stored_for_this_annotator_and_used_by_the_open_sessio
 
     first = page.rating.current.clip_id
     qtbot.keyClick(page.view, Qt.Key.Key_L)
-    qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id != first, timeout=5_000)
     with opened(demo_copy) as project:
         rows = project.conn.execute("SELECT clip_id, rating FROM ratings WHERE annotator = 'ana'").fetchall()
     assert [tuple(r) for r in rows] == [(first, "incorrect")]
@@ -125,7 +125,7 @@ def test_rating_keys_saved_after_settings_was_opened_again_reach_the_session(win
     window.show_page("rating")
     page = window.page_widgets["rating"]
     page.open_queue("demo-qc")
-    qtbot.waitUntil(lambda: page.rating is not None and not page.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=10_000)
     dialog = open_settings(window, qtbot)
     dialog.keymap_editor.set_keys("rate_incorrect", "L")
     dialog.accept()

@@ -60,7 +60,7 @@ def test_the_rating_page_says_the_output_failed_and_clears_it_once_sound_is_back
     )
     assert noted[-1].output_failed
     qtbot.keyClick(page.view, "1")  # rating still works
-    qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id != first, timeout=5_000)
     with opened(demo_copy) as project:
         assert project.conn.execute("SELECT count(*) FROM ratings WHERE annotator = ?", (ANNOTATOR,)).fetchone()[0]
     second = page.rating.current.clip_id
@@ -228,7 +228,7 @@ def test_a_clip_the_player_has_not_taken_up_is_said_not_playing_and_rating_goes_
         "works; the clip plays once the server answers."
     )
     qtbot.keyClick(page.view, "1")
-    qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=5_000)
+    qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id != first, timeout=5_000)
     with opened(demo_copy) as project:
         assert project.conn.execute("SELECT count(*) FROM ratings WHERE annotator = ?", (ANNOTATOR,)).fetchone()[0]
     output.answers.set()  # the server answers again: the newest clip plays, and the line goes

@@ -29,6 +29,30 @@ def ratings_of(path, annotator: str) -> list[tuple]:
         ).fetchall()
 
 
+def test_a_rating_queued_behind_another_write_when_the_project_closes_is_written(open_session, qtbot, demo_copy):
+    """The window's close (Ctrl+Q, another project opened) abandons the project's operations; before, a write that
+    had not started yet was skipped with them: a rating pressed just before, queued behind a slower write, lost."""
+    session = open_session(demo_copy)
+    clip_id = first_queue_clip(demo_copy)
+    started = threading.Event()
+
+    def slow(project):
+        started.set()
+        time.sleep(0.5)
+
+    WriteOp(session, slow, changes=set(), label="A slow write").run()
+    rating = WriteOp(
+        session,
+        lambda project: rate_clip(project, clip_id, "ana", "correct", queue="demo-qc"),
+        changes={"ratings"},
+        label="Saving rating",
+    ).run()
+    assert started.wait(5)
+    session.close()  # finishes the queued writes
+    assert [tuple(r)[:2] for r in ratings_of(demo_copy, "ana")] == [(clip_id, "correct")]
+    assert not rating.cancellable  # nor does the jobs panel offer to skip it
+
+
 @pytest.mark.slow
 def test_a_write_commits_on_the_writer_thread_and_announces_its_changes(open_session, qtbot, demo_copy):
     session = open_session(demo_copy)
