@@ -4,7 +4,7 @@ nothing is transcribed) and the keyboard-first rating session over `core.qc.rati
 Threads: the session is opened, and every step that may read a clip (a save's answer, ←/→) runs, on the read
 pool (`QueryOp`), where the clip is also decoded and its waveform computed; ratings, notes and undos go
 through the project's writer (`WriteOp`). A new clip's rating is saved ahead: the next clip is read and shown while
-the writer commits it (a busy disk's fsync took 0.5 s at p90), "Saving…" until it is in, then "Saved"; the writer's
+the writer commits it (a busy disk's fsync: 0.5 s at p90), "Saving…" until it is in, then "Saved"; the writer's
 answers are applied between steps, and a rating that failed brings its clip back. While a step or a blocking write
 (a re-rating, a note, an undo) is in flight, keys are ignored, and the session ignores a second rating of a clip
 whose rating is in flight, so a double press never rates twice. The UI thread only draws and plays."""
@@ -466,11 +466,13 @@ class RatingPage(QWidget):
         self.do_action(action)
 
     def do_action(self, action: str) -> None:
-        """One action of the key map (or a button). Ignored while a write or step is in flight."""
+        """One action of the key map (or a button). Ignored while a step or a blocking write is in flight; held in
+        `after_saves` while a rating is saved ahead when it needs that rating in (AFTER_SAVES)."""
         if self.rating is None:
             return
         session = self.rating
-        shown = session.current.clip_id if session.current is not None else None
+        current = session.current
+        shown = current.clip_id if current is not None else None
         if (
             (self.busy and action not in VIEW_ACTIONS)
             or (self.after_saves and action in HELD_BLOCKS)  # the held one goes first; a note would find another clip

@@ -5,7 +5,7 @@ The session never writes itself: an action that changes the project returns a `P
 `SynchronousRatingSession` runs them at once, for the CLI and tests.
 
 A new clip's rating is saved ahead (`SAVE_AHEAD`): the next clip is shown without waiting for the commit, which
-takes a busy disk's fsync (0.5 s at p90 while another program writes; 1 ms idle). The app answers
+takes a busy disk's fsync (0.5 s at p90, up to 1.1 s, while another program writes gigabytes; 5 ms idle). The app answers
 `rating_saved` or `rating_failed`; a failed rating brings its clip back, with its note. The rating key is ignored
 on a clip whose rating is in flight, so a double press never rates twice, and undo, browsing and notes on rated
 clips wait for the saves in flight. Other writes (a re-rating, a note, an undo) go through `SAVE`: nothing moves
@@ -58,9 +58,7 @@ REDRAW = "redraw"  # something shown changed (a note, the transcripts toggle); s
 SPECTROGRAM = "spectrogram"  # switch the clip's picture between waveform and spectrogram (the view holds which)
 IGNORED = "ignored"  # nothing happened; `reason` says why
 ERROR = "error"  # the write failed and nothing changed; `reason` is the message
-SAVE_AHEAD = (
-    "save_ahead"  # run `write` on the writer, answer rating_saved/rating_failed(clip_id); now next_after_rating
-)
+SAVE_AHEAD = "save_ahead"  # run `write`, answer rating_saved/rating_failed(clip_id); meanwhile next_after_rating
 DONE = "finished"  # every clip is rated (or skipped)
 
 SPEED_MIN, SPEED_MAX, SPEED_STEP = 0.5, 2.0, 0.1
@@ -276,9 +274,7 @@ class RatingSession:
         self.project_path = project_path  # where a clip that cannot be read tells a damaged file from a pulled drive
         self.annotator = _annotator(annotator)
         self._clips = clips
-        self._rated = dict(
-            rated
-        )  # clip id → (rating id, rating, note): this annotator's live ratings (id None: saving)
+        self._rated = dict(rated)  # clip id → (rating id or None while saving, rating, note): live ratings
         self._saving: dict[int, tuple[str, str | None]] = {}  # clip id → (rating, note) of a rating saved ahead
         self._held_notes: dict[int, str] = {}  # clip id → a note typed for it and not stored, held again on return
         self._transcripts = transcripts

@@ -43,7 +43,9 @@ READ_CHUNK = 1024 * 1024  # a left take is looked through this much at a time fo
 SOUNDLESS_GRACE_S = 30.0  # a soundless left take written since then is left alone (`takes_to_offer`)
 MAX_PCM_BYTES = 512 * 1024 * 1024  # and never more than this (an hour and a half at 48 kHz)
 MAX_META_BYTES = 64 * 1024
-CLAIM_WAIT_S = 0.5  # a claim waits this long for a look (`left_takes` locks a take while it reads its description)
+# a look or a claim waits this long for another process's look to end (`left_takes` locks a take while it reads its
+# description): not the whole life of a take being recorded or recovered, which holds its lock throughout
+LOCK_WAIT_S = 0.5
 RATES = range(8_000, 384_001)
 ID_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,80}")
 TEXT_LIMITS = {"key": 1_000, "text": 100_000, "part": 100, "label": 1_000}
@@ -273,7 +275,7 @@ def left_takes(project_dir: Path) -> list[LeftTake]:
             if not stat.S_ISREG(status.st_mode):
                 left.append(LeftTake(take_id, pcm_path, meta_path, problem="is not a regular file"))
                 continue
-            if not _lock(fd):
+            if not _lock(fd, LOCK_WAIT_S):
                 continue  # a live process records or recovers it
             try:
                 left.append(_read_meta(meta_path, status.st_size, take_id, pcm_path))
@@ -327,7 +329,7 @@ class ClaimedTake:
         if left.problem is not None:
             return
         self.fd = os.open(left.pcm_path, os.O_RDONLY | _NO_LINKS | _NO_WAIT | _CLOSE_ON_EXEC)
-        if not _lock(self.fd, CLAIM_WAIT_S):  # another process only looking lets go within milliseconds
+        if not _lock(self.fd, LOCK_WAIT_S):  # another process only looking lets go within milliseconds
             self.release()
             raise InputError(InputProblem(str(left.pcm_path), "another process is recovering this take"))
 

@@ -2,14 +2,15 @@
 driven by keys alone (xdotool):
 
     python docs/screenshots/rating_saved_ahead_walk.py OUT [--screen 1280x720] [--baseline DIR] [--ratings 40]
+        [--pace 0.8]
 
 Builds the demo into OUT/demo and opens the Rating page on a 260-clip queue. Then, into OUT, while another process
 holds the project's write lock (as a colleague's script does for a moment): rating-saving-ahead-WxH.png (1 pressed:
 the next clip is shown, "Saving…"), rating-saving-then-WxH.png (3 pressed on it: "Saving… then incorrect"),
 rating-saved-ahead-WxH.png (the lock let go: both stored, "Saved"). Then, for this tree and with `--baseline` an older
 one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB files to the disk in a
-loop: `--ratings` rating keys, each 0.8 s after the last (a quick rater), and the ratings stored, the keys ignored
-and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
+loop: `--ratings` rating keys, each `--pace` seconds after the last (0.8: a quick rater), and the ratings stored, the
+keys ignored and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations
 
@@ -42,15 +43,15 @@ HOLDER = (  # holds the write lock until a line comes on stdin, then commits and
 )
 
 
-def options() -> tuple[Path | None, int]:
+def options() -> tuple[Path | None, int, float]:
     found: dict[str, str] = {}
-    for name in ("--baseline", "--ratings"):
+    for name in ("--baseline", "--ratings", "--pace"):
         if name in sys.argv:
             at = sys.argv.index(name)
             found[name] = sys.argv[at + 1]
             del sys.argv[at : at + 2]
     baseline = Path(found["--baseline"]) if "--baseline" in found else None
-    return baseline, int(found.get("--ratings", "40"))
+    return baseline, int(found.get("--ratings", "40")), float(found.get("--pace", "0.8"))
 
 
 def screenshots(out: Path, screen: str, project: Path) -> str:
@@ -76,13 +77,13 @@ def screenshots(out: Path, screen: str, project: Path) -> str:
     return f"{held} stored while the lock was held, {stored_ratings(project)} after; {figures.lines()[1]}"
 
 
-def busy_ratings(out: Path, screen: str, demo: Path, baseline: Path | None, ratings: int) -> None:
+def busy_ratings(out: Path, screen: str, demo: Path, baseline: Path | None, ratings: int, pace: float) -> None:
     with RealDesktop(out / "desktop-busy", screen=screen) as desktop, disk_writing(out):
         for name, command in app_trees(baseline):
             project = out / f"busy-{name.split()[0]}"
             shutil.rmtree(project, ignore_errors=True)
             shutil.copytree(demo, project)
-            figures = SessionFigures(ratings, round_keys="a rating key, 0.8 s after the last")
+            figures = SessionFigures(ratings, round_keys=f"a rating key, {pace} s after the last")
             process, heart, log = launch_rating_session(desktop, project, out, figures, command)
             if process is None:
                 print(f"{name}: {'; '.join(figures.notes)}")
@@ -93,7 +94,7 @@ def busy_ratings(out: Path, screen: str, demo: Path, baseline: Path | None, rati
                         break
                     desktop.xdotool("key", "123"[index % 3])
                     figures.rounds_done = index + 1
-                    time.sleep(0.8)
+                    time.sleep(pace)
                 time.sleep(3.0)  # the last commit
             finally:
                 close_app(desktop, process, heart, log, figures)
@@ -104,7 +105,7 @@ def busy_ratings(out: Path, screen: str, demo: Path, baseline: Path | None, rati
 
 
 def main() -> None:
-    baseline, ratings = options()
+    baseline, ratings, pace = options()
     out, screen = walk_arguments(__doc__)
     demo = demo_in(out)
     add_stress_queue(demo)
@@ -112,7 +113,7 @@ def main() -> None:
     shutil.rmtree(project, ignore_errors=True)
     shutil.copytree(demo, project)
     print(screenshots(out, screen, project), flush=True)
-    busy_ratings(out, screen, demo, baseline, ratings)
+    busy_ratings(out, screen, demo, baseline, ratings, pace)
 
 
 if __name__ == "__main__":

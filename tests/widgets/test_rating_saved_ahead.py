@@ -46,15 +46,22 @@ def let_go(holder: subprocess.Popen) -> None:
     assert holder.wait(10) == 0
 
 
+def rated_and_moved_on(qtbot, page, *keys: str) -> int:
+    """Press `keys` on the clip shown and wait until the next one is (the write lock held elsewhere): the clip rated."""
+    rated = page.rating.current.clip_id
+    for key in keys:
+        qtbot.keyClick(page.view, key)
+    qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != rated, timeout=3_000)
+    return rated
+
+
 def test_the_next_clip_is_shown_and_rated_while_the_last_rating_waits_for_the_disk(
     qtbot, demo_copy, rating_page_on_demo_queue
 ):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)
     try:
-        qtbot.keyClick(page.view, "1")
-        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        first = rated_and_moved_on(qtbot, page, "1")
         second = page.rating.current.clip_id
         assert page.view.status_label.text() == "Saving…" and stored(demo_copy) == []
         assert page.rating.progress.done == 1  # the queue's position moves on; the session's counts wait
@@ -76,11 +83,9 @@ def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
     qtbot, demo_copy, rating_page_on_demo_queue
 ):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)
     try:
-        qtbot.keyClick(page.view, "1")
-        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        first = rated_and_moved_on(qtbot, page, "1")
         qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)  # "oops"
         assert page.view.status_label.text() == "Saving… then undo"
         qtbot.keyClick(page.view, "2")  # not taken: it would rate the clip the undo is about to leave
@@ -97,11 +102,9 @@ def test_a_rating_the_writer_cannot_store_brings_its_clip_back_and_drops_the_one
 ):
     monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 3_000)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)
     try:
-        qtbot.keyClick(page.view, "1")
-        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        first = rated_and_moved_on(qtbot, page, "1")
         second = page.rating.current.clip_id
         qtbot.keyClick(page.view, "2")  # waits behind the first
         qtbot.waitUntil(lambda: page.idle and page.view.status_label.text().startswith("Not saved:"), timeout=10_000)
@@ -116,12 +119,9 @@ def test_a_rating_the_writer_cannot_store_brings_its_clip_back_and_drops_the_one
 
 def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy, rating_page_on_demo_queue):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)
     try:
-        qtbot.keyClick(page.view, "2")
-        qtbot.keyClick(page.view, "2")  # a bounce, before the next clip is shown
-        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        first = rated_and_moved_on(qtbot, page, "2", "2")  # a bounce, before the next clip is shown
         assert page.ignored_keys == 1 and page.rating.saving == 1
     finally:
         let_go(holder)
@@ -132,12 +132,10 @@ def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy,
 @pytest.mark.slow
 def test_a_rating_in_flight_when_the_session_closes_is_stored(qtbot, demo_copy, rating_page_on_demo_queue):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    first = page.rating.current.clip_id
     holder = hold_write_lock(demo_copy)
     letting_go = threading.Timer(1.0, let_go, (holder,))  # while the close waits for the writer
     try:
-        qtbot.keyClick(page.view, "1")
-        qtbot.waitUntil(lambda: not page.busy and page.rating.current.clip_id != first, timeout=3_000)
+        first = rated_and_moved_on(qtbot, page, "1")
         assert stored(demo_copy) == []
         letting_go.start()
         page.session.close()  # as the window's close: the writer finishes what it was given
