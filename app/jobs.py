@@ -149,6 +149,8 @@ def operation_row(operation: Operation) -> JobRow:
     action, enabled = "cancel", operation.cancellable
     if operation.cancellable:
         tooltip = "Stop at the next safe point; what is already saved stays saved."
+    elif isinstance(operation, WriteOp):
+        tooltip = "What you did is being saved: it always completes."
     else:
         tooltip = "Cancel requested; it stops at its next safe point."
     if isinstance(operation, JobOp) and offers_stop_now(operation.message):  # cancelled here or from elsewhere

@@ -22,7 +22,15 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QInputDialog, QStackedWidget, QVBoxLayout, QWidget
 
 from spokenbench.app.audio import NO_AUDIO_BANNER, NO_DEVICE_FLASH, chosen_output, not_answering_line, page_player
-from spokenbench.app.operations import JobOp, ProjectSession, QueryOp, WriteOp, explained_error, replace_dialog
+from spokenbench.app.operations import (
+    JobOp,
+    ProjectSession,
+    QueryOp,
+    WriteOp,
+    explained_error,
+    replace_dialog,
+    show_error,
+)
 from spokenbench.core.asr.backends import asr_availability, screening_requirements
 from spokenbench.core.asr.screening import ensure_screening, screening_needs_update
 from spokenbench.core.asr.store import transcript_count
@@ -172,8 +180,8 @@ class RatingPage(QWidget):
         self.session: ProjectSession | None = None
         self.rating: RatingSession | None = None
         self.busy = False  # a step or a blocking write is in flight: keys are ignored
-        # the writer's answers to ratings saved ahead, to apply: (a failure, apply)
-        self.answers: deque[tuple[bool, Callable[[], None]]] = deque()
+        # the writer's answers to ratings saved ahead, to apply: (what failed, if it did; apply)
+        self.answers: deque[tuple[str | None, Callable[[], None]]] = deque()
         # an action pressed while a rating was saved ahead, with the clip shown then: done once it is in
         self.after_saves: tuple[str, int | None] | None = None
         self.held_step: tuple[RatingSession, Outcome] | None = (
@@ -236,7 +244,7 @@ class RatingPage(QWidget):
         self.session = session
         self.rating = None
         self.busy = False
-        self.answers.clear()  # the closed project's writer finishes its writes; a failure is still told (_answer)
+        self._drop_answers()
         self.after_saves = self.held_step = None
         self._renders.clear()
         self.show_queues()
@@ -392,8 +400,10 @@ class RatingPage(QWidget):
         if self.session is None:
             return None
         self.busy = True
-        if self.rating is not None and self.rating.saving:
-            WriteOp(self.session, lambda project: None, changes=(), label="Waiting for the last rating", parent=self)\
+        if self.rating is not None and self.rating.saving:  # a step of the session left is dropped (supersede)
+            self.held_step = None
+            WriteOp(self.session, lambda project: None, changes=(), label="Waiting for the last rating", parent=self,
+                    supersede="rating-step")\
                 .success(lambda _none: self._open_queue_now(name)).failure(self._step_failed).run()  # fmt: skip
             return None
         return self._open_queue_now(name)
@@ -433,7 +443,7 @@ class RatingPage(QWidget):
     def _opened(self, session: RatingSession, first: Outcome) -> None:
         self.busy = False
         self.rating = session
-        self.answers.clear()  # a closed session's: its writes still commit
+        self._drop_answers()
         self.after_saves = self.held_step = None
         self.view.set_keymap(session.keymap)
         banners, no_audio = [], ""
@@ -564,7 +574,8 @@ class RatingPage(QWidget):
 
         def not_saved(error: BaseException) -> None:
             explained = explained_error(error, self.session.path if self.session else None) or str(error)
-            self._answer(session, lambda: self._rating_failed(session, clip_id, explained), failed=True)
+            what = f"Your rating of clip {clip_id} in queue {session.queue} was not saved: {explained}"
+            self._answer(session, lambda: self._rating_failed(session, clip_id, explained), failed=what)
             self._draw_held_step()
 
         (
@@ -575,13 +586,21 @@ class RatingPage(QWidget):
         )
         self._step(session.next_after_rating, after_save_ahead=True)
 
-    def _answer(self, session: RatingSession, apply: Callable[[], None], failed: bool = False) -> None:
+    def _answer(self, session: RatingSession, apply: Callable[[], None], failed: str | None = None) -> None:
         """Another queue opens only once the writer is done with this one's ratings (`open_queue`), and a closed
         project's failed write says so in a dialog of its own (`WriteOp` abandoned): an answer for a session no
         longer open has nothing left to do."""
         if session is self.rating:
             self.answers.append((failed, apply))
             self._apply_answers()
+
+    def _drop_answers(self) -> None:
+        """The session is left with answers not applied: a failure among them is still told, in a dialog (its clip
+        is offered again when the queue is next opened)."""
+        lost = [failed for failed, _apply in self.answers if failed]
+        self.answers.clear()
+        if lost:
+            show_error(self, SpokenBenchError("\n\n".join(lost) + ".\n\nOpen the queue again to rate it."), "Not saved")
 
     def _apply_answers(self) -> None:
         """The writer's answers change the session, which a step uses on the read pool: applied between steps,
@@ -599,7 +618,7 @@ class RatingPage(QWidget):
             if self.after_saves is not None:
                 (action, clip_id), self.after_saves = self.after_saves, None
                 current = session.current
-                if current is not None and current.clip_id == clip_id:  # else a failed rating's clip came back
+                if (current.clip_id if current else None) == clip_id:  # else a failed rating's clip came back
                     self.do_action(action)
 
     def _rating_failed(self, session: RatingSession, clip_id: int, reason: str) -> None:

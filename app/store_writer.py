@@ -71,12 +71,15 @@ class StoreWriter:
         return request
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Finish the queued writes, then close the connection."""
+        """Finish the queued writes, then close the connection (waiting at most `timeout_s`: a write may wait for a
+        lock another process keeps; what is still queued then is written only if this process lives on)."""
         if self._closed:
             return
         self._closed = True
         self._queue.put(_STOP)
         self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            log.warning("the project's writer did not finish within %.0f s; writes still queued may be lost", timeout_s)
 
     @property
     def thread(self) -> threading.Thread:

@@ -145,3 +145,48 @@ def test_a_rating_in_flight_when_the_session_closes_is_stored(qtbot, demo_copy, 
         elif holder.poll() is None:
             let_go(holder)
     assert stored(demo_copy) == [(first, "correct")]
+
+
+def test_an_undo_pressed_on_the_finished_screen_while_the_last_rating_is_saved_takes_it_back(
+    qtbot, demo_copy, rating_page_on_demo_queue
+):
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    while page.rating.progress.total - page.rating.progress.done > 1:
+        qtbot.keyClick(page.view, "1")
+        qtbot.waitUntil(lambda: page.idle, timeout=5_000)
+    last = page.rating.current.clip_id
+    holder = hold_write_lock(demo_copy)
+    try:
+        qtbot.keyClick(page.view, "3")
+        qtbot.waitUntil(lambda: not page.busy and page.rating.current is None, timeout=3_000)  # finished
+        qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)
+        assert page.view.status_label.text() == "Saving… then undo"
+    finally:
+        let_go(holder)
+    qtbot.waitUntil(lambda: page.idle and page.rating.current is not None, timeout=10_000)
+    assert page.rating.current.clip_id == last and page.rating.current.rating is None
+    assert (last, "incorrect") not in stored(demo_copy)
+
+
+def test_a_rating_that_fails_while_another_queue_opens_is_told(
+    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
+):
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    holder = hold_write_lock(demo_copy)
+    try:
+        first = rated_and_moved_on(qtbot, page, "1")
+        page.show_queues()  # Esc, then Enter on the same queue before the rating is in
+        page.open_queue("demo-qc")
+
+        def told() -> list[str]:
+            boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+            return [box.text() for box in boxes if "was not saved" in box.text()]
+
+        qtbot.waitUntil(lambda: bool(told()) and page.idle, timeout=10_000)
+        assert f"Your rating of clip {first} in queue demo-qc was not saved" in told()[0]
+    finally:
+        let_go(holder)
+    assert page.rating.current.clip_id == first and stored(demo_copy) == []  # offered again
