@@ -180,13 +180,13 @@ class RatingPage(QWidget):
         self.session: ProjectSession | None = None
         self.rating: RatingSession | None = None
         self.busy = False  # a step or a blocking write is in flight: keys are ignored
-        # the writer's answers to ratings saved ahead, to apply: (what failed, if it did; apply)
+        # what waits for the step in flight, applied in order after it: the writer's answers to ratings saved ahead
+        # and a note typed meanwhile; (what failed, if a rating did; apply)
         self.answers: deque[tuple[str | None, Callable[[], None]]] = deque()
         # an action pressed while a rating was saved ahead, with the clip shown then: done once it is in
         self.after_saves: tuple[str, int | None] | None = None
-        self.held_step: tuple[RatingSession, Outcome] | None = (
-            None  # the next clip, waiting SAVED_GRACE_MS for its commit
-        )
+        # the next clip, read and waiting up to SAVED_GRACE_MS for its rating's commit before it is drawn
+        self.held_step: tuple[RatingSession, Outcome] | None = None
         self.ignored_keys = 0
         self.saves = 0  # writes the writer acknowledged (ratings, notes, undos) in this page's life
         self.queues: list[dict] = []
@@ -626,10 +626,14 @@ class RatingPage(QWidget):
         self.said_next = ""
         self.after_saves = None  # pressed for the rating that failed: its clip comes back instead
         current = session.current
+
+        def back() -> Outcome:
+            return session.rating_failed(clip_id, SpokenBenchError(reason))
+
         if current is not None and current.clip_id == clip_id:  # still shown (the next one could not be read)
-            self.handle(session.rating_failed(clip_id, SpokenBenchError(reason)))
+            self.handle(back())
         else:
-            self._step(lambda: session.rating_failed(clip_id, SpokenBenchError(reason)))
+            self._step(back)
 
     def _saved(self, session: RatingSession, result) -> None:
         self.saves += 1

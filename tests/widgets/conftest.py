@@ -20,6 +20,30 @@ def garbage_collected_at_safe_points(qapp):
     gc.enable()
 
 
+@pytest.fixture
+def shown_window(qtbot):
+    """shown_window(settings, size=(1280, 720)) → the main window (audio off) shown, active and exposed at `size`
+    (None: its own), shut down after the test."""
+    from spokenbench.app.main_window import MainWindow
+
+    made = []
+
+    def make(settings, size: tuple[int, int] | None = (1280, 720)):
+        window = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
+        qtbot.addWidget(window)
+        made.append(window)
+        if size is not None:
+            window.resize(*size)
+        window.show()
+        window.activateWindow()
+        qtbot.waitExposed(window)
+        return window
+
+    yield make
+    for window in made:
+        window.shutdown()
+
+
 @pytest.fixture(autouse=True)
 def column_widths_of_this_test(monkeypatch):
     """A memory of dragged column widths of the test's own: a window binds the module's to its settings, and the

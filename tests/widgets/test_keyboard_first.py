@@ -29,17 +29,8 @@ def settings(tmp_path):
 
 
 @pytest.fixture
-def window(qtbot, settings):
-    from spokenbench.app.main_window import MainWindow
-
-    w = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(w)
-    w.resize(1280, 720)
-    w.show()
-    w.activateWindow()
-    qtbot.waitExposed(w)
-    yield w
-    w.shutdown()
+def window(shown_window, settings):
+    return shown_window(settings)
 
 
 def open_project(window, qtbot, path):

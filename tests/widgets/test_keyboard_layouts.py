@@ -145,17 +145,8 @@ def test_the_rewrite_review_accepts_with_the_key_at_us_a_and_undoes_with_ctrl_z_
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    from spokenbench.app.main_window import MainWindow
-
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(w)
-    w.show()
-    w.activateWindow()
-    qtbot.waitExposed(w)
-    yield w
-    w.shutdown()
+def window(shown_window, tmp_path):
+    return shown_window(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat), size=None)
 
 
 def test_the_window_s_page_keys_work_with_ctrl_and_the_digit_row_on_azerty(window, qtbot):

@@ -76,16 +76,8 @@ def slow_results(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(audio_message="Audio is off in tests", poll_interval_s=0.1, settings=settings)
-    qtbot.addWidget(w)
-    w.resize(1280, 720)
-    w.show()
-    w.activateWindow()
-    qtbot.waitExposed(w)
-    yield w
-    w.shutdown()
+def window(shown_window, tmp_path):
+    return shown_window(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ another process holding the project's write lock for a while, then letting it go
 
 Before this change (78428e2) the next clip waited for the commit: these tests fail there."""
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -46,6 +47,17 @@ def let_go(holder: subprocess.Popen) -> None:
     assert holder.wait(10) == 0
 
 
+@contextlib.contextmanager
+def write_lock_held(project):
+    """Another process holding the project's write lock for the block (let go at its end, if not already)."""
+    holder = hold_write_lock(project)
+    try:
+        yield holder
+    finally:
+        if holder.poll() is None:
+            let_go(holder)
+
+
 def rated_and_moved_on(qtbot, page, *keys: str) -> int:
     """Press `keys` on the clip shown and wait until the next one is (the write lock held elsewhere): the clip rated."""
     rated = page.rating.current.clip_id
@@ -59,8 +71,7 @@ def test_the_next_clip_is_shown_and_rated_while_the_last_rating_waits_for_the_di
     qtbot, demo_copy, rating_page_on_demo_queue
 ):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    holder = hold_write_lock(demo_copy)
-    try:
+    with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         second = page.rating.current.clip_id
         assert page.view.status_label.text() == "Saving…" and stored(demo_copy) == []
@@ -71,8 +82,6 @@ def test_the_next_clip_is_shown_and_rated_while_the_last_rating_waits_for_the_di
         qtbot.keyClick(page.view, "2")  # a second thought is not taken: the first stands
         qtbot.keyClick(page.view, Qt.Key.Key_N)  # nor a note, which would find another clip once it is done
         assert page.ignored_keys == 2 and page.after_saves == ("rate_incorrect", second) and stored(demo_copy) == []
-    finally:
-        let_go(holder)
     qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
     assert page.rating.current.clip_id not in (first, second)
     assert stored(demo_copy) == [(first, "correct"), (second, "incorrect")]
@@ -83,15 +92,12 @@ def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
     qtbot, demo_copy, rating_page_on_demo_queue
 ):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    holder = hold_write_lock(demo_copy)
-    try:
+    with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)  # "oops"
         assert page.view.status_label.text() == "Saving… then undo"
         qtbot.keyClick(page.view, "2")  # not taken: it would rate the clip the undo is about to leave
         assert page.ignored_keys == 1 and page.rating.saving == 1 and page.after_saves[0] == "undo"
-    finally:
-        let_go(holder)
     qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)
     assert page.view.status_label.text().startswith("Undid rating 1 (correct)"), page.view.status_label.text()
     assert stored(demo_copy) == []
@@ -102,16 +108,13 @@ def test_a_rating_the_writer_cannot_store_brings_its_clip_back_and_drops_the_one
 ):
     monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 3_000)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    holder = hold_write_lock(demo_copy)
-    try:
+    with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         second = page.rating.current.clip_id
         qtbot.keyClick(page.view, "2")  # waits behind the first
         qtbot.waitUntil(lambda: page.idle and page.view.status_label.text().startswith("Not saved:"), timeout=10_000)
         assert page.rating.current.clip_id == first and page.rating.current.rating is None
         assert page.after_saves is None and stored(demo_copy) == []
-    finally:
-        let_go(holder)
     qtbot.keyClick(page.view, "1")  # the same key, once the lock is free
     qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
     assert stored(demo_copy) == [(first, "correct")] and page.rating.current.clip_id == second
@@ -119,12 +122,9 @@ def test_a_rating_the_writer_cannot_store_brings_its_clip_back_and_drops_the_one
 
 def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy, rating_page_on_demo_queue):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    holder = hold_write_lock(demo_copy)
-    try:
+    with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "2", "2")  # a bounce, before the next clip is shown
         assert page.ignored_keys == 1 and page.rating.saving == 1
-    finally:
-        let_go(holder)
     qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
     assert stored(demo_copy) == [(first, "acceptable")]
 
@@ -132,18 +132,13 @@ def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy,
 @pytest.mark.slow
 def test_a_rating_in_flight_when_the_session_closes_is_stored(qtbot, demo_copy, rating_page_on_demo_queue):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    holder = hold_write_lock(demo_copy)
-    letting_go = threading.Timer(1.0, let_go, (holder,))  # while the close waits for the writer
-    try:
+    with write_lock_held(demo_copy) as holder:
         first = rated_and_moved_on(qtbot, page, "1")
         assert stored(demo_copy) == []
+        letting_go = threading.Timer(1.0, let_go, (holder,))  # while the close waits for the writer
         letting_go.start()
         page.session.close()  # as the window's close: the writer finishes what it was given
-    finally:
-        if letting_go.ident is not None:
-            letting_go.join(10)
-        elif holder.poll() is None:
-            let_go(holder)
+        letting_go.join(10)
     assert stored(demo_copy) == [(first, "correct")]
 
 
@@ -155,14 +150,11 @@ def test_an_undo_pressed_on_the_finished_screen_while_the_last_rating_is_saved_t
         qtbot.keyClick(page.view, "1")
         qtbot.waitUntil(lambda: page.idle, timeout=5_000)
     last = page.rating.current.clip_id
-    holder = hold_write_lock(demo_copy)
-    try:
+    with write_lock_held(demo_copy):
         qtbot.keyClick(page.view, "3")
         qtbot.waitUntil(lambda: not page.busy and page.rating.current is None, timeout=3_000)  # finished
         qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)
         assert page.view.status_label.text() == "Saving… then undo"
-    finally:
-        let_go(holder)
     qtbot.waitUntil(lambda: page.idle and page.rating.current is not None, timeout=10_000)
     assert page.rating.current.clip_id == last and page.rating.current.rating is None
     assert (last, "incorrect") not in stored(demo_copy)
@@ -175,8 +167,7 @@ def test_a_rating_that_fails_while_another_queue_opens_is_told(
 
     monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
-    holder = hold_write_lock(demo_copy)
-    try:
+    with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         page.show_queues()  # Esc, then Enter on the same queue before the rating is in
         page.open_queue("demo-qc")
@@ -187,6 +178,4 @@ def test_a_rating_that_fails_while_another_queue_opens_is_told(
 
         qtbot.waitUntil(lambda: bool(told()) and page.idle, timeout=10_000)
         assert f"Your rating of clip {first} in queue demo-qc was not saved" in told()[0]
-    finally:
-        let_go(holder)
     assert page.rating.current.clip_id == first and stored(demo_copy) == []  # offered again
