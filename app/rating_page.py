@@ -7,7 +7,9 @@ through the project's writer (`WriteOp`). A new clip's rating is saved ahead: th
 the writer commits it (a busy disk's fsync: 0.5 s at p90), "Saving…" until it is in, then "Saved"; the writer's
 answers are applied between steps, and a rating that failed brings its clip back. While a step or a blocking write
 (a re-rating, a note, an undo) is in flight, keys are ignored, and the session ignores a second rating of a clip
-whose rating is in flight, so a double press never rates twice. The UI thread only draws and plays."""
+whose rating is in flight, so a double press never rates twice. Up to SAVED_AHEAD_LIMIT new clips' ratings are in
+flight at once (a quick rater on a busy disk); undo and browsing wait for all of them. The UI thread only draws and
+plays."""
 
 from __future__ import annotations
 
@@ -69,9 +71,13 @@ QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "tra
 STEP_ACTIONS = frozenset({"previous", "next"})  # actions that may read a clip: run off the UI thread
 SPECTROGRAM_RESIZE_MS = 150  # a resize this long settled before the spectrogram is drawn again for the new size
 VIEW_ACTIONS = frozenset({"toggle_spectrogram"})  # change only what is drawn: taken also while a save is in flight
-# done once the rating in flight is in: undo and browsing act on committed ratings, and one rating at a time is in
-# flight, so a lock that never comes (a stopped process holding it) leaves one rating to redo, not a pile
+# held while ratings are in flight and done once they are in (`_waits_for_saves`): undo and browsing act on committed
+# ratings; a re-rating waits as undo does; a new clip's rating waits only while SAVED_AHEAD_LIMIT are in flight
 AFTER_SAVES = frozenset({"undo", "previous", "next", "rate_correct", "rate_acceptable", "rate_incorrect"})
+# new clips' ratings in flight at once: a quick rater's keys (one each 0.3 s) are taken while a busy disk's commits
+# take 0.1-0.5 s each, and a lock that never comes (a stopped process holding it) leaves at most this many clips to
+# rate again, each brought back as its rating fails (after the writer's lock wait, 15 s, each)
+SAVED_AHEAD_LIMIT = 4
 HELD_BLOCKS = AFTER_SAVES | {"note"}  # ignored while an action waits in `after_saves`
 RENDER_CACHE = 64  # rendered clips kept (per clip and speed)
 # the next clip, read before its rating's commit is in, waits this long for it: on an idle disk the commit comes
@@ -204,6 +210,7 @@ class RatingPage(QWidget):
         self.playback_problem_said = False  # a screen reader was told of the sound's failure (again once it is back)
         self._said_unanswered = 0  # the last play said not taken up by the player (a sound server not answering)
         self.said_next = ""  # what a screen reader says before the next clip shown: the rating saved, the queue opened
+        self.said_saving: int | None = None  # the clip whose rating `said_next` says is saving
         self.playhead_timer = QTimer(self)
         self.playhead_timer.setInterval(PLAYHEAD_MS)
         self.playhead_timer.timeout.connect(self._follow_playback)
@@ -490,7 +497,7 @@ class RatingPage(QWidget):
         ):
             self.ignored_keys += 1
             return
-        if action in AFTER_SAVES and session.saving:  # an "oops" undo, or the next clip's rating, is not lost
+        if action in AFTER_SAVES and self._waits_for_saves(action):  # an "oops" undo, a quick rating, is not lost
             self.after_saves = (action, shown)
             self.view.status_label.setText(f"Saving… then {ACTION_LABELS[action].lower()}")
             return
@@ -501,8 +508,24 @@ class RatingPage(QWidget):
         if outcome.action == SAVE and action.startswith("rate_"):
             self.said_next = f"{ACTION_LABELS[action]} saved"
         elif outcome.action == SAVE_AHEAD:  # said with the next clip: "saved" only if it is in by then
-            self.said_next = f"{ACTION_LABELS[action]} saving"
+            self.said_next, self.said_saving = f"{ACTION_LABELS[action]} saving", shown
         self.handle(outcome)
+
+    def _waits_for_saves(self, action: str) -> bool:
+        """Whether `action` must wait for ratings in flight: undo, browsing and re-ratings for all of them, a new
+        clip's rating only for a place among the SAVED_AHEAD_LIMIT."""
+        session = self.rating
+        if not session.saving:
+            return False
+        if action.startswith("rate_") and session.rates_ahead:
+            return session.saving >= SAVED_AHEAD_LIMIT
+        return True
+
+    def _show_saving(self) -> None:
+        """The line while ratings are in flight: how many, when more than one (not over an action held for them)."""
+        count = self.rating.saving if self.rating is not None else 0
+        if count and self.after_saves is None and self.view.status_label.text().startswith("Saving…"):
+            self.view.status_label.setText("Saving…" if count == 1 else f"Saving… ({count} ratings)")
 
     @property
     def idle(self) -> bool:
@@ -564,10 +587,11 @@ class RatingPage(QWidget):
         """A new clip's rating: the writer commits it while the next clip is read and shown."""
         clip_id, label = outcome.clip_id, self.said_next.removesuffix(" saving")
         self.view.status_label.setText("Saving…")
+        self._show_saving()
 
         def committed(rating_id: int) -> None:
             self.saves += 1
-            if self.said_next == f"{label} saving":  # the next clip is not drawn yet: it can say "saved"
+            if self.said_saving == clip_id and self.said_next == f"{label} saving":  # the next clip is not drawn yet
                 self.said_next = f"{label} saved"
             self._answer(session, lambda: session.rating_saved(clip_id, rating_id))
             self._draw_held_step()
@@ -610,16 +634,18 @@ class RatingPage(QWidget):
             _failed, apply = self.answers.popleft()
             apply()
         session = self.rating
-        if not self.busy and session is not None and not session.saving:
-            if self.view.status_label.text().startswith("Saving…"):
-                self.view.status_label.setText("Saved")
-            if applied:
-                self.view.show_progress(session.progress)  # the session's tallies count it now
-            if self.after_saves is not None:
-                (action, clip_id), self.after_saves = self.after_saves, None
-                current = session.current
-                if (current.clip_id if current else None) == clip_id:  # else a failed rating's clip came back
-                    self.do_action(action)
+        if self.busy or session is None:
+            return
+        if not session.saving and self.view.status_label.text().startswith("Saving…"):
+            self.view.status_label.setText("Saved")
+        self._show_saving()
+        if applied:
+            self.view.show_progress(session.progress)  # the session's tallies count what is in
+        if self.after_saves is not None and not self._waits_for_saves(self.after_saves[0]):
+            (action, clip_id), self.after_saves = self.after_saves, None
+            current = session.current
+            if (current.clip_id if current else None) == clip_id:  # else a failed rating's clip came back
+                self.do_action(action)
 
     def _rating_failed(self, session: RatingSession, clip_id: int, reason: str) -> None:
         """Back to the clip whose rating was not stored (its audio is read again: a step)."""

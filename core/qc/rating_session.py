@@ -427,7 +427,7 @@ class RatingSession:
             self._held_note = None
             return self._advance()
 
-        if earlier is None and self.state == SHOWING:
+        if self.rates_ahead:
             return self._save_ahead(clip.clip_id, rating, note, write)
         return self._submit(write, apply)
 
@@ -554,6 +554,11 @@ class RatingSession:
 
     def is_saving(self, clip_id: int) -> bool:
         return clip_id in self._saving
+
+    @property
+    def rates_ahead(self) -> bool:
+        """A rating now would be saved ahead (SAVE_AHEAD): the clip shown is new to this annotator."""
+        return self.state == SHOWING and self._index is not None and self._clips[self._index].clip_id not in self._rated
 
     def next_after_rating(self) -> Outcome:
         """After SAVE_AHEAD: the first clip in queue order not rated (the rating in flight counts as rated)."""

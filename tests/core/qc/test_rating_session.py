@@ -130,6 +130,31 @@ def test_a_failed_rating_brings_its_clip_back_with_its_note_and_stores_nothing(q
     assert [(r["rating"], r["note"]) for r in stored(qc_project)] == [("acceptable", "hiss")]
 
 
+def test_ratings_saved_ahead_that_fail_come_back_in_queue_order_with_their_notes(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    assert s.rates_ahead  # a new clip: its rating is saved ahead
+    s.press("1")
+    s.next_after_rating()
+    s.note("hum")
+    s.press("3")  # a second rating in flight, as a quick rater's on a busy disk
+    s.next_after_rating()
+    assert s.saving == 2 and s.current.clip_id == queued[2] and s.rates_ahead
+    assert s.rating_failed(queued[0], SpokenBenchError("database is locked")).action == rs.SHOW
+    assert s.current.clip_id == queued[0]
+    later = s.rating_failed(queued[1], SpokenBenchError("database is locked"))  # the first unrated stays shown
+    assert later.reason == "Not saved: database is locked" and s.current.clip_id == queued[0] and s.saving == 0
+    s.rating_saved(queued[0], s.press("1").write(qc_project))
+    s.next_after_rating()
+    assert s.current.clip_id == queued[1] and s.current.note == "hum" and s.rates_ahead
+    s.rating_saved(queued[1], s.press("3").write(qc_project))
+    s.next_after_rating()
+    assert [(r["clip_id"], r["rating"], r["note"]) for r in stored(qc_project)] == [
+        (queued[0], "correct", None),
+        (queued[1], "incorrect", "hum"),
+    ]
+    assert s.press("Left").action == rs.SHOW and not s.rates_ahead  # a rated clip: a re-rating blocks
+
+
 def test_a_rating_that_fails_before_the_next_clip_is_shown_keeps_the_clip(qc_project, queued):
     s = RatingSession.open(qc_project, QUEUE, "ana")
     s.note("hiss")
