@@ -189,7 +189,8 @@ class RatingPage(QWidget):
         # what waits for the step in flight, applied in order after it: the writer's answers to ratings saved ahead
         # and a note typed meanwhile; (what failed, if a rating did; apply)
         self.answers: deque[tuple[str | None, Callable[[], None]]] = deque()
-        # an action pressed while a rating was saved ahead, with the clip shown then: done once it is in
+        # an action pressed while ratings were saved ahead, with the clip shown then: done once they are in (a fifth
+        # rating: once one is)
         self.after_saves: tuple[str, int | None] | None = None
         # the next clip, read and waiting up to SAVED_GRACE_MS for its rating's commit before it is drawn
         self.held_step: tuple[RatingSession, Outcome] | None = None
@@ -499,7 +500,7 @@ class RatingPage(QWidget):
             return
         if action in AFTER_SAVES and self._waits_for_saves(action):  # an "oops" undo, a quick rating, is not lost
             self.after_saves = (action, shown)
-            self.view.status_label.setText(f"Saving… then {ACTION_LABELS[action].lower()}")
+            self.view.status_label.setText(f"{self._saving_text()} then {ACTION_LABELS[action].lower()}")
             return
         if action in STEP_ACTIONS:
             self._step(session.next_clip if action == "next" else session.previous_clip)
@@ -521,11 +522,16 @@ class RatingPage(QWidget):
             return session.saving >= SAVED_AHEAD_LIMIT
         return True
 
-    def _show_saving(self) -> None:
-        """The line while ratings are in flight: how many, when more than one (not over an action held for them)."""
+    def _saving_text(self) -> str:
+        """The line while ratings are in flight: how many, when more than one."""
         count = self.rating.saving if self.rating is not None else 0
-        if count and self.after_saves is None and self.view.status_label.text().startswith("Saving…"):
-            self.view.status_label.setText("Saving…" if count == 1 else f"Saving… ({count} ratings)")
+        return "Saving…" if count <= 1 else f"Saving… ({count} ratings)"
+
+    def _show_saving(self) -> None:
+        """The line follows the count of ratings in flight (not over an action held for them)."""
+        saving = self.rating is not None and self.rating.saving
+        if saving and self.after_saves is None and self.view.status_label.text().startswith("Saving…"):
+            self.view.status_label.setText(self._saving_text())
 
     @property
     def idle(self) -> bool:
@@ -586,15 +592,15 @@ class RatingPage(QWidget):
     def _save_ahead(self, session: RatingSession, outcome: Outcome) -> None:
         """A new clip's rating: the writer commits it while the next clip is read and shown."""
         clip_id, label = outcome.clip_id, self.said_next.removesuffix(" saving")
-        self.view.status_label.setText("Saving…")
-        self._show_saving()
+        self.view.status_label.setText(self._saving_text())
 
         def committed(rating_id: int) -> None:
             self.saves += 1
             if self.said_saving == clip_id and self.said_next == f"{label} saving":  # the next clip is not drawn yet
                 self.said_next = f"{label} saved"
             self._answer(session, lambda: session.rating_saved(clip_id, rating_id))
-            self._draw_held_step()
+            if clip_id == self.said_saving:  # the commit the next clip waits for (not an earlier one's)
+                self._draw_held_step()
 
         def not_saved(error: BaseException) -> None:
             explained = explained_error(error, self.session.path if self.session else None) or str(error)
@@ -648,9 +654,12 @@ class RatingPage(QWidget):
                 self.do_action(action)
 
     def _rating_failed(self, session: RatingSession, clip_id: int, reason: str) -> None:
-        """Back to the clip whose rating was not stored (its audio is read again: a step)."""
+        """Back to the clip whose rating was not stored (its audio is read again: a step). A key held for the ratings
+        in flight is not done (the clip it was pressed on is no longer shown), and the line says so."""
         self.said_next = ""
-        self.after_saves = None  # pressed for the rating that failed: its clip comes back instead
+        held, self.after_saves = self.after_saves, None
+        if held is not None:
+            reason = f"{reason}; {ACTION_LABELS[held[0]]}, pressed meanwhile, was not done"
         current = session.current
 
         def back() -> Outcome:

@@ -340,6 +340,8 @@ class RatingView(SpokenFocus, QWidget):
     def show_progress(self, progress: RatingProgress) -> None:
         counts = ", ".join(f"{n} {rating}" for rating, n in progress.session_counts.items())
         text = f"{progress.done} / {progress.total} rated · this session: {counts}"
+        if progress.saving:  # rated, and counted once in
+            text += f" · {progress.saving} saving"
         if progress.skipped:
             text += f" · {progress.skipped} skipped"
         self.progress_label.setText(text)

@@ -129,6 +129,7 @@ class RatingProgress:
     total: int
     skipped: int
     session_counts: dict[str, int]  # ratings given in this session and still live, by rating
+    saving: int = 0  # ratings saved ahead and not in yet: counted in `done`, not yet in `session_counts`
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,7 +356,8 @@ class RatingSession:
     def progress(self) -> RatingProgress:
         done = sum(1 for clip in self._clips if clip.clip_id in self._rated)
         counts = Counter(self._session_ratings.values())
-        return RatingProgress(done, len(self._clips), len(self.skipped), {r: counts[r] for r in RATINGS})
+        counted = {r: counts[r] for r in RATINGS}
+        return RatingProgress(done, len(self._clips), len(self.skipped), counted, len(self._saving))
 
     @property
     def languages(self) -> set[str]:
@@ -581,6 +583,8 @@ class RatingSession:
         else:
             self._keep_held_notes({clip_id: note, shown: self._held_note})  # a note typed for the clip shown too
         outcome = self._in_place(self._advance)  # unreadable: the clip shown stays; this one is offered after it
+        if shown != clip_id and self._index is not None and self._clips[self._index].clip_id == shown:
+            self._held_notes.pop(shown, None)  # still shown (an earlier failed rating's clip): its note stays held
         return dataclasses.replace(outcome, reason=f"Not saved: {error}")
 
     def saved(self, result: Any = None) -> Outcome:

@@ -7,11 +7,12 @@ driven by keys alone (xdotool):
 Builds the demo into OUT/demo and opens the Rating page on a 260-clip queue. Then, into OUT, while another process
 holds the project's write lock (as a colleague's script does for a moment): rating-saving-ahead-WxH.png (1 pressed:
 the next clip is shown, "Saving…"), rating-saving-four-WxH.png (3, 2 and 1 pressed on the next clips: "Saving… (4
-ratings)"), rating-saving-then-WxH.png (3 pressed on the fifth: "Saving… then incorrect", waiting for a place),
-rating-saved-ahead-WxH.png (the lock let go: all five stored, "Saved"). Then, for this tree and with `--baseline` an older
-one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB files to the disk in a
-loop: `--ratings` rating keys, each `--pace` seconds after the last (0.8: a quick rater), and the ratings stored, the
-keys ignored and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
+ratings)"), rating-saving-then-WxH.png (3 pressed on the fifth: "Saving… (4 ratings) then incorrect", waiting for a
+place), rating-saved-ahead-WxH.png (the lock let go: all five stored, "Saved"). Then, for this tree and with
+`--baseline` an older one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB
+files to the disk in a loop: `--ratings` rating keys, each `--pace` seconds after the last (0.8: a quick rater), and
+the ratings stored, the keys ignored and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get
+install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations
 

@@ -81,7 +81,8 @@ def test_a_quick_raters_keys_are_all_taken_while_the_disk_holds_their_ratings(
         assert status() == "Saving… (4 ratings)" and page.rating.saving == 4 and page.ignored_keys == 0
         fifth = page.rating.current.clip_id
         qtbot.keyClick(page.view, "2")  # rated too: stored once a place among the ratings in flight is free
-        assert status() == "Saving… then acceptable" and page.after_saves == ("rate_acceptable", fifth)
+        assert status() == "Saving… (4 ratings) then acceptable" and page.after_saves == ("rate_acceptable", fifth)
+        assert page.view.progress_label.text().endswith("this session: 0 correct, 0 acceptable, 0 incorrect · 4 saving")
         qtbot.keyClick(page.view, Qt.Key.Key_Space)  # heard again meanwhile
         qtbot.keyClick(page.view, "1")  # a second thought is not taken: the first stands
         qtbot.keyClick(page.view, Qt.Key.Key_N)  # nor a note, which would find another clip once it is done
@@ -91,6 +92,7 @@ def test_a_quick_raters_keys_are_all_taken_while_the_disk_holds_their_ratings(
     verdicts = ["correct", "incorrect", "acceptable", "incorrect", "acceptable"]
     assert stored(demo_copy) == list(zip([*rated, fifth], verdicts, strict=True))
     assert page.rating.progress.session_counts == {"correct": 1, "acceptable": 2, "incorrect": 2}
+    assert page.view.progress_label.text().endswith("1 correct, 2 acceptable, 2 incorrect")  # none saving
 
 
 def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
@@ -116,6 +118,7 @@ def test_ratings_the_writer_cannot_store_bring_their_clips_back_in_queue_order(
     with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         second = rated_and_moved_on(qtbot, page, "2")  # in flight behind the first
+        assert page.rating.saving == 2
         qtbot.waitUntil(lambda: page.idle and page.view.status_label.text().startswith("Not saved:"), timeout=10_000)
         assert page.rating.current.clip_id == first and page.rating.current.rating is None
         assert page.after_saves is None and page.rating.saving == 0 and stored(demo_copy) == []
@@ -128,6 +131,24 @@ def test_ratings_the_writer_cannot_store_bring_their_clips_back_in_queue_order(
     assert page.rating.current.clip_id not in (first, second)
 
 
+def test_an_undo_held_for_ratings_that_fail_is_not_done_and_the_line_says_so(
+    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
+):
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
+    page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
+    status = page.view.status_label.text
+    with write_lock_held(demo_copy):
+        first = rated_and_moved_on(qtbot, page, "1")
+        rated_and_moved_on(qtbot, page, "2")
+        qtbot.keyClick(page.view, "z", Qt.KeyboardModifier.ControlModifier)  # meant for the second rating
+        assert status() == "Saving… (2 ratings) then undo"
+        qtbot.waitUntil(lambda: "Undo, pressed meanwhile, was not done" in status(), timeout=10_000)
+        assert status().startswith("Not saved:") and page.rating.current.clip_id == first
+        assert page.after_saves is None
+        qtbot.waitUntil(lambda: page.idle, timeout=10_000)
+    assert stored(demo_copy) == [] and page.rating.current.clip_id == first
+
+
 def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy, rating_page_on_demo_queue):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     with write_lock_held(demo_copy):
@@ -138,16 +159,16 @@ def test_a_double_press_while_the_save_waits_stores_one_rating(qtbot, demo_copy,
 
 
 @pytest.mark.slow
-def test_a_rating_in_flight_when_the_session_closes_is_stored(qtbot, demo_copy, rating_page_on_demo_queue):
+def test_the_ratings_in_flight_when_the_session_closes_are_stored(qtbot, demo_copy, rating_page_on_demo_queue):
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     with write_lock_held(demo_copy) as holder:
-        first = rated_and_moved_on(qtbot, page, "1")
-        assert stored(demo_copy) == []
+        rated = [rated_and_moved_on(qtbot, page, key) for key in "132"]
+        assert stored(demo_copy) == [] and page.rating.saving == 3
         letting_go = threading.Timer(1.0, let_go, (holder,))  # while the close waits for the writer
         letting_go.start()
         page.session.close()  # as the window's close: the writer finishes what it was given
         letting_go.join(10)
-    assert stored(demo_copy) == [(first, "correct")]
+    assert stored(demo_copy) == list(zip(rated, ["correct", "incorrect", "acceptable"], strict=True))
 
 
 def test_an_undo_pressed_on_the_finished_screen_while_the_last_rating_is_saved_takes_it_back(

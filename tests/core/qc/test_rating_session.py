@@ -155,6 +155,26 @@ def test_ratings_saved_ahead_that_fail_come_back_in_queue_order_with_their_notes
     assert s.press("Left").action == rs.SHOW and not s.rates_ahead  # a rated clip: a re-rating blocks
 
 
+def test_a_note_edited_on_a_clip_back_from_a_failed_rating_leaves_no_older_note_behind(qc_project, queued):
+    s = RatingSession.open(qc_project, QUEUE, "ana")
+    s.note("hum")
+    s.press("1")
+    s.next_after_rating()
+    s.press("2")
+    s.next_after_rating()
+    s.rating_failed(queued[0], SpokenBenchError("database is locked"))
+    s.rating_failed(queued[1], SpokenBenchError("database is locked"))  # the first clip stays shown
+    assert s.current.clip_id == queued[0] and s.current.note == "hum"
+    s.note("hum at 0.2 s")  # edited before rating it again
+    s.rating_saved(queued[0], s.press("1").write(qc_project))
+    undo = s.press("Ctrl+Z")
+    assert undo.action == rs.SAVE and s.saved(undo.write(qc_project)).action == rs.SHOW
+    assert s.current.clip_id == queued[0] and s.current.note is None  # not the "hum" it was rated without
+    assert [(r["rating"], r["note"], r["undone_at"] is not None) for r in stored(qc_project)] == [
+        ("correct", "hum at 0.2 s", True)
+    ]
+
+
 def test_a_rating_that_fails_before_the_next_clip_is_shown_keeps_the_clip(qc_project, queued):
     s = RatingSession.open(qc_project, QUEUE, "ana")
     s.note("hiss")
