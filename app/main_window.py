@@ -115,6 +115,7 @@ from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tables import ColumnMemory
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
+from spokenbench.widgets.writes_quit_dialog import WritesQuitDialog
 
 log = logging.getLogger("spokenbench.app.main_window")
 ProjectView = tuple[dict, list[tuple]]
@@ -151,7 +152,10 @@ RECENT_LIMIT = 8
 NOT_NORMAL_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen | Qt.WindowState.WindowMinimized
 MAXIMIZED_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen
 STATE_CHANGE_S = 0.5  # a window manager's new geometry arrives this soon before its new state
-QUIT_DIALOG_DELAY_MS = 400  # a quit's save into a pack that takes longer says how far it is, in a dialog
+QUIT_DIALOG_DELAY_MS = 400  # a quit's save into a pack (or its last writes) that takes longer says so, in a dialog
+WRITES_POLL_MS = 50  # how often a quit waiting for the user's last writes looks whether they are in
+TOLD_TO_END_WRITES_S = 10.0  # told to end (a logout), nobody to ask: writes still waiting then are given up
+QUIT_WITHOUT_WRITES_S = 0.5  # the writer's close after "Quit without saving": the window goes at once
 PREFETCH_PAGES_MS = 1500  # after the window is first shown, these pages' modules are imported on a thread: not the
 # Results page's (matplotlib, pandas, pyarrow: 131 MB more in the app's process, kept out until it is asked for)
 PREFETCHED_PAGES = ("rating", "qc", "speakers", "evaluate")
@@ -390,6 +394,13 @@ class MainWindow(QMainWindow):
         self._after_take = None  # (then, doing): what waits for the Speakers page's take (a quit, an opening)
         self._waiting_for_take = False  # take_settled is connected
         self._told_to_end = False  # a SIGTERM or SIGINT: nothing is asked
+        self.writes_quit_dialog: WritesQuitDialog | None = None
+        self._quit_waits_for_writes = False  # a quit waits for the user's last writes (ratings saved ahead)
+        self._quit_without_writes = False  # the annotator chose to quit without them
+        self._writes_waited_since = 0.0  # monotonic: when the quit began to wait for them
+        self._writes_quit_poll = QTimer(self)
+        self._writes_quit_poll.setInterval(WRITES_POLL_MS)
+        self._writes_quit_poll.timeout.connect(self._poll_writes_for_quit)
         self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
         self._pack_quit_timer.setSingleShot(True)
         self._pack_quit_timer.timeout.connect(self._show_pack_quit_progress)
@@ -1300,7 +1311,7 @@ class MainWindow(QMainWindow):
                 if hasattr(page, "set_session") and page is not self.items_panel:
                     page.set_session(None)
             self.import_action.setEnabled(False)
-            self.session.close()
+            self.session.close(writer_wait_s=QUIT_WITHOUT_WRITES_S if self._quit_without_writes else None)
             self.session.deleteLater()
             self.session = None
         self.show_missing_fonts([])
@@ -1424,6 +1435,9 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         if not self.pack_saved_before_quitting():
+            event.ignore()
+            return
+        if not self.writes_in_before_quitting():
             event.ignore()
             return
         self.save_window_state()
@@ -1574,6 +1588,52 @@ class MainWindow(QMainWindow):
             self.close()
         else:
             self.ask_quitting_with_a_stale_pack()
+
+    def writes_in_before_quitting(self) -> bool:
+        """Whether the window may close as far as the user's own writes go (ratings saved ahead, a note, an undo):
+        all committed, or the annotator chose to quit without them. Otherwise the close waits (False) and the window
+        closes by itself once they are in: silently when it takes a moment (a busy disk's flush), with
+        `WritesQuitDialog` when it takes longer (another program holding the project's write lock). Before, the
+        close waited up to 10 s with the window frozen, then dropped what was left without a word."""
+        if self._quit_without_writes or self.session is None or not self.session.unfinished_writes():
+            return True
+        if not self._quit_waits_for_writes:  # else Ctrl+Q again while it waits
+            self._quit_waits_for_writes = True
+            self._writes_waited_since = time.monotonic()
+            self._writes_quit_poll.start()
+        return False
+
+    def _poll_writes_for_quit(self) -> None:
+        left = len(self.session.unfinished_writes()) if self.session is not None else 0
+        waited = time.monotonic() - self._writes_waited_since
+        dialog = self.writes_quit_dialog
+        shown = dialog is not None and shiboken6.isValid(dialog) and dialog.isVisible()
+        if left and not (self._told_to_end and waited >= TOLD_TO_END_WRITES_S):
+            if shown:
+                dialog.show_left(left)
+            elif waited * 1000 >= QUIT_DIALOG_DELAY_MS and not self._told_to_end:
+                replace_dialog(dialog)
+                self.writes_quit_dialog = WritesQuitDialog(left, self)
+                self.writes_quit_dialog.finished.connect(self._writes_quit_answered)
+                self.writes_quit_dialog.open()
+            return
+        self._stop_waiting_for_writes()
+        self._quit_without_writes = bool(left)  # told to end and still waiting: nobody to ask
+        self.close()
+
+    def _writes_quit_answered(self, result: int) -> None:
+        self._stop_waiting_for_writes()
+        if result == WritesQuitDialog.QUIT_WITHOUT:
+            self._quit_without_writes = True
+            self.close()  # else back to the project: the writes go on
+
+    def _stop_waiting_for_writes(self) -> None:
+        self._writes_quit_poll.stop()
+        self._quit_waits_for_writes = False
+        dialog = self.writes_quit_dialog
+        if dialog is not None and shiboken6.isValid(dialog) and dialog.isVisible():
+            dialog.finished.disconnect(self._writes_quit_answered)
+            dialog.accept()
 
     def _stop_waiting_for_pack(self) -> None:
         self._pack_quit_timer.stop()

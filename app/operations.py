@@ -291,8 +291,13 @@ class ProjectSession(QObject):
             self.jobs = jobs
             self.jobs_listed.emit(jobs)
 
-    def close(self) -> None:
-        """Stop watching, finish queued writes. Running operations of this project are abandoned."""
+    def unfinished_writes(self) -> list[WriteOp]:
+        """The user's writes to this project not yet answered (a rating saved ahead waiting for the lock)."""
+        return [op for op in list(self.runner.running) if isinstance(op, WriteOp) and op.session is self]
+
+    def close(self, writer_wait_s: float | None = None) -> None:
+        """Stop watching, finish queued writes (waiting at most `writer_wait_s`, the writer's own limit when None).
+        Running operations of this project are abandoned."""
         if self.closed:
             return
         self.closed = True
@@ -300,7 +305,10 @@ class ProjectSession(QObject):
             if getattr(operation, "session", None) is self:
                 operation.abandon("project closed")
         self.monitor.stop()
-        self.writer.close()
+        if writer_wait_s is None:
+            self.writer.close()
+        else:
+            self.writer.close(timeout_s=writer_wait_s)
 
 
 # --------------------------------------------------------------------------------------------------

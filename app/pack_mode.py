@@ -164,13 +164,15 @@ class PackController(QObject):
     def flush(self) -> bool:
         """Quitting: save until the pack file holds every rating, and let the saves of packs closed earlier end;
         `settled` says how it ended (a failed save is tried once more first). False when there is nothing to wait
-        for."""
-        waiting = any(operation.is_running for operation in self.closed_saves) or self._rating_writes()
+        for. Ratings queued for a project with no pack open are the window's to wait for
+        (`MainWindow.writes_in_before_quitting`), not the pack's: this said "Saving the ratings into the pack"."""
+        rating_writes = self._rating_writes() if self.pack is not None else []
+        waiting = any(operation.is_running for operation in self.closed_saves) or rating_writes
         if not waiting and (self.pack is None or not (self.dirty or self.saving or self.problem is not None)):
             return False
         self.flushing, self.flush_failure = True, None
         self._timer.stop()
-        for write in self._rating_writes():  # queued ratings: stored, then saved into the pack
+        for write in rating_writes:  # queued ratings: stored, then saved into the pack
             write.finished.connect(self._rating_stored)
         if self.pack is not None and self.saving is None and (self.dirty or self.problem is not None):
             self._start_save(self.pack.path)

@@ -495,3 +495,38 @@ def read_only_copy(source: Path):
                 with contextlib.suppress(OSError):
                     path.chmod(path.stat().st_mode | 0o200)
         shutil.rmtree(base, ignore_errors=True)
+
+
+HOLDER = (  # holds the write lock until a line comes on stdin, then commits and exits
+    "import sqlite3, sys; conn = sqlite3.connect(sys.argv[1], isolation_level=None); "
+    "conn.execute('BEGIN IMMEDIATE'); conn.execute('UPDATE project_meta SET value = value'); "
+    "print('holding', flush=True); sys.stdin.readline(); conn.execute('COMMIT')"
+)
+
+
+def hold_write_lock(project: Path) -> subprocess.Popen:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "holding"
+    return holder
+
+
+def let_go(holder: subprocess.Popen) -> None:
+    holder.stdin.write("\n")
+    holder.stdin.flush()
+    assert holder.wait(10) == 0
+
+
+@contextlib.contextmanager
+def write_lock_held(project: Path):
+    """Another process holding the project's write lock for the block (let go at its end, if not already)."""
+    holder = hold_write_lock(project)
+    try:
+        yield holder
+    finally:
+        if holder.poll() is None:
+            let_go(holder)

@@ -8,7 +8,9 @@ Builds the demo into OUT/demo and opens the Rating page on a 260-clip queue. The
 holds the project's write lock (as a colleague's script does for a moment): rating-saving-ahead-WxH.png (1 pressed:
 the next clip is shown, "Saving…"), rating-saving-four-WxH.png (3, 2 and 1 pressed on the next clips: "Saving… (4
 ratings)"), rating-saving-then-WxH.png (3 pressed on the fifth: "Saving… (4 ratings) then incorrect", waiting for a
-place), rating-saved-ahead-WxH.png (the lock let go: all five stored, "Saved"). Then, for this tree and with
+place), rating-saved-ahead-WxH.png (the lock let go: all five stored, "Saved"), rating-quit-waiting-WxH.png (the lock
+held again, 2 then Ctrl+Q: the window waits for that rating and says so; it closes by itself once the lock is let
+go). Then, for this tree and with
 `--baseline` an older one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB
 files to the disk in a loop: `--ratings` rating keys, each `--pace` seconds after the last (0.8: a quick rater), and
 the ratings stored, the keys ignored and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get
@@ -58,7 +60,7 @@ def options() -> tuple[Path | None, int, float]:
 
 def screenshots(out: Path, screen: str, project: Path) -> str:
     size = screen.removesuffix("x24")
-    with walked_session(out, screen, project) as (desktop, _process, figures):
+    with walked_session(out, screen, project) as (desktop, process, figures):
         holder = subprocess.Popen(
             [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
             stdin=subprocess.PIPE,
@@ -80,7 +82,30 @@ def screenshots(out: Path, screen: str, project: Path) -> str:
         holder.communicate("\n", timeout=10)
         time.sleep(1.5)
         desktop.screenshot(out / f"rating-saved-ahead-{size}.png")
-    return f"{held} stored while the lock was held, {stored_ratings(project)} after; {figures.lines()[1]}"
+        after = stored_ratings(project)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        holder.stdout.readline()
+        desktop.xdotool("key", "2")
+        time.sleep(0.5)
+        desktop.xdotool("key", "ctrl+q")
+        time.sleep(1.5)
+        desktop.screenshot(out / f"rating-quit-waiting-{size}.png")
+        let_go = time.monotonic()
+        holder.communicate("\n", timeout=10)
+        try:
+            process.wait(15)
+            closed = f"closed by itself {time.monotonic() - let_go:.1f} s after the lock was let go"
+        except subprocess.TimeoutExpired:
+            closed = "still open 15 s after the lock was let go"
+    return (
+        f"{held} stored while the lock was held, {after} after; Ctrl+Q with a rating waiting for the lock: the window "
+        f"{closed}, {stored_ratings(project)} stored; {figures.lines()[1]}"
+    )
 
 
 def busy_ratings(out: Path, screen: str, demo: Path, baseline: Path | None, ratings: int, pace: float) -> None:

@@ -6,57 +6,23 @@ another process holding the project's write lock for a while, then letting it go
 Before 78428e2 the next clip waited for the commit: these tests fail there. Up to 288650b one rating was in flight at
 a time and the next clip's rating waited for it, so a third key meanwhile was ignored: the first test fails there."""
 
-import contextlib
-import subprocess
-import sys
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
+from support import let_go, write_lock_held
 
 from spokenbench.core.store import database, opened
 
 ANNOTATOR = "alice"
-HOLDER = (  # holds the write lock until a line comes on stdin, then commits and exits
-    "import sqlite3, sys; conn = sqlite3.connect(sys.argv[1], isolation_level=None); "
-    "conn.execute('BEGIN IMMEDIATE'); conn.execute('UPDATE project_meta SET value = value'); "
-    "print('holding', flush=True); sys.stdin.readline(); conn.execute('COMMIT')"
-)
 
 
 def stored(path) -> list[tuple[int, str]]:
     with opened(path) as project:
         query = "SELECT clip_id, rating FROM ratings WHERE annotator = ? AND undone_at IS NULL ORDER BY id"
         return [tuple(row) for row in project.conn.execute(query, (ANNOTATOR,))]
-
-
-def hold_write_lock(project) -> subprocess.Popen:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout.readline().strip() == "holding"
-    return holder
-
-
-def let_go(holder: subprocess.Popen) -> None:
-    holder.stdin.write("\n")
-    holder.stdin.flush()
-    assert holder.wait(10) == 0
-
-
-@contextlib.contextmanager
-def write_lock_held(project):
-    """Another process holding the project's write lock for the block (let go at its end, if not already)."""
-    holder = hold_write_lock(project)
-    try:
-        yield holder
-    finally:
-        if holder.poll() is None:
-            let_go(holder)
 
 
 def rated_and_moved_on(qtbot, page, *keys: str) -> int:
@@ -208,3 +174,79 @@ def test_a_rating_that_fails_while_another_queue_opens_is_told(
         qtbot.waitUntil(lambda: bool(told()) and page.idle, timeout=10_000)
         assert f"Your rating of clip {first} in queue demo-qc was not saved" in told()[0]
     assert page.rating.current.clip_id == first and stored(demo_copy) == []  # offered again
+
+
+@pytest.fixture
+def window_rating(shown_window, tmp_path, qtbot):
+    """window_rating(project) → (the main window, its Rating page on the queue demo-qc of `project`)."""
+    from spokenbench.app.settings_dialog import ANNOTATOR_KEY
+
+    def make(project):
+        settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+        settings.setValue(ANNOTATOR_KEY, ANNOTATOR)
+        window = shown_window(settings)
+        with qtbot.waitSignal(window.open_project(project).finished, timeout=20_000):
+            pass
+        window.show_page("rating")
+        qtbot.waitUntil(lambda: not window.page_opening("rating"), timeout=10_000)
+        page = window.page_widgets["rating"]
+        page.open_queue("demo-qc")
+        qtbot.waitUntil(lambda: page.rating is not None and page.idle, timeout=10_000)
+        return window, page
+
+    return make
+
+
+def test_a_quit_waits_for_the_ratings_in_flight_says_so_and_closes_once_they_are_in(qtbot, demo_copy, window_rating):
+    """Before, the quit waited through the pack's machinery with no pack open, and its dialog said "Saving the ratings
+    into the pack … Every rating is already kept in the pack.d" (false: they were waiting for the lock); its "Quit
+    without saving into the pack" then froze the window for the writer's 10 s."""
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = [rated_and_moved_on(qtbot, page, key) for key in "13"]
+        asked = time.monotonic()
+        window.close()
+        assert time.monotonic() - asked < 1.0 and window.isVisible()  # waits, the window answering meanwhile
+        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        assert (
+            "2 changes you made (ratings, notes, undos) are still being saved"
+            in window.writes_quit_dialog.message.text()
+        )
+        window.close()  # Ctrl+Q again: still waiting, nothing else
+        assert window.isVisible()
+        let_go(holder)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)  # closed by itself once they are in
+    assert stored(demo_copy) == [(rated[0], "correct"), (rated[1], "incorrect")]
+
+
+def test_back_to_the_project_goes_on_saving_and_quit_without_them_closes_at_once(qtbot, demo_copy, window_rating):
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        first = rated_and_moved_on(qtbot, page, "2")
+        window.close()
+        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        qtbot.keyClick(window.writes_quit_dialog, Qt.Key.Key_Escape)  # back: the rating goes on waiting
+        assert window.isVisible() and not window.writes_quit_dialog.isVisible()
+        let_go(holder)
+        qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
+    assert window.isVisible() and stored(demo_copy) == [(first, "acceptable")]
+    with write_lock_held(demo_copy):
+        rated_and_moved_on(qtbot, page, "3")
+        window.close()
+        qtbot.waitUntil(lambda: window.writes_quit_dialog.isVisible())
+        asked = time.monotonic()
+        window.writes_quit_dialog.quit_button.click()
+        assert not window.isVisible() and time.monotonic() - asked < 2.0
+
+
+def test_told_to_end_a_quit_waits_a_while_for_the_writes_and_asks_nothing(qtbot, demo_copy, window_rating, monkeypatch):
+    from spokenbench.app import main_window
+
+    monkeypatch.setattr(main_window, "TOLD_TO_END_WRITES_S", 1.0)  # 10 s in the app
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy):
+        rated_and_moved_on(qtbot, page, "1")
+        window.close_when_told()  # a logout's SIGTERM: nobody to answer a dialog
+        assert window.isVisible()
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
+        assert window.writes_quit_dialog is None
