@@ -1575,6 +1575,7 @@ class MainWindow(QMainWindow):
         elif result == PackQuitDialog.BACK:  # automatic saves go on
             self._stop_waiting_for_pack()
             self.packs.stop_flushing(cancel=False)
+            self.keys_back_from_dialog()
 
     def _pack_settled_for_quit(self, ok: bool) -> None:
         self._stop_waiting_for_pack()
@@ -1625,7 +1626,15 @@ class MainWindow(QMainWindow):
         self._stop_waiting_for_writes()
         if result == WritesQuitDialog.QUIT_WITHOUT:
             self._quit_without_writes = True
-            self.close()  # else back to the project: the writes go on
+            self.close()
+        else:  # back to the project, the writes going on
+            self.keys_back_from_dialog()
+
+    def keys_back_from_dialog(self) -> None:
+        """The keyboard back to the window and its page after a dialog it opened: without a window manager (a
+        kiosk session, a bare X server) nothing gives the window the focus back, and the next Ctrl+Q was lost."""
+        self.activateWindow()
+        self.focus_page()
 
     def _stop_waiting_for_writes(self) -> None:
         self._writes_quit_poll.stop()

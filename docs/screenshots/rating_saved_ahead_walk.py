@@ -9,8 +9,8 @@ holds the project's write lock (as a colleague's script does for a moment): rati
 the next clip is shown, "Saving…"), rating-saving-four-WxH.png (3, 2 and 1 pressed on the next clips: "Saving… (4
 ratings)"), rating-saving-then-WxH.png (3 pressed on the fifth: "Saving… (4 ratings) then incorrect", waiting for a
 place), rating-saved-ahead-WxH.png (the lock let go: all five stored, "Saved"), rating-quit-waiting-WxH.png (the lock
-held again, 2 then Ctrl+Q: the window waits for that rating and says so; it closes by itself once the lock is let
-go). Then, for this tree and with
+held again, 2 then Ctrl+Q: the window waits for that rating and says so; then Esc goes back, and Ctrl+Q, Alt+Q quits
+without it). Then, for this tree and with
 `--baseline` an older one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB
 files to the disk in a loop: `--ratings` rating keys, each `--pace` seconds after the last (0.8: a quick rater), and
 the ratings stored, the keys ignored and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get
@@ -95,16 +95,22 @@ def screenshots(out: Path, screen: str, project: Path) -> str:
         desktop.xdotool("key", "ctrl+q")
         time.sleep(1.5)
         desktop.screenshot(out / f"rating-quit-waiting-{size}.png")
-        let_go = time.monotonic()
-        holder.communicate("\n", timeout=10)
+        desktop.xdotool("key", "Escape")  # back to the project: the rating goes on waiting
+        time.sleep(0.5)
+        back = "the window stayed" if process.poll() is None else "the window closed (wrong)"
+        desktop.xdotool("key", "ctrl+q")
+        time.sleep(1.0)
+        desktop.xdotool("key", "alt+q")  # quit without saving
+        asked = time.monotonic()
         try:
             process.wait(15)
-            closed = f"closed by itself {time.monotonic() - let_go:.1f} s after the lock was let go"
+            closed = f"Alt+Q closed it {time.monotonic() - asked:.1f} s later"
         except subprocess.TimeoutExpired:
-            closed = "still open 15 s after the lock was let go"
+            closed = "Alt+Q left it open 15 s"
+        holder.communicate("\n", timeout=10)
     return (
-        f"{held} stored while the lock was held, {after} after; Ctrl+Q with a rating waiting for the lock: the window "
-        f"{closed}, {stored_ratings(project)} stored; {figures.lines()[1]}"
+        f"{held} stored while the lock was held, {after} after; Ctrl+Q with a rating waiting for the lock: Esc, {back}; "
+        f"Ctrl+Q again, {closed}; {stored_ratings(project)} stored; {figures.lines()[1]}"
     )
 
 
