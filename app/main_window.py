@@ -60,6 +60,7 @@ from spokenbench.app.operations import (
     OperationRunner,
     ProjectSession,
     QueryOp,
+    explained_error,
     replace_dialog,
     show_error,
 )
@@ -88,6 +89,7 @@ from spokenbench.app.settings_dialog import (
 from spokenbench.core.audio.playback import STALL_S, PlaybackState
 from spokenbench.core.demo.project import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
+from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.importers import FORMATS as IMPORT_FORMATS
 from spokenbench.core.importers import ImportOptions, import_files
@@ -397,7 +399,8 @@ class MainWindow(QMainWindow):
         self.writes_quit_dialog: WritesQuitDialog | None = None
         self._quit_waits_for_writes = False  # a quit waits for the user's last writes (ratings saved ahead)
         self._quit_without_writes = False  # the annotator chose to quit without them
-        self._writes_waited_since = 0.0  # monotonic: when the quit began to wait for them
+        self._writes_waited_since = 0.0  # monotonic: when the quit began to wait for them (or was told to end)
+        self._writes_waited_for: list[Operation] = []  # the writes the quit has waited for: one that fails stops it
         self._writes_quit_poll = QTimer(self)
         self._writes_quit_poll.setInterval(WRITES_POLL_MS)
         self._writes_quit_poll.timeout.connect(self._poll_writes_for_quit)
@@ -1434,10 +1437,10 @@ class MainWindow(QMainWindow):
         if not self.take_settled_before(self.close, "quit"):
             event.ignore()
             return
-        if not self.pack_saved_before_quitting():
+        if not self.writes_in_before_quitting():  # first: the pack's save takes the ratings once they are in
             event.ignore()
             return
-        if not self.writes_in_before_quitting():
+        if not self.pack_saved_before_quitting():
             event.ignore()
             return
         self.save_window_state()
@@ -1450,6 +1453,7 @@ class MainWindow(QMainWindow):
         stopped as R does), and a failed last save into the pack quits anyway (the folder keeps every rating; the
         next opening saves them into the pack)."""
         self._told_to_end = True
+        self._stop_waiting_for_writes()  # its dialog has nobody to answer: the close below waits again, and asks nothing
         page = self.page_widgets.get("speakers")
         if getattr(page, "take_in_hand", None) == "recording" and not page.keep_take():
             page.discard_take()
@@ -1518,6 +1522,7 @@ class MainWindow(QMainWindow):
             then()  # the take ended meanwhile (saved, or nothing to keep)
         else:  # Go on recording: the quit or the opening is dropped
             self.summary_label.setText(self._summary_text)
+            self.quit_called_off()
 
     def _wait_for_take(self, page) -> None:
         if not self._waiting_for_take:
@@ -1575,6 +1580,7 @@ class MainWindow(QMainWindow):
         elif result == PackQuitDialog.BACK:  # automatic saves go on
             self._stop_waiting_for_pack()
             self.packs.stop_flushing(cancel=False)
+            self.quit_called_off()
             self.keys_back_from_dialog()
 
     def _pack_settled_for_quit(self, ok: bool) -> None:
@@ -1601,11 +1607,28 @@ class MainWindow(QMainWindow):
         if not self._quit_waits_for_writes:  # else Ctrl+Q again while it waits
             self._quit_waits_for_writes = True
             self._writes_waited_since = time.monotonic()
+            self._writes_waited_for = []
             self._writes_quit_poll.start()
         return False
 
     def _poll_writes_for_quit(self) -> None:
-        left = len(self.session.unfinished_writes()) if self.session is not None else 0
+        unfinished = self.session.unfinished_writes() if self.session is not None else []
+        self._writes_waited_for += [op for op in unfinished if op not in self._writes_waited_for]
+        failed = [op for op in self._writes_waited_for if op.status == "failed"]
+        if failed and not self._told_to_end:  # not stored: the window stays, and says why
+            self._stop_waiting_for_writes()
+            self.quit_called_off()
+            path = self.session.path if self.session is not None else None
+            what = "\n".join(f"{op.label}: {explained_error(op.error, path) or op.error}" for op in failed)
+            show_error(
+                self,
+                SpokenBenchError(
+                    f"Not quitting: {what}\n\nNothing of it is stored; do it again, or quit again to leave without it."
+                ),
+                "Not saved",
+            )
+            return
+        left = len(unfinished)
         waited = time.monotonic() - self._writes_waited_since
         dialog = self.writes_quit_dialog
         shown = dialog is not None and shiboken6.isValid(dialog) and dialog.isVisible()
@@ -1628,7 +1651,14 @@ class MainWindow(QMainWindow):
             self._quit_without_writes = True
             self.close()
         else:  # back to the project, the writes going on
+            self.quit_called_off()
             self.keys_back_from_dialog()
+
+    def quit_called_off(self) -> None:
+        """The annotator went back from a quit (a dialog's Back, Stay, Go on recording, a write that failed): an
+        earlier "quit without …" answer of it is forgotten, so the next Ctrl+Q asks again and the pack is saved."""
+        self._quit_without_pack = self._quit_without_writes = False
+        self.packs.resume_saves()
 
     def keys_back_from_dialog(self) -> None:
         """The keyboard back to the window and its page after a dialog it opened: without a window manager (a
@@ -1680,3 +1710,5 @@ class MainWindow(QMainWindow):
             self.packs.stop_flushing(cancel=True)  # and closing the pack saves nothing more
             self._quit_without_pack = True
             self.close()
+        else:
+            self.quit_called_off()

@@ -178,6 +178,15 @@ class PackController(QObject):
             self._start_save(self.pack.path)
         return True
 
+    def resume_saves(self) -> None:
+        """A quit called off after "Quit without saving into the pack" (the annotator went back to rating from a
+        later question): the pack is saved again, as before the quit."""
+        if self.saves_stopped:
+            self.saves_stopped = False
+            self.dirty = self.dirty or self.pack is not None  # a save stopped halfway left the file as it was
+            if self.dirty and self.saving is None:
+                self._schedule()
+
     def stop_flushing(self, cancel: bool) -> None:
         """The quit was called off (`cancel` False: automatic saves go on) or the annotator quits without the
         last save (`cancel`: the saves in flight stop, each pack stays as it was, the folders keep every rating)."""

@@ -9,8 +9,8 @@ holds the project's write lock (as a colleague's script does for a moment): rati
 the next clip is shown, "Saving…"), rating-saving-four-WxH.png (3, 2 and 1 pressed on the next clips: "Saving… (4
 ratings)"), rating-saving-then-WxH.png (3 pressed on the fifth: "Saving… (4 ratings) then incorrect", waiting for a
 place), rating-saved-ahead-WxH.png (the lock let go: all five stored, "Saved"), rating-quit-waiting-WxH.png (the lock
-held again, 2 then Ctrl+Q: the window waits for that rating and says so; then Esc goes back, and Ctrl+Q, Alt+Q quits
-without it). Then, for this tree and with
+held again, 2 then Ctrl+Q: the window waits for that rating and says so; Esc goes back; Ctrl+Q again and the lock
+let go: it closes by itself; then in a second session, Ctrl+Q and Alt+Q quit without the rating). Then, for this tree and with
 `--baseline` an older one (DIR/spokenbench), each on a fresh copy of the demo while another program writes 3 GiB
 files to the disk in a loop: `--ratings` rating keys, each `--pace` seconds after the last (0.8: a quick rater), and
 the ratings stored, the keys ignored and the event loop's longest gap. Needs Xvfb, PulseAudio and xdotool (apt-get
@@ -39,12 +39,7 @@ from real_device import (  # noqa: E402
     walk_arguments,
     walked_session,
 )
-
-HOLDER = (  # holds the write lock until a line comes on stdin, then commits and exits
-    "import sqlite3, sys; conn = sqlite3.connect(sys.argv[1], isolation_level=None); "
-    "conn.execute('BEGIN IMMEDIATE'); conn.execute('UPDATE project_meta SET value = value'); "
-    "print('holding', flush=True); sys.stdin.readline(); conn.execute('COMMIT')"
-)
+from support import hold_write_lock, let_go  # noqa: E402
 
 
 def options() -> tuple[Path | None, int, float]:
@@ -58,16 +53,18 @@ def options() -> tuple[Path | None, int, float]:
     return baseline, int(found.get("--ratings", "40")), float(found.get("--pace", "0.8"))
 
 
+def exit_within(process: subprocess.Popen, since: float, seconds: float = 15.0) -> str:
+    try:
+        process.wait(seconds)
+        return f"{time.monotonic() - since:.1f} s"
+    except subprocess.TimeoutExpired:
+        return f"not within {seconds:.0f} s"
+
+
 def screenshots(out: Path, screen: str, project: Path) -> str:
     size = screen.removesuffix("x24")
     with walked_session(out, screen, project) as (desktop, process, figures):
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        holder.stdout.readline()
+        holder = hold_write_lock(project)
         desktop.xdotool("key", "1")
         time.sleep(1.0)
         desktop.screenshot(out / f"rating-saving-ahead-{size}.png")
@@ -79,17 +76,11 @@ def screenshots(out: Path, screen: str, project: Path) -> str:
         time.sleep(0.5)
         desktop.screenshot(out / f"rating-saving-then-{size}.png")
         held = stored_ratings(project)
-        holder.communicate("\n", timeout=10)
+        let_go(holder)
         time.sleep(1.5)
         desktop.screenshot(out / f"rating-saved-ahead-{size}.png")
         after = stored_ratings(project)
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(project / "project.sqlite")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        holder.stdout.readline()
+        holder = hold_write_lock(project)
         desktop.xdotool("key", "2")
         time.sleep(0.5)
         desktop.xdotool("key", "ctrl+q")
@@ -100,17 +91,25 @@ def screenshots(out: Path, screen: str, project: Path) -> str:
         back = "the window stayed" if process.poll() is None else "the window closed (wrong)"
         desktop.xdotool("key", "ctrl+q")
         time.sleep(1.0)
+        let_go_at = time.monotonic()
+        let_go(holder)
+        by_itself = exit_within(process, let_go_at)
+    quit_waited = stored_ratings(project)
+    with walked_session(out, screen, project) as (desktop, process, _figures):
+        holder = hold_write_lock(project)
+        desktop.xdotool("key", "3")
+        time.sleep(0.5)
+        desktop.xdotool("key", "ctrl+q")
+        time.sleep(1.0)
         desktop.xdotool("key", "alt+q")  # quit without saving
-        asked = time.monotonic()
-        try:
-            process.wait(15)
-            closed = f"Alt+Q closed it {time.monotonic() - asked:.1f} s later"
-        except subprocess.TimeoutExpired:
-            closed = "Alt+Q left it open 15 s"
-        holder.communicate("\n", timeout=10)
+        without = exit_within(process, time.monotonic())
+        let_go(holder)
     return (
-        f"{held} stored while the lock was held, {after} after; Ctrl+Q with a rating waiting for the lock: Esc, {back}; "
-        f"Ctrl+Q again, {closed}; {stored_ratings(project)} stored; {figures.lines()[1]}"
+        f"{held} stored while the lock was held, {after} after; {figures.lines()[1]}\n"
+        f"Ctrl+Q with a rating waiting for the lock, Esc: {back}; Ctrl+Q again, the lock let go: the window closed "
+        f"{by_itself} later, {quit_waited} stored\n"
+        f"Ctrl+Q with a rating waiting for the lock, Alt+Q (quit without saving): the window closed {without} later, "
+        f"{stored_ratings(project)} stored"
     )
 
 

@@ -392,6 +392,24 @@ def test_a_rating_still_being_stored_at_the_quit_reaches_the_pack_file(window, q
     assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
 
 
+def test_a_quit_with_a_rating_held_up_by_the_write_lock_says_so_and_the_pack_gets_it(window, qtbot, packed):
+    """The pack's quit dialog stood in for a rating waiting for another program's write lock and said "Every rating
+    is already kept in ana.sbpack.d" while it was not; the window's own wait for the writes comes first now."""
+    from support import let_go, write_lock_held
+
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
+    with write_lock_held(pack_folder(packed)) as holder:
+        qtbot.keyClick(page.view, Qt.Key.Key_1)
+        window.close()
+        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        assert window.pack_quit_dialog is None or not window.pack_quit_dialog.isVisible()
+        let_go(holder)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=15_000)  # the rating stored, then saved into the pack
+    assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
+
+
 def test_a_pack_save_is_not_cancelled_from_the_jobs_panel_or_at_shutdown(window, qtbot, packed, monkeypatch):
     """Cancel left the save 'cancelling' until it ended, then dropped its outcome: the status line promised a
     save no timer would make (review of a3203d6). A save cut short only leaves the file without its ratings."""

@@ -207,13 +207,12 @@ def test_a_quit_waits_for_the_ratings_in_flight_says_so_and_closes_once_they_are
         asked = time.monotonic()
         window.close()
         assert time.monotonic() - asked < 1.0 and window.isVisible()  # waits, the window answering meanwhile
+        window.close()  # Ctrl+Q again before the dialog: still one wait
         qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
         assert (
             "2 changes you made (ratings, notes, undos) are still being saved"
             in window.writes_quit_dialog.message.text()
         )
-        window.close()  # Ctrl+Q again: still waiting, nothing else
-        assert window.isVisible()
         let_go(holder)
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)  # closed by itself once they are in
     assert stored(demo_copy) == [(rated[0], "correct"), (rated[1], "incorrect")]
@@ -246,7 +245,33 @@ def test_told_to_end_a_quit_waits_a_while_for_the_writes_and_asks_nothing(qtbot,
     window, page = window_rating(demo_copy)
     with write_lock_held(demo_copy):
         rated_and_moved_on(qtbot, page, "1")
-        window.close_when_told()  # a logout's SIGTERM: nobody to answer a dialog
-        assert window.isVisible()
+        window.close()  # Ctrl+Q first: the dialog comes
+        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        told = time.monotonic()
+        window.close_when_told()  # then a logout's SIGTERM: nobody to answer the dialog, which goes
+        assert window.isVisible() and not window.writes_quit_dialog.isVisible()
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
-        assert window.writes_quit_dialog is None
+        assert time.monotonic() - told >= 0.9  # the writes had their time from the signal on
+        assert not window.writes_quit_dialog.isVisible() and stored(demo_copy) == []
+
+
+def test_a_write_that_fails_while_the_quit_waits_stops_the_quit_and_says_why(
+    qtbot, demo_copy, window_rating, monkeypatch
+):
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy):
+        first = rated_and_moved_on(qtbot, page, "1")
+        window.close()
+
+        def told() -> list[str]:
+            boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+            return [box.text() for box in boxes if box.text().startswith("Not quitting:")]
+
+        qtbot.waitUntil(lambda: bool(told()), timeout=10_000)
+        assert window.isVisible() and not window.writes_quit_dialog.isVisible()
+        assert "Saving rating:" in told()[0]
+        qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)  # offered again
+    assert stored(demo_copy) == [] and window.isVisible()
