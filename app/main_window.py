@@ -1452,8 +1452,9 @@ class MainWindow(QMainWindow):
         a take being recorded is kept (stopped, checked and saved first; thrown away only where it cannot be
         stopped as R does), and a failed last save into the pack quits anyway (the folder keeps every rating; the
         next opening saves them into the pack)."""
+        if not self._told_to_end:  # its dialog has nobody to answer: the close below waits again, asking nothing
+            self._stop_waiting_for_writes()
         self._told_to_end = True
-        self._stop_waiting_for_writes()  # its dialog has nobody to answer: the close below waits again, and asks nothing
         page = self.page_widgets.get("speakers")
         if getattr(page, "take_in_hand", None) == "recording" and not page.keep_take():
             page.discard_take()
@@ -1538,8 +1539,9 @@ class MainWindow(QMainWindow):
         after, self._after_take = self._after_take, None
         if after is not None and (saved or self._told_to_end):
             after[0]()
-        else:
+        else:  # the take could not be saved: the quit or the opening is dropped
             self.summary_label.setText(self._summary_text)
+            self.quit_called_off()
 
     def _open_after_take(self, path: Path, then) -> None:
         """A project opened in the background is shown once the Speakers page's take is settled (asked first
@@ -1602,12 +1604,15 @@ class MainWindow(QMainWindow):
         closes by itself once they are in: silently when it takes a moment (a busy disk's flush), with
         `WritesQuitDialog` when it takes longer (another program holding the project's write lock). Before, the
         close waited up to 10 s with the window frozen, then dropped what was left without a word."""
-        if self._quit_without_writes or self.session is None or not self.session.unfinished_writes():
+        if self._quit_waits_for_pack:  # Ctrl+Q again while the pack is saved: that wait closes, then asks this
+            return False
+        unfinished = self.session.unfinished_writes() if self.session is not None else []
+        if self._quit_without_writes or not unfinished:
             return True
         if not self._quit_waits_for_writes:  # else Ctrl+Q again while it waits
             self._quit_waits_for_writes = True
             self._writes_waited_since = time.monotonic()
-            self._writes_waited_for = []
+            self._writes_waited_for = list(unfinished)  # one failing before the first poll is seen too
             self._writes_quit_poll.start()
         return False
 

@@ -183,8 +183,7 @@ class PackController(QObject):
         later question): the pack is saved again, as before the quit."""
         if self.saves_stopped:
             self.saves_stopped = False
-            self.dirty = self.dirty or self.pack is not None  # a save stopped halfway left the file as it was
-            if self.dirty and self.saving is None:
+            if self.dirty and self.pack is not None and self.saving is None:  # else once the stopped save ends
                 self._schedule()
 
     def stop_flushing(self, cancel: bool) -> None:
@@ -196,6 +195,8 @@ class PackController(QObject):
             for operation in [self.saving, *self.closed_saves]:
                 if operation is not None:
                     operation.stop()
+            if self.saving is not None:
+                self.dirty = True  # the stopped save leaves the file as it was
         elif self.dirty and self.saving is None:
             self._schedule()
 
@@ -210,6 +211,8 @@ class PackController(QObject):
                 else:  # spaced from this save's end, by what it cost
                     self._timer.stop()
                     self._schedule()
+            elif self.dirty and self.pack is not None and operation.status == "cancelled" and not self.saves_stopped:
+                self._schedule()  # stopped by a quit that was then called off (`resume_saves`)
         else:
             return
         if operation.status == "failed" and self.flushing and self.flush_failure is None:
