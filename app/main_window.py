@@ -1602,8 +1602,9 @@ class MainWindow(QMainWindow):
         """Whether the window may close as far as the user's own writes go (ratings saved ahead, a note, an undo):
         all committed, or the annotator chose to quit without them. Otherwise the close waits (False) and the window
         closes by itself once they are in: silently when it takes a moment (a busy disk's flush), with
-        `WritesQuitDialog` when it takes longer (another program holding the project's write lock). Before, the
-        close waited up to 10 s with the window frozen, then dropped what was left without a word."""
+        `WritesQuitDialog` when it takes longer (another program holding the project's write lock). Before, with no
+        pack open, the pack's wait stood in: its dialog spoke of a pack and called the ratings kept, and quitting
+        without them froze the window for the writer's 10 s."""
         if self._quit_waits_for_pack:  # Ctrl+Q again while the pack is saved: that wait closes, then asks this
             return False
         unfinished = self.session.unfinished_writes() if self.session is not None else []
