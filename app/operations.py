@@ -518,8 +518,8 @@ class Operation(QObject):
 
     def _receive_progress(self) -> None:
         self._progress_pending.clear()
-        if self._latest_progress is None or not self.is_running:
-            return
+        if self._latest_progress is None or not self.is_running or not shiboken6.isValid(self.runner):
+            return  # (the runner gone: its window was closed and deleted while this still ran, as in _receive_outcome)
         self.done, self.total, self.message = self._latest_progress
         self.runner.updated.emit(self)
         if self.abandoned is None:

@@ -410,6 +410,35 @@ def test_a_quit_with_a_rating_held_up_by_the_write_lock_says_so_and_the_pack_get
     assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
 
 
+@pytest.mark.slow
+def test_quit_without_the_pack_then_back_from_the_writes_question_saves_the_pack_again(
+    window, qtbot, packed, monkeypatch
+):
+    """A rating held up by another program's lock while the quit waits for the pack: "Quit without saving into the
+    pack", then Back from the writes' question. The earlier answer stood: the next quit skipped the pack, and the
+    file sent back lacked the rating made just before it (reviews of 685febc)."""
+    from support import let_go, write_lock_held
+
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 2.0)
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)  # its save runs (2 s)
+    with write_lock_held(pack_folder(packed)) as holder:
+        window.close()  # waits for the pack's save
+        qtbot.keyClick(page.view, Qt.Key.Key_2)  # before its dialog: held up by the lock
+        qtbot.waitUntil(lambda: window.pack_quit_dialog is not None and window.pack_quit_dialog.isVisible())
+        window.pack_quit_dialog.quit_button.click()  # the pack as it was...
+        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        qtbot.keyClick(window.writes_quit_dialog, Qt.Key.Key_Escape)  # ...but back, for the rating held up
+        assert window.isVisible()
+        let_go(holder)
+    qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 2 and window.packs.saving is None, timeout=15_000)
+    press(page, qtbot, Qt.Key.Key_3)
+    window.close()  # at once: this quit saves into the pack again (before, it skipped the pack as told earlier)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=15_000)
+    ratings = [rating for _annotator, rating, _undone in pack_ratings(packed)]
+    assert ratings == ["correct", "acceptable", "incorrect"]
+
+
 def test_a_pack_save_is_not_cancelled_from_the_jobs_panel_or_at_shutdown(window, qtbot, packed, monkeypatch):
     """Cancel left the save 'cancelling' until it ended, then dropped its outcome: the status line promised a
     save no timer would make (review of a3203d6). A save cut short only leaves the file without its ratings."""
