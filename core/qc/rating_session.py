@@ -5,11 +5,11 @@ The session never writes itself: an action that changes the project returns a `P
 `SynchronousRatingSession` runs them at once, for the CLI and tests.
 
 A new clip's rating is saved ahead (`SAVE_AHEAD`): the next clip is shown without waiting for the commit, which
-takes a busy disk's fsync (0.5 s at p90, up to 1.1 s, while another program writes gigabytes; 5 ms idle). The app answers
-`rating_saved` or `rating_failed`; a failed rating brings its clip back, with its note. The rating key is ignored
-on a clip whose rating is in flight, so a double press never rates twice, and undo, browsing and notes on rated
-clips wait for the saves in flight. Other writes (a re-rating, a note, an undo) go through `SAVE`: nothing moves
-until `saved(result)` or `failed(error)`.
+takes a busy disk's fsync (0.5 s at p90, up to 1.1 s, while another program writes gigabytes; 5 ms idle). The app
+answers `rating_saved` or `rating_failed`; a failed rating brings its clip back, with its note. The rating key is
+ignored on a clip whose rating is in flight, so a double press never rates twice, and undo, browsing and notes on
+rated clips wait for the saves in flight. Other writes (a re-rating, a note, an undo) go through `SAVE`: nothing
+moves until `saved(result)` or `failed(error)`.
 
 Each session belongs to one annotator and one queue: it sees only that annotator's ratings and resumes at the
 first clip in queue order they have no live rating for."""

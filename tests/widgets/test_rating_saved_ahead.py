@@ -25,6 +25,12 @@ def stored(path) -> list[tuple[int, str]]:
         return [tuple(row) for row in project.conn.execute(query, (ANNOTATOR,))]
 
 
+@pytest.fixture
+def short_lock_wait(monkeypatch):
+    """The writer's wait for another process's lock, 15 s in the app, shortened: a rating behind it fails soon."""
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)
+
+
 def rated_and_moved_on(qtbot, page, *keys: str) -> int:
     """Press `keys` on the clip shown and wait until the next one is (the write lock held elsewhere): the clip rated."""
     rated = page.rating.current.clip_id
@@ -77,9 +83,8 @@ def test_an_undo_pressed_while_the_rating_is_saved_takes_it_back_once_it_is_in(
 
 
 def test_ratings_the_writer_cannot_store_bring_their_clips_back_in_queue_order(
-    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
+    qtbot, demo_copy, rating_page_on_demo_queue, short_lock_wait
 ):
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
@@ -98,9 +103,8 @@ def test_ratings_the_writer_cannot_store_bring_their_clips_back_in_queue_order(
 
 
 def test_an_undo_held_for_ratings_that_fail_is_not_done_and_the_line_says_so(
-    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
+    qtbot, demo_copy, rating_page_on_demo_queue, short_lock_wait
 ):
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     status = page.view.status_label.text
     with write_lock_held(demo_copy):
@@ -156,23 +160,15 @@ def test_an_undo_pressed_on_the_finished_screen_while_the_last_rating_is_saved_t
 
 
 def test_a_rating_that_fails_while_another_queue_opens_is_told(
-    qtbot, demo_copy, rating_page_on_demo_queue, monkeypatch
+    qtbot, demo_copy, rating_page_on_demo_queue, short_lock_wait, dialogs
 ):
-    from PySide6.QtWidgets import QApplication, QMessageBox
-
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
     page = rating_page_on_demo_queue(SimpleNamespace(annotator=ANNOTATOR))
     with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         page.show_queues()  # Esc, then Enter on the same queue before the rating is in
         page.open_queue("demo-qc")
-
-        def told() -> list[str]:
-            boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
-            return [box.text() for box in boxes if "was not saved" in box.text()]
-
-        qtbot.waitUntil(lambda: bool(told()) and page.idle, timeout=10_000)
-        assert f"Your rating of clip {first} in queue demo-qc was not saved" in told()[0]
+        qtbot.waitUntil(lambda: any("was not saved" in box.text for box in dialogs) and page.idle, timeout=10_000)
+        assert f"Your rating of clip {first} in queue demo-qc was not saved" in dialogs[0].text
     assert page.rating.current.clip_id == first and stored(demo_copy) == []  # offered again
 
 
@@ -256,22 +252,14 @@ def test_told_to_end_a_quit_waits_a_while_for_the_writes_and_asks_nothing(qtbot,
 
 
 def test_a_write_that_fails_while_the_quit_waits_stops_the_quit_and_says_why(
-    qtbot, demo_copy, window_rating, monkeypatch
+    qtbot, demo_copy, window_rating, short_lock_wait, dialogs
 ):
-    from PySide6.QtWidgets import QApplication, QMessageBox
-
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 1_500)  # the writer's wait for the lock, shortened
     window, page = window_rating(demo_copy)
     with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
         window.close()
-
-        def told() -> list[str]:
-            boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
-            return [box.text() for box in boxes if box.text().startswith("Not quitting:")]
-
-        qtbot.waitUntil(lambda: bool(told()), timeout=10_000)
+        qtbot.waitUntil(lambda: any(box.text.startswith("Not quitting:") for box in dialogs), timeout=10_000)
         assert window.isVisible() and not window.writes_quit_dialog.isVisible()
-        assert "Saving rating:" in told()[0]
+        assert "Saving rating:" in dialogs[-1].text
         qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)  # offered again
     assert stored(demo_copy) == [] and window.isVisible()
