@@ -117,7 +117,7 @@ from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tables import ColumnMemory
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
-from spokenbench.widgets.writes_quit_dialog import WritesQuitDialog
+from spokenbench.widgets.writes_wait_dialog import QUITTING, WritesWaitDialog
 
 log = logging.getLogger("spokenbench.app.main_window")
 ProjectView = tuple[dict, list[tuple]]
@@ -155,7 +155,7 @@ NOT_NORMAL_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullSc
 MAXIMIZED_STATES = Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen
 STATE_CHANGE_S = 0.5  # a window manager's new geometry arrives this soon before its new state
 QUIT_DIALOG_DELAY_MS = 400  # a quit's save into a pack (or its last writes) that takes longer says so, in a dialog
-WRITES_POLL_MS = 50  # how often a quit waiting for the user's last writes looks whether they are in
+WRITES_POLL_MS = 50  # how often a quit or an opening waiting for the user's last writes looks whether they are in
 TOLD_TO_END_WRITES_S = 10.0  # told to end (a logout), nobody to ask: writes still waiting then are given up
 QUIT_WITHOUT_WRITES_S = 0.5  # the writer's close after "Quit without saving": the window goes at once
 PREFETCH_PAGES_MS = 1500  # after the window is first shown, these pages' modules are imported on a thread: not the
@@ -396,14 +396,14 @@ class MainWindow(QMainWindow):
         self._after_take = None  # (then, doing): what waits for the Speakers page's take (a quit, an opening)
         self._waiting_for_take = False  # take_settled is connected
         self._told_to_end = False  # a SIGTERM or SIGINT: nothing is asked
-        self.writes_quit_dialog: WritesQuitDialog | None = None
-        self._quit_waits_for_writes = False  # a quit waits for the user's last writes (ratings saved ahead)
+        self.writes_dialog: WritesWaitDialog | None = None
+        self._writes_wait = None  # (then, doing): a quit or an opening waiting for the user's last writes
         self._quit_without_writes = False  # the annotator chose to quit without them
-        self._writes_waited_since = 0.0  # monotonic: when the quit began to wait for them (or was told to end)
-        self._writes_waited_for: list[Operation] = []  # the writes the quit has waited for: one that fails stops it
-        self._writes_quit_poll = QTimer(self)
-        self._writes_quit_poll.setInterval(WRITES_POLL_MS)
-        self._writes_quit_poll.timeout.connect(self._poll_writes_for_quit)
+        self._writes_waited_since = 0.0  # monotonic: when the wait began (a quit's: or it was told to end)
+        self._writes_waited_for: list[Operation] = []  # the writes it has waited for: one that fails stops it
+        self._writes_poll = QTimer(self)
+        self._writes_poll.setInterval(WRITES_POLL_MS)
+        self._writes_poll.timeout.connect(self._poll_writes)
         self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
         self._pack_quit_timer.setSingleShot(True)
         self._pack_quit_timer.timeout.connect(self._show_pack_quit_progress)
@@ -1545,9 +1545,16 @@ class MainWindow(QMainWindow):
 
     def _open_after_take(self, path: Path, then) -> None:
         """A project opened in the background is shown once the Speakers page's take is settled (asked first
-        while one is being recorded)."""
-        if self.take_settled_before(then, f"open {Path(path).name}"):
-            then()
+        while one is being recorded), then once the user's own writes to the project open now are in
+        (`writes_in_before`)."""
+        doing = f"open {Path(path).name}"
+
+        def after_take() -> None:
+            if self.writes_in_before(then, doing):
+                then()
+
+        if self.take_settled_before(after_take, doing):
+            after_take()
 
     def pack_saved_before_quitting(self) -> bool:
         """Whether the window may close as far as the open pack goes: its file holds every rating, or the
@@ -1599,66 +1606,92 @@ class MainWindow(QMainWindow):
             self.ask_quitting_with_a_stale_pack()
 
     def writes_in_before_quitting(self) -> bool:
-        """Whether the window may close as far as the user's own writes go (ratings saved ahead, a note, an undo):
-        all committed, or the annotator chose to quit without them. Otherwise the close waits (False) and the window
-        closes by itself once they are in: silently when it takes a moment (a busy disk's flush), with
-        `WritesQuitDialog` when it takes longer (another program holding the project's write lock). Before, with no
-        pack open, the pack's wait stood in: its dialog spoke of a pack and called the ratings kept, and quitting
-        without them froze the window for the writer's 10 s."""
+        """Whether the window may close as far as the user's own writes go (`writes_in_before`), or the annotator
+        chose to quit without them. Before, with no pack open, the pack's wait stood in: its dialog spoke of a pack
+        and called the ratings kept, and quitting without them froze the window for the writer's 10 s."""
         if self._quit_waits_for_pack:  # Ctrl+Q again while the pack is saved: that wait closes, then asks this
             return False
+        return self._quit_without_writes or self.writes_in_before(self.close, QUITTING)
+
+    def writes_in_before(self, then, doing: str) -> bool:
+        """Whether the project may be closed now — `doing` "quit", or "open NAME" for another project — as far as
+        the user's own writes go (ratings saved ahead, a note, an undo): all committed. Otherwise it waits (False)
+        and `then` runs once they are in: at once when it takes a moment (a busy disk's flush), with
+        `WritesWaitDialog` when it takes longer (another program holding the project's write lock); a write that
+        fails meanwhile stops it, saying why. A quit wins over an opening that comes meanwhile, which is dropped.
+        Before, an opening closed the project's writer on the UI thread: the window froze for up to 10 s, and a
+        rating that failed after it was not told."""
         unfinished = self.session.unfinished_writes() if self.session is not None else []
-        if self._quit_without_writes or not unfinished:
+        if not unfinished:
             return True
-        if not self._quit_waits_for_writes:  # else Ctrl+Q again while it waits
-            self._quit_waits_for_writes = True
+        waiting = self._writes_wait
+        if waiting is not None and waiting[1] == QUITTING and doing != QUITTING:
+            self.summary_label.setText(self._summary_text)  # the opening is dropped: the window is closing
+            return False
+        if waiting is not None and waiting[1] != doing:  # a quit (or another project) instead of this opening
+            self._stop_waiting_for_writes()
+            waiting = None
+        self._writes_wait = (then, doing)  # Ctrl+Q again while it waits: still one wait
+        if waiting is None:
             self._writes_waited_since = time.monotonic()
             self._writes_waited_for = list(unfinished)  # one failing before the first poll is seen too
-            self._writes_quit_poll.start()
+            self._writes_poll.start()
         return False
 
-    def _poll_writes_for_quit(self) -> None:
+    def _poll_writes(self) -> None:
+        then, doing = self._writes_wait
+        quitting = doing == QUITTING
         unfinished = self.session.unfinished_writes() if self.session is not None else []
         self._writes_waited_for += [op for op in unfinished if op not in self._writes_waited_for]
         failed = [op for op in self._writes_waited_for if op.status == "failed"]
-        if failed and not self._told_to_end:  # not stored: the window stays, and says why
+        if failed and not (quitting and self._told_to_end):  # not stored: the project stays, and says why
             self._stop_waiting_for_writes()
-            self.quit_called_off()
+            self._called_off(doing)
             path = self.session.path if self.session is not None else None
             what = "\n".join(f"{op.label}: {explained_error(op.error, path) or op.error}" for op in failed)
+            action = "quitting" if quitting else f"opening {doing.removeprefix('open ')}"
             show_error(
                 self,
                 SpokenBenchError(
-                    f"Not quitting: {what}\n\nNothing of it is stored; do it again, or quit again to leave without it."
+                    f"Not {action}: {what}\n\nNothing of it is stored; do it again, or {doing} again to leave "
+                    "without it."
                 ),
                 "Not saved",
             )
             return
         left = len(unfinished)
         waited = time.monotonic() - self._writes_waited_since
-        dialog = self.writes_quit_dialog
+        dialog = self.writes_dialog
         shown = dialog is not None and shiboken6.isValid(dialog) and dialog.isVisible()
-        if left and not (self._told_to_end and waited >= TOLD_TO_END_WRITES_S):
+        if left and not (quitting and self._told_to_end and waited >= TOLD_TO_END_WRITES_S):
             if shown:
                 dialog.show_left(left)
-            elif waited * 1000 >= QUIT_DIALOG_DELAY_MS and not self._told_to_end:
+            elif waited * 1000 >= QUIT_DIALOG_DELAY_MS and not (quitting and self._told_to_end):
                 replace_dialog(dialog)
-                self.writes_quit_dialog = WritesQuitDialog(left, self)
-                self.writes_quit_dialog.finished.connect(self._writes_quit_answered)
-                self.writes_quit_dialog.open()
+                self.writes_dialog = WritesWaitDialog(left, self, doing)
+                self.writes_dialog.finished.connect(self._writes_dialog_answered)
+                self.writes_dialog.open()
             return
         self._stop_waiting_for_writes()
-        self._quit_without_writes = bool(left)  # told to end and still waiting: nobody to ask
-        self.close()
+        if quitting:
+            self._quit_without_writes = bool(left)  # told to end and still waiting: nobody to ask
+        then()
 
-    def _writes_quit_answered(self, result: int) -> None:
+    def _writes_dialog_answered(self, result: int) -> None:
+        then, doing = self._writes_wait
         self._stop_waiting_for_writes()
-        if result == WritesQuitDialog.QUIT_WITHOUT:
+        if result == WritesWaitDialog.QUIT_WITHOUT:
             self._quit_without_writes = True
-            self.close()
+            then()
         else:  # back to the project, the writes going on
-            self.quit_called_off()
+            self._called_off(doing)
             self.keys_back_from_dialog()
+
+    def _called_off(self, doing: str) -> None:
+        if doing == QUITTING:
+            self.quit_called_off()
+        else:  # the opening is dropped
+            self.summary_label.setText(self._summary_text)
 
     def quit_called_off(self) -> None:
         """The annotator went back from a quit (a dialog's Back, Stay, Go on recording, a write that failed): an
@@ -1673,11 +1706,11 @@ class MainWindow(QMainWindow):
         self.focus_page()
 
     def _stop_waiting_for_writes(self) -> None:
-        self._writes_quit_poll.stop()
-        self._quit_waits_for_writes = False
-        dialog = self.writes_quit_dialog
+        self._writes_poll.stop()
+        self._writes_wait = None
+        dialog = self.writes_dialog
         if dialog is not None and shiboken6.isValid(dialog) and dialog.isVisible():
-            dialog.finished.disconnect(self._writes_quit_answered)
+            dialog.finished.disconnect(self._writes_dialog_answered)
             dialog.accept()
 
     def _stop_waiting_for_pack(self) -> None:

@@ -403,7 +403,7 @@ def test_a_quit_with_a_rating_held_up_by_the_write_lock_says_so_and_the_pack_get
     with write_lock_held(pack_folder(packed)) as holder:
         qtbot.keyClick(page.view, Qt.Key.Key_1)
         window.close()
-        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
         assert window.pack_quit_dialog is None or not window.pack_quit_dialog.isVisible()
         let_go(holder)
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=15_000)  # the rating stored, then saved into the pack
@@ -427,8 +427,8 @@ def test_quit_without_the_pack_then_back_from_the_writes_question_saves_the_pack
         qtbot.keyClick(page.view, Qt.Key.Key_2)  # before its dialog: held up by the lock
         qtbot.waitUntil(lambda: window.pack_quit_dialog is not None and window.pack_quit_dialog.isVisible())
         window.pack_quit_dialog.quit_button.click()  # the pack as it was...
-        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
-        qtbot.keyClick(window.writes_quit_dialog, Qt.Key.Key_Escape)  # ...but back, for the rating held up
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)  # ...but back, for the rating held up
         assert window.isVisible()
         let_go(holder)
     qtbot.waitUntil(lambda: len(pack_ratings(packed)) == 2 and window.packs.saving is None, timeout=15_000)

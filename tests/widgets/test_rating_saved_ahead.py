@@ -11,7 +11,8 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from demo_copies import linked_copy
+from PySide6.QtCore import QSettings, Qt, QTimer
 from support import let_go, write_lock_held
 
 from spokenbench.core.store import database, opened
@@ -204,11 +205,8 @@ def test_a_quit_waits_for_the_ratings_in_flight_says_so_and_closes_once_they_are
         window.close()
         assert time.monotonic() - asked < 1.0 and window.isVisible()  # waits, the window answering meanwhile
         window.close()  # Ctrl+Q again before the dialog: still one wait
-        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
-        assert (
-            "2 changes you made (ratings, notes, undos) are still being saved"
-            in window.writes_quit_dialog.message.text()
-        )
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        assert "2 changes you made (ratings, notes, undos) are still being saved" in window.writes_dialog.message.text()
         let_go(holder)
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)  # closed by itself once they are in
     assert stored(demo_copy) == [(rated[0], "correct"), (rated[1], "incorrect")]
@@ -219,18 +217,18 @@ def test_back_to_the_project_goes_on_saving_and_quit_without_them_closes_at_once
     with write_lock_held(demo_copy) as holder:
         first = rated_and_moved_on(qtbot, page, "2")
         window.close()
-        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
-        qtbot.keyClick(window.writes_quit_dialog, Qt.Key.Key_Escape)  # back: the rating goes on waiting
-        assert window.isVisible() and not window.writes_quit_dialog.isVisible()
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)  # back: the rating goes on waiting
+        assert window.isVisible() and not window.writes_dialog.isVisible()
         let_go(holder)
         qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
     assert window.isVisible() and stored(demo_copy) == [(first, "acceptable")]
     with write_lock_held(demo_copy):
         rated_and_moved_on(qtbot, page, "3")
         window.close()
-        qtbot.waitUntil(lambda: window.writes_quit_dialog.isVisible())
+        qtbot.waitUntil(lambda: window.writes_dialog.isVisible())
         asked = time.monotonic()
-        window.writes_quit_dialog.quit_button.click()
+        window.writes_dialog.quit_button.click()
         assert not window.isVisible() and time.monotonic() - asked < 2.0
 
 
@@ -242,13 +240,13 @@ def test_told_to_end_a_quit_waits_a_while_for_the_writes_and_asks_nothing(qtbot,
     with write_lock_held(demo_copy):
         rated_and_moved_on(qtbot, page, "1")
         window.close()  # Ctrl+Q first: the dialog comes
-        qtbot.waitUntil(lambda: window.writes_quit_dialog is not None and window.writes_quit_dialog.isVisible())
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
         told = time.monotonic()
         window.close_when_told()  # then a logout's SIGTERM: nobody to answer the dialog, which goes
-        assert window.isVisible() and not window.writes_quit_dialog.isVisible()
+        assert window.isVisible() and not window.writes_dialog.isVisible()
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
         assert time.monotonic() - told >= 0.9  # the writes had their time from the signal on
-        assert not window.writes_quit_dialog.isVisible() and stored(demo_copy) == []
+        assert not window.writes_dialog.isVisible() and stored(demo_copy) == []
 
 
 def test_a_write_that_fails_while_the_quit_waits_stops_the_quit_and_says_why(
@@ -259,7 +257,92 @@ def test_a_write_that_fails_while_the_quit_waits_stops_the_quit_and_says_why(
         first = rated_and_moved_on(qtbot, page, "1")
         window.close()
         qtbot.waitUntil(lambda: any(box.text.startswith("Not quitting:") for box in dialogs), timeout=10_000)
-        assert window.isVisible() and not window.writes_quit_dialog.isVisible()
+        assert window.isVisible() and not window.writes_dialog.isVisible()
         assert "Saving rating:" in dialogs[-1].text
         qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)  # offered again
     assert stored(demo_copy) == [] and window.isVisible()
+
+
+@pytest.fixture
+def other_project(built_demo, tmp_path):
+    return linked_copy(built_demo, tmp_path / "other-project")
+
+
+@pytest.fixture
+def longest_pause(qtbot):
+    """longest_pause() → the longest the event loop went without running a 20 ms timer, since the fixture began."""
+    ticks = [time.monotonic()]
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start(20)
+    yield lambda: max(b - a for a, b in zip(ticks, [*ticks[1:], time.monotonic()], strict=True))
+    timer.stop()
+
+
+def test_another_project_opens_once_the_ratings_in_flight_are_in_the_window_answering_meanwhile(
+    qtbot, demo_copy, other_project, window_rating, longest_pause
+):
+    """Before, the opening closed the project's writer on the UI thread: the window froze for the writer's 10 s
+    (measured 10.03 s), then opened the other project with the rating still waiting, told nothing of it."""
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = rated_and_moved_on(qtbot, page, "1")
+        window.open_project(other_project)
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=10_000)
+        dialog = window.writes_dialog
+        assert dialog.windowTitle() == "Saving before opening other-project" and dialog.quit_button is None
+        assert "other-project opens as soon as it is in" in dialog.message.text()
+        assert window.project_path == demo_copy and page.rating.saving == 1
+        let_go(holder)
+        qtbot.waitUntil(lambda: window.project_path == other_project, timeout=10_000)
+    assert not dialog.isVisible() and stored(demo_copy) == [(rated, "correct")]
+    assert longest_pause() < 1.0
+
+
+def test_back_from_the_openings_wait_drops_the_opening_and_the_ratings_go_on(
+    qtbot, demo_copy, other_project, window_rating
+):
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = rated_and_moved_on(qtbot, page, "3")
+        window.open_project(other_project)
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=10_000)
+        qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)
+        assert not window.writes_dialog.isVisible() and window.summary_label.text().startswith(str(demo_copy))
+        let_go(holder)
+        qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
+    qtbot.wait(200)  # longer than the wait's polls: the opening is not taken up again
+    assert window.project_path == demo_copy and stored(demo_copy) == [(rated, "incorrect")]
+
+
+def test_a_rating_that_fails_while_another_project_waits_to_open_stops_the_opening_and_says_why(
+    qtbot, demo_copy, other_project, window_rating, short_lock_wait, dialogs
+):
+    """Before, the writer's close gave up on the write after the lock's wait and opened the other project; the
+    rating, never stored, was not named anywhere."""
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy):
+        first = rated_and_moved_on(qtbot, page, "1")
+        window.open_project(other_project)
+        qtbot.waitUntil(
+            lambda: any(box.text.startswith("Not opening other-project:") for box in dialogs), timeout=10_000
+        )
+        assert "Saving rating:" in dialogs[-1].text and "or open other-project again" in dialogs[-1].text
+        qtbot.waitUntil(lambda: page.idle and page.rating.current.clip_id == first, timeout=10_000)  # offered again
+    assert window.project_path == demo_copy and stored(demo_copy) == []
+    with qtbot.waitSignal(window.open_project(other_project).finished, timeout=20_000):
+        pass  # nothing left to wait for: opened at once
+    assert window.project_path == other_project
+
+
+def test_a_quit_while_another_project_waits_to_open_waits_in_its_place(qtbot, demo_copy, other_project, window_rating):
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = rated_and_moved_on(qtbot, page, "2")
+        window.open_project(other_project)
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=10_000)
+        window.close_when_told()  # a logout meanwhile: the opening is dropped, the quit waits, asking nothing
+        assert window.isVisible() and not window.writes_dialog.isVisible()
+        let_go(holder)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert window.project_path == demo_copy and stored(demo_copy) == [(rated, "acceptable")]

@@ -1,0 +1,66 @@
+"""What a quit, or the opening of another project, says while the user's last writes (ratings saved ahead, a note,
+an undo) wait for the project's write lock: another program holds it (a script or a job stopped mid-write, a share
+that stalls). The window closes, or the other project opens, by itself once they are in; Esc or Enter goes back
+(they go on). Only a quit has a button to go without them: an opening has nothing to gain by it, as a write that
+cannot be stored fails within the lock's wait and says so."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, QVBoxLayout, QWidget
+
+QUITTING = "quit"
+
+
+def writes_left_text(count: int, doing: str = QUITTING) -> str:
+    """`doing`: "quit", or "open NAME" for the opening of project NAME."""
+    if count == 1:
+        what, it, was = "1 change you made (a rating, a note, an undo) is", "it is", "it: it was"
+    else:
+        what, it, was = f"{count} changes you made (ratings, notes, undos) are", "they are", "them: they were"
+    waiting = (
+        f"{what} still being saved. Another program may hold the project's write lock (a script or a job stopped in "
+        "the middle of a write), or the disk or network share is slow; "
+    )
+    if doing == QUITTING:
+        return (
+            f"{waiting}the window closes as soon as {it} in.\n\nQuitting without saving loses {was} not reported saved."
+        )
+    name = doing.removeprefix("open ")
+    return (
+        f"{waiting}{name} opens as soon as {it} in.\n\nIf one cannot be saved, you are told, its clip is offered "
+        f"again, and {name} is not opened."
+    )
+
+
+class WritesWaitDialog(QDialog):
+    BACK, QUIT_WITHOUT = 0, 2  # its results (0: rejected)
+
+    def __init__(self, count: int, parent: QWidget, doing: str = QUITTING):
+        super().__init__(parent)
+        self.doing = doing
+        quitting = doing == QUITTING
+        self.setWindowTitle("Saving before quitting" if quitting else f"Saving before opening {doing[5:]}")
+        self.setModal(True)
+        self.message = QLabel(writes_left_text(count, doing))
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.setWordWrap(True)
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 0)  # waiting: nothing to count but what is left
+        self.bar.setTextVisible(False)
+        buttons = QDialogButtonBox()
+        self.back_button = buttons.addButton("&Back to the project", QDialogButtonBox.ButtonRole.RejectRole)
+        self.back_button.setDefault(True)
+        self.back_button.clicked.connect(self.reject)
+        self.quit_button = None
+        if quitting:
+            self.quit_button = buttons.addButton("&Quit without saving", QDialogButtonBox.ButtonRole.ActionRole)
+            self.quit_button.clicked.connect(lambda: self.done(self.QUIT_WITHOUT))
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.message)
+        layout.addWidget(self.bar)
+        layout.addWidget(buttons)
+        self.setMinimumWidth(480)
+
+    def show_left(self, count: int) -> None:
+        self.message.setText(writes_left_text(count, self.doing))
