@@ -410,6 +410,27 @@ def test_a_quit_with_a_rating_held_up_by_the_write_lock_says_so_and_the_pack_get
     assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
 
 
+def test_another_project_opened_with_a_rating_held_up_by_the_write_lock_leaves_it_in_the_pack(
+    window, qtbot, packed, demo_copy
+):
+    """The pack's last save started at the closing, before the rating held up by the lock was stored: the file sent
+    back lacked it (and the window froze for the writer's close). The opening now waits for the rating first."""
+    from support import let_go, write_lock_held
+
+    window.open_pack_file(packed)
+    page = rating_page_ready(window, qtbot)
+    qtbot.waitUntil(lambda: window.packs.saving is None, timeout=10_000)
+    with write_lock_held(pack_folder(packed)) as holder:
+        qtbot.keyClick(page.view, Qt.Key.Key_1)
+        window.open_project(demo_copy)
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        assert window.packs.pack is not None  # not closed yet: its last save comes after the rating
+        let_go(holder)
+        qtbot.waitUntil(lambda: window.project_path == demo_copy, timeout=15_000)
+    qtbot.waitUntil(lambda: not any(op.is_running for op in window.packs.closed_saves), timeout=15_000)
+    assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
+
+
 @pytest.mark.slow
 def test_quit_without_the_pack_then_back_from_the_writes_question_saves_the_pack_again(
     window, qtbot, packed, monkeypatch
