@@ -53,6 +53,7 @@ from spokenbench.app.audio import (
 from spokenbench.app.input_methods import InputMethodSetup
 from spokenbench.app.jobs import JobsController
 from spokenbench.app.keyboard import install as install_keyboard_aids
+from spokenbench.app.keys_back import KeysBack
 from spokenbench.app.operations import (
     BackgroundOp,
     JobOp,
@@ -397,13 +398,15 @@ class MainWindow(QMainWindow):
         self._waiting_for_take = False  # take_settled is connected
         self._told_to_end = False  # a SIGTERM or SIGINT: nothing is asked
         self.writes_dialog: WritesWaitDialog | None = None
+        self._when_shown = None  # (path, then): `when_shown`'s, run once that project opens
         self._writes_wait = None  # (then, doing): a quit or an opening waiting for the user's last writes
-        self._quit_without_writes = False  # the annotator chose to quit without them
+        self._writes_given_up: str | None = None  # the quit or opening the annotator chose to go on with without them
         self._writes_waited_since = 0.0  # monotonic: when the wait began (a quit's: or it was told to end)
         self._writes_waited_for: list[Operation] = []  # the writes it has waited for: one that fails stops it
         self._writes_poll = QTimer(self)
         self._writes_poll.setInterval(WRITES_POLL_MS)
         self._writes_poll.timeout.connect(self._poll_writes)
+        self.keys_back = KeysBack(self)  # after a dialog closes, without a window manager too
         self._pack_quit_timer = QTimer(self)  # shows PackQuitDialog when the quit's save takes longer
         self._pack_quit_timer.setSingleShot(True)
         self._pack_quit_timer.timeout.connect(self._show_pack_quit_progress)
@@ -1071,8 +1074,17 @@ class MainWindow(QMainWindow):
 
         operation = open_demo(self, data_dir)
         if tour:
-            operation.success(lambda _opened: self.tour.start_if_new())
+            operation.success(lambda opened: self.when_shown(opened[0], self.tour.start_if_new))
         return operation
+
+    def when_shown(self, path: Path, then) -> None:
+        """`then()` once the project at `path` is the one shown: at once if it is, else when the opening that waits
+        (for a take, for the user's last writes) shows it; not if that opening is dropped. Before, the tour of a demo
+        whose opening waited started over the project still open."""
+        if self.project_path == Path(path) and self._writes_wait is None and self._after_take is None:
+            then()
+        else:
+            self._when_shown = (Path(path), then)
 
     def run_open(self, fn, label: str) -> Operation:
         """Open a project whose folder the work itself finds: `fn(progress) -> (path, view)`, off the UI thread."""
@@ -1252,6 +1264,9 @@ class MainWindow(QMainWindow):
         self._show_view(view)
         self.refresh_badges()
         self.focus_page()  # the keys on the page shown (the item table), not left on the welcome page's buttons
+        shown, self._when_shown = self._when_shown, None
+        if shown is not None and shown[0] == path:
+            shown[1]()
 
     def _session_options(self) -> dict:
         return {} if self._poll_interval_s is None else {"poll_interval_s": self._poll_interval_s}
@@ -1314,7 +1329,11 @@ class MainWindow(QMainWindow):
                 if hasattr(page, "set_session") and page is not self.items_panel:
                     page.set_session(None)
             self.import_action.setEnabled(False)
-            self.session.close(writer_wait_s=QUIT_WITHOUT_WRITES_S if self._quit_without_writes else None)
+            given_up, self._writes_given_up = self._writes_given_up, None
+            if given_up is None:
+                self.session.close()  # nothing left to write (`writes_in_before`): at once
+            else:  # quitting: a last moment for them; opening another project: none, the writer goes on meanwhile
+                self.session.close(writer_wait_s=QUIT_WITHOUT_WRITES_S if given_up == QUITTING else 0.0)
             self.session.deleteLater()
             self.session = None
         self.show_missing_fonts([])
@@ -1322,6 +1341,7 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         """Stop every operation and thread this window started (writes already queued are finished)."""
+        self._stop_waiting_for_writes()
         self.close_project()
         silence()  # posted: the player's thread ends at exit (core/audio/playback.py)
         self.runner.shutdown(timeout_s=5.0)
@@ -1550,8 +1570,8 @@ class MainWindow(QMainWindow):
         doing = f"open {Path(path).name}"
 
         def after_take() -> None:
-            if self.writes_in_before(then, doing):
-                then()
+            if self.writes_in_before(lambda: self._open_after_take(path, then), doing):  # a take begun meanwhile
+                then()  # is asked about then
 
         if self.take_settled_before(after_take, doing):
             after_take()
@@ -1590,7 +1610,7 @@ class MainWindow(QMainWindow):
             self._stop_waiting_for_pack()
             self.packs.stop_flushing(cancel=False)
             self.quit_called_off()
-            self.keys_back_from_dialog()
+            self.focus_page()
 
     def _pack_settled_for_quit(self, ok: bool) -> None:
         self._stop_waiting_for_pack()
@@ -1611,7 +1631,7 @@ class MainWindow(QMainWindow):
         and called the ratings kept, and quitting without them froze the window for the writer's 10 s."""
         if self._quit_waits_for_pack:  # Ctrl+Q again while the pack is saved: that wait closes, then asks this
             return False
-        return self._quit_without_writes or self.writes_in_before(self.close, QUITTING)
+        return self.writes_in_before(self.close, QUITTING)
 
     def writes_in_before(self, then, doing: str) -> bool:
         """Whether the project may be closed now — `doing` "quit", or "open NAME" for another project — as far as
@@ -1621,16 +1641,20 @@ class MainWindow(QMainWindow):
         fails meanwhile stops it, saying why. A quit wins over an opening that comes meanwhile, which is dropped.
         Before, an opening closed the project's writer on the UI thread: the window froze for up to 10 s, and a
         rating that failed after it was not told."""
-        unfinished = self.session.unfinished_writes() if self.session is not None else []
-        if not unfinished:
+        if self._writes_given_up == doing:
             return True
         waiting = self._writes_wait
-        if waiting is not None and waiting[1] == QUITTING and doing != QUITTING:
-            self.summary_label.setText(self._summary_text)  # the opening is dropped: the window is closing
+        if doing != QUITTING and (self._quit_waits_for_pack or (waiting is not None and waiting[1] == QUITTING)):
+            self._called_off(doing)  # the opening is dropped: the window is closing
             return False
-        if waiting is not None and waiting[1] != doing:  # a quit (or another project) instead of this opening
-            self._stop_waiting_for_writes()
+        if waiting is not None and (waiting[1] != doing or not self._unfinished_writes()):
+            self._stop_waiting_for_writes()  # a quit or another project instead of this opening, or its writes in
+            if doing == QUITTING and waiting[1] != QUITTING:
+                self._called_off(waiting[1])
             waiting = None
+        unfinished = self._unfinished_writes()
+        if not unfinished:
+            return True
         self._writes_wait = (then, doing)  # Ctrl+Q again while it waits: still one wait
         if waiting is None:
             self._writes_waited_since = time.monotonic()
@@ -1638,10 +1662,13 @@ class MainWindow(QMainWindow):
             self._writes_poll.start()
         return False
 
+    def _unfinished_writes(self) -> list[Operation]:
+        return self.session.unfinished_writes() if self.session is not None else []
+
     def _poll_writes(self) -> None:
         then, doing = self._writes_wait
         quitting = doing == QUITTING
-        unfinished = self.session.unfinished_writes() if self.session is not None else []
+        unfinished = self._unfinished_writes()
         self._writes_waited_for += [op for op in unfinished if op not in self._writes_waited_for]
         failed = [op for op in self._writes_waited_for if op.status == "failed"]
         if failed and not (quitting and self._told_to_end):  # not stored: the project stays, and says why
@@ -1673,37 +1700,32 @@ class MainWindow(QMainWindow):
                 self.writes_dialog.open()
             return
         self._stop_waiting_for_writes()
-        if quitting:
-            self._quit_without_writes = bool(left)  # told to end and still waiting: nobody to ask
+        if left:  # told to end and still waiting: nobody to ask
+            self._writes_given_up = QUITTING
         then()
 
     def _writes_dialog_answered(self, result: int) -> None:
         then, doing = self._writes_wait
         self._stop_waiting_for_writes()
-        if result == WritesWaitDialog.QUIT_WITHOUT:
-            self._quit_without_writes = True
+        if result == WritesWaitDialog.WITHOUT:
+            self._writes_given_up = doing
             then()
         else:  # back to the project, the writes going on
             self._called_off(doing)
-            self.keys_back_from_dialog()
+            self.focus_page()
 
     def _called_off(self, doing: str) -> None:
         if doing == QUITTING:
             self.quit_called_off()
         else:  # the opening is dropped
             self.summary_label.setText(self._summary_text)
+            self._when_shown, self._writes_given_up = None, None
 
     def quit_called_off(self) -> None:
         """The annotator went back from a quit (a dialog's Back, Stay, Go on recording, a write that failed): an
         earlier "quit without …" answer of it is forgotten, so the next Ctrl+Q asks again and the pack is saved."""
-        self._quit_without_pack = self._quit_without_writes = False
+        self._quit_without_pack, self._writes_given_up = False, None
         self.packs.resume_saves()
-
-    def keys_back_from_dialog(self) -> None:
-        """The keyboard back to the window and its page after a dialog it opened: without a window manager (a
-        kiosk session, a bare X server) nothing gives the window the focus back, and the next Ctrl+Q was lost."""
-        self.activateWindow()
-        self.focus_page()
 
     def _stop_waiting_for_writes(self) -> None:
         self._writes_poll.stop()

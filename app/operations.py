@@ -292,8 +292,11 @@ class ProjectSession(QObject):
             self.jobs_listed.emit(jobs)
 
     def unfinished_writes(self) -> list[WriteOp]:
-        """The user's writes to this project not yet answered (a rating saved ahead waiting for the lock)."""
-        return [op for op in list(self.runner.running) if isinstance(op, WriteOp) and op.session is self]
+        """The user's writes to this project not yet answered (a rating saved ahead waiting for the lock). A write
+        that changes nothing (one queued behind a rating only to wait for it) is not one: a quit's dialog counted
+        it as a change the user made."""
+        running = list(self.runner.running)
+        return [op for op in running if isinstance(op, WriteOp) and op.session is self and op.changes]
 
     def close(self, writer_wait_s: float | None = None) -> None:
         """Stop watching, finish queued writes (waiting at most `writer_wait_s`, the writer's own limit when None).

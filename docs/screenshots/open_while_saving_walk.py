@@ -14,6 +14,10 @@ opens the other project (Alt+F, R, ↓, Enter). Then:
 - *never let go*: the lock is held past the writer's wait for it (15 s), so the rating cannot be stored. Figures:
   which project is open at the end, whether a dialog named the rating (open-not-saved-WxH.png for this tree), and
   whether the clip is offered again.
+- *Alt+O* (this tree): the dialog's Open NAME without saving, 1.5 s after the keys; how soon the other project opens.
+
+Each case ends with Ctrl+Q (`close_app`): whether it closed the app says whether the keys reached the window after
+its dialogs (without a window manager nothing gives them back).
 
 Needs Xvfb, PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
@@ -78,9 +82,16 @@ def open_other_by_keys(desktop: RealDesktop) -> None:
 
 
 def one_opening(
-    out: Path, screen: str, demo: Path, name: str, command: list[str] | None, held_s: float | None, shot: Path | None
+    out: Path,
+    screen: str,
+    demo: Path,
+    name: str,
+    command: list[str] | None,
+    held_s: float | str | None,
+    shot: Path | None,
 ) -> list[str]:
-    """One tree, one case (`held_s` None: the lock is never let go within the writer's wait): its figures."""
+    """One tree, one case (`held_s` None: the lock is never let go within the writer's wait; "without": Alt+O):
+    its figures."""
     out.mkdir(parents=True, exist_ok=True)
     project, other = out / "rated", out / "other"
     for folder in (project, other):
@@ -102,11 +113,23 @@ def one_opening(
             open_other_by_keys(desktop)
             asked = time.monotonic()
             time.sleep(1.5)
-            if shot is not None and held_s is not None:
+            if shot is not None and held_s not in (None, "without"):
                 desktop.screenshot(shot)
             titles = window_titles(desktop, process)
             lines.append(f"1.5 s after the keys: windows {titles}")
-            if held_s is not None:
+            if held_s == "without":
+                pressed = time.monotonic()
+                desktop.xdotool("key", "alt+o")
+                opened_after = None
+                while time.monotonic() - pressed < 15.0:
+                    if open_project_named(desktop, process, "other"):
+                        opened_after = time.monotonic() - pressed
+                        break
+                    time.sleep(0.05)
+                said = f"{opened_after:.2f} s after Alt+O" if opened_after is not None else "never"
+                lines.append(f"the other project opened {said}")
+                let_go(holder)
+            elif held_s is not None:
                 time.sleep(max(0.0, held_s - (time.monotonic() - asked)))
                 let_go_at = time.monotonic()
                 let_go(holder)
@@ -134,6 +157,7 @@ def one_opening(
         finally:
             close_app(desktop, process, heart, log, figures)
     lines.append(figures.lines()[1])
+    lines += figures.notes or ["Ctrl+Q at the end closed the app"]
     return lines
 
 
@@ -145,8 +169,9 @@ def main() -> None:
     add_stress_queue(demo)
     for name, command in app_trees(baseline):
         this_tree = command is None
-        for case, held_s, shot_name in (("let go", held, "open-waiting"), ("never let go", None, "open-not-saved")):
-            shot = out / f"{shot_name}-{size}.png" if this_tree else None
+        cases = [("let go", held, "open-waiting"), ("never let go", None, "open-not-saved")]
+        for case, held_s, shot_name in cases + ([("Alt+O", "without", "")] if this_tree else []):
+            shot = out / f"{shot_name}-{size}.png" if this_tree and shot_name else None
             figures = one_opening(out / "walk", screen, demo, name, command, held_s, shot)
             print(f"{name}, {size}, lock {case}:", flush=True)
             print("  " + "\n  ".join(figures), flush=True)

@@ -423,11 +423,27 @@ def test_another_project_opened_with_a_rating_held_up_by_the_write_lock_leaves_i
     with write_lock_held(pack_folder(packed)) as holder:
         qtbot.keyClick(page.view, Qt.Key.Key_1)
         window.open_project(demo_copy)
-        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=20_000)
         assert window.packs.pack is not None  # not closed yet: its last save comes after the rating
         let_go(holder)
         qtbot.waitUntil(lambda: window.project_path == demo_copy, timeout=15_000)
     qtbot.waitUntil(lambda: not any(op.is_running for op in window.packs.closed_saves), timeout=15_000)
+    assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
+
+
+def test_an_opening_that_comes_while_the_quit_waits_for_the_pack_is_dropped(
+    window, qtbot, packed, demo_copy, monkeypatch
+):
+    """It opened at once, under the quit's wait, and was remembered as the project to reopen (review of d49297f)."""
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 2.0)
+    press(page, qtbot, Qt.Key.Key_1)
+    qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)
+    window.close()  # waits for the pack's save
+    loading = window.open_project(demo_copy)
+    qtbot.waitUntil(lambda: loading.status == "succeeded", timeout=20_000)
+    assert window.project_path == pack_folder(packed) and not window.summary_label.text().startswith("Opening")
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=15_000)
+    assert window.project_path == pack_folder(packed)
     assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
 
 

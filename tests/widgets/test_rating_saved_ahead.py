@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 from demo_copies import linked_copy
 from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
 from support import let_go, write_lock_held
 
 from spokenbench.core.store import database, opened
@@ -228,7 +229,7 @@ def test_back_to_the_project_goes_on_saving_and_quit_without_them_closes_at_once
         window.close()
         qtbot.waitUntil(lambda: window.writes_dialog.isVisible())
         asked = time.monotonic()
-        window.writes_dialog.quit_button.click()
+        window.writes_dialog.without_button.click()
         assert not window.isVisible() and time.monotonic() - asked < 2.0
 
 
@@ -268,35 +269,56 @@ def other_project(built_demo, tmp_path):
     return linked_copy(built_demo, tmp_path / "other-project")
 
 
+class Pauses:
+    """The longest the event loop went without running a 20 ms timer, from `start()` on."""
+
+    def __init__(self):
+        self.ticks: list[float] = []
+        self.timer = QTimer()
+        self.timer.timeout.connect(lambda: self.ticks.append(time.monotonic()))
+
+    def start(self) -> None:
+        self.ticks = [time.monotonic()]
+        self.timer.start(20)
+
+    def longest(self) -> float:
+        ends = [*self.ticks[1:], time.monotonic()]
+        return max(later - earlier for earlier, later in zip(self.ticks, ends, strict=True))
+
+
 @pytest.fixture
-def longest_pause(qtbot):
-    """longest_pause() → the longest the event loop went without running a 20 ms timer, since the fixture began."""
-    ticks = [time.monotonic()]
-    timer = QTimer()
-    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
-    timer.start(20)
-    yield lambda: max(b - a for a, b in zip(ticks, [*ticks[1:], time.monotonic()], strict=True))
-    timer.stop()
+def pauses():
+    watch = Pauses()
+    yield watch
+    watch.timer.stop()
+
+
+def opening_waits(qtbot, window, project) -> None:
+    """Open `project` and wait until the window says the opening waits for the writes."""
+    window.open_project(project)
+    qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=20_000)
 
 
 def test_another_project_opens_once_the_ratings_in_flight_are_in_the_window_answering_meanwhile(
-    qtbot, demo_copy, other_project, window_rating, longest_pause
+    qtbot, demo_copy, other_project, window_rating, pauses
 ):
     """Before, the opening closed the project's writer on the UI thread: the window froze for the writer's 10 s
     (measured 10.03 s), then opened the other project with the rating still waiting, told nothing of it."""
     window, page = window_rating(demo_copy)
     with write_lock_held(demo_copy) as holder:
         rated = rated_and_moved_on(qtbot, page, "1")
-        window.open_project(other_project)
-        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=10_000)
+        pauses.start()
+        opening_waits(qtbot, window, other_project)
         dialog = window.writes_dialog
-        assert dialog.windowTitle() == "Saving before opening other-project" and dialog.quit_button is None
-        assert "other-project opens as soon as it is in" in dialog.message.text()
+        assert dialog.windowTitle() == "Saving before opening other-project"
+        assert dialog.without_button.text() == "&Open other-project without saving"
+        assert "other-project opens as soon as it is in. If it cannot be saved" in dialog.message.text()
         assert window.project_path == demo_copy and page.rating.saving == 1
         let_go(holder)
         qtbot.waitUntil(lambda: window.project_path == other_project, timeout=10_000)
     assert not dialog.isVisible() and stored(demo_copy) == [(rated, "correct")]
-    assert longest_pause() < 1.0
+    assert pauses.longest() < 1.0
+    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is window.windowHandle(), timeout=2_000)  # the keys back
 
 
 def test_back_from_the_openings_wait_drops_the_opening_and_the_ratings_go_on(
@@ -305,25 +327,31 @@ def test_back_from_the_openings_wait_drops_the_opening_and_the_ratings_go_on(
     window, page = window_rating(demo_copy)
     with write_lock_held(demo_copy) as holder:
         rated = rated_and_moved_on(qtbot, page, "3")
-        window.open_project(other_project)
-        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=10_000)
+        shown = []
+        opening_waits(qtbot, window, other_project)
+        window.when_shown(other_project, lambda: shown.append(1))  # as the demo's tour waits for the demo
         qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)
         assert not window.writes_dialog.isVisible() and window.summary_label.text().startswith(str(demo_copy))
+        qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is window.windowHandle(), timeout=2_000)
         let_go(holder)
         qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
     qtbot.wait(200)  # longer than the wait's polls: the opening is not taken up again
     assert window.project_path == demo_copy and stored(demo_copy) == [(rated, "incorrect")]
+    with qtbot.waitSignal(window.open_project(other_project).finished, timeout=20_000):
+        pass
+    assert window.project_path == other_project and shown == []  # dropped with the opening it waited for
 
 
 def test_a_rating_that_fails_while_another_project_waits_to_open_stops_the_opening_and_says_why(
-    qtbot, demo_copy, other_project, window_rating, short_lock_wait, dialogs
+    qtbot, demo_copy, other_project, window_rating, dialogs, monkeypatch
 ):
     """Before, the writer's close gave up on the write after the lock's wait and opened the other project; the
     rating, never stored, was not named anywhere."""
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 5_000)  # 15 s in the app; long enough for the other's loading
     window, page = window_rating(demo_copy)
     with write_lock_held(demo_copy):
         first = rated_and_moved_on(qtbot, page, "1")
-        window.open_project(other_project)
+        opening_waits(qtbot, window, other_project)
         qtbot.waitUntil(
             lambda: any(box.text.startswith("Not opening other-project:") for box in dialogs), timeout=10_000
         )
@@ -339,10 +367,92 @@ def test_a_quit_while_another_project_waits_to_open_waits_in_its_place(qtbot, de
     window, page = window_rating(demo_copy)
     with write_lock_held(demo_copy) as holder:
         rated = rated_and_moved_on(qtbot, page, "2")
-        window.open_project(other_project)
-        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=10_000)
+        opening_waits(qtbot, window, other_project)
         window.close_when_told()  # a logout meanwhile: the opening is dropped, the quit waits, asking nothing
         assert window.isVisible() and not window.writes_dialog.isVisible()
         let_go(holder)
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
     assert window.project_path == demo_copy and stored(demo_copy) == [(rated, "acceptable")]
+
+
+def test_ctrl_q_while_another_project_waits_to_open_waits_in_its_place_and_back_stays(
+    qtbot, demo_copy, other_project, window_rating
+):
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = rated_and_moved_on(qtbot, page, "1")
+        window.open_project(other_project)
+        qtbot.waitUntil(lambda: window._writes_wait is not None, timeout=20_000)  # before its dialog
+        window.close()  # Ctrl+Q: the quit's wait instead
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        assert window.writes_dialog.windowTitle() == "Saving before quitting"
+        assert not window.summary_label.text().startswith("Opening")
+        qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)  # back: neither quits nor opens
+        let_go(holder)
+        qtbot.waitUntil(lambda: page.idle and page.view.status_label.text() == "Saved", timeout=10_000)
+    qtbot.wait(200)
+    assert window.isVisible() and window.project_path == demo_copy and stored(demo_copy) == [(rated, "correct")]
+
+
+def test_an_opening_that_comes_while_a_quit_waits_is_dropped(qtbot, demo_copy, other_project, window_rating):
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = rated_and_moved_on(qtbot, page, "3")
+        window.close()
+        loading = window.open_project(other_project)
+        qtbot.waitUntil(lambda: loading.status == "succeeded", timeout=20_000)  # loaded while the quit waits
+        assert window._writes_wait[1] == "quit" and window.project_path == demo_copy
+        assert not window.summary_label.text().startswith("Opening")
+        let_go(holder)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert window.project_path == demo_copy and stored(demo_copy) == [(rated, "incorrect")]
+
+
+def test_open_without_saving_opens_at_once_and_a_rating_left_behind_is_written_if_the_lock_comes(
+    qtbot, demo_copy, other_project, window_rating, pauses
+):
+    """A share that hangs never answers, so a wait for it never ends: the dialog's Alt+O goes on without it."""
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated = rated_and_moved_on(qtbot, page, "2")
+        opening_waits(qtbot, window, other_project)
+        pauses.start()
+        window.writes_dialog.without_button.click()
+        qtbot.waitUntil(lambda: window.project_path == other_project, timeout=5_000)
+        assert pauses.longest() < 0.5  # the writer is not waited for (a quit's waits 0.5 s; before, 10 s)
+        assert not window.writes_dialog.isVisible()
+        let_go(holder)
+    qtbot.waitUntil(lambda: stored(demo_copy) == [(rated, "acceptable")], timeout=10_000)  # the app lives on
+
+
+def test_a_newer_opening_wins_over_one_whose_writes_came_in_between_two_polls(
+    qtbot, demo_copy, other_project, window_rating, built_demo, tmp_path
+):
+    """The older opening's poll, coming after the newer project opened, opened the older one over it (review)."""
+    third = linked_copy(built_demo, tmp_path / "third-project")
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        rated_and_moved_on(qtbot, page, "1")
+        window.open_project(other_project)
+        qtbot.waitUntil(lambda: window._writes_wait is not None, timeout=20_000)
+        window._writes_poll.setInterval(60_000)  # its next poll not yet come...
+        let_go(holder)
+    qtbot.waitUntil(lambda: not window.session.unfinished_writes(), timeout=10_000)  # ...when the rating is in
+    with qtbot.waitSignal(window.open_project(third).finished, timeout=20_000):
+        pass
+    window._writes_poll.setInterval(50)  # had the older wait been left, its poll would open other-project now
+    qtbot.wait(200)
+    assert window.project_path == third and window._writes_wait is None
+
+
+def test_the_wait_for_a_rating_before_another_queue_opens_is_not_counted_as_a_change(qtbot, demo_copy, window_rating):
+    """The empty write queued behind the rating (so the queue reads it) was counted: "2 changes you made" (review)."""
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy):
+        rated_and_moved_on(qtbot, page, "1")
+        page.show_queues()
+        page.open_queue("demo-qc")
+        window.close()
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        assert window.writes_dialog.message.text().startswith("1 change you made (a rating, a note, an undo) is")
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
