@@ -162,9 +162,9 @@ def ensure_demo(base: Path | None = None, progress: Progress | None = None, buil
     return target
 
 
-def open_demo(window, base: Path | None = None, build=None):
-    """Build or reuse the demo in a BackgroundOp (its progress in the jobs panel), then open it in `window`.
-    Returns the operation; its success value is the window's view of the project."""
+def open_demo(window, base: Path | None = None, build=None, shown=None):
+    """Build or reuse the demo in a BackgroundOp (its progress in the jobs panel), then open it in `window`, and call
+    `shown()` once it is shown. Returns the operation; its success value is the window's view of the project."""
     from spokenbench.app.main_window import load_project_view
 
     base = base if base is not None else data_dir()
@@ -177,5 +177,5 @@ def open_demo(window, base: Path | None = None, build=None):
             folder = ensure_demo(base, progress, build)
         return folder, load_project_view(folder, progress)
 
-    opening = window.run_open(work, "Opening the demo project")
+    opening = window.run_open(work, "Opening the demo project", shown)
     return window.show_jobs_until_built(opening) if building else opening  # a build takes a minute

@@ -398,7 +398,6 @@ class MainWindow(QMainWindow):
         self._waiting_for_take = False  # take_settled is connected
         self._told_to_end = False  # a SIGTERM or SIGINT: nothing is asked
         self.writes_dialog: WritesWaitDialog | None = None
-        self._when_shown = None  # (path, then): `when_shown`'s, run once that project opens
         self._writes_wait = None  # (then, doing): a quit or an opening waiting for the user's last writes
         self._writes_given_up: str | None = None  # the quit or opening the annotator chose to go on with without them
         self._writes_waited_since = 0.0  # monotonic: when the wait began (a quit's: or it was told to end)
@@ -1072,26 +1071,22 @@ class MainWindow(QMainWindow):
         the user skipped or finished it before."""
         from spokenbench.app.demo_mode import open_demo
 
-        operation = open_demo(self, data_dir)
-        if tour:
-            operation.success(lambda opened: self.when_shown(opened[0], self.tour.start_if_new))
-        return operation
+        return open_demo(self, data_dir, shown=self.tour.start_if_new if tour else None)
 
-    def when_shown(self, path: Path, then) -> None:
-        """`then()` once the project at `path` is the one shown: at once if it is, else when the opening that waits
-        (for a take, for the user's last writes) shows it; not if that opening is dropped. Before, the tour of a demo
-        whose opening waited started over the project still open."""
-        if self.project_path == Path(path) and self._writes_wait is None and self._after_take is None:
-            then()
-        else:
-            self._when_shown = (Path(path), then)
-
-    def run_open(self, fn, label: str) -> Operation:
-        """Open a project whose folder the work itself finds: `fn(progress) -> (path, view)`, off the UI thread."""
+    def run_open(self, fn, label: str, shown=None) -> Operation:
+        """Open a project whose folder the work itself finds: `fn(progress) -> (path, view)`, off the UI thread;
+        `shown()` once it is the project shown (not if the opening is dropped: before, the demo's tour started over
+        the project still open while the opening waited for its ratings)."""
         self.summary_label.setText(f"{label}…")
+
+        def show(path: Path, view: ProjectView) -> None:
+            self._opened(path, view)
+            if shown is not None:
+                shown()
+
         return (
             BackgroundOp(self.runner, fn, label=label, parent=self, supersede="open", error_title="Cannot open project")
-            .success(lambda opened: self._open_after_take(opened[0], lambda: self._opened(*opened)))
+            .success(lambda opened: self._open_after_take(opened[0], lambda: show(*opened)))
             .failure(self._open_failed, dialog=True)
             .run()
         )
@@ -1264,9 +1259,6 @@ class MainWindow(QMainWindow):
         self._show_view(view)
         self.refresh_badges()
         self.focus_page()  # the keys on the page shown (the item table), not left on the welcome page's buttons
-        shown, self._when_shown = self._when_shown, None
-        if shown is not None and shown[0] == path:
-            shown[1]()
 
     def _session_options(self) -> dict:
         return {} if self._poll_interval_s is None else {"poll_interval_s": self._poll_interval_s}
@@ -1518,8 +1510,9 @@ class MainWindow(QMainWindow):
             self,
         )
         box.setTextFormat(Qt.TextFormat.PlainText)
-        keep = box.addButton(f"&Keep the take and {doing}", QMessageBox.ButtonRole.AcceptRole)
-        discard = box.addButton(f"&Discard it and {doing}", QMessageBox.ButtonRole.DestructiveRole)
+        escaped = doing.replace("&", "&&")  # opening a project named Q&A
+        keep = box.addButton(f"&Keep the take and {escaped}", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton(f"&Discard it and {escaped}", QMessageBox.ButtonRole.DestructiveRole)
         back = box.addButton("&Go on recording", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(back)
         box.setEscapeButton(back)
@@ -1641,25 +1634,28 @@ class MainWindow(QMainWindow):
         fails meanwhile stops it, saying why. A quit wins over an opening that comes meanwhile, which is dropped.
         Before, an opening closed the project's writer on the UI thread: the window froze for up to 10 s, and a
         rating that failed after it was not told."""
-        if self._writes_given_up == doing:
-            return True
         waiting = self._writes_wait
         if doing != QUITTING and (self._quit_waits_for_pack or (waiting is not None and waiting[1] == QUITTING)):
             self._called_off(doing)  # the opening is dropped: the window is closing
             return False
+        waited_for: list[Operation] = []
         if waiting is not None and (waiting[1] != doing or not self._unfinished_writes()):
+            waited_for = self._writes_waited_for  # one that failed since the last poll stops this too
             self._stop_waiting_for_writes()  # a quit or another project instead of this opening, or its writes in
             if doing == QUITTING and waiting[1] != QUITTING:
                 self._called_off(waiting[1])
             waiting = None
+        if self._writes_given_up == doing:
+            return True
         unfinished = self._unfinished_writes()
-        if not unfinished:
+        failed = any(op.status == "failed" for op in waited_for)
+        if not unfinished and not failed:
             return True
         self._writes_wait = (then, doing)  # Ctrl+Q again while it waits: still one wait
         if waiting is None:
             self._writes_waited_since = time.monotonic()
-            self._writes_waited_for = list(unfinished)  # one failing before the first poll is seen too
-            self._writes_poll.start()
+            self._writes_waited_for = waited_for + [op for op in unfinished if op not in waited_for]
+            self._writes_poll.start()  # its first poll says why, if one failed
         return False
 
     def _unfinished_writes(self) -> list[Operation]:
@@ -1719,7 +1715,8 @@ class MainWindow(QMainWindow):
             self.quit_called_off()
         else:  # the opening is dropped
             self.summary_label.setText(self._summary_text)
-            self._when_shown, self._writes_given_up = None, None
+            if self._writes_given_up == doing:
+                self._writes_given_up = None
 
     def quit_called_off(self) -> None:
         """The annotator went back from a quit (a dialog's Back, Stay, Go on recording, a write that failed): an

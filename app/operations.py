@@ -292,11 +292,10 @@ class ProjectSession(QObject):
             self.jobs_listed.emit(jobs)
 
     def unfinished_writes(self) -> list[WriteOp]:
-        """The user's writes to this project not yet answered (a rating saved ahead waiting for the lock). A write
-        that changes nothing (one queued behind a rating only to wait for it) is not one: a quit's dialog counted
-        it as a change the user made."""
+        """The user's writes to this project not yet answered (a rating saved ahead waiting for the lock). One that
+        only waits for those before it (`waits_only`) is not one: a quit's dialog counted it as a change made."""
         running = list(self.runner.running)
-        return [op for op in running if isinstance(op, WriteOp) and op.session is self and op.changes]
+        return [op for op in running if isinstance(op, WriteOp) and op.session is self and not op.waits_only]
 
     def close(self, writer_wait_s: float | None = None) -> None:
         """Stop watching, finish queued writes (waiting at most `writer_wait_s`, the writer's own limit when None).
@@ -620,10 +619,20 @@ class WriteOp(Operation):
     transaction (core functions such as `rate_clip` do). `changes` names the tables it changes: screens showing
     them are told once it has committed."""
 
-    def __init__(self, session: ProjectSession, fn: Callable[[Project], Any], *, changes: Iterable[str], **kwargs):
+    def __init__(
+        self,
+        session: ProjectSession,
+        fn: Callable[[Project], Any],
+        *,
+        changes: Iterable[str],
+        waits_only: bool = False,
+        **kwargs,
+    ):
+        """`waits_only`: the write does nothing but wait for those queued before it (it is no change the user made)."""
         super().__init__(session.runner, **kwargs)
         self.session = session
         self.changes = frozenset(changes)
+        self.waits_only = waits_only
         self._fn = fn
 
     def _start(self) -> None:
@@ -643,8 +652,11 @@ class WriteOp(Operation):
 
     def _written(self, result: Any, error: BaseException | None) -> None:  # on the writer thread
         if error is None:
-            self.session.changes.notify(self.changes)
-            self._deliver("ok", result)
+            try:  # a closed project's screens are gone, and its ProjectChanges with it: emitting raised, the outcome
+                if not self.session.closed:  # was never delivered, and the write stayed "running" in the jobs panel
+                    self.session.changes.notify(self.changes)
+            finally:
+                self._deliver("ok", result)
         else:
             self._deliver("error", error)
 

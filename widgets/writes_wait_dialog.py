@@ -56,7 +56,8 @@ class WritesWaitDialog(QDialog):
         self.bar.setTextVisible(False)
         buttons = QDialogButtonBox()
         self.back_button = buttons.addButton("&Back to the project", QDialogButtonBox.ButtonRole.RejectRole)
-        without = "&Quit without saving" if quitting else f"&Open {name} without saving"
+        escaped = name.replace("&", "&&")  # a project named Q&A: no Alt+A, and its & shown
+        without = "&Quit without saving" if quitting else f"&Open {escaped} without saving"
         self.without_button = buttons.addButton(without, QDialogButtonBox.ButtonRole.ActionRole)
         self.back_button.setDefault(True)
         self.back_button.clicked.connect(self.reject)

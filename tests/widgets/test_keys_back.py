@@ -82,3 +82,16 @@ def test_a_window_of_its_own_is_not_taken_for_a_dialog(qtbot, main_window):
     other.hide()
     qtbot.wait(300)
     assert QGuiApplication.focusWindow() is not main_window.windowHandle()
+
+
+def test_a_dialog_over_another_main_window_is_left_to_that_window(qtbot, main_window):
+    KeysBack(main_window)
+    second = QMainWindow()  # a second project window, with no KeysBack of its own
+    qtbot.addWidget(second)
+    second.show()
+    second.activateWindow()
+    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is second.windowHandle())
+    box = focused_by_a_box(qtbot, second)
+    box.done(0)
+    qtbot.wait(300)
+    assert QGuiApplication.focusWindow() is None  # first's KeysBack activated neither window

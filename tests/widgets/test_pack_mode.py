@@ -435,7 +435,7 @@ def test_an_opening_that_comes_while_the_quit_waits_for_the_pack_is_dropped(
     window, qtbot, packed, demo_copy, monkeypatch
 ):
     """It opened at once, under the quit's wait, and was remembered as the project to reopen (review of d49297f)."""
-    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 2.0)
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 5.0)  # longer than the demo's loading
     press(page, qtbot, Qt.Key.Key_1)
     qtbot.waitUntil(lambda: window.packs.saving is not None, timeout=5_000)
     window.close()  # waits for the pack's save
@@ -445,6 +445,28 @@ def test_an_opening_that_comes_while_the_quit_waits_for_the_pack_is_dropped(
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=15_000)
     assert window.project_path == pack_folder(packed)
     assert [rating for _annotator, rating, _undone in pack_ratings(packed)] == ["correct"]
+
+
+def test_an_opening_dropped_after_quit_without_saving_leaves_that_answer_standing(
+    window, qtbot, packed, demo_copy, monkeypatch
+):
+    """Dropping the opening forgot the quit's "Quit without saving": the writes' question came again once the pack's
+    wait ended (and, told to end, the quit waited 10 s more) (review of 6c50a42)."""
+    from support import write_lock_held
+
+    page = opened_with_slow_saves(window, qtbot, packed, monkeypatch, 5.0)
+    with write_lock_held(pack_folder(packed)):
+        qtbot.keyClick(page.view, Qt.Key.Key_1)  # held up by the lock
+        window.close()  # the quit waits for the rating...
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        window.writes_dialog.without_button.click()  # ...quit without it: the pack's save is waited for
+        assert window.isVisible() and window.packs.flushing
+        loading = window.open_project(demo_copy)  # File → Open Recent before the pack's dialog
+        qtbot.waitUntil(lambda: loading.status == "succeeded", timeout=20_000)  # dropped
+        qtbot.waitUntil(lambda: window.pack_quit_dialog is not None and window.pack_quit_dialog.isVisible())
+        window.pack_quit_dialog.quit_button.click()
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=3_000)  # not asked about the rating again
+        assert not window.writes_dialog.isVisible()
 
 
 @pytest.mark.slow

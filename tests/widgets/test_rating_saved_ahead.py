@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from demo_copies import linked_copy
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from support import let_go, write_lock_held
 
@@ -293,6 +293,13 @@ def pauses():
     watch.timer.stop()
 
 
+def opened_with(window, project, shown):
+    """Open `project` as the demo is opened (`run_open`), `shown()` called once it is the project shown."""
+    from spokenbench.app.main_window import load_project_view
+
+    return window.run_open(lambda progress: (project, load_project_view(project, progress)), "Opening", shown)
+
+
 def opening_waits(qtbot, window, project) -> None:
     """Open `project` and wait until the window says the opening waits for the writes."""
     window.open_project(project)
@@ -308,7 +315,10 @@ def test_another_project_opens_once_the_ratings_in_flight_are_in_the_window_answ
     with write_lock_held(demo_copy) as holder:
         rated = rated_and_moved_on(qtbot, page, "1")
         pauses.start()
-        opening_waits(qtbot, window, other_project)
+        shown = []
+        opened_with(window, other_project, shown=lambda: shown.append(window.project_path))
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=20_000)
+        assert shown == []  # before, the demo's tour started over the project still open
         dialog = window.writes_dialog
         assert dialog.windowTitle() == "Saving before opening other-project"
         assert dialog.without_button.text() == "&Open other-project without saving"
@@ -316,7 +326,7 @@ def test_another_project_opens_once_the_ratings_in_flight_are_in_the_window_answ
         assert window.project_path == demo_copy and page.rating.saving == 1
         let_go(holder)
         qtbot.waitUntil(lambda: window.project_path == other_project, timeout=10_000)
-    assert not dialog.isVisible() and stored(demo_copy) == [(rated, "correct")]
+    assert not dialog.isVisible() and stored(demo_copy) == [(rated, "correct")] and shown == [other_project]
     assert pauses.longest() < 1.0
     qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is window.windowHandle(), timeout=2_000)  # the keys back
 
@@ -328,8 +338,8 @@ def test_back_from_the_openings_wait_drops_the_opening_and_the_ratings_go_on(
     with write_lock_held(demo_copy) as holder:
         rated = rated_and_moved_on(qtbot, page, "3")
         shown = []
-        opening_waits(qtbot, window, other_project)
-        window.when_shown(other_project, lambda: shown.append(1))  # as the demo's tour waits for the demo
+        opened_with(window, other_project, shown=lambda: shown.append(1))  # as the demo's tour waits for the demo
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible(), timeout=20_000)
         qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)
         assert not window.writes_dialog.isVisible() and window.summary_label.text().startswith(str(demo_copy))
         qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is window.windowHandle(), timeout=2_000)
@@ -419,10 +429,14 @@ def test_open_without_saving_opens_at_once_and_a_rating_left_behind_is_written_i
         pauses.start()
         window.writes_dialog.without_button.click()
         qtbot.waitUntil(lambda: window.project_path == other_project, timeout=5_000)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # the closed project's objects go, as
+        # they do once the app's event loop runs again
         assert pauses.longest() < 0.5  # the writer is not waited for (a quit's waits 0.5 s; before, 10 s)
         assert not window.writes_dialog.isVisible()
         let_go(holder)
     qtbot.waitUntil(lambda: stored(demo_copy) == [(rated, "acceptable")], timeout=10_000)  # the app lives on
+    # ...and the write ends: before, its outcome raised (its project's signals deleted) and it stayed "running"
+    qtbot.waitUntil(lambda: not [op for op in window.runner.running if op.label == "Saving rating"], timeout=5_000)
 
 
 def test_a_newer_opening_wins_over_one_whose_writes_came_in_between_two_polls(
@@ -456,3 +470,49 @@ def test_the_wait_for_a_rating_before_another_queue_opens_is_not_counted_as_a_ch
         qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
         assert window.writes_dialog.message.text().startswith("1 change you made (a rating, a note, an undo) is")
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+
+
+def test_a_write_that_changes_no_table_is_waited_for_too(qtbot, demo_copy, window_rating, pauses):
+    """The rating keys' save declares no table (`changes=set()`) but writes: a quit did not wait for it and froze
+    10 s in the writer's close instead (review of 6c50a42, which took an empty `changes` for "only waits")."""
+    from spokenbench.app.operations import WriteOp
+    from spokenbench.core.qc.rating_session import save_keymap
+
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy) as holder:
+        keys = lambda project: save_keymap(project, ANNOTATOR, {"rate_correct": ["7"]})  # noqa: E731
+        WriteOp(window.session, keys, changes=set(), label="Saving the rating keys").run()
+        pauses.start()
+        window.close()
+        qtbot.waitUntil(lambda: window.writes_dialog is not None and window.writes_dialog.isVisible())
+        assert pauses.longest() < 1.0 and window.isVisible()
+        let_go(holder)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+
+
+def test_a_rating_that_failed_between_two_polls_stops_the_quit_that_replaces_the_opening(
+    qtbot, demo_copy, other_project, window_rating, dialogs, monkeypatch
+):
+    """The quit took the opening's place without looking at its writes: one that had failed since the last poll was
+    no longer unfinished, and the window closed with it unsaved (review of 6c50a42)."""
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 5_000)
+    window, page = window_rating(demo_copy)
+    with write_lock_held(demo_copy):
+        rated_and_moved_on(qtbot, page, "1")
+        opening_waits(qtbot, window, other_project)
+        window._writes_poll.setInterval(60_000)  # no poll comes...
+        qtbot.waitUntil(lambda: not window.session.unfinished_writes(), timeout=10_000)  # ...as the rating fails
+        window.close()
+        window._writes_poll.setInterval(50)  # polls again, for the quit now
+        qtbot.waitUntil(lambda: any(box.text.startswith("Not quitting:") for box in dialogs), timeout=5_000)
+    assert window.isVisible() and window.project_path == demo_copy and stored(demo_copy) == []
+
+
+def test_an_ampersand_in_the_projects_name_is_shown_and_makes_no_shortcut(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    from spokenbench.widgets.writes_wait_dialog import WritesWaitDialog
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    assert WritesWaitDialog(1, parent, "open Q&A").without_button.text() == "&Open Q&&A without saving"
