@@ -966,7 +966,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         recent = self.recent_projects()
         for entry in recent:
-            action = self.recent_menu.addAction(entry)
+            action = self.recent_menu.addAction(entry.replace("&", "&&"))  # a folder named Q&A
             action.triggered.connect(lambda _=False, p=entry: self.open_project(Path(p)))
         if not recent:
             self.recent_menu.addAction("No recent projects").setEnabled(False)
@@ -1465,6 +1465,8 @@ class MainWindow(QMainWindow):
         stopped as R does), and a failed last save into the pack quits anyway (the folder keeps every rating; the
         next opening saves them into the pack)."""
         if not self._told_to_end:  # its dialog has nobody to answer: the close below waits again, asking nothing
+            if self._writes_wait is not None and self._writes_wait[1] != QUITTING:
+                self._called_off(self._writes_wait[1])  # the opening is dropped
             self._stop_waiting_for_writes()
         self._told_to_end = True
         page = self.page_widgets.get("speakers")
@@ -1488,7 +1490,8 @@ class MainWindow(QMainWindow):
         held = getattr(page, "take_in_hand", None)
         if held is None:
             return True
-        if self._after_take is not None and self._after_take[1] == "quit" and doing != "quit":
+        quitting = self._after_take is not None and self._after_take[1] == "quit"
+        if doing != "quit" and (quitting or self._quit_waits_for_pack or self._quit_waits_for_writes()):
             self.summary_label.setText(self._summary_text)  # the opening is dropped: the window is closing
             return False
         asked = self._after_take is not None and self._after_take[1] == doing
@@ -1635,7 +1638,7 @@ class MainWindow(QMainWindow):
         Before, an opening closed the project's writer on the UI thread: the window froze for up to 10 s, and a
         rating that failed after it was not told."""
         waiting = self._writes_wait
-        if doing != QUITTING and (self._quit_waits_for_pack or (waiting is not None and waiting[1] == QUITTING)):
+        if doing != QUITTING and (self._quit_waits_for_pack or self._quit_waits_for_writes()):
             self._called_off(doing)  # the opening is dropped: the window is closing
             return False
         waited_for: list[Operation] = []
@@ -1657,6 +1660,9 @@ class MainWindow(QMainWindow):
             self._writes_waited_for = waited_for + [op for op in unfinished if op not in waited_for]
             self._writes_poll.start()  # its first poll says why, if one failed
         return False
+
+    def _quit_waits_for_writes(self) -> bool:
+        return self._writes_wait is not None and self._writes_wait[1] == QUITTING
 
     def _unfinished_writes(self) -> list[Operation]:
         return self.session.unfinished_writes() if self.session is not None else []
@@ -1713,9 +1719,9 @@ class MainWindow(QMainWindow):
     def _called_off(self, doing: str) -> None:
         if doing == QUITTING:
             self.quit_called_off()
-        else:  # the opening is dropped
+        else:  # the opening is dropped, and an answer to go on without the writes given to any opening
             self.summary_label.setText(self._summary_text)
-            if self._writes_given_up == doing:
+            if self._writes_given_up != QUITTING:
                 self._writes_given_up = None
 
     def quit_called_off(self) -> None:

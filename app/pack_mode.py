@@ -422,7 +422,8 @@ class PackCopyDialog(QMessageBox):
             "stays as it is. A copy made there before is opened again, with its ratings."
         )
         named = "Home Folder" if folder == Path.home() else (folder.name or str(folder))
-        self.copy_button = self.addButton(f"&Copy to {named} and Open", QMessageBox.ButtonRole.AcceptRole)
+        escaped = named.replace("&", "&&")  # a folder named Q&A
+        self.copy_button = self.addButton(f"&Copy to {escaped} and Open", QMessageBox.ButtonRole.AcceptRole)
         self.choose_button = self.addButton("C&hoose Another Folder…", QMessageBox.ButtonRole.ActionRole)
         self.cancel_button = self.addButton(QMessageBox.StandardButton.Cancel)
         self.setDefaultButton(self.copy_button)

@@ -410,8 +410,8 @@ class RatingPage(QWidget):
         self.busy = True
         if self.rating is not None and self.rating.saving:  # a step of the session left is dropped (supersede)
             self.held_step = None
-            WriteOp(self.session, lambda project: None, changes=(), waits_only=True, label="Waiting for the last rating",
-                    parent=self, supersede="rating-step")\
+            WriteOp(self.session, lambda project: None, changes=(), waits_only=True,
+                    label="Waiting for the last rating", parent=self, supersede="rating-step")\
                 .success(lambda _none: self._open_queue_now(name)).failure(self._step_failed).run()  # fmt: skip
             return None
         return self._open_queue_now(name)

@@ -516,3 +516,44 @@ def test_an_ampersand_in_the_projects_name_is_shown_and_makes_no_shortcut(qtbot)
     parent = QWidget()
     qtbot.addWidget(parent)
     assert WritesWaitDialog(1, parent, "open Q&A").without_button.text() == "&Open Q&&A without saving"
+
+
+def test_an_answer_to_open_without_saving_is_forgotten_with_any_opening_dropped(
+    qtbot, demo_copy, other_project, window_rating, built_demo, tmp_path
+):
+    """ "Open X without saving", then X's opening replaced by Y's and Y's dropped (Back): the answer for X stood, and
+    opening X later skipped the wait, leaving the ratings made since to the old writer (review of 50e58bf)."""
+    third = linked_copy(built_demo, tmp_path / "third-project")
+    window, page = window_rating(demo_copy)
+    window._writes_given_up = "open other-project"  # as if answered for an opening that a take's question then held
+    with write_lock_held(demo_copy) as holder:
+        rated_and_moved_on(qtbot, page, "1")
+        opening_waits(qtbot, window, third)
+        qtbot.keyClick(window.writes_dialog, Qt.Key.Key_Escape)  # Back: this opening is dropped
+        opening_waits(qtbot, window, other_project)  # waits: not opened at once
+        assert window.project_path == demo_copy
+        let_go(holder)
+        qtbot.waitUntil(lambda: window.project_path == other_project, timeout=10_000)
+
+
+def test_an_opening_that_meets_a_take_while_a_quit_waits_is_dropped_without_asking(
+    qtbot, demo_copy, other_project, window_rating
+):
+    """It asked "Keep the take and open …?", and its Go on recording forgot the quit's answers (review of 50e58bf)."""
+    window, page = window_rating(demo_copy)
+    speakers = window.page_widgets.get("speakers")
+    with write_lock_held(demo_copy) as holder:
+        rated_and_moved_on(qtbot, page, "1")
+        window.close()  # the quit waits for the rating
+        qtbot.waitUntil(lambda: window._writes_wait is not None)
+        taking = SimpleNamespace(take_in_hand="recording", take_described="a take of 3 s")  # the Speakers page, as
+        window.page_widgets["speakers"] = taking  # the closing sees it: a take being recorded
+        try:
+            loading = window.open_project(other_project)
+            qtbot.waitUntil(lambda: loading.status == "succeeded", timeout=20_000)
+            assert window.take_question is None or not window.take_question.isVisible()  # not asked: dropped
+        finally:
+            window.page_widgets["speakers"] = speakers
+        let_go(holder)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert window.project_path == demo_copy
