@@ -72,6 +72,15 @@ def open_project_named(desktop: RealDesktop, process: subprocess.Popen, name: st
     return any(title == f"SpokenBench Studio — {name}" for title in window_titles(desktop, process))
 
 
+def seconds_until_other_opens(desktop: RealDesktop, process: subprocess.Popen, since: float) -> float | None:
+    """How long after `since` (monotonic) the window showed the other project; None if not within 15 s."""
+    while time.monotonic() - since < 15.0:
+        if open_project_named(desktop, process, "other"):
+            return time.monotonic() - since
+        time.sleep(0.05)
+    return None
+
+
 def open_other_by_keys(desktop: RealDesktop) -> None:
     """File → Open Recent → the second entry (the first is the project open now)."""
     desktop.xdotool("key", "alt+f")
@@ -120,12 +129,7 @@ def one_opening(
             if held_s == "without":
                 pressed = time.monotonic()
                 desktop.xdotool("key", "alt+o")
-                opened_after = None
-                while time.monotonic() - pressed < 15.0:
-                    if open_project_named(desktop, process, "other"):
-                        opened_after = time.monotonic() - pressed
-                        break
-                    time.sleep(0.05)
+                opened_after = seconds_until_other_opens(desktop, process, pressed)
                 said = f"{opened_after:.2f} s after Alt+O" if opened_after is not None else "never"
                 lines.append(f"the other project opened {said}")
                 let_go(holder)
@@ -133,12 +137,7 @@ def one_opening(
                 time.sleep(max(0.0, held_s - (time.monotonic() - asked)))
                 let_go_at = time.monotonic()
                 let_go(holder)
-                opened_after = None
-                while time.monotonic() - let_go_at < 15.0:
-                    if open_project_named(desktop, process, "other"):
-                        opened_after = time.monotonic() - let_go_at
-                        break
-                    time.sleep(0.05)
+                opened_after = seconds_until_other_opens(desktop, process, let_go_at)
                 lines.append(
                     "the other project opened "
                     + (f"{opened_after:.2f} s after the lock was let go" if opened_after is not None else "never")
