@@ -10,13 +10,15 @@ application has the focus gives nothing back: that would steal the keys from it.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QGuiApplication, QWindow
 from PySide6.QtWidgets import QWidget
 
 
 class KeysBack(QObject):
-    """Watches the dialogs over `window` (its own, its pages', and dialogs over those) as each takes the focus."""
+    """Watches the dialogs over `window` (its own, its pages', and dialogs over those) as each takes the focus. The
+    keys go to the nearest window still shown below the one that closed, or to a window-modal dialog still open over
+    `window` beside it, which blocks the windows below it."""
 
     def __init__(self, window: QWidget):
         super().__init__(window)
@@ -47,5 +49,17 @@ class KeysBack(QObject):
         if shown or QGuiApplication.focusWindow() is not dialog:  # not closing, or closing without the keys
             return
         below = self._below(dialog)
-        if below is not None:
-            below.requestActivate()
+        if below is None:
+            return
+        modal = [  # a window-modal dialog still open over this window blocks the one below: it takes the keys
+            window
+            for window in QGuiApplication.topLevelWindows()
+            if window is not dialog
+            and window.isVisible()
+            and window.modality() != Qt.WindowModality.NonModal
+            and self._below(window) is not None
+        ]
+        chosen = QGuiApplication.modalWindow()
+        if chosen not in modal:
+            chosen = modal[-1] if modal else below
+        chosen.requestActivate()

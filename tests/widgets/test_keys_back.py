@@ -95,3 +95,16 @@ def test_a_dialog_over_another_main_window_is_left_to_that_window(qtbot, main_wi
     box.done(0)
     qtbot.wait(300)
     assert QGuiApplication.focusWindow() is None  # first's KeysBack activated neither window
+
+
+def test_a_box_closing_beside_a_modal_dialog_gives_the_keys_to_that_dialog(qtbot, main_window):
+    """A box over the window while a window-modal dialog is open (a failure told during a quit's wait): the keys went
+    to the window, which that dialog blocks, so no key reached anything."""
+    KeysBack(main_window)
+    waiting = QDialog(main_window)  # as the quit's wait, opened window-modal
+    qtbot.addWidget(waiting)
+    waiting.open()
+    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is waiting.windowHandle())
+    box = focused_by_a_box(qtbot, main_window)
+    box.done(0)
+    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is waiting.windowHandle(), timeout=2_000)
