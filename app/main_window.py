@@ -112,7 +112,7 @@ from spokenbench.widgets import tables as table_widgets
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
-from spokenbench.widgets.keys import place_key_name
+from spokenbench.widgets.keys import place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tables import ColumnMemory
@@ -966,7 +966,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         recent = self.recent_projects()
         for entry in recent:
-            action = self.recent_menu.addAction(entry.replace("&", "&&"))  # a folder named Q&A
+            action = self.recent_menu.addAction(shown_as_is(entry))
             action.triggered.connect(lambda _=False, p=entry: self.open_project(Path(p)))
         if not recent:
             self.recent_menu.addAction("No recent projects").setEnabled(False)
@@ -1513,9 +1513,8 @@ class MainWindow(QMainWindow):
             self,
         )
         box.setTextFormat(Qt.TextFormat.PlainText)
-        escaped = doing.replace("&", "&&")  # opening a project named Q&A
-        keep = box.addButton(f"&Keep the take and {escaped}", QMessageBox.ButtonRole.AcceptRole)
-        discard = box.addButton(f"&Discard it and {escaped}", QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton(f"&Keep the take and {shown_as_is(doing)}", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton(f"&Discard it and {shown_as_is(doing)}", QMessageBox.ButtonRole.DestructiveRole)
         back = box.addButton("&Go on recording", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(back)
         box.setEscapeButton(back)

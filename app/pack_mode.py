@@ -35,6 +35,7 @@ from spokenbench.app.operations import BackgroundOp, Operation, OperationRunner,
 from spokenbench.core.foundation.progress import Progress
 from spokenbench.core.qc.pack_folders import TakenIn, open_pack, pack_folder, save_pack_ratings
 from spokenbench.core.qc.packs import PACK_SUFFIX, read_pack
+from spokenbench.widgets.keys import shown_as_is
 
 SAVE_DELAY_MS = 1500  # after the last rating: a burst of ratings costs one rewrite of the zip
 SAVE_COST_FACTOR = 9  # an automatic save waits 9x as long as the last one took: the disk busy at most 1/10
@@ -422,8 +423,7 @@ class PackCopyDialog(QMessageBox):
             "stays as it is. A copy made there before is opened again, with its ratings."
         )
         named = "Home Folder" if folder == Path.home() else (folder.name or str(folder))
-        escaped = named.replace("&", "&&")  # a folder named Q&A
-        self.copy_button = self.addButton(f"&Copy to {escaped} and Open", QMessageBox.ButtonRole.AcceptRole)
+        self.copy_button = self.addButton(f"&Copy to {shown_as_is(named)} and Open", QMessageBox.ButtonRole.AcceptRole)
         self.choose_button = self.addButton("C&hoose Another Folder…", QMessageBox.ButtonRole.ActionRole)
         self.cancel_button = self.addButton(QMessageBox.StandardButton.Cancel)
         self.setDefaultButton(self.copy_button)

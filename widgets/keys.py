@@ -93,3 +93,9 @@ def key_names(event: QKeyEvent) -> tuple[str, ...]:
     typed = typed_key_name(event)
     place = place_key_name(event)
     return (typed,) if place is None or place == typed else (typed, place)
+
+
+def shown_as_is(text: str) -> str:
+    """`text` for a button's or a menu entry's label where it must show as written: an & in a name (a project called
+    Q&A) otherwise made an Alt+A shortcut and vanished from the label."""
+    return text.replace("&", "&&")

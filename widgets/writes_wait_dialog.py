@@ -9,6 +9,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from spokenbench.widgets.keys import shown_as_is
+
 QUITTING = "quit"
 
 
@@ -56,8 +58,7 @@ class WritesWaitDialog(QDialog):
         self.bar.setTextVisible(False)
         buttons = QDialogButtonBox()
         self.back_button = buttons.addButton("&Back to the project", QDialogButtonBox.ButtonRole.RejectRole)
-        escaped = name.replace("&", "&&")  # a project named Q&A: no Alt+A, and its & shown
-        without = "&Quit without saving" if quitting else f"&Open {escaped} without saving"
+        without = "&Quit without saving" if quitting else f"&Open {shown_as_is(name)} without saving"
         self.without_button = buttons.addButton(without, QDialogButtonBox.ButtonRole.ActionRole)
         self.back_button.setDefault(True)
         self.back_button.clicked.connect(self.reject)

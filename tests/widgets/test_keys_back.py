@@ -15,8 +15,16 @@ def main_window(qtbot):
     window = QMainWindow()
     qtbot.addWidget(window)
     window.resize(400, 300)
-    window.show()
-    window.activateWindow()
+    return with_the_keys(qtbot, window)
+
+
+def with_the_keys(qtbot, window: QWidget) -> QWidget:
+    """`window` shown (a dialog opened window-modal) and given the focus."""
+    if isinstance(window, QDialog):
+        window.open()
+    else:
+        window.show()
+        window.activateWindow()
     qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is window.windowHandle())
     return window
 
@@ -50,8 +58,7 @@ def test_a_dialog_over_a_dialog_gives_the_keys_to_the_one_under_it(qtbot, main_w
     KeysBack(main_window)
     outer = QDialog(main_window)
     qtbot.addWidget(outer)
-    outer.open()
-    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is outer.windowHandle())
+    with_the_keys(qtbot, outer)
     inner = focused_by_a_box(qtbot, outer)
     inner.done(0)
     qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is outer.windowHandle(), timeout=2_000)
@@ -64,9 +71,7 @@ def test_a_dialog_that_closes_while_another_window_has_the_keys_leaves_them_ther
     box = focused_by_a_box(qtbot, main_window)
     elsewhere = QWidget()  # another application's window, as far as this goes: not under the box
     qtbot.addWidget(elsewhere)
-    elsewhere.show()
-    elsewhere.activateWindow()
-    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is elsewhere.windowHandle())
+    with_the_keys(qtbot, elsewhere)
     box.done(0)  # closed by itself (a wait that ended)
     qtbot.wait(300)
     assert QGuiApplication.focusWindow() is elsewhere.windowHandle()
@@ -76,9 +81,7 @@ def test_a_window_of_its_own_is_not_taken_for_a_dialog(qtbot, main_window):
     KeysBack(main_window)
     other = QMainWindow()  # a second top-level window, under nothing
     qtbot.addWidget(other)
-    other.show()
-    other.activateWindow()
-    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is other.windowHandle())
+    with_the_keys(qtbot, other)
     other.hide()
     qtbot.wait(300)
     assert QGuiApplication.focusWindow() is not main_window.windowHandle()
@@ -88,9 +91,7 @@ def test_a_dialog_over_another_main_window_is_left_to_that_window(qtbot, main_wi
     KeysBack(main_window)
     second = QMainWindow()  # a second project window, with no KeysBack of its own
     qtbot.addWidget(second)
-    second.show()
-    second.activateWindow()
-    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is second.windowHandle())
+    with_the_keys(qtbot, second)
     box = focused_by_a_box(qtbot, second)
     box.done(0)
     qtbot.wait(300)
@@ -103,8 +104,7 @@ def test_a_box_closing_beside_a_modal_dialog_gives_the_keys_to_that_dialog(qtbot
     KeysBack(main_window)
     waiting = QDialog(main_window)  # as the quit's wait, opened window-modal
     qtbot.addWidget(waiting)
-    waiting.open()
-    qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is waiting.windowHandle())
+    with_the_keys(qtbot, waiting)
     box = focused_by_a_box(qtbot, main_window)
     box.done(0)
     qtbot.waitUntil(lambda: QGuiApplication.focusWindow() is waiting.windowHandle(), timeout=2_000)
