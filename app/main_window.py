@@ -114,6 +114,7 @@ from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
+from spokenbench.widgets.screen_reader import install_empty_field_said, no_tab_stop
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tables import ColumnMemory
 from spokenbench.widgets.tones import retone, set_toned_sheet
@@ -381,6 +382,7 @@ class MainWindow(QMainWindow):
         self.runner = OperationRunner(self)
         self.runner.error_parent = self
         install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it
+        install_empty_field_said()  # a screen reader says an empty text field Tab reaches (widgets/screen_reader.py)
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
@@ -436,6 +438,7 @@ class MainWindow(QMainWindow):
         self.page_scroll.setWidgetResizable(True)
         self.page_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.page_scroll.setWidget(self.page_stack)
+        no_tab_stop(self.page_scroll)
         workspace_layout.addWidget(self.page_scroll, 1)
 
         self.pages = QStackedWidget()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -59,6 +60,7 @@ from spokenbench.core.results.snapshot import (
 from spokenbench.widgets.bidi import follow_text_direction
 from spokenbench.widgets.gender_panel import GenderPanel
 from spokenbench.widgets.metric_panels import MetricPanelView, save_table
+from spokenbench.widgets.screen_reader import no_tab_stop
 from spokenbench.widgets.tables import DraggedWidths
 
 RESULTS_TABLES = frozenset({"responses", "runs", "items"})
@@ -106,6 +108,7 @@ class ResultsPage(QWidget):
         self.selected_runs: set[int] | None = None  # None: every run (new runs join in)
         self.details: pd.DataFrame | None = None
         self.clicked: Point | None = None
+        self.details_take_keys = False  # the point was chosen from the keyboard (`PointKeys`)
         self.cache = ResultsCache()  # recent results by the change counters they were read at and the runs picked
         self.computations = 0  # job processes started (a cached result starts none): for tests and the benchmark
         self.stale_reason = "the latest change"  # what the figures shown are from before, while new ones compute
@@ -121,7 +124,9 @@ class ResultsPage(QWidget):
         self.run_list.itemChanged.connect(self._run_checked)
         all_runs = QPushButton("All runs")
         all_runs.clicked.connect(self.select_all_runs)
+        self.run_list.setAccessibleName("Runs")  # the bold heading above is a label of its own
         self.panel_list = QListWidget()
+        self.panel_list.setAccessibleName("Panels")
         for key in PANEL_ORDER:  # named before the first computation ends (the ids are no words for a user)
             title, tooltip = panel_heading(key)
             item = QListWidgetItem(title)
@@ -158,12 +163,13 @@ class ResultsPage(QWidget):
         self.detail.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.detail.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.detail.setWordWrap(False)
+        self.detail.setTabKeyNavigation(False)  # arrows move between its cells; Tab leaves for Play
         follow_text_direction(self.detail)  # an Arabic or Hebrew question or answer right-to-left
         self.detail_widths = DraggedWidths(self.detail, "results-detail", self._fit_detail)  # a person's widths stay
         self.detail.itemSelectionChanged.connect(self._detail_selected)
-        self.detail.itemDoubleClicked.connect(lambda _item: self.play_selected())
+        self.detail.activated.connect(lambda _index: self.play_selected())  # Enter, as a double-click
         self.play_button = QPushButton("▶ Play")
-        self.play_button.setToolTip("Play the audio this response's model heard (double-click a row)")
+        self.play_button.setToolTip("Play the audio this response's model heard (double-click a row, or Enter)")
         self.play_button.setEnabled(False)
         self.play_button.clicked.connect(self.play_selected)
         self.audio_note = QLabel()
@@ -199,6 +205,7 @@ class ResultsPage(QWidget):
         panel_scroll.setWidgetResizable(True)
         panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
         panel_scroll.setWidget(right)
+        no_tab_stop(panel_scroll)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(left)
         body.addWidget(panel_scroll)
@@ -526,7 +533,8 @@ class ResultsPage(QWidget):
         panels = self.panels
         probe = self.view.panel is not None and self.view.panel.key == "gender_probe"
         self.clicked = point
-        self.detail_title.setText(f"Reading the {point.n} {point.unit} behind {point.series} · {point.x}…")
+        self.details_take_keys = self.view.canvas.hasFocus()  # Enter on a point: its responses get the keys
+        self._detail_titled(f"Reading the {point.n} {point.unit} behind {point.series} · {point.x}…")
         return (
             QueryOp(
                 self.session,
@@ -538,6 +546,11 @@ class ResultsPage(QWidget):
             .success(lambda rows: self._show_details(point, rows))
             .run()
         )
+
+    def _detail_titled(self, title: str) -> None:
+        """The title above the responses, which a screen reader says as the table's name."""
+        self.detail_title.setText(title)
+        self.detail.setAccessibleName(QTextDocumentFragment.fromHtml(title).toPlainText())
 
     def _fit_detail(self) -> None:
         """Each column as wide as its text, a long text at most LONG_DETAIL_PX, and a column a person dragged as
@@ -560,7 +573,7 @@ class ResultsPage(QWidget):
             )
         self.details = rows.reset_index(drop=True)
         shown_from = f"{len(rows)} of {len(point.rows)}" if len(point.rows) > len(rows) else f"{len(rows)}"
-        self.detail_title.setText(
+        self._detail_titled(
             f"<b>{point.series}</b> · {point.facet} · {point.x}: {shown_from} responses to "
             f"{len(point.questions)} question(s) — <b>{point.source}</b>"
         )
@@ -583,6 +596,8 @@ class ResultsPage(QWidget):
         self._open_details(True)
         if len(rows):
             self.detail.selectRow(0)
+        if self.details_take_keys and self.view.canvas.hasFocus():  # not if the user has gone elsewhere since
+            self.detail.setFocus(Qt.FocusReason.OtherFocusReason)
         self.details_ready.emit(self.details)
 
     def _clear_details(self) -> None:
@@ -590,7 +605,7 @@ class ResultsPage(QWidget):
         self.detail.clear()
         self.detail.setRowCount(0)
         self.detail.setColumnCount(0)
-        self.detail_title.setText("Click a point to list its questions and answers.")
+        self._detail_titled("Click a point to list its questions and answers.")
         self.play_button.setEnabled(False)
         self.audio_note.setText("")
         self._open_details(False)

@@ -11,7 +11,7 @@ import os
 import urllib.error
 import urllib.request
 
-from PySide6.QtCore import QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QSettings, QSize, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -36,6 +36,7 @@ from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.rating_session import keymap_for, save_keymap, validate_keymap
 from spokenbench.widgets.keymap_editor import KeymapEditor
 from spokenbench.widgets.screen import fitting_size
+from spokenbench.widgets.screen_reader import no_tab_stop
 from spokenbench.widgets.tones import set_toned_sheet
 
 ANNOTATOR_KEY = "annotator/name"
@@ -227,7 +228,7 @@ class SettingsDialog(QDialog):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(body)
-        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys start in the name field, not on the scroll area
+        no_tab_stop(scroll)  # the keys start in the name field, not on the scroll area
         scroll.setMinimumHeight(min(body.sizeHint().height(), 360))
         layout = QVBoxLayout(self)
         layout.addWidget(scroll, 1)

@@ -207,7 +207,7 @@ class TourController(QObject):
                 target = page.run_list
             elif step.focus == "gender_detail":
                 target = page.gender_panel
-                page.gender_panel.tabs.setCurrentIndex(0)
+                page.gender_panel.show_tab(0)
                 if self._watched_page is not page:  # the detail is computed after: scroll to it once it is shown
                     self._watched_page = page
                     page.gender_ready.connect(lambda _view: self._rescroll())

@@ -216,10 +216,11 @@ class GenderPanel(QWidget):
         layout.addWidget(self.listen_note)
         layout.addWidget(self.answers_table, 1)
 
-        self.tabs = QTabWidget()
-        self.tabs.addTab(per_category, "Per category")
-        self.tabs.addTab(per_question, "Answers per question")
-        self.tabs.addTab(listen, "Listen")
+        self.tabs = QTabWidget()  # its tabs are added as the panel is first shown (`show_tab`)
+        self.tab_pages = ((per_category, "Per category"), (per_question, "Answers per question"), (listen, "Listen"))
+        for page, _title in self.tab_pages:
+            page.setParent(self)
+            page.hide()
         main = QVBoxLayout(self)
         main.setContentsMargins(0, 0, 0, 0)
         main.addLayout(top)
@@ -418,9 +419,24 @@ class GenderPanel(QWidget):
         if current is not None and self.question_picker.findData(current) >= 0:
             self.question_picker.setCurrentIndex(self.question_picker.findData(current))
 
+    def showEvent(self, event) -> None:
+        self.show_tab()
+        super().showEvent(event)
+
+    def show_tab(self, index: int | None = None) -> None:
+        """Show the tab at `index` (None: the one shown). The tabs are added the first time, as the panel is
+        shown: a tab bar reports its first tab selected as it is added, and Orca 43 goes to whatever tab such a
+        report names, shown or not, so the hidden panel's *Per category page tab* was said over the Results
+        page's first Ctrl+7."""
+        if not self.tabs.count():
+            for page, title in self.tab_pages:
+                self.tabs.addTab(page, title)
+        if index is not None:
+            self.tabs.setCurrentIndex(index)
+
     def show_question(self, item_id: int) -> None:
         """Open the listening tab on this probe (its clips are asked for through `question_chosen`)."""
-        self.tabs.setCurrentIndex(2)
+        self.show_tab(2)
         index = self.question_picker.findData(item_id)
         if index == self.question_picker.currentIndex() and index >= 0:
             self.question_chosen.emit(item_id)

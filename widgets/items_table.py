@@ -209,6 +209,7 @@ class ItemDetail(QWidget):
             ("Responses", self.responses),
         ):
             self.tabs.addTab(table, name)
+            table.setAccessibleName(f"{name} of the item")  # a screen reader names the table, not only its tab
         self.audio_note = QLabel()
         self.audio_note.setWordWrap(True)
         self.play_buttons: list[QPushButton] = []
@@ -414,6 +415,7 @@ class ItemsPanel(QWidget):
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search questions, options, ids…")
         self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search")  # said before its placeholder
         self.search.textChanged.connect(self.model.set_text)
         self.count_label = QLabel()
         self.model.modelReset.connect(self._update_count)
@@ -429,6 +431,7 @@ class ItemsPanel(QWidget):
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.setAlternatingRowColors(True)
         self.table.setTabKeyNavigation(False)
+        self.table.setAccessibleName("Items")
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no per-row measuring
         self.table.verticalHeader().setDefaultSectionSize(22)

@@ -41,6 +41,7 @@ from spokenbench.core.evaluation.launcher import (
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, StopButtonKeys
+from spokenbench.widgets.screen_reader import no_tab_stop
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet
 
@@ -218,6 +219,7 @@ class LauncherView(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(form_widget)
+        no_tab_stop(scroll)  # Ctrl+6 gives the keys to Model, the form's first control
 
         self.prepare_button = QPushButton("Prepare")
         self.prepare_button.setToolTip("Plan and cost the run without sending anything")
@@ -248,6 +250,7 @@ class LauncherView(QWidget):
         way_layout.addWidget(self.way_note)
         self.plan_text = QPlainTextEdit()
         self.plan_text.setReadOnly(True)
+        self.plan_text.setAccessibleName("Plan")  # what a screen reader says before the text (or its placeholder)
         self.plan_text.setPlaceholderText("Prepare shows the plan here: requests, cached, estimated cost, warnings.")
         self.plan_text.setMinimumHeight(80)
         left = QWidget()

@@ -2,7 +2,8 @@
 canvas. The figure is built and rasterized (Agg) on a drawing thread of the view, never the UI thread, which
 only paints the finished image (`BackgroundCanvas`); hover and click hit-test the artists once they are drawn.
 Hovering a point shows its value and 95% interval; clicking one
-emits `point_clicked(point)` with the response rows behind it. A "Published (paper)" toggle draws the papers'
+emits `point_clicked(point)` with the response rows behind it. From the keyboard, Tab reaches the figure, the arrow
+keys go from point to point (shown, and said by a screen reader) and Enter does what a click does (`PointKeys`). A "Published (paper)" toggle draws the papers'
 own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
 user's are labelled "yours" or "yours (simulated)". The figure exports as PNG, SVG or PDF and any table as
 CSV or LaTeX (core/metrics/table_formats.py)."""
@@ -26,8 +27,8 @@ import shiboken6
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QCursor, QImage, QPainter
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QCursor, QImage, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -47,7 +48,8 @@ from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
 from spokenbench.core.results.model import Panel, Point, Published
-from spokenbench.widgets.tones import set_toned_sheet
+from spokenbench.widgets.screen_reader import spoken
+from spokenbench.widgets.tones import set_toned_sheet, tone
 
 log = logging.getLogger("spokenbench.widgets.metric_panels")
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -67,6 +69,7 @@ PANEL_STYLE = {
 CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of subplots (yours) and two (published)
 TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
 BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 (matplotlib multiplies it by the ratio)
+MARK_RADIUS = 8  # pixels: the ring around the point the keys are on
 CHAR_PX = 5.6  # about how wide one character of an 8-point tick label (or a legend's 7-point one) is, at BASE_DPI
 
 
@@ -96,13 +99,34 @@ def yours_label(series: list[str], simulated: dict[str, bool]) -> str:
 
 
 class Hits:
-    """Artists and the points they draw: a bar or marker → one point; a scatter collection → a point per offset."""
+    """Artists and the points they draw: a bar or marker → one point; a scatter collection → a point per offset.
+    Once the figure is drawn, `place` finds where each point is, for the keys that go from point to point."""
 
     def __init__(self) -> None:
         self.targets: list[tuple[object, list[Point]]] = []
+        self.in_order: list[tuple[Point, float, float]] = []  # (point, x, y): the figure's fractions, y downwards
 
     def add(self, artist, points: list[Point]) -> None:
         self.targets.append((artist, points))
+
+    def place(self, figure: Figure) -> None:
+        """Where each point was drawn, in reading order: the user's numbers before the published ones, subplot by
+        subplot as drawn, left to right in each. On the drawing thread, right after the drawing (the artists'
+        places are known only then, and the figure is not touched from the UI thread)."""
+        width, height = figure.bbox.width, figure.bbox.height
+        placed = []
+        for artist, points in self.targets:
+            if len(points) == 1 and not hasattr(artist, "get_offsets"):  # a bar
+                extent = artist.get_window_extent()
+                centres = [((extent.x0 + extent.x1) / 2, extent.y1)]  # its top, where the value is
+            else:  # markers: one offset per point
+                centres = artist.get_offset_transform().transform(artist.get_offsets())
+            for point, (x, y) in zip(points, centres):
+                placed.append((point, float(x) / width, 1.0 - float(y) / height))
+        sources = _ordered(point.source for point, _x, _y in placed)
+        facets = _ordered(point.facet for point, _x, _y in placed)
+        placed.sort(key=lambda entry: (sources.index(entry[0].source), facets.index(entry[0].facet), entry[1]))
+        self.in_order = placed
 
     def find(self, event) -> Point | None:
         for artist, points in reversed(self.targets):
@@ -483,6 +507,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._pending_result: tuple[int, QImage, object] | None = None  # drawn, not yet shown
         self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
         self._lock = threading.Lock()
+        self.mark: tuple[float, float, str] | None = None  # (x, y, line): the point the keys are on (`PointKeys`)
         self._carrier = _Rendered()
         self._carrier.done.connect(self._rendered)
         drawer = self._drawer = ThreadPoolExecutor(1, thread_name_prefix="spokenbench-figure")
@@ -524,6 +549,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 self._built = queued(self.figure)  # only this thread touches it
             built = self._built
             FigureCanvasAgg.draw(self)
+            if isinstance(built, Hits):
+                built.place(self.figure)
             buffer = self.buffer_rgba()
             # copied once, straight from the renderer's buffer (a bytes() copy first made the peak one image larger)
             image = QImage(buffer, buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
@@ -563,8 +590,44 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         try:
             painter.eraseRect(event.rect())
             painter.drawImage(0, 0, self._image)
+            if self.hasFocus():
+                self._paint_keys(painter)
         finally:
             painter.end()
+
+    def _paint_keys(self, painter: QPainter) -> None:
+        """With the keys: a frame inside the canvas's edge (the focus ring outside it was hidden by the panel's
+        edges but for its bottom line), and the point they are on ringed, its line in a box beside it (a
+        tooltip would go at the key's release)."""
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor(tone("focus")), 2))
+        painter.drawRect(self.rect().adjusted(1, 1, -1, -1))
+        if self.mark is None:
+            return
+        x, y, line = self.mark
+        centre = QPoint(round(x * self.width()), round(y * self.height()))
+        painter.drawEllipse(centre, MARK_RADIUS, MARK_RADIUS)
+        metrics = painter.fontMetrics()
+        text = metrics.boundingRect(self.rect(), Qt.TextFlag.TextExpandTabs, line).adjusted(-4, -3, 4, 3)
+        text.moveTopLeft(centre + QPoint(MARK_RADIUS + 4, MARK_RADIUS + 4))
+        if text.right() > self.width() - 2:  # on the other side of the point, inside the canvas
+            text.moveRight(centre.x() - MARK_RADIUS - 4)
+        if text.bottom() > self.height() - 2:
+            text.moveBottom(centre.y() - MARK_RADIUS - 4)
+        text.moveTopLeft(QPoint(max(text.left(), 2), max(text.top(), 2)))
+        palette = self.palette()
+        painter.fillRect(text, palette.toolTipBase())
+        painter.drawRect(text)
+        painter.setPen(palette.toolTipText().color())
+        painter.drawText(text.adjusted(4, 3, -4, -3), Qt.AlignmentFlag.AlignLeft, line)
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        self.update()  # the frame and the point shown
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        self.update()
 
     def draw_idle(self) -> None:
         self.render()
@@ -598,6 +661,12 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         if not self.busy:
             super().wheelEvent(event)
 
+    def keyPressEvent(self, event) -> None:
+        QWidget.keyPressEvent(self, event)  # no key is matplotlib's here (`PointKeys` takes the arrows and Enter)
+
+    def keyReleaseEvent(self, event) -> None:
+        QWidget.keyReleaseEvent(self, event)
+
     def enterEvent(self, event) -> None:
         if not self.busy:
             super().enterEvent(event)
@@ -605,6 +674,86 @@ class BackgroundCanvas(FigureCanvasQTAgg):
     def leaveEvent(self, event) -> None:
         if not self.busy:
             super().leaveEvent(event)
+
+
+class PointKeys(QObject):
+    """The figure from the keyboard. Tab reaches it; → and ↓ go to the next point, ← and ↑ to the one before,
+    Home and End to the first and the last; Enter or Space does what a click does (the point's questions and
+    answers below). The point is ringed, its line in a box beside it (`BackgroundCanvas.mark`), and that line is
+    the canvas's accessible name, which a screen reader says as it changes (as in widgets/screen_reader.py).
+    Before, a point's interval and the questions and answers behind it were the mouse's alone."""
+
+    STEPS = {Qt.Key.Key_Right: 1, Qt.Key.Key_Down: 1, Qt.Key.Key_Left: -1, Qt.Key.Key_Up: -1}
+    ENDS = {Qt.Key.Key_Home: 0, Qt.Key.Key_End: -1}
+    CHOOSE = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space)
+
+    def __init__(self, canvas: BackgroundCanvas, view: MetricPanelView):
+        super().__init__(canvas)
+        self.canvas, self.view = canvas, view
+        self.point: Point | None = None  # the one the keys are on, in the drawing `drawing`
+        self.drawing: Hits | None = None
+        canvas.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        canvas.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        kind = event.type()
+        if kind == QEvent.Type.FocusIn:  # named before Qt tells a screen reader of the focus
+            self.canvas.setAccessibleName(self.figure_line())
+        elif kind == QEvent.Type.KeyPress and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            return self.key(event.key())
+        return False
+
+    def figure_line(self) -> str:
+        placed = self.view.hits.in_order
+        if not placed or self.view.panel is None:
+            return spoken("Figure", "Nothing drawn yet")
+        keys = "Arrow keys go from one to the next; Enter lists its questions and answers"
+        return spoken(f"Figure: {self.view.panel.title}, {len(placed)} points", keys)
+
+    def at(self) -> int | None:
+        """Where the point the keys are on is in the drawing shown (None: on none, or the drawing changed)."""
+        hits = self.view.hits
+        if hits is not self.drawing:
+            return None
+        return next((index for index, (point, _x, _y) in enumerate(hits.in_order) if point is self.point), None)
+
+    def key(self, key: int) -> bool:
+        """Whether `key` was one of these keys (then it goes no further)."""
+        placed = self.view.hits.in_order
+        if key in self.CHOOSE:
+            if self.at() is not None and len(self.point.rows):
+                self.view.point_clicked.emit(self.point)
+            elif self.at() is not None:  # a published number: the papers' responses are not in the project
+                self.canvas.setAccessibleName(spoken("A published number: no responses of yours behind it"))
+            return True
+        if key not in self.STEPS and key not in self.ENDS:
+            return False
+        if not placed:
+            self.canvas.setAccessibleName(self.figure_line())
+            return True
+        at = self.at()
+        if key in self.ENDS:
+            index = self.ENDS[key] % len(placed)
+        elif at is None:
+            index = 0 if self.STEPS[key] > 0 else len(placed) - 1
+        else:
+            index = min(max(at + self.STEPS[key], 0), len(placed) - 1)
+        self.point, self.drawing = placed[index][0], self.view.hits
+        self.drawn()
+        line = self.point.tooltip()
+        self.canvas.setAccessibleName(spoken(f"Point {index + 1} of {len(placed)}", *line.splitlines()))
+        return True
+
+    def drawn(self) -> None:
+        """Ring the point the keys are on where the drawing shown has it (a redrawing at a new size moves it);
+        none once the drawing is another (the panel, its runs or the published row changed)."""
+        index = self.at()
+        if index is None:
+            self.point, self.drawing, self.canvas.mark = None, None, None
+        else:
+            _point, x, y = self.view.hits.in_order[index]
+            self.canvas.mark = (x, y, self.point.tooltip())
+        self.canvas.update()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -644,6 +793,7 @@ class MetricPanelView(QWidget):
         self.canvas.setMinimumHeight(CANVAS_HEIGHT[1])  # more with the published row (`redraw`)
         self.canvas.mpl_connect("motion_notify_event", self._hover)
         self.canvas.mpl_connect("button_press_event", self._click)
+        self.point_keys = PointKeys(self.canvas, self)
         self.table_picker = QComboBox()
         self.table_picker.currentIndexChanged.connect(self._show_table)
         self.table_source = QLabel()
@@ -652,6 +802,7 @@ class MetricPanelView(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().setVisible(False)
+        self.table.setTabKeyNavigation(False)  # arrows move in a data grid; Tab leaves it (42 rows × 8: 336 Tabs)
         self.table.horizontalHeader().setResizeContentsPrecision(40)  # fit columns to the first rows only
         self.export_buttons: dict[tuple[str, str], QPushButton] = {}
 
@@ -665,7 +816,9 @@ class MetricPanelView(QWidget):
         for fmt in FIGURE_FORMATS:
             self._export_button(top, "figure", fmt, f"{fmt.upper()}…", f"Export the figure as {fmt.upper()}")
         table_bar = QHBoxLayout()
-        table_bar.addWidget(QLabel("Table:"))
+        table_label = QLabel("Table:")
+        table_label.setBuddy(self.table_picker)  # a screen reader says "Table:" with the picker, as in a form
+        table_bar.addWidget(table_label)
         table_bar.addWidget(self.table_picker, 1)
         for fmt, text in (("csv", "CSV…"), ("tex", "LaTeX…")):
             self._export_button(table_bar, "table", fmt, text, f"Export the table shown as {text[:-1]}")
@@ -716,6 +869,7 @@ class MetricPanelView(QWidget):
             self.title.setText("No panel")
             self.description.clear()
             self.hits = Hits()
+            self.point_keys.drawn()
             self.canvas.render(lambda figure: figure.clear() or Hits())
             self._set_tables([])
             return
@@ -723,7 +877,7 @@ class MetricPanelView(QWidget):
         self.title.setText(f"<b>{panel.title}</b> — laid out like {panel.mirrors} · numbers: <b>{mine}</b>")
         self.description.setText(
             f"<small>{panel.description} Hover a point for its 95% interval; click it for its questions and "
-            "answers.</small>"
+            "answers (or Tab to the figure: arrow keys, Enter).</small>"
         )
         tables = [
             (name, mine, functools.partial(panel.tables.__getitem__, name), f"{panel.title}: {name} ({mine})")
@@ -748,12 +902,14 @@ class MetricPanelView(QWidget):
         panel = self.panel.in_view(self.view_key)  # a panel with views (the gender probes' settings) shows one
         self._fit_canvas(panel_rows(panel, shown))
         self.hits = Hits()  # nothing to hit until the new figure is drawn
+        self.point_keys.drawn()  # nor a point the keys are on
         series, simulated, color_order = list(self.series), dict(self.simulated), list(self.color_order)
         self.canvas.render(lambda figure: draw_panel(figure, panel, series, simulated, shown, color_order))
 
     def _figure_drawn(self, hits) -> None:
         if isinstance(hits, Hits):
             self.hits = hits
+            self.point_keys.drawn()
         self.drawn.emit()
 
     def finish_drawing(self) -> None:
@@ -821,6 +977,7 @@ class MetricPanelView(QWidget):
             self.table.setRowCount(0)
             self.table.setColumnCount(0)
             self.table_source.setText("")
+            self.table.setAccessibleName("")
             return
         name, source, frame, caption = chosen
         shown = frame.head(MAX_TABLE_ROWS_SHOWN)
@@ -831,6 +988,7 @@ class MetricPanelView(QWidget):
         )
         described = caption.removeprefix(f"{source}: ")  # a published table's caption starts with its source
         self.table_source.setText(f"<b>{source}</b> — {described}{more}")
+        self.table.setAccessibleName(f"{source} — {described}")  # said as Tab reaches the table
         self.table.setColumnCount(len(shown.columns))
         self.table.setRowCount(len(shown))
         self.table.setHorizontalHeaderLabels([str(c) for c in shown.columns])

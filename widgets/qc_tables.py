@@ -195,10 +195,14 @@ class QcTablesView(QWidget):
         top.addWidget(self.paper_layout)
         top.addWidget(self.refresh_button)
         bars = QHBoxLayout()
-        bars.addWidget(QLabel("Flag annotators below control accuracy"))
-        bars.addWidget(self.accuracy_bar)
-        bars.addWidget(QLabel("or agreement"))
-        bars.addWidget(self.agreement_bar)
+        for text, box in (
+            ("Flag annotators below control accuracy", self.accuracy_bar),
+            ("or agreement", self.agreement_bar),
+        ):
+            label = QLabel(text)
+            label.setBuddy(box)  # a screen reader says the label with the box, as in a form
+            bars.addWidget(label)
+            bars.addWidget(box)
         bars.addSpacing(16)
         bars.addWidget(self.exclude_flagged)
         bars.addStretch(1)
@@ -226,6 +230,7 @@ class QcTablesView(QWidget):
                 self.sections[data.key] = section
                 self.tabs.addTab(section, data.tab)
             section.set_table(data)
+            section.table.setAccessibleName(data.tab)  # a screen reader names the table, not only its tab
             index = self.tabs.indexOf(section)
             self.tabs.setTabText(index, data.tab + (f" ({len(data.rows)})" if data.clip_column and data.rows else ""))
 

@@ -104,6 +104,7 @@ class SpeakerListView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.table = row_table(self.COLUMNS)
+        self.table.setAccessibleName("Speakers")
         self.fitted = FittedColumns(self.table, wrapped=[0, 3, 4], name="speakers")  # name, gender and consent wrap
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.add_button = QPushButton("Add speaker…")

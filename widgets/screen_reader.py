@@ -2,9 +2,14 @@
 goes on: the rating session and the rewrite review. Their keys act without moving the focus, so the screen reader
 has nothing to read unless told; the focused view's accessible name is set once per action, and a name change on
 the focused widget is read out at once, cutting off the line before it (Orca 43 and NVDA read it; Orca 43 has no
-support for Qt's newer announcement events)."""
+support for Qt's newer announcement events). Also what Tab meets on every page: no silent stop on a scroll area
+(`no_tab_stop`), and an empty text field said as it is reached (`EmptyFieldSaid`)."""
 
 from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
+from PySide6.QtGui import QFocusEvent
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLineEdit
 
 SENTENCE_ENDS = ".!?…。？！"  # a part of a spoken line that ends in one of these gets no full stop added
 
@@ -38,3 +43,44 @@ class SpokenFocus:
         """Leaving the view, the line said last is done with: coming back says where the view is."""
         self._said_context = None
         super().focusOutEvent(event)
+
+
+SELECTING_REASONS = (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason)  # QLineEdit selects all
+
+
+def no_tab_stop(area: QAbstractScrollArea) -> None:
+    """A scroll area around controls is no Tab stop of its own: Tab goes from control to control, and the area
+    scrolls to show each (QScrollArea does). As a stop it was a silent one: a screen reader said nothing there,
+    and the focus ring went round a whole page or form (Evaluate's first stop after Ctrl+6)."""
+    area.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+
+
+class EmptyFieldSaid(QObject):
+    """An empty text field is said as Tab reaches it ('Languages: text. all: en, ko, zh'). QLineEdit answers a
+    Tab's focus by selecting all its text, which for an empty field reports a caret move before Qt reports the
+    focus; Orca 43 then takes the field as already focused and says nothing of it (8 of Evaluate's 13 fields were
+    silent). The field gets the focus as if given by code instead, which selects nothing: the same field, nothing
+    to select, and the focus reported first. One filter on the application, as `WheelGuard`."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.FocusIn
+            and isinstance(watched, QLineEdit)
+            and event.reason() in SELECTING_REASONS
+            and not watched.text()
+        ):
+            QCoreApplication.sendEvent(watched, QFocusEvent(QEvent.Type.FocusIn, Qt.FocusReason.OtherFocusReason))
+            return True
+        return False
+
+
+def install_empty_field_said(app: QApplication | None = None) -> EmptyFieldSaid | None:
+    """Install the filter on the application once (later calls return the same one)."""
+    app = app or QApplication.instance()
+    if app is None:
+        return None
+    said = app.findChild(EmptyFieldSaid)
+    if said is None:
+        said = EmptyFieldSaid(app)
+        app.installEventFilter(said)
+    return said

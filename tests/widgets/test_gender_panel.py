@@ -85,18 +85,23 @@ def test_per_category_j_delta_nu_kappa_show_the_male_leaning_listener(page):
 
 
 @pytest.mark.slow
-def test_the_detail_belongs_to_the_gender_panel_only(page, qtbot):
+def test_the_detail_belongs_to_the_gender_panel_only_and_adds_its_tabs_once_shown(results_page, qtbot):
+    """Before, its tabs were added as the Results page was built: the tab bar reported its first tab selected, and
+    Orca 43 said *Per category page tab* over the page's first Ctrl+7, the panel hidden."""
+    page = results_page(1300, 900, timeout_ms=30_000)
     page.show_panel("accuracy_by_level")
-    assert page.gender_panel.isHidden()
+    assert page.gender_panel.isHidden() and page.gender_panel.tabs.count() == 0
     page.show_panel("gender_probe")
-    assert page.gender_panel.isVisible()
+    tabs = page.gender_panel.tabs
+    assert page.gender_panel.isVisible() and tabs.currentIndex() == 0 and tabs.currentWidget().isVisible()
+    assert [tabs.tabText(index) for index in range(tabs.count())] == ["Per category", "Answers per question", "Listen"]
 
 
 @pytest.mark.slow
 def test_answers_per_question_sort_by_disagreement(page):
     panel = page.gender_panel
     panel.choose_setting("binary_option")
-    panel.tabs.setCurrentIndex(1)
+    panel.show_tab(1)
     rows = panel.question_rows()
     assert len(rows) == 12 * 2  # every probe for each voiced model (the text backbone has no voices)
     disagreement = [float(r["disagreement"]) for r in rows]
@@ -117,7 +122,7 @@ def test_answers_per_question_sort_by_disagreement(page):
 @pytest.mark.slow
 def test_the_listening_view_plays_the_male_female_and_neutralized_versions(page, qtbot, played, demo):
     panel = page.gender_panel
-    panel.tabs.setCurrentIndex(1)
+    panel.show_tab(1)
     panel.question_table.selectRow(0)
     question = panel.selected_question()
     with qtbot.waitSignal(page.versions_ready, timeout=10_000) as ready:
@@ -184,7 +189,7 @@ def test_the_neutralized_voices_setting(page):
     assert all(row["κ"] != "—" and row["backbone"] == "simulated:gender-balanced (text)" for row in rows.values())
     assert delta_of(rows[("simulated:male-leaning", "stereotypical")]["Δ"]) > 0.3  # the preference persists
     panel = page.gender_panel
-    panel.tabs.setCurrentIndex(1)
+    panel.show_tab(1)
     table = panel.question_table
     headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
     assert "neutralized from male answered" in headers and "neutralized from female answered" in headers

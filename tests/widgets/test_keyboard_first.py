@@ -7,7 +7,16 @@ import time
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, QSettings, Qt
-from PySide6.QtWidgets import QApplication, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QGroupBox,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from spokenbench.app.keyboard import FocusRing, install
 from spokenbench.app.settings_dialog import ANNOTATOR_KEY
@@ -330,3 +339,50 @@ def test_ctrl_j_puts_the_keys_in_the_jobs_panel_and_esc_closes_it_and_gives_them
     press(qtbot, Qt.Key.Key_Escape)
     qtbot.waitUntil(window.jobs_dock.isHidden, timeout=2_000)
     assert window.page_stack.currentWidget().isAncestorOf(focused())
+
+
+def tab_stops(qtbot, first, most: int = 60) -> list:
+    """The widgets Tab goes to from `first` until it comes back to it (or `most` presses)."""
+    stops = [first]
+    for _ in range(most):
+        press(qtbot, Qt.Key.Key_Tab)
+        if focused() is first:
+            return stops
+        stops.append(focused())
+    raise AssertionError(f"Tab never came back to {first!r} in {most} presses: {stops[-5:]}")
+
+
+def said(widget) -> str:
+    """The name a screen reader is given for a widget, from where Qt's accessibility takes it: the accessible name,
+    else a label whose buddy it is (a form's), else the group box around it, else its own text. (Not asked of
+    QAccessible from Python: see tests/widgets/test_screen_reader.py `said`.)"""
+    labels = (label.text() for label in widget.window().findChildren(QLabel) if label.buddy() is widget)
+    group = widget.parentWidget().title() if isinstance(widget.parentWidget(), QGroupBox) else ""
+    own = widget.currentText() if isinstance(widget, QComboBox) else getattr(widget, "text", str)()
+    return widget.accessibleName() or next(labels, "") or group or own
+
+
+@pytest.mark.slow
+def test_tab_goes_round_evaluate_and_results_with_every_stop_named_none_silent_and_no_trap(window, qtbot, built_demo):
+    """Before, Ctrl+6 gave the keys to the scroll area around Evaluate's form (a stop a screen reader said nothing
+    of), the Results page's figure area was another such stop, and Tab in the panel's table went from cell to cell
+    (336 presses through the demo's first table) instead of leaving it: Tab never came round."""
+    open_project(window, qtbot, built_demo)
+    window.show_page("evaluate")
+    view = window.page_widgets["evaluate"].view
+    qtbot.waitUntil(lambda: focused() is view.model_box, timeout=15_000)
+    for stop in tab_stops(qtbot, view.model_box):
+        assert not isinstance(stop, QScrollArea), f"a silent stop on {stop!r}"
+        assert said(stop), f"a stop without a name: {stop!r}"
+
+    window.show_page("results")
+    results = window.page_widgets["results"]
+    qtbot.waitUntil(lambda: results.panels is not None and focused() is results.run_list, timeout=60_000)
+    results.view.finish_drawing()
+    stops = tab_stops(qtbot, results.run_list)
+    assert results.view.canvas in stops and results.view.table in stops and len(stops) <= 20, stops
+    for stop in stops:
+        assert not isinstance(stop, QScrollArea), f"a silent stop on {stop!r}"
+        assert said(stop), f"a stop without a name: {stop!r}"
+    assert said(results.run_list) == "Runs" and said(results.panel_list) == "Panels"
+    assert said(results.view.table).startswith("yours (simulated) — Accuracy by level")

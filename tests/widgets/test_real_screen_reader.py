@@ -10,6 +10,8 @@ cannot be installed."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from real_device import (
     missing_screen_reader,
@@ -73,3 +75,31 @@ def test_a_note_and_a_rewrite_review_are_said(heard):
     cancelled = press("Escape", "Edit cancelled.")
     assert cancelled.startswith("Edit cancelled. Part 11 of 20, accepted.")
     assert not any(line.startswith("Rewrite") for line in reader.said()[before:])  # the field shown took no focus
+
+
+def test_evaluate_s_form_and_the_results_figure_are_said_and_its_points_reached(heard):
+    """Before, Ctrl+6 gave the keys to the scroll area around Evaluate's form, of which Orca said nothing; its
+    empty fields (Languages, Accents, …) went unsaid; and the Results figure took no key, so a point's numbers and
+    the responses behind it were the mouse's alone."""
+    press, reader, _opened = heard
+    press("ctrl+6", "Model: combo box.")
+    for said in ("Mode: combo box.", "Prompt: combo box.", "Languages: text.", "Accents: text."):
+        press("Tab", said)
+    since = len(reader.said())
+    press("ctrl+7", "Runs")
+    for _ in range(30):  # round the page until the figure is reached drawn (its panels take a second or more)
+        if reader.wait_for("Figure: Accuracy by level, 42 points.", since, 0.1):
+            break
+        before = len(reader.said())
+        reader.desktop.xdotool("key", "Tab")
+        # Orca falls seconds behind on a busy machine, and skips a stop whose focus it reaches after the next one's
+        deadline = time.monotonic() + 10
+        while not [line for line in reader.said()[before:] if line.strip() != "tab"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+    on_the_way = " | ".join(reader.said()[since:])
+    for said in ("All runs", "Panels", "Published (paper)", "PNG", "SVG", "PDF", "Figure: Accuracy by level, 42"):
+        assert said in on_the_way, on_the_way
+    assert "Per category" not in on_the_way, on_the_way  # the gender panel's tabs, hidden, were said over Ctrl+7
+    assert "simulated:accent-sensitive · language · en." in press("Right", "Point 1 of 42.")
+    press("End", "Point 42 of 42.")
+    press("Return", "336 responses to 24 question(s)")

@@ -4,12 +4,14 @@ simulated; hovering a point shows its 95% interval and clicking one lists its qu
 audio; figures export as PNG, SVG and PDF and tables as CSV and LaTeX; the page follows the runs table."""
 
 import csv
+import itertools
 import xml.etree.ElementTree as ET
 
 import pytest
 from matplotlib.backend_bases import MouseEvent
 from matplotlib.text import Text
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from spokenbench.core.evaluation.store import mark_run
 from spokenbench.core.results.names import PANEL_ORDER
@@ -183,6 +185,52 @@ def test_hovering_shows_the_interval_and_clicking_lists_the_questions_and_plays_
     assert page.play_button.isEnabled() and "simulated run heard no audio" in page.audio_note.text()
     page.play_selected()
     assert len(played) == 1 and played[0].is_file() and str(played[0]) == details["audio_path"].iloc[0]
+
+
+def test_the_keys_reach_the_figure_go_from_point_to_point_and_enter_lists_and_plays_one(page, qtbot, played):
+    """Before, a point's interval and the questions and answers behind it were the mouse's alone: the figure took
+    no focus and no key, and Tab in the responses below went from cell to cell instead of leaving them."""
+    draw(page, "accuracy_by_level")
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
+    canvas, placed = page.view.canvas, page.view.hits.in_order
+    page.view.published_toggle.setFocus()
+    for _ in range(4):  # PNG…, SVG…, PDF…, then the figure
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is canvas
+    assert canvas.accessibleName().startswith(f"Figure: Accuracy by level, {len(placed)} points. Arrow keys")
+
+    # reading order: the subplots as drawn, left to right in each (the demo's three models at each language)
+    languages = [point for point, _x, _y in placed if point.facet == "language"]
+    assert [point.x for point in languages] == ["en"] * 3 + ["ko"] * 3 + ["zh"] * 3
+    assert all(x0 < x1 for (_p0, x0, _y0), (_p1, x1, _y1) in itertools.pairwise(placed[:9]))
+    qtbot.keyClick(canvas, Qt.Key.Key_Right)
+    first = placed[0][0]
+    assert canvas.accessibleName().startswith(f"Point 1 of {len(placed)}. {first.series} · language · en.")
+    assert "95% CI [" in canvas.accessibleName() and canvas.mark == (*placed[0][1:], first.tooltip())  # ringed
+    qtbot.keyClick(canvas, Qt.Key.Key_Left)  # already on the first: stays
+    assert canvas.accessibleName().startswith(f"Point 1 of {len(placed)}.")
+    qtbot.keyClick(canvas, Qt.Key.Key_End)
+    qtbot.keyClick(canvas, Qt.Key.Key_Up)
+    point = placed[-2][0]
+    assert canvas.accessibleName().startswith(f"Point {len(placed) - 1} of {len(placed)}. {point.series} · ")
+
+    with qtbot.waitSignal(page.details_ready, timeout=10_000) as ready:
+        qtbot.keyClick(canvas, Qt.Key.Key_Return)
+    assert len(ready.args[0]) == point.n == page.detail.rowCount()
+    assert QApplication.focusWidget() is page.detail  # the responses take the keys, named by their title
+    assert page.detail.accessibleName().startswith(f"{point.series} · {point.facet} · {point.x}: {point.n} responses")
+    qtbot.keyClick(page.detail, Qt.Key.Key_Return)  # Enter on a response plays what its model heard
+    assert len(played) == 1 and str(played[0]) == ready.args[0]["audio_path"].iloc[0]
+    qtbot.keyClick(page.detail, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is page.play_button
+
+    page.resize(1000, 980)  # drawn again at the new size: the ring follows its point
+    page.view.finish_drawing()
+    moved = next((x, y) for shown, x, y in page.view.hits.in_order if shown is point)
+    assert canvas.mark == (*moved, point.tooltip()) and moved != (placed[-2][1], placed[-2][2])
+    draw(page, "entropy_distribution")  # another figure: no point is ringed until a key goes to one
+    assert canvas.mark is None
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from spokenbench.core.qc.rating_session import ClipView, RatingProgress
 from spokenbench.core.rewriting.flagging import FlaggedRewrite
 from spokenbench.widgets.rating_view import RatingView
 from spokenbench.widgets.rewrite_review import RewriteReviewView
-from spokenbench.widgets.screen_reader import spoken
+from spokenbench.widgets.screen_reader import install_empty_field_said, spoken
 
 CLIP = ClipView(
     position=2, total=47, clip_id=805, text="Which is larger?", item="demo/019", language="en", accent="american",
@@ -187,3 +187,37 @@ def test_the_rating_page_says_the_queue_each_save_each_move_and_a_note(rating_pa
     assert said(page.view) == "No transcripts for this clip."
     qtbot.keyClick(page.view, "t")
     assert said(page.view) == "Transcripts hidden."
+
+
+def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still_has_its_text_selected(qtbot):
+    """QLineEdit answers a Tab's focus by selecting all its text: for an empty field, a caret move reported before
+    the focus, after which Orca 43 took the field as focused already and said nothing of it (8 of Evaluate's 13
+    fields; heard in tests/widgets/test_real_screen_reader.py). The empty field now gets its focus as from code."""
+    install_empty_field_said()
+    reasons = []
+
+    class Field(QLineEdit):
+        def focusInEvent(self, event) -> None:
+            reasons.append((self.text(), event.reason()))
+            super().focusInEvent(event)
+
+    window = QWidget()
+    start, empty, filled = QLineEdit("start"), Field(), Field("0")
+    layout = QVBoxLayout(window)
+    for field in (start, empty, filled):
+        layout.addWidget(field)
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    focus(qtbot, start)
+    qtbot.keyClick(start, Qt.Key.Key_Tab)
+    assert empty.hasFocus() and reasons == [("", Qt.FocusReason.OtherFocusReason)]
+    qtbot.keyClick(empty, Qt.Key.Key_Tab)
+    assert filled.hasFocus() and reasons[-1] == ("0", Qt.FocusReason.TabFocusReason) and filled.selectedText() == "0"
+    qtbot.keyClick(filled, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
+    assert empty.hasFocus() and reasons[-1] == ("", Qt.FocusReason.OtherFocusReason)
+    empty.setText("typed")  # reached again with text in it: selected, as Qt does
+    qtbot.keyClick(empty, Qt.Key.Key_Tab)
+    qtbot.keyClick(filled, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
+    assert empty.hasFocus() and reasons[-1] == ("typed", Qt.FocusReason.BacktabFocusReason)
+    assert empty.selectedText() == "typed"
