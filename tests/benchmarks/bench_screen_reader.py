@@ -1,12 +1,14 @@
 """Benchmark (run by hand, prints its figures; not part of the test run): what a screen reader says of each key
-of a rating session and a rewrite review, on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's
+of a rating session and a rewrite review (`--walk rating`), or of Evaluate's form and the Results page's figure
+(`--walk pages`), on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's
 screen reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
 through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
 
-    python tests/benchmarks/bench_screen_reader.py [--baseline DIR] [--screen 1400x900] [--wait 10]
+    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages] [--baseline DIR] [--screen 1400x900] [--wait 10]
 
 A key counts as said when one of its utterances (within `--wait` seconds) holds what the key did: the clip shown
-with its text, the rating saved, the part moved to; the seconds until then are printed, with their median. `--baseline DIR`: an older tree as DIR/spokenbench
+with its text, the rating saved, the part moved to; the control Tab reached, by its label; the point an arrow
+went to; the seconds until then are printed, with their median. `--baseline DIR`: an older tree as DIR/spokenbench
 (`git worktree add X REV` and a link DIR/spokenbench → X), given to its app as PYTHONPATH; this tree runs first.
 Installs Orca, the accessibility bus, xvfb, pulseaudio, xdotool and xfwm4 with apt-get when missing (root only)."""
 
@@ -32,7 +34,7 @@ from real_device import (
 OPENING_S = 45.0  # Orca falls seconds behind the app's start on a busy 2-core machine
 SETTLE_S = 0.5
 # (key, what an utterance after it must hold for the key to count as said); the first row is the session opening
-STEPS = [
+RATING = [
     ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
     ("1", "Correct saved. Clip 2 of 47"),
     ("2", "Acceptable saved. Clip 3 of 47"),
@@ -50,9 +52,31 @@ STEPS = [
     ("k", "Part 12 of 20, accepted."),
     ("x", "rejected. Part 13 of 20"),
 ]
+EVALUATE_FIELDS = [
+    *("Mode: combo box", "Prompt: combo box", "Languages: text", "Accents: text", "Voices: text"),
+    *("Speaker genders: text", "Option orders: text", "Speeds: text", "Volumes: text", "Noise (SNR dB): text"),
+    *("Permutations: combo box", "Identifiers: combo box", "First N items: text", "Seed: text", "Budget: text"),
+    *("Concurrency:", "Run name: text", "Online", "Prepare push button", "Plan"),
+]
+RESULTS_STOPS = ["All runs", "Panels", "Published (paper)", "PNG", "SVG", "PDF", "Figure: Accuracy by level, 42"]
+PAGES = [
+    ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
+    ("ctrl+6", "Model: combo box"),
+    *(("Tab", said) for said in EVALUATE_FIELDS),
+    ("ctrl+7", "Runs"),
+    *(("Tab", said) for said in RESULTS_STOPS),
+    ("Right", "Point 1 of 42. simulated:accent-sensitive · language · en."),
+    ("Right", "Point 2 of 42. simulated:order-sensitive · language · en."),
+    ("End", "Point 42 of 42. simulated:steady · order · reversed."),
+    ("Return", "336 responses to 24 question(s)"),
+    ("Tab", "Play push button"),
+]
+WALKS = {"rating": RATING, "pages": PAGES}
+KEY_NAMES = {"tab", "left control", "left shift", "return", "right", "end"}  # what Orca says of a key itself
+PAGE_OPENING_S = 4.0  # after Ctrl+7: the Results page computes its panels (about a second here) before Tab goes on
 
 
-def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: float) -> list[tuple]:
+def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: float, steps) -> list[tuple]:
     """Each step's key, the seconds until Orca said what it did (None: not within `wait`), and every utterance
     after it."""
     project = work / "project"
@@ -60,7 +84,7 @@ def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: 
     rows = []
     with screen_reader_session(project, work, f"{screen}x24", command) as (desktop, reader, _figures):
         since = 0
-        for key, expected in STEPS:
+        for key, expected in steps:
             pressed = time.monotonic()
             if key.startswith("("):
                 wait_s = OPENING_S
@@ -69,13 +93,14 @@ def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: 
                 desktop.xdotool("key", key)
             line = reader.wait_for(expected, since, wait_s)
             took = None if line is None else time.monotonic() - pressed
-            time.sleep(SETTLE_S)  # what follows the line (a description) is listed with it
+            time.sleep(PAGE_OPENING_S if key == "ctrl+7" else SETTLE_S)  # what follows the line is listed with it
             rows.append((key, took, reader.said()[since:]))
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--walk", choices=sorted(WALKS), default="rating")
     parser.add_argument("--baseline", type=Path, help="a folder holding an older tree as spokenbench/")
     parser.add_argument("--screen", default="1400x900")
     parser.add_argument("--wait", type=float, default=10.0, help="seconds a key's line is waited for")
@@ -90,9 +115,11 @@ def main() -> int:
         demo = demo_in(work)
         for name, command in trees:
             folder = work / name.split()[0]
-            rows = heard(command, demo, folder, args.screen, args.wait)
+            rows = heard(command, demo, folder, args.screen, args.wait, WALKS[args.walk])
             delays = sorted(took for _key, took, _after in rows[1:] if took is not None)
             middle = f"; median {statistics.median(delays):.2f} s from a key to its line" if delays else ""
+            silent = sum(not [line for line in after if line.strip() not in KEY_NAMES] for _key, _took, after in rows)
+            middle += f"; {silent} key(s) after which Orca said only the key's name, or nothing"
             print(
                 f"== {name}: {sum(took is not None for _key, took, _ in rows)} of {len(rows)} keys said what they did{middle}"
             )
