@@ -108,7 +108,7 @@ class ResultsPage(QWidget):
         self.selected_runs: set[int] | None = None  # None: every run (new runs join in)
         self.details: pd.DataFrame | None = None
         self.clicked: Point | None = None
-        self.details_take_keys = False  # the point was chosen from the keyboard (`PointKeys`)
+        self.details_take_keys = False  # the point was chosen with the keys (`PointKeys`)
         self.cache = ResultsCache()  # recent results by the change counters they were read at and the runs picked
         self.computations = 0  # job processes started (a cached result starts none): for tests and the benchmark
         self.stale_reason = "the latest change"  # what the figures shown are from before, while new ones compute
@@ -146,6 +146,7 @@ class ResultsPage(QWidget):
 
         self.view = MetricPanelView()
         self.view.point_clicked.connect(self.show_point)
+        self.view.point_entered.connect(lambda point: self.show_point(point, take_keys=True))
         self.view.export_requested.connect(self.choose_export_file)
         self.gender_panel = GenderPanel()
         self.gender_panel.question_chosen.connect(self.load_versions)
@@ -526,14 +527,15 @@ class ResultsPage(QWidget):
 
     # -- a clicked point ----------------------------------------------------------------------------
 
-    def show_point(self, point: Point) -> QueryOp | None:
-        """List the questions and answers behind `point` (read on the pool: question texts and audio paths)."""
+    def show_point(self, point: Point, take_keys: bool = False) -> QueryOp | None:
+        """List the questions and answers behind `point` (read on the pool: question texts and audio paths);
+        `take_keys`: it was chosen with the keys, and its responses take them once listed."""
         if self.session is None or self.panels is None:
             return None
         panels = self.panels
         probe = self.view.panel is not None and self.view.panel.key == "gender_probe"
         self.clicked = point
-        self.details_take_keys = self.view.canvas.hasFocus()  # Enter on a point: its responses get the keys
+        self.details_take_keys = take_keys
         self._detail_titled(f"Reading the {point.n} {point.unit} behind {point.series} · {point.x}…")
         return (
             QueryOp(

@@ -27,7 +27,7 @@ import shiboken6
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
-from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QCursor, QImage, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -109,24 +109,26 @@ class Hits:
     def add(self, artist, points: list[Point]) -> None:
         self.targets.append((artist, points))
 
-    def place(self, figure: Figure) -> None:
+    def placed(self, figure: Figure) -> list[tuple[Point, float, float]]:
         """Where each point was drawn, in reading order: the user's numbers before the published ones, subplot by
-        subplot as drawn, left to right in each. On the drawing thread, right after the drawing (the artists'
-        places are known only then, and the figure is not touched from the UI thread)."""
+        subplot as drawn, left to right in each; a point with no place (a NaN value, a masked marker) is left
+        out. Worked out on the drawing thread right after the drawing (the artists' places are known only then,
+        and the UI thread never touches the figure); `in_order` takes it with the image (`BackgroundCanvas`)."""
         width, height = figure.bbox.width, figure.bbox.height
         placed = []
         for artist, points in self.targets:
-            if len(points) == 1 and not hasattr(artist, "get_offsets"):  # a bar
+            if len(points) == 1 and not hasattr(artist, "get_offsets"):  # a bar: the end its value is at
                 extent = artist.get_window_extent()
-                centres = [((extent.x0 + extent.x1) / 2, extent.y1)]  # its top, where the value is
+                centres = [((extent.x0 + extent.x1) / 2, extent.y0 if points[0].value < 0 else extent.y1)]
             else:  # markers: one offset per point
-                centres = artist.get_offset_transform().transform(artist.get_offsets())
+                offsets = np.ma.filled(np.ma.asarray(artist.get_offsets(), dtype=float), np.nan)
+                centres = artist.get_offset_transform().transform(offsets)
             for point, (x, y) in zip(points, centres):
-                placed.append((point, float(x) / width, 1.0 - float(y) / height))
-        sources = _ordered(point.source for point, _x, _y in placed)
+                if math.isfinite(x) and math.isfinite(y):
+                    placed.append((point, float(x) / width, 1.0 - float(y) / height))
         facets = _ordered(point.facet for point, _x, _y in placed)
-        placed.sort(key=lambda entry: (sources.index(entry[0].source), facets.index(entry[0].facet), entry[1]))
-        self.in_order = placed
+        placed.sort(key=lambda entry: (entry[0].source.startswith("published"), facets.index(entry[0].facet), entry[1]))
+        return placed
 
     def find(self, event) -> Point | None:
         for artist, points in reversed(self.targets):
@@ -481,7 +483,7 @@ def save_table(frame: pd.DataFrame, path: str | Path, caption: str = "", label: 
 class _Rendered(QObject):
     """Carries a finished image from the drawing thread to the UI thread (a queued signal)."""
 
-    done = Signal(int, object, object)  # generation, QImage, what the build returned
+    done = Signal(int, object, object, object)  # generation, QImage, what the build returned, `Hits.placed`
 
 
 def _log_failed_drawing(future: Future) -> None:
@@ -504,7 +506,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._generation = 0
         self._future: Future | None = None
         self._next_build: Callable[[Figure], object] | None = None  # taken by the next drawing that starts
-        self._pending_result: tuple[int, QImage, object] | None = None  # drawn, not yet shown
+        self._pending_result: tuple[int, QImage, object, list | None] | None = None  # drawn, not yet shown
         self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
         self._lock = threading.Lock()
         self.mark: tuple[float, float, str] | None = None  # (x, y, line): the point the keys are on (`PointKeys`)
@@ -549,16 +551,15 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 self._built = queued(self.figure)  # only this thread touches it
             built = self._built
             FigureCanvasAgg.draw(self)
-            if isinstance(built, Hits):
-                built.place(self.figure)
+            placed = built.placed(self.figure) if isinstance(built, Hits) else None
             buffer = self.buffer_rgba()
             # copied once, straight from the renderer's buffer (a bytes() copy first made the peak one image larger)
             image = QImage(buffer, buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
             image.setDevicePixelRatio(ratio)
             return_freed_memory()  # the drawing's transient buffers, here on its thread (issue 28: peak memory)
             with self._lock:
-                self._pending_result = (generation, image, built)
-            self._carrier.done.emit(generation, image, built)
+                self._pending_result = (generation, image, built, placed)
+            self._carrier.done.emit(generation, image, built, placed)
 
         self._future = self._drawer.submit(work)
         self._future.add_done_callback(_log_failed_drawing)
@@ -572,12 +573,14 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         if pending is not None:
             self._rendered(*pending)
 
-    def _rendered(self, generation: int, image: QImage, built: object) -> None:
+    def _rendered(self, generation: int, image: QImage, built: object, placed: list | None) -> None:
         with self._lock:
             if self._pending_result is None or self._pending_result[0] != generation:
                 return  # shown already (`finish`), or a newer drawing finished since
             self._pending_result = None
         self._image = image
+        if isinstance(built, Hits) and placed is not None:
+            built.in_order = placed  # with the image they are the places in (a resize's drawing moves them)
         self._on_rendered(built)
         self.update()
 
@@ -605,7 +608,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         if self.mark is None:
             return
         x, y, line = self.mark
-        centre = QPoint(round(x * self.width()), round(y * self.height()))
+        drawn = self._image.deviceIndependentSize()  # the image shown, which a resize redraws a moment later
+        centre = QPoint(round(x * drawn.width()), round(y * drawn.height()))
         painter.drawEllipse(centre, MARK_RADIUS, MARK_RADIUS)
         metrics = painter.fontMetrics()
         text = metrics.boundingRect(self.rect(), Qt.TextFlag.TextExpandTabs, line).adjusted(-4, -3, 4, 3)
@@ -679,7 +683,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
 class PointKeys(QObject):
     """The figure from the keyboard. Tab reaches it; → and ↓ go to the next point, ← and ↑ to the one before,
     Home and End to the first and the last; Enter or Space does what a click does (the point's questions and
-    answers below). The point is ringed, its line in a box beside it (`BackgroundCanvas.mark`), and that line is
+    answers below: `point_entered`). The point is ringed, its line in a box beside it (`BackgroundCanvas.mark`), and that line is
     the canvas's accessible name, which a screen reader says as it changes (as in widgets/screen_reader.py).
     Before, a point's interval and the questions and answers behind it were the mouse's alone."""
 
@@ -692,7 +696,7 @@ class PointKeys(QObject):
         self.canvas, self.view = canvas, view
         self.point: Point | None = None  # the one the keys are on, in the drawing `drawing`
         self.drawing: Hits | None = None
-        canvas.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        canvas.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # a click on a point leaves the keys where they were
         canvas.installEventFilter(self)
 
     def eventFilter(self, watched, event) -> bool:
@@ -721,10 +725,14 @@ class PointKeys(QObject):
         """Whether `key` was one of these keys (then it goes no further)."""
         placed = self.view.hits.in_order
         if key in self.CHOOSE:
-            if self.at() is not None and len(self.point.rows):
-                self.view.point_clicked.emit(self.point)
-            elif self.at() is not None:  # a published number: the papers' responses are not in the project
+            if self.at() is None:
+                self.canvas.setAccessibleName(spoken("No point chosen", "Arrow keys go to one"))
+            elif len(self.point.rows):
+                self.view.point_entered.emit(self.point)
+            elif self.point.source.startswith("published"):  # the papers' responses are not in the project
                 self.canvas.setAccessibleName(spoken("A published number: no responses of yours behind it"))
+            else:
+                self.canvas.setAccessibleName(spoken("No responses behind this point"))
             return True
         if key not in self.STEPS and key not in self.ENDS:
             return False
@@ -765,6 +773,7 @@ class MetricPanelView(QWidget):
     picker (the user's tables and the published ones) and export buttons."""
 
     point_clicked = Signal(object)  # Point (the user's, with rows)
+    point_entered = Signal(object)  # the same, chosen with the keys (Enter): its responses take them (`PointKeys`)
     export_requested = Signal(str, str)  # "figure" or "table", format
     drawn = Signal()  # a figure finished drawing and is shown
 
@@ -847,6 +856,22 @@ class MetricPanelView(QWidget):
         self._table_rows = None  # the rows of the table shown still to be filled in (`_fill_table_step`)
         self._table_row = 0
         self.set_panel(None)
+
+    def minimumSizeHint(self) -> QSize:
+        """At least as high as the heading row is at this width, with the figure and its table at their least: the
+        heading wraps (its minimum is one line), and with the responses open below, a window 794 pixels high
+        left the view less than that; its splitter then drew the figure over the table picker and its buttons,
+        which Tab still reached. Now the page scrolls instead (it sits in a scroll area)."""
+        hint = super().minimumSizeHint()
+        layout, heading = self.layout(), self.layout().itemAt(0)
+        top = heading.heightForWidth(self.width()) if heading.hasHeightForWidth() else heading.minimumSize().height()
+        needed = top + layout.spacing() + self.splitter.minimumSizeHint().height()
+        return QSize(hint.width(), max(hint.height(), needed))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.updateGeometry()  # the heading wraps anew: the least height changed
 
     def _export_button(self, layout, what: str, fmt: str, text: str, tip: str) -> None:
         button = QPushButton(text)

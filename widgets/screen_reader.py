@@ -45,7 +45,12 @@ class SpokenFocus:
         super().focusOutEvent(event)
 
 
-SELECTING_REASONS = (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason)  # QLineEdit selects all
+# the focus reasons QLineEdit answers by selecting all: Tab, Shift+Tab, a label's Alt+letter
+SELECTING_REASONS = (
+    Qt.FocusReason.TabFocusReason,
+    Qt.FocusReason.BacktabFocusReason,
+    Qt.FocusReason.ShortcutFocusReason,
+)
 
 
 def no_tab_stop(area: QAbstractScrollArea) -> None:

@@ -715,7 +715,7 @@ def main() -> None:
         wait_until(app, lambda: results.gender_panel.view is not None, 60, "the gender panel")
         gender = results.gender_panel
         gender.choose_setting("binary_option")
-        gender.tabs.setCurrentIndex(1)
+        gender.show_tab(1)
         gender.question_table.selectRow(0)
         gender.listen_button.click()  # the most disagreeing question, heard in the male, female, neutralized voices
         wait_until(app, lambda: gender.versions is not None, 30, "the question's versions")

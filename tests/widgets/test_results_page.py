@@ -5,18 +5,22 @@ audio; figures export as PNG, SVG and PDF and tables as CSV and LaTeX; the page 
 
 import csv
 import itertools
+import math
 import xml.etree.ElementTree as ET
 
 import pytest
 from matplotlib.backend_bases import MouseEvent
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from matplotlib.text import Text
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
 from spokenbench.core.evaluation.store import mark_run
+from spokenbench.core.results.model import Point
 from spokenbench.core.results.names import PANEL_ORDER
 from spokenbench.core.store import opened
-from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, short_labels
+from spokenbench.widgets.metric_panels import CANVAS_HEIGHT, Hits, short_labels
 
 
 @pytest.fixture
@@ -193,27 +197,30 @@ def test_the_keys_reach_the_figure_go_from_point_to_point_and_enter_lists_and_pl
     draw(page, "accuracy_by_level")
     page.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
-    canvas, placed = page.view.canvas, page.view.hits.in_order
+    canvas, view = page.view.canvas, page.view
     page.view.published_toggle.setFocus()
     for _ in range(4):  # PNG…, SVG…, PDF…, then the figure
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
     assert QApplication.focusWidget() is canvas
-    assert canvas.accessibleName().startswith(f"Figure: Accuracy by level, {len(placed)} points. Arrow keys")
+    total = len(view.hits.in_order)
+    assert canvas.accessibleName().startswith(f"Figure: Accuracy by level, {total} points. Arrow keys")
+    qtbot.keyClick(canvas, Qt.Key.Key_Return)  # no point chosen yet: said, nothing listed
+    assert canvas.accessibleName() == "No point chosen. Arrow keys go to one." and page.details is None
 
     # reading order: the subplots as drawn, left to right in each (the demo's three models at each language)
-    languages = [point for point, _x, _y in placed if point.facet == "language"]
+    languages = [point for point, _x, _y in view.hits.in_order if point.facet == "language"]
     assert [point.x for point in languages] == ["en"] * 3 + ["ko"] * 3 + ["zh"] * 3
-    assert all(x0 < x1 for (_p0, x0, _y0), (_p1, x1, _y1) in itertools.pairwise(placed[:9]))
+    assert all(x0 < x1 for (_p0, x0, _y0), (_p1, x1, _y1) in itertools.pairwise(view.hits.in_order[:9]))
     qtbot.keyClick(canvas, Qt.Key.Key_Right)
-    first = placed[0][0]
-    assert canvas.accessibleName().startswith(f"Point 1 of {len(placed)}. {first.series} · language · en.")
-    assert "95% CI [" in canvas.accessibleName() and canvas.mark == (*placed[0][1:], first.tooltip())  # ringed
+    first = view.hits.in_order[0]
+    assert canvas.accessibleName().startswith(f"Point 1 of {total}. {first[0].series} · language · en.")
+    assert "95% CI [" in canvas.accessibleName() and canvas.mark == (*first[1:], first[0].tooltip())  # ringed
     qtbot.keyClick(canvas, Qt.Key.Key_Left)  # already on the first: stays
-    assert canvas.accessibleName().startswith(f"Point 1 of {len(placed)}.")
+    assert canvas.accessibleName().startswith(f"Point 1 of {total}.")
     qtbot.keyClick(canvas, Qt.Key.Key_End)
     qtbot.keyClick(canvas, Qt.Key.Key_Up)
-    point = placed[-2][0]
-    assert canvas.accessibleName().startswith(f"Point {len(placed) - 1} of {len(placed)}. {point.series} · ")
+    point = view.hits.in_order[-2][0]
+    assert canvas.accessibleName().startswith(f"Point {total - 1} of {total}. {point.series} · ")
 
     with qtbot.waitSignal(page.details_ready, timeout=10_000) as ready:
         qtbot.keyClick(canvas, Qt.Key.Key_Return)
@@ -226,11 +233,65 @@ def test_the_keys_reach_the_figure_go_from_point_to_point_and_enter_lists_and_pl
     assert QApplication.focusWidget() is page.play_button
 
     page.resize(1000, 980)  # drawn again at the new size: the ring follows its point
-    page.view.finish_drawing()
-    moved = next((x, y) for shown, x, y in page.view.hits.in_order if shown is point)
-    assert canvas.mark == (*moved, point.tooltip()) and moved != (placed[-2][1], placed[-2][2])
+    view.finish_drawing()
+    moved = next((x, y) for shown, x, y in view.hits.in_order if shown is point)
+    assert canvas.mark == (*moved, point.tooltip())
     draw(page, "entropy_distribution")  # another figure: no point is ringed until a key goes to one
     assert canvas.mark is None
+
+
+def test_a_click_on_a_point_lists_it_and_leaves_the_keys_where_they_were(page, qtbot):
+    """The figure takes the keys from Tab only: a click on a point lists its responses and the panel list keeps
+    the keys (with the figure taking a click's focus, the responses took them at every click)."""
+    draw(page, "accuracy_by_level")
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
+    page.panel_list.setFocus()
+    point, x, y = page.view.hits.in_order[4]
+    canvas = page.view.canvas
+    with qtbot.waitSignal(page.details_ready, timeout=10_000) as ready:
+        qtbot.mouseClick(
+            canvas, Qt.MouseButton.LeftButton, pos=QPoint(round(x * canvas.width()), round(y * canvas.height()) + 3)
+        )
+    assert len(ready.args[0]) == point.n and QApplication.focusWidget() is page.panel_list
+
+
+def test_each_point_is_placed_where_its_value_is_drawn_and_one_without_a_place_is_left_out():
+    figure = Figure()
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    up, down, dot, nowhere = (
+        Point(facet="f", x=x, series="s", value=v) for x, v in (("a", 2), ("b", -1), ("c", 1), ("d", math.nan))
+    )
+    hits = Hits()
+    bars = axes.bar([0, 2], [2.0, -1.0])
+    hits.add(bars.patches[0], [up])
+    hits.add(bars.patches[1], [down])
+    hits.add(axes.scatter([1.0, math.nan], [1.0, 1.0]), [dot, nowhere])
+    figure.canvas.draw()
+    placed = hits.placed(figure)
+    assert [point for point, _x, _y in placed] == [up, dot, down]  # left to right; the NaN marker has no place
+    _x, zero = axes.transData.transform((0, 0))
+    zero_y = 1 - zero / figure.bbox.height
+    assert placed[0][2] < zero_y < placed[2][2]  # a positive bar ringed at its top, a negative one at its bottom
+
+
+def test_with_a_points_responses_open_on_a_laptop_the_figure_never_covers_the_table_picker(results_page, qtbot):
+    """Before, the figure's heading wrapped to more lines than its least height counted, and with the responses
+    open the figure's splitter got less than the figure and its table need: the figure was drawn over the table
+    picker and its buttons (hidden, though Tab still went to them). Now the page scrolls instead."""
+    page = results_page(1000, 620)
+    draw(page, "accuracy_by_level")
+    with qtbot.waitSignal(page.details_ready, timeout=10_000):
+        page.show_point(page.view.hits.in_order[0][0])
+    view = page.view
+    lower = view.splitter.widget(1)
+    qtbot.waitUntil(lambda: view.canvas.geometry().bottom() < lower.geometry().top(), timeout=3_000)  # laid out
+    assert (
+        not view.table_picker.visibleRegion().isEmpty()
+        and not view.export_buttons["table", "csv"].visibleRegion().isEmpty()
+    )
+    assert page.splitter.height() >= page.splitter.minimumSizeHint().height()
 
 
 @pytest.mark.slow

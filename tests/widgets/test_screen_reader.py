@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QLineEdit, QTextBrowser, QVBoxLayout, QWidget
 
 from spokenbench.core.audio import playback
 from spokenbench.core.qc.rating_session import ClipView, RatingProgress
@@ -193,7 +193,7 @@ def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still
     """QLineEdit answers a Tab's focus by selecting all its text: for an empty field, a caret move reported before
     the focus, after which Orca 43 took the field as focused already and said nothing of it (8 of Evaluate's 13
     fields; heard in tests/widgets/test_real_screen_reader.py). The empty field now gets its focus as from code."""
-    install_empty_field_said()
+    said = install_empty_field_said()
     reasons = []
 
     class Field(QLineEdit):
@@ -221,3 +221,5 @@ def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still
     qtbot.keyClick(filled, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
     assert empty.hasFocus() and reasons[-1] == ("typed", Qt.FocusReason.BacktabFocusReason)
     assert empty.selectedText() == "typed"
+    QApplication.instance().removeEventFilter(said)  # the next tests as without it (a window installs it again)
+    said.setParent(None)
