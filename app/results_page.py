@@ -202,7 +202,7 @@ class ResultsPage(QWidget):
         right.setSizes([900, 30])
         self._open_details(False)
         # the figures, the gender detail and the published layer scroll on a laptop's screen; the lists stay put
-        panel_scroll = QScrollArea()
+        self.panel_scroll = panel_scroll = QScrollArea()
         panel_scroll.setWidgetResizable(True)
         panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
         panel_scroll.setWidget(right)
@@ -600,6 +600,7 @@ class ResultsPage(QWidget):
             self.detail.selectRow(0)
         if self.details_take_keys and self.view.canvas.hasFocus():  # not if the user has gone elsewhere since
             self.detail.setFocus(Qt.FocusReason.OtherFocusReason)
+            self.panel_scroll.ensureWidgetVisible(self.detail)  # a short window scrolls to them, as Tab would
         self.details_ready.emit(self.details)
 
     def _clear_details(self) -> None:

@@ -217,14 +217,14 @@ class GenderPanel(QWidget):
         layout.addWidget(self.answers_table, 1)
 
         self.tabs = QTabWidget()  # its tabs are added as the panel is first shown (`show_tab`)
-        self.tab_pages = ((per_category, "Per category"), (per_question, "Answers per question"), (listen, "Listen"))
-        for page, _title in self.tab_pages:
-            page.setParent(self)
-            page.hide()
         main = QVBoxLayout(self)
         main.setContentsMargins(0, 0, 0, 0)
         main.addLayout(top)
         main.addWidget(self.tabs, 1)
+        self.tab_pages = ((per_category, "Per category"), (per_question, "Answers per question"), (listen, "Listen"))
+        for page, _title in self.tab_pages:  # after the tabs: Tab goes from the tab bar into its page, as before
+            page.setParent(self)
+            page.hide()
 
     # -- content ------------------------------------------------------------------------------------
 

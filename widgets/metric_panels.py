@@ -118,6 +118,8 @@ class Hits:
         placed = []
         for artist, points in self.targets:
             if len(points) == 1 and not hasattr(artist, "get_offsets"):  # a bar: the end its value is at
+                if not math.isfinite(points[0].value):  # drawn as no bar at all
+                    continue
                 extent = artist.get_window_extent()
                 centres = [((extent.x0 + extent.x1) / 2, extent.y0 if points[0].value < 0 else extent.y1)]
             else:  # markers: one offset per point
@@ -551,7 +553,12 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 self._built = queued(self.figure)  # only this thread touches it
             built = self._built
             FigureCanvasAgg.draw(self)
-            placed = built.placed(self.figure) if isinstance(built, Hits) else None
+            placed = None
+            if isinstance(built, Hits):
+                try:
+                    placed = built.placed(self.figure)
+                except Exception:  # noqa: BLE001 - the figure is still shown; only its keys go without places
+                    log.exception("cannot place the figure's points")
             buffer = self.buffer_rgba()
             # copied once, straight from the renderer's buffer (a bytes() copy first made the peak one image larger)
             image = QImage(buffer, buffer.shape[1], buffer.shape[0], QImage.Format.Format_RGBA8888).copy()
@@ -757,6 +764,8 @@ class PointKeys(QObject):
         none once the drawing is another (the panel, its runs or the published row changed)."""
         index = self.at()
         if index is None:
+            if self.point is not None and self.canvas.hasFocus():  # said again: the point went with its drawing
+                self.canvas.setAccessibleName(self.figure_line())
             self.point, self.drawing, self.canvas.mark = None, None, None
         else:
             _point, x, y = self.view.hits.in_order[index]
@@ -864,8 +873,11 @@ class MetricPanelView(QWidget):
         which Tab still reached. Now the page scrolls instead (it sits in a scroll area)."""
         hint = super().minimumSizeHint()
         layout, heading = self.layout(), self.layout().itemAt(0)
-        top = heading.heightForWidth(self.width()) if heading.hasHeightForWidth() else heading.minimumSize().height()
-        needed = top + layout.spacing() + self.splitter.minimumSizeHint().height()
+        if heading.hasHeightForWidth():
+            top = heading.minimumHeightForWidth(self.width())
+        else:
+            top = heading.minimumSize().height()
+        needed = top + max(layout.spacing(), 0) + self.splitter.minimumSizeHint().height()
         return QSize(hint.width(), max(hint.height(), needed))
 
     def resizeEvent(self, event) -> None:

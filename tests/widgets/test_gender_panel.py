@@ -95,6 +95,12 @@ def test_the_detail_belongs_to_the_gender_panel_only_and_adds_its_tabs_once_show
     tabs = page.gender_panel.tabs
     assert page.gender_panel.isVisible() and tabs.currentIndex() == 0 and tabs.currentWidget().isVisible()
     assert [tabs.tabText(index) for index in range(tabs.count())] == ["Per category", "Answers per question", "Listen"]
+    chain, widget = [], page.gender_panel.setting_picker  # Tab: the setting, the tab bar, then the tab's page
+    while len(chain) < 200 and widget not in chain:
+        chain.append(widget)
+        widget = widget.nextInFocusChain()
+    table = page.gender_panel.summary_table
+    assert chain.index(page.gender_panel.setting_picker) < chain.index(tabs.tabBar()) < chain.index(table)
 
 
 @pytest.mark.slow

@@ -260,17 +260,18 @@ def test_each_point_is_placed_where_its_value_is_drawn_and_one_without_a_place_i
     figure = Figure()
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    up, down, dot, nowhere = (
-        Point(facet="f", x=x, series="s", value=v) for x, v in (("a", 2), ("b", -1), ("c", 1), ("d", math.nan))
+    up, down, dot, nowhere, nan_bar = (
+        Point(facet="f", x=x, series="s", value=v)
+        for x, v in (("a", 2), ("b", -1), ("c", 1), ("d", math.nan), ("e", math.nan))
     )
     hits = Hits()
-    bars = axes.bar([0, 2], [2.0, -1.0])
-    hits.add(bars.patches[0], [up])
-    hits.add(bars.patches[1], [down])
+    bars = axes.bar([0, 2, 3], [2.0, -1.0, 0.0])  # a NaN value is drawn as no bar (`_draw_bars`)
+    for patch, point in zip(bars.patches, [up, down, nan_bar]):
+        hits.add(patch, [point])
     hits.add(axes.scatter([1.0, math.nan], [1.0, 1.0]), [dot, nowhere])
     figure.canvas.draw()
     placed = hits.placed(figure)
-    assert [point for point, _x, _y in placed] == [up, dot, down]  # left to right; the NaN marker has no place
+    assert [point.x for point, _x, _y in placed] == ["a", "c", "b"]  # left to right; the NaN ones have no place
     _x, zero = axes.transData.transform((0, 0))
     zero_y = 1 - zero / figure.bbox.height
     assert placed[0][2] < zero_y < placed[2][2]  # a positive bar ringed at its top, a negative one at its bottom

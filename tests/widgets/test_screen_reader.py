@@ -189,11 +189,21 @@ def test_the_rating_page_says_the_queue_each_save_each_move_and_a_note(rating_pa
     assert said(page.view) == "Transcripts hidden."
 
 
-def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still_has_its_text_selected(qtbot):
+@pytest.fixture
+def empty_field_said():
+    """The app's filter, installed for the test and taken out after it (a window installs it again)."""
+    said = install_empty_field_said()
+    yield said
+    QApplication.instance().removeEventFilter(said)
+    said.setParent(None)
+
+
+def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still_has_its_text_selected(
+    qtbot, empty_field_said
+):
     """QLineEdit answers a Tab's focus by selecting all its text: for an empty field, a caret move reported before
     the focus, after which Orca 43 took the field as focused already and said nothing of it (8 of Evaluate's 13
     fields; heard in tests/widgets/test_real_screen_reader.py). The empty field now gets its focus as from code."""
-    said = install_empty_field_said()
     reasons = []
 
     class Field(QLineEdit):
@@ -221,5 +231,3 @@ def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still
     qtbot.keyClick(filled, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
     assert empty.hasFocus() and reasons[-1] == ("typed", Qt.FocusReason.BacktabFocusReason)
     assert empty.selectedText() == "typed"
-    QApplication.instance().removeEventFilter(said)  # the next tests as without it (a window installs it again)
-    said.setParent(None)
