@@ -11,6 +11,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtGui import QFocusEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLineEdit
 
+from spokenbench.widgets.wheel_guard import install_application_filter
+
 SENTENCE_ENDS = ".!?…。？！"  # a part of a spoken line that ends in one of these gets no full stop added
 
 
@@ -81,11 +83,4 @@ class EmptyFieldSaid(QObject):
 
 def install_empty_field_said(app: QApplication | None = None) -> EmptyFieldSaid | None:
     """Install the filter on the application once (later calls return the same one)."""
-    app = app or QApplication.instance()
-    if app is None:
-        return None
-    said = app.findChild(EmptyFieldSaid)
-    if said is None:
-        said = EmptyFieldSaid(app)
-        app.installEventFilter(said)
-    return said
+    return install_application_filter(EmptyFieldSaid, app)

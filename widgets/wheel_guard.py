@@ -26,13 +26,18 @@ class WheelGuard(QObject):
         return False
 
 
-def install_wheel_guard(app: QApplication | None = None) -> WheelGuard | None:
-    """Install the guard on the application once (later calls return the same one)."""
+def install_application_filter(kind: type[QObject], app: QApplication | None = None) -> QObject | None:
+    """An event filter of class `kind` on the application, installed once (later calls return the same one)."""
     app = app or QApplication.instance()
     if app is None:
         return None
-    guard = app.findChild(WheelGuard)
-    if guard is None:
-        guard = WheelGuard(app)
-        app.installEventFilter(guard)
-    return guard
+    installed = app.findChild(kind)
+    if installed is None:
+        installed = kind(app)
+        app.installEventFilter(installed)
+    return installed
+
+
+def install_wheel_guard(app: QApplication | None = None) -> WheelGuard | None:
+    """Install the guard on the application once (later calls return the same one)."""
+    return install_application_filter(WheelGuard, app)
