@@ -3,8 +3,8 @@ canvas. The figure is built and rasterized (Agg) on a drawing thread of the view
 only paints the finished image (`BackgroundCanvas`); hover and click hit-test the artists once they are drawn.
 Hovering a point shows its value and 95% interval; clicking one
 emits `point_clicked(point)` with the response rows behind it. From the keyboard, Tab reaches the figure, the arrow
-keys go from point to point (shown, and said by a screen reader) and Enter does what a click does (`PointKeys`). A "Published (paper)" toggle draws the papers'
-own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
+keys go from point to point (shown, and said by a screen reader) and Enter does what a click does (`PointKeys`).
+A "Published (paper)" toggle draws the papers' own numbers on the same layout below the user's, each labelled "published — <paper>, Table N", while the
 user's are labelled "yours" or "yours (simulated)". The figure exports as PNG, SVG or PDF and any table as
 CSV or LaTeX (core/metrics/table_formats.py)."""
 
@@ -690,8 +690,9 @@ class BackgroundCanvas(FigureCanvasQTAgg):
 class PointKeys(QObject):
     """The figure from the keyboard. Tab reaches it; → and ↓ go to the next point, ← and ↑ to the one before,
     Home and End to the first and the last; Enter or Space does what a click does (the point's questions and
-    answers below: `point_entered`). The point is ringed, its line in a box beside it (`BackgroundCanvas.mark`), and that line is
-    the canvas's accessible name, which a screen reader says as it changes (as in widgets/screen_reader.py).
+    answers below: `point_entered`). The point is ringed, its line in a box beside it (`BackgroundCanvas.mark`),
+    and that line is the canvas's accessible name, which a screen reader says as it changes (as in
+    widgets/screen_reader.py).
     Before, a point's interval and the questions and answers behind it were the mouse's alone."""
 
     STEPS = {Qt.Key.Key_Right: 1, Qt.Key.Key_Down: 1, Qt.Key.Key_Left: -1, Qt.Key.Key_Up: -1}
