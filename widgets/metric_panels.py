@@ -5,7 +5,8 @@ Hovering a point shows its value and 95% interval; clicking one
 emits `point_clicked(point)` with the response rows behind it. From the keyboard, Tab reaches the figure, the arrow
 keys go from point to point (shown, and said by a screen reader) and Enter does what a click does (`PointKeys`).
 A "Published (paper)" toggle draws the papers' own numbers on the same layout below the user's, each labelled
-"published — <paper>, Table N", while the user's are labelled "yours" or "yours (simulated)". The figure exports as PNG, SVG or PDF and any table as
+"published — <paper>, Table N", while the user's are labelled "yours" or "yours (simulated)". The figure exports as
+PNG, SVG or PDF and any table as
 CSV or LaTeX (core/metrics/table_formats.py)."""
 
 from __future__ import annotations
