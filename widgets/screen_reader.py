@@ -65,7 +65,7 @@ def no_tab_stop(area: QAbstractScrollArea) -> None:
 class EmptyFieldSaid(QObject):
     """An empty text field is said as Tab reaches it ('Languages: text. all: en, ko, zh'). QLineEdit answers a
     Tab's focus by selecting all its text, which for an empty field reports a caret move before Qt reports the
-    focus; Orca 43 then takes the field as already focused and says nothing of it (8 of Evaluate's 13 fields were
+    focus; Orca 43 then takes the field as already focused and says nothing of it (Evaluate's 11 empty fields were
     silent). The field gets the focus as if given by code instead, which selects nothing: the same field, nothing
     to select, and the focus reported first. One filter on the application, as `WheelGuard`."""
 

@@ -202,7 +202,7 @@ def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still
     qtbot, empty_field_said
 ):
     """QLineEdit answers a Tab's focus by selecting all its text: for an empty field, a caret move reported before
-    the focus, after which Orca 43 took the field as focused already and said nothing of it (8 of Evaluate's 13
+    the focus, after which Orca 43 took the field as focused already and said nothing of it (Evaluate's 11 empty
     fields; heard in tests/widgets/test_real_screen_reader.py). The empty field now gets its focus as from code."""
     reasons = []
 
