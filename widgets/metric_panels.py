@@ -6,8 +6,7 @@ emits `point_clicked(point)` with the response rows behind it. From the keyboard
 keys go from point to point (shown, and said by a screen reader) and Enter does what a click does (`PointKeys`).
 A "Published (paper)" toggle draws the papers' own numbers on the same layout below the user's, each labelled
 "published — <paper>, Table N", while the user's are labelled "yours" or "yours (simulated)". The figure exports as
-PNG, SVG or PDF and any table as
-CSV or LaTeX (core/metrics/table_formats.py)."""
+PNG, SVG or PDF and any table as CSV or LaTeX (core/metrics/table_formats.py)."""
 
 from __future__ import annotations
 
@@ -101,7 +100,7 @@ def yours_label(series: list[str], simulated: dict[str, bool]) -> str:
 
 class Hits:
     """Artists and the points they draw: a bar or marker → one point; a scatter collection → a point per offset.
-    Once the figure is drawn, `place` finds where each point is, for the keys that go from point to point."""
+    Once the figure is drawn, `placed` finds where each point is, for the keys that go from point to point."""
 
     def __init__(self) -> None:
         self.targets: list[tuple[object, list[Point]]] = []
@@ -732,9 +731,9 @@ class PointKeys(QObject):
 
     def key(self, key: int) -> bool:
         """Whether `key` was one of these keys (then it goes no further)."""
-        placed = self.view.hits.in_order
+        placed, at = self.view.hits.in_order, self.at()
         if key in self.CHOOSE:
-            if self.at() is None:
+            if at is None:
                 self.canvas.setAccessibleName(spoken("No point chosen", "Arrow keys go to one"))
             elif len(self.point.rows):
                 self.view.point_entered.emit(self.point)
@@ -748,7 +747,6 @@ class PointKeys(QObject):
         if not placed:
             self.canvas.setAccessibleName(self.figure_line())
             return True
-        at = self.at()
         if key in self.ENDS:
             index = self.ENDS[key] % len(placed)
         elif at is None:
