@@ -114,7 +114,11 @@ from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
-from spokenbench.widgets.screen_reader import install_empty_field_said, no_tab_stop
+from spokenbench.widgets.screen_reader import (
+    install_alt_left_to_the_shortcut,
+    install_empty_field_said,
+    no_tab_stop,
+)
 from spokenbench.widgets.sidebar import Sidebar
 from spokenbench.widgets.tables import ColumnMemory
 from spokenbench.widgets.tones import retone, set_toned_sheet
@@ -383,6 +387,7 @@ class MainWindow(QMainWindow):
         self.runner.error_parent = self
         install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it
         install_empty_field_said()  # a screen reader says an empty text field Tab reaches (widgets/screen_reader.py)
+        install_alt_left_to_the_shortcut()  # under a screen reader, Alt+letter leaves the menu bar alone
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
@@ -508,7 +513,7 @@ class MainWindow(QMainWindow):
         for number, (key, name) in enumerate(PAGES, start=1):
             action = QAction(name, self)
             action.setShortcut(QKeySequence(f"Ctrl+{number}"))
-            action.triggered.connect(lambda _=False, k=key: self.sidebar.select(k))
+            action.triggered.connect(lambda _=False, k=key: self.go_to_page(k))
             view_menu.addAction(action)
         view_menu.addSeparator()
         jobs_action = self.jobs_dock.toggleViewAction()
@@ -573,6 +578,14 @@ class MainWindow(QMainWindow):
                 self.sidebar.select(key)
         if focus and not self.sidebar.moving_by_key:
             self.focus_page()
+
+    def go_to_page(self, key: str) -> None:
+        """Ctrl+1…7: the page `key`; pressed on the page shown, its keys go where the page wants them (Ctrl+5 on
+        the Speakers page: back to the recorder from its buttons; before, nothing happened)."""
+        if self.current_page_key() == key:
+            self.focus_page()
+        else:
+            self.sidebar.select(key)
 
     def focus_page(self) -> None:
         """The keyboard to the shown page: its own choice (`take_focus`), else the widget that had it when the user

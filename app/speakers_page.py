@@ -21,7 +21,7 @@ from pathlib import Path
 
 import shiboken6
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QHBoxLayout, QMessageBox, QSplitter, QWidget
 
 from spokenbench.app.audio import NO_DEVICE_FLASH, NOT_ANSWERING, chosen_output, page_player, show_recording_status
 from spokenbench.app.operations import BackgroundOp, JobOp, ProjectSession, QueryOp, WriteOp, replace_dialog
@@ -63,6 +63,7 @@ from spokenbench.core.recording.takes import (
 from spokenbench.core.store import Project
 from spokenbench.core.store.items import item_languages
 from spokenbench.widgets.recording_view import AddSpeakerDialog, ConsentDialog, RecorderView, SpeakerListView
+from spokenbench.widgets.screen_reader import spoken
 from spokenbench.widgets.tones import set_toned_sheet, tone
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip
 
@@ -79,6 +80,13 @@ NOISE_FILTER = (
     "A noise filter that silences the pauses sends zeros too: if that is it, read on (a voice clone is better made "
     "without one)."
 )
+# what a screen reader says as the input's state changes while recording (WAITING is said as R is pressed)
+STATE_SAID = {
+    InputState.SOUND: "Recording",
+    InputState.SILENT: "Recording",
+    InputState.STALLED: "Input stopped",
+}
+STARTING_SAID = "Starting the microphone"  # short: a screen reader heard by the microphone is recorded
 METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
 
 
@@ -87,6 +95,16 @@ def read_speaker_state(project: Project, name: str, reading_list: list[Prompt] |
     speaker = get_speaker(project.conn, name)
     prompts = reading_list if reading_list is not None else project_prompts(project.conn, speaker.language)
     return speaker, prompts, speaker_takes(project.conn, speaker.id)
+
+
+def verdict_said(checks) -> str:
+    """A take's checks as a screen reader says them once it stops: each failure with its reason, since the table
+    of checks is not read."""
+    failures = [check for check in checks if not check.passed]
+    if not failures:
+        return "Passed every check"
+    reasons = "; ".join(f"{check.name.replace('_', ' ')}: {check.reason}" for check in failures)
+    return f"Failed {len(failures)} of {len(checks)} checks: {reasons}. Backspace records it again"
 
 
 def input_name(recorder: Recorder) -> str:
@@ -160,6 +178,8 @@ class SpeakersPage(QWidget):
         self.unstarted_line: str | None = None  # the line said when R came before ● Recording, until it shows
         self.look_again = False  # the take being saved lost its input: scan the devices once it is saved
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
+        self.verdict_said = ""  # its checks, as a screen reader said them
+        self.recorder_wanted = False  # the page took the keys before its speaker was read: the recorder gets them
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
         self.last_clone: ClonedVoice | None = None
@@ -281,6 +301,10 @@ class SpeakersPage(QWidget):
         if self.session is None or self.state != "idle":
             return None
         lister = self.device_lister
+        by_keys = self.view.rescan_button.hasFocus()
+        if by_keys:  # disabled, the button would pass the focus on to the next one, said as if chosen
+            self.view.setFocus(Qt.FocusReason.OtherFocusReason)
+            self.view.say("Looking for input devices")
         self.view.rescan_button.setEnabled(False)
         operation = BackgroundOp(
             self.session.runner,
@@ -290,17 +314,23 @@ class SpeakersPage(QWidget):
             supersede="input-devices",
             sound_device=True,
         )
-        operation.success(lambda found: self._show_devices(*found))
+        operation.success(lambda found: self._show_devices(*found, by_keys=by_keys))
         operation.finished.connect(lambda: self.view.rescan_button.setEnabled(True))
         self.last_scan = operation.run()
         return self.last_scan
 
-    def _show_devices(self, devices: list[InputDevice], problem: str | None) -> None:
-        chosen = self.device
+    def _show_devices(self, devices: list[InputDevice], problem: str | None, by_keys: bool = False) -> None:
+        """`by_keys`: Rescan was pressed with its focus; the keys go to the inputs found, so they are said, or to
+        the recorder, which says why there are none."""
+        chosen, before = self.device, self.recording_problem
         self.devices, self.recording_problem = devices, problem
         self.view.set_devices([d.label for d in devices], chosen.label if chosen else None)
         self.view.set_banner(problem)
         self.view.set_recording_enabled(problem is None)
+        if by_keys and self.view.hasFocus() and devices:
+            self.view.device_box.setFocus(Qt.FocusReason.OtherFocusReason)
+        elif problem is not None and (problem != before or by_keys):  # a microphone pulled: said, not only shown
+            self.view.say(problem)
         show_recording_status(self.window_, problem)  # the status bar says what this page found
 
     def showEvent(self, event) -> None:
@@ -319,7 +349,7 @@ class SpeakersPage(QWidget):
         if self.session is None or (self.speaker is not None and self.speaker.name == name and self.prompts):
             return None
         if self.state != "idle":
-            self.view.status_label.setText("Stop recording before changing speaker")
+            self.view.set_status("Stop recording before changing speaker")
             if self.speaker is not None:
                 self.list_view.select(self.speaker.name)
             return None
@@ -346,7 +376,20 @@ class SpeakersPage(QWidget):
         self.prompt_index = min(self.prompt_index, max(0, len(prompts) - 1))
         self.list_view.set_buttons(speaker)
         self._show_speaker()
-        self.view.setFocus()
+        given, self.recorder_wanted = self.recorder_wanted, False
+        if self.view.hasFocus():  # a new script, or consent given: where the recorder is now is said
+            self.view.say("", with_context=True)
+        elif given or not self.list_view.isAncestorOf(QApplication.focusWidget()):  # not while the list is walked
+            self.view.setFocus()
+
+    def take_focus(self) -> None:
+        """The page's keys (Ctrl+5, the sidebar's Enter): the recorder once a speaker is shown, so R records at once;
+        else the speaker list."""
+        if self.speaker is not None:
+            self.view.setFocus(Qt.FocusReason.OtherFocusReason)
+        else:  # the recorder takes them from the list once its speaker is read (`_speaker_loaded`)
+            self.list_view.table.setFocus(Qt.FocusReason.OtherFocusReason)
+            self.recorder_wanted = self.session is not None
 
     def _first_unfinished(self) -> int:
         latest = latest_takes(self.takes)
@@ -412,7 +455,7 @@ class SpeakersPage(QWidget):
         return dialog
 
     def _consented(self, name: str) -> None:
-        self.view.status_label.setText(f"Consent of {name} recorded: press R to record")
+        self.view.set_status(f"Consent of {name} recorded: press R to record")
         self.refused = None
         self._reload_speaker()
 
@@ -517,7 +560,7 @@ class SpeakersPage(QWidget):
 
     def _left_take_saved(self, left: LeftTake, take: Take) -> None:
         verdict = "passed every check" if take.passed else "failed a check: record that prompt again"
-        self.view.status_label.setText(
+        self.view.set_status(
             f"The take cut short was kept: take {take.take} of {left.prompt.label or left.prompt.key} "
             f"({take.duration_s:.1f} s), {verdict}"
         )
@@ -540,10 +583,14 @@ class SpeakersPage(QWidget):
             "Withdraw consent",
             f"Withdraw the consent of {speaker.name}? Their {speaker.takes} takes, every voice cloned from them and the "
             "clips and inputs made with it are deleted. This cannot be undone.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.NoButton,
             self,
         )
-        box.accepted.connect(lambda: self.withdraw(speaker.name))
+        withdraw = box.addButton("&Withdraw and delete", QMessageBox.ButtonRole.DestructiveRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)  # Enter, or Enter twice from the list, deletes nothing
+        box.setEscapeButton(cancel)
+        box.buttonClicked.connect(lambda button: self.withdraw(speaker.name) if button is withdraw else None)
         self.withdraw_box = box
         box.open()
         return box
@@ -566,7 +613,7 @@ class SpeakersPage(QWidget):
 
     def _withdrawn(self, report) -> None:
         self.take_audio.clear()
-        self.view.status_label.setText(
+        self.view.set_status(
             f"Consent of {report.speaker} withdrawn: {report.recordings_deleted} takes, {report.cloned_voices_deleted} "
             f"cloned voices and {report.files_deleted} audio files deleted"
         )
@@ -620,13 +667,19 @@ class SpeakersPage(QWidget):
 
     def move(self, step: int) -> None:
         if self.state != "idle":
-            self.view.status_label.setText("Stop recording first (R)")
+            self.view.set_status("Stop recording first (R)")
             return
         if not self.prompts:
+            self.view.say(self.view.position_label.text())
             return
-        self.prompt_index = max(0, min(len(self.prompts) - 1, self.prompt_index + step))
+        index = max(0, min(len(self.prompts) - 1, self.prompt_index + step))
+        if index == self.prompt_index:  # said, or the key would seem lost
+            self.view.say("This is the first prompt" if step < 0 else "This is the last prompt")
+            return
+        self.prompt_index = index
         self.prepared = None
         self._show_speaker()
+        self.view.say("", with_context=True)  # the prompt reached, its text and its take
 
     @property
     def prompt(self) -> Prompt | None:
@@ -641,7 +694,7 @@ class SpeakersPage(QWidget):
 
     def _refuse(self, reason: str) -> None:
         self.refused = reason
-        self.view.status_label.setText(reason)
+        self.view.set_status(reason)
 
     def start_recording(self) -> BackgroundOp | None:
         if self.state != "idle":
@@ -662,6 +715,8 @@ class SpeakersPage(QWidget):
             self._refuse("Nothing to read: load a reading list, or add items in the speaker's language")
             return None
         self.refused = None
+        if self.player is not None:  # a take still playing would be recorded into the next, from a speaker
+            self.player.stop()
         recorder = Recorder(self.device, stream_factory=self.stream_factory)
         self.recorder = recorder
         folder, prompt = self.session.path, self.prompt
@@ -672,6 +727,7 @@ class SpeakersPage(QWidget):
         self.state = "starting"
         self.prepared = None
         self.view.state_label.setText("Starting…")
+        self.view.say(STARTING_SAID)
         self.held_watch.start()  # a start the sound server holds is said after STALL_S
         self.view.show_checks(None)
         return (
@@ -692,7 +748,7 @@ class SpeakersPage(QWidget):
         is never held: the take is kept without it, `Recorder.stop`.)"""
         if self.state != "starting":
             return
-        self.view.status_label.setText(
+        self.view.set_status(
             "The recording has not started: the sound input does not answer (the sound server may be hung). "
             "It starts once the server answers; reading on now would not be recorded."
         )
@@ -713,7 +769,7 @@ class SpeakersPage(QWidget):
         if self.state == "idle":  # a start held since is another take's to say
             self._answered()
         if HELD_STOP in self.view.status_label.text():
-            self.view.status_label.setText(self.view.status_label.text().replace(f". {HELD_STOP}", ""))
+            self.view.set_status(self.view.status_label.text().replace(f". {HELD_STOP}", ""), said="")
 
     def _started(self, recorder: Recorder) -> None:
         if recorder is not self.recorder or self.state != "starting":
@@ -722,7 +778,7 @@ class SpeakersPage(QWidget):
         self.state = "recording"
         self.recording_since = time.monotonic()
         if recorder.spool_problem is not None:  # a read-only or full project folder: said, the take goes on
-            self.view.status_label.setText(f"Recording, but {recorder.spool_problem}")
+            self.view.set_status(f"Recording, but {recorder.spool_problem}")
         self._clear_input()
         self._show_input(recorder)
         self.meter_timer.start()
@@ -742,7 +798,7 @@ class SpeakersPage(QWidget):
         """Say what the input is doing: ● Recording only once it hears, or has sent DIGITAL_SILENCE_S of zeros
         (`Recorder.take_begun`; the take's clock is the sound received, so it stops when the input stops), and a
         line when it is silent, stopped or never started — written again as its seconds change only while it is
-        still the line shown."""
+        still the line shown. A screen reader says the change (Recording, Input stopped) and a new line."""
         now = time.monotonic()
         last = recorder.last_block_at
         state = recorder.input_state(now)
@@ -774,31 +830,36 @@ class SpeakersPage(QWidget):
                 if recorder.heard_at is None:  # zeros since R: a noise filter's pause looks the same
                     warning += f" {NOISE_FILTER}"
         self.view.state_label.setText(text)
+        shown_as = STATE_SAID.get(state, "")
+        said = [shown_as] if shown_as != STATE_SAID.get(self.input_shown, "") else []  # a change, not its seconds
         if state != InputState.WAITING and self.unstarted_line == self.view.status_label.text():
-            self.view.status_label.setText("")  # its advice is followed: ● Recording shows
+            self.view.set_status("")  # its advice is followed: ● Recording shows
         if state != self.input_shown:  # a style sheet is parsed again each time it is set: only on a change
             set_toned_sheet(self.view.state_label, sheet)
         ours = self.input_warning is not None and self.view.status_label.text() == self.input_warning
         if warning is None:
             if ours:
-                self.view.status_label.setText("")
+                self.view.set_status("")
             self.input_warning = self.input_warned = None
         elif ours or state != self.input_warned:  # a new problem, or ours still shown: never over another line
-            self.view.status_label.setText(warning)
+            if state != self.input_warned:
+                said.append(warning)  # said once, not again as its seconds count
+            self.view.set_status(warning, said="")
             self.input_warning, self.input_warned = warning, state
         self.input_shown = state
+        self.view.say(spoken(*said))  # one line: a second would cut the first off
 
     def _clear_input(self) -> None:
         """The take is over (stopped, started again, thrown away): its input's line goes with it."""
         if self.input_warning is not None and self.view.status_label.text() == self.input_warning:
-            self.view.status_label.setText("")
+            self.view.set_status("")
         self.input_shown = self.input_warning = self.input_warned = None
 
     def _start_failed(self, recorder: Recorder, error: BaseException) -> None:
         if recorder is self.recorder:
             self.recorder, self.state = None, "idle"
             self.view.state_label.setText("")
-            self.view.status_label.setText(f"Could not start recording: {error}")
+            self.view.set_status(f"Could not start recording: {error}")
 
     def _poll_levels(self) -> None:
         recorder = self.recorder
@@ -867,7 +928,7 @@ class SpeakersPage(QWidget):
         threading.Thread(target=release_spool, args=(True,), name="spool-remove", daemon=True).start()
         self.recorder, self.prepared, self.state = None, None, "idle"
         self.view.state_label.setText("")
-        self.view.status_label.setText(f"The take was not kept: {why}")
+        self.view.set_status(f"The take was not kept: {why}")
         self.take_settled.emit(False)
 
     def _discard_unstarted(self, recorder: Recorder) -> None:
@@ -884,7 +945,7 @@ class SpeakersPage(QWidget):
             f"Nothing was recorded: no sound had come from {input_name(recorder)} when R was pressed. Read once "
             "● Recording shows."
         )
-        self.view.status_label.setText(self.unstarted_line)
+        self.view.set_status(self.unstarted_line)
 
     def _stop_failed(self, error: BaseException) -> None:
         """The take could not be checked: its spool stays, and it is offered back at the next opening."""
@@ -892,7 +953,7 @@ class SpeakersPage(QWidget):
             self.recorder.release_spool(remove=False)  # closes its file: nothing waits on the disk
         self.recorder, self.state = None, "idle"
         self.view.state_label.setText("")
-        self.view.status_label.setText(f"The take was not kept: {error}")
+        self.view.set_status(f"The take was not kept: {error}")
         self.take_settled.emit(False)
 
     def _checked(
@@ -928,6 +989,8 @@ class SpeakersPage(QWidget):
             else f"Take failed {len(analysis.failures())} check(s): press Backspace to record it again"
         )
         self.view.state_label.setText(verdict)
+        self.verdict_said = verdict_said(analysis.checks)
+        self.view.say(self.verdict_said)
         self._show_verdict_tone(analysis.passed)
         self.view.show_checks([c.as_dict() for c in analysis.checks])
         self.state = "saving"
@@ -954,14 +1017,14 @@ class SpeakersPage(QWidget):
             saved += f". {HELD_STOP}"
             show_recording_status(self.window_, NOT_ANSWERING)
             self.close_watch.start()
-        self.view.status_label.setText(saved)
+        self.view.set_status(saved, said=spoken(saved, self.verdict_said))  # the verdict again: this cuts it off
         self._show_progress()
         self._show_clone_state()
 
     def _save_failed(self, error: BaseException) -> None:
         self.state = "idle"
         self._look_again_if_lost()
-        self.view.status_label.setText(f"The take was not saved: {error}")
+        self.view.set_status(f"The take was not saved: {error}")
         self.take_settled.emit(False)
 
     @property
@@ -991,7 +1054,7 @@ class SpeakersPage(QWidget):
         """Throw the take being recorded away (Quit's "Discard the take")."""
         if self.state == "recording":
             self._abort_recording()
-            self.view.status_label.setText("The take was discarded")
+            self.view.set_status("The take was discarded")
 
     def _look_again_if_lost(self) -> None:
         """After a take whose input stopped for good: the devices are scanned again, so the page's banner and the
@@ -1009,6 +1072,7 @@ class SpeakersPage(QWidget):
             self.meter_timer.stop()
             self._clear_input()
             self.state = "starting"
+            self.view.say("Take thrown away, starting again")
             session = self.session
             BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
                 .success(lambda _none: self._record_again(session)).run()  # fmt: skip
@@ -1053,14 +1117,14 @@ class SpeakersPage(QWidget):
                 lambda audio: (self.take_audio.__setitem__(take.id, audio), self._show_take(), self._play(audio))
             ).run()
         else:
-            self.view.status_label.setText("No take of this prompt yet: press R to record")
+            self.view.set_status("No take of this prompt yet: press R to record")
 
     def _play(self, audio: ClipAudio) -> None:
         self.play_requested_at = time.perf_counter()
         if self.player is None:  # say so beside what the status says (e.g. a cloned voice is ready), not instead
             current = self.view.status_label.text()
             if NO_DEVICE_FLASH not in current:
-                self.view.status_label.setText(f"{current} · {NO_DEVICE_FLASH}" if current else NO_DEVICE_FLASH)
+                self.view.set_status(f"{current} · {NO_DEVICE_FLASH}" if current else NO_DEVICE_FLASH, NO_DEVICE_FLASH)
             return
         request = self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
         follow_play = getattr(self.window_, "follow_play", None)
@@ -1074,7 +1138,7 @@ class SpeakersPage(QWidget):
         if self.session is None or speaker is None:
             return None
         factory = self.clone_backend_factory
-        self.view.status_label.setText(f"Cloning the voice of {speaker.name} (loading the model can take a while)…")
+        self.view.set_status(f"Cloning the voice of {speaker.name} (loading the model can take a while)…")
         return (
             JobOp(
                 self.session,
@@ -1088,13 +1152,13 @@ class SpeakersPage(QWidget):
                 error_title="Cannot create the cloned voice",
             )
             .success(self._cloned)
-            .failure(lambda error: self.view.status_label.setText(f"No cloned voice: {error}"), dialog=True)
+            .failure(lambda error: self.view.set_status(f"No cloned voice: {error}"), dialog=True)
             .run()
         )
 
     def _cloned(self, voice: ClonedVoice) -> None:
         self.last_clone = voice
-        self.view.status_label.setText(
+        self.view.set_status(
             f"Cloned voice of {voice.speaker} ready (from take {voice.take_id}); playing: “{voice.test_text}”"
         )
         BackgroundOp(self.session.runner, lambda progress: prepare_clip(voice.test_audio, "cloned voice test"), label="Preparing the test sentence", parent=self)\

@@ -526,6 +526,7 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
 SCREEN_READER_PACKAGES = ("orca", "at-spi2-core", "python3-pyatspi", "speech-dispatcher", "speech-dispatcher-espeak-ng")
 ORCA = Path("/usr/bin/orca")
 SPEECH_OUTPUT = " - SPEECH OUTPUT: '"  # Orca's debug line for each utterance: HH:MM:SS - SPEECH OUTPUT: 'text'{…}
+HEADPHONES = "spokenbench_headphones"  # a null sink for what only the person hears (`ScreenReader`)
 SPOKEN_TEXT = re.compile(r"^(.*)' ?\{.*\}$")  # the text, without the voice settings after it
 
 
@@ -545,9 +546,10 @@ class ScreenReader:
     says is read from its debug output, one 'SPEECH OUTPUT' line per utterance (speech-dispatcher also speaks it,
     into the null sink, with the clips). Orca writes that output to a file it opens itself, block-buffered unless
     the file is a terminal: it gets a pseudo-terminal, read here line by line as Orca writes. `close` ends Orca,
-    the speech-dispatcher it started and the reading."""
+    the speech-dispatcher it started and the reading. `headphones`: its speech goes to a sink of its own, as into
+    a recordist's headphones, not into the null sink whose monitor is the microphone."""
 
-    def __init__(self, desktop: RealDesktop, folder: Path):
+    def __init__(self, desktop: RealDesktop, folder: Path, headphones: bool = False):
         self.desktop = desktop
         self.lines: list[str] = []
         folder.mkdir(parents=True, exist_ok=True)
@@ -558,6 +560,9 @@ class ScreenReader:
             HOME=str(home), DISPLAY=desktop.display, DBUS_SESSION_BUS_ADDRESS=desktop.session_bus(),
             PULSE_SERVER=desktop.pulse_server, XDG_RUNTIME_DIR=str(home),
         )  # fmt: skip
+        if headphones:
+            desktop.pactl("load-module", "module-null-sink", f"sink_name={HEADPHONES}")
+            self.env["PULSE_SINK"] = HEADPHONES  # libpulse's default sink for speech-dispatcher's output
         # the follower side stays open here until `close`: closed before Orca opened it, the terminal hung up
         self.terminal, self.follower = os.openpty()
         self.process: subprocess.Popen | None = None
@@ -641,13 +646,19 @@ def spoken_text(logged: str) -> str:
 
 
 @contextlib.contextmanager
-def screen_reader_session(project: Path, work: Path, screen: str = "1400x900x24", command: list[str] | None = None):
-    """Orca, then the app (`command`, the installed one by default) on the project's Rating page with its first
-    queue open (Enter), on a desktop under xfwm4; yields (desktop, reader, figures); the app closed by Ctrl+Q
-    after, which completes the figures."""
+def screen_reader_session(
+    project: Path,
+    work: Path,
+    screen: str = "1400x900x24",
+    command: list[str] | None = None,
+    headphones: bool = False,
+):
+    """Orca (into `headphones`, `ScreenReader`), then the app (`command`, the installed one by default) on the
+    project's Rating page with its first queue open (Enter), on a desktop under xfwm4; yields (desktop, reader,
+    figures); the app closed by Ctrl+Q after, which completes the figures."""
     figures = SessionFigures(0)
     with RealDesktop(work / "desktop", screen=screen, window_manager="xfwm4") as desktop:
-        reader = ScreenReader(desktop, work / "orca")  # it ends what it started, when it cannot start too
+        reader = ScreenReader(desktop, work / "orca", headphones)  # it ends what it started, when it cannot start
         try:
             env = {"DBUS_SESSION_BUS_ADDRESS": desktop.session_bus()}  # Qt finds the accessibility bus through it
             process, heart, log = launch_rating_session(

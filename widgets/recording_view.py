@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QEvent, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QPainter
+from PySide6.QtGui import QColor, QKeyEvent, QPainter, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.keys import key_names
+from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import FittedColumns, row_table
 from spokenbench.widgets.tones import set_toned_sheet, tone
 from spokenbench.widgets.waveform import WaveformView
@@ -41,6 +42,12 @@ RECORDER_KEYS = {
     "next": ("Next", ("Right",)),
 }
 METER_FLOOR_DB = -60.0
+# read by a screen reader after the recorder's line as it takes the focus: the keys that act there, and what Tab meets
+RECORDER_KEYS_SAID = (
+    "R records and stops, Backspace records again, Space plays the take, Left and Right go to the previous and "
+    "next prompt. Tab goes to the input, then the script's and the cloning's buttons. Wear headphones: a "
+    "microphone that hears the screen reader records it."
+)
 
 
 def action_for_key(name: str) -> str | None:
@@ -107,9 +114,9 @@ class SpeakerListView(QWidget):
         self.table.setAccessibleName("Speakers")
         self.fitted = FittedColumns(self.table, wrapped=[0, 3, 4], name="speakers")  # name, gender and consent wrap
         self.table.itemSelectionChanged.connect(self._selection_changed)
-        self.add_button = QPushButton("Add speaker…")
-        self.consent_button = QPushButton("Consent…")
-        self.withdraw_button = QPushButton("Withdraw consent…")
+        self.add_button = QPushButton("&Add speaker…")  # Alt+letters: reached from the recorder without Tab
+        self.consent_button = QPushButton("&Consent…")
+        self.withdraw_button = QPushButton("&Withdraw consent…")
         self.add_button.clicked.connect(self.add_requested)
         self.consent_button.clicked.connect(self.consent_requested)
         self.withdraw_button.clicked.connect(self.withdraw_requested)
@@ -248,6 +255,8 @@ class ConsentDialog(QDialog):
         self.setWindowTitle(f"Consent of {speaker}")
         self.text_edit = QPlainTextEdit(text)
         self.text_edit.setMinimumSize(520, 200)
+        self.text_edit.setAccessibleName("Consent text")
+        self.text_edit.setTabChangesFocus(True)  # Tab goes on to who took it, as in every other field
         self.by_edit = QLineEdit(recorded_by)
         self.agree_box = QCheckBox(f"{speaker} has read this text and agrees to it")
         self.error_label = QLabel()
@@ -291,9 +300,11 @@ class ConsentDialog(QDialog):
         self.error_label.setText(text)
 
 
-class RecorderView(QWidget):
+class RecorderView(SpokenFocus, QWidget):
     """The prompt to read, the device and level meter, the take and its checks, progress, and the keys. Keys are
-    reported by action through `action_requested` (buttons too)."""
+    reported by action through `action_requested` (buttons too). With the focus it keeps the keys while a take is
+    recorded, so what they did is said through `say` (SpokenFocus); coming to it says the speaker, the prompt and
+    its take (`context_line`), then the keys."""
 
     action_requested = Signal(str)
     device_chosen = Signal(int)
@@ -306,6 +317,7 @@ class RecorderView(QWidget):
         super().__init__(parent)
         self._checks: tuple[list[dict] | None, str] = (None, "")  # the last shown, drawn again in new tones
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAccessibleDescription(RECORDER_KEYS_SAID)
         self.banner = QLabel()
         self.banner.setWordWrap(True)
         self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -319,17 +331,17 @@ class RecorderView(QWidget):
         top.addWidget(self.speaker_label, 1)
         top.addWidget(self.progress_label)
         self.device_box = QComboBox()
-        self.device_box.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.device_box.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # Tab or Alt+I; a click leaves R with the recorder
         self.device_box.setMinimumContentsLength(20)  # room for a device's name, not just its first word
         self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.device_box.currentIndexChanged.connect(self.device_chosen)
-        self.rescan_button = QPushButton("Rescan devices")
-        self.rescan_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.rescan_button = QPushButton("Rescan &devices")
         self.rescan_button.setToolTip("Look for input devices again (after connecting a microphone)")
-        self.rescan_button.clicked.connect(self.rescan_requested)
         self.meter = LevelMeter()
         devices = QHBoxLayout()
-        devices.addWidget(QLabel("Input"))
+        self.input_label = QLabel("&Input")
+        self.input_label.setBuddy(self.device_box)
+        devices.addWidget(self.input_label)
         devices.addWidget(self.device_box, 1)
         devices.addWidget(self.rescan_button)
         devices.addWidget(self.meter, 2)
@@ -355,15 +367,18 @@ class RecorderView(QWidget):
             button.clicked.connect(lambda _checked=False, a=action: self.action_requested.emit(a))
             self.buttons[action] = button
             grid.addWidget(button, index // 3, index % 3)  # rows of three fit a laptop's window
-        self.reading_list_button = QPushButton("Load reading list…")
-        self.project_button = QPushButton("Use project questions")
-        self.clone_button = QPushButton("Create cloned voice")
+        self.reading_list_button = QPushButton("Load reading &list…")
+        self.project_button = QPushButton("Use project &questions")
+        self.clone_button = QPushButton("Create cl&oned voice")
+        # Tab and their Alt+letters reach them (a click leaves the keys with the recorder); the take's buttons
+        # above take no focus: their keys act wherever the recorder has it, and Space on one would press it
         for button, signal in (
+            (self.rescan_button, self.rescan_requested),
             (self.reading_list_button, self.reading_list_requested),
             (self.project_button, self.project_prompts_requested),
             (self.clone_button, self.clone_requested),
         ):
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             button.clicked.connect(signal)
         extra = QHBoxLayout()
         extra.addWidget(self.reading_list_button)
@@ -382,6 +397,34 @@ class RecorderView(QWidget):
         layout.addLayout(grid)
         layout.addLayout(extra)
         layout.addWidget(self.status_label)
+
+    @property
+    def context_line(self) -> str:
+        """Where the recorder is, as a screen reader says it on coming here or on moving to another prompt: the
+        speaker and their consent, the prompt and its text, its take, and the script's progress."""
+        if self.banner.isVisible():  # recording cannot work here: why comes first
+            said = [self.banner.text()]
+        else:
+            said = []
+        said += [
+            QTextDocumentFragment.fromHtml(self.speaker_label.text()).toPlainText().replace(" · ", ", "),
+            self.position_label.text(),
+            self.prompt_label.text(),
+            self.state_label.text(),
+            self.progress_label.text(),
+        ]
+        return spoken(*said)
+
+    def say(self, text: str, with_context: bool = False) -> None:
+        """What a key or a take's outcome did, said by a screen reader at once while the recorder has the focus;
+        kept for its next focus otherwise."""
+        if text or with_context:
+            self.speak(text, with_context)
+
+    def set_status(self, text: str, said: str | None = None) -> None:
+        """The line under the buttons; said as well (`said` instead, when given; nothing when both are empty)."""
+        self.status_label.setText(text)
+        self.say(text if said is None else said)
 
     def set_banner(self, text: str | None) -> None:
         self.banner.setText(text or "")

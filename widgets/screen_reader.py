@@ -7,12 +7,17 @@ support for Qt's newer announcement events). Also what Tab meets on every page: 
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtGui import QFocusEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLineEdit
 
 from spokenbench.widgets.wheel_guard import install_application_filter
 
+# an Alt delivered again after its shortcut comes within milliseconds (a screen reader's round trip); a press of
+# Alt this long after one is the person's own
+LATE_ALT_S = 1.0
 SENTENCE_ENDS = ".!?…。？！"  # a part of a spoken line that ends in one of these gets no full stop added
 
 
@@ -67,15 +72,12 @@ class EmptyFieldSaid(QObject):
     Tab's focus by selecting all its text, which for an empty field reports a caret move before Qt reports the
     focus; Orca 43 then takes the field as already focused and says nothing of it (Evaluate's 11 empty fields were
     silent). The field gets the focus as if given by code instead, which selects nothing: the same field, nothing
-    to select, and the focus reported first. One filter on the application, as `WheelGuard`."""
+    to select, and the focus reported first. One handler of the application's filter, as `WheelGuard`."""
+
+    events = (QEvent.Type.FocusIn,)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if (
-            event.type() == QEvent.Type.FocusIn
-            and isinstance(watched, QLineEdit)
-            and event.reason() in SELECTING_REASONS
-            and not watched.text()
-        ):
+        if isinstance(watched, QLineEdit) and event.reason() in SELECTING_REASONS and not watched.text():
             QCoreApplication.sendEvent(watched, QFocusEvent(QEvent.Type.FocusIn, Qt.FocusReason.OtherFocusReason))
             return True
         return False
@@ -84,3 +86,34 @@ class EmptyFieldSaid(QObject):
 def install_empty_field_said(app: QApplication | None = None) -> EmptyFieldSaid | None:
     """Install the filter on the application once (later calls return the same one)."""
     return install_application_filter(EmptyFieldSaid, app)
+
+
+class AltLeftToTheShortcut(QObject):
+    """Alt and a letter that pressed a button or chose a field (an Alt+letter mnemonic) leave the menu bar alone.
+    With a screen reader running, Qt hands each key to it over AT-SPI first and delivers the Alt press again only
+    after the letter's shortcut has acted; the menu bar took that late Alt as one pressed alone, and its release
+    gave it the keys: Orca said "File." and the next key went to the menu bar, every other time (Alt+W on the
+    Speakers page; measured with Orca 43, and in a bare Qt window). Such a late Alt, until Alt is released, is not
+    shown to the menu bar; Alt pressed and released alone still gives it the keys."""
+
+    events = (QEvent.Type.Shortcut, QEvent.Type.ShortcutOverride, QEvent.Type.KeyRelease)
+    used_at: float | None = None  # when a shortcut with Alt acted, until Alt is released
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind == QEvent.Type.Shortcut:
+            keys = event.key()
+            if keys.count() and keys[0].keyboardModifiers() & Qt.KeyboardModifier.AltModifier:
+                self.used_at = time.monotonic()
+            return False
+        if event.key() != Qt.Key.Key_Alt or self.used_at is None:
+            return False
+        if kind == QEvent.Type.KeyRelease:
+            self.used_at = None
+            return False
+        return time.monotonic() - self.used_at < LATE_ALT_S  # the late Alt: the menu bar never sees it
+
+
+def install_alt_left_to_the_shortcut(app: QApplication | None = None) -> AltLeftToTheShortcut | None:
+    """Install the handler on the application once (later calls return the same one)."""
+    return install_application_filter(AltLeftToTheShortcut, app)

@@ -1,10 +1,13 @@
 """Benchmark (run by hand, prints its figures; not part of the test run): what a screen reader says of each key
-of a rating session and a rewrite review (`--walk rating`), or of Evaluate's form and the Results page's figure
-(`--walk pages`), on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's
+of a rating session and a rewrite review (`--walk rating`), of Evaluate's form and the Results page's figure
+(`--walk pages`), or of a take recorded on the Speakers page and the controls around it (`--walk speakers`: a
+consented speaker added, Orca into headphones of its own, espeak-ng's speech played into the microphone as the
+speaker reading; the takes saved and passed are printed), on this tree and, with `--baseline DIR`, an older one.
+Orca (GNOME's
 screen reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
 through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
 
-    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages] [--baseline DIR] [--screen 1400x900] [--wait 10]
+    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|speakers] [--baseline DIR] [--screen 1400x900] [--wait 10]
 
 A key counts as said when one of its utterances (within `--wait` seconds) holds what the key did: the clip shown
 with its text, the rating saved, the part moved to; the control Tab reached, by its label; the point an arrow
@@ -22,12 +25,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for real_device.py
 
 from real_device import (
+    add_consented_speaker,
     app_trees,
     demo_in,
     missing_screen_reader,
     missing_tools,
     missing_window_manager,
+    read_aloud,
+    recorded_takes,
     screen_reader_session,
+    speech_file,
     temporary_folder,
 )
 
@@ -71,8 +78,40 @@ PAGES = [
     ("Return", "336 responses to 24 question(s)"),
     ("Tab", "Play push button"),
 ]
-WALKS = {"rating": RATING, "pages": PAGES}
-KEY_NAMES = {"tab", "left control", "left shift", "return", "right", "end"}  # what Orca says of a key itself
+READING = "(the speaker reads)"  # no key: the speech is played into the microphone
+SPEAKERS = [
+    ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
+    ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),
+    ("r", "Recording."),
+    (READING, ""),
+    ("r", "Take 1 saved"),
+    ("Right", "Prompt 2 of 36"),
+    ("Left", "Prompt 1 of 36"),
+    ("Left", "This is the first prompt."),
+    ("Tab", "Input combo box"),
+    ("Tab", "Rescan devices push button"),
+    ("Tab", "Load reading list"),
+    ("Tab", "Use project questions push button"),
+    ("Tab", "Create cloned voice push button"),
+    ("alt+w", "Withdraw the consent of Ana"),
+    ("Escape", "Create cloned voice push button"),
+    ("alt+a", "Name text"),
+    ("Escape", "Create cloned voice push button"),
+    ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),
+]
+WALKS = {"rating": RATING, "pages": PAGES, "speakers": SPEAKERS}
+KEY_NAMES = {
+    "tab",
+    "left control",
+    "left shift",
+    "left alt",
+    "return",
+    "right",
+    "left",
+    "end",
+    "r",
+    "escape",
+}  # what Orca says of a key itself
 PAGE_OPENING_S = 4.0  # after Ctrl+7: the Results page computes its panels (about a second here) before Tab goes on
 
 
@@ -81,11 +120,19 @@ def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: 
     after it."""
     project = work / "project"
     shutil.copytree(demo, project)
+    recording = any(key == READING for key, _said in steps)
+    if recording:
+        add_consented_speaker(project)
     rows = []
-    with screen_reader_session(project, work, f"{screen}x24", command) as (desktop, reader, _figures):
+    session = screen_reader_session(project, work, f"{screen}x24", command, headphones=recording)
+    with session as (desktop, reader, _figures):
         since = 0
         for key, expected in steps:
             pressed = time.monotonic()
+            if key == READING:
+                time.sleep(0.3)  # a moment after "Recording", as a person starts
+                read_aloud(desktop, speech_file(work / "speech.wav"))
+                continue
             if key.startswith("("):
                 wait_s = OPENING_S
             else:
@@ -116,10 +163,13 @@ def main() -> int:
         for name, command in trees:
             folder = work / name.split()[0]
             rows = heard(command, demo, folder, args.screen, args.wait, WALKS[args.walk])
+            takes = recorded_takes(folder / "project") if args.walk == "speakers" else []
             delays = sorted(took for _key, took, _after in rows[1:] if took is not None)
             middle = f"; median {statistics.median(delays):.2f} s from a key to its line" if delays else ""
             silent = sum(not [line for line in after if line.strip() not in KEY_NAMES] for _key, _took, after in rows)
             middle += f"; {silent} key(s) after which Orca said only the key's name, or nothing"
+            if args.walk == "speakers":
+                middle += f"; {len(takes)} take(s) saved, {sum(take['passed'] for take in takes)} passed every check"
             print(
                 f"== {name}: {sum(took is not None for _key, took, _ in rows)} of {len(rows)} keys said what they did{middle}"
             )

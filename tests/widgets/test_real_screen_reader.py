@@ -14,10 +14,14 @@ import time
 
 import pytest
 from real_device import (
+    add_consented_speaker,
     missing_screen_reader,
     missing_tools,
     missing_window_manager,
+    read_aloud,
+    recorded_takes,
     screen_reader_session,
+    speech_file,
     stored_ratings,
 )
 
@@ -28,11 +32,17 @@ OPENING_S = 45.0
 
 
 @pytest.fixture
-def heard(demo_copy, tmp_path):
+def headphones():
+    """Orca into headphones of its own (`ScreenReader`), not into the microphone: set by a test that records."""
+    return False
+
+
+@pytest.fixture
+def heard(demo_copy, tmp_path, headphones):
     problem = missing_tools() or missing_window_manager() or missing_screen_reader()
     if problem:
         pytest.skip(f"a real desktop and a screen reader are needed: {problem}")
-    with screen_reader_session(demo_copy, tmp_path) as (desktop, reader, figures):
+    with screen_reader_session(demo_copy, tmp_path, headphones=headphones) as (desktop, reader, figures):
 
         def press(key: str, expected: str, timeout: float = 20.0) -> str:
             since = len(reader.said())
@@ -103,3 +113,33 @@ def test_evaluate_s_form_and_the_results_figure_are_said_and_its_points_reached(
     assert "simulated:accent-sensitive · language · en." in press("Right", "Point 1 of 42.")
     press("End", "Point 42 of 42.")
     press("Return", "336 responses to 24 question(s)")
+
+
+@pytest.fixture
+def recordist(demo_copy):
+    """A consented speaker to record, added before the app opens the project."""
+    add_consented_speaker(demo_copy)
+    return demo_copy
+
+
+@pytest.mark.parametrize("headphones", [True])
+def test_a_take_recorded_by_the_keys_is_said_from_r_to_its_checks(recordist, heard, tmp_path):
+    """Before, Orca said nothing on the Speakers page's recorder: not the speaker, not the prompt to read, not
+    when the take began, nor its checks; the input and the script's buttons took no key. The recordist wears
+    headphones: Orca's voice heard by the microphone is recorded (measured: 0.4-0.6 s of it at the take's start,
+    and the silence check failed)."""
+    press, reader, _opened = heard
+    came = press("ctrl+5", "Prompt 1 of 36")
+    assert came.startswith("Ana, en, american, consent given.") and "Not recorded yet" in came
+    press("r", "Recording.")
+    time.sleep(0.3)
+    read_aloud(reader.desktop, speech_file(tmp_path / "speech.wav"))
+    saved = press("r", "Take 1 saved")
+    assert saved.endswith("Passed every check."), saved
+    assert [take["passed"] for take in recorded_takes(recordist)] == [True]
+    assert "Not recorded yet" in press("Right", "Prompt 2 of 36")
+    press("Tab", "Input combo box")
+    press("Tab", "Rescan devices push button")
+    press("alt+w", "Withdraw the consent of Ana")  # Alt+letter under Orca gave the menu bar the keys too
+    press("Escape", "Rescan devices push button")  # back where the keys were; before, no control had them
+    assert recorded_takes(recordist)  # Escape deleted nothing

@@ -15,7 +15,13 @@ from spokenbench.core.qc.rating_session import ClipView, RatingProgress
 from spokenbench.core.rewriting.flagging import FlaggedRewrite
 from spokenbench.widgets.rating_view import RatingView
 from spokenbench.widgets.rewrite_review import RewriteReviewView
-from spokenbench.widgets.screen_reader import install_empty_field_said, spoken
+from spokenbench.widgets.screen_reader import (
+    AltLeftToTheShortcut,
+    install_alt_left_to_the_shortcut,
+    install_empty_field_said,
+    spoken,
+)
+from spokenbench.widgets.wheel_guard import uninstall_application_filter
 
 CLIP = ClipView(
     position=2, total=47, clip_id=805, text="Which is larger?", item="demo/019", language="en", accent="american",
@@ -194,8 +200,7 @@ def empty_field_said():
     """The app's filter, installed for the test and taken out after it (a window installs it again)."""
     said = install_empty_field_said()
     yield said
-    QApplication.instance().removeEventFilter(said)
-    said.setParent(None)
+    uninstall_application_filter(said)
 
 
 def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still_has_its_text_selected(
@@ -231,3 +236,74 @@ def test_an_empty_field_tab_reaches_is_focused_as_by_code_and_a_filled_one_still
     qtbot.keyClick(filled, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
     assert empty.hasFocus() and reasons[-1] == ("typed", Qt.FocusReason.BacktabFocusReason)
     assert empty.selectedText() == "typed"
+
+
+@pytest.fixture
+def alt_left_to_the_shortcut():
+    """The app's handler, installed for the test and taken out after it (a window installs it again)."""
+    handler = install_alt_left_to_the_shortcut()
+    yield handler
+    uninstall_application_filter(handler)
+
+
+@pytest.fixture
+def qt_alone():
+    """No handler for Alt: one a window of an earlier test installed is taken out for the test."""
+    left = QApplication.instance().findChild(AltLeftToTheShortcut)
+    if left is not None:
+        uninstall_application_filter(left)
+    yield
+    if left is not None:
+        install_alt_left_to_the_shortcut()
+
+
+def late_alt_after_a_mnemonic(qtbot, field: QLineEdit) -> None:
+    """Alt+Q as Qt delivers it with a screen reader running (logged in a bare Qt window under Orca 43): Alt's
+    shortcut check, the letter's shortcut acting, then Alt delivered again after the screen reader's round trip,
+    and its release."""
+    from PySide6.QtGui import QKeyEvent
+
+    alt = Qt.KeyboardModifier.AltModifier
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.ShortcutOverride, Qt.Key.Key_Alt, alt))
+    qtbot.keyPress(field, Qt.Key.Key_Q, alt)  # the shortcut acts: Qt's menu bar forgets the Alt
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.ShortcutOverride, Qt.Key.Key_Alt, alt))  # the late Alt
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyPress, Qt.Key.Key_Alt, alt))
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyRelease, Qt.Key.Key_Alt, Qt.KeyboardModifier.NoModifier))
+
+
+@pytest.mark.parametrize("handled", [True, False], ids=["handled", "qt-alone"])
+def test_an_alt_mnemonic_under_a_screen_reader_leaves_the_keys_where_they_were(qtbot, handled, request):
+    """With Orca running, Alt+W on the Speakers page pressed Withdraw consent… and then gave the keys to the menu
+    bar: Orca said "File." and Escape from the question left the window with no focus. Qt alone (the second case)
+    still does; the handler keeps the keys where they were, and Alt pressed alone still reaches the menu bar."""
+    from PySide6.QtWidgets import QMainWindow, QPushButton
+
+    request.getfixturevalue("alt_left_to_the_shortcut" if handled else "qt_alone")
+    window = QMainWindow()
+    window.menuBar().addMenu("&File").addAction("Quit")
+    body = QWidget()
+    field, button = QLineEdit(), QPushButton("&Quick")
+    pressed = []
+    button.clicked.connect(lambda: pressed.append(True))
+    layout = QVBoxLayout(body)
+    layout.addWidget(field)
+    layout.addWidget(button)
+    window.setCentralWidget(body)
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=2_000)
+    focus(qtbot, field)
+    late_alt_after_a_mnemonic(qtbot, field)
+    qtbot.waitUntil(lambda: bool(pressed), timeout=2_000)  # the button was pressed, either way
+    assert field.hasFocus() is handled and window.menuBar().hasFocus() is not handled
+    if handled:  # Alt alone: the menu bar, as before
+        from PySide6.QtGui import QKeyEvent
+
+        alt = Qt.KeyboardModifier.AltModifier
+        QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.ShortcutOverride, Qt.Key.Key_Alt, alt))
+        QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyPress, Qt.Key.Key_Alt, alt))
+        QApplication.sendEvent(
+            field, QKeyEvent(QKeyEvent.Type.KeyRelease, Qt.Key.Key_Alt, Qt.KeyboardModifier.NoModifier)
+        )
+        assert window.menuBar().hasFocus()

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 from real_device import recorded_takes
 from recording_fakes import FAKE_DEVICE, RATE, fake, held_stops, speech, take_signal
 from support import write_jsonl
@@ -696,3 +697,250 @@ def test_a_take_whose_stop_the_sound_server_holds_is_saved_without_it_and_that_i
     server_answers.set()
     qtbot.waitUntil(lambda: window.recording_message is None, timeout=5_000)
     assert window.audio_label.text() == "Audio: ready" and page.view.status_label.text() == line.split(". ")[0]
+
+
+# -- with the keys alone and a screen reader ---------------------------------------------------------------------
+
+
+def focused_page(qtbot, open_session, path, **options):
+    """The page active, as in a window a person types into (focus moves only in an active window)."""
+    page = make_page(qtbot, open_session, path, **options)
+    page.activateWindow()
+    qtbot.waitUntil(page.isActiveWindow, timeout=5_000)
+    qtbot.waitUntil(lambda: bool(page.devices), timeout=5_000)
+    return page
+
+
+def said(page) -> str:
+    """What a screen reader reads of the recorder now: its name, changed once per action (SpokenFocus)."""
+    return page.view.accessibleName()
+
+
+def test_the_recorder_says_where_it_is_and_what_each_key_did(qtbot, open_session, project_path, consented):
+    """Orca said nothing on the recorder: it had no name, and its keys changed only labels. Now coming to it says
+    the speaker, the prompt and its take, then its keys; R, a take's checks, ← → and the ends are said."""
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    assert said(page).startswith("Ana, en, british, consent given. Prompt 1 of 3")
+    assert "Question number 0?" in said(page) and "Not recorded yet" in said(page)
+    assert "R records and stops" in page.view.accessibleDescription()
+    assert "Wear headphones" in page.view.accessibleDescription()  # its voice would be recorded into the take
+    press(page, qtbot, "r")
+    assert said(page) == "Starting the microphone."
+    qtbot.waitUntil(lambda: said(page) == "Recording.", timeout=5_000)
+    assert page.recorder._stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: said(page).startswith("Take 1 saved ("), timeout=5_000)
+    assert said(page).endswith("FLAC). Passed every check.")
+    press(page, qtbot, Qt.Key.Key_Right)
+    assert said(page).startswith("Ana, en, british, consent given. Prompt 2 of 3") and "Question number 1?" in said(
+        page
+    )
+    press(page, qtbot, Qt.Key.Key_Left)
+    assert "Take 1: passed every check" in said(page) and "1 / 3 prompts done" in said(page)
+    press(page, qtbot, Qt.Key.Key_Left)
+    assert said(page) == "This is the first prompt."
+    page.stream_factory = fake(0.2)
+    press(page, qtbot, Qt.Key.Key_Backspace)  # records it again: too short, each failure is said with its reason
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    assert page.recorder._stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: said(page).startswith("Take 2 saved ("), timeout=5_000)
+    assert "Failed 1 of 4 checks: speech duration: only 0.2" in said(page) and "Backspace records it again" in said(
+        page
+    )
+
+
+def test_a_refused_key_and_an_input_that_stops_mid_take_are_said(qtbot, open_session, project_path):
+    """Without consent, R is refused aloud. An input that stops mid-take is said once, with what to do, not again
+    as its seconds count (each name change is read out, cutting off the line before)."""
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    assert "no consent: recording refused" in said(page)
+    press(page, qtbot, "r")
+    assert said(page).startswith("Recording refused: Ana has not given consent")
+    with opened(project_path) as project:
+        give_consent(project, "Ana", "I agree.", "tester")
+    reload_consented(page, qtbot)
+    names = []
+    started_on(page, qtbot, stop_after_s=0.8)
+    qtbot.waitUntil(lambda: page.heartbeat_state == "recording-stalled", timeout=5_000)
+    for _ in range(30):  # 1.5 s of the 40 Hz meter's ticks, the warning's seconds counting
+        names.append(said(page))
+        qtbot.wait(50)
+    assert len(set(names)) == 1 and names[0].startswith("Input stopped. No sound has come from the input")
+
+
+def test_tab_and_alt_letters_reach_the_input_and_the_script_buttons(qtbot, open_session, project_path, consented):
+    """The input, Rescan devices, the reading list's and the project's buttons and Create cloned voice took no
+    focus: a keyboard user could not choose a microphone or clone a voice. Tab reaches them after the recorder,
+    each has an Alt+letter, and the input is named by its label."""
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    view = page.view
+    view.clone_button.setEnabled(True)  # as once a take has passed
+    reached = []
+    for _ in range(5):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        reached.append(QApplication.focusWidget())
+    assert reached == [
+        view.device_box,
+        view.rescan_button,
+        view.reading_list_button,
+        view.project_button,
+        view.clone_button,
+    ]
+    assert view.input_label.buddy() is view.device_box  # Orca: "Input combo box. Fake microphone (default)"
+    view.setFocus()
+    qtbot.keyClick(view, "i", Qt.KeyboardModifier.AltModifier)
+    assert view.device_box.hasFocus()
+    for button, letter in ((view.reading_list_button, "l"), (view.project_button, "q"), (view.clone_button, "o")):
+        assert f"&{letter}" in button.text()
+    assert "&d" in view.rescan_button.text()
+
+
+def test_rescan_by_the_keys_gives_them_to_the_inputs_found(qtbot, open_session, project_path):
+    """Space on Rescan devices disabled the button, which passed the focus on to Load reading list (said as if
+    chosen). Now the recorder holds it while the scan runs, then the input found takes it; none found: the
+    recorder says why."""
+    connected = [FAKE_DEVICE]
+    page = focused_page(qtbot, open_session, project_path, lister=lambda: list(connected))
+    view = page.view
+    view.rescan_button.setFocus()
+    qtbot.waitUntil(view.rescan_button.hasFocus, timeout=5_000)
+    qtbot.keyClick(view.rescan_button, Qt.Key.Key_Space)
+    assert view.hasFocus() and said(page) == "Looking for input devices."
+    qtbot.waitUntil(lambda: not page.last_scan.is_running, timeout=5_000)
+    qtbot.waitUntil(view.device_box.hasFocus, timeout=5_000)
+    connected.clear()
+    view.rescan_button.setFocus()
+    qtbot.waitUntil(view.rescan_button.hasFocus, timeout=5_000)
+    qtbot.keyClick(view.rescan_button, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: said(page).startswith("No audio input device"), timeout=5_000)
+    assert view.hasFocus()
+
+
+def test_walking_the_speaker_list_keeps_the_keys_there_and_enter_gives_them_to_the_recorder(
+    qtbot, open_session, project_path
+):
+    """Each speaker the arrows chose took the keys away to the recorder once read, so ↓ could not go past the next
+    speaker. Now the list keeps them; Enter gives them to the recorder, which says the speaker chosen."""
+    with opened(project_path) as project:
+        add_speaker(project, "Bo", "en", "american", "man")
+        add_speaker(project, "Cy", "en", "indian", None)
+    page = focused_page(qtbot, open_session, project_path)
+    qtbot.waitUntil(lambda: page.list_view.table.rowCount() == 3, timeout=5_000)
+    table = page.list_view.table
+    table.setFocus()
+    qtbot.waitUntil(table.hasFocus, timeout=5_000)
+    for name in ("Bo", "Cy"):
+        qtbot.keyClick(table, Qt.Key.Key_Down)
+        qtbot.waitUntil(lambda name=name: page.speaker is not None and page.speaker.name == name, timeout=5_000)
+        qtbot.wait(50)
+        assert table.hasFocus()
+    qtbot.keyClick(table, Qt.Key.Key_Return)
+    assert page.view.hasFocus() and said(page).startswith("Cy, en, indian")
+
+
+def test_the_page_s_keys_go_to_the_recorder_once_its_speaker_is_read(qtbot, open_session, project_path):
+    """The list keeps the keys while it is walked (above); a page given them before its speaker was read (Ctrl+5
+    as the project opens) still hands them to the recorder once it is read, so R records at once."""
+    page = SpeakersPage()
+    page.device_lister = lambda: [FAKE_DEVICE]
+    qtbot.addWidget(page)
+    page.show()
+    page.activateWindow()
+    qtbot.waitUntil(page.isActiveWindow, timeout=5_000)
+    page.set_session(open_session(project_path))
+    page.take_focus()  # as the window does on Ctrl+5, before the speaker is read
+    assert page.list_view.table.hasFocus()
+    qtbot.waitUntil(lambda: page.speaker is not None and page.view.hasFocus(), timeout=5_000)
+
+
+def test_withdrawing_consent_asks_with_cancel_as_the_default(qtbot, open_session, project_path, consented):
+    """Enter on Withdraw consent…, then Enter in its question, deleted the speaker's takes and voices: Yes was the
+    default. Now Cancel is, and the button that deletes says so."""
+    page = focused_page(qtbot, open_session, project_path)
+    reload_consented(page, qtbot)
+    box = page.confirm_withdrawal()
+    qtbot.waitExposed(box)
+    assert box.defaultButton() is box.escapeButton()
+    assert box.defaultButton().text() == "Cancel"
+    assert [b.text() for b in box.buttons() if b is not box.defaultButton()] == ["&Withdraw and delete"]
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not box.isVisible(), timeout=5_000)
+    qtbot.wait(200)
+    with opened(project_path) as project:
+        assert project.conn.execute("SELECT count(*) FROM consents WHERE withdrawn_at IS NULL").fetchone()[0] == 1
+
+
+def test_r_while_a_take_plays_stops_it_first(qtbot, open_session, project_path, consented):
+    """With a loudspeaker, a take still playing as R was pressed was recorded into the next take's start
+    (measured on the real bed: 0.8 s of the last take, and the silence check failed)."""
+    from spokenbench.core.audio.playback import FakeOutputStream
+
+    player = ClipPlayer(stream_factory=lambda device, rate: FakeOutputStream(device, rate))
+    page = SpeakersPage(SimpleNamespace(player=player, follow_play=lambda request, what: None))
+    page.device_lister = lambda: [FAKE_DEVICE]
+    page.stream_factory = fake(3.0)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.consent_in_force, timeout=5_000)
+    qtbot.waitUntil(lambda: bool(page.devices), timeout=5_000)
+    record_take(page, qtbot)
+    press(page, qtbot, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: player.state.playing, timeout=5_000)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: not player.state.playing, timeout=2_000)
+    assert page.state in ("starting", "recording")
+    player.close()
+    assert player.join(2.0)
+
+
+def test_the_consent_text_lets_tab_go_on_and_is_named(qtbot, project_path):
+    from spokenbench.widgets.recording_view import ConsentDialog
+
+    dialog = ConsentDialog("Ana", "I agree to be recorded.", "tester")
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow, timeout=5_000)
+    dialog.text_edit.setFocus()
+    qtbot.waitUntil(dialog.text_edit.hasFocus, timeout=5_000)
+    qtbot.keyClick(dialog.text_edit, Qt.Key.Key_Tab)
+    assert dialog.by_edit.hasFocus() and dialog.text_edit.toPlainText() == "I agree to be recorded."
+    assert dialog.text_edit.accessibleName() == "Consent text"
+
+
+def test_ctrl_5_gives_the_keys_to_the_recorder_and_again_from_its_buttons(
+    qtbot, tmp_path, project_path, consented, monkeypatch
+):
+    """Ctrl+5 pressed on the Speakers page did nothing (the sidebar's row was already chosen), so from a button the
+    keys never went back to the recorder but by Shift+Tab."""
+    from PySide6.QtCore import QSettings
+
+    from spokenbench.app.main_window import MainWindow
+
+    monkeypatch.setattr(SpeakersPage, "device_lister", staticmethod(lambda: [FAKE_DEVICE]))
+    window = MainWindow(audio_message="off", settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
+    try:
+        window.open_project(project_path)
+        qtbot.waitUntil(lambda: window.session is not None, timeout=10_000)
+        qtbot.keyClick(QApplication.focusWidget() or window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: isinstance(window.page_widgets["speakers"], SpeakersPage), timeout=10_000)
+        page = window.page_widgets["speakers"]
+        qtbot.waitUntil(lambda: page.speaker is not None and page.view.hasFocus(), timeout=10_000)
+        page.view.project_button.setFocus()
+        qtbot.waitUntil(page.view.project_button.hasFocus, timeout=5_000)
+        qtbot.keyClick(page.view.project_button, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+        assert page.view.hasFocus() and said(page).startswith("Ana, en, british, consent given. Prompt 1 of 3")
+    finally:
+        window.shutdown()
