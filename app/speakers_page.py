@@ -180,6 +180,8 @@ class SpeakersPage(QWidget):
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.verdict_said = ""  # its checks, as a screen reader said them
         self.recorder_wanted = False  # the page took the keys before its speaker was read: the recorder gets them
+        self.reload_said = ""  # said with the speaker read again (`_reload_speaker`)
+        self.starting_said = ""  # said before "Starting the microphone" (Backspace while recording)
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
         self.last_clone: ClonedVoice | None = None
@@ -218,7 +220,7 @@ class SpeakersPage(QWidget):
         self.view.reading_list_requested.connect(self.choose_reading_list)
         self.view.project_prompts_requested.connect(lambda: self.use_reading_list(None))
         self.view.clone_requested.connect(self.create_clone)
-        self.view.rescan_requested.connect(self.find_devices)
+        self.view.rescan_requested.connect(self.rescan)
         self._show_speaker()
 
     # -- session -----------------------------------------------------------------------------------------
@@ -234,6 +236,7 @@ class SpeakersPage(QWidget):
         self.session = session
         self.speakers, self.speaker, self.takes, self.prompts = [], None, [], []
         self.wanted_speaker = None
+        self.recorder_wanted = False
         self.left_to_ask = []  # the closed project's takes cut short are its own: asked at its next opening
         if self.left_take_box is not None and shiboken6.isValid(self.left_take_box):
             self.left_take_box.done(0)
@@ -295,15 +298,20 @@ class SpeakersPage(QWidget):
 
     # -- devices -----------------------------------------------------------------------------------------
 
-    def find_devices(self) -> BackgroundOp | None:
+    def rescan(self) -> BackgroundOp | None:
+        """Rescan devices (its click, Space on it, Alt+D): the scan, and what it found said."""
+        return self.find_devices(asked=True)
+
+    def find_devices(self, asked: bool = False) -> BackgroundOp | None:
         """Ask PortAudio for the input devices off the UI thread (again each time: when the project opens, when the
-        page is shown, on Rescan devices); without it, say what to install. Not while a take is being recorded."""
+        page is shown, on Rescan devices); without it, say what to install. Not while a take is being recorded.
+        `asked`: by Rescan devices, so what was found is said."""
         if self.session is None or self.state != "idle":
             return None
         lister = self.device_lister
-        by_keys = self.view.rescan_button.hasFocus()
-        if by_keys:  # disabled, the button would pass the focus on to the next one, said as if chosen
+        if self.view.rescan_button.hasFocus():  # disabled, it would pass the focus on, said as if chosen
             self.view.setFocus(Qt.FocusReason.OtherFocusReason)
+        if asked:
             self.view.say("Looking for input devices")
         self.view.rescan_button.setEnabled(False)
         operation = BackgroundOp(
@@ -314,23 +322,24 @@ class SpeakersPage(QWidget):
             supersede="input-devices",
             sound_device=True,
         )
-        operation.success(lambda found: self._show_devices(*found, by_keys=by_keys))
+        operation.success(lambda found: self._show_devices(*found, asked=asked))
         operation.finished.connect(lambda: self.view.rescan_button.setEnabled(True))
         self.last_scan = operation.run()
         return self.last_scan
 
-    def _show_devices(self, devices: list[InputDevice], problem: str | None, by_keys: bool = False) -> None:
-        """`by_keys`: Rescan was pressed with its focus; the keys go to the inputs found, so they are said, or to
-        the recorder, which says why there are none."""
+    def _show_devices(self, devices: list[InputDevice], problem: str | None, asked: bool = False) -> None:
+        """`asked`: by Rescan devices; the recorder says the inputs found and the one recorded from, or why there
+        are none (the keys stay with the recorder, where R records: on the input's box R would choose a device)."""
         chosen, before = self.device, self.recording_problem
         self.devices, self.recording_problem = devices, problem
         self.view.set_devices([d.label for d in devices], chosen.label if chosen else None)
         self.view.set_banner(problem)
         self.view.set_recording_enabled(problem is None)
-        if by_keys and self.view.hasFocus() and devices:
-            self.view.device_box.setFocus(Qt.FocusReason.OtherFocusReason)
-        elif problem is not None and (problem != before or by_keys):  # a microphone pulled: said, not only shown
+        if problem is not None and (problem != before or asked):  # a microphone pulled: said, not only shown
             self.view.say(problem)
+        elif asked:
+            found = f"{len(devices)} input{'s' if len(devices) != 1 else ''} found"
+            self.view.say(spoken(found, f"Recording from {self.view.device_box.currentText()}"))
         show_recording_status(self.window_, problem)  # the status bar says what this page found
 
     def showEvent(self, event) -> None:
@@ -377,10 +386,16 @@ class SpeakersPage(QWidget):
         self.list_view.set_buttons(speaker)
         self._show_speaker()
         given, self.recorder_wanted = self.recorder_wanted, False
+        said, self.reload_said = self.reload_said, ""
+        focused = QApplication.focusWidget()
+        if self.state != "idle":  # read while a take began: nothing said or moved over it
+            return
         if self.view.hasFocus():  # a new script, or consent given: where the recorder is now is said
-            self.view.say("", with_context=True)
-        elif given or not self.list_view.isAncestorOf(QApplication.focusWidget()):  # not while the list is walked
-            self.view.setFocus()
+            self.view.say(said, with_context=True)
+        elif self.isVisible() and (focused is None or self.isAncestorOf(focused)):  # never from another page
+            if given or focused is not self.list_view.table:  # not while the list is walked with the arrows
+                self.view.setFocus()
+                self.view.say(said, with_context=True)
 
     def take_focus(self) -> None:
         """The page's keys (Ctrl+5, the sidebar's Enter): the recorder once a speaker is shown, so R records at once;
@@ -455,9 +470,10 @@ class SpeakersPage(QWidget):
         return dialog
 
     def _consented(self, name: str) -> None:
-        self.view.set_status(f"Consent of {name} recorded: press R to record")
+        line = f"Consent of {name} recorded: press R to record"
+        self.view.set_status(line, said="")
         self.refused = None
-        self._reload_speaker()
+        self._reload_speaker(said=line)
 
     # -- takes cut short -----------------------------------------------------------------------------------
 
@@ -560,15 +576,19 @@ class SpeakersPage(QWidget):
 
     def _left_take_saved(self, left: LeftTake, take: Take) -> None:
         verdict = "passed every check" if take.passed else "failed a check: record that prompt again"
-        self.view.set_status(
+        line = (
             f"The take cut short was kept: take {take.take} of {left.prompt.label or left.prompt.key} "
             f"({take.duration_s:.1f} s), {verdict}"
         )
+        self.view.set_status(line)
         if self.speaker is not None and self.speaker.id == left.speaker_id and self.state == "idle":
-            self._reload_speaker()  # its takes and progress, read again
+            self._reload_speaker(said=line)  # its takes and progress, read again
         self._ask_next_left_take()
 
-    def _reload_speaker(self) -> None:
+    def _reload_speaker(self, said: str = "") -> None:
+        """Read the speaker again; `said` is said with where the recorder is once read (said before, the reading's
+        line cut it off)."""
+        self.reload_said = said
         if self.speaker is not None:
             name, self.speaker = self.speaker.name, None
             self.select_speaker(name)
@@ -586,7 +606,8 @@ class SpeakersPage(QWidget):
             QMessageBox.StandardButton.NoButton,
             self,
         )
-        withdraw = box.addButton("&Withdraw and delete", QMessageBox.ButtonRole.DestructiveRole)
+        withdraw = box.addButton("Withdraw and delete", QMessageBox.ButtonRole.DestructiveRole)  # no letter: W is
+        # what opened it (Alt+W), and a message box presses a button by its letter alone
         cancel = box.addButton(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(cancel)  # Enter, or Enter twice from the list, deletes nothing
         box.setEscapeButton(cancel)
@@ -613,11 +634,12 @@ class SpeakersPage(QWidget):
 
     def _withdrawn(self, report) -> None:
         self.take_audio.clear()
-        self.view.set_status(
+        line = (
             f"Consent of {report.speaker} withdrawn: {report.recordings_deleted} takes, {report.cloned_voices_deleted} "
             f"cloned voices and {report.files_deleted} audio files deleted"
         )
-        self._reload_speaker()
+        self.view.set_status(line, said="")
+        self._reload_speaker(said=line)
 
     # -- the script --------------------------------------------------------------------------------------
 
@@ -727,7 +749,8 @@ class SpeakersPage(QWidget):
         self.state = "starting"
         self.prepared = None
         self.view.state_label.setText("Starting…")
-        self.view.say(STARTING_SAID)
+        prefix, self.starting_said = self.starting_said, ""
+        self.view.say(spoken(prefix, STARTING_SAID))
         self.held_watch.start()  # a start the sound server holds is said after STALL_S
         self.view.show_checks(None)
         return (
@@ -778,7 +801,7 @@ class SpeakersPage(QWidget):
         self.state = "recording"
         self.recording_since = time.monotonic()
         if recorder.spool_problem is not None:  # a read-only or full project folder: said, the take goes on
-            self.view.set_status(f"Recording, but {recorder.spool_problem}")
+            self.view.set_status(f"Recording, but {recorder.spool_problem}", said="")  # said with "Recording"
         self._clear_input()
         self._show_input(recorder)
         self.meter_timer.start()
@@ -832,6 +855,8 @@ class SpeakersPage(QWidget):
         self.view.state_label.setText(text)
         shown_as = STATE_SAID.get(state, "")
         said = [shown_as] if shown_as != STATE_SAID.get(self.input_shown, "") else []  # a change, not its seconds
+        if said and shown_as == "Recording" and recorder.spool_problem is not None:
+            said.append(f"But {recorder.spool_problem}")
         if state != InputState.WAITING and self.unstarted_line == self.view.status_label.text():
             self.view.set_status("")  # its advice is followed: ● Recording shows
         if state != self.input_shown:  # a style sheet is parsed again each time it is set: only on a change
@@ -1072,7 +1097,7 @@ class SpeakersPage(QWidget):
             self.meter_timer.stop()
             self._clear_input()
             self.state = "starting"
-            self.view.say("Take thrown away, starting again")
+            self.starting_said = "Take thrown away"  # said with "Starting the microphone", which would cut it off
             session = self.session
             BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
                 .success(lambda _none: self._record_again(session)).run()  # fmt: skip
@@ -1100,6 +1125,9 @@ class SpeakersPage(QWidget):
     # -- playback ----------------------------------------------------------------------------------------
 
     def play_take(self) -> None:
+        if self.state in ("starting", "recording"):  # played now, a loudspeaker's sound would be in the take
+            self.view.set_status("Stop recording first (R)")
+            return
         take = self.current_take
         if self.prepared is not None and self.shown_audio is not None:
             self._play(self.shown_audio)
@@ -1125,6 +1153,8 @@ class SpeakersPage(QWidget):
             current = self.view.status_label.text()
             if NO_DEVICE_FLASH not in current:
                 self.view.set_status(f"{current} · {NO_DEVICE_FLASH}" if current else NO_DEVICE_FLASH, NO_DEVICE_FLASH)
+            else:
+                self.view.say(NO_DEVICE_FLASH)  # said again: the key would seem lost
             return
         request = self.player.play(audio.playback, "the take", chosen_output(self.window_))  # posts; never waits
         follow_play = getattr(self.window_, "follow_play", None)
@@ -1241,7 +1271,8 @@ class SpeakersPage(QWidget):
         self.view.progress_label.setText(script_progress(self.prompts, self.takes).text)
 
     def hideEvent(self, event) -> None:
-        """Leaving the page silences the take it played."""
+        """Leaving the page silences the take it played, and its keys wait for it no more."""
+        self.recorder_wanted = False
         if self.player is not None:
             self.player.stop()
         super().hideEvent(event)

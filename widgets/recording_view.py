@@ -416,8 +416,8 @@ class RecorderView(SpokenFocus, QWidget):
         return spoken(*said)
 
     def say(self, text: str, with_context: bool = False) -> None:
-        """What a key or a take's outcome did, said by a screen reader at once while the recorder has the focus;
-        kept for its next focus otherwise."""
+        """What a key or a take's outcome did, said by a screen reader at once while the recorder has the focus
+        (without it, coming to the recorder says where it is, not this)."""
         if text or with_context:
             self.speak(text, with_context)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
-from PySide6.QtGui import QFocusEvent
+from PySide6.QtGui import QAccessible, QFocusEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLineEdit
 
 from spokenbench.widgets.wheel_guard import install_application_filter
@@ -36,7 +36,10 @@ class SpokenFocus:
 
     def speak(self, said: str = "", with_context: bool = False) -> None:
         self._said_context = self.context_line if with_context or not said else None
-        self.setAccessibleName(spoken(said, self._said_context or ""))
+        line = spoken(said, self._said_context or "")
+        if line == self.accessibleName():  # Qt tells no one of a name set again unchanged, and the key went unsaid
+            line += " "  # (← at the first prompt pressed twice); a screen reader does not say the space
+        self.setAccessibleName(line)
 
     def focusInEvent(self, event) -> None:
         """Coming to the view (a page opened, a dialog closed), a screen reader says where it is, not the last
@@ -109,7 +112,8 @@ class AltLeftToTheShortcut(QObject):
         if event.key() != Qt.Key.Key_Alt or self.used_at is None:
             return False
         if kind == QEvent.Type.KeyRelease:
-            self.used_at = None
+            if not (event.spontaneous() and QAccessible.isActive()):  # a screen reader's bridge holds the first
+                self.used_at = None  # release back, and delivers it again after the late Alt
             return False
         return time.monotonic() - self.used_at < LATE_ALT_S  # the late Alt: the menu bar never sees it
 

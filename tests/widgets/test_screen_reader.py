@@ -307,3 +307,21 @@ def test_an_alt_mnemonic_under_a_screen_reader_leaves_the_keys_where_they_were(q
             field, QKeyEvent(QKeyEvent.Type.KeyRelease, Qt.Key.Key_Alt, Qt.KeyboardModifier.NoModifier)
         )
         assert window.menuBar().hasFocus()
+
+
+def test_a_line_said_twice_is_said_again(qtbot):
+    """Qt reports no change for a name set again unchanged, so a screen reader said "This is the first prompt"
+    for the first ← at the first prompt and nothing for the next (heard with Orca 43 on the Speakers page)."""
+    from spokenbench.widgets.screen_reader import SpokenFocus
+
+    class View(SpokenFocus, QWidget):
+        pass
+
+    view = View()
+    qtbot.addWidget(view)
+    names = []
+    for _ in range(3):
+        view.speak("This is the first prompt")
+        names.append(view.accessibleName())
+    assert [name.strip() for name in names] == ["This is the first prompt."] * 3
+    assert names[0] != names[1] and names[1] != names[2]  # each a change a screen reader is told of

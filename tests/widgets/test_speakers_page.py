@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLineEdit, QWidget
 from real_device import recorded_takes
 from recording_fakes import FAKE_DEVICE, RATE, fake, held_stops, speech, take_signal
 from support import write_jsonl
@@ -767,13 +767,19 @@ def test_a_refused_key_and_an_input_that_stops_mid_take_are_said(qtbot, open_ses
     names = []
     started_on(page, qtbot, stop_after_s=0.8)
     qtbot.waitUntil(lambda: page.heartbeat_state == "recording-stalled", timeout=5_000)
+    named = []
+    set_name = page.view.setAccessibleName
+    page.view.setAccessibleName = lambda name: (named.append(name), set_name(name))  # every name set, not only seen
     for _ in range(30):  # 1.5 s of the 40 Hz meter's ticks, the warning's seconds counting
         names.append(said(page))
         qtbot.wait(50)
     assert len(set(names)) == 1 and names[0].startswith("Input stopped. No sound has come from the input")
+    assert named == []  # said once, as the input stopped: each name set is read out again
 
 
-def test_tab_and_alt_letters_reach_the_input_and_the_script_buttons(qtbot, open_session, project_path, consented):
+def test_tab_and_alt_letters_reach_the_input_and_the_script_buttons(
+    qtbot, open_session, project_path, consented, monkeypatch, dialogs
+):
     """The input, Rescan devices, the reading list's and the project's buttons and Create cloned voice took no
     focus: a keyboard user could not choose a microphone or clone a voice. Tab reaches them after the recorder,
     each has an Alt+letter, and the input is named by its label."""
@@ -797,15 +803,29 @@ def test_tab_and_alt_letters_reach_the_input_and_the_script_buttons(qtbot, open_
     view.setFocus()
     qtbot.keyClick(view, "i", Qt.KeyboardModifier.AltModifier)
     assert view.device_box.hasFocus()
-    for button, letter in ((view.reading_list_button, "l"), (view.project_button, "q"), (view.clone_button, "o")):
-        assert f"&{letter}" in button.text()
-    assert "&d" in view.rescan_button.text()
+    import spokenbench.app.speakers_page as speakers_module
+
+    asked = []
+    monkeypatch.setattr(speakers_module.QFileDialog, "getOpenFileName", lambda *args: ("", ""))  # Esc at once
+    page.clone_backend_factory = StubClone  # no passing take yet: its refusal is a dialog, recorded
+    view.reading_list_requested.connect(lambda: asked.append("reading list"))
+    view.clone_requested.connect(lambda: asked.append("clone"))
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus, timeout=5_000)
+    qtbot.keyClick(view, "l", Qt.KeyboardModifier.AltModifier)
+    qtbot.keyClick(view, "o", Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: asked == ["reading list", "clone"], timeout=5_000)  # a button's letter clicks it
+    press(page, qtbot, Qt.Key.Key_Right)
+    assert page.prompt_index == 1
+    qtbot.keyClick(view, "q", Qt.KeyboardModifier.AltModifier)  # the project's questions again, from the first
+    qtbot.waitUntil(lambda: page.prompt_index == 0 and "Prompt 1 of 3" in said(page), timeout=5_000)
+    assert view.hasFocus()
 
 
-def test_rescan_by_the_keys_gives_them_to_the_inputs_found(qtbot, open_session, project_path):
+def test_rescan_by_the_keys_says_the_inputs_found_and_keeps_them_with_the_recorder(qtbot, open_session, project_path):
     """Space on Rescan devices disabled the button, which passed the focus on to Load reading list (said as if
-    chosen). Now the recorder holds it while the scan runs, then the input found takes it; none found: the
-    recorder says why."""
+    chosen), and nothing said what was found. Now the recorder takes the keys while the scan runs and says the
+    inputs found, or why there are none; Alt+D does the same from the recorder."""
     connected = [FAKE_DEVICE]
     page = focused_page(qtbot, open_session, project_path, lister=lambda: list(connected))
     view = page.view
@@ -813,14 +833,12 @@ def test_rescan_by_the_keys_gives_them_to_the_inputs_found(qtbot, open_session, 
     qtbot.waitUntil(view.rescan_button.hasFocus, timeout=5_000)
     qtbot.keyClick(view.rescan_button, Qt.Key.Key_Space)
     assert view.hasFocus() and said(page) == "Looking for input devices."
-    qtbot.waitUntil(lambda: not page.last_scan.is_running, timeout=5_000)
-    qtbot.waitUntil(view.device_box.hasFocus, timeout=5_000)
-    connected.clear()
-    view.rescan_button.setFocus()
-    qtbot.waitUntil(view.rescan_button.hasFocus, timeout=5_000)
-    qtbot.keyClick(view.rescan_button, Qt.Key.Key_Space)
-    qtbot.waitUntil(lambda: said(page).startswith("No audio input device"), timeout=5_000)
+    qtbot.waitUntil(lambda: said(page) == "1 input found. Recording from Fake microphone (default).", timeout=5_000)
     assert view.hasFocus()
+    connected.clear()
+    qtbot.keyClick(view, "d", Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: said(page).startswith("No audio input device"), timeout=5_000)
+    assert view.hasFocus() and view.banner.isVisible()
 
 
 def test_walking_the_speaker_list_keeps_the_keys_there_and_enter_gives_them_to_the_recorder(
@@ -860,21 +878,30 @@ def test_the_page_s_keys_go_to_the_recorder_once_its_speaker_is_read(qtbot, open
     qtbot.waitUntil(lambda: page.speaker is not None and page.view.hasFocus(), timeout=5_000)
 
 
-def test_withdrawing_consent_asks_with_cancel_as_the_default(qtbot, open_session, project_path, consented):
+def test_withdrawing_consent_asks_with_cancel_as_the_default(qtbot, open_session, project_path, consented, monkeypatch):
     """Enter on Withdraw consent…, then Enter in its question, deleted the speaker's takes and voices: Yes was the
-    default. Now Cancel is, and the button that deletes says so."""
+    default. Now Cancel is; W (the letter that opened it with Alt) and Return delete nothing; the button that
+    deletes says so, and only it withdraws."""
+    from PySide6.QtWidgets import QMessageBox
+
     page = focused_page(qtbot, open_session, project_path)
     reload_consented(page, qtbot)
+    withdrawn = []
+    monkeypatch.setattr(page, "withdraw", withdrawn.append)
+    for keys in (("w",), ("w", Qt.KeyboardModifier.AltModifier), (Qt.Key.Key_Return,)):
+        box = page.confirm_withdrawal()
+        qtbot.waitExposed(box)
+        assert box.defaultButton() is box.escapeButton()
+        assert box.standardButton(box.defaultButton()) == QMessageBox.StandardButton.Cancel
+        qtbot.keyClick(box, *keys)
+        qtbot.waitUntil(lambda box=box: not box.isVisible(), timeout=5_000) if keys[0] == Qt.Key.Key_Return else None
+        box.done(0)
+        assert withdrawn == [], keys
     box = page.confirm_withdrawal()
-    qtbot.waitExposed(box)
-    assert box.defaultButton() is box.escapeButton()
-    assert box.defaultButton().text() == "Cancel"
-    assert [b.text() for b in box.buttons() if b is not box.defaultButton()] == ["&Withdraw and delete"]
-    qtbot.keyClick(box, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not box.isVisible(), timeout=5_000)
-    qtbot.wait(200)
-    with opened(project_path) as project:
-        assert project.conn.execute("SELECT count(*) FROM consents WHERE withdrawn_at IS NULL").fetchone()[0] == 1
+    [delete] = [button for button in box.buttons() if button is not box.defaultButton()]
+    assert delete.text() == "Withdraw and delete"
+    delete.click()
+    assert withdrawn == ["Ana"]
 
 
 def test_r_while_a_take_plays_stops_it_first(qtbot, open_session, project_path, consented):
@@ -944,3 +971,67 @@ def test_ctrl_5_gives_the_keys_to_the_recorder_and_again_from_its_buttons(
         assert page.view.hasFocus() and said(page).startswith("Ana, en, british, consent given. Prompt 1 of 3")
     finally:
         window.shutdown()
+
+
+def test_space_while_recording_plays_nothing_into_the_take(qtbot, open_session, project_path, consented):
+    """Space played the prompt's last take while the next was being recorded: from a loudspeaker, into the take."""
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    record_take(page, qtbot)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    before = page.play_requested_at
+    press(page, qtbot, Qt.Key.Key_Space)
+    assert page.play_requested_at == before and said(page) == "Stop recording first (R)."
+
+
+def test_a_hidden_page_never_takes_the_keys_when_its_speaker_is_read(qtbot, open_session, project_path):
+    """The speaker read while another page is shown (a project opened from the Items page) gave the hidden
+    recorder the keys: R then started a take nobody could see."""
+    window = QWidget()
+    other, page = QLineEdit(window), SpeakersPage()
+    page.device_lister = lambda: [FAKE_DEVICE]
+    page.setParent(window)
+    qtbot.addWidget(window)
+    window.show()
+    page.hide()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
+    other.setFocus()
+    qtbot.waitUntil(other.hasFocus, timeout=5_000)
+    page.set_session(open_session(project_path))
+    qtbot.waitUntil(lambda: page.speaker is not None, timeout=5_000)
+    qtbot.wait(100)
+    assert other.hasFocus() and not page.view.hasFocus()
+
+
+def test_a_line_said_before_the_speaker_is_read_again_is_said_with_it(qtbot, open_session, project_path):
+    """Consent recorded (and a withdrawal, a take cut short kept) read the speaker again, whose line then cut the
+    outcome off: a screen reader's user heard the recorder's line, not "Consent of Ana recorded"."""
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    with opened(project_path) as project:
+        give_consent(project, "Ana", "I agree.", "tester")
+    page._consented("Ana")
+    qtbot.waitUntil(lambda: page.speaker is not None and page.speaker.consent_in_force, timeout=5_000)
+    qtbot.waitUntil(lambda: "consent given" in said(page), timeout=5_000)
+    assert said(page).startswith("Consent of Ana recorded: press R to record. Ana, en, british, consent given.")
+
+
+def test_backspace_while_recording_says_the_take_thrown_away_with_the_new_start(
+    qtbot, open_session, project_path, consented
+):
+    """ "Take thrown away" was cut off at once by "Starting the microphone": each name set cuts off the one before."""
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording", timeout=5_000)
+    named = []
+    set_name = page.view.setAccessibleName
+    page.view.setAccessibleName = lambda name: (named.append(name.strip()), set_name(name))
+    press(page, qtbot, Qt.Key.Key_Backspace)
+    qtbot.waitUntil(lambda: "Recording." in named, timeout=5_000)
+    assert named[: named.index("Recording.")] == ["Take thrown away. Starting the microphone."]
