@@ -115,6 +115,7 @@ from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.screen_reader import (
+    alt_shortcut_acted,
     install_alt_left_to_the_shortcut,
     install_empty_field_said,
     no_tab_stop,
@@ -1393,10 +1394,12 @@ class MainWindow(QMainWindow):
         ]
         if len(buttons) == 1:  # two buttons with one mnemonic: Qt's own rule, neither is pressed
             buttons[0].click()
+            alt_shortcut_acted()  # the Alt a screen reader delivers again must not arm the menu bar
             return True
         for menu in menus:
             if menu.isEnabled() and QKeySequence.mnemonic(menu.text()) == sequence:
                 self.menuBar().setActiveAction(menu)
+                alt_shortcut_acted()
                 return True
         return False
 

@@ -180,8 +180,7 @@ class SpeakersPage(QWidget):
         self.prepared: PreparedTake | None = None  # the take just stopped, until saved
         self.verdict_said = ""  # its checks, as a screen reader said them
         self.recorder_wanted = False  # the page took the keys before its speaker was read: the recorder gets them
-        self.reload_said = ""  # said with the speaker read again (`_reload_speaker`)
-        self.starting_said = ""  # said before "Starting the microphone" (Backspace while recording)
+        self.reload_said: tuple[str, str] | None = None  # (speaker, line) said once that speaker is read again
         self.take_audio: dict[int, ClipAudio] = {}  # take id -> rendered audio for playback
         self.shown_audio: ClipAudio | None = None
         self.last_clone: ClonedVoice | None = None
@@ -236,7 +235,7 @@ class SpeakersPage(QWidget):
         self.session = session
         self.speakers, self.speaker, self.takes, self.prompts = [], None, [], []
         self.wanted_speaker = None
-        self.recorder_wanted = False
+        self.recorder_wanted, self.reload_said = False, None
         self.left_to_ask = []  # the closed project's takes cut short are its own: asked at its next opening
         if self.left_take_box is not None and shiboken6.isValid(self.left_take_box):
             self.left_take_box.done(0)
@@ -299,7 +298,14 @@ class SpeakersPage(QWidget):
     # -- devices -----------------------------------------------------------------------------------------
 
     def rescan(self) -> BackgroundOp | None:
-        """Rescan devices (its click, Space on it, Alt+D): the scan, and what it found said."""
+        """Rescan devices (its click, Space on it, Alt+D): the scan, and what it found said by the recorder, which
+        takes the keys from anywhere on the page (on the input's box, R would choose a device)."""
+        if self.state != "idle":
+            self.view.set_status("Stop recording first (R)")
+            return None
+        focused = QApplication.focusWidget()
+        if focused is not None and self.isAncestorOf(focused) and not self.view.hasFocus():
+            self.view.setFocus(Qt.FocusReason.OtherFocusReason)
         return self.find_devices(asked=True)
 
     def find_devices(self, asked: bool = False) -> BackgroundOp | None:
@@ -377,6 +383,9 @@ class SpeakersPage(QWidget):
         )
 
     def _speaker_loaded(self, speaker: Speaker, prompts: list[Prompt], takes: list[Take]) -> None:
+        if self.state != "idle" and self.speaker is not None:  # read as a take began (↓ Enter R): the take, and
+            self.list_view.select(self.speaker.name)  # what it is saved as, stay the speaker's it was begun for
+            return
         changed = self.speaker is None or self.speaker.id != speaker.id
         self.speaker, self.prompts, self.takes = speaker, prompts, takes
         if changed:
@@ -386,14 +395,13 @@ class SpeakersPage(QWidget):
         self.list_view.set_buttons(speaker)
         self._show_speaker()
         given, self.recorder_wanted = self.recorder_wanted, False
-        said, self.reload_said = self.reload_said, ""
+        waiting, self.reload_said = self.reload_said, None
+        said = waiting[1] if waiting is not None and waiting[0] == speaker.name else ""
         focused = QApplication.focusWidget()
-        if self.state != "idle":  # read while a take began: nothing said or moved over it
-            return
         if self.view.hasFocus():  # a new script, or consent given: where the recorder is now is said
             self.view.say(said, with_context=True)
         elif self.isVisible() and (focused is None or self.isAncestorOf(focused)):  # never from another page
-            if given or focused is not self.list_view.table:  # not while the list is walked with the arrows
+            if given or said or focused is not self.list_view.table:  # not while the list is walked
                 self.view.setFocus()
                 self.view.say(said, with_context=True)
 
@@ -588,8 +596,8 @@ class SpeakersPage(QWidget):
     def _reload_speaker(self, said: str = "") -> None:
         """Read the speaker again; `said` is said with where the recorder is once read (said before, the reading's
         line cut it off)."""
-        self.reload_said = said
         if self.speaker is not None:
+            self.reload_said = (self.speaker.name, said) if said else None
             name, self.speaker = self.speaker.name, None
             self.select_speaker(name)
 
@@ -718,7 +726,9 @@ class SpeakersPage(QWidget):
         self.refused = reason
         self.view.set_status(reason)
 
-    def start_recording(self) -> BackgroundOp | None:
+    def start_recording(self, said_first: str = "") -> BackgroundOp | None:
+        """R: the take begins once the input hears. `said_first`: said before "Starting the microphone", which
+        would cut it off said alone (Backspace's "Take thrown away")."""
         if self.state != "idle":
             return None
         speaker = self.speaker
@@ -749,8 +759,7 @@ class SpeakersPage(QWidget):
         self.state = "starting"
         self.prepared = None
         self.view.state_label.setText("Starting…")
-        prefix, self.starting_said = self.starting_said, ""
-        self.view.say(spoken(prefix, STARTING_SAID))
+        self.view.say(spoken(said_first, STARTING_SAID))
         self.held_watch.start()  # a start the sound server holds is said after STALL_S
         self.view.show_checks(None)
         return (
@@ -1097,7 +1106,6 @@ class SpeakersPage(QWidget):
             self.meter_timer.stop()
             self._clear_input()
             self.state = "starting"
-            self.starting_said = "Take thrown away"  # said with "Starting the microphone", which would cut it off
             session = self.session
             BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
                 .success(lambda _none: self._record_again(session)).run()  # fmt: skip
@@ -1110,7 +1118,7 @@ class SpeakersPage(QWidget):
         project, a take started since)."""
         if self.session is session and self.state == "starting" and self.recorder is None:
             self.state = "idle"
-            self.start_recording()
+            self.start_recording(said_first="Take thrown away")
 
     def _abort_recording(self) -> None:
         recorder, self.recorder = self.recorder, None

@@ -107,7 +107,7 @@ class AltLeftToTheShortcut(QObject):
         if kind == QEvent.Type.Shortcut:
             keys = event.key()
             if keys.count() and keys[0].keyboardModifiers() & Qt.KeyboardModifier.AltModifier:
-                self.used_at = time.monotonic()
+                self.shortcut_acted()
             return False
         if event.key() != Qt.Key.Key_Alt or self.used_at is None:
             return False
@@ -116,6 +116,18 @@ class AltLeftToTheShortcut(QObject):
                 self.used_at = None  # release back, and delivers it again after the late Alt
             return False
         return time.monotonic() - self.used_at < LATE_ALT_S  # the late Alt: the menu bar never sees it
+
+    def shortcut_acted(self) -> None:
+        """An Alt+letter acted (Qt's shortcut, or one the app matched itself: `MainWindow._press_at_place`)."""
+        self.used_at = time.monotonic()
+
+
+def alt_shortcut_acted(app: QApplication | None = None) -> None:
+    """Tell the installed handler, if any, that an Alt+letter the app matched itself has acted."""
+    app = app or QApplication.instance()
+    handler = app.findChild(AltLeftToTheShortcut) if app is not None else None
+    if handler is not None:
+        handler.shortcut_acted()
 
 
 def install_alt_left_to_the_shortcut(app: QApplication | None = None) -> AltLeftToTheShortcut | None:

@@ -325,3 +325,28 @@ def test_a_line_said_twice_is_said_again(qtbot):
         names.append(view.accessibleName())
     assert [name.strip() for name in names] == ["This is the first prompt."] * 3
     assert names[0] != names[1] and names[1] != names[2]  # each a change a screen reader is told of
+
+
+def test_an_alt_mnemonic_the_app_matched_itself_leaves_the_menu_bar_alone_too(qtbot, alt_left_to_the_shortcut):
+    """The main window presses a button for an Alt+letter Qt did not match (a letter of another layout, the tour's
+    Alt+N): no shortcut event, so the handler is told (`alt_shortcut_acted`), and the late Alt arms nothing."""
+    from PySide6.QtGui import QKeyEvent
+    from PySide6.QtWidgets import QMainWindow
+
+    from spokenbench.widgets.screen_reader import alt_shortcut_acted
+
+    window = QMainWindow()
+    window.menuBar().addMenu("&File").addAction("Quit")
+    field = QLineEdit()
+    window.setCentralWidget(field)
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=2_000)
+    focus(qtbot, field)
+    alt = Qt.KeyboardModifier.AltModifier
+    alt_shortcut_acted()
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.ShortcutOverride, Qt.Key.Key_Alt, alt))  # the late Alt
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyPress, Qt.Key.Key_Alt, alt))
+    QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyRelease, Qt.Key.Key_Alt, Qt.KeyboardModifier.NoModifier))
+    assert field.hasFocus() and not window.menuBar().hasFocus()
