@@ -408,7 +408,9 @@ class SpeakersPage(QWidget):
     def take_focus(self) -> None:
         """The page's keys (Ctrl+5, the sidebar's Enter): the recorder once a speaker is shown, so R records at once;
         else the speaker list."""
-        if self.speaker is not None:
+        if self.speaker is not None and self.view.hasFocus():  # Ctrl+5 on the recorder: where it is, said again
+            self.view.say("", with_context=True)
+        elif self.speaker is not None:
             self.view.setFocus(Qt.FocusReason.OtherFocusReason)
         else:  # the recorder takes them from the list once its speaker is read (`_speaker_loaded`)
             self.list_view.table.setFocus(Qt.FocusReason.OtherFocusReason)
@@ -609,7 +611,8 @@ class SpeakersPage(QWidget):
         box = QMessageBox(
             QMessageBox.Icon.Warning,
             "Withdraw consent",
-            f"Withdraw the consent of {speaker.name}? Their {speaker.takes} takes, every voice cloned from them and the "
+            f"Withdraw the consent of {speaker.name}? Their {speaker.takes} take{'' if speaker.takes == 1 else 's'}, "
+            "every voice cloned from them and the "
             "clips and inputs made with it are deleted. This cannot be undone.",
             QMessageBox.StandardButton.NoButton,
             self,

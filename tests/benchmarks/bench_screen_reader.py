@@ -96,10 +96,10 @@ SPEAKERS = [
     ("Tab", "Create cloned voice push button"),
     ("alt+w", "Withdraw the consent of Ana"),
     ("Escape", "Create cloned voice push button"),
-    ("alt+d", "input found. Recording from"),
+    ("alt+d", "found. Recording from"),  # the keys go to the recorder, where R records
     ("alt+a", "Name text"),
-    ("Escape", "Create cloned voice push button"),
-    ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),
+    ("Escape", "Ana, en, american, consent given. Prompt 1 of 36"),
+    ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),  # on the recorder: where it is, again
 ]
 WALKS = {"rating": RATING, "pages": PAGES, "speakers": SPEAKERS}
 KEY_NAMES = {

@@ -973,6 +973,9 @@ def test_ctrl_5_gives_the_keys_to_the_recorder_and_again_from_its_buttons(
         qtbot.waitUntil(page.view.project_button.hasFocus, timeout=5_000)
         qtbot.keyClick(page.view.project_button, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
         assert page.view.hasFocus() and said(page).startswith("Ana, en, british, consent given. Prompt 1 of 3")
+        page.view.say("Recording")
+        qtbot.keyClick(page.view, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)  # on the recorder: said again
+        assert said(page).startswith("Ana, en, british, consent given. Prompt 1 of 3")
     finally:
         window.shutdown()
 
