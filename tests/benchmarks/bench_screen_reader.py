@@ -7,7 +7,8 @@ Orca (GNOME's
 screen reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
 through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
 
-    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|speakers] [--baseline DIR] [--screen 1400x900] [--wait 10]
+    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|speakers] [--baseline DIR]
+        [--screen 1400x900] [--wait 10]
 
 A key counts as said when one of its utterances (within `--wait` seconds) holds what the key did: the clip shown
 with its text, the rating saved, the part moved to; the control Tab reached, by its label; the point an arrow
