@@ -203,6 +203,9 @@ class Recorder:
         self._stream = None
         self._recording = False
         self._lock = threading.Lock()
+        # the spool's last writes and sync at the stop, and its release, one at a time: released meanwhile (a page
+        # closing as R stopped the take), the sync found it gone ("'NoneType' object has no attribute 'sync'")
+        self._spool_lock = threading.Lock()
 
     @property
     def recording(self) -> bool:
@@ -301,19 +304,22 @@ class Recorder:
         """At the stop: the spool holds the whole take, durable, while it is checked and saved (a crash then
         loses nothing)."""
         self._end_spool_thread()
-        if self.spool is None or self.spool_problem is not None:
-            return
-        self._spool_new_blocks()
-        try:
-            self.spool.sync()
-        except OSError as error:
-            self.spool_problem = f"the take could not be made durable on disk ({error.strerror or error})"
+        with self._spool_lock:
+            spool = self.spool
+            if spool is None or self.spool_problem is not None:
+                return
+            self._spool_new_blocks()
+            try:
+                spool.sync()
+            except OSError as error:
+                self.spool_problem = f"the take could not be made durable on disk ({error.strerror or error})"
 
     def release_spool(self, remove: bool) -> None:
         """Let the take's spool go: `remove` once the take is saved or thrown away; kept when its save failed (it
         is offered back at the next opening). Safe to call twice."""
         self._end_spool_thread()
-        spool, self.spool = self.spool, None
+        with self._spool_lock:
+            spool, self.spool = self.spool, None
         if spool is not None:
             spool.close(remove=remove)
 

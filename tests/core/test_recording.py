@@ -818,3 +818,47 @@ def test_waiting_for_closing_streams_copes_with_a_closer_registered_before_it_st
     threading.Timer(0.1, closer.start).start()
     assert recorder_module.wait_for_closing_streams(5.0)  # waited for its start, then for its end
     assert not closer.is_alive() and open_streams.count == before
+
+
+def test_a_spool_let_go_while_the_stop_makes_it_durable_waits_for_it():
+    """A page closing as R stopped the take (the stop on a worker, the throwing away on a thread of its own): the
+    release took the spool away between the stop's check and its sync, and the stop failed with "'NoneType' object
+    has no attribute 'sync'" (seen in the Speakers page's tests). The release now waits for the sync."""
+    import threading
+
+    class SlowSpool:
+        def __init__(self):
+            self.writing, self.go, self.done = threading.Event(), threading.Event(), []
+
+        def write(self, samples):
+            self.writing.set()
+            self.go.wait(5)
+            self.done.append("write")
+
+        def sync(self):
+            self.done.append("sync")
+
+        def close(self, remove):
+            self.done.append(f"close remove={remove}")
+
+    recorder = Recorder(InputDevice(None, "fake", 1, 16_000))
+    spool = recorder.spool = SlowSpool()
+    recorder._chunks = [np.zeros(160, dtype=np.float32)]
+    failures = []
+
+    def finish():
+        try:
+            recorder._finish_spool()
+        except Exception as error:  # noqa: BLE001 - the failure this test is about
+            failures.append(error)
+
+    stopping = threading.Thread(target=finish)
+    stopping.start()
+    assert spool.writing.wait(5)
+    releasing = threading.Thread(target=recorder.release_spool, args=(True,))
+    releasing.start()
+    time.sleep(0.1)  # the release comes while the stop writes the last blocks
+    spool.go.set()
+    stopping.join(5)
+    releasing.join(5)
+    assert failures == [] and spool.done == ["write", "sync", "close remove=True"]
