@@ -590,8 +590,9 @@ class SpeakersPage(QWidget):
             f"The take cut short was kept: take {take.take} of {left.prompt.label or left.prompt.key} "
             f"({take.duration_s:.1f} s), {verdict}"
         )
-        self.view.set_status(line)
-        if self.speaker is not None and self.speaker.id == left.speaker_id and self.state == "idle":
+        reading = self.speaker is not None and self.speaker.id == left.speaker_id and self.state == "idle"
+        self.view.set_status(line, said="" if reading else None)  # said with the speaker read again, or now
+        if reading:
             self._reload_speaker(said=line)  # its takes and progress, read again
         self._ask_next_left_take()
 
