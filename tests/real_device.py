@@ -12,6 +12,7 @@ share them; every process started here is ended by its own id."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -526,7 +527,8 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
 SCREEN_READER_PACKAGES = ("orca", "at-spi2-core", "python3-pyatspi", "speech-dispatcher", "speech-dispatcher-espeak-ng")
 ORCA = Path("/usr/bin/orca")
 SPEECH_OUTPUT = " - SPEECH OUTPUT: '"  # Orca's debug line for each utterance: HH:MM:SS - SPEECH OUTPUT: 'text'{…}
-HEADPHONES = "spokenbench_headphones"  # a null sink for what only the person hears (`ScreenReader`)
+HEADPHONES = "spokenbench_headphones"
+ORCA_LOCK = "/tmp/spokenbench-orca.lock"  # `ScreenReader`: one Orca at a time  # a null sink for what only the person hears (`ScreenReader`)
 SPOKEN_TEXT = re.compile(r"^(.*)' ?\{.*\}$")  # the text, without the voice settings after it
 
 
@@ -552,6 +554,10 @@ class ScreenReader:
     def __init__(self, desktop: RealDesktop, folder: Path, headphones: bool = False):
         self.desktop = desktop
         self.lines: list[str] = []
+        # one Orca at a time on the machine: two at once (xdist's workers) failed to start ("Orca did not start",
+        # 4 of 5 real-Orca tests with -n 2), as Orca's --replace ends another; the second waits for the first
+        self.only_one = open(ORCA_LOCK, "a")  # noqa: SIM115 - held until `close`
+        fcntl.flock(self.only_one, fcntl.LOCK_EX)
         folder.mkdir(parents=True, exist_ok=True)
         self.log = (folder / "orca-debug.out").open("w", encoding="utf-8")  # the whole output, kept for a failure
         home = desktop.short_home()  # speech-dispatcher's socket is named after $HOME
@@ -636,6 +642,7 @@ class ScreenReader:
             time.sleep(0.05)
         os.close(self.follower)
         self.reading.join(10)
+        self.only_one.close()  # the next Orca may start
 
 
 def spoken_text(logged: str) -> str:

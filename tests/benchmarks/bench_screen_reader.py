@@ -137,6 +137,7 @@ def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: 
             if key == READING:
                 time.sleep(0.3)  # a moment after "Recording", as a person starts
                 read_aloud(desktop, speech_file(work / "speech.wav"))
+                time.sleep(0.8)  # a moment after the last word, as a person stops: the sink still holds its end
                 continue
             if key.startswith("("):
                 wait_s = OPENING_S

@@ -134,6 +134,7 @@ def test_a_take_recorded_by_the_keys_is_said_from_r_to_its_checks(recordist, hea
     press("r", "Recording.")
     time.sleep(0.3)
     read_aloud(reader.desktop, speech_file(tmp_path / "speech.wav"))
+    time.sleep(0.8)  # a moment after the last word, as a person stops: the sink's buffer still holds its end
     saved = press("r", "Take 1 saved")
     assert saved.endswith("Passed every check."), saved
     assert [take["passed"] for take in recorded_takes(recordist)] == [True]
@@ -143,3 +144,14 @@ def test_a_take_recorded_by_the_keys_is_said_from_r_to_its_checks(recordist, hea
     press("alt+w", "Withdraw the consent of Ana")  # Alt+letter under Orca gave the menu bar the keys too
     press("Escape", "Rescan devices push button")  # back where the keys were; before, no control had them
     assert recorded_takes(recordist)  # Escape deleted nothing
+
+
+def test_the_qc_page_ends_on_the_control_with_the_keys(heard):
+    """Ctrl+4: the QC's tabs, added when its tables arrive after the keys went to Paper layout, moved Orca to
+    *Table 2 · WER intervals page tab* (its first tab reported selected), while the keys stayed on the check box."""
+    press, reader, _opened = heard
+    since = len(reader.said())
+    press("ctrl+4", "Table 2 · WER intervals page tab")  # the tables have arrived
+    time.sleep(3.0)  # Orca says what follows
+    said = [line for line in reader.said()[since:] if line.strip()]
+    assert "Paper layout check box" in " | ".join(said[-2:]), said  # the control with the keys, said last
