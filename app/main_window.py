@@ -117,6 +117,7 @@ from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_
 from spokenbench.widgets.screen_reader import (
     alt_shortcut_acted,
     install_alt_left_to_the_shortcut,
+    install_current_row_said,
     install_empty_field_said,
     no_tab_stop,
 )
@@ -389,6 +390,7 @@ class MainWindow(QMainWindow):
         install_wheel_guard()  # a wheel over an unfocused combo or spin box scrolls the page, never changes it
         install_empty_field_said()  # a screen reader says an empty text field Tab reaches (widgets/screen_reader.py)
         install_alt_left_to_the_shortcut()  # under a screen reader, Alt+letter leaves the menu bar alone
+        install_current_row_said()  # a screen reader says a list's or table's row as the keys reach it
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)

@@ -27,13 +27,14 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
-    QTextBrowser,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from spokenbench.core.asr.normalize import error_rate_name
 from spokenbench.widgets.bidi import follow_text_direction, isolated, isolated_option
+from spokenbench.widgets.screen_reader import read_by_line
 from spokenbench.widgets.tables import DraggedWidths, FittedColumns
 
 HEADERS = ("#", "ID", "Language", "Kind", "Label", "Answer", "Question", "Options")
@@ -185,8 +186,9 @@ class ItemDetail(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.header = QTextBrowser()
+        self.header = QTextEdit()
         self.header.setAccessibleName("Item details")
+        read_by_line(self.header)  # ↑/↓ read the question and each option to a screen reader
         self.header.setPlaceholderText("Select an item to see its question, options, rewrites, clips and answers.")
         self.tabs = QTabWidget()
         # each table's long-text column wraps when the tab is narrow, so the columns after it stay in view

@@ -41,7 +41,7 @@ from spokenbench.core.evaluation.launcher import (
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, StopButtonKeys
-from spokenbench.widgets.screen_reader import no_tab_stop
+from spokenbench.widgets.screen_reader import no_tab_stop, read_by_line
 from spokenbench.widgets.tables import row_table
 from spokenbench.widgets.tones import set_toned_sheet
 
@@ -249,7 +249,7 @@ class LauncherView(QWidget):
         set_toned_sheet(self.way_note, "QLabel#wayNote { color: $muted; }")
         way_layout.addWidget(self.way_note)
         self.plan_text = QPlainTextEdit()
-        self.plan_text.setReadOnly(True)
+        read_by_line(self.plan_text)  # ↑/↓ read the plan's lines (requests, cost, warnings) to a screen reader
         self.plan_text.setAccessibleName("Plan")  # what a screen reader says before the text (or its placeholder)
         self.plan_text.setPlaceholderText("Prepare shows the plan here: requests, cached, estimated cost, warnings.")
         self.plan_text.setMinimumHeight(80)

@@ -3,15 +3,26 @@ goes on: the rating session and the rewrite review. Their keys act without movin
 has nothing to read unless told; the focused view's accessible name is set once per action, and a name change on
 the focused widget is read out at once, cutting off the line before it (Orca 43 and NVDA read it; Orca 43 has no
 support for Qt's newer announcement events). Also what Tab meets on every page: no silent stop on a scroll area
-(`no_tab_stop`), and an empty text field said as it is reached (`EmptyFieldSaid`)."""
+(`no_tab_stop`), an empty text field said as it is reached (`EmptyFieldSaid`), a list or table said with its
+current row (`CurrentRowSaid`), and read-only text read line by line (`read_by_line`)."""
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAccessible, QFocusEvent
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLineEdit
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractScrollArea,
+    QApplication,
+    QComboBox,
+    QFileDialog,
+    QHeaderView,
+    QLineEdit,
+    QPlainTextEdit,
+    QTextEdit,
+)
 
 from spokenbench.widgets.wheel_guard import install_application_filter
 
@@ -133,3 +144,62 @@ def alt_shortcut_acted(app: QApplication | None = None) -> None:
 def install_alt_left_to_the_shortcut(app: QApplication | None = None) -> AltLeftToTheShortcut | None:
     """Install the handler on the application once (later calls return the same one)."""
     return install_application_filter(AltLeftToTheShortcut, app)
+
+
+def read_by_line(view: QTextEdit | QPlainTextEdit) -> None:
+    """A read-only text whose lines a screen reader reads as ↑/↓ move a caret through them, and whose line at the
+    caret it says as Tab reaches it (*Item details read only text. demo/001 · en · mcq*). Qt reports a
+    QTextBrowser as static text, which Orca 43 calls a label and reads nothing of; a read-only field selectable
+    by the mouse alone has no caret, and the arrows scrolled it in silence (the item's question and options, the
+    Evaluate page's plan)."""
+    view.setReadOnly(True)
+    view.setTextInteractionFlags(
+        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+    )
+
+
+class CurrentRowSaid(QObject):
+    """A list or table that takes the keys has its current row said with it (Ctrl+1: *Items. table with 84 rows
+    8 columns. 1. demo/001. en. … not selected*). Orca 43 says the rows a view has selected as it takes the
+    keys, and the current row only as it moves. Qt makes a view's first row current as the view takes the keys,
+    but reports it before the view itself, unselected; Orca then said the table alone, and ↓ went to the second
+    row, the first never said (the Items page, an item's rewrites, Evaluate's runs; measured with Orca 43). Once
+    the focus has been reported, an unselected current row is reported again, by Qt's own `currentChanged`: the
+    cell focused, as ↓ reports it. Nothing for a selected one, which Orca says already; nothing is selected or
+    made current here. Not a table's header, nor a popup's list (a combo box's, a completer's), nor a file
+    dialog's views. One handler of the application's filter (widgets/wheel_guard.py `ApplicationFilters`)."""
+
+    events = (QEvent.Type.FocusIn,)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if isinstance(watched, QAbstractItemView) and says_its_current_row(watched):
+            QTimer.singleShot(0, watched, lambda view=watched: current_row_said_again(view))
+        return False
+
+
+def says_its_current_row(view: QAbstractItemView) -> bool:
+    """Not a table's header (a view of its own to Qt), nor the list of a popup (a combo box's, a completer's), nor
+    a file dialog's views: they present their own."""
+    window = view.window()
+    if isinstance(view, QHeaderView) or window.windowType() == Qt.WindowType.Popup or isinstance(window, QFileDialog):
+        return False
+    parent = view.parentWidget()
+    while parent is not None:
+        if isinstance(parent, QComboBox):
+            return False
+        parent = parent.parentWidget()
+    return True
+
+
+def current_row_said_again(view: QAbstractItemView) -> None:
+    """Report the view's current index focused again (as Qt does when it moves), when the view still has the
+    keys and the index is not selected."""
+    selection = view.selectionModel()
+    current = view.currentIndex()
+    if view.hasFocus() and current.isValid() and selection is not None and not selection.isSelected(current):
+        view.currentChanged(current, current)
+
+
+def install_current_row_said(app: QApplication | None = None) -> CurrentRowSaid | None:
+    """Install the handler on the application once (later calls return the same one)."""
+    return install_application_filter(CurrentRowSaid, app)

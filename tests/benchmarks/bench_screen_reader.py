@@ -1,13 +1,14 @@
 """Benchmark (run by hand, prints its figures; not part of the test run): what a screen reader says of each key
 of a rating session and a rewrite review (`--walk rating`), of Evaluate's form and the Results page's figure
-(`--walk pages`), or of a take recorded on the Speakers page and the controls around it (`--walk speakers`: a
+(`--walk pages`), of the Items page's tables and text and the Evaluate page's plan (`--walk items`), or of a
+take recorded on the Speakers page and the controls around it (`--walk speakers`: a
 consented speaker added, Orca into headphones of its own, espeak-ng's speech played into the microphone as the
 speaker reading; the takes saved and passed are printed), on this tree and, with `--baseline DIR`, an older one.
 Orca (GNOME's
 screen reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
 through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
 
-    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|speakers] [--baseline DIR]
+    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|items|speakers] [--baseline DIR]
         [--screen 1400x900] [--wait 10]
 
 A key counts as said when one of its utterances (within `--wait` seconds) holds what the key did: the clip shown
@@ -102,7 +103,30 @@ SPEAKERS = [
     ("Escape", "Ana, en, american, consent given. Prompt 1 of 36"),
     ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),  # on the recorder: where it is, again
 ]
-WALKS = {"rating": RATING, "pages": PAGES, "speakers": SPEAKERS}
+ITEMS = [
+    ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
+    ("ctrl+1", "demo/001."),  # the table with its first item
+    ("Down", "demo/002."),
+    ("Tab", "demo/002 · en · mcq"),  # the item's question and options, its first line
+    ("Down", "In the United States, which holiday"),
+    ("Down", "Thursday of November?"),  # the question's second line, as wrapped on the screen
+    ("Down", "A. Independence Day"),
+    ("Tab", "Rewrites (10) page tab"),
+    ("Tab", "option_A."),  # the rewrites with their first row
+    ("Down", "llm:demo-rewriter."),
+    ("ctrl+6", "Model: combo box"),
+    ("shift+Tab", "Jobs check box"),
+    ("shift+Tab", "Pages."),
+    ("shift+Tab", "Import results"),
+    ("shift+Tab", "simulated:gender-balanced."),  # the runs with the last one
+    ("shift+Tab", "Queue"),
+    ("shift+Tab", "Plan read only text"),
+    ("shift+Tab", "Prepare push button"),
+    ("space", "plan: 408 request(s) over 84 item(s)"),  # the keys go to the plan
+    ("Down", "accent: american 72"),
+    ("Up", "plan: 408 request(s) over 84 item(s)"),
+]
+WALKS = {"rating": RATING, "pages": PAGES, "speakers": SPEAKERS, "items": ITEMS}
 KEY_NAMES = {
     "tab",
     "left control",
@@ -114,6 +138,9 @@ KEY_NAMES = {
     "end",
     "r",
     "escape",
+    "space",
+    "down",
+    "up",
 }  # what Orca says of a key itself
 PAGE_OPENING_S = 4.0  # after Ctrl+7: the Results page computes its panels (about a second here) before Tab goes on
 

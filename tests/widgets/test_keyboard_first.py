@@ -386,3 +386,27 @@ def test_tab_goes_round_evaluate_and_results_with_every_stop_named_none_silent_a
         assert said(stop), f"a stop without a name: {stop!r}"
     assert said(results.run_list) == "Runs" and said(results.panel_list) == "Panels"
     assert said(results.view.table).startswith("yours (simulated) — Accuracy by level")
+
+
+def test_an_item_s_question_and_options_and_the_evaluate_plan_read_by_line(window, qtbot, built_demo):
+    """Under Orca, Tab to the item's question and options said *Item details label*, and ↓ nothing (a text
+    browser, reported as static text); the Evaluate page's plan scrolled in silence (no caret). Heard in
+    tests/widgets/test_real_screen_reader.py."""
+    open_project(window, qtbot, built_demo)
+    panel = window.items_panel
+    qtbot.waitUntil(lambda: panel.detail.header.toPlainText().startswith("demo/"), timeout=10_000)
+    header = panel.detail.header
+    question = panel.model.row_at(panel.table.currentIndex().row())[6]
+    header.setFocus()
+    qtbot.waitUntil(header.hasFocus, timeout=2_000)
+    qtbot.keyClick(header, Qt.Key.Key_Down)
+    assert header.textCursor().block().text() == question  # the line ↓ reaches, which a screen reader says
+
+    window.show_page("evaluate")
+    qtbot.waitUntil(lambda: hasattr(window.page_widgets["evaluate"], "view"), timeout=10_000)
+    plan = window.page_widgets["evaluate"].view.plan_text
+    plan.setPlainText("24 requests\n0 cached\nEstimated cost: $0.00 (simulated)")
+    plan.setFocus()
+    qtbot.waitUntil(plan.hasFocus, timeout=2_000)
+    qtbot.keyClick(plan, Qt.Key.Key_Down)
+    assert plan.textCursor().block().text() == "0 cached"

@@ -155,3 +155,17 @@ def test_the_qc_page_ends_on_the_control_with_the_keys(heard):
     time.sleep(3.0)  # Orca says what follows
     said = [line for line in reader.said()[since:] if line.strip()]
     assert "Paper layout check box" in " | ".join(said[-2:]), said  # the control with the keys, said last
+
+
+def test_the_items_page_says_its_first_item_and_reads_the_item_s_text_by_line(heard):
+    """Before, Ctrl+1 said *Items. table with 84 rows 8 columns* and nothing of the first item (Qt made it
+    current, unselected, before the table was reported; Orca says a table's selected rows), and ↓ went to the
+    second; the item's rewrites the same. Tab to the item's question and options said *Item details label*, and
+    ↓ said nothing (a text browser is reported as static text)."""
+    press, reader, _opened = heard
+    came = press("ctrl+1", "demo/001.")
+    assert "table with 84 rows 8 columns" in " | ".join(reader.said()[-20:]), came
+    press("Tab", "Item details read only text")
+    press("Down", "What are the solutions of the equation")  # the question, its first line on the screen
+    press("Tab", "Rewrites (")
+    press("Tab", "option_A.")  # the rewrites with their first row

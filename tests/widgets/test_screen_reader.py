@@ -8,7 +8,17 @@ from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QLineEdit, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QLineEdit,
+    QPlainTextEdit,
+    QTableWidget,
+    QTextBrowser,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
 from spokenbench.core.audio import playback
 from spokenbench.core.qc.rating_session import ClipView, RatingProgress
@@ -18,7 +28,9 @@ from spokenbench.widgets.rewrite_review import RewriteReviewView
 from spokenbench.widgets.screen_reader import (
     AltLeftToTheShortcut,
     install_alt_left_to_the_shortcut,
+    install_current_row_said,
     install_empty_field_said,
+    read_by_line,
     spoken,
 )
 from spokenbench.widgets.wheel_guard import uninstall_application_filter
@@ -350,3 +362,81 @@ def test_an_alt_mnemonic_the_app_matched_itself_leaves_the_menu_bar_alone_too(qt
     QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyPress, Qt.Key.Key_Alt, alt))
     QApplication.sendEvent(field, QKeyEvent(QKeyEvent.Type.KeyRelease, Qt.Key.Key_Alt, Qt.KeyboardModifier.NoModifier))
     assert field.hasFocus() and not window.menuBar().hasFocus()
+
+
+@pytest.fixture
+def current_row_said():
+    """The app's handler, installed for the test and taken out after it (a window installs it again)."""
+    handler = install_current_row_said()
+    yield handler
+    uninstall_application_filter(handler)
+
+
+class ReportedRows(QTableWidget):
+    """Records each report of its current index as focused again (Qt's `currentChanged` with the same index: what
+    Qt's AT-SPI bridge hands on as the cell focused) and whether the table had the keys then."""
+
+    def __init__(self):
+        super().__init__(4, 2)
+        self.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.reports: list[tuple[int, bool]] = []
+
+    def currentChanged(self, current, previous) -> None:  # noqa: N802 - Qt's name
+        if current == previous:
+            self.reports.append((current.row(), self.hasFocus()))
+        super().currentChanged(current, previous)
+
+
+def test_a_table_taking_the_keys_reports_its_unselected_current_row_after_itself(qtbot, current_row_said):
+    """Orca 43 says the rows a table has selected as it takes the keys, the current row only as it moves. Qt
+    makes the first row current as the table takes the keys, but reports it before the table, unselected: Orca
+    said *Items. table with 84 rows 8 columns* alone, and ↓ went to the second row, the first never said (heard
+    in tests/widgets/test_real_screen_reader.py). Now the current row is reported again once the table has the
+    keys; a selected one, which Orca says, is not; nothing is selected here."""
+    window = QWidget()
+    start, table, combo = QLineEdit("start"), ReportedRows(), QComboBox()
+    combo.addItems(["a", "b"])
+    layout = QVBoxLayout(window)
+    for widget in (start, table, combo):
+        layout.addWidget(widget)
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    focus(qtbot, start)
+    qtbot.keyClick(start, Qt.Key.Key_Tab)  # Qt makes row 0 current as the keys come
+    qtbot.waitUntil(lambda: table.reports == [(0, True)], timeout=2_000)
+    assert not table.selectedIndexes() and table.currentRow() == 0
+
+    table.selectRow(2)  # chosen: Orca says it with the table, once is enough
+    focus(qtbot, start)
+    focus(qtbot, table)
+    qtbot.wait(50)
+    assert table.reports == [(0, True)]
+    table.clearSelection()  # current and unselected again: said
+    focus(qtbot, start)
+    focus(qtbot, table)
+    qtbot.waitUntil(lambda: table.reports == [(0, True), (2, True)], timeout=2_000)
+    focus(qtbot, start)
+    table.setFocus()
+    start.setFocus()  # gone before the report: nothing said for a table without the keys
+    qtbot.wait(50)
+    assert table.reports == [(0, True), (2, True)]
+
+
+ITEM_TEXT = "demo/001 · en\nWhat is two plus two?\nA. three"
+
+
+def test_read_only_text_moves_a_caret_line_by_line_for_a_screen_reader(qtbot):
+    """A QTextBrowser is reported as static text (Orca 43: *Item details label*, nothing of the text), and a
+    read-only field selectable by the mouse alone has no caret: ↓ scrolled it in silence."""
+    for view in (QTextEdit(), QPlainTextEdit()):
+        read_by_line(view)
+        view.setPlainText(ITEM_TEXT)
+        qtbot.addWidget(view)
+        view.show()
+        view.activateWindow()
+        focus(qtbot, view)
+        qtbot.keyClick(view, Qt.Key.Key_Down)
+        assert view.textCursor().blockNumber() == 1 and view.isReadOnly()
+        qtbot.keyClick(view, Qt.Key.Key_A)
+        assert view.toPlainText() == ITEM_TEXT  # still read-only
