@@ -1,11 +1,10 @@
 """Benchmark (run by hand, prints its figures; not part of the test run): what a screen reader says of each key
 of a rating session and a rewrite review (`--walk rating`), of Evaluate's form and the Results page's figure
 (`--walk pages`), of the Items page's tables and text and the Evaluate page's plan (`--walk items`), or of a
-take recorded on the Speakers page and the controls around it (`--walk speakers`: a
-consented speaker added, Orca into headphones of its own, espeak-ng's speech played into the microphone as the
-speaker reading; the takes saved and passed are printed), on this tree and, with `--baseline DIR`, an older one.
-Orca (GNOME's
-screen reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
+take recorded on the Speakers page and the controls around it (`--walk speakers`: a consented speaker added,
+Orca into headphones of its own, espeak-ng's speech played into the microphone as the speaker reading; the takes
+saved and passed are printed), on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's screen
+reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
 through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
 
     python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|items|speakers] [--baseline DIR]
