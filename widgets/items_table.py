@@ -301,6 +301,7 @@ class ItemDetail(QWidget):
         for r, clip in enumerate(detail["clips"]):
             button = QPushButton("▶ Play")
             button.setAccessibleName(f"Play clip {clip['id']}")
+            self.clips.item(r, 0).setData(Qt.ItemDataRole.AccessibleTextRole, f"Play clip {clip['id']}")  # the row said
             path = (
                 audio_root / clip["sha256"][:2] / f"{clip['sha256']}.{clip['audio_format']}"
                 if audio_root is not None and clip["sha256"] and clip["audio_format"]

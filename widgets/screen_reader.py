@@ -165,8 +165,8 @@ class CurrentRowSaid(QObject):
     but reports it before the view itself, unselected; Orca then said the table alone, and ↓ went to the second
     row, the first never said (the Items page, an item's rewrites, Evaluate's runs; measured with Orca 43). Once
     the focus has been reported, an unselected current row is reported again, by Qt's own `currentChanged`: the
-    cell focused, as ↓ reports it. Nothing for a selected one, which Orca says already; nothing is selected or
-    made current here. Not a table's header, nor a popup's list (a combo box's, a completer's), nor a file
+    cell focused, as ↓ reports it. Nothing for a selected one, which Orca says already; nothing is selected,
+    made current or scrolled here. Not a table's header, nor a popup's list (a combo box's, a completer's), nor a file
     dialog's views. One handler of the application's filter (widgets/wheel_guard.py `ApplicationFilters`)."""
 
     events = (QEvent.Type.FocusIn,)
@@ -197,7 +197,12 @@ def current_row_said_again(view: QAbstractItemView) -> None:
     selection = view.selectionModel()
     current = view.currentIndex()
     if view.hasFocus() and current.isValid() and selection is not None and not selection.isSelected(current):
-        view.currentChanged(current, current)
+        scrolls = view.hasAutoScroll()  # Qt's `currentChanged` scrolls to the index: a table scrolled away from
+        view.setAutoScroll(False)  # its current row, then Tab or a click on its scroll bar, jumped back to it
+        try:
+            view.currentChanged(current, current)
+        finally:
+            view.setAutoScroll(scrolls)
 
 
 def install_current_row_said(app: QApplication | None = None) -> CurrentRowSaid | None:

@@ -423,6 +423,28 @@ def test_a_table_taking_the_keys_reports_its_unselected_current_row_after_itself
     assert table.reports == [(0, True), (2, True)]
 
 
+def test_a_table_scrolled_away_from_its_current_row_stays_where_it_was_when_the_keys_come(qtbot, current_row_said):
+    """Qt's `currentChanged` scrolls to the current index: the report made a table scrolled away from its row
+    jump back to it as Tab (or a click on its scroll bar) gave it the keys (found in review)."""
+    window = QWidget()
+    start, table = QLineEdit("start"), ReportedRows()
+    table.setRowCount(200)
+    layout = QVBoxLayout(window)
+    layout.addWidget(start)
+    layout.addWidget(table)
+    qtbot.addWidget(window)
+    window.resize(400, 300)
+    window.show()
+    window.activateWindow()
+    table.setCurrentCell(0, 0)
+    table.clearSelection()
+    focus(qtbot, start)
+    table.verticalScrollBar().setValue(150)
+    qtbot.keyClick(start, Qt.Key.Key_Tab)
+    qtbot.waitUntil(lambda: table.reports == [(0, True)], timeout=2_000)
+    assert table.verticalScrollBar().value() == 150 and table.hasAutoScroll()
+
+
 ITEM_TEXT = "demo/001 · en\nWhat is two plus two?\nA. three"
 
 
