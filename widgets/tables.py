@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QStyle, QTableView, QTableWidget
 
 from spokenbench.widgets.bidi import follow_text_direction
@@ -19,6 +20,8 @@ LONGEST_WORD = 30  # characters: a longer word (a path, a key) is broken, or eli
 UNBREAKABLE = re.compile(r"[ \t\n]+|(?<=[^\W\d_]-)")
 DRAGGED_WIDTHS = range(16, 4001)  # pixels: a width read back from the settings outside these is not used
 SETTINGS_GROUP = "columns"  # the settings' key of a table's dragged widths: columns/<table>, JSON {title: width}
+KEY_STEP_CHARACTERS = 4  # Alt+→ / Alt+← widen or narrow the current column by this many average characters
+COLUMN_KEYS = {"Alt+Right": 1, "Alt+Left": -1, "Alt+Backspace": 0}  # Alt+Backspace: fitted again
 
 
 class ColumnMemory:
@@ -73,7 +76,10 @@ class DraggedWidths(QObject):
     """What a person does to a table's column widths: a drag of a column's edge is kept in `column_memory` under
     the table's `name` (and put back by `apply` after the table's own sizing); a double-click on the edge forgets
     it, and `refit` fits the table again. Only the column whose edge the left button went down on, while it is
-    down, is a person's: never a width set by code meanwhile (`by_code`, or a refresh of the table's own)."""
+    down, is a person's: never a width set by code meanwhile (`by_code`, or a refresh of the table's own).
+    From the keys, as a spreadsheet's Alt+→ / Alt+← (LibreOffice Calc's): the column of the current cell is made
+    wider or narrower by KEY_STEP_CHARACTERS, kept as a drag is; Alt+Backspace fits it again, as the double-click
+    does. Before, widths were the mouse's alone, and a cell cut off (…) could not be read whole from the keys."""
 
     def __init__(self, table: QTableView, name: str, refit: Callable[[], None]):
         super().__init__(table)
@@ -83,6 +89,12 @@ class DraggedWidths(QObject):
         self.sizing = False  # widths set by code (`by_code`): never a person's
         header = table.horizontalHeader()
         header.viewport().installEventFilter(self)
+        # shortcuts, not key presses: with a screen reader, Qt hands a key press to it and delivers it again only
+        # after Alt's release, which gave the menu bar the keys (Orca 43 said *View.*, and ↓ opened the Help menu);
+        # a shortcut acts at once, and the late Alt is kept from the menu bar (screen_reader.AltLeftToTheShortcut)
+        for keys, step in COLUMN_KEYS.items():
+            shortcut = QShortcut(QKeySequence(keys), table, context=Qt.ShortcutContext.WidgetShortcut)
+            shortcut.activated.connect(lambda step=step: self.resize_by_keys(step))
         header.sectionResized.connect(self._resized)
         header.sectionHandleDoubleClicked.connect(self._fit_again)
 
@@ -150,6 +162,24 @@ class DraggedWidths(QObject):
             column_memory.forget(self.name, title)
             column_memory.keep(self.name)
         QTimer.singleShot(0, self, self.refit)  # after the header's own fit of that column to its contents
+
+    def resize_by_keys(self, step: int) -> bool:
+        """The current cell's column one step wider (1) or narrower (-1), kept as a person's width; fitted again
+        (0). False where that column cannot be sized: none current, or one that fills the rest (the Items page's
+        Question) or sizes itself."""
+        table, header = self.table, self.table.horizontalHeader()
+        column = table.currentIndex().column()
+        title = self.titles().get(column)
+        if title is None or header.sectionResizeMode(column) != QHeaderView.ResizeMode.Interactive:
+            return False
+        if step == 0:
+            self._fit_again(column)
+            return True
+        change = step * KEY_STEP_CHARACTERS * table.fontMetrics().averageCharWidth()
+        column_memory.set(self.name, title, max(header.sectionSize(column) + change, header.minimumSectionSize()))
+        column_memory.keep(self.name)
+        self.refit()
+        return True
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()

@@ -145,3 +145,70 @@ def test_a_qc_tables_dragged_column_keeps_its_width_at_the_next_refresh(qtbot, m
     section.set_table(QcTable("disagreements", "Disagreements", "caption", ["clip", "note"], [{"clip": "c2"}]))
     assert section.table.columnWidth(0) == dragged
     assert memory.of("qc-disagreements") == {"clip": dragged}
+
+
+def alt(qtbot, table, key) -> None:
+    qtbot.keyClick(table, key, Qt.KeyboardModifier.AltModifier)
+
+
+def with_the_keys(qtbot, table) -> None:
+    """The table's window active and the table focused: where its Alt shortcuts act."""
+    table.window().activateWindow()
+    table.setFocus()
+    qtbot.waitUntil(table.hasFocus, timeout=2_000)
+
+
+def test_alt_arrows_widen_and_narrow_the_current_column_kept_as_a_drag_and_alt_backspace_fits_it_again(
+    qtbot, memory, tmp_path
+):
+    """Widths were the mouse's alone: from the keys, a cell cut off (…) could not be read whole. Alt+→ / Alt+←
+    (LibreOffice Calc's keys) widen or narrow the current cell's column, kept through a refill and for the next
+    start as a drag is; Alt+Backspace fits it again; the current cell stays where it was."""
+    table = item_table(qtbot)
+    fitted_origin = table.columnWidth(4)
+    with_the_keys(qtbot, table)
+    table.setCurrentCell(0, 4)
+    step = tables.KEY_STEP_CHARACTERS * table.fontMetrics().averageCharWidth()
+    for _ in range(3):
+        alt(qtbot, table, Qt.Key.Key_Right)
+    widened = table.columnWidth(4)
+    assert widened == fitted_origin + 3 * step and table.currentColumn() == 4
+    assert memory.of("item-rewrites") == {"Origin": widened}
+    fill(table, [("option_A", "2", "edited", LONG + "more", "llm:other", "li")])  # ↓: the next item
+    assert table.columnWidth(4) == widened
+    room = table.viewport().width()
+    assert sum(table.columnWidth(c) for c in range(len(COLUMNS))) <= room + 1  # the others share what is left
+    alt(qtbot, table, Qt.Key.Key_Left)
+    assert table.columnWidth(4) == widened - step
+    memory.settings.sync()
+    again = ColumnMemory(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    assert again.of("item-rewrites") == {"Origin": widened - step}
+    fill(table, [("question", "1", "approved", LONG, "llm:demo", "ana")])  # ↑: the first item again
+    alt(qtbot, table, Qt.Key.Key_Backspace)
+    qtbot.waitUntil(lambda: table.columnWidth(4) == fitted_origin, timeout=2_000)
+    assert memory.of("item-rewrites") == {} and table.currentColumn() == 4
+    qtbot.keyClick(table, Qt.Key.Key_Right)  # the arrow alone still moves
+    assert table.currentColumn() == 5
+
+
+def test_alt_arrows_leave_a_column_that_fills_the_rest_and_the_current_cell_alone(qtbot, memory):
+    """The Items page's Question column takes what the others leave: no width of its own to change."""
+    from spokenbench.widgets.items_table import ItemsPanel
+
+    panel = ItemsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1200, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    row = (1, "demo/001", "en", "mcq", "CA", "A", "What is two plus two?", ["A. 3", "B. 4"], "math", "", "", "")
+    panel.set_rows([row])
+    table = panel.table
+    with_the_keys(qtbot, table)
+    table.setCurrentIndex(panel.model.index(0, 6))  # Question
+    question, options = table.columnWidth(6), table.columnWidth(7)
+    alt(qtbot, table, Qt.Key.Key_Right)
+    assert (table.columnWidth(6), table.currentIndex().column()) == (question, 6) and memory.of("items") == {}
+    table.setCurrentIndex(panel.model.index(0, 7))  # Options: wider, and the question gives way
+    alt(qtbot, table, Qt.Key.Key_Right)
+    assert table.columnWidth(7) > options and table.columnWidth(6) < question
+    assert list(memory.of("items")) == ["Options"]
