@@ -133,6 +133,8 @@ class QcTableSection(QWidget):
         dragged = self.dragged_widths.dragged()
         widths = [0 if column in dragged else width for column, width in enumerate(self._natural)]
         room = self.table.viewport().width() - sum(dragged.values())
+        if room <= 0:  # the person's columns take the whole width (Alt+→ held): the others as narrow as they go,
+            widths = [min(width, MIN_COLUMN) for width in widths]  # not back at their natural widths
         while room > 0 and sum(widths) > room and max(widths, default=0) > MIN_COLUMN:
             widest = widths.index(max(widths))
             widths[widest] = max(MIN_COLUMN, widths[widest] - max(8, (sum(widths) - room) // 4))

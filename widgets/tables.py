@@ -78,8 +78,8 @@ class DraggedWidths(QObject):
     it, and `refit` fits the table again. Only the column whose edge the left button went down on, while it is
     down, is a person's: never a width set by code meanwhile (`by_code`, or a refresh of the table's own).
     From the keys, as a spreadsheet's Alt+→ / Alt+← (LibreOffice Calc's): the column of the current cell is made
-    wider or narrower by KEY_STEP_CHARACTERS, kept as a drag is; Alt+Backspace fits it again, as the double-click
-    does. Before, widths were the mouse's alone, and a cell cut off (…) could not be read whole from the keys."""
+    wider or narrower by KEY_STEP_CHARACTERS average characters, kept as a drag is; Alt+Backspace fits it again,
+    as the double-click does; a bell where the column cannot be sized. Before, widths were the mouse's alone, and a cell cut off (…) could not be read whole from the keys."""
 
     def __init__(self, table: QTableView, name: str, refit: Callable[[], None]):
         super().__init__(table)
@@ -94,7 +94,7 @@ class DraggedWidths(QObject):
         # a shortcut acts at once, and the late Alt is kept from the menu bar (screen_reader.AltLeftToTheShortcut)
         for keys, step in COLUMN_KEYS.items():
             shortcut = QShortcut(QKeySequence(keys), table, context=Qt.ShortcutContext.WidgetShortcut)
-            shortcut.activated.connect(lambda step=step: self.resize_by_keys(step))
+            shortcut.activated.connect(lambda step=step: self.resize_by_keys(step) or QApplication.beep())
         header.sectionResized.connect(self._resized)
         header.sectionHandleDoubleClicked.connect(self._fit_again)
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QTableWidgetItem
 
-from spokenbench.widgets import tables
+from spokenbench.widgets import qc_tables, tables
 from spokenbench.widgets.qc_tables import QcTable, QcTableSection
 from spokenbench.widgets.tables import ColumnMemory, FittedColumns, row_table
 
@@ -212,3 +212,25 @@ def test_alt_arrows_leave_a_column_that_fills_the_rest_and_the_current_cell_alon
     alt(qtbot, table, Qt.Key.Key_Right)
     assert table.columnWidth(7) > options and table.columnWidth(6) < question
     assert list(memory.of("items")) == ["Options"]
+
+
+def test_a_qc_column_widened_past_the_table_leaves_the_others_at_their_narrowest(qtbot, memory):
+    """Found in review: once the person's column took the whole width, the QC fit stopped narrowing and put the
+    other columns back at their natural widths (up to 420 px), then narrow again at the next Alt+←."""
+    section = QcTableSection("disagreements")
+    qtbot.addWidget(section)
+    section.resize(500, 300)
+    section.show()
+    qtbot.waitExposed(section)
+    columns = ["clip", "annotator", "note"]
+    section.set_table(QcTable("disagreements", "Disagreements", "caption", columns,
+                              [{"clip": "c1", "annotator": "ana " * 12, "note": "n" * 60}]))  # fmt: skip
+    table = section.table
+    with_the_keys(qtbot, table)
+    table.setCurrentCell(0, 0)
+    widths = []
+    while table.columnWidth(0) <= table.viewport().width():
+        alt(qtbot, table, Qt.Key.Key_Right)
+        widths.append((table.columnWidth(1), table.columnWidth(2)))
+    assert widths[-1] == (qc_tables.MIN_COLUMN, qc_tables.MIN_COLUMN), widths
+    assert all(others <= widths[0] for others in widths), widths  # never wider again as the column grows
