@@ -26,8 +26,12 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
+    QStyle,
     QStyledItemDelegate,
+    QStyleOptionComboBox,
+    QStylePainter,
     QTableWidgetItem,
+    QToolTip,
     QVBoxLayout,
     QWidget,
 )
@@ -78,6 +82,33 @@ RUN_COLUMN_ELISION = {
     "Prompt": Qt.TextElideMode.ElideLeft,
     "Progress": Qt.TextElideMode.ElideRight,
 }
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box whose chosen text, where wider than the box, ends in '…' with the whole text in its tooltip.
+    Qt cut it mid-letter: *Simulated listener: steady (simulated, offl* on a 1280×720 screen. QComboBox's own
+    paint, with the label's text elided to the edit field."""
+
+    elided = False  # whether the text shown is cut: the tooltip then shows all of it
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        field = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        whole = option.currentText
+        option.currentText = self.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideRight, field.width() - 2)
+        self.elided = option.currentText != whole
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip and self.elided and not self.toolTip():
+            QToolTip.showText(event.globalPos(), self.currentText(), self)
+            return True
+        return super().event(event)
 
 
 class _Elided(QStyledItemDelegate):
@@ -133,13 +164,13 @@ class LauncherView(QWidget):
         self.lines: list[RunLine] = []
 
         # -- model ---------------------------------------------------------------------------------
-        self.model_box = QComboBox()
+        self.model_box = ElidedComboBox()
         self.model_model = QStandardItemModel(self.model_box)
         self.model_box.setModel(self.model_model)
         self.model_note = QLabel()
         self.model_note.setWordWrap(True)
         self.custom_group = QGroupBox("Custom OpenAI-compatible endpoint (vLLM, …)")
-        self.custom_provider = QComboBox()
+        self.custom_provider = ElidedComboBox()
         for provider in CUSTOM_PROVIDERS:
             self.custom_provider.addItem(provider, provider)
         self.custom_url = QLineEdit()
@@ -166,8 +197,8 @@ class LauncherView(QWidget):
         custom_form.addRow(self.test_result)
 
         # -- mode, prompt --------------------------------------------------------------------------
-        self.mode_box = QComboBox()
-        self.prompt_box = QComboBox()
+        self.mode_box = ElidedComboBox()
+        self.prompt_box = ElidedComboBox()
         self.prompt_note = QLabel()
         self.prompt_note.setWordWrap(True)
 
@@ -179,12 +210,12 @@ class LauncherView(QWidget):
             edit = QLineEdit()
             self.grid_edits[field_name] = edit
             grid_form.addRow(f"{label}:", edit)
-        self.permutations_box = QComboBox()
+        self.permutations_box = ElidedComboBox()
         self.permutations_box.addItem("none (only the orders above)", "")
         for strategy in PERMUTATION_STRATEGIES:
             self.permutations_box.addItem(strategy, strategy)
         grid_form.addRow("Permutations:", self.permutations_box)
-        self.identifiers_box = QComboBox()
+        self.identifiers_box = ElidedComboBox()
         for value, label in (("yes", "lettered options"), ("no", "options without letters"), ("both", "both")):
             self.identifiers_box.addItem(label, value)
         grid_form.addRow("Identifiers:", self.identifiers_box)

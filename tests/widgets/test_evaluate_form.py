@@ -278,3 +278,31 @@ def test_mode_and_prompt_keep_what_tells_runs_apart_and_an_empty_errors_column_g
     assert table.isColumnHidden(errors)
     view.set_runs([lines[0], dataclasses.replace(lines[1], errors="2 refused")])
     assert not table.isColumnHidden(errors) and table.item(1, errors).text() == "2 refused"
+
+
+def test_a_model_name_wider_than_its_box_ends_in_an_ellipsis_with_the_whole_name_in_the_tooltip(qtbot):
+    """Qt cut the chosen model mid-letter on a 1280×720 screen (*Simulated listener: steady (simulated, offl*):
+    the text now ends in '…' where the box is too narrow, and the tooltip gives all of it; a name that fits is
+    drawn whole, with no tooltip of its own."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QToolTip
+
+    from spokenbench.widgets.launcher_view import ElidedComboBox
+
+    box = ElidedComboBox()
+    whole = "Simulated listener: steady (simulated, offline, no model is asked)"
+    box.addItems([whole, "text"])
+    qtbot.addWidget(box)
+    box.setFixedWidth(220)
+    box.show()
+    qtbot.waitExposed(box)
+    box.grab()  # painted as on the screen
+    assert box.elided
+    middle = box.rect().center()
+    QApplication.sendEvent(box, QHelpEvent(QEvent.Type.ToolTip, middle, box.mapToGlobal(middle)))
+    assert QToolTip.text() == whole
+    QToolTip.hideText()
+    box.setCurrentIndex(1)
+    box.grab()
+    assert not box.elided
