@@ -13,7 +13,6 @@ import urllib.request
 
 from PySide6.QtCore import QSettings, QSize, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -34,6 +33,7 @@ from spokenbench.app.operations import BackgroundOp, OperationRunner, ProjectSes
 from spokenbench.core.foundation.credentials import KEYRING_SERVICE, PROVIDER_VARIABLES, api_key
 from spokenbench.core.foundation.errors import SpokenBenchError
 from spokenbench.core.qc.rating_session import keymap_for, save_keymap, validate_keymap
+from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.keymap_editor import KeymapEditor
 from spokenbench.widgets.screen import fitting_size
 from spokenbench.widgets.screen_reader import no_tab_stop
@@ -160,7 +160,7 @@ class SettingsDialog(QDialog):
 
         self.annotator_edit = QLineEdit(annotator_name(settings))
         self.annotator_edit.setPlaceholderText("your name, recorded with every rating and review")
-        self.device_box = QComboBox()
+        self.device_box = ElidedComboBox()
         outputs = audio_outputs()
         stored_output = str(settings.value(AUDIO_OUTPUT_KEY, "") or "")
         if outputs is None:  # the sound server has not answered: the choice kept, the others listed once it does

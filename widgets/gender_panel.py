@@ -35,6 +35,7 @@ from spokenbench.core.results.gender_views import (
     QuestionVersions,
     voice_names,
 )
+from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.tables import DraggedWidths, FittedColumns, row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
@@ -146,7 +147,7 @@ class GenderPanel(QWidget):
         layout.addWidget(self.marks_note)
 
         # answers per question
-        self.model_picker = QComboBox()
+        self.model_picker = ElidedComboBox()
         self.model_picker.currentIndexChanged.connect(lambda _i: self._fill_questions())
         self.sort_button = QPushButton("Sort by disagreement")
         self.sort_button.setToolTip(

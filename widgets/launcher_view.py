@@ -10,7 +10,6 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -26,12 +25,8 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
-    QStyle,
     QStyledItemDelegate,
-    QStyleOptionComboBox,
-    QStylePainter,
     QTableWidgetItem,
-    QToolTip,
     QVBoxLayout,
     QWidget,
 )
@@ -44,6 +39,7 @@ from spokenbench.core.evaluation.launcher import (
     PromptChoice,
 )
 from spokenbench.core.evaluation.plans import PERMUTATION_STRATEGIES
+from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, StopButtonKeys
 from spokenbench.widgets.screen_reader import no_tab_stop, read_by_line
 from spokenbench.widgets.tables import row_table
@@ -82,33 +78,6 @@ RUN_COLUMN_ELISION = {
     "Prompt": Qt.TextElideMode.ElideLeft,
     "Progress": Qt.TextElideMode.ElideRight,
 }
-
-
-class ElidedComboBox(QComboBox):
-    """A combo box whose chosen text, where wider than the box, ends in '…' with the whole text in its tooltip.
-    Qt cut it mid-letter: *Simulated listener: steady (simulated, offl* on a 1280×720 screen. QComboBox's own
-    paint, with the label's text elided to the edit field."""
-
-    elided = False  # whether the text shown is cut: the tooltip then shows all of it
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        painter = QStylePainter(self)
-        option = QStyleOptionComboBox()
-        self.initStyleOption(option)
-        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
-        field = self.style().subControlRect(
-            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
-        )
-        whole = option.currentText
-        option.currentText = self.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideRight, field.width() - 2)
-        self.elided = option.currentText != whole
-        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
-
-    def event(self, event) -> bool:
-        if event.type() == QEvent.Type.ToolTip and self.elided and not self.toolTip():
-            QToolTip.showText(event.globalPos(), self.currentText(), self)
-            return True
-        return super().event(event)
 
 
 class _Elided(QStyledItemDelegate):

@@ -32,7 +32,6 @@ from PySide6.QtGui import QColor, QCursor, QImage, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
-    QComboBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -48,6 +47,7 @@ from spokenbench.core.foundation.native_memory import return_freed_memory
 from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
 from spokenbench.core.results.model import Panel, Point, Published
+from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.screen_reader import spoken
 from spokenbench.widgets.tones import set_toned_sheet, tone
 
@@ -812,7 +812,7 @@ class MetricPanelView(QWidget):
         self.canvas.mpl_connect("motion_notify_event", self._hover)
         self.canvas.mpl_connect("button_press_event", self._click)
         self.point_keys = PointKeys(self.canvas, self)
-        self.table_picker = QComboBox()
+        self.table_picker = ElidedComboBox()
         self.table_picker.currentIndexChanged.connect(self._show_table)
         self.table_source = QLabel()
         self.table_source.setWordWrap(True)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from spokenbench.core.recording.speakers import Speaker
+from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import FittedColumns, row_table
@@ -330,7 +331,7 @@ class RecorderView(SpokenFocus, QWidget):
         top = QHBoxLayout()
         top.addWidget(self.speaker_label, 1)
         top.addWidget(self.progress_label)
-        self.device_box = QComboBox()
+        self.device_box = ElidedComboBox()
         self.device_box.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # Tab or Alt+I; a click leaves R with the recorder
         self.device_box.setMinimumContentsLength(20)  # room for a device's name, not just its first word
         self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)

@@ -288,7 +288,7 @@ def test_a_model_name_wider_than_its_box_ends_in_an_ellipsis_with_the_whole_name
     from PySide6.QtGui import QHelpEvent
     from PySide6.QtWidgets import QToolTip
 
-    from spokenbench.widgets.launcher_view import ElidedComboBox
+    from spokenbench.widgets.elided import ElidedComboBox
 
     box = ElidedComboBox()
     whole = "Simulated listener: steady (simulated, offline, no model is asked)"
