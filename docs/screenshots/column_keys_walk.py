@@ -15,30 +15,25 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import demo_copy_in, walk_arguments, walked_session  # noqa: E402
+from real_device import demo_copy_in, type_keys, walk_arguments, walked_session  # noqa: E402
 
 PAGE_S = 4.0  # after Ctrl+1: the page is built and its rows read
-KEY_S = 0.3
 
 
 def main() -> None:
     out, screen = walk_arguments(__doc__)
     project = demo_copy_in(out)
     with walked_session(out, screen, project, queue_keys=("Return",)) as (desktop, _process, _figures):
-
-        def keys(*pressed: str, then: float = KEY_S) -> None:
-            for key in pressed:
-                desktop.xdotool("key", key)
-                time.sleep(then)
-
         time.sleep(2.0)
-        keys("ctrl+1", then=PAGE_S)
-        keys(*["Right"] * 7)
+        type_keys(desktop, "ctrl+1")
+        time.sleep(PAGE_S)
+        type_keys(desktop, *["Right"] * 7)
         desktop.screenshot(out / "columns-before.png")
-        keys(*["alt+Right"] * 10)
+        type_keys(desktop, *["alt+Right"] * 10)
         time.sleep(1.0)
         desktop.screenshot(out / "columns-wider.png")
-        keys("alt+BackSpace", then=1.0)
+        type_keys(desktop, "alt+BackSpace")
+        time.sleep(1.0)
         desktop.screenshot(out / "columns-fitted.png")
     print(f"screenshots in {out}")
 

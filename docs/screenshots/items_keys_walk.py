@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from real_device import demo_copy_in, walk_arguments, walked_session  # noqa: E402
+from real_device import demo_copy_in, type_keys, walk_arguments, walked_session  # noqa: E402
 
 PAGE_S = 4.0  # after Ctrl+1 or Ctrl+6: the page is built and its rows read
 KEY_S = 1.0
@@ -30,9 +30,8 @@ def main() -> None:
     with walked_session(out, screen, project, queue_keys=("Return",)) as (desktop, _process, _figures):
 
         def keys(*pressed: str, then: float = KEY_S) -> None:
-            for key in pressed:
-                desktop.xdotool("key", key)
-                time.sleep(then)
+            type_keys(desktop, *pressed)
+            time.sleep(then)  # what they did is drawn
 
         time.sleep(2.0)
         keys("ctrl+1", then=PAGE_S)

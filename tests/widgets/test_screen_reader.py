@@ -10,7 +10,6 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QApplication,
-    QComboBox,
     QLineEdit,
     QPlainTextEdit,
     QTableWidget,
@@ -387,21 +386,14 @@ class ReportedRows(QTableWidget):
         super().currentChanged(current, previous)
 
 
-def test_a_table_taking_the_keys_reports_its_unselected_current_row_after_itself(qtbot, current_row_said):
+def test_a_table_taking_the_keys_reports_its_unselected_current_row_after_itself(qtbot, shown, current_row_said):
     """Orca 43 says the rows a table has selected as it takes the keys, the current row only as it moves. Qt
     makes the first row current as the table takes the keys, but reports it before the table, unselected: Orca
     said *Items. table with 84 rows 8 columns* alone, and ↓ went to the second row, the first never said (heard
     in tests/widgets/test_real_screen_reader.py). Now the current row is reported again once the table has the
     keys; a selected one, which Orca says, is not; nothing is selected here."""
-    window = QWidget()
-    start, table, combo = QLineEdit("start"), ReportedRows(), QComboBox()
-    combo.addItems(["a", "b"])
-    layout = QVBoxLayout(window)
-    for widget in (start, table, combo):
-        layout.addWidget(widget)
-    qtbot.addWidget(window)
-    window.show()
-    window.activateWindow()
+    table = ReportedRows()
+    start = shown(table)
     focus(qtbot, start)
     qtbot.keyClick(start, Qt.Key.Key_Tab)  # Qt makes row 0 current as the keys come
     qtbot.waitUntil(lambda: table.reports == [(0, True)], timeout=2_000)
@@ -423,19 +415,14 @@ def test_a_table_taking_the_keys_reports_its_unselected_current_row_after_itself
     assert table.reports == [(0, True), (2, True)]
 
 
-def test_a_table_scrolled_away_from_its_current_row_stays_where_it_was_when_the_keys_come(qtbot, current_row_said):
+def test_a_table_scrolled_away_from_its_current_row_stays_where_it_was_when_the_keys_come(
+    qtbot, shown, current_row_said
+):
     """Qt's `currentChanged` scrolls to the current index: the report made a table scrolled away from its row
     jump back to it as Tab (or a click on its scroll bar) gave it the keys (found in review)."""
-    window = QWidget()
-    start, table = QLineEdit("start"), ReportedRows()
+    table = ReportedRows()
     table.setRowCount(200)
-    layout = QVBoxLayout(window)
-    layout.addWidget(start)
-    layout.addWidget(table)
-    qtbot.addWidget(window)
-    window.resize(400, 300)
-    window.show()
-    window.activateWindow()
+    start = shown(table)
     table.setCurrentCell(0, 0)
     table.clearSelection()
     focus(qtbot, start)
