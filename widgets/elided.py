@@ -3,32 +3,40 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QComboBox, QStyle, QStyleOptionComboBox, QStylePainter, QToolTip
 
 
 class ElidedComboBox(QComboBox):
     """A combo box whose chosen text, where wider than the box, ends in '…' with the whole text in its tooltip
-    (unless it has one of its own). Qt cut it mid-letter: *Simulated listener: steady (simulated, offl* on
+    (before the box's own tooltip, if it has one). Qt cut it mid-letter: *Simulated listener: steady (simulated, offl* on
     Evaluate at 1280×720; a sound device's or a model's long name likewise. QComboBox's own paint, with the
     label's text elided to the edit field."""
 
     elided = False  # whether the text shown is cut: the tooltip then shows all of it
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if self.isEditable() or self.currentIndex() < 0:  # a line edit draws the text; a placeholder is Qt's own
+            self.elided = False
+            super().paintEvent(event)
+            return
         painter = QStylePainter(self)
+        painter.setPen(self.palette().color(QPalette.ColorRole.Text))
         option = QStyleOptionComboBox()
         self.initStyleOption(option)
         painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
         field = self.style().subControlRect(
             QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
         )
+        room = field.width() - 2 - (0 if option.currentIcon.isNull() else option.iconSize.width() + 4)
         whole = option.currentText
-        option.currentText = self.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideRight, field.width() - 2)
+        option.currentText = self.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideRight, max(room, 0))
         self.elided = option.currentText != whole
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
 
     def event(self, event) -> bool:
-        if event.type() == QEvent.Type.ToolTip and self.elided and not self.toolTip():
-            QToolTip.showText(event.globalPos(), self.currentText(), self)
+        """The tooltip: the whole text where it is cut, before the box's own tooltip if it has one."""
+        if event.type() == QEvent.Type.ToolTip and self.elided:
+            QToolTip.showText(event.globalPos(), "\n".join(filter(None, (self.currentText(), self.toolTip()))), self)
             return True
         return super().event(event)

@@ -165,8 +165,8 @@ class DraggedWidths(QObject):
 
     def resize_by_keys(self, step: int) -> bool:
         """The current cell's column one step wider (1) or narrower (-1), kept as a person's width; fitted again
-        (0). False where that column cannot be sized: none current, or one that fills the rest (the Items page's
-        Question) or sizes itself."""
+        (0). False where that column cannot be sized: none current, one that fills the rest (the Items page's
+        Question) or sizes itself, or one already at its narrowest (or widest)."""
         table, header = self.table, self.table.horizontalHeader()
         column = table.currentIndex().column()
         title = self.titles().get(column)
@@ -176,7 +176,10 @@ class DraggedWidths(QObject):
             self._fit_again(column)
             return True
         change = step * KEY_STEP_CHARACTERS * table.fontMetrics().averageCharWidth()
-        column_memory.set(self.name, title, max(header.sectionSize(column) + change, header.minimumSectionSize()))
+        width = min(max(header.sectionSize(column) + change, header.minimumSectionSize()), DRAGGED_WIDTHS.stop - 1)
+        if width == header.sectionSize(column):  # at its narrowest or widest already
+            return False
+        column_memory.set(self.name, title, width)
         column_memory.keep(self.name)
         self.refit()
         return True

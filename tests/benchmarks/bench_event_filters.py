@@ -1,13 +1,14 @@
 """Benchmark (run by hand, prints its figures; not part of the test run): what the app's application-wide event
 filter costs each event the UI thread handles. Every event of the application passes through it, a Python call
-from Qt each. Its handlers are `WheelGuard` (widgets/wheel_guard.py), `EmptyFieldSaid` and `AltLeftToTheShortcut`
-(widgets/screen_reader.py); `ApplicationFilters` hands each event only to the handlers of its type.
+from Qt each. Its handlers are `WheelGuard` (widgets/wheel_guard.py), `EmptyFieldSaid`, `AltLeftToTheShortcut`
+and `CurrentRowSaid` (widgets/screen_reader.py); `ApplicationFilters` hands each event only to the handlers of
+its type.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_event_filters.py [--events 200000] [--trials 7]
 
 Sends `--events` events of a type no handler acts on to a widget, in turns (`--trials` times each, the order
 rotated): with no filter; with a filter of its own for each handler, each looking at the event's type (as the
-app installed them until round 59); and with the one filter for all three. Prints the median microseconds per
+app installed them until round 59); and with the one filter for all of them. Prints the median microseconds per
 event and what each setup adds. For scale: a key press and its repaint, or a frame of the level meter, are a
 few hundred events."""
 
@@ -20,10 +21,10 @@ import time
 from PySide6.QtCore import QCoreApplication, QEvent, QObject
 from PySide6.QtWidgets import QApplication, QLineEdit
 
-from spokenbench.widgets.screen_reader import AltLeftToTheShortcut, EmptyFieldSaid
+from spokenbench.widgets.screen_reader import AltLeftToTheShortcut, CurrentRowSaid, EmptyFieldSaid
 from spokenbench.widgets.wheel_guard import ApplicationFilters, WheelGuard
 
-HANDLERS = (WheelGuard, EmptyFieldSaid, AltLeftToTheShortcut)
+HANDLERS = (WheelGuard, EmptyFieldSaid, AltLeftToTheShortcut, CurrentRowSaid)
 
 
 class OwnFilter(QObject):

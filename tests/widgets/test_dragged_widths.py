@@ -159,7 +159,7 @@ def with_the_keys(qtbot, table) -> None:
 
 
 def test_alt_arrows_widen_and_narrow_the_current_column_kept_as_a_drag_and_alt_backspace_fits_it_again(
-    qtbot, memory, tmp_path
+    qtbot, memory, tmp_path, monkeypatch
 ):
     """Widths were the mouse's alone: from the keys, a cell cut off (…) could not be read whole. Alt+→ / Alt+←
     (LibreOffice Calc's keys) widen or narrow the current cell's column, kept through a refill and for the next
@@ -187,6 +187,11 @@ def test_alt_arrows_widen_and_narrow_the_current_column_kept_as_a_drag_and_alt_b
     alt(qtbot, table, Qt.Key.Key_Backspace)
     qtbot.waitUntil(lambda: table.columnWidth(4) == fitted_origin, timeout=2_000)
     assert memory.of("item-rewrites") == {} and table.currentColumn() == 4
+    rang = []
+    monkeypatch.setattr(tables.QApplication, "beep", lambda: rang.append(table.columnWidth(4)))
+    while not rang:  # narrower down to its least: then the bell, nothing kept
+        alt(qtbot, table, Qt.Key.Key_Left)
+    assert rang == [table.horizontalHeader().minimumSectionSize()] == [table.columnWidth(4)]
     qtbot.keyClick(table, Qt.Key.Key_Right)  # the arrow alone still moves
     assert table.currentColumn() == 5
 

@@ -303,6 +303,10 @@ def test_a_model_name_wider_than_its_box_ends_in_an_ellipsis_with_the_whole_name
     QApplication.sendEvent(box, QHelpEvent(QEvent.Type.ToolTip, middle, box.mapToGlobal(middle)))
     assert QToolTip.text() == whole
     QToolTip.hideText()
+    box.setToolTip("The sound server has not answered yet.")  # a tooltip of its own comes after the whole text
+    QApplication.sendEvent(box, QHelpEvent(QEvent.Type.ToolTip, middle, box.mapToGlobal(middle)))
+    assert QToolTip.text() == f"{whole}\nThe sound server has not answered yet."
+    QToolTip.hideText()
     box.setCurrentIndex(1)
     box.grab()
     assert not box.elided
