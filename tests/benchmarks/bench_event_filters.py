@@ -59,8 +59,8 @@ def main() -> None:
         one.add(handler)
     setups = {
         "no filter": [],
-        "a filter for each of 3 handlers": [OwnFilter(handler, app) for handler in handlers],
-        "one filter for the 3 handlers": [one],
+        f"a filter for each of {len(handlers)} handlers": [OwnFilter(handler, app) for handler in handlers],
+        f"one filter for the {len(handlers)} handlers": [one],
     }
     times: dict[str, list[float]] = {name: [] for name in setups}
     names = list(setups)
