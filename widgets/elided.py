@@ -9,9 +9,9 @@ from PySide6.QtWidgets import QComboBox, QStyle, QStyleOptionComboBox, QStylePai
 
 class ElidedComboBox(QComboBox):
     """A combo box whose chosen text, where wider than the box, ends in '…' with the whole text in its tooltip
-    (before the box's own tooltip, if it has one). Qt cut it mid-letter: *Simulated listener: steady (simulated, offl* on
-    Evaluate at 1280×720; a sound device's or a model's long name likewise. QComboBox's own paint, with the
-    label's text elided to the edit field."""
+    (before the box's own tooltip, if it has one). Qt cut it mid-letter: *Simulated listener: steady
+    (simulated, offl* on Evaluate at 1280×720; a sound device's or a model's long name likewise. QComboBox's own
+    paint, with the label's text elided to the edit field."""
 
     elided = False  # whether the text shown is cut: the tooltip then shows all of it
 

@@ -79,7 +79,8 @@ class DraggedWidths(QObject):
     down, is a person's: never a width set by code meanwhile (`by_code`, or a refresh of the table's own).
     From the keys, as a spreadsheet's Alt+→ / Alt+← (LibreOffice Calc's): the column of the current cell is made
     wider or narrower by KEY_STEP_CHARACTERS average characters, kept as a drag is; Alt+Backspace fits it again,
-    as the double-click does; a bell where the column cannot be sized. Before, widths were the mouse's alone, and a cell cut off (…) could not be read whole from the keys."""
+    as the double-click does; a bell where the column cannot be sized. Before, widths were the mouse's alone,
+    and a cell cut off (…) could not be read whole from the keys."""
 
     def __init__(self, table: QTableView, name: str, refit: Callable[[], None]):
         super().__init__(table)
