@@ -527,8 +527,8 @@ def start_input_method(desktop: RealDesktop, kind: str, config: Path) -> dict[st
 SCREEN_READER_PACKAGES = ("orca", "at-spi2-core", "python3-pyatspi", "speech-dispatcher", "speech-dispatcher-espeak-ng")
 ORCA = Path("/usr/bin/orca")
 SPEECH_OUTPUT = " - SPEECH OUTPUT: '"  # Orca's debug line for each utterance: HH:MM:SS - SPEECH OUTPUT: 'text'{…}
-HEADPHONES = "spokenbench_headphones"
-ORCA_LOCK = "/tmp/spokenbench-orca.lock"  # `ScreenReader`: one Orca at a time  # a null sink for what only the person hears (`ScreenReader`)
+HEADPHONES = "spokenbench_headphones"  # a null sink for what only the person hears (`ScreenReader`)
+ORCA_LOCK = "/tmp/spokenbench-orca.lock"  # `ScreenReader`: one Orca at a time
 SPOKEN_TEXT = re.compile(r"^(.*)' ?\{.*\}$")  # the text, without the voice settings after it
 
 

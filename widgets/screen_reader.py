@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractScrollArea,
     QApplication,
-    QComboBox,
     QFileDialog,
     QHeaderView,
     QLineEdit,
@@ -178,17 +177,12 @@ class CurrentRowSaid(QObject):
 
 
 def says_its_current_row(view: QAbstractItemView) -> bool:
-    """Not a table's header (a view of its own to Qt), nor the list of a popup (a combo box's, a completer's), nor
-    a file dialog's views: they present their own."""
+    """Not a table's header (a view of its own to Qt), nor the list of a popup (a combo box's and a completer's
+    lists are in popup windows), nor a file dialog's views: they present their own."""
     window = view.window()
-    if isinstance(view, QHeaderView) or window.windowType() == Qt.WindowType.Popup or isinstance(window, QFileDialog):
-        return False
-    parent = view.parentWidget()
-    while parent is not None:
-        if isinstance(parent, QComboBox):
-            return False
-        parent = parent.parentWidget()
-    return True
+    return not (
+        isinstance(view, QHeaderView) or window.windowType() == Qt.WindowType.Popup or isinstance(window, QFileDialog)
+    )
 
 
 def current_row_said_again(view: QAbstractItemView) -> None:

@@ -282,8 +282,8 @@ def test_mode_and_prompt_keep_what_tells_runs_apart_and_an_empty_errors_column_g
 
 def test_a_model_name_wider_than_its_box_ends_in_an_ellipsis_with_the_whole_name_in_the_tooltip(qtbot):
     """Qt cut the chosen model mid-letter on a 1280×720 screen (*Simulated listener: steady (simulated, offl*):
-    the text now ends in '…' where the box is too narrow, and the tooltip gives all of it; a name that fits is
-    drawn whole, with no tooltip of its own."""
+    the text now ends in '…' where the box is too narrow, and the tooltip gives all of it, before the box's own
+    tooltip; a name that fits is drawn whole."""
     from PySide6.QtCore import QEvent
     from PySide6.QtGui import QHelpEvent
     from PySide6.QtWidgets import QToolTip
