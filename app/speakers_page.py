@@ -2,8 +2,9 @@
 (add a speaker, record their consent, withdraw it); for the chosen speaker, the script (the project's questions in
 their language, or a reading list) read prompt by prompt with the keyboard — R records and stops, Backspace
 retakes (while recording: throws the take away and starts again), Space plays the take, ←/→ move between
-prompts — each take's quality checks shown as soon as it stops; and "Create cloned voice" from the best passing
-take, which then speaks a test sentence.
+prompts, L checks the level (before a take: 3 s of speech heard and judged, nothing kept; during one: its last
+3 s, said) — each take's quality checks shown as soon as it stops; and "Create cloned voice" from the best
+passing take, which then speaks a test sentence.
 
 Threads: the recorder's stream delivers blocks on the audio thread, which puts each block's level on a bounded
 deque; a 25 ms QTimer drains it for the meter (about 40 updates a second). Starting and stopping the stream,
@@ -13,8 +14,10 @@ input device the page says what to install; the speaker list and consent still w
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import getpass
+import math
 import threading
 import time
 from pathlib import Path
@@ -29,11 +32,18 @@ from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import STALL_S
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
-from spokenbench.core.recording.quality import INPUT_LOST, MUTED_INPUT
+from spokenbench.core.recording.quality import (
+    INPUT_LOST,
+    MUTED_INPUT,
+    VoiceOnset,
+    full_scale_dbfs,
+    level_verdict,
+)
 from spokenbench.core.recording.recorder import (
     INPUT_STALL_S,
     InputDevice,
     InputState,
+    Level,
     Recorder,
     input_devices,
     recording_availability,
@@ -87,6 +97,21 @@ STATE_SAID = {
     InputState.STALLED: "Input stopped",
 }
 STARTING_SAID = "Starting the microphone"  # short: a screen reader heard by the microphone is recorded
+# L: a level check before a take is LEVEL_CHECK_S of the input's sound, judged (`quality.level_verdict`) and not
+# kept; during a take, L says the level of its last LEVEL_WINDOW_S. A take that reaches full scale says TOO_LOUD_SAID
+# once: a speaker who cannot see the meter turn red can stop and read it again.
+LEVEL_CHECK_S = 3.0
+LEVEL_WINDOW_S = 3.0
+# The check's seconds count from the voice (`quality.VoiceOnset`): a microphone that hears at once would spend them
+# on the screen reader's line and the speaker's breath. Without a voice in LEVEL_VOICE_WAIT_S of sound, what was
+# heard is judged (too quiet, nothing).
+LEVEL_VOICE_WAIT_S = 8.0
+LEVEL_CHECK_SAID = "Level check: speak as you will read"
+LEVEL_WAITING_TEXT = "Level check: starting the microphone…"
+LEVEL_LISTENING_TEXT = "Level check: speak as you will read…{left} — L ends it now"
+TOO_LOUD_SAID = "Too loud: clipping"
+CHECK_THE_INPUT = "check that the microphone is connected and on, or choose another input"
+SERVER_SILENT = "the sound input did not answer (the sound server may be hung)"
 METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
 
 
@@ -171,7 +196,12 @@ class SpeakersPage(QWidget):
         self.recorder: Recorder | None = None
         self.stop_held = False  # the take being saved was kept without its stream's stop (a hung sound server)
         self.recording_since = 0.0  # when the stream started (time.monotonic())
-        self.state = "idle"  # idle, starting, recording, stopping, saving
+        self.state = "idle"  # idle, starting, recording, stopping, saving; listening: a level check (L)
+        # the take's or the check's block levels, its last 20 s (a check: up to 8 s before the voice, then 3 s of it)
+        self.heard_levels: collections.deque[Level] = collections.deque(maxlen=1024)
+        self.voice = VoiceOnset()  # when the level check first heard a voice
+        self.too_loud_said = False  # TOO_LOUD_SAID, once per take
+        self.level_line: str | None = None  # the last level check's verdict, on the line until a take begins
         self.input_shown: str | None = None  # the InputState shown while recording
         self.input_warning: str | None = None  # the status line said about the input, cleared when it recovers
         self.input_warned: str | None = None  # the InputState that line is about
@@ -300,6 +330,7 @@ class SpeakersPage(QWidget):
     def rescan(self) -> BackgroundOp | None:
         """Rescan devices (its click, Space on it, Alt+D): the scan, and what it found said by the recorder, which
         takes the keys from anywhere on the page (on the input's box, R would choose a device)."""
+        self._end_level_check(report=False)
         if self.state != "idle":
             self.view.set_status("Stop recording first (R)")
             return None
@@ -363,6 +394,7 @@ class SpeakersPage(QWidget):
     def select_speaker(self, name: str) -> QueryOp | None:
         if self.session is None or (self.speaker is not None and self.speaker.name == name and self.prompts):
             return None
+        self._end_level_check(report=False)
         if self.state != "idle":
             self.view.set_status("Stop recording before changing speaker")
             if self.speaker is not None:
@@ -383,8 +415,10 @@ class SpeakersPage(QWidget):
         )
 
     def _speaker_loaded(self, speaker: Speaker, prompts: list[Prompt], takes: list[Take]) -> None:
-        if self.state != "idle" and self.speaker is not None:  # read as a take began (↓ Enter R): the take, and
-            self.list_view.select(self.speaker.name)  # what it is saved as, stay the speaker's it was begun for
+        # read as a take began (↓ Enter R): the take, and what it is saved as, stay the speaker's it was begun for (a
+        # level check is no one's)
+        if self.state not in ("idle", "listening") and self.speaker is not None:
+            self.list_view.select(self.speaker.name)
             return
         changed = self.speaker is None or self.speaker.id != speaker.id
         self.speaker, self.prompts, self.takes = speaker, prompts, takes
@@ -681,6 +715,7 @@ class SpeakersPage(QWidget):
 
     def use_reading_list(self, prompts: list[Prompt] | None) -> None:
         """Read `prompts` from now on (None: the project's questions in the speaker's language)."""
+        self._end_level_check(report=False)
         if self.state != "idle":
             return
         self.reading_list = prompts
@@ -690,6 +725,14 @@ class SpeakersPage(QWidget):
     # -- keys --------------------------------------------------------------------------------------------
 
     def do_action(self, action: str) -> None:
+        if action == "level":
+            self.check_level()
+            return
+        if self.state == "listening":  # R or Backspace records once the check's stream has closed; the rest act now
+            if action in ("record", "retake") and self.take_refused is None:
+                self._close_then_record("Level check ended", "Ending the level check")
+                return
+            self._end_level_check(report=False)  # said by what the key does next (a refused R: why)
         if action == "record":
             self.stop_recording() if self.state == "recording" else self.start_recording()
         elif action == "retake":
@@ -730,26 +773,30 @@ class SpeakersPage(QWidget):
         self.refused = reason
         self.view.set_status(reason)
 
+    @property
+    def take_refused(self) -> str | None:
+        """Why R would record nothing now (no speaker, no consent, no input, no prompt), or None."""
+        speaker = self.speaker
+        if self.session is None or speaker is None:
+            return "Choose or add a speaker first"
+        if not speaker.consent_in_force:
+            return f"Recording refused: {speaker.name} has not given consent (or withdrew it). Use Consent… first."
+        if self.recording_problem is not None:
+            return f"Recording is not available here: {self.recording_problem}"
+        if self.prompt is None:
+            return "Nothing to read: load a reading list, or add items in the speaker's language"
+        return None
+
     def start_recording(self, said_first: str = "") -> BackgroundOp | None:
         """R: the take begins once the input hears. `said_first`: said before "Starting the microphone", which
         would cut it off said alone (Backspace's "Take thrown away")."""
         if self.state != "idle":
             return None
+        refused = self.take_refused
+        if refused is not None:
+            self._refuse(refused)
+            return None
         speaker = self.speaker
-        if self.session is None or speaker is None:
-            self._refuse("Choose or add a speaker first")
-            return None
-        if not speaker.consent_in_force:
-            self._refuse(
-                f"Recording refused: {speaker.name} has not given consent (or withdrew it). Use Consent… first."
-            )
-            return None
-        if self.recording_problem is not None:
-            self._refuse(f"Recording is not available here: {self.recording_problem}")
-            return None
-        if self.prompt is None:
-            self._refuse("Nothing to read: load a reading list, or add items in the speaker's language")
-            return None
         self.refused = None
         if self.player is not None:  # a take still playing would be recorded into the next, from a speaker
             self.player.stop()
@@ -762,6 +809,8 @@ class SpeakersPage(QWidget):
 
         self.state = "starting"
         self.prepared = None
+        if self.level_line is not None and self.view.status_label.text() == self.level_line:
+            self.view.set_status("", said="")  # the take's level is its own: a red meter under "too quiet" misled
         self.view.state_label.setText("Starting…")
         self.view.say(spoken(said_first, STARTING_SAID))
         self.held_watch.start()  # a start the sound server holds is said after STALL_S
@@ -816,6 +865,8 @@ class SpeakersPage(QWidget):
         if recorder.spool_problem is not None:  # a read-only or full project folder: said, the take goes on
             self.view.set_status(f"Recording, but {recorder.spool_problem}", said="")  # said with "Recording"
         self._clear_input()
+        self.heard_levels.clear()
+        self.too_loud_said = False
         self._show_input(recorder)
         self.meter_timer.start()
 
@@ -830,7 +881,7 @@ class SpeakersPage(QWidget):
             return "scanning"
         return "unavailable" if self.state == "idle" and self.recording_problem is not None else self.state
 
-    def _show_input(self, recorder: Recorder) -> None:
+    def _show_input(self, recorder: Recorder, too_loud: bool = False) -> None:
         """Say what the input is doing: ● Recording only once it hears, or has sent DIGITAL_SILENCE_S of zeros
         (`Recorder.take_begun`; the take's clock is the sound received, so it stops when the input stops), and a
         line when it is silent, stopped or never started — written again as its seconds change only while it is
@@ -845,8 +896,7 @@ class SpeakersPage(QWidget):
             if now - self.recording_since >= STALL_S:
                 warning = (
                     f"No sound has come from {name} in the {now - self.recording_since:.0f} s since the recording "
-                    "started: check that the microphone is connected and on, or choose another input "
-                    "(Backspace starts again)."
+                    f"started: {CHECK_THE_INPUT} (Backspace starts again)."
                 )
         elif state == InputState.STALLED:
             text, sheet = STOPPED_TEXT.format(seconds=recorder.recorded_s), "font-weight:bold; color: $error"
@@ -870,6 +920,8 @@ class SpeakersPage(QWidget):
         said = [shown_as] if shown_as != STATE_SAID.get(self.input_shown, "") else []  # a change, not its seconds
         if said and shown_as == "Recording" and recorder.spool_problem is not None:
             said.append(f"But {recorder.spool_problem}")
+        if too_loud:
+            said.append(TOO_LOUD_SAID)
         if state != InputState.WAITING and self.unstarted_line == self.view.status_label.text():
             self.view.set_status("")  # its advice is followed: ● Recording shows
         if state != self.input_shown:  # a style sheet is parsed again each time it is set: only on a change
@@ -895,9 +947,11 @@ class SpeakersPage(QWidget):
 
     def _start_failed(self, recorder: Recorder, error: BaseException) -> None:
         if recorder is self.recorder:
+            checking = self.state == "listening"
             self.recorder, self.state = None, "idle"
-            self.view.state_label.setText("")
-            self.view.set_status(f"Could not start recording: {error}")
+            self.meter_timer.stop()  # a level check's runs from its start
+            self._show_idle_line()
+            self.view.set_status(f"Could not start {'the level check' if checking else 'recording'}: {error}")
 
     def _poll_levels(self) -> None:
         recorder = self.recorder
@@ -907,8 +961,17 @@ class SpeakersPage(QWidget):
         if levels:
             self.view.meter.set_level(max(lv.rms_dbfs for lv in levels), max(lv.peak_dbfs for lv in levels))
             self.meter_updates.append(time.perf_counter())
+        if self.state == "listening" and recorder.heard_at is not None:  # the room and the voice: from the first sound
+            for level in levels:
+                if level.at >= recorder.heard_at:
+                    self.voice.feed(level.rms_dbfs, level.at)
+        self.heard_levels.extend(levels)
         if self.state == "recording":
-            self._show_input(recorder)
+            too_loud = not self.too_loud_said and any(lv.peak_dbfs >= full_scale_dbfs() for lv in levels)
+            self.too_loud_said |= too_loud
+            self._show_input(recorder, too_loud)
+        elif self.state == "listening":
+            self._level_check_progress(recorder)
 
     def stop_recording(self, then_record: bool = False) -> BackgroundOp | None:
         """Stop the stream, check and encode the take off the UI thread; show the checks; save it."""
@@ -1106,23 +1169,31 @@ class SpeakersPage(QWidget):
         """While recording: throw the take away and start again. Otherwise: record this prompt again (the newest
         take of a prompt is the one that counts)."""
         if self.state == "recording" and self.recorder is not None:
-            recorder, self.recorder = self.recorder, None
-            self.meter_timer.stop()
-            self._clear_input()
-            self.state = "starting"
-            session = self.session
-            BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label="Discarding the take", parent=self, sound_device=True)\
-                .success(lambda _none: self._record_again(session)).run()  # fmt: skip
+            self._close_then_record("Take thrown away", "Discarding the take")
             return
         if self.state == "idle":
             self.start_recording()
 
-    def _record_again(self, session: ProjectSession | None) -> None:
-        """Backspace's discarded take is closed: record again, unless the page moved on meanwhile (another
-        project, a take started since)."""
+    def _close_then_record(self, said_first: str, label: str) -> None:
+        """Throw the stream in hand away (a take, or a level check), then record: once it has closed, as an input
+        that takes one stream at a time (an ALSA device opened directly) would refuse the next."""
+        recorder, self.recorder = self.recorder, None
+        self.meter_timer.stop()
+        self.view.meter.reset()
+        self._clear_input()
+        self.state = "starting"
+        self.view.state_label.setText("Starting…")
+        session = self.session
+        BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label=label, parent=self, sound_device=True)\
+            .success(lambda _none: self._record_again(session, said_first)).run()  # fmt: skip
+
+    def _record_again(self, session: ProjectSession | None, said_first: str) -> None:
+        """Backspace's discarded take (or R's level check) is closed: record, unless the page moved on meanwhile
+        (another project, a take started since)."""
         if self.session is session and self.state == "starting" and self.recorder is None:
             self.state = "idle"
-            self.start_recording(said_first="Take thrown away")
+            if self.start_recording(said_first=said_first) is None:  # refused meanwhile (consent withdrawn): why
+                self._show_idle_line()
 
     def _abort_recording(self) -> None:
         recorder, self.recorder = self.recorder, None
@@ -1133,6 +1204,119 @@ class SpeakersPage(QWidget):
         self.state = "idle"
         if recorder is not None:  # a page or session closing: the take is thrown away (one still starting too)
             _abort_in_background(recorder, "recording-abort")
+
+    # -- the level -------------------------------------------------------------------------------------
+
+    def check_level(self) -> BackgroundOp | None:
+        """L. Before a take: a level check — the input's level judged once the voice has been heard for
+        LEVEL_CHECK_S, and said; nothing is kept, so it needs no speaker's consent. L again ends it at once. During a
+        take: the level of its last LEVEL_WINDOW_S, said."""
+        if self.state == "recording":
+            self._say_take_level()
+            return None
+        if self.state == "listening":  # before the voice: nothing to judge, and no fault
+            self._end_level_check(report=self.voice.at is not None, said_end=True)
+            return None
+        if self.state != "idle":
+            self.view.say("No level check now: the take is starting or being saved")
+            return None
+        if self.session is None:
+            return None
+        if self.recording_problem is not None:
+            self._refuse(f"Recording is not available here: {self.recording_problem}")
+            return None
+        if self.player is not None:  # a take playing from a loudspeaker would be judged as the voice
+            self.player.stop()
+        recorder = Recorder(self.device, stream_factory=self.stream_factory)
+        self.recorder, self.state, self.voice = recorder, "listening", VoiceOnset()
+        self.heard_levels.clear()
+        self.view.state_label.setText(LEVEL_WAITING_TEXT)
+        set_toned_sheet(self.view.state_label, "font-weight:bold;")
+        self.view.set_status("", said=LEVEL_CHECK_SAID)
+        self.recording_since = time.monotonic()
+        self.meter_timer.start()  # from now: a start the sound server holds ends the check as an input never heard
+        return (
+            BackgroundOp(
+                self.session.runner,
+                lambda progress: recorder.start(),  # no spool: a check is never kept
+                label="Starting the level check",
+                parent=self,
+                sound_device=True,
+            )
+            .failure(lambda error: self._start_failed(recorder, error), dialog=True)
+            .run()
+        )
+
+    def _level_check_progress(self, recorder: Recorder) -> None:
+        """The check's line as the input wakes and the voice is heard; its end LEVEL_CHECK_S after the voice came,
+        or when it never came (LEVEL_VOICE_WAIT_S of sound), or the input sends nothing (never woke within STALL_S
+        more, or stopped)."""
+        now = time.monotonic()
+        state = recorder.input_state(now)
+        if state == InputState.STALLED:
+            self._end_level_check(report=True, why=f"{input_name(recorder)} stopped sending sound ({INPUT_LOST})")
+        elif state == InputState.WAITING:
+            if now - self.recording_since >= STALL_S + LEVEL_CHECK_S:
+                self._end_level_check(report=True)
+        elif self.voice.at is None:
+            if recorder.recorded_s >= LEVEL_VOICE_WAIT_S:
+                self._end_level_check(report=True)  # what was heard: too quiet, nothing, or muted
+            else:
+                self.view.state_label.setText(LEVEL_LISTENING_TEXT.format(left=""))
+        elif now - self.voice.at >= LEVEL_CHECK_S:
+            self._end_level_check(report=True)
+        else:
+            left = max(1, math.ceil(LEVEL_CHECK_S - (now - self.voice.at)))  # 3, 2, 1: whole seconds still to come
+            self.view.state_label.setText(LEVEL_LISTENING_TEXT.format(left=f" {left} s"))
+
+    def _end_level_check(self, report: bool, why: str | None = None, said_end: bool = False) -> None:
+        """End a level check (none: nothing happens): its stream closed on a thread of its own; with `report`, its
+        verdict shown and said (`why`, when the input failed it); without, "Level check ended" shown, and said
+        with `said_end` (L's end; another key says what it did instead)."""
+        recorder = self.recorder
+        if self.state != "listening" or recorder is None:
+            return
+        self.recorder, self.state = None, "idle"
+        self.meter_timer.stop()
+        self.heard_levels.extend(recorder.drain_levels())
+        answered = recorder.first_block_at is not None or recorder.stream_open  # read before the close clears it
+        _abort_in_background(recorder, "level-check-end")
+        self.view.meter.reset()
+        self._show_idle_line()
+        if not report:
+            self.view.set_status("Level check ended", said=None if said_end else "")
+            return
+        if why is None and recorder.take_begun:
+            heard = [lv for lv in self.heard_levels if recorder.heard_at is None or lv.at >= recorder.heard_at]
+            voice = [lv for lv in heard if lv.at >= self.voice.at] if self.voice.at is not None else heard
+            # the room from every block heard; the voice's peak from the voice on (L's own click is no voice)
+            words = level_verdict([lv.rms_dbfs for lv in heard], [lv.peak_dbfs for lv in voice]).words
+        else:
+            if why is None:
+                why = f"no sound came from {input_name(recorder)}" if answered else SERVER_SILENT
+            words = f"Level not checked: {why}; {CHECK_THE_INPUT}"
+        self.level_line = f"{words}. L checks again"
+        self.view.set_status(self.level_line)
+
+    def _show_idle_line(self) -> None:
+        """The line above the take once nothing is recorded: the prompt's take, or nothing without a speaker."""
+        self._show_take()
+        if self.speaker is None:
+            self.view.state_label.setText("")
+
+    def _say_take_level(self) -> None:
+        """L during a take: the level of its last seconds, said (the line under the buttons keeps the input's)."""
+        recorder = self.recorder
+        if recorder is None or not recorder.take_begun:
+            self.view.say("The take has not begun: read once ● Recording shows")
+            return
+        since = max(time.monotonic() - LEVEL_WINDOW_S, recorder.heard_at or 0.0)
+        recent = [lv for lv in self.heard_levels if lv.at >= since]
+        if not recent:
+            self.view.say(f"No sound has come from {input_name(recorder)} in the last {LEVEL_WINDOW_S:.0f} seconds")
+            return
+        within = f"in the last {LEVEL_WINDOW_S:.0f} seconds"
+        self.view.say(level_verdict([lv.rms_dbfs for lv in recent], [lv.peak_dbfs for lv in recent], within).words)
 
     # -- playback ----------------------------------------------------------------------------------------
 
@@ -1283,8 +1467,10 @@ class SpeakersPage(QWidget):
         self.view.progress_label.setText(script_progress(self.prompts, self.takes).text)
 
     def hideEvent(self, event) -> None:
-        """Leaving the page silences the take it played, and its keys wait for it no more."""
+        """Leaving the page silences the take it played, ends a level check (its microphone would hear another
+        page's clips, its verdict said where nobody reads it), and its keys wait for it no more."""
         self.recorder_wanted = False
+        self._end_level_check(report=False)
         if self.player is not None:
             self.player.stop()
         super().hideEvent(event)

@@ -749,6 +749,17 @@ def speech_file(path: Path, text: str = SPOKEN) -> Path:
     return path
 
 
+def louder(wav: Path, db: float) -> Path:
+    """`wav` `db` louder (negative: quieter) into a file beside it, clipped at full scale as an input's converter
+    clips: a speaker too close to the microphone or too far from it."""
+    import soundfile
+
+    samples, rate = soundfile.read(wav, dtype="float32")
+    out = wav.with_name(f"{wav.stem}{db:+.0f}dB.wav")
+    soundfile.write(out, np.clip(samples * 10 ** (db / 20), -1.0, 1.0), rate, subtype="FLOAT")
+    return out
+
+
 def read_aloud(desktop: RealDesktop, wav: Path, wait: bool = True) -> subprocess.Popen:
     """Play `wav` into the null sink, whose monitor is the desktop's default input: the app's microphone hears
     it as a speaker reading. `wait`: return once it has been played."""

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from spokenbench.core.recording.quality import CLOSE_PEAK_DBFS
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.keys import key_names
@@ -41,12 +42,15 @@ RECORDER_KEYS = {
     "play": ("Play", ("Space",)),
     "previous": ("Previous", ("Left",)),
     "next": ("Next", ("Right",)),
+    "level": ("Check level", ("L",)),
 }
 METER_FLOOR_DB = -60.0
 # read by a screen reader after the recorder's line as it takes the focus: the keys that act there, and what Tab meets
 RECORDER_KEYS_SAID = (
     "R records and stops, Backspace records again, Space plays the take, Left and Right go to the previous and "
-    "next prompt. Tab goes to the input, then the script's and the cloning's buttons. Wear headphones: a "
+    "next prompt. L checks the level: before a take, speak for 3 seconds; during one, it says the level of the "
+    "last 3 seconds. "
+    "Tab goes to the input, then the script's and the cloning's buttons. Wear headphones: a "
     "microphone that hears the screen reader records it."
 )
 
@@ -57,10 +61,13 @@ def action_for_key(name: str) -> str | None:
 
 
 class LevelMeter(QWidget):
-    """A horizontal meter: RMS as the bar, the peak as a line that falls back slowly, -60…0 dBFS."""
+    """A horizontal meter: RMS as the bar, the peak as a line that falls back slowly, -60…0 dBFS. Not said as it
+    moves (40 changes a second): L says the level in words (`quality.level_verdict`)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.setAccessibleName("Input level")
+        self.setAccessibleDescription("L on the recorder says it")
         self.setMinimumHeight(22)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.rms_db = METER_FLOOR_DB
@@ -91,7 +98,7 @@ class LevelMeter(QWidget):
         rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
         painter.fillRect(rect, QColor("#20242c"))
         width = rect.width() * self._fraction(self.rms_db)
-        colour = "#d9534f" if self.peak_db > -1.0 else "#f0ad4e" if self.rms_db > -12 else "#5cb85c"
+        colour = "#d9534f" if self.peak_db >= CLOSE_PEAK_DBFS else "#f0ad4e" if self.rms_db > -12 else "#5cb85c"
         painter.fillRect(QRectF(rect.left(), rect.top(), width, rect.height()), QColor(colour))
         x = rect.left() + rect.width() * self._fraction(self.held_peak_db)
         painter.setPen(QColor("white"))
@@ -474,7 +481,7 @@ class RecorderView(SpokenFocus, QWidget):
         self.checks_label.setText(f"{header}<table>{rows}</table>")
 
     def set_recording_enabled(self, enabled: bool) -> None:
-        for action in ("record", "retake"):
+        for action in ("record", "retake", "level"):
             self.buttons[action].setEnabled(enabled)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:

@@ -9,6 +9,9 @@
 - input: only when the input sent nothing for a while during the take (`InputBreak`: a microphone pulled out, the
   sound server gone, a wireless headset dropping out), which fails: what was read meanwhile is not in the take.
 
+Before a take, and during one, the level in words (`level_verdict`): for a speaker who cannot see the meter, and
+for anyone checking the microphone before the first take.
+
 A take of exact zeros (a muted input) says so in its speech-duration reason: no microphone's noise is that quiet.
 
 Pure numpy on mono float32 samples in [-1, 1]; nothing here touches the project."""
@@ -29,6 +32,16 @@ MUTED_INPUT = (
     "muted (a mute key or switch, the system's sound settings, a microphone permission not given) or sends nothing"
 )
 INPUT_LOST = "a microphone disconnected or out of range, or the sound server stopped"
+# The level's bands, by the loudest block: a block at full scale (the clipping check's level) is too loud; one within
+# 1 dB of it is close (the meter's red: a louder word would clip); below QUIET_PEAK_DBFS a voice is too quiet (the
+# noise floor of a laptop's microphone and its hum come within 20-30 dB of it, and the SNR check fails in an
+# ordinary room).
+CLOSE_PEAK_DBFS = -1.0
+QUIET_PEAK_DBFS = -30.0
+# A few seconds of reading have few pauses, so a level check takes the room's noise from its quietest blocks (the
+# lowest 1 %: a pause of 60 ms in 3 s), not from the lowest tenth as a take's SNR check does: a take begins and ends
+# in silence. Measured on espeak's sentence read at once: its lowest tenth was speech, 32 dB above the room.
+LEVEL_NOISE_PERCENTILE = 1.0
 
 
 @dataclass(frozen=True)
@@ -269,3 +282,108 @@ def _duration_check(speech_s: float, settings: QualitySettings) -> Check:
             f"{speech_s:.1f} s of speech is longer than {settings.max_speech_s:.0f} s: split the prompt or stop sooner",
         )
     return Check("speech_duration", True, speech_s, f"{speech_s:.2f} s of speech")
+
+
+def full_scale_dbfs(settings: QualitySettings = QualitySettings()) -> float:
+    """The level of a clipped sample (the clipping check's `clip_level`), in dBFS: a block that reaches it clips."""
+    return dbfs(settings.clip_level)
+
+
+class VoiceOnset:
+    """When a voice begins among an input's block levels (a level check counts its seconds from it): ONSET_BLOCKS
+    blocks in a row ONSET_ABOVE_ROOM_DB above the quietest block before them (the room) and above the silence floor a
+    take's speech needs. A key's click (a block or two) is no voice; nor is a steady noise, however loud."""
+
+    ONSET_BLOCKS = 3  # 64 ms at 48 kHz in blocks of 1024
+    ONSET_ABOVE_ROOM_DB = 10.0
+
+    def __init__(self, settings: QualitySettings = QualitySettings()):
+        self.floor = settings.silence_floor_dbfs
+        self.room: float | None = None  # the quietest block's RMS before the voice
+        self.run: list[float] = []  # when each block of the current run above the room came
+        self.at: float | None = None  # when the voice began
+
+    def feed(self, rms_dbfs: float, at: float) -> float | None:
+        """One block's RMS (dBFS) and arrival time; when the voice began, once it has."""
+        if self.at is not None:
+            return self.at
+        if self.room is not None and rms_dbfs >= max(self.floor, self.room + self.ONSET_ABOVE_ROOM_DB):
+            self.run.append(at)
+            if len(self.run) >= self.ONSET_BLOCKS:
+                self.at = self.run[0]
+        else:
+            self.run.clear()
+            self.room = rms_dbfs if self.room is None else min(self.room, rms_dbfs)
+        return self.at
+
+
+@dataclass(frozen=True)
+class LevelVerdict:
+    """What the input's level was over some seconds (`level_verdict`): its band, the figures, and the words."""
+
+    band: str  # muted / silent / loud (at full scale) / quiet / noisy (too close to the room's noise) / good
+    peak_dbfs: float
+    noise_dbfs: float | None  # the room's noise floor, when there were enough blocks to tell
+    snr_db: float | None
+    words: str  # "Level good: your voice peaked at -9 dBFS, 41 dB above the room's noise"
+
+
+def level_verdict(rms_dbfs, peak_dbfs, within: str = "", settings: QualitySettings = QualitySettings()) -> LevelVerdict:
+    """The level of the blocks whose RMS and peak (dBFS, -120 for exact zeros: `recorder.block_level`) are given, in
+    words a speaker can act on: too loud, too quiet or good by the loudest block, and how far the voice stands
+    above the room's noise (its quietest blocks' RMS, LEVEL_NOISE_PERCENTILE; the SNR is then the check's). The
+    peaks may be of fewer blocks than the RMS: a check's from the voice on, its room from before it too.
+    `within` follows the band in the words ("in the last 3 seconds"). Blocks of exact zeros (a noise filter's
+    pauses) are no room: left out of its noise."""
+    rms = np.asarray(rms_dbfs, dtype=np.float64).reshape(-1)
+    peaks = np.asarray(peak_dbfs, dtype=np.float64).reshape(-1)
+    peak = float(np.max(peaks)) if len(peaks) else -120.0
+    said_within = f" {within}" if within else ""
+    if peak <= -120.0:
+        return LevelVerdict(
+            "muted",
+            peak,
+            None,
+            None,
+            f"No sound at all{said_within}: every sample was exactly zero, so the input is {MUTED_INPUT}",
+        )
+    if peak < settings.silence_floor_dbfs:
+        return LevelVerdict(
+            "silent",
+            peak,
+            None,
+            None,
+            f"Nothing heard{said_within}: the loudest moment was {math.floor(peak)} dBFS; check the microphone and the "
+            "chosen input",
+        )
+    noise = snr = None
+    sounding = rms[rms > -120.0]
+    if len(sounding) >= 10:  # about 0.2 s: enough blocks to tell the voice from the room
+        noise = float(np.percentile(sounding, LEVEL_NOISE_PERCENTILE))
+        snr = _snr_db(float(np.percentile(sounding, settings.speech_percentile)), noise)
+    if snr is None:
+        above = ""
+    elif snr >= settings.min_snr_db:
+        above = f", {round(snr)} dB above the room's noise"
+    else:  # said whole, never rounded up to the dB a take needs
+        how = f"only {math.floor(snr)} dB above" if snr >= 1 else "no louder than"
+        above = f", {how} the room's noise at {noise:.0f} dBFS (a take needs {settings.min_snr_db:.0f} dB)"
+    # never rounded into another band: one decimal next to full scale, whole dB down (floor) below the quiet limit
+    shown = f"{peak:.1f}" if peak > -3.0 else f"{math.floor(peak) if peak < QUIET_PEAK_DBFS else round(peak)}"
+    shown += " dBFS"
+    close = ", close to full scale (a louder word would clip)" if peak >= CLOSE_PEAK_DBFS else ""
+    if peak >= full_scale_dbfs(settings):
+        band, headline = "loud", "too loud"
+        words = "your voice reached full scale; lower the input gain or move a little further from the microphone"
+    elif peak < QUIET_PEAK_DBFS:
+        band, headline = "quiet", "too quiet"
+        words = (
+            f"your voice peaked at {shown}, below {QUIET_PEAK_DBFS:.0f} dBFS{above}; raise the input gain or move "
+            "closer to the microphone"
+        )
+    elif snr is not None and snr < settings.min_snr_db:
+        band, headline = "noisy", "good, but the room is noisy"
+        words = f"your voice peaked at {shown}{close}{above}; record somewhere quieter or closer to the microphone"
+    else:
+        band, headline, words = "good", "good", f"your voice peaked at {shown}{close}{above}"
+    return LevelVerdict(band, peak, noise, snr, f"Level {headline}{said_within}: {words}")

@@ -212,6 +212,11 @@ class Recorder:
         return self._recording
 
     @property
+    def stream_open(self) -> bool:
+        """Whether the stream's start has returned (a start the sound server holds has not)."""
+        return self._stream is not None
+
+    @property
     def device_name(self) -> str | None:
         return self.device.name if self.device else None
 

@@ -1,13 +1,14 @@
 """Benchmark (run by hand, prints its figures; not part of the test run): what a screen reader says of each key
 of a rating session and a rewrite review (`--walk rating`), of Evaluate's form and the Results page's figure
-(`--walk pages`), of the Items page's tables and text and the Evaluate page's plan (`--walk items`), or of a
+(`--walk pages`), of the Items page's tables and text and the Evaluate page's plan (`--walk items`), of a
 take recorded on the Speakers page and the controls around it (`--walk speakers`: a consented speaker added,
 Orca into headphones of its own, espeak-ng's speech played into the microphone as the speaker reading; the takes
-saved and passed are printed), on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's screen
+saved and passed are printed), or of the level in words there (`--walk level`: L's check with the sentence read,
+then a take read 12 dB louder, clipped), on this tree and, with `--baseline DIR`, an older one. Orca (GNOME's screen
 reader) runs before the app on a real X server (Xvfb) with xfwm4 and a PulseAudio null sink; the keys go
 through xdotool; each key's utterances are read from Orca's debug output (tests/real_device.py `ScreenReader`).
 
-    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|items|speakers] [--baseline DIR]
+    python tests/benchmarks/bench_screen_reader.py [--walk rating|pages|items|speakers|level] [--baseline DIR]
         [--screen 1400x900] [--wait 10]
 
 A key counts as said when one of its utterances (within `--wait` seconds) holds what the key did: the clip shown
@@ -29,6 +30,7 @@ from real_device import (
     add_consented_speaker,
     app_trees,
     demo_in,
+    louder,
     missing_screen_reader,
     missing_tools,
     missing_window_manager,
@@ -80,6 +82,7 @@ PAGES = [
     ("Tab", "Play push button"),
 ]
 READING = "(the speaker reads)"  # no key: the speech is played into the microphone
+READING_LOUD = "(the speaker reads too loud)"  # the same, 12 dB louder and clipped at full scale
 SPEAKERS = [
     ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
     ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),
@@ -125,7 +128,19 @@ ITEMS = [
     ("Down", "accent: american 72"),
     ("Up", "plan: 408 request(s) over 84 item(s)"),
 ]
-WALKS = {"rating": RATING, "pages": PAGES, "speakers": SPEAKERS, "items": ITEMS}
+LEVEL = [
+    ("(Enter opened the session)", "Clip 1 of 47, not rated:"),
+    ("ctrl+5", "Ana, en, american, consent given. Prompt 1 of 36"),
+    ("l", "Level check: speak as you will read."),
+    (READING, ""),
+    ("(the check's end)", "Level good: your voice peaked at"),
+    ("r", "Recording."),
+    (READING_LOUD, ""),
+    ("(the take reached full scale)", "Too loud: clipping."),
+    ("l", "Level too loud in the last 3 seconds"),
+    ("r", "Take 1 saved"),
+]
+WALKS = {"rating": RATING, "pages": PAGES, "speakers": SPEAKERS, "items": ITEMS, "level": LEVEL}
 KEY_NAMES = {
     "tab",
     "left control",
@@ -136,6 +151,7 @@ KEY_NAMES = {
     "left",
     "end",
     "r",
+    "l",
     "escape",
     "space",
     "down",
@@ -149,7 +165,7 @@ def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: 
     after it."""
     project = work / "project"
     shutil.copytree(demo, project)
-    recording = any(key == READING for key, _said in steps)
+    recording = any(key in (READING, READING_LOUD) for key, _said in steps)
     if recording:
         add_consented_speaker(project)
     rows = []
@@ -160,9 +176,10 @@ def heard(command: list[str] | None, demo: Path, work: Path, screen: str, wait: 
         since = 0
         for key, expected in steps:
             pressed = time.monotonic()
-            if key == READING:
+            if key in (READING, READING_LOUD):
                 time.sleep(0.3)  # a moment after "Recording", as a person starts
-                read_aloud(desktop, speech_file(work / "speech.wav"))
+                spoken = speech_file(work / "speech.wav")
+                read_aloud(desktop, louder(spoken, 12.0) if key == READING_LOUD else spoken)
                 time.sleep(0.8)  # a moment after the last word, as a person stops: the sink still holds its end
                 continue
             if key.startswith("("):
@@ -195,12 +212,12 @@ def main() -> int:
         for name, command in trees:
             folder = work / name.split()[0]
             rows = heard(command, demo, folder, args.screen, args.wait, WALKS[args.walk])
-            takes = recorded_takes(folder / "project") if args.walk == "speakers" else []
+            takes = recorded_takes(folder / "project") if args.walk in ("speakers", "level") else []
             delays = sorted(took for _key, took, _after in rows[1:] if took is not None)
             middle = f"; median {statistics.median(delays):.2f} s from a key to its line" if delays else ""
             silent = sum(not [line for line in after if line.strip() not in KEY_NAMES] for _key, _took, after in rows)
             middle += f"; {silent} key(s) after which Orca said only the key's name, or nothing"
-            if args.walk == "speakers":
+            if args.walk in ("speakers", "level"):
                 middle += f"; {len(takes)} take(s) saved, {sum(take['passed'] for take in takes)} passed every check"
             print(
                 f"== {name}: {sum(took is not None for _key, took, _ in rows)} of {len(rows)} keys said what they did{middle}"

@@ -18,7 +18,7 @@ from spokenbench.core.importers import ImportOptions, import_files
 from spokenbench.core.recording import store as recording_store
 from spokenbench.core.recording.cloning import create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, reading_list_prompts
-from spokenbench.core.recording.quality import InputBreak, analyse_take, waking_zeros
+from spokenbench.core.recording.quality import InputBreak, VoiceOnset, analyse_take, level_verdict, waking_zeros
 from spokenbench.core.recording.recorder import (
     DIGITAL_SILENCE_S,
     INPUT_STALL_S,
@@ -203,6 +203,96 @@ def test_silence_and_cut_off_speech_fail_with_reasons():
     assert not silent.passed and "no speech found" in silent.check("speech_duration").reason
     cut = analyse_take(padded(speech(1.5), lead_s=0.0), RATE).check("silence")
     assert not cut.passed and "start of the take" in cut.reason
+
+
+def block_levels(samples: np.ndarray, block: int = 1024) -> tuple[list[float], list[float]]:
+    """(RMS, peak) dBFS of each block, as the recorder's callback measures them for the meter."""
+    levels = [block_level(samples[start : start + block]) for start in range(0, len(samples) - block + 1, block)]
+    return [rms for rms, _ in levels], [peak for _, peak in levels]
+
+
+@pytest.mark.parametrize(
+    ("band", "signal", "clipping", "snr"),
+    [
+        ("good", lambda: padded(speech(2.0)), True, True),
+        ("loud", lambda: padded(np.clip(speech(2.0, amplitude=2.0), -1, 1)), False, True),
+        ("quiet", lambda: padded(speech(2.0, amplitude=0.02), noise=1e-5), True, True),
+        (
+            "noisy",
+            lambda: padded(speech(2.0, amplitude=0.3)) + np.random.default_rng(0).normal(0, 0.03, 49_600),
+            True,
+            False,
+        ),
+    ],
+)
+def test_the_level_in_words_agrees_with_the_checks_a_take_at_that_level_gets(band, signal, clipping, snr):
+    """L (the Speakers page) judges a level check's blocks as the meter measures them: too loud where the take's
+    clipping check would fail, noisy where its SNR check would, and says what to do."""
+    samples = np.asarray(signal(), dtype=np.float32)
+    verdict = level_verdict(*block_levels(samples))
+    analysis = analyse_take(samples, RATE)
+    assert verdict.band == band, verdict
+    assert (analysis.check("clipping").passed, analysis.check("snr").passed) == (clipping, snr)
+    advice = {
+        "good": "Level good: your voice peaked at -12 dBFS, ",
+        "loud": "Level too loud: your voice reached full scale; lower the input gain",
+        "quiet": "Level too quiet: your voice peaked at -36 dBFS, below -30",
+        "noisy": "Level good, but the room is noisy: your voice peaked at -9 dBFS, only ",
+    }[band]
+    assert verdict.words.startswith(advice), verdict.words
+    if band in ("good", "noisy"):
+        assert verdict.snr_db == pytest.approx(analysis.snr_db, abs=6), (verdict, analysis.snr_db)
+
+
+def test_a_check_read_without_pauses_hears_the_room_in_its_one_short_pause():
+    """3 s read straight through after a pause of 0.1 s: the room is that pause (its lowest tenth of blocks was
+    speech, and a quiet room was said to be noisy: 13 dB, measured on the real bed's espeak sentence)."""
+    samples = padded(speech(2.9), lead_s=0.1, tail_s=0.0, noise=1e-4)
+    rms, peaks = block_levels(samples, block=RATE * 1024 // 48_000)  # 21 ms: the recorder's block at 48 kHz
+    verdict = level_verdict(rms, peaks)
+    assert verdict.band == "good" and verdict.noise_dbfs < -75 and verdict.snr_db > 50, verdict
+    assert float(np.percentile(rms, 10)) > -30  # the take's estimator would have heard speech as the room
+
+
+def peaking_at(dbfs: float) -> np.ndarray:
+    """2 s of speech whose loudest sample is at `dbfs`."""
+    voiced = speech(2.0)
+    return (voiced / np.max(np.abs(voiced)) * 10 ** (dbfs / 20)).astype(np.float32)
+
+
+def test_a_voice_close_to_full_scale_is_good_with_a_warning_not_too_loud():
+    """Too loud is said where the take's clipping check would fail (full scale), not at the meter's red (-1 dBFS):
+    a take peaking at -0.5 dBFS passes every check, and was told to be read again."""
+    samples = padded(peaking_at(-0.5))
+    verdict = level_verdict(*block_levels(samples))
+    assert analyse_take(samples, RATE).passed
+    assert verdict.band == "good" and verdict.words.startswith(
+        "Level good: your voice peaked at -0.5 dBFS, close to full scale (a louder word would clip), "
+    ), verdict.words
+    quiet = level_verdict(*block_levels(padded(peaking_at(-30.4), noise=1e-5)))
+    assert "peaked at -31 dBFS, below -30 dBFS" in quiet.words  # never "-30 dBFS, below -30"
+
+
+def test_a_voice_begins_after_the_room_and_a_keys_click_is_none():
+    """A level check counts its seconds from the voice: three blocks in a row 10 dB above the room. L's own click (one
+    block) and a steady noise are no voice."""
+    onset = VoiceOnset()
+    levels = [-70.0] * 5 + [-30.0] + [-70.0] * 5 + [-25.0, -24.0, -20.0, -22.0]  # room, click, room, voice
+    assert [onset.feed(rms, at) for at, rms in enumerate(levels)][-4:] == [None, None, 11, 11]
+    assert onset.at == 11 and onset.room == -70.0
+    steady = VoiceOnset()
+    assert all(steady.feed(-20.0, at) is None for at in range(200))  # a fan's noise, however loud, never began
+    floor = VoiceOnset()
+    assert all(floor.feed(rms, at) is None for at, rms in enumerate([-110.0] * 5 + [-80.0] * 10))  # under -55 dBFS
+
+
+def test_the_level_of_exact_zeros_is_a_muted_input_and_of_a_quiet_room_nothing_heard():
+    muted = level_verdict(*block_levels(np.zeros(RATE, dtype=np.float32)), within="in the last 3 seconds")
+    assert muted.band == "muted" and muted.words.startswith("No sound at all in the last 3 seconds: every sample")
+    room = np.random.default_rng(0).normal(0, 1e-4, RATE).astype(np.float32)
+    quiet = level_verdict(*block_levels(room))
+    assert quiet.band == "silent" and quiet.words.startswith("Nothing heard: the loudest moment was -")
+    assert level_verdict([], []).band == "muted"  # no block at all says nothing of a room
 
 
 def test_a_take_of_exact_zeros_is_said_to_come_from_a_muted_input_and_a_quiet_one_is_not():

@@ -15,6 +15,7 @@ import time
 import pytest
 from real_device import (
     add_consented_speaker,
+    louder,
     missing_screen_reader,
     missing_tools,
     missing_window_manager,
@@ -144,6 +145,27 @@ def test_a_take_recorded_by_the_keys_is_said_from_r_to_its_checks(recordist, hea
     press("alt+w", "Withdraw the consent of Ana")  # Alt+letter under Orca gave the menu bar the keys too
     press("Escape", "Rescan devices push button")  # back where the keys were; before, no control had them
     assert recorded_takes(recordist)  # Escape deleted nothing
+
+
+@pytest.mark.parametrize("headphones", [True])
+def test_l_says_the_level_of_a_real_input_before_a_take_and_keeps_nothing(recordist, heard, tmp_path):
+    """Before, a speaker who cannot see the meter learnt the level from a take's checks only, after reading it,
+    and the meter moved only in a take. L now listens to 3 s of the input and says the level with what to do:
+    the sentence read as recorded, then read 36 dB quieter (a microphone too far, its gain too low)."""
+    press, reader, _opened = heard
+    reader.desktop.room_noise()  # a microphone's noise floor: the room the check hears in the pauses
+    press("ctrl+5", "Prompt 1 of 36")
+    spoken = speech_file(tmp_path / "speech.wav")
+    verdicts = []
+    for read in (spoken, louder(spoken, -36)):
+        since = len(reader.said())
+        press("l", "Level check: speak as you will read.")
+        read_aloud(reader.desktop, read)
+        verdicts.append(reader.wait_for("L checks again", since, 20.0))
+    assert verdicts[0] is not None and verdicts[0].startswith("Level good: your voice peaked at -"), verdicts
+    assert verdicts[1] is not None and verdicts[1].startswith("Level too quiet: your voice peaked at -"), verdicts
+    print(verdicts)
+    assert recorded_takes(recordist) == []  # a check is never kept
 
 
 def test_the_qc_page_ends_on_the_control_with_the_keys(heard):

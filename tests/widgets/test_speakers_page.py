@@ -4,9 +4,11 @@ the best take (a stub backend; the real one's missing package as a dialog), and 
 
 import re
 import sqlite3
+import threading
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit, QWidget
@@ -14,6 +16,7 @@ from real_device import recorded_takes
 from recording_fakes import FAKE_DEVICE, RATE, fake, held_stops, speech, take_signal
 from support import write_jsonl
 
+from spokenbench.app import speakers_page
 from spokenbench.app.speakers_page import NOISE_FILTER, WAITING_TEXT, SpeakersPage
 from spokenbench.core.audio.io import encode_wav
 from spokenbench.core.audio.playback import ClipPlayer
@@ -1071,3 +1074,209 @@ def test_a_speaker_read_as_a_take_begins_leaves_the_take_to_its_speaker(qtbot, o
             "SELECT speakers.name FROM recordings JOIN speakers ON speakers.id = recordings.speaker_id"
         ).fetchall()
     assert owner == "Ana"
+
+
+# -- the level in words (L) --------------------------------------------------------------------------------------
+
+
+def names_set(page) -> list[str]:
+    """Every accessible name the recorder is given from now on: each is read out, cutting off the one before."""
+    named = []
+    set_name = page.view.setAccessibleName
+    page.view.setAccessibleName = lambda name: (named.append(name.strip()), set_name(name))
+    return named
+
+
+@pytest.fixture
+def quick_check(monkeypatch):
+    """A level check of 1 s of voice (3 s in the app), judged after 2 s of sound without one (8 s in the app)."""
+    monkeypatch.setattr(speakers_page, "LEVEL_CHECK_S", 1.0)
+    monkeypatch.setattr(speakers_page, "LEVEL_VOICE_WAIT_S", 2.0)
+
+
+def checking_page(qtbot, open_session, project_path):
+    page = focused_page(qtbot, open_session, project_path)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    return page
+
+
+def test_l_before_a_take_checks_the_level_says_it_and_keeps_nothing(qtbot, open_session, project_path, quick_check):
+    """A speaker who cannot see the meter heard the level only in a take's checks, after reading it; the meter moved
+    only while a take was recorded. L now listens until the voice has been heard for a few seconds, without a take or
+    a consent (nothing is kept), and says the level with what to do."""
+    page = checking_page(qtbot, open_session, project_path)
+    before = sorted(path.relative_to(project_path) for path in project_path.rglob("*"))
+    # the room for 1.2 s, then the voice, as a person speaks once the check is said: the seconds count from the voice
+    page.stream_factory = fake_stream_factory(
+        np.concatenate([np.zeros(int(1.2 * RATE), dtype=np.float32), take_signal(2.0)]), realtime=True, noise_dbfs=-75
+    )
+    named = names_set(page)
+    press(page, qtbot, "l")
+    started = time.monotonic()
+    assert page.state == "listening" and page.heartbeat_state == "listening"
+    assert named == ["Level check: speak as you will read."]
+    qtbot.waitUntil(
+        lambda: page.view.state_label.text() == "Level check: speak as you will read… — L ends it now", timeout=5_000
+    )
+    qtbot.waitUntil(lambda: "speak as you will read… 1 s" in page.view.state_label.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
+    assert time.monotonic() - started > 2.4  # 1.6 s of room (0.4 s of it in the take's signal), 1 s of voice
+    line = page.view.status_label.text()
+    assert line.startswith("Level good: your voice peaked at -") and line.endswith(
+        "above the room's noise. L checks again"
+    )
+    assert named[1:] == [f"{line}."]
+    assert page.view.meter.updates > 0 and page.view.meter.peak_db == METER_FLOOR_DB  # it moved, then rested
+    assert page.view.state_label.text() == "Not recorded yet: press R and read the prompt"
+    assert page.takes == [] and stored_takes(project_path) == []
+    after = sorted(path.relative_to(project_path) for path in project_path.rglob("*"))
+    assert [path for path in after if path not in before and "spool" in str(path)] == []
+    with opened(project_path) as project:
+        give_consent(project, "Ana", "I agree.", "tester")
+    reload_consented(page, qtbot)
+    page.stream_factory = fake(1.0)
+    press(page, qtbot, "r")  # the take's level is its own: the check's verdict leaves the line
+    assert page.state == "starting" and page.view.status_label.text() == ""
+
+
+def test_a_take_that_reaches_full_scale_says_too_loud_once_and_l_says_its_last_seconds(
+    qtbot, open_session, project_path, consented
+):
+    """The meter turns red as a take clips; nothing was said until its checks. Now "Too loud" is said once, as it
+    first clips, and L says the level of the last 3 seconds."""
+    page = focused_page(qtbot, open_session, project_path)
+    reload_consented(page, qtbot)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    loud = np.clip(speech(1.5) * 6, -1, 1)
+    page.stream_factory = fake_stream_factory(np.concatenate([take_signal(0.1), loud]), realtime=True, noise_dbfs=-75)
+    named = names_set(page)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: "Too loud: clipping." in named, timeout=5_000)
+    qtbot.wait(500)  # more blocks at full scale
+    assert sum("Too loud" in name for name in named) == 1, named
+    press(page, qtbot, "l")
+    assert named[-1].startswith("Level too loud in the last 3 seconds: your voice reached full scale; lower the"), named
+    assert page.state == "recording"  # L changed nothing of the take
+    assert page.recorder._stream.delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+    assert not page.takes[-1].passed and "clipped" in page.view.checks_label.text()
+
+
+def test_r_in_a_level_check_records_once_the_checks_stream_has_closed(qtbot, open_session, project_path, consented):
+    """R (or Backspace) during a check ends it and records; the take's stream opens after the check's has closed,
+    as an input that takes one stream at a time would refuse the next."""
+    page = focused_page(qtbot, open_session, project_path)
+    reload_consented(page, qtbot)
+    page.view.setFocus()
+    qtbot.waitUntil(page.view.hasFocus, timeout=5_000)
+    streams = []
+
+    def one_at_a_time(**options):
+        assert not any(stream.active for stream in streams), "a second stream opened while the first was open"
+        streams.append(fake_stream_factory(take_signal(1.0), realtime=True)(**options))
+        return streams[-1]
+
+    page.stream_factory = one_at_a_time
+    named = names_set(page)
+    press(page, qtbot, "l")
+    qtbot.waitUntil(lambda: page.view.meter.updates > 0, timeout=5_000)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "recording" and "Recording." in named, timeout=5_000)
+    assert named[1] == "Level check ended. Starting the microphone.", named
+    assert len(streams) == 2 and page.recorder._stream is streams[1]
+    assert streams[1].delivered_signal.wait(5)
+    press(page, qtbot, "r")
+    qtbot.waitUntil(lambda: page.state == "idle" and len(page.takes) == 1, timeout=5_000)
+    assert page.takes[-1].passed
+
+
+def test_r_in_a_level_check_without_consent_ends_it_and_says_why_nothing_records(qtbot, open_session, project_path):
+    """A check needs no consent; a take does. R during a check from a speaker without one left "Level check: speak
+    as you will read… 2 s" on the screen, the meter frozen, and said nothing of the check's end."""
+    page = checking_page(qtbot, open_session, project_path)
+    page.stream_factory = fake_stream_factory(take_signal(2.0), realtime=True, noise_dbfs=-75)
+    press(page, qtbot, "l")
+    qtbot.waitUntil(lambda: page.view.meter.updates > 0, timeout=5_000)
+    press(page, qtbot, "r")
+    assert page.state == "idle" and page.recorder is None
+    assert said(page).startswith("Recording refused: Ana has not given consent")
+    assert page.view.state_label.text() == "Not recorded yet: press R and read the prompt"
+    assert page.view.meter.peak_db == METER_FLOOR_DB and not page.meter_timer.isActive()
+
+
+@pytest.mark.parametrize(
+    ("stream", "stall_s", "said"),
+    [
+        (dict(start_delay_s=30.0), 1.0, 'Level not checked: no sound came from the input "Fake microphone"; check'),
+        (dict(noise_dbfs=None), None, "No sound at all: every sample was exactly zero, so the input is muted"),
+        (dict(stop_after_s=0.3), None, 'Level not checked: the input "Fake microphone" stopped sending sound (a micro'),
+    ],
+    ids=["never-wakes", "muted", "stops"],
+)
+def test_an_input_that_never_wakes_sends_only_zeros_or_stops_fails_the_check_with_what_to_do(
+    qtbot, open_session, project_path, quick_check, monkeypatch, stream, stall_s, said
+):
+    if stall_s is not None:  # ended 1 s after the check's 1 s (5 s after its 3 s in the app)
+        monkeypatch.setattr(speakers_page, "STALL_S", stall_s)
+    page = checking_page(qtbot, open_session, project_path)
+    page.stream_factory = fake_stream_factory(np.zeros(0, dtype=np.float32), realtime=True, **stream)
+    press(page, qtbot, "l")
+    qtbot.waitUntil(lambda: page.state == "idle", timeout=8_000)
+    assert page.view.status_label.text().startswith(said), page.view.status_label.text()
+    assert said in page.view.accessibleName()
+
+
+def test_l_again_ends_the_check_other_keys_end_it_and_act_and_leaving_the_page_ends_it(
+    qtbot, open_session, project_path
+):
+    """L before the voice ends the check, said (a key that seemed lost); → ends it and moves on; another page
+    ends it (its microphone would hear that page's clips)."""
+    page = checking_page(qtbot, open_session, project_path)
+    page.stream_factory = fake_stream_factory(speech(3.0), realtime=True, start_delay_s=30.0)
+    press(page, qtbot, "l")
+    press(page, qtbot, "l")
+    assert page.state == "idle" and page.recorder is None and said(page) == "Level check ended."
+    page.stream_factory = fake_stream_factory(speech(3.0), realtime=True, noise_dbfs=-75)
+    press(page, qtbot, "l")
+    qtbot.waitUntil(lambda: page.view.meter.updates > 0, timeout=5_000)
+    press(page, qtbot, Qt.Key.Key_Right)
+    assert page.state == "idle" and page.recorder is None and page.prompt_index == 1
+    assert said(page).startswith("Ana, en, british, no consent") and "Prompt 2 of 3" in said(page)
+    press(page, qtbot, "l")
+    assert page.state == "listening"
+    page.hide()
+    assert page.state == "idle" and page.recorder is None and not page.meter_timer.isActive()
+
+
+def test_a_check_whose_start_the_sound_server_holds_says_so(
+    qtbot, open_session, project_path, quick_check, monkeypatch
+):
+    """A start the sound server holds was said as a microphone that sent nothing ("check that it is connected")."""
+    monkeypatch.setattr(speakers_page, "STALL_S", 1.0)
+    released = threading.Event()
+    made = fake_stream_factory(take_signal(1.0), realtime=True)
+
+    class HeldStart:
+        def __init__(self, **options):
+            self.stream = made(**options)
+
+        def __getattr__(self, name):
+            return getattr(self.stream, name)
+
+        def start(self):
+            released.wait(10)  # a test that fails never holds its worker for good
+            self.stream.start()
+
+    page = checking_page(qtbot, open_session, project_path)
+    page.stream_factory = HeldStart
+    press(page, qtbot, "l")
+    try:
+        qtbot.waitUntil(lambda: page.state == "idle", timeout=8_000)
+        assert page.view.status_label.text().startswith(
+            "Level not checked: the sound input did not answer (the sound server may be hung)"
+        ), page.view.status_label.text()
+    finally:
+        released.set()
