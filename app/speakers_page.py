@@ -33,6 +33,7 @@ from spokenbench.core.audio.playback import STALL_S
 from spokenbench.core.recording.cloning import ClonedVoice, create_cloned_voice
 from spokenbench.core.recording.prompts import Prompt, project_prompts, read_reading_list, reading_list_prompts
 from spokenbench.core.recording.quality import (
+    DIGITAL_SILENCE_S,
     INPUT_LOST,
     MUTED_INPUT,
     VoiceOnset,
@@ -103,15 +104,18 @@ STARTING_SAID = "Starting the microphone"  # short: a screen reader heard by the
 LEVEL_CHECK_S = 3.0
 LEVEL_WINDOW_S = 3.0
 # The check's seconds count from the voice (`quality.VoiceOnset`): a microphone that hears at once would spend them
-# on the screen reader's line and the speaker's breath. Without a voice in LEVEL_VOICE_WAIT_S of sound, what was
-# heard is judged (too quiet, nothing).
+# on the silence before the speaker begins (a screen reader heard through a loudspeaker is a voice: headphones).
+# Without a voice in LEVEL_VOICE_WAIT_S of sound, what was heard is said (no voice, nothing, muted).
 LEVEL_VOICE_WAIT_S = 8.0
 LEVEL_CHECK_SAID = "Level check: speak as you will read"
 LEVEL_WAITING_TEXT = "Level check: starting the microphone…"
 LEVEL_LISTENING_TEXT = "Level check: speak as you will read…{left} — L ends it now"
 TOO_LOUD_SAID = "Too loud: clipping"
 CHECK_THE_INPUT = "check that the microphone is connected and on, or choose another input"
-SERVER_SILENT = "the sound input did not answer (the sound server may be hung)"
+SERVER_SILENT = (
+    "the sound input did not answer (the sound server may be hung); restart it (systemctl --user restart pulseaudio, "
+    "or pipewire pipewire-pulse) or choose another input"
+)
 METER_INTERVAL_MS = 25  # 40 Hz: the meter shows the loudest block since the last tick
 
 
@@ -197,8 +201,7 @@ class SpeakersPage(QWidget):
         self.stop_held = False  # the take being saved was kept without its stream's stop (a hung sound server)
         self.recording_since = 0.0  # when the stream started (time.monotonic())
         self.state = "idle"  # idle, starting, recording, stopping, saving; listening: a level check (L)
-        # the take's or the check's block levels, its last 20 s (a check: up to 8 s before the voice, then 3 s of it)
-        self.heard_levels: collections.deque[Level] = collections.deque(maxlen=1024)
+        self.heard_levels: collections.deque[Level] = collections.deque()  # the take's or check's blocks (`_listen`)
         self.voice = VoiceOnset()  # when the level check first heard a voice
         self.too_loud_said = False  # TOO_LOUD_SAID, once per take
         self.level_line: str | None = None  # the last level check's verdict, on the line until a take begins
@@ -865,7 +868,7 @@ class SpeakersPage(QWidget):
         if recorder.spool_problem is not None:  # a read-only or full project folder: said, the take goes on
             self.view.set_status(f"Recording, but {recorder.spool_problem}", said="")  # said with "Recording"
         self._clear_input()
-        self.heard_levels.clear()
+        self._listen(recorder, LEVEL_WINDOW_S)
         self.too_loud_said = False
         self._show_input(recorder)
         self.meter_timer.start()
@@ -1184,8 +1187,10 @@ class SpeakersPage(QWidget):
         self.state = "starting"
         self.view.state_label.setText("Starting…")
         session = self.session
-        BackgroundOp(self.session.runner, lambda progress: recorder.abort(), label=label, parent=self, sound_device=True)\
-            .success(lambda _none: self._record_again(session, said_first)).run()  # fmt: skip
+        closing = BackgroundOp(
+            self.session.runner, lambda progress: recorder.abort(), label=label, parent=self, sound_device=True
+        )
+        closing.success(lambda _none: self._record_again(session, said_first)).run()
 
     def _record_again(self, session: ProjectSession | None, said_first: str) -> None:
         """Backspace's discarded take (or R's level check) is closed: record, unless the page moved on meanwhile
@@ -1229,7 +1234,7 @@ class SpeakersPage(QWidget):
             self.player.stop()
         recorder = Recorder(self.device, stream_factory=self.stream_factory)
         self.recorder, self.state, self.voice = recorder, "listening", VoiceOnset()
-        self.heard_levels.clear()
+        self._listen(recorder, DIGITAL_SILENCE_S + LEVEL_VOICE_WAIT_S + LEVEL_CHECK_S)
         self.view.state_label.setText(LEVEL_WAITING_TEXT)
         set_toned_sheet(self.view.state_label, "font-weight:bold;")
         self.view.set_status("", said=LEVEL_CHECK_SAID)
@@ -1246,6 +1251,12 @@ class SpeakersPage(QWidget):
             .failure(lambda error: self._start_failed(recorder, error), dialog=True)
             .run()
         )
+
+    def _listen(self, recorder: Recorder, seconds: float) -> None:
+        """Keep the levels of the recorder's last `seconds` of blocks (with a second to spare), at its rate: a
+        check's room before the voice would be dropped at 96 kHz by a bound sized for 48."""
+        blocks = math.ceil((seconds + 1.0) * recorder.rate / recorder.blocksize)
+        self.heard_levels = collections.deque(maxlen=blocks)
 
     def _level_check_progress(self, recorder: Recorder) -> None:
         """The check's line as the input wakes and the voice is heard; its end LEVEL_CHECK_S after the voice came,
@@ -1290,13 +1301,16 @@ class SpeakersPage(QWidget):
             heard = [lv for lv in self.heard_levels if recorder.heard_at is None or lv.at >= recorder.heard_at]
             voice = [lv for lv in heard if lv.at >= self.voice.at] if self.voice.at is not None else heard
             # the room from every block heard; the voice's peak from the voice on (L's own click is no voice)
-            words = level_verdict([lv.rms_dbfs for lv in heard], [lv.peak_dbfs for lv in voice]).words
+            verdict = level_verdict(
+                [lv.rms_dbfs for lv in heard], [lv.peak_dbfs for lv in voice], voice_heard=self.voice.at is not None
+            )
+            words = verdict.words if verdict.band == "good" else f"{verdict.words}. L checks again"
         else:
             if why is None:
-                why = f"no sound came from {input_name(recorder)}" if answered else SERVER_SILENT
-            words = f"Level not checked: {why}; {CHECK_THE_INPUT}"
-        self.level_line = f"{words}. L checks again"
-        self.view.set_status(self.level_line)
+                why = f"no sound came from {input_name(recorder)}; {CHECK_THE_INPUT}" if answered else SERVER_SILENT
+            words = f"Level not checked: {why}. L checks again"
+        self.level_line = words
+        self.view.set_status(words)
 
     def _show_idle_line(self) -> None:
         """The line above the take once nothing is recorded: the prompt's take, or nothing without a speaker."""

@@ -291,29 +291,40 @@ def full_scale_dbfs(settings: QualitySettings = QualitySettings()) -> float:
 
 class VoiceOnset:
     """When a voice begins among an input's block levels (a level check counts its seconds from it): ONSET_BLOCKS
-    blocks in a row ONSET_ABOVE_ROOM_DB above the quietest block before them (the room) and above the silence floor a
-    take's speech needs. A key's click (a block or two) is no voice; nor is a steady noise, however loud."""
+    blocks in a row ONSET_ABOVE_ROOM_DB above the room and above the silence floor a take's speech needs. The room
+    is the ROOM_PERCENTILE of the blocks heard before the run, once there are ROOM_BLOCKS of them: not the quietest
+    block, which an input fading in or a room gone briefly quiet would leave far below the room for good. Blocks of
+    exact zeros (waking, muted, a noise filter's pause) are no room. A key's click (a block or two) is no voice; nor
+    is a steady noise, however loud."""
 
     ONSET_BLOCKS = 3  # 64 ms at 48 kHz in blocks of 1024
     ONSET_ABOVE_ROOM_DB = 10.0
+    ROOM_BLOCKS = 10  # 0.2 s
+    ROOM_PERCENTILE = 20.0
 
     def __init__(self, settings: QualitySettings = QualitySettings()):
         self.floor = settings.silence_floor_dbfs
-        self.room: float | None = None  # the quietest block's RMS before the voice
-        self.run: list[float] = []  # when each block of the current run above the room came
+        self.heard: list[float] = []  # the RMS of each block of sound before the current run
+        self.run: list[tuple[float, float]] = []  # (RMS, when) of each block of the current run above the room
         self.at: float | None = None  # when the voice began
+
+    @property
+    def room(self) -> float | None:
+        """The room's level (dBFS) so far, or None before ROOM_BLOCKS blocks of sound."""
+        return float(np.percentile(self.heard, self.ROOM_PERCENTILE)) if len(self.heard) >= self.ROOM_BLOCKS else None
 
     def feed(self, rms_dbfs: float, at: float) -> float | None:
         """One block's RMS (dBFS) and arrival time; when the voice began, once it has."""
-        if self.at is not None:
+        if self.at is not None or rms_dbfs <= -120.0:
             return self.at
-        if self.room is not None and rms_dbfs >= max(self.floor, self.room + self.ONSET_ABOVE_ROOM_DB):
-            self.run.append(at)
+        room = self.room
+        if room is not None and rms_dbfs >= max(self.floor, room + self.ONSET_ABOVE_ROOM_DB):
+            self.run.append((rms_dbfs, at))
             if len(self.run) >= self.ONSET_BLOCKS:
-                self.at = self.run[0]
+                self.at = self.run[0][1]
         else:
+            self.heard += [rms for rms, _at in self.run] + [rms_dbfs]  # a click's blocks are the room's again
             self.run.clear()
-            self.room = rms_dbfs if self.room is None else min(self.room, rms_dbfs)
         return self.at
 
 
@@ -321,18 +332,21 @@ class VoiceOnset:
 class LevelVerdict:
     """What the input's level was over some seconds (`level_verdict`): its band, the figures, and the words."""
 
-    band: str  # muted / silent / loud (at full scale) / quiet / noisy (too close to the room's noise) / good
+    band: str  # muted / silent / no voice / loud (at full scale) / quiet / noisy (too close to the room's noise) / good
     peak_dbfs: float
     noise_dbfs: float | None  # the room's noise floor, when there were enough blocks to tell
     snr_db: float | None
     words: str  # "Level good: your voice peaked at -9 dBFS, 41 dB above the room's noise"
 
 
-def level_verdict(rms_dbfs, peak_dbfs, within: str = "", settings: QualitySettings = QualitySettings()) -> LevelVerdict:
+def level_verdict(
+    rms_dbfs, peak_dbfs, within: str = "", voice_heard: bool = True, settings: QualitySettings = QualitySettings()
+) -> LevelVerdict:
     """The level of the blocks whose RMS and peak (dBFS, -120 for exact zeros: `recorder.block_level`) are given, in
     words a speaker can act on: too loud, too quiet or good by the loudest block, and how far the voice stands
     above the room's noise (its quietest blocks' RMS, LEVEL_NOISE_PERCENTILE; the SNR is then the check's). The
-    peaks may be of fewer blocks than the RMS: a check's from the voice on, its room from before it too.
+    peaks may be of fewer blocks than the RMS: a check's from the voice on, its room from before it too. Without
+    `voice_heard` (a check that heard none, `VoiceOnset`), the loudest moment is no voice's: band "no voice".
     `within` follows the band in the words ("in the last 3 seconds"). Blocks of exact zeros (a noise filter's
     pauses) are no room: left out of its noise."""
     rms = np.asarray(rms_dbfs, dtype=np.float64).reshape(-1)
@@ -372,6 +386,16 @@ def level_verdict(rms_dbfs, peak_dbfs, within: str = "", settings: QualitySettin
     shown = f"{peak:.1f}" if peak > -3.0 else f"{math.floor(peak) if peak < QUIET_PEAK_DBFS else round(peak)}"
     shown += " dBFS"
     close = ", close to full scale (a louder word would clip)" if peak >= CLOSE_PEAK_DBFS else ""
+    if not voice_heard:
+        room = "" if noise is None else f", the room's noise {noise:.0f} dBFS"
+        return LevelVerdict(
+            "no voice",
+            peak,
+            noise,
+            snr,
+            f"No voice heard{said_within}: the loudest moment was {shown}{room}; speak once the check is said, "
+            "closer to the microphone",
+        )
     if peak >= full_scale_dbfs(settings):
         band, headline = "loud", "too loud"
         words = "your voice reached full scale; lower the input gain or move a little further from the microphone"

@@ -282,8 +282,21 @@ def test_a_voice_begins_after_the_room_and_a_keys_click_is_none():
     assert onset.at == 11 and onset.room == -70.0
     steady = VoiceOnset()
     assert all(steady.feed(-20.0, at) is None for at in range(200))  # a fan's noise, however loud, never began
+    for room in ([-80.0, -120.0] + [-50.0] * 10, [-75.0, -72.0] + [-52.0] * 10):  # a zero block; an input fading in
+        loud_room = VoiceOnset()
+        assert all(loud_room.feed(rms, at) is None for at, rms in enumerate(room)), (room, loud_room.room)
     floor = VoiceOnset()
     assert all(floor.feed(rms, at) is None for at, rms in enumerate([-110.0] * 5 + [-80.0] * 10))  # under -55 dBFS
+
+
+def test_a_check_that_heard_no_voice_says_so_not_that_the_room_is_a_voice():
+    """A loud room with no one speaking was "Level good, but the room is noisy: your voice peaked at …"."""
+    rms, peaks = block_levels(np.random.default_rng(0).normal(0, 0.01, 3 * RATE).astype(np.float32))
+    verdict = level_verdict(rms, peaks, voice_heard=False)
+    assert verdict.band == "no voice" and verdict.words.startswith("No voice heard: the loudest moment was -"), verdict
+    assert "the room's noise -40 dBFS" in verdict.words and "your voice" not in verdict.words
+    muted = level_verdict([-120.0] * 20, [-120.0] * 20, voice_heard=False)
+    assert muted.band == "muted"  # what was heard still comes first
 
 
 def test_the_level_of_exact_zeros_is_a_muted_input_and_of_a_quiet_room_nothing_heard():

@@ -1123,9 +1123,7 @@ def test_l_before_a_take_checks_the_level_says_it_and_keeps_nothing(qtbot, open_
     qtbot.waitUntil(lambda: page.state == "idle", timeout=5_000)
     assert time.monotonic() - started > 2.4  # 1.6 s of room (0.4 s of it in the take's signal), 1 s of voice
     line = page.view.status_label.text()
-    assert line.startswith("Level good: your voice peaked at -") and line.endswith(
-        "above the room's noise. L checks again"
-    )
+    assert line.startswith("Level good: your voice peaked at -") and line.endswith("dB above the room's noise")
     assert named[1:] == [f"{line}."]
     assert page.view.meter.updates > 0 and page.view.meter.peak_db == METER_FLOOR_DB  # it moved, then rested
     assert page.view.state_label.text() == "Not recorded yet: press R and read the prompt"
@@ -1153,7 +1151,7 @@ def test_a_take_that_reaches_full_scale_says_too_loud_once_and_l_says_its_last_s
     page.stream_factory = fake_stream_factory(np.concatenate([take_signal(0.1), loud]), realtime=True, noise_dbfs=-75)
     named = names_set(page)
     press(page, qtbot, "r")
-    qtbot.waitUntil(lambda: "Too loud: clipping." in named, timeout=5_000)
+    qtbot.waitUntil(lambda: any("Too loud: clipping." in name for name in named), timeout=5_000)  # maybe with Recording
     qtbot.wait(500)  # more blocks at full scale
     assert sum("Too loud" in name for name in named) == 1, named
     press(page, qtbot, "l")
