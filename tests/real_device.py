@@ -1444,6 +1444,27 @@ def walk_arguments(doc: str) -> tuple[Path, str]:
     return out, f"{args.screen}x24"
 
 
+@dataclass(frozen=True)
+class SpeakerWalk:
+    """What a recording walk (docs/screenshots/*_walk.py on the Speakers page) starts from (`speaker_walk`)."""
+
+    out: Path
+    screen: str  # 'WxHx24'
+    suffix: str  # of a screenshot's name: '' at 1400x900, else '-WxH'
+    project: Path  # the demo's copy, with a consented speaker
+    speech: Path  # the sentence the speaker reads (espeak-ng)
+
+
+def speaker_walk(doc: str) -> SpeakerWalk:
+    """A recording walk's command line (`walk_arguments`), the demo copied into OUT/project with a consented
+    speaker, and the sentence they read."""
+    out, screen = walk_arguments(doc)
+    project = demo_copy_in(out)
+    add_consented_speaker(project)
+    suffix = "" if screen == "1400x900x24" else f"-{screen.removesuffix('x24')}"
+    return SpeakerWalk(out, screen, suffix, project, speech_file(out / "speech.wav"))
+
+
 def demo_in(out: Path) -> Path:
     """OUT/demo, built by `spokenbench demo` the first time."""
     project = out / "demo"

@@ -27,24 +27,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from real_device import (  # noqa: E402
-    add_consented_speaker,
-    demo_copy_in,
     read_aloud,
     recording_session,
-    speech_file,
+    speaker_walk,
     type_keys,
-    walk_arguments,
 )
 
 from spokenbench.core.audio.io import encode_wav  # noqa: E402
 
 
 def main() -> None:
-    out, screen = walk_arguments(__doc__)
-    suffix = "" if screen == "1400x900x24" else f"-{screen.removesuffix('x24')}"
-    project = demo_copy_in(out)
-    add_consented_speaker(project)
-    speech = speech_file(out / "speech.wav")
+    walk = speaker_walk(__doc__)
+    out, screen, suffix, project, speech = walk.out, walk.screen, walk.suffix, walk.project, walk.speech
     room = out / "room.wav"
     room.write_bytes(encode_wav(np.random.default_rng(0).normal(0, 0.003, 60 * 22_050).astype(np.float32), 22_050))
     shown_after = []

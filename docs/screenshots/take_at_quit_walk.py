@@ -24,23 +24,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from real_device import (  # noqa: E402
-    add_consented_speaker,
-    demo_copy_in,
     read_aloud,
     recorded_takes,
     recording_session,
-    speech_file,
+    speaker_walk,
     type_keys,
-    walk_arguments,
 )
 
 
 def main() -> None:
-    out, screen = walk_arguments(__doc__)
-    suffix = "" if screen == "1400x900x24" else f"-{screen.removesuffix('x24')}"
-    project = demo_copy_in(out)
-    add_consented_speaker(project)
-    speech = speech_file(out / "speech.wav")
+    walk = speaker_walk(__doc__)
+    out, screen, suffix, project, speech = walk.out, walk.screen, walk.suffix, walk.project, walk.speech
     ended = []
 
     def record_and_read(desktop, heart) -> None:
