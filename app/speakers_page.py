@@ -253,6 +253,8 @@ class SpeakersPage(QWidget):
         self.view.project_prompts_requested.connect(lambda: self.use_reading_list(None))
         self.view.clone_requested.connect(self.create_clone)
         self.view.rescan_requested.connect(self.rescan)
+        # another input chosen: a check of the one before would be said as this one's (a take keeps its input)
+        self.view.device_chosen.connect(lambda _index: self._end_level_check(report=False, said_end=True))
         self._show_speaker()
 
     # -- session -----------------------------------------------------------------------------------------

@@ -1278,3 +1278,17 @@ def test_a_check_whose_start_the_sound_server_holds_says_so(
         ), page.view.status_label.text()
     finally:
         released.set()
+
+
+def test_choosing_another_input_ends_a_check_of_the_one_before(qtbot, open_session, project_path):
+    """A check went on with the input it began with, and its verdict was said as if of the input chosen since."""
+    usb = InputDevice(7, "USB microphone", 1, RATE, False)
+    page = make_page(qtbot, open_session, project_path, lister=lambda: [FAKE_DEVICE, usb])
+    qtbot.waitUntil(lambda: page.view.device_box.count() == 2, timeout=5_000)
+    page.stream_factory = fake_stream_factory(take_signal(2.0), realtime=True, noise_dbfs=-75)
+    page.do_action("level")
+    qtbot.waitUntil(lambda: page.view.meter.updates > 0, timeout=5_000)
+    page.view.device_box.setCurrentIndex(1)
+    assert page.state == "idle" and page.recorder is None and page.view.status_label.text() == "Level check ended"
+    page.do_action("level")
+    assert page.recorder.device == usb
