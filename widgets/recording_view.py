@@ -352,7 +352,6 @@ class RecorderView(SpokenFocus, QWidget):
         devices.addWidget(self.input_label)
         devices.addWidget(self.device_box, 1)
         devices.addWidget(self.rescan_button)
-        devices.addWidget(self.meter, 2)
         self.position_label = QLabel()
         self.prompt_label = QLabel()
         self.prompt_label.setWordWrap(True)
@@ -397,6 +396,7 @@ class RecorderView(SpokenFocus, QWidget):
         layout.addWidget(self.banner)
         layout.addLayout(top)
         layout.addLayout(devices)
+        layout.addWidget(self.meter)  # the recorder's width: beside the input it had 80-100 pixels on a laptop
         layout.addWidget(self.position_label)
         layout.addWidget(self.prompt_label)
         layout.addWidget(self.state_label)
