@@ -1273,7 +1273,7 @@ class SpeakersPage(QWidget):
                 self._end_level_check(report=True)
         elif self.voice.at is None:
             if recorder.recorded_s >= LEVEL_VOICE_WAIT_S:
-                self._end_level_check(report=True)  # what was heard: too quiet, nothing, or muted
+                self._end_level_check(report=True)  # what was heard: no voice, nothing, or muted
             else:
                 self.view.state_label.setText(LEVEL_LISTENING_TEXT.format(left=""))
         elif now - self.voice.at >= LEVEL_CHECK_S:
