@@ -29,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -1444,8 +1445,7 @@ def walk_arguments(doc: str) -> tuple[Path, str]:
     return out, f"{args.screen}x24"
 
 
-@dataclass(frozen=True)
-class SpeakerWalk:
+class SpeakerWalk(NamedTuple):
     """What a recording walk (docs/screenshots/*_walk.py on the Speakers page) starts from (`speaker_walk`)."""
 
     out: Path

@@ -33,8 +33,7 @@ from real_device import (  # noqa: E402
 
 
 def main() -> None:
-    walk = speaker_walk(__doc__)
-    out, screen, suffix, project, speech = walk.out, walk.screen, walk.suffix, walk.project, walk.speech
+    out, screen, suffix, project, speech = speaker_walk(__doc__)
     shown_after = []
 
     def first_samples_on_disk(heart) -> None:

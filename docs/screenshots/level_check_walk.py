@@ -29,8 +29,7 @@ from real_device import (  # noqa: E402
 
 
 def main() -> None:
-    walk = speaker_walk(__doc__)
-    out, screen, suffix, project, speech = walk.out, walk.screen, walk.suffix, walk.project, walk.speech
+    out, screen, suffix, project, speech = speaker_walk(__doc__)
     quiet, loud = louder(speech, -36), louder(speech, 12)
 
     def steps(desktop, heart) -> None:

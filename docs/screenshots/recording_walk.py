@@ -37,8 +37,7 @@ from spokenbench.core.audio.io import encode_wav  # noqa: E402
 
 
 def main() -> None:
-    walk = speaker_walk(__doc__)
-    out, screen, suffix, project, speech = walk.out, walk.screen, walk.suffix, walk.project, walk.speech
+    out, screen, suffix, project, speech = speaker_walk(__doc__)
     room = out / "room.wav"
     room.write_bytes(encode_wav(np.random.default_rng(0).normal(0, 0.003, 60 * 22_050).astype(np.float32), 22_050))
     shown_after = []
