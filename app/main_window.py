@@ -87,6 +87,7 @@ from spokenbench.app.settings_dialog import (
     annotator_name,
     app_settings,
 )
+from spokenbench.app.text_size import TEXT_SIZE_KEY, TEXT_SIZES, apply_text_size, step, stored_text_size, text_size_keys
 from spokenbench.core.audio.playback import STALL_S, PlaybackState
 from spokenbench.core.demo.project import build_demo
 from spokenbench.core.evaluation.launcher import run_rows
@@ -115,6 +116,7 @@ from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
 from spokenbench.widgets.keys import place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.screen_reader import (
+    SpokenFocus,
     alt_shortcut_acted,
     install_alt_left_to_the_shortcut,
     install_current_row_said,
@@ -524,6 +526,21 @@ class MainWindow(QMainWindow):
         jobs_action.setToolTip("Show or hide the jobs panel (Ctrl+J; Esc in it closes it)")
         jobs_action.triggered.connect(self._jobs_toggled)  # the user's toggle, not a build showing its progress
         view_menu.addAction(jobs_action)
+        view_menu.addSeparator()
+        self.text_size = stored_text_size(self.settings.value(TEXT_SIZE_KEY, 100))
+        larger = QAction("&Larger text", self)
+        larger.setShortcuts(text_size_keys("Ctrl+=", QKeySequence.StandardKey.ZoomIn))  # Ctrl+= without Shift too
+        larger.triggered.connect(lambda: self.set_text_size(step(self.text_size, 1)))
+        smaller = QAction("&Smaller text", self)
+        smaller.setShortcuts(text_size_keys("Ctrl+-", QKeySequence.StandardKey.ZoomOut))
+        smaller.triggered.connect(lambda: self.set_text_size(step(self.text_size, -1)))
+        normal = QAction("&Normal text size", self)
+        normal.setShortcut(QKeySequence("Ctrl+0"))
+        normal.triggered.connect(lambda: self.set_text_size(100))
+        for action in (larger, smaller, normal):
+            view_menu.addAction(action)
+        if self.text_size != 100:
+            apply_text_size(self.text_size)
 
         self.summary_label = ElidedLabel("No project open")  # a long path never widens the window
         self.jobs_button = QToolButton()
@@ -1420,6 +1437,22 @@ class MainWindow(QMainWindow):
         if focused is None or not self.jobs_dock.isVisible():
             return False
         return focused is self.jobs_button or self.jobs_dock.isAncestorOf(focused)
+
+    def set_text_size(self, percent: int) -> None:
+        """View → Larger text, Smaller text, Normal text size: the text at `percent` of the desktop's font at once,
+        kept for the next start, and said (a screen reader's user hears the size reached, or that it is the last)."""
+        if percent == self.text_size:
+            limit = "largest" if percent == TEXT_SIZES[-1] else "smallest" if percent == TEXT_SIZES[0] else "same"
+            line = f"Text size {percent} %, the {limit}"
+        else:
+            self.text_size = percent
+            apply_text_size(percent)
+            self.settings.setValue(TEXT_SIZE_KEY, percent)
+            line = f"Text size {percent} % (Ctrl+= larger, Ctrl+- smaller, Ctrl+0 normal)"
+        self.statusBar().showMessage(line, 5000)
+        focused = QApplication.focusWidget()
+        if isinstance(focused, SpokenFocus):  # the rating view, the review, the recorder: their line is said
+            focused.speak(line.split(" (")[0].replace("%", "percent"))
 
     def changeEvent(self, event) -> None:
         """The desktop switched between light and dark while the app ran (Qt hands the app the new palette):

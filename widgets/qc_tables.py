@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QAccessible, QAccessibleEvent
+from PySide6.QtGui import QAccessible, QAccessibleEvent, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.metrics.table_formats import format_cell
 from spokenbench.widgets.bidi import follow_text_direction
+from spokenbench.widgets.flow_layout import FlowLayout
 from spokenbench.widgets.tables import DraggedWidths
+from spokenbench.widgets.text_size import set_font_share
 from spokenbench.widgets.tones import set_toned_sheet
 
 EXPORT_FORMATS = (("csv", "CSV…"), ("tex", "LaTeX…"))
@@ -167,7 +169,7 @@ class QcTablesView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         title = QLabel("Quality control")
-        title.setStyleSheet("QLabel { font-size: 15pt; font-weight: 600; }")
+        set_font_share(title, 1.65, QFont.Weight.DemiBold)
         self.summary = QLabel("No project open")
         self.summary.setWordWrap(True)
         self.status = QLabel()
@@ -198,18 +200,20 @@ class QcTablesView(QWidget):
         top.addWidget(self.status)
         top.addWidget(self.paper_layout)
         top.addWidget(self.refresh_button)
-        bars = QHBoxLayout()
+        bars = FlowLayout(spacing=12)  # wrapped with larger text; each label stays with its box
         for text, box in (
             ("Flag annotators below control accuracy", self.accuracy_bar),
             ("or agreement", self.agreement_bar),
         ):
             label = QLabel(text)
             label.setBuddy(box)  # a screen reader says the label with the box, as in a form
-            bars.addWidget(label)
-            bars.addWidget(box)
-        bars.addSpacing(16)
+            pair = QWidget()
+            pair_layout = QHBoxLayout(pair)
+            pair_layout.setContentsMargins(0, 0, 0, 0)
+            pair_layout.addWidget(label)
+            pair_layout.addWidget(box)
+            bars.addWidget(pair)
         bars.addWidget(self.exclude_flagged)
-        bars.addStretch(1)
         self.tabs = QTabWidget()
         self.sections: dict[str, QcTableSection] = {}
         layout = QVBoxLayout(self)

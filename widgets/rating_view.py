@@ -25,6 +25,7 @@ from spokenbench.widgets.bidi import isolated
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.text_size import set_font_share
 from spokenbench.widgets.tones import set_toned_sheet
 from spokenbench.widgets.waveform import WaveformView
 
@@ -205,7 +206,8 @@ class RatingView(SpokenFocus, QWidget):
         self.text_label = QLabel()
         self.text_label.setWordWrap(True)
         self.text_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.text_label.setStyleSheet("font-size:18px; padding:8px 0;")
+        self.text_label.setStyleSheet("padding:8px 0;")
+        set_font_share(self.text_label, 1.5)  # the clip's text: 18 pixels on a 9-point desktop
         self.meta_label = QLabel()
         self.state_label = QLabel()
         self.waveform = WaveformView()
@@ -229,9 +231,8 @@ class RatingView(SpokenFocus, QWidget):
             grid.addWidget(button, index // BUTTON_COLUMNS, index % BUTTON_COLUMNS)
         self.help_overlay = QLabel(self)
         self.help_overlay.setTextFormat(Qt.TextFormat.RichText)
-        self.help_overlay.setStyleSheet(
-            "background:rgba(20,24,32,235); color:white; padding:16px; border-radius:8px; font-size:14px;"
-        )
+        self.help_overlay.setStyleSheet("background:rgba(20,24,32,235); color:white; padding:16px; border-radius:8px;")
+        set_font_share(self.help_overlay, 1.15)
         self.help_overlay.hide()
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)

@@ -29,9 +29,11 @@ from PySide6.QtWidgets import (
 from spokenbench.core.recording.quality import CLOSE_PEAK_DBFS
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.elided import ElidedComboBox
+from spokenbench.widgets.flow_layout import flow_row
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import FittedColumns, row_table
+from spokenbench.widgets.text_size import set_font_share
 from spokenbench.widgets.tones import set_toned_sheet, tone
 from spokenbench.widgets.waveform import WaveformView
 
@@ -130,11 +132,7 @@ class SpeakerListView(QWidget):
         self.withdraw_button.clicked.connect(self.withdraw_requested)
         for button in (self.add_button, self.consent_button, self.withdraw_button):
             button.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # Tab reaches them; a click leaves the keys where they were
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.add_button)
-        buttons.addWidget(self.consent_button)
-        buttons.addWidget(self.withdraw_button)
-        buttons.addStretch(1)
+        buttons = flow_row(self.add_button, self.consent_button, self.withdraw_button)  # wrapped with larger text
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QLabel("<h3>Speakers</h3>"))
@@ -356,7 +354,8 @@ class RecorderView(SpokenFocus, QWidget):
         self.prompt_label = QLabel()
         self.prompt_label.setWordWrap(True)
         self.prompt_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.prompt_label.setStyleSheet("font-size:20px; padding:10px 0;")
+        self.prompt_label.setStyleSheet("padding:10px 0;")
+        set_font_share(self.prompt_label, 1.65)  # the prompt read aloud: 20 pixels on a 9-point desktop
         self.state_label = QLabel()
         set_toned_sheet(self.state_label, "font-weight:bold;")
         self.waveform = WaveformView()
@@ -387,11 +386,7 @@ class RecorderView(SpokenFocus, QWidget):
         ):
             button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             button.clicked.connect(signal)
-        extra = QHBoxLayout()
-        extra.addWidget(self.reading_list_button)
-        extra.addWidget(self.project_button)
-        extra.addStretch(1)
-        extra.addWidget(self.clone_button)
+        extra = flow_row(self.reading_list_button, self.project_button, self.clone_button)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addLayout(top)

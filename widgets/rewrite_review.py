@@ -14,13 +14,14 @@ import dataclasses
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent, QKeySequence
+from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QGridLayout, QLabel, QStackedWidget, QTextBrowser, QTextEdit, QVBoxLayout, QWidget
 
 from spokenbench.core.rewriting.flagging import FlaggedRewrite, char_diff
 from spokenbench.widgets.bidi import has_right_to_left
 from spokenbench.widgets.keys import place_key_name
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
+from spokenbench.widgets.text_size import set_font_share
 from spokenbench.widgets.tones import set_toned_sheet, toned
 
 EDITING = "Editing: Ctrl+Enter saves, Esc cancels."
@@ -81,9 +82,7 @@ class RewriteReviewView(SpokenFocus, QWidget):
 
         self.progress_label = QLabel()
         self.progress_label.setAccessibleName("Review progress")
-        big = QFont(self.font())
-        big.setPointSizeF(big.pointSizeF() * 1.4)
-        self.progress_label.setFont(big)
+        set_font_share(self.progress_label, 1.4)
         self.title_label = QLabel()
         self.status_label = QLabel()
         self.original_view = QTextBrowser()
@@ -100,10 +99,8 @@ class RewriteReviewView(SpokenFocus, QWidget):
         self.rewrite_stack = QStackedWidget()
         self.rewrite_stack.addWidget(self.rewrite_view)
         self.rewrite_stack.addWidget(self.rewrite_editor)
-        text_font = QFont(self.font())
-        text_font.setPointSizeF(text_font.pointSizeF() * 1.3)
         for view in (self.original_view, self.rewrite_view, self.rewrite_editor):
-            view.setFont(text_font)
+            set_font_share(view, 1.3)
             view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             view.setMinimumHeight(90)
             view.setMaximumHeight(240)
@@ -117,6 +114,7 @@ class RewriteReviewView(SpokenFocus, QWidget):
             "<b>A</b>/<b>Enter</b> accept · <b>E</b> edit (<b>Ctrl+Enter</b> saves, <b>Esc</b> cancels) · "
             "<b>X</b> reject · <b>J</b>/<b>↓</b> next · <b>K</b>/<b>↑</b> previous · <b>Ctrl+Z</b> undo"
         )
+        self.keys_label.setWordWrap(True)  # two lines with larger text, not a page wider than the window
         set_toned_sheet(self.keys_label, "color: $muted")
 
         grid = QGridLayout()

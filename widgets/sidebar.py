@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
+
+WIDTH, ROW_HEIGHT = 210, 34  # at least, in pixels
+WIDEST_ENTRY = "Rewrites · 1000 to review"  # a badge's longest common text
 
 
 class Sidebar(QListWidget):
@@ -20,14 +23,27 @@ class Sidebar(QListWidget):
         self._rows: dict[str, int] = {}
         for key, name in pages:
             item = QListWidgetItem(name)
-            item.setSizeHint(QSize(0, 34))
             item.setToolTip(f"{name} (Ctrl+{len(self._rows) + 1})")  # the window's page keys, in this order
             self.addItem(item)
             self._names[key] = name
             self._rows[key] = self.count() - 1
-        self.setFixedWidth(210)
         self.setStyleSheet("QListWidget { border: none; padding-top: 6px; } QListWidget::item { padding-left: 10px; }")
+        self._fit_text()
         self.currentRowChanged.connect(self._row_changed)
+
+    def _fit_text(self) -> None:
+        """As wide as its longest badge needs and its rows as tall as the text, at the font now: 210 by 34 pixels
+        on a 9-point desktop, and more with larger text (View → Larger text), which elided 'Rewrites · 10 to rev…'
+        at a fixed width."""
+        metrics = self.fontMetrics()
+        self.setFixedWidth(max(WIDTH, metrics.horizontalAdvance(WIDEST_ENTRY) + 40))
+        for row in range(self.count()):
+            self.item(row).setSizeHint(QSize(0, max(ROW_HEIGHT, metrics.height() + 18)))
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_text()
 
     def keys(self) -> list[str]:
         return list(self._rows)

@@ -45,6 +45,18 @@ def shown_window(qtbot):
 
 
 @pytest.fixture(autouse=True)
+def application_font_of_this_test(qapp):
+    """The desktop's font again after a test that made the text larger (View → Larger text sets the application's
+    font, which every later window in the worker would have)."""
+    from PySide6.QtGui import QFont
+
+    font = QFont(qapp.font())
+    yield
+    if qapp.font() != font:
+        qapp.setFont(font)
+
+
+@pytest.fixture(autouse=True)
 def column_widths_of_this_test(monkeypatch):
     """A memory of dragged column widths of the test's own: a window binds the module's to its settings, and the
     next test in the worker must not find that one's (widgets/tables.ColumnMemory)."""

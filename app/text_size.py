@@ -1,0 +1,63 @@
+"""The app's text size (View → Larger text Ctrl+=, Smaller text Ctrl+-, Normal text size Ctrl+0): the desktop's
+own font times 100–200 %, applied at once and kept for the next start. An annotator who rates for hours, or whose
+sight is poor, makes the text larger here without scaling the whole desktop (which on a 1280×720 laptop at 150 %
+leaves the app 853×480 pixels) — as Anki, Zotero and browsers let their users. Every page fits a 1280×720 laptop's
+maximized window up to 150 % without scrolling sideways (tests/widgets/test_text_size.py)."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QFont, QKeySequence
+from PySide6.QtWidgets import QApplication
+
+from spokenbench.widgets.text_size import follow_text_size
+from spokenbench.widgets.tones import retone
+
+TEXT_SIZES = (100, 110, 125, 150, 175, 200)  # percent of the desktop's font
+TEXT_SIZE_KEY = "view/text_size"
+_desktop_font: QFont | None = None  # the application's font before any change: the desktop's, once per process
+
+
+def desktop_font() -> QFont:
+    global _desktop_font
+    if _desktop_font is None:
+        _desktop_font = QFont(QApplication.font())
+    return _desktop_font
+
+
+def stored_text_size(value) -> int:
+    """The text size kept in the settings, or 100 for anything else (the file is plain text anyone can edit)."""
+    try:
+        percent = int(str(value).strip())
+    except (TypeError, ValueError):
+        return 100
+    return percent if percent in TEXT_SIZES else 100
+
+
+def apply_text_size(percent: int) -> None:
+    """Set the application's font to the desktop's times `percent`, and every share of it (widgets.text_size) in
+    every window after it."""
+    font = QFont(desktop_font())
+    if font.pointSizeF() > 0:
+        font.setPointSizeF(font.pointSizeF() * percent / 100)
+    else:
+        font.setPixelSize(max(1, round(font.pixelSize() * percent / 100)))
+    QApplication.setFont(font)
+    for window in QApplication.topLevelWidgets():
+        retone(window)  # a widget with a style sheet keeps the font it had when its sheet was applied
+        follow_text_size(window)
+
+
+def text_size_keys(own: str, standard: QKeySequence.StandardKey) -> list[QKeySequence]:
+    """`own` (Ctrl+= is Ctrl and the key that types + with Shift, pressed without it) and the platform's zoom
+    keys for the same (Ctrl++ ; on macOS ⌘+), once each."""
+    keys = [QKeySequence(own)]
+    for key in QKeySequence.keyBindings(standard):
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def step(percent: int, by: int) -> int:
+    """The text size one step larger (by=1) or smaller (by=-1) than `percent`, kept within TEXT_SIZES."""
+    index = TEXT_SIZES.index(percent) if percent in TEXT_SIZES else 0
+    return TEXT_SIZES[min(len(TEXT_SIZES) - 1, max(0, index + by))]

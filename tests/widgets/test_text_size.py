@@ -1,0 +1,122 @@
+"""Larger text (View → Larger text Ctrl+=, Smaller text Ctrl+-, Normal text size Ctrl+0) for an annotator who
+reads for hours or sees poorly: the desktop's font times 100-200 %, at once and at the next start, with the text
+drawn larger than the rest (a clip's text, a prompt, a page's title) growing with it, and every page fitting a
+1280×720 laptop's maximized window at 150 % without scrolling sideways. Before, the app had no text size of its
+own, and with the font 150 % larger the Speakers page (1,121 pixels) and the QC page (1,019) were wider than the
+room a 1280×640 window gives a page (1,011 once the page list is wide enough for its names): the page scrolled
+sideways, its left edge cut off ("uality control"), and the page list elided 'Rewrites · 10 to rev…'."""
+
+import pytest
+from PySide6.QtCore import QSettings, QSize, Qt
+from PySide6.QtWidgets import QApplication
+
+from spokenbench.app.main_window import PAGES
+from spokenbench.app.text_size import TEXT_SIZE_KEY, TEXT_SIZES, desktop_font, step, stored_text_size
+
+LAPTOP = QSize(1280, 640)  # a maximized window on a 1280×720 screen (tests/widgets/test_laptop_fit.py)
+
+
+def point_size() -> float:
+    return QApplication.font().pointSizeF()
+
+
+def press(window, qtbot, key, times: int = 1) -> None:
+    for _ in range(times):
+        qtbot.keyClick(window, key, Qt.KeyboardModifier.ControlModifier)
+
+
+@pytest.mark.parametrize(
+    ("stored", "percent"),
+    [(None, 100), ("150", 150), (" 125 ", 125), ("120", 100), ("1e9", 100), ("large", 100), ([], 100)],
+)
+def test_a_stored_text_size_is_one_of_the_steps_or_normal(stored, percent):
+    assert stored_text_size(stored) == percent
+
+
+def test_the_steps_stop_at_the_ends():
+    assert [step(100, -1), step(100, 1), step(150, 1), step(200, 1), step(175, -1)] == [100, 110, 175, 200, 150]
+
+
+def test_ctrl_equals_makes_every_text_larger_at_once_and_at_the_next_start(shown_window, qtbot, tmp_path, built_demo):
+    ini = tmp_path / "settings.ini"
+    window = shown_window(QSettings(str(ini), QSettings.Format.IniFormat))
+    with qtbot.waitSignal(window.open_project(built_demo).finished, timeout=20_000):
+        pass
+    window.show_page("rewrites")
+    review = window.page_widgets["rewrites"].view
+    desktop = desktop_font().pointSizeF()
+    review_size = review.progress_label.font().pointSizeF()
+    sidebar_width = window.sidebar.width()
+    assert review_size == pytest.approx(desktop * 1.4)
+
+    press(window, qtbot, Qt.Key.Key_Equal, times=3)  # 110, 125, 150
+    assert window.text_size == 150
+    assert point_size() == pytest.approx(desktop * 1.5)
+    assert review.progress_label.font().pointSizeF() == pytest.approx(review_size * 1.5)  # its share kept
+    assert "Text size 150 %" in window.statusBar().currentMessage()
+    assert window.sidebar.font().pointSizeF() == pytest.approx(desktop * 1.5)  # a widget with a style sheet too
+    assert window.sidebar.width() > sidebar_width
+    for row in range(window.sidebar.count()):  # no page's name and badge elided
+        item = window.sidebar.item(row)
+        assert window.sidebar.fontMetrics().horizontalAdvance(item.text()) + 20 <= window.sidebar.width(), item.text()
+    window.settings.flush()
+    assert QSettings(str(ini), QSettings.Format.IniFormat).value(TEXT_SIZE_KEY) in (150, "150")
+
+    press(window, qtbot, Qt.Key.Key_Equal, times=4)  # 175, 200, and the largest said as such
+    assert window.text_size == TEXT_SIZES[-1]
+    assert "the largest" in window.statusBar().currentMessage()
+    press(window, qtbot, Qt.Key.Key_Minus)
+    assert window.text_size == 175
+    press(window, qtbot, Qt.Key.Key_0)
+    assert window.text_size == 100
+    assert point_size() == pytest.approx(desktop)
+    assert review.progress_label.font().pointSizeF() == pytest.approx(review_size)
+    assert window.sidebar.width() == sidebar_width
+
+    window.set_text_size(125)
+    window.settings.flush()
+    window.shutdown()
+    QApplication.setFont(desktop_font())  # a new process starts with the desktop's font
+    again = shown_window(QSettings(str(ini), QSettings.Format.IniFormat))
+    assert again.text_size == 125
+    assert point_size() == pytest.approx(desktop * 1.25)
+
+
+def test_a_text_size_edited_into_the_settings_file_by_hand_is_ignored(shown_window, tmp_path):
+    ini = tmp_path / "settings.ini"
+    ini.write_text("[view]\ntext_size=9000\n")
+    desktop = point_size()
+    window = shown_window(QSettings(str(ini), QSettings.Format.IniFormat))
+    assert window.text_size == 100
+    assert point_size() == desktop
+
+
+@pytest.mark.parametrize("percent", [125, 150])
+def test_every_page_fits_a_laptop_window_at_150_percent_without_scrolling_sideways(
+    shown_window, qtbot, tmp_path, read_only_demo, percent
+):
+    window = shown_window(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), size=None)
+    window.resize(LAPTOP)
+    with qtbot.waitSignal(window.open_project(read_only_demo).finished, timeout=20_000):
+        pass
+    window.set_text_size(percent)
+    measured = {}
+    for key, _name in PAGES:
+        if key == "results":
+            continue  # its figures scroll at any size (test_laptop_fit.py); its widths are measured below
+        window.show_page(key)
+        qtbot.waitUntil(lambda key=key: type(window.page_widgets[key]).__name__ != "PlaceholderPage", timeout=20_000)
+        qtbot.wait(50)
+        page = window.page_stack.currentWidget()
+        room = window.page_scroll.viewport().size()
+        measured[key] = (page.minimumSizeHint().width(), room.width())
+        assert window.size() == LAPTOP, f"{key}: the window grew to {window.size()}"
+        assert page.minimumSizeHint().width() <= room.width(), f"{key} at {percent} %: {measured[key]}"
+        assert not window.page_scroll.horizontalScrollBar().isVisible(), f"{key} at {percent} % scrolls sideways"
+        if key == "rating":  # the annotators' page: nothing of it off screen
+            assert not window.page_scroll.verticalScrollBar().isVisible(), f"rating at {percent} % scrolls"
+    window.show_page("speakers")
+    listed = window.page_widgets["speakers"].list_view
+    for button in (listed.add_button, listed.consent_button, listed.withdraw_button):  # wrapped, never cut off
+        assert button.width() >= button.sizeHint().width(), button.text()
+        assert listed.rect().contains(button.geometry()), button.text()

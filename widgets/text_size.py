@@ -1,0 +1,40 @@
+"""Text drawn larger than the application's font (a clip's text, a prompt, a page's title) as a share of it, kept
+so when the application's font changes while the app runs (View → Larger text): a size fixed in pixels or points
+in a style sheet stayed as it was while every other text grew, and a style sheet's font size cannot follow the
+application's font at all."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication, QWidget
+
+_SHARE_PROPERTY = "spokenbench_font_share"
+_WEIGHT_PROPERTY = "spokenbench_font_weight"
+
+
+def set_font_share(widget: QWidget, share: float, weight: QFont.Weight | None = None) -> None:
+    """Give the widget the application's font times `share` (and `weight`), kept so by `follow_text_size`."""
+    widget.setProperty(_SHARE_PROPERTY, share)
+    widget.setProperty(_WEIGHT_PROPERTY, None if weight is None else int(weight.value))
+    _apply(widget)
+
+
+def follow_text_size(root: QWidget) -> None:
+    """Size again, for the application's font now, every widget under root (root included) given a share."""
+    for widget in (root, *root.findChildren(QWidget)):
+        if widget.property(_SHARE_PROPERTY) is not None:
+            _apply(widget)
+
+
+def _apply(widget: QWidget) -> None:
+    share = float(widget.property(_SHARE_PROPERTY))
+    weight = widget.property(_WEIGHT_PROPERTY)
+    font = QFont(widget.font())
+    base = QApplication.font()
+    if base.pointSizeF() > 0:
+        font.setPointSizeF(base.pointSizeF() * share)
+    else:  # a desktop that gives its font in pixels
+        font.setPixelSize(max(1, round(base.pixelSize() * share)))
+    if weight is not None:
+        font.setWeight(QFont.Weight(weight))
+    widget.setFont(font)
