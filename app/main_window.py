@@ -112,7 +112,7 @@ from spokenbench.core.store.summary import (
 from spokenbench.widgets import tables as table_widgets
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.items_table import ItemsPanel
-from spokenbench.widgets.jobs_panel import ElidedLabel, JobsPanel
+from spokenbench.widgets.jobs_panel import JobsPanel
 from spokenbench.widgets.keys import place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.screen_reader import (
@@ -124,6 +124,7 @@ from spokenbench.widgets.screen_reader import (
     no_tab_stop,
 )
 from spokenbench.widgets.sidebar import Sidebar
+from spokenbench.widgets.status_line import StatusLabel, StatusSummary
 from spokenbench.widgets.tables import ColumnMemory
 from spokenbench.widgets.tones import retone, set_toned_sheet
 from spokenbench.widgets.wheel_guard import install_wheel_guard
@@ -542,7 +543,7 @@ class MainWindow(QMainWindow):
         if self.text_size != 100:
             apply_text_size(self.text_size)
 
-        self.summary_label = ElidedLabel("No project open")  # a long path never widens the window
+        self.summary_label = StatusSummary("No project open")  # a long path never widens the window
         self.jobs_button = QToolButton()
         self.jobs_button.setAutoRaise(True)
         self.jobs_button.setDefaultAction(jobs_action)
@@ -562,7 +563,7 @@ class MainWindow(QMainWindow):
         self.journal_label.setToolTip(f"{ROLLBACK_JOURNAL_NOTE[0].upper()}{ROLLBACK_JOURNAL_NOTE[1:]}.")
         set_toned_sheet(self.journal_label, "color: $warning")
         self.journal_label.hide()
-        self.pack_label = QLabel()
+        self.pack_label = StatusLabel()
         self.pack_label.setObjectName("packStatus")
         self.pack_label.hide()
         self.packs.status_changed.connect(self._show_pack_status)

@@ -36,6 +36,7 @@ from spokenbench.core.results.gender_views import (
     voice_names,
 )
 from spokenbench.widgets.elided import ElidedComboBox
+from spokenbench.widgets.flow_layout import FlowLayout, flow_row
 from spokenbench.widgets.tables import DraggedWidths, FittedColumns, row_table
 
 SUMMARY_COLUMNS = ("model", "category", "J", "Δ", "p (Δ)", "ν", "κ", "backbone", "answers")
@@ -164,19 +165,22 @@ class GenderPanel(QWidget):
             lambda: self.listen_button.setEnabled(self.selected_question() is not None)
         )
         self.question_table.itemDoubleClicked.connect(lambda _item: self._listen_to_selected())
-        bar = QHBoxLayout()
-        bar.addWidget(QLabel("Model:"))
-        bar.addWidget(self.model_picker, 1)
-        bar.addWidget(self.sort_button)
-        bar.addWidget(self.listen_button)
+        model = QWidget()
+        model_row = QHBoxLayout(model)
+        model_row.setContentsMargins(0, 0, 0, 0)
+        model_row.addWidget(QLabel("Model:"))
+        model_row.addWidget(self.model_picker, 1)
+        bar = flow_row(model, self.sort_button, self.listen_button)  # wrapped in a narrow panel or larger text
         per_question = QWidget()
         layout = QVBoxLayout(per_question)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         layout.addWidget(self.question_table, 1)
-        layout.addWidget(
-            QLabel("M / F / N: the male-, female-oriented and neutral options; letters: options without one (hover)")
+        options_note = QLabel(
+            "M / F / N: the male-, female-oriented and neutral options; letters: options without one (hover)"
         )
+        options_note.setWordWrap(True)
+        layout.addWidget(options_note)
 
         # listen
         self.question_picker = QComboBox()
@@ -185,7 +189,7 @@ class GenderPanel(QWidget):
         self.question_text.setWordWrap(True)
         self.version_pickers: dict[str, QComboBox] = {}
         self.play_buttons: dict[str, QPushButton] = {}
-        versions_row = QHBoxLayout()
+        versions_row = FlowLayout()  # side by side, or wrapped where the panel is narrow (the tour open, larger text)
         for kind in VERSION_KINDS:
             box = QGroupBox(VERSION_TITLES[kind])
             picker = QComboBox()
@@ -199,7 +203,7 @@ class GenderPanel(QWidget):
             inner.addWidget(button)
             self.version_pickers[kind] = picker
             self.play_buttons[kind] = button
-            versions_row.addWidget(box, 1)
+            versions_row.addWidget(box)
         self.listen_note = QLabel("Pick a question to hear its versions.")
         self.listen_note.setWordWrap(True)
         self.answers_table = _table(

@@ -293,7 +293,7 @@ class LauncherView(QWidget):
         self.resume_button = QPushButton("Resume")
         self.cancel_button.setEnabled(False)
         self.resume_button.setEnabled(False)
-        runs_group = QGroupBox("Runs (from this window, the command line and other windows)")
+        runs_group = QGroupBox("Runs, from every window and the command line")  # a title never wraps: kept short
         runs_layout = QVBoxLayout(runs_group)
         runs_layout.addWidget(self.runs_table, 1)
         runs_layout.addWidget(self.progress_bar)

@@ -31,6 +31,7 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QCursor, QImage, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QCheckBox,
     QHBoxLayout,
     QLabel,
@@ -48,6 +49,7 @@ from spokenbench.core.metrics.figures import FACTOR_MARKERS, figure_style
 from spokenbench.core.metrics.table_formats import format_cell, to_latex
 from spokenbench.core.results.model import Panel, Point, Published
 from spokenbench.widgets.elided import ElidedComboBox
+from spokenbench.widgets.flow_layout import FlowLayout
 from spokenbench.widgets.screen_reader import spoken
 from spokenbench.widgets.tones import set_toned_sheet, tone
 
@@ -66,6 +68,7 @@ PANEL_STYLE = {
     "legend.fontsize": 7,
     "legend.title_fontsize": 7,
 }
+HEADING_CHARACTERS = 40  # the least a line of a figure's heading beside its buttons, in average characters
 CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of subplots (yours) and two (published)
 TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
 BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 (matplotlib multiplies it by the ratio)
@@ -824,15 +827,19 @@ class MetricPanelView(QWidget):
         self.table.horizontalHeader().setResizeContentsPrecision(40)  # fit columns to the first rows only
         self.export_buttons: dict[tuple[str, str], QPushButton] = {}
 
-        top = QHBoxLayout()
-        heading = QVBoxLayout()
+        self.top = top = QBoxLayout(QBoxLayout.Direction.LeftToRight)  # the buttons go under the heading when
+        heading = QVBoxLayout()  # beside it the heading would have too few words a line (`_place_buttons`)
         heading.setSpacing(0)
         heading.addWidget(self.title)
         heading.addWidget(self.description)
         top.addLayout(heading, 1)
-        top.addWidget(self.published_toggle)
+        self.figure_buttons = FlowLayout()  # wrapped where even a line of their own is too narrow (the tour open)
+        self.figure_buttons.addWidget(self.published_toggle)
         for fmt in FIGURE_FORMATS:
-            self._export_button(top, "figure", fmt, f"{fmt.upper()}…", f"Export the figure as {fmt.upper()}")
+            self._export_button(
+                self.figure_buttons, "figure", fmt, f"{fmt.upper()}…", f"Export the figure as {fmt.upper()}"
+            )
+        top.addLayout(self.figure_buttons)
         table_bar = QHBoxLayout()
         table_label = QLabel("Table:")
         table_label.setBuddy(self.table_picker)  # a screen reader says "Table:" with the picker, as in a form
@@ -883,7 +890,22 @@ class MetricPanelView(QWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
+            self._place_buttons()
             self.updateGeometry()  # the heading wraps anew: the least height changed
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # larger text: wider buttons, fewer words a line
+            self._place_buttons()
+
+    def _place_buttons(self) -> None:
+        """The figure's buttons beside its heading while the heading keeps HEADING_CHARACTERS a line, else under
+        it: with larger text beside them it had 190 pixels, two or three words a line, and pushed the figure down."""
+        room = self.width() - self.figure_buttons.sizeHint().width()
+        beside = room >= self.fontMetrics().averageCharWidth() * HEADING_CHARACTERS
+        direction = QBoxLayout.Direction.LeftToRight if beside else QBoxLayout.Direction.TopToBottom
+        if self.top.direction() != direction:
+            self.top.setDirection(direction)
 
     def _export_button(self, layout, what: str, fmt: str, text: str, tip: str) -> None:
         button = QPushButton(text)

@@ -351,6 +351,7 @@ class RecorderView(SpokenFocus, QWidget):
         devices.addWidget(self.device_box, 1)
         devices.addWidget(self.rescan_button)
         self.position_label = QLabel()
+        self.position_label.setWordWrap(True)  # "No prompts: …" on two lines with larger text
         self.prompt_label = QLabel()
         self.prompt_label.setWordWrap(True)
         self.prompt_label.setTextFormat(Qt.TextFormat.PlainText)

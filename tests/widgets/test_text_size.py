@@ -51,6 +51,12 @@ def test_ctrl_equals_makes_every_text_larger_at_once_and_at_the_next_start(shown
 
     press(window, qtbot, Qt.Key.Key_Equal, times=3)  # 110, 125, 150
     assert window.text_size == 150
+    qtbot.wait(100)  # the status bar laid out again for the new font
+    assert not window.summary_label.isVisible(), "the summary drawn over the message"
+    window.statusBar().clearMessage()
+    assert window.summary_label.isVisible()
+    press(window, qtbot, Qt.Key.Key_Minus)
+    press(window, qtbot, Qt.Key.Key_Equal)
     assert point_size() == pytest.approx(desktop * 1.5)
     assert review.progress_label.font().pointSizeF() == pytest.approx(review_size * 1.5)  # its share kept
     assert "Text size 150 %" in window.statusBar().currentMessage()
@@ -120,3 +126,50 @@ def test_every_page_fits_a_laptop_window_at_150_percent_without_scrolling_sidewa
     for button in (listed.add_button, listed.consent_button, listed.withdraw_button):  # wrapped, never cut off
         assert button.width() >= button.sizeHint().width(), button.text()
         assert listed.rect().contains(button.geometry()), button.text()
+
+
+def test_the_dialogs_fit_a_laptop_screen_at_150_percent(qtbot, runner, tmp_path):
+    from spokenbench.app.settings_dialog import SettingsDialog
+    from spokenbench.app.text_size import apply_text_size
+    from spokenbench.widgets.queue_dialog import QueueDialog
+    from spokenbench.widgets.recording_view import AddSpeakerDialog, ConsentDialog
+
+    apply_text_size(150)
+    settings = SettingsDialog(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), runner)
+    for dialog in (settings, QueueDialog(), AddSpeakerDialog(), ConsentDialog("Mina", "I agree.", "coordinator")):
+        qtbot.addWidget(dialog)
+        least = dialog.minimumSizeHint()
+        assert least.width() <= LAPTOP.width() and least.height() <= LAPTOP.height(), (type(dialog).__name__, least)
+
+
+@pytest.mark.slow
+def test_the_results_page_with_the_tour_open_never_scrolls_sideways_at_150_percent(
+    shown_window, qtbot, tmp_path, read_only_demo
+):
+    """The tour's dock takes a third of the window: the figure's buttons went off to the right ('P' of Published),
+    and the gender panel's rows (three voices side by side, the model and two buttons, a long note) made the
+    figures' area 886 pixels wide in 637 at 150 % (670 in 474 at 100 % with the tour open)."""
+    from PySide6.QtWidgets import QScrollArea
+
+    from spokenbench.core.demo.tour import TOUR
+    from spokenbench.widgets.gender_panel import GenderPanel
+
+    window = shown_window(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), size=None)
+    window.resize(LAPTOP)
+    with qtbot.waitSignal(window.open_project(read_only_demo).finished, timeout=20_000):
+        pass
+    window.set_text_size(150)
+    window.tour.start(0)
+    qtbot.waitUntil(lambda: getattr(window.page_widgets["results"], "panels", None) is not None, timeout=60_000)
+    results = window.page_widgets["results"]
+    for index in range(len(TOUR)):
+        window.tour.show_step(index)
+        qtbot.wait(100)
+        sideways = [area for area in results.findChildren(QScrollArea) if area.horizontalScrollBar().isVisible()]
+        assert not window.page_scroll.horizontalScrollBar().isVisible(), f"step {index + 1}: the page scrolls"
+        assert not sideways, f"step {index + 1}: {[area.widget().minimumSizeHint() for area in sideways]}"
+        buttons = results.view.figure_buttons.geometry()
+        assert buttons.right() <= results.view.width(), f"step {index + 1}: the figure's buttons cut off"
+    gender = results.findChildren(GenderPanel)
+    assert gender, "the tour shows the gender panel"
+    assert gender[0].minimumSizeHint().width() <= gender[0].width()
