@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -44,6 +44,8 @@ ACTION_LABELS = {
     "toggle_transcripts": "Transcripts",
     "toggle_spectrogram": "Spectrogram",
 }
+# the key help's size (a share of the text's) and columns, tried in order until it fits the view (`_place_help`)
+HELP_LAYOUTS = ((1.15, 1), (1.15, 2), (1.0, 2), (0.85, 2))
 BUTTON_COLUMNS = 5  # rows of five fit beside the guided tour in a 1280-pixel window
 # keys that work whatever the key map says, listed under it in the ? help
 WINDOW_KEYS = (
@@ -52,6 +54,7 @@ WINDOW_KEYS = (
     ("Ctrl+1 … Ctrl+7", "Pages: Items, Rewrites, Rating, QC, Speakers, Evaluate, Results"),
     ("Tab / Shift+Tab", "Move between controls (outside a session)"),
     ("F1", "Guided tour"),
+    ("Ctrl+= / Ctrl+- / Ctrl+0", "Larger, smaller, normal text"),
 )
 WINDOW_KEY_MODIFIERS = (
     Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.MetaModifier
@@ -234,6 +237,7 @@ class RatingView(SpokenFocus, QWidget):
         self.help_overlay.setStyleSheet("background:rgba(20,24,32,235); color:white; padding:16px; border-radius:8px;")
         set_font_share(self.help_overlay, 1.15)
         self.help_overlay.hide()
+        self.help_rows: list[tuple[str, str]] = []  # (keys, what), from the key map (`set_keymap`)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addLayout(top)
@@ -256,16 +260,8 @@ class RatingView(SpokenFocus, QWidget):
             button.setText(f"{ACTION_LABELS[action]}  ({keys})" if keys else ACTION_LABELS[action])
             button.setToolTip(f"{ACTION_LABELS[action]}: {keys}" if keys else f"{ACTION_LABELS[action]}: no key set")
         listed = [(keys_text(self.keymap.get(a, ())) or "—", ACTION_LABELS[a]) for a in ACTION_LABELS]
-        rows = "".join(
-            f"<tr><td style='padding-right:16px'><b>{html.escape(keys)}</b></td><td>{html.escape(what)}</td></tr>"
-            for keys, what in [*listed, *WINDOW_KEYS]
-        )
-        closing = keys_text(self.keymap.get("help", ()))
-        self.help_overlay.setText(
-            f"<h3>Keys</h3><table>{rows}</table><p>{PLACE_NOTE}</p><p>Press "
-            f"{html.escape(closing) + ' or ' if closing else ''}Esc to close</p>"
-        )
-        self.help_overlay.adjustSize()
+        self.help_rows = [*listed, *WINDOW_KEYS]
+        self._place_help()
         said_keys = [(keys_text(self.keymap.get(a, ())), ACTION_LABELS[a]) for a in ACTION_LABELS]
         self.help_spoken = spoken(
             "Keys",
@@ -273,6 +269,7 @@ class RatingView(SpokenFocus, QWidget):
             *(f"{keys}: {what}" for keys, what in WINDOW_KEYS),
         )
         rating_keys = [f"{keys}: {what}" for keys, what in said_keys[:4] if keys]
+        closing = keys_text(self.keymap.get("help", ()))
         self.setAccessibleDescription(spoken(", ".join(rating_keys), f"{closing}: all keys" if closing else ""))
 
     def toggle_help(self) -> None:
@@ -281,8 +278,36 @@ class RatingView(SpokenFocus, QWidget):
         self.help_overlay.raise_()
         self.speak(self.help_spoken if self.help_overlay.isVisible() else "Keys help closed")
 
+    def _help_text(self, columns: int) -> str:
+        """The key help's table, its rows in `columns` side by side."""
+        cells = [
+            f"<td style='padding-right:16px'><b>{html.escape(keys)}</b></td><td style='padding-right:32px'>"
+            f"{html.escape(what)}</td>"
+            for keys, what in self.help_rows
+        ]
+        per_column = -(-len(cells) // columns)
+        rows = "".join(f"<tr>{''.join(cells[row::per_column])}</tr>" for row in range(per_column))
+        closing = keys_text(self.keymap.get("help", ()))
+        return (
+            f"<h3>Keys</h3><table>{rows}</table><p>{PLACE_NOTE}</p><p>Press "
+            f"{html.escape(closing) + ' or ' if closing else ''}Esc to close</p>"
+        )
+
     def _place_help(self) -> None:
-        size = self.help_overlay.sizeHint()
+        """The key help in one column, or two where one is taller than the view, and smaller than the text around
+        it where two are still too tall (text made larger, a short window): at 150 % its last lines reached the
+        view's bottom edge, and larger ones were cut off there."""
+        if not self.help_overlay.isVisible():
+            return  # written when shown: a rich text laid out at every resize for nothing
+        for share, columns in HELP_LAYOUTS:  # the first that fits; the last anyway (a window shorter than any)
+            set_font_share(self.help_overlay, share)
+            self.help_overlay.setText(self._help_text(columns))
+            self.help_overlay.setWordWrap(False)
+            width = min(self.help_overlay.sizeHint().width(), self.width())
+            self.help_overlay.setWordWrap(True)  # narrower than the view: its descriptions wrap
+            size = QSize(width, self.help_overlay.heightForWidth(width))
+            if size.height() <= self.height():
+                break
         self.help_overlay.setGeometry(
             max(0, (self.width() - size.width()) // 2), max(0, (self.height() - size.height()) // 3), size.width(),
             size.height(),
@@ -291,6 +316,11 @@ class RatingView(SpokenFocus, QWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._place_help()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # larger text: the help's size again
+            self._place_help()
 
     # -- drawing -----------------------------------------------------------------------------------------
 

@@ -135,7 +135,7 @@ def test_the_keys_are_said_as_mapped(shown):
     view.toggle_help()
     assert said(view).startswith("Keys. J: Correct. K: Acceptable. L: Incorrect. H: Keys.")
     assert "Esc: Close this help; without it, back to the queue list." in said(view)  # the window's keys too
-    assert said(view).endswith("F1: Guided tour.")
+    assert said(view).endswith("F1: Guided tour. Ctrl+= / Ctrl+- / Ctrl+0: Larger, smaller, normal text.")
     view.toggle_help()
     assert said(view) == "Keys help closed."
 

@@ -173,3 +173,26 @@ def test_the_results_page_with_the_tour_open_never_scrolls_sideways_at_150_perce
     gender = results.findChildren(GenderPanel)
     assert gender, "the tour shows the gender panel"
     assert gender[0].minimumSizeHint().width() <= gender[0].width()
+
+
+@pytest.mark.parametrize("percent", [100, 150, 200])
+def test_the_key_help_is_all_in_view_at_any_text_size(qtbot, percent):
+    """On a laptop's Rating page (the view 940×480 beside the page list), the ? help was one column: at 150 % its
+    last lines reached the view's bottom edge, and larger it was cut off there. Taller than the view, it is laid
+    out in two columns."""
+    from spokenbench.app.text_size import apply_text_size
+    from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP
+    from spokenbench.widgets.rating_view import RatingView
+
+    apply_text_size(percent)
+    view = RatingView()
+    qtbot.addWidget(view)
+    view.resize(940, 560)
+    view.show()
+    view.set_keymap(DEFAULT_KEYMAP)
+    view.toggle_help()
+    shown = view.help_overlay.geometry()
+    assert view.rect().contains(shown), f"{shown} in {view.rect()}"
+    assert "Larger, smaller, normal text" in view.help_overlay.text()
+    two_columns = view.help_overlay.text().count("<tr>") < len(view.help_rows)
+    assert two_columns == (percent >= 150)
