@@ -70,6 +70,10 @@ def test_a_rating_session_says_the_clip_and_each_rating_saved(heard, demo_copy):
     press("bracketleft", "Speed 0.9 times")
     press("3", "Incorrect saved.")
     assert stored_ratings(demo_copy) == 1  # the undone rating is kept, marked undone; the Incorrect counts
+    press("ctrl+equal", "Text size 110 percent")  # View → Larger text, said where the keys are
+    press("ctrl+0", "Text size 100 percent")
+    press("ctrl+minus", "Text size 100 percent, the smallest")
+    press("2", "Acceptable saved.")  # the keys still rate
 
 
 def test_a_note_and_a_rewrite_review_are_said(heard):
