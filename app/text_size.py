@@ -7,9 +7,9 @@ maximized window up to 150 % without scrolling sideways (tests/widgets/test_text
 from __future__ import annotations
 
 from PySide6.QtGui import QFont, QKeySequence
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDockWidget
 
-from spokenbench.widgets.text_size import follow_text_size
+from spokenbench.widgets.text_size import follow_text_size, set_font_share
 from spokenbench.widgets.tones import retone
 
 TEXT_SIZES = (100, 110, 125, 150, 175, 200)  # percent of the desktop's font
@@ -42,7 +42,14 @@ def apply_text_size(percent: int) -> None:
     else:
         font.setPixelSize(max(1, round(font.pixelSize() * percent / 100)))
     QApplication.setFont(font)
+    # a dock's title is drawn in the font its QDockWidget took when it was made, unless the dock's own font differs
+    # from the application's font for docks: that one stays the desktop's, each dock's is set (the tour's title
+    # stayed small while its text grew)
+    QApplication.setFont(desktop_font(), "QDockWidget")
     for window in QApplication.topLevelWidgets():
+        for dock in (window, *window.findChildren(QDockWidget)):
+            if isinstance(dock, QDockWidget):
+                set_font_share(dock, 1.0)
         retone(window)  # a widget with a style sheet keeps the font it had when its sheet was applied
         follow_text_size(window)
 

@@ -196,3 +196,27 @@ def test_the_key_help_is_all_in_view_at_any_text_size(qtbot, percent):
     assert "Larger, smaller, normal text" in view.help_overlay.text()
     two_columns = view.help_overlay.text().count("<tr>") < len(view.help_rows)
     assert two_columns == (percent >= 150)
+
+
+def title_rows(dock) -> int:
+    """How many pixel rows the dock's drawn title takes: the first run of rows from the top with dark pixels."""
+    image = dock.grab().toImage()
+    dark = [any(image.pixelColor(x, y).lightness() < 100 for x in range(4, 120)) for y in range(image.height())]
+    first = dark.index(True)
+    return dark[first:].index(False)
+
+
+def test_a_dock_s_title_grows_with_the_text(shown_window, qtbot, tmp_path):
+    """A QDockWidget draws its title in the font it took when it was made: the tour's title stayed small."""
+    window = shown_window(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    window.tour.start(0)
+    dock = window.tour.dock
+    qtbot.waitUntil(dock.isVisible, timeout=5_000)
+    normal = title_rows(dock)
+    window.set_text_size(150)
+    qtbot.wait(50)
+    assert title_rows(dock) >= normal * 1.3
+    assert window.tour.panel.font().pointSizeF() == pytest.approx(desktop_font().pointSizeF() * 1.5)  # its text too
+    window.set_text_size(100)
+    qtbot.wait(50)
+    assert title_rows(dock) == normal
