@@ -113,7 +113,7 @@ from spokenbench.widgets import tables as table_widgets
 from spokenbench.widgets.fonts import languages_without_font, missing_font_advice
 from spokenbench.widgets.items_table import ItemsPanel
 from spokenbench.widgets.jobs_panel import JobsPanel
-from spokenbench.widgets.keys import place_key_name, shown_as_is
+from spokenbench.widgets.keys import install_page_keys_by_place, place_key_name, shown_as_is
 from spokenbench.widgets.screen import ScreenWatch, first_window_geometry, keep_frame_on_screen, opens_maximized
 from spokenbench.widgets.screen_reader import (
     SpokenFocus,
@@ -394,6 +394,7 @@ class MainWindow(QMainWindow):
         install_empty_field_said()  # a screen reader says an empty text field Tab reaches (widgets/screen_reader.py)
         install_alt_left_to_the_shortcut()  # under a screen reader, Alt+letter leaves the menu bar alone
         install_current_row_said()  # a screen reader says a list's or table's row as the keys reach it
+        install_page_keys_by_place()  # Ctrl and AZERTY's key labelled 6 (it types -) is Ctrl+6, not Ctrl+-
         self._poll_interval_s = poll_interval_s
         self.setWindowTitle("SpokenBench Studio")
         install_keyboard_aids(QApplication.instance())  # the focus ring, Enter on buttons (app/keyboard.py)
@@ -540,8 +541,6 @@ class MainWindow(QMainWindow):
         normal.triggered.connect(lambda: self.set_text_size(100))
         for action in (larger, smaller, normal):
             view_menu.addAction(action)
-        if self.text_size != 100:
-            apply_text_size(self.text_size)
 
         self.summary_label = StatusSummary("No project open")  # a long path never widens the window
         self.jobs_button = QToolButton()
@@ -585,6 +584,8 @@ class MainWindow(QMainWindow):
         from spokenbench.app.tour import install_tour
 
         self.tour = install_tour(self)  # the guided tour's dock and Help → Guided Tour (app/tour.py)
+        if self.text_size != 100:  # once every dock is made: a dock made after takes the desktop's font for docks
+            apply_text_size(self.text_size)
 
     # --- pages ---------------------------------------------------------------------------------------------
     def show_page(self, key: str, focus: bool = True) -> None:
@@ -1442,9 +1443,8 @@ class MainWindow(QMainWindow):
     def set_text_size(self, percent: int) -> None:
         """View → Larger text, Smaller text, Normal text size: the text at `percent` of the desktop's font at once,
         kept for the next start, and said (a screen reader's user hears the size reached, or that it is the last)."""
-        if percent == self.text_size:
-            limit = "largest" if percent == TEXT_SIZES[-1] else "smallest" if percent == TEXT_SIZES[0] else "same"
-            line = f"Text size {percent} %, the {limit}"
+        if percent == self.text_size:  # Ctrl+= at the largest, Ctrl+- or Ctrl+0 at the smallest (normal)
+            line = f"Text size {percent} %, the {'largest' if percent == TEXT_SIZES[-1] else 'smallest'}"
         else:
             self.text_size = percent
             apply_text_size(percent)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFont, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget
 
-from spokenbench.widgets.text_size import follow_text_size, set_font_share
+from spokenbench.widgets.text_size import follow_text_size, scaled_font, set_font_share
 from spokenbench.widgets.tones import retone
 
 TEXT_SIZES = (100, 110, 125, 150, 175, 200)  # percent of the desktop's font
@@ -18,6 +18,9 @@ _desktop_font: QFont | None = None  # the application's font before any change: 
 
 
 def desktop_font() -> QFont:
+    """The font the desktop gave the app, taken before the first change: every size is a share of it, never of the
+    size before (150 % then 125 % is 125 % of the desktop's). A desktop font changed while the app runs is seen at
+    its next start."""
     global _desktop_font
     if _desktop_font is None:
         _desktop_font = QFont(QApplication.font())
@@ -36,20 +39,15 @@ def stored_text_size(value) -> int:
 def apply_text_size(percent: int) -> None:
     """Set the application's font to the desktop's times `percent`, and every share of it (widgets.text_size) in
     every window after it."""
-    font = QFont(desktop_font())
-    if font.pointSizeF() > 0:
-        font.setPointSizeF(font.pointSizeF() * percent / 100)
-    else:
-        font.setPixelSize(max(1, round(font.pixelSize() * percent / 100)))
-    QApplication.setFont(font)
+    QApplication.setFont(scaled_font(desktop_font(), percent / 100))
     # a dock's title is drawn in the font its QDockWidget took when it was made, unless the dock's own font differs
     # from the application's font for docks: that one stays the desktop's, each dock's is set (the tour's title
-    # stayed small while its text grew)
+    # stayed small while its text grew). A dock made after this takes the desktop's: the window applies the size
+    # once its docks are made.
     QApplication.setFont(desktop_font(), "QDockWidget")
     for window in QApplication.topLevelWidgets():
-        for dock in (window, *window.findChildren(QDockWidget)):
-            if isinstance(dock, QDockWidget):
-                set_font_share(dock, 1.0)
+        for dock in window.findChildren(QDockWidget):  # a floating dock is a top-level window and a child
+            set_font_share(dock, 1.0)
         retone(window)  # a widget with a style sheet keeps the font it had when its sheet was applied
         follow_text_size(window)
 

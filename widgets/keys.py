@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import unicodedata
 
-from PySide6.QtCore import QKeyCombination, Qt
+from PySide6.QtCore import QEvent, QKeyCombination, QObject, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
+
+from spokenbench.widgets.wheel_guard import install_application_filter
 
 _SHIFTED_OK = Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier
 
@@ -99,3 +101,24 @@ def shown_as_is(text: str) -> str:
     """`text` for a button's or a menu entry's label where it must show as written: an & in a name (a project called
     Q&A) otherwise made an Alt+A shortcut and vanished from the label."""
     return text.replace("&", "&&")
+
+
+class PageKeysByPlace(QObject):
+    """Ctrl and a digit-row key that types no digit (AZERTY: & é " ' ( - è _ ç à) is the page key its place names,
+    even where what it types is another shortcut: Ctrl and the key labelled 6 types Ctrl+-, View → Smaller text's
+    shortcut, which Qt's shortcut map took before the window could find Ctrl+6 by the key's place. Such a key's
+    shortcut is overridden, so it reaches the window as a key press (`MainWindow._press_at_place`). One handler of
+    the application's filter, as `WheelGuard`."""
+
+    events = (QEvent.Type.ShortcutOverride,)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        place = place_key_name(event)
+        if place is not None and place.startswith("Ctrl+") and place[len("Ctrl+") :].isdigit():
+            event.accept()  # not a shortcut: a key press, named by its place
+        return False
+
+
+def install_page_keys_by_place(app=None) -> PageKeysByPlace | None:
+    """Install the handler on the application once (later calls return the same one)."""
+    return install_application_filter(PageKeysByPlace, app)

@@ -901,7 +901,7 @@ class MetricPanelView(QWidget):
     def _place_buttons(self) -> None:
         """The figure's buttons beside its heading while the heading keeps HEADING_CHARACTERS a line, else under
         it: with larger text beside them it had 190 pixels, two or three words a line, and pushed the figure down."""
-        room = self.width() - self.figure_buttons.sizeHint().width()
+        room = self.width() - self.figure_buttons.sizeHint().width() - self.top.spacing()
         beside = room >= self.fontMetrics().averageCharWidth() * HEADING_CHARACTERS
         direction = QBoxLayout.Direction.LeftToRight if beside else QBoxLayout.Direction.TopToBottom
         if self.top.direction() != direction:

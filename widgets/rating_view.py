@@ -279,13 +279,13 @@ class RatingView(SpokenFocus, QWidget):
         self.speak(self.help_spoken if self.help_overlay.isVisible() else "Keys help closed")
 
     def _help_text(self, columns: int) -> str:
-        """The key help's table, its rows in `columns` side by side."""
+        """The key help's table, its rows in `columns` side by side (a gap before each column after the first)."""
+        per_column = -(-len(self.help_rows) // columns)
         cells = [
-            f"<td style='padding-right:16px'><b>{html.escape(keys)}</b></td><td style='padding-right:32px'>"
-            f"{html.escape(what)}</td>"
-            for keys, what in self.help_rows
+            f"<td style='padding-right:16px{'; padding-left:32px' if index >= per_column else ''}'>"
+            f"<b>{html.escape(keys)}</b></td><td>{html.escape(what)}</td>"
+            for index, (keys, what) in enumerate(self.help_rows)
         ]
-        per_column = -(-len(cells) // columns)
         rows = "".join(f"<tr>{''.join(cells[row::per_column])}</tr>" for row in range(per_column))
         closing = keys_text(self.keymap.get("help", ()))
         return (
@@ -296,9 +296,11 @@ class RatingView(SpokenFocus, QWidget):
     def _place_help(self) -> None:
         """The key help in one column, or two where one is taller than the view, and smaller than the text around
         it where two are still too tall (text made larger, a short window): at 150 % its last lines reached the
-        view's bottom edge, and larger ones were cut off there."""
+        view's bottom edge, and larger ones were cut off there. Hidden, it is written in one column, unsized."""
         if not self.help_overlay.isVisible():
-            return  # written when shown: a rich text laid out at every resize for nothing
+            set_font_share(self.help_overlay, HELP_LAYOUTS[0][0])
+            self.help_overlay.setText(self._help_text(HELP_LAYOUTS[0][1]))
+            return  # sized when shown: rich text laid out up to four times at every resize for nothing
         for share, columns in HELP_LAYOUTS:  # the first that fits; the last anyway (a window shorter than any)
             set_font_share(self.help_overlay, share)
             self.help_overlay.setText(self._help_text(columns))

@@ -5,8 +5,11 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
-WIDTH, ROW_HEIGHT = 210, 34  # at least, in pixels
-WIDEST_ENTRY = "Rewrites · 1000 to review"  # a badge's longest common text
+MIN_WIDTH, MIN_ROW_HEIGHT = 210, 34  # pixels: the sizes on a 9-point desktop
+# the badge the list is made wide enough for (a longer one, "Evaluate · 2 running, 1 to resume", is elided)
+WIDEST_ENTRY = "Rewrites · 1000 to review"
+PADDING = 40  # the item's left padding, the frame and a scroll bar's room, in pixels
+ROW_PADDING = 18  # above and below the text of a row
 
 
 class Sidebar(QListWidget):
@@ -36,9 +39,9 @@ class Sidebar(QListWidget):
         on a 9-point desktop, and more with larger text (View → Larger text), which elided 'Rewrites · 10 to rev…'
         at a fixed width."""
         metrics = self.fontMetrics()
-        self.setFixedWidth(max(WIDTH, metrics.horizontalAdvance(WIDEST_ENTRY) + 40))
+        self.setFixedWidth(max(MIN_WIDTH, metrics.horizontalAdvance(WIDEST_ENTRY) + PADDING))
         for row in range(self.count()):
-            self.item(row).setSizeHint(QSize(0, max(ROW_HEIGHT, metrics.height() + 18)))
+            self.item(row).setSizeHint(QSize(0, max(MIN_ROW_HEIGHT, metrics.height() + ROW_PADDING)))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

@@ -26,15 +26,21 @@ def follow_text_size(root: QWidget) -> None:
             _apply(widget)
 
 
-def _apply(widget: QWidget) -> None:
-    share = float(widget.property(_SHARE_PROPERTY))
-    weight = widget.property(_WEIGHT_PROPERTY)
-    font = QFont(widget.font())
-    base = QApplication.font()
+def scaled_font(font: QFont, share: float, base: QFont | None = None) -> QFont:
+    """`font` at `base`'s size (by default its own) times `share`: in points, or in pixels where the desktop gives
+    its font in pixels."""
+    base = base or font
+    scaled = QFont(font)
     if base.pointSizeF() > 0:
-        font.setPointSizeF(base.pointSizeF() * share)
-    else:  # a desktop that gives its font in pixels
-        font.setPixelSize(max(1, round(base.pixelSize() * share)))
+        scaled.setPointSizeF(base.pointSizeF() * share)
+    else:
+        scaled.setPixelSize(max(1, round(base.pixelSize() * share)))
+    return scaled
+
+
+def _apply(widget: QWidget) -> None:
+    font = scaled_font(widget.font(), float(widget.property(_SHARE_PROPERTY)), QApplication.font())
+    weight = widget.property(_WEIGHT_PROPERTY)
     if weight is not None:
         font.setWeight(QFont.Weight(weight))
     widget.setFont(font)

@@ -50,10 +50,13 @@ def application_font_of_this_test(qapp):
     font, which every later window in the worker would have)."""
     from PySide6.QtGui import QFont
 
+    from spokenbench.app import text_size
+
     font = QFont(qapp.font())
     yield
-    if qapp.font() != font:
-        qapp.setFont(font)
+    if qapp.font() != font or qapp.font("QDockWidget") != font:
+        qapp.setFont(font)  # the class fonts (the docks') go with it
+    text_size._desktop_font = None  # taken again from the font restored
 
 
 @pytest.fixture(autouse=True)

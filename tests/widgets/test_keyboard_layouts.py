@@ -191,3 +191,17 @@ def test_a_mnemonic_two_buttons_share_or_one_in_another_window_is_not_pressed_by
     send(window, key_event(0x439, ALT, KEY_Q, "й"))
     assert clicked == []
     dialog.close()
+
+
+def test_ctrl_and_azerty_s_key_labelled_6_overrides_the_smaller_text_shortcut_and_the_us_minus_key_does_not(window):
+    """On AZERTY the key labelled 6 types '-': with Ctrl, Qt's shortcut map took it as View → Smaller text
+    (Ctrl+-) before the window could name it Ctrl+6 by its place. Its shortcut is overridden (a key press then,
+    which the window names Ctrl+6: Evaluate); the key that types '-' on a US keyboard still makes the text smaller."""
+    azerty_six = QKeyEvent(QEvent.Type.ShortcutOverride, Qt.Key.Key_Minus, CTRL, 15, 0, 0, "")
+    us_minus = QKeyEvent(QEvent.Type.ShortcutOverride, Qt.Key.Key_Minus, CTRL, 20, 0, 0, "")
+    for event in (azerty_six, us_minus):
+        event.ignore()
+        QApplication.sendEvent(window, event)
+    assert azerty_six.isAccepted() and not us_minus.isAccepted()
+    send(QApplication.focusWidget() or window, key_event(Qt.Key.Key_Minus, CTRL, 15, ""))
+    assert window.sidebar.current_key() == "evaluate"

@@ -98,6 +98,7 @@ FRENCH_STEPS = (
     ("quotedbl", 3, "rating"),  # 3 (types "): Incorrect
     ("ctrl+z", 2, "rating"),  # AZERTY's own Z, elsewhere than on a US keyboard: Undo
     ("ctrl+ampersand", 2, "items"),  # Ctrl and the key labelled 1: the Items page
+    ("ctrl+minus", 2, "evaluate"),  # Ctrl and the key labelled 6 (types -): Evaluate, not View → Smaller text
 )
 RUSSIAN_STEPS = (
     ("1", 1, "rating"),  # digits are digits on this layout
