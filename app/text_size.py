@@ -15,6 +15,14 @@ from spokenbench.widgets.tones import retone
 TEXT_SIZES = (100, 110, 125, 150, 175, 200)  # percent of the desktop's font
 TEXT_SIZE_KEY = "view/text_size"
 _desktop_font: QFont | None = None  # the application's font before any change: the desktop's, once per process
+# the classes a platform theme may give fonts of their own (QApplicationPrivate::initializeWidgetFontHash): macOS's
+# smaller menus, tooltips and headers, KDE's. QApplication.setFont(font) drops them all, so each is kept, scaled
+THEME_FONT_CLASSES = (
+    "QMenu", "QMenuBar", "QMenuItem", "QMessageBox", "QLabel", "QTipLabel", "QStatusBar", "QMdiSubWindowTitleBar",
+    "QDockWidgetTitle", "QPushButton", "QCheckBox", "QRadioButton", "QToolButton", "QAbstractItemView",
+    "QListView", "QHeaderView", "QListBox", "QComboMenuItem", "QComboLineEdit", "QSmallFont", "QMiniFont",
+)  # fmt: skip
+_desktop_class_fonts: dict[str, QFont] = {}
 
 
 def desktop_font() -> QFont:
@@ -24,6 +32,10 @@ def desktop_font() -> QFont:
     global _desktop_font
     if _desktop_font is None:
         _desktop_font = QFont(QApplication.font())
+        _desktop_class_fonts.clear()
+        for name in THEME_FONT_CLASSES:
+            if QApplication.font(name) != _desktop_font:
+                _desktop_class_fonts[name] = QFont(QApplication.font(name))
     return _desktop_font
 
 
@@ -40,6 +52,8 @@ def apply_text_size(percent: int) -> None:
     """Set the application's font to the desktop's times `percent`, and every share of it (widgets.text_size) in
     every window after it."""
     QApplication.setFont(scaled_font(desktop_font(), percent / 100))
+    for name, font in _desktop_class_fonts.items():  # the theme's own, dropped by the line above
+        QApplication.setFont(scaled_font(font, percent / 100), name)
     # a dock's title is drawn in the font its QDockWidget took when it was made, unless the dock's own font differs
     # from the application's font for docks: that one stays the desktop's, each dock's is set (the tour's title
     # stayed small while its text grew). A dock made after this takes the desktop's: the window applies the size

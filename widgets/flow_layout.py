@@ -5,7 +5,7 @@ window, and the whole page scrolled sideways, its left edge cut off."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
-from PySide6.QtWidgets import QLayout, QLayoutItem, QSizePolicy, QWidget
+from PySide6.QtWidgets import QLayout, QLayoutItem, QWidget
 
 
 class FlowLayout(QLayout):
@@ -20,6 +20,7 @@ class FlowLayout(QLayout):
 
     def addItem(self, item: QLayoutItem) -> None:
         self._items.append(item)
+        self.invalidate()
 
     def count(self) -> int:
         return len(self._items)
@@ -60,26 +61,44 @@ class FlowLayout(QLayout):
         return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
 
     def _lay_out(self, rect: QRect, move: bool) -> int:
+        """Place the items line by line (or only measure, without `move`); return the height they take. Each item
+        is as wide as its size hint, within the line; a line's room left goes to its items that expand
+        sideways (their size policy), shared equally, and each item is centred in its line's height."""
         margins = self.contentsMargins()
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
-        x, y, line_height = area.x(), area.y(), 0
+        lines: list[list[tuple[QLayoutItem, QSize]]] = [[]]
+        x = area.x()
         for item in self._items:
             if item.isEmpty():  # a hidden button takes no room
                 continue
-            hint = item.sizeHint()
-            if x > area.x() and x + hint.width() > area.right() + 1:
-                x, y, line_height = area.x(), y + line_height + self.spacing(), 0
+            size = item.sizeHint()
+            size.setWidth(max(item.minimumSize().width(), min(size.width(), area.width())))
+            if lines[-1] and x + size.width() > area.right() + 1:
+                lines.append([])
+                x = area.x()
+            lines[-1].append((item, size))
+            x += size.width() + self.spacing()
+        y = area.y()
+        for line in lines:
+            if not line:
+                continue
+            height = max(size.height() for _item, size in line)
             if move:
-                item.setGeometry(QRect(QPoint(x, y), hint))
-            x += hint.width() + self.spacing()
-            line_height = max(line_height, hint.height())
-        return y + line_height - rect.y() + margins.bottom()
+                used = sum(size.width() for _item, size in line) + self.spacing() * (len(line) - 1)
+                growing = [item for item, _size in line if item.expandingDirections() & Qt.Orientation.Horizontal]
+                extra = max(0, area.width() - used) // len(growing) if growing else 0
+                x = area.x()
+                for item, size in line:
+                    width = size.width() + (extra if item in growing else 0)
+                    item.setGeometry(QRect(QPoint(x, y + (height - size.height()) // 2), QSize(width, size.height())))
+                    x += width + self.spacing()
+            y += height + self.spacing()
+        return max(0, y - self.spacing() - rect.y()) + margins.bottom()
 
 
 def flow_row(*widgets: QWidget) -> FlowLayout:
-    """A FlowLayout of `widgets`, each at its preferred width (a button never squeezed below its text)."""
+    """A FlowLayout of `widgets` in this order."""
     row = FlowLayout()
     for widget in widgets:
-        widget.setSizePolicy(QSizePolicy.Policy.Preferred, widget.sizePolicy().verticalPolicy())
         row.addWidget(widget)
     return row

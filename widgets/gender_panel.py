@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -166,6 +167,7 @@ class GenderPanel(QWidget):
         )
         self.question_table.itemDoubleClicked.connect(lambda _item: self._listen_to_selected())
         model = QWidget()
+        model.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)  # the room left on its line
         model_row = QHBoxLayout(model)
         model_row.setContentsMargins(0, 0, 0, 0)
         model_row.addWidget(QLabel("Model:"))
@@ -192,6 +194,7 @@ class GenderPanel(QWidget):
         versions_row = FlowLayout()  # side by side, or wrapped where the panel is narrow (the tour open, larger text)
         for kind in VERSION_KINDS:
             box = QGroupBox(VERSION_TITLES[kind])
+            box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)  # a line's width shared
             picker = QComboBox()
             picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             picker.setMinimumContentsLength(18)

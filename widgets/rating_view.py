@@ -9,6 +9,7 @@ import html
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -238,6 +239,7 @@ class RatingView(SpokenFocus, QWidget):
         set_font_share(self.help_overlay, 1.15)
         self.help_overlay.hide()
         self.help_rows: list[tuple[str, str]] = []  # (keys, what), from the key map (`set_keymap`)
+        self._help_placed_for: tuple | None = None  # what the open help was laid out for (`_place_help`)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addLayout(top)
@@ -297,10 +299,15 @@ class RatingView(SpokenFocus, QWidget):
         """The key help in one column, or two where one is taller than the view, and smaller than the text around
         it where two are still too tall (text made larger, a short window): at 150 % its last lines reached the
         view's bottom edge, and larger ones were cut off there. Hidden, it is written in one column, unsized."""
-        if not self.help_overlay.isVisible():
+        if self.help_overlay.isHidden():  # closed (open on a page not shown is sized: it is seen coming back)
             set_font_share(self.help_overlay, HELP_LAYOUTS[0][0])
             self.help_overlay.setText(self._help_text(HELP_LAYOUTS[0][1]))
+            self._help_placed_for = None
             return  # sized when shown: rich text laid out up to four times at every resize for nothing
+        placed_for = (self.size(), QApplication.font().toString(), tuple(self.help_rows), self.keymap.get("help"))
+        if placed_for == self._help_placed_for:
+            return  # laid out for this already (a font change elsewhere, a resize back): 30 ms a layout
+        self._help_placed_for = placed_for
         for share, columns in HELP_LAYOUTS:  # the first that fits; the last anyway (a window shorter than any)
             set_font_share(self.help_overlay, share)
             self.help_overlay.setText(self._help_text(columns))

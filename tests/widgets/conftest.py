@@ -54,8 +54,7 @@ def application_font_of_this_test(qapp):
 
     font = QFont(qapp.font())
     yield
-    if qapp.font() != font or qapp.font("QDockWidget") != font:
-        qapp.setFont(font)  # the class fonts (the docks') go with it
+    qapp.setFont(font)  # and the class fonts a test set (the docks') go with it
     text_size._desktop_font = None  # taken again from the font restored
 
 

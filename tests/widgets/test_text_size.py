@@ -8,7 +8,7 @@ sideways, its left edge cut off ("uality control"), and the page list elided 'Re
 
 import pytest
 from PySide6.QtCore import QSettings, QSize, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QStackedWidget, QWidget
 
 from spokenbench.app.main_window import PAGES
 from spokenbench.app.text_size import TEXT_SIZE_KEY, TEXT_SIZES, desktop_font, step, stored_text_size
@@ -235,3 +235,48 @@ def test_a_dock_s_title_grows_with_the_text(shown_window, qtbot, tmp_path):
     window.set_text_size(100)
     qtbot.wait(50)
     assert title_rows(dock) == normal
+
+
+def test_a_theme_s_own_fonts_for_menus_are_kept_and_scaled(qapp):
+    """macOS and KDE give menus, tooltips and headers fonts of their own; QApplication.setFont(font) drops them
+    all, and the menus took the text's font after the first change (Ctrl+0 too)."""
+    from PySide6.QtGui import QFont
+
+    from spokenbench.app import text_size
+
+    menus = QFont(QApplication.font())
+    menus.setPointSizeF(menus.pointSizeF() + 3)
+    QApplication.setFont(menus, "QMenu")  # as a platform theme sets it at the start
+    text_size._desktop_font = None
+    text_size.apply_text_size(150)
+    assert QApplication.font("QMenu").pointSizeF() == pytest.approx(menus.pointSizeF() * 1.5)
+    text_size.apply_text_size(100)
+    assert QApplication.font("QMenu").pointSizeF() == pytest.approx(menus.pointSizeF())
+
+
+def test_the_key_help_left_open_on_a_page_not_shown_is_sized_for_the_text_on_coming_back(qtbot):
+    """? open, another page shown (Ctrl+6), the text made larger there, back to the Rating page: the help is laid
+    out again for the larger text (Qt hands a page not shown its font change as it is shown again), not left at
+    the size it had with its last lines cut off."""
+    from spokenbench.app.text_size import apply_text_size
+    from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP
+    from spokenbench.widgets.rating_view import RatingView
+
+    pages = QStackedWidget()
+    qtbot.addWidget(pages)
+    view = RatingView()
+    pages.addWidget(view)
+    pages.addWidget(QWidget())  # another page
+    pages.resize(940, 560)
+    pages.show()
+    qtbot.waitExposed(pages)
+    view.set_keymap(DEFAULT_KEYMAP)
+    view.toggle_help()
+    pages.setCurrentIndex(1)
+    apply_text_size(125)
+    pages.setCurrentIndex(0)
+    QApplication.processEvents()
+    help_shown = view.help_overlay
+    assert help_shown.isVisible()
+    assert help_shown.heightForWidth(help_shown.width()) <= help_shown.height(), "the help's last lines cut off"
+    assert view.rect().contains(help_shown.geometry())

@@ -1,0 +1,48 @@
+"""The flow layout (widgets/flow_layout.py) that lets rows of buttons wrap with larger text: items keep their
+order and size, wrap only when the line is full, are centred in their line's height, share the room left among
+those that expand, and the height it asks for its width is the height it takes."""
+
+from PySide6.QtWidgets import QCheckBox, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+
+from spokenbench.widgets.flow_layout import FlowLayout
+
+
+def laid_out(qtbot, width: int):
+    page = QWidget()
+    qtbot.addWidget(page)
+    outer = QVBoxLayout(page)
+    outer.setContentsMargins(0, 0, 0, 0)
+    flow = FlowLayout()
+    outer.addLayout(flow)
+    outer.addStretch(1)
+    toggle, png, svg = QCheckBox("Published (paper)"), QPushButton("PNG…"), QPushButton("SVG…")
+    wide = QLabel("the room left")
+    wide.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+    for widget in (toggle, png, svg, wide):
+        flow.addWidget(widget)
+    page.resize(width, 300)
+    page.show()
+    qtbot.waitExposed(page)
+    return page, flow, (toggle, png, svg, wide)  # the page kept: qtbot holds it weakly
+
+
+def test_one_line_when_there_is_room_centred_in_its_height_and_the_room_left_to_what_expands(qtbot):
+    _page, flow, (toggle, png, svg, wide) = laid_out(qtbot, 800)
+    assert len({w.geometry().center().y() for w in (toggle, png, svg)}) == 1  # one line, centred alike
+    assert toggle.geometry().right() < png.geometry().left() < svg.geometry().left() < wide.geometry().left()
+    assert png.width() == png.sizeHint().width()
+    assert wide.geometry().right() == 800 - 1  # the line's room left
+    assert flow.heightForWidth(800) == max(w.sizeHint().height() for w in (toggle, png, svg, wide))
+
+
+def test_a_narrow_row_wraps_in_order_and_asks_for_the_height_it_takes(qtbot):
+    _page, flow, widgets = laid_out(qtbot, 2 * 90)
+    tops = [w.geometry().top() for w in widgets]
+    assert tops == sorted(tops) and len(set(tops)) >= 3  # in order, on three lines at least
+    for widget in widgets:
+        assert widget.geometry().right() < 2 * 90, widget  # none past the edge
+    bottom = max(w.geometry().bottom() for w in widgets) + 1
+    assert flow.heightForWidth(2 * 90) >= bottom - flow.geometry().top()
+    hidden = widgets[1]
+    hidden.hide()  # a hidden button takes no room
+    assert flow.heightForWidth(2 * 90) <= bottom - flow.geometry().top()
