@@ -5,7 +5,7 @@ window, and the whole page scrolled sideways, its left edge cut off."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
-from PySide6.QtWidgets import QLayout, QLayoutItem, QWidget
+from PySide6.QtWidgets import QLayout, QLayoutItem, QSizePolicy, QSpacerItem, QWidget
 
 
 class FlowLayout(QLayout):
@@ -47,18 +47,21 @@ class FlowLayout(QLayout):
     def sizeHint(self) -> QSize:
         """All on one line, as a row of them would be."""
         margins = self.contentsMargins()
-        shown = [item.sizeHint() for item in self._items if not item.isEmpty()]
+        shown = [item.sizeHint() for item in self._laid_out_items()]
         width = sum(size.width() for size in shown) + self.spacing() * max(0, len(shown) - 1)
         height = max((size.height() for size in shown), default=0)
         return QSize(width + margins.left() + margins.right(), height + margins.top() + margins.bottom())
 
     def minimumSize(self) -> QSize:
         size = QSize()
-        for item in self._items:
-            if not item.isEmpty():
-                size = size.expandedTo(item.minimumSize())
+        for item in self._laid_out_items():
+            size = size.expandedTo(item.minimumSize())
         margins = self.contentsMargins()
         return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
+
+    def _laid_out_items(self) -> list[QLayoutItem]:
+        """The items given room: a hidden button takes none; a stretch (a spacer, which Qt calls empty) does."""
+        return [item for item in self._items if item.widget() is None or not item.isEmpty()]
 
     def _lay_out(self, rect: QRect, move: bool) -> int:
         """Place the items line by line (or only measure, without `move`); return the height they take. Each item
@@ -68,9 +71,7 @@ class FlowLayout(QLayout):
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
         lines: list[list[tuple[QLayoutItem, QSize]]] = [[]]
         x = area.x()
-        for item in self._items:
-            if item.isEmpty():  # a hidden button takes no room
-                continue
+        for item in self._laid_out_items():
             size = item.sizeHint()
             size.setWidth(max(item.minimumSize().width(), min(size.width(), area.width())))
             if lines[-1] and x + size.width() > area.right() + 1:
@@ -96,9 +97,12 @@ class FlowLayout(QLayout):
         return max(0, y - self.spacing() - rect.y()) + margins.bottom()
 
 
-def flow_row(*widgets: QWidget) -> FlowLayout:
-    """A FlowLayout of `widgets` in this order."""
+def flow_row(*widgets: QWidget | None) -> FlowLayout:
+    """A FlowLayout of `widgets` in this order; None is a stretch (what follows it on its line goes to the right)."""
     row = FlowLayout()
     for widget in widgets:
-        row.addWidget(widget)
+        if widget is None:
+            row.addItem(QSpacerItem(0, 0, QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum))
+        else:
+            row.addWidget(widget)
     return row

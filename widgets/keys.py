@@ -7,10 +7,12 @@ meaning: Z on a German keyboard is the key labelled Z, and ',' never stands in f
 
 from __future__ import annotations
 
+import time
 import unicodedata
 
-from PySide6.QtCore import QEvent, QKeyCombination, QObject, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QKeyCombination, QObject, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QWidget
 
 from spokenbench.widgets.wheel_guard import install_application_filter
 
@@ -107,16 +109,42 @@ class PageKeysByPlace(QObject):
     """Ctrl and a digit-row key that types no digit (AZERTY: & é " ' ( - è _ ç à) is the page key its place names,
     even where what it types is another shortcut: Ctrl and the key labelled 6 types Ctrl+-, View → Smaller text's
     shortcut, which Qt's shortcut map took before the window could find Ctrl+6 by the key's place. Such a key's
-    shortcut is overridden, so it reaches the window as a key press (`MainWindow._press_at_place`). One handler of
-    the application's filter, as `WheelGuard`."""
+    shortcut is overridden, and its press goes straight to its window (a main window's floating dock: to the main
+    window), which names it by its place (`MainWindow._press_at_place`): passed up from the focused widget, a
+    combo box took Ctrl+- for its type-ahead. Qt asks again, without the native codes, for a press it is handed
+    back (a screen reader's bridge holds each key and posts a copy): the same key and modifiers within
+    REPEAT_S of an overridden one are overridden too. One handler of the application's filter, as `WheelGuard`."""
 
-    events = (QEvent.Type.ShortcutOverride,)
+    events = (QEvent.Type.ShortcutOverride, QEvent.Type.KeyPress)
+    REPEAT_S = 2.0
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._overridden: tuple[int, int, float] | None = None  # (key, modifiers, when) of the last one
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         place = place_key_name(event)
-        if place is not None and place.startswith("Ctrl+") and place[len("Ctrl+") :].isdigit():
-            event.accept()  # not a shortcut: a key press, named by its place
-        return False
+        by_place = place is not None and place.startswith("Ctrl+") and place[len("Ctrl+") :].isdigit()
+        if event.type() == QEvent.Type.ShortcutOverride:
+            now = time.monotonic()
+            pressed = (int(event.key()), int(event.modifiers().value))
+            if by_place:
+                self._overridden = (*pressed, now)
+                event.accept()  # not a shortcut: a key press, named by its place
+            elif event.nativeScanCode() == 0 and self._overridden is not None:
+                key, modifiers, when = self._overridden
+                if (key, modifiers) == pressed and now - when <= self.REPEAT_S:
+                    event.accept()  # the same press handed back without its codes
+            return False
+        if not by_place or not isinstance(watched, QWidget):
+            return False
+        window = watched.window()
+        while isinstance(window, QDockWidget) and window.parentWidget() is not None:
+            window = window.parentWidget().window()
+        if window is watched:
+            return False  # delivered to the window itself: its keyPressEvent names it
+        QCoreApplication.sendEvent(window, event)
+        return event.isAccepted()
 
 
 def install_page_keys_by_place(app=None) -> PageKeysByPlace | None:

@@ -387,7 +387,7 @@ class RecorderView(SpokenFocus, QWidget):
         ):
             button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             button.clicked.connect(signal)
-        extra = flow_row(self.reading_list_button, self.project_button, self.clone_button)
+        extra = flow_row(self.reading_list_button, self.project_button, None, self.clone_button)  # cloning at the right
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addLayout(top)

@@ -42,7 +42,26 @@ def test_a_narrow_row_wraps_in_order_and_asks_for_the_height_it_takes(qtbot):
     for widget in widgets:
         assert widget.geometry().right() < 2 * 90, widget  # none past the edge
     bottom = max(w.geometry().bottom() for w in widgets) + 1
-    assert flow.heightForWidth(2 * 90) >= bottom - flow.geometry().top()
+    assert flow.heightForWidth(2 * 90) == bottom - flow.geometry().top()
     hidden = widgets[1]
     hidden.hide()  # a hidden button takes no room
-    assert flow.heightForWidth(2 * 90) <= bottom - flow.geometry().top()
+    assert flow.heightForWidth(2 * 90) < bottom - flow.geometry().top()
+
+
+def test_a_stretch_puts_what_follows_it_at_the_right_of_its_line(qtbot):
+    from spokenbench.widgets.flow_layout import flow_row
+
+    page = QWidget()
+    qtbot.addWidget(page)
+    load, clone = QPushButton("Load reading list…"), QPushButton("Create cloned voice")
+    row = flow_row(load, None, clone)
+    outer = QVBoxLayout(page)
+    outer.setContentsMargins(0, 0, 0, 0)
+    outer.addLayout(row)
+    page.resize(600, 100)
+    page.show()
+    qtbot.waitExposed(page)
+    assert load.geometry().left() == 0 and clone.geometry().right() == 600 - 1
+    assert row.heightForWidth(row.sizeHint().width()) == row.sizeHint().height()  # its one-line width is one line
+    page.resize(load.sizeHint().width() + 4, 200)  # too narrow for both: the clone's button on a line of its own
+    qtbot.waitUntil(lambda: clone.geometry().top() > load.geometry().bottom(), timeout=2_000)

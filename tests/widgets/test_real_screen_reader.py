@@ -199,3 +199,12 @@ def test_the_items_page_says_its_first_item_and_reads_the_item_s_text_by_line(he
     press("Down", "What are the solutions of the equation")  # the question, its first line on the screen
     press("Tab", "Rewrites (")
     press("Tab", "option_A.")  # the rewrites with their first row
+
+
+def test_ctrl_and_azerty_s_key_labelled_6_opens_evaluate_under_the_screen_reader(heard):
+    """Orca's bridge holds each key and Qt is handed a copy, for which it asks the shortcut map again without the
+    key's codes: Ctrl and AZERTY's key labelled 6 (it types -) went to View → Smaller text on that second asking."""
+    press, reader, _opened = heard
+    reader.desktop.set_layout("fr")
+    press("ctrl+minus", "Model")  # Ctrl+6: the Evaluate page, its first field said
+    assert not any("Text size" in line for line in reader.said()), reader.said()

@@ -256,8 +256,9 @@ def test_a_theme_s_own_fonts_for_menus_are_kept_and_scaled(qapp):
 
 def test_the_key_help_left_open_on_a_page_not_shown_is_sized_for_the_text_on_coming_back(qtbot):
     """? open, another page shown (Ctrl+6), the text made larger there, back to the Rating page: the help is laid
-    out again for the larger text (Qt hands a page not shown its font change as it is shown again), not left at
-    the size it had with its last lines cut off."""
+    out again for the larger text (Qt hands a page not shown its font change as it is shown again; the help's
+    layout is kept per size and font, so the font must be part of what it was laid out for), not left at the size
+    it had with its last lines cut off."""
     from spokenbench.app.text_size import apply_text_size
     from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP
     from spokenbench.widgets.rating_view import RatingView
