@@ -202,7 +202,7 @@ def override(receiver, key, scan_code: int) -> bool:
 
 
 def test_ctrl_and_azerty_s_key_labelled_6_overrides_the_smaller_text_shortcut_and_the_us_minus_key_does_not(
-    window, qtbot
+    window, qtbot, request
 ):
     """On AZERTY the key labelled 6 types '-': with Ctrl, Qt's shortcut map took it as View → Smaller text
     (Ctrl+-) before the window could name it Ctrl+6 by its place. Its shortcut is overridden, also when Qt asks
@@ -211,7 +211,9 @@ def test_ctrl_and_azerty_s_key_labelled_6_overrides_the_smaller_text_shortcut_an
     still makes the text smaller."""
     from spokenbench.widgets.keys import install_page_keys_by_place
 
-    install_page_keys_by_place()._overridden = None  # no press of an earlier test within its repeat time
+    handler = install_page_keys_by_place()
+    handler._overridden = None  # no press of an earlier test within its repeat time
+    request.addfinalizer(lambda: setattr(handler, "_overridden", None))  # nor of this one for the next test
     box = QComboBox()
     box.addItems(["first", "-second"])
     window.statusBar().addWidget(box)
