@@ -11,22 +11,45 @@ place would change it for every test after it, in every worker: `changed_audio` 
 import hashlib
 import os
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 AUDIO_FOLDER = "audio"
+DATABASE_SUFFIX = ".sqlite"
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def linked_copy(project: Path, target: Path) -> Path:
-    """A writable copy of a project folder whose audio files are hard links to the original's (same file system)."""
+    """A writable copy of a project folder whose audio files are hard links to the original's (same file system).
+
+    The shared demo is read by tests in the other worker while it is copied: each reader's connection makes the
+    database's `-wal` and `-shm` files and the last one to close deletes them, so a plain copy of the folder can list
+    one and find it gone (seen in CI). The database is copied through SQLite's backup (a consistent snapshot, with
+    whatever its log holds) and its side files are left out."""
     audio = Path(project, AUDIO_FOLDER)
 
     def link_audio_copy_the_rest(source: str, destination: str) -> None:
         if Path(source).parent.parent == audio:
             os.link(source, destination)
+        elif source.endswith(DATABASE_SUFFIX):
+            copy_database(Path(source), Path(destination))
         else:
             shutil.copy2(source, destination)
 
-    return Path(shutil.copytree(project, target, copy_function=link_audio_copy_the_rest))
+    def database_side_files(folder: str, names: list[str]) -> list[str]:
+        return [name for name in names if name.endswith(tuple(DATABASE_SUFFIX + end for end in SQLITE_SIDE_FILES))]
+
+    return Path(shutil.copytree(project, target, copy_function=link_audio_copy_the_rest, ignore=database_side_files))
+
+
+def copy_database(source: Path, destination: Path) -> None:
+    """A snapshot of a database others may have open, in the same journal mode."""
+    with closing(sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)) as reader:
+        with closing(sqlite3.connect(destination)) as writer:
+            reader.backup(writer)
+            mode = reader.execute("PRAGMA journal_mode").fetchone()[0]
+            writer.execute(f"PRAGMA journal_mode = {mode}")
 
 
 def audio_fingerprint(project: Path) -> dict[str, tuple[int, int, int]]:

@@ -2,6 +2,9 @@
 
 import hashlib
 import os
+import sqlite3
+import threading
+from contextlib import closing
 
 import pytest
 from demo_copies import audio_fingerprint, changed_audio, damaged_audio, linked_copy, replace_file
@@ -15,7 +18,11 @@ def original(tmp_path):
         sha = hashlib.sha256(data).hexdigest()
         (folder / "audio" / sha[:2]).mkdir(parents=True, exist_ok=True)
         (folder / "audio" / sha[:2] / f"{sha}.flac").write_bytes(data)
-    (folder / "project.sqlite").write_bytes(b"the database")
+    with closing(sqlite3.connect(folder / "project.sqlite")) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE ratings (item TEXT)")
+        conn.execute("INSERT INTO ratings VALUES ('the first')")
+        conn.commit()
     return folder
 
 
@@ -27,8 +34,46 @@ def test_a_copy_shares_the_audio_and_owns_its_database(original, tmp_path):
     copy = linked_copy(original, tmp_path / "copy")
     assert [path.stat().st_ino for path in audio_files(copy)] == [path.stat().st_ino for path in audio_files(original)]
     assert (copy / "project.sqlite").stat().st_ino != (original / "project.sqlite").stat().st_ino
+    before = (original / "project.sqlite").read_bytes()
     (copy / "project.sqlite").write_bytes(b"changed in the copy")
-    assert (original / "project.sqlite").read_bytes() == b"the database"
+    assert (original / "project.sqlite").read_bytes() == before
+
+
+def rows(folder):
+    with closing(sqlite3.connect(f"{(folder / 'project.sqlite').as_uri()}?mode=ro", uri=True)) as conn:
+        return [row[0] for row in conn.execute("SELECT item FROM ratings ORDER BY rowid")]
+
+
+def test_a_copy_holds_what_the_originals_log_holds_and_none_of_its_side_files(original, tmp_path):
+    with closing(sqlite3.connect(original / "project.sqlite")) as writer:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("INSERT INTO ratings VALUES ('in the log only')")
+        writer.commit()
+        assert (original / "project.sqlite-wal").stat().st_size > 0
+        copy = linked_copy(original, tmp_path / "copy")
+    assert sorted(path.name for path in copy.iterdir()) == ["audio", "project.sqlite"]
+    assert rows(copy) == ["the first", "in the log only"]
+    with closing(sqlite3.connect(copy / "project.sqlite")) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_copy_is_whole_while_another_process_opens_and_closes_the_original(original, tmp_path):
+    """The CI failure: the -wal and -shm files of a reader's connection listed by the copy, deleted before it read them."""
+    stop = threading.Event()
+
+    def reader():  # as Project.open does: a connection that may write, and deletes the side files as it closes
+        while not stop.is_set():
+            with closing(sqlite3.connect(original / "project.sqlite")) as conn:
+                conn.execute("SELECT item FROM ratings").fetchall()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        copies = [linked_copy(original, tmp_path / f"copy-{n}") for n in range(200)]
+    finally:
+        stop.set()
+        thread.join()
+    assert all(rows(copy) == ["the first"] for copy in copies)
 
 
 def test_a_file_replaced_in_a_copy_leaves_the_original_as_it_was(original, tmp_path):

@@ -4,10 +4,10 @@ with the paper's two options), the balanced one also reads them as the backbone 
 project), and `spokenbench report DEMO --kind gender-probe` shows the difference offline."""
 
 import json
-import shutil
 
 import pandas as pd
 import pytest
+from demo_copies import linked_copy
 
 from spokenbench.core.demo.project import DEMO_GENDER_PROMPTS, DEMO_NEUTRALIZED_PROMPTS, demo_file
 
@@ -21,7 +21,7 @@ from spokenbench.core.store import Project
 @pytest.fixture(scope="module")
 def demo(built_demo, tmp_path_factory):
     """The session's demo, copied once for this module (a report opens the project)."""
-    return shutil.copytree(built_demo, tmp_path_factory.mktemp("gender-demo") / "demo-project")
+    return linked_copy(built_demo, tmp_path_factory.mktemp("gender-demo") / "demo-project")
 
 
 @pytest.mark.slow

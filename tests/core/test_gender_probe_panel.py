@@ -4,10 +4,10 @@ run; κ against the project's declared backbone pairs; and models that answered 
 multiple-choice models in the series, so those keep their colours."""
 
 import math
-import shutil
 
 import pandas as pd
 import pytest
+from demo_copies import linked_copy
 
 from spokenbench.core.metrics.synthetic import biasinear_like, gender_probe_like
 from spokenbench.core.results.compute import compute_panels, project_panels
@@ -24,7 +24,7 @@ MCQ_LISTENERS = ["simulated:accent-sensitive", "simulated:order-sensitive", "sim
 
 @pytest.fixture(scope="module")
 def demo(built_demo, tmp_path_factory):
-    return shutil.copytree(built_demo, tmp_path_factory.mktemp("probe-panel") / "demo-project")
+    return linked_copy(built_demo, tmp_path_factory.mktemp("probe-panel") / "demo-project")
 
 
 @pytest.fixture(scope="module")
