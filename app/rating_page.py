@@ -65,6 +65,7 @@ from spokenbench.widgets.fonts import languages_without_font, missing_font_advic
 from spokenbench.widgets.queue_dialog import QueueDialog
 from spokenbench.widgets.rating_view import ACTION_LABELS, QueueListView, RatingView, keys_text
 from spokenbench.widgets.screen_reader import spoken
+from spokenbench.widgets.text_size import text_scale
 from spokenbench.widgets.waveform import ClipAudio, prepare_clip, spectrogram_image
 
 QUEUE_TABLES = frozenset({"ratings", "rating_queues", "rating_queue_clips", "transcripts", "clip_screening"})
@@ -876,12 +877,13 @@ class RatingPage(QWidget):
         audio = clip.audio
         waveform = self.view.waveform
         size, ratio = (waveform.width(), waveform.height()), waveform.devicePixelRatioF()  # as it is shown
+        scale = text_scale()
 
         def compute(project: Project, progress):
             from spokenbench.core.audio.io import decode_audio
 
             decoded = decode_audio(audio, f"clip {clip.clip_id}")
-            return spectrogram_image(decoded.samples, decoded.rate, size, ratio)
+            return spectrogram_image(decoded.samples, decoded.rate, size, ratio, scale)
 
         def show(image) -> None:
             current = self.rating.current if self.rating else None

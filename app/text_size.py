@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFont, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget
 
-from spokenbench.widgets.text_size import follow_text_size, scaled_font, set_font_share
+from spokenbench.widgets.text_size import follow_text_size, scaled_font, set_font_share, set_text_scale
 from spokenbench.widgets.tones import retone
 
 TEXT_SIZES = (100, 110, 125, 150, 175, 200)  # percent of the desktop's font
@@ -50,7 +50,8 @@ def stored_text_size(value) -> int:
 
 def apply_text_size(percent: int) -> None:
     """Set the application's font to the desktop's times `percent`, and every share of it (widgets.text_size) in
-    every window after it."""
+    every window after it, and the scale figures are drawn at (widgets.text_size.text_scale)."""
+    set_text_scale(percent / 100)
     QApplication.setFont(scaled_font(desktop_font(), percent / 100))
     for name, font in _desktop_class_fonts.items():  # the theme's own, dropped by the line above
         QApplication.setFont(scaled_font(font, percent / 100), name)

@@ -51,6 +51,7 @@ from spokenbench.core.results.model import Panel, Point, Published
 from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.flow_layout import FlowLayout
 from spokenbench.widgets.screen_reader import spoken
+from spokenbench.widgets.text_size import text_scale
 from spokenbench.widgets.tones import set_toned_sheet, tone
 
 log = logging.getLogger("spokenbench.widgets.metric_panels")
@@ -71,7 +72,7 @@ PANEL_STYLE = {
 HEADING_CHARACTERS = 40  # the least a line of a figure's heading beside its buttons, in average characters
 CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of subplots (yours) and two (published)
 TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
-BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 (matplotlib multiplies it by the ratio)
+BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 and the normal text size (times both: `render`)
 MARK_RADIUS = 8  # pixels: the ring around the point the keys are on
 CHAR_PX = 5.6  # about how wide one character of an 8-point tick label (or a legend's 7-point one) is, at BASE_DPI
 
@@ -536,6 +537,9 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         generation = self._generation
         ratio = self.device_pixel_ratio
         width, height = self.width() * ratio, self.height() * ratio
+        # the figure's text, lines and marks grow with the app's text (View → Larger text) as with the screen's
+        # scale: in as many device pixels, its points drawn at more dots per inch
+        dpi = BASE_DPI * ratio * text_scale()
 
         def work() -> None:
             try:
@@ -550,6 +554,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 return
             with self._lock:
                 queued, self._next_build = self._next_build, None
+            if self.figure.dpi != dpi:
+                self.figure.set_dpi(dpi)  # no figure manager here: it only changes the drawing's scale
             if width > 1 and height > 1:
                 self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
             if queued is not None:
@@ -799,6 +805,7 @@ class MetricPanelView(QWidget):
         self.hits = Hits()
         self.last_tooltip = ""
         self.published_on: dict[str, bool] = {}  # panel key → the published numbers shown
+        self.drawn_at_scale = text_scale()  # the text size the figure was last built for
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
@@ -897,6 +904,8 @@ class MetricPanelView(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:  # larger text: wider buttons, fewer words a line
             self._place_buttons()
+            if self.drawn_at_scale != text_scale():  # the figure's text as large (`BackgroundCanvas.render`)
+                self.redraw()
 
     def _place_buttons(self) -> None:
         """The figure's buttons beside its heading while the heading keeps HEADING_CHARACTERS a line, else under
@@ -958,6 +967,7 @@ class MetricPanelView(QWidget):
         if self.panel is None:
             return
         shown = self.published_toggle.isChecked()
+        self.drawn_at_scale = text_scale()
         panel = self.panel.in_view(self.view_key)  # a panel with views (the gender probes' settings) shows one
         self._fit_canvas(panel_rows(panel, shown))
         self.hits = Hits()  # nothing to hit until the new figure is drawn
@@ -985,8 +995,8 @@ class MetricPanelView(QWidget):
             self.redraw()
 
     def _fit_canvas(self, rows: int) -> None:
-        """The canvas high enough for its rows of subplots, the height taken from the table below it."""
-        wanted = CANVAS_HEIGHT[rows]
+        """The canvas high enough for its rows of subplots at the text size, the height taken from the table below."""
+        wanted = round(CANVAS_HEIGHT[rows] * text_scale())
         self.canvas.setMinimumHeight(wanted)
         sizes = self.splitter.sizes()
         if not sum(sizes):

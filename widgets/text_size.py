@@ -10,6 +10,19 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 _SHARE_PROPERTY = "spokenbench_font_share"
 _WEIGHT_PROPERTY = "spokenbench_font_weight"
+_text_scale = 1.0  # the app's text size as a share of the desktop's (`set_text_scale`)
+
+
+def text_scale() -> float:
+    """The app's text size as a share of the desktop's font (1.0 at the normal size): for text Qt's fonts do not
+    reach, such as the figures matplotlib draws in points of its own (the Results panels, the spectrogram)."""
+    return _text_scale
+
+
+def set_text_scale(share: float) -> None:
+    """Set by View → Larger text before the application's font changes, so each widget's FontChange sees it."""
+    global _text_scale
+    _text_scale = float(share)
 
 
 def set_font_share(widget: QWidget, share: float, weight: QFont.Weight | None = None) -> None:

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from spokenbench.core.audio.dsp import time_stretch
 from spokenbench.core.audio.io import decode_audio, encode_wav
+from spokenbench.widgets import text_size
 
 PEAK_COLUMNS = 2048  # enough for any window width; painting groups them per pixel column
 BACKGROUND = (0x1E, 0x24, 0x30)
@@ -55,7 +56,7 @@ class SpectrogramPicture:
     rgba: np.ndarray  # (height, width, 4) uint8, in device pixels
     plot_left: float  # fractions of the width
     plot_right: float
-    drawn_for: tuple[int, int, float] = (0, 0, 1.0)  # the logical (width, height) and pixel ratio asked for
+    drawn_for: tuple[int, int, float, float] = (0, 0, 1.0, 1.0)  # logical (width, height), pixel ratio, text scale
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -66,11 +67,16 @@ SPECTROGRAM_SIZE = (960, 200)  # pixels, when the widget's size is not known
 
 
 def spectrogram_image(
-    samples: np.ndarray, rate: int, size: tuple[int, int] = SPECTROGRAM_SIZE, pixel_ratio: float = 1.0
+    samples: np.ndarray,
+    rate: int,
+    size: tuple[int, int] = SPECTROGRAM_SIZE,
+    pixel_ratio: float = 1.0,
+    text_scale: float = 1.0,
 ) -> SpectrogramPicture:
     """A log-magnitude spectrogram (80 dB range) with labelled axes, drawn by matplotlib's Agg renderer (no
     pyplot, no GUI backend) for `size` logical pixels on a screen of `pixel_ratio` (its device pixels, text and
-    lines as large as at 1×, sharp rather than stretched): runs on a worker thread, the widget only paints it."""
+    lines as large as at 1×, sharp rather than stretched), its labels `text_scale` times as large (View → Larger
+    text): runs on a worker thread, the widget only paints it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from scipy.signal import spectrogram
@@ -78,7 +84,7 @@ def spectrogram_image(
     frequencies, times, power = spectrogram(samples, fs=rate, nperseg=512, noverlap=384, mode="magnitude")
     level = 20 * np.log10(power + 1e-9)
     width, height = max(int(size[0]), 200), max(int(size[1]), 100)
-    dpi = 100 * pixel_ratio
+    dpi = 100 * pixel_ratio * text_scale
     background, ink = tuple(c / 255 for c in BACKGROUND), "#c8ccd4"
     device_width, device_height = int(width * pixel_ratio + 0.5), int(height * pixel_ratio + 0.5)  # as Qt rounds
     # half a pixel more, so matplotlib's truncation gives these exact device pixels
@@ -101,11 +107,14 @@ def spectrogram_image(
     axes.tick_params(colors=ink, labelsize=7, length=3, pad=1)
     for spine in axes.spines.values():
         spine.set_color(ink)
-    figure.subplots_adjust(left=58 / width, right=1 - 8 / width, bottom=32 / height, top=1 - 6 / height)
+    margin = text_scale * np.array([58, 8, 32, 6]) / [width, width, height, height]  # room for the labels
+    margin = np.minimum(margin, 0.45)  # the plot keeps a tenth of the picture however large the text
+    figure.subplots_adjust(left=margin[0], right=1 - margin[1], bottom=margin[2], top=1 - margin[3])
     figure.canvas.draw()
     rgba = np.ascontiguousarray(np.asarray(figure.canvas.buffer_rgba()))
     box = axes.get_position()
-    return SpectrogramPicture(rgba, float(box.x0), float(box.x1), (int(size[0]), int(size[1]), pixel_ratio))
+    drawn_for = (int(size[0]), int(size[1]), pixel_ratio, text_scale)
+    return SpectrogramPicture(rgba, float(box.x0), float(box.x1), drawn_for)
 
 
 def prepare_clip(audio: bytes, what: str, speed: float = 1.0, with_spectrogram: bool = False) -> ClipAudio:
@@ -183,10 +192,11 @@ class WaveformView(QWidget):
 
     @property
     def spectrogram_fits(self) -> bool:
-        """Whether the spectrogram was drawn for the size and pixel ratio the widget has now (else it is shown
-        stretched): judged by what it was drawn for, not by its pixels, which may differ by one from the widget's
-        device size at 125 % and, for a widget narrower than the picture's least width, always do."""
-        asked = (self.width(), self.height(), self.devicePixelRatioF())
+        """Whether the spectrogram was drawn for the size, pixel ratio and text size the widget has now (else it is
+        shown stretched, or its labels at the size before): judged by what it was drawn for, not by its pixels, which
+        may differ by one from the widget's device size at 125 % and, for a widget narrower than the picture's least
+        width, always do."""
+        asked = (self.width(), self.height(), self.devicePixelRatioF(), text_size.text_scale())
         return self._spectrogram is not None and self._spectrogram.drawn_for == asked
 
     def resizeEvent(self, event) -> None:
@@ -194,10 +204,13 @@ class WaveformView(QWidget):
         self.resized.emit()
 
     def changeEvent(self, event) -> None:
-        """Moved to a screen of another scale: the same logical size, other device pixels, drawn again."""
+        """Moved to a screen of another scale: the same logical size, other device pixels, drawn again; the text
+        made larger: the spectrogram's labels drawn again as large."""
         super().changeEvent(event)
         if event.type() == QEvent.Type.DevicePixelRatioChange:
             self._wave_image = None
+            self.resized.emit()
+        elif event.type() == QEvent.Type.FontChange:
             self.resized.emit()
 
     def set_playhead(self, fraction: float) -> None:

@@ -51,9 +51,11 @@ def application_font_of_this_test(qapp):
     from PySide6.QtGui import QFont
 
     from spokenbench.app import text_size
+    from spokenbench.widgets.text_size import set_text_scale, text_scale
 
-    font = QFont(qapp.font())
+    font, scale = QFont(qapp.font()), text_scale()
     yield
+    set_text_scale(scale)  # the figures' too
     qapp.setFont(font)  # and the class fonts a test set (the docks') go with it
     text_size._desktop_font = None  # taken again from the font restored
 

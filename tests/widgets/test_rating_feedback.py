@@ -131,3 +131,24 @@ def test_a_skipped_clip_is_named_once_in_the_session_s_skipped_line(qtbot):
     assert view.skipped_label.text() == (
         "2 clips skipped (missing or unreadable audio): #1 clip 7: gone; #4 clip 9: the audio file is missing"
     )
+
+
+@pytest.mark.slow
+def test_the_spectrogram_s_labels_are_drawn_again_as_large_as_the_app_s_text(page, qtbot):
+    """View → Larger text left the spectrogram's axis labels at the size they had (8 points at 100 dpi) while
+    every other text on the Rating page grew."""
+    from spokenbench.app.text_size import apply_text_size
+
+    def label_columns(picture) -> int:
+        """Columns left of the plot with light text in them: the frequency axis' name and its numbers, side by side."""
+        margin = picture.rgba[:, : round(picture.shape[1] * picture.plot_left) - 6, :3]
+        return int((margin.max(axis=2) > 150).any(axis=0).sum())
+
+    waveform = spectrogram_shown(page, qtbot)
+    before = waveform._spectrogram
+    apply_text_size(150)
+    qtbot.waitUntil(lambda: waveform.spectrogram_fits, timeout=30_000)  # drawn again on its own
+    after = waveform._spectrogram
+    assert after.drawn_for[3] == 1.5 and after.shape == (waveform.height(), waveform.width())  # lower: the text grew
+    assert after.plot_left == pytest.approx(before.plot_left * 1.5, rel=0.05)  # room for the larger kHz labels
+    assert label_columns(after) >= 1.3 * label_columns(before)

@@ -534,3 +534,30 @@ def test_a_finished_drawing_gives_its_freed_buffers_back(qtbot, monkeypatch):
     image, drawn = canvas._image, canvas.buffer_rgba()  # the image shown is the drawing's pixels, copied once
     assert (image.width(), image.height()) == (drawn.shape[1], drawn.shape[0])
     assert bytes(image.constBits()) == bytes(drawn)
+
+
+def test_the_figure_s_text_grows_with_the_app_s_text_size_and_is_drawn_again_on_its_own(page, qtbot):
+    """View → Larger text made every label on the screen larger but the figures': at 150 % their titles and tick
+    labels were drawn at the size they had at 100 %, the smallest text in the window, in a canvas no higher."""
+    from spokenbench.app.text_size import apply_text_size
+
+    def sizes() -> tuple[float, float]:
+        page.view.finish_drawing()
+        figure = page.view.figure
+        renderer = figure.canvas.get_renderer()
+        tick = next(t for t in figure.get_axes()[0].get_yticklabels() if t.get_text())
+        return figure._suptitle.get_window_extent(renderer).height, tick.get_window_extent(renderer).height
+
+    draw(page, "accuracy_by_level")
+    title, tick = sizes()
+    apply_text_size(150)
+    qtbot.waitUntil(lambda: page.view.drawn_at_scale == 1.5, timeout=5_000)  # on its own, no panel picked again
+    larger_title, larger_tick = sizes()
+    assert larger_title == pytest.approx(title * 1.5, rel=0.12) and larger_tick == pytest.approx(tick * 1.5, rel=0.12)
+    assert page.view.canvas.minimumHeight() == round(CANVAS_HEIGHT[1] * 1.5)
+    page.view.canvas.draw()
+    assert_nothing_overlaps(page.view.figure, "accuracy_by_level at 150 %")
+    apply_text_size(100)
+    qtbot.waitUntil(lambda: page.view.drawn_at_scale == 1.0, timeout=5_000)
+    assert sizes() == pytest.approx((title, tick), rel=0.02)
+    assert page.view.canvas.minimumHeight() == CANVAS_HEIGHT[1]
