@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
+    QStyle,
     QStyledItemDelegate,
     QTableWidgetItem,
     QVBoxLayout,
@@ -43,6 +44,7 @@ from spokenbench.widgets.elided import ElidedComboBox
 from spokenbench.widgets.jobs_panel import STOP_NOW_TOOLTIP, StopButtonKeys
 from spokenbench.widgets.screen_reader import no_tab_stop, read_by_line
 from spokenbench.widgets.tables import row_table
+from spokenbench.widgets.text_size import text_scale
 from spokenbench.widgets.tones import set_toned_sheet
 
 GRID_FIELDS = (  # (LaunchForm field, label, the factor whose levels the placeholder lists)
@@ -70,6 +72,9 @@ RUN_WAY_TIPS = {
 RUN_COLUMNS = ("Run", "Model", "Mode", "Prompt", "Status", "Progress", "Errors", "Spent")
 SHARED_RUN_COLUMNS = ("Model", "Mode", "Prompt", "Progress")  # share the width the short columns leave
 MODEL_SHARE = 0.45  # of that width, the model's name gets at least this much (it is what tells runs apart)
+RUN_CELL_CHARACTERS = 10  # beside the form, a shared column shows at least this much of its text (`_place_halves`)
+STACKED_FORM_LINES = 14  # the form's least height, in lines, with the runs below it (else the splitter squeezes it)
+STACKED_RUN_ROWS = 6  # the runs table's least height, in rows, below the form
 # where a narrow column keeps what tells its runs apart: a mode's start ('audio+text-…'), a prompt's end
 # ('…paper-neutral' against '…paper-open'), a progress's count ('4/6 · e…'; errors and spend have their columns);
 # the middle ('ge…al', '4/…01') told the Xvfb walk nothing
@@ -216,7 +221,7 @@ class LauncherView(QWidget):
         form.addRow("Budget:", self.budget_edit)
         form.addRow("Concurrency:", self.concurrency_box)
         form.addRow("Run name:", self.name_edit)
-        scroll = QScrollArea()
+        self.form_scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(form_widget)
         no_tab_stop(scroll)  # Ctrl+6 gives the keys to Model, the form's first control
@@ -309,15 +314,17 @@ class LauncherView(QWidget):
         run_buttons.addWidget(self.resume_button)
         runs_layout.addLayout(run_buttons)
         right = QWidget()
-        right_layout = QVBoxLayout(right)
+        self.right_layout = right_layout = QVBoxLayout(right)
         right_layout.addWidget(queue_group, 1)
         right_layout.addWidget(runs_group, 3)
+        self.runs_group, self.queue_group = runs_group, queue_group
 
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)  # or one above the other: `_place_halves`
         splitter.addWidget(left)
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 4)  # the form nearly half the width: its fields and notes need it
         splitter.setStretchFactor(1, 5)
+        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -514,6 +521,53 @@ class LauncherView(QWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_test_result()
+        if event.size().width() != event.oldSize().width():
+            self._place_halves()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # larger text: each half needs more of the width
+            self._place_halves()
+
+    def side_by_side_width(self) -> int:
+        """The width the form and the runs need side by side: the form at its least (its fields squeezed, never
+        scrolled sideways) and the runs table with every heading whole and RUN_CELL_CHARACTERS of each long cell."""
+        scroll = self.form_scroll
+        bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        form = scroll.widget().minimumSizeHint().width() + bar + 2 * scroll.frameWidth()
+        table, header = self.runs_table, self.runs_table.horizontalHeader()
+        least_cell = RUN_CELL_CHARACTERS * self.fontMetrics().averageCharWidth()
+        columns = 0
+        for column, name in enumerate(RUN_COLUMNS):
+            if table.isColumnHidden(column):
+                continue
+            cell = table.sizeHintForColumn(column)
+            columns += max(
+                header.sectionSizeHint(column), min(cell, least_cell) if name in SHARED_RUN_COLUMNS else cell
+            )
+        margins = self.right_layout.contentsMargins()
+        group = self.runs_group.contentsMargins()
+        inner = self.runs_group.layout().contentsMargins()
+        runs = columns + bar + 2 * table.frameWidth() + group.left() + group.right() + inner.left() + inner.right()
+        titles = max(self.runs_group.minimumSizeHint().width(), self.queue_group.minimumSizeHint().width())
+        right = max(runs, titles) + margins.left() + margins.right()
+        return form + self.splitter.handleWidth() + right
+
+    def _place_halves(self) -> None:
+        """The form beside the runs while both fit, else, with the text made larger (View → Larger text), above
+        them, the page scrolling down instead of both scrolling sideways: at 150 % on a laptop the form was cut at
+        its right edge and the runs' headings and cells read 'romp', 'ogre', 'si…ed'. At the normal size they stay
+        side by side, squeezed where they must be (the tour open on a laptop): one above the other would not fit
+        down either, and there nothing scrolls (tests/widgets/test_laptop_fit.py)."""
+        beside = self.width() >= self.side_by_side_width() or text_scale() <= 1.0
+        orientation = Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical
+        lines, rows = self.fontMetrics().lineSpacing(), self.runs_table.verticalHeader().defaultSectionSize()
+        self.form_scroll.setMinimumHeight(0 if beside else STACKED_FORM_LINES * lines)
+        self.runs_table.setMinimumHeight(
+            0 if beside else STACKED_RUN_ROWS * rows + self.runs_table.horizontalHeader().height()
+        )
+        if self.splitter.orientation() != orientation:
+            self.splitter.setOrientation(orientation)
 
     def _forget_test_result(self, *_args) -> None:
         self.test_result.clear()
@@ -566,12 +620,13 @@ class LauncherView(QWidget):
                     table.selectRow(row)
         table.blockSignals(False)
         self._fit_columns()
+        self._place_halves()  # a longer model's name may need the width the form had
         self._show_selected()
 
     def _fit_columns(self) -> None:
         """Share the width the short columns leave: the model's name at least MODEL_SHARE of it (or all it
-        needs), Mode, Prompt and Progress the rest in proportion to their texts, Model anything left over;
-        what does not fit is elided in the middle, whole in the tooltip."""
+        needs), Mode, Prompt and Progress the rest in proportion to their texts, Model anything left over, each
+        at least its heading ('Progre' was cut); what does not fit is elided, whole in the tooltip."""
         table = self.runs_table
         index = {name: RUN_COLUMNS.index(name) for name in SHARED_RUN_COLUMNS}
         fixed = sum(table.columnWidth(i) for i, name in enumerate(RUN_COLUMNS) if name not in index)
@@ -582,9 +637,9 @@ class LauncherView(QWidget):
         others = sorted((name for name in SHARED_RUN_COLUMNS if name != "Model"), key=wanted.get)
         widths = {}
         for left, name in enumerate(others):  # the narrowest first: each takes its text or an even share
-            widths[name] = max(min(wanted[name], rest // (len(others) - left)), 0)
+            widths[name] = max(min(wanted[name], rest // (len(others) - left)), header.sectionSizeHint(index[name]))
             rest -= widths[name]
-        widths["Model"] = max(free - sum(widths.values()), 40)
+        widths["Model"] = max(free - sum(widths.values()), header.sectionSizeHint(index["Model"]))
         for name, width in widths.items():
             table.setColumnWidth(index[name], width)
 

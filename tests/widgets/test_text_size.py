@@ -142,6 +142,57 @@ def test_every_page_fits_a_maximized_window_up_to_150_percent_on_a_laptop_withou
         assert listed.rect().contains(button.geometry()), button.text()
 
 
+def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_scroll_sideways(
+    shown_window, qtbot, tmp_path, read_only_demo
+):
+    """At 150 % on a laptop (and at 175 % on 1400×900) the form was cut at its right edge and scrolled sideways,
+    and the runs table beside it read 'romp', 'ogre' for its headings and 'si…ed', 'a…' for its cells, its last
+    column off to the right. Where the two do not fit side by side the runs go under the form, the page scrolling
+    down; at the normal size they stay side by side (nothing scrolls there: tests/widgets/test_laptop_fit.py)."""
+    from PySide6.QtWidgets import QScrollArea
+
+    from spokenbench.widgets.launcher_view import RUN_COLUMNS, LauncherView
+
+    window = shown_window(settings_in(tmp_path), size=None)
+    window.resize(LAPTOP)
+    open_demo(window, qtbot, read_only_demo)
+    window.show_page("evaluate")
+    qtbot.waitUntil(lambda: window.page_widgets["evaluate"].findChild(LauncherView) is not None, timeout=20_000)
+    view = window.page_widgets["evaluate"].findChild(LauncherView)
+    qtbot.waitUntil(lambda: view.runs_table.rowCount() == 14, timeout=20_000)
+
+    def cut_off() -> list[str]:
+        """What of the page is not whole: scroll bars sideways, headings narrower than their text, a low form."""
+        table, header = view.runs_table, view.runs_table.horizontalHeader()
+        problems = [
+            type(area).__name__ for area in view.findChildren(QScrollArea) if area.horizontalScrollBar().isVisible()
+        ]
+        problems += ["runs table sideways"] * table.horizontalScrollBar().isVisible()
+        problems += ["page sideways"] * window.page_scroll.horizontalScrollBar().isVisible()
+        problems += [
+            f"heading {name}"
+            for column, name in enumerate(RUN_COLUMNS)
+            if not table.isColumnHidden(column) and table.columnWidth(column) < header.sectionSizeHint(column)
+        ]
+        problems += ["a low form"] * (view.form_scroll.viewport().height() < 10 * view.fontMetrics().lineSpacing())
+        return problems
+
+    seen = {}
+    for size, percent in ((LAPTOP, 100), (LAPTOP, 125), (LAPTOP, 150), (QSize(1400, 820), 150), (LAPTOP, 200)):
+        window.resize(size)
+        window.set_text_size(percent)
+        qtbot.wait(50)  # the new font reaches each widget in events posted
+        try:
+            qtbot.waitUntil(lambda: not cut_off(), timeout=2_000)  # laid out again
+        except qtbot.TimeoutError:
+            pass
+        assert not cut_off(), f"{size} at {percent} %: {cut_off()}"
+        seen[(size.width(), percent)] = view.splitter.orientation()
+    horizontal, vertical = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+    assert seen == {(1280, 100): horizontal, (1280, 125): horizontal, (1280, 150): vertical, (1400, 150): vertical,
+                    (1280, 200): vertical}  # fmt: skip
+
+
 def test_the_dialogs_fit_a_laptop_screen_at_150_percent(qtbot, runner, tmp_path):
     from spokenbench.app.settings_dialog import SettingsDialog
     from spokenbench.app.text_size import apply_text_size
