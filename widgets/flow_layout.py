@@ -106,3 +106,60 @@ def flow_row(*widgets: QWidget | None) -> FlowLayout:
         else:
             row.addWidget(widget)
     return row
+
+
+class ColumnsLayout(FlowLayout):
+    """A grid whose columns follow its width: every item as wide as the widest, as many a line as fit, up to
+    `most`, spread over the line. The recorder's six take buttons in rows of three (Record / Stop, Retake, Play…)
+    needed 715 pixels at 200 %: the Speakers page scrolled sideways on a laptop; now two or one a row."""
+
+    def __init__(self, most: int, parent: QWidget | None = None, spacing: int = 6):
+        super().__init__(parent, spacing)
+        self.most = most
+
+    def sizeHint(self) -> QSize:
+        """`most` columns, as the grid it stands for."""
+        items = self._laid_out_items()
+        cell = self._cell(items)
+        columns = max(1, min(self.most, len(items)))
+        margins = self.contentsMargins()
+        width = columns * cell.width() + self.spacing() * (columns - 1) + margins.left() + margins.right()
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSize(self) -> QSize:
+        """One column of items as wide as the widest: no button narrower than its text."""
+        margins = self.contentsMargins()
+        cell = self._cell(self._laid_out_items())
+        return QSize(cell.width() + margins.left() + margins.right(), cell.height() + margins.top() + margins.bottom())
+
+    def columns_for(self, width: int) -> int:
+        """How many columns `width` (the layout's own, margins included) holds."""
+        margins = self.contentsMargins()
+        room = width - margins.left() - margins.right()
+        cell = self._cell(self._laid_out_items()).width()
+        return max(1, min(self.most, (room + self.spacing()) // max(cell + self.spacing(), 1)))
+
+    @staticmethod
+    def _cell(items: list[QLayoutItem]) -> QSize:
+        size = QSize(0, 0)
+        for item in items:
+            size = size.expandedTo(item.sizeHint())
+        return size
+
+    def _lay_out(self, rect: QRect, move: bool) -> int:
+        items = self._laid_out_items()
+        margins = self.contentsMargins()
+        if not items:
+            return margins.top() + margins.bottom()
+        area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
+        columns = self.columns_for(rect.width())
+        width = max(1, (area.width() - self.spacing() * (columns - 1)) // columns)
+        y = area.y()
+        for first in range(0, len(items), columns):
+            line = items[first : first + columns]
+            height = max(item.sizeHint().height() for item in line)
+            if move:
+                for place, item in enumerate(line):
+                    item.setGeometry(QRect(area.x() + place * (width + self.spacing()), y, width, height))
+            y += height + self.spacing()
+        return max(0, y - self.spacing() - rect.y()) + margins.bottom()

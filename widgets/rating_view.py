@@ -11,7 +11,6 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from spokenbench.core.qc.rating_session import DEFAULT_KEYMAP, ClipView, RatingProgress, keymap_action
 from spokenbench.widgets.bidi import isolated
+from spokenbench.widgets.flow_layout import ColumnsLayout
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import row_table
@@ -47,7 +47,7 @@ ACTION_LABELS = {
 }
 # the key help's size (a share of the text's) and columns, tried in order until it fits the view (`_place_help`)
 HELP_LAYOUTS = ((1.15, 1), (1.15, 2), (1.0, 2), (0.85, 2))
-BUTTON_COLUMNS = 5  # rows of five fit beside the guided tour in a 1280-pixel window
+BUTTON_COLUMNS = 5  # rows of five fit beside the guided tour in a 1280-pixel window; fewer with larger text
 # keys that work whatever the key map says, listed under it in the ? help
 WINDOW_KEYS = (
     ("Esc", "Close this help; without it, back to the queue list"),
@@ -203,6 +203,7 @@ class RatingView(SpokenFocus, QWidget):
         self.back_button.clicked.connect(self.back_requested)
         self.progress_label = QLabel()
         self.progress_label.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.progress_label.setWordWrap(True)  # '0 / 47 rated · this session: …': 648 pixels at 175 %
         top = QHBoxLayout()
         top.addWidget(self.back_button)
         top.addWidget(self.queue_label, 1)
@@ -213,8 +214,11 @@ class RatingView(SpokenFocus, QWidget):
         self.text_label.setStyleSheet("padding:8px 0;")
         set_font_share(self.text_label, 1.5)  # the clip's text: 18 pixels on a 9-point desktop
         self.meta_label = QLabel()
+        self.meta_label.setWordWrap(True)  # 'Clip 1 of 47 · language: en · accent: …': 1,060 pixels at 175 %
         self.state_label = QLabel()
+        self.state_label.setWordWrap(True)
         self.waveform = WaveformView()
+        self.waveform.setMinimumHeight(80)  # 120 left the page 33 pixels short at 200 % on a laptop: it scrolled
         self.transcripts_label = QLabel()
         self.transcripts_label.setWordWrap(True)
         self.transcripts_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -226,13 +230,13 @@ class RatingView(SpokenFocus, QWidget):
         self.status_label.setWordWrap(True)  # a long message (a path without spaces too) never widens the window
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # messages carry stored names: never markup
         self.buttons: dict[str, QPushButton] = {}
-        grid = QGridLayout()
-        for index, action in enumerate(ACTION_LABELS):
+        grid = self.button_grid = ColumnsLayout(most=BUTTON_COLUMNS)  # at 175 % five a row needed 1,078 pixels
+        for action in ACTION_LABELS:
             button = QPushButton()
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(lambda _checked=False, a=action: self.action_clicked.emit(a))
             self.buttons[action] = button
-            grid.addWidget(button, index // BUTTON_COLUMNS, index % BUTTON_COLUMNS)
+            grid.addWidget(button)
         self.help_overlay = QLabel(self)
         self.help_overlay.setTextFormat(Qt.TextFormat.RichText)
         self.help_overlay.setStyleSheet("background:rgba(20,24,32,235); color:white; padding:16px; border-radius:8px;")

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -29,7 +28,7 @@ from PySide6.QtWidgets import (
 from spokenbench.core.recording.quality import CLOSE_PEAK_DBFS
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.elided import ElidedComboBox
-from spokenbench.widgets.flow_layout import flow_row
+from spokenbench.widgets.flow_layout import ColumnsLayout, flow_row
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import FittedColumns, row_table
@@ -367,13 +366,13 @@ class RecorderView(SpokenFocus, QWidget):
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
         self.buttons: dict[str, QPushButton] = {}
-        grid = QGridLayout()
-        for index, (action, (label, keys)) in enumerate(RECORDER_KEYS.items()):
+        grid = ColumnsLayout(most=3)  # rows of three on a laptop; two or one with larger text
+        for action, (label, keys) in RECORDER_KEYS.items():
             button = QPushButton(f"{label}  ({' / '.join(keys)})")
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             button.clicked.connect(lambda _checked=False, a=action: self.action_requested.emit(a))
             self.buttons[action] = button
-            grid.addWidget(button, index // 3, index % 3)  # rows of three fit a laptop's window
+            grid.addWidget(button)
         self.reading_list_button = QPushButton("Load reading &list…")
         self.project_button = QPushButton("Use project &questions")
         self.clone_button = QPushButton("Create cl&oned voice")

@@ -65,3 +65,35 @@ def test_a_stretch_puts_what_follows_it_at_the_right_of_its_line(qtbot):
     assert row.heightForWidth(row.sizeHint().width()) == row.sizeHint().height()  # its one-line width is one line
     page.resize(load.sizeHint().width() + 4, 200)  # too narrow for both: the clone's button on a line of its own
     qtbot.waitUntil(lambda: clone.geometry().top() > load.geometry().bottom(), timeout=2_000)
+
+
+def test_columns_follow_the_width_every_item_as_wide_as_the_widest_in_order(qtbot):
+    """The recorder's take buttons: rows of three while three fit, then two, then one; a grid's columns each time."""
+    from spokenbench.widgets.flow_layout import ColumnsLayout
+
+    page = QWidget()
+    qtbot.addWidget(page)
+    outer = QVBoxLayout(page)
+    outer.setContentsMargins(0, 0, 0, 0)
+    columns = ColumnsLayout(most=3)
+    outer.addLayout(columns)
+    outer.addStretch(1)
+    buttons = [QPushButton(text) for text in ("Record / Stop  (R)", "Retake  (Backspace)", "Play  (Space)", "Next")]
+    for button in buttons:
+        columns.addWidget(button)
+    page.show()
+    qtbot.waitExposed(page)
+    cell = max(button.sizeHint().width() for button in buttons)
+    spacing = columns.spacing()
+    assert columns.minimumSize().width() == cell and page.minimumSizeHint().width() == cell
+    for width, expected in ((3 * cell + 2 * spacing + 40, 3), (3 * cell + 2 * spacing - 1, 2), (2 * cell, 1)):
+        page.resize(width, 400)
+        qtbot.waitUntil(lambda width=width: page.width() == width)
+        lefts = sorted({button.geometry().left() for button in buttons})
+        assert len(lefts) == expected == columns.columns_for(width), (width, lefts)
+        widths = {button.width() for button in buttons}
+        assert len(widths) == 1 and widths.pop() >= cell  # one width: aligned columns, no text cut
+        order = sorted(buttons, key=lambda button: (button.geometry().top(), button.geometry().left()))
+        assert order == buttons  # read in order, row by row
+        assert buttons[-1].geometry().bottom() < columns.heightForWidth(width) + 1
+        assert max(button.geometry().right() for button in buttons) < width
