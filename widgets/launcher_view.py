@@ -478,6 +478,7 @@ class LauncherView(QWidget):
             self.way_buttons["online"].setChecked(True)
         notes = [f"{' and '.join(labels)}: not available — {reason}." for reason, labels in unavailable.items()]
         self.way_note.setText("\n".join(notes))
+        self._place_halves()  # one line more or fewer under the form
         self.way_note.setVisible(bool(notes))
 
     def _way_toggled(self, button, checked: bool) -> None:
@@ -568,6 +569,9 @@ class LauncherView(QWidget):
         )
         if self.splitter.orientation() != orientation:
             self.splitter.setOrientation(orientation)
+        for half in (self.splitter.widget(0), self.splitter.widget(1)):  # a splitter asks no text that wraps (How
+            # to run's note) for its height at the width it gives: the form was drawn 15 pixels into How to run
+            half.setMinimumHeight(0 if beside else half.layout().minimumHeightForWidth(self.width()))
 
     def _forget_test_result(self, *_args) -> None:
         self.test_result.clear()

@@ -6,8 +6,9 @@ with a PulseAudio null sink, driven by keys alone (tests/real_device.py):
 Builds the demo into OUT/demo, copies it to OUT/project and opens the Rating page on the demo's queue demo-qc
 (Ctrl+3, ↓, Enter). Presses Ctrl+= three times (110, 125, 150 %) and rates a clip with 1; takes
 OUT/text-150-keys.png (the key help, ?) and OUT/text-150-tour.png (the guided tour, F1), each closed with Esc, then
-OUT/text-150-<page>.png of every page (Ctrl+1 … Ctrl+7); back on the Rating page Ctrl+0 (normal size):
-OUT/text-100-rating.png. Prints the text size the app kept in its settings file after Ctrl+Q. Needs Xvfb,
+OUT/text-150-<page>.png of every page (Ctrl+1 … Ctrl+7); on the Rating page S (the spectrogram):
+OUT/text-150-spectrogram.png; Ctrl+= twice more (175, 200 %): OUT/text-200-<page>.png of the Rating, Speakers,
+Evaluate and Results pages; back on the Rating page Ctrl+0 (normal size): OUT/text-100-rating.png. Prints the text size the app kept in its settings file after Ctrl+Q. Needs Xvfb,
 PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations
@@ -46,6 +47,21 @@ def main() -> None:
             desktop.screenshot(shots[-1])
         desktop.xdotool("key", "ctrl+3")
         time.sleep(1.0)
+        desktop.xdotool("key", "s")  # the spectrogram, its labels at the text's size
+        time.sleep(3.0)
+        shots.append(out / "text-150-spectrogram.png")
+        desktop.screenshot(shots[-1])
+        for _ in range(2):
+            desktop.xdotool("key", "ctrl+equal")
+            time.sleep(0.8)
+        for number, page in ((3, "rating"), (5, "speakers"), (6, "evaluate"), (7, "results")):
+            desktop.xdotool("key", f"ctrl+{number}")
+            time.sleep(3.0)
+            shots.append(out / f"text-200-{page}.png")
+            desktop.screenshot(shots[-1])
+        desktop.xdotool("key", "ctrl+3")
+        time.sleep(1.0)
+        desktop.xdotool("key", "s")  # the waveform again
         desktop.xdotool("key", "ctrl+0")
         time.sleep(1.0)
         shots.append(out / "text-100-rating.png")

@@ -181,6 +181,12 @@ def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_s
             if not table.isColumnHidden(column) and table.columnWidth(column) < header.sectionSizeHint(column)
         ]
         problems += ["a low form"] * (view.form_scroll.viewport().height() < 10 * view.fontMetrics().lineSpacing())
+        stacked = [view.form_scroll, view.way_group, view.prepare_button, view.plan_text]  # the form's half, down
+        problems += [
+            f"{type(upper).__name__} over {type(lower).__name__}"
+            for upper, lower in zip(stacked, stacked[1:])
+            if upper.geometry().bottom() >= lower.geometry().top()
+        ]
         return problems
 
     seen = {}
