@@ -111,10 +111,27 @@ def spectrogram_image(
     margin = np.minimum(margin, 0.45)  # the plot keeps a tenth of the picture however large the text
     figure.subplots_adjust(left=margin[0], right=1 - margin[1], bottom=margin[2], top=1 - margin[3])
     figure.canvas.draw()
+    if _shorten_cut_labels(figure, axes):
+        figure.canvas.draw()
     rgba = np.ascontiguousarray(np.asarray(figure.canvas.buffer_rgba()))
     box = axes.get_position()
     drawn_for = (int(size[0]), int(size[1]), pixel_ratio, text_scale)
     return SpectrogramPicture(rgba, float(box.x0), float(box.x1), drawn_for)
+
+
+def _shorten_cut_labels(figure, axes) -> bool:
+    """The axes' names in short ('kHz', 's'), or none, where the picture is too low for them whole: 80 pixels high
+    with the text at 200 %, 'frequency (kHz)' and 'time (s)' were cut at the picture's edges. Whether any changed."""
+    renderer, bounds = figure.canvas.get_renderer(), figure.bbox
+    changed = False
+    for label, short in ((axes.yaxis.label, "kHz"), (axes.xaxis.label, "s")):
+        for text in (short, ""):
+            extent = label.get_window_extent(renderer)
+            if not label.get_text() or (extent.y0 >= bounds.y0 - 0.5 and extent.y1 <= bounds.y1 + 0.5):
+                break
+            label.set_text(text)
+            changed = True
+    return changed
 
 
 def prepare_clip(audio: bytes, what: str, speed: float = 1.0, with_spectrogram: bool = False) -> ClipAudio:

@@ -111,3 +111,19 @@ def test_on_a_scaled_screen_the_waveform_and_spectrogram_are_drawn_in_device_pix
         assert size["fits"], size
         if size["grab"][0] >= 200 * float(scale):  # drawn at the widget's size: pixel for pixel
             assert size["wave"] == size["picture"] == size["grab"] and size["same_pixels"], size
+
+
+@pytest.mark.parametrize(("size", "text_scale"), [((900, 80), 2.0), ((900, 80), 1.0), ((900, 120), 1.5)])
+def test_a_low_spectrogram_names_its_axes_in_short_rather_than_cut_at_its_edges(size, text_scale):
+    """The Rating page at 200 % on a laptop leaves the picture 80 pixels high: 'frequency (kHz)' ran off its top and
+    bottom and 'time (s)' off its bottom edge. The names go short ('kHz', 's') or away, never cut."""
+    from spokenbench.widgets.waveform import spectrogram_image
+
+    rate = 16_000
+    samples = (0.5 * np.sin(2 * np.pi * 300 * np.arange(rate * 3) / rate)).astype(np.float32)
+    picture = spectrogram_image(samples, rate, size, 1.0, text_scale)
+    lit = picture.rgba[:, :, :3].max(axis=2) > 150  # light text on the dark margins
+    margin = lit[:, : round(picture.shape[1] * picture.plot_left) - 3]
+    assert not margin[0].any() and not margin[-1].any(), "a name on the left cut at the picture's top or bottom"
+    assert not lit[-1].any(), "text cut at the picture's bottom"
+    assert margin.any(), "the frequency axis keeps its numbers"
