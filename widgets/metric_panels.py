@@ -74,6 +74,7 @@ CANVAS_HEIGHT = {1: 260, 2: 470}  # the canvas's least height for one row of sub
 TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle; tooltips and legends say them whole
 BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 and the normal text size (times both: `render`)
 MARK_RADIUS = 8  # pixels: the ring around the point the keys are on
+TEXT_SCALE_STEP = 0.8  # a figure that does not fit at the app's text size is tried this much smaller, down to 1
 CHAR_PX = 5.6  # about how wide one character of an 8-point tick label (or a legend's 7-point one) is, at BASE_DPI
 
 
@@ -498,6 +499,28 @@ def _log_failed_drawing(future: Future) -> None:
         log.error("drawing a figure failed", exc_info=future.exception())
 
 
+def _scales_to_try(scale: float) -> list[float]:
+    """The app's text scale, then smaller ones down to the normal size: a figure whose text at 200 % would not fit
+    its canvas (the accuracy panel's fourth facet ran off the right edge on a 1400×900 screen) is drawn with text
+    as large as fits instead."""
+    scales = [scale]
+    while scales[-1] > 1.0:
+        scales.append(max(1.0, scales[-1] * TEXT_SCALE_STEP))
+    return scales
+
+
+def _drawn_whole(figure: Figure) -> bool:
+    """Whether every artist of the drawn figure lies within it (a pixel and a half of slack)."""
+    tight = figure.get_tightbbox(figure.canvas.get_renderer())  # in inches, as bbox_inches
+    box, slack = figure.bbox_inches, 1.5 / figure.dpi
+    return (
+        tight.x0 >= box.x0 - slack
+        and tight.y0 >= box.y0 - slack
+        and tight.x1 <= box.x1 + slack
+        and tight.y1 <= box.y1 + slack
+    )
+
+
 class BackgroundCanvas(FigureCanvasQTAgg):
     """A matplotlib canvas whose figure is built and rasterized on a drawing thread of its own: building a
     panel's artists and its constrained layout took 0.4-0.5 s, which kept the window from reacting. The UI
@@ -514,6 +537,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._next_build: Callable[[Figure], object] | None = None  # taken by the next drawing that starts
         self._pending_result: tuple[int, QImage, object, list | None] | None = None  # drawn, not yet shown
         self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
+        self._build: Callable[[Figure], object] | None = None  # the last build, for a drawing at a smaller text
+        self.drawn_scale = 1.0  # the text scale the image shown was drawn at (`_scales_to_try`)
         self._lock = threading.Lock()
         self.mark: tuple[float, float, str] | None = None  # (x, y, line): the point the keys are on (`PointKeys`)
         self._carrier = _Rendered()
@@ -538,8 +563,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         ratio = self.device_pixel_ratio
         width, height = self.width() * ratio, self.height() * ratio
         # the figure's text, lines and marks grow with the app's text (View → Larger text) as with the screen's
-        # scale: in as many device pixels, its points drawn at more dots per inch
-        dpi = BASE_DPI * ratio * text_scale()
+        # scale: in as many device pixels, its points drawn at more dots per inch (`_scales_to_try`)
+        scale = text_scale()
 
         def work() -> None:
             try:
@@ -554,14 +579,20 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 return
             with self._lock:
                 queued, self._next_build = self._next_build, None
-            if self.figure.dpi != dpi:
-                self.figure.set_dpi(dpi)  # no figure manager here: it only changes the drawing's scale
-            if width > 1 and height > 1:
-                self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
             if queued is not None:
-                self._built = queued(self.figure)  # only this thread touches it
+                self._build = queued  # kept: a drawing at a smaller text size builds the figure again
+            for tried in _scales_to_try(scale):
+                if self.figure.dpi != BASE_DPI * ratio * tried:
+                    self.figure.set_dpi(BASE_DPI * ratio * tried)  # no figure manager: only the drawing's scale
+                if width > 1 and height > 1:
+                    self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
+                if self._build is not None and (queued is not None or tried != scale):
+                    self._built = self._build(self.figure)  # only this thread touches it
+                FigureCanvasAgg.draw(self)
+                if tried <= 1.0 or self._build is None or _drawn_whole(self.figure):
+                    break
+            self.drawn_scale = tried
             built = self._built
-            FigureCanvasAgg.draw(self)
             placed = None
             if isinstance(built, Hits):
                 try:

@@ -561,3 +561,21 @@ def test_the_figure_s_text_grows_with_the_app_s_text_size_and_is_drawn_again_on_
     qtbot.waitUntil(lambda: page.view.drawn_at_scale == 1.0, timeout=5_000)
     assert sizes() == pytest.approx((title, tick), rel=0.02)
     assert page.view.canvas.minimumHeight() == CANVAS_HEIGHT[1]
+
+
+def test_a_figure_too_wide_for_its_canvas_at_the_text_size_is_drawn_with_text_as_large_as_fits(page, qtbot):
+    """At 200 % on a 1400×900 screen the accuracy panel's fourth facet ran off the canvas's right edge: it is drawn
+    whole, its text only as much larger as fits (steps of TEXT_SCALE_STEP), and at the whole size where it fits."""
+    from spokenbench.app.text_size import apply_text_size
+    from spokenbench.widgets.metric_panels import _drawn_whole
+
+    page.resize(900, 980)  # the canvas about as wide as on a 1400×900 screen (660 pixels)
+    apply_text_size(200)
+    qtbot.wait(100)  # the new font reaches each widget in events posted: the page laid out for it
+    draw(page, "accuracy_by_level", render=False)
+    assert _drawn_whole(page.view.figure)
+    assert 1.0 < page.view.canvas.drawn_scale < 2.0
+    page.resize(1600, 980)  # wide enough: the whole text size
+    qtbot.waitUntil(lambda: page.view.canvas.drawn_scale == 2.0 and not page.view.canvas.busy, timeout=10_000)
+    page.view.finish_drawing()
+    assert _drawn_whole(page.view.figure)
