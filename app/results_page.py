@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -71,6 +72,8 @@ STREAMING_INTERVAL_MS = 1000  # while answers stream in, recompute at most this 
 # seconds of pandas in a job process each time, competing with the job for the machine)
 ANSWERING_KINDS = frozenset({EVALUATE_KIND, "import-results", JOB_KIND_COLLECT, "import"})
 DETAIL_LIMIT = 500
+LISTS_WIDTH = 250  # the runs' and panels' lists at least (`_fit_lists`)
+LISTS_SHARE = 0.35  # and at most this share of the page, however large the text
 DETAIL_COLUMNS = (
     ("question_id", "question"),
     ("series", "model"),
@@ -207,11 +210,16 @@ class ResultsPage(QWidget):
         panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
         panel_scroll.setWidget(right)
         no_tab_stop(panel_scroll)
-        body = QSplitter(Qt.Orientation.Horizontal)
+        self.body = body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(left)
         body.addWidget(panel_scroll)
         body.setStretchFactor(1, 1)
-        body.setSizes([250, 900])
+        body.setSizes([LISTS_WIDTH, 900])
+        self.lists_width_by_hand = False  # the person dragged the splitter: their width is kept (`_fit_lists`)
+        body.splitterMoved.connect(lambda *_: setattr(self, "lists_width_by_hand", True))
+        body.installEventFilter(self)
+        self._fit_lists_soon = QTimer(self, singleShot=True, interval=0)
+        self._fit_lists_soon.timeout.connect(self._fit_lists)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         # a row of constant height, empty unless a job is storing answers: showing or hiding a row would resize
@@ -237,6 +245,33 @@ class ResultsPage(QWidget):
         self._changed_while_hidden = False
         self.waiting_for_job = False  # changes seen while a job stores answers: recomputed once it ends
         self.panel_list.setCurrentRow(0)
+
+    def _fit_lists(self) -> None:
+        """The runs' and panels' lists wide enough for the panels' names at the text size now (at most
+        LISTS_SHARE of the page; LISTS_WIDTH at least): at 200 % they kept their 250 pixels and read 'Accuracy by
+        leve', 'Permutation voti'. A width the person dragged the splitter to is kept."""
+        total = sum(self.body.sizes())
+        if self.lists_width_by_hand or total <= 0:
+            return
+        names = self.panel_list.fontMetrics()
+        widest = max(
+            names.horizontalAdvance(self.panel_list.item(row).text()) for row in range(self.panel_list.count())
+        )
+        bar = self.panel_list.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        wanted = widest + bar + 2 * self.panel_list.frameWidth() + 4 * names.averageCharWidth()  # the item's margins
+        width = min(max(wanted, LISTS_WIDTH), int(total * LISTS_SHARE))
+        if width != self.body.sizes()[0]:
+            self.body.setSizes([width, total - width])
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.body and event.type() == QEvent.Type.Resize:  # once the splitter shared its new width
+            self._fit_lists_soon.start()
+        return super().eventFilter(watched, event)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # larger text (View → Larger text): wider names
+            self._fit_lists()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

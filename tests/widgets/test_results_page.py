@@ -579,3 +579,27 @@ def test_a_figure_too_wide_for_its_canvas_at_the_text_size_is_drawn_with_text_as
     qtbot.waitUntil(lambda: page.view.canvas.drawn_scale == 2.0 and not page.view.canvas.busy, timeout=10_000)
     page.view.finish_drawing()
     assert _drawn_whole(page.view.figure)
+
+
+def test_the_panels_names_are_whole_at_any_text_size_and_a_dragged_width_is_kept(results_page, qtbot):
+    """At 200 % the lists kept their 250 pixels: 'Accuracy by leve', 'Permutation voti'."""
+    from spokenbench.app.results_page import LISTS_SHARE, LISTS_WIDTH
+    from spokenbench.app.text_size import apply_text_size
+
+    def cut_names() -> list[str]:
+        names, room = page.panel_list.fontMetrics(), page.panel_list.viewport().width()
+        texts = [page.panel_list.item(row).text() for row in range(page.panel_list.count())]
+        return [text for text in texts if names.horizontalAdvance(text) + 6 > room]
+
+    page = results_page(880, 600)  # the page on a 1400×900 screen with the text at 200 %: the lists scroll
+    assert page.body.sizes()[0] == LISTS_WIDTH and not cut_names()  # the normal size
+    for percent in (150, 200):
+        apply_text_size(percent)
+        qtbot.wait(100)  # the new font reaches each widget in events posted
+        assert not cut_names(), percent
+        assert page.body.sizes()[0] <= sum(page.body.sizes()) * LISTS_SHARE
+    page.body.moveSplitter(300, 1)
+    page.body.splitterMoved.emit(300, 1)  # as a drag does
+    apply_text_size(100)
+    qtbot.wait(100)
+    assert page.body.sizes()[0] == 300  # the person's width, not the fitted one
