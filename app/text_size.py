@@ -2,8 +2,8 @@
 own font times 100–200 %, applied at once and kept for the next start. An annotator who rates for hours, or whose
 sight is poor, makes the text larger here without scaling the whole desktop (which on a 1280×720 laptop at 150 %
 leaves the app 853×480 pixels) — as Anki, Zotero and browsers let their users. Every page fits a 1280×720 laptop's
-maximized window at every size without scrolling sideways, the Rating page without scrolling at all
-(tests/widgets/test_text_size.py)."""
+maximized window at every size without scrolling sideways, the Rating page without scrolling at all (above 150 %
+where no warning stands above the session: a sound device and the fonts found; tests/widgets/test_text_size.py)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,12 @@ SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def linked_copy(project: Path, target: Path) -> Path:
-    """A writable copy of a project folder whose audio files are hard links to the original's (same file system).
+    """A writable copy of a project folder whose audio files are hard links to the original's (same file system)."""
+    return project_copy(project, target, link_audio=True)
+
+
+def project_copy(project: Path, target: Path, link_audio: bool = False) -> Path:
+    """A copy of a project folder that others may have open.
 
     The shared demo is read by tests in the other worker while it is copied: each reader's connection makes the
     database's `-wal` and `-shm` files and the last one to close deletes them, so a plain copy of the folder can list
@@ -30,7 +35,7 @@ def linked_copy(project: Path, target: Path) -> Path:
     audio = Path(project, AUDIO_FOLDER)
 
     def link_audio_copy_the_rest(source: str, destination: str) -> None:
-        if Path(source).parent.parent == audio:
+        if link_audio and Path(source).parent.parent == audio:
             os.link(source, destination)
         elif source.endswith(DATABASE_SUFFIX):
             copy_database(Path(source), Path(destination))

@@ -478,7 +478,9 @@ def read_only_copy(source: Path):
             mounted = True
         copy = base / ("project" if source.is_dir() else source.name)
         if source.is_dir():
-            shutil.copytree(source, copy)
+            from demo_copies import project_copy  # the shared demo may be open meanwhile: its database's snapshot
+
+            project_copy(source, copy)
         else:
             shutil.copy2(source, copy)
         if mounted:

@@ -324,7 +324,6 @@ class LauncherView(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 4)  # the form nearly half the width: its fields and notes need it
         splitter.setStretchFactor(1, 5)
-        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -478,8 +477,8 @@ class LauncherView(QWidget):
             self.way_buttons["online"].setChecked(True)
         notes = [f"{' and '.join(labels)}: not available — {reason}." for reason, labels in unavailable.items()]
         self.way_note.setText("\n".join(notes))
-        self._place_halves()  # one line more or fewer under the form
         self.way_note.setVisible(bool(notes))
+        self._place_halves()  # lines more or fewer under the form (a hidden note counts none)
 
     def _way_toggled(self, button, checked: bool) -> None:
         if checked:
@@ -560,7 +559,7 @@ class LauncherView(QWidget):
         its right edge and the runs' headings and cells read 'romp', 'ogre', 'si…ed'. At the normal size they stay
         side by side, squeezed where they must be (the tour open on a laptop): one above the other would not fit
         down either, and there nothing scrolls (tests/widgets/test_laptop_fit.py)."""
-        beside = self.width() >= self.side_by_side_width() or text_scale() <= 1.0
+        beside = text_scale() <= 1.0 or self.width() >= self.side_by_side_width()
         orientation = Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical
         lines, rows = self.fontMetrics().lineSpacing(), self.runs_table.verticalHeader().defaultSectionSize()
         self.form_scroll.setMinimumHeight(0 if beside else STACKED_FORM_LINES * lines)
@@ -569,9 +568,16 @@ class LauncherView(QWidget):
         )
         if self.splitter.orientation() != orientation:
             self.splitter.setOrientation(orientation)
-        for half in (self.splitter.widget(0), self.splitter.widget(1)):  # a splitter asks no text that wraps (How
-            # to run's note) for its height at the width it gives: the form was drawn 15 pixels into How to run
-            half.setMinimumHeight(0 if beside else half.layout().minimumHeightForWidth(self.width()))
+            self.splitter.setChildrenCollapsible(beside)  # one above the other, neither dragged shut
+        self._hold_heights()
+
+    def _hold_heights(self) -> None:
+        """One above the other, each half at least as high as its text that wraps (How to run's note, the run's
+        progress) needs at the width it has: a splitter does not ask, and the form was drawn 15 pixels into How to
+        run. Called again when such a text changes."""
+        stacked = self.splitter.orientation() == Qt.Orientation.Vertical
+        for half in (self.splitter.widget(0), self.splitter.widget(1)):
+            half.setMinimumHeight(half.layout().minimumHeightForWidth(self.width()) if stacked else 0)
 
     def _forget_test_result(self, *_args) -> None:
         self.test_result.clear()
@@ -685,6 +691,7 @@ class LauncherView(QWidget):
             self.progress_label.setText("Select a run to see its progress.")
             self._show_cancel(None)
             self.resume_button.setEnabled(False)
+            self._hold_heights()
             return
         self.progress_bar.setRange(0, max(line.total, 1))
         self.progress_bar.setValue(min(line.done, max(line.total, 1)))
@@ -692,6 +699,7 @@ class LauncherView(QWidget):
         self.progress_label.setText(f"{line.title} — {line.status}: {line.progress}")
         self._show_cancel(line)
         self.resume_button.setEnabled(line.resumable)
+        self._hold_heights()  # its progress may wrap onto more lines
 
     def _show_cancel(self, line: RunLine | None) -> None:
         """Cancel, or Stop Now for a cancelled run that waits for the answers to requests already sent."""

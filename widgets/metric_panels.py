@@ -110,6 +110,7 @@ class Hits:
     def __init__(self) -> None:
         self.targets: list[tuple[object, list[Point]]] = []
         self.in_order: list[tuple[Point, float, float]] = []  # (point, x, y): the figure's fractions, y downwards
+        self.build: object = None  # the build that drew them: the figure built again by it is the same drawing
 
     def add(self, artist, points: list[Point]) -> None:
         self.targets.append((artist, points))
@@ -490,7 +491,7 @@ def save_table(frame: pd.DataFrame, path: str | Path, caption: str = "", label: 
 class _Rendered(QObject):
     """Carries a finished image from the drawing thread to the UI thread (a queued signal)."""
 
-    done = Signal(int, object, object, object)  # generation, QImage, what the build returned, `Hits.placed`
+    done = Signal(int, object, object, object, float)  # generation, QImage, the build's return, places, text scale
 
 
 def _log_failed_drawing(future: Future) -> None:
@@ -505,7 +506,8 @@ def _scales_to_try(scale: float) -> list[float]:
     as large as fits instead."""
     scales = [scale]
     while scales[-1] > 1.0:
-        scales.append(max(1.0, scales[-1] * TEXT_SCALE_STEP))
+        smaller = scales[-1] * TEXT_SCALE_STEP
+        scales.append(smaller if smaller >= 1.1 else 1.0)  # not 1.024: a build as slow for nothing to see
     return scales
 
 
@@ -535,9 +537,11 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._generation = 0
         self._future: Future | None = None
         self._next_build: Callable[[Figure], object] | None = None  # taken by the next drawing that starts
-        self._pending_result: tuple[int, QImage, object, list | None] | None = None  # drawn, not yet shown
+        self._pending_result: tuple[int, QImage, object, list | None, float] | None = None  # drawn, not shown yet
         self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
         self._build: Callable[[Figure], object] | None = None  # the last build, for a drawing at a smaller text
+        self._built_scale = 1.0  # the text scale `_built` was built for
+        self._size_hint = QSize(*self.get_width_height())  # read once, before any drawing thread scales the figure
         self.drawn_scale = 1.0  # the text scale the image shown was drawn at (`_scales_to_try`)
         self._lock = threading.Lock()
         self.mark: tuple[float, float, str] | None = None  # (x, y, line): the point the keys are on (`PointKeys`)
@@ -581,17 +585,21 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 queued, self._next_build = self._next_build, None
             if queued is not None:
                 self._build = queued  # kept: a drawing at a smaller text size builds the figure again
-            for tried in _scales_to_try(scale):
+            for attempt, tried in enumerate(_scales_to_try(scale)):
+                if attempt and generation != self._generation:  # a newer request (a resize) draws instead
+                    return
                 if self.figure.dpi != BASE_DPI * ratio * tried:
                     self.figure.set_dpi(BASE_DPI * ratio * tried)  # no figure manager: only the drawing's scale
                 if width > 1 and height > 1:
                     self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
-                if self._build is not None and (queued is not None or tried != scale):
-                    self._built = self._build(self.figure)  # only this thread touches it
+                if self._build is not None and (queued is not None or tried != self._built_scale):
+                    # built again for this scale: its wraps, legend columns and slanted ticks are judged at it
+                    self._built, self._built_scale = self._build(self.figure), tried  # only this thread touches it
+                    if isinstance(self._built, Hits):
+                        self._built.build = self._build
                 FigureCanvasAgg.draw(self)
                 if tried <= 1.0 or self._build is None or _drawn_whole(self.figure):
                     break
-            self.drawn_scale = tried
             built = self._built
             placed = None
             if isinstance(built, Hits):
@@ -605,11 +613,16 @@ class BackgroundCanvas(FigureCanvasQTAgg):
             image.setDevicePixelRatio(ratio)
             return_freed_memory()  # the drawing's transient buffers, here on its thread (issue 28: peak memory)
             with self._lock:
-                self._pending_result = (generation, image, built, placed)
-            self._carrier.done.emit(generation, image, built, placed)
+                self._pending_result = (generation, image, built, placed, tried)
+            self._carrier.done.emit(generation, image, built, placed, tried)
 
         self._future = self._drawer.submit(work)
         self._future.add_done_callback(_log_failed_drawing)
+
+    def sizeHint(self) -> QSize:
+        """The figure's size as made: matplotlib's reads the figure, which the drawing thread scales meanwhile."""
+        hint = getattr(self, "_size_hint", None)  # matplotlib's own set-up asks before ours is done
+        return QSize(hint) if hint is not None else super().sizeHint()
 
     def finish(self) -> None:
         """Wait for the drawing under way and show it at once (an export, a test or a screenshot needs it)."""
@@ -620,12 +633,12 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         if pending is not None:
             self._rendered(*pending)
 
-    def _rendered(self, generation: int, image: QImage, built: object, placed: list | None) -> None:
+    def _rendered(self, generation: int, image: QImage, built: object, placed: list | None, scale: float) -> None:
         with self._lock:
             if self._pending_result is None or self._pending_result[0] != generation:
                 return  # shown already (`finish`), or a newer drawing finished since
             self._pending_result = None
-        self._image = image
+        self._image, self.drawn_scale = image, scale
         if isinstance(built, Hits) and placed is not None:
             built.in_order = placed  # with the image they are the places in (a resize's drawing moves them)
         self._on_rendered(built)
@@ -764,9 +777,9 @@ class PointKeys(QObject):
 
     def at(self) -> int | None:
         """Where the point the keys are on is in the drawing shown (None: on none, or the drawing changed)."""
-        hits = self.view.hits
-        if hits is not self.drawing:
-            return None
+        hits, drawing = self.view.hits, self.drawing
+        if drawing is None or (hits is not drawing and (hits.build is None or hits.build is not drawing.build)):
+            return None  # another drawing; the same built again (a resize, a smaller text) keeps its points
         return next((index for index, (point, _x, _y) in enumerate(hits.in_order) if point is self.point), None)
 
     def key(self, key: int) -> bool:
@@ -808,6 +821,7 @@ class PointKeys(QObject):
                 self.canvas.setAccessibleName(self.figure_line())
             self.point, self.drawing, self.canvas.mark = None, None, None
         else:
+            self.drawing = self.view.hits
             _point, x, y = self.view.hits.in_order[index]
             self.canvas.mark = (x, y, self.point.tooltip())
         self.canvas.update()

@@ -206,8 +206,8 @@ class RatingView(SpokenFocus, QWidget):
         self.progress_label.setWordWrap(True)  # '0 / 47 rated · this session: …': 648 pixels at 175 %
         top = QHBoxLayout()
         top.addWidget(self.back_button)
-        top.addWidget(self.queue_label, 1)
-        top.addWidget(self.progress_label)
+        top.addWidget(self.queue_label)
+        top.addWidget(self.progress_label, 1)  # the rest of the row: wrapped to its size hint, two lines at 100 %
         self.text_label = QLabel()
         self.text_label.setWordWrap(True)
         self.text_label.setTextFormat(Qt.TextFormat.PlainText)

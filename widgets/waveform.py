@@ -64,6 +64,7 @@ class SpectrogramPicture:
 
 
 SPECTROGRAM_SIZE = (960, 200)  # pixels, when the widget's size is not known
+SPECTROGRAM_LEAST_HEIGHT = 80  # the waveform's least on the Rating page and the recorder: drawn for it, not squashed
 
 
 def spectrogram_image(
@@ -83,7 +84,7 @@ def spectrogram_image(
 
     frequencies, times, power = spectrogram(samples, fs=rate, nperseg=512, noverlap=384, mode="magnitude")
     level = 20 * np.log10(power + 1e-9)
-    width, height = max(int(size[0]), 200), max(int(size[1]), 100)
+    width, height = max(int(size[0]), 200), max(int(size[1]), SPECTROGRAM_LEAST_HEIGHT)
     dpi = 100 * pixel_ratio * text_scale
     background, ink = tuple(c / 255 for c in BACKGROUND), "#c8ccd4"
     device_width, device_height = int(width * pixel_ratio + 0.5), int(height * pixel_ratio + 0.5)  # as Qt rounds

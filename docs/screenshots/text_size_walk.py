@@ -8,7 +8,8 @@ Builds the demo into OUT/demo, copies it to OUT/project and opens the Rating pag
 OUT/text-150-keys.png (the key help, ?) and OUT/text-150-tour.png (the guided tour, F1), each closed with Esc, then
 OUT/text-150-<page>.png of every page (Ctrl+1 … Ctrl+7); on the Rating page S (the spectrogram):
 OUT/text-150-spectrogram.png; Ctrl+= twice more (175, 200 %): OUT/text-200-<page>.png of the Rating, Speakers,
-Evaluate and Results pages; back on the Rating page Ctrl+0 (normal size): OUT/text-100-rating.png. Prints the text size the app kept in its settings file after Ctrl+Q. Needs Xvfb,
+Evaluate and Results pages; back on the Rating page Ctrl+0 (normal size): OUT/text-100-rating.png.
+Prints the text size the app kept in its settings file after Ctrl+Q. Needs Xvfb,
 PulseAudio and xdotool (apt-get install xvfb pulseaudio xdotool)."""
 
 from __future__ import annotations

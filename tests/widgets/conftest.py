@@ -188,9 +188,9 @@ def open_session(runner, qtbot):
 @pytest.fixture(scope="module")
 def read_only_demo(built_demo, tmp_path_factory):
     """The demo (built once per test session), copied once per module, for pages that only read it."""
-    import shutil
+    from demo_copies import project_copy
 
-    return shutil.copytree(built_demo, tmp_path_factory.mktemp("read-only-demo") / "demo-project")
+    return project_copy(built_demo, tmp_path_factory.mktemp("read-only-demo") / "demo-project")
 
 
 @pytest.fixture

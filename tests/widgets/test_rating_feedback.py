@@ -152,3 +152,15 @@ def test_the_spectrogram_s_labels_are_drawn_again_as_large_as_the_app_s_text(pag
     assert after.drawn_for[3] == 1.5 and after.shape == (waveform.height(), waveform.width())  # lower: the text grew
     assert after.plot_left == pytest.approx(before.plot_left * 1.5, rel=0.05)  # room for the larger kHz labels
     assert label_columns(after) >= 1.3 * label_columns(before)
+
+
+def test_the_session_s_lines_take_one_line_each_at_the_normal_size(page, qtbot):
+    """The progress line wraps where the text is larger (it made the Rating page 1,078 pixels wide at 175 %): given
+    only its size hint beside the queue's name, it took two lines at 100 % in a 1000-pixel page."""
+    open_demo_queue(page, qtbot)
+    press(page, qtbot, Qt.Key.Key_1)  # 'this session: 1 correct, …': its longest
+    view = page.view
+    qtbot.waitUntil(lambda: "this session" in view.progress_label.text(), timeout=5_000)
+    two_lines = 2 * view.fontMetrics().lineSpacing()
+    for label in (view.progress_label, view.meta_label, view.state_label):
+        assert label.heightForWidth(label.width()) < two_lines, label.text()  # its text at the width it has

@@ -603,3 +603,30 @@ def test_the_panels_names_are_whole_at_any_text_size_and_a_dragged_width_is_kept
     apply_text_size(100)
     qtbot.wait(100)
     assert page.body.sizes()[0] == 300  # the person's width, not the fitted one
+
+
+def test_the_ring_stays_on_its_point_when_a_resize_draws_the_figure_again_at_another_text_size(page, qtbot):
+    """Where the figure's text is made smaller to fit (larger text, a narrow canvas), a resize builds the figure
+    again: the keys lost their point each time (a new drawing), and a screen reader was told the figure anew."""
+    from spokenbench.app.text_size import apply_text_size
+
+    page.resize(900, 980)
+    apply_text_size(200)
+    qtbot.wait(100)
+    draw(page, "accuracy_by_level", render=False)
+    assert 1.0 < page.view.canvas.drawn_scale < 2.0  # built smaller than asked: a resize builds it again
+    canvas, view = page.view.canvas, page.view
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
+    canvas.setFocus()
+    for _ in range(3):
+        qtbot.keyClick(canvas, Qt.Key.Key_Right)
+    point = view.point_keys.point
+    before = view.hits
+    page.resize(1600, 980)  # room for the whole text size: built again
+    qtbot.waitUntil(lambda: view.hits is not before, timeout=10_000)
+    view.finish_drawing()
+    assert view.point_keys.point is point and view.point_keys.at() is not None
+    moved = next((x, y) for shown, x, y in view.hits.in_order if shown is point)
+    assert canvas.mark == (*moved, point.tooltip())
+    assert canvas.accessibleName().startswith("Point 3 of ")

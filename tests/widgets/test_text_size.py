@@ -2,7 +2,7 @@
 reads for hours or sees poorly: the desktop's font times 100-200 %, at once and at the next start, with the text
 drawn larger than the rest (a clip's text, a prompt, a page's title) and the figures' text growing with it, and
 every page fitting a 1280×720 laptop's maximized window at every size without scrolling sideways (the Rating page
-without scrolling at all). Before, the app had no text size of its
+without scrolling at all; above 150 % with no warning above the session). Before, the app had no text size of its
 own, and with the font 150 % larger the Speakers page (1,121 pixels) and the QC page (1,019) were wider than the
 room a 1280×640 window gives a page (1,011 once the page list is wide enough for its names): the page scrolled
 sideways, its left edge cut off ("uality control"), and the page list elided 'Rewrites · 10 to rev…'."""

@@ -122,6 +122,7 @@ def test_a_low_spectrogram_names_its_axes_in_short_rather_than_cut_at_its_edges(
     rate = 16_000
     samples = (0.5 * np.sin(2 * np.pi * 300 * np.arange(rate * 3) / rate)).astype(np.float32)
     picture = spectrogram_image(samples, rate, size, 1.0, text_scale)
+    assert picture.shape == size[::-1]  # drawn for the height asked (100 at least before: squashed into 80)
     lit = picture.rgba[:, :, :3].max(axis=2) > 150  # light text on the dark margins
     margin = lit[:, : round(picture.shape[1] * picture.plot_left) - 3]
     assert not margin[0].any() and not margin[-1].any(), "a name on the left cut at the picture's top or bottom"
