@@ -327,6 +327,8 @@ class LauncherView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
+        for half in (left, right):  # laid out anew (a text that wraps changed): held as high again
+            half.installEventFilter(self)
 
         # -- wiring --------------------------------------------------------------------------------
         self.prepare_button.clicked.connect(self.prepareRequested)
@@ -478,7 +480,6 @@ class LauncherView(QWidget):
         notes = [f"{' and '.join(labels)}: not available — {reason}." for reason, labels in unavailable.items()]
         self.way_note.setText("\n".join(notes))
         self.way_note.setVisible(bool(notes))
-        self._place_halves()  # lines more or fewer under the form (a hidden note counts none)
 
     def _way_toggled(self, button, checked: bool) -> None:
         if checked:
@@ -569,15 +570,19 @@ class LauncherView(QWidget):
         if self.splitter.orientation() != orientation:
             self.splitter.setOrientation(orientation)
             self.splitter.setChildrenCollapsible(beside)  # one above the other, neither dragged shut
+            if not beside and 0 in self.splitter.sizes():  # one was dragged shut side by side: open again
+                self.splitter.setSizes([1, 1])
         self._hold_heights()
 
     def _hold_heights(self) -> None:
         """One above the other, each half at least as high as its text that wraps (How to run's note, the run's
         progress) needs at the width it has: a splitter does not ask, and the form was drawn 15 pixels into How to
-        run. Called again when such a text changes."""
+        run. Again once a half is laid out anew (its LayoutRequest: a text changed, a note shown), when Qt's cached
+        heights are the new ones (`eventFilter`)."""
         stacked = self.splitter.orientation() == Qt.Orientation.Vertical
         for half in (self.splitter.widget(0), self.splitter.widget(1)):
-            half.setMinimumHeight(half.layout().minimumHeightForWidth(self.width()) if stacked else 0)
+            least = half.layout().minimumHeightForWidth(self.width()) if stacked else 0  # -1: nothing wraps
+            half.setMinimumHeight(max(least, 0))
 
     def _forget_test_result(self, *_args) -> None:
         self.test_result.clear()
@@ -654,6 +659,9 @@ class LauncherView(QWidget):
             table.setColumnWidth(index[name], width)
 
     def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest and watched in (self.splitter.widget(0), self.splitter.widget(1)):
+            if self.splitter.orientation() == Qt.Orientation.Vertical:
+                self._hold_heights()
         if event.type() == QEvent.Type.Resize:
             if watched is self.runs_table.viewport():
                 self._fit_columns()
@@ -691,7 +699,6 @@ class LauncherView(QWidget):
             self.progress_label.setText("Select a run to see its progress.")
             self._show_cancel(None)
             self.resume_button.setEnabled(False)
-            self._hold_heights()
             return
         self.progress_bar.setRange(0, max(line.total, 1))
         self.progress_bar.setValue(min(line.done, max(line.total, 1)))
@@ -699,7 +706,6 @@ class LauncherView(QWidget):
         self.progress_label.setText(f"{line.title} — {line.status}: {line.progress}")
         self._show_cancel(line)
         self.resume_button.setEnabled(line.resumable)
-        self._hold_heights()  # its progress may wrap onto more lines
 
     def _show_cancel(self, line: RunLine | None) -> None:
         """Cancel, or Stop Now for a cancelled run that waits for the answers to requests already sent."""

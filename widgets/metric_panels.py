@@ -594,6 +594,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                     self.figure.set_size_inches(width / self.figure.dpi, height / self.figure.dpi, forward=False)
                 if self._build is not None and (queued is not None or tried != self._built_scale):
                     # built again for this scale: its wraps, legend columns and slanted ticks are judged at it
+                    self._built, self._built_scale = None, None  # a build that raises is built again next time
                     self._built, self._built_scale = self._build(self.figure), tried  # only this thread touches it
                     if isinstance(self._built, Hits):
                         self._built.build = self._build

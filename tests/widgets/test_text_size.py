@@ -200,6 +200,14 @@ def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_s
             pass
         assert not cut_off(), f"{size} at {percent} %: {cut_off()}"
         seen[(size.width(), percent)] = view.splitter.orientation()
+    # a note under How to run that grows by lines, with no resize: the form's half held as high again
+    long_reason = "a reason long enough to wrap onto several lines at this size " * 4
+    view.set_run_ways({"online": None, "batch": long_reason, "file": long_reason + "again"})
+    qtbot.wait(50)
+    assert not cut_off(), f"with a long note: {cut_off()}"
+    view.set_run_ways({"online": None, "batch": None, "file": None})  # none: the note hidden
+    qtbot.wait(50)
+    assert not cut_off() and not view.way_note.isVisible()
     horizontal, vertical = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
     assert seen == {(1280, 100): horizontal, (1280, 125): horizontal, (1280, 150): vertical, (1400, 150): vertical,
                     (1280, 200): vertical}  # fmt: skip
