@@ -116,11 +116,16 @@ class ColumnsLayout(FlowLayout):
     def __init__(self, most: int, parent: QWidget | None = None, spacing: int = 6):
         super().__init__(parent, spacing)
         self.most = most
+        self._cell_size: QSize | None = None  # the widest and tallest item's size hint, until the layout changes
+
+    def invalidate(self) -> None:
+        self._cell_size = None  # an item's text or font changed (its widget asked for a new geometry)
+        super().invalidate()
 
     def sizeHint(self) -> QSize:
         """`most` columns, as the grid it stands for."""
         items = self._laid_out_items()
-        cell = self._cell(items)
+        cell = self._cell()
         columns = max(1, min(self.most, len(items)))
         margins = self.contentsMargins()
         width = columns * cell.width() + self.spacing() * (columns - 1) + margins.left() + margins.right()
@@ -129,22 +134,25 @@ class ColumnsLayout(FlowLayout):
     def minimumSize(self) -> QSize:
         """One column of items as wide as the widest: no button narrower than its text."""
         margins = self.contentsMargins()
-        cell = self._cell(self._laid_out_items())
+        cell = self._cell()
         return QSize(cell.width() + margins.left() + margins.right(), cell.height() + margins.top() + margins.bottom())
 
     def columns_for(self, width: int) -> int:
         """How many columns `width` (the layout's own, margins included) holds."""
         margins = self.contentsMargins()
         room = width - margins.left() - margins.right()
-        cell = self._cell(self._laid_out_items()).width()
+        cell = self._cell().width()
         return max(1, min(self.most, (room + self.spacing()) // max(cell + self.spacing(), 1)))
 
-    @staticmethod
-    def _cell(items: list[QLayoutItem]) -> QSize:
-        size = QSize(0, 0)
-        for item in items:
-            size = size.expandedTo(item.sizeHint())
-        return size
+    def _cell(self) -> QSize:
+        """Every item's cell: as wide as the widest and as tall as the tallest (asked once per layout change: a
+        layout pass asks for it about a hundred times)."""
+        if self._cell_size is None:
+            size = QSize(0, 0)
+            for item in self._laid_out_items():
+                size = size.expandedTo(item.sizeHint())
+            self._cell_size = size
+        return QSize(self._cell_size)
 
     def _lay_out(self, rect: QRect, move: bool) -> int:
         items = self._laid_out_items()
@@ -154,10 +162,10 @@ class ColumnsLayout(FlowLayout):
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
         columns = self.columns_for(rect.width())
         width = max(1, (area.width() - self.spacing() * (columns - 1)) // columns)
+        height = self._cell().height()
         y = area.y()
         for first in range(0, len(items), columns):
             line = items[first : first + columns]
-            height = max(item.sizeHint().height() for item in line)
             if move:
                 for place, item in enumerate(line):
                     item.setGeometry(QRect(area.x() + place * (width + self.spacing()), y, width, height))

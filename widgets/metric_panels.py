@@ -950,8 +950,14 @@ class MetricPanelView(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:  # larger text: wider buttons, fewer words a line
             self._place_buttons()
-            if self.drawn_at_scale != text_scale():  # the figure's text as large (`BackgroundCanvas.render`)
-                self.redraw()
+            if self.isVisible() and self.drawn_at_scale != text_scale():  # its text as large (`render`)
+                self.redraw()  # hidden, it is drawn when shown: a drawing thread's GIL made each Ctrl+= on the
+                # Rating page 300 ms slower (tests/benchmarks/bench_text_size.py)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.drawn_at_scale != text_scale():  # the text size changed while another page was shown
+            self.redraw()
 
     def _place_buttons(self) -> None:
         """The figure's buttons beside its heading while the heading keeps HEADING_CHARACTERS a line, else under

@@ -630,3 +630,19 @@ def test_the_ring_stays_on_its_point_when_a_resize_draws_the_figure_again_at_ano
     moved = next((x, y) for shown, x, y in view.hits.in_order if shown is point)
     assert canvas.mark == (*moved, point.tooltip())
     assert canvas.accessibleName().startswith("Point 3 of ")
+
+
+def test_a_hidden_figure_is_drawn_at_the_new_text_size_when_shown_not_before(page, qtbot):
+    """Drawn while another page was shown, its drawing thread's hold on the GIL made each Ctrl+= on the Rating page
+    300 ms slower (tests/benchmarks/bench_text_size.py: 376 ms a change, 54 ms without)."""
+    from spokenbench.app.text_size import apply_text_size
+
+    draw(page, "accuracy_by_level", render=False)
+    page.hide()
+    apply_text_size(150)
+    qtbot.wait(200)
+    assert page.view.drawn_at_scale == 1.0 and page.view.canvas.drawn_scale == 1.0  # nothing drawn hidden
+    page.show()
+    qtbot.waitUntil(lambda: page.view.drawn_at_scale == 1.5, timeout=5_000)
+    page.view.finish_drawing()
+    assert page.view.canvas.drawn_scale == 1.5
