@@ -541,6 +541,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
         self._built: object = None  # what the last build returned (a redrawing at a new size keeps it)
         self._build: Callable[[Figure], object] | None = None  # the last build, for a drawing at a smaller text
         self._built_scale = 1.0  # the text scale `_built` was built for
+        self._fitted: tuple[float, float, float, float] | None = None  # the last drawing made smaller (`render`)
         self._size_hint = QSize(*self.get_width_height())  # read once, before any drawing thread scales the figure
         self.drawn_scale = 1.0  # the text scale the image shown was drawn at (`_scales_to_try`)
         self._lock = threading.Lock()
@@ -585,7 +586,13 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 queued, self._next_build = self._next_build, None
             if queued is not None:
                 self._build = queued  # kept: a drawing at a smaller text size builds the figure again
-            for attempt, tried in enumerate(_scales_to_try(scale)):
+            scales, fitted = _scales_to_try(scale), self._fitted
+            near = fitted is not None and width < fitted[1] / TEXT_SCALE_STEP and height < fitted[2] / TEXT_SCALE_STEP
+            if queued is None and near and fitted[0] == scale:
+                # the next larger text needs a step's more room than the canvas the tries last ran for: start from
+                # the scale that fitted there (each step of a drag narrowing the window made up to four builds)
+                scales = [tried for tried in scales if tried <= fitted[3]]
+            for attempt, tried in enumerate(scales):
                 if attempt and generation != self._generation:  # a newer request (a resize) draws instead
                     return
                 if self.figure.dpi != BASE_DPI * ratio * tried:
@@ -601,6 +608,8 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                 FigureCanvasAgg.draw(self)
                 if tried <= 1.0 or self._build is None or _drawn_whole(self.figure):
                     break
+            if scales[0] == scale:  # the tries ran from the scale asked: (asked, width, height, the scale that fitted)
+                self._fitted = (scale, width, height, tried) if tried < scale else None
             built = self._built
             placed = None
             if isinstance(built, Hits):

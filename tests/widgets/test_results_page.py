@@ -646,3 +646,33 @@ def test_a_hidden_figure_is_drawn_at_the_new_text_size_when_shown_not_before(pag
     qtbot.waitUntil(lambda: page.view.drawn_at_scale == 1.5, timeout=5_000)
     page.view.finish_drawing()
     assert page.view.canvas.drawn_scale == 1.5
+
+
+def test_a_narrower_canvas_starts_from_the_text_size_that_fitted_not_from_the_largest(page, qtbot, monkeypatch):
+    """A figure drawn smaller than the text size asks was built again from the largest size at each resize: up to
+    four builds of 0.4 s for each step of a drag that narrows the window. A canvas no larger starts from the size
+    that fitted; a wider one asks the largest again."""
+    from spokenbench.app.text_size import apply_text_size
+    from spokenbench.widgets import metric_panels
+
+    builds = []
+    real_draw_panel = metric_panels.draw_panel
+
+    def counted(*args, **kwargs):
+        builds.append(1)
+        return real_draw_panel(*args, **kwargs)
+
+    monkeypatch.setattr(metric_panels, "draw_panel", counted)
+    page.resize(900, 980)
+    apply_text_size(200)
+    qtbot.wait(100)
+    draw(page, "accuracy_by_level", render=False)
+    fitted = page.view.canvas.drawn_scale
+    assert 1.0 < fitted < 2.0 and len(builds) >= 2  # tried larger first
+    builds.clear()
+    page.resize(880, 980)
+    qtbot.waitUntil(lambda: not page.view.canvas.busy, timeout=10_000)
+    page.view.finish_drawing()
+    assert len(builds) <= 1 and page.view.canvas.drawn_scale <= fitted
+    page.resize(1600, 980)
+    qtbot.waitUntil(lambda: page.view.canvas.drawn_scale == 2.0 and not page.view.canvas.busy, timeout=10_000)
