@@ -7,14 +7,17 @@ until the user has skipped or finished it once; Help → Guided tour always open
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QWidget
 
 from spokenbench.core.demo.tour import TOUR, TourStep
+from spokenbench.widgets.text_size import text_scale
 from spokenbench.widgets.tour_panel import Highlight, TourPanel
 
 DOCK_WIDTH = 270
+BELOW_SHARE = 0.35  # of the window's height: the tour's dock below the page (`place`)
+PLACE_AFTER_MS = 100  # a page that scrolls sideways this long beside the dock sends it below
 RUN_LIST_WIDTH = 200  # the Results page's run and panel lists while the tour takes the right side
 TOUR_STATE_KEY = "tour/state"  # "skipped" or "finished" once the user did either
 NO_PROJECT_NOTE = (
@@ -40,11 +43,25 @@ class TourController(QObject):
         self.dock = QDockWidget("Guided tour", window)
         self.dock.setObjectName("tourDock")
         self.dock.setWidget(self.panel)
-        self.dock.setAllowedAreas(Qt.DockWidgetArea.RightDockWidgetArea | Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.dock.setAllowedAreas(
+            Qt.DockWidgetArea.RightDockWidgetArea
+            | Qt.DockWidgetArea.LeftDockWidgetArea
+            | Qt.DockWidgetArea.BottomDockWidgetArea
+        )
         self.dock.setMinimumWidth(DOCK_WIDTH)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         self.dock.hide()
         self.dock.installEventFilter(self)  # the dock's own close button skips the tour
+        self.placed_by_person = False  # the dock dragged elsewhere or floated: `place` leaves it there
+        self._placing_dock = False
+        self.dock.dockLocationChanged.connect(self._dock_moved)
+        self.dock.topLevelChanged.connect(lambda floating: self._dock_moved() if floating else None)
+        # after the layout the change asks for, and after a page's own fitting once shown (a new page's table)
+        self._place_soon = QTimer(self, singleShot=True, interval=PLACE_AFTER_MS)
+        self._place_soon.timeout.connect(self.place)
+        self._below_since: tuple[float, int] | None = None  # the text scale and window width it went below at
+        window.installEventFilter(self)  # resized, larger text: placed again
+        window.page_scroll.horizontalScrollBar().rangeChanged.connect(lambda *_: self._place_soon.start())
         self.highlight = Highlight()
         self.panel.next_requested.connect(self.next)
         self.panel.back_requested.connect(self.back)
@@ -100,16 +117,19 @@ class TourController(QObject):
             self._came_from = self.window.current_page_key()  # where closing the tour goes back to
         self.dock.show()
         self.dock.raise_()
-        if opening:  # the dock takes its width from the page (which scrolls if it must), never widens the window
+        if opening and self.dock_beside():  # its width taken from the page, never widening the window
             self.window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
         self.show_step(index)
+        self.place()
         if opening:
             self.window.when_page("results", lambda _page: self._make_room())  # once the page is built
         self.panel.setFocus()
 
     def _make_room(self) -> None:
         """The dock takes width from the page: narrow the Results page's lists of runs and panels so its figures
-        keep theirs (the user can drag them back)."""
+        keep theirs (the user can drag them back). Not with the dock below the page."""
+        if not self.dock_beside():
+            return
         page = self.window.page_widgets.get("results")
         lists = getattr(page, "run_list", None)
         body = lists.parentWidget().parentWidget() if lists is not None and lists.parentWidget() else None
@@ -117,6 +137,46 @@ class TourController(QObject):
             sizes = body.sizes()
             if sizes[0] > RUN_LIST_WIDTH:
                 body.setSizes([RUN_LIST_WIDTH, sum(sizes) - RUN_LIST_WIDTH])
+
+    # -- where the dock goes ------------------------------------------------------------------------
+
+    def dock_beside(self) -> bool:
+        return self.window.dockWidgetArea(self.dock) != Qt.DockWidgetArea.BottomDockWidgetArea
+
+    def place(self) -> None:
+        """Below the page once the page shown scrolls sideways beside the dock, beside it again once the text is
+        made smaller or the window wider than when it went: with the text made larger (175 % on a 1280×720
+        laptop, 200 % on 1400×900) Items, Rewrites, QC, Speakers and Evaluate scrolled sideways beside the tour
+        (Rewrites 889 pixels in 564 at 200 %); below it they scroll only down. Back beside, a page that still
+        does not fit sends it below again at once. A dock a person dragged elsewhere or floated stays there."""
+        if not self.is_open() or self.placed_by_person or self.dock.isFloating():
+            return
+        window = self.window
+        if self.dock_beside():
+            if window.page_scroll.horizontalScrollBar().maximum() > 0:
+                self._below_since = (text_scale(), window.width())
+                self._move_dock(below=True)
+        elif self._below_since is None or self._below_since[0] > text_scale() or self._below_since[1] < window.width():
+            self._below_since = None
+            self._move_dock(below=False)
+
+    def _move_dock(self, below: bool) -> None:
+        window = self.window
+        self._placing_dock = True
+        try:
+            if below:
+                window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
+                window.resizeDocks([self.dock], [int(window.height() * BELOW_SHARE)], Qt.Orientation.Vertical)
+            else:
+                window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
+                window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
+            self.dock.show()  # re-added: shown again
+        finally:
+            self._placing_dock = False
+
+    def _dock_moved(self, *_args) -> None:
+        if not self._placing_dock and self.is_open():
+            self.placed_by_person = True
 
     # -- moving ---------------------------------------------------------------------------------
 
@@ -169,6 +229,10 @@ class TourController(QObject):
             self.window.focus_page()
 
     def eventFilter(self, watched, event) -> bool:
+        if watched is self.window:
+            if event.type() in (QEvent.Type.Resize, QEvent.Type.FontChange) and self.is_open():
+                self._place_soon.start()
+            return False
         if watched is self.dock and event.type() == QEvent.Type.Close:
             self.settings.setValue(TOUR_STATE_KEY, "skipped")
             self.highlight.point_at(None)

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QComboBox, QStyle, QStyleOptionComboBox, QStylePainter, QToolTip
+
+LEAST_CHARACTERS = 8  # an elided box goes down to this many average characters (and its arrow), never less
 
 
 class ElidedComboBox(QComboBox):
     """A combo box whose chosen text, where wider than the box, ends in '…' with the whole text in its tooltip
     (before the box's own tooltip, if it has one). Qt cut it mid-letter: *Simulated listener: steady
     (simulated, offl* on Evaluate at 1280×720; a sound device's or a model's long name likewise. QComboBox's own
-    paint, with the label's text elided to the edit field."""
+    paint, with the label's text elided to the edit field.
+
+    Its least width is LEAST_CHARACTERS, whatever its items: Qt's is its longest item's when the box was filled
+    before it was first shown and next to nothing when filled after, so Evaluate's form needed 357 pixels for
+    *none (only the orders above)* and scrolled sideways beside the guided tour on a laptop."""
 
     elided = False  # whether the text shown is cut: the tooltip then shows all of it
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        hint = super().minimumSizeHint()
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        text = QSize(LEAST_CHARACTERS * self.fontMetrics().averageCharWidth(), self.fontMetrics().height())
+        least = self.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, text, self)
+        return QSize(min(hint.width(), least.width()) if self.count() else hint.width(), hint.height())
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt's name
         if self.isEditable() or self.currentIndex() < 0:  # a line edit draws the text; a placeholder is Qt's own

@@ -143,7 +143,8 @@ class LauncherView(QWidget):
         self.model_box.setModel(self.model_model)
         self.model_note = QLabel()
         self.model_note.setWordWrap(True)
-        self.custom_group = QGroupBox("Custom OpenAI-compatible endpoint (vLLM, …)")
+        # a group's title never wraps and sets the form's least width: short titles, what else they say in a note
+        self.custom_group = QGroupBox("Custom endpoint")
         self.custom_provider = ElidedComboBox()
         for provider in CUSTOM_PROVIDERS:
             self.custom_provider.addItem(provider, provider)
@@ -178,8 +179,11 @@ class LauncherView(QWidget):
 
         # -- condition grid ------------------------------------------------------------------------
         self.grid_edits: dict[str, QLineEdit] = {}
-        grid_group = QGroupBox("Conditions (empty: everything the project has)")
+        grid_group = QGroupBox("Conditions")
         grid_form = QFormLayout(grid_group)
+        grid_note = QLabel("A field left empty: everything the project has.")
+        grid_note.setWordWrap(True)
+        grid_form.addRow(grid_note)
         for field_name, label, _factor in GRID_FIELDS:
             edit = QLineEdit()
             self.grid_edits[field_name] = edit
@@ -324,6 +328,8 @@ class LauncherView(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 4)  # the form nearly half the width: its fields and notes need it
         splitter.setStretchFactor(1, 5)
+        self.split_dragged = False  # a person dragged the handle: the halves keep their widths (`_split_by_need`)
+        splitter.splitterMoved.connect(lambda *_: setattr(self, "split_dragged", True))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -523,16 +529,16 @@ class LauncherView(QWidget):
         super().resizeEvent(event)
         self._fit_test_result()
         if event.size().width() != event.oldSize().width():
-            self._place_halves()
+            self._place_halves(measure=True)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:  # larger text: each half needs more of the width
-            self._place_halves()
+            self._place_halves(measure=True)
 
-    def side_by_side_width(self) -> int:
-        """The width the form and the runs need side by side: the form at its least (its fields squeezed, never
-        scrolled sideways) and the runs table with every heading whole and RUN_CELL_CHARACTERS of each long cell."""
+    def halves_needed(self) -> tuple[int, int]:
+        """The widths of the two halves side by side: the form at its least (its fields squeezed, never scrolled
+        sideways) and the runs table with every heading whole and RUN_CELL_CHARACTERS of each long cell."""
         scroll = self.form_scroll
         bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         form = scroll.widget().minimumSizeHint().width() + bar + 2 * scroll.frameWidth()
@@ -552,15 +558,16 @@ class LauncherView(QWidget):
         runs = columns + bar + 2 * table.frameWidth() + group.left() + group.right() + inner.left() + inner.right()
         titles = max(self.runs_group.minimumSizeHint().width(), self.queue_group.minimumSizeHint().width())
         right = max(runs, titles) + margins.left() + margins.right()
-        return form + self.splitter.handleWidth() + right
+        return form, right
 
-    def _place_halves(self) -> None:
+    def _place_halves(self, measure: bool = False) -> None:
         """The form beside the runs while both fit, else, with the text made larger (View → Larger text), above
         them, the page scrolling down instead of both scrolling sideways: at 150 % on a laptop the form was cut at
         its right edge and the runs' headings and cells read 'romp', 'ogre', 'si…ed'. At the normal size they stay
         side by side, squeezed where they must be (the tour open on a laptop): one above the other would not fit
         down either, and there nothing scrolls (tests/widgets/test_laptop_fit.py)."""
-        beside = text_scale() <= 1.0 or self.width() >= self.side_by_side_width()
+        needed = self.halves_needed() if measure or text_scale() > 1.0 else None
+        beside = text_scale() <= 1.0 or self.width() >= sum(needed) + self.splitter.handleWidth()
         orientation = Qt.Orientation.Horizontal if beside else Qt.Orientation.Vertical
         lines, rows = self.fontMetrics().lineSpacing(), self.runs_table.verticalHeader().defaultSectionSize()
         self.form_scroll.setMinimumHeight(0 if beside else STACKED_FORM_LINES * lines)
@@ -572,7 +579,23 @@ class LauncherView(QWidget):
             self.splitter.setChildrenCollapsible(beside)  # one above the other, neither dragged shut
             if not beside and 0 in self.splitter.sizes():  # one was dragged shut side by side: open again
                 self.splitter.setSizes([1, 1])
+        elif beside and needed is not None and not self.split_dragged:
+            self._split_by_need(needed)
         self._hold_heights()
+
+    def _split_by_need(self, needed: tuple[int, int]) -> None:
+        """Side by side, a half short of the width it needs takes it from the other half's width beyond that
+        one's need: beside the guided tour on a laptop the splitter's stretch gave the form 321 pixels (it needs
+        248) and the runs 379, and the runs table scrolled sideways."""
+        form, runs = self.splitter.sizes()
+        room = form + runs
+        if runs < needed[1] and form > needed[0]:
+            form -= min(needed[1] - runs, form - needed[0])
+        elif form < needed[0] and runs > needed[1]:
+            form += min(needed[0] - form, runs - needed[1])
+        else:
+            return
+        self.splitter.setSizes([form, room - form])
 
     def _hold_heights(self) -> None:
         """One above the other, each half at least as high as its text that wraps (How to run's note, the run's
@@ -605,6 +628,7 @@ class LauncherView(QWidget):
         selected = self.selected_run_id()
         self.lines = lines
         table = self.runs_table
+        rows_before = table.rowCount()
         table.blockSignals(True)
         table.setRowCount(len(lines))
         for row, line in enumerate(lines):
@@ -635,7 +659,7 @@ class LauncherView(QWidget):
                     table.selectRow(row)
         table.blockSignals(False)
         self._fit_columns()
-        self._place_halves()  # a longer model's name may need the width the form had
+        self._place_halves(measure=len(lines) != rows_before)  # a longer model's name may need the form's width
         self._show_selected()
 
     def _fit_columns(self) -> None:

@@ -153,8 +153,9 @@ def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_s
 ):
     """At 150 % on a laptop (and at 175 % on 1400×900) the form was cut at its right edge and scrolled sideways,
     and the runs table beside it read 'romp', 'ogre' for its headings and 'si…ed', 'a…' for its cells, its last
-    column off to the right. Where the two do not fit side by side the runs go under the form, the page scrolling
-    down; at the normal size they stay side by side (nothing scrolls there: tests/widgets/test_laptop_fit.py)."""
+    column off to the right. Where the two do not fit side by side (from 175 % on a laptop; at 150 % since the
+    form's least width is 232 pixels at 100 %, not 357) the runs go under the form, the page scrolling down; at
+    the normal size they stay side by side (nothing scrolls there: tests/widgets/test_laptop_fit.py)."""
     from PySide6.QtWidgets import QScrollArea
 
     from spokenbench.widgets.launcher_view import RUN_COLUMNS, LauncherView
@@ -190,7 +191,8 @@ def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_s
         return problems
 
     seen = {}
-    for size, percent in ((LAPTOP, 100), (LAPTOP, 125), (LAPTOP, 150), (QSize(1400, 820), 150), (LAPTOP, 200)):
+    sizes = ((LAPTOP, 100), (LAPTOP, 125), (LAPTOP, 150), (QSize(1400, 820), 150), (LAPTOP, 175), (LAPTOP, 200))
+    for size, percent in sizes:
         window.resize(size)
         window.set_text_size(percent)
         qtbot.wait(50)  # the new font reaches each widget in events posted
@@ -209,8 +211,59 @@ def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_s
     qtbot.wait(50)
     assert not cut_off() and not view.way_note.isVisible()
     horizontal, vertical = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
-    assert seen == {(1280, 100): horizontal, (1280, 125): horizontal, (1280, 150): vertical, (1400, 150): vertical,
-                    (1280, 200): vertical}  # fmt: skip
+    assert seen == {(1280, 100): horizontal, (1280, 125): horizontal, (1280, 150): horizontal,
+                    (1400, 150): horizontal, (1280, 175): vertical, (1280, 200): vertical}  # fmt: skip
+
+
+def test_evaluate_beside_the_tour_on_a_laptop_scrolls_nothing_sideways(shown_window, qtbot, tmp_path, read_only_demo):
+    """At the normal size with the guided tour open (`spokenbench-studio --demo` opens it) the form needed 357
+    pixels in 305 and scrolled sideways: its combo boxes' least widths were their longest items' when filled before
+    first shown (*none (only the orders above)*, 203 pixels), and two group titles did not wrap. The runs table
+    beside it scrolled sideways too, the splitter's stretch giving the form 60 pixels more than it needed."""
+    from spokenbench.widgets.launcher_view import LauncherView
+
+    window = shown_window(settings_in(tmp_path), size=None)
+    window.resize(LAPTOP)
+    open_demo(window, qtbot, read_only_demo)
+    window.tour.start(0)
+    window.show_page("evaluate")
+    qtbot.waitUntil(lambda: window.page_widgets["evaluate"].findChild(LauncherView) is not None, timeout=20_000)
+    view = window.page_widgets["evaluate"].findChild(LauncherView)
+    qtbot.waitUntil(lambda: view.runs_table.rowCount() == 14, timeout=20_000)
+    qtbot.wait(100)
+    form = view.form_scroll
+    assert view.splitter.orientation() == Qt.Orientation.Horizontal
+    assert form.widget().minimumSizeHint().width() <= form.viewport().width(), (
+        f"the form needs {form.widget().minimumSizeHint().width()} in {form.viewport().width()}"
+    )
+    assert not form.horizontalScrollBar().isVisible()
+    table = view.runs_table
+    assert not table.horizontalScrollBar().isVisible(), (
+        f"runs {table.horizontalHeader().length()} in {table.viewport().width()}, halves {view.splitter.sizes()}"
+    )
+    assert not window.page_scroll.horizontalScrollBar().isVisible()
+    view.splitter.moveSplitter(view.splitter.sizes()[0] + 40, 1)  # a person's drag: kept at the next resize
+    dragged = view.splitter.sizes()
+    window.resize(LAPTOP.width() - 1, LAPTOP.height())
+    qtbot.wait(50)
+    assert view.split_dragged and abs(view.splitter.sizes()[0] - dragged[0]) <= 1
+
+
+def test_an_elided_combo_box_goes_down_to_a_few_characters_whenever_it_was_filled(qtbot):
+    from spokenbench.widgets.elided import LEAST_CHARACTERS, ElidedComboBox
+
+    long_item = "none (only the orders above) and a good deal more"
+    before, after = ElidedComboBox(), ElidedComboBox()
+    before.addItems([long_item, "cyclic"])
+    for box in (before, after):
+        qtbot.addWidget(box)
+        box.show()
+    after.addItems([long_item, "cyclic"])
+    least = max(box.minimumSizeHint().width() for box in (before, after))
+    characters = LEAST_CHARACTERS * before.fontMetrics().averageCharWidth()
+    assert characters < least < before.fontMetrics().horizontalAdvance(long_item)
+    assert before.minimumSizeHint().width() == after.minimumSizeHint().width()
+    assert before.sizeHint().width() > before.fontMetrics().horizontalAdvance(long_item)  # it asks for it whole
 
 
 def test_the_dialogs_fit_a_laptop_screen_at_150_percent(qtbot, runner, tmp_path):
@@ -258,6 +311,55 @@ def test_the_results_page_with_the_tour_open_never_scrolls_sideways_at_150_perce
     gender = results.findChildren(GenderPanel)
     assert gender, "the tour shows the gender panel"
     assert gender[0].minimumSizeHint().width() <= gender[0].width()
+
+
+@pytest.mark.slow
+def test_the_tour_goes_below_the_page_where_a_page_would_scroll_sideways_beside_it(
+    shown_window, qtbot, tmp_path, read_only_demo
+):
+    """With the text made larger and the guided tour open, Items, Rewrites, QC, Speakers and Evaluate scrolled
+    sideways (Rewrites 782 pixels in 650 at 175 % on a laptop, 889 in 564 at 200 %). The tour's dock goes below
+    the page once a page does not fit beside it, and back beside it once the text is smaller; a dock a person
+    put somewhere stays there."""
+    from spokenbench.app.tour import DOCK_WIDTH
+
+    window = shown_window(settings_in(tmp_path), size=None)
+    window.resize(LAPTOP)
+    open_demo(window, qtbot, read_only_demo)
+    window.tour.start(0)
+    area = window.dockWidgetArea
+
+    def visit_every_page(state: str) -> None:
+        for key, _name in PAGES:
+            window.show_page(key)
+            qtbot.waitUntil(
+                lambda key=key: type(window.page_widgets[key]).__name__ != "PlaceholderPage", timeout=20_000
+            )
+            qtbot.wait(50)  # laid out
+            sideways = window.page_scroll.horizontalScrollBar().isVisible
+            try:
+                qtbot.waitUntil(lambda sideways=sideways: not sideways(), timeout=2_000)  # the move is animated
+            except qtbot.TimeoutError:
+                pass
+            page, room = window.page_stack.currentWidget(), window.page_scroll.viewport().width()
+            assert not sideways(), f"{key} {state}: {page.minimumSizeHint().width()} in {room}"
+
+    visit_every_page("at 100 %")
+    assert area(window.tour.dock) == Qt.DockWidgetArea.RightDockWidgetArea
+    for percent in (175, 200):
+        window.set_text_size(percent)
+        visit_every_page(f"at {percent} %")  # Items the first page too wide beside it: the dock goes below
+        assert area(window.tour.dock) == Qt.DockWidgetArea.BottomDockWidgetArea
+        assert window.tour.is_open() and window.tour.dock.isVisible()
+        assert window.tour.dock.height() >= window.tour.dock.minimumSizeHint().height()
+    window.set_text_size(125)
+    qtbot.waitUntil(lambda: area(window.tour.dock) == Qt.DockWidgetArea.RightDockWidgetArea, timeout=2_000)
+    assert window.tour.dock.width() >= DOCK_WIDTH
+    visit_every_page("at 125 %, beside again")
+    window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, window.tour.dock)  # as a person's drag does
+    window.set_text_size(200)
+    qtbot.wait(100)
+    assert area(window.tour.dock) == Qt.DockWidgetArea.LeftDockWidgetArea, "a dock a person placed was moved"
 
 
 @pytest.mark.parametrize("percent", [100, 150, 200])
