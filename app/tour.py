@@ -60,6 +60,7 @@ class TourController(QObject):
         self._place_soon = QTimer(self, singleShot=True, interval=PLACE_AFTER_MS)
         self._place_soon.timeout.connect(self.place)
         self._below_since: tuple[float, int] | None = None  # the text scale and window width it went below at
+        self._fit_width = False  # the text size changed: the dock beside the page fitted to it (`place`)
         window.installEventFilter(self)  # resized, larger text: placed again
         window.page_scroll.horizontalScrollBar().rangeChanged.connect(lambda *_: self._place_soon.start())
         self.highlight = Highlight()
@@ -149,6 +150,11 @@ class TourController(QObject):
         laptop, 200 % on 1400×900) Items, Rewrites, QC, Speakers and Evaluate scrolled sideways beside the tour
         (Rewrites 889 pixels in 564 at 200 %); below it they scroll only down. Back beside, a page that still
         does not fit sends it below again at once. A dock a person dragged elsewhere or floated stays there."""
+        fit_width, self._fit_width = self._fit_width, False
+        if fit_width:
+            # a dock's layout raises its least width to its content's and never lowers it: at 200 % the tour took
+            # 350 pixels, and after Ctrl+0 it kept them until the app ended (here once the fonts have all changed)
+            self.dock.setMinimumWidth(DOCK_WIDTH)
         if not self.is_open() or self.placed_by_person or self.dock.isFloating():
             return
         window = self.window
@@ -156,9 +162,14 @@ class TourController(QObject):
             if window.page_scroll.horizontalScrollBar().maximum() > 0:
                 self._below_since = (text_scale(), window.width())
                 self._move_dock(below=True)
+            elif fit_width:  # the text size changed: as wide as the tour's text needs at it, no wider
+                window.resizeDocks([self.dock], [self._beside_width()], Qt.Orientation.Horizontal)
         elif self._below_since is None or self._below_since[0] > text_scale() or self._below_since[1] < window.width():
             self._below_since = None
             self._move_dock(below=False)
+
+    def _beside_width(self) -> int:
+        return max(DOCK_WIDTH + 10, self.dock.minimumSizeHint().width())
 
     def _move_dock(self, below: bool) -> None:
         window = self.window
@@ -169,7 +180,7 @@ class TourController(QObject):
                 window.resizeDocks([self.dock], [int(window.height() * BELOW_SHARE)], Qt.Orientation.Vertical)
             else:
                 window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
-                window.resizeDocks([self.dock], [DOCK_WIDTH + 10], Qt.Orientation.Horizontal)
+                window.resizeDocks([self.dock], [self._beside_width()], Qt.Orientation.Horizontal)
             self.dock.show()  # re-added: shown again
         finally:
             self._placing_dock = False
@@ -230,7 +241,9 @@ class TourController(QObject):
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.window:
-            if event.type() in (QEvent.Type.Resize, QEvent.Type.FontChange) and self.is_open():
+            font_changed = event.type() in (QEvent.Type.FontChange, QEvent.Type.ApplicationFontChange)
+            self._fit_width = self._fit_width or font_changed
+            if (font_changed or event.type() == QEvent.Type.Resize) and self.is_open():
                 self._place_soon.start()
             return False
         if watched is self.dock and event.type() == QEvent.Type.Close:

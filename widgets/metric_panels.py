@@ -75,6 +75,7 @@ TICK_CHARS = 22  # longer tick labels (model names) are shortened in the middle;
 BASE_DPI = 100  # the canvas's dpi at a device pixel ratio of 1 and the normal text size (times both: `render`)
 MARK_RADIUS = 8  # pixels: the ring around the point the keys are on
 TEXT_SCALE_STEP = 0.8  # a figure that does not fit at the app's text size is tried this much smaller, down to 1
+LEAST_FIGURE_SCALE = 0.8  # and at last this much smaller than the normal size (`_scales_to_try`)
 CHAR_PX = 5.6  # about how wide one character of an 8-point tick label (or a legend's 7-point one) is, at BASE_DPI
 
 
@@ -503,12 +504,13 @@ def _log_failed_drawing(future: Future) -> None:
 def _scales_to_try(scale: float) -> list[float]:
     """The app's text scale, then smaller ones down to the normal size: a figure whose text at 200 % would not fit
     its canvas (the accuracy panel's fourth facet ran off the right edge on a 1400×900 screen) is drawn with text
-    as large as fits instead."""
+    as large as fits instead. Then LEAST_FIGURE_SCALE: at the normal size, beside the guided tour on a laptop (a
+    canvas about 530 pixels wide), the accuracy panel's fourth facet was cut off at the right edge."""
     scales = [scale]
     while scales[-1] > 1.0:
         smaller = scales[-1] * TEXT_SCALE_STEP
         scales.append(smaller if smaller >= 1.1 else 1.0)  # not 1.024: a build as slow for nothing to see
-    return scales
+    return [*scales, LEAST_FIGURE_SCALE] if scales[-1] > LEAST_FIGURE_SCALE else scales
 
 
 def _drawn_whole(figure: Figure) -> bool:
@@ -606,7 +608,7 @@ class BackgroundCanvas(FigureCanvasQTAgg):
                     if isinstance(self._built, Hits):
                         self._built.build = self._build
                 FigureCanvasAgg.draw(self)
-                if tried <= 1.0 or self._build is None or _drawn_whole(self.figure):
+                if tried <= LEAST_FIGURE_SCALE or self._build is None or _drawn_whole(self.figure):
                     break
             if scales[0] == scale:  # the tries ran from the scale asked: (asked, width, height, the scale that fitted)
                 self._fitted = (scale, width, height, tried) if tried < scale else None

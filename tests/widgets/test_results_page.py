@@ -581,6 +581,23 @@ def test_a_figure_too_wide_for_its_canvas_at_the_text_size_is_drawn_with_text_as
     assert _drawn_whole(page.view.figure)
 
 
+def test_a_figure_too_wide_for_its_canvas_at_the_normal_size_is_drawn_with_text_a_little_smaller(page, qtbot):
+    """Beside the guided tour on a laptop the canvas is about 530 pixels wide at the normal size, and the accuracy
+    panel's fourth facet ran off its right edge: it is drawn whole with its text at LEAST_FIGURE_SCALE of the
+    normal size, and at the normal size again where it fits."""
+    from spokenbench.widgets.metric_panels import LEAST_FIGURE_SCALE, _drawn_whole
+
+    page.resize(800, 980)  # a canvas of 534 pixels
+    qtbot.wait(100)
+    draw(page, "accuracy_by_level", render=False)
+    assert _drawn_whole(page.view.figure), f"cut off on a canvas {page.view.canvas.width()} pixels wide"
+    assert page.view.canvas.drawn_scale == LEAST_FIGURE_SCALE
+    page.resize(1200, 980)
+    qtbot.waitUntil(lambda: page.view.canvas.drawn_scale == 1.0 and not page.view.canvas.busy, timeout=10_000)
+    page.view.finish_drawing()
+    assert _drawn_whole(page.view.figure)
+
+
 def test_the_panels_names_are_whole_at_any_text_size_and_a_dragged_width_is_kept(results_page, qtbot):
     """At 200 % the lists kept their 250 pixels: 'Accuracy by leve', 'Permutation voti'."""
     from spokenbench.app.results_page import LISTS_SHARE, LISTS_WIDTH
