@@ -27,7 +27,7 @@ class ElidedComboBox(QComboBox):
         self.initStyleOption(option)
         text = QSize(LEAST_CHARACTERS * self.fontMetrics().averageCharWidth(), self.fontMetrics().height())
         least = self.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, text, self)
-        return QSize(min(hint.width(), least.width()) if self.count() else hint.width(), hint.height())
+        return QSize(min(hint.width(), least.width()), hint.height())
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt's name
         if self.isEditable() or self.currentIndex() < 0:  # a line edit draws the text; a placeholder is Qt's own

@@ -4,7 +4,7 @@ window, and the whole page scrolled sideways, its left edge cut off."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt
 from PySide6.QtWidgets import QLayout, QLayoutItem, QSizePolicy, QSpacerItem, QWidget
 
 
@@ -171,3 +171,30 @@ class ColumnsLayout(FlowLayout):
                     item.setGeometry(QRect(area.x() + place * (width + self.spacing()), y, width, height))
             y += height + self.spacing()
         return max(0, y - self.spacing() - rect.y()) + margins.bottom()
+
+
+class WrappedHeight(QObject):
+    """Holds `widget` as high as its layout needs at its width: lines that wrap (labels, a FlowLayout, a
+    ColumnsLayout) need more height on a narrower widget, and a container that does not ask for the height for
+    a width (a QSplitter) gave it only its one-line least. The Speakers page's recorder, 80 pixels short at
+    125 % on a laptop, drew its reading-list buttons over its take buttons (at 200 % with the guided tour
+    below); now the page scrolls down. Held again on each resize and each new layout (a text that changed)."""
+
+    def __init__(self, widget: QWidget):
+        super().__init__(widget)
+        self.widget = widget
+        widget.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.widget and event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest):
+            self.hold()
+        return False
+
+    def hold(self) -> None:
+        widget, layout = self.widget, self.widget.layout()
+        if layout is None:
+            return
+        # the layout's own least (its minimumSizeHint, which a minimum height set here does not change) or more
+        needed = max(layout.minimumHeightForWidth(widget.width()), widget.minimumSizeHint().height())  # -1: none
+        if needed != widget.minimumHeight():
+            widget.setMinimumHeight(needed)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from spokenbench.core.recording.quality import CLOSE_PEAK_DBFS
 from spokenbench.core.recording.speakers import Speaker
 from spokenbench.widgets.elided import ElidedComboBox
-from spokenbench.widgets.flow_layout import ColumnsLayout, flow_row
+from spokenbench.widgets.flow_layout import ColumnsLayout, WrappedHeight, flow_row
 from spokenbench.widgets.keys import key_names
 from spokenbench.widgets.screen_reader import SpokenFocus, spoken
 from spokenbench.widgets.tables import FittedColumns, row_table
@@ -137,6 +137,7 @@ class SpeakerListView(QWidget):
         layout.addWidget(QLabel("<h3>Speakers</h3>"))
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        self.wrapped_height = WrappedHeight(self)  # in the page's splitter: its buttons' lines never squeezed
         self._names: list[str] = []
         self.set_buttons(None)
 
@@ -400,6 +401,7 @@ class RecorderView(SpokenFocus, QWidget):
         layout.addLayout(grid)
         layout.addLayout(extra)
         layout.addWidget(self.status_label)
+        self.wrapped_height = WrappedHeight(self)  # in the page's splitter: as high as its wrapped lines need
 
     @property
     def context_line(self) -> str:

@@ -8,7 +8,7 @@ room a 1280×640 window gives a page (1,011 once the page list is wide enough fo
 sideways, its left edge cut off ("uality control"), and the page list elided 'Rewrites · 10 to rev…'."""
 
 import pytest
-from PySide6.QtCore import QSettings, QSize, Qt
+from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt
 from PySide6.QtWidgets import QApplication, QStackedWidget, QWidget
 
 from spokenbench.app.main_window import PAGES
@@ -146,6 +146,20 @@ def test_every_page_fits_a_maximized_window_on_a_laptop_at_any_text_size_without
     listed = window.page_widgets["speakers"].list_view
     for button in (listed.add_button, listed.consent_button, listed.withdraw_button):  # wrapped, never cut off
         assert listed.rect().contains(button.geometry()), button.text()
+    recorder = window.page_widgets["speakers"].view  # lines of buttons, never drawn over each other
+    drawn = [*recorder.buttons.values(), recorder.reading_list_button, recorder.project_button]
+    try:
+        qtbot.waitUntil(lambda: not overlapping(drawn), timeout=2_000)  # laid out in events posted
+    except qtbot.TimeoutError:
+        pass
+    assert not overlapping(drawn)
+
+
+def overlapping(widgets) -> list[tuple[str, str]]:
+    """The pairs of `widgets` drawn over each other (in their window's coordinates)."""
+    places = [(widget.text(), QRect(widget.mapTo(widget.window(), QPoint(0, 0)), widget.size())) for widget in widgets]
+    return [(one, other) for index, (one, place) in enumerate(places) for other, shape in places[index + 1 :]
+            if place.intersects(shape)]  # fmt: skip
 
 
 def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_scroll_sideways(
@@ -352,6 +366,14 @@ def test_the_tour_goes_below_the_page_where_a_page_would_scroll_sideways_beside_
         assert area(window.tour.dock) == Qt.DockWidgetArea.BottomDockWidgetArea
         assert window.tour.is_open() and window.tour.dock.isVisible()
         assert window.tour.dock.height() >= window.tour.dock.minimumSizeHint().height()
+        window.show_page("speakers")  # a low page: it scrolls down, its lines of buttons never drawn over each other
+        recorder = window.page_widgets["speakers"].view
+        drawn = [*recorder.buttons.values(), recorder.reading_list_button, recorder.project_button]
+        try:
+            qtbot.waitUntil(lambda drawn=drawn: not overlapping(drawn), timeout=2_000)  # laid out in events posted
+        except qtbot.TimeoutError:
+            pass
+        assert not overlapping(drawn)
     window.set_text_size(125)
     qtbot.waitUntil(lambda: area(window.tour.dock) == Qt.DockWidgetArea.RightDockWidgetArea, timeout=2_000)
     visit_every_page("at 125 %, beside again")
