@@ -1,4 +1,5 @@
-"""The guided tour's wiring: a dock on the right of the window holding widgets/tour_panel.py, Help → Guided tour
+"""The guided tour's wiring: a dock on the right of the window (below the page where a page would scroll sideways
+beside it: `TourController.place`) holding widgets/tour_panel.py, Help → Guided tour
 to open it, and each step (core/demo/tour.py) opened where it points — the sidebar page, the Results panel selected,
 its published layer on or off, and an orange frame around the run list, the panel or the gender-probe detail.
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QWidget
+from PySide6.QtWidgets import QDockWidget, QScrollArea, QSplitter, QStyle, QWidget
 
 from spokenbench.core.demo.tour import TOUR, TourStep
 from spokenbench.widgets.text_size import text_scale
@@ -61,8 +62,10 @@ class TourController(QObject):
         self._place_soon.timeout.connect(self.place)
         self._below_since: tuple[float, int] | None = None  # the text scale and window width it went below at
         self._fit_width = False  # the text size changed: the dock beside the page fitted to it (`place`)
+        self._back_by_fit: tuple[float, int] | None = None  # the size it last came back beside at by the pages' fit
         window.installEventFilter(self)  # resized, larger text: placed again
         window.page_scroll.horizontalScrollBar().rangeChanged.connect(lambda *_: self._place_soon.start())
+        window.page_stack.currentChanged.connect(lambda _index: self._place_soon.start())  # below: maybe back
         self.highlight = Highlight()
         self.panel.next_requested.connect(self.next)
         self.panel.back_requested.connect(self.back)
@@ -145,11 +148,12 @@ class TourController(QObject):
         return self.window.dockWidgetArea(self.dock) != Qt.DockWidgetArea.BottomDockWidgetArea
 
     def place(self) -> None:
-        """Below the page once the page shown scrolls sideways beside the dock, beside it again once the text is
-        made smaller or the window wider than when it went: with the text made larger (175 % on a 1280×720
-        laptop, 200 % on 1400×900) Items, Rewrites, QC, Speakers and Evaluate scrolled sideways beside the tour
-        (Rewrites 889 pixels in 564 at 200 %); below it they scroll only down. Back beside, a page that still
-        does not fit sends it below again at once. A dock a person dragged elsewhere or floated stays there."""
+        """Below the page once the page shown scrolls sideways beside the dock (for PLACE_AFTER_MS), beside it
+        again once the text is smaller or the window wider than when it went, or once every page built so far
+        fits beside it: with the text made larger (175 % on a 1280×720 laptop, 200 % on 1400×900) Items,
+        Rewrites, QC, Speakers and Evaluate scrolled sideways beside the tour (Rewrites 889 pixels in 564 at
+        200 %); below it they scroll only down. Back beside, a page that still does not fit sends it below again
+        a moment later. A dock a person dragged elsewhere or floated stays there."""
         fit_width, self._fit_width = self._fit_width, False
         if fit_width:
             # a dock's layout raises its least width to its content's and never lowers it: at 200 % the tour took
@@ -159,14 +163,34 @@ class TourController(QObject):
             return
         window = self.window
         if self.dock_beside():
-            if window.page_scroll.horizontalScrollBar().maximum() > 0:
+            page, room = window.page_stack.currentWidget(), window.page_scroll.viewport().width()
+            # it scrolls, and not only while it is filled: its least width is more than its room
+            if window.page_scroll.horizontalScrollBar().maximum() > 0 and page.minimumSizeHint().width() > room:
                 self._below_since = (text_scale(), window.width())
                 self._move_dock(below=True)
             elif fit_width:  # the text size changed: as wide as the tour's text needs at it, no wider
                 window.resizeDocks([self.dock], [self._beside_width()], Qt.Orientation.Horizontal)
-        elif self._below_since is None or self._below_since[0] > text_scale() or self._below_since[1] < window.width():
-            self._below_since = None
-            self._move_dock(below=False)
+        else:
+            now = (text_scale(), window.width())
+            since = self._below_since
+            smaller_or_wider = since is None or since[0] > now[0] or since[1] < now[1]
+            # at 100 % in a maximized window neither can change: back once the pages fit, once for this size (a
+            # page that then does not fit after all sends it below again, for good at this size)
+            fits_now = now != self._back_by_fit and self._every_page_fits_beside()
+            if smaller_or_wider or fits_now:
+                self._back_by_fit = now if fits_now and not smaller_or_wider else None
+                self._below_since = None
+                self._move_dock(below=False)
+
+    def _every_page_fits_beside(self) -> bool:
+        """Whether every page built so far would fit beside the dock: the widest page's least width (a page that
+        adapts to its width, as Evaluate does, reports its widest) and the dock's in the page's room now."""
+        window = self.window
+        pages = [page for page in window.page_widgets.values() if type(page).__name__ != "PlaceholderPage"]
+        widest = max((page.minimumSizeHint().width() for page in pages), default=0)
+        separator = window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent, None, window)
+        bar = window.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, window)  # if it scrolls down
+        return widest + self._beside_width() + separator + bar <= window.page_scroll.viewport().width()
 
     def _beside_width(self) -> int:
         return max(DOCK_WIDTH + 10, self.dock.minimumSizeHint().width())

@@ -6,7 +6,7 @@ from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QComboBox, QStyle, QStyleOptionComboBox, QStylePainter, QToolTip
 
-LEAST_CHARACTERS = 8  # an elided box goes down to this many average characters (and its arrow), never less
+LEAST_CHARACTERS = 8  # an elided box's least width is at most this many average characters (and its arrow)
 
 
 class ElidedComboBox(QComboBox):
@@ -15,9 +15,10 @@ class ElidedComboBox(QComboBox):
     (simulated, offl* on Evaluate at 1280×720; a sound device's or a model's long name likewise. QComboBox's own
     paint, with the label's text elided to the edit field.
 
-    Its least width is LEAST_CHARACTERS, whatever its items: Qt's is its longest item's when the box was filled
-    before it was first shown and next to nothing when filled after, so Evaluate's form needed 357 pixels for
-    *none (only the orders above)* and scrolled sideways beside the guided tour on a laptop."""
+    Its least width is at most LEAST_CHARACTERS wide, whatever its items (its size hint still asks for them
+    whole): Qt's is its longest item's when the box was filled before it was first shown and next to nothing when
+    filled after, so Evaluate's form needed 357 pixels for *none (only the orders above)* and scrolled sideways
+    beside the guided tour on a laptop."""
 
     elided = False  # whether the text shown is cut: the tooltip then shows all of it
 

@@ -194,7 +194,10 @@ class WrappedHeight(QObject):
         widget, layout = self.widget, self.widget.layout()
         if layout is None:
             return
-        # the layout's own least (its minimumSizeHint, which a minimum height set here does not change) or more
-        needed = max(layout.minimumHeightForWidth(widget.width()), widget.minimumSizeHint().height())  # -1: none
+        # the layout's own least (its minimumSizeHint, which a minimum height set here does not change) or more;
+        # narrower than its least (a splitter's half dragged shut) nothing is laid out: its least alone
+        least = widget.minimumSizeHint()
+        wrapped = layout.minimumHeightForWidth(widget.width()) if widget.width() >= least.width() else -1
+        needed = max(wrapped, least.height())  # -1: nothing wraps
         if needed != widget.minimumHeight():
             widget.setMinimumHeight(needed)

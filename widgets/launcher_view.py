@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -329,7 +329,7 @@ class LauncherView(QWidget):
         splitter.setStretchFactor(0, 4)  # the form nearly half the width: its fields and notes need it
         splitter.setStretchFactor(1, 5)
         self.split_dragged = False  # a person dragged the handle: the halves keep their widths (`_split_by_need`)
-        splitter.splitterMoved.connect(lambda *_: setattr(self, "split_dragged", True))
+        splitter.splitterMoved.connect(self._split_moved)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -577,11 +577,18 @@ class LauncherView(QWidget):
         if self.splitter.orientation() != orientation:
             self.splitter.setOrientation(orientation)
             self.splitter.setChildrenCollapsible(beside)  # one above the other, neither dragged shut
+            self.split_dragged = False  # a width dragged before is not the one for this side by side
             if not beside and 0 in self.splitter.sizes():  # one was dragged shut side by side: open again
                 self.splitter.setSizes([1, 1])
+            if beside:  # split by need once the splitter has shared its width across
+                QTimer.singleShot(0, self, lambda: self._place_halves(measure=True))
         elif beside and needed is not None and not self.split_dragged:
             self._split_by_need(needed)
         self._hold_heights()
+
+    def _split_moved(self, *_args) -> None:
+        if self.splitter.orientation() == Qt.Orientation.Horizontal:  # a height dragged stacked is not a width
+            self.split_dragged = True
 
     def _split_by_need(self, needed: tuple[int, int]) -> None:
         """Side by side, a half short of the width it needs takes it from the other half's width beyond that
@@ -659,7 +666,7 @@ class LauncherView(QWidget):
                     table.selectRow(row)
         table.blockSignals(False)
         self._fit_columns()
-        self._place_halves(measure=len(lines) != rows_before)  # a longer model's name may need the form's width
+        self._place_halves(measure=len(lines) != rows_before)  # a run more or fewer: the runs' need measured again
         self._show_selected()
 
     def _fit_columns(self) -> None:

@@ -338,7 +338,8 @@ class RecorderView(SpokenFocus, QWidget):
         top.addWidget(self.progress_label)
         self.device_box = ElidedComboBox()
         self.device_box.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # Tab or Alt+I; a click leaves R with the recorder
-        self.device_box.setMinimumContentsLength(20)  # room for a device's name, not just its first word
+        # asks for room for a device's name, not just its first word; squeezed, it elides down to 8 characters
+        self.device_box.setMinimumContentsLength(20)
         self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.device_box.currentIndexChanged.connect(self.device_chosen)
         self.rescan_button = QPushButton("Rescan &devices")

@@ -146,10 +146,14 @@ def test_squeezed_in_a_splitter_the_lines_never_overlap_what_is_below_them(qtbot
 
     assert grid.columns_for(grid.geometry().width()) < 3  # more than one line of take buttons
     assert not overlapping(), overlapping()
-    assert area.verticalScrollBar().isVisible()  # the page scrolls down instead
     assert wrapped.geometry().top() > max(button.geometry().bottom() for button in extra_buttons)
     assert wrapped.height() >= wrapped.heightForWidth(wrapped.width())  # every line of it
+    narrow_least = recorder.minimumHeight()
+    assert narrow_least > recorder.minimumSizeHint().height()  # held higher than its one-line least
     area.resize(3 * takes[0].sizeHint().width() + 400, 90)  # three a row: less height, given back
     qtbot.wait(50)
     assert not overlapping(), overlapping()
-    assert recorder.minimumHeight() < 6 * takes[0].sizeHint().height()
+    assert recorder.minimumHeight() < narrow_least
+    splitter.setSizes([sum(splitter.sizes()), 0])  # the recorder dragged shut: no height held for a width of 0
+    qtbot.wait(50)
+    assert recorder.width() == 0 and recorder.minimumHeight() == recorder.minimumSizeHint().height()
