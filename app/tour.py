@@ -65,7 +65,8 @@ class TourController(QObject):
         self._back_by_fit: tuple[float, int] | None = None  # the size it last came back beside at by the pages' fit
         window.installEventFilter(self)  # resized, larger text: placed again
         window.page_scroll.horizontalScrollBar().rangeChanged.connect(lambda *_: self._place_soon.start())
-        window.page_stack.currentChanged.connect(lambda _index: self._place_soon.start())  # below: maybe back
+        self._shown_pages: set[str] = set()  # the keys of the pages shown so far (`_every_page_fits_beside`)
+        window.page_stack.currentChanged.connect(self._page_shown)
         self.highlight = Highlight()
         self.panel.next_requested.connect(self.next)
         self.panel.back_requested.connect(self.back)
@@ -148,12 +149,13 @@ class TourController(QObject):
         return self.window.dockWidgetArea(self.dock) != Qt.DockWidgetArea.BottomDockWidgetArea
 
     def place(self) -> None:
-        """Below the page once the page shown scrolls sideways beside the dock (for PLACE_AFTER_MS), beside it
-        again once the text is smaller or the window wider than when it went, or once every page built so far
-        fits beside it: with the text made larger (175 % on a 1280×720 laptop, 200 % on 1400×900) Items,
-        Rewrites, QC, Speakers and Evaluate scrolled sideways beside the tour (Rewrites 889 pixels in 564 at
-        200 %); below it they scroll only down. Back beside, a page that still does not fit sends it below again
-        a moment later. A dock a person dragged elsewhere or floated stays there."""
+        """Below the page once the page shown scrolls sideways beside the dock and its least width is more than
+        its room (PLACE_AFTER_MS after the last change), beside it again once the text is smaller or the window
+        wider than when it went, or once every page shown so far fits beside it: with the text made larger (175 %
+        on a 1280×720 laptop, 200 % on 1400×900) Items, Rewrites, QC, Speakers and Evaluate scrolled sideways
+        beside the tour (Rewrites 889 pixels in 564 at 200 %); below it they scroll only down. Back beside, a
+        page that still does not fit sends it below again a moment later. A dock a person dragged elsewhere or
+        floated stays there."""
         fit_width, self._fit_width = self._fit_width, False
         if fit_width:
             # a dock's layout raises its least width to its content's and never lowers it: at 200 % the tour took
@@ -168,7 +170,9 @@ class TourController(QObject):
             if window.page_scroll.horizontalScrollBar().maximum() > 0 and page.minimumSizeHint().width() > room:
                 self._below_since = (text_scale(), window.width())
                 self._move_dock(below=True)
-            elif fit_width:  # the text size changed: as wide as the tour's text needs at it, no wider
+                return
+            self._back_by_fit = None  # the page shown fits: a return by the pages' fit held, another may follow
+            if fit_width:  # the text size changed: as wide as the tour's text needs at it, no wider
                 window.resizeDocks([self.dock], [self._beside_width()], Qt.Orientation.Horizontal)
         else:
             now = (text_scale(), window.width())
@@ -182,14 +186,23 @@ class TourController(QObject):
                 self._below_since = None
                 self._move_dock(below=False)
 
+    def _page_shown(self, index: int) -> None:
+        shown = self.window.page_stack.widget(index)  # the sidebar follows a moment later: not asked here
+        self._shown_pages.update(key for key, page in self.window.page_widgets.items() if page is shown)
+        if self.is_open():  # below: perhaps back beside it
+            self._place_soon.start()
+
     def _every_page_fits_beside(self) -> bool:
-        """Whether every page built so far would fit beside the dock: the widest page's least width (a page that
-        adapts to its width, as Evaluate does, reports its widest) and the dock's in the page's room now."""
+        """Whether every page shown so far (a page never shown lays out none of its widgets) would fit beside the
+        dock: the widest one's least width (a page that adapts, as Evaluate does, as it was last laid out: on the
+        safe side) and the dock's in the page's room now, a scroll bar's too where it does not scroll down yet."""
         window = self.window
-        pages = [page for page in window.page_widgets.values() if type(page).__name__ != "PlaceholderPage"]
-        widest = max((page.minimumSizeHint().width() for page in pages), default=0)
-        separator = window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent, None, window)
-        bar = window.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, window)  # if it scrolls down
+        pages = [window.page_widgets.get(key) for key in self._shown_pages]
+        widest = max((page.minimumSizeHint().width() for page in pages if page is not None), default=0)
+        style = window.style()
+        separator = style.pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent, None, window)
+        scrolls_down = window.page_scroll.verticalScrollBar().isVisible()
+        bar = 0 if scrolls_down else style.pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, window)
         return widest + self._beside_width() + separator + bar <= window.page_scroll.viewport().width()
 
     def _beside_width(self) -> int:

@@ -103,7 +103,7 @@ def test_squeezed_in_a_splitter_the_lines_never_overlap_what_is_below_them(qtbot
     """A splitter does not ask a layout for its height at its width: on a laptop at 125 % (and at 200 % with the
     guided tour below the page) the Speakers page's recorder was given less than its lines need, and its
     reading-list buttons were drawn over its take buttons. `WrappedHeight` holds the widget as high as its
-    lines need at its width, so the page scrolls down instead."""
+    lines need at its width (the scroll area around it then scrolls down)."""
     from PySide6.QtWidgets import QScrollArea, QSplitter
 
     from spokenbench.widgets.flow_layout import ColumnsLayout, WrappedHeight, flow_row
