@@ -532,3 +532,16 @@ def write_lock_held(project: Path):
     finally:
         if holder.poll() is None:
             let_go(holder)
+
+
+def overlapping(widgets) -> list[tuple[str, str]]:
+    """The pairs of `widgets` (buttons: their texts) drawn over each other, in their window's coordinates."""
+    from PySide6.QtCore import QPoint, QRect
+
+    places = [(widget.text(), QRect(widget.mapTo(widget.window(), QPoint(0, 0)), widget.size())) for widget in widgets]
+    return [
+        (one, other)
+        for index, (one, place) in enumerate(places)
+        for other, shape in places[index + 1 :]
+        if place.intersects(shape)
+    ]

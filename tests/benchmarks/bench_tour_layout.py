@@ -16,9 +16,9 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.py
 
-from PySide6.QtCore import QPoint, QRect, QSettings, QSize
+from PySide6.QtCore import QSettings, QSize
 from PySide6.QtWidgets import QApplication
-from support import run_event_loop_until
+from support import overlapping, run_event_loop_until
 
 from spokenbench.app.main_window import PAGES, MainWindow
 from spokenbench.core.demo.project import build_demo
@@ -29,11 +29,6 @@ SIZES = (100, 125, 150, 175, 200)
 
 def settle(seconds: float) -> None:
     run_event_loop_until(lambda: False, seconds)
-
-
-def overlapping(widgets) -> int:
-    places = [QRect(widget.mapTo(widget.window(), QPoint(0, 0)), widget.size()) for widget in widgets]
-    return sum(place.intersects(other) for index, place in enumerate(places) for other in places[index + 1 :])
 
 
 def opened_window(demo: Path, folder: Path) -> MainWindow:
@@ -86,7 +81,7 @@ def speakers_overlap(window: MainWindow) -> None:
         show(window, "speakers", 0.6)
         view = window.page_widgets["speakers"].view
         counts.append(
-            f"{percent} %: {overlapping([*view.buttons.values(), view.reading_list_button, view.project_button])}"
+            f"{percent} %: {len(overlapping([*view.buttons.values(), view.reading_list_button, view.project_button]))}"
         )
     print(f"  Speakers, pairs of buttons drawn over each other (tour closed): {', '.join(counts)}")
     window.set_text_size(100)

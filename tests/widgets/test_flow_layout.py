@@ -3,6 +3,7 @@ order and size, wrap only when the line is full, are centred in their line's hei
 those that expand, and the height it asks for its width is the height it takes."""
 
 from PySide6.QtWidgets import QCheckBox, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from support import overlapping
 
 from spokenbench.widgets.flow_layout import FlowLayout
 
@@ -133,26 +134,15 @@ def test_squeezed_in_a_splitter_the_lines_never_overlap_what_is_below_them(qtbot
     qtbot.waitExposed(area)
     qtbot.wait(50)  # laid out again once the lines are counted
 
-    def overlapping() -> list[tuple[str, str]]:
-        shown = [*takes, *extra_buttons]
-        return [
-            (one.text(), other.text())
-            for index, one in enumerate(shown)
-            for other in shown[index + 1 :]
-            if one.geometry()
-            .translated(one.parentWidget().pos())
-            .intersects(other.geometry().translated(other.parentWidget().pos()))
-        ]
-
     assert grid.columns_for(grid.geometry().width()) < 3  # more than one line of take buttons
-    assert not overlapping(), overlapping()
+    assert not overlapping([*takes, *extra_buttons]), overlapping([*takes, *extra_buttons])
     assert wrapped.geometry().top() > max(button.geometry().bottom() for button in extra_buttons)
     assert wrapped.height() >= wrapped.heightForWidth(wrapped.width())  # every line of it
     narrow_least = recorder.minimumHeight()
     assert narrow_least > recorder.minimumSizeHint().height()  # held higher than its one-line least
     area.resize(3 * takes[0].sizeHint().width() + 400, 90)  # three a row: less height, given back
     qtbot.wait(50)
-    assert not overlapping(), overlapping()
+    assert not overlapping([*takes, *extra_buttons]), overlapping([*takes, *extra_buttons])
     assert recorder.minimumHeight() < narrow_least
     splitter.setSizes([sum(splitter.sizes()), 0])  # the recorder dragged shut: no height held for a width of 0
     qtbot.wait(50)

@@ -8,8 +8,9 @@ room a 1280×640 window gives a page (1,011 once the page list is wide enough fo
 sideways, its left edge cut off ("uality control"), and the page list elided 'Rewrites · 10 to rev…'."""
 
 import pytest
-from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt
+from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtWidgets import QApplication, QStackedWidget, QWidget
+from support import overlapping
 
 from spokenbench.app.main_window import PAGES
 from spokenbench.app.text_size import TEXT_SIZE_KEY, TEXT_SIZES, desktop_font, step, stored_text_size
@@ -153,13 +154,6 @@ def test_every_page_fits_a_maximized_window_on_a_laptop_at_any_text_size_without
     except qtbot.TimeoutError:
         pass
     assert not overlapping(drawn)
-
-
-def overlapping(widgets) -> list[tuple[str, str]]:
-    """The pairs of `widgets` drawn over each other (in their window's coordinates)."""
-    places = [(widget.text(), QRect(widget.mapTo(widget.window(), QPoint(0, 0)), widget.size())) for widget in widgets]
-    return [(one, other) for index, (one, place) in enumerate(places) for other, shape in places[index + 1 :]
-            if place.intersects(shape)]  # fmt: skip
 
 
 def test_evaluate_puts_the_runs_under_the_form_where_side_by_side_either_would_scroll_sideways(
